@@ -1,0 +1,82 @@
+use std::fmt;
+
+/// The error every generated function can return.
+///
+/// Generated code never panics on bad input: wrong shapes, out-of-range
+/// data-dependent indices and failed assertions all become an `Error`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A tensor argument's length along an axis disagrees with a dimension
+    /// symbol (or literal) bound earlier.
+    Shape {
+        /// The Einlang function whose entry check failed.
+        function: String,
+        /// The parameter whose shape is wrong.
+        param: String,
+        /// The axis of that parameter.
+        axis: usize,
+        /// The dimension as written in the signature (`K`, `3`, `H - KH + 1`).
+        symbol: String,
+        /// The length the dimension was bound to (or evaluates to).
+        expected: usize,
+        /// The length the argument has.
+        found: usize,
+    },
+    /// A dimension or range extent that came out negative or inconsistent at
+    /// run time (an inferred extent such as `H - KH + 1` with `KH > H`, or two
+    /// reads that bind one index to different lengths).
+    Extent { function: String, message: String },
+    /// A read outside a tensor that the compiler could not prove in bounds.
+    Index { function: String, tensor: String, axis: usize, index: i64, len: usize },
+    /// A failed `assert(cond, msg)`.
+    Assert { function: String, message: String },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Shape { function, param, axis, symbol, expected, found } => write!(
+                f,
+                "shape mismatch in `{function}`: parameter `{param}` axis {axis} has length {found}, \
+                 but dimension `{symbol}` is {expected}"
+            ),
+            Error::Extent { function, message } => write!(f, "in `{function}`: {message}"),
+            Error::Index { function, tensor, axis, index, len } => write!(
+                f,
+                "index out of bounds in `{function}`: `{tensor}` axis {axis} has length {len}, index is {index}"
+            ),
+            Error::Assert { function, message } => write!(f, "assertion failed in `{function}`: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    fn assert_error_traits<E: std::error::Error + Send + Sync + 'static>() {}
+
+    #[test]
+    fn error_is_a_std_error_and_thread_safe() {
+        assert_error_traits::<Error>();
+    }
+
+    #[test]
+    fn shape_message_names_everything() {
+        let e = Error::Shape {
+            function: "matmul".into(),
+            param: "b".into(),
+            axis: 0,
+            symbol: "K".into(),
+            expected: 3,
+            found: 4,
+        };
+        let text = e.to_string();
+        for part in ["matmul", "`b`", "axis 0", "`K`", "3", "4"] {
+            assert!(text.contains(part), "{text} lacks {part}");
+        }
+    }
+}
