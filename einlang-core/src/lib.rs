@@ -1,10 +1,25 @@
 //! The einlang compiler.
+//!
+//! `expand` is the whole pipeline, readable top to bottom: parse the tokens,
+//! resolve names into HIR, run the analyses (types, shapes, ranges), lower to
+//! the loop IR, validate it, and print Rust. Every stage reports into one
+//! `Diagnostics`; the pipeline stops after the first stage that reported an
+//! error, so follow-on errors of a broken program are not shown.
 
+pub mod analysis;
+pub mod arena;
+pub mod codegen;
 pub mod diag;
+pub mod hir;
+pub mod ir;
+pub mod lower;
+pub mod resolve;
 pub mod span;
 pub mod syntax;
 
 use proc_macro2::TokenStream;
+
+use diag::{Diagnostic, Diagnostics};
 
 /// Compilation options that come from the macro crate's features.
 #[derive(Clone, Debug, Default)]
@@ -13,8 +28,69 @@ pub struct Options {
     pub checked: bool,
 }
 
+/// Everything the pipeline produced, for tests and tools.
+pub struct Compiled {
+    pub ast: syntax::ast::Program,
+    pub hir: hir::Hir,
+    pub tables: analysis::Tables,
+    pub ir: ir::Program,
+    pub rust: TokenStream,
+}
+
+/// Runs the pipeline on parsed input. Errors are all the diagnostics of the
+/// first stage that failed.
+pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let mut diags = Diagnostics::new();
+    let hir = resolve::resolve_program(&ast, &mut diags);
+    if diags.has_errors() {
+        return Err(diags.into_vec());
+    }
+    let tables = analysis::analyze(&hir, &mut diags);
+    if diags.has_errors() {
+        return Err(diags.into_vec());
+    }
+    let ir = lower::lower_program(&hir, &tables, &mut diags);
+    if diags.has_errors() {
+        return Err(diags.into_vec());
+    }
+    if let Err(msg) = ir::validate::validate(&ir) {
+        return Err(vec![Diagnostic::bug(span::Span::call_site(), format!("invalid loop IR: {msg}"))]);
+    }
+    let rust = codegen::emit_program(&ir, options);
+    Ok(Compiled { ast, hir, tables, ir, rust })
+}
+
+/// Compiles source text (a `.ein` file or a test program).
+pub fn compile_str(src: &str, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let ast = syntax::parse_str(src)?;
+    compile(ast, options)
+}
+
 /// Compiles the tokens of one `einlang! { ... }` call into Rust items.
+///
+/// Never panics: a panic inside the compiler is caught and reported as an
+/// internal compiler error at the macro call.
 pub fn expand(input: TokenStream, options: &Options) -> TokenStream {
-    let _ = (input, options);
-    diag::Diagnostic::error(span::Span::call_site(), "the einlang compiler is being assembled").to_compile_errors()
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let ast = syntax::parse_tokens(input)?;
+        compile(ast, options).map(|c| c.rust)
+    }));
+    match result {
+        Ok(Ok(tokens)) => tokens,
+        Ok(Err(diags)) => {
+            let mut out = TokenStream::new();
+            for d in diags {
+                out.extend(d.to_compile_errors());
+            }
+            out
+        }
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Diagnostic::bug(span::Span::call_site(), msg).to_compile_errors()
+        }
+    }
 }

@@ -31,6 +31,9 @@ pub enum Error {
     Index { function: String, tensor: String, axis: usize, index: i64, len: usize },
     /// A failed `assert(cond, msg)`.
     Assert { function: String, message: String },
+    /// Integer arithmetic without a result: division or remainder by zero,
+    /// `MIN / -1`, a negative or overflowing integer power.
+    Arithmetic { function: String, message: String },
 }
 
 impl fmt::Display for Error {
@@ -47,6 +50,7 @@ impl fmt::Display for Error {
                 "index out of bounds in `{function}`: `{tensor}` axis {axis} has length {len}, index is {index}"
             ),
             Error::Assert { function, message } => write!(f, "assertion failed in `{function}`: {message}"),
+            Error::Arithmetic { function, message } => write!(f, "arithmetic error in `{function}`: {message}"),
         }
     }
 }

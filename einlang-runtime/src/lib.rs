@@ -3,11 +3,14 @@
 //! Generated code reaches these items only through `::einlang::__private`, so
 //! users depend on the `einlang` facade alone. Everything here is small and
 //! concrete: the error type, shape checks at function entry, checked reads,
-//! and the parallel-loop helper.
+//! fallible integer arithmetic, the parallel-loop helper and value
+//! conversions at function boundaries.
 
+pub mod arith;
 mod error;
 pub mod par;
 pub mod shape;
+pub mod value;
 
 pub use error::Error;
 /// The ndarray version generated code is written against.

@@ -1,6 +1,7 @@
 //! Parallel loops over the rows of an output buffer.
 
 use crate::Error;
+use ndarray::{Array, Dimension, IntoDimension};
 use rayon::prelude::*;
 
 /// Below this many scalar operations a loop nest runs on the calling thread:
@@ -25,6 +26,81 @@ where
     }
 }
 
+/// The most elements of a rank-1 output one call of a [`fill`] body writes
+/// when the fill runs in parallel: large enough that the body's inner loop
+/// vectorizes and amortizes the call, small enough to split a long vector
+/// across threads.
+pub const BLOCK_LEN: usize = 4096;
+
+/// A parallel rank-1 fill is cut into at least this many blocks (when it has
+/// that many elements), so that expensive points still spread over threads.
+const MIN_BLOCKS: usize = 64;
+
+/// Allocates a tensor of `shape` in standard (row-major) layout and fills it
+/// by calling `body(first, chunk)` on consecutive chunks of its elements, in
+/// parallel when `parallel` is set and the work estimate
+/// (`elements * cost_per_point`) is above [`PAR_THRESHOLD`].
+///
+/// For rank 2 and more, each chunk is one index of the outermost axis (a
+/// "row" holding all inner axes) and `first` is that index. For rank 1, a
+/// chunk is a block of consecutive elements and `first` is the index of its
+/// first element: the whole vector when the fill runs on one thread, else
+/// blocks of at most [`BLOCK_LEN`] elements, at least `MIN_BLOCKS` of them.
+/// For rank 0, the body is called once with `first = 0` and the single
+/// element.
+///
+/// `body` is called only with non-empty chunks, so every inner axis length
+/// is at least 1 inside it. A shape whose size overflows `isize` (in bytes)
+/// is an `Error::Extent`, not a panic. Stops at the first error.
+pub fn fill<T, D, Sh, F>(function: &str, shape: Sh, cost_per_point: u64, parallel: bool, body: F) -> Result<Array<T, D>, Error>
+where
+    T: Clone + Default + Send,
+    D: Dimension,
+    Sh: IntoDimension<Dim = D>,
+    F: Fn(usize, &mut [T]) -> Result<(), Error> + Sync + Send,
+{
+    let dim = shape.into_dimension();
+    let too_large = || Error::Extent {
+        function: function.to_string(),
+        message: format!("a tensor of shape {:?} is too large to allocate", dim.slice()),
+    };
+    // The limits `Array::from_elem` would otherwise panic on: the product of
+    // the non-zero axis lengths fits in `isize`, and so does the size in bytes.
+    let nonzero = dim.slice().iter().filter(|&&n| n != 0).try_fold(1usize, |acc, &n| acc.checked_mul(n));
+    if nonzero.is_none_or(|n| n > isize::MAX as usize) {
+        return Err(too_large());
+    }
+    let len = dim.size();
+    if len.checked_mul(std::mem::size_of::<T>()).is_none_or(|bytes| bytes > isize::MAX as usize) {
+        return Err(too_large());
+    }
+    let ndim = dim.ndim();
+    let mut out = Array::from_elem(dim, T::default());
+    if len == 0 {
+        return Ok(out);
+    }
+    let work = if parallel { len.saturating_mul(usize::try_from(cost_per_point).unwrap_or(usize::MAX)) } else { 0 };
+    // Every product of axis lengths fits now (none is zero, all fit in `len`).
+    let row_len = match ndim {
+        0 => 1,
+        1 if work < PAR_THRESHOLD => len,
+        1 => len.div_ceil(MIN_BLOCKS).clamp(1, BLOCK_LEN),
+        _ => out.shape()[1..].iter().product(),
+    };
+    let Some(slice) = out.as_slice_mut() else {
+        return Err(Error::Extent {
+            function: function.to_string(),
+            message: "internal error in einlang: a new tensor is not contiguous".to_string(),
+        });
+    };
+    if ndim == 1 {
+        for_each_row(slice, row_len, work, |block, chunk| body(block * row_len, chunk))?;
+    } else {
+        for_each_row(slice, row_len, work, body)?;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +118,46 @@ mod tests {
             .unwrap();
             assert_eq!(out, vec![0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23]);
         }
+    }
+
+    #[test]
+    fn fill_rank_2_by_rows() {
+        let a = fill("f", [3, 2], 1, true, |i, row: &mut [usize]| {
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = i * 10 + j;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(a, ndarray::array![[0, 1], [10, 11], [20, 21]]);
+    }
+
+    #[test]
+    fn fill_rank_1_by_blocks_and_rank_0() {
+        let n = BLOCK_LEN * 2 + 3;
+        let a = fill("f", [n], 1_000, true, |first, block: &mut [usize]| {
+            for (p, v) in block.iter_mut().enumerate() {
+                *v = first + p;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(a.iter().enumerate().all(|(i, v)| *v == i));
+        let s = fill("f", [], 1, false, |first, one: &mut [f32]| {
+            one[0] = first as f32 + 2.0;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(s.into_scalar(), 2.0);
+    }
+
+    #[test]
+    fn fill_empty_and_huge_shapes() {
+        let a = fill("f", [0, 1 << 20, 1 << 20], 1, true, |_, _: &mut [f64]| unreachable!()).unwrap();
+        assert_eq!(a.shape(), &[0, 1 << 20, 1 << 20]);
+        assert!(matches!(fill("f", [0, usize::MAX, 2], 1, true, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
+        assert!(matches!(fill("f", [usize::MAX, 2], 1, true, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
+        assert!(matches!(fill("f", [1 << 62], 1, true, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
     }
 
     #[test]

@@ -1,0 +1,1377 @@
+//! Analyses over the HIR: element types, symbolic shapes and index ranges.
+//!
+//! The result is a set of side tables (`Tables`) keyed by `ExprId`, `DefId`
+//! and `FnId`; the HIR itself is not modified. The analyses are interleaved
+//! per statement because they feed each other in source order: the shape of
+//! a tensor defined by one statement is needed to infer ranges in the next.
+//! For one statement (a *unit*):
+//!
+//! 1. types are inferred bottom-up with an expected scalar type flowing down,
+//!    which gives unsuffixed literals their type as in Rust; every tensor
+//!    read is recorded with the symbolic form of its indices;
+//! 2. the ranges of the statement's index variables are solved from explicit
+//!    brackets, direct reads (`A[i, k]` binds `k` to `A`'s axis 1) and affine
+//!    reads (`x[y + r]` bounds `y` by `len - r_max`), see `ranges.rs`;
+//! 3. every read is checked against its tensor's extents: proven reads become
+//!    unchecked accesses, definitely-out-of-bounds unconditional reads are
+//!    errors, and the rest are checked at run time.
+//!
+//! Dimension variables (`DimVar`) are the raw ids of the `DefId`s they stand
+//! for: dimension symbols, `i64` parameters and index variables. Unknown
+//! dimensions (`?`) get fresh variables above `HIDDEN_DIM_BASE`.
+
+pub mod dim;
+mod ranges;
+#[cfg(test)]
+mod tests;
+pub mod ty;
+
+use std::collections::HashMap;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::hir::{Callee, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, Slot, Stmt, TyAnn, Where};
+use crate::ir::Intrinsic;
+use crate::span::Span;
+use crate::syntax::ast::{BinOp, Lit, RedOp, ScalarKind, UnOp};
+pub use dim::{Dim, DimVar, Truth};
+pub use ty::Ty;
+
+/// Fresh dimension variables for `?` start here, far above any `DefId`.
+pub const HIDDEN_DIM_BASE: u32 = 1 << 30;
+
+/// The range `start..end` of an index variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexRange {
+    pub start: Dim,
+    pub end: Dim,
+}
+
+/// Two extents one index was bound to that could not be proven equal at
+/// compile time; checked before the statement runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SameExtent {
+    pub index: String,
+    pub a: Dim,
+    pub a_what: String,
+    pub b: Dim,
+    pub b_what: String,
+}
+
+/// How a parameter's shape is bound and checked at function entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryPlan {
+    BindDim { dim: DimVar, param: usize, axis: usize },
+    CheckDim { param: usize, axis: usize, symbol: String, expected: Dim },
+}
+
+/// A function's signature after analysis.
+#[derive(Clone, Debug)]
+pub struct FnSig {
+    pub params: Vec<Ty>,
+    pub ret: Ty,
+    pub entry: Vec<EntryPlan>,
+    /// Result axes whose declared extent could not be proven equal to the
+    /// computed one: `(axis, declared, symbol text)`.
+    pub result_checks: Vec<(usize, Dim, String)>,
+}
+
+/// The analyses' results.
+#[derive(Debug, Default)]
+pub struct Tables {
+    /// Type of every expression, by `ExprId` index.
+    pub expr_ty: Vec<Ty>,
+    /// Type of every parameter, local, where-binding and index variable.
+    pub def_ty: HashMap<DefId, Ty>,
+    /// Range of every index variable.
+    pub ranges: HashMap<DefId, IndexRange>,
+    /// For each element read (`Index` with as many indices as the rank):
+    /// whether all its indices were proven in bounds.
+    pub read_proven: HashMap<ExprId, bool>,
+    /// Run-time extent agreements, attached to the index variable.
+    pub same_extent: HashMap<DefId, Vec<SameExtent>>,
+    /// Signatures, by `FnId` index (None for functions that failed).
+    pub sigs: Vec<Option<FnSig>>,
+    /// The concrete intrinsic chosen for `pow`-like calls and `**`.
+    pub intrinsic: HashMap<ExprId, Intrinsic>,
+    /// Source names of dimension variables (for messages).
+    pub dim_names: HashMap<DimVar, String>,
+}
+
+impl Tables {
+    pub fn ty(&self, e: ExprId) -> &Ty {
+        &self.expr_ty[e.index()]
+    }
+
+    pub fn dim_name(&self, v: DimVar) -> String {
+        self.dim_names.get(&v).cloned().unwrap_or_else(|| format!("d{}", v.0))
+    }
+
+    /// Text of a dimension as the user would write it.
+    pub fn show_dim(&self, d: &Dim) -> String {
+        d.display(&|v| self.dim_name(v))
+    }
+
+    pub fn show_ty(&self, t: &Ty) -> String {
+        t.display(&|v| self.dim_name(v))
+    }
+}
+
+pub fn dim_var(def: DefId) -> DimVar {
+    DimVar(def.raw())
+}
+
+/// Runs all analyses over `hir`.
+pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
+    let mut cx = Cx {
+        hir,
+        t: Tables { expr_ty: vec![Ty::Error; hir.exprs.len()], sigs: vec![None; hir.fns.len()], ..Tables::default() },
+        diags,
+        env: HashMap::new(),
+        fn_state: vec![FnState::NotStarted; hir.fns.len()],
+        units: Vec::new(),
+        narrow: Vec::new(),
+        cond_depth: 0,
+        next_hidden: HIDDEN_DIM_BASE,
+        where_values: HashMap::new(),
+        failed_vars: Default::default(),
+    };
+    for (def, d) in hir.defs.iter() {
+        if matches!(d.kind, DefKind::Dim | DefKind::Param | DefKind::Index) {
+            cx.t.dim_names.insert(dim_var(def), d.name.clone());
+        }
+    }
+    for (f, _) in hir.fns.iter() {
+        cx.declare_sig(f);
+    }
+    for (f, _) in hir.fns.iter() {
+        cx.analyze_fn(f);
+    }
+    cx.t
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FnState {
+    NotStarted,
+    InProgress,
+    Done,
+}
+
+/// A tensor read recorded for range inference and bounds checking.
+#[derive(Clone, Debug)]
+struct Read {
+    expr: ExprId,
+    tensor: String,
+    span: Span,
+    /// Per indexed axis: the axis length, the index as a `Dim` (None when it
+    /// is data-dependent) and the index expression.
+    axes: Vec<(Dim, Option<Dim>, ExprId)>,
+    /// Whether the read only happens under a condition.
+    conditional: bool,
+    /// Range narrowings in force at the read (from guards and `if`s).
+    narrow: Vec<Narrowing>,
+    /// Whether the read selects a sub-tensor (always checked at run time).
+    partial: bool,
+}
+
+/// `lo <= var < hi` known to hold inside a guarded region.
+#[derive(Clone, Debug)]
+struct Narrowing {
+    var: DefId,
+    lo: Option<Dim>,
+    hi: Option<Dim>,
+}
+
+/// The index variables introduced by one statement and the reads seen in it.
+#[derive(Default)]
+struct Unit {
+    /// How many diagnostics existed when the unit started: a unit that
+    /// already reported an error does not add "cannot infer" follow-ons.
+    diags_at_start: usize,
+    vars: Vec<DefId>,
+    explicit: HashMap<DefId, IndexRange>,
+    reads: Vec<Read>,
+}
+
+struct Cx<'a> {
+    hir: &'a Hir,
+    t: Tables,
+    diags: &'a mut Diagnostics,
+    env: HashMap<DefId, Ty>,
+    fn_state: Vec<FnState>,
+    units: Vec<Unit>,
+    narrow: Vec<Narrowing>,
+    cond_depth: usize,
+    next_hidden: u32,
+    /// The value of every where-binding typed so far (index equations are
+    /// substituted through these).
+    where_values: HashMap<DefId, ExprId>,
+    /// Index variables whose range could not be inferred (already reported).
+    failed_vars: std::collections::HashSet<DefId>,
+}
+
+/// Per-function state saved while another function is analyzed on demand.
+struct Saved {
+    env: HashMap<DefId, Ty>,
+    units: Vec<Unit>,
+    narrow: Vec<Narrowing>,
+    cond_depth: usize,
+}
+
+impl<'a> Cx<'a> {
+    fn err(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn name(&self, d: DefId) -> &str {
+        self.hir.name(d)
+    }
+
+    // ----- signatures -------------------------------------------------------
+
+    fn ann_to_ty(&mut self, ann: &TyAnn) -> Ty {
+        match ann {
+            TyAnn::Scalar(k) => Ty::Scalar(*k),
+            TyAnn::Str => Ty::Error,
+            TyAnn::Tuple(items) => Ty::Tuple(items.iter().map(|t| self.ann_to_ty(t)).collect()),
+            TyAnn::Tensor { elem, dims, .. } => {
+                let dims = dims.iter().map(|d| self.dim_ann(d)).collect::<Option<Vec<_>>>();
+                match dims {
+                    Some(dims) => Ty::Tensor(*elem, dims),
+                    None => Ty::Error,
+                }
+            }
+        }
+    }
+
+    fn dim_ann(&mut self, d: &DimAnn) -> Option<Dim> {
+        Some(match d {
+            DimAnn::Lit(v, span) => {
+                if *v < 0 {
+                    self.err(Diagnostic::error(*span, "a dimension cannot be negative"));
+                    return None;
+                }
+                Dim::constant(*v)
+            }
+            DimAnn::Sym(def, _) => Dim::var(dim_var(*def)),
+            DimAnn::Unknown(_) => {
+                let v = DimVar(self.next_hidden);
+                self.next_hidden += 1;
+                self.t.dim_names.insert(v, "?".to_string());
+                Dim::var(v)
+            }
+            DimAnn::Bin(op, l, r, span) => {
+                let l = self.dim_ann(l)?;
+                let r = self.dim_ann(r)?;
+                match op {
+                    BinOp::Add => l.add(&r),
+                    BinOp::Sub => l.sub(&r),
+                    BinOp::Mul => l.mul(&r),
+                    BinOp::Div => match l.floor_div(&r) {
+                        Some(d) => d,
+                        None => {
+                            self.err(Diagnostic::error(*span, "division by zero in a dimension"));
+                            return None;
+                        }
+                    },
+                    _ => {
+                        self.err(Diagnostic::error(*span, format!("`{}` cannot be used in a dimension", op.symbol())));
+                        return None;
+                    }
+                }
+            }
+        })
+    }
+
+    fn declare_sig(&mut self, f: FnId) {
+        let func = &self.hir.fns[f];
+        let params: Vec<Ty> = func.params.iter().map(|p| match &p.ty {
+            Some(a) => self.ann_to_ty(a),
+            None => Ty::Error,
+        }).collect();
+        // Dimension symbols are bound by the first parameter axis that is
+        // exactly that symbol; every other use is checked.
+        let mut entry = Vec::new();
+        let mut bound: HashMap<DimVar, ()> = HashMap::new();
+        let mut deferred = Vec::new();
+        for (pi, p) in params.iter().enumerate() {
+            if let Ty::Tensor(_, dims) = p {
+                for (axis, d) in dims.iter().enumerate() {
+                    match d.as_var() {
+                        Some(v) if !bound.contains_key(&v) => {
+                            bound.insert(v, ());
+                            entry.push(EntryPlan::BindDim { dim: v, param: pi, axis });
+                        }
+                        _ => deferred.push((pi, axis, d.clone())),
+                    }
+                }
+            }
+        }
+        // Scalar `i64` parameters are dimension variables too.
+        for (pi, p) in func.params.iter().enumerate() {
+            if params[pi] == Ty::I64 {
+                bound.insert(dim_var(p.def), ());
+            }
+        }
+        let param_anns: Vec<Option<TyAnn>> = func.params.iter().map(|p| p.ty.clone()).collect();
+        for (pi, axis, d) in deferred {
+            let unbound: Vec<DimVar> = d.vars().into_iter().filter(|v| !bound.contains_key(v)).collect();
+            let span = match &param_anns[pi] {
+                Some(TyAnn::Tensor { dims, .. }) => dims.get(axis).map(|a| a.span()).unwrap_or(func.span),
+                _ => func.span,
+            };
+            if let Some(v) = unbound.first() {
+                let name = self.t.dim_name(*v);
+                self.err(
+                    Diagnostic::error(span, format!("dimension `{}` cannot be bound from the arguments", self.t.show_dim(&d)))
+                        .note(format!("`{name}` must appear alone as an axis of some parameter, like `[f32; {name}]`")),
+                );
+                continue;
+            }
+            let symbol = self.t.show_dim(&d);
+            entry.push(EntryPlan::CheckDim { param: pi, axis, symbol, expected: d });
+        }
+        let ret = match &func.ret {
+            Some(a) => {
+                let ty = self.ann_to_ty(a);
+                let mut unbound = Vec::new();
+                collect_dims(&ty, &mut |d| unbound.extend(d.vars().into_iter().filter(|v| !bound.contains_key(v))));
+                if let Some(v) = unbound.first() {
+                    let span = match a {
+                        TyAnn::Tensor { span, .. } => *span,
+                        _ => func.span,
+                    };
+                    let name = self.t.dim_name(*v);
+                    self.err(Diagnostic::error(span, format!("dimension `{name}` of the result is not bound by any parameter")).help(
+                        format!("use a dimension of a parameter, or an expression of them"),
+                    ));
+                    Ty::Error
+                } else {
+                    ty
+                }
+            }
+            None if func.is_main => Ty::unit(),
+            // Inferred from the body when first needed.
+            None => Ty::Error,
+        };
+        for (p, ty) in func.params.iter().zip(&params) {
+            self.t.def_ty.insert(p.def, ty.clone());
+        }
+        self.t.sigs[f.index()] = Some(FnSig { params, ret, entry, result_checks: Vec::new() });
+    }
+
+    fn analyze_fn(&mut self, f: FnId) {
+        if self.fn_state[f.index()] != FnState::NotStarted {
+            return;
+        }
+        self.fn_state[f.index()] = FnState::InProgress;
+        let func = &self.hir.fns[f];
+        let saved = Saved {
+            env: std::mem::take(&mut self.env),
+            units: std::mem::take(&mut self.units),
+            narrow: std::mem::take(&mut self.narrow),
+            cond_depth: std::mem::replace(&mut self.cond_depth, 0),
+        };
+        for p in &func.params {
+            let ty = self.t.def_ty.get(&p.def).cloned().unwrap_or(Ty::Error);
+            self.env.insert(p.def, ty);
+        }
+        let declared = self.t.sigs[f.index()].as_ref().map(|s| s.ret.clone()).unwrap_or(Ty::Error);
+        let has_decl = func.ret.is_some() || func.is_main;
+        let expect = if has_decl { declared.elem() } else { None };
+        self.infer_block_stmts(&func.body.stmts);
+        let body_ty = match func.body.tail {
+            Some(tail) => self.infer_unit(tail, expect),
+            None => Ty::unit(),
+        };
+        let ret = if has_decl {
+            if !declared.is_error() && !body_ty.is_error() {
+                let checks = self.check_result(f, &declared, &body_ty);
+                if let Some(sig) = self.t.sigs[f.index()].as_mut() {
+                    sig.result_checks = checks;
+                }
+            }
+            declared
+        } else {
+            body_ty
+        };
+        if let Some(sig) = self.t.sigs[f.index()].as_mut() {
+            sig.ret = ret;
+        }
+        self.env = saved.env;
+        self.units = saved.units;
+        self.narrow = saved.narrow;
+        self.cond_depth = saved.cond_depth;
+        self.fn_state[f.index()] = FnState::Done;
+    }
+
+    /// Compares the declared result type with the body's; returns the axes
+    /// that need a run-time check.
+    fn check_result(&mut self, f: FnId, declared: &Ty, found: &Ty) -> Vec<(usize, Dim, String)> {
+        let func = &self.hir.fns[f];
+        let span = func.body.tail.map(|t| self.hir.span(t)).unwrap_or(func.span);
+        let ann_span = match &func.ret {
+            Some(TyAnn::Tensor { span, .. }) => Some(*span),
+            _ => None,
+        };
+        let mismatch = |cx: &mut Cx, extra: Option<String>| {
+            let mut d = Diagnostic::error(
+                span,
+                format!("mismatched result type: the body has type `{}`, the function declares `{}`", cx.t.show_ty(found), cx.t.show_ty(declared)),
+            );
+            if let Some(s) = ann_span {
+                d = d.label(s, "result type declared here");
+            }
+            if let Some(e) = extra {
+                d = d.note(e);
+            }
+            cx.err(d);
+        };
+        let mut checks = Vec::new();
+        match (declared, found) {
+            (Ty::Tensor(k1, d1), Ty::Tensor(k2, d2)) if k1 == k2 && d1.len() == d2.len() => {
+                for (axis, (a, b)) in d1.iter().zip(d2).enumerate() {
+                    match a.prove_eq(b) {
+                        Truth::True => {}
+                        Truth::False => {
+                            let note = format!("axis {axis} is declared as `{}` but inferred as `{}`", self.t.show_dim(a), self.t.show_dim(b));
+                            mismatch(self, Some(note));
+                            return Vec::new();
+                        }
+                        Truth::Unknown => checks.push((axis, a.clone(), self.t.show_dim(a))),
+                    }
+                }
+            }
+            _ if declared == found => {}
+            _ => mismatch(self, None),
+        }
+        checks
+    }
+
+    // ----- statements -------------------------------------------------------
+
+    fn infer_block_stmts(&mut self, stmts: &[Stmt]) {
+        for s in stmts {
+            match s {
+                Stmt::Let { def, ty, value, .. } => {
+                    let ann = ty.as_ref().map(|a| self.ann_to_ty(a));
+                    let expect = ann.as_ref().and_then(|t| t.elem());
+                    let t = self.infer_unit(*value, expect);
+                    if let Some(a) = ann {
+                        if !t.is_error() && !a.is_error() && !same_kind_and_rank(&a, &t) {
+                            let d = Diagnostic::error(
+                                self.hir.span(*value),
+                                format!("mismatched types: expected `{}`, found `{}`", self.t.show_ty(&a), self.t.show_ty(&t)),
+                            );
+                            self.err(d);
+                        }
+                    }
+                    self.env.insert(*def, t.clone());
+                    self.t.def_ty.insert(*def, t);
+                }
+                Stmt::Indexed(def) => {
+                    let t = self.infer_indexed(def);
+                    self.env.insert(def.def, t.clone());
+                    self.t.def_ty.insert(def.def, t);
+                }
+                Stmt::Expr(e) => {
+                    self.infer_unit(*e, None);
+                }
+            }
+        }
+    }
+
+    /// Infers a statement-level expression as its own unit.
+    fn infer_unit(&mut self, e: ExprId, expect: Option<ScalarKind>) -> Ty {
+        self.units.push(Unit { diags_at_start: self.diags.len(), ..Unit::default() });
+        let t = self.infer(e, expect);
+        self.finish_unit();
+        t
+    }
+
+    fn infer_indexed(&mut self, def: &crate::hir::IndexedDef) -> Ty {
+        let mut unit = Unit { diags_at_start: self.diags.len(), ..Unit::default() };
+        for slot in &def.slots {
+            if let Slot::Var { def: v, range } = slot {
+                unit.vars.push(*v);
+                self.env.insert(*v, Ty::I64);
+                self.t.def_ty.insert(*v, Ty::I64);
+                if let Some(r) = range {
+                    if let Some(ir) = self.explicit_range(r) {
+                        unit.explicit.insert(*v, ir);
+                    }
+                }
+            }
+        }
+        self.units.push(unit);
+        let guarded = self.infer_wheres(&def.wheres);
+        if guarded {
+            self.cond_depth += 1;
+        }
+        let body = self.infer(def.body, None);
+        if guarded {
+            self.cond_depth -= 1;
+        }
+        self.pop_narrowings(&def.wheres);
+        self.finish_unit();
+        let elem = match &body {
+            Ty::Scalar(k) => *k,
+            Ty::Error => return Ty::Error,
+            other => {
+                let d = Diagnostic::error(
+                    self.hir.span(def.body),
+                    format!("the value of an indexed definition must be a scalar, found `{}`", self.t.show_ty(other)),
+                )
+                .note("tensor-valued elements are not supported yet");
+                self.err(d);
+                return Ty::Error;
+            }
+        };
+        let mut dims = Vec::new();
+        for slot in &def.slots {
+            match slot {
+                Slot::Var { def: v, .. } => match self.t.ranges.get(v) {
+                    Some(r) => dims.push(r.end.clone()),
+                    None => return Ty::Error,
+                },
+                Slot::Lit(n, _) => dims.push(Dim::constant(n + 1)),
+            }
+        }
+        Ty::Tensor(elem, dims)
+    }
+
+    /// Types `where` entries in order, pushing narrowings for index guards.
+    /// Returns whether any guard is present.
+    fn infer_wheres(&mut self, wheres: &[Where]) -> bool {
+        let mut guarded = false;
+        for w in wheres {
+            match w {
+                Where::Bind { def, value } => {
+                    self.where_values.insert(*def, *value);
+                    let t = self.infer(*value, None);
+                    self.env.insert(*def, t.clone());
+                    self.t.def_ty.insert(*def, t);
+                }
+                Where::Guard(g) => {
+                    guarded = true;
+                    let t = self.infer(*g, Some(ScalarKind::Bool));
+                    self.expect_bool(*g, &t, "a `where` guard");
+                    let ns = self.narrowings_of(*g);
+                    self.narrow.extend(ns);
+                }
+            }
+        }
+        guarded
+    }
+
+    fn pop_narrowings(&mut self, wheres: &[Where]) {
+        for w in wheres {
+            if let Where::Guard(g) = w {
+                let n = self.narrowings_of(*g).len();
+                let keep = self.narrow.len().saturating_sub(n);
+                self.narrow.truncate(keep);
+            }
+        }
+    }
+
+    fn expect_bool(&mut self, e: ExprId, t: &Ty, what: &str) {
+        match t {
+            Ty::Scalar(ScalarKind::Bool) | Ty::Error => {}
+            Ty::Tensor(..) => {
+                let d = Diagnostic::error(self.hir.span(e), format!("{what} must be a scalar `bool`, found `{}`", self.t.show_ty(t)))
+                    .note("conditions are evaluated once per point; a tensor has no single truth value")
+                    .help("index the tensor, or reduce it with `all[..](..)` / `any[..](..)`");
+                self.err(d);
+            }
+            other => {
+                let d = Diagnostic::error(self.hir.span(e), format!("{what} must be `bool`, found `{}`", self.t.show_ty(other)));
+                self.err(d);
+            }
+        }
+    }
+
+    fn explicit_range(&mut self, r: &crate::hir::Range) -> Option<IndexRange> {
+        let s_ty = self.infer(r.start, Some(ScalarKind::I64));
+        let e_ty = self.infer(r.end, Some(ScalarKind::I64));
+        let start = self.to_dim(r.start);
+        let end = self.to_dim(r.end);
+        for (e, t, d) in [(r.start, s_ty, &start), (r.end, e_ty, &end)] {
+            if t.is_error() {
+                return None;
+            }
+            if d.is_none() {
+                let d = Diagnostic::error(self.hir.span(e), "a range bound must be an integer expression of dimensions and `i64` parameters")
+                    .help("use dimension names, `i64` parameters, literals and `+ - * /`");
+                self.err(d);
+                return None;
+            }
+        }
+        Some(IndexRange { start: start?, end: end? })
+    }
+
+    // ----- expressions ------------------------------------------------------
+
+    fn set(&mut self, e: ExprId, t: Ty) -> Ty {
+        self.t.expr_ty[e.index()] = t.clone();
+        t
+    }
+
+    /// Whether `e` is an unsuffixed literal (possibly negated or combined
+    /// with other such literals) whose type comes from context.
+    fn flexible(&self, e: ExprId) -> bool {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Lit(Lit::Int(_, None)) | ExprKind::Lit(Lit::Float(_, None)) => true,
+            ExprKind::Unary(UnOp::Neg, x) => self.flexible(*x),
+            ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => self.flexible(*a) && self.flexible(*b),
+            _ => false,
+        }
+    }
+
+    fn infer(&mut self, e: ExprId, expect: Option<ScalarKind>) -> Ty {
+        let span = self.hir.span(e);
+        let t = match &self.hir.exprs[e].kind {
+            ExprKind::Error => Ty::Error,
+            ExprKind::Lit(lit) => self.infer_lit(e, lit, expect),
+            ExprKind::Def(d) => match self.env.get(d) {
+                Some(t) => t.clone(),
+                None => match self.hir.defs[*d].kind {
+                    DefKind::Dim => Ty::I64,
+                    _ => {
+                        let name = self.name(*d).to_string();
+                        self.err(Diagnostic::bug(span, format!("`{name}` has no type")));
+                        Ty::Error
+                    }
+                },
+            },
+            ExprKind::Unary(op, x) => {
+                let t = self.infer(*x, expect);
+                match (op, &t) {
+                    (_, Ty::Error) => Ty::Error,
+                    (UnOp::Neg, Ty::Scalar(k) | Ty::Tensor(k, _)) if *k != ScalarKind::Bool && k.is_signed() => t.clone(),
+                    (UnOp::Not, Ty::Scalar(ScalarKind::Bool) | Ty::Tensor(ScalarKind::Bool, _)) => t.clone(),
+                    _ => {
+                        let sym = if *op == UnOp::Neg { "-" } else { "!" };
+                        self.err(Diagnostic::error(span, format!("cannot apply unary `{sym}` to `{}`", self.t.show_ty(&t))));
+                        Ty::Error
+                    }
+                }
+            }
+            ExprKind::Binary(op, a, b) => self.infer_binary(e, *op, *a, *b, expect),
+            ExprKind::Cast(x, k) => {
+                let t = self.infer(*x, None);
+                match t {
+                    Ty::Error => Ty::Error,
+                    Ty::Scalar(_) => Ty::Scalar(*k),
+                    Ty::Tensor(_, dims) => Ty::Tensor(*k, dims),
+                    other => {
+                        self.err(Diagnostic::error(span, format!("cannot cast `{}` to `{}`", self.t.show_ty(&other), k.name())));
+                        Ty::Error
+                    }
+                }
+            }
+            ExprKind::Call { callee, callee_span, args } => {
+                let (callee, callee_span, args) = (callee.clone(), *callee_span, args.clone());
+                self.infer_call(e, &callee, callee_span, &args, expect)
+            }
+            ExprKind::Index { base, args } => {
+                let (base, args) = (*base, args.clone());
+                self.infer_index(e, base, &args)
+            }
+            ExprKind::Field(x, i) => {
+                let t = self.infer(*x, None);
+                match t {
+                    Ty::Error => Ty::Error,
+                    Ty::Tuple(items) if (*i as usize) < items.len() => items[*i as usize].clone(),
+                    other => {
+                        self.err(Diagnostic::error(span, format!("no field `{i}` on a value of type `{}`", self.t.show_ty(&other))));
+                        Ty::Error
+                    }
+                }
+            }
+            ExprKind::Reduce { op, vars, wheres, body } => {
+                let (op, vars, wheres, body) = (*op, vars.clone(), wheres.clone(), *body);
+                self.infer_reduce(e, op, &vars, &wheres, body, expect)
+            }
+            ExprKind::If { cond, then, els } => {
+                let (cond, then, els) = (*cond, *then, *els);
+                let ct = self.infer(cond, Some(ScalarKind::Bool));
+                self.expect_bool(cond, &ct, "the condition of `if`");
+                let ns = self.narrowings_of(cond);
+                let n = ns.len();
+                self.narrow.extend(ns);
+                self.cond_depth += 1;
+                let tt = self.infer(then, expect);
+                let keep = self.narrow.len() - n;
+                self.narrow.truncate(keep);
+                let et = match els {
+                    Some(x) => {
+                        let ex = if self.flexible_tail(then) { expect } else { tt.elem().or(expect) };
+                        self.infer(x, ex)
+                    }
+                    None => {
+                        self.err(Diagnostic::error(span, "an `if` without `else` has no value").help("add an `else` branch"));
+                        Ty::Error
+                    }
+                };
+                self.cond_depth -= 1;
+                // A flexible literal in the first branch takes the second's type.
+                let tt = if self.flexible_tail(then) && !et.is_error() { self.retype_literal_tail(then, &et).unwrap_or(tt) } else { tt };
+                match (&tt, &et) {
+                    (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
+                    _ if tt == et => tt,
+                    _ if same_kind_and_rank(&tt, &et) => tt,
+                    _ => {
+                        let d = Diagnostic::error(
+                            span,
+                            format!("`if` and `else` have different types: `{}` and `{}`", self.t.show_ty(&tt), self.t.show_ty(&et)),
+                        );
+                        self.err(d);
+                        Ty::Error
+                    }
+                }
+            }
+            ExprKind::Block(b) => {
+                let b = b.clone();
+                self.infer_block_stmts(&b.stmts);
+                match b.tail {
+                    Some(t) => self.infer(t, expect),
+                    None => Ty::unit(),
+                }
+            }
+            ExprKind::Array(items) => {
+                let items = items.clone();
+                self.infer_array(e, &items, expect)
+            }
+            ExprKind::Tuple(items) => {
+                let items = items.clone();
+                let tys: Vec<Ty> = items.iter().map(|x| self.infer(*x, None)).collect();
+                if tys.iter().any(|t| t.is_error()) {
+                    Ty::Error
+                } else {
+                    Ty::Tuple(tys)
+                }
+            }
+        };
+        self.set(e, t)
+    }
+
+    /// Whether the value of block-like `e` is a flexible literal.
+    fn flexible_tail(&self, e: ExprId) -> bool {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Block(b) => b.stmts.is_empty() && b.tail.is_some_and(|t| self.flexible_tail(t)),
+            _ => self.flexible(e),
+        }
+    }
+
+    /// Re-infers a flexible literal tail with the type of the other branch.
+    fn retype_literal_tail(&mut self, e: ExprId, other: &Ty) -> Option<Ty> {
+        let k = other.scalar()?;
+        match &self.hir.exprs[e].kind {
+            ExprKind::Block(b) => {
+                let t = b.tail?;
+                let ty = self.retype_literal_tail(t, other)?;
+                Some(self.set(e, ty))
+            }
+            _ => Some(self.infer(e, Some(k))),
+        }
+    }
+
+    fn infer_lit(&mut self, e: ExprId, lit: &Lit, expect: Option<ScalarKind>) -> Ty {
+        let span = self.hir.span(e);
+        match lit {
+            Lit::Bool(_) => Ty::BOOL,
+            Lit::Str(_) => Ty::Error,
+            Lit::Int(v, suffix) => {
+                let k = match (suffix, expect) {
+                    (Some(k), _) => *k,
+                    (None, Some(k)) if k.is_int() => k,
+                    (None, Some(k)) if k.is_float() => {
+                        let d = Diagnostic::error(span, format!("mismatched types: expected `{}`, found an integer literal", k.name()))
+                            .help(format!("use a float literal: `{v}.0`"));
+                        self.err(d);
+                        return Ty::Error;
+                    }
+                    _ => ScalarKind::I32,
+                };
+                if !int_fits(*v, k) {
+                    self.err(Diagnostic::error(span, format!("literal `{v}` does not fit in `{}`", k.name())));
+                    return Ty::Error;
+                }
+                Ty::Scalar(k)
+            }
+            Lit::Float(_, suffix) => {
+                let k = match (suffix, expect) {
+                    (Some(k), _) => *k,
+                    (None, Some(k)) if k.is_float() => k,
+                    (None, Some(k)) if k.is_int() || k == ScalarKind::Bool => {
+                        let d = Diagnostic::error(span, format!("mismatched types: expected `{}`, found a float literal", k.name()));
+                        self.err(d);
+                        return Ty::Error;
+                    }
+                    _ => ScalarKind::F32,
+                };
+                Ty::Scalar(k)
+            }
+        }
+    }
+
+    fn infer_binary(&mut self, e: ExprId, op: BinOp, a: ExprId, b: ExprId, expect: Option<ScalarKind>) -> Ty {
+        let span = self.hir.span(e);
+        if op.is_logical() {
+            let ta = self.infer(a, Some(ScalarKind::Bool));
+            let tb = self.infer(b, Some(ScalarKind::Bool));
+            if ta.is_error() || tb.is_error() {
+                return Ty::Error;
+            }
+            if ta != Ty::BOOL || tb != Ty::BOOL {
+                let d = Diagnostic::error(span, format!("`{}` needs `bool` operands, found `{}` and `{}`", op.symbol(), self.t.show_ty(&ta), self.t.show_ty(&tb)));
+                self.err(d);
+                return Ty::Error;
+            }
+            return Ty::BOOL;
+        }
+        // The operand whose type is fixed goes first, so that a literal on
+        // the other side takes its type.
+        let operand_expect = if op.is_comparison() { None } else { expect };
+        let (ta, tb) = if op == BinOp::Pow {
+            let ta = self.infer(a, expect);
+            let tb_expect = if self.flexible(b) && matches!(&self.hir.exprs[b].kind, ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..)) && !is_float_lit(self.hir, b) {
+                Some(ScalarKind::I32)
+            } else {
+                ta.elem()
+            };
+            let tb = self.infer(b, tb_expect);
+            (ta, tb)
+        } else if self.flexible(a) && !self.flexible(b) {
+            let tb = self.infer(b, operand_expect);
+            let ta = self.infer(a, tb.elem());
+            (ta, tb)
+        } else {
+            let ta = self.infer(a, operand_expect);
+            let tb = self.infer(b, ta.elem());
+            (ta, tb)
+        };
+        if ta.is_error() || tb.is_error() {
+            return Ty::Error;
+        }
+        if op == BinOp::Pow {
+            return self.infer_pow(e, &ta, &tb);
+        }
+        let (ka, kb) = match (ta.elem(), tb.elem()) {
+            (Some(x), Some(y)) => (x, y),
+            _ => {
+                let d = Diagnostic::error(span, format!("cannot apply `{}` to `{}` and `{}`", op.symbol(), self.t.show_ty(&ta), self.t.show_ty(&tb)));
+                self.err(d);
+                return Ty::Error;
+            }
+        };
+        if ka != kb {
+            let d = Diagnostic::error(span, format!("mismatched types: `{}` {} `{}`", ka.name(), op.symbol(), kb.name()))
+                .label(self.hir.span(a), format!("this is `{}`", ka.name()))
+                .label(self.hir.span(b), format!("this is `{}`", kb.name()))
+                .note("einlang never converts numbers implicitly")
+                .help(format!("convert one side with `as`, for example `(...) as {}`", ka.name()));
+            self.err(d);
+            return Ty::Error;
+        }
+        let arithmetic = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem);
+        if arithmetic && ka == ScalarKind::Bool {
+            self.err(Diagnostic::error(span, format!("cannot apply `{}` to `bool`", op.symbol())));
+            return Ty::Error;
+        }
+        let shape = match self.broadcast(span, &ta, &tb) {
+            Some(s) => s,
+            None => return Ty::Error,
+        };
+        let k = if op.is_comparison() { ScalarKind::Bool } else { ka };
+        match shape {
+            None => Ty::Scalar(k),
+            Some(dims) => Ty::Tensor(k, dims),
+        }
+    }
+
+    /// Broadcasting: scalar with scalar, tensor with scalar, or two tensors
+    /// of the same shape. Returns the tensor shape, if any.
+    fn broadcast(&mut self, span: Span, a: &Ty, b: &Ty) -> Option<Option<Vec<Dim>>> {
+        match (a, b) {
+            (Ty::Scalar(_), Ty::Scalar(_)) => Some(None),
+            (Ty::Tensor(_, d), Ty::Scalar(_)) | (Ty::Scalar(_), Ty::Tensor(_, d)) => Some(Some(d.clone())),
+            (Ty::Tensor(_, d1), Ty::Tensor(_, d2)) => {
+                if d1.len() != d2.len() || d1.iter().zip(d2).any(|(x, y)| x.prove_eq(y) == Truth::False) {
+                    let d = Diagnostic::error(
+                        span,
+                        format!("cannot combine tensors of shapes `{}` and `{}` without indices", self.t.show_ty(a), self.t.show_ty(b)),
+                    )
+                    .note("without indices, only tensors of the same shape, or a tensor and a scalar, combine")
+                    .help("write the operation with indices, e.g. `let z[i, j] = x[i, j] + y[j];`");
+                    self.err(d);
+                    return None;
+                }
+                Some(Some(d1.clone()))
+            }
+            _ => {
+                self.err(Diagnostic::error(span, format!("cannot combine `{}` and `{}`", self.t.show_ty(a), self.t.show_ty(b))));
+                None
+            }
+        }
+    }
+
+    fn infer_pow(&mut self, e: ExprId, ta: &Ty, tb: &Ty) -> Ty {
+        let span = self.hir.span(e);
+        let (Some(ka), Some(kb)) = (ta.scalar(), tb.scalar()) else {
+            if let (Some(ka), Some(kb)) = (ta.elem(), tb.scalar()) {
+                // Tensor ** scalar is elementwise.
+                if let Some(i) = pow_kind(ka, kb) {
+                    self.t.intrinsic.insert(e, i);
+                    return ta.clone();
+                }
+            }
+            let d = Diagnostic::error(span, format!("cannot raise `{}` to `{}`", self.t.show_ty(ta), self.t.show_ty(tb)));
+            self.err(d);
+            return Ty::Error;
+        };
+        match pow_kind(ka, kb) {
+            Some(i) => {
+                self.t.intrinsic.insert(e, i);
+                Ty::Scalar(ka)
+            }
+            None => {
+                let d = Diagnostic::error(span, format!("cannot raise `{}` to a `{}` power", ka.name(), kb.name()))
+                    .help("`**` takes float ** float, float ** integer, or integer ** integer of the same type");
+                self.err(d);
+                Ty::Error
+            }
+        }
+    }
+
+    fn infer_call(&mut self, e: ExprId, callee: &Callee, callee_span: Span, args: &[ExprId], expect: Option<ScalarKind>) -> Ty {
+        let span = self.hir.span(e);
+        match callee {
+            Callee::Intrinsic(i) => self.infer_intrinsic(e, *i, callee_span, args, expect),
+            Callee::Fn(f) => {
+                let f = *f;
+                let func = &self.hir.fns[f];
+                let fname = self.name(func.def).to_string();
+                if func.ret.is_none() && !func.is_main {
+                    match self.fn_state[f.index()] {
+                        FnState::NotStarted => self.analyze_fn(f),
+                        FnState::InProgress => {
+                            let d = Diagnostic::error(callee_span, format!("recursive call of `{fname}` needs a declared result type"))
+                                .help(format!("declare it: `fn {fname}(...) -> T`"));
+                            self.err(d);
+                            args.iter().for_each(|a| {
+                                self.infer(*a, None);
+                            });
+                            return Ty::Error;
+                        }
+                        FnState::Done => {}
+                    }
+                }
+                let Some(sig) = self.t.sigs[f.index()].clone() else { return Ty::Error };
+                if sig.params.len() != args.len() {
+                    let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
+                    let d = Diagnostic::error(
+                        span,
+                        format!(
+                            "this function takes {} {} but {} {} supplied",
+                            sig.params.len(),
+                            plural(sig.params.len()),
+                            args.len(),
+                            if args.len() == 1 { "argument was" } else { "arguments were" }
+                        ),
+                    )
+                    .label(self.hir.defs[func.def].span, format!("`{fname}` is defined here"));
+                    self.err(d);
+                    args.iter().for_each(|a| {
+                        self.infer(*a, None);
+                    });
+                    return Ty::Error;
+                }
+                // Map the callee's dimension variables to the caller's dims.
+                let mut subst: HashMap<DimVar, Dim> = HashMap::new();
+                let mut ok = true;
+                for (i, (a, p)) in args.iter().zip(&sig.params).enumerate() {
+                    let at = self.infer(*a, p.elem());
+                    if at.is_error() || p.is_error() {
+                        ok = false;
+                        continue;
+                    }
+                    let pname = self.name(func.params[i].def).to_string();
+                    match (p, &at) {
+                        (Ty::Scalar(pk), Ty::Scalar(ak)) if pk == ak => {
+                            if *pk == ScalarKind::I64 {
+                                if let Some(d) = self.to_dim(*a) {
+                                    subst.insert(dim_var(func.params[i].def), d);
+                                }
+                            }
+                        }
+                        (Ty::Tensor(pk, pd), Ty::Tensor(ak, ad)) if pk == ak && pd.len() == ad.len() => {
+                            for (axis, (pdim, adim)) in pd.iter().zip(ad).enumerate() {
+                                let expected = pdim.substitute(&|v| subst.get(&v).cloned());
+                                if let Some(v) = pdim.as_var() {
+                                    if !subst.contains_key(&v) {
+                                        subst.insert(v, adim.clone());
+                                        continue;
+                                    }
+                                }
+                                if expected.vars().iter().all(|v| !is_callee_var(&sig, *v) || subst.contains_key(v))
+                                    && expected.prove_eq(adim) == Truth::False
+                                {
+                                    let d = Diagnostic::error(
+                                        self.hir.span(*a),
+                                        format!(
+                                            "shape mismatch in argument `{pname}` of `{fname}`: axis {axis} has length `{}`, expected `{}`",
+                                            self.t.show_dim(adim),
+                                            self.t.show_dim(&expected)
+                                        ),
+                                    );
+                                    self.err(d);
+                                    ok = false;
+                                }
+                            }
+                        }
+                        _ => {
+                            let d = Diagnostic::error(
+                                self.hir.span(*a),
+                                format!("mismatched types: parameter `{pname}` of `{fname}` is `{}`, found `{}`", self.t.show_ty(p), self.t.show_ty(&at)),
+                            )
+                            .label(self.hir.span(*a), "");
+                            let d = Diagnostic { labels: Vec::new(), ..d };
+                            self.err(d);
+                            ok = false;
+                        }
+                    }
+                }
+                if !ok {
+                    return Ty::Error;
+                }
+                subst_ty(&sig.ret, &subst)
+            }
+        }
+    }
+
+    fn infer_intrinsic(&mut self, e: ExprId, i: Intrinsic, callee_span: Span, args: &[ExprId], expect: Option<ScalarKind>) -> Ty {
+        let span = self.hir.span(e);
+        let arity = match i {
+            Intrinsic::Min | Intrinsic::Max | Intrinsic::Powf | Intrinsic::Powi | Intrinsic::IntPow => 2,
+            _ => 1,
+        };
+        let name = if i == Intrinsic::Powf { "pow" } else { i.name() };
+        if args.len() != arity {
+            let d = Diagnostic::error(
+                span,
+                format!("this function takes {arity} argument{} but {} {} supplied", if arity == 1 { "" } else { "s" }, args.len(), if args.len() == 1 { "was" } else { "were" }),
+            )
+            .label(callee_span, format!("`std::math::{name}` takes {arity}"));
+            self.err(d);
+            args.iter().for_each(|a| {
+                self.infer(*a, None);
+            });
+            return Ty::Error;
+        }
+        if arity == 2 {
+            let (a, b) = (args[0], args[1]);
+            let (ta, tb) = if self.flexible(a) && !self.flexible(b) {
+                let tb = self.infer(b, expect);
+                (self.infer(a, tb.elem()), tb)
+            } else {
+                let ta = self.infer(a, expect);
+                (ta.clone(), self.infer(b, ta.elem()))
+            };
+            if ta.is_error() || tb.is_error() {
+                return Ty::Error;
+            }
+            if i == Intrinsic::Powf {
+                return self.infer_pow(e, &ta, &tb);
+            }
+            let (Some(ka), Some(kb)) = (ta.elem(), tb.elem()) else {
+                self.err(Diagnostic::error(span, format!("`{name}` takes numbers")));
+                return Ty::Error;
+            };
+            if ka != kb || ka == ScalarKind::Bool {
+                let d = Diagnostic::error(span, format!("mismatched types: `{name}` of `{}` and `{}`", ka.name(), kb.name()))
+                    .help("both arguments must have the same numeric type");
+                self.err(d);
+                return Ty::Error;
+            }
+            return match self.broadcast(span, &ta, &tb) {
+                Some(None) => Ty::Scalar(ka),
+                Some(Some(d)) => Ty::Tensor(ka, d),
+                None => Ty::Error,
+            };
+        }
+        let float_only = !matches!(i, Intrinsic::Abs);
+        let t = self.infer(args[0], expect.filter(|k| !float_only || k.is_float()));
+        let Some(k) = t.elem() else {
+            if !t.is_error() {
+                self.err(Diagnostic::error(span, format!("`{name}` takes a number, found `{}`", self.t.show_ty(&t))));
+            }
+            return Ty::Error;
+        };
+        if (float_only && !k.is_float()) || k == ScalarKind::Bool || (!k.is_signed() && i == Intrinsic::Abs) {
+            let d = Diagnostic::error(self.hir.span(args[0]), format!("`{name}` takes {}, found `{}`", if float_only { "a float" } else { "a signed number" }, k.name()));
+            let d = if k.is_int() && float_only { d.help(format!("convert it first: `{name}(x as f32)`")) } else { d };
+            self.err(d);
+            return Ty::Error;
+        }
+        t
+    }
+
+    fn infer_index(&mut self, e: ExprId, base: ExprId, args: &[ExprId]) -> Ty {
+        let span = self.hir.span(e);
+        let bt = self.infer(base, None);
+        let arg_tys: Vec<Ty> = args.iter().map(|a| self.infer(*a, Some(ScalarKind::I64))).collect();
+        if bt.is_error() || arg_tys.iter().any(|t| t.is_error()) {
+            return Ty::Error;
+        }
+        let ExprKind::Def(tensor_def) = self.hir.exprs[base].kind else {
+            let d = Diagnostic::error(self.hir.span(base), "only named tensors can be indexed")
+                .help("bind the value with `let` first, then index the name");
+            self.err(d);
+            return Ty::Error;
+        };
+        let tensor = self.name(tensor_def).to_string();
+        let Ty::Tensor(k, dims) = bt else {
+            let d = Diagnostic::error(span, format!("`{tensor}` is not a tensor; it has type `{}`", self.t.show_ty(&bt)));
+            self.err(d);
+            return Ty::Error;
+        };
+        for (a, t) in args.iter().zip(&arg_tys) {
+            if !t.scalar().is_some_and(|k| k.is_int()) {
+                let d = Diagnostic::error(self.hir.span(*a), format!("an index must be an integer, found `{}`", self.t.show_ty(t)));
+                self.err(d);
+                return Ty::Error;
+            }
+        }
+        if args.len() > dims.len() {
+            let d = Diagnostic::error(
+                span,
+                format!("rank mismatch: `{tensor}` has rank {} but is indexed with {} indices", dims.len(), args.len()),
+            )
+            .label(self.hir.defs[tensor_def].span, format!("`{tensor}` has type `{}`", self.t.show_ty(&Ty::Tensor(k, dims.clone()))));
+            self.err(d);
+            return Ty::Error;
+        }
+        let axes = args.iter().zip(&dims).map(|(a, d)| (d.clone(), self.to_dim(*a), *a)).collect();
+        let read = Read {
+            expr: e,
+            tensor,
+            span,
+            axes,
+            conditional: self.cond_depth > 0,
+            narrow: self.narrow.clone(),
+            partial: args.len() < dims.len(),
+        };
+        if let Some(u) = self.units.last_mut() {
+            u.reads.push(read);
+        }
+        if args.len() == dims.len() {
+            Ty::Scalar(k)
+        } else {
+            Ty::Tensor(k, dims[args.len()..].to_vec())
+        }
+    }
+
+    fn infer_reduce(&mut self, e: ExprId, op: RedOp, vars: &[crate::hir::RedVar], wheres: &[Where], body: ExprId, expect: Option<ScalarKind>) -> Ty {
+        let span = self.hir.span(e);
+        for v in vars {
+            self.env.insert(v.def, Ty::I64);
+            self.t.def_ty.insert(v.def, Ty::I64);
+            let range = v.range.as_ref().and_then(|r| self.explicit_range(r));
+            if let Some(u) = self.units.last_mut() {
+                u.vars.push(v.def);
+                if let Some(r) = range {
+                    u.explicit.insert(v.def, r);
+                }
+            }
+        }
+        let guarded = self.infer_wheres(wheres);
+        if guarded {
+            self.cond_depth += 1;
+        }
+        let body_expect = match op {
+            RedOp::All | RedOp::Any => Some(ScalarKind::Bool),
+            RedOp::ArgMax | RedOp::ArgMin => None,
+            _ => expect,
+        };
+        let bt = self.infer(body, body_expect);
+        if guarded {
+            self.cond_depth -= 1;
+        }
+        self.pop_narrowings(wheres);
+        let k = match bt {
+            Ty::Error => return Ty::Error,
+            Ty::Scalar(k) => k,
+            other => {
+                let d = Diagnostic::error(self.hir.span(body), format!("the body of `{}` must be a scalar, found `{}`", op.name(), self.t.show_ty(&other)))
+                    .help("index the tensor inside the reduction");
+                self.err(d);
+                return Ty::Error;
+            }
+        };
+        match op {
+            RedOp::All | RedOp::Any if k != ScalarKind::Bool => {
+                self.err(Diagnostic::error(span, format!("`{}` needs a `bool` body, found `{}`", op.name(), k.name())));
+                Ty::Error
+            }
+            RedOp::Sum | RedOp::Prod | RedOp::Max | RedOp::Min | RedOp::ArgMax | RedOp::ArgMin if k == ScalarKind::Bool => {
+                self.err(Diagnostic::error(span, format!("`{}` needs a numeric body, found `bool`", op.name())));
+                Ty::Error
+            }
+            RedOp::ArgMax | RedOp::ArgMin => Ty::I64,
+            _ => Ty::Scalar(k),
+        }
+    }
+
+    fn infer_array(&mut self, e: ExprId, items: &[ExprId], expect: Option<ScalarKind>) -> Ty {
+        let span = self.hir.span(e);
+        if items.is_empty() {
+            self.err(Diagnostic::error(span, "an empty array literal has no element type"));
+            return Ty::Error;
+        }
+        let mut first: Option<Ty> = None;
+        let mut tys = Vec::new();
+        // A typed element first, so literals take its type.
+        let lead = items.iter().position(|x| !self.flexible(*x)).unwrap_or(0);
+        let lead_ty = self.infer(items[lead], expect);
+        let lead_k = lead_ty.elem().or(expect);
+        for (i, x) in items.iter().enumerate() {
+            let t = if i == lead { lead_ty.clone() } else { self.infer(*x, lead_k) };
+            tys.push(t);
+        }
+        for (x, t) in items.iter().zip(&tys) {
+            if t.is_error() {
+                return Ty::Error;
+            }
+            match &first {
+                None => first = Some(t.clone()),
+                Some(f) if !same_kind_and_rank(f, t) || f != t => {
+                    let d = Diagnostic::error(
+                        self.hir.span(*x),
+                        format!("array elements differ: `{}` and `{}`", self.t.show_ty(f), self.t.show_ty(t)),
+                    )
+                    .note("array literals are rectangular; ragged arrays must be declared `jagged[...]`");
+                    self.err(d);
+                    return Ty::Error;
+                }
+                _ => {}
+            }
+        }
+        match first {
+            Some(Ty::Scalar(k)) => Ty::Tensor(k, vec![Dim::constant(items.len() as i64)]),
+            Some(Ty::Tensor(k, mut dims)) => {
+                if dims.iter().any(|d| d.as_constant().is_none()) {
+                    self.err(Diagnostic::error(span, "array literals can only nest arrays of known size"));
+                    return Ty::Error;
+                }
+                dims.insert(0, Dim::constant(items.len() as i64));
+                Ty::Tensor(k, dims)
+            }
+            _ => {
+                self.err(Diagnostic::error(span, "array elements must be numbers or arrays"));
+                Ty::Error
+            }
+        }
+    }
+
+    // ----- symbolic integer expressions -------------------------------------
+
+    /// The value of an integer expression as a `Dim`, when it is a function
+    /// of dimension symbols, `i64` parameters, index variables and literals.
+    fn to_dim(&self, e: ExprId) -> Option<Dim> {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Lit(Lit::Int(v, _)) => i64::try_from(*v).ok().map(Dim::constant),
+            ExprKind::Def(d) => match self.hir.defs[*d].kind {
+                DefKind::Dim | DefKind::Index => Some(Dim::var(dim_var(*d))),
+                DefKind::Param if self.t.def_ty.get(d) == Some(&Ty::I64) => Some(Dim::var(dim_var(*d))),
+                DefKind::WhereBind => self.where_value(*d).and_then(|v| self.to_dim(v)),
+                _ => None,
+            },
+            ExprKind::Unary(UnOp::Neg, x) => self.to_dim(*x).map(|d| d.neg()),
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (self.to_dim(*a)?, self.to_dim(*b)?);
+                match op {
+                    BinOp::Add => Some(a.add(&b)),
+                    BinOp::Sub => Some(a.sub(&b)),
+                    BinOp::Mul => Some(a.mul(&b)),
+                    // Integer division truncates; it equals floor division
+                    // only for a non-negative numerator and positive divisor.
+                    BinOp::Div if Dim::zero().prove_le(&a) == Truth::True && Dim::one().prove_le(&b) == Truth::True => a.floor_div(&b),
+                    _ => None,
+                }
+            }
+            ExprKind::Cast(x, ScalarKind::I64) => self.to_dim(*x),
+            ExprKind::Block(b) if b.stmts.is_empty() => b.tail.and_then(|t| self.to_dim(t)),
+            _ => None,
+        }
+    }
+
+    fn where_value(&self, def: DefId) -> Option<ExprId> {
+        self.where_values.get(&def).copied()
+    }
+}
+
+fn is_float_lit(hir: &Hir, e: ExprId) -> bool {
+    match &hir.exprs[e].kind {
+        ExprKind::Lit(Lit::Float(..)) => true,
+        ExprKind::Unary(_, x) => is_float_lit(hir, *x),
+        _ => false,
+    }
+}
+
+fn is_callee_var(sig: &FnSig, v: DimVar) -> bool {
+    let mut found = false;
+    for p in &sig.params {
+        collect_dims(p, &mut |d| found |= d.vars().contains(&v));
+    }
+    found
+}
+
+fn pow_kind(base: ScalarKind, exp: ScalarKind) -> Option<Intrinsic> {
+    match (base.is_float(), exp.is_float()) {
+        (true, true) if base == exp => Some(Intrinsic::Powf),
+        (true, false) if exp.is_int() => Some(Intrinsic::Powi),
+        (false, false) if base.is_int() && base == exp => Some(Intrinsic::IntPow),
+        _ => None,
+    }
+}
+
+fn int_fits(v: i128, k: ScalarKind) -> bool {
+    let (lo, hi): (i128, i128) = match k {
+        ScalarKind::I8 => (i8::MIN as i128, i8::MAX as i128),
+        ScalarKind::I16 => (i16::MIN as i128, i16::MAX as i128),
+        ScalarKind::I32 => (i32::MIN as i128, i32::MAX as i128),
+        ScalarKind::I64 => (i64::MIN as i128, i64::MAX as i128),
+        ScalarKind::U8 => (0, u8::MAX as i128),
+        ScalarKind::U32 => (0, u32::MAX as i128),
+        ScalarKind::U64 => (0, u64::MAX as i128),
+        _ => return true,
+    };
+    // A literal is unsigned in the source; `-128i8` is `-(128)`, so allow
+    // the magnitude of the most negative value too.
+    v >= lo && v <= hi.max(-lo)
+}
+
+fn same_kind_and_rank(a: &Ty, b: &Ty) -> bool {
+    match (a, b) {
+        (Ty::Scalar(x), Ty::Scalar(y)) => x == y,
+        (Ty::Tensor(x, d1), Ty::Tensor(y, d2)) => x == y && d1.len() == d2.len(),
+        (Ty::Tuple(x), Ty::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_kind_and_rank(p, q)),
+        _ => false,
+    }
+}
+
+fn collect_dims(t: &Ty, f: &mut dyn FnMut(&Dim)) {
+    match t {
+        Ty::Tensor(_, dims) => dims.iter().for_each(|d| f(d)),
+        Ty::Tuple(items) => items.iter().for_each(|t| collect_dims(t, f)),
+        _ => {}
+    }
+}
+
+fn subst_ty(t: &Ty, subst: &HashMap<DimVar, Dim>) -> Ty {
+    match t {
+        Ty::Tensor(k, dims) => Ty::Tensor(*k, dims.iter().map(|d| d.substitute(&|v| subst.get(&v).cloned())).collect()),
+        Ty::Tuple(items) => Ty::Tuple(items.iter().map(|t| subst_ty(t, subst)).collect()),
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,375 @@
+//! Range inference and bounds checking for one unit (statement).
+//!
+//! Constraints on an index variable `v` come from
+//! - an explicit range in brackets (`v in a..b`), which is final;
+//! - direct reads `T[.., v, ..]`: `v` ranges over that axis. Several direct
+//!   reads must agree: equal extents are fine, provably different ones are
+//!   an error naming both, undecidable ones are checked at run time;
+//! - affine reads `T[.., c * v + rest, ..]` with a constant `c > 0` once the
+//!   other index variables in `rest` have ranges: the largest range for
+//!   which the read stays in bounds, `end = (len - 1 - max(rest)) / c + 1`,
+//!   and a start that keeps `c * start + min(rest) >= 0`.
+//! The range of `v` is the intersection of its candidates. Afterwards every
+//! read is checked against its tensor using the final ranges, narrowed by
+//! any enclosing index guards.
+
+use std::collections::HashSet;
+
+use super::{dim_var, Cx, Dim, DimVar, IndexRange, Narrowing, Read, SameExtent, Truth, Unit, HIDDEN_DIM_BASE};
+use crate::diag::Diagnostic;
+use crate::hir::{DefId, DefKind, ExprId, ExprKind};
+use crate::syntax::ast::BinOp;
+
+/// An upper or lower candidate derived from one read.
+struct Candidate {
+    start: Dim,
+    end: Dim,
+}
+
+impl<'a> Cx<'a> {
+    fn index_def(&self, v: DimVar) -> Option<DefId> {
+        if v.0 >= HIDDEN_DIM_BASE || v.0 as usize >= self.hir.defs.len() {
+            return None;
+        }
+        let d = DefId::from_raw(v.0);
+        (self.hir.defs[d].kind == DefKind::Index).then_some(d)
+    }
+
+    /// The index variables a dimension expression mentions.
+    fn index_vars(&self, d: &Dim) -> Vec<DefId> {
+        d.vars().into_iter().filter_map(|v| self.index_def(v)).collect()
+    }
+
+    /// Narrowings implied by a condition that is a conjunction of
+    /// comparisons between an index variable and an integer expression.
+    pub(super) fn narrowings_of(&self, cond: ExprId) -> Vec<Narrowing> {
+        let mut out = Vec::new();
+        self.collect_narrowings(cond, &mut out);
+        out
+    }
+
+    fn collect_narrowings(&self, cond: ExprId, out: &mut Vec<Narrowing>) {
+        let ExprKind::Binary(op, a, b) = &self.hir.exprs[cond].kind else { return };
+        if *op == BinOp::And {
+            self.collect_narrowings(*a, out);
+            self.collect_narrowings(*b, out);
+            return;
+        }
+        if !op.is_comparison() {
+            return;
+        }
+        let as_index = |e: ExprId| match self.hir.exprs[e].kind {
+            ExprKind::Def(d) if self.hir.defs[d].kind == DefKind::Index => Some(d),
+            _ => None,
+        };
+        // Normalize to `var op bound`.
+        let (var, op, bound) = match (as_index(*a), as_index(*b)) {
+            (Some(v), _) => match self.to_dim(*b) {
+                Some(d) => (v, *op, d),
+                None => return,
+            },
+            (None, Some(v)) => match self.to_dim(*a) {
+                Some(d) => {
+                    let flipped = match op {
+                        BinOp::Lt => BinOp::Gt,
+                        BinOp::Le => BinOp::Ge,
+                        BinOp::Gt => BinOp::Lt,
+                        BinOp::Ge => BinOp::Le,
+                        other => *other,
+                    };
+                    (v, flipped, d)
+                }
+                None => return,
+            },
+            _ => return,
+        };
+        let (lo, hi) = match op {
+            BinOp::Lt => (None, Some(bound)),
+            BinOp::Le => (None, Some(bound.add_const(1))),
+            BinOp::Gt => (Some(bound.add_const(1)), None),
+            BinOp::Ge => (Some(bound), None),
+            BinOp::Eq => (Some(bound.clone()), Some(bound.add_const(1))),
+            _ => return,
+        };
+        out.push(Narrowing { var, lo, hi });
+    }
+
+    /// The effective range of `v` under `narrow`.
+    fn range_under(&self, v: DefId, narrow: &[Narrowing]) -> Option<IndexRange> {
+        let r = self.t.ranges.get(&v)?;
+        let mut start = r.start.clone();
+        let mut end = r.end.clone();
+        for n in narrow.iter().filter(|n| n.var == v) {
+            if let Some(lo) = &n.lo {
+                start = Dim::max(&start, lo);
+            }
+            if let Some(hi) = &n.hi {
+                end = Dim::min(&end, hi);
+            }
+        }
+        Some(IndexRange { start, end })
+    }
+
+    /// The coefficient of `v` in `d` when `d` is affine in `v` with a
+    /// constant coefficient.
+    fn coefficient(d: &Dim, v: DefId) -> Option<i64> {
+        let var = dim_var(v);
+        let at1 = d.substitute(&|x| (x == var).then(Dim::one));
+        let at0 = d.substitute(&|x| (x == var).then(Dim::zero));
+        let at2 = d.substitute(&|x| (x == var).then(|| Dim::constant(2)));
+        let c = at1.sub(&at0).as_constant()?;
+        // Affine: the step from 1 to 2 equals the step from 0 to 1.
+        (at2.sub(&at1).as_constant()? == c).then_some(c)
+    }
+
+    /// The largest (`max`) or smallest value of `d` over the ranges of the
+    /// index variables it mentions.
+    fn extremum(&self, d: &Dim, max: bool, narrow: &[Narrowing]) -> Option<Dim> {
+        let mut cur = d.clone();
+        // Ranges may mention other index variables (`k in 0..i`); a few
+        // rounds of substitution eliminate them.
+        for _ in 0..8 {
+            let vars = self.index_vars(&cur);
+            if vars.is_empty() {
+                return Some(cur);
+            }
+            for v in vars {
+                let c = Self::coefficient(&cur, v)?;
+                let r = self.range_under(v, narrow)?;
+                let value = if (c > 0) == max { r.end.add_const(-1) } else { r.start.clone() };
+                let var = dim_var(v);
+                cur = cur.substitute(&|x| (x == var).then(|| value.clone()));
+            }
+        }
+        None
+    }
+
+    /// The candidate range of `v` from one read axis `arg` of length `len`,
+    /// when the other index variables of `arg` already have ranges.
+    fn affine_candidate(&self, v: DefId, arg: &Dim, len: &Dim) -> Option<Candidate> {
+        let c = Self::coefficient(arg, v)?;
+        if c <= 0 {
+            return None;
+        }
+        let var = dim_var(v);
+        let rest = arg.substitute(&|x| (x == var).then(Dim::zero));
+        let rest_max = self.extremum(&rest, true, &[])?;
+        let rest_min = self.extremum(&rest, false, &[])?;
+        let end = if c == 1 { len.sub(&rest_max) } else { len.add_const(-1).sub(&rest_max).floor_div(&Dim::constant(c))?.add_const(1) };
+        let start = match rest_min.as_constant() {
+            Some(m) if m < 0 => Dim::constant((-m + c - 1) / c),
+            _ => Dim::zero(),
+        };
+        Some(Candidate { start, end })
+    }
+
+    /// Solves the ranges of the innermost unit's variables, checks its reads
+    /// and hands reads that mention outer variables to the enclosing unit.
+    pub(super) fn finish_unit(&mut self) {
+        let Some(unit) = self.units.pop() else { return };
+        let Unit { diags_at_start, vars, explicit, reads } = unit;
+        let quiet = self.diags.len() > diags_at_start;
+        let mut failed: HashSet<DefId> = HashSet::new();
+        for (v, r) in &explicit {
+            self.t.ranges.insert(*v, r.clone());
+        }
+        let pending: Vec<DefId> = vars.iter().copied().filter(|v| !explicit.contains_key(v)).collect();
+
+        // Direct reads first.
+        let mut direct_solved = Vec::new();
+        for &v in &pending {
+            let var = Dim::var(dim_var(v));
+            let mut first: Option<(&Read, usize, Dim)> = None;
+            for r in &reads {
+                for (axis, (len, arg, _)) in r.axes.iter().enumerate() {
+                    if arg.as_ref() != Some(&var) {
+                        continue;
+                    }
+                    match &first {
+                        None => first = Some((r, axis, len.clone())),
+                        Some((r0, axis0, len0)) => match len0.prove_eq(len) {
+                            Truth::True => {}
+                            Truth::False => {
+                                if !failed.contains(&v) {
+                                    let name = self.name(v).to_string();
+                                    let d = Diagnostic::error(
+                                        self.hir.span(r.axes[axis].2),
+                                        format!(
+                                            "index `{name}` is bound to two different extents: {} (axis {axis0} of `{}`) and {} (axis {axis} of `{}`)",
+                                            self.t.show_dim(len0),
+                                            r0.tensor,
+                                            self.t.show_dim(len),
+                                            r.tensor
+                                        ),
+                                    )
+                                    .label(self.hir.span(r0.axes[*axis0].2), format!("`{name}` ranges over 0..{} here", self.t.show_dim(len0)))
+                                    .help(format!("make the extents agree, or give `{name}` an explicit range: `{name} in 0..n`"));
+                                    self.err(d);
+                                    failed.insert(v);
+                                }
+                            }
+                            Truth::Unknown => {
+                                let check = SameExtent {
+                                    index: self.name(v).to_string(),
+                                    a: len0.clone(),
+                                    a_what: format!("`{}` axis {axis0} (`{}`)", r0.tensor, self.t.show_dim(len0)),
+                                    b: len.clone(),
+                                    b_what: format!("`{}` axis {axis} (`{}`)", r.tensor, self.t.show_dim(len)),
+                                };
+                                let list = self.t.same_extent.entry(v).or_default();
+                                if !list.contains(&check) {
+                                    list.push(check);
+                                }
+                            }
+                        },
+                    }
+                }
+            }
+            if let Some((_, _, len)) = first {
+                if !failed.contains(&v) {
+                    self.t.ranges.insert(v, IndexRange { start: Dim::zero(), end: len });
+                    direct_solved.push(v);
+                }
+            }
+        }
+
+        // Then affine reads, until nothing changes.
+        let mut unsolved: Vec<DefId> = pending.iter().copied().filter(|v| !self.t.ranges.contains_key(v) && !failed.contains(v)).collect();
+        loop {
+            let mut progress = false;
+            for v in unsolved.clone() {
+                if let Some(r) = self.intersect_candidates(v, &reads, None) {
+                    self.t.ranges.insert(v, r);
+                    unsolved.retain(|x| *x != v);
+                    progress = true;
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+        // Directly bound variables are narrowed by affine reads as well
+        // (`x[i] - x[i + 1]` gives `i in 0..N - 1`).
+        for v in direct_solved {
+            let base = self.t.ranges.get(&v).cloned();
+            if let Some(r) = self.intersect_candidates(v, &reads, base) {
+                self.t.ranges.insert(v, r);
+            }
+        }
+        for v in unsolved {
+            failed.insert(v);
+            if quiet {
+                continue;
+            }
+            let name = self.name(v).to_string();
+            let span = self.hir.defs[v].span;
+            let d = Diagnostic::error(span, format!("cannot infer the range of index `{name}`"))
+                .note(format!("`{name}` is never used alone to index a tensor axis, so no axis gives its extent"))
+                .help(format!("give it an explicit range: `{name} in a..b`"));
+            self.err(d);
+        }
+
+        // Bounds checks.
+        let mut deferred = Vec::new();
+        for r in reads {
+            let involved: Vec<DefId> = r.axes.iter().filter_map(|(_, a, _)| a.as_ref()).flat_map(|a| self.index_vars(a)).collect();
+            if involved.iter().any(|v| failed.contains(v) || self.failed_vars.contains(v)) {
+                self.failed_vars.extend(failed.iter().copied());
+                self.t.read_proven.insert(r.expr, false);
+                continue;
+            }
+            if involved.iter().any(|v| !self.t.ranges.contains_key(v)) {
+                deferred.push(r);
+                continue;
+            }
+            self.check_read(&r);
+        }
+        self.failed_vars.extend(failed);
+        match self.units.last_mut() {
+            Some(parent) => parent.reads.extend(deferred),
+            None => {
+                for r in deferred {
+                    self.t.read_proven.insert(r.expr, false);
+                }
+            }
+        }
+    }
+
+    /// Intersects the affine candidates for `v` (and `base`, if any). Returns
+    /// None when no candidate exists.
+    fn intersect_candidates(&self, v: DefId, reads: &[Read], base: Option<IndexRange>) -> Option<IndexRange> {
+        let mut acc = base;
+        let var = dim_var(v);
+        for r in reads {
+            for (len, arg, _) in &r.axes {
+                let Some(arg) = arg else { continue };
+                if !arg.vars().contains(&var) || arg.as_var() == Some(var) {
+                    continue;
+                }
+                let others_ready = self.index_vars(arg).iter().all(|u| *u == v || self.t.ranges.contains_key(u));
+                if !others_ready {
+                    continue;
+                }
+                let Some(c) = self.affine_candidate(v, arg, len) else { continue };
+                acc = Some(match acc {
+                    None => IndexRange { start: c.start, end: c.end },
+                    Some(a) => IndexRange { start: Dim::max(&a.start, &c.start), end: Dim::min(&a.end, &c.end) },
+                });
+            }
+        }
+        acc
+    }
+
+    fn check_read(&mut self, r: &Read) {
+        if r.partial {
+            self.t.read_proven.insert(r.expr, false);
+            return;
+        }
+        let mut proven = true;
+        for (axis, (len, arg, arg_expr)) in r.axes.iter().enumerate() {
+            let Some(arg) = arg else {
+                proven = false;
+                continue;
+            };
+            // A direct read of a variable whose range is this very extent, or
+            // an extent checked equal to it at run time.
+            if let Some(v) = arg.as_var().and_then(|v| self.index_def(v)) {
+                if let Some(rg) = self.t.ranges.get(&v) {
+                    let start_ok = Dim::zero().prove_le(&rg.start) == Truth::True;
+                    let end_ok = rg.end == *len
+                        || self.t.same_extent.get(&v).is_some_and(|l| l.iter().any(|c| c.a == rg.end && c.b == *len));
+                    if start_ok && end_ok {
+                        continue;
+                    }
+                }
+            }
+            let (Some(lo), Some(hi)) = (self.extremum(arg, false, &r.narrow), self.extremum(arg, true, &r.narrow)) else {
+                proven = false;
+                continue;
+            };
+            let low_ok = Dim::zero().prove_le(&lo);
+            let high_ok = hi.prove_lt(len);
+            if low_ok == Truth::True && high_ok == Truth::True {
+                continue;
+            }
+            proven = false;
+            if r.conditional || (low_ok != Truth::False && high_ok != Truth::False) {
+                continue;
+            }
+            let (reach, bound) = if high_ok == Truth::False {
+                (format!("reaches `{}`", self.t.show_dim(&hi)), format!("the axis has length `{}`", self.t.show_dim(len)))
+            } else {
+                (format!("reaches `{}`", self.t.show_dim(&lo)), "indices start at 0".to_string())
+            };
+            let d = Diagnostic::error(
+                self.hir.span(*arg_expr),
+                format!("index out of bounds: axis {axis} of `{}` is read at `{}`, which {reach}, but {bound}", r.tensor, self.t.show_dim(arg)),
+            )
+            .label(r.span, "in this read")
+            .help("narrow the index's range, or guard the read with `where` or `if`");
+            self.err(d);
+            break;
+        }
+        self.t.read_proven.insert(r.expr, proven);
+    }
+}

@@ -1,0 +1,207 @@
+//! Analysis tests: each program is parsed, resolved and analyzed, and the
+//! HIR is printed with its inferred types and ranges (`x[..]?` marks a read
+//! that stays checked at run time), or the diagnostics are printed.
+
+use expect_test::{expect, Expect};
+
+use crate::diag::Diagnostics;
+
+fn analyze_src(src: &str) -> Result<String, String> {
+    let ast = crate::syntax::parse_str(src).map_err(|d| d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))?;
+    let mut diags = Diagnostics::new();
+    let hir = crate::resolve::resolve_program(&ast, &mut diags);
+    if diags.has_errors() {
+        return Err(diags.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"));
+    }
+    let tables = crate::analysis::analyze(&hir, &mut diags);
+    if diags.has_errors() {
+        return Err(diags.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"));
+    }
+    Ok(crate::hir::pretty::pretty_hir(&hir, &tables))
+}
+
+fn check(src: &str, expect: Expect) {
+    match analyze_src(src) {
+        Ok(text) => expect.assert_eq(&text),
+        Err(e) => panic!("unexpected errors:\n{e}"),
+    }
+}
+
+fn check_error(src: &str, expect: Expect) {
+    match analyze_src(src) {
+        Ok(text) => panic!("expected an error, got:\n{text}"),
+        Err(e) => expect.assert_eq(&e),
+    }
+}
+
+#[test]
+fn matmul_ranges_come_from_reads() {
+    check(
+        "fn mm(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] { let c[i, j] = sum[k](a[i, k] * b[k, j]); c }",
+        expect![[r#"
+            fn mm(a#23: [f32; M, K], b#25: [f32; K, N]) -> [f32; M, N] {
+                let c#29[i#26 in 0..M, j#27 in 0..N]: [f32; M, N] = sum[k#28 in 0..K]((a#23[i#26, k#28] * b#25[k#28, j#27]));
+                c#29
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn conv_with_index_equations() {
+    check(
+        "fn conv(x: [f32; C, H, W], w: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; O, H - KH + 1, W - KW + 1] {
+            let y[o, oy, ox] = sum[c, r, s](x[c, iy, ix] * w[o, c, r, s]) + b[o] where iy = oy + r, ix = ox + s;
+            y
+        }",
+        expect![[r#"
+            fn conv(x#24: [f32; C, H, W], w#28: [f32; O, C, KH, KW], b#29: [f32; O]) -> [f32; O, H - KH + 1, W - KW + 1] {
+                let y#38[o#30 in 0..O, oy#31 in 0..H - KH + 1, ox#32 in 0..W - KW + 1]: [f32; O, H - KH + 1, W - KW + 1] = (sum[c#33 in 0..C, r#34 in 0..KH, s#35 in 0..KW]((x#24[c#33, iy#36, ix#37] * w#28[o#30, c#33, r#34, s#35]) where iy#36 = (oy#31 + r#34), ix#37 = (ox#32 + s#35)) + b#29[o#30]);
+                y#38
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn strided_pool_extent() {
+    check(
+        "fn pool(x: [f32; H, W]) -> [f32; (H - 2) / 2 + 1, (W - 2) / 2 + 1] {
+            let p[i, j] = max[di in 0..2, dj in 0..2](x[2 * i + di, 2 * j + dj]);
+            p
+        }",
+        expect![[r#"
+            fn pool(x#23: [f32; H, W]) -> [f32; H / 2, W / 2] {
+                let p#28[i#24 in 0..H / 2, j#25 in 0..W / 2]: [f32; H / 2, W / 2] = max[di#26 in 0..2, dj#27 in 0..2](x#23[((2 * i#24) + di#26), ((2 * j#25) + dj#27)]);
+                p#28
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn neighbour_difference_shrinks_the_range() {
+    check("fn d(x: [f32; N]) -> [f32; N - 1] { let d[i] = x[i + 1] - x[i]; d }", expect![[r#"
+        fn d(x#22: [f32; N]) -> [f32; N - 1] {
+            let d#24[i#23 in 0..N - 1]: [f32; N - 1] = (x#22[(i#23 + 1)] - x#22[i#23]);
+            d#24
+        }
+    "#]]);
+}
+
+#[test]
+fn guards_narrow_ranges() {
+    check(
+        "fn pad(x: [f32; N]) -> [f32; N + 4] { let p[h in 0..N + 4] = if h >= 2 && h < N + 2 { x[h - 2] } else { 0.0 }; p }",
+        expect![[r#"
+            fn pad(x#22: [f32; N]) -> [f32; N + 4] {
+                let p#24[h#23 in 0..N + 4]: [f32; N + 4] = if ((h#23 >= 2) && (h#23 < (N#21 + 2))) { { x#22[(h#23 - 2)] } } else { { 0.0 } };
+                p#24
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn literals_take_their_type_from_context() {
+    check(
+        "fn f(x: [f64; N], k: i64) -> [f64; N] { let y[i] = x[i] * 2.0 + (k / 16) as f64 + 1.0; y }",
+        expect![[r#"
+            fn f(x#22: [f64; N], k#23: i64) -> [f64; N] {
+                let y#25[i#24 in 0..N]: [f64; N] = (((x#22[i#24] * 2.0) + ((k#23 / 16) as f64)) + 1.0);
+                y#25
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn undecidable_result_shape_is_checked_at_run_time() {
+    check("fn f(x: [f32; N, M]) -> [f32; M, N] { let y[i, j] = x[i, j]; y }", expect![[r#"
+        fn f(x#23: [f32; N, M]) -> [f32; M, N] {
+            let y#26[i#24 in 0..N, j#25 in 0..M]: [f32; N, M] = x#23[i#24, j#25];
+            y#26
+        }
+    "#]]);
+}
+
+#[test]
+fn undecidable_extents_are_checked_at_run_time() {
+    check("fn f(a: [f32; N], b: [f32; M]) -> [f32; N] { let c[i] = a[i] + b[i]; c }", expect![[r#"
+        fn f(a#22: [f32; N], b#24: [f32; M]) -> [f32; N] {
+            let c#26[i#25 in 0..N]: [f32; N] = (a#22[i#25] + b#24[i#25]);
+            c#26
+        }
+    "#]]);
+}
+
+#[test]
+fn index_bound_to_two_extents() {
+    check_error("fn f(a: [f32; 3], b: [f32; 4]) -> f32 { sum[i](a[i] * b[i]) }", expect![[r#"
+        error: index `i` is bound to two different extents: 3 (axis 0 of `a`) and 4 (axis 0 of `b`) @1:56
+          label @1:49: `i` ranges over 0..3 here
+          = help: make the extents agree, or give `i` an explicit range: `i in 0..n`"#]]);
+}
+
+#[test]
+fn out_of_bounds_affine_read() {
+    check_error("fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = x[i + 1]; y }", expect![[r#"
+        error: index out of bounds: axis 0 of `x` is read at `i + 1`, which reaches `N`, but the axis has length `N` @1:53
+          label @1:51: in this read
+          = help: narrow the index's range, or guard the read with `where` or `if`"#]]);
+}
+
+#[test]
+fn no_inferable_range() {
+    check_error("fn f(x: [f32; N]) -> f32 { sum[k](x[k + 1] * 2.0) + sum[j](1.0) }", expect![[r#"
+        error: cannot infer the range of index `j` @1:56
+          = note: `j` is never used alone to index a tensor axis, so no axis gives its extent
+          = help: give it an explicit range: `j in a..b`"#]]);
+}
+
+#[test]
+fn declared_result_shape_differs() {
+    check_error("fn f(x: [f32; N]) -> [f32; N] { let d[i] = x[i + 1] - x[i]; d }", expect![[r#"
+        error: mismatched result type: the body has type `[f32; N - 1]`, the function declares `[f32; N]` @1:60
+          label @1:21: result type declared here
+          = note: axis 0 is declared as `N` but inferred as `N - 1`"#]]);
+}
+
+#[test]
+fn element_type_mismatch() {
+    check_error("fn f(x: f32, y: f64) -> f32 { x + y }", expect![[r#"
+        error: mismatched types: `f32` + `f64` @1:30
+          label @1:30: this is `f32`
+          label @1:34: this is `f64`
+          = note: einlang never converts numbers implicitly
+          = help: convert one side with `as`, for example `(...) as f32`"#]]);
+}
+
+#[test]
+fn rank_mismatch() {
+    check_error("fn f(x: [f32; N]) -> f32 { x[0, 1] }", expect![[r#"
+        error: rank mismatch: `x` has rank 1 but is indexed with 2 indices @1:27
+          label @1:5: `x` has type `[f32; N]`"#]]);
+}
+
+#[test]
+fn wrong_argument_count() {
+    check_error("fn g(x: f32, y: f32) -> f32 { x * y } fn f(x: f32) -> f32 { g(x) }", expect![[r#"
+        error: this function takes 2 arguments but 1 argument was supplied @1:60
+          label @1:3: `g` is defined here"#]]);
+}
+
+#[test]
+fn non_scalar_condition() {
+    check_error("fn f(x: [bool; N], y: f32) -> f32 { if x { y } else { 0.0 } }", expect![[r#"
+        error: the condition of `if` must be a scalar `bool`, found `[bool; N]` @1:39
+          = note: conditions are evaluated once per point; a tensor has no single truth value
+          = help: index the tensor, or reduce it with `all[..](..)` / `any[..](..)`"#]]);
+}
+
+#[test]
+fn integer_literal_where_float_is_needed() {
+    check_error("fn f(x: f32) -> f32 { x * 2 }", expect![[r#"
+        error: mismatched types: expected `f32`, found an integer literal @1:26
+          = help: use a float literal: `2.0`"#]]);
+}

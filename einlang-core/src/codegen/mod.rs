@@ -1,0 +1,40 @@
+//! Code generation: the loop IR printed as Rust (and, later, CUDA C).
+//!
+//! Back ends only print; every decision that needs an analysis fact (which
+//! reads are proven in bounds, which axis runs in parallel, the extents of
+//! loops) is already in the IR. An IR that breaks the invariants of
+//! `ir/mod.rs` is reported as an internal compiler error, never a panic.
+
+pub mod paths;
+pub mod rust;
+
+#[cfg(test)]
+mod tests;
+
+use proc_macro2::TokenStream;
+
+use crate::diag::Diagnostic;
+use crate::ir;
+use crate::span::Span;
+
+/// The Rust items of a lowered program: one `fn` per IR function.
+///
+/// A program that fails validation, or a function the emitter cannot print,
+/// becomes a `compile_error!` saying "internal compiler error"; the other
+/// functions are still emitted so that the rest of the user's crate keeps
+/// type-checking.
+pub fn emit_program(p: &ir::Program, options: &crate::Options) -> TokenStream {
+    if let Err(msg) = ir::validate::validate(p) {
+        return Diagnostic::bug(Span::call_site(), format!("invalid loop IR: {msg}")).to_compile_errors();
+    }
+    let mut out = TokenStream::new();
+    for f in &p.fns {
+        match rust::emit_function(f, options) {
+            Ok(tokens) => out.extend(tokens),
+            Err(msg) => {
+                out.extend(Diagnostic::bug(Span::call_site(), format!("in `{}`: {msg}", f.name)).to_compile_errors())
+            }
+        }
+    }
+    out
+}

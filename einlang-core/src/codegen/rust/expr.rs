@@ -1,0 +1,660 @@
+//! Expressions.
+
+use std::collections::HashSet;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{derived, is_plain, movable, types, Bug, Code, FnCx, Prec, Repr};
+use crate::ir::{Expr, ExprKind, Intrinsic, Literal, Loop, Stmt, Ty, VarId, WhereEntry};
+use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
+
+impl FnCx<'_> {
+    /// An expression as a value to compute with. Tensors come out as views
+    /// or arrays (both index the same way), tuples of variables as clones,
+    /// strings as `&str` or `String`.
+    pub(crate) fn expr(&mut self, e: &Expr) -> Result<Code, Bug> {
+        match &e.kind {
+            ExprKind::Lit(l) => types::literal(l, &e.ty),
+            ExprKind::Var(v) => self.var_value(*v),
+            ExprKind::Dim(d) => Ok(Code::new(self.dim(d)?, Prec::Postfix)),
+            ExprKind::Unary(op, x) => {
+                let x = self.expr(x)?.at_least(Prec::Unary);
+                Ok(match op {
+                    UnOp::Neg => Code::new(quote!(-#x), Prec::Unary),
+                    UnOp::Not => Code::new(quote!(!#x), Prec::Unary),
+                })
+            }
+            ExprKind::Binary(op, a, b) => self.binary(*op, a, b),
+            ExprKind::Cast(x, to) => self.cast(x, *to),
+            ExprKind::Intrinsic(i, args) => self.intrinsic(*i, args),
+            ExprKind::Call { func, args } => {
+                let func = super::parse_ident(func)?;
+                let args = args.iter().map(|a| self.arg(a)).collect::<Result<Vec<_>, _>>()?;
+                Ok(Code::new(quote!(#func(#(#args),*)?), Prec::Postfix))
+            }
+            ExprKind::Read { tensor, indices, checked } => self.read(*tensor, indices, *checked || self.all_checked),
+            ExprKind::View { tensor, indices } => self.view(*tensor, indices),
+            ExprKind::Reduce { op, loops, wheres, body } => self.reduce(*op, loops, wheres, body, &e.ty),
+            ExprKind::Guarded { wheres, body } => self.guarded(wheres, body, &e.ty),
+            ExprKind::If { cond, then, els } => {
+                let c = self.expr(cond)?.tokens;
+                let (t, f) = if is_plain(&e.ty) {
+                    (self.expr(then)?.tokens, self.expr(els)?.tokens)
+                } else {
+                    let none = HashSet::new();
+                    (self.owned(then, &none)?.tokens, self.owned(els, &none)?.tokens)
+                };
+                Ok(Code::new(quote!(if #c { #t } else { #f }), Prec::Block))
+            }
+            ExprKind::Block { stmts, result } => {
+                if is_plain(&e.ty) {
+                    let stmts = self.stmts(stmts)?;
+                    if stmts.is_empty() {
+                        return self.expr(result);
+                    }
+                    let r = self.expr(result)?.tail();
+                    Ok(Code::new(quote!({ #stmts #r }), Prec::Block))
+                } else {
+                    self.owned(e, &HashSet::new())
+                }
+            }
+            ExprKind::Tuple(items) => {
+                let items = items.iter().map(|x| Ok(self.expr(x)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
+                Ok(Code::new(tuple(&items), Prec::Postfix))
+            }
+            ExprKind::Field(base, n) => self.field(base, *n, &e.ty),
+            ExprKind::ArrayLit { shape, elems } => {
+                let Ty::Tensor(_, rank) = e.ty else {
+                    return Err(format!("an array literal of type `{:?}`", e.ty));
+                };
+                if rank != shape.len() {
+                    return Err(format!("an array literal of shape {shape:?} has rank {rank}"));
+                }
+                let (rt, nd, name) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+                let lens: Vec<TokenStream> = shape
+                    .iter()
+                    .map(|n| {
+                        let lit = proc_macro2::Literal::usize_suffixed(*n);
+                        quote!(#lit)
+                    })
+                    .collect();
+                let shape = types::shape(&lens, &nd);
+                let elems = elems.iter().map(|x| Ok(self.expr(x)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
+                Ok(Code::new(quote!(#rt::value::array_lit(#name, #shape, ::std::vec![#(#elems),*])?), Prec::Postfix))
+            }
+        }
+    }
+
+    /// Statements of a block, in order.
+    fn stmts(&mut self, stmts: &[Stmt]) -> Result<TokenStream, Bug> {
+        let mut out = TokenStream::new();
+        for s in stmts {
+            out.extend(self.stmt(s)?);
+        }
+        Ok(out)
+    }
+
+    /// A variable used as a value.
+    fn var_value(&mut self, v: VarId) -> Result<Code, Bug> {
+        let id = self.ident(v)?;
+        Ok(match &self.info(v)?.ty {
+            Ty::Scalar(_) | Ty::Unit => Code::new(quote!(#id), Prec::Postfix),
+            Ty::Tensor(..) => Code::new(quote!(#id.view()), Prec::Postfix),
+            Ty::Tuple(_) => Code::new(quote!(#id.clone()), Prec::Postfix),
+            Ty::Str => match self.repr.get(&v) {
+                Some(Repr::Owned) => Code::new(quote!(&*#id), Prec::Unary),
+                _ => Code::new(quote!(#id), Prec::Postfix),
+            },
+        })
+    }
+
+    /// A call argument: tensors by view, strings as `&str`.
+    fn arg(&mut self, a: &Expr) -> Result<TokenStream, Bug> {
+        match (&a.ty, &a.kind) {
+            (Ty::Tensor(..), ExprKind::Var(_)) => Ok(self.expr(a)?.tokens),
+            (Ty::Tensor(..), _) => {
+                let x = self.expr(a)?.at_least(Prec::Postfix);
+                Ok(quote!(#x.view()))
+            }
+            (Ty::Str, ExprKind::Lit(_) | ExprKind::Var(_)) => Ok(self.expr(a)?.tokens),
+            (Ty::Str, _) => {
+                let x = self.expr(a)?.at_least(Prec::Unary);
+                Ok(quote!(&*#x))
+            }
+            (Ty::Tuple(_), ExprKind::Tuple(items)) => {
+                let items = items.iter().map(|x| self.arg(x)).collect::<Result<Vec<_>, _>>()?;
+                Ok(tuple(&items))
+            }
+            _ => Ok(self.expr(a)?.tokens),
+        }
+    }
+
+    /// An expression as an owned value that leaves its scope: the function
+    /// result, a branch of a non-scalar `if`, the value of a non-scalar
+    /// block, a tuple-typed `let`. Variables in `movable` are moved.
+    pub(crate) fn owned(&mut self, e: &Expr, movable_vars: &HashSet<VarId>) -> Result<Code, Bug> {
+        if is_plain(&e.ty) {
+            return self.expr(e);
+        }
+        let rt = self.rt.clone();
+        match &e.kind {
+            ExprKind::Var(v) => {
+                let id = self.ident(*v)?;
+                let owned_here = self.repr.get(v) == Some(&Repr::Owned);
+                let code = match (&e.ty, movable_vars.contains(v), owned_here) {
+                    (Ty::Tensor(..) | Ty::Tuple(_) | Ty::Str, true, true) => quote!(#id),
+                    (Ty::Tensor(..), true, false) => quote!(#rt::value::owned(#id)),
+                    (Ty::Tensor(..), false, _) => quote!(#rt::value::owned(#id.view())),
+                    (Ty::Tuple(_), false, true) => quote!(#id.clone()),
+                    // A tuple parameter holds views.
+                    (Ty::Tuple(_), true, false) => quote!(#rt::value::owned(#id)),
+                    (Ty::Tuple(_), false, false) => quote!(#rt::value::owned(#id.clone())),
+                    (Ty::Str, _, true) => quote!(#id.clone()),
+                    _ => quote!(#rt::value::owned(#id)),
+                };
+                Ok(Code::new(code, Prec::Postfix))
+            }
+            ExprKind::Tuple(items) => {
+                let items = items.iter().map(|x| Ok(self.owned(x, movable_vars)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
+                Ok(Code::new(tuple(&items), Prec::Postfix))
+            }
+            ExprKind::If { cond, then, els } => {
+                let c = self.expr(cond)?.tokens;
+                let (t, f) = (self.owned(then, movable_vars)?.tokens, self.owned(els, movable_vars)?.tokens);
+                Ok(Code::new(quote!(if #c { #t } else { #f }), Prec::Block))
+            }
+            ExprKind::Block { stmts, result } => {
+                let defined: HashSet<VarId> = stmts.iter().filter_map(defined_by).collect();
+                let inner = movable(&defined, result);
+                let stmts = self.stmts(stmts)?;
+                let r = self.owned(result, &inner)?.tail();
+                Ok(Code::new(quote!({ #stmts #r }), Prec::Block))
+            }
+            ExprKind::Call { .. } | ExprKind::ArrayLit { .. } => self.expr(e),
+            ExprKind::Lit(Literal::Str(_)) => {
+                let s = self.expr(e)?.tokens;
+                let string = crate::codegen::paths::string();
+                Ok(Code::new(quote!(#string::from(#s)), Prec::Postfix))
+            }
+            _ => {
+                let x = self.expr(e)?.tokens;
+                Ok(Code::new(quote!(#rt::value::owned(#x)), Prec::Postfix))
+            }
+        }
+    }
+
+    /// `t.0`: a field of a tuple variable is read in place; a field of any
+    /// other tuple expression is moved out of the computed tuple.
+    fn field(&mut self, base: &Expr, n: u32, ty: &Ty) -> Result<Code, Bug> {
+        let idx = syn::Index::from(n as usize);
+        let Some(place) = self.place(base)? else {
+            let b = self.owned(base, &HashSet::new())?.at_least(Prec::Postfix);
+            return Ok(Code::new(quote!(#b.#idx), Prec::Postfix));
+        };
+        Ok(match ty {
+            Ty::Scalar(_) | Ty::Unit => Code::new(quote!(#place.#idx), Prec::Postfix),
+            Ty::Tensor(..) => Code::new(quote!(#place.#idx.view()), Prec::Postfix),
+            Ty::Tuple(_) => Code::new(quote!(#place.#idx.clone()), Prec::Postfix),
+            Ty::Str => Code::new(quote!(&*#place.#idx), Prec::Unary),
+        })
+    }
+
+    /// A tuple variable or a field path into one (`t`, `t.1.0`).
+    fn place(&mut self, e: &Expr) -> Result<Option<TokenStream>, Bug> {
+        match &e.kind {
+            ExprKind::Var(v) if matches!(self.info(*v)?.ty, Ty::Tuple(_)) => {
+                let id = self.ident(*v)?;
+                Ok(Some(quote!(#id)))
+            }
+            ExprKind::Field(b, n) => {
+                let idx = syn::Index::from(*n as usize);
+                Ok(self.place(b)?.map(|p| quote!(#p.#idx)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<Code, Bug> {
+        let Ty::Scalar(k) = a.ty else {
+            return Err(format!("operator `{}` on a value of type `{:?}`", op.symbol(), a.ty));
+        };
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        let prec = match op {
+            BinOp::Or => Prec::Or,
+            BinOp::And => Prec::And,
+            _ if op.is_comparison() => Prec::Cmp,
+            BinOp::Add | BinOp::Sub => Prec::Add,
+            BinOp::Mul | BinOp::Div | BinOp::Rem => Prec::Mul,
+            _ => Prec::Postfix,
+        };
+        match op {
+            BinOp::Div | BinOp::Rem if k.is_int() => {
+                let (x, y) = (self.expr(a)?.tokens, self.expr(b)?.tokens);
+                let f = if op == BinOp::Div { quote!(int_div) } else { quote!(int_rem) };
+                Ok(Code::new(quote!(#rt::arith::#f(#name, #x, #y)?), Prec::Postfix))
+            }
+            BinOp::Pow => self.power(a, b),
+            _ if op.is_comparison() => {
+                let (x, y) = (cmp_operand(self.expr(a)?), cmp_operand(self.expr(b)?));
+                let op = op_tokens(op)?;
+                Ok(Code::new(quote!(#x #op #y), prec))
+            }
+            _ => {
+                // Left-associative: the right operand binds strictly tighter.
+                let x = self.expr(a)?.at_least(prec);
+                let y = self.expr(b)?.at_least(next(prec));
+                let op = op_tokens(op)?;
+                Ok(Code::new(quote!(#x #op #y), prec))
+            }
+        }
+    }
+
+    /// `a ** b` by operand types (lowering normally produces intrinsics).
+    fn power(&mut self, a: &Expr, b: &Expr) -> Result<Code, Bug> {
+        let (Ty::Scalar(ka), Ty::Scalar(kb)) = (&a.ty, &b.ty) else {
+            return Err("`**` on non-scalars".to_string());
+        };
+        let i = match (ka.is_float(), kb.is_float()) {
+            (true, true) => Intrinsic::Powf,
+            (true, false) => Intrinsic::Powi,
+            (false, false) => Intrinsic::IntPow,
+            (false, true) => return Err("an integer raised to a float power".to_string()),
+        };
+        self.intrinsic(i, &[a.clone(), b.clone()])
+    }
+
+    fn cast(&mut self, x: &Expr, to: ScalarKind) -> Result<Code, Bug> {
+        let Ty::Scalar(from) = x.ty else {
+            return Err(format!("a cast from `{:?}`", x.ty));
+        };
+        let t = types::scalar(to);
+        if to == ScalarKind::Bool && from != ScalarKind::Bool {
+            // Rust has no numeric-to-bool cast: nonzero is true.
+            let zero = types::zero(from);
+            let v = cmp_operand(self.expr(x)?);
+            return Ok(Code::new(quote!(#v != #zero), Prec::Cmp));
+        }
+        let v = self.expr(x)?.at_least(Prec::Cast);
+        if from == ScalarKind::Bool && to.is_float() {
+            return Ok(Code::new(quote!(#v as u8 as #t), Prec::Cast));
+        }
+        Ok(Code::new(quote!(#v as #t), Prec::Cast))
+    }
+
+    fn intrinsic(&mut self, i: Intrinsic, args: &[Expr]) -> Result<Code, Bug> {
+        let arity = match i {
+            Intrinsic::Min | Intrinsic::Max | Intrinsic::Powf | Intrinsic::Powi | Intrinsic::IntPow => 2,
+            _ => 1,
+        };
+        if args.len() != arity {
+            return Err(format!("`{}` with {} arguments", i.name(), args.len()));
+        }
+        let Ty::Scalar(k) = args[0].ty else {
+            return Err(format!("`{}` of a value of type `{:?}`", i.name(), args[0].ty));
+        };
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        let x = self.expr(&args[0])?;
+        let method = |x: Code, m: &str| {
+            let m = proc_macro2::Ident::new(m, proc_macro2::Span::call_site());
+            let x = x.at_least(Prec::Postfix);
+            Code::new(quote!(#x.#m()), Prec::Postfix)
+        };
+        Ok(match i {
+            Intrinsic::Exp
+            | Intrinsic::Ln
+            | Intrinsic::Log10
+            | Intrinsic::Log2
+            | Intrinsic::Sqrt
+            | Intrinsic::Sin
+            | Intrinsic::Cos
+            | Intrinsic::Tan
+            | Intrinsic::Tanh => {
+                if !k.is_float() {
+                    return Err(format!("`{}` of `{}`", i.name(), k.name()));
+                }
+                method(x, i.name())
+            }
+            Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round => {
+                if k.is_float() {
+                    method(x, i.name())
+                } else {
+                    x
+                }
+            }
+            Intrinsic::Abs => {
+                if k.is_float() {
+                    method(x, "abs")
+                } else if k.is_signed() {
+                    // `i64::MIN.abs()` overflows; the wrapping form never panics.
+                    method(x, "wrapping_abs")
+                } else {
+                    x
+                }
+            }
+            Intrinsic::Sigmoid => {
+                if !k.is_float() {
+                    return Err(format!("`sigmoid` of `{}`", k.name()));
+                }
+                let one = types::one(k);
+                let x = x.at_least(Prec::Unary);
+                Code::new(quote!(#one / (#one + (-#x).exp())), Prec::Mul)
+            }
+            Intrinsic::Min | Intrinsic::Max => {
+                let y = self.expr(&args[1])?.tokens;
+                let x = x.at_least(Prec::Postfix);
+                let m = if i == Intrinsic::Min { quote!(min) } else { quote!(max) };
+                Code::new(quote!(#x.#m(#y)), Prec::Postfix)
+            }
+            Intrinsic::Powf => {
+                let y = self.expr(&args[1])?.tokens;
+                let x = x.at_least(Prec::Postfix);
+                Code::new(quote!(#x.powf(#y)), Prec::Postfix)
+            }
+            Intrinsic::Powi => {
+                // A literal exponent that fits `i32` is `powi` directly (the
+                // common `x ** 2`); anything else goes through the runtime,
+                // which does not truncate large exponents.
+                if let ExprKind::Lit(Literal::Int(n)) = args[1].kind {
+                    if let Ok(n) = i32::try_from(n) {
+                        let x = x.at_least(Prec::Postfix);
+                        let n = proc_macro2::Literal::i32_unsuffixed(n);
+                        return Ok(Code::new(quote!(#x.powi(#n)), Prec::Postfix));
+                    }
+                }
+                let y = self.expr(&args[1])?.tokens;
+                let x = x.tokens;
+                Code::new(quote!(#rt::arith::powi(#x, #y)), Prec::Postfix)
+            }
+            Intrinsic::IntPow => {
+                let y = self.expr(&args[1])?.tokens;
+                let x = x.tokens;
+                Code::new(quote!(#rt::arith::int_pow(#name, #x, #y)?), Prec::Postfix)
+            }
+        })
+    }
+
+    /// The element type and rank of a tensor variable.
+    fn tensor_of(&self, v: VarId, what: &str) -> Result<(ScalarKind, usize), Bug> {
+        match self.info(v)?.ty {
+            Ty::Tensor(k, rank) => Ok((k, rank)),
+            ref other => Err(format!("{what} of `{}`, which has type `{other:?}`", self.info(v)?.name)),
+        }
+    }
+
+    /// `check_index(...)?` of index `i` of axis `axis` of `tensor`.
+    fn checked_index(&mut self, tensor: VarId, axis: usize, i: &Expr) -> Result<TokenStream, Bug> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        let id = self.ident(tensor)?;
+        let tname = types::str_lit(&self.info(tensor)?.source_name);
+        let value = self.expr(i)?.tokens;
+        let axis = types::usize_lit(axis);
+        Ok(quote!(#rt::shape::check_index(#name, #tname, #axis, #value, #id.shape()[#axis])?))
+    }
+
+    /// An element read: `unsafe { *t.uget([..]) }` when proven in bounds,
+    /// `t[[check_index(..)?, ..]]` otherwise.
+    fn read(&mut self, tensor: VarId, indices: &[Expr], checked: bool) -> Result<Code, Bug> {
+        let (_, rank) = self.tensor_of(tensor, "an element read")?;
+        if indices.len() != rank {
+            return Err(format!("a read of `{}` with {} indices, but its rank is {rank}", self.info(tensor)?.name, indices.len()));
+        }
+        let id = self.ident(tensor)?;
+        if checked {
+            let idx = indices
+                .iter()
+                .enumerate()
+                .map(|(axis, i)| self.checked_index(tensor, axis, i))
+                .collect::<Result<Vec<_>, _>>()?;
+            if rank == 0 {
+                return Ok(Code::new(quote!(#id[()]), Prec::Postfix));
+            }
+            return Ok(Code::new(quote!(#id[[#(#idx),*]]), Prec::Postfix));
+        }
+        if rank == 0 {
+            return Ok(Code::new(quote!(unsafe { *#id.uget(()) }), Prec::Cast));
+        }
+        // Index expressions that do more than arithmetic (a gather, a call)
+        // are computed before the unsafe block, so that the block holds only
+        // the access whose bounds the compiler proved.
+        let mut hoisted = TokenStream::new();
+        let mut idx = Vec::new();
+        for (axis, i) in indices.iter().enumerate() {
+            let v = self.expr(i)?.at_least(Prec::Cast);
+            if is_arithmetic(i) {
+                idx.push(quote!(#v as usize));
+            } else {
+                let tmp = quote::format_ident!("__ix{}", axis);
+                hoisted.extend(quote!(let #tmp = #v as usize;));
+                idx.push(quote!(#tmp));
+            }
+        }
+        let access = quote!(unsafe { *#id.uget([#(#idx),*]) });
+        if hoisted.is_empty() {
+            Ok(Code::new(access, Prec::Cast))
+        } else {
+            Ok(Code::new(quote!({ #hoisted #access }), Prec::Block))
+        }
+    }
+
+    /// A sub-tensor selected by leading indices, each checked.
+    fn view(&mut self, tensor: VarId, indices: &[Expr]) -> Result<Code, Bug> {
+        let (_, rank) = self.tensor_of(tensor, "a sub-tensor view")?;
+        if indices.len() >= rank {
+            return Err(format!("a view of `{}` with {} indices, but its rank is {rank}", self.info(tensor)?.name, indices.len()));
+        }
+        let id = self.ident(tensor)?;
+        let nd = self.nd.clone();
+        let mut out = quote!(#id.view());
+        for (axis, i) in indices.iter().enumerate() {
+            let checked = self.checked_index(tensor, axis, i)?;
+            out = quote!(#out.index_axis_move(#nd::Axis(0), #checked));
+        }
+        Ok(Code::new(out, Prec::Postfix))
+    }
+
+    /// Where entries inside a reduction loop: bindings are `let`s, a false
+    /// guard skips the term.
+    fn loop_wheres(&mut self, wheres: &[WhereEntry]) -> Result<TokenStream, Bug> {
+        let mut out = TokenStream::new();
+        for w in wheres {
+            match w {
+                WhereEntry::Bind(v, value) => out.extend(self.bind(*v, value)?),
+                WhereEntry::Guard(g) => {
+                    let g = self.expr(g)?.at_least(Prec::Unary);
+                    out.extend(quote!(if !#g { continue; }));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A reduction: an accumulator named after the operation and the first
+    /// loop variable (`__sum_k`), nested `for` loops, the accumulator.
+    fn reduce(&mut self, op: RedOp, loops: &[Loop], wheres: &[WhereEntry], body: &Expr, ty: &Ty) -> Result<Code, Bug> {
+        let Some(first) = loops.first() else {
+            return Err(format!("a `{}` without loops", op.name()));
+        };
+        let Ty::Scalar(k) = body.ty else {
+            return Err(format!("a `{}` of a value of type `{:?}`", op.name(), body.ty));
+        };
+        let tag = self.ident(first.index)?;
+        let acc = derived(&format!("{}_", op.name()), &tag, "");
+        let t = types::scalar(k);
+        let wheres = self.loop_wheres(wheres)?;
+        let value = self.expr(body)?;
+        let label = matches!(op, RedOp::All | RedOp::Any).then(|| self.label(op.name()));
+
+        let (init, step, tail) = match op {
+            RedOp::Sum | RedOp::Prod => {
+                let v = value.tokens;
+                if op == RedOp::Sum {
+                    let zero = types::zero(k);
+                    (quote!(let mut #acc: #t = #zero;), quote!(#acc += #v;), quote!(#acc))
+                } else {
+                    let one = types::one(k);
+                    (quote!(let mut #acc: #t = #one;), quote!(#acc *= #v;), quote!(#acc))
+                }
+            }
+            RedOp::Max | RedOp::Min => {
+                let (start, cmp) = if op == RedOp::Max { (types::lowest(k), quote!(>)) } else { (types::highest(k), quote!(<)) };
+                let v = value.tokens;
+                // NaN compares false, so NaN terms are skipped.
+                (quote!(let mut #acc: #t = #start;), quote!(let __v: #t = #v; if __v #cmp #acc { #acc = __v; }), quote!(#acc))
+            }
+            RedOp::All | RedOp::Any => {
+                let label = label.as_ref().ok_or_else(|| "missing label".to_string())?;
+                let (start, cond, set) = if op == RedOp::All {
+                    (quote!(true), { let v = value.at_least(Prec::Unary); quote!(!#v) }, quote!(false))
+                } else {
+                    (quote!(false), value.tokens, quote!(true))
+                };
+                (quote!(let mut #acc: bool = #start;), quote!(if #cond { #acc = #set; break #label; }), quote!(#acc))
+            }
+            RedOp::ArgMax | RedOp::ArgMin => {
+                if ty != &Ty::Scalar(ScalarKind::I64) {
+                    return Err(format!("`{}` of type `{ty:?}`", op.name()));
+                }
+                let cmp = if op == RedOp::ArgMax { quote!(>) } else { quote!(<) };
+                let best = derived("best_", &tag, "");
+                let found = derived("found_", &tag, "");
+                let v = value.tokens;
+                let zero = types::zero(k);
+                // One loop: the index value of the first extremum. Several
+                // loops: its row-major position in the loop nest.
+                let (init, position, at) = if loops.len() == 1 {
+                    (quote!(let mut #acc: i64 = -1; let mut #best: #t = #zero; let mut #found = false;), quote!(), quote!(#tag))
+                } else {
+                    let pos = derived("pos_", &tag, "");
+                    (
+                        quote!(let mut #acc: i64 = -1; let mut #best: #t = #zero; let mut #found = false; let mut #pos: i64 = 0;),
+                        quote!(let __here: i64 = #pos; #pos += 1;),
+                        quote!(__here),
+                    )
+                };
+                (
+                    init,
+                    quote!(#position #wheres let __v: #t = #v; if !#found || __v #cmp #best { #best = __v; #acc = #at; #found = true; }),
+                    quote!(#acc),
+                )
+            }
+        };
+        // Argmax/argmin already placed the where entries after the position
+        // counter; the others evaluate them first.
+        let mut nest = if matches!(op, RedOp::ArgMax | RedOp::ArgMin) { step } else { quote!(#wheres #step) };
+        for (n, l) in loops.iter().enumerate().rev() {
+            let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
+            let head = match (&label, n) {
+                (Some(label), 0) => quote!(#label:),
+                _ => quote!(),
+            };
+            nest = quote!(#head for #i in #start..#end { #nest });
+        }
+        Ok(Code::new(quote!({ #init #nest #tail }), Prec::Block))
+    }
+
+    /// A value under where entries: zero (false) when a guard fails.
+    fn guarded(&mut self, wheres: &[WhereEntry], body: &Expr, ty: &Ty) -> Result<Code, Bug> {
+        if wheres.is_empty() {
+            return self.expr(body);
+        }
+        let has_guard = wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
+        let label = if has_guard { Some(self.label("guard")) } else { None };
+        let zero = match ty {
+            Ty::Scalar(k) => types::zero(*k),
+            _ if !has_guard => TokenStream::new(),
+            other => return Err(format!("a guarded value of type `{other:?}`")),
+        };
+        let mut out = TokenStream::new();
+        for w in wheres {
+            match w {
+                WhereEntry::Bind(v, value) => out.extend(self.bind(*v, value)?),
+                WhereEntry::Guard(g) => {
+                    let g = self.expr(g)?.at_least(Prec::Unary);
+                    let label = label.as_ref().ok_or_else(|| "missing label".to_string())?;
+                    out.extend(quote!(if !#g { break #label #zero; }));
+                }
+            }
+        }
+        let v = self.expr(body)?.tail();
+        Ok(match label {
+            Some(label) => Code::new(quote!(#label: { #out #v }), Prec::Block),
+            None => Code::new(quote!({ #out #v }), Prec::Block),
+        })
+    }
+}
+
+/// The variable a statement defines, if any.
+fn defined_by(s: &Stmt) -> Option<VarId> {
+    match s {
+        Stmt::Let { var, .. } | Stmt::Extent { var, .. } => Some(*var),
+        Stmt::Tensor(def) => Some(def.var),
+        _ => None,
+    }
+}
+
+/// Whether an index expression is plain arithmetic on variables and
+/// constants (safe to compute inside the unsafe block of a read).
+fn is_arithmetic(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Dim(_) => true,
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => is_arithmetic(x),
+        ExprKind::Binary(op, a, b) => !matches!(op, BinOp::Div | BinOp::Rem | BinOp::Pow) && is_arithmetic(a) && is_arithmetic(b),
+        _ => false,
+    }
+}
+
+/// A comparison operand: comparisons do not chain, and `x as T < y` parses
+/// as generics, so both comparisons and casts are parenthesized.
+fn cmp_operand(c: Code) -> TokenStream {
+    if c.prec == Prec::Cast {
+        let t = c.tokens;
+        quote!((#t))
+    } else {
+        c.at_least(Prec::Add)
+    }
+}
+
+fn next(p: Prec) -> Prec {
+    match p {
+        Prec::Block => Prec::Or,
+        Prec::Or => Prec::And,
+        Prec::And => Prec::Cmp,
+        Prec::Cmp => Prec::Add,
+        Prec::Add => Prec::Mul,
+        Prec::Mul => Prec::Cast,
+        Prec::Cast => Prec::Unary,
+        Prec::Unary | Prec::Postfix => Prec::Postfix,
+    }
+}
+
+fn op_tokens(op: BinOp) -> Result<TokenStream, Bug> {
+    Ok(match op {
+        BinOp::Add => quote!(+),
+        BinOp::Sub => quote!(-),
+        BinOp::Mul => quote!(*),
+        BinOp::Div => quote!(/),
+        BinOp::Rem => quote!(%),
+        BinOp::Eq => quote!(==),
+        BinOp::Ne => quote!(!=),
+        BinOp::Lt => quote!(<),
+        BinOp::Le => quote!(<=),
+        BinOp::Gt => quote!(>),
+        BinOp::Ge => quote!(>=),
+        BinOp::And => quote!(&&),
+        BinOp::Or => quote!(||),
+        BinOp::Pow => return Err("`**` has no Rust operator".to_string()),
+    })
+}
+
+/// `()`, `(a,)`, `(a, b)`.
+pub(super) fn tuple(items: &[TokenStream]) -> TokenStream {
+    match items.len() {
+        0 => quote!(()),
+        1 => {
+            let item = &items[0];
+            quote!((#item,))
+        }
+        _ => quote!((#(#items),*)),
+    }
+}

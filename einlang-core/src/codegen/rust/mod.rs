@@ -1,0 +1,443 @@
+//! The Rust back end: one `fn` per IR function, loops over ndarray data.
+//!
+//! # Shape of the output
+//!
+//! ```text
+//! #[doc = "..."]
+//! #[allow(non_snake_case, ...)]
+//! pub fn matmul<'__a0, '__a1>(a: impl Into<ArrayView<'__a0, f32, Ix2>>, b: ...)
+//!     -> Result<Array<f32, Ix2>, Error>
+//! {
+//!     fn __body(a: ArrayView<'_, f32, Ix2>, b: ...) -> Result<Array<f32, Ix2>, Error> {
+//!         use ::einlang::__private as __rt;
+//!         use ::einlang::__private::ndarray as __nd;
+//!         let M: i64 = a.shape()[0] as i64;                       // entry checks
+//!         __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
+//!         let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(...)?;  // statements
+//!         Ok(c)
+//!     }
+//!     __body(a.into(), b.into())
+//! }
+//! ```
+//!
+//! The generic outer function only converts its arguments; the body is a
+//! concrete inner function, so it is compiled once however many argument
+//! types callers use. Functions without tensor parameters have no shim.
+//!
+//! # Values
+//!
+//! A tensor variable holds either an owned `Array` (computed in the
+//! function: a `Tensor` statement, a call, a literal) or an `ArrayView` (a
+//! parameter or a sub-tensor of one); both read the same way. Tuple-typed
+//! variables always hold owned values. A tensor used as a call argument is
+//! passed as `.view()`; a value that leaves a scope (the function result, the
+//! branches of a tensor-valued `if`) goes through `__rt::value::owned`, which
+//! moves standard-layout arrays and copies views, unless it is a variable
+//! defined in that scope and used once there, which is moved as is.
+//!
+//! # Never panicking
+//!
+//! Reads proven in bounds are `unsafe { *t.uget([..]) }`; every other read,
+//! integer division, remainder and power, negative extents and allocation
+//! sizes go through runtime functions that return `Err`. Entry and extent
+//! checks run before any loop that depends on them. What remains is Rust's
+//! own integer overflow behavior for `+ - *` (a panic in debug builds), as
+//! the language defines it.
+
+mod expr;
+mod tensor;
+mod types;
+
+pub(crate) use types::int_fits;
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::analysis::dim::{Dim, DimVar};
+use crate::codegen::paths;
+use crate::ir::{EntryCheck, ExprKind, Function, Stmt, Ty, VarId, VarInfo};
+
+/// An internal error: the IR broke an invariant the emitter relies on.
+pub type Bug = String;
+
+/// How tightly an emitted expression binds, to parenthesize only where Rust
+/// needs it (and where it helps the reader: blocks as operands).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Prec {
+    /// Blocks, `if`, labeled blocks: parenthesized as any operand.
+    Block,
+    Or,
+    And,
+    Cmp,
+    Add,
+    Mul,
+    Cast,
+    Unary,
+    /// Paths, literals, calls, method calls, indexing, parenthesized.
+    Postfix,
+}
+
+/// An emitted expression with its precedence.
+pub(crate) struct Code {
+    pub tokens: TokenStream,
+    pub prec: Prec,
+}
+
+impl Code {
+    pub fn new(tokens: TokenStream, prec: Prec) -> Code {
+        Code { tokens, prec }
+    }
+
+    /// The tokens for the tail of a block. An operator expression whose
+    /// left operand is block-like (`unsafe { .. } + x`) would parse as a
+    /// statement followed by garbage there, so it is parenthesized.
+    pub fn tail(self) -> TokenStream {
+        let block_like = match self.tokens.clone().into_iter().next() {
+            Some(proc_macro2::TokenTree::Group(g)) => g.delimiter() == proc_macro2::Delimiter::Brace,
+            Some(proc_macro2::TokenTree::Ident(id)) => ["unsafe", "if", "match", "loop", "for", "while"].iter().any(|k| id == k),
+            Some(proc_macro2::TokenTree::Punct(p)) => p.as_char() == '\'',
+            _ => false,
+        };
+        if block_like && self.prec != Prec::Block && self.prec != Prec::Postfix {
+            let tokens = self.tokens;
+            quote!((#tokens))
+        } else {
+            self.tokens
+        }
+    }
+
+    /// The tokens, parenthesized unless they bind at least as tightly as
+    /// `prec`.
+    pub fn at_least(self, prec: Prec) -> TokenStream {
+        if self.prec >= prec {
+            self.tokens
+        } else {
+            let tokens = self.tokens;
+            quote!((#tokens))
+        }
+    }
+}
+
+/// What a variable of non-scalar type holds at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Repr {
+    /// An owned value (`Array`, `String`, a tuple of owned values).
+    Owned,
+    /// A borrowed value (`ArrayView`, `&str`).
+    Borrowed,
+}
+
+/// Emits one lowered function as a Rust item.
+pub fn emit_function(f: &Function, options: &crate::Options) -> Result<TokenStream, Bug> {
+    let mut cx = FnCx::new(f, options)?;
+    let name = parse_ident(&f.name)?;
+    let vis = if f.public { quote!(pub) } else { quote!() };
+    let docs = f.docs.iter().map(|d| quote!(#[doc = #d]));
+    let (nd_full, err, result) = (paths::nd(), paths::error(), paths::result());
+    let ret = types::owned(&f.ret, &nd_full);
+    let body = cx.body()?;
+    let allow = quote! {
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+    };
+
+    let mut lifetimes = Vec::new();
+    let mut outer_params = Vec::new();
+    let mut inner_params = Vec::new();
+    let mut forwarded = Vec::new();
+    for &p in &f.params {
+        let info = cx.info(p)?;
+        let id = cx.ident(p)?;
+        match &info.ty {
+            Ty::Tensor(k, rank) => {
+                let lt = syn::Lifetime::new(&format!("'__a{}", lifetimes.len()), proc_macro2::Span::call_site());
+                let view = types::view(*k, *rank, Some(&lt), &nd_full);
+                let into = paths::into();
+                outer_params.push(quote!(#id: impl #into<#view>));
+                forwarded.push(quote!(#id.into()));
+                lifetimes.push(lt);
+            }
+            other => {
+                let ty = types::param(other, &nd_full)?;
+                outer_params.push(quote!(#id: #ty));
+                forwarded.push(quote!(#id));
+            }
+        }
+        let inner_ty = types::param(&info.ty, &nd_full)?;
+        inner_params.push(quote!(#id: #inner_ty));
+    }
+
+    if lifetimes.is_empty() {
+        Ok(quote! {
+            #(#docs)*
+            #allow
+            #vis fn #name(#(#outer_params),*) -> #result<#ret, #err> {
+                #body
+            }
+        })
+    } else {
+        Ok(quote! {
+            #(#docs)*
+            #allow
+            #vis fn #name<#(#lifetimes),*>(#(#outer_params),*) -> #result<#ret, #err> {
+                fn __body(#(#inner_params),*) -> #result<#ret, #err> {
+                    #body
+                }
+                __body(#(#forwarded),*)
+            }
+        })
+    }
+}
+
+/// Parses a name as a Rust identifier (raw identifiers included); keywords
+/// and malformed names are internal errors.
+fn parse_ident(name: &str) -> Result<Ident, Bug> {
+    syn::parse_str::<Ident>(name).map_err(|_| format!("`{name}` is not a valid Rust identifier"))
+}
+
+/// Per-function emission state.
+pub(crate) struct FnCx<'a> {
+    f: &'a Function,
+    /// Emit every read checked (`Options::checked`).
+    all_checked: bool,
+    /// The function name, as a string literal for runtime errors.
+    fn_name: proc_macro2::Literal,
+    idents: Vec<Option<Ident>>,
+    repr: HashMap<VarId, Repr>,
+    /// Variables known to be non-negative: dimensions bound from shapes and
+    /// checked extents. Their `usize` conversion needs no check.
+    nonneg: HashSet<VarId>,
+    next_label: u32,
+    rt: TokenStream,
+    nd: TokenStream,
+}
+
+impl<'a> FnCx<'a> {
+    fn new(f: &'a Function, options: &crate::Options) -> Result<FnCx<'a>, Bug> {
+        // Names are parsed once here; a bad one is reported when it is used,
+        // so that an unused malformed variable does not matter.
+        let idents = f.vars.iter().map(|v| syn::parse_str::<Ident>(&v.name).ok()).collect();
+        Ok(FnCx {
+            f,
+            all_checked: options.checked,
+            fn_name: types::str_lit(&f.name),
+            idents,
+            repr: HashMap::new(),
+            nonneg: HashSet::new(),
+            next_label: 0,
+            rt: paths::rt_local(),
+            nd: paths::nd_local(),
+        })
+    }
+
+    fn info(&self, v: VarId) -> Result<&'a VarInfo, Bug> {
+        self.f.vars.get(v.0 as usize).ok_or_else(|| format!("variable {} is not declared", v.0))
+    }
+
+    fn ident(&self, v: VarId) -> Result<Ident, Bug> {
+        match self.idents.get(v.0 as usize) {
+            Some(Some(id)) => Ok(id.clone()),
+            Some(None) => Err(format!("`{}` is not a valid Rust identifier", self.f.vars[v.0 as usize].name)),
+            None => Err(format!("variable {} is not declared", v.0)),
+        }
+    }
+
+    /// A fresh block label, `'__guard0`, `'__guard1`, ...
+    fn label(&mut self, what: &str) -> syn::Lifetime {
+        let n = self.next_label;
+        self.next_label += 1;
+        syn::Lifetime::new(&format!("'__{what}{n}"), proc_macro2::Span::call_site())
+    }
+
+    /// The `i64` value of a dimension expression.
+    fn dim(&self, d: &Dim) -> Result<TokenStream, Bug> {
+        let missing = std::cell::Cell::new(None);
+        let tokens = d.emit(&|v: DimVar| match self.ident(VarId(v.0)) {
+            Ok(id) => quote!(#id),
+            Err(e) => {
+                missing.set(Some(e));
+                quote!(__missing)
+            }
+        });
+        match missing.into_inner() {
+            Some(e) => Err(format!("in dimension `{d}`: {e}")),
+            None => Ok(tokens),
+        }
+    }
+
+    /// A dimension as the user would write it, for error messages.
+    fn dim_text(&self, d: &Dim) -> String {
+        d.display(&|v: DimVar| match self.f.vars.get(v.0 as usize) {
+            Some(info) => info.source_name.clone(),
+            None => format!("d{}", v.0),
+        })
+    }
+
+    /// An extent as a `usize` length: literal for constants, a plain
+    /// conversion for variables known to be non-negative, and a checked
+    /// conversion (`Error::Extent` when negative) otherwise.
+    fn extent_usize(&self, d: &Dim) -> Result<TokenStream, Bug> {
+        if let Some(c) = d.as_constant().and_then(|c| usize::try_from(c).ok()) {
+            let lit = proc_macro2::Literal::usize_suffixed(c);
+            return Ok(quote!(#lit));
+        }
+        if let Some(v) = d.as_var().map(|v| VarId(v.0)).filter(|v| self.nonneg.contains(v)) {
+            let id = self.ident(v)?;
+            return Ok(quote!(#id as usize));
+        }
+        let (rt, name, text, value) = (&self.rt, &self.fn_name, self.dim_text(d), self.dim(d)?);
+        Ok(quote!(#rt::shape::extent(#name, #text, #value)?))
+    }
+
+    /// The whole body of the (inner) function.
+    fn body(&mut self) -> Result<TokenStream, Bug> {
+        let f = self.f;
+        for &p in &f.params {
+            if matches!(self.info(p)?.ty, Ty::Tensor(..) | Ty::Str) {
+                self.repr.insert(p, Repr::Borrowed);
+            }
+        }
+        let mut out = paths::body_prelude();
+        for check in &f.entry {
+            out.extend(self.entry(check)?);
+        }
+        for s in &f.body {
+            out.extend(self.stmt(s)?);
+        }
+        let result = if is_plain(&f.result.ty) {
+            self.expr(&f.result)?.tokens
+        } else {
+            let all: HashSet<VarId> = (0..f.vars.len() as u32).map(VarId).collect();
+            self.owned(&f.result, &movable(&all, &f.result))?.tokens
+        };
+        out.extend(quote!(Ok(#result)));
+        Ok(out)
+    }
+
+    /// A tensor parameter and the length of its axis `axis`.
+    fn param_axis_len(&self, param: VarId, axis: usize) -> Result<TokenStream, Bug> {
+        let info = self.info(param)?;
+        match info.ty {
+            Ty::Tensor(_, rank) if axis < rank => {}
+            _ => return Err(format!("entry check of axis {axis} of `{}`, which has type `{:?}`", info.name, info.ty)),
+        }
+        let (id, axis) = (self.ident(param)?, types::usize_lit(axis));
+        Ok(quote!(#id.shape()[#axis]))
+    }
+
+    fn entry(&mut self, check: &EntryCheck) -> Result<TokenStream, Bug> {
+        match check {
+            EntryCheck::BindDim { dim, param, axis } => {
+                let len = self.param_axis_len(*param, *axis)?;
+                let id = self.ident(*dim)?;
+                self.nonneg.insert(*dim);
+                Ok(quote!(let #id: i64 = #len as i64;))
+            }
+            EntryCheck::CheckDim { param, axis, symbol, expected } => {
+                let len = self.param_axis_len(*param, *axis)?;
+                let (rt, name) = (&self.rt, &self.fn_name);
+                let pname = types::str_lit(&self.info(*param)?.source_name);
+                let (axis, symbol, expected) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(expected)?);
+                Ok(quote!(#rt::shape::check_dim(#name, #pname, #axis, #symbol, #expected, #len)?;))
+            }
+        }
+    }
+
+    pub(crate) fn stmt(&mut self, s: &Stmt) -> Result<TokenStream, Bug> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        match s {
+            Stmt::Let { var, value } => self.bind(*var, value),
+            Stmt::Extent { var, value, what } => {
+                let id = self.ident(*var)?;
+                let (what, value) = (types::str_lit(what), self.dim(value)?);
+                self.nonneg.insert(*var);
+                Ok(quote!(let #id: i64 = #rt::shape::extent(#name, #what, #value)? as i64;))
+            }
+            Stmt::SameExtent { index, a, a_what, b, b_what } => {
+                let (index, a_what, b_what) = (types::str_lit(index), types::str_lit(a_what), types::str_lit(b_what));
+                let (a, b) = (self.dim(a)?, self.dim(b)?);
+                Ok(quote!(#rt::shape::check_same_extent(#name, #index, #a, #a_what, #b, #b_what)?;))
+            }
+            Stmt::Tensor(def) => self.tensor_def(def),
+            Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
+                let info = self.info(*tensor)?;
+                if !matches!(info.ty, Ty::Tensor(_, rank) if *axis < rank) {
+                    return Err(format!("result check of axis {axis} of `{}`, which has type `{:?}`", info.name, info.ty));
+                }
+                let id = self.ident(*tensor)?;
+                let (axis, symbol, declared) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(declared)?);
+                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #id.shape()[#axis])?;))
+            }
+            Stmt::Expr(e) => {
+                let statement_like = matches!(e.kind, ExprKind::Call { .. } | ExprKind::If { .. } | ExprKind::Block { .. });
+                let code = self.expr(e)?.tokens;
+                if statement_like {
+                    Ok(quote!(#code;))
+                } else {
+                    Ok(quote!(let _ = #code;))
+                }
+            }
+        }
+    }
+
+    /// `let var = value;` (also where-bindings). Scalars get their type
+    /// written out; a tensor bound to a variable or a sub-tensor is a view,
+    /// anything else non-scalar is owned.
+    fn bind(&mut self, var: VarId, value: &crate::ir::Expr) -> Result<TokenStream, Bug> {
+        let id = self.ident(var)?;
+        let ty = &self.info(var)?.ty;
+        match ty {
+            Ty::Scalar(k) => {
+                let (t, v) = (types::scalar(*k), self.expr(value)?.tokens);
+                Ok(quote!(let #id: #t = #v;))
+            }
+            Ty::Unit => {
+                let v = self.expr(value)?.tokens;
+                Ok(quote!(let #id: () = #v;))
+            }
+            Ty::Tensor(..) | Ty::Str => {
+                let borrowed = matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. } | ExprKind::Lit(_));
+                let v = if borrowed { self.expr(value)?.tokens } else { self.owned(value, &HashSet::new())?.tokens };
+                self.repr.insert(var, if borrowed { Repr::Borrowed } else { Repr::Owned });
+                Ok(quote!(let #id = #v;))
+            }
+            Ty::Tuple(_) => {
+                let v = self.owned(value, &HashSet::new())?.tokens;
+                self.repr.insert(var, Repr::Owned);
+                Ok(quote!(let #id = #v;))
+            }
+        }
+    }
+}
+
+/// Scalars and unit: values that are copied, never borrowed or moved.
+fn is_plain(ty: &Ty) -> bool {
+    matches!(ty, Ty::Scalar(_) | Ty::Unit)
+}
+
+/// The variables of `scope` that `e` mentions exactly once: those can be
+/// moved out when `e` is the last use of the scope.
+fn movable(scope: &HashSet<VarId>, e: &crate::ir::Expr) -> HashSet<VarId> {
+    let mut counts: HashMap<VarId, usize> = HashMap::new();
+    crate::ir::validate::visit_var_uses(e, &mut |v| *counts.entry(v).or_default() += 1);
+    counts.into_iter().filter(|(v, n)| *n == 1 && scope.contains(v)).map(|(v, _)| v).collect()
+}
+
+/// A name derived from a variable's identifier, for emitter temporaries:
+/// `__{prefix}{name}{suffix}`.
+fn derived(prefix: &str, id: &Ident, suffix: &str) -> Ident {
+    let name = id.to_string();
+    let name = name.strip_prefix("r#").unwrap_or(&name);
+    format_ident!("__{}{}{}", prefix, name, suffix)
+}

@@ -1,0 +1,147 @@
+//! Pointwise tensor definitions: a loop nest writing a fresh array.
+//!
+//! ```text
+//! let c: Array<f32, Ix2> = __rt::par::fill("f", [M as usize, N as usize], 3, true, |__i, __c_row| {
+//!     let i: i64 = __i as i64;
+//!     for (__j, __c_slot) in __c_row.iter_mut().enumerate() {
+//!         let j: i64 = __j as i64;
+//!         *__c_slot = <body>;
+//!     }
+//!     Ok(())
+//! })?;
+//! ```
+//!
+//! `fill` allocates the array in standard layout and hands out one row per
+//! index of the outermost axis (rayon-parallel above its work threshold when
+//! the definition is marked parallel). Inside, inner axes walk the row with
+//! `chunks_exact_mut` and the innermost axis with `iter_mut`, so writes have
+//! no bounds checks and the innermost loop runs over contiguous memory. A
+//! rank-1 tensor is handed out in blocks of consecutive elements instead;
+//! rank 0 is a single value (`arr0`).
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use super::{derived, types, Bug, FnCx, Repr};
+use crate::ir::{Axis, TensorDef, Ty};
+
+impl FnCx<'_> {
+    pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
+        let rank = def.axes.len();
+        let info = self.info(def.var)?;
+        if info.ty != Ty::Tensor(def.elem, rank) {
+            return Err(format!("tensor `{}` of type `{:?}` is defined with {rank} axes of `{}`", info.name, info.ty, def.elem.name()));
+        }
+        if def.body.ty != Ty::Scalar(def.elem) {
+            return Err(format!("the body of tensor `{}` has type `{:?}`", info.name, def.body.ty));
+        }
+        let name = self.ident(def.var)?;
+        let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+        let array = types::array(def.elem, rank, &nd);
+
+        if rank == 0 {
+            let body = self.expr(&def.body)?.tokens;
+            self.repr.insert(def.var, Repr::Owned);
+            return Ok(quote!(let #name: #array = #nd::arr0(#body);));
+        }
+
+        let lens = def.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let shape_var = derived("", &name, "_shape");
+        let (shape_binding, shape) = if rank <= 2 {
+            (TokenStream::new(), types::shape(&lens, &nd))
+        } else {
+            let r = types::usize_lit(rank);
+            let value = if rank <= types::MAX_STATIC_RANK { quote!(#shape_var) } else { quote!(#nd::IxDyn(&#shape_var)) };
+            (quote!(let #shape_var: [usize; #r] = [#(#lens),*];), value)
+        };
+
+        let slot = derived("", &name, "_slot");
+        let body = self.expr(&def.body)?.tokens;
+        let mut nest = quote!(*#slot = #body;);
+        let closure = if rank == 1 {
+            let axis = &def.axes[0];
+            let (first, block) = (derived("", &name, "_first"), derived("", &name, "_block"));
+            let (pos, binding) = self.position(axis, |pos| quote!((#first + #pos)))?;
+            quote! {
+                |#first, #block| {
+                    for (#pos, #slot) in #block.iter_mut().enumerate() {
+                        #binding
+                        #nest
+                    }
+                    Ok(())
+                }
+            }
+        } else {
+            // Innermost axis: the elements of the innermost chunk.
+            let mut chunk_of_axis: Vec<Ident> = vec![derived("", &name, "_row")];
+            for axis in &def.axes[1..rank - 1] {
+                let index = self.ident(axis.index)?;
+                let index = index.to_string();
+                chunk_of_axis.push(derived("", &name, &format!("_{}", index.strip_prefix("r#").unwrap_or(&index))));
+            }
+            let last = &def.axes[rank - 1];
+            let (pos, binding) = self.position(last, |pos| quote!(#pos))?;
+            let chunk = &chunk_of_axis[rank - 2];
+            nest = quote! {
+                for (#pos, #slot) in #chunk.iter_mut().enumerate() {
+                    #binding
+                    #nest
+                }
+            };
+            // Middle axes, inside out: chunks of the enclosing chunk.
+            for a in (1..rank - 1).rev() {
+                let (pos, binding) = self.position(&def.axes[a], |pos| quote!(#pos))?;
+                let (outer, inner) = (&chunk_of_axis[a - 1], &chunk_of_axis[a]);
+                let sizes: Vec<TokenStream> = (a + 1..rank)
+                    .map(|b| {
+                        let b = types::usize_lit(b);
+                        quote!(#shape_var[#b])
+                    })
+                    .collect();
+                let size = sizes.into_iter().reduce(|acc, s| quote!(#acc * #s)).unwrap_or_else(|| quote!(1usize));
+                nest = quote! {
+                    for (#pos, #inner) in #outer.chunks_exact_mut(#size).enumerate() {
+                        #binding
+                        #nest
+                    }
+                };
+            }
+            let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
+            let row = &chunk_of_axis[0];
+            quote! {
+                |#pos, #row| {
+                    #binding
+                    #nest
+                    Ok(())
+                }
+            }
+        };
+        self.repr.insert(def.var, Repr::Owned);
+        let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
+        let parallel = def.parallel;
+        Ok(quote! {
+            #shape_binding
+            let #name: #array = #rt::par::fill(#fname, #shape, #cost, #parallel, #closure)?;
+        })
+    }
+
+    /// The position variable of an axis (`__j`, a `usize`) and the binding
+    /// of its index variable: `let j: i64 = start + __j as i64;`, where
+    /// `offset` turns the position into the offset along the axis.
+    fn position(&self, axis: &Axis, offset: impl Fn(&Ident) -> TokenStream) -> Result<(Ident, TokenStream), Bug> {
+        let index = self.ident(axis.index)?;
+        if self.info(axis.index)?.ty != Ty::Scalar(crate::syntax::ast::ScalarKind::I64) {
+            return Err(format!("axis index `{index}` is not `i64`"));
+        }
+        let pos = derived("", &index, "");
+        let offset = offset(&pos);
+        let binding = match axis.start.as_constant() {
+            Some(0) => quote!(let #index: i64 = #offset as i64;),
+            _ => {
+                let start = self.dim(&axis.start)?;
+                quote!(let #index: i64 = #start + #offset as i64;)
+            }
+        };
+        Ok((pos, binding))
+    }
+}

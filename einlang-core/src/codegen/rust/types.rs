@@ -1,0 +1,265 @@
+//! Rust spellings of IR types and literals.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::{Bug, Code, Prec};
+use crate::codegen::paths;
+use crate::ir::{Literal, Ty};
+use crate::syntax::ast::ScalarKind;
+
+/// The largest rank with a static ndarray dimension type (`Ix6`); higher
+/// ranks use `IxDyn`.
+pub const MAX_STATIC_RANK: usize = 6;
+
+pub fn scalar(k: ScalarKind) -> TokenStream {
+    let id = format_ident!("{}", k.name());
+    quote!(#id)
+}
+
+/// `nd::Ix2`, or `nd::IxDyn` above rank 6.
+pub fn dim(rank: usize, nd: &TokenStream) -> TokenStream {
+    if rank <= MAX_STATIC_RANK {
+        let id = format_ident!("Ix{}", rank);
+        quote!(#nd::#id)
+    } else {
+        quote!(#nd::IxDyn)
+    }
+}
+
+/// An owned tensor: `nd::Array<f32, nd::Ix2>`.
+pub fn array(k: ScalarKind, rank: usize, nd: &TokenStream) -> TokenStream {
+    let (elem, dim) = (scalar(k), dim(rank, nd));
+    quote!(#nd::Array<#elem, #dim>)
+}
+
+/// A tensor view: `nd::ArrayView<'a, f32, nd::Ix2>` (`'_` without a name).
+pub fn view(k: ScalarKind, rank: usize, lifetime: Option<&syn::Lifetime>, nd: &TokenStream) -> TokenStream {
+    let (elem, dim) = (scalar(k), dim(rank, nd));
+    match lifetime {
+        Some(lt) => quote!(#nd::ArrayView<#lt, #elem, #dim>),
+        None => quote!(#nd::ArrayView<'_, #elem, #dim>),
+    }
+}
+
+/// The type of a value the function body works with for a parameter: views
+/// for tensors, `&str` for strings.
+pub fn param(ty: &Ty, nd: &TokenStream) -> Result<TokenStream, Bug> {
+    Ok(match ty {
+        Ty::Scalar(k) => scalar(*k),
+        Ty::Tensor(k, rank) => view(*k, *rank, None, nd),
+        Ty::Str => quote!(&str),
+        Ty::Unit => quote!(()),
+        Ty::Tuple(items) => {
+            let items = items.iter().map(|t| param(t, nd)).collect::<Result<Vec<_>, _>>()?;
+            tuple_of(items)
+        }
+    })
+}
+
+/// The owned type a function returns: arrays, `String`, tuples of those.
+pub fn owned(ty: &Ty, nd: &TokenStream) -> TokenStream {
+    match ty {
+        Ty::Scalar(k) => scalar(*k),
+        Ty::Tensor(k, rank) => array(*k, *rank, nd),
+        Ty::Str => paths::string(),
+        Ty::Unit => quote!(()),
+        Ty::Tuple(items) => tuple_of(items.iter().map(|t| owned(t, nd)).collect()),
+    }
+}
+
+fn tuple_of(items: Vec<TokenStream>) -> TokenStream {
+    match items.len() {
+        0 => quote!(()),
+        1 => {
+            let item = &items[0];
+            quote!((#item,))
+        }
+        _ => quote!((#(#items),*)),
+    }
+}
+
+/// A shape value for ndarray from `usize` lengths: `[a, b]` (an
+/// `IntoDimension` for the static rank), `nd::IxDyn(&[...])` above rank 6.
+pub fn shape(lens: &[TokenStream], nd: &TokenStream) -> TokenStream {
+    if lens.is_empty() {
+        quote!(#nd::Ix0())
+    } else if lens.len() <= MAX_STATIC_RANK {
+        quote!([#(#lens),*])
+    } else {
+        quote!(#nd::IxDyn(&[#(#lens),*]))
+    }
+}
+
+/// A Rust expression parsed from generated text; literals go through here so
+/// that a malformed one is an internal error rather than a panic.
+fn parse_tokens(text: &str) -> Result<TokenStream, Bug> {
+    text.parse::<TokenStream>().map_err(|e| format!("cannot emit literal `{text}`: {e}"))
+}
+
+/// `0` of a scalar type (`false` for `bool`).
+pub fn zero(k: ScalarKind) -> TokenStream {
+    constant(k, 0)
+}
+
+/// `1` of a scalar type (`true` for `bool`).
+pub fn one(k: ScalarKind) -> TokenStream {
+    constant(k, 1)
+}
+
+/// A small non-negative integer constant of type `k`.
+fn constant(k: ScalarKind, v: u8) -> TokenStream {
+    match k {
+        ScalarKind::Bool => {
+            if v == 0 {
+                quote!(false)
+            } else {
+                quote!(true)
+            }
+        }
+        _ if k.is_float() => {
+            // `0.0f32` reads better than the `0f32` of `Literal::f32_suffixed`.
+            let t = scalar(k);
+            format!("{v}.0{}", k.name()).parse::<TokenStream>().unwrap_or_else(|_| quote!((#v as #t)))
+        }
+        _ => match suffixed_int(u128::from(v), k) {
+            Some(lit) => quote!(#lit),
+            None => {
+                let lit = proc_macro2::Literal::u8_unsuffixed(v);
+                quote!(#lit)
+            }
+        },
+    }
+}
+
+/// The identity of `max` (the least value of the type, `-inf` for floats).
+pub fn lowest(k: ScalarKind) -> TokenStream {
+    let t = scalar(k);
+    if k.is_float() {
+        quote!(#t::NEG_INFINITY)
+    } else if k == ScalarKind::Bool {
+        quote!(false)
+    } else {
+        quote!(#t::MIN)
+    }
+}
+
+/// The identity of `min` (the greatest value of the type, `inf` for floats).
+pub fn highest(k: ScalarKind) -> TokenStream {
+    let t = scalar(k);
+    if k.is_float() {
+        quote!(#t::INFINITY)
+    } else if k == ScalarKind::Bool {
+        quote!(true)
+    } else {
+        quote!(#t::MAX)
+    }
+}
+
+/// `v` with the suffix of integer type `k`, if it is a value of `k`.
+fn suffixed_int(v: u128, k: ScalarKind) -> Option<proc_macro2::Literal> {
+    use proc_macro2::Literal as L;
+    Some(match k {
+        ScalarKind::I8 => L::i8_suffixed(i8::try_from(v).ok()?),
+        ScalarKind::I16 => L::i16_suffixed(i16::try_from(v).ok()?),
+        ScalarKind::I32 => L::i32_suffixed(i32::try_from(v).ok()?),
+        ScalarKind::I64 => L::i64_suffixed(i64::try_from(v).ok()?),
+        ScalarKind::U8 => L::u8_suffixed(u8::try_from(v).ok()?),
+        ScalarKind::U32 => L::u32_suffixed(u32::try_from(v).ok()?),
+        ScalarKind::U64 => L::u64_suffixed(u64::try_from(v).ok()?),
+        _ => return None,
+    })
+}
+
+/// Whether `v` is a value of integer type `k`.
+pub fn int_fits(v: i128, k: ScalarKind) -> bool {
+    let (lo, hi): (i128, i128) = match k {
+        ScalarKind::I8 => (i8::MIN.into(), i8::MAX.into()),
+        ScalarKind::I16 => (i16::MIN.into(), i16::MAX.into()),
+        ScalarKind::I32 => (i32::MIN.into(), i32::MAX.into()),
+        ScalarKind::I64 => (i64::MIN.into(), i64::MAX.into()),
+        ScalarKind::U8 => (0, u8::MAX.into()),
+        ScalarKind::U32 => (0, u32::MAX.into()),
+        ScalarKind::U64 => (0, u64::MAX.into()),
+        _ => return false,
+    };
+    (lo..=hi).contains(&v)
+}
+
+/// A literal of its IR type. Negative numbers are a unary minus applied to
+/// a positive literal (`-3i64`), the form rustc and prettyplease expect.
+pub fn literal(lit: &Literal, ty: &Ty) -> Result<Code, Bug> {
+    let kind = match ty {
+        Ty::Scalar(k) => Some(*k),
+        Ty::Str => None,
+        other => return Err(format!("a literal of type `{other:?}`")),
+    };
+    match (lit, kind) {
+        (Literal::Bool(b), Some(ScalarKind::Bool)) => Ok(Code::new(if *b { quote!(true) } else { quote!(false) }, Prec::Postfix)),
+        (Literal::Str(s), None) => {
+            let lit = proc_macro2::Literal::string(s);
+            Ok(Code::new(quote!(#lit), Prec::Postfix))
+        }
+        (Literal::Int(v), Some(k)) if k.is_int() => {
+            if !int_fits(*v, k) {
+                return Err(format!("integer literal {v} does not fit `{}`", k.name()));
+            }
+            let t = scalar(k);
+            if *v < 0 && !int_fits(-*v, k) {
+                // The most negative value has no positive counterpart.
+                return Ok(Code::new(quote!(#t::MIN), Prec::Postfix));
+            }
+            let magnitude = suffixed_int(v.unsigned_abs(), k).ok_or_else(|| format!("integer literal {v} does not fit `{}`", k.name()))?;
+            if *v < 0 {
+                Ok(Code::new(quote!(-#magnitude), Prec::Unary))
+            } else {
+                Ok(Code::new(quote!(#magnitude), Prec::Postfix))
+            }
+        }
+        (Literal::Int(v), Some(k)) if k.is_float() => float_literal(&format!("{v}"), k),
+        (Literal::Float(text), Some(k)) if k.is_float() => float_literal(text, k),
+        (lit, _) => Err(format!("literal {lit:?} cannot have type `{ty:?}`")),
+    }
+}
+
+/// A float literal of type `k` with the value of `text` rounded once to `k`
+/// (so `0.1f32` is the `f32` nearest to 0.1), in Rust's shortest form.
+fn float_literal(text: &str, k: ScalarKind) -> Result<Code, Bug> {
+    let cleaned: String = text.chars().filter(|c| *c != '_').collect();
+    let (negative, digits) = match cleaned.strip_prefix('-') {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, cleaned),
+    };
+    let t = scalar(k);
+    let (finite, shortest) = if k == ScalarKind::F32 {
+        let v: f32 = digits.parse().map_err(|_| format!("float literal `{text}` is not a number"))?;
+        (v.is_finite(), format!("{v:?}"))
+    } else {
+        let v: f64 = digits.parse().map_err(|_| format!("float literal `{text}` is not a number"))?;
+        (v.is_finite(), format!("{v:?}"))
+    };
+    let magnitude = if !finite {
+        if shortest.contains("NaN") {
+            quote!(#t::NAN)
+        } else {
+            quote!(#t::INFINITY)
+        }
+    } else {
+        parse_tokens(&format!("{shortest}{}", k.name()))?
+    };
+    if negative {
+        Ok(Code::new(quote!(-#magnitude), Prec::Unary))
+    } else {
+        Ok(Code::new(magnitude, Prec::Postfix))
+    }
+}
+
+/// A string literal token.
+pub fn str_lit(s: &str) -> proc_macro2::Literal {
+    proc_macro2::Literal::string(s)
+}
+
+/// An unsuffixed `usize`-like literal (axes, positions).
+pub fn usize_lit(n: usize) -> proc_macro2::Literal {
+    proc_macro2::Literal::usize_unsuffixed(n)
+}

@@ -1,0 +1,1277 @@
+//! Code generation snapshots: hand-built loop IR functions, their
+//! `ir::pretty` text, and the Rust they become (formatted by prettyplease).
+//! The IR is validated first; `check_invalid` snapshots validator errors.
+//!
+//! Only `crate::` paths are used here, so the builders can be reused by
+//! out-of-tree harnesses that compile and run the generated code.
+
+use expect_test::{expect, Expect};
+
+use crate::analysis::dim::{Dim, DimVar};
+use crate::ir::pretty::pretty_program;
+use crate::ir::validate::validate;
+use crate::ir::{Axis, EntryCheck, Expr, ExprKind, Function, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, VarInfo, WhereEntry};
+use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
+
+// ----- drivers -------------------------------------------------------------
+
+fn rust_text(p: &Program, options: &crate::Options) -> String {
+    let tokens = crate::codegen::emit_program(p, options);
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(e) => panic!("generated code does not parse: {e}\n{tokens}"),
+    }
+}
+
+/// The IR text and the generated Rust of a valid program.
+fn check(p: &Program, expect: Expect) {
+    if let Err(e) = validate(p) {
+        panic!("invalid IR:\n{e}");
+    }
+    let ir = pretty_program(p);
+    let rust = rust_text(p, &crate::Options::default());
+    expect.assert_eq(&format!("{ir}\n{rust}"));
+}
+
+/// The generated Rust with every read checked (`Options::checked`).
+fn check_all_checked(p: &Program, expect: Expect) {
+    expect.assert_eq(&rust_text(p, &crate::Options { checked: true }));
+}
+
+/// The validator's complaint about a broken program.
+fn check_invalid(p: &Program, expect: Expect) {
+    match validate(p) {
+        Ok(()) => panic!("validate accepted a broken program:\n{}", pretty_program(p)),
+        Err(e) => expect.assert_eq(&e),
+    }
+}
+
+// ----- IR builders ---------------------------------------------------------
+
+const F32: ScalarKind = ScalarKind::F32;
+const I64: ScalarKind = ScalarKind::I64;
+
+/// Declares the variables of one function.
+#[derive(Default)]
+pub(crate) struct Vars {
+    vars: Vec<VarInfo>,
+}
+
+impl Vars {
+    fn var(&mut self, name: &str, ty: Ty) -> VarId {
+        self.vars.push(VarInfo { name: name.to_string(), source_name: name.to_string(), ty });
+        VarId(self.vars.len() as u32 - 1)
+    }
+
+    fn tensor(&mut self, name: &str, k: ScalarKind, rank: usize) -> VarId {
+        self.var(name, Ty::Tensor(k, rank))
+    }
+
+    /// An `i64` variable: a dimension, an index, an extent.
+    fn int(&mut self, name: &str) -> VarId {
+        self.var(name, Ty::Scalar(I64))
+    }
+
+    fn get(&self, v: VarId) -> Expr {
+        expr(ExprKind::Var(v), self.vars[v.0 as usize].ty.clone())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(self, name: &str, params: Vec<VarId>, ret: Ty, entry: Vec<EntryCheck>, body: Vec<Stmt>, result: Expr) -> Function {
+        Function { name: name.to_string(), public: true, docs: Vec::new(), params, ret, entry, body, result, vars: self.vars }
+    }
+}
+
+fn expr(kind: ExprKind, ty: Ty) -> Expr {
+    Expr { kind, ty }
+}
+
+fn dim(v: VarId) -> Dim {
+    Dim::var(DimVar(v.0))
+}
+
+fn konst(n: i64) -> Dim {
+    Dim::constant(n)
+}
+
+fn ix(v: VarId) -> Expr {
+    expr(ExprKind::Var(v), Ty::Scalar(I64))
+}
+
+fn int(v: i128, k: ScalarKind) -> Expr {
+    expr(ExprKind::Lit(Literal::Int(v)), Ty::Scalar(k))
+}
+
+fn float(text: &str, k: ScalarKind) -> Expr {
+    expr(ExprKind::Lit(Literal::Float(text.to_string())), Ty::Scalar(k))
+}
+
+fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    let ty = if op.is_comparison() || op.is_logical() { Ty::Scalar(ScalarKind::Bool) } else { a.ty.clone() };
+    expr(ExprKind::Binary(op, Box::new(a), Box::new(b)), ty)
+}
+
+fn read(t: VarId, k: ScalarKind, indices: Vec<Expr>, checked: bool) -> Expr {
+    expr(ExprKind::Read { tensor: t, indices, checked }, Ty::Scalar(k))
+}
+
+fn intrinsic(i: Intrinsic, args: Vec<Expr>) -> Expr {
+    let ty = args[0].ty.clone();
+    expr(ExprKind::Intrinsic(i, args), ty)
+}
+
+fn reduce(op: RedOp, loops: Vec<Loop>, wheres: Vec<WhereEntry>, body: Expr) -> Expr {
+    let ty = match op {
+        RedOp::ArgMax | RedOp::ArgMin => Ty::Scalar(I64),
+        RedOp::All | RedOp::Any => Ty::Scalar(ScalarKind::Bool),
+        _ => body.ty.clone(),
+    };
+    expr(ExprKind::Reduce { op, loops, wheres, body: Box::new(body) }, ty)
+}
+
+fn range(index: VarId, start: Dim, end: Dim) -> Loop {
+    Loop { index, start, end }
+}
+
+fn axis(index: VarId, start: Dim, extent: Dim) -> Axis {
+    Axis { index, start, extent }
+}
+
+fn tensor(var: VarId, elem: ScalarKind, axes: Vec<Axis>, body: Expr, parallel: bool, cost_per_point: u64) -> Stmt {
+    Stmt::Tensor(TensorDef { var, elem, axes, body, parallel, cost_per_point })
+}
+
+fn bind(dim: VarId, param: VarId, axis: usize) -> EntryCheck {
+    EntryCheck::BindDim { dim, param, axis }
+}
+
+fn check_dim(param: VarId, axis: usize, symbol: &str, expected: Dim) -> EntryCheck {
+    EntryCheck::CheckDim { param, axis, symbol: symbol.to_string(), expected }
+}
+
+// ----- programs ------------------------------------------------------------
+
+/// `matmul(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N]`
+pub(crate) fn matmul() -> Program {
+    let mut v = Vars::default();
+    let (a, b) = (v.tensor("a", F32, 2), v.tensor("b", F32, 2));
+    let (m, k_dim, n) = (v.int("M"), v.int("K"), v.int("N"));
+    let (c, i, j, k) = (v.tensor("c", F32, 2), v.int("i"), v.int("j"), v.int("k"));
+    let body = reduce(
+        RedOp::Sum,
+        vec![range(k, konst(0), dim(k_dim))],
+        vec![],
+        bin(BinOp::Mul, read(a, F32, vec![ix(i), ix(k)], false), read(b, F32, vec![ix(k), ix(j)], false)),
+    );
+    let result = v.get(c);
+    let mut f = v.finish(
+        "matmul",
+        vec![a, b],
+        Ty::Tensor(F32, 2),
+        vec![bind(m, a, 0), bind(k_dim, a, 1), bind(n, b, 1), check_dim(b, 0, "K", dim(k_dim))],
+        vec![tensor(c, F32, vec![axis(i, konst(0), dim(m)), axis(j, konst(0), dim(n))], body, true, 3)],
+        result,
+    );
+    f.docs = vec![" Plain matrix product.".to_string()];
+    Program { fns: vec![f] }
+}
+
+/// `upper_relu(m: [f32; N, N]) -> [f32; N, N]`:
+/// `u[i, j] = max(z, 0.0) where z = m[i, j], i <= j`
+pub(crate) fn upper_relu() -> Program {
+    let mut v = Vars::default();
+    let mat = v.tensor("m", F32, 2);
+    let n = v.int("N");
+    let (u, i, j, z) = (v.tensor("u", F32, 2), v.int("i"), v.int("j"), v.var("z", Ty::Scalar(F32)));
+    let body = expr(
+        ExprKind::Guarded {
+            wheres: vec![
+                WhereEntry::Bind(z, read(mat, F32, vec![ix(i), ix(j)], false)),
+                WhereEntry::Guard(bin(BinOp::Le, ix(i), ix(j))),
+            ],
+            body: Box::new(intrinsic(Intrinsic::Max, vec![v.get(z), float("0.0", F32)])),
+        },
+        Ty::Scalar(F32),
+    );
+    let result = v.get(u);
+    let f = v.finish(
+        "upper_relu",
+        vec![mat],
+        Ty::Tensor(F32, 2),
+        vec![bind(n, mat, 0), check_dim(mat, 1, "N", dim(n))],
+        vec![tensor(u, F32, vec![axis(i, konst(0), dim(n)), axis(j, konst(0), dim(n))], body, false, 2)],
+        result,
+    );
+    Program { fns: vec![f] }
+}
+
+/// `sum_sq(x: [f32; N]) -> f32` and `norm(x: [f32; N]) -> f32`, which
+/// calls it: a scalar result, a call, integer division, a cast.
+pub(crate) fn norm() -> Program {
+    let sum_sq = {
+        let mut v = Vars::default();
+        let x = v.tensor("x", F32, 1);
+        let n = v.int("N");
+        let i = v.int("i");
+        let sq = intrinsic(Intrinsic::Powi, vec![read(x, F32, vec![ix(i)], false), int(2, ScalarKind::I32)]);
+        let result = reduce(RedOp::Sum, vec![range(i, konst(0), dim(n))], vec![], sq);
+        v.finish("sum_sq", vec![x], Ty::Scalar(F32), vec![bind(n, x, 0)], vec![], result)
+    };
+    let norm = {
+        let mut v = Vars::default();
+        let x = v.tensor("x", F32, 1);
+        let n = v.int("N");
+        let (s, half) = (v.var("s", Ty::Scalar(F32)), v.int("half"));
+        let call = expr(ExprKind::Call { func: "sum_sq".to_string(), args: vec![v.get(x)] }, Ty::Scalar(F32));
+        let halved = bin(BinOp::Div, expr(ExprKind::Dim(dim(n)), Ty::Scalar(I64)), int(2, I64));
+        let scale = expr(ExprKind::Cast(Box::new(v.get(half)), F32), Ty::Scalar(F32));
+        let result = bin(BinOp::Div, intrinsic(Intrinsic::Sqrt, vec![v.get(s)]), scale);
+        let mut f = v.finish(
+            "norm",
+            vec![x],
+            Ty::Scalar(F32),
+            vec![bind(n, x, 0)],
+            vec![Stmt::Let { var: s, value: call }, Stmt::Let { var: half, value: halved }],
+            result,
+        );
+        f.public = false;
+        f
+    };
+    Program { fns: vec![sum_sq, norm] }
+}
+
+/// `every_other(x: [f32; N], m: i64) -> [f32; m]`: `y[i in 0..m] = x[2 * i]`,
+/// a read the compiler could not prove in bounds, over an extent given by a
+/// parameter (checked non-negative at run time).
+pub(crate) fn every_other() -> Program {
+    let mut v = Vars::default();
+    let (x, m) = (v.tensor("x", F32, 1), v.int("m"));
+    let n = v.int("N");
+    let (y, i) = (v.tensor("y", F32, 1), v.int("i"));
+    let body = read(x, F32, vec![bin(BinOp::Mul, int(2, I64), ix(i))], true);
+    let result = v.get(y);
+    let f = v.finish(
+        "every_other",
+        vec![x, m],
+        Ty::Tensor(F32, 1),
+        vec![bind(n, x, 0)],
+        vec![tensor(y, F32, vec![axis(i, konst(0), dim(m))], body, true, 1)],
+        result,
+    );
+    Program { fns: vec![f] }
+}
+
+/// `conv1d(x: [f32; N], w: [f32; K]) -> [f32; N - K + 1]`: an extent checked
+/// at run time, a rank-1 parallel definition, affine reads.
+pub(crate) fn conv1d() -> Program {
+    let mut v = Vars::default();
+    let (x, w) = (v.tensor("x", F32, 1), v.tensor("w", F32, 1));
+    let (n, k) = (v.int("N"), v.int("K"));
+    let len = v.int("len_t");
+    let (y, t, r) = (v.tensor("y", F32, 1), v.int("t"), v.int("r"));
+    let body = reduce(
+        RedOp::Sum,
+        vec![range(r, konst(0), dim(k))],
+        vec![],
+        bin(BinOp::Mul, read(x, F32, vec![bin(BinOp::Add, ix(t), ix(r))], false), read(w, F32, vec![ix(r)], false)),
+    );
+    let result = v.get(y);
+    let f = v.finish(
+        "conv1d",
+        vec![x, w],
+        Ty::Tensor(F32, 1),
+        vec![bind(n, x, 0), bind(k, w, 0)],
+        vec![
+            Stmt::Extent { var: len, value: dim(n).sub(&dim(k)).add_const(1), what: "N - K + 1".to_string() },
+            tensor(y, F32, vec![axis(t, konst(0), dim(len))], body, true, 2),
+            Stmt::CheckResultDim { tensor: y, axis: 0, symbol: "N - K + 1".to_string(), declared: dim(n).sub(&dim(k)).add_const(1) },
+        ],
+        result,
+    );
+    Program { fns: vec![f] }
+}
+
+/// `shift3(x: [f64; B, M, N]) -> [f64; B, M - 1, N]`: rank 3 (chunked rows)
+/// with a non-zero start on the middle axis.
+pub(crate) fn shift3() -> Program {
+    let mut v = Vars::default();
+    let x = v.tensor("x", ScalarKind::F64, 3);
+    let (b_dim, m, n) = (v.int("B"), v.int("M"), v.int("N"));
+    let (y, b, i, j) = (v.tensor("y", ScalarKind::F64, 3), v.int("b"), v.int("i"), v.int("j"));
+    let prev = read(x, ScalarKind::F64, vec![ix(b), bin(BinOp::Sub, ix(i), int(1, I64)), ix(j)], false);
+    let here = read(x, ScalarKind::F64, vec![ix(b), ix(i), ix(j)], false);
+    let body = bin(BinOp::Sub, here, prev);
+    let result = v.get(y);
+    let f = v.finish(
+        "shift3",
+        vec![x],
+        Ty::Tensor(ScalarKind::F64, 3),
+        vec![bind(b_dim, x, 0), bind(m, x, 1), bind(n, x, 2)],
+        vec![tensor(
+            y,
+            ScalarKind::F64,
+            vec![axis(b, konst(0), dim(b_dim)), axis(i, konst(1), dim(m).add_const(-1)), axis(j, konst(0), dim(n))],
+            body,
+            true,
+            2,
+        )],
+        result,
+    );
+    Program { fns: vec![f] }
+}
+
+/// `stats(x: [f32; B, N]) -> ([i64; B], [f32; N], f32, bool)`: argmax,
+/// a sub-tensor view, a guarded reduction over two loops, `all`, a tuple
+/// result mixing owned tensors, views and scalars.
+pub(crate) fn stats() -> Program {
+    let mut v = Vars::default();
+    let x = v.tensor("x", F32, 2);
+    let (b_dim, n_dim) = (v.int("B"), v.int("N"));
+    let (am, b, n) = (v.tensor("am", I64, 1), v.int("b"), v.int("n"));
+    let row = v.tensor("first_row", F32, 1);
+    let (total, b2, n2) = (v.var("total", Ty::Scalar(F32)), v.int("b2"), v.int("n2"));
+    let (finite, b3, n3) = (v.var("finite", Ty::Scalar(ScalarKind::Bool)), v.int("b3"), v.int("n3"));
+    let argmax = reduce(RedOp::ArgMax, vec![range(n, konst(0), dim(n_dim))], vec![], read(x, F32, vec![ix(b), ix(n)], false));
+    let positive = bin(BinOp::Gt, read(x, F32, vec![ix(b2), ix(n2)], false), float("0.0", F32));
+    let total_value = reduce(
+        RedOp::Sum,
+        vec![range(b2, konst(0), dim(b_dim)), range(n2, konst(0), dim(n_dim))],
+        vec![WhereEntry::Guard(positive)],
+        read(x, F32, vec![ix(b2), ix(n2)], false),
+    );
+    let small = bin(
+        BinOp::Lt,
+        intrinsic(Intrinsic::Abs, vec![read(x, F32, vec![ix(b3), ix(n3)], false)]),
+        float("1e30", F32),
+    );
+    let finite_value = reduce(RedOp::All, vec![range(b3, konst(0), dim(b_dim)), range(n3, konst(0), dim(n_dim))], vec![], small);
+    let view = expr(ExprKind::View { tensor: x, indices: vec![int(0, I64)] }, Ty::Tensor(F32, 1));
+    let ret = Ty::Tuple(vec![Ty::Tensor(I64, 1), Ty::Tensor(F32, 1), Ty::Scalar(F32), Ty::Scalar(ScalarKind::Bool)]);
+    let result = expr(ExprKind::Tuple(vec![v.get(am), v.get(row), v.get(total), v.get(finite)]), ret.clone());
+    let f = v.finish(
+        "stats",
+        vec![x],
+        ret,
+        vec![bind(b_dim, x, 0), bind(n_dim, x, 1)],
+        vec![
+            tensor(am, I64, vec![axis(b, konst(0), dim(b_dim))], argmax, false, 1),
+            Stmt::Let { var: row, value: view },
+            Stmt::Let { var: total, value: total_value },
+            Stmt::Let { var: finite, value: finite_value },
+        ],
+        result,
+    );
+    Program { fns: vec![f] }
+}
+
+/// `scalars(p: i32, q: i32, s: f64) -> (i32, f64, bool)`: integer power and
+/// remainder, float literals, casts to and from `bool`, `if`, a block,
+/// negation, sigmoid, a rank-0 tensor and a tensor literal.
+pub(crate) fn scalars() -> Program {
+    let mut v = Vars::default();
+    let i32_ = ScalarKind::I32;
+    let f64_ = ScalarKind::F64;
+    let (p, q, s) = (v.var("p", Ty::Scalar(i32_)), v.var("q", Ty::Scalar(i32_)), v.var("s", Ty::Scalar(f64_)));
+    let (r, t) = (v.var("r", Ty::Scalar(i32_)), v.var("t", Ty::Scalar(f64_)));
+    let (flag, zero_d, lit) = (v.var("flag", Ty::Scalar(ScalarKind::Bool)), v.tensor("zero_d", f64_, 0), v.tensor("table", f64_, 2));
+    let power = expr(ExprKind::Intrinsic(Intrinsic::IntPow, vec![v.get(p), int(3, i32_)]), Ty::Scalar(i32_));
+    let rem = bin(BinOp::Rem, power, v.get(q));
+    let neg = expr(ExprKind::Unary(UnOp::Neg, Box::new(v.get(s))), Ty::Scalar(f64_));
+    let scaled = bin(BinOp::Mul, neg, float("1e-3", f64_));
+    let sig = intrinsic(Intrinsic::Sigmoid, vec![scaled]);
+    let big = bin(BinOp::Gt, v.get(s), float("2.5", f64_));
+    let choice = expr(
+        ExprKind::If { cond: Box::new(big), then: Box::new(sig), els: Box::new(float("-0.5", f64_)) },
+        Ty::Scalar(f64_),
+    );
+    let as_bool = expr(ExprKind::Cast(Box::new(v.get(r)), ScalarKind::Bool), Ty::Scalar(ScalarKind::Bool));
+    let block = expr(
+        ExprKind::Block {
+            stmts: vec![tensor(zero_d, f64_, vec![], v.get(t), false, 1)],
+            result: Box::new(bin(BinOp::Add, read(zero_d, f64_, vec![], false), read(lit, f64_, vec![int(1, I64), int(0, I64)], false))),
+        },
+        Ty::Scalar(f64_),
+    );
+    let table = expr(
+        ExprKind::ArrayLit { shape: vec![2, 2], elems: vec![float("1", f64_), float("2", f64_), float("3", f64_), float("4", f64_)] },
+        Ty::Tensor(f64_, 2),
+    );
+    let back = expr(ExprKind::Cast(Box::new(v.get(flag)), f64_), Ty::Scalar(f64_));
+    let ret = Ty::Tuple(vec![Ty::Scalar(i32_), Ty::Scalar(f64_), Ty::Scalar(ScalarKind::Bool)]);
+    let result = expr(ExprKind::Tuple(vec![v.get(r), bin(BinOp::Add, block, back), v.get(flag)]), ret.clone());
+    let f = v.finish(
+        "scalars",
+        vec![p, q, s],
+        ret,
+        vec![],
+        vec![
+            Stmt::Let { var: r, value: rem },
+            Stmt::Let { var: t, value: choice },
+            Stmt::Let { var: flag, value: as_bool },
+            Stmt::Let { var: lit, value: table },
+        ],
+        result,
+    );
+    Program { fns: vec![f] }
+}
+
+// ----- tests ---------------------------------------------------------------
+
+#[test]
+fn matmul_with_reduction() {
+    check(&matmul(), expect![[r#"
+        /// Plain matrix product.
+        pub fn matmul(a: tensor<f32, 2>, b: tensor<f32, 2>) -> tensor<f32, 2> {
+            bind M = a.shape[0]
+            bind K = a.shape[1]
+            bind N = b.shape[1]
+            check b.shape[0] == K ("K")
+            tensor c[i in 0..M, j in 0..N]: f32 par (cost 3) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
+            result c
+        }
+
+        /// Plain matrix product.
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn matmul<'__a0, '__a1>(
+            a: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            >,
+            b: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a1,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            >,
+        ) -> ::core::result::Result<
+            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                a: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+                b: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let M: i64 = a.shape()[0] as i64;
+                let K: i64 = a.shape()[1] as i64;
+                let N: i64 = b.shape()[1] as i64;
+                __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
+                let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
+                    "matmul",
+                    [M as usize, N as usize],
+                    3,
+                    true,
+                    |__i, __c_row| {
+                        let i: i64 = __i as i64;
+                        for (__j, __c_slot) in __c_row.iter_mut().enumerate() {
+                            let j: i64 = __j as i64;
+                            *__c_slot = {
+                                let mut __sum_k: f32 = 0.0f32;
+                                for k in 0i64..K {
+                                    __sum_k
+                                        += unsafe { *a.uget([i as usize, k as usize]) }
+                                            * unsafe { *b.uget([k as usize, j as usize]) };
+                                }
+                                __sum_k
+                            };
+                        }
+                        Ok(())
+                    },
+                )?;
+                Ok(c)
+            }
+            __body(a.into(), b.into())
+        }
+    "#]]);
+}
+
+#[test]
+fn matmul_all_checked() {
+    check_all_checked(&matmul(), expect![[r#"
+        /// Plain matrix product.
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn matmul<'__a0, '__a1>(
+            a: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            >,
+            b: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a1,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            >,
+        ) -> ::core::result::Result<
+            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                a: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+                b: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let M: i64 = a.shape()[0] as i64;
+                let K: i64 = a.shape()[1] as i64;
+                let N: i64 = b.shape()[1] as i64;
+                __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
+                let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
+                    "matmul",
+                    [M as usize, N as usize],
+                    3,
+                    true,
+                    |__i, __c_row| {
+                        let i: i64 = __i as i64;
+                        for (__j, __c_slot) in __c_row.iter_mut().enumerate() {
+                            let j: i64 = __j as i64;
+                            *__c_slot = {
+                                let mut __sum_k: f32 = 0.0f32;
+                                for k in 0i64..K {
+                                    __sum_k
+                                        += a[[
+                                            __rt::shape::check_index(
+                                                "matmul",
+                                                "a",
+                                                0,
+                                                i,
+                                                a.shape()[0],
+                                            )?,
+                                            __rt::shape::check_index("matmul", "a", 1, k, a.shape()[1])?,
+                                        ]]
+                                            * b[[
+                                                __rt::shape::check_index(
+                                                    "matmul",
+                                                    "b",
+                                                    0,
+                                                    k,
+                                                    b.shape()[0],
+                                                )?,
+                                                __rt::shape::check_index("matmul", "b", 1, j, b.shape()[1])?,
+                                            ]];
+                                }
+                                __sum_k
+                            };
+                        }
+                        Ok(())
+                    },
+                )?;
+                Ok(c)
+            }
+            __body(a.into(), b.into())
+        }
+    "#]]);
+}
+
+#[test]
+fn guarded_definition_with_where_binding() {
+    check(&upper_relu(), expect![[r#"
+        pub fn upper_relu(m: tensor<f32, 2>) -> tensor<f32, 2> {
+            bind N = m.shape[0]
+            check m.shape[1] == N ("N")
+            tensor u[i in 0..N, j in 0..N]: f32 (cost 2) = max(z, 0.0f32) where z = read m[i, j] unchecked, i <= j
+            result u
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn upper_relu<'__a0>(
+            m: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            >,
+        ) -> ::core::result::Result<
+            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                m: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = m.shape()[0] as i64;
+                __rt::shape::check_dim("upper_relu", "m", 1, "N", N, m.shape()[1])?;
+                let u: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
+                    "upper_relu",
+                    [N as usize, N as usize],
+                    2,
+                    false,
+                    |__i, __u_row| {
+                        let i: i64 = __i as i64;
+                        for (__j, __u_slot) in __u_row.iter_mut().enumerate() {
+                            let j: i64 = __j as i64;
+                            *__u_slot = '__guard0: {
+                                let z: f32 = unsafe { *m.uget([i as usize, j as usize]) };
+                                if !(i <= j) {
+                                    break '__guard0 0.0f32;
+                                }
+                                z.max(0.0f32)
+                            };
+                        }
+                        Ok(())
+                    },
+                )?;
+                Ok(u)
+            }
+            __body(m.into())
+        }
+    "#]]);
+}
+
+#[test]
+fn scalar_result_with_call() {
+    check(&norm(), expect![[r#"
+        pub fn sum_sq(x: tensor<f32, 1>) -> f32 {
+            bind N = x.shape[0]
+            result sum[i in 0..N] powi(read x[i] unchecked, 2i32)
+        }
+
+        fn norm(x: tensor<f32, 1>) -> f32 {
+            bind N = x.shape[0]
+            let s: f32 = sum_sq(x)
+            let half: i64 = N / 2i64
+            result sqrt(s) / (half as f32)
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn sum_sq<'__a0>(
+            x: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+        ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+            fn __body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = x.shape()[0] as i64;
+                Ok({
+                    let mut __sum_i: f32 = 0.0f32;
+                    for i in 0i64..N {
+                        __sum_i += (unsafe { *x.uget([i as usize]) }).powi(2);
+                    }
+                    __sum_i
+                })
+            }
+            __body(x.into())
+        }
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        fn norm<'__a0>(
+            x: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+        ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+            fn __body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = x.shape()[0] as i64;
+                let s: f32 = sum_sq(x.view())?;
+                let half: i64 = __rt::arith::int_div("norm", N, 2i64)?;
+                Ok(s.sqrt() / half as f32)
+            }
+            __body(x.into())
+        }
+    "#]]);
+}
+
+#[test]
+fn strided_checked_read() {
+    check(&every_other(), expect![[r#"
+        pub fn every_other(x: tensor<f32, 1>, m: i64) -> tensor<f32, 1> {
+            bind N = x.shape[0]
+            tensor y[i in 0..m]: f32 par (cost 1) = read x[2i64 * i] checked
+            result y
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn every_other<'__a0>(
+            x: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+            m: i64,
+        ) -> ::core::result::Result<
+            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                m: i64,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = x.shape()[0] as i64;
+                let y: __nd::Array<f32, __nd::Ix1> = __rt::par::fill(
+                    "every_other",
+                    [__rt::shape::extent("every_other", "m", m)?],
+                    1,
+                    true,
+                    |__y_first, __y_block| {
+                        for (__i, __y_slot) in __y_block.iter_mut().enumerate() {
+                            let i: i64 = (__y_first + __i) as i64;
+                            *__y_slot = x[[
+                                __rt::shape::check_index(
+                                    "every_other",
+                                    "x",
+                                    0,
+                                    2i64 * i,
+                                    x.shape()[0],
+                                )?,
+                            ]];
+                        }
+                        Ok(())
+                    },
+                )?;
+                Ok(y)
+            }
+            __body(x.into(), m)
+        }
+    "#]]);
+}
+
+#[test]
+fn rank_one_with_runtime_extent() {
+    check(&conv1d(), expect![[r#"
+        pub fn conv1d(x: tensor<f32, 1>, w: tensor<f32, 1>) -> tensor<f32, 1> {
+            bind N = x.shape[0]
+            bind K = w.shape[0]
+            extent len_t = N - K + 1 ("N - K + 1")
+            tensor y[t in 0..len_t]: f32 par (cost 2) = sum[r in 0..K] (read x[t + r] unchecked) * (read w[r] unchecked)
+            check_result y.shape[0] == N - K + 1 ("N - K + 1")
+            result y
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn conv1d<'__a0, '__a1>(
+            x: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+            w: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a1,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+        ) -> ::core::result::Result<
+            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                w: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = x.shape()[0] as i64;
+                let K: i64 = w.shape()[0] as i64;
+                let len_t: i64 = __rt::shape::extent("conv1d", "N - K + 1", (N - K + 1i64))?
+                    as i64;
+                let y: __nd::Array<f32, __nd::Ix1> = __rt::par::fill(
+                    "conv1d",
+                    [len_t as usize],
+                    2,
+                    true,
+                    |__y_first, __y_block| {
+                        for (__t, __y_slot) in __y_block.iter_mut().enumerate() {
+                            let t: i64 = (__y_first + __t) as i64;
+                            *__y_slot = {
+                                let mut __sum_r: f32 = 0.0f32;
+                                for r in 0i64..K {
+                                    __sum_r
+                                        += unsafe { *x.uget([(t + r) as usize]) }
+                                            * unsafe { *w.uget([r as usize]) };
+                                }
+                                __sum_r
+                            };
+                        }
+                        Ok(())
+                    },
+                )?;
+                __rt::shape::check_result_dim(
+                    "conv1d",
+                    0,
+                    "N - K + 1",
+                    (N - K + 1i64),
+                    y.shape()[0],
+                )?;
+                Ok(y)
+            }
+            __body(x.into(), w.into())
+        }
+    "#]]);
+}
+
+#[test]
+fn rank_three_with_offset_axis() {
+    check(&shift3(), expect![[r#"
+        pub fn shift3(x: tensor<f64, 3>) -> tensor<f64, 3> {
+            bind B = x.shape[0]
+            bind M = x.shape[1]
+            bind N = x.shape[2]
+            tensor y[b in 0..B, i in 1..M, j in 0..N]: f64 par (cost 2) = (read x[b, i, j] unchecked) - (read x[b, i - 1i64, j] unchecked)
+            result y
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn shift3<'__a0>(
+            x: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f64,
+                    ::einlang::__private::ndarray::Ix3,
+                >,
+            >,
+        ) -> ::core::result::Result<
+            ::einlang::__private::ndarray::Array<f64, ::einlang::__private::ndarray::Ix3>,
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f64,
+                    ::einlang::__private::ndarray::Ix3,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f64, ::einlang::__private::ndarray::Ix3>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let B: i64 = x.shape()[0] as i64;
+                let M: i64 = x.shape()[1] as i64;
+                let N: i64 = x.shape()[2] as i64;
+                let __y_shape: [usize; 3] = [
+                    B as usize,
+                    __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
+                    N as usize,
+                ];
+                let y: __nd::Array<f64, __nd::Ix3> = __rt::par::fill(
+                    "shift3",
+                    __y_shape,
+                    2,
+                    true,
+                    |__b, __y_row| {
+                        let b: i64 = __b as i64;
+                        for (__i, __y_i) in __y_row.chunks_exact_mut(__y_shape[2]).enumerate() {
+                            let i: i64 = 1i64 + __i as i64;
+                            for (__j, __y_slot) in __y_i.iter_mut().enumerate() {
+                                let j: i64 = __j as i64;
+                                *__y_slot = unsafe {
+                                    *x.uget([b as usize, i as usize, j as usize])
+                                }
+                                    - unsafe {
+                                        *x.uget([b as usize, (i - 1i64) as usize, j as usize])
+                                    };
+                            }
+                        }
+                        Ok(())
+                    },
+                )?;
+                Ok(y)
+            }
+            __body(x.into())
+        }
+    "#]]);
+}
+
+#[test]
+fn argmax_view_guarded_sum_and_tuple_result() {
+    check(&stats(), expect![[r#"
+        pub fn stats(x: tensor<f32, 2>) -> (tensor<i64, 1>, tensor<f32, 1>, f32, bool) {
+            bind B = x.shape[0]
+            bind N = x.shape[1]
+            tensor am[b in 0..B]: i64 (cost 1) = argmax[n in 0..N] read x[b, n] unchecked
+            let first_row: tensor<f32, 1> = view x[0i64]
+            let total: f32 = sum[b2 in 0..B, n2 in 0..N] read x[b2, n2] unchecked where (read x[b2, n2] unchecked) > 0.0f32
+            let finite: bool = all[b3 in 0..B, n3 in 0..N] abs(read x[b3, n3] unchecked) < 1e30f32
+            result (am, first_row, total, finite)
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn stats<'__a0>(
+            x: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            >,
+        ) -> ::core::result::Result<
+            (
+                ::einlang::__private::ndarray::Array<i64, ::einlang::__private::ndarray::Ix1>,
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                f32,
+                bool,
+            ),
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            ) -> ::core::result::Result<
+                (
+                    ::einlang::__private::ndarray::Array<
+                        i64,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                    ::einlang::__private::ndarray::Array<
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                    f32,
+                    bool,
+                ),
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let B: i64 = x.shape()[0] as i64;
+                let N: i64 = x.shape()[1] as i64;
+                let am: __nd::Array<i64, __nd::Ix1> = __rt::par::fill(
+                    "stats",
+                    [B as usize],
+                    1,
+                    false,
+                    |__am_first, __am_block| {
+                        for (__b, __am_slot) in __am_block.iter_mut().enumerate() {
+                            let b: i64 = (__am_first + __b) as i64;
+                            *__am_slot = {
+                                let mut __argmax_n: i64 = -1;
+                                let mut __best_n: f32 = 0.0f32;
+                                let mut __found_n = false;
+                                for n in 0i64..N {
+                                    let __v: f32 = unsafe { *x.uget([b as usize, n as usize]) };
+                                    if !__found_n || __v > __best_n {
+                                        __best_n = __v;
+                                        __argmax_n = n;
+                                        __found_n = true;
+                                    }
+                                }
+                                __argmax_n
+                            };
+                        }
+                        Ok(())
+                    },
+                )?;
+                let first_row = x
+                    .view()
+                    .index_axis_move(
+                        __nd::Axis(0),
+                        __rt::shape::check_index("stats", "x", 0, 0i64, x.shape()[0])?,
+                    );
+                let total: f32 = {
+                    let mut __sum_b2: f32 = 0.0f32;
+                    for b2 in 0i64..B {
+                        for n2 in 0i64..N {
+                            if !((unsafe { *x.uget([b2 as usize, n2 as usize]) }) > 0.0f32) {
+                                continue;
+                            }
+                            __sum_b2 += unsafe { *x.uget([b2 as usize, n2 as usize]) };
+                        }
+                    }
+                    __sum_b2
+                };
+                let finite: bool = {
+                    let mut __all_b3: bool = true;
+                    '__all0: for b3 in 0i64..B {
+                        for n3 in 0i64..N {
+                            if !((unsafe { *x.uget([b3 as usize, n3 as usize]) }).abs()
+                                < 1e30f32)
+                            {
+                                __all_b3 = false;
+                                break '__all0;
+                            }
+                        }
+                    }
+                    __all_b3
+                };
+                Ok((am, __rt::value::owned(first_row), total, finite))
+            }
+            __body(x.into())
+        }
+    "#]]);
+}
+
+#[test]
+fn scalar_operations_and_literals() {
+    check(&scalars(), expect![[r#"
+        pub fn scalars(p: i32, q: i32, s: f64) -> (i32, f64, bool) {
+            let r: i32 = int_pow(p, 3i32) % q
+            let t: f64 = if s > 2.5f64 { sigmoid((-s) * 1e-3f64) } else { -0.5f64 }
+            let flag: bool = r as bool
+            let table: tensor<f64, 2> = array[2, 2] [1f64, 2f64, 3f64, 4f64]
+            result (r, ({
+                tensor zero_d[]: f64 (cost 1) = t
+                (read zero_d[] unchecked) + (read table[1i64, 0i64] unchecked)
+            }) + (flag as f64), flag)
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn scalars(
+            p: i32,
+            q: i32,
+            s: f64,
+        ) -> ::core::result::Result<(i32, f64, bool), ::einlang::__private::Error> {
+            use ::einlang::__private as __rt;
+            use ::einlang::__private::ndarray as __nd;
+            let r: i32 = __rt::arith::int_rem(
+                "scalars",
+                __rt::arith::int_pow("scalars", p, 3i32)?,
+                q,
+            )?;
+            let t: f64 = if s > 2.5f64 {
+                1.0f64 / (1.0f64 + (-(-s * 0.001f64)).exp())
+            } else {
+                -0.5f64
+            };
+            let flag: bool = r != 0i32;
+            let table = __rt::value::array_lit(
+                "scalars",
+                [2usize, 2usize],
+                ::std::vec![1.0f64, 2.0f64, 3.0f64, 4.0f64],
+            )?;
+            Ok((
+                r,
+                ({
+                    let zero_d: __nd::Array<f64, __nd::Ix0> = __nd::arr0(t);
+                    (unsafe { *zero_d.uget(()) }
+                        + unsafe { *table.uget([1i64 as usize, 0i64 as usize]) })
+                }) + flag as u8 as f64,
+                flag,
+            ))
+        }
+    "#]]);
+}
+
+#[test]
+fn invalid_use_before_definition() {
+    let mut p = matmul();
+    // Read `c` inside its own definition.
+    if let Stmt::Tensor(def) = &mut p.fns[0].body[0] {
+        def.body = read(def.var, F32, vec![ix(VarId(6)), ix(VarId(7))], false);
+    }
+    // Return a variable that is never defined.
+    p.fns[0].vars.push(VarInfo { name: "ghost".to_string(), source_name: "ghost".to_string(), ty: Ty::Tensor(F32, 2) });
+    p.fns[0].result = expr(ExprKind::Var(VarId(9)), Ty::Tensor(F32, 2));
+    check_invalid(&p, expect![[r#"
+        in `matmul`: `c` is used where it is not defined
+        in `matmul`: `ghost` is used where it is not defined"#]]);
+}
+
+#[test]
+fn invalid_index_count_and_types() {
+    let mut p = matmul();
+    if let Stmt::Tensor(def) = &mut p.fns[0].body[0] {
+        // `a[i]` on a rank-2 tensor, and an `f32` index.
+        def.body = bin(BinOp::Add, read(VarId(0), F32, vec![ix(VarId(6))], false), read(VarId(1), F32, vec![float("1.0", F32), ix(VarId(7))], false));
+    }
+    check_invalid(&p, expect![[r#"
+        in `matmul`: a read of `a` with 1 indices, but its rank is 2
+        in `matmul`: an index has type `f32`, expected `i64`"#]]);
+}
+
+#[test]
+fn invalid_dimension_and_call() {
+    let mut p = norm();
+    // A dimension over an `f32` variable; a call of an unknown function.
+    p.fns[1].body[1] = Stmt::Let { var: VarId(3), value: expr(ExprKind::Dim(dim(VarId(2))), Ty::Scalar(I64)) };
+    p.fns[1].body[0] = Stmt::Let { var: VarId(2), value: expr(ExprKind::Call { func: "nope".to_string(), args: vec![] }, Ty::Scalar(F32)) };
+    check_invalid(&p, expect![[r#"
+        in `norm`: a call of `nope`, which is not a function of the program
+        in `norm`: dimension `s` mentions `s` of type `f32`"#]]);
+}
+
+#[test]
+fn invalid_ir_becomes_an_internal_compiler_error() {
+    let mut p = matmul();
+    p.fns[0].vars[2].name = "not an ident".to_string();
+    let text = crate::codegen::emit_program(&p, &crate::Options::default()).to_string();
+    assert!(text.contains("compile_error"), "{text}");
+    assert!(text.contains("internal compiler error in einlang: invalid loop IR"), "{text}");
+}

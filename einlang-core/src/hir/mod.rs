@@ -1,0 +1,207 @@
+//! The resolved IR (HIR).
+//!
+//! Produced by `crate::resolve` from the AST. Every name is a `DefId`: after
+//! resolution no pass compares names, and the same spelling in two statements
+//! (two index variables `i`, say) gives two different ids. Expressions live in
+//! one arena and are addressed by `ExprId`; operands are allocated before the
+//! expressions that use them. Spans are kept in side tables (`Hir::expr_spans`,
+//! `Def::span`), never inside nodes, so printed HIR does not depend on them.
+//!
+//! Meaning of the nodes (typing rules are in `crate::analysis`):
+//! - `Stmt::Let` binds a value to a fresh local.
+//! - `Stmt::Indexed` defines a tensor pointwise over its slots' index
+//!   variables; `wheres` are evaluated in order for every point, a false
+//!   guard makes the point zero.
+//! - `ExprKind::Reduce` folds `body` over the product of its variables'
+//!   ranges, skipping points whose guards are false.
+//! - `ExprKind::Index` with fewer arguments than the base's rank selects a
+//!   sub-tensor.
+
+pub mod pretty;
+
+use crate::arena::{Arena, Idx};
+use crate::span::Span;
+use crate::syntax::ast::{BinOp, Lit, RedOp, ScalarKind, UnOp};
+
+pub type DefId = Idx<Def>;
+pub type ExprId = Idx<Expr>;
+pub type FnId = Idx<Function>;
+
+/// Something with a name: a function, parameter, local, index variable,
+/// dimension symbol, where-binding or standard-library intrinsic.
+#[derive(Clone, Debug)]
+pub struct Def {
+    pub name: String,
+    pub kind: DefKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DefKind {
+    Fn(FnId),
+    Intrinsic(crate::ir::Intrinsic),
+    Param,
+    Local,
+    /// An index variable of an indexed definition or a reduction.
+    Index,
+    /// A `where` binding (a local value or an index equation).
+    WhereBind,
+    /// A dimension symbol introduced by a parameter type (`N` in `[f32; N]`).
+    Dim,
+    /// A module of the standard library or an inline `mod`.
+    Module,
+}
+
+/// The whole resolved program.
+#[derive(Debug, Default)]
+pub struct Hir {
+    pub defs: Arena<Def>,
+    pub exprs: Arena<Expr>,
+    pub expr_spans: Vec<Span>,
+    pub fns: Arena<Function>,
+}
+
+impl Hir {
+    pub fn alloc_def(&mut self, name: impl Into<String>, kind: DefKind, span: Span) -> DefId {
+        self.defs.alloc(Def { name: name.into(), kind, span })
+    }
+
+    pub fn alloc_expr(&mut self, kind: ExprKind, span: Span) -> ExprId {
+        self.expr_spans.push(span);
+        self.exprs.alloc(Expr { kind })
+    }
+
+    pub fn span(&self, e: ExprId) -> Span {
+        self.expr_spans[e.index()]
+    }
+
+    pub fn name(&self, d: DefId) -> &str {
+        &self.defs[d].name
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Function {
+    pub def: DefId,
+    pub public: bool,
+    pub docs: Vec<String>,
+    pub params: Vec<Param>,
+    pub ret: Option<TyAnn>,
+    pub body: Block,
+    /// True for the `main` generated from top-level statements.
+    pub is_main: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub def: DefId,
+    pub ty: Option<TyAnn>,
+    pub span: Span,
+}
+
+/// A type annotation with its dimension symbols resolved.
+#[derive(Clone, Debug)]
+pub enum TyAnn {
+    Scalar(ScalarKind),
+    Str,
+    Tensor { elem: ScalarKind, dims: Vec<DimAnn>, span: Span },
+    Tuple(Vec<TyAnn>),
+}
+
+#[derive(Clone, Debug)]
+pub enum DimAnn {
+    Lit(i64, Span),
+    Sym(DefId, Span),
+    /// `?`
+    Unknown(Span),
+    Bin(BinOp, Box<DimAnn>, Box<DimAnn>, Span),
+}
+
+impl DimAnn {
+    pub fn span(&self) -> Span {
+        match self {
+            DimAnn::Lit(_, s) | DimAnn::Sym(_, s) | DimAnn::Unknown(s) | DimAnn::Bin(_, _, _, s) => *s,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub tail: Option<ExprId>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    Let { def: DefId, ty: Option<TyAnn>, value: ExprId, span: Span },
+    Indexed(IndexedDef),
+    Expr(ExprId),
+}
+
+#[derive(Clone, Debug)]
+pub struct IndexedDef {
+    pub def: DefId,
+    pub slots: Vec<Slot>,
+    pub wheres: Vec<Where>,
+    pub body: ExprId,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum Slot {
+    Var { def: DefId, range: Option<Range> },
+    Lit(i64, Span),
+}
+
+/// `start..end` (end exclusive; `a..=b` is lowered to `a..b + 1`).
+#[derive(Clone, Debug)]
+pub struct Range {
+    pub start: ExprId,
+    pub end: ExprId,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum Where {
+    Bind { def: DefId, value: ExprId },
+    Guard(ExprId),
+}
+
+#[derive(Clone, Debug)]
+pub struct RedVar {
+    pub def: DefId,
+    pub range: Option<Range>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum Callee {
+    Fn(FnId),
+    Intrinsic(crate::ir::Intrinsic),
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    Lit(Lit),
+    /// A parameter, local, index variable, where-binding or dimension symbol.
+    Def(DefId),
+    Unary(UnOp, ExprId),
+    Binary(BinOp, ExprId, ExprId),
+    Cast(ExprId, ScalarKind),
+    Call { callee: Callee, callee_span: Span, args: Vec<ExprId> },
+    Index { base: ExprId, args: Vec<ExprId> },
+    Field(ExprId, u32),
+    Reduce { op: RedOp, vars: Vec<RedVar>, wheres: Vec<Where>, body: ExprId },
+    If { cond: ExprId, then: ExprId, els: Option<ExprId> },
+    Block(Block),
+    Array(Vec<ExprId>),
+    Tuple(Vec<ExprId>),
+    /// A placeholder left where resolution failed; analyses skip it so one
+    /// error does not cascade.
+    Error,
+}

@@ -1,0 +1,161 @@
+//! HIR pretty printer with analysis facts, for snapshot tests.
+//!
+//! Names print with their `DefId` (`x#3`) so that two variables of the same
+//! spelling are visibly different; each binding shows its inferred type and
+//! each index variable its range.
+
+use std::fmt::Write;
+
+use super::{Block, Callee, DefId, ExprId, ExprKind, Hir, Slot, Stmt, Where};
+use crate::analysis::Tables;
+use crate::syntax::ast::{Lit, UnOp};
+
+pub fn pretty_hir(hir: &Hir, t: &Tables) -> String {
+    let mut p = Printer { hir, t, out: String::new() };
+    for (f, func) in hir.fns.iter() {
+        let params: Vec<String> = func
+            .params
+            .iter()
+            .map(|prm| format!("{}: {}", p.def(prm.def), t.def_ty.get(&prm.def).map(|ty| t.show_ty(ty)).unwrap_or_default()))
+            .collect();
+        let ret = t.sigs.get(f.index()).and_then(|s| s.as_ref()).map(|s| t.show_ty(&s.ret)).unwrap_or_default();
+        let _ = writeln!(p.out, "fn {}({}) -> {} {{", hir.name(func.def), params.join(", "), ret);
+        p.block(&func.body, 1);
+        p.out.push_str("}\n");
+    }
+    p.out
+}
+
+struct Printer<'a> {
+    hir: &'a Hir,
+    t: &'a Tables,
+    out: String,
+}
+
+impl Printer<'_> {
+    fn def(&self, d: DefId) -> String {
+        format!("{}#{}", self.hir.name(d), d.raw())
+    }
+
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("    ");
+        }
+    }
+
+    fn range(&self, d: DefId) -> String {
+        match self.t.ranges.get(&d) {
+            Some(r) => format!("{} in {}..{}", self.def(d), self.t.show_dim(&r.start), self.t.show_dim(&r.end)),
+            None => format!("{} in ?", self.def(d)),
+        }
+    }
+
+    fn block(&mut self, b: &Block, depth: usize) {
+        for s in &b.stmts {
+            self.indent(depth);
+            match s {
+                Stmt::Let { def, value, .. } => {
+                    let ty = self.t.def_ty.get(def).map(|t| self.t.show_ty(t)).unwrap_or_default();
+                    let v = self.expr(*value);
+                    let _ = writeln!(self.out, "let {}: {} = {};", self.def(*def), ty, v);
+                }
+                Stmt::Indexed(d) => {
+                    let slots: Vec<String> = d
+                        .slots
+                        .iter()
+                        .map(|s| match s {
+                            Slot::Var { def, .. } => self.range(*def),
+                            Slot::Lit(n, _) => n.to_string(),
+                        })
+                        .collect();
+                    let ty = self.t.def_ty.get(&d.def).map(|t| self.t.show_ty(t)).unwrap_or_default();
+                    let body = self.expr(d.body);
+                    let wheres = self.wheres(&d.wheres);
+                    let _ = writeln!(self.out, "let {}[{}]: {} = {}{};", self.def(d.def), slots.join(", "), ty, body, wheres);
+                }
+                Stmt::Expr(e) => {
+                    let e = self.expr(*e);
+                    let _ = writeln!(self.out, "{e};");
+                }
+            }
+        }
+        if let Some(t) = b.tail {
+            self.indent(depth);
+            let e = self.expr(t);
+            let _ = writeln!(self.out, "{e}");
+        }
+    }
+
+    fn wheres(&mut self, ws: &[Where]) -> String {
+        if ws.is_empty() {
+            return String::new();
+        }
+        let items: Vec<String> = ws
+            .iter()
+            .map(|w| match w {
+                Where::Bind { def, value } => format!("{} = {}", self.def(*def), self.expr(*value)),
+                Where::Guard(g) => self.expr(*g),
+            })
+            .collect();
+        format!(" where {}", items.join(", "))
+    }
+
+    fn expr(&mut self, e: ExprId) -> String {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Error => "{error}".to_string(),
+            ExprKind::Lit(l) => match l {
+                Lit::Int(v, _) => v.to_string(),
+                Lit::Float(s, _) => s.clone(),
+                Lit::Bool(b) => b.to_string(),
+                Lit::Str(s) => format!("{s:?}"),
+            },
+            ExprKind::Def(d) => self.def(*d),
+            ExprKind::Unary(op, x) => format!("{}{}", if *op == UnOp::Neg { "-" } else { "!" }, self.expr(*x)),
+            ExprKind::Binary(op, a, b) => format!("({} {} {})", self.expr(*a), op.symbol(), self.expr(*b)),
+            ExprKind::Cast(x, k) => format!("({} as {})", self.expr(*x), k.name()),
+            ExprKind::Call { callee, args, .. } => {
+                let name = match callee {
+                    Callee::Fn(f) => self.hir.name(self.hir.fns[*f].def).to_string(),
+                    Callee::Intrinsic(i) => format!("intrinsic::{}", i.name()),
+                };
+                let args: Vec<String> = args.iter().map(|a| self.expr(*a)).collect();
+                format!("{name}({})", args.join(", "))
+            }
+            ExprKind::Index { base, args } => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(*a)).collect();
+                let proven = match self.t.read_proven.get(&e) {
+                    Some(true) => "",
+                    Some(false) => "?",
+                    None => "",
+                };
+                format!("{}[{}]{proven}", self.expr(*base), args.join(", "))
+            }
+            ExprKind::Field(x, i) => format!("{}.{i}", self.expr(*x)),
+            ExprKind::Reduce { op, vars, wheres, body } => {
+                let vars: Vec<String> = vars.iter().map(|v| self.range(v.def)).collect();
+                let body = self.expr(*body);
+                let wheres = self.wheres(wheres);
+                format!("{}[{}]({body}{wheres})", op.name(), vars.join(", "))
+            }
+            ExprKind::If { cond, then, els } => {
+                let c = self.expr(*cond);
+                let t = self.expr(*then);
+                let e2 = els.map(|x| self.expr(x)).unwrap_or_default();
+                format!("if {c} {{ {t} }} else {{ {e2} }}")
+            }
+            ExprKind::Block(b) => {
+                let mut inner = Printer { hir: self.hir, t: self.t, out: String::new() };
+                inner.block(b, 0);
+                format!("{{ {} }}", inner.out.trim().replace('\n', " "))
+            }
+            ExprKind::Array(items) | ExprKind::Tuple(items) => {
+                let items: Vec<String> = items.iter().map(|x| self.expr(*x)).collect();
+                if matches!(self.hir.exprs[e].kind, ExprKind::Array(_)) {
+                    format!("[{}]", items.join(", "))
+                } else {
+                    format!("({})", items.join(", "))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Readable, deterministic text of the loop IR, for snapshot tests.
+//!
+//! ```text
+//! /// Plain matrix product.
+//! pub fn matmul(a: tensor<f32, 2>, b: tensor<f32, 2>) -> tensor<f32, 2> {
+//!     bind M = a.shape[0]
+//!     bind K = a.shape[1]
+//!     bind N = b.shape[1]
+//!     check b.shape[0] == K ("K")
+//!     tensor c[i in 0..M, j in 0..N] par (cost 3) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
+//!     result c
+//! }
+//! ```
+//!
+//! Variables print by their Rust name; dimensions as the user would write
+//! them. Operands that are not atoms are parenthesized, so the tree is
+//! unambiguous without precedence rules. Blocks span several lines.
+
+use std::fmt::Write as _;
+
+use crate::analysis::dim::{Dim, DimVar};
+use crate::ir::{EntryCheck, Expr, ExprKind, Function, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry};
+
+/// Every function of `p`, separated by blank lines.
+pub fn pretty_program(p: &Program) -> String {
+    p.fns.iter().map(pretty_function).collect::<Vec<_>>().join("\n")
+}
+
+pub fn pretty_function(f: &Function) -> String {
+    let pp = Printer { f };
+    let mut out = String::new();
+    for d in &f.docs {
+        let _ = writeln!(out, "///{d}");
+    }
+    let params: Vec<String> = f.params.iter().map(|p| format!("{}: {}", pp.var(*p), ty(pp.ty(*p)))).collect();
+    let vis = if f.public { "pub " } else { "" };
+    let _ = writeln!(out, "{vis}fn {}({}) -> {} {{", f.name, params.join(", "), ty(&f.ret));
+    for check in &f.entry {
+        let line = match check {
+            EntryCheck::BindDim { dim, param, axis } => format!("bind {} = {}.shape[{axis}]", pp.var(*dim), pp.var(*param)),
+            EntryCheck::CheckDim { param, axis, symbol, expected } => {
+                format!("check {}.shape[{axis}] == {} ({symbol:?})", pp.var(*param), pp.dim(expected))
+            }
+        };
+        let _ = writeln!(out, "    {line}");
+    }
+    for s in &f.body {
+        pp.stmt(&mut out, s, 1);
+    }
+    let _ = writeln!(out, "    result {}", pp.expr(&f.result, 1));
+    out.push_str("}\n");
+    out
+}
+
+/// A type: `f32`, `tensor<f32, 2>`, `(A, B)`, `str`, `()`.
+pub fn ty(t: &Ty) -> String {
+    match t {
+        Ty::Scalar(k) => k.name().to_string(),
+        Ty::Tensor(k, rank) => format!("tensor<{}, {rank}>", k.name()),
+        Ty::Tuple(items) => {
+            let items: Vec<String> = items.iter().map(ty).collect();
+            if items.len() == 1 {
+                format!("({},)", items[0])
+            } else {
+                format!("({})", items.join(", "))
+            }
+        }
+        Ty::Str => "str".to_string(),
+        Ty::Unit => "()".to_string(),
+    }
+}
+
+struct Printer<'a> {
+    f: &'a Function,
+}
+
+fn indent(level: usize) -> String {
+    "    ".repeat(level)
+}
+
+impl Printer<'_> {
+    fn var(&self, v: VarId) -> String {
+        match self.f.vars.get(v.0 as usize) {
+            Some(info) => info.name.clone(),
+            None => format!("?{}", v.0),
+        }
+    }
+
+    fn ty(&self, v: VarId) -> &Ty {
+        match self.f.vars.get(v.0 as usize) {
+            Some(info) => &info.ty,
+            None => &Ty::Unit,
+        }
+    }
+
+    fn dim(&self, d: &Dim) -> String {
+        d.display(&|v: DimVar| self.var(VarId(v.0)))
+    }
+
+    fn stmt(&self, out: &mut String, s: &Stmt, level: usize) {
+        let pad = indent(level);
+        let line = match s {
+            Stmt::Let { var, value } => format!("let {}: {} = {}", self.var(*var), ty(self.ty(*var)), self.expr(value, level)),
+            Stmt::Extent { var, value, what } => format!("extent {} = {} ({what:?})", self.var(*var), self.dim(value)),
+            Stmt::SameExtent { index, a, a_what, b, b_what } => {
+                format!("same_extent {index}: {} ({a_what:?}) == {} ({b_what:?})", self.dim(a), self.dim(b))
+            }
+            Stmt::Tensor(def) => self.tensor(def, level),
+            Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
+                format!("check_result {}.shape[{axis}] == {} ({symbol:?})", self.var(*tensor), self.dim(declared))
+            }
+            Stmt::Expr(e) => format!("eval {}", self.expr(e, level)),
+        };
+        let _ = writeln!(out, "{pad}{line}");
+    }
+
+    fn tensor(&self, def: &TensorDef, level: usize) -> String {
+        let axes: Vec<String> = def
+            .axes
+            .iter()
+            .map(|a| format!("{} in {}..{}", self.var(a.index), self.dim(&a.start), self.dim(&a.start.add(&a.extent))))
+            .collect();
+        let par = if def.parallel { " par" } else { "" };
+        format!(
+            "tensor {}[{}]: {}{par} (cost {}) = {}",
+            self.var(def.var),
+            axes.join(", "),
+            def.elem.name(),
+            def.cost_per_point,
+            self.expr(&def.body, level)
+        )
+    }
+
+    fn loops(&self, loops: &[Loop]) -> String {
+        let loops: Vec<String> =
+            loops.iter().map(|l| format!("{} in {}..{}", self.var(l.index), self.dim(&l.start), self.dim(&l.end))).collect();
+        loops.join(", ")
+    }
+
+    fn wheres(&self, wheres: &[WhereEntry], level: usize) -> String {
+        let items: Vec<String> = wheres
+            .iter()
+            .map(|w| match w {
+                WhereEntry::Bind(v, e) => format!("{} = {}", self.var(*v), self.expr(e, level)),
+                WhereEntry::Guard(g) => self.expr(g, level),
+            })
+            .collect();
+        items.join(", ")
+    }
+
+    /// An expression as an operand: atoms as they are, anything else in
+    /// parentheses.
+    fn operand(&self, e: &Expr, level: usize) -> String {
+        let atomic = match &e.kind {
+            ExprKind::Lit(Literal::Int(v)) => *v >= 0,
+            ExprKind::Lit(Literal::Float(t)) => !t.starts_with('-'),
+            ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Call { .. } | ExprKind::Intrinsic(..) => true,
+            ExprKind::Tuple(_) | ExprKind::Field(..) | ExprKind::ArrayLit { .. } => true,
+            ExprKind::Dim(d) => !self.dim(d).contains(' '),
+            _ => false,
+        };
+        let text = self.expr(e, level);
+        if atomic {
+            text
+        } else {
+            format!("({text})")
+        }
+    }
+
+    fn list(&self, items: &[Expr], level: usize) -> String {
+        items.iter().map(|x| self.expr(x, level)).collect::<Vec<_>>().join(", ")
+    }
+
+    fn expr(&self, e: &Expr, level: usize) -> String {
+        match &e.kind {
+            ExprKind::Lit(l) => lit(l, &e.ty),
+            ExprKind::Var(v) => self.var(*v),
+            ExprKind::Dim(d) => self.dim(d),
+            ExprKind::Unary(op, x) => {
+                let op = match op {
+                    crate::syntax::ast::UnOp::Neg => "-",
+                    crate::syntax::ast::UnOp::Not => "!",
+                };
+                format!("{op}{}", self.operand(x, level))
+            }
+            ExprKind::Binary(op, a, b) => format!("{} {} {}", self.operand(a, level), op.symbol(), self.operand(b, level)),
+            ExprKind::Cast(x, k) => format!("{} as {}", self.operand(x, level), k.name()),
+            ExprKind::Intrinsic(i, args) => format!("{}({})", i.name(), self.list(args, level)),
+            ExprKind::Call { func, args } => format!("{func}({})", self.list(args, level)),
+            ExprKind::Read { tensor, indices, checked } => {
+                let how = if *checked { "checked" } else { "unchecked" };
+                format!("read {}[{}] {how}", self.var(*tensor), self.list(indices, level))
+            }
+            ExprKind::View { tensor, indices } => format!("view {}[{}]", self.var(*tensor), self.list(indices, level)),
+            ExprKind::Reduce { op, loops, wheres, body } => {
+                let mut text = format!("{}[{}] {}", op.name(), self.loops(loops), self.expr(body, level));
+                if !wheres.is_empty() {
+                    let _ = write!(text, " where {}", self.wheres(wheres, level));
+                }
+                text
+            }
+            ExprKind::Guarded { wheres, body } => format!("{} where {}", self.operand(body, level), self.wheres(wheres, level)),
+            ExprKind::If { cond, then, els } => {
+                format!("if {} {{ {} }} else {{ {} }}", self.expr(cond, level), self.expr(then, level), self.expr(els, level))
+            }
+            ExprKind::Block { stmts, result } => {
+                let mut text = String::from("{\n");
+                for s in stmts {
+                    self.stmt(&mut text, s, level + 1);
+                }
+                let _ = writeln!(text, "{}{}", indent(level + 1), self.expr(result, level + 1));
+                let _ = write!(text, "{}}}", indent(level));
+                text
+            }
+            ExprKind::Tuple(items) => {
+                if items.len() == 1 {
+                    format!("({},)", self.expr(&items[0], level))
+                } else {
+                    format!("({})", self.list(items, level))
+                }
+            }
+            ExprKind::Field(base, n) => format!("{}.{n}", self.operand(base, level)),
+            ExprKind::ArrayLit { shape, elems } => {
+                let shape: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
+                format!("array[{}] [{}]", shape.join(", "), self.list(elems, level))
+            }
+        }
+    }
+}
+
+/// A literal with the suffix of its type: `3i64`, `1e-3f32`, `true`, `"s"`.
+fn lit(l: &Literal, t: &Ty) -> String {
+    let suffix = match t {
+        Ty::Scalar(k) => k.name(),
+        _ => "",
+    };
+    match l {
+        Literal::Int(v) => format!("{v}{suffix}"),
+        Literal::Float(text) => format!("{text}{suffix}"),
+        Literal::Bool(b) => b.to_string(),
+        Literal::Str(s) => format!("{s:?}"),
+    }
+}

@@ -1,0 +1,642 @@
+//! The loop IR validator: checks the invariants of the module documentation
+//! of `ir` so that back ends can print without re-checking.
+//!
+//! Checked, per function:
+//! - names: function names are unique valid identifiers; every variable
+//!   name is a valid, unique Rust identifier;
+//! - scoping: every variable is defined once (parameter, `BindDim`, `Let`,
+//!   `Extent`, `Tensor`, axis, loop, where-binding) and used only where its
+//!   definition is in scope: after it in the same block or an enclosing one,
+//!   loop and axis variables inside their loop, where-bindings after
+//!   themselves inside their reduction or guarded value; a tensor is not in
+//!   scope in its own definition; `Dim`s mention only `i64` variables in
+//!   scope, and a tensor's axis extents none of its own axis variables;
+//! - typing: every expression's `ty` agrees with its operands (the rules of
+//!   the `ir` module documentation), reads have as many indices as the rank,
+//!   views fewer, indices and loop variables are `i64`, calls name a function
+//!   of the program with matching argument types, literals fit their type,
+//!   the result has the function's return type.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::analysis::dim::Dim;
+use crate::ir::pretty::ty as ty_text;
+use crate::ir::{EntryCheck, Expr, ExprKind, Function, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry};
+use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
+
+/// Checks every function of `p`. The error lists every problem found, one
+/// per line, each prefixed with the function's name.
+pub fn validate(p: &Program) -> Result<(), String> {
+    let mut errors = Vec::new();
+    let mut fns: HashMap<&str, &Function> = HashMap::new();
+    for f in &p.fns {
+        if fns.insert(f.name.as_str(), f).is_some() {
+            errors.push(format!("function `{}` is defined twice", f.name));
+        }
+    }
+    for f in &p.fns {
+        let mut cx = Checker::new(f, &fns);
+        cx.check_fn();
+        errors.extend(cx.errors.into_iter().map(|e| format!("in `{}`: {e}", f.name)));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("\n"))
+    }
+}
+
+/// Calls `f` for every variable that `e` mentions (values, tensors read or
+/// viewed, dimension variables), including inside nested statements.
+pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
+    let dim = |d: &Dim, f: &mut dyn FnMut(VarId)| d.vars().into_iter().for_each(|v| f(VarId(v.0)));
+    let wheres = |ws: &[WhereEntry], f: &mut dyn FnMut(VarId)| {
+        for w in ws {
+            match w {
+                WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => visit_var_uses(x, f),
+            }
+        }
+    };
+    match &e.kind {
+        ExprKind::Lit(_) => {}
+        ExprKind::Var(v) => f(*v),
+        ExprKind::Dim(d) => dim(d, f),
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Field(x, _) => visit_var_uses(x, f),
+        ExprKind::Binary(_, a, b) => {
+            visit_var_uses(a, f);
+            visit_var_uses(b, f);
+        }
+        ExprKind::Intrinsic(_, xs) | ExprKind::Call { args: xs, .. } | ExprKind::Tuple(xs) | ExprKind::ArrayLit { elems: xs, .. } => {
+            xs.iter().for_each(|x| visit_var_uses(x, f))
+        }
+        ExprKind::Read { tensor, indices, .. } | ExprKind::View { tensor, indices } => {
+            f(*tensor);
+            indices.iter().for_each(|x| visit_var_uses(x, f));
+        }
+        ExprKind::Reduce { loops, wheres: ws, body, .. } => {
+            for l in loops {
+                dim(&l.start, f);
+                dim(&l.end, f);
+            }
+            wheres(ws, f);
+            visit_var_uses(body, f);
+        }
+        ExprKind::Guarded { wheres: ws, body } => {
+            wheres(ws, f);
+            visit_var_uses(body, f);
+        }
+        ExprKind::If { cond, then, els } => {
+            visit_var_uses(cond, f);
+            visit_var_uses(then, f);
+            visit_var_uses(els, f);
+        }
+        ExprKind::Block { stmts, result } => {
+            for s in stmts {
+                visit_stmt_var_uses(s, f);
+            }
+            visit_var_uses(result, f);
+        }
+    }
+}
+
+fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
+    let dim = |d: &Dim, f: &mut dyn FnMut(VarId)| d.vars().into_iter().for_each(|v| f(VarId(v.0)));
+    match s {
+        Stmt::Let { value, .. } | Stmt::Expr(value) => visit_var_uses(value, f),
+        Stmt::Extent { value, .. } => dim(value, f),
+        Stmt::SameExtent { a, b, .. } => {
+            dim(a, f);
+            dim(b, f);
+        }
+        Stmt::Tensor(def) => {
+            for a in &def.axes {
+                dim(&a.start, f);
+                dim(&a.extent, f);
+            }
+            visit_var_uses(&def.body, f);
+        }
+        Stmt::CheckResultDim { tensor, declared, .. } => {
+            f(*tensor);
+            dim(declared, f);
+        }
+    }
+}
+
+const I64: Ty = Ty::Scalar(ScalarKind::I64);
+const BOOL: Ty = Ty::Scalar(ScalarKind::Bool);
+
+struct Checker<'a> {
+    f: &'a Function,
+    fns: &'a HashMap<&'a str, &'a Function>,
+    /// Whether each variable has been defined (anywhere, ever).
+    defined: Vec<bool>,
+    /// Whether each variable is in scope now.
+    in_scope: Vec<bool>,
+    /// The variables each open scope defined, to take them out on exit.
+    scopes: Vec<Vec<VarId>>,
+    errors: Vec<String>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(f: &'a Function, fns: &'a HashMap<&'a str, &'a Function>) -> Checker<'a> {
+        Checker { f, fns, defined: vec![false; f.vars.len()], in_scope: vec![false; f.vars.len()], scopes: vec![Vec::new()], errors: Vec::new() }
+    }
+
+    fn err(&mut self, msg: String) {
+        self.errors.push(msg);
+    }
+
+    fn name(&self, v: VarId) -> String {
+        match self.f.vars.get(v.0 as usize) {
+            Some(info) => format!("`{}`", info.name),
+            None => format!("variable {}", v.0),
+        }
+    }
+
+    fn ty(&self, v: VarId) -> Option<&'a Ty> {
+        self.f.vars.get(v.0 as usize).map(|info| &info.ty)
+    }
+
+    fn define(&mut self, v: VarId) {
+        let Some(defined) = self.defined.get_mut(v.0 as usize) else {
+            self.err(format!("variable {} is defined but not declared in `vars`", v.0));
+            return;
+        };
+        if *defined {
+            let name = self.name(v);
+            self.err(format!("{name} is defined twice"));
+            return;
+        }
+        *defined = true;
+        self.in_scope[v.0 as usize] = true;
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push(v);
+        }
+    }
+
+    /// Checks a use of `v`; returns its type when it is in scope.
+    fn use_var(&mut self, v: VarId) -> Option<&'a Ty> {
+        match self.in_scope.get(v.0 as usize) {
+            None => {
+                self.err(format!("variable {} is used but not declared in `vars`", v.0));
+                None
+            }
+            Some(false) => {
+                let name = self.name(v);
+                self.err(format!("{name} is used where it is not defined"));
+                None
+            }
+            Some(true) => self.ty(v),
+        }
+    }
+
+    fn push(&mut self) {
+        self.scopes.push(Vec::new());
+    }
+
+    fn pop(&mut self) {
+        if let Some(scope) = self.scopes.pop() {
+            for v in scope {
+                self.in_scope[v.0 as usize] = false;
+            }
+        }
+    }
+
+    fn expect_ty(&mut self, what: &str, found: &Ty, want: &Ty) {
+        if found != want {
+            self.err(format!("{what} has type `{}`, expected `{}`", ty_text(found), ty_text(want)));
+        }
+    }
+
+    fn check_dim(&mut self, d: &Dim) {
+        for v in d.vars() {
+            let v = VarId(v.0);
+            if let Some(ty) = self.use_var(v) {
+                if ty != &I64 {
+                    let name = self.name(v);
+                    let text = d.display(&|v| self.name(VarId(v.0)).trim_matches('`').to_string());
+                    self.err(format!("dimension `{text}` mentions {name} of type `{}`", ty_text(ty)));
+                }
+            }
+        }
+    }
+
+    fn check_fn(&mut self) {
+        let f = self.f;
+        if syn::parse_str::<syn::Ident>(&f.name).is_err() {
+            self.err(format!("`{}` is not a valid function name", f.name));
+        }
+        let mut names = HashSet::new();
+        for info in &f.vars {
+            if syn::parse_str::<syn::Ident>(&info.name).is_err() {
+                self.err(format!("variable name `{}` is not a valid Rust identifier", info.name));
+            }
+            if !names.insert(info.name.as_str()) {
+                self.err(format!("variable name `{}` is not unique", info.name));
+            }
+        }
+        for &p in &f.params {
+            self.define(p);
+        }
+        for check in &f.entry {
+            match check {
+                EntryCheck::BindDim { dim, param, axis } => {
+                    self.check_param_axis(*param, *axis);
+                    self.define(*dim);
+                    if let Some(ty) = self.ty(*dim) {
+                        let what = format!("dimension {}", self.name(*dim));
+                        self.expect_ty(&what, ty, &I64);
+                    }
+                }
+                EntryCheck::CheckDim { param, axis, expected, .. } => {
+                    self.check_param_axis(*param, *axis);
+                    self.check_dim(expected);
+                }
+            }
+        }
+        for s in &f.body {
+            self.check_stmt(s);
+        }
+        self.check_expr(&f.result);
+        self.expect_ty("the result", &f.result.ty, &f.ret);
+    }
+
+    fn check_param_axis(&mut self, param: VarId, axis: usize) {
+        if !self.f.params.contains(&param) {
+            let name = self.name(param);
+            self.err(format!("entry check of {name}, which is not a parameter"));
+            return;
+        }
+        match self.ty(param) {
+            Some(Ty::Tensor(_, rank)) if axis < *rank => {}
+            ty => {
+                let name = self.name(param);
+                self.err(format!("entry check of axis {axis} of {name} of type `{}`", ty.map_or("?".to_string(), ty_text)));
+            }
+        }
+    }
+
+    fn check_stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Let { var, value } => {
+                self.check_expr(value);
+                if let Some(ty) = self.ty(*var) {
+                    let what = format!("the value of {}", self.name(*var));
+                    self.expect_ty(&what, &value.ty, ty);
+                }
+                self.define(*var);
+            }
+            Stmt::Extent { var, value, .. } => {
+                self.check_dim(value);
+                if let Some(ty) = self.ty(*var) {
+                    let what = format!("extent {}", self.name(*var));
+                    self.expect_ty(&what, ty, &I64);
+                }
+                self.define(*var);
+            }
+            Stmt::SameExtent { a, b, .. } => {
+                self.check_dim(a);
+                self.check_dim(b);
+            }
+            Stmt::Tensor(def) => self.check_tensor(def),
+            Stmt::CheckResultDim { tensor, axis, declared, .. } => {
+                match self.use_var(*tensor) {
+                    Some(Ty::Tensor(_, rank)) if axis < rank => {}
+                    Some(ty) => {
+                        let name = self.name(*tensor);
+                        self.err(format!("result check of axis {axis} of {name} of type `{}`", ty_text(ty)));
+                    }
+                    None => {}
+                }
+                self.check_dim(declared);
+            }
+            Stmt::Expr(e) => self.check_expr(e),
+        }
+    }
+
+    fn check_tensor(&mut self, def: &TensorDef) {
+        let name = self.name(def.var);
+        if let Some(ty) = self.ty(def.var) {
+            self.expect_ty(&format!("tensor {name}"), ty, &Ty::Tensor(def.elem, def.axes.len()));
+        }
+        // Extents size the allocation before any loop runs; starts are
+        // evaluated per point but are also plain dimensions of the scope.
+        for a in &def.axes {
+            self.check_dim(&a.start);
+            self.check_dim(&a.extent);
+        }
+        self.push();
+        for a in &def.axes {
+            self.define(a.index);
+            if let Some(ty) = self.ty(a.index) {
+                let what = format!("axis index {}", self.name(a.index));
+                self.expect_ty(&what, ty, &I64);
+            }
+        }
+        self.check_expr(&def.body);
+        self.expect_ty(&format!("the body of tensor {name}"), &def.body.ty, &Ty::Scalar(def.elem));
+        self.pop();
+        self.define(def.var);
+    }
+
+    fn check_loops(&mut self, loops: &[Loop]) {
+        for l in loops {
+            self.check_dim(&l.start);
+            self.check_dim(&l.end);
+            self.define(l.index);
+            if let Some(ty) = self.ty(l.index) {
+                let what = format!("loop index {}", self.name(l.index));
+                self.expect_ty(&what, ty, &I64);
+            }
+        }
+    }
+
+    fn check_wheres(&mut self, wheres: &[WhereEntry]) {
+        for w in wheres {
+            match w {
+                WhereEntry::Bind(v, value) => {
+                    self.check_expr(value);
+                    if let Some(ty) = self.ty(*v) {
+                        let what = format!("where-binding {}", self.name(*v));
+                        self.expect_ty(&what, &value.ty, ty);
+                    }
+                    self.define(*v);
+                }
+                WhereEntry::Guard(g) => {
+                    self.check_expr(g);
+                    self.expect_ty("a guard", &g.ty, &BOOL);
+                }
+            }
+        }
+    }
+
+    fn check_expr(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Lit(l) => self.check_lit(l, &e.ty),
+            ExprKind::Var(v) => {
+                if let Some(ty) = self.use_var(*v) {
+                    let what = format!("a use of {}", self.name(*v));
+                    self.expect_ty(&what, &e.ty, ty);
+                }
+            }
+            ExprKind::Dim(d) => {
+                self.check_dim(d);
+                self.expect_ty("a dimension value", &e.ty, &I64);
+            }
+            ExprKind::Unary(op, x) => {
+                self.check_expr(x);
+                match op {
+                    UnOp::Neg => {
+                        if !matches!(x.ty, Ty::Scalar(k) if k.is_signed()) {
+                            self.err(format!("negation of a value of type `{}`", ty_text(&x.ty)));
+                        }
+                        self.expect_ty("a negation", &e.ty, &x.ty);
+                    }
+                    UnOp::Not => {
+                        self.expect_ty("the operand of `!`", &x.ty, &BOOL);
+                        self.expect_ty("`!`", &e.ty, &BOOL);
+                    }
+                }
+            }
+            ExprKind::Binary(op, a, b) => {
+                self.check_expr(a);
+                self.check_expr(b);
+                self.check_binary(*op, a, b, &e.ty);
+            }
+            ExprKind::Cast(x, k) => {
+                self.check_expr(x);
+                if !matches!(x.ty, Ty::Scalar(_)) {
+                    self.err(format!("a cast of a value of type `{}`", ty_text(&x.ty)));
+                }
+                self.expect_ty("a cast", &e.ty, &Ty::Scalar(*k));
+            }
+            ExprKind::Intrinsic(i, args) => {
+                args.iter().for_each(|a| self.check_expr(a));
+                self.check_intrinsic(*i, args, &e.ty);
+            }
+            ExprKind::Call { func, args } => {
+                args.iter().for_each(|a| self.check_expr(a));
+                let Some(callee) = self.fns.get(func.as_str()).copied() else {
+                    self.err(format!("a call of `{func}`, which is not a function of the program"));
+                    return;
+                };
+                if callee.params.len() != args.len() {
+                    self.err(format!("a call of `{func}` with {} arguments, it takes {}", args.len(), callee.params.len()));
+                    return;
+                }
+                for (n, (p, a)) in callee.params.iter().zip(args).enumerate() {
+                    if let Some(pty) = callee.vars.get(p.0 as usize).map(|info| &info.ty) {
+                        self.expect_ty(&format!("argument {n} of `{func}`"), &a.ty, pty);
+                    }
+                }
+                self.expect_ty(&format!("a call of `{func}`"), &e.ty, &callee.ret);
+            }
+            ExprKind::Read { tensor, indices, .. } => {
+                indices.iter().for_each(|i| self.check_expr(i));
+                self.check_indices(indices);
+                match self.use_var(*tensor) {
+                    Some(Ty::Tensor(k, rank)) => {
+                        if indices.len() != *rank {
+                            let name = self.name(*tensor);
+                            self.err(format!("a read of {name} with {} indices, but its rank is {rank}", indices.len()));
+                        }
+                        self.expect_ty("a read", &e.ty, &Ty::Scalar(*k));
+                    }
+                    Some(ty) => {
+                        let name = self.name(*tensor);
+                        self.err(format!("a read of {name} of type `{}`", ty_text(ty)));
+                    }
+                    None => {}
+                }
+            }
+            ExprKind::View { tensor, indices } => {
+                indices.iter().for_each(|i| self.check_expr(i));
+                self.check_indices(indices);
+                match self.use_var(*tensor) {
+                    Some(Ty::Tensor(k, rank)) => {
+                        if indices.len() >= *rank {
+                            let name = self.name(*tensor);
+                            self.err(format!("a view of {name} with {} indices, but its rank is {rank}", indices.len()));
+                        } else {
+                            self.expect_ty("a view", &e.ty, &Ty::Tensor(*k, rank - indices.len()));
+                        }
+                    }
+                    Some(ty) => {
+                        let name = self.name(*tensor);
+                        self.err(format!("a view of {name} of type `{}`", ty_text(ty)));
+                    }
+                    None => {}
+                }
+            }
+            ExprKind::Reduce { op, loops, wheres, body } => {
+                if loops.is_empty() {
+                    self.err(format!("a `{}` without loops", op.name()));
+                }
+                self.push();
+                self.check_loops(loops);
+                self.check_wheres(wheres);
+                self.check_expr(body);
+                self.pop();
+                match op {
+                    RedOp::All | RedOp::Any => {
+                        self.expect_ty("the body of `all`/`any`", &body.ty, &BOOL);
+                        self.expect_ty("`all`/`any`", &e.ty, &BOOL);
+                    }
+                    RedOp::ArgMax | RedOp::ArgMin => {
+                        if !matches!(body.ty, Ty::Scalar(k) if k != ScalarKind::Bool) {
+                            self.err(format!("the body of `{}` has type `{}`", op.name(), ty_text(&body.ty)));
+                        }
+                        self.expect_ty("`argmax`/`argmin`", &e.ty, &I64);
+                    }
+                    RedOp::Sum | RedOp::Prod | RedOp::Max | RedOp::Min => {
+                        if !matches!(body.ty, Ty::Scalar(k) if k != ScalarKind::Bool) {
+                            self.err(format!("the body of `{}` has type `{}`", op.name(), ty_text(&body.ty)));
+                        }
+                        self.expect_ty(&format!("`{}`", op.name()), &e.ty, &body.ty);
+                    }
+                }
+            }
+            ExprKind::Guarded { wheres, body } => {
+                self.push();
+                self.check_wheres(wheres);
+                self.check_expr(body);
+                self.pop();
+                if !matches!(body.ty, Ty::Scalar(_)) && wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_))) {
+                    self.err(format!("a guarded value of type `{}` has no zero", ty_text(&body.ty)));
+                }
+                self.expect_ty("a guarded value", &e.ty, &body.ty);
+            }
+            ExprKind::If { cond, then, els } => {
+                self.check_expr(cond);
+                self.expect_ty("a condition", &cond.ty, &BOOL);
+                self.push();
+                self.check_expr(then);
+                self.pop();
+                self.push();
+                self.check_expr(els);
+                self.pop();
+                self.expect_ty("the `then` branch", &then.ty, &e.ty);
+                self.expect_ty("the `else` branch", &els.ty, &e.ty);
+            }
+            ExprKind::Block { stmts, result } => {
+                self.push();
+                stmts.iter().for_each(|s| self.check_stmt(s));
+                self.check_expr(result);
+                self.pop();
+                self.expect_ty("a block", &e.ty, &result.ty);
+            }
+            ExprKind::Tuple(items) => {
+                items.iter().for_each(|x| self.check_expr(x));
+                let want = Ty::Tuple(items.iter().map(|x| x.ty.clone()).collect());
+                if !(items.is_empty() && e.ty == Ty::Unit) {
+                    self.expect_ty("a tuple", &e.ty, &want);
+                }
+            }
+            ExprKind::Field(base, n) => {
+                self.check_expr(base);
+                match &base.ty {
+                    Ty::Tuple(items) if (*n as usize) < items.len() => self.expect_ty("a field", &e.ty, &items[*n as usize]),
+                    ty => self.err(format!("field {n} of a value of type `{}`", ty_text(ty))),
+                }
+            }
+            ExprKind::ArrayLit { shape, elems } => {
+                elems.iter().for_each(|x| self.check_expr(x));
+                let size = shape.iter().try_fold(1usize, |acc, n| acc.checked_mul(*n));
+                if size != Some(elems.len()) {
+                    self.err(format!("an array literal of shape {shape:?} has {} elements", elems.len()));
+                }
+                match e.ty {
+                    Ty::Tensor(k, rank) if rank == shape.len() => {
+                        for x in elems {
+                            self.expect_ty("an array element", &x.ty, &Ty::Scalar(k));
+                        }
+                    }
+                    ref ty => self.err(format!("an array literal of shape {shape:?} has type `{}`", ty_text(ty))),
+                }
+            }
+        }
+    }
+
+    fn check_indices(&mut self, indices: &[Expr]) {
+        for i in indices {
+            self.expect_ty("an index", &i.ty, &I64);
+        }
+    }
+
+    fn check_lit(&mut self, l: &Literal, ty: &Ty) {
+        match (l, ty) {
+            (Literal::Int(v), Ty::Scalar(k)) if k.is_int() => {
+                if !crate::codegen::rust::int_fits(*v, *k) {
+                    self.err(format!("integer literal {v} does not fit `{}`", k.name()));
+                }
+            }
+            (Literal::Int(_), Ty::Scalar(k)) if k.is_float() => {}
+            (Literal::Float(text), Ty::Scalar(k)) if k.is_float() => {
+                let cleaned: String = text.chars().filter(|c| *c != '_').collect();
+                if cleaned.trim_start_matches('-').parse::<f64>().is_err() {
+                    self.err(format!("float literal `{text}` is not a number"));
+                }
+            }
+            (Literal::Bool(_), Ty::Scalar(ScalarKind::Bool)) | (Literal::Str(_), Ty::Str) => {}
+            (l, ty) => self.err(format!("literal {l:?} of type `{}`", ty_text(ty))),
+        }
+    }
+
+    fn check_binary(&mut self, op: BinOp, a: &Expr, b: &Expr, ty: &Ty) {
+        let what = format!("`{}`", op.symbol());
+        let (Ty::Scalar(ka), Ty::Scalar(kb)) = (&a.ty, &b.ty) else {
+            self.err(format!("{what} of `{}` and `{}`", ty_text(&a.ty), ty_text(&b.ty)));
+            return;
+        };
+        if op == BinOp::Pow {
+            let ok = (ka.is_float() && (kb == ka || kb.is_int())) || (ka.is_int() && kb.is_int());
+            if !ok {
+                self.err(format!("{what} of `{}` and `{}`", ka.name(), kb.name()));
+            }
+            self.expect_ty(&what, ty, &a.ty);
+            return;
+        }
+        if ka != kb {
+            self.err(format!("{what} of `{}` and `{}`", ka.name(), kb.name()));
+        }
+        if op.is_logical() {
+            self.expect_ty(&format!("the operands of {what}"), &a.ty, &BOOL);
+            self.expect_ty(&what, ty, &BOOL);
+        } else if op.is_comparison() {
+            self.expect_ty(&what, ty, &BOOL);
+        } else {
+            if *ka == ScalarKind::Bool {
+                self.err(format!("{what} of `bool`"));
+            }
+            self.expect_ty(&what, ty, &a.ty);
+        }
+    }
+
+    fn check_intrinsic(&mut self, i: Intrinsic, args: &[Expr], ty: &Ty) {
+        let arity = match i {
+            Intrinsic::Min | Intrinsic::Max | Intrinsic::Powf | Intrinsic::Powi | Intrinsic::IntPow => 2,
+            _ => 1,
+        };
+        if args.len() != arity {
+            self.err(format!("`{}` with {} arguments", i.name(), args.len()));
+            return;
+        }
+        let Ty::Scalar(k) = args[0].ty else {
+            self.err(format!("`{}` of a value of type `{}`", i.name(), ty_text(&args[0].ty)));
+            return;
+        };
+        let ok = match i {
+            Intrinsic::Abs | Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round => k != ScalarKind::Bool,
+            Intrinsic::Min | Intrinsic::Max => k != ScalarKind::Bool && args[1].ty == args[0].ty,
+            Intrinsic::Powf => k.is_float() && args[1].ty == args[0].ty,
+            Intrinsic::Powi => k.is_float() && matches!(args[1].ty, Ty::Scalar(e) if e.is_int()),
+            Intrinsic::IntPow => k.is_int() && matches!(args[1].ty, Ty::Scalar(e) if e.is_int()),
+            _ => k.is_float(),
+        };
+        if !ok {
+            let tys: Vec<String> = args.iter().map(|a| ty_text(&a.ty)).collect();
+            self.err(format!("`{}` of `{}`", i.name(), tys.join("`, `")));
+        }
+        self.expect_ty(&format!("`{}`", i.name()), ty, &args[0].ty);
+    }
+}

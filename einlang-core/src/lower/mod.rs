@@ -1,0 +1,610 @@
+//! Lowering: HIR plus analysis tables to the loop IR.
+//!
+//! Every decision that needs analysis facts is made here, so that back ends
+//! only print: variables get unique Rust names, dimension symbols become
+//! variables bound at entry, inferred extents that may be negative get an
+//! `Extent` check, index ranges that do not start at zero become guards,
+//! whole-tensor arithmetic (`x * 2.0 + y`) becomes a pointwise tensor
+//! definition over fresh indices, and each read carries whether its bounds
+//! were proven.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::analysis::{self, Dim, DimVar, EntryPlan, Tables, Truth, Ty as ATy};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, FnId, Hir, Slot, Where};
+use crate::ir::{self, Axis, Expr, Literal, Loop, Stmt, TensorDef, Ty, VarId, VarInfo, WhereEntry};
+use crate::syntax::ast::{BinOp, Lit, ScalarKind};
+
+/// Lowers every function of a program that analyzed without errors.
+pub fn lower_program(hir: &Hir, t: &Tables, diags: &mut Diagnostics) -> ir::Program {
+    let names = rust_fn_names(hir);
+    let mut fns = Vec::new();
+    for (f, _) in hir.fns.iter() {
+        let mut cx = FnLower { hir, t, names: &names, vars: Vec::new(), of_def: HashMap::new(), of_hidden: HashMap::new(), used_names: HashSet::new(), bug: None };
+        match cx.lower_fn(f) {
+            Some(func) => fns.push(func),
+            None => {
+                let span = hir.fns[f].span;
+                let msg = cx.bug.unwrap_or_else(|| "lowering failed without a reason".to_string());
+                diags.push(Diagnostic::bug(span, msg));
+            }
+        }
+    }
+    ir::Program { fns }
+}
+
+/// The Rust name of each function: its own name, made unique.
+fn rust_fn_names(hir: &Hir) -> Vec<String> {
+    let mut used = HashSet::new();
+    let mut out = Vec::new();
+    for (_, f) in hir.fns.iter() {
+        let base = hir.name(f.def).to_string();
+        let mut name = base.clone();
+        let mut n = 2;
+        while !used.insert(name.clone()) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        out.push(name);
+    }
+    out
+}
+
+const RUST_KEYWORDS: &[&str] = &[
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop",
+    "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
+    "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro", "override",
+    "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+];
+
+struct FnLower<'a> {
+    hir: &'a Hir,
+    t: &'a Tables,
+    names: &'a [String],
+    vars: Vec<VarInfo>,
+    of_def: HashMap<DefId, VarId>,
+    of_hidden: HashMap<DimVar, VarId>,
+    used_names: HashSet<String>,
+    /// Set when an invariant the analyses promise does not hold.
+    bug: Option<String>,
+}
+
+fn lower_ty(t: &ATy) -> Option<Ty> {
+    Some(match t {
+        ATy::Scalar(k) => Ty::Scalar(*k),
+        ATy::Tensor(k, dims) => Ty::Tensor(*k, dims.len()),
+        ATy::Tuple(items) if items.is_empty() => Ty::Unit,
+        ATy::Tuple(items) => Ty::Tuple(items.iter().map(lower_ty).collect::<Option<_>>()?),
+        ATy::Error => return None,
+    })
+}
+
+impl<'a> FnLower<'a> {
+    fn fail<T>(&mut self, msg: impl Into<String>) -> Option<T> {
+        if self.bug.is_none() {
+            self.bug = Some(msg.into());
+        }
+        None
+    }
+
+    fn new_var(&mut self, source: &str, ty: Ty) -> VarId {
+        let base = if RUST_KEYWORDS.contains(&source) || source.starts_with("__") { format!("{source}_") } else { source.to_string() };
+        let mut name = base.clone();
+        let mut n = 2;
+        while !self.used_names.insert(name.clone()) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        let id = VarId(self.vars.len() as u32);
+        self.vars.push(VarInfo { name, source_name: source.to_string(), ty });
+        id
+    }
+
+    fn var_of(&mut self, d: DefId) -> Option<VarId> {
+        match self.of_def.get(&d) {
+            Some(v) => Some(*v),
+            None => self.fail(format!("`{}` has no variable", self.hir.name(d))),
+        }
+    }
+
+    /// Rewrites an analysis `Dim` over `DefId`s into one over `VarId`s.
+    fn dim(&mut self, d: &Dim) -> Option<Dim> {
+        let mut map = HashMap::new();
+        for v in d.vars() {
+            let var = if v.0 >= analysis::HIDDEN_DIM_BASE {
+                self.of_hidden.get(&v).copied()
+            } else {
+                self.of_def.get(&DefId::from_raw(v.0)).copied()
+            };
+            match var {
+                Some(x) => {
+                    map.insert(v, Dim::var(DimVar(x.0)));
+                }
+                None => return self.fail(format!("dimension `{}` mentions an unbound variable", self.t.show_dim(d))),
+            }
+        }
+        Some(d.substitute(&|v| map.get(&v).cloned()))
+    }
+
+    fn lower_fn(&mut self, f: FnId) -> Option<ir::Function> {
+        let func = &self.hir.fns[f];
+        let sig = self.t.sigs[f.index()].clone()?;
+        let mut params = Vec::new();
+        for (p, ty) in func.params.iter().zip(&sig.params) {
+            let ty = lower_ty(ty)?;
+            let v = self.new_var(self.hir.name(p.def), ty);
+            self.of_def.insert(p.def, v);
+            params.push(v);
+        }
+        let mut entry = Vec::new();
+        for plan in &sig.entry {
+            match plan {
+                EntryPlan::BindDim { dim, param, axis } => {
+                    let name = self.t.dim_name(*dim);
+                    let name = if name == "?" { format!("__dim{}", self.vars.len()) } else { name };
+                    let v = self.new_var(name.trim_start_matches("__"), Ty::Scalar(ScalarKind::I64));
+                    if dim.0 >= analysis::HIDDEN_DIM_BASE {
+                        self.of_hidden.insert(*dim, v);
+                    } else {
+                        self.of_def.insert(DefId::from_raw(dim.0), v);
+                    }
+                    entry.push(ir::EntryCheck::BindDim { dim: v, param: params[*param], axis: *axis });
+                }
+                EntryPlan::CheckDim { .. } => {}
+            }
+        }
+        for plan in &sig.entry {
+            if let EntryPlan::CheckDim { param, axis, symbol, expected } = plan {
+                let expected = self.dim(expected)?;
+                entry.push(ir::EntryCheck::CheckDim { param: params[*param], axis: *axis, symbol: symbol.clone(), expected });
+            }
+        }
+        let mut body = Vec::new();
+        self.lower_stmts(&func.body.stmts, &mut body)?;
+        let ret = lower_ty(&sig.ret)?;
+        let mut result = match func.body.tail {
+            Some(tail) => self.lower_value(tail, &mut body)?,
+            None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Ty::Unit },
+        };
+        if !sig.result_checks.is_empty() {
+            let tensor = match result.kind {
+                ir::ExprKind::Var(v) => v,
+                _ => {
+                    let v = self.new_var("result", result.ty.clone());
+                    body.push(Stmt::Let { var: v, value: result });
+                    result = Expr { kind: ir::ExprKind::Var(v), ty: self.vars[v.0 as usize].ty.clone() };
+                    v
+                }
+            };
+            for (axis, declared, symbol) in &sig.result_checks {
+                let declared = self.dim(declared)?;
+                body.push(Stmt::CheckResultDim { tensor, axis: *axis, symbol: symbol.clone(), declared });
+            }
+        }
+        Some(ir::Function {
+            name: self.names[f.index()].clone(),
+            public: func.public,
+            docs: func.docs.clone(),
+            params,
+            ret,
+            entry,
+            body,
+            result,
+            vars: std::mem::take(&mut self.vars),
+        })
+    }
+
+    fn lower_stmts(&mut self, stmts: &[hir::Stmt], out: &mut Vec<Stmt>) -> Option<()> {
+        for s in stmts {
+            match s {
+                hir::Stmt::Let { def, value, .. } => {
+                    self.emit_same_extents(*value, &[], out);
+                    let v = self.lower_value(*value, out)?;
+                    let var = self.new_var(self.hir.name(*def), v.ty.clone());
+                    self.of_def.insert(*def, var);
+                    out.push(Stmt::Let { var, value: v });
+                }
+                hir::Stmt::Indexed(d) => self.lower_indexed(d, out)?,
+                hir::Stmt::Expr(e) => {
+                    self.emit_same_extents(*e, &[], out);
+                    let v = self.lower_value(*e, out)?;
+                    out.push(Stmt::Expr(v));
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// Run-time agreement checks for the index variables of a statement.
+    fn emit_same_extents(&mut self, e: ExprId, extra: &[DefId], out: &mut Vec<Stmt>) {
+        let mut defs: Vec<DefId> = extra.to_vec();
+        collect_index_defs(self.hir, e, &mut defs);
+        for d in defs {
+            if let Some(checks) = self.t.same_extent.get(&d) {
+                for c in checks.clone() {
+                    let (Some(a), Some(b)) = (self.dim(&c.a), self.dim(&c.b)) else { continue };
+                    out.push(Stmt::SameExtent { index: c.index, a, a_what: c.a_what, b, b_what: c.b_what });
+                }
+            }
+        }
+    }
+
+    /// An extent as a `Dim` that is a constant or a variable, emitting an
+    /// `Extent` check for anything more complex.
+    fn checked_extent(&mut self, d: &Dim, index: &str, out: &mut Vec<Stmt>) -> Option<Dim> {
+        let d = self.dim(d)?;
+        if d.as_constant().is_some_and(|c| c >= 0) || d.as_var().is_some() {
+            return Some(d);
+        }
+        let what = d.display(&|v| self.vars.get(v.0 as usize).map(|i| i.source_name.clone()).unwrap_or_default());
+        let v = self.new_var(&format!("{index}_len"), Ty::Scalar(ScalarKind::I64));
+        out.push(Stmt::Extent { var: v, value: d, what });
+        Some(Dim::var(DimVar(v.0)))
+    }
+
+    fn lower_indexed(&mut self, d: &hir::IndexedDef, out: &mut Vec<Stmt>) -> Option<()> {
+        let lhs: Vec<DefId> = d.slots.iter().filter_map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None }).collect();
+        let mut extra = lhs.clone();
+        for w in &d.wheres {
+            match w {
+                Where::Bind { value, .. } => collect_index_defs(self.hir, *value, &mut extra),
+                Where::Guard(g) => collect_index_defs(self.hir, *g, &mut extra),
+            }
+        }
+        self.emit_same_extents(d.body, &extra, out);
+        let mut axes = Vec::new();
+        let mut guards = Vec::new();
+        for slot in &d.slots {
+            let Slot::Var { def, .. } = slot else {
+                return self.fail("literal index slots reached lowering");
+            };
+            let range = self.t.ranges.get(def).cloned()?;
+            let v = self.new_var(self.hir.name(*def), Ty::Scalar(ScalarKind::I64));
+            self.of_def.insert(*def, v);
+            let extent = self.checked_extent(&range.end, self.hir.name(*def), out)?;
+            let start = self.dim(&range.start)?;
+            if start.prove_le(&Dim::zero()) != Truth::True {
+                // Points before the range's start are left zero.
+                let cond = Expr {
+                    kind: ir::ExprKind::Binary(BinOp::Ge, Box::new(var_expr(v, Ty::Scalar(ScalarKind::I64))), Box::new(dim_expr(start))),
+                    ty: Ty::Scalar(ScalarKind::Bool),
+                };
+                guards.push(WhereEntry::Guard(cond));
+            }
+            axes.push(Axis { index: v, start: Dim::zero(), extent });
+        }
+        let mut wheres = guards;
+        wheres.extend(self.lower_wheres(&d.wheres)?);
+        let body = self.lower_expr(d.body)?;
+        let elem = match &body.ty {
+            Ty::Scalar(k) => *k,
+            _ => return self.fail("indexed definition with a non-scalar body reached lowering"),
+        };
+        let body = if wheres.is_empty() { body } else { Expr { ty: body.ty.clone(), kind: ir::ExprKind::Guarded { wheres, body: Box::new(body) } } };
+        let cost = expr_cost(&body);
+        let var = self.new_var(self.hir.name(d.def), Ty::Tensor(elem, axes.len()));
+        self.of_def.insert(d.def, var);
+        out.push(Stmt::Tensor(TensorDef { var, elem, parallel: !axes.is_empty(), axes, body, cost_per_point: cost }));
+        Some(())
+    }
+
+    fn lower_wheres(&mut self, wheres: &[Where]) -> Option<Vec<WhereEntry>> {
+        let mut out = Vec::new();
+        for w in wheres {
+            match w {
+                Where::Bind { def, value } => {
+                    let v = self.lower_expr(*value)?;
+                    let var = self.new_var(self.hir.name(*def), v.ty.clone());
+                    self.of_def.insert(*def, var);
+                    out.push(WhereEntry::Bind(var, v));
+                }
+                Where::Guard(g) => out.push(WhereEntry::Guard(self.lower_expr(*g)?)),
+            }
+        }
+        Some(out)
+    }
+
+    fn ty_of(&mut self, e: ExprId) -> Option<Ty> {
+        match lower_ty(self.t.ty(e)) {
+            Some(t) => Some(t),
+            None => self.fail("an expression without a type reached lowering"),
+        }
+    }
+
+    /// Lowers a statement-level value; a compound tensor expression becomes
+    /// a pointwise tensor definition appended to `out`.
+    fn lower_value(&mut self, e: ExprId, out: &mut Vec<Stmt>) -> Option<Expr> {
+        if self.is_compound_tensor(e) {
+            let (stmts, v) = self.tensorize(e)?;
+            out.extend(stmts);
+            return Some(var_expr(v, self.vars[v.0 as usize].ty.clone()));
+        }
+        self.lower_expr(e)
+    }
+
+    /// Whether `e` is tensor-valued and computed pointwise (not a name, call
+    /// or sub-tensor selection).
+    fn is_compound_tensor(&self, e: ExprId) -> bool {
+        matches!(self.t.ty(e), ATy::Tensor(..))
+            && matches!(self.hir.exprs[e].kind, ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(..) | ExprKind::Call { callee: Callee::Intrinsic(_), .. })
+    }
+
+    /// `let tmp[i0, i1, ..] = e[i0, i1, ..]` for a whole-tensor expression.
+    fn tensorize(&mut self, e: ExprId) -> Option<(Vec<Stmt>, VarId)> {
+        let ATy::Tensor(elem, dims) = self.t.ty(e).clone() else {
+            return self.fail("tensorize of a non-tensor");
+        };
+        let mut stmts = Vec::new();
+        let mut axes = Vec::new();
+        let mut idx = Vec::new();
+        for (k, d) in dims.iter().enumerate() {
+            let extent = self.checked_extent(d, &format!("i{k}"), &mut stmts)?;
+            let v = self.new_var(&format!("i{k}"), Ty::Scalar(ScalarKind::I64));
+            axes.push(Axis { index: v, start: Dim::zero(), extent });
+            idx.push(v);
+        }
+        let body = self.pointwise(e, &idx, &dims, &mut stmts)?;
+        let cost = expr_cost(&body);
+        let var = self.new_var("tmp", Ty::Tensor(elem, dims.len()));
+        stmts.push(Stmt::Tensor(TensorDef { var, elem, parallel: !axes.is_empty(), axes, body, cost_per_point: cost }));
+        Some((stmts, var))
+    }
+
+    /// The value of tensor expression `e` at point `idx` (of shape `dims`).
+    fn pointwise(&mut self, e: ExprId, idx: &[VarId], dims: &[Dim], pre: &mut Vec<Stmt>) -> Option<Expr> {
+        let ty = self.t.ty(e).clone();
+        let ATy::Tensor(k, own_dims) = &ty else {
+            return self.lower_expr(e);
+        };
+        let scalar = Ty::Scalar(*k);
+        let read_at = |this: &mut Self, v: VarId, own: &[Dim]| -> Expr {
+            // Shapes were proven equal or could not be compared; check in
+            // the second case.
+            let checked = own.iter().zip(dims).any(|(a, b)| a.prove_eq(b) != Truth::True);
+            let indices = idx.iter().map(|i| var_expr(*i, Ty::Scalar(ScalarKind::I64))).collect();
+            let _ = this;
+            Expr { kind: ir::ExprKind::Read { tensor: v, indices, checked }, ty: Ty::Scalar(*k) }
+        };
+        let kind = match &self.hir.exprs[e].kind {
+            ExprKind::Def(d) => {
+                let v = self.var_of(*d)?;
+                return Some(read_at(self, v, own_dims));
+            }
+            ExprKind::Unary(op, x) => ir::ExprKind::Unary(*op, Box::new(self.pointwise(*x, idx, dims, pre)?)),
+            ExprKind::Binary(op, a, b) => {
+                if *op == BinOp::Pow {
+                    let i = *self.t.intrinsic.get(&e)?;
+                    ir::ExprKind::Intrinsic(i, vec![self.pointwise(*a, idx, dims, pre)?, self.pointwise(*b, idx, dims, pre)?])
+                } else {
+                    let la = self.pointwise(*a, idx, dims, pre)?;
+                    let lb = self.pointwise(*b, idx, dims, pre)?;
+                    let bool_result = op.is_comparison();
+                    return Some(Expr {
+                        kind: ir::ExprKind::Binary(*op, Box::new(la), Box::new(lb)),
+                        ty: if bool_result { Ty::Scalar(ScalarKind::Bool) } else { scalar },
+                    });
+                }
+            }
+            ExprKind::Cast(x, to) => ir::ExprKind::Cast(Box::new(self.pointwise(*x, idx, dims, pre)?), *to),
+            ExprKind::Call { callee: Callee::Intrinsic(i), args, .. } => {
+                let i = self.t.intrinsic.get(&e).copied().unwrap_or(*i);
+                let args = args.iter().map(|a| self.pointwise(*a, idx, dims, pre)).collect::<Option<Vec<_>>>()?;
+                ir::ExprKind::Intrinsic(i, args)
+            }
+            _ => {
+                // A call or sub-tensor: evaluate once into a temporary.
+                let v = self.lower_expr(e)?;
+                let tmp = self.new_var("arg", v.ty.clone());
+                pre.push(Stmt::Let { var: tmp, value: v });
+                return Some(read_at(self, tmp, own_dims));
+            }
+        };
+        Some(Expr { kind, ty: scalar })
+    }
+
+    fn lower_expr(&mut self, e: ExprId) -> Option<Expr> {
+        if self.is_compound_tensor(e) {
+            let (stmts, v) = self.tensorize(e)?;
+            let ty = self.vars[v.0 as usize].ty.clone();
+            return Some(Expr { ty: ty.clone(), kind: ir::ExprKind::Block { stmts, result: Box::new(var_expr(v, ty)) } });
+        }
+        let ty = self.ty_of(e)?;
+        let kind = match &self.hir.exprs[e].kind {
+            ExprKind::Error => return self.fail("an erroneous expression reached lowering"),
+            ExprKind::Lit(lit) => ir::ExprKind::Lit(match lit {
+                Lit::Int(v, _) => Literal::Int(*v),
+                Lit::Float(s, _) => Literal::Float(s.clone()),
+                Lit::Bool(b) => Literal::Bool(*b),
+                Lit::Str(s) => Literal::Str(s.clone()),
+            }),
+            ExprKind::Def(d) => {
+                if self.hir.defs[*d].kind == DefKind::Dim && !self.of_def.contains_key(d) {
+                    return self.fail(format!("dimension `{}` is not bound", self.hir.name(*d)));
+                }
+                ir::ExprKind::Var(self.var_of(*d)?)
+            }
+            ExprKind::Unary(op, x) => ir::ExprKind::Unary(*op, Box::new(self.lower_expr(*x)?)),
+            ExprKind::Binary(op, a, b) => {
+                let la = self.lower_expr(*a)?;
+                let lb = self.lower_expr(*b)?;
+                if *op == BinOp::Pow {
+                    let Some(i) = self.t.intrinsic.get(&e).copied() else {
+                        return self.fail("`**` without a chosen intrinsic");
+                    };
+                    ir::ExprKind::Intrinsic(i, vec![la, lb])
+                } else {
+                    ir::ExprKind::Binary(*op, Box::new(la), Box::new(lb))
+                }
+            }
+            ExprKind::Cast(x, k) => ir::ExprKind::Cast(Box::new(self.lower_expr(*x)?), *k),
+            ExprKind::Call { callee, args, .. } => {
+                let args = args.iter().map(|a| self.lower_expr(*a)).collect::<Option<Vec<_>>>()?;
+                match callee {
+                    Callee::Intrinsic(i) => ir::ExprKind::Intrinsic(self.t.intrinsic.get(&e).copied().unwrap_or(*i), args),
+                    Callee::Fn(f) => ir::ExprKind::Call { func: self.names[f.index()].clone(), args },
+                }
+            }
+            ExprKind::Index { base, args } => {
+                let ExprKind::Def(d) = self.hir.exprs[*base].kind else {
+                    return self.fail("indexing of a computed value reached lowering");
+                };
+                let tensor = self.var_of(d)?;
+                let indices = args.iter().map(|a| self.lower_index(*a)).collect::<Option<Vec<_>>>()?;
+                if matches!(ty, Ty::Tensor(..)) {
+                    ir::ExprKind::View { tensor, indices }
+                } else {
+                    let checked = !self.t.read_proven.get(&e).copied().unwrap_or(false);
+                    ir::ExprKind::Read { tensor, indices, checked }
+                }
+            }
+            ExprKind::Field(x, i) => ir::ExprKind::Field(Box::new(self.lower_expr(*x)?), *i),
+            ExprKind::Reduce { op, vars, wheres, body } => {
+                let mut loops = Vec::new();
+                for v in vars {
+                    let Some(range) = self.t.ranges.get(&v.def).cloned() else {
+                        return self.fail(format!("index `{}` has no range", self.hir.name(v.def)));
+                    };
+                    let var = self.new_var(self.hir.name(v.def), Ty::Scalar(ScalarKind::I64));
+                    self.of_def.insert(v.def, var);
+                    loops.push(Loop { index: var, start: self.dim(&range.start)?, end: self.dim(&range.end)? });
+                }
+                let wheres = self.lower_wheres(wheres)?;
+                let body = self.lower_expr(*body)?;
+                ir::ExprKind::Reduce { op: *op, loops, wheres, body: Box::new(body) }
+            }
+            ExprKind::If { cond, then, els } => {
+                let Some(els) = els else {
+                    return self.fail("`if` without `else` reached lowering");
+                };
+                ir::ExprKind::If { cond: Box::new(self.lower_expr(*cond)?), then: Box::new(self.lower_expr(*then)?), els: Box::new(self.lower_expr(*els)?) }
+            }
+            ExprKind::Block(b) => {
+                let mut stmts = Vec::new();
+                self.lower_stmts(&b.stmts, &mut stmts)?;
+                let result = match b.tail {
+                    Some(t) => self.lower_value(t, &mut stmts)?,
+                    None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Ty::Unit },
+                };
+                if stmts.is_empty() {
+                    return Some(result);
+                }
+                ir::ExprKind::Block { stmts, result: Box::new(result) }
+            }
+            ExprKind::Array(_) => {
+                let ATy::Tensor(_, dims) = self.t.ty(e).clone() else {
+                    return self.fail("array literal without a tensor type");
+                };
+                let shape = dims.iter().map(|d| d.as_constant().map(|c| c as usize)).collect::<Option<Vec<_>>>()?;
+                let mut elems = Vec::new();
+                self.flatten_array(e, &mut elems)?;
+                ir::ExprKind::ArrayLit { shape, elems }
+            }
+            ExprKind::Tuple(items) => ir::ExprKind::Tuple(items.iter().map(|x| self.lower_expr(*x)).collect::<Option<Vec<_>>>()?),
+        };
+        Some(Expr { kind, ty })
+    }
+
+    fn flatten_array(&mut self, e: ExprId, out: &mut Vec<Expr>) -> Option<()> {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Array(items) => {
+                for x in items.clone() {
+                    self.flatten_array(x, out)?;
+                }
+                Some(())
+            }
+            _ => {
+                out.push(self.lower_expr(e)?);
+                Some(())
+            }
+        }
+    }
+
+    /// An index expression as `i64`.
+    fn lower_index(&mut self, e: ExprId) -> Option<Expr> {
+        let x = self.lower_expr(e)?;
+        if x.ty == Ty::Scalar(ScalarKind::I64) {
+            Some(x)
+        } else {
+            Some(Expr { kind: ir::ExprKind::Cast(Box::new(x), ScalarKind::I64), ty: Ty::Scalar(ScalarKind::I64) })
+        }
+    }
+}
+
+fn var_expr(v: VarId, ty: Ty) -> Expr {
+    Expr { kind: ir::ExprKind::Var(v), ty }
+}
+
+fn dim_expr(d: Dim) -> Expr {
+    Expr { kind: ir::ExprKind::Dim(d), ty: Ty::Scalar(ScalarKind::I64) }
+}
+
+/// A rough count of scalar operations to evaluate `e` once, used to decide
+/// whether a loop nest is worth running in parallel.
+fn expr_cost(e: &Expr) -> u64 {
+    use ir::ExprKind as K;
+    let own = 1u64;
+    let children: u64 = match &e.kind {
+        K::Lit(_) | K::Var(_) | K::Dim(_) => 0,
+        K::Unary(_, x) | K::Cast(x, _) | K::Field(x, _) => expr_cost(x),
+        K::Binary(_, a, b) => expr_cost(a) + expr_cost(b),
+        K::Intrinsic(_, args) | K::Tuple(args) => args.iter().map(expr_cost).sum::<u64>() + 4,
+        K::Call { args, .. } => args.iter().map(expr_cost).sum::<u64>() + 64,
+        K::Read { indices, .. } | K::View { indices, .. } => indices.iter().map(expr_cost).sum(),
+        K::Reduce { loops, wheres, body, .. } => {
+            let trips: u64 = loops.iter().map(|l| l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64)).product();
+            let inner = expr_cost(body) + wheres.iter().map(|w| match w { WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x) }).sum::<u64>();
+            trips.saturating_mul(inner + 1)
+        }
+        K::Guarded { wheres, body } => {
+            expr_cost(body) + wheres.iter().map(|w| match w { WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x) }).sum::<u64>()
+        }
+        K::If { cond, then, els } => expr_cost(cond) + expr_cost(then).max(expr_cost(els)),
+        K::Block { result, .. } => expr_cost(result) + 16,
+        K::ArrayLit { elems, .. } => elems.iter().map(expr_cost).sum(),
+    };
+    own.saturating_add(children)
+}
+
+/// Index variables introduced anywhere in `e` (reduction variables).
+fn collect_index_defs(hir: &Hir, e: ExprId, out: &mut Vec<DefId>) {
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        match &hir.exprs[x].kind {
+            ExprKind::Reduce { vars, wheres, body, .. } => {
+                out.extend(vars.iter().map(|v| v.def));
+                stack.push(*body);
+                for w in wheres {
+                    match w {
+                        Where::Bind { value, .. } => stack.push(*value),
+                        Where::Guard(g) => stack.push(*g),
+                    }
+                }
+            }
+            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) => stack.push(*a),
+            ExprKind::Binary(_, a, b) => {
+                stack.push(*a);
+                stack.push(*b);
+            }
+            ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) => stack.extend(args.iter().copied()),
+            ExprKind::Index { base, args } => {
+                stack.push(*base);
+                stack.extend(args.iter().copied());
+            }
+            ExprKind::If { cond, then, els } => {
+                stack.push(*cond);
+                stack.push(*then);
+                if let Some(x) = els {
+                    stack.push(*x);
+                }
+            }
+            ExprKind::Block(b) => {
+                // Nested statements lower their own checks.
+                if let Some(t) = b.tail {
+                    stack.push(t);
+                }
+            }
+            ExprKind::Lit(_) | ExprKind::Def(_) | ExprKind::Error => {}
+        }
+    }
+}

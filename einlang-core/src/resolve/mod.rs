@@ -1,0 +1,1129 @@
+//! Name resolution: AST to HIR.
+//!
+//! Items are hoisted: every module's functions and submodules are declared
+//! before any body is resolved, so calls may precede definitions. `use`
+//! items are resolved next, then bodies, with lexical scopes for parameters,
+//! dimension symbols, locals (shadowing allowed), where-bindings and index
+//! variables (scoped to their statement). The standard library is parsed from
+//! `stdlib/` and mounted as the module `std`.
+//!
+//! Errors are collected; an unresolved name becomes `ExprKind::Error` so later
+//! passes stay quiet about it.
+
+mod suggest;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, Hir, Slot, TyAnn, Where};
+use crate::ir::Intrinsic;
+use crate::span::Span;
+use crate::syntax::ast;
+
+/// The standard library sources, by module path.
+const STDLIB: &[(&str, &str)] = &[("math", include_str!("../../../stdlib/std/math.ein"))];
+
+/// Resolves a parsed program (plus the standard library) into HIR.
+pub fn resolve_program(program: &ast::Program, diags: &mut Diagnostics) -> Hir {
+    let mut r = Resolver::new();
+    r.mount_stdlib(diags);
+    let root = r.new_module(None);
+    r.root = root;
+    r.declare_items(root, &program.items, false, diags);
+    r.resolve_uses(root, &program.items, diags);
+    r.resolve_bodies(root, &program.items, diags);
+    r.resolve_main(program, diags);
+    r.hir
+}
+
+type ModId = usize;
+
+#[derive(Default)]
+struct Module {
+    parent: Option<ModId>,
+    names: HashMap<String, DefId>,
+}
+
+struct Resolver {
+    hir: Hir,
+    modules: Vec<Module>,
+    module_of_def: HashMap<DefId, ModId>,
+    root: ModId,
+    /// Lexical scopes of the body being resolved, innermost last.
+    scopes: Vec<HashMap<String, DefId>>,
+    /// The module whose names are visible in the body being resolved.
+    current_module: ModId,
+    /// The `std` module, once mounted.
+    std_def: Option<DefId>,
+    /// The function declared for each `fn` item (by address of the item,
+    /// which outlives resolution).
+    fn_of_item: HashMap<*const ast::FnItem, hir::FnId>,
+}
+
+impl Resolver {
+    fn new() -> Resolver {
+        Resolver {
+            hir: Hir::default(),
+            modules: Vec::new(),
+            module_of_def: HashMap::new(),
+            root: 0,
+            scopes: Vec::new(),
+            current_module: 0,
+            std_def: None,
+            fn_of_item: HashMap::new(),
+        }
+    }
+
+    fn new_module(&mut self, parent: Option<ModId>) -> ModId {
+        self.modules.push(Module { parent, names: HashMap::new() });
+        self.modules.len() - 1
+    }
+
+    fn mount_stdlib(&mut self, diags: &mut Diagnostics) {
+        let std_mod = self.new_module(None);
+        let std_def = self.hir.alloc_def("std", DefKind::Module, Span::call_site());
+        self.module_of_def.insert(std_def, std_mod);
+        for (name, src) in STDLIB {
+            let program = match crate::syntax::parse_str(src) {
+                Ok(p) => p,
+                Err(errs) => {
+                    for e in errs {
+                        diags.push(Diagnostic::bug(Span::call_site(), format!("standard library `std::{name}`: {}", e.message)));
+                    }
+                    continue;
+                }
+            };
+            let m = self.new_module(Some(std_mod));
+            let def = self.hir.alloc_def(*name, DefKind::Module, Span::call_site());
+            self.module_of_def.insert(def, m);
+            self.modules[std_mod].names.insert(name.to_string(), def);
+            self.declare_items(m, &program.items, true, diags);
+        }
+        self.std_def = Some(std_def);
+    }
+}
+
+impl Resolver {
+    fn declare_items(&mut self, module: ModId, items: &[ast::Item], stdlib: bool, diags: &mut Diagnostics) {
+        for item in items {
+            match item {
+                ast::Item::Fn(f) => {
+                    if let Some(intr) = f.attrs.iter().find(|a| a.name.name == "intrinsic") {
+                        if !stdlib {
+                            diags.push(Diagnostic::error(intr.span, "`#[intrinsic]` is reserved for the standard library"));
+                            continue;
+                        }
+                        let Some(arg) = intr.args.first() else {
+                            diags.push(Diagnostic::bug(intr.span, "intrinsic without a name"));
+                            continue;
+                        };
+                        let Some(which) = intrinsic_by_name(&arg.name) else {
+                            diags.push(Diagnostic::bug(intr.span, format!("unknown intrinsic `{}`", arg.name)));
+                            continue;
+                        };
+                        let def = self.hir.alloc_def(&f.name.name, DefKind::Intrinsic(which), f.name.span);
+                        self.define_item(module, &f.name, def, diags);
+                        continue;
+                    }
+                    if let Some(attr) = f.attrs.first() {
+                        let what = if attr.name.name == "device" { "device functions (`#[device(...)]`)" } else { "attributes on functions" };
+                        diags.push(not_supported(attr.span, what));
+                    }
+                    if f.body.is_none() {
+                        diags.push(Diagnostic::error(f.span, format!("function `{}` has no body", f.name.name)).help("add a body: `{ ... }`"));
+                        continue;
+                    }
+                    let def = self.hir.alloc_def(&f.name.name, DefKind::Local, f.name.span);
+                    let fn_id = self.hir.fns.alloc(hir::Function {
+                        def,
+                        public: f.vis == ast::Visibility::Public,
+                        docs: f.docs.clone(),
+                        params: Vec::new(),
+                        ret: None,
+                        body: hir::Block { stmts: Vec::new(), tail: None },
+                        is_main: false,
+                        span: f.span,
+                    });
+                    self.hir.defs[def].kind = DefKind::Fn(fn_id);
+                    self.fn_of_item.insert(f as *const ast::FnItem, fn_id);
+                    self.define_item(module, &f.name, def, diags);
+                }
+                ast::Item::Mod(m) => {
+                    let child = self.new_module(Some(module));
+                    let def = self.hir.alloc_def(&m.name.name, DefKind::Module, m.name.span);
+                    self.module_of_def.insert(def, child);
+                    self.define_item(module, &m.name, def, diags);
+                    self.declare_items(child, &m.items, stdlib, diags);
+                }
+                ast::Item::Const(c) => diags.push(not_supported(c.span, "`const` items")),
+                ast::Item::DerivRule(f) => diags.push(not_supported(f.span, "custom derivative rules (`@fn`)")),
+                ast::Item::Use(_) | ast::Item::Stmt(_) => {}
+            }
+        }
+    }
+
+    fn define_item(&mut self, module: ModId, name: &ast::Ident, def: DefId, diags: &mut Diagnostics) {
+        if let Some(prev) = self.modules[module].names.insert(name.name.clone(), def) {
+            let prev_span = self.hir.defs[prev].span;
+            diags.push(
+                Diagnostic::error(name.span, format!("the name `{}` is defined more than once", name.name))
+                    .label(prev_span, format!("previous definition of `{}` here", name.name)),
+            );
+        }
+    }
+
+    fn resolve_uses(&mut self, module: ModId, items: &[ast::Item], diags: &mut Diagnostics) {
+        for item in items {
+            match item {
+                ast::Item::Use(u) => {
+                    let mut prefix = Vec::new();
+                    self.resolve_use_tree(module, &u.tree, &mut prefix, diags);
+                }
+                ast::Item::Mod(m) => {
+                    if let Some(&def) = self.modules[module].names.get(&m.name.name) {
+                        if let Some(&child) = self.module_of_def.get(&def) {
+                            self.resolve_uses(child, &m.items, diags);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn resolve_use_tree(&mut self, module: ModId, tree: &ast::UseTree, prefix: &mut Vec<ast::Ident>, diags: &mut Diagnostics) {
+        match tree {
+            ast::UseTree::Path { segment, rest } => {
+                prefix.push(segment.clone());
+                self.resolve_use_tree(module, rest, prefix, diags);
+                prefix.pop();
+            }
+            ast::UseTree::Group(trees, _) => {
+                for t in trees {
+                    self.resolve_use_tree(module, t, prefix, diags);
+                }
+            }
+            ast::UseTree::Name { name, alias } => {
+                let mut path = prefix.clone();
+                path.push(name.clone());
+                let Some(def) = self.resolve_module_path(module, &path, diags) else { return };
+                let bind_as = alias.as_ref().unwrap_or(name);
+                self.define_item(module, bind_as, def, diags);
+            }
+            ast::UseTree::Glob(span) => {
+                let Some(def) = self.resolve_module_path(module, prefix, diags) else { return };
+                let Some(&m) = self.module_of_def.get(&def) else {
+                    diags.push(Diagnostic::error(*span, format!("`{}` is not a module", path_text(prefix))));
+                    return;
+                };
+                let names: Vec<(String, DefId)> = self.modules[m].names.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                for (name, def) in names {
+                    self.modules[module].names.entry(name).or_insert(def);
+                }
+            }
+        }
+    }
+
+    /// Resolves an item path (`std::math::exp`, `crate::f`, `super::g`, `m::h`)
+    /// starting in `module`.
+    fn resolve_module_path(&mut self, module: ModId, path: &[ast::Ident], diags: &mut Diagnostics) -> Option<DefId> {
+        let first = path.first()?;
+        let (mut current, rest): (ModId, &[ast::Ident]) = match first.name.as_str() {
+            "crate" => (self.root, &path[1..]),
+            "self" => (module, &path[1..]),
+            "super" => match self.modules[module].parent {
+                Some(p) => (p, &path[1..]),
+                None => {
+                    diags.push(Diagnostic::error(first.span, "there is no parent module for `super` to refer to"));
+                    return None;
+                }
+            },
+            "std" => {
+                let std_def = self.std_def?;
+                (*self.module_of_def.get(&std_def)?, &path[1..])
+            }
+            _ => (module, path),
+        };
+        if rest.is_empty() {
+            // `use std;` or `use crate;`: refer to the module itself.
+            return self.modules[current].names.get(&first.name).copied().or_else(|| {
+                diags.push(Diagnostic::error(first.span, format!("`{}` cannot be imported by itself", first.name)));
+                None
+            });
+        }
+        for (i, seg) in rest.iter().enumerate() {
+            let Some(&def) = self.modules[current].names.get(&seg.name) else {
+                let prefix_text = path_text(&path[..path.len() - rest.len() + i]);
+                let mut d = Diagnostic::error(
+                    seg.span,
+                    if prefix_text.is_empty() {
+                        format!("cannot find `{}` in this module", seg.name)
+                    } else {
+                        format!("cannot find `{}` in `{}`", seg.name, prefix_text)
+                    },
+                );
+                let candidates: Vec<&str> = self.modules[current].names.keys().map(|s| s.as_str()).collect();
+                if let Some(s) = suggest::closest(&seg.name, candidates) {
+                    d = d.help(format!("a name with a similar spelling exists: `{s}`"));
+                }
+                diags.push(d);
+                return None;
+            };
+            if i + 1 == rest.len() {
+                return Some(def);
+            }
+            match self.module_of_def.get(&def) {
+                Some(&m) => current = m,
+                None => {
+                    diags.push(Diagnostic::error(seg.span, format!("`{}` is not a module", seg.name)));
+                    return None;
+                }
+            }
+        }
+        None
+    }
+}
+
+fn not_supported(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(span, format!("{what} are not supported yet")).note("this part of the language is planned but not implemented in this version of einlang")
+}
+
+fn path_text(path: &[ast::Ident]) -> String {
+    path.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join("::")
+}
+
+fn intrinsic_by_name(name: &str) -> Option<Intrinsic> {
+    Some(match name {
+        "exp" => Intrinsic::Exp,
+        "ln" => Intrinsic::Ln,
+        "log10" => Intrinsic::Log10,
+        "log2" => Intrinsic::Log2,
+        "sqrt" => Intrinsic::Sqrt,
+        "sin" => Intrinsic::Sin,
+        "cos" => Intrinsic::Cos,
+        "tan" => Intrinsic::Tan,
+        "tanh" => Intrinsic::Tanh,
+        "sigmoid" => Intrinsic::Sigmoid,
+        "abs" => Intrinsic::Abs,
+        "floor" => Intrinsic::Floor,
+        "ceil" => Intrinsic::Ceil,
+        "round" => Intrinsic::Round,
+        "min" => Intrinsic::Min,
+        "max" => Intrinsic::Max,
+        "pow" => Intrinsic::Powf,
+        _ => return None,
+    })
+}
+
+/// Builtins of LANGUAGE.md §5 that arrive with a later stage.
+const LATER_BUILTINS: &[&str] = &["print", "assert", "len", "shape", "typeof"];
+
+impl Resolver {
+    fn resolve_bodies(&mut self, module: ModId, items: &[ast::Item], diags: &mut Diagnostics) {
+        for item in items {
+            match item {
+                ast::Item::Fn(f) if f.body.is_some() && f.attrs.iter().all(|a| a.name.name != "intrinsic") => {
+                    // Keyed by the item itself, so that a duplicate name does
+                    // not resolve the second body into the first function.
+                    let Some(&fn_id) = self.fn_of_item.get(&(f as *const ast::FnItem)) else { continue };
+                    self.resolve_fn(fn_id, f, module, diags);
+                }
+                ast::Item::Mod(m) => {
+                    if let Some(&def) = self.modules[module].names.get(&m.name.name) {
+                        if let Some(&child) = self.module_of_def.get(&def) {
+                            self.resolve_bodies(child, &m.items, diags);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn resolve_main(&mut self, program: &ast::Program, diags: &mut Diagnostics) {
+        let stmts: Vec<&ast::Stmt> = program.items.iter().filter_map(|i| if let ast::Item::Stmt(s) = i { Some(s) } else { None }).collect();
+        if stmts.is_empty() {
+            return;
+        }
+        if let Some(&existing) = self.modules[self.root].names.get("main") {
+            let span = self.hir.defs[existing].span;
+            diags.push(
+                Diagnostic::error(span, "a function `main` cannot be combined with top-level statements")
+                    .note("top-level statements become the body of a generated `main`"),
+            );
+            return;
+        }
+        let first = stmt_span(stmts[0]);
+        let def = self.hir.alloc_def("main", DefKind::Local, first);
+        self.current_module = self.root;
+        self.scopes = vec![HashMap::new()];
+        let mut block = hir::Block { stmts: Vec::new(), tail: None };
+        for s in stmts {
+            self.resolve_stmt(s, &mut block, diags);
+        }
+        self.scopes.clear();
+        let fn_id = self.hir.fns.alloc(hir::Function {
+            def,
+            public: true,
+            docs: Vec::new(),
+            params: Vec::new(),
+            ret: Some(TyAnn::Tuple(Vec::new())),
+            body: block,
+            is_main: true,
+            span: first,
+        });
+        self.hir.defs[def].kind = DefKind::Fn(fn_id);
+    }
+
+    fn resolve_fn(&mut self, fn_id: hir::FnId, f: &ast::FnItem, module: ModId, diags: &mut Diagnostics) {
+        self.current_module = module;
+        self.scopes = vec![HashMap::new()];
+        let mut params = Vec::new();
+        for p in &f.params {
+            let ty = match &p.ty {
+                Some(t) => self.resolve_ty(t, true, diags),
+                None => {
+                    diags.push(
+                        Diagnostic::error(p.name.span, format!("parameter `{}` has no type; generic parameters are not supported yet", p.name.name))
+                            .help(format!("give it a type, for example `{}: f32` or `{}: [f32; N]`", p.name.name, p.name.name)),
+                    );
+                    None
+                }
+            };
+            if self.scopes[0].get(&p.name.name).is_some_and(|d| self.hir.defs[*d].kind == DefKind::Param) {
+                diags.push(Diagnostic::error(p.name.span, format!("parameter `{}` is declared twice", p.name.name)));
+            }
+            let def = self.hir.alloc_def(&p.name.name, DefKind::Param, p.name.span);
+            self.scopes[0].insert(p.name.name.clone(), def);
+            params.push(hir::Param { def, ty, span: p.span });
+        }
+        let ret = f.ret.as_ref().and_then(|t| self.resolve_ty(t, true, diags));
+        let body = match &f.body {
+            Some(b) => self.resolve_block(b, diags),
+            None => hir::Block { stmts: Vec::new(), tail: None },
+        };
+        self.scopes.clear();
+        let func = &mut self.hir.fns[fn_id];
+        func.params = params;
+        func.ret = ret;
+        func.body = body;
+    }
+
+    /// Resolves a type annotation; dimension names are looked up in the
+    /// function scope and, when `declare` is set, new ones are declared.
+    fn resolve_ty(&mut self, ty: &ast::Type, declare: bool, diags: &mut Diagnostics) -> Option<TyAnn> {
+        match ty {
+            ast::Type::Scalar(k, _) => Some(TyAnn::Scalar(*k)),
+            ast::Type::Str(_) => Some(TyAnn::Str),
+            ast::Type::Tensor { elem, dims, span } => {
+                let elem = match self.resolve_ty(elem, declare, diags)? {
+                    TyAnn::Scalar(k) => k,
+                    _ => {
+                        diags.push(not_supported(*span, "tensors of non-scalar elements"));
+                        return None;
+                    }
+                };
+                let Some(dims) = dims else {
+                    diags.push(
+                        Diagnostic::error(*span, "tensor types without dimensions (`[T]`) are not supported yet")
+                            .help("name the dimension, for example `[f32; N]`"),
+                    );
+                    return None;
+                };
+                let dims = dims.iter().map(|d| self.resolve_dim(d, declare)).collect();
+                Some(TyAnn::Tensor { elem, dims, span: *span })
+            }
+            ast::Type::Tuple(items, _) => {
+                let items: Option<Vec<TyAnn>> = items.iter().map(|t| self.resolve_ty(t, declare, diags)).collect();
+                Some(TyAnn::Tuple(items?))
+            }
+            ast::Type::DynRank { span, .. } => {
+                diags.push(not_supported(*span, "dynamic-rank tensors (`[T; *]`)"));
+                None
+            }
+            ast::Type::Jagged { span, .. } => {
+                diags.push(not_supported(*span, "jagged arrays"));
+                None
+            }
+            ast::Type::Fn { span, .. } => {
+                diags.push(not_supported(*span, "function types"));
+                None
+            }
+        }
+    }
+
+    fn resolve_dim(&mut self, d: &ast::DimExpr, declare: bool) -> hir::DimAnn {
+        match d {
+            ast::DimExpr::Lit(v, s) => hir::DimAnn::Lit(*v, *s),
+            ast::DimExpr::Unknown(s) => hir::DimAnn::Unknown(*s),
+            ast::DimExpr::Name(id) => {
+                if let Some(&def) = self.scopes[0].get(&id.name) {
+                    if self.hir.defs[def].kind == DefKind::Dim {
+                        return hir::DimAnn::Sym(def, id.span);
+                    }
+                }
+                let def = self.hir.alloc_def(&id.name, DefKind::Dim, id.span);
+                if declare {
+                    self.scopes[0].insert(id.name.clone(), def);
+                }
+                hir::DimAnn::Sym(def, id.span)
+            }
+            ast::DimExpr::Binary { op, lhs, rhs, span } => {
+                let l = self.resolve_dim(lhs, declare);
+                let r = self.resolve_dim(rhs, declare);
+                hir::DimAnn::Bin(*op, Box::new(l), Box::new(r), *span)
+            }
+        }
+    }
+
+    fn resolve_block(&mut self, block: &ast::Block, diags: &mut Diagnostics) -> hir::Block {
+        self.scopes.push(HashMap::new());
+        let mut out = hir::Block { stmts: Vec::new(), tail: None };
+        for s in &block.stmts {
+            self.resolve_stmt(s, &mut out, diags);
+        }
+        out.tail = block.tail.as_ref().map(|t| self.resolve_expr(t, diags));
+        self.scopes.pop();
+        out
+    }
+
+    fn bind_local(&mut self, name: &ast::Ident, kind: DefKind) -> DefId {
+        let def = self.hir.alloc_def(&name.name, kind, name.span);
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name.name.clone(), def);
+        }
+        def
+    }
+
+    fn lookup_local(&self, name: &str) -> Option<DefId> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn resolve_stmt(&mut self, stmt: &ast::Stmt, out: &mut hir::Block, diags: &mut Diagnostics) {
+        match stmt {
+            ast::Stmt::Expr(e) => {
+                let e = self.resolve_expr(e, diags);
+                out.stmts.push(hir::Stmt::Expr(e));
+            }
+            ast::Stmt::Item(item) => {
+                let span = match &**item {
+                    ast::Item::Fn(f) | ast::Item::DerivRule(f) => f.span,
+                    ast::Item::Use(u) => u.span,
+                    ast::Item::Mod(m) => m.span,
+                    ast::Item::Const(c) => c.span,
+                    ast::Item::Stmt(s) => stmt_span(s),
+                };
+                diags.push(not_supported(span, "items inside blocks"));
+            }
+            ast::Stmt::Let(l) => self.resolve_let(l, out, diags),
+        }
+    }
+
+    fn resolve_let(&mut self, l: &ast::LetStmt, out: &mut hir::Block, diags: &mut Diagnostics) {
+        let name = match &l.pat {
+            ast::Pattern::Name(n) => n.clone(),
+            other => {
+                diags.push(not_supported(other.span(), "destructuring `let` patterns"));
+                return;
+            }
+        };
+        let ty = l.ty.as_ref().and_then(|t| self.resolve_ty(t, false, diags));
+        let Some(slots) = &l.indices else {
+            // A plain `let` may still carry a `where` for a reduction in its
+            // value (`let s = sum[i](x[i]) where x[i] > 0.0;`).
+            let (value, stray) = attach_wheres(&l.value, &l.where_clause, &[]);
+            for item in &stray {
+                self.report_stray_where(item, diags);
+            }
+            let value = self.resolve_expr(&value, diags);
+            let def = self.bind_local(&name, DefKind::Local);
+            out.stmts.push(hir::Stmt::Let { def, ty, value, span: l.span });
+            return;
+        };
+
+        // Recurrences (a binding that reads itself, or boundary clauses with
+        // literal slots) are the subject of a later stage.
+        let reads_self = mentions_index_of(&l.value, &name.name) && self.lookup_local(&name.name).is_none();
+        if let Some(lit) = slots.iter().find(|s| matches!(s, ast::IndexSlot::Lit(..))) {
+            diags.push(not_supported(lit.span(), "recurrences (clauses with literal index slots)"));
+            return;
+        }
+        if reads_self {
+            diags.push(not_supported(l.span, "recurrences (definitions that read themselves)"));
+            return;
+        }
+
+        // Ranges are resolved outside the statement's index scope.
+        let mut hir_slots = Vec::new();
+        let mut pending: Vec<(ast::Ident, Option<hir::Range>)> = Vec::new();
+        for slot in slots {
+            match slot {
+                ast::IndexSlot::Var(v) => pending.push((v.clone(), None)),
+                ast::IndexSlot::Ranged { var, range } => {
+                    let r = self.resolve_range(range, diags);
+                    pending.push((var.clone(), Some(r)));
+                }
+                ast::IndexSlot::Rest(r) => {
+                    diags.push(not_supported(r.span, "named rest indices (`..name`)"));
+                    return;
+                }
+                ast::IndexSlot::Lit(..) => {}
+            }
+        }
+        let lhs_names: Vec<String> = pending.iter().map(|(v, _)| v.name.clone()).collect();
+        self.scopes.push(HashMap::new());
+        for (var, range) in pending {
+            if self.scopes.last().is_some_and(|s| s.contains_key(&var.name)) {
+                diags.push(Diagnostic::error(var.span, format!("index `{}` appears twice on the left", var.name)));
+            }
+            let def = self.bind_local(&var, DefKind::Index);
+            hir_slots.push(Slot::Var { def, range });
+        }
+        let (value, stmt_wheres) = attach_wheres(&l.value, &l.where_clause, &lhs_names);
+        let wheres = self.resolve_wheres(&stmt_wheres, diags);
+        let body = self.resolve_expr(&value, diags);
+        self.scopes.pop();
+        let def = self.bind_local(&name, DefKind::Local);
+        if let Some(t) = &l.ty {
+            diags.push(not_supported(t.span(), "type annotations on indexed definitions"));
+        }
+        let _ = ty;
+        out.stmts.push(hir::Stmt::Indexed(hir::IndexedDef { def, slots: hir_slots, wheres, body, span: l.span }));
+    }
+
+    fn report_stray_where(&mut self, item: &ast::WhereItem, diags: &mut Diagnostics) {
+        if let ast::WhereItem::Range { .. } = item {
+            self.resolve_wheres(std::slice::from_ref(item), diags);
+            return;
+        }
+        let span = match item {
+            ast::WhereItem::Bind { span, .. } | ast::WhereItem::Range { span, .. } => *span,
+            ast::WhereItem::Guard(e) => e.span,
+        };
+        diags.push(
+            Diagnostic::error(span, "a `where` on a plain `let` must belong to a reduction in its value")
+                .help("mention one of the reduction's indices, or write the condition with `if`"),
+        );
+    }
+
+    fn resolve_range(&mut self, range: &ast::RangeExpr, diags: &mut Diagnostics) -> hir::Range {
+        let start = self.resolve_expr(&range.start, diags);
+        let mut end = self.resolve_expr(&range.end, diags);
+        if range.inclusive {
+            let one = self.hir.alloc_expr(ExprKind::Lit(ast::Lit::Int(1, None)), range.end.span);
+            end = self.hir.alloc_expr(ExprKind::Binary(ast::BinOp::Add, end, one), range.end.span);
+        }
+        hir::Range { start, end, span: range.span }
+    }
+
+    fn resolve_wheres(&mut self, items: &[ast::WhereItem], diags: &mut Diagnostics) -> Vec<Where> {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                ast::WhereItem::Bind { name, value, .. } => {
+                    let v = self.resolve_expr(value, diags);
+                    let def = self.bind_local(name, DefKind::WhereBind);
+                    out.push(Where::Bind { def, value: v });
+                }
+                ast::WhereItem::Guard(e) => {
+                    let g = self.resolve_expr(e, diags);
+                    out.push(Where::Guard(g));
+                }
+                ast::WhereItem::Range { var, span, .. } => {
+                    diags.push(
+                        Diagnostic::error(*span, format!("a range cannot appear in `where`: `{}` needs its range in brackets", var.name))
+                            .help(format!("declare it where the index is introduced: `[{} in a..b]`", var.name)),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    fn error_expr(&mut self, span: Span) -> ExprId {
+        self.hir.alloc_expr(ExprKind::Error, span)
+    }
+
+    fn resolve_expr(&mut self, e: &ast::Expr, diags: &mut Diagnostics) -> ExprId {
+        let span = e.span;
+        let kind = match &e.kind {
+            ast::ExprKind::Lit(lit) => {
+                if let ast::Lit::Str(_) = lit {
+                    diags.push(not_supported(span, "strings"));
+                    return self.error_expr(span);
+                }
+                ExprKind::Lit(lit.clone())
+            }
+            ast::ExprKind::Path(path) => return self.resolve_value_path(path, span, diags),
+            ast::ExprKind::Unary { op, expr } => ExprKind::Unary(*op, self.resolve_expr(expr, diags)),
+            ast::ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.resolve_expr(lhs, diags);
+                let r = self.resolve_expr(rhs, diags);
+                ExprKind::Binary(*op, l, r)
+            }
+            ast::ExprKind::Cast { expr, ty } => {
+                let inner = self.resolve_expr(expr, diags);
+                match ty {
+                    ast::Type::Scalar(k, _) => ExprKind::Cast(inner, *k),
+                    other => {
+                        diags.push(not_supported(other.span(), "casts to non-scalar types"));
+                        return self.error_expr(span);
+                    }
+                }
+            }
+            ast::ExprKind::Call { callee, args } => return self.resolve_call(callee, args, span, diags),
+            ast::ExprKind::Index { base, args } => {
+                let b = self.resolve_expr(base, diags);
+                let mut out = Vec::new();
+                for a in args {
+                    match a {
+                        ast::IndexArg::Expr(x) => out.push(self.resolve_expr(x, diags)),
+                        ast::IndexArg::Rest(r) => {
+                            diags.push(not_supported(r.span, "named rest indices (`..name`)"));
+                            return self.error_expr(span);
+                        }
+                    }
+                }
+                ExprKind::Index { base: b, args: out }
+            }
+            ast::ExprKind::Field { base, index, .. } => ExprKind::Field(self.resolve_expr(base, diags), *index),
+            ast::ExprKind::Reduce { op, vars, body, where_clause, .. } => {
+                let ranges: Vec<Option<hir::Range>> = vars.iter().map(|v| v.range.as_ref().map(|r| self.resolve_range(r, diags))).collect();
+                self.scopes.push(HashMap::new());
+                let mut red_vars = Vec::new();
+                for (v, range) in vars.iter().zip(ranges) {
+                    if self.scopes.last().is_some_and(|s| s.contains_key(&v.var.name)) {
+                        diags.push(Diagnostic::error(v.var.span, format!("index `{}` appears twice in this reduction", v.var.name)));
+                    }
+                    let def = self.bind_local(&v.var, DefKind::Index);
+                    red_vars.push(hir::RedVar { def, range });
+                }
+                let wheres = self.resolve_wheres(where_clause, diags);
+                let b = self.resolve_expr(body, diags);
+                self.scopes.pop();
+                ExprKind::Reduce { op: *op, vars: red_vars, wheres, body: b }
+            }
+            ast::ExprKind::If { cond, then, els } => {
+                let c = self.resolve_expr(cond, diags);
+                let t_block = self.resolve_block(then, diags);
+                let t = self.hir.alloc_expr(ExprKind::Block(t_block), then.span);
+                let e2 = els.as_ref().map(|x| self.resolve_expr(x, diags));
+                ExprKind::If { cond: c, then: t, els: e2 }
+            }
+            ast::ExprKind::Block(b) => ExprKind::Block(self.resolve_block(b, diags)),
+            ast::ExprKind::Array(items) => ExprKind::Array(items.iter().map(|x| self.resolve_expr(x, diags)).collect()),
+            ast::ExprKind::Tuple(items) => ExprKind::Tuple(items.iter().map(|x| self.resolve_expr(x, diags)).collect()),
+            ast::ExprKind::Interp(_) => return self.unsupported(span, "interpolated strings", diags),
+            ast::ExprKind::Match { .. } => return self.unsupported(span, "`match` expressions", diags),
+            ast::ExprKind::Jagged(_) => return self.unsupported(span, "jagged arrays", diags),
+            ast::ExprKind::Comprehension { .. } => return self.unsupported(span, "comprehensions", diags),
+            ast::ExprKind::Lambda { .. } => return self.unsupported(span, "lambdas", diags),
+            ast::ExprKind::Deriv { .. } | ast::ExprKind::Differential(_) => {
+                return self.unsupported(span, "derivative requests (`@y / @x`)", diags)
+            }
+            ast::ExprKind::Range(_) => return self.unsupported(span, "ranges as values", diags),
+        };
+        self.hir.alloc_expr(kind, span)
+    }
+
+    fn unsupported(&mut self, span: Span, what: &str, diags: &mut Diagnostics) -> ExprId {
+        diags.push(not_supported(span, what));
+        self.error_expr(span)
+    }
+
+    /// Every name visible from the body being resolved (for suggestions).
+    fn visible_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.scopes.iter().flat_map(|s| s.keys().cloned()).collect();
+        names.extend(self.modules[self.current_module].names.keys().cloned());
+        names
+    }
+
+    fn unknown_name(&self, ident: &ast::Ident, what: &str) -> Diagnostic {
+        let mut d = Diagnostic::error(ident.span, format!("cannot find {what} `{}` in this scope", ident.name));
+        let names = self.visible_names();
+        if let Some(s) = suggest::closest(&ident.name, names.iter().map(|s| s.as_str())) {
+            d = d.help(format!("a name with a similar spelling exists: `{s}`"));
+        } else if let Some(module) = stdlib_home(&ident.name) {
+            d = d.help(format!("import it: `use {module}::{};`", ident.name));
+        }
+        d
+    }
+
+    fn resolve_value_path(&mut self, path: &[ast::Ident], span: Span, diags: &mut Diagnostics) -> ExprId {
+        let def = if path.len() == 1 {
+            let ident = &path[0];
+            match self.lookup_local(&ident.name).or_else(|| self.modules[self.current_module].names.get(&ident.name).copied()) {
+                Some(d) => d,
+                None => {
+                    let d = self.unknown_name(ident, "value");
+                    diags.push(d);
+                    return self.error_expr(span);
+                }
+            }
+        } else {
+            match self.resolve_module_path(self.current_module, path, diags) {
+                Some(d) => d,
+                None => return self.error_expr(span),
+            }
+        };
+        match self.hir.defs[def].kind {
+            DefKind::Fn(_) | DefKind::Intrinsic(_) => {
+                diags.push(
+                    Diagnostic::error(span, format!("`{}` is a function; functions as values are not supported yet", path_text(path)))
+                        .help("call it with arguments: `f(x)`"),
+                );
+                self.error_expr(span)
+            }
+            DefKind::Module => {
+                diags.push(Diagnostic::error(span, format!("`{}` is a module, not a value", path_text(path))));
+                self.error_expr(span)
+            }
+            _ => self.hir.alloc_expr(ExprKind::Def(def), span),
+        }
+    }
+
+    fn resolve_call(&mut self, callee: &ast::Expr, args: &[ast::Expr], span: Span, diags: &mut Diagnostics) -> ExprId {
+        let callee_span = callee.span;
+        let ast::ExprKind::Path(path) = &callee.kind else {
+            diags.push(not_supported(callee.span, "calls of computed functions"));
+            return self.error_expr(span);
+        };
+        let found = if path.len() == 1 {
+            let ident = &path[0];
+            match self.lookup_local(&ident.name).or_else(|| self.modules[self.current_module].names.get(&ident.name).copied()) {
+                Some(d) => Some(d),
+                None => {
+                    if LATER_BUILTINS.contains(&ident.name.as_str()) {
+                        diags.push(not_supported(ident.span, &format!("the builtin `{}` and its kind", ident.name)));
+                    } else {
+                        let d = self.unknown_name(ident, "function");
+                        diags.push(d);
+                    }
+                    None
+                }
+            }
+        } else {
+            self.resolve_module_path(self.current_module, path, diags)
+        };
+        let args: Vec<ExprId> = args.iter().map(|a| self.resolve_expr(a, diags)).collect();
+        let Some(def) = found else { return self.error_expr(span) };
+        let callee = match self.hir.defs[def].kind {
+            DefKind::Fn(f) => Callee::Fn(f),
+            DefKind::Intrinsic(i) => Callee::Intrinsic(i),
+            _ => {
+                diags.push(
+                    Diagnostic::error(callee.span, format!("`{}` is not a function", path_text(path)))
+                        .label(self.hir.defs[def].span, format!("`{}` is defined here", path_text(path))),
+                );
+                return self.error_expr(span);
+            }
+        };
+        self.hir.alloc_expr(ExprKind::Call { callee, callee_span, args }, span)
+    }
+}
+
+fn stmt_span(s: &ast::Stmt) -> Span {
+    match s {
+        ast::Stmt::Let(l) => l.span,
+        ast::Stmt::Expr(e) => e.span,
+        ast::Stmt::Item(i) => match &**i {
+            ast::Item::Fn(f) | ast::Item::DerivRule(f) => f.span,
+            ast::Item::Use(u) => u.span,
+            ast::Item::Mod(m) => m.span,
+            ast::Item::Const(c) => c.span,
+            ast::Item::Stmt(s) => stmt_span(s),
+        },
+    }
+}
+
+/// The standard-library module that defines `name`, for "import it" hints.
+fn stdlib_home(name: &str) -> Option<&'static str> {
+    intrinsic_by_name(name).map(|_| "std::math")
+}
+
+/// Whether `e` subscripts the name `name` anywhere (`name[...]`).
+fn mentions_index_of(e: &ast::Expr, name: &str) -> bool {
+    let mut found = false;
+    walk_ast(e, &mut |x| {
+        if let ast::ExprKind::Index { base, .. } = &x.kind {
+            if let ast::ExprKind::Path(p) = &base.kind {
+                if p.len() == 1 && p[0].name == name {
+                    found = true;
+                }
+            }
+        }
+    });
+    found
+}
+
+/// Calls `f` on every expression of `e`, outer first.
+fn walk_ast(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
+    f(e);
+    let walk_block = |b: &ast::Block, f: &mut dyn FnMut(&ast::Expr)| {
+        for s in &b.stmts {
+            match s {
+                ast::Stmt::Let(l) => {
+                    walk_ast(&l.value, f);
+                    walk_where(&l.where_clause, f);
+                }
+                ast::Stmt::Expr(x) => walk_ast(x, f),
+                ast::Stmt::Item(_) => {}
+            }
+        }
+        if let Some(t) = &b.tail {
+            walk_ast(t, f);
+        }
+    };
+    match &e.kind {
+        ast::ExprKind::Lit(_) | ast::ExprKind::Path(_) | ast::ExprKind::Deriv { .. } | ast::ExprKind::Differential(_) => {}
+        ast::ExprKind::Interp(parts) => {
+            for p in parts {
+                if let ast::StrPart::Interp { expr, .. } = p {
+                    walk_ast(expr, f);
+                }
+            }
+        }
+        ast::ExprKind::Unary { expr, .. } | ast::ExprKind::Cast { expr, .. } | ast::ExprKind::Field { base: expr, .. } => walk_ast(expr, f),
+        ast::ExprKind::Binary { lhs, rhs, .. } => {
+            walk_ast(lhs, f);
+            walk_ast(rhs, f);
+        }
+        ast::ExprKind::Call { callee, args } => {
+            walk_ast(callee, f);
+            args.iter().for_each(|a| walk_ast(a, f));
+        }
+        ast::ExprKind::Index { base, args } => {
+            walk_ast(base, f);
+            for a in args {
+                if let ast::IndexArg::Expr(x) = a {
+                    walk_ast(x, f);
+                }
+            }
+        }
+        ast::ExprKind::Reduce { vars, body, where_clause, .. } => {
+            for v in vars {
+                if let Some(r) = &v.range {
+                    walk_ast(&r.start, f);
+                    walk_ast(&r.end, f);
+                }
+            }
+            walk_ast(body, f);
+            walk_where(where_clause, f);
+        }
+        ast::ExprKind::If { cond, then, els } => {
+            walk_ast(cond, f);
+            walk_block(then, f);
+            if let Some(x) = els {
+                walk_ast(x, f);
+            }
+        }
+        ast::ExprKind::Match { scrutinee, arms } => {
+            walk_ast(scrutinee, f);
+            for a in arms {
+                if let Some(g) = &a.guard {
+                    walk_ast(g, f);
+                }
+                walk_ast(&a.body, f);
+            }
+        }
+        ast::ExprKind::Block(b) => walk_block(b, f),
+        ast::ExprKind::Array(xs) | ast::ExprKind::Jagged(xs) | ast::ExprKind::Tuple(xs) => xs.iter().for_each(|x| walk_ast(x, f)),
+        ast::ExprKind::Comprehension { body, clauses } => {
+            walk_ast(body, f);
+            for c in clauses {
+                match c {
+                    ast::CompClause::Gen { iter, .. } => walk_ast(iter, f),
+                    ast::CompClause::Filter(x) => walk_ast(x, f),
+                }
+            }
+        }
+        ast::ExprKind::Lambda { body, .. } => walk_ast(body, f),
+        ast::ExprKind::Range(r) => {
+            walk_ast(&r.start, f);
+            walk_ast(&r.end, f);
+        }
+    }
+}
+
+fn walk_where(items: &[ast::WhereItem], f: &mut dyn FnMut(&ast::Expr)) {
+    for w in items {
+        match w {
+            ast::WhereItem::Bind { value, .. } => walk_ast(value, f),
+            ast::WhereItem::Guard(g) => walk_ast(g, f),
+            ast::WhereItem::Range { range, .. } => {
+                walk_ast(&range.start, f);
+                walk_ast(&range.end, f);
+            }
+        }
+    }
+}
+
+/// Single-segment names an expression mentions.
+fn names_in_where(item: &ast::WhereItem) -> Vec<String> {
+    let mut names = Vec::new();
+    if let ast::WhereItem::Range { var, .. } = item {
+        names.push(var.name.clone());
+    }
+    walk_where(std::slice::from_ref(item), &mut |x| {
+        if let ast::ExprKind::Path(p) = &x.kind {
+            if p.len() == 1 {
+                names.push(p[0].name.clone());
+            }
+        }
+    });
+    names
+}
+
+/// Splits a statement's `where` items between the statement and the
+/// reductions of `value`: an item that mentions a reduction's index (or a
+/// binding already moved into that reduction) belongs to that reduction, the
+/// outermost one when several qualify. Returns the rewritten value and the
+/// items that stay with the statement.
+fn attach_wheres(value: &ast::Expr, items: &[ast::WhereItem], lhs_names: &[String]) -> (ast::Expr, Vec<ast::WhereItem>) {
+    let mut reductions: Vec<Vec<String>> = Vec::new();
+    walk_ast(value, &mut |x| {
+        if let ast::ExprKind::Reduce { vars, .. } = &x.kind {
+            reductions.push(vars.iter().map(|v| v.var.name.clone()).collect());
+        }
+    });
+    let mut stay = Vec::new();
+    let mut moved: Vec<Vec<ast::WhereItem>> = vec![Vec::new(); reductions.len()];
+    for item in items {
+        let names = names_in_where(item);
+        let target = reductions
+            .iter()
+            .position(|vars| names.iter().any(|n| vars.contains(n) && !lhs_names.contains(n)));
+        match target {
+            Some(k) => {
+                if let ast::WhereItem::Bind { name, .. } = item {
+                    reductions[k].push(name.name.clone());
+                }
+                moved[k].push(item.clone());
+            }
+            None => stay.push(item.clone()),
+        }
+    }
+    let mut value = value.clone();
+    let mut counter = 0usize;
+    push_into_reductions(&mut value, &mut moved, &mut counter);
+    (value, stay)
+}
+
+fn push_into_reductions(e: &mut ast::Expr, moved: &mut [Vec<ast::WhereItem>], counter: &mut usize) {
+    if let ast::ExprKind::Reduce { where_clause, .. } = &mut e.kind {
+        if let Some(items) = moved.get_mut(*counter) {
+            where_clause.append(items);
+        }
+        *counter += 1;
+    }
+    // Same pre-order as `walk_ast`.
+    match &mut e.kind {
+        ast::ExprKind::Unary { expr, .. } | ast::ExprKind::Cast { expr, .. } | ast::ExprKind::Field { base: expr, .. } => {
+            push_into_reductions(expr, moved, counter)
+        }
+        ast::ExprKind::Binary { lhs, rhs, .. } => {
+            push_into_reductions(lhs, moved, counter);
+            push_into_reductions(rhs, moved, counter);
+        }
+        ast::ExprKind::Call { callee, args } => {
+            push_into_reductions(callee, moved, counter);
+            args.iter_mut().for_each(|a| push_into_reductions(a, moved, counter));
+        }
+        ast::ExprKind::Index { base, args } => {
+            push_into_reductions(base, moved, counter);
+            for a in args {
+                if let ast::IndexArg::Expr(x) = a {
+                    push_into_reductions(x, moved, counter);
+                }
+            }
+        }
+        ast::ExprKind::Reduce { vars, body, where_clause, .. } => {
+            for v in vars {
+                if let Some(r) = &mut v.range {
+                    push_into_reductions(&mut r.start, moved, counter);
+                    push_into_reductions(&mut r.end, moved, counter);
+                }
+            }
+            push_into_reductions(body, moved, counter);
+            for w in where_clause.iter_mut() {
+                match w {
+                    ast::WhereItem::Bind { value, .. } => push_into_reductions(value, moved, counter),
+                    ast::WhereItem::Guard(g) => push_into_reductions(g, moved, counter),
+                    ast::WhereItem::Range { range, .. } => {
+                        push_into_reductions(&mut range.start, moved, counter);
+                        push_into_reductions(&mut range.end, moved, counter);
+                    }
+                }
+            }
+        }
+        ast::ExprKind::If { cond, then, els } => {
+            push_into_reductions(cond, moved, counter);
+            push_block(then, moved, counter);
+            if let Some(x) = els {
+                push_into_reductions(x, moved, counter);
+            }
+        }
+        ast::ExprKind::Match { scrutinee, arms } => {
+            push_into_reductions(scrutinee, moved, counter);
+            for a in arms {
+                if let Some(g) = &mut a.guard {
+                    push_into_reductions(g, moved, counter);
+                }
+                push_into_reductions(&mut a.body, moved, counter);
+            }
+        }
+        ast::ExprKind::Block(b) => push_block(b, moved, counter),
+        ast::ExprKind::Array(xs) | ast::ExprKind::Jagged(xs) | ast::ExprKind::Tuple(xs) => {
+            xs.iter_mut().for_each(|x| push_into_reductions(x, moved, counter))
+        }
+        ast::ExprKind::Comprehension { body, clauses } => {
+            push_into_reductions(body, moved, counter);
+            for c in clauses {
+                match c {
+                    ast::CompClause::Gen { iter, .. } => push_into_reductions(iter, moved, counter),
+                    ast::CompClause::Filter(x) => push_into_reductions(x, moved, counter),
+                }
+            }
+        }
+        ast::ExprKind::Lambda { body, .. } => push_into_reductions(body, moved, counter),
+        ast::ExprKind::Range(r) => {
+            push_into_reductions(&mut r.start, moved, counter);
+            push_into_reductions(&mut r.end, moved, counter);
+        }
+        ast::ExprKind::Interp(parts) => {
+            for p in parts {
+                if let ast::StrPart::Interp { expr, .. } = p {
+                    push_into_reductions(expr, moved, counter);
+                }
+            }
+        }
+        ast::ExprKind::Lit(_) | ast::ExprKind::Path(_) | ast::ExprKind::Deriv { .. } | ast::ExprKind::Differential(_) => {}
+    }
+}
+
+fn push_block(b: &mut ast::Block, moved: &mut [Vec<ast::WhereItem>], counter: &mut usize) {
+    for s in &mut b.stmts {
+        match s {
+            ast::Stmt::Let(l) => {
+                push_into_reductions(&mut l.value, moved, counter);
+                for w in l.where_clause.iter_mut() {
+                    match w {
+                        ast::WhereItem::Bind { value, .. } => push_into_reductions(value, moved, counter),
+                        ast::WhereItem::Guard(g) => push_into_reductions(g, moved, counter),
+                        ast::WhereItem::Range { range, .. } => {
+                            push_into_reductions(&mut range.start, moved, counter);
+                            push_into_reductions(&mut range.end, moved, counter);
+                        }
+                    }
+                }
+            }
+            ast::Stmt::Expr(x) => push_into_reductions(x, moved, counter),
+            ast::Stmt::Item(_) => {}
+        }
+    }
+    if let Some(t) = &mut b.tail {
+        push_into_reductions(t, moved, counter);
+    }
+}

@@ -1,0 +1,109 @@
+//! Resolution tests: names become `DefId`s (printed as `name#id`), and
+//! resolution errors carry suggestions.
+
+use expect_test::{expect, Expect};
+
+use crate::diag::Diagnostics;
+
+fn resolve_src(src: &str) -> Result<String, String> {
+    let ast = crate::syntax::parse_str(src).map_err(|d| d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))?;
+    let mut diags = Diagnostics::new();
+    let hir = crate::resolve::resolve_program(&ast, &mut diags);
+    if diags.has_errors() {
+        return Err(diags.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"));
+    }
+    let tables = crate::analysis::Tables { expr_ty: Vec::new(), ..Default::default() };
+    Ok(crate::hir::pretty::pretty_hir(&hir, &tables))
+}
+
+fn check(src: &str, expect: Expect) {
+    match resolve_src(src) {
+        Ok(text) => expect.assert_eq(&text),
+        Err(e) => panic!("unexpected errors:\n{e}"),
+    }
+}
+
+fn check_error(src: &str, expect: Expect) {
+    match resolve_src(src) {
+        Ok(text) => panic!("expected an error, got:\n{text}"),
+        Err(e) => expect.assert_eq(&e),
+    }
+}
+
+#[test]
+fn same_spelling_in_two_statements_gives_two_ids() {
+    check(
+        "fn f(x: [f32; N]) -> f32 { let a[i] = x[i]; let b[i] = a[i] * 2.0; sum[i](b[i]) }",
+        expect![[r#"
+            fn f(x#22: ) ->  {
+                let a#24[i#23 in ?]:  = x#22[i#23];
+                let b#26[i#25 in ?]:  = (a#24[i#25] * 2.0);
+                sum[i#27 in ?](b#26[i#27])
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn shadowing_refers_to_the_earlier_binding() {
+    check("fn f(x: f32) -> f32 { let y = x; let y = y * 2.0; y }", expect![[r#"
+        fn f(x#21: ) ->  {
+            let y#22:  = x#21;
+            let y#23:  = (y#22 * 2.0);
+            y#23
+        }
+    "#]]);
+}
+
+#[test]
+fn items_are_hoisted_and_std_imports_resolve() {
+    check(
+        "use std::math::{exp, max as mx}; fn f(x: f32) -> f32 { g(exp(x)) } fn g(y: f32) -> f32 { mx(y, 0.0) }",
+        expect![[r#"
+            fn f(x#22: ) ->  {
+                g(intrinsic::exp(x#22))
+            }
+            fn g(y#23: ) ->  {
+                intrinsic::max(y#23, 0.0)
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn where_mentioning_a_reduction_index_moves_into_it() {
+    check("fn f(x: [f32; N]) -> f32 { let s = sum[i](x[i]) where x[i] > 0.0; s }", expect![[r#"
+        fn f(x#22: ) ->  {
+            let s#24:  = sum[i#23 in ?](x#22[i#23] where (x#22[i#23] > 0.0));
+            s#24
+        }
+    "#]]);
+}
+
+#[test]
+fn unknown_name_suggests_a_close_one() {
+    check_error("fn f(weight: f32) -> f32 { wieght * 2.0 }", expect![[r#"
+        error: cannot find value `wieght` in this scope @1:27
+          = help: a name with a similar spelling exists: `weight`"#]]);
+}
+
+#[test]
+fn unknown_function_suggests_an_import() {
+    check_error("fn f(x: f32) -> f32 { exp(x) }", expect![[r#"
+        error: cannot find function `exp` in this scope @1:22
+          = help: import it: `use std::math::exp;`"#]]);
+}
+
+#[test]
+fn range_in_where_is_an_error() {
+    check_error("fn f(x: [f32; N]) -> f32 { let s = sum[i](x[i]) where i in 0..N; s }", expect![[r#"
+        error: a range cannot appear in `where`: `i` needs its range in brackets @1:54
+          = help: declare it where the index is introduced: `[i in a..b]`"#]]);
+}
+
+#[test]
+fn unresolved_import() {
+    check_error("use std::math::exq; fn f(x: f32) -> f32 { x }", expect![[r#"
+        error: cannot find `exq` in `std::math` @1:15
+          = help: a name with a similar spelling exists: `exp`"#]]);
+}

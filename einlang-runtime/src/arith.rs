@@ -1,0 +1,171 @@
+//! Scalar arithmetic that can fail: integer division, remainder and power.
+//!
+//! Rust's integer `/` and `%` panic on a zero divisor and on `MIN / -1`, and
+//! `pow` overflows; generated code routes these operations through the
+//! functions here so that a bad value becomes `Error::Arithmetic` instead.
+//! Float arithmetic needs none of this (it is IEEE: `1.0 / 0.0` is `inf`).
+
+use crate::Error;
+
+/// The integer types of Einlang (`i8 i16 i32 i64 u8 u32 u64`).
+pub trait Int: Copy + PartialEq + Sized {
+    const ZERO: Self;
+    const ONE: Self;
+    /// `-1` for signed types, `None` for unsigned ones.
+    const MINUS_ONE: Option<Self>;
+    fn checked_div(self, rhs: Self) -> Option<Self>;
+    fn checked_rem(self, rhs: Self) -> Option<Self>;
+    fn checked_pow(self, exp: u32) -> Option<Self>;
+    /// The value as an `i128` (exact for every implementing type).
+    fn to_i128(self) -> i128;
+}
+
+macro_rules! impl_int {
+    ($($t:ty => $minus_one:expr),* $(,)?) => {
+        $(
+            impl Int for $t {
+                const ZERO: Self = 0;
+                const ONE: Self = 1;
+                const MINUS_ONE: Option<Self> = $minus_one;
+                #[inline]
+                fn checked_div(self, rhs: Self) -> Option<Self> {
+                    <$t>::checked_div(self, rhs)
+                }
+                #[inline]
+                fn checked_rem(self, rhs: Self) -> Option<Self> {
+                    <$t>::checked_rem(self, rhs)
+                }
+                #[inline]
+                fn checked_pow(self, exp: u32) -> Option<Self> {
+                    <$t>::checked_pow(self, exp)
+                }
+                #[inline]
+                fn to_i128(self) -> i128 {
+                    self as i128
+                }
+            }
+        )*
+    };
+}
+
+impl_int!(i8 => Some(-1), i16 => Some(-1), i32 => Some(-1), i64 => Some(-1), u8 => None, u32 => None, u64 => None);
+
+#[cold]
+fn arithmetic(function: &str, message: String) -> Error {
+    Error::Arithmetic { function: function.to_string(), message }
+}
+
+/// `a / b` for integers, truncating toward zero (Rust semantics); a zero
+/// divisor or an overflowing quotient (`MIN / -1`) is an error.
+#[inline]
+pub fn int_div<T: Int>(function: &str, a: T, b: T) -> Result<T, Error> {
+    match a.checked_div(b) {
+        Some(q) => Ok(q),
+        None if b == T::ZERO => Err(arithmetic(function, format!("integer division of {} by zero", a.to_i128()))),
+        None => Err(arithmetic(function, format!("integer division {} / {} overflows", a.to_i128(), b.to_i128()))),
+    }
+}
+
+/// `a % b` for integers (the sign of `a`, Rust semantics); a zero divisor is
+/// an error. `MIN % -1` is mathematically 0 and returns 0.
+#[inline]
+pub fn int_rem<T: Int>(function: &str, a: T, b: T) -> Result<T, Error> {
+    match a.checked_rem(b) {
+        Some(r) => Ok(r),
+        None if b == T::ZERO => Err(arithmetic(function, format!("integer remainder of {} by zero", a.to_i128()))),
+        None => Ok(T::ZERO),
+    }
+}
+
+/// `base ** exp` for integers. A negative exponent is an error (the result
+/// would not be an integer), and so is a result that overflows `T`.
+#[inline]
+pub fn int_pow<T: Int, E: Int>(function: &str, base: T, exp: E) -> Result<T, Error> {
+    let e = exp.to_i128();
+    if e < 0 {
+        return Err(arithmetic(function, format!("integer power {} ** {e} has a negative exponent", base.to_i128())));
+    }
+    let overflow = || arithmetic(function, format!("integer power {} ** {e} overflows", base.to_i128()));
+    match u32::try_from(e) {
+        Ok(e) => base.checked_pow(e).ok_or_else(overflow),
+        // Only 0, 1 and -1 survive exponents this large.
+        Err(_) if base == T::ZERO || base == T::ONE => Ok(base),
+        Err(_) if Some(base) == T::MINUS_ONE => Ok(if e % 2 == 0 { T::ONE } else { base }),
+        Err(_) => Err(overflow()),
+    }
+}
+
+/// The float types of Einlang (`f32 f64`).
+pub trait Float: Copy {
+    fn powi(self, n: i32) -> Self;
+    fn powf_i128(self, n: i128) -> Self;
+}
+
+impl Float for f32 {
+    #[inline]
+    fn powi(self, n: i32) -> Self {
+        f32::powi(self, n)
+    }
+    #[inline]
+    fn powf_i128(self, n: i128) -> Self {
+        f32::powf(self, n as f32)
+    }
+}
+
+impl Float for f64 {
+    #[inline]
+    fn powi(self, n: i32) -> Self {
+        f64::powi(self, n)
+    }
+    #[inline]
+    fn powf_i128(self, n: i128) -> Self {
+        f64::powf(self, n as f64)
+    }
+}
+
+/// `base ** exp` for a float base and an integer exponent of any integer
+/// type. Exponents outside `i32` (where `powi` would truncate them) go
+/// through `powf`, which is exact for them to the precision of the type.
+#[inline]
+pub fn powi<F: Float, E: Int>(base: F, exp: E) -> F {
+    let e = exp.to_i128();
+    match i32::try_from(e) {
+        Ok(e) => base.powi(e),
+        Err(_) => base.powf_i128(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn division_truncates_and_reports_zero_and_overflow() {
+        assert_eq!(int_div("f", 7i32, -2), Ok(-3));
+        assert_eq!(int_rem("f", -7i64, 2), Ok(-1));
+        assert!(matches!(int_div("f", 1u8, 0), Err(Error::Arithmetic { .. })));
+        assert!(matches!(int_rem("f", 1i16, 0), Err(Error::Arithmetic { .. })));
+        assert!(int_div("f", i64::MIN, -1).is_err());
+        assert_eq!(int_rem("f", i64::MIN, -1), Ok(0));
+    }
+
+    #[test]
+    fn integer_power() {
+        assert_eq!(int_pow("f", 3i32, 4i32), Ok(81));
+        assert_eq!(int_pow("f", 2u8, 0u8), Ok(1));
+        assert!(int_pow("f", 2i32, -1i32).is_err());
+        assert!(int_pow("f", 2i32, 31i32).is_err());
+        assert_eq!(int_pow("f", -1i64, i64::MAX), Ok(-1));
+        assert_eq!(int_pow("f", -1i64, 1i64 << 40), Ok(1));
+        assert_eq!(int_pow("f", 0u64, u64::MAX), Ok(0));
+        assert!(int_pow("f", 2u64, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn float_power_with_integer_exponent() {
+        assert_eq!(powi(2.0f32, 3i64), 8.0);
+        assert_eq!(powi(2.0f64, -1i32), 0.5);
+        assert_eq!(powi(1.0f64, i64::MAX), 1.0);
+        assert_eq!(powi(0.5f64, 1u64 << 40), 0.0);
+    }
+}

@@ -1,0 +1,131 @@
+//! Conversions of values at the boundary of generated functions.
+//!
+//! Inside a generated function a tensor is either an owned `Array` (computed
+//! there) or an `ArrayView` (a parameter, or a sub-tensor of one). What a
+//! function returns, and what the branches of a tensor-valued `if` produce,
+//! must be owned and in standard layout; [`owned`] makes it so without
+//! copying what already is.
+
+use crate::Error;
+use ndarray::{Array, ArrayView, Dimension, IntoDimension};
+
+/// A value that can be turned into its owned, standard-layout form.
+pub trait IntoOwned {
+    type Owned;
+    fn into_owned_value(self) -> Self::Owned;
+}
+
+impl<T: Clone, D: Dimension> IntoOwned for Array<T, D> {
+    type Owned = Array<T, D>;
+    #[inline]
+    fn into_owned_value(self) -> Self::Owned {
+        if self.is_standard_layout() {
+            self
+        } else {
+            self.as_standard_layout().into_owned()
+        }
+    }
+}
+
+impl<T: Clone, D: Dimension> IntoOwned for ArrayView<'_, T, D> {
+    type Owned = Array<T, D>;
+    #[inline]
+    fn into_owned_value(self) -> Self::Owned {
+        self.as_standard_layout().into_owned()
+    }
+}
+
+impl IntoOwned for &str {
+    type Owned = String;
+    #[inline]
+    fn into_owned_value(self) -> String {
+        self.to_string()
+    }
+}
+
+macro_rules! owned_is_self {
+    ($($t:ty),*) => {
+        $(
+            impl IntoOwned for $t {
+                type Owned = $t;
+                #[inline]
+                fn into_owned_value(self) -> $t {
+                    self
+                }
+            }
+        )*
+    };
+}
+
+owned_is_self!(i8, i16, i32, i64, u8, u32, u64, f32, f64, bool, String, ());
+
+macro_rules! owned_tuple {
+    ($($name:ident)+) => {
+        impl<$($name: IntoOwned),+> IntoOwned for ($($name,)+) {
+            type Owned = ($($name::Owned,)+);
+            #[inline]
+            #[allow(non_snake_case)]
+            fn into_owned_value(self) -> Self::Owned {
+                let ($($name,)+) = self;
+                ($($name.into_owned_value(),)+)
+            }
+        }
+    };
+}
+
+owned_tuple!(A);
+owned_tuple!(A B);
+owned_tuple!(A B C);
+owned_tuple!(A B C D);
+owned_tuple!(A B C D E);
+owned_tuple!(A B C D E F);
+owned_tuple!(A B C D E F G);
+owned_tuple!(A B C D E F G H);
+
+/// The owned, standard-layout form of `value` (moves owned arrays that
+/// already are standard, copies views).
+#[inline]
+pub fn owned<V: IntoOwned>(value: V) -> V::Owned {
+    value.into_owned_value()
+}
+
+/// A tensor literal: `elems` in row-major order for `shape`.
+pub fn array_lit<T, Sh>(function: &str, shape: Sh, elems: Vec<T>) -> Result<Array<T, Sh::Dim>, Error>
+where
+    Sh: IntoDimension,
+{
+    let dim = shape.into_dimension();
+    let want = dim.size_checked();
+    let found = elems.len();
+    Array::from_shape_vec(dim, elems).map_err(|_| Error::Extent {
+        function: function.to_string(),
+        message: format!(
+            "internal error in einlang: a tensor literal has {found} elements for {} positions",
+            want.map_or_else(|| "too many".to_string(), |n| n.to_string())
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{array, Array2};
+
+    #[test]
+    fn owned_keeps_standard_arrays_and_copies_views() {
+        let a = array![[1, 2], [3, 4]];
+        let t = owned(a.t());
+        assert!(t.is_standard_layout());
+        assert_eq!(t, array![[1, 3], [2, 4]]);
+        let (x, s, n): (Array2<i32>, String, f32) = owned((a.clone(), "hi", 2.0f32));
+        assert_eq!(x, a);
+        assert_eq!(s, "hi");
+        assert_eq!(n, 2.0);
+    }
+
+    #[test]
+    fn array_literal_shapes() {
+        assert_eq!(array_lit("f", [2, 2], vec![1, 2, 3, 4]).unwrap(), array![[1, 2], [3, 4]]);
+        assert!(array_lit("f", [2, 2], vec![1, 2, 3]).is_err());
+    }
+}
