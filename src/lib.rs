@@ -29,3 +29,8 @@ pub mod __private {
     pub use einlang_runtime::*;
     pub use einlang_runtime::__ndarray as ndarray;
 }
+
+// The README's example is compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

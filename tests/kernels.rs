@@ -954,3 +954,27 @@ fn integer_kernels_are_exact() {
     let store = Array1::from_shape_fn(60, |i| if i % 2 == 0 { v[i / 2] } else { 1000 });
     assert_eq!(sum_sq_i32(store.slice(s![..;2])).unwrap(), v.iter().map(|a| a * a).sum::<i32>());
 }
+
+mod literal_slots {
+    use einlang::einlang;
+    use einlang::ndarray::{array, Array2};
+
+    einlang! {
+        /// Writes column 1 of an `[N, 2]` result; column 0 stays zero.
+        pub fn second_column(a: [f32; N]) -> [f32; N, 2] {
+            let y[i, 1] = a[i] * 2.0;
+            y
+        }
+    }
+
+    #[test]
+    fn literal_slot_writes_one_position() {
+        let a = array![1.0f32, -2.0, 3.5];
+        let y = second_column(&a).unwrap();
+        let mut expected = Array2::<f32>::zeros((3, 2));
+        for i in 0..3 {
+            expected[[i, 1]] = 2.0 * a[i];
+        }
+        assert_eq!(y, expected);
+    }
+}

@@ -487,11 +487,11 @@ fn matmul_with_reduction() {
                     [M as usize, N as usize],
                     3,
                     true,
-                    |__i, __c_row| {
-                        let i: i64 = __i as i64;
-                        for (__j, __c_slot) in __c_row.iter_mut().enumerate() {
-                            let j: i64 = __j as i64;
-                            *__c_slot = {
+                    |__pos_i, __row_c| {
+                        let i: i64 = __pos_i as i64;
+                        for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                            let j: i64 = __pos_j as i64;
+                            *__slot_c = {
                                 let mut __sum_k: f32 = 0.0f32;
                                 for k in 0i64..K {
                                     __sum_k
@@ -571,11 +571,11 @@ fn matmul_all_checked() {
                     [M as usize, N as usize],
                     3,
                     true,
-                    |__i, __c_row| {
-                        let i: i64 = __i as i64;
-                        for (__j, __c_slot) in __c_row.iter_mut().enumerate() {
-                            let j: i64 = __j as i64;
-                            *__c_slot = {
+                    |__pos_i, __row_c| {
+                        let i: i64 = __pos_i as i64;
+                        for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                            let j: i64 = __pos_j as i64;
+                            *__slot_c = {
                                 let mut __sum_k: f32 = 0.0f32;
                                 for k in 0i64..K {
                                     __sum_k
@@ -665,11 +665,11 @@ fn guarded_definition_with_where_binding() {
                     [N as usize, N as usize],
                     2,
                     false,
-                    |__i, __u_row| {
-                        let i: i64 = __i as i64;
-                        for (__j, __u_slot) in __u_row.iter_mut().enumerate() {
-                            let j: i64 = __j as i64;
-                            *__u_slot = '__guard0: {
+                    |__pos_i, __row_u| {
+                        let i: i64 = __pos_i as i64;
+                        for (__pos_j, __slot_u) in __row_u.iter_mut().enumerate() {
+                            let j: i64 = __pos_j as i64;
+                            *__slot_u = '__guard0: {
                                 let z: f32 = unsafe { *m.uget([i as usize, j as usize]) };
                                 if !(i <= j) {
                                     break '__guard0 0.0f32;
@@ -833,10 +833,10 @@ fn strided_checked_read() {
                     [__rt::shape::extent("every_other", "m", m)?],
                     1,
                     true,
-                    |__y_first, __y_block| {
-                        for (__i, __y_slot) in __y_block.iter_mut().enumerate() {
-                            let i: i64 = (__y_first + __i) as i64;
-                            *__y_slot = x[[
+                    |__first_y, __block_y| {
+                        for (__pos_i, __slot_y) in __block_y.iter_mut().enumerate() {
+                            let i: i64 = (__first_y + __pos_i) as i64;
+                            *__slot_y = x[[
                                 __rt::shape::check_index(
                                     "every_other",
                                     "x",
@@ -924,10 +924,10 @@ fn rank_one_with_runtime_extent() {
                     [len_t as usize],
                     2,
                     true,
-                    |__y_first, __y_block| {
-                        for (__t, __y_slot) in __y_block.iter_mut().enumerate() {
-                            let t: i64 = (__y_first + __t) as i64;
-                            *__y_slot = {
+                    |__first_y, __block_y| {
+                        for (__pos_t, __slot_y) in __block_y.iter_mut().enumerate() {
+                            let t: i64 = (__first_y + __pos_t) as i64;
+                            *__slot_y = {
                                 let mut __sum_r: f32 = 0.0f32;
                                 for r in 0i64..K {
                                     __sum_r
@@ -1003,23 +1003,26 @@ fn rank_three_with_offset_axis() {
                 let B: i64 = x.shape()[0] as i64;
                 let M: i64 = x.shape()[1] as i64;
                 let N: i64 = x.shape()[2] as i64;
-                let __y_shape: [usize; 3] = [
+                let __shape_y: [usize; 3] = [
                     B as usize,
                     __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
                     N as usize,
                 ];
                 let y: __nd::Array<f64, __nd::Ix3> = __rt::par::fill(
                     "shift3",
-                    __y_shape,
+                    __shape_y,
                     2,
                     true,
-                    |__b, __y_row| {
-                        let b: i64 = __b as i64;
-                        for (__i, __y_i) in __y_row.chunks_exact_mut(__y_shape[2]).enumerate() {
-                            let i: i64 = 1i64 + __i as i64;
-                            for (__j, __y_slot) in __y_i.iter_mut().enumerate() {
-                                let j: i64 = __j as i64;
-                                *__y_slot = unsafe {
+                    |__pos_b, __row_y| {
+                        let b: i64 = __pos_b as i64;
+                        for (__pos_i, __chunk_y_i) in __row_y
+                            .chunks_exact_mut(__shape_y[2])
+                            .enumerate()
+                        {
+                            let i: i64 = 1i64 + __pos_i as i64;
+                            for (__pos_j, __slot_y) in __chunk_y_i.iter_mut().enumerate() {
+                                let j: i64 = __pos_j as i64;
+                                *__slot_y = unsafe {
                                     *x.uget([b as usize, i as usize, j as usize])
                                 }
                                     - unsafe {
@@ -1108,10 +1111,10 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                     [B as usize],
                     1,
                     false,
-                    |__am_first, __am_block| {
-                        for (__b, __am_slot) in __am_block.iter_mut().enumerate() {
-                            let b: i64 = (__am_first + __b) as i64;
-                            *__am_slot = {
+                    |__first_am, __block_am| {
+                        for (__pos_b, __slot_am) in __block_am.iter_mut().enumerate() {
+                            let b: i64 = (__first_am + __pos_b) as i64;
+                            *__slot_am = {
                                 let mut __argmax_n: i64 = -1;
                                 let mut __best_n: f32 = 0.0f32;
                                 let mut __found_n = false;

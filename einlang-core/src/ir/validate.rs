@@ -3,7 +3,8 @@
 //!
 //! Checked, per function:
 //! - names: function names are unique valid identifiers; every variable
-//!   name is a valid, unique Rust identifier;
+//!   name is a valid, unique Rust identifier; neither starts with `__`
+//!   (reserved for the emitter's temporaries);
 //! - scoping: every variable is defined once (parameter, `BindDim`, `Let`,
 //!   `Extent`, `Tensor`, axis, loop, where-binding) and used only where its
 //!   definition is in scope: after it in the same block or an enclosing one,
@@ -226,10 +227,16 @@ impl<'a> Checker<'a> {
         if syn::parse_str::<syn::Ident>(&f.name).is_err() {
             self.err(format!("`{}` is not a valid function name", f.name));
         }
+        if f.name.starts_with("__") {
+            self.err(format!("function name `{}` starts with `__`, which is reserved for generated code", f.name));
+        }
         let mut names = HashSet::new();
         for info in &f.vars {
             if syn::parse_str::<syn::Ident>(&info.name).is_err() {
                 self.err(format!("variable name `{}` is not a valid Rust identifier", info.name));
+            }
+            if info.name.starts_with("__") {
+                self.err(format!("variable name `{}` starts with `__`, which is reserved for generated code", info.name));
             }
             if !names.insert(info.name.as_str()) {
                 self.err(format!("variable name `{}` is not unique", info.name));

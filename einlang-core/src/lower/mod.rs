@@ -255,9 +255,25 @@ impl<'a> FnLower<'a> {
         self.emit_same_extents(d.body, &extra, out);
         let mut axes = Vec::new();
         let mut guards = Vec::new();
-        for slot in &d.slots {
-            let Slot::Var { def, .. } = slot else {
-                return self.fail("literal index slots reached lowering");
+        for (k, slot) in d.slots.iter().enumerate() {
+            let def = match slot {
+                Slot::Var { def, .. } => def,
+                Slot::Lit(n, _) => {
+                    // A literal slot writes one position of an axis of
+                    // length `n + 1`; the others stay zero.
+                    let v = self.new_var(&format!("at{k}"), Ty::Scalar(ScalarKind::I64));
+                    let cond = Expr {
+                        kind: ir::ExprKind::Binary(
+                            BinOp::Eq,
+                            Box::new(var_expr(v, Ty::Scalar(ScalarKind::I64))),
+                            Box::new(dim_expr(Dim::constant(*n))),
+                        ),
+                        ty: Ty::Scalar(ScalarKind::Bool),
+                    };
+                    guards.push(WhereEntry::Guard(cond));
+                    axes.push(Axis { index: v, start: Dim::zero(), extent: Dim::constant(n + 1) });
+                    continue;
+                }
             };
             let range = self.t.ranges.get(def).cloned()?;
             let v = self.new_var(self.hir.name(*def), Ty::Scalar(ScalarKind::I64));

@@ -60,6 +60,9 @@ struct Resolver {
     /// The function declared for each `fn` item (by address of the item,
     /// which outlives resolution).
     fn_of_item: HashMap<*const ast::FnItem, hir::FnId>,
+    /// Names defined by several clauses (recurrences), and those reported.
+    multi_clause: std::collections::HashSet<String>,
+    reported_clauses: std::collections::HashSet<String>,
 }
 
 impl Resolver {
@@ -73,6 +76,8 @@ impl Resolver {
             current_module: 0,
             std_def: None,
             fn_of_item: HashMap::new(),
+            multi_clause: Default::default(),
+            reported_clauses: Default::default(),
         }
     }
 
@@ -360,6 +365,7 @@ impl Resolver {
         self.current_module = self.root;
         self.scopes = vec![HashMap::new()];
         let mut block = hir::Block { stmts: Vec::new(), tail: None };
+        self.note_clauses(stmts.iter().copied());
         for s in stmts {
             self.resolve_stmt(s, &mut block, diags);
         }
@@ -478,7 +484,26 @@ impl Resolver {
         }
     }
 
+    /// Names that several indexed `let`s of one block define, at least one
+    /// with a literal slot: the clauses of a recurrence, not shadowing.
+    fn note_clauses<'s>(&mut self, stmts: impl Iterator<Item = &'s ast::Stmt>) {
+        let mut count: HashMap<&str, (usize, bool)> = HashMap::new();
+        for s in stmts {
+            if let ast::Stmt::Let(ast::LetStmt { pat: ast::Pattern::Name(n), indices: Some(slots), .. }) = s {
+                let e = count.entry(n.name.as_str()).or_default();
+                e.0 += 1;
+                e.1 |= slots.iter().any(|s| matches!(s, ast::IndexSlot::Lit(..)));
+            }
+        }
+        for (name, (n, lit)) in count {
+            if n > 1 && lit {
+                self.multi_clause.insert(name.to_string());
+            }
+        }
+    }
+
     fn resolve_block(&mut self, block: &ast::Block, diags: &mut Diagnostics) -> hir::Block {
+        self.note_clauses(block.stmts.iter());
         self.scopes.push(HashMap::new());
         let mut out = hir::Block { stmts: Vec::new(), tail: None };
         for s in &block.stmts {
@@ -543,13 +568,15 @@ impl Resolver {
             return;
         };
 
-        // Recurrences (a binding that reads itself, or boundary clauses with
-        // literal slots) are the subject of a later stage.
-        let reads_self = mentions_index_of(&l.value, &name.name) && self.lookup_local(&name.name).is_none();
-        if let Some(lit) = slots.iter().find(|s| matches!(s, ast::IndexSlot::Lit(..))) {
-            diags.push(not_supported(lit.span(), "recurrences (clauses with literal index slots)"));
+        // Recurrences (a binding that reads itself, or several clauses of
+        // one binding) are the subject of a later stage.
+        if self.multi_clause.contains(&name.name) {
+            if self.reported_clauses.insert(name.name.clone()) {
+                diags.push(not_supported(l.span, "recurrences (bindings defined by several clauses)"));
+            }
             return;
         }
+        let reads_self = mentions_index_of(&l.value, &name.name) && self.lookup_local(&name.name).is_none();
         if reads_self {
             diags.push(not_supported(l.span, "recurrences (definitions that read themselves)"));
             return;
@@ -558,23 +585,40 @@ impl Resolver {
         // Ranges are resolved outside the statement's index scope.
         let mut hir_slots = Vec::new();
         let mut pending: Vec<(ast::Ident, Option<hir::Range>)> = Vec::new();
+        let mut order: Vec<Option<(i64, Span)>> = Vec::new();
         for slot in slots {
             match slot {
-                ast::IndexSlot::Var(v) => pending.push((v.clone(), None)),
+                ast::IndexSlot::Var(v) => {
+                    pending.push((v.clone(), None));
+                    order.push(None);
+                }
                 ast::IndexSlot::Ranged { var, range } => {
                     let r = self.resolve_range(range, diags);
                     pending.push((var.clone(), Some(r)));
+                    order.push(None);
                 }
                 ast::IndexSlot::Rest(r) => {
                     diags.push(not_supported(r.span, "named rest indices (`..name`)"));
                     return;
                 }
-                ast::IndexSlot::Lit(..) => {}
+                ast::IndexSlot::Lit(n, span) => {
+                    if *n < 0 {
+                        diags.push(Diagnostic::error(*span, "an index slot cannot be negative"));
+                        return;
+                    }
+                    order.push(Some((*n, *span)));
+                }
             }
         }
         let lhs_names: Vec<String> = pending.iter().map(|(v, _)| v.name.clone()).collect();
         self.scopes.push(HashMap::new());
-        for (var, range) in pending {
+        let mut vars = pending.into_iter();
+        for slot in order {
+            if let Some((n, span)) = slot {
+                hir_slots.push(Slot::Lit(n, span));
+                continue;
+            }
+            let Some((var, range)) = vars.next() else { break };
             if self.scopes.last().is_some_and(|s| s.contains_key(&var.name)) {
                 diags.push(Diagnostic::error(var.span, format!("index `{}` appears twice on the left", var.name)));
             }

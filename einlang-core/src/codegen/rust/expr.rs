@@ -525,7 +525,7 @@ impl FnCx<'_> {
                 let (init, position, at) = if loops.len() == 1 {
                     (quote!(let mut #acc: i64 = -1; let mut #best: #t = #zero; let mut #found = false;), quote!(), quote!(#tag))
                 } else {
-                    let pos = derived("pos_", &tag, "");
+                    let pos = derived("seen_", &tag, "");
                     (
                         quote!(let mut #acc: i64 = -1; let mut #best: #t = #zero; let mut #found = false; let mut #pos: i64 = 0;),
                         quote!(let __here: i64 = #pos; #pos += 1;),

@@ -435,7 +435,8 @@ fn movable(scope: &HashSet<VarId>, e: &crate::ir::Expr) -> HashSet<VarId> {
 }
 
 /// A name derived from a variable's identifier, for emitter temporaries:
-/// `__{prefix}{name}{suffix}`.
+/// `__{prefix}{name}{suffix}`, where `prefix` is a category such as `pos_`,
+/// `row_`, `sum_` (see `tensor.rs` for why these cannot collide).
 fn derived(prefix: &str, id: &Ident, suffix: &str) -> Ident {
     let name = id.to_string();
     let name = name.strip_prefix("r#").unwrap_or(&name);

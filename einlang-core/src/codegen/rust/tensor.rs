@@ -1,15 +1,20 @@
 //! Pointwise tensor definitions: a loop nest writing a fresh array.
 //!
 //! ```text
-//! let c: Array<f32, Ix2> = __rt::par::fill("f", [M as usize, N as usize], 3, true, |__i, __c_row| {
-//!     let i: i64 = __i as i64;
-//!     for (__j, __c_slot) in __c_row.iter_mut().enumerate() {
-//!         let j: i64 = __j as i64;
-//!         *__c_slot = <body>;
+//! let c: Array<f32, Ix2> = __rt::par::fill("f", [M as usize, N as usize], 3, true, |__pos_i, __row_c| {
+//!     let i: i64 = __pos_i as i64;
+//!     for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+//!         let j: i64 = __pos_j as i64;
+//!         *__slot_c = <body>;
 //!     }
 //!     Ok(())
 //! })?;
 //! ```
+//!
+//! Temporaries are named `__<category>_<variable>` (`__pos_j`, `__row_c`,
+//! `__chunk_c_i`): the categories differ in their first letters, and IR
+//! names never start with `__`, so no two temporaries in scope, nor a
+//! temporary and an IR variable, can share a name.
 //!
 //! `fill` allocates the array in standard layout and hands out one row per
 //! index of the outermost axis (rayon-parallel above its work threshold when
@@ -46,7 +51,7 @@ impl FnCx<'_> {
         }
 
         let lens = def.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
-        let shape_var = derived("", &name, "_shape");
+        let shape_var = derived("shape_", &name, "");
         let (shape_binding, shape) = if rank <= 2 {
             (TokenStream::new(), types::shape(&lens, &nd))
         } else {
@@ -55,12 +60,12 @@ impl FnCx<'_> {
             (quote!(let #shape_var: [usize; #r] = [#(#lens),*];), value)
         };
 
-        let slot = derived("", &name, "_slot");
+        let slot = derived("slot_", &name, "");
         let body = self.expr(&def.body)?.tokens;
         let mut nest = quote!(*#slot = #body;);
         let closure = if rank == 1 {
             let axis = &def.axes[0];
-            let (first, block) = (derived("", &name, "_first"), derived("", &name, "_block"));
+            let (first, block) = (derived("first_", &name, ""), derived("block_", &name, ""));
             let (pos, binding) = self.position(axis, |pos| quote!((#first + #pos)))?;
             quote! {
                 |#first, #block| {
@@ -73,11 +78,11 @@ impl FnCx<'_> {
             }
         } else {
             // Innermost axis: the elements of the innermost chunk.
-            let mut chunk_of_axis: Vec<Ident> = vec![derived("", &name, "_row")];
+            let mut chunk_of_axis: Vec<Ident> = vec![derived("row_", &name, "")];
             for axis in &def.axes[1..rank - 1] {
                 let index = self.ident(axis.index)?;
                 let index = index.to_string();
-                chunk_of_axis.push(derived("", &name, &format!("_{}", index.strip_prefix("r#").unwrap_or(&index))));
+                chunk_of_axis.push(derived("chunk_", &name, &format!("_{}", index.strip_prefix("r#").unwrap_or(&index))));
             }
             let last = &def.axes[rank - 1];
             let (pos, binding) = self.position(last, |pos| quote!(#pos))?;
@@ -125,15 +130,15 @@ impl FnCx<'_> {
         })
     }
 
-    /// The position variable of an axis (`__j`, a `usize`) and the binding
-    /// of its index variable: `let j: i64 = start + __j as i64;`, where
+    /// The position variable of an axis (`__pos_j`, a `usize`) and the
+    /// binding of its index variable: `let j: i64 = start + __pos_j as i64;`, where
     /// `offset` turns the position into the offset along the axis.
     fn position(&self, axis: &Axis, offset: impl Fn(&Ident) -> TokenStream) -> Result<(Ident, TokenStream), Bug> {
         let index = self.ident(axis.index)?;
         if self.info(axis.index)?.ty != Ty::Scalar(crate::syntax::ast::ScalarKind::I64) {
             return Err(format!("axis index `{index}` is not `i64`"));
         }
-        let pos = derived("", &index, "");
+        let pos = derived("pos_", &index, "");
         let offset = offset(&pos);
         let binding = match axis.start.as_constant() {
             Some(0) => quote!(let #index: i64 = #offset as i64;),
