@@ -52,7 +52,13 @@ const MIN_BLOCKS: usize = 64;
 /// `body` is called only with non-empty chunks, so every inner axis length
 /// is at least 1 inside it. A shape whose size overflows `isize` (in bytes)
 /// is an `Error::Extent`, not a panic. Stops at the first error.
-pub fn fill<T, D, Sh, F>(function: &str, shape: Sh, cost_per_point: u64, parallel: bool, body: F) -> Result<Array<T, D>, Error>
+pub fn fill<T, D, Sh, F>(
+    function: &str,
+    shape: Sh,
+    cost_per_point: u64,
+    parallel: bool,
+    body: F,
+) -> Result<Array<T, D>, Error>
 where
     T: Clone + Default + Send,
     D: Dimension,

@@ -266,6 +266,10 @@ impl<'a> Cx<'a> {
                     BinOp::Add => l.add(&r),
                     BinOp::Sub => l.sub(&r),
                     BinOp::Mul => l.mul(&r),
+                    BinOp::Div if r.as_constant().is_none_or(|c| c <= 0) => {
+                        self.err(Diagnostic::error(*span, "a dimension can only be divided by a positive integer literal"));
+                        return None;
+                    }
                     BinOp::Div => match l.floor_div(&r) {
                         Some(d) => d,
                         None => {

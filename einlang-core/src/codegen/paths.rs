@@ -58,3 +58,8 @@ pub fn into() -> TokenStream {
 pub fn string() -> TokenStream {
     quote!(::std::string::String)
 }
+
+/// The `vec!` macro, as a full path.
+pub fn vec() -> TokenStream {
+    quote!(::std::vec)
+}

@@ -10,7 +10,10 @@ use expect_test::{expect, Expect};
 use crate::analysis::dim::{Dim, DimVar};
 use crate::ir::pretty::pretty_program;
 use crate::ir::validate::validate;
-use crate::ir::{Axis, EntryCheck, Expr, ExprKind, Function, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, VarInfo, WhereEntry};
+use crate::ir::{
+    Axis, EntryCheck, Expr, ExprKind, Function, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, VarInfo,
+    WhereEntry,
+};
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
 // ----- drivers -------------------------------------------------------------
@@ -77,8 +80,26 @@ impl Vars {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn finish(self, name: &str, params: Vec<VarId>, ret: Ty, entry: Vec<EntryCheck>, body: Vec<Stmt>, result: Expr) -> Function {
-        Function { name: name.to_string(), public: true, docs: Vec::new(), params, ret, entry, body, result, vars: self.vars }
+    fn finish(
+        self,
+        name: &str,
+        params: Vec<VarId>,
+        ret: Ty,
+        entry: Vec<EntryCheck>,
+        body: Vec<Stmt>,
+        result: Expr,
+    ) -> Function {
+        Function {
+            name: name.to_string(),
+            public: true,
+            docs: Vec::new(),
+            params,
+            ret,
+            entry,
+            body,
+            result,
+            vars: self.vars,
+        }
     }
 }
 
@@ -284,7 +305,12 @@ pub(crate) fn conv1d() -> Program {
         vec![
             Stmt::Extent { var: len, value: dim(n).sub(&dim(k)).add_const(1), what: "N - K + 1".to_string() },
             tensor(y, F32, vec![axis(t, konst(0), dim(len))], body, true, 2),
-            Stmt::CheckResultDim { tensor: y, axis: 0, symbol: "N - K + 1".to_string(), declared: dim(n).sub(&dim(k)).add_const(1) },
+            Stmt::CheckResultDim {
+                tensor: y,
+                axis: 0,
+                symbol: "N - K + 1".to_string(),
+                declared: dim(n).sub(&dim(k)).add_const(1),
+            },
         ],
         result,
     );
@@ -331,7 +357,8 @@ pub(crate) fn stats() -> Program {
     let row = v.tensor("first_row", F32, 1);
     let (total, b2, n2) = (v.var("total", Ty::Scalar(F32)), v.int("b2"), v.int("n2"));
     let (finite, b3, n3) = (v.var("finite", Ty::Scalar(ScalarKind::Bool)), v.int("b3"), v.int("n3"));
-    let argmax = reduce(RedOp::ArgMax, vec![range(n, konst(0), dim(n_dim))], vec![], read(x, F32, vec![ix(b), ix(n)], false));
+    let argmax =
+        reduce(RedOp::ArgMax, vec![range(n, konst(0), dim(n_dim))], vec![], read(x, F32, vec![ix(b), ix(n)], false));
     let positive = bin(BinOp::Gt, read(x, F32, vec![ix(b2), ix(n2)], false), float("0.0", F32));
     let total_value = reduce(
         RedOp::Sum,
@@ -339,12 +366,10 @@ pub(crate) fn stats() -> Program {
         vec![WhereEntry::Guard(positive)],
         read(x, F32, vec![ix(b2), ix(n2)], false),
     );
-    let small = bin(
-        BinOp::Lt,
-        intrinsic(Intrinsic::Abs, vec![read(x, F32, vec![ix(b3), ix(n3)], false)]),
-        float("1e30", F32),
-    );
-    let finite_value = reduce(RedOp::All, vec![range(b3, konst(0), dim(b_dim)), range(n3, konst(0), dim(n_dim))], vec![], small);
+    let small =
+        bin(BinOp::Lt, intrinsic(Intrinsic::Abs, vec![read(x, F32, vec![ix(b3), ix(n3)], false)]), float("1e30", F32));
+    let finite_value =
+        reduce(RedOp::All, vec![range(b3, konst(0), dim(b_dim)), range(n3, konst(0), dim(n_dim))], vec![], small);
     let view = expr(ExprKind::View { tensor: x, indices: vec![int(0, I64)] }, Ty::Tensor(F32, 1));
     let ret = Ty::Tuple(vec![Ty::Tensor(I64, 1), Ty::Tensor(F32, 1), Ty::Scalar(F32), Ty::Scalar(ScalarKind::Bool)]);
     let result = expr(ExprKind::Tuple(vec![v.get(am), v.get(row), v.get(total), v.get(finite)]), ret.clone());
@@ -373,7 +398,8 @@ pub(crate) fn scalars() -> Program {
     let f64_ = ScalarKind::F64;
     let (p, q, s) = (v.var("p", Ty::Scalar(i32_)), v.var("q", Ty::Scalar(i32_)), v.var("s", Ty::Scalar(f64_)));
     let (r, t) = (v.var("r", Ty::Scalar(i32_)), v.var("t", Ty::Scalar(f64_)));
-    let (flag, zero_d, lit) = (v.var("flag", Ty::Scalar(ScalarKind::Bool)), v.tensor("zero_d", f64_, 0), v.tensor("table", f64_, 2));
+    let (flag, zero_d, lit) =
+        (v.var("flag", Ty::Scalar(ScalarKind::Bool)), v.tensor("zero_d", f64_, 0), v.tensor("table", f64_, 2));
     let power = expr(ExprKind::Intrinsic(Intrinsic::IntPow, vec![v.get(p), int(3, i32_)]), Ty::Scalar(i32_));
     let rem = bin(BinOp::Rem, power, v.get(q));
     let neg = expr(ExprKind::Unary(UnOp::Neg, Box::new(v.get(s))), Ty::Scalar(f64_));
@@ -388,12 +414,19 @@ pub(crate) fn scalars() -> Program {
     let block = expr(
         ExprKind::Block {
             stmts: vec![tensor(zero_d, f64_, vec![], v.get(t), false, 1)],
-            result: Box::new(bin(BinOp::Add, read(zero_d, f64_, vec![], false), read(lit, f64_, vec![int(1, I64), int(0, I64)], false))),
+            result: Box::new(bin(
+                BinOp::Add,
+                read(zero_d, f64_, vec![], false),
+                read(lit, f64_, vec![int(1, I64), int(0, I64)], false),
+            )),
         },
         Ty::Scalar(f64_),
     );
     let table = expr(
-        ExprKind::ArrayLit { shape: vec![2, 2], elems: vec![float("1", f64_), float("2", f64_), float("3", f64_), float("4", f64_)] },
+        ExprKind::ArrayLit {
+            shape: vec![2, 2],
+            elems: vec![float("1", f64_), float("2", f64_), float("3", f64_), float("4", f64_)],
+        },
         Ty::Tensor(f64_, 2),
     );
     let back = expr(ExprKind::Cast(Box::new(v.get(flag)), f64_), Ty::Scalar(f64_));
@@ -415,11 +448,67 @@ pub(crate) fn scalars() -> Program {
     Program { fns: vec![f] }
 }
 
+/// `pair(x: [f32; N]) -> ([f32; N], f32)`, `pick(x: [f32; N], c: bool) ->
+/// [f32; N]` and `greet(s: str) -> str`: how values are borrowed, moved and
+/// copied across lets, tuple fields, a tensor-valued `if` and block, calls
+/// and results.
+pub(crate) fn values() -> Program {
+    let pair_ty = Ty::Tuple(vec![Ty::Tensor(F32, 1), Ty::Scalar(F32)]);
+    let pair = {
+        let mut v = Vars::default();
+        let x = v.tensor("x", F32, 1);
+        let result = expr(ExprKind::Tuple(vec![v.get(x), float("1.0", F32)]), pair_ty.clone());
+        v.finish("pair", vec![x], pair_ty.clone(), vec![], vec![], result)
+    };
+    let pick = {
+        let mut v = Vars::default();
+        let (x, c) = (v.tensor("x", F32, 1), v.var("c", Ty::Scalar(ScalarKind::Bool)));
+        let (p, q, r, z, w) = (
+            v.var("p", pair_ty.clone()),
+            v.tensor("q", F32, 1),
+            v.tensor("r", F32, 1),
+            v.tensor("z", F32, 1),
+            v.tensor("w", F32, 1),
+        );
+        let call = expr(ExprKind::Call { func: "pair".to_string(), args: vec![v.get(x)] }, pair_ty.clone());
+        let field_of_call = expr(ExprKind::Field(Box::new(call.clone()), 0), Ty::Tensor(F32, 1));
+        let block = expr(
+            ExprKind::Block { stmts: vec![Stmt::Let { var: z, value: field_of_call }], result: Box::new(v.get(z)) },
+            Ty::Tensor(F32, 1),
+        );
+        let choice = expr(
+            ExprKind::If { cond: Box::new(v.get(c)), then: Box::new(v.get(q)), els: Box::new(block) },
+            Ty::Tensor(F32, 1),
+        );
+        let body = vec![
+            Stmt::Let { var: p, value: call },
+            Stmt::Let { var: q, value: expr(ExprKind::Field(Box::new(v.get(p)), 0), Ty::Tensor(F32, 1)) },
+            Stmt::Let { var: r, value: choice },
+            Stmt::Let { var: w, value: v.get(r) },
+        ];
+        let result = v.get(w);
+        v.finish("pick", vec![x, c], Ty::Tensor(F32, 1), vec![], body, result)
+    };
+    let greet = {
+        let mut v = Vars::default();
+        let (s, t) = (v.var("s", Ty::Str), v.var("t", Ty::Str));
+        let call = expr(ExprKind::Call { func: "greet".to_string(), args: vec![v.get(s)] }, Ty::Str);
+        let hello = expr(ExprKind::Lit(Literal::Str("hello".to_string())), Ty::Str);
+        let cond = bin(BinOp::Gt, int(1, I64), int(2, I64));
+        let result =
+            expr(ExprKind::If { cond: Box::new(cond), then: Box::new(v.get(t)), els: Box::new(hello) }, Ty::Str);
+        v.finish("greet", vec![s], Ty::Str, vec![], vec![Stmt::Let { var: t, value: call }], result)
+    };
+    Program { fns: vec![pair, pick, greet] }
+}
+
 // ----- tests ---------------------------------------------------------------
 
 #[test]
 fn matmul_with_reduction() {
-    check(&matmul(), expect![[r#"
+    check(
+        &matmul(),
+        expect![[r#"
         /// Plain matrix product.
         pub fn matmul(a: tensor<f32, 2>, b: tensor<f32, 2>) -> tensor<f32, 2> {
             bind M = a.shape[0]
@@ -508,12 +597,15 @@ fn matmul_with_reduction() {
             }
             __body(a.into(), b.into())
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn matmul_all_checked() {
-    check_all_checked(&matmul(), expect![[r#"
+    check_all_checked(
+        &matmul(),
+        expect![[r#"
         /// Plain matrix product.
         #[allow(
             non_snake_case,
@@ -610,12 +702,15 @@ fn matmul_all_checked() {
             }
             __body(a.into(), b.into())
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn guarded_definition_with_where_binding() {
-    check(&upper_relu(), expect![[r#"
+    check(
+        &upper_relu(),
+        expect![[r#"
         pub fn upper_relu(m: tensor<f32, 2>) -> tensor<f32, 2> {
             bind N = m.shape[0]
             check m.shape[1] == N ("N")
@@ -684,12 +779,15 @@ fn guarded_definition_with_where_binding() {
             }
             __body(m.into())
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn scalar_result_with_call() {
-    check(&norm(), expect![[r#"
+    check(
+        &norm(),
+        expect![[r#"
         pub fn sum_sq(x: tensor<f32, 1>) -> f32 {
             bind N = x.shape[0]
             result sum[i in 0..N] powi(read x[i] unchecked, 2i32)
@@ -778,12 +876,15 @@ fn scalar_result_with_call() {
             }
             __body(x.into())
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn strided_checked_read() {
-    check(&every_other(), expect![[r#"
+    check(
+        &every_other(),
+        expect![[r#"
         pub fn every_other(x: tensor<f32, 1>, m: i64) -> tensor<f32, 1> {
             bind N = x.shape[0]
             tensor y[i in 0..m]: f32 par (cost 1) = read x[2i64 * i] checked
@@ -853,12 +954,15 @@ fn strided_checked_read() {
             }
             __body(x.into(), m)
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn rank_one_with_runtime_extent() {
-    check(&conv1d(), expect![[r#"
+    check(
+        &conv1d(),
+        expect![[r#"
         pub fn conv1d(x: tensor<f32, 1>, w: tensor<f32, 1>) -> tensor<f32, 1> {
             bind N = x.shape[0]
             bind K = w.shape[0]
@@ -951,12 +1055,15 @@ fn rank_one_with_runtime_extent() {
             }
             __body(x.into(), w.into())
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn rank_three_with_offset_axis() {
-    check(&shift3(), expect![[r#"
+    check(
+        &shift3(),
+        expect![[r#"
         pub fn shift3(x: tensor<f64, 3>) -> tensor<f64, 3> {
             bind B = x.shape[0]
             bind M = x.shape[1]
@@ -1037,12 +1144,15 @@ fn rank_three_with_offset_axis() {
             }
             __body(x.into())
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn argmax_view_guarded_sum_and_tuple_result() {
-    check(&stats(), expect![[r#"
+    check(
+        &stats(),
+        expect![[r#"
         pub fn stats(x: tensor<f32, 2>) -> (tensor<i64, 1>, tensor<f32, 1>, f32, bool) {
             bind B = x.shape[0]
             bind N = x.shape[1]
@@ -1168,12 +1278,15 @@ fn argmax_view_guarded_sum_and_tuple_result() {
             }
             __body(x.into())
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn scalar_operations_and_literals() {
-    check(&scalars(), expect![[r#"
+    check(
+        &scalars(),
+        expect![[r#"
         pub fn scalars(p: i32, q: i32, s: f64) -> (i32, f64, bool) {
             let r: i32 = int_pow(p, 3i32) % q
             let t: f64 = if s > 2.5f64 { sigmoid((-s) * 1e-3f64) } else { -0.5f64 }
@@ -1229,7 +1342,151 @@ fn scalar_operations_and_literals() {
                 flag,
             ))
         }
-    "#]]);
+    "#]],
+    );
+}
+
+#[test]
+fn values_are_borrowed_moved_or_copied() {
+    check(
+        &values(),
+        expect![[r#"
+        pub fn pair(x: tensor<f32, 1>) -> (tensor<f32, 1>, f32) {
+            result (x, 1.0f32)
+        }
+
+        pub fn pick(x: tensor<f32, 1>, c: bool) -> tensor<f32, 1> {
+            let p: (tensor<f32, 1>, f32) = pair(x)
+            let q: tensor<f32, 1> = p.0
+            let r: tensor<f32, 1> = if c { q } else { {
+                let z: tensor<f32, 1> = pair(x).0
+                z
+            } }
+            let w: tensor<f32, 1> = r
+            result w
+        }
+
+        pub fn greet(s: str) -> str {
+            let t: str = greet(s)
+            result if 1i64 > 2i64 { t } else { "hello" }
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn pair<'__a0>(
+            x: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+        ) -> ::core::result::Result<
+            (::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>, f32),
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<
+                (
+                    ::einlang::__private::ndarray::Array<
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                    f32,
+                ),
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                Ok((__rt::value::owned(x), 1.0f32))
+            }
+            __body(x.into())
+        }
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn pick<'__a0>(
+            x: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+            c: bool,
+        ) -> ::core::result::Result<
+            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+            ::einlang::__private::Error,
+        > {
+            fn __body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                c: bool,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let p = pair(x.view())?;
+                let q = p.0.view();
+                let r = if c {
+                    __rt::value::owned(q.view())
+                } else {
+                    let z = __rt::value::owned(pair(x.view())?.0);
+                    z
+                };
+                let w = r;
+                Ok(w)
+            }
+            __body(x.into(), c)
+        }
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn greet(
+            s: &str,
+        ) -> ::core::result::Result<::std::string::String, ::einlang::__private::Error> {
+            use ::einlang::__private as __rt;
+            use ::einlang::__private::ndarray as __nd;
+            let t = greet(s)?;
+            Ok(if 1i64 > 2i64 { t } else { ::std::string::String::from("hello") })
+        }
+    "#]],
+    );
 }
 
 #[test]
@@ -1242,9 +1499,12 @@ fn invalid_use_before_definition() {
     // Return a variable that is never defined.
     p.fns[0].vars.push(VarInfo { name: "ghost".to_string(), source_name: "ghost".to_string(), ty: Ty::Tensor(F32, 2) });
     p.fns[0].result = expr(ExprKind::Var(VarId(9)), Ty::Tensor(F32, 2));
-    check_invalid(&p, expect![[r#"
+    check_invalid(
+        &p,
+        expect![[r#"
         in `matmul`: `c` is used where it is not defined
-        in `matmul`: `ghost` is used where it is not defined"#]]);
+        in `matmul`: `ghost` is used where it is not defined"#]],
+    );
 }
 
 #[test]
@@ -1252,11 +1512,18 @@ fn invalid_index_count_and_types() {
     let mut p = matmul();
     if let Stmt::Tensor(def) = &mut p.fns[0].body[0] {
         // `a[i]` on a rank-2 tensor, and an `f32` index.
-        def.body = bin(BinOp::Add, read(VarId(0), F32, vec![ix(VarId(6))], false), read(VarId(1), F32, vec![float("1.0", F32), ix(VarId(7))], false));
+        def.body = bin(
+            BinOp::Add,
+            read(VarId(0), F32, vec![ix(VarId(6))], false),
+            read(VarId(1), F32, vec![float("1.0", F32), ix(VarId(7))], false),
+        );
     }
-    check_invalid(&p, expect![[r#"
+    check_invalid(
+        &p,
+        expect![[r#"
         in `matmul`: a read of `a` with 1 indices, but its rank is 2
-        in `matmul`: an index has type `f32`, expected `i64`"#]]);
+        in `matmul`: an index has type `f32`, expected `i64`"#]],
+    );
 }
 
 #[test]
@@ -1264,10 +1531,16 @@ fn invalid_dimension_and_call() {
     let mut p = norm();
     // A dimension over an `f32` variable; a call of an unknown function.
     p.fns[1].body[1] = Stmt::Let { var: VarId(3), value: expr(ExprKind::Dim(dim(VarId(2))), Ty::Scalar(I64)) };
-    p.fns[1].body[0] = Stmt::Let { var: VarId(2), value: expr(ExprKind::Call { func: "nope".to_string(), args: vec![] }, Ty::Scalar(F32)) };
-    check_invalid(&p, expect![[r#"
+    p.fns[1].body[0] = Stmt::Let {
+        var: VarId(2),
+        value: expr(ExprKind::Call { func: "nope".to_string(), args: vec![] }, Ty::Scalar(F32)),
+    };
+    check_invalid(
+        &p,
+        expect![[r#"
         in `norm`: a call of `nope`, which is not a function of the program
-        in `norm`: dimension `s` mentions `s` of type `f32`"#]]);
+        in `norm`: dimension `s` mentions `s` of type `f32`"#]],
+    );
 }
 
 #[test]

@@ -37,7 +37,9 @@ pub fn pretty_function(f: &Function) -> String {
     let _ = writeln!(out, "{vis}fn {}({}) -> {} {{", f.name, params.join(", "), ty(&f.ret));
     for check in &f.entry {
         let line = match check {
-            EntryCheck::BindDim { dim, param, axis } => format!("bind {} = {}.shape[{axis}]", pp.var(*dim), pp.var(*param)),
+            EntryCheck::BindDim { dim, param, axis } => {
+                format!("bind {} = {}.shape[{axis}]", pp.var(*dim), pp.var(*param))
+            }
             EntryCheck::CheckDim { param, axis, symbol, expected } => {
                 format!("check {}.shape[{axis}] == {} ({symbol:?})", pp.var(*param), pp.dim(expected))
             }
@@ -100,7 +102,9 @@ impl Printer<'_> {
     fn stmt(&self, out: &mut String, s: &Stmt, level: usize) {
         let pad = indent(level);
         let line = match s {
-            Stmt::Let { var, value } => format!("let {}: {} = {}", self.var(*var), ty(self.ty(*var)), self.expr(value, level)),
+            Stmt::Let { var, value } => {
+                format!("let {}: {} = {}", self.var(*var), ty(self.ty(*var)), self.expr(value, level))
+            }
             Stmt::Extent { var, value, what } => format!("extent {} = {} ({what:?})", self.var(*var), self.dim(value)),
             Stmt::SameExtent { index, a, a_what, b, b_what } => {
                 format!("same_extent {index}: {} ({a_what:?}) == {} ({b_what:?})", self.dim(a), self.dim(b))
@@ -132,8 +136,10 @@ impl Printer<'_> {
     }
 
     fn loops(&self, loops: &[Loop]) -> String {
-        let loops: Vec<String> =
-            loops.iter().map(|l| format!("{} in {}..{}", self.var(l.index), self.dim(&l.start), self.dim(&l.end))).collect();
+        let loops: Vec<String> = loops
+            .iter()
+            .map(|l| format!("{} in {}..{}", self.var(l.index), self.dim(&l.start), self.dim(&l.end)))
+            .collect();
         loops.join(", ")
     }
 
@@ -183,7 +189,9 @@ impl Printer<'_> {
                 };
                 format!("{op}{}", self.operand(x, level))
             }
-            ExprKind::Binary(op, a, b) => format!("{} {} {}", self.operand(a, level), op.symbol(), self.operand(b, level)),
+            ExprKind::Binary(op, a, b) => {
+                format!("{} {} {}", self.operand(a, level), op.symbol(), self.operand(b, level))
+            }
             ExprKind::Cast(x, k) => format!("{} as {}", self.operand(x, level), k.name()),
             ExprKind::Intrinsic(i, args) => format!("{}({})", i.name(), self.list(args, level)),
             ExprKind::Call { func, args } => format!("{func}({})", self.list(args, level)),
@@ -199,9 +207,16 @@ impl Printer<'_> {
                 }
                 text
             }
-            ExprKind::Guarded { wheres, body } => format!("{} where {}", self.operand(body, level), self.wheres(wheres, level)),
+            ExprKind::Guarded { wheres, body } => {
+                format!("{} where {}", self.operand(body, level), self.wheres(wheres, level))
+            }
             ExprKind::If { cond, then, els } => {
-                format!("if {} {{ {} }} else {{ {} }}", self.expr(cond, level), self.expr(then, level), self.expr(els, level))
+                format!(
+                    "if {} {{ {} }} else {{ {} }}",
+                    self.expr(cond, level),
+                    self.expr(then, level),
+                    self.expr(els, level)
+                )
             }
             ExprKind::Block { stmts, result } => {
                 let mut text = String::from("{\n");

@@ -22,7 +22,9 @@ use std::collections::{HashMap, HashSet};
 
 use crate::analysis::dim::Dim;
 use crate::ir::pretty::ty as ty_text;
-use crate::ir::{EntryCheck, Expr, ExprKind, Function, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry};
+use crate::ir::{
+    EntryCheck, Expr, ExprKind, Function, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
+};
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
 /// Checks every function of `p`. The error lists every problem found, one
@@ -67,9 +69,10 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
             visit_var_uses(a, f);
             visit_var_uses(b, f);
         }
-        ExprKind::Intrinsic(_, xs) | ExprKind::Call { args: xs, .. } | ExprKind::Tuple(xs) | ExprKind::ArrayLit { elems: xs, .. } => {
-            xs.iter().for_each(|x| visit_var_uses(x, f))
-        }
+        ExprKind::Intrinsic(_, xs)
+        | ExprKind::Call { args: xs, .. }
+        | ExprKind::Tuple(xs)
+        | ExprKind::ArrayLit { elems: xs, .. } => xs.iter().for_each(|x| visit_var_uses(x, f)),
         ExprKind::Read { tensor, indices, .. } | ExprKind::View { tensor, indices } => {
             f(*tensor);
             indices.iter().for_each(|x| visit_var_uses(x, f));
@@ -100,7 +103,8 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
     }
 }
 
-fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
+/// Calls `f` for every variable that `s` mentions, like [`visit_var_uses`].
+pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
     let dim = |d: &Dim, f: &mut dyn FnMut(VarId)| d.vars().into_iter().for_each(|v| f(VarId(v.0)));
     match s {
         Stmt::Let { value, .. } | Stmt::Expr(value) => visit_var_uses(value, f),
@@ -140,7 +144,14 @@ struct Checker<'a> {
 
 impl<'a> Checker<'a> {
     fn new(f: &'a Function, fns: &'a HashMap<&'a str, &'a Function>) -> Checker<'a> {
-        Checker { f, fns, defined: vec![false; f.vars.len()], in_scope: vec![false; f.vars.len()], scopes: vec![Vec::new()], errors: Vec::new() }
+        Checker {
+            f,
+            fns,
+            defined: vec![false; f.vars.len()],
+            in_scope: vec![false; f.vars.len()],
+            scopes: vec![Vec::new()],
+            errors: Vec::new(),
+        }
     }
 
     fn err(&mut self, msg: String) {
@@ -236,7 +247,10 @@ impl<'a> Checker<'a> {
                 self.err(format!("variable name `{}` is not a valid Rust identifier", info.name));
             }
             if info.name.starts_with("__") {
-                self.err(format!("variable name `{}` starts with `__`, which is reserved for generated code", info.name));
+                self.err(format!(
+                    "variable name `{}` starts with `__`, which is reserved for generated code",
+                    info.name
+                ));
             }
             if !names.insert(info.name.as_str()) {
                 self.err(format!("variable name `{}` is not unique", info.name));
@@ -278,7 +292,10 @@ impl<'a> Checker<'a> {
             Some(Ty::Tensor(_, rank)) if axis < *rank => {}
             ty => {
                 let name = self.name(param);
-                self.err(format!("entry check of axis {axis} of {name} of type `{}`", ty.map_or("?".to_string(), ty_text)));
+                self.err(format!(
+                    "entry check of axis {axis} of {name} of type `{}`",
+                    ty.map_or("?".to_string(), ty_text)
+                ));
             }
         }
     }
@@ -428,7 +445,11 @@ impl<'a> Checker<'a> {
                     return;
                 };
                 if callee.params.len() != args.len() {
-                    self.err(format!("a call of `{func}` with {} arguments, it takes {}", args.len(), callee.params.len()));
+                    self.err(format!(
+                        "a call of `{func}` with {} arguments, it takes {}",
+                        args.len(),
+                        callee.params.len()
+                    ));
                     return;
                 }
                 for (n, (p, a)) in callee.params.iter().zip(args).enumerate() {
@@ -445,7 +466,10 @@ impl<'a> Checker<'a> {
                     Some(Ty::Tensor(k, rank)) => {
                         if indices.len() != *rank {
                             let name = self.name(*tensor);
-                            self.err(format!("a read of {name} with {} indices, but its rank is {rank}", indices.len()));
+                            self.err(format!(
+                                "a read of {name} with {} indices, but its rank is {rank}",
+                                indices.len()
+                            ));
                         }
                         self.expect_ty("a read", &e.ty, &Ty::Scalar(*k));
                     }
@@ -463,7 +487,10 @@ impl<'a> Checker<'a> {
                     Some(Ty::Tensor(k, rank)) => {
                         if indices.len() >= *rank {
                             let name = self.name(*tensor);
-                            self.err(format!("a view of {name} with {} indices, but its rank is {rank}", indices.len()));
+                            self.err(format!(
+                                "a view of {name} with {} indices, but its rank is {rank}",
+                                indices.len()
+                            ));
                         } else {
                             self.expect_ty("a view", &e.ty, &Ty::Tensor(*k, rank - indices.len()));
                         }
@@ -542,7 +569,9 @@ impl<'a> Checker<'a> {
             ExprKind::Field(base, n) => {
                 self.check_expr(base);
                 match &base.ty {
-                    Ty::Tuple(items) if (*n as usize) < items.len() => self.expect_ty("a field", &e.ty, &items[*n as usize]),
+                    Ty::Tuple(items) if (*n as usize) < items.len() => {
+                        self.expect_ty("a field", &e.ty, &items[*n as usize])
+                    }
                     ty => self.err(format!("field {n} of a value of type `{}`", ty_text(ty))),
                 }
             }

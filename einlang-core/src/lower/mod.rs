@@ -40,6 +40,7 @@ fn rust_fn_names(hir: &Hir) -> Vec<String> {
     let mut out = Vec::new();
     for (_, f) in hir.fns.iter() {
         let base = hir.name(f.def).to_string();
+        let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) { format!("{}_", base.trim_start_matches('_')) } else { base };
         let mut name = base.clone();
         let mut n = 2;
         while !used.insert(name.clone()) {
@@ -55,7 +56,7 @@ const RUST_KEYWORDS: &[&str] = &[
     "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop",
     "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
     "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro", "override",
-    "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+    "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "Ok", "Err", "Some", "None", "Result", "Option",
 ];
 
 struct FnLower<'a> {

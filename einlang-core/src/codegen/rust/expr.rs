@@ -39,12 +39,8 @@ impl FnCx<'_> {
             ExprKind::Guarded { wheres, body } => self.guarded(wheres, body, &e.ty),
             ExprKind::If { cond, then, els } => {
                 let c = self.expr(cond)?.tokens;
-                let (t, f) = if is_plain(&e.ty) {
-                    (self.expr(then)?.tokens, self.expr(els)?.tokens)
-                } else {
-                    let none = HashSet::new();
-                    (self.owned(then, &none)?.tokens, self.owned(els, &none)?.tokens)
-                };
+                let none = HashSet::new();
+                let (t, f) = (self.branch(then, &none)?, self.branch(els, &none)?);
                 Ok(Code::new(quote!(if #c { #t } else { #f }), Prec::Block))
             }
             ExprKind::Block { stmts, result } => {
@@ -81,7 +77,8 @@ impl FnCx<'_> {
                     .collect();
                 let shape = types::shape(&lens, &nd);
                 let elems = elems.iter().map(|x| Ok(self.expr(x)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
-                Ok(Code::new(quote!(#rt::value::array_lit(#name, #shape, ::std::vec![#(#elems),*])?), Prec::Postfix))
+                let vec = crate::codegen::paths::vec();
+                Ok(Code::new(quote!(#rt::value::array_lit(#name, #shape, #vec![#(#elems),*])?), Prec::Postfix))
             }
         }
     }
@@ -156,12 +153,13 @@ impl FnCx<'_> {
                 Ok(Code::new(code, Prec::Postfix))
             }
             ExprKind::Tuple(items) => {
-                let items = items.iter().map(|x| Ok(self.owned(x, movable_vars)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
+                let items =
+                    items.iter().map(|x| Ok(self.owned(x, movable_vars)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
                 Ok(Code::new(tuple(&items), Prec::Postfix))
             }
             ExprKind::If { cond, then, els } => {
                 let c = self.expr(cond)?.tokens;
-                let (t, f) = (self.owned(then, movable_vars)?.tokens, self.owned(els, movable_vars)?.tokens);
+                let (t, f) = (self.branch(then, movable_vars)?, self.branch(els, movable_vars)?);
                 Ok(Code::new(quote!(if #c { #t } else { #f }), Prec::Block))
             }
             ExprKind::Block { stmts, result } => {
@@ -184,6 +182,29 @@ impl FnCx<'_> {
         }
     }
 
+    /// The inside of an `if` branch: owned unless scalar, and a block's
+    /// statements spliced in rather than nested in another pair of braces.
+    fn branch(&mut self, e: &Expr, movable_vars: &HashSet<VarId>) -> Result<TokenStream, Bug> {
+        let plain = is_plain(&e.ty);
+        match &e.kind {
+            ExprKind::Block { stmts, result } => {
+                let inner = if plain {
+                    HashSet::new()
+                } else {
+                    let defined: HashSet<VarId> = stmts.iter().filter_map(defined_by).collect();
+                    let mut inner = movable(&defined, result);
+                    inner.extend(movable_vars.iter().copied());
+                    inner
+                };
+                let stmts = self.stmts(stmts)?;
+                let r = if plain { self.expr(result)?.tail() } else { self.owned(result, &inner)?.tail() };
+                Ok(quote!(#stmts #r))
+            }
+            _ if plain => Ok(self.expr(e)?.tail()),
+            _ => Ok(self.owned(e, movable_vars)?.tail()),
+        }
+    }
+
     /// `t.0`: a field of a tuple variable is read in place; a field of any
     /// other tuple expression is moved out of the computed tuple.
     fn field(&mut self, base: &Expr, n: u32, ty: &Ty) -> Result<Code, Bug> {
@@ -201,7 +222,7 @@ impl FnCx<'_> {
     }
 
     /// A tuple variable or a field path into one (`t`, `t.1.0`).
-    fn place(&mut self, e: &Expr) -> Result<Option<TokenStream>, Bug> {
+    pub(crate) fn place(&mut self, e: &Expr) -> Result<Option<TokenStream>, Bug> {
         match &e.kind {
             ExprKind::Var(v) if matches!(self.info(*v)?.ty, Ty::Tuple(_)) => {
                 let id = self.ident(*v)?;
@@ -397,7 +418,11 @@ impl FnCx<'_> {
     fn read(&mut self, tensor: VarId, indices: &[Expr], checked: bool) -> Result<Code, Bug> {
         let (_, rank) = self.tensor_of(tensor, "an element read")?;
         if indices.len() != rank {
-            return Err(format!("a read of `{}` with {} indices, but its rank is {rank}", self.info(tensor)?.name, indices.len()));
+            return Err(format!(
+                "a read of `{}` with {} indices, but its rank is {rank}",
+                self.info(tensor)?.name,
+                indices.len()
+            ));
         }
         let id = self.ident(tensor)?;
         if checked {
@@ -441,7 +466,11 @@ impl FnCx<'_> {
     fn view(&mut self, tensor: VarId, indices: &[Expr]) -> Result<Code, Bug> {
         let (_, rank) = self.tensor_of(tensor, "a sub-tensor view")?;
         if indices.len() >= rank {
-            return Err(format!("a view of `{}` with {} indices, but its rank is {rank}", self.info(tensor)?.name, indices.len()));
+            return Err(format!(
+                "a view of `{}` with {} indices, but its rank is {rank}",
+                self.info(tensor)?.name,
+                indices.len()
+            ));
         }
         let id = self.ident(tensor)?;
         let nd = self.nd.clone();
@@ -481,8 +510,11 @@ impl FnCx<'_> {
         let tag = self.ident(first.index)?;
         let acc = derived(&format!("{}_", op.name()), &tag, "");
         let t = types::scalar(k);
-        let wheres = self.loop_wheres(wheres)?;
-        let value = self.expr(body)?;
+        self.no_move += 1;
+        let wheres = self.loop_wheres(wheres);
+        let value = self.expr(body);
+        self.no_move -= 1;
+        let (wheres, value) = (wheres?, value?);
         let label = matches!(op, RedOp::All | RedOp::Any).then(|| self.label(op.name()));
 
         let (init, step, tail) = match op {
@@ -497,15 +529,22 @@ impl FnCx<'_> {
                 }
             }
             RedOp::Max | RedOp::Min => {
-                let (start, cmp) = if op == RedOp::Max { (types::lowest(k), quote!(>)) } else { (types::highest(k), quote!(<)) };
+                let (start, cmp) =
+                    if op == RedOp::Max { (types::lowest(k), quote!(>)) } else { (types::highest(k), quote!(<)) };
                 let v = value.tokens;
                 // NaN compares false, so NaN terms are skipped.
-                (quote!(let mut #acc: #t = #start;), quote!(let __v: #t = #v; if __v #cmp #acc { #acc = __v; }), quote!(#acc))
+                (
+                    quote!(let mut #acc: #t = #start;),
+                    quote!(let __v: #t = #v; if __v #cmp #acc { #acc = __v; }),
+                    quote!(#acc),
+                )
             }
             RedOp::All | RedOp::Any => {
                 let label = label.as_ref().ok_or_else(|| "missing label".to_string())?;
+                // Stop at the first term that decides the result.
                 let (start, cond, set) = if op == RedOp::All {
-                    (quote!(true), { let v = value.at_least(Prec::Unary); quote!(!#v) }, quote!(false))
+                    let v = value.at_least(Prec::Unary);
+                    (quote!(true), quote!(!#v), quote!(false))
                 } else {
                     (quote!(false), value.tokens, quote!(true))
                 };
@@ -523,7 +562,11 @@ impl FnCx<'_> {
                 // One loop: the index value of the first extremum. Several
                 // loops: its row-major position in the loop nest.
                 let (init, position, at) = if loops.len() == 1 {
-                    (quote!(let mut #acc: i64 = -1; let mut #best: #t = #zero; let mut #found = false;), quote!(), quote!(#tag))
+                    (
+                        quote!(let mut #acc: i64 = -1; let mut #best: #t = #zero; let mut #found = false;),
+                        quote!(),
+                        quote!(#tag),
+                    )
                 } else {
                     let pos = derived("seen_", &tag, "");
                     (
@@ -599,7 +642,9 @@ fn is_arithmetic(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Dim(_) => true,
         ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => is_arithmetic(x),
-        ExprKind::Binary(op, a, b) => !matches!(op, BinOp::Div | BinOp::Rem | BinOp::Pow) && is_arithmetic(a) && is_arithmetic(b),
+        ExprKind::Binary(op, a, b) => {
+            !matches!(op, BinOp::Div | BinOp::Rem | BinOp::Pow) && is_arithmetic(a) && is_arithmetic(b)
+        }
         _ => false,
     }
 }

@@ -96,7 +96,9 @@ impl Code {
     pub fn tail(self) -> TokenStream {
         let block_like = match self.tokens.clone().into_iter().next() {
             Some(proc_macro2::TokenTree::Group(g)) => g.delimiter() == proc_macro2::Delimiter::Brace,
-            Some(proc_macro2::TokenTree::Ident(id)) => ["unsafe", "if", "match", "loop", "for", "while"].iter().any(|k| id == k),
+            Some(proc_macro2::TokenTree::Ident(id)) => {
+                ["unsafe", "if", "match", "loop", "for", "while"].iter().any(|k| id == k)
+            }
             Some(proc_macro2::TokenTree::Punct(p)) => p.as_char() == '\'',
             _ => false,
         };
@@ -219,6 +221,12 @@ pub(crate) struct FnCx<'a> {
     /// checked extents. Their `usize` conversion needs no check.
     nonneg: HashSet<VarId>,
     next_label: u32,
+    /// How many times each variable is mentioned in the whole function.
+    uses: HashMap<VarId, usize>,
+    /// Greater than zero while emitting code that may run more than once or
+    /// inside a closure (a `fill` body, a reduction loop), where a variable
+    /// from outside cannot be moved.
+    no_move: u32,
     rt: TokenStream,
     nd: TokenStream,
 }
@@ -228,6 +236,12 @@ impl<'a> FnCx<'a> {
         // Names are parsed once here; a bad one is reported when it is used,
         // so that an unused malformed variable does not matter.
         let idents = f.vars.iter().map(|v| syn::parse_str::<Ident>(&v.name).ok()).collect();
+        let mut uses: HashMap<VarId, usize> = HashMap::new();
+        let mut count = |v: VarId| *uses.entry(v).or_default() += 1;
+        for s in &f.body {
+            crate::ir::validate::visit_stmt_var_uses(s, &mut count);
+        }
+        crate::ir::validate::visit_var_uses(&f.result, &mut count);
         Ok(FnCx {
             f,
             all_checked: options.checked,
@@ -236,6 +250,8 @@ impl<'a> FnCx<'a> {
             repr: HashMap::new(),
             nonneg: HashSet::new(),
             next_label: 0,
+            uses,
+            no_move: 0,
             rt: paths::rt_local(),
             nd: paths::nd_local(),
         })
@@ -373,14 +389,18 @@ impl<'a> FnCx<'a> {
             Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
                 let info = self.info(*tensor)?;
                 if !matches!(info.ty, Ty::Tensor(_, rank) if *axis < rank) {
-                    return Err(format!("result check of axis {axis} of `{}`, which has type `{:?}`", info.name, info.ty));
+                    return Err(format!(
+                        "result check of axis {axis} of `{}`, which has type `{:?}`",
+                        info.name, info.ty
+                    ));
                 }
                 let id = self.ident(*tensor)?;
                 let (axis, symbol, declared) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(declared)?);
                 Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #id.shape()[#axis])?;))
             }
             Stmt::Expr(e) => {
-                let statement_like = matches!(e.kind, ExprKind::Call { .. } | ExprKind::If { .. } | ExprKind::Block { .. });
+                let statement_like =
+                    matches!(e.kind, ExprKind::Call { .. } | ExprKind::If { .. } | ExprKind::Block { .. });
                 let code = self.expr(e)?.tokens;
                 if statement_like {
                     Ok(quote!(#code;))
@@ -406,15 +426,21 @@ impl<'a> FnCx<'a> {
                 let v = self.expr(value)?.tokens;
                 Ok(quote!(let #id: () = #v;))
             }
-            Ty::Tensor(..) | Ty::Str => {
-                let borrowed = matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. } | ExprKind::Lit(_));
+            Ty::Tensor(..) | Ty::Str | Ty::Tuple(_) => {
+                // An owned variable mentioned only here moves into the new
+                // one (`let out = c;`), unless this code runs repeatedly.
+                if let ExprKind::Var(x) = value.kind {
+                    if self.no_move == 0 && self.repr.get(&x) == Some(&Repr::Owned) && self.uses.get(&x) == Some(&1) {
+                        let x_id = self.ident(x)?;
+                        self.repr.insert(var, Repr::Owned);
+                        return Ok(quote!(let #id = #x_id;));
+                    }
+                }
+                let borrowed = !matches!(ty, Ty::Tuple(_))
+                    && (matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. } | ExprKind::Lit(_))
+                        || self.place(value)?.is_some());
                 let v = if borrowed { self.expr(value)?.tokens } else { self.owned(value, &HashSet::new())?.tokens };
                 self.repr.insert(var, if borrowed { Repr::Borrowed } else { Repr::Owned });
-                Ok(quote!(let #id = #v;))
-            }
-            Ty::Tuple(_) => {
-                let v = self.owned(value, &HashSet::new())?.tokens;
-                self.repr.insert(var, Repr::Owned);
                 Ok(quote!(let #id = #v;))
             }
         }

@@ -35,7 +35,12 @@ impl FnCx<'_> {
         let rank = def.axes.len();
         let info = self.info(def.var)?;
         if info.ty != Ty::Tensor(def.elem, rank) {
-            return Err(format!("tensor `{}` of type `{:?}` is defined with {rank} axes of `{}`", info.name, info.ty, def.elem.name()));
+            return Err(format!(
+                "tensor `{}` of type `{:?}` is defined with {rank} axes of `{}`",
+                info.name,
+                info.ty,
+                def.elem.name()
+            ));
         }
         if def.body.ty != Ty::Scalar(def.elem) {
             return Err(format!("the body of tensor `{}` has type `{:?}`", info.name, def.body.ty));
@@ -56,12 +61,16 @@ impl FnCx<'_> {
             (TokenStream::new(), types::shape(&lens, &nd))
         } else {
             let r = types::usize_lit(rank);
-            let value = if rank <= types::MAX_STATIC_RANK { quote!(#shape_var) } else { quote!(#nd::IxDyn(&#shape_var)) };
+            let value =
+                if rank <= types::MAX_STATIC_RANK { quote!(#shape_var) } else { quote!(#nd::IxDyn(&#shape_var)) };
             (quote!(let #shape_var: [usize; #r] = [#(#lens),*];), value)
         };
 
         let slot = derived("slot_", &name, "");
-        let body = self.expr(&def.body)?.tokens;
+        self.no_move += 1;
+        let body = self.expr(&def.body);
+        self.no_move -= 1;
+        let body = body?.tokens;
         let mut nest = quote!(*#slot = #body;);
         let closure = if rank == 1 {
             let axis = &def.axes[0];
@@ -82,7 +91,11 @@ impl FnCx<'_> {
             for axis in &def.axes[1..rank - 1] {
                 let index = self.ident(axis.index)?;
                 let index = index.to_string();
-                chunk_of_axis.push(derived("chunk_", &name, &format!("_{}", index.strip_prefix("r#").unwrap_or(&index))));
+                chunk_of_axis.push(derived(
+                    "chunk_",
+                    &name,
+                    &format!("_{}", index.strip_prefix("r#").unwrap_or(&index)),
+                ));
             }
             let last = &def.axes[rank - 1];
             let (pos, binding) = self.position(last, |pos| quote!(#pos))?;

@@ -195,7 +195,9 @@ pub fn literal(lit: &Literal, ty: &Ty) -> Result<Code, Bug> {
         other => return Err(format!("a literal of type `{other:?}`")),
     };
     match (lit, kind) {
-        (Literal::Bool(b), Some(ScalarKind::Bool)) => Ok(Code::new(if *b { quote!(true) } else { quote!(false) }, Prec::Postfix)),
+        (Literal::Bool(b), Some(ScalarKind::Bool)) => {
+            Ok(Code::new(if *b { quote!(true) } else { quote!(false) }, Prec::Postfix))
+        }
         (Literal::Str(s), None) => {
             let lit = proc_macro2::Literal::string(s);
             Ok(Code::new(quote!(#lit), Prec::Postfix))
@@ -209,7 +211,8 @@ pub fn literal(lit: &Literal, ty: &Ty) -> Result<Code, Bug> {
                 // The most negative value has no positive counterpart.
                 return Ok(Code::new(quote!(#t::MIN), Prec::Postfix));
             }
-            let magnitude = suffixed_int(v.unsigned_abs(), k).ok_or_else(|| format!("integer literal {v} does not fit `{}`", k.name()))?;
+            let magnitude = suffixed_int(v.unsigned_abs(), k)
+                .ok_or_else(|| format!("integer literal {v} does not fit `{}`", k.name()))?;
             if *v < 0 {
                 Ok(Code::new(quote!(-#magnitude), Prec::Unary))
             } else {
