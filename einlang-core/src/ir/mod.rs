@@ -102,6 +102,8 @@ pub enum Stmt {
     SameExtent { index: String, a: Dim, a_what: String, b: Dim, b_what: String },
     /// A tensor defined pointwise.
     Tensor(TensorDef),
+    /// A tensor that is a (batched) matrix product, run by a GEMM routine.
+    Gemm(Gemm),
     /// A declared result dimension checked against the computed one.
     CheckResultDim { tensor: VarId, axis: usize, symbol: String, declared: Dim },
     /// Evaluate for effect (`assert`, `print`).
@@ -121,6 +123,28 @@ pub struct TensorDef {
     pub parallel: bool,
     /// Estimated scalar operations per output element (for the threshold).
     pub cost_per_point: u64,
+}
+
+/// `out[p, i, j] = sum[k < k_len](a[p, i, k] * b[p, k, j])` where `a` and `b`
+/// are read through axis permutations: `a_axes` lists which axis of `a` is
+/// the batch axis (when `batch` is set), the row axis and the contracted
+/// axis, in that order; `b_axes` the batch, contracted and column axes.
+/// `reference` is the same definition as a loop nest; back ends use it when
+/// every access must be bounds-checked. Every read of the product was proven
+/// in bounds, so the operands cover the extents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gemm {
+    pub out: VarId,
+    pub elem: ScalarKind,
+    pub batch: Option<Dim>,
+    pub m: Dim,
+    pub n: Dim,
+    pub k: Dim,
+    pub a: VarId,
+    pub a_axes: Vec<usize>,
+    pub b: VarId,
+    pub b_axes: Vec<usize>,
+    pub reference: TensorDef,
 }
 
 /// One output axis: index variable `index` runs over `start .. start + extent`

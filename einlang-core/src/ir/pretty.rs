@@ -110,6 +110,23 @@ impl Printer<'_> {
                 format!("same_extent {index}: {} ({a_what:?}) == {} ({b_what:?})", self.dim(a), self.dim(b))
             }
             Stmt::Tensor(def) => self.tensor(def, level),
+            Stmt::Gemm(g) => {
+                let batch = g.batch.as_ref().map(|b| format!("batch {}, ", self.dim(b))).unwrap_or_default();
+                format!(
+                    "gemm {} = {}{:?} x {}{:?} ({batch}m {}, n {}, k {}): {}\n{}  reference {}",
+                    self.var(g.out),
+                    self.var(g.a),
+                    g.a_axes,
+                    self.var(g.b),
+                    g.b_axes,
+                    self.dim(&g.m),
+                    self.dim(&g.n),
+                    self.dim(&g.k),
+                    g.elem.name(),
+                    pad,
+                    self.tensor(&g.reference, level + 1)
+                )
+            }
             Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
                 format!("check_result {}.shape[{axis}] == {} ({symbol:?})", self.var(*tensor), self.dim(declared))
             }

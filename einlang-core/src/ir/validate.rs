@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use crate::analysis::dim::Dim;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
-    EntryCheck, Expr, ExprKind, Function, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
+    EntryCheck, Expr, ExprKind, Function, Gemm, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
 };
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
@@ -123,6 +123,14 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
         Stmt::CheckResultDim { tensor, declared, .. } => {
             f(*tensor);
             dim(declared, f);
+        }
+        Stmt::Gemm(g) => {
+            f(g.a);
+            f(g.b);
+            for d in g.batch.iter().chain([&g.m, &g.n, &g.k]) {
+                dim(d, f);
+            }
+            visit_stmt_var_uses(&Stmt::Tensor(g.reference.clone()), f);
         }
     }
 }
@@ -323,6 +331,7 @@ impl<'a> Checker<'a> {
                 self.check_dim(b);
             }
             Stmt::Tensor(def) => self.check_tensor(def),
+            Stmt::Gemm(g) => self.check_gemm(g),
             Stmt::CheckResultDim { tensor, axis, declared, .. } => {
                 match self.use_var(*tensor) {
                     Some(Ty::Tensor(_, rank)) if axis < rank => {}
@@ -336,6 +345,37 @@ impl<'a> Checker<'a> {
             }
             Stmt::Expr(e) => self.check_expr(e),
         }
+    }
+
+    fn check_gemm(&mut self, g: &Gemm) {
+        let want = if g.batch.is_some() { 3 } else { 2 };
+        for (t, axes) in [(g.a, &g.a_axes), (g.b, &g.b_axes)] {
+            let name = self.name(t);
+            match self.use_var(t) {
+                Some(Ty::Tensor(k, rank)) => {
+                    let mut sorted = axes.clone();
+                    sorted.sort_unstable();
+                    if *k != g.elem || *rank != want || sorted != (0..want).collect::<Vec<_>>() {
+                        self.err(format!("gemm operand {name} of type `{}` with axes {axes:?}", ty_text(&Ty::Tensor(*k, *rank))));
+                    }
+                }
+                Some(ty) => {
+                    let text = ty_text(ty);
+                    self.err(format!("gemm operand {name} of type `{text}`"));
+                }
+                None => {}
+            }
+        }
+        for d in g.batch.iter().chain([&g.m, &g.n, &g.k]) {
+            self.check_dim(d);
+        }
+        if !matches!(g.elem, ScalarKind::F32 | ScalarKind::F64) {
+            self.err(format!("gemm of `{}`", g.elem.name()));
+        }
+        if g.reference.var != g.out || g.reference.axes.len() != want {
+            self.err("gemm whose reference loop nest defines another tensor".to_string());
+        }
+        self.check_tensor(&g.reference);
     }
 
     fn check_tensor(&mut self, def: &TensorDef) {

@@ -632,6 +632,7 @@ fn defined_by(s: &Stmt) -> Option<VarId> {
     match s {
         Stmt::Let { var, .. } | Stmt::Extent { var, .. } => Some(*var),
         Stmt::Tensor(def) => Some(def.var),
+        Stmt::Gemm(g) => Some(g.out),
         _ => None,
     }
 }

@@ -386,6 +386,7 @@ impl<'a> FnCx<'a> {
                 Ok(quote!(#rt::shape::check_same_extent(#name, #index, #a, #a_what, #b, #b_what)?;))
             }
             Stmt::Tensor(def) => self.tensor_def(def),
+            Stmt::Gemm(g) => self.gemm(g),
             Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
                 let info = self.info(*tensor)?;
                 if !matches!(info.ty, Ty::Tensor(_, rank) if *axis < rank) {

@@ -28,9 +28,38 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, types, Bug, FnCx, Repr};
-use crate::ir::{Axis, TensorDef, Ty};
+use crate::ir::{Axis, Gemm, TensorDef, Ty};
 
 impl FnCx<'_> {
+    /// A GEMM-shaped definition: one call of the runtime's matrix product
+    /// on permuted views of the operands (no copies). In `checked` mode the
+    /// reference loop nest runs instead, so every access is checked.
+    pub(crate) fn gemm(&mut self, g: &Gemm) -> Result<TokenStream, Bug> {
+        if self.all_checked {
+            return self.tensor_def(&g.reference);
+        }
+        let info = self.info(g.out)?;
+        let rank = if g.batch.is_some() { 3 } else { 2 };
+        if info.ty != Ty::Tensor(g.elem, rank) {
+            return Err(format!("gemm result `{}` has type `{:?}`", info.name, info.ty));
+        }
+        let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+        let out = self.ident(g.out)?;
+        let (a, b) = (self.ident(g.a)?, self.ident(g.b)?);
+        let (a_axes, b_axes) = (g.a_axes.iter().map(|x| types::usize_lit(*x)), g.b_axes.iter().map(|x| types::usize_lit(*x)));
+        let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
+        let array = types::array(g.elem, rank, &nd);
+        let call = match &g.batch {
+            None => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?),
+            Some(batch) => {
+                let batch = self.dim(batch)?;
+                quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
+            }
+        };
+        self.repr.insert(g.out, Repr::Owned);
+        Ok(quote!(let #out: #array = #call;))
+    }
+
     pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
         let rank = def.axes.len();
         let info = self.info(def.var)?;
