@@ -45,6 +45,9 @@ pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled,
     if diags.has_errors() {
         return Err(diags.into_vec());
     }
+    if let Err(msg) = hir::validate::validate(&hir) {
+        return Err(vec![Diagnostic::bug(span::Span::call_site(), format!("invalid HIR: {msg}"))]);
+    }
     let tables = analysis::analyze(&hir, &mut diags);
     if diags.has_errors() {
         return Err(diags.into_vec());

@@ -18,6 +18,7 @@
 //!   sub-tensor.
 
 pub mod pretty;
+pub mod validate;
 
 use crate::arena::{Arena, Idx};
 use crate::span::Span;

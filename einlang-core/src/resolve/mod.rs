@@ -1091,16 +1091,7 @@ fn push_into_reductions(e: &mut ast::Expr, moved: &mut [Vec<ast::WhereItem>], co
                 }
             }
             push_into_reductions(body, moved, counter);
-            for w in where_clause.iter_mut() {
-                match w {
-                    ast::WhereItem::Bind { value, .. } => push_into_reductions(value, moved, counter),
-                    ast::WhereItem::Guard(g) => push_into_reductions(g, moved, counter),
-                    ast::WhereItem::Range { range, .. } => {
-                        push_into_reductions(&mut range.start, moved, counter);
-                        push_into_reductions(&mut range.end, moved, counter);
-                    }
-                }
-            }
+            push_where(where_clause, moved, counter);
         }
         ast::ExprKind::If { cond, then, els } => {
             push_into_reductions(cond, moved, counter);
@@ -1147,21 +1138,25 @@ fn push_into_reductions(e: &mut ast::Expr, moved: &mut [Vec<ast::WhereItem>], co
     }
 }
 
+fn push_where(items: &mut [ast::WhereItem], moved: &mut [Vec<ast::WhereItem>], counter: &mut usize) {
+    for w in items {
+        match w {
+            ast::WhereItem::Bind { value, .. } => push_into_reductions(value, moved, counter),
+            ast::WhereItem::Guard(g) => push_into_reductions(g, moved, counter),
+            ast::WhereItem::Range { range, .. } => {
+                push_into_reductions(&mut range.start, moved, counter);
+                push_into_reductions(&mut range.end, moved, counter);
+            }
+        }
+    }
+}
+
 fn push_block(b: &mut ast::Block, moved: &mut [Vec<ast::WhereItem>], counter: &mut usize) {
     for s in &mut b.stmts {
         match s {
             ast::Stmt::Let(l) => {
                 push_into_reductions(&mut l.value, moved, counter);
-                for w in l.where_clause.iter_mut() {
-                    match w {
-                        ast::WhereItem::Bind { value, .. } => push_into_reductions(value, moved, counter),
-                        ast::WhereItem::Guard(g) => push_into_reductions(g, moved, counter),
-                        ast::WhereItem::Range { range, .. } => {
-                            push_into_reductions(&mut range.start, moved, counter);
-                            push_into_reductions(&mut range.end, moved, counter);
-                        }
-                    }
-                }
+                push_where(&mut l.where_clause, moved, counter);
             }
             ast::Stmt::Expr(x) => push_into_reductions(x, moved, counter),
             ast::Stmt::Item(_) => {}
