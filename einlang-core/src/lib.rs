@@ -41,14 +41,14 @@ pub struct Compiled {
 /// first stage that failed.
 pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
     let mut diags = Diagnostics::new();
-    let hir = resolve::resolve_program(&ast, &mut diags);
+    let mut hir = resolve::resolve_program(&ast, &mut diags);
     if diags.has_errors() {
         return Err(diags.into_vec());
     }
     if let Err(msg) = hir::validate::validate(&hir) {
         return Err(vec![Diagnostic::bug(span::Span::call_site(), format!("invalid HIR: {msg}"))]);
     }
-    let tables = analysis::analyze(&hir, &mut diags);
+    let tables = analysis::mono::analyze_with_instances(&mut hir, &mut diags);
     if diags.has_errors() {
         return Err(diags.into_vec());
     }

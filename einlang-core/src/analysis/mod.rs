@@ -21,6 +21,7 @@
 //! dimensions (`?`) get fresh variables above `HIDDEN_DIM_BASE`.
 
 pub mod dim;
+pub mod mono;
 mod ranges;
 #[cfg(test)]
 mod tests;
@@ -95,6 +96,18 @@ pub struct Tables {
     pub intrinsic: HashMap<ExprId, Intrinsic>,
     /// Source names of dimension variables (for messages).
     pub dim_names: HashMap<DimVar, String>,
+    /// Calls of generic functions that have no instance yet, with the types
+    /// of their arguments (see `mono`).
+    pub mono_requests: Vec<MonoRequest>,
+}
+
+/// A call of generic function `generic` with arguments of types `args`.
+#[derive(Clone, Debug)]
+pub struct MonoRequest {
+    pub call: ExprId,
+    pub generic: FnId,
+    pub args: Vec<Ty>,
+    pub span: Span,
 }
 
 impl Tables {
@@ -140,11 +153,15 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
             cx.t.dim_names.insert(dim_var(def), d.name.clone());
         }
     }
-    for (f, _) in hir.fns.iter() {
-        cx.declare_sig(f);
+    for (f, func) in hir.fns.iter() {
+        if !func.is_generic() {
+            cx.declare_sig(f);
+        }
     }
-    for (f, _) in hir.fns.iter() {
-        cx.analyze_fn(f);
+    for (f, func) in hir.fns.iter() {
+        if !func.is_generic() {
+            cx.analyze_fn(f);
+        }
     }
     cx.t
 }
@@ -368,6 +385,7 @@ impl<'a> Cx<'a> {
             return;
         }
         self.fn_state[f.index()] = FnState::InProgress;
+        let diags_before = self.diags.len();
         let func = &self.hir.fns[f];
         let saved = Saved {
             env: std::mem::take(&mut self.env),
@@ -406,6 +424,43 @@ impl<'a> Cx<'a> {
         self.narrow = saved.narrow;
         self.cond_depth = saved.cond_depth;
         self.fn_state[f.index()] = FnState::Done;
+        if let Some(&(generic, call)) = self.hir.instance_origin.get(&f) {
+            self.blame_call_site(f, generic, call, diags_before);
+        }
+    }
+
+    /// Errors in an instance of a generic function are errors of the call
+    /// that asked for it: one diagnostic at the call, with each error in
+    /// the body as a label.
+    fn blame_call_site(&mut self, inst: FnId, generic: FnId, call: Span, before: usize) {
+        let inner = self.diags.split_off(before);
+        if inner.is_empty() {
+            return;
+        }
+        let name = self.name(self.hir.fns[generic].def).to_string();
+        let args: Vec<String> = self
+            .t
+            .sigs
+            .get(inst.index())
+            .and_then(|s| s.as_ref())
+            .map(|s| s.params.iter().map(|p| self.t.show_ty(p)).collect())
+            .unwrap_or_default();
+        let mut d = Diagnostic::error(call, format!("`{name}` cannot be called with arguments of type ({})", args.join(", ")));
+        let generic_note = format!("`{name}` is generic; its body is checked for each combination of argument types");
+        for e in inner {
+            d = d.label(e.span, format!("in the body of `{name}`: {}", e.message));
+            for n in e.notes.into_iter().chain([generic_note.clone()]) {
+                if !d.notes.contains(&n) {
+                    d.notes.push(n);
+                }
+            }
+            for h in e.helps {
+                if !d.helps.contains(&h) {
+                    d.helps.push(h);
+                }
+            }
+        }
+        self.err(d);
     }
 
     /// Compares the declared result type with the body's; returns the axes
@@ -952,7 +1007,10 @@ impl<'a> Cx<'a> {
         match callee {
             Callee::Intrinsic(i) => self.infer_intrinsic(e, *i, callee_span, args, expect),
             Callee::Fn(f) => {
-                let f = *f;
+                let f = match self.instance_of(e, *f, args, callee_span) {
+                    Some(f) => f,
+                    None => return Ty::Error,
+                };
                 let func = &self.hir.fns[f];
                 let fname = self.name(func.def).to_string();
                 if func.ret.is_none() && !func.is_main {
@@ -1051,6 +1109,36 @@ impl<'a> Cx<'a> {
                 subst_ty(&sig.ret, &subst)
             }
         }
+    }
+
+    /// The function a call really calls: `f` itself, or the instance of a
+    /// generic `f` for this call. Without an instance yet, records a request
+    /// for one (when the argument types are known) and returns None.
+    fn instance_of(&mut self, e: ExprId, f: FnId, args: &[ExprId], callee_span: Span) -> Option<FnId> {
+        let func = &self.hir.fns[f];
+        if !func.is_generic() {
+            return Some(f);
+        }
+        if let Some(&inst) = self.hir.instances.get(&e) {
+            return Some(inst);
+        }
+        let name = self.name(func.def).to_string();
+        if func.params.len() != args.len() {
+            let n = func.params.len();
+            let d = Diagnostic::error(
+                self.hir.span(e),
+                format!("this function takes {n} argument{} but {} {} supplied", if n == 1 { "" } else { "s" }, args.len(), if args.len() == 1 { "was" } else { "were" }),
+            )
+            .label(self.hir.defs[func.def].span, format!("`{name}` is defined here"));
+            self.err(d);
+            return None;
+        }
+        let tys: Vec<Ty> = args.iter().map(|a| self.infer(*a, None)).collect();
+        if tys.iter().all(|t| !t.is_error()) {
+            self.t.mono_requests.push(MonoRequest { call: e, generic: f, args: tys, span: self.hir.span(e) });
+        }
+        let _ = callee_span;
+        None
     }
 
     fn infer_intrinsic(&mut self, e: ExprId, i: Intrinsic, callee_span: Span, args: &[ExprId], expect: Option<ScalarKind>) -> Ty {

@@ -175,6 +175,14 @@ impl Diagnostics {
         self.list.iter()
     }
 
+    /// Removes and returns the diagnostics reported after the first `at`.
+    pub fn split_off(&mut self, at: usize) -> Vec<Diagnostic> {
+        if at >= self.list.len() {
+            return Vec::new();
+        }
+        self.list.split_off(at)
+    }
+
     pub fn into_vec(self) -> Vec<Diagnostic> {
         self.list
     }

@@ -17,6 +17,7 @@
 //! - `ExprKind::Index` with fewer arguments than the base's rank selects a
 //!   sub-tensor.
 
+pub mod instantiate;
 pub mod pretty;
 pub mod validate;
 
@@ -60,6 +61,20 @@ pub struct Hir {
     pub exprs: Arena<Expr>,
     pub expr_spans: Vec<Span>,
     pub fns: Arena<Function>,
+    /// For each call of a generic function: the instance it calls. Filled
+    /// by monomorphization (`crate::analysis::mono`).
+    pub instances: std::collections::HashMap<ExprId, FnId>,
+    /// For each instance: the generic function it copies and the span of
+    /// the call that first asked for it.
+    pub instance_origin: std::collections::HashMap<FnId, (FnId, Span)>,
+}
+
+impl Function {
+    /// A generic function has an untyped parameter; it is never analyzed or
+    /// emitted itself, only its instances are.
+    pub fn is_generic(&self) -> bool {
+        self.params.iter().any(|p| p.ty.is_none())
+    }
 }
 
 impl Hir {

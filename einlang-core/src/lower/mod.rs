@@ -20,7 +20,10 @@ use crate::syntax::ast::{BinOp, Lit, ScalarKind};
 pub fn lower_program(hir: &Hir, t: &Tables, diags: &mut Diagnostics) -> ir::Program {
     let names = rust_fn_names(hir);
     let mut fns = Vec::new();
-    for (f, _) in hir.fns.iter() {
+    for (f, func) in hir.fns.iter() {
+        if func.is_generic() {
+            continue;
+        }
         let mut cx = FnLower {
             hir,
             t,
@@ -628,7 +631,10 @@ impl<'a> FnLower<'a> {
                 let args = args.iter().map(|a| self.lower_expr(*a)).collect::<Option<Vec<_>>>()?;
                 match callee {
                     Callee::Intrinsic(i) => ir::ExprKind::Intrinsic(self.t.intrinsic.get(&e).copied().unwrap_or(*i), args),
-                    Callee::Fn(f) => ir::ExprKind::Call { func: self.names[f.index()].clone(), args },
+                    Callee::Fn(f) => {
+                        let f = self.hir.instances.get(&e).copied().unwrap_or(*f);
+                        ir::ExprKind::Call { func: self.names[f.index()].clone(), args }
+                    }
                 }
             }
             ExprKind::Index { base, args } => {

@@ -388,16 +388,8 @@ impl Resolver {
         self.scopes = vec![HashMap::new()];
         let mut params = Vec::new();
         for p in &f.params {
-            let ty = match &p.ty {
-                Some(t) => self.resolve_ty(t, true, diags),
-                None => {
-                    diags.push(
-                        Diagnostic::error(p.name.span, format!("parameter `{}` has no type; generic parameters are not supported yet", p.name.name))
-                            .help(format!("give it a type, for example `{}: f32` or `{}: [f32; N]`", p.name.name, p.name.name)),
-                    );
-                    None
-                }
-            };
+            // An untyped parameter makes the function generic.
+            let ty = p.ty.as_ref().and_then(|t| self.resolve_ty(t, true, diags));
             if self.scopes[0].get(&p.name.name).is_some_and(|d| self.hir.defs[*d].kind == DefKind::Param) {
                 diags.push(Diagnostic::error(p.name.span, format!("parameter `{}` is declared twice", p.name.name)));
             }

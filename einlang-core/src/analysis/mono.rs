@@ -1,0 +1,118 @@
+//! Monomorphization: one instance of a generic function per combination of
+//! argument element types and ranks (not extents).
+//!
+//! Analysis records every call of a generic function that has no instance
+//! yet (`Tables::mono_requests`). This driver copies the function for each
+//! new key (`hir::instantiate`), gives the copy's untyped parameters the
+//! argument types (tensor extents become fresh dimension symbols, so one
+//! instance serves every size), points the call at it (`Hir::instances`),
+//! and analyzes again, until no request is left. Instances calling generic
+//! functions are discovered in the next round.
+
+use std::collections::HashMap;
+
+use super::{analyze, Tables, Ty};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::hir::{instantiate::instantiate, DefKind, DimAnn, FnId, Hir, TyAnn};
+use crate::span::Span;
+use crate::syntax::ast::ScalarKind;
+
+/// More rounds than this means generic functions instantiate each other
+/// without end (polymorphic recursion).
+const MAX_ROUNDS: usize = 32;
+/// A bound on instances, against exponential instantiation.
+const MAX_INSTANCES: usize = 512;
+
+/// What an instance is specialized on: element type and rank.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Scalar(ScalarKind),
+    Tensor(ScalarKind, usize),
+    Tuple(Vec<Key>),
+}
+
+fn key(t: &Ty) -> Option<Key> {
+    Some(match t {
+        Ty::Scalar(k) => Key::Scalar(*k),
+        Ty::Tensor(k, dims) => Key::Tensor(*k, dims.len()),
+        Ty::Tuple(items) => Key::Tuple(items.iter().map(key).collect::<Option<_>>()?),
+        Ty::Error => return None,
+    })
+}
+
+fn key_text(k: &Key) -> String {
+    match k {
+        Key::Scalar(s) => s.name().to_string(),
+        Key::Tensor(s, r) => format!("{}r{r}", s.name()),
+        Key::Tuple(items) => format!("t{}", items.iter().map(key_text).collect::<Vec<_>>().join("")),
+    }
+}
+
+/// Analyzes `hir`, instantiating generic functions as calls need them.
+pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables {
+    let mut cache: HashMap<(FnId, Vec<Key>), FnId> = HashMap::new();
+    for _ in 0..MAX_ROUNDS {
+        let mut round = Diagnostics::new();
+        let tables = analyze(hir, &mut round);
+        if tables.mono_requests.is_empty() {
+            diags.extend(round.into_vec());
+            return tables;
+        }
+        for req in &tables.mono_requests {
+            let Some(keys) = req.args.iter().map(key).collect::<Option<Vec<_>>>() else { continue };
+            let cache_key = (req.generic, keys);
+            let inst = match cache.get(&cache_key) {
+                Some(i) => *i,
+                None => {
+                    if cache.len() >= MAX_INSTANCES {
+                        diags.push(Diagnostic::error(req.span, format!("more than {MAX_INSTANCES} instances of generic functions")));
+                        return tables;
+                    }
+                    let inst = new_instance(hir, req.generic, &cache_key.1, &req.args);
+                    hir.instance_origin.insert(inst, (req.generic, req.span));
+                    cache.insert(cache_key, inst);
+                    inst
+                }
+            };
+            hir.instances.insert(req.call, inst);
+        }
+    }
+    let mut round = Diagnostics::new();
+    let tables = analyze(hir, &mut round);
+    let span = tables.mono_requests.first().map(|r| r.span).unwrap_or_else(Span::call_site);
+    diags.push(
+        Diagnostic::error(span, "generic functions instantiate each other without end")
+            .note("each call of a generic function with new argument types creates a copy; these calls never stop creating new ones"),
+    );
+    tables
+}
+
+fn new_instance(hir: &mut Hir, generic: FnId, keys: &[Key], args: &[Ty]) -> FnId {
+    let template = hir.fns[generic].clone();
+    let base = hir.name(template.def).to_string();
+    let name = format!("{base}_{}", keys.iter().map(key_text).collect::<Vec<_>>().join("_"));
+    let mut params = Vec::new();
+    for (p, t) in template.params.iter().zip(args) {
+        if p.ty.is_some() {
+            params.push(None);
+            continue;
+        }
+        let pname = hir.name(p.def).to_uppercase();
+        params.push(Some(annotation(hir, t, &pname, p.span)));
+    }
+    instantiate(hir, generic, &name, params)
+}
+
+/// The annotation a parameter gets for an argument of type `t`: the same
+/// element type and rank, with fresh dimension symbols (`X0`, `X1`, ...).
+fn annotation(hir: &mut Hir, t: &Ty, pname: &str, span: Span) -> TyAnn {
+    match t {
+        Ty::Scalar(k) => TyAnn::Scalar(*k),
+        Ty::Tensor(k, dims) => {
+            let dims = (0..dims.len()).map(|i| DimAnn::Sym(hir.alloc_def(format!("{pname}{i}"), DefKind::Dim, span), span)).collect();
+            TyAnn::Tensor { elem: *k, dims, span }
+        }
+        Ty::Tuple(items) => TyAnn::Tuple(items.iter().enumerate().map(|(i, t)| annotation(hir, t, &format!("{pname}_{i}_"), span)).collect()),
+        Ty::Error => TyAnn::Tuple(Vec::new()),
+    }
+}

@@ -1,0 +1,170 @@
+//! Copies of generic functions, one per instantiation.
+//!
+//! Monomorphization (`crate::analysis::mono`) specializes a generic function
+//! (one with untyped parameters) by copying its HIR with fresh ids for every
+//! local definition, giving the copy's parameters concrete types. The copy is
+//! appended to the arenas (operands still precede users), so existing ids
+//! stay valid and the template itself is never analyzed.
+
+use std::collections::HashMap;
+
+use super::{Block, Callee, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, Param, Range, RedVar, Slot, Stmt, TyAnn, Where};
+
+/// Appends a copy of `f` named `name` whose parameters have the types
+/// `params` (`None` keeps the template's annotation).
+pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>>) -> FnId {
+    let template = hir.fns[f].clone();
+    let span = hir.defs[template.def].span;
+    let def = hir.alloc_def(name, DefKind::Local, span);
+    let mut cx = Cloner { hir, defs: HashMap::new() };
+    let mut new_params = Vec::new();
+    for (p, given) in template.params.iter().zip(params) {
+        let ty = match given {
+            Some(t) => Some(t),
+            None => p.ty.as_ref().map(|t| cx.ty(t)),
+        };
+        new_params.push(Param { def: cx.def(p.def), ty, span: p.span });
+    }
+    let ret = template.ret.as_ref().map(|t| cx.ty(t));
+    let body = cx.block(&template.body);
+    let func = Function { def, public: false, docs: template.docs.clone(), params: new_params, ret, body, is_main: false, span: template.span };
+    let id = hir.fns.alloc(func);
+    hir.defs[def].kind = DefKind::Fn(id);
+    id
+}
+
+struct Cloner<'a> {
+    hir: &'a mut Hir,
+    defs: HashMap<DefId, DefId>,
+}
+
+impl Cloner<'_> {
+    /// The copy of a function-local definition; global ones (functions,
+    /// intrinsics, modules) are shared.
+    fn def(&mut self, d: DefId) -> DefId {
+        let Def { name, kind, span } = self.hir.defs[d].clone();
+        if !matches!(kind, DefKind::Param | DefKind::Local | DefKind::Index | DefKind::WhereBind | DefKind::Dim) {
+            return d;
+        }
+        if let Some(&n) = self.defs.get(&d) {
+            return n;
+        }
+        let n = self.hir.alloc_def(name, kind, span);
+        self.defs.insert(d, n);
+        n
+    }
+
+    fn ty(&mut self, t: &TyAnn) -> TyAnn {
+        match t {
+            TyAnn::Scalar(k) => TyAnn::Scalar(*k),
+            TyAnn::Str => TyAnn::Str,
+            TyAnn::Tuple(items) => TyAnn::Tuple(items.iter().map(|t| self.ty(t)).collect()),
+            TyAnn::Tensor { elem, dims, span } => TyAnn::Tensor { elem: *elem, dims: dims.iter().map(|d| self.dim(d)).collect(), span: *span },
+        }
+    }
+
+    fn dim(&mut self, d: &DimAnn) -> DimAnn {
+        match d {
+            DimAnn::Sym(s, span) => DimAnn::Sym(self.def(*s), *span),
+            DimAnn::Bin(op, a, b, span) => DimAnn::Bin(*op, Box::new(self.dim(a)), Box::new(self.dim(b)), *span),
+            other => other.clone(),
+        }
+    }
+
+    fn range(&mut self, r: &Range) -> Range {
+        Range { start: self.expr(r.start), end: self.expr(r.end), span: r.span }
+    }
+
+    fn wheres(&mut self, ws: &[Where]) -> Vec<Where> {
+        ws.iter()
+            .map(|w| match w {
+                Where::Bind { def, value } => {
+                    let value = self.expr(*value);
+                    Where::Bind { def: self.def(*def), value }
+                }
+                Where::Guard(g) => Where::Guard(self.expr(*g)),
+            })
+            .collect()
+    }
+
+    fn block(&mut self, b: &Block) -> Block {
+        let mut stmts = Vec::new();
+        for s in &b.stmts {
+            stmts.push(match s {
+                Stmt::Let { def, ty, value, span } => {
+                    let value = self.expr(*value);
+                    let ty = ty.as_ref().map(|t| self.ty(t));
+                    Stmt::Let { def: self.def(*def), ty, value, span: *span }
+                }
+                Stmt::Indexed(d) => {
+                    let slots = d
+                        .slots
+                        .iter()
+                        .map(|s| match s {
+                            Slot::Var { def, range } => {
+                                let range = range.as_ref().map(|r| self.range(r));
+                                Slot::Var { def: self.def(*def), range }
+                            }
+                            Slot::Lit(n, span) => Slot::Lit(*n, *span),
+                        })
+                        .collect();
+                    let wheres = self.wheres(&d.wheres);
+                    let body = self.expr(d.body);
+                    Stmt::Indexed(IndexedDef { def: self.def(d.def), slots, wheres, body, span: d.span })
+                }
+                Stmt::Expr(e) => Stmt::Expr(self.expr(*e)),
+            });
+        }
+        let tail = b.tail.map(|t| self.expr(t));
+        Block { stmts, tail }
+    }
+
+    /// Copies `e`, operands first, so the copy keeps operands before users.
+    fn expr(&mut self, e: ExprId) -> ExprId {
+        let span = self.hir.span(e);
+        let kind = match self.hir.exprs[e].kind.clone() {
+            ExprKind::Lit(l) => ExprKind::Lit(l),
+            ExprKind::Error => ExprKind::Error,
+            ExprKind::Def(d) => ExprKind::Def(self.def(d)),
+            ExprKind::Unary(op, a) => ExprKind::Unary(op, self.expr(a)),
+            ExprKind::Binary(op, a, b) => {
+                let a = self.expr(a);
+                ExprKind::Binary(op, a, self.expr(b))
+            }
+            ExprKind::Cast(a, k) => ExprKind::Cast(self.expr(a), k),
+            ExprKind::Call { callee, callee_span, args } => {
+                let args = args.iter().map(|a| self.expr(*a)).collect();
+                let callee = match callee {
+                    Callee::Fn(f) => Callee::Fn(f),
+                    Callee::Intrinsic(i) => Callee::Intrinsic(i),
+                };
+                ExprKind::Call { callee, callee_span, args }
+            }
+            ExprKind::Index { base, args } => {
+                let base = self.expr(base);
+                ExprKind::Index { base, args: args.iter().map(|a| self.expr(*a)).collect() }
+            }
+            ExprKind::Field(a, i) => ExprKind::Field(self.expr(a), i),
+            ExprKind::Reduce { op, vars, wheres, body } => {
+                let vars = vars
+                    .iter()
+                    .map(|v| {
+                        let range = v.range.as_ref().map(|r| self.range(r));
+                        RedVar { def: self.def(v.def), range }
+                    })
+                    .collect();
+                let wheres = self.wheres(&wheres);
+                ExprKind::Reduce { op, vars, wheres, body: self.expr(body) }
+            }
+            ExprKind::If { cond, then, els } => {
+                let cond = self.expr(cond);
+                let then = self.expr(then);
+                ExprKind::If { cond, then, els: els.map(|x| self.expr(x)) }
+            }
+            ExprKind::Block(b) => ExprKind::Block(self.block(&b)),
+            ExprKind::Array(items) => ExprKind::Array(items.iter().map(|a| self.expr(*a)).collect()),
+            ExprKind::Tuple(items) => ExprKind::Tuple(items.iter().map(|a| self.expr(*a)).collect()),
+        };
+        self.hir.alloc_expr(kind, span)
+    }
+}
