@@ -248,7 +248,7 @@ impl<'a> Cx<'a> {
     fn ann_to_ty(&mut self, ann: &TyAnn) -> Ty {
         match ann {
             TyAnn::Scalar(k) => Ty::Scalar(*k),
-            TyAnn::Str => Ty::Error,
+            TyAnn::Str => Ty::Str,
             TyAnn::Tuple(items) => Ty::Tuple(items.iter().map(|t| self.ann_to_ty(t)).collect()),
             TyAnn::Tensor { elem, dims, .. } => {
                 let dims = dims.iter().map(|d| self.dim_ann(d)).collect::<Option<Vec<_>>>();
@@ -716,7 +716,11 @@ impl<'a> Cx<'a> {
             }
             ExprKind::Binary(op, a, b) => self.infer_binary(e, *op, *a, *b, expect),
             ExprKind::Cast(x, k) => {
-                let t = self.infer(*x, None);
+                // `3.14159265358979 as f64`: a literal of the same kind as
+                // the target takes the target type, as in Rust.
+                let same_class = |lit_float: bool| lit_float == k.is_float() && *k != ScalarKind::Bool;
+                let hint = if self.flexible(*x) && same_class(is_float_lit(self.hir, *x)) { Some(*k) } else { None };
+                let t = self.infer(*x, hint);
                 match t {
                     Ty::Error => Ty::Error,
                     Ty::Scalar(_) => Ty::Scalar(*k),
@@ -800,6 +804,23 @@ impl<'a> Cx<'a> {
                 let items = items.clone();
                 self.infer_array(e, &items, expect)
             }
+            ExprKind::Interp(parts) => {
+                let parts = parts.clone();
+                for p in parts {
+                    if let crate::hir::InterpPart::Value(x, _) = p {
+                        self.infer(x, None);
+                    }
+                }
+                Ty::Str
+            }
+            ExprKind::Builtin(b, args) => {
+                let (b, args) = (*b, args.clone());
+                self.infer_builtin(e, b, &args)
+            }
+            ExprKind::Match { scrutinee, arms } => {
+                let (scrutinee, arms) = (*scrutinee, arms.clone());
+                self.infer_match(e, scrutinee, &arms, expect)
+            }
             ExprKind::Tuple(items) => {
                 let items = items.clone();
                 let tys: Vec<Ty> = items.iter().map(|x| self.infer(*x, None)).collect();
@@ -838,7 +859,7 @@ impl<'a> Cx<'a> {
         let span = self.hir.span(e);
         match lit {
             Lit::Bool(_) => Ty::BOOL,
-            Lit::Str(_) => Ty::Error,
+            Lit::Str(_) => Ty::Str,
             Lit::Int(v, suffix) => {
                 let k = match (suffix, expect) {
                     (Some(k), _) => *k,
@@ -1141,6 +1162,195 @@ impl<'a> Cx<'a> {
         None
     }
 
+    fn infer_match(&mut self, e: ExprId, scrutinee: ExprId, arms: &[crate::hir::Arm], expect: Option<ScalarKind>) -> Ty {
+        let st = self.infer(scrutinee, None);
+        let mut result: Option<Ty> = None;
+        let mut failed = st.is_error();
+        for arm in arms {
+            if !st.is_error() && !self.check_pat(&arm.pat, &st) {
+                failed = true;
+            }
+            if let Some(g) = arm.guard {
+                let gt = self.infer(g, Some(ScalarKind::Bool));
+                self.expect_bool(g, &gt, "a match guard");
+            }
+            self.cond_depth += 1;
+            let hint = result.as_ref().and_then(|t| t.elem()).or(expect);
+            let bt = self.infer(arm.body, hint);
+            self.cond_depth -= 1;
+            match (&result, &bt) {
+                (_, Ty::Error) => failed = true,
+                (None, _) => result = Some(bt),
+                (Some(r), _) if r == &bt || same_kind_and_rank(r, &bt) => {}
+                (Some(r), _) => {
+                    let d = Diagnostic::error(
+                        self.hir.span(arm.body),
+                        format!("match arms have different types: `{}` and `{}`", self.t.show_ty(r), self.t.show_ty(&bt)),
+                    );
+                    self.err(d);
+                    failed = true;
+                }
+            }
+        }
+        if failed {
+            return Ty::Error;
+        }
+        if let Some(missing) = self.missing_cases(&st, arms) {
+            let d = Diagnostic::error(self.hir.span(scrutinee), format!("non-exhaustive match: {missing}"))
+                .label(self.hir.span(e), "in this `match`")
+                .help("add the missing arms, or a wildcard arm `_ => ...`");
+            self.err(d);
+            return Ty::Error;
+        }
+        result.unwrap_or(Ty::Error)
+    }
+
+    /// What an exhaustive match over `t` would still need, if anything.
+    /// Booleans are checked exactly; other types need an irrefutable arm
+    /// (guarded arms never count).
+    fn missing_cases(&self, t: &Ty, arms: &[crate::hir::Arm]) -> Option<String> {
+        use crate::hir::Pat;
+        let unguarded: Vec<&Pat> = arms.iter().filter(|a| a.guard.is_none()).map(|a| &a.pat).collect();
+        fn irrefutable(p: &Pat) -> bool {
+            match p {
+                Pat::Wild | Pat::Bind(_) => true,
+                Pat::Tuple(items) => items.iter().all(irrefutable),
+                _ => false,
+            }
+        }
+        if unguarded.iter().any(|p| irrefutable(p)) {
+            return None;
+        }
+        match t {
+            Ty::Scalar(ScalarKind::Bool) => {
+                let has = |b: bool| unguarded.iter().any(|p| matches!(p, Pat::Lit(Lit::Bool(x), _) if *x == b));
+                match (has(true), has(false)) {
+                    (true, true) => None,
+                    (true, false) => Some("`false` not covered".to_string()),
+                    (false, true) => Some("`true` not covered".to_string()),
+                    (false, false) => Some("`true` and `false` not covered".to_string()),
+                }
+            }
+            Ty::Scalar(k) if k.is_int() => Some(format!("patterns of `{}` need a wildcard arm; integer ranges are not checked for coverage", k.name())),
+            other => Some(format!("values of type `{}` need a wildcard arm", self.t.show_ty(other))),
+        }
+    }
+
+    /// Checks pattern `p` against type `t` and gives its bindings types.
+    fn check_pat(&mut self, p: &crate::hir::Pat, t: &Ty) -> bool {
+        use crate::hir::Pat;
+        let lit_ok = |l: &Lit, k: ScalarKind| match l {
+            Lit::Int(v, suffix) => k.is_int() && suffix.is_none_or(|s| s == k) && int_fits(*v, k),
+            Lit::Float(_, suffix) => k.is_float() && suffix.is_none_or(|s| s == k),
+            Lit::Bool(_) => k == ScalarKind::Bool,
+            Lit::Str(_) => false,
+        };
+        match (p, t) {
+            (Pat::Wild, _) => true,
+            (Pat::Bind(d), _) => {
+                self.env.insert(*d, t.clone());
+                self.t.def_ty.insert(*d, t.clone());
+                true
+            }
+            (Pat::Lit(l, span), Ty::Scalar(k)) => {
+                if lit_ok(l, *k) {
+                    return true;
+                }
+                self.err(Diagnostic::error(*span, format!("this pattern cannot match a value of type `{}`", k.name())));
+                false
+            }
+            (Pat::Range { lo, hi, span, .. }, Ty::Scalar(k)) => {
+                if lit_ok(lo, *k) && lit_ok(hi, *k) && *k != ScalarKind::Bool {
+                    return true;
+                }
+                self.err(Diagnostic::error(*span, format!("this range pattern cannot match a value of type `{}`", k.name())));
+                false
+            }
+            (Pat::Tuple(items), Ty::Tuple(tys)) if items.len() == tys.len() => {
+                let mut ok = true;
+                for (p, t) in items.iter().zip(tys) {
+                    ok &= self.check_pat(p, t);
+                }
+                ok
+            }
+            (_, other) => {
+                let span = match p {
+                    Pat::Lit(_, s) | Pat::Range { span: s, .. } => *s,
+                    _ => Span::call_site(),
+                };
+                self.err(Diagnostic::error(span, format!("this pattern cannot match a value of type `{}`", self.t.show_ty(other))));
+                false
+            }
+        }
+    }
+
+    fn infer_builtin(&mut self, e: ExprId, b: crate::hir::Builtin, args: &[ExprId]) -> Ty {
+        use crate::hir::Builtin;
+        let span = self.hir.span(e);
+        let arity_ok = match b {
+            Builtin::Print => true,
+            Builtin::Assert => matches!(args.len(), 1 | 2),
+            Builtin::Len | Builtin::Shape => args.len() == 1,
+        };
+        if !arity_ok {
+            let want = match b {
+                Builtin::Assert => "1 or 2 arguments (a condition and a message)",
+                _ => "1 argument",
+            };
+            self.err(Diagnostic::error(span, format!("`{}` takes {want}, but {} were supplied", b.name(), args.len())));
+            return Ty::Error;
+        }
+        match b {
+            Builtin::Print => {
+                for a in args {
+                    self.infer(*a, None);
+                }
+                Ty::unit()
+            }
+            Builtin::Assert => {
+                let c = self.infer(args[0], Some(ScalarKind::Bool));
+                self.expect_bool(args[0], &c, "the condition of `assert`");
+                if let Some(m) = args.get(1) {
+                    let t = self.infer(*m, None);
+                    if !matches!(t, Ty::Str | Ty::Error) {
+                        let d = Diagnostic::error(self.hir.span(*m), format!("the message of `assert` must be a string, found `{}`", self.t.show_ty(&t)));
+                        self.err(d);
+                    }
+                }
+                Ty::unit()
+            }
+            Builtin::Len | Builtin::Shape => {
+                let t = self.infer(args[0], None);
+                match t {
+                    Ty::Error => Ty::Error,
+                    Ty::Tensor(_, dims) if b == Builtin::Len && !dims.is_empty() => Ty::I64,
+                    Ty::Tensor(_, dims) if b == Builtin::Shape => Ty::Tensor(ScalarKind::I64, vec![Dim::constant(dims.len() as i64)]),
+                    other => {
+                        let d = Diagnostic::error(self.hir.span(args[0]), format!("`{}` takes a tensor, found `{}`", b.name(), self.t.show_ty(&other)));
+                        self.err(d);
+                        Ty::Error
+                    }
+                }
+            }
+        }
+    }
+
+    /// The extent of axis `axis` of the tensor `x` (for `len`, `shape`).
+    fn axis_dim(&self, x: ExprId, axis: usize) -> Option<Dim> {
+        match self.t.ty(x) {
+            Ty::Tensor(_, dims) => dims.get(axis).cloned(),
+            _ => None,
+        }
+    }
+
+    /// `shape(x)[d]` with a literal `d`: the tensor and axis.
+    fn shape_index(&self, base: ExprId, args: &[ExprId]) -> Option<(ExprId, usize)> {
+        let ExprKind::Builtin(crate::hir::Builtin::Shape, sargs) = &self.hir.exprs[base].kind else { return None };
+        let [arg] = args else { return None };
+        let ExprKind::Lit(Lit::Int(d, _)) = self.hir.exprs[*arg].kind else { return None };
+        Some((*sargs.first()?, usize::try_from(d).ok()?))
+    }
+
     fn infer_intrinsic(&mut self, e: ExprId, i: Intrinsic, callee_span: Span, args: &[ExprId], expect: Option<ScalarKind>) -> Ty {
         let span = self.hir.span(e);
         let arity = match i {
@@ -1213,6 +1423,14 @@ impl<'a> Cx<'a> {
         let bt = self.infer(base, None);
         let arg_tys: Vec<Ty> = args.iter().map(|a| self.infer(*a, Some(ScalarKind::I64))).collect();
         if bt.is_error() || arg_tys.iter().any(|t| t.is_error()) {
+            return Ty::Error;
+        }
+        if let Some((x, axis)) = self.shape_index(base, args) {
+            if self.axis_dim(x, axis).is_some() {
+                return Ty::I64;
+            }
+            let d = Diagnostic::error(span, format!("axis {axis} is out of range for `shape` of a `{}`", self.t.show_ty(self.t.ty(x))));
+            self.err(d);
             return Ty::Error;
         }
         let ExprKind::Def(tensor_def) = self.hir.exprs[base].kind else {
@@ -1392,6 +1610,11 @@ impl<'a> Cx<'a> {
                 }
             }
             ExprKind::Cast(x, ScalarKind::I64) => self.to_dim(*x),
+            ExprKind::Builtin(crate::hir::Builtin::Len, args) => self.axis_dim(*args.first()?, 0),
+            ExprKind::Index { base, args } => {
+                let (x, axis) = self.shape_index(*base, args)?;
+                self.axis_dim(x, axis)
+            }
             ExprKind::Block(b) if b.stmts.is_empty() => b.tail.and_then(|t| self.to_dim(t)),
             _ => None,
         }

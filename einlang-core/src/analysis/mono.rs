@@ -29,6 +29,7 @@ enum Key {
     Scalar(ScalarKind),
     Tensor(ScalarKind, usize),
     Tuple(Vec<Key>),
+    Str,
 }
 
 fn key(t: &Ty) -> Option<Key> {
@@ -36,6 +37,7 @@ fn key(t: &Ty) -> Option<Key> {
         Ty::Scalar(k) => Key::Scalar(*k),
         Ty::Tensor(k, dims) => Key::Tensor(*k, dims.len()),
         Ty::Tuple(items) => Key::Tuple(items.iter().map(key).collect::<Option<_>>()?),
+        Ty::Str => Key::Str,
         Ty::Error => return None,
     })
 }
@@ -45,6 +47,7 @@ fn key_text(k: &Key) -> String {
         Key::Scalar(s) => s.name().to_string(),
         Key::Tensor(s, r) => format!("{}r{r}", s.name()),
         Key::Tuple(items) => format!("t{}", items.iter().map(key_text).collect::<Vec<_>>().join("")),
+        Key::Str => "str".to_string(),
     }
 }
 
@@ -113,6 +116,7 @@ fn annotation(hir: &mut Hir, t: &Ty, pname: &str, span: Span) -> TyAnn {
             TyAnn::Tensor { elem: *k, dims, span }
         }
         Ty::Tuple(items) => TyAnn::Tuple(items.iter().enumerate().map(|(i, t)| annotation(hir, t, &format!("{pname}_{i}_"), span)).collect()),
+        Ty::Str => TyAnn::Str,
         Ty::Error => TyAnn::Tuple(Vec::new()),
     }
 }

@@ -11,6 +11,7 @@ pub enum Ty {
     Scalar(ScalarKind),
     Tensor(ScalarKind, Vec<Dim>),
     Tuple(Vec<Ty>),
+    Str,
     /// The type of an expression that already produced an error; anything
     /// built from it is silently `Error` too, so errors do not cascade.
     Error,
@@ -66,6 +67,7 @@ impl Ty {
                     format!("({})", items.join(", "))
                 }
             }
+            Ty::Str => "str".to_string(),
             Ty::Error => "{error}".to_string(),
         }
     }

@@ -8,7 +8,10 @@
 
 use std::collections::HashMap;
 
-use super::{Block, Callee, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, Param, Range, RedVar, Slot, Stmt, TyAnn, Where};
+use super::{
+    Arm, Block, Callee, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart, Param, Pat, Range, RedVar, Slot,
+    Stmt, TyAnn, Where,
+};
 
 /// Appends a copy of `f` named `name` whose parameters have the types
 /// `params` (`None` keeps the template's annotation).
@@ -67,6 +70,14 @@ impl Cloner<'_> {
         match d {
             DimAnn::Sym(s, span) => DimAnn::Sym(self.def(*s), *span),
             DimAnn::Bin(op, a, b, span) => DimAnn::Bin(*op, Box::new(self.dim(a)), Box::new(self.dim(b)), *span),
+            other => other.clone(),
+        }
+    }
+
+    fn pat(&mut self, p: &Pat) -> Pat {
+        match p {
+            Pat::Bind(d) => Pat::Bind(self.def(*d)),
+            Pat::Tuple(items) => Pat::Tuple(items.iter().map(|p| self.pat(p)).collect()),
             other => other.clone(),
         }
     }
@@ -164,6 +175,28 @@ impl Cloner<'_> {
             ExprKind::Block(b) => ExprKind::Block(self.block(&b)),
             ExprKind::Array(items) => ExprKind::Array(items.iter().map(|a| self.expr(*a)).collect()),
             ExprKind::Tuple(items) => ExprKind::Tuple(items.iter().map(|a| self.expr(*a)).collect()),
+            ExprKind::Builtin(b, args) => ExprKind::Builtin(b, args.iter().map(|a| self.expr(*a)).collect()),
+            ExprKind::Match { scrutinee, arms } => {
+                let scrutinee = self.expr(scrutinee);
+                let arms = arms
+                    .iter()
+                    .map(|a| {
+                        let pat = self.pat(&a.pat);
+                        let guard = a.guard.map(|g| self.expr(g));
+                        Arm { pat, guard, body: self.expr(a.body), span: a.span }
+                    })
+                    .collect();
+                ExprKind::Match { scrutinee, arms }
+            }
+            ExprKind::Interp(parts) => ExprKind::Interp(
+                parts
+                    .iter()
+                    .map(|p| match p {
+                        InterpPart::Text(t) => InterpPart::Text(t.clone()),
+                        InterpPart::Value(e, prec) => InterpPart::Value(self.expr(*e), *prec),
+                    })
+                    .collect(),
+            ),
         };
         self.hir.alloc_expr(kind, span)
     }

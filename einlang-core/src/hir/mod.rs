@@ -52,6 +52,8 @@ pub enum DefKind {
     Dim,
     /// A module of the standard library or an inline `mod`.
     Module,
+    /// A `const` item; every use is replaced by its value.
+    Const,
 }
 
 /// The whole resolved program.
@@ -195,6 +197,57 @@ pub struct Expr {
     pub kind: ExprKind,
 }
 
+/// One arm of a `match`.
+#[derive(Clone, Debug)]
+pub struct Arm {
+    pub pat: Pat,
+    pub guard: Option<ExprId>,
+    pub body: ExprId,
+    pub span: Span,
+}
+
+/// A pattern; `Bind` introduces a local bound to the matched part.
+#[derive(Clone, Debug)]
+pub enum Pat {
+    Wild,
+    Bind(DefId),
+    Lit(Lit, Span),
+    Range { lo: Lit, hi: Lit, inclusive: bool, span: Span },
+    Tuple(Vec<Pat>),
+}
+
+/// A piece of an interpolated string.
+#[derive(Clone, Debug)]
+pub enum InterpPart {
+    Text(String),
+    /// `{expr}` or `{expr:.precision}`.
+    Value(ExprId, Option<u32>),
+}
+
+/// Builtins of the language (not library functions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    /// Prints its arguments on one line; its value is `()`.
+    Print,
+    /// `assert(cond, message)`: an `Err` when `cond` is false; `()`.
+    Assert,
+    /// The length of a tensor's first axis, `i64`.
+    Len,
+    /// The extents of a tensor, `[i64; rank]`.
+    Shape,
+}
+
+impl Builtin {
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Print => "print",
+            Builtin::Assert => "assert",
+            Builtin::Len => "len",
+            Builtin::Shape => "shape",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Callee {
     Fn(FnId),
@@ -217,6 +270,13 @@ pub enum ExprKind {
     Block(Block),
     Array(Vec<ExprId>),
     Tuple(Vec<ExprId>),
+    /// An interpolated string: text pieces and formatted values.
+    Interp(Vec<InterpPart>),
+    /// `print(...)`, `assert(cond, msg)`, `len(x)`, `shape(x)`.
+    Builtin(Builtin, Vec<ExprId>),
+    /// `match scrutinee { pat [if guard] => body, ... }`: the first arm whose
+    /// pattern matches and whose guard holds.
+    Match { scrutinee: ExprId, arms: Vec<Arm> },
     /// A placeholder left where resolution failed; analyses skip it so one
     /// error does not cascade.
     Error,

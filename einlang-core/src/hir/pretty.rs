@@ -100,6 +100,22 @@ impl Printer<'_> {
         format!(" where {}", items.join(", "))
     }
 
+    fn pat(&self, p: &super::Pat) -> String {
+        let lit = |l: &Lit| match l {
+            Lit::Int(v, _) => v.to_string(),
+            Lit::Float(s, _) => s.clone(),
+            Lit::Bool(b) => b.to_string(),
+            Lit::Str(s) => format!("{s:?}"),
+        };
+        match p {
+            super::Pat::Wild => "_".to_string(),
+            super::Pat::Bind(d) => self.def(*d),
+            super::Pat::Lit(l, _) => lit(l),
+            super::Pat::Range { lo, hi, inclusive, .. } => format!("{}{}{}", lit(lo), if *inclusive { "..=" } else { ".." }, lit(hi)),
+            super::Pat::Tuple(items) => format!("({})", items.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(", ")),
+        }
+    }
+
     fn expr(&mut self, e: ExprId) -> String {
         match &self.hir.exprs[e].kind {
             ExprKind::Error => "{error}".to_string(),
@@ -147,6 +163,38 @@ impl Printer<'_> {
                 let mut inner = Printer { hir: self.hir, t: self.t, out: String::new() };
                 inner.block(b, 0);
                 format!("{{ {} }}", inner.out.trim().replace('\n', " "))
+            }
+            ExprKind::Match { scrutinee, arms } => {
+                let s = self.expr(*scrutinee);
+                let arms: Vec<String> = arms
+                    .iter()
+                    .map(|a| {
+                        let guard = a.guard.map(|g| format!(" if {}", self.expr(g))).unwrap_or_default();
+                        format!("{}{guard} => {}", self.pat(&a.pat), self.expr(a.body))
+                    })
+                    .collect();
+                format!("match {s} {{ {} }}", arms.join(", "))
+            }
+            ExprKind::Builtin(b, args) => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(*a)).collect();
+                format!("{}({})", b.name(), args.join(", "))
+            }
+            ExprKind::Interp(parts) => {
+                let mut text = String::from("f\"");
+                for p in parts {
+                    match p {
+                        super::InterpPart::Text(t) => text.push_str(t),
+                        super::InterpPart::Value(e, prec) => {
+                            let v = self.expr(*e);
+                            match prec {
+                                Some(p) => text.push_str(&format!("{{{v}:.{p}}}")),
+                                None => text.push_str(&format!("{{{v}}}")),
+                            }
+                        }
+                    }
+                }
+                text.push('"');
+                text
             }
             ExprKind::Array(items) | ExprKind::Tuple(items) => {
                 let items: Vec<String> = items.iter().map(|x| self.expr(*x)).collect();

@@ -5,7 +5,7 @@
 //!   ids), which makes every walk over the arena terminate;
 //! - every function's `def` names that function.
 
-use super::{Block, Callee, DefKind, ExprId, ExprKind, Hir, Slot, Stmt, Where};
+use super::{Block, Callee, DefKind, ExprId, ExprKind, Hir, InterpPart, Slot, Stmt, Where};
 
 
 /// Checks `hir`; the error lists every violation, one per line.
@@ -59,7 +59,21 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
                 ops.extend(*els);
             }
             ExprKind::Block(b) => block_operands(b, &mut |o| ops.push(o)),
-            ExprKind::Array(items) | ExprKind::Tuple(items) => ops.extend(items.iter().copied()),
+            ExprKind::Array(items) | ExprKind::Tuple(items) | ExprKind::Builtin(_, items) => ops.extend(items.iter().copied()),
+            ExprKind::Match { scrutinee, arms } => {
+                ops.push(*scrutinee);
+                for a in arms {
+                    ops.extend(a.guard);
+                    ops.push(a.body);
+                }
+            }
+            ExprKind::Interp(parts) => {
+                for p in parts {
+                    if let InterpPart::Value(e, _) = p {
+                        ops.push(*e);
+                    }
+                }
+            }
         }
         for o in ops {
             if o.raw() >= id.raw() {

@@ -271,4 +271,20 @@ pub enum ExprKind {
     Field(Box<Expr>, u32),
     /// A tensor literal: nested arrays of scalars with the given shape.
     ArrayLit { shape: Vec<usize>, elems: Vec<Expr> },
+    /// A `String` built from text and formatted values (interpolation).
+    Format(Vec<FmtPart>),
+    /// Prints the values on one line; `Unit`.
+    Print(Vec<Expr>),
+    /// Returns `Error::Assert` with `message` (a `Str`) when `cond` is
+    /// false; `Unit`.
+    Assert { cond: Box<Expr>, message: Box<Expr> },
+}
+
+/// A piece of a `Format`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FmtPart {
+    Text(String),
+    /// A value formatted like the seed implementation prints it, with an
+    /// optional number of decimals.
+    Value(Expr, Option<u32>),
 }

@@ -19,7 +19,7 @@
 use std::fmt::Write as _;
 
 use crate::analysis::dim::{Dim, DimVar};
-use crate::ir::{EntryCheck, Expr, ExprKind, Function, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry};
+use crate::ir::{EntryCheck, Expr, ExprKind, FmtPart, Function, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry};
 
 /// Every function of `p`, separated by blank lines.
 pub fn pretty_program(p: &Program) -> String {
@@ -256,6 +256,20 @@ impl Printer<'_> {
                 let shape: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
                 format!("array[{}] [{}]", shape.join(", "), self.list(elems, level))
             }
+            ExprKind::Format(parts) => {
+                let mut text = String::from("format \"");
+                for p in parts {
+                    match p {
+                        FmtPart::Text(t) => text.push_str(&t.escape_debug().to_string()),
+                        FmtPart::Value(x, None) => text.push_str(&format!("{{{}}}", self.expr(x, level))),
+                        FmtPart::Value(x, Some(p)) => text.push_str(&format!("{{{}:.{p}}}", self.expr(x, level))),
+                    }
+                }
+                text.push('"');
+                text
+            }
+            ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
+            ExprKind::Assert { cond, message } => format!("assert({}, {})", self.expr(cond, level), self.expr(message, level)),
         }
     }
 }

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use crate::analysis::dim::Dim;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
-    EntryCheck, Expr, ExprKind, Function, Gemm, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
+    EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
 };
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
@@ -72,7 +72,19 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
         ExprKind::Intrinsic(_, xs)
         | ExprKind::Call { args: xs, .. }
         | ExprKind::Tuple(xs)
-        | ExprKind::ArrayLit { elems: xs, .. } => xs.iter().for_each(|x| visit_var_uses(x, f)),
+        | ExprKind::ArrayLit { elems: xs, .. }
+        | ExprKind::Print(xs) => xs.iter().for_each(|x| visit_var_uses(x, f)),
+        ExprKind::Format(parts) => {
+            for p in parts {
+                if let FmtPart::Value(x, _) = p {
+                    visit_var_uses(x, f);
+                }
+            }
+        }
+        ExprKind::Assert { cond, message } => {
+            visit_var_uses(cond, f);
+            visit_var_uses(message, f);
+        }
         ExprKind::Read { tensor, indices, .. } | ExprKind::View { tensor, indices } => {
             f(*tensor);
             indices.iter().for_each(|x| visit_var_uses(x, f));
@@ -629,6 +641,25 @@ impl<'a> Checker<'a> {
                     }
                     ref ty => self.err(format!("an array literal of shape {shape:?} has type `{}`", ty_text(ty))),
                 }
+            }
+            ExprKind::Format(parts) => {
+                for p in parts {
+                    if let FmtPart::Value(x, _) = p {
+                        self.check_expr(x);
+                    }
+                }
+                self.expect_ty("a formatted string", &e.ty, &Ty::Str);
+            }
+            ExprKind::Print(xs) => {
+                xs.iter().for_each(|x| self.check_expr(x));
+                self.expect_ty("print", &e.ty, &Ty::Unit);
+            }
+            ExprKind::Assert { cond, message } => {
+                self.check_expr(cond);
+                self.check_expr(message);
+                self.expect_ty("an assert condition", &cond.ty, &BOOL);
+                self.expect_ty("an assert message", &message.ty, &Ty::Str);
+                self.expect_ty("assert", &e.ty, &Ty::Unit);
             }
         }
     }

@@ -34,6 +34,7 @@ pub fn lower_program(hir: &Hir, t: &Tables, diags: &mut Diagnostics) -> ir::Prog
             used_names: HashSet::new(),
             bug: None,
             replace: HashMap::new(),
+            pattern_binds: HashMap::new(),
         };
         match cx.lower_fn(f) {
             Some(func) => fns.push(func),
@@ -85,6 +86,9 @@ struct FnLower<'a> {
     /// HIR expressions already computed elsewhere (a hoisted GEMM), with
     /// the expression that reads their value.
     replace: HashMap<ExprId, Expr>,
+    /// Names bound by `match` patterns, with the part of the scrutinee each
+    /// stands for.
+    pattern_binds: HashMap<DefId, Expr>,
 }
 
 /// A reduction recognized as a (batched) matrix product:
@@ -107,6 +111,7 @@ fn lower_ty(t: &ATy) -> Option<Ty> {
         ATy::Tensor(k, dims) => Ty::Tensor(*k, dims.len()),
         ATy::Tuple(items) if items.is_empty() => Ty::Unit,
         ATy::Tuple(items) => Ty::Tuple(items.iter().map(lower_ty).collect::<Option<_>>()?),
+        ATy::Str => Ty::Str,
         ATy::Error => return None,
     })
 }
@@ -607,6 +612,7 @@ impl<'a> FnLower<'a> {
                 Lit::Bool(b) => Literal::Bool(*b),
                 Lit::Str(s) => Literal::Str(s.clone()),
             }),
+            ExprKind::Def(d) if self.pattern_binds.contains_key(d) => return self.pattern_binds.get(d).cloned(),
             ExprKind::Def(d) => {
                 if self.hir.defs[*d].kind == DefKind::Dim && !self.of_def.contains_key(d) {
                     return self.fail(format!("dimension `{}` is not bound", self.hir.name(*d)));
@@ -636,6 +642,10 @@ impl<'a> FnLower<'a> {
                         ir::ExprKind::Call { func: self.names[f.index()].clone(), args }
                     }
                 }
+            }
+            ExprKind::Index { base, args } if self.shape_index(*base, args).is_some() => {
+                let Some((x, axis)) = self.shape_index(*base, args) else { return None };
+                ir::ExprKind::Dim(self.axis_dim(x, axis)?)
             }
             ExprKind::Index { base, args } => {
                 let ExprKind::Def(d) = self.hir.exprs[*base].kind else {
@@ -693,8 +703,150 @@ impl<'a> FnLower<'a> {
                 ir::ExprKind::ArrayLit { shape, elems }
             }
             ExprKind::Tuple(items) => ir::ExprKind::Tuple(items.iter().map(|x| self.lower_expr(*x)).collect::<Option<Vec<_>>>()?),
+            ExprKind::Interp(parts) => {
+                let mut out = Vec::new();
+                for p in parts {
+                    out.push(match p {
+                        hir::InterpPart::Text(t) => ir::FmtPart::Text(t.clone()),
+                        hir::InterpPart::Value(x, prec) => ir::FmtPart::Value(self.lower_expr(*x)?, *prec),
+                    });
+                }
+                ir::ExprKind::Format(out)
+            }
+            ExprKind::Builtin(b, args) => return self.lower_builtin(*b, args, ty),
+            ExprKind::Match { scrutinee, arms } => return self.lower_match(*scrutinee, arms, ty),
         };
         Some(Expr { kind, ty })
+    }
+
+    /// `match` becomes a chain of `if`s over a local holding the scrutinee;
+    /// names bound by patterns stand for fields of that local. The last arm
+    /// is the final `else`: exhaustiveness (checked in analysis) means it is
+    /// reached only when it matches.
+    fn lower_match(&mut self, scrutinee: ExprId, arms: &[hir::Arm], ty: Ty) -> Option<Expr> {
+        let s = self.lower_expr(scrutinee)?;
+        let tmp = self.new_var("matched", s.ty.clone());
+        let tmp_expr = var_expr(tmp, s.ty.clone());
+        let mut lowered = Vec::new();
+        for arm in arms {
+            self.bind_pattern(&arm.pat, &tmp_expr);
+            let mut cond = self.pattern_cond(&arm.pat, &tmp_expr);
+            if let Some(g) = arm.guard {
+                let g = self.lower_expr(g)?;
+                cond = Some(match cond {
+                    Some(c) => bool_and(c, g),
+                    None => g,
+                });
+            }
+            lowered.push((cond, self.lower_expr(arm.body)?));
+        }
+        let (_, mut acc) = lowered.pop()?;
+        while let Some((cond, body)) = lowered.pop() {
+            acc = match cond {
+                None => body,
+                Some(c) => Expr { ty: ty.clone(), kind: ir::ExprKind::If { cond: Box::new(c), then: Box::new(body), els: Box::new(acc) } },
+            };
+        }
+        Some(Expr { ty, kind: ir::ExprKind::Block { stmts: vec![Stmt::Let { var: tmp, value: s }], result: Box::new(acc) } })
+    }
+
+    fn bind_pattern(&mut self, p: &hir::Pat, part: &Expr) {
+        match p {
+            hir::Pat::Bind(d) => {
+                self.pattern_binds.insert(*d, part.clone());
+            }
+            hir::Pat::Tuple(items) => {
+                if let Ty::Tuple(tys) = &part.ty {
+                    for (i, (p, t)) in items.iter().zip(tys.clone()).enumerate() {
+                        let field = Expr { kind: ir::ExprKind::Field(Box::new(part.clone()), i as u32), ty: t };
+                        self.bind_pattern(p, &field);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The condition under which `p` matches `part` (None: always).
+    fn pattern_cond(&mut self, p: &hir::Pat, part: &Expr) -> Option<Expr> {
+        let lit = |l: &Lit, ty: &Ty| Expr {
+            kind: ir::ExprKind::Lit(match l {
+                Lit::Int(v, _) => Literal::Int(*v),
+                Lit::Float(s, _) => Literal::Float(s.clone()),
+                Lit::Bool(b) => Literal::Bool(*b),
+                Lit::Str(s) => Literal::Str(s.clone()),
+            }),
+            ty: ty.clone(),
+        };
+        let cmp = |op: BinOp, a: Expr, b: Expr| Expr { kind: ir::ExprKind::Binary(op, Box::new(a), Box::new(b)), ty: Ty::Scalar(ScalarKind::Bool) };
+        match p {
+            hir::Pat::Wild | hir::Pat::Bind(_) => None,
+            hir::Pat::Lit(l, _) => Some(cmp(BinOp::Eq, part.clone(), lit(l, &part.ty))),
+            hir::Pat::Range { lo, hi, inclusive, .. } => {
+                let low = cmp(BinOp::Le, lit(lo, &part.ty), part.clone());
+                let high = cmp(if *inclusive { BinOp::Le } else { BinOp::Lt }, part.clone(), lit(hi, &part.ty));
+                Some(bool_and(low, high))
+            }
+            hir::Pat::Tuple(items) => {
+                let Ty::Tuple(tys) = &part.ty else { return None };
+                let mut acc: Option<Expr> = None;
+                for (i, (p, t)) in items.iter().zip(tys.clone()).enumerate() {
+                    let field = Expr { kind: ir::ExprKind::Field(Box::new(part.clone()), i as u32), ty: t };
+                    if let Some(c) = self.pattern_cond(p, &field) {
+                        acc = Some(match acc {
+                            Some(a) => bool_and(a, c),
+                            None => c,
+                        });
+                    }
+                }
+                acc
+            }
+        }
+    }
+
+    fn lower_builtin(&mut self, b: hir::Builtin, args: &[ExprId], ty: Ty) -> Option<Expr> {
+        use hir::Builtin;
+        let kind = match b {
+            Builtin::Print => ir::ExprKind::Print(args.iter().map(|a| self.lower_expr(*a)).collect::<Option<Vec<_>>>()?),
+            Builtin::Assert => {
+                let cond = self.lower_expr(*args.first()?)?;
+                let message = match args.get(1) {
+                    Some(m) => self.lower_expr(*m)?,
+                    None => Expr { kind: ir::ExprKind::Lit(Literal::Str("assertion failed".to_string())), ty: Ty::Str },
+                };
+                ir::ExprKind::Assert { cond: Box::new(cond), message: Box::new(message) }
+            }
+            Builtin::Len => ir::ExprKind::Dim(self.axis_dim(*args.first()?, 0)?),
+            Builtin::Shape => {
+                let x = *args.first()?;
+                let ATy::Tensor(_, dims) = self.t.ty(x).clone() else {
+                    return self.fail("`shape` of a non-tensor reached lowering");
+                };
+                let mut elems = Vec::new();
+                for d in &dims {
+                    elems.push(dim_expr(self.dim(d)?));
+                }
+                ir::ExprKind::ArrayLit { shape: vec![dims.len()], elems }
+            }
+        };
+        Some(Expr { kind, ty })
+    }
+
+    /// `shape(x)[d]` with a literal `d`.
+    fn shape_index(&self, base: ExprId, args: &[ExprId]) -> Option<(ExprId, usize)> {
+        let ExprKind::Builtin(hir::Builtin::Shape, sargs) = &self.hir.exprs[base].kind else { return None };
+        let [arg] = args else { return None };
+        let ExprKind::Lit(Lit::Int(d, _)) = self.hir.exprs[*arg].kind else { return None };
+        Some((*sargs.first()?, usize::try_from(d).ok()?))
+    }
+
+    /// The extent of axis `axis` of tensor `x`, over the function's variables.
+    fn axis_dim(&mut self, x: ExprId, axis: usize) -> Option<Dim> {
+        let ATy::Tensor(_, dims) = self.t.ty(x).clone() else {
+            return self.fail("an axis length of a non-tensor reached lowering");
+        };
+        let d = dims.get(axis)?.clone();
+        self.dim(&d)
     }
 
     fn flatten_array(&mut self, e: ExprId, out: &mut Vec<Expr>) -> Option<()> {
@@ -727,6 +879,10 @@ fn var_expr(v: VarId, ty: Ty) -> Expr {
     Expr { kind: ir::ExprKind::Var(v), ty }
 }
 
+fn bool_and(a: Expr, b: Expr) -> Expr {
+    Expr { kind: ir::ExprKind::Binary(BinOp::And, Box::new(a), Box::new(b)), ty: Ty::Scalar(ScalarKind::Bool) }
+}
+
 fn dim_expr(d: Dim) -> Expr {
     Expr { kind: ir::ExprKind::Dim(d), ty: Ty::Scalar(ScalarKind::I64) }
 }
@@ -753,7 +909,9 @@ fn expr_cost(e: &Expr) -> u64 {
         }
         K::If { cond, then, els } => expr_cost(cond) + expr_cost(then).max(expr_cost(els)),
         K::Block { result, .. } => expr_cost(result) + 16,
-        K::ArrayLit { elems, .. } => elems.iter().map(expr_cost).sum(),
+        K::ArrayLit { elems, .. } | K::Print(elems) => elems.iter().map(expr_cost).sum(),
+        K::Format(parts) => parts.iter().map(|p| if let ir::FmtPart::Value(x, _) = p { expr_cost(x) + 16 } else { 1 }).sum(),
+        K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
     };
     own.saturating_add(children)
 }
@@ -778,7 +936,23 @@ fn collect_index_defs(hir: &Hir, e: ExprId, out: &mut Vec<DefId>) {
                 stack.push(*a);
                 stack.push(*b);
             }
-            ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) => stack.extend(args.iter().copied()),
+            ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => {
+                stack.extend(args.iter().copied())
+            }
+            ExprKind::Interp(parts) => {
+                for p in parts {
+                    if let hir::InterpPart::Value(x, _) = p {
+                        stack.push(*x);
+                    }
+                }
+            }
+            ExprKind::Match { scrutinee, arms } => {
+                stack.push(*scrutinee);
+                for a in arms {
+                    stack.extend(a.guard);
+                    stack.push(a.body);
+                }
+            }
             ExprKind::Index { base, args } => {
                 stack.push(*base);
                 stack.extend(args.iter().copied());

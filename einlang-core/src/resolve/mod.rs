@@ -63,6 +63,10 @@ struct Resolver {
     /// Names defined by several clauses (recurrences), and those reported.
     multi_clause: std::collections::HashSet<String>,
     reported_clauses: std::collections::HashSet<String>,
+    /// `const` items with the module they are defined in.
+    consts: HashMap<DefId, (ast::ConstItem, ModId)>,
+    /// Consts whose value is being resolved (to report cycles).
+    const_stack: Vec<DefId>,
 }
 
 impl Resolver {
@@ -78,6 +82,8 @@ impl Resolver {
             fn_of_item: HashMap::new(),
             multi_clause: Default::default(),
             reported_clauses: Default::default(),
+            consts: HashMap::new(),
+            const_stack: Vec::new(),
         }
     }
 
@@ -162,7 +168,11 @@ impl Resolver {
                     self.define_item(module, &m.name, def, diags);
                     self.declare_items(child, &m.items, stdlib, diags);
                 }
-                ast::Item::Const(c) => diags.push(not_supported(c.span, "`const` items")),
+                ast::Item::Const(c) => {
+                    let def = self.hir.alloc_def(&c.name.name, DefKind::Const, c.name.span);
+                    self.define_item(module, &c.name, def, diags);
+                    self.consts.insert(def, (c.clone(), module));
+                }
                 ast::Item::DerivRule(f) => diags.push(not_supported(f.span, "custom derivative rules (`@fn`)")),
                 ast::Item::Use(_) | ast::Item::Stmt(_) => {}
             }
@@ -323,7 +333,18 @@ fn intrinsic_by_name(name: &str) -> Option<Intrinsic> {
 }
 
 /// Builtins of LANGUAGE.md §5 that arrive with a later stage.
-const LATER_BUILTINS: &[&str] = &["print", "assert", "len", "shape", "typeof"];
+const LATER_BUILTINS: &[&str] = &["typeof"];
+
+/// Builtins implemented now; a user definition of the same name shadows them.
+fn builtin_by_name(name: &str) -> Option<hir::Builtin> {
+    Some(match name {
+        "print" => hir::Builtin::Print,
+        "assert" => hir::Builtin::Assert,
+        "len" => hir::Builtin::Len,
+        "shape" => hir::Builtin::Shape,
+        _ => return None,
+    })
+}
 
 impl Resolver {
     fn resolve_bodies(&mut self, module: ModId, items: &[ast::Item], diags: &mut Diagnostics) {
@@ -541,8 +562,13 @@ impl Resolver {
     fn resolve_let(&mut self, l: &ast::LetStmt, out: &mut hir::Block, diags: &mut Diagnostics) {
         let name = match &l.pat {
             ast::Pattern::Name(n) => n.clone(),
+            ast::Pattern::Tuple(..) | ast::Pattern::Wildcard(_) if l.indices.is_none() && l.where_clause.is_empty() => {
+                let value = self.resolve_expr(&l.value, diags);
+                self.destructure(&l.pat, value, l.span, out, diags);
+                return;
+            }
             other => {
-                diags.push(not_supported(other.span(), "destructuring `let` patterns"));
+                diags.push(Diagnostic::error(other.span(), "this pattern cannot be used in `let`").help("bind a name, `_`, or a tuple of them"));
                 return;
             }
         };
@@ -629,6 +655,43 @@ impl Resolver {
         out.stmts.push(hir::Stmt::Indexed(hir::IndexedDef { def, slots: hir_slots, wheres, body, span: l.span }));
     }
 
+    /// `let (a, (b, _)) = value;` binds `a = value.0`, `b = value.1.0`.
+    fn destructure(&mut self, pat: &ast::Pattern, value: ExprId, span: Span, out: &mut hir::Block, diags: &mut Diagnostics) {
+        match pat {
+            ast::Pattern::Name(n) => {
+                let def = self.bind_local(n, DefKind::Local);
+                out.stmts.push(hir::Stmt::Let { def, ty: None, value, span });
+            }
+            ast::Pattern::Wildcard(_) => out.stmts.push(hir::Stmt::Expr(value)),
+            ast::Pattern::Tuple(items, pspan) => {
+                // Evaluate the value once into a hidden local.
+                let tmp = self.hir.alloc_def("tuple", DefKind::Local, *pspan);
+                out.stmts.push(hir::Stmt::Let { def: tmp, ty: None, value, span });
+                for (i, p) in items.iter().enumerate() {
+                    let base = self.hir.alloc_expr(ExprKind::Def(tmp), p.span());
+                    let field = self.hir.alloc_expr(ExprKind::Field(base, i as u32), p.span());
+                    self.destructure(p, field, span, out, diags);
+                }
+            }
+            other => diags.push(Diagnostic::error(other.span(), "this pattern cannot be used in `let`").help("bind a name, `_`, or a tuple of them")),
+        }
+    }
+
+    fn resolve_pat(&mut self, p: &ast::Pattern, diags: &mut Diagnostics) -> hir::Pat {
+        match p {
+            ast::Pattern::Wildcard(_) => hir::Pat::Wild,
+            ast::Pattern::Name(n) => {
+                if self.scopes.last().is_some_and(|s| s.contains_key(&n.name)) {
+                    diags.push(Diagnostic::error(n.span, format!("`{}` is bound more than once in this pattern", n.name)));
+                }
+                hir::Pat::Bind(self.bind_local(n, DefKind::Local))
+            }
+            ast::Pattern::Lit(l, span) => hir::Pat::Lit(l.clone(), *span),
+            ast::Pattern::Range { lo, hi, inclusive, span } => hir::Pat::Range { lo: lo.clone(), hi: hi.clone(), inclusive: *inclusive, span: *span },
+            ast::Pattern::Tuple(items, _) => hir::Pat::Tuple(items.iter().map(|p| self.resolve_pat(p, diags)).collect()),
+        }
+    }
+
     fn report_stray_where(&mut self, item: &ast::WhereItem, diags: &mut Diagnostics) {
         if let ast::WhereItem::Range { .. } = item {
             self.resolve_wheres(std::slice::from_ref(item), diags);
@@ -685,13 +748,7 @@ impl Resolver {
     fn resolve_expr(&mut self, e: &ast::Expr, diags: &mut Diagnostics) -> ExprId {
         let span = e.span;
         let kind = match &e.kind {
-            ast::ExprKind::Lit(lit) => {
-                if let ast::Lit::Str(_) = lit {
-                    diags.push(not_supported(span, "strings"));
-                    return self.error_expr(span);
-                }
-                ExprKind::Lit(lit.clone())
-            }
+            ast::ExprKind::Lit(lit) => ExprKind::Lit(lit.clone()),
             ast::ExprKind::Path(path) => return self.resolve_value_path(path, span, diags),
             ast::ExprKind::Unary { op, expr } => ExprKind::Unary(*op, self.resolve_expr(expr, diags)),
             ast::ExprKind::Binary { op, lhs, rhs } => {
@@ -751,8 +808,28 @@ impl Resolver {
             ast::ExprKind::Block(b) => ExprKind::Block(self.resolve_block(b, diags)),
             ast::ExprKind::Array(items) => ExprKind::Array(items.iter().map(|x| self.resolve_expr(x, diags)).collect()),
             ast::ExprKind::Tuple(items) => ExprKind::Tuple(items.iter().map(|x| self.resolve_expr(x, diags)).collect()),
-            ast::ExprKind::Interp(_) => return self.unsupported(span, "interpolated strings", diags),
-            ast::ExprKind::Match { .. } => return self.unsupported(span, "`match` expressions", diags),
+            ast::ExprKind::Interp(parts) => ExprKind::Interp(
+                parts
+                    .iter()
+                    .map(|p| match p {
+                        ast::StrPart::Text(t) => hir::InterpPart::Text(t.clone()),
+                        ast::StrPart::Interp { expr, precision } => hir::InterpPart::Value(self.resolve_expr(expr, diags), *precision),
+                    })
+                    .collect(),
+            ),
+            ast::ExprKind::Match { scrutinee, arms } => {
+                let scrutinee = self.resolve_expr(scrutinee, diags);
+                let mut out = Vec::new();
+                for arm in arms {
+                    self.scopes.push(HashMap::new());
+                    let pat = self.resolve_pat(&arm.pat, diags);
+                    let guard = arm.guard.as_ref().map(|g| self.resolve_expr(g, diags));
+                    let body = self.resolve_expr(&arm.body, diags);
+                    self.scopes.pop();
+                    out.push(hir::Arm { pat, guard, body, span: arm.span });
+                }
+                ExprKind::Match { scrutinee, arms: out }
+            }
             ast::ExprKind::Jagged(_) => return self.unsupported(span, "jagged arrays", diags),
             ast::ExprKind::Comprehension { .. } => return self.unsupported(span, "comprehensions", diags),
             ast::ExprKind::Lambda { .. } => return self.unsupported(span, "lambdas", diags),
@@ -816,8 +893,35 @@ impl Resolver {
                 diags.push(Diagnostic::error(span, format!("`{}` is a module, not a value", path_text(path))));
                 self.error_expr(span)
             }
+            DefKind::Const => self.inline_const(def, span, diags),
             _ => self.hir.alloc_expr(ExprKind::Def(def), span),
         }
+    }
+
+    /// A use of a `const`: its value, resolved in the const's own module
+    /// with no local scope, and converted to its declared type.
+    fn inline_const(&mut self, def: DefId, span: Span, diags: &mut Diagnostics) -> ExprId {
+        let Some((item, module)) = self.consts.get(&def).cloned() else {
+            diags.push(Diagnostic::bug(span, "a const without a value"));
+            return self.error_expr(span);
+        };
+        if self.const_stack.contains(&def) {
+            diags.push(Diagnostic::error(item.name.span, format!("the value of `{}` depends on itself", item.name.name)));
+            return self.error_expr(span);
+        }
+        self.const_stack.push(def);
+        let saved_scopes = std::mem::take(&mut self.scopes);
+        let saved_module = std::mem::replace(&mut self.current_module, module);
+        let mut value = self.resolve_expr(&item.value, diags);
+        self.scopes = saved_scopes;
+        self.current_module = saved_module;
+        self.const_stack.pop();
+        match &item.ty {
+            Some(ast::Type::Scalar(k, _)) => value = self.hir.alloc_expr(ExprKind::Cast(value, *k), span),
+            Some(other) => diags.push(not_supported(other.span(), "non-scalar `const` types")),
+            None => {}
+        }
+        value
     }
 
     fn resolve_call(&mut self, callee: &ast::Expr, args: &[ast::Expr], span: Span, diags: &mut Diagnostics) -> ExprId {
@@ -831,6 +935,10 @@ impl Resolver {
             match self.lookup_local(&ident.name).or_else(|| self.modules[self.current_module].names.get(&ident.name).copied()) {
                 Some(d) => Some(d),
                 None => {
+                    if let Some(b) = builtin_by_name(&ident.name) {
+                        let args: Vec<ExprId> = args.iter().map(|a| self.resolve_expr(a, diags)).collect();
+                        return self.hir.alloc_expr(ExprKind::Builtin(b, args), span);
+                    }
                     if LATER_BUILTINS.contains(&ident.name.as_str()) {
                         diags.push(not_supported(ident.span, &format!("the builtin `{}` and its kind", ident.name)));
                     } else {

@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::{derived, is_plain, movable, types, Bug, Code, FnCx, Prec, Repr};
-use crate::ir::{Expr, ExprKind, Intrinsic, Literal, Loop, Stmt, Ty, VarId, WhereEntry};
+use crate::ir::{Expr, ExprKind, FmtPart, Intrinsic, Literal, Loop, Stmt, Ty, VarId, WhereEntry};
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
 impl FnCx<'_> {
@@ -60,6 +60,39 @@ impl FnCx<'_> {
                 Ok(Code::new(tuple(&items), Prec::Postfix))
             }
             ExprKind::Field(base, n) => self.field(base, *n, &e.ty),
+            ExprKind::Format(parts) => {
+                let rt = self.rt.clone();
+                let string = crate::codegen::paths::string();
+                let mut pieces = Vec::new();
+                for p in parts {
+                    pieces.push(match p {
+                        FmtPart::Text(t) => quote!(__text.push_str(#t);),
+                        FmtPart::Value(x, prec) => {
+                            let v = self.expr(x)?.tokens;
+                            let prec = match prec {
+                                Some(p) => {
+                                    let p = proc_macro2::Literal::usize_suffixed(*p as usize);
+                                    quote!(::core::option::Option::Some(#p))
+                                }
+                                None => quote!(::core::option::Option::None),
+                            };
+                            quote!(__text.push_str(&#rt::fmt::show(&(#v), #prec));)
+                        }
+                    });
+                }
+                Ok(Code::new(quote!({ let mut __text = #string::new(); #(#pieces)* __text }), Prec::Block))
+            }
+            ExprKind::Print(xs) => {
+                let rt = self.rt.clone();
+                let values = xs.iter().map(|x| Ok(self.expr(x)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
+                Ok(Code::new(quote!(#rt::fmt::print_line(&[#(#rt::fmt::show(&(#values), ::core::option::Option::None)),*])), Prec::Postfix))
+            }
+            ExprKind::Assert { cond, message } => {
+                let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                let c = self.expr(cond)?.tokens;
+                let m = self.expr(message)?.tokens;
+                Ok(Code::new(quote!(if !(#c) { return ::core::result::Result::Err(#rt::shape::assert_failed(#name, &(#m))); }), Prec::Block))
+            }
             ExprKind::ArrayLit { shape, elems } => {
                 let Ty::Tensor(_, rank) = e.ty else {
                     return Err(format!("an array literal of type `{:?}`", e.ty));
@@ -169,7 +202,7 @@ impl FnCx<'_> {
                 let r = self.owned(result, &inner)?.tail();
                 Ok(Code::new(quote!({ #stmts #r }), Prec::Block))
             }
-            ExprKind::Call { .. } | ExprKind::ArrayLit { .. } => self.expr(e),
+            ExprKind::Call { .. } | ExprKind::ArrayLit { .. } | ExprKind::Format(_) => self.expr(e),
             ExprKind::Lit(Literal::Str(_)) => {
                 let s = self.expr(e)?.tokens;
                 let string = crate::codegen::paths::string();

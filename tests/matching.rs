@@ -1,0 +1,62 @@
+//! `match`: literal, wildcard, binding, tuple and range patterns, guards,
+//! and use inside an indexed definition. Expected values are by hand.
+
+use einlang::einlang;
+use einlang::ndarray::array;
+
+einlang! {
+    pub fn classify(n: i64) -> i32 {
+        match n {
+            0 => 0,
+            1..=9 => 1,
+            k if k < 0 => -1,
+            10..100 => 2,
+            _ => 3,
+        }
+    }
+
+    pub fn flag(b: bool) -> f32 {
+        match b { true => 1.5, false => -1.5 }
+    }
+
+    pub fn quadrant(x: f64, y: f64) -> i32 {
+        match (x >= 0.0, y >= 0.0) {
+            (true, true) => 1,
+            (false, true) => 2,
+            (false, false) => 3,
+            (_, _) => 4,
+        }
+    }
+
+    pub fn swap_sum(p: (i32, i32)) -> i32 {
+        match p { (a, b) => b * 10 + a }
+    }
+
+    /// Buckets every element of a vector.
+    pub fn buckets(v: [i64; N]) -> [i32; N] {
+        let b[i] = match v[i] { 0 => 0, 1..=9 => 1, _ => 2 };
+        b
+    }
+}
+
+#[test]
+fn integer_patterns_in_order() {
+    let got: Vec<i32> = [0, 5, 9, -7, 10, 99, 100, 1000].iter().map(|n| classify(*n).unwrap()).collect();
+    assert_eq!(got, vec![0, 1, 1, -1, 2, 2, 3, 3]);
+}
+
+#[test]
+fn bool_and_tuple_patterns() {
+    assert_eq!(flag(true).unwrap(), 1.5);
+    assert_eq!(flag(false).unwrap(), -1.5);
+    assert_eq!(quadrant(1.0, 2.0).unwrap(), 1);
+    assert_eq!(quadrant(-1.0, 2.0).unwrap(), 2);
+    assert_eq!(quadrant(-1.0, -2.0).unwrap(), 3);
+    assert_eq!(quadrant(1.0, -2.0).unwrap(), 4);
+    assert_eq!(swap_sum((3, 4)).unwrap(), 43);
+}
+
+#[test]
+fn match_inside_an_indexed_definition() {
+    assert_eq!(buckets(&array![0i64, 3, 12, 9, 0]).unwrap(), array![0, 1, 2, 1, 0]);
+}
