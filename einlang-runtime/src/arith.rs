@@ -18,6 +18,8 @@ pub trait Int: Copy + PartialEq + Sized {
     fn checked_pow(self, exp: u32) -> Option<Self>;
     /// The value as an `i128` (exact for every implementing type).
     fn to_i128(self) -> i128;
+    /// The value of type `Self` equal to `v`, if there is one.
+    fn from_i128(v: i128) -> Option<Self>;
 }
 
 macro_rules! impl_int {
@@ -43,6 +45,10 @@ macro_rules! impl_int {
                 fn to_i128(self) -> i128 {
                     self as i128
                 }
+                #[inline]
+                fn from_i128(v: i128) -> Option<Self> {
+                    <$t>::try_from(v).ok()
+                }
             }
         )*
     };
@@ -53,6 +59,60 @@ impl_int!(i8 => Some(-1), i16 => Some(-1), i32 => Some(-1), i64 => Some(-1), u8 
 #[cold]
 fn arithmetic(function: &str, message: String) -> Error {
     Error::Arithmetic { function: function.to_string(), message }
+}
+
+/// The greatest common divisor, non-negative (`gcd(0, 0) == 0`). For
+/// `gcd(MIN, MIN)` or `gcd(MIN, 0)`, whose value does not fit, the result
+/// wraps to `MIN`, as `MIN.wrapping_abs()` does.
+pub fn gcd<T: Int>(a: T, b: T) -> T {
+    let (mut x, mut y) = (a.to_i128().unsigned_abs(), b.to_i128().unsigned_abs());
+    while y != 0 {
+        let r = x % y;
+        x = y;
+        y = r;
+    }
+    T::from_i128(x as i128).unwrap_or(a)
+}
+
+/// The least common multiple, non-negative; an error when it does not fit.
+pub fn lcm<T: Int>(function: &str, a: T, b: T) -> Result<T, Error> {
+    let g = gcd(a, b).to_i128().unsigned_abs();
+    if g == 0 {
+        return Ok(T::ZERO);
+    }
+    let value = (a.to_i128().unsigned_abs() / g).checked_mul(b.to_i128().unsigned_abs());
+    value
+        .and_then(|v| i128::try_from(v).ok())
+        .and_then(T::from_i128)
+        .ok_or_else(|| arithmetic(function, format!("lcm({}, {}) overflows", a.to_i128(), b.to_i128())))
+}
+
+/// `n!`; an error for a negative `n` or a result that does not fit.
+pub fn factorial<T: Int>(function: &str, n: T) -> Result<T, Error> {
+    let n = n.to_i128();
+    if n < 0 {
+        return Err(arithmetic(function, format!("factorial of the negative number {n}")));
+    }
+    let mut acc: i128 = 1;
+    for k in 2..=n {
+        match acc.checked_mul(k).filter(|v| T::from_i128(*v).is_some()) {
+            Some(v) => acc = v,
+            None => return Err(arithmetic(function, format!("factorial({n}) overflows"))),
+        }
+    }
+    T::from_i128(acc).ok_or_else(|| arithmetic(function, format!("factorial({n}) overflows")))
+}
+
+/// The error function, from `libm` (Rust's std has none).
+#[inline]
+pub fn erf_f32(x: f32) -> f32 {
+    libm::erff(x)
+}
+
+/// The error function, from `libm`.
+#[inline]
+pub fn erf_f64(x: f64) -> f64 {
+    libm::erf(x)
 }
 
 /// `a / b` for integers, truncating toward zero (Rust semantics); a zero
@@ -138,6 +198,29 @@ pub fn powi<F: Float, E: Int>(base: F, exp: E) -> F {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gcd_lcm_factorial() {
+        assert_eq!(gcd(12i32, 18), 6);
+        assert_eq!(gcd(-12i64, 18), 6);
+        assert_eq!(gcd(0u8, 0), 0);
+        assert_eq!(lcm("f", 4i32, 6), Ok(12));
+        assert_eq!(lcm("f", 0i32, 6), Ok(0));
+        assert!(lcm("f", i32::MAX, i32::MAX - 1).is_err());
+        assert_eq!(factorial("f", 5i32), Ok(120));
+        assert_eq!(factorial("f", 0u8), Ok(1));
+        assert!(factorial("f", 13i32).is_err());
+        assert_eq!(factorial("f", 20i64), Ok(2_432_902_008_176_640_000));
+        assert!(factorial("f", -1i64).is_err());
+    }
+
+    #[test]
+    fn erf_matches_known_values() {
+        // Abramowitz & Stegun table 7.1: erf(0.5) = 0.5204998778, erf(1) = 0.8427007929.
+        assert!((erf_f64(0.5) - 0.520_499_877_8).abs() < 1e-9);
+        assert!((erf_f64(1.0) - 0.842_700_792_9).abs() < 1e-9);
+        assert!((erf_f32(-1.0) + 0.842_700_8).abs() < 1e-6);
+    }
 
     #[test]
     fn division_truncates_and_reports_zero_and_overflow() {

@@ -1154,7 +1154,21 @@ impl<'a> Cx<'a> {
             self.err(d);
             return None;
         }
-        let tys: Vec<Ty> = args.iter().map(|a| self.infer(*a, None)).collect();
+        // Unsuffixed literal arguments take the type of the other arguments
+        // of their kind (`clamp(x, 0.0, 1.0)` with `x: f64` is all f64).
+        let mut tys: Vec<Ty> = vec![Ty::Error; args.len()];
+        for (i, a) in args.iter().enumerate() {
+            if !self.flexible(*a) {
+                tys[i] = self.infer(*a, None);
+            }
+        }
+        for (i, a) in args.iter().enumerate() {
+            if self.flexible(*a) {
+                let float = is_float_lit(self.hir, *a);
+                let hint = tys.iter().filter_map(|t| t.elem()).find(|k| if float { k.is_float() } else { k.is_int() });
+                tys[i] = self.infer(*a, hint);
+            }
+        }
         if tys.iter().all(|t| !t.is_error()) {
             self.t.mono_requests.push(MonoRequest { call: e, generic: f, args: tys, span: self.hir.span(e) });
         }
@@ -1352,11 +1366,10 @@ impl<'a> Cx<'a> {
     }
 
     fn infer_intrinsic(&mut self, e: ExprId, i: Intrinsic, callee_span: Span, args: &[ExprId], expect: Option<ScalarKind>) -> Ty {
+        use crate::ir::Signature;
         let span = self.hir.span(e);
-        let arity = match i {
-            Intrinsic::Min | Intrinsic::Max | Intrinsic::Powf | Intrinsic::Powi | Intrinsic::IntPow => 2,
-            _ => 1,
-        };
+        let sig = i.signature();
+        let arity = i.arity();
         let name = if i == Intrinsic::Powf { "pow" } else { i.name() };
         if args.len() != arity {
             let d = Diagnostic::error(
@@ -1370,6 +1383,19 @@ impl<'a> Cx<'a> {
             });
             return Ty::Error;
         }
+        let accepts = |k: ScalarKind| match sig {
+            Signature::FloatUnary | Signature::FloatBinary => k.is_float(),
+            Signature::SignedUnary => k.is_signed(),
+            Signature::NumUnary | Signature::NumBinary | Signature::Pow => k != ScalarKind::Bool,
+            Signature::IntUnary | Signature::IntBinary => k.is_int(),
+        };
+        let wanted = match sig {
+            Signature::FloatUnary | Signature::FloatBinary => "a float",
+            Signature::SignedUnary => "a signed number",
+            Signature::IntUnary | Signature::IntBinary => "an integer",
+            _ => "a number",
+        };
+        let expect = expect.filter(|k| accepts(*k));
         if arity == 2 {
             let (a, b) = (args[0], args[1]);
             let (ta, tb) = if self.flexible(a) && !self.flexible(b) {
@@ -1382,16 +1408,16 @@ impl<'a> Cx<'a> {
             if ta.is_error() || tb.is_error() {
                 return Ty::Error;
             }
-            if i == Intrinsic::Powf {
+            if sig == Signature::Pow {
                 return self.infer_pow(e, &ta, &tb);
             }
             let (Some(ka), Some(kb)) = (ta.elem(), tb.elem()) else {
                 self.err(Diagnostic::error(span, format!("`{name}` takes numbers")));
                 return Ty::Error;
             };
-            if ka != kb || ka == ScalarKind::Bool {
+            if ka != kb || !accepts(ka) {
                 let d = Diagnostic::error(span, format!("mismatched types: `{name}` of `{}` and `{}`", ka.name(), kb.name()))
-                    .help("both arguments must have the same numeric type");
+                    .help(format!("both arguments must be {wanted} of the same type"));
                 self.err(d);
                 return Ty::Error;
             }
@@ -1401,17 +1427,16 @@ impl<'a> Cx<'a> {
                 None => Ty::Error,
             };
         }
-        let float_only = !matches!(i, Intrinsic::Abs);
-        let t = self.infer(args[0], expect.filter(|k| !float_only || k.is_float()));
+        let t = self.infer(args[0], expect);
         let Some(k) = t.elem() else {
             if !t.is_error() {
                 self.err(Diagnostic::error(span, format!("`{name}` takes a number, found `{}`", self.t.show_ty(&t))));
             }
             return Ty::Error;
         };
-        if (float_only && !k.is_float()) || k == ScalarKind::Bool || (!k.is_signed() && i == Intrinsic::Abs) {
-            let d = Diagnostic::error(self.hir.span(args[0]), format!("`{name}` takes {}, found `{}`", if float_only { "a float" } else { "a signed number" }, k.name()));
-            let d = if k.is_int() && float_only { d.help(format!("convert it first: `{name}(x as f32)`")) } else { d };
+        if !accepts(k) {
+            let d = Diagnostic::error(self.hir.span(args[0]), format!("`{name}` takes {wanted}, found `{}`", k.name()));
+            let d = if k.is_int() && sig == Signature::FloatUnary { d.help(format!("convert it first: `{name}(x as f32)`")) } else { d };
             self.err(d);
             return Ty::Error;
         }

@@ -194,24 +194,62 @@ pub enum Intrinsic {
     Ln,
     Log10,
     Log2,
+    Log1p,
+    Expm1,
     Sqrt,
     Sin,
     Cos,
     Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
     Tanh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Erf,
     Sigmoid,
     Abs,
     Floor,
     Ceil,
     Round,
+    Trunc,
     Min,
     Max,
+    /// `atan2(y, x)`
+    Atan2,
+    Gcd,
+    Lcm,
+    Factorial,
     /// float ** float
     Powf,
     /// float ** integer
     Powi,
     /// integer ** integer (non-negative exponent; checked)
     IntPow,
+}
+
+/// What an intrinsic accepts; the result has the type of the arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signature {
+    /// One float.
+    FloatUnary,
+    /// One signed number (`abs`).
+    SignedUnary,
+    /// One number; the identity on integers (`floor`, `round`, ...).
+    NumUnary,
+    /// Two numbers of one type.
+    NumBinary,
+    /// Two floats of one type.
+    FloatBinary,
+    /// One integer.
+    IntUnary,
+    /// Two integers of one type.
+    IntBinary,
+    /// `pow` / `**`: resolved to `Powf`, `Powi` or `IntPow` by the types.
+    Pow,
 }
 
 impl Intrinsic {
@@ -221,22 +259,113 @@ impl Intrinsic {
             Intrinsic::Ln => "ln",
             Intrinsic::Log10 => "log10",
             Intrinsic::Log2 => "log2",
+            Intrinsic::Log1p => "log1p",
+            Intrinsic::Expm1 => "expm1",
             Intrinsic::Sqrt => "sqrt",
             Intrinsic::Sin => "sin",
             Intrinsic::Cos => "cos",
             Intrinsic::Tan => "tan",
+            Intrinsic::Asin => "asin",
+            Intrinsic::Acos => "acos",
+            Intrinsic::Atan => "atan",
+            Intrinsic::Sinh => "sinh",
+            Intrinsic::Cosh => "cosh",
             Intrinsic::Tanh => "tanh",
+            Intrinsic::Asinh => "asinh",
+            Intrinsic::Acosh => "acosh",
+            Intrinsic::Atanh => "atanh",
+            Intrinsic::Erf => "erf",
             Intrinsic::Sigmoid => "sigmoid",
             Intrinsic::Abs => "abs",
             Intrinsic::Floor => "floor",
             Intrinsic::Ceil => "ceil",
             Intrinsic::Round => "round",
+            Intrinsic::Trunc => "trunc",
             Intrinsic::Min => "min",
             Intrinsic::Max => "max",
+            Intrinsic::Atan2 => "atan2",
+            Intrinsic::Gcd => "gcd",
+            Intrinsic::Lcm => "lcm",
+            Intrinsic::Factorial => "factorial",
             Intrinsic::Powf => "powf",
             Intrinsic::Powi => "powi",
             Intrinsic::IntPow => "int_pow",
         }
+    }
+
+    /// The intrinsic a `#[intrinsic(name)]` declaration of the standard
+    /// library names.
+    pub fn from_name(name: &str) -> Option<Intrinsic> {
+        const ALL: &[Intrinsic] = &[
+            Intrinsic::Exp,
+            Intrinsic::Ln,
+            Intrinsic::Log10,
+            Intrinsic::Log2,
+            Intrinsic::Log1p,
+            Intrinsic::Expm1,
+            Intrinsic::Sqrt,
+            Intrinsic::Sin,
+            Intrinsic::Cos,
+            Intrinsic::Tan,
+            Intrinsic::Asin,
+            Intrinsic::Acos,
+            Intrinsic::Atan,
+            Intrinsic::Sinh,
+            Intrinsic::Cosh,
+            Intrinsic::Tanh,
+            Intrinsic::Asinh,
+            Intrinsic::Acosh,
+            Intrinsic::Atanh,
+            Intrinsic::Erf,
+            Intrinsic::Sigmoid,
+            Intrinsic::Abs,
+            Intrinsic::Floor,
+            Intrinsic::Ceil,
+            Intrinsic::Round,
+            Intrinsic::Trunc,
+            Intrinsic::Min,
+            Intrinsic::Max,
+            Intrinsic::Atan2,
+            Intrinsic::Gcd,
+            Intrinsic::Lcm,
+            Intrinsic::Factorial,
+        ];
+        if name == "pow" {
+            return Some(Intrinsic::Powf);
+        }
+        ALL.iter().copied().find(|i| i.name() == name)
+    }
+
+    pub fn signature(self) -> Signature {
+        match self {
+            Intrinsic::Abs => Signature::SignedUnary,
+            Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc => Signature::NumUnary,
+            Intrinsic::Min | Intrinsic::Max => Signature::NumBinary,
+            Intrinsic::Atan2 => Signature::FloatBinary,
+            Intrinsic::Gcd | Intrinsic::Lcm => Signature::IntBinary,
+            Intrinsic::Factorial => Signature::IntUnary,
+            Intrinsic::Powf | Intrinsic::Powi | Intrinsic::IntPow => Signature::Pow,
+            _ => Signature::FloatUnary,
+        }
+    }
+
+    pub fn arity(self) -> usize {
+        match self.signature() {
+            Signature::NumBinary | Signature::FloatBinary | Signature::IntBinary | Signature::Pow => 2,
+            _ => 1,
+        }
+    }
+
+    /// The Rust float method computing a `FloatUnary` or `NumUnary`
+    /// intrinsic, when there is one.
+    pub fn float_method(self) -> Option<&'static str> {
+        Some(match self {
+            Intrinsic::Log1p => "ln_1p",
+            Intrinsic::Expm1 => "exp_m1",
+            Intrinsic::Erf | Intrinsic::Sigmoid => return None,
+            i if matches!(i.signature(), Signature::FloatUnary | Signature::NumUnary) => i.name(),
+            _ => return None,
+        })
     }
 }
 

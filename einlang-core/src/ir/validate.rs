@@ -720,11 +720,8 @@ impl<'a> Checker<'a> {
     }
 
     fn check_intrinsic(&mut self, i: Intrinsic, args: &[Expr], ty: &Ty) {
-        let arity = match i {
-            Intrinsic::Min | Intrinsic::Max | Intrinsic::Powf | Intrinsic::Powi | Intrinsic::IntPow => 2,
-            _ => 1,
-        };
-        if args.len() != arity {
+        use crate::ir::Signature;
+        if args.len() != i.arity() {
             self.err(format!("`{}` with {} arguments", i.name(), args.len()));
             return;
         }
@@ -732,13 +729,19 @@ impl<'a> Checker<'a> {
             self.err(format!("`{}` of a value of type `{}`", i.name(), ty_text(&args[0].ty)));
             return;
         };
-        let ok = match i {
-            Intrinsic::Abs | Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round => k != ScalarKind::Bool,
-            Intrinsic::Min | Intrinsic::Max => k != ScalarKind::Bool && args[1].ty == args[0].ty,
-            Intrinsic::Powf => k.is_float() && args[1].ty == args[0].ty,
-            Intrinsic::Powi => k.is_float() && matches!(args[1].ty, Ty::Scalar(e) if e.is_int()),
-            Intrinsic::IntPow => k.is_int() && matches!(args[1].ty, Ty::Scalar(e) if e.is_int()),
-            _ => k.is_float(),
+        let same = || args[1].ty == args[0].ty;
+        let ok = match (i, i.signature()) {
+            (Intrinsic::Powf, _) => k.is_float() && same(),
+            (Intrinsic::Powi, _) => k.is_float() && matches!(args[1].ty, Ty::Scalar(e) if e.is_int()),
+            (Intrinsic::IntPow, _) => k.is_int() && matches!(args[1].ty, Ty::Scalar(e) if e.is_int()),
+            (_, Signature::FloatUnary) => k.is_float(),
+            (_, Signature::SignedUnary) => k.is_signed(),
+            (_, Signature::NumUnary) => k != ScalarKind::Bool,
+            (_, Signature::NumBinary) => k != ScalarKind::Bool && same(),
+            (_, Signature::FloatBinary) => k.is_float() && same(),
+            (_, Signature::IntUnary) => k.is_int(),
+            (_, Signature::IntBinary) => k.is_int() && same(),
+            (_, Signature::Pow) => false,
         };
         if !ok {
             let tys: Vec<String> = args.iter().map(|a| ty_text(&a.ty)).collect();

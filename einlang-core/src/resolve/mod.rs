@@ -32,7 +32,14 @@ pub fn resolve_program(program: &ast::Program, diags: &mut Diagnostics) -> Hir {
     let root = r.new_module(None);
     r.root = root;
     r.declare_items(root, &program.items, false, diags);
+    let stdlib = std::mem::take(&mut r.stdlib_programs);
+    for (m, p) in &stdlib {
+        r.resolve_uses(*m, &p.items, diags);
+    }
     r.resolve_uses(root, &program.items, diags);
+    for (m, p) in &stdlib {
+        r.resolve_bodies(*m, &p.items, diags);
+    }
     r.resolve_bodies(root, &program.items, diags);
     r.resolve_main(program, diags);
     r.hir
@@ -63,6 +70,9 @@ struct Resolver {
     /// Names defined by several clauses (recurrences), and those reported.
     multi_clause: std::collections::HashSet<String>,
     reported_clauses: std::collections::HashSet<String>,
+    /// The parsed standard library modules; their bodies are resolved after
+    /// every module's names are declared.
+    stdlib_programs: Vec<(ModId, ast::Program)>,
     /// `const` items with the module they are defined in.
     consts: HashMap<DefId, (ast::ConstItem, ModId)>,
     /// Consts whose value is being resolved (to report cycles).
@@ -83,6 +93,7 @@ impl Resolver {
             multi_clause: Default::default(),
             reported_clauses: Default::default(),
             consts: HashMap::new(),
+            stdlib_programs: Vec::new(),
             const_stack: Vec::new(),
         }
     }
@@ -111,6 +122,7 @@ impl Resolver {
             self.module_of_def.insert(def, m);
             self.modules[std_mod].names.insert(name.to_string(), def);
             self.declare_items(m, &program.items, true, diags);
+            self.stdlib_programs.push((m, program));
         }
         self.std_def = Some(std_def);
     }
@@ -310,26 +322,7 @@ fn path_text(path: &[ast::Ident]) -> String {
 }
 
 fn intrinsic_by_name(name: &str) -> Option<Intrinsic> {
-    Some(match name {
-        "exp" => Intrinsic::Exp,
-        "ln" => Intrinsic::Ln,
-        "log10" => Intrinsic::Log10,
-        "log2" => Intrinsic::Log2,
-        "sqrt" => Intrinsic::Sqrt,
-        "sin" => Intrinsic::Sin,
-        "cos" => Intrinsic::Cos,
-        "tan" => Intrinsic::Tan,
-        "tanh" => Intrinsic::Tanh,
-        "sigmoid" => Intrinsic::Sigmoid,
-        "abs" => Intrinsic::Abs,
-        "floor" => Intrinsic::Floor,
-        "ceil" => Intrinsic::Ceil,
-        "round" => Intrinsic::Round,
-        "min" => Intrinsic::Min,
-        "max" => Intrinsic::Max,
-        "pow" => Intrinsic::Powf,
-        _ => return None,
-    })
+    Intrinsic::from_name(name)
 }
 
 /// Builtins of LANGUAGE.md §5 that arrive with a later stage.

@@ -337,11 +337,8 @@ impl FnCx<'_> {
     }
 
     fn intrinsic(&mut self, i: Intrinsic, args: &[Expr]) -> Result<Code, Bug> {
-        let arity = match i {
-            Intrinsic::Min | Intrinsic::Max | Intrinsic::Powf | Intrinsic::Powi | Intrinsic::IntPow => 2,
-            _ => 1,
-        };
-        if args.len() != arity {
+        use crate::ir::Signature;
+        if args.len() != i.arity() {
             return Err(format!("`{}` with {} arguments", i.name(), args.len()));
         }
         let Ty::Scalar(k) = args[0].ty else {
@@ -354,27 +351,41 @@ impl FnCx<'_> {
             let x = x.at_least(Prec::Postfix);
             Code::new(quote!(#x.#m()), Prec::Postfix)
         };
+        let float_only = matches!(i.signature(), Signature::FloatUnary | Signature::FloatBinary);
+        if float_only && !k.is_float() {
+            return Err(format!("`{}` of `{}`", i.name(), k.name()));
+        }
+        let int_only = matches!(i.signature(), Signature::IntUnary | Signature::IntBinary);
+        if int_only && !k.is_int() {
+            return Err(format!("`{}` of `{}`", i.name(), k.name()));
+        }
         Ok(match i {
-            Intrinsic::Exp
-            | Intrinsic::Ln
-            | Intrinsic::Log10
-            | Intrinsic::Log2
-            | Intrinsic::Sqrt
-            | Intrinsic::Sin
-            | Intrinsic::Cos
-            | Intrinsic::Tan
-            | Intrinsic::Tanh => {
-                if !k.is_float() {
-                    return Err(format!("`{}` of `{}`", i.name(), k.name()));
-                }
-                method(x, i.name())
+            // Rounding an integer is the identity.
+            Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc if !k.is_float() => x,
+            _ if i.float_method().is_some() => method(x, i.float_method().unwrap_or_default()),
+            Intrinsic::Erf => {
+                let f = if k == ScalarKind::F32 { quote!(erf_f32) } else { quote!(erf_f64) };
+                let x = x.tokens;
+                Code::new(quote!(#rt::arith::#f(#x)), Prec::Postfix)
             }
-            Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round => {
-                if k.is_float() {
-                    method(x, i.name())
-                } else {
-                    x
-                }
+            Intrinsic::Atan2 => {
+                let y = self.expr(&args[1])?.tokens;
+                let x = x.at_least(Prec::Postfix);
+                Code::new(quote!(#x.atan2(#y)), Prec::Postfix)
+            }
+            Intrinsic::Gcd => {
+                let y = self.expr(&args[1])?.tokens;
+                let x = x.tokens;
+                Code::new(quote!(#rt::arith::gcd(#x, #y)), Prec::Postfix)
+            }
+            Intrinsic::Lcm => {
+                let y = self.expr(&args[1])?.tokens;
+                let x = x.tokens;
+                Code::new(quote!(#rt::arith::lcm(#name, #x, #y)?), Prec::Postfix)
+            }
+            Intrinsic::Factorial => {
+                let x = x.tokens;
+                Code::new(quote!(#rt::arith::factorial(#name, #x)?), Prec::Postfix)
             }
             Intrinsic::Abs => {
                 if k.is_float() {
@@ -425,6 +436,8 @@ impl FnCx<'_> {
                 let x = x.tokens;
                 Code::new(quote!(#rt::arith::int_pow(#name, #x, #y)?), Prec::Postfix)
             }
+            // Handled by `float_method` above.
+            _ => return Err(format!("`{}` of `{}` has no Rust form", i.name(), k.name())),
         })
     }
 
