@@ -39,9 +39,9 @@ fn matmul_ranges_come_from_reads() {
     check(
         "fn mm(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] { let c[i, j] = sum[k](a[i, k] * b[k, j]); c }",
         expect![[r#"
-            fn mm(a#23: [f32; M, K], b#25: [f32; K, N]) -> [f32; M, N] {
-                let c#29[i#26 in 0..M, j#27 in 0..N]: [f32; M, N] = sum[k#28 in 0..K]((a#23[i#26, k#28] * b#25[k#28, j#27]));
-                c#29
+            fn mm(a#0: [f32; M, K], b#1: [f32; K, N]) -> [f32; M, N] {
+                let c#5[i#2 in 0..M, j#3 in 0..N]: [f32; M, N] = sum[k#4 in 0..K]((a#0[i#2, k#4] * b#1[k#4, j#3]));
+                c#5
             }
         "#]],
     );
@@ -55,9 +55,9 @@ fn conv_with_index_equations() {
             y
         }",
         expect![[r#"
-            fn conv(x#24: [f32; C, H, W], w#28: [f32; O, C, KH, KW], b#29: [f32; O]) -> [f32; O, H - KH + 1, W - KW + 1] {
-                let y#38[o#30 in 0..O, oy#31 in 0..H - KH + 1, ox#32 in 0..W - KW + 1]: [f32; O, H - KH + 1, W - KW + 1] = (sum[c#33 in 0..C, r#34 in 0..KH, s#35 in 0..KW]((x#24[c#33, iy#36, ix#37] * w#28[o#30, c#33, r#34, s#35]) where iy#36 = (oy#31 + r#34), ix#37 = (ox#32 + s#35)) + b#29[o#30]);
-                y#38
+            fn conv(x#0: [f32; C, H, W], w#1: [f32; O, C, KH, KW], b#2: [f32; O]) -> [f32; O, H - KH + 1, W - KW + 1] {
+                let y#11[o#3 in 0..O, oy#4 in 0..H - KH + 1, ox#5 in 0..W - KW + 1]: [f32; O, H - KH + 1, W - KW + 1] = (sum[c#6 in 0..C, r#7 in 0..KH, s#8 in 0..KW]((x#0[c#6, iy#9, ix#10] * w#1[o#3, c#6, r#7, s#8]) where iy#9 = (oy#4 + r#7), ix#10 = (ox#5 + s#8)) + b#2[o#3]);
+                y#11
             }
         "#]],
     );
@@ -71,9 +71,9 @@ fn strided_pool_extent() {
             p
         }",
         expect![[r#"
-            fn pool(x#23: [f32; H, W]) -> [f32; H / 2, W / 2] {
-                let p#28[i#24 in 0..H / 2, j#25 in 0..W / 2]: [f32; H / 2, W / 2] = max[di#26 in 0..2, dj#27 in 0..2](x#23[((2 * i#24) + di#26), ((2 * j#25) + dj#27)]);
-                p#28
+            fn pool(x#0: [f32; H, W]) -> [f32; H / 2, W / 2] {
+                let p#5[i#1 in 0..H / 2, j#2 in 0..W / 2]: [f32; H / 2, W / 2] = max[di#3 in 0..2, dj#4 in 0..2](x#0[((2 * i#1) + di#3), ((2 * j#2) + dj#4)]);
+                p#5
             }
         "#]],
     );
@@ -82,9 +82,9 @@ fn strided_pool_extent() {
 #[test]
 fn neighbour_difference_shrinks_the_range() {
     check("fn d(x: [f32; N]) -> [f32; N - 1] { let d[i] = x[i + 1] - x[i]; d }", expect![[r#"
-        fn d(x#22: [f32; N]) -> [f32; N - 1] {
-            let d#24[i#23 in 0..N - 1]: [f32; N - 1] = (x#22[(i#23 + 1)] - x#22[i#23]);
-            d#24
+        fn d(x#0: [f32; N]) -> [f32; N - 1] {
+            let d#2[i#1 in 0..N - 1]: [f32; N - 1] = (x#0[(i#1 + 1)] - x#0[i#1]);
+            d#2
         }
     "#]]);
 }
@@ -94,9 +94,9 @@ fn guards_narrow_ranges() {
     check(
         "fn pad(x: [f32; N]) -> [f32; N + 4] { let p[h in 0..N + 4] = if h >= 2 && h < N + 2 { x[h - 2] } else { 0.0 }; p }",
         expect![[r#"
-            fn pad(x#22: [f32; N]) -> [f32; N + 4] {
-                let p#24[h#23 in 0..N + 4]: [f32; N + 4] = if ((h#23 >= 2) && (h#23 < (N#21 + 2))) { { x#22[(h#23 - 2)] } } else { { 0.0 } };
-                p#24
+            fn pad(x#0: [f32; N]) -> [f32; N + 4] {
+                let p#3[h#1 in 0..N + 4]: [f32; N + 4] = if ((h#1 >= 2) && (h#1 < (N#2 + 2))) { { x#0[(h#1 - 2)] } } else { { 0.0 } };
+                p#3
             }
         "#]],
     );
@@ -107,9 +107,9 @@ fn literals_take_their_type_from_context() {
     check(
         "fn f(x: [f64; N], k: i64) -> [f64; N] { let y[i] = x[i] * 2.0 + (k / 16) as f64 + 1.0; y }",
         expect![[r#"
-            fn f(x#22: [f64; N], k#23: i64) -> [f64; N] {
-                let y#25[i#24 in 0..N]: [f64; N] = (((x#22[i#24] * 2.0) + ((k#23 / 16) as f64)) + 1.0);
-                y#25
+            fn f(x#0: [f64; N], k#1: i64) -> [f64; N] {
+                let y#3[i#2 in 0..N]: [f64; N] = (((x#0[i#2] * 2.0) + ((k#1 / 16) as f64)) + 1.0);
+                y#3
             }
         "#]],
     );
@@ -118,9 +118,9 @@ fn literals_take_their_type_from_context() {
 #[test]
 fn undecidable_result_shape_is_checked_at_run_time() {
     check("fn f(x: [f32; N, M]) -> [f32; M, N] { let y[i, j] = x[i, j]; y }", expect![[r#"
-        fn f(x#23: [f32; N, M]) -> [f32; M, N] {
-            let y#26[i#24 in 0..N, j#25 in 0..M]: [f32; N, M] = x#23[i#24, j#25];
-            y#26
+        fn f(x#0: [f32; N, M]) -> [f32; M, N] {
+            let y#3[i#1 in 0..N, j#2 in 0..M]: [f32; N, M] = x#0[i#1, j#2];
+            y#3
         }
     "#]]);
 }
@@ -128,9 +128,9 @@ fn undecidable_result_shape_is_checked_at_run_time() {
 #[test]
 fn undecidable_extents_are_checked_at_run_time() {
     check("fn f(a: [f32; N], b: [f32; M]) -> [f32; N] { let c[i] = a[i] + b[i]; c }", expect![[r#"
-        fn f(a#22: [f32; N], b#24: [f32; M]) -> [f32; N] {
-            let c#26[i#25 in 0..N]: [f32; N] = (a#22[i#25] + b#24[i#25]);
-            c#26
+        fn f(a#0: [f32; N], b#1: [f32; M]) -> [f32; N] {
+            let c#3[i#2 in 0..N]: [f32; N] = (a#0[i#2] + b#1[i#2]);
+            c#3
         }
     "#]]);
 }

@@ -30,7 +30,17 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
     }
     let ret = template.ret.as_ref().map(|t| cx.ty(t));
     let body = cx.block(&template.body);
-    let func = Function { def, public: false, docs: template.docs.clone(), params: new_params, ret, body, is_main: false, span: template.span };
+    let func = Function {
+        def,
+        public: false,
+        docs: template.docs.clone(),
+        params: new_params,
+        ret,
+        body,
+        is_main: false,
+        stdlib: template.stdlib,
+        span: template.span,
+    };
     let id = hir.fns.alloc(func);
     hir.defs[def].kind = DefKind::Fn(id);
     id

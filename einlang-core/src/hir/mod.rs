@@ -108,6 +108,8 @@ pub struct Function {
     pub body: Block,
     /// True for the `main` generated from top-level statements.
     pub is_main: bool,
+    /// True for functions of the standard library (and their instances).
+    pub stdlib: bool,
     pub span: Span,
 }
 

@@ -1,9 +1,13 @@
 //! HIR pretty printer with analysis facts, for snapshot tests.
 //!
-//! Names print with their `DefId` (`x#3`) so that two variables of the same
-//! spelling are visibly different; each binding shows its inferred type and
+//! Names print with a number per definition (`x#3`, numbered in order of
+//! first appearance, so snapshots do not depend on how many definitions the
+//! standard library has) so that two variables of the same spelling are
+//! visibly different; each binding shows its inferred type and
 //! each index variable its range.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::{Block, Callee, DefId, ExprId, ExprKind, Hir, Slot, Stmt, Where};
@@ -11,8 +15,12 @@ use crate::analysis::Tables;
 use crate::syntax::ast::{Lit, UnOp};
 
 pub fn pretty_hir(hir: &Hir, t: &Tables) -> String {
-    let mut p = Printer { hir, t, out: String::new() };
+    let mut p = Printer { hir, t, out: String::new(), numbers: RefCell::new(HashMap::new()) };
     for (f, func) in hir.fns.iter() {
+        // The standard library's templates are not part of the program.
+        if func.stdlib && func.is_generic() {
+            continue;
+        }
         let params: Vec<String> = func
             .params
             .iter()
@@ -30,11 +38,16 @@ struct Printer<'a> {
     hir: &'a Hir,
     t: &'a Tables,
     out: String,
+    /// Display numbers of definitions, in order of first appearance.
+    numbers: RefCell<HashMap<DefId, usize>>,
 }
 
 impl Printer<'_> {
     fn def(&self, d: DefId) -> String {
-        format!("{}#{}", self.hir.name(d), d.raw())
+        let mut numbers = self.numbers.borrow_mut();
+        let next = numbers.len();
+        let n = *numbers.entry(d).or_insert(next);
+        format!("{}#{n}", self.hir.name(d))
     }
 
     fn indent(&mut self, depth: usize) {
@@ -160,9 +173,10 @@ impl Printer<'_> {
                 format!("if {c} {{ {t} }} else {{ {e2} }}")
             }
             ExprKind::Block(b) => {
-                let mut inner = Printer { hir: self.hir, t: self.t, out: String::new() };
-                inner.block(b, 0);
-                format!("{{ {} }}", inner.out.trim().replace('\n', " "))
+                let saved = std::mem::take(&mut self.out);
+                self.block(b, 0);
+                let inner = std::mem::replace(&mut self.out, saved);
+                format!("{{ {} }}", inner.trim().replace('\n', " "))
             }
             ExprKind::Match { scrutinee, arms } => {
                 let s = self.expr(*scrutinee);

@@ -167,6 +167,7 @@ impl Resolver {
                         ret: None,
                         body: hir::Block { stmts: Vec::new(), tail: None },
                         is_main: false,
+                        stdlib,
                         span: f.span,
                     });
                     self.hir.defs[def].kind = DefKind::Fn(fn_id);
@@ -392,6 +393,7 @@ impl Resolver {
             ret: Some(TyAnn::Tuple(Vec::new())),
             body: block,
             is_main: true,
+            stdlib: false,
             span: first,
         });
         self.hir.defs[def].kind = DefKind::Fn(fn_id);

@@ -35,10 +35,10 @@ fn same_spelling_in_two_statements_gives_two_ids() {
     check(
         "fn f(x: [f32; N]) -> f32 { let a[i] = x[i]; let b[i] = a[i] * 2.0; sum[i](b[i]) }",
         expect![[r#"
-            fn f(x#22: ) ->  {
-                let a#24[i#23 in ?]:  = x#22[i#23];
-                let b#26[i#25 in ?]:  = (a#24[i#25] * 2.0);
-                sum[i#27 in ?](b#26[i#27])
+            fn f(x#0: ) ->  {
+                let a#2[i#1 in ?]:  = x#0[i#1];
+                let b#4[i#3 in ?]:  = (a#2[i#3] * 2.0);
+                sum[i#5 in ?](b#4[i#5])
             }
         "#]],
     );
@@ -47,10 +47,10 @@ fn same_spelling_in_two_statements_gives_two_ids() {
 #[test]
 fn shadowing_refers_to_the_earlier_binding() {
     check("fn f(x: f32) -> f32 { let y = x; let y = y * 2.0; y }", expect![[r#"
-        fn f(x#21: ) ->  {
-            let y#22:  = x#21;
-            let y#23:  = (y#22 * 2.0);
-            y#23
+        fn f(x#0: ) ->  {
+            let y#1:  = x#0;
+            let y#2:  = (y#1 * 2.0);
+            y#2
         }
     "#]]);
 }
@@ -60,11 +60,11 @@ fn items_are_hoisted_and_std_imports_resolve() {
     check(
         "use std::math::{exp, max as mx}; fn f(x: f32) -> f32 { g(exp(x)) } fn g(y: f32) -> f32 { mx(y, 0.0) }",
         expect![[r#"
-            fn f(x#22: ) ->  {
-                g(intrinsic::exp(x#22))
+            fn f(x#0: ) ->  {
+                g(intrinsic::exp(x#0))
             }
-            fn g(y#23: ) ->  {
-                intrinsic::max(y#23, 0.0)
+            fn g(y#1: ) ->  {
+                intrinsic::max(y#1, 0.0)
             }
         "#]],
     );
@@ -73,9 +73,9 @@ fn items_are_hoisted_and_std_imports_resolve() {
 #[test]
 fn where_mentioning_a_reduction_index_moves_into_it() {
     check("fn f(x: [f32; N]) -> f32 { let s = sum[i](x[i]) where x[i] > 0.0; s }", expect![[r#"
-        fn f(x#22: ) ->  {
-            let s#24:  = sum[i#23 in ?](x#22[i#23] where (x#22[i#23] > 0.0));
-            s#24
+        fn f(x#0: ) ->  {
+            let s#2:  = sum[i#1 in ?](x#0[i#1] where (x#0[i#1] > 0.0));
+            s#2
         }
     "#]]);
 }
