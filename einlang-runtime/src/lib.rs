@@ -7,6 +7,7 @@
 //! conversions at function boundaries.
 
 pub mod arith;
+pub mod fmt;
 pub mod gemm;
 mod error;
 pub mod par;

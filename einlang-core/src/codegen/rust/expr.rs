@@ -76,7 +76,7 @@ impl FnCx<'_> {
                                 }
                                 None => quote!(::core::option::Option::None),
                             };
-                            quote!(__text.push_str(&#rt::fmt::show(&(#v), #prec));)
+                            quote!(__text.push_str(&#rt::fmt::interp(&(#v), #prec));)
                         }
                     });
                 }
@@ -85,7 +85,7 @@ impl FnCx<'_> {
             ExprKind::Print(xs) => {
                 let rt = self.rt.clone();
                 let values = xs.iter().map(|x| Ok(self.expr(x)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
-                Ok(Code::new(quote!(#rt::fmt::print_line(&[#(#rt::fmt::show(&(#values), ::core::option::Option::None)),*])), Prec::Postfix))
+                Ok(Code::new(quote!(#rt::fmt::print_line(&[#(#rt::fmt::print_arg(&(#values))),*])), Prec::Postfix))
             }
             ExprKind::Assert { cond, message } => {
                 let (rt, name) = (self.rt.clone(), self.fn_name.clone());

@@ -1,0 +1,87 @@
+//! Builtins (`print`, `assert`, `len`, `shape`), strings and interpolation,
+//! tuple destructuring, `const` items, and top-level statements as `main`.
+
+use einlang::einlang;
+use einlang::ndarray::{array, Array2};
+
+einlang! {
+    const SCALE: f64 = 0.5;
+    const LIMIT = 3;
+
+    pub fn describe(x: f32, n: i32) -> str {
+        "x = {x:.2}, n = {n}"
+    }
+
+    pub fn show_matrix(m: [i32; R, C]) -> str {
+        "m = {m}"
+    }
+
+    pub fn checked_sqrt(x: f64) -> f64 {
+        assert(x >= 0.0, "sqrt of a negative number");
+        x * SCALE
+    }
+
+    pub fn sizes(m: [f32; R, C]) -> (i64, i64, i64) {
+        let s = shape(m);
+        (len(m), s[1], shape(m)[0] * shape(m)[1])
+    }
+
+    fn min_max(v: [i64; N]) -> (i64, i64) {
+        (min[i](v[i]), max[i](v[i]))
+    }
+
+    pub fn spread(v: [i64; N]) -> i64 {
+        let (lo, hi) = min_max(v);
+        let (_, (a, b)) = (0, (hi, lo));
+        a - b + LIMIT as i64 - 3
+    }
+
+    /// The last row's sum, with a range given by `len`.
+    pub fn last_row_sum(m: [f32; R, C]) -> f32 {
+        sum[j in 0..len(m[0])](m[len(m) - 1, j])
+    }
+}
+
+mod program {
+    einlang::einlang! {
+        let a = [[1, 2], [3, 4]];
+        let b[i, j] = sum[k](a[i, k] * a[k, j]);
+        print(b);
+        print("b[0, 0] = {b[0, 0]}");
+        assert(b[1, 1] == 22, "b[1, 1] is 3 * 2 + 4 * 4");
+    }
+}
+
+#[test]
+fn interpolation_formats_values() {
+    assert_eq!(describe(1.5, 42).unwrap(), "x = 1.50, n = 42");
+    // Interpolation shows arrays as numpy's `str` does (`print` shows them
+    // as Python lists); numpy writes a 2x2 integer matrix this way.
+    assert_eq!(show_matrix(&array![[19, 22], [43, 50]]).unwrap(), "m = [[19 22]\n [43 50]]");
+}
+
+#[test]
+fn assert_returns_an_error_with_the_message() {
+    assert_eq!(checked_sqrt(4.0).unwrap(), 2.0);
+    let err = checked_sqrt(-1.0).unwrap_err();
+    assert!(matches!(err, einlang::Error::Assert { .. }));
+    assert!(err.to_string().contains("sqrt of a negative number"), "{err}");
+}
+
+#[test]
+fn len_and_shape_give_extents() {
+    let m = Array2::<f32>::zeros((3, 5));
+    assert_eq!(sizes(&m).unwrap(), (3, 5, 15));
+    let m = Array2::from_shape_fn((4, 2), |(i, j)| (i * 2 + j) as f32);
+    assert_eq!(last_row_sum(&m).unwrap(), 6.0 + 7.0);
+}
+
+#[test]
+fn tuples_destructure_and_consts_inline() {
+    assert_eq!(spread(&array![4i64, -2, 9, 0]).unwrap(), 11);
+}
+
+#[test]
+fn top_level_statements_become_main() {
+    assert!(program::main().is_ok());
+}
