@@ -20,6 +20,31 @@
 //! See the README and `LANGUAGE.md` for the language.
 
 pub use einlang_macros::einlang;
+
+/// Compiles an Einlang file into Rust items, as `einlang!` compiles its
+/// tokens.
+///
+/// The path is relative to the directory of the calling crate's
+/// `Cargo.toml` (`CARGO_MANIFEST_DIR`). Cargo rebuilds the crate when the
+/// file changes. Errors in the file are reported at the string literal, each
+/// message starting with `path:line:column:` and showing the source line.
+/// Top-level statements of the file become
+/// `pub fn main() -> Result<(), einlang::Error>`. Wrapping the call in a
+/// module keeps the file's functions in their own namespace:
+///
+/// ```
+/// mod kernels {
+///     einlang::include_ein!("tests/ein/kernels.ein");
+/// }
+///
+/// use einlang::ndarray::array;
+///
+/// let a = array![[1.0f32, 2.0], [3.0, 4.0]];
+/// let b = array![[5.0f32, 6.0], [7.0, 8.0]];
+/// assert_eq!(kernels::matmul(&a, &b)?, array![[19.0, 22.0], [43.0, 50.0]]);
+/// # Ok::<(), einlang::Error>(())
+/// ```
+pub use einlang_macros::include_ein;
 pub use einlang_runtime::Error;
 pub use einlang_runtime::__ndarray as ndarray;
 

@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod arena;
 pub mod codegen;
 pub mod diag;
+pub mod file;
 pub mod hir;
 pub mod ir;
 pub mod lower;
@@ -74,26 +75,36 @@ pub fn compile_str(src: &str, options: &Options) -> Result<Compiled, Vec<Diagnos
 /// Never panics: a panic inside the compiler is caught and reported as an
 /// internal compiler error at the macro call.
 pub fn expand(input: TokenStream, options: &Options) -> TokenStream {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let result = catch_ice(|| {
         let ast = syntax::parse_tokens(input)?;
         compile(ast, options).map(|c| c.rust)
-    }));
+    });
     match result {
-        Ok(Ok(tokens)) => tokens,
-        Ok(Err(diags)) => {
+        Ok(tokens) => tokens,
+        Err(diags) => {
             let mut out = TokenStream::new();
             for d in diags {
                 out.extend(d.to_compile_errors());
             }
             out
         }
+    }
+}
+
+/// Runs `f`, turning a panic inside it into an internal-compiler-error
+/// diagnostic at the call site, so that both macros (`einlang!` and
+/// `include_ein!`) report compiler bugs the same way instead of aborting
+/// rustc's macro expansion.
+pub(crate) fn catch_ice<T>(f: impl FnOnce() -> Result<T, Vec<Diagnostic>>) -> Result<T, Vec<Diagnostic>> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
         Err(payload) => {
             let msg = payload
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            Diagnostic::bug(span::Span::call_site(), msg).to_compile_errors()
+            Err(vec![Diagnostic::bug(span::Span::call_site(), msg)])
         }
     }
 }

@@ -1,10 +1,22 @@
-//! The `einlang!` macro. All of the work happens in `einlang-core`.
+//! The `einlang!` and `include_ein!` macros. All of the work happens in
+//! `einlang-core`.
 
 use proc_macro::TokenStream;
+
+/// The options both macros compile with; they come from this crate's features.
+fn options() -> einlang_core::Options {
+    einlang_core::Options { checked: cfg!(feature = "checked") }
+}
 
 /// Compiles Einlang source into Rust functions. See the `einlang` crate.
 #[proc_macro]
 pub fn einlang(input: TokenStream) -> TokenStream {
-    let options = einlang_core::Options { checked: cfg!(feature = "checked") };
-    einlang_core::expand(input.into(), &options).into()
+    einlang_core::expand(input.into(), &options()).into()
+}
+
+/// Compiles an Einlang file, relative to `CARGO_MANIFEST_DIR`, into Rust
+/// functions. See the `einlang` crate.
+#[proc_macro]
+pub fn include_ein(input: TokenStream) -> TokenStream {
+    einlang_core::file::expand_file(input.into(), &options()).into()
 }

@@ -1,0 +1,5 @@
+mod kernels {
+    einlang::include_ein!(kernels);
+}
+
+fn main() {}
