@@ -23,7 +23,10 @@ use crate::span::Span;
 use crate::syntax::ast;
 
 /// The standard library sources, by module path.
-const STDLIB: &[(&str, &str)] = &[("math", include_str!("../../../stdlib/std/math.ein"))];
+const STDLIB: &[(&str, &str)] = &[
+    ("math", include_str!("../../../stdlib/std/math.ein")),
+    ("ml", include_str!("../../../stdlib/std/ml.ein")),
+];
 
 /// Resolves a parsed program (plus the standard library) into HIR.
 pub fn resolve_program(program: &ast::Program, diags: &mut Diagnostics) -> Hir {
