@@ -978,3 +978,50 @@ mod literal_slots {
         assert_eq!(y, expected);
     }
 }
+
+mod row_sums {
+    use einlang::einlang;
+    use einlang::ndarray::Array2;
+
+    einlang! {
+        /// Prefix sums along rows: the sum's range depends on the row index.
+        pub fn prefix(x: [f64; R, C]) -> [f64; R, C] {
+            let y[i, j in 0..C] = sum[k in 0..j + 1](x[i, k]);
+            y
+        }
+
+        /// A sum plus a term outside it, and a sum minus one.
+        pub fn shifted(x: [f64; R, C], w: [f64; C, D], b: [f64; D]) -> ([f64; R, D], [f64; R, D]) {
+            let p[i, d] = b[d] + sum[c](x[i, c] * w[c, d] * 0.5);
+            let m[i, d] = sum[c](x[i, c] * w[c, d] * 0.5) - b[d];
+            (p, m)
+        }
+    }
+
+    #[test]
+    fn prefix_sums_with_a_triangular_range() {
+        let x = Array2::from_shape_fn((3, 5), |(i, j)| (i * 5 + j) as f64 - 4.0);
+        let y = prefix(&x).unwrap();
+        for i in 0..3 {
+            for j in 0..5 {
+                let want: f64 = (0..=j).map(|k| x[[i, k]]).sum();
+                assert_eq!(y[[i, j]], want);
+            }
+        }
+    }
+
+    #[test]
+    fn sums_with_terms_outside() {
+        let x = Array2::from_shape_fn((4, 3), |(i, j)| (i as f64) * 0.5 - j as f64);
+        let w = Array2::from_shape_fn((3, 2), |(i, j)| (i + j) as f64 * 0.25 + 1.0);
+        let b = einlang::ndarray::array![0.5, -1.5];
+        let (p, m) = shifted(&x, &w, &b).unwrap();
+        for i in 0..4 {
+            for d in 0..2 {
+                let s: f64 = (0..3).map(|c| x[[i, c]] * w[[c, d]] * 0.5).sum();
+                assert!((p[[i, d]] - (b[d] + s)).abs() < 1e-12);
+                assert!((m[[i, d]] - (s - b[d])).abs() < 1e-12);
+            }
+        }
+    }
+}

@@ -509,95 +509,94 @@ fn matmul_with_reduction() {
     check(
         &matmul(),
         expect![[r#"
-        /// Plain matrix product.
-        pub fn matmul(a: tensor<f32, 2>, b: tensor<f32, 2>) -> tensor<f32, 2> {
-            bind M = a.shape[0]
-            bind K = a.shape[1]
-            bind N = b.shape[1]
-            check b.shape[0] == K ("K")
-            tensor c[i in 0..M, j in 0..N]: f32 par (cost 3) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
-            result c
-        }
+            /// Plain matrix product.
+            pub fn matmul(a: tensor<f32, 2>, b: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind M = a.shape[0]
+                bind K = a.shape[1]
+                bind N = b.shape[1]
+                check b.shape[0] == K ("K")
+                tensor c[i in 0..M, j in 0..N]: f32 par (cost 3) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
+                result c
+            }
 
-        /// Plain matrix product.
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn matmul<'__a0, '__a1>(
-            a: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
+            /// Plain matrix product.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn matmul<'__a0, '__a1>(
+                a: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
                 >,
-            >,
-            b: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a1,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
-                >,
-            >,
-        ) -> ::core::result::Result<
-            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                a: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
-                >,
-                b: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
+                b: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a1,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
                 >,
             ) -> ::core::result::Result<
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
                 ::einlang::__private::Error,
             > {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let M: i64 = a.shape()[0] as i64;
-                let K: i64 = a.shape()[1] as i64;
-                let N: i64 = b.shape()[1] as i64;
-                __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
-                let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
-                    "matmul",
-                    [M as usize, N as usize],
-                    3,
-                    true,
-                    |__pos_i, __row_c| {
-                        let i: i64 = __pos_i as i64;
-                        for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
-                            let j: i64 = __pos_j as i64;
-                            *__slot_c = {
-                                let mut __sum_k: f32 = 0.0f32;
-                                for k in 0i64..K {
-                                    __sum_k
+                fn __body(
+                    a: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                    b: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                ) -> ::core::result::Result<
+                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let M: i64 = a.shape()[0] as i64;
+                    let K: i64 = a.shape()[1] as i64;
+                    let N: i64 = b.shape()[1] as i64;
+                    __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
+                    let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
+                        "matmul",
+                        [M as usize, N as usize],
+                        3,
+                        true,
+                        |__pos_i, __row_c| {
+                            let i: i64 = __pos_i as i64;
+                            for __slot_c in __row_c.iter_mut() {
+                                *__slot_c = 0.0f32;
+                            }
+                            for k in 0i64..K {
+                                for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                                    let j: i64 = __pos_j as i64;
+                                    *__slot_c
                                         += unsafe { *a.uget([i as usize, k as usize]) }
                                             * unsafe { *b.uget([k as usize, j as usize]) };
                                 }
-                                __sum_k
-                            };
-                        }
-                        Ok(())
-                    },
-                )?;
-                Ok(c)
+                            }
+                            Ok(())
+                        },
+                    )?;
+                    Ok(c)
+                }
+                __body(a.into(), b.into())
             }
-            __body(a.into(), b.into())
-        }
-    "#]],
+        "#]],
     );
 }
 
@@ -606,71 +605,72 @@ fn matmul_all_checked() {
     check_all_checked(
         &matmul(),
         expect![[r#"
-        /// Plain matrix product.
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn matmul<'__a0, '__a1>(
-            a: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
+            /// Plain matrix product.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn matmul<'__a0, '__a1>(
+                a: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
                 >,
-            >,
-            b: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a1,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
-                >,
-            >,
-        ) -> ::core::result::Result<
-            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                a: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
-                >,
-                b: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
+                b: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a1,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
                 >,
             ) -> ::core::result::Result<
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
                 ::einlang::__private::Error,
             > {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let M: i64 = a.shape()[0] as i64;
-                let K: i64 = a.shape()[1] as i64;
-                let N: i64 = b.shape()[1] as i64;
-                __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
-                let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
-                    "matmul",
-                    [M as usize, N as usize],
-                    3,
-                    true,
-                    |__pos_i, __row_c| {
-                        let i: i64 = __pos_i as i64;
-                        for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
-                            let j: i64 = __pos_j as i64;
-                            *__slot_c = {
-                                let mut __sum_k: f32 = 0.0f32;
-                                for k in 0i64..K {
-                                    __sum_k
+                fn __body(
+                    a: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                    b: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                ) -> ::core::result::Result<
+                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let M: i64 = a.shape()[0] as i64;
+                    let K: i64 = a.shape()[1] as i64;
+                    let N: i64 = b.shape()[1] as i64;
+                    __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
+                    let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
+                        "matmul",
+                        [M as usize, N as usize],
+                        3,
+                        true,
+                        |__pos_i, __row_c| {
+                            let i: i64 = __pos_i as i64;
+                            for __slot_c in __row_c.iter_mut() {
+                                *__slot_c = 0.0f32;
+                            }
+                            for k in 0i64..K {
+                                for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                                    let j: i64 = __pos_j as i64;
+                                    *__slot_c
                                         += a[[
                                             __rt::shape::check_index(
                                                 "matmul",
@@ -692,17 +692,15 @@ fn matmul_all_checked() {
                                                 __rt::shape::check_index("matmul", "b", 1, j, b.shape()[1])?,
                                             ]];
                                 }
-                                __sum_k
-                            };
-                        }
-                        Ok(())
-                    },
-                )?;
-                Ok(c)
+                            }
+                            Ok(())
+                        },
+                    )?;
+                    Ok(c)
+                }
+                __body(a.into(), b.into())
             }
-            __body(a.into(), b.into())
-        }
-    "#]],
+        "#]],
     );
 }
 

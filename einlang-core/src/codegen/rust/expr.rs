@@ -530,7 +530,7 @@ impl FnCx<'_> {
 
     /// Where entries inside a reduction loop: bindings are `let`s, a false
     /// guard skips the term.
-    fn loop_wheres(&mut self, wheres: &[WhereEntry]) -> Result<TokenStream, Bug> {
+    pub(crate) fn loop_wheres(&mut self, wheres: &[WhereEntry]) -> Result<TokenStream, Bug> {
         let mut out = TokenStream::new();
         for w in wheres {
             match w {

@@ -129,11 +129,14 @@ impl FnCx<'_> {
             let last = &def.axes[rank - 1];
             let (pos, binding) = self.position(last, |pos| quote!(#pos))?;
             let chunk = &chunk_of_axis[rank - 2];
-            nest = quote! {
-                for (#pos, #slot) in #chunk.iter_mut().enumerate() {
-                    #binding
-                    #nest
-                }
+            nest = match self.accumulate_row(def, chunk, &slot, &pos, &binding)? {
+                Some(code) => code,
+                None => quote! {
+                    for (#pos, #slot) in #chunk.iter_mut().enumerate() {
+                        #binding
+                        #nest
+                    }
+                },
             };
             // Middle axes, inside out: chunks of the enclosing chunk.
             for a in (1..rank - 1).rev() {
@@ -170,6 +173,90 @@ impl FnCx<'_> {
             #shape_binding
             let #name: #array = #rt::par::fill(#fname, #shape, #cost, #parallel, #closure)?;
         })
+    }
+
+    /// A definition whose value is a sum (`sum[c, r, s](..)`, optionally plus
+    /// or minus a term outside the sum, like a bias) computes a whole row of
+    /// its innermost axis at once: the row starts at zero, the sum's loops
+    /// run outside and the row's loop inside, adding one term to every
+    /// element; the outside term is applied in a last pass. Loads that do
+    /// not depend on the row's index (weights) are then loop-invariant, and
+    /// the inner loop walks the row contiguously. Returns None for other
+    /// definitions.
+    fn accumulate_row(
+        &mut self,
+        def: &TensorDef,
+        chunk: &Ident,
+        slot: &Ident,
+        pos: &Ident,
+        binding: &TokenStream,
+    ) -> Result<Option<TokenStream>, Bug> {
+        use crate::ir::ExprKind;
+        use crate::syntax::ast::{BinOp, RedOp};
+        let is_sum = |e: &crate::ir::Expr| matches!(&e.kind, ExprKind::Reduce { op: RedOp::Sum, .. });
+        // (the sum, the outside term, whether the term is subtracted, whether the sum is on the left)
+        let (sum, outside, minus, sum_left) = match &def.body.kind {
+            _ if is_sum(&def.body) => (&def.body, None, false, true),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if is_sum(a) => (&**a, Some(&**b), *op == BinOp::Sub, true),
+            ExprKind::Binary(BinOp::Add, a, b) if is_sum(b) => (&**b, Some(&**a), false, false),
+            _ => return Ok(None),
+        };
+        let ExprKind::Reduce { loops, body, wheres, .. } = &sum.kind else { return Ok(None) };
+        if !def.elem.is_float() || loops.is_empty() {
+            return Ok(None);
+        }
+        // The sum's loops move outside the row's loop, so their bounds must
+        // not depend on the row's index (`sum[k in 0..j]`).
+        let Some(row_axis) = def.axes.last() else { return Ok(None) };
+        let row_var = crate::analysis::dim::DimVar(row_axis.index.0);
+        if loops.iter().any(|l| l.start.vars().contains(&row_var) || l.end.vars().contains(&row_var)) {
+            return Ok(None);
+        }
+        let zero = types::zero(def.elem);
+        self.no_move += 1;
+        // Where entries of the sum may depend on the row's index, so they
+        // stay inside the row's loop; a false guard skips that element's
+        // term (`continue`).
+        let wheres = self.loop_wheres(wheres);
+        let term = self.expr(body);
+        let outside = outside.map(|o| self.expr(o)).transpose();
+        self.no_move -= 1;
+        let (wheres, term, outside) = (wheres?, term?.tokens, outside?.map(|c| c.tokens));
+        let mut nest = quote! {
+            for (#pos, #slot) in #chunk.iter_mut().enumerate() {
+                #binding
+                #wheres
+                *#slot += #term;
+            }
+        };
+        for l in loops.iter().rev() {
+            let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
+            nest = quote!(for #i in #start..#end { #nest });
+        }
+        let epilogue = match outside {
+            None => quote!(),
+            Some(o) => {
+                let value = match (minus, sum_left) {
+                    (true, _) => quote!(__acc - (#o)),
+                    (false, true) => quote!(__acc + (#o)),
+                    (false, false) => quote!((#o) + __acc),
+                };
+                quote! {
+                    for (#pos, #slot) in #chunk.iter_mut().enumerate() {
+                        #binding
+                        let __acc = *#slot;
+                        *#slot = #value;
+                    }
+                }
+            }
+        };
+        Ok(Some(quote! {
+            for #slot in #chunk.iter_mut() {
+                *#slot = #zero;
+            }
+            #nest
+            #epilogue
+        }))
     }
 
     /// The position variable of an axis (`__pos_j`, a `usize`) and the
