@@ -153,13 +153,14 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
             cx.t.dim_names.insert(dim_var(def), d.name.clone());
         }
     }
+    let analyzed = |f: FnId, func: &crate::hir::Function| !func.is_generic() && !hir.broken_instances.contains(&f);
     for (f, func) in hir.fns.iter() {
-        if !func.is_generic() {
+        if analyzed(f, func) {
             cx.declare_sig(f);
         }
     }
     for (f, func) in hir.fns.iter() {
-        if !func.is_generic() {
+        if analyzed(f, func) {
             cx.analyze_fn(f);
         }
     }
@@ -593,6 +594,8 @@ impl<'a> Cx<'a> {
                     None => return Ty::Error,
                 },
                 Slot::Lit(n, _) => dims.push(Dim::constant(n + 1)),
+                // Generic templates, which hold rest indices, are never analyzed.
+                Slot::Rest(..) => return Ty::Error,
             }
         }
         Ty::Tensor(elem, dims)
@@ -689,6 +692,10 @@ impl<'a> Cx<'a> {
         let span = self.hir.span(e);
         let t = match &self.hir.exprs[e].kind {
             ExprKind::Error => Ty::Error,
+            ExprKind::Rest(_) => {
+                self.err(Diagnostic::bug(span, "a rest index reached analysis"));
+                Ty::Error
+            }
             ExprKind::Lit(lit) => self.infer_lit(e, lit, expect),
             ExprKind::Def(d) => match self.env.get(d) {
                 Some(t) => t.clone(),
@@ -1141,6 +1148,12 @@ impl<'a> Cx<'a> {
             return Some(f);
         }
         if let Some(&inst) = self.hir.instances.get(&e) {
+            if self.hir.broken_instances.contains(&inst) {
+                args.iter().for_each(|a| {
+                    self.infer(*a, None);
+                });
+                return None;
+            }
             return Some(inst);
         }
         let name = self.name(func.def).to_string();

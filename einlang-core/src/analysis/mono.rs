@@ -71,7 +71,16 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
                         diags.push(Diagnostic::error(req.span, format!("more than {MAX_INSTANCES} instances of generic functions")));
                         return tables;
                     }
-                    let inst = new_instance(hir, req.generic, &cache_key.1, &req.args);
+                    let (inst, errors) = new_instance(hir, req.generic, &cache_key.1, &req.args);
+                    if !errors.is_empty() {
+                        let name = hir.name(hir.fns[req.generic].def).to_string();
+                        let mut d = Diagnostic::error(req.span, format!("`{name}` cannot be called with these arguments"));
+                        for e in errors {
+                            d = d.label(e.span, e.message).note_all(e.notes).help_all(e.helps);
+                        }
+                        diags.push(d);
+                        hir.broken_instances.insert(inst);
+                    }
                     hir.instance_origin.insert(inst, (req.generic, req.span));
                     cache.insert(cache_key, inst);
                     inst
@@ -90,7 +99,7 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
     tables
 }
 
-fn new_instance(hir: &mut Hir, generic: FnId, keys: &[Key], args: &[Ty]) -> FnId {
+fn new_instance(hir: &mut Hir, generic: FnId, keys: &[Key], args: &[Ty]) -> (FnId, Vec<Diagnostic>) {
     let template = hir.fns[generic].clone();
     let base = hir.name(template.def).to_string();
     let name = format!("{base}_{}", keys.iter().map(key_text).collect::<Vec<_>>().join("_"));

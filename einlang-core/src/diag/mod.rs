@@ -59,6 +59,16 @@ impl Diagnostic {
         self
     }
 
+    pub fn note_all(mut self, notes: Vec<String>) -> Diagnostic {
+        self.notes.extend(notes);
+        self
+    }
+
+    pub fn help_all(mut self, helps: Vec<String>) -> Diagnostic {
+        self.helps.extend(helps);
+        self
+    }
+
     pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
         self.helps.push(help.into());
         self

@@ -8,24 +8,33 @@
 
 use std::collections::HashMap;
 
+use crate::diag::Diagnostic;
+use crate::span::Span;
+
 use super::{
     Arm, Block, Callee, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart, Param, Pat, Range, RedVar, Slot,
     Stmt, TyAnn, Where,
 };
 
 /// Appends a copy of `f` named `name` whose parameters have the types
-/// `params` (`None` keeps the template's annotation).
-pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>>) -> FnId {
+/// `params` (`None` keeps the template's annotation). Named rest indices
+/// are expanded into as many index variables as the ranks of the accesses
+/// they appear in require; a rest index whose extent cannot be told is an
+/// error, returned with the copy.
+pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>>) -> (FnId, Vec<Diagnostic>) {
     let template = hir.fns[f].clone();
     let span = hir.defs[template.def].span;
     let def = hir.alloc_def(name, DefKind::Local, span);
-    let mut cx = Cloner { hir, defs: HashMap::new() };
+    let mut cx = Cloner { hir, defs: HashMap::new(), ranks: HashMap::new(), rests: HashMap::new(), errors: Vec::new(), reported: Default::default() };
     let mut new_params = Vec::new();
     for (p, given) in template.params.iter().zip(params) {
         let ty = match given {
             Some(t) => Some(t),
             None => p.ty.as_ref().map(|t| cx.ty(t)),
         };
+        if let Some(TyAnn::Tensor { dims, .. }) = &ty {
+            cx.ranks.insert(p.def, dims.len());
+        }
         new_params.push(Param { def: cx.def(p.def), ty, span: p.span });
     }
     let ret = template.ret.as_ref().map(|t| cx.ty(t));
@@ -41,14 +50,73 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
         stdlib: template.stdlib,
         span: template.span,
     };
+    let errors = std::mem::take(&mut cx.errors);
     let id = hir.fns.alloc(func);
     hir.defs[def].kind = DefKind::Fn(id);
-    id
+    (id, errors)
+}
+
+/// The operands of an expression, for walks over the template.
+fn children(kind: &ExprKind, out: &mut Vec<ExprId>) {
+    match kind {
+        ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) => {}
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) => out.push(*a),
+        ExprKind::Binary(_, a, b) => out.extend([*a, *b]),
+        ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => out.extend(args.iter().copied()),
+        ExprKind::Index { base, args } => {
+            out.push(*base);
+            out.extend(args.iter().copied());
+        }
+        ExprKind::Reduce { wheres, body, .. } => {
+            out.push(*body);
+            for w in wheres {
+                match w {
+                    Where::Bind { value, .. } => out.push(*value),
+                    Where::Guard(g) => out.push(*g),
+                }
+            }
+        }
+        ExprKind::If { cond, then, els } => {
+            out.extend([*cond, *then]);
+            out.extend(*els);
+        }
+        ExprKind::Block(b) => {
+            for s in &b.stmts {
+                match s {
+                    Stmt::Let { value, .. } | Stmt::Expr(value) => out.push(*value),
+                    Stmt::Indexed(d) => out.push(d.body),
+                }
+            }
+            out.extend(b.tail);
+        }
+        ExprKind::Match { scrutinee, arms } => {
+            out.push(*scrutinee);
+            for a in arms {
+                out.extend(a.guard);
+                out.push(a.body);
+            }
+        }
+        ExprKind::Interp(parts) => {
+            for p in parts {
+                if let InterpPart::Value(e, _) = p {
+                    out.push(*e);
+                }
+            }
+        }
+    }
 }
 
 struct Cloner<'a> {
     hir: &'a mut Hir,
     defs: HashMap<DefId, DefId>,
+    /// Ranks of tensors of the template (parameters, indexed definitions)
+    /// known so far, for expanding rest indices.
+    ranks: HashMap<DefId, usize>,
+    /// Each rest index of the template and the index variables it became.
+    rests: HashMap<DefId, Vec<DefId>>,
+    errors: Vec<Diagnostic>,
+    /// Subscripts already reported as ambiguous.
+    reported: std::collections::HashSet<ExprId>,
 }
 
 impl Cloner<'_> {
@@ -92,6 +160,56 @@ impl Cloner<'_> {
         }
     }
 
+    /// The index variables rest index `rest` of definition `d` stands for:
+    /// as many as the rank of a tensor it subscripts leaves after that
+    /// subscript's other indices.
+    fn expand_rest(&mut self, d: &IndexedDef, rest: DefId, span: Span) -> Vec<DefId> {
+        let name = self.hir.defs[rest].name.clone();
+        let mut roots = vec![d.body];
+        for w in &d.wheres {
+            match w {
+                Where::Bind { value, .. } => roots.push(*value),
+                Where::Guard(g) => roots.push(*g),
+            }
+        }
+        let mut count = None;
+        while let Some(e) = roots.pop() {
+            let kind = self.hir.exprs[e].kind.clone();
+            if let ExprKind::Index { base, args } = &kind {
+                let rests = args.iter().filter(|a| matches!(self.hir.exprs[**a].kind, ExprKind::Rest(_))).count();
+                let has_this = args.iter().any(|a| matches!(self.hir.exprs[*a].kind, ExprKind::Rest(r) if r == rest));
+                if has_this && rests > 1 {
+                    if !self.reported.insert(e) {
+                        return Vec::new();
+                    }
+                    self.errors.push(
+                        Diagnostic::error(self.hir.span(e), "ambiguous rest indices: two rest indices share one subscript")
+                            .help("a subscript may use one rest index; name the other axes"),
+                    );
+                    return Vec::new();
+                }
+                if has_this && count.is_none() {
+                    if let ExprKind::Def(t) = self.hir.exprs[*base].kind {
+                        if let Some(rank) = self.ranks.get(&t) {
+                            count = Some(rank.saturating_sub(args.len() - 1));
+                        }
+                    }
+                }
+            }
+            children(&kind, &mut roots);
+        }
+        let Some(k) = count else {
+            self.errors.push(
+                Diagnostic::error(span, format!("cannot tell how many axes `..{name}` spans"))
+                    .note(format!("`..{name}` must subscript a parameter or an earlier indexed definition, whose rank is known")),
+            );
+            return Vec::new();
+        };
+        let vars: Vec<DefId> = (0..k).map(|i| self.hir.alloc_def(format!("{name}{i}"), DefKind::Index, span)).collect();
+        self.rests.insert(rest, vars.clone());
+        vars
+    }
+
     fn range(&mut self, r: &Range) -> Range {
         Range { start: self.expr(r.start), end: self.expr(r.end), span: r.span }
     }
@@ -118,17 +236,22 @@ impl Cloner<'_> {
                     Stmt::Let { def: self.def(*def), ty, value, span: *span }
                 }
                 Stmt::Indexed(d) => {
-                    let slots = d
-                        .slots
-                        .iter()
-                        .map(|s| match s {
+                    let mut slots = Vec::new();
+                    for s in &d.slots {
+                        match s {
                             Slot::Var { def, range } => {
                                 let range = range.as_ref().map(|r| self.range(r));
-                                Slot::Var { def: self.def(*def), range }
+                                slots.push(Slot::Var { def: self.def(*def), range });
                             }
-                            Slot::Lit(n, span) => Slot::Lit(*n, *span),
-                        })
-                        .collect();
+                            Slot::Lit(n, span) => slots.push(Slot::Lit(*n, *span)),
+                            Slot::Rest(rest, span) => {
+                                for v in self.expand_rest(d, *rest, *span) {
+                                    slots.push(Slot::Var { def: v, range: None });
+                                }
+                            }
+                        }
+                    }
+                    self.ranks.insert(d.def, slots.len());
                     let wheres = self.wheres(&d.wheres);
                     let body = self.expr(d.body);
                     Stmt::Indexed(IndexedDef { def: self.def(d.def), slots, wheres, body, span: d.span })
@@ -163,7 +286,25 @@ impl Cloner<'_> {
             }
             ExprKind::Index { base, args } => {
                 let base = self.expr(base);
-                ExprKind::Index { base, args: args.iter().map(|a| self.expr(*a)).collect() }
+                let mut new_args = Vec::new();
+                for a in &args {
+                    match self.hir.exprs[*a].kind {
+                        // A rest index becomes its index variables.
+                        ExprKind::Rest(r) => {
+                            let vars = self.rests.get(&r).cloned().unwrap_or_default();
+                            let span = self.hir.span(*a);
+                            for v in vars {
+                                new_args.push(self.hir.alloc_expr(ExprKind::Def(v), span));
+                            }
+                        }
+                        _ => new_args.push(self.expr(*a)),
+                    }
+                }
+                ExprKind::Index { base, args: new_args }
+            }
+            ExprKind::Rest(_) => {
+                self.errors.push(Diagnostic::error(span, "a rest index can only appear in a subscript"));
+                ExprKind::Error
             }
             ExprKind::Field(a, i) => ExprKind::Field(self.expr(a), i),
             ExprKind::Reduce { op, vars, wheres, body } => {

@@ -54,6 +54,10 @@ pub enum DefKind {
     Module,
     /// A `const` item; every use is replaced by its value.
     Const,
+    /// A named rest index `..name`: stands for as many index variables as
+    /// the accesses it appears in leave over. Only in generic functions;
+    /// instantiation replaces it by plain index variables.
+    Rest,
 }
 
 /// The whole resolved program.
@@ -69,6 +73,9 @@ pub struct Hir {
     /// For each instance: the generic function it copies and the span of
     /// the call that first asked for it.
     pub instance_origin: std::collections::HashMap<FnId, (FnId, Span)>,
+    /// Instances whose copying already failed (an error was reported); they
+    /// are not analyzed, and calls of them are quietly erroneous.
+    pub broken_instances: std::collections::HashSet<FnId>,
 }
 
 impl Function {
@@ -172,6 +179,8 @@ pub struct IndexedDef {
 pub enum Slot {
     Var { def: DefId, range: Option<Range> },
     Lit(i64, Span),
+    /// `..name` (generic functions only; see `DefKind::Rest`).
+    Rest(DefId, Span),
 }
 
 /// `start..end` (end exclusive; `a..=b` is lowered to `a..b + 1`).
@@ -276,6 +285,9 @@ pub enum ExprKind {
     Interp(Vec<InterpPart>),
     /// `print(...)`, `assert(cond, msg)`, `len(x)`, `shape(x)`.
     Builtin(Builtin, Vec<ExprId>),
+    /// A named rest index used in a subscript (`x[..batch, i]`); expanded
+    /// away by instantiation.
+    Rest(DefId),
     /// `match scrutinee { pat [if guard] => body, ... }`: the first arm whose
     /// pattern matches and whose guard holds.
     Match { scrutinee: ExprId, arms: Vec<Arm> },

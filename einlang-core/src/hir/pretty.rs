@@ -79,6 +79,7 @@ impl Printer<'_> {
                         .map(|s| match s {
                             Slot::Var { def, .. } => self.range(*def),
                             Slot::Lit(n, _) => n.to_string(),
+                            Slot::Rest(d, _) => format!("..{}", self.def(*d)),
                         })
                         .collect();
                     let ty = self.t.def_ty.get(&d.def).map(|t| self.t.show_ty(t)).unwrap_or_default();
@@ -139,6 +140,7 @@ impl Printer<'_> {
                 Lit::Str(s) => format!("{s:?}"),
             },
             ExprKind::Def(d) => self.def(*d),
+            ExprKind::Rest(d) => format!("..{}", self.def(*d)),
             ExprKind::Unary(op, x) => format!("{}{}", if *op == UnOp::Neg { "-" } else { "!" }, self.expr(*x)),
             ExprKind::Binary(op, a, b) => format!("({} {} {})", self.expr(*a), op.symbol(), self.expr(*b)),
             ExprKind::Cast(x, k) => format!("({} as {})", self.expr(*x), k.name()),

@@ -21,7 +21,7 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
         let mut defs = Vec::new();
         match &e.kind {
             ExprKind::Lit(_) | ExprKind::Error => {}
-            ExprKind::Def(d) => defs.push(*d),
+            ExprKind::Def(d) | ExprKind::Rest(d) => defs.push(*d),
             ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) => ops.push(*a),
             ExprKind::Binary(_, a, b) => ops.extend([*a, *b]),
             ExprKind::Call { callee, args, .. } => {

@@ -294,6 +294,7 @@ impl<'a> FnLower<'a> {
         for (k, slot) in d.slots.iter().enumerate() {
             let def = match slot {
                 Slot::Var { def, .. } => def,
+                Slot::Rest(..) => return self.fail("a rest index reached lowering"),
                 Slot::Lit(n, _) => {
                     // A literal slot writes one position of an axis of
                     // length `n + 1`; the others stay zero.
@@ -606,6 +607,7 @@ impl<'a> FnLower<'a> {
         let ty = self.ty_of(e)?;
         let kind = match &self.hir.exprs[e].kind {
             ExprKind::Error => return self.fail("an erroneous expression reached lowering"),
+            ExprKind::Rest(_) => return self.fail("a rest index reached lowering"),
             ExprKind::Lit(lit) => ir::ExprKind::Lit(match lit {
                 Lit::Int(v, _) => Literal::Int(*v),
                 Lit::Float(s, _) => Literal::Float(s.clone()),
@@ -970,7 +972,7 @@ fn collect_index_defs(hir: &Hir, e: ExprId, out: &mut Vec<DefId>) {
                     stack.push(t);
                 }
             }
-            ExprKind::Lit(_) | ExprKind::Def(_) | ExprKind::Error => {}
+            ExprKind::Lit(_) | ExprKind::Def(_) | ExprKind::Rest(_) | ExprKind::Error => {}
         }
     }
 }

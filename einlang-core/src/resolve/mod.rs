@@ -76,6 +76,9 @@ struct Resolver {
     /// The parsed standard library modules; their bodies are resolved after
     /// every module's names are declared.
     stdlib_programs: Vec<(ModId, ast::Program)>,
+    /// Whether the function being resolved is generic (rest indices are
+    /// allowed there).
+    in_generic: bool,
     /// `const` items with the module they are defined in.
     consts: HashMap<DefId, (ast::ConstItem, ModId)>,
     /// Consts whose value is being resolved (to report cycles).
@@ -96,6 +99,7 @@ impl Resolver {
             multi_clause: Default::default(),
             reported_clauses: Default::default(),
             consts: HashMap::new(),
+            in_generic: false,
             stdlib_programs: Vec::new(),
             const_stack: Vec::new(),
         }
@@ -381,6 +385,7 @@ impl Resolver {
         let first = stmt_span(stmts[0]);
         let def = self.hir.alloc_def("main", DefKind::Local, first);
         self.current_module = self.root;
+        self.in_generic = false;
         self.scopes = vec![HashMap::new()];
         let mut block = hir::Block { stmts: Vec::new(), tail: None };
         self.note_clauses(stmts.iter().copied());
@@ -404,6 +409,7 @@ impl Resolver {
 
     fn resolve_fn(&mut self, fn_id: hir::FnId, f: &ast::FnItem, module: ModId, diags: &mut Diagnostics) {
         self.current_module = module;
+        self.in_generic = f.params.iter().any(|p| p.ty.is_none());
         self.scopes = vec![HashMap::new()];
         let mut params = Vec::new();
         for p in &f.params {
@@ -599,47 +605,65 @@ impl Resolver {
         }
 
         // Ranges are resolved outside the statement's index scope.
-        let mut hir_slots = Vec::new();
-        let mut pending: Vec<(ast::Ident, Option<hir::Range>)> = Vec::new();
-        let mut order: Vec<Option<(i64, Span)>> = Vec::new();
+        enum SlotIn {
+            Var(ast::Ident, Option<hir::Range>),
+            Lit(i64, Span),
+            Rest(ast::Ident),
+        }
+        let mut order = Vec::new();
         for slot in slots {
             match slot {
-                ast::IndexSlot::Var(v) => {
-                    pending.push((v.clone(), None));
-                    order.push(None);
-                }
+                ast::IndexSlot::Var(v) => order.push(SlotIn::Var(v.clone(), None)),
                 ast::IndexSlot::Ranged { var, range } => {
                     let r = self.resolve_range(range, diags);
-                    pending.push((var.clone(), Some(r)));
-                    order.push(None);
+                    order.push(SlotIn::Var(var.clone(), Some(r)));
                 }
                 ast::IndexSlot::Rest(r) => {
-                    diags.push(not_supported(r.span, "named rest indices (`..name`)"));
-                    return;
+                    if !self.in_generic {
+                        diags.push(
+                            Diagnostic::error(r.span, "named rest indices are only supported in generic functions")
+                                .help("leave the parameters untyped, so the rank is known at each call"),
+                        );
+                        return;
+                    }
+                    order.push(SlotIn::Rest(r.clone()));
                 }
                 ast::IndexSlot::Lit(n, span) => {
                     if *n < 0 {
                         diags.push(Diagnostic::error(*span, "an index slot cannot be negative"));
                         return;
                     }
-                    order.push(Some((*n, *span)));
+                    order.push(SlotIn::Lit(*n, *span));
                 }
             }
         }
-        let lhs_names: Vec<String> = pending.iter().map(|(v, _)| v.name.clone()).collect();
+        let lhs_names: Vec<String> = order
+            .iter()
+            .filter_map(|s| match s {
+                SlotIn::Var(v, _) | SlotIn::Rest(v) => Some(v.name.clone()),
+                SlotIn::Lit(..) => None,
+            })
+            .collect();
         self.scopes.push(HashMap::new());
-        let mut vars = pending.into_iter();
+        let mut hir_slots = Vec::new();
         for slot in order {
-            if let Some((n, span)) = slot {
-                hir_slots.push(Slot::Lit(n, span));
-                continue;
-            }
-            let Some((var, range)) = vars.next() else { break };
+            let (var, kind, range) = match slot {
+                SlotIn::Lit(n, span) => {
+                    hir_slots.push(Slot::Lit(n, span));
+                    continue;
+                }
+                SlotIn::Var(v, range) => (v, DefKind::Index, range),
+                SlotIn::Rest(v) => (v, DefKind::Rest, None),
+            };
             if self.scopes.last().is_some_and(|s| s.contains_key(&var.name)) {
                 diags.push(Diagnostic::error(var.span, format!("index `{}` appears twice on the left", var.name)));
             }
-            let def = self.bind_local(&var, DefKind::Index);
-            hir_slots.push(Slot::Var { def, range });
+            let def = self.bind_local(&var, kind.clone());
+            if kind == DefKind::Rest {
+                hir_slots.push(Slot::Rest(def, var.span));
+            } else {
+                hir_slots.push(Slot::Var { def, range });
+            }
         }
         let (value, stmt_wheres) = attach_wheres(&l.value, &l.where_clause, &lhs_names);
         let wheres = self.resolve_wheres(&stmt_wheres, diags);
@@ -771,10 +795,16 @@ impl Resolver {
                 for a in args {
                     match a {
                         ast::IndexArg::Expr(x) => out.push(self.resolve_expr(x, diags)),
-                        ast::IndexArg::Rest(r) => {
-                            diags.push(not_supported(r.span, "named rest indices (`..name`)"));
-                            return self.error_expr(span);
-                        }
+                        ast::IndexArg::Rest(r) => match self.lookup_local(&r.name) {
+                            Some(d) if self.hir.defs[d].kind == DefKind::Rest => out.push(self.hir.alloc_expr(ExprKind::Rest(d), r.span)),
+                            _ => {
+                                diags.push(
+                                    Diagnostic::error(r.span, format!("`..{}` is not a rest index of this definition", r.name))
+                                        .help(format!("name it on the left: `let y[..{}, ...] = ...`", r.name)),
+                                );
+                                return self.error_expr(span);
+                            }
+                        },
                     }
                 }
                 ExprKind::Index { base: b, args: out }

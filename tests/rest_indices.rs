@@ -1,0 +1,86 @@
+//! Named rest indices in generic functions: one definition serves every
+//! rank. Compared with naive loops.
+
+use approx::assert_relative_eq;
+use einlang::einlang;
+use einlang::ndarray::{Array1, Array2, Array3, Axis};
+
+einlang! {
+    use std::math::exp;
+
+    /// Softmax over the last axis, for any rank.
+    fn softmax(x) {
+        let m[..b] = max[c](x[..b, c]);
+        let e[..b, c] = exp(x[..b, c] - m[..b]);
+        let s[..b] = sum[c](e[..b, c]);
+        let y[..b, c] = e[..b, c] / s[..b];
+        y
+    }
+
+    /// A dense layer over any number of leading batch axes.
+    fn dense(x, w) {
+        let y[..batch, o] = sum[i](x[..batch, i] * w[i, o]);
+        y
+    }
+
+    pub fn softmax1(x: [f32; N]) -> [f32; N] { softmax(x) }
+    pub fn softmax2(x: [f32; R, C]) -> [f32; R, C] { softmax(x) }
+    pub fn softmax3(x: [f64; A, B, C]) -> [f64; A, B, C] { softmax(x) }
+    pub fn dense2(x: [f32; B, I], w: [f32; I, O]) -> [f32; B, O] { dense(x, w) }
+    pub fn dense3(x: [f32; T, B, I], w: [f32; I, O]) -> [f32; T, B, O] { dense(x, w) }
+}
+
+fn softmax_ref(row: &[f64]) -> Vec<f64> {
+    let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = row.iter().map(|v| (v - m).exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.iter().map(|v| v / s).collect()
+}
+
+#[test]
+fn softmax_at_ranks_one_to_three() {
+    let v = Array1::from_vec(vec![1.0f32, 2.0, 3.0, 1000.0]);
+    let got = softmax1(&v).unwrap();
+    let want = softmax_ref(&v.iter().map(|x| *x as f64).collect::<Vec<_>>());
+    for (g, w) in got.iter().zip(&want) {
+        assert_relative_eq!(*g as f64, *w, max_relative = 1e-5);
+    }
+    let m = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as f32 * 0.7 - 3.0);
+    let got = softmax2(&m).unwrap();
+    for (gr, mr) in got.axis_iter(Axis(0)).zip(m.axis_iter(Axis(0))) {
+        let want = softmax_ref(&mr.iter().map(|x| *x as f64).collect::<Vec<_>>());
+        for (g, w) in gr.iter().zip(&want) {
+            assert_relative_eq!(*g as f64, *w, max_relative = 1e-5);
+        }
+    }
+    let t = Array3::from_shape_fn((2, 3, 5), |(a, b, c)| ((a * 15 + b * 5 + c) as f64).sin() * 4.0);
+    let got = softmax3(&t).unwrap();
+    for a in 0..2 {
+        for b in 0..3 {
+            let row: Vec<f64> = (0..5).map(|c| t[[a, b, c]]).collect();
+            let want = softmax_ref(&row);
+            for c in 0..5 {
+                assert_relative_eq!(got[[a, b, c]], want[c], max_relative = 1e-12);
+            }
+        }
+    }
+}
+
+#[test]
+fn dense_over_any_number_of_batch_axes() {
+    let w = Array2::from_shape_fn((3, 2), |(i, o)| (i as f32) - (o as f32) * 0.5);
+    let x2 = Array2::from_shape_fn((4, 3), |(b, i)| (b * 3 + i) as f32 * 0.25);
+    let y2 = dense2(&x2, &w).unwrap();
+    let x3 = Array3::from_shape_fn((2, 4, 3), |(t, b, i)| (t * 12 + b * 3 + i) as f32 * 0.1);
+    let y3 = dense3(&x3, &w).unwrap();
+    for b in 0..4 {
+        for o in 0..2 {
+            let want: f32 = (0..3).map(|i| x2[[b, i]] * w[[i, o]]).sum();
+            assert_relative_eq!(y2[[b, o]], want, max_relative = 1e-6);
+            for t in 0..2 {
+                let want: f32 = (0..3).map(|i| x3[[t, b, i]] * w[[i, o]]).sum();
+                assert_relative_eq!(y3[[t, b, o]], want, max_relative = 1e-6);
+            }
+        }
+    }
+}
