@@ -1025,3 +1025,34 @@ mod row_sums {
         }
     }
 }
+
+mod padding {
+    use einlang::einlang;
+    use einlang::ndarray::Array1;
+
+    einlang! {
+        /// A "same" 1-D convolution: reads outside the signal are guarded
+        /// by a condition and must not shrink the kernel's range.
+        pub fn conv_same(x: [f32; N], w: [f32; K]) -> [f32; N] {
+            let y[o in 0..N] = sum[r](if i >= 0 && i < N { x[i] } else { 0.0 } * w[r]) where i = o + r - 1;
+            y
+        }
+    }
+
+    #[test]
+    fn guarded_reads_keep_the_full_kernel() {
+        let x = Array1::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0]);
+        let w = Array1::from_vec(vec![0.5f32, 1.0, -1.0]);
+        let y = conv_same(&x, &w).unwrap();
+        for o in 0..5i64 {
+            let mut want = 0.0f32;
+            for r in 0..3i64 {
+                let i = o + r - 1;
+                if (0..5).contains(&i) {
+                    want += x[i as usize] * w[r as usize];
+                }
+            }
+            assert_eq!(y[o as usize], want, "o = {o}");
+        }
+    }
+}

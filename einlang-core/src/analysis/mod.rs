@@ -205,6 +205,8 @@ struct Unit {
     /// How many diagnostics existed when the unit started: a unit that
     /// already reported an error does not add "cannot infer" follow-ons.
     diags_at_start: usize,
+    /// Whether an expression of the unit has the type `Error`.
+    saw_error: bool,
     vars: Vec<DefId>,
     explicit: HashMap<DefId, IndexRange>,
     reads: Vec<Read>,
@@ -673,6 +675,14 @@ impl<'a> Cx<'a> {
     // ----- expressions ------------------------------------------------------
 
     fn set(&mut self, e: ExprId, t: Ty) -> Ty {
+        if t.is_error() {
+            // An erroneous operand (perhaps from an error in another
+            // function) leaves indices unconstrained; do not also report
+            // their ranges.
+            if let Some(u) = self.units.last_mut() {
+                u.saw_error = true;
+            }
+        }
         self.t.expr_ty[e.index()] = t.clone();
         t
     }

@@ -167,8 +167,8 @@ impl<'a> Cx<'a> {
     /// and hands reads that mention outer variables to the enclosing unit.
     pub(super) fn finish_unit(&mut self) {
         let Some(unit) = self.units.pop() else { return };
-        let Unit { diags_at_start, vars, explicit, reads } = unit;
-        let quiet = self.diags.len() > diags_at_start;
+        let Unit { diags_at_start, saw_error, vars, explicit, reads } = unit;
+        let quiet = saw_error || self.diags.len() > diags_at_start;
         let mut failed: HashSet<DefId> = HashSet::new();
         for (v, r) in &explicit {
             self.t.ranges.insert(*v, r.clone());
@@ -301,6 +301,12 @@ impl<'a> Cx<'a> {
         let mut acc = base;
         let var = dim_var(v);
         for r in reads {
+            // A read under a condition is protected by it (padding written as
+            // `if iy >= 0 && iy < H { x[iy] } else { 0.0 }`); it must not
+            // shrink the range.
+            if r.conditional {
+                continue;
+            }
             for (len, arg, _) in &r.axes {
                 let Some(arg) = arg else { continue };
                 if !arg.vars().contains(&var) || arg.as_var() == Some(var) {

@@ -48,20 +48,29 @@ pub fn lower_program(hir: &Hir, t: &Tables, diags: &mut Diagnostics) -> ir::Prog
     ir::Program { fns }
 }
 
-/// The Rust name of each function: its own name, made unique.
+/// The Rust name of each function: its own name, made unique. The user's
+/// functions are named first, so they keep their names; instances of generic
+/// functions (`relu_f32r2`) give way. Generic templates are never emitted and
+/// take no name.
 fn rust_fn_names(hir: &Hir) -> Vec<String> {
     let mut used = HashSet::new();
-    let mut out = Vec::new();
-    for (_, f) in hir.fns.iter() {
-        let base = hir.name(f.def).to_string();
-        let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) { format!("{}_", base.trim_start_matches('_')) } else { base };
-        let mut name = base.clone();
-        let mut n = 2;
-        while !used.insert(name.clone()) {
-            name = format!("{base}_{n}");
-            n += 1;
+    let mut out = vec![String::new(); hir.fns.len()];
+    for pass in 0..2 {
+        for (id, f) in hir.fns.iter() {
+            let user = !f.stdlib && !hir.instance_origin.contains_key(&id);
+            if f.is_generic() || user != (pass == 0) {
+                continue;
+            }
+            let base = hir.name(f.def).to_string();
+            let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) { format!("{}_", base.trim_start_matches('_')) } else { base };
+            let mut name = base.clone();
+            let mut n = 2;
+            while !used.insert(name.clone()) {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+            out[id.index()] = name;
         }
-        out.push(name);
     }
     out
 }
