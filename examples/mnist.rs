@@ -11,8 +11,10 @@
 //! padding, pools of 2 and 3). Each image is scaled to [0, 1] and
 //! classified; the example prints one line per image, then the digits.
 
+mod common;
+
 use std::error::Error;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2, Array3, Array4};
@@ -58,40 +60,6 @@ einlang! {
     }
 }
 
-/// Reads a binary (`P5`) PGM image with 8-bit pixels.
-fn read_pgm(path: &Path) -> Result<Array2<u8>, Box<dyn Error>> {
-    let bytes = std::fs::read(path)?;
-    // Header: magic, width, height, maxval, separated by whitespace
-    // (comments start with `#`), then one whitespace byte, then pixels.
-    let mut fields = Vec::new();
-    let mut i = 0;
-    while fields.len() < 4 {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i < bytes.len() && bytes[i] == b'#' {
-            while i < bytes.len() && bytes[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if start == i {
-            return Err(format!("{}: truncated PGM header", path.display()).into());
-        }
-        fields.push(std::str::from_utf8(&bytes[start..i])?.to_string());
-    }
-    if fields[0] != "P5" || fields[3] != "255" {
-        return Err(format!("{}: only 8-bit binary PGM (P5) is supported", path.display()).into());
-    }
-    let (w, h): (usize, usize) = (fields[1].parse()?, fields[2].parse()?);
-    let pixels = bytes.get(i + 1..i + 1 + w * h).ok_or_else(|| format!("{}: truncated PGM data", path.display()))?;
-    Ok(Array2::from_shape_vec((h, w), pixels.to_vec())?)
-}
-
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [weights, samples] = args.as_slice() else {
@@ -106,14 +74,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     let wf: Array2<f32> = read_npy(load("fc_w.npy"))?;
     let bf: Array1<f32> = read_npy(load("fc_b.npy"))?;
 
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&samples)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pgm"))
-        .collect();
-    files.sort();
     let mut predictions = Vec::new();
-    for file in &files {
-        let pixels = read_pgm(file)?;
+    for file in common::pgm_files(&samples)? {
+        let pixels = common::read_pgm(&file)?;
         let img: Array3<f32> = pixels.mapv(|p| p as f32 / 255.0).insert_axis(einlang::ndarray::Axis(0));
         let (digit, logits) = classify(&img, &w1, &b1, &w2, &b2, &wf, &bf)?;
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
