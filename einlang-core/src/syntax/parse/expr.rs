@@ -349,20 +349,7 @@ fn parse_path(input: ParseStream) -> syn::Result<Expr> {
 /// `()`, `(e)`, `(a,)`, `(a, b)`.
 fn parse_paren(input: ParseStream) -> syn::Result<Expr> {
     let (span, content) = parens(input)?;
-    let mut elems = Vec::new();
-    let mut trailing_comma = false;
-    while !content.is_empty() {
-        elems.push(parse_expr(&content)?);
-        trailing_comma = false;
-        if content.is_empty() {
-            break;
-        }
-        if !content.peek(Token![,]) {
-            return Err(expected(&content, "`,` or `)`"));
-        }
-        content.parse::<Token![,]>()?;
-        trailing_comma = true;
-    }
+    let (mut elems, trailing_comma) = super::comma_list(&content, parse_expr)?;
     if elems.len() == 1 && !trailing_comma {
         let inner = elems.remove(0);
         return Ok(Expr { kind: inner.kind, span });

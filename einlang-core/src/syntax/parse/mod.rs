@@ -510,11 +510,27 @@ fn braces<'a>(input: &ParseBuffer<'a>) -> syn::Result<(Span, ParseBuffer<'a>)> {
 fn parse_comma_list<T>(
     content: ParseStream,
     close: &str,
-    mut elem: impl FnMut(ParseStream) -> syn::Result<T>,
+    elem: impl FnMut(ParseStream) -> syn::Result<T>,
 ) -> syn::Result<Vec<T>> {
+    comma_list_until(content, close, elem).map(|(elems, _)| elems)
+}
+
+/// The elements of a parenthesized list and whether it ended with a comma
+/// (which makes `(a,)` a tuple rather than `a` in parentheses).
+fn comma_list<T>(content: ParseStream, elem: impl FnMut(ParseStream) -> syn::Result<T>) -> syn::Result<(Vec<T>, bool)> {
+    comma_list_until(content, ")", elem)
+}
+
+fn comma_list_until<T>(
+    content: ParseStream,
+    close: &str,
+    mut elem: impl FnMut(ParseStream) -> syn::Result<T>,
+) -> syn::Result<(Vec<T>, bool)> {
     let mut elems = Vec::new();
+    let mut trailing_comma = false;
     while !content.is_empty() {
         elems.push(elem(content)?);
+        trailing_comma = false;
         if content.is_empty() {
             break;
         }
@@ -522,6 +538,7 @@ fn parse_comma_list<T>(
             return Err(expected(content, &format!("`,` or `{close}`")));
         }
         content.parse::<syn::Token![,]>()?;
+        trailing_comma = true;
     }
-    Ok(elems)
+    Ok((elems, trailing_comma))
 }

@@ -222,20 +222,7 @@ fn parse_let_pattern(input: ParseStream) -> syn::Result<Pattern> {
 /// `(p, q, ...)`; `(p)` is `p` and `(p,)` a tuple of one.
 fn parse_tuple_pattern(input: ParseStream, elem: fn(ParseStream) -> syn::Result<Pattern>) -> syn::Result<Pattern> {
     let (span, content) = super::parens(input)?;
-    let mut pats = Vec::new();
-    let mut trailing_comma = false;
-    while !content.is_empty() {
-        pats.push(elem(&content)?);
-        trailing_comma = false;
-        if content.is_empty() {
-            break;
-        }
-        if !content.peek(Token![,]) {
-            return Err(expected(&content, "`,` or `)`"));
-        }
-        content.parse::<Token![,]>()?;
-        trailing_comma = true;
-    }
+    let (mut pats, trailing_comma) = super::comma_list(&content, elem)?;
     if pats.len() == 1 && !trailing_comma {
         return Ok(pats.remove(0));
     }

@@ -95,20 +95,7 @@ fn parse_tensor_type(input: ParseStream) -> syn::Result<Type> {
 /// `(A, B) -> R`.
 fn parse_paren_type(input: ParseStream) -> syn::Result<Type> {
     let (span, content) = parens(input)?;
-    let mut elems = Vec::new();
-    let mut trailing_comma = false;
-    while !content.is_empty() {
-        elems.push(parse_type(&content)?);
-        trailing_comma = false;
-        if content.is_empty() {
-            break;
-        }
-        if !content.peek(Token![,]) {
-            return Err(expected(&content, "`,` or `)`"));
-        }
-        content.parse::<Token![,]>()?;
-        trailing_comma = true;
-    }
+    let (mut elems, trailing_comma) = super::comma_list(&content, parse_type)?;
     if input.peek(Token![->]) {
         input.parse::<Token![->]>()?;
         let ret = parse_type(input)?;
