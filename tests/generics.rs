@@ -75,3 +75,27 @@ fn generic_function_on_rows_inside_an_indexed_body() {
     let want: Array1<i64> = (0..4).map(|i| (0..3).map(|j| (i * 10 + j) as i64).sum()).collect();
     assert_eq!(got, want);
 }
+
+/// Two macro calls in one module that instantiate the same generic
+/// function at the same types: each call's private instance has its own name.
+mod two_calls {
+    einlang::einlang! {
+        use std::ml::relu;
+        pub fn first(x: [f32; N]) -> [f32; N] { relu(x) }
+    }
+
+    einlang::einlang! {
+        use std::ml::relu;
+        use std::math::*;
+        use std::math::exp;
+        pub fn second(x: [f32; N]) -> [f32; N] { relu(exp(x) - 2.0) }
+    }
+
+    #[test]
+    fn both_calls_compile_and_run() {
+        let x = einlang::ndarray::array![-1.0f32, 0.5, 2.0];
+        assert_eq!(first(&x).unwrap(), einlang::ndarray::array![0.0, 0.5, 2.0]);
+        let want = x.mapv(|v| (v.exp() - 2.0).max(0.0));
+        assert_eq!(second(&x).unwrap(), want);
+    }
+}

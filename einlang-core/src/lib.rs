@@ -53,7 +53,7 @@ pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled,
     if diags.has_errors() {
         return Err(diags.into_vec());
     }
-    let ir = lower::lower_program(&hir, &tables, &mut diags);
+    let ir = lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags);
     if diags.has_errors() {
         return Err(diags.into_vec());
     }
@@ -62,6 +62,17 @@ pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled,
     }
     let rust = codegen::emit_program(&ir, options);
     Ok(Compiled { ast, hir, tables, ir, rust })
+}
+
+/// A short tag that differs between macro calls with different programs,
+/// for the names of their private functions (two `einlang!` calls in one
+/// Rust module may both instantiate `relu` at `f32`). Deterministic: the
+/// same program always gets the same tag.
+fn program_tag(ast: &syntax::ast::Program) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    syntax::pretty::pretty_program(ast).hash(&mut h);
+    format!("{:08x}", h.finish() as u32)
 }
 
 /// Compiles source text (a `.ein` file or a test program).

@@ -798,6 +798,25 @@ impl<'a> Cx<'a> {
                 match (&tt, &et) {
                     (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
                     _ if tt == et => tt,
+                    // Tensors from the two branches must have one shape: code
+                    // after the `if` relies on it.
+                    (Ty::Tensor(_, d1), Ty::Tensor(_, d2)) if d1.len() == d2.len() && tt.elem() == et.elem() => {
+                        if d1.iter().zip(d2).all(|(a, b)| a.prove_eq(b) == Truth::True) {
+                            tt
+                        } else {
+                            let d = Diagnostic::error(
+                                span,
+                                format!(
+                                    "`if` and `else` give tensors of shapes `{}` and `{}`, which may differ",
+                                    self.t.show_ty(&tt),
+                                    self.t.show_ty(&et)
+                                ),
+                            )
+                            .note("the value of an `if` must have one shape whichever branch runs");
+                            self.err(d);
+                            Ty::Error
+                        }
+                    }
                     _ if same_kind_and_rank(&tt, &et) => tt,
                     _ => {
                         let d = Diagnostic::error(
@@ -1218,6 +1237,12 @@ impl<'a> Cx<'a> {
             match (&result, &bt) {
                 (_, Ty::Error) => failed = true,
                 (None, _) => result = Some(bt),
+                (Some(Ty::Tensor(_, d1)), Ty::Tensor(_, d2)) if d1.len() == d2.len() && d1.iter().zip(d2).any(|(a, b)| a.prove_eq(b) != Truth::True) => {
+                    let d = Diagnostic::error(self.hir.span(arm.body), "match arms give tensors whose shapes may differ")
+                        .note("the value of a `match` must have one shape whichever arm runs");
+                    self.err(d);
+                    failed = true;
+                }
                 (Some(r), _) if r == &bt || same_kind_and_rank(r, &bt) => {}
                 (Some(r), _) => {
                     let d = Diagnostic::error(

@@ -205,3 +205,13 @@ fn integer_literal_where_float_is_needed() {
         error: mismatched types: expected `f32`, found an integer literal @1:26
           = help: use a float literal: `2.0`"#]]);
 }
+
+#[test]
+fn if_branches_with_shapes_that_may_differ() {
+    check_error(
+        "fn f(a: [f32; M, N], b: [f32; N, M], c: bool) -> f32 { let t = if c { a } else { b }; sum[i, j](t[i, j]) }",
+        expect![[r#"
+            error: `if` and `else` give tensors of shapes `[f32; M, N]` and `[f32; N, M]`, which may differ @1:63
+              = note: the value of an `if` must have one shape whichever branch runs"#]],
+    );
+}

@@ -17,8 +17,12 @@ use crate::ir::{self, Axis, Expr, Literal, Loop, Stmt, TensorDef, Ty, VarId, Var
 use crate::syntax::ast::{BinOp, Lit, ScalarKind};
 
 /// Lowers every function of a program that analyzed without errors.
-pub fn lower_program(hir: &Hir, t: &Tables, diags: &mut Diagnostics) -> ir::Program {
-    let names = rust_fn_names(hir);
+///
+/// `tag` tells this macro call's private functions (instances of generic
+/// functions, the standard library's) from another call's in the same Rust
+/// module.
+pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) -> ir::Program {
+    let names = rust_fn_names(hir, tag);
     let mut fns = Vec::new();
     for (f, func) in hir.fns.iter() {
         if func.is_generic() {
@@ -52,7 +56,7 @@ pub fn lower_program(hir: &Hir, t: &Tables, diags: &mut Diagnostics) -> ir::Prog
 /// functions are named first, so they keep their names; instances of generic
 /// functions (`relu_f32r2`) give way. Generic templates are never emitted and
 /// take no name.
-fn rust_fn_names(hir: &Hir) -> Vec<String> {
+fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
     let mut used = HashSet::new();
     let mut out = vec![String::new(); hir.fns.len()];
     for pass in 0..2 {
@@ -63,6 +67,7 @@ fn rust_fn_names(hir: &Hir) -> Vec<String> {
             }
             let base = hir.name(f.def).to_string();
             let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) { format!("{}_", base.trim_start_matches('_')) } else { base };
+            let base = if user { base } else { format!("{base}_{tag}") };
             let mut name = base.clone();
             let mut n = 2;
             while !used.insert(name.clone()) {

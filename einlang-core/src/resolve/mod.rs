@@ -76,6 +76,9 @@ struct Resolver {
     /// The parsed standard library modules; their bodies are resolved after
     /// every module's names are declared.
     stdlib_programs: Vec<(ModId, ast::Program)>,
+    /// Names a module got from a glob import (an explicit definition or
+    /// import of the same name replaces them).
+    glob_names: std::collections::HashSet<(ModId, String)>,
     /// Whether the function being resolved is generic (rest indices are
     /// allowed there).
     in_generic: bool,
@@ -100,6 +103,7 @@ impl Resolver {
             reported_clauses: Default::default(),
             consts: HashMap::new(),
             in_generic: false,
+            glob_names: Default::default(),
             stdlib_programs: Vec::new(),
             const_stack: Vec::new(),
         }
@@ -200,7 +204,13 @@ impl Resolver {
     }
 
     fn define_item(&mut self, module: ModId, name: &ast::Ident, def: DefId, diags: &mut Diagnostics) {
+        // A name brought in by a glob gives way to an explicit one, and
+        // importing the same item twice is harmless.
+        let from_glob = self.glob_names.remove(&(module, name.name.clone()));
         if let Some(prev) = self.modules[module].names.insert(name.name.clone(), def) {
+            if from_glob || prev == def {
+                return;
+            }
             let prev_span = self.hir.defs[prev].span;
             diags.push(
                 Diagnostic::error(name.span, format!("the name `{}` is defined more than once", name.name))
@@ -255,7 +265,10 @@ impl Resolver {
                 };
                 let names: Vec<(String, DefId)> = self.modules[m].names.iter().map(|(k, v)| (k.clone(), *v)).collect();
                 for (name, def) in names {
-                    self.modules[module].names.entry(name).or_insert(def);
+                    if let std::collections::hash_map::Entry::Vacant(slot) = self.modules[module].names.entry(name.clone()) {
+                        slot.insert(def);
+                        self.glob_names.insert((module, name));
+                    }
                 }
             }
         }
