@@ -316,6 +316,13 @@ impl<'a> Cx<'a> {
         // exactly that symbol; every other use is checked.
         let mut entry = Vec::new();
         let mut bound: HashMap<DimVar, ()> = HashMap::new();
+        // Scalar `i64` parameters are dimension variables too, bound by
+        // their value (`fn f(n: i64, x: [f32; n])` checks `x` against `n`).
+        for (pi, p) in func.params.iter().enumerate() {
+            if params[pi] == Ty::I64 {
+                bound.insert(dim_var(p.def), ());
+            }
+        }
         let mut deferred = Vec::new();
         for (pi, p) in params.iter().enumerate() {
             if let Ty::Tensor(_, dims) = p {
@@ -328,12 +335,6 @@ impl<'a> Cx<'a> {
                         _ => deferred.push((pi, axis, d.clone())),
                     }
                 }
-            }
-        }
-        // Scalar `i64` parameters are dimension variables too.
-        for (pi, p) in func.params.iter().enumerate() {
-            if params[pi] == Ty::I64 {
-                bound.insert(dim_var(p.def), ());
             }
         }
         let param_anns: Vec<Option<TyAnn>> = func.params.iter().map(|p| p.ty.clone()).collect();
@@ -358,7 +359,8 @@ impl<'a> Cx<'a> {
             Some(a) => {
                 let ty = self.ann_to_ty(a);
                 let mut unbound = Vec::new();
-                collect_dims(&ty, &mut |d| unbound.extend(d.vars().into_iter().filter(|v| !bound.contains_key(v))));
+                // `?` in a result type is any extent, bound by nothing.
+                collect_dims(&ty, &mut |d| unbound.extend(d.vars().into_iter().filter(|v| !bound.contains_key(v) && v.0 < HIDDEN_DIM_BASE)));
                 if let Some(v) = unbound.first() {
                     let span = match a {
                         TyAnn::Tensor { span, .. } => *span,
@@ -492,6 +494,10 @@ impl<'a> Cx<'a> {
         match (declared, found) {
             (Ty::Tensor(k1, d1), Ty::Tensor(k2, d2)) if k1 == k2 && d1.len() == d2.len() => {
                 for (axis, (a, b)) in d1.iter().zip(d2).enumerate() {
+                    if a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) {
+                        // Declared `?`: any extent.
+                        continue;
+                    }
                     match a.prove_eq(b) {
                         Truth::True => {}
                         Truth::False => {
@@ -504,6 +510,7 @@ impl<'a> Cx<'a> {
                 }
             }
             _ if declared == found => {}
+            (Ty::Tuple(ds), Ty::Tuple(fs)) if ds.len() == fs.len() && ds.iter().zip(fs).all(|(d, f)| compatible_declared(d, f)) => {}
             _ => mismatch(self, None),
         }
         checks
@@ -857,6 +864,10 @@ impl<'a> Cx<'a> {
                 let (scrutinee, arms) = (*scrutinee, arms.clone());
                 self.infer_match(e, scrutinee, &arms, expect)
             }
+            ExprKind::Comprehension { body, clauses } => {
+                let (body, clauses) = (*body, clauses.clone());
+                self.infer_comprehension(body, &clauses, expect)
+            }
             ExprKind::Tuple(items) => {
                 let items = items.clone();
                 let tys: Vec<Ty> = items.iter().map(|x| self.infer(*x, None)).collect();
@@ -1163,7 +1174,21 @@ impl<'a> Cx<'a> {
                 if !ok {
                     return Ty::Error;
                 }
-                subst_ty(&sig.ret, &subst)
+                // Extents the callee knows only at run time (`?`) are new
+                // unknowns at every call.
+                let ret = subst_ty(&sig.ret, &subst);
+                let mut fresh: HashMap<DimVar, Dim> = HashMap::new();
+                let mut hidden = Vec::new();
+                collect_dims(&ret, &mut |d| hidden.extend(d.vars().into_iter().filter(|v| v.0 >= HIDDEN_DIM_BASE)));
+                for v in hidden {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = fresh.entry(v) {
+                        let n = DimVar(self.next_hidden);
+                        self.next_hidden += 1;
+                        self.t.dim_names.insert(n, "?".to_string());
+                        slot.insert(Dim::var(n));
+                    }
+                }
+                subst_ty(&ret, &fresh)
             }
         }
     }
@@ -1216,6 +1241,77 @@ impl<'a> Cx<'a> {
         }
         let _ = callee_span;
         None
+    }
+
+    /// `[body | clauses]`: a rank-1 tensor. Its length is the product of the
+    /// generators' extents, or, with a filter, a fresh dimension known only
+    /// at run time.
+    fn infer_comprehension(&mut self, body: ExprId, clauses: &[crate::hir::CompClause], expect: Option<ScalarKind>) -> Ty {
+        use crate::hir::CompClause;
+        let mut len = Dim::one();
+        let mut filtered = false;
+        let mut failed = false;
+        for c in clauses {
+            match c {
+                CompClause::Range { def, range } => {
+                    self.env.insert(*def, Ty::I64);
+                    self.t.def_ty.insert(*def, Ty::I64);
+                    match self.explicit_range(range) {
+                        Some(r) => {
+                            len = len.mul(&r.end.sub(&r.start));
+                            self.t.ranges.insert(*def, r);
+                        }
+                        None => failed = true,
+                    }
+                }
+                CompClause::Each { def, over } => {
+                    let t = self.infer(*over, None);
+                    let elem = match &t {
+                        Ty::Tensor(k, dims) if !dims.is_empty() => {
+                            len = len.mul(&dims[0]);
+                            if dims.len() == 1 { Ty::Scalar(*k) } else { Ty::Tensor(*k, dims[1..].to_vec()) }
+                        }
+                        Ty::Error => Ty::Error,
+                        other => {
+                            let d = Diagnostic::error(self.hir.span(*over), format!("a comprehension iterates over a tensor or a range, found `{}`", self.t.show_ty(other)));
+                            self.err(d);
+                            Ty::Error
+                        }
+                    };
+                    failed |= elem.is_error();
+                    self.env.insert(*def, elem.clone());
+                    self.t.def_ty.insert(*def, elem);
+                }
+                CompClause::Filter(f) => {
+                    filtered = true;
+                    let ft = self.infer(*f, Some(ScalarKind::Bool));
+                    self.expect_bool(*f, &ft, "a comprehension filter");
+                }
+            }
+        }
+        if filtered {
+            self.cond_depth += 1;
+        }
+        let bt = self.infer(body, expect);
+        if filtered {
+            self.cond_depth -= 1;
+        }
+        if failed || bt.is_error() {
+            return Ty::Error;
+        }
+        let Ty::Scalar(k) = bt else {
+            let d = Diagnostic::error(self.hir.span(body), format!("the elements of a comprehension must be scalars, found `{}`", self.t.show_ty(&bt)))
+                .note("comprehensions of tensors are not supported yet");
+            self.err(d);
+            return Ty::Error;
+        };
+        if filtered {
+            let v = DimVar(self.next_hidden);
+            self.next_hidden += 1;
+            self.t.dim_names.insert(v, "len".to_string());
+            len = Dim::var(v);
+        }
+        Ty::Tensor(k, vec![len])
     }
 
     fn infer_match(&mut self, e: ExprId, scrutinee: ExprId, arms: &[crate::hir::Arm], expect: Option<ScalarKind>) -> Ty {
@@ -1745,6 +1841,21 @@ fn same_kind_and_rank(a: &Ty, b: &Ty) -> bool {
         (Ty::Tensor(x, d1), Ty::Tensor(y, d2)) => x == y && d1.len() == d2.len(),
         (Ty::Tuple(x), Ty::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_kind_and_rank(p, q)),
         _ => false,
+    }
+}
+
+/// Whether a declared tuple element accepts a found one: equal, or tensors
+/// of one element type and rank whose declared extents are `?` or provably
+/// equal. (Tuple elements get no run-time result checks.)
+fn compatible_declared(declared: &Ty, found: &Ty) -> bool {
+    match (declared, found) {
+        (Ty::Tensor(k1, d1), Ty::Tensor(k2, d2)) => {
+            k1 == k2
+                && d1.len() == d2.len()
+                && d1.iter().zip(d2).all(|(a, b)| a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) || a.prove_eq(b) == Truth::True)
+        }
+        (Ty::Tuple(a), Ty::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compatible_declared(x, y)),
+        _ => declared == found,
     }
 }
 

@@ -12,7 +12,7 @@ use crate::diag::Diagnostic;
 use crate::span::Span;
 
 use super::{
-    Arm, Block, Callee, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart, Param, Pat, Range, RedVar, Slot,
+    Arm, Block, Callee, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart, Param, Pat, Range, RedVar, Slot,
     Stmt, TyAnn, Where,
 };
 
@@ -100,6 +100,16 @@ fn children(kind: &ExprKind, out: &mut Vec<ExprId>) {
             for p in parts {
                 if let InterpPart::Value(e, _) = p {
                     out.push(*e);
+                }
+            }
+        }
+        ExprKind::Comprehension { body, clauses } => {
+            out.push(*body);
+            for c in clauses {
+                match c {
+                    CompClause::Range { range, .. } => out.extend([range.start, range.end]),
+                    CompClause::Each { over, .. } => out.push(*over),
+                    CompClause::Filter(f) => out.push(*f),
                 }
             }
         }
@@ -301,6 +311,23 @@ impl Cloner<'_> {
                     }
                 }
                 ExprKind::Index { base, args: new_args }
+            }
+            ExprKind::Comprehension { body, clauses } => {
+                let clauses = clauses
+                    .iter()
+                    .map(|c| match c {
+                        CompClause::Range { def, range } => {
+                            let range = self.range(range);
+                            CompClause::Range { def: self.def(*def), range }
+                        }
+                        CompClause::Each { def, over } => {
+                            let over = self.expr(*over);
+                            CompClause::Each { def: self.def(*def), over }
+                        }
+                        CompClause::Filter(f) => CompClause::Filter(self.expr(*f)),
+                    })
+                    .collect();
+                ExprKind::Comprehension { body: self.expr(body), clauses }
             }
             ExprKind::Rest(_) => {
                 self.errors.push(Diagnostic::error(span, "a rest index can only appear in a subscript"));

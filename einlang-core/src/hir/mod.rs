@@ -208,6 +208,17 @@ pub struct Expr {
     pub kind: ExprKind,
 }
 
+/// A generator or filter of a comprehension.
+#[derive(Clone, Debug)]
+pub enum CompClause {
+    /// `i in a..b`
+    Range { def: DefId, range: Range },
+    /// `x in xs`: the elements of the tensor `xs` along its first axis.
+    Each { def: DefId, over: ExprId },
+    /// A condition; the combinations for which it is false are skipped.
+    Filter(ExprId),
+}
+
 /// One arm of a `match`.
 #[derive(Clone, Debug)]
 pub struct Arm {
@@ -285,6 +296,9 @@ pub enum ExprKind {
     Interp(Vec<InterpPart>),
     /// `print(...)`, `assert(cond, msg)`, `len(x)`, `shape(x)`.
     Builtin(Builtin, Vec<ExprId>),
+    /// `[body | clauses]`: a rank-1 tensor of `body` for every combination
+    /// of the generators that passes the filters, in order.
+    Comprehension { body: ExprId, clauses: Vec<CompClause> },
     /// A named rest index used in a subscript (`x[..batch, i]`); expanded
     /// away by instantiation.
     Rest(DefId),

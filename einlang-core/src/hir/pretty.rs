@@ -141,6 +141,17 @@ impl Printer<'_> {
             },
             ExprKind::Def(d) => self.def(*d),
             ExprKind::Rest(d) => format!("..{}", self.def(*d)),
+            ExprKind::Comprehension { body, clauses } => {
+                let clauses: Vec<String> = clauses
+                    .iter()
+                    .map(|c| match c {
+                        super::CompClause::Range { def, .. } => self.range(*def),
+                        super::CompClause::Each { def, over } => format!("{} in {}", self.def(*def), self.expr(*over)),
+                        super::CompClause::Filter(f) => self.expr(*f),
+                    })
+                    .collect();
+                format!("[{} | {}]", self.expr(*body), clauses.join(", "))
+            }
             ExprKind::Unary(op, x) => format!("{}{}", if *op == UnOp::Neg { "-" } else { "!" }, self.expr(*x)),
             ExprKind::Binary(op, a, b) => format!("({} {} {})", self.expr(*a), op.symbol(), self.expr(*b)),
             ExprKind::Cast(x, k) => format!("({} as {})", self.expr(*x), k.name()),

@@ -60,6 +60,22 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
             }
             ExprKind::Block(b) => block_operands(b, &mut |o| ops.push(o)),
             ExprKind::Array(items) | ExprKind::Tuple(items) | ExprKind::Builtin(_, items) => ops.extend(items.iter().copied()),
+            ExprKind::Comprehension { body, clauses } => {
+                for c in clauses {
+                    match c {
+                        super::CompClause::Range { def, range } => {
+                            defs.push(*def);
+                            ops.extend([range.start, range.end]);
+                        }
+                        super::CompClause::Each { def, over } => {
+                            defs.push(*def);
+                            ops.push(*over);
+                        }
+                        super::CompClause::Filter(f) => ops.push(*f),
+                    }
+                }
+                ops.push(*body);
+            }
             ExprKind::Match { scrutinee, arms } => {
                 ops.push(*scrutinee);
                 for a in arms {

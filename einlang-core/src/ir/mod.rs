@@ -407,6 +407,19 @@ pub enum ExprKind {
     /// Returns `Error::Assert` with `message` (a `Str`) when `cond` is
     /// false; `Unit`.
     Assert { cond: Box<Expr>, message: Box<Expr> },
+    /// A rank-1 tensor of `body` for every iteration of the steps (loops,
+    /// bindings and guards, outermost first; a false guard skips the rest
+    /// of that iteration).
+    Collect { steps: Vec<CollectStep>, body: Box<Expr> },
+    /// The length of axis `axis` of a tensor variable, as `i64`.
+    Len { tensor: VarId, axis: usize },
+}
+
+/// One step of a `Collect`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CollectStep {
+    Loop(Loop),
+    Where(WhereEntry),
 }
 
 /// A piece of a `Format`.

@@ -269,6 +269,17 @@ impl Printer<'_> {
                 text
             }
             ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
+            ExprKind::Len { tensor, axis } => format!("{}.shape[{axis}]", self.var(*tensor)),
+            ExprKind::Collect { steps, body } => {
+                let steps: Vec<String> = steps
+                    .iter()
+                    .map(|s| match s {
+                        crate::ir::CollectStep::Loop(l) => self.loops(std::slice::from_ref(l)),
+                        crate::ir::CollectStep::Where(w) => self.wheres(std::slice::from_ref(w), level).trim_start_matches(" where ").to_string(),
+                    })
+                    .collect();
+                format!("collect[{}] {}", steps.join(", "), self.expr(body, level))
+            }
             ExprKind::Assert { cond, message } => format!("assert({}, {})", self.expr(cond, level), self.expr(message, level)),
         }
     }

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use crate::analysis::dim::Dim;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
-    EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
+    CollectStep, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
 };
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
@@ -84,6 +84,19 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
         ExprKind::Assert { cond, message } => {
             visit_var_uses(cond, f);
             visit_var_uses(message, f);
+        }
+        ExprKind::Len { tensor, .. } => f(*tensor),
+        ExprKind::Collect { steps, body } => {
+            for s in steps {
+                match s {
+                    CollectStep::Loop(l) => {
+                        dim(&l.start, f);
+                        dim(&l.end, f);
+                    }
+                    CollectStep::Where(w) => wheres(std::slice::from_ref(w), f),
+                }
+            }
+            visit_var_uses(body, f);
         }
         ExprKind::Read { tensor, indices, .. } | ExprKind::View { tensor, indices } => {
             f(*tensor);
@@ -653,6 +666,35 @@ impl<'a> Checker<'a> {
             ExprKind::Print(xs) => {
                 xs.iter().for_each(|x| self.check_expr(x));
                 self.expect_ty("print", &e.ty, &Ty::Unit);
+            }
+            ExprKind::Len { tensor, axis } => {
+                match self.use_var(*tensor) {
+                    Some(Ty::Tensor(_, rank)) if axis < rank => {}
+                    Some(ty) => {
+                        let text = ty_text(ty);
+                        self.err(format!("length of axis {axis} of a value of type `{text}`"));
+                    }
+                    None => {}
+                }
+                self.expect_ty("a length", &e.ty, &I64);
+            }
+            ExprKind::Collect { steps, body } => {
+                self.push();
+                for s in steps {
+                    match s {
+                        CollectStep::Loop(l) => self.check_loops(std::slice::from_ref(l)),
+                        CollectStep::Where(w) => self.check_wheres(std::slice::from_ref(w)),
+                    }
+                }
+                self.check_expr(body);
+                self.pop();
+                match &body.ty {
+                    Ty::Scalar(k) => self.expect_ty("a comprehension", &e.ty, &Ty::Tensor(*k, 1)),
+                    other => {
+                        let text = ty_text(other);
+                        self.err(format!("a comprehension of `{text}`"));
+                    }
+                }
             }
             ExprKind::Assert { cond, message } => {
                 self.check_expr(cond);

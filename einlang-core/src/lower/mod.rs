@@ -254,6 +254,17 @@ impl<'a> FnLower<'a> {
                     let var = self.new_var(self.hir.name(*def), v.ty.clone());
                     self.of_def.insert(*def, var);
                     out.push(Stmt::Let { var, value: v });
+                    // Extents known only now (a filtered comprehension's
+                    // length) are read off the value.
+                    if let Some(ATy::Tensor(_, dims)) = self.t.def_ty.get(def) {
+                        for (axis, d) in dims.iter().enumerate() {
+                            if let Some(h) = d.as_var().filter(|h| h.0 >= analysis::HIDDEN_DIM_BASE && !self.of_hidden.contains_key(h)) {
+                                let len = self.new_var("len", Ty::Scalar(ScalarKind::I64));
+                                self.of_hidden.insert(h, len);
+                                out.push(Stmt::Let { var: len, value: Expr { kind: ir::ExprKind::Len { tensor: var, axis }, ty: Ty::Scalar(ScalarKind::I64) } });
+                            }
+                        }
+                    }
                 }
                 hir::Stmt::Indexed(d) => self.lower_indexed(d, out)?,
                 hir::Stmt::Expr(e) => {
@@ -731,6 +742,45 @@ impl<'a> FnLower<'a> {
             }
             ExprKind::Builtin(b, args) => return self.lower_builtin(*b, args, ty),
             ExprKind::Match { scrutinee, arms } => return self.lower_match(*scrutinee, arms, ty),
+            ExprKind::Comprehension { body, clauses } => {
+                let mut steps = Vec::new();
+                for c in clauses {
+                    match c {
+                        hir::CompClause::Range { def, .. } => {
+                            let range = self.t.ranges.get(def).cloned()?;
+                            let var = self.new_var(self.hir.name(*def), Ty::Scalar(ScalarKind::I64));
+                            self.of_def.insert(*def, var);
+                            steps.push(ir::CollectStep::Loop(Loop { index: var, start: self.dim(&range.start)?, end: self.dim(&range.end)? }));
+                        }
+                        hir::CompClause::Each { def, over } => {
+                            // Iterate over a named tensor's first axis.
+                            let tensor = self.lower_expr(*over)?;
+                            let ATy::Tensor(_, dims) = self.t.ty(*over).clone() else { return self.fail("comprehension over a non-tensor") };
+                            let tvar = match tensor.kind {
+                                ir::ExprKind::Var(v) => v,
+                                _ => {
+                                    let v = self.new_var("items", tensor.ty.clone());
+                                    steps.push(ir::CollectStep::Where(WhereEntry::Bind(v, tensor)));
+                                    v
+                                }
+                            };
+                            let index = self.new_var("at", Ty::Scalar(ScalarKind::I64));
+                            steps.push(ir::CollectStep::Loop(Loop { index, start: Dim::zero(), end: self.dim(dims.first()?)? }));
+                            let elem_ty = lower_ty(self.t.def_ty.get(def)?)?;
+                            let at = var_expr(index, Ty::Scalar(ScalarKind::I64));
+                            let elem = match elem_ty {
+                                Ty::Scalar(_) => Expr { kind: ir::ExprKind::Read { tensor: tvar, indices: vec![at], checked: false }, ty: elem_ty.clone() },
+                                _ => Expr { kind: ir::ExprKind::View { tensor: tvar, indices: vec![at] }, ty: elem_ty.clone() },
+                            };
+                            let var = self.new_var(self.hir.name(*def), elem_ty);
+                            self.of_def.insert(*def, var);
+                            steps.push(ir::CollectStep::Where(WhereEntry::Bind(var, elem)));
+                        }
+                        hir::CompClause::Filter(f) => steps.push(ir::CollectStep::Where(WhereEntry::Guard(self.lower_expr(*f)?))),
+                    }
+                }
+                ir::ExprKind::Collect { steps, body: Box::new(self.lower_expr(*body)?) }
+            }
         };
         Some(Expr { kind, ty })
     }
@@ -928,6 +978,17 @@ fn expr_cost(e: &Expr) -> u64 {
         K::ArrayLit { elems, .. } | K::Print(elems) => elems.iter().map(expr_cost).sum(),
         K::Format(parts) => parts.iter().map(|p| if let ir::FmtPart::Value(x, _) = p { expr_cost(x) + 16 } else { 1 }).sum(),
         K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
+        K::Len { .. } => 1,
+        K::Collect { steps, body } => {
+            let trips: u64 = steps
+                .iter()
+                .map(|s| match s {
+                    ir::CollectStep::Loop(l) => l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64),
+                    ir::CollectStep::Where(_) => 1,
+                })
+                .product();
+            trips.saturating_mul(expr_cost(body) + 2)
+        }
     };
     own.saturating_add(children)
 }
@@ -969,6 +1030,8 @@ fn collect_index_defs(hir: &Hir, e: ExprId, out: &mut Vec<DefId>) {
                     stack.push(a.body);
                 }
             }
+            // Comprehension generators have explicit ranges; nothing to check.
+            ExprKind::Comprehension { .. } => {}
             ExprKind::Index { base, args } => {
                 stack.push(*base);
                 stack.extend(args.iter().copied());

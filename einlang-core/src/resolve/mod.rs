@@ -496,7 +496,9 @@ impl Resolver {
             ast::DimExpr::Unknown(s) => hir::DimAnn::Unknown(*s),
             ast::DimExpr::Name(id) => {
                 if let Some(&def) = self.scopes[0].get(&id.name) {
-                    if self.hir.defs[def].kind == DefKind::Dim {
+                    // A dimension symbol, or a scalar parameter used as one
+                    // (`fn f(n: i64) -> [f32; n]`; analysis checks it is `i64`).
+                    if matches!(self.hir.defs[def].kind, DefKind::Dim | DefKind::Param) {
                         return hir::DimAnn::Sym(def, id.span);
                     }
                 }
@@ -872,7 +874,30 @@ impl Resolver {
                 ExprKind::Match { scrutinee, arms: out }
             }
             ast::ExprKind::Jagged(_) => return self.unsupported(span, "jagged arrays", diags),
-            ast::ExprKind::Comprehension { .. } => return self.unsupported(span, "comprehensions", diags),
+            ast::ExprKind::Comprehension { body, clauses } => {
+                self.scopes.push(HashMap::new());
+                let mut out = Vec::new();
+                for c in clauses {
+                    match c {
+                        ast::CompClause::Gen { var, iter } => match &iter.kind {
+                            ast::ExprKind::Range(r) => {
+                                let range = self.resolve_range(r, diags);
+                                let def = self.bind_local(var, DefKind::Index);
+                                out.push(hir::CompClause::Range { def, range });
+                            }
+                            _ => {
+                                let over = self.resolve_expr(iter, diags);
+                                let def = self.bind_local(var, DefKind::Local);
+                                out.push(hir::CompClause::Each { def, over });
+                            }
+                        },
+                        ast::CompClause::Filter(f) => out.push(hir::CompClause::Filter(self.resolve_expr(f, diags))),
+                    }
+                }
+                let body = self.resolve_expr(body, diags);
+                self.scopes.pop();
+                ExprKind::Comprehension { body, clauses: out }
+            }
             ast::ExprKind::Lambda { .. } => return self.unsupported(span, "lambdas", diags),
             ast::ExprKind::Deriv { .. } | ast::ExprKind::Differential(_) => {
                 return self.unsupported(span, "derivative requests (`@y / @x`)", diags)

@@ -82,6 +82,48 @@ impl FnCx<'_> {
                 }
                 Ok(Code::new(quote!({ let mut __text = #string::new(); #(#pieces)* __text }), Prec::Block))
             }
+            ExprKind::Len { tensor, axis } => {
+                let t = self.ident(*tensor)?;
+                let axis = types::usize_lit(*axis);
+                Ok(Code::new(quote!((#t.shape()[#axis] as i64)), Prec::Postfix))
+            }
+            ExprKind::Collect { steps, body } => {
+                let Ty::Scalar(k) = body.ty else {
+                    return Err(format!("a comprehension of `{:?}`", body.ty));
+                };
+                let (nd, t) = (self.nd.clone(), types::scalar(k));
+                self.no_move += 1;
+                let value = self.expr(body);
+                let mut inner = value.map(|v| {
+                    let v = v.tokens;
+                    quote!(__items.push(#v);)
+                });
+                // Steps inside out: loops, bindings and filters.
+                for step in steps.iter().rev() {
+                    let Ok(code) = inner else { break };
+                    inner = match step {
+                        crate::ir::CollectStep::Loop(l) => (|| {
+                            let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
+                            Ok(quote!(for #i in #start..#end { #code }))
+                        })(),
+                        crate::ir::CollectStep::Where(WhereEntry::Bind(v, value)) => {
+                            self.bind(*v, value).map(|b| quote!({ #b #code }))
+                        }
+                        crate::ir::CollectStep::Where(WhereEntry::Guard(g)) => {
+                            self.expr(g).map(|g| {
+                                let g = g.tokens;
+                                quote!(if #g { #code })
+                            })
+                        }
+                    };
+                }
+                self.no_move -= 1;
+                let inner = inner?;
+                Ok(Code::new(
+                    quote!({ let mut __items: ::std::vec::Vec<#t> = ::std::vec::Vec::new(); #inner #nd::Array1::from_vec(__items) }),
+                    Prec::Block,
+                ))
+            }
             ExprKind::Print(xs) => {
                 let rt = self.rt.clone();
                 let values = xs.iter().map(|x| Ok(self.expr(x)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
@@ -202,7 +244,7 @@ impl FnCx<'_> {
                 let r = self.owned(result, &inner)?.tail();
                 Ok(Code::new(quote!({ #stmts #r }), Prec::Block))
             }
-            ExprKind::Call { .. } | ExprKind::ArrayLit { .. } | ExprKind::Format(_) => self.expr(e),
+            ExprKind::Call { .. } | ExprKind::ArrayLit { .. } | ExprKind::Format(_) | ExprKind::Collect { .. } => self.expr(e),
             ExprKind::Lit(Literal::Str(_)) => {
                 let s = self.expr(e)?.tokens;
                 let string = crate::codegen::paths::string();

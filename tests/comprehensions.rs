@@ -1,0 +1,55 @@
+//! Comprehensions: generators over ranges and over tensors, filters that
+//! make the length dynamic, and use of the result afterwards.
+
+use einlang::einlang;
+use einlang::ndarray::array;
+
+einlang! {
+    pub fn squares(n: i64) -> [i64; n] {
+        [i * i | i in 0..n]
+    }
+
+    pub fn pairs(n: i64, m: i64) -> [i64; n * m] {
+        [10 * i + j | i in 0..n, j in 0..m]
+    }
+
+    /// Positive elements, doubled; then their sum through an indexed read.
+    pub fn positives(v: [f32; N]) -> ([f32; ?], f32) {
+        let p = [2.0 * x | x in v, x > 0.0];
+        let total = sum[i](p[i]);
+        (p, total)
+    }
+
+    /// Filters between generators: j runs only for even i.
+    pub fn even_rows(n: i64) -> [i64; ?] {
+        [i * 100 + j | i in 0..n, i % 2 == 0, j in 0..2]
+    }
+}
+
+#[test]
+fn range_generators() {
+    assert_eq!(squares(5).unwrap(), array![0i64, 1, 4, 9, 16]);
+    assert_eq!(pairs(2, 3).unwrap(), array![0i64, 1, 2, 10, 11, 12]);
+    assert_eq!(squares(0).unwrap().len(), 0);
+}
+
+#[test]
+fn filters_make_the_length_dynamic() {
+    let (p, total) = positives(&array![1.0f32, -2.0, 3.5, 0.0, 0.25]).unwrap();
+    assert_eq!(p, array![2.0f32, 7.0, 0.5]);
+    assert_eq!(total, 9.5);
+    assert_eq!(even_rows(5).unwrap(), array![0i64, 1, 200, 201, 400, 401]);
+}
+
+einlang! {
+    /// A scalar parameter as a dimension of another parameter.
+    pub fn first_n(n: i64, x: [f32; n]) -> f32 {
+        sum[i](x[i])
+    }
+}
+
+#[test]
+fn scalar_parameter_as_a_dimension() {
+    assert_eq!(first_n(3, &array![1.0f32, 2.0, 3.0]).unwrap(), 6.0);
+    assert!(matches!(first_n(2, &array![1.0f32, 2.0, 3.0]), Err(einlang::Error::Shape { .. })));
+}
