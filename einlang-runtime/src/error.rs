@@ -34,6 +34,9 @@ pub enum Error {
     /// Integer arithmetic without a result: division or remainder by zero,
     /// `MIN / -1`, a negative or overflowing integer power.
     Arithmetic { function: String, message: String },
+    /// Reading or writing a file failed, or its contents do not match the
+    /// declared type; `path` names the file.
+    Io { function: String, path: String, message: String },
 }
 
 impl fmt::Display for Error {
@@ -51,6 +54,7 @@ impl fmt::Display for Error {
             ),
             Error::Assert { function, message } => write!(f, "assertion failed in `{function}`: {message}"),
             Error::Arithmetic { function, message } => write!(f, "arithmetic error in `{function}`: {message}"),
+            Error::Io { function, path, message } => write!(f, "in `{function}`: `{path}`: {message}"),
         }
     }
 }

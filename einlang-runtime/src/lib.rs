@@ -9,6 +9,7 @@
 pub mod arith;
 pub mod fmt;
 pub mod gemm;
+pub mod io;
 mod error;
 pub mod par;
 pub mod shape;

@@ -99,6 +99,9 @@ pub struct Tables {
     /// Calls of generic functions that have no instance yet, with the types
     /// of their arguments (see `mono`).
     pub mono_requests: Vec<MonoRequest>,
+    /// For each `load_npy(..) as [T; ..]`: the extent each axis must have
+    /// (None: taken from the file).
+    pub load_extents: HashMap<ExprId, Vec<Option<Dim>>>,
 }
 
 /// A call of generic function `generic` with arguments of types `args`.
@@ -147,6 +150,7 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
         next_hidden: HIDDEN_DIM_BASE,
         where_values: HashMap::new(),
         failed_vars: Default::default(),
+        bound_dims: Default::default(),
     };
     for (def, d) in hir.defs.iter() {
         if matches!(d.kind, DefKind::Dim | DefKind::Param | DefKind::Index) {
@@ -227,10 +231,14 @@ struct Cx<'a> {
     where_values: HashMap<DefId, ExprId>,
     /// Index variables whose range could not be inferred (already reported).
     failed_vars: std::collections::HashSet<DefId>,
+    /// Dimension variables the function being analyzed has values for
+    /// (bound from its parameters' shapes, or `i64` parameters).
+    bound_dims: std::collections::HashSet<DimVar>,
 }
 
 /// Per-function state saved while another function is analyzed on demand.
 struct Saved {
+    bound_dims: std::collections::HashSet<DimVar>,
     env: HashMap<DefId, Ty>,
     units: Vec<Unit>,
     narrow: Vec<Narrowing>,
@@ -392,7 +400,21 @@ impl<'a> Cx<'a> {
         self.fn_state[f.index()] = FnState::InProgress;
         let diags_before = self.diags.len();
         let func = &self.hir.fns[f];
+        let mut bound_dims = std::collections::HashSet::new();
+        if let Some(sig) = self.t.sigs[f.index()].as_ref() {
+            for plan in &sig.entry {
+                if let EntryPlan::BindDim { dim, .. } = plan {
+                    bound_dims.insert(*dim);
+                }
+            }
+        }
+        for p in &func.params {
+            if self.t.def_ty.get(&p.def) == Some(&Ty::I64) {
+                bound_dims.insert(dim_var(p.def));
+            }
+        }
         let saved = Saved {
+            bound_dims: std::mem::replace(&mut self.bound_dims, bound_dims),
             env: std::mem::take(&mut self.env),
             units: std::mem::take(&mut self.units),
             narrow: std::mem::take(&mut self.narrow),
@@ -424,6 +446,7 @@ impl<'a> Cx<'a> {
         if let Some(sig) = self.t.sigs[f.index()].as_mut() {
             sig.ret = ret;
         }
+        self.bound_dims = saved.bound_dims;
         self.env = saved.env;
         self.units = saved.units;
         self.narrow = saved.narrow;
@@ -868,6 +891,10 @@ impl<'a> Cx<'a> {
                 let (body, clauses) = (*body, clauses.clone());
                 self.infer_comprehension(body, &clauses, expect)
             }
+            ExprKind::TensorCast(x, ann) => {
+                let (x, ann) = (*x, ann.clone());
+                self.infer_tensor_cast(e, x, &ann)
+            }
             ExprKind::Tuple(items) => {
                 let items = items.clone();
                 let tys: Vec<Ty> = items.iter().map(|x| self.infer(*x, None)).collect();
@@ -1246,6 +1273,59 @@ impl<'a> Cx<'a> {
     /// `[body | clauses]`: a rank-1 tensor. Its length is the product of the
     /// generators' extents, or, with a filter, a fresh dimension known only
     /// at run time.
+    /// `load_npy(path) as [T; d1, ...]`: literal extents and dimensions the
+    /// function knows are checked when the file is read; other names (and
+    /// `?`) take the file's extent.
+    fn infer_tensor_cast(&mut self, e: ExprId, x: ExprId, ann: &TyAnn) -> Ty {
+        let span = self.hir.span(e);
+        let ExprKind::Builtin(crate::hir::Builtin::LoadNpy, args) = &self.hir.exprs[x].kind else {
+            self.err(Diagnostic::error(span, "only `load_npy(...)` can be cast to a tensor type").note("converting other values to a tensor type is not supported yet"));
+            return Ty::Error;
+        };
+        let Some(&path) = args.first().filter(|_| args.len() == 1) else {
+            self.err(Diagnostic::error(self.hir.span(x), "`load_npy` takes 1 argument, the path"));
+            return Ty::Error;
+        };
+        let pt = self.infer(path, None);
+        if !matches!(pt, Ty::Str | Ty::Error) {
+            let d = Diagnostic::error(self.hir.span(path), format!("the path of `load_npy` must be a string, found `{}`", self.t.show_ty(&pt)));
+            self.err(d);
+            return Ty::Error;
+        }
+        self.set(x, Ty::Str);
+        let TyAnn::Tensor { elem, dims, .. } = ann else {
+            return Ty::Error;
+        };
+        let mut shape = Vec::new();
+        let mut checks = Vec::new();
+        for d in dims {
+            let known = match d {
+                DimAnn::Lit(..) | DimAnn::Bin(..) => self.dim_ann(d),
+                DimAnn::Sym(def, _) if self.bound_dims.contains(&dim_var(*def)) => self.dim_ann(d),
+                _ => None,
+            };
+            match known {
+                Some(k) => {
+                    shape.push(k.clone());
+                    checks.push(Some(k));
+                }
+                None => {
+                    let v = DimVar(self.next_hidden);
+                    self.next_hidden += 1;
+                    let name = match d {
+                        DimAnn::Sym(def, _) => self.name(*def).to_string(),
+                        _ => "?".to_string(),
+                    };
+                    self.t.dim_names.insert(v, name);
+                    shape.push(Dim::var(v));
+                    checks.push(None);
+                }
+            }
+        }
+        self.t.load_extents.insert(e, checks);
+        Ty::Tensor(*elem, shape)
+    }
+
     fn infer_comprehension(&mut self, body: ExprId, clauses: &[crate::hir::CompClause], expect: Option<ScalarKind>) -> Ty {
         use crate::hir::CompClause;
         let mut len = Dim::one();
@@ -1448,11 +1528,13 @@ impl<'a> Cx<'a> {
         let arity_ok = match b {
             Builtin::Print => true,
             Builtin::Assert => matches!(args.len(), 1 | 2),
-            Builtin::Len | Builtin::Shape => args.len() == 1,
+            Builtin::Len | Builtin::Shape | Builtin::LoadNpy => args.len() == 1,
+            Builtin::SaveNpy => args.len() == 2,
         };
         if !arity_ok {
             let want = match b {
                 Builtin::Assert => "1 or 2 arguments (a condition and a message)",
+                Builtin::SaveNpy => "2 arguments (a path and a tensor)",
                 _ => "1 argument",
             };
             self.err(Diagnostic::error(span, format!("`{}` takes {want}, but {} were supplied", b.name(), args.len())));
@@ -1474,6 +1556,26 @@ impl<'a> Cx<'a> {
                         let d = Diagnostic::error(self.hir.span(*m), format!("the message of `assert` must be a string, found `{}`", self.t.show_ty(&t)));
                         self.err(d);
                     }
+                }
+                Ty::unit()
+            }
+            Builtin::LoadNpy => {
+                self.infer(args[0], None);
+                let d = Diagnostic::error(span, "`load_npy` needs the type of what it reads")
+                    .help("give it with `as`: `load_npy(path) as [f32; 8, 5]`");
+                self.err(d);
+                Ty::Error
+            }
+            Builtin::SaveNpy => {
+                let p = self.infer(args[0], None);
+                let x = self.infer(args[1], None);
+                if !matches!(p, Ty::Str | Ty::Error) {
+                    let d = Diagnostic::error(self.hir.span(args[0]), format!("the path of `save_npy` must be a string, found `{}`", self.t.show_ty(&p)));
+                    self.err(d);
+                }
+                if !matches!(x, Ty::Tensor(..) | Ty::Error) {
+                    let d = Diagnostic::error(self.hir.span(args[1]), format!("`save_npy` writes a tensor, found `{}`", self.t.show_ty(&x)));
+                    self.err(d);
                 }
                 Ty::unit()
             }

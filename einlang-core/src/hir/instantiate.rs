@@ -60,7 +60,7 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
 fn children(kind: &ExprKind, out: &mut Vec<ExprId>) {
     match kind {
         ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) => {}
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) => out.push(*a),
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => out.push(*a),
         ExprKind::Binary(_, a, b) => out.extend([*a, *b]),
         ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => out.extend(args.iter().copied()),
         ExprKind::Index { base, args } => {
@@ -311,6 +311,10 @@ impl Cloner<'_> {
                     }
                 }
                 ExprKind::Index { base, args: new_args }
+            }
+            ExprKind::TensorCast(x, ann) => {
+                let x = self.expr(x);
+                ExprKind::TensorCast(x, self.ty(&ann))
             }
             ExprKind::Comprehension { body, clauses } => {
                 let clauses = clauses

@@ -42,6 +42,8 @@ pub struct Def {
 pub enum DefKind {
     Fn(FnId),
     Intrinsic(crate::ir::Intrinsic),
+    /// A builtin declared by the standard library (`std::io::load_npy`).
+    Builtin(Builtin),
     Param,
     Local,
     /// An index variable of an indexed definition or a reduction.
@@ -257,6 +259,10 @@ pub enum Builtin {
     Len,
     /// The extents of a tensor, `[i64; rank]`.
     Shape,
+    /// `std::io::load_npy(path)`, only under a tensor cast that gives its type.
+    LoadNpy,
+    /// `std::io::save_npy(path, x)`; `()`.
+    SaveNpy,
 }
 
 impl Builtin {
@@ -266,6 +272,8 @@ impl Builtin {
             Builtin::Assert => "assert",
             Builtin::Len => "len",
             Builtin::Shape => "shape",
+            Builtin::LoadNpy => "load_npy",
+            Builtin::SaveNpy => "save_npy",
         }
     }
 }
@@ -302,6 +310,9 @@ pub enum ExprKind {
     /// A named rest index used in a subscript (`x[..batch, i]`); expanded
     /// away by instantiation.
     Rest(DefId),
+    /// `x as [T; d1, ...]`: a value of unknown shape (`load_npy`) given its
+    /// element type and shape, checked at run time.
+    TensorCast(ExprId, TyAnn),
     /// `match scrutinee { pat [if guard] => body, ... }`: the first arm whose
     /// pattern matches and whose guard holds.
     Match { scrutinee: ExprId, arms: Vec<Arm> },

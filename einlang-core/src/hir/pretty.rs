@@ -155,6 +155,7 @@ impl Printer<'_> {
             ExprKind::Unary(op, x) => format!("{}{}", if *op == UnOp::Neg { "-" } else { "!" }, self.expr(*x)),
             ExprKind::Binary(op, a, b) => format!("({} {} {})", self.expr(*a), op.symbol(), self.expr(*b)),
             ExprKind::Cast(x, k) => format!("({} as {})", self.expr(*x), k.name()),
+            ExprKind::TensorCast(x, _) => format!("({} as tensor)", self.expr(*x)),
             ExprKind::Call { callee, args, .. } => {
                 let name = match callee {
                     Callee::Fn(f) => self.hir.name(self.hir.fns[*f].def).to_string(),

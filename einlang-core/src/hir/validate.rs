@@ -22,7 +22,7 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
         match &e.kind {
             ExprKind::Lit(_) | ExprKind::Error => {}
             ExprKind::Def(d) | ExprKind::Rest(d) => defs.push(*d),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) => ops.push(*a),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => ops.push(*a),
             ExprKind::Binary(_, a, b) => ops.extend([*a, *b]),
             ExprKind::Call { callee, args, .. } => {
                 if let Callee::Fn(f) = callee {

@@ -413,6 +413,11 @@ pub enum ExprKind {
     Collect { steps: Vec<CollectStep>, body: Box<Expr> },
     /// The length of axis `axis` of a tensor variable, as `i64`.
     Len { tensor: VarId, axis: usize },
+    /// Reads a `.npy` file (`path` is a `Str`) as this expression's tensor
+    /// type; each `Some` extent is checked.
+    LoadNpy { path: Box<Expr>, extents: Vec<Option<Dim>> },
+    /// Writes a tensor to a `.npy` file; `Unit`.
+    SaveNpy { path: Box<Expr>, value: Box<Expr> },
 }
 
 /// One step of a `Collect`.

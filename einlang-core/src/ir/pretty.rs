@@ -270,6 +270,11 @@ impl Printer<'_> {
             }
             ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
             ExprKind::Len { tensor, axis } => format!("{}.shape[{axis}]", self.var(*tensor)),
+            ExprKind::LoadNpy { path, extents } => {
+                let ext: Vec<String> = extents.iter().map(|d| d.as_ref().map(|d| self.dim(d)).unwrap_or_else(|| "?".to_string())).collect();
+                format!("load_npy({}) as [{}]", self.expr(path, level), ext.join(", "))
+            }
+            ExprKind::SaveNpy { path, value } => format!("save_npy({}, {})", self.expr(path, level), self.expr(value, level)),
             ExprKind::Collect { steps, body } => {
                 let steps: Vec<String> = steps
                     .iter()

@@ -86,6 +86,14 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
             visit_var_uses(message, f);
         }
         ExprKind::Len { tensor, .. } => f(*tensor),
+        ExprKind::LoadNpy { path, extents } => {
+            visit_var_uses(path, f);
+            extents.iter().flatten().for_each(|d| dim(d, f));
+        }
+        ExprKind::SaveNpy { path, value } => {
+            visit_var_uses(path, f);
+            visit_var_uses(value, f);
+        }
         ExprKind::Collect { steps, body } => {
             for s in steps {
                 match s {
@@ -666,6 +674,25 @@ impl<'a> Checker<'a> {
             ExprKind::Print(xs) => {
                 xs.iter().for_each(|x| self.check_expr(x));
                 self.expect_ty("print", &e.ty, &Ty::Unit);
+            }
+            ExprKind::LoadNpy { path, extents } => {
+                self.check_expr(path);
+                self.expect_ty("a path", &path.ty, &Ty::Str);
+                extents.iter().flatten().for_each(|d| self.check_dim(d));
+                if !matches!(e.ty, Ty::Tensor(_, rank) if rank == extents.len()) {
+                    let text = ty_text(&e.ty);
+                    self.err(format!("`load_npy` of type `{text}` with {} extents", extents.len()));
+                }
+            }
+            ExprKind::SaveNpy { path, value } => {
+                self.check_expr(path);
+                self.check_expr(value);
+                self.expect_ty("a path", &path.ty, &Ty::Str);
+                if !matches!(value.ty, Ty::Tensor(..)) {
+                    let text = ty_text(&value.ty);
+                    self.err(format!("`save_npy` of `{text}`"));
+                }
+                self.expect_ty("save_npy", &e.ty, &Ty::Unit);
             }
             ExprKind::Len { tensor, axis } => {
                 match self.use_var(*tensor) {

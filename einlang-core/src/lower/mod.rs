@@ -741,6 +741,21 @@ impl<'a> FnLower<'a> {
                 ir::ExprKind::Format(out)
             }
             ExprKind::Builtin(b, args) => return self.lower_builtin(*b, args, ty),
+            ExprKind::TensorCast(x, _) => {
+                let ExprKind::Builtin(hir::Builtin::LoadNpy, args) = &self.hir.exprs[*x].kind else {
+                    return self.fail("a tensor cast of something other than `load_npy`");
+                };
+                let path = self.lower_expr(*args.first()?)?;
+                let checks = self.t.load_extents.get(&e).cloned()?;
+                let mut extents = Vec::new();
+                for c in &checks {
+                    extents.push(match c {
+                        Some(d) => Some(self.dim(d)?),
+                        None => None,
+                    });
+                }
+                ir::ExprKind::LoadNpy { path: Box::new(path), extents }
+            }
             ExprKind::Match { scrutinee, arms } => return self.lower_match(*scrutinee, arms, ty),
             ExprKind::Comprehension { body, clauses } => {
                 let mut steps = Vec::new();
@@ -883,6 +898,12 @@ impl<'a> FnLower<'a> {
                 ir::ExprKind::Assert { cond: Box::new(cond), message: Box::new(message) }
             }
             Builtin::Len => ir::ExprKind::Dim(self.axis_dim(*args.first()?, 0)?),
+            Builtin::LoadNpy => return self.fail("`load_npy` without a type reached lowering"),
+            Builtin::SaveNpy => {
+                let path = self.lower_expr(*args.first()?)?;
+                let value = self.lower_expr(*args.get(1)?)?;
+                ir::ExprKind::SaveNpy { path: Box::new(path), value: Box::new(value) }
+            }
             Builtin::Shape => {
                 let x = *args.first()?;
                 let ATy::Tensor(_, dims) = self.t.ty(x).clone() else {
@@ -979,6 +1000,7 @@ fn expr_cost(e: &Expr) -> u64 {
         K::Format(parts) => parts.iter().map(|p| if let ir::FmtPart::Value(x, _) = p { expr_cost(x) + 16 } else { 1 }).sum(),
         K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
         K::Len { .. } => 1,
+        K::LoadNpy { .. } | K::SaveNpy { .. } => 1 << 20,
         K::Collect { steps, body } => {
             let trips: u64 = steps
                 .iter()
@@ -1008,7 +1030,7 @@ fn collect_index_defs(hir: &Hir, e: ExprId, out: &mut Vec<DefId>) {
                     }
                 }
             }
-            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) => stack.push(*a),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => stack.push(*a),
             ExprKind::Binary(_, a, b) => {
                 stack.push(*a);
                 stack.push(*b);

@@ -24,6 +24,7 @@ use crate::syntax::ast;
 
 /// The standard library sources, by module path.
 const STDLIB: &[(&str, &str)] = &[
+    ("io", include_str!("../../../stdlib/std/io.ein")),
     ("math", include_str!("../../../stdlib/std/math.ein")),
     ("ml", include_str!("../../../stdlib/std/ml.ein")),
 ];
@@ -144,6 +145,19 @@ impl Resolver {
         for item in items {
             match item {
                 ast::Item::Fn(f) => {
+                    if let Some(attr) = f.attrs.iter().find(|a| a.name.name == "builtin") {
+                        let which = match attr.args.first().map(|a| a.name.as_str()) {
+                            Some("load_npy") if stdlib => hir::Builtin::LoadNpy,
+                            Some("save_npy") if stdlib => hir::Builtin::SaveNpy,
+                            _ => {
+                                diags.push(Diagnostic::error(attr.span, "`#[builtin]` is reserved for the standard library"));
+                                continue;
+                            }
+                        };
+                        let def = self.hir.alloc_def(&f.name.name, DefKind::Builtin(which), f.name.span);
+                        self.define_item(module, &f.name, def, diags);
+                        continue;
+                    }
                     if let Some(intr) = f.attrs.iter().find(|a| a.name.name == "intrinsic") {
                         if !stdlib {
                             diags.push(Diagnostic::error(intr.span, "`#[intrinsic]` is reserved for the standard library"));
@@ -797,6 +811,10 @@ impl Resolver {
                 let inner = self.resolve_expr(expr, diags);
                 match ty {
                     ast::Type::Scalar(k, _) => ExprKind::Cast(inner, *k),
+                    t @ ast::Type::Tensor { .. } => match self.resolve_ty(t, false, diags) {
+                        Some(ann) => ExprKind::TensorCast(inner, ann),
+                        None => return self.error_expr(span),
+                    },
                     other => {
                         diags.push(not_supported(other.span(), "casts to non-scalar types"));
                         return self.error_expr(span);
@@ -948,7 +966,7 @@ impl Resolver {
             }
         };
         match self.hir.defs[def].kind {
-            DefKind::Fn(_) | DefKind::Intrinsic(_) => {
+            DefKind::Fn(_) | DefKind::Intrinsic(_) | DefKind::Builtin(_) => {
                 diags.push(
                     Diagnostic::error(span, format!("`{}` is a function; functions as values are not supported yet", path_text(path)))
                         .help("call it with arguments: `f(x)`"),
@@ -1022,6 +1040,7 @@ impl Resolver {
         let callee = match self.hir.defs[def].kind {
             DefKind::Fn(f) => Callee::Fn(f),
             DefKind::Intrinsic(i) => Callee::Intrinsic(i),
+            DefKind::Builtin(b) => return self.hir.alloc_expr(ExprKind::Builtin(b, args), span),
             _ => {
                 diags.push(
                     Diagnostic::error(callee.span, format!("`{}` is not a function", path_text(path)))

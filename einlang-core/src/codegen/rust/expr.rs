@@ -82,6 +82,32 @@ impl FnCx<'_> {
                 }
                 Ok(Code::new(quote!({ let mut __text = #string::new(); #(#pieces)* __text }), Prec::Block))
             }
+            ExprKind::LoadNpy { path, extents } => {
+                let Ty::Tensor(k, rank) = e.ty else {
+                    return Err(format!("`load_npy` of type `{:?}`", e.ty));
+                };
+                let (rt, nd, name) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+                let p = self.expr(path)?.tokens;
+                let t = types::scalar(k);
+                let dim = types::dim(rank, &nd);
+                let mut ext = Vec::new();
+                for x in extents {
+                    ext.push(match x {
+                        Some(d) => {
+                            let d = self.dim(d)?;
+                            quote!(::core::option::Option::Some(#d))
+                        }
+                        None => quote!(::core::option::Option::None),
+                    });
+                }
+                Ok(Code::new(quote!(#rt::io::load_npy::<#t, #dim>(#name, &(#p), &[#(#ext),*])?), Prec::Postfix))
+            }
+            ExprKind::SaveNpy { path, value } => {
+                let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                let p = self.expr(path)?.tokens;
+                let v = self.expr(value)?.tokens;
+                Ok(Code::new(quote!(#rt::io::save_npy(#name, &(#p), &(#v))?), Prec::Postfix))
+            }
             ExprKind::Len { tensor, axis } => {
                 let t = self.ident(*tensor)?;
                 let axis = types::usize_lit(*axis);
@@ -244,7 +270,9 @@ impl FnCx<'_> {
                 let r = self.owned(result, &inner)?.tail();
                 Ok(Code::new(quote!({ #stmts #r }), Prec::Block))
             }
-            ExprKind::Call { .. } | ExprKind::ArrayLit { .. } | ExprKind::Format(_) | ExprKind::Collect { .. } => self.expr(e),
+            ExprKind::Call { .. } | ExprKind::ArrayLit { .. } | ExprKind::Format(_) | ExprKind::Collect { .. } | ExprKind::LoadNpy { .. } => {
+                self.expr(e)
+            }
             ExprKind::Lit(Literal::Str(_)) => {
                 let s = self.expr(e)?.tokens;
                 let string = crate::codegen::paths::string();
