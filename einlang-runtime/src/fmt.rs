@@ -608,7 +608,7 @@ fn float_texts(values: &[f64], single: bool, precision: Option<usize>) -> Vec<St
     let pad_right = if exp_format && !parts.is_empty() { exp_digits + 2 + frac_width } else { frac_width };
     if finite.len() != values.len() {
         // Room for "nan", "inf" or "-inf" right-aligned in the full width.
-        let neg_inf = values.iter().any(|&v| v == f64::NEG_INFINITY);
+        let neg_inf = values.contains(&f64::NEG_INFINITY);
         let offset = pad_right + 1;
         pad_left = pad_left.max(3usize.saturating_sub(offset)).max((3 + usize::from(neg_inf)).saturating_sub(offset));
     }

@@ -376,7 +376,7 @@ impl<'a> Cx<'a> {
                     };
                     let name = self.t.dim_name(*v);
                     self.err(Diagnostic::error(span, format!("dimension `{name}` of the result is not bound by any parameter")).help(
-                        format!("use a dimension of a parameter, or an expression of them"),
+                        "use a dimension of a parameter, or an expression of them",
                     ));
                     Ty::Error
                 } else {
@@ -1165,8 +1165,8 @@ impl<'a> Cx<'a> {
                             for (axis, (pdim, adim)) in pd.iter().zip(ad).enumerate() {
                                 let expected = pdim.substitute(&|v| subst.get(&v).cloned());
                                 if let Some(v) = pdim.as_var() {
-                                    if !subst.contains_key(&v) {
-                                        subst.insert(v, adim.clone());
+                                    if let std::collections::hash_map::Entry::Vacant(slot) = subst.entry(v) {
+                                        slot.insert(adim.clone());
                                         continue;
                                     }
                                 }
@@ -1963,7 +1963,7 @@ fn compatible_declared(declared: &Ty, found: &Ty) -> bool {
 
 fn collect_dims(t: &Ty, f: &mut dyn FnMut(&Dim)) {
     match t {
-        Ty::Tensor(_, dims) => dims.iter().for_each(|d| f(d)),
+        Ty::Tensor(_, dims) => dims.iter().for_each(f),
         Ty::Tuple(items) => items.iter().for_each(|t| collect_dims(t, f)),
         _ => {}
     }

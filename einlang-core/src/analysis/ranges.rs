@@ -9,6 +9,7 @@
 //!   other index variables in `rest` have ranges: the largest range for
 //!   which the read stays in bounds, `end = (len - 1 - max(rest)) / c + 1`,
 //!   and a start that keeps `c * start + min(rest) >= 0`.
+//!
 //! The range of `v` is the intersection of its candidates. Afterwards every
 //! read is checked against its tensor using the final ranges, narrowed by
 //! any enclosing index guards.

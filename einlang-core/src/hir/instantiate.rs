@@ -12,7 +12,7 @@ use crate::diag::Diagnostic;
 use crate::span::Span;
 
 use super::{
-    Arm, Block, Callee, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart, Param, Pat, Range, RedVar, Slot,
+    Arm, Block, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart, Param, Pat, Range, RedVar, Slot,
     Stmt, TyAnn, Where,
 };
 
@@ -288,10 +288,6 @@ impl Cloner<'_> {
             ExprKind::Cast(a, k) => ExprKind::Cast(self.expr(a), k),
             ExprKind::Call { callee, callee_span, args } => {
                 let args = args.iter().map(|a| self.expr(*a)).collect();
-                let callee = match callee {
-                    Callee::Fn(f) => Callee::Fn(f),
-                    Callee::Intrinsic(i) => Callee::Intrinsic(i),
-                };
                 ExprKind::Call { callee, callee_span, args }
             }
             ExprKind::Index { base, args } => {

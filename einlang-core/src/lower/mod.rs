@@ -423,7 +423,7 @@ impl<'a> FnLower<'a> {
             return None;
         }
         let k = vars[0].def;
-        if !self.t.ranges.get(&k).is_some_and(|r| r.start.as_constant() == Some(0)) {
+        if self.t.ranges.get(&k).is_none_or(|r| r.start.as_constant() != Some(0)) {
             return None;
         }
         if !matches!(self.t.ty(e), ATy::Scalar(ScalarKind::F32 | ScalarKind::F64)) {
@@ -671,7 +671,7 @@ impl<'a> FnLower<'a> {
                 }
             }
             ExprKind::Index { base, args } if self.shape_index(*base, args).is_some() => {
-                let Some((x, axis)) = self.shape_index(*base, args) else { return None };
+                let (x, axis) = self.shape_index(*base, args)?;
                 ir::ExprKind::Dim(self.axis_dim(x, axis)?)
             }
             ExprKind::Index { base, args } => {

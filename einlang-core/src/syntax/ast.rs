@@ -230,6 +230,9 @@ pub struct Block {
     pub span: Span,
 }
 
+// The AST lives for one compilation and statements are few; boxing `Let`
+// would only add indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Stmt {
     Let(LetStmt),
