@@ -31,3 +31,10 @@ einlang! {
 fn paths_aliases_and_reexports_resolve() {
     assert_eq!(measures(2.0).unwrap(), (4.0, 12.0, 8.0, 4.0));
 }
+
+#[test]
+fn public_functions_of_modules_are_reachable_from_rust_by_path() {
+    assert_eq!(geometry::area(3.0, 4.0).unwrap(), 12.0);
+    assert_eq!(geometry::solids::volume(1.0, 2.0, 3.0).unwrap(), 6.0);
+    assert_eq!(geometry::solids::cube(2.0).unwrap(), 8.0);
+}

@@ -36,5 +36,43 @@ pub fn emit_program(p: &ir::Program, options: &crate::Options) -> TokenStream {
             }
         }
     }
+    out.extend(emit_modules(p));
     out
+}
+
+/// A module tree: functions re-exported here, and child modules.
+#[derive(Default)]
+struct ModuleTree {
+    exports: Vec<(String, String)>,
+    children: std::collections::BTreeMap<String, ModuleTree>,
+}
+
+/// `pub mod m { pub use super::m_f as f; ... }` for the public functions of
+/// inline Einlang modules, so Rust code reaches them as `m::f`.
+fn emit_modules(p: &ir::Program) -> TokenStream {
+    let mut root = ModuleTree::default();
+    for f in &p.fns {
+        if let Some((path, name)) = &f.export {
+            let mut node = &mut root;
+            for seg in path {
+                node = node.children.entry(seg.clone()).or_default();
+            }
+            node.exports.push((f.name.clone(), name.clone()));
+        }
+    }
+    fn emit(node: &ModuleTree, depth: usize) -> TokenStream {
+        let mut out = TokenStream::new();
+        for (target, name) in &node.exports {
+            let supers = (0..depth).map(|_| quote::quote!(super::));
+            let (target, name) = (quote::format_ident!("{}", target), quote::format_ident!("{}", name));
+            out.extend(quote::quote!(pub use #(#supers)* #target as #name;));
+        }
+        for (name, child) in &node.children {
+            let inner = emit(child, depth + 1);
+            let name = quote::format_ident!("{}", name);
+            out.extend(quote::quote!(pub mod #name { #inner }));
+        }
+        out
+    }
+    emit(&root, 0)
 }

@@ -90,6 +90,7 @@ impl Vars {
         result: Expr,
     ) -> Function {
         Function {
+            export: None,
             name: name.to_string(),
             public: true,
             docs: Vec::new(),

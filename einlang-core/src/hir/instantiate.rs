@@ -48,6 +48,7 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
         body,
         is_main: false,
         stdlib: template.stdlib,
+        module_path: template.module_path.clone(),
         span: template.span,
     };
     let errors = std::mem::take(&mut cx.errors);

@@ -119,6 +119,9 @@ pub struct Function {
     pub is_main: bool,
     /// True for functions of the standard library (and their instances).
     pub stdlib: bool,
+    /// The inline modules the function is defined in, outermost first
+    /// (empty at the top level).
+    pub module_path: Vec<String>,
     pub span: Span,
 }
 

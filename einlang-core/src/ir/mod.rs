@@ -63,6 +63,10 @@ pub struct Function {
     /// The Rust name of the function.
     pub name: String,
     pub public: bool,
+    /// For a public function of an inline Einlang module: the module path
+    /// and the Einlang name under which it is re-exported (`pub mod m {
+    /// pub use ... as name; }`); the flat item is then hidden from docs.
+    pub export: Option<(Vec<String>, String)>,
     pub docs: Vec<String>,
     pub params: Vec<VarId>,
     pub ret: Ty,

@@ -65,7 +65,10 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
             if f.is_generic() || user != (pass == 0) {
                 continue;
             }
-            let base = hir.name(f.def).to_string();
+            // A function of an inline module is `module_name` in Rust; its
+            // module re-exports it under its own name when it is public.
+            let own = hir.name(f.def).to_string();
+            let base = if user && !f.module_path.is_empty() { format!("{}_{own}", f.module_path.join("_")) } else { own };
             let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) { format!("{}_", base.trim_start_matches('_')) } else { base };
             let base = if user { base } else { format!("{base}_{tag}") };
             let mut name = base.clone();
@@ -232,9 +235,12 @@ impl<'a> FnLower<'a> {
                 body.push(Stmt::CheckResultDim { tensor, axis: *axis, symbol: symbol.clone(), declared });
             }
         }
+        let export = (func.public && !func.stdlib && !func.module_path.is_empty() && !self.hir.instance_origin.contains_key(&f))
+            .then(|| (func.module_path.clone(), self.hir.name(func.def).to_string()));
         Some(ir::Function {
             name: self.names[f.index()].clone(),
             public: func.public,
+            export,
             docs: func.docs.clone(),
             params,
             ret,

@@ -80,6 +80,9 @@ struct Resolver {
     /// Names a module got from a glob import (an explicit definition or
     /// import of the same name replaces them).
     glob_names: std::collections::HashSet<(ModId, String)>,
+    /// Names of inline modules (the root and the standard library's modules
+    /// have none here).
+    module_names: HashMap<ModId, String>,
     /// Whether the function being resolved is generic (rest indices are
     /// allowed there).
     in_generic: bool,
@@ -104,6 +107,7 @@ impl Resolver {
             reported_clauses: Default::default(),
             consts: HashMap::new(),
             in_generic: false,
+            module_names: HashMap::new(),
             glob_names: Default::default(),
             stdlib_programs: Vec::new(),
             const_stack: Vec::new(),
@@ -193,6 +197,7 @@ impl Resolver {
                         body: hir::Block { stmts: Vec::new(), tail: None },
                         is_main: false,
                         stdlib,
+                        module_path: self.module_path(module),
                         span: f.span,
                     });
                     self.hir.defs[def].kind = DefKind::Fn(fn_id);
@@ -201,6 +206,7 @@ impl Resolver {
                 }
                 ast::Item::Mod(m) => {
                     let child = self.new_module(Some(module));
+                    self.module_names.insert(child, m.name.name.clone());
                     let def = self.hir.alloc_def(&m.name.name, DefKind::Module, m.name.span);
                     self.module_of_def.insert(def, child);
                     self.define_item(module, &m.name, def, diags);
@@ -215,6 +221,20 @@ impl Resolver {
                 ast::Item::Use(_) | ast::Item::Stmt(_) => {}
             }
         }
+    }
+
+    /// The names of the inline modules from the root down to `module`.
+    fn module_path(&self, module: ModId) -> Vec<String> {
+        let mut path = Vec::new();
+        let mut m = Some(module);
+        while let Some(id) = m {
+            if let Some(name) = self.module_names.get(&id) {
+                path.push(name.clone());
+            }
+            m = self.modules[id].parent;
+        }
+        path.reverse();
+        path
     }
 
     fn define_item(&mut self, module: ModId, name: &ast::Ident, def: DefId, diags: &mut Diagnostics) {
@@ -429,6 +449,7 @@ impl Resolver {
             body: block,
             is_main: true,
             stdlib: false,
+            module_path: Vec::new(),
             span: first,
         });
         self.hir.defs[def].kind = DefKind::Fn(fn_id);

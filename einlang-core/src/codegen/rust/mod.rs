@@ -135,7 +135,13 @@ enum Repr {
 pub fn emit_function(f: &Function, options: &crate::Options) -> Result<TokenStream, Bug> {
     let mut cx = FnCx::new(f, options)?;
     let name = parse_ident(&f.name)?;
-    let vis = if f.public { quote!(pub) } else { quote!() };
+    // A module's public function is re-exported by its module under its
+    // Einlang name; the flat item itself stays out of the documentation.
+    let vis = match (&f.export, f.public) {
+        (Some(_), _) => quote!(#[doc(hidden)] pub),
+        (None, true) => quote!(pub),
+        (None, false) => quote!(),
+    };
     let docs = f.docs.iter().map(|d| quote!(#[doc = #d]));
     let (nd_full, err, result) = (paths::nd(), paths::error(), paths::result());
     let ret = types::owned(&f.ret, &nd_full);
