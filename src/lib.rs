@@ -45,14 +45,14 @@ pub use einlang_macros::einlang;
 /// # Ok::<(), einlang::Error>(())
 /// ```
 pub use einlang_macros::include_ein;
-pub use einlang_runtime::Error;
 pub use einlang_runtime::__ndarray as ndarray;
+pub use einlang_runtime::Error;
 
 /// Paths used by generated code. Not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use einlang_runtime::*;
     pub use einlang_runtime::__ndarray as ndarray;
+    pub use einlang_runtime::*;
 }
 
 // The README's example is compiled and run as a doctest.

@@ -56,10 +56,30 @@ fn elementary_functions_at_f64() {
     for x in [0.3f64, 1.0, 2.5] {
         let got = unary64(x).unwrap();
         let want = array![
-            x.exp(), x.ln(), x.ln(), x.log10(), x.log2(), x.ln_1p(), x.exp_m1(), x.sqrt(),
-            x.sin(), x.cos(), x.tan(), (x / 4.0).asin(), (x / 4.0).acos(), x.atan(),
-            x.sinh(), x.cosh(), x.tanh(), x.asinh(), (x + 1.0).acosh(), (x / 4.0).atanh(),
-            1.0 / (1.0 + (-x).exp()), x, 1.0 / x.sqrt(), 1.0 / x
+            x.exp(),
+            x.ln(),
+            x.ln(),
+            x.log10(),
+            x.log2(),
+            x.ln_1p(),
+            x.exp_m1(),
+            x.sqrt(),
+            x.sin(),
+            x.cos(),
+            x.tan(),
+            (x / 4.0).asin(),
+            (x / 4.0).acos(),
+            x.atan(),
+            x.sinh(),
+            x.cosh(),
+            x.tanh(),
+            x.asinh(),
+            (x + 1.0).acosh(),
+            (x / 4.0).atanh(),
+            1.0 / (1.0 + (-x).exp()),
+            x,
+            1.0 / x.sqrt(),
+            1.0 / x
         ];
         for (g, w) in got.iter().zip(want.iter()) {
             assert_relative_eq!(*g, *w, max_relative = 1e-14);
@@ -71,7 +91,20 @@ fn elementary_functions_at_f64() {
 fn elementary_functions_at_f32() {
     let x = 0.75f32;
     let got = unary32(x).unwrap();
-    let want = [x.exp(), x.ln(), x.sqrt(), x.sin(), x.cos(), x.tanh(), 1.0 / (1.0 + (-x).exp()), x.ln_1p(), x.atan(), x.cosh(), x * x, -x];
+    let want = [
+        x.exp(),
+        x.ln(),
+        x.sqrt(),
+        x.sin(),
+        x.cos(),
+        x.tanh(),
+        1.0 / (1.0 + (-x).exp()),
+        x.ln_1p(),
+        x.atan(),
+        x.cosh(),
+        x * x,
+        -x,
+    ];
     for (g, w) in got.iter().zip(want.iter()) {
         assert_relative_eq!(*g, *w, max_relative = 1e-6);
     }
@@ -124,7 +157,8 @@ fn integer_functions() {
 fn constants_take_the_type_of_their_use() {
     let c = constants().unwrap();
     use std::f64::consts as k;
-    let want = [k::PI, k::E, k::TAU, 1.618033988749895, k::SQRT_2, 3f64.sqrt(), k::LN_2, k::LN_10, k::LOG2_E, k::LOG10_E];
+    let want =
+        [k::PI, k::E, k::TAU, 1.618033988749895, k::SQRT_2, 3f64.sqrt(), k::LN_2, k::LN_10, k::LOG2_E, k::LOG10_E];
     for (g, w) in c.iter().zip(want.iter()) {
         assert_relative_eq!(*g, *w, max_relative = 1e-15);
     }

@@ -7,8 +7,28 @@ use std::path::PathBuf;
 
 use einlang_core::{compile_str, Options};
 
-const REPLACEMENTS: &[&str] =
-    &["x", "0", "-1", "99999999999999999999", "1.5", "true", "sum", "[", "]", "(", ")", "where", "let", ";", ",", "..", "**", "@", "as f64", "N"];
+const REPLACEMENTS: &[&str] = &[
+    "x",
+    "0",
+    "-1",
+    "99999999999999999999",
+    "1.5",
+    "true",
+    "sum",
+    "[",
+    "]",
+    "(",
+    ")",
+    "where",
+    "let",
+    ";",
+    ",",
+    "..",
+    "**",
+    "@",
+    "as f64",
+    "N",
+];
 
 /// Splits into words and single punctuation characters, keeping offsets.
 fn words(src: &str) -> Vec<(usize, usize)> {

@@ -14,10 +14,14 @@ fn check(name: &str) {
     let src = std::fs::read_to_string(dir.join(format!("{name}.ein"))).expect("stage program exists");
     let compiled = match compile_str(&src, &Options::default()) {
         Ok(c) => c,
-        Err(diags) => panic!("{name} failed:\n{}", diags.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n")),
+        Err(diags) => {
+            panic!("{name} failed:\n{}", diags.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))
+        }
     };
-    expect_file![dir.join(format!("{name}.ast"))].assert_eq(&einlang_core::syntax::pretty::pretty_program(&compiled.ast));
-    expect_file![dir.join(format!("{name}.hir"))].assert_eq(&einlang_core::hir::pretty::pretty_hir(&compiled.hir, &compiled.tables));
+    expect_file![dir.join(format!("{name}.ast"))]
+        .assert_eq(&einlang_core::syntax::pretty::pretty_program(&compiled.ast));
+    expect_file![dir.join(format!("{name}.hir"))]
+        .assert_eq(&einlang_core::hir::pretty::pretty_hir(&compiled.hir, &compiled.tables));
     expect_file![dir.join(format!("{name}.ir"))].assert_eq(&einlang_core::ir::pretty::pretty_program(&compiled.ir));
     let file: syn::File = syn::parse2(compiled.rust.clone()).expect("generated code parses as a Rust file");
     expect_file![dir.join(format!("{name}.rs.txt"))].assert_eq(&prettyplease::unparse(&file));

@@ -33,7 +33,14 @@ fn covers<T>(function: &str, v: &ArrayView2<'_, T>, rows: usize, cols: usize) ->
 }
 
 /// `a[..m, ..k] · b[..k, ..n]` into a new standard-layout `m x n` array.
-pub fn matmul<T>(function: &str, m: i64, n: i64, k: i64, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Result<Array2<T>, Error>
+pub fn matmul<T>(
+    function: &str,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+) -> Result<Array2<T>, Error>
 where
     T: LinalgScalar + Send + Sync,
 {
@@ -61,7 +68,10 @@ where
 {
     let [batch, m, n, k] = extents(function, [batch, m, n, k])?;
     if a.len_of(Axis(0)) < batch || b.len_of(Axis(0)) < batch {
-        return Err(Error::Extent { function: function.to_string(), message: format!("a batched product has fewer than {batch} batches") });
+        return Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("a batched product has fewer than {batch} batches"),
+        });
     }
     let mut out = Array3::<T>::zeros((batch, m, n));
     out.axis_iter_mut(Axis(0)).into_par_iter().enumerate().try_for_each(|(p, mut c)| {

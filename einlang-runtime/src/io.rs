@@ -23,7 +23,11 @@ where
     for (axis, (want, got)) in extents.iter().zip(array.shape()).enumerate() {
         if let Some(want) = want {
             if *want < 0 || *want as usize != *got {
-                return Err(io_error(function, path, format!("axis {axis} has length {got}, but the program declares {want}")));
+                return Err(io_error(
+                    function,
+                    path,
+                    format!("axis {axis} has length {got}, but the program declares {want}"),
+                ));
             }
         }
     }

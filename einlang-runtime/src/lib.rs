@@ -7,10 +7,10 @@
 //! conversions at function boundaries.
 
 pub mod arith;
+mod error;
 pub mod fmt;
 pub mod gemm;
 pub mod io;
-mod error;
 pub mod par;
 pub mod shape;
 pub mod value;

@@ -5,7 +5,14 @@ use crate::Error;
 /// Checks that `param`'s axis `axis` has length `expected` (the value of
 /// dimension `symbol`).
 #[inline]
-pub fn check_dim(function: &str, param: &str, axis: usize, symbol: &str, expected: i64, found: usize) -> Result<(), Error> {
+pub fn check_dim(
+    function: &str,
+    param: &str,
+    axis: usize,
+    symbol: &str,
+    expected: i64,
+    found: usize,
+) -> Result<(), Error> {
     if expected >= 0 && expected as usize == found {
         Ok(())
     } else {
@@ -27,7 +34,10 @@ pub fn extent(function: &str, what: &str, value: i64) -> Result<usize, Error> {
     if value >= 0 {
         Ok(value as usize)
     } else {
-        Err(Error::Extent { function: function.to_string(), message: format!("{what} evaluates to {value}, which is negative") })
+        Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("{what} evaluates to {value}, which is negative"),
+        })
     }
 }
 
@@ -52,7 +62,9 @@ pub fn check_result_dim(function: &str, axis: usize, symbol: &str, declared: i64
     } else {
         Err(Error::Extent {
             function: function.to_string(),
-            message: format!("result axis {axis} has length {found}, but the declared dimension `{symbol}` is {declared}"),
+            message: format!(
+                "result axis {axis} has length {found}, but the declared dimension `{symbol}` is {declared}"
+            ),
         })
     }
 }

@@ -295,7 +295,10 @@ impl<'a> Cx<'a> {
                     BinOp::Sub => l.sub(&r),
                     BinOp::Mul => l.mul(&r),
                     BinOp::Div if r.as_constant().is_none_or(|c| c <= 0) => {
-                        self.err(Diagnostic::error(*span, "a dimension can only be divided by a positive integer literal"));
+                        self.err(Diagnostic::error(
+                            *span,
+                            "a dimension can only be divided by a positive integer literal",
+                        ));
                         return None;
                     }
                     BinOp::Div => match l.floor_div(&r) {
@@ -316,10 +319,14 @@ impl<'a> Cx<'a> {
 
     fn declare_sig(&mut self, f: FnId) {
         let func = &self.hir.fns[f];
-        let params: Vec<Ty> = func.params.iter().map(|p| match &p.ty {
-            Some(a) => self.ann_to_ty(a),
-            None => Ty::Error,
-        }).collect();
+        let params: Vec<Ty> = func
+            .params
+            .iter()
+            .map(|p| match &p.ty {
+                Some(a) => self.ann_to_ty(a),
+                None => Ty::Error,
+            })
+            .collect();
         // Dimension symbols are bound by the first parameter axis that is
         // exactly that symbol; every other use is checked.
         let mut entry = Vec::new();
@@ -355,8 +362,11 @@ impl<'a> Cx<'a> {
             if let Some(v) = unbound.first() {
                 let name = self.t.dim_name(*v);
                 self.err(
-                    Diagnostic::error(span, format!("dimension `{}` cannot be bound from the arguments", self.t.show_dim(&d)))
-                        .note(format!("`{name}` must appear alone as an axis of some parameter, like `[f32; {name}]`")),
+                    Diagnostic::error(
+                        span,
+                        format!("dimension `{}` cannot be bound from the arguments", self.t.show_dim(&d)),
+                    )
+                    .note(format!("`{name}` must appear alone as an axis of some parameter, like `[f32; {name}]`")),
                 );
                 continue;
             }
@@ -368,16 +378,22 @@ impl<'a> Cx<'a> {
                 let ty = self.ann_to_ty(a);
                 let mut unbound = Vec::new();
                 // `?` in a result type is any extent, bound by nothing.
-                collect_dims(&ty, &mut |d| unbound.extend(d.vars().into_iter().filter(|v| !bound.contains_key(v) && v.0 < HIDDEN_DIM_BASE)));
+                collect_dims(&ty, &mut |d| {
+                    unbound.extend(d.vars().into_iter().filter(|v| !bound.contains_key(v) && v.0 < HIDDEN_DIM_BASE))
+                });
                 if let Some(v) = unbound.first() {
                     let span = match a {
                         TyAnn::Tensor { span, .. } => *span,
                         _ => func.span,
                     };
                     let name = self.t.dim_name(*v);
-                    self.err(Diagnostic::error(span, format!("dimension `{name}` of the result is not bound by any parameter")).help(
-                        "use a dimension of a parameter, or an expression of them",
-                    ));
+                    self.err(
+                        Diagnostic::error(
+                            span,
+                            format!("dimension `{name}` of the result is not bound by any parameter"),
+                        )
+                        .help("use a dimension of a parameter, or an expression of them"),
+                    );
                     Ty::Error
                 } else {
                     ty
@@ -473,7 +489,8 @@ impl<'a> Cx<'a> {
             .and_then(|s| s.as_ref())
             .map(|s| s.params.iter().map(|p| self.t.show_ty(p)).collect())
             .unwrap_or_default();
-        let mut d = Diagnostic::error(call, format!("`{name}` cannot be called with arguments of type ({})", args.join(", ")));
+        let mut d =
+            Diagnostic::error(call, format!("`{name}` cannot be called with arguments of type ({})", args.join(", ")));
         let generic_note = format!("`{name}` is generic; its body is checked for each combination of argument types");
         for e in inner {
             d = d.label(e.span, format!("in the body of `{name}`: {}", e.message));
@@ -503,7 +520,11 @@ impl<'a> Cx<'a> {
         let mismatch = |cx: &mut Cx, extra: Option<String>| {
             let mut d = Diagnostic::error(
                 span,
-                format!("mismatched result type: the body has type `{}`, the function declares `{}`", cx.t.show_ty(found), cx.t.show_ty(declared)),
+                format!(
+                    "mismatched result type: the body has type `{}`, the function declares `{}`",
+                    cx.t.show_ty(found),
+                    cx.t.show_ty(declared)
+                ),
             );
             if let Some(s) = ann_span {
                 d = d.label(s, "result type declared here");
@@ -524,7 +545,11 @@ impl<'a> Cx<'a> {
                     match a.prove_eq(b) {
                         Truth::True => {}
                         Truth::False => {
-                            let note = format!("axis {axis} is declared as `{}` but inferred as `{}`", self.t.show_dim(a), self.t.show_dim(b));
+                            let note = format!(
+                                "axis {axis} is declared as `{}` but inferred as `{}`",
+                                self.t.show_dim(a),
+                                self.t.show_dim(b)
+                            );
                             mismatch(self, Some(note));
                             return Vec::new();
                         }
@@ -533,7 +558,8 @@ impl<'a> Cx<'a> {
                 }
             }
             _ if declared == found => {}
-            (Ty::Tuple(ds), Ty::Tuple(fs)) if ds.len() == fs.len() && ds.iter().zip(fs).all(|(d, f)| compatible_declared(d, f)) => {}
+            (Ty::Tuple(ds), Ty::Tuple(fs))
+                if ds.len() == fs.len() && ds.iter().zip(fs).all(|(d, f)| compatible_declared(d, f)) => {}
             _ => mismatch(self, None),
         }
         checks
@@ -552,7 +578,11 @@ impl<'a> Cx<'a> {
                         if !t.is_error() && !a.is_error() && !same_kind_and_rank(&a, &t) {
                             let d = Diagnostic::error(
                                 self.hir.span(*value),
-                                format!("mismatched types: expected `{}`, found `{}`", self.t.show_ty(&a), self.t.show_ty(&t)),
+                                format!(
+                                    "mismatched types: expected `{}`, found `{}`",
+                                    self.t.show_ty(&a),
+                                    self.t.show_ty(&t)
+                                ),
                             );
                             self.err(d);
                         }
@@ -671,13 +701,19 @@ impl<'a> Cx<'a> {
         match t {
             Ty::Scalar(ScalarKind::Bool) | Ty::Error => {}
             Ty::Tensor(..) => {
-                let d = Diagnostic::error(self.hir.span(e), format!("{what} must be a scalar `bool`, found `{}`", self.t.show_ty(t)))
-                    .note("conditions are evaluated once per point; a tensor has no single truth value")
-                    .help("index the tensor, or reduce it with `all[..](..)` / `any[..](..)`");
+                let d = Diagnostic::error(
+                    self.hir.span(e),
+                    format!("{what} must be a scalar `bool`, found `{}`", self.t.show_ty(t)),
+                )
+                .note("conditions are evaluated once per point; a tensor has no single truth value")
+                .help("index the tensor, or reduce it with `all[..](..)` / `any[..](..)`");
                 self.err(d);
             }
             other => {
-                let d = Diagnostic::error(self.hir.span(e), format!("{what} must be `bool`, found `{}`", self.t.show_ty(other)));
+                let d = Diagnostic::error(
+                    self.hir.span(e),
+                    format!("{what} must be `bool`, found `{}`", self.t.show_ty(other)),
+                );
                 self.err(d);
             }
         }
@@ -693,8 +729,11 @@ impl<'a> Cx<'a> {
                 return None;
             }
             if d.is_none() {
-                let d = Diagnostic::error(self.hir.span(e), "a range bound must be an integer expression of dimensions and `i64` parameters")
-                    .help("use dimension names, `i64` parameters, literals and `+ - * /`");
+                let d = Diagnostic::error(
+                    self.hir.span(e),
+                    "a range bound must be an integer expression of dimensions and `i64` parameters",
+                )
+                .help("use dimension names, `i64` parameters, literals and `+ - * /`");
                 self.err(d);
                 return None;
             }
@@ -723,7 +762,9 @@ impl<'a> Cx<'a> {
         match &self.hir.exprs[e].kind {
             ExprKind::Lit(Lit::Int(_, None)) | ExprKind::Lit(Lit::Float(_, None)) => true,
             ExprKind::Unary(UnOp::Neg, x) => self.flexible(*x),
-            ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => self.flexible(*a) && self.flexible(*b),
+            ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
+                self.flexible(*a) && self.flexible(*b)
+            }
             _ => false,
         }
     }
@@ -752,11 +793,16 @@ impl<'a> Cx<'a> {
                 let t = self.infer(*x, expect);
                 match (op, &t) {
                     (_, Ty::Error) => Ty::Error,
-                    (UnOp::Neg, Ty::Scalar(k) | Ty::Tensor(k, _)) if *k != ScalarKind::Bool && k.is_signed() => t.clone(),
+                    (UnOp::Neg, Ty::Scalar(k) | Ty::Tensor(k, _)) if *k != ScalarKind::Bool && k.is_signed() => {
+                        t.clone()
+                    }
                     (UnOp::Not, Ty::Scalar(ScalarKind::Bool) | Ty::Tensor(ScalarKind::Bool, _)) => t.clone(),
                     _ => {
                         let sym = if *op == UnOp::Neg { "-" } else { "!" };
-                        self.err(Diagnostic::error(span, format!("cannot apply unary `{sym}` to `{}`", self.t.show_ty(&t))));
+                        self.err(Diagnostic::error(
+                            span,
+                            format!("cannot apply unary `{sym}` to `{}`", self.t.show_ty(&t)),
+                        ));
                         Ty::Error
                     }
                 }
@@ -773,7 +819,10 @@ impl<'a> Cx<'a> {
                     Ty::Scalar(_) => Ty::Scalar(*k),
                     Ty::Tensor(_, dims) => Ty::Tensor(*k, dims),
                     other => {
-                        self.err(Diagnostic::error(span, format!("cannot cast `{}` to `{}`", self.t.show_ty(&other), k.name())));
+                        self.err(Diagnostic::error(
+                            span,
+                            format!("cannot cast `{}` to `{}`", self.t.show_ty(&other), k.name()),
+                        ));
                         Ty::Error
                     }
                 }
@@ -792,7 +841,10 @@ impl<'a> Cx<'a> {
                     Ty::Error => Ty::Error,
                     Ty::Tuple(items) if (*i as usize) < items.len() => items[*i as usize].clone(),
                     other => {
-                        self.err(Diagnostic::error(span, format!("no field `{i}` on a value of type `{}`", self.t.show_ty(&other))));
+                        self.err(Diagnostic::error(
+                            span,
+                            format!("no field `{i}` on a value of type `{}`", self.t.show_ty(&other)),
+                        ));
                         Ty::Error
                     }
                 }
@@ -818,13 +870,19 @@ impl<'a> Cx<'a> {
                         self.infer(x, ex)
                     }
                     None => {
-                        self.err(Diagnostic::error(span, "an `if` without `else` has no value").help("add an `else` branch"));
+                        self.err(
+                            Diagnostic::error(span, "an `if` without `else` has no value").help("add an `else` branch"),
+                        );
                         Ty::Error
                     }
                 };
                 self.cond_depth -= 1;
                 // A flexible literal in the first branch takes the second's type.
-                let tt = if self.flexible_tail(then) && !et.is_error() { self.retype_literal_tail(then, &et).unwrap_or(tt) } else { tt };
+                let tt = if self.flexible_tail(then) && !et.is_error() {
+                    self.retype_literal_tail(then, &et).unwrap_or(tt)
+                } else {
+                    tt
+                };
                 match (&tt, &et) {
                     (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
                     _ if tt == et => tt,
@@ -851,7 +909,11 @@ impl<'a> Cx<'a> {
                     _ => {
                         let d = Diagnostic::error(
                             span,
-                            format!("`if` and `else` have different types: `{}` and `{}`", self.t.show_ty(&tt), self.t.show_ty(&et)),
+                            format!(
+                                "`if` and `else` have different types: `{}` and `{}`",
+                                self.t.show_ty(&tt),
+                                self.t.show_ty(&et)
+                            ),
                         );
                         self.err(d);
                         Ty::Error
@@ -939,8 +1001,11 @@ impl<'a> Cx<'a> {
                     (Some(k), _) => *k,
                     (None, Some(k)) if k.is_int() => k,
                     (None, Some(k)) if k.is_float() => {
-                        let d = Diagnostic::error(span, format!("mismatched types: expected `{}`, found an integer literal", k.name()))
-                            .help(format!("use a float literal: `{v}.0`"));
+                        let d = Diagnostic::error(
+                            span,
+                            format!("mismatched types: expected `{}`, found an integer literal", k.name()),
+                        )
+                        .help(format!("use a float literal: `{v}.0`"));
                         self.err(d);
                         return Ty::Error;
                     }
@@ -957,7 +1022,10 @@ impl<'a> Cx<'a> {
                     (Some(k), _) => *k,
                     (None, Some(k)) if k.is_float() => k,
                     (None, Some(k)) if k.is_int() || k == ScalarKind::Bool => {
-                        let d = Diagnostic::error(span, format!("mismatched types: expected `{}`, found a float literal", k.name()));
+                        let d = Diagnostic::error(
+                            span,
+                            format!("mismatched types: expected `{}`, found a float literal", k.name()),
+                        );
                         self.err(d);
                         return Ty::Error;
                     }
@@ -977,7 +1045,15 @@ impl<'a> Cx<'a> {
                 return Ty::Error;
             }
             if ta != Ty::BOOL || tb != Ty::BOOL {
-                let d = Diagnostic::error(span, format!("`{}` needs `bool` operands, found `{}` and `{}`", op.symbol(), self.t.show_ty(&ta), self.t.show_ty(&tb)));
+                let d = Diagnostic::error(
+                    span,
+                    format!(
+                        "`{}` needs `bool` operands, found `{}` and `{}`",
+                        op.symbol(),
+                        self.t.show_ty(&ta),
+                        self.t.show_ty(&tb)
+                    ),
+                );
                 self.err(d);
                 return Ty::Error;
             }
@@ -988,7 +1064,10 @@ impl<'a> Cx<'a> {
         let operand_expect = if op.is_comparison() { None } else { expect };
         let (ta, tb) = if op == BinOp::Pow {
             let ta = self.infer(a, expect);
-            let tb_expect = if self.flexible(b) && matches!(&self.hir.exprs[b].kind, ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..)) && !is_float_lit(self.hir, b) {
+            let tb_expect = if self.flexible(b)
+                && matches!(&self.hir.exprs[b].kind, ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..))
+                && !is_float_lit(self.hir, b)
+            {
                 Some(ScalarKind::I32)
             } else {
                 ta.elem()
@@ -1013,17 +1092,26 @@ impl<'a> Cx<'a> {
         let (ka, kb) = match (ta.elem(), tb.elem()) {
             (Some(x), Some(y)) => (x, y),
             _ => {
-                let d = Diagnostic::error(span, format!("cannot apply `{}` to `{}` and `{}`", op.symbol(), self.t.show_ty(&ta), self.t.show_ty(&tb)));
+                let d = Diagnostic::error(
+                    span,
+                    format!(
+                        "cannot apply `{}` to `{}` and `{}`",
+                        op.symbol(),
+                        self.t.show_ty(&ta),
+                        self.t.show_ty(&tb)
+                    ),
+                );
                 self.err(d);
                 return Ty::Error;
             }
         };
         if ka != kb {
-            let d = Diagnostic::error(span, format!("mismatched types: `{}` {} `{}`", ka.name(), op.symbol(), kb.name()))
-                .label(self.hir.span(a), format!("this is `{}`", ka.name()))
-                .label(self.hir.span(b), format!("this is `{}`", kb.name()))
-                .note("einlang never converts numbers implicitly")
-                .help(format!("convert one side with `as`, for example `(...) as {}`", ka.name()));
+            let d =
+                Diagnostic::error(span, format!("mismatched types: `{}` {} `{}`", ka.name(), op.symbol(), kb.name()))
+                    .label(self.hir.span(a), format!("this is `{}`", ka.name()))
+                    .label(self.hir.span(b), format!("this is `{}`", kb.name()))
+                    .note("einlang never converts numbers implicitly")
+                    .help(format!("convert one side with `as`, for example `(...) as {}`", ka.name()));
             self.err(d);
             return Ty::Error;
         }
@@ -1053,7 +1141,11 @@ impl<'a> Cx<'a> {
                 if d1.len() != d2.len() || d1.iter().zip(d2).any(|(x, y)| x.prove_eq(y) == Truth::False) {
                     let d = Diagnostic::error(
                         span,
-                        format!("cannot combine tensors of shapes `{}` and `{}` without indices", self.t.show_ty(a), self.t.show_ty(b)),
+                        format!(
+                            "cannot combine tensors of shapes `{}` and `{}` without indices",
+                            self.t.show_ty(a),
+                            self.t.show_ty(b)
+                        ),
                     )
                     .note("without indices, only tensors of the same shape, or a tensor and a scalar, combine")
                     .help("write the operation with indices, e.g. `let z[i, j] = x[i, j] + y[j];`");
@@ -1063,7 +1155,10 @@ impl<'a> Cx<'a> {
                 Some(Some(d1.clone()))
             }
             _ => {
-                self.err(Diagnostic::error(span, format!("cannot combine `{}` and `{}`", self.t.show_ty(a), self.t.show_ty(b))));
+                self.err(Diagnostic::error(
+                    span,
+                    format!("cannot combine `{}` and `{}`", self.t.show_ty(a), self.t.show_ty(b)),
+                ));
                 None
             }
         }
@@ -1079,7 +1174,8 @@ impl<'a> Cx<'a> {
                     return ta.clone();
                 }
             }
-            let d = Diagnostic::error(span, format!("cannot raise `{}` to `{}`", self.t.show_ty(ta), self.t.show_ty(tb)));
+            let d =
+                Diagnostic::error(span, format!("cannot raise `{}` to `{}`", self.t.show_ty(ta), self.t.show_ty(tb)));
             self.err(d);
             return Ty::Error;
         };
@@ -1097,7 +1193,14 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn infer_call(&mut self, e: ExprId, callee: &Callee, callee_span: Span, args: &[ExprId], expect: Option<ScalarKind>) -> Ty {
+    fn infer_call(
+        &mut self,
+        e: ExprId,
+        callee: &Callee,
+        callee_span: Span,
+        args: &[ExprId],
+        expect: Option<ScalarKind>,
+    ) -> Ty {
         let span = self.hir.span(e);
         match callee {
             Callee::Intrinsic(i) => self.infer_intrinsic(e, *i, callee_span, args, expect),
@@ -1112,8 +1215,11 @@ impl<'a> Cx<'a> {
                     match self.fn_state[f.index()] {
                         FnState::NotStarted => self.analyze_fn(f),
                         FnState::InProgress => {
-                            let d = Diagnostic::error(callee_span, format!("recursive call of `{fname}` needs a declared result type"))
-                                .help(format!("declare it: `fn {fname}(...) -> T`"));
+                            let d = Diagnostic::error(
+                                callee_span,
+                                format!("recursive call of `{fname}` needs a declared result type"),
+                            )
+                            .help(format!("declare it: `fn {fname}(...) -> T`"));
                             self.err(d);
                             args.iter().for_each(|a| {
                                 self.infer(*a, None);
@@ -1189,7 +1295,11 @@ impl<'a> Cx<'a> {
                         _ => {
                             let d = Diagnostic::error(
                                 self.hir.span(*a),
-                                format!("mismatched types: parameter `{pname}` of `{fname}` is `{}`, found `{}`", self.t.show_ty(p), self.t.show_ty(&at)),
+                                format!(
+                                    "mismatched types: parameter `{pname}` of `{fname}` is `{}`, found `{}`",
+                                    self.t.show_ty(p),
+                                    self.t.show_ty(&at)
+                                ),
                             )
                             .label(self.hir.span(*a), "");
                             let d = Diagnostic { labels: Vec::new(), ..d };
@@ -1242,7 +1352,12 @@ impl<'a> Cx<'a> {
             let n = func.params.len();
             let d = Diagnostic::error(
                 self.hir.span(e),
-                format!("this function takes {n} argument{} but {} {} supplied", if n == 1 { "" } else { "s" }, args.len(), if args.len() == 1 { "was" } else { "were" }),
+                format!(
+                    "this function takes {n} argument{} but {} {} supplied",
+                    if n == 1 { "" } else { "s" },
+                    args.len(),
+                    if args.len() == 1 { "was" } else { "were" }
+                ),
             )
             .label(self.hir.defs[func.def].span, format!("`{name}` is defined here"));
             self.err(d);
@@ -1279,7 +1394,10 @@ impl<'a> Cx<'a> {
     fn infer_tensor_cast(&mut self, e: ExprId, x: ExprId, ann: &TyAnn) -> Ty {
         let span = self.hir.span(e);
         let ExprKind::Builtin(crate::hir::Builtin::LoadNpy, args) = &self.hir.exprs[x].kind else {
-            self.err(Diagnostic::error(span, "only `load_npy(...)` can be cast to a tensor type").note("converting other values to a tensor type is not supported yet"));
+            self.err(
+                Diagnostic::error(span, "only `load_npy(...)` can be cast to a tensor type")
+                    .note("converting other values to a tensor type is not supported yet"),
+            );
             return Ty::Error;
         };
         let Some(&path) = args.first().filter(|_| args.len() == 1) else {
@@ -1288,7 +1406,10 @@ impl<'a> Cx<'a> {
         };
         let pt = self.infer(path, None);
         if !matches!(pt, Ty::Str | Ty::Error) {
-            let d = Diagnostic::error(self.hir.span(path), format!("the path of `load_npy` must be a string, found `{}`", self.t.show_ty(&pt)));
+            let d = Diagnostic::error(
+                self.hir.span(path),
+                format!("the path of `load_npy` must be a string, found `{}`", self.t.show_ty(&pt)),
+            );
             self.err(d);
             return Ty::Error;
         }
@@ -1326,7 +1447,12 @@ impl<'a> Cx<'a> {
         Ty::Tensor(*elem, shape)
     }
 
-    fn infer_comprehension(&mut self, body: ExprId, clauses: &[crate::hir::CompClause], expect: Option<ScalarKind>) -> Ty {
+    fn infer_comprehension(
+        &mut self,
+        body: ExprId,
+        clauses: &[crate::hir::CompClause],
+        expect: Option<ScalarKind>,
+    ) -> Ty {
         use crate::hir::CompClause;
         let mut len = Dim::one();
         let mut filtered = false;
@@ -1349,11 +1475,21 @@ impl<'a> Cx<'a> {
                     let elem = match &t {
                         Ty::Tensor(k, dims) if !dims.is_empty() => {
                             len = len.mul(&dims[0]);
-                            if dims.len() == 1 { Ty::Scalar(*k) } else { Ty::Tensor(*k, dims[1..].to_vec()) }
+                            if dims.len() == 1 {
+                                Ty::Scalar(*k)
+                            } else {
+                                Ty::Tensor(*k, dims[1..].to_vec())
+                            }
                         }
                         Ty::Error => Ty::Error,
                         other => {
-                            let d = Diagnostic::error(self.hir.span(*over), format!("a comprehension iterates over a tensor or a range, found `{}`", self.t.show_ty(other)));
+                            let d = Diagnostic::error(
+                                self.hir.span(*over),
+                                format!(
+                                    "a comprehension iterates over a tensor or a range, found `{}`",
+                                    self.t.show_ty(other)
+                                ),
+                            );
                             self.err(d);
                             Ty::Error
                         }
@@ -1380,8 +1516,11 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         }
         let Ty::Scalar(k) = bt else {
-            let d = Diagnostic::error(self.hir.span(body), format!("the elements of a comprehension must be scalars, found `{}`", self.t.show_ty(&bt)))
-                .note("comprehensions of tensors are not supported yet");
+            let d = Diagnostic::error(
+                self.hir.span(body),
+                format!("the elements of a comprehension must be scalars, found `{}`", self.t.show_ty(&bt)),
+            )
+            .note("comprehensions of tensors are not supported yet");
             self.err(d);
             return Ty::Error;
         };
@@ -1394,7 +1533,13 @@ impl<'a> Cx<'a> {
         Ty::Tensor(k, vec![len])
     }
 
-    fn infer_match(&mut self, e: ExprId, scrutinee: ExprId, arms: &[crate::hir::Arm], expect: Option<ScalarKind>) -> Ty {
+    fn infer_match(
+        &mut self,
+        e: ExprId,
+        scrutinee: ExprId,
+        arms: &[crate::hir::Arm],
+        expect: Option<ScalarKind>,
+    ) -> Ty {
         let st = self.infer(scrutinee, None);
         let mut result: Option<Ty> = None;
         let mut failed = st.is_error();
@@ -1413,9 +1558,12 @@ impl<'a> Cx<'a> {
             match (&result, &bt) {
                 (_, Ty::Error) => failed = true,
                 (None, _) => result = Some(bt),
-                (Some(Ty::Tensor(_, d1)), Ty::Tensor(_, d2)) if d1.len() == d2.len() && d1.iter().zip(d2).any(|(a, b)| a.prove_eq(b) != Truth::True) => {
-                    let d = Diagnostic::error(self.hir.span(arm.body), "match arms give tensors whose shapes may differ")
-                        .note("the value of a `match` must have one shape whichever arm runs");
+                (Some(Ty::Tensor(_, d1)), Ty::Tensor(_, d2))
+                    if d1.len() == d2.len() && d1.iter().zip(d2).any(|(a, b)| a.prove_eq(b) != Truth::True) =>
+                {
+                    let d =
+                        Diagnostic::error(self.hir.span(arm.body), "match arms give tensors whose shapes may differ")
+                            .note("the value of a `match` must have one shape whichever arm runs");
                     self.err(d);
                     failed = true;
                 }
@@ -1423,7 +1571,11 @@ impl<'a> Cx<'a> {
                 (Some(r), _) => {
                     let d = Diagnostic::error(
                         self.hir.span(arm.body),
-                        format!("match arms have different types: `{}` and `{}`", self.t.show_ty(r), self.t.show_ty(&bt)),
+                        format!(
+                            "match arms have different types: `{}` and `{}`",
+                            self.t.show_ty(r),
+                            self.t.show_ty(&bt)
+                        ),
                     );
                     self.err(d);
                     failed = true;
@@ -1469,7 +1621,10 @@ impl<'a> Cx<'a> {
                     (false, false) => Some("`true` and `false` not covered".to_string()),
                 }
             }
-            Ty::Scalar(k) if k.is_int() => Some(format!("patterns of `{}` need a wildcard arm; integer ranges are not checked for coverage", k.name())),
+            Ty::Scalar(k) if k.is_int() => Some(format!(
+                "patterns of `{}` need a wildcard arm; integer ranges are not checked for coverage",
+                k.name()
+            )),
             other => Some(format!("values of type `{}` need a wildcard arm", self.t.show_ty(other))),
         }
     }
@@ -1501,7 +1656,10 @@ impl<'a> Cx<'a> {
                 if lit_ok(lo, *k) && lit_ok(hi, *k) && *k != ScalarKind::Bool {
                     return true;
                 }
-                self.err(Diagnostic::error(*span, format!("this range pattern cannot match a value of type `{}`", k.name())));
+                self.err(Diagnostic::error(
+                    *span,
+                    format!("this range pattern cannot match a value of type `{}`", k.name()),
+                ));
                 false
             }
             (Pat::Tuple(items), Ty::Tuple(tys)) if items.len() == tys.len() => {
@@ -1516,7 +1674,10 @@ impl<'a> Cx<'a> {
                     Pat::Lit(_, s) | Pat::Range { span: s, .. } => *s,
                     _ => Span::call_site(),
                 };
-                self.err(Diagnostic::error(span, format!("this pattern cannot match a value of type `{}`", self.t.show_ty(other))));
+                self.err(Diagnostic::error(
+                    span,
+                    format!("this pattern cannot match a value of type `{}`", self.t.show_ty(other)),
+                ));
                 false
             }
         }
@@ -1553,7 +1714,10 @@ impl<'a> Cx<'a> {
                 if let Some(m) = args.get(1) {
                     let t = self.infer(*m, None);
                     if !matches!(t, Ty::Str | Ty::Error) {
-                        let d = Diagnostic::error(self.hir.span(*m), format!("the message of `assert` must be a string, found `{}`", self.t.show_ty(&t)));
+                        let d = Diagnostic::error(
+                            self.hir.span(*m),
+                            format!("the message of `assert` must be a string, found `{}`", self.t.show_ty(&t)),
+                        );
                         self.err(d);
                     }
                 }
@@ -1570,11 +1734,17 @@ impl<'a> Cx<'a> {
                 let p = self.infer(args[0], None);
                 let x = self.infer(args[1], None);
                 if !matches!(p, Ty::Str | Ty::Error) {
-                    let d = Diagnostic::error(self.hir.span(args[0]), format!("the path of `save_npy` must be a string, found `{}`", self.t.show_ty(&p)));
+                    let d = Diagnostic::error(
+                        self.hir.span(args[0]),
+                        format!("the path of `save_npy` must be a string, found `{}`", self.t.show_ty(&p)),
+                    );
                     self.err(d);
                 }
                 if !matches!(x, Ty::Tensor(..) | Ty::Error) {
-                    let d = Diagnostic::error(self.hir.span(args[1]), format!("`save_npy` writes a tensor, found `{}`", self.t.show_ty(&x)));
+                    let d = Diagnostic::error(
+                        self.hir.span(args[1]),
+                        format!("`save_npy` writes a tensor, found `{}`", self.t.show_ty(&x)),
+                    );
                     self.err(d);
                 }
                 Ty::unit()
@@ -1584,9 +1754,14 @@ impl<'a> Cx<'a> {
                 match t {
                     Ty::Error => Ty::Error,
                     Ty::Tensor(_, dims) if b == Builtin::Len && !dims.is_empty() => Ty::I64,
-                    Ty::Tensor(_, dims) if b == Builtin::Shape => Ty::Tensor(ScalarKind::I64, vec![Dim::constant(dims.len() as i64)]),
+                    Ty::Tensor(_, dims) if b == Builtin::Shape => {
+                        Ty::Tensor(ScalarKind::I64, vec![Dim::constant(dims.len() as i64)])
+                    }
                     other => {
-                        let d = Diagnostic::error(self.hir.span(args[0]), format!("`{}` takes a tensor, found `{}`", b.name(), self.t.show_ty(&other)));
+                        let d = Diagnostic::error(
+                            self.hir.span(args[0]),
+                            format!("`{}` takes a tensor, found `{}`", b.name(), self.t.show_ty(&other)),
+                        );
                         self.err(d);
                         Ty::Error
                     }
@@ -1611,7 +1786,14 @@ impl<'a> Cx<'a> {
         Some((*sargs.first()?, usize::try_from(d).ok()?))
     }
 
-    fn infer_intrinsic(&mut self, e: ExprId, i: Intrinsic, callee_span: Span, args: &[ExprId], expect: Option<ScalarKind>) -> Ty {
+    fn infer_intrinsic(
+        &mut self,
+        e: ExprId,
+        i: Intrinsic,
+        callee_span: Span,
+        args: &[ExprId],
+        expect: Option<ScalarKind>,
+    ) -> Ty {
         use crate::ir::Signature;
         let span = self.hir.span(e);
         let sig = i.signature();
@@ -1620,7 +1802,12 @@ impl<'a> Cx<'a> {
         if args.len() != arity {
             let d = Diagnostic::error(
                 span,
-                format!("this function takes {arity} argument{} but {} {} supplied", if arity == 1 { "" } else { "s" }, args.len(), if args.len() == 1 { "was" } else { "were" }),
+                format!(
+                    "this function takes {arity} argument{} but {} {} supplied",
+                    if arity == 1 { "" } else { "s" },
+                    args.len(),
+                    if args.len() == 1 { "was" } else { "were" }
+                ),
             )
             .label(callee_span, format!("`std::math::{name}` takes {arity}"));
             self.err(d);
@@ -1662,8 +1849,11 @@ impl<'a> Cx<'a> {
                 return Ty::Error;
             };
             if ka != kb || !accepts(ka) {
-                let d = Diagnostic::error(span, format!("mismatched types: `{name}` of `{}` and `{}`", ka.name(), kb.name()))
-                    .help(format!("both arguments must be {wanted} of the same type"));
+                let d = Diagnostic::error(
+                    span,
+                    format!("mismatched types: `{name}` of `{}` and `{}`", ka.name(), kb.name()),
+                )
+                .help(format!("both arguments must be {wanted} of the same type"));
                 self.err(d);
                 return Ty::Error;
             }
@@ -1682,7 +1872,11 @@ impl<'a> Cx<'a> {
         };
         if !accepts(k) {
             let d = Diagnostic::error(self.hir.span(args[0]), format!("`{name}` takes {wanted}, found `{}`", k.name()));
-            let d = if k.is_int() && sig == Signature::FloatUnary { d.help(format!("convert it first: `{name}(x as f32)`")) } else { d };
+            let d = if k.is_int() && sig == Signature::FloatUnary {
+                d.help(format!("convert it first: `{name}(x as f32)`"))
+            } else {
+                d
+            };
             self.err(d);
             return Ty::Error;
         }
@@ -1700,7 +1894,10 @@ impl<'a> Cx<'a> {
             if self.axis_dim(x, axis).is_some() {
                 return Ty::I64;
             }
-            let d = Diagnostic::error(span, format!("axis {axis} is out of range for `shape` of a `{}`", self.t.show_ty(self.t.ty(x))));
+            let d = Diagnostic::error(
+                span,
+                format!("axis {axis} is out of range for `shape` of a `{}`", self.t.show_ty(self.t.ty(x))),
+            );
             self.err(d);
             return Ty::Error;
         }
@@ -1712,13 +1909,17 @@ impl<'a> Cx<'a> {
         };
         let tensor = self.name(tensor_def).to_string();
         let Ty::Tensor(k, dims) = bt else {
-            let d = Diagnostic::error(span, format!("`{tensor}` is not a tensor; it has type `{}`", self.t.show_ty(&bt)));
+            let d =
+                Diagnostic::error(span, format!("`{tensor}` is not a tensor; it has type `{}`", self.t.show_ty(&bt)));
             self.err(d);
             return Ty::Error;
         };
         for (a, t) in args.iter().zip(&arg_tys) {
             if !t.scalar().is_some_and(|k| k.is_int()) {
-                let d = Diagnostic::error(self.hir.span(*a), format!("an index must be an integer, found `{}`", self.t.show_ty(t)));
+                let d = Diagnostic::error(
+                    self.hir.span(*a),
+                    format!("an index must be an integer, found `{}`", self.t.show_ty(t)),
+                );
                 self.err(d);
                 return Ty::Error;
             }
@@ -1728,7 +1929,10 @@ impl<'a> Cx<'a> {
                 span,
                 format!("rank mismatch: `{tensor}` has rank {} but is indexed with {} indices", dims.len(), args.len()),
             )
-            .label(self.hir.defs[tensor_def].span, format!("`{tensor}` has type `{}`", self.t.show_ty(&Ty::Tensor(k, dims.clone()))));
+            .label(
+                self.hir.defs[tensor_def].span,
+                format!("`{tensor}` has type `{}`", self.t.show_ty(&Ty::Tensor(k, dims.clone()))),
+            );
             self.err(d);
             return Ty::Error;
         }
@@ -1752,7 +1956,15 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn infer_reduce(&mut self, e: ExprId, op: RedOp, vars: &[crate::hir::RedVar], wheres: &[Where], body: ExprId, expect: Option<ScalarKind>) -> Ty {
+    fn infer_reduce(
+        &mut self,
+        e: ExprId,
+        op: RedOp,
+        vars: &[crate::hir::RedVar],
+        wheres: &[Where],
+        body: ExprId,
+        expect: Option<ScalarKind>,
+    ) -> Ty {
         let span = self.hir.span(e);
         for v in vars {
             self.env.insert(v.def, Ty::I64);
@@ -1783,8 +1995,11 @@ impl<'a> Cx<'a> {
             Ty::Error => return Ty::Error,
             Ty::Scalar(k) => k,
             other => {
-                let d = Diagnostic::error(self.hir.span(body), format!("the body of `{}` must be a scalar, found `{}`", op.name(), self.t.show_ty(&other)))
-                    .help("index the tensor inside the reduction");
+                let d = Diagnostic::error(
+                    self.hir.span(body),
+                    format!("the body of `{}` must be a scalar, found `{}`", op.name(), self.t.show_ty(&other)),
+                )
+                .help("index the tensor inside the reduction");
                 self.err(d);
                 return Ty::Error;
             }
@@ -1794,7 +2009,9 @@ impl<'a> Cx<'a> {
                 self.err(Diagnostic::error(span, format!("`{}` needs a `bool` body, found `{}`", op.name(), k.name())));
                 Ty::Error
             }
-            RedOp::Sum | RedOp::Prod | RedOp::Max | RedOp::Min | RedOp::ArgMax | RedOp::ArgMin if k == ScalarKind::Bool => {
+            RedOp::Sum | RedOp::Prod | RedOp::Max | RedOp::Min | RedOp::ArgMax | RedOp::ArgMin
+                if k == ScalarKind::Bool =>
+            {
                 self.err(Diagnostic::error(span, format!("`{}` needs a numeric body, found `bool`", op.name())));
                 Ty::Error
             }
@@ -1876,7 +2093,9 @@ impl<'a> Cx<'a> {
                     BinOp::Mul => Some(a.mul(&b)),
                     // Integer division truncates; it equals floor division
                     // only for a non-negative numerator and positive divisor.
-                    BinOp::Div if Dim::zero().prove_le(&a) == Truth::True && Dim::one().prove_le(&b) == Truth::True => a.floor_div(&b),
+                    BinOp::Div if Dim::zero().prove_le(&a) == Truth::True && Dim::one().prove_le(&b) == Truth::True => {
+                        a.floor_div(&b)
+                    }
                     _ => None,
                 }
             }
@@ -1954,7 +2173,10 @@ fn compatible_declared(declared: &Ty, found: &Ty) -> bool {
         (Ty::Tensor(k1, d1), Ty::Tensor(k2, d2)) => {
             k1 == k2
                 && d1.len() == d2.len()
-                && d1.iter().zip(d2).all(|(a, b)| a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) || a.prove_eq(b) == Truth::True)
+                && d1
+                    .iter()
+                    .zip(d2)
+                    .all(|(a, b)| a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) || a.prove_eq(b) == Truth::True)
         }
         (Ty::Tuple(a), Ty::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compatible_declared(x, y)),
         _ => declared == found,

@@ -68,13 +68,17 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
                 Some(i) => *i,
                 None => {
                     if cache.len() >= MAX_INSTANCES {
-                        diags.push(Diagnostic::error(req.span, format!("more than {MAX_INSTANCES} instances of generic functions")));
+                        diags.push(Diagnostic::error(
+                            req.span,
+                            format!("more than {MAX_INSTANCES} instances of generic functions"),
+                        ));
                         return tables;
                     }
                     let (inst, errors) = new_instance(hir, req.generic, &cache_key.1, &req.args);
                     if !errors.is_empty() {
                         let name = hir.name(hir.fns[req.generic].def).to_string();
-                        let mut d = Diagnostic::error(req.span, format!("`{name}` cannot be called with these arguments"));
+                        let mut d =
+                            Diagnostic::error(req.span, format!("`{name}` cannot be called with these arguments"));
                         for e in errors {
                             d = d.label(e.span, e.message).note_all(e.notes).help_all(e.helps);
                         }
@@ -121,10 +125,14 @@ fn annotation(hir: &mut Hir, t: &Ty, pname: &str, span: Span) -> TyAnn {
     match t {
         Ty::Scalar(k) => TyAnn::Scalar(*k),
         Ty::Tensor(k, dims) => {
-            let dims = (0..dims.len()).map(|i| DimAnn::Sym(hir.alloc_def(format!("{pname}{i}"), DefKind::Dim, span), span)).collect();
+            let dims = (0..dims.len())
+                .map(|i| DimAnn::Sym(hir.alloc_def(format!("{pname}{i}"), DefKind::Dim, span), span))
+                .collect();
             TyAnn::Tensor { elem: *k, dims, span }
         }
-        Ty::Tuple(items) => TyAnn::Tuple(items.iter().enumerate().map(|(i, t)| annotation(hir, t, &format!("{pname}_{i}_"), span)).collect()),
+        Ty::Tuple(items) => TyAnn::Tuple(
+            items.iter().enumerate().map(|(i, t)| annotation(hir, t, &format!("{pname}_{i}_"), span)).collect(),
+        ),
         Ty::Str => TyAnn::Str,
         Ty::Error => TyAnn::Tuple(Vec::new()),
     }

@@ -156,7 +156,11 @@ impl<'a> Cx<'a> {
         let rest = arg.substitute(&|x| (x == var).then(Dim::zero));
         let rest_max = self.extremum(&rest, true, &[])?;
         let rest_min = self.extremum(&rest, false, &[])?;
-        let end = if c == 1 { len.sub(&rest_max) } else { len.add_const(-1).sub(&rest_max).floor_div(&Dim::constant(c))?.add_const(1) };
+        let end = if c == 1 {
+            len.sub(&rest_max)
+        } else {
+            len.add_const(-1).sub(&rest_max).floor_div(&Dim::constant(c))?.add_const(1)
+        };
         let start = match rest_min.as_constant() {
             Some(m) if m < 0 => Dim::constant((-m + c - 1) / c),
             _ => Dim::zero(),
@@ -235,7 +239,8 @@ impl<'a> Cx<'a> {
         }
 
         // Then affine reads, until nothing changes.
-        let mut unsolved: Vec<DefId> = pending.iter().copied().filter(|v| !self.t.ranges.contains_key(v) && !failed.contains(v)).collect();
+        let mut unsolved: Vec<DefId> =
+            pending.iter().copied().filter(|v| !self.t.ranges.contains_key(v) && !failed.contains(v)).collect();
         loop {
             let mut progress = false;
             for v in unsolved.clone() {
@@ -273,7 +278,8 @@ impl<'a> Cx<'a> {
         // Bounds checks.
         let mut deferred = Vec::new();
         for r in reads {
-            let involved: Vec<DefId> = r.axes.iter().filter_map(|(_, a, _)| a.as_ref()).flat_map(|a| self.index_vars(a)).collect();
+            let involved: Vec<DefId> =
+                r.axes.iter().filter_map(|(_, a, _)| a.as_ref()).flat_map(|a| self.index_vars(a)).collect();
             if involved.iter().any(|v| failed.contains(v) || self.failed_vars.contains(v)) {
                 self.failed_vars.extend(failed.iter().copied());
                 self.t.read_proven.insert(r.expr, false);
@@ -350,7 +356,8 @@ impl<'a> Cx<'a> {
                     }
                 }
             }
-            let (Some(lo), Some(hi)) = (self.extremum(arg, false, &r.narrow), self.extremum(arg, true, &r.narrow)) else {
+            let (Some(lo), Some(hi)) = (self.extremum(arg, false, &r.narrow), self.extremum(arg, true, &r.narrow))
+            else {
                 proven = false;
                 continue;
             };
@@ -364,13 +371,20 @@ impl<'a> Cx<'a> {
                 continue;
             }
             let (reach, bound) = if high_ok == Truth::False {
-                (format!("reaches `{}`", self.t.show_dim(&hi)), format!("the axis has length `{}`", self.t.show_dim(len)))
+                (
+                    format!("reaches `{}`", self.t.show_dim(&hi)),
+                    format!("the axis has length `{}`", self.t.show_dim(len)),
+                )
             } else {
                 (format!("reaches `{}`", self.t.show_dim(&lo)), "indices start at 0".to_string())
             };
             let d = Diagnostic::error(
                 self.hir.span(*arg_expr),
-                format!("index out of bounds: axis {axis} of `{}` is read at `{}`, which {reach}, but {bound}", r.tensor, self.t.show_dim(arg)),
+                format!(
+                    "index out of bounds: axis {axis} of `{}` is read at `{}`, which {reach}, but {bound}",
+                    r.tensor,
+                    self.t.show_dim(arg)
+                ),
             )
             .label(r.span, "in this read")
             .help("narrow the index's range, or guard the read with `where` or `if`");

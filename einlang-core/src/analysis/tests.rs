@@ -7,7 +7,8 @@ use expect_test::{expect, Expect};
 use crate::diag::Diagnostics;
 
 fn analyze_src(src: &str) -> Result<String, String> {
-    let ast = crate::syntax::parse_str(src).map_err(|d| d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))?;
+    let ast =
+        crate::syntax::parse_str(src).map_err(|d| d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))?;
     let mut diags = Diagnostics::new();
     let hir = crate::resolve::resolve_program(&ast, &mut diags);
     if diags.has_errors() {
@@ -81,12 +82,15 @@ fn strided_pool_extent() {
 
 #[test]
 fn neighbour_difference_shrinks_the_range() {
-    check("fn d(x: [f32; N]) -> [f32; N - 1] { let d[i] = x[i + 1] - x[i]; d }", expect![[r#"
+    check(
+        "fn d(x: [f32; N]) -> [f32; N - 1] { let d[i] = x[i + 1] - x[i]; d }",
+        expect![[r#"
         fn d(x#0: [f32; N]) -> [f32; N - 1] {
             let d#2[i#1 in 0..N - 1]: [f32; N - 1] = (x#0[(i#1 + 1)] - x#0[i#1]);
             d#2
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -117,93 +121,126 @@ fn literals_take_their_type_from_context() {
 
 #[test]
 fn undecidable_result_shape_is_checked_at_run_time() {
-    check("fn f(x: [f32; N, M]) -> [f32; M, N] { let y[i, j] = x[i, j]; y }", expect![[r#"
+    check(
+        "fn f(x: [f32; N, M]) -> [f32; M, N] { let y[i, j] = x[i, j]; y }",
+        expect![[r#"
         fn f(x#0: [f32; N, M]) -> [f32; M, N] {
             let y#3[i#1 in 0..N, j#2 in 0..M]: [f32; N, M] = x#0[i#1, j#2];
             y#3
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn undecidable_extents_are_checked_at_run_time() {
-    check("fn f(a: [f32; N], b: [f32; M]) -> [f32; N] { let c[i] = a[i] + b[i]; c }", expect![[r#"
+    check(
+        "fn f(a: [f32; N], b: [f32; M]) -> [f32; N] { let c[i] = a[i] + b[i]; c }",
+        expect![[r#"
         fn f(a#0: [f32; N], b#1: [f32; M]) -> [f32; N] {
             let c#3[i#2 in 0..N]: [f32; N] = (a#0[i#2] + b#1[i#2]);
             c#3
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn index_bound_to_two_extents() {
-    check_error("fn f(a: [f32; 3], b: [f32; 4]) -> f32 { sum[i](a[i] * b[i]) }", expect![[r#"
+    check_error(
+        "fn f(a: [f32; 3], b: [f32; 4]) -> f32 { sum[i](a[i] * b[i]) }",
+        expect![[r#"
         error: index `i` is bound to two different extents: 3 (axis 0 of `a`) and 4 (axis 0 of `b`) @1:56
           label @1:49: `i` ranges over 0..3 here
-          = help: make the extents agree, or give `i` an explicit range: `i in 0..n`"#]]);
+          = help: make the extents agree, or give `i` an explicit range: `i in 0..n`"#]],
+    );
 }
 
 #[test]
 fn out_of_bounds_affine_read() {
-    check_error("fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = x[i + 1]; y }", expect![[r#"
+    check_error(
+        "fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = x[i + 1]; y }",
+        expect![[r#"
         error: index out of bounds: axis 0 of `x` is read at `i + 1`, which reaches `N`, but the axis has length `N` @1:53
           label @1:51: in this read
-          = help: narrow the index's range, or guard the read with `where` or `if`"#]]);
+          = help: narrow the index's range, or guard the read with `where` or `if`"#]],
+    );
 }
 
 #[test]
 fn no_inferable_range() {
-    check_error("fn f(x: [f32; N]) -> f32 { sum[k](x[k + 1] * 2.0) + sum[j](1.0) }", expect![[r#"
+    check_error(
+        "fn f(x: [f32; N]) -> f32 { sum[k](x[k + 1] * 2.0) + sum[j](1.0) }",
+        expect![[r#"
         error: cannot infer the range of index `j` @1:56
           = note: `j` is never used alone to index a tensor axis, so no axis gives its extent
-          = help: give it an explicit range: `j in a..b`"#]]);
+          = help: give it an explicit range: `j in a..b`"#]],
+    );
 }
 
 #[test]
 fn declared_result_shape_differs() {
-    check_error("fn f(x: [f32; N]) -> [f32; N] { let d[i] = x[i + 1] - x[i]; d }", expect![[r#"
+    check_error(
+        "fn f(x: [f32; N]) -> [f32; N] { let d[i] = x[i + 1] - x[i]; d }",
+        expect![[r#"
         error: mismatched result type: the body has type `[f32; N - 1]`, the function declares `[f32; N]` @1:60
           label @1:21: result type declared here
-          = note: axis 0 is declared as `N` but inferred as `N - 1`"#]]);
+          = note: axis 0 is declared as `N` but inferred as `N - 1`"#]],
+    );
 }
 
 #[test]
 fn element_type_mismatch() {
-    check_error("fn f(x: f32, y: f64) -> f32 { x + y }", expect![[r#"
+    check_error(
+        "fn f(x: f32, y: f64) -> f32 { x + y }",
+        expect![[r#"
         error: mismatched types: `f32` + `f64` @1:30
           label @1:30: this is `f32`
           label @1:34: this is `f64`
           = note: einlang never converts numbers implicitly
-          = help: convert one side with `as`, for example `(...) as f32`"#]]);
+          = help: convert one side with `as`, for example `(...) as f32`"#]],
+    );
 }
 
 #[test]
 fn rank_mismatch() {
-    check_error("fn f(x: [f32; N]) -> f32 { x[0, 1] }", expect![[r#"
+    check_error(
+        "fn f(x: [f32; N]) -> f32 { x[0, 1] }",
+        expect![[r#"
         error: rank mismatch: `x` has rank 1 but is indexed with 2 indices @1:27
-          label @1:5: `x` has type `[f32; N]`"#]]);
+          label @1:5: `x` has type `[f32; N]`"#]],
+    );
 }
 
 #[test]
 fn wrong_argument_count() {
-    check_error("fn g(x: f32, y: f32) -> f32 { x * y } fn f(x: f32) -> f32 { g(x) }", expect![[r#"
+    check_error(
+        "fn g(x: f32, y: f32) -> f32 { x * y } fn f(x: f32) -> f32 { g(x) }",
+        expect![[r#"
         error: this function takes 2 arguments but 1 argument was supplied @1:60
-          label @1:3: `g` is defined here"#]]);
+          label @1:3: `g` is defined here"#]],
+    );
 }
 
 #[test]
 fn non_scalar_condition() {
-    check_error("fn f(x: [bool; N], y: f32) -> f32 { if x { y } else { 0.0 } }", expect![[r#"
+    check_error(
+        "fn f(x: [bool; N], y: f32) -> f32 { if x { y } else { 0.0 } }",
+        expect![[r#"
         error: the condition of `if` must be a scalar `bool`, found `[bool; N]` @1:39
           = note: conditions are evaluated once per point; a tensor has no single truth value
-          = help: index the tensor, or reduce it with `all[..](..)` / `any[..](..)`"#]]);
+          = help: index the tensor, or reduce it with `all[..](..)` / `any[..](..)`"#]],
+    );
 }
 
 #[test]
 fn integer_literal_where_float_is_needed() {
-    check_error("fn f(x: f32) -> f32 { x * 2 }", expect![[r#"
+    check_error(
+        "fn f(x: f32) -> f32 { x * 2 }",
+        expect![[r#"
         error: mismatched types: expected `f32`, found an integer literal @1:26
-          = help: use a float literal: `2.0`"#]]);
+          = help: use a float literal: `2.0`"#]],
+    );
 }
 
 #[test]

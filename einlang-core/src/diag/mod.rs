@@ -34,7 +34,14 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { level: Level::Error, message: message.into(), span, labels: Vec::new(), notes: Vec::new(), helps: Vec::new() }
+        Diagnostic {
+            level: Level::Error,
+            message: message.into(),
+            span,
+            labels: Vec::new(),
+            notes: Vec::new(),
+            helps: Vec::new(),
+        }
     }
 
     /// An internal compiler error at `span`.

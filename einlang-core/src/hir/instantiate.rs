@@ -12,8 +12,8 @@ use crate::diag::Diagnostic;
 use crate::span::Span;
 
 use super::{
-    Arm, Block, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart, Param, Pat, Range, RedVar, Slot,
-    Stmt, TyAnn, Where,
+    Arm, Block, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart,
+    Param, Pat, Range, RedVar, Slot, Stmt, TyAnn, Where,
 };
 
 /// Appends a copy of `f` named `name` whose parameters have the types
@@ -25,7 +25,14 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
     let template = hir.fns[f].clone();
     let span = hir.defs[template.def].span;
     let def = hir.alloc_def(name, DefKind::Local, span);
-    let mut cx = Cloner { hir, defs: HashMap::new(), ranks: HashMap::new(), rests: HashMap::new(), errors: Vec::new(), reported: Default::default() };
+    let mut cx = Cloner {
+        hir,
+        defs: HashMap::new(),
+        ranks: HashMap::new(),
+        rests: HashMap::new(),
+        errors: Vec::new(),
+        reported: Default::default(),
+    };
     let mut new_params = Vec::new();
     for (p, given) in template.params.iter().zip(params) {
         let ty = match given {
@@ -61,9 +68,13 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
 fn children(kind: &ExprKind, out: &mut Vec<ExprId>) {
     match kind {
         ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) => {}
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => out.push(*a),
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
+            out.push(*a)
+        }
         ExprKind::Binary(_, a, b) => out.extend([*a, *b]),
-        ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => out.extend(args.iter().copied()),
+        ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => {
+            out.extend(args.iter().copied())
+        }
         ExprKind::Index { base, args } => {
             out.push(*base);
             out.extend(args.iter().copied());
@@ -151,7 +162,9 @@ impl Cloner<'_> {
             TyAnn::Scalar(k) => TyAnn::Scalar(*k),
             TyAnn::Str => TyAnn::Str,
             TyAnn::Tuple(items) => TyAnn::Tuple(items.iter().map(|t| self.ty(t)).collect()),
-            TyAnn::Tensor { elem, dims, span } => TyAnn::Tensor { elem: *elem, dims: dims.iter().map(|d| self.dim(d)).collect(), span: *span },
+            TyAnn::Tensor { elem, dims, span } => {
+                TyAnn::Tensor { elem: *elem, dims: dims.iter().map(|d| self.dim(d)).collect(), span: *span }
+            }
         }
     }
 
@@ -194,8 +207,11 @@ impl Cloner<'_> {
                         return Vec::new();
                     }
                     self.errors.push(
-                        Diagnostic::error(self.hir.span(e), "ambiguous rest indices: two rest indices share one subscript")
-                            .help("a subscript may use one rest index; name the other axes"),
+                        Diagnostic::error(
+                            self.hir.span(e),
+                            "ambiguous rest indices: two rest indices share one subscript",
+                        )
+                        .help("a subscript may use one rest index; name the other axes"),
                     );
                     return Vec::new();
                 }
@@ -210,10 +226,9 @@ impl Cloner<'_> {
             children(&kind, &mut roots);
         }
         let Some(k) = count else {
-            self.errors.push(
-                Diagnostic::error(span, format!("cannot tell how many axes `..{name}` spans"))
-                    .note(format!("`..{name}` must subscript a parameter or an earlier indexed definition, whose rank is known")),
-            );
+            self.errors.push(Diagnostic::error(span, format!("cannot tell how many axes `..{name}` spans")).note(
+                format!("`..{name}` must subscript a parameter or an earlier indexed definition, whose rank is known"),
+            ));
             return Vec::new();
         };
         let vars: Vec<DefId> = (0..k).map(|i| self.hir.alloc_def(format!("{name}{i}"), DefKind::Index, span)).collect();

@@ -182,7 +182,10 @@ pub struct IndexedDef {
 
 #[derive(Clone, Debug)]
 pub enum Slot {
-    Var { def: DefId, range: Option<Range> },
+    Var {
+        def: DefId,
+        range: Option<Range>,
+    },
     Lit(i64, Span),
     /// `..name` (generic functions only; see `DefKind::Rest`).
     Rest(DefId, Span),
@@ -295,11 +298,27 @@ pub enum ExprKind {
     Unary(UnOp, ExprId),
     Binary(BinOp, ExprId, ExprId),
     Cast(ExprId, ScalarKind),
-    Call { callee: Callee, callee_span: Span, args: Vec<ExprId> },
-    Index { base: ExprId, args: Vec<ExprId> },
+    Call {
+        callee: Callee,
+        callee_span: Span,
+        args: Vec<ExprId>,
+    },
+    Index {
+        base: ExprId,
+        args: Vec<ExprId>,
+    },
     Field(ExprId, u32),
-    Reduce { op: RedOp, vars: Vec<RedVar>, wheres: Vec<Where>, body: ExprId },
-    If { cond: ExprId, then: ExprId, els: Option<ExprId> },
+    Reduce {
+        op: RedOp,
+        vars: Vec<RedVar>,
+        wheres: Vec<Where>,
+        body: ExprId,
+    },
+    If {
+        cond: ExprId,
+        then: ExprId,
+        els: Option<ExprId>,
+    },
     Block(Block),
     Array(Vec<ExprId>),
     Tuple(Vec<ExprId>),
@@ -309,7 +328,10 @@ pub enum ExprKind {
     Builtin(Builtin, Vec<ExprId>),
     /// `[body | clauses]`: a rank-1 tensor of `body` for every combination
     /// of the generators that passes the filters, in order.
-    Comprehension { body: ExprId, clauses: Vec<CompClause> },
+    Comprehension {
+        body: ExprId,
+        clauses: Vec<CompClause>,
+    },
     /// A named rest index used in a subscript (`x[..batch, i]`); expanded
     /// away by instantiation.
     Rest(DefId),
@@ -318,7 +340,10 @@ pub enum ExprKind {
     TensorCast(ExprId, TyAnn),
     /// `match scrutinee { pat [if guard] => body, ... }`: the first arm whose
     /// pattern matches and whose guard holds.
-    Match { scrutinee: ExprId, arms: Vec<Arm> },
+    Match {
+        scrutinee: ExprId,
+        arms: Vec<Arm>,
+    },
     /// A placeholder left where resolution failed; analyses skip it so one
     /// error does not cascade.
     Error,

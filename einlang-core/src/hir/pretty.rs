@@ -24,7 +24,9 @@ pub fn pretty_hir(hir: &Hir, t: &Tables) -> String {
         let params: Vec<String> = func
             .params
             .iter()
-            .map(|prm| format!("{}: {}", p.def(prm.def), t.def_ty.get(&prm.def).map(|ty| t.show_ty(ty)).unwrap_or_default()))
+            .map(|prm| {
+                format!("{}: {}", p.def(prm.def), t.def_ty.get(&prm.def).map(|ty| t.show_ty(ty)).unwrap_or_default())
+            })
             .collect();
         let ret = t.sigs.get(f.index()).and_then(|s| s.as_ref()).map(|s| t.show_ty(&s.ret)).unwrap_or_default();
         let _ = writeln!(p.out, "fn {}({}) -> {} {{", hir.name(func.def), params.join(", "), ret);
@@ -85,7 +87,15 @@ impl Printer<'_> {
                     let ty = self.t.def_ty.get(&d.def).map(|t| self.t.show_ty(t)).unwrap_or_default();
                     let body = self.expr(d.body);
                     let wheres = self.wheres(&d.wheres);
-                    let _ = writeln!(self.out, "let {}[{}]: {} = {}{};", self.def(d.def), slots.join(", "), ty, body, wheres);
+                    let _ = writeln!(
+                        self.out,
+                        "let {}[{}]: {} = {}{};",
+                        self.def(d.def),
+                        slots.join(", "),
+                        ty,
+                        body,
+                        wheres
+                    );
                 }
                 Stmt::Expr(e) => {
                     let e = self.expr(*e);
@@ -125,8 +135,12 @@ impl Printer<'_> {
             super::Pat::Wild => "_".to_string(),
             super::Pat::Bind(d) => self.def(*d),
             super::Pat::Lit(l, _) => lit(l),
-            super::Pat::Range { lo, hi, inclusive, .. } => format!("{}{}{}", lit(lo), if *inclusive { "..=" } else { ".." }, lit(hi)),
-            super::Pat::Tuple(items) => format!("({})", items.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(", ")),
+            super::Pat::Range { lo, hi, inclusive, .. } => {
+                format!("{}{}{}", lit(lo), if *inclusive { "..=" } else { ".." }, lit(hi))
+            }
+            super::Pat::Tuple(items) => {
+                format!("({})", items.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(", "))
+            }
         }
     }
 

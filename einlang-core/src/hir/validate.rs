@@ -7,7 +7,6 @@
 
 use super::{Block, Callee, DefKind, ExprId, ExprKind, Hir, InterpPart, Slot, Stmt, Where};
 
-
 /// Checks `hir`; the error lists every violation, one per line.
 pub fn validate(hir: &Hir) -> Result<(), String> {
     let mut errors = Vec::new();
@@ -22,7 +21,9 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
         match &e.kind {
             ExprKind::Lit(_) | ExprKind::Error => {}
             ExprKind::Def(d) | ExprKind::Rest(d) => defs.push(*d),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => ops.push(*a),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
+                ops.push(*a)
+            }
             ExprKind::Binary(_, a, b) => ops.extend([*a, *b]),
             ExprKind::Call { callee, args, .. } => {
                 if let Callee::Fn(f) = callee {
@@ -59,7 +60,9 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
                 ops.extend(*els);
             }
             ExprKind::Block(b) => block_operands(b, &mut |o| ops.push(o)),
-            ExprKind::Array(items) | ExprKind::Tuple(items) | ExprKind::Builtin(_, items) => ops.extend(items.iter().copied()),
+            ExprKind::Array(items) | ExprKind::Tuple(items) | ExprKind::Builtin(_, items) => {
+                ops.extend(items.iter().copied())
+            }
             ExprKind::Comprehension { body, clauses } => {
                 for c in clauses {
                     match c {

@@ -386,42 +386,85 @@ pub enum ExprKind {
     Intrinsic(Intrinsic, Vec<Expr>),
     /// A call of another lowered function (by Rust name); it returns
     /// `Result`, so the call propagates errors.
-    Call { func: String, args: Vec<Expr> },
+    Call {
+        func: String,
+        args: Vec<Expr>,
+    },
     /// An element read. `indices` are `i64` expressions; when `checked` each
     /// is bounds-checked and a failure returns `Error::Index`.
-    Read { tensor: VarId, indices: Vec<Expr>, checked: bool },
+    Read {
+        tensor: VarId,
+        indices: Vec<Expr>,
+        checked: bool,
+    },
     /// A sub-tensor view selected by leading indices (rank-reducing access);
     /// always checked.
-    View { tensor: VarId, indices: Vec<Expr> },
+    View {
+        tensor: VarId,
+        indices: Vec<Expr>,
+    },
     /// A reduction over a loop nest.
-    Reduce { op: RedOp, loops: Vec<Loop>, wheres: Vec<WhereEntry>, body: Box<Expr> },
+    Reduce {
+        op: RedOp,
+        loops: Vec<Loop>,
+        wheres: Vec<WhereEntry>,
+        body: Box<Expr>,
+    },
     /// A value under where entries: if a guard fails the value is zero
     /// (false for bool).
-    Guarded { wheres: Vec<WhereEntry>, body: Box<Expr> },
-    If { cond: Box<Expr>, then: Box<Expr>, els: Box<Expr> },
-    Block { stmts: Vec<Stmt>, result: Box<Expr> },
+    Guarded {
+        wheres: Vec<WhereEntry>,
+        body: Box<Expr>,
+    },
+    If {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        els: Box<Expr>,
+    },
+    Block {
+        stmts: Vec<Stmt>,
+        result: Box<Expr>,
+    },
     Tuple(Vec<Expr>),
     Field(Box<Expr>, u32),
     /// A tensor literal: nested arrays of scalars with the given shape.
-    ArrayLit { shape: Vec<usize>, elems: Vec<Expr> },
+    ArrayLit {
+        shape: Vec<usize>,
+        elems: Vec<Expr>,
+    },
     /// A `String` built from text and formatted values (interpolation).
     Format(Vec<FmtPart>),
     /// Prints the values on one line; `Unit`.
     Print(Vec<Expr>),
     /// Returns `Error::Assert` with `message` (a `Str`) when `cond` is
     /// false; `Unit`.
-    Assert { cond: Box<Expr>, message: Box<Expr> },
+    Assert {
+        cond: Box<Expr>,
+        message: Box<Expr>,
+    },
     /// A rank-1 tensor of `body` for every iteration of the steps (loops,
     /// bindings and guards, outermost first; a false guard skips the rest
     /// of that iteration).
-    Collect { steps: Vec<CollectStep>, body: Box<Expr> },
+    Collect {
+        steps: Vec<CollectStep>,
+        body: Box<Expr>,
+    },
     /// The length of axis `axis` of a tensor variable, as `i64`.
-    Len { tensor: VarId, axis: usize },
+    Len {
+        tensor: VarId,
+        axis: usize,
+    },
     /// Reads a `.npy` file (`path` is a `Str`) as this expression's tensor
     /// type; each `Some` extent is checked.
-    LoadNpy { path: Box<Expr>, extents: Vec<Option<Dim>> },
+    LoadNpy {
+        path: Box<Expr>,
+        extents: Vec<Option<Dim>>,
+    },
     /// Writes a tensor to a `.npy` file; `Unit`.
-    SaveNpy { path: Box<Expr>, value: Box<Expr> },
+    SaveNpy {
+        path: Box<Expr>,
+        value: Box<Expr>,
+    },
 }
 
 /// One step of a `Collect`.

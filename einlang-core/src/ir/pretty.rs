@@ -19,7 +19,9 @@
 use std::fmt::Write as _;
 
 use crate::analysis::dim::{Dim, DimVar};
-use crate::ir::{EntryCheck, Expr, ExprKind, FmtPart, Function, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry};
+use crate::ir::{
+    EntryCheck, Expr, ExprKind, FmtPart, Function, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
+};
 
 /// Every function of `p`, separated by blank lines.
 pub fn pretty_program(p: &Program) -> String {
@@ -271,21 +273,30 @@ impl Printer<'_> {
             ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
             ExprKind::Len { tensor, axis } => format!("{}.shape[{axis}]", self.var(*tensor)),
             ExprKind::LoadNpy { path, extents } => {
-                let ext: Vec<String> = extents.iter().map(|d| d.as_ref().map(|d| self.dim(d)).unwrap_or_else(|| "?".to_string())).collect();
+                let ext: Vec<String> = extents
+                    .iter()
+                    .map(|d| d.as_ref().map(|d| self.dim(d)).unwrap_or_else(|| "?".to_string()))
+                    .collect();
                 format!("load_npy({}) as [{}]", self.expr(path, level), ext.join(", "))
             }
-            ExprKind::SaveNpy { path, value } => format!("save_npy({}, {})", self.expr(path, level), self.expr(value, level)),
+            ExprKind::SaveNpy { path, value } => {
+                format!("save_npy({}, {})", self.expr(path, level), self.expr(value, level))
+            }
             ExprKind::Collect { steps, body } => {
                 let steps: Vec<String> = steps
                     .iter()
                     .map(|s| match s {
                         crate::ir::CollectStep::Loop(l) => self.loops(std::slice::from_ref(l)),
-                        crate::ir::CollectStep::Where(w) => self.wheres(std::slice::from_ref(w), level).trim_start_matches(" where ").to_string(),
+                        crate::ir::CollectStep::Where(w) => {
+                            self.wheres(std::slice::from_ref(w), level).trim_start_matches(" where ").to_string()
+                        }
                     })
                     .collect();
                 format!("collect[{}] {}", steps.join(", "), self.expr(body, level))
             }
-            ExprKind::Assert { cond, message } => format!("assert({}, {})", self.expr(cond, level), self.expr(message, level)),
+            ExprKind::Assert { cond, message } => {
+                format!("assert({}, {})", self.expr(cond, level), self.expr(message, level))
+            }
         }
     }
 }

@@ -23,7 +23,8 @@ use std::collections::{HashMap, HashSet};
 use crate::analysis::dim::Dim;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
-    CollectStep, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
+    CollectStep, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Intrinsic, Literal, Loop, Program, Stmt,
+    TensorDef, Ty, VarId, WhereEntry,
 };
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
@@ -389,7 +390,10 @@ impl<'a> Checker<'a> {
                     let mut sorted = axes.clone();
                     sorted.sort_unstable();
                     if *k != g.elem || *rank != want || sorted != (0..want).collect::<Vec<_>>() {
-                        self.err(format!("gemm operand {name} of type `{}` with axes {axes:?}", ty_text(&Ty::Tensor(*k, *rank))));
+                        self.err(format!(
+                            "gemm operand {name} of type `{}` with axes {axes:?}",
+                            ty_text(&Ty::Tensor(*k, *rank))
+                        ));
                     }
                 }
                 Some(ty) => {

@@ -68,8 +68,13 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
             // A function of an inline module is `module_name` in Rust; its
             // module re-exports it under its own name when it is public.
             let own = hir.name(f.def).to_string();
-            let base = if user && !f.module_path.is_empty() { format!("{}_{own}", f.module_path.join("_")) } else { own };
-            let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) { format!("{}_", base.trim_start_matches('_')) } else { base };
+            let base =
+                if user && !f.module_path.is_empty() { format!("{}_{own}", f.module_path.join("_")) } else { own };
+            let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) {
+                format!("{}_", base.trim_start_matches('_'))
+            } else {
+                base
+            };
             let base = if user { base } else { format!("{base}_{tag}") };
             let mut name = base.clone();
             let mut n = 2;
@@ -84,10 +89,11 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
 }
 
 const RUST_KEYWORDS: &[&str] = &[
-    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop",
-    "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
-    "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro", "override",
-    "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "Ok", "Err", "Some", "None", "Result", "Option",
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
+    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super",
+    "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box",
+    "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "Ok", "Err",
+    "Some", "None", "Result", "Option",
 ];
 
 struct FnLower<'a> {
@@ -142,7 +148,11 @@ impl<'a> FnLower<'a> {
     }
 
     fn new_var(&mut self, source: &str, ty: Ty) -> VarId {
-        let base = if RUST_KEYWORDS.contains(&source) || source.starts_with("__") { format!("{source}_") } else { source.to_string() };
+        let base = if RUST_KEYWORDS.contains(&source) || source.starts_with("__") {
+            format!("{source}_")
+        } else {
+            source.to_string()
+        };
         let mut name = base.clone();
         let mut n = 2;
         while !self.used_names.insert(name.clone()) {
@@ -210,7 +220,12 @@ impl<'a> FnLower<'a> {
         for plan in &sig.entry {
             if let EntryPlan::CheckDim { param, axis, symbol, expected } = plan {
                 let expected = self.dim(expected)?;
-                entry.push(ir::EntryCheck::CheckDim { param: params[*param], axis: *axis, symbol: symbol.clone(), expected });
+                entry.push(ir::EntryCheck::CheckDim {
+                    param: params[*param],
+                    axis: *axis,
+                    symbol: symbol.clone(),
+                    expected,
+                });
             }
         }
         let mut body = Vec::new();
@@ -235,8 +250,9 @@ impl<'a> FnLower<'a> {
                 body.push(Stmt::CheckResultDim { tensor, axis: *axis, symbol: symbol.clone(), declared });
             }
         }
-        let export = (func.public && !func.stdlib && !func.module_path.is_empty() && !self.hir.instance_origin.contains_key(&f))
-            .then(|| (func.module_path.clone(), self.hir.name(func.def).to_string()));
+        let export =
+            (func.public && !func.stdlib && !func.module_path.is_empty() && !self.hir.instance_origin.contains_key(&f))
+                .then(|| (func.module_path.clone(), self.hir.name(func.def).to_string()));
         Some(ir::Function {
             name: self.names[f.index()].clone(),
             public: func.public,
@@ -264,10 +280,19 @@ impl<'a> FnLower<'a> {
                     // length) are read off the value.
                     if let Some(ATy::Tensor(_, dims)) = self.t.def_ty.get(def) {
                         for (axis, d) in dims.iter().enumerate() {
-                            if let Some(h) = d.as_var().filter(|h| h.0 >= analysis::HIDDEN_DIM_BASE && !self.of_hidden.contains_key(h)) {
+                            if let Some(h) = d
+                                .as_var()
+                                .filter(|h| h.0 >= analysis::HIDDEN_DIM_BASE && !self.of_hidden.contains_key(h))
+                            {
                                 let len = self.new_var("len", Ty::Scalar(ScalarKind::I64));
                                 self.of_hidden.insert(h, len);
-                                out.push(Stmt::Let { var: len, value: Expr { kind: ir::ExprKind::Len { tensor: var, axis }, ty: Ty::Scalar(ScalarKind::I64) } });
+                                out.push(Stmt::Let {
+                                    var: len,
+                                    value: Expr {
+                                        kind: ir::ExprKind::Len { tensor: var, axis },
+                                        ty: Ty::Scalar(ScalarKind::I64),
+                                    },
+                                });
                             }
                         }
                     }
@@ -311,7 +336,8 @@ impl<'a> FnLower<'a> {
     }
 
     fn lower_indexed(&mut self, d: &hir::IndexedDef, out: &mut Vec<Stmt>) -> Option<()> {
-        let lhs: Vec<DefId> = d.slots.iter().filter_map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None }).collect();
+        let lhs: Vec<DefId> =
+            d.slots.iter().filter_map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None }).collect();
         let mut extra = lhs.clone();
         for w in &d.wheres {
             match w {
@@ -351,7 +377,11 @@ impl<'a> FnLower<'a> {
             if start.prove_le(&Dim::zero()) != Truth::True {
                 // Points before the range's start are left zero.
                 let cond = Expr {
-                    kind: ir::ExprKind::Binary(BinOp::Ge, Box::new(var_expr(v, Ty::Scalar(ScalarKind::I64))), Box::new(dim_expr(start))),
+                    kind: ir::ExprKind::Binary(
+                        BinOp::Ge,
+                        Box::new(var_expr(v, Ty::Scalar(ScalarKind::I64))),
+                        Box::new(dim_expr(start)),
+                    ),
                     ty: Ty::Scalar(ScalarKind::Bool),
                 };
                 guards.push(WhereEntry::Guard(cond));
@@ -368,10 +398,17 @@ impl<'a> FnLower<'a> {
                 self.vars[g.0 as usize].source_name = self.hir.name(d.def).to_string();
                 return Some(());
             }
-            let indices = gemm.slot_defs.iter().map(|s| self.of_def.get(s).map(|v| var_expr(*v, Ty::Scalar(ScalarKind::I64)))).collect::<Option<Vec<_>>>()?;
+            let indices = gemm
+                .slot_defs
+                .iter()
+                .map(|s| self.of_def.get(s).map(|v| var_expr(*v, Ty::Scalar(ScalarKind::I64))))
+                .collect::<Option<Vec<_>>>()?;
             let ty = self.vars[g.0 as usize].ty.clone();
             let Ty::Tensor(elem, _) = ty else { return self.fail("gemm result is not a tensor") };
-            self.replace.insert(gemm.reduce, Expr { kind: ir::ExprKind::Read { tensor: g, indices, checked: false }, ty: Ty::Scalar(elem) });
+            self.replace.insert(
+                gemm.reduce,
+                Expr { kind: ir::ExprKind::Read { tensor: g, indices, checked: false }, ty: Ty::Scalar(elem) },
+            );
         }
         let mut wheres = guards;
         wheres.extend(self.lower_wheres(&d.wheres)?);
@@ -380,7 +417,11 @@ impl<'a> FnLower<'a> {
             Ty::Scalar(k) => *k,
             _ => return self.fail("indexed definition with a non-scalar body reached lowering"),
         };
-        let body = if wheres.is_empty() { body } else { Expr { ty: body.ty.clone(), kind: ir::ExprKind::Guarded { wheres, body: Box::new(body) } } };
+        let body = if wheres.is_empty() {
+            body
+        } else {
+            Expr { ty: body.ty.clone(), kind: ir::ExprKind::Guarded { wheres, body: Box::new(body) } }
+        };
         let cost = expr_cost(&body);
         let var = self.new_var(self.hir.name(d.def), Ty::Tensor(elem, axes.len()));
         self.of_def.insert(d.def, var);
@@ -393,7 +434,11 @@ impl<'a> FnLower<'a> {
     /// contracted index starting at 0, two proven reads whose indices are
     /// exactly `{batch, row, k}` and `{batch, k, col}`.
     fn find_gemm(&self, d: &hir::IndexedDef) -> Option<GemmMatch> {
-        let slot_defs = d.slots.iter().map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None }).collect::<Option<Vec<_>>>()?;
+        let slot_defs = d
+            .slots
+            .iter()
+            .map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None })
+            .collect::<Option<Vec<_>>>()?;
         if !(2..=3).contains(&slot_defs.len()) {
             return None;
         }
@@ -442,7 +487,10 @@ impl<'a> FnLower<'a> {
             if self.t.read_proven.get(&r) != Some(&true) {
                 return None;
             }
-            let args = args.iter().map(|a| if let ExprKind::Def(d) = self.hir.exprs[*a].kind { Some(d) } else { None }).collect::<Option<Vec<_>>>()?;
+            let args = args
+                .iter()
+                .map(|a| if let ExprKind::Def(d) = self.hir.exprs[*a].kind { Some(d) } else { None })
+                .collect::<Option<Vec<_>>>()?;
             Some((t, args))
         };
         let (xa, xargs) = read(x)?;
@@ -493,7 +541,9 @@ impl<'a> FnLower<'a> {
         let var = self.new_var(&format!("{}_mm", self.hir.name(d.def)), Ty::Tensor(elem, rank));
         let cost = expr_cost(&ref_body);
         let reference = TensorDef { var, elem, axes: ref_axes, body: ref_body, parallel: true, cost_per_point: cost };
-        let role_of = |args: &[DefId], roles: &[DefId]| -> Option<Vec<usize>> { roles.iter().map(|r| args.iter().position(|a| a == r)).collect() };
+        let role_of = |args: &[DefId], roles: &[DefId]| -> Option<Vec<usize>> {
+            roles.iter().map(|r| args.iter().position(|a| a == r)).collect()
+        };
         let (batch_def, row, col) = match m.slot_defs.as_slice() {
             [r, c] => (None, *r, *c),
             [b, r, c] => (Some(*b), *r, *c),
@@ -505,7 +555,8 @@ impl<'a> FnLower<'a> {
         let b_axes = role_of(&m.b_args, &b_roles)?;
         let k_range = self.t.ranges.get(&m.k)?.clone();
         let extent = |i: usize| axes[i].extent.clone();
-        let (batch, mm, nn) = if rank == 3 { (Some(extent(0)), extent(1), extent(2)) } else { (None, extent(0), extent(1)) };
+        let (batch, mm, nn) =
+            if rank == 3 { (Some(extent(0)), extent(1), extent(2)) } else { (None, extent(0), extent(1)) };
         let k = self.dim(&k_range.end)?;
         let (a, b) = (self.var_of(m.a)?, self.var_of(m.b)?);
         out.push(Stmt::Gemm(ir::Gemm { out: var, elem, batch, m: mm, n: nn, k, a, a_axes, b, b_axes, reference }));
@@ -550,7 +601,13 @@ impl<'a> FnLower<'a> {
     /// or sub-tensor selection).
     fn is_compound_tensor(&self, e: ExprId) -> bool {
         matches!(self.t.ty(e), ATy::Tensor(..))
-            && matches!(self.hir.exprs[e].kind, ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(..) | ExprKind::Call { callee: Callee::Intrinsic(_), .. })
+            && matches!(
+                self.hir.exprs[e].kind,
+                ExprKind::Unary(..)
+                    | ExprKind::Binary(..)
+                    | ExprKind::Cast(..)
+                    | ExprKind::Call { callee: Callee::Intrinsic(_), .. }
+            )
     }
 
     /// `let tmp[i0, i1, ..] = e[i0, i1, ..]` for a whole-tensor expression.
@@ -598,7 +655,10 @@ impl<'a> FnLower<'a> {
             ExprKind::Binary(op, a, b) => {
                 if *op == BinOp::Pow {
                     let i = *self.t.intrinsic.get(&e)?;
-                    ir::ExprKind::Intrinsic(i, vec![self.pointwise(*a, idx, dims, pre)?, self.pointwise(*b, idx, dims, pre)?])
+                    ir::ExprKind::Intrinsic(
+                        i,
+                        vec![self.pointwise(*a, idx, dims, pre)?, self.pointwise(*b, idx, dims, pre)?],
+                    )
                 } else {
                     let la = self.pointwise(*a, idx, dims, pre)?;
                     let lb = self.pointwise(*b, idx, dims, pre)?;
@@ -633,7 +693,10 @@ impl<'a> FnLower<'a> {
         if self.is_compound_tensor(e) {
             let (stmts, v) = self.tensorize(e)?;
             let ty = self.vars[v.0 as usize].ty.clone();
-            return Some(Expr { ty: ty.clone(), kind: ir::ExprKind::Block { stmts, result: Box::new(var_expr(v, ty)) } });
+            return Some(Expr {
+                ty: ty.clone(),
+                kind: ir::ExprKind::Block { stmts, result: Box::new(var_expr(v, ty)) },
+            });
         }
         let ty = self.ty_of(e)?;
         let kind = match &self.hir.exprs[e].kind {
@@ -669,7 +732,9 @@ impl<'a> FnLower<'a> {
             ExprKind::Call { callee, args, .. } => {
                 let args = args.iter().map(|a| self.lower_expr(*a)).collect::<Option<Vec<_>>>()?;
                 match callee {
-                    Callee::Intrinsic(i) => ir::ExprKind::Intrinsic(self.t.intrinsic.get(&e).copied().unwrap_or(*i), args),
+                    Callee::Intrinsic(i) => {
+                        ir::ExprKind::Intrinsic(self.t.intrinsic.get(&e).copied().unwrap_or(*i), args)
+                    }
                     Callee::Fn(f) => {
                         let f = self.hir.instances.get(&e).copied().unwrap_or(*f);
                         ir::ExprKind::Call { func: self.names[f.index()].clone(), args }
@@ -712,7 +777,11 @@ impl<'a> FnLower<'a> {
                 let Some(els) = els else {
                     return self.fail("`if` without `else` reached lowering");
                 };
-                ir::ExprKind::If { cond: Box::new(self.lower_expr(*cond)?), then: Box::new(self.lower_expr(*then)?), els: Box::new(self.lower_expr(*els)?) }
+                ir::ExprKind::If {
+                    cond: Box::new(self.lower_expr(*cond)?),
+                    then: Box::new(self.lower_expr(*then)?),
+                    els: Box::new(self.lower_expr(*els)?),
+                }
             }
             ExprKind::Block(b) => {
                 let mut stmts = Vec::new();
@@ -735,7 +804,9 @@ impl<'a> FnLower<'a> {
                 self.flatten_array(e, &mut elems)?;
                 ir::ExprKind::ArrayLit { shape, elems }
             }
-            ExprKind::Tuple(items) => ir::ExprKind::Tuple(items.iter().map(|x| self.lower_expr(*x)).collect::<Option<Vec<_>>>()?),
+            ExprKind::Tuple(items) => {
+                ir::ExprKind::Tuple(items.iter().map(|x| self.lower_expr(*x)).collect::<Option<Vec<_>>>()?)
+            }
             ExprKind::Interp(parts) => {
                 let mut out = Vec::new();
                 for p in parts {
@@ -771,12 +842,18 @@ impl<'a> FnLower<'a> {
                             let range = self.t.ranges.get(def).cloned()?;
                             let var = self.new_var(self.hir.name(*def), Ty::Scalar(ScalarKind::I64));
                             self.of_def.insert(*def, var);
-                            steps.push(ir::CollectStep::Loop(Loop { index: var, start: self.dim(&range.start)?, end: self.dim(&range.end)? }));
+                            steps.push(ir::CollectStep::Loop(Loop {
+                                index: var,
+                                start: self.dim(&range.start)?,
+                                end: self.dim(&range.end)?,
+                            }));
                         }
                         hir::CompClause::Each { def, over } => {
                             // Iterate over a named tensor's first axis.
                             let tensor = self.lower_expr(*over)?;
-                            let ATy::Tensor(_, dims) = self.t.ty(*over).clone() else { return self.fail("comprehension over a non-tensor") };
+                            let ATy::Tensor(_, dims) = self.t.ty(*over).clone() else {
+                                return self.fail("comprehension over a non-tensor");
+                            };
                             let tvar = match tensor.kind {
                                 ir::ExprKind::Var(v) => v,
                                 _ => {
@@ -786,18 +863,30 @@ impl<'a> FnLower<'a> {
                                 }
                             };
                             let index = self.new_var("at", Ty::Scalar(ScalarKind::I64));
-                            steps.push(ir::CollectStep::Loop(Loop { index, start: Dim::zero(), end: self.dim(dims.first()?)? }));
+                            steps.push(ir::CollectStep::Loop(Loop {
+                                index,
+                                start: Dim::zero(),
+                                end: self.dim(dims.first()?)?,
+                            }));
                             let elem_ty = lower_ty(self.t.def_ty.get(def)?)?;
                             let at = var_expr(index, Ty::Scalar(ScalarKind::I64));
                             let elem = match elem_ty {
-                                Ty::Scalar(_) => Expr { kind: ir::ExprKind::Read { tensor: tvar, indices: vec![at], checked: false }, ty: elem_ty.clone() },
-                                _ => Expr { kind: ir::ExprKind::View { tensor: tvar, indices: vec![at] }, ty: elem_ty.clone() },
+                                Ty::Scalar(_) => Expr {
+                                    kind: ir::ExprKind::Read { tensor: tvar, indices: vec![at], checked: false },
+                                    ty: elem_ty.clone(),
+                                },
+                                _ => Expr {
+                                    kind: ir::ExprKind::View { tensor: tvar, indices: vec![at] },
+                                    ty: elem_ty.clone(),
+                                },
                             };
                             let var = self.new_var(self.hir.name(*def), elem_ty);
                             self.of_def.insert(*def, var);
                             steps.push(ir::CollectStep::Where(WhereEntry::Bind(var, elem)));
                         }
-                        hir::CompClause::Filter(f) => steps.push(ir::CollectStep::Where(WhereEntry::Guard(self.lower_expr(*f)?))),
+                        hir::CompClause::Filter(f) => {
+                            steps.push(ir::CollectStep::Where(WhereEntry::Guard(self.lower_expr(*f)?)))
+                        }
                     }
                 }
                 ir::ExprKind::Collect { steps, body: Box::new(self.lower_expr(*body)?) }
@@ -831,10 +920,16 @@ impl<'a> FnLower<'a> {
         while let Some((cond, body)) = lowered.pop() {
             acc = match cond {
                 None => body,
-                Some(c) => Expr { ty: ty.clone(), kind: ir::ExprKind::If { cond: Box::new(c), then: Box::new(body), els: Box::new(acc) } },
+                Some(c) => Expr {
+                    ty: ty.clone(),
+                    kind: ir::ExprKind::If { cond: Box::new(c), then: Box::new(body), els: Box::new(acc) },
+                },
             };
         }
-        Some(Expr { ty, kind: ir::ExprKind::Block { stmts: vec![Stmt::Let { var: tmp, value: s }], result: Box::new(acc) } })
+        Some(Expr {
+            ty,
+            kind: ir::ExprKind::Block { stmts: vec![Stmt::Let { var: tmp, value: s }], result: Box::new(acc) },
+        })
     }
 
     fn bind_pattern(&mut self, p: &hir::Pat, part: &Expr) {
@@ -865,7 +960,10 @@ impl<'a> FnLower<'a> {
             }),
             ty: ty.clone(),
         };
-        let cmp = |op: BinOp, a: Expr, b: Expr| Expr { kind: ir::ExprKind::Binary(op, Box::new(a), Box::new(b)), ty: Ty::Scalar(ScalarKind::Bool) };
+        let cmp = |op: BinOp, a: Expr, b: Expr| Expr {
+            kind: ir::ExprKind::Binary(op, Box::new(a), Box::new(b)),
+            ty: Ty::Scalar(ScalarKind::Bool),
+        };
         match p {
             hir::Pat::Wild | hir::Pat::Bind(_) => None,
             hir::Pat::Lit(l, _) => Some(cmp(BinOp::Eq, part.clone(), lit(l, &part.ty))),
@@ -894,7 +992,9 @@ impl<'a> FnLower<'a> {
     fn lower_builtin(&mut self, b: hir::Builtin, args: &[ExprId], ty: Ty) -> Option<Expr> {
         use hir::Builtin;
         let kind = match b {
-            Builtin::Print => ir::ExprKind::Print(args.iter().map(|a| self.lower_expr(*a)).collect::<Option<Vec<_>>>()?),
+            Builtin::Print => {
+                ir::ExprKind::Print(args.iter().map(|a| self.lower_expr(*a)).collect::<Option<Vec<_>>>()?)
+            }
             Builtin::Assert => {
                 let cond = self.lower_expr(*args.first()?)?;
                 let message = match args.get(1) {
@@ -993,17 +1093,34 @@ fn expr_cost(e: &Expr) -> u64 {
         K::Call { args, .. } => args.iter().map(expr_cost).sum::<u64>() + 64,
         K::Read { indices, .. } | K::View { indices, .. } => indices.iter().map(expr_cost).sum(),
         K::Reduce { loops, wheres, body, .. } => {
-            let trips: u64 = loops.iter().map(|l| l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64)).product();
-            let inner = expr_cost(body) + wheres.iter().map(|w| match w { WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x) }).sum::<u64>();
+            let trips: u64 = loops
+                .iter()
+                .map(|l| l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64))
+                .product();
+            let inner = expr_cost(body)
+                + wheres
+                    .iter()
+                    .map(|w| match w {
+                        WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x),
+                    })
+                    .sum::<u64>();
             trips.saturating_mul(inner + 1)
         }
         K::Guarded { wheres, body } => {
-            expr_cost(body) + wheres.iter().map(|w| match w { WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x) }).sum::<u64>()
+            expr_cost(body)
+                + wheres
+                    .iter()
+                    .map(|w| match w {
+                        WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x),
+                    })
+                    .sum::<u64>()
         }
         K::If { cond, then, els } => expr_cost(cond) + expr_cost(then).max(expr_cost(els)),
         K::Block { result, .. } => expr_cost(result) + 16,
         K::ArrayLit { elems, .. } | K::Print(elems) => elems.iter().map(expr_cost).sum(),
-        K::Format(parts) => parts.iter().map(|p| if let ir::FmtPart::Value(x, _) = p { expr_cost(x) + 16 } else { 1 }).sum(),
+        K::Format(parts) => {
+            parts.iter().map(|p| if let ir::FmtPart::Value(x, _) = p { expr_cost(x) + 16 } else { 1 }).sum()
+        }
         K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
         K::Len { .. } => 1,
         K::LoadNpy { .. } | K::SaveNpy { .. } => 1 << 20,
@@ -1011,7 +1128,9 @@ fn expr_cost(e: &Expr) -> u64 {
             let trips: u64 = steps
                 .iter()
                 .map(|s| match s {
-                    ir::CollectStep::Loop(l) => l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64),
+                    ir::CollectStep::Loop(l) => {
+                        l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64)
+                    }
                     ir::CollectStep::Where(_) => 1,
                 })
                 .product();
@@ -1036,14 +1155,17 @@ fn collect_index_defs(hir: &Hir, e: ExprId, out: &mut Vec<DefId>) {
                     }
                 }
             }
-            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => stack.push(*a),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
+                stack.push(*a)
+            }
             ExprKind::Binary(_, a, b) => {
                 stack.push(*a);
                 stack.push(*b);
             }
-            ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => {
-                stack.extend(args.iter().copied())
-            }
+            ExprKind::Call { args, .. }
+            | ExprKind::Array(args)
+            | ExprKind::Tuple(args)
+            | ExprKind::Builtin(_, args) => stack.extend(args.iter().copied()),
             ExprKind::Interp(parts) => {
                 for p in parts {
                     if let hir::InterpPart::Value(x, _) = p {

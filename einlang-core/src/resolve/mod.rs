@@ -128,7 +128,10 @@ impl Resolver {
                 Ok(p) => p,
                 Err(errs) => {
                     for e in errs {
-                        diags.push(Diagnostic::bug(Span::call_site(), format!("standard library `std::{name}`: {}", e.message)));
+                        diags.push(Diagnostic::bug(
+                            Span::call_site(),
+                            format!("standard library `std::{name}`: {}", e.message),
+                        ));
                     }
                     continue;
                 }
@@ -154,7 +157,10 @@ impl Resolver {
                             Some("load_npy") if stdlib => hir::Builtin::LoadNpy,
                             Some("save_npy") if stdlib => hir::Builtin::SaveNpy,
                             _ => {
-                                diags.push(Diagnostic::error(attr.span, "`#[builtin]` is reserved for the standard library"));
+                                diags.push(Diagnostic::error(
+                                    attr.span,
+                                    "`#[builtin]` is reserved for the standard library",
+                                ));
                                 continue;
                             }
                         };
@@ -164,7 +170,10 @@ impl Resolver {
                     }
                     if let Some(intr) = f.attrs.iter().find(|a| a.name.name == "intrinsic") {
                         if !stdlib {
-                            diags.push(Diagnostic::error(intr.span, "`#[intrinsic]` is reserved for the standard library"));
+                            diags.push(Diagnostic::error(
+                                intr.span,
+                                "`#[intrinsic]` is reserved for the standard library",
+                            ));
                             continue;
                         }
                         let Some(arg) = intr.args.first() else {
@@ -180,11 +189,18 @@ impl Resolver {
                         continue;
                     }
                     if let Some(attr) = f.attrs.first() {
-                        let what = if attr.name.name == "device" { "device functions (`#[device(...)]`)" } else { "attributes on functions" };
+                        let what = if attr.name.name == "device" {
+                            "device functions (`#[device(...)]`)"
+                        } else {
+                            "attributes on functions"
+                        };
                         diags.push(not_supported(attr.span, what));
                     }
                     if f.body.is_none() {
-                        diags.push(Diagnostic::error(f.span, format!("function `{}` has no body", f.name.name)).help("add a body: `{ ... }`"));
+                        diags.push(
+                            Diagnostic::error(f.span, format!("function `{}` has no body", f.name.name))
+                                .help("add a body: `{ ... }`"),
+                        );
                         continue;
                     }
                     let def = self.hir.alloc_def(&f.name.name, DefKind::Local, f.name.span);
@@ -272,7 +288,13 @@ impl Resolver {
         }
     }
 
-    fn resolve_use_tree(&mut self, module: ModId, tree: &ast::UseTree, prefix: &mut Vec<ast::Ident>, diags: &mut Diagnostics) {
+    fn resolve_use_tree(
+        &mut self,
+        module: ModId,
+        tree: &ast::UseTree,
+        prefix: &mut Vec<ast::Ident>,
+        diags: &mut Diagnostics,
+    ) {
         match tree {
             ast::UseTree::Path { segment, rest } => {
                 prefix.push(segment.clone());
@@ -299,7 +321,9 @@ impl Resolver {
                 };
                 let names: Vec<(String, DefId)> = self.modules[m].names.iter().map(|(k, v)| (k.clone(), *v)).collect();
                 for (name, def) in names {
-                    if let std::collections::hash_map::Entry::Vacant(slot) = self.modules[module].names.entry(name.clone()) {
+                    if let std::collections::hash_map::Entry::Vacant(slot) =
+                        self.modules[module].names.entry(name.clone())
+                    {
                         slot.insert(def);
                         self.glob_names.insert((module, name));
                     }
@@ -369,7 +393,8 @@ impl Resolver {
 }
 
 fn not_supported(span: Span, what: &str) -> Diagnostic {
-    Diagnostic::error(span, format!("{what} are not supported yet")).note("this part of the language is planned but not implemented in this version of einlang")
+    Diagnostic::error(span, format!("{what} are not supported yet"))
+        .note("this part of the language is planned but not implemented in this version of einlang")
 }
 
 fn path_text(path: &[ast::Ident]) -> String {
@@ -417,7 +442,8 @@ impl Resolver {
     }
 
     fn resolve_main(&mut self, program: &ast::Program, diags: &mut Diagnostics) {
-        let stmts: Vec<&ast::Stmt> = program.items.iter().filter_map(|i| if let ast::Item::Stmt(s) = i { Some(s) } else { None }).collect();
+        let stmts: Vec<&ast::Stmt> =
+            program.items.iter().filter_map(|i| if let ast::Item::Stmt(s) = i { Some(s) } else { None }).collect();
         if stmts.is_empty() {
             return;
         }
@@ -622,7 +648,10 @@ impl Resolver {
                 return;
             }
             other => {
-                diags.push(Diagnostic::error(other.span(), "this pattern cannot be used in `let`").help("bind a name, `_`, or a tuple of them"));
+                diags.push(
+                    Diagnostic::error(other.span(), "this pattern cannot be used in `let`")
+                        .help("bind a name, `_`, or a tuple of them"),
+                );
                 return;
             }
         };
@@ -728,7 +757,14 @@ impl Resolver {
     }
 
     /// `let (a, (b, _)) = value;` binds `a = value.0`, `b = value.1.0`.
-    fn destructure(&mut self, pat: &ast::Pattern, value: ExprId, span: Span, out: &mut hir::Block, diags: &mut Diagnostics) {
+    fn destructure(
+        &mut self,
+        pat: &ast::Pattern,
+        value: ExprId,
+        span: Span,
+        out: &mut hir::Block,
+        diags: &mut Diagnostics,
+    ) {
         match pat {
             ast::Pattern::Name(n) => {
                 let def = self.bind_local(n, DefKind::Local);
@@ -745,7 +781,10 @@ impl Resolver {
                     self.destructure(p, field, span, out, diags);
                 }
             }
-            other => diags.push(Diagnostic::error(other.span(), "this pattern cannot be used in `let`").help("bind a name, `_`, or a tuple of them")),
+            other => diags.push(
+                Diagnostic::error(other.span(), "this pattern cannot be used in `let`")
+                    .help("bind a name, `_`, or a tuple of them"),
+            ),
         }
     }
 
@@ -754,13 +793,20 @@ impl Resolver {
             ast::Pattern::Wildcard(_) => hir::Pat::Wild,
             ast::Pattern::Name(n) => {
                 if self.scopes.last().is_some_and(|s| s.contains_key(&n.name)) {
-                    diags.push(Diagnostic::error(n.span, format!("`{}` is bound more than once in this pattern", n.name)));
+                    diags.push(Diagnostic::error(
+                        n.span,
+                        format!("`{}` is bound more than once in this pattern", n.name),
+                    ));
                 }
                 hir::Pat::Bind(self.bind_local(n, DefKind::Local))
             }
             ast::Pattern::Lit(l, span) => hir::Pat::Lit(l.clone(), *span),
-            ast::Pattern::Range { lo, hi, inclusive, span } => hir::Pat::Range { lo: lo.clone(), hi: hi.clone(), inclusive: *inclusive, span: *span },
-            ast::Pattern::Tuple(items, _) => hir::Pat::Tuple(items.iter().map(|p| self.resolve_pat(p, diags)).collect()),
+            ast::Pattern::Range { lo, hi, inclusive, span } => {
+                hir::Pat::Range { lo: lo.clone(), hi: hi.clone(), inclusive: *inclusive, span: *span }
+            }
+            ast::Pattern::Tuple(items, _) => {
+                hir::Pat::Tuple(items.iter().map(|p| self.resolve_pat(p, diags)).collect())
+            }
         }
     }
 
@@ -804,8 +850,11 @@ impl Resolver {
                 }
                 ast::WhereItem::Range { var, span, .. } => {
                     diags.push(
-                        Diagnostic::error(*span, format!("a range cannot appear in `where`: `{}` needs its range in brackets", var.name))
-                            .help(format!("declare it where the index is introduced: `[{} in a..b]`", var.name)),
+                        Diagnostic::error(
+                            *span,
+                            format!("a range cannot appear in `where`: `{}` needs its range in brackets", var.name),
+                        )
+                        .help(format!("declare it where the index is introduced: `[{} in a..b]`", var.name)),
                     );
                 }
             }
@@ -850,11 +899,16 @@ impl Resolver {
                     match a {
                         ast::IndexArg::Expr(x) => out.push(self.resolve_expr(x, diags)),
                         ast::IndexArg::Rest(r) => match self.lookup_local(&r.name) {
-                            Some(d) if self.hir.defs[d].kind == DefKind::Rest => out.push(self.hir.alloc_expr(ExprKind::Rest(d), r.span)),
+                            Some(d) if self.hir.defs[d].kind == DefKind::Rest => {
+                                out.push(self.hir.alloc_expr(ExprKind::Rest(d), r.span))
+                            }
                             _ => {
                                 diags.push(
-                                    Diagnostic::error(r.span, format!("`..{}` is not a rest index of this definition", r.name))
-                                        .help(format!("name it on the left: `let y[..{}, ...] = ...`", r.name)),
+                                    Diagnostic::error(
+                                        r.span,
+                                        format!("`..{}` is not a rest index of this definition", r.name),
+                                    )
+                                    .help(format!("name it on the left: `let y[..{}, ...] = ...`", r.name)),
                                 );
                                 return self.error_expr(span);
                             }
@@ -865,12 +919,16 @@ impl Resolver {
             }
             ast::ExprKind::Field { base, index, .. } => ExprKind::Field(self.resolve_expr(base, diags), *index),
             ast::ExprKind::Reduce { op, vars, body, where_clause, .. } => {
-                let ranges: Vec<Option<hir::Range>> = vars.iter().map(|v| v.range.as_ref().map(|r| self.resolve_range(r, diags))).collect();
+                let ranges: Vec<Option<hir::Range>> =
+                    vars.iter().map(|v| v.range.as_ref().map(|r| self.resolve_range(r, diags))).collect();
                 self.scopes.push(HashMap::new());
                 let mut red_vars = Vec::new();
                 for (v, range) in vars.iter().zip(ranges) {
                     if self.scopes.last().is_some_and(|s| s.contains_key(&v.var.name)) {
-                        diags.push(Diagnostic::error(v.var.span, format!("index `{}` appears twice in this reduction", v.var.name)));
+                        diags.push(Diagnostic::error(
+                            v.var.span,
+                            format!("index `{}` appears twice in this reduction", v.var.name),
+                        ));
                     }
                     let def = self.bind_local(&v.var, DefKind::Index);
                     red_vars.push(hir::RedVar { def, range });
@@ -895,7 +953,9 @@ impl Resolver {
                     .iter()
                     .map(|p| match p {
                         ast::StrPart::Text(t) => hir::InterpPart::Text(t.clone()),
-                        ast::StrPart::Interp { expr, precision } => hir::InterpPart::Value(self.resolve_expr(expr, diags), *precision),
+                        ast::StrPart::Interp { expr, precision } => {
+                            hir::InterpPart::Value(self.resolve_expr(expr, diags), *precision)
+                        }
                     })
                     .collect(),
             ),
@@ -972,7 +1032,10 @@ impl Resolver {
     fn resolve_value_path(&mut self, path: &[ast::Ident], span: Span, diags: &mut Diagnostics) -> ExprId {
         let def = if path.len() == 1 {
             let ident = &path[0];
-            match self.lookup_local(&ident.name).or_else(|| self.modules[self.current_module].names.get(&ident.name).copied()) {
+            match self
+                .lookup_local(&ident.name)
+                .or_else(|| self.modules[self.current_module].names.get(&ident.name).copied())
+            {
                 Some(d) => d,
                 None => {
                     let d = self.unknown_name(ident, "value");
@@ -989,8 +1052,11 @@ impl Resolver {
         match self.hir.defs[def].kind {
             DefKind::Fn(_) | DefKind::Intrinsic(_) | DefKind::Builtin(_) => {
                 diags.push(
-                    Diagnostic::error(span, format!("`{}` is a function; functions as values are not supported yet", path_text(path)))
-                        .help("call it with arguments: `f(x)`"),
+                    Diagnostic::error(
+                        span,
+                        format!("`{}` is a function; functions as values are not supported yet", path_text(path)),
+                    )
+                    .help("call it with arguments: `f(x)`"),
                 );
                 self.error_expr(span)
             }
@@ -1011,7 +1077,10 @@ impl Resolver {
             return self.error_expr(span);
         };
         if self.const_stack.contains(&def) {
-            diags.push(Diagnostic::error(item.name.span, format!("the value of `{}` depends on itself", item.name.name)));
+            diags.push(Diagnostic::error(
+                item.name.span,
+                format!("the value of `{}` depends on itself", item.name.name),
+            ));
             return self.error_expr(span);
         }
         self.const_stack.push(def);
@@ -1037,7 +1106,10 @@ impl Resolver {
         };
         let found = if path.len() == 1 {
             let ident = &path[0];
-            match self.lookup_local(&ident.name).or_else(|| self.modules[self.current_module].names.get(&ident.name).copied()) {
+            match self
+                .lookup_local(&ident.name)
+                .or_else(|| self.modules[self.current_module].names.get(&ident.name).copied())
+            {
                 Some(d) => Some(d),
                 None => {
                     if let Some(b) = builtin_by_name(&ident.name) {
@@ -1127,7 +1199,10 @@ fn walk_ast(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
         }
     };
     match &e.kind {
-        ast::ExprKind::Lit(_) | ast::ExprKind::Path(_) | ast::ExprKind::Deriv { .. } | ast::ExprKind::Differential(_) => {}
+        ast::ExprKind::Lit(_)
+        | ast::ExprKind::Path(_)
+        | ast::ExprKind::Deriv { .. }
+        | ast::ExprKind::Differential(_) => {}
         ast::ExprKind::Interp(parts) => {
             for p in parts {
                 if let ast::StrPart::Interp { expr, .. } = p {
@@ -1135,7 +1210,9 @@ fn walk_ast(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
                 }
             }
         }
-        ast::ExprKind::Unary { expr, .. } | ast::ExprKind::Cast { expr, .. } | ast::ExprKind::Field { base: expr, .. } => walk_ast(expr, f),
+        ast::ExprKind::Unary { expr, .. }
+        | ast::ExprKind::Cast { expr, .. }
+        | ast::ExprKind::Field { base: expr, .. } => walk_ast(expr, f),
         ast::ExprKind::Binary { lhs, rhs, .. } => {
             walk_ast(lhs, f);
             walk_ast(rhs, f);
@@ -1179,7 +1256,9 @@ fn walk_ast(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
             }
         }
         ast::ExprKind::Block(b) => walk_block(b, f),
-        ast::ExprKind::Array(xs) | ast::ExprKind::Jagged(xs) | ast::ExprKind::Tuple(xs) => xs.iter().for_each(|x| walk_ast(x, f)),
+        ast::ExprKind::Array(xs) | ast::ExprKind::Jagged(xs) | ast::ExprKind::Tuple(xs) => {
+            xs.iter().for_each(|x| walk_ast(x, f))
+        }
         ast::ExprKind::Comprehension { body, clauses } => {
             walk_ast(body, f);
             for c in clauses {
@@ -1231,7 +1310,11 @@ fn names_in_where(item: &ast::WhereItem) -> Vec<String> {
 /// binding already moved into that reduction) belongs to that reduction, the
 /// outermost one when several qualify. Returns the rewritten value and the
 /// items that stay with the statement.
-fn attach_wheres(value: &ast::Expr, items: &[ast::WhereItem], lhs_names: &[String]) -> (ast::Expr, Vec<ast::WhereItem>) {
+fn attach_wheres(
+    value: &ast::Expr,
+    items: &[ast::WhereItem],
+    lhs_names: &[String],
+) -> (ast::Expr, Vec<ast::WhereItem>) {
     let mut reductions: Vec<Vec<String>> = Vec::new();
     walk_ast(value, &mut |x| {
         if let ast::ExprKind::Reduce { vars, .. } = &x.kind {
@@ -1242,9 +1325,8 @@ fn attach_wheres(value: &ast::Expr, items: &[ast::WhereItem], lhs_names: &[Strin
     let mut moved: Vec<Vec<ast::WhereItem>> = vec![Vec::new(); reductions.len()];
     for item in items {
         let names = names_in_where(item);
-        let target = reductions
-            .iter()
-            .position(|vars| names.iter().any(|n| vars.contains(n) && !lhs_names.contains(n)));
+        let target =
+            reductions.iter().position(|vars| names.iter().any(|n| vars.contains(n) && !lhs_names.contains(n)));
         match target {
             Some(k) => {
                 if let ast::WhereItem::Bind { name, .. } = item {
@@ -1270,9 +1352,9 @@ fn push_into_reductions(e: &mut ast::Expr, moved: &mut [Vec<ast::WhereItem>], co
     }
     // Same pre-order as `walk_ast`.
     match &mut e.kind {
-        ast::ExprKind::Unary { expr, .. } | ast::ExprKind::Cast { expr, .. } | ast::ExprKind::Field { base: expr, .. } => {
-            push_into_reductions(expr, moved, counter)
-        }
+        ast::ExprKind::Unary { expr, .. }
+        | ast::ExprKind::Cast { expr, .. }
+        | ast::ExprKind::Field { base: expr, .. } => push_into_reductions(expr, moved, counter),
         ast::ExprKind::Binary { lhs, rhs, .. } => {
             push_into_reductions(lhs, moved, counter);
             push_into_reductions(rhs, moved, counter);
@@ -1340,7 +1422,10 @@ fn push_into_reductions(e: &mut ast::Expr, moved: &mut [Vec<ast::WhereItem>], co
                 }
             }
         }
-        ast::ExprKind::Lit(_) | ast::ExprKind::Path(_) | ast::ExprKind::Deriv { .. } | ast::ExprKind::Differential(_) => {}
+        ast::ExprKind::Lit(_)
+        | ast::ExprKind::Path(_)
+        | ast::ExprKind::Deriv { .. }
+        | ast::ExprKind::Differential(_) => {}
     }
 }
 

@@ -6,7 +6,8 @@ use expect_test::{expect, Expect};
 use crate::diag::Diagnostics;
 
 fn resolve_src(src: &str) -> Result<String, String> {
-    let ast = crate::syntax::parse_str(src).map_err(|d| d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))?;
+    let ast =
+        crate::syntax::parse_str(src).map_err(|d| d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))?;
     let mut diags = Diagnostics::new();
     let hir = crate::resolve::resolve_program(&ast, &mut diags);
     if diags.has_errors() {
@@ -46,13 +47,16 @@ fn same_spelling_in_two_statements_gives_two_ids() {
 
 #[test]
 fn shadowing_refers_to_the_earlier_binding() {
-    check("fn f(x: f32) -> f32 { let y = x; let y = y * 2.0; y }", expect![[r#"
+    check(
+        "fn f(x: f32) -> f32 { let y = x; let y = y * 2.0; y }",
+        expect![[r#"
         fn f(x#0: ) ->  {
             let y#1:  = x#0;
             let y#2:  = (y#1 * 2.0);
             y#2
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -72,38 +76,53 @@ fn items_are_hoisted_and_std_imports_resolve() {
 
 #[test]
 fn where_mentioning_a_reduction_index_moves_into_it() {
-    check("fn f(x: [f32; N]) -> f32 { let s = sum[i](x[i]) where x[i] > 0.0; s }", expect![[r#"
+    check(
+        "fn f(x: [f32; N]) -> f32 { let s = sum[i](x[i]) where x[i] > 0.0; s }",
+        expect![[r#"
         fn f(x#0: ) ->  {
             let s#2:  = sum[i#1 in ?](x#0[i#1] where (x#0[i#1] > 0.0));
             s#2
         }
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn unknown_name_suggests_a_close_one() {
-    check_error("fn f(weight: f32) -> f32 { wieght * 2.0 }", expect![[r#"
+    check_error(
+        "fn f(weight: f32) -> f32 { wieght * 2.0 }",
+        expect![[r#"
         error: cannot find value `wieght` in this scope @1:27
-          = help: a name with a similar spelling exists: `weight`"#]]);
+          = help: a name with a similar spelling exists: `weight`"#]],
+    );
 }
 
 #[test]
 fn unknown_function_suggests_an_import() {
-    check_error("fn f(x: f32) -> f32 { exp(x) }", expect![[r#"
+    check_error(
+        "fn f(x: f32) -> f32 { exp(x) }",
+        expect![[r#"
         error: cannot find function `exp` in this scope @1:22
-          = help: import it: `use std::math::exp;`"#]]);
+          = help: import it: `use std::math::exp;`"#]],
+    );
 }
 
 #[test]
 fn range_in_where_is_an_error() {
-    check_error("fn f(x: [f32; N]) -> f32 { let s = sum[i](x[i]) where i in 0..N; s }", expect![[r#"
+    check_error(
+        "fn f(x: [f32; N]) -> f32 { let s = sum[i](x[i]) where i in 0..N; s }",
+        expect![[r#"
         error: a range cannot appear in `where`: `i` needs its range in brackets @1:54
-          = help: declare it where the index is introduced: `[i in a..b]`"#]]);
+          = help: declare it where the index is introduced: `[i in a..b]`"#]],
+    );
 }
 
 #[test]
 fn unresolved_import() {
-    check_error("use std::math::exq; fn f(x: f32) -> f32 { x }", expect![[r#"
+    check_error(
+        "use std::math::exq; fn f(x: f32) -> f32 { x }",
+        expect![[r#"
         error: cannot find `exq` in `std::math` @1:15
-          = help: a name with a similar spelling exists: `exp`"#]]);
+          = help: a name with a similar spelling exists: `exp`"#]],
+    );
 }

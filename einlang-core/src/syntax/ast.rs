@@ -183,22 +183,37 @@ pub enum Type {
     Scalar(ScalarKind, Span),
     Str(Span),
     /// `[T; d1, d2, ...]`; `dims: None` is `[T]` (rank 1, unknown length).
-    Tensor { elem: Box<Type>, dims: Option<Vec<DimExpr>>, span: Span },
+    Tensor {
+        elem: Box<Type>,
+        dims: Option<Vec<DimExpr>>,
+        span: Span,
+    },
     /// `[T; *]`: dynamic rank.
-    DynRank { elem: Box<Type>, span: Span },
+    DynRank {
+        elem: Box<Type>,
+        span: Span,
+    },
     /// `jagged[T]` style ragged arrays.
-    Jagged { elem: Box<Type>, span: Span },
+    Jagged {
+        elem: Box<Type>,
+        span: Span,
+    },
     Tuple(Vec<Type>, Span),
-    Fn { params: Vec<Type>, ret: Box<Type>, span: Span },
+    Fn {
+        params: Vec<Type>,
+        ret: Box<Type>,
+        span: Span,
+    },
 }
 
 impl Type {
     pub fn span(&self) -> Span {
         match self {
             Type::Scalar(_, s) | Type::Str(s) | Type::Tuple(_, s) => *s,
-            Type::Tensor { span, .. } | Type::DynRank { span, .. } | Type::Jagged { span, .. } | Type::Fn { span, .. } => {
-                *span
-            }
+            Type::Tensor { span, .. }
+            | Type::DynRank { span, .. }
+            | Type::Jagged { span, .. }
+            | Type::Fn { span, .. } => *span,
         }
     }
 }
@@ -263,7 +278,12 @@ pub enum Pattern {
     /// Literal pattern (match only).
     Lit(Lit, Span),
     /// Inclusive or exclusive range of literals (match only).
-    Range { lo: Lit, hi: Lit, inclusive: bool, span: Span },
+    Range {
+        lo: Lit,
+        hi: Lit,
+        inclusive: bool,
+        span: Span,
+    },
 }
 
 impl Pattern {
@@ -452,7 +472,10 @@ pub enum IndexArg {
 pub enum StrPart {
     Text(String),
     /// `{expr}` or `{expr:.3}`.
-    Interp { expr: Expr, precision: Option<u32> },
+    Interp {
+        expr: Expr,
+        precision: Option<u32>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -467,7 +490,10 @@ pub struct MatchArm {
 #[derive(Clone, Debug)]
 pub enum CompClause {
     /// `i in 0..n` (a range) or `x in xs` (any iterable expression).
-    Gen { var: Ident, iter: Expr },
+    Gen {
+        var: Ident,
+        iter: Expr,
+    },
     Filter(Expr),
 }
 
@@ -478,33 +504,75 @@ pub enum ExprKind {
     Interp(Vec<StrPart>),
     /// `a`, `a::b::c`, `crate::f`.
     Path(Vec<Ident>),
-    Unary { op: UnOp, expr: Box<Expr> },
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Unary {
+        op: UnOp,
+        expr: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     /// `x as T`
-    Cast { expr: Box<Expr>, ty: Type },
+    Cast {
+        expr: Box<Expr>,
+        ty: Type,
+    },
     /// `f(a, b)`; the callee is usually a path.
-    Call { callee: Box<Expr>, args: Vec<Expr> },
+    Call {
+        callee: Box<Expr>,
+        args: Vec<Expr>,
+    },
     /// `x[i, j + 1, ..rest]`
-    Index { base: Box<Expr>, args: Vec<IndexArg> },
+    Index {
+        base: Box<Expr>,
+        args: Vec<IndexArg>,
+    },
     /// `t.0`
-    Field { base: Box<Expr>, index: u32, index_span: Span },
+    Field {
+        base: Box<Expr>,
+        index: u32,
+        index_span: Span,
+    },
     /// `sum[k in 0..K](body where ...)`, `argmax[i](x[i])`.
-    Reduce { op: RedOp, op_span: Span, vars: Vec<RedVar>, body: Box<Expr>, where_clause: Vec<WhereItem> },
-    If { cond: Box<Expr>, then: Block, els: Option<Box<Expr>> },
-    Match { scrutinee: Box<Expr>, arms: Vec<MatchArm> },
+    Reduce {
+        op: RedOp,
+        op_span: Span,
+        vars: Vec<RedVar>,
+        body: Box<Expr>,
+        where_clause: Vec<WhereItem>,
+    },
+    If {
+        cond: Box<Expr>,
+        then: Block,
+        els: Option<Box<Expr>>,
+    },
+    Match {
+        scrutinee: Box<Expr>,
+        arms: Vec<MatchArm>,
+    },
     Block(Block),
     /// `[a, b, c]`
     Array(Vec<Expr>),
     /// `jagged[[1], [2, 3]]`
     Jagged(Vec<Expr>),
     /// `[e | i in 0..n, cond]`
-    Comprehension { body: Box<Expr>, clauses: Vec<CompClause> },
+    Comprehension {
+        body: Box<Expr>,
+        clauses: Vec<CompClause>,
+    },
     /// `(a, b)`; `(a)` is just `a`.
     Tuple(Vec<Expr>),
     /// `|x, y| body`
-    Lambda { params: Vec<Param>, body: Box<Expr> },
+    Lambda {
+        params: Vec<Param>,
+        body: Box<Expr>,
+    },
     /// `@y / @x`
-    Deriv { target: Ident, wrt: Ident },
+    Deriv {
+        target: Ident,
+        wrt: Ident,
+    },
     /// `@y`
     Differential(Ident),
     /// `a..b` used as a value (an iterable in comprehensions).

@@ -135,12 +135,10 @@ impl FnCx<'_> {
                         crate::ir::CollectStep::Where(WhereEntry::Bind(v, value)) => {
                             self.bind(*v, value).map(|b| quote!({ #b #code }))
                         }
-                        crate::ir::CollectStep::Where(WhereEntry::Guard(g)) => {
-                            self.expr(g).map(|g| {
-                                let g = g.tokens;
-                                quote!(if #g { #code })
-                            })
-                        }
+                        crate::ir::CollectStep::Where(WhereEntry::Guard(g)) => self.expr(g).map(|g| {
+                            let g = g.tokens;
+                            quote!(if #g { #code })
+                        }),
                     };
                 }
                 self.no_move -= 1;
@@ -159,7 +157,10 @@ impl FnCx<'_> {
                 let (rt, name) = (self.rt.clone(), self.fn_name.clone());
                 let c = self.expr(cond)?.tokens;
                 let m = self.expr(message)?.tokens;
-                Ok(Code::new(quote!(if !(#c) { return ::core::result::Result::Err(#rt::shape::assert_failed(#name, &(#m))); }), Prec::Block))
+                Ok(Code::new(
+                    quote!(if !(#c) { return ::core::result::Result::Err(#rt::shape::assert_failed(#name, &(#m))); }),
+                    Prec::Block,
+                ))
             }
             ExprKind::ArrayLit { shape, elems } => {
                 let Ty::Tensor(_, rank) = e.ty else {
@@ -270,9 +271,11 @@ impl FnCx<'_> {
                 let r = self.owned(result, &inner)?.tail();
                 Ok(Code::new(quote!({ #stmts #r }), Prec::Block))
             }
-            ExprKind::Call { .. } | ExprKind::ArrayLit { .. } | ExprKind::Format(_) | ExprKind::Collect { .. } | ExprKind::LoadNpy { .. } => {
-                self.expr(e)
-            }
+            ExprKind::Call { .. }
+            | ExprKind::ArrayLit { .. }
+            | ExprKind::Format(_)
+            | ExprKind::Collect { .. }
+            | ExprKind::LoadNpy { .. } => self.expr(e),
             ExprKind::Lit(Literal::Str(_)) => {
                 let s = self.expr(e)?.tokens;
                 let string = crate::codegen::paths::string();

@@ -46,11 +46,14 @@ impl FnCx<'_> {
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
         let out = self.ident(g.out)?;
         let (a, b) = (self.ident(g.a)?, self.ident(g.b)?);
-        let (a_axes, b_axes) = (g.a_axes.iter().map(|x| types::usize_lit(*x)), g.b_axes.iter().map(|x| types::usize_lit(*x)));
+        let (a_axes, b_axes) =
+            (g.a_axes.iter().map(|x| types::usize_lit(*x)), g.b_axes.iter().map(|x| types::usize_lit(*x)));
         let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
         let array = types::array(g.elem, rank, &nd);
         let call = match &g.batch {
-            None => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?),
+            None => {
+                quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
+            }
             Some(batch) => {
                 let batch = self.dim(batch)?;
                 quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
@@ -197,7 +200,9 @@ impl FnCx<'_> {
         // (the sum, the outside term, whether the term is subtracted, whether the sum is on the left)
         let (sum, outside, minus, sum_left) = match &def.body.kind {
             _ if is_sum(&def.body) => (&def.body, None, false, true),
-            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if is_sum(a) => (&**a, Some(&**b), *op == BinOp::Sub, true),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if is_sum(a) => {
+                (&**a, Some(&**b), *op == BinOp::Sub, true)
+            }
             ExprKind::Binary(BinOp::Add, a, b) if is_sum(b) => (&**b, Some(&**a), false, false),
             _ => return Ok(None),
         };
