@@ -17,7 +17,7 @@ use std::error::Error;
 use std::path::PathBuf;
 
 use einlang::einlang;
-use einlang::ndarray::{Array1, Array2, Array3, Array4};
+use einlang::ndarray::{Array1, Array2, Array4};
 use ndarray_npy::read_npy;
 
 einlang! {
@@ -74,15 +74,6 @@ fn main() -> Result<(), Box<dyn Error>> {
     let wf: Array2<f32> = read_npy(load("fc_w.npy"))?;
     let bf: Array1<f32> = read_npy(load("fc_b.npy"))?;
 
-    let mut predictions = Vec::new();
-    for file in common::pgm_files(&samples)? {
-        let pixels = common::read_pgm(&file)?;
-        let img: Array3<f32> = pixels.mapv(|p| p as f32 / 255.0).insert_axis(einlang::ndarray::Axis(0));
-        let (digit, logits) = classify(&img, &w1, &b1, &w2, &b2, &wf, &bf)?;
-        let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        println!("{name}: {digit}  (logits {logits:.2})");
-        predictions.push(digit.to_string());
-    }
-    println!("{}", predictions.join(" "));
+    common::classify_samples(&samples, |img| Ok(classify(img, &w1, &b1, &w2, &b2, &wf, &bf)?))?;
     Ok(())
 }

@@ -17,7 +17,7 @@ use std::error::Error;
 use std::path::PathBuf;
 
 use einlang::einlang;
-use einlang::ndarray::{Array1, Array2, Array3, Array4};
+use einlang::ndarray::{Array1, Array2, Array4};
 use ndarray_npy::read_npy;
 
 einlang! {
@@ -89,15 +89,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (w1s, w2s, wfs) = (scale("conv1_w_s.npy")?, scale("conv2_w_s.npy")?, scale("fc_w_s.npy")?);
     let (act1_s, flat_s) = (scale("act1_s.npy")?, scale("flat_s.npy")?);
 
-    let mut predictions = Vec::new();
-    for file in common::pgm_files(&samples)? {
-        let pixels = common::read_pgm(&file)?;
-        let img: Array3<f32> = pixels.mapv(|p| p as f32 / 255.0).insert_axis(einlang::ndarray::Axis(0));
-        let (digit, logits) = classify(&img, &w1, w1s, &b1, &w2, w2s, &b2, &wf, wfs, &bf, act1_s, flat_s)?;
-        let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        println!("{name}: {digit}  (logits {logits:.2})");
-        predictions.push(digit.to_string());
-    }
-    println!("{}", predictions.join(" "));
+    common::classify_samples(&samples, |img| {
+        Ok(classify(img, &w1, w1s, &b1, &w2, w2s, &b2, &wf, wfs, &bf, act1_s, flat_s)?)
+    })?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
-use einlang::ndarray::Array2;
+use einlang::ndarray::{Array1, Array2, Array3, Axis};
 
 /// Reads a binary (`P5`) PGM image with 8-bit pixels.
 pub fn read_pgm(path: &Path) -> Result<Array2<u8>, Box<dyn Error>> {
@@ -48,4 +48,23 @@ pub fn pgm_files(dir: &Path) -> Result<Vec<PathBuf>, Box<dyn Error>> {
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// Classifies every sample of `dir` with `classify` (which gets a 1x28x28
+/// image scaled to [0, 1] and returns the digit and the logits), printing a
+/// line per image and then all the digits.
+pub fn classify_samples(
+    dir: &Path,
+    classify: impl Fn(&Array3<f32>) -> Result<(i64, Array1<f32>), Box<dyn Error>>,
+) -> Result<(), Box<dyn Error>> {
+    let mut predictions = Vec::new();
+    for file in pgm_files(dir)? {
+        let img = read_pgm(&file)?.mapv(|p| p as f32 / 255.0).insert_axis(Axis(0));
+        let (digit, logits) = classify(&img)?;
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        println!("{name}: {digit}  (logits {logits:.2})");
+        predictions.push(digit.to_string());
+    }
+    println!("{}", predictions.join(" "));
+    Ok(())
 }

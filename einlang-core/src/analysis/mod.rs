@@ -1231,18 +1231,8 @@ impl<'a> Cx<'a> {
                 }
                 let Some(sig) = self.t.sigs[f.index()].clone() else { return Ty::Error };
                 if sig.params.len() != args.len() {
-                    let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
-                    let d = Diagnostic::error(
-                        span,
-                        format!(
-                            "this function takes {} {} but {} {} supplied",
-                            sig.params.len(),
-                            plural(sig.params.len()),
-                            args.len(),
-                            if args.len() == 1 { "argument was" } else { "arguments were" }
-                        ),
-                    )
-                    .label(self.hir.defs[func.def].span, format!("`{fname}` is defined here"));
+                    let d = arity_error(span, sig.params.len(), args.len())
+                        .label(self.hir.defs[func.def].span, format!("`{fname}` is defined here"));
                     self.err(d);
                     args.iter().for_each(|a| {
                         self.infer(*a, None);
@@ -1350,16 +1340,8 @@ impl<'a> Cx<'a> {
         let name = self.name(func.def).to_string();
         if func.params.len() != args.len() {
             let n = func.params.len();
-            let d = Diagnostic::error(
-                self.hir.span(e),
-                format!(
-                    "this function takes {n} argument{} but {} {} supplied",
-                    if n == 1 { "" } else { "s" },
-                    args.len(),
-                    if args.len() == 1 { "was" } else { "were" }
-                ),
-            )
-            .label(self.hir.defs[func.def].span, format!("`{name}` is defined here"));
+            let d = arity_error(self.hir.span(e), n, args.len())
+                .label(self.hir.defs[func.def].span, format!("`{name}` is defined here"));
             self.err(d);
             return None;
         }
@@ -1778,14 +1760,6 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// `shape(x)[d]` with a literal `d`: the tensor and axis.
-    fn shape_index(&self, base: ExprId, args: &[ExprId]) -> Option<(ExprId, usize)> {
-        let ExprKind::Builtin(crate::hir::Builtin::Shape, sargs) = &self.hir.exprs[base].kind else { return None };
-        let [arg] = args else { return None };
-        let ExprKind::Lit(Lit::Int(d, _)) = self.hir.exprs[*arg].kind else { return None };
-        Some((*sargs.first()?, usize::try_from(d).ok()?))
-    }
-
     fn infer_intrinsic(
         &mut self,
         e: ExprId,
@@ -1800,16 +1774,8 @@ impl<'a> Cx<'a> {
         let arity = i.arity();
         let name = if i == Intrinsic::Powf { "pow" } else { i.name() };
         if args.len() != arity {
-            let d = Diagnostic::error(
-                span,
-                format!(
-                    "this function takes {arity} argument{} but {} {} supplied",
-                    if arity == 1 { "" } else { "s" },
-                    args.len(),
-                    if args.len() == 1 { "was" } else { "were" }
-                ),
-            )
-            .label(callee_span, format!("`std::math::{name}` takes {arity}"));
+            let d =
+                arity_error(span, arity, args.len()).label(callee_span, format!("`std::math::{name}` takes {arity}"));
             self.err(d);
             args.iter().for_each(|a| {
                 self.infer(*a, None);
@@ -1890,7 +1856,7 @@ impl<'a> Cx<'a> {
         if bt.is_error() || arg_tys.iter().any(|t| t.is_error()) {
             return Ty::Error;
         }
-        if let Some((x, axis)) = self.shape_index(base, args) {
+        if let Some((x, axis)) = self.hir.shape_index(base, args) {
             if self.axis_dim(x, axis).is_some() {
                 return Ty::I64;
             }
@@ -2102,7 +2068,7 @@ impl<'a> Cx<'a> {
             ExprKind::Cast(x, ScalarKind::I64) => self.to_dim(*x),
             ExprKind::Builtin(crate::hir::Builtin::Len, args) => self.axis_dim(*args.first()?, 0),
             ExprKind::Index { base, args } => {
-                let (x, axis) = self.shape_index(*base, args)?;
+                let (x, axis) = self.hir.shape_index(*base, args)?;
                 self.axis_dim(x, axis)
             }
             ExprKind::Block(b) if b.stmts.is_empty() => b.tail.and_then(|t| self.to_dim(t)),
@@ -2113,6 +2079,16 @@ impl<'a> Cx<'a> {
     fn where_value(&self, def: DefId) -> Option<ExprId> {
         self.where_values.get(&def).copied()
     }
+}
+
+/// "this function takes 2 arguments but 1 argument was supplied".
+fn arity_error(span: Span, params: usize, args: usize) -> Diagnostic {
+    let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
+    let verb = if args == 1 { "was" } else { "were" };
+    Diagnostic::error(
+        span,
+        format!("this function takes {params} {} but {args} {} {verb} supplied", plural(params), plural(args)),
+    )
 }
 
 fn is_float_lit(hir: &Hir, e: ExprId) -> bool {

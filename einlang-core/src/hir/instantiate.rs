@@ -64,70 +64,6 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
     (id, errors)
 }
 
-/// The operands of an expression, for walks over the template.
-fn children(kind: &ExprKind, out: &mut Vec<ExprId>) {
-    match kind {
-        ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) => {}
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
-            out.push(*a)
-        }
-        ExprKind::Binary(_, a, b) => out.extend([*a, *b]),
-        ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => {
-            out.extend(args.iter().copied())
-        }
-        ExprKind::Index { base, args } => {
-            out.push(*base);
-            out.extend(args.iter().copied());
-        }
-        ExprKind::Reduce { wheres, body, .. } => {
-            out.push(*body);
-            for w in wheres {
-                match w {
-                    Where::Bind { value, .. } => out.push(*value),
-                    Where::Guard(g) => out.push(*g),
-                }
-            }
-        }
-        ExprKind::If { cond, then, els } => {
-            out.extend([*cond, *then]);
-            out.extend(*els);
-        }
-        ExprKind::Block(b) => {
-            for s in &b.stmts {
-                match s {
-                    Stmt::Let { value, .. } | Stmt::Expr(value) => out.push(*value),
-                    Stmt::Indexed(d) => out.push(d.body),
-                }
-            }
-            out.extend(b.tail);
-        }
-        ExprKind::Match { scrutinee, arms } => {
-            out.push(*scrutinee);
-            for a in arms {
-                out.extend(a.guard);
-                out.push(a.body);
-            }
-        }
-        ExprKind::Interp(parts) => {
-            for p in parts {
-                if let InterpPart::Value(e, _) = p {
-                    out.push(*e);
-                }
-            }
-        }
-        ExprKind::Comprehension { body, clauses } => {
-            out.push(*body);
-            for c in clauses {
-                match c {
-                    CompClause::Range { range, .. } => out.extend([range.start, range.end]),
-                    CompClause::Each { over, .. } => out.push(*over),
-                    CompClause::Filter(f) => out.push(*f),
-                }
-            }
-        }
-    }
-}
-
 struct Cloner<'a> {
     hir: &'a mut Hir,
     defs: HashMap<DefId, DefId>,
@@ -223,7 +159,7 @@ impl Cloner<'_> {
                     }
                 }
             }
-            children(&kind, &mut roots);
+            super::operands(&kind, &mut roots);
         }
         let Some(k) = count else {
             self.errors.push(Diagnostic::error(span, format!("cannot tell how many axes `..{name}` spans")).note(

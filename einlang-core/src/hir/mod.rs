@@ -89,6 +89,15 @@ impl Function {
 }
 
 impl Hir {
+    /// `shape(x)[d]` with a literal `d`, as the tensor expression `x` and
+    /// the axis `d`.
+    pub fn shape_index(&self, base: ExprId, args: &[ExprId]) -> Option<(ExprId, usize)> {
+        let ExprKind::Builtin(Builtin::Shape, sargs) = &self.exprs[base].kind else { return None };
+        let [arg] = args else { return None };
+        let ExprKind::Lit(Lit::Int(d, _)) = self.exprs[*arg].kind else { return None };
+        Some((*sargs.first()?, usize::try_from(d).ok()?))
+    }
+
     pub fn alloc_def(&mut self, name: impl Into<String>, kind: DefKind, span: Span) -> DefId {
         self.defs.alloc(Def { name: name.into(), kind, span })
     }
@@ -347,4 +356,86 @@ pub enum ExprKind {
     /// A placeholder left where resolution failed; analyses skip it so one
     /// error does not cascade.
     Error,
+}
+
+fn where_operands(wheres: &[Where], out: &mut Vec<ExprId>) {
+    for w in wheres {
+        match w {
+            Where::Bind { value, .. } => out.push(*value),
+            Where::Guard(g) => out.push(*g),
+        }
+    }
+}
+
+/// Every expression `kind` uses directly: operands, range bounds, where
+/// entries, and the expressions of nested statements.
+pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
+    match kind {
+        ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) => {}
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
+            out.push(*a)
+        }
+        ExprKind::Binary(_, a, b) => out.extend([*a, *b]),
+        ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => {
+            out.extend(args.iter().copied())
+        }
+        ExprKind::Index { base, args } => {
+            out.push(*base);
+            out.extend(args.iter().copied());
+        }
+        ExprKind::Reduce { vars, wheres, body, .. } => {
+            for v in vars {
+                if let Some(r) = &v.range {
+                    out.extend([r.start, r.end]);
+                }
+            }
+            where_operands(wheres, out);
+            out.push(*body);
+        }
+        ExprKind::If { cond, then, els } => {
+            out.extend([*cond, *then]);
+            out.extend(*els);
+        }
+        ExprKind::Block(b) => {
+            for s in &b.stmts {
+                match s {
+                    Stmt::Let { value, .. } | Stmt::Expr(value) => out.push(*value),
+                    Stmt::Indexed(d) => {
+                        for slot in &d.slots {
+                            if let Slot::Var { range: Some(r), .. } = slot {
+                                out.extend([r.start, r.end]);
+                            }
+                        }
+                        where_operands(&d.wheres, out);
+                        out.push(d.body);
+                    }
+                }
+            }
+            out.extend(b.tail);
+        }
+        ExprKind::Match { scrutinee, arms } => {
+            out.push(*scrutinee);
+            for a in arms {
+                out.extend(a.guard);
+                out.push(a.body);
+            }
+        }
+        ExprKind::Interp(parts) => {
+            for p in parts {
+                if let InterpPart::Value(e, _) = p {
+                    out.push(*e);
+                }
+            }
+        }
+        ExprKind::Comprehension { body, clauses } => {
+            for c in clauses {
+                match c {
+                    CompClause::Range { range, .. } => out.extend([range.start, range.end]),
+                    CompClause::Each { over, .. } => out.push(*over),
+                    CompClause::Filter(f) => out.push(*f),
+                }
+            }
+            out.push(*body);
+        }
+    }
 }

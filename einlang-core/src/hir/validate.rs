@@ -5,7 +5,7 @@
 //!   ids), which makes every walk over the arena terminate;
 //! - every function's `def` names that function.
 
-use super::{Block, Callee, DefKind, ExprId, ExprKind, Hir, InterpPart, Slot, Stmt, Where};
+use super::{Callee, DefKind, ExprId, ExprKind, Hir, Where};
 
 /// Checks `hir`; the error lists every violation, one per line.
 pub fn validate(hir: &Hir) -> Result<(), String> {
@@ -17,82 +17,27 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
     let n_fns = hir.fns.len() as u32;
     for (id, e) in hir.exprs.iter() {
         let mut ops: Vec<ExprId> = Vec::new();
+        super::operands(&e.kind, &mut ops);
         let mut defs = Vec::new();
         match &e.kind {
-            ExprKind::Lit(_) | ExprKind::Error => {}
             ExprKind::Def(d) | ExprKind::Rest(d) => defs.push(*d),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
-                ops.push(*a)
+            ExprKind::Call { callee: Callee::Fn(f), .. } if f.raw() >= n_fns => {
+                errors.push(format!("expression {id:?} calls a missing function {f:?}"));
             }
-            ExprKind::Binary(_, a, b) => ops.extend([*a, *b]),
-            ExprKind::Call { callee, args, .. } => {
-                if let Callee::Fn(f) = callee {
-                    if f.raw() >= n_fns {
-                        errors.push(format!("expression {id:?} calls a missing function {f:?}"));
-                    }
-                }
-                ops.extend(args.iter().copied());
+            ExprKind::Reduce { vars, wheres, .. } => {
+                defs.extend(vars.iter().map(|v| v.def));
+                defs.extend(
+                    wheres.iter().filter_map(|w| if let Where::Bind { def, .. } = w { Some(*def) } else { None }),
+                );
             }
-            ExprKind::Index { base, args } => {
-                ops.push(*base);
-                ops.extend(args.iter().copied());
-            }
-            ExprKind::Reduce { vars, wheres, body, .. } => {
-                for v in vars {
-                    defs.push(v.def);
-                    if let Some(r) = &v.range {
-                        ops.extend([r.start, r.end]);
-                    }
-                }
-                for w in wheres {
-                    match w {
-                        Where::Bind { def, value } => {
-                            defs.push(*def);
-                            ops.push(*value);
-                        }
-                        Where::Guard(g) => ops.push(*g),
-                    }
-                }
-                ops.push(*body);
-            }
-            ExprKind::If { cond, then, els } => {
-                ops.extend([*cond, *then]);
-                ops.extend(*els);
-            }
-            ExprKind::Block(b) => block_operands(b, &mut |o| ops.push(o)),
-            ExprKind::Array(items) | ExprKind::Tuple(items) | ExprKind::Builtin(_, items) => {
-                ops.extend(items.iter().copied())
-            }
-            ExprKind::Comprehension { body, clauses } => {
+            ExprKind::Comprehension { clauses, .. } => {
                 for c in clauses {
-                    match c {
-                        super::CompClause::Range { def, range } => {
-                            defs.push(*def);
-                            ops.extend([range.start, range.end]);
-                        }
-                        super::CompClause::Each { def, over } => {
-                            defs.push(*def);
-                            ops.push(*over);
-                        }
-                        super::CompClause::Filter(f) => ops.push(*f),
-                    }
-                }
-                ops.push(*body);
-            }
-            ExprKind::Match { scrutinee, arms } => {
-                ops.push(*scrutinee);
-                for a in arms {
-                    ops.extend(a.guard);
-                    ops.push(a.body);
-                }
-            }
-            ExprKind::Interp(parts) => {
-                for p in parts {
-                    if let InterpPart::Value(e, _) = p {
-                        ops.push(*e);
+                    if let super::CompClause::Range { def, .. } | super::CompClause::Each { def, .. } = c {
+                        defs.push(*def);
                     }
                 }
             }
+            _ => {}
         }
         for o in ops {
             if o.raw() >= id.raw() {
@@ -114,32 +59,6 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
         Ok(())
     } else {
         Err(errors.join("\n"))
-    }
-}
-
-fn block_operands(b: &Block, operand: &mut dyn FnMut(ExprId)) {
-    for s in &b.stmts {
-        match s {
-            Stmt::Let { value, .. } | Stmt::Expr(value) => operand(*value),
-            Stmt::Indexed(d) => {
-                for slot in &d.slots {
-                    if let Slot::Var { range: Some(r), .. } = slot {
-                        operand(r.start);
-                        operand(r.end);
-                    }
-                }
-                for w in &d.wheres {
-                    match w {
-                        Where::Bind { value, .. } => operand(*value),
-                        Where::Guard(g) => operand(*g),
-                    }
-                }
-                operand(d.body);
-            }
-        }
-    }
-    if let Some(t) = b.tail {
-        operand(t);
     }
 }
 

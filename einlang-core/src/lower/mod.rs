@@ -741,8 +741,8 @@ impl<'a> FnLower<'a> {
                     }
                 }
             }
-            ExprKind::Index { base, args } if self.shape_index(*base, args).is_some() => {
-                let (x, axis) = self.shape_index(*base, args)?;
+            ExprKind::Index { base, args } if self.hir.shape_index(*base, args).is_some() => {
+                let (x, axis) = self.hir.shape_index(*base, args)?;
                 ir::ExprKind::Dim(self.axis_dim(x, axis)?)
             }
             ExprKind::Index { base, args } => {
@@ -1023,14 +1023,6 @@ impl<'a> FnLower<'a> {
             }
         };
         Some(Expr { kind, ty })
-    }
-
-    /// `shape(x)[d]` with a literal `d`.
-    fn shape_index(&self, base: ExprId, args: &[ExprId]) -> Option<(ExprId, usize)> {
-        let ExprKind::Builtin(hir::Builtin::Shape, sargs) = &self.hir.exprs[base].kind else { return None };
-        let [arg] = args else { return None };
-        let ExprKind::Lit(Lit::Int(d, _)) = self.hir.exprs[*arg].kind else { return None };
-        Some((*sargs.first()?, usize::try_from(d).ok()?))
     }
 
     /// The extent of axis `axis` of tensor `x`, over the function's variables.

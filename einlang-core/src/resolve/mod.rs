@@ -655,8 +655,8 @@ impl Resolver {
                 return;
             }
         };
-        let ty = l.ty.as_ref().and_then(|t| self.resolve_ty(t, false, diags));
         let Some(slots) = &l.indices else {
+            let ty = l.ty.as_ref().and_then(|t| self.resolve_ty(t, false, diags));
             // A plain `let` may still carry a `where` for a reduction in its
             // value (`let s = sum[i](x[i]) where x[i] > 0.0;`).
             let (value, stray) = attach_wheres(&l.value, &l.where_clause, &[]);
@@ -752,7 +752,6 @@ impl Resolver {
         if let Some(t) = &l.ty {
             diags.push(not_supported(t.span(), "type annotations on indexed definitions"));
         }
-        let _ = ty;
         out.stmts.push(hir::Stmt::Indexed(hir::IndexedDef { def, slots: hir_slots, wheres, body, span: l.span }));
     }
 

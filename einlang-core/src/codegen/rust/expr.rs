@@ -57,7 +57,7 @@ impl FnCx<'_> {
             }
             ExprKind::Tuple(items) => {
                 let items = items.iter().map(|x| Ok(self.expr(x)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
-                Ok(Code::new(tuple(&items), Prec::Postfix))
+                Ok(Code::new(types::tuple_of(items), Prec::Postfix))
             }
             ExprKind::Field(base, n) => self.field(base, *n, &e.ty),
             ExprKind::Format(parts) => {
@@ -223,7 +223,7 @@ impl FnCx<'_> {
             }
             (Ty::Tuple(_), ExprKind::Tuple(items)) => {
                 let items = items.iter().map(|x| self.arg(x)).collect::<Result<Vec<_>, _>>()?;
-                Ok(tuple(&items))
+                Ok(types::tuple_of(items))
             }
             _ => Ok(self.expr(a)?.tokens),
         }
@@ -257,7 +257,7 @@ impl FnCx<'_> {
             ExprKind::Tuple(items) => {
                 let items =
                     items.iter().map(|x| Ok(self.owned(x, movable_vars)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
-                Ok(Code::new(tuple(&items), Prec::Postfix))
+                Ok(Code::new(types::tuple_of(items), Prec::Postfix))
             }
             ExprKind::If { cond, then, els } => {
                 let c = self.expr(cond)?.tokens;
@@ -446,16 +446,8 @@ impl FnCx<'_> {
                 let x = x.at_least(Prec::Postfix);
                 Code::new(quote!(#x.atan2(#y)), Prec::Postfix)
             }
-            Intrinsic::Gcd => {
-                let y = self.expr(&args[1])?.tokens;
-                let x = x.tokens;
-                Code::new(quote!(#rt::arith::gcd(#x, #y)), Prec::Postfix)
-            }
-            Intrinsic::Lcm => {
-                let y = self.expr(&args[1])?.tokens;
-                let x = x.tokens;
-                Code::new(quote!(#rt::arith::lcm(#name, #x, #y)?), Prec::Postfix)
-            }
+            Intrinsic::Gcd => self.arith_call(quote!(gcd), None, x, &args[1])?,
+            Intrinsic::Lcm => self.arith_call(quote!(lcm), Some(&name), x, &args[1])?,
             Intrinsic::Factorial => {
                 let x = x.tokens;
                 Code::new(quote!(#rt::arith::factorial(#name, #x)?), Prec::Postfix)
@@ -500,18 +492,32 @@ impl FnCx<'_> {
                         return Ok(Code::new(quote!(#x.powi(#n)), Prec::Postfix));
                     }
                 }
-                let y = self.expr(&args[1])?.tokens;
-                let x = x.tokens;
-                Code::new(quote!(#rt::arith::powi(#x, #y)), Prec::Postfix)
+                self.arith_call(quote!(powi), None, x, &args[1])?
             }
-            Intrinsic::IntPow => {
-                let y = self.expr(&args[1])?.tokens;
-                let x = x.tokens;
-                Code::new(quote!(#rt::arith::int_pow(#name, #x, #y)?), Prec::Postfix)
-            }
+            Intrinsic::IntPow => self.arith_call(quote!(int_pow), Some(&name), x, &args[1])?,
             // Handled by `float_method` above.
             _ => return Err(format!("`{}` of `{}` has no Rust form", i.name(), k.name())),
         })
+    }
+
+    /// `__rt::arith::f(x, y)`, or `__rt::arith::f("fn", x, y)?` for the
+    /// fallible helpers, which take the function name for their errors.
+    fn arith_call(
+        &mut self,
+        f: TokenStream,
+        fallible: Option<&proc_macro2::Literal>,
+        x: Code,
+        y: &Expr,
+    ) -> Result<Code, Bug> {
+        let rt = self.rt.clone();
+        let (x, y) = (x.tokens, self.expr(y)?.tokens);
+        Ok(Code::new(
+            match fallible {
+                Some(name) => quote!(#rt::arith::#f(#name, #x, #y)?),
+                None => quote!(#rt::arith::#f(#x, #y)),
+            },
+            Prec::Postfix,
+        ))
     }
 
     /// The element type and rank of a tensor variable.
@@ -810,16 +816,4 @@ fn op_tokens(op: BinOp) -> Result<TokenStream, Bug> {
         BinOp::Or => quote!(||),
         BinOp::Pow => return Err("`**` has no Rust operator".to_string()),
     })
-}
-
-/// `()`, `(a,)`, `(a, b)`.
-pub(super) fn tuple(items: &[TokenStream]) -> TokenStream {
-    match items.len() {
-        0 => quote!(()),
-        1 => {
-            let item = &items[0];
-            quote!((#item,))
-        }
-        _ => quote!((#(#items),*)),
-    }
 }

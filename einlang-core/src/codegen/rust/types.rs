@@ -68,7 +68,8 @@ pub fn owned(ty: &Ty, nd: &TokenStream) -> TokenStream {
     }
 }
 
-fn tuple_of(items: Vec<TokenStream>) -> TokenStream {
+/// `()`, `(a,)`, `(a, b)`.
+pub(super) fn tuple_of(items: Vec<TokenStream>) -> TokenStream {
     match items.len() {
         0 => quote!(()),
         1 => {

@@ -42,13 +42,7 @@ pub(super) fn parse_range(input: ParseStream) -> syn::Result<RangeExpr> {
 
 /// The rest of a range whose start is parsed.
 fn parse_range_end(input: ParseStream, start: Expr) -> syn::Result<RangeExpr> {
-    let inclusive = if input.peek(Token![..=]) {
-        input.parse::<Token![..=]>()?;
-        true
-    } else if input.peek(Token![..]) {
-        input.parse::<Token![..]>()?;
-        false
-    } else {
+    let Some(inclusive) = super::parse_range_op(input)? else {
         return Err(expected(input, "`..` or `..=`"));
     };
     let end = parse_expr(input)?;

@@ -8,7 +8,7 @@ use syn::{token, Token};
 
 use super::{
     ast_ident, braces, brackets, enter, expect_token, expected, parens, parse_comma_list, parse_name,
-    parse_path_segment, peek_name, peek_single_eq, stmt, ty,
+    parse_path_segment, peek_name, stmt, ty,
 };
 use crate::span::Span;
 use crate::syntax::ast::{Attr, ConstItem, FnItem, Item, ModItem, Param, UseItem, UseTree, Visibility};
@@ -279,16 +279,7 @@ fn parse_mod(input: ParseStream, vis: Visibility, lo: proc_macro2::Span) -> syn:
 /// `const NAME [: T] = value;`, after `const`.
 fn parse_const(input: ParseStream, vis: Visibility, lo: proc_macro2::Span) -> syn::Result<ConstItem> {
     let name = parse_name(input)?;
-    let ty = if input.peek(Token![:]) {
-        input.parse::<Token![:]>()?;
-        Some(ty::parse_type(input)?)
-    } else {
-        None
-    };
-    if !peek_single_eq(input, 0) {
-        return Err(expected(input, "`=`"));
-    }
-    input.parse::<Token![=]>()?;
+    let ty = super::parse_annotation_and_eq(input)?;
     let value = super::expr::parse_expr(input)?;
     let semi = expect_token!(input, ;)?;
     Ok(ConstItem { vis, name, ty, value, span: Span { lo, hi: semi.span } })

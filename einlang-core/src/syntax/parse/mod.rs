@@ -542,3 +542,31 @@ fn comma_list_until<T>(
     }
     Ok((elems, trailing_comma))
 }
+
+/// An optional `: Type` followed by `=` (in `let` and `const`).
+fn parse_annotation_and_eq(input: ParseStream) -> syn::Result<Option<crate::syntax::ast::Type>> {
+    let ty = if input.peek(syn::Token![:]) {
+        input.parse::<syn::Token![:]>()?;
+        Some(ty::parse_type(input)?)
+    } else {
+        None
+    };
+    if !peek_single_eq(input, 0) {
+        return Err(expected(input, "`=`"));
+    }
+    input.parse::<syn::Token![=]>()?;
+    Ok(ty)
+}
+
+/// `..=` (true) or `..` (false), if one comes next.
+fn parse_range_op(input: ParseStream) -> syn::Result<Option<bool>> {
+    if input.peek(syn::Token![..=]) {
+        input.parse::<syn::Token![..=]>()?;
+        Ok(Some(true))
+    } else if input.peek(syn::Token![..]) {
+        input.parse::<syn::Token![..]>()?;
+        Ok(Some(false))
+    } else {
+        Ok(None)
+    }
+}

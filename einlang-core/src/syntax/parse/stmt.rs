@@ -5,7 +5,7 @@ use syn::{token, Token};
 
 use super::{
     braces, brackets, enter, error_with_help, expect_token, expected, expr, item, lit, parse_comma_list, parse_name,
-    peek_name, peek_name_at, peek_single_eq, ty, with_help,
+    peek_name, peek_name_at, peek_single_eq, with_help,
 };
 use crate::span::Span;
 use crate::syntax::ast::{Block, Expr, ExprKind, IndexSlot, LetStmt, Lit, Pattern, Stmt, WhereItem};
@@ -103,16 +103,7 @@ fn parse_let(input: ParseStream) -> syn::Result<LetStmt> {
     } else {
         None
     };
-    let ty = if input.peek(Token![:]) {
-        input.parse::<Token![:]>()?;
-        Some(ty::parse_type(input)?)
-    } else {
-        None
-    };
-    if !peek_single_eq(input, 0) {
-        return Err(expected(input, "`=`"));
-    }
-    input.parse::<Token![=]>()?;
+    let ty = super::parse_annotation_and_eq(input)?;
     let value = expr::parse_expr(input)?;
     let where_clause = if input.peek(Token![where]) { parse_where(input)? } else { Vec::new() };
     let semi = expect_token!(input, ;)?;
@@ -244,13 +235,7 @@ pub(super) fn parse_match_pattern(input: ParseStream) -> syn::Result<Pattern> {
     }
     if input.peek(syn::Lit) || input.peek(Token![-]) {
         let (lo, lo_span) = parse_pattern_lit(input)?;
-        let inclusive = if input.peek(Token![..=]) {
-            input.parse::<Token![..=]>()?;
-            true
-        } else if input.peek(Token![..]) {
-            input.parse::<Token![..]>()?;
-            false
-        } else {
+        let Some(inclusive) = super::parse_range_op(input)? else {
             return Ok(Pattern::Lit(lo, lo_span));
         };
         let (hi, hi_span) = parse_pattern_lit(input)?;
