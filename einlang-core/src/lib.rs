@@ -17,6 +17,8 @@ pub mod lower;
 pub mod resolve;
 pub mod span;
 pub mod syntax;
+#[cfg(test)]
+mod test_support;
 
 use proc_macro2::TokenStream;
 

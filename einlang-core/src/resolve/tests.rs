@@ -3,32 +3,14 @@
 
 use expect_test::{expect, Expect};
 
-use crate::diag::Diagnostics;
-
-fn resolve_src(src: &str) -> Result<String, String> {
-    let ast =
-        crate::syntax::parse_str(src).map_err(|d| d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))?;
-    let mut diags = Diagnostics::new();
-    let hir = crate::resolve::resolve_program(&ast, &mut diags);
-    if diags.has_errors() {
-        return Err(diags.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"));
-    }
-    let tables = crate::analysis::Tables { expr_ty: Vec::new(), ..Default::default() };
-    Ok(crate::hir::pretty::pretty_hir(&hir, &tables))
-}
+use crate::test_support::{self, Stage};
 
 fn check(src: &str, expect: Expect) {
-    match resolve_src(src) {
-        Ok(text) => expect.assert_eq(&text),
-        Err(e) => panic!("unexpected errors:\n{e}"),
-    }
+    test_support::check(src, Stage::Resolve, expect);
 }
 
 fn check_error(src: &str, expect: Expect) {
-    match resolve_src(src) {
-        Ok(text) => panic!("expected an error, got:\n{text}"),
-        Err(e) => expect.assert_eq(&e),
-    }
+    test_support::check_error(src, Stage::Resolve, expect);
 }
 
 #[test]

@@ -1,0 +1,52 @@
+//! Drivers shared by the stage tests: run the pipeline up to a stage on a
+//! source text and print the HIR, or the diagnostics of the first stage
+//! that reported any.
+
+use expect_test::Expect;
+
+use crate::diag::{Diagnostic, Diagnostics};
+
+/// How far `run` takes a program.
+#[derive(Clone, Copy)]
+pub(crate) enum Stage {
+    Resolve,
+    Analyze,
+}
+
+fn render<'a>(diags: impl IntoIterator<Item = &'a Diagnostic>) -> String {
+    diags.into_iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n")
+}
+
+/// The printed HIR (with types and ranges after analysis), or the errors.
+pub(crate) fn run(src: &str, stage: Stage) -> Result<String, String> {
+    let ast = crate::syntax::parse_str(src).map_err(|d| render(&d))?;
+    let mut diags = Diagnostics::new();
+    let hir = crate::resolve::resolve_program(&ast, &mut diags);
+    if diags.has_errors() {
+        return Err(render(diags.iter()));
+    }
+    let tables = match stage {
+        Stage::Resolve => crate::analysis::Tables::default(),
+        Stage::Analyze => crate::analysis::analyze(&hir, &mut diags),
+    };
+    if diags.has_errors() {
+        return Err(render(diags.iter()));
+    }
+    Ok(crate::hir::pretty::pretty_hir(&hir, &tables))
+}
+
+/// `src` compiles up to `stage` and prints as `expect`.
+pub(crate) fn check(src: &str, stage: Stage, expect: Expect) {
+    match run(src, stage) {
+        Ok(text) => expect.assert_eq(&text),
+        Err(e) => panic!("unexpected errors:\n{e}"),
+    }
+}
+
+/// `src` fails by `stage` with the diagnostics `expect`.
+pub(crate) fn check_error(src: &str, stage: Stage, expect: Expect) {
+    match run(src, stage) {
+        Ok(text) => panic!("expected an error, got:\n{text}"),
+        Err(e) => expect.assert_eq(&e),
+    }
+}
