@@ -6,7 +6,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(path) = args.iter().find(|a| !a.starts_with("--")) else {
-        eprintln!("usage: expand FILE.ein [--ir] [--hir]");
+        eprintln!("usage: expand FILE.ein [--ir] [--hir] [--facts]");
         return ExitCode::FAILURE;
     };
     let src = match std::fs::read_to_string(path) {
@@ -20,6 +20,11 @@ fn main() -> ExitCode {
         Ok(c) => {
             if args.iter().any(|a| a == "--hir") {
                 println!("{}", einlang_core::hir::pretty::pretty_hir(&c.hir, &c.tables));
+            }
+            if args.iter().any(|a| a == "--facts") {
+                for f in c.recurrences() {
+                    println!("{f:#?}");
+                }
             }
             if args.iter().any(|a| a == "--ir") {
                 println!("{}", einlang_core::ir::pretty::pretty_program(&c.ir));

@@ -40,6 +40,20 @@ pub struct Compiled {
     pub rust: TokenStream,
 }
 
+impl Compiled {
+    /// What the compiler decided for the recurrence `name` of the Einlang
+    /// function `function` (`"main"` for top-level statements): its
+    /// recurrent and parallel axes, offsets, order and storage.
+    pub fn recurrence(&self, function: &str, name: &str) -> Option<&analysis::recur::RecurrenceFacts> {
+        self.recurrences().into_iter().find(|f| f.function == function && f.name == name)
+    }
+
+    /// Every recurrence's facts, in no particular order.
+    pub fn recurrences(&self) -> Vec<&analysis::recur::RecurrenceFacts> {
+        self.tables.recurrences.values().collect()
+    }
+}
+
 /// Runs the pipeline on parsed input. Errors are all the diagnostics of the
 /// first stage that failed.
 pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {

@@ -12,6 +12,7 @@ pub mod fmt;
 pub mod gemm;
 pub mod io;
 pub mod par;
+pub mod rec;
 pub mod shape;
 pub mod value;
 

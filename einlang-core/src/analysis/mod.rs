@@ -23,6 +23,7 @@
 pub mod dim;
 pub mod mono;
 mod ranges;
+pub mod recur;
 #[cfg(test)]
 mod tests;
 pub mod ty;
@@ -102,6 +103,12 @@ pub struct Tables {
     /// For each `load_npy(..) as [T; ..]`: the extent each axis must have
     /// (None: taken from the file).
     pub load_extents: HashMap<ExprId, Vec<Option<Dim>>>,
+    /// The decisions made for every recurrence, by its tensor's `DefId`.
+    pub recurrences: HashMap<DefId, recur::RecurrenceFacts>,
+    /// Reads of a recurrence inside its own clauses, with the recurrence.
+    pub own_reads: HashMap<ExprId, DefId>,
+    /// For every recurrence and axis: where each clause's writes end.
+    pub rec_ends: HashMap<DefId, Vec<Vec<Dim>>>,
 }
 
 /// A call of generic function `generic` with arguments of types `args`.
@@ -151,6 +158,7 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
         where_values: HashMap::new(),
         failed_vars: Default::default(),
         bound_dims: Default::default(),
+        recs: Vec::new(),
     };
     for (def, d) in hir.defs.iter() {
         if matches!(d.kind, DefKind::Dim | DefKind::Param | DefKind::Index) {
@@ -193,6 +201,9 @@ struct Read {
     narrow: Vec<Narrowing>,
     /// Whether the read selects a sub-tensor (always checked at run time).
     partial: bool,
+    /// For a read of a recurrence inside its own clauses: the recurrence
+    /// (see `recur`).
+    own: Option<DefId>,
 }
 
 /// `lo <= var < hi` known to hold inside a guarded region.
@@ -234,6 +245,8 @@ struct Cx<'a> {
     /// Dimension variables the function being analyzed has values for
     /// (bound from its parameters' shapes, or `i64` parameters).
     bound_dims: std::collections::HashSet<DimVar>,
+    /// Recurrences whose clauses are being typed, innermost last.
+    recs: Vec<recur::RecState>,
 }
 
 /// Per-function state saved while another function is analyzed on demand.
@@ -243,6 +256,7 @@ struct Saved {
     units: Vec<Unit>,
     narrow: Vec<Narrowing>,
     cond_depth: usize,
+    recs: Vec<recur::RecState>,
 }
 
 impl<'a> Cx<'a> {
@@ -435,6 +449,7 @@ impl<'a> Cx<'a> {
             units: std::mem::take(&mut self.units),
             narrow: std::mem::take(&mut self.narrow),
             cond_depth: std::mem::replace(&mut self.cond_depth, 0),
+            recs: std::mem::take(&mut self.recs),
         };
         for p in &func.params {
             let ty = self.t.def_ty.get(&p.def).cloned().unwrap_or(Ty::Error);
@@ -467,6 +482,8 @@ impl<'a> Cx<'a> {
         self.units = saved.units;
         self.narrow = saved.narrow;
         self.cond_depth = saved.cond_depth;
+        self.recs = saved.recs;
+        self.plan_storage(f);
         self.fn_state[f.index()] = FnState::Done;
         if let Some(&(generic, call)) = self.hir.instance_origin.get(&f) {
             self.blame_call_site(f, generic, call, diags_before);
@@ -591,9 +608,14 @@ impl<'a> Cx<'a> {
                     self.t.def_ty.insert(*def, t);
                 }
                 Stmt::Indexed(def) => {
-                    let t = self.infer_indexed(def);
+                    let t = self.infer_indexed(def, None);
                     self.env.insert(def.def, t.clone());
                     self.t.def_ty.insert(def.def, t);
+                }
+                Stmt::Recurrence(rec) => {
+                    let t = self.infer_recurrence(rec);
+                    self.env.insert(rec.def, t.clone());
+                    self.t.def_ty.insert(rec.def, t);
                 }
                 Stmt::Expr(e) => {
                     self.infer_unit(*e, None);
@@ -610,7 +632,7 @@ impl<'a> Cx<'a> {
         t
     }
 
-    fn infer_indexed(&mut self, def: &crate::hir::IndexedDef) -> Ty {
+    pub(super) fn infer_indexed(&mut self, def: &crate::hir::IndexedDef, expect: Option<ScalarKind>) -> Ty {
         let mut unit = Unit { diags_at_start: self.diags.len(), ..Unit::default() };
         for slot in &def.slots {
             if let Slot::Var { def: v, range } = slot {
@@ -629,7 +651,7 @@ impl<'a> Cx<'a> {
         if guarded {
             self.cond_depth += 1;
         }
-        let body = self.infer(def.body, None);
+        let body = self.infer(def.body, expect);
         if guarded {
             self.cond_depth -= 1;
         }
@@ -1911,6 +1933,7 @@ impl<'a> Cx<'a> {
             conditional: self.cond_depth > 0,
             narrow: self.narrow.clone(),
             partial: args.len() < dims.len(),
+            own: self.recs.iter().any(|r| r.def == tensor_def).then_some(tensor_def),
         };
         if let Some(u) = self.units.last_mut() {
             u.reads.push(read);

@@ -36,6 +36,11 @@ impl<'a> Cx<'a> {
         (self.hir.defs[d].kind == DefKind::Index).then_some(d)
     }
 
+    /// Whether `d` mentions an extent of a recurrence not known yet.
+    fn is_placeholder(&self, d: &Dim) -> bool {
+        d.vars().iter().any(|v| self.recs.iter().any(|r| r.placeholders.contains(v)))
+    }
+
     /// The index variables a dimension expression mentions.
     fn index_vars(&self, d: &Dim) -> Vec<DefId> {
         d.vars().into_iter().filter_map(|v| self.index_def(v)).collect()
@@ -125,22 +130,21 @@ impl<'a> Cx<'a> {
 
     /// The largest (`max`) or smallest value of `d` over the ranges of the
     /// index variables it mentions.
-    fn extremum(&self, d: &Dim, max: bool, narrow: &[Narrowing]) -> Option<Dim> {
+    pub(super) fn extremum(&self, d: &Dim, max: bool, narrow: &[Narrowing]) -> Option<Dim> {
         let mut cur = d.clone();
         // Ranges may mention other index variables (`k in 0..i`); a few
         // rounds of substitution eliminate them.
-        for _ in 0..8 {
-            let vars = self.index_vars(&cur);
-            if vars.is_empty() {
+        // The latest-defined variable first: its range may mention earlier
+        // ones (`k - i` with `k in 0..i` is at most -1), never the reverse.
+        for _ in 0..16 {
+            let Some(v) = self.index_vars(&cur).into_iter().max_by_key(|v| v.raw()) else {
                 return Some(cur);
-            }
-            for v in vars {
-                let c = Self::coefficient(&cur, v)?;
-                let r = self.range_under(v, narrow)?;
-                let value = if (c > 0) == max { r.end.add_const(-1) } else { r.start.clone() };
-                let var = dim_var(v);
-                cur = cur.substitute(&|x| (x == var).then(|| value.clone()));
-            }
+            };
+            let c = Self::coefficient(&cur, v)?;
+            let r = self.range_under(v, narrow)?;
+            let value = if (c > 0) == max { r.end.add_const(-1) } else { r.start.clone() };
+            let var = dim_var(v);
+            cur = cur.substitute(&|x| (x == var).then(|| value.clone()));
         }
         None
     }
@@ -187,7 +191,7 @@ impl<'a> Cx<'a> {
             let mut first: Option<(&Read, usize, Dim)> = None;
             for r in &reads {
                 for (axis, (len, arg, _)) in r.axes.iter().enumerate() {
-                    if arg.as_ref() != Some(&var) {
+                    if arg.as_ref() != Some(&var) || self.is_placeholder(len) {
                         continue;
                     }
                     match &first {
@@ -278,6 +282,13 @@ impl<'a> Cx<'a> {
         // Bounds checks.
         let mut deferred = Vec::new();
         for r in reads {
+            if let Some(def) = r.own {
+                // Checked once the recurrence's extents are known.
+                if let Some(rec) = self.recs.iter_mut().rev().find(|s| s.def == def) {
+                    rec.reads.push((rec.clause, r));
+                }
+                continue;
+            }
             let involved: Vec<DefId> =
                 r.axes.iter().filter_map(|(_, a, _)| a.as_ref()).flat_map(|a| self.index_vars(a)).collect();
             if involved.iter().any(|v| failed.contains(v) || self.failed_vars.contains(v)) {
@@ -311,7 +322,7 @@ impl<'a> Cx<'a> {
             // A read under a condition is protected by it (padding written as
             // `if iy >= 0 && iy < H { x[iy] } else { 0.0 }`); it must not
             // shrink the range.
-            if r.conditional {
+            if r.conditional || r.own.is_some() {
                 continue;
             }
             for (len, arg, _) in &r.axes {
@@ -333,7 +344,7 @@ impl<'a> Cx<'a> {
         acc
     }
 
-    fn check_read(&mut self, r: &Read) {
+    pub(super) fn check_read(&mut self, r: &Read) {
         if r.partial {
             self.t.read_proven.insert(r.expr, false);
             return;

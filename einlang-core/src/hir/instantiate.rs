@@ -13,7 +13,7 @@ use crate::span::Span;
 
 use super::{
     Arm, Block, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart,
-    Param, Pat, Range, RedVar, Slot, Stmt, TyAnn, Where,
+    Param, Pat, Range, Recurrence, RedVar, Slot, Stmt, TyAnn, Where,
 };
 
 /// Appends a copy of `f` named `name` whose parameters have the types
@@ -197,32 +197,39 @@ impl Cloner<'_> {
                     let ty = ty.as_ref().map(|t| self.ty(t));
                     Stmt::Let { def: self.def(*def), ty, value, span: *span }
                 }
-                Stmt::Indexed(d) => {
-                    let mut slots = Vec::new();
-                    for s in &d.slots {
-                        match s {
-                            Slot::Var { def, range } => {
-                                let range = range.as_ref().map(|r| self.range(r));
-                                slots.push(Slot::Var { def: self.def(*def), range });
-                            }
-                            Slot::Lit(n, span) => slots.push(Slot::Lit(*n, *span)),
-                            Slot::Rest(rest, span) => {
-                                for v in self.expand_rest(d, *rest, *span) {
-                                    slots.push(Slot::Var { def: v, range: None });
-                                }
-                            }
-                        }
-                    }
-                    self.ranks.insert(d.def, slots.len());
-                    let wheres = self.wheres(&d.wheres);
-                    let body = self.expr(d.body);
-                    Stmt::Indexed(IndexedDef { def: self.def(d.def), slots, wheres, body, span: d.span })
-                }
+                Stmt::Indexed(d) => Stmt::Indexed(self.indexed(d)),
+                Stmt::Recurrence(r) => Stmt::Recurrence(Recurrence {
+                    def: self.def(r.def),
+                    clauses: r.clauses.iter().map(|d| self.indexed(d)).collect(),
+                    span: r.span,
+                }),
                 Stmt::Expr(e) => Stmt::Expr(self.expr(*e)),
             });
         }
         let tail = b.tail.map(|t| self.expr(t));
         Block { stmts, tail }
+    }
+
+    fn indexed(&mut self, d: &IndexedDef) -> IndexedDef {
+        let mut slots = Vec::new();
+        for s in &d.slots {
+            match s {
+                Slot::Var { def, range } => {
+                    let range = range.as_ref().map(|r| self.range(r));
+                    slots.push(Slot::Var { def: self.def(*def), range });
+                }
+                Slot::Lit(n, span) => slots.push(Slot::Lit(*n, *span)),
+                Slot::Rest(rest, span) => {
+                    for v in self.expand_rest(d, *rest, *span) {
+                        slots.push(Slot::Var { def: v, range: None });
+                    }
+                }
+            }
+        }
+        self.ranks.insert(d.def, slots.len());
+        let wheres = self.wheres(&d.wheres);
+        let body = self.expr(d.body);
+        IndexedDef { def: self.def(d.def), slots, wheres, body, span: d.span }
     }
 
     /// Copies `e`, operands first, so the copy keeps operands before users.

@@ -12,6 +12,8 @@
 //! - `Stmt::Indexed` defines a tensor pointwise over its slots' index
 //!   variables; `wheres` are evaluated in order for every point, a false
 //!   guard makes the point zero.
+//! - `Stmt::Recurrence` groups the clauses of a tensor that reads earlier
+//!   points of itself; `crate::analysis::recur` decides their order.
 //! - `ExprKind::Reduce` folds `body` over the product of its variables'
 //!   ranges, skipping points whose guards are false.
 //! - `ExprKind::Index` with fewer arguments than the base's rank selects a
@@ -175,9 +177,27 @@ pub struct Block {
 
 #[derive(Clone, Debug)]
 pub enum Stmt {
-    Let { def: DefId, ty: Option<TyAnn>, value: ExprId, span: Span },
+    Let {
+        def: DefId,
+        ty: Option<TyAnn>,
+        value: ExprId,
+        span: Span,
+    },
     Indexed(IndexedDef),
+    /// A tensor defined by several clauses that may read earlier points of
+    /// itself (a recurrence). Placed where its last clause was written.
+    Recurrence(Recurrence),
     Expr(ExprId),
+}
+
+/// The clauses of one recurrent binding, in source order. Every clause's
+/// `def` is the binding's `def`; reads of it inside clause bodies are reads
+/// of the tensor being defined.
+#[derive(Clone, Debug)]
+pub struct Recurrence {
+    pub def: DefId,
+    pub clauses: Vec<IndexedDef>,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]
@@ -400,15 +420,8 @@ pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
             for s in &b.stmts {
                 match s {
                     Stmt::Let { value, .. } | Stmt::Expr(value) => out.push(*value),
-                    Stmt::Indexed(d) => {
-                        for slot in &d.slots {
-                            if let Slot::Var { range: Some(r), .. } = slot {
-                                out.extend([r.start, r.end]);
-                            }
-                        }
-                        where_operands(&d.wheres, out);
-                        out.push(d.body);
-                    }
+                    Stmt::Indexed(d) => indexed_operands(d, out),
+                    Stmt::Recurrence(r) => r.clauses.iter().for_each(|d| indexed_operands(d, out)),
                 }
             }
             out.extend(b.tail);
@@ -438,4 +451,14 @@ pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
             out.push(*body);
         }
     }
+}
+
+fn indexed_operands(d: &IndexedDef, out: &mut Vec<ExprId>) {
+    for slot in &d.slots {
+        if let Slot::Var { range: Some(r), .. } = slot {
+            out.extend([r.start, r.end]);
+        }
+    }
+    where_operands(&d.wheres, out);
+    out.push(d.body);
 }

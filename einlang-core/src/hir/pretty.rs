@@ -65,6 +65,22 @@ impl Printer<'_> {
         }
     }
 
+    fn indexed(&mut self, d: &crate::hir::IndexedDef) {
+        let slots: Vec<String> = d
+            .slots
+            .iter()
+            .map(|s| match s {
+                Slot::Var { def, .. } => self.range(*def),
+                Slot::Lit(n, _) => n.to_string(),
+                Slot::Rest(d, _) => format!("..{}", self.def(*d)),
+            })
+            .collect();
+        let ty = self.t.def_ty.get(&d.def).map(|t| self.t.show_ty(t)).unwrap_or_default();
+        let body = self.expr(d.body);
+        let wheres = self.wheres(&d.wheres);
+        let _ = writeln!(self.out, "let {}[{}]: {} = {}{};", self.def(d.def), slots.join(", "), ty, body, wheres);
+    }
+
     fn block(&mut self, b: &Block, depth: usize) {
         for s in &b.stmts {
             self.indent(depth);
@@ -74,28 +90,15 @@ impl Printer<'_> {
                     let v = self.expr(*value);
                     let _ = writeln!(self.out, "let {}: {} = {};", self.def(*def), ty, v);
                 }
-                Stmt::Indexed(d) => {
-                    let slots: Vec<String> = d
-                        .slots
-                        .iter()
-                        .map(|s| match s {
-                            Slot::Var { def, .. } => self.range(*def),
-                            Slot::Lit(n, _) => n.to_string(),
-                            Slot::Rest(d, _) => format!("..{}", self.def(*d)),
-                        })
-                        .collect();
-                    let ty = self.t.def_ty.get(&d.def).map(|t| self.t.show_ty(t)).unwrap_or_default();
-                    let body = self.expr(d.body);
-                    let wheres = self.wheres(&d.wheres);
-                    let _ = writeln!(
-                        self.out,
-                        "let {}[{}]: {} = {}{};",
-                        self.def(d.def),
-                        slots.join(", "),
-                        ty,
-                        body,
-                        wheres
-                    );
+                Stmt::Indexed(d) => self.indexed(d),
+                Stmt::Recurrence(r) => {
+                    let _ = writeln!(self.out, "recurrence {} {{", self.def(r.def));
+                    for d in &r.clauses {
+                        self.indent(depth + 1);
+                        self.indexed(d);
+                    }
+                    self.indent(depth);
+                    let _ = writeln!(self.out, "}}");
                 }
                 Stmt::Expr(e) => {
                     let e = self.expr(*e);

@@ -108,6 +108,8 @@ pub enum Stmt {
     Tensor(TensorDef),
     /// A tensor that is a (batched) matrix product, run by a GEMM routine.
     Gemm(Gemm),
+    /// A tensor defined by clauses that read earlier points of itself.
+    Recurrence(Recurrence),
     /// A declared result dimension checked against the computed one.
     CheckResultDim { tensor: VarId, axis: usize, symbol: String, declared: Dim },
     /// Evaluate for effect (`assert`, `print`).
@@ -149,6 +151,69 @@ pub struct Gemm {
     pub b: VarId,
     pub b_axes: Vec<usize>,
     pub reference: TensorDef,
+}
+
+/// A recurrence: sequential loops over its recurrent axes (outermost
+/// first); at every point of them, the clauses that cover it run in source
+/// order, each over its own loops (the parallel axes). Reads of `var` inside
+/// the clause bodies read the points computed so far; after the statement
+/// `var` is an ordinary tensor (or, with a `window`, the last `slots` steps
+/// of one, read at positions masked by `slots - 1` along the window's axis).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recurrence {
+    pub var: VarId,
+    pub elem: ScalarKind,
+    /// The logical extent of every axis.
+    pub extents: Vec<Dim>,
+    pub window: Option<Window>,
+    /// Sequential loops, outermost first, with the axis each runs along.
+    pub seq: Vec<(usize, Loop)>,
+    /// Whether the window's slab is zeroed at each step of the outermost
+    /// loop (the clauses may not rewrite all of it).
+    pub clear_steps: bool,
+    /// Two sequential axes whose reads only look back: may run as a blocked
+    /// anti-diagonal wavefront when several threads are available.
+    pub wavefront: bool,
+    pub clauses: Vec<RecClause>,
+}
+
+/// A circular buffer of `slots` (a power of two) steps along `axis`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    pub axis: usize,
+    pub slots: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecClause {
+    /// For every sequential loop: the positions of it this clause covers.
+    pub cover: Vec<Cover>,
+    /// Where the clause writes, per axis of the tensor.
+    pub at: Vec<RecIndex>,
+    /// The clause's own loops over its parallel axes, outermost first.
+    pub loops: Vec<Loop>,
+    /// Whether the outermost of `loops` runs in parallel above the
+    /// runtime's work threshold.
+    pub parallel: bool,
+    pub cost_per_point: u64,
+    /// The value at one point, of type `Scalar(elem)`.
+    pub body: Expr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cover {
+    At(i64),
+    /// `start..end`
+    Range(Dim, Dim),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecIndex {
+    /// The index of sequential loop `k`.
+    Seq(usize),
+    Lit(i64),
+    /// The index of the clause's loop `k`.
+    Loop(usize),
 }
 
 /// One output axis: index variable `index` runs over `start .. start + extent`

@@ -20,7 +20,8 @@ use std::fmt::Write as _;
 
 use crate::analysis::dim::{Dim, DimVar};
 use crate::ir::{
-    EntryCheck, Expr, ExprKind, FmtPart, Function, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, WhereEntry,
+    Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Literal, Loop, Program, RecIndex, Recurrence, Stmt,
+    TensorDef, Ty, VarId, WhereEntry,
 };
 
 /// Every function of `p`, separated by blank lines.
@@ -129,6 +130,7 @@ impl Printer<'_> {
                     self.tensor(&g.reference, level + 1)
                 )
             }
+            Stmt::Recurrence(r) => self.recurrence(r, level),
             Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
                 format!("check_result {}.shape[{axis}] == {} ({symbol:?})", self.var(*tensor), self.dim(declared))
             }
@@ -152,6 +154,58 @@ impl Printer<'_> {
             def.cost_per_point,
             self.expr(&def.body, level)
         )
+    }
+
+    fn recurrence(&self, r: &Recurrence, level: usize) -> String {
+        let pad = indent(level + 1);
+        let extents: Vec<String> = r.extents.iter().map(|d| self.dim(d)).collect();
+        let window =
+            r.window.as_ref().map(|w| format!(" window axis {} slots {}", w.axis, w.slots)).unwrap_or_default();
+        let flags = format!(
+            "{}{}",
+            if r.clear_steps { " clear_steps" } else { "" },
+            if r.wavefront { " wavefront" } else { "" }
+        );
+        let seq: Vec<String> = r
+            .seq
+            .iter()
+            .map(|(a, l)| format!("axis {a}: {} in {}..{}", self.var(l.index), self.dim(&l.start), self.dim(&l.end)))
+            .collect();
+        let mut text = format!(
+            "recurrence {}[{}]: {}{window}{flags}\n{pad}sequential {}",
+            self.var(r.var),
+            extents.join(", "),
+            r.elem.name(),
+            seq.join(", ")
+        );
+        for c in &r.clauses {
+            let cover: Vec<String> = c
+                .cover
+                .iter()
+                .map(|cv| match cv {
+                    Cover::At(n) => format!("= {n}"),
+                    Cover::Range(a, b) => format!("in {}..{}", self.dim(a), self.dim(b)),
+                })
+                .collect();
+            let at: Vec<String> =
+                c.at.iter()
+                    .map(|a| match a {
+                        RecIndex::Seq(k) => self.var(r.seq[*k].1.index),
+                        RecIndex::Lit(n) => n.to_string(),
+                        RecIndex::Loop(k) => self.var(c.loops[*k].index),
+                    })
+                    .collect();
+            let par = if c.parallel { " par" } else { "" };
+            text.push_str(&format!(
+                "\n{pad}clause [{}] when [{}] over [{}]{par} (cost {}) = {}",
+                at.join(", "),
+                cover.join(", "),
+                self.loops(&c.loops),
+                c.cost_per_point,
+                self.expr(&c.body, level + 1)
+            ));
+        }
+        text
     }
 
     fn loops(&self, loops: &[Loop]) -> String {

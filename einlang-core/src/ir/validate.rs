@@ -23,8 +23,8 @@ use std::collections::{HashMap, HashSet};
 use crate::analysis::dim::Dim;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
-    CollectStep, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Intrinsic, Literal, Loop, Program, Stmt,
-    TensorDef, Ty, VarId, WhereEntry,
+    CollectStep, Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Intrinsic, Literal, Loop, Program,
+    RecIndex, Recurrence, Stmt, TensorDef, Ty, VarId, WhereEntry,
 };
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
@@ -157,6 +157,28 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
         Stmt::CheckResultDim { tensor, declared, .. } => {
             f(*tensor);
             dim(declared, f);
+        }
+        Stmt::Recurrence(r) => {
+            for d in &r.extents {
+                dim(d, f);
+            }
+            for (_, l) in &r.seq {
+                dim(&l.start, f);
+                dim(&l.end, f);
+            }
+            for c in &r.clauses {
+                for cv in &c.cover {
+                    if let Cover::Range(a, b) = cv {
+                        dim(a, f);
+                        dim(b, f);
+                    }
+                }
+                for l in &c.loops {
+                    dim(&l.start, f);
+                    dim(&l.end, f);
+                }
+                visit_var_uses(&c.body, f);
+            }
         }
         Stmt::Gemm(g) => {
             f(g.a);
@@ -366,6 +388,7 @@ impl<'a> Checker<'a> {
             }
             Stmt::Tensor(def) => self.check_tensor(def),
             Stmt::Gemm(g) => self.check_gemm(g),
+            Stmt::Recurrence(r) => self.check_recurrence(r),
             Stmt::CheckResultDim { tensor, axis, declared, .. } => {
                 match self.use_var(*tensor) {
                     Some(Ty::Tensor(_, rank)) if axis < rank => {}
@@ -438,6 +461,62 @@ impl<'a> Checker<'a> {
         self.expect_ty(&format!("the body of tensor {name}"), &def.body.ty, &Ty::Scalar(def.elem));
         self.pop();
         self.define(def.var);
+    }
+
+    fn check_recurrence(&mut self, r: &Recurrence) {
+        let name = self.name(r.var);
+        let rank = r.extents.len();
+        if let Some(ty) = self.ty(r.var) {
+            self.expect_ty(&format!("recurrence {name}"), ty, &Ty::Tensor(r.elem, rank));
+        }
+        for d in &r.extents {
+            self.check_dim(d);
+        }
+        if let Some(w) = &r.window {
+            if w.axis >= rank || !w.slots.is_power_of_two() || r.seq.first().map(|(a, _)| *a) != Some(w.axis) {
+                self.err(format!("recurrence {name} has a window {w:?} not on its outermost sequential axis"));
+            }
+        }
+        // The tensor is readable inside its clauses.
+        self.define(r.var);
+        self.push();
+        for (axis, l) in &r.seq {
+            if *axis >= rank {
+                self.err(format!("recurrence {name} loops over axis {axis} of {rank}"));
+            }
+            self.check_loops(std::slice::from_ref(l));
+        }
+        for c in &r.clauses {
+            if c.cover.len() != r.seq.len() || c.at.len() != rank {
+                self.err(format!(
+                    "a clause of recurrence {name} with {} covers and {} indices",
+                    c.cover.len(),
+                    c.at.len()
+                ));
+            }
+            for cv in &c.cover {
+                if let Cover::Range(a, b) = cv {
+                    self.check_dim(a);
+                    self.check_dim(b);
+                }
+            }
+            for (axis, at) in c.at.iter().enumerate() {
+                let ok = match at {
+                    RecIndex::Seq(k) => r.seq.get(*k).is_some_and(|(a, _)| *a == axis),
+                    RecIndex::Loop(k) => *k < c.loops.len(),
+                    RecIndex::Lit(n) => *n >= 0,
+                };
+                if !ok {
+                    self.err(format!("a clause of recurrence {name} writes axis {axis} at {at:?}"));
+                }
+            }
+            self.push();
+            self.check_loops(&c.loops);
+            self.check_expr(&c.body);
+            self.expect_ty(&format!("a clause of recurrence {name}"), &c.body.ty, &Ty::Scalar(r.elem));
+            self.pop();
+        }
+        self.pop();
     }
 
     fn check_loops(&mut self, loops: &[Loop]) {

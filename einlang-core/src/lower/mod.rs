@@ -298,6 +298,7 @@ impl<'a> FnLower<'a> {
                     }
                 }
                 hir::Stmt::Indexed(d) => self.lower_indexed(d, out)?,
+                hir::Stmt::Recurrence(r) => self.lower_recurrence(r, out)?,
                 hir::Stmt::Expr(e) => {
                     self.emit_same_extents(*e, &[], out);
                     let v = self.lower_value(*e, out)?;
@@ -426,6 +427,116 @@ impl<'a> FnLower<'a> {
         let var = self.new_var(self.hir.name(d.def), Ty::Tensor(elem, axes.len()));
         self.of_def.insert(d.def, var);
         out.push(Stmt::Tensor(TensorDef { var, elem, parallel: !axes.is_empty(), axes, body, cost_per_point: cost }));
+        Some(())
+    }
+
+    /// A recurrence: one sequential loop per recurrent axis in the order
+    /// analysis chose, the clauses inside (see `ir::Recurrence`).
+    fn lower_recurrence(&mut self, rec: &hir::Recurrence, out: &mut Vec<Stmt>) -> Option<()> {
+        let Some(facts) = self.t.recurrences.get(&rec.def).cloned() else {
+            return self.fail(format!("recurrence `{}` has no facts", self.hir.name(rec.def)));
+        };
+        let Some(ATy::Tensor(elem, dims)) = self.t.def_ty.get(&rec.def).cloned() else {
+            return self.fail("recurrence without a tensor type");
+        };
+        let name = self.hir.name(rec.def).to_string();
+        let mut extents = Vec::new();
+        for (axis, d) in dims.iter().enumerate() {
+            extents.push(self.checked_extent(d, &format!("{name}_axis{axis}"), out)?);
+        }
+        // Where each clause writes along each axis.
+        let mut covers: Vec<Vec<ir::Cover>> = Vec::new();
+        for c in &rec.clauses {
+            let mut row = Vec::new();
+            for slot in &c.slots {
+                row.push(match slot {
+                    Slot::Lit(n, _) => ir::Cover::At(*n),
+                    Slot::Var { def, .. } => {
+                        let r = self.t.ranges.get(def).cloned()?;
+                        ir::Cover::Range(self.dim(&r.start)?, self.dim(&r.end)?)
+                    }
+                    Slot::Rest(..) => return self.fail("a rest index reached lowering"),
+                });
+            }
+            covers.push(row);
+        }
+        let mut seq = Vec::new();
+        for &axis in &facts.sequential {
+            let source = rec.clauses.iter().find_map(|c| match &c.slots[axis] {
+                Slot::Var { def, .. } => Some(self.hir.name(*def).to_string()),
+                _ => None,
+            });
+            let v = self.new_var(source.as_deref().unwrap_or("step"), Ty::Scalar(ScalarKind::I64));
+            for c in &rec.clauses {
+                if let Slot::Var { def, .. } = &c.slots[axis] {
+                    self.of_def.insert(*def, v);
+                }
+            }
+            let start = covers
+                .iter()
+                .map(|row| match &row[axis] {
+                    ir::Cover::At(n) => Dim::constant(*n),
+                    ir::Cover::Range(s, _) => s.clone(),
+                })
+                .reduce(|a, b| Dim::min(&a, &b))?;
+            seq.push((axis, Loop { index: v, start, end: extents[axis].clone() }));
+        }
+        let var = self.new_var(&name, Ty::Tensor(elem, dims.len()));
+        self.of_def.insert(rec.def, var);
+        let mut clauses = Vec::new();
+        for (c, row) in rec.clauses.iter().zip(&covers) {
+            let mut extra: Vec<DefId> =
+                c.slots.iter().filter_map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None }).collect();
+            for w in &c.wheres {
+                match w {
+                    Where::Bind { value, .. } => collect_index_defs(self.hir, *value, &mut extra),
+                    Where::Guard(g) => collect_index_defs(self.hir, *g, &mut extra),
+                }
+            }
+            self.emit_same_extents(c.body, &extra, out);
+            let cover = seq.iter().map(|(axis, _)| row[*axis].clone()).collect();
+            let mut at = Vec::new();
+            let mut loops = Vec::new();
+            for (axis, slot) in c.slots.iter().enumerate() {
+                if let Some(k) = seq.iter().position(|(a, _)| *a == axis) {
+                    at.push(ir::RecIndex::Seq(k));
+                    continue;
+                }
+                match (slot, &row[axis]) {
+                    (Slot::Var { def, .. }, ir::Cover::Range(start, end)) => {
+                        let v = self.new_var(self.hir.name(*def), Ty::Scalar(ScalarKind::I64));
+                        self.of_def.insert(*def, v);
+                        at.push(ir::RecIndex::Loop(loops.len()));
+                        loops.push(Loop { index: v, start: start.clone(), end: end.clone() });
+                    }
+                    (_, ir::Cover::At(n)) => at.push(ir::RecIndex::Lit(*n)),
+                    _ => return self.fail("a clause slot without a cover"),
+                }
+            }
+            let wheres = self.lower_wheres(&c.wheres)?;
+            let body = self.lower_expr(c.body)?;
+            if body.ty != Ty::Scalar(elem) {
+                return self.fail("a recurrence clause of another type reached lowering");
+            }
+            let body = if wheres.is_empty() {
+                body
+            } else {
+                Expr { ty: body.ty.clone(), kind: ir::ExprKind::Guarded { wheres, body: Box::new(body) } }
+            };
+            let cost_per_point = expr_cost(&body);
+            clauses.push(ir::RecClause { cover, at, parallel: !loops.is_empty(), loops, cost_per_point, body });
+        }
+        let window = match facts.storage {
+            analysis::recur::Storage::Window { axis, slots, .. } if seq.first().is_some_and(|(a, _)| *a == axis) => {
+                Some(ir::Window { axis, slots })
+            }
+            _ => None,
+        };
+        // A rank-1 window needs no clearing when every step of its loop is
+        // written by a clause (the covers chain from the start to the end).
+        let clear_steps = window.is_some() && !(dims.len() == 1 && covers_chain(&covers, &seq));
+        let wavefront = facts.wavefront && window.is_none();
+        out.push(Stmt::Recurrence(ir::Recurrence { var, elem, extents, window, seq, clear_steps, wavefront, clauses }));
         Some(())
     }
 
@@ -1058,6 +1169,26 @@ impl<'a> FnLower<'a> {
             Some(Expr { kind: ir::ExprKind::Cast(Box::new(x), ScalarKind::I64), ty: Ty::Scalar(ScalarKind::I64) })
         }
     }
+}
+
+/// Whether the clauses' covers of a rank-1 recurrence's only axis follow
+/// each other without gaps from the loop's start: then they cover
+/// everything up to the largest end, which is the extent.
+fn covers_chain(covers: &[Vec<ir::Cover>], seq: &[(usize, Loop)]) -> bool {
+    let Some((_, lp)) = seq.first() else { return false };
+    let mut spans: Vec<(Dim, Dim)> = covers
+        .iter()
+        .map(|row| match &row[0] {
+            ir::Cover::At(n) => (Dim::constant(*n), Dim::constant(n + 1)),
+            ir::Cover::Range(s, e) => (s.clone(), e.clone()),
+        })
+        .collect();
+    let mut at = lp.start.clone();
+    while !spans.is_empty() {
+        let Some(i) = spans.iter().position(|(s, _)| *s == at) else { return false };
+        at = spans.remove(i).1;
+    }
+    true
 }
 
 fn var_expr(v: VarId, ty: Ty) -> Expr {

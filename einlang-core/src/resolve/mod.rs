@@ -71,9 +71,14 @@ struct Resolver {
     /// The function declared for each `fn` item (by address of the item,
     /// which outlives resolution).
     fn_of_item: HashMap<*const ast::FnItem, hir::FnId>,
-    /// Names defined by several clauses (recurrences), and those reported.
-    multi_clause: std::collections::HashSet<String>,
-    reported_clauses: std::collections::HashSet<String>,
+    /// Per block being resolved (innermost last): for each name whose
+    /// indexed `let`s form one recurrence, how many clauses it has.
+    clause_counts: Vec<HashMap<String, usize>>,
+    /// Recurrences whose last clause has not been seen yet, by name.
+    pending: HashMap<String, PendingRecurrence>,
+    /// The recurrence whose clause is being resolved (its reads of itself
+    /// are allowed).
+    in_clause: Option<String>,
     /// The parsed standard library modules; their bodies are resolved after
     /// every module's names are declared.
     stdlib_programs: Vec<(ModId, ast::Program)>,
@@ -92,6 +97,14 @@ struct Resolver {
     const_stack: Vec<DefId>,
 }
 
+/// The clauses of a recurrence seen so far.
+struct PendingRecurrence {
+    def: DefId,
+    clauses: Vec<hir::IndexedDef>,
+    remaining: usize,
+    first: Span,
+}
+
 impl Resolver {
     fn new() -> Resolver {
         Resolver {
@@ -103,8 +116,9 @@ impl Resolver {
             current_module: 0,
             std_def: None,
             fn_of_item: HashMap::new(),
-            multi_clause: Default::default(),
-            reported_clauses: Default::default(),
+            clause_counts: Vec::new(),
+            pending: HashMap::new(),
+            in_clause: None,
             consts: HashMap::new(),
             in_generic: false,
             module_names: HashMap::new(),
@@ -465,6 +479,7 @@ impl Resolver {
         for s in stmts {
             self.resolve_stmt(s, &mut block, diags);
         }
+        self.end_clauses();
         self.scopes.clear();
         let fn_id = self.hir.fns.alloc(hir::Function {
             def,
@@ -577,22 +592,54 @@ impl Resolver {
         }
     }
 
-    /// Names that several indexed `let`s of one block define, at least one
-    /// with a literal slot: the clauses of a recurrence, not shadowing.
+    /// Finds the recurrences among a block's indexed `let`s: a name defined
+    /// by several of them, one with a literal slot or one that reads the
+    /// name, and a single one that reads itself without an earlier binding.
+    /// Pushes the clause counts for the block (popped by `end_clauses`).
     fn note_clauses<'s>(&mut self, stmts: impl Iterator<Item = &'s ast::Stmt>) {
-        let mut count: HashMap<&str, (usize, bool)> = HashMap::new();
+        #[derive(Default)]
+        struct Seen {
+            count: usize,
+            literal: bool,
+            reads_self: bool,
+            /// Bound by a plain `let` before its first indexed clause.
+            shadowing: bool,
+        }
+        let mut seen: HashMap<&str, Seen> = HashMap::new();
         for s in stmts {
-            if let ast::Stmt::Let(ast::LetStmt { pat: ast::Pattern::Name(n), indices: Some(slots), .. }) = s {
-                let e = count.entry(n.name.as_str()).or_default();
-                e.0 += 1;
-                e.1 |= slots.iter().any(|s| matches!(s, ast::IndexSlot::Lit(..)));
+            let ast::Stmt::Let(l) = s else { continue };
+            let ast::Pattern::Name(n) = &l.pat else { continue };
+            match &l.indices {
+                Some(slots) => {
+                    let e = seen.entry(n.name.as_str()).or_default();
+                    e.count += 1;
+                    e.literal |= slots.iter().any(|s| matches!(s, ast::IndexSlot::Lit(..)));
+                    e.reads_self |= mentions_index_of(&l.value, &n.name);
+                }
+                None => {
+                    if let Some(e) = seen.get_mut(n.name.as_str()) {
+                        // A plain `let` after clauses ends their group.
+                        e.count = e.count.max(1);
+                    } else {
+                        seen.entry(n.name.as_str()).or_default().shadowing = true;
+                    }
+                }
             }
         }
-        for (name, (n, lit)) in count {
-            if n > 1 && lit {
-                self.multi_clause.insert(name.to_string());
+        let mut counts = HashMap::new();
+        for (name, e) in seen {
+            let grouped =
+                if e.count > 1 { e.literal || (e.reads_self && !e.shadowing) } else { e.count == 1 && e.reads_self };
+            if grouped {
+                counts.insert(name.to_string(), e.count);
             }
         }
+        self.clause_counts.push(counts);
+    }
+
+    /// Ends the block opened by `note_clauses`.
+    fn end_clauses(&mut self) {
+        self.clause_counts.pop();
     }
 
     fn resolve_block(&mut self, block: &ast::Block, diags: &mut Diagnostics) -> hir::Block {
@@ -604,6 +651,7 @@ impl Resolver {
         }
         out.tail = block.tail.as_ref().map(|t| self.resolve_expr(t, diags));
         self.scopes.pop();
+        self.end_clauses();
         out
     }
 
@@ -669,20 +717,67 @@ impl Resolver {
             return;
         };
 
-        // Recurrences (a binding that reads itself, or several clauses of
-        // one binding) are the subject of a later stage.
-        if self.multi_clause.contains(&name.name) {
-            if self.reported_clauses.insert(name.name.clone()) {
-                diags.push(not_supported(l.span, "recurrences (bindings defined by several clauses)"));
-            }
+        let clauses = self.clause_counts.last().and_then(|c| c.get(&name.name)).copied();
+        if let Some(count) = clauses {
+            self.resolve_clause(l, &name, slots, count, out, diags);
             return;
         }
-        let reads_self = mentions_index_of(&l.value, &name.name) && self.lookup_local(&name.name).is_none();
-        if reads_self {
-            diags.push(not_supported(l.span, "recurrences (definitions that read themselves)"));
-            return;
+        let Some((hir_slots, wheres, body)) = self.resolve_indexed(l, slots, diags) else { return };
+        let def = self.bind_local(&name, DefKind::Local);
+        if let Some(t) = &l.ty {
+            diags.push(not_supported(t.span(), "type annotations on indexed definitions"));
         }
+        out.stmts.push(hir::Stmt::Indexed(hir::IndexedDef { def, slots: hir_slots, wheres, body, span: l.span }));
+    }
 
+    /// One clause of a recurrence: its reads of `name` are reads of the
+    /// binding being defined, which becomes visible after its last clause.
+    fn resolve_clause(
+        &mut self,
+        l: &ast::LetStmt,
+        name: &ast::Ident,
+        slots: &[ast::IndexSlot],
+        count: usize,
+        out: &mut hir::Block,
+        diags: &mut Diagnostics,
+    ) {
+        if !self.pending.contains_key(&name.name) {
+            let def = self.hir.alloc_def(&name.name, DefKind::Local, name.span);
+            let pending = PendingRecurrence { def, clauses: Vec::new(), remaining: count, first: l.span };
+            self.pending.insert(name.name.clone(), pending);
+        }
+        let def = self.pending[&name.name].def;
+        if let Some(t) = &l.ty {
+            diags.push(not_supported(t.span(), "type annotations on indexed definitions"));
+        }
+        let outer = self.in_clause.replace(name.name.clone());
+        self.scopes.push(HashMap::from([(name.name.clone(), def)]));
+        let clause = self.resolve_indexed(l, slots, diags);
+        self.scopes.pop();
+        self.in_clause = outer;
+        let Some(p) = self.pending.get_mut(&name.name) else { return };
+        if let Some((slots, wheres, body)) = clause {
+            p.clauses.push(hir::IndexedDef { def, slots, wheres, body, span: l.span });
+        }
+        p.remaining -= 1;
+        if p.remaining > 0 {
+            return;
+        }
+        let Some(p) = self.pending.remove(&name.name) else { return };
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name.name.clone(), def);
+        }
+        let span = p.first.to(l.span);
+        out.stmts.push(hir::Stmt::Recurrence(hir::Recurrence { def, clauses: p.clauses, span }));
+    }
+
+    /// The slots, `where` entries and body of an indexed definition.
+    fn resolve_indexed(
+        &mut self,
+        l: &ast::LetStmt,
+        slots: &[ast::IndexSlot],
+        diags: &mut Diagnostics,
+    ) -> Option<(Vec<Slot>, Vec<Where>, ExprId)> {
         // Ranges are resolved outside the statement's index scope.
         enum SlotIn {
             Var(ast::Ident, Option<hir::Range>),
@@ -703,14 +798,14 @@ impl Resolver {
                             Diagnostic::error(r.span, "named rest indices are only supported in generic functions")
                                 .help("leave the parameters untyped, so the rank is known at each call"),
                         );
-                        return;
+                        return None;
                     }
                     order.push(SlotIn::Rest(r.clone()));
                 }
                 ast::IndexSlot::Lit(n, span) => {
                     if *n < 0 {
                         diags.push(Diagnostic::error(*span, "an index slot cannot be negative"));
-                        return;
+                        return None;
                     }
                     order.push(SlotIn::Lit(*n, *span));
                 }
@@ -748,11 +843,7 @@ impl Resolver {
         let wheres = self.resolve_wheres(&stmt_wheres, diags);
         let body = self.resolve_expr(&value, diags);
         self.scopes.pop();
-        let def = self.bind_local(&name, DefKind::Local);
-        if let Some(t) = &l.ty {
-            diags.push(not_supported(t.span(), "type annotations on indexed definitions"));
-        }
-        out.stmts.push(hir::Stmt::Indexed(hir::IndexedDef { def, slots: hir_slots, wheres, body, span: l.span }));
+        Some((hir_slots, wheres, body))
     }
 
     /// `let (a, (b, _)) = value;` binds `a = value.0`, `b = value.1.0`.
@@ -1031,6 +1122,16 @@ impl Resolver {
     fn resolve_value_path(&mut self, path: &[ast::Ident], span: Span, diags: &mut Diagnostics) -> ExprId {
         let def = if path.len() == 1 {
             let ident = &path[0];
+            if let Some(p) = self.pending.get(&ident.name) {
+                if self.in_clause.as_deref() != Some(ident.name.as_str()) {
+                    let d = Diagnostic::error(ident.span, format!("`{}` is read before its last clause", ident.name))
+                        .label(p.first, format!("the recurrence `{}` starts here", ident.name))
+                        .note("the clauses of a recurrence define one tensor; it exists after the last of them")
+                        .help("move this statement after the last clause, or give the tensor another name");
+                    diags.push(d);
+                    return self.error_expr(span);
+                }
+            }
             match self
                 .lookup_local(&ident.name)
                 .or_else(|| self.modules[self.current_module].names.get(&ident.name).copied())

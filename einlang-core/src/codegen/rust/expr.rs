@@ -549,6 +549,10 @@ impl FnCx<'_> {
                 indices.len()
             ));
         }
+        if let Some(access) = self.rec_access.get(&tensor).cloned() {
+            let code = self.rec_read(&access, tensor, indices, checked)?;
+            return Ok(Code::new(code, Prec::Block));
+        }
         let id = self.ident(tensor)?;
         if checked {
             let idx = indices
@@ -600,8 +604,23 @@ impl FnCx<'_> {
         let id = self.ident(tensor)?;
         let nd = self.nd.clone();
         let mut out = quote!(#id.view());
+        let access = self.rec_access.get(&tensor).cloned();
         for (axis, i) in indices.iter().enumerate() {
-            let checked = self.checked_index(tensor, axis, i)?;
+            let checked = match &access {
+                // A recurrence: checked against its logical extent, masked
+                // into its window.
+                Some(a) => {
+                    let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                    let tname = types::str_lit(&self.info(tensor)?.source_name);
+                    let (v, len, ax) = (self.expr(i)?.tokens, &a.lens[axis], types::usize_lit(axis));
+                    let at = quote!(#rt::shape::check_index(#name, #tname, #ax, #v, #len)?);
+                    match &a.window {
+                        Some((w, mask)) if *w == axis => quote!((#at & #mask)),
+                        _ => at,
+                    }
+                }
+                None => self.checked_index(tensor, axis, i)?,
+            };
             out = quote!(#out.index_axis_move(#nd::Axis(0), #checked));
         }
         Ok(Code::new(out, Prec::Postfix))
@@ -758,6 +777,7 @@ fn defined_by(s: &Stmt) -> Option<VarId> {
         Stmt::Let { var, .. } | Stmt::Extent { var, .. } => Some(*var),
         Stmt::Tensor(def) => Some(def.var),
         Stmt::Gemm(g) => Some(g.out),
+        Stmt::Recurrence(r) => Some(r.var),
         _ => None,
     }
 }

@@ -45,6 +45,7 @@
 //! the language defines it.
 
 mod expr;
+mod recur;
 mod tensor;
 mod types;
 
@@ -223,6 +224,8 @@ pub(crate) struct FnCx<'a> {
     fn_name: proc_macro2::Literal,
     idents: Vec<Option<Ident>>,
     repr: HashMap<VarId, Repr>,
+    /// How reads of each recurrence's tensor are emitted (see `recur`).
+    rec_access: HashMap<VarId, recur::RecAccess>,
     /// Variables known to be non-negative: dimensions bound from shapes and
     /// checked extents. Their `usize` conversion needs no check.
     nonneg: HashSet<VarId>,
@@ -254,6 +257,7 @@ impl<'a> FnCx<'a> {
             fn_name: types::str_lit(&f.name),
             idents,
             repr: HashMap::new(),
+            rec_access: HashMap::new(),
             nonneg: HashSet::new(),
             next_label: 0,
             uses,
@@ -393,6 +397,7 @@ impl<'a> FnCx<'a> {
             }
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Gemm(g) => self.gemm(g),
+            Stmt::Recurrence(r) => self.recurrence(r),
             Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
                 let info = self.info(*tensor)?;
                 if !matches!(info.ty, Ty::Tensor(_, rank) if *axis < rank) {

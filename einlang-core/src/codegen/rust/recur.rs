@@ -1,0 +1,271 @@
+//! Recurrences: sequential loops over the recurrent axes, the clauses that
+//! cover each step, and their (parallel) loops over the other axes.
+//!
+//! ```text
+//! let __len_x_0: usize = T as usize;                    // logical extents
+//! let mut x: Array<f64, Ix1> = __nd::Array::zeros([4usize]);   // a window of 4 slots
+//! {
+//!     let __store_x = __rt::rec::Store::<f64, 1>::new(&mut x);
+//!     for t in 0i64..T {
+//!         if t == 0i64 { let __value_x = 1.0; unsafe { __store_x.set([(t as usize) & 3usize], __value_x) }; }
+//!         if t >= 1i64 && t < T { ... __store_x.get([((t - 1) as usize) & 3usize]) ... }
+//!     }
+//! }
+//! ```
+//!
+//! While the clauses run, reads of the tensor go through the store; after
+//! the statement the tensor is an ordinary array, except that a windowed one
+//! is read at positions masked along the window's axis. Checked reads compare
+//! with the logical extents, not the window.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use super::{derived, types, Bug, FnCx, Repr};
+use crate::ir::{Cover, Expr, RecClause, RecIndex, Recurrence, Ty};
+
+/// How reads of a recurrence's tensor are emitted.
+#[derive(Clone)]
+pub(crate) struct RecAccess {
+    /// The store, while the clauses run.
+    pub store: Option<Ident>,
+    /// The window's axis and slot mask.
+    pub window: Option<(usize, TokenStream)>,
+    /// The logical extent of every axis, as `usize` variables.
+    pub lens: Vec<Ident>,
+}
+
+impl FnCx<'_> {
+    pub(crate) fn recurrence(&mut self, r: &Recurrence) -> Result<TokenStream, Bug> {
+        let rank = r.extents.len();
+        let info = self.info(r.var)?;
+        if info.ty != Ty::Tensor(r.elem, rank) {
+            return Err(format!("recurrence `{}` of type `{:?}` has {rank} axes", info.name, info.ty));
+        }
+        let name = self.ident(r.var)?;
+        let (rt, nd) = (self.rt.clone(), self.nd.clone());
+        let mut out = TokenStream::new();
+        let mut lens = Vec::new();
+        let mut alloc = Vec::new();
+        for (axis, e) in r.extents.iter().enumerate() {
+            let len = derived("len_", &name, &format!("_{axis}"));
+            let value = self.extent_usize(e)?;
+            out.extend(quote!(let #len: usize = #value;));
+            match &r.window {
+                Some(w) if w.axis == axis => {
+                    let slots = proc_macro2::Literal::usize_suffixed(w.slots as usize);
+                    alloc.push(quote!(#slots));
+                }
+                _ => alloc.push(quote!(#len)),
+            }
+            lens.push(len);
+        }
+        let window = r.window.as_ref().map(|w| {
+            let mask = proc_macro2::Literal::usize_suffixed(w.slots as usize - 1);
+            (w.axis, quote!(#mask))
+        });
+        let store = derived("store_", &name, "");
+        let array = types::array(r.elem, rank, &nd);
+        let shape = types::shape(&alloc, &nd);
+        let r_lit = types::usize_lit(rank);
+        let t = types::scalar(r.elem);
+
+        self.rec_access
+            .insert(r.var, RecAccess { store: Some(store.clone()), window: window.clone(), lens: lens.clone() });
+        self.no_move += 1;
+        let steps = self.rec_steps(r, &store, &window);
+        self.no_move -= 1;
+        let steps = steps?;
+        self.rec_access.insert(r.var, RecAccess { store: None, window, lens });
+        self.repr.insert(r.var, Repr::Owned);
+        out.extend(quote! {
+            let mut #name: #array = #nd::Array::zeros(#shape);
+            {
+                let #store = #rt::rec::Store::<#t, #r_lit>::new(&mut #name);
+                #steps
+            }
+        });
+        Ok(out)
+    }
+
+    /// The sequential loops with the clauses inside; a wavefront variant
+    /// when the recurrence allows one.
+    fn rec_steps(
+        &mut self,
+        r: &Recurrence,
+        store: &Ident,
+        window: &Option<(usize, TokenStream)>,
+    ) -> Result<TokenStream, Bug> {
+        let rt = self.rt.clone();
+        let mut clauses = TokenStream::new();
+        for c in &r.clauses {
+            clauses.extend(self.rec_clause(r, c, store, window)?);
+        }
+        let mut nest = clauses.clone();
+        for (k, (axis, l)) in r.seq.iter().enumerate().rev() {
+            let i = self.ident(l.index)?;
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            let clear = match window {
+                Some((w, mask)) if k == 0 && r.clear_steps && *w == *axis => {
+                    let a = types::usize_lit(*axis);
+                    quote!(unsafe { #store.clear_slab(#a, (#i as usize) & #mask) };)
+                }
+                _ => TokenStream::new(),
+            };
+            nest = quote! {
+                for #i in (#start)..(#end) {
+                    #clear
+                    #nest
+                }
+            };
+        }
+        if !(r.wavefront && r.seq.len() == 2) {
+            return Ok(nest);
+        }
+        let (l0, l1) = (&r.seq[0].1, &r.seq[1].1);
+        let (i, j) = (self.ident(l0.index)?, self.ident(l1.index)?);
+        let (s0, e0, s1, e1) = (self.dim(&l0.start)?, self.dim(&l0.end)?, self.dim(&l1.start)?, self.dim(&l1.end)?);
+        Ok(quote! {
+            if #rt::rec::use_wavefront((#e0) - (#s0), (#e1) - (#s1)) {
+                #rt::rec::wavefront(((#s0), (#e0)), ((#s1), (#e1)), |#i: i64, #j: i64| {
+                    #clauses
+                    Ok(())
+                })?;
+            } else {
+                #nest
+            }
+        })
+    }
+
+    /// One clause at one point of the sequential loops: the cover test,
+    /// then its own loops writing through the store.
+    fn rec_clause(
+        &mut self,
+        r: &Recurrence,
+        c: &RecClause,
+        store: &Ident,
+        window: &Option<(usize, TokenStream)>,
+    ) -> Result<TokenStream, Bug> {
+        let rt = self.rt.clone();
+        let mut conds = Vec::new();
+        for (cover, (_, l)) in c.cover.iter().zip(&r.seq) {
+            let i = self.ident(l.index)?;
+            match cover {
+                Cover::At(n) => {
+                    let n = proc_macro2::Literal::i64_suffixed(*n);
+                    conds.push(quote!(#i == #n));
+                }
+                Cover::Range(a, b) => {
+                    // The loop already starts at the smallest start and ends
+                    // at the extent; test only what can differ.
+                    if *a != l.start {
+                        let a = self.dim(a)?;
+                        conds.push(quote!(#i >= (#a)));
+                    }
+                    if *b != l.end {
+                        let b = self.dim(b)?;
+                        conds.push(quote!(#i < (#b)));
+                    }
+                }
+            }
+        }
+        let mut idx = Vec::new();
+        for (axis, at) in c.at.iter().enumerate() {
+            let value = match at {
+                RecIndex::Seq(k) => {
+                    let i = self.ident(r.seq.get(*k).ok_or("a clause writes a missing loop")?.1.index)?;
+                    quote!(#i as usize)
+                }
+                RecIndex::Loop(k) => {
+                    let i = self.ident(c.loops.get(*k).ok_or("a clause writes a missing loop")?.index)?;
+                    quote!(#i as usize)
+                }
+                RecIndex::Lit(n) => {
+                    let n = types::usize_lit(usize::try_from(*n).map_err(|_| "a negative literal slot")?);
+                    quote!(#n)
+                }
+            };
+            idx.push(match window {
+                Some((w, mask)) if *w == axis => quote!((#value) & #mask),
+                _ => value,
+            });
+        }
+        let value = self.expr(&c.body)?.tokens;
+        let mut body = quote! {
+            let __value = #value;
+            unsafe { #store.set([#(#idx),*], __value) };
+        };
+        for (k, l) in c.loops.iter().enumerate().rev() {
+            let i = self.ident(l.index)?;
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            if k == 0 {
+                let work = self.rec_work(c)?;
+                let parallel = c.parallel;
+                body = quote! {
+                    #rt::rec::each((#start), (#end), #work, #parallel, |#i: i64| {
+                        #body
+                        Ok(())
+                    })?;
+                };
+            } else {
+                body = quote! {
+                    for #i in (#start)..(#end) {
+                        #body
+                    }
+                };
+            }
+        }
+        if conds.is_empty() {
+            Ok(quote!({ #body }))
+        } else {
+            Ok(quote!(if #(#conds)&&* { #body }))
+        }
+    }
+
+    /// Estimated scalar operations of one step of a clause (for the
+    /// parallel threshold).
+    fn rec_work(&self, c: &RecClause) -> Result<TokenStream, Bug> {
+        let cost = proc_macro2::Literal::usize_suffixed(c.cost_per_point.max(1) as usize);
+        let mut work = quote!(#cost);
+        for l in &c.loops {
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            work = quote!(#work.saturating_mul(((#end) - (#start)).max(0) as usize));
+        }
+        Ok(work)
+    }
+
+    /// A read of a recurrence's tensor (see [`RecAccess`]).
+    pub(crate) fn rec_read(
+        &mut self,
+        access: &RecAccess,
+        tensor: crate::ir::VarId,
+        indices: &[Expr],
+        checked: bool,
+    ) -> Result<TokenStream, Bug> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        let tname = types::str_lit(&self.info(tensor)?.source_name);
+        let mut hoisted = TokenStream::new();
+        let mut idx = Vec::new();
+        for (axis, i) in indices.iter().enumerate() {
+            let v = self.expr(i)?.at_least(super::Prec::Cast);
+            let len = &access.lens[axis];
+            let a = types::usize_lit(axis);
+            let tmp = quote::format_ident!("__ix{}", axis);
+            if checked {
+                hoisted.extend(quote!(let #tmp: usize = #rt::shape::check_index(#name, #tname, #a, #v, #len)?;));
+            } else {
+                hoisted.extend(quote!(let #tmp: usize = #v as usize;));
+            }
+            idx.push(match &access.window {
+                Some((w, mask)) if *w == axis => quote!(#tmp & #mask),
+                _ => quote!(#tmp),
+            });
+        }
+        let id = self.ident(tensor)?;
+        let access = match &access.store {
+            Some(store) => quote!(unsafe { #store.get([#(#idx),*]) }),
+            None => quote!(unsafe { *#id.uget([#(#idx),*]) }),
+        };
+        Ok(quote!({ #hoisted #access }))
+    }
+}
