@@ -159,6 +159,7 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
         failed_vars: Default::default(),
         bound_dims: Default::default(),
         recs: Vec::new(),
+        slot_fallback: HashMap::new(),
     };
     for (def, d) in hir.defs.iter() {
         if matches!(d.kind, DefKind::Dim | DefKind::Param | DefKind::Index) {
@@ -247,6 +248,8 @@ struct Cx<'a> {
     bound_dims: std::collections::HashSet<DimVar>,
     /// Recurrences whose clauses are being typed, innermost last.
     recs: Vec<recur::RecState>,
+    /// Ranges for recurrence slots that nothing in their clause bounds.
+    slot_fallback: HashMap<DefId, IndexRange>,
 }
 
 /// Per-function state saved while another function is analyzed on demand.

@@ -267,6 +267,12 @@ impl<'a> Cx<'a> {
             }
         }
         for v in unsolved {
+            // A recurrence clause's slot takes the axis's extent from the
+            // other clauses when nothing in it bounds the index.
+            if let Some(r) = self.slot_fallback.get(&v) {
+                self.t.ranges.insert(v, r.clone());
+                continue;
+            }
             failed.insert(v);
             if quiet {
                 continue;

@@ -194,20 +194,22 @@ impl<'a> Cx<'a> {
         let mut elem = None;
         let mut ends: Vec<Option<Dim>> = vec![None; rank];
         let mut clause_tys: Vec<Option<Ty>> = vec![None; rec.clauses.len()];
-        // Clauses that do not read the tensor first: they fix its type;
-        // those whose value is an unsuffixed literal take the others' type.
+        // Clauses that do not read the tensor fix its type, except those
+        // whose value is an unsuffixed literal: they take the type of the
+        // others (or of the tensors the clauses read), and go last, so that
+        // their other slots can take extents from the other clauses.
         let flexible: Vec<bool> = rec.clauses.iter().map(|c| self.flexible(c.body)).collect();
-        for pass in [false, true] {
-            for (i, c) in rec.clauses.iter().enumerate() {
-                if own[i] || flexible[i] != pass {
-                    continue;
-                }
+        for (i, c) in rec.clauses.iter().enumerate() {
+            if !own[i] && !flexible[i] {
                 let t = self.infer_indexed(c, elem);
                 self.note_clause_type(rec, i, &t, &mut elem, &mut ends);
                 clause_tys[i] = Some(t);
             }
         }
-        let Some(first_elem) = elem.or_else(|| self.guess_elem(rec)) else {
+        let first = rec.clauses.iter().zip(&flexible).find(|(_, f)| **f).map(|(c, _)| c.body);
+        let Some(first_elem) =
+            elem.or_else(|| self.guess_elem(rec)).or_else(|| first.and_then(|b| self.literal_kind(b)))
+        else {
             let d = Diagnostic::error(
                 rec.clauses[0].span,
                 format!("cannot infer the element type of `{}`: every clause reads it", self.name(rec.def)),
@@ -230,16 +232,19 @@ impl<'a> Cx<'a> {
             .collect();
         self.env.insert(rec.def, Ty::Tensor(first_elem, dims));
         self.recs.push(RecState { def: rec.def, clause: 0, reads: Vec::new(), placeholders });
-        for (i, c) in rec.clauses.iter().enumerate() {
-            if !own[i] {
-                continue;
+        for pass in [true, false] {
+            for (i, c) in rec.clauses.iter().enumerate() {
+                if own[i] != pass || (!pass && !flexible[i]) {
+                    continue;
+                }
+                if let Some(r) = self.recs.last_mut() {
+                    r.clause = i;
+                }
+                self.set_slot_fallbacks(c, &ends);
+                let t = self.infer_indexed(c, elem);
+                self.note_clause_type(rec, i, &t, &mut elem, &mut ends);
+                clause_tys[i] = Some(t);
             }
-            if let Some(r) = self.recs.last_mut() {
-                r.clause = i;
-            }
-            let t = self.infer_indexed(c, elem);
-            self.note_clause_type(rec, i, &t, &mut elem, &mut ends);
-            clause_tys[i] = Some(t);
         }
         let Some(state) = self.recs.pop() else { return Ty::Error };
         if clause_tys.iter().any(|t| t.as_ref().is_none_or(|t| t.is_error())) {
@@ -313,6 +318,31 @@ impl<'a> Cx<'a> {
             stack.extend(ops.iter().copied());
         }
         kinds.iter().copied().find(|k| k.is_float()).or(kinds.first().copied())
+    }
+
+    /// The default type of the first literal in `e` (`f64` or `i32`).
+    fn literal_kind(&self, e: ExprId) -> Option<crate::syntax::ast::ScalarKind> {
+        use crate::syntax::ast::{Lit, ScalarKind};
+        match &self.hir.exprs[e].kind {
+            ExprKind::Lit(Lit::Float(..)) => Some(ScalarKind::F64),
+            ExprKind::Lit(Lit::Int(..)) => Some(ScalarKind::I32),
+            ExprKind::Lit(Lit::Bool(..)) => Some(ScalarKind::Bool),
+            kind => {
+                let mut ops = Vec::new();
+                crate::hir::operands(kind, &mut ops);
+                ops.into_iter().find_map(|o| self.literal_kind(o))
+            }
+        }
+    }
+
+    /// Slots with no range of their own fall back to the axis's extent from
+    /// the clauses typed so far.
+    fn set_slot_fallbacks(&mut self, c: &IndexedDef, ends: &[Option<Dim>]) {
+        for (slot, end) in c.slots.iter().zip(ends) {
+            if let (Slot::Var { def, range: None }, Some(end)) = (slot, end) {
+                self.slot_fallback.insert(*def, super::IndexRange { start: Dim::zero(), end: end.clone() });
+            }
+        }
     }
 
     fn fresh_hidden(&mut self) -> DimVar {

@@ -1,0 +1,493 @@
+//! Recurrences against naive Rust loops, and the compiler's decisions for
+//! them (order, parallel axes, storage) read from `einlang-core`'s facts.
+//!
+//! Each program is compiled twice: by `einlang!` (its functions are called
+//! here) and, from the same tokens, by `einlang_core::compile_str`, whose
+//! `Compiled::recurrence` reports what was decided.
+
+mod common;
+
+use approx::assert_relative_eq;
+use common::*;
+use einlang::ndarray::{array, Array1, Array2, Array3};
+use einlang_core::analysis::recur::{FullReason, RecurrenceFacts, Storage};
+
+/// Defines module `$m` with the program's functions and its source text.
+macro_rules! program {
+    ($m:ident { $($src:tt)* }) => {
+        mod $m {
+            #![allow(non_snake_case)]
+            use einlang::einlang;
+            einlang! { $($src)* }
+            #[allow(dead_code)]
+            pub const SRC: &str = stringify!($($src)*);
+        }
+    };
+}
+
+/// The facts of recurrence `name` in function `func` of `src`.
+fn facts(src: &str, func: &str, name: &str) -> RecurrenceFacts {
+    let compiled = einlang_core::compile_str(src, &einlang_core::Options::default())
+        .unwrap_or_else(|e| panic!("compiles: {:?}", e.iter().map(|d| d.message.clone()).collect::<Vec<_>>()));
+    compiled.recurrence(func, name).cloned().unwrap_or_else(|| panic!("no recurrence `{name}` in `{func}`"))
+}
+
+fn window(len: u64) -> Storage {
+    Storage::Window { axis: 0, len, slots: len.next_power_of_two() }
+}
+
+// ---------------------------------------------------------------------------
+// Fibonacci, prefix sums
+// ---------------------------------------------------------------------------
+
+program!(fib {
+    pub fn fib(n: i64) -> i64 {
+        let f[0] = 0i64;
+        let f[1] = 1;
+        let f[i in 2..n] = f[i - 1] + f[i - 2];
+        f[n - 1]
+    }
+    pub fn fib_all(n: i64) -> [i64; ?] {
+        let f[0] = 0i64;
+        let f[1] = 1;
+        let f[i in 2..n] = f[i - 1] + f[i - 2];
+        f
+    }
+});
+
+fn fib_ref(n: usize) -> Vec<i64> {
+    let mut f = vec![0i64, 1];
+    while f.len() < n {
+        let k = f.len();
+        f.push(f[k - 1] + f[k - 2]);
+    }
+    f
+}
+
+#[test]
+fn fibonacci_in_i64() {
+    let want = fib_ref(93);
+    for n in [2i64, 3, 10, 50, 93] {
+        assert_eq!(fib::fib(n).unwrap(), want[n as usize - 1], "fib({n})");
+    }
+    // F(92) is the largest Fibonacci number that fits an i64.
+    assert_eq!(fib::fib(93).unwrap(), 7_540_113_804_746_346_429);
+    assert_eq!(fib::fib_all(40).unwrap().to_vec(), want[..40].to_vec());
+    // The extent is at least the boundary clauses' two points.
+    assert_eq!(fib::fib_all(1).unwrap().to_vec(), vec![0, 1]);
+}
+
+#[test]
+fn fibonacci_keeps_three_steps_when_only_the_last_is_read() {
+    let f = facts(fib::SRC, "fib", "f");
+    assert_eq!(f.sequential, vec![0]);
+    assert_eq!(f.lookback, Some(2));
+    assert_eq!(f.tail, Some(1));
+    assert_eq!(f.storage, window(3));
+    assert_eq!(facts(fib::SRC, "fib_all", "f").storage, Storage::Full(FullReason::WholeTensor));
+}
+
+program!(prefix {
+    pub fn suffix3(x: [f64; N]) -> [f64; 3] {
+        let s[0] = x[0];
+        let s[i in 1..N] = s[i - 1] + x[i];
+        let last[k in 0..3] = s[N - 3 + k];
+        last
+    }
+});
+
+#[test]
+fn prefix_sums_observed_as_a_suffix() {
+    let x = rand1_f64(1000, 3);
+    let mut acc = 0.0;
+    let sums: Vec<f64> = x
+        .iter()
+        .map(|v| {
+            acc += v;
+            acc
+        })
+        .collect();
+    let got = prefix::suffix3(&x).unwrap();
+    for k in 0..3 {
+        assert_relative_eq!(got[k], sums[997 + k], epsilon = 1e-9);
+    }
+    let f = facts(prefix::SRC, "suffix3", "s");
+    assert_eq!((f.lookback, f.tail), (Some(1), Some(3)));
+    assert_eq!(f.storage, window(3));
+}
+
+// ---------------------------------------------------------------------------
+// An RNN with a tanh cell
+// ---------------------------------------------------------------------------
+
+program!(rnn {
+    use std::math::tanh;
+    pub fn rnn(h0: [f32; H], w: [f32; H, H], u: [f32; H, I], x: [f32; T, I]) -> [f32; H] {
+        let h[0, j] = h0[j];
+        let h[t in 1..T, j] = tanh(sum[k](w[j, k] * h[t - 1, k]) + sum[i](u[j, i] * x[t, i]));
+        let last[j] = h[T - 1, j];
+        last
+    }
+    pub fn rnn_states(h0: [f32; H], w: [f32; H, H], u: [f32; H, I], x: [f32; T, I]) -> [f32; T, H] {
+        let h[0, j] = h0[j];
+        let h[t in 1..T, j] = tanh(sum[k](w[j, k] * h[t - 1, k]) + sum[i](u[j, i] * x[t, i]));
+        h
+    }
+});
+
+fn rnn_ref(h0: &Array1<f32>, w: &Array2<f32>, u: &Array2<f32>, x: &Array2<f32>) -> Array2<f32> {
+    let (t_len, hn) = (x.nrows(), h0.len());
+    let mut h = Array2::<f32>::zeros((t_len, hn));
+    h.row_mut(0).assign(h0);
+    for t in 1..t_len {
+        for j in 0..hn {
+            let mut a = 0.0f64;
+            for k in 0..hn {
+                a += w[[j, k]] as f64 * h[[t - 1, k]] as f64;
+            }
+            for i in 0..x.ncols() {
+                a += u[[j, i]] as f64 * x[[t, i]] as f64;
+            }
+            h[[t, j]] = (a as f32).tanh();
+        }
+    }
+    h
+}
+
+#[test]
+fn rnn_with_a_tanh_cell() {
+    let (hn, inp, t_len) = (16, 5, 40);
+    let h0 = rand1(hn, 1);
+    let w = rand2(hn, hn, 2).mapv(|v| v * 0.3);
+    let u = rand2(hn, inp, 3);
+    let x = rand2(t_len, inp, 4);
+    let want = rnn_ref(&h0, &w, &u, &x);
+    assert_close(&rnn::rnn_states(&h0, &w, &u, &x).unwrap(), &want, 1e-4);
+    assert_close(&rnn::rnn(&h0, &w, &u, &x).unwrap(), &want.row(t_len - 1).to_owned(), 1e-4);
+    let f = facts(rnn::SRC, "rnn", "h");
+    assert_eq!((f.sequential.clone(), f.parallel.clone()), (vec![0], vec![1]));
+    assert_eq!(f.storage, window(2));
+    assert_eq!(facts(rnn::SRC, "rnn_states", "h").storage, Storage::Full(FullReason::WholeTensor));
+}
+
+// ---------------------------------------------------------------------------
+// Edit distance
+// ---------------------------------------------------------------------------
+
+program!(edit {
+    use std::math::min;
+    pub fn edit_distance(a: [i32; N], b: [i32; M]) -> i32 {
+        let d[0, j in 0..M + 1] = j as i32;
+        let d[i in 1..N + 1, 0] = i as i32;
+        let d[i in 1..N + 1, j in 1..M + 1] =
+            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+        d[N, M]
+    }
+    pub fn edit_table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
+        let d[0, j in 0..M + 1] = j as i32;
+        let d[i in 1..N + 1, 0] = i as i32;
+        let d[i in 1..N + 1, j in 1..M + 1] =
+            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+        d
+    }
+});
+
+fn codes(s: &str) -> Array1<i32> {
+    s.bytes().map(|b| b as i32).collect()
+}
+
+fn edit_ref(a: &[i32], b: &[i32]) -> i32 {
+    let mut prev: Vec<i32> = (0..=b.len() as i32).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i as i32; b.len() + 1];
+        for j in 1..=b.len() {
+            let sub = prev[j - 1] + i32::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(sub);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[test]
+fn edit_distance_known_answers() {
+    assert_eq!(edit::edit_distance(&codes("kitten"), &codes("sitting")).unwrap(), 3);
+    assert_eq!(edit::edit_distance(&codes("flaw"), &codes("lawn")).unwrap(), 2);
+    assert_eq!(edit::edit_distance(&codes(""), &codes("abc")).unwrap(), 3);
+    assert_eq!(edit::edit_distance(&codes("same"), &codes("same")).unwrap(), 0);
+}
+
+#[test]
+fn edit_distance_of_random_strings() {
+    let mut rng = Rng::new(11);
+    for _ in 0..20 {
+        let (n, m) = (rng.int(0, 40) as usize, rng.int(0, 40) as usize);
+        let a: Array1<i32> = (0..n).map(|_| rng.int(0, 4)).collect();
+        let b: Array1<i32> = (0..m).map(|_| rng.int(0, 4)).collect();
+        let want = edit_ref(a.as_slice().unwrap(), b.as_slice().unwrap());
+        assert_eq!(edit::edit_distance(&a, &b).unwrap(), want, "{a} vs {b}");
+        assert_eq!(edit::edit_table(&a, &b).unwrap()[[n, m]], want);
+    }
+    // Long enough for the blocked wavefront when several threads exist.
+    let a: Array1<i32> = (0..700).map(|_| rng.int(0, 4)).collect();
+    let b: Array1<i32> = (0..650).map(|_| rng.int(0, 4)).collect();
+    let want = edit_ref(a.as_slice().unwrap(), b.as_slice().unwrap());
+    assert_eq!(edit::edit_table(&a, &b).unwrap()[[700, 650]], want);
+    assert_eq!(edit::edit_distance(&a, &b).unwrap(), want);
+}
+
+#[test]
+fn edit_distance_runs_rows_in_order_and_keeps_two() {
+    let f = facts(edit::SRC, "edit_distance", "d");
+    assert_eq!(f.sequential, vec![0, 1]);
+    assert!(f.parallel.is_empty());
+    assert!(f.wavefront);
+    assert_eq!(f.storage, window(2));
+    assert_eq!(facts(edit::SRC, "edit_table", "d").storage, Storage::Full(FullReason::WholeTensor));
+}
+
+// ---------------------------------------------------------------------------
+// Viterbi forward scores (max-plus)
+// ---------------------------------------------------------------------------
+
+program!(viterbi {
+    pub fn scores(init: [f64; S], trans: [f64; S, S], emit: [f64; S, O], obs: [i64; T]) -> [f64; T, S] {
+        let v[0, s] = init[s] + emit[s, obs[0]];
+        let v[t in 1..T, s] = max[p](v[t - 1, p] + trans[p, s]) + emit[s, obs[t]];
+        v
+    }
+});
+
+#[test]
+fn viterbi_forward_scores() {
+    let (s_n, o_n, t_n) = (4, 3, 12);
+    let init = rand1_f64(s_n, 5);
+    let trans = rand2_f64(s_n, s_n, 6);
+    let emit = rand2_f64(s_n, o_n, 7);
+    let mut rng = Rng::new(8);
+    let obs: Array1<i64> = (0..t_n).map(|_| rng.int(0, o_n as i32 - 1) as i64).collect();
+    let mut want = Array2::<f64>::zeros((t_n, s_n));
+    for s in 0..s_n {
+        want[[0, s]] = init[s] + emit[[s, obs[0] as usize]];
+    }
+    for t in 1..t_n {
+        for s in 0..s_n {
+            let best = (0..s_n).map(|p| want[[t - 1, p]] + trans[[p, s]]).fold(f64::NEG_INFINITY, f64::max);
+            want[[t, s]] = best + emit[[s, obs[t] as usize]];
+        }
+    }
+    assert_close(&viterbi::scores(&init, &trans, &emit, &obs).unwrap(), &want, 1e-12);
+    // An observation out of range is an error, not a panic.
+    let bad = array![0i64, 5];
+    assert!(viterbi::scores(&init, &trans, &emit, &bad).is_err());
+}
+
+// ---------------------------------------------------------------------------
+// Heat equations with boundary clauses
+// ---------------------------------------------------------------------------
+
+program!(heat {
+    pub fn heat1d(u0: [f64; N], r: f64, steps: i64) -> [f64; N] {
+        let u[0, i] = u0[i];
+        let u[t in 1..steps, 0] = 0.0;
+        let u[t in 1..steps, i in 1..N - 1] = u[t - 1, i] + r * (u[t - 1, i - 1] - 2.0 * u[t - 1, i] + u[t - 1, i + 1]);
+        let u[t in 1..steps, i in N - 1..N] = 0.0;
+        let last[i] = u[steps - 1, i];
+        last
+    }
+    pub fn heat2d(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
+        let u[0, i, j] = u0[i, j];
+        let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
+            + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+});
+
+#[test]
+fn heat_equation_1d() {
+    let n = 50;
+    let u0: Array1<f64> = (0..n).map(|i| if (20..30).contains(&i) { 1.0 } else { 0.0 }).collect();
+    let (r, steps) = (0.25, 200);
+    let mut u = u0.clone();
+    for _ in 1..steps {
+        let mut next = Array1::<f64>::zeros(n);
+        for i in 1..n - 1 {
+            next[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1]);
+        }
+        u = next;
+    }
+    assert_close(&heat::heat1d(&u0, r, steps as i64).unwrap(), &u, 1e-12);
+    let f = facts(heat::SRC, "heat1d", "u");
+    assert_eq!((f.sequential.clone(), f.parallel.clone()), (vec![0], vec![1]));
+    assert_eq!(f.storage, window(2));
+}
+
+#[test]
+fn heat_equation_2d() {
+    let (n, m) = (20, 30);
+    let u0 = rand2_f64(n, m, 9);
+    let (r, steps) = (0.2, 60);
+    let mut u = u0.clone();
+    for _ in 1..steps {
+        // Points outside the interior are zero after the first step: no
+        // clause covers them.
+        let mut next = Array2::<f64>::zeros((n, m));
+        for i in 1..n - 1 {
+            for j in 1..m - 1 {
+                next[[i, j]] =
+                    u[[i, j]] + r * (u[[i - 1, j]] + u[[i + 1, j]] + u[[i, j - 1]] + u[[i, j + 1]] - 4.0 * u[[i, j]]);
+            }
+        }
+        u = next;
+    }
+    assert_close(&heat::heat2d(&u0, r, steps as i64).unwrap(), &u, 1e-12);
+    let f = facts(heat::SRC, "heat2d", "u");
+    assert_eq!((f.sequential.clone(), f.parallel.clone()), (vec![0], vec![1, 2]));
+    assert_eq!(f.storage, window(2));
+}
+
+// ---------------------------------------------------------------------------
+// Forward substitution, two-field state, RK4, value iteration
+// ---------------------------------------------------------------------------
+
+program!(linear {
+    pub fn forward_substitution(l: [f64; N, N], b: [f64; N]) -> [f64; N] {
+        let x[i] = (b[i] - sum[k in 0..i](l[i, k] * x[k])) / l[i, i];
+        x
+    }
+});
+
+#[test]
+fn forward_substitution_with_a_bounded_reduction() {
+    let n = 30;
+    let mut l = rand2_f64(n, n, 10);
+    for i in 0..n {
+        for k in i + 1..n {
+            l[[i, k]] = 0.0;
+        }
+        l[[i, i]] = 2.0 + l[[i, i]].abs();
+    }
+    let b = rand1_f64(n, 11);
+    let x = linear::forward_substitution(&l, &b).unwrap();
+    // L x must give back b.
+    let lx = l.dot(&x);
+    assert_close(&lx, &b, 1e-10);
+    let f = facts(linear::SRC, "forward_substitution", "x");
+    assert_eq!(f.reads[0].offsets[0].hi, Some(-1));
+    assert_eq!(f.lookback, None);
+    assert_eq!(f.storage, Storage::Full(FullReason::WholeTensor));
+}
+
+program!(oscillator {
+    // Symplectic Euler: the position moves first, the velocity uses the new
+    // position (a same-step read of field 0 by the clause of field 1).
+    pub fn orbit(x0: f64, v0: f64, dt: f64, steps: i64) -> (f64, f64) {
+        let s[0, 0] = x0;
+        let s[0, 1] = v0;
+        let s[t in 1..steps, 0] = s[t - 1, 0] + dt * s[t - 1, 1];
+        let s[t in 1..steps, 1] = s[t - 1, 1] - dt * s[t, 0];
+        (s[steps - 1, 0], s[steps - 1, 1])
+    }
+});
+
+#[test]
+fn two_field_state_with_a_same_step_dependency() {
+    let (mut x, mut v, dt) = (1.0f64, 0.0f64, 0.01);
+    for _ in 1..1000 {
+        x += dt * v;
+        v -= dt * x;
+    }
+    let (gx, gv) = oscillator::orbit(1.0, 0.0, dt, 1000).unwrap();
+    assert_relative_eq!(gx, x, epsilon = 1e-12);
+    assert_relative_eq!(gv, v, epsilon = 1e-12);
+    let f = facts(oscillator::SRC, "orbit", "s");
+    assert_eq!((f.sequential.clone(), f.fields.clone()), (vec![0], vec![1]));
+    assert_eq!(f.storage, window(2));
+}
+
+program!(lorenz {
+    fn deriv(c: i64, x: f64, y: f64, z: f64) -> f64 {
+        if c == 0 { 10.0 * (y - x) } else { if c == 1 { x * (28.0 - z) - y } else { x * y - 8.0 / 3.0 * z } }
+    }
+    fn rk4(c: i64, x: f64, y: f64, z: f64, h: f64) -> f64 {
+        let k1 = [deriv(0, x, y, z), deriv(1, x, y, z), deriv(2, x, y, z)];
+        let a = [x + 0.5 * h * k1[0], y + 0.5 * h * k1[1], z + 0.5 * h * k1[2]];
+        let k2 = [deriv(0, a[0], a[1], a[2]), deriv(1, a[0], a[1], a[2]), deriv(2, a[0], a[1], a[2])];
+        let b = [x + 0.5 * h * k2[0], y + 0.5 * h * k2[1], z + 0.5 * h * k2[2]];
+        let k3 = [deriv(0, b[0], b[1], b[2]), deriv(1, b[0], b[1], b[2]), deriv(2, b[0], b[1], b[2])];
+        let e = [x + h * k3[0], y + h * k3[1], z + h * k3[2]];
+        let k4 = [deriv(0, e[0], e[1], e[2]), deriv(1, e[0], e[1], e[2]), deriv(2, e[0], e[1], e[2])];
+        let u = [x, y, z];
+        u[c] + h / 6.0 * (k1[c] + 2.0 * k2[c] + 2.0 * k3[c] + k4[c])
+    }
+    pub fn integrate(s0: [f64; 3], h: f64, steps: i64) -> [f64; 3] {
+        let s[0, c] = s0[c];
+        let s[t in 1..steps, c in 0..3] = rk4(c, s[t - 1, 0], s[t - 1, 1], s[t - 1, 2], h);
+        let last[c] = s[steps - 1, c];
+        last
+    }
+});
+
+#[test]
+fn rk4_integration_of_the_lorenz_system() {
+    fn d(s: [f64; 3]) -> [f64; 3] {
+        [10.0 * (s[1] - s[0]), s[0] * (28.0 - s[2]) - s[1], s[0] * s[1] - 8.0 / 3.0 * s[2]]
+    }
+    fn add(a: [f64; 3], b: [f64; 3], k: f64) -> [f64; 3] {
+        [a[0] + k * b[0], a[1] + k * b[1], a[2] + k * b[2]]
+    }
+    let (h, steps) = (0.001, 2000);
+    let mut s = [1.0, 1.0, 1.0];
+    for _ in 1..steps {
+        let k1 = d(s);
+        let k2 = d(add(s, k1, 0.5 * h));
+        let k3 = d(add(s, k2, 0.5 * h));
+        let k4 = d(add(s, k3, h));
+        s = [0, 1, 2].map(|c| s[c] + h / 6.0 * (k1[c] + 2.0 * k2[c] + 2.0 * k3[c] + k4[c]));
+    }
+    let got = lorenz::integrate(&array![1.0, 1.0, 1.0], h, steps).unwrap();
+    for c in 0..3 {
+        assert_relative_eq!(got[c], s[c], epsilon = 1e-9);
+    }
+    assert_eq!(facts(lorenz::SRC, "integrate", "s").storage, window(2));
+}
+
+program!(dp {
+    pub fn value_iteration(r: [f64; S, A], p: [f64; A, S, S], beta: f64, iters: i64) -> [f64; S] {
+        let v[0, s] = 0.0;
+        let v[k in 1..iters, s] = max[a](r[s, a] + beta * sum[s2](p[a, s, s2] * v[k - 1, s2]));
+        let last[s] = v[iters - 1, s];
+        last
+    }
+});
+
+#[test]
+fn value_iteration_against_a_loop() {
+    let (s_n, a_n) = (6, 3);
+    let r = rand2_f64(s_n, a_n, 12);
+    let mut p = Array3::<f64>::zeros((a_n, s_n, s_n));
+    let mut rng = Rng::new(13);
+    for a in 0..a_n {
+        for s in 0..s_n {
+            let row: Vec<f64> = (0..s_n).map(|_| rng.unit() + 0.01).collect();
+            let total: f64 = row.iter().sum();
+            for (s2, w) in row.iter().enumerate() {
+                p[[a, s, s2]] = w / total;
+            }
+        }
+    }
+    let (beta, iters) = (0.9, 50);
+    let mut v = vec![0.0f64; s_n];
+    for _ in 1..iters {
+        v = (0..s_n)
+            .map(|s| {
+                (0..a_n)
+                    .map(|a| r[[s, a]] + beta * (0..s_n).map(|s2| p[[a, s, s2]] * v[s2]).sum::<f64>())
+                    .fold(f64::NEG_INFINITY, f64::max)
+            })
+            .collect();
+    }
+    let got = dp::value_iteration(&r, &p, beta, iters).unwrap();
+    assert_close(&got, &Array1::from(v), 1e-10);
+}
