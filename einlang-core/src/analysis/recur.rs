@@ -257,7 +257,14 @@ impl<'a> Cx<'a> {
             let ends = (0..rank).map(|a| covers.iter().map(|c| c[a].end()).collect()).collect();
             self.t.rec_ends.insert(rec.def, ends);
         }
-        // Own reads are checked against the final extents.
+        // Overlapping clauses first: reads of a broken definition would only
+        // add noise. Then own reads against the final extents, then the
+        // points they reach that no clause writes, then the order.
+        let diags_before = self.diags.len();
+        self.check_overlaps(rec);
+        if self.diags.len() > diags_before {
+            return ty;
+        }
         let mut reads = Vec::new();
         for (clause, mut r) in state.reads {
             for ((len, _, _), extent) in r.axes.iter_mut().zip(&extents) {
@@ -266,8 +273,10 @@ impl<'a> Cx<'a> {
             self.check_read(&r);
             reads.push((clause, r));
         }
-        let diags_before = self.diags.len();
-        self.check_clauses(rec, &reads);
+        if self.diags.len() > diags_before {
+            return ty;
+        }
+        self.check_uncovered(rec, &reads);
         if self.diags.len() == diags_before {
             if let Some(facts) = self.order_recurrence(rec, &reads) {
                 self.t.recurrences.insert(rec.def, facts);
@@ -401,11 +410,11 @@ impl<'a> Cx<'a> {
             .collect()
     }
 
-    /// Overlapping clauses, and own reads of points no clause writes.
-    fn check_clauses(&mut self, rec: &Recurrence, reads: &[(usize, Read)]) {
+    /// Two clauses that provably write a common point.
+    fn check_overlaps(&mut self, rec: &Recurrence) {
         let Some(covers) = rec.clauses.iter().map(|c| self.covers(c)).collect::<Option<Vec<_>>>() else { return };
         let name = self.name(rec.def).to_string();
-        'pairs: for j in 1..covers.len() {
+        for j in 1..covers.len() {
             for i in 0..j {
                 if covers[i].iter().zip(&covers[j]).all(|(a, b)| a.overlaps(b)) {
                     let d = Diagnostic::error(
@@ -416,10 +425,16 @@ impl<'a> Cx<'a> {
                     .note("each point of a recurrence is defined by exactly one clause")
                     .help("make the ranges disjoint, e.g. start the recurrent clause after the boundary: `t in 1..T`");
                     self.err(d);
-                    break 'pairs;
+                    return;
                 }
             }
         }
+    }
+
+    /// Own reads of points no clause writes.
+    fn check_uncovered(&mut self, rec: &Recurrence, reads: &[(usize, Read)]) {
+        let Some(covers) = rec.clauses.iter().map(|c| self.covers(c)).collect::<Option<Vec<_>>>() else { return };
+        let name = self.name(rec.def).to_string();
         for (_, r) in reads {
             if r.conditional || r.partial {
                 continue;

@@ -1,0 +1,12 @@
+use einlang::einlang;
+
+einlang! {
+    pub fn run(x0: f64, n: i64) -> f64 {
+        let x[0] = x0;
+        let y = x[0] + 1.0;
+        let x[t in 1..n] = x[t - 1] * y;
+        x[n - 1]
+    }
+}
+
+fn main() {}
