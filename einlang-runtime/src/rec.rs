@@ -20,38 +20,47 @@ use rayon::prelude::*;
 
 use crate::Error;
 
-/// Raw element access to an array being filled by a recurrence.
+/// Raw element access to an array being filled by a recurrence: a pointer
+/// to a standard-layout (row-major) array and its shape. `Copy`, so that
+/// generated loops take a local copy whose shape the optimizer knows is not
+/// changed by the writes.
 pub struct Store<'a, T, const N: usize> {
     ptr: *mut T,
-    strides: [isize; N],
     shape: [usize; N],
-    _array: PhantomData<&'a mut T>,
+    _array: PhantomData<&'a T>,
 }
 
-// SAFETY: a `Store` is a mutable borrow of the array's elements; sharing it
-// between threads is sound under the access contract in the module docs.
+impl<T, const N: usize> Clone for Store<'_, T, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T, const N: usize> Copy for Store<'_, T, N> {}
+
+// SAFETY: a `Store` stands for a mutable borrow of the array's elements;
+// sharing it between threads is sound under the access contract in the
+// module docs.
 unsafe impl<T: Send, const N: usize> Sync for Store<'_, T, N> {}
 unsafe impl<T: Send, const N: usize> Send for Store<'_, T, N> {}
 
 impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
     /// Borrows `array` for the duration of the recurrence. The generated
-    /// code always passes an array of rank `N`.
+    /// code always passes a freshly allocated array of rank `N` (standard
+    /// layout); anything else gets a store of no elements.
     pub fn new<D: Dimension>(array: &'a mut Array<T, D>) -> Store<'a, T, N> {
-        debug_assert_eq!(array.ndim(), N);
-        let mut strides = [0isize; N];
         let mut shape = [0usize; N];
-        for a in 0..N.min(array.ndim()) {
-            strides[a] = array.strides()[a];
-            shape[a] = array.shape()[a];
+        if array.ndim() == N && array.is_standard_layout() {
+            shape.copy_from_slice(array.shape());
         }
-        Store { ptr: array.as_mut_ptr(), strides, shape, _array: PhantomData }
+        Store { ptr: array.as_mut_ptr(), shape, _array: PhantomData }
     }
 
     #[inline(always)]
-    fn offset(&self, idx: [usize; N]) -> isize {
-        let mut off = 0isize;
+    fn offset(&self, idx: [usize; N]) -> usize {
+        let mut off = 0usize;
         for a in 0..N {
-            off += idx[a] as isize * self.strides[a];
+            off = off * self.shape[a] + idx[a];
         }
         off
     }
@@ -64,7 +73,7 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
     #[inline(always)]
     pub unsafe fn get(&self, idx: [usize; N]) -> T {
         debug_assert!(idx.iter().zip(&self.shape).all(|(i, n)| i < n));
-        *self.ptr.offset(self.offset(idx))
+        *self.ptr.add(self.offset(idx))
     }
 
     /// Writes the element at `idx`.
@@ -75,7 +84,7 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
     #[inline(always)]
     pub unsafe fn set(&self, idx: [usize; N], value: T) {
         debug_assert!(idx.iter().zip(&self.shape).all(|(i, n)| i < n));
-        *self.ptr.offset(self.offset(idx)) = value;
+        *self.ptr.add(self.offset(idx)) = value;
     }
 
     /// Zeroes the slab at position `at` of `axis` (a circular buffer's slot
@@ -84,29 +93,25 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
     /// # Safety
     /// `axis < N`, `at` is inside that axis, and no other thread accesses
     /// the slab concurrently.
+    /// The `len` consecutive elements along the last axis starting at `idx`.
+    ///
+    /// # Safety
+    /// The elements are inside the array, and nothing else reads or writes
+    /// them while the slice lives (see the module docs).
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn row_mut(&self, idx: [usize; N], len: usize) -> &'a mut [T] {
+        std::slice::from_raw_parts_mut(self.ptr.add(self.offset(idx)), len)
+    }
+
     #[inline]
     pub unsafe fn clear_slab(&self, axis: usize, at: usize) {
-        let mut idx = [0usize; N];
-        if N == 1 {
-            idx[0] = at;
-            self.set(idx, T::default());
-            return;
-        }
-        idx[axis] = at;
-        let total: usize = (0..N).filter(|&a| a != axis).map(|a| self.shape[a]).product();
-        for _ in 0..total {
-            self.set(idx, T::default());
-            // Odometer over the other axes, last fastest.
-            for a in (0..N).rev() {
-                if a == axis {
-                    continue;
-                }
-                idx[a] += 1;
-                if idx[a] < self.shape[a] {
-                    break;
-                }
-                idx[a] = 0;
-            }
+        // Row-major: the slab is `outer` runs of `inner` contiguous elements.
+        let outer: usize = self.shape[..axis].iter().product();
+        let inner: usize = self.shape[axis + 1..].iter().product();
+        for o in 0..outer {
+            let start = (o * self.shape[axis] + at) * inner;
+            std::slice::from_raw_parts_mut(self.ptr.add(start), inner).fill(T::default());
         }
     }
 }
@@ -127,6 +132,38 @@ where
     } else {
         (start..end).try_for_each(body)
     }
+}
+
+/// Fills `out[k] = value(start + k)`: the innermost loop of a clause that
+/// writes a row of the last axis. `out` is a separate `&mut` argument, so
+/// the optimizer knows the reads inside `value` do not alias it and can
+/// vectorize. Runs in parallel blocks when `parallel` and `work` is above
+/// the threshold. Stops at the first error.
+#[inline]
+pub fn fill_row<T, F>(out: &mut [T], start: i64, work: usize, parallel: bool, value: F) -> Result<(), Error>
+where
+    T: Send,
+    F: Fn(i64) -> Result<T, Error> + Sync + Send,
+{
+    if parallel && work >= crate::par::PAR_THRESHOLD && out.len() > crate::par::BLOCK_LEN / 8 {
+        let block = (out.len() / rayon::current_num_threads().max(1) / 4).clamp(64, crate::par::BLOCK_LEN);
+        out.par_chunks_mut(block)
+            .enumerate()
+            .try_for_each(|(b, chunk)| fill_seq(chunk, start + (b * block) as i64, &value))
+    } else {
+        fill_seq(out, start, &value)
+    }
+}
+
+#[inline(always)]
+fn fill_seq<T, F>(out: &mut [T], start: i64, value: &F) -> Result<(), Error>
+where
+    F: Fn(i64) -> Result<T, Error>,
+{
+    for (k, slot) in out.iter_mut().enumerate() {
+        *slot = value(start + k as i64)?;
+    }
+    Ok(())
 }
 
 /// Tile edge of the blocked wavefront. The compiler uses a wavefront only

@@ -191,18 +191,40 @@ impl FnCx<'_> {
             });
         }
         let value = self.expr(&c.body)?.tokens;
-        let mut body = quote! {
-            let __value = #value;
-            unsafe { #store.set([#(#idx),*], __value) };
+        let (rank, n_loops) = (c.at.len(), c.loops.len());
+        let elem = types::scalar(r.elem);
+        let work = self.rec_work(c)?;
+        // The innermost loop writes a row of the last axis: fill it as a
+        // slice (see `rec::fill_row`).
+        let row_loop = n_loops > 0 && c.at.last() == Some(&RecIndex::Loop(n_loops - 1));
+        let mut body = if row_loop {
+            let l = &c.loops[n_loops - 1];
+            let i = self.ident(l.index)?;
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            let mut first = idx.clone();
+            first[rank - 1] = quote!((#start) as usize);
+            let parallel = n_loops == 1 && c.parallel;
+            quote! {
+                let __row = unsafe { #store.row_mut([#(#first),*], ((#end) - (#start)).max(0) as usize) };
+                #rt::rec::fill_row(__row, (#start), #work, #parallel, |#i: i64| -> ::core::result::Result<#elem, _> {
+                    ::core::result::Result::Ok(#value)
+                })?;
+            }
+        } else {
+            quote! {
+                let __value = #value;
+                unsafe { #store.set([#(#idx),*], __value) };
+            }
         };
-        for (k, l) in c.loops.iter().enumerate().rev() {
+        let outer_loops = if row_loop { n_loops - 1 } else { n_loops };
+        for (k, l) in c.loops[..outer_loops].iter().enumerate().rev() {
             let i = self.ident(l.index)?;
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
             if k == 0 {
-                let work = self.rec_work(c)?;
                 let parallel = c.parallel;
                 body = quote! {
                     #rt::rec::each((#start), (#end), #work, #parallel, |#i: i64| {
+                        let #store = #store;
                         #body
                         Ok(())
                     })?;
