@@ -465,6 +465,18 @@ fn parse_path_segment(input: ParseStream) -> syn::Result<ast::Ident> {
     parse_name(input)
 }
 
+/// Parses a path segment after `::`: a segment, or `mod`, so that the
+/// standard library's `std::math::mod` can be called by its path. (A first
+/// segment `mod` still starts a module item, so `mod` cannot be called
+/// unqualified.)
+fn parse_path_tail_segment(input: ParseStream) -> syn::Result<ast::Ident> {
+    if input.peek(syn::Token![mod]) {
+        let ident: proc_macro2::Ident = syn::ext::IdentExt::parse_any(input)?;
+        return Ok(ast_ident(&ident));
+    }
+    parse_path_segment(input)
+}
+
 fn ast_ident(ident: &proc_macro2::Ident) -> ast::Ident {
     ast::Ident { name: syn::ext::IdentExt::unraw(ident).to_string(), span: Span::token(ident.span()) }
 }
