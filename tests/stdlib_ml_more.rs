@@ -762,3 +762,37 @@ fn max_and_average_pool() {
         assert_close(&avg, &to_f32(&wa), 1e-5);
     }
 }
+
+mod select {
+    use einlang::einlang;
+
+    einlang! {
+        pub fn where1(c: [bool; N], x: [f32; N], y: [f32; N]) -> [f32; N] { std::ml::where(c, x, y) }
+        pub fn where2(c: [bool; A, B], x: [f64; A, B], y: [f64; A, B]) -> [f64; A, B] { std::ml::where(c, x, y) }
+        pub fn where3(c: [bool; A, B, C], x: [i32; A, B, C], y: [i32; A, B, C]) -> [i32; A, B, C] {
+            std::ml::where(c, x, y)
+        }
+    }
+}
+
+#[test]
+fn where_chooses_elementwise() {
+    use select::*;
+    assert_eq!(
+        where1(&array![true, false, true], &array![1.0f32, 2.0, 3.0], &array![-1.0f32, -2.0, -3.0]).unwrap(),
+        array![1.0f32, -2.0, 3.0]
+    );
+    let x = rand2_f64(3, 4, 90);
+    let y = rand2_f64(3, 4, 91);
+    let c = x.mapv(|v| v > 0.0);
+    let got = where2(&c, &x, &y).unwrap();
+    for ((i, j), v) in got.indexed_iter() {
+        assert_eq!(*v, if c[[i, j]] { x[[i, j]] } else { y[[i, j]] });
+    }
+    let x = Array3::from_shape_fn((2, 2, 3), |(a, b, c)| (a * 6 + b * 3 + c) as i32);
+    let c = x.mapv(|v| v % 3 == 0);
+    let got = where3(&c, &x, &(-&x)).unwrap();
+    for (p, v) in got.indexed_iter() {
+        assert_eq!(*v, if c[p] { x[p] } else { -x[p] });
+    }
+}
