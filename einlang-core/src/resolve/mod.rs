@@ -24,6 +24,7 @@ use crate::syntax::ast;
 
 /// The standard library sources, by module path.
 const STDLIB: &[(&str, &str)] = &[
+    ("array", include_str!("../../../stdlib/std/array.ein")),
     ("io", include_str!("../../../stdlib/std/io.ein")),
     ("math", include_str!("../../../stdlib/std/math.ein")),
     ("ml", include_str!("../../../stdlib/std/ml.ein")),

@@ -23,7 +23,7 @@ use syn::{token, Token};
 
 use super::{
     brackets, enter, error_with_help, expect_token, expected, item, lit, parens, parse_comma_list, parse_name,
-    parse_path_segment, peek_group_at, peek_name, peek_name_at, peek_pow, stmt, ty, with_help,
+    parse_path_segment, parse_path_tail_segment, peek_group_at, peek_name, peek_name_at, peek_pow, stmt, ty, with_help,
 };
 use crate::span::Span;
 use crate::syntax::ast::{BinOp, CompClause, Expr, ExprKind, IndexArg, MatchArm, RangeExpr, RedOp, RedVar, UnOp};
@@ -331,7 +331,7 @@ fn parse_path(input: ParseStream) -> syn::Result<Expr> {
     let mut segments = vec![parse_path_segment(input)?];
     while input.peek(Token![::]) {
         input.parse::<Token![::]>()?;
-        segments.push(parse_path_segment(input)?);
+        segments.push(parse_path_tail_segment(input)?);
     }
     let span = match (segments.first(), segments.last()) {
         (Some(first), Some(last)) => first.span.to(last.span),

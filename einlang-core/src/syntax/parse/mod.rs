@@ -465,6 +465,18 @@ fn parse_path_segment(input: ParseStream) -> syn::Result<ast::Ident> {
     parse_name(input)
 }
 
+/// Parses a path segment after `::`: a segment, or `mod` or `where`, so that
+/// the standard library's `std::math::mod` and `std::ml::where` can be called
+/// by their paths. (A first segment `mod` still starts a module item and a
+/// `where` a guard, so neither can be called unqualified.)
+fn parse_path_tail_segment(input: ParseStream) -> syn::Result<ast::Ident> {
+    if input.peek(syn::Token![mod]) || input.peek(syn::Token![where]) {
+        let ident: proc_macro2::Ident = syn::ext::IdentExt::parse_any(input)?;
+        return Ok(ast_ident(&ident));
+    }
+    parse_path_segment(input)
+}
+
 fn ast_ident(ident: &proc_macro2::Ident) -> ast::Ident {
     ast::Ident { name: syn::ext::IdentExt::unraw(ident).to_string(), span: Span::token(ident.span()) }
 }
