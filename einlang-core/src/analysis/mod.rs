@@ -157,7 +157,9 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
             cx.t.dim_names.insert(dim_var(def), d.name.clone());
         }
     }
-    let analyzed = |f: FnId, func: &crate::hir::Function| !func.is_generic() && !hir.broken_instances.contains(&f);
+    let analyzed = |f: FnId, func: &crate::hir::Function| {
+        !func.is_generic() && !hir.broken_instances.contains(&f) && !hir.inlined_fns.contains(&f)
+    };
     for (f, func) in hir.fns.iter() {
         if analyzed(f, func) {
             cx.declare_sig(f);
@@ -2082,7 +2084,7 @@ impl<'a> Cx<'a> {
 }
 
 /// "this function takes 2 arguments but 1 argument was supplied".
-fn arity_error(span: Span, params: usize, args: usize) -> Diagnostic {
+pub(crate) fn arity_error(span: Span, params: usize, args: usize) -> Diagnostic {
     let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
     let verb = if args == 1 { "was" } else { "were" };
     Diagnostic::error(

@@ -78,6 +78,9 @@ pub struct Hir {
     /// Instances whose copying already failed (an error was reported); they
     /// are not analyzed, and calls of them are quietly erroneous.
     pub broken_instances: std::collections::HashSet<FnId>,
+    /// Functions that return function values: resolution inlines every
+    /// call of them, so they are neither analyzed nor emitted.
+    pub inlined_fns: std::collections::HashSet<FnId>,
 }
 
 impl Function {
