@@ -1673,7 +1673,7 @@ impl<'a> Cx<'a> {
         let arity_ok = match b {
             Builtin::Print => true,
             Builtin::Assert => matches!(args.len(), 1 | 2),
-            Builtin::Len | Builtin::Shape | Builtin::LoadNpy => args.len() == 1,
+            Builtin::Len | Builtin::Shape | Builtin::LoadNpy | Builtin::TypeOf => args.len() == 1,
             Builtin::SaveNpy => args.len() == 2,
         };
         if !arity_ok {
@@ -1732,6 +1732,10 @@ impl<'a> Cx<'a> {
                     self.err(d);
                 }
                 Ty::unit()
+            }
+            Builtin::TypeOf => {
+                self.infer(args[0], None);
+                Ty::Str
             }
             Builtin::Len | Builtin::Shape => {
                 let t = self.infer(args[0], None);

@@ -281,6 +281,9 @@ pub enum Builtin {
     LoadNpy,
     /// `std::io::save_npy(path, x)`; `()`.
     SaveNpy,
+    /// `typeof(x)`: the name of `x`'s type as a string, known at compile
+    /// time (`"f32"`; `"rectangular"` for tensors, as the seed names them).
+    TypeOf,
 }
 
 impl Builtin {
@@ -292,6 +295,7 @@ impl Builtin {
             Builtin::Shape => "shape",
             Builtin::LoadNpy => "load_npy",
             Builtin::SaveNpy => "save_npy",
+            Builtin::TypeOf => "typeof",
         }
     }
 }

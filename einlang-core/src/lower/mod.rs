@@ -1004,6 +1004,7 @@ impl<'a> FnLower<'a> {
                 ir::ExprKind::Assert { cond: Box::new(cond), message: Box::new(message) }
             }
             Builtin::Len => ir::ExprKind::Dim(self.axis_dim(*args.first()?, 0)?),
+            Builtin::TypeOf => ir::ExprKind::Lit(Literal::Str(type_name(self.t.ty(*args.first()?)))),
             Builtin::LoadNpy => return self.fail("`load_npy` without a type reached lowering"),
             Builtin::SaveNpy => {
                 let path = self.lower_expr(*args.first()?)?;
@@ -1057,6 +1058,20 @@ impl<'a> FnLower<'a> {
         } else {
             Some(Expr { kind: ir::ExprKind::Cast(Box::new(x), ScalarKind::I64), ty: Ty::Scalar(ScalarKind::I64) })
         }
+    }
+}
+
+/// What `typeof` says of a value of type `t`: the scalar's name, `str`,
+/// and, as the seed implementation says, `rectangular` for a tensor and
+/// `tuple` for a tuple.
+fn type_name(t: &ATy) -> String {
+    match t {
+        ATy::Scalar(k) => k.name().to_string(),
+        ATy::Str => "str".to_string(),
+        ATy::Tensor(..) => "rectangular".to_string(),
+        ATy::Tuple(items) if items.is_empty() => "()".to_string(),
+        ATy::Tuple(_) => "tuple".to_string(),
+        ATy::Error => "{unknown}".to_string(),
     }
 }
 

@@ -438,9 +438,6 @@ fn intrinsic_by_name(name: &str) -> Option<Intrinsic> {
     Intrinsic::from_name(name)
 }
 
-/// Builtins of LANGUAGE.md §5 that arrive with a later stage.
-const LATER_BUILTINS: &[&str] = &["typeof"];
-
 /// Builtins implemented now; a user definition of the same name shadows them.
 fn builtin_by_name(name: &str) -> Option<hir::Builtin> {
     Some(match name {
@@ -448,6 +445,7 @@ fn builtin_by_name(name: &str) -> Option<hir::Builtin> {
         "assert" => hir::Builtin::Assert,
         "len" => hir::Builtin::Len,
         "shape" => hir::Builtin::Shape,
+        "typeof" => hir::Builtin::TypeOf,
         _ => return None,
     })
 }
@@ -1190,12 +1188,8 @@ impl Resolver {
                         let args: Vec<ExprId> = args.iter().map(|a| self.resolve_expr(a, diags)).collect();
                         return self.hir.alloc_expr(ExprKind::Builtin(b, args), span);
                     }
-                    if LATER_BUILTINS.contains(&ident.name.as_str()) {
-                        diags.push(not_supported(ident.span, &format!("the builtin `{}` and its kind", ident.name)));
-                    } else {
-                        let d = self.unknown_name(ident, "function");
-                        diags.push(d);
-                    }
+                    let d = self.unknown_name(ident, "function");
+                    diags.push(d);
                     None
                 }
             }
