@@ -155,7 +155,8 @@ impl Resolver {
                 for (path, args) in calls {
                     let Some(g) = self.quiet_fn(module, &path) else { continue };
                     let Some(g_functional) = self.functional.get(&g).cloned() else { continue };
-                    let g_params: Vec<String> = self.fn_asts[&g].0.params.iter().map(|p| p.name.name.clone()).collect();
+                    let Some((g_item, _)) = self.fn_asts.get(&g) else { continue };
+                    let g_params: Vec<String> = g_item.params.iter().map(|p| p.name.name.clone()).collect();
                     for (j, a) in args.iter().enumerate() {
                         let ast::ExprKind::Path(p) = &a.kind else { continue };
                         let [one] = p.as_slice() else { continue };

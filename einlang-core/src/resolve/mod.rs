@@ -7,6 +7,9 @@
 //! variables (scoped to their statement). The standard library is parsed from
 //! `stdlib/` and mounted as the module `std`.
 //!
+//! Function values (lambdas, closures, functions passed by name) are
+//! resolved away here, so the HIR never holds one: see `closures`.
+//!
 //! Errors are collected; an unresolved name becomes `ExprKind::Error` so later
 //! passes stay quiet about it.
 
