@@ -10,9 +10,17 @@
 //! Rebuild tracking: rustc records every file read by `include_bytes!` in the
 //! crate's dep-info, and Cargo rebuilds the crate when one of them changes.
 //! So the expansion ends with one `const _: &[u8] = include_bytes!("/abs/path");`
-//! per file the compilation read. Today that is the included file alone
-//! (the compiler only imports from `std`, which is built into it), but the
-//! list is a `Vec` so that `.ein` modules importing each other can add theirs.
+//! per file the compilation read: the included file and every file it
+//! imports.
+//!
+//! Imports between files follow the seed implementation: `use name;` or
+//! `use name::item;` (also `use crate::name::...`), where `name` is not an
+//! item of the importing file, loads the file `name.ein` from the directory
+//! of the included file (the crate root of the program) and mounts it as a
+//! module `name` of the program, as if written `pub mod name { ... }`.
+//! Imported files may import further files; their `use name...` refers to
+//! the mounted module (`crate::name`). A file that imports itself through a
+//! chain of imports is an error at the `use` that closes the cycle.
 //!
 //! Spans: inside a real proc macro, text lexed by `proc_macro2` gets the span
 //! of the macro call, so positions inside the file would be lost. To keep
@@ -88,15 +96,10 @@ fn expand_file_in(input: TokenStream, manifest_dir: Option<OsString>, options: &
             );
         }
     };
-    let file = SourceFile { shown: &shown, src: &src };
-    // FIXME: only the included file is read today, since `.ein` files cannot
-    // import each other yet; when they can, the resolver must report the
-    // files it read so that they are tracked too.
-    let tracked = vec![path];
-
-    let compiled = {
+    let root = LoadedFile { shown: shown.clone(), src, path: path.clone() };
+    let (compiled, tracked) = {
         let _fallback = FallbackLexer::force();
-        compile_file(&file, options)
+        compile_file(root, options)
     };
     let mut out = match compiled {
         Ok(rust) => match crate::catch_ice(|| respan_to_call_site(rust)) {
@@ -202,31 +205,163 @@ struct SourceFile<'a> {
     src: &'a str,
 }
 
-/// Parses and compiles the file. Must run with the fallback lexer forced:
-/// the Rust it returns consists of fallback tokens, and the errors are
-/// already rendered to text, so that no fallback span is needed afterwards.
-fn compile_file(file: &SourceFile<'_>, options: &Options) -> Result<TokenStream, Vec<String>> {
-    // The anchor is a span inside the file; it tells the file's spans apart
-    // from those of standard-library sources lexed later in the pipeline.
-    let mut anchor = None;
+/// A file read for the program: the included one or one it imports.
+struct LoadedFile {
+    /// The path as the messages show it.
+    shown: String,
+    src: String,
+    /// The absolute path, for rebuild tracking.
+    path: PathBuf,
+}
+
+/// Parses and compiles the file and the files it imports. Must run with the
+/// fallback lexer forced: the Rust it returns consists of fallback tokens,
+/// and the errors are already rendered to text, so that no fallback span is
+/// needed afterwards. Also returns the absolute paths of every file read.
+fn compile_file(root: LoadedFile, options: &Options) -> (Result<TokenStream, Vec<String>>, Vec<PathBuf>) {
+    let mut loader = Loader { files: vec![root], anchors: vec![None], stack: Vec::new(), mounted: Vec::new() };
     let result = crate::catch_ice(|| {
-        let ast = crate::syntax::parse_str(file.src)?;
-        anchor = ast.items.iter().find_map(item_span).map(|s| s.lo);
+        let mut ast = loader.load(0)?;
+        ast.items.append(&mut loader.mounted);
         crate::compile(ast, options).map(|c| c.rust)
     });
-    result.map_err(|diags| {
-        let locator = Locator { file, anchor };
-        diags
-            .iter()
-            .map(|d| {
-                // Locating a span cannot fail for spans the lexer made; if it
-                // ever does, the message is still worth showing without its
-                // position.
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| render(&locator, d)))
-                    .unwrap_or_else(|_| format!("{}: {}", file.shown, d.primary_text()))
-            })
-            .collect()
-    })
+    let tracked = loader.files.iter().map(|f| f.path.clone()).collect();
+    (result.map_err(|diags| render_all(&loader.files, &loader.anchors, &diags)), tracked)
+}
+
+/// Renders diagnostics whose spans may lie in any of `files` (each with the
+/// anchor span that recognizes it, None when it did not parse).
+fn render_all(files: &[LoadedFile], anchors: &[Option<TokSpan>], diags: &[Diagnostic]) -> Vec<String> {
+    let sources: Vec<SourceFile<'_>> = files.iter().map(|f| SourceFile { shown: &f.shown, src: &f.src }).collect();
+    let Some(file) = sources.first() else { return Vec::new() };
+    let others = sources.iter().zip(anchors).skip(1).map(|(f, a)| (f, *a)).collect();
+    let locator = Locator { file, anchor: anchors.first().copied().flatten(), others };
+    diags
+        .iter()
+        .map(|d| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| render(&locator, d)))
+                .unwrap_or_else(|_| format!("{}: {}", file.shown, d.primary_text()))
+        })
+        .collect()
+}
+
+/// Reads the files a program imports, depth first.
+struct Loader {
+    files: Vec<LoadedFile>,
+    /// A span inside each file (None until it parsed), to tell its spans
+    /// from those of other files.
+    anchors: Vec<Option<TokSpan>>,
+    /// The files being loaded, outermost first (to report cycles).
+    stack: Vec<usize>,
+    /// The imported files as modules of the program.
+    mounted: Vec<ast::Item>,
+}
+
+impl Loader {
+    /// Parses file `i`, loads the files its `use` items import, and returns
+    /// its items (imports of loaded files rewritten to `crate::name`).
+    fn load(&mut self, i: usize) -> Result<ast::Program, Vec<Diagnostic>> {
+        let mut ast = crate::syntax::parse_str(&self.files[i].src)?;
+        self.anchors[i] = ast.items.iter().find_map(item_span).map(|s| s.lo);
+        self.stack.push(i);
+        let own: Vec<String> = ast.items.iter().filter_map(item_name).collect();
+        let mut errors = Vec::new();
+        for item in &mut ast.items {
+            let ast::Item::Use(u) = item else { continue };
+            let Some(module) = imported_file(&u.tree, &own) else { continue };
+            let dir = self.files[0].path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let path = dir.join(format!("{}.ein", module.name));
+            if !path.is_file() {
+                // Not a file: the resolver reports the unresolved import.
+                continue;
+            }
+            match self.files.iter().position(|f| f.path == path) {
+                Some(j) if self.stack.contains(&j) => {
+                    let chain: Vec<String> = self.stack[self.stack.iter().position(|&k| k == j).unwrap_or(0)..]
+                        .iter()
+                        .map(|&k| format!("`{}`", self.files[k].shown))
+                        .collect();
+                    errors.push(
+                        Diagnostic::error(module.span, format!("circular import of `{}`", module.name))
+                            .note(format!("{} import each other in a cycle", chain.join(", ")))
+                            .help("move what the files share into a file that neither imports"),
+                    );
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    let src = match std::fs::read_to_string(&path) {
+                        Ok(src) => src,
+                        Err(err) => {
+                            errors.push(Diagnostic::error(
+                                module.span,
+                                format!("couldn't read `{}`: {err}", path.display()),
+                            ));
+                            continue;
+                        }
+                    };
+                    let shown = Path::new(&self.files[0].shown)
+                        .parent()
+                        .map(|p| p.join(format!("{}.ein", module.name)).to_string_lossy().into_owned())
+                        .unwrap_or_else(|| format!("{}.ein", module.name));
+                    self.files.push(LoadedFile { shown, src, path });
+                    self.anchors.push(None);
+                    let j = self.files.len() - 1;
+                    match self.load(j) {
+                        Ok(program) => self.mounted.push(ast::Item::Mod(ast::ModItem {
+                            vis: ast::Visibility::Public,
+                            name: module.clone(),
+                            items: program.items,
+                            span: u.span,
+                        })),
+                        Err(mut e) => errors.append(&mut e),
+                    }
+                }
+            }
+            if i != 0 {
+                // Inside a mounted module the file is a sibling module.
+                let tree = std::mem::replace(&mut u.tree, ast::UseTree::Glob(u.span));
+                let krate = ast::Ident { name: "crate".to_string(), span: module.span };
+                u.tree = ast::UseTree::Path { segment: krate, rest: Box::new(tree) };
+            }
+        }
+        self.stack.pop();
+        if errors.is_empty() {
+            Ok(ast)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// The name an item defines in its module.
+fn item_name(item: &ast::Item) -> Option<String> {
+    match item {
+        ast::Item::Fn(f) => Some(f.name.name.clone()),
+        ast::Item::Mod(m) => Some(m.name.name.clone()),
+        ast::Item::Const(c) => Some(c.name.name.clone()),
+        _ => None,
+    }
+}
+
+/// The file a `use` tree imports from, if its first segment (after
+/// `crate::`) names no item of the file and is not `std`, `self` or
+/// `super`.
+fn imported_file(tree: &ast::UseTree, own: &[String]) -> Option<ast::Ident> {
+    let first = match tree {
+        ast::UseTree::Path { segment, rest } if segment.name == "crate" => match &**rest {
+            ast::UseTree::Path { segment, .. } => segment,
+            ast::UseTree::Name { name, .. } => name,
+            _ => return None,
+        },
+        ast::UseTree::Path { segment, .. } => segment,
+        ast::UseTree::Name { name, .. } => name,
+        _ => return None,
+    };
+    if ["std", "crate", "self", "super"].contains(&first.name.as_str()) || own.contains(&first.name) {
+        return None;
+    }
+    Some(first.clone())
 }
 
 /// A span inside `item`, if it has one of its own.
@@ -244,9 +379,10 @@ fn item_span(item: &ast::Item) -> Option<Span> {
 
 /// Where a span points, as far as a reader of the file is concerned.
 enum Place {
-    /// Inside the included file: 1-based line and column of the start, and
+    /// Inside the included file (`which` 0) or an imported one (`which`
+    /// k for `others[k - 1]`): 1-based line and column of the start, and
     /// the column where the underline ends on that line (exclusive).
-    InFile { line: usize, col: usize, end_col: usize },
+    InFile { which: usize, line: usize, col: usize, end_col: usize },
     /// Inside a standard-library source.
     Stdlib,
     /// No source position (`Span::call_site()`, used for internal errors and
@@ -258,6 +394,8 @@ enum Place {
 struct Locator<'a> {
     file: &'a SourceFile<'a>,
     anchor: Option<TokSpan>,
+    /// The files the included one imports, with their anchors.
+    others: Vec<(&'a SourceFile<'a>, Option<TokSpan>)>,
 }
 
 impl Locator<'_> {
@@ -268,18 +406,29 @@ impl Locator<'_> {
         if TokSpan::call_site().join(span.lo).is_some() {
             return Place::Nowhere;
         }
-        // Without an anchor the file did not parse (or is empty), so every
-        // span with a position came from the parser, that is, from this file.
-        if let Some(anchor) = self.anchor {
-            if anchor.join(span.lo).is_none() {
-                return Place::Stdlib;
-            }
-        }
+        // Without an anchor a file did not parse (or is empty), so a span
+        // with a position that no other file claims came from its parser.
+        let anchors = std::iter::once(self.anchor).chain(self.others.iter().map(|(_, a)| *a));
+        let claimed = anchors.clone().position(|a| a.is_some_and(|a| a.join(span.lo).is_some()));
+        let unparsed: Vec<usize> = anchors.enumerate().filter(|(_, a)| a.is_none()).map(|(k, _)| k).collect();
+        let which = match (claimed, unparsed.as_slice()) {
+            (Some(k), _) => k,
+            (None, [k]) => *k,
+            _ => return Place::Stdlib,
+        };
+        let src = self.source(which).src;
         let start = span.lo.start();
         let end = span.hi.end();
-        let line_len = self.file.src.lines().nth(start.line.saturating_sub(1)).map_or(0, |l| l.chars().count());
+        let line_len = src.lines().nth(start.line.saturating_sub(1)).map_or(0, |l| l.chars().count());
         let end_col = if end.line == start.line { end.column } else { line_len };
-        Place::InFile { line: start.line, col: start.column + 1, end_col: end_col.max(start.column + 1) + 1 }
+        Place::InFile { which, line: start.line, col: start.column + 1, end_col: end_col.max(start.column + 1) + 1 }
+    }
+
+    fn source(&self, which: usize) -> &SourceFile<'_> {
+        match which {
+            0 => self.file,
+            k => self.others.get(k - 1).map_or(self.file, |(f, _)| f),
+        }
     }
 
     /// `path:line:col: message` plus the source line underlined, or a
@@ -289,9 +438,9 @@ impl Locator<'_> {
     fn describe(&self, span: Span, message: &str, out: &mut String) -> usize {
         let shown = self.file.shown;
         match self.place(span) {
-            Place::InFile { line, col, end_col } => {
-                let _ = writeln!(out, "{shown}:{line}:{col}: {message}");
-                self.snippet(line, col, end_col, out)
+            Place::InFile { which, line, col, end_col } => {
+                let _ = writeln!(out, "{}:{line}:{col}: {message}", self.source(which).shown);
+                self.snippet(self.source(which).src, line, col, end_col, out)
             }
             Place::Stdlib => {
                 // The path would be wrong here, and the standard library's
@@ -308,8 +457,8 @@ impl Locator<'_> {
 
     /// The source line with a `^^^` underline, rustc-style; returns the
     /// gutter width.
-    fn snippet(&self, line: usize, col: usize, end_col: usize, out: &mut String) -> usize {
-        let Some(text) = self.file.src.lines().nth(line.saturating_sub(1)) else { return 0 };
+    fn snippet(&self, src: &str, line: usize, col: usize, end_col: usize, out: &mut String) -> usize {
+        let Some(text) = src.lines().nth(line.saturating_sub(1)) else { return 0 };
         let gutter = line.to_string();
         let pad = " ".repeat(gutter.len());
         // Tabs are copied into the indentation of the underline so that the
@@ -579,7 +728,7 @@ mod tests {
         let (Some(in_file), Some(elsewhere)) = (item_span(&ast.items[0]), item_span(&other.items[0])) else {
             panic!("items without spans");
         };
-        let locator = Locator { file: &file, anchor: Some(in_file.lo) };
+        let locator = Locator { file: &file, anchor: Some(in_file.lo), others: Vec::new() };
         let diag = Diagnostic::error(in_file, "the primary message")
             .label(elsewhere, "a label in another source")
             .label(Span::call_site(), "a label without a position");
@@ -681,6 +830,63 @@ mod tests {
         let out = expand_src("let a = [1.0, 2.0];\nlet b[i] = a[i] * 2.0;\n");
         assert!(compile_errors(out.clone()).is_empty(), "{out}");
         assert!(out.to_string().contains("pub fn main ()"), "{out}");
+    }
+
+    /// Expands `include_ein!("main.ein")` in a crate with the files `files`.
+    fn expand_files(files: &[(&str, &str)]) -> TokenStream {
+        let krate = TempCrate::with_file(files[0].0, files[0].1);
+        for (name, src) in &files[1..] {
+            std::fs::write(krate.0.join(name), src).expect("write a temporary file");
+        }
+        expand_file_in(quote!("main.ein"), Some(krate.0.clone().into_os_string()), &Options::default())
+    }
+
+    #[test]
+    fn imported_files_are_compiled_and_tracked() {
+        let out = expand_files(&[
+            ("main.ein", "use helper::twice;\npub fn f(x: f32) -> f32 { twice(x) }\n"),
+            ("helper.ein", "use more;\npub fn twice(x) { more::add(x, x) }\n"),
+            ("more.ein", "pub fn add(a, b) { a + b }\n"),
+        ]);
+        assert!(compile_errors(out.clone()).is_empty(), "{out}");
+        let text = out.to_string();
+        for name in ["main.ein", "helper.ein", "more.ein"] {
+            assert!(text.contains(&format!("{name}\") ;")), "{name} is not tracked in {text}");
+        }
+    }
+
+    #[test]
+    fn circular_import_is_reported_at_the_use() {
+        let out = expand_files(&[
+            ("main.ein", "use a::f;\npub fn g(x: f32) -> f32 { f(x) }\n"),
+            ("a.ein", "use b::h;\npub fn f(x: f32) -> f32 { h(x) }\n"),
+            ("b.ein", "use a;\npub fn h(x: f32) -> f32 { x }\n"),
+        ]);
+        expect![[r#"
+            b.ein:1:5: circular import of `a`
+              |
+            1 | use a;
+              |     ^
+              = note: `a.ein`, `b.ein` import each other in a cycle
+              = help: move what the files share into a file that neither imports
+        "#]]
+        .assert_eq(&joined(compile_errors(out)));
+    }
+
+    #[test]
+    fn errors_in_an_imported_file_show_its_path() {
+        let out = expand_files(&[
+            ("main.ein", "use helper::twice;\npub fn f(x: f32) -> f32 { twice(x) }\n"),
+            ("helper.ein", "pub fn twice(x: f32) -> f32 {\n    x * y\n}\n"),
+        ]);
+        expect![[r#"
+            helper.ein:2:9: cannot find value `y` in this scope
+              |
+            2 |     x * y
+              |         ^
+              = help: a name with a similar spelling exists: `x`
+        "#]]
+        .assert_eq(&joined(compile_errors(out)));
     }
 
     #[test]

@@ -166,7 +166,9 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
             cx.t.dim_names.insert(dim_var(def), d.name.clone());
         }
     }
-    let analyzed = |f: FnId, func: &crate::hir::Function| !func.is_generic() && !hir.broken_instances.contains(&f);
+    let analyzed = |f: FnId, func: &crate::hir::Function| {
+        !func.is_generic() && !hir.broken_instances.contains(&f) && !hir.inlined_fns.contains(&f)
+    };
     for (f, func) in hir.fns.iter() {
         if analyzed(f, func) {
             cx.declare_sig(f);
@@ -1696,7 +1698,7 @@ impl<'a> Cx<'a> {
         let arity_ok = match b {
             Builtin::Print => true,
             Builtin::Assert => matches!(args.len(), 1 | 2),
-            Builtin::Len | Builtin::Shape | Builtin::LoadNpy => args.len() == 1,
+            Builtin::Len | Builtin::Shape | Builtin::LoadNpy | Builtin::TypeOf => args.len() == 1,
             Builtin::SaveNpy => args.len() == 2,
         };
         if !arity_ok {
@@ -1755,6 +1757,10 @@ impl<'a> Cx<'a> {
                     self.err(d);
                 }
                 Ty::unit()
+            }
+            Builtin::TypeOf => {
+                self.infer(args[0], None);
+                Ty::Str
             }
             Builtin::Len | Builtin::Shape => {
                 let t = self.infer(args[0], None);
@@ -2108,7 +2114,7 @@ impl<'a> Cx<'a> {
 }
 
 /// "this function takes 2 arguments but 1 argument was supplied".
-fn arity_error(span: Span, params: usize, args: usize) -> Diagnostic {
+pub(crate) fn arity_error(span: Span, params: usize, args: usize) -> Diagnostic {
     let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
     let verb = if args == 1 { "was" } else { "were" };
     Diagnostic::error(

@@ -80,6 +80,9 @@ pub struct Hir {
     /// Instances whose copying already failed (an error was reported); they
     /// are not analyzed, and calls of them are quietly erroneous.
     pub broken_instances: std::collections::HashSet<FnId>,
+    /// Functions that return function values: resolution inlines every
+    /// call of them, so they are neither analyzed nor emitted.
+    pub inlined_fns: std::collections::HashSet<FnId>,
 }
 
 impl Function {
@@ -298,6 +301,9 @@ pub enum Builtin {
     LoadNpy,
     /// `std::io::save_npy(path, x)`; `()`.
     SaveNpy,
+    /// `typeof(x)`: the name of `x`'s type as a string, known at compile
+    /// time (`"f32"`; `"rectangular"` for tensors, as the seed names them).
+    TypeOf,
 }
 
 impl Builtin {
@@ -309,6 +315,7 @@ impl Builtin {
             Builtin::Shape => "shape",
             Builtin::LoadNpy => "load_npy",
             Builtin::SaveNpy => "save_npy",
+            Builtin::TypeOf => "typeof",
         }
     }
 }

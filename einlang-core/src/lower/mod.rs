@@ -25,7 +25,7 @@ pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) 
     let names = rust_fn_names(hir, tag);
     let mut fns = Vec::new();
     for (f, func) in hir.fns.iter() {
-        if func.is_generic() {
+        if func.is_generic() || hir.inlined_fns.contains(&f) {
             continue;
         }
         let mut cx = FnLower {
@@ -62,7 +62,7 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
     for pass in 0..2 {
         for (id, f) in hir.fns.iter() {
             let user = !f.stdlib && !hir.instance_origin.contains_key(&id);
-            if f.is_generic() || user != (pass == 0) {
+            if f.is_generic() || hir.inlined_fns.contains(&id) || user != (pass == 0) {
                 continue;
             }
             // A function of an inline module is `module_name` in Rust; its
@@ -1115,6 +1115,7 @@ impl<'a> FnLower<'a> {
                 ir::ExprKind::Assert { cond: Box::new(cond), message: Box::new(message) }
             }
             Builtin::Len => ir::ExprKind::Dim(self.axis_dim(*args.first()?, 0)?),
+            Builtin::TypeOf => ir::ExprKind::Lit(Literal::Str(type_name(self.t.ty(*args.first()?)))),
             Builtin::LoadNpy => return self.fail("`load_npy` without a type reached lowering"),
             Builtin::SaveNpy => {
                 let path = self.lower_expr(*args.first()?)?;
@@ -1189,6 +1190,20 @@ fn covers_chain(covers: &[Vec<ir::Cover>], seq: &[(usize, Loop)]) -> bool {
         at = spans.remove(i).1;
     }
     true
+}
+
+/// What `typeof` says of a value of type `t`: the scalar's name, `str`,
+/// and, as the seed implementation says, `rectangular` for a tensor and
+/// `tuple` for a tuple.
+fn type_name(t: &ATy) -> String {
+    match t {
+        ATy::Scalar(k) => k.name().to_string(),
+        ATy::Str => "str".to_string(),
+        ATy::Tensor(..) => "rectangular".to_string(),
+        ATy::Tuple(items) if items.is_empty() => "()".to_string(),
+        ATy::Tuple(_) => "tuple".to_string(),
+        ATy::Error => "{unknown}".to_string(),
+    }
 }
 
 fn var_expr(v: VarId, ty: Ty) -> Expr {

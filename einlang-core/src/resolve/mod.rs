@@ -7,9 +7,13 @@
 //! variables (scoped to their statement). The standard library is parsed from
 //! `stdlib/` and mounted as the module `std`.
 //!
+//! Function values (lambdas, closures, functions passed by name) are
+//! resolved away here, so the HIR never holds one: see `closures`.
+//!
 //! Errors are collected; an unresolved name becomes `ExprKind::Error` so later
 //! passes stay quiet about it.
 
+mod closures;
 mod suggest;
 #[cfg(test)]
 mod tests;
@@ -42,6 +46,7 @@ pub fn resolve_program(program: &ast::Program, diags: &mut Diagnostics) -> Hir {
         r.resolve_uses(*m, &p.items, diags);
     }
     r.resolve_uses(root, &program.items, diags);
+    r.find_fn_values();
     for (m, p) in &stdlib {
         r.resolve_bodies(*m, &p.items, diags);
     }
@@ -96,6 +101,27 @@ struct Resolver {
     consts: HashMap<DefId, (ast::ConstItem, ModId)>,
     /// Consts whose value is being resolved (to report cycles).
     const_stack: Vec<DefId>,
+    /// Locals bound to function values (see `closures`).
+    fn_values: HashMap<DefId, closures::FnValue>,
+    /// The syntax of every function with its module, for specializations
+    /// and inlining.
+    fn_asts: HashMap<hir::FnId, (std::rc::Rc<ast::FnItem>, ModId)>,
+    /// The parameters each function calls, with the span of a call.
+    functional: HashMap<hir::FnId, HashMap<String, Span>>,
+    /// Functions whose result is a function value (inlined at every call).
+    returns_fn: std::collections::HashSet<hir::FnId>,
+    /// Specializations of functions for function values, by key.
+    specializations: HashMap<String, hir::FnId>,
+    /// The function whose body is being resolved (None for `main` and
+    /// inlined bodies).
+    current_fn: Option<hir::FnId>,
+    /// How many calls of functions returning function values are being
+    /// inlined.
+    inline_depth: usize,
+    /// Set when a function value was used where it cannot be.
+    escaped_fn_value: bool,
+    /// Locals whose value used a function value where it cannot be.
+    poisoned: std::collections::HashSet<DefId>,
 }
 
 /// The clauses of a recurrence seen so far.
@@ -126,6 +152,15 @@ impl Resolver {
             glob_names: Default::default(),
             stdlib_programs: Vec::new(),
             const_stack: Vec::new(),
+            fn_values: HashMap::new(),
+            fn_asts: HashMap::new(),
+            functional: HashMap::new(),
+            returns_fn: Default::default(),
+            specializations: HashMap::new(),
+            current_fn: None,
+            inline_depth: 0,
+            escaped_fn_value: false,
+            poisoned: Default::default(),
         }
     }
 
@@ -233,6 +268,7 @@ impl Resolver {
                     });
                     self.hir.defs[def].kind = DefKind::Fn(fn_id);
                     self.fn_of_item.insert(f as *const ast::FnItem, fn_id);
+                    self.fn_asts.insert(fn_id, (std::rc::Rc::new(f.clone()), module));
                     self.define_item(module, &f.name, def, diags);
                 }
                 ast::Item::Mod(m) => {
@@ -420,9 +456,6 @@ fn intrinsic_by_name(name: &str) -> Option<Intrinsic> {
     Intrinsic::from_name(name)
 }
 
-/// Builtins of LANGUAGE.md §5 that arrive with a later stage.
-const LATER_BUILTINS: &[&str] = &["typeof"];
-
 /// Builtins implemented now; a user definition of the same name shadows them.
 fn builtin_by_name(name: &str) -> Option<hir::Builtin> {
     Some(match name {
@@ -430,6 +463,7 @@ fn builtin_by_name(name: &str) -> Option<hir::Builtin> {
         "assert" => hir::Builtin::Assert,
         "len" => hir::Builtin::Len,
         "shape" => hir::Builtin::Shape,
+        "typeof" => hir::Builtin::TypeOf,
         _ => return None,
     })
 }
@@ -442,6 +476,11 @@ impl Resolver {
                     // Keyed by the item itself, so that a duplicate name does
                     // not resolve the second body into the first function.
                     let Some(&fn_id) = self.fn_of_item.get(&(f as *const ast::FnItem)) else { continue };
+                    if self.returns_fn.contains(&fn_id) {
+                        // Only ever inlined at its calls (see `closures`).
+                        self.hir.inlined_fns.insert(fn_id);
+                        continue;
+                    }
                     self.resolve_fn(fn_id, f, module, diags);
                 }
                 ast::Item::Mod(m) => {
@@ -474,6 +513,7 @@ impl Resolver {
         let def = self.hir.alloc_def("main", DefKind::Local, first);
         self.current_module = self.root;
         self.in_generic = false;
+        self.current_fn = None;
         self.scopes = vec![HashMap::new()];
         let mut block = hir::Block { stmts: Vec::new(), tail: None };
         self.note_clauses(stmts.iter().copied());
@@ -500,6 +540,7 @@ impl Resolver {
     fn resolve_fn(&mut self, fn_id: hir::FnId, f: &ast::FnItem, module: ModId, diags: &mut Diagnostics) {
         self.current_module = module;
         self.in_generic = f.params.iter().any(|p| p.ty.is_none());
+        self.current_fn = Some(fn_id);
         self.scopes = vec![HashMap::new()];
         let mut params = Vec::new();
         for p in &f.params {
@@ -705,6 +746,10 @@ impl Resolver {
             }
         };
         let Some(slots) = &l.indices else {
+            if l.where_clause.is_empty() && self.is_fn_value(&l.value) {
+                self.bind_fn_value(&name, l, out, diags);
+                return;
+            }
             let ty = l.ty.as_ref().and_then(|t| self.resolve_ty(t, false, diags));
             // A plain `let` may still carry a `where` for a reduction in its
             // value (`let s = sum[i](x[i]) where x[i] > 0.0;`).
@@ -712,8 +757,14 @@ impl Resolver {
             for item in &stray {
                 self.report_stray_where(item, diags);
             }
+            let escaped = std::mem::replace(&mut self.escaped_fn_value, false);
             let value = self.resolve_expr(&value, diags);
             let def = self.bind_local(&name, DefKind::Local);
+            if std::mem::replace(&mut self.escaped_fn_value, escaped) {
+                // A function value where it cannot be (`if c { f } else
+                // { g }`) was reported; calls of `name` are not errors again.
+                self.poisoned.insert(def);
+            }
             out.stmts.push(hir::Stmt::Let { def, ty, value, span: l.span });
             return;
         };
@@ -1088,7 +1139,10 @@ impl Resolver {
                 self.scopes.pop();
                 ExprKind::Comprehension { body, clauses: out }
             }
-            ast::ExprKind::Lambda { .. } => return self.unsupported(span, "lambdas", diags),
+            ast::ExprKind::Lambda { .. } => {
+                diags.push(closures::escaping(span));
+                return self.error_expr(span);
+            }
             ast::ExprKind::Deriv { .. } | ast::ExprKind::Differential(_) => {
                 return self.unsupported(span, "derivative requests (`@y / @x`)", diags)
             }
@@ -1150,17 +1204,11 @@ impl Resolver {
                 None => return self.error_expr(span),
             }
         };
+        if self.fn_values.contains_key(&def) {
+            return self.report_fn_value_use(path, span, diags);
+        }
         match self.hir.defs[def].kind {
-            DefKind::Fn(_) | DefKind::Intrinsic(_) | DefKind::Builtin(_) => {
-                diags.push(
-                    Diagnostic::error(
-                        span,
-                        format!("`{}` is a function; functions as values are not supported yet", path_text(path)),
-                    )
-                    .help("call it with arguments: `f(x)`"),
-                );
-                self.error_expr(span)
-            }
+            DefKind::Fn(_) | DefKind::Intrinsic(_) | DefKind::Builtin(_) => self.report_fn_value_use(path, span, diags),
             DefKind::Module => {
                 diags.push(Diagnostic::error(span, format!("`{}` is a module, not a value", path_text(path))));
                 self.error_expr(span)
@@ -1201,10 +1249,38 @@ impl Resolver {
 
     fn resolve_call(&mut self, callee: &ast::Expr, args: &[ast::Expr], span: Span, diags: &mut Diagnostics) -> ExprId {
         let callee_span = callee.span;
+        if self.is_value_callee(callee) {
+            return self.call_fn_value(callee, args, span, diags);
+        }
         let ast::ExprKind::Path(path) = &callee.kind else {
-            diags.push(not_supported(callee.span, "calls of computed functions"));
+            diags.push(Diagnostic::error(callee.span, "this expression is not a function"));
             return self.error_expr(span);
         };
+        if let [one] = path.as_slice() {
+            if let Some(d) = self.lookup_local(&one.name) {
+                if self.is_fn_placeholder(callee) {
+                    return self.error_expr(span);
+                }
+                if self.fn_values.contains_key(&d) {
+                    return self.call_fn_value(callee, args, span, diags);
+                }
+                if self.poisoned.contains(&d) {
+                    return self.error_expr(span);
+                }
+            }
+        }
+        if let Some(def) = self.item_of_path(path) {
+            if let DefKind::Fn(g) = self.hir.defs[def].kind {
+                if self.returns_fn.contains(&g) {
+                    diags
+                        .push(closures::escaping(span).help("call its result, `f(a)(b)`, or bind it: `let g = f(a);`"));
+                    return self.error_expr(span);
+                }
+                if self.needs_specialization(g, args) {
+                    return self.resolve_call_with_fn_values(g, callee_span, args, span, diags);
+                }
+            }
+        }
         let found = if path.len() == 1 {
             let ident = &path[0];
             match self
@@ -1217,12 +1293,8 @@ impl Resolver {
                         let args: Vec<ExprId> = args.iter().map(|a| self.resolve_expr(a, diags)).collect();
                         return self.hir.alloc_expr(ExprKind::Builtin(b, args), span);
                     }
-                    if LATER_BUILTINS.contains(&ident.name.as_str()) {
-                        diags.push(not_supported(ident.span, &format!("the builtin `{}` and its kind", ident.name)));
-                    } else {
-                        let d = self.unknown_name(ident, "function");
-                        diags.push(d);
-                    }
+                    let d = self.unknown_name(ident, "function");
+                    diags.push(d);
                     None
                 }
             }

@@ -6,9 +6,9 @@
 //! strings here: resolution (`crate::resolve`) turns them into `DefId`s.
 //!
 //! The AST covers the whole grammar of LANGUAGE.md. Constructs whose meaning
-//! arrives in later stages (lambdas, `match`, comprehensions, derivatives, ...)
-//! are represented faithfully; the resolver reports "not supported yet" for
-//! them at their span.
+//! arrives in later stages (derivatives, jagged arrays, ...) are represented
+//! faithfully; the resolver reports "not supported yet" for them at their
+//! span.
 
 pub use crate::span::Span;
 

@@ -1,0 +1,149 @@
+//! Lambdas and closures: function values are resolved at compile time
+//! (called, passed to functions, returned from them). Each result is
+//! compared with a hand-computed value or a naive loop.
+
+use approx::assert_abs_diff_eq;
+use einlang::einlang;
+use einlang::ndarray::{array, Array1, Array2};
+
+einlang! {
+    use std::math::{exp, sqrt};
+
+    fn apply(f, x) { f(x) }
+    fn twice(f, x) { f(f(x)) }
+    /// Passes its function parameter on to another function.
+    fn apply_twice(f, x) { twice(f, x) }
+    fn scaler(k) { |x| x * k }
+    fn compose(f, g) { |x| f(g(x)) }
+    fn square(x) { x * x }
+    /// Maps a function over the rows of a matrix, pointwise.
+    fn map2(f, m) {
+        let y[i, j] = f(m[i, j]);
+        y
+    }
+
+    /// A lambda capturing a local, called inside an indexed definition.
+    pub fn scale_by(x: [f32; N], factor: f32) -> [f32; N] {
+        let f = |v| v * factor;
+        let y[i] = f(x[i]);
+        y
+    }
+
+    /// A lambda with two parameters and a typed one.
+    pub fn lerp(a: [f64; N], b: [f64; N], t: f64) -> [f64; N] {
+        let mix = |p, q: f64| p * (1.0 - t) + q * t;
+        let y[i] = mix(a[i], b[i]);
+        y
+    }
+
+    /// A lambda passed to a generic function, capturing a scalar.
+    pub fn shift_all(x: [f64; N], d: f64) -> [f64; N] {
+        let y[i] = apply(|v| v + d, x[i]);
+        y
+    }
+
+    /// A named function and an intrinsic passed as values.
+    pub fn by_name(x: f64) -> (f64, f64) {
+        (apply(square, x), apply(sqrt, x))
+    }
+
+    /// A closure returned from a function, then called.
+    pub fn scaled(x: f32) -> f32 {
+        let s = scaler(2.5);
+        s(x)
+    }
+
+    /// Composition of closures, applied twice through two generic functions.
+    pub fn composed(x: f64, k: f64) -> (f64, f64) {
+        let h = compose(|v| v + 1.0, scaler(k));
+        (h(x), apply_twice(h, x))
+    }
+
+    /// A whole-tensor lambda, and a lambda mapped over a matrix.
+    pub fn tensor_lambdas(m: [f32; R, C], bias: f32) -> ([f32; R, C], [f32; R, C]) {
+        let add = |t| t + bias;
+        (add(m), map2(|v| exp(v) * bias, m))
+    }
+
+    /// A lambda called directly and a curried lambda.
+    pub fn immediate(x: i64) -> (i64, i64) {
+        let add = |a| |b| a + b;
+        ((|v| v * 3)(x), add(x)(10))
+    }
+
+    /// A lambda capturing a tensor, in a reduction.
+    pub fn dot_with(w: [f32; N], x: [f32; N]) -> f32 {
+        let term = |i| w[i] * x[i];
+        sum[i](term(i))
+    }
+}
+
+#[test]
+fn lambda_capturing_a_local_in_an_indexed_definition() {
+    let x = array![1.0f32, -2.0, 3.5];
+    assert_eq!(scale_by(&x, 3.0).unwrap(), array![3.0f32, -6.0, 10.5]);
+}
+
+#[test]
+fn lambda_with_two_parameters() {
+    let a = array![0.0f64, 1.0, 2.0];
+    let b = array![10.0f64, 11.0, 12.0];
+    let y = lerp(&a, &b, 0.25).unwrap();
+    for i in 0..3 {
+        assert_abs_diff_eq!(y[i], a[i] * 0.75 + b[i] * 0.25, epsilon = 1e-12);
+    }
+}
+
+#[test]
+fn lambda_passed_to_a_generic_function() {
+    let x = array![1.0f64, 2.0, -3.0];
+    assert_eq!(shift_all(&x, 0.5).unwrap(), array![1.5, 2.5, -2.5]);
+}
+
+#[test]
+fn functions_passed_by_name() {
+    let (a, b) = by_name(9.0).unwrap();
+    assert_eq!(a, 81.0);
+    assert_eq!(b, 3.0);
+}
+
+#[test]
+fn closure_returned_from_a_function() {
+    assert_eq!(scaled(4.0).unwrap(), 10.0);
+}
+
+#[test]
+fn composed_closures() {
+    // h(x) = k * x + 1; twice: h(h(x)).
+    let (once, twice) = composed(2.0, 3.0).unwrap();
+    assert_eq!(once, 7.0);
+    assert_eq!(twice, 22.0);
+}
+
+#[test]
+fn lambdas_over_tensors() {
+    let m = Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f32 * 0.5 - 1.0);
+    let (a, b) = tensor_lambdas(&m, 2.0).unwrap();
+    for i in 0..2 {
+        for j in 0..3 {
+            assert_eq!(a[[i, j]], m[[i, j]] + 2.0);
+            assert_abs_diff_eq!(b[[i, j]], m[[i, j]].exp() * 2.0, epsilon = 1e-5);
+        }
+    }
+}
+
+#[test]
+fn immediate_and_curried_lambdas() {
+    assert_eq!(immediate(7).unwrap(), (21, 17));
+}
+
+#[test]
+fn lambda_capturing_a_tensor_in_a_reduction() {
+    let w = Array1::from_shape_fn(5, |i| i as f32 + 1.0);
+    let x = Array1::from_shape_fn(5, |i| 2.0 - i as f32);
+    let mut expect = 0.0f32;
+    for i in 0..5 {
+        expect += w[i] * x[i];
+    }
+    assert_abs_diff_eq!(dot_with(&w, &x).unwrap(), expect, epsilon = 1e-5);
+}
