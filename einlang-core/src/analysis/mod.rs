@@ -107,8 +107,6 @@ pub struct Tables {
     pub recurrences: HashMap<DefId, recur::RecurrenceFacts>,
     /// Reads of a recurrence inside its own clauses, with the recurrence.
     pub own_reads: HashMap<ExprId, DefId>,
-    /// For every recurrence and axis: where each clause's writes end.
-    pub rec_ends: HashMap<DefId, Vec<Vec<Dim>>>,
 }
 
 /// A call of generic function `generic` with arguments of types `args`.
@@ -269,6 +267,13 @@ impl<'a> Cx<'a> {
         self.diags.push(d);
     }
 
+    /// A new dimension variable for an extent known only at run time.
+    fn fresh_hidden(&mut self) -> DimVar {
+        let v = DimVar(self.next_hidden);
+        self.next_hidden += 1;
+        v
+    }
+
     fn name(&self, d: DefId) -> &str {
         self.hir.name(d)
     }
@@ -301,8 +306,7 @@ impl<'a> Cx<'a> {
             }
             DimAnn::Sym(def, _) => Dim::var(dim_var(*def)),
             DimAnn::Unknown(_) => {
-                let v = DimVar(self.next_hidden);
-                self.next_hidden += 1;
+                let v = self.fresh_hidden();
                 self.t.dim_names.insert(v, "?".to_string());
                 Dim::var(v)
             }
@@ -1336,8 +1340,7 @@ impl<'a> Cx<'a> {
                 collect_dims(&ret, &mut |d| hidden.extend(d.vars().into_iter().filter(|v| v.0 >= HIDDEN_DIM_BASE)));
                 for v in hidden {
                     if let std::collections::hash_map::Entry::Vacant(slot) = fresh.entry(v) {
-                        let n = DimVar(self.next_hidden);
-                        self.next_hidden += 1;
+                        let n = self.fresh_hidden();
                         self.t.dim_names.insert(n, "?".to_string());
                         slot.insert(Dim::var(n));
                     }
@@ -1440,8 +1443,7 @@ impl<'a> Cx<'a> {
                     checks.push(Some(k));
                 }
                 None => {
-                    let v = DimVar(self.next_hidden);
-                    self.next_hidden += 1;
+                    let v = self.fresh_hidden();
                     let name = match d {
                         DimAnn::Sym(def, _) => self.name(*def).to_string(),
                         _ => "?".to_string(),
@@ -1534,8 +1536,7 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         };
         if filtered {
-            let v = DimVar(self.next_hidden);
-            self.next_hidden += 1;
+            let v = self.fresh_hidden();
             self.t.dim_names.insert(v, "len".to_string());
             len = Dim::var(v);
         }

@@ -30,7 +30,6 @@ use std::collections::{HashMap, HashSet};
 use super::{Cx, Dim, DimVar, Read, Truth, Ty};
 use crate::diag::Diagnostic;
 use crate::hir::{DefId, ExprId, ExprKind, FnId, IndexedDef, Recurrence, Slot, Stmt};
-use crate::span::Span;
 
 /// Tile size of the blocked anti-diagonal wavefront; reads may look back at
 /// most this far along each of its two axes.
@@ -193,7 +192,7 @@ impl<'a> Cx<'a> {
         }
         let mut elem = None;
         let mut ends: Vec<Option<Dim>> = vec![None; rank];
-        let mut clause_tys: Vec<Option<Ty>> = vec![None; rec.clauses.len()];
+        let mut failed = false;
         // Clauses that do not read the tensor fix its type, except those
         // whose value is an unsuffixed literal: they take the type of the
         // others (or of the tensors the clauses read), and go last, so that
@@ -203,7 +202,7 @@ impl<'a> Cx<'a> {
             if !own[i] && !flexible[i] {
                 let t = self.infer_indexed(c, elem);
                 self.note_clause_type(rec, i, &t, &mut elem, &mut ends);
-                clause_tys[i] = Some(t);
+                failed |= t.is_error();
             }
         }
         let first = rec.clauses.iter().zip(&flexible).find(|(_, f)| **f).map(|(c, _)| c.body);
@@ -243,20 +242,15 @@ impl<'a> Cx<'a> {
                 self.set_slot_fallbacks(c, &ends);
                 let t = self.infer_indexed(c, elem);
                 self.note_clause_type(rec, i, &t, &mut elem, &mut ends);
-                clause_tys[i] = Some(t);
+                failed |= t.is_error();
             }
         }
         let Some(state) = self.recs.pop() else { return Ty::Error };
-        if clause_tys.iter().any(|t| t.as_ref().is_none_or(|t| t.is_error())) {
+        if failed {
             return Ty::Error;
         }
         let Some(extents) = ends.into_iter().collect::<Option<Vec<Dim>>>() else { return Ty::Error };
         let ty = Ty::Tensor(first_elem, extents.clone());
-        // The clause ends along every axis, for the storage decision.
-        if let Some(covers) = rec.clauses.iter().map(|c| self.covers(c)).collect::<Option<Vec<_>>>() {
-            let ends = (0..rank).map(|a| covers.iter().map(|c| c[a].end()).collect()).collect();
-            self.t.rec_ends.insert(rec.def, ends);
-        }
         // Overlapping clauses first: reads of a broken definition would only
         // add noise. Then own reads against the final extents, then the
         // points they reach that no clause writes, then the order.
@@ -288,60 +282,39 @@ impl<'a> Cx<'a> {
 
     /// Whether a clause mentions the tensor it helps define.
     fn clause_reads(&self, c: &IndexedDef, def: DefId) -> bool {
-        let mut stack = vec![c.body];
-        for w in &c.wheres {
-            match w {
-                crate::hir::Where::Bind { value, .. } => stack.push(*value),
-                crate::hir::Where::Guard(g) => stack.push(*g),
-            }
-        }
-        let mut ops = Vec::new();
-        while let Some(e) = stack.pop() {
-            if matches!(self.hir.exprs[e].kind, ExprKind::Def(d) if d == def) {
-                return true;
-            }
-            ops.clear();
-            crate::hir::operands(&self.hir.exprs[e].kind, &mut ops);
-            stack.extend(ops.iter().copied());
-        }
-        false
+        let mut roots = Vec::new();
+        crate::hir::indexed_operands(c, &mut roots);
+        self.hir.reachable(roots).into_iter().any(|e| matches!(self.hir.exprs[e].kind, ExprKind::Def(d) if d == def))
     }
 
     /// The element type of a recurrence whose every clause reads itself: the
     /// element type of the tensors the clauses read (a float one if there is
     /// one). The clauses are then checked against it.
     fn guess_elem(&self, rec: &Recurrence) -> Option<crate::syntax::ast::ScalarKind> {
-        let mut kinds = Vec::new();
-        let mut stack: Vec<ExprId> = rec.clauses.iter().map(|c| c.body).collect();
-        let mut ops = Vec::new();
-        while let Some(e) = stack.pop() {
-            if let ExprKind::Index { base, .. } = &self.hir.exprs[e].kind {
-                if let ExprKind::Def(d) = self.hir.exprs[*base].kind {
-                    if let Some(Ty::Tensor(k, _)) = self.env.get(&d).filter(|_| d != rec.def) {
-                        kinds.push(*k);
-                    }
-                }
-            }
-            ops.clear();
-            crate::hir::operands(&self.hir.exprs[e].kind, &mut ops);
-            stack.extend(ops.iter().copied());
-        }
+        let kinds: Vec<_> = self
+            .hir
+            .reachable(rec.clauses.iter().map(|c| c.body))
+            .into_iter()
+            .filter_map(|e| match &self.hir.exprs[e].kind {
+                ExprKind::Index { base, .. } => match self.hir.exprs[*base].kind {
+                    ExprKind::Def(d) if d != rec.def => self.env.get(&d).and_then(|t| t.elem()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
         kinds.iter().copied().find(|k| k.is_float()).or(kinds.first().copied())
     }
 
     /// The default type of the first literal in `e` (`f64` or `i32`).
     fn literal_kind(&self, e: ExprId) -> Option<crate::syntax::ast::ScalarKind> {
         use crate::syntax::ast::{Lit, ScalarKind};
-        match &self.hir.exprs[e].kind {
+        self.hir.reachable([e]).into_iter().find_map(|x| match &self.hir.exprs[x].kind {
             ExprKind::Lit(Lit::Float(..)) => Some(ScalarKind::F64),
             ExprKind::Lit(Lit::Int(..)) => Some(ScalarKind::I32),
             ExprKind::Lit(Lit::Bool(..)) => Some(ScalarKind::Bool),
-            kind => {
-                let mut ops = Vec::new();
-                crate::hir::operands(kind, &mut ops);
-                ops.into_iter().find_map(|o| self.literal_kind(o))
-            }
-        }
+            _ => None,
+        })
     }
 
     /// Slots with no range of their own fall back to the axis's extent from
@@ -352,12 +325,6 @@ impl<'a> Cx<'a> {
                 self.slot_fallback.insert(*def, super::IndexRange { start: Dim::zero(), end: end.clone() });
             }
         }
-    }
-
-    fn fresh_hidden(&mut self) -> DimVar {
-        let v = DimVar(self.next_hidden);
-        self.next_hidden += 1;
-        v
     }
 
     /// Records a clause's element type and extents.
@@ -374,7 +341,7 @@ impl<'a> Cx<'a> {
             None => *elem = Some(*k),
             Some(e) if e != k => {
                 let d = Diagnostic::error(
-                    rec.clauses[i].body_span(self.hir),
+                    self.hir.span(rec.clauses[i].body),
                     format!(
                         "this clause of `{}` computes `{}`, but its other clauses compute `{}`",
                         self.name(rec.def),
@@ -658,28 +625,41 @@ impl<'a> Cx<'a> {
     /// rest of the function makes of it.
     pub(super) fn plan_storage(&mut self, f: FnId) {
         let func = &self.hir.fns[f];
-        let mut recs = Vec::new();
         let mut roots = Vec::new();
-        collect_stmts(&func.body.stmts, &mut recs, &mut roots, self.hir);
+        for s in &func.body.stmts {
+            crate::hir::stmt_operands(s, &mut roots);
+        }
         roots.extend(func.body.tail);
+        // The function's recurrences, those of nested blocks included.
+        let hir = self.hir;
+        let nested = hir.reachable(roots.iter().copied()).into_iter().flat_map(|e| match &hir.exprs[e].kind {
+            ExprKind::Block(b) => b.stmts.as_slice(),
+            _ => &[],
+        });
+        let recs: Vec<&Recurrence> = func
+            .body
+            .stmts
+            .iter()
+            .chain(nested)
+            .filter_map(|s| if let Stmt::Recurrence(r) = s { Some(r) } else { None })
+            .collect();
         if recs.is_empty() {
             return;
         }
         let fname = self.name(func.def).to_string();
-        let ids: HashSet<DefId> = recs.iter().copied().collect();
+        let ids: HashSet<DefId> = recs.iter().map(|r| r.def).collect();
         let mut uses: HashMap<DefId, Vec<Use>> = HashMap::new();
         let mut seen = HashSet::new();
         for r in roots {
             self.collect_uses(r, &ids, &mut uses, &mut seen);
         }
-        for def in recs {
-            let Some(facts) = self.t.recurrences.get(&def).cloned() else { continue };
-            let mut facts = facts;
+        for rec in recs {
+            let def = rec.def;
+            let Some(mut facts) = self.t.recurrences.get(&def).cloned() else { continue };
             facts.function = fname.clone();
-            if let (Some(&axis), Some(ends)) = (
-                facts.sequential.first(),
-                self.t.rec_ends.get(&def).and_then(|e| e.get(*facts.sequential.first()?).cloned()),
-            ) {
+            let covers = rec.clauses.iter().map(|c| self.covers(c)).collect::<Option<Vec<_>>>();
+            if let (Some(&axis), Some(covers)) = (facts.sequential.first(), covers) {
+                let ends = covers.iter().map(|c| c[axis].end());
                 // The extent is the largest clause end. Ends that are
                 // constants bound the window from below (if one of them is
                 // the extent, the whole tensor fits); the tail is measured
@@ -697,10 +677,10 @@ impl<'a> Cx<'a> {
                 for u in uses.get(&def).map(Vec::as_slice).unwrap_or(&[]) {
                     match u {
                         Use::Whole => reason = Some(FullReason::WholeTensor),
-                        Use::At(args, narrow) => {
+                        Use::At(args) => {
                             let t = args.get(axis).and_then(|a| {
                                 let idx = self.to_dim(*a)?;
-                                let min = self.extremum(&idx, false, narrow)?;
+                                let min = self.extremum(&idx, false, &[])?;
                                 let tails = from.iter().map(|e| e.sub(&min).as_constant());
                                 let t = tails.collect::<Option<Vec<i64>>>()?.into_iter().max();
                                 // Only constant ends: the index itself must be.
@@ -750,7 +730,7 @@ impl<'a> Cx<'a> {
                 if let ExprKind::Def(d) = self.hir.exprs[*base].kind {
                     if recs.contains(&d) {
                         if !self.t.own_reads.contains_key(&e) {
-                            uses.entry(d).or_default().push(Use::At(args.clone(), Vec::new()));
+                            uses.entry(d).or_default().push(Use::At(args.clone()));
                         }
                         for a in args {
                             self.collect_uses(*a, recs, uses, seen);
@@ -776,49 +756,8 @@ impl<'a> Cx<'a> {
 /// A use of a recurrence after its definition.
 enum Use {
     Whole,
-    At(Vec<ExprId>, Vec<super::Narrowing>),
-}
-
-/// The recurrences of a block (and nested blocks) and the expressions to
-/// search for their uses.
-fn collect_stmts(stmts: &[Stmt], recs: &mut Vec<DefId>, roots: &mut Vec<ExprId>, hir: &crate::hir::Hir) {
-    let mut ops = Vec::new();
-    for s in stmts {
-        match s {
-            Stmt::Let { value, .. } | Stmt::Expr(value) => roots.push(*value),
-            Stmt::Indexed(d) => {
-                ops.clear();
-                let kind = ExprKind::Block(crate::hir::Block { stmts: vec![Stmt::Indexed(d.clone())], tail: None });
-                crate::hir::operands(&kind, &mut ops);
-                roots.extend(ops.iter().copied());
-            }
-            Stmt::Recurrence(r) => {
-                recs.push(r.def);
-                ops.clear();
-                let kind = ExprKind::Block(crate::hir::Block { stmts: vec![Stmt::Recurrence(r.clone())], tail: None });
-                crate::hir::operands(&kind, &mut ops);
-                roots.extend(ops.iter().copied());
-            }
-        }
-    }
-    // Recurrences inside nested blocks.
-    let mut stack: Vec<ExprId> = roots.clone();
-    let mut seen = HashSet::new();
-    while let Some(e) = stack.pop() {
-        if !seen.insert(e) {
-            continue;
-        }
-        if let ExprKind::Block(b) = &hir.exprs[e].kind {
-            for s in &b.stmts {
-                if let Stmt::Recurrence(r) = s {
-                    recs.push(r.def);
-                }
-            }
-        }
-        ops.clear();
-        crate::hir::operands(&hir.exprs[e].kind, &mut ops);
-        stack.extend(ops.iter().copied());
-    }
+    /// An element read (or a sub-tensor) at these indices.
+    At(Vec<ExprId>),
 }
 
 /// The subsets of `items` (in their order), smallest first.
@@ -848,10 +787,4 @@ fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
         }
     }
     out
-}
-
-impl IndexedDef {
-    fn body_span(&self, hir: &crate::hir::Hir) -> Span {
-        hir.span(self.body)
-    }
 }

@@ -112,6 +112,25 @@ impl Hir {
         self.exprs.alloc(Expr { kind })
     }
 
+    /// Every expression reachable from `roots` through `operands`, each
+    /// once, a parent before its operands and operands in source order.
+    pub fn reachable(&self, roots: impl IntoIterator<Item = ExprId>) -> Vec<ExprId> {
+        let mut stack: Vec<ExprId> = roots.into_iter().collect();
+        stack.reverse();
+        let mut seen = std::collections::HashSet::new();
+        let (mut out, mut ops) = (Vec::new(), Vec::new());
+        while let Some(e) = stack.pop() {
+            if !seen.insert(e) {
+                continue;
+            }
+            out.push(e);
+            ops.clear();
+            operands(&self.exprs[e].kind, &mut ops);
+            stack.extend(ops.iter().rev());
+        }
+        out
+    }
+
     pub fn span(&self, e: ExprId) -> Span {
         self.expr_spans[e.index()]
     }
@@ -425,11 +444,7 @@ pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
         }
         ExprKind::Block(b) => {
             for s in &b.stmts {
-                match s {
-                    Stmt::Let { value, .. } | Stmt::Expr(value) => out.push(*value),
-                    Stmt::Indexed(d) => indexed_operands(d, out),
-                    Stmt::Recurrence(r) => r.clauses.iter().for_each(|d| indexed_operands(d, out)),
-                }
+                stmt_operands(s, out);
             }
             out.extend(b.tail);
         }
@@ -460,7 +475,18 @@ pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
     }
 }
 
-fn indexed_operands(d: &IndexedDef, out: &mut Vec<ExprId>) {
+/// Every expression a statement uses directly: its value, or its clauses'
+/// range bounds, where entries and bodies.
+pub fn stmt_operands(s: &Stmt, out: &mut Vec<ExprId>) {
+    match s {
+        Stmt::Let { value, .. } | Stmt::Expr(value) => out.push(*value),
+        Stmt::Indexed(d) => indexed_operands(d, out),
+        Stmt::Recurrence(r) => r.clauses.iter().for_each(|d| indexed_operands(d, out)),
+    }
+}
+
+/// The range bounds, where entries and body of one indexed definition.
+pub fn indexed_operands(d: &IndexedDef, out: &mut Vec<ExprId>) {
     for slot in &d.slots {
         if let Slot::Var { range: Some(r), .. } = slot {
             out.extend([r.start, r.end]);

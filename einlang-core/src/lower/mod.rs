@@ -336,10 +336,11 @@ impl<'a> FnLower<'a> {
         Some(Dim::var(DimVar(v.0)))
     }
 
-    fn lower_indexed(&mut self, d: &hir::IndexedDef, out: &mut Vec<Stmt>) -> Option<()> {
-        let lhs: Vec<DefId> =
+    /// Run-time extent agreements for the index variables of an indexed
+    /// definition: its slots, and those its `where` entries and body use.
+    fn emit_definition_extents(&mut self, d: &hir::IndexedDef, out: &mut Vec<Stmt>) {
+        let mut extra: Vec<DefId> =
             d.slots.iter().filter_map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None }).collect();
-        let mut extra = lhs.clone();
         for w in &d.wheres {
             match w {
                 Where::Bind { value, .. } => collect_index_defs(self.hir, *value, &mut extra),
@@ -347,6 +348,10 @@ impl<'a> FnLower<'a> {
             }
         }
         self.emit_same_extents(d.body, &extra, out);
+    }
+
+    fn lower_indexed(&mut self, d: &hir::IndexedDef, out: &mut Vec<Stmt>) -> Option<()> {
+        self.emit_definition_extents(d, out);
         let mut axes = Vec::new();
         let mut guards = Vec::new();
         for (k, slot) in d.slots.iter().enumerate() {
@@ -418,11 +423,7 @@ impl<'a> FnLower<'a> {
             Ty::Scalar(k) => *k,
             _ => return self.fail("indexed definition with a non-scalar body reached lowering"),
         };
-        let body = if wheres.is_empty() {
-            body
-        } else {
-            Expr { ty: body.ty.clone(), kind: ir::ExprKind::Guarded { wheres, body: Box::new(body) } }
-        };
+        let body = guarded(wheres, body);
         let cost = expr_cost(&body);
         let var = self.new_var(self.hir.name(d.def), Ty::Tensor(elem, axes.len()));
         self.of_def.insert(d.def, var);
@@ -485,15 +486,7 @@ impl<'a> FnLower<'a> {
         self.of_def.insert(rec.def, var);
         let mut clauses = Vec::new();
         for (c, row) in rec.clauses.iter().zip(&covers) {
-            let mut extra: Vec<DefId> =
-                c.slots.iter().filter_map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None }).collect();
-            for w in &c.wheres {
-                match w {
-                    Where::Bind { value, .. } => collect_index_defs(self.hir, *value, &mut extra),
-                    Where::Guard(g) => collect_index_defs(self.hir, *g, &mut extra),
-                }
-            }
-            self.emit_same_extents(c.body, &extra, out);
+            self.emit_definition_extents(c, out);
             let cover = seq.iter().map(|(axis, _)| row[*axis].clone()).collect();
             let mut at = Vec::new();
             let mut loops = Vec::new();
@@ -518,11 +511,7 @@ impl<'a> FnLower<'a> {
             if body.ty != Ty::Scalar(elem) {
                 return self.fail("a recurrence clause of another type reached lowering");
             }
-            let body = if wheres.is_empty() {
-                body
-            } else {
-                Expr { ty: body.ty.clone(), kind: ir::ExprKind::Guarded { wheres, body: Box::new(body) } }
-            };
+            let body = guarded(wheres, body);
             let cost_per_point = expr_cost(&body);
             clauses.push(ir::RecClause { cover, at, parallel: !loops.is_empty(), loops, cost_per_point, body });
         }
@@ -1203,6 +1192,15 @@ fn type_name(t: &ATy) -> String {
         ATy::Tuple(items) if items.is_empty() => "()".to_string(),
         ATy::Tuple(_) => "tuple".to_string(),
         ATy::Error => "{unknown}".to_string(),
+    }
+}
+
+/// `body` under `wheres` (a false guard makes the point zero).
+fn guarded(wheres: Vec<WhereEntry>, body: Expr) -> Expr {
+    if wheres.is_empty() {
+        body
+    } else {
+        Expr { ty: body.ty.clone(), kind: ir::ExprKind::Guarded { wheres, body: Box::new(body) } }
     }
 }
 

@@ -528,14 +528,22 @@ impl FnCx<'_> {
         }
     }
 
-    /// `check_index(...)?` of index `i` of axis `axis` of `tensor`.
-    fn checked_index(&mut self, tensor: VarId, axis: usize, i: &Expr) -> Result<TokenStream, Bug> {
+    /// `check_index(...)?` of index `i` of axis `axis` of `tensor`, against
+    /// the axis's length (a recurrence's logical extent, not its window).
+    pub(crate) fn checked_index(&mut self, tensor: VarId, axis: usize, i: &Expr) -> Result<TokenStream, Bug> {
         let (rt, name) = (self.rt.clone(), self.fn_name.clone());
         let id = self.ident(tensor)?;
         let tname = types::str_lit(&self.info(tensor)?.source_name);
         let value = self.expr(i)?.tokens;
-        let axis = types::usize_lit(axis);
-        Ok(quote!(#rt::shape::check_index(#name, #tname, #axis, #value, #id.shape()[#axis])?))
+        let a = types::usize_lit(axis);
+        let len = match self.rec_access.get(&tensor) {
+            Some(access) => {
+                let len = access.lens.get(axis).ok_or("a recurrence read past its rank")?;
+                quote!(#len)
+            }
+            None => quote!(#id.shape()[#a]),
+        };
+        Ok(quote!(#rt::shape::check_index(#name, #tname, #a, #value, #len)?))
     }
 
     /// An element read: `unsafe { *t.uget([..]) }` when proven in bounds,
@@ -549,8 +557,9 @@ impl FnCx<'_> {
                 indices.len()
             ));
         }
-        if let Some(access) = self.rec_access.get(&tensor).cloned() {
-            let code = self.rec_read(&access, tensor, indices, checked)?;
+        if let Some(access) = self.rec_access.get(&tensor) {
+            let store = access.store.clone();
+            let code = self.rec_read(store.as_ref(), tensor, indices, checked)?;
             return Ok(Code::new(code, Prec::Block));
         }
         let id = self.ident(tensor)?;
@@ -604,23 +613,9 @@ impl FnCx<'_> {
         let id = self.ident(tensor)?;
         let nd = self.nd.clone();
         let mut out = quote!(#id.view());
-        let access = self.rec_access.get(&tensor).cloned();
         for (axis, i) in indices.iter().enumerate() {
-            let checked = match &access {
-                // A recurrence: checked against its logical extent, masked
-                // into its window.
-                Some(a) => {
-                    let (rt, name) = (self.rt.clone(), self.fn_name.clone());
-                    let tname = types::str_lit(&self.info(tensor)?.source_name);
-                    let (v, len, ax) = (self.expr(i)?.tokens, &a.lens[axis], types::usize_lit(axis));
-                    let at = quote!(#rt::shape::check_index(#name, #tname, #ax, #v, #len)?);
-                    match &a.window {
-                        Some((w, mask)) if *w == axis => quote!((#at & #mask)),
-                        _ => at,
-                    }
-                }
-                None => self.checked_index(tensor, axis, i)?,
-            };
+            let checked = self.checked_index(tensor, axis, i)?;
+            let checked = self.in_window(tensor, axis, checked);
             out = quote!(#out.index_axis_move(#nd::Axis(0), #checked));
         }
         Ok(Code::new(out, Prec::Postfix))
@@ -629,13 +624,19 @@ impl FnCx<'_> {
     /// Where entries inside a reduction loop: bindings are `let`s, a false
     /// guard skips the term.
     pub(crate) fn loop_wheres(&mut self, wheres: &[WhereEntry]) -> Result<TokenStream, Bug> {
+        self.where_entries(wheres, &quote!(continue))
+    }
+
+    /// Where entries in order: bindings are `let`s, a false guard runs
+    /// `on_false` (which leaves the enclosing loop iteration or block).
+    fn where_entries(&mut self, wheres: &[WhereEntry], on_false: &TokenStream) -> Result<TokenStream, Bug> {
         let mut out = TokenStream::new();
         for w in wheres {
             match w {
                 WhereEntry::Bind(v, value) => out.extend(self.bind(*v, value)?),
                 WhereEntry::Guard(g) => {
                     let g = self.expr(g)?.at_least(Prec::Unary);
-                    out.extend(quote!(if !#g { continue; }));
+                    out.extend(quote!(if !#g { #on_false; }));
                 }
             }
         }
@@ -752,17 +753,11 @@ impl FnCx<'_> {
             _ if !has_guard => TokenStream::new(),
             other => return Err(format!("a guarded value of type `{other:?}`")),
         };
-        let mut out = TokenStream::new();
-        for w in wheres {
-            match w {
-                WhereEntry::Bind(v, value) => out.extend(self.bind(*v, value)?),
-                WhereEntry::Guard(g) => {
-                    let g = self.expr(g)?.at_least(Prec::Unary);
-                    let label = label.as_ref().ok_or_else(|| "missing label".to_string())?;
-                    out.extend(quote!(if !#g { break #label #zero; }));
-                }
-            }
-        }
+        let on_false = match &label {
+            Some(label) => quote!(break #label #zero),
+            None => TokenStream::new(),
+        };
+        let out = self.where_entries(wheres, &on_false)?;
         let v = self.expr(body)?.tail();
         Ok(match label {
             Some(label) => Code::new(quote!(#label: { #out #v }), Prec::Block),

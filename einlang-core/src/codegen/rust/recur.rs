@@ -73,7 +73,7 @@ impl FnCx<'_> {
         self.rec_access
             .insert(r.var, RecAccess { store: Some(store.clone()), window: window.clone(), lens: lens.clone() });
         self.no_move += 1;
-        let steps = self.rec_steps(r, &store, &window);
+        let steps = self.rec_steps(r, &store);
         self.no_move -= 1;
         let steps = steps?;
         self.rec_access.insert(r.var, RecAccess { store: None, window, lens });
@@ -90,27 +90,21 @@ impl FnCx<'_> {
 
     /// The sequential loops with the clauses inside; a wavefront variant
     /// when the recurrence allows one.
-    fn rec_steps(
-        &mut self,
-        r: &Recurrence,
-        store: &Ident,
-        window: &Option<(usize, TokenStream)>,
-    ) -> Result<TokenStream, Bug> {
+    fn rec_steps(&mut self, r: &Recurrence, store: &Ident) -> Result<TokenStream, Bug> {
         let rt = self.rt.clone();
         let mut clauses = TokenStream::new();
         for c in &r.clauses {
-            clauses.extend(self.rec_clause(r, c, store, window)?);
+            clauses.extend(self.rec_clause(r, c, store)?);
         }
         let mut nest = clauses.clone();
         for (k, (axis, l)) in r.seq.iter().enumerate().rev() {
             let i = self.ident(l.index)?;
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
-            let clear = match window {
-                Some((w, mask)) if k == 0 && r.clear_steps && *w == *axis => {
-                    let a = types::usize_lit(*axis);
-                    quote!(unsafe { #store.clear_slab(#a, (#i as usize) & #mask) };)
-                }
-                _ => TokenStream::new(),
+            let clear = if k == 0 && r.clear_steps {
+                let (a, slot) = (types::usize_lit(*axis), self.in_window(r.var, *axis, quote!((#i as usize))));
+                quote!(unsafe { #store.clear_slab(#a, #slot) };)
+            } else {
+                TokenStream::new()
             };
             nest = quote! {
                 for #i in (#start)..(#end) {
@@ -139,13 +133,7 @@ impl FnCx<'_> {
 
     /// One clause at one point of the sequential loops: the cover test,
     /// then its own loops writing through the store.
-    fn rec_clause(
-        &mut self,
-        r: &Recurrence,
-        c: &RecClause,
-        store: &Ident,
-        window: &Option<(usize, TokenStream)>,
-    ) -> Result<TokenStream, Bug> {
+    fn rec_clause(&mut self, r: &Recurrence, c: &RecClause, store: &Ident) -> Result<TokenStream, Bug> {
         let rt = self.rt.clone();
         let mut conds = Vec::new();
         for (cover, (_, l)) in c.cover.iter().zip(&r.seq) {
@@ -185,10 +173,7 @@ impl FnCx<'_> {
                     quote!(#n)
                 }
             };
-            idx.push(match window {
-                Some((w, mask)) if *w == axis => quote!((#value) & #mask),
-                _ => value,
-            });
+            idx.push(self.in_window(r.var, axis, value));
         }
         let value = self.expr(&c.body)?.tokens;
         let (rank, n_loops) = (c.at.len(), c.loops.len());
@@ -256,35 +241,40 @@ impl FnCx<'_> {
         Ok(work)
     }
 
-    /// A read of a recurrence's tensor (see [`RecAccess`]).
+    /// A `usize` position along `axis` of `tensor`, masked into the
+    /// tensor's window when the axis has one.
+    pub(crate) fn in_window(&self, tensor: crate::ir::VarId, axis: usize, at: TokenStream) -> TokenStream {
+        match self.rec_access.get(&tensor).and_then(|a| a.window.as_ref()) {
+            Some((w, mask)) if *w == axis => quote!((#at & #mask)),
+            _ => at,
+        }
+    }
+
+    /// A read of a recurrence's tensor (see [`RecAccess`]): indices checked
+    /// against the logical extents (or converted, when proven), masked into
+    /// the window, then read through the store or the finished array.
     pub(crate) fn rec_read(
         &mut self,
-        access: &RecAccess,
+        store: Option<&Ident>,
         tensor: crate::ir::VarId,
         indices: &[Expr],
         checked: bool,
     ) -> Result<TokenStream, Bug> {
-        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
-        let tname = types::str_lit(&self.info(tensor)?.source_name);
         let mut hoisted = TokenStream::new();
         let mut idx = Vec::new();
         for (axis, i) in indices.iter().enumerate() {
-            let v = self.expr(i)?.at_least(super::Prec::Cast);
-            let len = &access.lens[axis];
-            let a = types::usize_lit(axis);
-            let tmp = quote::format_ident!("__ix{}", axis);
-            if checked {
-                hoisted.extend(quote!(let #tmp: usize = #rt::shape::check_index(#name, #tname, #a, #v, #len)?;));
+            let value = if checked {
+                self.checked_index(tensor, axis, i)?
             } else {
-                hoisted.extend(quote!(let #tmp: usize = #v as usize;));
-            }
-            idx.push(match &access.window {
-                Some((w, mask)) if *w == axis => quote!(#tmp & #mask),
-                _ => quote!(#tmp),
-            });
+                let v = self.expr(i)?.at_least(super::Prec::Cast);
+                quote!(#v as usize)
+            };
+            let tmp = quote::format_ident!("__ix{}", axis);
+            hoisted.extend(quote!(let #tmp: usize = #value;));
+            idx.push(self.in_window(tensor, axis, quote!(#tmp)));
         }
         let id = self.ident(tensor)?;
-        let access = match &access.store {
+        let access = match store {
             Some(store) => quote!(unsafe { #store.get([#(#idx),*]) }),
             None => quote!(unsafe { *#id.uget([#(#idx),*]) }),
         };
