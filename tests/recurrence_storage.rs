@@ -5,6 +5,7 @@
 //! naive loop and the decision against the exact window length (or full
 //! storage for the right reason).
 
+#[macro_use]
 mod common;
 
 use common::*;
@@ -23,20 +24,12 @@ fn reference(u: &Array2<f64>, lookback: usize) -> Array2<f64> {
     x
 }
 
-/// The program's functions and its source text.
-macro_rules! body {
-    ($($src:tt)*) => {
-        einlang::einlang! { $($src)* }
-        pub const SRC: &str = stringify!($($src)*);
-    };
-}
-
 /// One module per lookback: the eight functions of the suite and their source.
 macro_rules! suite {
     ($m:ident, $l:tt) => {
         mod $m {
             #![allow(non_snake_case)]
-            body! {
+            einlang_with_source! {
                 pub fn final_1d(u: [f64; T]) -> f64 {
                     let x[t in 0..$l] = u[t];
                     let x[t in $l..T] = 0.5 * x[t - 1] + 0.25 * x[t - $l] + u[t];
@@ -91,13 +84,7 @@ suite!(lookback2, 2);
 suite!(lookback4, 4);
 
 fn facts(src: &str, func: &str) -> RecurrenceFacts {
-    let compiled = einlang_core::compile_str(src, &einlang_core::Options::default())
-        .unwrap_or_else(|e| panic!("compiles: {:?}", e.iter().map(|d| d.message.clone()).collect::<Vec<_>>()));
-    compiled.recurrence(func, "x").cloned().unwrap_or_else(|| panic!("no recurrence in `{func}`"))
-}
-
-fn window(len: u64) -> Storage {
-    Storage::Window { axis: 0, len, slots: len.next_power_of_two() }
+    recurrence_facts(src, func, "x")
 }
 
 /// Checks the eight functions of one lookback's module.

@@ -5,35 +5,22 @@
 //! here) and, from the same tokens, by `einlang_core::compile_str`, whose
 //! `Compiled::recurrence` reports what was decided.
 
+#[macro_use]
 mod common;
 
 use approx::assert_relative_eq;
 use common::*;
 use einlang::ndarray::{array, Array1, Array2, Array3};
-use einlang_core::analysis::recur::{FullReason, RecurrenceFacts, Storage};
+use einlang_core::analysis::recur::{FullReason, Storage};
 
 /// Defines module `$m` with the program's functions and its source text.
 macro_rules! program {
     ($m:ident { $($src:tt)* }) => {
         mod $m {
             #![allow(non_snake_case)]
-            use einlang::einlang;
-            einlang! { $($src)* }
-            #[allow(dead_code)]
-            pub const SRC: &str = stringify!($($src)*);
+            einlang_with_source! { $($src)* }
         }
     };
-}
-
-/// The facts of recurrence `name` in function `func` of `src`.
-fn facts(src: &str, func: &str, name: &str) -> RecurrenceFacts {
-    let compiled = einlang_core::compile_str(src, &einlang_core::Options::default())
-        .unwrap_or_else(|e| panic!("compiles: {:?}", e.iter().map(|d| d.message.clone()).collect::<Vec<_>>()));
-    compiled.recurrence(func, name).cloned().unwrap_or_else(|| panic!("no recurrence `{name}` in `{func}`"))
-}
-
-fn window(len: u64) -> Storage {
-    Storage::Window { axis: 0, len, slots: len.next_power_of_two() }
 }
 
 // ---------------------------------------------------------------------------
@@ -79,12 +66,12 @@ fn fibonacci_in_i64() {
 
 #[test]
 fn fibonacci_keeps_three_steps_when_only_the_last_is_read() {
-    let f = facts(fib::SRC, "fib", "f");
+    let f = recurrence_facts(fib::SRC, "fib", "f");
     assert_eq!(f.sequential, vec![0]);
     assert_eq!(f.lookback, Some(2));
     assert_eq!(f.tail, Some(1));
     assert_eq!(f.storage, window(3));
-    assert_eq!(facts(fib::SRC, "fib_all", "f").storage, Storage::Full(FullReason::WholeTensor));
+    assert_eq!(recurrence_facts(fib::SRC, "fib_all", "f").storage, Storage::Full(FullReason::WholeTensor));
 }
 
 program!(prefix {
@@ -111,7 +98,7 @@ fn prefix_sums_observed_as_a_suffix() {
     for k in 0..3 {
         assert_relative_eq!(got[k], sums[997 + k], epsilon = 1e-9);
     }
-    let f = facts(prefix::SRC, "suffix3", "s");
+    let f = recurrence_facts(prefix::SRC, "suffix3", "s");
     assert_eq!((f.lookback, f.tail), (Some(1), Some(3)));
     assert_eq!(f.storage, window(3));
 }
@@ -164,10 +151,10 @@ fn rnn_with_a_tanh_cell() {
     let want = rnn_ref(&h0, &w, &u, &x);
     assert_close(&rnn::rnn_states(&h0, &w, &u, &x).unwrap(), &want, 1e-4);
     assert_close(&rnn::rnn(&h0, &w, &u, &x).unwrap(), &want.row(t_len - 1).to_owned(), 1e-4);
-    let f = facts(rnn::SRC, "rnn", "h");
+    let f = recurrence_facts(rnn::SRC, "rnn", "h");
     assert_eq!((f.sequential.clone(), f.parallel.clone()), (vec![0], vec![1]));
     assert_eq!(f.storage, window(2));
-    assert_eq!(facts(rnn::SRC, "rnn_states", "h").storage, Storage::Full(FullReason::WholeTensor));
+    assert_eq!(recurrence_facts(rnn::SRC, "rnn_states", "h").storage, Storage::Full(FullReason::WholeTensor));
 }
 
 // ---------------------------------------------------------------------------
@@ -238,12 +225,12 @@ fn edit_distance_of_random_strings() {
 
 #[test]
 fn edit_distance_runs_rows_in_order_and_keeps_two() {
-    let f = facts(edit::SRC, "edit_distance", "d");
+    let f = recurrence_facts(edit::SRC, "edit_distance", "d");
     assert_eq!(f.sequential, vec![0, 1]);
     assert!(f.parallel.is_empty());
     assert!(f.wavefront);
     assert_eq!(f.storage, window(2));
-    assert_eq!(facts(edit::SRC, "edit_table", "d").storage, Storage::Full(FullReason::WholeTensor));
+    assert_eq!(recurrence_facts(edit::SRC, "edit_table", "d").storage, Storage::Full(FullReason::WholeTensor));
 }
 
 // ---------------------------------------------------------------------------
@@ -318,7 +305,7 @@ fn heat_equation_1d() {
         u = next;
     }
     assert_close(&heat::heat1d(&u0, r, steps as i64).unwrap(), &u, 1e-12);
-    let f = facts(heat::SRC, "heat1d", "u");
+    let f = recurrence_facts(heat::SRC, "heat1d", "u");
     assert_eq!((f.sequential.clone(), f.parallel.clone()), (vec![0], vec![1]));
     assert_eq!(f.storage, window(2));
 }
@@ -342,7 +329,7 @@ fn heat_equation_2d() {
         u = next;
     }
     assert_close(&heat::heat2d(&u0, r, steps as i64).unwrap(), &u, 1e-12);
-    let f = facts(heat::SRC, "heat2d", "u");
+    let f = recurrence_facts(heat::SRC, "heat2d", "u");
     assert_eq!((f.sequential.clone(), f.parallel.clone()), (vec![0], vec![1, 2]));
     assert_eq!(f.storage, window(2));
 }
@@ -373,7 +360,7 @@ fn forward_substitution_with_a_bounded_reduction() {
     // L x must give back b.
     let lx = l.dot(&x);
     assert_close(&lx, &b, 1e-10);
-    let f = facts(linear::SRC, "forward_substitution", "x");
+    let f = recurrence_facts(linear::SRC, "forward_substitution", "x");
     assert_eq!(f.reads[0].offsets[0].hi, Some(-1));
     assert_eq!(f.lookback, None);
     assert_eq!(f.storage, Storage::Full(FullReason::WholeTensor));
@@ -401,7 +388,7 @@ fn two_field_state_with_a_same_step_dependency() {
     let (gx, gv) = oscillator::orbit(1.0, 0.0, dt, 1000).unwrap();
     assert_relative_eq!(gx, x, epsilon = 1e-12);
     assert_relative_eq!(gv, v, epsilon = 1e-12);
-    let f = facts(oscillator::SRC, "orbit", "s");
+    let f = recurrence_facts(oscillator::SRC, "orbit", "s");
     assert_eq!((f.sequential.clone(), f.fields.clone()), (vec![0], vec![1]));
     assert_eq!(f.storage, window(2));
 }
@@ -450,7 +437,7 @@ fn rk4_integration_of_the_lorenz_system() {
     for c in 0..3 {
         assert_relative_eq!(got[c], s[c], epsilon = 1e-9);
     }
-    assert_eq!(facts(lorenz::SRC, "integrate", "s").storage, window(2));
+    assert_eq!(recurrence_facts(lorenz::SRC, "integrate", "s").storage, window(2));
 }
 
 program!(dp {

@@ -356,3 +356,30 @@ pub fn maxpool2_ref(x: ArrayView2<f32>) -> Array2<f32> {
 pub fn outer_ref(u: ArrayView1<f32>, v: ArrayView1<f32>) -> Array2<f32> {
     Array2::from_shape_fn((u.len(), v.len()), |(i, j)| u[i] * v[j])
 }
+
+// ---------------------------------------------------------------------------
+// Recurrences: programs with their source text, and the compiler's facts
+// ---------------------------------------------------------------------------
+
+/// Compiles the tokens with `einlang!` and also keeps them as text in
+/// `SRC`, so that a test can ask `einlang-core` what it decided for them.
+#[allow(unused_macros)]
+macro_rules! einlang_with_source {
+    ($($src:tt)*) => {
+        einlang::einlang! { $($src)* }
+        #[allow(dead_code)]
+        pub const SRC: &str = stringify!($($src)*);
+    };
+}
+
+/// The facts of recurrence `name` in function `func` of the program `src`.
+pub fn recurrence_facts(src: &str, func: &str, name: &str) -> einlang_core::analysis::recur::RecurrenceFacts {
+    let compiled = einlang_core::compile_str(src, &einlang_core::Options::default())
+        .unwrap_or_else(|e| panic!("compiles: {:?}", e.iter().map(|d| d.message.clone()).collect::<Vec<_>>()));
+    compiled.recurrence(func, name).cloned().unwrap_or_else(|| panic!("no recurrence `{name}` in `{func}`"))
+}
+
+/// A circular buffer of `len` steps along axis 0.
+pub fn window(len: u64) -> einlang_core::analysis::recur::Storage {
+    einlang_core::analysis::recur::Storage::Window { axis: 0, len, slots: len.next_power_of_two() }
+}
