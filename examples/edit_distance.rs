@@ -8,12 +8,9 @@
 
 use einlang::ndarray::Array1;
 
-macro_rules! program {
-    ($($src:tt)*) => {
-        einlang::einlang! { $($src)* }
-        const SRC: &str = stringify!($($src)*);
-    };
-}
+#[macro_use]
+#[path = "common/recurrence.rs"]
+mod recurrence;
 
 program! {
     use std::math::min;
@@ -65,9 +62,8 @@ fn main() -> Result<(), einlang::Error> {
     let took = start.elapsed();
     println!("distance of two {n}-symbol strings = {d} ({:.2} ns/cell)", took.as_secs_f64() * 1e9 / (n * n) as f64);
 
-    let compiled = einlang_core::compile_str(SRC, &einlang_core::Options::default()).expect("the program compiles");
     for func in ["distance", "table"] {
-        if let Some(f) = compiled.recurrence(func, "d") {
+        if let Some(f) = recurrence::facts(SRC, func, "d") {
             println!(
                 "{func}: d sequential axes {:?}, wavefront-eligible {}, storage {:?}",
                 f.sequential, f.wavefront, f.storage

@@ -6,12 +6,9 @@
 
 use einlang::ndarray::Array2;
 
-macro_rules! program {
-    ($($src:tt)*) => {
-        einlang::einlang! { $($src)* }
-        const SRC: &str = stringify!($($src)*);
-    };
-}
+#[macro_use]
+#[path = "common/recurrence.rs"]
+mod recurrence;
 
 program! {
     /// Explicit Euler steps of `du/dt = r * laplacian(u)` with the border
@@ -46,8 +43,7 @@ fn main() -> Result<(), einlang::Error> {
             .collect();
         println!("|{row}|");
     }
-    let compiled = einlang_core::compile_str(SRC, &einlang_core::Options::default()).expect("the program compiles");
-    if let Some(f) = compiled.recurrence("heat", "u") {
+    if let Some(f) = recurrence::facts(SRC, "heat", "u") {
         println!("u: sequential axes {:?}, parallel axes {:?}, storage {:?}", f.sequential, f.parallel, f.storage);
     }
     Ok(())

@@ -4,12 +4,9 @@
 //!
 //! Run with `cargo run --release --example recurrence_memory`.
 
-macro_rules! program {
-    ($($src:tt)*) => {
-        einlang::einlang! { $($src)* }
-        const SRC: &str = stringify!($($src)*);
-    };
-}
+#[macro_use]
+#[path = "common/recurrence.rs"]
+mod recurrence;
 
 program! {
     /// The logistic map `x[t] = r x[t-1] (1 - x[t-1])`, observed at the end.
@@ -46,8 +43,7 @@ fn main() -> Result<(), einlang::Error> {
         }
         _ => println!("peak resident memory: not available on this system"),
     }
-    let compiled = einlang_core::compile_str(SRC, &einlang_core::Options::default()).expect("the program compiles");
-    if let Some(f) = compiled.recurrence("logistic", "x") {
+    if let Some(f) = recurrence::facts(SRC, "logistic", "x") {
         println!("x: lookback {:?}, tail {:?}, storage {:?}", f.lookback, f.tail, f.storage);
     }
     Ok(())

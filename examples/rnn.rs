@@ -6,13 +6,9 @@
 
 use einlang::ndarray::{Array1, Array2};
 
-/// The program, compiled by `einlang!`, and its text for the compiler's facts.
-macro_rules! program {
-    ($($src:tt)*) => {
-        einlang::einlang! { $($src)* }
-        const SRC: &str = stringify!($($src)*);
-    };
-}
+#[macro_use]
+#[path = "common/recurrence.rs"]
+mod recurrence;
 
 program! {
     use std::math::tanh;
@@ -40,8 +36,7 @@ fn main() -> Result<(), einlang::Error> {
     println!("last hidden state after {steps} steps (first 6 of {hidden}): {:.4}", h.slice(einlang::ndarray::s![..6]));
     println!("took {:.2} ms", took.as_secs_f64() * 1e3);
 
-    let compiled = einlang_core::compile_str(SRC, &einlang_core::Options::default()).expect("the program compiles");
-    if let Some(f) = compiled.recurrence("rnn", "h") {
+    if let Some(f) = recurrence::facts(SRC, "rnn", "h") {
         println!(
             "h: sequential axes {:?}, parallel axes {:?}, lookback {:?}, storage {:?}",
             f.sequential, f.parallel, f.lookback, f.storage
