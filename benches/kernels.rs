@@ -14,6 +14,8 @@
 //! timed by hand, so the whole run stays within a few minutes even when the
 //! generated code is a naive loop nest.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -40,18 +42,9 @@ einlang! {
 /// timed by hand, with fewer runs).
 const SLOW: Duration = Duration::from_secs(3);
 
-/// Deterministic values in `[-1, 1)` (xorshift64*).
+/// Deterministic `f32` values in `[-1, 1)`.
 fn data(len: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 24) as f32;
-            2.0 * u - 1.0
-        })
-        .collect()
+    common::data(len, seed).into_iter().map(|v| v as f32).collect()
 }
 
 /// The conv2d baseline: for each output channel (in parallel), accumulate

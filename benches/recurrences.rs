@@ -13,9 +13,12 @@
 //! few runs) and one ratio line is printed per case. Results are checked
 //! against the baseline before anything is timed.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use common::data;
 use criterion::Criterion;
 use einlang::einlang;
 use einlang::ndarray::parallel::prelude::*;
@@ -92,20 +95,6 @@ fn heat_loop(u0: &Array2<f64>, r: f64, steps: usize) -> Array2<f64> {
         std::mem::swap(&mut u, &mut next);
     }
     u
-}
-
-/// Deterministic values in `[-1, 1)` (xorshift64*).
-fn data(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
-            2.0 * u - 1.0
-        })
-        .collect()
 }
 
 fn median(runs: usize, mut f: impl FnMut()) -> Duration {
