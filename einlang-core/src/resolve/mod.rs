@@ -32,6 +32,7 @@ const STDLIB: &[(&str, &str)] = &[
     ("io", include_str!("../../../stdlib/std/io.ein")),
     ("math", include_str!("../../../stdlib/std/math.ein")),
     ("ml", include_str!("../../../stdlib/std/ml.ein")),
+    ("numerics", include_str!("../../../stdlib/std/numerics.ein")),
 ];
 
 /// Resolves a parsed program (plus the standard library) into HIR.
