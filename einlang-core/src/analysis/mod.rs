@@ -165,7 +165,7 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
         }
     }
     let analyzed = |f: FnId, func: &crate::hir::Function| {
-        !func.is_generic() && !hir.broken_instances.contains(&f) && !hir.inlined_fns.contains(&f)
+        !func.is_generic() && !hir.broken_instances.contains(&f) && !hir.skipped(f)
     };
     for (f, func) in hir.fns.iter() {
         if analyzed(f, func) {

@@ -83,6 +83,11 @@ pub struct Hir {
     /// Functions that return function values: resolution inlines every
     /// call of them, so they are neither analyzed nor emitted.
     pub inlined_fns: std::collections::HashSet<FnId>,
+    /// Typed standard-library functions that no function of the program
+    /// calls, directly or through other library functions: they are
+    /// neither analyzed nor emitted, so a macro call pays only for the
+    /// library it uses.
+    pub unused_stdlib: std::collections::HashSet<FnId>,
 }
 
 impl Function {
@@ -129,6 +134,40 @@ impl Hir {
             stack.extend(ops.iter().rev());
         }
         out
+    }
+
+    /// Whether `f` is left out of analysis and code generation: inlined at
+    /// every call, or a library function nothing calls.
+    pub fn skipped(&self, f: FnId) -> bool {
+        self.inlined_fns.contains(&f) || self.unused_stdlib.contains(&f)
+    }
+
+    /// Marks the standard-library functions that the program's own
+    /// functions cannot reach through calls or function values.
+    pub fn mark_unused_stdlib(&mut self) {
+        let mut live: std::collections::HashSet<FnId> =
+            self.fns.iter().filter(|(_, f)| !f.stdlib).map(|(id, _)| id).collect();
+        let mut work: Vec<FnId> = live.iter().copied().collect();
+        let mut roots = Vec::new();
+        while let Some(f) = work.pop() {
+            roots.clear();
+            self.fns[f].body.stmts.iter().for_each(|s| stmt_operands(s, &mut roots));
+            roots.extend(self.fns[f].body.tail);
+            for e in self.reachable(roots.iter().copied()) {
+                let callee = match &self.exprs[e].kind {
+                    ExprKind::Call { callee: Callee::Fn(g), .. } => *g,
+                    ExprKind::Def(d) => match self.defs[*d].kind {
+                        DefKind::Fn(g) => g,
+                        _ => continue,
+                    },
+                    _ => continue,
+                };
+                if live.insert(callee) {
+                    work.push(callee);
+                }
+            }
+        }
+        self.unused_stdlib = self.fns.iter().map(|(id, _)| id).filter(|id| !live.contains(id)).collect();
     }
 
     pub fn span(&self, e: ExprId) -> Span {

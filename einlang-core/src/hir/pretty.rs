@@ -18,7 +18,7 @@ pub fn pretty_hir(hir: &Hir, t: &Tables) -> String {
     let mut p = Printer { hir, t, out: String::new(), numbers: RefCell::new(HashMap::new()) };
     for (f, func) in hir.fns.iter() {
         // The standard library's templates are not part of the program.
-        if func.stdlib && func.is_generic() {
+        if func.stdlib && func.is_generic() || hir.skipped(f) {
             continue;
         }
         let params: Vec<String> = func

@@ -25,7 +25,7 @@ pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) 
     let names = rust_fn_names(hir, tag);
     let mut fns = Vec::new();
     for (f, func) in hir.fns.iter() {
-        if func.is_generic() || hir.inlined_fns.contains(&f) {
+        if func.is_generic() || hir.skipped(f) {
             continue;
         }
         let mut cx = FnLower {
@@ -62,7 +62,7 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
     for pass in 0..2 {
         for (id, f) in hir.fns.iter() {
             let user = !f.stdlib && !hir.instance_origin.contains_key(&id);
-            if f.is_generic() || hir.inlined_fns.contains(&id) || user != (pass == 0) {
+            if f.is_generic() || hir.skipped(id) || user != (pass == 0) {
                 continue;
             }
             // A function of an inline module is `module_name` in Rust; its

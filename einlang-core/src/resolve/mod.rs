@@ -53,6 +53,7 @@ pub fn resolve_program(program: &ast::Program, diags: &mut Diagnostics) -> Hir {
     }
     r.resolve_bodies(root, &program.items, diags);
     r.resolve_main(program, diags);
+    r.hir.mark_unused_stdlib();
     r.hir
 }
 
