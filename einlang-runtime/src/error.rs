@@ -27,6 +27,18 @@ pub enum Error {
     /// run time (an inferred extent such as `H - KH + 1` with `KH > H`, or two
     /// reads that bind one index to different lengths).
     Extent { function: String, message: String },
+    /// A checked tensor conversion (`x as [f32; 8, 1, 5, 5]`) of a value
+    /// whose rank differs from the target type's.
+    Rank {
+        /// The Einlang function doing the conversion.
+        function: String,
+        /// The target type as written.
+        target: String,
+        /// The target's rank.
+        expected: usize,
+        /// The value's rank.
+        found: usize,
+    },
     /// A read outside a tensor that the compiler could not prove in bounds.
     Index { function: String, tensor: String, axis: usize, index: i64, len: usize },
     /// A failed `assert(cond, msg)`.
@@ -48,6 +60,10 @@ impl fmt::Display for Error {
                  but dimension `{symbol}` is {expected}"
             ),
             Error::Extent { function, message } => write!(f, "in `{function}`: {message}"),
+            Error::Rank { function, target, expected, found } => write!(
+                f,
+                "rank mismatch in `{function}`: a tensor of rank {found} cannot be converted to `{target}`, of rank {expected}"
+            ),
             Error::Index { function, tensor, axis, index, len } => write!(
                 f,
                 "index out of bounds in `{function}`: `{tensor}` axis {axis} has length {len}, index is {index}"

@@ -100,9 +100,10 @@ pub struct Tables {
     /// Calls of generic functions that have no instance yet, with the types
     /// of their arguments (see `mono`).
     pub mono_requests: Vec<MonoRequest>,
-    /// For each `load_npy(..) as [T; ..]`: the extent each axis must have
-    /// (None: taken from the file).
-    pub load_extents: HashMap<ExprId, Vec<Option<Dim>>>,
+    /// For each conversion to a tensor type of known rank (`x as [T; ..]`,
+    /// `load_npy(..) as [T; ..]`): the target as written, and the extent
+    /// each axis must have at run time (None: taken from the value).
+    pub cast_extents: HashMap<ExprId, (String, Vec<Option<Dim>>)>,
     /// The decisions made for every recurrence, by its tensor's `DefId`.
     pub recurrences: HashMap<DefId, recur::RecurrenceFacts>,
     /// Reads of a recurrence inside its own clauses, with the recurrence.
@@ -284,6 +285,7 @@ impl<'a> Cx<'a> {
         match ann {
             TyAnn::Scalar(k) => Ty::Scalar(*k),
             TyAnn::Str => Ty::Str,
+            TyAnn::Dyn { elem, .. } => Ty::Dyn(*elem),
             TyAnn::Tuple(items) => Ty::Tuple(items.iter().map(|t| self.ann_to_ty(t)).collect()),
             TyAnn::Tensor { elem, dims, .. } => {
                 let dims = dims.iter().map(|d| self.dim_ann(d)).collect::<Option<Vec<_>>>();
@@ -584,6 +586,7 @@ impl<'a> Cx<'a> {
                 }
             }
             _ if declared == found => {}
+            (Ty::Dyn(k1), Ty::Tensor(k2, _)) if k1 == k2 => {}
             (Ty::Tuple(ds), Ty::Tuple(fs))
                 if ds.len() == fs.len() && ds.iter().zip(fs).all(|(d, f)| compatible_declared(d, f)) => {}
             _ => mismatch(self, None),
@@ -600,6 +603,11 @@ impl<'a> Cx<'a> {
                     let ann = ty.as_ref().map(|a| self.ann_to_ty(a));
                     let expect = ann.as_ref().and_then(|t| t.elem());
                     let t = self.infer_unit(*value, expect);
+                    // `let y: [T; *] = x` makes `y` dynamic-rank.
+                    let t = match (&ann, t) {
+                        (Some(Ty::Dyn(k1)), Ty::Tensor(k2, _)) if *k1 == k2 => Ty::Dyn(k2),
+                        (_, t) => t,
+                    };
                     if let Some(a) = ann {
                         if !t.is_error() && !a.is_error() && !same_kind_and_rank(&a, &t) {
                             let d = Diagnostic::error(
@@ -1288,6 +1296,8 @@ impl<'a> Cx<'a> {
                                 }
                             }
                         }
+                        // Any tensor of the element type converts to `[T; *]`.
+                        (Ty::Dyn(pk), Ty::Tensor(ak, _) | Ty::Dyn(ak)) if pk == ak => {}
                         (Ty::Tensor(pk, pd), Ty::Tensor(ak, ad)) if pk == ak && pd.len() == ad.len() => {
                             for (axis, (pdim, adim)) in pd.iter().zip(ad).enumerate() {
                                 let expected = pdim.substitute(&|v| subst.get(&v).cloned());
@@ -1403,46 +1413,131 @@ impl<'a> Cx<'a> {
     /// `load_npy(path) as [T; d1, ...]`: literal extents and dimensions the
     /// function knows are checked when the file is read; other names (and
     /// `?`) take the file's extent.
+    /// `x as [T; dims]` and `x as [T; *]`: a checked conversion between
+    /// tensor types of one element type. From `load_npy(path)` it reads the
+    /// file; from a dynamic-rank tensor it checks the rank and the declared
+    /// extents at run time; from a tensor of known rank it checks the
+    /// declared extents that are not proven equal (and rejects the ones
+    /// proven different). Extents the target leaves open (`?`, a new name)
+    /// come from the value.
     fn infer_tensor_cast(&mut self, e: ExprId, x: ExprId, ann: &TyAnn) -> Ty {
         let span = self.hir.span(e);
-        let ExprKind::Builtin(crate::hir::Builtin::LoadNpy, args) = &self.hir.exprs[x].kind else {
-            self.err(
-                Diagnostic::error(span, "only `load_npy(...)` can be cast to a tensor type")
-                    .note("converting other values to a tensor type is not supported yet"),
-            );
-            return Ty::Error;
+        let from = match &self.hir.exprs[x].kind {
+            ExprKind::Builtin(crate::hir::Builtin::LoadNpy, args) => {
+                let Some(&path) = args.first().filter(|_| args.len() == 1) else {
+                    self.err(Diagnostic::error(self.hir.span(x), "`load_npy` takes 1 argument, the path"));
+                    return Ty::Error;
+                };
+                let pt = self.infer(path, None);
+                if !matches!(pt, Ty::Str | Ty::Error) {
+                    let d = Diagnostic::error(
+                        self.hir.span(path),
+                        format!("the path of `load_npy` must be a string, found `{}`", self.t.show_ty(&pt)),
+                    );
+                    self.err(d);
+                    return Ty::Error;
+                }
+                self.set(x, Ty::Str);
+                None
+            }
+            _ => Some(self.infer(x, None)),
         };
-        let Some(&path) = args.first().filter(|_| args.len() == 1) else {
-            self.err(Diagnostic::error(self.hir.span(x), "`load_npy` takes 1 argument, the path"));
-            return Ty::Error;
+        let (elem, dims) = match ann {
+            TyAnn::Tensor { elem, dims, .. } => (*elem, Some(dims)),
+            TyAnn::Dyn { elem, .. } => (*elem, None),
+            _ => return Ty::Error,
         };
-        let pt = self.infer(path, None);
-        if !matches!(pt, Ty::Str | Ty::Error) {
-            let d = Diagnostic::error(
-                self.hir.span(path),
-                format!("the path of `load_npy` must be a string, found `{}`", self.t.show_ty(&pt)),
-            );
-            self.err(d);
-            return Ty::Error;
+        let target = self.ann_text(ann);
+        let from_dims = match &from {
+            None => None,
+            Some(Ty::Error) => return Ty::Error,
+            Some(Ty::Tensor(k, ds)) if *k == elem => Some(ds.clone()),
+            Some(Ty::Dyn(k)) if *k == elem => None,
+            Some(t @ (Ty::Tensor(..) | Ty::Dyn(_))) => {
+                let d = Diagnostic::error(
+                    span,
+                    format!(
+                        "cannot convert `{}` to `{target}`: a tensor conversion keeps the element type",
+                        self.t.show_ty(t)
+                    ),
+                )
+                .help(format!("convert each element instead: `let y[i] = x[i] as {}`", elem.name()));
+                self.err(d);
+                return Ty::Error;
+            }
+            Some(t) => {
+                let d = Diagnostic::error(
+                    span,
+                    format!("cannot convert `{}` to the tensor type `{target}`", self.t.show_ty(t)),
+                )
+                .note("`as` with a tensor type converts a tensor (or `load_npy(...)`) to a checked shape");
+                self.err(d);
+                return Ty::Error;
+            }
+        };
+        let Some(dims) = dims else {
+            // To `[T; *]`: nothing to check.
+            self.t.cast_extents.insert(e, (target, Vec::new()));
+            return Ty::Dyn(elem);
+        };
+        if let Some(fd) = &from_dims {
+            if fd.len() != dims.len() {
+                let d = Diagnostic::error(
+                    span,
+                    format!(
+                        "cannot convert `{}` to `{target}`: the ranks differ ({} and {})",
+                        self.t.show_ty(from.as_ref().unwrap_or(&Ty::Error)),
+                        fd.len(),
+                        dims.len()
+                    ),
+                )
+                .note("a conversion checks a shape; it does not reshape")
+                .help("to change the rank, define the new tensor with indices: `let y[i, j] = x[i * 3 + j]`");
+                self.err(d);
+                return Ty::Error;
+            }
         }
-        self.set(x, Ty::Str);
-        let TyAnn::Tensor { elem, dims, .. } = ann else {
-            return Ty::Error;
-        };
         let mut shape = Vec::new();
         let mut checks = Vec::new();
-        for d in dims {
+        for (axis, d) in dims.iter().enumerate() {
             let known = match d {
                 DimAnn::Lit(..) | DimAnn::Bin(..) => self.dim_ann(d),
                 DimAnn::Sym(def, _) if self.bound_dims.contains(&dim_var(*def)) => self.dim_ann(d),
                 _ => None,
             };
-            match known {
-                Some(k) => {
+            let have = from_dims.as_ref().map(|fd| fd[axis].clone());
+            match (known, have) {
+                (Some(k), Some(h)) => match k.prove_eq(&h) {
+                    Truth::True => {
+                        shape.push(h);
+                        checks.push(None);
+                    }
+                    Truth::False => {
+                        let d = Diagnostic::error(
+                            d.span(),
+                            format!(
+                                "cannot convert to `{target}`: axis {axis} has length `{}`, not `{}`",
+                                self.t.show_dim(&h),
+                                self.t.show_dim(&k)
+                            ),
+                        );
+                        self.err(d);
+                        return Ty::Error;
+                    }
+                    Truth::Unknown => {
+                        shape.push(k.clone());
+                        checks.push(Some(k));
+                    }
+                },
+                (Some(k), None) => {
                     shape.push(k.clone());
                     checks.push(Some(k));
                 }
-                None => {
+                (None, Some(h)) => {
+                    shape.push(h);
+                    checks.push(None);
+                }
+                (None, None) => {
                     let v = self.fresh_hidden();
                     let name = match d {
                         DimAnn::Sym(def, _) => self.name(*def).to_string(),
@@ -1454,8 +1549,32 @@ impl<'a> Cx<'a> {
                 }
             }
         }
-        self.t.load_extents.insert(e, checks);
-        Ty::Tensor(*elem, shape)
+        self.t.cast_extents.insert(e, (target, checks));
+        Ty::Tensor(elem, shape)
+    }
+
+    /// A tensor type annotation as the user wrote it (`[f32; N, 3]`).
+    fn ann_text(&mut self, ann: &TyAnn) -> String {
+        match ann {
+            TyAnn::Dyn { elem, .. } => format!("[{}; *]", elem.name()),
+            TyAnn::Tensor { elem, dims, .. } => {
+                let dims: Vec<String> = dims.iter().map(|d| self.dim_ann_text(d)).collect();
+                format!("[{}; {}]", elem.name(), dims.join(", "))
+            }
+            other => {
+                let t = self.ann_to_ty(other);
+                self.t.show_ty(&t)
+            }
+        }
+    }
+
+    fn dim_ann_text(&self, d: &DimAnn) -> String {
+        match d {
+            DimAnn::Lit(v, _) => v.to_string(),
+            DimAnn::Sym(def, _) => self.name(*def).to_string(),
+            DimAnn::Unknown(_) => "?".to_string(),
+            DimAnn::Bin(op, l, r, _) => format!("{} {} {}", self.dim_ann_text(l), op.symbol(), self.dim_ann_text(r)),
+        }
     }
 
     fn infer_comprehension(
@@ -1771,6 +1890,23 @@ impl<'a> Cx<'a> {
                     Ty::Tensor(_, dims) if b == Builtin::Shape => {
                         Ty::Tensor(ScalarKind::I64, vec![Dim::constant(dims.len() as i64)])
                     }
+                    // A dynamic-rank tensor's axes are read at run time, off
+                    // a name (`len` of a rank-0 value is an error then).
+                    Ty::Dyn(_) if !matches!(self.hir.exprs[args[0]].kind, ExprKind::Def(_)) => {
+                        let d = Diagnostic::error(
+                            self.hir.span(args[0]),
+                            format!("`{}` of a dynamic-rank value needs a name", b.name()),
+                        )
+                        .help("bind the value with `let` first");
+                        self.err(d);
+                        Ty::Error
+                    }
+                    Ty::Dyn(_) if b == Builtin::Len => Ty::I64,
+                    Ty::Dyn(_) => {
+                        let v = self.fresh_hidden();
+                        self.t.dim_names.insert(v, "?".to_string());
+                        Ty::Tensor(ScalarKind::I64, vec![Dim::var(v)])
+                    }
                     other => {
                         let d = Diagnostic::error(
                             self.hir.span(args[0]),
@@ -1889,7 +2025,7 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         }
         if let Some((x, axis)) = self.hir.shape_index(base, args) {
-            if self.axis_dim(x, axis).is_some() {
+            if self.axis_dim(x, axis).is_some() || matches!(self.t.ty(x), Ty::Dyn(_)) {
                 return Ty::I64;
             }
             let d = Diagnostic::error(
@@ -1907,8 +2043,17 @@ impl<'a> Cx<'a> {
         };
         let tensor = self.name(tensor_def).to_string();
         let Ty::Tensor(k, dims) = bt else {
-            let d =
-                Diagnostic::error(span, format!("`{tensor}` is not a tensor; it has type `{}`", self.t.show_ty(&bt)));
+            let d = match bt {
+                Ty::Dyn(k) => Diagnostic::error(
+                    span,
+                    format!("`{tensor}` has dynamic rank (`[{}; *]`), so it cannot be indexed", k.name()),
+                )
+                .help(format!("convert it to a rank first: `let m = {tensor} as [{}; N, M];`", k.name())),
+                _ => Diagnostic::error(
+                    span,
+                    format!("`{tensor}` is not a tensor; it has type `{}`", self.t.show_ty(&bt)),
+                ),
+            };
             self.err(d);
             return Ty::Error;
         };
@@ -2169,6 +2314,7 @@ fn same_kind_and_rank(a: &Ty, b: &Ty) -> bool {
     match (a, b) {
         (Ty::Scalar(x), Ty::Scalar(y)) => x == y,
         (Ty::Tensor(x, d1), Ty::Tensor(y, d2)) => x == y && d1.len() == d2.len(),
+        (Ty::Dyn(x), Ty::Dyn(y)) => x == y,
         (Ty::Tuple(x), Ty::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_kind_and_rank(p, q)),
         _ => false,
     }

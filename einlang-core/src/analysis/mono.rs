@@ -30,6 +30,7 @@ enum Key {
     Tensor(ScalarKind, usize),
     Tuple(Vec<Key>),
     Str,
+    Dyn(ScalarKind),
 }
 
 fn key(t: &Ty) -> Option<Key> {
@@ -38,6 +39,7 @@ fn key(t: &Ty) -> Option<Key> {
         Ty::Tensor(k, dims) => Key::Tensor(*k, dims.len()),
         Ty::Tuple(items) => Key::Tuple(items.iter().map(key).collect::<Option<_>>()?),
         Ty::Str => Key::Str,
+        Ty::Dyn(k) => Key::Dyn(*k),
         Ty::Error => return None,
     })
 }
@@ -48,6 +50,7 @@ fn key_text(k: &Key) -> String {
         Key::Tensor(s, r) => format!("{}r{r}", s.name()),
         Key::Tuple(items) => format!("t{}", items.iter().map(key_text).collect::<Vec<_>>().join("")),
         Key::Str => "str".to_string(),
+        Key::Dyn(s) => format!("{}rd", s.name()),
     }
 }
 
@@ -134,6 +137,7 @@ fn annotation(hir: &mut Hir, t: &Ty, pname: &str, span: Span) -> TyAnn {
             items.iter().enumerate().map(|(i, t)| annotation(hir, t, &format!("{pname}_{i}_"), span)).collect(),
         ),
         Ty::Str => TyAnn::Str,
+        Ty::Dyn(k) => TyAnn::Dyn { elem: *k, span },
         Ty::Error => TyAnn::Tuple(Vec::new()),
     }
 }

@@ -12,6 +12,10 @@ pub enum Ty {
     Tensor(ScalarKind, Vec<Dim>),
     Tuple(Vec<Ty>),
     Str,
+    /// `[T; *]`: a tensor whose rank is known only at run time. It can be
+    /// passed on, returned, printed and converted (`x as [T; 2, 3]`); it
+    /// cannot be indexed.
+    Dyn(ScalarKind),
     /// The type of an expression that already produced an error; anything
     /// built from it is silently `Error` too, so errors do not cascade.
     Error,
@@ -68,6 +72,7 @@ impl Ty {
                 }
             }
             Ty::Str => "str".to_string(),
+            Ty::Dyn(k) => format!("[{}; *]", k.name()),
             Ty::Error => "{error}".to_string(),
         }
     }

@@ -97,6 +97,7 @@ impl Cloner<'_> {
         match t {
             TyAnn::Scalar(k) => TyAnn::Scalar(*k),
             TyAnn::Str => TyAnn::Str,
+            TyAnn::Dyn { elem, span } => TyAnn::Dyn { elem: *elem, span: *span },
             TyAnn::Tuple(items) => TyAnn::Tuple(items.iter().map(|t| self.ty(t)).collect()),
             TyAnn::Tensor { elem, dims, span } => {
                 TyAnn::Tensor { elem: *elem, dims: dims.iter().map(|d| self.dim(d)).collect(), span: *span }

@@ -209,7 +209,16 @@ pub struct Param {
 pub enum TyAnn {
     Scalar(ScalarKind),
     Str,
-    Tensor { elem: ScalarKind, dims: Vec<DimAnn>, span: Span },
+    Tensor {
+        elem: ScalarKind,
+        dims: Vec<DimAnn>,
+        span: Span,
+    },
+    /// `[T; *]`: a tensor whose rank is known only at run time.
+    Dyn {
+        elem: ScalarKind,
+        span: Span,
+    },
     Tuple(Vec<TyAnn>),
 }
 

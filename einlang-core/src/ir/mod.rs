@@ -48,6 +48,8 @@ pub struct VarInfo {
 pub enum Ty {
     Scalar(ScalarKind),
     Tensor(ScalarKind, usize),
+    /// `[T; *]`: a tensor whose rank is known only at run time.
+    Dyn(ScalarKind),
     Tuple(Vec<Ty>),
     Str,
     Unit,
@@ -519,10 +521,22 @@ pub enum ExprKind {
         tensor: VarId,
         axis: usize,
     },
+    /// The shape of a dynamic-rank tensor variable, as an `i64` vector.
+    ShapeOf {
+        tensor: VarId,
+    },
     /// Reads a `.npy` file (`path` is a `Str`) as this expression's tensor
     /// type; each `Some` extent is checked.
     LoadNpy {
         path: Box<Expr>,
+        extents: Vec<Option<Dim>>,
+    },
+    /// A checked conversion of a tensor to this expression's tensor type:
+    /// the rank (for a dynamic-rank value) and each `Some` extent are
+    /// checked; `target` is the type as written, for the error.
+    ShapeCast {
+        value: Box<Expr>,
+        target: String,
         extents: Vec<Option<Dim>>,
     },
     /// Writes a tensor to a `.npy` file; `Unit`.

@@ -62,6 +62,7 @@ pub fn ty(t: &Ty) -> String {
     match t {
         Ty::Scalar(k) => k.name().to_string(),
         Ty::Tensor(k, rank) => format!("tensor<{}, {rank}>", k.name()),
+        Ty::Dyn(k) => format!("tensor<{}, *>", k.name()),
         Ty::Tuple(items) => {
             let items: Vec<String> = items.iter().map(ty).collect();
             if items.len() == 1 {
@@ -326,12 +327,20 @@ impl Printer<'_> {
             }
             ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
             ExprKind::Len { tensor, axis } => format!("{}.shape[{axis}]", self.var(*tensor)),
+            ExprKind::ShapeOf { tensor } => format!("{}.shape", self.var(*tensor)),
             ExprKind::LoadNpy { path, extents } => {
                 let ext: Vec<String> = extents
                     .iter()
                     .map(|d| d.as_ref().map(|d| self.dim(d)).unwrap_or_else(|| "?".to_string()))
                     .collect();
                 format!("load_npy({}) as [{}]", self.expr(path, level), ext.join(", "))
+            }
+            ExprKind::ShapeCast { value, target, extents } => {
+                let ext: Vec<String> = extents
+                    .iter()
+                    .map(|d| d.as_ref().map(|d| self.dim(d)).unwrap_or_else(|| "_".to_string()))
+                    .collect();
+                format!("({} as {target} checking [{}])", self.expr(value, level), ext.join(", "))
             }
             ExprKind::SaveNpy { path, value } => {
                 format!("save_npy({}, {})", self.expr(path, level), self.expr(value, level))

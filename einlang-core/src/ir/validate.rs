@@ -86,7 +86,7 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
             visit_var_uses(cond, f);
             visit_var_uses(message, f);
         }
-        ExprKind::Len { tensor, .. } => f(*tensor),
+        ExprKind::Len { tensor, .. } | ExprKind::ShapeOf { tensor } => f(*tensor),
         ExprKind::LoadNpy { path, extents } => {
             visit_var_uses(path, f);
             extents.iter().flatten().for_each(|d| dim(d, f));
@@ -94,6 +94,10 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
         ExprKind::SaveNpy { path, value } => {
             visit_var_uses(path, f);
             visit_var_uses(value, f);
+        }
+        ExprKind::ShapeCast { value, extents, .. } => {
+            visit_var_uses(value, f);
+            extents.iter().flatten().for_each(|d| dim(d, f));
         }
         ExprKind::Collect { steps, body } => {
             for s in steps {
@@ -767,6 +771,19 @@ impl<'a> Checker<'a> {
                     self.err(format!("`load_npy` of type `{text}` with {} extents", extents.len()));
                 }
             }
+            ExprKind::ShapeCast { value, extents, .. } => {
+                self.check_expr(value);
+                extents.iter().flatten().for_each(|d| self.check_dim(d));
+                let fits = match (&value.ty, &e.ty) {
+                    (Ty::Tensor(a, _) | Ty::Dyn(a), Ty::Dyn(b)) => a == b && extents.is_empty(),
+                    (Ty::Tensor(a, _) | Ty::Dyn(a), Ty::Tensor(b, rank)) => a == b && *rank == extents.len(),
+                    _ => false,
+                };
+                if !fits {
+                    let (from, to) = (ty_text(&value.ty), ty_text(&e.ty));
+                    self.err(format!("a conversion from `{from}` to `{to}` with {} extents", extents.len()));
+                }
+            }
             ExprKind::SaveNpy { path, value } => {
                 self.check_expr(path);
                 self.check_expr(value);
@@ -780,6 +797,7 @@ impl<'a> Checker<'a> {
             ExprKind::Len { tensor, axis } => {
                 match self.use_var(*tensor) {
                     Some(Ty::Tensor(_, rank)) if axis < rank => {}
+                    Some(Ty::Dyn(_)) => {}
                     Some(ty) => {
                         let text = ty_text(ty);
                         self.err(format!("length of axis {axis} of a value of type `{text}`"));
@@ -787,6 +805,15 @@ impl<'a> Checker<'a> {
                     None => {}
                 }
                 self.expect_ty("a length", &e.ty, &I64);
+            }
+            ExprKind::ShapeOf { tensor } => {
+                if let Some(ty) = self.use_var(*tensor) {
+                    if !matches!(ty, Ty::Dyn(_)) {
+                        let text = ty_text(ty);
+                        self.err(format!("a run-time shape of a value of type `{text}`"));
+                    }
+                }
+                self.expect_ty("a shape", &e.ty, &Ty::Tensor(ScalarKind::I64, 1));
             }
             ExprKind::Collect { steps, body } => {
                 self.push();

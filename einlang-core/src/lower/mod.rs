@@ -132,6 +132,7 @@ fn lower_ty(t: &ATy) -> Option<Ty> {
     Some(match t {
         ATy::Scalar(k) => Ty::Scalar(*k),
         ATy::Tensor(k, dims) => Ty::Tensor(*k, dims.len()),
+        ATy::Dyn(k) => Ty::Dyn(*k),
         ATy::Tuple(items) if items.is_empty() => Ty::Unit,
         ATy::Tuple(items) => Ty::Tuple(items.iter().map(lower_ty).collect::<Option<_>>()?),
         ATy::Str => Ty::Str,
@@ -232,7 +233,7 @@ impl<'a> FnLower<'a> {
         self.lower_stmts(&func.body.stmts, &mut body)?;
         let ret = lower_ty(&sig.ret)?;
         let mut result = match func.body.tail {
-            Some(tail) => self.lower_value(tail, &mut body)?,
+            Some(tail) => coerce(self.lower_value(tail, &mut body)?, &ret),
             None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Ty::Unit },
         };
         if !sig.result_checks.is_empty() {
@@ -273,6 +274,10 @@ impl<'a> FnLower<'a> {
                 hir::Stmt::Let { def, value, .. } => {
                     self.emit_same_extents(*value, &[], out);
                     let v = self.lower_value(*value, out)?;
+                    let v = match self.t.def_ty.get(def) {
+                        Some(t) => coerce(v, &lower_ty(t)?),
+                        None => v,
+                    };
                     let var = self.new_var(self.hir.name(*def), v.ty.clone());
                     self.of_def.insert(*def, var);
                     out.push(Stmt::Let { var, value: v });
@@ -837,13 +842,19 @@ impl<'a> FnLower<'a> {
                     }
                     Callee::Fn(f) => {
                         let f = self.hir.instances.get(&e).copied().unwrap_or(*f);
+                        let params = &self.t.sigs.get(f.index())?.as_ref()?.params;
+                        let args = args
+                            .into_iter()
+                            .zip(params)
+                            .map(|(a, p)| Some(coerce(a, &lower_ty(p)?)))
+                            .collect::<Option<_>>()?;
                         ir::ExprKind::Call { func: self.names[f.index()].clone(), args }
                     }
                 }
             }
             ExprKind::Index { base, args } if self.hir.shape_index(*base, args).is_some() => {
                 let (x, axis) = self.hir.shape_index(*base, args)?;
-                ir::ExprKind::Dim(self.axis_dim(x, axis)?)
+                return self.axis_len(x, axis);
             }
             ExprKind::Index { base, args } => {
                 let ExprKind::Def(d) = self.hir.exprs[*base].kind else {
@@ -919,11 +930,7 @@ impl<'a> FnLower<'a> {
             }
             ExprKind::Builtin(b, args) => return self.lower_builtin(*b, args, ty),
             ExprKind::TensorCast(x, _) => {
-                let ExprKind::Builtin(hir::Builtin::LoadNpy, args) = &self.hir.exprs[*x].kind else {
-                    return self.fail("a tensor cast of something other than `load_npy`");
-                };
-                let path = self.lower_expr(*args.first()?)?;
-                let checks = self.t.load_extents.get(&e).cloned()?;
+                let (target, checks) = self.t.cast_extents.get(&e).cloned()?;
                 let mut extents = Vec::new();
                 for c in &checks {
                     extents.push(match c {
@@ -931,7 +938,18 @@ impl<'a> FnLower<'a> {
                         None => None,
                     });
                 }
-                ir::ExprKind::LoadNpy { path: Box::new(path), extents }
+                if let ExprKind::Builtin(hir::Builtin::LoadNpy, args) = &self.hir.exprs[*x].kind {
+                    let path = self.lower_expr(*args.first()?)?;
+                    ir::ExprKind::LoadNpy { path: Box::new(path), extents }
+                } else {
+                    let value = self.lower_expr(*x)?;
+                    // Between tensors of one rank with every extent proven,
+                    // the conversion is the value itself.
+                    if value.ty == ty && extents.iter().all(Option::is_none) {
+                        return Some(value);
+                    }
+                    ir::ExprKind::ShapeCast { value: Box::new(value), target, extents }
+                }
             }
             ExprKind::Match { scrutinee, arms } => return self.lower_match(*scrutinee, arms, ty),
             ExprKind::Comprehension { body, clauses } => {
@@ -1103,7 +1121,10 @@ impl<'a> FnLower<'a> {
                 };
                 ir::ExprKind::Assert { cond: Box::new(cond), message: Box::new(message) }
             }
-            Builtin::Len => ir::ExprKind::Dim(self.axis_dim(*args.first()?, 0)?),
+            Builtin::Shape if matches!(self.t.ty(*args.first()?), ATy::Dyn(_)) => {
+                ir::ExprKind::ShapeOf { tensor: self.dyn_var(*args.first()?)? }
+            }
+            Builtin::Len => return self.axis_len(*args.first()?, 0),
             Builtin::TypeOf => ir::ExprKind::Lit(Literal::Str(type_name(self.t.ty(*args.first()?)))),
             Builtin::LoadNpy => return self.fail("`load_npy` without a type reached lowering"),
             Builtin::SaveNpy => {
@@ -1124,6 +1145,40 @@ impl<'a> FnLower<'a> {
             }
         };
         Some(Expr { kind, ty })
+    }
+
+    /// The variable holding the dynamic-rank tensor named by `x`.
+    fn dyn_var(&mut self, x: ExprId) -> Option<VarId> {
+        match self.hir.exprs[x].kind {
+            ExprKind::Def(d) => self.var_of(d),
+            _ => self.fail("the shape of an unnamed dynamic-rank value reached lowering"),
+        }
+    }
+
+    /// `len(x)` or `shape(x)[axis]`: the extent from the type when it is
+    /// known here, else read off the value at run time (a dynamic-rank
+    /// tensor, or an unnamed value whose extent only it knows).
+    fn axis_len(&mut self, x: ExprId, axis: usize) -> Option<Expr> {
+        let i64_ty = Ty::Scalar(ScalarKind::I64);
+        let known = match self.t.ty(x) {
+            ATy::Tensor(_, dims) => dims.get(axis).is_some_and(|d| {
+                d.vars().iter().all(|v| v.0 < analysis::HIDDEN_DIM_BASE || self.of_hidden.contains_key(v))
+            }),
+            _ => false,
+        };
+        if known {
+            return Some(Expr { kind: ir::ExprKind::Dim(self.axis_dim(x, axis)?), ty: i64_ty });
+        }
+        if let ExprKind::Def(d) = self.hir.exprs[x].kind {
+            return Some(Expr { kind: ir::ExprKind::Len { tensor: self.var_of(d)?, axis }, ty: i64_ty });
+        }
+        let value = self.lower_expr(x)?;
+        let tmp = self.new_var("value", value.ty.clone());
+        let len = Expr { kind: ir::ExprKind::Len { tensor: tmp, axis }, ty: i64_ty.clone() };
+        Some(Expr {
+            kind: ir::ExprKind::Block { stmts: vec![Stmt::Let { var: tmp, value }], result: Box::new(len) },
+            ty: i64_ty,
+        })
     }
 
     /// The extent of axis `axis` of tensor `x`, over the function's variables.
@@ -1188,10 +1243,26 @@ fn type_name(t: &ATy) -> String {
     match t {
         ATy::Scalar(k) => k.name().to_string(),
         ATy::Str => "str".to_string(),
-        ATy::Tensor(..) => "rectangular".to_string(),
+        ATy::Tensor(..) | ATy::Dyn(_) => "rectangular".to_string(),
         ATy::Tuple(items) if items.is_empty() => "()".to_string(),
         ATy::Tuple(_) => "tuple".to_string(),
         ATy::Error => "{unknown}".to_string(),
+    }
+}
+
+/// `value` as a value of type `to`: a tensor where `[T; *]` is expected
+/// becomes a dynamic-rank one; anything else is unchanged.
+fn coerce(value: Expr, to: &Ty) -> Expr {
+    match (&value.ty, to) {
+        (Ty::Tensor(k1, _), Ty::Dyn(k2)) if k1 == k2 => Expr {
+            ty: to.clone(),
+            kind: ir::ExprKind::ShapeCast {
+                target: format!("[{}; *]", k2.name()),
+                value: Box::new(value),
+                extents: Vec::new(),
+            },
+        },
+        _ => value,
     }
 }
 
@@ -1258,7 +1329,8 @@ fn expr_cost(e: &Expr) -> u64 {
             parts.iter().map(|p| if let ir::FmtPart::Value(x, _) = p { expr_cost(x) + 16 } else { 1 }).sum()
         }
         K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
-        K::Len { .. } => 1,
+        K::Len { .. } | K::ShapeOf { .. } => 1,
+        K::ShapeCast { value, .. } => expr_cost(value) + 8,
         K::LoadNpy { .. } | K::SaveNpy { .. } => 1 << 20,
         K::Collect { steps, body } => {
             let trips: u64 = steps

@@ -581,24 +581,24 @@ impl Resolver {
                         return None;
                     }
                 };
-                let Some(dims) = dims else {
-                    diags.push(
-                        Diagnostic::error(*span, "tensor types without dimensions (`[T]`) are not supported yet")
-                            .help("name the dimension, for example `[f32; N]`"),
-                    );
-                    return None;
+                // `[T]` is a vector of unknown length, `[T; ?]`.
+                let dims = match dims {
+                    Some(dims) => dims.iter().map(|d| self.resolve_dim(d, declare)).collect(),
+                    None => vec![hir::DimAnn::Unknown(*span)],
                 };
-                let dims = dims.iter().map(|d| self.resolve_dim(d, declare)).collect();
                 Some(TyAnn::Tensor { elem, dims, span: *span })
             }
             ast::Type::Tuple(items, _) => {
                 let items: Option<Vec<TyAnn>> = items.iter().map(|t| self.resolve_ty(t, declare, diags)).collect();
                 Some(TyAnn::Tuple(items?))
             }
-            ast::Type::DynRank { span, .. } => {
-                diags.push(not_supported(*span, "dynamic-rank tensors (`[T; *]`)"));
-                None
-            }
+            ast::Type::DynRank { elem, span } => match self.resolve_ty(elem, declare, diags)? {
+                TyAnn::Scalar(elem) => Some(TyAnn::Dyn { elem, span: *span }),
+                _ => {
+                    diags.push(not_supported(*span, "tensors of non-scalar elements"));
+                    None
+                }
+            },
             ast::Type::Jagged { span, .. } => {
                 diags.push(not_supported(*span, "jagged arrays"));
                 None
@@ -1025,10 +1025,12 @@ impl Resolver {
                 let inner = self.resolve_expr(expr, diags);
                 match ty {
                     ast::Type::Scalar(k, _) => ExprKind::Cast(inner, *k),
-                    t @ ast::Type::Tensor { .. } => match self.resolve_ty(t, false, diags) {
-                        Some(ann) => ExprKind::TensorCast(inner, ann),
-                        None => return self.error_expr(span),
-                    },
+                    t @ (ast::Type::Tensor { .. } | ast::Type::DynRank { .. }) => {
+                        match self.resolve_ty(t, false, diags) {
+                            Some(ann) => ExprKind::TensorCast(inner, ann),
+                            None => return self.error_expr(span),
+                        }
+                    }
                     other => {
                         diags.push(not_supported(other.span(), "casts to non-scalar types"));
                         return self.error_expr(span);

@@ -102,14 +102,57 @@ impl FnCx<'_> {
                 }
                 Ok(Code::new(quote!(#rt::io::load_npy::<#t, #dim>(#name, &(#p), &[#(#ext),*])?), Prec::Postfix))
             }
+            ExprKind::ShapeCast { value, target, extents } => {
+                let (rt, nd, name) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+                let (t, dim) = match e.ty {
+                    Ty::Tensor(k, rank) => (types::scalar(k), types::dim(rank, &nd)),
+                    Ty::Dyn(k) => (types::scalar(k), types::dim_of(None, &nd)),
+                    _ => return Err(format!("a conversion to `{:?}`", e.ty)),
+                };
+                // A view converts to a view of the same data; an owned
+                // value to an owned array, without a copy.
+                let x = if converts_a_view(e) {
+                    self.expr(value)?.tokens
+                } else {
+                    self.owned(value, &HashSet::new())?.tokens
+                };
+                let mut ext = Vec::new();
+                for x in extents {
+                    ext.push(match x {
+                        Some(d) => {
+                            let d = self.dim(d)?;
+                            quote!(::core::option::Option::Some(#d))
+                        }
+                        None => quote!(::core::option::Option::None),
+                    });
+                }
+                Ok(Code::new(
+                    quote!(#rt::shape::cast::<_, _, #t, #dim>(#name, #target, #x, &[#(#ext),*])?),
+                    Prec::Postfix,
+                ))
+            }
             ExprKind::SaveNpy { path, value } => {
                 let (rt, name) = (self.rt.clone(), self.fn_name.clone());
                 let p = self.expr(path)?.tokens;
                 let v = self.expr(value)?.tokens;
                 Ok(Code::new(quote!(#rt::io::save_npy(#name, &(#p), &(#v))?), Prec::Postfix))
             }
+            ExprKind::ShapeOf { tensor } => {
+                let (t, rt) = (self.ident(*tensor)?, self.rt.clone());
+                Ok(Code::new(quote!(#rt::shape::shape_of(#t.shape())), Prec::Postfix))
+            }
             ExprKind::Len { tensor, axis } => {
                 let t = self.ident(*tensor)?;
+                if matches!(self.info(*tensor)?.ty, Ty::Dyn(_)) {
+                    // The rank is known only now: a missing axis is an error.
+                    let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                    let what = self.info(*tensor)?.name.clone();
+                    let axis = types::usize_lit(*axis);
+                    return Ok(Code::new(
+                        quote!(#rt::shape::axis_len(#name, #what, #t.shape(), #axis)?),
+                        Prec::Postfix,
+                    ));
+                }
                 let axis = types::usize_lit(*axis);
                 Ok(Code::new(quote!((#t.shape()[#axis] as i64)), Prec::Postfix))
             }
@@ -199,7 +242,7 @@ impl FnCx<'_> {
         let id = self.ident(v)?;
         Ok(match &self.info(v)?.ty {
             Ty::Scalar(_) | Ty::Unit => Code::new(quote!(#id), Prec::Postfix),
-            Ty::Tensor(..) => Code::new(quote!(#id.view()), Prec::Postfix),
+            Ty::Tensor(..) | Ty::Dyn(_) => Code::new(quote!(#id.view()), Prec::Postfix),
             Ty::Tuple(_) => Code::new(quote!(#id.clone()), Prec::Postfix),
             Ty::Str => match self.repr.get(&v) {
                 Some(Repr::Owned) => Code::new(quote!(&*#id), Prec::Unary),
@@ -211,8 +254,8 @@ impl FnCx<'_> {
     /// A call argument: tensors by view, strings as `&str`.
     fn arg(&mut self, a: &Expr) -> Result<TokenStream, Bug> {
         match (&a.ty, &a.kind) {
-            (Ty::Tensor(..), ExprKind::Var(_)) => Ok(self.expr(a)?.tokens),
-            (Ty::Tensor(..), _) => {
+            (Ty::Tensor(..) | Ty::Dyn(_), ExprKind::Var(_)) => Ok(self.expr(a)?.tokens),
+            (Ty::Tensor(..) | Ty::Dyn(_), _) => {
                 let x = self.expr(a)?.at_least(Prec::Postfix);
                 Ok(quote!(#x.view()))
             }
@@ -242,9 +285,9 @@ impl FnCx<'_> {
                 let id = self.ident(*v)?;
                 let owned_here = self.repr.get(v) == Some(&Repr::Owned);
                 let code = match (&e.ty, movable_vars.contains(v), owned_here) {
-                    (Ty::Tensor(..) | Ty::Tuple(_) | Ty::Str, true, true) => quote!(#id),
-                    (Ty::Tensor(..), true, false) => quote!(#rt::value::owned(#id)),
-                    (Ty::Tensor(..), false, _) => quote!(#rt::value::owned(#id.view())),
+                    (Ty::Tensor(..) | Ty::Dyn(_) | Ty::Tuple(_) | Ty::Str, true, true) => quote!(#id),
+                    (Ty::Tensor(..) | Ty::Dyn(_), true, false) => quote!(#rt::value::owned(#id)),
+                    (Ty::Tensor(..) | Ty::Dyn(_), false, _) => quote!(#rt::value::owned(#id.view())),
                     (Ty::Tuple(_), false, true) => quote!(#id.clone()),
                     // A tuple parameter holds views.
                     (Ty::Tuple(_), true, false) => quote!(#rt::value::owned(#id)),
@@ -276,6 +319,7 @@ impl FnCx<'_> {
             | ExprKind::Format(_)
             | ExprKind::Collect { .. }
             | ExprKind::LoadNpy { .. } => self.expr(e),
+            ExprKind::ShapeCast { .. } if !converts_a_view(e) => self.expr(e),
             ExprKind::Lit(Literal::Str(_)) => {
                 let s = self.expr(e)?.tokens;
                 let string = crate::codegen::paths::string();
@@ -321,7 +365,7 @@ impl FnCx<'_> {
         };
         Ok(match ty {
             Ty::Scalar(_) | Ty::Unit => Code::new(quote!(#place.#idx), Prec::Postfix),
-            Ty::Tensor(..) => Code::new(quote!(#place.#idx.view()), Prec::Postfix),
+            Ty::Tensor(..) | Ty::Dyn(_) => Code::new(quote!(#place.#idx.view()), Prec::Postfix),
             Ty::Tuple(_) => Code::new(quote!(#place.#idx.clone()), Prec::Postfix),
             Ty::Str => Code::new(quote!(&*#place.#idx), Prec::Unary),
         })
@@ -831,4 +875,10 @@ fn op_tokens(op: BinOp) -> Result<TokenStream, Bug> {
         BinOp::Or => quote!(||),
         BinOp::Pow => return Err("`**` has no Rust operator".to_string()),
     })
+}
+
+/// Whether a conversion (`ShapeCast`) reads a view: its value is a variable
+/// or a sub-tensor, so the result borrows it rather than owning its data.
+pub(crate) fn converts_a_view(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::ShapeCast { value, .. } if matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. }))
 }

@@ -169,9 +169,14 @@ pub fn emit_function(f: &Function, options: &crate::Options) -> Result<TokenStre
         let info = cx.info(p)?;
         let id = cx.ident(p)?;
         match &info.ty {
-            Ty::Tensor(k, rank) => {
+            Ty::Tensor(..) | Ty::Dyn(_) => {
+                let (k, rank) = match info.ty {
+                    Ty::Tensor(k, rank) => (k, Some(rank)),
+                    Ty::Dyn(k) => (k, None),
+                    _ => return Err("a tensor parameter changed type".to_string()),
+                };
                 let lt = syn::Lifetime::new(&format!("'__a{}", lifetimes.len()), proc_macro2::Span::call_site());
-                let view = types::view(*k, *rank, Some(&lt), &nd_full);
+                let view = types::view(k, rank, Some(&lt), &nd_full);
                 let into = paths::into();
                 outer_params.push(quote!(#id: impl #into<#view>));
                 forwarded.push(quote!(#id.into()));
@@ -330,7 +335,7 @@ impl<'a> FnCx<'a> {
     fn body(&mut self) -> Result<TokenStream, Bug> {
         let f = self.f;
         for &p in &f.params {
-            if matches!(self.info(p)?.ty, Ty::Tensor(..) | Ty::Str) {
+            if matches!(self.info(p)?.ty, Ty::Tensor(..) | Ty::Dyn(_) | Ty::Str) {
                 self.repr.insert(p, Repr::Borrowed);
             }
         }
@@ -438,7 +443,7 @@ impl<'a> FnCx<'a> {
                 let v = self.expr(value)?.tokens;
                 Ok(quote!(let #id: () = #v;))
             }
-            Ty::Tensor(..) | Ty::Str | Ty::Tuple(_) => {
+            Ty::Tensor(..) | Ty::Dyn(_) | Ty::Str | Ty::Tuple(_) => {
                 // An owned variable mentioned only here moves into the new
                 // one (`let out = c;`), unless this code runs repeatedly.
                 if let ExprKind::Var(x) = value.kind {
@@ -450,6 +455,7 @@ impl<'a> FnCx<'a> {
                 }
                 let borrowed = !matches!(ty, Ty::Tuple(_))
                     && (matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. } | ExprKind::Lit(_))
+                        || expr::converts_a_view(value)
                         || self.place(value)?.is_some());
                 let v = if borrowed { self.expr(value)?.tokens } else { self.owned(value, &HashSet::new())?.tokens };
                 self.repr.insert(var, if borrowed { Repr::Borrowed } else { Repr::Owned });

@@ -65,7 +65,7 @@ impl FnCx<'_> {
             (w.axis, quote!(#mask))
         });
         let store = derived("store_", &name, "");
-        let array = types::array(r.elem, rank, &nd);
+        let array = types::array(r.elem, Some(rank), &nd);
         let shape = types::shape(&alloc, &nd);
         let r_lit = types::usize_lit(rank);
         let t = types::scalar(r.elem);

@@ -49,7 +49,7 @@ impl FnCx<'_> {
         let (a_axes, b_axes) =
             (g.a_axes.iter().map(|x| types::usize_lit(*x)), g.b_axes.iter().map(|x| types::usize_lit(*x)));
         let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
-        let array = types::array(g.elem, rank, &nd);
+        let array = types::array(g.elem, Some(rank), &nd);
         let call = match &g.batch {
             None => {
                 quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
@@ -79,7 +79,7 @@ impl FnCx<'_> {
         }
         let name = self.ident(def.var)?;
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
-        let array = types::array(def.elem, rank, &nd);
+        let array = types::array(def.elem, Some(rank), &nd);
 
         if rank == 0 {
             let body = self.expr(&def.body)?.tokens;

@@ -19,7 +19,12 @@ pub fn scalar(k: ScalarKind) -> TokenStream {
 
 /// `nd::Ix2`, or `nd::IxDyn` above rank 6.
 pub fn dim(rank: usize, nd: &TokenStream) -> TokenStream {
-    if rank <= MAX_STATIC_RANK {
+    dim_of(Some(rank), nd)
+}
+
+/// The dimension type of a rank, `None` for dynamic rank (`nd::IxDyn`).
+pub fn dim_of(rank: Option<usize>, nd: &TokenStream) -> TokenStream {
+    if let Some(rank) = rank.filter(|r| *r <= MAX_STATIC_RANK) {
         let id = format_ident!("Ix{}", rank);
         quote!(#nd::#id)
     } else {
@@ -27,15 +32,16 @@ pub fn dim(rank: usize, nd: &TokenStream) -> TokenStream {
     }
 }
 
-/// An owned tensor: `nd::Array<f32, nd::Ix2>`.
-pub fn array(k: ScalarKind, rank: usize, nd: &TokenStream) -> TokenStream {
-    let (elem, dim) = (scalar(k), dim(rank, nd));
+/// An owned tensor: `nd::Array<f32, nd::Ix2>` (`None`: dynamic rank).
+pub fn array(k: ScalarKind, rank: Option<usize>, nd: &TokenStream) -> TokenStream {
+    let (elem, dim) = (scalar(k), dim_of(rank, nd));
     quote!(#nd::Array<#elem, #dim>)
 }
 
-/// A tensor view: `nd::ArrayView<'a, f32, nd::Ix2>` (`'_` without a name).
-pub fn view(k: ScalarKind, rank: usize, lifetime: Option<&syn::Lifetime>, nd: &TokenStream) -> TokenStream {
-    let (elem, dim) = (scalar(k), dim(rank, nd));
+/// A tensor view: `nd::ArrayView<'a, f32, nd::Ix2>` (`'_` without a name;
+/// rank `None`: dynamic).
+pub fn view(k: ScalarKind, rank: Option<usize>, lifetime: Option<&syn::Lifetime>, nd: &TokenStream) -> TokenStream {
+    let (elem, dim) = (scalar(k), dim_of(rank, nd));
     match lifetime {
         Some(lt) => quote!(#nd::ArrayView<#lt, #elem, #dim>),
         None => quote!(#nd::ArrayView<'_, #elem, #dim>),
@@ -47,7 +53,8 @@ pub fn view(k: ScalarKind, rank: usize, lifetime: Option<&syn::Lifetime>, nd: &T
 pub fn param(ty: &Ty, nd: &TokenStream) -> Result<TokenStream, Bug> {
     Ok(match ty {
         Ty::Scalar(k) => scalar(*k),
-        Ty::Tensor(k, rank) => view(*k, *rank, None, nd),
+        Ty::Tensor(k, rank) => view(*k, Some(*rank), None, nd),
+        Ty::Dyn(k) => view(*k, None, None, nd),
         Ty::Str => quote!(&str),
         Ty::Unit => quote!(()),
         Ty::Tuple(items) => {
@@ -61,7 +68,8 @@ pub fn param(ty: &Ty, nd: &TokenStream) -> Result<TokenStream, Bug> {
 pub fn owned(ty: &Ty, nd: &TokenStream) -> TokenStream {
     match ty {
         Ty::Scalar(k) => scalar(*k),
-        Ty::Tensor(k, rank) => array(*k, *rank, nd),
+        Ty::Tensor(k, rank) => array(*k, Some(*rank), nd),
+        Ty::Dyn(k) => array(*k, None, nd),
         Ty::Str => paths::string(),
         Ty::Unit => quote!(()),
         Ty::Tuple(items) => tuple_of(items.iter().map(|t| owned(t, nd)).collect()),
