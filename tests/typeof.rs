@@ -21,6 +21,28 @@ einlang! {
     pub fn of_results(x: [f64; N]) -> (str, str) {
         (typeof(sum[i](x[i])), typeof(len(x)))
     }
+
+    /// Strings compare with `==` and `!=`: the seed's programs test
+    /// `typeof(x) == "f32"` in generic code.
+    fn kind_of(x) -> str {
+        if typeof(x) == "rectangular" { "tensor" } else if typeof(x) != "str" { "scalar" } else { "text" }
+    }
+
+    pub fn kinds(x: [f32; N], k: i64, s: str) -> (str, str, str) {
+        (kind_of(x), kind_of(k), kind_of(s))
+    }
+
+    pub fn same_text(a: str, b: str, n: i32) -> (bool, bool, bool) {
+        (a == b, a != "", "{n}" == b)
+    }
+}
+
+#[test]
+fn strings_compare() {
+    let x = array![1.0f32];
+    assert_eq!(kinds(&x, 2, "hi").unwrap(), ("tensor".into(), "scalar".into(), "text".into()));
+    assert_eq!(same_text("12", "12", 12).unwrap(), (true, true, true));
+    assert_eq!(same_text("", "7", 8).unwrap(), (false, false, false));
 }
 
 #[test]

@@ -1128,6 +1128,18 @@ impl<'a> Cx<'a> {
         if op == BinOp::Pow {
             return self.infer_pow(e, &ta, &tb);
         }
+        if ta == Ty::Str || tb == Ty::Str {
+            if ta == tb && matches!(op, BinOp::Eq | BinOp::Ne) {
+                return Ty::BOOL;
+            }
+            let d = Diagnostic::error(
+                span,
+                format!("cannot apply `{}` to `{}` and `{}`", op.symbol(), self.t.show_ty(&ta), self.t.show_ty(&tb)),
+            )
+            .note("strings can be compared with `==` and `!=`");
+            self.err(d);
+            return Ty::Error;
+        }
         let (ka, kb) = match (ta.elem(), tb.elem()) {
             (Some(x), Some(y)) => (x, y),
             _ => {
@@ -1323,6 +1335,7 @@ impl<'a> Cx<'a> {
                                 }
                             }
                         }
+                        (Ty::Str, Ty::Str) => {}
                         _ => {
                             let d = Diagnostic::error(
                                 self.hir.span(*a),

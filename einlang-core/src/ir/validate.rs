@@ -870,6 +870,10 @@ impl<'a> Checker<'a> {
 
     fn check_binary(&mut self, op: BinOp, a: &Expr, b: &Expr, ty: &Ty) {
         let what = format!("`{}`", op.symbol());
+        if (&a.ty, &b.ty) == (&Ty::Str, &Ty::Str) && matches!(op, BinOp::Eq | BinOp::Ne) {
+            self.expect_ty(&what, ty, &BOOL);
+            return;
+        }
         let (Ty::Scalar(ka), Ty::Scalar(kb)) = (&a.ty, &b.ty) else {
             self.err(format!("{what} of `{}` and `{}`", ty_text(&a.ty), ty_text(&b.ty)));
             return;

@@ -387,6 +387,13 @@ impl FnCx<'_> {
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<Code, Bug> {
+        if a.ty == Ty::Str && matches!(op, BinOp::Eq | BinOp::Ne) {
+            // `&str`, `String` and literals compare with each other.
+            let x = self.expr(a)?.at_least(next(Prec::Cmp));
+            let y = self.expr(b)?.at_least(next(Prec::Cmp));
+            let op = op_tokens(op)?;
+            return Ok(Code::new(quote!(#x #op #y), Prec::Cmp));
+        }
         let Ty::Scalar(k) = a.ty else {
             return Err(format!("operator `{}` on a value of type `{:?}`", op.symbol(), a.ty));
         };
