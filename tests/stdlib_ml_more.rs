@@ -26,6 +26,11 @@ einlang! {
         (reduce_mean(x), reduce_sum(x), reduce_max(x), reduce_min(x), reduce_prod(x),
          reduce_l1(x), reduce_l2(x), reduce_sum_square(x), reduce_log_sum(abs(x)), reduce_log_sum_exp(x))
     }
+    /// Of a vector, each reduction is a scalar.
+    pub fn reduce1(x: [f64; N]) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64) {
+        (reduce_mean(x), reduce_sum(x), reduce_max(x), reduce_min(x), reduce_prod(x),
+         reduce_l1(x), reduce_l2(x), reduce_sum_square(x), reduce_log_sum(abs(x)), reduce_log_sum_exp(x))
+    }
     pub fn cumsum1(x: [f32; N]) -> [f32; N] { cumsum(x) }
     pub fn cumsum2(x: [f64; A, N]) -> [f64; A, N] { cumsum(x) }
 
@@ -169,6 +174,13 @@ fn reductions_over_the_last_axis() {
     for (r, g) in got.iter().enumerate() {
         let want = lanes_ref(&y, |l| reductions_ref(l)[r]);
         assert_close(&g.clone().into_dyn(), &want, 1e-12);
+    }
+    let v = array![0.5f64, -1.25, 2.0, 3.5, -0.75];
+    let g = reduce1(&v).unwrap();
+    let got = [g.0, g.1, g.2, g.3, g.4, g.5, g.6, g.7, g.8, g.9];
+    let want = reductions_ref(v.as_slice().unwrap());
+    for (g, w) in got.iter().zip(&want) {
+        assert_close_scalar(*g, *w, 1e-12);
     }
     // Large inputs: the log-sum-exp does not overflow.
     let big = array![[1000.0f32, 1000.0]];

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use crate::diag::Diagnostic;
 use crate::span::Span;
+use crate::syntax::ast::RedOp;
 
 use super::{
     Arm, Block, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart,
@@ -198,7 +199,27 @@ impl Cloner<'_> {
                     let ty = ty.as_ref().map(|t| self.ty(t));
                     Stmt::Let { def: self.def(*def), ty, value, span: *span }
                 }
-                Stmt::Indexed(d) => Stmt::Indexed(self.indexed(d)),
+                Stmt::Indexed(d) => {
+                    let copy = self.indexed(d);
+                    if copy.slots.is_empty() && d.slots.iter().any(|s| matches!(s, Slot::Rest(..))) {
+                        // `let r[..b] = ...` whose rest index expands to no
+                        // axis defines a scalar (a reduction of a vector).
+                        let value = if copy.wheres.is_empty() {
+                            copy.body
+                        } else {
+                            let kind = ExprKind::Reduce {
+                                op: RedOp::Sum,
+                                vars: Vec::new(),
+                                wheres: copy.wheres,
+                                body: copy.body,
+                            };
+                            self.hir.alloc_expr(kind, copy.span)
+                        };
+                        Stmt::Let { def: copy.def, ty: None, value, span: copy.span }
+                    } else {
+                        Stmt::Indexed(copy)
+                    }
+                }
                 Stmt::Recurrence(r) => Stmt::Recurrence(Recurrence {
                     def: self.def(r.def),
                     clauses: r.clauses.iter().map(|d| self.indexed(d)).collect(),
@@ -265,6 +286,10 @@ impl Cloner<'_> {
                         }
                         _ => new_args.push(self.expr(*a)),
                     }
+                }
+                // Rest indices that expand to nothing read a scalar.
+                if new_args.is_empty() {
+                    return base;
                 }
                 ExprKind::Index { base, args: new_args }
             }
