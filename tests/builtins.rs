@@ -1,4 +1,4 @@
-//! Builtins (`print`, `assert`, `len`, `shape`), strings and interpolation,
+//! Builtins (`print`, `assert`, `len`, `shape`, and `.length`/`.shape`), strings and interpolation,
 //! tuple destructuring, `const` items, and top-level statements as `main`.
 
 use einlang::einlang;
@@ -34,6 +34,17 @@ einlang! {
         let (lo, hi) = min_max(v);
         let (_, (a, b)) = (0, (hi, lo));
         a - b + LIMIT as i64 - 3
+    }
+
+    /// `.length` and `.shape`, as the seed writes `len` and `shape`.
+    pub fn sizes_as_members(m: [f32; R, C]) -> (i64, i64, i64) {
+        (m.length, m.shape[1], m[0].length)
+    }
+
+    /// `assert` of a tensor of conditions holds when all of them do.
+    pub fn all_positive(v: [f32; N]) -> f32 {
+        assert(v > 0.0, "every element must be positive");
+        sum[i](v[i])
     }
 
     /// The last row's sum, with a range given by `len`.
@@ -74,6 +85,15 @@ fn len_and_shape_give_extents() {
     assert_eq!(sizes(&m).unwrap(), (3, 5, 15));
     let m = Array2::from_shape_fn((4, 2), |(i, j)| (i * 2 + j) as f32);
     assert_eq!(last_row_sum(&m).unwrap(), 6.0 + 7.0);
+}
+
+#[test]
+fn member_lengths_and_tensor_asserts() {
+    let m = Array2::<f32>::zeros((3, 5));
+    assert_eq!(sizes_as_members(&m).unwrap(), (3, 5, 5));
+    assert_eq!(all_positive(&array![1.0f32, 2.0, 0.5]).unwrap(), 3.5);
+    let err = all_positive(&array![1.0f32, -2.0, 0.5]).unwrap_err();
+    assert!(matches!(err, einlang::Error::Assert { .. }), "{err}");
 }
 
 #[test]

@@ -61,6 +61,20 @@ einlang! {
     pub fn first(x: [f32; *]) -> f32 {
         first_of(x)
     }
+
+    /// Conversions to another element type convert every element, as a
+    /// scalar `as` does; `as [T]` converts the elements of any shape.
+    pub fn widen(x: [f32; N]) -> [f64; N] {
+        x as [f64; N]
+    }
+
+    pub fn truncate(x: [f32; *]) -> [i32; 2, 2] {
+        x as [i32; 2, 2]
+    }
+
+    pub fn literal_as_floats() -> [f32; 2, 3] {
+        [[1, 2, 3], [4, 5, 6]] as [f32]
+    }
 }
 
 fn naive_sum(x: &Array<f32, Ix2>) -> f32 {
@@ -138,4 +152,16 @@ fn static_tensors_convert_to_dynamic_rank() {
 fn generic_functions_take_dynamic_rank_arguments() {
     let v = ArrayD::from_shape_vec(IxDyn(&[2]), vec![7.5f32, 1.0]).unwrap();
     assert_eq!(first(v.view()).unwrap(), 7.5);
+}
+
+#[test]
+fn conversions_convert_elements() {
+    let x = array![1.5f32, -2.25, 1e-3];
+    let want: Vec<f64> = x.iter().map(|v| f64::from(*v)).collect();
+    assert_eq!(widen(&x).unwrap().to_vec(), want);
+    let d = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![1.9f32, -1.9, 300.2, 0.0]).unwrap();
+    assert_eq!(truncate(d.view()).unwrap(), array![[1, -1], [300, 0]]);
+    let bad = ArrayD::<f32>::zeros(IxDyn(&[4]));
+    assert!(matches!(truncate(bad.view()), Err(Error::Rank { expected: 2, found: 1, .. })));
+    assert_eq!(literal_as_floats().unwrap(), array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]]);
 }

@@ -1427,7 +1427,8 @@ impl<'a> Cx<'a> {
     /// function knows are checked when the file is read; other names (and
     /// `?`) take the file's extent.
     /// `x as [T; dims]` and `x as [T; *]`: a checked conversion between
-    /// tensor types of one element type. From `load_npy(path)` it reads the
+    /// tensor types, converting elements to `T` as a scalar `as` does
+    /// (except to dynamic rank). From `load_npy(path)` it reads the
     /// file; from a dynamic-rank tensor it checks the rank and the declared
     /// extents at run time; from a tensor of known rank it checks the
     /// declared extents that are not proven equal (and rejects the ones
@@ -1464,20 +1465,21 @@ impl<'a> Cx<'a> {
         let from_dims = match &from {
             None => None,
             Some(Ty::Error) => return Ty::Error,
-            Some(Ty::Tensor(k, ds)) if *k == elem => Some(ds.clone()),
-            Some(Ty::Dyn(k)) if *k == elem => None,
-            Some(t @ (Ty::Tensor(..) | Ty::Dyn(_))) => {
+            Some(t @ (Ty::Tensor(k, _) | Ty::Dyn(k))) if *k != elem && dims.is_none() => {
                 let d = Diagnostic::error(
                     span,
                     format!(
-                        "cannot convert `{}` to `{target}`: a tensor conversion keeps the element type",
+                        "cannot convert `{}` to `{target}`: a conversion to dynamic rank keeps the element type",
                         self.t.show_ty(t)
                     ),
                 )
-                .help(format!("convert each element instead: `let y[i] = x[i] as {}`", elem.name()));
+                .help(format!("convert the elements first: `x as [{}]`", elem.name()));
                 self.err(d);
                 return Ty::Error;
             }
+            // Elements of another type are converted, as by a scalar `as`.
+            Some(Ty::Tensor(_, ds)) => Some(ds.clone()),
+            Some(Ty::Dyn(_)) => None,
             Some(t) => {
                 let d = Diagnostic::error(
                     span,
@@ -1852,7 +1854,10 @@ impl<'a> Cx<'a> {
             }
             Builtin::Assert => {
                 let c = self.infer(args[0], Some(ScalarKind::Bool));
-                self.expect_bool(args[0], &c, "the condition of `assert`");
+                // As in the seed, a tensor of conditions asserts them all.
+                if !matches!(c, Ty::Tensor(ScalarKind::Bool, _)) {
+                    self.expect_bool(args[0], &c, "the condition of `assert`");
+                }
                 if let Some(m) = args.get(1) {
                     let t = self.infer(*m, None);
                     if !matches!(t, Ty::Str | Ty::Error) {

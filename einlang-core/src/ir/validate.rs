@@ -836,7 +836,9 @@ impl<'a> Checker<'a> {
             ExprKind::Assert { cond, message } => {
                 self.check_expr(cond);
                 self.check_expr(message);
-                self.expect_ty("an assert condition", &cond.ty, &BOOL);
+                if !matches!(cond.ty, Ty::Tensor(ScalarKind::Bool, _)) {
+                    self.expect_ty("an assert condition", &cond.ty, &BOOL);
+                }
                 self.expect_ty("an assert message", &message.ty, &Ty::Str);
                 self.expect_ty("assert", &e.ty, &Ty::Unit);
             }

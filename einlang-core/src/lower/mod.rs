@@ -943,12 +943,28 @@ impl<'a> FnLower<'a> {
                     ir::ExprKind::LoadNpy { path: Box::new(path), extents }
                 } else {
                     let value = self.lower_expr(*x)?;
-                    // Between tensors of one rank with every extent proven,
-                    // the conversion is the value itself.
-                    if value.ty == ty && extents.iter().all(Option::is_none) {
-                        return Some(value);
-                    }
-                    ir::ExprKind::ShapeCast { value: Box::new(value), target, extents }
+                    let (Ty::Tensor(from, _) | Ty::Dyn(from)) = value.ty else {
+                        return self.fail("a tensor conversion of a non-tensor");
+                    };
+                    let (Ty::Tensor(to, _) | Ty::Dyn(to)) = ty else {
+                        return self.fail("a tensor conversion to a non-tensor");
+                    };
+                    // The shape first, keeping the elements' type; between
+                    // tensors of one rank with every extent proven, that is
+                    // the value itself.
+                    let shaped_ty = match ty {
+                        Ty::Tensor(_, rank) => Ty::Tensor(from, rank),
+                        _ => Ty::Dyn(from),
+                    };
+                    let shaped = if value.ty == shaped_ty && extents.iter().all(Option::is_none) {
+                        value
+                    } else {
+                        Expr {
+                            kind: ir::ExprKind::ShapeCast { value: Box::new(value), target, extents },
+                            ty: shaped_ty,
+                        }
+                    };
+                    return if from == to { Some(shaped) } else { self.convert_elements(shaped, to) };
                 }
             }
             ExprKind::Match { scrutinee, arms } => return self.lower_match(*scrutinee, arms, ty),
@@ -1145,6 +1161,35 @@ impl<'a> FnLower<'a> {
             }
         };
         Some(Expr { kind, ty })
+    }
+
+    /// `let tmp = value; let out[i, ..] = tmp[i, ..] as to`: a tensor of
+    /// known rank with its elements converted.
+    fn convert_elements(&mut self, value: Expr, to: ScalarKind) -> Option<Expr> {
+        let Ty::Tensor(from, rank) = value.ty else {
+            return self.fail("an element conversion of a tensor without a known rank");
+        };
+        let i64_ty = Ty::Scalar(ScalarKind::I64);
+        let tmp = self.new_var("converted", value.ty.clone());
+        let mut stmts = vec![Stmt::Let { var: tmp, value }];
+        let (mut axes, mut indices) = (Vec::new(), Vec::new());
+        for axis in 0..rank {
+            let len = self.new_var("len", i64_ty.clone());
+            let len_value = Expr { kind: ir::ExprKind::Len { tensor: tmp, axis }, ty: i64_ty.clone() };
+            stmts.push(Stmt::Let { var: len, value: len_value });
+            let index = self.new_var(&format!("i{axis}"), i64_ty.clone());
+            axes.push(Axis { index, start: Dim::zero(), extent: Dim::var(DimVar(len.0)) });
+            indices.push(var_expr(index, i64_ty.clone()));
+        }
+        let read = Expr { kind: ir::ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Ty::Scalar(from) };
+        let body = Expr { kind: ir::ExprKind::Cast(Box::new(read), to), ty: Ty::Scalar(to) };
+        let out = self.new_var("out", Ty::Tensor(to, rank));
+        let cost_per_point = expr_cost(&body);
+        stmts.push(Stmt::Tensor(TensorDef { var: out, elem: to, parallel: rank > 0, axes, body, cost_per_point }));
+        Some(Expr {
+            ty: Ty::Tensor(to, rank),
+            kind: ir::ExprKind::Block { stmts, result: Box::new(var_expr(out, Ty::Tensor(to, rank))) },
+        })
     }
 
     /// The variable holding the dynamic-rank tensor named by `x`.

@@ -1025,6 +1025,15 @@ impl Resolver {
                 let inner = self.resolve_expr(expr, diags);
                 match ty {
                     ast::Type::Scalar(k, _) => ExprKind::Cast(inner, *k),
+                    // `x as [f32]`, as the seed writes it: every element
+                    // converted, the shape kept.
+                    ast::Type::Tensor { elem, dims: None, span: ty_span } => match **elem {
+                        ast::Type::Scalar(k, _) => ExprKind::Cast(inner, k),
+                        _ => {
+                            diags.push(not_supported(*ty_span, "tensors of non-scalar elements"));
+                            return self.error_expr(span);
+                        }
+                    },
                     t @ (ast::Type::Tensor { .. } | ast::Type::DynRank { .. }) => {
                         match self.resolve_ty(t, false, diags) {
                             Some(ann) => ExprKind::TensorCast(inner, ann),

@@ -1,8 +1,8 @@
 use einlang::einlang;
 
 einlang! {
-    pub fn widen(x: [f32; N]) -> [f64; N] {
-        x as [f64; N]
+    pub fn widen(x: [f32; N]) -> [f64; *] {
+        x as [f64; *]
     }
 }
 

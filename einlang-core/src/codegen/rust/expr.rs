@@ -198,7 +198,15 @@ impl FnCx<'_> {
             }
             ExprKind::Assert { cond, message } => {
                 let (rt, name) = (self.rt.clone(), self.fn_name.clone());
-                let c = self.expr(cond)?.tokens;
+                let c = self.expr(cond)?;
+                // A tensor of conditions holds when every element does.
+                let c = match cond.ty {
+                    Ty::Tensor(..) => {
+                        let c = c.at_least(Prec::Postfix);
+                        quote!(#c.iter().all(|__b| *__b))
+                    }
+                    _ => c.tokens,
+                };
                 let m = self.expr(message)?.tokens;
                 Ok(Code::new(
                     quote!(if !(#c) { return ::core::result::Result::Err(#rt::shape::assert_failed(#name, &(#m))); }),

@@ -26,7 +26,9 @@ use super::{
     parse_path_segment, parse_path_tail_segment, peek_group_at, peek_name, peek_name_at, peek_pow, stmt, ty, with_help,
 };
 use crate::span::Span;
-use crate::syntax::ast::{BinOp, CompClause, Expr, ExprKind, IndexArg, MatchArm, RangeExpr, RedOp, RedVar, UnOp};
+use crate::syntax::ast::{
+    BinOp, CompClause, Expr, ExprKind, Ident, IndexArg, MatchArm, RangeExpr, RedOp, RedVar, UnOp,
+};
 
 /// A full expression (everything but a bare range).
 pub(super) fn parse_expr(input: ParseStream) -> syn::Result<Expr> {
@@ -202,6 +204,27 @@ fn parse_postfix(input: ParseStream) -> syn::Result<Expr> {
             expr = Expr { kind: ExprKind::Index { base: Box::new(expr), args }, span };
         } else if input.peek(Token![.]) && !input.peek(Token![..]) {
             input.parse::<Token![.]>()?;
+            // `x.length` and `x.shape`, as the seed writes them, are
+            // `len(x)` and `shape(x)`.
+            if input.peek(syn::Ident) {
+                let fork = input.fork();
+                let name = parse_name(&fork)?;
+                let builtin = match name.name.as_str() {
+                    "length" => Some("len"),
+                    "shape" => Some("shape"),
+                    _ => None,
+                };
+                if let Some(builtin) = builtin {
+                    parse_name(input)?;
+                    let span = Span { lo: expr.span.lo, hi: name.span.hi };
+                    let callee = Expr {
+                        kind: ExprKind::Path(vec![Ident { name: builtin.to_string(), span: name.span }]),
+                        span: name.span,
+                    };
+                    expr = Expr { kind: ExprKind::Call { callee: Box::new(callee), args: vec![expr] }, span };
+                    continue;
+                }
+            }
             for (index, index_span) in parse_field_indices(input)? {
                 let span = Span { lo: expr.span.lo, hi: index_span.hi };
                 expr = Expr { kind: ExprKind::Field { base: Box::new(expr), index, index_span }, span };
@@ -249,7 +272,7 @@ fn parse_field_indices(input: ParseStream) -> syn::Result<Vec<(u32, Span)>> {
     }
     Err(with_help(
         expected(input, "a tuple field index"),
-        "einlang has no methods or named fields; call a function instead: `f(x)`",
+        "einlang has no methods or named fields besides `.length` and `.shape`; call a function instead: `f(x)`",
     ))
 }
 
