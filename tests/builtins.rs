@@ -47,6 +47,12 @@ einlang! {
         sum[i](v[i])
     }
 
+    /// Array literals stack tensors of known size.
+    pub fn stack(x: [f32; 3], y: [f32; 3]) -> [f32; 2, 2, 3] {
+        let m = [x, y];
+        [m, [[1, 2, 3], [4, 5, 6]] as [f32]]
+    }
+
     /// The last row's sum, with a range given by `len`.
     pub fn last_row_sum(m: [f32; R, C]) -> f32 {
         sum[j in 0..len(m[0])](m[len(m) - 1, j])
@@ -94,6 +100,13 @@ fn member_lengths_and_tensor_asserts() {
     assert_eq!(all_positive(&array![1.0f32, 2.0, 0.5]).unwrap(), 3.5);
     let err = all_positive(&array![1.0f32, -2.0, 0.5]).unwrap_err();
     assert!(matches!(err, einlang::Error::Assert { .. }), "{err}");
+}
+
+#[test]
+fn array_literals_stack_tensors() {
+    let got = stack(&array![0.5f32, 1.5, 2.5], &array![-1.0f32, -2.0, -3.0]).unwrap();
+    let want = array![[[0.5f32, 1.5, 2.5], [-1.0, -2.0, -3.0]], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]];
+    assert_eq!(got, want);
 }
 
 #[test]

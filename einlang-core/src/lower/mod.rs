@@ -911,9 +911,14 @@ impl<'a> FnLower<'a> {
                     return self.fail("array literal without a tensor type");
                 };
                 let shape = dims.iter().map(|d| d.as_constant().map(|c| c as usize)).collect::<Option<Vec<_>>>()?;
-                let mut elems = Vec::new();
-                self.flatten_array(e, &mut elems)?;
-                ir::ExprKind::ArrayLit { shape, elems }
+                let (mut elems, mut pre) = (Vec::new(), Vec::new());
+                self.flatten_array(e, &mut elems, &mut pre)?;
+                let lit = ir::ExprKind::ArrayLit { shape, elems };
+                if pre.is_empty() {
+                    lit
+                } else {
+                    ir::ExprKind::Block { stmts: pre, result: Box::new(Expr { kind: lit, ty: ty.clone() }) }
+                }
             }
             ExprKind::Tuple(items) => {
                 ir::ExprKind::Tuple(items.iter().map(|x| self.lower_expr(*x)).collect::<Option<Vec<_>>>()?)
@@ -1235,19 +1240,39 @@ impl<'a> FnLower<'a> {
         self.dim(&d)
     }
 
-    fn flatten_array(&mut self, e: ExprId, out: &mut Vec<Expr>) -> Option<()> {
-        match &self.hir.exprs[e].kind {
-            ExprKind::Array(items) => {
-                for x in items.clone() {
-                    self.flatten_array(x, out)?;
-                }
-                Some(())
+    /// The scalars of an array literal in row-major order. An element that
+    /// is a tensor of known size but not itself a literal (`[x, y]`, `[m as
+    /// [f32], ..]`) is evaluated once into a temporary (in `pre`) and read
+    /// element by element.
+    fn flatten_array(&mut self, e: ExprId, out: &mut Vec<Expr>, pre: &mut Vec<Stmt>) -> Option<()> {
+        if let ExprKind::Array(items) = &self.hir.exprs[e].kind {
+            for x in items.clone() {
+                self.flatten_array(x, out, pre)?;
             }
-            _ => {
-                out.push(self.lower_expr(e)?);
-                Some(())
-            }
+            return Some(());
         }
+        let ATy::Tensor(k, dims) = self.t.ty(e).clone() else {
+            out.push(self.lower_expr(e)?);
+            return Some(());
+        };
+        let shape = dims.iter().map(|d| d.as_constant()).collect::<Option<Vec<i64>>>()?;
+        let value = self.lower_expr(e)?;
+        let tmp = self.new_var("part", value.ty.clone());
+        pre.push(Stmt::Let { var: tmp, value });
+        let total: i64 = shape.iter().product();
+        for flat in 0..total {
+            let (mut rest, mut indices) = (flat, vec![0; shape.len()]);
+            for (axis, n) in shape.iter().enumerate().rev() {
+                indices[axis] = rest % n;
+                rest /= n;
+            }
+            let indices = indices
+                .into_iter()
+                .map(|i| Expr { kind: ir::ExprKind::Lit(Literal::Int(i128::from(i))), ty: Ty::Scalar(ScalarKind::I64) })
+                .collect();
+            out.push(Expr { kind: ir::ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Ty::Scalar(k) });
+        }
+        Some(())
     }
 
     /// An index expression as `i64`.
