@@ -109,6 +109,8 @@ einlang! {
 
     pub fn conv32(x: [f32; N, C, H, W], w: [f32; M, K, P, Q], b: [f32; M], s: [i64; 2], p: [i64; 4], d: [i64; 2], g: i64)
         -> [f32; N, M, ?, ?] { conv(x, w, b, s, p, d, g) }
+    pub fn qconv8(x: [i8; N, C, H, W], xs: f32, w: [i8; M, K, P, Q], ws: f32, b: [f32; M], s: [i64; 2], p: [i64; 4],
+        d: [i64; 2], g: i64) -> [f32; N, M, ?, ?] { qconv(x, xs, w, ws, b, s, p, d, g) }
     pub fn dwconv64(x: [f64; N, C, H, W], w: [f64; C, 1, P, Q], b: [f64; C], s: [i64; 2], p: [i64; 2], d: [i64; 2])
         -> [f64; N, C, ?, ?] { depthwise_conv(x, w, b, s, p, d) }
     pub fn convt32(x: [f32; N, C, H, W], w: [f32; C, M, P, Q], b: [f32; M], s: [i64; 2], p: [i64; 2], o: [i64; 2])
@@ -651,6 +653,39 @@ fn conv_with_strides_pads_dilations_and_groups() {
             group as usize,
         );
         assert_close(&got, &to_f32(&want), 1e-5);
+    }
+}
+
+#[test]
+fn qconv_accumulates_int8_products_exactly() {
+    let ints = |shape: (usize, usize, usize, usize), seed: u64| {
+        let mut rng = Rng::new(seed);
+        Array4::from_shape_fn(shape, |_| (rng.range(-127.0, 128.0).floor() as i32) as i8)
+    };
+    let x = ints((2, 4, 6, 7), 70);
+    let b = rand1(6, 71);
+    let (xs, ws) = (0.02f32, 0.005f32);
+    for (group, s, p, d) in [(1i64, [1i64, 1], [2i64, 2, 2, 2], [1i64, 1]), (2, [2, 1], [1, 0, 0, 1], [1, 2])] {
+        let w = ints((6, 4 / group as usize, 3, 3), 72 + group as u64);
+        let got =
+            qconv8(&x, xs, &w, ws, &b, &array![s[0], s[1]], &Array1::from_vec(p.to_vec()), &array![d[0], d[1]], group)
+                .unwrap();
+        let us = |a: &[i64]| a.iter().map(|&v| v as usize).collect::<Vec<_>>();
+        // The integer sums are exact in f64; the bias is added after scaling.
+        let sums = conv_ref(
+            &x.mapv(f64::from),
+            &w.mapv(f64::from),
+            &Array1::zeros(6),
+            us(&s).try_into().unwrap(),
+            us(&p).try_into().unwrap(),
+            us(&d).try_into().unwrap(),
+            group as usize,
+        );
+        let mut want = sums.mapv(|v| v as f32 * (xs * ws));
+        for ((_, o, _, _), v) in want.indexed_iter_mut() {
+            *v += b[o];
+        }
+        assert_close(&got, &want, 1e-5);
     }
 }
 
