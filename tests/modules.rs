@@ -38,3 +38,40 @@ fn public_functions_of_modules_are_reachable_from_rust_by_path() {
     assert_eq!(geometry::solids::volume(1.0, 2.0, 3.0).unwrap(), 6.0);
     assert_eq!(geometry::solids::cube(2.0).unwrap(), 8.0);
 }
+
+mod seed_paths {
+    einlang::einlang! {
+        use std::math;
+        use std::math::constants::pi;
+        use std::math::exp::exp;
+        use std::math::log::ln;
+        use std::math::basic;
+
+        /// The seed's import paths into `std::math`, its constants called
+        /// as functions, and unary plus.
+        pub fn values() -> (f32, f32, f32, f32, f32, f32) {
+            let x = +2.0;
+            (pi(), math::e(), exp(1.0) - math::e, ln(math::e), basic::sqrt(x * 8.0), std::math::trig::cos(0.0))
+        }
+
+        /// A module and a function of one name live side by side.
+        mod area {
+            pub fn area(r: f64) -> f64 { super::pi * r * r }
+        }
+        fn area(r: f64) -> f64 { 2.0 * area::area(r) }
+
+        pub fn double_area(r: f64) -> f64 { area(r) }
+    }
+}
+
+#[test]
+fn seed_module_paths_resolve() {
+    let (pi, e, diff, one, four, cos0) = seed_paths::values().unwrap();
+    assert_eq!(pi, std::f32::consts::PI);
+    assert_eq!(e, std::f32::consts::E);
+    assert!(diff.abs() < 1e-6, "{diff}");
+    assert!((one - 1.0).abs() < 1e-6, "{one}");
+    assert_eq!(four, 4.0);
+    assert_eq!(cos0, 1.0);
+    assert_eq!(seed_paths::double_area(1.0).unwrap(), 2.0 * std::f64::consts::PI);
+}

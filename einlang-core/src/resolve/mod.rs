@@ -63,6 +63,11 @@ type ModId = usize;
 struct Module {
     parent: Option<ModId>,
     names: HashMap<String, DefId>,
+    /// Child modules that share their name with a function or constant of
+    /// this module (`std::math::exp`, the function, and `std::math::exp`,
+    /// the seed's submodule holding it): paths look here for a segment
+    /// that has more segments after it.
+    submodules: HashMap<String, DefId>,
 }
 
 struct Resolver {
@@ -166,8 +171,15 @@ impl Resolver {
         }
     }
 
+    /// The child module `name` of `module`, also where a function or
+    /// constant has the same name.
+    fn child_module(&self, module: ModId, name: &str) -> Option<DefId> {
+        let m = &self.modules[module];
+        m.submodules.get(name).or_else(|| m.names.get(name)).copied()
+    }
+
     fn new_module(&mut self, parent: Option<ModId>) -> ModId {
-        self.modules.push(Module { parent, names: HashMap::new() });
+        self.modules.push(Module { parent, ..Module::default() });
         self.modules.len() - 1
     }
 
@@ -310,6 +322,15 @@ impl Resolver {
         // A name brought in by a glob gives way to an explicit one, and
         // importing the same item twice is harmless.
         let from_glob = self.glob_names.remove(&(module, name.name.clone()));
+        let is_module = |r: &Self, d: DefId| r.hir.defs[d].kind == DefKind::Module;
+        if let Some(&prev) = self.modules[module].names.get(&name.name) {
+            if is_module(self, prev) != is_module(self, def) {
+                let (m, value) = if is_module(self, def) { (def, prev) } else { (prev, def) };
+                self.modules[module].submodules.insert(name.name.clone(), m);
+                self.modules[module].names.insert(name.name.clone(), value);
+                return;
+            }
+        }
         if let Some(prev) = self.modules[module].names.insert(name.name.clone(), def) {
             if from_glob || prev == def {
                 return;
@@ -330,7 +351,7 @@ impl Resolver {
                     self.resolve_use_tree(module, &u.tree, &mut prefix, diags);
                 }
                 ast::Item::Mod(m) => {
-                    if let Some(&def) = self.modules[module].names.get(&m.name.name) {
+                    if let Some(def) = self.child_module(module, &m.name.name) {
                         if let Some(&child) = self.module_of_def.get(&def) {
                             self.resolve_uses(child, &m.items, diags);
                         }
@@ -413,7 +434,8 @@ impl Resolver {
             });
         }
         for (i, seg) in rest.iter().enumerate() {
-            let Some(&def) = self.modules[current].names.get(&seg.name) else {
+            let inner = (i + 1 < rest.len()).then(|| self.modules[current].submodules.get(&seg.name)).flatten();
+            let Some(&def) = inner.or_else(|| self.modules[current].names.get(&seg.name)) else {
                 let prefix_text = path_text(&path[..path.len() - rest.len() + i]);
                 let mut d = Diagnostic::error(
                     seg.span,
@@ -486,7 +508,7 @@ impl Resolver {
                     self.resolve_fn(fn_id, f, module, diags);
                 }
                 ast::Item::Mod(m) => {
-                    if let Some(&def) = self.modules[module].names.get(&m.name.name) {
+                    if let Some(def) = self.child_module(module, &m.name.name) {
                         if let Some(&child) = self.module_of_def.get(&def) {
                             self.resolve_bodies(child, &m.items, diags);
                         }
@@ -1320,6 +1342,9 @@ impl Resolver {
             DefKind::Fn(f) => Callee::Fn(f),
             DefKind::Intrinsic(i) => Callee::Intrinsic(i),
             DefKind::Builtin(b) => return self.hir.alloc_expr(ExprKind::Builtin(b, args), span),
+            // The seed's library writes constants as functions: `pi()` is
+            // the constant `pi`.
+            DefKind::Const if args.is_empty() => return self.resolve_value_path(path, span, diags),
             _ => {
                 diags.push(
                     Diagnostic::error(callee.span, format!("`{}` is not a function", path_text(path)))

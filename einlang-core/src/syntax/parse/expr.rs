@@ -156,8 +156,16 @@ fn parse_cast(input: ParseStream) -> syn::Result<Expr> {
     Ok(expr)
 }
 
-/// `-unary`, `!unary`, or a power.
+/// `-unary`, `!unary`, `+unary` (the operand itself, as the seed allows),
+/// or a power.
 fn parse_unary(input: ParseStream) -> syn::Result<Expr> {
+    if input.peek(Token![+]) && !input.peek(Token![+=]) {
+        let _guard = enter(input)?;
+        let plus = input.parse::<Token![+]>()?.span;
+        let expr = parse_unary(input)?;
+        let span = Span { lo: plus, hi: expr.span.hi };
+        return Ok(Expr { span, ..expr });
+    }
     let op = if input.peek(Token![-]) {
         UnOp::Neg
     } else if input.peek(Token![!]) {
