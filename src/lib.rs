@@ -47,6 +47,7 @@ pub use einlang_macros::einlang;
 pub use einlang_macros::include_ein;
 pub use einlang_runtime::__ndarray as ndarray;
 pub use einlang_runtime::Error;
+pub use einlang_runtime::Jagged;
 
 /// Paths used by generated code. Not part of the public API.
 #[doc(hidden)]

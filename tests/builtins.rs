@@ -53,6 +53,18 @@ einlang! {
         [m, [[1, 2, 3], [4, 5, 6]] as [f32]]
     }
 
+    /// Range bounds computed at run time: a local, and a value that is not
+    /// a dimension. Reads they cannot prove in bounds are checked.
+    pub fn prefix_sums(v: [f64; N], k: i64) -> [f64; ?] {
+        let n = if k < len(v) { k } else { len(v) };
+        let y[i in 0..n] = sum[j in 0..i + 1](v[j]);
+        y
+    }
+
+    pub fn first_k(v: [f64; N], k: i32) -> f64 {
+        sum[i in 0..k](v[i])
+    }
+
     /// The last row's sum, with a range given by `len`.
     pub fn last_row_sum(m: [f32; R, C]) -> f32 {
         sum[j in 0..len(m[0])](m[len(m) - 1, j])
@@ -107,6 +119,15 @@ fn array_literals_stack_tensors() {
     let got = stack(&array![0.5f32, 1.5, 2.5], &array![-1.0f32, -2.0, -3.0]).unwrap();
     let want = array![[[0.5f32, 1.5, 2.5], [-1.0, -2.0, -3.0]], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]];
     assert_eq!(got, want);
+}
+
+#[test]
+fn range_bounds_known_at_run_time() {
+    let v = array![1.0, 2.0, 3.0, 4.0];
+    assert_eq!(prefix_sums(&v, 3).unwrap().to_vec(), vec![1.0, 3.0, 6.0]);
+    assert_eq!(prefix_sums(&v, 9).unwrap().to_vec(), vec![1.0, 3.0, 6.0, 10.0]);
+    assert_eq!(first_k(&v, 2).unwrap(), 3.0);
+    assert!(matches!(first_k(&v, 5), Err(einlang::Error::Index { index: 4, len: 4, .. })));
 }
 
 #[test]

@@ -11,12 +11,14 @@ mod error;
 pub mod fmt;
 pub mod gemm;
 pub mod io;
+pub mod jagged;
 pub mod par;
 pub mod rec;
 pub mod shape;
 pub mod value;
 
 pub use error::Error;
+pub use jagged::Jagged;
 /// The ndarray version generated code is written against.
 #[doc(hidden)]
 pub use ndarray as __ndarray;

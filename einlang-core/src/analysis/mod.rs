@@ -104,6 +104,10 @@ pub struct Tables {
     /// `load_npy(..) as [T; ..]`): the target as written, and the extent
     /// each axis must have at run time (None: taken from the value).
     pub cast_extents: HashMap<ExprId, (String, Vec<Option<Dim>>)>,
+    /// Range bounds known only at run time (`0..len(j)` of a jagged array,
+    /// `0..n` of a local `n`): the hidden dimension each stands for, bound
+    /// by evaluating the bound before the statement that contains it.
+    pub runtime_bounds: HashMap<ExprId, DimVar>,
     /// The decisions made for every recurrence, by its tensor's `DefId`.
     pub recurrences: HashMap<DefId, recur::RecurrenceFacts>,
     /// Reads of a recurrence inside its own clauses, with the recurrence.
@@ -159,6 +163,7 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
         bound_dims: Default::default(),
         recs: Vec::new(),
         slot_fallback: HashMap::new(),
+        let_locals: Default::default(),
     };
     for (def, d) in hir.defs.iter() {
         if matches!(d.kind, DefKind::Dim | DefKind::Param | DefKind::Index) {
@@ -251,6 +256,9 @@ struct Cx<'a> {
     recs: Vec<recur::RecState>,
     /// Ranges for recurrence slots that nothing in their clause bounds.
     slot_fallback: HashMap<DefId, IndexRange>,
+    /// Locals bound by `let` statements: their values exist before any
+    /// later statement runs, so a range bound may read them.
+    let_locals: std::collections::HashSet<DefId>,
 }
 
 /// Per-function state saved while another function is analyzed on demand.
@@ -286,6 +294,7 @@ impl<'a> Cx<'a> {
             TyAnn::Scalar(k) => Ty::Scalar(*k),
             TyAnn::Str => Ty::Str,
             TyAnn::Dyn { elem, .. } => Ty::Dyn(*elem),
+            TyAnn::Jagged { elem, .. } => Ty::Jagged(*elem),
             TyAnn::Tuple(items) => Ty::Tuple(items.iter().map(|t| self.ann_to_ty(t)).collect()),
             TyAnn::Tensor { elem, dims, .. } => {
                 let dims = dims.iter().map(|d| self.dim_ann(d)).collect::<Option<Vec<_>>>();
@@ -623,6 +632,7 @@ impl<'a> Cx<'a> {
                     }
                     self.env.insert(*def, t.clone());
                     self.t.def_ty.insert(*def, t);
+                    self.let_locals.insert(*def);
                 }
                 Stmt::Indexed(def) => {
                     let t = self.infer_indexed(def, None);
@@ -758,21 +768,46 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// Whether `e` can be evaluated before the statement it is in: it
+    /// reads only parameters, dimensions, constants and `let` locals (no
+    /// index variable, `where` binding or pattern binding).
+    fn before_statement(&self, e: ExprId) -> bool {
+        self.hir.reachable([e]).into_iter().all(|x| match self.hir.exprs[x].kind {
+            ExprKind::Def(d) => match self.hir.defs[d].kind {
+                DefKind::Param | DefKind::Dim | DefKind::Const => true,
+                DefKind::Local => self.let_locals.contains(&d),
+                _ => false,
+            },
+            ExprKind::Block(_) | ExprKind::Comprehension { .. } | ExprKind::Reduce { .. } | ExprKind::Match { .. } => {
+                false
+            }
+            _ => true,
+        })
+    }
+
     fn explicit_range(&mut self, r: &crate::hir::Range) -> Option<IndexRange> {
         let s_ty = self.infer(r.start, Some(ScalarKind::I64));
         let e_ty = self.infer(r.end, Some(ScalarKind::I64));
-        let start = self.to_dim(r.start);
-        let end = self.to_dim(r.end);
-        for (e, t, d) in [(r.start, s_ty, &start), (r.end, e_ty, &end)] {
+        let mut start = self.to_dim(r.start);
+        let mut end = self.to_dim(r.end);
+        for (e, t, d) in [(r.start, s_ty, &mut start), (r.end, e_ty, &mut end)] {
             if t.is_error() {
                 return None;
+            }
+            // Any other integer value that does not depend on an index is
+            // evaluated once, before the statement, as a hidden dimension.
+            if d.is_none() && t.scalar().is_some_and(|k| k.is_int()) && self.before_statement(e) {
+                let v = self.fresh_hidden();
+                self.t.dim_names.insert(v, "?".to_string());
+                self.t.runtime_bounds.insert(e, v);
+                *d = Some(Dim::var(v));
             }
             if d.is_none() {
                 let d = Diagnostic::error(
                     self.hir.span(e),
-                    "a range bound must be an integer expression of dimensions and `i64` parameters",
+                    "a range bound must be an integer that does not depend on an index variable",
                 )
-                .help("use dimension names, `i64` parameters, literals and `+ - * /`");
+                .help("use dimension names, `i64` parameters, literals, or an integer computed before the loop");
                 self.err(d);
                 return None;
             }
@@ -970,6 +1005,10 @@ impl<'a> Cx<'a> {
             ExprKind::Array(items) => {
                 let items = items.clone();
                 self.infer_array(e, &items, expect)
+            }
+            ExprKind::Jagged(rows) => {
+                let rows = rows.clone();
+                self.infer_jagged(e, &rows, expect)
             }
             ExprKind::Interp(parts) => {
                 let parts = parts.clone();
@@ -1336,6 +1375,7 @@ impl<'a> Cx<'a> {
                             }
                         }
                         (Ty::Str, Ty::Str) => {}
+                        (Ty::Jagged(pk), Ty::Jagged(ak)) if pk == ak => {}
                         _ => {
                             let d = Diagnostic::error(
                                 self.hir.span(*a),
@@ -1908,18 +1948,10 @@ impl<'a> Cx<'a> {
                     Ty::Tensor(_, dims) if b == Builtin::Shape => {
                         Ty::Tensor(ScalarKind::I64, vec![Dim::constant(dims.len() as i64)])
                     }
-                    // A dynamic-rank tensor's axes are read at run time, off
-                    // a name (`len` of a rank-0 value is an error then).
-                    Ty::Dyn(_) if !matches!(self.hir.exprs[args[0]].kind, ExprKind::Def(_)) => {
-                        let d = Diagnostic::error(
-                            self.hir.span(args[0]),
-                            format!("`{}` of a dynamic-rank value needs a name", b.name()),
-                        )
-                        .help("bind the value with `let` first");
-                        self.err(d);
-                        Ty::Error
-                    }
-                    Ty::Dyn(_) if b == Builtin::Len => Ty::I64,
+                    // A dynamic-rank tensor's axes are read at run time (`len`
+                    // of a rank-0 value is an error then); a jagged array's
+                    // length is its number of rows.
+                    Ty::Dyn(_) | Ty::Jagged(_) if b == Builtin::Len => Ty::I64,
                     Ty::Dyn(_) => {
                         let v = self.fresh_hidden();
                         self.t.dim_names.insert(v, "?".to_string());
@@ -2060,6 +2092,21 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         };
         let tensor = self.name(tensor_def).to_string();
+        if let Ty::Jagged(k) = bt {
+            // One row, as a vector whose length only the row knows.
+            if args.len() != 1 || arg_tys[0].scalar().is_none_or(|k| !k.is_int()) {
+                let d = Diagnostic::error(
+                    span,
+                    format!("a row of jagged array `{tensor}` is taken with one integer index"),
+                )
+                .help(format!("take the row first, then index it: `let r = {tensor}[i]; r[j]`"));
+                self.err(d);
+                return Ty::Error;
+            }
+            let v = self.fresh_hidden();
+            self.t.dim_names.insert(v, "?".to_string());
+            return Ty::Tensor(k, vec![Dim::var(v)]);
+        }
         let Ty::Tensor(k, dims) = bt else {
             let d = match bt {
                 Ty::Dyn(k) => Diagnostic::error(
@@ -2180,6 +2227,35 @@ impl<'a> Cx<'a> {
             RedOp::ArgMax | RedOp::ArgMin => Ty::I64,
             _ => Ty::Scalar(k),
         }
+    }
+
+    /// `jagged[row, ...]`: every row a vector of one element type, of any
+    /// length.
+    fn infer_jagged(&mut self, e: ExprId, rows: &[ExprId], expect: Option<ScalarKind>) -> Ty {
+        let lead = rows.iter().position(|x| !self.flexible(*x)).unwrap_or(0);
+        let Some(&lead_row) = rows.get(lead) else {
+            self.err(Diagnostic::error(self.hir.span(e), "an empty jagged array has no element type"));
+            return Ty::Error;
+        };
+        let lead_k = self.infer(lead_row, expect).elem().or(expect);
+        let mut elem = None;
+        for (i, &row) in rows.iter().enumerate() {
+            let t = if i == lead { self.t.ty(row).clone() } else { self.infer(row, lead_k) };
+            match t {
+                Ty::Error => return Ty::Error,
+                Ty::Tensor(k, dims) if dims.len() == 1 && elem.is_none_or(|e| e == k) => elem = Some(k),
+                other => {
+                    let d = Diagnostic::error(
+                        self.hir.span(row),
+                        format!("a row of a jagged array must be a vector, found `{}`", self.t.show_ty(&other)),
+                    )
+                    .note("rows are vectors of one element type, of any lengths: `jagged[[1, 2], [3]]`");
+                    self.err(d);
+                    return Ty::Error;
+                }
+            }
+        }
+        elem.map(Ty::Jagged).unwrap_or(Ty::Error)
     }
 
     fn infer_array(&mut self, e: ExprId, items: &[ExprId], expect: Option<ScalarKind>) -> Ty {

@@ -31,6 +31,7 @@ enum Key {
     Tuple(Vec<Key>),
     Str,
     Dyn(ScalarKind),
+    Jagged(ScalarKind),
 }
 
 fn key(t: &Ty) -> Option<Key> {
@@ -40,6 +41,7 @@ fn key(t: &Ty) -> Option<Key> {
         Ty::Tuple(items) => Key::Tuple(items.iter().map(key).collect::<Option<_>>()?),
         Ty::Str => Key::Str,
         Ty::Dyn(k) => Key::Dyn(*k),
+        Ty::Jagged(k) => Key::Jagged(*k),
         Ty::Error => return None,
     })
 }
@@ -51,6 +53,7 @@ fn key_text(k: &Key) -> String {
         Key::Tuple(items) => format!("t{}", items.iter().map(key_text).collect::<Vec<_>>().join("")),
         Key::Str => "str".to_string(),
         Key::Dyn(s) => format!("{}rd", s.name()),
+        Key::Jagged(s) => format!("{}j", s.name()),
     }
 }
 
@@ -138,6 +141,7 @@ fn annotation(hir: &mut Hir, t: &Ty, pname: &str, span: Span) -> TyAnn {
         ),
         Ty::Str => TyAnn::Str,
         Ty::Dyn(k) => TyAnn::Dyn { elem: *k, span },
+        Ty::Jagged(k) => TyAnn::Jagged { elem: *k, span },
         Ty::Error => TyAnn::Tuple(Vec::new()),
     }
 }

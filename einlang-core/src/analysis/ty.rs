@@ -16,6 +16,10 @@ pub enum Ty {
     /// passed on, returned, printed and converted (`x as [T; 2, 3]`); it
     /// cannot be indexed.
     Dyn(ScalarKind),
+    /// `jagged[T]`: rows of `T` of different lengths. Rows are taken out
+    /// as vectors (`j[i]`); a jagged array is not used in indexed
+    /// definitions itself.
+    Jagged(ScalarKind),
     /// The type of an expression that already produced an error; anything
     /// built from it is silently `Error` too, so errors do not cascade.
     Error,
@@ -73,6 +77,7 @@ impl Ty {
             }
             Ty::Str => "str".to_string(),
             Ty::Dyn(k) => format!("[{}; *]", k.name()),
+            Ty::Jagged(k) => format!("jagged[{}]", k.name()),
             Ty::Error => "{error}".to_string(),
         }
     }

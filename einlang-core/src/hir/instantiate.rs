@@ -99,6 +99,7 @@ impl Cloner<'_> {
             TyAnn::Scalar(k) => TyAnn::Scalar(*k),
             TyAnn::Str => TyAnn::Str,
             TyAnn::Dyn { elem, span } => TyAnn::Dyn { elem: *elem, span: *span },
+            TyAnn::Jagged { elem, span } => TyAnn::Jagged { elem: *elem, span: *span },
             TyAnn::Tuple(items) => TyAnn::Tuple(items.iter().map(|t| self.ty(t)).collect()),
             TyAnn::Tensor { elem, dims, span } => {
                 TyAnn::Tensor { elem: *elem, dims: dims.iter().map(|d| self.dim(d)).collect(), span: *span }
@@ -337,6 +338,7 @@ impl Cloner<'_> {
             }
             ExprKind::Block(b) => ExprKind::Block(self.block(&b)),
             ExprKind::Array(items) => ExprKind::Array(items.iter().map(|a| self.expr(*a)).collect()),
+            ExprKind::Jagged(items) => ExprKind::Jagged(items.iter().map(|a| self.expr(*a)).collect()),
             ExprKind::Tuple(items) => ExprKind::Tuple(items.iter().map(|a| self.expr(*a)).collect()),
             ExprKind::Builtin(b, args) => ExprKind::Builtin(b, args.iter().map(|a| self.expr(*a)).collect()),
             ExprKind::Match { scrutinee, arms } => {

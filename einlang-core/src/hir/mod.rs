@@ -219,6 +219,11 @@ pub enum TyAnn {
         elem: ScalarKind,
         span: Span,
     },
+    /// `jagged[T]`: rows of `T` of different lengths.
+    Jagged {
+        elem: ScalarKind,
+        span: Span,
+    },
     Tuple(Vec<TyAnn>),
 }
 
@@ -424,6 +429,8 @@ pub enum ExprKind {
     },
     Block(Block),
     Array(Vec<ExprId>),
+    /// `jagged[row, ...]`: rows (vectors) of different lengths.
+    Jagged(Vec<ExprId>),
     Tuple(Vec<ExprId>),
     /// An interpolated string: text pieces and formatted values.
     Interp(Vec<InterpPart>),
@@ -470,9 +477,11 @@ pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
             out.push(*a)
         }
         ExprKind::Binary(_, a, b) => out.extend([*a, *b]),
-        ExprKind::Call { args, .. } | ExprKind::Array(args) | ExprKind::Tuple(args) | ExprKind::Builtin(_, args) => {
-            out.extend(args.iter().copied())
-        }
+        ExprKind::Call { args, .. }
+        | ExprKind::Array(args)
+        | ExprKind::Jagged(args)
+        | ExprKind::Tuple(args)
+        | ExprKind::Builtin(_, args) => out.extend(args.iter().copied()),
         ExprKind::Index { base, args } => {
             out.push(*base);
             out.extend(args.iter().copied());

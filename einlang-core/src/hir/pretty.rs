@@ -241,10 +241,12 @@ impl Printer<'_> {
                 text.push('"');
                 text
             }
-            ExprKind::Array(items) | ExprKind::Tuple(items) => {
+            ExprKind::Array(items) | ExprKind::Jagged(items) | ExprKind::Tuple(items) => {
                 let items: Vec<String> = items.iter().map(|x| self.expr(*x)).collect();
                 if matches!(self.hir.exprs[e].kind, ExprKind::Array(_)) {
                     format!("[{}]", items.join(", "))
+                } else if matches!(self.hir.exprs[e].kind, ExprKind::Jagged(_)) {
+                    format!("jagged[{}]", items.join(", "))
                 } else {
                     format!("({})", items.join(", "))
                 }

@@ -50,6 +50,8 @@ pub enum Ty {
     Tensor(ScalarKind, usize),
     /// `[T; *]`: a tensor whose rank is known only at run time.
     Dyn(ScalarKind),
+    /// `jagged[T]`: rows of `T` of different lengths.
+    Jagged(ScalarKind),
     Tuple(Vec<Ty>),
     Str,
     Unit,
@@ -520,6 +522,16 @@ pub enum ExprKind {
     Len {
         tensor: VarId,
         axis: usize,
+    },
+    /// A jagged array of these rows (rank-1 tensors).
+    JaggedLit {
+        rows: Vec<Expr>,
+    },
+    /// Row `index` of a jagged array variable, as a rank-1 tensor; an
+    /// index without a row is an error.
+    JaggedRow {
+        jagged: VarId,
+        index: Box<Expr>,
     },
     /// The shape of a dynamic-rank tensor variable, as an `i64` vector.
     ShapeOf {

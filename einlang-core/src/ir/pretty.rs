@@ -63,6 +63,7 @@ pub fn ty(t: &Ty) -> String {
         Ty::Scalar(k) => k.name().to_string(),
         Ty::Tensor(k, rank) => format!("tensor<{}, {rank}>", k.name()),
         Ty::Dyn(k) => format!("tensor<{}, *>", k.name()),
+        Ty::Jagged(k) => format!("jagged<{}>", k.name()),
         Ty::Tuple(items) => {
             let items: Vec<String> = items.iter().map(ty).collect();
             if items.len() == 1 {
@@ -328,6 +329,8 @@ impl Printer<'_> {
             ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
             ExprKind::Len { tensor, axis } => format!("{}.shape[{axis}]", self.var(*tensor)),
             ExprKind::ShapeOf { tensor } => format!("{}.shape", self.var(*tensor)),
+            ExprKind::JaggedLit { rows } => format!("jagged[{}]", self.list(rows, level)),
+            ExprKind::JaggedRow { jagged, index } => format!("{}.row({})", self.var(*jagged), self.expr(index, level)),
             ExprKind::LoadNpy { path, extents } => {
                 let ext: Vec<String> = extents
                     .iter()

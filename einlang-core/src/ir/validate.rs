@@ -87,6 +87,11 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
             visit_var_uses(message, f);
         }
         ExprKind::Len { tensor, .. } | ExprKind::ShapeOf { tensor } => f(*tensor),
+        ExprKind::JaggedLit { rows } => rows.iter().for_each(|x| visit_var_uses(x, f)),
+        ExprKind::JaggedRow { jagged, index } => {
+            f(*jagged);
+            visit_var_uses(index, f);
+        }
         ExprKind::LoadNpy { path, extents } => {
             visit_var_uses(path, f);
             extents.iter().flatten().for_each(|d| dim(d, f));
@@ -798,6 +803,7 @@ impl<'a> Checker<'a> {
                 match self.use_var(*tensor) {
                     Some(Ty::Tensor(_, rank)) if axis < rank => {}
                     Some(Ty::Dyn(_)) => {}
+                    Some(Ty::Jagged(_)) if *axis == 0 => {}
                     Some(ty) => {
                         let text = ty_text(ty);
                         self.err(format!("length of axis {axis} of a value of type `{text}`"));
@@ -805,6 +811,32 @@ impl<'a> Checker<'a> {
                     None => {}
                 }
                 self.expect_ty("a length", &e.ty, &I64);
+            }
+            ExprKind::JaggedLit { rows } => {
+                rows.iter().for_each(|x| self.check_expr(x));
+                let Ty::Jagged(k) = e.ty else {
+                    self.err(format!("a jagged literal of type `{}`", ty_text(&e.ty)));
+                    return;
+                };
+                for r in rows {
+                    self.expect_ty("a row of a jagged array", &r.ty, &Ty::Tensor(k, 1));
+                }
+            }
+            ExprKind::JaggedRow { jagged, index } => {
+                self.check_expr(index);
+                self.expect_ty("a row index", &index.ty, &I64);
+                if let Some(ty) = self.use_var(*jagged) {
+                    match ty {
+                        Ty::Jagged(k) => {
+                            let row = Ty::Tensor(*k, 1);
+                            self.expect_ty("a row of a jagged array", &e.ty, &row);
+                        }
+                        other => {
+                            let text = ty_text(other);
+                            self.err(format!("a row of a value of type `{text}`"));
+                        }
+                    }
+                }
             }
             ExprKind::ShapeOf { tensor } => {
                 if let Some(ty) = self.use_var(*tensor) {

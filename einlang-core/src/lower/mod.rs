@@ -133,6 +133,7 @@ fn lower_ty(t: &ATy) -> Option<Ty> {
         ATy::Scalar(k) => Ty::Scalar(*k),
         ATy::Tensor(k, dims) => Ty::Tensor(*k, dims.len()),
         ATy::Dyn(k) => Ty::Dyn(*k),
+        ATy::Jagged(k) => Ty::Jagged(*k),
         ATy::Tuple(items) if items.is_empty() => Ty::Unit,
         ATy::Tuple(items) => Ty::Tuple(items.iter().map(lower_ty).collect::<Option<_>>()?),
         ATy::Str => Ty::Str,
@@ -233,7 +234,10 @@ impl<'a> FnLower<'a> {
         self.lower_stmts(&func.body.stmts, &mut body)?;
         let ret = lower_ty(&sig.ret)?;
         let mut result = match func.body.tail {
-            Some(tail) => coerce(self.lower_value(tail, &mut body)?, &ret),
+            Some(tail) => {
+                self.bind_runtime_bounds(&[tail], &mut body)?;
+                coerce(self.lower_value(tail, &mut body)?, &ret)
+            }
             None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Ty::Unit },
         };
         if !sig.result_checks.is_empty() {
@@ -270,6 +274,9 @@ impl<'a> FnLower<'a> {
 
     fn lower_stmts(&mut self, stmts: &[hir::Stmt], out: &mut Vec<Stmt>) -> Option<()> {
         for s in stmts {
+            let mut roots = Vec::new();
+            hir::stmt_operands(s, &mut roots);
+            self.bind_runtime_bounds(&roots, out)?;
             match s {
                 hir::Stmt::Let { def, value, .. } => {
                     self.emit_same_extents(*value, &[], out);
@@ -310,6 +317,44 @@ impl<'a> FnLower<'a> {
                     out.push(Stmt::Expr(v));
                 }
             }
+        }
+        Some(())
+    }
+
+    /// Evaluates the run-time range bounds (`Tables::runtime_bounds`) that
+    /// the expressions `roots` contain, outside nested blocks (their
+    /// statements bind their own), into variables for their hidden
+    /// dimensions.
+    fn bind_runtime_bounds(&mut self, roots: &[ExprId], out: &mut Vec<Stmt>) -> Option<()> {
+        if self.t.runtime_bounds.is_empty() {
+            return Some(());
+        }
+        let mut stack = roots.to_vec();
+        let mut ops = Vec::new();
+        while let Some(e) = stack.pop() {
+            if let Some(&h) = self.t.runtime_bounds.get(&e) {
+                if !self.of_hidden.contains_key(&h) {
+                    let value = self.lower_expr(e)?;
+                    let value = match value.ty {
+                        Ty::Scalar(ScalarKind::I64) => value,
+                        _ => Expr {
+                            kind: ir::ExprKind::Cast(Box::new(value), ScalarKind::I64),
+                            ty: Ty::Scalar(ScalarKind::I64),
+                        },
+                    };
+                    let v = self.new_var("bound", Ty::Scalar(ScalarKind::I64));
+                    out.push(Stmt::Let { var: v, value });
+                    self.of_hidden.insert(h, v);
+                }
+            }
+            if matches!(self.hir.exprs[e].kind, ExprKind::Block(_)) {
+                // A nested block's statements bind their own; its value
+                // is lowered with the block.
+                continue;
+            }
+            ops.clear();
+            hir::operands(&self.hir.exprs[e].kind, &mut ops);
+            stack.extend(ops.iter().copied());
         }
         Some(())
     }
@@ -861,6 +906,10 @@ impl<'a> FnLower<'a> {
                     return self.fail("indexing of a computed value reached lowering");
                 };
                 let tensor = self.var_of(d)?;
+                if matches!(self.vars[tensor.0 as usize].ty, Ty::Jagged(_)) {
+                    let index = Box::new(self.lower_index(*args.first()?)?);
+                    return Some(Expr { kind: ir::ExprKind::JaggedRow { jagged: tensor, index }, ty });
+                }
                 let indices = args.iter().map(|a| self.lower_index(*a)).collect::<Option<Vec<_>>>()?;
                 if matches!(ty, Ty::Tensor(..)) {
                     ir::ExprKind::View { tensor, indices }
@@ -898,7 +947,10 @@ impl<'a> FnLower<'a> {
                 let mut stmts = Vec::new();
                 self.lower_stmts(&b.stmts, &mut stmts)?;
                 let result = match b.tail {
-                    Some(t) => self.lower_value(t, &mut stmts)?,
+                    Some(t) => {
+                        self.bind_runtime_bounds(&[t], &mut stmts)?;
+                        self.lower_value(t, &mut stmts)?
+                    }
                     None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Ty::Unit },
                 };
                 if stmts.is_empty() {
@@ -922,6 +974,9 @@ impl<'a> FnLower<'a> {
             }
             ExprKind::Tuple(items) => {
                 ir::ExprKind::Tuple(items.iter().map(|x| self.lower_expr(*x)).collect::<Option<Vec<_>>>()?)
+            }
+            ExprKind::Jagged(rows) => {
+                ir::ExprKind::JaggedLit { rows: rows.iter().map(|x| self.lower_expr(*x)).collect::<Option<Vec<_>>>()? }
             }
             ExprKind::Interp(parts) => {
                 let mut out = Vec::new();
@@ -1143,7 +1198,7 @@ impl<'a> FnLower<'a> {
                 ir::ExprKind::Assert { cond: Box::new(cond), message: Box::new(message) }
             }
             Builtin::Shape if matches!(self.t.ty(*args.first()?), ATy::Dyn(_)) => {
-                ir::ExprKind::ShapeOf { tensor: self.dyn_var(*args.first()?)? }
+                return self.with_var(*args.first()?, ty, |tensor| ir::ExprKind::ShapeOf { tensor });
             }
             Builtin::Len => return self.axis_len(*args.first()?, 0),
             Builtin::TypeOf => ir::ExprKind::Lit(Literal::Str(type_name(self.t.ty(*args.first()?)))),
@@ -1197,12 +1252,20 @@ impl<'a> FnLower<'a> {
         })
     }
 
-    /// The variable holding the dynamic-rank tensor named by `x`.
-    fn dyn_var(&mut self, x: ExprId) -> Option<VarId> {
-        match self.hir.exprs[x].kind {
-            ExprKind::Def(d) => self.var_of(d),
-            _ => self.fail("the shape of an unnamed dynamic-rank value reached lowering"),
+    /// `read(var)` for the variable that holds the value of `x`: its own
+    /// when `x` is a name, else a temporary bound in a block around the
+    /// result.
+    fn with_var(&mut self, x: ExprId, ty: Ty, read: impl FnOnce(VarId) -> ir::ExprKind) -> Option<Expr> {
+        if let ExprKind::Def(d) = self.hir.exprs[x].kind {
+            return Some(Expr { kind: read(self.var_of(d)?), ty });
         }
+        let value = self.lower_expr(x)?;
+        let tmp = self.new_var("value", value.ty.clone());
+        let result = Expr { kind: read(tmp), ty: ty.clone() };
+        Some(Expr {
+            kind: ir::ExprKind::Block { stmts: vec![Stmt::Let { var: tmp, value }], result: Box::new(result) },
+            ty,
+        })
     }
 
     /// `len(x)` or `shape(x)[axis]`: the extent from the type when it is
@@ -1219,16 +1282,7 @@ impl<'a> FnLower<'a> {
         if known {
             return Some(Expr { kind: ir::ExprKind::Dim(self.axis_dim(x, axis)?), ty: i64_ty });
         }
-        if let ExprKind::Def(d) = self.hir.exprs[x].kind {
-            return Some(Expr { kind: ir::ExprKind::Len { tensor: self.var_of(d)?, axis }, ty: i64_ty });
-        }
-        let value = self.lower_expr(x)?;
-        let tmp = self.new_var("value", value.ty.clone());
-        let len = Expr { kind: ir::ExprKind::Len { tensor: tmp, axis }, ty: i64_ty.clone() };
-        Some(Expr {
-            kind: ir::ExprKind::Block { stmts: vec![Stmt::Let { var: tmp, value }], result: Box::new(len) },
-            ty: i64_ty,
-        })
+        self.with_var(x, i64_ty, |tensor| ir::ExprKind::Len { tensor, axis })
     }
 
     /// The extent of axis `axis` of tensor `x`, over the function's variables.
@@ -1314,6 +1368,7 @@ fn type_name(t: &ATy) -> String {
         ATy::Scalar(k) => k.name().to_string(),
         ATy::Str => "str".to_string(),
         ATy::Tensor(..) | ATy::Dyn(_) => "rectangular".to_string(),
+        ATy::Jagged(_) => "jagged".to_string(),
         ATy::Tuple(items) if items.is_empty() => "()".to_string(),
         ATy::Tuple(_) => "tuple".to_string(),
         ATy::Error => "{unknown}".to_string(),
@@ -1400,6 +1455,8 @@ fn expr_cost(e: &Expr) -> u64 {
         }
         K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
         K::Len { .. } | K::ShapeOf { .. } => 1,
+        K::JaggedLit { rows } => rows.iter().map(expr_cost).sum::<u64>() + 16,
+        K::JaggedRow { index, .. } => expr_cost(index) + 4,
         K::ShapeCast { value, .. } => expr_cost(value) + 8,
         K::LoadNpy { .. } | K::SaveNpy { .. } => 1 << 20,
         K::Collect { steps, body } => {
@@ -1442,6 +1499,7 @@ fn collect_index_defs(hir: &Hir, e: ExprId, out: &mut Vec<DefId>) {
             }
             ExprKind::Call { args, .. }
             | ExprKind::Array(args)
+            | ExprKind::Jagged(args)
             | ExprKind::Tuple(args)
             | ExprKind::Builtin(_, args) => stack.extend(args.iter().copied()),
             ExprKind::Interp(parts) => {

@@ -621,10 +621,13 @@ impl Resolver {
                     None
                 }
             },
-            ast::Type::Jagged { span, .. } => {
-                diags.push(not_supported(*span, "jagged arrays"));
-                None
-            }
+            ast::Type::Jagged { elem, span } => match self.resolve_ty(elem, declare, diags)? {
+                TyAnn::Scalar(elem) => Some(TyAnn::Jagged { elem, span: *span }),
+                _ => {
+                    diags.push(not_supported(*span, "jagged arrays of non-scalar elements"));
+                    None
+                }
+            },
             ast::Type::Fn { span, .. } => {
                 diags.push(not_supported(*span, "function types"));
                 None
@@ -1149,7 +1152,7 @@ impl Resolver {
                 }
                 ExprKind::Match { scrutinee, arms: out }
             }
-            ast::ExprKind::Jagged(_) => return self.unsupported(span, "jagged arrays", diags),
+            ast::ExprKind::Jagged(rows) => ExprKind::Jagged(rows.iter().map(|x| self.resolve_expr(x, diags)).collect()),
             ast::ExprKind::Comprehension { body, clauses } => {
                 self.scopes.push(HashMap::new());
                 let mut out = Vec::new();

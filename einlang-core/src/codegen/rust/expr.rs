@@ -137,9 +137,26 @@ impl FnCx<'_> {
                 let v = self.expr(value)?.tokens;
                 Ok(Code::new(quote!(#rt::io::save_npy(#name, &(#p), &(#v))?), Prec::Postfix))
             }
+            ExprKind::JaggedLit { rows } => {
+                let rt = self.rt.clone();
+                let rows =
+                    rows.iter().map(|r| Ok(self.owned(r, &HashSet::new())?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
+                Ok(Code::new(quote!(#rt::Jagged::from_rows(::std::vec![#(#rows),*])), Prec::Postfix))
+            }
+            ExprKind::JaggedRow { jagged, index } => {
+                let name = self.fn_name.clone();
+                let what = self.info(*jagged)?.source_name.clone();
+                let j = self.var_value(*jagged)?.at_least(Prec::Postfix);
+                let i = self.expr(index)?.tokens;
+                Ok(Code::new(quote!(#j.row(#name, #what, #i)?), Prec::Postfix))
+            }
             ExprKind::ShapeOf { tensor } => {
                 let (t, rt) = (self.ident(*tensor)?, self.rt.clone());
                 Ok(Code::new(quote!(#rt::shape::shape_of(#t.shape())), Prec::Postfix))
+            }
+            ExprKind::Len { tensor, .. } if matches!(self.info(*tensor)?.ty, Ty::Jagged(_)) => {
+                let t = self.ident(*tensor)?;
+                Ok(Code::new(quote!((#t.len() as i64)), Prec::Postfix))
             }
             ExprKind::Len { tensor, axis } => {
                 let t = self.ident(*tensor)?;
@@ -256,6 +273,10 @@ impl FnCx<'_> {
                 Some(Repr::Owned) => Code::new(quote!(&*#id), Prec::Unary),
                 _ => Code::new(quote!(#id), Prec::Postfix),
             },
+            Ty::Jagged(_) => match self.repr.get(&v) {
+                Some(Repr::Owned) => Code::new(quote!(&#id), Prec::Unary),
+                _ => Code::new(quote!(#id), Prec::Postfix),
+            },
         })
     }
 
@@ -267,7 +288,13 @@ impl FnCx<'_> {
                 let x = self.expr(a)?.at_least(Prec::Postfix);
                 Ok(quote!(#x.view()))
             }
-            (Ty::Str, ExprKind::Lit(_) | ExprKind::Var(_)) => Ok(self.expr(a)?.tokens),
+            (Ty::Str, ExprKind::Lit(_) | ExprKind::Var(_)) | (Ty::Jagged(_), ExprKind::Var(_)) => {
+                Ok(self.expr(a)?.tokens)
+            }
+            (Ty::Jagged(_), _) => {
+                let x = self.expr(a)?.at_least(Prec::Unary);
+                Ok(quote!(&#x))
+            }
             (Ty::Str, _) => {
                 let x = self.expr(a)?.at_least(Prec::Unary);
                 Ok(quote!(&*#x))
@@ -293,7 +320,8 @@ impl FnCx<'_> {
                 let id = self.ident(*v)?;
                 let owned_here = self.repr.get(v) == Some(&Repr::Owned);
                 let code = match (&e.ty, movable_vars.contains(v), owned_here) {
-                    (Ty::Tensor(..) | Ty::Dyn(_) | Ty::Tuple(_) | Ty::Str, true, true) => quote!(#id),
+                    (Ty::Tensor(..) | Ty::Dyn(_) | Ty::Tuple(_) | Ty::Str | Ty::Jagged(_), true, true) => quote!(#id),
+                    (Ty::Jagged(_), _, true) => quote!(#rt::value::owned(&#id)),
                     (Ty::Tensor(..) | Ty::Dyn(_), true, false) => quote!(#rt::value::owned(#id)),
                     (Ty::Tensor(..) | Ty::Dyn(_), false, _) => quote!(#rt::value::owned(#id.view())),
                     (Ty::Tuple(_), false, true) => quote!(#id.clone()),
@@ -376,6 +404,7 @@ impl FnCx<'_> {
             Ty::Tensor(..) | Ty::Dyn(_) => Code::new(quote!(#place.#idx.view()), Prec::Postfix),
             Ty::Tuple(_) => Code::new(quote!(#place.#idx.clone()), Prec::Postfix),
             Ty::Str => Code::new(quote!(&*#place.#idx), Prec::Unary),
+            Ty::Jagged(_) => Code::new(quote!(&#place.#idx), Prec::Unary),
         })
     }
 

@@ -335,7 +335,7 @@ impl<'a> FnCx<'a> {
     fn body(&mut self) -> Result<TokenStream, Bug> {
         let f = self.f;
         for &p in &f.params {
-            if matches!(self.info(p)?.ty, Ty::Tensor(..) | Ty::Dyn(_) | Ty::Str) {
+            if matches!(self.info(p)?.ty, Ty::Tensor(..) | Ty::Dyn(_) | Ty::Jagged(_) | Ty::Str) {
                 self.repr.insert(p, Repr::Borrowed);
             }
         }
@@ -443,7 +443,7 @@ impl<'a> FnCx<'a> {
                 let v = self.expr(value)?.tokens;
                 Ok(quote!(let #id: () = #v;))
             }
-            Ty::Tensor(..) | Ty::Dyn(_) | Ty::Str | Ty::Tuple(_) => {
+            Ty::Tensor(..) | Ty::Dyn(_) | Ty::Jagged(_) | Ty::Str | Ty::Tuple(_) => {
                 // An owned variable mentioned only here moves into the new
                 // one (`let out = c;`), unless this code runs repeatedly.
                 if let ExprKind::Var(x) = value.kind {

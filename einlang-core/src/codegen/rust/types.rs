@@ -55,6 +55,10 @@ pub fn param(ty: &Ty, nd: &TokenStream) -> Result<TokenStream, Bug> {
         Ty::Scalar(k) => scalar(*k),
         Ty::Tensor(k, rank) => view(*k, Some(*rank), None, nd),
         Ty::Dyn(k) => view(*k, None, None, nd),
+        Ty::Jagged(k) => {
+            let (rt, t) = (paths::rt(), scalar(*k));
+            quote!(&#rt::Jagged<#t>)
+        }
         Ty::Str => quote!(&str),
         Ty::Unit => quote!(()),
         Ty::Tuple(items) => {
@@ -70,6 +74,10 @@ pub fn owned(ty: &Ty, nd: &TokenStream) -> TokenStream {
         Ty::Scalar(k) => scalar(*k),
         Ty::Tensor(k, rank) => array(*k, Some(*rank), nd),
         Ty::Dyn(k) => array(*k, None, nd),
+        Ty::Jagged(k) => {
+            let (rt, t) = (paths::rt(), scalar(*k));
+            quote!(#rt::Jagged<#t>)
+        }
         Ty::Str => paths::string(),
         Ty::Unit => quote!(()),
         Ty::Tuple(items) => tuple_of(items.iter().map(|t| owned(t, nd)).collect()),

@@ -1,0 +1,91 @@
+//! Jagged arrays outside Einstein notation: literals of rows of different
+//! lengths, `len` (rows), `j[i]` (one row, a vector whose length only it
+//! knows; a missing row is an `Err`), parameters and results
+//! (`&einlang::Jagged<T>` in, `Jagged<T>` out), `typeof` and printing.
+
+use einlang::einlang;
+use einlang::ndarray::{array, Array1};
+use einlang::{Error, Jagged};
+
+einlang! {
+    /// Per row: its length and its sum.
+    fn row_sum(r: [f64; N]) -> f64 { sum[k](r[k]) }
+
+    pub fn row_stats(j: jagged[f64]) -> ([i64; ?], [f64; ?]) {
+        ([len(j[i]) | i in 0..len(j)], [row_sum(j[i]) | i in 0..len(j)])
+    }
+
+    /// The longest row's index, by a loop over rows.
+    pub fn longest(j: jagged[f64]) -> i64 {
+        argmax[i in 0..len(j)](len(j[i]))
+    }
+
+    /// One row, copied out, and a value of another.
+    pub fn pick(j: jagged[i32], i: i64) -> ([i32; ?], i32) {
+        let r = j[i];
+        let first = j[0];
+        (r, first[0] + r[len(r) - 1])
+    }
+
+    /// A jagged result, built from rows of different lengths.
+    pub fn triangle(x: f32) -> jagged[f32] {
+        let r[k in 0..3] = x * k as f32;
+        jagged[[x], [x, 2.0 * x], r]
+    }
+
+    pub fn describe(j: jagged[f32]) -> (str, str) {
+        (typeof(j), "{j}")
+    }
+
+    /// A jagged array passed on to another function.
+    pub fn rows_of(j: jagged[f64]) -> i64 {
+        let k = j;
+        len(k) + len(row_stats(k).0)
+    }
+}
+
+fn rows(j: &Jagged<f64>) -> Vec<Vec<f64>> {
+    j.rows().iter().map(|r| r.to_vec()).collect()
+}
+
+#[test]
+fn rows_have_their_own_lengths() {
+    let j = Jagged::from(vec![vec![1.0, 2.0, 3.5], vec![], vec![-4.0], vec![0.5, 0.25]]);
+    let (lens, sums) = row_stats(&j).unwrap();
+    let want_lens: Vec<i64> = rows(&j).iter().map(|r| r.len() as i64).collect();
+    let want_sums: Vec<f64> = rows(&j).iter().map(|r| r.iter().sum()).collect();
+    assert_eq!(lens.to_vec(), want_lens);
+    assert_eq!(sums.to_vec(), want_sums);
+    assert_eq!(longest(&j).unwrap(), 0);
+    assert_eq!(rows_of(&j).unwrap(), 8);
+}
+
+#[test]
+fn a_missing_row_is_an_error() {
+    let j = Jagged::from(vec![vec![1, 2], vec![3, 4, 5]]);
+    assert_eq!(pick(&j, 1).unwrap(), (array![3, 4, 5], 1 + 5));
+    assert!(matches!(pick(&j, 2), Err(Error::Index { index: 2, len: 2, .. })));
+    assert!(matches!(pick(&j, -1), Err(Error::Index { .. })));
+}
+
+#[test]
+fn jagged_results_and_printing() {
+    let t = triangle(1.5).unwrap();
+    let want: Vec<Array1<f32>> = vec![array![1.5], array![1.5, 3.0], array![0.0, 1.5, 3.0]];
+    assert_eq!(t.rows(), want.as_slice());
+    assert_eq!(describe(&t).unwrap(), ("jagged".to_string(), "[[1.5], [1.5, 3.0], [0.0, 1.5, 3.0]]".to_string()));
+}
+
+mod program {
+    einlang::einlang! {
+        let j = jagged[[1, 2], [3], [4, 5, 6]];
+        let last = j[len(j) - 1];
+        assert(len(j) == 3 && len(last) == 3 && last[2] == 6, "rows keep their lengths");
+        print(j);
+    }
+}
+
+#[test]
+fn top_level_jagged_literals() {
+    program::main().unwrap();
+}
