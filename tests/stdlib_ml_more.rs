@@ -109,6 +109,10 @@ einlang! {
 
     pub fn conv32(x: [f32; N, C, H, W], w: [f32; M, K, P, Q], b: [f32; M], s: [i64; 2], p: [i64; 4], d: [i64; 2], g: i64)
         -> [f32; N, M, ?, ?] { conv(x, w, b, s, p, d, g) }
+    /// The seed's spelling: `i32` literal vectors.
+    pub fn conv_seed(x: [f32; N, C, H, W], w: [f32; M, K, P, Q], b: [f32; M]) -> [f32; N, M, ?, ?] {
+        conv(x, w, b, [2, 1], [1, 2, 0, 1], [1, 2], 1)
+    }
     pub fn qconv8(x: [i8; N, C, H, W], xs: f32, w: [i8; M, K, P, Q], ws: f32, b: [f32; M], s: [i64; 2], p: [i64; 4],
         d: [i64; 2], g: i64) -> [f32; N, M, ?, ?] { qconv(x, xs, w, ws, b, s, p, d, g) }
     pub fn dwconv64(x: [f64; N, C, H, W], w: [f64; C, 1, P, Q], b: [f64; C], s: [i64; 2], p: [i64; 2], d: [i64; 2])
@@ -654,6 +658,15 @@ fn conv_with_strides_pads_dilations_and_groups() {
         );
         assert_close(&got, &to_f32(&want), 1e-5);
     }
+}
+
+#[test]
+fn conv_takes_i32_vectors() {
+    let x = rand4(1, 2, 6, 5, 80);
+    let w = rand4(3, 2, 3, 2, 81);
+    let b = rand1(3, 82);
+    let want = conv32(&x, &w, &b, &array![2, 1], &array![1, 2, 0, 1], &array![1, 2], 1).unwrap();
+    assert_eq!(conv_seed(&x, &w, &b).unwrap(), want);
 }
 
 #[test]
