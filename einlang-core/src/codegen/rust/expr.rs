@@ -90,16 +90,7 @@ impl FnCx<'_> {
                 let p = self.expr(path)?.tokens;
                 let t = types::scalar(k);
                 let dim = types::dim(rank, &nd);
-                let mut ext = Vec::new();
-                for x in extents {
-                    ext.push(match x {
-                        Some(d) => {
-                            let d = self.dim(d)?;
-                            quote!(::core::option::Option::Some(#d))
-                        }
-                        None => quote!(::core::option::Option::None),
-                    });
-                }
+                let ext = self.declared_extents(extents)?;
                 Ok(Code::new(quote!(#rt::io::load_npy::<#t, #dim>(#name, &(#p), &[#(#ext),*])?), Prec::Postfix))
             }
             ExprKind::ShapeCast { value, target, extents } => {
@@ -116,16 +107,7 @@ impl FnCx<'_> {
                 } else {
                     self.owned(value, &HashSet::new())?.tokens
                 };
-                let mut ext = Vec::new();
-                for x in extents {
-                    ext.push(match x {
-                        Some(d) => {
-                            let d = self.dim(d)?;
-                            quote!(::core::option::Option::Some(#d))
-                        }
-                        None => quote!(::core::option::Option::None),
-                    });
-                }
+                let ext = self.declared_extents(extents)?;
                 Ok(Code::new(
                     quote!(#rt::shape::cast::<_, _, #t, #dim>(#name, #target, #x, &[#(#ext),*])?),
                     Prec::Postfix,
@@ -260,6 +242,21 @@ impl FnCx<'_> {
             out.extend(self.stmt(s)?);
         }
         Ok(out)
+    }
+
+    /// `[Some(n), None, ...]`: the extents a conversion or a file read
+    /// checks (`None`: taken from the value).
+    fn declared_extents(&mut self, extents: &[Option<crate::analysis::dim::Dim>]) -> Result<Vec<TokenStream>, Bug> {
+        extents
+            .iter()
+            .map(|x| match x {
+                Some(d) => {
+                    let d = self.dim(d)?;
+                    Ok(quote!(::core::option::Option::Some(#d)))
+                }
+                None => Ok(quote!(::core::option::Option::None)),
+            })
+            .collect()
     }
 
     /// A variable used as a value.
