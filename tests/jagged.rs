@@ -39,8 +39,13 @@ einlang! {
 
     /// A jagged array passed on to another function.
     pub fn rows_of(j: jagged[f64]) -> i64 {
-        let k = j;
+        let k: jagged[f64] = j;
         len(k) + len(row_stats(k).0)
+    }
+
+    /// Jagged values chosen by a condition and returned.
+    pub fn either(a: jagged[i32], b: jagged[i32], first: bool) -> jagged[i32] {
+        if first { a } else { b }
     }
 }
 
@@ -58,6 +63,14 @@ fn rows_have_their_own_lengths() {
     assert_eq!(sums.to_vec(), want_sums);
     assert_eq!(longest(&j).unwrap(), 0);
     assert_eq!(rows_of(&j).unwrap(), 8);
+}
+
+#[test]
+fn jagged_values_flow_through_branches() {
+    let a = Jagged::from(vec![vec![1], vec![2, 3]]);
+    let b = Jagged::from(vec![vec![4, 5, 6]]);
+    assert_eq!(either(&a, &b, true).unwrap(), a);
+    assert_eq!(either(&a, &b, false).unwrap(), b);
 }
 
 #[test]

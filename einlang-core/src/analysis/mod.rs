@@ -2408,7 +2408,7 @@ fn same_kind_and_rank(a: &Ty, b: &Ty) -> bool {
     match (a, b) {
         (Ty::Scalar(x), Ty::Scalar(y)) => x == y,
         (Ty::Tensor(x, d1), Ty::Tensor(y, d2)) => x == y && d1.len() == d2.len(),
-        (Ty::Dyn(x), Ty::Dyn(y)) => x == y,
+        (Ty::Dyn(x), Ty::Dyn(y)) | (Ty::Jagged(x), Ty::Jagged(y)) => x == y,
         (Ty::Tuple(x), Ty::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_kind_and_rank(p, q)),
         _ => false,
     }
