@@ -5,6 +5,21 @@ use einlang::einlang;
 use einlang::ndarray::array;
 
 einlang! {
+    /// Tensor elements of one shape stack along a new first axis.
+    pub fn triples(n: i64) -> [i64; ?, 3] {
+        [[a, b, c] | a in 1..n, b in a..n, c in b..n, a * a + b * b == c * c]
+    }
+
+    pub fn doubled(m: [i32; 3, 3]) -> [i32; 3, 3] {
+        [[m[i, j] * 2 | j in 0..3] | i in 0..3]
+    }
+
+    /// Rows of a matrix, reversed in each row, through a generator over
+    /// the matrix.
+    pub fn reversed_rows(m: [f32; N, M]) -> [f32; N, M] {
+        [[r[M - 1 - j] | j in 0..M] | r in m]
+    }
+
     pub fn squares(n: i64) -> [i64; n] {
         [i * i | i in 0..n]
     }
@@ -52,4 +67,27 @@ einlang! {
 fn scalar_parameter_as_a_dimension() {
     assert_eq!(first_n(3, &array![1.0f32, 2.0, 3.0]).unwrap(), 6.0);
     assert!(matches!(first_n(2, &array![1.0f32, 2.0, 3.0]), Err(einlang::Error::Shape { .. })));
+}
+
+#[test]
+fn tensor_elements_stack() {
+    let mut want = Vec::new();
+    for a in 1..20i64 {
+        for b in a..20 {
+            for c in b..20 {
+                if a * a + b * b == c * c {
+                    want.extend([a, b, c]);
+                }
+            }
+        }
+    }
+    let got = triples(20).unwrap();
+    assert_eq!(got.shape(), &[want.len() / 3, 3]);
+    assert_eq!(got.iter().copied().collect::<Vec<_>>(), want);
+    assert_eq!(triples(3).unwrap().shape(), &[0, 3]);
+
+    let m = array![[1, 2, 3], [4, 5, 6], [7, 8, 9]];
+    assert_eq!(doubled(&m).unwrap(), m.mapv(|v| v * 2));
+    let f = array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]];
+    assert_eq!(reversed_rows(&f.t()).unwrap(), array![[5.0f32, 3.0, 1.0], [6.0, 4.0, 2.0]]);
 }

@@ -1700,21 +1700,45 @@ impl<'a> Cx<'a> {
         if failed || bt.is_error() {
             return Ty::Error;
         }
-        let Ty::Scalar(k) = bt else {
-            let d = Diagnostic::error(
-                self.hir.span(body),
-                format!("the elements of a comprehension must be scalars, found `{}`", self.t.show_ty(&bt)),
-            )
-            .note("comprehensions of tensors are not supported yet");
-            self.err(d);
-            return Ty::Error;
+        // Tensor elements stack along a new first axis when every element
+        // has one shape: extents that are constants or dimensions of the
+        // function, not of the generators or known only per element.
+        let generators: Vec<DimVar> = clauses
+            .iter()
+            .filter_map(|c| match c {
+                CompClause::Range { def, .. } | CompClause::Each { def, .. } => Some(dim_var(*def)),
+                CompClause::Filter(_) => None,
+            })
+            .collect();
+        let (k, elem_dims) = match bt {
+            Ty::Scalar(k) => (k, Vec::new()),
+            Ty::Tensor(k, dims)
+                if dims.iter().all(|d| d.vars().iter().all(|v| v.0 < HIDDEN_DIM_BASE && !generators.contains(v))) =>
+            {
+                (k, dims)
+            }
+            other => {
+                let d = Diagnostic::error(
+                    self.hir.span(body),
+                    format!(
+                        "the elements of a comprehension must be scalars or tensors of one shape, found `{}`",
+                        self.t.show_ty(&other)
+                    ),
+                )
+                .note("a tensor whose length changes from element to element makes rows of different lengths")
+                .help("collect such rows in a `jagged[...]` array instead");
+                self.err(d);
+                return Ty::Error;
+            }
         };
         if filtered {
             let v = self.fresh_hidden();
             self.t.dim_names.insert(v, "len".to_string());
             len = Dim::var(v);
         }
-        Ty::Tensor(k, vec![len])
+        let mut dims = vec![len];
+        dims.extend(elem_dims);
+        Ty::Tensor(k, dims)
     }
 
     fn infer_match(

@@ -511,12 +511,15 @@ pub enum ExprKind {
         cond: Box<Expr>,
         message: Box<Expr>,
     },
-    /// A rank-1 tensor of `body` for every iteration of the steps (loops,
+    /// A tensor of `body` for every iteration of the steps (loops,
     /// bindings and guards, outermost first; a false guard skips the rest
-    /// of that iteration).
+    /// of that iteration): rank 1 for a scalar body; for a tensor body of
+    /// shape `elem_shape` (the same at every iteration), the elements
+    /// stacked along a new first axis.
     Collect {
         steps: Vec<CollectStep>,
         body: Box<Expr>,
+        elem_shape: Vec<Dim>,
     },
     /// The length of axis `axis` of a tensor variable, as `i64`.
     Len {

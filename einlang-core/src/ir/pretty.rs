@@ -348,7 +348,7 @@ impl Printer<'_> {
             ExprKind::SaveNpy { path, value } => {
                 format!("save_npy({}, {})", self.expr(path, level), self.expr(value, level))
             }
-            ExprKind::Collect { steps, body } => {
+            ExprKind::Collect { steps, body, .. } => {
                 let steps: Vec<String> = steps
                     .iter()
                     .map(|s| match s {

@@ -104,7 +104,8 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
             visit_var_uses(value, f);
             extents.iter().flatten().for_each(|d| dim(d, f));
         }
-        ExprKind::Collect { steps, body } => {
+        ExprKind::Collect { steps, body, elem_shape } => {
+            elem_shape.iter().for_each(|d| dim(d, f));
             for s in steps {
                 match s {
                     CollectStep::Loop(l) => {
@@ -847,7 +848,8 @@ impl<'a> Checker<'a> {
                 }
                 self.expect_ty("a shape", &e.ty, &Ty::Tensor(ScalarKind::I64, 1));
             }
-            ExprKind::Collect { steps, body } => {
+            ExprKind::Collect { steps, body, elem_shape } => {
+                elem_shape.iter().for_each(|d| self.check_dim(d));
                 self.push();
                 for s in steps {
                     match s {
@@ -858,7 +860,12 @@ impl<'a> Checker<'a> {
                 self.check_expr(body);
                 self.pop();
                 match &body.ty {
-                    Ty::Scalar(k) => self.expect_ty("a comprehension", &e.ty, &Ty::Tensor(*k, 1)),
+                    Ty::Scalar(k) if elem_shape.is_empty() => {
+                        self.expect_ty("a comprehension", &e.ty, &Ty::Tensor(*k, 1))
+                    }
+                    Ty::Tensor(k, rank) if *rank == elem_shape.len() => {
+                        self.expect_ty("a comprehension", &e.ty, &Ty::Tensor(*k, rank + 1))
+                    }
                     other => {
                         let text = ty_text(other);
                         self.err(format!("a comprehension of `{text}`"));

@@ -1083,7 +1083,11 @@ impl<'a> FnLower<'a> {
                         }
                     }
                 }
-                ir::ExprKind::Collect { steps, body: Box::new(self.lower_expr(*body)?) }
+                let elem_shape = match self.t.ty(*body).clone() {
+                    ATy::Tensor(_, dims) => dims.iter().map(|d| self.dim(d)).collect::<Option<Vec<_>>>()?,
+                    _ => Vec::new(),
+                };
+                ir::ExprKind::Collect { steps, body: Box::new(self.lower_expr(*body)?), elem_shape }
             }
         };
         Some(Expr { kind, ty })
@@ -1459,7 +1463,7 @@ fn expr_cost(e: &Expr) -> u64 {
         K::JaggedRow { index, .. } => expr_cost(index) + 4,
         K::ShapeCast { value, .. } => expr_cost(value) + 8,
         K::LoadNpy { .. } | K::SaveNpy { .. } => 1 << 20,
-        K::Collect { steps, body } => {
+        K::Collect { steps, body, .. } => {
             let trips: u64 = steps
                 .iter()
                 .map(|s| match s {

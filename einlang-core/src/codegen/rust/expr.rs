@@ -155,16 +155,23 @@ impl FnCx<'_> {
                 let axis = types::usize_lit(*axis);
                 Ok(Code::new(quote!((#t.shape()[#axis] as i64)), Prec::Postfix))
             }
-            ExprKind::Collect { steps, body } => {
-                let Ty::Scalar(k) = body.ty else {
+            ExprKind::Collect { steps, body, elem_shape } => {
+                let (Ty::Scalar(k) | Ty::Tensor(k, _)) = body.ty else {
                     return Err(format!("a comprehension of `{:?}`", body.ty));
                 };
                 let (nd, t) = (self.nd.clone(), types::scalar(k));
                 self.no_move += 1;
                 let value = self.expr(body);
+                let tensor_body = matches!(body.ty, Ty::Tensor(..));
                 let mut inner = value.map(|v| {
                     let v = v.tokens;
-                    quote!(__items.push(#v);)
+                    if tensor_body {
+                        // Elements in logical (row-major) order, whatever
+                        // the layout of the value.
+                        quote!(__count += 1; __items.extend((#v).iter().cloned());)
+                    } else {
+                        quote!(__items.push(#v);)
+                    }
                 });
                 // Steps inside out: loops, bindings and filters.
                 for step in steps.iter().rev() {
@@ -185,8 +192,28 @@ impl FnCx<'_> {
                 }
                 self.no_move -= 1;
                 let inner = inner?;
+                if !tensor_body {
+                    return Ok(Code::new(
+                        quote!({ let mut __items: ::std::vec::Vec<#t> = ::std::vec::Vec::new(); #inner #nd::Array1::from_vec(__items) }),
+                        Prec::Block,
+                    ));
+                }
+                // Stacked elements: the shape is the count, then the element
+                // shape (checked against the values by `array_lit`).
+                let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                let mut lens = vec![quote!(__count)];
+                for d in elem_shape {
+                    let extent = self.extent_usize(d)?;
+                    lens.push(extent);
+                }
+                let shape = types::shape(&lens, &nd);
                 Ok(Code::new(
-                    quote!({ let mut __items: ::std::vec::Vec<#t> = ::std::vec::Vec::new(); #inner #nd::Array1::from_vec(__items) }),
+                    quote!({
+                        let mut __items: ::std::vec::Vec<#t> = ::std::vec::Vec::new();
+                        let mut __count: usize = 0;
+                        #inner
+                        #rt::value::array_lit(#name, #shape, __items)?
+                    }),
                     Prec::Block,
                 ))
             }
