@@ -65,6 +65,11 @@ einlang! {
         sum[i in 0..k](v[i])
     }
 
+    /// Membership, as the seed writes it (`std::array::contains`).
+    pub fn membership(v: [i32; N], x: i32) -> (bool, bool, bool) {
+        (x in v, !(x in v) || x == 0, x + 1 in [1, 2, 3] && true)
+    }
+
     /// The last row's sum, with a range given by `len`.
     pub fn last_row_sum(m: [f32; R, C]) -> f32 {
         sum[j in 0..len(m[0])](m[len(m) - 1, j])
@@ -128,6 +133,16 @@ fn range_bounds_known_at_run_time() {
     assert_eq!(prefix_sums(&v, 9).unwrap().to_vec(), vec![1.0, 3.0, 6.0, 10.0]);
     assert_eq!(first_k(&v, 2).unwrap(), 3.0);
     assert!(matches!(first_k(&v, 5), Err(einlang::Error::Index { index: 4, len: 4, .. })));
+}
+
+#[test]
+fn membership_tests_any_element() {
+    let v = array![4, -1, 9];
+    for x in [-1, 0, 3, 4, 9, 10] {
+        let found = v.iter().any(|&e| e == x);
+        let small = [1, 2, 3].contains(&(x + 1));
+        assert_eq!(membership(&v, x).unwrap(), (found, !found || x == 0, small), "x = {x}");
+    }
 }
 
 #[test]

@@ -120,7 +120,23 @@ fn parse_binop(input: ParseStream, op: BinOp) -> syn::Result<()> {
 fn parse_binary(input: ParseStream, min_level: u8) -> syn::Result<Expr> {
     let mut lhs = parse_cast(input)?;
     let mut after_comparison = false;
-    while let Some((op, level)) = peek_binop(input) {
+    loop {
+        // `x in xs` (membership, at the level of comparisons), as the seed
+        // writes it: `std::array::contains(xs, x)`.
+        if input.peek(Token![in]) && min_level <= 3 && !after_comparison {
+            let keyword = input.parse::<Token![in]>()?.span;
+            let rhs = parse_binary(input, 4)?;
+            let span = lhs.span.to(rhs.span);
+            let path = ["std", "array", "contains"]
+                .iter()
+                .map(|name| Ident { name: name.to_string(), span: Span::token(keyword) })
+                .collect();
+            let callee = Expr { kind: ExprKind::Path(path), span: Span::token(keyword) };
+            lhs = Expr { kind: ExprKind::Call { callee: Box::new(callee), args: vec![rhs, lhs] }, span };
+            after_comparison = true;
+            continue;
+        }
+        let Some((op, level)) = peek_binop(input) else { break };
         if level < min_level {
             break;
         }
