@@ -14,6 +14,7 @@
 //! passes stay quiet about it.
 
 mod closures;
+mod globals;
 mod suggest;
 #[cfg(test)]
 mod tests;
@@ -47,12 +48,15 @@ pub fn resolve_program(program: &ast::Program, diags: &mut Diagnostics) -> Hir {
         r.resolve_uses(*m, &p.items, diags);
     }
     r.resolve_uses(root, &program.items, diags);
+    r.globals = globals::top_level_names(program);
+    r.plan_captures(program);
     r.find_fn_values();
     for (m, p) in &stdlib {
         r.resolve_bodies(*m, &p.items, diags);
     }
     r.resolve_bodies(root, &program.items, diags);
     r.resolve_main(program, diags);
+    r.attach_captures(diags);
     r.hir.mark_unused_stdlib();
     r.hir
 }
@@ -129,6 +133,12 @@ struct Resolver {
     escaped_fn_value: bool,
     /// Locals whose value used a function value where it cannot be.
     poisoned: std::collections::HashSet<DefId>,
+    /// Names bound by the program's top-level `let`s, which its functions
+    /// may read (see `globals`).
+    globals: std::collections::HashSet<String>,
+    /// For each function, the top-level bindings it reads, each with the
+    /// hidden parameter that carries it.
+    captures: HashMap<hir::FnId, Vec<(String, DefId)>>,
 }
 
 /// The clauses of a recurrence seen so far.
@@ -168,6 +178,8 @@ impl Resolver {
             inline_depth: 0,
             escaped_fn_value: false,
             poisoned: Default::default(),
+            globals: Default::default(),
+            captures: HashMap::new(),
         }
     }
 
@@ -1228,6 +1240,7 @@ impl Resolver {
             match self
                 .lookup_local(&ident.name)
                 .or_else(|| self.modules[self.current_module].names.get(&ident.name).copied())
+                .or_else(|| self.capture_global(ident))
             {
                 Some(d) => d,
                 None => {
@@ -1339,10 +1352,14 @@ impl Resolver {
         } else {
             self.resolve_module_path(self.current_module, path, diags)
         };
-        let args: Vec<ExprId> = args.iter().map(|a| self.resolve_expr(a, diags)).collect();
+        let mut args: Vec<ExprId> = args.iter().map(|a| self.resolve_expr(a, diags)).collect();
         let Some(def) = found else { return self.error_expr(span) };
         let callee = match self.hir.defs[def].kind {
-            DefKind::Fn(f) => Callee::Fn(f),
+            DefKind::Fn(f) => {
+                let extra = self.capture_args(f, span, diags);
+                args.extend(extra);
+                Callee::Fn(f)
+            }
             DefKind::Intrinsic(i) => Callee::Intrinsic(i),
             DefKind::Builtin(b) => return self.hir.alloc_expr(ExprKind::Builtin(b, args), span),
             // The seed's library writes constants as functions: `pi()` is
