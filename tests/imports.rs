@@ -26,3 +26,14 @@ fn a_file_imported_by_an_imported_file() {
     let x = array![3.0f32, -4.0];
     assert_eq!(app::vec_ops::norm2(&x).unwrap(), 25.0);
 }
+
+mod modtree {
+    einlang::include_ein!("tests/ein/modtree/main.ein");
+}
+
+#[test]
+fn module_files_and_directory_modules() {
+    let x = array![2.5, -1.0, 7.25, 0.0];
+    assert_eq!(modtree::spread(&x).unwrap(), 7.25 - -1.0);
+    assert_eq!(modtree::box_volume(2.0, 3.0, 0.5).unwrap(), 3.0);
+}

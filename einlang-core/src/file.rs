@@ -266,15 +266,30 @@ impl Loader {
         self.stack.push(i);
         let own: Vec<String> = ast.items.iter().filter_map(item_name).collect();
         let mut errors = Vec::new();
+        // `mod name;`: the module's items come from its file.
+        for item in &mut ast.items {
+            let ast::Item::Mod(m) = item else { continue };
+            if !m.external {
+                continue;
+            }
+            match self.load_module_file(i, &m.name) {
+                Ok(items) => {
+                    m.items = items;
+                    m.external = false;
+                }
+                Err(mut e) => errors.append(&mut e),
+            }
+        }
         for item in &mut ast.items {
             let ast::Item::Use(u) = item else { continue };
             let Some(module) = imported_file(&u.tree, &own) else { continue };
             let dir = self.files[0].path.parent().map(Path::to_path_buf).unwrap_or_default();
-            let path = dir.join(format!("{}.ein", module.name));
-            if !path.is_file() {
+            // `name.ein`, or a directory module `name/mod.ein`.
+            let candidates = [dir.join(format!("{}.ein", module.name)), dir.join(&module.name).join("mod.ein")];
+            let Some(path) = candidates.into_iter().find(|p| p.is_file()) else {
                 // Not a file: the resolver reports the unresolved import.
                 continue;
-            }
+            };
             match self.files.iter().position(|f| f.path == path) {
                 Some(j) if self.stack.contains(&j) => {
                     let chain: Vec<String> = self.stack[self.stack.iter().position(|&k| k == j).unwrap_or(0)..]
@@ -302,8 +317,10 @@ impl Loader {
                     };
                     let shown = Path::new(&self.files[0].shown)
                         .parent()
-                        .map(|p| p.join(format!("{}.ein", module.name)).to_string_lossy().into_owned())
-                        .unwrap_or_else(|| format!("{}.ein", module.name));
+                        .unwrap_or(Path::new(""))
+                        .join(path.strip_prefix(&dir).unwrap_or(&path))
+                        .to_string_lossy()
+                        .into_owned();
                     self.files.push(LoadedFile { shown, src, path });
                     self.anchors.push(None);
                     let j = self.files.len() - 1;
@@ -312,6 +329,7 @@ impl Loader {
                             vis: ast::Visibility::Public,
                             name: module.clone(),
                             items: program.items,
+                            external: false,
                             span: u.span,
                         })),
                         Err(mut e) => errors.append(&mut e),
@@ -331,6 +349,52 @@ impl Loader {
         } else {
             Err(errors)
         }
+    }
+}
+
+impl Loader {
+    /// The directory where the modules that file `i` declares live, as in
+    /// Rust: next to the root file or to a `mod.ein`, else in a directory
+    /// named after the file.
+    fn module_dir(&self, i: usize) -> PathBuf {
+        let path = &self.files[i].path;
+        let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if i == 0 || path.file_name().is_some_and(|n| n == "mod.ein") {
+            parent
+        } else {
+            parent.join(path.file_stem().unwrap_or_default())
+        }
+    }
+
+    /// Loads the file of `mod name;` in file `i`: `name.ein`, or
+    /// `name/mod.ein`, in its module directory.
+    fn load_module_file(&mut self, i: usize, name: &ast::Ident) -> Result<Vec<ast::Item>, Vec<Diagnostic>> {
+        let dir = self.module_dir(i);
+        let candidates = [dir.join(format!("{}.ein", name.name)), dir.join(&name.name).join("mod.ein")];
+        let Some(path) = candidates.iter().find(|p| p.is_file()).cloned() else {
+            let d = Diagnostic::error(
+                name.span,
+                format!(
+                    "no file for module `{n}`: there is neither `{n}.ein` nor `{n}/mod.ein` in its directory",
+                    n = name.name
+                ),
+            );
+            return Err(vec![d]);
+        };
+        if let Some(j) = self.files.iter().position(|f| f.path == path) {
+            if self.stack.contains(&j) {
+                return Err(vec![Diagnostic::error(name.span, format!("module `{}` includes itself", name.name))]);
+            }
+        }
+        let src = std::fs::read_to_string(&path)
+            .map_err(|err| vec![Diagnostic::error(name.span, format!("couldn't read `{}`: {err}", path.display()))])?;
+        let base = Path::new(&self.files[0].shown).parent().map(Path::to_path_buf).unwrap_or_default();
+        let root_dir = self.files[0].path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let shown = base.join(path.strip_prefix(&root_dir).unwrap_or(&path)).to_string_lossy().into_owned();
+        self.files.push(LoadedFile { shown, src, path });
+        self.anchors.push(None);
+        let j = self.files.len() - 1;
+        self.load(j).map(|p| p.items)
     }
 }
 

@@ -298,6 +298,15 @@ impl Resolver {
                     self.define_item(module, &f.name, def, diags);
                 }
                 ast::Item::Mod(m) => {
+                    if m.external {
+                        diags.push(
+                            Diagnostic::error(
+                                m.span,
+                                format!("`mod {};` names a file, which only `include_ein!` loads", m.name.name),
+                            )
+                            .help(format!("write the module inline: `mod {} {{ ... }}`", m.name.name)),
+                        );
+                    }
                     let child = self.new_module(Some(module));
                     self.module_names.insert(child, m.name.name.clone());
                     let def = self.hir.alloc_def(&m.name.name, DefKind::Module, m.name.span);

@@ -102,6 +102,9 @@ pub struct ModItem {
     pub vis: Visibility,
     pub name: Ident,
     pub items: Vec<Item>,
+    /// `mod name;`: the items are in the file `name.ein` (or
+    /// `name/mod.ein`), which `include_ein!` loads.
+    pub external: bool,
     pub span: Span,
 }
 

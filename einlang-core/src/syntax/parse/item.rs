@@ -263,6 +263,10 @@ fn parse_use_tree(input: ParseStream) -> syn::Result<UseTree> {
 fn parse_mod(input: ParseStream, vis: Visibility, lo: proc_macro2::Span) -> syn::Result<ModItem> {
     let _guard = enter(input)?;
     let name = parse_name(input)?;
+    if input.peek(syn::Token![;]) {
+        let semi = input.parse::<syn::Token![;]>()?;
+        return Ok(ModItem { vis, name, items: Vec::new(), external: true, span: Span { lo, hi: semi.span } });
+    }
     let (group, content) = braces(input)?;
     let mut errors = Vec::new();
     let items = parse_items(&content, &mut errors);
@@ -273,7 +277,7 @@ fn parse_mod(input: ParseStream, vis: Visibility, lo: proc_macro2::Span) -> syn:
         }
         return Err(first);
     }
-    Ok(ModItem { vis, name, items, span: Span { lo, hi: group.hi } })
+    Ok(ModItem { vis, name, items, external: false, span: Span { lo, hi: group.hi } })
 }
 
 /// `const NAME [: T] = value;`, after `const`.
