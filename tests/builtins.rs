@@ -70,6 +70,11 @@ einlang! {
         (x in v, !(x in v) || x == 0, x + 1 in [1, 2, 3] && true)
     }
 
+    /// Range membership: `x in a..b` is `a <= x < b` (`..=` includes `b`).
+    pub fn in_ranges(x: i32) -> (bool, bool, bool) {
+        (x in 0..3, x in 1..=3 || x == 7, false || x * 2 in -4..0)
+    }
+
     /// The last row's sum, with a range given by `len`.
     pub fn last_row_sum(m: [f32; R, C]) -> f32 {
         sum[j in 0..len(m[0])](m[len(m) - 1, j])
@@ -142,6 +147,14 @@ fn membership_tests_any_element() {
         let found = v.iter().any(|&e| e == x);
         let small = [1, 2, 3].contains(&(x + 1));
         assert_eq!(membership(&v, x).unwrap(), (found, !found || x == 0, small), "x = {x}");
+    }
+}
+
+#[test]
+fn range_membership() {
+    for x in -3..9 {
+        let want = ((0..3).contains(&x), (1..=3).contains(&x) || x == 7, (-4..0).contains(&(x * 2)));
+        assert_eq!(in_ranges(x).unwrap(), want, "x = {x}");
     }
 }
 

@@ -126,6 +126,20 @@ fn parse_binary(input: ParseStream, min_level: u8) -> syn::Result<Expr> {
         if input.peek(Token![in]) && min_level <= 3 && !after_comparison {
             let keyword = input.parse::<Token![in]>()?.span;
             let rhs = parse_binary(input, 4)?;
+            if let Some(inclusive) = super::parse_range_op(input)? {
+                // `x in a..b`: `x >= a && x < b` (`<=` for `..=`).
+                let end = parse_binary(input, 4)?;
+                let bin = |op, l: Expr, r: Expr| Expr {
+                    span: l.span.to(r.span),
+                    kind: ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) },
+                };
+                let upper = if inclusive { BinOp::Le } else { BinOp::Lt };
+                let low = bin(BinOp::Ge, lhs.clone(), rhs);
+                let high = bin(upper, lhs, end);
+                lhs = bin(BinOp::And, low, high);
+                after_comparison = true;
+                continue;
+            }
             let span = lhs.span.to(rhs.span);
             let path = ["std", "array", "contains"]
                 .iter()
