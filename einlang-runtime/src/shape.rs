@@ -1,6 +1,6 @@
 //! Shape checks emitted at function entry and before loop nests.
 
-use ndarray::{Array1, ArrayBase, Dimension, RawData};
+use ndarray::{Array1, ArrayBase, ArrayD, ArrayView, Dimension, IxDyn, RawData};
 
 use crate::Error;
 
@@ -119,6 +119,104 @@ pub fn axis_len(function: &str, what: &str, shape: &[usize], axis: usize) -> Res
     }
 }
 
+fn extent_error(function: &str, message: String) -> Error {
+    Error::Extent { function: function.to_string(), message }
+}
+
+/// An axis given from the end when negative (`-1` is the last of `rank`).
+fn axis_index(function: &str, axis: i64, rank: usize) -> Result<usize, Error> {
+    let a = if axis < 0 { axis + rank as i64 } else { axis };
+    if a < 0 || a >= rank as i64 {
+        return Err(extent_error(function, format!("axis {axis} is out of range for rank {rank}")));
+    }
+    Ok(a as usize)
+}
+
+/// The elements of `x` in row-major order, in a tensor of shape `dims`
+/// (which has as many elements).
+fn relaid<T: Clone, D: Dimension>(function: &str, x: ArrayView<'_, T, D>, dims: &[usize]) -> Result<ArrayD<T>, Error> {
+    ArrayD::from_shape_vec(IxDyn(dims), x.iter().cloned().collect())
+        .map_err(|e| extent_error(function, format!("cannot lay out {} elements as {dims:?}: {e}", x.len())))
+}
+
+/// `reshape(x, shape)`: the elements of `x` in row-major order, in a tensor
+/// of shape `shape`, where one entry may be `-1` (the length that makes the
+/// element counts agree). A shape whose element count differs is an error.
+pub fn reshape<T: Clone, D: Dimension>(
+    function: &str,
+    x: ArrayView<'_, T, D>,
+    shape: &[i64],
+) -> Result<ArrayD<T>, Error> {
+    let known: i64 = shape.iter().filter(|&&n| n != -1).product();
+    let free = shape.iter().filter(|&&n| n == -1).count();
+    let bad = || extent_error(function, format!("cannot reshape {} elements into {shape:?}", x.len()));
+    if free > 1 || shape.iter().any(|&n| n < -1) {
+        return Err(bad());
+    }
+    let mut dims = Vec::with_capacity(shape.len());
+    for &n in shape {
+        if n == -1 {
+            if known == 0 || x.len() as i64 % known != 0 {
+                return Err(bad());
+            }
+            dims.push((x.len() as i64 / known) as usize);
+        } else {
+            dims.push(n as usize);
+        }
+    }
+    if dims.iter().product::<usize>() != x.len() {
+        return Err(bad());
+    }
+    relaid(function, x, &dims)
+}
+
+/// `squeeze(x, axes)`: `x` without the listed axes (negative from the
+/// end), each of which must have length 1; with no axes, without every
+/// axis of length 1.
+pub fn squeeze<T: Clone, D: Dimension>(
+    function: &str,
+    x: ArrayView<'_, T, D>,
+    axes: &[i64],
+) -> Result<ArrayD<T>, Error> {
+    let rank = x.ndim();
+    let mut drop = vec![false; rank];
+    if axes.is_empty() {
+        for (a, &n) in x.shape().iter().enumerate() {
+            drop[a] = n == 1;
+        }
+    }
+    for &axis in axes {
+        let a = axis_index(function, axis, rank)?;
+        if x.shape()[a] != 1 {
+            return Err(extent_error(function, format!("cannot squeeze axis {axis} of length {}", x.shape()[a])));
+        }
+        drop[a] = true;
+    }
+    let dims: Vec<usize> = x.shape().iter().zip(&drop).filter(|(_, d)| !**d).map(|(n, _)| *n).collect();
+    relaid(function, x, &dims)
+}
+
+/// `unsqueeze(x, axes)`: `x` with axes of length 1 inserted at the listed
+/// positions of the result (negative from the end of the result).
+pub fn unsqueeze<T: Clone, D: Dimension>(
+    function: &str,
+    x: ArrayView<'_, T, D>,
+    axes: &[i64],
+) -> Result<ArrayD<T>, Error> {
+    let rank = x.ndim() + axes.len();
+    let mut inserted = vec![false; rank];
+    for &axis in axes {
+        let a = axis_index(function, axis, rank)?;
+        if inserted[a] {
+            return Err(extent_error(function, format!("axis {axis} is listed twice")));
+        }
+        inserted[a] = true;
+    }
+    let mut src = x.shape().iter();
+    let dims: Vec<usize> = inserted.iter().map(|&new| if new { 1 } else { *src.next().unwrap_or(&1) }).collect();
+    relaid(function, x, &dims)
+}
+
 /// The shape of a dynamic-rank tensor as an `i64` vector.
 pub fn shape_of(shape: &[usize]) -> Array1<i64> {
     shape.iter().map(|n| *n as i64).collect()
@@ -143,6 +241,25 @@ pub fn assert_failed(function: &str, message: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reshape_squeeze_unsqueeze() {
+        let a = ndarray::Array::from_shape_vec((2, 3), (0..6).collect::<Vec<i32>>()).unwrap();
+        let r = reshape("f", a.view(), &[3, -1]).unwrap();
+        assert_eq!(r.shape(), &[3, 2]);
+        assert_eq!(r.iter().copied().collect::<Vec<_>>(), (0..6).collect::<Vec<_>>());
+        // Logical order even for a transposed view.
+        let t = reshape("f", a.t(), &[6]).unwrap();
+        assert_eq!(t.iter().copied().collect::<Vec<_>>(), vec![0, 3, 1, 4, 2, 5]);
+        assert!(matches!(reshape("f", a.view(), &[4, -1]), Err(Error::Extent { .. })));
+        assert!(matches!(reshape("f", a.view(), &[-1, -1]), Err(Error::Extent { .. })));
+        let u = unsqueeze("f", a.view(), &[0, -1]).unwrap();
+        assert_eq!(u.shape(), &[1, 2, 3, 1]);
+        assert_eq!(squeeze("f", u.view(), &[]).unwrap().shape(), &[2, 3]);
+        assert_eq!(squeeze("f", u.view(), &[-1]).unwrap().shape(), &[1, 2, 3]);
+        assert!(matches!(squeeze("f", u.view(), &[1]), Err(Error::Extent { .. })));
+        assert!(matches!(unsqueeze("f", a.view(), &[5]), Err(Error::Extent { .. })));
+    }
 
     #[test]
     fn cast_checks_rank_and_declared_extents() {

@@ -596,6 +596,15 @@ impl<'a> Cx<'a> {
             }
             _ if declared == found => {}
             (Ty::Dyn(k1), Ty::Tensor(k2, _)) if k1 == k2 => {}
+            // A dynamic-rank value converts to the declared type at run
+            // time: its rank, then each declared extent, is checked.
+            (Ty::Tensor(k1, d1), Ty::Dyn(k2)) if k1 == k2 => {
+                for (axis, a) in d1.iter().enumerate() {
+                    if !a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) {
+                        checks.push((axis, a.clone(), self.t.show_dim(a)));
+                    }
+                }
+            }
             (Ty::Tuple(ds), Ty::Tuple(fs))
                 if ds.len() == fs.len() && ds.iter().zip(fs).all(|(d, f)| compatible_declared(d, f)) => {}
             _ => mismatch(self, None),
@@ -1898,12 +1907,13 @@ impl<'a> Cx<'a> {
             Builtin::Print => true,
             Builtin::Assert => matches!(args.len(), 1 | 2),
             Builtin::Len | Builtin::Shape | Builtin::LoadNpy | Builtin::TypeOf => args.len() == 1,
-            Builtin::SaveNpy => args.len() == 2,
+            Builtin::SaveNpy | Builtin::Reshape(_) => args.len() == 2,
         };
         if !arity_ok {
             let want = match b {
                 Builtin::Assert => "1 or 2 arguments (a condition and a message)",
                 Builtin::SaveNpy => "2 arguments (a path and a tensor)",
+                Builtin::Reshape(_) => "2 arguments (a tensor and an integer vector)",
                 _ => "1 argument",
             };
             self.err(Diagnostic::error(span, format!("`{}` takes {want}, but {} were supplied", b.name(), args.len())));
@@ -1963,6 +1973,34 @@ impl<'a> Cx<'a> {
             Builtin::TypeOf => {
                 self.infer(args[0], None);
                 Ty::Str
+            }
+            Builtin::Reshape(op) => {
+                let x = self.infer(args[0], None);
+                let v = self.infer(args[1], Some(ScalarKind::I64));
+                let k = match x {
+                    Ty::Error => return Ty::Error,
+                    Ty::Tensor(k, _) | Ty::Dyn(k) => k,
+                    other => {
+                        let d = Diagnostic::error(
+                            self.hir.span(args[0]),
+                            format!("`{}` takes a tensor, found `{}`", op.name(), self.t.show_ty(&other)),
+                        );
+                        self.err(d);
+                        return Ty::Error;
+                    }
+                };
+                match v {
+                    Ty::Error => Ty::Error,
+                    Ty::Tensor(i, dims) if i.is_int() && dims.len() == 1 => Ty::Dyn(k),
+                    other => {
+                        let d = Diagnostic::error(
+                            self.hir.span(args[1]),
+                            format!("`{}` takes an integer vector, found `{}`", op.name(), self.t.show_ty(&other)),
+                        );
+                        self.err(d);
+                        Ty::Error
+                    }
+                }
             }
             Builtin::Len | Builtin::Shape => {
                 let t = self.infer(args[0], None);

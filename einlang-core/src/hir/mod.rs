@@ -376,7 +376,13 @@ pub enum Builtin {
     /// `typeof(x)`: the name of `x`'s type as a string, known at compile
     /// time (`"f32"`; `"rectangular"` for tensors, as the seed names them).
     TypeOf,
+    /// `std::ml::{reshape, squeeze, unsqueeze}(x, v)`: a shape operation
+    /// whose axes or extents come at run time (`v`, an integer vector);
+    /// the result has dynamic rank.
+    Reshape(DynShapeOp),
 }
+
+pub use crate::ir::DynShapeOp;
 
 impl Builtin {
     pub fn name(self) -> &'static str {
@@ -388,6 +394,7 @@ impl Builtin {
             Builtin::LoadNpy => "load_npy",
             Builtin::SaveNpy => "save_npy",
             Builtin::TypeOf => "typeof",
+            Builtin::Reshape(op) => op.name(),
         }
     }
 }

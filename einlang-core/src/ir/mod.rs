@@ -536,6 +536,14 @@ pub enum ExprKind {
         jagged: VarId,
         index: Box<Expr>,
     },
+    /// `op(value, arg)` with `arg` an integer vector: a dynamic-rank
+    /// tensor with the elements of `value` (an error when the extents or
+    /// axes do not fit).
+    DynShape {
+        op: DynShapeOp,
+        value: Box<Expr>,
+        arg: Box<Expr>,
+    },
     /// The shape of a dynamic-rank tensor variable, as an `i64` vector.
     ShapeOf {
         tensor: VarId,
@@ -559,6 +567,25 @@ pub enum ExprKind {
         path: Box<Expr>,
         value: Box<Expr>,
     },
+}
+
+/// A shape operation whose axes or extents are known at run time
+/// (`std::ml::reshape`, `squeeze`, `unsqueeze`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DynShapeOp {
+    Reshape,
+    Squeeze,
+    Unsqueeze,
+}
+
+impl DynShapeOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            DynShapeOp::Reshape => "reshape",
+            DynShapeOp::Squeeze => "squeeze",
+            DynShapeOp::Unsqueeze => "unsqueeze",
+        }
+    }
 }
 
 /// One step of a `Collect`.

@@ -329,6 +329,9 @@ impl Printer<'_> {
             ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
             ExprKind::Len { tensor, axis } => format!("{}.shape[{axis}]", self.var(*tensor)),
             ExprKind::ShapeOf { tensor } => format!("{}.shape", self.var(*tensor)),
+            ExprKind::DynShape { op, value, arg } => {
+                format!("{}({}, {})", op.name(), self.expr(value, level), self.expr(arg, level))
+            }
             ExprKind::JaggedLit { rows } => format!("jagged[{}]", self.list(rows, level)),
             ExprKind::JaggedRow { jagged, index } => format!("{}.row({})", self.var(*jagged), self.expr(index, level)),
             ExprKind::LoadNpy { path, extents } => {

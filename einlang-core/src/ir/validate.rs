@@ -88,6 +88,10 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
         }
         ExprKind::Len { tensor, .. } | ExprKind::ShapeOf { tensor } => f(*tensor),
         ExprKind::JaggedLit { rows } => rows.iter().for_each(|x| visit_var_uses(x, f)),
+        ExprKind::DynShape { value, arg, .. } => {
+            visit_var_uses(value, f);
+            visit_var_uses(arg, f);
+        }
         ExprKind::JaggedRow { jagged, index } => {
             f(*jagged);
             visit_var_uses(index, f);
@@ -812,6 +816,18 @@ impl<'a> Checker<'a> {
                     None => {}
                 }
                 self.expect_ty("a length", &e.ty, &I64);
+            }
+            ExprKind::DynShape { op, value, arg } => {
+                self.check_expr(value);
+                self.check_expr(arg);
+                let fits = match (&value.ty, &arg.ty, &e.ty) {
+                    (Ty::Tensor(a, _) | Ty::Dyn(a), Ty::Tensor(i, 1), Ty::Dyn(b)) => a == b && i.is_int(),
+                    _ => false,
+                };
+                if !fits {
+                    let (v, a) = (ty_text(&value.ty), ty_text(&arg.ty));
+                    self.err(format!("`{}` of `{v}` by `{a}`", op.name()));
+                }
             }
             ExprKind::JaggedLit { rows } => {
                 rows.iter().for_each(|x| self.check_expr(x));

@@ -1205,6 +1205,11 @@ impl<'a> FnLower<'a> {
                 return self.with_var(*args.first()?, ty, |tensor| ir::ExprKind::ShapeOf { tensor });
             }
             Builtin::Len => return self.axis_len(*args.first()?, 0),
+            Builtin::Reshape(op) => {
+                let value = Box::new(self.lower_expr(*args.first()?)?);
+                let arg = Box::new(self.lower_expr(*args.get(1)?)?);
+                ir::ExprKind::DynShape { op, value, arg }
+            }
             Builtin::TypeOf => ir::ExprKind::Lit(Literal::Str(type_name(self.t.ty(*args.first()?)))),
             Builtin::LoadNpy => return self.fail("`load_npy` without a type reached lowering"),
             Builtin::SaveNpy => {
@@ -1380,9 +1385,19 @@ fn type_name(t: &ATy) -> String {
 }
 
 /// `value` as a value of type `to`: a tensor where `[T; *]` is expected
-/// becomes a dynamic-rank one; anything else is unchanged.
+/// becomes a dynamic-rank one, a dynamic-rank tensor where a rank is
+/// expected (a function's result) is checked to have it; anything else is
+/// unchanged.
 fn coerce(value: Expr, to: &Ty) -> Expr {
     match (&value.ty, to) {
+        (Ty::Dyn(k1), Ty::Tensor(k2, rank)) if k1 == k2 => Expr {
+            ty: to.clone(),
+            kind: ir::ExprKind::ShapeCast {
+                target: format!("[{}; {}]", k2.name(), vec!["_"; *rank].join(", ")),
+                value: Box::new(value),
+                extents: vec![None; *rank],
+            },
+        },
         (Ty::Tensor(k1, _), Ty::Dyn(k2)) if k1 == k2 => Expr {
             ty: to.clone(),
             kind: ir::ExprKind::ShapeCast {
@@ -1459,6 +1474,7 @@ fn expr_cost(e: &Expr) -> u64 {
         }
         K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
         K::Len { .. } | K::ShapeOf { .. } => 1,
+        K::DynShape { value, arg, .. } => expr_cost(value) + expr_cost(arg) + 64,
         K::JaggedLit { rows } => rows.iter().map(expr_cost).sum::<u64>() + 16,
         K::JaggedRow { index, .. } => expr_cost(index) + 4,
         K::ShapeCast { value, .. } => expr_cost(value) + 8,

@@ -232,6 +232,9 @@ impl Resolver {
                         let which = match attr.args.first().map(|a| a.name.as_str()) {
                             Some("load_npy") if stdlib => hir::Builtin::LoadNpy,
                             Some("save_npy") if stdlib => hir::Builtin::SaveNpy,
+                            Some("reshape") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Reshape),
+                            Some("squeeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Squeeze),
+                            Some("unsqueeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Unsqueeze),
                             _ => {
                                 diags.push(Diagnostic::error(
                                     attr.span,

@@ -132,6 +132,16 @@ impl FnCx<'_> {
                 let i = self.expr(index)?.tokens;
                 Ok(Code::new(quote!(#j.row(#name, #what, #i)?), Prec::Postfix))
             }
+            ExprKind::DynShape { op, value, arg } => {
+                let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                let f = syn::Ident::new(op.name(), proc_macro2::Span::call_site());
+                let x = self.arg(value)?;
+                let v = self.expr(arg)?.at_least(Prec::Postfix);
+                Ok(Code::new(
+                    quote!(#rt::shape::#f(#name, #x, &#v.iter().map(|__v| *__v as i64).collect::<::std::vec::Vec<i64>>())?),
+                    Prec::Postfix,
+                ))
+            }
             ExprKind::ShapeOf { tensor } => {
                 let (t, rt) = (self.ident(*tensor)?, self.rt.clone());
                 Ok(Code::new(quote!(#rt::shape::shape_of(#t.shape())), Prec::Postfix))
