@@ -2342,7 +2342,7 @@ impl<'a> Cx<'a> {
             }
             match &first {
                 None => first = Some(t.clone()),
-                Some(f) if !same_kind_and_rank(f, t) || f != t => {
+                Some(f) if f != t => {
                     let d = Diagnostic::error(
                         self.hir.span(*x),
                         format!("array elements differ: `{}` and `{}`", self.t.show_ty(f), self.t.show_ty(t)),
