@@ -41,6 +41,11 @@ einlang! {
         (m.length, m.shape[1], m[0].length)
     }
 
+    /// `.size`: the number of elements, of any rank (`std::array::size`).
+    pub fn element_counts(m: [f32; R, C], t: [i32; A, B, D], v: [f64; *]) -> (i64, i64, i64, i64) {
+        (m.size, t.size, m[0].size, v.size)
+    }
+
     /// `assert` of a tensor of conditions holds when all of them do.
     pub fn all_positive(v: [f32; N]) -> f32 {
         assert(v > 0.0, "every element must be positive");
@@ -156,6 +161,14 @@ fn range_membership() {
         let want = ((0..3).contains(&x), (1..=3).contains(&x) || x == 7, (-4..0).contains(&(x * 2)));
         assert_eq!(in_ranges(x).unwrap(), want, "x = {x}");
     }
+}
+
+#[test]
+fn sizes_count_elements() {
+    let m = Array2::<f32>::zeros((3, 5));
+    let t = einlang::ndarray::Array3::<i32>::zeros((2, 3, 4));
+    let v = einlang::ndarray::ArrayD::<f64>::zeros(einlang::ndarray::IxDyn(&[2, 7]));
+    assert_eq!(element_counts(&m, &t, v.view()).unwrap(), (15, 24, 5, 14));
 }
 
 #[test]

@@ -988,7 +988,7 @@ fn error_misc() {
             error: attributes are not allowed on `use` items @7:8
             error: `sum` needs at least one index to reduce over @8:19
             error: expected a tuple field index, found `x` @9:18
-              = help: einlang has no methods or named fields besides `.length` and `.shape`; call a function instead: `f(x)`
+              = help: einlang has no methods or named fields besides `.length`, `.shape` and `.size`; call a function instead: `f(x)`
             error: invalid suffix `i32` for float literal @10:16
             error: expected `,` or `)`, found `b` @11:19
             error: expected identifier, found `(` @12:17

@@ -242,23 +242,22 @@ fn parse_postfix(input: ParseStream) -> syn::Result<Expr> {
             expr = Expr { kind: ExprKind::Index { base: Box::new(expr), args }, span };
         } else if input.peek(Token![.]) && !input.peek(Token![..]) {
             input.parse::<Token![.]>()?;
-            // `x.length` and `x.shape`, as the seed writes them, are
-            // `len(x)` and `shape(x)`.
+            // `x.length`, `x.shape` and `x.size`, as the seed writes them,
+            // are `len(x)`, `shape(x)` and `std::array::size(x)`.
             if input.peek(syn::Ident) {
                 let fork = input.fork();
                 let name = parse_name(&fork)?;
-                let builtin = match name.name.as_str() {
-                    "length" => Some("len"),
-                    "shape" => Some("shape"),
+                let path: Option<&[&str]> = match name.name.as_str() {
+                    "length" => Some(&["len"]),
+                    "shape" => Some(&["shape"]),
+                    "size" => Some(&["std", "array", "size"]),
                     _ => None,
                 };
-                if let Some(builtin) = builtin {
+                if let Some(path) = path {
                     parse_name(input)?;
                     let span = Span { lo: expr.span.lo, hi: name.span.hi };
-                    let callee = Expr {
-                        kind: ExprKind::Path(vec![Ident { name: builtin.to_string(), span: name.span }]),
-                        span: name.span,
-                    };
+                    let segments = path.iter().map(|s| Ident { name: s.to_string(), span: name.span }).collect();
+                    let callee = Expr { kind: ExprKind::Path(segments), span: name.span };
                     expr = Expr { kind: ExprKind::Call { callee: Box::new(callee), args: vec![expr] }, span };
                     continue;
                 }
@@ -310,7 +309,7 @@ fn parse_field_indices(input: ParseStream) -> syn::Result<Vec<(u32, Span)>> {
     }
     Err(with_help(
         expected(input, "a tuple field index"),
-        "einlang has no methods or named fields besides `.length` and `.shape`; call a function instead: `f(x)`",
+        "einlang has no methods or named fields besides `.length`, `.shape` and `.size`; call a function instead: `f(x)`",
     ))
 }
 
