@@ -46,6 +46,13 @@ einlang! {
         (m.size, t.size, m[0].size, v.size)
     }
 
+    /// A string's length is its number of characters (`len(s)`, `s.length`).
+    fn longer_than(s, n: i64) -> bool { len(s) > n }
+
+    pub fn text_lengths(s: str) -> (i64, i64, i64, bool) {
+        (len(s), s.length, len("{s}{s}"), longer_than(s, 3))
+    }
+
     /// `assert` of a tensor of conditions holds when all of them do.
     pub fn all_positive(v: [f32; N]) -> f32 {
         assert(v > 0.0, "every element must be positive");
@@ -169,6 +176,14 @@ fn sizes_count_elements() {
     let t = einlang::ndarray::Array3::<i32>::zeros((2, 3, 4));
     let v = einlang::ndarray::ArrayD::<f64>::zeros(einlang::ndarray::IxDyn(&[2, 7]));
     assert_eq!(element_counts(&m, &t, v.view()).unwrap(), (15, 24, 5, 14));
+}
+
+#[test]
+fn string_lengths_count_characters() {
+    for s in ["", "abc", "héllo, wörld"] {
+        let n = s.chars().count() as i64;
+        assert_eq!(text_lengths(s).unwrap(), (n, n, 2 * n, n > 3), "{s:?}");
+    }
 }
 
 #[test]

@@ -2013,7 +2013,8 @@ impl<'a> Cx<'a> {
                     // A dynamic-rank tensor's axes are read at run time (`len`
                     // of a rank-0 value is an error then); a jagged array's
                     // length is its number of rows.
-                    Ty::Dyn(_) | Ty::Jagged(_) if b == Builtin::Len => Ty::I64,
+                    // A string's length is its number of characters.
+                    Ty::Dyn(_) | Ty::Jagged(_) | Ty::Str if b == Builtin::Len => Ty::I64,
                     Ty::Dyn(_) => {
                         let v = self.fresh_hidden();
                         self.t.dim_names.insert(v, "?".to_string());

@@ -808,7 +808,7 @@ impl<'a> Checker<'a> {
                 match self.use_var(*tensor) {
                     Some(Ty::Tensor(_, rank)) if axis < rank => {}
                     Some(Ty::Dyn(_)) => {}
-                    Some(Ty::Jagged(_)) if *axis == 0 => {}
+                    Some(Ty::Jagged(_) | Ty::Str) if *axis == 0 => {}
                     Some(ty) => {
                         let text = ty_text(ty);
                         self.err(format!("length of axis {axis} of a value of type `{text}`"));

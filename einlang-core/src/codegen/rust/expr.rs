@@ -150,6 +150,10 @@ impl FnCx<'_> {
                 let t = self.ident(*tensor)?;
                 Ok(Code::new(quote!((#t.len() as i64)), Prec::Postfix))
             }
+            ExprKind::Len { tensor, .. } if matches!(self.info(*tensor)?.ty, Ty::Str) => {
+                let t = self.ident(*tensor)?;
+                Ok(Code::new(quote!((#t.chars().count() as i64)), Prec::Postfix))
+            }
             ExprKind::Len { tensor, axis } => {
                 let t = self.ident(*tensor)?;
                 if matches!(self.info(*tensor)?.ty, Ty::Dyn(_)) {
