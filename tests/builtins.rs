@@ -195,3 +195,26 @@ fn tuples_destructure_and_consts_inline() {
 fn top_level_statements_become_main() {
     assert!(program::main().is_ok());
 }
+
+mod empty_arrays {
+    einlang::einlang! {
+        /// `[]` has no elements; its element type comes from the context
+        /// (else f32).
+        pub fn empties() -> ([f32; ?], [f32; 3, 0], i64, [f64; ?]) {
+            let e = [];
+            let nested = [[], [], []];
+            let from_none = [x * 2.0 | x in [], x > 0.0];
+            let d: [f64; ?] = [];
+            (e, nested, len(from_none), d)
+        }
+    }
+}
+
+#[test]
+fn empty_array_literals() {
+    let (e, nested, n, f) = empty_arrays::empties().unwrap();
+    assert_eq!(e.len(), 0);
+    assert_eq!(nested.shape(), &[3, 0]);
+    assert_eq!(n, 0);
+    assert_eq!(f.len(), 0);
+}

@@ -2324,8 +2324,9 @@ impl<'a> Cx<'a> {
     fn infer_array(&mut self, e: ExprId, items: &[ExprId], expect: Option<ScalarKind>) -> Ty {
         let span = self.hir.span(e);
         if items.is_empty() {
-            self.err(Diagnostic::error(span, "an empty array literal has no element type"));
-            return Ty::Error;
+            // `[]`: no elements, of the type the context wants (else f32,
+            // as for a float literal).
+            return Ty::Tensor(expect.unwrap_or(ScalarKind::F32), vec![Dim::zero()]);
         }
         let mut first: Option<Ty> = None;
         let mut tys = Vec::new();

@@ -1286,62 +1286,61 @@ fn scalar_operations_and_literals() {
     check(
         &scalars(),
         expect![[r#"
-        pub fn scalars(p: i32, q: i32, s: f64) -> (i32, f64, bool) {
-            let r: i32 = int_pow(p, 3i32) % q
-            let t: f64 = if s > 2.5f64 { sigmoid((-s) * 1e-3f64) } else { -0.5f64 }
-            let flag: bool = r as bool
-            let table: tensor<f64, 2> = array[2, 2] [1f64, 2f64, 3f64, 4f64]
-            result (r, ({
-                tensor zero_d[]: f64 (cost 1) = t
-                (read zero_d[] unchecked) + (read table[1i64, 0i64] unchecked)
-            }) + (flag as f64), flag)
-        }
+            pub fn scalars(p: i32, q: i32, s: f64) -> (i32, f64, bool) {
+                let r: i32 = int_pow(p, 3i32) % q
+                let t: f64 = if s > 2.5f64 { sigmoid((-s) * 1e-3f64) } else { -0.5f64 }
+                let flag: bool = r as bool
+                let table: tensor<f64, 2> = array[2, 2] [1f64, 2f64, 3f64, 4f64]
+                result (r, ({
+                    tensor zero_d[]: f64 (cost 1) = t
+                    (read zero_d[] unchecked) + (read table[1i64, 0i64] unchecked)
+                }) + (flag as f64), flag)
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn scalars(
-            p: i32,
-            q: i32,
-            s: f64,
-        ) -> ::core::result::Result<(i32, f64, bool), ::einlang::__private::Error> {
-            use ::einlang::__private as __rt;
-            use ::einlang::__private::ndarray as __nd;
-            let r: i32 = __rt::arith::int_rem(
-                "scalars",
-                __rt::arith::int_pow("scalars", p, 3i32)?,
-                q,
-            )?;
-            let t: f64 = if s > 2.5f64 {
-                1.0f64 / (1.0f64 + (-(-s * 0.001f64)).exp())
-            } else {
-                -0.5f64
-            };
-            let flag: bool = r != 0i32;
-            let table = __rt::value::array_lit(
-                "scalars",
-                [2usize, 2usize],
-                ::std::vec![1.0f64, 2.0f64, 3.0f64, 4.0f64],
-            )?;
-            Ok((
-                r,
-                ({
-                    let zero_d: __nd::Array<f64, __nd::Ix0> = __nd::arr0(t);
-                    (unsafe { *zero_d.uget(()) }
-                        + unsafe { *table.uget([1i64 as usize, 0i64 as usize]) })
-                }) + flag as u8 as f64,
-                flag,
-            ))
-        }
-    "#]],
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn scalars(
+                p: i32,
+                q: i32,
+                s: f64,
+            ) -> ::core::result::Result<(i32, f64, bool), ::einlang::__private::Error> {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let r: i32 = __rt::arith::int_rem(
+                    "scalars",
+                    __rt::arith::int_pow("scalars", p, 3i32)?,
+                    q,
+                )?;
+                let t: f64 = if s > 2.5f64 {
+                    1.0f64 / (1.0f64 + (-(-s * 0.001f64)).exp())
+                } else {
+                    -0.5f64
+                };
+                let flag: bool = r != 0i32;
+                let table = __rt::value::array_lit::<
+                    f64,
+                    _,
+                >("scalars", [2usize, 2usize], ::std::vec![1.0f64, 2.0f64, 3.0f64, 4.0f64])?;
+                Ok((
+                    r,
+                    ({
+                        let zero_d: __nd::Array<f64, __nd::Ix0> = __nd::arr0(t);
+                        (unsafe { *zero_d.uget(()) }
+                            + unsafe { *table.uget([1i64 as usize, 0i64 as usize]) })
+                    }) + flag as u8 as f64,
+                    flag,
+                ))
+            }
+        "#]],
     );
 }
 

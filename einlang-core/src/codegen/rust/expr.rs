@@ -254,7 +254,7 @@ impl FnCx<'_> {
                 ))
             }
             ExprKind::ArrayLit { shape, elems } => {
-                let Ty::Tensor(_, rank) = e.ty else {
+                let Ty::Tensor(k, rank) = e.ty else {
                     return Err(format!("an array literal of type `{:?}`", e.ty));
                 };
                 if rank != shape.len() {
@@ -271,7 +271,9 @@ impl FnCx<'_> {
                 let shape = types::shape(&lens, &nd);
                 let elems = elems.iter().map(|x| Ok(self.expr(x)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
                 let vec = crate::codegen::paths::vec();
-                Ok(Code::new(quote!(#rt::value::array_lit(#name, #shape, #vec![#(#elems),*])?), Prec::Postfix))
+                // The element type, for an empty literal (`[]`).
+                let t = types::scalar(k);
+                Ok(Code::new(quote!(#rt::value::array_lit::<#t, _>(#name, #shape, #vec![#(#elems),*])?), Prec::Postfix))
             }
         }
     }
