@@ -25,30 +25,21 @@ use einlang::ndarray::parallel::prelude::*;
 use einlang::ndarray::{Array1, Array2, Axis};
 
 einlang! {
-    use std::math::min;
-
     pub fn linear(a: f64, u: [f64; T]) -> f64 {
         let x[0] = u[0];
         let x[t in 1..T] = a * x[t - 1] + u[t];
         x[T - 1]
     }
-
-    pub fn edit_distance(a: [i32; N], b: [i32; M]) -> i32 {
-        let d[0, j in 0..M + 1] = j as i32;
-        let d[i in 1..N + 1, 0] = i as i32;
-        let d[i in 1..N + 1, j in 1..M + 1] =
-            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-        d[N, M]
-    }
-
-    pub fn heat(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
-        let u[0, i, j] = u0[i, j];
-        let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
-            + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
-        let last[i, j] = u[steps - 1, i, j];
-        last
-    }
 }
+
+mod edit {
+    einlang::include_ein!("examples/ein/edit_distance.ein");
+}
+mod heat2d {
+    einlang::include_ein!("examples/ein/heat.ein");
+}
+use edit::distance as edit_distance;
+use heat2d::heat;
 
 fn linear_loop(a: f64, u: &[f64]) -> f64 {
     let mut x = u[0];

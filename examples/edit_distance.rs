@@ -8,29 +8,14 @@
 
 use einlang::ndarray::Array1;
 
-#[macro_use]
 #[path = "common/recurrence.rs"]
 mod recurrence;
 
-program! {
-    use std::math::min;
-
-    pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
-        let d[0, j in 0..M + 1] = j as i32;
-        let d[i in 1..N + 1, 0] = i as i32;
-        let d[i in 1..N + 1, j in 1..M + 1] =
-            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-        d[N, M]
-    }
-
-    pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
-        let d[0, j in 0..M + 1] = j as i32;
-        let d[i in 1..N + 1, 0] = i as i32;
-        let d[i in 1..N + 1, j in 1..M + 1] =
-            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-        d
-    }
+mod program {
+    einlang::include_ein!("examples/ein/edit_distance.ein");
 }
+use program::{distance, table};
+const SRC: &str = include_str!("ein/edit_distance.ein");
 
 fn codes(s: &str) -> Array1<i32> {
     s.chars().map(|c| c as i32).collect()

@@ -6,21 +6,14 @@
 
 use einlang::ndarray::Array2;
 
-#[macro_use]
 #[path = "common/recurrence.rs"]
 mod recurrence;
 
-program! {
-    /// Explicit Euler steps of `du/dt = r * laplacian(u)` with the border
-    /// held at zero (no clause writes it after the first step).
-    pub fn heat(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
-        let u[0, i, j] = u0[i, j];
-        let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
-            + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
-        let last[i, j] = u[steps - 1, i, j];
-        last
-    }
+mod program {
+    einlang::include_ein!("examples/ein/heat.ein");
 }
+use program::heat;
+const SRC: &str = include_str!("ein/heat.ein");
 
 fn main() -> Result<(), einlang::Error> {
     let n = 48;

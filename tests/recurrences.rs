@@ -161,23 +161,10 @@ fn rnn_with_a_tanh_cell() {
 // Edit distance
 // ---------------------------------------------------------------------------
 
-program!(edit {
-    use std::math::min;
-    pub fn edit_distance(a: [i32; N], b: [i32; M]) -> i32 {
-        let d[0, j in 0..M + 1] = j as i32;
-        let d[i in 1..N + 1, 0] = i as i32;
-        let d[i in 1..N + 1, j in 1..M + 1] =
-            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-        d[N, M]
-    }
-    pub fn edit_table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
-        let d[0, j in 0..M + 1] = j as i32;
-        let d[i in 1..N + 1, 0] = i as i32;
-        let d[i in 1..N + 1, j in 1..M + 1] =
-            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-        d
-    }
-});
+mod edit {
+    einlang::include_ein!("examples/ein/edit_distance.ein");
+    pub const SRC: &str = include_str!("../examples/ein/edit_distance.ein");
+}
 
 fn codes(s: &str) -> Array1<i32> {
     s.bytes().map(|b| b as i32).collect()
@@ -198,10 +185,10 @@ fn edit_ref(a: &[i32], b: &[i32]) -> i32 {
 
 #[test]
 fn edit_distance_known_answers() {
-    assert_eq!(edit::edit_distance(&codes("kitten"), &codes("sitting")).unwrap(), 3);
-    assert_eq!(edit::edit_distance(&codes("flaw"), &codes("lawn")).unwrap(), 2);
-    assert_eq!(edit::edit_distance(&codes(""), &codes("abc")).unwrap(), 3);
-    assert_eq!(edit::edit_distance(&codes("same"), &codes("same")).unwrap(), 0);
+    assert_eq!(edit::distance(&codes("kitten"), &codes("sitting")).unwrap(), 3);
+    assert_eq!(edit::distance(&codes("flaw"), &codes("lawn")).unwrap(), 2);
+    assert_eq!(edit::distance(&codes(""), &codes("abc")).unwrap(), 3);
+    assert_eq!(edit::distance(&codes("same"), &codes("same")).unwrap(), 0);
 }
 
 #[test]
@@ -212,25 +199,25 @@ fn edit_distance_of_random_strings() {
         let a: Array1<i32> = (0..n).map(|_| rng.int(0, 4)).collect();
         let b: Array1<i32> = (0..m).map(|_| rng.int(0, 4)).collect();
         let want = edit_ref(a.as_slice().unwrap(), b.as_slice().unwrap());
-        assert_eq!(edit::edit_distance(&a, &b).unwrap(), want, "{a} vs {b}");
-        assert_eq!(edit::edit_table(&a, &b).unwrap()[[n, m]], want);
+        assert_eq!(edit::distance(&a, &b).unwrap(), want, "{a} vs {b}");
+        assert_eq!(edit::table(&a, &b).unwrap()[[n, m]], want);
     }
     // Long enough for the blocked wavefront when several threads exist.
     let a: Array1<i32> = (0..700).map(|_| rng.int(0, 4)).collect();
     let b: Array1<i32> = (0..650).map(|_| rng.int(0, 4)).collect();
     let want = edit_ref(a.as_slice().unwrap(), b.as_slice().unwrap());
-    assert_eq!(edit::edit_table(&a, &b).unwrap()[[700, 650]], want);
-    assert_eq!(edit::edit_distance(&a, &b).unwrap(), want);
+    assert_eq!(edit::table(&a, &b).unwrap()[[700, 650]], want);
+    assert_eq!(edit::distance(&a, &b).unwrap(), want);
 }
 
 #[test]
 fn edit_distance_runs_rows_in_order_and_keeps_two() {
-    let f = recurrence_facts(edit::SRC, "edit_distance", "d");
+    let f = recurrence_facts(edit::SRC, "distance", "d");
     assert_eq!(f.sequential, vec![0, 1]);
     assert!(f.parallel.is_empty());
     assert!(f.wavefront);
     assert_eq!(f.storage, window(2));
-    assert_eq!(recurrence_facts(edit::SRC, "edit_table", "d").storage, Storage::Full(FullReason::WholeTensor));
+    assert_eq!(recurrence_facts(edit::SRC, "table", "d").storage, Storage::Full(FullReason::WholeTensor));
 }
 
 // ---------------------------------------------------------------------------
@@ -282,14 +269,12 @@ program!(heat {
         let last[i] = u[steps - 1, i];
         last
     }
-    pub fn heat2d(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
-        let u[0, i, j] = u0[i, j];
-        let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
-            + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
-        let last[i, j] = u[steps - 1, i, j];
-        last
-    }
 });
+
+mod heat2d {
+    einlang::include_ein!("examples/ein/heat.ein");
+    pub const SRC: &str = include_str!("../examples/ein/heat.ein");
+}
 
 #[test]
 fn heat_equation_1d() {
@@ -328,8 +313,8 @@ fn heat_equation_2d() {
         }
         u = next;
     }
-    assert_close(&heat::heat2d(&u0, r, steps as i64).unwrap(), &u, 1e-12);
-    let f = recurrence_facts(heat::SRC, "heat2d", "u");
+    assert_close(&heat2d::heat(&u0, r, steps as i64).unwrap(), &u, 1e-12);
+    let f = recurrence_facts(heat2d::SRC, "heat", "u");
     assert_eq!((f.sequential.clone(), f.parallel.clone()), (vec![0], vec![1, 2]));
     assert_eq!(f.storage, window(2));
 }

@@ -1,7 +1,9 @@
 //! Shared by the recurrence examples: compile a program with `einlang!`,
 //! keep its text, and ask `einlang-core` what it decided for a recurrence.
 
-/// Compiles the tokens with `einlang!` and keeps them as text in `SRC`.
+/// Compiles the tokens with `einlang!` and keeps them as text in `SRC`
+/// (examples whose program is a `.ein` file use `include_str!` instead).
+#[allow(unused_macros)]
 macro_rules! program {
     ($($src:tt)*) => {
         einlang::einlang! { $($src)* }
