@@ -304,37 +304,16 @@ impl Loader {
                     continue;
                 }
                 Some(_) => {}
-                None => {
-                    let src = match std::fs::read_to_string(&path) {
-                        Ok(src) => src,
-                        Err(err) => {
-                            errors.push(Diagnostic::error(
-                                module.span,
-                                format!("couldn't read `{}`: {err}", path.display()),
-                            ));
-                            continue;
-                        }
-                    };
-                    let shown = Path::new(&self.files[0].shown)
-                        .parent()
-                        .unwrap_or(Path::new(""))
-                        .join(path.strip_prefix(&dir).unwrap_or(&path))
-                        .to_string_lossy()
-                        .into_owned();
-                    self.files.push(LoadedFile { shown, src, path });
-                    self.anchors.push(None);
-                    let j = self.files.len() - 1;
-                    match self.load(j) {
-                        Ok(program) => self.mounted.push(ast::Item::Mod(ast::ModItem {
-                            vis: ast::Visibility::Public,
-                            name: module.clone(),
-                            items: program.items,
-                            external: false,
-                            span: u.span,
-                        })),
-                        Err(mut e) => errors.append(&mut e),
-                    }
-                }
+                None => match self.load_new(path, &module) {
+                    Ok(program) => self.mounted.push(ast::Item::Mod(ast::ModItem {
+                        vis: ast::Visibility::Public,
+                        name: module.clone(),
+                        items: program.items,
+                        external: false,
+                        span: u.span,
+                    })),
+                    Err(mut e) => errors.append(&mut e),
+                },
             }
             if i != 0 {
                 // Inside a mounted module the file is a sibling module.
@@ -386,15 +365,21 @@ impl Loader {
                 return Err(vec![Diagnostic::error(name.span, format!("module `{}` includes itself", name.name))]);
             }
         }
+        self.load_new(path, name).map(|p| p.items)
+    }
+
+    /// Reads the file at `path`, not loaded yet, that `by` names, and
+    /// loads it. Messages show it relative to the root file's path as
+    /// written in the macro call.
+    fn load_new(&mut self, path: PathBuf, by: &ast::Ident) -> Result<ast::Program, Vec<Diagnostic>> {
         let src = std::fs::read_to_string(&path)
-            .map_err(|err| vec![Diagnostic::error(name.span, format!("couldn't read `{}`: {err}", path.display()))])?;
+            .map_err(|err| vec![Diagnostic::error(by.span, format!("couldn't read `{}`: {err}", path.display()))])?;
         let base = Path::new(&self.files[0].shown).parent().map(Path::to_path_buf).unwrap_or_default();
         let root_dir = self.files[0].path.parent().map(Path::to_path_buf).unwrap_or_default();
         let shown = base.join(path.strip_prefix(&root_dir).unwrap_or(&path)).to_string_lossy().into_owned();
         self.files.push(LoadedFile { shown, src, path });
         self.anchors.push(None);
-        let j = self.files.len() - 1;
-        self.load(j).map(|p| p.items)
+        self.load(self.files.len() - 1)
     }
 }
 

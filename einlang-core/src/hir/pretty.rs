@@ -45,6 +45,11 @@ struct Printer<'a> {
 }
 
 impl Printer<'_> {
+    /// Expressions joined by `, `.
+    fn list(&mut self, items: &[ExprId]) -> String {
+        items.iter().map(|x| self.expr(*x)).collect::<Vec<_>>().join(", ")
+    }
+
     fn def(&self, d: DefId) -> String {
         let mut numbers = self.numbers.borrow_mut();
         let next = numbers.len();
@@ -178,8 +183,7 @@ impl Printer<'_> {
                     Callee::Fn(f) => self.hir.name(self.hir.fns[*f].def).to_string(),
                     Callee::Intrinsic(i) => format!("intrinsic::{}", i.name()),
                 };
-                let args: Vec<String> = args.iter().map(|a| self.expr(*a)).collect();
-                format!("{name}({})", args.join(", "))
+                format!("{name}({})", self.list(args))
             }
             ExprKind::Index { base, args } => {
                 let args: Vec<String> = args.iter().map(|a| self.expr(*a)).collect();
@@ -221,8 +225,7 @@ impl Printer<'_> {
                 format!("match {s} {{ {} }}", arms.join(", "))
             }
             ExprKind::Builtin(b, args) => {
-                let args: Vec<String> = args.iter().map(|a| self.expr(*a)).collect();
-                format!("{}({})", b.name(), args.join(", "))
+                format!("{}({})", b.name(), self.list(args))
             }
             ExprKind::Interp(parts) => {
                 let mut text = String::from("f\"");
@@ -241,16 +244,9 @@ impl Printer<'_> {
                 text.push('"');
                 text
             }
-            ExprKind::Array(items) | ExprKind::Jagged(items) | ExprKind::Tuple(items) => {
-                let items: Vec<String> = items.iter().map(|x| self.expr(*x)).collect();
-                if matches!(self.hir.exprs[e].kind, ExprKind::Array(_)) {
-                    format!("[{}]", items.join(", "))
-                } else if matches!(self.hir.exprs[e].kind, ExprKind::Jagged(_)) {
-                    format!("jagged[{}]", items.join(", "))
-                } else {
-                    format!("({})", items.join(", "))
-                }
-            }
+            ExprKind::Array(items) => format!("[{}]", self.list(items)),
+            ExprKind::Jagged(items) => format!("jagged[{}]", self.list(items)),
+            ExprKind::Tuple(items) => format!("({})", self.list(items)),
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::hir::{self, DefId, DefKind, ExprKind, FnId};
 use crate::syntax::ast;
 
 /// The names the program's top-level `let` statements bind.
-pub(super) fn top_level_names(program: &ast::Program) -> HashSet<String> {
+fn top_level_names(program: &ast::Program) -> HashSet<String> {
     let mut out = HashSet::new();
     for item in &program.items {
         if let ast::Item::Stmt(ast::Stmt::Let(l)) = item {
@@ -73,7 +73,8 @@ impl Resolver {
     /// function of the root module reads, directly or through the root
     /// functions it calls, and gives it a hidden parameter for each.
     pub(super) fn plan_captures(&mut self, program: &ast::Program) {
-        if self.globals.is_empty() {
+        let globals = top_level_names(program);
+        if globals.is_empty() {
             return;
         }
         let fns: Vec<(FnId, &ast::FnItem)> = program
@@ -90,7 +91,7 @@ impl Resolver {
         for (id, f) in &fns {
             let (read, bound) = body_names(f);
             let mut direct: Vec<String> =
-                read.iter().filter(|n| self.globals.contains(*n) && !bound.contains(*n)).cloned().collect();
+                read.iter().filter(|n| globals.contains(*n) && !bound.contains(*n)).cloned().collect();
             direct.sort();
             reads.insert(*id, direct);
             for n in &read {

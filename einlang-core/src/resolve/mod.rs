@@ -48,7 +48,6 @@ pub fn resolve_program(program: &ast::Program, diags: &mut Diagnostics) -> Hir {
         r.resolve_uses(*m, &p.items, diags);
     }
     r.resolve_uses(root, &program.items, diags);
-    r.globals = globals::top_level_names(program);
     r.plan_captures(program);
     r.find_fn_values();
     for (m, p) in &stdlib {
@@ -133,9 +132,6 @@ struct Resolver {
     escaped_fn_value: bool,
     /// Locals whose value used a function value where it cannot be.
     poisoned: std::collections::HashSet<DefId>,
-    /// Names bound by the program's top-level `let`s, which its functions
-    /// may read (see `globals`).
-    globals: std::collections::HashSet<String>,
     /// For each function, the top-level bindings it reads, each with the
     /// hidden parameter that carries it.
     captures: HashMap<hir::FnId, Vec<(String, DefId)>>,
@@ -178,7 +174,6 @@ impl Resolver {
             inline_depth: 0,
             escaped_fn_value: false,
             poisoned: Default::default(),
-            globals: Default::default(),
             captures: HashMap::new(),
         }
     }

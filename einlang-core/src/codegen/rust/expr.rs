@@ -146,28 +146,22 @@ impl FnCx<'_> {
                 let (t, rt) = (self.ident(*tensor)?, self.rt.clone());
                 Ok(Code::new(quote!(#rt::shape::shape_of(#t.shape())), Prec::Postfix))
             }
-            ExprKind::Len { tensor, .. } if matches!(self.info(*tensor)?.ty, Ty::Jagged(_)) => {
-                let t = self.ident(*tensor)?;
-                Ok(Code::new(quote!((#t.len() as i64)), Prec::Postfix))
-            }
-            ExprKind::Len { tensor, .. } if matches!(self.info(*tensor)?.ty, Ty::Str) => {
-                let t = self.ident(*tensor)?;
-                Ok(Code::new(quote!((#t.chars().count() as i64)), Prec::Postfix))
-            }
             ExprKind::Len { tensor, axis } => {
                 let t = self.ident(*tensor)?;
-                if matches!(self.info(*tensor)?.ty, Ty::Dyn(_)) {
+                let axis_lit = types::usize_lit(*axis);
+                let code = match self.info(*tensor)?.ty {
+                    // Rows of a jagged array, characters of a string.
+                    Ty::Jagged(_) => quote!((#t.len() as i64)),
+                    Ty::Str => quote!((#t.chars().count() as i64)),
                     // The rank is known only now: a missing axis is an error.
-                    let (rt, name) = (self.rt.clone(), self.fn_name.clone());
-                    let what = self.info(*tensor)?.name.clone();
-                    let axis = types::usize_lit(*axis);
-                    return Ok(Code::new(
-                        quote!(#rt::shape::axis_len(#name, #what, #t.shape(), #axis)?),
-                        Prec::Postfix,
-                    ));
-                }
-                let axis = types::usize_lit(*axis);
-                Ok(Code::new(quote!((#t.shape()[#axis] as i64)), Prec::Postfix))
+                    Ty::Dyn(_) => {
+                        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                        let what = self.info(*tensor)?.source_name.clone();
+                        quote!(#rt::shape::axis_len(#name, #what, #t.shape(), #axis_lit)?)
+                    }
+                    _ => quote!((#t.shape()[#axis_lit] as i64)),
+                };
+                Ok(Code::new(code, Prec::Postfix))
             }
             ExprKind::Collect { steps, body, elem_shape } => {
                 let (Ty::Scalar(k) | Ty::Tensor(k, _)) = body.ty else {
