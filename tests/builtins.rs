@@ -87,6 +87,14 @@ einlang! {
         (x in 0..3, x in 1..=3 || x == 7, false || x * 2 in -4..0)
     }
 
+    /// The seed's built-ins that are library functions here, called
+    /// without a `use`: `array_append`, `sum` of a vector, and `max`/`min`
+    /// of two values.
+    pub fn seed_builtins(v: [i32; N], x: i32) -> ([i32; N + 1], i32, i32, f32) {
+        let w = array_append(v, x);
+        (w, sum(w), max(x, 2) - min(x, 2), min(2.5, max(0.5, 1.0)))
+    }
+
     /// The last row's sum, with a range given by `len`.
     pub fn last_row_sum(m: [f32; R, C]) -> f32 {
         sum[j in 0..len(m[0])](m[len(m) - 1, j])
@@ -217,4 +225,18 @@ fn empty_array_literals() {
     assert_eq!(nested.shape(), &[3, 0]);
     assert_eq!(n, 0);
     assert_eq!(f.len(), 0);
+}
+
+#[test]
+fn seed_builtins_reach_the_library() {
+    let v = array![4, -1, 7];
+    let (w, total, spread, clamped) = seed_builtins(&v, 5).unwrap();
+    let mut want = v.to_vec();
+    want.push(5);
+    assert_eq!(w.to_vec(), want);
+    assert_eq!(total, want.iter().sum::<i32>());
+    assert_eq!(spread, 3);
+    assert_eq!(clamped, 1.0);
+    let (w, total, _, _) = seed_builtins(&array![], -2).unwrap();
+    assert_eq!((w.to_vec(), total), (vec![-2], -2));
 }

@@ -91,3 +91,32 @@ fn tensor_elements_stack() {
     let f = array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]];
     assert_eq!(reversed_rows(&f.t()).unwrap(), array![[5.0f32, 3.0, 1.0], [6.0, 4.0, 2.0]]);
 }
+
+einlang! {
+    /// Tuple elements are rows, as in the seed (a numpy array of tuples).
+    pub fn upper_pairs(n: i64) -> [i64; ?, 2] {
+        [(i, j) | i in 0..n, j in 0..n, i < j]
+    }
+
+    pub fn point_rows(xs: [f64; N]) -> [f64; N, 3] {
+        [(x, x * x, -x) | x in xs]
+    }
+}
+
+#[test]
+fn tuple_elements_are_rows() {
+    let n = 5i64;
+    let mut want = Vec::new();
+    for i in 0..n {
+        for j in 0..n {
+            if i < j {
+                want.extend([i, j]);
+            }
+        }
+    }
+    let got = upper_pairs(n).unwrap();
+    assert_eq!(got.shape(), &[want.len() / 2, 2]);
+    assert_eq!(got.iter().copied().collect::<Vec<_>>(), want);
+    let xs = array![1.5f64, -2.0];
+    assert_eq!(point_rows(&xs).unwrap(), array![[1.5, 2.25, -1.5], [-2.0, 4.0, 2.0]]);
+}

@@ -511,6 +511,19 @@ fn builtin_by_name(name: &str) -> Option<hir::Builtin> {
     })
 }
 
+/// The seed's built-in functions that are library functions here, by name
+/// and arity: a call of one of these names with no definition in scope
+/// calls the library function, without a `use`.
+fn prelude_path(name: &str, arity: usize) -> Option<[&'static str; 3]> {
+    Some(match (name, arity) {
+        ("array_append", 2) => ["std", "array", "array_append"],
+        ("sum", 1) => ["std", "array", "sum"],
+        ("max", 2) => ["std", "math", "max"],
+        ("min", 2) => ["std", "math", "min"],
+        _ => return None,
+    })
+}
+
 impl Resolver {
     fn resolve_bodies(&mut self, module: ModId, items: &[ast::Item], diags: &mut Diagnostics) {
         for item in items {
@@ -1351,9 +1364,18 @@ impl Resolver {
                         let args: Vec<ExprId> = args.iter().map(|a| self.resolve_expr(a, diags)).collect();
                         return self.hir.alloc_expr(ExprKind::Builtin(b, args), span);
                     }
-                    let d = self.unknown_name(ident, "function");
-                    diags.push(d);
-                    None
+                    match prelude_path(&ident.name, args.len()) {
+                        Some(p) => {
+                            let path: Vec<ast::Ident> =
+                                p.iter().map(|s| ast::Ident { name: s.to_string(), span: ident.span }).collect();
+                            self.resolve_module_path(self.current_module, &path, diags)
+                        }
+                        None => {
+                            let d = self.unknown_name(ident, "function");
+                            diags.push(d);
+                            None
+                        }
+                    }
                 }
             }
         } else {

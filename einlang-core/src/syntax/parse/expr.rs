@@ -424,7 +424,14 @@ fn parse_array(input: ParseStream) -> syn::Result<Expr> {
         if clauses.is_empty() {
             return Err(expected(&content, "a generator `x in xs`"));
         }
-        return Ok(Expr { kind: ExprKind::Comprehension { body: Box::new(first), clauses }, span });
+        // A tuple element is a row: the comprehension stacks its
+        // components, as the seed's `np.array` of tuples does, so
+        // `[(i, j) | ...]` is a matrix with one row per pair.
+        let body = match first.kind {
+            ExprKind::Tuple(elems) => Expr { kind: ExprKind::Array(elems), span: first.span },
+            kind => Expr { kind, span: first.span },
+        };
+        return Ok(Expr { kind: ExprKind::Comprehension { body: Box::new(body), clauses }, span });
     }
     let mut elems = vec![first];
     if !content.is_empty() {
