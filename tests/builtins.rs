@@ -95,6 +95,11 @@ einlang! {
         (w, sum(w), max(x, 2) - min(x, 2), min(2.5, max(0.5, 1.0)))
     }
 
+    /// `x[a][b]` is `x[a, b]`, as the seed writes it.
+    pub fn chained(m: [i32; R, C], k: i64) -> (i32, [i32; R]) {
+        (m[k][1], [m[i][0] * 10 + m[i, C - 1] | i in 0..R])
+    }
+
     /// The last row's sum, with a range given by `len`.
     pub fn last_row_sum(m: [f32; R, C]) -> f32 {
         sum[j in 0..len(m[0])](m[len(m) - 1, j])
@@ -239,4 +244,14 @@ fn seed_builtins_reach_the_library() {
     assert_eq!(clamped, 1.0);
     let (w, total, _, _) = seed_builtins(&array![], -2).unwrap();
     assert_eq!((w.to_vec(), total), (vec![-2], -2));
+}
+
+#[test]
+fn chained_subscripts_index_one_tensor() {
+    let m = array![[1, 2, 3], [4, 5, 6]];
+    let (x, rows) = chained(&m, 1).unwrap();
+    assert_eq!(x, m[[1, 1]]);
+    let want: Vec<i32> = m.rows().into_iter().map(|r| r[0] * 10 + r[2]).collect();
+    assert_eq!(rows.to_vec(), want);
+    assert!(matches!(chained(&m, 2), Err(einlang::Error::Index { .. })));
 }

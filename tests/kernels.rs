@@ -1056,3 +1056,45 @@ mod padding {
         }
     }
 }
+
+// ===========================================================================
+// Prefix reductions whose bounds mention the output index
+// ===========================================================================
+
+einlang! {
+    /// Running sums with no range for `i`: it comes from the read `x[i - k]`
+    /// over `k in 0..i + 1`.
+    pub fn running_sum(x: [f64; N]) -> [f64; N] {
+        let c[i] = sum[k in 0..i + 1](x[i - k]);
+        c
+    }
+
+    /// Running maxima along each row of a matrix.
+    pub fn running_row_max(m: [i32; R, C]) -> [i32; R, C] {
+        let c[i, j] = max[k in 0..j + 1](m[i, j - k]);
+        c
+    }
+}
+
+#[test]
+fn prefix_reductions_infer_the_output_range() {
+    let x = array![1.0f64, -2.0, 4.5, 0.25, 3.0];
+    let mut acc = 0.0;
+    let want: Vec<f64> = x
+        .iter()
+        .map(|v| {
+            acc += v;
+            acc
+        })
+        .collect();
+    assert_eq!(running_sum(&x).unwrap().to_vec(), want);
+    let m = array![[3, 1, 4, 1], [5, 9, 2, 6]];
+    let got = running_row_max(&m).unwrap();
+    for r in 0..2 {
+        let mut best = i32::MIN;
+        for c in 0..4 {
+            best = best.max(m[[r, c]]);
+            assert_eq!(got[[r, c]], best);
+        }
+    }
+}

@@ -112,6 +112,11 @@ pub struct Tables {
     pub recurrences: HashMap<DefId, recur::RecurrenceFacts>,
     /// Reads of a recurrence inside its own clauses, with the recurrence.
     pub own_reads: HashMap<ExprId, DefId>,
+    /// `let` bindings of unsuffixed literals that a use needs at another
+    /// type of the same kind (integer or float), as Rust would infer it;
+    /// the driver records them in `Hir::literal_types` and analyzes again.
+    /// Each with the span of the use.
+    pub retypes: Vec<(DefId, ScalarKind, Span)>,
 }
 
 /// A call of generic function `generic` with arguments of types `args`.
@@ -164,6 +169,9 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
         recs: Vec::new(),
         slot_fallback: HashMap::new(),
         let_locals: Default::default(),
+        flex_lets: Default::default(),
+        literal_origin: HashMap::new(),
+        in_instance: false,
     };
     for (def, d) in hir.defs.iter() {
         if matches!(d.kind, DefKind::Dim | DefKind::Param | DefKind::Index) {
@@ -259,6 +267,16 @@ struct Cx<'a> {
     /// Locals bound by `let` statements: their values exist before any
     /// later statement runs, so a range bound may read them.
     let_locals: std::collections::HashSet<DefId>,
+    /// Unannotated `let`s whose value is made of unsuffixed literals: their
+    /// type is open to a later use (see `Tables::retypes`), or was decided
+    /// by one (`Hir::literal_types`).
+    flex_lets: std::collections::HashSet<DefId>,
+    /// Locals whose element type comes from one of `flex_lets` (`let s =
+    /// sum[i](v[i])`, a definition reading it, a generator over it).
+    literal_origin: HashMap<DefId, DefId>,
+    /// Whether the function being analyzed is an instance of a generic
+    /// function (its literals are not retyped: the copy is remade).
+    in_instance: bool,
 }
 
 /// Per-function state saved while another function is analyzed on demand.
@@ -471,6 +489,7 @@ impl<'a> Cx<'a> {
             cond_depth: std::mem::replace(&mut self.cond_depth, 0),
             recs: std::mem::take(&mut self.recs),
         };
+        let outer_instance = std::mem::replace(&mut self.in_instance, self.hir.instance_origin.contains_key(&f));
         for p in &func.params {
             let ty = self.t.def_ty.get(&p.def).cloned().unwrap_or(Ty::Error);
             self.env.insert(p.def, ty);
@@ -503,6 +522,7 @@ impl<'a> Cx<'a> {
         self.narrow = saved.narrow;
         self.cond_depth = saved.cond_depth;
         self.recs = saved.recs;
+        self.in_instance = outer_instance;
         self.plan_storage(f);
         self.fn_state[f.index()] = FnState::Done;
         if let Some(&(generic, call)) = self.hir.instance_origin.get(&f) {
@@ -619,7 +639,13 @@ impl<'a> Cx<'a> {
             match s {
                 Stmt::Let { def, ty, value, .. } => {
                     let ann = ty.as_ref().map(|a| self.ann_to_ty(a));
-                    let expect = ann.as_ref().and_then(|t| t.elem());
+                    let decided = self.hir.literal_types.get(def).map(|&(k, _)| k);
+                    let expect = ann.as_ref().and_then(|t| t.elem()).or(decided);
+                    if ty.is_none() && !self.in_instance && self.literal_value(*value) {
+                        self.flex_lets.insert(*def);
+                    } else if let Some(o) = self.origin(*value) {
+                        self.literal_origin.insert(*def, o);
+                    }
                     let t = self.infer_unit(*value, expect);
                     // `let y: [T; *] = x` makes `y` dynamic-rank.
                     let t = match (&ann, t) {
@@ -644,6 +670,9 @@ impl<'a> Cx<'a> {
                     self.let_locals.insert(*def);
                 }
                 Stmt::Indexed(def) => {
+                    if let Some(o) = self.origin(def.body) {
+                        self.literal_origin.insert(def.def, o);
+                    }
                     let t = self.infer_indexed(def, None);
                     self.env.insert(def.def, t.clone());
                     self.t.def_ty.insert(def.def, t);
@@ -850,6 +879,63 @@ impl<'a> Cx<'a> {
             }
             _ => false,
         }
+    }
+
+    /// Whether `e` is made only of unsuffixed literals: a literal tree or
+    /// an array literal of them.
+    fn literal_value(&self, e: ExprId) -> bool {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Array(items) => !items.is_empty() && items.iter().all(|x| self.literal_value(*x)),
+            _ => self.flexible(e),
+        }
+    }
+
+    /// The literal `let` (one of `flex_lets`) whose type decides the
+    /// element type of `e`, if any.
+    fn origin(&self, e: ExprId) -> Option<DefId> {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Def(d) if self.flex_lets.contains(d) => Some(*d),
+            ExprKind::Def(d) => self.literal_origin.get(d).copied(),
+            ExprKind::Index { base, .. } => self.origin(*base),
+            ExprKind::Unary(UnOp::Neg, x) => self.origin(*x),
+            ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
+                self.origin(*a).or_else(|| self.origin(*b))
+            }
+            ExprKind::Reduce { op, body, .. }
+                if !matches!(op, RedOp::Any | RedOp::All | RedOp::ArgMax | RedOp::ArgMin) =>
+            {
+                self.origin(*body)
+            }
+            ExprKind::Block(b) => b.tail.and_then(|t| self.origin(t)),
+            ExprKind::If { then, els, .. } => self.origin(*then).or_else(|| els.and_then(|x| self.origin(x))),
+            _ => None,
+        }
+    }
+
+    /// Two operands of different number types `ka` and `kb` of one kind:
+    /// when exactly one of them takes its type from a literal `let`, that
+    /// `let` gets the other's type in the next round (as Rust infers it).
+    fn retype_to_match(&mut self, a: ExprId, ka: ScalarKind, b: ExprId, kb: ScalarKind, at: Span) {
+        if ka.is_int() != kb.is_int() || ka.is_float() != kb.is_float() {
+            return;
+        }
+        match (self.origin(a), self.origin(b)) {
+            (Some(d), None) => self.t.retypes.push((d, kb, at)),
+            (None, Some(d)) => self.t.retypes.push((d, ka, at)),
+            _ => {}
+        }
+    }
+
+    /// Points a type mismatch at the uses that decided the type of the
+    /// literal `let`s its operands come from.
+    fn explain_literal_types(&self, mut d: Diagnostic, operands: &[ExprId]) -> Diagnostic {
+        for &x in operands {
+            let Some(def) = self.origin(x) else { continue };
+            if let Some(&(k, at)) = self.hir.literal_types.get(&def) {
+                d = d.label(at, format!("`{}` is `{}` because of this use", self.name(def), k.name()));
+            }
+        }
+        d
     }
 
     fn infer(&mut self, e: ExprId, expect: Option<ScalarKind>) -> Ty {
@@ -1205,12 +1291,15 @@ impl<'a> Cx<'a> {
             }
         };
         if ka != kb {
+            self.retype_to_match(a, ka, b, kb, span);
             let d =
                 Diagnostic::error(span, format!("mismatched types: `{}` {} `{}`", ka.name(), op.symbol(), kb.name()))
                     .label(self.hir.span(a), format!("this is `{}`", ka.name()))
-                    .label(self.hir.span(b), format!("this is `{}`", kb.name()))
-                    .note("einlang never converts numbers implicitly")
-                    .help(format!("convert one side with `as`, for example `(...) as {}`", ka.name()));
+                    .label(self.hir.span(b), format!("this is `{}`", kb.name()));
+            let d = self
+                .explain_literal_types(d, &[a, b])
+                .note("einlang never converts numbers implicitly")
+                .help(format!("convert one side with `as`, for example `(...) as {}`", ka.name()));
             self.err(d);
             return Ty::Error;
         }
@@ -1386,6 +1475,11 @@ impl<'a> Cx<'a> {
                         (Ty::Str, Ty::Str) => {}
                         (Ty::Jagged(pk), Ty::Jagged(ak)) if pk == ak => {}
                         _ => {
+                            if let (Some(pk), Some(ak), Some(d)) = (p.elem(), at.elem(), self.origin(*a)) {
+                                if pk.is_int() == ak.is_int() && pk.is_float() == ak.is_float() && pk != ak {
+                                    self.t.retypes.push((d, pk, self.hir.span(*a)));
+                                }
+                            }
                             let d = Diagnostic::error(
                                 self.hir.span(*a),
                                 format!(
@@ -1460,6 +1554,23 @@ impl<'a> Cx<'a> {
                 let float = is_float_lit(self.hir, *a);
                 let hint = tys.iter().filter_map(|t| t.elem()).find(|k| if float { k.is_float() } else { k.is_int() });
                 tys[i] = self.infer(*a, hint);
+            }
+        }
+        // An argument whose type comes from a literal `let` takes the
+        // number type of the other untyped arguments of its kind, when they
+        // agree on one (`x in v` with `v = [1, 2]` and `x: i64`).
+        let untyped: Vec<usize> = (0..args.len()).filter(|&i| self.hir.fns[f].params[i].ty.is_none()).collect();
+        for &i in &untyped {
+            let (Some(k), Some(d)) = (tys[i].elem(), self.origin(args[i])) else { continue };
+            let others: std::collections::HashSet<ScalarKind> = untyped
+                .iter()
+                .filter(|&&j| j != i && !self.flexible(args[j]) && self.origin(args[j]).is_none())
+                .filter_map(|&j| tys[j].elem())
+                .filter(|o| o.is_int() == k.is_int() && o.is_float() == k.is_float())
+                .collect();
+            if others.len() == 1 && !others.contains(&k) {
+                let at = self.hir.span(e);
+                self.t.retypes.extend(others.into_iter().map(|o| (d, o, at)));
             }
         }
         if tys.iter().all(|t| !t.is_error()) {
@@ -1665,6 +1776,9 @@ impl<'a> Cx<'a> {
                     }
                 }
                 CompClause::Each { def, over } => {
+                    if let Some(o) = self.origin(*over) {
+                        self.literal_origin.insert(*def, o);
+                    }
                     let t = self.infer(*over, None);
                     let elem = match &t {
                         Ty::Tensor(k, dims) if !dims.is_empty() => {
@@ -2345,6 +2459,9 @@ impl<'a> Cx<'a> {
             match &first {
                 None => first = Some(t.clone()),
                 Some(f) if f != t => {
+                    if let (Some(kf), Some(kt)) = (f.elem(), t.elem()) {
+                        self.retype_to_match(items[lead], kf, *x, kt, span);
+                    }
                     let d = Diagnostic::error(
                         self.hir.span(*x),
                         format!("array elements differ: `{}` and `{}`", self.t.show_ty(f), self.t.show_ty(t)),

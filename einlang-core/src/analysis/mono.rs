@@ -60,13 +60,25 @@ fn key_text(k: &Key) -> String {
 /// Analyzes `hir`, instantiating generic functions as calls need them.
 pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables {
     let mut cache: HashMap<(FnId, Vec<Key>), FnId> = HashMap::new();
-    for _ in 0..MAX_ROUNDS {
+    // Rounds that decide literal types are not counted: each one decides
+    // at least one more `let`, so there are finitely many.
+    let mut rounds = 0;
+    while rounds < MAX_ROUNDS {
         let mut round = Diagnostics::new();
         let tables = analyze(hir, &mut round);
+        if decide_literal_types(hir, &tables) {
+            // The argument types of calls may have changed: instances are
+            // made again, for the new types.
+            hir.dropped_instances.extend(hir.instance_origin.keys().copied());
+            hir.instances.clear();
+            cache.clear();
+            continue;
+        }
         if tables.mono_requests.is_empty() {
             diags.extend(round.into_vec());
             return tables;
         }
+        rounds += 1;
         for req in &tables.mono_requests {
             let Some(keys) = req.args.iter().map(key).collect::<Option<Vec<_>>>() else { continue };
             let cache_key = (req.generic, keys);
@@ -107,6 +119,20 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
             .note("each call of a generic function with new argument types creates a copy; these calls never stop creating new ones"),
     );
     tables
+}
+
+/// Records the literal `let`s a use needs at another number type
+/// (`Tables::retypes`); whether there was a new one. A binding asked for at
+/// two types keeps the first: the other use is then a type error.
+fn decide_literal_types(hir: &mut Hir, tables: &Tables) -> bool {
+    let mut changed = false;
+    for &(def, k, at) in &tables.retypes {
+        if let std::collections::hash_map::Entry::Vacant(slot) = hir.literal_types.entry(def) {
+            slot.insert((k, at));
+            changed = true;
+        }
+    }
+    changed
 }
 
 fn new_instance(hir: &mut Hir, generic: FnId, keys: &[Key], args: &[Ty]) -> (FnId, Vec<Diagnostic>) {

@@ -131,13 +131,19 @@ impl<'a> Cx<'a> {
     /// The largest (`max`) or smallest value of `d` over the ranges of the
     /// index variables it mentions.
     pub(super) fn extremum(&self, d: &Dim, max: bool, narrow: &[Narrowing]) -> Option<Dim> {
+        self.extremum_keeping(d, max, narrow, None)
+    }
+
+    /// `extremum`, leaving the index variable `keep` as it is: the bounds of
+    /// other variables may mention it (`k in 0..i + 1` read as `x[i - k]`).
+    fn extremum_keeping(&self, d: &Dim, max: bool, narrow: &[Narrowing], keep: Option<DefId>) -> Option<Dim> {
         let mut cur = d.clone();
         // Ranges may mention other index variables (`k in 0..i`); a few
         // rounds of substitution eliminate them.
         // The latest-defined variable first: its range may mention earlier
         // ones (`k - i` with `k in 0..i` is at most -1), never the reverse.
         for _ in 0..16 {
-            let Some(v) = self.index_vars(&cur).into_iter().max_by_key(|v| v.raw()) else {
+            let Some(v) = self.index_vars(&cur).into_iter().filter(|v| Some(*v) != keep).max_by_key(|v| v.raw()) else {
                 return Some(cur);
             };
             let c = Self::coefficient(&cur, v)?;
@@ -150,7 +156,11 @@ impl<'a> Cx<'a> {
     }
 
     /// The candidate range of `v` from one read axis `arg` of length `len`,
-    /// when the other index variables of `arg` already have ranges.
+    /// when the other index variables of `arg` already have ranges. Those
+    /// ranges may mention `v` (`sum[k in 0..i + 1](x[i - k])`): the largest
+    /// and smallest values of the read are then affine in `v` themselves,
+    /// and `v` ranges where both stay in bounds (`i - 0 < len` and `i - i
+    /// >= 0` give `i in 0..len`).
     fn affine_candidate(&self, v: DefId, arg: &Dim, len: &Dim) -> Option<Candidate> {
         let c = Self::coefficient(arg, v)?;
         if c <= 0 {
@@ -158,15 +168,23 @@ impl<'a> Cx<'a> {
         }
         let var = dim_var(v);
         let rest = arg.substitute(&|x| (x == var).then(Dim::zero));
-        let rest_max = self.extremum(&rest, true, &[])?;
-        let rest_min = self.extremum(&rest, false, &[])?;
-        let end = if c == 1 {
-            len.sub(&rest_max)
+        let at_v = |d: Dim| Dim::constant(c).mul(&Dim::var(var)).add(&d);
+        let hi = at_v(self.extremum_keeping(&rest, true, &[], Some(v))?);
+        let lo = at_v(self.extremum_keeping(&rest, false, &[], Some(v))?);
+        let at_zero = |d: &Dim| d.substitute(&|x| (x == var).then(Dim::zero));
+        let c_hi = Self::coefficient(&hi, v)?;
+        if c_hi <= 0 {
+            return None;
+        }
+        let hi0 = at_zero(&hi);
+        let end = if c_hi == 1 {
+            len.sub(&hi0)
         } else {
-            len.add_const(-1).sub(&rest_max).floor_div(&Dim::constant(c))?.add_const(1)
+            len.add_const(-1).sub(&hi0).floor_div(&Dim::constant(c_hi))?.add_const(1)
         };
-        let start = match rest_min.as_constant() {
-            Some(m) if m < 0 => Dim::constant((-m + c - 1) / c),
+        let c_lo = Self::coefficient(&lo, v)?;
+        let start = match at_zero(&lo).as_constant() {
+            Some(m) if m < 0 && c_lo > 0 => Dim::constant((-m + c_lo - 1) / c_lo),
             _ => Dim::zero(),
         };
         Some(Candidate { start, end })

@@ -231,3 +231,18 @@ fn if_branches_with_shapes_that_may_differ() {
               = note: the value of an `if` must have one shape whichever branch runs"#]],
     );
 }
+
+#[test]
+fn prefix_reduction_bounds_mention_the_index() {
+    // `k in 0..i + 1` read as `x[i - k]`: the read is largest at `k = 0` and
+    // smallest at `k = i`, so `i` ranges over the whole axis.
+    check(
+        "fn prefix(x: [f32; N]) -> [f32; N] { let c[i] = sum[k in 0..i + 1](x[i - k]); c }",
+        expect![[r#"
+            fn prefix(x#0: [f32; N]) -> [f32; N] {
+                let c#3[i#1 in 0..N]: [f32; N] = sum[k#2 in 0..i + 1](x#0[(i#1 - k#2)]);
+                c#3
+            }
+        "#]],
+    );
+}

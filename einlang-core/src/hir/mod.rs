@@ -88,6 +88,14 @@ pub struct Hir {
     /// neither analyzed nor emitted, so a macro call pays only for the
     /// library it uses.
     pub unused_stdlib: std::collections::HashSet<FnId>,
+    /// `let` bindings of unsuffixed literals (`let v = [1, 2, 3];`) whose
+    /// type a later use decided, as Rust infers it: `v[i] + k` with `k:
+    /// i64` makes `v` an `[i64; 3]`. Filled by analysis rounds (see
+    /// `crate::analysis::mono`). With the span of the use that decided it.
+    pub literal_types: std::collections::HashMap<DefId, (crate::syntax::ast::ScalarKind, Span)>,
+    /// Instances made before a `literal_types` decision changed the
+    /// argument types of their calls: no call reaches them any more.
+    pub dropped_instances: std::collections::HashSet<FnId>,
 }
 
 impl Function {
@@ -137,9 +145,9 @@ impl Hir {
     }
 
     /// Whether `f` is left out of analysis and code generation: inlined at
-    /// every call, or a library function nothing calls.
+    /// every call, a library function nothing calls, or a dropped instance.
     pub fn skipped(&self, f: FnId) -> bool {
-        self.inlined_fns.contains(&f) || self.unused_stdlib.contains(&f)
+        self.inlined_fns.contains(&f) || self.unused_stdlib.contains(&f) || self.dropped_instances.contains(&f)
     }
 
     /// Marks the standard-library functions that the program's own

@@ -491,6 +491,19 @@ fn not_supported(span: Span, what: &str) -> Diagnostic {
         .note("this part of the language is planned but not implemented in this version of einlang")
 }
 
+/// `x[a][b]` is `x[a, b]` (the row `x[a]`, then its element `b`): the
+/// innermost base and every subscript, outermost first.
+fn flatten_index<'e>(base: &'e ast::Expr, args: &'e [ast::IndexArg]) -> (&'e ast::Expr, Vec<&'e ast::IndexArg>) {
+    match &base.kind {
+        ast::ExprKind::Index { base: inner, args: first } => {
+            let (root, mut all) = flatten_index(inner, first);
+            all.extend(args);
+            (root, all)
+        }
+        _ => (base, args.iter().collect()),
+    }
+}
+
 fn path_text(path: &[ast::Ident]) -> String {
     path.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join("::")
 }
@@ -1105,6 +1118,7 @@ impl Resolver {
             }
             ast::ExprKind::Call { callee, args } => return self.resolve_call(callee, args, span, diags),
             ast::ExprKind::Index { base, args } => {
+                let (base, args) = flatten_index(base, args);
                 let b = self.resolve_expr(base, diags);
                 let mut out = Vec::new();
                 for a in args {

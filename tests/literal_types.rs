@@ -1,0 +1,76 @@
+//! Unsuffixed literals bound by `let` take the type a later use needs, as
+//! Rust infers it (`let v = [1, 2]; v[0] + k` with `k: i64` makes `v` an
+//! `[i64; 2]`); with no such use they stay `i32` / `f32`.
+
+use einlang::einlang;
+use einlang::ndarray::array;
+
+einlang! {
+    /// An index variable (`i64`) added to an element of a literal vector.
+    pub fn offsets(n: i64) -> [i64; ?] {
+        let base = [10, 20, 30];
+        [base[i % 3] + i | i in 0..n]
+    }
+
+    /// Through a reduction: the sum of a literal vector divided by its
+    /// length (`i64`).
+    pub fn mean_of() -> i64 {
+        let data = [3, 5, 7, 9];
+        let total = sum[i](data[i]);
+        total / len(data)
+    }
+
+    /// A float literal vector used with an `f64`, through a definition.
+    pub fn scaled(x: f64) -> [f64; 3] {
+        let w = [0.5, 1.5, 2.5];
+        let y[i] = w[i] * x;
+        y
+    }
+
+    /// Membership of an `i64` in a literal vector, and a generator over one
+    /// next to a range in a row of a comprehension.
+    pub fn outside(x: i64) -> bool {
+        let excluded = [3, 7, 9];
+        !(x in excluded)
+    }
+
+    pub fn pairs() -> [i64; 6, 2] {
+        let letters = [10, 20, 30];
+        [(n, v) | n in 1..3, v in letters]
+    }
+
+    /// A literal scalar passed to a typed `i64` parameter.
+    pub fn typed_arg(k: i64) -> i64 {
+        let n = 4;
+        twice(n) + k
+    }
+
+    fn twice(n: i64) -> i64 { n * 2 }
+
+    /// No use needs another type: the default `i32` stays.
+    pub fn default_i32() -> i32 {
+        let v = [1, 2];
+        v[0] + v[1]
+    }
+}
+
+#[test]
+fn integer_literal_lets_take_the_type_of_their_use() {
+    let want: Vec<i64> = (0..7).map(|i| [10, 20, 30][(i % 3) as usize] + i).collect();
+    assert_eq!(offsets(7).unwrap().to_vec(), want);
+    assert_eq!(mean_of().unwrap(), (3 + 5 + 7 + 9) / 4);
+    assert_eq!(typed_arg(1).unwrap(), 9);
+    assert_eq!(default_i32().unwrap(), 3i32);
+}
+
+#[test]
+fn float_literal_lets_take_the_type_of_their_use() {
+    assert_eq!(scaled(2.0).unwrap(), array![1.0f64, 3.0, 5.0]);
+}
+
+#[test]
+fn membership_and_rows_over_literal_vectors() {
+    assert!(outside(4).unwrap());
+    assert!(!outside(7).unwrap());
+    assert_eq!(pairs().unwrap(), array![[1i64, 10], [1, 20], [1, 30], [2, 10], [2, 20], [2, 30]]);
+}
