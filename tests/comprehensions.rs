@@ -120,3 +120,21 @@ fn tuple_elements_are_rows() {
     let xs = array![1.5f64, -2.0];
     assert_eq!(point_rows(&xs).unwrap(), array![[1.5, 2.25, -1.5], [-2.0, 4.0, 2.0]]);
 }
+
+einlang! {
+    /// Branches whose lengths are known only at run time give a value of
+    /// such a length.
+    pub fn pick(v: [i64; N], evens: bool) -> (i64, i64) {
+        let r = if evens { [x | x in v, x % 2 == 0] } else { [x | x in v, x % 2 != 0] };
+        (len(r), sum[i](r[i]))
+    }
+}
+
+#[test]
+fn if_between_filtered_comprehensions() {
+    let v = array![1i64, 2, 3, 4, 6, 9];
+    let evens: Vec<i64> = v.iter().copied().filter(|x| x % 2 == 0).collect();
+    let odds: Vec<i64> = v.iter().copied().filter(|x| x % 2 != 0).collect();
+    assert_eq!(pick(&v, true).unwrap(), (evens.len() as i64, evens.iter().sum()));
+    assert_eq!(pick(&v, false).unwrap(), (odds.len() as i64, odds.iter().sum()));
+}

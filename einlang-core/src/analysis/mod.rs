@@ -1058,8 +1058,27 @@ impl<'a> Cx<'a> {
                     // Tensors from the two branches must have one shape: code
                     // after the `if` relies on it.
                     (Ty::Tensor(_, d1), Ty::Tensor(_, d2)) if d1.len() == d2.len() && tt.elem() == et.elem() => {
+                        let hidden = |d: &Dim| d.vars().iter().any(|v| v.0 >= HIDDEN_DIM_BASE);
                         if d1.iter().zip(d2).all(|(a, b)| a.prove_eq(b) == Truth::True) {
                             tt
+                        } else if d1.iter().zip(d2).all(|(a, b)| a.prove_eq(b) == Truth::True || hidden(a) || hidden(b))
+                        {
+                            // Extents known only at run time in a branch:
+                            // the value's extent is another such extent.
+                            let dims = d1
+                                .iter()
+                                .zip(d2)
+                                .map(|(a, b)| {
+                                    if a.prove_eq(b) == Truth::True {
+                                        a.clone()
+                                    } else {
+                                        let v = self.fresh_hidden();
+                                        self.t.dim_names.insert(v, "?".to_string());
+                                        Dim::var(v)
+                                    }
+                                })
+                                .collect();
+                            Ty::Tensor(tt.elem().unwrap_or(ScalarKind::F32), dims)
                         } else {
                             let d = Diagnostic::error(
                                 span,
@@ -1440,9 +1459,15 @@ impl<'a> Cx<'a> {
                     match (p, &at) {
                         (Ty::Scalar(pk), Ty::Scalar(ak)) if pk == ak => {
                             if *pk == ScalarKind::I64 {
-                                if let Some(d) = self.to_dim(*a) {
-                                    subst.insert(dim_var(func.params[i].def), d);
-                                }
+                                // An argument that is not a dimension
+                                // expression is an extent known only at
+                                // run time.
+                                let d = self.to_dim(*a).unwrap_or_else(|| {
+                                    let v = self.fresh_hidden();
+                                    self.t.dim_names.insert(v, "?".to_string());
+                                    Dim::var(v)
+                                });
+                                subst.insert(dim_var(func.params[i].def), d);
                             }
                         }
                         // Any tensor of the element type converts to `[T; *]`.
