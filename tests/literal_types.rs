@@ -47,6 +47,15 @@ einlang! {
 
     fn twice(n: i64) -> i64 { n * 2 }
 
+    /// A value computed from a typed operand is typed by it: `g` is `f64`
+    /// because of `x`, so `alpha` becomes `f64` too.
+    pub fn step(x: f64) -> f64 {
+        let a = 1.0;
+        let alpha = 0.5;
+        let g = 2.0 * (a - x);
+        x - alpha * g
+    }
+
     /// No use needs another type: the default `i32` stays.
     pub fn default_i32() -> i32 {
         let v = [1, 2];
@@ -66,6 +75,8 @@ fn integer_literal_lets_take_the_type_of_their_use() {
 #[test]
 fn float_literal_lets_take_the_type_of_their_use() {
     assert_eq!(scaled(2.0).unwrap(), array![1.0f64, 3.0, 5.0]);
+    let x = 0.25f64;
+    assert_eq!(step(x).unwrap(), x - 0.5 * (2.0 * (1.0 - x)));
 }
 
 #[test]

@@ -898,18 +898,29 @@ impl<'a> Cx<'a> {
             ExprKind::Def(d) => self.literal_origin.get(d).copied(),
             ExprKind::Index { base, .. } => self.origin(*base),
             ExprKind::Unary(UnOp::Neg, x) => self.origin(*x),
-            ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
-                self.origin(*a).or_else(|| self.origin(*b))
-            }
+            // Only when the other operand is literal-made too: a typed
+            // operand fixes the type itself.
+            ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => self.joint_origin(*a, Some(*b)),
             ExprKind::Reduce { op, body, .. }
                 if !matches!(op, RedOp::Any | RedOp::All | RedOp::ArgMax | RedOp::ArgMin) =>
             {
                 self.origin(*body)
             }
             ExprKind::Block(b) => b.tail.and_then(|t| self.origin(t)),
-            ExprKind::If { then, els, .. } => self.origin(*then).or_else(|| els.and_then(|x| self.origin(x))),
+            ExprKind::If { then, els, .. } => self.joint_origin(*then, *els),
             _ => None,
         }
+    }
+
+    /// The origin of a value made of `a` and `b` of one type: one of theirs,
+    /// when each is literal-made (an origin, or a literal itself).
+    fn joint_origin(&self, a: ExprId, b: Option<ExprId>) -> Option<DefId> {
+        let (oa, ob) = (self.origin(a), b.and_then(|b| self.origin(b)));
+        let literal = |x: ExprId, o: Option<DefId>| o.is_some() || self.flexible_tail(x);
+        if !literal(a, oa) || b.is_some_and(|b| !literal(b, ob)) {
+            return None;
+        }
+        oa.or(ob)
     }
 
     /// Two operands of different number types `ka` and `kb` of one kind:
@@ -919,9 +930,13 @@ impl<'a> Cx<'a> {
         if ka.is_int() != kb.is_int() || ka.is_float() != kb.is_float() {
             return;
         }
+        let decided = |d: DefId| self.hir.literal_types.contains_key(&d);
         match (self.origin(a), self.origin(b)) {
             (Some(d), None) => self.t.retypes.push((d, kb, at)),
             (None, Some(d)) => self.t.retypes.push((d, ka, at)),
+            // A binding whose type a use already decided fixes the other.
+            (Some(da), Some(db)) if !decided(da) && decided(db) => self.t.retypes.push((da, kb, at)),
+            (Some(da), Some(db)) if decided(da) && !decided(db) => self.t.retypes.push((db, ka, at)),
             _ => {}
         }
     }
