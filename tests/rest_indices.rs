@@ -84,3 +84,34 @@ fn dense_over_any_number_of_batch_axes() {
         }
     }
 }
+
+einlang! {
+    /// Reductions over a rest index: every axis it spans.
+    fn sum_squares(x) { sum[..r](x[..r] * x[..r]) }
+
+    /// The largest entry of each leading slice.
+    fn slice_max(x) {
+        let y[i] = max[..r](x[i, ..r]);
+        y
+    }
+
+    pub fn sum_squares1(x: [f64; N]) -> f64 { sum_squares(x) }
+    pub fn sum_squares3(x: [f64; A, B, C]) -> f64 { sum_squares(x) }
+    pub fn slice_max2(x: [i32; R, C]) -> [i32; R] { slice_max(x) }
+    pub fn slice_max3(x: [f32; A, B, C]) -> [f32; A] { slice_max(x) }
+}
+
+#[test]
+fn reductions_over_rest_indices() {
+    let v = Array1::from_vec(vec![1.5f64, -2.0, 0.5]);
+    assert_relative_eq!(sum_squares1(&v).unwrap(), 1.5 * 1.5 + 4.0 + 0.25);
+    let c = Array3::from_shape_fn((2, 3, 4), |(a, b, d)| (a as f64) - 0.5 * (b as f64) + 0.25 * (d as f64));
+    let want: f64 = c.iter().map(|v| v * v).sum();
+    assert_relative_eq!(sum_squares3(&c).unwrap(), want, epsilon = 1e-12);
+    let m = Array2::from_shape_fn((3, 4), |(i, j)| ((i * 7 + j * 5) % 11) as i32 - 5);
+    let want: Vec<i32> = m.rows().into_iter().map(|r| *r.iter().max().unwrap()).collect();
+    assert_eq!(slice_max2(&m).unwrap().to_vec(), want);
+    let x = c.mapv(|v| v as f32);
+    let want: Vec<f32> = x.axis_iter(Axis(0)).map(|s| s.iter().cloned().fold(f32::NEG_INFINITY, f32::max)).collect();
+    assert_eq!(slice_max3(&x).unwrap().to_vec(), want);
+}

@@ -22,6 +22,9 @@ einlang! {
     pub fn sum_f32(x: [f32; N]) -> f32 { std::array::sum(x) }
     pub fn sum_f64(x: [f64; N]) -> f64 { std::array::sum(x) }
     pub fn sum_i32(x: [i32; N]) -> i32 { std::array::sum(x) }
+    pub fn sum_scalar(x: f64) -> f64 { std::array::sum(x) }
+    pub fn sum_matrix(x: [f64; M, N]) -> f64 { std::array::sum(x) }
+    pub fn sum_cube(x: [i32; A, B, C]) -> i32 { std::math::sum(x) }
 
     pub fn concat1(a: [f32; N], b: [f32; M]) -> [f32; N + M] { concatenate(a, b) }
     pub fn concat2(a: [f64; N, C], b: [f64; M, C]) -> [f64; N + M, C] { concatenate(a, b) }
@@ -130,6 +133,30 @@ fn sum_of_a_vector() {
     assert_close_scalar(sum_f64(&y).unwrap(), acc, 1e-12);
     assert_eq!(sum_i32(&array![3, -4, 10]).unwrap(), 9);
     assert_eq!(sum_f32(&Array1::zeros(0)).unwrap(), 0.0);
+}
+
+#[test]
+fn sum_of_every_element_at_ranks_0_to_3() {
+    assert_eq!(sum_scalar(2.5).unwrap(), 2.5);
+    let m = Array2::from_shape_fn((3, 4), |(i, j)| (i as f64) * 0.5 - (j as f64) * 1.25);
+    let mut acc = 0.0;
+    for i in 0..3 {
+        for j in 0..4 {
+            acc += m[[i, j]];
+        }
+    }
+    assert_close_scalar(sum_matrix(&m).unwrap(), acc, 1e-12);
+    assert_close_scalar(sum_matrix(&m.t()).unwrap(), acc, 1e-12);
+    let c = Array3::from_shape_fn((2, 3, 2), |(a, b, d)| (a * 7 + b * 3) as i32 - d as i32 * 5);
+    let mut total = 0;
+    for a in 0..2 {
+        for b in 0..3 {
+            for d in 0..2 {
+                total += c[[a, b, d]];
+            }
+        }
+    }
+    assert_eq!(sum_cube(&c).unwrap(), total);
 }
 
 #[test]

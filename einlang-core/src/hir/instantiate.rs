@@ -17,6 +17,18 @@ use super::{
     Param, Pat, Range, Recurrence, RedVar, Slot, Stmt, TyAnn, Where,
 };
 
+/// A body and the values and guards of its where-clause.
+fn roots_of(body: ExprId, wheres: &[Where]) -> Vec<ExprId> {
+    let mut roots = vec![body];
+    for w in wheres {
+        match w {
+            Where::Bind { value, .. } => roots.push(*value),
+            Where::Guard(g) => roots.push(*g),
+        }
+    }
+    roots
+}
+
 /// Appends a copy of `f` named `name` whose parameters have the types
 /// `params` (`None` keeps the template's annotation). Named rest indices
 /// are expanded into as many index variables as the ranks of the accesses
@@ -40,8 +52,14 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
             Some(t) => Some(t),
             None => p.ty.as_ref().map(|t| cx.ty(t)),
         };
-        if let Some(TyAnn::Tensor { dims, .. }) = &ty {
-            cx.ranks.insert(p.def, dims.len());
+        match &ty {
+            Some(TyAnn::Tensor { dims, .. }) => {
+                cx.ranks.insert(p.def, dims.len());
+            }
+            Some(TyAnn::Scalar(_)) => {
+                cx.ranks.insert(p.def, 0);
+            }
+            _ => {}
         }
         new_params.push(Param { def: cx.def(p.def), ty, span: p.span });
     }
@@ -127,14 +145,13 @@ impl Cloner<'_> {
     /// as many as the rank of a tensor it subscripts leaves after that
     /// subscript's other indices.
     fn expand_rest(&mut self, d: &IndexedDef, rest: DefId, span: Span) -> Vec<DefId> {
+        self.expand_rest_in(roots_of(d.body, &d.wheres), rest, span)
+    }
+
+    /// `expand_rest` for the subscripts under `roots` (a definition's body
+    /// and where-clauses, or a reduction's).
+    fn expand_rest_in(&mut self, mut roots: Vec<ExprId>, rest: DefId, span: Span) -> Vec<DefId> {
         let name = self.hir.defs[rest].name.clone();
-        let mut roots = vec![d.body];
-        for w in &d.wheres {
-            match w {
-                Where::Bind { value, .. } => roots.push(*value),
-                Where::Guard(g) => roots.push(*g),
-            }
-        }
         let mut count = None;
         while let Some(e) = roots.pop() {
             let kind = self.hir.exprs[e].kind.clone();
@@ -321,13 +338,28 @@ impl Cloner<'_> {
             }
             ExprKind::Field(a, i) => ExprKind::Field(self.expr(a), i),
             ExprKind::Reduce { op, vars, wheres, body } => {
-                let vars = vars
-                    .iter()
-                    .map(|v| {
+                let mut new_vars = Vec::new();
+                for v in &vars {
+                    if self.hir.defs[v.def].kind == DefKind::Rest {
+                        // `sum[..r](x[..r])`: one variable per axis `..r` spans.
+                        let span = self.hir.defs[v.def].span;
+                        for d in self.expand_rest_in(roots_of(body, &wheres), v.def, span) {
+                            new_vars.push(RedVar { def: d, range: None });
+                        }
+                    } else {
                         let range = v.range.as_ref().map(|r| self.range(r));
-                        RedVar { def: self.def(v.def), range }
-                    })
-                    .collect();
+                        new_vars.push(RedVar { def: self.def(v.def), range });
+                    }
+                }
+                let vars = new_vars;
+                if vars.is_empty()
+                    && wheres.is_empty()
+                    && matches!(op, RedOp::Sum | RedOp::Prod | RedOp::Max | RedOp::Min | RedOp::All | RedOp::Any)
+                {
+                    // Rest indices that span no axis: a reduction over one
+                    // point is that point.
+                    return self.expr(body);
+                }
                 let wheres = self.wheres(&wheres);
                 ExprKind::Reduce { op, vars, wheres, body: self.expr(body) }
             }

@@ -1156,7 +1156,17 @@ impl Resolver {
                             format!("index `{}` appears twice in this reduction", v.var.name),
                         ));
                     }
-                    let def = self.bind_local(&v.var, DefKind::Index);
+                    if v.rest && !self.in_generic {
+                        diags.push(
+                            Diagnostic::error(v.var.span, "named rest indices are only supported in generic functions")
+                                .help("leave the parameters untyped, so the rank is known at each call"),
+                        );
+                        self.scopes.pop();
+                        return self.error_expr(span);
+                    }
+                    // A rest index (`sum[..r](x[..r])`) stands for the axes
+                    // it spans; each instance expands it.
+                    let def = self.bind_local(&v.var, if v.rest { DefKind::Rest } else { DefKind::Index });
                     red_vars.push(hir::RedVar { def, range });
                 }
                 let wheres = self.resolve_wheres(where_clause, diags);

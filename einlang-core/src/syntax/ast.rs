@@ -331,11 +331,13 @@ pub struct RangeExpr {
     pub span: Span,
 }
 
-/// An index variable of a reduction, with an optional range: `k`, `k in 0..K`.
+/// An index variable of a reduction, with an optional range: `k`, `k in
+/// 0..K`, or a named rest index `..r` (every axis it spans).
 #[derive(Clone, Debug)]
 pub struct RedVar {
     pub var: Ident,
     pub range: Option<RangeExpr>,
+    pub rest: bool,
 }
 
 /// One entry of a `where` clause.

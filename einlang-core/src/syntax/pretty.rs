@@ -469,6 +469,7 @@ impl Printer {
                 self.push(" [");
                 self.list(vars, " ", |p, var| match &var.range {
                     Some(range) => p.ranged(&var.var, range),
+                    None if var.rest => p.push(&format!("..{}", var.var.name)),
                     None => p.push(&var.var.name),
                 });
                 self.push("] ");

@@ -481,8 +481,13 @@ fn parse_reduce(input: ParseStream, op: RedOp) -> syn::Result<Expr> {
     Ok(Expr { kind: ExprKind::Reduce { op, op_span: op_ident.span, vars, body: Box::new(body), where_clause }, span })
 }
 
-/// `k` or `k in a..b`.
+/// `k`, `k in a..b` or `..r`.
 fn parse_red_var(input: ParseStream) -> syn::Result<RedVar> {
+    if input.peek(Token![..]) {
+        input.parse::<Token![..]>()?;
+        let var = parse_name(input)?;
+        return Ok(RedVar { var, range: None, rest: true });
+    }
     let var = parse_name(input)?;
     let range = if input.peek(Token![in]) {
         input.parse::<Token![in]>()?;
@@ -490,7 +495,7 @@ fn parse_red_var(input: ParseStream) -> syn::Result<RedVar> {
     } else {
         None
     };
-    Ok(RedVar { var, range })
+    Ok(RedVar { var, range, rest: false })
 }
 
 /// `if cond { ... } [else if ... | else { ... }]`.
