@@ -20,6 +20,12 @@ einlang! {
         [[r[M - 1 - j] | j in 0..M] | r in m]
     }
 
+    /// A range that ends before it starts is empty.
+    pub fn backwards() -> (i64, i64) {
+        let r = [x | x in 6..4];
+        (len(r), sum[i](r[i]))
+    }
+
     pub fn squares(n: i64) -> [i64; n] {
         [i * i | i in 0..n]
     }
@@ -46,6 +52,7 @@ fn range_generators() {
     assert_eq!(squares(5).unwrap(), array![0i64, 1, 4, 9, 16]);
     assert_eq!(pairs(2, 3).unwrap(), array![0i64, 1, 2, 10, 11, 12]);
     assert_eq!(squares(0).unwrap().len(), 0);
+    assert_eq!(backwards().unwrap(), (0, 0));
 }
 
 #[test]

@@ -56,6 +56,12 @@ einlang! {
         x - alpha * g
     }
 
+    /// A literal argument of a generic function takes the type its use in
+    /// the body needs: `start` is added to an index, so it is an `i64`.
+    fn sequence(start, n) { [start + i | i in 0..n] }
+
+    pub fn from_ten() -> [i64; ?] { sequence(10, 4) }
+
     /// No use needs another type: the default `i32` stays.
     pub fn default_i32() -> i32 {
         let v = [1, 2];
@@ -70,6 +76,7 @@ fn integer_literal_lets_take_the_type_of_their_use() {
     assert_eq!(mean_of().unwrap(), (3 + 5 + 7 + 9) / 4);
     assert_eq!(typed_arg(1).unwrap(), 9);
     assert_eq!(default_i32().unwrap(), 3i32);
+    assert_eq!(from_ten().unwrap(), array![10i64, 11, 12, 13]);
 }
 
 #[test]

@@ -490,6 +490,16 @@ impl<'a> Cx<'a> {
             recs: std::mem::take(&mut self.recs),
         };
         let outer_instance = std::mem::replace(&mut self.in_instance, self.hir.instance_origin.contains_key(&f));
+        // An untyped parameter takes its type from the argument: a literal
+        // argument's type is decided like a literal `let`'s, keyed by the
+        // generic function's parameter (instances are remade).
+        if let Some(&(generic, _)) = self.hir.instance_origin.get(&f) {
+            for (p, t) in func.params.iter().zip(&self.hir.fns[generic].params) {
+                if t.ty.is_none() {
+                    self.literal_origin.insert(p.def, t.def);
+                }
+            }
+        }
         for p in &func.params {
             let ty = self.t.def_ty.get(&p.def).cloned().unwrap_or(Ty::Error);
             self.env.insert(p.def, ty);
@@ -1592,7 +1602,9 @@ impl<'a> Cx<'a> {
         for (i, a) in args.iter().enumerate() {
             if self.flexible(*a) {
                 let float = is_float_lit(self.hir, *a);
-                let hint = tys.iter().filter_map(|t| t.elem()).find(|k| if float { k.is_float() } else { k.is_int() });
+                let of_kind = |k: &ScalarKind| if float { k.is_float() } else { k.is_int() };
+                let decided = self.hir.literal_types.get(&func.params[i].def).map(|&(k, _)| k).filter(of_kind);
+                let hint = decided.or_else(|| tys.iter().filter_map(|t| t.elem()).find(of_kind));
                 tys[i] = self.infer(*a, hint);
             }
         }
@@ -1809,7 +1821,10 @@ impl<'a> Cx<'a> {
                     self.t.def_ty.insert(*def, Ty::I64);
                     match self.explicit_range(range) {
                         Some(r) => {
-                            len = len.mul(&r.end.sub(&r.start));
+                            // A range that ends before it starts is empty.
+                            let n = r.end.sub(&r.start);
+                            let n = if n.as_constant().is_some_and(|c| c < 0) { Dim::zero() } else { n };
+                            len = len.mul(&n);
                             self.t.ranges.insert(*def, r);
                         }
                         None => failed = true,
