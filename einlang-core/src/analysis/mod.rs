@@ -887,6 +887,8 @@ impl<'a> Cx<'a> {
             ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
                 self.flexible(*a) && self.flexible(*b)
             }
+            // An entry of an array-literal element (`let p[0] = [1.0, 0.0];`).
+            ExprKind::If { then, els: Some(els), .. } => self.flexible_tail(*then) && self.flexible_tail(*els),
             _ => false,
         }
     }

@@ -306,15 +306,22 @@ impl<'a> Cx<'a> {
         kinds.iter().copied().find(|k| k.is_float()).or(kinds.first().copied())
     }
 
-    /// The default type of the first literal in `e` (`f64` or `i32`).
+    /// The default type of the first literal of value `e` (`f64` or `i32`),
+    /// not counting the conditions of `if`s (`if elem0 == 0 { 1.0 } ...`).
     fn literal_kind(&self, e: ExprId) -> Option<crate::syntax::ast::ScalarKind> {
         use crate::syntax::ast::{Lit, ScalarKind};
-        self.hir.reachable([e]).into_iter().find_map(|x| match &self.hir.exprs[x].kind {
+        match &self.hir.exprs[e].kind {
             ExprKind::Lit(Lit::Float(..)) => Some(ScalarKind::F64),
             ExprKind::Lit(Lit::Int(..)) => Some(ScalarKind::I32),
             ExprKind::Lit(Lit::Bool(..)) => Some(ScalarKind::Bool),
+            ExprKind::Unary(_, x) => self.literal_kind(*x),
+            ExprKind::Binary(_, a, b) => self.literal_kind(*a).or_else(|| self.literal_kind(*b)),
+            ExprKind::If { then, els, .. } => {
+                self.literal_kind(*then).or_else(|| els.and_then(|x| self.literal_kind(x)))
+            }
+            ExprKind::Block(b) => b.tail.and_then(|t| self.literal_kind(t)),
             _ => None,
-        })
+        }
     }
 
     /// Slots with no range of their own fall back to the axis's extent from

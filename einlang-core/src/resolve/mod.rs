@@ -524,6 +524,21 @@ fn builtin_by_name(name: &str) -> Option<hir::Builtin> {
     })
 }
 
+/// The extents of a non-empty array literal: its length, then the extents
+/// its entries share when they are all array literals of one shape.
+fn literal_extents(value: &ast::Expr) -> Vec<usize> {
+    let ast::ExprKind::Array(items) = &value.kind else { return Vec::new() };
+    if items.is_empty() {
+        return Vec::new();
+    }
+    let inner: Vec<Vec<usize>> = items.iter().map(literal_extents).collect();
+    let mut out = vec![items.len()];
+    if inner.iter().all(|e| !e.is_empty() && *e == inner[0]) {
+        out.extend(&inner[0]);
+    }
+    out
+}
+
 /// The seed's built-in functions that are library functions here, by name
 /// and arity: a call of one of these names with no definition in scope
 /// calls the library function, without a `use`.
@@ -965,9 +980,39 @@ impl Resolver {
         }
         let (value, stmt_wheres) = attach_wheres(&l.value, &l.where_clause, &lhs_names);
         let wheres = self.resolve_wheres(&stmt_wheres, diags);
-        let body = self.resolve_expr(&value, diags);
+        // An element that is an array literal (`let rows[i] = [x[i], y[i]];`)
+        // adds its axes after the written ones: one index per axis, and the
+        // body selects the literal's entry at those indices.
+        let mut axes = Vec::new();
+        for (axis, n) in literal_extents(&value).into_iter().enumerate() {
+            let def = self.hir.alloc_def(format!("elem{axis}"), DefKind::Index, value.span);
+            let start = self.hir.alloc_expr(ExprKind::Lit(ast::Lit::Int(0, None)), value.span);
+            let end = self.hir.alloc_expr(ExprKind::Lit(ast::Lit::Int(n as i128, None)), value.span);
+            hir_slots.push(Slot::Var { def, range: Some(hir::Range { start, end, span: value.span }) });
+            axes.push(def);
+        }
+        let body = self.select_entry(&value, &axes, diags);
         self.scopes.pop();
         Some((hir_slots, wheres, body))
+    }
+
+    /// The entry of array literal `value` at index variables `axes` (one per
+    /// nesting level, see `literal_extents`): `if e0 == 0 { a } else if e0
+    /// == 1 { b } ...`.
+    fn select_entry(&mut self, value: &ast::Expr, axes: &[DefId], diags: &mut Diagnostics) -> ExprId {
+        let (Some((&axis, inner)), ast::ExprKind::Array(items)) = (axes.split_first(), &value.kind) else {
+            return self.resolve_expr(value, diags);
+        };
+        let entries: Vec<ExprId> = items.iter().map(|x| self.select_entry(x, inner, diags)).collect();
+        let mut acc = entries[entries.len() - 1];
+        for (k, &entry) in entries.iter().enumerate().rev().skip(1) {
+            let span = items[k].span;
+            let var = self.hir.alloc_expr(ExprKind::Def(axis), span);
+            let at = self.hir.alloc_expr(ExprKind::Lit(ast::Lit::Int(k as i128, None)), span);
+            let cond = self.hir.alloc_expr(ExprKind::Binary(ast::BinOp::Eq, var, at), span);
+            acc = self.hir.alloc_expr(ExprKind::If { cond, then: entry, els: Some(acc) }, span);
+        }
+        acc
     }
 
     /// `let (a, (b, _)) = value;` binds `a = value.0`, `b = value.1.0`.
