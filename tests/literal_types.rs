@@ -62,6 +62,28 @@ einlang! {
 
     pub fn from_ten() -> [i64; ?] { sequence(10, 4) }
 
+    /// The declared result type decides: for a literal `let` returned, a
+    /// recurrence whose clauses are literals or read only itself, and the
+    /// components of a tuple, and an annotated `let` of a literal binding.
+    pub fn returned() -> ([i64; 3], f64) {
+        let v = [1, 2, 3];
+        let w = 0.25;
+        (v, w)
+    }
+
+    pub fn fibonacci(n: i64) -> [i64; n] {
+        let fib[0] = 0;
+        let fib[1] = 1;
+        let fib[k in 2..n] = fib[k - 1] + fib[k - 2];
+        fib
+    }
+
+    pub fn annotated() -> u8 {
+        let v = [200, 55];
+        let w: [u8; 2] = v;
+        w[0] + w[1]
+    }
+
     /// No use needs another type: the default `i32` stays.
     pub fn default_i32() -> i32 {
         let v = [1, 2];
@@ -77,6 +99,13 @@ fn integer_literal_lets_take_the_type_of_their_use() {
     assert_eq!(typed_arg(1).unwrap(), 9);
     assert_eq!(default_i32().unwrap(), 3i32);
     assert_eq!(from_ten().unwrap(), array![10i64, 11, 12, 13]);
+    assert_eq!(returned().unwrap(), (array![1i64, 2, 3], 0.25f64));
+    let mut want = vec![0i64, 1];
+    for k in 2..50 {
+        want.push(want[k - 1] + want[k - 2]);
+    }
+    assert_eq!(fibonacci(50).unwrap().to_vec(), want);
+    assert_eq!(annotated().unwrap(), 255u8);
 }
 
 #[test]

@@ -580,6 +580,9 @@ impl<'a> Cx<'a> {
     fn check_result(&mut self, f: FnId, declared: &Ty, found: &Ty) -> Vec<(usize, Dim, String)> {
         let func = &self.hir.fns[f];
         let span = func.body.tail.map(|t| self.hir.span(t)).unwrap_or(func.span);
+        if let Some(tail) = func.body.tail {
+            self.retype_to(tail, found, declared, span);
+        }
         let ann_span = match &func.ret {
             Some(TyAnn::Tensor { span, .. }) => Some(*span),
             _ => None,
@@ -664,6 +667,7 @@ impl<'a> Cx<'a> {
                     };
                     if let Some(a) = ann {
                         if !t.is_error() && !a.is_error() && !same_kind_and_rank(&a, &t) {
+                            self.retype_to(*value, &t, &a, self.hir.span(*value));
                             let d = Diagnostic::error(
                                 self.hir.span(*value),
                                 format!(
@@ -950,6 +954,29 @@ impl<'a> Cx<'a> {
             (Some(da), Some(db)) if !decided(da) && decided(db) => self.t.retypes.push((da, kb, at)),
             (Some(da), Some(db)) if decided(da) && !decided(db) => self.t.retypes.push((db, ka, at)),
             _ => {}
+        }
+    }
+
+    /// A value of type `found` where `wanted` is needed (a declared result,
+    /// an annotated `let`): the literal bindings it comes from take the
+    /// wanted number types (component-wise for a tuple written in place).
+    fn retype_to(&mut self, e: ExprId, found: &Ty, wanted: &Ty, at: Span) {
+        match (&self.hir.exprs[e].kind, found, wanted) {
+            (ExprKind::Tuple(items), Ty::Tuple(fs), Ty::Tuple(ws))
+                if items.len() == fs.len() && fs.len() == ws.len() =>
+            {
+                for ((x, f), w) in items.clone().iter().zip(fs).zip(ws) {
+                    self.retype_to(*x, f, w, at);
+                }
+            }
+            _ => {
+                let (Some(kf), Some(kw)) = (found.elem(), wanted.elem()) else { return };
+                if kf != kw && kf.is_int() == kw.is_int() && kf.is_float() == kw.is_float() {
+                    if let Some(d) = self.origin(e) {
+                        self.t.retypes.push((d, kw, at));
+                    }
+                }
+            }
         }
     }
 

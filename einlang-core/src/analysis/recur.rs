@@ -206,8 +206,14 @@ impl<'a> Cx<'a> {
             }
         }
         let first = rec.clauses.iter().zip(&flexible).find(|(_, f)| **f).map(|(c, _)| c.body);
+        // With no clause of a fixed type, the literals' type is open to the
+        // uses, like a literal `let`'s (see `Tables::retypes`).
+        if elem.is_none() && first.is_some() && !self.in_instance {
+            self.flex_lets.insert(rec.def);
+        }
+        let decided = self.hir.literal_types.get(&rec.def).map(|&(k, _)| k).filter(|_| elem.is_none());
         let Some(first_elem) =
-            elem.or_else(|| self.guess_elem(rec)).or_else(|| first.and_then(|b| self.literal_kind(b)))
+            elem.or(decided).or_else(|| self.guess_elem(rec)).or_else(|| first.and_then(|b| self.literal_kind(b)))
         else {
             let d = Diagnostic::error(
                 rec.clauses[0].span,
