@@ -147,3 +147,36 @@ fn lambda_capturing_a_tensor_in_a_reduction() {
     }
     assert_abs_diff_eq!(dot_with(&w, &x).unwrap(), expect, epsilon = 1e-5);
 }
+
+einlang! {
+    /// Parameters declared with function types: the lambda's parameters
+    /// take the declared types, and its value must have the result type.
+    fn apply(f: (f32) -> f32, x: f32) -> f32 { f(x) }
+
+    fn twice(f: (f64) -> f64, x: f64) -> f64 { f(f(x)) }
+
+    fn zip_with(g: (f32, f32) -> f32, a: [f32; N], b: [f32; N]) -> [f32; N] {
+        let y[i] = g(a[i], b[i]);
+        y
+    }
+
+    fn square(v: f64) -> f64 { v * v }
+
+    pub fn typed_apply(x: f32) -> f32 { apply(|v| v * 3.0 + 1.0, x) }
+
+    pub fn typed_twice(x: f64) -> f64 { twice(square, x) }
+
+    pub fn typed_zip(a: [f32; N], b: [f32; N], k: f32) -> [f32; N] {
+        zip_with(|p, q| p * q + k, a, b)
+    }
+}
+
+#[test]
+fn function_typed_parameters() {
+    assert_eq!(typed_apply(2.0).unwrap(), 7.0);
+    assert_eq!(typed_twice(3.0).unwrap(), 81.0);
+    let a = array![1.0f32, 2.0, -1.0];
+    let b = array![0.5f32, 4.0, 3.0];
+    let want: Vec<f32> = a.iter().zip(&b).map(|(p, q)| p * q + 0.25).collect();
+    assert_eq!(typed_zip(&a, &b, 0.25).unwrap().to_vec(), want);
+}

@@ -493,9 +493,10 @@ impl<'a> Cx<'a> {
         // An untyped parameter takes its type from the argument: a literal
         // argument's type is decided like a literal `let`'s, keyed by the
         // generic function's parameter (instances are remade).
+        // Only scalars: a literal argument is one.
         if let Some(&(generic, _)) = self.hir.instance_origin.get(&f) {
             for (p, t) in func.params.iter().zip(&self.hir.fns[generic].params) {
-                if t.ty.is_none() {
+                if t.ty.is_none() && matches!(p.ty, Some(TyAnn::Scalar(_))) {
                     self.literal_origin.insert(p.def, t.def);
                 }
             }
@@ -665,6 +666,7 @@ impl<'a> Cx<'a> {
                         (Some(Ty::Dyn(k1)), Ty::Tensor(k2, _)) if *k1 == k2 => Ty::Dyn(k2),
                         (_, t) => t,
                     };
+                    let mut t = t;
                     if let Some(a) = ann {
                         if !t.is_error() && !a.is_error() && !same_kind_and_rank(&a, &t) {
                             self.retype_to(*value, &t, &a, self.hir.span(*value));
@@ -677,6 +679,9 @@ impl<'a> Cx<'a> {
                                 ),
                             );
                             self.err(d);
+                            // The binding has the declared type: later uses
+                            // are checked against what was meant.
+                            t = a;
                         }
                     }
                     self.env.insert(*def, t.clone());
@@ -1643,6 +1648,11 @@ impl<'a> Cx<'a> {
         let untyped: Vec<usize> = (0..args.len()).filter(|&i| self.hir.fns[f].params[i].ty.is_none()).collect();
         for &i in &untyped {
             let (Some(k), Some(d)) = (tys[i].elem(), self.origin(args[i])) else { continue };
+            if self.hir.defs[d].kind == DefKind::Param {
+                // A parameter of a generic function: decided only by the
+                // uses in its body.
+                continue;
+            }
             let others: std::collections::HashSet<ScalarKind> = untyped
                 .iter()
                 .filter(|&&j| j != i && !self.flexible(args[j]) && self.origin(args[j]).is_none())

@@ -455,7 +455,28 @@ impl Resolver {
         diags: &mut Diagnostics,
     ) -> ExprId {
         let Some((pre, f)) = self.fn_value_of(callee, diags) else { return self.error_expr(span) };
-        let call = self.apply_fn_value(f, args, span, callee.span, diags);
+        // A parameter declared `(A, B) -> R`: the lambda's untyped
+        // parameters take the types `A, B`, and the value must be an `R`.
+        let declared = match &callee.kind {
+            ast::ExprKind::Path(p) if p.len() == 1 => {
+                self.lookup_local(&p[0].name).and_then(|d| self.fn_value_types.get(&d).cloned())
+            }
+            _ => None,
+        };
+        let call =
+            self.apply_fn_value(f, args, declared.as_ref().map(|(ps, _)| ps.as_slice()), span, callee.span, diags);
+        let call = match declared {
+            Some((_, ret)) => match self.resolve_ty(&ret, false, diags) {
+                Some(ty) => {
+                    let def = self.hir.alloc_def("result", DefKind::Local, span);
+                    let tail = self.hir.alloc_expr(ExprKind::Def(def), span);
+                    let stmts = vec![hir::Stmt::Let { def, ty: Some(ty), value: call, span }];
+                    self.hir.alloc_expr(ExprKind::Block(hir::Block { stmts, tail: Some(tail) }), span)
+                }
+                None => self.error_expr(span),
+            },
+            None => call,
+        };
         self.wrap(pre, call, span)
     }
 
@@ -472,6 +493,7 @@ impl Resolver {
         &mut self,
         f: FnValue,
         args: &[ast::Expr],
+        param_types: Option<&[ast::Type]>,
         span: Span,
         callee_span: Span,
         diags: &mut Diagnostics,
@@ -496,7 +518,13 @@ impl Resolver {
                 if !self.check_lambda_arity(params.len(), args.len(), &expr, span, diags) {
                     return self.error_expr(span);
                 }
-                let Some((stmts, bindings)) = self.bind_args(params, args, diags) else {
+                let mut params = params.to_vec();
+                for (p, t) in params.iter_mut().zip(param_types.unwrap_or_default()) {
+                    if p.ty.is_none() {
+                        p.ty = Some(t.clone());
+                    }
+                }
+                let Some((stmts, bindings)) = self.bind_args(&params, args, diags) else {
                     return self.error_expr(span);
                 };
                 let saved = self.enter(module, vec![(*env).clone(), bindings]);
@@ -768,6 +796,9 @@ impl Resolver {
                     let v = self.remap(v, &mapping);
                     let d = self.hir.alloc_def(&p.name.name, DefKind::Local, p.name.span);
                     self.fn_values.insert(d, v);
+                    if let Some(ast::Type::Fn { params, ret, .. }) = &p.ty {
+                        self.fn_value_types.insert(d, (params.clone(), (**ret).clone()));
+                    }
                     self.scopes[0].insert(p.name.name.clone(), d);
                 }
                 None => {

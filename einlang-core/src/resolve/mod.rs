@@ -113,6 +113,9 @@ struct Resolver {
     const_stack: Vec<DefId>,
     /// Locals bound to function values (see `closures`).
     fn_values: HashMap<DefId, closures::FnValue>,
+    /// The declared type (`(f32, f32) -> f32`) of a parameter bound to a
+    /// function value in a specialization: its parameter and result types.
+    fn_value_types: HashMap<DefId, (Vec<ast::Type>, ast::Type)>,
     /// The syntax of every function with its module, for specializations
     /// and inlining.
     fn_asts: HashMap<hir::FnId, (std::rc::Rc<ast::FnItem>, ModId)>,
@@ -166,6 +169,7 @@ impl Resolver {
             stdlib_programs: Vec::new(),
             const_stack: Vec::new(),
             fn_values: HashMap::new(),
+            fn_value_types: HashMap::new(),
             fn_asts: HashMap::new(),
             functional: HashMap::new(),
             returns_fn: Default::default(),
@@ -628,8 +632,13 @@ impl Resolver {
         self.scopes = vec![HashMap::new()];
         let mut params = Vec::new();
         for p in &f.params {
-            // An untyped parameter makes the function generic.
-            let ty = p.ty.as_ref().and_then(|t| self.resolve_ty(t, true, diags));
+            // An untyped parameter makes the function generic. So does a
+            // function-typed one: only specializations for the function
+            // values passed to it are emitted.
+            let ty = match &p.ty {
+                Some(ast::Type::Fn { .. }) | None => None,
+                Some(t) => self.resolve_ty(t, true, diags),
+            };
             if self.scopes[0].get(&p.name.name).is_some_and(|d| self.hir.defs[*d].kind == DefKind::Param) {
                 diags.push(Diagnostic::error(p.name.span, format!("parameter `{}` is declared twice", p.name.name)));
             }
@@ -689,7 +698,10 @@ impl Resolver {
                 }
             },
             ast::Type::Fn { span, .. } => {
-                diags.push(not_supported(*span, "function types"));
+                diags.push(
+                    Diagnostic::error(*span, "a function type can only declare a parameter that receives a function")
+                        .help("pass a lambda such as `|x| x * 2.0` or the name of a function"),
+                );
                 None
             }
         }
