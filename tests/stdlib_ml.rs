@@ -730,7 +730,10 @@ mod norm {
         use std::ml::*;
 
         pub fn t_layer_norm(x: [f32; B, D], s: [f32; D], b: [f32; D], eps: f32) -> [f32; B, D] {
-            layer_normalization(x, s, b, eps)
+            layer_normalization(x, s, b, eps, -1)
+        }
+        pub fn t_layer_norm3(x: [f64; A, B, D], s: [f64; D], b: [f64; D], axis: i32) -> [f64; A, B, D] {
+            layer_normalization(x, s, b, 1e-5, axis)
         }
         pub fn t_batch_norm(x: [f64; N, C], s: [f64; C], b: [f64; C], m: [f64; C], v: [f64; C], eps: f64)
             -> [f64; N, C] {
@@ -759,6 +762,24 @@ fn layer_and_batch_normalization() {
         s[j] as f64 * (row[j] - mean) / (var + eps as f64).sqrt() + b[j] as f64
     });
     assert_close(&got, &to_f32(&want), 1e-5);
+
+    // Rank 3, the last axis given as rank - 1; another axis is an error.
+    let x3 = Array3::from_shape_fn((2, 3, 5), |(a, b, d)| ((a * 31 + b * 7 + d * 3) % 11) as f64 - 4.0);
+    let s3 = array![1.0, 0.5, -1.0, 2.0, 0.25];
+    let b3 = array![0.0, 0.1, 0.2, 0.3, 0.4];
+    let got = t_layer_norm3(&x3, &s3, &b3, 2).unwrap();
+    for a in 0..2 {
+        for bb in 0..3 {
+            let row: Vec<f64> = (0..5).map(|d| x3[[a, bb, d]]).collect();
+            let mean = row.iter().sum::<f64>() / 5.0;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / 5.0;
+            for d in 0..5 {
+                let want = s3[d] * (row[d] - mean) / (var + 1e-5).sqrt() + b3[d];
+                assert!((got[[a, bb, d]] - want).abs() < 1e-12);
+            }
+        }
+    }
+    assert!(matches!(t_layer_norm3(&x3, &s3, &b3, 1), Err(einlang::Error::Assert { .. })));
 
     let x = rand2_f64(4, 3, 174);
     let (s, b, m) = (array![1.0, 2.0, -0.5], array![0.0, 0.1, 0.2], array![0.3, -0.2, 0.0]);
