@@ -30,9 +30,16 @@ mod num {
         pub fn descent(x0: [f64; 2], A: [f64; 2, 2], b: [f64; 2], alpha: f64, n: i64) -> ([f64; ?, 2], [f64; ?, 2]) {
             (gradient_descent_2d_from(x0, A, b, alpha, n), gradient_descent_2d(A, b, alpha, n))
         }
-        pub fn dp_all(V: [f64; S], r: [f64; S], P: [f64; S, S], beta: f64, n: i64) -> (f64, [f64; S], [f64; ?, S], f64) {
-            (expected_value_at_state(V, P, 1), bellman_step(V, r, P, beta), value_iteration(r, P, beta, n),
-             bellman_residual(V, r, P, beta))
+        pub fn dp_all(V: [f64; S], r: [f64; S], P: [f64; S, S], beta: f64, n: i64, states: i64)
+            -> (f64, [f64; states], [f64; ?, states], f64) {
+            (expected_value_at_state(V, P, 1, states), bellman_step(V, r, P, beta, states),
+             value_iteration(r, P, beta, states, n), bellman_residual(V, r, P, beta, states))
+        }
+        pub fn linear(u0: [f64; N], A: [f64; N, N], dt: f64, steps: i64, n: i64) -> ([f64; n], [f64; ?, n]) {
+            (euler_linear_step(u0, A, dt, n), euler_linear(u0, A, dt, steps, n))
+        }
+        pub fn fit(x: [f64; N], y: [f64; N], n: i64) -> [f64; 2] {
+            least_squares_slope_intercept(x, y, n)
         }
         pub fn discounted(rewards: [f64; T], beta: f64, n: i64) -> f64 {
             discounted_return(rewards, beta, n)
@@ -102,7 +109,7 @@ fn dynamic_programming_helpers() {
     let v = rand1_f64(s_n, 3);
     let beta = 0.9;
     let ev = |vv: &Array1<f64>, s: usize| (0..s_n).map(|s2| p[[s2, s]] * vv[s2]).sum::<f64>();
-    let (e1, step, iters, resid) = num::dp_all(&v, &r, &p, beta, 30).unwrap();
+    let (e1, step, iters, resid) = num::dp_all(&v, &r, &p, beta, 30, s_n as i64).unwrap();
     assert_relative_eq!(e1, ev(&v, 1), epsilon = 1e-14);
     let want_step: Array1<f64> = (0..s_n).map(|s| r[s] + beta * ev(&v, s)).collect();
     assert_close(&step, &want_step, 1e-14);
@@ -116,6 +123,38 @@ fn dynamic_programming_helpers() {
     }
     assert_close(&iters, &want_iters, 1e-12);
 
+    // The first three states only: a sub-problem of its own.
+    let (e3, step3, iters3, _) = num::dp_all(&v, &r, &p, beta, 2, 3).unwrap();
+    assert_relative_eq!(e3, (0..3).map(|s2| p[[s2, 1]] * v[s2]).sum::<f64>(), epsilon = 1e-14);
+    assert_eq!((step3.len(), iters3.dim()), (3, (3, 3)));
+    assert!(num::dp_all(&v, &r, &p, beta, 2, 6).is_err());
+
     let rewards = array![1.0, 2.0, 3.0, 4.0];
     assert_relative_eq!(num::discounted(&rewards, 0.5, 3).unwrap(), 1.0 + 2.0 * 0.5 + 3.0 * 0.25, epsilon = 1e-14);
+}
+
+#[test]
+fn linear_euler_and_least_squares() {
+    let a = array![[-0.5, 0.2, 0.0], [0.1, -0.3, 0.4], [0.0, 0.0, -1.0]];
+    let u0 = array![1.0, 2.0, -1.0];
+    let (dt, steps) = (0.05, 20);
+    let (one, traj) = num::linear(&u0, &a, dt, steps, 3).unwrap();
+    let step = |u: &Array1<f64>| u + &(a.dot(u) * dt);
+    assert_close(&one, &step(&u0), 1e-14);
+    assert_eq!(traj.dim(), (steps as usize + 1, 3));
+    let mut cur = u0.clone();
+    for t in 0..=steps as usize {
+        assert_close(&traj.row(t).to_owned(), &cur, 1e-12);
+        cur = step(&cur);
+    }
+    // The first two components only: a 2x2 system.
+    let (two, _) = num::linear(&u0, &a, dt, 1, 2).unwrap();
+    assert_relative_eq!(two[0], 1.0 + dt * (-0.5 * 1.0 + 0.2 * 2.0), epsilon = 1e-14);
+
+    // Points on y = 3 x - 2 with one outlier after the first five.
+    let x = array![0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let y = array![-2.0, 1.0, 4.0, 7.0, 10.0, 100.0];
+    let coef = num::fit(&x, &y, 5).unwrap();
+    assert_relative_eq!(coef[0], 3.0, epsilon = 1e-12);
+    assert_relative_eq!(coef[1], -2.0, epsilon = 1e-12);
 }
