@@ -740,7 +740,13 @@ mod norm {
             batch_normalization(x, s, b, m, v, eps)
         }
         pub fn t_norms(v: [f64; N], x: [f32; B, M]) -> (f64, [f32; B, M], [f32; B, M]) {
-            (vec_norm_2(v), l2_normalize(x), flip(x))
+            (vec_norm_2(v), l2_normalize(x, 0.0), flip(x))
+        }
+        pub fn t_l2_3(x: [f64; A, B, C], eps: f64) -> [f64; A, B, C] {
+            l2_normalize(x, eps)
+        }
+        pub fn t_ml_flatten(x: [i32; M, N]) -> [i32; M * N] {
+            flatten(x)
         }
         pub fn t_eye_literal() -> [f32; 2, 2] { eye(2 as i64) }
         pub fn t_eye_suffix() -> [f32; 3, 3] { eye(3i64) }
@@ -795,6 +801,17 @@ fn norms_and_flip() {
     let (n, unit, flipped) = t_norms(&array![2.0, -3.0, 6.0], &x).unwrap();
     assert_relative_eq!(n, 7.0, max_relative = 1e-15);
     assert_close(&unit, &array![[0.6f32, 0.8, 0.0], [1.0 / 3.0, -2.0 / 3.0, 2.0 / 3.0]], 1e-6);
+    let x3 = Array3::from_shape_fn((2, 2, 3), |(a, b, c)| (a as f64) + 0.5 * (b as f64) - (c as f64) + 0.25);
+    let got = t_l2_3(&x3, 0.01).unwrap();
+    for a in 0..2 {
+        for b in 0..2 {
+            let norm = ((0..3).map(|c| x3[[a, b, c]] * x3[[a, b, c]]).sum::<f64>() + 0.01).sqrt();
+            for c in 0..3 {
+                assert!((got[[a, b, c]] - x3[[a, b, c]] / norm).abs() < 1e-14);
+            }
+        }
+    }
+    assert_eq!(t_ml_flatten(&array![[1, 2], [3, 4], [5, 6]]).unwrap().to_vec(), vec![1, 2, 3, 4, 5, 6]);
     assert_eq!(flipped, array![[0.0f32, 4.0, 3.0], [2.0, -2.0, 1.0]]);
     assert_eq!(t_eye_literal().unwrap(), array![[1.0f32, 0.0], [0.0, 1.0]]);
     assert_eq!(t_eye_suffix().unwrap(), Array2::from_shape_fn((3, 3), |(i, j)| if i == j { 1.0f32 } else { 0.0 }));
