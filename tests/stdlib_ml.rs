@@ -558,7 +558,15 @@ mod pool {
         pub fn t_avg_pool(x: [f64; C, H, W], kh: i64, kw: i64) { avg_pool2d(x, kh, kw) }
         pub fn t_avg_pool2(x: [f64; C, H, W], kh: i64, kw: i64) { avg_pool2d_stride2(x, kh, kw) }
         pub fn t_global(x: [f32; C, H, W]) -> ([f32; C], [f32; C]) { (global_average_pool(x), global_max_pool(x)) }
-        pub fn t_conv(x: [f32; C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) { conv2d(x, k, b) }
+        pub fn t_conv(x: [f32; C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) { conv2d(x, k, b, 1, 1, 0, 0, 1, 1) }
+        pub fn t_conv_seed(
+            x: [f32; C, H, W], k: [f32; O, C, KH, KW], b: [f32; O], s: i32, ph: i32, pw: i32, dh: i32, dw: i32,
+        ) -> [f32; O, ?, ?] {
+            conv2d(x, k, b, s, s, ph, pw, dh, dw)
+        }
+        pub fn t_conv_batch(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, ?, ?] {
+            conv2d(x, k, b, 2, 2, 1, 1, 1, 1)
+        }
         pub fn t_conv_padded(
             x: [f32; C, H, W], k: [f32; O, C, KH, KW], b: [f32; O], ph: i64, pw: i64, dh: i64, dw: i64,
         ) {
@@ -711,7 +719,20 @@ fn conv2d_against_loops() {
         if p == (0, 0) && d == (1, 1) {
             assert_close(&t_conv(&x, &k, &b).unwrap(), &conv_ref(&x, &k, &b, 1, p, d), 1e-5);
         }
+        for s in [1, 2] {
+            let got = t_conv_seed(&x, &k, &b, s, p.0 as i32, p.1 as i32, d.0 as i32, d.1 as i32).unwrap();
+            assert_close(&got, &conv_ref(&x, &k, &b, s as usize, p, d), 1e-5);
+        }
         if d == (1, 1) {
+            let batch = einlang::ndarray::stack(einlang::ndarray::Axis(0), &[x.view(), x.mapv(|v| -v).view()]).unwrap();
+            let got = t_conv_batch(&batch, &k, &b).unwrap();
+            let neg = conv_ref(&x.mapv(|v| -v), &k, &b, 2, (1, 1), d);
+            assert_close(
+                &got.index_axis(einlang::ndarray::Axis(0), 0).to_owned(),
+                &conv_ref(&x, &k, &b, 2, (1, 1), d),
+                1e-5,
+            );
+            assert_close(&got.index_axis(einlang::ndarray::Axis(0), 1).to_owned(), &neg, 1e-5);
             let got = t_conv_stride2(&x, &k, &b, p.0 as i64, p.1 as i64).unwrap();
             assert_eq!(got.dim(), conv_ref(&x, &k, &b, 2, p, d).dim(), "{case}, stride 2");
             assert_close(&got, &conv_ref(&x, &k, &b, 2, p, d), 1e-5);
