@@ -95,6 +95,12 @@ einlang! {
         (w, sum(w), max(x, 2) - min(x, 2), min(2.5, max(0.5, 1.0)))
     }
 
+    /// Strings join with `+`; `s[i]` is one character, as a string.
+    pub fn text(s: str, i: i64) -> (str, str, i64) {
+        let joined = s + ", " + "café";
+        (joined, joined[i], len(joined))
+    }
+
     /// `x[a][b]` is `x[a, b]`, as the seed writes it.
     pub fn chained(m: [i32; R, C], k: i64) -> (i32, [i32; R]) {
         (m[k][1], [m[i][0] * 10 + m[i, C - 1] | i in 0..R])
@@ -254,4 +260,15 @@ fn chained_subscripts_index_one_tensor() {
     let want: Vec<i32> = m.rows().into_iter().map(|r| r[0] * 10 + r[2]).collect();
     assert_eq!(rows.to_vec(), want);
     assert!(matches!(chained(&m, 2), Err(einlang::Error::Index { .. })));
+}
+
+#[test]
+fn string_concatenation_and_characters() {
+    let (joined, c, n) = text("Hi", 7).unwrap();
+    assert_eq!(joined, "Hi, café");
+    assert_eq!(c, "é");
+    assert_eq!(n, "Hi, café".chars().count() as i64);
+    assert_eq!(text("Hi", 0).unwrap().1, "H");
+    assert!(matches!(text("Hi", 8), Err(einlang::Error::Index { index: 8, len: 8, .. })));
+    assert!(matches!(text("Hi", -1), Err(einlang::Error::Index { .. })));
 }

@@ -232,6 +232,15 @@ pub fn check_index(function: &str, tensor: &str, axis: usize, index: i64, len: u
     }
 }
 
+/// Character `index` of `text` as a string of one character; an index
+/// past the last character is `Error::Index` (the length counted in
+/// characters).
+pub fn char_at(function: &str, name: &str, text: &str, index: i64) -> Result<String, Error> {
+    let len = text.chars().count();
+    let i = check_index(function, name, 0, index, len)?;
+    Ok(text.chars().nth(i).map(String::from).unwrap_or_default())
+}
+
 /// A failed `assert`.
 #[cold]
 pub fn assert_failed(function: &str, message: &str) -> Error {

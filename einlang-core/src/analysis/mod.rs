@@ -1344,11 +1344,15 @@ impl<'a> Cx<'a> {
             if ta == tb && matches!(op, BinOp::Eq | BinOp::Ne) {
                 return Ty::BOOL;
             }
+            // `a + b` of two strings is their concatenation.
+            if ta == tb && op == BinOp::Add {
+                return Ty::Str;
+            }
             let d = Diagnostic::error(
                 span,
                 format!("cannot apply `{}` to `{}` and `{}`", op.symbol(), self.t.show_ty(&ta), self.t.show_ty(&tb)),
             )
-            .note("strings can be compared with `==` and `!=`");
+            .note("strings can be compared with `==` and `!=`, and joined with `+`");
             self.err(d);
             return Ty::Error;
         }
@@ -2363,6 +2367,17 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         };
         let tensor = self.name(tensor_def).to_string();
+        if bt == Ty::Str {
+            // One character, as a string (the seed's `s[i]`).
+            if args.len() != 1 || arg_tys[0].scalar().is_none_or(|k| !k.is_int()) {
+                self.err(Diagnostic::error(
+                    span,
+                    format!("a character of string `{tensor}` is taken with one integer index"),
+                ));
+                return Ty::Error;
+            }
+            return Ty::Str;
+        }
         if let Ty::Jagged(k) = bt {
             // One row, as a vector whose length only the row knows.
             if args.len() != 1 || arg_tys[0].scalar().is_none_or(|k| !k.is_int()) {

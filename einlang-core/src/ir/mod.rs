@@ -530,8 +530,9 @@ pub enum ExprKind {
     JaggedLit {
         rows: Vec<Expr>,
     },
-    /// Row `index` of a jagged array variable, as a rank-1 tensor; an
-    /// index without a row is an error.
+    /// Row `index` of a jagged array variable, as a rank-1 tensor, or
+    /// character `index` of a string variable, as a string; an index
+    /// without a row or character is an error.
     JaggedRow {
         jagged: VarId,
         index: Box<Expr>,

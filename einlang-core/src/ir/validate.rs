@@ -848,6 +848,7 @@ impl<'a> Checker<'a> {
                             let row = Ty::Tensor(*k, 1);
                             self.expect_ty("a row of a jagged array", &e.ty, &row);
                         }
+                        Ty::Str => self.expect_ty("a character of a string", &e.ty, &Ty::Str),
                         other => {
                             let text = ty_text(other);
                             self.err(format!("a row of a value of type `{text}`"));

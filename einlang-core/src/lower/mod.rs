@@ -874,6 +874,9 @@ impl<'a> FnLower<'a> {
                         return self.fail("`**` without a chosen intrinsic");
                     };
                     ir::ExprKind::Intrinsic(i, vec![la, lb])
+                } else if *op == BinOp::Add && la.ty == Ty::Str {
+                    // Concatenation: the two texts, formatted as they are.
+                    ir::ExprKind::Format(vec![ir::FmtPart::Value(la, None), ir::FmtPart::Value(lb, None)])
                 } else {
                     ir::ExprKind::Binary(*op, Box::new(la), Box::new(lb))
                 }
@@ -906,7 +909,7 @@ impl<'a> FnLower<'a> {
                     return self.fail("indexing of a computed value reached lowering");
                 };
                 let tensor = self.var_of(d)?;
-                if matches!(self.vars[tensor.0 as usize].ty, Ty::Jagged(_)) {
+                if matches!(self.vars[tensor.0 as usize].ty, Ty::Jagged(_) | Ty::Str) {
                     let index = Box::new(self.lower_index(*args.first()?)?);
                     return Some(Expr { kind: ir::ExprKind::JaggedRow { jagged: tensor, index }, ty });
                 }

@@ -128,8 +128,13 @@ impl FnCx<'_> {
             ExprKind::JaggedRow { jagged, index } => {
                 let name = self.fn_name.clone();
                 let what = self.info(*jagged)?.source_name.clone();
+                let text = matches!(self.info(*jagged)?.ty, Ty::Str);
                 let j = self.var_value(*jagged)?.at_least(Prec::Postfix);
                 let i = self.expr(index)?.tokens;
+                if text {
+                    let rt = self.rt.clone();
+                    return Ok(Code::new(quote!(#rt::shape::char_at(#name, #what, &#j, #i)?), Prec::Postfix));
+                }
                 Ok(Code::new(quote!(#j.row(#name, #what, #i)?), Prec::Postfix))
             }
             ExprKind::DynShape { op, value, arg } => {
