@@ -82,6 +82,15 @@ einlang! {
         (x in v, !(x in v) || x == 0, x + 1 in [1, 2, 3] && true)
     }
 
+    /// Row membership: `r in m` finds a row of `m` equal to `r`.
+    pub fn row_member(m: [i32; R, C], r: [i32; C]) -> bool {
+        r in m
+    }
+
+    pub fn pair_member(m: [i32; R, 2]) -> (bool, bool) {
+        ([3, 4] in m, [4, 3] in m)
+    }
+
     /// Range membership: `x in a..b` is `a <= x < b` (`..=` includes `b`).
     pub fn in_ranges(x: i32) -> (bool, bool, bool) {
         (x in 0..3, x in 1..=3 || x == 7, false || x * 2 in -4..0)
@@ -271,4 +280,14 @@ fn string_concatenation_and_characters() {
     assert_eq!(text("Hi", 0).unwrap().1, "H");
     assert!(matches!(text("Hi", 8), Err(einlang::Error::Index { index: 8, len: 8, .. })));
     assert!(matches!(text("Hi", -1), Err(einlang::Error::Index { .. })));
+}
+
+#[test]
+fn row_membership() {
+    let m = array![[1, 2, 3], [4, 5, 6], [7, 8, 9]];
+    for r in [[4, 5, 6], [4, 5, 7], [7, 8, 9], [0, 0, 0]] {
+        let want = m.rows().into_iter().any(|row| row.iter().zip(&r).all(|(a, b)| a == b));
+        assert_eq!(row_member(&m, &array![r[0], r[1], r[2]]).unwrap(), want, "{r:?}");
+    }
+    assert_eq!(pair_member(&array![[1, 2], [3, 4]]).unwrap(), (true, false));
 }
