@@ -75,3 +75,39 @@ fn seed_module_paths_resolve() {
     assert_eq!(cos0, 1.0);
     assert_eq!(seed_paths::double_area(1.0).unwrap(), 2.0 * std::f64::consts::PI);
 }
+
+mod nested {
+    einlang::einlang! {
+        /// Functions nested in a body are visible in that block only, and
+        /// see no locals around them (as in Rust); blocks may `use` too.
+        pub fn outer(x: i64) -> i64 {
+            let local = 300;
+            let before = twice(x);
+            fn twice(v: i64) -> i64 { v * 2 }
+            fn add3(a: i64, b: i64, c: i64) -> i64 {
+                fn inner(v: i64) -> i64 { v + 1 }
+                twice(a) + b + inner(c)
+            }
+            add3(before, local, 25)
+        }
+
+        pub fn root(x: f64) -> f64 {
+            use std::math::{sqrt as root2};
+            root2(x)
+        }
+
+        /// Another body may nest a function of the same name.
+        pub fn other(x: i64) -> i64 {
+            fn twice(v: i64) -> i64 { v * 20 }
+            twice(x)
+        }
+    }
+}
+
+#[test]
+fn nested_functions_and_block_imports() {
+    let x = 7i64;
+    assert_eq!(nested::outer(x).unwrap(), (2 * x) * 2 + 300 + 26);
+    assert_eq!(nested::root(2.25).unwrap(), 1.5);
+    assert_eq!(nested::other(3).unwrap(), 60);
+}

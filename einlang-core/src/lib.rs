@@ -56,7 +56,8 @@ impl Compiled {
 
 /// Runs the pipeline on parsed input. Errors are all the diagnostics of the
 /// first stage that failed.
-pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+pub fn compile(mut ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    syntax::hoist::hoist_nested_fns(&mut ast);
     let mut diags = Diagnostics::new();
     let mut hir = resolve::resolve_program(&ast, &mut diags);
     if diags.has_errors() {

@@ -786,6 +786,15 @@ impl Resolver {
     fn resolve_block(&mut self, block: &ast::Block, diags: &mut Diagnostics) -> hir::Block {
         self.note_clauses(block.stmts.iter());
         self.scopes.push(HashMap::new());
+        // `use` items of the block (a nested `fn` became one, see
+        // `syntax::hoist`) name their items in the whole block.
+        for s in &block.stmts {
+            if let ast::Stmt::Item(item) = s {
+                if let ast::Item::Use(u) = &**item {
+                    self.bind_block_use(&u.tree, Vec::new(), diags);
+                }
+            }
+        }
         let mut out = hir::Block { stmts: Vec::new(), tail: None };
         for s in &block.stmts {
             self.resolve_stmt(s, &mut out, diags);
@@ -794,6 +803,33 @@ impl Resolver {
         self.scopes.pop();
         self.end_clauses();
         out
+    }
+
+    /// Binds the names a block-level `use` imports in the innermost scope.
+    fn bind_block_use(&mut self, tree: &ast::UseTree, prefix: Vec<ast::Ident>, diags: &mut Diagnostics) {
+        match tree {
+            ast::UseTree::Path { segment, rest } => {
+                let mut p = prefix;
+                p.push(segment.clone());
+                self.bind_block_use(rest, p, diags);
+            }
+            ast::UseTree::Name { name, alias } => {
+                let mut path = prefix;
+                path.push(name.clone());
+                if let Some(def) = self.resolve_module_path(self.current_module, &path, diags) {
+                    let local = alias.as_ref().unwrap_or(name);
+                    if let Some(scope) = self.scopes.last_mut() {
+                        scope.insert(local.name.clone(), def);
+                    }
+                }
+            }
+            ast::UseTree::Group(items, _) => {
+                for t in items {
+                    self.bind_block_use(t, prefix.clone(), diags);
+                }
+            }
+            ast::UseTree::Glob(span) => diags.push(not_supported(*span, "glob imports inside blocks")),
+        }
     }
 
     fn bind_local(&mut self, name: &ast::Ident, kind: DefKind) -> DefId {
@@ -814,6 +850,7 @@ impl Resolver {
                 let e = self.resolve_expr(e, diags);
                 out.stmts.push(hir::Stmt::Expr(e));
             }
+            ast::Stmt::Item(item) if matches!(&**item, ast::Item::Use(_)) => {}
             ast::Stmt::Item(item) => {
                 let span = match &**item {
                     ast::Item::Fn(f) | ast::Item::DerivRule(f) => f.span,

@@ -8,6 +8,7 @@
 //! without spans.
 
 pub mod ast;
+pub mod hoist;
 mod parse;
 pub mod pretty;
 
