@@ -1945,9 +1945,16 @@ impl<'a> Cx<'a> {
                         "the elements of a comprehension must be scalars or tensors of one shape, found `{}`",
                         self.t.show_ty(&other)
                     ),
-                )
-                .note("a tensor whose length changes from element to element makes rows of different lengths")
-                .help("collect such rows in a `jagged[...]` array instead");
+                );
+                let d = match other {
+                    Ty::Tensor(..) => d
+                        .note("a tensor whose length changes from element to element makes rows of different lengths")
+                        .help("collect such rows in a `jagged[...]` array instead"),
+                    t if t == Ty::unit() => d
+                        .note("an element with no value (`assert(..)`, `print(..)`) cannot be collected")
+                        .help("check every element with `assert(all[i](...), msg)` instead"),
+                    _ => d,
+                };
                 self.err(d);
                 return Ty::Error;
             }
