@@ -110,6 +110,17 @@ einlang! {
         (joined, joined[i], len(joined))
     }
 
+    /// A computed value indexed directly: `shape(x)` at a run-time axis, a
+    /// call's result, an expression's.
+    pub fn computed(x: [f32; A, B, C], m: [f32; N, M]) -> (i64, f32, f32) {
+        let r = len(shape(x));
+        (shape(x)[r - 2], double_rows(m)[1, 0], (m * 3.0)[0, M - 1])
+    }
+
+    fn double_rows(m: [f32; N, M]) -> [f32; N, M] {
+        m * 2.0
+    }
+
     /// `x[a][b]` is `x[a, b]`, as the seed writes it.
     pub fn chained(m: [i32; R, C], k: i64) -> (i32, [i32; R]) {
         (m[k][1], [m[i][0] * 10 + m[i, C - 1] | i in 0..R])
@@ -290,4 +301,13 @@ fn row_membership() {
         assert_eq!(row_member(&m, &array![r[0], r[1], r[2]]).unwrap(), want, "{r:?}");
     }
     assert_eq!(pair_member(&array![[1, 2], [3, 4]]).unwrap(), (true, false));
+}
+
+#[test]
+fn computed_values_can_be_indexed() {
+    let x = einlang::ndarray::Array3::<f32>::zeros((2, 5, 3));
+    let m = array![[1.0f32, 2.0], [3.0, 4.0]];
+    assert_eq!(computed(&x, &m).unwrap(), (5, 6.0, 6.0));
+    let short = array![[1.0f32, 2.0]];
+    assert!(matches!(computed(&x, &short), Err(einlang::Error::Index { .. })));
 }

@@ -95,6 +95,9 @@ struct Resolver {
     /// The recurrence whose clause is being resolved (its reads of itself
     /// are allowed).
     in_clause: Option<String>,
+    /// How many indexed definitions and reductions enclose the expression
+    /// being resolved (their bodies run once per point).
+    index_depth: usize,
     /// The parsed standard library modules; their bodies are resolved after
     /// every module's names are declared.
     stdlib_programs: Vec<(ModId, ast::Program)>,
@@ -162,6 +165,7 @@ impl Resolver {
             clause_counts: Vec::new(),
             pending: HashMap::new(),
             in_clause: None,
+            index_depth: 0,
             consts: HashMap::new(),
             in_generic: false,
             module_names: HashMap::new(),
@@ -1040,7 +1044,9 @@ impl Resolver {
             hir_slots.push(Slot::Var { def, range: Some(hir::Range { start, end, span: value.span }) });
             axes.push(def);
         }
+        self.index_depth += 1;
         let body = self.select_entry(&value, &axes, diags);
+        self.index_depth -= 1;
         self.scopes.pop();
         Some((hir_slots, wheres, body))
     }
@@ -1212,8 +1218,28 @@ impl Resolver {
             }
             ast::ExprKind::Call { callee, args } => return self.resolve_call(callee, args, span, diags),
             ast::ExprKind::Index { base, args } => {
+                let mut pending_let = None;
                 let (base, args) = flatten_index(base, args);
                 let b = self.resolve_expr(base, diags);
+                // A computed value indexed outside indexed definitions
+                // (`shape(x)[r - 2]`, `f(x)[0]`) is evaluated once into a
+                // local first (a constant axis of `shape` stays a dimension).
+                let literal_axis =
+                    matches!(args.as_slice(), [ast::IndexArg::Expr(a)] if matches!(a.kind, ast::ExprKind::Lit(_)));
+                let shape_dim =
+                    matches!(self.hir.exprs[b].kind, ExprKind::Builtin(hir::Builtin::Shape, _)) && literal_axis;
+                let b = if self.index_depth == 0
+                    && !shape_dim
+                    && !matches!(self.hir.exprs[b].kind, ExprKind::Def(_) | ExprKind::Error)
+                {
+                    let def = self.hir.alloc_def("value", DefKind::Local, base.span);
+                    let value = b;
+                    let var = self.hir.alloc_expr(ExprKind::Def(def), base.span);
+                    pending_let = Some(hir::Stmt::Let { def, ty: None, value, span: base.span });
+                    var
+                } else {
+                    b
+                };
                 let mut out = Vec::new();
                 for a in args {
                     match a {
@@ -1235,7 +1261,13 @@ impl Resolver {
                         },
                     }
                 }
-                ExprKind::Index { base: b, args: out }
+                let index = ExprKind::Index { base: b, args: out };
+                if let Some(stmt) = pending_let {
+                    let tail = self.hir.alloc_expr(index, span);
+                    ExprKind::Block(hir::Block { stmts: vec![stmt], tail: Some(tail) })
+                } else {
+                    index
+                }
             }
             ast::ExprKind::Field { base, index, .. } => ExprKind::Field(self.resolve_expr(base, diags), *index),
             ast::ExprKind::Reduce { op, vars, body, where_clause, .. } => {
@@ -1264,7 +1296,9 @@ impl Resolver {
                     red_vars.push(hir::RedVar { def, range });
                 }
                 let wheres = self.resolve_wheres(where_clause, diags);
+                self.index_depth += 1;
                 let b = self.resolve_expr(body, diags);
+                self.index_depth -= 1;
                 self.scopes.pop();
                 ExprKind::Reduce { op: *op, vars: red_vars, wheres, body: b }
             }
