@@ -15,6 +15,12 @@ einlang! {
         ([len(j[i]) | i in 0..len(j)], [row_sum(j[i]) | i in 0..len(j)])
     }
 
+    /// Rows as comprehension generators: each row is a vector whose length
+    /// it knows, usable in a reduction, with a filter on it.
+    pub fn over_rows(j: jagged[f64]) -> ([i64; ?], [f64; ?], [f64; ?]) {
+        ([len(r) | r in j], [sum[k](r[k] * r[k]) | r in j], [r[len(r) - 1] | r in j, len(r) > 1])
+    }
+
     /// The longest row's index, by a loop over rows.
     pub fn longest(j: jagged[f64]) -> i64 {
         argmax[i in 0..len(j)](len(j[i]))
@@ -101,4 +107,14 @@ mod program {
 #[test]
 fn top_level_jagged_literals() {
     program::main().unwrap();
+}
+
+#[test]
+fn rows_as_generators() {
+    let rows: Vec<Vec<f64>> = vec![vec![1.0, 2.0, 3.0], vec![4.5], vec![], vec![-1.0, 0.5]];
+    let j = Jagged::from(rows.clone());
+    let (lens, squares, lasts) = over_rows(&j).unwrap();
+    assert_eq!(lens.to_vec(), rows.iter().map(|r| r.len() as i64).collect::<Vec<_>>());
+    assert_eq!(squares.to_vec(), rows.iter().map(|r| r.iter().map(|v| v * v).sum::<f64>()).collect::<Vec<_>>());
+    assert_eq!(lasts.to_vec(), rows.iter().filter(|r| r.len() > 1).map(|r| r[r.len() - 1]).collect::<Vec<_>>());
 }

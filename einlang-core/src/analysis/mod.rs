@@ -1887,12 +1887,21 @@ impl<'a> Cx<'a> {
                                 Ty::Tensor(*k, dims[1..].to_vec())
                             }
                         }
+                        // The rows of a jagged array: vectors whose length
+                        // only each row knows.
+                        Ty::Jagged(k) => {
+                            let (n, r) = (self.fresh_hidden(), self.fresh_hidden());
+                            self.t.dim_names.insert(n, "?".to_string());
+                            self.t.dim_names.insert(r, "?".to_string());
+                            len = len.mul(&Dim::var(n));
+                            Ty::Tensor(*k, vec![Dim::var(r)])
+                        }
                         Ty::Error => Ty::Error,
                         other => {
                             let d = Diagnostic::error(
                                 self.hir.span(*over),
                                 format!(
-                                    "a comprehension iterates over a tensor or a range, found `{}`",
+                                    "a comprehension iterates over a tensor, a jagged array or a range, found `{}`",
                                     self.t.show_ty(other)
                                 ),
                             );

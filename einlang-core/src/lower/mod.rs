@@ -1046,10 +1046,14 @@ impl<'a> FnLower<'a> {
                             }));
                         }
                         hir::CompClause::Each { def, over } => {
-                            // Iterate over a named tensor's first axis.
+                            // Iterate over a named tensor's first axis, or a
+                            // jagged array's rows.
                             let tensor = self.lower_expr(*over)?;
-                            let ATy::Tensor(_, dims) = self.t.ty(*over).clone() else {
-                                return self.fail("comprehension over a non-tensor");
+                            let jagged = matches!(self.t.ty(*over), ATy::Jagged(_));
+                            let dims = match self.t.ty(*over).clone() {
+                                ATy::Tensor(_, dims) => dims,
+                                ATy::Jagged(_) => Vec::new(),
+                                _ => return self.fail("comprehension over a non-tensor"),
                             };
                             let tvar = match tensor.kind {
                                 ir::ExprKind::Var(v) => v,
@@ -1059,15 +1063,25 @@ impl<'a> FnLower<'a> {
                                     v
                                 }
                             };
-                            let index = self.new_var("at", Ty::Scalar(ScalarKind::I64));
-                            steps.push(ir::CollectStep::Loop(Loop {
-                                index,
-                                start: Dim::zero(),
-                                end: self.dim(dims.first()?)?,
-                            }));
+                            let i64_ty = Ty::Scalar(ScalarKind::I64);
+                            let end = if jagged {
+                                let rows = self.new_var("rows", i64_ty.clone());
+                                let count =
+                                    Expr { kind: ir::ExprKind::Len { tensor: tvar, axis: 0 }, ty: i64_ty.clone() };
+                                steps.push(ir::CollectStep::Where(WhereEntry::Bind(rows, count)));
+                                Dim::var(crate::analysis::dim::DimVar(rows.0))
+                            } else {
+                                self.dim(dims.first()?)?
+                            };
+                            let index = self.new_var("at", i64_ty.clone());
+                            steps.push(ir::CollectStep::Loop(Loop { index, start: Dim::zero(), end }));
                             let elem_ty = lower_ty(self.t.def_ty.get(def)?)?;
-                            let at = var_expr(index, Ty::Scalar(ScalarKind::I64));
+                            let at = var_expr(index, i64_ty.clone());
                             let elem = match elem_ty {
+                                _ if jagged => Expr {
+                                    kind: ir::ExprKind::JaggedRow { jagged: tvar, index: Box::new(at) },
+                                    ty: elem_ty.clone(),
+                                },
                                 Ty::Scalar(_) => Expr {
                                     kind: ir::ExprKind::Read { tensor: tvar, indices: vec![at], checked: false },
                                     ty: elem_ty.clone(),
@@ -1080,6 +1094,18 @@ impl<'a> FnLower<'a> {
                             let var = self.new_var(self.hir.name(*def), elem_ty);
                             self.of_def.insert(*def, var);
                             steps.push(ir::CollectStep::Where(WhereEntry::Bind(var, elem)));
+                            // A row's length is read off the row.
+                            if let Some(ATy::Tensor(_, row_dims)) = self.t.def_ty.get(def).cloned() {
+                                for (axis, d) in row_dims.iter().enumerate() {
+                                    if let Some(h) = d.as_var().filter(|h| h.0 >= analysis::HIDDEN_DIM_BASE) {
+                                        let len = self.new_var("len", i64_ty.clone());
+                                        let value =
+                                            Expr { kind: ir::ExprKind::Len { tensor: var, axis }, ty: i64_ty.clone() };
+                                        steps.push(ir::CollectStep::Where(WhereEntry::Bind(len, value)));
+                                        self.of_hidden.insert(h, len);
+                                    }
+                                }
+                            }
                         }
                         hir::CompClause::Filter(f) => {
                             steps.push(ir::CollectStep::Where(WhereEntry::Guard(self.lower_expr(*f)?)))
