@@ -463,3 +463,28 @@ fn value_iteration_against_a_loop() {
     let got = dp::value_iteration(&r, &p, beta, iters).unwrap();
     assert_close(&got, &Array1::from(v), 1e-10);
 }
+
+program!(perturbed {
+    /// A later boundary clause redefines one point of an earlier one (the
+    /// later wins, as in the seed's lorenz96), then a periodic recurrence.
+    pub fn run(n: i64) -> [f64; n, 4] {
+        let x[0, i in 0..4] = 1.0;
+        let x[0, 2] = 5.0;
+        let x[t in 1..n, i in 0..4] = x[t - 1, i] + 0.5 * x[t - 1, (i + 1) % 4];
+        x
+    }
+});
+
+#[test]
+fn later_boundary_clause_wins() {
+    let n = 6;
+    let got = perturbed::run(n as i64).unwrap();
+    let mut want = Array2::<f64>::ones((n, 4));
+    want[[0, 2]] = 5.0;
+    for t in 1..n {
+        for i in 0..4 {
+            want[[t, i]] = want[[t - 1, i]] + 0.5 * want[[t - 1, (i + 1) % 4]];
+        }
+    }
+    assert_close(&got, &want, 1e-12);
+}

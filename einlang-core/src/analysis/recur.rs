@@ -261,7 +261,7 @@ impl<'a> Cx<'a> {
         // add noise. Then own reads against the final extents, then the
         // points they reach that no clause writes, then the order.
         let diags_before = self.diags.len();
-        self.check_overlaps(rec);
+        self.check_overlaps(rec, &own);
         if self.diags.len() > diags_before {
             return ty;
         }
@@ -391,11 +391,19 @@ impl<'a> Cx<'a> {
     }
 
     /// Two clauses that provably write a common point.
-    fn check_overlaps(&mut self, rec: &Recurrence) {
+    /// Clauses that write a point twice are an error, except boundary
+    /// clauses (neither reads the recurrence): there the later one wins,
+    /// as a later statement does in the seed (`let x[0, i] = f; let x[0,
+    /// 0] = f + 0.01;` perturbs one point). Clauses run in source order at
+    /// each step, so the later write is the one that stays.
+    fn check_overlaps(&mut self, rec: &Recurrence, own: &[bool]) {
         let Some(covers) = rec.clauses.iter().map(|c| self.covers(c)).collect::<Option<Vec<_>>>() else { return };
         let name = self.name(rec.def).to_string();
         for j in 1..covers.len() {
             for i in 0..j {
+                if !own[i] && !own[j] {
+                    continue;
+                }
                 if covers[i].iter().zip(&covers[j]).all(|(a, b)| a.overlaps(b)) {
                     let d = Diagnostic::error(
                         rec.clauses[j].span,
@@ -449,21 +457,18 @@ impl<'a> Cx<'a> {
         let fields: Vec<usize> =
             (0..rank).filter(|&a| rec.clauses.iter().all(|c| matches!(c.slots[a], Slot::Lit(..)))).collect();
         let mut own = Vec::new();
+        // The first index that is not a dimension expression (`(i + 1) %
+        // n`): its offset is unknown, which is fine when the read is at an
+        // earlier step of a sequential axis (the whole step exists then).
+        let mut data_index = None;
         for (clause, r) in reads {
             let c = &rec.clauses[*clause];
             let mut offsets = Vec::new();
             for (axis, (_, idx, idx_expr)) in r.axes.iter().enumerate() {
                 let Some(idx) = idx else {
-                    let d = Diagnostic::error(
-                        self.hir.span(*idx_expr),
-                        format!(
-                            "this index of `{name}` depends on data, so the order of the recurrence cannot be decided"
-                        ),
-                    )
-                    .label(r.span, "in this read")
-                    .help("read the recurrence at fixed offsets, such as `t - 1`");
-                    self.err(d);
-                    return None;
+                    data_index.get_or_insert((*idx_expr, r.span));
+                    offsets.push(Offset { lo: None, hi: None });
+                    continue;
                 };
                 let at = match &c.slots[axis] {
                     Slot::Lit(n, _) => Dim::constant(*n),
@@ -499,6 +504,17 @@ impl<'a> Cx<'a> {
         };
         let order = subsets(&candidates).into_iter().flat_map(|s| permutations(&s)).find(|p| legal(p));
         let Some(order) = order else {
+            if let Some((idx_expr, span)) = data_index {
+                let d = Diagnostic::error(
+                    self.hir.span(idx_expr),
+                    format!("this index of `{name}` depends on data, so the order of the recurrence cannot be decided"),
+                )
+                .label(span, "in this read")
+                .note("an index that is not a fixed offset is allowed only in a read of an earlier step")
+                .help("read the recurrence at fixed offsets, such as `t - 1`");
+                self.err(d);
+                return None;
+            }
             self.report_future_read(rec, &own, &candidates);
             return None;
         };
