@@ -857,3 +857,39 @@ fn where_chooses_elementwise() {
         assert_eq!(*v, if c[p] { x[p] } else { -x[p] });
     }
 }
+
+mod topk {
+    einlang::einlang! {
+        pub fn top2(x: [f32; R, N]) -> ([f32; R, ?], [i64; R, ?]) { std::ml::topk(x, 2, -1) }
+        pub fn top_vec(x: [i32; N], k: i64) -> ([i32; ?], [i64; ?]) { std::ml::topk(x, k, 0) }
+        pub fn top_axis(x: [f32; R, N], axis: i32) -> ([f32; R, ?], [i64; R, ?]) { std::ml::topk(x, 1, axis) }
+    }
+}
+
+/// The `k` largest of a row, largest first, ties in order, by sorting.
+fn topk_ref<T: PartialOrd + Copy>(row: &[T], k: usize) -> (Vec<T>, Vec<i64>) {
+    let mut idx: Vec<usize> = (0..row.len()).collect();
+    idx.sort_by(|&a, &b| row[b].partial_cmp(&row[a]).unwrap().then(a.cmp(&b)));
+    idx.truncate(k);
+    (idx.iter().map(|&i| row[i]).collect(), idx.iter().map(|&i| i as i64).collect())
+}
+
+#[test]
+fn topk_along_the_last_axis() {
+    let x = rand2(4, 7, 901);
+    let (v, ix) = topk::top2(&x).unwrap();
+    for r in 0..4 {
+        let (want_v, want_i) = topk_ref(&x.row(r).to_vec(), 2);
+        assert_eq!(v.row(r).to_vec(), want_v);
+        assert_eq!(ix.row(r).to_vec(), want_i);
+    }
+    let y = array![3, 9, 1, 9, 4];
+    for k in 1..=5 {
+        let (v, ix) = topk::top_vec(&y, k).unwrap();
+        let (want_v, want_i) = topk_ref(&y.to_vec(), k as usize);
+        assert_eq!((v.to_vec(), ix.to_vec()), (want_v, want_i));
+    }
+    assert!(matches!(topk::top_vec(&y, 6), Err(einlang::Error::Assert { .. })));
+    assert!(matches!(topk::top_axis(&x, 0), Err(einlang::Error::Assert { .. })));
+    assert!(topk::top_axis(&x, 1).is_ok());
+}
