@@ -84,6 +84,15 @@ einlang! {
         w[0] + w[1]
     }
 
+    /// Two literal bindings whose defaults differ (a `let` is `f32`, a
+    /// recurrence of literals `f64`): the narrower takes the wider type.
+    pub fn mixed_defaults(n: i64) -> bool {
+        let a = 1.0;
+        let x[0] = 0.5;
+        let x[t in 1..n] = x[t - 1] * 0.5;
+        a - x[n - 1] > 0.9
+    }
+
     /// No use needs another type: the default `i32` stays.
     pub fn default_i32() -> i32 {
         let v = [1, 2];
@@ -106,6 +115,8 @@ fn integer_literal_lets_take_the_type_of_their_use() {
     }
     assert_eq!(fibonacci(50).unwrap().to_vec(), want);
     assert_eq!(annotated().unwrap(), 255u8);
+    assert!(mixed_defaults(4).unwrap());
+    assert!(!mixed_defaults(2).unwrap());
 }
 
 #[test]

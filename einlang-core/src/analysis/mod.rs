@@ -958,6 +958,15 @@ impl<'a> Cx<'a> {
             // A binding whose type a use already decided fixes the other.
             (Some(da), Some(db)) if !decided(da) && decided(db) => self.t.retypes.push((da, kb, at)),
             (Some(da), Some(db)) if decided(da) && !decided(db) => self.t.retypes.push((db, ka, at)),
+            // Both still open (their defaults differ, `f32` for a `let` and
+            // `f64` for a recurrence): the narrower takes the wider type.
+            (Some(da), Some(db)) if !decided(da) && !decided(db) && da != db => {
+                if width(ka) < width(kb) {
+                    self.t.retypes.push((da, kb, at));
+                } else {
+                    self.t.retypes.push((db, ka, at));
+                }
+            }
             _ => {}
         }
     }
@@ -2667,6 +2676,16 @@ pub(crate) fn arity_error(span: Span, params: usize, args: usize) -> Diagnostic 
         span,
         format!("this function takes {params} {} but {args} {} {verb} supplied", plural(params), plural(args)),
     )
+}
+
+/// The size in bytes of a number type (for picking the wider of two).
+fn width(k: ScalarKind) -> u32 {
+    match k {
+        ScalarKind::Bool | ScalarKind::I8 | ScalarKind::U8 => 1,
+        ScalarKind::I16 => 2,
+        ScalarKind::I32 | ScalarKind::U32 | ScalarKind::F32 => 4,
+        ScalarKind::I64 | ScalarKind::U64 | ScalarKind::F64 => 8,
+    }
 }
 
 fn is_float_lit(hir: &Hir, e: ExprId) -> bool {
