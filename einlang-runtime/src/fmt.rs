@@ -1251,3 +1251,28 @@ mod tests {
         assert_eq!(shortest_f64(0.0), Digits { negative: false, digits: "0".into(), exp: 0 });
     }
 }
+
+/// A vector of strings shows as the seed shows a string array: a list of
+/// quoted strings for `print` (`['a', 'b']`), numpy's layout in
+/// interpolation.
+impl Show for [String] {
+    fn show(&self, out: &mut String, style: Style, item: bool) {
+        ndarray::ArrayView1::from(self).show(out, style, item);
+    }
+
+    fn cell(&self) -> Cell {
+        let mut text = String::new();
+        self.show(&mut text, Style::Print, true);
+        Cell::Text(text)
+    }
+}
+
+impl Show for Vec<String> {
+    fn show(&self, out: &mut String, style: Style, item: bool) {
+        self.as_slice().show(out, style, item);
+    }
+
+    fn cell(&self) -> Cell {
+        self.as_slice().cell()
+    }
+}

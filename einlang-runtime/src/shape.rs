@@ -241,6 +241,13 @@ pub fn char_at(function: &str, name: &str, text: &str, index: i64) -> Result<Str
     Ok(text.chars().nth(i).map(String::from).unwrap_or_default())
 }
 
+/// Element `index` of a vector of strings (a copy); a missing one is
+/// `Error::Index`.
+pub fn str_item(function: &str, name: &str, items: &[String], index: i64) -> Result<String, Error> {
+    let i = check_index(function, name, 0, index, items.len())?;
+    Ok(items[i].clone())
+}
+
 /// A failed `assert`.
 #[cold]
 pub fn assert_failed(function: &str, message: &str) -> Error {

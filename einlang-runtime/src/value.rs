@@ -129,3 +129,27 @@ mod tests {
         assert!(array_lit("f", [2, 2], vec![1, 2, 3]).is_err());
     }
 }
+
+impl IntoOwned for &[String] {
+    type Owned = Vec<String>;
+    #[inline]
+    fn into_owned_value(self) -> Vec<String> {
+        self.to_vec()
+    }
+}
+
+impl IntoOwned for &Vec<String> {
+    type Owned = Vec<String>;
+    #[inline]
+    fn into_owned_value(self) -> Vec<String> {
+        self.clone()
+    }
+}
+
+impl IntoOwned for Vec<String> {
+    type Owned = Vec<String>;
+    #[inline]
+    fn into_owned_value(self) -> Vec<String> {
+        self
+    }
+}

@@ -313,6 +313,10 @@ impl<'a> Cx<'a> {
             TyAnn::Str => Ty::Str,
             TyAnn::Dyn { elem, .. } => Ty::Dyn(*elem),
             TyAnn::Jagged { elem, .. } => Ty::Jagged(*elem),
+            TyAnn::Strs { dim, .. } => match self.dim_ann(dim) {
+                Some(d) => Ty::Strs(d),
+                None => Ty::Error,
+            },
             TyAnn::Tuple(items) => Ty::Tuple(items.iter().map(|t| self.ann_to_ty(t)).collect()),
             TyAnn::Tensor { elem, dims, .. } => {
                 let dims = dims.iter().map(|d| self.dim_ann(d)).collect::<Option<Vec<_>>>();
@@ -392,7 +396,12 @@ impl<'a> Cx<'a> {
         }
         let mut deferred = Vec::new();
         for (pi, p) in params.iter().enumerate() {
-            if let Ty::Tensor(_, dims) = p {
+            let dims = match p {
+                Ty::Tensor(_, dims) => Some(dims.clone()),
+                Ty::Strs(d) => Some(vec![d.clone()]),
+                _ => None,
+            };
+            if let Some(dims) = dims {
                 for (axis, d) in dims.iter().enumerate() {
                     match d.as_var() {
                         Some(v) if !bound.contains_key(&v) => {
@@ -641,6 +650,7 @@ impl<'a> Cx<'a> {
             }
             (Ty::Tuple(ds), Ty::Tuple(fs))
                 if ds.len() == fs.len() && ds.iter().zip(fs).all(|(d, f)| compatible_declared(d, f)) => {}
+            (Ty::Strs(_), Ty::Strs(_)) if compatible_declared(declared, found) => {}
             _ => mismatch(self, None),
         }
         checks
@@ -1349,6 +1359,11 @@ impl<'a> Cx<'a> {
         if op == BinOp::Pow {
             return self.infer_pow(e, &ta, &tb);
         }
+        if matches!(op, BinOp::Eq | BinOp::Ne) && matches!((&ta, &tb), (Ty::Strs(_), Ty::Strs(_))) {
+            // Two vectors of strings are equal when they have the same
+            // strings in the same order.
+            return Ty::BOOL;
+        }
         if ta == Ty::Str || tb == Ty::Str {
             if ta == tb && matches!(op, BinOp::Eq | BinOp::Ne) {
                 return Ty::BOOL;
@@ -1571,6 +1586,11 @@ impl<'a> Cx<'a> {
                         }
                         (Ty::Str, Ty::Str) => {}
                         (Ty::Jagged(pk), Ty::Jagged(ak)) if pk == ak => {}
+                        (Ty::Strs(pd), Ty::Strs(ad)) => {
+                            if let Some(v) = pd.as_var() {
+                                subst.entry(v).or_insert_with(|| ad.clone());
+                            }
+                        }
                         _ => {
                             if let (Some(pk), Some(ak), Some(d)) = (p.elem(), at.elem(), self.origin(*a)) {
                                 if pk.is_int() == ak.is_int() && pk.is_float() == ak.is_float() && pk != ak {
@@ -1905,6 +1925,10 @@ impl<'a> Cx<'a> {
                             len = len.mul(&Dim::var(n));
                             Ty::Tensor(*k, vec![Dim::var(r)])
                         }
+                        Ty::Strs(d) => {
+                            len = len.mul(d);
+                            Ty::Str
+                        }
                         Ty::Error => Ty::Error,
                         other => {
                             let d = Diagnostic::error(
@@ -1949,6 +1973,15 @@ impl<'a> Cx<'a> {
                 CompClause::Filter(_) => None,
             })
             .collect();
+        if bt == Ty::Str {
+            // Strings collect into a vector of strings.
+            if filtered {
+                let v = self.fresh_hidden();
+                self.t.dim_names.insert(v, "len".to_string());
+                len = Dim::var(v);
+            }
+            return Ty::Strs(len);
+        }
         let (k, elem_dims) = match bt {
             Ty::Scalar(k) => (k, Vec::new()),
             Ty::Tensor(k, dims)
@@ -2251,7 +2284,7 @@ impl<'a> Cx<'a> {
                     // of a rank-0 value is an error then); a jagged array's
                     // length is its number of rows.
                     // A string's length is its number of characters.
-                    Ty::Dyn(_) | Ty::Jagged(_) | Ty::Str if b == Builtin::Len => Ty::I64,
+                    Ty::Dyn(_) | Ty::Jagged(_) | Ty::Str | Ty::Strs(_) if b == Builtin::Len => Ty::I64,
                     Ty::Dyn(_) => {
                         let v = self.fresh_hidden();
                         self.t.dim_names.insert(v, "?".to_string());
@@ -2418,6 +2451,13 @@ impl<'a> Cx<'a> {
             self.t.dim_names.insert(v, "?".to_string());
             return Ty::Tensor(k, vec![Dim::var(v)]);
         }
+        // A vector of strings reads like a vector (its reads bound index
+        // ranges), and gives a string.
+        let strs = matches!(bt, Ty::Strs(_));
+        let bt = match bt {
+            Ty::Strs(d) => Ty::Tensor(ScalarKind::U8, vec![d]),
+            other => other,
+        };
         let Ty::Tensor(k, dims) = bt else {
             let d = match bt {
                 Ty::Dyn(k) => Diagnostic::error(
@@ -2469,7 +2509,9 @@ impl<'a> Cx<'a> {
         if let Some(u) = self.units.last_mut() {
             u.reads.push(read);
         }
-        if args.len() == dims.len() {
+        if strs {
+            Ty::Str
+        } else if args.len() == dims.len() {
             Ty::Scalar(k)
         } else {
             Ty::Tensor(k, dims[args.len()..].to_vec())
@@ -2609,6 +2651,7 @@ impl<'a> Cx<'a> {
         }
         match first {
             Some(Ty::Scalar(k)) => Ty::Tensor(k, vec![Dim::constant(items.len() as i64)]),
+            Some(Ty::Str) => Ty::Strs(Dim::constant(items.len() as i64)),
             Some(Ty::Tensor(k, mut dims)) => {
                 if dims.iter().any(|d| d.as_constant().is_none()) {
                     self.err(Diagnostic::error(span, "array literals can only nest arrays of known size"));
@@ -2735,6 +2778,7 @@ fn same_kind_and_rank(a: &Ty, b: &Ty) -> bool {
         (Ty::Tensor(x, d1), Ty::Tensor(y, d2)) => x == y && d1.len() == d2.len(),
         (Ty::Dyn(x), Ty::Dyn(y)) | (Ty::Jagged(x), Ty::Jagged(y)) => x == y,
         (Ty::Tuple(x), Ty::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_kind_and_rank(p, q)),
+        (Ty::Str, Ty::Str) | (Ty::Strs(_), Ty::Strs(_)) => true,
         _ => false,
     }
 }
@@ -2753,6 +2797,9 @@ fn compatible_declared(declared: &Ty, found: &Ty) -> bool {
                     .all(|(a, b)| a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) || a.prove_eq(b) == Truth::True)
         }
         (Ty::Tuple(a), Ty::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compatible_declared(x, y)),
+        (Ty::Strs(a), Ty::Strs(b)) => {
+            a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) || a.prove_eq(b) == Truth::True
+        }
         _ => declared == found,
     }
 }

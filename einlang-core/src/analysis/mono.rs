@@ -32,6 +32,7 @@ enum Key {
     Str,
     Dyn(ScalarKind),
     Jagged(ScalarKind),
+    Strs,
 }
 
 fn key(t: &Ty) -> Option<Key> {
@@ -42,6 +43,7 @@ fn key(t: &Ty) -> Option<Key> {
         Ty::Str => Key::Str,
         Ty::Dyn(k) => Key::Dyn(*k),
         Ty::Jagged(k) => Key::Jagged(*k),
+        Ty::Strs(_) => Key::Strs,
         Ty::Error => return None,
     })
 }
@@ -54,6 +56,7 @@ fn key_text(k: &Key) -> String {
         Key::Str => "str".to_string(),
         Key::Dyn(s) => format!("{}rd", s.name()),
         Key::Jagged(s) => format!("{}j", s.name()),
+        Key::Strs => "strs".to_string(),
     }
 }
 
@@ -168,6 +171,9 @@ fn annotation(hir: &mut Hir, t: &Ty, pname: &str, span: Span) -> TyAnn {
         Ty::Str => TyAnn::Str,
         Ty::Dyn(k) => TyAnn::Dyn { elem: *k, span },
         Ty::Jagged(k) => TyAnn::Jagged { elem: *k, span },
+        Ty::Strs(_) => {
+            TyAnn::Strs { dim: DimAnn::Sym(hir.alloc_def(format!("{pname}0"), DefKind::Dim, span), span), span }
+        }
         Ty::Error => TyAnn::Tuple(Vec::new()),
     }
 }

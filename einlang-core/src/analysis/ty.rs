@@ -20,6 +20,9 @@ pub enum Ty {
     /// as vectors (`j[i]`); a jagged array is not used in indexed
     /// definitions itself.
     Jagged(ScalarKind),
+    /// `[str; N]`: a vector of strings, outside Einstein notation except
+    /// for element reads (`words[i]`).
+    Strs(Dim),
     /// The type of an expression that already produced an error; anything
     /// built from it is silently `Error` too, so errors do not cascade.
     Error,
@@ -78,6 +81,7 @@ impl Ty {
             Ty::Str => "str".to_string(),
             Ty::Dyn(k) => format!("[{}; *]", k.name()),
             Ty::Jagged(k) => format!("jagged[{}]", k.name()),
+            Ty::Strs(d) => format!("[str; {}]", d.display(names)),
             Ty::Error => "{error}".to_string(),
         }
     }

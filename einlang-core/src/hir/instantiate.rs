@@ -59,6 +59,9 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
             Some(TyAnn::Scalar(_)) => {
                 cx.ranks.insert(p.def, 0);
             }
+            Some(TyAnn::Strs { .. }) => {
+                cx.ranks.insert(p.def, 1);
+            }
             _ => {}
         }
         new_params.push(Param { def: cx.def(p.def), ty, span: p.span });
@@ -118,6 +121,7 @@ impl Cloner<'_> {
             TyAnn::Str => TyAnn::Str,
             TyAnn::Dyn { elem, span } => TyAnn::Dyn { elem: *elem, span: *span },
             TyAnn::Jagged { elem, span } => TyAnn::Jagged { elem: *elem, span: *span },
+            TyAnn::Strs { dim, span } => TyAnn::Strs { dim: self.dim(dim), span: *span },
             TyAnn::Tuple(items) => TyAnn::Tuple(items.iter().map(|t| self.ty(t)).collect()),
             TyAnn::Tensor { elem, dims, span } => {
                 TyAnn::Tensor { elem: *elem, dims: dims.iter().map(|d| self.dim(d)).collect(), span: *span }

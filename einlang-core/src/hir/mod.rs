@@ -232,6 +232,11 @@ pub enum TyAnn {
         elem: ScalarKind,
         span: Span,
     },
+    /// `[str; n]` or `[str]`: a vector of strings.
+    Strs {
+        dim: DimAnn,
+        span: Span,
+    },
     Tuple(Vec<TyAnn>),
 }
 

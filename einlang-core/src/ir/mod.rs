@@ -54,6 +54,8 @@ pub enum Ty {
     Jagged(ScalarKind),
     Tuple(Vec<Ty>),
     Str,
+    /// A vector of strings (`Vec<String>`).
+    Strs,
     Unit,
 }
 

@@ -64,6 +64,7 @@ pub fn ty(t: &Ty) -> String {
         Ty::Tensor(k, rank) => format!("tensor<{}, {rank}>", k.name()),
         Ty::Dyn(k) => format!("tensor<{}, *>", k.name()),
         Ty::Jagged(k) => format!("jagged<{}>", k.name()),
+        Ty::Strs => "strs".to_string(),
         Ty::Tuple(items) => {
             let items: Vec<String> = items.iter().map(ty).collect();
             if items.len() == 1 {

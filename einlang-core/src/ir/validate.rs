@@ -368,6 +368,7 @@ impl<'a> Checker<'a> {
         }
         match self.ty(param) {
             Some(Ty::Tensor(_, rank)) if axis < *rank => {}
+            Some(Ty::Strs) if axis == 0 => {}
             ty => {
                 let name = self.name(param);
                 self.err(format!(
@@ -757,6 +758,11 @@ impl<'a> Checker<'a> {
                             self.expect_ty("an array element", &x.ty, &Ty::Scalar(k));
                         }
                     }
+                    Ty::Strs if shape.len() == 1 => {
+                        for x in elems {
+                            self.expect_ty("a string of a vector", &x.ty, &Ty::Str);
+                        }
+                    }
                     ref ty => self.err(format!("an array literal of shape {shape:?} has type `{}`", ty_text(ty))),
                 }
             }
@@ -808,7 +814,7 @@ impl<'a> Checker<'a> {
                 match self.use_var(*tensor) {
                     Some(Ty::Tensor(_, rank)) if axis < rank => {}
                     Some(Ty::Dyn(_)) => {}
-                    Some(Ty::Jagged(_) | Ty::Str) if *axis == 0 => {}
+                    Some(Ty::Jagged(_) | Ty::Str | Ty::Strs) if *axis == 0 => {}
                     Some(ty) => {
                         let text = ty_text(ty);
                         self.err(format!("length of axis {axis} of a value of type `{text}`"));
@@ -849,6 +855,7 @@ impl<'a> Checker<'a> {
                             self.expect_ty("a row of a jagged array", &e.ty, &row);
                         }
                         Ty::Str => self.expect_ty("a character of a string", &e.ty, &Ty::Str),
+                        Ty::Strs => self.expect_ty("a string of a vector", &e.ty, &Ty::Str),
                         other => {
                             let text = ty_text(other);
                             self.err(format!("a row of a value of type `{text}`"));
@@ -883,6 +890,7 @@ impl<'a> Checker<'a> {
                     Ty::Tensor(k, rank) if *rank == elem_shape.len() => {
                         self.expect_ty("a comprehension", &e.ty, &Ty::Tensor(*k, rank + 1))
                     }
+                    Ty::Str if elem_shape.is_empty() => self.expect_ty("a comprehension", &e.ty, &Ty::Strs),
                     other => {
                         let text = ty_text(other);
                         self.err(format!("a comprehension of `{text}`"));

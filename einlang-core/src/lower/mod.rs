@@ -134,6 +134,7 @@ fn lower_ty(t: &ATy) -> Option<Ty> {
         ATy::Tensor(k, dims) => Ty::Tensor(*k, dims.len()),
         ATy::Dyn(k) => Ty::Dyn(*k),
         ATy::Jagged(k) => Ty::Jagged(*k),
+        ATy::Strs(_) => Ty::Strs,
         ATy::Tuple(items) if items.is_empty() => Ty::Unit,
         ATy::Tuple(items) => Ty::Tuple(items.iter().map(lower_ty).collect::<Option<_>>()?),
         ATy::Str => Ty::Str,
@@ -909,7 +910,7 @@ impl<'a> FnLower<'a> {
                     return self.fail("indexing of a computed value reached lowering");
                 };
                 let tensor = self.var_of(d)?;
-                if matches!(self.vars[tensor.0 as usize].ty, Ty::Jagged(_) | Ty::Str) {
+                if matches!(self.vars[tensor.0 as usize].ty, Ty::Jagged(_) | Ty::Str | Ty::Strs) {
                     let index = Box::new(self.lower_index(*args.first()?)?);
                     return Some(Expr { kind: ir::ExprKind::JaggedRow { jagged: tensor, index }, ty });
                 }
@@ -960,6 +961,10 @@ impl<'a> FnLower<'a> {
                     return Some(result);
                 }
                 ir::ExprKind::Block { stmts, result: Box::new(result) }
+            }
+            ExprKind::Array(items) if matches!(self.t.ty(e), ATy::Strs(_)) => {
+                let elems = items.iter().map(|x| self.lower_expr(*x)).collect::<Option<Vec<_>>>()?;
+                ir::ExprKind::ArrayLit { shape: vec![elems.len()], elems }
             }
             ExprKind::Array(_) => {
                 let ATy::Tensor(_, dims) = self.t.ty(e).clone() else {
@@ -1049,10 +1054,10 @@ impl<'a> FnLower<'a> {
                             // Iterate over a named tensor's first axis, or a
                             // jagged array's rows.
                             let tensor = self.lower_expr(*over)?;
-                            let jagged = matches!(self.t.ty(*over), ATy::Jagged(_));
+                            let jagged = matches!(self.t.ty(*over), ATy::Jagged(_) | ATy::Strs(_));
                             let dims = match self.t.ty(*over).clone() {
                                 ATy::Tensor(_, dims) => dims,
-                                ATy::Jagged(_) => Vec::new(),
+                                ATy::Jagged(_) | ATy::Strs(_) => Vec::new(),
                                 _ => return self.fail("comprehension over a non-tensor"),
                             };
                             let tvar = match tensor.kind {
@@ -1405,7 +1410,7 @@ fn type_name(t: &ATy) -> String {
     match t {
         ATy::Scalar(k) => k.name().to_string(),
         ATy::Str => "str".to_string(),
-        ATy::Tensor(..) | ATy::Dyn(_) => "rectangular".to_string(),
+        ATy::Tensor(..) | ATy::Dyn(_) | ATy::Strs(_) => "rectangular".to_string(),
         ATy::Jagged(_) => "jagged".to_string(),
         ATy::Tuple(items) if items.is_empty() => "()".to_string(),
         ATy::Tuple(_) => "tuple".to_string(),

@@ -671,6 +671,18 @@ impl Resolver {
             ast::Type::Tensor { elem, dims, span } => {
                 let elem = match self.resolve_ty(elem, declare, diags)? {
                     TyAnn::Scalar(k) => k,
+                    // `[str; n]` and `[str]`: a vector of strings.
+                    TyAnn::Str => {
+                        let dim = match dims.as_deref() {
+                            None => hir::DimAnn::Unknown(*span),
+                            Some([d]) => self.resolve_dim(d, declare),
+                            Some(_) => {
+                                diags.push(not_supported(*span, "string tensors of rank above 1"));
+                                return None;
+                            }
+                        };
+                        return Some(TyAnn::Strs { dim, span: *span });
+                    }
                     _ => {
                         diags.push(not_supported(*span, "tensors of non-scalar elements"));
                         return None;

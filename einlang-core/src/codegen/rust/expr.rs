@@ -128,12 +128,15 @@ impl FnCx<'_> {
             ExprKind::JaggedRow { jagged, index } => {
                 let name = self.fn_name.clone();
                 let what = self.info(*jagged)?.source_name.clone();
-                let text = matches!(self.info(*jagged)?.ty, Ty::Str);
+                let var_ty = self.info(*jagged)?.ty.clone();
                 let j = self.var_value(*jagged)?.at_least(Prec::Postfix);
                 let i = self.expr(index)?.tokens;
-                if text {
-                    let rt = self.rt.clone();
+                let rt = self.rt.clone();
+                if var_ty == Ty::Str {
                     return Ok(Code::new(quote!(#rt::shape::char_at(#name, #what, &#j, #i)?), Prec::Postfix));
+                }
+                if var_ty == Ty::Strs {
+                    return Ok(Code::new(quote!(#rt::shape::str_item(#name, #what, #j, #i)?), Prec::Postfix));
                 }
                 Ok(Code::new(quote!(#j.row(#name, #what, #i)?), Prec::Postfix))
             }
@@ -156,7 +159,7 @@ impl FnCx<'_> {
                 let axis_lit = types::usize_lit(*axis);
                 let code = match self.info(*tensor)?.ty {
                     // Rows of a jagged array, characters of a string.
-                    Ty::Jagged(_) => quote!((#t.len() as i64)),
+                    Ty::Jagged(_) | Ty::Strs => quote!((#t.len() as i64)),
                     Ty::Str => quote!((#t.chars().count() as i64)),
                     // The rank is known only now: a missing axis is an error.
                     Ty::Dyn(_) => {
@@ -169,10 +172,13 @@ impl FnCx<'_> {
                 Ok(Code::new(code, Prec::Postfix))
             }
             ExprKind::Collect { steps, body, elem_shape } => {
-                let (Ty::Scalar(k) | Ty::Tensor(k, _)) = body.ty else {
+                let text = body.ty == Ty::Str;
+                let (Ty::Scalar(k) | Ty::Tensor(k, _)) =
+                    (if text { Ty::Scalar(ScalarKind::U8) } else { body.ty.clone() })
+                else {
                     return Err(format!("a comprehension of `{:?}`", body.ty));
                 };
-                let (nd, t) = (self.nd.clone(), types::scalar(k));
+                let (nd, t) = (self.nd.clone(), if text { crate::codegen::paths::string() } else { types::scalar(k) });
                 self.no_move += 1;
                 let value = self.expr(body);
                 let tensor_body = matches!(body.ty, Ty::Tensor(..));
@@ -182,6 +188,8 @@ impl FnCx<'_> {
                         // Elements in logical (row-major) order, whatever
                         // the layout of the value.
                         quote!(__count += 1; __items.extend((#v).iter().cloned());)
+                    } else if text {
+                        quote!(__items.push((#v).to_string());)
                     } else {
                         quote!(__items.push(#v);)
                     }
@@ -205,6 +213,12 @@ impl FnCx<'_> {
                 }
                 self.no_move -= 1;
                 let inner = inner?;
+                if text {
+                    return Ok(Code::new(
+                        quote!({ let mut __items: ::std::vec::Vec<#t> = ::std::vec::Vec::new(); #inner __items }),
+                        Prec::Block,
+                    ));
+                }
                 if !tensor_body {
                     return Ok(Code::new(
                         quote!({ let mut __items: ::std::vec::Vec<#t> = ::std::vec::Vec::new(); #inner #nd::Array1::from_vec(__items) }),
@@ -251,6 +265,16 @@ impl FnCx<'_> {
                     quote!(if !(#c) { return ::core::result::Result::Err(#rt::shape::assert_failed(#name, &(#m))); }),
                     Prec::Block,
                 ))
+            }
+            ExprKind::ArrayLit { elems, .. } if e.ty == Ty::Strs => {
+                let elems = elems
+                    .iter()
+                    .map(|x| {
+                        let v = self.expr(x)?.at_least(Prec::Postfix);
+                        Ok(quote!(#v.to_string()))
+                    })
+                    .collect::<Result<Vec<_>, Bug>>()?;
+                Ok(Code::new(quote!(::std::vec![#(#elems),*]), Prec::Postfix))
             }
             ExprKind::ArrayLit { shape, elems } => {
                 let Ty::Tensor(k, rank) = e.ty else {
@@ -312,7 +336,7 @@ impl FnCx<'_> {
                 Some(Repr::Owned) => Code::new(quote!(&*#id), Prec::Unary),
                 _ => Code::new(quote!(#id), Prec::Postfix),
             },
-            Ty::Jagged(_) => match self.repr.get(&v) {
+            Ty::Jagged(_) | Ty::Strs => match self.repr.get(&v) {
                 Some(Repr::Owned) => Code::new(quote!(&#id), Prec::Unary),
                 _ => Code::new(quote!(#id), Prec::Postfix),
             },
@@ -327,10 +351,10 @@ impl FnCx<'_> {
                 let x = self.expr(a)?.at_least(Prec::Postfix);
                 Ok(quote!(#x.view()))
             }
-            (Ty::Str, ExprKind::Lit(_) | ExprKind::Var(_)) | (Ty::Jagged(_), ExprKind::Var(_)) => {
+            (Ty::Str, ExprKind::Lit(_) | ExprKind::Var(_)) | (Ty::Jagged(_) | Ty::Strs, ExprKind::Var(_)) => {
                 Ok(self.expr(a)?.tokens)
             }
-            (Ty::Jagged(_), _) => {
+            (Ty::Jagged(_) | Ty::Strs, _) => {
                 let x = self.expr(a)?.at_least(Prec::Unary);
                 Ok(quote!(&#x))
             }
@@ -359,8 +383,10 @@ impl FnCx<'_> {
                 let id = self.ident(*v)?;
                 let owned_here = self.repr.get(v) == Some(&Repr::Owned);
                 let code = match (&e.ty, movable_vars.contains(v), owned_here) {
-                    (Ty::Tensor(..) | Ty::Dyn(_) | Ty::Tuple(_) | Ty::Str | Ty::Jagged(_), true, true) => quote!(#id),
-                    (Ty::Jagged(_), _, true) => quote!(#rt::value::owned(&#id)),
+                    (Ty::Tensor(..) | Ty::Dyn(_) | Ty::Tuple(_) | Ty::Str | Ty::Jagged(_) | Ty::Strs, true, true) => {
+                        quote!(#id)
+                    }
+                    (Ty::Jagged(_) | Ty::Strs, _, true) => quote!(#rt::value::owned(&#id)),
                     (Ty::Tensor(..) | Ty::Dyn(_), true, false) => quote!(#rt::value::owned(#id)),
                     (Ty::Tensor(..) | Ty::Dyn(_), false, _) => quote!(#rt::value::owned(#id.view())),
                     (Ty::Tuple(_), false, true) => quote!(#id.clone()),
@@ -443,7 +469,7 @@ impl FnCx<'_> {
             Ty::Tensor(..) | Ty::Dyn(_) => Code::new(quote!(#place.#idx.view()), Prec::Postfix),
             Ty::Tuple(_) => Code::new(quote!(#place.#idx.clone()), Prec::Postfix),
             Ty::Str => Code::new(quote!(&*#place.#idx), Prec::Unary),
-            Ty::Jagged(_) => Code::new(quote!(&#place.#idx), Prec::Unary),
+            Ty::Jagged(_) | Ty::Strs => Code::new(quote!(&#place.#idx), Prec::Unary),
         })
     }
 

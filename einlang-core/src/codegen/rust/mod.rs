@@ -335,7 +335,7 @@ impl<'a> FnCx<'a> {
     fn body(&mut self) -> Result<TokenStream, Bug> {
         let f = self.f;
         for &p in &f.params {
-            if matches!(self.info(p)?.ty, Ty::Tensor(..) | Ty::Dyn(_) | Ty::Jagged(_) | Ty::Str) {
+            if matches!(self.info(p)?.ty, Ty::Tensor(..) | Ty::Dyn(_) | Ty::Jagged(_) | Ty::Strs | Ty::Str) {
                 self.repr.insert(p, Repr::Borrowed);
             }
         }
@@ -361,6 +361,10 @@ impl<'a> FnCx<'a> {
         let info = self.info(param)?;
         match info.ty {
             Ty::Tensor(_, rank) if axis < rank => {}
+            Ty::Strs if axis == 0 => {
+                let id = self.ident(param)?;
+                return Ok(quote!(#id.len()));
+            }
             _ => return Err(format!("entry check of axis {axis} of `{}`, which has type `{:?}`", info.name, info.ty)),
         }
         let (id, axis) = (self.ident(param)?, types::usize_lit(axis));
@@ -443,7 +447,7 @@ impl<'a> FnCx<'a> {
                 let v = self.expr(value)?.tokens;
                 Ok(quote!(let #id: () = #v;))
             }
-            Ty::Tensor(..) | Ty::Dyn(_) | Ty::Jagged(_) | Ty::Str | Ty::Tuple(_) => {
+            Ty::Tensor(..) | Ty::Dyn(_) | Ty::Jagged(_) | Ty::Strs | Ty::Str | Ty::Tuple(_) => {
                 // An owned variable mentioned only here moves into the new
                 // one (`let out = c;`), unless this code runs repeatedly.
                 if let ExprKind::Var(x) = value.kind {

@@ -60,6 +60,10 @@ pub fn param(ty: &Ty, nd: &TokenStream) -> Result<TokenStream, Bug> {
             quote!(&#rt::Jagged<#t>)
         }
         Ty::Str => quote!(&str),
+        Ty::Strs => {
+            let s = paths::string();
+            quote!(&[#s])
+        }
         Ty::Unit => quote!(()),
         Ty::Tuple(items) => {
             let items = items.iter().map(|t| param(t, nd)).collect::<Result<Vec<_>, _>>()?;
@@ -79,6 +83,10 @@ pub fn owned(ty: &Ty, nd: &TokenStream) -> TokenStream {
             quote!(#rt::Jagged<#t>)
         }
         Ty::Str => paths::string(),
+        Ty::Strs => {
+            let s = paths::string();
+            quote!(::std::vec::Vec<#s>)
+        }
         Ty::Unit => quote!(()),
         Ty::Tuple(items) => tuple_of(items.iter().map(|t| owned(t, nd)).collect()),
     }
