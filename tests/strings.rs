@@ -19,8 +19,9 @@ einlang! {
 
     /// Two vectors of strings are equal when they hold the same strings in
     /// the same order.
-    pub fn same(a: [str; N], b: [str; M]) -> (bool, bool) {
-        (a == b, a != b)
+    pub fn same(a: [str; N], b: [str; M]) -> (bool, bool, bool) {
+        let ab = ["a", "b"];
+        (a == b, a != b, a == ab)
     }
 
     /// A list built from the characters of a string, shown as text.
@@ -53,9 +54,9 @@ fn string_vectors() {
 
     let ab: Vec<String> = vec!["a".into(), "b".into()];
     let ba: Vec<String> = vec!["b".into(), "a".into()];
-    assert_eq!(same(&ab, &ab).unwrap(), (true, false));
-    assert_eq!(same(&ab, &ba).unwrap(), (false, true));
-    assert_eq!(same(&ab, &ab[..1]).unwrap(), (false, true));
+    assert_eq!(same(&ab, &ab).unwrap(), (true, false, true));
+    assert_eq!(same(&ab, &ba).unwrap(), (false, true, true));
+    assert_eq!(same(&ba, &ab[..1]).unwrap(), (false, true, false));
     let (l, text) = letters("héllo").unwrap();
     assert_eq!(l, vec!["h", "é", "l", "l", "o"]);
     assert_eq!(text, "['h' 'é' 'l' 'l' 'o']");

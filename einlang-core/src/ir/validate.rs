@@ -936,7 +936,8 @@ impl<'a> Checker<'a> {
 
     fn check_binary(&mut self, op: BinOp, a: &Expr, b: &Expr, ty: &Ty) {
         let what = format!("`{}`", op.symbol());
-        if (&a.ty, &b.ty) == (&Ty::Str, &Ty::Str) && matches!(op, BinOp::Eq | BinOp::Ne) {
+        let text = matches!((&a.ty, &b.ty), (Ty::Str, Ty::Str) | (Ty::Strs, Ty::Strs));
+        if text && matches!(op, BinOp::Eq | BinOp::Ne) {
             self.expect_ty(&what, ty, &BOOL);
             return;
         }

@@ -496,6 +496,13 @@ impl FnCx<'_> {
             let op = op_tokens(op)?;
             return Ok(Code::new(quote!(#x #op #y), Prec::Cmp));
         }
+        if a.ty == Ty::Strs && matches!(op, BinOp::Eq | BinOp::Ne) {
+            // As slices: a parameter is `&[String]`, a local `&Vec<String>`.
+            let x = self.arg(a)?;
+            let y = self.arg(b)?;
+            let op = op_tokens(op)?;
+            return Ok(Code::new(quote!((&(#x)[..] #op &(#y)[..])), Prec::Postfix));
+        }
         let Ty::Scalar(k) = a.ty else {
             return Err(format!("operator `{}` on a value of type `{:?}`", op.symbol(), a.ty));
         };
