@@ -21,6 +21,12 @@ einlang! {
         ([len(r) | r in j], [sum[k](r[k] * r[k]) | r in j], [r[len(r) - 1] | r in j, len(r) > 1])
     }
 
+    /// `j[i][k]` (the seed's spelling) reads one element of a row; a
+    /// missing row or element is an `Err`.
+    pub fn element(j: jagged[i32], i: i64, k: i64) -> (i32, i32) {
+        (j[i][k], sum[m in 0..len(j[i])](j[i][m]))
+    }
+
     /// The longest row's index, by a loop over rows.
     pub fn longest(j: jagged[f64]) -> i64 {
         argmax[i in 0..len(j)](len(j[i]))
@@ -117,4 +123,13 @@ fn rows_as_generators() {
     assert_eq!(lens.to_vec(), rows.iter().map(|r| r.len() as i64).collect::<Vec<_>>());
     assert_eq!(squares.to_vec(), rows.iter().map(|r| r.iter().map(|v| v * v).sum::<f64>()).collect::<Vec<_>>());
     assert_eq!(lasts.to_vec(), rows.iter().filter(|r| r.len() > 1).map(|r| r[r.len() - 1]).collect::<Vec<_>>());
+}
+
+#[test]
+fn elements_of_rows() {
+    let j = Jagged::from(vec![vec![1, 2, 3], vec![40], vec![5, 6]]);
+    assert_eq!(element(&j, 0, 2).unwrap(), (3, 6));
+    assert_eq!(element(&j, 2, 1).unwrap(), (6, 11));
+    assert!(matches!(element(&j, 1, 1), Err(Error::Index { index: 1, len: 1, .. })));
+    assert!(matches!(element(&j, 3, 0), Err(Error::Index { index: 3, len: 3, .. })));
 }

@@ -2306,7 +2306,12 @@ impl<'a> Cx<'a> {
     /// The extent of axis `axis` of the tensor `x` (for `len`, `shape`).
     fn axis_dim(&self, x: ExprId, axis: usize) -> Option<Dim> {
         match self.t.ty(x) {
-            Ty::Tensor(_, dims) => dims.get(axis).cloned(),
+            // An extent known only at run time is a dimension only for a
+            // named value (bound when the value is); of a computed value
+            // (`len(j[i])`) it is evaluated as a run-time bound instead.
+            Ty::Tensor(_, dims) => dims.get(axis).cloned().filter(|d| {
+                matches!(self.hir.exprs[x].kind, ExprKind::Def(_)) || d.vars().iter().all(|v| v.0 < HIDDEN_DIM_BASE)
+            }),
             _ => None,
         }
     }
@@ -2408,7 +2413,8 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         }
         if let Some((x, axis)) = self.hir.shape_index(base, args) {
-            if self.axis_dim(x, axis).is_some() || matches!(self.t.ty(x), Ty::Dyn(_)) {
+            let has_axis = matches!(self.t.ty(x), Ty::Tensor(_, dims) if axis < dims.len());
+            if has_axis || matches!(self.t.ty(x), Ty::Dyn(_)) {
                 return Ty::I64;
             }
             let d = Diagnostic::error(
@@ -2437,15 +2443,19 @@ impl<'a> Cx<'a> {
             return Ty::Str;
         }
         if let Ty::Jagged(k) = bt {
-            // One row, as a vector whose length only the row knows.
-            if args.len() != 1 || arg_tys[0].scalar().is_none_or(|k| !k.is_int()) {
+            // One row, as a vector whose length only the row knows; with a
+            // second index (`j[i][k]`, `j[i, k]`), one element of it.
+            if args.len() > 2 || arg_tys.iter().any(|t| t.scalar().is_none_or(|k| !k.is_int())) {
                 let d = Diagnostic::error(
                     span,
                     format!("a row of jagged array `{tensor}` is taken with one integer index"),
                 )
-                .help(format!("take the row first, then index it: `let r = {tensor}[i]; r[j]`"));
+                .help(format!("index the row with a second one: `{tensor}[i][j]`"));
                 self.err(d);
                 return Ty::Error;
+            }
+            if args.len() == 2 {
+                return Ty::Scalar(k);
             }
             let v = self.fresh_hidden();
             self.t.dim_names.insert(v, "?".to_string());

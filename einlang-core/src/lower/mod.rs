@@ -912,6 +912,21 @@ impl<'a> FnLower<'a> {
                 let tensor = self.var_of(d)?;
                 if matches!(self.vars[tensor.0 as usize].ty, Ty::Jagged(_) | Ty::Str | Ty::Strs) {
                     let index = Box::new(self.lower_index(*args.first()?)?);
+                    if let (Ty::Jagged(k), [_, at]) = (&self.vars[tensor.0 as usize].ty, args.as_slice()) {
+                        // `j[i][k]`: the row, then its element (checked).
+                        let row_ty = Ty::Tensor(*k, 1);
+                        let row = self.new_var("row", row_ty.clone());
+                        let value = Expr { kind: ir::ExprKind::JaggedRow { jagged: tensor, index }, ty: row_ty };
+                        let read =
+                            ir::ExprKind::Read { tensor: row, indices: vec![self.lower_index(*at)?], checked: true };
+                        return Some(Expr {
+                            kind: ir::ExprKind::Block {
+                                stmts: vec![Stmt::Let { var: row, value }],
+                                result: Box::new(Expr { kind: read, ty: ty.clone() }),
+                            },
+                            ty,
+                        });
+                    }
                     return Some(Expr { kind: ir::ExprKind::JaggedRow { jagged: tensor, index }, ty });
                 }
                 let indices = args.iter().map(|a| self.lower_index(*a)).collect::<Option<Vec<_>>>()?;
