@@ -35,6 +35,11 @@ einlang! {
     pub fn middle(x: [f32; A, B, C], sizes: [i32; K]) -> [f32; A, ?, C] {
         split(x, sizes, 1)
     }
+
+    /// The seed's submodule paths reach the same functions.
+    pub fn head_relu(m: [f32; N, M]) -> [f32; ?, M] {
+        std::ml::activations::relu(std::ml::shape_ops::split(m, [1], 0))
+    }
 }
 
 #[test]
@@ -49,6 +54,8 @@ fn split_takes_the_first_part_along_an_axis() {
     assert_eq!(head_sum(&v, &array![3]).unwrap(), 0.5 + 1.5 - 2.0);
     let x = Array3::from_shape_fn((2, 3, 4), |(a, b, c)| (a * 100 + b * 10 + c) as f32);
     assert_eq!(last_of_3(&x, &array![3]).unwrap(), x.slice(s![.., .., ..3]));
+    let m = array![[-1.0f32, 2.0], [3.0, -4.0]];
+    assert_eq!(head_relu(&m).unwrap(), array![[0.0f32, 2.0]]);
 }
 
 #[test]
