@@ -893,3 +893,66 @@ fn topk_along_the_last_axis() {
     assert!(matches!(topk::top_axis(&x, 0), Err(einlang::Error::Assert { .. })));
     assert!(topk::top_axis(&x, 1).is_ok());
 }
+
+mod onnx_ops {
+    einlang::einlang! {
+        use std::ml::*;
+
+        pub fn arith(a: [f32; R, C], b: [f32; R, C]) -> ([f32; R, C], [f32; R, C], [f32; R, C], [f32; R, C]) {
+            (add(a, b), subtract(a, b), multiply(a, b), divide(a, b))
+        }
+        pub fn compare(a: [f64; N], b: [f64; N]) -> ([f32; N], [f32; N], [f32; N], [f32; N], [f32; N], [f32; N]) {
+            (equal(a, b), not_equal(a, b), greater(a, b), greater_or_equal(a, b), less(a, b), less_or_equal(a, b))
+        }
+        pub fn logic(a: [bool; N], b: [bool; N]) -> ([bool; N], [bool; N], [bool; N], [bool; N]) {
+            (logical_and(a, b), logical_or(a, b), logical_xor(a, b), logical_not(a))
+        }
+        pub fn special(x: [f32; N]) -> ([f32; N], [f32; N], [f32; N], [f32; N]) {
+            (is_nan(x), is_inf(x), identity(x), dropout(x, 0.25, 1))
+        }
+        pub fn scalars(x: f64, y: f64) -> (f64, f32) {
+            (divide(x, y), greater(x, y))
+        }
+    }
+}
+
+#[test]
+fn onnx_elementwise_operators() {
+    let a = rand2(3, 4, 911);
+    let b = rand2(3, 4, 912);
+    let (s, d, p, q) = onnx_ops::arith(&a, &b).unwrap();
+    assert_eq!(s, &a + &b);
+    assert_eq!(d, &a - &b);
+    assert_eq!(p, &a * &b);
+    assert_eq!(q, &a / &b);
+
+    let x = array![1.0f64, 2.0, 3.0, 4.0];
+    let y = array![1.0f64, 3.0, 2.0, 4.0];
+    let (eq, ne, gt, ge, lt, le) = onnx_ops::compare(&x, &y).unwrap();
+    let f = |c: fn(f64, f64) -> bool| -> Vec<f32> {
+        x.iter().zip(&y).map(|(a, b)| if c(*a, *b) { 1.0 } else { 0.0 }).collect()
+    };
+    assert_eq!(eq.to_vec(), f(|a, b| a == b));
+    assert_eq!(ne.to_vec(), f(|a, b| a != b));
+    assert_eq!(gt.to_vec(), f(|a, b| a > b));
+    assert_eq!(ge.to_vec(), f(|a, b| a >= b));
+    assert_eq!(lt.to_vec(), f(|a, b| a < b));
+    assert_eq!(le.to_vec(), f(|a, b| a <= b));
+
+    let p = array![true, true, false, false];
+    let q = array![true, false, true, false];
+    let (and, or, xor, not) = onnx_ops::logic(&p, &q).unwrap();
+    assert_eq!(and.to_vec(), vec![true, false, false, false]);
+    assert_eq!(or.to_vec(), vec![true, true, true, false]);
+    assert_eq!(xor.to_vec(), vec![false, true, true, false]);
+    assert_eq!(not.to_vec(), vec![false, false, true, true]);
+
+    let v = array![1.0f32, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -2.0];
+    let (nan, inf, same, dropped) = onnx_ops::special(&v).unwrap();
+    assert_eq!(nan.to_vec(), vec![0.0, 1.0, 0.0, 0.0, 0.0]);
+    assert_eq!(inf.to_vec(), vec![0.0, 0.0, 1.0, 1.0, 0.0]);
+    assert_eq!(same[0], 1.0);
+    assert!(same[1].is_nan());
+    assert_eq!(dropped[4], -2.0 * 0.75);
+    assert_eq!(onnx_ops::scalars(3.0, 2.0).unwrap(), (1.5, 1.0));
+}
