@@ -27,6 +27,16 @@ einlang! {
         (j[i][k], sum[m in 0..len(j[i])](j[i][m]))
     }
 
+    /// `jagged[row | ...]`: a comprehension whose elements are vectors of
+    /// any lengths builds a jagged array.
+    pub fn staircase(n: i64) -> jagged[i64] {
+        jagged[[10 * i + j | j in 0..i + 1] | i in 0..n]
+    }
+
+    pub fn positives(j: jagged[f64]) -> jagged[f64] {
+        jagged[[v * 2.0 | v in r, v > 0.0] | r in j]
+    }
+
     /// The longest row's index, by a loop over rows.
     pub fn longest(j: jagged[f64]) -> i64 {
         argmax[i in 0..len(j)](len(j[i]))
@@ -132,4 +142,16 @@ fn elements_of_rows() {
     assert_eq!(element(&j, 2, 1).unwrap(), (6, 11));
     assert!(matches!(element(&j, 1, 1), Err(Error::Index { index: 1, len: 1, .. })));
     assert!(matches!(element(&j, 3, 0), Err(Error::Index { index: 3, len: 3, .. })));
+}
+
+#[test]
+fn comprehensions_of_rows() {
+    let t = staircase(4).unwrap();
+    let want: Vec<Vec<i64>> = (0..4).map(|i| (0..=i).map(|j| 10 * i + j).collect()).collect();
+    assert_eq!(t.rows().iter().map(|r| r.to_vec()).collect::<Vec<_>>(), want);
+    assert_eq!(staircase(0).unwrap().len(), 0);
+    let rows = vec![vec![1.0, -2.0, 3.0], vec![-1.0], vec![0.5, 0.25]];
+    let got = positives(&Jagged::from(rows.clone())).unwrap();
+    let want: Vec<Vec<f64>> = rows.iter().map(|r| r.iter().filter(|v| **v > 0.0).map(|v| v * 2.0).collect()).collect();
+    assert_eq!(got.rows().iter().map(|r| r.to_vec()).collect::<Vec<_>>(), want);
 }

@@ -1219,9 +1219,9 @@ impl<'a> Cx<'a> {
                 let (scrutinee, arms) = (*scrutinee, arms.clone());
                 self.infer_match(e, scrutinee, &arms, expect)
             }
-            ExprKind::Comprehension { body, clauses } => {
-                let (body, clauses) = (*body, clauses.clone());
-                self.infer_comprehension(body, &clauses, expect)
+            ExprKind::Comprehension { body, clauses, rows } => {
+                let (body, clauses, rows) = (*body, clauses.clone(), *rows);
+                self.infer_comprehension(body, &clauses, rows, expect)
             }
             ExprKind::TensorCast(x, ann) => {
                 let (x, ann) = (*x, ann.clone());
@@ -1880,6 +1880,7 @@ impl<'a> Cx<'a> {
         &mut self,
         body: ExprId,
         clauses: &[crate::hir::CompClause],
+        rows: bool,
         expect: Option<ScalarKind>,
     ) -> Ty {
         use crate::hir::CompClause;
@@ -1973,6 +1974,21 @@ impl<'a> Cx<'a> {
                 CompClause::Filter(_) => None,
             })
             .collect();
+        if rows {
+            // `jagged[row | ...]`: vectors of any lengths are the rows.
+            return match bt {
+                Ty::Tensor(k, dims) if dims.len() == 1 => Ty::Jagged(k),
+                other => {
+                    let d = Diagnostic::error(
+                        self.hir.span(body),
+                        format!("a row of a jagged array must be a vector, found `{}`", self.t.show_ty(&other)),
+                    )
+                    .note("`jagged[row | ...]` collects vectors of any lengths");
+                    self.err(d);
+                    Ty::Error
+                }
+            };
+        }
         if bt == Ty::Str {
             // Strings collect into a vector of strings.
             if filtered {
@@ -2000,7 +2016,7 @@ impl<'a> Cx<'a> {
                 let d = match other {
                     Ty::Tensor(..) => d
                         .note("a tensor whose length changes from element to element makes rows of different lengths")
-                        .help("collect such rows in a `jagged[...]` array instead"),
+                        .help("collect such rows in a jagged array instead: `jagged[row | ...]`"),
                     t if t == Ty::unit() => d
                         .note("an element with no value (`assert(..)`, `print(..)`) cannot be collected")
                         .help("check every element with `assert(all[i](...), msg)` instead"),

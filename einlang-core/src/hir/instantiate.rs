@@ -319,7 +319,7 @@ impl Cloner<'_> {
                 let x = self.expr(x);
                 ExprKind::TensorCast(x, self.ty(&ann))
             }
-            ExprKind::Comprehension { body, clauses } => {
+            ExprKind::Comprehension { body, clauses, rows } => {
                 let clauses = clauses
                     .iter()
                     .map(|c| match c {
@@ -334,7 +334,7 @@ impl Cloner<'_> {
                         CompClause::Filter(f) => CompClause::Filter(self.expr(*f)),
                     })
                     .collect();
-                ExprKind::Comprehension { body: self.expr(body), clauses }
+                ExprKind::Comprehension { body: self.expr(body), clauses, rows }
             }
             ExprKind::Rest(_) => {
                 self.errors.push(Diagnostic::error(span, "a rest index can only appear in a subscript"));

@@ -461,6 +461,9 @@ pub enum ExprKind {
     Comprehension {
         body: ExprId,
         clauses: Vec<CompClause>,
+        /// `jagged[body | clauses]`: the vectors are the rows of a jagged
+        /// array.
+        rows: bool,
     },
     /// A named rest index used in a subscript (`x[..batch, i]`); expanded
     /// away by instantiation.
@@ -539,7 +542,7 @@ pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
                 }
             }
         }
-        ExprKind::Comprehension { body, clauses } => {
+        ExprKind::Comprehension { body, clauses, .. } => {
             for c in clauses {
                 match c {
                     CompClause::Range { range, .. } => out.extend([range.start, range.end]),

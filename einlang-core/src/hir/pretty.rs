@@ -163,7 +163,7 @@ impl Printer<'_> {
             },
             ExprKind::Def(d) => self.def(*d),
             ExprKind::Rest(d) => format!("..{}", self.def(*d)),
-            ExprKind::Comprehension { body, clauses } => {
+            ExprKind::Comprehension { body, clauses, .. } => {
                 let clauses: Vec<String> = clauses
                     .iter()
                     .map(|c| match c {

@@ -884,6 +884,9 @@ impl<'a> Checker<'a> {
                 self.check_expr(body);
                 self.pop();
                 match &body.ty {
+                    Ty::Tensor(k, 1) if matches!(e.ty, Ty::Jagged(_)) && elem_shape.is_empty() => {
+                        self.expect_ty("a comprehension of rows", &e.ty, &Ty::Jagged(*k))
+                    }
                     Ty::Scalar(k) if elem_shape.is_empty() => {
                         self.expect_ty("a comprehension", &e.ty, &Ty::Tensor(*k, 1))
                     }

@@ -1051,7 +1051,8 @@ impl<'a> FnLower<'a> {
                 }
             }
             ExprKind::Match { scrutinee, arms } => return self.lower_match(*scrutinee, arms, ty),
-            ExprKind::Comprehension { body, clauses } => {
+            ExprKind::Comprehension { body, clauses, rows } => {
+                let rows = *rows;
                 let mut steps = Vec::new();
                 for c in clauses {
                     match c {
@@ -1133,7 +1134,8 @@ impl<'a> FnLower<'a> {
                     }
                 }
                 let elem_shape = match self.t.ty(*body).clone() {
-                    ATy::Tensor(_, dims) => dims.iter().map(|d| self.dim(d)).collect::<Option<Vec<_>>>()?,
+                    // Rows of a jagged array have their own lengths.
+                    ATy::Tensor(_, dims) if !rows => dims.iter().map(|d| self.dim(d)).collect::<Option<Vec<_>>>()?,
                     _ => Vec::new(),
                 };
                 ir::ExprKind::Collect { steps, body: Box::new(self.lower_expr(*body)?), elem_shape }

@@ -1349,7 +1349,7 @@ impl Resolver {
                 ExprKind::Match { scrutinee, arms: out }
             }
             ast::ExprKind::Jagged(rows) => ExprKind::Jagged(rows.iter().map(|x| self.resolve_expr(x, diags)).collect()),
-            ast::ExprKind::Comprehension { body, clauses } => {
+            ast::ExprKind::Comprehension { body, clauses, rows } => {
                 self.scopes.push(HashMap::new());
                 let mut out = Vec::new();
                 for c in clauses {
@@ -1371,7 +1371,7 @@ impl Resolver {
                 }
                 let body = self.resolve_expr(body, diags);
                 self.scopes.pop();
-                ExprKind::Comprehension { body, clauses: out }
+                ExprKind::Comprehension { body, clauses: out, rows: *rows }
             }
             ast::ExprKind::Lambda { .. } => {
                 diags.push(closures::escaping(span));
@@ -1683,7 +1683,7 @@ fn walk_ast(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
         ast::ExprKind::Array(xs) | ast::ExprKind::Jagged(xs) | ast::ExprKind::Tuple(xs) => {
             xs.iter().for_each(|x| walk_ast(x, f))
         }
-        ast::ExprKind::Comprehension { body, clauses } => {
+        ast::ExprKind::Comprehension { body, clauses, .. } => {
             walk_ast(body, f);
             for c in clauses {
                 match c {
@@ -1825,7 +1825,7 @@ fn push_into_reductions(e: &mut ast::Expr, moved: &mut [Vec<ast::WhereItem>], co
         ast::ExprKind::Array(xs) | ast::ExprKind::Jagged(xs) | ast::ExprKind::Tuple(xs) => {
             xs.iter_mut().for_each(|x| push_into_reductions(x, moved, counter))
         }
-        ast::ExprKind::Comprehension { body, clauses } => {
+        ast::ExprKind::Comprehension { body, clauses, .. } => {
             push_into_reductions(body, moved, counter);
             for c in clauses {
                 match c {

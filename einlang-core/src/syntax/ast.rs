@@ -561,10 +561,12 @@ pub enum ExprKind {
     Array(Vec<Expr>),
     /// `jagged[[1], [2, 3]]`
     Jagged(Vec<Expr>),
-    /// `[e | i in 0..n, cond]`
+    /// `[e | i in 0..n, cond]`; `jagged[e | ...]` (`rows`) collects vectors
+    /// of any lengths as the rows of a jagged array.
     Comprehension {
         body: Box<Expr>,
         clauses: Vec<CompClause>,
+        rows: bool,
     },
     /// `(a, b)`; `(a)` is just `a`.
     Tuple(Vec<Expr>),

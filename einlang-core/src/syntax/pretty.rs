@@ -510,8 +510,8 @@ impl Printer {
             ExprKind::Block(block) => self.block(block),
             ExprKind::Array(elems) => self.call_like("array", elems),
             ExprKind::Jagged(elems) => self.call_like("jagged", elems),
-            ExprKind::Comprehension { body, clauses } => {
-                self.push("(comp ");
+            ExprKind::Comprehension { body, clauses, rows } => {
+                self.push(if *rows { "(jagged-comp " } else { "(comp " });
                 self.expr(body);
                 for clause in clauses {
                     self.push(" ");

@@ -173,6 +173,7 @@ impl FnCx<'_> {
             }
             ExprKind::Collect { steps, body, elem_shape } => {
                 let text = body.ty == Ty::Str;
+                let rows = matches!(e.ty, Ty::Jagged(_));
                 let (Ty::Scalar(k) | Ty::Tensor(k, _)) =
                     (if text { Ty::Scalar(ScalarKind::U8) } else { body.ty.clone() })
                 else {
@@ -184,7 +185,10 @@ impl FnCx<'_> {
                 let tensor_body = matches!(body.ty, Ty::Tensor(..));
                 let mut inner = value.map(|v| {
                     let v = v.tokens;
-                    if tensor_body {
+                    if rows {
+                        let rt = self.rt.clone();
+                        quote!(__items.push(#rt::value::owned(#v));)
+                    } else if tensor_body {
                         // Elements in logical (row-major) order, whatever
                         // the layout of the value.
                         quote!(__count += 1; __items.extend((#v).iter().cloned());)
@@ -213,6 +217,13 @@ impl FnCx<'_> {
                 }
                 self.no_move -= 1;
                 let inner = inner?;
+                if rows {
+                    let rt = self.rt.clone();
+                    return Ok(Code::new(
+                        quote!({ let mut __items: ::std::vec::Vec<#nd::Array1<#t>> = ::std::vec::Vec::new(); #inner #rt::Jagged::from_rows(__items) }),
+                        Prec::Block,
+                    ));
+                }
                 if text {
                     return Ok(Code::new(
                         quote!({ let mut __items: ::std::vec::Vec<#t> = ::std::vec::Vec::new(); #inner __items }),

@@ -431,7 +431,7 @@ fn parse_array(input: ParseStream) -> syn::Result<Expr> {
             ExprKind::Tuple(elems) => Expr { kind: ExprKind::Array(elems), span: first.span },
             kind => Expr { kind, span: first.span },
         };
-        return Ok(Expr { kind: ExprKind::Comprehension { body: Box::new(body), clauses }, span });
+        return Ok(Expr { kind: ExprKind::Comprehension { body: Box::new(body), clauses, rows: false }, span });
     }
     let mut elems = vec![first];
     if !content.is_empty() {
@@ -458,8 +458,22 @@ fn parse_comp_clause(input: ParseStream) -> syn::Result<CompClause> {
 fn parse_jagged(input: ParseStream) -> syn::Result<Expr> {
     let keyword = parse_name(input)?;
     let (group, content) = brackets(input)?;
+    let span = keyword.span.to(group);
+    if !content.is_empty() {
+        // `jagged[row | clauses]`: a comprehension of rows.
+        let fork = content.fork();
+        if parse_expr(&fork).is_ok() && fork.peek(Token![|]) && !fork.peek(Token![||]) {
+            let body = parse_expr(&content)?;
+            content.parse::<Token![|]>()?;
+            let clauses = parse_comma_list(&content, "]", parse_comp_clause)?;
+            if clauses.is_empty() {
+                return Err(expected(&content, "a generator `x in xs`"));
+            }
+            return Ok(Expr { kind: ExprKind::Comprehension { body: Box::new(body), clauses, rows: true }, span });
+        }
+    }
     let elems = parse_comma_list(&content, "]", parse_expr)?;
-    Ok(Expr { kind: ExprKind::Jagged(elems), span: keyword.span.to(group) })
+    Ok(Expr { kind: ExprKind::Jagged(elems), span })
 }
 
 /// `sum[k, j in 0..N](body [where items])`.
