@@ -99,3 +99,32 @@ mod two_calls {
         assert_eq!(second(&x).unwrap(), want);
     }
 }
+
+mod recursive {
+    einlang::einlang! {
+        /// Recursive generic functions without a declared result: the base
+        /// case gives the type, and the recursive calls take it.
+        fn fact(n) { if n <= 1 { 1 } else { n * fact(n - 1) } }
+        fn fib(n) { if n < 2 { n } else { fib(n - 1) + fib(n - 2) } }
+        fn sum_tail(values, index, total) {
+            if index >= len(values) { total } else { sum_tail(values, index + 1, total + values[index]) }
+        }
+
+        pub fn run(n: i64, v: [f64; N]) -> (i64, i32, f64) {
+            (fact(n), fib(20), sum_tail(v, 0, 0.0))
+        }
+    }
+}
+
+#[test]
+fn recursion_without_declared_results() {
+    let v = einlang::ndarray::array![0.5f64, 1.5, -2.0, 4.0];
+    let (f, b, s) = recursive::run(15, &v).unwrap();
+    assert_eq!(f, (1..=15i64).product::<i64>());
+    let mut fib = (0i32, 1i32);
+    for _ in 0..20 {
+        fib = (fib.1, fib.0 + fib.1);
+    }
+    assert_eq!(b, fib.0);
+    assert_eq!(s, v.sum());
+}

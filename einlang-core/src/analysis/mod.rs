@@ -172,6 +172,11 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
         flex_lets: Default::default(),
         literal_origin: HashMap::new(),
         in_instance: false,
+        rec_guess: HashMap::new(),
+        recursing: Default::default(),
+        rec_failed: Default::default(),
+        rec_called: Default::default(),
+        rec_rounds: HashMap::new(),
     };
     for (def, d) in hir.defs.iter() {
         if matches!(d.kind, DefKind::Dim | DefKind::Param | DefKind::Index) {
@@ -277,6 +282,18 @@ struct Cx<'a> {
     /// Whether the function being analyzed is an instance of a generic
     /// function (its literals are not retyped: the copy is remade).
     in_instance: bool,
+    /// Result types of recursive functions without a declared one, from
+    /// their base cases (see `analyze_fn`).
+    rec_guess: HashMap<FnId, Ty>,
+    /// Functions whose body made a recursive call before their result type
+    /// was known (the call's type was left open).
+    recursing: std::collections::HashSet<FnId>,
+    /// Recursive functions whose result type could not be found that way.
+    rec_failed: std::collections::HashSet<FnId>,
+    /// Functions whose body made a recursive call in the current round.
+    rec_called: std::collections::HashSet<FnId>,
+    /// How many times each recursive function was analyzed again.
+    rec_rounds: HashMap<FnId, usize>,
 }
 
 /// Per-function state saved while another function is analyzed on demand.
@@ -534,8 +551,13 @@ impl<'a> Cx<'a> {
             body_ty
         };
         if let Some(sig) = self.t.sigs[f.index()].as_mut() {
-            sig.ret = ret;
+            sig.ret = ret.clone();
         }
+        // A recursive function without a declared result: its recursive
+        // calls gave the type found so far; until that type is the body's
+        // own, analyze the body again with it (a few rounds at most).
+        let again = !has_decl && self.rec_called.remove(&f) && self.rec_guess.get(&f) != Some(&ret);
+        self.recursing.remove(&f);
         self.bound_dims = saved.bound_dims;
         self.env = saved.env;
         self.units = saved.units;
@@ -543,6 +565,20 @@ impl<'a> Cx<'a> {
         self.cond_depth = saved.cond_depth;
         self.recs = saved.recs;
         self.in_instance = outer_instance;
+        if again && !self.rec_failed.contains(&f) {
+            let rounds = self.rec_rounds.entry(f).or_insert(0);
+            *rounds += 1;
+            if ret.is_error() || *rounds > 3 {
+                self.rec_failed.insert(f);
+                self.rec_guess.remove(&f);
+            } else {
+                self.rec_guess.insert(f, ret);
+            }
+            drop(self.diags.split_off(diags_before));
+            self.fn_state[f.index()] = FnState::NotStarted;
+            self.analyze_fn(f);
+            return;
+        }
         self.plan_storage(f);
         self.fn_state[f.index()] = FnState::Done;
         if let Some(&(generic, call)) = self.hir.instance_origin.get(&f) {
@@ -906,6 +942,12 @@ impl<'a> Cx<'a> {
             ExprKind::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
                 self.flexible(*a) && self.flexible(*b)
             }
+            // A recursive call whose result type is a guess takes the type
+            // its use needs (see `infer_call`).
+            ExprKind::Call { callee: Callee::Fn(g), .. } => {
+                let g = self.hir.instances.get(&e).copied().unwrap_or(*g);
+                self.rec_guess.contains_key(&g) && self.fn_state[g.index()] == FnState::InProgress
+            }
             // An entry of an array-literal element (`let p[0] = [1.0, 0.0];`).
             ExprKind::If { then, els: Some(els), .. } => self.flexible_tail(*then) && self.flexible_tail(*els),
             _ => false,
@@ -1131,6 +1173,10 @@ impl<'a> Cx<'a> {
                     tt
                 };
                 match (&tt, &et) {
+                    // A recursive call whose type is not known yet: the
+                    // other branch (the base case) gives the type.
+                    (Ty::Error, Ty::Error) => Ty::Error,
+                    (Ty::Error, t) | (t, Ty::Error) if !self.recursing.is_empty() => t.clone(),
                     (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
                     _ if tt == et => tt,
                     // Tensors from the two branches must have one shape: code
@@ -1509,11 +1555,42 @@ impl<'a> Cx<'a> {
                     match self.fn_state[f.index()] {
                         FnState::NotStarted => self.analyze_fn(f),
                         FnState::InProgress => {
+                            // A recursive call: its result is the type the
+                            // other branches (the base case) give, found by
+                            // analyzing the body again (see `analyze_fn`).
+                            if let Some(guess) = self.rec_guess.get(&f).cloned() {
+                                self.rec_called.insert(f);
+                                args.iter().for_each(|a| {
+                                    self.infer(*a, None);
+                                });
+                                // A number of the guessed kind takes the
+                                // type its use needs, as a literal would.
+                                return match (guess.scalar(), expect) {
+                                    (Some(g), Some(k)) if g.is_int() == k.is_int() && g.is_float() == k.is_float() => {
+                                        Ty::Scalar(k)
+                                    }
+                                    _ => guess,
+                                };
+                            }
+                            if !self.rec_failed.contains(&f) {
+                                self.rec_called.insert(f);
+                                self.recursing.insert(f);
+                                args.iter().for_each(|a| {
+                                    self.infer(*a, None);
+                                });
+                                return Ty::Error;
+                            }
+                            // An instance is named after its generic function.
+                            let shown = match self.hir.instance_origin.get(&f) {
+                                Some(&(g, _)) => self.name(self.hir.fns[g].def).to_string(),
+                                None => fname.clone(),
+                            };
                             let d = Diagnostic::error(
                                 callee_span,
-                                format!("recursive call of `{fname}` needs a declared result type"),
+                                format!("recursive call of `{shown}` needs a declared result type"),
                             )
-                            .help(format!("declare it: `fn {fname}(...) -> T`"));
+                            .note("no branch of the body that does not recurse gives the result's type")
+                            .help(format!("declare it: `fn {shown}(...) -> T`"));
                             self.err(d);
                             args.iter().for_each(|a| {
                                 self.infer(*a, None);
