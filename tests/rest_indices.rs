@@ -115,3 +115,27 @@ fn reductions_over_rest_indices() {
     let want: Vec<f32> = x.axis_iter(Axis(0)).map(|s| s.iter().cloned().fold(f32::NEG_INFINITY, f32::max)).collect();
     assert_eq!(slice_max3(&x).unwrap().to_vec(), want);
 }
+
+einlang! {
+    /// Rest indices in typed functions: the parameters' ranks expand them.
+    pub fn scale_rows(x: [f32; B, T, D], s: [f32; B, T]) -> [f32; B, T, D] {
+        let y[..b, d] = x[..b, d] * s[..b];
+        y
+    }
+
+    pub fn total3(x: [f64; A, B, C]) -> f64 {
+        sum[..r](x[..r])
+    }
+}
+
+#[test]
+fn rest_indices_in_typed_functions() {
+    let x = Array3::from_shape_fn((2, 3, 4), |(a, b, c)| (a * 12 + b * 4 + c) as f32);
+    let s = Array2::from_shape_fn((2, 3), |(a, b)| (a + b) as f32 - 1.0);
+    let got = scale_rows(&x, &s).unwrap();
+    for ((a, b, c), v) in got.indexed_iter() {
+        assert_eq!(*v, x[[a, b, c]] * s[[a, b]]);
+    }
+    let y = x.mapv(|v| v as f64 * 0.5);
+    assert_relative_eq!(total3(&y).unwrap(), y.sum(), epsilon = 1e-12);
+}

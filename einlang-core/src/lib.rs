@@ -63,6 +63,10 @@ pub fn compile(mut ast: syntax::ast::Program, options: &Options) -> Result<Compi
     if diags.has_errors() {
         return Err(diags.into_vec());
     }
+    diags.extend(hir::instantiate::expand_typed_rests(&mut hir));
+    if diags.has_errors() {
+        return Err(diags.into_vec());
+    }
     if let Err(msg) = hir::validate::validate(&hir) {
         return Err(vec![Diagnostic::bug(span::Span::call_site(), format!("invalid HIR: {msg}"))]);
     }

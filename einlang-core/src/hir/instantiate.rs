@@ -402,3 +402,66 @@ impl Cloner<'_> {
         self.hir.alloc_expr(kind, span)
     }
 }
+
+/// Expands the named rest indices of functions whose parameters are all
+/// typed (their ranks are known now): each such function's body is
+/// replaced by a copy with the rest indices expanded. Generic functions
+/// keep theirs until each instance is made.
+pub fn expand_typed_rests(hir: &mut Hir) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    let ids: Vec<FnId> = hir.fns.iter().map(|(id, _)| id).collect();
+    for f in ids {
+        let func = &hir.fns[f];
+        if func.is_generic() || func.is_main || hir.skipped(f) || !uses_rest(hir, func) {
+            continue;
+        }
+        let name = hir.name(func.def).to_string();
+        let keep = vec![None; func.params.len()];
+        let (copy, errs) = instantiate(hir, f, &name, keep);
+        errors.extend(errs);
+        let c = hir.fns[copy].clone();
+        let func = &mut hir.fns[f];
+        func.params = c.params;
+        func.ret = c.ret;
+        func.body = c.body;
+        hir.dropped_instances.insert(copy);
+    }
+    errors
+}
+
+/// Whether a rest index appears in `func`'s body.
+fn uses_rest(hir: &Hir, func: &Function) -> bool {
+    let mut roots = Vec::new();
+    let mut slots = false;
+    collect_block(&func.body, &mut roots, &mut slots);
+    slots
+        || hir.reachable(roots).into_iter().any(|e| match &hir.exprs[e].kind {
+            ExprKind::Rest(_) => true,
+            ExprKind::Reduce { vars, .. } => vars.iter().any(|v| hir.defs[v.def].kind == DefKind::Rest),
+            ExprKind::Block(b) => {
+                let mut inner = false;
+                collect_block(b, &mut Vec::new(), &mut inner);
+                inner
+            }
+            _ => false,
+        })
+}
+
+/// The expressions of a block's statements, and whether a definition has a
+/// rest slot.
+fn collect_block(b: &Block, roots: &mut Vec<ExprId>, slots: &mut bool) {
+    let mut defs = Vec::new();
+    for s in &b.stmts {
+        match s {
+            Stmt::Let { value, .. } => roots.push(*value),
+            Stmt::Expr(e) => roots.push(*e),
+            Stmt::Indexed(d) => defs.push(d),
+            Stmt::Recurrence(r) => defs.extend(r.clauses.iter()),
+        }
+    }
+    for d in defs {
+        *slots |= d.slots.iter().any(|s| matches!(s, Slot::Rest(..)));
+        roots.extend(roots_of(d.body, &d.wheres));
+    }
+    roots.extend(b.tail);
+}

@@ -813,7 +813,7 @@ impl Resolver {
             let span = self.hir.defs[*d].span;
             params.push(hir::Param { def: mapping[d], ty: None, span });
         }
-        self.in_generic = params.iter().any(|p| p.ty.is_none());
+        self.in_generic = true;
         let ret = item.ret.as_ref().and_then(|t| self.resolve_ty(t, true, diags));
         let body = match &item.body {
             Some(b) => self.resolve_block(b, diags),

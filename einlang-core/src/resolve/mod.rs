@@ -107,8 +107,9 @@ struct Resolver {
     /// Names of inline modules (the root and the standard library's modules
     /// have none here).
     module_names: HashMap<ModId, String>,
-    /// Whether the function being resolved is generic (rest indices are
-    /// allowed there).
+    /// Whether named rest indices are allowed: in any function (a typed
+    /// one's are expanded after resolution, see
+    /// `hir::instantiate::expand_typed_rests`), not in top-level statements.
     in_generic: bool,
     /// `const` items with the module they are defined in.
     consts: HashMap<DefId, (ast::ConstItem, ModId)>,
@@ -631,7 +632,7 @@ impl Resolver {
 
     fn resolve_fn(&mut self, fn_id: hir::FnId, f: &ast::FnItem, module: ModId, diags: &mut Diagnostics) {
         self.current_module = module;
-        self.in_generic = f.params.iter().any(|p| p.ty.is_none());
+        self.in_generic = true;
         self.current_fn = Some(fn_id);
         self.scopes = vec![HashMap::new()];
         let mut params = Vec::new();
@@ -999,8 +1000,8 @@ impl Resolver {
                 ast::IndexSlot::Rest(r) => {
                     if !self.in_generic {
                         diags.push(
-                            Diagnostic::error(r.span, "named rest indices are only supported in generic functions")
-                                .help("leave the parameters untyped, so the rank is known at each call"),
+                            Diagnostic::error(r.span, "named rest indices are only supported in functions")
+                                .help("a function's parameters give the ranks the rest index spans"),
                         );
                         return None;
                     }
@@ -1296,8 +1297,8 @@ impl Resolver {
                     }
                     if v.rest && !self.in_generic {
                         diags.push(
-                            Diagnostic::error(v.var.span, "named rest indices are only supported in generic functions")
-                                .help("leave the parameters untyped, so the rank is known at each call"),
+                            Diagnostic::error(v.var.span, "named rest indices are only supported in functions")
+                                .help("a function's parameters give the ranks the rest index spans"),
                         );
                         self.scopes.pop();
                         return self.error_expr(span);
