@@ -956,3 +956,38 @@ fn onnx_elementwise_operators() {
     assert_eq!(dropped[4], -2.0 * 0.75);
     assert_eq!(onnx_ops::scalars(3.0, 2.0).unwrap(), (1.5, 1.0));
 }
+
+mod selection_more {
+    einlang::einlang! {
+        use std::ml::{argmax, argmin, range, nonzero, numel};
+
+        pub fn picks(x: [f32; R, C], v: [i32; N]) -> ([i64; R], [i64; R], i64, i64) {
+            (argmax(x), argmin(x), argmax(v), numel(x))
+        }
+        pub fn ranges(start: f32, limit: f32, delta: f32) -> [f32; ?] { range(start, limit, delta) }
+        pub fn nonzeros(v: [i32; N]) -> [i64; ?] { nonzero(v) }
+    }
+}
+
+#[test]
+fn selection_and_range_operators() {
+    let x = array![[1.0f32, 5.0, 5.0, -1.0], [0.0, -3.0, 2.0, -3.0]];
+    let v = array![3, 9, 1, 9];
+    let (amax, amin, vmax, n) = selection_more::picks(&x, &v).unwrap();
+    let first = |row: Vec<f32>, better: fn(f32, f32) -> bool| -> i64 {
+        let mut best = 0;
+        for (i, &val) in row.iter().enumerate() {
+            if better(val, row[best]) {
+                best = i;
+            }
+        }
+        best as i64
+    };
+    for r in 0..2 {
+        assert_eq!(amax[r], first(x.row(r).to_vec(), |a, b| a > b));
+        assert_eq!(amin[r], first(x.row(r).to_vec(), |a, b| a < b));
+    }
+    assert_eq!((vmax, n), (1, 8));
+    assert_eq!(selection_more::ranges(1.0, 2.0, 0.25).unwrap().to_vec(), vec![1.0, 1.25, 1.5, 1.75]);
+    assert_eq!(selection_more::nonzeros(&array![0, 4, 0, -2]).unwrap().to_vec(), vec![1i64, 3]);
+}
