@@ -29,6 +29,11 @@ einlang! {
 
     pub fn scaled(m: [f64; R, C], s: f64) -> [f64; R, C] { scale(m, s) }
 
+    /// Literal arithmetic as arguments: each argument is typed as a whole
+    /// (`12.0 / 2.0` is a float, `7 + 3` an integer).
+    fn mixed(a, b, c) { ((a * b) as f64) + c / 2.0 - ((a % b) as f64) }
+    pub fn literal_trees() -> f64 { mixed(7 + 3, 4 - 1, 12.0 / 2.0) + mixed(2 ** 3, 5 % 3, -(3.0 * 4.0)) }
+
     /// A generic function called inside an indexed body and on rows.
     pub fn row_totals(m: [i64; R, C]) -> [i64; R] {
         let t[r] = total(m[r]);
@@ -66,6 +71,12 @@ fn typed_and_untyped_parameters_mix() {
     let m = Array2::from_shape_fn((3, 2), |(i, j)| (i as f64) - (j as f64) * 0.5);
     let got = scaled(&m, -2.0).unwrap();
     assert_eq!(got, m.mapv(|x| -2.0 * x));
+}
+
+#[test]
+fn literal_arithmetic_arguments_are_typed_as_a_whole() {
+    // (10 * 3) + 6 / 2 - 10 % 3, then (8 * 2) + (-12) / 2 - 8 % 2.
+    assert_eq!(literal_trees().unwrap(), (30.0 + 3.0 - 1.0) + (16.0 - 6.0 - 0.0));
 }
 
 #[test]

@@ -27,6 +27,17 @@ einlang! {
         unsqueeze(x, axes)
     }
 
+    /// The seed's `std::ml::shape_ops::shape`: the extents as an `i64`
+    /// vector, usable as a reshape target.
+    pub fn extents(x: [f32; A, B, C]) -> [i64; 3] {
+        std::ml::shape_ops::shape(x)
+    }
+
+    pub fn like(x: [i32; N], y: [f32; A, B]) -> [i32; *] {
+        use std::ml::shape_ops::shape;
+        reshape(x, shape(y))
+    }
+
     /// Converted explicitly, then used with indices.
     pub fn trace_of(x: [f32; N]) -> f32 {
         let m = reshape(x, [2, 2]) as [f32; 2, 2];
@@ -62,4 +73,14 @@ fn squeeze_and_unsqueeze_by_axes() {
     assert_eq!(u.shape(), &[1, 2, 2, 1]);
     assert_eq!(u.iter().copied().collect::<Vec<_>>(), vec![1.0, 2.0, 3.0, 4.0]);
     assert!(matches!(add_axes(&m, &array![7]), Err(Error::Extent { .. })));
+}
+
+#[test]
+fn shape_gives_the_extents() {
+    let x = Array::from_shape_fn((2, 3, 4), |(a, b, c)| (a + b + c) as f32);
+    assert_eq!(extents(&x).unwrap(), array![2i64, 3, 4]);
+    let y = array![[0.0f32, 0.0, 0.0], [0.0, 0.0, 0.0]];
+    let got = like(&array![1, 2, 3, 4, 5, 6], &y).unwrap();
+    assert_eq!(got, array![[1, 2, 3], [4, 5, 6]].into_dyn());
+    assert!(like(&array![1, 2, 3], &y).is_err());
 }

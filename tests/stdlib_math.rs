@@ -49,6 +49,32 @@ einlang! {
     }
 
     pub fn fact(n: i32) -> i32 { factorial(n) }
+
+    /// `pow` and `**` with a tensor operand: tensor and scalar either way
+    /// round, and two tensors of one shape.
+    pub fn pow_broadcast(b: [f64; N], x: [f64; N], s: f64) -> ([f64; N], [f64; N], [f64; N], [f64; N]) {
+        (pow(s, x), b ** x, pow(b, s), b ** [2, 0, 3])
+    }
+
+    pub fn pow_matrices(b: [f32; M, N], x: [f32; M, N]) -> [f32; M, N] { b ** x }
+}
+
+#[test]
+fn pow_broadcasts_like_the_other_operators() {
+    let b = array![2.0f64, 0.5, 3.0];
+    let x = array![1.5f64, -2.0, 0.25];
+    let (sx, bx, bs, bi) = pow_broadcast(&b, &x, 1.5).unwrap();
+    for i in 0..3 {
+        assert_relative_eq!(sx[i], 1.5f64.powf(x[i]), max_relative = 1e-12);
+        assert_relative_eq!(bx[i], b[i].powf(x[i]), max_relative = 1e-12);
+        assert_relative_eq!(bs[i], b[i].powf(1.5), max_relative = 1e-12);
+    }
+    assert_eq!(bi, array![4.0, 1.0, 27.0]);
+    let m = array![[2.0f32, 4.0], [9.0, 1.5]];
+    let e = array![[3.0f32, 0.5], [-0.5, 2.0]];
+    assert_relative_eq!(pow_matrices(&m, &e).unwrap(), array![[8.0, 2.0], [1.0 / 3.0, 2.25]], max_relative = 1e-6);
+    // Two tensors of different shapes are an error, as for `+`.
+    assert!(pow_matrices(&m, &array![[1.0f32, 2.0]]).is_err());
 }
 
 #[test]

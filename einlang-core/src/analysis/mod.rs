@@ -1380,10 +1380,10 @@ impl<'a> Cx<'a> {
         let operand_expect = if op.is_comparison() { None } else { expect };
         let (ta, tb) = if op == BinOp::Pow {
             let ta = self.infer(a, expect);
-            let tb_expect = if self.flexible(b)
-                && matches!(&self.hir.exprs[b].kind, ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..))
-                && !is_float_lit(self.hir, b)
-            {
+            let int_lit = (self.flexible(b)
+                && matches!(&self.hir.exprs[b].kind, ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..)))
+                || (matches!(&self.hir.exprs[b].kind, ExprKind::Array(..)) && self.literal_value(b));
+            let tb_expect = if int_lit && !is_float_lit(self.hir, b) {
                 Some(ScalarKind::I32)
             } else {
                 ta.elem()
@@ -1507,11 +1507,17 @@ impl<'a> Cx<'a> {
     fn infer_pow(&mut self, e: ExprId, ta: &Ty, tb: &Ty) -> Ty {
         let span = self.hir.span(e);
         let (Some(ka), Some(kb)) = (ta.scalar(), tb.scalar()) else {
-            if let (Some(ka), Some(kb)) = (ta.elem(), tb.scalar()) {
-                // Tensor ** scalar is elementwise.
+            if let (Some(ka), Some(kb)) = (ta.elem(), tb.elem()) {
+                // With a tensor operand, elementwise, under the broadcasting
+                // rule of the other operators: a tensor and a scalar, or two
+                // tensors of one shape.
                 if let Some(i) = pow_kind(ka, kb) {
+                    let Some(shape) = self.broadcast(span, ta, tb) else { return Ty::Error };
                     self.t.intrinsic.insert(e, i);
-                    return ta.clone();
+                    return match shape {
+                        Some(dims) => Ty::Tensor(ka, dims),
+                        None => Ty::Scalar(ka),
+                    };
                 }
             }
             let d =
@@ -2834,10 +2840,16 @@ fn width(k: ScalarKind) -> u32 {
     }
 }
 
+/// Whether a literal tree (`2.0`, `-1.5`, `12.0 / 2.0`, `2.0 ** 3`,
+/// `[1.0, 2.0]`) is of the float class: a power has its base's class, other
+/// operators and array literals have a float operand's.
 fn is_float_lit(hir: &Hir, e: ExprId) -> bool {
     match &hir.exprs[e].kind {
         ExprKind::Lit(Lit::Float(..)) => true,
         ExprKind::Unary(_, x) => is_float_lit(hir, *x),
+        ExprKind::Binary(BinOp::Pow, a, _) => is_float_lit(hir, *a),
+        ExprKind::Binary(_, a, b) => is_float_lit(hir, *a) || is_float_lit(hir, *b),
+        ExprKind::Array(items) => items.iter().any(|x| is_float_lit(hir, *x)),
         _ => false,
     }
 }

@@ -239,6 +239,7 @@ impl Resolver {
                             Some("reshape") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Reshape),
                             Some("squeeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Squeeze),
                             Some("unsqueeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Unsqueeze),
+                            Some("shape") if stdlib => hir::Builtin::Shape,
                             _ => {
                                 diags.push(Diagnostic::error(
                                     attr.span,
