@@ -41,6 +41,16 @@ einlang! {
         (p, total)
     }
 
+    /// `x in ...` again for a variable an earlier generator binds is a
+    /// membership filter (a range or a tensor), not a second generator.
+    pub fn members(n: i64, allowed: [i64; K]) -> ([i64; ?], [i64; ?], [i64; ?]) {
+        (
+            [x | x in 0..n, x in 3..7],
+            [x | x in 0..n, x % 2 == 0, x in 2..=8],
+            [10 * x + y | x in 0..n, y in 0..2, x in allowed],
+        )
+    }
+
     /// Filters between generators: j runs only for even i.
     pub fn even_rows(n: i64) -> [i64; ?] {
         [i * 100 + j | i in 0..n, i % 2 == 0, j in 0..2]
@@ -144,4 +154,20 @@ fn if_between_filtered_comprehensions() {
     let odds: Vec<i64> = v.iter().copied().filter(|x| x % 2 != 0).collect();
     assert_eq!(pick(&v, true).unwrap(), (evens.len() as i64, evens.iter().sum()));
     assert_eq!(pick(&v, false).unwrap(), (odds.len() as i64, odds.iter().sum()));
+}
+
+#[test]
+fn repeated_generator_variable_is_a_membership_filter() {
+    let allowed = array![1i64, 4, 9];
+    let (a, b, c) = members(10, &allowed).unwrap();
+    let want_a: Vec<i64> = (0..10).filter(|x| (3..7).contains(x)).collect();
+    let want_b: Vec<i64> = (0..10).filter(|x| x % 2 == 0 && (2..=8).contains(x)).collect();
+    let want_c: Vec<i64> = (0..10)
+        .flat_map(|x| (0..2).map(move |y| (x, y)))
+        .filter(|(x, _)| allowed.iter().any(|a| a == x))
+        .map(|(x, y)| 10 * x + y)
+        .collect();
+    assert_eq!(a.to_vec(), want_a);
+    assert_eq!(b.to_vec(), want_b);
+    assert_eq!(c.to_vec(), want_c);
 }

@@ -1383,11 +1383,7 @@ impl<'a> Cx<'a> {
             let int_lit = (self.flexible(b)
                 && matches!(&self.hir.exprs[b].kind, ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..)))
                 || (matches!(&self.hir.exprs[b].kind, ExprKind::Array(..)) && self.literal_value(b));
-            let tb_expect = if int_lit && !is_float_lit(self.hir, b) {
-                Some(ScalarKind::I32)
-            } else {
-                ta.elem()
-            };
+            let tb_expect = if int_lit && !is_float_lit(self.hir, b) { Some(ScalarKind::I32) } else { ta.elem() };
             let tb = self.infer(b, tb_expect);
             (ta, tb)
         } else if self.flexible(a) && !self.flexible(b) {

@@ -116,6 +116,53 @@ fn parse_binop(input: ParseStream, op: BinOp) -> syn::Result<()> {
     Ok(())
 }
 
+/// `x in set`, as the seed writes membership: for a range `x in a..b`,
+/// `x >= a && x < b` (`<=` for `..=`); else `std::array::contains(set, x)`.
+/// `keyword` is the span of `in`.
+fn membership(x: Expr, set: Expr, keyword: Span) -> Expr {
+    let span = x.span.to(set.span);
+    if let ExprKind::Range(r) = set.kind {
+        let bin = |op, l: Expr, r: Expr| Expr {
+            span: l.span.to(r.span),
+            kind: ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) },
+        };
+        let upper = if r.inclusive { BinOp::Le } else { BinOp::Lt };
+        let low = bin(BinOp::Ge, x.clone(), *r.start);
+        let high = bin(upper, x, *r.end);
+        return bin(BinOp::And, low, high);
+    }
+    let path =
+        ["std", "array", "contains"].iter().map(|name| Ident { name: name.to_string(), span: keyword }).collect();
+    let callee = Expr { kind: ExprKind::Path(path), span: keyword };
+    Expr { kind: ExprKind::Call { callee: Box::new(callee), args: vec![set, x] }, span }
+}
+
+/// The clauses of a comprehension. `x in xs` where an earlier generator of
+/// the same comprehension binds `x` is a membership filter, as in the seed
+/// (`[x | x in 1..20, x in 5..15]`), not a second generator.
+fn parse_comp_clauses(input: ParseStream) -> syn::Result<Vec<CompClause>> {
+    let clauses = parse_comma_list(input, "]", parse_comp_clause)?;
+    if clauses.is_empty() {
+        return Err(expected(input, "a generator `x in xs`"));
+    }
+    let mut bound: Vec<String> = Vec::new();
+    Ok(clauses
+        .into_iter()
+        .map(|c| match c {
+            CompClause::Gen { var, iter } if bound.contains(&var.name) => {
+                let keyword = var.span;
+                let x = Expr { span: var.span, kind: ExprKind::Path(vec![var]) };
+                CompClause::Filter(membership(x, iter, keyword))
+            }
+            CompClause::Gen { var, iter } => {
+                bound.push(var.name.clone());
+                CompClause::Gen { var, iter }
+            }
+            filter => filter,
+        })
+        .collect())
+}
+
 /// Binary operators of level `min_level` and above.
 fn parse_binary(input: ParseStream, min_level: u8) -> syn::Result<Expr> {
     let mut lhs = parse_cast(input)?;
@@ -126,27 +173,18 @@ fn parse_binary(input: ParseStream, min_level: u8) -> syn::Result<Expr> {
         if input.peek(Token![in]) && min_level <= 3 && !after_comparison {
             let keyword = input.parse::<Token![in]>()?.span;
             let rhs = parse_binary(input, 4)?;
-            if let Some(inclusive) = super::parse_range_op(input)? {
-                // `x in a..b`: `x >= a && x < b` (`<=` for `..=`).
-                let end = parse_binary(input, 4)?;
-                let bin = |op, l: Expr, r: Expr| Expr {
-                    span: l.span.to(r.span),
-                    kind: ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) },
-                };
-                let upper = if inclusive { BinOp::Le } else { BinOp::Lt };
-                let low = bin(BinOp::Ge, lhs.clone(), rhs);
-                let high = bin(upper, lhs, end);
-                lhs = bin(BinOp::And, low, high);
-                after_comparison = true;
-                continue;
-            }
-            let span = lhs.span.to(rhs.span);
-            let path = ["std", "array", "contains"]
-                .iter()
-                .map(|name| Ident { name: name.to_string(), span: Span::token(keyword) })
-                .collect();
-            let callee = Expr { kind: ExprKind::Path(path), span: Span::token(keyword) };
-            lhs = Expr { kind: ExprKind::Call { callee: Box::new(callee), args: vec![rhs, lhs] }, span };
+            let set = match super::parse_range_op(input)? {
+                Some(inclusive) => {
+                    let end = parse_binary(input, 4)?;
+                    let span = rhs.span.to(end.span);
+                    Expr {
+                        kind: ExprKind::Range(RangeExpr { start: Box::new(rhs), end: Box::new(end), inclusive, span }),
+                        span,
+                    }
+                }
+                None => rhs,
+            };
+            lhs = membership(lhs, set, Span::token(keyword));
             after_comparison = true;
             continue;
         }
@@ -420,10 +458,7 @@ fn parse_array(input: ParseStream) -> syn::Result<Expr> {
     let first = parse_expr(&content)?;
     if content.peek(Token![|]) && !content.peek(Token![||]) {
         content.parse::<Token![|]>()?;
-        let clauses = parse_comma_list(&content, "]", parse_comp_clause)?;
-        if clauses.is_empty() {
-            return Err(expected(&content, "a generator `x in xs`"));
-        }
+        let clauses = parse_comp_clauses(&content)?;
         // A tuple element is a row: the comprehension stacks its
         // components, as the seed's `np.array` of tuples does, so
         // `[(i, j) | ...]` is a matrix with one row per pair.
@@ -465,10 +500,7 @@ fn parse_jagged(input: ParseStream) -> syn::Result<Expr> {
         if parse_expr(&fork).is_ok() && fork.peek(Token![|]) && !fork.peek(Token![||]) {
             let body = parse_expr(&content)?;
             content.parse::<Token![|]>()?;
-            let clauses = parse_comma_list(&content, "]", parse_comp_clause)?;
-            if clauses.is_empty() {
-                return Err(expected(&content, "a generator `x in xs`"));
-            }
+            let clauses = parse_comp_clauses(&content)?;
             return Ok(Expr { kind: ExprKind::Comprehension { body: Box::new(body), clauses, rows: true }, span });
         }
     }
