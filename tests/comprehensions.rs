@@ -51,6 +51,11 @@ einlang! {
         )
     }
 
+    /// Against an array literal: its numbers take the index type.
+    pub fn listed(n: i64) -> [i64; ?] {
+        [x | x in 0..n, x in [2, 5, 7, 40]]
+    }
+
     /// Filters between generators: j runs only for even i.
     pub fn even_rows(n: i64) -> [i64; ?] {
         [i * 100 + j | i in 0..n, i % 2 == 0, j in 0..2]
@@ -170,4 +175,5 @@ fn repeated_generator_variable_is_a_membership_filter() {
     assert_eq!(a.to_vec(), want_a);
     assert_eq!(b.to_vec(), want_b);
     assert_eq!(c.to_vec(), want_c);
+    assert_eq!(listed(10).unwrap().to_vec(), vec![2, 5, 7]);
 }

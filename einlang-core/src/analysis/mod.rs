@@ -1737,16 +1737,18 @@ impl<'a> Cx<'a> {
             self.err(d);
             return None;
         }
-        // Unsuffixed literal arguments take the type of the other arguments
-        // of their kind (`clamp(x, 0.0, 1.0)` with `x: f64` is all f64).
+        // Unsuffixed literal arguments (and array literals of them) take the
+        // type of the other arguments of their kind (`clamp(x, 0.0, 1.0)`
+        // with `x: f64` is all f64, `contains([15, 25], i)` with `i: i64`
+        // an `[i64; 2]`).
         let mut tys: Vec<Ty> = vec![Ty::Error; args.len()];
         for (i, a) in args.iter().enumerate() {
-            if !self.flexible(*a) {
+            if !self.literal_value(*a) {
                 tys[i] = self.infer(*a, None);
             }
         }
         for (i, a) in args.iter().enumerate() {
-            if self.flexible(*a) {
+            if self.literal_value(*a) {
                 let float = is_float_lit(self.hir, *a);
                 let of_kind = |k: &ScalarKind| if float { k.is_float() } else { k.is_int() };
                 let decided = self.hir.literal_types.get(&func.params[i].def).map(|&(k, _)| k).filter(of_kind);
