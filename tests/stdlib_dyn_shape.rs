@@ -8,7 +8,7 @@ use einlang::ndarray::{array, Array, ArrayD, IxDyn};
 use einlang::Error;
 
 einlang! {
-    use std::ml::{reshape, squeeze, unsqueeze};
+    use std::ml::{reshape, squeeze, unsqueeze, slice};
 
     /// A result of declared shape: rank and extents are checked.
     pub fn to_matrix(x: [f32; N], rows: i64) -> [f32; 2, ?] {
@@ -36,6 +36,17 @@ einlang! {
     pub fn like(x: [i32; N], y: [f32; A, B]) -> [i32; *] {
         use std::ml::shape_ops::shape;
         reshape(x, shape(y))
+    }
+
+    /// ONNX Slice, through the seed's path.
+    pub fn sliced(x: [i32; A, B, C], starts: [i64; K], ends: [i64; K], axes: [i32; K], steps: [i64; K]) -> [i32; *] {
+        std::ml::utility_ops::slice(x, starts, ends, axes, steps)
+    }
+
+    /// A slice converted to its known rank and summed.
+    pub fn window_sum(v: [f64; N], from: i64, to: i64) -> f64 {
+        let w = slice(v, [from], [to], [0], [1]) as [f64; ?];
+        sum[i](w[i])
     }
 
     /// Converted explicitly, then used with indices.
@@ -83,4 +94,66 @@ fn shape_gives_the_extents() {
     let got = like(&array![1, 2, 3, 4, 5, 6], &y).unwrap();
     assert_eq!(got, array![[1, 2, 3], [4, 5, 6]].into_dyn());
     assert!(like(&array![1, 2, 3], &y).is_err());
+}
+
+/// The ONNX reference walk for one axis of length `d`.
+fn walk(d: i64, start: i64, end: i64, step: i64) -> Vec<usize> {
+    let fix = |v: i64| if v < 0 { v + d } else { v };
+    let (s, e) = if step > 0 {
+        (fix(start).clamp(0, d), fix(end).clamp(0, d))
+    } else {
+        (fix(start).max(0).min(d - 1), fix(end).max(-1).min(d - 1))
+    };
+    let mut out = Vec::new();
+    let mut i = s;
+    while (step > 0 && i < e) || (step < 0 && i > e) {
+        out.push(i as usize);
+        i += step;
+    }
+    out
+}
+
+#[test]
+fn slice_follows_onnx() {
+    let x = Array::from_shape_fn((4, 5, 3), |(a, b, c)| (a * 100 + b * 10 + c) as i32);
+    // (starts, ends, axes, steps), each case by hand-picked ONNX features:
+    // negative axis, negative start, a huge end, negative steps, an
+    // unlisted axis, and an empty result.
+    let cases: Vec<(Vec<i64>, Vec<i64>, Vec<i32>, Vec<i64>)> = vec![
+        (vec![1], vec![3], vec![0], vec![1]),
+        (vec![0, 1], vec![i64::MAX, -1], vec![-1, 1], vec![2, 1]),
+        (vec![-1, 4], vec![-10, 0], vec![0, 1], vec![-1, -2]),
+        (vec![3], vec![1], vec![2], vec![1]),
+    ];
+    for (st, en, ax, sp) in cases {
+        let got = sliced(
+            &x,
+            &Array::from(st.clone()),
+            &Array::from(en.clone()),
+            &Array::from(ax.clone()),
+            &Array::from(sp.clone()),
+        )
+        .unwrap();
+        let mut keep: Vec<Vec<usize>> = (0..3).map(|a| (0..x.shape()[a]).collect()).collect();
+        for j in 0..ax.len() {
+            let a = if ax[j] < 0 { (ax[j] + 3) as usize } else { ax[j] as usize };
+            keep[a] = walk(x.shape()[a] as i64, st[j], en[j], sp[j]);
+        }
+        let want = ArrayD::from_shape_fn(IxDyn(&[keep[0].len(), keep[1].len(), keep[2].len()]), |ix| {
+            x[[keep[0][ix[0]], keep[1][ix[1]], keep[2][ix[2]]]]
+        });
+        assert_eq!(got, want, "starts {st:?} ends {en:?} axes {ax:?} steps {sp:?}");
+    }
+    let v = array![1.0f64, 2.0, 4.0, 8.0, 16.0];
+    assert_eq!(window_sum(&v, 1, 4).unwrap(), 14.0);
+    assert_eq!(window_sum(&v, -2, 100).unwrap(), 24.0);
+    // A zero step, an axis listed twice, an axis out of range.
+    let one = |v: i64| Array::from(vec![v]);
+    assert!(matches!(sliced(&x, &one(0), &one(2), &Array::from(vec![0]), &one(0)), Err(Error::Extent { .. })));
+    let two = |a: i64, b: i64| Array::from(vec![a, b]);
+    assert!(sliced(&x, &two(0, 0), &two(1, 1), &Array::from(vec![1, -2]), &two(1, 1)).is_err());
+    assert!(sliced(&x, &one(0), &one(1), &Array::from(vec![3]), &one(1)).is_err());
+    // Vectors of different lengths (here the wrapper's shared `K` already
+    // rejects them).
+    assert!(sliced(&x, &two(0, 0), &one(1), &Array::from(vec![0]), &one(1)).is_err());
 }

@@ -47,7 +47,16 @@ fn sigmoid(z: f64) -> f64 {
 
 /// Gate `g` (a block of rows of `w` / `r`) of unit `h` at input `x` and
 /// state `hp`, with both biases.
-fn gate(w: &Array2<f64>, r: &Array2<f64>, b: &Array1<f64>, blocks: usize, g: usize, h: usize, x: &[f64], hp: &[f64]) -> f64 {
+fn gate(
+    w: &Array2<f64>,
+    r: &Array2<f64>,
+    b: &Array1<f64>,
+    blocks: usize,
+    g: usize,
+    h: usize,
+    x: &[f64],
+    hp: &[f64],
+) -> f64 {
     let hs = r.ncols();
     let row = g * hs + h;
     let mut z = b[row] + b[row + blocks * hs];
@@ -68,11 +77,7 @@ fn rnn_matches_a_loop_for_each_activation() {
     let r = fill2((h, h), 0.3) * 0.5;
     let b = fill1(2 * h, 0.4);
     let h0 = fill2((n, h), 0.5);
-    for (name, f) in [
-        ("Tanh", f64::tanh as fn(f64) -> f64),
-        ("Sigmoid", sigmoid),
-        ("Relu", |z: f64| z.max(0.0)),
-    ] {
+    for (name, f) in [("Tanh", f64::tanh as fn(f64) -> f64), ("Sigmoid", sigmoid), ("Relu", |z: f64| z.max(0.0))] {
         let (y, yh) = run_rnn(&x, &w, &r, &b, &h0, name).unwrap();
         let mut state = h0.clone();
         for step in 0..t {

@@ -1,6 +1,6 @@
 //! Shape checks emitted at function entry and before loop nests.
 
-use ndarray::{Array1, ArrayBase, ArrayD, ArrayView, Dimension, IxDyn, RawData};
+use ndarray::{Array1, ArrayBase, ArrayD, ArrayView, Axis, Dimension, IxDyn, RawData};
 
 use crate::Error;
 
@@ -215,6 +215,58 @@ pub fn unsqueeze<T: Clone, D: Dimension>(
     let mut src = x.shape().iter();
     let dims: Vec<usize> = inserted.iter().map(|&new| if new { 1 } else { *src.next().unwrap_or(&1) }).collect();
     relaid(function, x, &dims)
+}
+
+/// `slice(x, params)`, ONNX Slice: `params` holds the vectors `starts`,
+/// `ends`, `axes` and `steps`, of one length, one after another. Along each
+/// listed axis (negative from the end) the result keeps the entries from
+/// `start` towards `end` (exclusive) by `step`; a negative step walks
+/// backwards. Negative starts and ends count from the end of the axis, and
+/// both are clamped to it as ONNX does. Unlisted axes are kept whole. A
+/// step of 0, an axis out of range or listed twice is an error.
+pub fn slice<T: Clone, D: Dimension>(
+    function: &str,
+    x: ArrayView<'_, T, D>,
+    params: &[i64],
+) -> Result<ArrayD<T>, Error> {
+    if params.len() % 4 != 0 {
+        return Err(extent_error(function, "starts, ends, axes and steps must have one length".to_string()));
+    }
+    let n = params.len() / 4;
+    let (starts, ends, axes, steps) = (&params[..n], &params[n..2 * n], &params[2 * n..3 * n], &params[3 * n..]);
+    let rank = x.ndim();
+    let mut out = x.into_dyn().to_owned();
+    let mut listed = vec![false; rank];
+    for j in 0..n {
+        let a = axis_index(function, axes[j], rank)?;
+        if std::mem::replace(&mut listed[a], true) {
+            return Err(extent_error(function, format!("axis {} is listed twice", axes[j])));
+        }
+        let step = steps[j];
+        if step == 0 {
+            return Err(extent_error(function, format!("the step of axis {} is 0", axes[j])));
+        }
+        let d = out.shape()[a] as i64;
+        let from_end = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
+        // Where the walk may start and stop: [0, d] forwards, [-1, d - 1]
+        // backwards (the start at least 0).
+        let (start, end) = if step > 0 {
+            (from_end(starts[j]).max(0).min(d), from_end(ends[j]).max(0).min(d))
+        } else {
+            (from_end(starts[j]).max(0).min(d - 1), from_end(ends[j]).max(-1).min(d - 1))
+        };
+        let mut picked = Vec::new();
+        let mut i = start;
+        while (step > 0 && i < end) || (step < 0 && i > end) {
+            picked.push(i as usize);
+            match i.checked_add(step) {
+                Some(next) => i = next,
+                None => break,
+            }
+        }
+        out = out.select(Axis(a), &picked);
+    }
+    Ok(out)
 }
 
 /// The shape of a dynamic-rank tensor as an `i64` vector.

@@ -573,12 +573,14 @@ pub enum ExprKind {
 }
 
 /// A shape operation whose axes or extents are known at run time
-/// (`std::ml::reshape`, `squeeze`, `unsqueeze`).
+/// (`std::ml::reshape`, `squeeze`, `unsqueeze`, and `slice`, whose integer
+/// vector is its starts, ends, axes and steps one after another).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DynShapeOp {
     Reshape,
     Squeeze,
     Unsqueeze,
+    Slice,
 }
 
 impl DynShapeOp {
@@ -587,6 +589,7 @@ impl DynShapeOp {
             DynShapeOp::Reshape => "reshape",
             DynShapeOp::Squeeze => "squeeze",
             DynShapeOp::Unsqueeze => "unsqueeze",
+            DynShapeOp::Slice => "slice",
         }
     }
 }

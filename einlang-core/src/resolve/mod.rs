@@ -240,6 +240,7 @@ impl Resolver {
                             Some("squeeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Squeeze),
                             Some("unsqueeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Unsqueeze),
                             Some("shape") if stdlib => hir::Builtin::Shape,
+                            Some("slice") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Slice),
                             _ => {
                                 diags.push(Diagnostic::error(
                                     attr.span,
