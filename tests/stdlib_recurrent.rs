@@ -4,7 +4,7 @@
 
 use approx::assert_abs_diff_eq;
 use einlang::einlang;
-use einlang::ndarray::{Array1, Array2, Array3};
+use einlang::ndarray::{Array1, Array2, Array3, Axis};
 use einlang::Error;
 
 einlang! {
@@ -41,6 +41,24 @@ fn fill2(d: (usize, usize), seed: f64) -> Array2<f64> {
 fn fill1(n: usize, seed: f64) -> Array1<f64> {
     Array1::from_shape_fn(n, |a| (a as f64 * 0.29 + seed).sin() * 0.5)
 }
+/// Input [t, n, i], W [g h, i], R [g h, h], B [2 g h] and initial state
+/// [n, h] for a layer of `g` gate blocks.
+fn layer(
+    t: usize,
+    n: usize,
+    i: usize,
+    h: usize,
+    g: usize,
+    seed: f64,
+) -> (Array3<f64>, Array2<f64>, Array2<f64>, Array1<f64>, Array2<f64>) {
+    (
+        fill3((t, n, i), seed),
+        fill2((g * h, i), seed + 0.1),
+        fill2((g * h, h), seed + 0.2) * 0.5,
+        fill1(2 * g * h, seed + 0.3),
+        fill2((n, h), seed + 0.4) * 0.5,
+    )
+}
 fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }
@@ -72,11 +90,7 @@ fn gate(
 #[test]
 fn rnn_matches_a_loop_for_each_activation() {
     let (t, n, i, h) = (5, 2, 3, 4);
-    let x = fill3((t, n, i), 0.1);
-    let w = fill2((h, i), 0.2);
-    let r = fill2((h, h), 0.3) * 0.5;
-    let b = fill1(2 * h, 0.4);
-    let h0 = fill2((n, h), 0.5);
+    let (x, w, r, b, h0) = layer(t, n, i, h, 1, 0.1);
     for (name, f) in [("Tanh", f64::tanh as fn(f64) -> f64), ("Sigmoid", sigmoid), ("Relu", |z: f64| z.max(0.0))] {
         let (y, yh) = run_rnn(&x, &w, &r, &b, &h0, name).unwrap();
         let mut state = h0.clone();
@@ -90,11 +104,7 @@ fn rnn_matches_a_loop_for_each_activation() {
                 }
             }
             state = next;
-            for bn in 0..n {
-                for u in 0..h {
-                    assert_abs_diff_eq!(y[[step, bn, u]], state[[bn, u]], epsilon = 1e-12);
-                }
-            }
+            assert_abs_diff_eq!(y.index_axis(Axis(0), step), state.view(), epsilon = 1e-12);
         }
         assert_abs_diff_eq!(yh, state, epsilon = 1e-12);
     }
@@ -112,11 +122,7 @@ fn rnn_rejects_other_directions_and_shapes() {
 #[test]
 fn lstm_matches_a_loop_with_and_without_clipping() {
     let (t, n, i, h) = (4, 2, 3, 3);
-    let x = fill3((t, n, i), 0.7);
-    let w = fill2((4 * h, i), 0.1);
-    let r = fill2((4 * h, h), 0.9) * 0.6;
-    let b = fill1(8 * h, 0.2);
-    let h0 = fill2((n, h), 0.3) * 0.5;
+    let (x, w, r, b, h0) = layer(t, n, i, h, 4, 0.7);
     let c0 = fill2((n, h), 1.3) * 2.0;
     let to32 = |a: &Array3<f64>| a.mapv(|v| v as f32);
     for clip in [0.0f64, 0.5] {
@@ -148,11 +154,7 @@ fn lstm_matches_a_loop_with_and_without_clipping() {
             }
             hs = nh;
             cs = nc;
-            for bn in 0..n {
-                for u in 0..h {
-                    assert_abs_diff_eq!(y[[step, bn, u]] as f64, hs[[bn, u]], epsilon = 1e-5);
-                }
-            }
+            assert_abs_diff_eq!(y.index_axis(Axis(0), step).mapv(|v| v as f64), hs, epsilon = 1e-5);
         }
         assert_abs_diff_eq!(yh.mapv(|v| v as f64), hs, epsilon = 1e-5);
         assert_abs_diff_eq!(yc.mapv(|v| v as f64), cs.mapv(cl), epsilon = 1e-5);
@@ -162,11 +164,7 @@ fn lstm_matches_a_loop_with_and_without_clipping() {
 #[test]
 fn gru_matches_a_loop() {
     let (t, n, i, h) = (6, 3, 2, 4);
-    let x = fill3((t, n, i), 1.1);
-    let w = fill2((3 * h, i), 0.4);
-    let r = fill2((3 * h, h), 0.8) * 0.5;
-    let b = fill1(6 * h, 0.6);
-    let h0 = fill2((n, h), 0.9) * 0.3;
+    let (x, w, r, b, h0) = layer(t, n, i, h, 3, 1.1);
     let (y, yh) = run_gru(&x, &w, &r, &b, &h0).unwrap();
     let mut hs = h0.clone();
     for step in 0..t {
@@ -183,11 +181,7 @@ fn gru_matches_a_loop() {
             }
         }
         hs = nh;
-        for bn in 0..n {
-            for u in 0..h {
-                assert_abs_diff_eq!(y[[step, bn, u]], hs[[bn, u]], epsilon = 1e-12);
-            }
-        }
+        assert_abs_diff_eq!(y.index_axis(Axis(0), step), hs.view(), epsilon = 1e-12);
     }
     assert_abs_diff_eq!(yh, hs, epsilon = 1e-12);
 }
