@@ -49,6 +49,16 @@ einlang! {
         sum[i](w[i])
     }
 
+    /// ONNX GatherND: rows of the last index axis name points or
+    /// sub-tensors.
+    pub fn gathered(x: [f32; A, B, C], indices: [i32; P, Q, K]) -> [f32; *] {
+        std::ml::indexing_ops::gather_nd(x, indices)
+    }
+
+    pub fn gathered_points(x: [f32; A, B, C], indices: [i64; P, 3]) -> [f32; P] {
+        std::ml::gather_nd(x, indices)
+    }
+
     /// Converted explicitly, then used with indices.
     pub fn trace_of(x: [f32; N]) -> f32 {
         let m = reshape(x, [2, 2]) as [f32; 2, 2];
@@ -156,4 +166,42 @@ fn slice_follows_onnx() {
     // Vectors of different lengths (here the wrapper's shared `K` already
     // rejects them).
     assert!(sliced(&x, &two(0, 0), &one(1), &Array::from(vec![0]), &one(1)).is_err());
+}
+
+#[test]
+fn gather_nd_follows_onnx() {
+    let x = Array::from_shape_fn((3, 4, 2), |(a, b, c)| (a * 100 + b * 10 + c) as f32);
+    // Rows of length 1 (sub-matrices), 2 (vectors) and 3 (points); -1 is
+    // the last entry of its axis.
+    for k in 1..=3usize {
+        let idx = Array::from_shape_fn((2, 2, k), |(p, q, a)| {
+            let v = ((p * 2 + q) * 5 + a * 3) % x.shape()[a];
+            if (p + q + a) % 3 == 0 {
+                v as i32 - x.shape()[a] as i32
+            } else {
+                v as i32
+            }
+        });
+        let got = gathered(&x, &idx).unwrap();
+        let mut dims = vec![2, 2];
+        dims.extend_from_slice(&x.shape()[k..]);
+        let want = ArrayD::from_shape_fn(IxDyn(&dims), |ix| {
+            let mut point = [0usize; 3];
+            for a in 0..3 {
+                point[a] = if a < k {
+                    let v = idx[[ix[0], ix[1], a]];
+                    (if v < 0 { v + x.shape()[a] as i32 } else { v }) as usize
+                } else {
+                    ix[2 + a - k]
+                };
+            }
+            x[point]
+        });
+        assert_eq!(got, want, "rows of length {k}");
+    }
+    let pts = array![[2i64, 3, 1], [0, 0, 0], [1, -1, -2]];
+    assert_eq!(gathered_points(&x, &pts).unwrap(), array![231.0f32, 0.0, 130.0]);
+    // An entry out of range, and rows longer than the rank.
+    assert!(matches!(gathered_points(&x, &array![[3i64, 0, 0]]), Err(Error::Index { axis: 0, index: 3, .. })));
+    assert!(gathered(&x, &Array::from_elem((1, 1, 4), 0)).is_err());
 }

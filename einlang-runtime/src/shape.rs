@@ -269,6 +269,54 @@ pub fn slice<T: Clone, D: Dimension>(
     Ok(out)
 }
 
+/// `gather_nd(x, params)`, ONNX GatherND with no batch axes: `params` is
+/// the rank q of the indices, their q extents, then their elements in
+/// row-major order. Each row of the last index axis (length k, at most the
+/// rank of `x`) names a point (k = rank) or a sub-tensor of `x`, negative
+/// entries counting from the end of their axis; the result is the indices'
+/// leading extents followed by `x`'s extents after the first k. An entry
+/// out of range is `Error::Index`.
+pub fn gather_nd<T: Clone, D: Dimension>(
+    function: &str,
+    x: ArrayView<'_, T, D>,
+    params: &[i64],
+) -> Result<ArrayD<T>, Error> {
+    let bad = || extent_error(function, "malformed index tensor".to_string());
+    let q = usize::try_from(*params.first().ok_or_else(bad)?).map_err(|_| bad())?;
+    if q == 0 || params.len() < 1 + q || params[1..1 + q].iter().any(|&n| n < 0) {
+        return Err(bad());
+    }
+    let idims: Vec<usize> = params[1..1 + q].iter().map(|&n| n as usize).collect();
+    let elems = &params[1 + q..];
+    if elems.len() != idims.iter().product::<usize>() {
+        return Err(bad());
+    }
+    let (k, rank) = (idims[q - 1], x.ndim());
+    if k > rank {
+        return Err(extent_error(function, format!("index rows of length {k} for a tensor of rank {rank}")));
+    }
+    let x = x.into_dyn();
+    let mut dims = idims[..q - 1].to_vec();
+    dims.extend_from_slice(&x.shape()[k..]);
+    let rows: usize = idims[..q - 1].iter().product();
+    let mut data = Vec::with_capacity(dims.iter().product());
+    for row in 0..rows {
+        let mut part = x.view();
+        for (a, &v) in elems[row * k..(row + 1) * k].iter().enumerate() {
+            let len = x.shape()[a];
+            let i = if v < 0 { v + len as i64 } else { v };
+            if i < 0 || i >= len as i64 {
+                let tensor = "data".to_string();
+                return Err(Error::Index { function: function.to_string(), tensor, axis: a, index: v, len });
+            }
+            part.index_axis_inplace(Axis(0), i as usize);
+        }
+        data.extend(part.iter().cloned());
+    }
+    ArrayD::from_shape_vec(IxDyn(&dims), data)
+        .map_err(|e| extent_error(function, format!("cannot lay out the gathered elements as {dims:?}: {e}")))
+}
+
 /// The shape of a dynamic-rank tensor as an `i64` vector.
 pub fn shape_of(shape: &[usize]) -> Array1<i64> {
     shape.iter().map(|n| *n as i64).collect()

@@ -574,13 +574,15 @@ pub enum ExprKind {
 
 /// A shape operation whose axes or extents are known at run time
 /// (`std::ml::reshape`, `squeeze`, `unsqueeze`, and `slice`, whose integer
-/// vector is its starts, ends, axes and steps one after another).
+/// vector is its starts, ends, axes and steps one after another, and
+/// `gather_nd`, whose vector is the indices' rank, extents and elements).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DynShapeOp {
     Reshape,
     Squeeze,
     Unsqueeze,
     Slice,
+    GatherNd,
 }
 
 impl DynShapeOp {
@@ -590,6 +592,7 @@ impl DynShapeOp {
             DynShapeOp::Squeeze => "squeeze",
             DynShapeOp::Unsqueeze => "unsqueeze",
             DynShapeOp::Slice => "slice",
+            DynShapeOp::GatherNd => "gather_nd",
         }
     }
 }

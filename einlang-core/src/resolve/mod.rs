@@ -241,6 +241,7 @@ impl Resolver {
                             Some("unsqueeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Unsqueeze),
                             Some("shape") if stdlib => hir::Builtin::Shape,
                             Some("slice") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Slice),
+                            Some("gather_nd") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::GatherNd),
                             _ => {
                                 diags.push(Diagnostic::error(
                                     attr.span,
