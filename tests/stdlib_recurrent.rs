@@ -59,6 +59,10 @@ fn layer(
         fill2((n, h), seed + 0.4) * 0.5,
     )
 }
+/// Row `bn` of step `step` of a sequence, and row `bn` of a state.
+fn at(x: &Array3<f64>, step: usize, bn: usize) -> Vec<f64> {
+    x.index_axis(Axis(0), step).row(bn).to_vec()
+}
 fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }
@@ -97,8 +101,8 @@ fn rnn_matches_a_loop_for_each_activation() {
         for step in 0..t {
             let mut next = state.clone();
             for bn in 0..n {
-                let xs: Vec<f64> = (0..i).map(|k| x[[step, bn, k]]).collect();
-                let hp: Vec<f64> = (0..h).map(|k| state[[bn, k]]).collect();
+                let xs = at(&x, step, bn);
+                let hp = state.row(bn).to_vec();
                 for u in 0..h {
                     next[[bn, u]] = f(gate(&w, &r, &b, 1, 0, u, &xs, &hp));
                 }
@@ -141,8 +145,8 @@ fn lstm_matches_a_loop_with_and_without_clipping() {
         for step in 0..t {
             let (mut nh, mut nc) = (hs.clone(), cs.clone());
             for bn in 0..n {
-                let xs: Vec<f64> = (0..i).map(|k| x[[step, bn, k]]).collect();
-                let hp: Vec<f64> = (0..h).map(|k| hs[[bn, k]]).collect();
+                let xs = at(&x, step, bn);
+                let hp = hs.row(bn).to_vec();
                 for u in 0..h {
                     let gi = sigmoid(gate(&w, &r, &b, 4, 0, u, &xs, &hp));
                     let gf = sigmoid(gate(&w, &r, &b, 4, 1, u, &xs, &hp));
@@ -170,8 +174,8 @@ fn gru_matches_a_loop() {
     for step in 0..t {
         let mut nh = hs.clone();
         for bn in 0..n {
-            let xs: Vec<f64> = (0..i).map(|k| x[[step, bn, k]]).collect();
-            let hp: Vec<f64> = (0..h).map(|k| hs[[bn, k]]).collect();
+            let xs = at(&x, step, bn);
+            let hp = hs.row(bn).to_vec();
             let reset: Vec<f64> = (0..h).map(|k| sigmoid(gate(&w, &r, &b, 3, 0, k, &xs, &hp)) * hp[k]).collect();
             for u in 0..h {
                 let z = sigmoid(gate(&w, &r, &b, 3, 1, u, &xs, &hp));

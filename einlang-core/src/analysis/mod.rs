@@ -1380,10 +1380,14 @@ impl<'a> Cx<'a> {
         let operand_expect = if op.is_comparison() { None } else { expect };
         let (ta, tb) = if op == BinOp::Pow {
             let ta = self.infer(a, expect);
-            let int_lit = (self.flexible(b)
-                && matches!(&self.hir.exprs[b].kind, ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..)))
-                || (matches!(&self.hir.exprs[b].kind, ExprKind::Array(..)) && self.literal_value(b));
-            let tb_expect = if int_lit && !is_float_lit(self.hir, b) { Some(ScalarKind::I32) } else { ta.elem() };
+            // An integer literal exponent (or a vector of them) stays an
+            // integer: `x ** 2` is powi.
+            let int_lit = matches!(
+                &self.hir.exprs[b].kind,
+                ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..) | ExprKind::Array(..)
+            ) && self.literal_value(b)
+                && !is_float_lit(self.hir, b);
+            let tb_expect = if int_lit { Some(ScalarKind::I32) } else { ta.elem() };
             let tb = self.infer(b, tb_expect);
             (ta, tb)
         } else if self.flexible(a) && !self.flexible(b) {
