@@ -97,9 +97,10 @@ fn expand_file_in(input: TokenStream, manifest_dir: Option<OsString>, options: &
         }
     };
     let root = LoadedFile { shown: shown.clone(), src, path: path.clone() };
+    let options = Options { script_dir: path.parent().and_then(|d| d.to_str()).map(str::to_string), ..options.clone() };
     let (compiled, tracked) = {
         let _fallback = FallbackLexer::force();
-        compile_file(root, options)
+        compile_file(root, &options)
     };
     let mut out = match compiled {
         Ok(rust) => match crate::catch_ice(|| respan_to_call_site(rust)) {

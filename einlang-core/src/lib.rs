@@ -29,6 +29,10 @@ use diag::{Diagnostic, Diagnostics};
 pub struct Options {
     /// Bounds-check every tensor access, including proven ones.
     pub checked: bool,
+    /// The directory of the program's source file (`include_ein!`), the
+    /// value of `std::io::script_dir()`; None for `einlang!`, whose
+    /// `script_dir()` is the calling crate's `CARGO_MANIFEST_DIR`.
+    pub script_dir: Option<String>,
 }
 
 /// Everything the pipeline produced, for tests and tools.

@@ -56,7 +56,7 @@ fn words(src: &str) -> Vec<(usize, usize)> {
 fn must_not_panic(src: &str) {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let _ = compile_str(src, &Options::default());
-        let _ = compile_str(src, &Options { checked: true });
+        let _ = compile_str(src, &Options { checked: true, ..Default::default() });
     }));
     assert!(result.is_ok(), "the compiler panicked on:\n{src}");
 }

@@ -6,7 +6,7 @@ use ndarray_npy::{ReadableElement, WritableElement};
 
 use crate::Error;
 
-fn io_error(function: &str, path: &str, message: String) -> Error {
+pub(crate) fn io_error(function: &str, path: &str, message: String) -> Error {
     Error::Io { function: function.to_string(), path: path.to_string(), message }
 }
 

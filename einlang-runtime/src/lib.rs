@@ -9,6 +9,7 @@
 pub mod arith;
 mod error;
 pub mod fmt;
+pub mod fs;
 pub mod gemm;
 pub mod io;
 pub mod jagged;

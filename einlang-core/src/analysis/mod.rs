@@ -2279,15 +2279,30 @@ impl<'a> Cx<'a> {
             Builtin::Assert => matches!(args.len(), 1 | 2),
             Builtin::Len | Builtin::Shape | Builtin::LoadNpy | Builtin::TypeOf => args.len() == 1,
             Builtin::SaveNpy | Builtin::Reshape(_) => args.len() == 2,
+            Builtin::Fs(op) => args.len() == op.params().len(),
         };
         if !arity_ok {
             let want = match b {
                 Builtin::Assert => "1 or 2 arguments (a condition and a message)",
                 Builtin::SaveNpy => "2 arguments (a path and a tensor)",
                 Builtin::Reshape(_) => "2 arguments (a tensor and an integer vector)",
+                Builtin::Fs(op) => match op.params() {
+                    [] => "no arguments",
+                    [crate::ir::FsValue::Strs] => "1 argument (a vector of strings)",
+                    [_] => "1 argument (a string)",
+                    _ => "2 arguments (two strings)",
+                },
                 _ => "1 argument",
             };
-            self.err(Diagnostic::error(span, format!("`{}` takes {want}, but {} were supplied", b.name(), args.len())));
+            self.err(Diagnostic::error(
+                span,
+                format!(
+                    "`{}` takes {want}, but {} {} supplied",
+                    b.name(),
+                    args.len(),
+                    if args.len() == 1 { "was" } else { "were" }
+                ),
+            ));
             return Ty::Error;
         }
         match b {
@@ -2344,6 +2359,35 @@ impl<'a> Cx<'a> {
             Builtin::TypeOf => {
                 self.infer(args[0], None);
                 Ty::Str
+            }
+            Builtin::Fs(op) => {
+                use crate::ir::FsValue;
+                for (a, want) in args.iter().zip(op.params()) {
+                    let t = self.infer(*a, None);
+                    let fits = match want {
+                        FsValue::Strs => matches!(t, Ty::Strs(_) | Ty::Error),
+                        _ => matches!(t, Ty::Str | Ty::Error),
+                    };
+                    if !fits {
+                        let what = if *want == FsValue::Strs { "a vector of strings" } else { "a string" };
+                        let d = Diagnostic::error(
+                            self.hir.span(*a),
+                            format!("`{}` takes {what}, found `{}`", op.name(), self.t.show_ty(&t)),
+                        );
+                        self.err(d);
+                    }
+                }
+                match op.result() {
+                    FsValue::Str => Ty::Str,
+                    FsValue::Bool => Ty::BOOL,
+                    FsValue::I64 => Ty::I64,
+                    FsValue::StrPair => Ty::Tuple(vec![Ty::Str, Ty::Str]),
+                    FsValue::Strs => {
+                        let v = self.fresh_hidden();
+                        self.t.dim_names.insert(v, "?".to_string());
+                        Ty::Strs(Dim::var(v))
+                    }
+                }
             }
             Builtin::Reshape(op) => {
                 let x = self.infer(args[0], None);

@@ -246,3 +246,14 @@ fn prefix_reduction_bounds_mention_the_index() {
         "#]],
     );
 }
+
+#[test]
+fn file_functions_take_strings() {
+    check_error(
+        "use std::io::*; fn f(n: i32, v: [str; 2]) -> bool { let t = read_file(n); let j = join_path(\"a\"); write_file(\"p\") }",
+        expect![[r#"
+            error: `read_file` takes a string, found `i32` @1:70
+            error: `join_path` takes a vector of strings, found `str` @1:92
+            error: `write_file` takes 2 arguments (two strings), but 1 was supplied @1:98"#]],
+    );
+}

@@ -38,7 +38,7 @@ fn check(p: &Program, expect: Expect) {
 
 /// The generated Rust with every read checked (`Options::checked`).
 fn check_all_checked(p: &Program, expect: Expect) {
-    expect.assert_eq(&rust_text(p, &crate::Options { checked: true }));
+    expect.assert_eq(&rust_text(p, &crate::Options { checked: true, ..Default::default() }));
 }
 
 /// The validator's complaint about a broken program.

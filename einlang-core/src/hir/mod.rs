@@ -393,9 +393,11 @@ pub enum Builtin {
     /// whose axes or extents come at run time (`v`, an integer vector);
     /// the result has dynamic rank.
     Reshape(DynShapeOp),
+    /// A file-system or path function of `std::io`.
+    Fs(FsOp),
 }
 
-pub use crate::ir::DynShapeOp;
+pub use crate::ir::{DynShapeOp, FsOp};
 
 impl Builtin {
     pub fn name(self) -> &'static str {
@@ -408,6 +410,7 @@ impl Builtin {
             Builtin::SaveNpy => "save_npy",
             Builtin::TypeOf => "typeof",
             Builtin::Reshape(op) => op.name(),
+            Builtin::Fs(op) => op.name(),
         }
     }
 }

@@ -570,6 +570,150 @@ pub enum ExprKind {
         path: Box<Expr>,
         value: Box<Expr>,
     },
+    /// A file-system or path function (`std::io::read_file`, ...).
+    Fs {
+        op: FsOp,
+        args: Vec<Expr>,
+    },
+}
+
+/// A file-system or path function of `std::io` (the seed's `os`/`shutil`
+/// hooks). Every argument is a string, except `join_path`'s vector of
+/// parts; `ScriptDir` is the directory of the program's source, known when
+/// it is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FsOp {
+    CurrentDir,
+    ScriptDir,
+    IsAbsolute,
+    ListDir,
+    FileExists,
+    IsFile,
+    IsDir,
+    ReadFile,
+    WriteFile,
+    AppendFile,
+    DeleteFile,
+    CreateDir,
+    RemoveDir,
+    CopyFile,
+    MoveFile,
+    FileSize,
+    JoinPath,
+    SplitPath,
+    Basename,
+    Dirname,
+    AbsolutePath,
+    RelativePath,
+}
+
+/// What an `FsOp` argument or result is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsValue {
+    Str,
+    Strs,
+    Bool,
+    I64,
+    /// `(str, str)`
+    StrPair,
+}
+
+impl FsValue {
+    pub fn ty(self) -> Ty {
+        match self {
+            FsValue::Str => Ty::Str,
+            FsValue::Strs => Ty::Strs,
+            FsValue::Bool => Ty::Scalar(ScalarKind::Bool),
+            FsValue::I64 => Ty::Scalar(ScalarKind::I64),
+            FsValue::StrPair => Ty::Tuple(vec![Ty::Str, Ty::Str]),
+        }
+    }
+}
+
+impl FsOp {
+    pub const ALL: [FsOp; 22] = [
+        FsOp::CurrentDir,
+        FsOp::ScriptDir,
+        FsOp::IsAbsolute,
+        FsOp::ListDir,
+        FsOp::FileExists,
+        FsOp::IsFile,
+        FsOp::IsDir,
+        FsOp::ReadFile,
+        FsOp::WriteFile,
+        FsOp::AppendFile,
+        FsOp::DeleteFile,
+        FsOp::CreateDir,
+        FsOp::RemoveDir,
+        FsOp::CopyFile,
+        FsOp::MoveFile,
+        FsOp::FileSize,
+        FsOp::JoinPath,
+        FsOp::SplitPath,
+        FsOp::Basename,
+        FsOp::Dirname,
+        FsOp::AbsolutePath,
+        FsOp::RelativePath,
+    ];
+
+    /// The library name, which is also the runtime function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FsOp::CurrentDir => "current_dir",
+            FsOp::ScriptDir => "script_dir",
+            FsOp::IsAbsolute => "is_absolute",
+            FsOp::ListDir => "list_dir",
+            FsOp::FileExists => "file_exists",
+            FsOp::IsFile => "is_file",
+            FsOp::IsDir => "is_dir",
+            FsOp::ReadFile => "read_file",
+            FsOp::WriteFile => "write_file",
+            FsOp::AppendFile => "append_file",
+            FsOp::DeleteFile => "delete_file",
+            FsOp::CreateDir => "create_dir",
+            FsOp::RemoveDir => "remove_dir",
+            FsOp::CopyFile => "copy_file",
+            FsOp::MoveFile => "move_file",
+            FsOp::FileSize => "file_size",
+            FsOp::JoinPath => "join_path",
+            FsOp::SplitPath => "split_path",
+            FsOp::Basename => "basename",
+            FsOp::Dirname => "dirname",
+            FsOp::AbsolutePath => "absolute_path",
+            FsOp::RelativePath => "relative_path",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<FsOp> {
+        FsOp::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    pub fn params(self) -> &'static [FsValue] {
+        use FsValue::*;
+        match self {
+            FsOp::CurrentDir | FsOp::ScriptDir => &[],
+            FsOp::JoinPath => &[Strs],
+            FsOp::WriteFile | FsOp::AppendFile | FsOp::CopyFile | FsOp::MoveFile | FsOp::RelativePath => &[Str, Str],
+            _ => &[Str],
+        }
+    }
+
+    pub fn result(self) -> FsValue {
+        match self {
+            FsOp::ListDir => FsValue::Strs,
+            FsOp::FileSize => FsValue::I64,
+            FsOp::SplitPath => FsValue::StrPair,
+            FsOp::CurrentDir
+            | FsOp::ScriptDir
+            | FsOp::ReadFile
+            | FsOp::JoinPath
+            | FsOp::Basename
+            | FsOp::Dirname
+            | FsOp::AbsolutePath
+            | FsOp::RelativePath => FsValue::Str,
+            _ => FsValue::Bool,
+        }
+    }
 }
 
 /// A shape operation whose axes or extents are known at run time

@@ -328,6 +328,7 @@ impl Printer<'_> {
                 text
             }
             ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
+            ExprKind::Fs { op, args } => format!("{}({})", op.name(), self.list(args, level)),
             ExprKind::Len { tensor, axis } => format!("{}.shape[{axis}]", self.var(*tensor)),
             ExprKind::ShapeOf { tensor } => format!("{}.shape", self.var(*tensor)),
             ExprKind::DynShape { op, value, arg } => {

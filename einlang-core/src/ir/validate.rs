@@ -74,7 +74,8 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
         | ExprKind::Call { args: xs, .. }
         | ExprKind::Tuple(xs)
         | ExprKind::ArrayLit { elems: xs, .. }
-        | ExprKind::Print(xs) => xs.iter().for_each(|x| visit_var_uses(x, f)),
+        | ExprKind::Print(xs)
+        | ExprKind::Fs { args: xs, .. } => xs.iter().for_each(|x| visit_var_uses(x, f)),
         ExprKind::Format(parts) => {
             for p in parts {
                 if let FmtPart::Value(x, _) = p {
@@ -777,6 +778,16 @@ impl<'a> Checker<'a> {
             ExprKind::Print(xs) => {
                 xs.iter().for_each(|x| self.check_expr(x));
                 self.expect_ty("print", &e.ty, &Ty::Unit);
+            }
+            ExprKind::Fs { op, args } => {
+                if args.len() != op.params().len() {
+                    self.err(format!("`{}` with {} arguments", op.name(), args.len()));
+                }
+                for (a, want) in args.iter().zip(op.params()) {
+                    self.check_expr(a);
+                    self.expect_ty(op.name(), &a.ty, &want.ty());
+                }
+                self.expect_ty(op.name(), &e.ty, &op.result().ty());
             }
             ExprKind::LoadNpy { path, extents } => {
                 self.check_expr(path);

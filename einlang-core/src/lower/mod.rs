@@ -1263,6 +1263,9 @@ impl<'a> FnLower<'a> {
             }
             Builtin::TypeOf => ir::ExprKind::Lit(Literal::Str(type_name(self.t.ty(*args.first()?)))),
             Builtin::LoadNpy => return self.fail("`load_npy` without a type reached lowering"),
+            Builtin::Fs(op) => {
+                ir::ExprKind::Fs { op, args: args.iter().map(|a| self.lower_expr(*a)).collect::<Option<Vec<_>>>()? }
+            }
             Builtin::SaveNpy => {
                 let path = self.lower_expr(*args.first()?)?;
                 let value = self.lower_expr(*args.get(1)?)?;
@@ -1529,7 +1532,7 @@ fn expr_cost(e: &Expr) -> u64 {
         K::JaggedLit { rows } => rows.iter().map(expr_cost).sum::<u64>() + 16,
         K::JaggedRow { index, .. } => expr_cost(index) + 4,
         K::ShapeCast { value, .. } => expr_cost(value) + 8,
-        K::LoadNpy { .. } | K::SaveNpy { .. } => 1 << 20,
+        K::LoadNpy { .. } | K::SaveNpy { .. } | K::Fs { .. } => 1 << 20,
         K::Collect { steps, body, .. } => {
             let trips: u64 = steps
                 .iter()

@@ -32,6 +32,7 @@ const STDLIB: &[(&str, &str)] = &[
     ("array", include_str!("../../../stdlib/std/array.ein")),
     ("io", include_str!("../../../stdlib/std/io.ein")),
     ("math", include_str!("../../../stdlib/std/math.ein")),
+    ("math_utils", include_str!("../../../stdlib/std/math_utils.ein")),
     ("ml", include_str!("../../../stdlib/std/ml.ein")),
     ("numerics", include_str!("../../../stdlib/std/numerics.ein")),
 ];
@@ -242,6 +243,12 @@ impl Resolver {
                             Some("shape") if stdlib => hir::Builtin::Shape,
                             Some("slice") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Slice),
                             Some("gather_nd") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::GatherNd),
+                            Some(name) if stdlib && hir::FsOp::from_name(name).is_some() => {
+                                match hir::FsOp::from_name(name) {
+                                    Some(op) => hir::Builtin::Fs(op),
+                                    None => continue,
+                                }
+                            }
                             _ => {
                                 diags.push(Diagnostic::error(
                                     attr.span,

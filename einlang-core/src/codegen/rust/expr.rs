@@ -2,11 +2,11 @@
 
 use std::collections::HashSet;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, is_plain, movable, types, Bug, Code, FnCx, Prec, Repr};
-use crate::ir::{Expr, ExprKind, FmtPart, Intrinsic, Literal, Loop, Stmt, Ty, VarId, WhereEntry};
+use crate::ir::{Expr, ExprKind, FmtPart, FsOp, Intrinsic, Literal, Loop, Stmt, Ty, VarId, WhereEntry};
 use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
 impl FnCx<'_> {
@@ -112,6 +112,22 @@ impl FnCx<'_> {
                     quote!(#rt::shape::cast::<_, _, #t, #dim>(#name, #target, #x, &[#(#ext),*])?),
                     Prec::Postfix,
                 ))
+            }
+            ExprKind::Fs { op: FsOp::ScriptDir, .. } => {
+                let string = quote!(::std::string::String);
+                Ok(Code::new(
+                    match &self.script_dir {
+                        Some(dir) => quote!(#string::from(#dir)),
+                        None => quote!(#string::from(::core::env!("CARGO_MANIFEST_DIR"))),
+                    },
+                    Prec::Postfix,
+                ))
+            }
+            ExprKind::Fs { op, args } => {
+                let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                let f = Ident::new(op.name(), proc_macro2::Span::call_site());
+                let args = args.iter().map(|a| Ok(self.expr(a)?.tokens)).collect::<Result<Vec<_>, Bug>>()?;
+                Ok(Code::new(quote!(#rt::fs::#f(#name #(, &(#args))*)?), Prec::Postfix))
             }
             ExprKind::SaveNpy { path, value } => {
                 let (rt, name) = (self.rt.clone(), self.fn_name.clone());

@@ -225,6 +225,8 @@ pub(crate) struct FnCx<'a> {
     f: &'a Function,
     /// Emit every read checked (`Options::checked`).
     all_checked: bool,
+    /// `Options::script_dir`.
+    script_dir: Option<String>,
     /// The function name, as a string literal for runtime errors.
     fn_name: proc_macro2::Literal,
     idents: Vec<Option<Ident>>,
@@ -259,6 +261,7 @@ impl<'a> FnCx<'a> {
         Ok(FnCx {
             f,
             all_checked: options.checked,
+            script_dir: options.script_dir.clone(),
             fn_name: types::str_lit(&f.name),
             idents,
             repr: HashMap::new(),
