@@ -139,3 +139,49 @@ fn recursion_without_declared_results() {
     assert_eq!(b, fib.0);
     assert_eq!(s, v.sum());
 }
+
+mod rank_dispatch {
+    einlang::einlang! {
+        fn row_sums(m) { let s[i] = sum[j](m[i, j]); s }
+        fn plane_sums(t) { let s[i] = sum[j, k](t[i, j, k]); s }
+        /// The sum of each leading slice: a vector is its own sums; each
+        /// instance keeps only the branch its rank selects (`row_sums` of a
+        /// vector would not type).
+        fn slice_sums(x) {
+            let rank = len(shape(x));
+            if rank == 1 {
+                x
+            } else if len(x.shape) == 2 {
+                row_sums(x)
+            } else if rank == 3 && !(rank > 3) {
+                plane_sums(x)
+            } else {
+                assert(false, "slice_sums takes ranks 1 to 3");
+                let s[i] = sum[..r](x[i, ..r]);
+                s
+            }
+        }
+
+        pub fn sums(v: [f32; A], m: [f64; B, C], t: [i32; D, E, F]) -> ([f32; A], [f64; B], [i32; D]) {
+            (slice_sums(v), slice_sums(m), slice_sums(t))
+        }
+        pub fn sums4(q: [f32; A, B, C, D]) -> [f32; A] { slice_sums(q) }
+    }
+}
+
+#[test]
+fn rank_tests_select_a_branch_per_instance() {
+    use einlang::ndarray::{Array, Array1, Array2, Array3, Array4, Axis};
+    let v = Array1::from(vec![1.5f32, -2.0, 4.0]);
+    let m = Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f64 * 0.5);
+    let t = Array3::from_shape_fn((2, 2, 3), |(i, j, k)| (i * 6 + j * 3 + k) as i32 - 4);
+    let (sv, sm, st) = rank_dispatch::sums(&v, &m, &t).unwrap();
+    assert_eq!(sv, v);
+    let m_rows: Vec<f64> = m.rows().into_iter().map(|r| r.iter().sum()).collect();
+    assert_eq!(sm.to_vec(), m_rows);
+    let t_planes: Vec<i32> = t.axis_iter(Axis(0)).map(|p| p.iter().sum()).collect();
+    assert_eq!(st.to_vec(), t_planes);
+    // Rank 4 takes the last branch, a run-time assertion.
+    let q: Array4<f32> = Array::zeros((1, 1, 1, 1));
+    assert!(matches!(rank_dispatch::sums4(&q), Err(einlang::Error::Assert { .. })));
+}

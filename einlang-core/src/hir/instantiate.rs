@@ -45,6 +45,7 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
         rests: HashMap::new(),
         errors: Vec::new(),
         reported: Default::default(),
+        static_locals: HashMap::new(),
     };
     let mut new_params = Vec::new();
     for (p, given) in template.params.iter().zip(params) {
@@ -97,6 +98,8 @@ struct Cloner<'a> {
     errors: Vec<Diagnostic>,
     /// Subscripts already reported as ambiguous.
     reported: std::collections::HashSet<ExprId>,
+    /// Locals of the template bound to a rank (`let rank = len(shape(x));`).
+    static_locals: HashMap<DefId, i128>,
 }
 
 impl Cloner<'_> {
@@ -217,6 +220,9 @@ impl Cloner<'_> {
         for s in &b.stmts {
             stmts.push(match s {
                 Stmt::Let { def, ty, value, span } => {
+                    if let Some(v) = self.static_int(*value) {
+                        self.static_locals.insert(*def, v);
+                    }
                     let value = self.expr(*value);
                     let ty = ty.as_ref().map(|t| self.ty(t));
                     Stmt::Let { def: self.def(*def), ty, value, span: *span }
@@ -274,6 +280,55 @@ impl Cloner<'_> {
         let wheres = self.wheres(&d.wheres);
         let body = self.expr(d.body);
         IndexedDef { def: self.def(d.def), slots, wheres, body, span: d.span }
+    }
+
+    /// The value of a condition on ranks alone, known in this instance:
+    /// comparisons of ranks (`len(shape(x))`, `len(x.shape)` with `x` of
+    /// known rank) and integer literals, joined by `&&`, `||` and `!`.
+    fn static_bool(&self, e: ExprId) -> Option<bool> {
+        use crate::syntax::ast::{BinOp, UnOp};
+        match &self.hir.exprs[e].kind {
+            ExprKind::Unary(UnOp::Not, a) => self.static_bool(*a).map(|b| !b),
+            ExprKind::Binary(BinOp::And, a, b) => Some(self.static_bool(*a)? && self.static_bool(*b)?),
+            ExprKind::Binary(BinOp::Or, a, b) => Some(self.static_bool(*a)? || self.static_bool(*b)?),
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (self.static_int(*a)?, self.static_int(*b)?);
+                match op {
+                    BinOp::Eq => Some(a == b),
+                    BinOp::Ne => Some(a != b),
+                    BinOp::Lt => Some(a < b),
+                    BinOp::Le => Some(a <= b),
+                    BinOp::Gt => Some(a > b),
+                    BinOp::Ge => Some(a >= b),
+                    _ => None,
+                }
+            }
+            ExprKind::Block(Block { stmts, tail: Some(t) }) if stmts.is_empty() => self.static_bool(*t),
+            _ => None,
+        }
+    }
+
+    /// An integer literal, or the rank of a tensor of known rank.
+    fn static_int(&self, e: ExprId) -> Option<i128> {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Lit(crate::syntax::ast::Lit::Int(n, _)) => Some(*n),
+            ExprKind::Def(d) => self.static_locals.get(d).copied(),
+            ExprKind::Builtin(super::Builtin::Len, args) => match args.as_slice() {
+                [x] => match &self.hir.exprs[*x].kind {
+                    ExprKind::Builtin(super::Builtin::Shape, inner) => match inner.as_slice() {
+                        [t] => match self.hir.exprs[*t].kind {
+                            ExprKind::Def(d) => self.ranks.get(&d).map(|r| *r as i128),
+                            _ => None,
+                        },
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            },
+            ExprKind::Block(Block { stmts, tail: Some(t) }) if stmts.is_empty() => self.static_int(*t),
+            _ => None,
+        }
     }
 
     /// Copies `e`, operands first, so the copy keeps operands before users.
@@ -368,6 +423,14 @@ impl Cloner<'_> {
                 ExprKind::Reduce { op, vars, wheres, body: self.expr(body) }
             }
             ExprKind::If { cond, then, els } => {
+                // A test of ranks, which this instance fixes, keeps only
+                // the branch it selects: the other may not type at these
+                // ranks (`conv` of a 1-D input calls the 1-D kernel).
+                match (self.static_bool(cond), els) {
+                    (Some(true), _) => return self.expr(then),
+                    (Some(false), Some(els)) => return self.expr(els),
+                    _ => {}
+                }
                 let cond = self.expr(cond);
                 let then = self.expr(then);
                 ExprKind::If { cond, then, els: els.map(|x| self.expr(x)) }
