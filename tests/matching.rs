@@ -60,3 +60,31 @@ fn bool_and_tuple_patterns() {
 fn match_inside_an_indexed_definition() {
     assert_eq!(buckets(&array![0i64, 3, 12, 9, 0]).unwrap(), array![0, 1, 2, 1, 0]);
 }
+
+mod tuple_branches {
+    einlang::einlang! {
+        /// Tuples from two branches whose vectors have lengths known only
+        /// at run time: each element's extent is the running branch's.
+        pub fn by_if(v: [f32; N], mode: i64) -> f32 {
+            let parts = if mode == 0 { ([x | x in v, x > 0.0], 1) } else { ([x * 2.0 | x in v, x > 1.0, x < 5.0], 2) };
+            let a = parts.0;
+            sum[i](a[i]) + parts.1 as f32
+        }
+        pub fn by_match(v: [f32; N], mode: i64) -> f32 {
+            let parts = match mode { 0 => (1, [x | x in v, x > 0.0]), _ => (2, [x * 2.0 | x in v]) };
+            let a = parts.1;
+            sum[i](a[i]) * parts.0 as f32
+        }
+    }
+}
+
+#[test]
+fn tuples_from_branches_take_the_running_branch_extents() {
+    let v = einlang::ndarray::array![1.0f32, -2.0, 3.0, 6.0];
+    let positive: f32 = v.iter().filter(|x| **x > 0.0).sum();
+    let between: f32 = v.iter().filter(|x| **x > 1.0 && **x < 5.0).map(|x| x * 2.0).sum();
+    assert_eq!(tuple_branches::by_if(&v, 0).unwrap(), positive + 1.0);
+    assert_eq!(tuple_branches::by_if(&v, 1).unwrap(), between + 2.0);
+    assert_eq!(tuple_branches::by_match(&v, 0).unwrap(), positive);
+    assert_eq!(tuple_branches::by_match(&v, 3).unwrap(), 2.0 * v.iter().map(|x| x * 2.0).sum::<f32>());
+}

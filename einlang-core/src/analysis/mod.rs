@@ -1178,32 +1178,9 @@ impl<'a> Cx<'a> {
                     (Ty::Error, Ty::Error) => Ty::Error,
                     (Ty::Error, t) | (t, Ty::Error) if !self.recursing.is_empty() => t.clone(),
                     (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
-                    _ if tt == et => tt,
-                    // Tensors from the two branches must have one shape: code
-                    // after the `if` relies on it.
-                    (Ty::Tensor(_, d1), Ty::Tensor(_, d2)) if d1.len() == d2.len() && tt.elem() == et.elem() => {
-                        let hidden = |d: &Dim| d.vars().iter().any(|v| v.0 >= HIDDEN_DIM_BASE);
-                        if d1.iter().zip(d2).all(|(a, b)| a.prove_eq(b) == Truth::True) {
-                            tt
-                        } else if d1.iter().zip(d2).all(|(a, b)| a.prove_eq(b) == Truth::True || hidden(a) || hidden(b))
-                        {
-                            // Extents known only at run time in a branch:
-                            // the value's extent is another such extent.
-                            let dims = d1
-                                .iter()
-                                .zip(d2)
-                                .map(|(a, b)| {
-                                    if a.prove_eq(b) == Truth::True {
-                                        a.clone()
-                                    } else {
-                                        let v = self.fresh_hidden();
-                                        self.t.dim_names.insert(v, "?".to_string());
-                                        Dim::var(v)
-                                    }
-                                })
-                                .collect();
-                            Ty::Tensor(tt.elem().unwrap_or(ScalarKind::F32), dims)
-                        } else {
+                    _ => match self.join_branches(&tt, &et) {
+                        Ok(t) => t,
+                        Err(Join::Differ) => {
                             let d = Diagnostic::error(
                                 span,
                                 format!(
@@ -1216,20 +1193,19 @@ impl<'a> Cx<'a> {
                             self.err(d);
                             Ty::Error
                         }
-                    }
-                    _ if same_kind_and_rank(&tt, &et) => tt,
-                    _ => {
-                        let d = Diagnostic::error(
-                            span,
-                            format!(
-                                "`if` and `else` have different types: `{}` and `{}`",
-                                self.t.show_ty(&tt),
-                                self.t.show_ty(&et)
-                            ),
-                        );
-                        self.err(d);
-                        Ty::Error
-                    }
+                        Err(Join::Mismatch) => {
+                            let d = Diagnostic::error(
+                                span,
+                                format!(
+                                    "`if` and `else` have different types: `{}` and `{}`",
+                                    self.t.show_ty(&tt),
+                                    self.t.show_ty(&et)
+                                ),
+                            );
+                            self.err(d);
+                            Ty::Error
+                        }
+                    },
                 }
             }
             ExprKind::Block(b) => {
@@ -2146,28 +2122,30 @@ impl<'a> Cx<'a> {
             match (&result, &bt) {
                 (_, Ty::Error) => failed = true,
                 (None, _) => result = Some(bt),
-                (Some(Ty::Tensor(_, d1)), Ty::Tensor(_, d2))
-                    if d1.len() == d2.len() && d1.iter().zip(d2).any(|(a, b)| a.prove_eq(b) != Truth::True) =>
-                {
-                    let d =
-                        Diagnostic::error(self.hir.span(arm.body), "match arms give tensors whose shapes may differ")
-                            .note("the value of a `match` must have one shape whichever arm runs");
-                    self.err(d);
-                    failed = true;
-                }
-                (Some(r), _) if r == &bt || same_kind_and_rank(r, &bt) => {}
-                (Some(r), _) => {
-                    let d = Diagnostic::error(
-                        self.hir.span(arm.body),
-                        format!(
-                            "match arms have different types: `{}` and `{}`",
-                            self.t.show_ty(r),
-                            self.t.show_ty(&bt)
-                        ),
-                    );
-                    self.err(d);
-                    failed = true;
-                }
+                (Some(r), _) => match self.join_branches(r, &bt) {
+                    Ok(t) => result = Some(t),
+                    Err(Join::Differ) => {
+                        let d = Diagnostic::error(
+                            self.hir.span(arm.body),
+                            "match arms give tensors whose shapes may differ",
+                        )
+                        .note("the value of a `match` must have one shape whichever arm runs");
+                        self.err(d);
+                        failed = true;
+                    }
+                    Err(Join::Mismatch) => {
+                        let d = Diagnostic::error(
+                            self.hir.span(arm.body),
+                            format!(
+                                "match arms have different types: `{}` and `{}`",
+                                self.t.show_ty(r),
+                                self.t.show_ty(&bt)
+                            ),
+                        );
+                        self.err(d);
+                        failed = true;
+                    }
+                },
             }
         }
         if failed {
@@ -2181,6 +2159,46 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         }
         result.unwrap_or(Ty::Error)
+    }
+
+    /// The type of a value that is either `a` or `b` (two branches of an
+    /// `if`, two arms of a `match`), which code after it relies on:
+    /// tensors of one element type and rank whose extents are proven equal,
+    /// or become a run-time extent (`?`) where either side has one; tuples
+    /// element by element; vectors of strings of any lengths.
+    fn join_branches(&mut self, a: &Ty, b: &Ty) -> Result<Ty, Join> {
+        match (a, b) {
+            _ if a == b => Ok(a.clone()),
+            (Ty::Tensor(k1, d1), Ty::Tensor(k2, d2)) if k1 == k2 && d1.len() == d2.len() => {
+                let hidden = |d: &Dim| d.vars().iter().any(|v| v.0 >= HIDDEN_DIM_BASE);
+                let mut dims = Vec::new();
+                for (x, y) in d1.iter().zip(d2) {
+                    if x.prove_eq(y) == Truth::True {
+                        dims.push(x.clone());
+                    } else if hidden(x) || hidden(y) {
+                        dims.push(self.run_time_dim());
+                    } else {
+                        return Err(Join::Differ);
+                    }
+                }
+                Ok(Ty::Tensor(*k1, dims))
+            }
+            (Ty::Tuple(xs), Ty::Tuple(ys)) if xs.len() == ys.len() => {
+                xs.iter().zip(ys).map(|(x, y)| self.join_branches(x, y)).collect::<Result<Vec<_>, _>>().map(Ty::Tuple)
+            }
+            (Ty::Strs(x), Ty::Strs(y)) => {
+                Ok(if x.prove_eq(y) == Truth::True { Ty::Strs(x.clone()) } else { Ty::Strs(self.run_time_dim()) })
+            }
+            _ if same_kind_and_rank(a, b) => Ok(a.clone()),
+            _ => Err(Join::Mismatch),
+        }
+    }
+
+    /// A fresh extent known only at run time, shown as `?`.
+    fn run_time_dim(&mut self) -> Dim {
+        let v = self.fresh_hidden();
+        self.t.dim_names.insert(v, "?".to_string());
+        Dim::var(v)
     }
 
     /// What an exhaustive match over `t` would still need, if anything.
@@ -2931,6 +2949,14 @@ fn int_fits(v: i128, k: ScalarKind) -> bool {
     // A literal is unsigned in the source; `-128i8` is `-(128)`, so allow
     // the magnitude of the most negative value too.
     v >= lo && v <= hi.max(-lo)
+}
+
+/// Why two branches have no common type.
+enum Join {
+    /// Tensors whose extents may differ.
+    Differ,
+    /// Different kinds of value.
+    Mismatch,
 }
 
 fn same_kind_and_rank(a: &Ty, b: &Ty) -> bool {

@@ -257,3 +257,20 @@ fn file_functions_take_strings() {
             error: `write_file` takes 2 arguments (two strings), but 1 was supplied @1:98"#]],
     );
 }
+
+#[test]
+fn branches_join_tuples_element_by_element() {
+    check_error(
+        "fn f(m: [f32; H, W], a: i64) -> f32 {
+            let t[j, i] = m[i, j];
+            let p = if a == 0 { (m, 1) } else { (t, 2) };
+            let q = match a { 0 => (1.0, m), _ => (2.0, t) };
+            0.0
+        }",
+        expect![[r#"
+            error: `if` and `else` give tensors of shapes `([f32; H, W], i32)` and `([f32; W, H], i32)`, which may differ @3:20
+              = note: the value of an `if` must have one shape whichever branch runs
+            error: match arms give tensors whose shapes may differ @4:50
+              = note: the value of a `match` must have one shape whichever arm runs"#]],
+    );
+}
