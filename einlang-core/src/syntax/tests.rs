@@ -650,6 +650,52 @@ fn use_trees() {
 }
 
 #[test]
+fn keywords_after_path_separators_are_names() {
+    check(
+        "
+        use std::ml::where;
+        use std::math::{mod, fmod, constants::pi::pi};
+        use std::ml::where as select;
+        use crate::m::{r#loop, fn::{match as m}};
+        let a = std::math::mod(7, 3);
+        let w = std::ml::where(c, x, y) where c;
+        let v = m::fn::in + std::math::r#mod(1, 2);
+        ",
+        expect![[r#"
+            (use std::ml::where)
+            (use std::math::{mod, fmod, constants::pi::pi})
+            (use std::ml::where as select)
+            (use crate::m::{loop, fn::{match as m}})
+            (let a (call std::math::mod 7 3))
+            (let w (call std::ml::where c x y) (where c))
+            (let v (+ m::fn::in (call std::math::mod 1 2)))
+        "#]],
+    );
+}
+
+#[test]
+fn error_keywords_before_path_separators() {
+    check_error(
+        "
+        use mod;
+        use where::f;
+        use {mod, std::ml::where};
+        use std::_;
+        let b = std::math::_;
+        let c = where(1);
+        ",
+        expect![[r#"
+            error: expected a path, `{` or `*`, found keyword `mod` @2:12
+            error: expected a path, `{` or `*`, found keyword `where` @3:12
+            error: expected a path, `{` or `*`, found keyword `mod` @4:13
+            error: expected a path, `{` or `*`, found keyword `_` @5:17
+            error: expected identifier, found keyword `_` @6:27
+            error: expected expression, found keyword `where` @7:16
+        "#]],
+    );
+}
+
+#[test]
 fn modules_and_constants() {
     check(
         "

@@ -8,7 +8,7 @@ use syn::{token, Token};
 
 use super::{
     ast_ident, braces, brackets, enter, expect_token, expected, parens, parse_comma_list, parse_name,
-    parse_path_segment, peek_name, stmt, ty,
+    parse_path_segment, parse_path_tail_segment, peek_name, peek_path_tail_segment, stmt, ty,
 };
 use crate::span::Span;
 use crate::syntax::ast::{Attr, ConstItem, FnItem, Item, ModItem, Param, UseItem, UseTree, Visibility};
@@ -91,7 +91,7 @@ pub(super) fn parse_declaration(input: ParseStream) -> syn::Result<Option<Item>>
     if input.peek(Token![use]) {
         not_fn("`use` items")?;
         let use_token = input.parse::<Token![use]>()?;
-        let tree = parse_use_tree(input)?;
+        let tree = parse_use_tree(input, false)?;
         let semi = expect_token!(input, ;)?;
         let span = Span { lo: start(use_token.span), hi: semi.span };
         return Ok(Some(Item::Use(UseItem { vis, tree, span })));
@@ -229,24 +229,29 @@ pub(super) fn parse_param(input: ParseStream) -> syn::Result<Param> {
     Ok(Param { name, ty, span })
 }
 
-/// `a::b::{c, d as e, f::*}`, `a::*`, `a as b`.
-fn parse_use_tree(input: ParseStream) -> syn::Result<UseTree> {
+/// `a::b::{c, d as e, f::*}`, `a::*`, `a as b`. `after_colons` is whether
+/// the tree follows `::` (directly or inside a group that does), where a
+/// keyword is a name: `use std::ml::where;`, `use std::math::{mod, fmod};`.
+fn parse_use_tree(input: ParseStream, after_colons: bool) -> syn::Result<UseTree> {
     let _guard = enter(input)?;
     if input.peek(Token![*]) {
         return Ok(UseTree::Glob(Span::token(input.parse::<Token![*]>()?.span)));
     }
     if input.peek(token::Brace) {
         let (span, content) = braces(input)?;
-        let trees = parse_comma_list(&content, "}", parse_use_tree)?;
+        let trees = parse_comma_list(&content, "}", |content| parse_use_tree(content, after_colons))?;
         return Ok(UseTree::Group(trees, span));
     }
-    if !(peek_name(input) || input.peek(Token![crate]) || input.peek(Token![self]) || input.peek(Token![super])) {
+    let segment = if after_colons && peek_path_tail_segment(input) {
+        parse_path_tail_segment(input)?
+    } else if peek_name(input) || input.peek(Token![crate]) || input.peek(Token![self]) || input.peek(Token![super]) {
+        parse_path_segment(input)?
+    } else {
         return Err(expected(input, "a path, `{` or `*`"));
-    }
-    let segment = parse_path_segment(input)?;
+    };
     if input.peek(Token![::]) {
         input.parse::<Token![::]>()?;
-        let rest = parse_use_tree(input)?;
+        let rest = parse_use_tree(input, true)?;
         return Ok(UseTree::Path { segment, rest: Box::new(rest) });
     }
     let alias = if input.peek(Token![as]) {

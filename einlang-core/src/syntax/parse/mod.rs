@@ -465,16 +465,24 @@ fn parse_path_segment(input: ParseStream) -> syn::Result<ast::Ident> {
     parse_name(input)
 }
 
-/// Parses a path segment after `::`: a segment, or `mod` or `where`, so that
-/// the standard library's `std::math::mod` and `std::ml::where` can be called
-/// by their paths. (A first segment `mod` still starts a module item and a
-/// `where` a guard, so neither can be called unqualified.)
+/// Parses a path segment after `::`. There a keyword can only be a name, so
+/// any identifier but `_` is one: the standard library's `std::math::mod`
+/// and `std::ml::where` (defined as `r#mod` and `r#where`) are reachable by
+/// their paths, in expressions and in `use`. A first segment `mod` still
+/// starts a module item and `where` a guard, so neither name can be used
+/// unqualified; `use std::ml::where as select;` gives it another name.
 fn parse_path_tail_segment(input: ParseStream) -> syn::Result<ast::Ident> {
-    if input.peek(syn::Token![mod]) || input.peek(syn::Token![where]) {
+    if peek_path_tail_segment(input) {
         let ident: proc_macro2::Ident = syn::ext::IdentExt::parse_any(input)?;
         return Ok(ast_ident(&ident));
     }
     parse_path_segment(input)
+}
+
+/// Whether a path segment that may follow `::` comes next: any identifier,
+/// keywords included, except `_`.
+fn peek_path_tail_segment(input: ParseStream) -> bool {
+    input.cursor().ident().is_some_and(|(ident, _)| ident != "_")
 }
 
 fn ast_ident(ident: &proc_macro2::Ident) -> ast::Ident {
