@@ -139,3 +139,33 @@ fn rest_indices_in_typed_functions() {
     let y = x.mapv(|v| v as f64 * 0.5);
     assert_relative_eq!(total3(&y).unwrap(), y.sum(), epsilon = 1e-12);
 }
+
+mod guarded_points {
+    einlang::einlang! {
+        fn positive_part(x) { let y[..i] = x[..i] where x[..i] > 0.0; y }
+        fn count_positive(x) { sum[..r](1i64 where x[..r] > 0.0) }
+        fn largest_negative(x) { max[..r](x[..r] where x[..r] < 0.0) }
+        fn ones(x) { let one[..i] = 1i64 where v = x[..i]; one }
+
+        /// At a scalar the rest indices span no axis: each definition or
+        /// reduction is over one point, which its guard may exclude.
+        pub fn at_scalar(a: f64) -> (f64, i64, f64, i64) {
+            (positive_part(a), count_positive(a), largest_negative(a), ones(a))
+        }
+        pub fn at_vector(v: [f64; N]) -> ([f64; N], i64, f64, [i64; N]) {
+            (positive_part(v), count_positive(v), largest_negative(v), ones(v))
+        }
+    }
+}
+
+#[test]
+fn guards_over_rest_indices_that_span_no_axis() {
+    assert_eq!(guarded_points::at_scalar(2.5).unwrap(), (2.5, 1, f64::NEG_INFINITY, 1));
+    assert_eq!(guarded_points::at_scalar(-1.5).unwrap(), (0.0, 0, -1.5, 1));
+    let v = einlang::ndarray::array![1.0, -4.0, 3.0, -0.5];
+    let (p, c, m, o) = guarded_points::at_vector(&v).unwrap();
+    assert_eq!(p.to_vec(), v.iter().map(|x| if *x > 0.0 { *x } else { 0.0 }).collect::<Vec<_>>());
+    assert_eq!(c, v.iter().filter(|x| **x > 0.0).count() as i64);
+    assert_eq!(m, v.iter().copied().filter(|x| *x < 0.0).fold(f64::NEG_INFINITY, f64::max));
+    assert_eq!(o.to_vec(), vec![1; 4]);
+}

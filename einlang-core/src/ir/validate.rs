@@ -675,9 +675,8 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Reduce { op, loops, wheres, body } => {
-                if loops.is_empty() {
-                    self.err(format!("a `{}` without loops", op.name()));
-                }
+                // No loops: a reduction over one point (a rest index that
+                // spans no axis), under its guards.
                 self.push();
                 self.check_loops(loops);
                 self.check_wheres(wheres);

@@ -833,13 +833,15 @@ impl FnCx<'_> {
     /// A reduction: an accumulator named after the operation and the first
     /// loop variable (`__sum_k`), nested `for` loops, the accumulator.
     fn reduce(&mut self, op: RedOp, loops: &[Loop], wheres: &[WhereEntry], body: &Expr, ty: &Ty) -> Result<Code, Bug> {
-        let Some(first) = loops.first() else {
-            return Err(format!("a `{}` without loops", op.name()));
-        };
         let Ty::Scalar(k) = body.ty else {
             return Err(format!("a `{}` of a value of type `{:?}`", op.name(), body.ty));
         };
-        let tag = self.ident(first.index)?;
+        // Without loops (a rest index over no axis) the reduction is over
+        // one point, which its guards may exclude.
+        let tag = match loops.first() {
+            Some(first) => self.ident(first.index)?,
+            None => Ident::new("point", proc_macro2::Span::call_site()),
+        };
         let acc = derived(&format!("{}_", op.name()), &tag, "");
         let t = types::scalar(k);
         self.no_move += 1;
@@ -924,6 +926,10 @@ impl FnCx<'_> {
                 _ => quote!(),
             };
             nest = quote!(#head for #i in #start..#end { #nest });
+        }
+        if loops.is_empty() {
+            let head = label.as_ref().map(|l| quote!(#l:));
+            nest = quote!(#head for _ in 0..1 { #nest });
         }
         Ok(Code::new(quote!({ #init #nest #tail }), Prec::Block))
     }
