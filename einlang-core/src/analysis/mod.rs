@@ -607,6 +607,9 @@ impl<'a> Cx<'a> {
         let generic_note = format!("`{name}` is generic; its body is checked for each combination of argument types");
         for e in inner {
             d = d.label(e.span, format!("in the body of `{name}`: {}", e.message));
+            // An error that is itself a call's (a generic function calling
+            // another) keeps its labels, which say what went wrong inside.
+            d.labels.extend(e.labels);
             for n in e.notes.into_iter().chain([generic_note.clone()]) {
                 if !d.notes.contains(&n) {
                     d.notes.push(n);
@@ -1532,7 +1535,9 @@ impl<'a> Cx<'a> {
                     None => return Ty::Error,
                 };
                 let func = &self.hir.fns[f];
-                let fname = self.name(func.def).to_string();
+                // An instance is named after its generic function.
+                let named = self.hir.instance_origin.get(&f).map_or(func.def, |(g, _)| self.hir.fns[*g].def);
+                let fname = self.name(named).to_string();
                 if func.ret.is_none() && !func.is_main {
                     match self.fn_state[f.index()] {
                         FnState::NotStarted => self.analyze_fn(f),
