@@ -12,14 +12,17 @@ use einlang::ndarray::{Array, Array1, Array3, Array5, Dimension, ShapeBuilder};
 einlang! {
     use std::ml::*;
 
+    // The f32 functions call the kernels by their own names; the f64 ones
+    // call `conv`, `max_pool` and `average_pool`, which pick the kernel by
+    // the rank of x.
     pub fn conv1d32(x: [f32; N, C, L], w: [f32; M, K, Q], b: [f32; M], s: [i64; 1], p: [i64; 2], d: [i64; 1], g: i64)
         -> [f32; N, M, ?] { conv1d(x, w, b, s, p, d, g) }
     pub fn conv1d64(x: [f64; N, C, L], w: [f64; M, K, Q], b: [f64; M], s: [i64; 1], p: [i64; 2], d: [i64; 1], g: i64)
-        -> [f64; N, M, ?] { conv1d(x, w, b, s, p, d, g) }
+        -> [f64; N, M, ?] { conv(x, w, b, s, p, d, g) }
     pub fn conv3d32(x: [f32; N, C, D, H, W], w: [f32; M, K, R, P, Q], b: [f32; M], s: [i64; 3], p: [i64; 6],
         d: [i64; 3], g: i64) -> [f32; N, M, ?, ?, ?] { conv3d(x, w, b, s, p, d, g) }
     pub fn conv3d64(x: [f64; N, C, D, H, W], w: [f64; M, K, R, P, Q], b: [f64; M], s: [i64; 3], p: [i64; 6],
-        d: [i64; 3], g: i64) -> [f64; N, M, ?, ?, ?] { conv3d(x, w, b, s, p, d, g) }
+        d: [i64; 3], g: i64) -> [f64; N, M, ?, ?, ?] { conv(x, w, b, s, p, d, g) }
     pub fn conv2d32(x: [f32; N, C, H, W], w: [f32; M, K, P, Q], b: [f32; M], s: [i64; 2], p: [i64; 4], d: [i64; 2], g: i64)
         -> [f32; N, M, ?, ?] { conv(x, w, b, s, p, d, g) }
     pub fn conv2d64(x: [f64; N, C, H, W], w: [f64; M, K, P, Q], b: [f64; M], s: [i64; 2], p: [i64; 4], d: [i64; 2], g: i64)
@@ -29,7 +32,7 @@ einlang! {
         (max_pool1d(x, k, s, p), average_pool1d(x, k, s, p))
     }
     pub fn pool1d64(x: [f64; N, C, L], k: [i64; 1], s: [i64; 1], p: [i64; 1]) -> ([f64; N, C, ?], [f64; N, C, ?]) {
-        (max_pool1d(x, k, s, p), average_pool1d(x, k, s, p))
+        (max_pool(x, k, s, p), average_pool(x, k, s, p))
     }
     pub fn pool3d32(x: [f32; N, C, D, H, W], k: [i64; 3], s: [i64; 3], p: [i64; 3])
         -> ([f32; N, C, ?, ?, ?], [f32; N, C, ?, ?, ?]) {
@@ -37,7 +40,15 @@ einlang! {
     }
     pub fn pool3d64(x: [f64; N, C, D, H, W], k: [i64; 3], s: [i64; 3], p: [i64; 3])
         -> ([f64; N, C, ?, ?, ?], [f64; N, C, ?, ?, ?]) {
-        (max_pool3d(x, k, s, p), average_pool3d(x, k, s, p))
+        (max_pool(x, k, s, p), average_pool(x, k, s, p))
+    }
+    /// The seed's call: literal vectors of `i32` and a literal group.
+    pub fn conv_seed(x: [f32; N, C, L], w: [f32; M, K, Q], b: [f32; M]) -> [f32; N, M, ?] {
+        conv(x, w, b, [1], [0, 0], [1], 1)
+    }
+    /// A rank that no kernel takes is an error when it runs.
+    pub fn conv_rank2(x: [f32; N, C], w: [f32; M, K], b: [f32; M]) -> [f32; N, C] {
+        conv(x, w, b, [1], [0, 0], [1], 1)
     }
     pub fn pool2d64(x: [f64; N, C, H, W], k: [i64; 2], s: [i64; 2], p: [i64; 2]) -> ([f64; N, C, ?, ?], [f64; N, C, ?, ?]) {
         (max_pool(x, k, s, p), average_pool(x, k, s, p))
@@ -413,4 +424,17 @@ fn max_and_average_pool3d() {
         assert_close(&m, &to_f32(&wm), 1e-6);
         assert_close(&avg, &to_f32(&wa), 1e-5);
     }
+}
+
+#[test]
+fn conv_picks_the_kernel_by_rank() {
+    let x = rand_f64((1, 2, 6), 150);
+    let w = rand_f64((3, 2, 2), 151);
+    let b = rand_f64(3, 152);
+    let got = conv_seed(&to_f32(&x), &to_f32(&w), &to_f32(&b)).unwrap();
+    let want = conv1d_ref(&x, &w, &b, 1, [0, 0], 1, 1);
+    assert_close(&got, &to_f32(&want), 1e-5);
+    let x2 = einlang::ndarray::Array2::<f32>::zeros((1, 2));
+    let w2 = einlang::ndarray::Array2::<f32>::zeros((1, 2));
+    assert!(matches!(conv_rank2(&x2, &w2, &Array1::zeros(1)), Err(einlang::Error::Assert { .. })));
 }

@@ -216,11 +216,8 @@ fn depth_to_space_ref(x: &Array4<f64>, b: usize, crd: bool) -> Array4<f64> {
     let (n, c, h, w) = x.dim();
     let cc = c / (b * b);
     let xd = x.clone().into_dyn();
-    let (shape6, perm): (Vec<usize>, [usize; 6]) = if crd {
-        (vec![n, cc, b, b, h, w], [0, 1, 4, 2, 5, 3])
-    } else {
-        (vec![n, b, b, cc, h, w], [0, 3, 4, 1, 5, 2])
-    };
+    let (shape6, perm): (Vec<usize>, [usize; 6]) =
+        if crd { (vec![n, cc, b, b, h, w], [0, 1, 4, 2, 5, 3]) } else { (vec![n, b, b, cc, h, w], [0, 3, 4, 1, 5, 2]) };
     let t = xd.into_shape_with_order(IxDyn(&shape6)).unwrap().permuted_axes(IxDyn(&perm));
     let t = t.as_standard_layout().into_owned();
     t.into_shape_with_order((n, cc, h * b, w * b)).unwrap()
@@ -711,20 +708,11 @@ fn resize_examples_of_the_onnx_documentation() {
 
     // resize_upsample_scales_linear (half-pixel).
     let (r, u) = rs32(&x, &array![2.0, 2.0], "linear").unwrap();
-    let want = array![[[
-        [1.0f32, 1.25, 1.75, 2.0],
-        [1.5, 1.75, 2.25, 2.5],
-        [2.5, 2.75, 3.25, 3.5],
-        [3.0, 3.25, 3.75, 4.0]
-    ]]];
+    let want =
+        array![[[[1.0f32, 1.25, 1.75, 2.0], [1.5, 1.75, 2.25, 2.5], [2.5, 2.75, 3.25, 3.5], [3.0, 3.25, 3.75, 4.0]]]];
     assert_eq!(r, want);
     // Upsample reads i / 2: 0, 0.5, 1, 1.5 (clamped at the far edge).
-    let want = array![[[
-        [1.0f32, 1.5, 2.0, 2.0],
-        [2.0, 2.5, 3.0, 3.0],
-        [3.0, 3.5, 4.0, 4.0],
-        [3.0, 3.5, 4.0, 4.0]
-    ]]];
+    let want = array![[[[1.0f32, 1.5, 2.0, 2.0], [2.0, 2.5, 3.0, 3.0], [3.0, 3.5, 4.0, 4.0], [3.0, 3.5, 4.0, 4.0]]]];
     assert_eq!(u, want);
 
     // resize_downsample_scales_nearest and _linear, scales [1, 1, 0.6, 0.6].
@@ -763,9 +751,17 @@ fn resize_and_upsample_match_the_reference() {
     let (r, u) = rs2(&m, &array![2.0, 1.5], "linear").unwrap();
     let m4 = m.clone().into_shape_with_order((1, 1, 3, 4)).unwrap();
     let want = resize_ref(&m4, 2.0, 1.5, true, Interp::Linear);
-    assert_close(&r, &want.index_axis_move(einlang::ndarray::Axis(0), 0).index_axis_move(einlang::ndarray::Axis(0), 0), 1e-12);
+    assert_close(
+        &r,
+        &want.index_axis_move(einlang::ndarray::Axis(0), 0).index_axis_move(einlang::ndarray::Axis(0), 0),
+        1e-12,
+    );
     let want = resize_ref(&m4, 2.0, 1.5, false, Interp::Linear);
-    assert_close(&u, &want.index_axis_move(einlang::ndarray::Axis(0), 0).index_axis_move(einlang::ndarray::Axis(0), 0), 1e-12);
+    assert_close(
+        &u,
+        &want.index_axis_move(einlang::ndarray::Axis(0), 0).index_axis_move(einlang::ndarray::Axis(0), 0),
+        1e-12,
+    );
 
     // An axis that shrinks below one element is empty.
     let (r, u) = rs2(&array![[1.0, 2.0, 3.0]], &array![0.5, 1.0], "linear").unwrap();

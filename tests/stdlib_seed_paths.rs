@@ -60,14 +60,7 @@ fn partition_2d_ref<A: Copy + PartialOrd>(x: &Array2<A>, p: A, axis: usize) -> [
 /// that every part gets rows; the columns are mixed, but pivots 0 and 10
 /// put some or all of them into one part.
 fn partition_input() -> Array2<i32> {
-    array![
-        [1, 2, 3, 4, 1],
-        [5, 5, 5, 5, 5],
-        [7, 9, 6, 8, 6],
-        [1, 7, 3, 9, 5],
-        [5, 5, 5, 5, 5],
-        [0, 4, 2, 4, 3],
-    ]
+    array![[1, 2, 3, 4, 1], [5, 5, 5, 5, 5], [7, 9, 6, 8, 6], [1, 7, 3, 9, 5], [5, 5, 5, 5, 5], [0, 4, 2, 4, 3],]
 }
 
 #[test]
@@ -376,4 +369,29 @@ fn math_utils_floats() {
     assert!(cl.is_nan());
     let (mx, mn, _, _) = math_utils::utils_f64(1.0, f64::NAN, -1.0, 1.0).unwrap();
     assert!(mx.is_nan() && mn.is_nan());
+}
+
+mod rank_dispatched {
+    einlang::einlang! {
+        use std::ml::diag;
+        /// `diag` builds a matrix from a vector and takes the diagonal of a
+        /// matrix; `std::array::topk` is `std::ml::topk`.
+        pub fn both(v: [f64; N], m: [i32; A, A]) -> ([f64; N, N], [i32; A], ([f64; ?], [i64; ?])) {
+            (diag(v), diag(m), std::array::topk(v, 2, -1))
+        }
+    }
+}
+
+#[test]
+fn diag_and_array_topk() {
+    let v = einlang::ndarray::array![0.5, -1.0, 4.0, 2.0];
+    let m = einlang::ndarray::Array2::from_shape_fn((3, 3), |(i, j)| (i * 10 + j) as i32);
+    let (d, e, (vals, pos)) = rank_dispatched::both(&v, &m).unwrap();
+    for i in 0..4 {
+        for j in 0..4 {
+            assert_eq!(d[[i, j]], if i == j { v[i] } else { 0.0 });
+        }
+    }
+    assert_eq!(e.to_vec(), vec![0, 11, 22]);
+    assert_eq!((vals.to_vec(), pos.to_vec()), (vec![4.0, 2.0], vec![2, 3]));
 }
