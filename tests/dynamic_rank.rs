@@ -165,3 +165,42 @@ fn conversions_convert_elements() {
     assert!(matches!(truncate(bad.view()), Err(Error::Rank { expected: 2, found: 1, .. })));
     assert_eq!(literal_as_floats().unwrap(), array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]]);
 }
+
+mod elementwise {
+    einlang::einlang! {
+        use std::math::{exp, max, pow};
+
+        /// Operators, casts and elementwise math on dynamic-rank values,
+        /// with scalars, with each other and with tensors of known rank;
+        /// the shapes are checked when it runs.
+        pub fn mix(x: [f64; *], y: [f64; *], t: [f64; A, B]) -> ([f64; *], [bool; *], [i32; *], [f64; *]) {
+            let a = -x * 2.0 + exp(y) - t;
+            let c = x > 2.0 && !(y > 4.0);
+            let d = (x * 10.0) as i32 % 7;
+            let e = x ** 2 + pow(x, y) + max(x, 3.0);
+            (a, c, d, e)
+        }
+    }
+}
+
+#[test]
+fn elementwise_operations_on_dynamic_rank_values() {
+    let x = ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    let y = x.mapv(|v| v / 4.0 + 0.5);
+    let t = Array::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f64 * 0.25);
+    let (a, c, d, e) = elementwise::mix(&x.view(), &y.view(), &t).unwrap();
+    let at = |v: &ArrayD<f64>, k: usize| v.as_slice().unwrap()[k];
+    for k in 0..6 {
+        let (xv, yv, tv) = (at(&x, k), at(&y, k), t.as_slice().unwrap()[k]);
+        assert_eq!(a.as_slice().unwrap()[k], -xv * 2.0 + yv.exp() - tv);
+        assert_eq!(c.as_slice().unwrap()[k], xv > 2.0 && !(yv > 4.0));
+        assert_eq!(d.as_slice().unwrap()[k], (xv * 10.0) as i32 % 7);
+        assert_eq!(e.as_slice().unwrap()[k], xv.powi(2) + xv.powf(yv) + xv.max(3.0));
+    }
+    assert_eq!(a.shape(), &[2, 3]);
+    // Operands of different shapes (also of one size) are an error.
+    let y6 = ArrayD::from_elem(IxDyn(&[6]), 1.0);
+    assert!(matches!(elementwise::mix(&x.view(), &y6.view(), &t), Err(Error::Extent { .. })));
+    let t32 = Array::zeros((3, 2));
+    assert!(matches!(elementwise::mix(&x.view(), &y.view(), &t32), Err(Error::Extent { .. })));
+}

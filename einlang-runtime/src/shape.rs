@@ -317,6 +317,27 @@ pub fn gather_nd<T: Clone, D: Dimension>(
         .map_err(|e| extent_error(function, format!("cannot lay out the gathered elements as {dims:?}: {e}")))
 }
 
+/// Checks that the tensor operands of an elementwise operation with a
+/// dynamic-rank operand have one shape.
+pub fn same_shape(function: &str, shapes: &[&[usize]]) -> Result<(), Error> {
+    match shapes.split_first() {
+        Some((first, rest)) => match rest.iter().find(|s| s != &first) {
+            Some(other) => Err(extent_error(
+                function,
+                format!("elementwise operands have shapes {first:?} and {other:?}, which differ"),
+            )),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    }
+}
+
+/// The dynamic-rank tensor of `shape` holding `elems` in row-major order.
+pub fn from_elems<T>(function: &str, shape: IxDyn, elems: Vec<T>) -> Result<ArrayD<T>, Error> {
+    ArrayD::from_shape_vec(shape, elems)
+        .map_err(|e| extent_error(function, format!("cannot lay out the elements of an elementwise result: {e}")))
+}
+
 /// The shape of a dynamic-rank tensor as an `i64` vector.
 pub fn shape_of(shape: &[usize]) -> Array1<i64> {
     shape.iter().map(|n| *n as i64).collect()
@@ -357,6 +378,18 @@ pub fn assert_failed(function: &str, message: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn elementwise_shapes() {
+        assert!(same_shape("f", &[&[2, 3], &[2, 3], &[2, 3]]).is_ok());
+        assert!(same_shape("f", &[&[2, 3]]).is_ok());
+        let err = same_shape("f", &[&[2, 3], &[3, 2]]).unwrap_err();
+        assert!(err.to_string().contains("[2, 3] and [3, 2]"), "{err}");
+        assert!(same_shape("f", &[&[6], &[2, 3]]).is_err(), "same size, other rank");
+        let a = from_elems("f", IxDyn(&[2, 2]), vec![1, 2, 3, 4]).unwrap();
+        assert_eq!(a[[1, 0]], 3);
+        assert!(from_elems("f", IxDyn(&[3]), vec![1, 2]).is_err());
+    }
 
     #[test]
     fn reshape_squeeze_unsqueeze() {

@@ -1085,10 +1085,15 @@ impl<'a> Cx<'a> {
                 let t = self.infer(*x, expect);
                 match (op, &t) {
                     (_, Ty::Error) => Ty::Error,
-                    (UnOp::Neg, Ty::Scalar(k) | Ty::Tensor(k, _)) if *k != ScalarKind::Bool && k.is_signed() => {
+                    (UnOp::Neg, Ty::Scalar(k) | Ty::Tensor(k, _) | Ty::Dyn(k))
+                        if *k != ScalarKind::Bool && k.is_signed() =>
+                    {
                         t.clone()
                     }
-                    (UnOp::Not, Ty::Scalar(ScalarKind::Bool) | Ty::Tensor(ScalarKind::Bool, _)) => t.clone(),
+                    (
+                        UnOp::Not,
+                        Ty::Scalar(ScalarKind::Bool) | Ty::Tensor(ScalarKind::Bool, _) | Ty::Dyn(ScalarKind::Bool),
+                    ) => t.clone(),
                     _ => {
                         let sym = if *op == UnOp::Neg { "-" } else { "!" };
                         self.err(Diagnostic::error(
@@ -1110,6 +1115,7 @@ impl<'a> Cx<'a> {
                     Ty::Error => Ty::Error,
                     Ty::Scalar(_) => Ty::Scalar(*k),
                     Ty::Tensor(_, dims) => Ty::Tensor(*k, dims),
+                    Ty::Dyn(_) => Ty::Dyn(*k),
                     other => {
                         self.err(Diagnostic::error(
                             span,
@@ -1339,6 +1345,14 @@ impl<'a> Cx<'a> {
             if ta.is_error() || tb.is_error() {
                 return Ty::Error;
             }
+            let dyn_bool = |t: &Ty| matches!(t, Ty::Dyn(ScalarKind::Bool));
+            if (dyn_bool(&ta) || dyn_bool(&tb)) && [&ta, &tb].iter().all(|t| ew_elem(t) == Some(ScalarKind::Bool)) {
+                // Element by element, with a run-time rank.
+                return match self.broadcast(span, &ta, &tb) {
+                    Some(_) => Ty::Dyn(ScalarKind::Bool),
+                    None => Ty::Error,
+                };
+            }
             if ta != Ty::BOOL || tb != Ty::BOOL {
                 let d = Diagnostic::error(
                     span,
@@ -1366,16 +1380,16 @@ impl<'a> Cx<'a> {
                 ExprKind::Lit(Lit::Int(..)) | ExprKind::Unary(..) | ExprKind::Array(..)
             ) && self.literal_value(b)
                 && !is_float_lit(self.hir, b);
-            let tb_expect = if int_lit { Some(ScalarKind::I32) } else { ta.elem() };
+            let tb_expect = if int_lit { Some(ScalarKind::I32) } else { ew_elem(&ta) };
             let tb = self.infer(b, tb_expect);
             (ta, tb)
         } else if self.flexible(a) && !self.flexible(b) {
             let tb = self.infer(b, operand_expect);
-            let ta = self.infer(a, tb.elem());
+            let ta = self.infer(a, ew_elem(&tb));
             (ta, tb)
         } else {
             let ta = self.infer(a, operand_expect);
-            let tb = self.infer(b, ta.elem());
+            let tb = self.infer(b, ew_elem(&ta));
             (ta, tb)
         };
         if ta.is_error() || tb.is_error() {
@@ -1405,7 +1419,7 @@ impl<'a> Cx<'a> {
             self.err(d);
             return Ty::Error;
         }
-        let (ka, kb) = match (ta.elem(), tb.elem()) {
+        let (ka, kb) = match (ew_elem(&ta), ew_elem(&tb)) {
             (Some(x), Some(y)) => (x, y),
             _ => {
                 let d = Diagnostic::error(
@@ -1444,18 +1458,19 @@ impl<'a> Cx<'a> {
             None => return Ty::Error,
         };
         let k = if op.is_comparison() { ScalarKind::Bool } else { ka };
-        match shape {
-            None => Ty::Scalar(k),
-            Some(dims) => Ty::Tensor(k, dims),
-        }
+        shape.ty(k)
     }
 
     /// Broadcasting: scalar with scalar, tensor with scalar, or two tensors
-    /// of the same shape. Returns the tensor shape, if any.
-    fn broadcast(&mut self, span: Span, a: &Ty, b: &Ty) -> Option<Option<Vec<Dim>>> {
+    /// of the same shape. A dynamic-rank tensor combines with a scalar or a
+    /// tensor whose shape is then checked at run time. Returns the shape of
+    /// the result.
+    fn broadcast(&mut self, span: Span, a: &Ty, b: &Ty) -> Option<Bcast> {
         match (a, b) {
-            (Ty::Scalar(_), Ty::Scalar(_)) => Some(None),
-            (Ty::Tensor(_, d), Ty::Scalar(_)) | (Ty::Scalar(_), Ty::Tensor(_, d)) => Some(Some(d.clone())),
+            (Ty::Scalar(_), Ty::Scalar(_)) => Some(Bcast::Scalar),
+            (Ty::Tensor(_, d), Ty::Scalar(_)) | (Ty::Scalar(_), Ty::Tensor(_, d)) => Some(Bcast::Tensor(d.clone())),
+            (Ty::Dyn(_), Ty::Scalar(_) | Ty::Tensor(..) | Ty::Dyn(_))
+            | (Ty::Scalar(_) | Ty::Tensor(..), Ty::Dyn(_)) => Some(Bcast::Dyn),
             (Ty::Tensor(_, d1), Ty::Tensor(_, d2)) => {
                 if d1.len() != d2.len() || d1.iter().zip(d2).any(|(x, y)| x.prove_eq(y) == Truth::False) {
                     let d = Diagnostic::error(
@@ -1471,7 +1486,7 @@ impl<'a> Cx<'a> {
                     self.err(d);
                     return None;
                 }
-                Some(Some(d1.clone()))
+                Some(Bcast::Tensor(d1.clone()))
             }
             _ => {
                 self.err(Diagnostic::error(
@@ -1486,17 +1501,14 @@ impl<'a> Cx<'a> {
     fn infer_pow(&mut self, e: ExprId, ta: &Ty, tb: &Ty) -> Ty {
         let span = self.hir.span(e);
         let (Some(ka), Some(kb)) = (ta.scalar(), tb.scalar()) else {
-            if let (Some(ka), Some(kb)) = (ta.elem(), tb.elem()) {
+            if let (Some(ka), Some(kb)) = (ew_elem(ta), ew_elem(tb)) {
                 // With a tensor operand, elementwise, under the broadcasting
                 // rule of the other operators: a tensor and a scalar, or two
                 // tensors of one shape.
                 if let Some(i) = pow_kind(ka, kb) {
                     let Some(shape) = self.broadcast(span, ta, tb) else { return Ty::Error };
                     self.t.intrinsic.insert(e, i);
-                    return match shape {
-                        Some(dims) => Ty::Tensor(ka, dims),
-                        None => Ty::Scalar(ka),
-                    };
+                    return shape.ty(ka);
                 }
             }
             let d =
@@ -2523,10 +2535,10 @@ impl<'a> Cx<'a> {
             let (a, b) = (args[0], args[1]);
             let (ta, tb) = if self.flexible(a) && !self.flexible(b) {
                 let tb = self.infer(b, expect);
-                (self.infer(a, tb.elem()), tb)
+                (self.infer(a, ew_elem(&tb)), tb)
             } else {
                 let ta = self.infer(a, expect);
-                (ta.clone(), self.infer(b, ta.elem()))
+                (ta.clone(), self.infer(b, ew_elem(&ta)))
             };
             if ta.is_error() || tb.is_error() {
                 return Ty::Error;
@@ -2534,7 +2546,7 @@ impl<'a> Cx<'a> {
             if sig == Signature::Pow {
                 return self.infer_pow(e, &ta, &tb);
             }
-            let (Some(ka), Some(kb)) = (ta.elem(), tb.elem()) else {
+            let (Some(ka), Some(kb)) = (ew_elem(&ta), ew_elem(&tb)) else {
                 self.err(Diagnostic::error(span, format!("`{name}` takes numbers")));
                 return Ty::Error;
             };
@@ -2548,13 +2560,12 @@ impl<'a> Cx<'a> {
                 return Ty::Error;
             }
             return match self.broadcast(span, &ta, &tb) {
-                Some(None) => Ty::Scalar(ka),
-                Some(Some(d)) => Ty::Tensor(ka, d),
+                Some(shape) => shape.ty(ka),
                 None => Ty::Error,
             };
         }
         let t = self.infer(args[0], expect);
-        let Some(k) = t.elem() else {
+        let Some(k) = ew_elem(&t) else {
             if !t.is_error() {
                 self.err(Diagnostic::error(span, format!("`{name}` takes a number, found `{}`", self.t.show_ty(&t))));
             }
@@ -2954,6 +2965,33 @@ fn int_fits(v: i128, k: ScalarKind) -> bool {
     // A literal is unsigned in the source; `-128i8` is `-(128)`, so allow
     // the magnitude of the most negative value too.
     v >= lo && v <= hi.max(-lo)
+}
+
+/// The shape of an elementwise result.
+enum Bcast {
+    Scalar,
+    Tensor(Vec<Dim>),
+    /// Known only at run time: a dynamic-rank operand.
+    Dyn,
+}
+
+impl Bcast {
+    fn ty(self, k: ScalarKind) -> Ty {
+        match self {
+            Bcast::Scalar => Ty::Scalar(k),
+            Bcast::Tensor(dims) => Ty::Tensor(k, dims),
+            Bcast::Dyn => Ty::Dyn(k),
+        }
+    }
+}
+
+/// The element type of a value that elementwise operators take: a scalar,
+/// a tensor or a dynamic-rank tensor.
+fn ew_elem(t: &Ty) -> Option<ScalarKind> {
+    match t {
+        Ty::Dyn(k) => Some(*k),
+        _ => t.elem(),
+    }
 }
 
 /// Why two branches have no common type.

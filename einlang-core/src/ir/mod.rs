@@ -570,6 +570,16 @@ pub enum ExprKind {
         path: Box<Expr>,
         value: Box<Expr>,
     },
+    /// Elementwise over tensors whose shape is known only at run time: each
+    /// of `inputs` (tensors of dynamic or static rank, checked to have one
+    /// shape) is read element by element into the scalar variable of
+    /// `elems`, and `body`, a scalar expression of them, gives the element
+    /// of the result, a dynamic-rank tensor of `body`'s type.
+    DynMap {
+        inputs: Vec<Expr>,
+        elems: Vec<VarId>,
+        body: Box<Expr>,
+    },
     /// A file-system or path function (`std::io::read_file`, ...).
     Fs {
         op: FsOp,

@@ -329,6 +329,14 @@ impl Printer<'_> {
             }
             ExprKind::Print(xs) => format!("print({})", self.list(xs, level)),
             ExprKind::Fs { op, args } => format!("{}({})", op.name(), self.list(args, level)),
+            ExprKind::DynMap { inputs, elems, body } => {
+                let binds: Vec<String> = elems
+                    .iter()
+                    .zip(inputs)
+                    .map(|(v, x)| format!("{} in {}", self.var(*v), self.expr(x, level)))
+                    .collect();
+                format!("map[{}]({})", binds.join(", "), self.expr(body, level))
+            }
             ExprKind::Len { tensor, axis } => format!("{}.shape[{axis}]", self.var(*tensor)),
             ExprKind::ShapeOf { tensor } => format!("{}.shape", self.var(*tensor)),
             ExprKind::DynShape { op, value, arg } => {

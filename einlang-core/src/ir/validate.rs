@@ -76,6 +76,10 @@ pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
         | ExprKind::ArrayLit { elems: xs, .. }
         | ExprKind::Print(xs)
         | ExprKind::Fs { args: xs, .. } => xs.iter().for_each(|x| visit_var_uses(x, f)),
+        ExprKind::DynMap { inputs, body, .. } => {
+            inputs.iter().for_each(|x| visit_var_uses(x, f));
+            visit_var_uses(body, f);
+        }
         ExprKind::Format(parts) => {
             for p in parts {
                 if let FmtPart::Value(x, _) = p {
@@ -777,6 +781,31 @@ impl<'a> Checker<'a> {
             ExprKind::Print(xs) => {
                 xs.iter().for_each(|x| self.check_expr(x));
                 self.expect_ty("print", &e.ty, &Ty::Unit);
+            }
+            ExprKind::DynMap { inputs, elems, body } => {
+                if inputs.len() != elems.len() {
+                    self.err(format!("an elementwise map of {} inputs with {} elements", inputs.len(), elems.len()));
+                }
+                for (x, v) in inputs.iter().zip(elems) {
+                    self.check_expr(x);
+                    let (Ty::Tensor(k, _) | Ty::Dyn(k)) = x.ty else {
+                        let text = ty_text(&x.ty);
+                        self.err(format!("an elementwise map of `{text}`"));
+                        continue;
+                    };
+                    if let Some(ty) = self.ty(*v) {
+                        let what = format!("element {}", self.name(*v));
+                        self.expect_ty(&what, ty, &Ty::Scalar(k));
+                    }
+                }
+                self.push();
+                elems.iter().for_each(|v| self.define(*v));
+                self.check_expr(body);
+                self.pop();
+                match body.ty {
+                    Ty::Scalar(k) => self.expect_ty("an elementwise map", &e.ty, &Ty::Dyn(k)),
+                    _ => self.err("an elementwise map of a non-scalar body".to_string()),
+                }
             }
             ExprKind::Fs { op, args } => {
                 if args.len() != op.params().len() {

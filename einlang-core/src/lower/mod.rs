@@ -837,9 +837,94 @@ impl<'a> FnLower<'a> {
         Some(Expr { kind, ty: scalar })
     }
 
+    /// Whether `e` is an elementwise operation with a dynamic-rank result.
+    fn is_compound_dyn(&self, e: ExprId) -> bool {
+        matches!(self.t.ty(e), ATy::Dyn(_))
+            && matches!(
+                self.hir.exprs[e].kind,
+                ExprKind::Unary(..)
+                    | ExprKind::Binary(..)
+                    | ExprKind::Cast(..)
+                    | ExprKind::Call { callee: Callee::Intrinsic(_), .. }
+            )
+    }
+
+    /// An elementwise expression with a dynamic-rank operand: one map over
+    /// its tensor operands, which must share one shape at run time.
+    fn dyn_map(&mut self, e: ExprId) -> Option<Expr> {
+        let (mut pre, mut inputs, mut elems) = (Vec::new(), Vec::new(), Vec::new());
+        let body = self.dyn_point(e, &mut inputs, &mut elems, &mut pre)?;
+        let Ty::Scalar(k) = body.ty else {
+            return self.fail("an elementwise map of a non-scalar");
+        };
+        let map = Expr { kind: ir::ExprKind::DynMap { inputs, elems, body: Box::new(body) }, ty: Ty::Dyn(k) };
+        if pre.is_empty() {
+            return Some(map);
+        }
+        Some(Expr { ty: map.ty.clone(), kind: ir::ExprKind::Block { stmts: pre, result: Box::new(map) } })
+    }
+
+    /// The element of `e` inside `dyn_map`: operations of dynamic-rank
+    /// values apply to elements; any other tensor becomes an input, read
+    /// element by element; a scalar is computed once, before the map.
+    fn dyn_point(
+        &mut self,
+        e: ExprId,
+        inputs: &mut Vec<Expr>,
+        elems: &mut Vec<VarId>,
+        pre: &mut Vec<Stmt>,
+    ) -> Option<Expr> {
+        let ty = self.t.ty(e).clone();
+        if let ATy::Scalar(_) = ty {
+            let v = self.lower_expr(e)?;
+            if matches!(v.kind, ir::ExprKind::Lit(_) | ir::ExprKind::Var(_)) {
+                return Some(v);
+            }
+            let tmp = self.new_var("scalar", v.ty.clone());
+            let ty = v.ty.clone();
+            pre.push(Stmt::Let { var: tmp, value: v });
+            return Some(var_expr(tmp, ty));
+        }
+        if !self.is_compound_dyn(e) {
+            let v = self.lower_expr(e)?;
+            let (Ty::Tensor(k, _) | Ty::Dyn(k)) = v.ty else {
+                return self.fail("an elementwise operand that is not a tensor");
+            };
+            let elem = self.new_var("elem", Ty::Scalar(k));
+            inputs.push(v);
+            elems.push(elem);
+            return Some(var_expr(elem, Ty::Scalar(k)));
+        }
+        let ATy::Dyn(k) = ty else { return self.fail("an elementwise map of a non-tensor") };
+        let mut point = |this: &mut Self, x: ExprId| this.dyn_point(x, inputs, elems, pre);
+        let kind = match self.hir.exprs[e].kind.clone() {
+            ExprKind::Unary(op, x) => ir::ExprKind::Unary(op, Box::new(point(self, x)?)),
+            ExprKind::Binary(BinOp::Pow, a, b) => {
+                let Some(i) = self.t.intrinsic.get(&e).copied() else {
+                    return self.fail("`**` without a chosen intrinsic");
+                };
+                ir::ExprKind::Intrinsic(i, vec![point(self, a)?, point(self, b)?])
+            }
+            ExprKind::Binary(op, a, b) => {
+                ir::ExprKind::Binary(op, Box::new(point(self, a)?), Box::new(point(self, b)?))
+            }
+            ExprKind::Cast(x, to) => ir::ExprKind::Cast(Box::new(point(self, x)?), to),
+            ExprKind::Call { callee: Callee::Intrinsic(i), args, .. } => {
+                let i = self.t.intrinsic.get(&e).copied().unwrap_or(i);
+                let args = args.iter().map(|a| point(self, *a)).collect::<Option<Vec<_>>>()?;
+                ir::ExprKind::Intrinsic(i, args)
+            }
+            _ => return self.fail("an elementwise map of another expression"),
+        };
+        Some(Expr { kind, ty: Ty::Scalar(k) })
+    }
+
     fn lower_expr(&mut self, e: ExprId) -> Option<Expr> {
         if let Some(x) = self.replace.get(&e) {
             return Some(x.clone());
+        }
+        if self.is_compound_dyn(e) {
+            return self.dyn_map(e);
         }
         if self.is_compound_tensor(e) {
             let (stmts, v) = self.tensorize(e)?;
@@ -1491,6 +1576,7 @@ fn expr_cost(e: &Expr) -> u64 {
     use ir::ExprKind as K;
     let own = 1u64;
     let children: u64 = match &e.kind {
+        K::DynMap { inputs, body, .. } => inputs.iter().map(expr_cost).sum::<u64>() + expr_cost(body) * 64,
         K::Lit(_) | K::Var(_) | K::Dim(_) => 0,
         K::Unary(_, x) | K::Cast(x, _) | K::Field(x, _) => expr_cost(x),
         K::Binary(_, a, b) => expr_cost(a) + expr_cost(b),

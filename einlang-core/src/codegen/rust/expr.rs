@@ -113,6 +113,50 @@ impl FnCx<'_> {
                     Prec::Postfix,
                 ))
             }
+            ExprKind::DynMap { inputs, elems, body } => {
+                let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+                let mut binds = TokenStream::new();
+                let mut views = Vec::new();
+                for (n, x) in inputs.iter().enumerate() {
+                    let held = quote::format_ident!("__in{n}");
+                    let view = quote::format_ident!("__view{n}");
+                    let x = self.expr(x)?.tokens;
+                    binds.extend(quote!(let #held = #x; let #view = #held.view().into_dyn();));
+                    views.push(view);
+                }
+                let Some(first) = views.first() else {
+                    return Err("an elementwise map without inputs".to_string());
+                };
+                // `for ((&e0, &e1), &e2) in v0.iter().zip(v1.iter()).zip(v2.iter())`
+                let mut pat = TokenStream::new();
+                let mut iter = TokenStream::new();
+                for (n, (v, view)) in elems.iter().zip(&views).enumerate() {
+                    let id = self.ident(*v)?;
+                    if n == 0 {
+                        pat = quote!(&#id);
+                        iter = quote!(#view.iter());
+                    } else {
+                        pat = quote!((#pat, &#id));
+                        iter = quote!(#iter.zip(#view.iter()));
+                    }
+                }
+                self.no_move += 1;
+                let value = self.expr(body);
+                self.no_move -= 1;
+                let value = value?.tokens;
+                Ok(Code::new(
+                    quote!({
+                        #binds
+                        #rt::shape::same_shape(#name, &[#(#views.shape()),*])?;
+                        let mut __elems = ::std::vec::Vec::with_capacity(#first.len());
+                        for #pat in #iter {
+                            __elems.push(#value);
+                        }
+                        #rt::shape::from_elems::<_>(#name, #first.raw_dim(), __elems)?
+                    }),
+                    Prec::Block,
+                ))
+            }
             ExprKind::Fs { op: FsOp::ScriptDir, .. } => {
                 let string = quote!(::std::string::String);
                 Ok(Code::new(
