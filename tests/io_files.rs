@@ -40,6 +40,7 @@ einlang! {
     pub fn join(parts: [str; N]) -> str { join_path(parts) }
     pub fn relative(path: str, start: str) -> str { relative_path(path, start) }
     pub fn absolute(path: str) -> str { absolute_path(path) }
+    pub fn rooted(path: str) -> bool { is_absolute(path) }
     pub fn here() -> (str, str, str) { (current_dir(), script_dir(), resolve_relative_to_script("w.npy")) }
 }
 
@@ -107,6 +108,7 @@ fn path_text_follows_posix() {
     assert_eq!(relative("/x/y/z", "/x/w/v").unwrap(), "../../y/z");
     assert_eq!(relative("/x/./y/../y", "/x").unwrap(), "y");
     assert_eq!(absolute("/p/q/../r/./s").unwrap(), "/p/r/s");
+    assert!(rooted("/p").unwrap() && !rooted("p/q").unwrap() && !rooted("").unwrap());
     let cwd = std::env::current_dir().unwrap().to_string_lossy().into_owned();
     assert_eq!(absolute("k/../m").unwrap(), format!("{cwd}/m"));
 }
