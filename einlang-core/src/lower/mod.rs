@@ -751,14 +751,19 @@ impl<'a> FnLower<'a> {
     /// Whether `e` is tensor-valued and computed pointwise (not a name, call
     /// or sub-tensor selection).
     fn is_compound_tensor(&self, e: ExprId) -> bool {
-        matches!(self.t.ty(e), ATy::Tensor(..))
-            && matches!(
-                self.hir.exprs[e].kind,
-                ExprKind::Unary(..)
-                    | ExprKind::Binary(..)
-                    | ExprKind::Cast(..)
-                    | ExprKind::Call { callee: Callee::Intrinsic(_), .. }
-            )
+        matches!(self.t.ty(e), ATy::Tensor(..)) && self.is_elementwise(e)
+    }
+
+    /// Whether `e` is an operator, a cast or an intrinsic call, which apply
+    /// to each element of a tensor operand.
+    fn is_elementwise(&self, e: ExprId) -> bool {
+        matches!(
+            self.hir.exprs[e].kind,
+            ExprKind::Unary(..)
+                | ExprKind::Binary(..)
+                | ExprKind::Cast(..)
+                | ExprKind::Call { callee: Callee::Intrinsic(_), .. }
+        )
     }
 
     /// `let tmp[i0, i1, ..] = e[i0, i1, ..]` for a whole-tensor expression.
@@ -839,14 +844,7 @@ impl<'a> FnLower<'a> {
 
     /// Whether `e` is an elementwise operation with a dynamic-rank result.
     fn is_compound_dyn(&self, e: ExprId) -> bool {
-        matches!(self.t.ty(e), ATy::Dyn(_))
-            && matches!(
-                self.hir.exprs[e].kind,
-                ExprKind::Unary(..)
-                    | ExprKind::Binary(..)
-                    | ExprKind::Cast(..)
-                    | ExprKind::Call { callee: Callee::Intrinsic(_), .. }
-            )
+        matches!(self.t.ty(e), ATy::Dyn(_)) && self.is_elementwise(e)
     }
 
     /// An elementwise expression with a dynamic-rank operand: one map over
