@@ -169,3 +169,33 @@ fn guards_over_rest_indices_that_span_no_axis() {
     assert_eq!(m, v.iter().copied().filter(|x| *x < 0.0).fold(f64::NEG_INFINITY, f64::max));
     assert_eq!(o.to_vec(), vec![1; 4]);
 }
+
+mod top_level {
+    einlang::einlang! {
+        fn corners() -> [f64; 2, 3] { [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]] }
+
+        // Rest indices in top-level statements, over bindings whose rank the
+        // program shows: literals, calls with a declared result, operators
+        // of those, earlier definitions.
+        let x = [[1.0, 2.0], [3.0, 4.0]];
+        let doubled[..b] = x[..b] * 2.0;
+        let row_sums[i] = sum[..r](x[i, ..r]);
+        let m = corners() * 2.0;
+        let shifted[..b, j] = m[..b, j] + 1.0;
+        let total = sum[..r](shifted[..r]);
+
+        /// A function reads bindings defined with rest indices.
+        fn corner_sum() { doubled[0, 0] + doubled[1, 1] + row_sums[1] }
+
+        assert(doubled[0, 1] == 4.0 && doubled[1, 0] == 6.0, "doubled");
+        assert(row_sums[0] == 3.0 && row_sums[1] == 7.0, "row sums");
+        // (1..=6) doubled plus one each: 2 * 21 + 6.
+        assert(total == 48.0, "total");
+        assert(corner_sum() == 2.0 + 8.0 + 7.0, "read by a function");
+    }
+}
+
+#[test]
+fn rest_indices_in_top_level_statements() {
+    top_level::main().unwrap();
+}

@@ -35,6 +35,13 @@ fn roots_of(body: ExprId, wheres: &[Where]) -> Vec<ExprId> {
 /// they appear in require; a rest index whose extent cannot be told is an
 /// error, returned with the copy.
 pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>>) -> (FnId, Vec<Diagnostic>) {
+    copy_fn(hir, f, name, params, false)
+}
+
+/// `instantiate`; with `keep_defs` the copy keeps the template's
+/// definitions (for a body that replaces the template's own: the top
+/// level's bindings are read by functions by their ids).
+fn copy_fn(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>>, keep_defs: bool) -> (FnId, Vec<Diagnostic>) {
     let template = hir.fns[f].clone();
     let span = hir.defs[template.def].span;
     let def = hir.alloc_def(name, DefKind::Local, span);
@@ -46,6 +53,7 @@ pub fn instantiate(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>
         errors: Vec::new(),
         reported: Default::default(),
         static_locals: HashMap::new(),
+        keep_defs,
     };
     let mut new_params = Vec::new();
     for (p, given) in template.params.iter().zip(params) {
@@ -100,6 +108,8 @@ struct Cloner<'a> {
     reported: std::collections::HashSet<ExprId>,
     /// Locals of the template bound to a rank (`let rank = len(shape(x));`).
     static_locals: HashMap<DefId, i128>,
+    /// Copy definitions as themselves (see `copy_fn`).
+    keep_defs: bool,
 }
 
 impl Cloner<'_> {
@@ -107,7 +117,9 @@ impl Cloner<'_> {
     /// intrinsics, modules) are shared.
     fn def(&mut self, d: DefId) -> DefId {
         let Def { name, kind, span } = self.hir.defs[d].clone();
-        if !matches!(kind, DefKind::Param | DefKind::Local | DefKind::Index | DefKind::WhereBind | DefKind::Dim) {
+        if self.keep_defs
+            || !matches!(kind, DefKind::Param | DefKind::Local | DefKind::Index | DefKind::WhereBind | DefKind::Dim)
+        {
             return d;
         }
         if let Some(&n) = self.defs.get(&d) {
@@ -190,7 +202,11 @@ impl Cloner<'_> {
         }
         let Some(k) = count else {
             self.errors.push(Diagnostic::error(span, format!("cannot tell how many axes `..{name}` spans")).note(
-                format!("`..{name}` must subscript a parameter or an earlier indexed definition, whose rank is known"),
+                format!(
+                    "`..{name}` must subscript a value whose rank is known before types are inferred: a parameter, \
+                     an earlier indexed definition, or a `let` of a literal, a conversion `as [T; ...]` or a call \
+                     of a function with a declared result"
+                ),
             ));
             return Vec::new();
         };
@@ -222,6 +238,9 @@ impl Cloner<'_> {
                 Stmt::Let { def, ty, value, span } => {
                     if let Some(v) = self.static_int(*value) {
                         self.static_locals.insert(*def, v);
+                    }
+                    if let Some(r) = ty.as_ref().and_then(ann_rank).or_else(|| self.rank_of(*value)) {
+                        self.ranks.insert(*def, r);
                     }
                     let value = self.expr(*value);
                     let ty = ty.as_ref().map(|t| self.ty(t));
@@ -304,6 +323,28 @@ impl Cloner<'_> {
                 }
             }
             ExprKind::Block(Block { stmts, tail: Some(t) }) if stmts.is_empty() => self.static_bool(*t),
+            _ => None,
+        }
+    }
+
+    /// The rank of a value, where the template tells it: a literal, an
+    /// array literal, a named value of known rank, a conversion `as [T;
+    /// ...]`, a call of a function with a declared result, and operators
+    /// of those (elementwise: a tensor operand gives its rank).
+    fn rank_of(&self, e: ExprId) -> Option<usize> {
+        match &self.hir.exprs[e].kind {
+            ExprKind::Lit(_) => Some(0),
+            ExprKind::Def(d) => self.ranks.get(d).copied(),
+            ExprKind::Array(items) => Some(1 + self.rank_of(*items.first()?)?),
+            ExprKind::TensorCast(_, ann) => ann_rank(ann),
+            ExprKind::Cast(x, _) | ExprKind::Unary(_, x) => self.rank_of(*x),
+            ExprKind::Binary(_, a, b) => match (self.rank_of(*a), self.rank_of(*b)) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                (Some(x), None) | (None, Some(x)) if x > 0 => Some(x),
+                _ => None,
+            },
+            ExprKind::Call { callee: super::Callee::Fn(f), .. } => self.hir.fns[*f].ret.as_ref().and_then(ann_rank),
+            ExprKind::Block(Block { tail: Some(t), .. }) => self.rank_of(*t),
             _ => None,
         }
     }
@@ -466,6 +507,16 @@ impl Cloner<'_> {
     }
 }
 
+/// The rank a type annotation gives (none for dynamic rank).
+fn ann_rank(t: &TyAnn) -> Option<usize> {
+    match t {
+        TyAnn::Tensor { dims, .. } => Some(dims.len()),
+        TyAnn::Scalar(_) => Some(0),
+        TyAnn::Strs { .. } => Some(1),
+        _ => None,
+    }
+}
+
 /// Expands the named rest indices of functions whose parameters are all
 /// typed (their ranks are known now): each such function's body is
 /// replaced by a copy with the rest indices expanded. Generic functions
@@ -475,12 +526,12 @@ pub fn expand_typed_rests(hir: &mut Hir) -> Vec<Diagnostic> {
     let ids: Vec<FnId> = hir.fns.iter().map(|(id, _)| id).collect();
     for f in ids {
         let func = &hir.fns[f];
-        if func.is_generic() || func.is_main || hir.skipped(f) || !uses_rest(hir, func) {
+        if func.is_generic() || hir.skipped(f) || !uses_rest(hir, func) {
             continue;
         }
         let name = hir.name(func.def).to_string();
         let keep = vec![None; func.params.len()];
-        let (copy, errs) = instantiate(hir, f, &name, keep);
+        let (copy, errs) = copy_fn(hir, f, &name, keep, func.is_main);
         errors.extend(errs);
         let c = hir.fns[copy].clone();
         let func = &mut hir.fns[f];

@@ -108,9 +108,10 @@ struct Resolver {
     /// Names of inline modules (the root and the standard library's modules
     /// have none here).
     module_names: HashMap<ModId, String>,
-    /// Whether named rest indices are allowed: in any function (a typed
-    /// one's are expanded after resolution, see
-    /// `hir::instantiate::expand_typed_rests`), not in top-level statements.
+    /// Whether named rest indices are allowed: in any function and in
+    /// top-level statements (a typed function's and the top level's are
+    /// expanded after resolution, see `hir::instantiate::expand_typed_rests`),
+    /// not in library code that is not a function.
     in_generic: bool,
     /// `const` items with the module they are defined in.
     consts: HashMap<DefId, (ast::ConstItem, ModId)>,
@@ -615,7 +616,9 @@ impl Resolver {
         let first = stmt_span(stmts[0]);
         let def = self.hir.alloc_def("main", DefKind::Local, first);
         self.current_module = self.root;
-        self.in_generic = false;
+        // Rest indices are expanded right after resolution, with the ranks
+        // of the top-level bindings (see `hir::instantiate`).
+        self.in_generic = true;
         self.current_fn = None;
         self.scopes = vec![HashMap::new()];
         let mut block = hir::Block { stmts: Vec::new(), tail: None };
