@@ -70,6 +70,22 @@ einlang! {
     }
     /// ONNX's default axes.
     pub fn mvn_default(x: [f64; N, C, H, W]) -> [f64; N, C, H, W] { mean_variance_normalization(x, [0, 2, 3]) }
+    pub fn mvn_r1(x: [f64; N], axes: [i64; K]) -> [f64; N] { mean_variance_normalization(x, axes) }
+    pub fn mvn_r2(x: [f64; A, B], axes: [i32; K]) -> [f64; A, B] { mean_variance_normalization(x, axes) }
+    pub fn mvn_r2_32(x: [f32; A, B], axes: [i64; K]) -> [f32; A, B] { mean_variance_normalization(x, axes) }
+    pub fn mvn_r3(x: [f64; A, B, C], axes: [i64; K]) -> [f64; A, B, C] {
+        std::ml::norm_ops::mean_variance_normalization(x, axes)
+    }
+    pub fn mvn_r3_32(x: [f32; A, B, C], axes: [i32; K]) -> [f32; A, B, C] { mean_variance_normalization(x, axes) }
+    pub fn mvn_r5(x: [f64; A, B, C, D, E], axes: [i64; K]) -> [f64; A, B, C, D, E] {
+        mean_variance_normalization(x, axes)
+    }
+    pub fn mvn_r5_32(x: [f32; A, B, C, D, E], axes: [i64; K]) -> [f32; A, B, C, D, E] {
+        mean_variance_normalization(x, axes)
+    }
+    pub fn mvn_r6(x: [f64; A, B, C, D, E, F], axes: [i64; K]) -> [f64; A, B, C, D, E, F] {
+        mean_variance_normalization(x, axes)
+    }
 
     pub fn lpp1(x: [f32; N, C, L], k: [i64; 1], s: [i64; 1], p: i64) -> [f32; N, C, ?] { lp_pool(x, k, s, p) }
     pub fn lpp2(x: [f64; N, C, H, W], k: [i64; 2], s: [i64; 2], p: i64) -> [f64; N, C, ?, ?] {
@@ -112,7 +128,9 @@ einlang! {
 
     pub fn top1d(x: [f32; N], k: i64) -> ([f32; ?], [i64; ?]) { std::ml::selection_ops::topk_1d_helper(x, k) }
     pub fn top1d_int(x: [i32; N], k: i32) -> ([i32; ?], [i64; ?]) { topk_1d_helper(x, k) }
-    pub fn top1d_matrix(x: [f64; A, B]) -> ([f64; A, ?], [i64; A, ?]) { topk_1d_helper(x, 1) }
+    /// `topk` of a matrix has run-time extents on both axes (the axis is a
+    /// run-time value).
+    pub fn top1d_matrix(x: [f64; A, B]) -> ([f64; ?, ?], [i64; ?, ?]) { topk_1d_helper(x, 1) }
 }
 
 // ===========================================================================
@@ -366,32 +384,46 @@ fn lp_normalization_along_first_and_last_axes() {
     assert!(is_assert(lpn3(&t, 3, 2)));
 }
 
-/// MeanVarianceNormalization by its ONNX definition: mean and variance of
-/// each group of elements that agree on the kept axes.
-fn mvn_ref(x: &Array4<f64>, axes: &[usize]) -> Array4<f64> {
-    let key = |p: [usize; 4]| -> [usize; 4] {
-        let mut k = p;
+/// MeanVarianceNormalization by its ONNX definition, at any rank: mean and
+/// variance of each group of elements that agree on the kept axes.
+fn mvn_ref<D: Dimension>(x: &Array<f64, D>, axes: &[usize]) -> Array<f64, D> {
+    let key = |p: &[usize]| -> Vec<usize> {
+        let mut k = p.to_vec();
         for &a in axes {
             k[a] = 0;
         }
         k
     };
-    let mut sums = std::collections::HashMap::<[usize; 4], (f64, f64)>::new();
-    for ((a, b, c, d), v) in x.indexed_iter() {
-        let e = sums.entry(key([a, b, c, d])).or_insert((0.0, 0.0));
+    let x = x.view().into_dyn();
+    let mut sums = std::collections::HashMap::<Vec<usize>, (f64, f64)>::new();
+    for (p, v) in x.indexed_iter() {
+        let e = sums.entry(key(p.slice())).or_insert((0.0, 0.0));
         e.0 += v;
         e.1 += 1.0;
     }
-    let mut var = std::collections::HashMap::<[usize; 4], f64>::new();
-    for ((a, b, c, d), v) in x.indexed_iter() {
-        let k = key([a, b, c, d]);
+    let mut var = std::collections::HashMap::<Vec<usize>, f64>::new();
+    for (p, v) in x.indexed_iter() {
+        let k = key(p.slice());
         let mean = sums[&k].0 / sums[&k].1;
         *var.entry(k).or_insert(0.0) += (v - mean) * (v - mean) / sums[&k].1;
     }
-    Array4::from_shape_fn(x.dim(), |(a, b, c, d)| {
-        let k = key([a, b, c, d]);
-        (x[[a, b, c, d]] - sums[&k].0 / sums[&k].1) / (var[&k].sqrt() + 1e-9)
-    })
+    let y = ArrayD::from_shape_fn(x.raw_dim(), |p| {
+        let k = key(p.slice());
+        (x[&p] - sums[&k].0 / sums[&k].1) / (var[&k].sqrt() + 1e-9)
+    });
+    y.into_dimensionality::<D>().unwrap()
+}
+
+/// Every subset of the axes of a rank, written once with non-negative and
+/// once with negative axes: (the argument, the axes it means).
+fn axis_subsets(rank: usize) -> Vec<(Vec<i64>, Vec<usize>)> {
+    let mut out = Vec::new();
+    for mask in 0..1usize << rank {
+        let ax: Vec<usize> = (0..rank).filter(|a| mask >> a & 1 == 1).collect();
+        out.push((ax.iter().map(|&a| a as i64).collect(), ax.clone()));
+        out.push((ax.iter().map(|&a| a as i64 - rank as i64).collect(), ax));
+    }
+    out
 }
 
 #[test]
@@ -423,6 +455,48 @@ fn mean_variance_normalization_over_any_axes() {
     }
     assert!(is_assert(mvn64(&x, &array![4])));
     assert!(is_assert(mvn64(&x, &array![0, -5])));
+}
+
+#[test]
+fn mean_variance_normalization_at_ranks_one_to_five() {
+    let x1 = rand1_f64(7, 72).mapv(|v| v * 2.0 - 0.5);
+    for (axes, ax) in axis_subsets(1) {
+        assert_close(&mvn_r1(&x1, &Array1::from_vec(axes)).unwrap(), &mvn_ref(&x1, &ax), 1e-9);
+    }
+    let x2 = rand2_f64(4, 6, 73).mapv(|v| v * 3.0 + 1.0);
+    let x2_32 = rand2(5, 3, 74);
+    for (axes, ax) in axis_subsets(2) {
+        let axes32: Vec<i32> = axes.iter().map(|&a| a as i32).collect();
+        assert_close(&mvn_r2(&x2, &Array1::from_vec(axes32)).unwrap(), &mvn_ref(&x2, &ax), 1e-9);
+        let got = mvn_r2_32(&x2_32, &Array1::from_vec(axes)).unwrap();
+        assert_close(&f64_of(&got), &mvn_ref(&f64_of(&x2_32), &ax), 1e-4);
+    }
+    let x3 = f64_of(&rand3(3, 4, 5, 75)).mapv(|v| v * 2.0 + 0.3);
+    let x3_32 = rand3(2, 3, 4, 76);
+    for (axes, ax) in axis_subsets(3) {
+        assert_close(&mvn_r3(&x3, &Array1::from_vec(axes.clone())).unwrap(), &mvn_ref(&x3, &ax), 1e-9);
+        let axes32: Vec<i32> = axes.iter().map(|&a| a as i32).collect();
+        let got = mvn_r3_32(&x3_32, &Array1::from_vec(axes32)).unwrap();
+        assert_close(&f64_of(&got), &mvn_ref(&f64_of(&x3_32), &ax), 1e-4);
+    }
+    let x5_32 = rand5((2, 3, 2, 4, 3), 77);
+    let x5 = f64_of(&x5_32).mapv(|v| v * 4.0 - 1.0);
+    for (axes, ax) in axis_subsets(5) {
+        assert_close(&mvn_r5(&x5, &Array1::from_vec(axes.clone())).unwrap(), &mvn_ref(&x5, &ax), 1e-9);
+        let got = mvn_r5_32(&x5_32, &Array1::from_vec(axes)).unwrap();
+        assert_close(&f64_of(&got), &mvn_ref(&f64_of(&x5_32), &ax), 1e-4);
+    }
+    // Repeated axes count once.
+    assert_close(&mvn_r3(&x3, &array![2, -1, 0]).unwrap(), &mvn_ref(&x3, &[0, 2]), 1e-9);
+    // Axes outside the rank, and a rank above 5.
+    assert!(is_assert(mvn_r1(&x1, &array![1])));
+    assert!(is_assert(mvn_r1(&x1, &array![-2])));
+    assert!(is_assert(mvn_r2(&x2, &array![2])));
+    assert!(is_assert(mvn_r3(&x3, &array![0, -4])));
+    assert!(is_assert(mvn_r5(&x5, &array![5])));
+    assert!(is_assert(mvn_r5(&x5, &array![-6])));
+    let x6 = ArrayD::<f64>::zeros(IxDyn(&[1, 2, 1, 2, 1, 2])).into_dimensionality().unwrap();
+    assert!(is_assert(mvn_r6(&x6, &array![0])));
 }
 
 // ===========================================================================

@@ -1,6 +1,8 @@
 //! `std::ml::{rnn, lstm, gru}` against naive step-by-step loops written
 //! here from the formulas in the library's documentation (the seed's gate
-//! layouts, each output step consuming its own input step).
+//! layouts, each output step consuming its own input step), in both
+//! directions: forward (0) and ONNX's reverse (1), where the steps are
+//! consumed from the last to the first and Y[t] is the state after x[t].
 
 use approx::assert_abs_diff_eq;
 use einlang::einlang;
@@ -10,24 +12,45 @@ use einlang::Error;
 einlang! {
     use std::ml::recurrent_ops::{rnn, lstm, gru};
 
-    pub fn run_rnn(x: [f64; T, N, I], w: [f64; H, I], r: [f64; H, H], b: [f64; B2], h0: [f64; N, H], act: str)
+    pub fn run_rnn(x: [f64; T, N, I], w: [f64; H, I], r: [f64; H, H], b: [f64; B2], h0: [f64; N, H], act: str, dir: i64)
         -> ([f64; T, N, H], [f64; N, H]) {
-        rnn(x, w, r, b, h0, shape(r)[1], 0, act)
+        rnn(x, w, r, b, h0, shape(r)[1], dir, act)
     }
 
-    pub fn rnn_backward(x: [f64; T, N, I], w: [f64; H, I], r: [f64; H, H], b: [f64; B2], h0: [f64; N, H])
+    pub fn run_rnn32(x: [f32; T, N, I], w: [f32; H, I], r: [f32; H, H], b: [f32; B2], h0: [f32; N, H], act: str, dir: i32)
+        -> ([f32; T, N, H], [f32; N, H]) {
+        std::ml::rnn(x, w, r, b, h0, shape(r)[1], dir, act)
+    }
+
+    /// The seed's way of writing a direction: a literal.
+    pub fn rnn_reverse(x: [f64; T, N, I], w: [f64; H, I], r: [f64; H, H], b: [f64; B2], h0: [f64; N, H])
         -> ([f64; T, N, H], [f64; N, H]) {
         rnn(x, w, r, b, h0, shape(r)[1], 1, "Tanh")
     }
 
-    pub fn run_lstm(x: [f32; T, N, I], w: [f32; G, I], r: [f32; G, H], b: [f32; B8], h0: [f32; N, H], c0: [f32; N, H], clip: f32)
-        -> ([f32; T, N, H], [f32; N, H], [f32; N, H]) {
-        lstm(x, w, r, b, h0, c0, shape(r)[1], 0, clip)
+    pub fn rnn_bidirectional(x: [f64; T, N, I], w: [f64; H, I], r: [f64; H, H], b: [f64; B2], h0: [f64; N, H])
+        -> ([f64; T, N, H], [f64; N, H]) {
+        rnn(x, w, r, b, h0, shape(r)[1], 2, "Tanh")
     }
 
-    pub fn run_gru(x: [f64; T, N, I], w: [f64; G, I], r: [f64; G, H], b: [f64; B6], h0: [f64; N, H])
+    pub fn run_lstm(x: [f32; T, N, I], w: [f32; G, I], r: [f32; G, H], b: [f32; B8], h0: [f32; N, H], c0: [f32; N, H], clip: f32, dir: i64)
+        -> ([f32; T, N, H], [f32; N, H], [f32; N, H]) {
+        lstm(x, w, r, b, h0, c0, shape(r)[1], dir, clip)
+    }
+
+    pub fn run_lstm64(x: [f64; T, N, I], w: [f64; G, I], r: [f64; G, H], b: [f64; B8], h0: [f64; N, H], c0: [f64; N, H], clip: f64, dir: i32)
+        -> ([f64; T, N, H], [f64; N, H], [f64; N, H]) {
+        lstm(x, w, r, b, h0, c0, shape(r)[1], dir, clip)
+    }
+
+    pub fn run_gru(x: [f64; T, N, I], w: [f64; G, I], r: [f64; G, H], b: [f64; B6], h0: [f64; N, H], dir: i64)
         -> ([f64; T, N, H], [f64; N, H]) {
-        gru(x, w, r, b, h0, shape(r)[1], 0, 0)
+        gru(x, w, r, b, h0, shape(r)[1], dir, 0)
+    }
+
+    pub fn run_gru32(x: [f32; T, N, I], w: [f32; G, I], r: [f32; G, H], b: [f32; B6], h0: [f32; N, H], dir: i32)
+        -> ([f32; T, N, H], [f32; N, H]) {
+        gru(x, w, r, b, h0, shape(r)[1], dir, 0)
     }
 }
 
@@ -41,151 +64,244 @@ fn fill2(d: (usize, usize), seed: f64) -> Array2<f64> {
 fn fill1(n: usize, seed: f64) -> Array1<f64> {
     Array1::from_shape_fn(n, |a| (a as f64 * 0.29 + seed).sin() * 0.5)
 }
+fn f32s<D: einlang::ndarray::Dimension>(a: &einlang::ndarray::Array<f64, D>) -> einlang::ndarray::Array<f32, D> {
+    a.mapv(|v| v as f32)
+}
+fn f64s<D: einlang::ndarray::Dimension>(a: &einlang::ndarray::Array<f32, D>) -> einlang::ndarray::Array<f64, D> {
+    a.mapv(f64::from)
+}
+
 /// Input [t, n, i], W [g h, i], R [g h, h], B [2 g h] and initial state
 /// [n, h] for a layer of `g` gate blocks.
-fn layer(
-    t: usize,
-    n: usize,
-    i: usize,
-    h: usize,
-    g: usize,
-    seed: f64,
-) -> (Array3<f64>, Array2<f64>, Array2<f64>, Array1<f64>, Array2<f64>) {
-    (
-        fill3((t, n, i), seed),
-        fill2((g * h, i), seed + 0.1),
-        fill2((g * h, h), seed + 0.2) * 0.5,
-        fill1(2 * g * h, seed + 0.3),
-        fill2((n, h), seed + 0.4) * 0.5,
-    )
+struct Layer {
+    x: Array3<f64>,
+    w: Array2<f64>,
+    r: Array2<f64>,
+    b: Array1<f64>,
+    h0: Array2<f64>,
 }
-/// Row `bn` of step `step` of a sequence, and row `bn` of a state.
-fn at(x: &Array3<f64>, step: usize, bn: usize) -> Vec<f64> {
-    x.index_axis(Axis(0), step).row(bn).to_vec()
+
+fn layer(t: usize, n: usize, i: usize, h: usize, g: usize, seed: f64) -> Layer {
+    Layer {
+        x: fill3((t, n, i), seed),
+        w: fill2((g * h, i), seed + 0.1),
+        r: fill2((g * h, h), seed + 0.2) * 0.5,
+        b: fill1(2 * g * h, seed + 0.3),
+        h0: fill2((n, h), seed + 0.4) * 0.5,
+    }
 }
+
+impl Layer {
+    /// The steps in the order the layer consumes them.
+    fn steps(&self, reverse: bool) -> Vec<usize> {
+        let t = self.x.dim().0;
+        if reverse {
+            (0..t).rev().collect()
+        } else {
+            (0..t).collect()
+        }
+    }
+
+    /// Row `bn` of step `step` of the input.
+    fn input(&self, step: usize, bn: usize) -> Vec<f64> {
+        self.x.index_axis(Axis(0), step).row(bn).to_vec()
+    }
+
+    /// Gate `g` (a block of rows of W / R, of `blocks`) of unit `h` at
+    /// input `x` and state `hp`, with both biases.
+    fn gate(&self, blocks: usize, g: usize, h: usize, x: &[f64], hp: &[f64]) -> f64 {
+        let hs = self.r.ncols();
+        let row = g * hs + h;
+        let mut z = self.b[row] + self.b[row + blocks * hs];
+        for (i, xi) in x.iter().enumerate() {
+            z += self.w[[row, i]] * xi;
+        }
+        for (k, hk) in hp.iter().enumerate() {
+            z += self.r[[row, k]] * hk;
+        }
+        z
+    }
+}
+
 fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }
 
-/// Gate `g` (a block of rows of `w` / `r`) of unit `h` at input `x` and
-/// state `hp`, with both biases.
-fn gate(
-    w: &Array2<f64>,
-    r: &Array2<f64>,
-    b: &Array1<f64>,
-    blocks: usize,
-    g: usize,
-    h: usize,
-    x: &[f64],
-    hp: &[f64],
-) -> f64 {
-    let hs = r.ncols();
-    let row = g * hs + h;
-    let mut z = b[row] + b[row + blocks * hs];
-    for (i, xi) in x.iter().enumerate() {
-        z += w[[row, i]] * xi;
-    }
-    for (k, hk) in hp.iter().enumerate() {
-        z += r[[row, k]] * hk;
-    }
-    z
-}
-
-#[test]
-fn rnn_matches_a_loop_for_each_activation() {
-    let (t, n, i, h) = (5, 2, 3, 4);
-    let (x, w, r, b, h0) = layer(t, n, i, h, 1, 0.1);
-    for (name, f) in [("Tanh", f64::tanh as fn(f64) -> f64), ("Sigmoid", sigmoid), ("Relu", |z: f64| z.max(0.0))] {
-        let (y, yh) = run_rnn(&x, &w, &r, &b, &h0, name).unwrap();
-        let mut state = h0.clone();
-        for step in 0..t {
-            let mut next = state.clone();
-            for bn in 0..n {
-                let xs = at(&x, step, bn);
-                let hp = state.row(bn).to_vec();
-                for u in 0..h {
-                    next[[bn, u]] = f(gate(&w, &r, &b, 1, 0, u, &xs, &hp));
-                }
+/// The reference RNN: (Y [t, n, h], Y_h [n, h]).
+fn rnn_ref(l: &Layer, f: fn(f64) -> f64, reverse: bool) -> (Array3<f64>, Array2<f64>) {
+    let (t, n, _) = l.x.dim();
+    let h = l.r.ncols();
+    let mut y = Array3::zeros((t, n, h));
+    let mut state = l.h0.clone();
+    for step in l.steps(reverse) {
+        let mut next = state.clone();
+        for bn in 0..n {
+            let (xs, hp) = (l.input(step, bn), state.row(bn).to_vec());
+            for u in 0..h {
+                next[[bn, u]] = f(l.gate(1, 0, u, &xs, &hp));
             }
-            state = next;
-            assert_abs_diff_eq!(y.index_axis(Axis(0), step), state.view(), epsilon = 1e-12);
         }
-        assert_abs_diff_eq!(yh, state, epsilon = 1e-12);
+        state = next;
+        y.index_axis_mut(Axis(0), step).assign(&state);
     }
+    (y, state)
 }
 
-#[test]
-fn rnn_rejects_other_directions_and_shapes() {
-    let x = fill3((3, 1, 2), 0.0);
-    let (w, r, b, h0) = (fill2((2, 2), 0.0), fill2((2, 2), 1.0), fill1(4, 0.0), fill2((1, 2), 0.0));
-    assert!(matches!(rnn_backward(&x, &w, &r, &b, &h0), Err(Error::Assert { .. })));
-    // A bias of the wrong length.
-    assert!(run_rnn(&x, &w, &r, &fill1(3, 0.0), &h0, "Tanh").is_err());
-}
-
-#[test]
-fn lstm_matches_a_loop_with_and_without_clipping() {
-    let (t, n, i, h) = (4, 2, 3, 3);
-    let (x, w, r, b, h0) = layer(t, n, i, h, 4, 0.7);
-    let c0 = fill2((n, h), 1.3) * 2.0;
-    let to32 = |a: &Array3<f64>| a.mapv(|v| v as f32);
-    for clip in [0.0f64, 0.5] {
-        let cl = |c: f64| if clip > 0.0 { c.clamp(-clip, clip) } else { c };
-        let (y, yh, yc) = run_lstm(
-            &to32(&x),
-            &w.mapv(|v| v as f32),
-            &r.mapv(|v| v as f32),
-            &b.mapv(|v| v as f32),
-            &h0.mapv(|v| v as f32),
-            &c0.mapv(|v| v as f32),
-            clip as f32,
-        )
-        .unwrap();
-        let (mut hs, mut cs) = (h0.clone(), c0.clone());
-        for step in 0..t {
-            let (mut nh, mut nc) = (hs.clone(), cs.clone());
-            for bn in 0..n {
-                let xs = at(&x, step, bn);
-                let hp = hs.row(bn).to_vec();
-                for u in 0..h {
-                    let gi = sigmoid(gate(&w, &r, &b, 4, 0, u, &xs, &hp));
-                    let gf = sigmoid(gate(&w, &r, &b, 4, 1, u, &xs, &hp));
-                    let gg = gate(&w, &r, &b, 4, 2, u, &xs, &hp).tanh();
-                    let go = sigmoid(gate(&w, &r, &b, 4, 3, u, &xs, &hp));
-                    nc[[bn, u]] = gf * cs[[bn, u]] + gi * gg;
-                    nh[[bn, u]] = go * cl(nc[[bn, u]]).tanh();
-                }
+/// The reference LSTM: (Y, Y_h, Y_c), the cell clipped where it is read.
+fn lstm_ref(l: &Layer, c0: &Array2<f64>, clip: f64, reverse: bool) -> (Array3<f64>, Array2<f64>, Array2<f64>) {
+    let (t, n, _) = l.x.dim();
+    let h = l.r.ncols();
+    let cl = |c: f64| if clip > 0.0 { c.clamp(-clip, clip) } else { c };
+    let mut y = Array3::zeros((t, n, h));
+    let (mut hs, mut cs) = (l.h0.clone(), c0.clone());
+    for step in l.steps(reverse) {
+        let (mut nh, mut nc) = (hs.clone(), cs.clone());
+        for bn in 0..n {
+            let (xs, hp) = (l.input(step, bn), hs.row(bn).to_vec());
+            for u in 0..h {
+                let gi = sigmoid(l.gate(4, 0, u, &xs, &hp));
+                let gf = sigmoid(l.gate(4, 1, u, &xs, &hp));
+                let gg = l.gate(4, 2, u, &xs, &hp).tanh();
+                let go = sigmoid(l.gate(4, 3, u, &xs, &hp));
+                nc[[bn, u]] = gf * cs[[bn, u]] + gi * gg;
+                nh[[bn, u]] = go * cl(nc[[bn, u]]).tanh();
             }
-            hs = nh;
-            cs = nc;
-            assert_abs_diff_eq!(y.index_axis(Axis(0), step).mapv(|v| v as f64), hs, epsilon = 1e-5);
         }
-        assert_abs_diff_eq!(yh.mapv(|v| v as f64), hs, epsilon = 1e-5);
-        assert_abs_diff_eq!(yc.mapv(|v| v as f64), cs.mapv(cl), epsilon = 1e-5);
+        hs = nh;
+        cs = nc;
+        y.index_axis_mut(Axis(0), step).assign(&hs);
     }
+    (y, hs, cs.mapv(cl))
 }
 
-#[test]
-fn gru_matches_a_loop() {
-    let (t, n, i, h) = (6, 3, 2, 4);
-    let (x, w, r, b, h0) = layer(t, n, i, h, 3, 1.1);
-    let (y, yh) = run_gru(&x, &w, &r, &b, &h0).unwrap();
-    let mut hs = h0.clone();
-    for step in 0..t {
+/// The reference GRU: (Y, Y_h).
+fn gru_ref(l: &Layer, reverse: bool) -> (Array3<f64>, Array2<f64>) {
+    let (t, n, _) = l.x.dim();
+    let h = l.r.ncols();
+    let mut y = Array3::zeros((t, n, h));
+    let mut hs = l.h0.clone();
+    for step in l.steps(reverse) {
         let mut nh = hs.clone();
         for bn in 0..n {
-            let xs = at(&x, step, bn);
-            let hp = hs.row(bn).to_vec();
-            let reset: Vec<f64> = (0..h).map(|k| sigmoid(gate(&w, &r, &b, 3, 0, k, &xs, &hp)) * hp[k]).collect();
+            let (xs, hp) = (l.input(step, bn), hs.row(bn).to_vec());
+            let reset: Vec<f64> = (0..h).map(|k| sigmoid(l.gate(3, 0, k, &xs, &hp)) * hp[k]).collect();
             for u in 0..h {
-                let z = sigmoid(gate(&w, &r, &b, 3, 1, u, &xs, &hp));
+                let z = sigmoid(l.gate(3, 1, u, &xs, &hp));
                 // The candidate reads r * h[t - 1] through R's third block.
-                let cand = gate(&w, &r, &b, 3, 2, u, &xs, &reset).tanh();
+                let cand = l.gate(3, 2, u, &xs, &reset).tanh();
                 nh[[bn, u]] = (1.0 - z) * hp[u] + z * cand;
             }
         }
         hs = nh;
-        assert_abs_diff_eq!(y.index_axis(Axis(0), step), hs.view(), epsilon = 1e-12);
+        y.index_axis_mut(Axis(0), step).assign(&hs);
     }
-    assert_abs_diff_eq!(yh, hs, epsilon = 1e-12);
+    (y, hs)
+}
+
+const ACTIVATIONS: [(&str, fn(f64) -> f64); 3] = [("Tanh", f64::tanh), ("Sigmoid", sigmoid), ("Relu", |z| z.max(0.0))];
+
+#[test]
+fn rnn_matches_a_loop_for_each_activation_and_direction() {
+    let l = layer(5, 2, 3, 4, 1, 0.1);
+    for (name, f) in ACTIVATIONS {
+        for dir in [0, 1] {
+            let (want_y, want_h) = rnn_ref(&l, f, dir == 1);
+            let (y, yh) = run_rnn(&l.x, &l.w, &l.r, &l.b, &l.h0, name, dir).unwrap();
+            assert_abs_diff_eq!(y, want_y, epsilon = 1e-12);
+            assert_abs_diff_eq!(yh, want_h, epsilon = 1e-12);
+            let (y, yh) =
+                run_rnn32(&f32s(&l.x), &f32s(&l.w), &f32s(&l.r), &f32s(&l.b), &f32s(&l.h0), name, dir as i32).unwrap();
+            assert_abs_diff_eq!(f64s(&y), want_y, epsilon = 1e-5);
+            assert_abs_diff_eq!(f64s(&yh), want_h, epsilon = 1e-5);
+        }
+    }
+    let (y, yh) = rnn_reverse(&l.x, &l.w, &l.r, &l.b, &l.h0).unwrap();
+    let (want_y, want_h) = rnn_ref(&l, f64::tanh, true);
+    assert_abs_diff_eq!(y, want_y, epsilon = 1e-12);
+    assert_abs_diff_eq!(yh, want_h, epsilon = 1e-12);
+}
+
+/// The reverse direction is not the forward one: the reference itself
+/// tells them apart on this data (so the comparisons above can fail), and
+/// the final state of the reverse pass is Y[0], not Y[T - 1].
+#[test]
+fn reverse_is_the_other_order() {
+    let l = layer(4, 2, 3, 3, 1, 0.5);
+    let (fy, fh) = rnn_ref(&l, f64::tanh, false);
+    let (ry, rh) = rnn_ref(&l, f64::tanh, true);
+    assert!((&fy - &ry).iter().any(|d| d.abs() > 1e-3));
+    assert!((&fh - &rh).iter().any(|d| d.abs() > 1e-3));
+    let (y, yh) = run_rnn(&l.x, &l.w, &l.r, &l.b, &l.h0, "Tanh", 1).unwrap();
+    assert_abs_diff_eq!(y.index_axis(Axis(0), 0), yh.view(), epsilon = 1e-15);
+    assert!((&y.index_axis(Axis(0), 3) - &yh).iter().any(|d| d.abs() > 1e-3));
+    // One step: both directions agree.
+    let one = layer(1, 2, 3, 3, 1, 0.9);
+    let f = run_rnn(&one.x, &one.w, &one.r, &one.b, &one.h0, "Tanh", 0).unwrap();
+    let r = run_rnn(&one.x, &one.w, &one.r, &one.b, &one.h0, "Tanh", 1).unwrap();
+    assert_abs_diff_eq!(f.0, r.0, epsilon = 1e-15);
+}
+
+#[test]
+fn rnn_rejects_bidirectional_and_other_shapes() {
+    let x = fill3((3, 1, 2), 0.0);
+    let (w, r, b, h0) = (fill2((2, 2), 0.0), fill2((2, 2), 1.0), fill1(4, 0.0), fill2((1, 2), 0.0));
+    assert!(matches!(rnn_bidirectional(&x, &w, &r, &b, &h0), Err(Error::Assert { .. })));
+    for dir in [2, -1, 3] {
+        assert!(matches!(run_rnn(&x, &w, &r, &b, &h0, "Tanh", dir), Err(Error::Assert { .. })));
+    }
+    // A bias of the wrong length.
+    assert!(run_rnn(&x, &w, &r, &fill1(3, 0.0), &h0, "Tanh", 0).is_err());
+    assert!(run_rnn(&x, &w, &r, &fill1(3, 0.0), &h0, "Tanh", 1).is_err());
+}
+
+#[test]
+fn lstm_matches_a_loop_with_and_without_clipping_in_both_directions() {
+    let (n, h) = (2, 3);
+    let l = layer(4, n, 3, h, 4, 0.7);
+    let c0 = fill2((n, h), 1.3) * 2.0;
+    for clip in [0.0f64, 0.5] {
+        for dir in [0, 1] {
+            let (want_y, want_h, want_c) = lstm_ref(&l, &c0, clip, dir == 1);
+            let (y, yh, yc) = run_lstm(
+                &f32s(&l.x),
+                &f32s(&l.w),
+                &f32s(&l.r),
+                &f32s(&l.b),
+                &f32s(&l.h0),
+                &f32s(&c0),
+                clip as f32,
+                dir,
+            )
+            .unwrap();
+            assert_abs_diff_eq!(f64s(&y), want_y, epsilon = 1e-5);
+            assert_abs_diff_eq!(f64s(&yh), want_h, epsilon = 1e-5);
+            assert_abs_diff_eq!(f64s(&yc), want_c, epsilon = 1e-5);
+            let (y, yh, yc) = run_lstm64(&l.x, &l.w, &l.r, &l.b, &l.h0, &c0, clip, dir as i32).unwrap();
+            assert_abs_diff_eq!(y, want_y, epsilon = 1e-12);
+            assert_abs_diff_eq!(yh, want_h, epsilon = 1e-12);
+            assert_abs_diff_eq!(yc, want_c, epsilon = 1e-12);
+        }
+    }
+    let (y, ..) = lstm_ref(&l, &c0, 0.0, false);
+    let (ry, ..) = lstm_ref(&l, &c0, 0.0, true);
+    assert!((&y - &ry).iter().any(|d| d.abs() > 1e-3));
+    assert!(matches!(run_lstm64(&l.x, &l.w, &l.r, &l.b, &l.h0, &c0, 0.0, 2), Err(Error::Assert { .. })));
+}
+
+#[test]
+fn gru_matches_a_loop_in_both_directions() {
+    let l = layer(6, 3, 2, 4, 3, 1.1);
+    for dir in [0, 1] {
+        let (want_y, want_h) = gru_ref(&l, dir == 1);
+        let (y, yh) = run_gru(&l.x, &l.w, &l.r, &l.b, &l.h0, dir).unwrap();
+        assert_abs_diff_eq!(y, want_y, epsilon = 1e-12);
+        assert_abs_diff_eq!(yh, want_h, epsilon = 1e-12);
+        let (y, yh) = run_gru32(&f32s(&l.x), &f32s(&l.w), &f32s(&l.r), &f32s(&l.b), &f32s(&l.h0), dir as i32).unwrap();
+        assert_abs_diff_eq!(f64s(&y), want_y, epsilon = 1e-5);
+        assert_abs_diff_eq!(f64s(&yh), want_h, epsilon = 1e-5);
+    }
+    let (y, _) = gru_ref(&l, false);
+    let (ry, _) = gru_ref(&l, true);
+    assert!((&y - &ry).iter().any(|d| d.abs() > 1e-3));
+    assert!(matches!(run_gru(&l.x, &l.w, &l.r, &l.b, &l.h0, 2), Err(Error::Assert { .. })));
 }
