@@ -355,11 +355,7 @@ impl<'a> Cx<'a> {
                 Dim::constant(*v)
             }
             DimAnn::Sym(def, _) => Dim::var(dim_var(*def)),
-            DimAnn::Unknown(_) => {
-                let v = self.fresh_hidden();
-                self.t.dim_names.insert(v, "?".to_string());
-                Dim::var(v)
-            }
+            DimAnn::Unknown(_) => self.run_time_dim(),
             DimAnn::Bin(op, l, r, span) => {
                 let l = self.dim_ann(l)?;
                 let r = self.dim_ann(r)?;
@@ -1625,11 +1621,10 @@ impl<'a> Cx<'a> {
                                 // An argument that is not a dimension
                                 // expression is an extent known only at
                                 // run time.
-                                let d = self.to_dim(*a).unwrap_or_else(|| {
-                                    let v = self.fresh_hidden();
-                                    self.t.dim_names.insert(v, "?".to_string());
-                                    Dim::var(v)
-                                });
+                                let d = match self.to_dim(*a) {
+                                    Some(d) => d,
+                                    None => self.run_time_dim(),
+                                };
                                 subst.insert(dim_var(func.params[i].def), d);
                             }
                         }
@@ -1699,9 +1694,7 @@ impl<'a> Cx<'a> {
                 collect_dims(&ret, &mut |d| hidden.extend(d.vars().into_iter().filter(|v| v.0 >= HIDDEN_DIM_BASE)));
                 for v in hidden {
                     if let std::collections::hash_map::Entry::Vacant(slot) = fresh.entry(v) {
-                        let n = self.fresh_hidden();
-                        self.t.dim_names.insert(n, "?".to_string());
-                        slot.insert(Dim::var(n));
+                        slot.insert(self.run_time_dim());
                     }
                 }
                 subst_ty(&ret, &fresh)
@@ -2417,11 +2410,7 @@ impl<'a> Cx<'a> {
                     FsValue::Bool => Ty::BOOL,
                     FsValue::I64 => Ty::I64,
                     FsValue::StrPair => Ty::Tuple(vec![Ty::Str, Ty::Str]),
-                    FsValue::Strs => {
-                        let v = self.fresh_hidden();
-                        self.t.dim_names.insert(v, "?".to_string());
-                        Ty::Strs(Dim::var(v))
-                    }
+                    FsValue::Strs => Ty::Strs(self.run_time_dim()),
                 }
             }
             Builtin::Reshape(op) => {
@@ -2465,11 +2454,7 @@ impl<'a> Cx<'a> {
                     // length is its number of rows.
                     // A string's length is its number of characters.
                     Ty::Dyn(_) | Ty::Jagged(_) | Ty::Str | Ty::Strs(_) if b == Builtin::Len => Ty::I64,
-                    Ty::Dyn(_) => {
-                        let v = self.fresh_hidden();
-                        self.t.dim_names.insert(v, "?".to_string());
-                        Ty::Tensor(ScalarKind::I64, vec![Dim::var(v)])
-                    }
+                    Ty::Dyn(_) => Ty::Tensor(ScalarKind::I64, vec![self.run_time_dim()]),
                     other => {
                         let d = Diagnostic::error(
                             self.hir.span(args[0]),
@@ -2636,9 +2621,7 @@ impl<'a> Cx<'a> {
             if args.len() == 2 {
                 return Ty::Scalar(k);
             }
-            let v = self.fresh_hidden();
-            self.t.dim_names.insert(v, "?".to_string());
-            return Ty::Tensor(k, vec![Dim::var(v)]);
+            return Ty::Tensor(k, vec![self.run_time_dim()]);
         }
         // A vector of strings reads like a vector (its reads bound index
         // ranges), and gives a string.

@@ -793,7 +793,6 @@ impl<'a> FnLower<'a> {
         let ATy::Tensor(k, own_dims) = &ty else {
             return self.lower_expr(e);
         };
-        let scalar = Ty::Scalar(*k);
         let read_at = |this: &mut Self, v: VarId, own: &[Dim]| -> Expr {
             // Shapes were proven equal or could not be compared; check in
             // the second case.
@@ -802,44 +801,54 @@ impl<'a> FnLower<'a> {
             let _ = this;
             Expr { kind: ir::ExprKind::Read { tensor: v, indices, checked }, ty: Ty::Scalar(*k) }
         };
-        let kind = match &self.hir.exprs[e].kind {
-            ExprKind::Def(d) => {
-                let v = self.var_of(*d)?;
-                return Some(read_at(self, v, own_dims));
+        if let ExprKind::Def(d) = self.hir.exprs[e].kind {
+            let v = self.var_of(d)?;
+            return Some(read_at(self, v, own_dims));
+        }
+        if self.is_elementwise(e) {
+            return self.elementwise_node(e, *k, |this, x| this.pointwise(x, idx, dims, pre));
+        }
+        // A call or sub-tensor: evaluate once into a temporary.
+        let v = self.lower_expr(e)?;
+        let tmp = self.new_var("arg", v.ty.clone());
+        pre.push(Stmt::Let { var: tmp, value: v });
+        Some(read_at(self, tmp, own_dims))
+    }
+
+    /// The scalar operation of elementwise expression `e` (see
+    /// `is_elementwise`) with elements of type `k`, applied to what `point`
+    /// gives for each operand: its element at the point of a whole-tensor
+    /// loop (`pointwise`) or of a dynamic-rank map (`dyn_point`).
+    fn elementwise_node(
+        &mut self,
+        e: ExprId,
+        k: ScalarKind,
+        mut point: impl FnMut(&mut Self, ExprId) -> Option<Expr>,
+    ) -> Option<Expr> {
+        let kind = match self.hir.exprs[e].kind.clone() {
+            ExprKind::Unary(op, x) => ir::ExprKind::Unary(op, Box::new(point(self, x)?)),
+            ExprKind::Binary(BinOp::Pow, a, b) => {
+                let Some(i) = self.t.intrinsic.get(&e).copied() else {
+                    return self.fail("`**` without a chosen intrinsic");
+                };
+                ir::ExprKind::Intrinsic(i, vec![point(self, a)?, point(self, b)?])
             }
-            ExprKind::Unary(op, x) => ir::ExprKind::Unary(*op, Box::new(self.pointwise(*x, idx, dims, pre)?)),
             ExprKind::Binary(op, a, b) => {
-                if *op == BinOp::Pow {
-                    let i = *self.t.intrinsic.get(&e)?;
-                    ir::ExprKind::Intrinsic(
-                        i,
-                        vec![self.pointwise(*a, idx, dims, pre)?, self.pointwise(*b, idx, dims, pre)?],
-                    )
-                } else {
-                    let la = self.pointwise(*a, idx, dims, pre)?;
-                    let lb = self.pointwise(*b, idx, dims, pre)?;
-                    let bool_result = op.is_comparison();
-                    return Some(Expr {
-                        kind: ir::ExprKind::Binary(*op, Box::new(la), Box::new(lb)),
-                        ty: if bool_result { Ty::Scalar(ScalarKind::Bool) } else { scalar },
-                    });
-                }
+                ir::ExprKind::Binary(op, Box::new(point(self, a)?), Box::new(point(self, b)?))
             }
-            ExprKind::Cast(x, to) => ir::ExprKind::Cast(Box::new(self.pointwise(*x, idx, dims, pre)?), *to),
+            ExprKind::Cast(x, to) => ir::ExprKind::Cast(Box::new(point(self, x)?), to),
             ExprKind::Call { callee: Callee::Intrinsic(i), args, .. } => {
-                let i = self.t.intrinsic.get(&e).copied().unwrap_or(*i);
-                let args = args.iter().map(|a| self.pointwise(*a, idx, dims, pre)).collect::<Option<Vec<_>>>()?;
+                let i = self.t.intrinsic.get(&e).copied().unwrap_or(i);
+                let args = args.iter().map(|a| point(self, *a)).collect::<Option<Vec<_>>>()?;
                 ir::ExprKind::Intrinsic(i, args)
             }
-            _ => {
-                // A call or sub-tensor: evaluate once into a temporary.
-                let v = self.lower_expr(e)?;
-                let tmp = self.new_var("arg", v.ty.clone());
-                pre.push(Stmt::Let { var: tmp, value: v });
-                return Some(read_at(self, tmp, own_dims));
-            }
+            _ => return self.fail("an elementwise operation of another expression"),
         };
-        Some(Expr { kind, ty: scalar })
+        let ty = match &kind {
+            ir::ExprKind::Binary(op, ..) if op.is_comparison() => Ty::Scalar(ScalarKind::Bool),
+            _ => Ty::Scalar(k),
+        };
+        Some(Expr { kind, ty })
     }
 
     /// Whether `e` is an elementwise operation with a dynamic-rank result.
@@ -894,27 +903,7 @@ impl<'a> FnLower<'a> {
             return Some(var_expr(elem, Ty::Scalar(k)));
         }
         let ATy::Dyn(k) = ty else { return self.fail("an elementwise map of a non-tensor") };
-        let mut point = |this: &mut Self, x: ExprId| this.dyn_point(x, inputs, elems, pre);
-        let kind = match self.hir.exprs[e].kind.clone() {
-            ExprKind::Unary(op, x) => ir::ExprKind::Unary(op, Box::new(point(self, x)?)),
-            ExprKind::Binary(BinOp::Pow, a, b) => {
-                let Some(i) = self.t.intrinsic.get(&e).copied() else {
-                    return self.fail("`**` without a chosen intrinsic");
-                };
-                ir::ExprKind::Intrinsic(i, vec![point(self, a)?, point(self, b)?])
-            }
-            ExprKind::Binary(op, a, b) => {
-                ir::ExprKind::Binary(op, Box::new(point(self, a)?), Box::new(point(self, b)?))
-            }
-            ExprKind::Cast(x, to) => ir::ExprKind::Cast(Box::new(point(self, x)?), to),
-            ExprKind::Call { callee: Callee::Intrinsic(i), args, .. } => {
-                let i = self.t.intrinsic.get(&e).copied().unwrap_or(i);
-                let args = args.iter().map(|a| point(self, *a)).collect::<Option<Vec<_>>>()?;
-                ir::ExprKind::Intrinsic(i, args)
-            }
-            _ => return self.fail("an elementwise map of another expression"),
-        };
-        Some(Expr { kind, ty: Ty::Scalar(k) })
+        self.elementwise_node(e, k, |this, x| this.dyn_point(x, inputs, elems, pre))
     }
 
     fn lower_expr(&mut self, e: ExprId) -> Option<Expr> {

@@ -152,7 +152,7 @@ impl FnCx<'_> {
                         for #pat in #iter {
                             __elems.push(#value);
                         }
-                        #rt::shape::from_elems::<_>(#name, #first.raw_dim(), __elems)?
+                        #rt::shape::from_elems(#name, #first.raw_dim(), __elems)?
                     }),
                     Prec::Block,
                 ))
