@@ -99,7 +99,7 @@ pub fn remove_dir(function: &str, path: &str) -> Result<bool, Error> {
 /// same name when `dst` is a directory (as `shutil.copy` and `move`).
 fn destination(src: &str, dst: &str) -> String {
     if Path::new(dst).is_dir() {
-        join_path("", &[dst.to_string(), basename("", src).unwrap_or_default()]).unwrap_or_default()
+        join([dst, base_name(src)])
     } else {
         dst.to_string()
     }
@@ -134,8 +134,13 @@ pub fn file_size(function: &str, path: &str) -> Result<i64, Error> {
 /// The parts joined with `/`: a part that starts with `/` starts over, a
 /// `/` is added only where the text so far does not end with one.
 pub fn join_path(_function: &str, parts: &[String]) -> Result<String, Error> {
+    Ok(join(parts))
+}
+
+fn join<S: AsRef<str>>(parts: impl IntoIterator<Item = S>) -> String {
     let mut out = String::new();
     for part in parts {
+        let part = part.as_ref();
         if part.starts_with('/') {
             out.clear();
         } else if !out.is_empty() && !out.ends_with('/') {
@@ -143,12 +148,17 @@ pub fn join_path(_function: &str, parts: &[String]) -> Result<String, Error> {
         }
         out.push_str(part);
     }
-    Ok(out)
+    out
 }
 
 /// The offset just after the last `/` of `path` (0 without one).
 fn last_sep(path: &str) -> usize {
     path.rfind('/').map_or(0, |i| i + 1)
+}
+
+/// What follows the last `/`.
+fn base_name(path: &str) -> &str {
+    &path[last_sep(path)..]
 }
 
 /// `(head, tail)`: `tail` is what follows the last `/`, `head` what comes
@@ -163,7 +173,7 @@ pub fn split_path(_function: &str, path: &str) -> Result<(String, String), Error
 
 /// What follows the last `/` (`""` for a path that ends with one).
 pub fn basename(_function: &str, path: &str) -> Result<String, Error> {
-    Ok(path[last_sep(path)..].to_string())
+    Ok(base_name(path).to_string())
 }
 
 /// What comes before the last `/`, as `split_path`'s head.
@@ -211,7 +221,7 @@ pub fn absolute_path(function: &str, path: &str) -> Result<String, Error> {
         return Ok(normalize(path));
     }
     let cwd = current_dir(function)?;
-    Ok(normalize(&join_path(function, &[cwd, path.to_string()])?))
+    Ok(normalize(&join([cwd.as_str(), path])))
 }
 
 /// The path that leads from directory `start` to `path` (both made
@@ -224,12 +234,9 @@ pub fn relative_path(function: &str, path: &str, start: &str) -> Result<String, 
     let to: Vec<&str> = to.split('/').filter(|p| !p.is_empty()).collect();
     let from: Vec<&str> = from.split('/').filter(|p| !p.is_empty()).collect();
     let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
-    let mut parts: Vec<String> = vec!["..".to_string(); from.len() - common];
-    parts.extend(to[common..].iter().map(|p| p.to_string()));
-    if parts.is_empty() {
-        return Ok(".".to_string());
-    }
-    join_path(function, &parts)
+    let mut parts = vec![".."; from.len() - common];
+    parts.extend(&to[common..]);
+    Ok(if parts.is_empty() { ".".to_string() } else { parts.join("/") })
 }
 
 #[cfg(test)]

@@ -135,8 +135,7 @@ fn axis_index(function: &str, axis: i64, rank: usize) -> Result<usize, Error> {
 /// The elements of `x` in row-major order, in a tensor of shape `dims`
 /// (which has as many elements).
 fn relaid<T: Clone, D: Dimension>(function: &str, x: ArrayView<'_, T, D>, dims: &[usize]) -> Result<ArrayD<T>, Error> {
-    ArrayD::from_shape_vec(IxDyn(dims), x.iter().cloned().collect())
-        .map_err(|e| extent_error(function, format!("cannot lay out {} elements as {dims:?}: {e}", x.len())))
+    from_elems(function, IxDyn(dims), x.iter().cloned().collect())
 }
 
 /// `reshape(x, shape)`: the elements of `x` in row-major order, in a tensor
@@ -313,8 +312,7 @@ pub fn gather_nd<T: Clone, D: Dimension>(
         }
         data.extend(part.iter().cloned());
     }
-    ArrayD::from_shape_vec(IxDyn(&dims), data)
-        .map_err(|e| extent_error(function, format!("cannot lay out the gathered elements as {dims:?}: {e}")))
+    from_elems(function, IxDyn(&dims), data)
 }
 
 /// Checks that the tensor operands of an elementwise operation with a
@@ -332,10 +330,13 @@ pub fn same_shape(function: &str, shapes: &[&[usize]]) -> Result<(), Error> {
     }
 }
 
-/// The dynamic-rank tensor of `shape` holding `elems` in row-major order.
+/// The dynamic-rank tensor of `shape` holding `elems` in row-major order;
+/// an error when their numbers differ.
 pub fn from_elems<T>(function: &str, shape: IxDyn, elems: Vec<T>) -> Result<ArrayD<T>, Error> {
+    let len = elems.len();
+    let dims = shape.slice().to_vec();
     ArrayD::from_shape_vec(shape, elems)
-        .map_err(|e| extent_error(function, format!("cannot lay out the elements of an elementwise result: {e}")))
+        .map_err(|e| extent_error(function, format!("cannot lay out {len} elements as {dims:?}: {e}")))
 }
 
 /// The shape of a dynamic-rank tensor as an `i64` vector.

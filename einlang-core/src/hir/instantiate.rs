@@ -354,19 +354,13 @@ impl Cloner<'_> {
         match &self.hir.exprs[e].kind {
             ExprKind::Lit(crate::syntax::ast::Lit::Int(n, _)) => Some(*n),
             ExprKind::Def(d) => self.static_locals.get(d).copied(),
-            ExprKind::Builtin(super::Builtin::Len, args) => match args.as_slice() {
-                [x] => match &self.hir.exprs[*x].kind {
-                    ExprKind::Builtin(super::Builtin::Shape, inner) => match inner.as_slice() {
-                        [t] => match self.hir.exprs[*t].kind {
-                            ExprKind::Def(d) => self.ranks.get(&d).map(|r| *r as i128),
-                            _ => None,
-                        },
-                        _ => None,
-                    },
-                    _ => None,
-                },
-                _ => None,
-            },
+            ExprKind::Builtin(super::Builtin::Len, args) => {
+                let [x] = args.as_slice() else { return None };
+                let ExprKind::Builtin(super::Builtin::Shape, inner) = &self.hir.exprs[*x].kind else { return None };
+                let [t] = inner.as_slice() else { return None };
+                let ExprKind::Def(d) = self.hir.exprs[*t].kind else { return None };
+                self.ranks.get(&d).map(|r| *r as i128)
+            }
             ExprKind::Block(Block { stmts, tail: Some(t) }) if stmts.is_empty() => self.static_int(*t),
             _ => None,
         }

@@ -400,6 +400,20 @@ pub enum Builtin {
 pub use crate::ir::{DynShapeOp, FsOp};
 
 impl Builtin {
+    /// The builtin a library declaration `#[builtin(name)]` stands for.
+    pub fn declared(name: &str) -> Option<Builtin> {
+        match name {
+            "load_npy" => Some(Builtin::LoadNpy),
+            "save_npy" => Some(Builtin::SaveNpy),
+            "shape" => Some(Builtin::Shape),
+            _ => DynShapeOp::ALL
+                .into_iter()
+                .find(|op| op.name() == name)
+                .map(Builtin::Reshape)
+                .or_else(|| FsOp::ALL.into_iter().find(|op| op.name() == name).map(Builtin::Fs)),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Builtin::Print => "print",

@@ -694,10 +694,6 @@ impl FsOp {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<FsOp> {
-        FsOp::ALL.into_iter().find(|op| op.name() == name)
-    }
-
     pub fn params(self) -> &'static [FsValue] {
         use FsValue::*;
         match self {
@@ -740,6 +736,9 @@ pub enum DynShapeOp {
 }
 
 impl DynShapeOp {
+    pub const ALL: [DynShapeOp; 5] =
+        [DynShapeOp::Reshape, DynShapeOp::Squeeze, DynShapeOp::Unsqueeze, DynShapeOp::Slice, DynShapeOp::GatherNd];
+
     pub fn name(self) -> &'static str {
         match self {
             DynShapeOp::Reshape => "reshape",

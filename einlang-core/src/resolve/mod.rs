@@ -235,21 +235,8 @@ impl Resolver {
             match item {
                 ast::Item::Fn(f) => {
                     if let Some(attr) = f.attrs.iter().find(|a| a.name.name == "builtin") {
-                        let which = match attr.args.first().map(|a| a.name.as_str()) {
-                            Some("load_npy") if stdlib => hir::Builtin::LoadNpy,
-                            Some("save_npy") if stdlib => hir::Builtin::SaveNpy,
-                            Some("reshape") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Reshape),
-                            Some("squeeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Squeeze),
-                            Some("unsqueeze") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Unsqueeze),
-                            Some("shape") if stdlib => hir::Builtin::Shape,
-                            Some("slice") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::Slice),
-                            Some("gather_nd") if stdlib => hir::Builtin::Reshape(hir::DynShapeOp::GatherNd),
-                            Some(name) if stdlib && hir::FsOp::from_name(name).is_some() => {
-                                match hir::FsOp::from_name(name) {
-                                    Some(op) => hir::Builtin::Fs(op),
-                                    None => continue,
-                                }
-                            }
+                        let which = match attr.args.first().and_then(|a| hir::Builtin::declared(&a.name)) {
+                            Some(b) if stdlib => b,
                             _ => {
                                 diags.push(Diagnostic::error(
                                     attr.span,
