@@ -281,15 +281,6 @@ fn partition_keeps_the_original_order() {
     assert_eq!(l.to_vec(), zs.iter().copied().filter(|&v| v > 4).collect::<Vec<_>>());
 }
 
-/// The `k` largest values of `x`, largest first, with their positions (a
-/// stable sort by descending value, then truncated).
-fn topk_ref(x: &[f64], k: usize) -> (Vec<f64>, Vec<i64>) {
-    let mut order: Vec<usize> = (0..x.len()).collect();
-    order.sort_by(|&a, &b| x[b].partial_cmp(&x[a]).unwrap());
-    order.truncate(k);
-    (order.iter().map(|&i| x[i]).collect(), order.iter().map(|&i| i as i64).collect())
-}
-
 #[test]
 fn topk_sorts_the_largest_first() {
     let x = array![1.0f32, 5.0, 2.0, 5.0, 9.0];

@@ -866,14 +866,6 @@ mod topk {
     }
 }
 
-/// The `k` largest of a row, largest first, ties in order, by sorting.
-fn topk_ref<T: PartialOrd + Copy>(row: &[T], k: usize) -> (Vec<T>, Vec<i64>) {
-    let mut idx: Vec<usize> = (0..row.len()).collect();
-    idx.sort_by(|&a, &b| row[b].partial_cmp(&row[a]).unwrap().then(a.cmp(&b)));
-    idx.truncate(k);
-    (idx.iter().map(|&i| row[i]).collect(), idx.iter().map(|&i| i as i64).collect())
-}
-
 #[test]
 fn topk_along_the_last_axis() {
     let x = rand2(4, 7, 901);

@@ -853,14 +853,6 @@ fn resize_and_upsample_match_the_reference() {
 // Selection
 // ===========================================================================
 
-/// The `k` largest of a vector, largest first, ties in order, by sorting.
-fn topk_ref<T: PartialOrd + Copy>(v: &[T], k: usize) -> (Vec<T>, Vec<i64>) {
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by(|&a, &b| v[b].partial_cmp(&v[a]).unwrap().then(a.cmp(&b)));
-    idx.truncate(k);
-    (idx.iter().map(|&i| v[i]).collect(), idx.iter().map(|&i| i as i64).collect())
-}
-
 #[test]
 fn topk_1d_helper_largest_first() {
     let x = rand1(9, 120);

@@ -383,3 +383,12 @@ pub fn recurrence_facts(src: &str, func: &str, name: &str) -> einlang_core::anal
 pub fn window(len: u64) -> einlang_core::analysis::recur::Storage {
     einlang_core::analysis::recur::Storage::Window { axis: 0, len, slots: len.next_power_of_two() }
 }
+
+/// The `k` largest of a vector and their positions, largest first, ties in
+/// order, by sorting.
+pub fn topk_ref<T: PartialOrd + Copy>(v: &[T], k: usize) -> (Vec<T>, Vec<i64>) {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| v[b].partial_cmp(&v[a]).unwrap().then(a.cmp(&b)));
+    idx.truncate(k);
+    (idx.iter().map(|&i| v[i]).collect(), idx.iter().map(|&i| i as i64).collect())
+}
