@@ -1341,11 +1341,12 @@ impl<'a> Cx<'a> {
             if ta.is_error() || tb.is_error() {
                 return Ty::Error;
             }
-            let dyn_bool = |t: &Ty| matches!(t, Ty::Dyn(ScalarKind::Bool));
-            if (dyn_bool(&ta) || dyn_bool(&tb)) && [&ta, &tb].iter().all(|t| ew_elem(t) == Some(ScalarKind::Bool)) {
-                // Element by element, with a run-time rank.
+            let tensor = |t: &Ty| matches!(t, Ty::Tensor(..) | Ty::Dyn(_));
+            if (tensor(&ta) || tensor(&tb)) && [&ta, &tb].iter().all(|t| ew_elem(t) == Some(ScalarKind::Bool)) {
+                // Element by element, as arithmetic is (both operands are
+                // evaluated).
                 return match self.broadcast(span, &ta, &tb) {
-                    Some(_) => Ty::Dyn(ScalarKind::Bool),
+                    Some(shape) => shape.ty(ScalarKind::Bool),
                     None => Ty::Error,
                 };
             }
