@@ -263,3 +263,49 @@ fn random_wrong_shapes_never_panic() {
         }
     }
 }
+
+mod results {
+    einlang::einlang! {
+        /// A `let` bound to `len(x)` or `shape(x)[d]` is that extent, so
+        /// these results are proven to have the declared extents.
+        pub fn scaled_and_total(x: [f32; N]) -> ([f32; N], f32) {
+            let n = len(x);
+            let y[i in 0..n] = x[i] * 2.0;
+            (y, sum[i](x[i]))
+        }
+
+        pub fn first_row(x: [f32; R, C]) -> [f32; C] {
+            let c = shape(x)[1];
+            let last = c - 1;
+            let y[j in 0..last + 1] = x[0, j];
+            y
+        }
+
+        /// The kept elements are known only at run time: the declared `N`
+        /// of the tuple's first element is checked when the function
+        /// returns.
+        pub fn kept(x: [f32; N], floor: f32) -> (i64, ([f32; N], [f32; ?])) {
+            let k = [v | v in x, v >= floor];
+            (len(k), (k, x))
+        }
+    }
+}
+
+#[test]
+fn declared_extents_of_tuple_elements_are_checked_when_returning() {
+    let x = array![1.0f32, -2.0, 3.0];
+    let (y, total) = results::scaled_and_total(&x).unwrap();
+    assert_eq!((y, total), (array![2.0f32, -4.0, 6.0], 2.0));
+    assert_eq!(results::first_row(&array![[1.0f32, 2.0], [3.0, 4.0]]).unwrap(), array![1.0f32, 2.0]);
+    // Every element kept: the extents agree.
+    let (n, (k, same)) = results::kept(&x, -5.0).unwrap();
+    assert_eq!((n, k, same), (3, x.clone(), x.clone()));
+    // One dropped: two elements where `N` = 3 was declared.
+    match results::kept(&x, 0.0) {
+        Err(Error::Extent { function, message }) => {
+            assert_eq!(function, "kept");
+            assert!(message.contains("`N`") && message.contains("length 2"), "{message}");
+        }
+        other => panic!("expected an extent error, got {other:?}"),
+    }
+}

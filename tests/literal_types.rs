@@ -71,6 +71,11 @@ einlang! {
         (v, w)
     }
 
+    /// Literals written in the result tuple itself, nested too.
+    pub fn tuple_of_literals(x: f64) -> (f64, (i64, [u8; 2]), f64) {
+        (1.5, (2, [3, 250]), x)
+    }
+
     pub fn fibonacci(n: i64) -> [i64; n] {
         let fib[0] = 0;
         let fib[1] = 1;
@@ -109,6 +114,7 @@ fn integer_literal_lets_take_the_type_of_their_use() {
     assert_eq!(default_i32().unwrap(), 3i32);
     assert_eq!(from_ten().unwrap(), array![10i64, 11, 12, 13]);
     assert_eq!(returned().unwrap(), (array![1i64, 2, 3], 0.25f64));
+    assert_eq!(tuple_of_literals(-1.0).unwrap(), (1.5f64, (2i64, array![3u8, 250]), -1.0f64));
     let mut want = vec![0i64, 1];
     for k in 2..50 {
         want.push(want[k - 1] + want[k - 2]);

@@ -75,7 +75,24 @@ mod tuple_branches {
             let a = parts.1;
             sum[i](a[i]) * parts.0 as f32
         }
+        /// A matrix or its transpose: `[M, N]` or `[N, M]`, which cannot be
+        /// compared when compiling, so the result's extents are the running
+        /// branch's; each row sum is weighted by its row number.
+        pub fn maybe_transposed(m: [f32; M, N], flip: bool) -> [f32; ?] {
+            let t[j, i] = m[i, j];
+            let x = if flip { t } else { m };
+            let rows[r] = sum[c](x[r, c]) * r as f32;
+            rows
+        }
     }
+}
+
+#[test]
+fn branches_of_shapes_unknown_until_run_time() {
+    let m = einlang::ndarray::array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
+    // Rows of m: 6, 15; rows of its transpose: 5, 7, 9.
+    assert_eq!(tuple_branches::maybe_transposed(&m, false).unwrap(), einlang::ndarray::array![0.0f32, 15.0]);
+    assert_eq!(tuple_branches::maybe_transposed(&m, true).unwrap(), einlang::ndarray::array![0.0f32, 7.0, 18.0]);
 }
 
 #[test]

@@ -73,8 +73,19 @@ pub struct FnSig {
     pub ret: Ty,
     pub entry: Vec<EntryPlan>,
     /// Result axes whose declared extent could not be proven equal to the
-    /// computed one: `(axis, declared, symbol text)`.
-    pub result_checks: Vec<(usize, Dim, String)>,
+    /// computed one.
+    pub result_checks: Vec<ResultCheck>,
+}
+
+/// A result axis to check at run time.
+#[derive(Clone, Debug)]
+pub struct ResultCheck {
+    /// Which tuple element holds the tensor (empty: the result itself).
+    pub path: Vec<u32>,
+    pub axis: usize,
+    pub declared: Dim,
+    /// The declared extent as written.
+    pub symbol: String,
 }
 
 /// The analyses' results.
@@ -169,6 +180,7 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
         recs: Vec::new(),
         slot_fallback: HashMap::new(),
         let_locals: Default::default(),
+        let_values: HashMap::new(),
         flex_lets: Default::default(),
         literal_origin: HashMap::new(),
         in_instance: false,
@@ -272,6 +284,9 @@ struct Cx<'a> {
     /// Locals bound by `let` statements: their values exist before any
     /// later statement runs, so a range bound may read them.
     let_locals: std::collections::HashSet<DefId>,
+    /// The value of every `i64` `let` local typed so far: a symbolic
+    /// integer expression reads through it (`let n = len(x);` is `N`).
+    let_values: HashMap<DefId, ExprId>,
     /// Unannotated `let`s whose value is made of unsuffixed literals: their
     /// type is open to a later use (see `Tables::retypes`), or was decided
     /// by one (`Hir::literal_types`).
@@ -622,10 +637,16 @@ impl<'a> Cx<'a> {
 
     /// Compares the declared result type with the body's; returns the axes
     /// that need a run-time check.
-    fn check_result(&mut self, f: FnId, declared: &Ty, found: &Ty) -> Vec<(usize, Dim, String)> {
+    fn check_result(&mut self, f: FnId, declared: &Ty, found: &Ty) -> Vec<ResultCheck> {
         let func = &self.hir.fns[f];
         let span = func.body.tail.map(|t| self.hir.span(t)).unwrap_or(func.span);
+        let mut found = found;
+        let retyped;
         if let Some(tail) = func.body.tail {
+            if let Some(t) = self.retype_tuple_literals(tail, declared) {
+                retyped = t;
+                found = &retyped;
+            }
             self.retype_to(tail, found, declared, span);
         }
         let ann_span = match &func.ret {
@@ -650,45 +671,111 @@ impl<'a> Cx<'a> {
             cx.err(d);
         };
         let mut checks = Vec::new();
+        if let Err(note) = self.result_checks(declared, found, &mut Vec::new(), &mut checks) {
+            mismatch(self, note);
+            return Vec::new();
+        }
+        checks
+    }
+
+    /// Literal entries of a tuple result (`(1.0, (d, 2))`) take the
+    /// declared types, as a literal result does. Returns the tuple's new
+    /// type when an entry changed.
+    fn retype_tuple_literals(&mut self, e: ExprId, wanted: &Ty) -> Option<Ty> {
+        match (self.hir.exprs[e].kind.clone(), wanted) {
+            (ExprKind::Block(b), _) => {
+                let t = self.retype_tuple_literals(b.tail?, wanted)?;
+                Some(self.set(e, t))
+            }
+            (ExprKind::Tuple(items), Ty::Tuple(ws)) if items.len() == ws.len() => {
+                let mut changed = false;
+                let mut tys = Vec::new();
+                for (x, w) in items.iter().zip(ws) {
+                    match self.retype_tuple_literals(*x, w) {
+                        Some(t) => {
+                            changed = true;
+                            tys.push(t);
+                        }
+                        None => tys.push(self.t.ty(*x).clone()),
+                    }
+                }
+                changed.then(|| self.set(e, Ty::Tuple(tys)))
+            }
+            (ExprKind::Tuple(_), _) => None,
+            (_, Ty::Scalar(k) | Ty::Tensor(k, _)) if self.literal_value(e) => {
+                let found = self.t.ty(e).elem()?;
+                let same_class = found.is_int() == k.is_int() && found.is_float() == k.is_float();
+                (found != *k && same_class).then(|| self.infer(e, Some(*k)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Collects into `checks` the axes of `found` (at tuple path `path` of
+    /// the result) that must be checked against `declared` at run time.
+    /// `Err` when the two cannot agree, with a note on the axis that differs.
+    fn result_checks(
+        &self,
+        declared: &Ty,
+        found: &Ty,
+        path: &mut Vec<u32>,
+        checks: &mut Vec<ResultCheck>,
+    ) -> Result<(), Option<String>> {
+        let check = |axis: usize, d: &Dim| ResultCheck {
+            path: path.clone(),
+            axis,
+            declared: d.clone(),
+            symbol: self.t.show_dim(d),
+        };
+        let any_extent = |d: &Dim| d.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE);
         match (declared, found) {
             (Ty::Tensor(k1, d1), Ty::Tensor(k2, d2)) if k1 == k2 && d1.len() == d2.len() => {
                 for (axis, (a, b)) in d1.iter().zip(d2).enumerate() {
-                    if a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) {
+                    if any_extent(a) {
                         // Declared `?`: any extent.
                         continue;
                     }
                     match a.prove_eq(b) {
                         Truth::True => {}
                         Truth::False => {
-                            let note = format!(
-                                "axis {axis} is declared as `{}` but inferred as `{}`",
+                            let at = if path.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" of result element {}", path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join("."))
+                            };
+                            return Err(Some(format!(
+                                "axis {axis}{at} is declared as `{}` but inferred as `{}`",
                                 self.t.show_dim(a),
                                 self.t.show_dim(b)
-                            );
-                            mismatch(self, Some(note));
-                            return Vec::new();
+                            )));
                         }
-                        Truth::Unknown => checks.push((axis, a.clone(), self.t.show_dim(a))),
+                        Truth::Unknown => checks.push(check(axis, a)),
                     }
                 }
             }
             _ if declared == found => {}
-            (Ty::Dyn(k1), Ty::Tensor(k2, _)) if k1 == k2 => {}
+            (Ty::Dyn(k1), Ty::Tensor(k2, _)) if k1 == k2 && path.is_empty() => {}
             // A dynamic-rank value converts to the declared type at run
             // time: its rank, then each declared extent, is checked.
-            (Ty::Tensor(k1, d1), Ty::Dyn(k2)) if k1 == k2 => {
+            (Ty::Tensor(k1, d1), Ty::Dyn(k2)) if k1 == k2 && path.is_empty() => {
                 for (axis, a) in d1.iter().enumerate() {
-                    if !a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) {
-                        checks.push((axis, a.clone(), self.t.show_dim(a)));
+                    if !any_extent(a) {
+                        checks.push(check(axis, a));
                     }
                 }
             }
-            (Ty::Tuple(ds), Ty::Tuple(fs))
-                if ds.len() == fs.len() && ds.iter().zip(fs).all(|(d, f)| compatible_declared(d, f)) => {}
-            (Ty::Strs(_), Ty::Strs(_)) if compatible_declared(declared, found) => {}
-            _ => mismatch(self, None),
+            (Ty::Tuple(ds), Ty::Tuple(fs)) if ds.len() == fs.len() => {
+                for (i, (d, f)) in ds.iter().zip(fs).enumerate() {
+                    path.push(i as u32);
+                    let r = self.result_checks(d, f, path, checks);
+                    path.pop();
+                    r?;
+                }
+            }
+            (Ty::Strs(a), Ty::Strs(b)) if any_extent(a) || a.prove_eq(b) == Truth::True => {}
+            _ => return Err(None),
         }
-        checks
+        Ok(())
     }
 
     // ----- statements -------------------------------------------------------
@@ -728,6 +815,9 @@ impl<'a> Cx<'a> {
                             // are checked against what was meant.
                             t = a;
                         }
+                    }
+                    if t == Ty::I64 {
+                        self.let_values.insert(*def, *value);
                     }
                     self.env.insert(*def, t.clone());
                     self.t.def_ty.insert(*def, t);
@@ -1189,7 +1279,7 @@ impl<'a> Cx<'a> {
                             let d = Diagnostic::error(
                                 span,
                                 format!(
-                                    "`if` and `else` give tensors of shapes `{}` and `{}`, which may differ",
+                                    "`if` and `else` give tensors of shapes `{}` and `{}`, which differ",
                                     self.t.show_ty(&tt),
                                     self.t.show_ty(&et)
                                 ),
@@ -2138,7 +2228,7 @@ impl<'a> Cx<'a> {
                     Err(Join::Differ) => {
                         let d = Diagnostic::error(
                             self.hir.span(arm.body),
-                            "match arms give tensors whose shapes may differ",
+                            "match arms give tensors of different shapes",
                         )
                         .note("the value of a `match` must have one shape whichever arm runs");
                         self.err(d);
@@ -2184,12 +2274,12 @@ impl<'a> Cx<'a> {
                 let hidden = |d: &Dim| d.vars().iter().any(|v| v.0 >= HIDDEN_DIM_BASE);
                 let mut dims = Vec::new();
                 for (x, y) in d1.iter().zip(d2) {
-                    if x.prove_eq(y) == Truth::True {
-                        dims.push(x.clone());
-                    } else if hidden(x) || hidden(y) {
-                        dims.push(self.run_time_dim());
-                    } else {
-                        return Err(Join::Differ);
+                    match x.prove_eq(y) {
+                        Truth::True => dims.push(x.clone()),
+                        Truth::False if !hidden(x) && !hidden(y) => return Err(Join::Differ),
+                        // Which extent it is depends on the branch taken:
+                        // known when it runs.
+                        _ => dims.push(self.run_time_dim()),
                     }
                 }
                 Ok(Ty::Tensor(*k1, dims))
@@ -2851,6 +2941,7 @@ impl<'a> Cx<'a> {
                 DefKind::Dim | DefKind::Index => Some(Dim::var(dim_var(*d))),
                 DefKind::Param if self.t.def_ty.get(d) == Some(&Ty::I64) => Some(Dim::var(dim_var(*d))),
                 DefKind::WhereBind => self.where_value(*d).and_then(|v| self.to_dim(v)),
+                DefKind::Local => self.let_values.get(d).and_then(|v| self.to_dim(*v)),
                 _ => None,
             },
             ExprKind::Unary(UnOp::Neg, x) => self.to_dim(*x).map(|d| d.neg()),
@@ -2980,7 +3071,7 @@ fn ew_elem(t: &Ty) -> Option<ScalarKind> {
 
 /// Why two branches have no common type.
 enum Join {
-    /// Tensors whose extents may differ.
+    /// Tensors whose extents provably differ.
     Differ,
     /// Different kinds of value.
     Mismatch,
@@ -2994,27 +3085,6 @@ fn same_kind_and_rank(a: &Ty, b: &Ty) -> bool {
         (Ty::Tuple(x), Ty::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_kind_and_rank(p, q)),
         (Ty::Str, Ty::Str) | (Ty::Strs(_), Ty::Strs(_)) => true,
         _ => false,
-    }
-}
-
-/// Whether a declared tuple element accepts a found one: equal, or tensors
-/// of one element type and rank whose declared extents are `?` or provably
-/// equal. (Tuple elements get no run-time result checks.)
-fn compatible_declared(declared: &Ty, found: &Ty) -> bool {
-    match (declared, found) {
-        (Ty::Tensor(k1, d1), Ty::Tensor(k2, d2)) => {
-            k1 == k2
-                && d1.len() == d2.len()
-                && d1
-                    .iter()
-                    .zip(d2)
-                    .all(|(a, b)| a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) || a.prove_eq(b) == Truth::True)
-        }
-        (Ty::Tuple(a), Ty::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compatible_declared(x, y)),
-        (Ty::Strs(a), Ty::Strs(b)) => {
-            a.as_var().is_some_and(|v| v.0 >= HIDDEN_DIM_BASE) || a.prove_eq(b) == Truth::True
-        }
-        _ => declared == found,
     }
 }
 

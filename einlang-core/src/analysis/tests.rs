@@ -169,6 +169,16 @@ fn declared_result_shape_differs() {
 }
 
 #[test]
+fn declared_tuple_element_shape_differs() {
+    check_error(
+        "fn f(x: [f32; N]) -> (f32, ([f32; N], i64)) { let d[i] = x[i + 1] - x[i]; (1.0, (d, 2)) }",
+        expect![[r#"
+            error: mismatched result type: the body has type `(f32, ([f32; N - 1], i64))`, the function declares `(f32, ([f32; N], i64))` @1:74
+              = note: axis 0 of result element 1.0 is declared as `N` but inferred as `N - 1`"#]],
+    );
+}
+
+#[test]
 fn element_type_mismatch() {
     check_error(
         "fn f(x: f32, y: f64) -> f32 { x + y }",
@@ -223,11 +233,11 @@ fn integer_literal_where_float_is_needed() {
 }
 
 #[test]
-fn if_branches_with_shapes_that_may_differ() {
+fn if_branches_with_shapes_that_differ() {
     check_error(
-        "fn f(a: [f32; M, N], b: [f32; N, M], c: bool) -> f32 { let t = if c { a } else { b }; sum[i, j](t[i, j]) }",
+        "fn f(a: [f32; M, N], c: bool) -> f32 { let b[i, j in 0..N + 1] = a[i, 0]; let t = if c { a } else { b }; sum[i, j](t[i, j]) }",
         expect![[r#"
-            error: `if` and `else` give tensors of shapes `[f32; M, N]` and `[f32; N, M]`, which may differ @1:63
+            error: `if` and `else` give tensors of shapes `[f32; M, N]` and `[f32; M, N + 1]`, which differ @1:82
               = note: the value of an `if` must have one shape whichever branch runs"#]],
     );
 }
@@ -262,15 +272,15 @@ fn file_functions_take_strings() {
 fn branches_join_tuples_element_by_element() {
     check_error(
         "fn f(m: [f32; H, W], a: i64) -> f32 {
-            let t[j, i] = m[i, j];
+            let t[i, j in 0..W - 1] = m[i, j];
             let p = if a == 0 { (m, 1) } else { (t, 2) };
             let q = match a { 0 => (1.0, m), _ => (2.0, t) };
             0.0
         }",
         expect![[r#"
-            error: `if` and `else` give tensors of shapes `([f32; H, W], i32)` and `([f32; W, H], i32)`, which may differ @3:20
+            error: `if` and `else` give tensors of shapes `([f32; H, W], i32)` and `([f32; H, W - 1], i32)`, which differ @3:20
               = note: the value of an `if` must have one shape whichever branch runs
-            error: match arms give tensors whose shapes may differ @4:50
+            error: match arms give tensors of different shapes @4:50
               = note: the value of a `match` must have one shape whichever arm runs"#]],
     );
 }

@@ -308,6 +308,7 @@ pub(crate) fn conv1d() -> Program {
             tensor(y, F32, vec![axis(t, konst(0), dim(len))], body, true, 2),
             Stmt::CheckResultDim {
                 tensor: y,
+                path: Vec::new(),
                 axis: 0,
                 symbol: "N - K + 1".to_string(),
                 declared: dim(n).sub(&dim(k)).add_const(1),

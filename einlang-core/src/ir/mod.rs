@@ -59,6 +59,15 @@ pub enum Ty {
     Unit,
 }
 
+/// The type of the element of tuple type `ty` at `path` (`ty` itself for
+/// an empty path).
+pub fn tuple_element<'a>(ty: &'a Ty, path: &[u32]) -> Option<&'a Ty> {
+    path.iter().try_fold(ty, |t, &i| match t {
+        Ty::Tuple(items) => items.get(i as usize),
+        _ => None,
+    })
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     pub fns: Vec<Function>,
@@ -116,8 +125,9 @@ pub enum Stmt {
     Gemm(Gemm),
     /// A tensor defined by clauses that read earlier points of itself.
     Recurrence(Recurrence),
-    /// A declared result dimension checked against the computed one.
-    CheckResultDim { tensor: VarId, axis: usize, symbol: String, declared: Dim },
+    /// A declared result dimension checked against the computed one: of
+    /// `tensor`, or of its tuple element at `path` (`result.1.0`).
+    CheckResultDim { tensor: VarId, path: Vec<u32>, axis: usize, symbol: String, declared: Dim },
     /// Evaluate for effect (`assert`, `print`).
     Expr(Expr),
 }

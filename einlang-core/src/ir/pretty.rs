@@ -134,8 +134,9 @@ impl Printer<'_> {
                 )
             }
             Stmt::Recurrence(r) => self.recurrence(r, level),
-            Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
-                format!("check_result {}.shape[{axis}] == {} ({symbol:?})", self.var(*tensor), self.dim(declared))
+            Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
+                let path: String = path.iter().map(|i| format!(".{i}")).collect();
+                format!("check_result {}{path}.shape[{axis}] == {} ({symbol:?})", self.var(*tensor), self.dim(declared))
             }
             Stmt::Expr(e) => format!("eval {}", self.expr(e, level)),
         };

@@ -409,14 +409,12 @@ impl<'a> Checker<'a> {
             Stmt::Tensor(def) => self.check_tensor(def),
             Stmt::Gemm(g) => self.check_gemm(g),
             Stmt::Recurrence(r) => self.check_recurrence(r),
-            Stmt::CheckResultDim { tensor, axis, declared, .. } => {
-                match self.use_var(*tensor) {
-                    Some(Ty::Tensor(_, rank)) if axis < rank => {}
-                    Some(ty) => {
+            Stmt::CheckResultDim { tensor, path, axis, declared, .. } => {
+                if let Some(ty) = self.use_var(*tensor).cloned() {
+                    if !matches!(crate::ir::tuple_element(&ty, path), Some(Ty::Tensor(_, rank)) if axis < rank) {
                         let name = self.name(*tensor);
-                        self.err(format!("result check of axis {axis} of {name} of type `{}`", ty_text(ty)));
+                        self.err(format!("result check of axis {axis} of {name}{path:?} of type `{}`", ty_text(&ty)));
                     }
-                    None => {}
                 }
                 self.check_dim(declared);
             }

@@ -251,9 +251,15 @@ impl<'a> FnLower<'a> {
                     v
                 }
             };
-            for (axis, declared, symbol) in &sig.result_checks {
-                let declared = self.dim(declared)?;
-                body.push(Stmt::CheckResultDim { tensor, axis: *axis, symbol: symbol.clone(), declared });
+            for c in &sig.result_checks {
+                let declared = self.dim(&c.declared)?;
+                body.push(Stmt::CheckResultDim {
+                    tensor,
+                    path: c.path.clone(),
+                    axis: c.axis,
+                    symbol: c.symbol.clone(),
+                    declared,
+                });
             }
         }
         let export =

@@ -410,17 +410,18 @@ impl<'a> FnCx<'a> {
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Gemm(g) => self.gemm(g),
             Stmt::Recurrence(r) => self.recurrence(r),
-            Stmt::CheckResultDim { tensor, axis, symbol, declared } => {
+            Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
                 let info = self.info(*tensor)?;
-                if !matches!(info.ty, Ty::Tensor(_, rank) if *axis < rank) {
+                if !matches!(crate::ir::tuple_element(&info.ty, path), Some(Ty::Tensor(_, rank)) if *axis < *rank) {
                     return Err(format!(
-                        "result check of axis {axis} of `{}`, which has type `{:?}`",
+                        "result check of axis {axis} of `{}`{path:?}, which has type `{:?}`",
                         info.name, info.ty
                     ));
                 }
                 let id = self.ident(*tensor)?;
+                let fields = path.iter().map(|i| syn::Index::from(*i as usize));
                 let (axis, symbol, declared) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(declared)?);
-                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #id.shape()[#axis])?;))
+                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #id #(.#fields)*.shape()[#axis])?;))
             }
             Stmt::Expr(e) => {
                 let statement_like =
