@@ -101,6 +101,47 @@ mod nested {
             fn twice(v: i64) -> i64 { v * 20 }
             twice(x)
         }
+
+        /// Items in deeper blocks: a block expression, an `if` branch, a
+        /// `match` arm; constants too. Each is visible in its block, and
+        /// in the functions nested there.
+        pub fn deeper(x: f64, flag: bool) -> (f64, f64) {
+            const SCALE: f64 = 3.0;
+            let a = {
+                fn scaled(v) { v * SCALE }
+                scaled(x)
+            };
+            let b = if flag {
+                fn twice(v: f64) -> f64 { v * 2.0 }
+                const K: f64 = 10.0;
+                twice(a) + K
+            } else {
+                a
+            };
+            let c = match flag {
+                true => {
+                    fn twice(v) { -v * 2.0 }
+                    twice(b)
+                }
+                false => b,
+            };
+            (b, c)
+        }
+    }
+}
+
+mod top_level_blocks {
+    einlang::einlang! {
+        // Two blocks of the program's statements nest functions of one name.
+        let q = {
+            fn step(v) { v + 1 }
+            step(2)
+        };
+        let r = {
+            fn step(v) { v + 100 }
+            step(q)
+        };
+        assert(q == 3 && r == 103, "items in top-level blocks");
     }
 }
 
@@ -110,4 +151,8 @@ fn nested_functions_and_block_imports() {
     assert_eq!(nested::outer(x).unwrap(), (2 * x) * 2 + 300 + 26);
     assert_eq!(nested::root(2.25).unwrap(), 1.5);
     assert_eq!(nested::other(3).unwrap(), 60);
+    // a = 3x; b = 2a + 10 or a; c = -2b or b.
+    assert_eq!(nested::deeper(1.5, true).unwrap(), (19.0, -38.0));
+    assert_eq!(nested::deeper(1.5, false).unwrap(), (4.5, 4.5));
+    top_level_blocks::main().unwrap();
 }

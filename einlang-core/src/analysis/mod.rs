@@ -741,7 +741,10 @@ impl<'a> Cx<'a> {
                             let at = if path.is_empty() {
                                 String::new()
                             } else {
-                                format!(" of result element {}", path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join("."))
+                                format!(
+                                    " of result element {}",
+                                    path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(".")
+                                )
                             };
                             return Err(Some(format!(
                                 "axis {axis}{at} is declared as `{}` but inferred as `{}`",
@@ -2226,11 +2229,9 @@ impl<'a> Cx<'a> {
                 (Some(r), _) => match self.join_branches(r, &bt) {
                     Ok(t) => result = Some(t),
                     Err(Join::Differ) => {
-                        let d = Diagnostic::error(
-                            self.hir.span(arm.body),
-                            "match arms give tensors of different shapes",
-                        )
-                        .note("the value of a `match` must have one shape whichever arm runs");
+                        let d =
+                            Diagnostic::error(self.hir.span(arm.body), "match arms give tensors of different shapes")
+                                .note("the value of a `match` must have one shape whichever arm runs");
                         self.err(d);
                         failed = true;
                     }

@@ -1,18 +1,26 @@
-//! Functions nested in function bodies (`fn outer() { fn inner() { .. } .. }`).
+//! Items nested in blocks (`fn outer() { fn inner() { .. } .. }`, `let v =
+//! { const K: i64 = 3; .. };`).
 //!
 //! A nested function cannot capture the locals around it (as in Rust), so
 //! it is an ordinary function of the enclosing module under a name that
-//! cannot clash (`outer__inner`). The statement that defined it becomes a
-//! block-level `use self::outer__inner as inner;`, which the resolver binds
-//! in the block's scope before the block's other statements, so the name is
-//! visible in the whole block and nowhere else.
+//! cannot clash (`outer__inner`); a nested `const` likewise. The statement
+//! that defined the item becomes a block-level `use self::outer__inner as
+//! inner;`, which the resolver binds in the block's scope before the
+//! block's other statements, so the name is visible in the whole block
+//! (nested blocks included) and nowhere else. Blocks at any depth count: a
+//! function body, a block expression, an `if` branch, a `match` arm, a
+//! lambda body, and the program's top-level statements (which become
+//! `main`).
 
 use std::collections::HashSet;
 
-use super::ast::{Block, FnItem, Ident, Item, Program, Stmt, UseItem, UseTree, Visibility};
+use super::ast::{
+    Block, CompClause, Expr, ExprKind, Ident, IndexArg, IndexSlot, Item, Program, Stmt, StrPart, UseItem, UseTree,
+    Visibility, WhereItem,
+};
 
-/// Moves every nested function of `program` to its module (see the module
-/// documentation).
+/// Moves every nested function and constant of `program` to its module
+/// (see the module documentation).
 pub fn hoist_nested_fns(program: &mut Program) {
     hoist_items(&mut program.items);
 }
@@ -22,6 +30,7 @@ fn hoist_items(items: &mut Vec<Item>) {
         .iter()
         .filter_map(|i| match i {
             Item::Fn(f) => Some(f.name.name.clone()),
+            Item::Const(c) => Some(c.name.name.clone()),
             _ => None,
         })
         .collect();
@@ -35,10 +44,15 @@ fn hoist_items(items: &mut Vec<Item>) {
                 }
             }
             Item::Mod(m) => hoist_items(&mut m.items),
+            // Top-level statements are `main`'s body; the program's items
+            // are visible there already.
+            Item::Stmt(s) => {
+                stmt_blocks(s, &mut |b| hoist_block("main", b, &[], &mut taken, &mut hoisted));
+            }
             _ => {}
         }
     }
-    items.extend(hoisted.into_iter().map(Item::Fn));
+    items.extend(hoisted);
 }
 
 /// `use self::mangled as original;`
@@ -54,44 +68,176 @@ fn use_stmt(original: &Ident, mangled: &str) -> Stmt {
     Stmt::Item(Box::new(Item::Use(UseItem { vis: Visibility::Private, tree, span })))
 }
 
-/// Hoists the functions nested in `block` (of the function named `outer`).
-/// `visible` are the nested functions of the enclosing blocks: as in Rust,
-/// an item of a block is visible in the bodies of the block's other items.
+/// The name of a nested item that is hoisted.
+fn nested_name(stmt: &Stmt) -> Option<&Ident> {
+    let Stmt::Item(item) = stmt else { return None };
+    match &**item {
+        Item::Fn(f) => Some(&f.name),
+        Item::Const(c) => Some(&c.name),
+        _ => None,
+    }
+}
+
+/// Hoists the items nested in `block` (inside the function named `outer`)
+/// and in the blocks nested in its statements. `visible` are the nested
+/// functions of the enclosing blocks: as in Rust, an item of a block is
+/// visible in the bodies of the block's other items.
 fn hoist_block(
     outer: &str,
     block: &mut Block,
     visible: &[(Ident, String)],
     taken: &mut HashSet<String>,
-    out: &mut Vec<FnItem>,
+    out: &mut Vec<Item>,
 ) {
     let mut here = visible.to_vec();
     for stmt in &block.stmts {
-        let Stmt::Item(item) = stmt else { continue };
-        let Item::Fn(f) = &**item else { continue };
-        let mut name = format!("{outer}__{}", f.name.name);
+        let Some(original) = nested_name(stmt) else { continue };
+        let mut name = format!("{outer}__{}", original.name);
         let mut n = 1;
         while !taken.insert(name.clone()) {
             n += 1;
-            name = format!("{outer}__{}_{n}", f.name.name);
+            name = format!("{outer}__{}_{n}", original.name);
         }
-        here.push((f.name.clone(), name));
+        here.push((original.clone(), name));
     }
     let mut k = visible.len();
     for stmt in &mut block.stmts {
-        let Stmt::Item(item) = stmt else { continue };
-        let Item::Fn(f) = &mut **item else { continue };
+        if nested_name(stmt).is_none() {
+            stmt_blocks(stmt, &mut |b| hoist_block(outer, b, &here, taken, out));
+            continue;
+        }
         let (original, name) = here[k].clone();
         k += 1;
-        let mut f = f.clone();
-        f.vis = Visibility::Private;
-        f.name = Ident { name: name.clone(), span: original.span };
-        if let Some(body) = &mut f.body {
-            hoist_block(&name, body, &here, taken, out);
-            let mut stmts: Vec<Stmt> = here.iter().map(|(o, m)| use_stmt(o, m)).collect();
-            stmts.append(&mut body.stmts);
-            body.stmts = stmts;
+        let Stmt::Item(item) = stmt else { continue };
+        let mut item = (**item).clone();
+        match &mut item {
+            Item::Fn(f) => {
+                f.vis = Visibility::Private;
+                f.name = Ident { name: name.clone(), span: original.span };
+                if let Some(body) = &mut f.body {
+                    hoist_block(&name, body, &here, taken, out);
+                    let mut stmts: Vec<Stmt> = here.iter().map(|(o, m)| use_stmt(o, m)).collect();
+                    stmts.append(&mut body.stmts);
+                    body.stmts = stmts;
+                }
+            }
+            Item::Const(c) => {
+                c.vis = Visibility::Private;
+                c.name = Ident { name: name.clone(), span: original.span };
+            }
+            _ => {}
         }
-        out.push(f);
+        out.push(item);
         *stmt = use_stmt(&original, &name);
+    }
+    if let Some(t) = &mut block.tail {
+        expr_blocks(t, &mut |b| hoist_block(outer, b, &here, taken, out));
+    }
+}
+
+/// Calls `f` on each block directly inside statement `s` (not on blocks
+/// nested in those).
+fn stmt_blocks(s: &mut Stmt, f: &mut dyn FnMut(&mut Block)) {
+    match s {
+        Stmt::Let(l) => {
+            for slot in l.indices.iter_mut().flatten() {
+                if let IndexSlot::Ranged { range, .. } = slot {
+                    expr_blocks(&mut range.start, f);
+                    expr_blocks(&mut range.end, f);
+                }
+            }
+            expr_blocks(&mut l.value, f);
+            where_blocks(&mut l.where_clause, f);
+        }
+        Stmt::Expr(e) => expr_blocks(e, f),
+        Stmt::Item(_) => {}
+    }
+}
+
+fn where_blocks(items: &mut [WhereItem], f: &mut dyn FnMut(&mut Block)) {
+    for w in items {
+        match w {
+            WhereItem::Bind { value, .. } | WhereItem::Guard(value) => expr_blocks(value, f),
+            WhereItem::Range { range, .. } => {
+                expr_blocks(&mut range.start, f);
+                expr_blocks(&mut range.end, f);
+            }
+        }
+    }
+}
+
+/// Calls `f` on each block directly inside expression `e`.
+fn expr_blocks(e: &mut Expr, f: &mut dyn FnMut(&mut Block)) {
+    match &mut e.kind {
+        ExprKind::Lit(_) | ExprKind::Path(_) | ExprKind::Deriv { .. } | ExprKind::Differential(_) => {}
+        ExprKind::Interp(parts) => {
+            for p in parts {
+                if let StrPart::Interp { expr, .. } = p {
+                    expr_blocks(expr, f);
+                }
+            }
+        }
+        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Field { base: expr, .. } => {
+            expr_blocks(expr, f)
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            expr_blocks(lhs, f);
+            expr_blocks(rhs, f);
+        }
+        ExprKind::Call { callee, args } => {
+            expr_blocks(callee, f);
+            args.iter_mut().for_each(|a| expr_blocks(a, f));
+        }
+        ExprKind::Index { base, args } => {
+            expr_blocks(base, f);
+            for a in args {
+                if let IndexArg::Expr(x) = a {
+                    expr_blocks(x, f);
+                }
+            }
+        }
+        ExprKind::Reduce { vars, body, where_clause, .. } => {
+            for v in vars {
+                if let Some(r) = &mut v.range {
+                    expr_blocks(&mut r.start, f);
+                    expr_blocks(&mut r.end, f);
+                }
+            }
+            expr_blocks(body, f);
+            where_blocks(where_clause, f);
+        }
+        ExprKind::If { cond, then, els } => {
+            expr_blocks(cond, f);
+            f(then);
+            if let Some(x) = els {
+                expr_blocks(x, f);
+            }
+        }
+        ExprKind::Match { scrutinee, arms } => {
+            expr_blocks(scrutinee, f);
+            for a in arms {
+                if let Some(g) = &mut a.guard {
+                    expr_blocks(g, f);
+                }
+                expr_blocks(&mut a.body, f);
+            }
+        }
+        ExprKind::Block(b) => f(b),
+        ExprKind::Array(items) | ExprKind::Jagged(items) | ExprKind::Tuple(items) => {
+            items.iter_mut().for_each(|x| expr_blocks(x, f))
+        }
+        ExprKind::Comprehension { body, clauses, .. } => {
+            expr_blocks(body, f);
+            for c in clauses {
+                match c {
+                    CompClause::Gen { iter: x, .. } | CompClause::Filter(x) => expr_blocks(x, f),
+                }
+            }
+        }
+        ExprKind::Lambda { body, .. } => expr_blocks(body, f),
+        ExprKind::Range(r) => {
+            expr_blocks(&mut r.start, f);
+            expr_blocks(&mut r.end, f);
+        }
     }
 }

@@ -421,7 +421,9 @@ impl<'a> FnCx<'a> {
                 let id = self.ident(*tensor)?;
                 let fields = path.iter().map(|i| syn::Index::from(*i as usize));
                 let (axis, symbol, declared) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(declared)?);
-                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #id #(.#fields)*.shape()[#axis])?;))
+                Ok(
+                    quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #id #(.#fields)*.shape()[#axis])?;),
+                )
             }
             Stmt::Expr(e) => {
                 let statement_like =
