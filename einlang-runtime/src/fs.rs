@@ -199,7 +199,7 @@ fn normalize(path: &str) -> String {
     for part in path.split('/') {
         match part {
             "" | "." => {}
-            ".." if lead.is_empty() && parts.last().map_or(true, |p| *p == "..") => parts.push(part),
+            ".." if lead.is_empty() && parts.last().is_none_or(|p| *p == "..") => parts.push(part),
             // `..` of the root is the root.
             ".." => {
                 parts.pop();
