@@ -113,6 +113,14 @@ einlang! {
         std::ml::indexing_ops::scatter_nd(x, i, u)
     }
     pub fn snd4(x: [i32; A, B, C, D], i: [i64; Q, P], u: [i32; Q]) -> [i32; A, B, C, D] { scatter_nd(x, i, u) }
+    // Slices: rows of 1, 2 and 3 leading coordinates; a vector's points.
+    pub fn snd_rows1(x: [f32; A, B, C], i: [i64; Q, P], u: [f32; R, S, T]) -> [f32; A, B, C] { scatter_nd(x, i, u) }
+    pub fn snd_rows2(x: [f64; A, B, C, D], i: [i32; Q, P], u: [f64; R, C, D]) -> [f64; A, B, C, D] {
+        scatter_nd(x, i, u)
+    }
+    pub fn snd_rows3(x: [i32; A, B, C, D], i: [i64; Q, P], u: [i32; R, D]) -> [i32; A, B, C, D] { scatter_nd(x, i, u) }
+    pub fn snd_rows2_of_2(x: [i32; A, B], i: [i64; Q, P], u: [i32; Q]) -> [i32; A, B] { scatter_nd(x, i, u) }
+    pub fn snd_vector(x: [f32; N], i: [i64; Q, P], u: [f32; R]) -> [f32; N] { scatter_nd(x, i, u) }
 
     pub fn rs32(x: [f32; N, C, H, W], s: [f32; 2], mode: str) -> ([f32; N, C, ?, ?], [f32; N, C, ?, ?]) {
         (resize(x, s, mode), upsample(x, s, mode))
@@ -667,16 +675,71 @@ fn scatter_is_scatter_elements() {
 
 /// ScatterND of points by its definition: copy, then write in order.
 fn scatter_nd_ref<A: Copy, D: Dimension>(data: &Array<A, D>, idx: &Array2<i64>, upd: &[A]) -> ArrayD<A> {
+    let upd = Array1::from_vec(upd.to_vec()).into_dyn();
+    scatter_slices_ref(data, idx, &upd)
+}
+
+/// ScatterND by its definition: copy, then assign row q's update to the
+/// slice (or point) its k leading coordinates name, in order.
+fn scatter_slices_ref<A: Copy, D: Dimension>(data: &Array<A, D>, idx: &Array2<i64>, upd: &ArrayD<A>) -> ArrayD<A> {
     let mut out = data.clone().into_dyn();
     for (q, row) in idx.rows().into_iter().enumerate() {
-        let p: Vec<usize> = row
-            .iter()
-            .enumerate()
-            .map(|(d, &v)| if v < 0 { (v + data.shape()[d] as i64) as usize } else { v as usize })
-            .collect();
-        out[IxDyn(&p)] = upd[q];
+        let mut place = out.view_mut();
+        for (d, &v) in row.iter().enumerate() {
+            let i = if v < 0 { v + data.shape()[d] as i64 } else { v };
+            place.index_axis_inplace(einlang::ndarray::Axis(0), i as usize);
+        }
+        place.assign(&upd.index_axis(einlang::ndarray::Axis(0), q));
     }
     out
+}
+
+#[test]
+fn scatter_nd_slices_with_rows_shorter_than_the_rank() {
+    let mut rng = Rng::new(300);
+    // k = 1 into rank 3: whole matrices; row 1 named twice, the last wins.
+    let x = Array3::from_shape_fn((4, 2, 3), |(a, b, c)| (a * 100 + b * 10 + c) as f32);
+    let idx = array![[1i64], [-1], [1]];
+    let upd = Array3::from_shape_fn((3, 2, 3), |(q, b, c)| -((q * 100 + b * 10 + c) as f32) - 1.0);
+    let got = snd_rows1(&x, &idx, &upd).unwrap();
+    assert_eq!(got.into_dyn(), scatter_slices_ref(&x, &idx, &upd.clone().into_dyn()));
+    assert_eq!(got_row(&snd_rows1(&x, &idx, &upd).unwrap(), 1), upd.index_axis(einlang::ndarray::Axis(0), 2));
+
+    // k = 2 into rank 4, random rows with repeats and negative entries.
+    let x = Array4::from_shape_fn((3, 4, 2, 3), |(a, b, c, d)| (a * 1000 + b * 100 + c * 10 + d) as f64);
+    let idx = Array2::from_shape_fn((7, 2), |(_, d)| rng.int(-[3, 4][d], [3, 4][d] - 1) as i64);
+    let upd = Array3::from_shape_fn((7, 2, 3), |(q, c, d)| -((q * 100 + c * 10 + d) as f64));
+    let got = snd_rows2(&x, &idx.mapv(|v| v as i32), &upd).unwrap();
+    assert_eq!(got.into_dyn(), scatter_slices_ref(&x, &idx, &upd.into_dyn()));
+
+    // k = 3 into rank 4: rows of the last axis.
+    let x = Array4::from_shape_fn((2, 3, 2, 4), |(a, b, c, d)| (a * 1000 + b * 100 + c * 10 + d) as i32);
+    let idx = Array2::from_shape_fn((5, 3), |(_, d)| rng.int(0, [2, 3, 2][d] - 1) as i64);
+    let upd = Array2::from_shape_fn((5, 4), |(q, d)| -((q * 10 + d) as i32) - 1);
+    let got = snd_rows3(&x, &idx, &upd).unwrap();
+    assert_eq!(got.into_dyn(), scatter_slices_ref(&x, &idx, &upd.into_dyn()));
+
+    // k = 1 into a matrix: its rows.
+    let m = Array2::from_shape_fn((3, 2), |(i, j)| (i * 2 + j) as i32);
+    let got = snd_rows2_of_2(&m, &array![[2i64, 0], [0, 1]], &array![70, 80]).unwrap();
+    assert_eq!(got, array![[0, 80], [2, 3], [70, 5]]);
+
+    // A vector's points (k = 1 = its rank).
+    let v = array![1.0f32, 2.0, 3.0, 4.0];
+    let got = snd_vector(&v, &array![[3i64], [0], [-1]], &array![9.0f32, 8.0, 7.0]).unwrap();
+    assert_eq!(got, array![8.0f32, 2.0, 3.0, 7.0]);
+
+    // Updates of the wrong shape, rows of the wrong length, entries out of range.
+    let x = Array3::<f32>::zeros((4, 2, 3));
+    assert!(is_assert(snd_rows1(&x, &array![[0i64]], &Array3::zeros((1, 3, 2)))), "updates [1, 3, 2]");
+    assert!(is_assert(snd_rows1(&x, &array![[0i64]], &Array3::zeros((2, 2, 3)))), "two updates, one row");
+    assert!(is_assert(snd_rows1(&x, &array![[0i64, 1]], &Array3::zeros((1, 2, 3)))), "rows of 2 for k = 1");
+    assert!(is_assert(snd_rows1(&x, &array![[4i64]], &Array3::zeros((1, 2, 3)))), "row 4 of 4");
+    assert!(is_assert(snd_vector(&v, &array![[-5i64]], &array![1.0f32])), "entry -5 of 4");
+}
+
+fn got_row(x: &Array3<f32>, a: usize) -> Array2<f32> {
+    x.index_axis(einlang::ndarray::Axis(0), a).to_owned()
 }
 
 #[test]

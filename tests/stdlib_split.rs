@@ -75,9 +75,7 @@ fn split_along_every_axis_of_ranks_4_to_6() {
     let shape = [2usize, 3, 4, 2, 3, 2];
     for rank in 4..=6 {
         let dims = &shape[..rank];
-        let x = ArrayD::from_shape_fn(IxDyn(dims), |ix| {
-            (0..rank).fold(0i32, |acc, k| acc * 10 + ix[k] as i32)
-        });
+        let x = ArrayD::from_shape_fn(IxDyn(dims), |ix| (0..rank).fold(0i32, |acc, k| acc * 10 + ix[k] as i32));
         for axis in 0..rank {
             let size = dims[axis] - 1;
             let mut want = x.clone();

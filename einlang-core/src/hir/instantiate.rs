@@ -361,6 +361,17 @@ impl Cloner<'_> {
                 let ExprKind::Def(d) = self.hir.exprs[*t].kind else { return None };
                 self.ranks.get(&d).map(|r| *r as i128)
             }
+            ExprKind::Binary(op, a, b) => {
+                use crate::syntax::ast::BinOp;
+                let (a, b) = (self.static_int(*a)?, self.static_int(*b)?);
+                match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    BinOp::Mul => a.checked_mul(b),
+                    _ => None,
+                }
+            }
+            ExprKind::Unary(crate::syntax::ast::UnOp::Neg, a) => self.static_int(*a)?.checked_neg(),
             ExprKind::Block(Block { stmts, tail: Some(t) }) if stmts.is_empty() => self.static_int(*t),
             _ => None,
         }
