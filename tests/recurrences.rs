@@ -488,3 +488,110 @@ fn later_boundary_clause_wins() {
     }
     assert_close(&got, &want, 1e-12);
 }
+
+// ---------------------------------------------------------------------------
+// Recurrences that read each other
+// ---------------------------------------------------------------------------
+
+program!(mutual {
+    /// `a` reads `b` one step back, `b` reads `a` at the same step.
+    pub fn coupled(x: [f64; T]) -> ([f64; T], [f64; T]) {
+        let a[0] = 1.0;
+        let b[0] = 0.0;
+        let a[t in 1..T] = a[t - 1] * 0.5 + b[t - 1] + x[t];
+        let b[t in 1..T] = a[t] - b[t - 1];
+        (a, b)
+    }
+
+    /// An LSTM-like cell: the cell state `c` reads the output `h` of the
+    /// step before; `h` reads `c` of its own step. Only the last output is
+    /// used.
+    pub fn cell(x: [f32; T, I], w: [f32; H, I], u: [f32; H, H]) -> [f32; H] {
+        use std::math::tanh;
+        let h[0, j] = 0.0;
+        let c[0, j] = 0.0;
+        let c[t in 1..T, j] = 0.5 * c[t - 1, j] + tanh(sum[i](w[j, i] * x[t, i]) + sum[k](u[j, k] * h[t - 1, k]));
+        let h[t in 1..T, j] = tanh(c[t, j]);
+        let last[j] = h[T - 1, j];
+        last
+    }
+
+    /// Three members, semi-implicit Euler for a spring: the acceleration
+    /// from the old position, then velocity, then position, each from the
+    /// one just computed.
+    pub fn spring(x0: f64, v0: f64, k: f64, dt: f64, n: i64) -> ([f64; n], [f64; n], [f64; n]) {
+        let acc[0] = -k * x0;
+        let vel[0] = v0;
+        let pos[0] = x0;
+        let acc[t in 1..n] = -k * pos[t - 1];
+        let vel[t in 1..n] = vel[t - 1] + dt * acc[t];
+        let pos[t in 1..n] = pos[t - 1] + dt * vel[t];
+        (pos, vel, acc)
+    }
+});
+
+program!(mutual_top_level {
+    // At the top level too; a statement between the clauses that does not
+    // read the members stays where it is.
+    let even[0] = 1;
+    let odd[0] = 0;
+    let scale = 2;
+    let even[n in 1..6] = odd[n - 1] + even[n - 1] * scale;
+    let odd[n in 1..6] = even[n] - odd[n - 1];
+    // By hand: even 1 2 6 16 44 120, odd 0 2 4 12 32 88.
+    assert(even[5] == 120 && odd[5] == 88 && even[3] == 16 && odd[2] == 4, "even {even} odd {odd}");
+});
+
+#[test]
+fn recurrences_that_read_each_other() {
+    let x = array![1.0f64, 2.0, 3.0, -1.0, 0.5];
+    let (mut a, mut b) = (vec![1.0f64], vec![0.0f64]);
+    for t in 1..x.len() {
+        a.push(a[t - 1] * 0.5 + b[t - 1] + x[t]);
+        b.push(a[t] - b[t - 1]);
+    }
+    let (ga, gb) = mutual::coupled(&x).unwrap();
+    assert_eq!((ga.to_vec(), gb.to_vec()), (a, b));
+
+    let (t_n, i_n, h_n) = (7, 3, 4);
+    let x = rand2(t_n, i_n, 11);
+    let w = rand2(h_n, i_n, 12);
+    let u = rand2(h_n, h_n, 13);
+    let (mut h, mut c) = (vec![0.0f32; h_n], vec![0.0f32; h_n]);
+    for t in 1..t_n {
+        let c_new: Vec<f32> = (0..h_n)
+            .map(|j| {
+                let wx: f32 = (0..i_n).map(|i| w[[j, i]] * x[[t, i]]).sum();
+                let uh: f32 = (0..h_n).map(|k| u[[j, k]] * h[k]).sum();
+                0.5 * c[j] + (wx + uh).tanh()
+            })
+            .collect();
+        c = c_new;
+        h = c.iter().map(|v| v.tanh()).collect();
+    }
+    assert_close(&mutual::cell(&x, &w, &u).unwrap(), &Array1::from(h), 1e-5);
+
+    let (x0, v0, k, dt, n) = (1.0f64, 0.5, 4.0, 0.05, 40usize);
+    let (mut pos, mut vel, mut acc) = (vec![x0], vec![v0], vec![-k * x0]);
+    for t in 1..n {
+        acc.push(-k * pos[t - 1]);
+        vel.push(vel[t - 1] + dt * acc[t]);
+        pos.push(pos[t - 1] + dt * vel[t]);
+    }
+    let (gp, gv, ga) = mutual::spring(x0, v0, k, dt, n as i64).unwrap();
+    assert_eq!((gp.to_vec(), gv.to_vec(), ga.to_vec()), (pos, vel, acc));
+
+    mutual_top_level::main().unwrap();
+}
+
+#[test]
+fn recurrences_that_read_each_other_become_one_with_a_field_axis() {
+    // Members are the fields (axis 0) of one recurrence named after them;
+    // time runs sequentially, the hidden units in parallel.
+    let f = recurrence_facts(mutual::SRC, "coupled", "a__b");
+    assert_eq!((f.sequential.clone(), f.fields.clone()), (vec![1], vec![0]));
+    let f = recurrence_facts(mutual::SRC, "cell", "h__c");
+    assert_eq!((f.sequential.clone(), f.parallel.clone(), f.fields.clone()), (vec![1], vec![2], vec![0]));
+    let f = recurrence_facts(mutual::SRC, "spring", "acc__vel__pos");
+    assert_eq!((f.sequential.clone(), f.fields.clone()), (vec![1], vec![0]));
+}

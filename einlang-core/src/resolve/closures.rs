@@ -570,10 +570,16 @@ impl Resolver {
         self.inline_depth += 1;
         let saved = self.enter(module, vec![bindings]);
         self.current_fn = None;
-        self.note_clauses(body.stmts.iter());
+        let given: Vec<&ast::Stmt> = body.stmts.iter().collect();
+        let fused = self.fuse_recurrence_groups(&given, diags);
+        let body_stmts: Vec<&ast::Stmt> = match &fused {
+            Some(f) => f.iter().collect(),
+            None => given,
+        };
+        self.note_clauses(body_stmts.iter().copied());
         self.scopes.push(HashMap::new());
         let mut block = hir::Block { stmts: Vec::new(), tail: None };
-        for s in &body.stmts {
+        for s in body_stmts {
             self.resolve_stmt(s, &mut block, diags);
         }
         let value = match tail_of(body) {

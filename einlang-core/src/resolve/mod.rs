@@ -15,6 +15,7 @@
 
 mod closures;
 mod globals;
+mod mutual;
 mod suggest;
 #[cfg(test)]
 mod tests;
@@ -609,6 +610,11 @@ impl Resolver {
         self.current_fn = None;
         self.scopes = vec![HashMap::new()];
         let mut block = hir::Block { stmts: Vec::new(), tail: None };
+        let fused = self.fuse_recurrence_groups(&stmts, diags);
+        let stmts: Vec<&ast::Stmt> = match &fused {
+            Some(f) => f.iter().collect(),
+            None => stmts,
+        };
         self.note_clauses(stmts.iter().copied());
         for s in stmts {
             self.resolve_stmt(s, &mut block, diags);
@@ -801,11 +807,17 @@ impl Resolver {
     }
 
     fn resolve_block(&mut self, block: &ast::Block, diags: &mut Diagnostics) -> hir::Block {
-        self.note_clauses(block.stmts.iter());
+        let given: Vec<&ast::Stmt> = block.stmts.iter().collect();
+        let fused = self.fuse_recurrence_groups(&given, diags);
+        let stmts: Vec<&ast::Stmt> = match &fused {
+            Some(f) => f.iter().collect(),
+            None => given,
+        };
+        self.note_clauses(stmts.iter().copied());
         self.scopes.push(HashMap::new());
         // `use` items of the block (a nested `fn` became one, see
         // `syntax::hoist`) name their items in the whole block.
-        for s in &block.stmts {
+        for s in &stmts {
             if let ast::Stmt::Item(item) = s {
                 if let ast::Item::Use(u) = &**item {
                     self.bind_block_use(&u.tree, Vec::new(), diags);
@@ -813,7 +825,7 @@ impl Resolver {
             }
         }
         let mut out = hir::Block { stmts: Vec::new(), tail: None };
-        for s in &block.stmts {
+        for s in stmts {
             self.resolve_stmt(s, &mut out, diags);
         }
         out.tail = block.tail.as_ref().map(|t| self.resolve_expr(t, diags));

@@ -14,10 +14,8 @@
 
 use std::collections::HashSet;
 
-use super::ast::{
-    Block, CompClause, Expr, ExprKind, Ident, IndexArg, IndexSlot, Item, Program, Stmt, StrPart, UseItem, UseTree,
-    Visibility, WhereItem,
-};
+use super::ast::{Block, Expr, Ident, Item, Program, Stmt, UseItem, UseTree, Visibility};
+use super::visit::{expr_children, stmt_children, Child};
 
 /// Moves every nested function and constant of `program` to its module
 /// (see the module documentation).
@@ -135,109 +133,21 @@ fn hoist_block(
     }
 }
 
-/// Calls `f` on each block directly inside statement `s` (not on blocks
-/// nested in those).
+/// Calls `f` on each block inside statement `s`, not on blocks nested in
+/// those.
 fn stmt_blocks(s: &mut Stmt, f: &mut dyn FnMut(&mut Block)) {
-    match s {
-        Stmt::Let(l) => {
-            for slot in l.indices.iter_mut().flatten() {
-                if let IndexSlot::Ranged { range, .. } = slot {
-                    expr_blocks(&mut range.start, f);
-                    expr_blocks(&mut range.end, f);
-                }
-            }
-            expr_blocks(&mut l.value, f);
-            where_blocks(&mut l.where_clause, f);
-        }
-        Stmt::Expr(e) => expr_blocks(e, f),
-        Stmt::Item(_) => {}
-    }
+    stmt_children(s, &mut |c| child_blocks(c, f));
 }
 
-fn where_blocks(items: &mut [WhereItem], f: &mut dyn FnMut(&mut Block)) {
-    for w in items {
-        match w {
-            WhereItem::Bind { value, .. } | WhereItem::Guard(value) => expr_blocks(value, f),
-            WhereItem::Range { range, .. } => {
-                expr_blocks(&mut range.start, f);
-                expr_blocks(&mut range.end, f);
-            }
-        }
-    }
-}
-
-/// Calls `f` on each block directly inside expression `e`.
+/// Calls `f` on each block inside expression `e`, not on blocks nested in
+/// those.
 fn expr_blocks(e: &mut Expr, f: &mut dyn FnMut(&mut Block)) {
-    match &mut e.kind {
-        ExprKind::Lit(_) | ExprKind::Path(_) | ExprKind::Deriv { .. } | ExprKind::Differential(_) => {}
-        ExprKind::Interp(parts) => {
-            for p in parts {
-                if let StrPart::Interp { expr, .. } = p {
-                    expr_blocks(expr, f);
-                }
-            }
-        }
-        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Field { base: expr, .. } => {
-            expr_blocks(expr, f)
-        }
-        ExprKind::Binary { lhs, rhs, .. } => {
-            expr_blocks(lhs, f);
-            expr_blocks(rhs, f);
-        }
-        ExprKind::Call { callee, args } => {
-            expr_blocks(callee, f);
-            args.iter_mut().for_each(|a| expr_blocks(a, f));
-        }
-        ExprKind::Index { base, args } => {
-            expr_blocks(base, f);
-            for a in args {
-                if let IndexArg::Expr(x) = a {
-                    expr_blocks(x, f);
-                }
-            }
-        }
-        ExprKind::Reduce { vars, body, where_clause, .. } => {
-            for v in vars {
-                if let Some(r) = &mut v.range {
-                    expr_blocks(&mut r.start, f);
-                    expr_blocks(&mut r.end, f);
-                }
-            }
-            expr_blocks(body, f);
-            where_blocks(where_clause, f);
-        }
-        ExprKind::If { cond, then, els } => {
-            expr_blocks(cond, f);
-            f(then);
-            if let Some(x) = els {
-                expr_blocks(x, f);
-            }
-        }
-        ExprKind::Match { scrutinee, arms } => {
-            expr_blocks(scrutinee, f);
-            for a in arms {
-                if let Some(g) = &mut a.guard {
-                    expr_blocks(g, f);
-                }
-                expr_blocks(&mut a.body, f);
-            }
-        }
-        ExprKind::Block(b) => f(b),
-        ExprKind::Array(items) | ExprKind::Jagged(items) | ExprKind::Tuple(items) => {
-            items.iter_mut().for_each(|x| expr_blocks(x, f))
-        }
-        ExprKind::Comprehension { body, clauses, .. } => {
-            expr_blocks(body, f);
-            for c in clauses {
-                match c {
-                    CompClause::Gen { iter: x, .. } | CompClause::Filter(x) => expr_blocks(x, f),
-                }
-            }
-        }
-        ExprKind::Lambda { body, .. } => expr_blocks(body, f),
-        ExprKind::Range(r) => {
-            expr_blocks(&mut r.start, f);
-            expr_blocks(&mut r.end, f);
-        }
+    expr_children(e, &mut |c| child_blocks(c, f));
+}
+
+fn child_blocks(c: Child<'_>, f: &mut dyn FnMut(&mut Block)) {
+    match c {
+        Child::Block(b) => f(b),
+        Child::Expr(x) => expr_blocks(x, f),
     }
 }

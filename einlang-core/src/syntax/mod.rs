@@ -11,6 +11,7 @@ pub mod ast;
 pub mod hoist;
 mod parse;
 pub mod pretty;
+pub mod visit;
 
 #[cfg(test)]
 mod tests;
