@@ -528,6 +528,18 @@ program!(mutual {
         let pos[t in 1..n] = pos[t - 1] + dt * vel[t];
         (pos, vel, acc)
     }
+
+    /// Later reads of the members: `b` only at points (they read the fused
+    /// tensor), `a` also under a lambda parameter of the same name (it is
+    /// copied from its field, and the parameter is the lambda's own).
+    pub fn later_reads(x: [f64; T]) -> f64 {
+        let a[0] = 1.0;
+        let b[0] = 0.0;
+        let a[t in 1..T] = a[t - 1] * 0.5 + b[t - 1] + x[t];
+        let b[t in 1..T] = a[t] - b[t - 1];
+        let twice = |a| a * 2.0;
+        twice(a[T - 1]) + { b[T - 1] * 10.0 }
+    }
 });
 
 program!(mutual_top_level {
@@ -551,6 +563,7 @@ fn recurrences_that_read_each_other() {
         b.push(a[t] - b[t - 1]);
     }
     let (ga, gb) = mutual::coupled(&x).unwrap();
+    assert_eq!(mutual::later_reads(&x).unwrap(), a[4] * 2.0 + b[4] * 10.0);
     assert_eq!((ga.to_vec(), gb.to_vec()), (a, b));
 
     let (t_n, i_n, h_n) = (7, 3, 4);
@@ -590,8 +603,14 @@ fn recurrences_that_read_each_other_become_one_with_a_field_axis() {
     // time runs sequentially, the hidden units in parallel.
     let f = recurrence_facts(mutual::SRC, "coupled", "a__b");
     assert_eq!((f.sequential.clone(), f.fields.clone()), (vec![1], vec![0]));
+    // Both members are returned whole, copied from their fields: every
+    // step is kept.
+    assert!(matches!(f.storage, Storage::Full(_)), "{:?}", f.storage);
+    // Only `h[T - 1, j]` is read afterwards: the read goes to the fused
+    // tensor, which keeps two steps.
     let f = recurrence_facts(mutual::SRC, "cell", "h__c");
     assert_eq!((f.sequential.clone(), f.parallel.clone(), f.fields.clone()), (vec![1], vec![2], vec![0]));
+    assert_eq!(f.storage, Storage::Window { axis: 1, len: 2, slots: 2 });
     let f = recurrence_facts(mutual::SRC, "spring", "acc__vel__pos");
     assert_eq!((f.sequential.clone(), f.fields.clone()), (vec![1], vec![0]));
 }

@@ -571,9 +571,10 @@ impl Resolver {
         let saved = self.enter(module, vec![bindings]);
         self.current_fn = None;
         let given: Vec<&ast::Stmt> = body.stmts.iter().collect();
-        let fused = self.fuse_recurrence_groups(&given, diags);
+        // The tail is read below as written: members it reads keep a copy.
+        let fused = self.fuse_recurrence_groups(&given, None, diags);
         let body_stmts: Vec<&ast::Stmt> = match &fused {
-            Some(f) => f.iter().collect(),
+            Some(f) => f.stmts.iter().collect(),
             None => given,
         };
         self.note_clauses(body_stmts.iter().copied());

@@ -610,9 +610,9 @@ impl Resolver {
         self.current_fn = None;
         self.scopes = vec![HashMap::new()];
         let mut block = hir::Block { stmts: Vec::new(), tail: None };
-        let fused = self.fuse_recurrence_groups(&stmts, diags);
+        let fused = self.fuse_recurrence_groups(&stmts, Some(None), diags);
         let stmts: Vec<&ast::Stmt> = match &fused {
-            Some(f) => f.iter().collect(),
+            Some(f) => f.stmts.iter().collect(),
             None => stmts,
         };
         self.note_clauses(stmts.iter().copied());
@@ -808,10 +808,10 @@ impl Resolver {
 
     fn resolve_block(&mut self, block: &ast::Block, diags: &mut Diagnostics) -> hir::Block {
         let given: Vec<&ast::Stmt> = block.stmts.iter().collect();
-        let fused = self.fuse_recurrence_groups(&given, diags);
-        let stmts: Vec<&ast::Stmt> = match &fused {
-            Some(f) => f.iter().collect(),
-            None => given,
+        let fused = self.fuse_recurrence_groups(&given, Some(block.tail.as_deref()), diags);
+        let (stmts, tail): (Vec<&ast::Stmt>, Option<&ast::Expr>) = match &fused {
+            Some(f) => (f.stmts.iter().collect(), f.tail.as_ref()),
+            None => (given, block.tail.as_deref()),
         };
         self.note_clauses(stmts.iter().copied());
         self.scopes.push(HashMap::new());
@@ -828,7 +828,7 @@ impl Resolver {
         for s in stmts {
             self.resolve_stmt(s, &mut out, diags);
         }
-        out.tail = block.tail.as_ref().map(|t| self.resolve_expr(t, diags));
+        out.tail = tail.map(|t| self.resolve_expr(t, diags));
         self.scopes.pop();
         self.end_clauses();
         out

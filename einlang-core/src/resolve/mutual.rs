@@ -33,7 +33,107 @@ use super::Resolver;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::span::Span;
 use crate::syntax::ast;
-use crate::syntax::visit::walk_stmt_mut;
+use crate::syntax::visit::{walk_expr_mut, walk_stmt_mut};
+
+/// A block's statements and tail after fusion.
+pub(super) struct Fused {
+    pub stmts: Vec<ast::Stmt>,
+    /// The rewritten tail, when the caller passed one.
+    pub tail: Option<ast::Expr>,
+}
+
+/// `m[e..]` becomes `name[k, e..]`.
+fn redirect_read(e: &mut ast::Expr, m: &str, name: &str, k: usize) {
+    let ast::ExprKind::Index { base, args } = &mut e.kind else { return };
+    let ast::ExprKind::Path(path) = &mut base.kind else { return };
+    let [one] = path.as_mut_slice() else { return };
+    if one.name == m {
+        one.name = name.to_string();
+        args.insert(0, ast::IndexArg::Expr(int_lit(k as i64, one.span)));
+    }
+}
+
+/// Whether the statements after a group, and the block's tail, read member
+/// `m` only at points (`m[t - 1]`), and nothing there binds the name `m`
+/// (then each read can go to the fused tensor).
+fn only_points_read(later: &[&ast::Stmt], tail: Option<&ast::Expr>, m: &str) -> bool {
+    let mut ok = !later.iter().any(|s| binds_in_stmt(s, m));
+    let mut check = |e: &mut ast::Expr| {
+        ok &= !binds_in_expr(e, m);
+        if let ast::ExprKind::Index { base, .. } = &mut e.kind {
+            // `m[..]` is a point read: its base is not a whole use.
+            if matches!(&base.kind, ast::ExprKind::Path(p) if p.len() == 1 && p[0].name == m) {
+                base.kind = ast::ExprKind::Lit(ast::Lit::Bool(false));
+            }
+        }
+        if let ast::ExprKind::Path(p) = &e.kind {
+            ok &= !(p.len() == 1 && p[0].name == m);
+        }
+    };
+    for s in later {
+        walk_stmt_mut(&mut (*s).clone(), &mut check);
+    }
+    if let Some(t) = tail {
+        walk_expr_mut(&mut t.clone(), &mut check);
+    }
+    ok
+}
+
+fn pattern_binds(p: &ast::Pattern, m: &str) -> bool {
+    match p {
+        ast::Pattern::Name(id) => id.name == m,
+        ast::Pattern::Tuple(items, _) => items.iter().any(|q| pattern_binds(q, m)),
+        _ => false,
+    }
+}
+
+fn where_binds(items: &[ast::WhereItem], m: &str) -> bool {
+    items.iter().any(|w| match w {
+        ast::WhereItem::Bind { name, .. } | ast::WhereItem::Range { var: name, .. } => name.name == m,
+        ast::WhereItem::Guard(_) => false,
+    })
+}
+
+/// Whether statement `s` itself binds `m` (its pattern, index slots or
+/// `where` bindings; nested expressions are checked by `binds_in_expr`).
+fn binds_in_stmt(s: &ast::Stmt, m: &str) -> bool {
+    match s {
+        ast::Stmt::Let(l) => {
+            pattern_binds(&l.pat, m)
+                || l.indices.iter().flatten().any(|slot| match slot {
+                    ast::IndexSlot::Var(v) | ast::IndexSlot::Rest(v) | ast::IndexSlot::Ranged { var: v, .. } => {
+                        v.name == m
+                    }
+                    ast::IndexSlot::Lit(..) => false,
+                })
+                || where_binds(&l.where_clause, m)
+        }
+        ast::Stmt::Expr(_) => false,
+        ast::Stmt::Item(item) => match &**item {
+            ast::Item::Fn(f) | ast::Item::DerivRule(f) => f.name.name == m,
+            ast::Item::Const(c) => c.name.name == m,
+            _ => true,
+        },
+    }
+}
+
+/// Whether expression `e` (not what is nested in it) binds `m`.
+fn binds_in_expr(e: &ast::Expr, m: &str) -> bool {
+    let block_binds = |b: &ast::Block| b.stmts.iter().any(|s| binds_in_stmt(s, m));
+    match &e.kind {
+        ast::ExprKind::Lambda { params, .. } => params.iter().any(|p| p.name.name == m),
+        ast::ExprKind::Comprehension { clauses, .. } => {
+            clauses.iter().any(|c| matches!(c, ast::CompClause::Gen { var, .. } if var.name == m))
+        }
+        ast::ExprKind::Match { arms, .. } => arms.iter().any(|a| pattern_binds(&a.pat, m)),
+        ast::ExprKind::Reduce { vars, where_clause, .. } => {
+            vars.iter().any(|v| v.var.name == m) || where_binds(where_clause, m)
+        }
+        ast::ExprKind::Block(b) => block_binds(b),
+        ast::ExprKind::If { then, .. } => block_binds(then),
+        _ => false,
+    }
+}
 
 /// The names of a statement's indexed reads (`x[..]`) and of its bare
 /// single-segment reads.
@@ -72,13 +172,16 @@ fn int_lit(v: i64, span: Span) -> ast::Expr {
 
 impl Resolver {
     /// The statements of a block with each group of mutually recursive
-    /// recurrences fused (see the module documentation); `None` when the
-    /// block has none.
+    /// recurrences fused (see the module documentation), and the block's
+    /// tail rewritten to match; `None` when the block has none. `tail` is
+    /// `None` when the caller does not let it be rewritten (a block without
+    /// a tail passes `Some(None)`).
     pub(super) fn fuse_recurrence_groups(
         &self,
         stmts: &[&ast::Stmt],
+        tail: Option<Option<&ast::Expr>>,
         diags: &mut Diagnostics,
-    ) -> Option<Vec<ast::Stmt>> {
+    ) -> Option<Fused> {
         // The positions of each name's indexed clauses, and of its other
         // bindings.
         let mut clauses: HashMap<String, Vec<usize>> = HashMap::new();
@@ -155,28 +258,53 @@ impl Resolver {
         let mut out: Vec<ast::Stmt> = Vec::new();
         let mut fused: HashMap<usize, Vec<ast::Stmt>> = HashMap::new();
         let mut skip: HashSet<usize> = HashSet::new();
+        // Members whose later reads are all points: the reads go to the
+        // fused tensor (keeping its storage window) instead of a copy.
+        let mut redirect: Vec<(usize, String, String, usize)> = Vec::new();
         for members in &groups {
             let positions: Vec<usize> = {
                 let mut v: Vec<usize> = members.iter().flat_map(|m| clauses[m].iter().copied()).collect();
                 v.sort();
                 v
             };
-            let (mut fused_stmts, moved) = self.fuse_group(members, &positions, stmts, &others, diags)?;
+            let last = *positions.last()?;
+            let later: Vec<&ast::Stmt> = stmts[last + 1..].to_vec();
+            let points_only = |m: &str| tail.is_some_and(|t| only_points_read(&later, t, m));
+            let (mut fused_stmts, moved) = self.fuse_group(members, &positions, stmts, &others, &points_only, diags)?;
             skip.extend(positions.iter().copied());
             for p in moved {
                 skip.insert(p);
                 fused_stmts.push(stmts[p].clone());
             }
-            fused.insert(*positions.last()?, fused_stmts);
+            fused.insert(last, fused_stmts);
+            let fused_name = members.join("__");
+            for (k, m) in members.iter().enumerate() {
+                if points_only(m) {
+                    redirect.push((last, m.clone(), fused_name.clone(), k));
+                }
+            }
         }
         for (p, s) in stmts.iter().enumerate() {
             if let Some(f) = fused.remove(&p) {
                 out.extend(f);
             } else if !skip.contains(&p) {
-                out.push((*s).clone());
+                let mut s = (*s).clone();
+                for (after, m, name, k) in &redirect {
+                    if p > *after {
+                        walk_stmt_mut(&mut s, &mut |e| redirect_read(e, m, name, *k));
+                    }
+                }
+                out.push(s);
             }
         }
-        Some(out)
+        let tail = tail.flatten().map(|t| {
+            let mut t = t.clone();
+            for (_, m, name, k) in &redirect {
+                walk_expr_mut(&mut t, &mut |e| redirect_read(e, m, name, *k));
+            }
+            t
+        });
+        Some(Fused { stmts: out, tail })
     }
 
     /// The fused clauses of one group and the statements that take its
@@ -189,6 +317,7 @@ impl Resolver {
         positions: &[usize],
         stmts: &[&ast::Stmt],
         others: &HashMap<String, Vec<usize>>,
+        points_only: &dyn Fn(&str) -> bool,
         diags: &mut Diagnostics,
     ) -> Option<(Vec<ast::Stmt>, Vec<usize>)> {
         let (first, last) = (positions[0], *positions.last()?);
@@ -280,8 +409,11 @@ impl Resolver {
             }
             out.push(s);
         }
-        // Each member: its field of the fused tensor.
+        // Each member read as a whole later: its field of the fused tensor.
         for (k, m) in members.iter().enumerate() {
+            if points_only(m) {
+                continue;
+            }
             let span = match stmts[*clauses_last(positions, stmts, m)?] {
                 ast::Stmt::Let(l) => l.span,
                 _ => return None,
