@@ -255,6 +255,7 @@ impl Resolver {
         if groups.is_empty() {
             return None;
         }
+        groups.sort_by_key(|g| clauses[&g[0]][0]);
         let mut out: Vec<ast::Stmt> = Vec::new();
         let mut fused: HashMap<usize, Vec<ast::Stmt>> = HashMap::new();
         let mut skip: HashSet<usize> = HashSet::new();
