@@ -542,6 +542,23 @@ program!(mutual {
     }
 });
 
+program!(mutual_mixed {
+    /// Members of different ranks: `s` [T] and `v` [T, N] (padded with an
+    /// axis it writes and reads at 0). Two groups, the second reading the
+    /// first, with their clauses interleaved: `p`/`q` read `s`.
+    pub fn mixed(x: [f64; T, N]) -> ([f64; T], [f64; T, N], f64) {
+        let s[0] = 0.0;
+        let v[0, i] = x[0, i];
+        let p[0] = 1.0;
+        let s[t in 1..T] = sum[i](v[t - 1, i]) * 0.25;
+        let q[0] = 0.0;
+        let v[t in 1..T, i] = x[t, i] - s[t];
+        let p[t in 1..T] = q[t - 1] + s[t];
+        let q[t in 1..T] = p[t] * 0.5;
+        (s, v, p[T - 1] + q[T - 1])
+    }
+});
+
 program!(mutual_top_level {
     // At the top level too; a statement between the clauses that does not
     // read the members stays where it is.
@@ -595,6 +612,25 @@ fn recurrences_that_read_each_other() {
     assert_eq!((gp.to_vec(), gv.to_vec(), ga.to_vec()), (pos, vel, acc));
 
     mutual_top_level::main().unwrap();
+
+    let (t_n, n) = (6, 3);
+    let x = Array2::from_shape_fn((t_n, n), |(t, i)| (t * 3 + i) as f64 * 0.5 - 2.0);
+    let mut s = vec![0.0f64; t_n];
+    let mut v = Array2::<f64>::zeros((t_n, n));
+    let (mut p, mut q) = (vec![1.0f64; t_n], vec![0.0f64; t_n]);
+    v.row_mut(0).assign(&x.row(0));
+    for t in 1..t_n {
+        s[t] = v.row(t - 1).sum() * 0.25;
+        for i in 0..n {
+            v[[t, i]] = x[[t, i]] - s[t];
+        }
+        p[t] = q[t - 1] + s[t];
+        q[t] = p[t] * 0.5;
+    }
+    let (gs, gv, last) = mutual_mixed::mixed(&x).unwrap();
+    assert_eq!(gs.to_vec(), s);
+    assert_close(&gv, &v, 1e-12);
+    assert_eq!(last, p[t_n - 1] + q[t_n - 1]);
 }
 
 #[test]

@@ -490,7 +490,9 @@ impl<'a> Cx<'a> {
             (0..rank).filter(|a| !fields.contains(a) && own.iter().any(|(_, _, o)| !o[*a].is_zero())).collect();
         // The fewest axes, in the order, that make every read look back:
         // a read zero along all of them must be zero along every axis (a
-        // point an earlier clause of the same step wrote).
+        // point an earlier clause of the same step wrote), or read another
+        // field at the same step of a sequential axis (an earlier clause
+        // wrote all of that step before this clause runs; checked below).
         let legal = |order: &[usize]| {
             own.iter().all(|(_, _, o)| {
                 for &a in order {
@@ -500,6 +502,7 @@ impl<'a> Cx<'a> {
                     return o[a].is_backward();
                 }
                 (0..rank).all(|a| fields.contains(&a) || o[a].is_zero())
+                    || (!order.is_empty() && fields.iter().any(|&f| !o[f].is_zero()))
             })
         };
         let order = subsets(&candidates).into_iter().flat_map(|s| permutations(&s)).find(|p| legal(p));

@@ -42,27 +42,59 @@ pub(super) struct Fused {
     pub tail: Option<ast::Expr>,
 }
 
-/// `m[e..]` becomes `name[k, e..]`.
-fn redirect_read(e: &mut ast::Expr, m: &str, name: &str, k: usize) {
-    let ast::ExprKind::Index { base, args } = &mut e.kind else { return };
-    let ast::ExprKind::Path(path) = &mut base.kind else { return };
-    let [one] = path.as_mut_slice() else { return };
-    if one.name == m {
-        one.name = name.to_string();
-        args.insert(0, ast::IndexArg::Expr(int_lit(k as i64, one.span)));
+/// Where the members of a group live in the fused tensor: member `k` is
+/// field `k`; a member with fewer indices than the most any member has is
+/// padded with trailing axes it writes and reads at 0.
+struct Layout {
+    name: String,
+    /// Each member's name and number of indices.
+    members: Vec<(String, usize)>,
+    /// The most indices of any member.
+    rank: usize,
+}
+
+impl Layout {
+    fn field(&self, m: &str) -> Option<(usize, usize)> {
+        self.members.iter().position(|(n, _)| n == m).map(|k| (k, self.members[k].1))
+    }
+
+    /// Rewrites `m[e..]`, a read of member `m` (of any member when `only`
+    /// is `None`), to `name[k, e.., 0..]`. `Err(m)` for a read with fewer
+    /// indices than a padded member has (it is left as it is).
+    fn redirect(&self, e: &mut ast::Expr, only: Option<&str>) -> Result<(), String> {
+        let ast::ExprKind::Index { base, args } = &mut e.kind else { return Ok(()) };
+        let ast::ExprKind::Path(path) = &mut base.kind else { return Ok(()) };
+        let [one] = path.as_mut_slice() else { return Ok(()) };
+        if only.is_some_and(|m| m != one.name) {
+            return Ok(());
+        }
+        let Some((k, rank)) = self.field(&one.name) else { return Ok(()) };
+        if rank < self.rank && args.len() != rank {
+            return Err(one.name.clone());
+        }
+        let span = one.span;
+        one.name = self.name.clone();
+        args.insert(0, ast::IndexArg::Expr(int_lit(k as i64, span)));
+        for _ in rank..self.rank {
+            args.push(ast::IndexArg::Expr(int_lit(0, span)));
+        }
+        Ok(())
     }
 }
 
 /// Whether the statements after a group, and the block's tail, read member
-/// `m` only at points (`m[t - 1]`), and nothing there binds the name `m`
-/// (then each read can go to the fused tensor).
-fn only_points_read(later: &[&ast::Stmt], tail: Option<&ast::Expr>, m: &str) -> bool {
+/// `m` only at points (`m[t - 1]`, with `arity` indices if given), and
+/// nothing there binds the name `m` (then each read can go to the fused
+/// tensor).
+fn only_points_read(later: &[&ast::Stmt], tail: Option<&ast::Expr>, m: &str, arity: Option<usize>) -> bool {
     let mut ok = !later.iter().any(|s| binds_in_stmt(s, m));
     let mut check = |e: &mut ast::Expr| {
         ok &= !binds_in_expr(e, m);
-        if let ast::ExprKind::Index { base, .. } = &mut e.kind {
-            // `m[..]` is a point read: its base is not a whole use.
+        if let ast::ExprKind::Index { base, args } = &mut e.kind {
+            // `m[..]` is a point read: its base is not a whole use. A
+            // padded member must be read with all its indices.
             if matches!(&base.kind, ast::ExprKind::Path(p) if p.len() == 1 && p[0].name == m) {
+                ok &= arity.is_none_or(|r| args.len() == r);
                 base.kind = ast::ExprKind::Lit(ast::Lit::Bool(false));
             }
         }
@@ -255,104 +287,164 @@ impl Resolver {
         if groups.is_empty() {
             return None;
         }
+        // Groups that read another group come after it (the groups form no
+        // cycle: each is a strongly connected component); otherwise in
+        // source order. A group's fused clauses go after its last clause,
+        // and after the fused clauses of any group its members read.
         groups.sort_by_key(|g| clauses[&g[0]][0]);
+        let reads = |a: &Vec<String>, b: &Vec<String>| {
+            a.iter().any(|m| edges.get(m.as_str()).is_some_and(|e| b.iter().any(|n| e.contains(n.as_str()))))
+        };
+        let mut ordered: Vec<Vec<String>> = Vec::new();
+        while !groups.is_empty() {
+            let i = (0..groups.len()).find(|&i| !groups.iter().any(|g| g != &groups[i] && reads(&groups[i], g)))?;
+            ordered.push(groups.remove(i));
+        }
+        let groups = ordered;
+        // Every group's clauses leave their places (for its fused clauses).
+        let grouped: HashSet<usize> = groups.iter().flatten().flat_map(|m| clauses[m].iter().copied()).collect();
+        let mut place: Vec<usize> = Vec::new();
+        for (a, g) in groups.iter().enumerate() {
+            let own = g.iter().filter_map(|m| clauses[m].last().copied()).max()?;
+            let after = (0..a).filter(|&b| reads(g, &groups[b])).map(|b| place[b]).max().unwrap_or(0);
+            place.push(own.max(after));
+        }
         let mut out: Vec<ast::Stmt> = Vec::new();
-        let mut fused: HashMap<usize, Vec<ast::Stmt>> = HashMap::new();
+        // Fused statements by the position they follow.
+        let mut fused: Vec<(usize, Vec<ast::Stmt>)> = Vec::new();
         let mut skip: HashSet<usize> = HashSet::new();
-        // Members whose later reads are all points: the reads go to the
+        // Members whose later reads are all points: those reads go to the
         // fused tensor (keeping its storage window) instead of a copy.
-        let mut redirect: Vec<(usize, String, String, usize)> = Vec::new();
-        for members in &groups {
+        let mut redirect: Vec<(usize, String, std::rc::Rc<Layout>)> = Vec::new();
+        for (members, &at) in groups.iter().zip(&place) {
             let positions: Vec<usize> = {
                 let mut v: Vec<usize> = members.iter().flat_map(|m| clauses[m].iter().copied()).collect();
                 v.sort();
                 v
             };
-            let last = *positions.last()?;
-            let later: Vec<&ast::Stmt> = stmts[last + 1..].to_vec();
-            let points_only = |m: &str| tail.is_some_and(|t| only_points_read(&later, t, m));
-            let (mut fused_stmts, moved) = self.fuse_group(members, &positions, stmts, &others, &points_only, diags)?;
+            let layout = std::rc::Rc::new(self.layout(members, &clauses, stmts, diags)?);
+            // What runs after the fused clauses: the statements after them,
+            // and the clauses of the groups placed after this one (those of
+            // earlier groups do not read its members).
+            let later: Vec<&ast::Stmt> = (0..stmts.len())
+                .filter(|&p| p > at || (grouped.contains(&p) && !positions.contains(&p)))
+                .map(|p| stmts[p])
+                .collect();
+            let points_only = |m: &str| {
+                let arity = layout.field(m).and_then(|(_, r)| (r < layout.rank).then_some(r));
+                tail.is_some_and(|t| only_points_read(&later, t, m, arity))
+            };
+            let (mut fused_stmts, moved) =
+                self.fuse_group(&layout, &positions, at, stmts, &grouped, &others, &points_only, diags)?;
             skip.extend(positions.iter().copied());
             for p in moved {
                 skip.insert(p);
                 fused_stmts.push(stmts[p].clone());
             }
-            fused.insert(last, fused_stmts);
-            let fused_name = members.join("__");
-            for (k, m) in members.iter().enumerate() {
+            fused.push((at, fused_stmts));
+            for m in members {
                 if points_only(m) {
-                    redirect.push((last, m.clone(), fused_name.clone(), k));
+                    redirect.push((at, m.clone(), layout.clone()));
                 }
             }
         }
-        for (p, s) in stmts.iter().enumerate() {
-            if let Some(f) = fused.remove(&p) {
-                out.extend(f);
-            } else if !skip.contains(&p) {
-                let mut s = (*s).clone();
-                for (after, m, name, k) in &redirect {
-                    if p > *after {
-                        walk_stmt_mut(&mut s, &mut |e| redirect_read(e, m, name, *k));
-                    }
+        let redirect_all = |e: &mut ast::Expr, p: Option<usize>| {
+            for (after, m, layout) in &redirect {
+                if p.is_none_or(|p| p > *after) {
+                    // Checked by `only_points_read`: never an error here.
+                    let _ = layout.redirect(e, Some(m));
                 }
+            }
+        };
+        for (p, s) in stmts.iter().enumerate() {
+            if !skip.contains(&p) {
+                let mut s = (*s).clone();
+                walk_stmt_mut(&mut s, &mut |e| redirect_all(e, Some(p)));
                 out.push(s);
+            }
+            for (at, f) in &mut fused {
+                if *at == p {
+                    // Fused clauses read the members of earlier groups.
+                    for s in f.iter_mut() {
+                        walk_stmt_mut(s, &mut |e| redirect_all(e, None));
+                    }
+                    out.append(f);
+                }
             }
         }
         let tail = tail.flatten().map(|t| {
             let mut t = t.clone();
-            for (_, m, name, k) in &redirect {
-                walk_expr_mut(&mut t, &mut |e| redirect_read(e, m, name, *k));
-            }
+            walk_expr_mut(&mut t, &mut |e| redirect_all(e, None));
             t
         });
         Some(Fused { stmts: out, tail })
     }
 
-    /// The fused clauses of one group and the statements that take its
-    /// members from their fields, and the positions of the statements
-    /// between the clauses that read a member (an error: they are moved
-    /// after the group, so that nothing else is reported about them).
-    fn fuse_group(
+    /// The layout of a group in its fused tensor. Rest indices are an
+    /// error, and so are clauses of one member with different numbers of
+    /// indices.
+    fn layout(
         &self,
         members: &[String],
-        positions: &[usize],
+        clauses: &HashMap<String, Vec<usize>>,
         stmts: &[&ast::Stmt],
+        diags: &mut Diagnostics,
+    ) -> Option<Layout> {
+        let mut out = Vec::new();
+        for m in members {
+            let mut rank = None;
+            for &p in &clauses[m] {
+                let ast::Stmt::Let(l) = stmts[p] else { return None };
+                let slots = l.indices.as_ref()?;
+                if slots.iter().any(|s| matches!(s, ast::IndexSlot::Rest(_))) || rank.is_some_and(|r| r != slots.len())
+                {
+                    diags.push(Diagnostic::error(
+                        l.span,
+                        format!(
+                            "the clauses of `{m}`, which reads other recurrences that read it, must have one \
+                             number of indices and no rest index `..r`"
+                        ),
+                    ));
+                }
+                rank.get_or_insert(slots.len());
+            }
+            out.push((m.clone(), rank?));
+        }
+        let rank = out.iter().map(|(_, r)| *r).max()?;
+        Some(Layout { name: members.join("__"), members: out, rank })
+    }
+
+    /// The fused clauses of one group (placed after statement `at`) and the
+    /// statements that take its members from their fields, and the
+    /// positions of the statements before `at` that read a member (an
+    /// error: they are moved after the group, so that nothing else is
+    /// reported about them).
+    #[allow(clippy::too_many_arguments)]
+    fn fuse_group(
+        &self,
+        layout: &Layout,
+        positions: &[usize],
+        at: usize,
+        stmts: &[&ast::Stmt],
+        grouped: &HashSet<usize>,
         others: &HashMap<String, Vec<usize>>,
         points_only: &dyn Fn(&str) -> bool,
         diags: &mut Diagnostics,
     ) -> Option<(Vec<ast::Stmt>, Vec<usize>)> {
-        let (first, last) = (positions[0], *positions.last()?);
-        let list = members.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
+        let first = positions[0];
+        let list = layout.members.iter().map(|(m, _)| format!("`{m}`")).collect::<Vec<_>>().join(", ");
         let clause = |p: usize| match stmts[p] {
             ast::Stmt::Let(l) => Some(l),
             _ => None,
         };
-        // One rank, and no rest index.
-        let rank = clause(first)?.indices.as_ref()?.len();
-        for &p in positions {
-            let l = clause(p)?;
-            let slots = l.indices.as_ref()?;
-            if slots.len() != rank || slots.iter().any(|s| matches!(s, ast::IndexSlot::Rest(_))) {
-                diags.push(
-                    Diagnostic::error(
-                        l.span,
-                        format!("the recurrences {list} read each other, so they must have one number of indices"),
-                    )
-                    .note(format!(
-                        "their first clause has {rank} {} (named rest indices `..r` are not allowed)",
-                        if rank == 1 { "index" } else { "indices" }
-                    )),
-                );
-            }
-        }
-        // Nothing between the clauses binds or reads a member.
+        // Nothing before the fused clauses binds or reads a member.
         let mut moved = Vec::new();
-        for p in first..=last {
-            if positions.contains(&p) {
+        for p in first..=at {
+            if grouped.contains(&p) {
                 continue;
             }
             let (indexed, bare) = reads_of(stmts[p]);
-            for m in members {
+            for (m, _) in &layout.members {
                 if others.get(m).is_some_and(|o| o.contains(&p)) {
                     diags.push(Diagnostic::error(
                         super::stmt_span(stmts[p]),
@@ -371,47 +463,48 @@ impl Resolver {
                 }
             }
         }
-        let field = |name: &str| members.iter().position(|m| m == name);
-        let fused_name = members.join("__");
         let mut out = Vec::new();
         for &p in positions {
             let mut l = clause(p)?.clone();
             let ast::Pattern::Name(n) = &l.pat else { return None };
-            let (k, span) = (field(&n.name)?, n.span);
-            l.pat = ast::Pattern::Name(ast::Ident { name: fused_name.clone(), span });
-            l.indices.as_mut()?.insert(0, ast::IndexSlot::Lit(k as i64, span));
+            let ((k, rank), span) = (layout.field(&n.name)?, n.span);
+            l.pat = ast::Pattern::Name(ast::Ident { name: layout.name.clone(), span });
+            let slots = l.indices.as_mut()?;
+            slots.insert(0, ast::IndexSlot::Lit(k as i64, span));
+            for _ in rank..layout.rank {
+                slots.push(ast::IndexSlot::Lit(0, span));
+            }
             let mut s = ast::Stmt::Let(l);
             let mut whole = None;
-            walk_stmt_mut(&mut s, &mut |e| match &mut e.kind {
-                ast::ExprKind::Index { base, args } => {
-                    let ast::ExprKind::Path(path) = &mut base.kind else { return };
-                    let [one] = path.as_mut_slice() else { return };
-                    let Some(k) = field(&one.name) else { return };
-                    one.name = fused_name.clone();
-                    args.insert(0, ast::IndexArg::Expr(int_lit(k as i64, one.span)));
+            let mut partial = None;
+            walk_stmt_mut(&mut s, &mut |e| {
+                if let Err(m) = layout.redirect(e, None) {
+                    partial.get_or_insert((m, e.span));
                 }
-                ast::ExprKind::Path(path) => {
+                if let ast::ExprKind::Path(path) = &mut e.kind {
                     if let [one] = path.as_mut_slice() {
-                        if field(&one.name).is_some() {
+                        if layout.field(&one.name).is_some() {
                             // An error (below); the name is replaced so
                             // that nothing else is reported about it.
                             whole.get_or_insert((one.name.clone(), e.span));
-                            one.name = fused_name.clone();
+                            one.name = layout.name.clone();
                         }
                     }
                 }
-                _ => {}
             });
-            if let Some((m, span)) = whole {
+            if let Some((m, span)) = whole.or(partial) {
                 diags.push(
-                    Diagnostic::error(span, format!("`{m}` is read as a whole inside the clauses that define it"))
-                        .note("a clause reads points of the recurrences it defines (`m[t - 1]`)"),
+                    Diagnostic::error(
+                        span,
+                        format!("`{m}` is read here as a whole or in part, inside the clauses that define it"),
+                    )
+                    .note("a clause reads points of the recurrences it defines (`m[t - 1, i]`)"),
                 );
             }
             out.push(s);
         }
         // Each member read as a whole later: its field of the fused tensor.
-        for (k, m) in members.iter().enumerate() {
+        for (m, rank) in &layout.members {
             if points_only(m) {
                 continue;
             }
@@ -419,19 +512,19 @@ impl Resolver {
                 ast::Stmt::Let(l) => l.span,
                 _ => return None,
             };
-            let vars: Vec<ast::Ident> = (0..rank).map(|i| ast::Ident { name: format!("k{i}"), span }).collect();
-            let mut args = vec![ast::IndexArg::Expr(int_lit(k as i64, span))];
-            args.extend(
-                vars.iter()
-                    .map(|v| ast::IndexArg::Expr(ast::Expr { kind: ast::ExprKind::Path(vec![v.clone()]), span })),
-            );
-            let base =
-                ast::Expr { kind: ast::ExprKind::Path(vec![ast::Ident { name: fused_name.clone(), span }]), span };
+            let vars: Vec<ast::Ident> = (0..*rank).map(|i| ast::Ident { name: format!("k{i}"), span }).collect();
+            let args = vars
+                .iter()
+                .map(|v| ast::IndexArg::Expr(ast::Expr { kind: ast::ExprKind::Path(vec![v.clone()]), span }))
+                .collect();
+            let base = ast::Expr { kind: ast::ExprKind::Path(vec![ast::Ident { name: m.clone(), span }]), span };
+            let mut value = ast::Expr { kind: ast::ExprKind::Index { base: Box::new(base), args }, span };
+            layout.redirect(&mut value, Some(m)).ok()?;
             out.push(ast::Stmt::Let(ast::LetStmt {
                 pat: ast::Pattern::Name(ast::Ident { name: m.clone(), span }),
                 indices: Some(vars.into_iter().map(ast::IndexSlot::Var).collect()),
                 ty: None,
-                value: ast::Expr { kind: ast::ExprKind::Index { base: Box::new(base), args }, span },
+                value,
                 where_clause: Vec::new(),
                 span,
             }));
