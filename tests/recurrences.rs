@@ -542,6 +542,20 @@ program!(mutual {
     }
 });
 
+program!(mutual_generic {
+    /// A group in a generic function, instantiated at two element types.
+    fn pair(x, decay) {
+        let n = len(x);
+        let a[0] = x[0];
+        let b[0] = x[0] * decay;
+        let a[t in 1..n] = b[t - 1] + x[t];
+        let b[t in 1..n] = a[t] * decay;
+        (a, b)
+    }
+    pub fn pair_f32(x: [f32; N]) -> ([f32; N], [f32; N]) { pair(x, 0.5) }
+    pub fn pair_i64(x: [i64; N]) -> ([i64; N], [i64; N]) { pair(x, 2) }
+});
+
 program!(mutual_mixed {
     /// Members of different ranks: `s` [T] and `v` [T, N] (padded with an
     /// axis it writes and reads at 0). Two groups, the second reading the
@@ -612,6 +626,13 @@ fn recurrences_that_read_each_other() {
     assert_eq!((gp.to_vec(), gv.to_vec(), ga.to_vec()), (pos, vel, acc));
 
     mutual_top_level::main().unwrap();
+
+    // By hand: a = 1, 2 + 0.5, 3 + 1.25; b = a / 2. Integers: a = 1, 2 + 2,
+    // 3 + 8; b = 2a.
+    let (a, b) = mutual_generic::pair_f32(&array![1.0f32, 2.0, 3.0]).unwrap();
+    assert_eq!((a, b), (array![1.0f32, 2.5, 4.25], array![0.5f32, 1.25, 2.125]));
+    let (a, b) = mutual_generic::pair_i64(&array![1i64, 2, 3]).unwrap();
+    assert_eq!((a, b), (array![1i64, 4, 11], array![2i64, 8, 22]));
 
     let (t_n, n) = (6, 3);
     let x = Array2::from_shape_fn((t_n, n), |(t, i)| (t * 3 + i) as f64 * 0.5 - 2.0);
