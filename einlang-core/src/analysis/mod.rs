@@ -2924,6 +2924,13 @@ impl<'a> Cx<'a> {
                 dims.insert(0, Dim::constant(items.len() as i64));
                 Ty::Tensor(k, dims)
             }
+            Some(Ty::Strs(_)) => {
+                let d = Diagnostic::error(span, "tensors of strings of rank 2 or more are not supported yet")
+                    .note("strings form vectors (`[\"a\", \"b\"]`); a jagged array holds numbers only")
+                    .help("keep the rows in separate vectors, or index one vector (`names[i * cols + j]`)");
+                self.err(d);
+                Ty::Error
+            }
             _ => {
                 self.err(Diagnostic::error(span, "array elements must be numbers or arrays"));
                 Ty::Error

@@ -179,6 +179,17 @@ fn declared_tuple_element_shape_differs() {
 }
 
 #[test]
+fn matrices_of_strings_are_not_supported_yet() {
+    check_error(
+        r#"fn f() -> i64 { let m = [["a", "b"], ["c", "d"]]; 0i64 }"#,
+        expect![[r#"
+            error: tensors of strings of rank 2 or more are not supported yet @1:24
+              = note: strings form vectors (`["a", "b"]`); a jagged array holds numbers only
+              = help: keep the rows in separate vectors, or index one vector (`names[i * cols + j]`)"#]],
+    );
+}
+
+#[test]
 fn element_type_mismatch() {
     check_error(
         "fn f(x: f32, y: f64) -> f32 { x + y }",
