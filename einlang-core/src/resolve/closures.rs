@@ -67,7 +67,7 @@ fn lambda_parts(e: &ast::Expr) -> Option<(&[ast::Param], &ast::Expr)> {
 /// `e` as written with `Path`s of one segment: the names it mentions.
 fn mentioned_names(e: &ast::Expr) -> Vec<String> {
     let mut names = Vec::new();
-    super::walk_ast(e, &mut |x| {
+    crate::syntax::visit::walk_expr(e, &mut |x| {
         if let ast::ExprKind::Path(p) = &x.kind {
             if let [one] = p.as_slice() {
                 names.push(one.name.clone());
@@ -847,7 +847,7 @@ impl Resolver {
 /// Calls `f` on every expression of a block.
 fn walk_block(b: &ast::Block, f: &mut dyn FnMut(&ast::Expr)) {
     let e = ast::Expr { kind: ast::ExprKind::Block(b.clone()), span: b.span };
-    super::walk_ast(&e, f);
+    crate::syntax::visit::walk_expr(&e, f);
 }
 
 /// A numeric or boolean literal, possibly negated.

@@ -52,7 +52,7 @@ fn body_names(f: &ast::FnItem) -> (HashSet<String>, HashSet<String>) {
     }
     let Some(body) = &f.body else { return (read, bound) };
     let block = ast::Expr { kind: ast::ExprKind::Block(body.clone()), span: body.span };
-    super::walk_ast(&block, &mut |e| match &e.kind {
+    crate::syntax::visit::walk_expr(&block, &mut |e| match &e.kind {
         ast::ExprKind::Path(p) if p.len() == 1 => {
             read.insert(p[0].name.clone());
         }

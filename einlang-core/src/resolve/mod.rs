@@ -26,7 +26,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, Hir, Slot, TyAnn, Where};
 use crate::ir::Intrinsic;
 use crate::span::Span;
-use crate::syntax::ast;
+use crate::syntax::{ast, visit};
 
 /// The standard library sources, by module path.
 const STDLIB: &[(&str, &str)] = &[
@@ -1605,7 +1605,7 @@ fn stdlib_home(name: &str) -> Option<&'static str> {
 /// Whether `e` subscripts the name `name` anywhere (`name[...]`).
 fn mentions_index_of(e: &ast::Expr, name: &str) -> bool {
     let mut found = false;
-    walk_ast(e, &mut |x| {
+    visit::walk_expr(e, &mut |x| {
         if let ast::ExprKind::Index { base, .. } = &x.kind {
             if let ast::ExprKind::Path(p) = &base.kind {
                 if p.len() == 1 && p[0].name == name {
@@ -1617,126 +1617,22 @@ fn mentions_index_of(e: &ast::Expr, name: &str) -> bool {
     found
 }
 
-/// Calls `f` on every expression of `e`, outer first.
-fn walk_ast(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
-    f(e);
-    let walk_block = |b: &ast::Block, f: &mut dyn FnMut(&ast::Expr)| {
-        for s in &b.stmts {
-            match s {
-                ast::Stmt::Let(l) => {
-                    walk_ast(&l.value, f);
-                    walk_where(&l.where_clause, f);
-                }
-                ast::Stmt::Expr(x) => walk_ast(x, f),
-                ast::Stmt::Item(_) => {}
-            }
-        }
-        if let Some(t) = &b.tail {
-            walk_ast(t, f);
-        }
-    };
-    match &e.kind {
-        ast::ExprKind::Lit(_)
-        | ast::ExprKind::Path(_)
-        | ast::ExprKind::Deriv { .. }
-        | ast::ExprKind::Differential(_) => {}
-        ast::ExprKind::Interp(parts) => {
-            for p in parts {
-                if let ast::StrPart::Interp { expr, .. } = p {
-                    walk_ast(expr, f);
-                }
-            }
-        }
-        ast::ExprKind::Unary { expr, .. }
-        | ast::ExprKind::Cast { expr, .. }
-        | ast::ExprKind::Field { base: expr, .. } => walk_ast(expr, f),
-        ast::ExprKind::Binary { lhs, rhs, .. } => {
-            walk_ast(lhs, f);
-            walk_ast(rhs, f);
-        }
-        ast::ExprKind::Call { callee, args } => {
-            walk_ast(callee, f);
-            args.iter().for_each(|a| walk_ast(a, f));
-        }
-        ast::ExprKind::Index { base, args } => {
-            walk_ast(base, f);
-            for a in args {
-                if let ast::IndexArg::Expr(x) = a {
-                    walk_ast(x, f);
-                }
-            }
-        }
-        ast::ExprKind::Reduce { vars, body, where_clause, .. } => {
-            for v in vars {
-                if let Some(r) = &v.range {
-                    walk_ast(&r.start, f);
-                    walk_ast(&r.end, f);
-                }
-            }
-            walk_ast(body, f);
-            walk_where(where_clause, f);
-        }
-        ast::ExprKind::If { cond, then, els } => {
-            walk_ast(cond, f);
-            walk_block(then, f);
-            if let Some(x) = els {
-                walk_ast(x, f);
-            }
-        }
-        ast::ExprKind::Match { scrutinee, arms } => {
-            walk_ast(scrutinee, f);
-            for a in arms {
-                if let Some(g) = &a.guard {
-                    walk_ast(g, f);
-                }
-                walk_ast(&a.body, f);
-            }
-        }
-        ast::ExprKind::Block(b) => walk_block(b, f),
-        ast::ExprKind::Array(xs) | ast::ExprKind::Jagged(xs) | ast::ExprKind::Tuple(xs) => {
-            xs.iter().for_each(|x| walk_ast(x, f))
-        }
-        ast::ExprKind::Comprehension { body, clauses, .. } => {
-            walk_ast(body, f);
-            for c in clauses {
-                match c {
-                    ast::CompClause::Gen { iter, .. } => walk_ast(iter, f),
-                    ast::CompClause::Filter(x) => walk_ast(x, f),
-                }
-            }
-        }
-        ast::ExprKind::Lambda { body, .. } => walk_ast(body, f),
-        ast::ExprKind::Range(r) => {
-            walk_ast(&r.start, f);
-            walk_ast(&r.end, f);
-        }
-    }
-}
-
-fn walk_where(items: &[ast::WhereItem], f: &mut dyn FnMut(&ast::Expr)) {
-    for w in items {
-        match w {
-            ast::WhereItem::Bind { value, .. } => walk_ast(value, f),
-            ast::WhereItem::Guard(g) => walk_ast(g, f),
-            ast::WhereItem::Range { range, .. } => {
-                walk_ast(&range.start, f);
-                walk_ast(&range.end, f);
-            }
-        }
-    }
-}
-
 /// Single-segment names an expression mentions.
 fn names_in_where(item: &ast::WhereItem) -> Vec<String> {
     let mut names = Vec::new();
     if let ast::WhereItem::Range { var, .. } = item {
         names.push(var.name.clone());
     }
-    walk_where(std::slice::from_ref(item), &mut |x| {
+    let mut record = |x: &ast::Expr| {
         if let ast::ExprKind::Path(p) = &x.kind {
             if p.len() == 1 {
                 names.push(p[0].name.clone());
             }
+        }
+    };
+    visit::where_children(std::slice::from_ref(item), &mut |c| {
+        if let visit::Child::Expr(x) = c {
+            visit::walk_expr(x, &mut record);
         }
     });
     names
@@ -1753,7 +1649,7 @@ fn attach_wheres(
     lhs_names: &[String],
 ) -> (ast::Expr, Vec<ast::WhereItem>) {
     let mut reductions: Vec<Vec<String>> = Vec::new();
-    walk_ast(value, &mut |x| {
+    visit::walk_expr(value, &mut |x| {
         if let ast::ExprKind::Reduce { vars, .. } = &x.kind {
             reductions.push(vars.iter().map(|v| v.var.name.clone()).collect());
         }
@@ -1774,123 +1670,16 @@ fn attach_wheres(
             None => stay.push(item.clone()),
         }
     }
+    // The same walk, so the k-th reduction is the one found above.
     let mut value = value.clone();
     let mut counter = 0usize;
-    push_into_reductions(&mut value, &mut moved, &mut counter);
+    visit::walk_expr_mut(&mut value, &mut |e| {
+        if let ast::ExprKind::Reduce { where_clause, .. } = &mut e.kind {
+            if let Some(items) = moved.get_mut(counter) {
+                where_clause.append(items);
+            }
+            counter += 1;
+        }
+    });
     (value, stay)
-}
-
-fn push_into_reductions(e: &mut ast::Expr, moved: &mut [Vec<ast::WhereItem>], counter: &mut usize) {
-    if let ast::ExprKind::Reduce { where_clause, .. } = &mut e.kind {
-        if let Some(items) = moved.get_mut(*counter) {
-            where_clause.append(items);
-        }
-        *counter += 1;
-    }
-    // Same pre-order as `walk_ast`.
-    match &mut e.kind {
-        ast::ExprKind::Unary { expr, .. }
-        | ast::ExprKind::Cast { expr, .. }
-        | ast::ExprKind::Field { base: expr, .. } => push_into_reductions(expr, moved, counter),
-        ast::ExprKind::Binary { lhs, rhs, .. } => {
-            push_into_reductions(lhs, moved, counter);
-            push_into_reductions(rhs, moved, counter);
-        }
-        ast::ExprKind::Call { callee, args } => {
-            push_into_reductions(callee, moved, counter);
-            args.iter_mut().for_each(|a| push_into_reductions(a, moved, counter));
-        }
-        ast::ExprKind::Index { base, args } => {
-            push_into_reductions(base, moved, counter);
-            for a in args {
-                if let ast::IndexArg::Expr(x) = a {
-                    push_into_reductions(x, moved, counter);
-                }
-            }
-        }
-        ast::ExprKind::Reduce { vars, body, where_clause, .. } => {
-            for v in vars {
-                if let Some(r) = &mut v.range {
-                    push_into_reductions(&mut r.start, moved, counter);
-                    push_into_reductions(&mut r.end, moved, counter);
-                }
-            }
-            push_into_reductions(body, moved, counter);
-            push_where(where_clause, moved, counter);
-        }
-        ast::ExprKind::If { cond, then, els } => {
-            push_into_reductions(cond, moved, counter);
-            push_block(then, moved, counter);
-            if let Some(x) = els {
-                push_into_reductions(x, moved, counter);
-            }
-        }
-        ast::ExprKind::Match { scrutinee, arms } => {
-            push_into_reductions(scrutinee, moved, counter);
-            for a in arms {
-                if let Some(g) = &mut a.guard {
-                    push_into_reductions(g, moved, counter);
-                }
-                push_into_reductions(&mut a.body, moved, counter);
-            }
-        }
-        ast::ExprKind::Block(b) => push_block(b, moved, counter),
-        ast::ExprKind::Array(xs) | ast::ExprKind::Jagged(xs) | ast::ExprKind::Tuple(xs) => {
-            xs.iter_mut().for_each(|x| push_into_reductions(x, moved, counter))
-        }
-        ast::ExprKind::Comprehension { body, clauses, .. } => {
-            push_into_reductions(body, moved, counter);
-            for c in clauses {
-                match c {
-                    ast::CompClause::Gen { iter, .. } => push_into_reductions(iter, moved, counter),
-                    ast::CompClause::Filter(x) => push_into_reductions(x, moved, counter),
-                }
-            }
-        }
-        ast::ExprKind::Lambda { body, .. } => push_into_reductions(body, moved, counter),
-        ast::ExprKind::Range(r) => {
-            push_into_reductions(&mut r.start, moved, counter);
-            push_into_reductions(&mut r.end, moved, counter);
-        }
-        ast::ExprKind::Interp(parts) => {
-            for p in parts {
-                if let ast::StrPart::Interp { expr, .. } = p {
-                    push_into_reductions(expr, moved, counter);
-                }
-            }
-        }
-        ast::ExprKind::Lit(_)
-        | ast::ExprKind::Path(_)
-        | ast::ExprKind::Deriv { .. }
-        | ast::ExprKind::Differential(_) => {}
-    }
-}
-
-fn push_where(items: &mut [ast::WhereItem], moved: &mut [Vec<ast::WhereItem>], counter: &mut usize) {
-    for w in items {
-        match w {
-            ast::WhereItem::Bind { value, .. } => push_into_reductions(value, moved, counter),
-            ast::WhereItem::Guard(g) => push_into_reductions(g, moved, counter),
-            ast::WhereItem::Range { range, .. } => {
-                push_into_reductions(&mut range.start, moved, counter);
-                push_into_reductions(&mut range.end, moved, counter);
-            }
-        }
-    }
-}
-
-fn push_block(b: &mut ast::Block, moved: &mut [Vec<ast::WhereItem>], counter: &mut usize) {
-    for s in &mut b.stmts {
-        match s {
-            ast::Stmt::Let(l) => {
-                push_into_reductions(&mut l.value, moved, counter);
-                push_where(&mut l.where_clause, moved, counter);
-            }
-            ast::Stmt::Expr(x) => push_into_reductions(x, moved, counter),
-            ast::Stmt::Item(_) => {}
-        }
-    }
-    if let Some(t) = &mut b.tail {
-        push_into_reductions(t, moved, counter);
-    }
 }

@@ -33,7 +33,7 @@ use super::Resolver;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::span::Span;
 use crate::syntax::ast;
-use crate::syntax::visit::{walk_expr_mut, walk_stmt_mut};
+use crate::syntax::visit::{walk_expr, walk_expr_mut, walk_stmt, walk_stmt_mut};
 
 /// A block's statements and tail after fusion.
 pub(super) struct Fused {
@@ -88,27 +88,32 @@ impl Layout {
 /// tensor).
 fn only_points_read(later: &[&ast::Stmt], tail: Option<&ast::Expr>, m: &str, arity: Option<usize>) -> bool {
     let mut ok = !later.iter().any(|s| binds_in_stmt(s, m));
-    let mut check = |e: &mut ast::Expr| {
+    // Mentions of `m`, and those that are the base of a read `m[..]`.
+    let (mut mentions, mut points) = (0usize, 0usize);
+    let mut check = |e: &ast::Expr| {
         ok &= !binds_in_expr(e, m);
-        if let ast::ExprKind::Index { base, args } = &mut e.kind {
-            // `m[..]` is a point read: its base is not a whole use. A
-            // padded member must be read with all its indices.
-            if matches!(&base.kind, ast::ExprKind::Path(p) if p.len() == 1 && p[0].name == m) {
+        match &e.kind {
+            ast::ExprKind::Index { base, args } if is_name(base, m) => {
+                points += 1;
+                // A padded member must be read with all its indices.
                 ok &= arity.is_none_or(|r| args.len() == r);
-                base.kind = ast::ExprKind::Lit(ast::Lit::Bool(false));
             }
-        }
-        if let ast::ExprKind::Path(p) = &e.kind {
-            ok &= !(p.len() == 1 && p[0].name == m);
+            _ if is_name(e, m) => mentions += 1,
+            _ => {}
         }
     };
     for s in later {
-        walk_stmt_mut(&mut (*s).clone(), &mut check);
+        walk_stmt(s, &mut check);
     }
     if let Some(t) = tail {
-        walk_expr_mut(&mut t.clone(), &mut check);
+        walk_expr(t, &mut check);
     }
-    ok
+    ok && mentions == points
+}
+
+/// Whether `e` is the single-segment name `m`.
+fn is_name(e: &ast::Expr, m: &str) -> bool {
+    matches!(&e.kind, ast::ExprKind::Path(p) if p.len() == 1 && p[0].name == m)
 }
 
 fn pattern_binds(p: &ast::Pattern, m: &str) -> bool {
@@ -167,12 +172,11 @@ fn binds_in_expr(e: &ast::Expr, m: &str) -> bool {
     }
 }
 
-/// The names of a statement's indexed reads (`x[..]`) and of its bare
-/// single-segment reads.
+/// The names a statement reads at points (`x[..]`), and every
+/// single-segment name it mentions.
 fn reads_of(s: &ast::Stmt) -> (HashSet<String>, HashSet<String>) {
-    let (mut indexed, mut bare) = (HashSet::new(), HashSet::new());
-    let mut s = s.clone();
-    walk_stmt_mut(&mut s, &mut |e| match &e.kind {
+    let (mut indexed, mut mentioned) = (HashSet::new(), HashSet::new());
+    walk_stmt(s, &mut |e| match &e.kind {
         ast::ExprKind::Index { base, .. } => {
             if let ast::ExprKind::Path(p) = &base.kind {
                 if let [one] = p.as_slice() {
@@ -182,12 +186,12 @@ fn reads_of(s: &ast::Stmt) -> (HashSet<String>, HashSet<String>) {
         }
         ast::ExprKind::Path(p) => {
             if let [one] = p.as_slice() {
-                bare.insert(one.name.clone());
+                mentioned.insert(one.name.clone());
             }
         }
         _ => {}
     });
-    (indexed, bare)
+    (indexed, mentioned)
 }
 
 fn pattern_names(p: &ast::Pattern, out: &mut Vec<String>) {
@@ -443,14 +447,14 @@ impl Resolver {
             if grouped.contains(&p) {
                 continue;
             }
-            let (indexed, bare) = reads_of(stmts[p]);
+            let (_, mentioned) = reads_of(stmts[p]);
             for (m, _) in &layout.members {
                 if others.get(m).is_some_and(|o| o.contains(&p)) {
                     diags.push(Diagnostic::error(
                         super::stmt_span(stmts[p]),
                         format!("`{m}` is bound again between the clauses of the recurrences {list}"),
                     ));
-                } else if (indexed.contains(m) || bare.contains(m)) && !moved.contains(&p) {
+                } else if mentioned.contains(m) && !moved.contains(&p) {
                     diags.push(
                         Diagnostic::error(
                             super::stmt_span(stmts[p]),

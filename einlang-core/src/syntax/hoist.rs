@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 
 use super::ast::{Block, Expr, Ident, Item, Program, Stmt, UseItem, UseTree, Visibility};
-use super::visit::{expr_children, stmt_children, Child};
+use super::visit::{expr_children_mut, stmt_children_mut, ChildMut};
 
 /// Moves every nested function and constant of `program` to its module
 /// (see the module documentation).
@@ -136,18 +136,18 @@ fn hoist_block(
 /// Calls `f` on each block inside statement `s`, not on blocks nested in
 /// those.
 fn stmt_blocks(s: &mut Stmt, f: &mut dyn FnMut(&mut Block)) {
-    stmt_children(s, &mut |c| child_blocks(c, f));
+    stmt_children_mut(s, &mut |c| child_blocks(c, f));
 }
 
 /// Calls `f` on each block inside expression `e`, not on blocks nested in
 /// those.
 fn expr_blocks(e: &mut Expr, f: &mut dyn FnMut(&mut Block)) {
-    expr_children(e, &mut |c| child_blocks(c, f));
+    expr_children_mut(e, &mut |c| child_blocks(c, f));
 }
 
-fn child_blocks(c: Child<'_>, f: &mut dyn FnMut(&mut Block)) {
+fn child_blocks(c: ChildMut<'_>, f: &mut dyn FnMut(&mut Block)) {
     match c {
-        Child::Block(b) => f(b),
-        Child::Expr(x) => expr_blocks(x, f),
+        ChildMut::Block(b) => f(b),
+        ChildMut::Expr(x) => expr_blocks(x, f),
     }
 }
