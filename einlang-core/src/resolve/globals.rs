@@ -33,7 +33,8 @@ fn top_level_names(program: &ast::Program) -> HashSet<String> {
     out
 }
 
-fn pattern_names(p: &ast::Pattern, out: &mut HashSet<String>) {
+/// The names pattern `p` binds.
+pub(super) fn pattern_names(p: &ast::Pattern, out: &mut HashSet<String>) {
     match p {
         ast::Pattern::Name(id) => {
             out.insert(id.name.clone());

@@ -29,6 +29,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::globals::pattern_names;
 use super::Resolver;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::span::Span;
@@ -117,11 +118,9 @@ fn is_name(e: &ast::Expr, m: &str) -> bool {
 }
 
 fn pattern_binds(p: &ast::Pattern, m: &str) -> bool {
-    match p {
-        ast::Pattern::Name(id) => id.name == m,
-        ast::Pattern::Tuple(items, _) => items.iter().any(|q| pattern_binds(q, m)),
-        _ => false,
-    }
+    let mut names = HashSet::new();
+    pattern_names(p, &mut names);
+    names.contains(m)
 }
 
 fn where_binds(items: &[ast::WhereItem], m: &str) -> bool {
@@ -194,14 +193,6 @@ fn reads_of(s: &ast::Stmt) -> (HashSet<String>, HashSet<String>) {
     (indexed, mentioned)
 }
 
-fn pattern_names(p: &ast::Pattern, out: &mut Vec<String>) {
-    match p {
-        ast::Pattern::Name(id) => out.push(id.name.clone()),
-        ast::Pattern::Tuple(items, _) => items.iter().for_each(|q| pattern_names(q, out)),
-        _ => {}
-    }
-}
-
 fn int_lit(v: i64, span: Span) -> ast::Expr {
     ast::Expr { kind: ast::ExprKind::Lit(ast::Lit::Int(v as i128, None)), span }
 }
@@ -227,7 +218,7 @@ impl Resolver {
             match (&l.pat, &l.indices) {
                 (ast::Pattern::Name(n), Some(_)) => clauses.entry(n.name.clone()).or_default().push(p),
                 (pat, _) => {
-                    let mut names = Vec::new();
+                    let mut names = HashSet::new();
                     pattern_names(pat, &mut names);
                     for n in names {
                         others.entry(n).or_default().push(p);
