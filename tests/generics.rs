@@ -185,3 +185,43 @@ fn rank_tests_select_a_branch_per_instance() {
     let q: Array4<f32> = Array::zeros((1, 1, 1, 1));
     assert!(matches!(rank_dispatch::sums4(&q), Err(einlang::Error::Assert { .. })));
 }
+
+mod tuple_params {
+    use einlang::einlang;
+    einlang! {
+        /// A generic function whose parameter is a tuple of tensors: the
+        /// extents inside it are bound at entry like a tensor parameter's.
+        fn weighted(pair) {
+            let x = pair.0;
+            let w = pair.1;
+            let y[i] = sum[j](x[i, j] * w[j]);
+            y
+        }
+        pub fn weighted32(x: [f32; M, N], w: [f32; N]) -> [f32; M] { let p = (x, w); weighted(p) }
+        pub fn weighted64(x: [f64; M, N], w: [f64; N]) -> [f64; M] { weighted((x, w)) }
+
+        /// A declared tuple parameter: `N` is bound by `t.0` and checked
+        /// against `t.1`.
+        pub fn dot(t: ([i64; N], [i64; N])) -> i64 { let a = t.0; let b = t.1; sum[i](a[i] * b[i]) }
+        pub fn dot_of(a: [i64; P], b: [i64; Q]) -> i64 { dot((a, b)) }
+    }
+}
+
+#[test]
+fn tuples_of_tensors_as_parameters() {
+    let x = array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]];
+    let w = array![10.0f32, 1.0];
+    assert_eq!(tuple_params::weighted32(&x, &w).unwrap(), array![12.0f32, 34.0, 56.0]);
+    let x64 = x.mapv(f64::from);
+    let w64 = w.mapv(f64::from);
+    assert_eq!(tuple_params::weighted64(&x64, &w64).unwrap(), array![12.0, 34.0, 56.0]);
+    // `[f32; 3, 2]` against a weight vector of 3: the instance's extents
+    // disagree, an `Err`, not a panic.
+    assert!(tuple_params::weighted32(&x, &array![1.0f32, 2.0, 3.0]).is_err());
+    assert_eq!(tuple_params::dot((array![1, 2, 3].view(), array![4, 5, 6].view())).unwrap(), 32);
+    assert_eq!(tuple_params::dot_of(&array![1, 2], &array![3, 4]).unwrap(), 11);
+    assert!(matches!(
+        tuple_params::dot_of(&array![1, 2], &array![3, 4, 5]),
+        Err(einlang::Error::Shape { .. })
+    ));
+}

@@ -7,7 +7,7 @@
 //! copying what already is.
 
 use crate::Error;
-use ndarray::{Array, ArrayView, Dimension, IntoDimension};
+use ndarray::{Array, ArrayBase, ArrayView, Data, Dimension, IntoDimension};
 
 /// A value that can be turned into its owned, standard-layout form.
 pub trait IntoOwned {
@@ -89,6 +89,118 @@ pub fn owned<V: IntoOwned>(value: V) -> V::Owned {
     value.into_owned_value()
 }
 
+/// A value as a generated function takes it as a parameter: tensors as
+/// views, strings as `&str`, jagged arrays and string vectors by
+/// reference, tuples element by element.
+pub trait AsParam<'a> {
+    type Param;
+    fn as_param(&'a self) -> Self::Param;
+}
+
+impl<'a, S, D> AsParam<'a> for ArrayBase<S, D>
+where
+    S: Data,
+    S::Elem: 'a,
+    D: Dimension,
+{
+    type Param = ArrayView<'a, S::Elem, D>;
+    #[inline]
+    fn as_param(&'a self) -> Self::Param {
+        self.view()
+    }
+}
+
+macro_rules! param_is_self {
+    ($($t:ty),*) => {
+        $(
+            impl<'a> AsParam<'a> for $t {
+                type Param = $t;
+                #[inline]
+                fn as_param(&'a self) -> $t {
+                    *self
+                }
+            }
+        )*
+    };
+}
+
+param_is_self!(i8, i16, i32, i64, u8, u32, u64, f32, f64, bool, ());
+
+impl<'a> AsParam<'a> for String {
+    type Param = &'a str;
+    #[inline]
+    fn as_param(&'a self) -> &'a str {
+        self
+    }
+}
+
+impl<'a, 'b: 'a> AsParam<'a> for &'b str {
+    type Param = &'a str;
+    #[inline]
+    fn as_param(&'a self) -> &'a str {
+        self
+    }
+}
+
+impl<'a> AsParam<'a> for Vec<String> {
+    type Param = &'a [String];
+    #[inline]
+    fn as_param(&'a self) -> &'a [String] {
+        self
+    }
+}
+
+impl<'a, 'b: 'a> AsParam<'a> for &'b [String] {
+    type Param = &'a [String];
+    #[inline]
+    fn as_param(&'a self) -> &'a [String] {
+        self
+    }
+}
+
+impl<'a, T: 'a> AsParam<'a> for crate::Jagged<T> {
+    type Param = &'a crate::Jagged<T>;
+    #[inline]
+    fn as_param(&'a self) -> Self::Param {
+        self
+    }
+}
+
+impl<'a, 'b: 'a, T: 'b> AsParam<'a> for &'b crate::Jagged<T> {
+    type Param = &'a crate::Jagged<T>;
+    #[inline]
+    fn as_param(&'a self) -> Self::Param {
+        self
+    }
+}
+
+macro_rules! param_tuple {
+    ($($name:ident $n:tt)+) => {
+        impl<'a, $($name: AsParam<'a>),+> AsParam<'a> for ($($name,)+) {
+            type Param = ($($name::Param,)+);
+            #[inline]
+            fn as_param(&'a self) -> Self::Param {
+                ($(self.$n.as_param(),)+)
+            }
+        }
+    };
+}
+
+param_tuple!(A 0);
+param_tuple!(A 0 B 1);
+param_tuple!(A 0 B 1 C 2);
+param_tuple!(A 0 B 1 C 2 D 3);
+param_tuple!(A 0 B 1 C 2 D 3 E 4);
+param_tuple!(A 0 B 1 C 2 D 3 E 4 F 5);
+param_tuple!(A 0 B 1 C 2 D 3 E 4 F 5 G 6);
+param_tuple!(A 0 B 1 C 2 D 3 E 4 F 5 G 6 H 7);
+
+/// `value` as a parameter of a generated function (see [`AsParam`]).
+#[inline]
+pub fn as_param<'a, V: AsParam<'a>>(value: &'a V) -> V::Param {
+    value.as_param()
+}
+
 /// A tensor literal: `elems` in row-major order for `shape`.
 pub fn array_lit<T, Sh>(function: &str, shape: Sh, elems: Vec<T>) -> Result<Array<T, Sh::Dim>, Error>
 where
@@ -121,6 +233,19 @@ mod tests {
         assert_eq!(x, a);
         assert_eq!(s, "hi");
         assert_eq!(n, 2.0);
+    }
+
+    #[test]
+    fn tuples_become_parameters_element_by_element() {
+        let a = array![[1, 2], [3, 4]];
+        let s = String::from("hi");
+        let t = (a.clone(), (s, 2.5f64));
+        let (v, (text, x)) = as_param(&t);
+        assert_eq!(v, a.view());
+        assert_eq!((text, x), ("hi", 2.5));
+        let views = (a.view(), a.t());
+        let (p, q) = as_param(&views);
+        assert_eq!(q, p.t());
     }
 
     #[test]

@@ -62,8 +62,21 @@ pub struct SameExtent {
 /// How a parameter's shape is bound and checked at function entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EntryPlan {
-    BindDim { dim: DimVar, param: usize, axis: usize },
-    CheckDim { param: usize, axis: usize, symbol: String, expected: Dim },
+    /// `path`: the tuple element of the parameter that holds the tensor
+    /// (empty: the parameter itself).
+    BindDim {
+        dim: DimVar,
+        param: usize,
+        path: Vec<u32>,
+        axis: usize,
+    },
+    CheckDim {
+        param: usize,
+        path: Vec<u32>,
+        axis: usize,
+        symbol: String,
+        expected: Dim,
+    },
 }
 
 /// A function's signature after analysis.
@@ -424,28 +437,27 @@ impl<'a> Cx<'a> {
         }
         let mut deferred = Vec::new();
         for (pi, p) in params.iter().enumerate() {
-            let dims = match p {
-                Ty::Tensor(_, dims) => Some(dims.clone()),
-                Ty::Strs(d) => Some(vec![d.clone()]),
-                _ => None,
-            };
-            if let Some(dims) = dims {
+            let mut shaped = Vec::new();
+            shaped_elements(p, &mut Vec::new(), &mut shaped);
+            for (path, dims) in shaped {
                 for (axis, d) in dims.iter().enumerate() {
                     match d.as_var() {
                         Some(v) if !bound.contains_key(&v) => {
                             bound.insert(v, ());
-                            entry.push(EntryPlan::BindDim { dim: v, param: pi, axis });
+                            entry.push(EntryPlan::BindDim { dim: v, param: pi, path: path.clone(), axis });
                         }
-                        _ => deferred.push((pi, axis, d.clone())),
+                        _ => deferred.push((pi, path.clone(), axis, d.clone())),
                     }
                 }
             }
         }
         let param_anns: Vec<Option<TyAnn>> = func.params.iter().map(|p| p.ty.clone()).collect();
-        for (pi, axis, d) in deferred {
+        for (pi, path, axis, d) in deferred {
             let unbound: Vec<DimVar> = d.vars().into_iter().filter(|v| !bound.contains_key(v)).collect();
             let span = match &param_anns[pi] {
-                Some(TyAnn::Tensor { dims, .. }) => dims.get(axis).map(|a| a.span()).unwrap_or(func.span),
+                Some(TyAnn::Tensor { dims, .. }) if path.is_empty() => {
+                    dims.get(axis).map(|a| a.span()).unwrap_or(func.span)
+                }
                 _ => func.span,
             };
             if let Some(v) = unbound.first() {
@@ -460,7 +472,7 @@ impl<'a> Cx<'a> {
                 continue;
             }
             let symbol = self.t.show_dim(&d);
-            entry.push(EntryPlan::CheckDim { param: pi, axis, symbol, expected: d });
+            entry.push(EntryPlan::CheckDim { param: pi, path, axis, symbol, expected: d });
         }
         let ret = match &func.ret {
             Some(a) => {
@@ -1709,34 +1721,39 @@ impl<'a> Cx<'a> {
                         continue;
                     }
                     let pname = self.name(func.params[i].def).to_string();
-                    match (p, &at) {
-                        (Ty::Scalar(pk), Ty::Scalar(ak)) if pk == ak => {
-                            if *pk == ScalarKind::I64 {
-                                // An argument that is not a dimension
-                                // expression is an extent known only at
-                                // run time.
-                                let d = match self.to_dim(*a) {
-                                    Some(d) => d,
-                                    None => self.run_time_dim(),
-                                };
-                                subst.insert(dim_var(func.params[i].def), d);
-                            }
-                        }
-                        // Any tensor of the element type converts to `[T; *]`.
-                        (Ty::Dyn(pk), Ty::Tensor(ak, _) | Ty::Dyn(ak)) if pk == ak => {}
-                        (Ty::Tensor(pk, pd), Ty::Tensor(ak, ad)) if pk == ak && pd.len() == ad.len() => {
-                            for (axis, (pdim, adim)) in pd.iter().zip(ad).enumerate() {
-                                let expected = pdim.substitute(&|v| subst.get(&v).cloned());
-                                if let Some(v) = pdim.as_var() {
-                                    if let std::collections::hash_map::Entry::Vacant(slot) = subst.entry(v) {
-                                        slot.insert(adim.clone());
-                                        continue;
-                                    }
+                    // A tuple matches element by element.
+                    let mut leaves = Vec::new();
+                    let whole = if tuple_leaves(p, &at, &mut leaves) { leaves } else { vec![(p, &at)] };
+                    let top = matches!(whole.as_slice(), [(q, _)] if std::ptr::eq(*q, p));
+                    for (p_leaf, a_leaf) in whole {
+                        match (p_leaf, a_leaf) {
+                            (Ty::Scalar(pk), Ty::Scalar(ak)) if pk == ak => {
+                                if *pk == ScalarKind::I64 && top {
+                                    // An argument that is not a dimension
+                                    // expression is an extent known only at
+                                    // run time.
+                                    let d = match self.to_dim(*a) {
+                                        Some(d) => d,
+                                        None => self.run_time_dim(),
+                                    };
+                                    subst.insert(dim_var(func.params[i].def), d);
                                 }
-                                if expected.vars().iter().all(|v| !is_callee_var(&sig, *v) || subst.contains_key(v))
-                                    && expected.prove_eq(adim) == Truth::False
-                                {
-                                    let d = Diagnostic::error(
+                            }
+                            // Any tensor of the element type converts to `[T; *]`.
+                            (Ty::Dyn(pk), Ty::Tensor(ak, _) | Ty::Dyn(ak)) if pk == ak => {}
+                            (Ty::Tensor(pk, pd), Ty::Tensor(ak, ad)) if pk == ak && pd.len() == ad.len() => {
+                                for (axis, (pdim, adim)) in pd.iter().zip(ad).enumerate() {
+                                    let expected = pdim.substitute(&|v| subst.get(&v).cloned());
+                                    if let Some(v) = pdim.as_var() {
+                                        if let std::collections::hash_map::Entry::Vacant(slot) = subst.entry(v) {
+                                            slot.insert(adim.clone());
+                                            continue;
+                                        }
+                                    }
+                                    if expected.vars().iter().all(|v| !is_callee_var(&sig, *v) || subst.contains_key(v))
+                                        && expected.prove_eq(adim) == Truth::False
+                                    {
+                                        let d = Diagnostic::error(
                                         self.hir.span(*a),
                                         format!(
                                             "shape mismatch in argument `{pname}` of `{fname}`: axis {axis} has length `{}`, expected `{}`",
@@ -1744,36 +1761,38 @@ impl<'a> Cx<'a> {
                                             self.t.show_dim(&expected)
                                         ),
                                     );
-                                    self.err(d);
-                                    ok = false;
+                                        self.err(d);
+                                        ok = false;
+                                    }
                                 }
                             }
-                        }
-                        (Ty::Str, Ty::Str) => {}
-                        (Ty::Jagged(pk), Ty::Jagged(ak)) if pk == ak => {}
-                        (Ty::Strs(pd), Ty::Strs(ad)) => {
-                            if let Some(v) = pd.as_var() {
-                                subst.entry(v).or_insert_with(|| ad.clone());
-                            }
-                        }
-                        _ => {
-                            if let (Some(pk), Some(ak), Some(d)) = (p.elem(), at.elem(), self.origin(*a)) {
-                                if pk.is_int() == ak.is_int() && pk.is_float() == ak.is_float() && pk != ak {
-                                    self.t.retypes.push((d, pk, self.hir.span(*a)));
+                            (Ty::Str, Ty::Str) => {}
+                            (Ty::Jagged(pk), Ty::Jagged(ak)) if pk == ak => {}
+                            (Ty::Strs(pd), Ty::Strs(ad)) => {
+                                if let Some(v) = pd.as_var() {
+                                    subst.entry(v).or_insert_with(|| ad.clone());
                                 }
                             }
-                            let d = Diagnostic::error(
-                                self.hir.span(*a),
-                                format!(
-                                    "mismatched types: parameter `{pname}` of `{fname}` is `{}`, found `{}`",
-                                    self.t.show_ty(p),
-                                    self.t.show_ty(&at)
-                                ),
-                            )
-                            .label(self.hir.span(*a), "");
-                            let d = Diagnostic { labels: Vec::new(), ..d };
-                            self.err(d);
-                            ok = false;
+                            _ => {
+                                if let (Some(pk), Some(ak), Some(d)) = (p.elem(), at.elem(), self.origin(*a)) {
+                                    if pk.is_int() == ak.is_int() && pk.is_float() == ak.is_float() && pk != ak {
+                                        self.t.retypes.push((d, pk, self.hir.span(*a)));
+                                    }
+                                }
+                                let d = Diagnostic::error(
+                                    self.hir.span(*a),
+                                    format!(
+                                        "mismatched types: parameter `{pname}` of `{fname}` is `{}`, found `{}`",
+                                        self.t.show_ty(p),
+                                        self.t.show_ty(&at)
+                                    ),
+                                )
+                                .label(self.hir.span(*a), "");
+                                let d = Diagnostic { labels: Vec::new(), ..d };
+                                self.err(d);
+                                ok = false;
+                                break;
+                            }
                         }
                     }
                 }
@@ -3109,5 +3128,38 @@ fn subst_ty(t: &Ty, subst: &HashMap<DimVar, Dim>) -> Ty {
         Ty::Tensor(k, dims) => Ty::Tensor(*k, dims.iter().map(|d| d.substitute(&|v| subst.get(&v).cloned())).collect()),
         Ty::Tuple(items) => Ty::Tuple(items.iter().map(|t| subst_ty(t, subst)).collect()),
         other => other.clone(),
+    }
+}
+
+/// The pairs of non-tuple elements, in order, of a parameter type and an
+/// argument type that are tuples of one structure; `false` when the
+/// structures differ or `p` is not a tuple.
+fn tuple_leaves<'t>(p: &'t Ty, a: &'t Ty, out: &mut Vec<(&'t Ty, &'t Ty)>) -> bool {
+    match (p, a) {
+        (Ty::Tuple(ps), Ty::Tuple(as_)) if ps.len() == as_.len() => ps.iter().zip(as_).all(|(p, a)| match p {
+            Ty::Tuple(_) => tuple_leaves(p, a, out),
+            _ => {
+                out.push((p, a));
+                true
+            }
+        }),
+        _ => false,
+    }
+}
+
+/// The tensors (and string vectors) of a parameter type, with the tuple
+/// path that reaches each and its extents.
+fn shaped_elements(ty: &Ty, path: &mut Vec<u32>, out: &mut Vec<(Vec<u32>, Vec<Dim>)>) {
+    match ty {
+        Ty::Tensor(_, dims) => out.push((path.clone(), dims.clone())),
+        Ty::Strs(d) => out.push((path.clone(), vec![d.clone()])),
+        Ty::Tuple(items) => {
+            for (i, t) in items.iter().enumerate() {
+                path.push(i as u32);
+                shaped_elements(t, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
     }
 }

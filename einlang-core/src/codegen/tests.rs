@@ -164,11 +164,11 @@ fn tensor(var: VarId, elem: ScalarKind, axes: Vec<Axis>, body: Expr, parallel: b
 }
 
 fn bind(dim: VarId, param: VarId, axis: usize) -> EntryCheck {
-    EntryCheck::BindDim { dim, param, axis }
+    EntryCheck::BindDim { dim, param, path: Vec::new(), axis }
 }
 
 fn check_dim(param: VarId, axis: usize, symbol: &str, expected: Dim) -> EntryCheck {
-    EntryCheck::CheckDim { param, axis, symbol: symbol.to_string(), expected }
+    EntryCheck::CheckDim { param, path: Vec::new(), axis, symbol: symbol.to_string(), expected }
 }
 
 // ----- programs ------------------------------------------------------------

@@ -46,6 +46,9 @@ pub enum DefKind {
     Intrinsic(crate::ir::Intrinsic),
     /// A builtin declared by the standard library (`std::io::load_npy`).
     Builtin(Builtin),
+    /// `std::ml::einsum`: each call becomes a call of a function written
+    /// from its equation (see `resolve::einsum`).
+    Einsum,
     Param,
     Local,
     /// An index variable of an indexed definition or a reduction.

@@ -103,11 +103,12 @@ impl Function {
 /// other uses.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EntryCheck {
-    /// `let dim: i64 = param.shape()[axis] as i64;`
-    BindDim { dim: VarId, param: VarId, axis: usize },
+    /// `let dim: i64 = param.shape()[axis] as i64;` (`param.0.1.shape()`
+    /// with `path` [0, 1]: a tensor inside a tuple parameter).
+    BindDim { dim: VarId, param: VarId, path: Vec<u32>, axis: usize },
     /// `param.shape()[axis] == expected`, else `Error::Shape` naming `symbol`
     /// (the dimension as written in the signature).
-    CheckDim { param: VarId, axis: usize, symbol: String, expected: Dim },
+    CheckDim { param: VarId, path: Vec<u32>, axis: usize, symbol: String, expected: Dim },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -40,11 +40,11 @@ pub fn pretty_function(f: &Function) -> String {
     let _ = writeln!(out, "{vis}fn {}({}) -> {} {{", f.name, params.join(", "), ty(&f.ret));
     for check in &f.entry {
         let line = match check {
-            EntryCheck::BindDim { dim, param, axis } => {
-                format!("bind {} = {}.shape[{axis}]", pp.var(*dim), pp.var(*param))
+            EntryCheck::BindDim { dim, param, path, axis } => {
+                format!("bind {} = {}{}.shape[{axis}]", pp.var(*dim), pp.var(*param), fields(path))
             }
-            EntryCheck::CheckDim { param, axis, symbol, expected } => {
-                format!("check {}.shape[{axis}] == {} ({symbol:?})", pp.var(*param), pp.dim(expected))
+            EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
+                format!("check {}{}.shape[{axis}] == {} ({symbol:?})", pp.var(*param), fields(path), pp.dim(expected))
             }
         };
         let _ = writeln!(out, "    {line}");
@@ -393,4 +393,9 @@ fn lit(l: &Literal, t: &Ty) -> String {
         Literal::Bool(b) => b.to_string(),
         Literal::Str(s) => format!("{s:?}"),
     }
+}
+
+/// `.0.1` for the tuple path [0, 1].
+fn fields(path: &[u32]) -> String {
+    path.iter().map(|i| format!(".{i}")).collect()
 }

@@ -344,16 +344,16 @@ impl<'a> Checker<'a> {
         }
         for check in &f.entry {
             match check {
-                EntryCheck::BindDim { dim, param, axis } => {
-                    self.check_param_axis(*param, *axis);
+                EntryCheck::BindDim { dim, param, path, axis } => {
+                    self.check_param_axis(*param, path, *axis);
                     self.define(*dim);
                     if let Some(ty) = self.ty(*dim) {
                         let what = format!("dimension {}", self.name(*dim));
                         self.expect_ty(&what, ty, &I64);
                     }
                 }
-                EntryCheck::CheckDim { param, axis, expected, .. } => {
-                    self.check_param_axis(*param, *axis);
+                EntryCheck::CheckDim { param, path, axis, expected, .. } => {
+                    self.check_param_axis(*param, path, *axis);
                     self.check_dim(expected);
                 }
             }
@@ -365,19 +365,19 @@ impl<'a> Checker<'a> {
         self.expect_ty("the result", &f.result.ty, &f.ret);
     }
 
-    fn check_param_axis(&mut self, param: VarId, axis: usize) {
+    fn check_param_axis(&mut self, param: VarId, path: &[u32], axis: usize) {
         if !self.f.params.contains(&param) {
             let name = self.name(param);
             self.err(format!("entry check of {name}, which is not a parameter"));
             return;
         }
-        match self.ty(param) {
+        match self.ty(param).and_then(|t| crate::ir::tuple_element(t, path)) {
             Some(Ty::Tensor(_, rank)) if axis < *rank => {}
             Some(Ty::Strs) if axis == 0 => {}
             ty => {
                 let name = self.name(param);
                 self.err(format!(
-                    "entry check of axis {axis} of {name} of type `{}`",
+                    "entry check of axis {axis} of {name}{path:?} of type `{}`",
                     ty.map_or("?".to_string(), ty_text)
                 ));
             }

@@ -206,7 +206,7 @@ impl<'a> FnLower<'a> {
         let mut entry = Vec::new();
         for plan in &sig.entry {
             match plan {
-                EntryPlan::BindDim { dim, param, axis } => {
+                EntryPlan::BindDim { dim, param, path, axis } => {
                     let name = self.t.dim_name(*dim);
                     let name = if name == "?" { format!("__dim{}", self.vars.len()) } else { name };
                     let v = self.new_var(name.trim_start_matches("__"), Ty::Scalar(ScalarKind::I64));
@@ -215,16 +215,22 @@ impl<'a> FnLower<'a> {
                     } else {
                         self.of_def.insert(DefId::from_raw(dim.0), v);
                     }
-                    entry.push(ir::EntryCheck::BindDim { dim: v, param: params[*param], axis: *axis });
+                    entry.push(ir::EntryCheck::BindDim {
+                        dim: v,
+                        param: params[*param],
+                        path: path.clone(),
+                        axis: *axis,
+                    });
                 }
                 EntryPlan::CheckDim { .. } => {}
             }
         }
         for plan in &sig.entry {
-            if let EntryPlan::CheckDim { param, axis, symbol, expected } = plan {
+            if let EntryPlan::CheckDim { param, path, axis, symbol, expected } = plan {
                 let expected = self.dim(expected)?;
                 entry.push(ir::EntryCheck::CheckDim {
                     param: params[*param],
+                    path: path.clone(),
                     axis: *axis,
                     symbol: symbol.clone(),
                     expected,

@@ -14,6 +14,7 @@
 //! passes stay quiet about it.
 
 mod closures;
+mod einsum;
 mod globals;
 mod mutual;
 mod suggest;
@@ -132,6 +133,8 @@ struct Resolver {
     returns_fn: std::collections::HashSet<hir::FnId>,
     /// Specializations of functions for function values, by key.
     specializations: HashMap<String, hir::FnId>,
+    /// The function made for each einsum equation and argument form.
+    einsum_fns: HashMap<String, hir::FnId>,
     /// The function whose body is being resolved (None for `main` and
     /// inlined bodies).
     current_fn: Option<hir::FnId>,
@@ -182,6 +185,7 @@ impl Resolver {
             functional: HashMap::new(),
             returns_fn: Default::default(),
             specializations: HashMap::new(),
+            einsum_fns: HashMap::new(),
             current_fn: None,
             inline_depth: 0,
             escaped_fn_value: false,
@@ -236,6 +240,11 @@ impl Resolver {
             match item {
                 ast::Item::Fn(f) => {
                     if let Some(attr) = f.attrs.iter().find(|a| a.name.name == "builtin") {
+                        if stdlib && attr.args.first().is_some_and(|a| a.name == "einsum") {
+                            let def = self.hir.alloc_def(&f.name.name, DefKind::Einsum, f.name.span);
+                            self.define_item(module, &f.name, def, diags);
+                            continue;
+                        }
                         let which = match attr.args.first().and_then(|a| hir::Builtin::declared(&a.name)) {
                             Some(b) if stdlib => b,
                             _ => {
@@ -1558,6 +1567,9 @@ impl Resolver {
         } else {
             self.resolve_module_path(self.current_module, path, diags)
         };
+        if found.is_some_and(|d| self.hir.defs[d].kind == DefKind::Einsum) {
+            return self.resolve_einsum(args, callee_span, span, diags);
+        }
         let mut args: Vec<ExprId> = args.iter().map(|a| self.resolve_expr(a, diags)).collect();
         let Some(def) = found else { return self.error_expr(span) };
         let callee = match self.hir.defs[def].kind {

@@ -437,6 +437,10 @@ impl FnCx<'_> {
                 let items = items.iter().map(|x| self.arg(x)).collect::<Result<Vec<_>, _>>()?;
                 Ok(types::tuple_of(items))
             }
+            (Ty::Tuple(_), _) => {
+                let (rt, x) = (self.rt.clone(), self.expr(a)?.tokens);
+                Ok(quote!(#rt::value::as_param(&(#x))))
+            }
             _ => Ok(self.expr(a)?.tokens),
         }
     }

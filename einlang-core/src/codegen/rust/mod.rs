@@ -359,31 +359,37 @@ impl<'a> FnCx<'a> {
         Ok(out)
     }
 
-    /// A tensor parameter and the length of its axis `axis`.
-    fn param_axis_len(&self, param: VarId, axis: usize) -> Result<TokenStream, Bug> {
+    /// The length of axis `axis` of a tensor parameter, or of the tensor at
+    /// `path` in a tuple parameter.
+    fn param_axis_len(&self, param: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Bug> {
         let info = self.info(param)?;
-        match info.ty {
-            Ty::Tensor(_, rank) if axis < rank => {}
-            Ty::Strs if axis == 0 => {
-                let id = self.ident(param)?;
-                return Ok(quote!(#id.len()));
+        let id = self.ident(param)?;
+        let fields = path.iter().map(|i| syn::Index::from(*i as usize));
+        let value = quote!(#id #(.#fields)*);
+        match crate::ir::tuple_element(&info.ty, path) {
+            Some(Ty::Tensor(_, rank)) if axis < *rank => {}
+            Some(Ty::Strs) if axis == 0 => return Ok(quote!(#value.len())),
+            _ => {
+                return Err(format!(
+                    "entry check of axis {axis} of `{}`{path:?}, which has type `{:?}`",
+                    info.name, info.ty
+                ))
             }
-            _ => return Err(format!("entry check of axis {axis} of `{}`, which has type `{:?}`", info.name, info.ty)),
         }
-        let (id, axis) = (self.ident(param)?, types::usize_lit(axis));
-        Ok(quote!(#id.shape()[#axis]))
+        let axis = types::usize_lit(axis);
+        Ok(quote!(#value.shape()[#axis]))
     }
 
     fn entry(&mut self, check: &EntryCheck) -> Result<TokenStream, Bug> {
         match check {
-            EntryCheck::BindDim { dim, param, axis } => {
-                let len = self.param_axis_len(*param, *axis)?;
+            EntryCheck::BindDim { dim, param, path, axis } => {
+                let len = self.param_axis_len(*param, path, *axis)?;
                 let id = self.ident(*dim)?;
                 self.nonneg.insert(*dim);
                 Ok(quote!(let #id: i64 = #len as i64;))
             }
-            EntryCheck::CheckDim { param, axis, symbol, expected } => {
-                let len = self.param_axis_len(*param, *axis)?;
+            EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
+                let len = self.param_axis_len(*param, path, *axis)?;
                 let (rt, name) = (&self.rt, &self.fn_name);
                 let pname = types::str_lit(&self.info(*param)?.source_name);
                 let (axis, symbol, expected) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(expected)?);
