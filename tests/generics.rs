@@ -220,8 +220,5 @@ fn tuples_of_tensors_as_parameters() {
     assert!(tuple_params::weighted32(&x, &array![1.0f32, 2.0, 3.0]).is_err());
     assert_eq!(tuple_params::dot((array![1, 2, 3].view(), array![4, 5, 6].view())).unwrap(), 32);
     assert_eq!(tuple_params::dot_of(&array![1, 2], &array![3, 4]).unwrap(), 11);
-    assert!(matches!(
-        tuple_params::dot_of(&array![1, 2], &array![3, 4, 5]),
-        Err(einlang::Error::Shape { .. })
-    ));
+    assert!(matches!(tuple_params::dot_of(&array![1, 2], &array![3, 4, 5]), Err(einlang::Error::Shape { .. })));
 }

@@ -365,4 +365,22 @@ mod tests {
             assert!(err.contains(msg), "{text}: {err}");
         }
     }
+
+    /// The instances of an einsum of products of two operands are the
+    /// definitions the compiler turns into matrix products.
+    #[test]
+    fn products_dispatch_to_gemm() {
+        let src = r#"
+            use std::ml::einsum;
+            pub fn mm(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] { einsum("ij,jk->ik", (a, b)) }
+            pub fn bmm(a: [f64; B, M, K], b: [f64; B, N, K]) -> [f64; B, M, N] { einsum("bij,bkj->bik", a, b) }
+        "#;
+        let compiled = match crate::compile_str(src, &crate::Options::default()) {
+            Ok(c) => c,
+            Err(d) => panic!("{d:?}"),
+        };
+        let ir = crate::ir::pretty::pretty_program(&compiled.ir);
+        assert_eq!(ir.matches("gemm ").count(), 2, "{ir}");
+        assert!(ir.contains("batch "), "{ir}");
+    }
 }
