@@ -145,6 +145,47 @@ mod top_level_blocks {
     }
 }
 
+mod block_modules {
+    einlang::einlang! {
+        fn base() -> f32 { 10.0 }
+        /// A module nested in a body: its items reach the module around the
+        /// function with `super::`, and the block names them by path or
+        /// imports them.
+        pub fn with_helpers(x: f32) -> f32 {
+            mod helpers {
+                pub fn double(x) { x * 2.0 }
+                pub fn plus_base(x: f32) -> f32 { x + super::base() }
+                pub mod inner {
+                    pub fn triple(x) { fn by(v) { v * 3.0 } by(x) }
+                }
+            }
+            use helpers::inner::triple;
+            helpers::double(x) + helpers::plus_base(x) + triple(x)
+        }
+        /// Another block nests a module of the same name.
+        pub fn other(x: f32) -> f32 {
+            let y = {
+                mod helpers { pub fn double(x) { x * 4.0 } }
+                helpers::double(x)
+            };
+            y
+        }
+        let k = {
+            mod m { pub const K: i64 = 7; }
+            m::K * 2
+        };
+        assert(k == 14, "a constant of a module nested in a top-level block");
+    }
+}
+
+#[test]
+fn modules_nested_in_blocks() {
+    // 2x + (x + 10) + 3x
+    assert_eq!(block_modules::with_helpers(1.5).unwrap(), 3.0 + 11.5 + 4.5);
+    assert_eq!(block_modules::other(1.5).unwrap(), 6.0);
+    block_modules::main().unwrap();
+}
+
 #[test]
 fn nested_functions_and_block_imports() {
     let x = 7i64;

@@ -460,7 +460,12 @@ impl Resolver {
                 let std_def = self.std_def?;
                 (*self.module_of_def.get(&std_def)?, &path[1..])
             }
-            _ => (module, path),
+            // A module a block imported (an inline `mod` of the block; see
+            // `syntax::hoist`).
+            name => match self.lookup_local(name).and_then(|d| self.module_of_def.get(&d)) {
+                Some(&m) if path.len() > 1 => (m, &path[1..]),
+                _ => (module, path),
+            },
         };
         if rest.is_empty() {
             // `use std;` or `use crate;`: refer to the module itself.

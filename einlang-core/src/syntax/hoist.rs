@@ -1,9 +1,10 @@
 //! Items nested in blocks (`fn outer() { fn inner() { .. } .. }`, `let v =
-//! { const K: i64 = 3; .. };`).
+//! { const K: i64 = 3; .. };`, `mod m { .. }`).
 //!
 //! A nested function cannot capture the locals around it (as in Rust), so
 //! it is an ordinary function of the enclosing module under a name that
-//! cannot clash (`outer__inner`); a nested `const` likewise. The statement
+//! cannot clash (`outer__inner`); a nested `const` or inline `mod`
+//! likewise. The statement
 //! that defined the item becomes a block-level `use self::outer__inner as
 //! inner;`, which the resolver binds in the block's scope before the
 //! block's other statements, so the name is visible in the whole block
@@ -17,7 +18,8 @@ use std::collections::HashSet;
 use super::ast::{Block, Expr, Ident, Item, Program, Stmt, UseItem, UseTree, Visibility};
 use super::visit::{expr_children_mut, stmt_children_mut, ChildMut};
 
-/// Moves every nested function and constant of `program` to its module
+/// Moves every nested function, constant and inline module of `program` to
+/// its module
 /// (see the module documentation).
 pub fn hoist_nested_fns(program: &mut Program) {
     hoist_items(&mut program.items);
@@ -29,6 +31,7 @@ fn hoist_items(items: &mut Vec<Item>) {
         .filter_map(|i| match i {
             Item::Fn(f) => Some(f.name.name.clone()),
             Item::Const(c) => Some(c.name.name.clone()),
+            Item::Mod(m) => Some(m.name.name.clone()),
             _ => None,
         })
         .collect();
@@ -72,6 +75,7 @@ fn nested_name(stmt: &Stmt) -> Option<&Ident> {
     match &**item {
         Item::Fn(f) => Some(&f.name),
         Item::Const(c) => Some(&c.name),
+        Item::Mod(m) if !m.external => Some(&m.name),
         _ => None,
     }
 }
@@ -122,6 +126,13 @@ fn hoist_block(
             Item::Const(c) => {
                 c.vis = Visibility::Private;
                 c.name = Ident { name: name.clone(), span: original.span };
+            }
+            // A module's items see only paths (`super::` is the module
+            // around the function, as in Rust), not the block's items.
+            Item::Mod(m) => {
+                m.vis = Visibility::Private;
+                m.name = Ident { name: name.clone(), span: original.span };
+                hoist_items(&mut m.items);
             }
             _ => {}
         }
