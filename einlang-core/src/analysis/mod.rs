@@ -1150,6 +1150,19 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// For the fused tensor of recurrences that read each other (see
+    /// `resolve::mutual`): why its members must share an element type.
+    pub(crate) fn fused_group_note(&self, def: DefId) -> Option<String> {
+        let members = self.hir.fused_groups.get(self.name(def))?;
+        let names: Vec<String> = members.iter().map(|m| format!("`{m}`")).collect();
+        Some(format!(
+            "{} read each other, so they are computed together as one recurrence `{}`, and must have one element \
+             type",
+            names.join(" and "),
+            self.name(def)
+        ))
+    }
+
     /// Points a type mismatch at the uses that decided the type of the
     /// literal `let`s its operands come from.
     fn explain_literal_types(&self, mut d: Diagnostic, operands: &[ExprId]) -> Diagnostic {
@@ -1157,6 +1170,9 @@ impl<'a> Cx<'a> {
             let Some(def) = self.origin(x) else { continue };
             if let Some(&(k, at)) = self.hir.literal_types.get(&def) {
                 d = d.label(at, format!("`{}` is `{}` because of this use", self.name(def), k.name()));
+            }
+            if let Some(note) = self.fused_group_note(def) {
+                d = d.note(note);
             }
         }
         d

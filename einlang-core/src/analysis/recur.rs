@@ -363,6 +363,10 @@ impl<'a> Cx<'a> {
                     ),
                 )
                 .help("cast the value with `as`");
+                let d = match self.fused_group_note(rec.def) {
+                    Some(note) => d.note(note),
+                    None => d,
+                };
                 self.err(d);
             }
             Some(_) => {}

@@ -96,6 +96,9 @@ pub struct Hir {
     /// i64` makes `v` an `[i64; 3]`. Filled by analysis rounds (see
     /// `crate::analysis::mono`). With the span of the use that decided it.
     pub literal_types: std::collections::HashMap<DefId, (crate::syntax::ast::ScalarKind, Span)>,
+    /// The recurrences that read each other, fused into one (`a__b`; see
+    /// `resolve::mutual`), by fused name: the members, for diagnostics.
+    pub fused_groups: std::collections::HashMap<String, Vec<String>>,
     /// Instances made before a `literal_types` decision changed the
     /// argument types of their calls: no call reaches them any more.
     pub dropped_instances: std::collections::HashSet<FnId>,

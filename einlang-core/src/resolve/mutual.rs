@@ -204,7 +204,7 @@ impl Resolver {
     /// `None` when the caller does not let it be rewritten (a block without
     /// a tail passes `Some(None)`).
     pub(super) fn fuse_recurrence_groups(
-        &self,
+        &mut self,
         stmts: &[&ast::Stmt],
         tail: Option<Option<&ast::Expr>>,
         diags: &mut Diagnostics,
@@ -318,6 +318,7 @@ impl Resolver {
                 v
             };
             let layout = std::rc::Rc::new(self.layout(members, &clauses, stmts, diags)?);
+            self.hir.fused_groups.insert(layout.name.clone(), members.to_vec());
             // What runs after the fused clauses: the statements after them,
             // and the clauses of the groups placed after this one (those of
             // earlier groups do not read its members).
