@@ -309,3 +309,33 @@ fn declared_extents_of_tuple_elements_are_checked_when_returning() {
         other => panic!("expected an extent error, got {other:?}"),
     }
 }
+
+mod signed_values {
+    einlang::einlang! {
+        /// `c` is any `i64`: the reads are checked, not assumed in bounds
+        /// because `c` would be an extent.
+        pub fn from(x: [f32; N], c: i64) -> f32 { sum[k in c..N](x[k]) }
+        pub fn shifted(x: [f32; N], c: i64) -> f32 { sum[k in 0..2](x[k - c]) }
+        /// Integer division truncates toward zero, also for a negative `c`.
+        pub fn halved(x: [f32; N], c: i64) -> f32 { let y[k in 0..1] = x[k + c / 2]; y[0] }
+        /// A bound read from data, evaluated before the statement.
+        pub fn from_data(x: [f32; N], c: [i64; 1]) -> f32 { let c0 = c[0]; sum[k in c0..N](x[k]) }
+    }
+}
+
+#[test]
+fn negative_run_time_values_in_ranges_are_errors_not_panics() {
+    let x = array![1.0f32, 2.0, 3.0];
+    assert_eq!(signed_values::from(&x, 1).unwrap(), 5.0);
+    assert!(matches!(signed_values::from(&x, -1), Err(Error::Index { index: -1, .. })));
+    assert_eq!(signed_values::shifted(&x, 0).unwrap(), 3.0);
+    assert_eq!(signed_values::shifted(&x, -1).unwrap(), 5.0);
+    assert!(matches!(signed_values::shifted(&x, -2), Err(Error::Index { index: 3, .. })));
+    assert!(matches!(signed_values::shifted(&x, 1), Err(Error::Index { index: -1, .. })));
+    // -1 / 2 is 0 and 3 / 2 is 1, as in Rust; -3 / 2 is -1.
+    assert_eq!(signed_values::halved(&x, -1).unwrap(), 1.0);
+    assert_eq!(signed_values::halved(&x, 3).unwrap(), 2.0);
+    assert!(matches!(signed_values::halved(&x, -3), Err(Error::Index { index: -1, .. })));
+    assert!(matches!(signed_values::from_data(&x, &array![-2]), Err(Error::Index { index: -2, .. })));
+    assert_eq!(signed_values::from_data(&x, &array![2]).unwrap(), 3.0);
+}

@@ -155,3 +155,57 @@ fn comprehensions_of_rows() {
     let want: Vec<Vec<f64>> = rows.iter().map(|r| r.iter().filter(|v| **v > 0.0).map(|v| v * 2.0).collect()).collect();
     assert_eq!(got.rows().iter().map(|r| r.to_vec()).collect::<Vec<_>>(), want);
 }
+
+mod indexed {
+    use einlang::einlang;
+    einlang! {
+        /// Indexed definitions over the rows of a jagged array: a reduction
+        /// whose range is the row's own length, evaluated at each point.
+        pub fn per_row(j: jagged[f64]) -> ([i64; ?], [f64; ?], [f64; ?]) {
+            let n = len(j);
+            let lens[i in 0..n] = len(j[i]);
+            let sums[i in 0..n] = sum[k in 0..len(j[i])](j[i][k]);
+            let last_two[i in 0..n] = sum[k in len(j[i]) - 2..len(j[i])](j[i][k]);
+            (lens, sums, last_two)
+        }
+        /// Bounds read from a tensor at the point: prefix sums cut at
+        /// `cut[m]`, tail sums from `cut[m]`.
+        pub fn cuts(x: [f32; N], cut: [i32; M]) -> ([f32; M], [f32; M]) {
+            let head[m] = sum[k in 0..cut[m]](x[k]);
+            let tail[m] = sum[k in cut[m]..N](x[k]);
+            (head, tail)
+        }
+        /// Nested reductions: the inner bound reads the outer index.
+        pub fn triangle(j: jagged[i64]) -> i64 {
+            sum[i in 0..len(j)](sum[k in 0..len(j[i])](j[i][k] * (k + 1)))
+        }
+    }
+}
+
+#[test]
+fn reductions_over_row_lengths() {
+    let j = Jagged::from_rows(vec![array![1.0, 2.0], array![3.0, 4.0, 5.0], array![6.0, 7.0]]);
+    let (lens, sums, last_two) = indexed::per_row(&j).unwrap();
+    assert_eq!(lens, array![2, 3, 2]);
+    assert_eq!(sums, array![3.0, 12.0, 13.0]);
+    assert_eq!(last_two, array![3.0, 9.0, 13.0]);
+    // A row shorter than 2: the range starts at -1 and the read of j[0][-1]
+    // is an `Err`.
+    let short = Jagged::from_rows(vec![array![1.0], array![3.0, 4.0]]);
+    assert!(matches!(indexed::per_row(&short), Err(Error::Index { .. })));
+    // 1*1 + 2*2 + 3*1 + 4*2 + 5*3
+    let k = Jagged::from_rows(vec![array![1, 2], array![3, 4, 5], Array1::zeros(0)]);
+    assert_eq!(indexed::triangle(&k).unwrap(), 1 + 4 + 3 + 8 + 15);
+}
+
+#[test]
+fn bounds_read_at_each_point() {
+    let x = array![1.0f32, 2.0, 3.0, 4.0];
+    let (head, tail) = indexed::cuts(&x, &array![0, 1, 4, 2]).unwrap();
+    assert_eq!(head, array![0.0, 1.0, 10.0, 3.0]);
+    assert_eq!(tail, array![10.0, 9.0, 0.0, 7.0]);
+    // A cut past the end reads x[4]; a negative one x[-1]: `Err`, never a
+    // panic.
+    assert!(matches!(indexed::cuts(&x, &array![5]), Err(Error::Index { .. })));
+    assert!(matches!(indexed::cuts(&x, &array![-1]), Err(Error::Index { .. })));
+}

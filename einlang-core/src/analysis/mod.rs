@@ -28,7 +28,7 @@ pub mod recur;
 mod tests;
 pub mod ty;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{Callee, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, Slot, Stmt, TyAnn, Where};
@@ -132,6 +132,14 @@ pub struct Tables {
     /// `0..n` of a local `n`): the hidden dimension each stands for, bound
     /// by evaluating the bound before the statement that contains it.
     pub runtime_bounds: HashMap<ExprId, DimVar>,
+    /// Range bounds of a reduction that depend on the point it is
+    /// evaluated at (`sum[k in 0..len(j[i])](j[i][k])`): the hidden
+    /// dimension each stands for, bound by evaluating the bound right
+    /// before that reduction, at each point.
+    pub point_bounds: HashMap<ExprId, DimVar>,
+    /// The hidden dimensions of `runtime_bounds` and `point_bounds`:
+    /// values, which may be negative, unlike extents.
+    pub signed_dims: HashSet<DimVar>,
     /// The decisions made for every recurrence, by its tensor's `DefId`.
     pub recurrences: HashMap<DefId, recur::RecurrenceFacts>,
     /// Reads of a recurrence inside its own clauses, with the recurrence.
@@ -874,7 +882,7 @@ impl<'a> Cx<'a> {
                 self.env.insert(*v, Ty::I64);
                 self.t.def_ty.insert(*v, Ty::I64);
                 if let Some(r) = range {
-                    if let Some(ir) = self.explicit_range(r) {
+                    if let Some(ir) = self.explicit_range(r, false) {
                         unit.explicit.insert(*v, ir);
                     }
                 }
@@ -992,7 +1000,11 @@ impl<'a> Cx<'a> {
         })
     }
 
-    fn explicit_range(&mut self, r: &crate::hir::Range) -> Option<IndexRange> {
+    /// The range `r` as dimensions. A bound that is not a dimension is
+    /// evaluated at run time: before the statement when it reads no index
+    /// (`Tables::runtime_bounds`), or, for a reduction (`per_point`), at
+    /// each point where the reduction is evaluated (`Tables::point_bounds`).
+    fn explicit_range(&mut self, r: &crate::hir::Range, per_point: bool) -> Option<IndexRange> {
         let s_ty = self.infer(r.start, Some(ScalarKind::I64));
         let e_ty = self.infer(r.end, Some(ScalarKind::I64));
         let mut start = self.to_dim(r.start);
@@ -1003,18 +1015,30 @@ impl<'a> Cx<'a> {
             }
             // Any other integer value that does not depend on an index is
             // evaluated once, before the statement, as a hidden dimension.
-            if d.is_none() && t.scalar().is_some_and(|k| k.is_int()) && self.before_statement(e) {
-                let v = self.fresh_hidden();
-                self.t.dim_names.insert(v, "?".to_string());
-                self.t.runtime_bounds.insert(e, v);
-                *d = Some(Dim::var(v));
+            if d.is_none() && t.scalar().is_some_and(|k| k.is_int()) {
+                if self.before_statement(e) {
+                    let v = self.fresh_hidden();
+                    self.t.dim_names.insert(v, "?".to_string());
+                    self.t.runtime_bounds.insert(e, v);
+                    self.t.signed_dims.insert(v);
+                    *d = Some(Dim::var(v));
+                } else if per_point {
+                    let v = self.fresh_hidden();
+                    self.t.dim_names.insert(v, "?".to_string());
+                    self.t.point_bounds.insert(e, v);
+                    self.t.signed_dims.insert(v);
+                    *d = Some(Dim::var(v));
+                }
             }
             if d.is_none() {
                 let d = Diagnostic::error(
                     self.hir.span(e),
                     "a range bound must be an integer that does not depend on an index variable",
                 )
-                .help("use dimension names, `i64` parameters, literals, or an integer computed before the loop");
+                .help(
+                    "use dimension names, `i64` parameters, literals, or an integer computed before the loop; \
+                     in a reduction (`sum[k in 0..len(j[i])]`) any integer is evaluated at each point",
+                );
                 self.err(d);
                 return None;
             }
@@ -2092,7 +2116,7 @@ impl<'a> Cx<'a> {
                 CompClause::Range { def, range } => {
                     self.env.insert(*def, Ty::I64);
                     self.t.def_ty.insert(*def, Ty::I64);
-                    match self.explicit_range(range) {
+                    match self.explicit_range(range, false) {
                         Some(r) => {
                             // A range that ends before it starts is empty.
                             let n = r.end.sub(&r.start);
@@ -2830,7 +2854,7 @@ impl<'a> Cx<'a> {
         for v in vars {
             self.env.insert(v.def, Ty::I64);
             self.t.def_ty.insert(v.def, Ty::I64);
-            let range = v.range.as_ref().and_then(|r| self.explicit_range(r));
+            let range = v.range.as_ref().and_then(|r| self.explicit_range(r, true));
             if let Some(u) = self.units.last_mut() {
                 u.vars.push(v.def);
                 if let Some(r) = range {
@@ -2996,7 +3020,12 @@ impl<'a> Cx<'a> {
                     BinOp::Mul => Some(a.mul(&b)),
                     // Integer division truncates; it equals floor division
                     // only for a non-negative numerator and positive divisor.
-                    BinOp::Div if Dim::zero().prove_le(&a) == Truth::True && Dim::one().prove_le(&b) == Truth::True => {
+                    BinOp::Div
+                        if !self.may_be_negative(&a)
+                            && !self.may_be_negative(&b)
+                            && Dim::zero().prove_le(&a) == Truth::True
+                            && Dim::one().prove_le(&b) == Truth::True =>
+                    {
                         a.floor_div(&b)
                     }
                     _ => None,

@@ -36,6 +36,38 @@ impl<'a> Cx<'a> {
         (self.hir.defs[d].kind == DefKind::Index).then_some(d)
     }
 
+    /// Whether `d` mentions a value that may be negative at run time: an
+    /// `i64` parameter or a range bound evaluated at run time. The algebra
+    /// treats every variable as non-negative (true of extents and of
+    /// indices over them), so a proof of `0 <= d` about such a `d` is no
+    /// proof.
+    pub(super) fn may_be_negative(&self, d: &Dim) -> bool {
+        d.vars().into_iter().any(|v| {
+            self.t.signed_dims.contains(&v)
+                || (v.0 < HIDDEN_DIM_BASE
+                    && (v.0 as usize) < self.hir.defs.len()
+                    && self.hir.defs[DefId::from_raw(v.0)].kind == DefKind::Param)
+        })
+    }
+
+    /// Whether `0 <= d` for every value `d`'s variables can take
+    /// (`Unknown` where the proof would rest on a value being
+    /// non-negative).
+    fn proven_nonneg(&self, d: &Dim) -> Truth {
+        if self.may_be_negative(d) {
+            return Truth::Unknown;
+        }
+        Dim::zero().prove_le(d)
+    }
+
+    /// Whether `d < len`, likewise.
+    fn proven_below(&self, d: &Dim, len: &Dim) -> Truth {
+        if self.may_be_negative(d) || self.may_be_negative(len) {
+            return Truth::Unknown;
+        }
+        d.prove_lt(len)
+    }
+
     /// Whether `d` mentions an extent of a recurrence not known yet.
     fn is_placeholder(&self, d: &Dim) -> bool {
         d.vars().iter().any(|v| self.recs.iter().any(|r| r.placeholders.contains(v)))
@@ -383,7 +415,7 @@ impl<'a> Cx<'a> {
             // an extent checked equal to it at run time.
             if let Some(v) = arg.as_var().and_then(|v| self.index_def(v)) {
                 if let Some(rg) = self.t.ranges.get(&v) {
-                    let start_ok = Dim::zero().prove_le(&rg.start) == Truth::True;
+                    let start_ok = self.proven_nonneg(&rg.start) == Truth::True;
                     let end_ok = rg.end == *len
                         || self.t.same_extent.get(&v).is_some_and(|l| l.iter().any(|c| c.a == rg.end && c.b == *len));
                     if start_ok && end_ok {
@@ -396,8 +428,8 @@ impl<'a> Cx<'a> {
                 proven = false;
                 continue;
             };
-            let low_ok = Dim::zero().prove_le(&lo);
-            let high_ok = hi.prove_lt(len);
+            let low_ok = self.proven_nonneg(&lo);
+            let high_ok = self.proven_below(&hi, len);
             if low_ok == Truth::True && high_ok == Truth::True {
                 continue;
             }

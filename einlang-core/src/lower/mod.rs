@@ -347,17 +347,7 @@ impl<'a> FnLower<'a> {
         while let Some(e) = stack.pop() {
             if let Some(&h) = self.t.runtime_bounds.get(&e) {
                 if !self.of_hidden.contains_key(&h) {
-                    let value = self.lower_expr(e)?;
-                    let value = match value.ty {
-                        Ty::Scalar(ScalarKind::I64) => value,
-                        _ => Expr {
-                            kind: ir::ExprKind::Cast(Box::new(value), ScalarKind::I64),
-                            ty: Ty::Scalar(ScalarKind::I64),
-                        },
-                    };
-                    let v = self.new_var("bound", Ty::Scalar(ScalarKind::I64));
-                    out.push(Stmt::Let { var: v, value });
-                    self.of_hidden.insert(h, v);
+                    self.bind_bound(e, h, out)?;
                 }
             }
             if matches!(self.hir.exprs[e].kind, ExprKind::Block(_)) {
@@ -369,6 +359,20 @@ impl<'a> FnLower<'a> {
             hir::operands(&self.hir.exprs[e].kind, &mut ops);
             stack.extend(ops.iter().copied());
         }
+        Some(())
+    }
+
+    /// `let bound: i64 = e;` for the run-time range bound `e`, which the
+    /// hidden dimension `h` stands for.
+    fn bind_bound(&mut self, e: ExprId, h: DimVar, out: &mut Vec<Stmt>) -> Option<()> {
+        let value = self.lower_expr(e)?;
+        let value = match value.ty {
+            Ty::Scalar(ScalarKind::I64) => value,
+            _ => Expr { kind: ir::ExprKind::Cast(Box::new(value), ScalarKind::I64), ty: Ty::Scalar(ScalarKind::I64) },
+        };
+        let v = self.new_var("bound", Ty::Scalar(ScalarKind::I64));
+        out.push(Stmt::Let { var: v, value });
+        self.of_hidden.insert(h, v);
         Some(())
     }
 
@@ -1023,6 +1027,16 @@ impl<'a> FnLower<'a> {
             }
             ExprKind::Field(x, i) => ir::ExprKind::Field(Box::new(self.lower_expr(*x)?), *i),
             ExprKind::Reduce { op, vars, wheres, body } => {
+                // Bounds that depend on the point are evaluated right
+                // before the loops.
+                let mut bounds = Vec::new();
+                for r in vars.iter().filter_map(|v| v.range.as_ref()) {
+                    for bound in [r.start, r.end] {
+                        if let Some(&h) = self.t.point_bounds.get(&bound) {
+                            self.bind_bound(bound, h, &mut bounds)?;
+                        }
+                    }
+                }
                 let mut loops = Vec::new();
                 for v in vars {
                     let Some(range) = self.t.ranges.get(&v.def).cloned() else {
@@ -1034,7 +1048,12 @@ impl<'a> FnLower<'a> {
                 }
                 let wheres = self.lower_wheres(wheres)?;
                 let body = self.lower_expr(*body)?;
-                ir::ExprKind::Reduce { op: *op, loops, wheres, body: Box::new(body) }
+                let reduce = ir::ExprKind::Reduce { op: *op, loops, wheres, body: Box::new(body) };
+                if bounds.is_empty() {
+                    reduce
+                } else {
+                    ir::ExprKind::Block { stmts: bounds, result: Box::new(Expr { kind: reduce, ty: ty.clone() }) }
+                }
             }
             ExprKind::If { cond, then, els } => {
                 let Some(els) = els else {

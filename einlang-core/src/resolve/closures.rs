@@ -65,7 +65,7 @@ fn lambda_parts(e: &ast::Expr) -> Option<(&[ast::Param], &ast::Expr)> {
 }
 
 /// `e` as written with `Path`s of one segment: the names it mentions.
-fn mentioned_names(e: &ast::Expr) -> Vec<String> {
+pub(super) fn mentioned_names(e: &ast::Expr) -> Vec<String> {
     let mut names = Vec::new();
     crate::syntax::visit::walk_expr(e, &mut |x| {
         if let ast::ExprKind::Path(p) = &x.kind {

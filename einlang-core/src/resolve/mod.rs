@@ -1310,6 +1310,32 @@ impl Resolver {
             }
             ast::ExprKind::Field { base, index, .. } => ExprKind::Field(self.resolve_expr(base, diags), *index),
             ast::ExprKind::Reduce { op, vars, body, where_clause, .. } => {
+                // A range is evaluated before the reduction's loops, so it
+                // cannot read their indices.
+                for v in vars {
+                    let Some(r) = &v.range else { continue };
+                    let mut names = closures::mentioned_names(&r.start);
+                    names.extend(closures::mentioned_names(&r.end));
+                    let own =
+                        vars.iter().find(|w| names.contains(&w.var.name) && self.lookup_local(&w.var.name).is_none());
+                    if let Some(w) = own {
+                        diags.push(
+                            Diagnostic::error(
+                                r.span,
+                                format!("the range of `{}` reads `{}`, an index of the same reduction", v.var.name, w.var.name),
+                            )
+                            .help(format!(
+                                "nest the reductions, so that `{}` has a value where the range is evaluated: `{}[{}](..{}[{} in ..](..))`",
+                                w.var.name,
+                                op.name(),
+                                w.var.name,
+                                op.name(),
+                                v.var.name
+                            )),
+                        );
+                        return self.error_expr(span);
+                    }
+                }
                 let ranges: Vec<Option<hir::Range>> =
                     vars.iter().map(|v| v.range.as_ref().map(|r| self.resolve_range(r, diags))).collect();
                 self.scopes.push(HashMap::new());
