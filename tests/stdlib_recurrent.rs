@@ -3,10 +3,14 @@
 //! layouts, each output step consuming its own input step), in both
 //! directions: forward (0) and ONNX's reverse (1), where the steps are
 //! consumed from the last to the first and Y[t] is the state after x[t].
+//! With ONNX's layouts (a direction axis D on the weights, initial states
+//! and results), each direction is checked against the same loops run on
+//! that direction's weights: D = 1 forward or reverse, and D = 2
+//! bidirectional (direction 0 of the axis forward, 1 reverse).
 
 use approx::assert_abs_diff_eq;
 use einlang::einlang;
-use einlang::ndarray::{Array1, Array2, Array3, Axis};
+use einlang::ndarray::{stack, Array1, Array2, Array3, Array4, Axis};
 use einlang::Error;
 
 einlang! {
@@ -52,6 +56,51 @@ einlang! {
         -> ([f32; T, N, H], [f32; N, H]) {
         gru(x, w, r, b, h0, shape(r)[1], dir, 0)
     }
+
+    // ONNX's layouts: a direction axis D first on the weights and initial
+    // states, second on Y.
+    pub fn onnx_rnn(x: [f64; T, N, I], w: [f64; D, H, I], r: [f64; D, H, H], b: [f64; D, B2], h0: [f64; D, N, H], act: str, dir: i64)
+        -> ([f64; T, D, N, H], [f64; D, N, H]) {
+        rnn(x, w, r, b, h0, shape(r)[2], dir, act)
+    }
+
+    pub fn onnx_rnn32(x: [f32; T, N, I], w: [f32; D, H, I], r: [f32; D, H, H], b: [f32; D, B2], h0: [f32; D, N, H], act: str, dir: i32)
+        -> ([f32; T, D, N, H], [f32; D, N, H]) {
+        std::ml::rnn(x, w, r, b, h0, shape(r)[2], dir, act)
+    }
+
+    /// A literal direction, as an ONNX model's attribute would be.
+    pub fn onnx_rnn_bidirectional(x: [f64; T, N, I], w: [f64; D, H, I], r: [f64; D, H, H], b: [f64; D, B2], h0: [f64; D, N, H])
+        -> ([f64; T, D, N, H], [f64; D, N, H]) {
+        rnn(x, w, r, b, h0, shape(r)[2], 2, "Tanh")
+    }
+
+    /// R, B and initial_h with their own direction extents, for the
+    /// library's shape check.
+    pub fn onnx_rnn_any_d(x: [f64; T, N, I], w: [f64; D, H, I], r: [f64; DR, H, H], b: [f64; DB, B2], h0: [f64; DH, N, H], dir: i64)
+        -> ([f64; T, D, N, H], [f64; D, N, H]) {
+        rnn(x, w, r, b, h0, shape(r)[2], dir, "Tanh")
+    }
+
+    pub fn onnx_lstm(x: [f32; T, N, I], w: [f32; D, G, I], r: [f32; D, G, H], b: [f32; D, B8], h0: [f32; D, N, H], c0: [f32; D, N, H], clip: f32, dir: i64)
+        -> ([f32; T, D, N, H], [f32; D, N, H], [f32; D, N, H]) {
+        lstm(x, w, r, b, h0, c0, shape(r)[2], dir, clip)
+    }
+
+    pub fn onnx_lstm64(x: [f64; T, N, I], w: [f64; D, G, I], r: [f64; D, G, H], b: [f64; D, B8], h0: [f64; D, N, H], c0: [f64; D, N, H], clip: f64, dir: i32)
+        -> ([f64; T, D, N, H], [f64; D, N, H], [f64; D, N, H]) {
+        lstm(x, w, r, b, h0, c0, shape(r)[2], dir, clip)
+    }
+
+    pub fn onnx_gru(x: [f64; T, N, I], w: [f64; D, G, I], r: [f64; D, G, H], b: [f64; D, B6], h0: [f64; D, N, H], dir: i64)
+        -> ([f64; T, D, N, H], [f64; D, N, H]) {
+        gru(x, w, r, b, h0, shape(r)[2], dir, 0)
+    }
+
+    pub fn onnx_gru32(x: [f32; T, N, I], w: [f32; D, G, I], r: [f32; D, G, H], b: [f32; D, B6], h0: [f32; D, N, H], dir: i32)
+        -> ([f32; T, D, N, H], [f32; D, N, H]) {
+        gru(x, w, r, b, h0, shape(r)[2], dir, 0)
+    }
 }
 
 /// Deterministic values in about [-1, 1].
@@ -89,6 +138,64 @@ fn layer(t: usize, n: usize, i: usize, h: usize, g: usize, seed: f64) -> Layer {
         b: fill1(2 * g * h, seed + 0.3),
         h0: fill2((n, h), seed + 0.4) * 0.5,
     }
+}
+
+/// One layer per direction over the input of the first (so the directions
+/// differ only in their weights and initial states), each with its own
+/// seed.
+fn directions(t: usize, n: usize, i: usize, h: usize, g: usize, seeds: &[f64]) -> Vec<Layer> {
+    let first = layer(t, n, i, h, g, seeds[0]);
+    let mut ls: Vec<Layer> =
+        seeds[1..].iter().map(|&s| Layer { x: first.x.clone(), ..layer(t, n, i, h, g, s) }).collect();
+    ls.insert(0, first);
+    ls
+}
+
+/// ONNX's layouts of `ls` (one layer per direction): W [D, gh, i], R [D,
+/// gh, h], B [D, 2gh] and initial_h [D, n, h].
+struct Onnx {
+    w: Array3<f64>,
+    r: Array3<f64>,
+    b: Array2<f64>,
+    h0: Array3<f64>,
+}
+
+fn onnx(ls: &[Layer]) -> Onnx {
+    let ws: Vec<_> = ls.iter().map(|l| l.w.view()).collect();
+    let rs: Vec<_> = ls.iter().map(|l| l.r.view()).collect();
+    let bs: Vec<_> = ls.iter().map(|l| l.b.view()).collect();
+    let hs: Vec<_> = ls.iter().map(|l| l.h0.view()).collect();
+    Onnx {
+        w: stack(Axis(0), &ws).unwrap(),
+        r: stack(Axis(0), &rs).unwrap(),
+        b: stack(Axis(0), &bs).unwrap(),
+        h0: stack(Axis(0), &hs).unwrap(),
+    }
+}
+
+/// Per-direction states [n, h] stacked to [D, n, h].
+fn stack_states(s: &[Array2<f64>]) -> Array3<f64> {
+    stack(Axis(0), &s.iter().map(|a| a.view()).collect::<Vec<_>>()).unwrap()
+}
+
+/// Per-direction Y [t, n, h] stacked to ONNX's [t, D, n, h].
+fn stack_ys(s: &[Array3<f64>]) -> Array4<f64> {
+    stack(Axis(1), &s.iter().map(|a| a.view()).collect::<Vec<_>>()).unwrap()
+}
+
+/// The reversal flag of each direction of an ONNX layer: D = 1 with
+/// `direction` 0 or 1, D = 2 (bidirectional) forward then reverse.
+fn reversals(direction: i64) -> Vec<bool> {
+    match direction {
+        0 => vec![false],
+        1 => vec![true],
+        _ => vec![false, true],
+    }
+}
+
+/// The seeds of one layer per direction of `direction`.
+fn seeds(direction: i64, base: f64) -> Vec<f64> {
+    (0..reversals(direction).len()).map(|d| base + 2.3 * d as f64).collect()
 }
 
 impl Layer {
@@ -304,4 +411,171 @@ fn gru_matches_a_loop_in_both_directions() {
     let (ry, _) = gru_ref(&l, true);
     assert!((&y - &ry).iter().any(|d| d.abs() > 1e-3));
     assert!(matches!(run_gru(&l.x, &l.w, &l.r, &l.b, &l.h0, 2), Err(Error::Assert { .. })));
+}
+
+#[test]
+fn onnx_rnn_matches_the_loop_per_direction() {
+    for dir in [0i64, 1, 2] {
+        let ls = directions(5, 2, 3, 4, 1, &seeds(dir, 0.3));
+        let o = onnx(&ls);
+        let x = &ls[0].x;
+        for (name, f) in ACTIVATIONS {
+            let refs: Vec<_> = ls.iter().zip(reversals(dir)).map(|(l, rev)| rnn_ref(l, f, rev)).collect();
+            let want_y = stack_ys(&refs.iter().map(|r| r.0.clone()).collect::<Vec<_>>());
+            let want_h = stack_states(&refs.iter().map(|r| r.1.clone()).collect::<Vec<_>>());
+            let (y, yh) = onnx_rnn(x, &o.w, &o.r, &o.b, &o.h0, name, dir).unwrap();
+            assert_abs_diff_eq!(y, want_y, epsilon = 1e-12);
+            assert_abs_diff_eq!(yh, want_h, epsilon = 1e-12);
+            let (y, yh) =
+                onnx_rnn32(&f32s(x), &f32s(&o.w), &f32s(&o.r), &f32s(&o.b), &f32s(&o.h0), name, dir as i32).unwrap();
+            assert_abs_diff_eq!(f64s(&y), want_y, epsilon = 1e-5);
+            assert_abs_diff_eq!(f64s(&yh), want_h, epsilon = 1e-5);
+        }
+        if dir == 2 {
+            let (fwd, rev) = (rnn_ref(&ls[0], f64::tanh, false), rnn_ref(&ls[1], f64::tanh, true));
+            let (y, yh) = onnx_rnn_bidirectional(x, &o.w, &o.r, &o.b, &o.h0).unwrap();
+            assert_abs_diff_eq!(y, stack_ys(&[fwd.0.clone(), rev.0.clone()]), epsilon = 1e-12);
+            assert_abs_diff_eq!(yh, stack_states(&[fwd.1.clone(), rev.1.clone()]), epsilon = 1e-12);
+            // The references tell the directions apart, so the comparisons
+            // above fail if the library swaps the directions' weights, or
+            // runs direction 1 forward.
+            let (fwd_swapped, rev_swapped) = (rnn_ref(&ls[1], f64::tanh, false), rnn_ref(&ls[0], f64::tanh, true));
+            assert!((&fwd.0 - &fwd_swapped.0).iter().any(|d| d.abs() > 1e-3));
+            assert!((&rev.0 - &rev_swapped.0).iter().any(|d| d.abs() > 1e-3));
+            assert!((&rev.0 - &fwd_swapped.0).iter().any(|d| d.abs() > 1e-3));
+            // The reverse direction's final state is its Y at step 0, in the
+            // input's time order.
+            assert_abs_diff_eq!(
+                y.slice(einlang::ndarray::s![0, 1, .., ..]),
+                yh.index_axis(Axis(0), 1),
+                epsilon = 1e-15
+            );
+            assert_abs_diff_eq!(
+                y.slice(einlang::ndarray::s![4, 0, .., ..]),
+                yh.index_axis(Axis(0), 0),
+                epsilon = 1e-15
+            );
+        }
+    }
+}
+
+#[test]
+fn onnx_lstm_matches_the_loop_per_direction() {
+    let (n, h) = (2, 3);
+    for dir in [0i64, 1, 2] {
+        let ls = directions(4, n, 3, h, 4, &seeds(dir, 0.7));
+        let o = onnx(&ls);
+        let c0s: Vec<Array2<f64>> = (0..ls.len()).map(|d| fill2((n, h), 1.3 + d as f64) * 2.0).collect();
+        let c0 = stack_states(&c0s);
+        let x = &ls[0].x;
+        for clip in [0.0f64, 0.5] {
+            let refs: Vec<_> =
+                ls.iter().zip(&c0s).zip(reversals(dir)).map(|((l, c), rev)| lstm_ref(l, c, clip, rev)).collect();
+            let want_y = stack_ys(&refs.iter().map(|r| r.0.clone()).collect::<Vec<_>>());
+            let want_h = stack_states(&refs.iter().map(|r| r.1.clone()).collect::<Vec<_>>());
+            let want_c = stack_states(&refs.iter().map(|r| r.2.clone()).collect::<Vec<_>>());
+            let (y, yh, yc) =
+                onnx_lstm(&f32s(x), &f32s(&o.w), &f32s(&o.r), &f32s(&o.b), &f32s(&o.h0), &f32s(&c0), clip as f32, dir)
+                    .unwrap();
+            assert_abs_diff_eq!(f64s(&y), want_y, epsilon = 1e-5);
+            assert_abs_diff_eq!(f64s(&yh), want_h, epsilon = 1e-5);
+            assert_abs_diff_eq!(f64s(&yc), want_c, epsilon = 1e-5);
+            let (y, yh, yc) = onnx_lstm64(x, &o.w, &o.r, &o.b, &o.h0, &c0, clip, dir as i32).unwrap();
+            assert_abs_diff_eq!(y, want_y, epsilon = 1e-12);
+            assert_abs_diff_eq!(yh, want_h, epsilon = 1e-12);
+            assert_abs_diff_eq!(yc, want_c, epsilon = 1e-12);
+        }
+        if dir == 2 {
+            // Direction 1 with direction 0's weights and states would differ.
+            let (other, ..) = lstm_ref(&ls[0], &c0s[0], 0.0, true);
+            let (want, ..) = lstm_ref(&ls[1], &c0s[1], 0.0, true);
+            assert!((&other - &want).iter().any(|d| d.abs() > 1e-3));
+        }
+    }
+}
+
+#[test]
+fn onnx_gru_matches_the_loop_per_direction() {
+    for dir in [0i64, 1, 2] {
+        let ls = directions(6, 3, 2, 4, 3, &seeds(dir, 1.1));
+        let o = onnx(&ls);
+        let x = &ls[0].x;
+        let refs: Vec<_> = ls.iter().zip(reversals(dir)).map(|(l, rev)| gru_ref(l, rev)).collect();
+        let want_y = stack_ys(&refs.iter().map(|r| r.0.clone()).collect::<Vec<_>>());
+        let want_h = stack_states(&refs.iter().map(|r| r.1.clone()).collect::<Vec<_>>());
+        let (y, yh) = onnx_gru(x, &o.w, &o.r, &o.b, &o.h0, dir).unwrap();
+        assert_abs_diff_eq!(y, want_y, epsilon = 1e-12);
+        assert_abs_diff_eq!(yh, want_h, epsilon = 1e-12);
+        let (y, yh) = onnx_gru32(&f32s(x), &f32s(&o.w), &f32s(&o.r), &f32s(&o.b), &f32s(&o.h0), dir as i32).unwrap();
+        assert_abs_diff_eq!(f64s(&y), want_y, epsilon = 1e-5);
+        assert_abs_diff_eq!(f64s(&yh), want_h, epsilon = 1e-5);
+        if dir == 2 {
+            let (other, _) = gru_ref(&ls[1], false);
+            assert!((&other - &refs[0].0).iter().any(|d| d.abs() > 1e-3));
+        }
+    }
+}
+
+/// With ONNX's layouts, D = 1 takes direction 0 or 1 and D = 2 takes 2;
+/// any other pairing is an `Error::Assert` naming the function. With the
+/// seed's layouts, 2 asks for weights with a direction axis.
+#[test]
+fn onnx_layouts_reject_a_direction_that_does_not_match_d() {
+    let one = directions(3, 2, 3, 2, 1, &[0.2]);
+    let two = directions(3, 2, 3, 2, 1, &[0.2, 0.9]);
+    let (o1, o2) = (onnx(&one), onnx(&two));
+    let x = &one[0].x;
+    let assert_msg = |e: Error, function: &str| match e {
+        Error::Assert { message, .. } => {
+            assert!(message.starts_with(&format!("{function}: ")), "{message}");
+            assert!(message.contains("direction"), "{message}");
+        }
+        other => panic!("expected an Error::Assert, got {other}"),
+    };
+    for dir in [2, -1, 3] {
+        assert_msg(onnx_rnn(x, &o1.w, &o1.r, &o1.b, &o1.h0, "Tanh", dir).unwrap_err(), "rnn");
+    }
+    for dir in [0, 1, -1, 3] {
+        assert_msg(onnx_rnn(x, &o2.w, &o2.r, &o2.b, &o2.h0, "Tanh", dir).unwrap_err(), "rnn");
+        assert_msg(
+            onnx_rnn32(&f32s(x), &f32s(&o2.w), &f32s(&o2.r), &f32s(&o2.b), &f32s(&o2.h0), "Relu", dir as i32)
+                .unwrap_err(),
+            "rnn",
+        );
+    }
+    assert!(matches!(onnx_rnn_bidirectional(x, &o1.w, &o1.r, &o1.b, &o1.h0), Err(Error::Assert { .. })));
+    assert!(onnx_rnn_bidirectional(x, &o2.w, &o2.r, &o2.b, &o2.h0).is_ok());
+    // R, B or initial_h with another D than W.
+    assert!(onnx_rnn_any_d(x, &o2.w, &o2.r, &o2.b, &o2.h0, 2).is_ok());
+    assert!(matches!(onnx_rnn_any_d(x, &o2.w, &o1.r, &o2.b, &o2.h0, 2), Err(Error::Assert { .. })));
+    assert!(matches!(onnx_rnn_any_d(x, &o2.w, &o2.r, &o1.b, &o2.h0, 2), Err(Error::Assert { .. })));
+    assert!(matches!(onnx_rnn_any_d(x, &o2.w, &o2.r, &o2.b, &o1.h0, 2), Err(Error::Assert { .. })));
+
+    let (l1, l2) = (directions(3, 2, 3, 2, 4, &[0.2]), directions(3, 2, 3, 2, 4, &[0.2, 0.9]));
+    let (o1, o2) = (onnx(&l1), onnx(&l2));
+    let c1 = stack_states(&[fill2((2, 2), 0.5)]);
+    let c2 = stack_states(&[fill2((2, 2), 0.5), fill2((2, 2), 0.6)]);
+    assert_msg(onnx_lstm64(x, &o1.w, &o1.r, &o1.b, &o1.h0, &c1, 0.0, 2).unwrap_err(), "lstm");
+    assert_msg(onnx_lstm64(x, &o2.w, &o2.r, &o2.b, &o2.h0, &c2, 0.0, 0).unwrap_err(), "lstm");
+    assert_msg(
+        onnx_lstm(&f32s(x), &f32s(&o2.w), &f32s(&o2.r), &f32s(&o2.b), &f32s(&o2.h0), &f32s(&c2), 0.0, 1).unwrap_err(),
+        "lstm",
+    );
+
+    let (l1, l2) = (directions(3, 2, 3, 2, 3, &[0.2]), directions(3, 2, 3, 2, 3, &[0.2, 0.9]));
+    let (o1, o2) = (onnx(&l1), onnx(&l2));
+    assert_msg(onnx_gru(x, &o1.w, &o1.r, &o1.b, &o1.h0, 2).unwrap_err(), "gru");
+    assert_msg(onnx_gru(x, &o2.w, &o2.r, &o2.b, &o2.h0, 0).unwrap_err(), "gru");
+    assert_msg(onnx_gru32(&f32s(x), &f32s(&o2.w), &f32s(&o2.r), &f32s(&o2.b), &f32s(&o2.h0), 1).unwrap_err(), "gru");
+
+    // The seed's layouts: bidirectional needs a direction axis.
+    let l = layer(3, 2, 3, 2, 1, 0.2);
+    let e = run_rnn(&l.x, &l.w, &l.r, &l.b, &l.h0, "Tanh", 2).unwrap_err();
+    assert!(e.to_string().contains("direction axis"), "{e}");
+    let l = layer(3, 2, 3, 2, 4, 0.2);
+    let e = run_lstm64(&l.x, &l.w, &l.r, &l.b, &l.h0, &l.h0, 0.0, 2).unwrap_err();
+    assert!(e.to_string().contains("direction axis"), "{e}");
+    let l = layer(3, 2, 3, 2, 3, 0.2);
+    let e = run_gru(&l.x, &l.w, &l.r, &l.b, &l.h0, 2).unwrap_err();
+    assert!(e.to_string().contains("direction axis"), "{e}");
 }
