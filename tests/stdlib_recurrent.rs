@@ -1,12 +1,15 @@
 //! `std::ml::{rnn, lstm, gru}` against naive step-by-step loops written
-//! here from the formulas in the library's documentation (the seed's gate
-//! layouts, each output step consuming its own input step), in both
-//! directions: forward (0) and ONNX's reverse (1), where the steps are
-//! consumed from the last to the first and Y[t] is the state after x[t].
-//! With ONNX's layouts (a direction axis D on the weights, initial states
-//! and results), each direction is checked against the same loops run on
-//! that direction's weights: D = 1 forward or reverse, and D = 2
-//! bidirectional (direction 0 of the axis forward, 1 reverse).
+//! here from the formulas (each output step consuming its own input step),
+//! in both directions: forward (0) and ONNX's reverse (1), where the steps
+//! are consumed from the last to the first and Y[t] is the state after
+//! x[t]. The seed's layouts (no direction axis) are checked against loops
+//! in the seed's gate order and formulas (lstm i f g o, gru r z n with h =
+//! (1 - z) h[t - 1] + z n). ONNX's layouts (a direction axis D on the
+//! weights, initial states and results) are checked, per direction on that
+//! direction's weights, against loops written from ONNX's operator
+//! definitions (opset 14, layout 0, default activations: lstm i o f c, gru
+//! z r h with h = (1 - z) h~ + z h[t - 1]): D = 1 forward or reverse, and
+//! D = 2 bidirectional (direction 0 of the axis forward, 1 reverse).
 
 use approx::assert_abs_diff_eq;
 use einlang::einlang;
@@ -305,6 +308,61 @@ fn gru_ref(l: &Layer, reverse: bool) -> (Array3<f64>, Array2<f64>) {
     (y, hs)
 }
 
+/// ONNX's LSTM (blocks of W, R and each half of B in the order i, o, f,
+/// c): it = σ(Xt Wi^T + Ht-1 Ri^T + Wbi + Rbi), ot, ft likewise, ct~ =
+/// tanh(..c..), Ct = ft Ct-1 + it ct~, Ht = ot tanh(Ct). `clip` > 0 is the
+/// library's (the seed's) cell clipping, as `lstm_ref` does it.
+fn lstm_onnx_ref(l: &Layer, c0: &Array2<f64>, clip: f64, reverse: bool) -> (Array3<f64>, Array2<f64>, Array2<f64>) {
+    let (t, n, _) = l.x.dim();
+    let h = l.r.ncols();
+    let cl = |c: f64| if clip > 0.0 { c.clamp(-clip, clip) } else { c };
+    let mut y = Array3::zeros((t, n, h));
+    let (mut hs, mut cs) = (l.h0.clone(), c0.clone());
+    for step in l.steps(reverse) {
+        let (mut nh, mut nc) = (hs.clone(), cs.clone());
+        for bn in 0..n {
+            let (xs, hp) = (l.input(step, bn), hs.row(bn).to_vec());
+            for u in 0..h {
+                let it = sigmoid(l.gate(4, 0, u, &xs, &hp));
+                let ot = sigmoid(l.gate(4, 1, u, &xs, &hp));
+                let ft = sigmoid(l.gate(4, 2, u, &xs, &hp));
+                let ct = l.gate(4, 3, u, &xs, &hp).tanh();
+                nc[[bn, u]] = ft * cs[[bn, u]] + it * ct;
+                nh[[bn, u]] = ot * cl(nc[[bn, u]]).tanh();
+            }
+        }
+        hs = nh;
+        cs = nc;
+        y.index_axis_mut(Axis(0), step).assign(&hs);
+    }
+    (y, hs, cs.mapv(cl))
+}
+
+/// ONNX's GRU, linear_before_reset = 0 (blocks z, r, h): zt = σ(Xt Wz^T +
+/// Ht-1 Rz^T + Wbz + Rbz), rt likewise, ht~ = tanh(Xt Wh^T + (rt ⊙ Ht-1)
+/// Rh^T + Rbh + Wbh), Ht = (1 - zt) ⊙ ht~ + zt ⊙ Ht-1.
+fn gru_onnx_ref(l: &Layer, reverse: bool) -> (Array3<f64>, Array2<f64>) {
+    let (t, n, _) = l.x.dim();
+    let h = l.r.ncols();
+    let mut y = Array3::zeros((t, n, h));
+    let mut hs = l.h0.clone();
+    for step in l.steps(reverse) {
+        let mut nh = hs.clone();
+        for bn in 0..n {
+            let (xs, hp) = (l.input(step, bn), hs.row(bn).to_vec());
+            let rh: Vec<f64> = (0..h).map(|k| sigmoid(l.gate(3, 1, k, &xs, &hp)) * hp[k]).collect();
+            for u in 0..h {
+                let zt = sigmoid(l.gate(3, 0, u, &xs, &hp));
+                let ht = l.gate(3, 2, u, &xs, &rh).tanh();
+                nh[[bn, u]] = (1.0 - zt) * ht + zt * hp[u];
+            }
+        }
+        hs = nh;
+        y.index_axis_mut(Axis(0), step).assign(&hs);
+    }
+    (y, hs)
+}
+
 const ACTIVATIONS: [(&str, fn(f64) -> f64); 3] = [("Tanh", f64::tanh), ("Sigmoid", sigmoid), ("Relu", |z| z.max(0.0))];
 
 #[test]
@@ -470,7 +528,11 @@ fn onnx_lstm_matches_the_loop_per_direction() {
         let x = &ls[0].x;
         for clip in [0.0f64, 0.5] {
             let refs: Vec<_> =
-                ls.iter().zip(&c0s).zip(reversals(dir)).map(|((l, c), rev)| lstm_ref(l, c, clip, rev)).collect();
+                ls.iter().zip(&c0s).zip(reversals(dir)).map(|((l, c), rev)| lstm_onnx_ref(l, c, clip, rev)).collect();
+            // The seed's gate order gives other values on these weights, so
+            // the comparisons below tell the orders apart.
+            let (seed_y, ..) = lstm_ref(&ls[0], &c0s[0], clip, reversals(dir)[0]);
+            assert!((&seed_y - &refs[0].0).iter().any(|d| d.abs() > 1e-3));
             let want_y = stack_ys(&refs.iter().map(|r| r.0.clone()).collect::<Vec<_>>());
             let want_h = stack_states(&refs.iter().map(|r| r.1.clone()).collect::<Vec<_>>());
             let want_c = stack_states(&refs.iter().map(|r| r.2.clone()).collect::<Vec<_>>());
@@ -487,8 +549,8 @@ fn onnx_lstm_matches_the_loop_per_direction() {
         }
         if dir == 2 {
             // Direction 1 with direction 0's weights and states would differ.
-            let (other, ..) = lstm_ref(&ls[0], &c0s[0], 0.0, true);
-            let (want, ..) = lstm_ref(&ls[1], &c0s[1], 0.0, true);
+            let (other, ..) = lstm_onnx_ref(&ls[0], &c0s[0], 0.0, true);
+            let (want, ..) = lstm_onnx_ref(&ls[1], &c0s[1], 0.0, true);
             assert!((&other - &want).iter().any(|d| d.abs() > 1e-3));
         }
     }
@@ -500,7 +562,10 @@ fn onnx_gru_matches_the_loop_per_direction() {
         let ls = directions(6, 3, 2, 4, 3, &seeds(dir, 1.1));
         let o = onnx(&ls);
         let x = &ls[0].x;
-        let refs: Vec<_> = ls.iter().zip(reversals(dir)).map(|(l, rev)| gru_ref(l, rev)).collect();
+        let refs: Vec<_> = ls.iter().zip(reversals(dir)).map(|(l, rev)| gru_onnx_ref(l, rev)).collect();
+        // The seed's order and update give other values on these weights.
+        let (seed_y, _) = gru_ref(&ls[0], reversals(dir)[0]);
+        assert!((&seed_y - &refs[0].0).iter().any(|d| d.abs() > 1e-3));
         let want_y = stack_ys(&refs.iter().map(|r| r.0.clone()).collect::<Vec<_>>());
         let want_h = stack_states(&refs.iter().map(|r| r.1.clone()).collect::<Vec<_>>());
         let (y, yh) = onnx_gru(x, &o.w, &o.r, &o.b, &o.h0, dir).unwrap();
@@ -510,10 +575,54 @@ fn onnx_gru_matches_the_loop_per_direction() {
         assert_abs_diff_eq!(f64s(&y), want_y, epsilon = 1e-5);
         assert_abs_diff_eq!(f64s(&yh), want_h, epsilon = 1e-5);
         if dir == 2 {
-            let (other, _) = gru_ref(&ls[1], false);
+            let (other, _) = gru_onnx_ref(&ls[1], false);
             assert!((&other - &refs[0].0).iter().any(|d| d.abs() > 1e-3));
         }
     }
+}
+
+/// One step of one unit, worked by hand from ONNX's definitions, with
+/// weights whose gates differ so that another gate order or the seed's
+/// GRU update gives another value.
+#[test]
+fn onnx_layouts_by_hand_one_step() {
+    let x = Array3::from_elem((1, 1, 1), 1.0);
+    let ln3 = 3f64.ln();
+    // GRU, blocks z r h: Wz = ln 3, Wr = 0, Wh = 1; R = [0, 0, 2]; Wb =
+    // [0, 0, 0.25], Rb = [0, 0, 0.25]; h0 = 0.5, x = 1.
+    //   z = σ(ln 3) = 3 / 4, r = σ(0) = 1 / 2,
+    //   h~ = tanh(1 + 2 (r h0) + 0.25 + 0.25) = tanh(1 + 0.5 + 0.5) = tanh 2,
+    //   H = (1 - z) h~ + z h0 = tanh(2) / 4 + 3 / 8 ≈ 0.616007.
+    // (The seed's order r z n would read r = 3/4, z = 1/2 and give
+    // 1/4 + tanh(2.25) / 2 ≈ 0.739.)
+    let w = Array3::from_shape_vec((1, 3, 1), vec![ln3, 0.0, 1.0]).unwrap();
+    let r = Array3::from_shape_vec((1, 3, 1), vec![0.0, 0.0, 2.0]).unwrap();
+    let b = Array2::from_shape_vec((1, 6), vec![0.0, 0.0, 0.25, 0.0, 0.0, 0.25]).unwrap();
+    let h0 = Array3::from_elem((1, 1, 1), 0.5);
+    let want = 2f64.tanh() / 4.0 + 3.0 / 8.0;
+    assert_abs_diff_eq!(want, 0.616007, epsilon = 1e-6);
+    for dir in [0, 1] {
+        let (y, yh) = onnx_gru(&x, &w, &r, &b, &h0, dir).unwrap();
+        assert_abs_diff_eq!(y[[0, 0, 0, 0]], want, epsilon = 1e-12);
+        assert_abs_diff_eq!(yh[[0, 0, 0]], want, epsilon = 1e-12);
+    }
+    // LSTM, blocks i o f c: Wi = ln 3, Wo = 0, Wf = -ln 3, Wc = 1; R and B
+    // zero; h0 = 0, c0 = 1, x = 1.
+    //   i = 3 / 4, o = 1 / 2, f = σ(-ln 3) = 1 / 4, c~ = tanh 1,
+    //   C = f c0 + i c~ = 1/4 + 3 tanh(1) / 4 ≈ 0.821196,
+    //   H = o tanh(C) = tanh(C) / 2 ≈ 0.337860.
+    let w = Array3::from_shape_vec((1, 4, 1), vec![ln3, 0.0, -ln3, 1.0]).unwrap();
+    let r = Array3::zeros((1, 4, 1));
+    let b = Array2::zeros((1, 8));
+    let (h0, c0) = (Array3::zeros((1, 1, 1)), Array3::from_elem((1, 1, 1), 1.0));
+    let want_c = 0.25 + 0.75 * 1f64.tanh();
+    let want_h = want_c.tanh() / 2.0;
+    assert_abs_diff_eq!(want_c, 0.821196, epsilon = 1e-6);
+    assert_abs_diff_eq!(want_h, 0.337860, epsilon = 1e-6);
+    let (y, yh, yc) = onnx_lstm64(&x, &w, &r, &b, &h0, &c0, 0.0, 0).unwrap();
+    assert_abs_diff_eq!(y[[0, 0, 0, 0]], want_h, epsilon = 1e-12);
+    assert_abs_diff_eq!(yh[[0, 0, 0]], want_h, epsilon = 1e-12);
+    assert_abs_diff_eq!(yc[[0, 0, 0]], want_c, epsilon = 1e-12);
 }
 
 /// With ONNX's layouts, D = 1 takes direction 0 or 1 and D = 2 takes 2;
