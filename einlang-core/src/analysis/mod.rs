@@ -3021,10 +3021,8 @@ impl<'a> Cx<'a> {
                     // Integer division truncates; it equals floor division
                     // only for a non-negative numerator and positive divisor.
                     BinOp::Div
-                        if !self.may_be_negative(&a)
-                            && !self.may_be_negative(&b)
-                            && Dim::zero().prove_le(&a) == Truth::True
-                            && Dim::one().prove_le(&b) == Truth::True =>
+                        if self.proven_nonneg(&a) == Truth::True
+                            && self.proven_nonneg(&b.add_const(-1)) == Truth::True =>
                     {
                         a.floor_div(&b)
                     }

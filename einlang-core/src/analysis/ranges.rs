@@ -36,36 +36,38 @@ impl<'a> Cx<'a> {
         (self.hir.defs[d].kind == DefKind::Index).then_some(d)
     }
 
-    /// Whether `d` mentions a value that may be negative at run time: an
-    /// `i64` parameter or a range bound evaluated at run time. The algebra
-    /// treats every variable as non-negative (true of extents and of
-    /// indices over them), so a proof of `0 <= d` about such a `d` is no
-    /// proof.
-    pub(super) fn may_be_negative(&self, d: &Dim) -> bool {
-        d.vars().into_iter().any(|v| {
-            self.t.signed_dims.contains(&v)
-                || (v.0 < HIDDEN_DIM_BASE
-                    && (v.0 as usize) < self.hir.defs.len()
-                    && self.hir.defs[DefId::from_raw(v.0)].kind == DefKind::Param)
-        })
+    /// Whether `v` is a value that may be negative at run time: an `i64`
+    /// parameter or a range bound evaluated at run time. The algebra
+    /// treats every variable as non-negative, which is true of extents and
+    /// of indices over them, not of these.
+    fn is_signed(&self, v: DimVar) -> bool {
+        self.t.signed_dims.contains(&v)
+            || (v.0 < HIDDEN_DIM_BASE
+                && (v.0 as usize) < self.hir.defs.len()
+                && self.hir.defs[DefId::from_raw(v.0)].kind == DefKind::Param)
     }
 
-    /// Whether `0 <= d` for every value `d`'s variables can take
-    /// (`Unknown` where the proof would rest on a value being
-    /// non-negative).
-    fn proven_nonneg(&self, d: &Dim) -> Truth {
-        if self.may_be_negative(d) {
-            return Truth::Unknown;
+    /// `d` with each signed variable `v` written as `v⁺ - s`, for fresh
+    /// non-negative `v⁺` and one shared `s`: every assignment of integers
+    /// to the signed variables is one of non-negative values to these, so
+    /// what the prover shows about the result holds for every value `d`
+    /// can take.
+    pub(super) fn signed_view(&self, d: &Dim) -> Dim {
+        if !d.vars().into_iter().any(|v| self.is_signed(v)) {
+            return d.clone();
         }
-        Dim::zero().prove_le(d)
+        let shift = Dim::var(DimVar(u32::MAX));
+        d.substitute(&|v| self.is_signed(v).then(|| Dim::var(DimVar(v.0 | 1 << 31)).sub(&shift)))
+    }
+
+    /// Whether `0 <= d` for every value `d`'s variables can take.
+    pub(super) fn proven_nonneg(&self, d: &Dim) -> Truth {
+        Dim::zero().prove_le(&self.signed_view(d))
     }
 
     /// Whether `d < len`, likewise.
     fn proven_below(&self, d: &Dim, len: &Dim) -> Truth {
-        if self.may_be_negative(d) || self.may_be_negative(len) {
-            return Truth::Unknown;
-        }
-        d.prove_lt(len)
+        self.signed_view(d).prove_lt(&self.signed_view(len))
     }
 
     /// Whether `d` mentions an extent of a recurrence not known yet.

@@ -295,3 +295,32 @@ fn branches_join_tuples_element_by_element() {
               = note: the value of a `match` must have one shape whichever arm runs"#]],
     );
 }
+
+/// A read proven in bounds only if a run-time value (an `i64` parameter
+/// `c`) were non-negative is checked; one whose proof does not need that
+/// stays unchecked, and so does a guarded one whose guard alone bounds it.
+#[test]
+fn signed_values_in_proofs() {
+    let src = r#"
+        fn from(x: [f32; N], c: i64) -> f32 { sum[k in c..N](x[k]) }
+        fn shifted(x: [f32; N], c: i64) -> f32 { sum[k in 0..N - 1](x[k + c]) }
+        fn plain(x: [f32; N], c: i64) -> f32 { sum[k in 0..N](x[k]) * (c as f32) }
+        fn guarded(x: [f32; N], c: i64) -> f32 {
+            sum[k in 0..N - 1](if k + c >= 0 && k + c < N { x[k + c] } else { 0.0 })
+        }
+    "#;
+    let compiled = match crate::compile_str(src, &crate::Options::default()) {
+        Ok(c) => c,
+        Err(d) => panic!("{d:?}"),
+    };
+    let ir = crate::ir::pretty::pretty_program(&compiled.ir);
+    let body = |name: &str| {
+        let at = ir.find(&format!("fn {name}(")).unwrap();
+        let end = ir[at + 1..].find("\nfn ").map_or(ir.len(), |e| at + 1 + e);
+        ir[at..end].to_string()
+    };
+    assert!(body("from").contains("read x[k] checked"), "{ir}");
+    assert!(body("shifted").contains("read x[k + c] checked"), "{ir}");
+    assert!(body("plain").contains("read x[k] unchecked"), "{ir}");
+    assert!(!body("guarded").contains(" checked)"), "{ir}");
+}
