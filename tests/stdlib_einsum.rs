@@ -134,7 +134,7 @@ fn repeated_letters_take_diagonals() {
     assert_eq!(trace(&a).unwrap(), 15.0);
     assert_eq!(diagonal(&a).unwrap(), array![1.0, 5.0, 9.0]);
     let r = rand_f64(&[6, 6], 7);
-    let expected = einsum_ref(&["ii"], "", &[r.clone()]);
+    let expected = einsum_ref(&["ii"], "", std::slice::from_ref(&r));
     assert_close_scalar(trace(&r.clone().into_dimensionality().unwrap()).unwrap(), expected[IxDyn(&[])], 1e-12);
 }
 

@@ -58,11 +58,7 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
 
     #[inline(always)]
     fn offset(&self, idx: [usize; N]) -> usize {
-        let mut off = 0usize;
-        for a in 0..N {
-            off = off * self.shape[a] + idx[a];
-        }
-        off
+        idx.iter().zip(&self.shape).fold(0usize, |off, (i, n)| off * n + i)
     }
 
     /// The element at `idx`.
@@ -87,12 +83,6 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
         *self.ptr.add(self.offset(idx)) = value;
     }
 
-    /// Zeroes the slab at position `at` of `axis` (a circular buffer's slot
-    /// about to hold a new step).
-    ///
-    /// # Safety
-    /// `axis < N`, `at` is inside that axis, and no other thread accesses
-    /// the slab concurrently.
     /// The `len` consecutive elements along the last axis starting at `idx`.
     ///
     /// # Safety
@@ -104,6 +94,12 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
         std::slice::from_raw_parts_mut(self.ptr.add(self.offset(idx)), len)
     }
 
+    /// Zeroes the slab at position `at` of `axis` (a circular buffer's slot
+    /// about to hold a new step).
+    ///
+    /// # Safety
+    /// `axis < N`, `at` is inside that axis, and no other thread accesses
+    /// the slab concurrently.
     #[inline]
     pub unsafe fn clear_slab(&self, axis: usize, at: usize) {
         // Row-major: the slab is `outer` runs of `inner` contiguous elements.

@@ -228,7 +228,7 @@ pub fn slice<T: Clone, D: Dimension>(
     x: ArrayView<'_, T, D>,
     params: &[i64],
 ) -> Result<ArrayD<T>, Error> {
-    if params.len() % 4 != 0 {
+    if !params.len().is_multiple_of(4) {
         return Err(extent_error(function, "starts, ends, axes and steps must have one length".to_string()));
     }
     let n = params.len() / 4;

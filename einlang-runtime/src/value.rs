@@ -218,6 +218,30 @@ where
     })
 }
 
+impl IntoOwned for &[String] {
+    type Owned = Vec<String>;
+    #[inline]
+    fn into_owned_value(self) -> Vec<String> {
+        self.to_vec()
+    }
+}
+
+impl IntoOwned for &Vec<String> {
+    type Owned = Vec<String>;
+    #[inline]
+    fn into_owned_value(self) -> Vec<String> {
+        self.clone()
+    }
+}
+
+impl IntoOwned for Vec<String> {
+    type Owned = Vec<String>;
+    #[inline]
+    fn into_owned_value(self) -> Vec<String> {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,29 +276,5 @@ mod tests {
     fn array_literal_shapes() {
         assert_eq!(array_lit("f", [2, 2], vec![1, 2, 3, 4]).unwrap(), array![[1, 2], [3, 4]]);
         assert!(array_lit("f", [2, 2], vec![1, 2, 3]).is_err());
-    }
-}
-
-impl IntoOwned for &[String] {
-    type Owned = Vec<String>;
-    #[inline]
-    fn into_owned_value(self) -> Vec<String> {
-        self.to_vec()
-    }
-}
-
-impl IntoOwned for &Vec<String> {
-    type Owned = Vec<String>;
-    #[inline]
-    fn into_owned_value(self) -> Vec<String> {
-        self.clone()
-    }
-}
-
-impl IntoOwned for Vec<String> {
-    type Owned = Vec<String>;
-    #[inline]
-    fn into_owned_value(self) -> Vec<String> {
-        self
     }
 }

@@ -435,21 +435,21 @@ impl Resolver {
         };
         // Nothing before the fused clauses binds or reads a member.
         let mut moved = Vec::new();
-        for p in first..=at {
+        for (p, &stmt) in stmts.iter().enumerate().take(at + 1).skip(first) {
             if grouped.contains(&p) {
                 continue;
             }
-            let (_, mentioned) = reads_of(stmts[p]);
+            let (_, mentioned) = reads_of(stmt);
             for (m, _) in &layout.members {
                 if others.get(m).is_some_and(|o| o.contains(&p)) {
                     diags.push(Diagnostic::error(
-                        super::stmt_span(stmts[p]),
+                        super::stmt_span(stmt),
                         format!("`{m}` is bound again between the clauses of the recurrences {list}"),
                     ));
                 } else if mentioned.contains(m) && !moved.contains(&p) {
                     diags.push(
                         Diagnostic::error(
-                            super::stmt_span(stmts[p]),
+                            super::stmt_span(stmt),
                             format!("`{m}` is read before the last clause of the recurrences {list}"),
                         )
                         .note("recurrences that read each other exist after the last of their clauses")
