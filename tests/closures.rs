@@ -180,3 +180,27 @@ fn function_typed_parameters() {
     let want: Vec<f32> = a.iter().zip(&b).map(|(p, q)| p * q + 0.25).collect();
     assert_eq!(typed_zip(&a, &b, 0.25).unwrap().to_vec(), want);
 }
+
+mod literal_captures {
+    einlang::einlang! {
+        fn make_scaler(factor) { |x| x * factor }
+        fn map(f, v) { let r[i] = f(v[i]); r }
+        /// Closures made from literal arguments and passed on: each keeps
+        /// its own constant.
+        pub fn two_scalers(v: [f64; N]) -> ([f64; N], [f64; N]) {
+            let s = make_scaler(2.5);
+            let t = make_scaler(-1.0);
+            (map(s, v), map(t, v))
+        }
+        pub fn scaler_of(v: [f32; N], k: f32) -> [f32; N] { let s = make_scaler(k); map(s, v) }
+    }
+}
+
+#[test]
+fn closures_capturing_literal_arguments_passed_on() {
+    let v = array![1.0, -2.0, 4.0];
+    let (a, b) = literal_captures::two_scalers(&v).unwrap();
+    assert_eq!(a, array![2.5, -5.0, 10.0]);
+    assert_eq!(b, array![-1.0, 2.0, -4.0]);
+    assert_eq!(literal_captures::scaler_of(&array![1.0f32, 2.0], 3.0).unwrap(), array![3.0f32, 6.0]);
+}

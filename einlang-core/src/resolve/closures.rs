@@ -688,6 +688,11 @@ impl Resolver {
         let FnValue::Lambda { expr, env, .. } = v else { return };
         for name in Self::captured_names(expr, env) {
             let d = env[&name];
+            // A constant (a literal argument of an inlined call) is its
+            // value wherever it is read: nothing to pass.
+            if self.hir.defs[d].kind == DefKind::Const {
+                continue;
+            }
             match self.fn_values.get(&d) {
                 Some(inner) => self.collect_captures(inner, out),
                 None if !out.iter().any(|(_, o)| *o == d) => out.push((name, d)),
@@ -706,6 +711,8 @@ impl Resolver {
                     .into_iter()
                     .map(|n| match self.fn_values.get(&env[&n]) {
                         Some(inner) => format!("{n}={}", self.fn_value_key(inner)),
+                        // A constant is part of the code, not an argument.
+                        None if self.hir.defs[env[&n]].kind == DefKind::Const => format!("{n}=c{}", env[&n].raw()),
                         None => n,
                     })
                     .collect();
