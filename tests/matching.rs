@@ -1,5 +1,6 @@
-//! `match`: literal, wildcard, binding, tuple and range patterns, guards,
-//! and use inside an indexed definition. Expected values are by hand.
+//! `match`: literal, wildcard, binding, tuple and range patterns,
+//! alternatives `p | q`, string literals, guards, and use inside an indexed
+//! definition. Expected values are by hand.
 
 use einlang::einlang;
 use einlang::ndarray::array;
@@ -104,4 +105,41 @@ fn tuples_from_branches_take_the_running_branch_extents() {
     assert_eq!(tuple_branches::by_if(&v, 1).unwrap(), between + 2.0);
     assert_eq!(tuple_branches::by_match(&v, 0).unwrap(), positive);
     assert_eq!(tuple_branches::by_match(&v, 3).unwrap(), 2.0 * v.iter().map(|x| x * 2.0).sum::<f32>());
+}
+
+mod alternatives {
+    einlang::einlang! {
+        pub fn size(n: i32) -> str {
+            match n { 0 => "zero", 1 | 2 | 3 => "few", 4..=9 | 10 => "some", _ => "many" }
+        }
+        pub fn either(a: bool, b: bool) -> i32 {
+            match (a, b) { (true, true) => 3, (true, _) | (_, true) => 1, _ => 0 }
+        }
+        /// `true | false` covers `bool`: no wildcard needed.
+        pub fn any_flag(b: bool) -> i32 { match b { true | false => 7 } }
+        pub fn activation(name: str, x: f32) -> f32 {
+            match name { "relu" => max(x, 0.0), "neg" | "minus" => -x, _ => x }
+        }
+        pub fn residues(v: [i64; N]) -> [i32; N] {
+            let r[i] = match v[i] % 3 { 0 => 1, 1 | -2 => 2, _ => 3 };
+            r
+        }
+    }
+}
+
+#[test]
+fn alternatives_and_string_patterns() {
+    let sizes: Vec<String> = [0, 2, 5, 10, 11].iter().map(|&n| alternatives::size(n).unwrap()).collect();
+    assert_eq!(sizes, ["zero", "few", "some", "some", "many"]);
+    assert_eq!(alternatives::either(true, true).unwrap(), 3);
+    assert_eq!(alternatives::either(true, false).unwrap(), 1);
+    assert_eq!(alternatives::either(false, true).unwrap(), 1);
+    assert_eq!(alternatives::either(false, false).unwrap(), 0);
+    assert_eq!(alternatives::any_flag(false).unwrap(), 7);
+    assert_eq!(alternatives::activation("relu", -2.0).unwrap(), 0.0);
+    assert_eq!(alternatives::activation("minus", 2.0).unwrap(), -2.0);
+    assert_eq!(alternatives::activation("neg", 1.0).unwrap(), -1.0);
+    assert_eq!(alternatives::activation("id", 5.0).unwrap(), 5.0);
+    // Rust's `%`: -1 % 3 is -1 (the wildcard), -2 % 3 is -2.
+    assert_eq!(alternatives::residues(&array![0, 1, 2, -1, -2, 3]).unwrap(), array![1, 2, 3, 3, 2, 1]);
 }

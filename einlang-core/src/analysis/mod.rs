@@ -2372,6 +2372,14 @@ impl<'a> Cx<'a> {
             match p {
                 Pat::Wild | Pat::Bind(_) => true,
                 Pat::Tuple(items) => items.iter().all(irrefutable),
+                Pat::Or(alts) => alts.iter().any(irrefutable),
+                _ => false,
+            }
+        }
+        fn matches_bool(p: &Pat, b: bool) -> bool {
+            match p {
+                Pat::Lit(Lit::Bool(x), _) => *x == b,
+                Pat::Or(alts) => alts.iter().any(|q| matches_bool(q, b)),
                 _ => false,
             }
         }
@@ -2380,7 +2388,7 @@ impl<'a> Cx<'a> {
         }
         match t {
             Ty::Scalar(ScalarKind::Bool) => {
-                let has = |b: bool| unguarded.iter().any(|p| matches!(p, Pat::Lit(Lit::Bool(x), _) if *x == b));
+                let has = |b: bool| unguarded.iter().any(|p| matches_bool(p, b));
                 match (has(true), has(false)) {
                     (true, true) => None,
                     (true, false) => Some("`false` not covered".to_string()),
@@ -2407,6 +2415,14 @@ impl<'a> Cx<'a> {
         };
         match (p, t) {
             (Pat::Wild, _) => true,
+            (Pat::Or(alts), _) => {
+                let mut ok = true;
+                for q in alts {
+                    ok &= self.check_pat(q, t);
+                }
+                ok
+            }
+            (Pat::Lit(Lit::Str(_), _), Ty::Str) => true,
             (Pat::Bind(d), _) => {
                 self.env.insert(*d, t.clone());
                 self.t.def_ty.insert(*d, t.clone());

@@ -156,6 +156,7 @@ impl Cloner<'_> {
         match p {
             Pat::Bind(d) => Pat::Bind(self.def(*d)),
             Pat::Tuple(items) => Pat::Tuple(items.iter().map(|p| self.pat(p)).collect()),
+            Pat::Or(alts) => Pat::Or(alts.iter().map(|p| self.pat(p)).collect()),
             other => other.clone(),
         }
     }

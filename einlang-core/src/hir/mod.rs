@@ -365,8 +365,15 @@ pub enum Pat {
     Wild,
     Bind(DefId),
     Lit(Lit, Span),
-    Range { lo: Lit, hi: Lit, inclusive: bool, span: Span },
+    Range {
+        lo: Lit,
+        hi: Lit,
+        inclusive: bool,
+        span: Span,
+    },
     Tuple(Vec<Pat>),
+    /// Any of the alternatives; they bind nothing.
+    Or(Vec<Pat>),
 }
 
 /// A piece of an interpolated string.

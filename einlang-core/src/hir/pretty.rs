@@ -149,6 +149,7 @@ impl Printer<'_> {
             super::Pat::Tuple(items) => {
                 format!("({})", items.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(", "))
             }
+            super::Pat::Or(alts) => alts.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(" | "),
         }
     }
 

@@ -1324,6 +1324,21 @@ impl<'a> FnLower<'a> {
                 let high = cmp(if *inclusive { BinOp::Le } else { BinOp::Lt }, part.clone(), lit(hi, &part.ty));
                 Some(bool_and(low, high))
             }
+            hir::Pat::Or(alts) => {
+                let mut acc: Option<Expr> = None;
+                for q in alts {
+                    // An alternative that always matches makes the whole.
+                    let c = self.pattern_cond(q, part)?;
+                    acc = Some(match acc {
+                        Some(a) => Expr {
+                            kind: ir::ExprKind::Binary(BinOp::Or, Box::new(a), Box::new(c)),
+                            ty: Ty::Scalar(ScalarKind::Bool),
+                        },
+                        None => c,
+                    });
+                }
+                acc
+            }
             hir::Pat::Tuple(items) => {
                 let Ty::Tuple(tys) = &part.ty else { return None };
                 let mut acc: Option<Expr> = None;

@@ -39,7 +39,7 @@ pub(super) fn pattern_names(p: &ast::Pattern, out: &mut HashSet<String>) {
         ast::Pattern::Name(id) => {
             out.insert(id.name.clone());
         }
-        ast::Pattern::Tuple(items, _) => items.iter().for_each(|q| pattern_names(q, out)),
+        ast::Pattern::Tuple(items, _) | ast::Pattern::Or(items, _) => items.iter().for_each(|q| pattern_names(q, out)),
         _ => {}
     }
 }

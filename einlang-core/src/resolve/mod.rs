@@ -1160,6 +1160,21 @@ impl Resolver {
             ast::Pattern::Tuple(items, _) => {
                 hir::Pat::Tuple(items.iter().map(|p| self.resolve_pat(p, diags)).collect())
             }
+            ast::Pattern::Or(alts, _) => {
+                let mut names = std::collections::HashSet::new();
+                globals::pattern_names(p, &mut names);
+                if let Some(name) = names.into_iter().min() {
+                    diags.push(
+                        Diagnostic::error(p.span(), format!("`{name}` is bound inside a `|` pattern"))
+                            .note("alternatives separated by `|` cannot bind names")
+                            .help("write each alternative as its own arm, or match `_` and test the value in a guard"),
+                    );
+                    // The first alternative's names stay bound, so that the
+                    // arm's uses of them are not reported again.
+                    return alts.first().map_or(hir::Pat::Wild, |a| self.resolve_pat(a, diags));
+                }
+                hir::Pat::Or(alts.iter().map(|p| self.resolve_pat(p, diags)).collect())
+            }
         }
     }
 

@@ -287,13 +287,15 @@ pub enum Pattern {
         inclusive: bool,
         span: Span,
     },
+    /// `p | q | ...`: any of the alternatives (match only).
+    Or(Vec<Pattern>, Span),
 }
 
 impl Pattern {
     pub fn span(&self) -> Span {
         match self {
             Pattern::Name(i) => i.span,
-            Pattern::Wildcard(s) | Pattern::Tuple(_, s) | Pattern::Lit(_, s) => *s,
+            Pattern::Wildcard(s) | Pattern::Tuple(_, s) | Pattern::Lit(_, s) | Pattern::Or(_, s) => *s,
             Pattern::Range { span, .. } => *span,
         }
     }

@@ -362,6 +362,14 @@ impl Printer {
                 self.lit(hi);
                 self.push(")");
             }
+            Pattern::Or(alts, _) => {
+                self.push("(or");
+                for pat in alts {
+                    self.push(" ");
+                    self.pattern(pat);
+                }
+                self.push(")");
+            }
         }
     }
 

@@ -221,8 +221,25 @@ fn parse_tuple_pattern(input: ParseStream, elem: fn(ParseStream) -> syn::Result<
 }
 
 /// A `match` arm's pattern: literals (with an optional `-`), ranges of
-/// literals `lo..=hi` / `lo..hi`, `_`, names and tuples.
+/// literals `lo..=hi` / `lo..hi`, `_`, names and tuples, and alternatives
+/// of those separated by `|`.
 pub(super) fn parse_match_pattern(input: ParseStream) -> syn::Result<Pattern> {
+    let _guard = enter(input)?;
+    let first = parse_match_alternative(input)?;
+    if !(input.peek(Token![|]) && !input.peek(Token![||])) {
+        return Ok(first);
+    }
+    let mut alts = vec![first];
+    while input.peek(Token![|]) && !input.peek(Token![||]) {
+        input.parse::<Token![|]>()?;
+        alts.push(parse_match_alternative(input)?);
+    }
+    let span = alts[0].span().to(alts[alts.len() - 1].span());
+    Ok(Pattern::Or(alts, span))
+}
+
+/// One alternative of a `match` pattern.
+fn parse_match_alternative(input: ParseStream) -> syn::Result<Pattern> {
     let _guard = enter(input)?;
     if input.peek(Token![_]) {
         return Ok(Pattern::Wildcard(Span::token(input.parse::<Token![_]>()?.span)));
