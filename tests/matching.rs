@@ -1,5 +1,5 @@
 //! `match`: literal, wildcard, binding, tuple and range patterns,
-//! alternatives `p | q`, string literals, guards, and use inside an indexed
+//! alternatives `p | q`, `name @ p`, string literals, guards, and use inside an indexed
 //! definition. Expected values are by hand.
 
 use einlang::einlang;
@@ -120,6 +120,13 @@ mod alternatives {
         pub fn activation(name: str, x: f32) -> f32 {
             match name { "relu" => max(x, 0.0), "neg" | "minus" => -x, _ => x }
         }
+        /// `name @ p` binds what `p` matched, alternatives included.
+        pub fn bound(n: i64) -> i64 {
+            match n { small @ 0..=9 => small * 10, big @ (100 | 200) => big + 1, other => -other }
+        }
+        pub fn nested(p: (i64, bool)) -> i64 {
+            match p { whole @ (k @ 1..=5, true) => k + (if whole.1 { 100 } else { 0 }), _ => 0 }
+        }
         pub fn residues(v: [i64; N]) -> [i32; N] {
             let r[i] = match v[i] % 3 { 0 => 1, 1 | -2 => 2, _ => 3 };
             r
@@ -140,6 +147,13 @@ fn alternatives_and_string_patterns() {
     assert_eq!(alternatives::activation("minus", 2.0).unwrap(), -2.0);
     assert_eq!(alternatives::activation("neg", 1.0).unwrap(), -1.0);
     assert_eq!(alternatives::activation("id", 5.0).unwrap(), 5.0);
+    assert_eq!(alternatives::bound(3).unwrap(), 30);
+    assert_eq!(alternatives::bound(200).unwrap(), 201);
+    assert_eq!(alternatives::bound(100).unwrap(), 101);
+    assert_eq!(alternatives::bound(50).unwrap(), -50);
+    assert_eq!(alternatives::nested((3, true)).unwrap(), 103);
+    assert_eq!(alternatives::nested((3, false)).unwrap(), 0);
+    assert_eq!(alternatives::nested((6, true)).unwrap(), 0);
     // Rust's `%`: -1 % 3 is -1 (the wildcard), -2 % 3 is -2.
     assert_eq!(alternatives::residues(&array![0, 1, 2, -1, -2, 3]).unwrap(), array![1, 2, 3, 3, 2, 1]);
 }

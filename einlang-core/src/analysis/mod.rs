@@ -2373,6 +2373,7 @@ impl<'a> Cx<'a> {
                 Pat::Wild | Pat::Bind(_) => true,
                 Pat::Tuple(items) => items.iter().all(irrefutable),
                 Pat::Or(alts) => alts.iter().any(irrefutable),
+                Pat::At(_, p) => irrefutable(p),
                 _ => false,
             }
         }
@@ -2380,6 +2381,7 @@ impl<'a> Cx<'a> {
             match p {
                 Pat::Lit(Lit::Bool(x), _) => *x == b,
                 Pat::Or(alts) => alts.iter().any(|q| matches_bool(q, b)),
+                Pat::At(_, p) => matches_bool(p, b),
                 _ => false,
             }
         }
@@ -2423,6 +2425,11 @@ impl<'a> Cx<'a> {
                 ok
             }
             (Pat::Lit(Lit::Str(_), _), Ty::Str) => true,
+            (Pat::At(d, q), _) => {
+                self.env.insert(*d, t.clone());
+                self.t.def_ty.insert(*d, t.clone());
+                self.check_pat(q, t)
+            }
             (Pat::Bind(d), _) => {
                 self.env.insert(*d, t.clone());
                 self.t.def_ty.insert(*d, t.clone());

@@ -157,6 +157,7 @@ impl Cloner<'_> {
             Pat::Bind(d) => Pat::Bind(self.def(*d)),
             Pat::Tuple(items) => Pat::Tuple(items.iter().map(|p| self.pat(p)).collect()),
             Pat::Or(alts) => Pat::Or(alts.iter().map(|p| self.pat(p)).collect()),
+            Pat::At(d, p) => Pat::At(self.def(*d), Box::new(self.pat(p))),
             other => other.clone(),
         }
     }

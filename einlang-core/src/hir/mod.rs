@@ -374,6 +374,8 @@ pub enum Pat {
     Tuple(Vec<Pat>),
     /// Any of the alternatives; they bind nothing.
     Or(Vec<Pat>),
+    /// `name @ p`: what `p` matches, bound to `name`.
+    At(DefId, Box<Pat>),
 }
 
 /// A piece of an interpolated string.

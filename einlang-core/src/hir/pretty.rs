@@ -150,6 +150,7 @@ impl Printer<'_> {
                 format!("({})", items.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(", "))
             }
             super::Pat::Or(alts) => alts.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(" | "),
+            super::Pat::At(d, p) => format!("{} @ {}", self.def(*d), self.pat(p)),
         }
     }
 

@@ -1289,6 +1289,10 @@ impl<'a> FnLower<'a> {
             hir::Pat::Bind(d) => {
                 self.pattern_binds.insert(*d, part.clone());
             }
+            hir::Pat::At(d, p) => {
+                self.pattern_binds.insert(*d, part.clone());
+                self.bind_pattern(p, part);
+            }
             hir::Pat::Tuple(items) => {
                 if let Ty::Tuple(tys) = &part.ty {
                     for (i, (p, t)) in items.iter().zip(tys.clone()).enumerate() {
@@ -1324,6 +1328,7 @@ impl<'a> FnLower<'a> {
                 let high = cmp(if *inclusive { BinOp::Le } else { BinOp::Lt }, part.clone(), lit(hi, &part.ty));
                 Some(bool_and(low, high))
             }
+            hir::Pat::At(_, p) => self.pattern_cond(p, part),
             hir::Pat::Or(alts) => {
                 let mut acc: Option<Expr> = None;
                 for q in alts {

@@ -40,6 +40,10 @@ pub(super) fn pattern_names(p: &ast::Pattern, out: &mut HashSet<String>) {
             out.insert(id.name.clone());
         }
         ast::Pattern::Tuple(items, _) | ast::Pattern::Or(items, _) => items.iter().for_each(|q| pattern_names(q, out)),
+        ast::Pattern::At(id, q) => {
+            out.insert(id.name.clone());
+            pattern_names(q, out);
+        }
         _ => {}
     }
 }

@@ -1160,6 +1160,14 @@ impl Resolver {
             ast::Pattern::Tuple(items, _) => {
                 hir::Pat::Tuple(items.iter().map(|p| self.resolve_pat(p, diags)).collect())
             }
+            ast::Pattern::At(n, q) => {
+                let inner = self.resolve_pat(q, diags);
+                let whole = self.resolve_pat(&ast::Pattern::Name(n.clone()), diags);
+                match whole {
+                    hir::Pat::Bind(d) => hir::Pat::At(d, Box::new(inner)),
+                    other => other,
+                }
+            }
             ast::Pattern::Or(alts, _) => {
                 let mut names = std::collections::HashSet::new();
                 globals::pattern_names(p, &mut names);

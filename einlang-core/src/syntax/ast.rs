@@ -289,12 +289,15 @@ pub enum Pattern {
     },
     /// `p | q | ...`: any of the alternatives (match only).
     Or(Vec<Pattern>, Span),
+    /// `name @ p`: binds the value `p` matches (match only).
+    At(Ident, Box<Pattern>),
 }
 
 impl Pattern {
     pub fn span(&self) -> Span {
         match self {
             Pattern::Name(i) => i.span,
+            Pattern::At(name, p) => name.span.to(p.span()),
             Pattern::Wildcard(s) | Pattern::Tuple(_, s) | Pattern::Lit(_, s) | Pattern::Or(_, s) => *s,
             Pattern::Range { span, .. } => *span,
         }

@@ -362,6 +362,13 @@ impl Printer {
                 self.lit(hi);
                 self.push(")");
             }
+            Pattern::At(name, pat) => {
+                self.push("(@ ");
+                self.push(&name.name);
+                self.push(" ");
+                self.pattern(pat);
+                self.push(")");
+            }
             Pattern::Or(alts, _) => {
                 self.push("(or");
                 for pat in alts {

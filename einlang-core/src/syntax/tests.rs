@@ -439,7 +439,7 @@ fn match_expressions() {
         let q = match (a, b) { (0, _) => 0, (x, y) => { x + y } (_, _) => -1.5, };
         let f = match flag { true => 1.0, false => 0.0 };
         let s = match word { "yes" => 1, -1.5..=2.5 => 2, _ => 0 };
-        let o = match (n, m) { 1 | 2..=4 => a || b, (0, _) | (_, 0) if c => |x| x, _ => 0 };
+        let o = match (n, m) { 1 | 2..=4 => a || b, (0, _) | (_, 0) if c => |x| x, k @ (1, _) => k, _ => 0 };
         "#,
         expect![[r#"
             (let name (match n
@@ -462,6 +462,7 @@ fn match_expressions() {
             (let o (match (tuple n m)
               ((or 1 (..= 2 4)) => (|| a b))
               ((or (tuple 0 _) (tuple _ 0)) if c => (lambda (x) x))
+              ((@ k (tuple 1 _)) => k)
               (_ => 0)))
         "#]],
     );

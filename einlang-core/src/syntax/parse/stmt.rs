@@ -247,6 +247,11 @@ fn parse_match_alternative(input: ParseStream) -> syn::Result<Pattern> {
     if input.peek(token::Paren) {
         return parse_tuple_pattern(input, parse_match_pattern);
     }
+    if peek_name(input) && input.peek2(Token![@]) {
+        let name = parse_name(input)?;
+        input.parse::<Token![@]>()?;
+        return Ok(Pattern::At(name, Box::new(parse_match_alternative(input)?)));
+    }
     if peek_name(input) {
         return Ok(Pattern::Name(parse_name(input)?));
     }
