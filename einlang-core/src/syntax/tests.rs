@@ -434,6 +434,7 @@ fn match_expressions() {
             1..=9 => "small",
             -5..0 => "negative",
             x if x > 100 => "big",
+            y where y < -100 => "very negative",
             _ => { "other" }
         };
         let q = match (a, b) { (0, _) => 0, (x, y) => { x + y } (_, _) => -1.5, };
@@ -447,6 +448,7 @@ fn match_expressions() {
               ((..= 1 9) => "small")
               ((.. -5 0) => "negative")
               (x if (> x 100) => "big")
+              (y if (< y (- 100)) => "very negative")
               (_ => { "other" })))
             (let q (match (tuple a b)
               ((tuple 0 _) => 0)

@@ -577,8 +577,13 @@ fn parse_match(input: ParseStream) -> syn::Result<Expr> {
     let mut arms = Vec::new();
     while !content.is_empty() {
         let pat = stmt::parse_match_pattern(&content)?;
-        let guard = if content.peek(Token![if]) {
-            content.parse::<Token![if]>()?;
+        // `if` as in Rust; `where` as the seed writes a guard.
+        let guard = if content.peek(Token![if]) || content.peek(Token![where]) {
+            if content.peek(Token![if]) {
+                content.parse::<Token![if]>()?;
+            } else {
+                content.parse::<Token![where]>()?;
+            }
             Some(parse_expr(&content)?)
         } else {
             None
