@@ -259,6 +259,18 @@ fn rnn_ref(l: &Layer, f: fn(f64) -> f64, reverse: bool) -> (Array3<f64>, Array2<
 
 /// The reference LSTM: (Y, Y_h, Y_c), the cell clipped where it is read.
 fn lstm_ref(l: &Layer, c0: &Array2<f64>, clip: f64, reverse: bool) -> (Array3<f64>, Array2<f64>, Array2<f64>) {
+    lstm_loop(l, c0, clip, reverse, [0, 1, 2, 3])
+}
+
+/// The LSTM step by step, with the blocks of W, R and each half of B for
+/// the gates i, f, g (the cell candidate) and o at `blocks`.
+fn lstm_loop(
+    l: &Layer,
+    c0: &Array2<f64>,
+    clip: f64,
+    reverse: bool,
+    blocks: [usize; 4],
+) -> (Array3<f64>, Array2<f64>, Array2<f64>) {
     let (t, n, _) = l.x.dim();
     let h = l.r.ncols();
     let cl = |c: f64| if clip > 0.0 { c.clamp(-clip, clip) } else { c };
@@ -269,10 +281,10 @@ fn lstm_ref(l: &Layer, c0: &Array2<f64>, clip: f64, reverse: bool) -> (Array3<f6
         for bn in 0..n {
             let (xs, hp) = (l.input(step, bn), hs.row(bn).to_vec());
             for u in 0..h {
-                let gi = sigmoid(l.gate(4, 0, u, &xs, &hp));
-                let gf = sigmoid(l.gate(4, 1, u, &xs, &hp));
-                let gg = l.gate(4, 2, u, &xs, &hp).tanh();
-                let go = sigmoid(l.gate(4, 3, u, &xs, &hp));
+                let gi = sigmoid(l.gate(4, blocks[0], u, &xs, &hp));
+                let gf = sigmoid(l.gate(4, blocks[1], u, &xs, &hp));
+                let gg = l.gate(4, blocks[2], u, &xs, &hp).tanh();
+                let go = sigmoid(l.gate(4, blocks[3], u, &xs, &hp));
                 nc[[bn, u]] = gf * cs[[bn, u]] + gi * gg;
                 nh[[bn, u]] = go * cl(nc[[bn, u]]).tanh();
             }
@@ -313,29 +325,8 @@ fn gru_ref(l: &Layer, reverse: bool) -> (Array3<f64>, Array2<f64>) {
 /// tanh(..c..), Ct = ft Ct-1 + it ct~, Ht = ot tanh(Ct). `clip` > 0 is the
 /// library's (the seed's) cell clipping, as `lstm_ref` does it.
 fn lstm_onnx_ref(l: &Layer, c0: &Array2<f64>, clip: f64, reverse: bool) -> (Array3<f64>, Array2<f64>, Array2<f64>) {
-    let (t, n, _) = l.x.dim();
-    let h = l.r.ncols();
-    let cl = |c: f64| if clip > 0.0 { c.clamp(-clip, clip) } else { c };
-    let mut y = Array3::zeros((t, n, h));
-    let (mut hs, mut cs) = (l.h0.clone(), c0.clone());
-    for step in l.steps(reverse) {
-        let (mut nh, mut nc) = (hs.clone(), cs.clone());
-        for bn in 0..n {
-            let (xs, hp) = (l.input(step, bn), hs.row(bn).to_vec());
-            for u in 0..h {
-                let it = sigmoid(l.gate(4, 0, u, &xs, &hp));
-                let ot = sigmoid(l.gate(4, 1, u, &xs, &hp));
-                let ft = sigmoid(l.gate(4, 2, u, &xs, &hp));
-                let ct = l.gate(4, 3, u, &xs, &hp).tanh();
-                nc[[bn, u]] = ft * cs[[bn, u]] + it * ct;
-                nh[[bn, u]] = ot * cl(nc[[bn, u]]).tanh();
-            }
-        }
-        hs = nh;
-        cs = nc;
-        y.index_axis_mut(Axis(0), step).assign(&hs);
-    }
-    (y, hs, cs.mapv(cl))
+    // i is block 0, f block 2, c block 3, o block 1.
+    lstm_loop(l, c0, clip, reverse, [0, 2, 3, 1])
 }
 
 /// ONNX's GRU, linear_before_reset = 0 (blocks z, r, h): zt = σ(Xt Wz^T +

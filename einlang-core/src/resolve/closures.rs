@@ -779,20 +779,13 @@ impl Resolver {
             return None;
         }
         let template = self.hir.fns[g].clone();
-        let def = self.hir.alloc_def(&item.name.name, DefKind::Local, item.name.span);
-        let spec = self.hir.fns.alloc(hir::Function {
-            def,
-            public: false,
-            docs: Vec::new(),
-            params: Vec::new(),
-            ret: None,
-            body: hir::Block { stmts: Vec::new(), tail: None },
-            is_main: false,
-            stdlib: template.stdlib,
-            module_path: template.module_path.clone(),
-            span: template.span,
-        });
-        self.hir.defs[def].kind = DefKind::Fn(spec);
+        let spec = self.new_private_fn(
+            &item.name.name,
+            item.name.span,
+            template.stdlib,
+            template.module_path.clone(),
+            template.span,
+        );
         self.hir.instance_origin.insert(spec, (g, span));
         self.specializations.insert(key, spec);
 

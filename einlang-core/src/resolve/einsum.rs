@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use super::Resolver;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::hir::{self, Callee, DefKind, ExprId, ExprKind};
+use crate::hir::{Callee, ExprId, ExprKind};
 use crate::span::Span;
 use crate::syntax::ast;
 
@@ -302,20 +302,7 @@ impl Resolver {
             Some(&f) => f,
             None => {
                 let item = einsum_fn(&eq, form, &names, equation.span);
-                let def = self.hir.alloc_def("einsum", DefKind::Local, equation.span);
-                let f = self.hir.fns.alloc(hir::Function {
-                    def,
-                    public: false,
-                    docs: Vec::new(),
-                    params: Vec::new(),
-                    ret: None,
-                    body: hir::Block { stmts: Vec::new(), tail: None },
-                    is_main: false,
-                    stdlib: true,
-                    module_path: Vec::new(),
-                    span: equation.span,
-                });
-                self.hir.defs[def].kind = DefKind::Fn(f);
+                let f = self.new_private_fn("einsum", equation.span, true, Vec::new(), equation.span);
                 self.einsum_fns.insert(key, f);
                 let module = self.current_module;
                 let saved = self.enter(module, Vec::new());

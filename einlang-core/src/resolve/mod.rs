@@ -650,6 +650,33 @@ impl Resolver {
         self.hir.defs[def].kind = DefKind::Fn(fn_id);
     }
 
+    /// A new private function named `name` (at `name_span`), whose
+    /// parameters and body the caller resolves next.
+    fn new_private_fn(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        stdlib: bool,
+        module_path: Vec<String>,
+        span: Span,
+    ) -> hir::FnId {
+        let def = self.hir.alloc_def(name, DefKind::Local, name_span);
+        let f = self.hir.fns.alloc(hir::Function {
+            def,
+            public: false,
+            docs: Vec::new(),
+            params: Vec::new(),
+            ret: None,
+            body: hir::Block { stmts: Vec::new(), tail: None },
+            is_main: false,
+            stdlib,
+            module_path,
+            span,
+        });
+        self.hir.defs[def].kind = DefKind::Fn(f);
+        f
+    }
+
     fn resolve_fn(&mut self, fn_id: hir::FnId, f: &ast::FnItem, module: ModId, diags: &mut Diagnostics) {
         self.current_module = module;
         self.in_generic = true;
