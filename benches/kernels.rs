@@ -3,6 +3,8 @@
 //! - matmul 512^2 and 1024^2: einlang vs `ndarray::Array2::dot` (matrixmultiply)
 //! - conv2d C=16, H=W=64, O=32, 3x3: einlang vs hand-written loops (parallel
 //!   over output channels, inner loop over contiguous rows)
+//! - `std::ml::einsum("bij,bjk->bik", a, b)`, 8 batches of 256^2: einlang vs
+//!   `ndarray::Array2::dot` per batch
 //!
 //! Criterion groups come first; then every pair is timed again with
 //! `Instant` (median of a few runs) and a ratio line with GFLOP/s is printed,
@@ -29,6 +31,11 @@ einlang! {
     pub fn matmul(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
         let c[i, j] = sum[k](a[i, k] * b[k, j]);
         c
+    }
+
+    /// Batched matrix product written as numpy's einsum.
+    pub fn einsum_bmm(a: [f32; B, M, K], b: [f32; B, K, N]) -> [f32; B, M, N] {
+        std::ml::einsum("bij,bjk->bik", a, b)
     }
 
     /// Valid 2-D convolution (cross-correlation) with bias.
@@ -110,6 +117,29 @@ fn matmul_case(n: usize) -> Case {
         baseline_name: "ndarray dot",
         einlang: Box::new(move || matmul(&a, &b).expect("matmul").into_dyn()),
         baseline: Box::new(move || a2.dot(&b2).into_dyn()),
+        first_einlang: Duration::ZERO,
+        first_baseline: Duration::ZERO,
+    }
+}
+
+fn einsum_case(batch: usize, n: usize) -> Case {
+    let a = Array3::from_shape_vec((batch, n, n), data(batch * n * n, 6)).unwrap();
+    let b = Array3::from_shape_vec((batch, n, n), data(batch * n * n, 7)).unwrap();
+    let (a2, b2) = (a.clone(), b.clone());
+    Case {
+        group: "einsum",
+        param: format!("b{batch}_n{n}"),
+        label: format!("einsum bij,bjk->bik B={batch} {n}^2"),
+        flops: 2.0 * batch as f64 * (n as f64).powi(3),
+        baseline_name: "ndarray dot per batch",
+        einlang: Box::new(move || einsum_bmm(&a, &b).expect("einsum").into_dyn()),
+        baseline: Box::new(move || {
+            let mut out = Array3::<f32>::zeros((batch, n, n));
+            for (mut o, (x, y)) in out.outer_iter_mut().zip(a2.outer_iter().zip(b2.outer_iter())) {
+                o.assign(&x.dot(&y));
+            }
+            out.into_dyn()
+        }),
         first_einlang: Duration::ZERO,
         first_baseline: Duration::ZERO,
     }
@@ -202,9 +232,9 @@ fn main() {
     let test_mode = flag("--test") || !flag("--bench");
 
     let mut cases = if test_mode {
-        vec![matmul_case(64), matmul_case(96), conv_case(3, 16, 4, 3)]
+        vec![matmul_case(64), matmul_case(96), conv_case(3, 16, 4, 3), einsum_case(2, 32)]
     } else {
-        vec![matmul_case(512), matmul_case(1024), conv_case(16, 64, 32, 3)]
+        vec![matmul_case(512), matmul_case(1024), conv_case(16, 64, 32, 3), einsum_case(8, 256)]
     };
     for case in &mut cases {
         check(case);
@@ -215,7 +245,7 @@ fn main() {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .configure_from_args();
-    for group_name in ["matmul", "conv2d"] {
+    for group_name in ["matmul", "conv2d", "einsum"] {
         let mut group = criterion.benchmark_group(group_name);
         group
             .sample_size(10)
