@@ -16,6 +16,8 @@ einlang! {
     use std::ml::einsum;
 
     pub fn matmul(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] { einsum("ij,jk->ik", (a, b)) }
+    /// The operands as a list, as the seed passes them.
+    pub fn matvec(a: [f32; M, K], v: [f32; K]) -> [f32; M] { einsum("ij,j->i", [a, v]) }
     pub fn matmul_any(a: [f64; M, K], b: [f64; P, N]) -> [f64; M, N] { einsum("ij,jk->ik", a, b) }
     pub fn trace(a: [f64; N, N]) -> f64 { einsum("ii", a) }
     pub fn diagonal(a: [f64; N, N]) -> [f64; N] { std::ml::special_ops::einsum("ii->i", a) }
@@ -117,6 +119,14 @@ fn matrix_products() {
         let got = matmul_any(&a.clone().into_dimensionality().unwrap(), &b.clone().into_dimensionality().unwrap());
         close(&dyn64(&got.unwrap()), &einsum_ref(&["ij", "jk"], "ik", &[a, b]));
     }
+}
+
+#[test]
+fn operands_in_a_list() {
+    let a = rand2(3, 4, 51);
+    let v = rand1(4, 52);
+    let want: Array1<f32> = (0..3).map(|i| (0..4).map(|k| a[[i, k]] * v[k]).sum()).collect();
+    assert_close(&matvec(&a, &v).unwrap(), &want, 1e-5);
 }
 
 #[test]

@@ -268,8 +268,10 @@ impl Resolver {
         };
         let n = eq.inputs.len();
         let (form, operands): (Form, &[ast::Expr]) = match operands {
+            // A tuple or list literal of the operands (the seed passes a
+            // list), or a tuple value.
             [one] if n > 1 => match &one.kind {
-                ast::ExprKind::Tuple(items) => (Form::Each, items.as_slice()),
+                ast::ExprKind::Tuple(items) | ast::ExprKind::Array(items) => (Form::Each, items.as_slice()),
                 _ => (Form::Tuple, operands),
             },
             _ => (Form::Each, operands),
