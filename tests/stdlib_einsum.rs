@@ -45,6 +45,14 @@ einlang! {
     /// The same rest letters before the others and after them.
     pub fn move_axis(a: [f64; A, B, C]) -> [f64; B, C, A] { einsum("i...->...i", a) }
 
+    /// `...` left out of the output is summed over.
+    pub fn sum_all(a: [f64; M, K]) -> f64 { einsum("...->", a) }
+    pub fn sum_leading(a: [f64; A, B, C]) -> [f64; C] { einsum("...i->i", a) }
+    /// `...` over no axes, in a generic function used at two ranks.
+    fn batched(a, b) { einsum("...ij,...jk->...ik", a, b) }
+    pub fn batched2(a: [f64; M, K], b: [f64; K, N]) -> [f64; M, N] { batched(a, b) }
+    pub fn batched3(a: [f64; B, M, K], b: [f64; B, K, N]) -> [f64; B, M, N] { batched(a, b) }
+
     /// One generic function, used at two element types.
     fn gram(x) { einsum("ij,kj->ik", x, x) }
     pub fn gram32(x: [f32; N, D]) -> [f32; N, N] { gram(x) }
@@ -172,6 +180,22 @@ fn ellipsis_is_any_number_of_leading_axes() {
     let (a, b) = (rand2(5, 7, 25), rand2(5, 7, 26));
     let expected: Array1<f32> = (0..5).map(|r| (0..7).map(|i| a[[r, i]] * b[[r, i]]).sum()).collect();
     assert_close(&batched_dot(&a, &b).unwrap(), &expected, 1e-5);
+}
+
+#[test]
+fn ellipsis_summed_or_over_no_axes() {
+    let a = rand_f64(&[3, 4], 61);
+    let a2: Array2<f64> = a.clone().into_dimensionality().unwrap();
+    assert_close_scalar(sum_all(&a2).unwrap(), einsum_ref(&["ij"], "", std::slice::from_ref(&a))[IxDyn(&[])], 1e-12);
+    let c = rand_f64(&[2, 3, 4], 62);
+    let got = sum_leading(&c.clone().into_dimensionality().unwrap()).unwrap();
+    close(&dyn64(&got), &einsum_ref(&["abi"], "i", &[c]));
+    let (x, y) = (rand_f64(&[3, 4], 63), rand_f64(&[4, 2], 64));
+    let got = batched2(&x.clone().into_dimensionality().unwrap(), &y.clone().into_dimensionality().unwrap());
+    close(&dyn64(&got.unwrap()), &einsum_ref(&["ij", "jk"], "ik", &[x, y]));
+    let (x, y) = (rand_f64(&[2, 3, 4], 65), rand_f64(&[2, 4, 2], 66));
+    let got = batched3(&x.clone().into_dimensionality().unwrap(), &y.clone().into_dimensionality().unwrap());
+    close(&dyn64(&got.unwrap()), &einsum_ref(&["bij", "bjk"], "bik", &[x, y]));
 }
 
 #[test]

@@ -12,7 +12,8 @@
 //! would: ranges come from the operands' extents (disagreeing extents are
 //! an `Err` at run time, as for any indexed definition), element types and
 //! ranks are those of the call site's instance. `...` becomes a named rest
-//! index. Without `->` the output is numpy's: the letters that occur once,
+//! index (summed over when the output leaves it out). Without `->` the
+//! output is numpy's: the letters that occur once,
 //! in alphabetical order, after `...` when there is one. One function is
 //! made per equation and argument form, and instantiated per call site like
 //! any generic function.
@@ -107,11 +108,6 @@ fn parse_equation(text: &str) -> Result<Equation, String> {
                     _ => {}
                 }
             }
-            if has_ellipsis && !out.contains(&Sub::Ellipsis) {
-                return Err(
-                    "the inputs have `...`, so the output must keep it (summing over `...` is not supported)".into()
-                );
-            }
             out
         }
         None => {
@@ -187,12 +183,12 @@ fn einsum_fn(eq: &Equation, form: Form, names: &[String], span: Span) -> ast::Fn
     let product = reads
         .reduce(|lhs, rhs| expr(ast::ExprKind::Binary { op: ast::BinOp::Mul, lhs: Box::new(lhs), rhs: Box::new(rhs) }))
         .unwrap_or_else(|| operand(0));
-    let mut summed: Vec<char> = Vec::new();
+    // Letters (and `...`) of the inputs that the output leaves out are
+    // summed over.
+    let mut summed: Vec<Sub> = Vec::new();
     for s in eq.inputs.iter().flatten() {
-        if let Sub::Letter(c) = s {
-            if !eq.output.contains(s) && !summed.contains(c) {
-                summed.push(*c);
-            }
+        if !eq.output.contains(s) && !summed.contains(s) {
+            summed.push(*s);
         }
     }
     let value = if summed.is_empty() {
@@ -201,7 +197,13 @@ fn einsum_fn(eq: &Equation, form: Form, names: &[String], span: Span) -> ast::Fn
         expr(ast::ExprKind::Reduce {
             op: ast::RedOp::Sum,
             op_span: span,
-            vars: summed.iter().map(|c| ast::RedVar { var: ident(&c.to_string()), range: None, rest: false }).collect(),
+            vars: summed
+                .iter()
+                .map(|s| match s {
+                    Sub::Letter(c) => ast::RedVar { var: ident(&c.to_string()), range: None, rest: false },
+                    Sub::Ellipsis => ast::RedVar { var: ident(REST), range: None, rest: true },
+                })
+                .collect(),
             body: Box::new(product),
             where_clause: Vec::new(),
         })
@@ -344,7 +346,6 @@ mod tests {
             ("ij,jk->il", "the output's `l` is not a subscript of any input"),
             ("ij->ii", "the output has `i` twice"),
             ("ij->...i", "the output has `...` but no input has"),
-            ("...ij->i", "the inputs have `...`, so the output must keep it"),
             ("i..j->i", "`i..j` has a `.` that is not part of `...`"),
             ("i1->i", "`1` is not a subscript"),
             ("i->i->i", "the equation has `->` twice"),
