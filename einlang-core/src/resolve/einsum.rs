@@ -6,7 +6,7 @@
 //! `einsum("ij,jk->ik", (A, B))` runs exactly as
 //!
 //! ```text
-//! fn einsum(a0, a1) { let r[i, k] = sum[j](a0[i, j] * a1[j, k]); r }
+//! fn einsum(A, B) { let result[i, k] = sum[j](A[i, j] * B[j, k]); result }
 //! ```
 //!
 //! would: ranges come from the operands' extents (disagreeing extents are
@@ -15,8 +15,8 @@
 //! index (summed over when the output leaves it out). Without `->` the
 //! output is numpy's: the letters that occur once,
 //! in alphabetical order, after `...` when there is one. One function is
-//! made per equation and argument form, and instantiated per call site like
-//! any generic function.
+//! made per call (its errors point at that call's equation), and
+//! instantiated like any generic function.
 
 use std::collections::HashMap;
 
@@ -301,7 +301,7 @@ impl Resolver {
             }
             names.push(name);
         }
-        let key = format!("{eq:?}|{form:?}|{names:?}");
+        let key = format!("{:?}|{eq:?}|{form:?}|{names:?}", equation.span);
         let f = match self.einsum_fns.get(&key) {
             Some(&f) => f,
             None => {

@@ -133,7 +133,7 @@ struct Resolver {
     returns_fn: std::collections::HashSet<hir::FnId>,
     /// Specializations of functions for function values, by key.
     specializations: HashMap<String, hir::FnId>,
-    /// The function made for each einsum equation and argument form.
+    /// The function made for each einsum call (by its equation's span and text).
     einsum_fns: HashMap<String, hir::FnId>,
     /// The function whose body is being resolved (None for `main` and
     /// inlined bodies).
