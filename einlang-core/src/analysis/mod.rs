@@ -1187,6 +1187,94 @@ impl<'a> Cx<'a> {
         ))
     }
 
+    /// Matches one part of argument `arg` (the whole argument, or one
+    /// element of a tuple argument) against the same part of its
+    /// parameter type, binding the callee's dimension variables in
+    /// `subst`. `top` is the parameter when the part is the whole of a
+    /// scalar-or-tensor argument (an `i64` one is a dimension). Reports
+    /// mismatches: `Some(false)` after a shape mismatch, `None` after a
+    /// type mismatch, which ends the argument's checks.
+    fn bind_arg_part(
+        &mut self,
+        p: &Ty,
+        at: &Ty,
+        top: Option<DefId>,
+        arg: &Arg<'_>,
+        sig: &FnSig,
+        subst: &mut HashMap<DimVar, Dim>,
+    ) -> Option<bool> {
+        let (a, pname, fname) = (arg.expr, arg.pname, arg.fname);
+        match (p, at) {
+            (Ty::Scalar(pk), Ty::Scalar(ak)) if pk == ak => {
+                if let Some(param) = top.filter(|_| *pk == ScalarKind::I64) {
+                    // An argument that is not a dimension expression is an
+                    // extent known only at run time.
+                    let d = match self.to_dim(a) {
+                        Some(d) => d,
+                        None => self.run_time_dim(),
+                    };
+                    subst.insert(dim_var(param), d);
+                }
+            }
+            // Any tensor of the element type converts to `[T; *]`.
+            (Ty::Dyn(pk), Ty::Tensor(ak, _) | Ty::Dyn(ak)) if pk == ak => {}
+            (Ty::Tensor(pk, pd), Ty::Tensor(ak, ad)) if pk == ak && pd.len() == ad.len() => {
+                let mut ok = true;
+                for (axis, (pdim, adim)) in pd.iter().zip(ad).enumerate() {
+                    let expected = pdim.substitute(&|v| subst.get(&v).cloned());
+                    if let Some(v) = pdim.as_var() {
+                        if let std::collections::hash_map::Entry::Vacant(slot) = subst.entry(v) {
+                            slot.insert(adim.clone());
+                            continue;
+                        }
+                    }
+                    if expected.vars().iter().all(|v| !is_callee_var(sig, *v) || subst.contains_key(v))
+                        && expected.prove_eq(adim) == Truth::False
+                    {
+                        let d = Diagnostic::error(
+                            self.hir.span(a),
+                            format!(
+                                "shape mismatch in argument `{pname}` of `{fname}`: axis {axis} has length `{}`, \
+                                 expected `{}`",
+                                self.t.show_dim(adim),
+                                self.t.show_dim(&expected)
+                            ),
+                        );
+                        self.err(d);
+                        ok = false;
+                    }
+                }
+                return Some(ok);
+            }
+            (Ty::Str, Ty::Str) => {}
+            (Ty::Jagged(pk), Ty::Jagged(ak)) if pk == ak => {}
+            (Ty::Strs(pd), Ty::Strs(ad)) => {
+                if let Some(v) = pd.as_var() {
+                    subst.entry(v).or_insert_with(|| ad.clone());
+                }
+            }
+            _ => {
+                let (p, at) = (arg.param, arg.arg);
+                if let (Some(pk), Some(ak), Some(d)) = (p.elem(), at.elem(), self.origin(a)) {
+                    if pk.is_int() == ak.is_int() && pk.is_float() == ak.is_float() && pk != ak {
+                        self.t.retypes.push((d, pk, self.hir.span(a)));
+                    }
+                }
+                let d = Diagnostic::error(
+                    self.hir.span(a),
+                    format!(
+                        "mismatched types: parameter `{pname}` of `{fname}` is `{}`, found `{}`",
+                        self.t.show_ty(p),
+                        self.t.show_ty(at)
+                    ),
+                );
+                self.err(d);
+                return None;
+            }
+        }
+        Some(true)
+    }
+
     /// Points a type mismatch at the uses that decided the type of the
     /// literal `let`s its operands come from.
     fn explain_literal_types(&self, mut d: Diagnostic, operands: &[ExprId]) -> Diagnostic {
@@ -1763,73 +1851,17 @@ impl<'a> Cx<'a> {
                     let pname = self.name(func.params[i].def).to_string();
                     // A tuple matches element by element.
                     let mut leaves = Vec::new();
-                    let whole = if tuple_leaves(p, &at, &mut leaves) { leaves } else { vec![(p, &at)] };
-                    let top = matches!(whole.as_slice(), [(q, _)] if std::ptr::eq(*q, p));
-                    for (p_leaf, a_leaf) in whole {
-                        match (p_leaf, a_leaf) {
-                            (Ty::Scalar(pk), Ty::Scalar(ak)) if pk == ak => {
-                                if *pk == ScalarKind::I64 && top {
-                                    // An argument that is not a dimension
-                                    // expression is an extent known only at
-                                    // run time.
-                                    let d = match self.to_dim(*a) {
-                                        Some(d) => d,
-                                        None => self.run_time_dim(),
-                                    };
-                                    subst.insert(dim_var(func.params[i].def), d);
-                                }
-                            }
-                            // Any tensor of the element type converts to `[T; *]`.
-                            (Ty::Dyn(pk), Ty::Tensor(ak, _) | Ty::Dyn(ak)) if pk == ak => {}
-                            (Ty::Tensor(pk, pd), Ty::Tensor(ak, ad)) if pk == ak && pd.len() == ad.len() => {
-                                for (axis, (pdim, adim)) in pd.iter().zip(ad).enumerate() {
-                                    let expected = pdim.substitute(&|v| subst.get(&v).cloned());
-                                    if let Some(v) = pdim.as_var() {
-                                        if let std::collections::hash_map::Entry::Vacant(slot) = subst.entry(v) {
-                                            slot.insert(adim.clone());
-                                            continue;
-                                        }
-                                    }
-                                    if expected.vars().iter().all(|v| !is_callee_var(&sig, *v) || subst.contains_key(v))
-                                        && expected.prove_eq(adim) == Truth::False
-                                    {
-                                        let d = Diagnostic::error(
-                                        self.hir.span(*a),
-                                        format!(
-                                            "shape mismatch in argument `{pname}` of `{fname}`: axis {axis} has length `{}`, expected `{}`",
-                                            self.t.show_dim(adim),
-                                            self.t.show_dim(&expected)
-                                        ),
-                                    );
-                                        self.err(d);
-                                        ok = false;
-                                    }
-                                }
-                            }
-                            (Ty::Str, Ty::Str) => {}
-                            (Ty::Jagged(pk), Ty::Jagged(ak)) if pk == ak => {}
-                            (Ty::Strs(pd), Ty::Strs(ad)) => {
-                                if let Some(v) = pd.as_var() {
-                                    subst.entry(v).or_insert_with(|| ad.clone());
-                                }
-                            }
-                            _ => {
-                                if let (Some(pk), Some(ak), Some(d)) = (p.elem(), at.elem(), self.origin(*a)) {
-                                    if pk.is_int() == ak.is_int() && pk.is_float() == ak.is_float() && pk != ak {
-                                        self.t.retypes.push((d, pk, self.hir.span(*a)));
-                                    }
-                                }
-                                let d = Diagnostic::error(
-                                    self.hir.span(*a),
-                                    format!(
-                                        "mismatched types: parameter `{pname}` of `{fname}` is `{}`, found `{}`",
-                                        self.t.show_ty(p),
-                                        self.t.show_ty(&at)
-                                    ),
-                                )
-                                .label(self.hir.span(*a), "");
-                                let d = Diagnostic { labels: Vec::new(), ..d };
-                                self.err(d);
+                    let (parts, top) = if tuple_leaves(p, &at, &mut leaves) {
+                        (leaves, None)
+                    } else {
+                        (vec![(p, &at)], Some(func.params[i].def))
+                    };
+                    let arg = Arg { expr: *a, param: p, arg: &at, pname: &pname, fname: &fname };
+                    for (p_leaf, a_leaf) in parts {
+                        match self.bind_arg_part(p_leaf, a_leaf, top, &arg, &sig, &mut subst) {
+                            Some(true) => {}
+                            Some(false) => ok = false,
+                            None => {
                                 ok = false;
                                 break;
                             }
@@ -3195,6 +3227,16 @@ fn subst_ty(t: &Ty, subst: &HashMap<DimVar, Dim>) -> Ty {
         Ty::Tuple(items) => Ty::Tuple(items.iter().map(|t| subst_ty(t, subst)).collect()),
         other => other.clone(),
     }
+}
+
+/// An argument of a call being checked: its expression, the parameter's
+/// and the argument's whole types, and the names for messages.
+struct Arg<'x> {
+    expr: ExprId,
+    param: &'x Ty,
+    arg: &'x Ty,
+    pname: &'x str,
+    fname: &'x str,
 }
 
 /// The pairs of non-tuple elements, in order, of a parameter type and an
