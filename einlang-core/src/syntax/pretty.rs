@@ -346,14 +346,7 @@ impl Printer {
         match pat {
             Pattern::Name(name) => self.push(&name.name),
             Pattern::Wildcard(_) => self.push("_"),
-            Pattern::Tuple(pats, _) => {
-                self.push("(tuple");
-                for pat in pats {
-                    self.push(" ");
-                    self.pattern(pat);
-                }
-                self.push(")");
-            }
+            Pattern::Tuple(pats, _) => self.patterns("tuple", pats),
             Pattern::Lit(lit, _) => self.lit(lit),
             Pattern::Range { lo, hi, inclusive, .. } => {
                 self.push(if *inclusive { "(..= " } else { "(.. " });
@@ -369,15 +362,19 @@ impl Printer {
                 self.pattern(pat);
                 self.push(")");
             }
-            Pattern::Or(alts, _) => {
-                self.push("(or");
-                for pat in alts {
-                    self.push(" ");
-                    self.pattern(pat);
-                }
-                self.push(")");
-            }
+            Pattern::Or(alts, _) => self.patterns("or", alts),
         }
+    }
+
+    /// `(tag p1 p2 ...)`.
+    fn patterns(&mut self, tag: &str, pats: &[Pattern]) {
+        self.push("(");
+        self.push(tag);
+        for pat in pats {
+            self.push(" ");
+            self.pattern(pat);
+        }
+        self.push(")");
     }
 
     fn lit(&mut self, lit: &Lit) {
