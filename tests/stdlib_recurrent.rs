@@ -296,8 +296,17 @@ fn lstm_loop(
     (y, hs, cs.mapv(cl))
 }
 
-/// The reference GRU: (Y, Y_h).
+/// The reference GRU: (Y, Y_h), the seed's formulas (blocks r, z, n and
+/// h = (1 - z) h[t - 1] + z n).
 fn gru_ref(l: &Layer, reverse: bool) -> (Array3<f64>, Array2<f64>) {
+    gru_loop(l, reverse, [0, 1, 2], false)
+}
+
+/// The GRU step by step, with the blocks of W, R and each half of B for r,
+/// z and the candidate at `blocks`. The candidate reads r * h[t - 1]
+/// through R's candidate block. `z_keeps_state`: ONNX's h = (1 - z) n + z
+/// h[t - 1], else the seed's h = (1 - z) h[t - 1] + z n.
+fn gru_loop(l: &Layer, reverse: bool, blocks: [usize; 3], z_keeps_state: bool) -> (Array3<f64>, Array2<f64>) {
     let (t, n, _) = l.x.dim();
     let h = l.r.ncols();
     let mut y = Array3::zeros((t, n, h));
@@ -306,12 +315,11 @@ fn gru_ref(l: &Layer, reverse: bool) -> (Array3<f64>, Array2<f64>) {
         let mut nh = hs.clone();
         for bn in 0..n {
             let (xs, hp) = (l.input(step, bn), hs.row(bn).to_vec());
-            let reset: Vec<f64> = (0..h).map(|k| sigmoid(l.gate(3, 0, k, &xs, &hp)) * hp[k]).collect();
+            let reset: Vec<f64> = (0..h).map(|k| sigmoid(l.gate(3, blocks[0], k, &xs, &hp)) * hp[k]).collect();
             for u in 0..h {
-                let z = sigmoid(l.gate(3, 1, u, &xs, &hp));
-                // The candidate reads r * h[t - 1] through R's third block.
-                let cand = l.gate(3, 2, u, &xs, &reset).tanh();
-                nh[[bn, u]] = (1.0 - z) * hp[u] + z * cand;
+                let z = sigmoid(l.gate(3, blocks[1], u, &xs, &hp));
+                let cand = l.gate(3, blocks[2], u, &xs, &reset).tanh();
+                nh[[bn, u]] = if z_keeps_state { (1.0 - z) * cand + z * hp[u] } else { (1.0 - z) * hp[u] + z * cand };
             }
         }
         hs = nh;
@@ -333,25 +341,8 @@ fn lstm_onnx_ref(l: &Layer, c0: &Array2<f64>, clip: f64, reverse: bool) -> (Arra
 /// Ht-1 Rz^T + Wbz + Rbz), rt likewise, ht~ = tanh(Xt Wh^T + (rt ⊙ Ht-1)
 /// Rh^T + Rbh + Wbh), Ht = (1 - zt) ⊙ ht~ + zt ⊙ Ht-1.
 fn gru_onnx_ref(l: &Layer, reverse: bool) -> (Array3<f64>, Array2<f64>) {
-    let (t, n, _) = l.x.dim();
-    let h = l.r.ncols();
-    let mut y = Array3::zeros((t, n, h));
-    let mut hs = l.h0.clone();
-    for step in l.steps(reverse) {
-        let mut nh = hs.clone();
-        for bn in 0..n {
-            let (xs, hp) = (l.input(step, bn), hs.row(bn).to_vec());
-            let rh: Vec<f64> = (0..h).map(|k| sigmoid(l.gate(3, 1, k, &xs, &hp)) * hp[k]).collect();
-            for u in 0..h {
-                let zt = sigmoid(l.gate(3, 0, u, &xs, &hp));
-                let ht = l.gate(3, 2, u, &xs, &rh).tanh();
-                nh[[bn, u]] = (1.0 - zt) * ht + zt * hp[u];
-            }
-        }
-        hs = nh;
-        y.index_axis_mut(Axis(0), step).assign(&hs);
-    }
-    (y, hs)
+    // r is block 1, z block 0, h block 2.
+    gru_loop(l, reverse, [1, 0, 2], true)
 }
 
 const ACTIVATIONS: [(&str, fn(f64) -> f64); 3] = [("Tanh", f64::tanh), ("Sigmoid", sigmoid), ("Relu", |z| z.max(0.0))];
