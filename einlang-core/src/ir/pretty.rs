@@ -135,8 +135,12 @@ impl Printer<'_> {
             }
             Stmt::Recurrence(r) => self.recurrence(r, level),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
-                let path: String = path.iter().map(|i| format!(".{i}")).collect();
-                format!("check_result {}{path}.shape[{axis}] == {} ({symbol:?})", self.var(*tensor), self.dim(declared))
+                format!(
+                    "check_result {}{}.shape[{axis}] == {} ({symbol:?})",
+                    self.var(*tensor),
+                    fields(path),
+                    self.dim(declared)
+                )
             }
             Stmt::Expr(e) => format!("eval {}", self.expr(e, level)),
         };

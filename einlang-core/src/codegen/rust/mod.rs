@@ -359,21 +359,18 @@ impl<'a> FnCx<'a> {
         Ok(out)
     }
 
-    /// The length of axis `axis` of a tensor parameter, or of the tensor at
-    /// `path` in a tuple parameter.
-    fn param_axis_len(&self, param: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Bug> {
-        let info = self.info(param)?;
-        let id = self.ident(param)?;
+    /// The length of axis `axis` of tensor `var`, or of the tensor at
+    /// `path` in a tuple `var`; `what` names the check for the error.
+    fn axis_len(&self, what: &str, var: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Bug> {
+        let info = self.info(var)?;
+        let id = self.ident(var)?;
         let fields = path.iter().map(|i| syn::Index::from(*i as usize));
         let value = quote!(#id #(.#fields)*);
         match crate::ir::tuple_element(&info.ty, path) {
             Some(Ty::Tensor(_, rank)) if axis < *rank => {}
             Some(Ty::Strs) if axis == 0 => return Ok(quote!(#value.len())),
             _ => {
-                return Err(format!(
-                    "entry check of axis {axis} of `{}`{path:?}, which has type `{:?}`",
-                    info.name, info.ty
-                ))
+                return Err(format!("{what} of axis {axis} of `{}`{path:?}, which has type `{:?}`", info.name, info.ty))
             }
         }
         let axis = types::usize_lit(axis);
@@ -383,13 +380,13 @@ impl<'a> FnCx<'a> {
     fn entry(&mut self, check: &EntryCheck) -> Result<TokenStream, Bug> {
         match check {
             EntryCheck::BindDim { dim, param, path, axis } => {
-                let len = self.param_axis_len(*param, path, *axis)?;
+                let len = self.axis_len("entry check", *param, path, *axis)?;
                 let id = self.ident(*dim)?;
                 self.nonneg.insert(*dim);
                 Ok(quote!(let #id: i64 = #len as i64;))
             }
             EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
-                let len = self.param_axis_len(*param, path, *axis)?;
+                let len = self.axis_len("entry check", *param, path, *axis)?;
                 let (rt, name) = (&self.rt, &self.fn_name);
                 let pname = types::str_lit(&self.info(*param)?.source_name);
                 let (axis, symbol, expected) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(expected)?);
@@ -417,19 +414,9 @@ impl<'a> FnCx<'a> {
             Stmt::Gemm(g) => self.gemm(g),
             Stmt::Recurrence(r) => self.recurrence(r),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
-                let info = self.info(*tensor)?;
-                if !matches!(crate::ir::tuple_element(&info.ty, path), Some(Ty::Tensor(_, rank)) if *axis < *rank) {
-                    return Err(format!(
-                        "result check of axis {axis} of `{}`{path:?}, which has type `{:?}`",
-                        info.name, info.ty
-                    ));
-                }
-                let id = self.ident(*tensor)?;
-                let fields = path.iter().map(|i| syn::Index::from(*i as usize));
+                let len = self.axis_len("result check", *tensor, path, *axis)?;
                 let (axis, symbol, declared) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(declared)?);
-                Ok(
-                    quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #id #(.#fields)*.shape()[#axis])?;),
-                )
+                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #len)?;))
             }
             Stmt::Expr(e) => {
                 let statement_like =
