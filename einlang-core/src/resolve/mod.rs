@@ -1168,18 +1168,18 @@ impl Resolver {
         }
     }
 
+    /// Binds a name of a `match` pattern in the arm's scope.
+    fn bind_pattern_name(&mut self, n: &ast::Ident, diags: &mut Diagnostics) -> DefId {
+        if self.scopes.last().is_some_and(|s| s.contains_key(&n.name)) {
+            diags.push(Diagnostic::error(n.span, format!("`{}` is bound more than once in this pattern", n.name)));
+        }
+        self.bind_local(n, DefKind::Local)
+    }
+
     fn resolve_pat(&mut self, p: &ast::Pattern, diags: &mut Diagnostics) -> hir::Pat {
         match p {
             ast::Pattern::Wildcard(_) => hir::Pat::Wild,
-            ast::Pattern::Name(n) => {
-                if self.scopes.last().is_some_and(|s| s.contains_key(&n.name)) {
-                    diags.push(Diagnostic::error(
-                        n.span,
-                        format!("`{}` is bound more than once in this pattern", n.name),
-                    ));
-                }
-                hir::Pat::Bind(self.bind_local(n, DefKind::Local))
-            }
+            ast::Pattern::Name(n) => hir::Pat::Bind(self.bind_pattern_name(n, diags)),
             ast::Pattern::Lit(l, span) => hir::Pat::Lit(l.clone(), *span),
             ast::Pattern::Range { lo, hi, inclusive, span } => {
                 hir::Pat::Range { lo: lo.clone(), hi: hi.clone(), inclusive: *inclusive, span: *span }
@@ -1189,11 +1189,7 @@ impl Resolver {
             }
             ast::Pattern::At(n, q) => {
                 let inner = self.resolve_pat(q, diags);
-                let whole = self.resolve_pat(&ast::Pattern::Name(n.clone()), diags);
-                match whole {
-                    hir::Pat::Bind(d) => hir::Pat::At(d, Box::new(inner)),
-                    other => other,
-                }
+                hir::Pat::At(self.bind_pattern_name(n, diags), Box::new(inner))
             }
             ast::Pattern::Or(alts, _) => {
                 let mut names = std::collections::HashSet::new();

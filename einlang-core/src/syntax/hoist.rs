@@ -4,11 +4,10 @@
 //! A nested function cannot capture the locals around it (as in Rust), so
 //! it is an ordinary function of the enclosing module under a name that
 //! cannot clash (`outer__inner`); a nested `const` or inline `mod`
-//! likewise. The statement
-//! that defined the item becomes a block-level `use self::outer__inner as
-//! inner;`, which the resolver binds in the block's scope before the
-//! block's other statements, so the name is visible in the whole block
-//! (nested blocks included) and nowhere else. Blocks at any depth count: a
+//! likewise. The statement that defined the item becomes a block-level
+//! `use self::outer__inner as inner;`, which the resolver binds in the
+//! block's scope before the block's other statements, so the name is
+//! visible in the whole block (nested blocks included) and nowhere else. Blocks at any depth count: a
 //! function body, a block expression, an `if` branch, a `match` arm, a
 //! lambda body, and the program's top-level statements (which become
 //! `main`).
@@ -19,8 +18,7 @@ use super::ast::{Block, Expr, Ident, Item, Program, Stmt, UseItem, UseTree, Visi
 use super::visit::{expr_children_mut, stmt_children_mut, ChildMut};
 
 /// Moves every nested function, constant and inline module of `program` to
-/// its module
-/// (see the module documentation).
+/// its module (see the module documentation).
 pub fn hoist_nested_fns(program: &mut Program) {
     hoist_items(&mut program.items);
 }
