@@ -28,7 +28,7 @@ pub mod recur;
 mod tests;
 pub mod ty;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{Callee, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, Slot, Stmt, TyAnn, Where};
@@ -137,9 +137,6 @@ pub struct Tables {
     /// dimension each stands for, bound by evaluating the bound right
     /// before that reduction, at each point.
     pub point_bounds: HashMap<ExprId, DimVar>,
-    /// The hidden dimensions of `runtime_bounds` and `point_bounds`:
-    /// values, which may be negative, unlike extents.
-    pub signed_dims: HashSet<DimVar>,
     /// The decisions made for every recurrence, by its tensor's `DefId`.
     pub recurrences: HashMap<DefId, recur::RecurrenceFacts>,
     /// Reads of a recurrence inside its own clauses, with the recurrence.
@@ -1020,13 +1017,11 @@ impl<'a> Cx<'a> {
                     let v = self.fresh_hidden();
                     self.t.dim_names.insert(v, "?".to_string());
                     self.t.runtime_bounds.insert(e, v);
-                    self.t.signed_dims.insert(v);
                     *d = Some(Dim::var(v));
                 } else if per_point {
                     let v = self.fresh_hidden();
                     self.t.dim_names.insert(v, "?".to_string());
                     self.t.point_bounds.insert(e, v);
-                    self.t.signed_dims.insert(v);
                     *d = Some(Dim::var(v));
                 }
             }

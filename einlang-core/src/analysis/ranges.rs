@@ -41,7 +41,8 @@ impl<'a> Cx<'a> {
     /// treats every variable as non-negative, which is true of extents and
     /// of indices over them, not of these.
     fn is_signed(&self, v: DimVar) -> bool {
-        self.t.signed_dims.contains(&v)
+        // The hidden dimensions of run-time bounds are values, not extents.
+        self.t.runtime_bounds.values().chain(self.t.point_bounds.values()).any(|h| *h == v)
             || (v.0 < HIDDEN_DIM_BASE
                 && (v.0 as usize) < self.hir.defs.len()
                 && self.hir.defs[DefId::from_raw(v.0)].kind == DefKind::Param)
