@@ -1013,15 +1013,12 @@ impl<'a> Cx<'a> {
             // Any other integer value that does not depend on an index is
             // evaluated once, before the statement, as a hidden dimension.
             if d.is_none() && t.scalar().is_some_and(|k| k.is_int()) {
-                if self.before_statement(e) {
+                let before = self.before_statement(e);
+                if before || per_point {
                     let v = self.fresh_hidden();
                     self.t.dim_names.insert(v, "?".to_string());
-                    self.t.runtime_bounds.insert(e, v);
-                    *d = Some(Dim::var(v));
-                } else if per_point {
-                    let v = self.fresh_hidden();
-                    self.t.dim_names.insert(v, "?".to_string());
-                    self.t.point_bounds.insert(e, v);
+                    let table = if before { &mut self.t.runtime_bounds } else { &mut self.t.point_bounds };
+                    table.insert(e, v);
                     *d = Some(Dim::var(v));
                 }
             }
