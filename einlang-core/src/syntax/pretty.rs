@@ -368,11 +368,16 @@ impl Printer {
 
     /// `(tag p1 p2 ...)`.
     fn patterns(&mut self, tag: &str, pats: &[Pattern]) {
+        self.tagged(tag, pats, Self::pattern);
+    }
+
+    /// `(head x1 x2 ...)`, each item printed by `each`.
+    fn tagged<T>(&mut self, head: &str, items: &[T], each: fn(&mut Self, &T)) {
         self.push("(");
-        self.push(tag);
-        for pat in pats {
+        self.push(head);
+        for item in items {
             self.push(" ");
-            self.pattern(pat);
+            each(self, item);
         }
         self.push(")");
     }
@@ -389,13 +394,7 @@ impl Printer {
 
     /// `(head a b c)`.
     fn call_like(&mut self, head: &str, args: &[Expr]) {
-        self.push("(");
-        self.push(head);
-        for arg in args {
-            self.push(" ");
-            self.expr(arg);
-        }
-        self.push(")");
+        self.tagged(head, args, Self::expr);
     }
 
     fn expr(&mut self, expr: &Expr) {
