@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     match einlang_core::compile_str(&src, &einlang_core::Options::default()) {
         Ok(c) => {
             if args.iter().any(|a| a == "--hir") {
-                println!("{}", einlang_core::hir::pretty::pretty_hir(&c.hir, &c.tables));
+                println!("{}", einlang_core::analysis::pretty::pretty_hir(&c.hir, &c.tables));
             }
             if args.iter().any(|a| a == "--facts") {
                 for f in c.recurrences() {

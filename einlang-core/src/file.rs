@@ -53,8 +53,8 @@ use proc_macro2::{Group, Ident, Literal, Punct, Span as TokSpan, TokenStream, To
 use quote::quote_spanned;
 use syn::parse::{ParseStream, Parser};
 
+use crate::base::span::Span;
 use crate::diag::Diagnostic;
-use crate::span::Span;
 use crate::syntax::ast;
 use crate::Options;
 
@@ -597,8 +597,8 @@ mod tests {
     use quote::quote;
 
     use super::{expand_file_in, item_span, render, Locator, SourceFile};
+    use crate::base::span::Span;
     use crate::diag::Diagnostic;
-    use crate::span::Span;
     use crate::Options;
 
     /// A fresh directory under the system's temporary directory, removed

@@ -7,7 +7,7 @@
 //! error, so follow-on errors of a broken program are not shown.
 
 pub mod analysis;
-pub mod arena;
+pub mod base;
 pub mod codegen;
 pub mod diag;
 pub mod file;
@@ -15,7 +15,6 @@ pub mod hir;
 pub mod ir;
 pub mod lower;
 pub mod resolve;
-pub mod span;
 pub mod syntax;
 #[cfg(test)]
 mod test_support;
@@ -72,7 +71,7 @@ pub fn compile(mut ast: syntax::ast::Program, options: &Options) -> Result<Compi
         return Err(diags.into_vec());
     }
     if let Err(msg) = hir::validate::validate(&hir) {
-        return Err(vec![Diagnostic::bug(span::Span::call_site(), format!("invalid HIR: {msg}"))]);
+        return Err(vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid HIR: {msg}"))]);
     }
     let tables = analysis::mono::analyze_with_instances(&mut hir, &mut diags);
     if diags.has_errors() {
@@ -83,7 +82,7 @@ pub fn compile(mut ast: syntax::ast::Program, options: &Options) -> Result<Compi
         return Err(diags.into_vec());
     }
     if let Err(msg) = ir::validate::validate(&ir) {
-        return Err(vec![Diagnostic::bug(span::Span::call_site(), format!("invalid loop IR: {msg}"))]);
+        return Err(vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR: {msg}"))]);
     }
     let rust = codegen::emit_program(&ir, options);
     Ok(Compiled { ast, hir, tables, ir, rust })
@@ -140,7 +139,7 @@ pub(crate) fn catch_ice<T>(f: impl FnOnce() -> Result<T, Vec<Diagnostic>>) -> Re
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            Err(vec![Diagnostic::bug(span::Span::call_site(), msg)])
+            Err(vec![Diagnostic::bug(base::span::Span::call_site(), msg)])
         }
     }
 }

@@ -32,7 +32,7 @@ pub(crate) fn run(src: &str, stage: Stage) -> Result<String, String> {
     if diags.has_errors() {
         return Err(render(diags.iter()));
     }
-    Ok(crate::hir::pretty::pretty_hir(&hir, &tables))
+    Ok(crate::analysis::pretty::pretty_hir(&hir, &tables))
 }
 
 /// `src` compiles up to `stage` and prints as `expect`.

@@ -21,7 +21,7 @@ fn check(name: &str) {
     expect_file![dir.join(format!("{name}.ast"))]
         .assert_eq(&einlang_core::syntax::pretty::pretty_program(&compiled.ast));
     expect_file![dir.join(format!("{name}.hir"))]
-        .assert_eq(&einlang_core::hir::pretty::pretty_hir(&compiled.hir, &compiled.tables));
+        .assert_eq(&einlang_core::analysis::pretty::pretty_hir(&compiled.hir, &compiled.tables));
     expect_file![dir.join(format!("{name}.ir"))].assert_eq(&einlang_core::ir::pretty::pretty_program(&compiled.ir));
     let file: syn::File = syn::parse2(compiled.rust.clone()).expect("generated code parses as a Rust file");
     expect_file![dir.join(format!("{name}.rs.txt"))].assert_eq(&prettyplease::unparse(&file));

@@ -20,8 +20,8 @@
 //! for: dimension symbols, `i64` parameters and index variables. Unknown
 //! dimensions (`?`) get fresh variables above `HIDDEN_DIM_BASE`.
 
-pub mod dim;
 pub mod mono;
+pub mod pretty;
 mod ranges;
 pub mod recur;
 #[cfg(test)]
@@ -30,12 +30,13 @@ pub mod ty;
 
 use std::collections::HashMap;
 
+use crate::base::dim::{Dim, DimVar, Truth};
+use crate::base::intrinsic::Intrinsic;
+use crate::base::ops::{BinOp, Lit, RedOp, UnOp};
+use crate::base::scalar::{int_fits, ScalarKind};
+use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{Callee, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, Slot, Stmt, TyAnn, Where};
-use crate::ir::Intrinsic;
-use crate::span::Span;
-use crate::syntax::ast::{BinOp, Lit, RedOp, ScalarKind, UnOp};
-pub use dim::{Dim, DimVar, Truth};
 pub use ty::Ty;
 
 /// Fresh dimension variables for `?` start here, far above any `DefId`.
@@ -1533,7 +1534,7 @@ impl<'a> Cx<'a> {
                     }
                     _ => ScalarKind::I32,
                 };
-                if !int_fits(*v, k) {
+                if !literal_fits(*v, k) {
                     self.err(Diagnostic::error(span, format!("literal `{v}` does not fit in `{}`", k.name())));
                     return Ty::Error;
                 }
@@ -1823,7 +1824,7 @@ impl<'a> Cx<'a> {
                 }
                 let Some(sig) = self.t.sigs[f.index()].clone() else { return Ty::Error };
                 if sig.params.len() != args.len() {
-                    let d = arity_error(span, sig.params.len(), args.len())
+                    let d = Diagnostic::arity(span, sig.params.len(), args.len())
                         .label(self.hir.defs[func.def].span, format!("`{fname}` is defined here"));
                     self.err(d);
                     args.iter().for_each(|a| {
@@ -1899,7 +1900,7 @@ impl<'a> Cx<'a> {
         let name = self.name(func.def).to_string();
         if func.params.len() != args.len() {
             let n = func.params.len();
-            let d = arity_error(self.hir.span(e), n, args.len())
+            let d = Diagnostic::arity(self.hir.span(e), n, args.len())
                 .label(self.hir.defs[func.def].span, format!("`{name}` is defined here"));
             self.err(d);
             return None;
@@ -2434,7 +2435,7 @@ impl<'a> Cx<'a> {
     fn check_pat(&mut self, p: &crate::hir::Pat, t: &Ty) -> bool {
         use crate::hir::Pat;
         let lit_ok = |l: &Lit, k: ScalarKind| match l {
-            Lit::Int(v, suffix) => k.is_int() && suffix.is_none_or(|s| s == k) && int_fits(*v, k),
+            Lit::Int(v, suffix) => k.is_int() && suffix.is_none_or(|s| s == k) && literal_fits(*v, k),
             Lit::Float(_, suffix) => k.is_float() && suffix.is_none_or(|s| s == k),
             Lit::Bool(_) => k == ScalarKind::Bool,
             Lit::Str(_) => false,
@@ -2514,7 +2515,7 @@ impl<'a> Cx<'a> {
                 Builtin::Reshape(_) => "2 arguments (a tensor and an integer vector)",
                 Builtin::Fs(op) => match op.params() {
                     [] => "no arguments",
-                    [crate::ir::FsValue::Strs] => "1 argument (a vector of strings)",
+                    [crate::base::intrinsic::FsValue::Strs] => "1 argument (a vector of strings)",
                     [_] => "1 argument (a string)",
                     _ => "2 arguments (two strings)",
                 },
@@ -2587,7 +2588,7 @@ impl<'a> Cx<'a> {
                 Ty::Str
             }
             Builtin::Fs(op) => {
-                use crate::ir::FsValue;
+                use crate::base::intrinsic::FsValue;
                 for (a, want) in args.iter().zip(op.params()) {
                     let t = self.infer(*a, None);
                     let fits = match want {
@@ -2687,14 +2688,14 @@ impl<'a> Cx<'a> {
         args: &[ExprId],
         expect: Option<ScalarKind>,
     ) -> Ty {
-        use crate::ir::Signature;
+        use crate::base::intrinsic::Signature;
         let span = self.hir.span(e);
         let sig = i.signature();
         let arity = i.arity();
         let name = if i == Intrinsic::Powf { "pow" } else { i.name() };
         if args.len() != arity {
-            let d =
-                arity_error(span, arity, args.len()).label(callee_span, format!("`std::math::{name}` takes {arity}"));
+            let d = Diagnostic::arity(span, arity, args.len())
+                .label(callee_span, format!("`std::math::{name}` takes {arity}"));
             self.err(d);
             args.iter().for_each(|a| {
                 self.infer(*a, None);
@@ -3092,16 +3093,6 @@ impl<'a> Cx<'a> {
     }
 }
 
-/// "this function takes 2 arguments but 1 argument was supplied".
-pub(crate) fn arity_error(span: Span, params: usize, args: usize) -> Diagnostic {
-    let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
-    let verb = if args == 1 { "was" } else { "were" };
-    Diagnostic::error(
-        span,
-        format!("this function takes {params} {} but {args} {} {verb} supplied", plural(params), plural(args)),
-    )
-}
-
 /// The size in bytes of a number type (for picking the wider of two).
 fn width(k: ScalarKind) -> u32 {
     match k {
@@ -3143,20 +3134,11 @@ fn pow_kind(base: ScalarKind, exp: ScalarKind) -> Option<Intrinsic> {
     }
 }
 
-fn int_fits(v: i128, k: ScalarKind) -> bool {
-    let (lo, hi): (i128, i128) = match k {
-        ScalarKind::I8 => (i8::MIN as i128, i8::MAX as i128),
-        ScalarKind::I16 => (i16::MIN as i128, i16::MAX as i128),
-        ScalarKind::I32 => (i32::MIN as i128, i32::MAX as i128),
-        ScalarKind::I64 => (i64::MIN as i128, i64::MAX as i128),
-        ScalarKind::U8 => (0, u8::MAX as i128),
-        ScalarKind::U32 => (0, u32::MAX as i128),
-        ScalarKind::U64 => (0, u64::MAX as i128),
-        _ => return true,
-    };
-    // A literal is unsigned in the source; `-128i8` is `-(128)`, so allow
-    // the magnitude of the most negative value too.
-    v >= lo && v <= hi.max(-lo)
+/// Whether the literal `v` is a value of type `k`: a literal is unsigned in
+/// the source (`-128i8` is `-(128)`), so the magnitude of the most negative
+/// value is allowed too. Always true for float and `bool` types.
+fn literal_fits(v: i128, k: ScalarKind) -> bool {
+    !k.is_int() || int_fits(v, k) || (v > 0 && int_fits(-v, k))
 }
 
 /// The shape of an elementwise result.

@@ -12,10 +12,10 @@
 use std::collections::HashMap;
 
 use super::{analyze, Tables, Ty};
+use crate::base::scalar::ScalarKind;
+use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{instantiate::instantiate, DefKind, DimAnn, FnId, Hir, TyAnn};
-use crate::span::Span;
-use crate::syntax::ast::ScalarKind;
 
 /// More rounds than this means generic functions instantiate each other
 /// without end (polymorphic recursion).

@@ -17,9 +17,9 @@
 use std::collections::HashSet;
 
 use super::{dim_var, Cx, Dim, DimVar, IndexRange, Narrowing, Read, SameExtent, Truth, Unit, HIDDEN_DIM_BASE};
+use crate::base::ops::BinOp;
 use crate::diag::Diagnostic;
 use crate::hir::{DefId, DefKind, ExprId, ExprKind};
-use crate::syntax::ast::BinOp;
 
 /// An upper or lower candidate derived from one read.
 struct Candidate {

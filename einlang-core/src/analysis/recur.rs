@@ -296,7 +296,7 @@ impl<'a> Cx<'a> {
     /// The element type of a recurrence whose every clause reads itself: the
     /// element type of the tensors the clauses read (a float one if there is
     /// one). The clauses are then checked against it.
-    fn guess_elem(&self, rec: &Recurrence) -> Option<crate::syntax::ast::ScalarKind> {
+    fn guess_elem(&self, rec: &Recurrence) -> Option<crate::base::scalar::ScalarKind> {
         let kinds: Vec<_> = self
             .hir
             .reachable(rec.clauses.iter().map(|c| c.body))
@@ -314,8 +314,9 @@ impl<'a> Cx<'a> {
 
     /// The default type of the first literal of value `e` (`f64` or `i32`),
     /// not counting the conditions of `if`s (`if elem0 == 0 { 1.0 } ...`).
-    fn literal_kind(&self, e: ExprId) -> Option<crate::syntax::ast::ScalarKind> {
-        use crate::syntax::ast::{Lit, ScalarKind};
+    fn literal_kind(&self, e: ExprId) -> Option<crate::base::scalar::ScalarKind> {
+        use crate::base::ops::Lit;
+        use crate::base::scalar::ScalarKind;
         match &self.hir.exprs[e].kind {
             ExprKind::Lit(Lit::Float(..)) => Some(ScalarKind::F64),
             ExprKind::Lit(Lit::Int(..)) => Some(ScalarKind::I32),
@@ -346,7 +347,7 @@ impl<'a> Cx<'a> {
         rec: &Recurrence,
         i: usize,
         t: &Ty,
-        elem: &mut Option<crate::syntax::ast::ScalarKind>,
+        elem: &mut Option<crate::base::scalar::ScalarKind>,
         ends: &mut [Option<Dim>],
     ) {
         let Ty::Tensor(k, dims) = t else { return };

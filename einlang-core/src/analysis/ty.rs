@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use super::dim::{Dim, DimVar};
-use crate::syntax::ast::ScalarKind;
+use crate::base::dim::{Dim, DimVar};
+use crate::base::scalar::ScalarKind;
 
 /// The type of a value, with tensor extents as normalized symbolic `Dim`s.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,9 +13,9 @@ mod tests;
 
 use proc_macro2::TokenStream;
 
+use crate::base::span::Span;
 use crate::diag::Diagnostic;
 use crate::ir;
-use crate::span::Span;
 
 /// The Rust items of a lowered program: one `fn` per IR function.
 ///

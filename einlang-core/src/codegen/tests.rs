@@ -7,14 +7,16 @@
 
 use expect_test::{expect, Expect};
 
-use crate::analysis::dim::{Dim, DimVar};
+use crate::base::dim::{Dim, DimVar};
+use crate::base::intrinsic::Intrinsic;
+use crate::base::ops::{BinOp, RedOp, UnOp};
+use crate::base::scalar::ScalarKind;
 use crate::ir::pretty::pretty_program;
 use crate::ir::validate::validate;
 use crate::ir::{
-    Axis, EntryCheck, Expr, ExprKind, Function, Intrinsic, Literal, Loop, Program, Stmt, TensorDef, Ty, VarId, VarInfo,
+    Axis, EntryCheck, Expr, ExprKind, Function, Literal, Loop, Program, Repr, Stmt, TensorDef, VarId, VarInfo,
     WhereEntry,
 };
-use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
 // ----- drivers -------------------------------------------------------------
 
@@ -61,18 +63,18 @@ pub(crate) struct Vars {
 }
 
 impl Vars {
-    fn var(&mut self, name: &str, ty: Ty) -> VarId {
+    fn var(&mut self, name: &str, ty: Repr) -> VarId {
         self.vars.push(VarInfo { name: name.to_string(), source_name: name.to_string(), ty });
         VarId(self.vars.len() as u32 - 1)
     }
 
     fn tensor(&mut self, name: &str, k: ScalarKind, rank: usize) -> VarId {
-        self.var(name, Ty::Tensor(k, rank))
+        self.var(name, Repr::Tensor(k, rank))
     }
 
     /// An `i64` variable: a dimension, an index, an extent.
     fn int(&mut self, name: &str) -> VarId {
-        self.var(name, Ty::Scalar(I64))
+        self.var(name, Repr::Scalar(I64))
     }
 
     fn get(&self, v: VarId) -> Expr {
@@ -84,7 +86,7 @@ impl Vars {
         self,
         name: &str,
         params: Vec<VarId>,
-        ret: Ty,
+        ret: Repr,
         entry: Vec<EntryCheck>,
         body: Vec<Stmt>,
         result: Expr,
@@ -104,7 +106,7 @@ impl Vars {
     }
 }
 
-fn expr(kind: ExprKind, ty: Ty) -> Expr {
+fn expr(kind: ExprKind, ty: Repr) -> Expr {
     Expr { kind, ty }
 }
 
@@ -117,24 +119,24 @@ fn konst(n: i64) -> Dim {
 }
 
 fn ix(v: VarId) -> Expr {
-    expr(ExprKind::Var(v), Ty::Scalar(I64))
+    expr(ExprKind::Var(v), Repr::Scalar(I64))
 }
 
 fn int(v: i128, k: ScalarKind) -> Expr {
-    expr(ExprKind::Lit(Literal::Int(v)), Ty::Scalar(k))
+    expr(ExprKind::Lit(Literal::Int(v)), Repr::Scalar(k))
 }
 
 fn float(text: &str, k: ScalarKind) -> Expr {
-    expr(ExprKind::Lit(Literal::Float(text.to_string())), Ty::Scalar(k))
+    expr(ExprKind::Lit(Literal::Float(text.to_string())), Repr::Scalar(k))
 }
 
 fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-    let ty = if op.is_comparison() || op.is_logical() { Ty::Scalar(ScalarKind::Bool) } else { a.ty.clone() };
+    let ty = if op.is_comparison() || op.is_logical() { Repr::Scalar(ScalarKind::Bool) } else { a.ty.clone() };
     expr(ExprKind::Binary(op, Box::new(a), Box::new(b)), ty)
 }
 
 fn read(t: VarId, k: ScalarKind, indices: Vec<Expr>, checked: bool) -> Expr {
-    expr(ExprKind::Read { tensor: t, indices, checked }, Ty::Scalar(k))
+    expr(ExprKind::Read { tensor: t, indices, checked }, Repr::Scalar(k))
 }
 
 fn intrinsic(i: Intrinsic, args: Vec<Expr>) -> Expr {
@@ -144,8 +146,8 @@ fn intrinsic(i: Intrinsic, args: Vec<Expr>) -> Expr {
 
 fn reduce(op: RedOp, loops: Vec<Loop>, wheres: Vec<WhereEntry>, body: Expr) -> Expr {
     let ty = match op {
-        RedOp::ArgMax | RedOp::ArgMin => Ty::Scalar(I64),
-        RedOp::All | RedOp::Any => Ty::Scalar(ScalarKind::Bool),
+        RedOp::ArgMax | RedOp::ArgMin => Repr::Scalar(I64),
+        RedOp::All | RedOp::Any => Repr::Scalar(ScalarKind::Bool),
         _ => body.ty.clone(),
     };
     expr(ExprKind::Reduce { op, loops, wheres, body: Box::new(body) }, ty)
@@ -189,7 +191,7 @@ pub(crate) fn matmul() -> Program {
     let mut f = v.finish(
         "matmul",
         vec![a, b],
-        Ty::Tensor(F32, 2),
+        Repr::Tensor(F32, 2),
         vec![bind(m, a, 0), bind(k_dim, a, 1), bind(n, b, 1), check_dim(b, 0, "K", dim(k_dim))],
         vec![tensor(c, F32, vec![axis(i, konst(0), dim(m)), axis(j, konst(0), dim(n))], body, true, 3)],
         result,
@@ -204,7 +206,7 @@ pub(crate) fn upper_relu() -> Program {
     let mut v = Vars::default();
     let mat = v.tensor("m", F32, 2);
     let n = v.int("N");
-    let (u, i, j, z) = (v.tensor("u", F32, 2), v.int("i"), v.int("j"), v.var("z", Ty::Scalar(F32)));
+    let (u, i, j, z) = (v.tensor("u", F32, 2), v.int("i"), v.int("j"), v.var("z", Repr::Scalar(F32)));
     let body = expr(
         ExprKind::Guarded {
             wheres: vec![
@@ -213,13 +215,13 @@ pub(crate) fn upper_relu() -> Program {
             ],
             body: Box::new(intrinsic(Intrinsic::Max, vec![v.get(z), float("0.0", F32)])),
         },
-        Ty::Scalar(F32),
+        Repr::Scalar(F32),
     );
     let result = v.get(u);
     let f = v.finish(
         "upper_relu",
         vec![mat],
-        Ty::Tensor(F32, 2),
+        Repr::Tensor(F32, 2),
         vec![bind(n, mat, 0), check_dim(mat, 1, "N", dim(n))],
         vec![tensor(u, F32, vec![axis(i, konst(0), dim(n)), axis(j, konst(0), dim(n))], body, false, 2)],
         result,
@@ -237,21 +239,21 @@ pub(crate) fn norm() -> Program {
         let i = v.int("i");
         let sq = intrinsic(Intrinsic::Powi, vec![read(x, F32, vec![ix(i)], false), int(2, ScalarKind::I32)]);
         let result = reduce(RedOp::Sum, vec![range(i, konst(0), dim(n))], vec![], sq);
-        v.finish("sum_sq", vec![x], Ty::Scalar(F32), vec![bind(n, x, 0)], vec![], result)
+        v.finish("sum_sq", vec![x], Repr::Scalar(F32), vec![bind(n, x, 0)], vec![], result)
     };
     let norm = {
         let mut v = Vars::default();
         let x = v.tensor("x", F32, 1);
         let n = v.int("N");
-        let (s, half) = (v.var("s", Ty::Scalar(F32)), v.int("half"));
-        let call = expr(ExprKind::Call { func: "sum_sq".to_string(), args: vec![v.get(x)] }, Ty::Scalar(F32));
-        let halved = bin(BinOp::Div, expr(ExprKind::Dim(dim(n)), Ty::Scalar(I64)), int(2, I64));
-        let scale = expr(ExprKind::Cast(Box::new(v.get(half)), F32), Ty::Scalar(F32));
+        let (s, half) = (v.var("s", Repr::Scalar(F32)), v.int("half"));
+        let call = expr(ExprKind::Call { func: "sum_sq".to_string(), args: vec![v.get(x)] }, Repr::Scalar(F32));
+        let halved = bin(BinOp::Div, expr(ExprKind::Dim(dim(n)), Repr::Scalar(I64)), int(2, I64));
+        let scale = expr(ExprKind::Cast(Box::new(v.get(half)), F32), Repr::Scalar(F32));
         let result = bin(BinOp::Div, intrinsic(Intrinsic::Sqrt, vec![v.get(s)]), scale);
         let mut f = v.finish(
             "norm",
             vec![x],
-            Ty::Scalar(F32),
+            Repr::Scalar(F32),
             vec![bind(n, x, 0)],
             vec![Stmt::Let { var: s, value: call }, Stmt::Let { var: half, value: halved }],
             result,
@@ -275,7 +277,7 @@ pub(crate) fn every_other() -> Program {
     let f = v.finish(
         "every_other",
         vec![x, m],
-        Ty::Tensor(F32, 1),
+        Repr::Tensor(F32, 1),
         vec![bind(n, x, 0)],
         vec![tensor(y, F32, vec![axis(i, konst(0), dim(m))], body, true, 1)],
         result,
@@ -301,7 +303,7 @@ pub(crate) fn conv1d() -> Program {
     let f = v.finish(
         "conv1d",
         vec![x, w],
-        Ty::Tensor(F32, 1),
+        Repr::Tensor(F32, 1),
         vec![bind(n, x, 0), bind(k, w, 0)],
         vec![
             Stmt::Extent { var: len, value: dim(n).sub(&dim(k)).add_const(1), what: "N - K + 1".to_string() },
@@ -333,7 +335,7 @@ pub(crate) fn shift3() -> Program {
     let f = v.finish(
         "shift3",
         vec![x],
-        Ty::Tensor(ScalarKind::F64, 3),
+        Repr::Tensor(ScalarKind::F64, 3),
         vec![bind(b_dim, x, 0), bind(m, x, 1), bind(n, x, 2)],
         vec![tensor(
             y,
@@ -357,8 +359,8 @@ pub(crate) fn stats() -> Program {
     let (b_dim, n_dim) = (v.int("B"), v.int("N"));
     let (am, b, n) = (v.tensor("am", I64, 1), v.int("b"), v.int("n"));
     let row = v.tensor("first_row", F32, 1);
-    let (total, b2, n2) = (v.var("total", Ty::Scalar(F32)), v.int("b2"), v.int("n2"));
-    let (finite, b3, n3) = (v.var("finite", Ty::Scalar(ScalarKind::Bool)), v.int("b3"), v.int("n3"));
+    let (total, b2, n2) = (v.var("total", Repr::Scalar(F32)), v.int("b2"), v.int("n2"));
+    let (finite, b3, n3) = (v.var("finite", Repr::Scalar(ScalarKind::Bool)), v.int("b3"), v.int("n3"));
     let argmax =
         reduce(RedOp::ArgMax, vec![range(n, konst(0), dim(n_dim))], vec![], read(x, F32, vec![ix(b), ix(n)], false));
     let positive = bin(BinOp::Gt, read(x, F32, vec![ix(b2), ix(n2)], false), float("0.0", F32));
@@ -372,8 +374,13 @@ pub(crate) fn stats() -> Program {
         bin(BinOp::Lt, intrinsic(Intrinsic::Abs, vec![read(x, F32, vec![ix(b3), ix(n3)], false)]), float("1e30", F32));
     let finite_value =
         reduce(RedOp::All, vec![range(b3, konst(0), dim(b_dim)), range(n3, konst(0), dim(n_dim))], vec![], small);
-    let view = expr(ExprKind::View { tensor: x, indices: vec![int(0, I64)] }, Ty::Tensor(F32, 1));
-    let ret = Ty::Tuple(vec![Ty::Tensor(I64, 1), Ty::Tensor(F32, 1), Ty::Scalar(F32), Ty::Scalar(ScalarKind::Bool)]);
+    let view = expr(ExprKind::View { tensor: x, indices: vec![int(0, I64)] }, Repr::Tensor(F32, 1));
+    let ret = Repr::Tuple(vec![
+        Repr::Tensor(I64, 1),
+        Repr::Tensor(F32, 1),
+        Repr::Scalar(F32),
+        Repr::Scalar(ScalarKind::Bool),
+    ]);
     let result = expr(ExprKind::Tuple(vec![v.get(am), v.get(row), v.get(total), v.get(finite)]), ret.clone());
     let f = v.finish(
         "stats",
@@ -398,21 +405,21 @@ pub(crate) fn scalars() -> Program {
     let mut v = Vars::default();
     let i32_ = ScalarKind::I32;
     let f64_ = ScalarKind::F64;
-    let (p, q, s) = (v.var("p", Ty::Scalar(i32_)), v.var("q", Ty::Scalar(i32_)), v.var("s", Ty::Scalar(f64_)));
-    let (r, t) = (v.var("r", Ty::Scalar(i32_)), v.var("t", Ty::Scalar(f64_)));
+    let (p, q, s) = (v.var("p", Repr::Scalar(i32_)), v.var("q", Repr::Scalar(i32_)), v.var("s", Repr::Scalar(f64_)));
+    let (r, t) = (v.var("r", Repr::Scalar(i32_)), v.var("t", Repr::Scalar(f64_)));
     let (flag, zero_d, lit) =
-        (v.var("flag", Ty::Scalar(ScalarKind::Bool)), v.tensor("zero_d", f64_, 0), v.tensor("table", f64_, 2));
-    let power = expr(ExprKind::Intrinsic(Intrinsic::IntPow, vec![v.get(p), int(3, i32_)]), Ty::Scalar(i32_));
+        (v.var("flag", Repr::Scalar(ScalarKind::Bool)), v.tensor("zero_d", f64_, 0), v.tensor("table", f64_, 2));
+    let power = expr(ExprKind::Intrinsic(Intrinsic::IntPow, vec![v.get(p), int(3, i32_)]), Repr::Scalar(i32_));
     let rem = bin(BinOp::Rem, power, v.get(q));
-    let neg = expr(ExprKind::Unary(UnOp::Neg, Box::new(v.get(s))), Ty::Scalar(f64_));
+    let neg = expr(ExprKind::Unary(UnOp::Neg, Box::new(v.get(s))), Repr::Scalar(f64_));
     let scaled = bin(BinOp::Mul, neg, float("1e-3", f64_));
     let sig = intrinsic(Intrinsic::Sigmoid, vec![scaled]);
     let big = bin(BinOp::Gt, v.get(s), float("2.5", f64_));
     let choice = expr(
         ExprKind::If { cond: Box::new(big), then: Box::new(sig), els: Box::new(float("-0.5", f64_)) },
-        Ty::Scalar(f64_),
+        Repr::Scalar(f64_),
     );
-    let as_bool = expr(ExprKind::Cast(Box::new(v.get(r)), ScalarKind::Bool), Ty::Scalar(ScalarKind::Bool));
+    let as_bool = expr(ExprKind::Cast(Box::new(v.get(r)), ScalarKind::Bool), Repr::Scalar(ScalarKind::Bool));
     let block = expr(
         ExprKind::Block {
             stmts: vec![tensor(zero_d, f64_, vec![], v.get(t), false, 1)],
@@ -422,17 +429,17 @@ pub(crate) fn scalars() -> Program {
                 read(lit, f64_, vec![int(1, I64), int(0, I64)], false),
             )),
         },
-        Ty::Scalar(f64_),
+        Repr::Scalar(f64_),
     );
     let table = expr(
         ExprKind::ArrayLit {
             shape: vec![2, 2],
             elems: vec![float("1", f64_), float("2", f64_), float("3", f64_), float("4", f64_)],
         },
-        Ty::Tensor(f64_, 2),
+        Repr::Tensor(f64_, 2),
     );
-    let back = expr(ExprKind::Cast(Box::new(v.get(flag)), f64_), Ty::Scalar(f64_));
-    let ret = Ty::Tuple(vec![Ty::Scalar(i32_), Ty::Scalar(f64_), Ty::Scalar(ScalarKind::Bool)]);
+    let back = expr(ExprKind::Cast(Box::new(v.get(flag)), f64_), Repr::Scalar(f64_));
+    let ret = Repr::Tuple(vec![Repr::Scalar(i32_), Repr::Scalar(f64_), Repr::Scalar(ScalarKind::Bool)]);
     let result = expr(ExprKind::Tuple(vec![v.get(r), bin(BinOp::Add, block, back), v.get(flag)]), ret.clone());
     let f = v.finish(
         "scalars",
@@ -455,7 +462,7 @@ pub(crate) fn scalars() -> Program {
 /// copied across lets, tuple fields, a tensor-valued `if` and block, calls
 /// and results.
 pub(crate) fn values() -> Program {
-    let pair_ty = Ty::Tuple(vec![Ty::Tensor(F32, 1), Ty::Scalar(F32)]);
+    let pair_ty = Repr::Tuple(vec![Repr::Tensor(F32, 1), Repr::Scalar(F32)]);
     let pair = {
         let mut v = Vars::default();
         let x = v.tensor("x", F32, 1);
@@ -464,7 +471,7 @@ pub(crate) fn values() -> Program {
     };
     let pick = {
         let mut v = Vars::default();
-        let (x, c) = (v.tensor("x", F32, 1), v.var("c", Ty::Scalar(ScalarKind::Bool)));
+        let (x, c) = (v.tensor("x", F32, 1), v.var("c", Repr::Scalar(ScalarKind::Bool)));
         let (p, q, r, z, w) = (
             v.var("p", pair_ty.clone()),
             v.tensor("q", F32, 1),
@@ -473,33 +480,33 @@ pub(crate) fn values() -> Program {
             v.tensor("w", F32, 1),
         );
         let call = expr(ExprKind::Call { func: "pair".to_string(), args: vec![v.get(x)] }, pair_ty.clone());
-        let field_of_call = expr(ExprKind::Field(Box::new(call.clone()), 0), Ty::Tensor(F32, 1));
+        let field_of_call = expr(ExprKind::Field(Box::new(call.clone()), 0), Repr::Tensor(F32, 1));
         let block = expr(
             ExprKind::Block { stmts: vec![Stmt::Let { var: z, value: field_of_call }], result: Box::new(v.get(z)) },
-            Ty::Tensor(F32, 1),
+            Repr::Tensor(F32, 1),
         );
         let choice = expr(
             ExprKind::If { cond: Box::new(v.get(c)), then: Box::new(v.get(q)), els: Box::new(block) },
-            Ty::Tensor(F32, 1),
+            Repr::Tensor(F32, 1),
         );
         let body = vec![
             Stmt::Let { var: p, value: call },
-            Stmt::Let { var: q, value: expr(ExprKind::Field(Box::new(v.get(p)), 0), Ty::Tensor(F32, 1)) },
+            Stmt::Let { var: q, value: expr(ExprKind::Field(Box::new(v.get(p)), 0), Repr::Tensor(F32, 1)) },
             Stmt::Let { var: r, value: choice },
             Stmt::Let { var: w, value: v.get(r) },
         ];
         let result = v.get(w);
-        v.finish("pick", vec![x, c], Ty::Tensor(F32, 1), vec![], body, result)
+        v.finish("pick", vec![x, c], Repr::Tensor(F32, 1), vec![], body, result)
     };
     let greet = {
         let mut v = Vars::default();
-        let (s, t) = (v.var("s", Ty::Str), v.var("t", Ty::Str));
-        let call = expr(ExprKind::Call { func: "greet".to_string(), args: vec![v.get(s)] }, Ty::Str);
-        let hello = expr(ExprKind::Lit(Literal::Str("hello".to_string())), Ty::Str);
+        let (s, t) = (v.var("s", Repr::Str), v.var("t", Repr::Str));
+        let call = expr(ExprKind::Call { func: "greet".to_string(), args: vec![v.get(s)] }, Repr::Str);
+        let hello = expr(ExprKind::Lit(Literal::Str("hello".to_string())), Repr::Str);
         let cond = bin(BinOp::Gt, int(1, I64), int(2, I64));
         let result =
-            expr(ExprKind::If { cond: Box::new(cond), then: Box::new(v.get(t)), els: Box::new(hello) }, Ty::Str);
-        v.finish("greet", vec![s], Ty::Str, vec![], vec![Stmt::Let { var: t, value: call }], result)
+            expr(ExprKind::If { cond: Box::new(cond), then: Box::new(v.get(t)), els: Box::new(hello) }, Repr::Str);
+        v.finish("greet", vec![s], Repr::Str, vec![], vec![Stmt::Let { var: t, value: call }], result)
     };
     Program { fns: vec![pair, pick, greet] }
 }
@@ -1496,8 +1503,12 @@ fn invalid_use_before_definition() {
         def.body = read(def.var, F32, vec![ix(VarId(6)), ix(VarId(7))], false);
     }
     // Return a variable that is never defined.
-    p.fns[0].vars.push(VarInfo { name: "ghost".to_string(), source_name: "ghost".to_string(), ty: Ty::Tensor(F32, 2) });
-    p.fns[0].result = expr(ExprKind::Var(VarId(9)), Ty::Tensor(F32, 2));
+    p.fns[0].vars.push(VarInfo {
+        name: "ghost".to_string(),
+        source_name: "ghost".to_string(),
+        ty: Repr::Tensor(F32, 2),
+    });
+    p.fns[0].result = expr(ExprKind::Var(VarId(9)), Repr::Tensor(F32, 2));
     check_invalid(
         &p,
         expect![[r#"
@@ -1529,10 +1540,10 @@ fn invalid_index_count_and_types() {
 fn invalid_dimension_and_call() {
     let mut p = norm();
     // A dimension over an `f32` variable; a call of an unknown function.
-    p.fns[1].body[1] = Stmt::Let { var: VarId(3), value: expr(ExprKind::Dim(dim(VarId(2))), Ty::Scalar(I64)) };
+    p.fns[1].body[1] = Stmt::Let { var: VarId(3), value: expr(ExprKind::Dim(dim(VarId(2))), Repr::Scalar(I64)) };
     p.fns[1].body[0] = Stmt::Let {
         var: VarId(2),
-        value: expr(ExprKind::Call { func: "nope".to_string(), args: vec![] }, Ty::Scalar(F32)),
+        value: expr(ExprKind::Call { func: "nope".to_string(), args: vec![] }, Repr::Scalar(F32)),
     };
     check_invalid(
         &p,

@@ -6,7 +6,7 @@
 //! and every secondary label into another `compile_error!` at its own span,
 //! so rustc shows each piece at the tokens it is about.
 
-use crate::span::Span;
+use crate::base::span::Span;
 use proc_macro2::{Delimiter, Group, Ident, Literal, Punct, Spacing, TokenStream, TokenTree};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +54,16 @@ impl Diagnostic {
             notes: vec!["this is a bug in einlang, not in your code; please report it".to_string()],
             helps: Vec::new(),
         }
+    }
+
+    /// "this function takes 2 arguments but 1 argument was supplied".
+    pub fn arity(span: Span, params: usize, args: usize) -> Diagnostic {
+        let plural = |n: usize| if n == 1 { "argument" } else { "arguments" };
+        let verb = if args == 1 { "was" } else { "were" };
+        Diagnostic::error(
+            span,
+            format!("this function takes {params} {} but {args} {} {verb} supplied", plural(params), plural(args)),
+        )
     }
 
     pub fn label(mut self, span: Span, message: impl Into<String>) -> Diagnostic {

@@ -8,9 +8,9 @@
 
 use std::collections::HashMap;
 
+use crate::base::ops::RedOp;
+use crate::base::span::Span;
 use crate::diag::Diagnostic;
-use crate::span::Span;
-use crate::syntax::ast::RedOp;
 
 use super::{
     Arm, Block, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart,
@@ -307,7 +307,7 @@ impl Cloner<'_> {
     /// comparisons of ranks (`len(shape(x))`, `len(x.shape)` with `x` of
     /// known rank) and integer literals, joined by `&&`, `||` and `!`.
     fn static_bool(&self, e: ExprId) -> Option<bool> {
-        use crate::syntax::ast::{BinOp, UnOp};
+        use crate::base::ops::{BinOp, UnOp};
         match &self.hir.exprs[e].kind {
             ExprKind::Unary(UnOp::Not, a) => self.static_bool(*a).map(|b| !b),
             ExprKind::Binary(BinOp::And, a, b) => Some(self.static_bool(*a)? && self.static_bool(*b)?),
@@ -354,7 +354,7 @@ impl Cloner<'_> {
     /// An integer literal, or the rank of a tensor of known rank.
     fn static_int(&self, e: ExprId) -> Option<i128> {
         match &self.hir.exprs[e].kind {
-            ExprKind::Lit(crate::syntax::ast::Lit::Int(n, _)) => Some(*n),
+            ExprKind::Lit(crate::base::ops::Lit::Int(n, _)) => Some(*n),
             ExprKind::Def(d) => self.static_locals.get(d).copied(),
             ExprKind::Builtin(super::Builtin::Len, args) => {
                 let [x] = args.as_slice() else { return None };
@@ -364,7 +364,7 @@ impl Cloner<'_> {
                 self.ranks.get(&d).map(|r| *r as i128)
             }
             ExprKind::Binary(op, a, b) => {
-                use crate::syntax::ast::BinOp;
+                use crate::base::ops::BinOp;
                 let (a, b) = (self.static_int(*a)?, self.static_int(*b)?);
                 match op {
                     BinOp::Add => a.checked_add(b),
@@ -373,7 +373,7 @@ impl Cloner<'_> {
                     _ => None,
                 }
             }
-            ExprKind::Unary(crate::syntax::ast::UnOp::Neg, a) => self.static_int(*a)?.checked_neg(),
+            ExprKind::Unary(crate::base::ops::UnOp::Neg, a) => self.static_int(*a)?.checked_neg(),
             ExprKind::Block(Block { stmts, tail: Some(t) }) if stmts.is_empty() => self.static_int(*t),
             _ => None,
         }

@@ -20,12 +20,12 @@
 //!   sub-tensor.
 
 pub mod instantiate;
-pub mod pretty;
 pub mod validate;
 
-use crate::arena::{Arena, Idx};
-use crate::span::Span;
-use crate::syntax::ast::{BinOp, Lit, RedOp, ScalarKind, UnOp};
+use crate::base::arena::{Arena, Idx};
+use crate::base::ops::{BinOp, Lit, RedOp, UnOp};
+use crate::base::scalar::ScalarKind;
+use crate::base::span::Span;
 
 pub type DefId = Idx<Def>;
 pub type ExprId = Idx<Expr>;
@@ -43,7 +43,7 @@ pub struct Def {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DefKind {
     Fn(FnId),
-    Intrinsic(crate::ir::Intrinsic),
+    Intrinsic(crate::base::intrinsic::Intrinsic),
     /// A builtin declared by the standard library (`std::io::load_npy`).
     Builtin(Builtin),
     /// `std::ml::einsum`: each call becomes a call of a function written
@@ -95,7 +95,7 @@ pub struct Hir {
     /// type a later use decided, as Rust infers it: `v[i] + k` with `k:
     /// i64` makes `v` an `[i64; 3]`. Filled by analysis rounds (see
     /// `crate::analysis::mono`). With the span of the use that decided it.
-    pub literal_types: std::collections::HashMap<DefId, (crate::syntax::ast::ScalarKind, Span)>,
+    pub literal_types: std::collections::HashMap<DefId, (crate::base::scalar::ScalarKind, Span)>,
     /// The recurrences that read each other, fused into one (`a__b`; see
     /// `resolve::mutual`), by fused name: the members, for diagnostics.
     pub fused_groups: std::collections::HashMap<String, Vec<String>>,
@@ -412,7 +412,7 @@ pub enum Builtin {
     Fs(FsOp),
 }
 
-pub use crate::ir::{DynShapeOp, FsOp};
+pub use crate::base::intrinsic::{DynShapeOp, FsOp};
 
 impl Builtin {
     /// The builtin a library declaration `#[builtin(name)]` stands for.
@@ -447,7 +447,7 @@ impl Builtin {
 #[derive(Clone, Debug)]
 pub enum Callee {
     Fn(FnId),
-    Intrinsic(crate::ir::Intrinsic),
+    Intrinsic(crate::base::intrinsic::Intrinsic),
 }
 
 #[derive(Clone, Debug)]

@@ -93,7 +93,7 @@ mod tests {
         let last = hir.exprs.iter().last().map(|(id, _)| id).unwrap_or_else(|| panic!("has expressions"));
         // Make the first expression use the last one.
         let first = hir.exprs.iter().next().map(|(id, _)| id).unwrap_or_else(|| panic!("has expressions"));
-        hir.exprs[first].kind = ExprKind::Unary(crate::syntax::ast::UnOp::Neg, last);
+        hir.exprs[first].kind = ExprKind::Unary(crate::base::ops::UnOp::Neg, last);
         let err = validate(&hir).unwrap_err();
         assert!(err.contains("does not precede it"), "{err}");
     }

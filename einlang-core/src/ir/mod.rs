@@ -26,8 +26,10 @@
 pub mod pretty;
 pub mod validate;
 
-use crate::analysis::dim::Dim;
-use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
+use crate::base::dim::Dim;
+use crate::base::intrinsic::{DynShapeOp, FsOp, Intrinsic};
+use crate::base::ops::{BinOp, RedOp, UnOp};
+use crate::base::scalar::ScalarKind;
 
 /// A variable of a lowered function (parameter, local, dimension, index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,20 +41,20 @@ pub struct VarInfo {
     pub name: String,
     /// The name as the user wrote it (for error messages).
     pub source_name: String,
-    pub ty: Ty,
+    pub ty: Repr,
 }
 
 /// A lowered type. Tensors carry element type and rank; their extents are
 /// tracked by `Dim`s where they are needed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Ty {
+pub enum Repr {
     Scalar(ScalarKind),
     Tensor(ScalarKind, usize),
     /// `[T; *]`: a tensor whose rank is known only at run time.
     Dyn(ScalarKind),
     /// `jagged[T]`: rows of `T` of different lengths.
     Jagged(ScalarKind),
-    Tuple(Vec<Ty>),
+    Tuple(Vec<Repr>),
     Str,
     /// A vector of strings (`Vec<String>`).
     Strs,
@@ -61,9 +63,9 @@ pub enum Ty {
 
 /// The type of the element of tuple type `ty` at `path` (`ty` itself for
 /// an empty path).
-pub fn tuple_element<'a>(ty: &'a Ty, path: &[u32]) -> Option<&'a Ty> {
+pub fn tuple_element<'a>(ty: &'a Repr, path: &[u32]) -> Option<&'a Repr> {
     path.iter().try_fold(ty, |t, &i| match t {
-        Ty::Tuple(items) => items.get(i as usize),
+        Repr::Tuple(items) => items.get(i as usize),
         _ => None,
     })
 }
@@ -84,7 +86,7 @@ pub struct Function {
     pub export: Option<(Vec<String>, String)>,
     pub docs: Vec<String>,
     pub params: Vec<VarId>,
-    pub ret: Ty,
+    pub ret: Repr,
     /// Dimension bindings and checks at entry, in order.
     pub entry: Vec<EntryCheck>,
     pub body: Vec<Stmt>,
@@ -261,7 +263,7 @@ pub enum WhereEntry {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expr {
     pub kind: ExprKind,
-    pub ty: Ty,
+    pub ty: Repr,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -271,188 +273,6 @@ pub enum Literal {
     Float(String),
     Bool(bool),
     Str(String),
-}
-
-/// Elementary functions of `std::math` and the arithmetic they need.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Intrinsic {
-    Exp,
-    Ln,
-    Log10,
-    Log2,
-    Log1p,
-    Expm1,
-    Sqrt,
-    Sin,
-    Cos,
-    Tan,
-    Asin,
-    Acos,
-    Atan,
-    Sinh,
-    Cosh,
-    Tanh,
-    Asinh,
-    Acosh,
-    Atanh,
-    Erf,
-    Sigmoid,
-    Abs,
-    Floor,
-    Ceil,
-    Round,
-    Trunc,
-    Min,
-    Max,
-    /// `atan2(y, x)`
-    Atan2,
-    Gcd,
-    Lcm,
-    Factorial,
-    /// float ** float
-    Powf,
-    /// float ** integer
-    Powi,
-    /// integer ** integer (non-negative exponent; checked)
-    IntPow,
-}
-
-/// What an intrinsic accepts; the result has the type of the arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Signature {
-    /// One float.
-    FloatUnary,
-    /// One signed number (`abs`).
-    SignedUnary,
-    /// One number; the identity on integers (`floor`, `round`, ...).
-    NumUnary,
-    /// Two numbers of one type.
-    NumBinary,
-    /// Two floats of one type.
-    FloatBinary,
-    /// One integer.
-    IntUnary,
-    /// Two integers of one type.
-    IntBinary,
-    /// `pow` / `**`: resolved to `Powf`, `Powi` or `IntPow` by the types.
-    Pow,
-}
-
-impl Intrinsic {
-    pub fn name(self) -> &'static str {
-        match self {
-            Intrinsic::Exp => "exp",
-            Intrinsic::Ln => "ln",
-            Intrinsic::Log10 => "log10",
-            Intrinsic::Log2 => "log2",
-            Intrinsic::Log1p => "log1p",
-            Intrinsic::Expm1 => "expm1",
-            Intrinsic::Sqrt => "sqrt",
-            Intrinsic::Sin => "sin",
-            Intrinsic::Cos => "cos",
-            Intrinsic::Tan => "tan",
-            Intrinsic::Asin => "asin",
-            Intrinsic::Acos => "acos",
-            Intrinsic::Atan => "atan",
-            Intrinsic::Sinh => "sinh",
-            Intrinsic::Cosh => "cosh",
-            Intrinsic::Tanh => "tanh",
-            Intrinsic::Asinh => "asinh",
-            Intrinsic::Acosh => "acosh",
-            Intrinsic::Atanh => "atanh",
-            Intrinsic::Erf => "erf",
-            Intrinsic::Sigmoid => "sigmoid",
-            Intrinsic::Abs => "abs",
-            Intrinsic::Floor => "floor",
-            Intrinsic::Ceil => "ceil",
-            Intrinsic::Round => "round",
-            Intrinsic::Trunc => "trunc",
-            Intrinsic::Min => "min",
-            Intrinsic::Max => "max",
-            Intrinsic::Atan2 => "atan2",
-            Intrinsic::Gcd => "gcd",
-            Intrinsic::Lcm => "lcm",
-            Intrinsic::Factorial => "factorial",
-            Intrinsic::Powf => "powf",
-            Intrinsic::Powi => "powi",
-            Intrinsic::IntPow => "int_pow",
-        }
-    }
-
-    /// The intrinsic a `#[intrinsic(name)]` declaration of the standard
-    /// library names.
-    pub fn from_name(name: &str) -> Option<Intrinsic> {
-        const ALL: &[Intrinsic] = &[
-            Intrinsic::Exp,
-            Intrinsic::Ln,
-            Intrinsic::Log10,
-            Intrinsic::Log2,
-            Intrinsic::Log1p,
-            Intrinsic::Expm1,
-            Intrinsic::Sqrt,
-            Intrinsic::Sin,
-            Intrinsic::Cos,
-            Intrinsic::Tan,
-            Intrinsic::Asin,
-            Intrinsic::Acos,
-            Intrinsic::Atan,
-            Intrinsic::Sinh,
-            Intrinsic::Cosh,
-            Intrinsic::Tanh,
-            Intrinsic::Asinh,
-            Intrinsic::Acosh,
-            Intrinsic::Atanh,
-            Intrinsic::Erf,
-            Intrinsic::Sigmoid,
-            Intrinsic::Abs,
-            Intrinsic::Floor,
-            Intrinsic::Ceil,
-            Intrinsic::Round,
-            Intrinsic::Trunc,
-            Intrinsic::Min,
-            Intrinsic::Max,
-            Intrinsic::Atan2,
-            Intrinsic::Gcd,
-            Intrinsic::Lcm,
-            Intrinsic::Factorial,
-        ];
-        if name == "pow" {
-            return Some(Intrinsic::Powf);
-        }
-        ALL.iter().copied().find(|i| i.name() == name)
-    }
-
-    pub fn signature(self) -> Signature {
-        match self {
-            Intrinsic::Abs => Signature::SignedUnary,
-            Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc => Signature::NumUnary,
-            Intrinsic::Min | Intrinsic::Max => Signature::NumBinary,
-            Intrinsic::Atan2 => Signature::FloatBinary,
-            Intrinsic::Gcd | Intrinsic::Lcm => Signature::IntBinary,
-            Intrinsic::Factorial => Signature::IntUnary,
-            Intrinsic::Powf | Intrinsic::Powi | Intrinsic::IntPow => Signature::Pow,
-            _ => Signature::FloatUnary,
-        }
-    }
-
-    pub fn arity(self) -> usize {
-        match self.signature() {
-            Signature::NumBinary | Signature::FloatBinary | Signature::IntBinary | Signature::Pow => 2,
-            _ => 1,
-        }
-    }
-
-    /// The Rust float method computing a `FloatUnary` or `NumUnary`
-    /// intrinsic, when there is one.
-    pub fn float_method(self) -> Option<&'static str> {
-        Some(match self {
-            Intrinsic::Log1p => "ln_1p",
-            Intrinsic::Expm1 => "exp_m1",
-            Intrinsic::Erf | Intrinsic::Sigmoid => return None,
-            i if matches!(i.signature(), Signature::FloatUnary | Signature::NumUnary) => i.name(),
-            _ => return None,
-        })
-    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -596,169 +416,6 @@ pub enum ExprKind {
         op: FsOp,
         args: Vec<Expr>,
     },
-}
-
-/// A file-system or path function of `std::io` (the seed's `os`/`shutil`
-/// hooks). Every argument is a string, except `join_path`'s vector of
-/// parts; `ScriptDir` is the directory of the program's source, known when
-/// it is compiled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FsOp {
-    CurrentDir,
-    ScriptDir,
-    IsAbsolute,
-    ListDir,
-    FileExists,
-    IsFile,
-    IsDir,
-    ReadFile,
-    WriteFile,
-    AppendFile,
-    DeleteFile,
-    CreateDir,
-    RemoveDir,
-    CopyFile,
-    MoveFile,
-    FileSize,
-    JoinPath,
-    SplitPath,
-    Basename,
-    Dirname,
-    AbsolutePath,
-    RelativePath,
-}
-
-/// What an `FsOp` argument or result is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FsValue {
-    Str,
-    Strs,
-    Bool,
-    I64,
-    /// `(str, str)`
-    StrPair,
-}
-
-impl FsValue {
-    pub fn ty(self) -> Ty {
-        match self {
-            FsValue::Str => Ty::Str,
-            FsValue::Strs => Ty::Strs,
-            FsValue::Bool => Ty::Scalar(ScalarKind::Bool),
-            FsValue::I64 => Ty::Scalar(ScalarKind::I64),
-            FsValue::StrPair => Ty::Tuple(vec![Ty::Str, Ty::Str]),
-        }
-    }
-}
-
-impl FsOp {
-    pub const ALL: [FsOp; 22] = [
-        FsOp::CurrentDir,
-        FsOp::ScriptDir,
-        FsOp::IsAbsolute,
-        FsOp::ListDir,
-        FsOp::FileExists,
-        FsOp::IsFile,
-        FsOp::IsDir,
-        FsOp::ReadFile,
-        FsOp::WriteFile,
-        FsOp::AppendFile,
-        FsOp::DeleteFile,
-        FsOp::CreateDir,
-        FsOp::RemoveDir,
-        FsOp::CopyFile,
-        FsOp::MoveFile,
-        FsOp::FileSize,
-        FsOp::JoinPath,
-        FsOp::SplitPath,
-        FsOp::Basename,
-        FsOp::Dirname,
-        FsOp::AbsolutePath,
-        FsOp::RelativePath,
-    ];
-
-    /// The library name, which is also the runtime function's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            FsOp::CurrentDir => "current_dir",
-            FsOp::ScriptDir => "script_dir",
-            FsOp::IsAbsolute => "is_absolute",
-            FsOp::ListDir => "list_dir",
-            FsOp::FileExists => "file_exists",
-            FsOp::IsFile => "is_file",
-            FsOp::IsDir => "is_dir",
-            FsOp::ReadFile => "read_file",
-            FsOp::WriteFile => "write_file",
-            FsOp::AppendFile => "append_file",
-            FsOp::DeleteFile => "delete_file",
-            FsOp::CreateDir => "create_dir",
-            FsOp::RemoveDir => "remove_dir",
-            FsOp::CopyFile => "copy_file",
-            FsOp::MoveFile => "move_file",
-            FsOp::FileSize => "file_size",
-            FsOp::JoinPath => "join_path",
-            FsOp::SplitPath => "split_path",
-            FsOp::Basename => "basename",
-            FsOp::Dirname => "dirname",
-            FsOp::AbsolutePath => "absolute_path",
-            FsOp::RelativePath => "relative_path",
-        }
-    }
-
-    pub fn params(self) -> &'static [FsValue] {
-        use FsValue::*;
-        match self {
-            FsOp::CurrentDir | FsOp::ScriptDir => &[],
-            FsOp::JoinPath => &[Strs],
-            FsOp::WriteFile | FsOp::AppendFile | FsOp::CopyFile | FsOp::MoveFile | FsOp::RelativePath => &[Str, Str],
-            _ => &[Str],
-        }
-    }
-
-    pub fn result(self) -> FsValue {
-        match self {
-            FsOp::ListDir => FsValue::Strs,
-            FsOp::FileSize => FsValue::I64,
-            FsOp::SplitPath => FsValue::StrPair,
-            FsOp::CurrentDir
-            | FsOp::ScriptDir
-            | FsOp::ReadFile
-            | FsOp::JoinPath
-            | FsOp::Basename
-            | FsOp::Dirname
-            | FsOp::AbsolutePath
-            | FsOp::RelativePath => FsValue::Str,
-            _ => FsValue::Bool,
-        }
-    }
-}
-
-/// A shape operation whose axes or extents are known at run time
-/// (`std::ml::reshape`, `squeeze`, `unsqueeze`, and `slice`, whose integer
-/// vector is its starts, ends, axes and steps one after another, and
-/// `gather_nd`, whose vector is the indices' rank, extents and elements).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DynShapeOp {
-    Reshape,
-    Squeeze,
-    Unsqueeze,
-    Slice,
-    GatherNd,
-}
-
-impl DynShapeOp {
-    pub const ALL: [DynShapeOp; 5] =
-        [DynShapeOp::Reshape, DynShapeOp::Squeeze, DynShapeOp::Unsqueeze, DynShapeOp::Slice, DynShapeOp::GatherNd];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DynShapeOp::Reshape => "reshape",
-            DynShapeOp::Squeeze => "squeeze",
-            DynShapeOp::Unsqueeze => "unsqueeze",
-            DynShapeOp::Slice => "slice",
-            DynShapeOp::GatherNd => "gather_nd",
-        }
-    }
 }
 
 /// One step of a `Collect`.

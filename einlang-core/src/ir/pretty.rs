@@ -18,10 +18,10 @@
 
 use std::fmt::Write as _;
 
-use crate::analysis::dim::{Dim, DimVar};
+use crate::base::dim::{Dim, DimVar};
 use crate::ir::{
-    Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Literal, Loop, Program, RecIndex, Recurrence, Stmt,
-    TensorDef, Ty, VarId, WhereEntry,
+    Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Literal, Loop, Program, RecIndex, Recurrence, Repr, Stmt,
+    TensorDef, VarId, WhereEntry,
 };
 
 /// Every function of `p`, separated by blank lines.
@@ -58,14 +58,14 @@ pub fn pretty_function(f: &Function) -> String {
 }
 
 /// A type: `f32`, `tensor<f32, 2>`, `(A, B)`, `str`, `()`.
-pub fn ty(t: &Ty) -> String {
+pub fn ty(t: &Repr) -> String {
     match t {
-        Ty::Scalar(k) => k.name().to_string(),
-        Ty::Tensor(k, rank) => format!("tensor<{}, {rank}>", k.name()),
-        Ty::Dyn(k) => format!("tensor<{}, *>", k.name()),
-        Ty::Jagged(k) => format!("jagged<{}>", k.name()),
-        Ty::Strs => "strs".to_string(),
-        Ty::Tuple(items) => {
+        Repr::Scalar(k) => k.name().to_string(),
+        Repr::Tensor(k, rank) => format!("tensor<{}, {rank}>", k.name()),
+        Repr::Dyn(k) => format!("tensor<{}, *>", k.name()),
+        Repr::Jagged(k) => format!("jagged<{}>", k.name()),
+        Repr::Strs => "strs".to_string(),
+        Repr::Tuple(items) => {
             let items: Vec<String> = items.iter().map(ty).collect();
             if items.len() == 1 {
                 format!("({},)", items[0])
@@ -73,8 +73,8 @@ pub fn ty(t: &Ty) -> String {
                 format!("({})", items.join(", "))
             }
         }
-        Ty::Str => "str".to_string(),
-        Ty::Unit => "()".to_string(),
+        Repr::Str => "str".to_string(),
+        Repr::Unit => "()".to_string(),
     }
 }
 
@@ -94,10 +94,10 @@ impl Printer<'_> {
         }
     }
 
-    fn ty(&self, v: VarId) -> &Ty {
+    fn ty(&self, v: VarId) -> &Repr {
         match self.f.vars.get(v.0 as usize) {
             Some(info) => &info.ty,
-            None => &Ty::Unit,
+            None => &Repr::Unit,
         }
     }
 
@@ -265,8 +265,8 @@ impl Printer<'_> {
             ExprKind::Dim(d) => self.dim(d),
             ExprKind::Unary(op, x) => {
                 let op = match op {
-                    crate::syntax::ast::UnOp::Neg => "-",
-                    crate::syntax::ast::UnOp::Not => "!",
+                    crate::base::ops::UnOp::Neg => "-",
+                    crate::base::ops::UnOp::Not => "!",
                 };
                 format!("{op}{}", self.operand(x, level))
             }
@@ -386,9 +386,9 @@ impl Printer<'_> {
 }
 
 /// A literal with the suffix of its type: `3i64`, `1e-3f32`, `true`, `"s"`.
-fn lit(l: &Literal, t: &Ty) -> String {
+fn lit(l: &Literal, t: &Repr) -> String {
     let suffix = match t {
-        Ty::Scalar(k) => k.name(),
+        Repr::Scalar(k) => k.name(),
         _ => "",
     };
     match l {

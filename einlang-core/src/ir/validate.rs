@@ -20,13 +20,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::analysis::dim::Dim;
+use crate::base::dim::Dim;
+use crate::base::intrinsic::{FsValue, Intrinsic};
+use crate::base::ops::{BinOp, RedOp, UnOp};
+use crate::base::scalar::ScalarKind;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
-    CollectStep, Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Intrinsic, Literal, Loop, Program,
-    RecIndex, Recurrence, Stmt, TensorDef, Ty, VarId, WhereEntry,
+    CollectStep, Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Literal, Loop, Program, RecIndex,
+    Recurrence, Repr, Stmt, TensorDef, VarId, WhereEntry,
 };
-use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
 
 /// Checks every function of `p`. The error lists every problem found, one
 /// per line, each prefixed with the function's name.
@@ -210,8 +212,8 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
     }
 }
 
-const I64: Ty = Ty::Scalar(ScalarKind::I64);
-const BOOL: Ty = Ty::Scalar(ScalarKind::Bool);
+const I64: Repr = Repr::Scalar(ScalarKind::I64);
+const BOOL: Repr = Repr::Scalar(ScalarKind::Bool);
 
 struct Checker<'a> {
     f: &'a Function,
@@ -248,7 +250,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn ty(&self, v: VarId) -> Option<&'a Ty> {
+    fn ty(&self, v: VarId) -> Option<&'a Repr> {
         self.f.vars.get(v.0 as usize).map(|info| &info.ty)
     }
 
@@ -270,7 +272,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Checks a use of `v`; returns its type when it is in scope.
-    fn use_var(&mut self, v: VarId) -> Option<&'a Ty> {
+    fn use_var(&mut self, v: VarId) -> Option<&'a Repr> {
         match self.in_scope.get(v.0 as usize) {
             None => {
                 self.err(format!("variable {} is used but not declared in `vars`", v.0));
@@ -297,7 +299,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn expect_ty(&mut self, what: &str, found: &Ty, want: &Ty) {
+    fn expect_ty(&mut self, what: &str, found: &Repr, want: &Repr) {
         if found != want {
             self.err(format!("{what} has type `{}`, expected `{}`", ty_text(found), ty_text(want)));
         }
@@ -372,8 +374,8 @@ impl<'a> Checker<'a> {
             return;
         }
         match self.ty(param).and_then(|t| crate::ir::tuple_element(t, path)) {
-            Some(Ty::Tensor(_, rank)) if axis < *rank => {}
-            Some(Ty::Strs) if axis == 0 => {}
+            Some(Repr::Tensor(_, rank)) if axis < *rank => {}
+            Some(Repr::Strs) if axis == 0 => {}
             ty => {
                 let name = self.name(param);
                 self.err(format!(
@@ -411,7 +413,7 @@ impl<'a> Checker<'a> {
             Stmt::Recurrence(r) => self.check_recurrence(r),
             Stmt::CheckResultDim { tensor, path, axis, declared, .. } => {
                 if let Some(ty) = self.use_var(*tensor).cloned() {
-                    if !matches!(crate::ir::tuple_element(&ty, path), Some(Ty::Tensor(_, rank)) if axis < rank) {
+                    if !matches!(crate::ir::tuple_element(&ty, path), Some(Repr::Tensor(_, rank)) if axis < rank) {
                         let name = self.name(*tensor);
                         self.err(format!("result check of axis {axis} of {name}{path:?} of type `{}`", ty_text(&ty)));
                     }
@@ -427,13 +429,13 @@ impl<'a> Checker<'a> {
         for (t, axes) in [(g.a, &g.a_axes), (g.b, &g.b_axes)] {
             let name = self.name(t);
             match self.use_var(t) {
-                Some(Ty::Tensor(k, rank)) => {
+                Some(Repr::Tensor(k, rank)) => {
                     let mut sorted = axes.clone();
                     sorted.sort_unstable();
                     if *k != g.elem || *rank != want || sorted != (0..want).collect::<Vec<_>>() {
                         self.err(format!(
                             "gemm operand {name} of type `{}` with axes {axes:?}",
-                            ty_text(&Ty::Tensor(*k, *rank))
+                            ty_text(&Repr::Tensor(*k, *rank))
                         ));
                     }
                 }
@@ -459,7 +461,7 @@ impl<'a> Checker<'a> {
     fn check_tensor(&mut self, def: &TensorDef) {
         let name = self.name(def.var);
         if let Some(ty) = self.ty(def.var) {
-            self.expect_ty(&format!("tensor {name}"), ty, &Ty::Tensor(def.elem, def.axes.len()));
+            self.expect_ty(&format!("tensor {name}"), ty, &Repr::Tensor(def.elem, def.axes.len()));
         }
         // Extents size the allocation before any loop runs; starts are
         // evaluated per point but are also plain dimensions of the scope.
@@ -476,7 +478,7 @@ impl<'a> Checker<'a> {
             }
         }
         self.check_expr(&def.body);
-        self.expect_ty(&format!("the body of tensor {name}"), &def.body.ty, &Ty::Scalar(def.elem));
+        self.expect_ty(&format!("the body of tensor {name}"), &def.body.ty, &Repr::Scalar(def.elem));
         self.pop();
         self.define(def.var);
     }
@@ -485,7 +487,7 @@ impl<'a> Checker<'a> {
         let name = self.name(r.var);
         let rank = r.extents.len();
         if let Some(ty) = self.ty(r.var) {
-            self.expect_ty(&format!("recurrence {name}"), ty, &Ty::Tensor(r.elem, rank));
+            self.expect_ty(&format!("recurrence {name}"), ty, &Repr::Tensor(r.elem, rank));
         }
         for d in &r.extents {
             self.check_dim(d);
@@ -531,7 +533,7 @@ impl<'a> Checker<'a> {
             self.push();
             self.check_loops(&c.loops);
             self.check_expr(&c.body);
-            self.expect_ty(&format!("a clause of recurrence {name}"), &c.body.ty, &Ty::Scalar(r.elem));
+            self.expect_ty(&format!("a clause of recurrence {name}"), &c.body.ty, &Repr::Scalar(r.elem));
             self.pop();
         }
         self.pop();
@@ -585,7 +587,7 @@ impl<'a> Checker<'a> {
                 self.check_expr(x);
                 match op {
                     UnOp::Neg => {
-                        if !matches!(x.ty, Ty::Scalar(k) if k.is_signed()) {
+                        if !matches!(x.ty, Repr::Scalar(k) if k.is_signed()) {
                             self.err(format!("negation of a value of type `{}`", ty_text(&x.ty)));
                         }
                         self.expect_ty("a negation", &e.ty, &x.ty);
@@ -603,10 +605,10 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Cast(x, k) => {
                 self.check_expr(x);
-                if !matches!(x.ty, Ty::Scalar(_)) {
+                if !matches!(x.ty, Repr::Scalar(_)) {
                     self.err(format!("a cast of a value of type `{}`", ty_text(&x.ty)));
                 }
-                self.expect_ty("a cast", &e.ty, &Ty::Scalar(*k));
+                self.expect_ty("a cast", &e.ty, &Repr::Scalar(*k));
             }
             ExprKind::Intrinsic(i, args) => {
                 args.iter().for_each(|a| self.check_expr(a));
@@ -637,7 +639,7 @@ impl<'a> Checker<'a> {
                 indices.iter().for_each(|i| self.check_expr(i));
                 self.check_indices(indices);
                 match self.use_var(*tensor) {
-                    Some(Ty::Tensor(k, rank)) => {
+                    Some(Repr::Tensor(k, rank)) => {
                         if indices.len() != *rank {
                             let name = self.name(*tensor);
                             self.err(format!(
@@ -645,7 +647,7 @@ impl<'a> Checker<'a> {
                                 indices.len()
                             ));
                         }
-                        self.expect_ty("a read", &e.ty, &Ty::Scalar(*k));
+                        self.expect_ty("a read", &e.ty, &Repr::Scalar(*k));
                     }
                     Some(ty) => {
                         let name = self.name(*tensor);
@@ -658,7 +660,7 @@ impl<'a> Checker<'a> {
                 indices.iter().for_each(|i| self.check_expr(i));
                 self.check_indices(indices);
                 match self.use_var(*tensor) {
-                    Some(Ty::Tensor(k, rank)) => {
+                    Some(Repr::Tensor(k, rank)) => {
                         if indices.len() >= *rank {
                             let name = self.name(*tensor);
                             self.err(format!(
@@ -666,7 +668,7 @@ impl<'a> Checker<'a> {
                                 indices.len()
                             ));
                         } else {
-                            self.expect_ty("a view", &e.ty, &Ty::Tensor(*k, rank - indices.len()));
+                            self.expect_ty("a view", &e.ty, &Repr::Tensor(*k, rank - indices.len()));
                         }
                     }
                     Some(ty) => {
@@ -690,13 +692,13 @@ impl<'a> Checker<'a> {
                         self.expect_ty("`all`/`any`", &e.ty, &BOOL);
                     }
                     RedOp::ArgMax | RedOp::ArgMin => {
-                        if !matches!(body.ty, Ty::Scalar(k) if k != ScalarKind::Bool) {
+                        if !matches!(body.ty, Repr::Scalar(k) if k != ScalarKind::Bool) {
                             self.err(format!("the body of `{}` has type `{}`", op.name(), ty_text(&body.ty)));
                         }
                         self.expect_ty("`argmax`/`argmin`", &e.ty, &I64);
                     }
                     RedOp::Sum | RedOp::Prod | RedOp::Max | RedOp::Min => {
-                        if !matches!(body.ty, Ty::Scalar(k) if k != ScalarKind::Bool) {
+                        if !matches!(body.ty, Repr::Scalar(k) if k != ScalarKind::Bool) {
                             self.err(format!("the body of `{}` has type `{}`", op.name(), ty_text(&body.ty)));
                         }
                         self.expect_ty(&format!("`{}`", op.name()), &e.ty, &body.ty);
@@ -708,7 +710,7 @@ impl<'a> Checker<'a> {
                 self.check_wheres(wheres);
                 self.check_expr(body);
                 self.pop();
-                if !matches!(body.ty, Ty::Scalar(_)) && wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_))) {
+                if !matches!(body.ty, Repr::Scalar(_)) && wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_))) {
                     self.err(format!("a guarded value of type `{}` has no zero", ty_text(&body.ty)));
                 }
                 self.expect_ty("a guarded value", &e.ty, &body.ty);
@@ -734,15 +736,15 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Tuple(items) => {
                 items.iter().for_each(|x| self.check_expr(x));
-                let want = Ty::Tuple(items.iter().map(|x| x.ty.clone()).collect());
-                if !(items.is_empty() && e.ty == Ty::Unit) {
+                let want = Repr::Tuple(items.iter().map(|x| x.ty.clone()).collect());
+                if !(items.is_empty() && e.ty == Repr::Unit) {
                     self.expect_ty("a tuple", &e.ty, &want);
                 }
             }
             ExprKind::Field(base, n) => {
                 self.check_expr(base);
                 match &base.ty {
-                    Ty::Tuple(items) if (*n as usize) < items.len() => {
+                    Repr::Tuple(items) if (*n as usize) < items.len() => {
                         self.expect_ty("a field", &e.ty, &items[*n as usize])
                     }
                     ty => self.err(format!("field {n} of a value of type `{}`", ty_text(ty))),
@@ -755,14 +757,14 @@ impl<'a> Checker<'a> {
                     self.err(format!("an array literal of shape {shape:?} has {} elements", elems.len()));
                 }
                 match e.ty {
-                    Ty::Tensor(k, rank) if rank == shape.len() => {
+                    Repr::Tensor(k, rank) if rank == shape.len() => {
                         for x in elems {
-                            self.expect_ty("an array element", &x.ty, &Ty::Scalar(k));
+                            self.expect_ty("an array element", &x.ty, &Repr::Scalar(k));
                         }
                     }
-                    Ty::Strs if shape.len() == 1 => {
+                    Repr::Strs if shape.len() == 1 => {
                         for x in elems {
-                            self.expect_ty("a string of a vector", &x.ty, &Ty::Str);
+                            self.expect_ty("a string of a vector", &x.ty, &Repr::Str);
                         }
                     }
                     ref ty => self.err(format!("an array literal of shape {shape:?} has type `{}`", ty_text(ty))),
@@ -774,11 +776,11 @@ impl<'a> Checker<'a> {
                         self.check_expr(x);
                     }
                 }
-                self.expect_ty("a formatted string", &e.ty, &Ty::Str);
+                self.expect_ty("a formatted string", &e.ty, &Repr::Str);
             }
             ExprKind::Print(xs) => {
                 xs.iter().for_each(|x| self.check_expr(x));
-                self.expect_ty("print", &e.ty, &Ty::Unit);
+                self.expect_ty("print", &e.ty, &Repr::Unit);
             }
             ExprKind::DynMap { inputs, elems, body } => {
                 if inputs.len() != elems.len() {
@@ -786,14 +788,14 @@ impl<'a> Checker<'a> {
                 }
                 for (x, v) in inputs.iter().zip(elems) {
                     self.check_expr(x);
-                    let (Ty::Tensor(k, _) | Ty::Dyn(k)) = x.ty else {
+                    let (Repr::Tensor(k, _) | Repr::Dyn(k)) = x.ty else {
                         let text = ty_text(&x.ty);
                         self.err(format!("an elementwise map of `{text}`"));
                         continue;
                     };
                     if let Some(ty) = self.ty(*v) {
                         let what = format!("element {}", self.name(*v));
-                        self.expect_ty(&what, ty, &Ty::Scalar(k));
+                        self.expect_ty(&what, ty, &Repr::Scalar(k));
                     }
                 }
                 self.push();
@@ -801,7 +803,7 @@ impl<'a> Checker<'a> {
                 self.check_expr(body);
                 self.pop();
                 match body.ty {
-                    Ty::Scalar(k) => self.expect_ty("an elementwise map", &e.ty, &Ty::Dyn(k)),
+                    Repr::Scalar(k) => self.expect_ty("an elementwise map", &e.ty, &Repr::Dyn(k)),
                     _ => self.err("an elementwise map of a non-scalar body".to_string()),
                 }
             }
@@ -811,15 +813,15 @@ impl<'a> Checker<'a> {
                 }
                 for (a, want) in args.iter().zip(op.params()) {
                     self.check_expr(a);
-                    self.expect_ty(op.name(), &a.ty, &want.ty());
+                    self.expect_ty(op.name(), &a.ty, &fs_value_ty(*want));
                 }
-                self.expect_ty(op.name(), &e.ty, &op.result().ty());
+                self.expect_ty(op.name(), &e.ty, &fs_value_ty(op.result()));
             }
             ExprKind::LoadNpy { path, extents } => {
                 self.check_expr(path);
-                self.expect_ty("a path", &path.ty, &Ty::Str);
+                self.expect_ty("a path", &path.ty, &Repr::Str);
                 extents.iter().flatten().for_each(|d| self.check_dim(d));
-                if !matches!(e.ty, Ty::Tensor(_, rank) if rank == extents.len()) {
+                if !matches!(e.ty, Repr::Tensor(_, rank) if rank == extents.len()) {
                     let text = ty_text(&e.ty);
                     self.err(format!("`load_npy` of type `{text}` with {} extents", extents.len()));
                 }
@@ -828,8 +830,8 @@ impl<'a> Checker<'a> {
                 self.check_expr(value);
                 extents.iter().flatten().for_each(|d| self.check_dim(d));
                 let fits = match (&value.ty, &e.ty) {
-                    (Ty::Tensor(a, _) | Ty::Dyn(a), Ty::Dyn(b)) => a == b && extents.is_empty(),
-                    (Ty::Tensor(a, _) | Ty::Dyn(a), Ty::Tensor(b, rank)) => a == b && *rank == extents.len(),
+                    (Repr::Tensor(a, _) | Repr::Dyn(a), Repr::Dyn(b)) => a == b && extents.is_empty(),
+                    (Repr::Tensor(a, _) | Repr::Dyn(a), Repr::Tensor(b, rank)) => a == b && *rank == extents.len(),
                     _ => false,
                 };
                 if !fits {
@@ -840,18 +842,18 @@ impl<'a> Checker<'a> {
             ExprKind::SaveNpy { path, value } => {
                 self.check_expr(path);
                 self.check_expr(value);
-                self.expect_ty("a path", &path.ty, &Ty::Str);
-                if !matches!(value.ty, Ty::Tensor(..)) {
+                self.expect_ty("a path", &path.ty, &Repr::Str);
+                if !matches!(value.ty, Repr::Tensor(..)) {
                     let text = ty_text(&value.ty);
                     self.err(format!("`save_npy` of `{text}`"));
                 }
-                self.expect_ty("save_npy", &e.ty, &Ty::Unit);
+                self.expect_ty("save_npy", &e.ty, &Repr::Unit);
             }
             ExprKind::Len { tensor, axis } => {
                 match self.use_var(*tensor) {
-                    Some(Ty::Tensor(_, rank)) if axis < rank => {}
-                    Some(Ty::Dyn(_)) => {}
-                    Some(Ty::Jagged(_) | Ty::Str | Ty::Strs) if *axis == 0 => {}
+                    Some(Repr::Tensor(_, rank)) if axis < rank => {}
+                    Some(Repr::Dyn(_)) => {}
+                    Some(Repr::Jagged(_) | Repr::Str | Repr::Strs) if *axis == 0 => {}
                     Some(ty) => {
                         let text = ty_text(ty);
                         self.err(format!("length of axis {axis} of a value of type `{text}`"));
@@ -864,7 +866,7 @@ impl<'a> Checker<'a> {
                 self.check_expr(value);
                 self.check_expr(arg);
                 let fits = match (&value.ty, &arg.ty, &e.ty) {
-                    (Ty::Tensor(a, _) | Ty::Dyn(a), Ty::Tensor(i, 1), Ty::Dyn(b)) => a == b && i.is_int(),
+                    (Repr::Tensor(a, _) | Repr::Dyn(a), Repr::Tensor(i, 1), Repr::Dyn(b)) => a == b && i.is_int(),
                     _ => false,
                 };
                 if !fits {
@@ -874,12 +876,12 @@ impl<'a> Checker<'a> {
             }
             ExprKind::JaggedLit { rows } => {
                 rows.iter().for_each(|x| self.check_expr(x));
-                let Ty::Jagged(k) = e.ty else {
+                let Repr::Jagged(k) = e.ty else {
                     self.err(format!("a jagged literal of type `{}`", ty_text(&e.ty)));
                     return;
                 };
                 for r in rows {
-                    self.expect_ty("a row of a jagged array", &r.ty, &Ty::Tensor(k, 1));
+                    self.expect_ty("a row of a jagged array", &r.ty, &Repr::Tensor(k, 1));
                 }
             }
             ExprKind::JaggedRow { jagged, index } => {
@@ -887,12 +889,12 @@ impl<'a> Checker<'a> {
                 self.expect_ty("a row index", &index.ty, &I64);
                 if let Some(ty) = self.use_var(*jagged) {
                     match ty {
-                        Ty::Jagged(k) => {
-                            let row = Ty::Tensor(*k, 1);
+                        Repr::Jagged(k) => {
+                            let row = Repr::Tensor(*k, 1);
                             self.expect_ty("a row of a jagged array", &e.ty, &row);
                         }
-                        Ty::Str => self.expect_ty("a character of a string", &e.ty, &Ty::Str),
-                        Ty::Strs => self.expect_ty("a string of a vector", &e.ty, &Ty::Str),
+                        Repr::Str => self.expect_ty("a character of a string", &e.ty, &Repr::Str),
+                        Repr::Strs => self.expect_ty("a string of a vector", &e.ty, &Repr::Str),
                         other => {
                             let text = ty_text(other);
                             self.err(format!("a row of a value of type `{text}`"));
@@ -902,12 +904,12 @@ impl<'a> Checker<'a> {
             }
             ExprKind::ShapeOf { tensor } => {
                 if let Some(ty) = self.use_var(*tensor) {
-                    if !matches!(ty, Ty::Dyn(_)) {
+                    if !matches!(ty, Repr::Dyn(_)) {
                         let text = ty_text(ty);
                         self.err(format!("a run-time shape of a value of type `{text}`"));
                     }
                 }
-                self.expect_ty("a shape", &e.ty, &Ty::Tensor(ScalarKind::I64, 1));
+                self.expect_ty("a shape", &e.ty, &Repr::Tensor(ScalarKind::I64, 1));
             }
             ExprKind::Collect { steps, body, elem_shape } => {
                 elem_shape.iter().for_each(|d| self.check_dim(d));
@@ -921,16 +923,16 @@ impl<'a> Checker<'a> {
                 self.check_expr(body);
                 self.pop();
                 match &body.ty {
-                    Ty::Tensor(k, 1) if matches!(e.ty, Ty::Jagged(_)) && elem_shape.is_empty() => {
-                        self.expect_ty("a comprehension of rows", &e.ty, &Ty::Jagged(*k))
+                    Repr::Tensor(k, 1) if matches!(e.ty, Repr::Jagged(_)) && elem_shape.is_empty() => {
+                        self.expect_ty("a comprehension of rows", &e.ty, &Repr::Jagged(*k))
                     }
-                    Ty::Scalar(k) if elem_shape.is_empty() => {
-                        self.expect_ty("a comprehension", &e.ty, &Ty::Tensor(*k, 1))
+                    Repr::Scalar(k) if elem_shape.is_empty() => {
+                        self.expect_ty("a comprehension", &e.ty, &Repr::Tensor(*k, 1))
                     }
-                    Ty::Tensor(k, rank) if *rank == elem_shape.len() => {
-                        self.expect_ty("a comprehension", &e.ty, &Ty::Tensor(*k, rank + 1))
+                    Repr::Tensor(k, rank) if *rank == elem_shape.len() => {
+                        self.expect_ty("a comprehension", &e.ty, &Repr::Tensor(*k, rank + 1))
                     }
-                    Ty::Str if elem_shape.is_empty() => self.expect_ty("a comprehension", &e.ty, &Ty::Strs),
+                    Repr::Str if elem_shape.is_empty() => self.expect_ty("a comprehension", &e.ty, &Repr::Strs),
                     other => {
                         let text = ty_text(other);
                         self.err(format!("a comprehension of `{text}`"));
@@ -940,11 +942,11 @@ impl<'a> Checker<'a> {
             ExprKind::Assert { cond, message } => {
                 self.check_expr(cond);
                 self.check_expr(message);
-                if !matches!(cond.ty, Ty::Tensor(ScalarKind::Bool, _)) {
+                if !matches!(cond.ty, Repr::Tensor(ScalarKind::Bool, _)) {
                     self.expect_ty("an assert condition", &cond.ty, &BOOL);
                 }
-                self.expect_ty("an assert message", &message.ty, &Ty::Str);
-                self.expect_ty("assert", &e.ty, &Ty::Unit);
+                self.expect_ty("an assert message", &message.ty, &Repr::Str);
+                self.expect_ty("assert", &e.ty, &Repr::Unit);
             }
         }
     }
@@ -955,33 +957,33 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_lit(&mut self, l: &Literal, ty: &Ty) {
+    fn check_lit(&mut self, l: &Literal, ty: &Repr) {
         match (l, ty) {
-            (Literal::Int(v), Ty::Scalar(k)) if k.is_int() => {
-                if !crate::codegen::rust::int_fits(*v, *k) {
+            (Literal::Int(v), Repr::Scalar(k)) if k.is_int() => {
+                if !crate::base::scalar::int_fits(*v, *k) {
                     self.err(format!("integer literal {v} does not fit `{}`", k.name()));
                 }
             }
-            (Literal::Int(_), Ty::Scalar(k)) if k.is_float() => {}
-            (Literal::Float(text), Ty::Scalar(k)) if k.is_float() => {
+            (Literal::Int(_), Repr::Scalar(k)) if k.is_float() => {}
+            (Literal::Float(text), Repr::Scalar(k)) if k.is_float() => {
                 let cleaned: String = text.chars().filter(|c| *c != '_').collect();
                 if cleaned.trim_start_matches('-').parse::<f64>().is_err() {
                     self.err(format!("float literal `{text}` is not a number"));
                 }
             }
-            (Literal::Bool(_), Ty::Scalar(ScalarKind::Bool)) | (Literal::Str(_), Ty::Str) => {}
+            (Literal::Bool(_), Repr::Scalar(ScalarKind::Bool)) | (Literal::Str(_), Repr::Str) => {}
             (l, ty) => self.err(format!("literal {l:?} of type `{}`", ty_text(ty))),
         }
     }
 
-    fn check_binary(&mut self, op: BinOp, a: &Expr, b: &Expr, ty: &Ty) {
+    fn check_binary(&mut self, op: BinOp, a: &Expr, b: &Expr, ty: &Repr) {
         let what = format!("`{}`", op.symbol());
-        let text = matches!((&a.ty, &b.ty), (Ty::Str, Ty::Str) | (Ty::Strs, Ty::Strs));
+        let text = matches!((&a.ty, &b.ty), (Repr::Str, Repr::Str) | (Repr::Strs, Repr::Strs));
         if text && matches!(op, BinOp::Eq | BinOp::Ne) {
             self.expect_ty(&what, ty, &BOOL);
             return;
         }
-        let (Ty::Scalar(ka), Ty::Scalar(kb)) = (&a.ty, &b.ty) else {
+        let (Repr::Scalar(ka), Repr::Scalar(kb)) = (&a.ty, &b.ty) else {
             self.err(format!("{what} of `{}` and `{}`", ty_text(&a.ty), ty_text(&b.ty)));
             return;
         };
@@ -1009,21 +1011,21 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_intrinsic(&mut self, i: Intrinsic, args: &[Expr], ty: &Ty) {
-        use crate::ir::Signature;
+    fn check_intrinsic(&mut self, i: Intrinsic, args: &[Expr], ty: &Repr) {
+        use crate::base::intrinsic::Signature;
         if args.len() != i.arity() {
             self.err(format!("`{}` with {} arguments", i.name(), args.len()));
             return;
         }
-        let Ty::Scalar(k) = args[0].ty else {
+        let Repr::Scalar(k) = args[0].ty else {
             self.err(format!("`{}` of a value of type `{}`", i.name(), ty_text(&args[0].ty)));
             return;
         };
         let same = || args[1].ty == args[0].ty;
         let ok = match (i, i.signature()) {
             (Intrinsic::Powf, _) => k.is_float() && same(),
-            (Intrinsic::Powi, _) => k.is_float() && matches!(args[1].ty, Ty::Scalar(e) if e.is_int()),
-            (Intrinsic::IntPow, _) => k.is_int() && matches!(args[1].ty, Ty::Scalar(e) if e.is_int()),
+            (Intrinsic::Powi, _) => k.is_float() && matches!(args[1].ty, Repr::Scalar(e) if e.is_int()),
+            (Intrinsic::IntPow, _) => k.is_int() && matches!(args[1].ty, Repr::Scalar(e) if e.is_int()),
             (_, Signature::FloatUnary) => k.is_float(),
             (_, Signature::SignedUnary) => k.is_signed(),
             (_, Signature::NumUnary) => k != ScalarKind::Bool,
@@ -1038,5 +1040,16 @@ impl<'a> Checker<'a> {
             self.err(format!("`{}` of `{}`", i.name(), tys.join("`, `")));
         }
         self.expect_ty(&format!("`{}`", i.name()), ty, &args[0].ty);
+    }
+}
+
+/// The lowered type of an `FsOp` argument or result.
+fn fs_value_ty(v: FsValue) -> Repr {
+    match v {
+        FsValue::Str => Repr::Str,
+        FsValue::Strs => Repr::Strs,
+        FsValue::Bool => Repr::Scalar(ScalarKind::Bool),
+        FsValue::I64 => Repr::Scalar(ScalarKind::I64),
+        FsValue::StrPair => Repr::Tuple(vec![Repr::Str, Repr::Str]),
     }
 }

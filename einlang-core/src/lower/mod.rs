@@ -10,11 +10,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::analysis::{self, Dim, DimVar, EntryPlan, Tables, Truth, Ty as ATy};
+use crate::analysis::{self, EntryPlan, Tables, Ty as ATy};
+use crate::base::dim::{Dim, DimVar, Truth};
+use crate::base::ops::{BinOp, Lit};
+use crate::base::scalar::ScalarKind;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, FnId, Hir, Slot, Where};
-use crate::ir::{self, Axis, Expr, Literal, Loop, Stmt, TensorDef, Ty, VarId, VarInfo, WhereEntry};
-use crate::syntax::ast::{BinOp, Lit, ScalarKind};
+use crate::ir::{self, Axis, Expr, Literal, Loop, Repr, Stmt, TensorDef, VarId, VarInfo, WhereEntry};
 
 /// Lowers every function of a program that analyzed without errors.
 ///
@@ -128,16 +130,16 @@ struct GemmMatch {
     b_args: Vec<DefId>,
 }
 
-fn lower_ty(t: &ATy) -> Option<Ty> {
+fn lower_ty(t: &ATy) -> Option<Repr> {
     Some(match t {
-        ATy::Scalar(k) => Ty::Scalar(*k),
-        ATy::Tensor(k, dims) => Ty::Tensor(*k, dims.len()),
-        ATy::Dyn(k) => Ty::Dyn(*k),
-        ATy::Jagged(k) => Ty::Jagged(*k),
-        ATy::Strs(_) => Ty::Strs,
-        ATy::Tuple(items) if items.is_empty() => Ty::Unit,
-        ATy::Tuple(items) => Ty::Tuple(items.iter().map(lower_ty).collect::<Option<_>>()?),
-        ATy::Str => Ty::Str,
+        ATy::Scalar(k) => Repr::Scalar(*k),
+        ATy::Tensor(k, dims) => Repr::Tensor(*k, dims.len()),
+        ATy::Dyn(k) => Repr::Dyn(*k),
+        ATy::Jagged(k) => Repr::Jagged(*k),
+        ATy::Strs(_) => Repr::Strs,
+        ATy::Tuple(items) if items.is_empty() => Repr::Unit,
+        ATy::Tuple(items) => Repr::Tuple(items.iter().map(lower_ty).collect::<Option<_>>()?),
+        ATy::Str => Repr::Str,
         ATy::Error => return None,
     })
 }
@@ -150,7 +152,7 @@ impl<'a> FnLower<'a> {
         None
     }
 
-    fn new_var(&mut self, source: &str, ty: Ty) -> VarId {
+    fn new_var(&mut self, source: &str, ty: Repr) -> VarId {
         let base = if RUST_KEYWORDS.contains(&source) || source.starts_with("__") {
             format!("{source}_")
         } else {
@@ -209,7 +211,7 @@ impl<'a> FnLower<'a> {
                 EntryPlan::BindDim { dim, param, path, axis } => {
                     let name = self.t.dim_name(*dim);
                     let name = if name == "?" { format!("__dim{}", self.vars.len()) } else { name };
-                    let v = self.new_var(name.trim_start_matches("__"), Ty::Scalar(ScalarKind::I64));
+                    let v = self.new_var(name.trim_start_matches("__"), Repr::Scalar(ScalarKind::I64));
                     if dim.0 >= analysis::HIDDEN_DIM_BASE {
                         self.of_hidden.insert(*dim, v);
                     } else {
@@ -245,7 +247,7 @@ impl<'a> FnLower<'a> {
                 self.bind_runtime_bounds(&[tail], &mut body)?;
                 coerce(self.lower_value(tail, &mut body)?, &ret)
             }
-            None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Ty::Unit },
+            None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Repr::Unit },
         };
         if !sig.result_checks.is_empty() {
             let tensor = match result.kind {
@@ -309,13 +311,13 @@ impl<'a> FnLower<'a> {
                                 .as_var()
                                 .filter(|h| h.0 >= analysis::HIDDEN_DIM_BASE && !self.of_hidden.contains_key(h))
                             {
-                                let len = self.new_var("len", Ty::Scalar(ScalarKind::I64));
+                                let len = self.new_var("len", Repr::Scalar(ScalarKind::I64));
                                 self.of_hidden.insert(h, len);
                                 out.push(Stmt::Let {
                                     var: len,
                                     value: Expr {
                                         kind: ir::ExprKind::Len { tensor: var, axis },
-                                        ty: Ty::Scalar(ScalarKind::I64),
+                                        ty: Repr::Scalar(ScalarKind::I64),
                                     },
                                 });
                             }
@@ -367,10 +369,10 @@ impl<'a> FnLower<'a> {
     fn bind_bound(&mut self, e: ExprId, h: DimVar, out: &mut Vec<Stmt>) -> Option<()> {
         let value = self.lower_expr(e)?;
         let value = match value.ty {
-            Ty::Scalar(ScalarKind::I64) => value,
-            _ => Expr { kind: ir::ExprKind::Cast(Box::new(value), ScalarKind::I64), ty: Ty::Scalar(ScalarKind::I64) },
+            Repr::Scalar(ScalarKind::I64) => value,
+            _ => Expr { kind: ir::ExprKind::Cast(Box::new(value), ScalarKind::I64), ty: Repr::Scalar(ScalarKind::I64) },
         };
-        let v = self.new_var("bound", Ty::Scalar(ScalarKind::I64));
+        let v = self.new_var("bound", Repr::Scalar(ScalarKind::I64));
         out.push(Stmt::Let { var: v, value });
         self.of_hidden.insert(h, v);
         Some(())
@@ -398,7 +400,7 @@ impl<'a> FnLower<'a> {
             return Some(d);
         }
         let what = d.display(&|v| self.vars.get(v.0 as usize).map(|i| i.source_name.clone()).unwrap_or_default());
-        let v = self.new_var(&format!("{index}_len"), Ty::Scalar(ScalarKind::I64));
+        let v = self.new_var(&format!("{index}_len"), Repr::Scalar(ScalarKind::I64));
         out.push(Stmt::Extent { var: v, value: d, what });
         Some(Dim::var(DimVar(v.0)))
     }
@@ -428,14 +430,14 @@ impl<'a> FnLower<'a> {
                 Slot::Lit(n, _) => {
                     // A literal slot writes one position of an axis of
                     // length `n + 1`; the others stay zero.
-                    let v = self.new_var(&format!("at{k}"), Ty::Scalar(ScalarKind::I64));
+                    let v = self.new_var(&format!("at{k}"), Repr::Scalar(ScalarKind::I64));
                     let cond = Expr {
                         kind: ir::ExprKind::Binary(
                             BinOp::Eq,
-                            Box::new(var_expr(v, Ty::Scalar(ScalarKind::I64))),
+                            Box::new(var_expr(v, Repr::Scalar(ScalarKind::I64))),
                             Box::new(dim_expr(Dim::constant(*n))),
                         ),
-                        ty: Ty::Scalar(ScalarKind::Bool),
+                        ty: Repr::Scalar(ScalarKind::Bool),
                     };
                     guards.push(WhereEntry::Guard(cond));
                     axes.push(Axis { index: v, start: Dim::zero(), extent: Dim::constant(n + 1) });
@@ -443,7 +445,7 @@ impl<'a> FnLower<'a> {
                 }
             };
             let range = self.t.ranges.get(def).cloned()?;
-            let v = self.new_var(self.hir.name(*def), Ty::Scalar(ScalarKind::I64));
+            let v = self.new_var(self.hir.name(*def), Repr::Scalar(ScalarKind::I64));
             self.of_def.insert(*def, v);
             let extent = self.checked_extent(&range.end, self.hir.name(*def), out)?;
             let start = self.dim(&range.start)?;
@@ -452,10 +454,10 @@ impl<'a> FnLower<'a> {
                 let cond = Expr {
                     kind: ir::ExprKind::Binary(
                         BinOp::Ge,
-                        Box::new(var_expr(v, Ty::Scalar(ScalarKind::I64))),
+                        Box::new(var_expr(v, Repr::Scalar(ScalarKind::I64))),
                         Box::new(dim_expr(start)),
                     ),
-                    ty: Ty::Scalar(ScalarKind::Bool),
+                    ty: Repr::Scalar(ScalarKind::Bool),
                 };
                 guards.push(WhereEntry::Guard(cond));
             }
@@ -474,25 +476,25 @@ impl<'a> FnLower<'a> {
             let indices = gemm
                 .slot_defs
                 .iter()
-                .map(|s| self.of_def.get(s).map(|v| var_expr(*v, Ty::Scalar(ScalarKind::I64))))
+                .map(|s| self.of_def.get(s).map(|v| var_expr(*v, Repr::Scalar(ScalarKind::I64))))
                 .collect::<Option<Vec<_>>>()?;
             let ty = self.vars[g.0 as usize].ty.clone();
-            let Ty::Tensor(elem, _) = ty else { return self.fail("gemm result is not a tensor") };
+            let Repr::Tensor(elem, _) = ty else { return self.fail("gemm result is not a tensor") };
             self.replace.insert(
                 gemm.reduce,
-                Expr { kind: ir::ExprKind::Read { tensor: g, indices, checked: false }, ty: Ty::Scalar(elem) },
+                Expr { kind: ir::ExprKind::Read { tensor: g, indices, checked: false }, ty: Repr::Scalar(elem) },
             );
         }
         let mut wheres = guards;
         wheres.extend(self.lower_wheres(&d.wheres)?);
         let body = self.lower_expr(d.body)?;
         let elem = match &body.ty {
-            Ty::Scalar(k) => *k,
+            Repr::Scalar(k) => *k,
             _ => return self.fail("indexed definition with a non-scalar body reached lowering"),
         };
         let body = guarded(wheres, body);
         let cost = expr_cost(&body);
-        let var = self.new_var(self.hir.name(d.def), Ty::Tensor(elem, axes.len()));
+        let var = self.new_var(self.hir.name(d.def), Repr::Tensor(elem, axes.len()));
         self.of_def.insert(d.def, var);
         out.push(Stmt::Tensor(TensorDef { var, elem, parallel: !axes.is_empty(), axes, body, cost_per_point: cost }));
         Some(())
@@ -534,7 +536,7 @@ impl<'a> FnLower<'a> {
                 Slot::Var { def, .. } => Some(self.hir.name(*def).to_string()),
                 _ => None,
             });
-            let v = self.new_var(source.as_deref().unwrap_or("step"), Ty::Scalar(ScalarKind::I64));
+            let v = self.new_var(source.as_deref().unwrap_or("step"), Repr::Scalar(ScalarKind::I64));
             for c in &rec.clauses {
                 if let Slot::Var { def, .. } = &c.slots[axis] {
                     self.of_def.insert(*def, v);
@@ -549,7 +551,7 @@ impl<'a> FnLower<'a> {
                 .reduce(|a, b| Dim::min(&a, &b))?;
             seq.push((axis, Loop { index: v, start, end: extents[axis].clone() }));
         }
-        let var = self.new_var(&name, Ty::Tensor(elem, dims.len()));
+        let var = self.new_var(&name, Repr::Tensor(elem, dims.len()));
         self.of_def.insert(rec.def, var);
         let mut clauses = Vec::new();
         for (c, row) in rec.clauses.iter().zip(&covers) {
@@ -564,7 +566,7 @@ impl<'a> FnLower<'a> {
                 }
                 match (slot, &row[axis]) {
                     (Slot::Var { def, .. }, ir::Cover::Range(start, end)) => {
-                        let v = self.new_var(self.hir.name(*def), Ty::Scalar(ScalarKind::I64));
+                        let v = self.new_var(self.hir.name(*def), Repr::Scalar(ScalarKind::I64));
                         self.of_def.insert(*def, v);
                         at.push(ir::RecIndex::Loop(loops.len()));
                         loops.push(Loop { index: v, start: start.clone(), end: end.clone() });
@@ -575,7 +577,7 @@ impl<'a> FnLower<'a> {
             }
             let wheres = self.lower_wheres(&c.wheres)?;
             let body = self.lower_expr(c.body)?;
-            if body.ty != Ty::Scalar(elem) {
+            if body.ty != Repr::Scalar(elem) {
                 return self.fail("a recurrence clause of another type reached lowering");
             }
             let body = guarded(wheres, body);
@@ -637,7 +639,7 @@ impl<'a> FnLower<'a> {
 
     fn match_gemm(&self, e: ExprId, slot_defs: &[DefId]) -> Option<GemmMatch> {
         let ExprKind::Reduce { op: analysis_op, vars, wheres, body } = &self.hir.exprs[e].kind else { return None };
-        if *analysis_op != crate::syntax::ast::RedOp::Sum || vars.len() != 1 || !wheres.is_empty() {
+        if *analysis_op != crate::base::ops::RedOp::Sum || vars.len() != 1 || !wheres.is_empty() {
             return None;
         }
         let k = vars[0].def;
@@ -696,7 +698,7 @@ impl<'a> FnLower<'a> {
         let outer: Vec<VarId> = m.slot_defs.iter().map(|s| self.of_def.get(s).copied()).collect::<Option<_>>()?;
         let mut ref_axes = Vec::new();
         for (s, a) in m.slot_defs.iter().zip(axes) {
-            let v = self.new_var(self.hir.name(*s), Ty::Scalar(ScalarKind::I64));
+            let v = self.new_var(self.hir.name(*s), Repr::Scalar(ScalarKind::I64));
             self.of_def.insert(*s, v);
             ref_axes.push(Axis { index: v, start: Dim::zero(), extent: a.extent.clone() });
         }
@@ -705,7 +707,7 @@ impl<'a> FnLower<'a> {
             self.of_def.insert(*s, *v);
         }
         let ref_body = ref_body?;
-        let var = self.new_var(&format!("{}_mm", self.hir.name(d.def)), Ty::Tensor(elem, rank));
+        let var = self.new_var(&format!("{}_mm", self.hir.name(d.def)), Repr::Tensor(elem, rank));
         let cost = expr_cost(&ref_body);
         let reference = TensorDef { var, elem, axes: ref_axes, body: ref_body, parallel: true, cost_per_point: cost };
         let role_of = |args: &[DefId], roles: &[DefId]| -> Option<Vec<usize>> {
@@ -746,7 +748,7 @@ impl<'a> FnLower<'a> {
         Some(out)
     }
 
-    fn ty_of(&mut self, e: ExprId) -> Option<Ty> {
+    fn ty_of(&mut self, e: ExprId) -> Option<Repr> {
         match lower_ty(self.t.ty(e)) {
             Some(t) => Some(t),
             None => self.fail("an expression without a type reached lowering"),
@@ -792,13 +794,13 @@ impl<'a> FnLower<'a> {
         let mut idx = Vec::new();
         for (k, d) in dims.iter().enumerate() {
             let extent = self.checked_extent(d, &format!("i{k}"), &mut stmts)?;
-            let v = self.new_var(&format!("i{k}"), Ty::Scalar(ScalarKind::I64));
+            let v = self.new_var(&format!("i{k}"), Repr::Scalar(ScalarKind::I64));
             axes.push(Axis { index: v, start: Dim::zero(), extent });
             idx.push(v);
         }
         let body = self.pointwise(e, &idx, &dims, &mut stmts)?;
         let cost = expr_cost(&body);
-        let var = self.new_var("tmp", Ty::Tensor(elem, dims.len()));
+        let var = self.new_var("tmp", Repr::Tensor(elem, dims.len()));
         stmts.push(Stmt::Tensor(TensorDef { var, elem, parallel: !axes.is_empty(), axes, body, cost_per_point: cost }));
         Some((stmts, var))
     }
@@ -813,9 +815,9 @@ impl<'a> FnLower<'a> {
             // Shapes were proven equal or could not be compared; check in
             // the second case.
             let checked = own.iter().zip(dims).any(|(a, b)| a.prove_eq(b) != Truth::True);
-            let indices = idx.iter().map(|i| var_expr(*i, Ty::Scalar(ScalarKind::I64))).collect();
+            let indices = idx.iter().map(|i| var_expr(*i, Repr::Scalar(ScalarKind::I64))).collect();
             let _ = this;
-            Expr { kind: ir::ExprKind::Read { tensor: v, indices, checked }, ty: Ty::Scalar(*k) }
+            Expr { kind: ir::ExprKind::Read { tensor: v, indices, checked }, ty: Repr::Scalar(*k) }
         };
         if let ExprKind::Def(d) = self.hir.exprs[e].kind {
             let v = self.var_of(d)?;
@@ -861,8 +863,8 @@ impl<'a> FnLower<'a> {
             _ => return self.fail("an elementwise operation of another expression"),
         };
         let ty = match &kind {
-            ir::ExprKind::Binary(op, ..) if op.is_comparison() => Ty::Scalar(ScalarKind::Bool),
-            _ => Ty::Scalar(k),
+            ir::ExprKind::Binary(op, ..) if op.is_comparison() => Repr::Scalar(ScalarKind::Bool),
+            _ => Repr::Scalar(k),
         };
         Some(Expr { kind, ty })
     }
@@ -877,10 +879,10 @@ impl<'a> FnLower<'a> {
     fn dyn_map(&mut self, e: ExprId) -> Option<Expr> {
         let (mut pre, mut inputs, mut elems) = (Vec::new(), Vec::new(), Vec::new());
         let body = self.dyn_point(e, &mut inputs, &mut elems, &mut pre)?;
-        let Ty::Scalar(k) = body.ty else {
+        let Repr::Scalar(k) = body.ty else {
             return self.fail("an elementwise map of a non-scalar");
         };
-        let map = Expr { kind: ir::ExprKind::DynMap { inputs, elems, body: Box::new(body) }, ty: Ty::Dyn(k) };
+        let map = Expr { kind: ir::ExprKind::DynMap { inputs, elems, body: Box::new(body) }, ty: Repr::Dyn(k) };
         if pre.is_empty() {
             return Some(map);
         }
@@ -910,13 +912,13 @@ impl<'a> FnLower<'a> {
         }
         if !self.is_compound_dyn(e) {
             let v = self.lower_expr(e)?;
-            let (Ty::Tensor(k, _) | Ty::Dyn(k)) = v.ty else {
+            let (Repr::Tensor(k, _) | Repr::Dyn(k)) = v.ty else {
                 return self.fail("an elementwise operand that is not a tensor");
             };
-            let elem = self.new_var("elem", Ty::Scalar(k));
+            let elem = self.new_var("elem", Repr::Scalar(k));
             inputs.push(v);
             elems.push(elem);
-            return Some(var_expr(elem, Ty::Scalar(k)));
+            return Some(var_expr(elem, Repr::Scalar(k)));
         }
         let ATy::Dyn(k) = ty else { return self.fail("an elementwise map of a non-tensor") };
         self.elementwise_node(e, k, |this, x| this.dyn_point(x, inputs, elems, pre))
@@ -963,7 +965,7 @@ impl<'a> FnLower<'a> {
                         return self.fail("`**` without a chosen intrinsic");
                     };
                     ir::ExprKind::Intrinsic(i, vec![la, lb])
-                } else if *op == BinOp::Add && la.ty == Ty::Str {
+                } else if *op == BinOp::Add && la.ty == Repr::Str {
                     // Concatenation: the two texts, formatted as they are.
                     ir::ExprKind::Format(vec![ir::FmtPart::Value(la, None), ir::FmtPart::Value(lb, None)])
                 } else {
@@ -998,11 +1000,11 @@ impl<'a> FnLower<'a> {
                     return self.fail("indexing of a computed value reached lowering");
                 };
                 let tensor = self.var_of(d)?;
-                if matches!(self.vars[tensor.0 as usize].ty, Ty::Jagged(_) | Ty::Str | Ty::Strs) {
+                if matches!(self.vars[tensor.0 as usize].ty, Repr::Jagged(_) | Repr::Str | Repr::Strs) {
                     let index = Box::new(self.lower_index(*args.first()?)?);
-                    if let (Ty::Jagged(k), [_, at]) = (&self.vars[tensor.0 as usize].ty, args.as_slice()) {
+                    if let (Repr::Jagged(k), [_, at]) = (&self.vars[tensor.0 as usize].ty, args.as_slice()) {
                         // `j[i][k]`: the row, then its element (checked).
-                        let row_ty = Ty::Tensor(*k, 1);
+                        let row_ty = Repr::Tensor(*k, 1);
                         let row = self.new_var("row", row_ty.clone());
                         let value = Expr { kind: ir::ExprKind::JaggedRow { jagged: tensor, index }, ty: row_ty };
                         let read =
@@ -1018,7 +1020,7 @@ impl<'a> FnLower<'a> {
                     return Some(Expr { kind: ir::ExprKind::JaggedRow { jagged: tensor, index }, ty });
                 }
                 let indices = args.iter().map(|a| self.lower_index(*a)).collect::<Option<Vec<_>>>()?;
-                if matches!(ty, Ty::Tensor(..)) {
+                if matches!(ty, Repr::Tensor(..)) {
                     ir::ExprKind::View { tensor, indices }
                 } else {
                     let checked = !self.t.read_proven.get(&e).copied().unwrap_or(false);
@@ -1042,7 +1044,7 @@ impl<'a> FnLower<'a> {
                     let Some(range) = self.t.ranges.get(&v.def).cloned() else {
                         return self.fail(format!("index `{}` has no range", self.hir.name(v.def)));
                     };
-                    let var = self.new_var(self.hir.name(v.def), Ty::Scalar(ScalarKind::I64));
+                    let var = self.new_var(self.hir.name(v.def), Repr::Scalar(ScalarKind::I64));
                     self.of_def.insert(v.def, var);
                     loops.push(Loop { index: var, start: self.dim(&range.start)?, end: self.dim(&range.end)? });
                 }
@@ -1073,7 +1075,7 @@ impl<'a> FnLower<'a> {
                         self.bind_runtime_bounds(&[t], &mut stmts)?;
                         self.lower_value(t, &mut stmts)?
                     }
-                    None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Ty::Unit },
+                    None => Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: Repr::Unit },
                 };
                 if stmts.is_empty() {
                     return Some(result);
@@ -1129,18 +1131,18 @@ impl<'a> FnLower<'a> {
                     ir::ExprKind::LoadNpy { path: Box::new(path), extents }
                 } else {
                     let value = self.lower_expr(*x)?;
-                    let (Ty::Tensor(from, _) | Ty::Dyn(from)) = value.ty else {
+                    let (Repr::Tensor(from, _) | Repr::Dyn(from)) = value.ty else {
                         return self.fail("a tensor conversion of a non-tensor");
                     };
-                    let (Ty::Tensor(to, _) | Ty::Dyn(to)) = ty else {
+                    let (Repr::Tensor(to, _) | Repr::Dyn(to)) = ty else {
                         return self.fail("a tensor conversion to a non-tensor");
                     };
                     // The shape first, keeping the elements' type; between
                     // tensors of one rank with every extent proven, that is
                     // the value itself.
                     let shaped_ty = match ty {
-                        Ty::Tensor(_, rank) => Ty::Tensor(from, rank),
-                        _ => Ty::Dyn(from),
+                        Repr::Tensor(_, rank) => Repr::Tensor(from, rank),
+                        _ => Repr::Dyn(from),
                     };
                     let shaped = if value.ty == shaped_ty && extents.iter().all(Option::is_none) {
                         value
@@ -1161,7 +1163,7 @@ impl<'a> FnLower<'a> {
                     match c {
                         hir::CompClause::Range { def, .. } => {
                             let range = self.t.ranges.get(def).cloned()?;
-                            let var = self.new_var(self.hir.name(*def), Ty::Scalar(ScalarKind::I64));
+                            let var = self.new_var(self.hir.name(*def), Repr::Scalar(ScalarKind::I64));
                             self.of_def.insert(*def, var);
                             steps.push(ir::CollectStep::Loop(Loop {
                                 index: var,
@@ -1187,13 +1189,13 @@ impl<'a> FnLower<'a> {
                                     v
                                 }
                             };
-                            let i64_ty = Ty::Scalar(ScalarKind::I64);
+                            let i64_ty = Repr::Scalar(ScalarKind::I64);
                             let end = if jagged {
                                 let rows = self.new_var("rows", i64_ty.clone());
                                 let count =
                                     Expr { kind: ir::ExprKind::Len { tensor: tvar, axis: 0 }, ty: i64_ty.clone() };
                                 steps.push(ir::CollectStep::Where(WhereEntry::Bind(rows, count)));
-                                Dim::var(crate::analysis::dim::DimVar(rows.0))
+                                Dim::var(crate::base::dim::DimVar(rows.0))
                             } else {
                                 self.dim(dims.first()?)?
                             };
@@ -1206,7 +1208,7 @@ impl<'a> FnLower<'a> {
                                     kind: ir::ExprKind::JaggedRow { jagged: tvar, index: Box::new(at) },
                                     ty: elem_ty.clone(),
                                 },
-                                Ty::Scalar(_) => Expr {
+                                Repr::Scalar(_) => Expr {
                                     kind: ir::ExprKind::Read { tensor: tvar, indices: vec![at], checked: false },
                                     ty: elem_ty.clone(),
                                 },
@@ -1251,7 +1253,7 @@ impl<'a> FnLower<'a> {
     /// names bound by patterns stand for fields of that local. The last arm
     /// is the final `else`: exhaustiveness (checked in analysis) means it is
     /// reached only when it matches.
-    fn lower_match(&mut self, scrutinee: ExprId, arms: &[hir::Arm], ty: Ty) -> Option<Expr> {
+    fn lower_match(&mut self, scrutinee: ExprId, arms: &[hir::Arm], ty: Repr) -> Option<Expr> {
         let s = self.lower_expr(scrutinee)?;
         let tmp = self.new_var("matched", s.ty.clone());
         let tmp_expr = var_expr(tmp, s.ty.clone());
@@ -1294,7 +1296,7 @@ impl<'a> FnLower<'a> {
                 self.bind_pattern(p, part);
             }
             hir::Pat::Tuple(items) => {
-                if let Ty::Tuple(tys) = &part.ty {
+                if let Repr::Tuple(tys) = &part.ty {
                     for (i, (p, t)) in items.iter().zip(tys.clone()).enumerate() {
                         let field = Expr { kind: ir::ExprKind::Field(Box::new(part.clone()), i as u32), ty: t };
                         self.bind_pattern(p, &field);
@@ -1307,7 +1309,7 @@ impl<'a> FnLower<'a> {
 
     /// The condition under which `p` matches `part` (None: always).
     fn pattern_cond(&mut self, p: &hir::Pat, part: &Expr) -> Option<Expr> {
-        let lit = |l: &Lit, ty: &Ty| Expr {
+        let lit = |l: &Lit, ty: &Repr| Expr {
             kind: ir::ExprKind::Lit(match l {
                 Lit::Int(v, _) => Literal::Int(*v),
                 Lit::Float(s, _) => Literal::Float(s.clone()),
@@ -1318,7 +1320,7 @@ impl<'a> FnLower<'a> {
         };
         let cmp = |op: BinOp, a: Expr, b: Expr| Expr {
             kind: ir::ExprKind::Binary(op, Box::new(a), Box::new(b)),
-            ty: Ty::Scalar(ScalarKind::Bool),
+            ty: Repr::Scalar(ScalarKind::Bool),
         };
         match p {
             hir::Pat::Wild | hir::Pat::Bind(_) => None,
@@ -1337,7 +1339,7 @@ impl<'a> FnLower<'a> {
                     acc = Some(match acc {
                         Some(a) => Expr {
                             kind: ir::ExprKind::Binary(BinOp::Or, Box::new(a), Box::new(c)),
-                            ty: Ty::Scalar(ScalarKind::Bool),
+                            ty: Repr::Scalar(ScalarKind::Bool),
                         },
                         None => c,
                     });
@@ -1345,7 +1347,7 @@ impl<'a> FnLower<'a> {
                 acc
             }
             hir::Pat::Tuple(items) => {
-                let Ty::Tuple(tys) = &part.ty else { return None };
+                let Repr::Tuple(tys) = &part.ty else { return None };
                 let mut acc: Option<Expr> = None;
                 for (i, (p, t)) in items.iter().zip(tys.clone()).enumerate() {
                     let field = Expr { kind: ir::ExprKind::Field(Box::new(part.clone()), i as u32), ty: t };
@@ -1361,7 +1363,7 @@ impl<'a> FnLower<'a> {
         }
     }
 
-    fn lower_builtin(&mut self, b: hir::Builtin, args: &[ExprId], ty: Ty) -> Option<Expr> {
+    fn lower_builtin(&mut self, b: hir::Builtin, args: &[ExprId], ty: Repr) -> Option<Expr> {
         use hir::Builtin;
         let kind = match b {
             Builtin::Print => {
@@ -1371,7 +1373,9 @@ impl<'a> FnLower<'a> {
                 let cond = self.lower_expr(*args.first()?)?;
                 let message = match args.get(1) {
                     Some(m) => self.lower_expr(*m)?,
-                    None => Expr { kind: ir::ExprKind::Lit(Literal::Str("assertion failed".to_string())), ty: Ty::Str },
+                    None => {
+                        Expr { kind: ir::ExprKind::Lit(Literal::Str("assertion failed".to_string())), ty: Repr::Str }
+                    }
                 };
                 ir::ExprKind::Assert { cond: Box::new(cond), message: Box::new(message) }
             }
@@ -1412,10 +1416,10 @@ impl<'a> FnLower<'a> {
     /// `let tmp = value; let out[i, ..] = tmp[i, ..] as to`: a tensor of
     /// known rank with its elements converted.
     fn convert_elements(&mut self, value: Expr, to: ScalarKind) -> Option<Expr> {
-        let Ty::Tensor(from, rank) = value.ty else {
+        let Repr::Tensor(from, rank) = value.ty else {
             return self.fail("an element conversion of a tensor without a known rank");
         };
-        let i64_ty = Ty::Scalar(ScalarKind::I64);
+        let i64_ty = Repr::Scalar(ScalarKind::I64);
         let tmp = self.new_var("converted", value.ty.clone());
         let mut stmts = vec![Stmt::Let { var: tmp, value }];
         let (mut axes, mut indices) = (Vec::new(), Vec::new());
@@ -1427,21 +1431,21 @@ impl<'a> FnLower<'a> {
             axes.push(Axis { index, start: Dim::zero(), extent: Dim::var(DimVar(len.0)) });
             indices.push(var_expr(index, i64_ty.clone()));
         }
-        let read = Expr { kind: ir::ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Ty::Scalar(from) };
-        let body = Expr { kind: ir::ExprKind::Cast(Box::new(read), to), ty: Ty::Scalar(to) };
-        let out = self.new_var("out", Ty::Tensor(to, rank));
+        let read = Expr { kind: ir::ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Repr::Scalar(from) };
+        let body = Expr { kind: ir::ExprKind::Cast(Box::new(read), to), ty: Repr::Scalar(to) };
+        let out = self.new_var("out", Repr::Tensor(to, rank));
         let cost_per_point = expr_cost(&body);
         stmts.push(Stmt::Tensor(TensorDef { var: out, elem: to, parallel: rank > 0, axes, body, cost_per_point }));
         Some(Expr {
-            ty: Ty::Tensor(to, rank),
-            kind: ir::ExprKind::Block { stmts, result: Box::new(var_expr(out, Ty::Tensor(to, rank))) },
+            ty: Repr::Tensor(to, rank),
+            kind: ir::ExprKind::Block { stmts, result: Box::new(var_expr(out, Repr::Tensor(to, rank))) },
         })
     }
 
     /// `read(var)` for the variable that holds the value of `x`: its own
     /// when `x` is a name, else a temporary bound in a block around the
     /// result.
-    fn with_var(&mut self, x: ExprId, ty: Ty, read: impl FnOnce(VarId) -> ir::ExprKind) -> Option<Expr> {
+    fn with_var(&mut self, x: ExprId, ty: Repr, read: impl FnOnce(VarId) -> ir::ExprKind) -> Option<Expr> {
         if let ExprKind::Def(d) = self.hir.exprs[x].kind {
             return Some(Expr { kind: read(self.var_of(d)?), ty });
         }
@@ -1458,7 +1462,7 @@ impl<'a> FnLower<'a> {
     /// known here, else read off the value at run time (a dynamic-rank
     /// tensor, or an unnamed value whose extent only it knows).
     fn axis_len(&mut self, x: ExprId, axis: usize) -> Option<Expr> {
-        let i64_ty = Ty::Scalar(ScalarKind::I64);
+        let i64_ty = Repr::Scalar(ScalarKind::I64);
         let known = match self.t.ty(x) {
             ATy::Tensor(_, dims) => dims.get(axis).is_some_and(|d| {
                 d.vars().iter().all(|v| v.0 < analysis::HIDDEN_DIM_BASE || self.of_hidden.contains_key(v))
@@ -1508,9 +1512,12 @@ impl<'a> FnLower<'a> {
             }
             let indices = indices
                 .into_iter()
-                .map(|i| Expr { kind: ir::ExprKind::Lit(Literal::Int(i128::from(i))), ty: Ty::Scalar(ScalarKind::I64) })
+                .map(|i| Expr {
+                    kind: ir::ExprKind::Lit(Literal::Int(i128::from(i))),
+                    ty: Repr::Scalar(ScalarKind::I64),
+                })
                 .collect();
-            out.push(Expr { kind: ir::ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Ty::Scalar(k) });
+            out.push(Expr { kind: ir::ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Repr::Scalar(k) });
         }
         Some(())
     }
@@ -1518,10 +1525,10 @@ impl<'a> FnLower<'a> {
     /// An index expression as `i64`.
     fn lower_index(&mut self, e: ExprId) -> Option<Expr> {
         let x = self.lower_expr(e)?;
-        if x.ty == Ty::Scalar(ScalarKind::I64) {
+        if x.ty == Repr::Scalar(ScalarKind::I64) {
             Some(x)
         } else {
-            Some(Expr { kind: ir::ExprKind::Cast(Box::new(x), ScalarKind::I64), ty: Ty::Scalar(ScalarKind::I64) })
+            Some(Expr { kind: ir::ExprKind::Cast(Box::new(x), ScalarKind::I64), ty: Repr::Scalar(ScalarKind::I64) })
         }
     }
 }
@@ -1565,9 +1572,9 @@ fn type_name(t: &ATy) -> String {
 /// becomes a dynamic-rank one, a dynamic-rank tensor where a rank is
 /// expected (a function's result) is checked to have it; anything else is
 /// unchanged.
-fn coerce(value: Expr, to: &Ty) -> Expr {
+fn coerce(value: Expr, to: &Repr) -> Expr {
     match (&value.ty, to) {
-        (Ty::Dyn(k1), Ty::Tensor(k2, rank)) if k1 == k2 => Expr {
+        (Repr::Dyn(k1), Repr::Tensor(k2, rank)) if k1 == k2 => Expr {
             ty: to.clone(),
             kind: ir::ExprKind::ShapeCast {
                 target: format!("[{}; {}]", k2.name(), vec!["_"; *rank].join(", ")),
@@ -1575,7 +1582,7 @@ fn coerce(value: Expr, to: &Ty) -> Expr {
                 extents: vec![None; *rank],
             },
         },
-        (Ty::Tensor(k1, _), Ty::Dyn(k2)) if k1 == k2 => Expr {
+        (Repr::Tensor(k1, _), Repr::Dyn(k2)) if k1 == k2 => Expr {
             ty: to.clone(),
             kind: ir::ExprKind::ShapeCast {
                 target: format!("[{}; *]", k2.name()),
@@ -1596,16 +1603,16 @@ fn guarded(wheres: Vec<WhereEntry>, body: Expr) -> Expr {
     }
 }
 
-fn var_expr(v: VarId, ty: Ty) -> Expr {
+fn var_expr(v: VarId, ty: Repr) -> Expr {
     Expr { kind: ir::ExprKind::Var(v), ty }
 }
 
 fn bool_and(a: Expr, b: Expr) -> Expr {
-    Expr { kind: ir::ExprKind::Binary(BinOp::And, Box::new(a), Box::new(b)), ty: Ty::Scalar(ScalarKind::Bool) }
+    Expr { kind: ir::ExprKind::Binary(BinOp::And, Box::new(a), Box::new(b)), ty: Repr::Scalar(ScalarKind::Bool) }
 }
 
 fn dim_expr(d: Dim) -> Expr {
-    Expr { kind: ir::ExprKind::Dim(d), ty: Ty::Scalar(ScalarKind::I64) }
+    Expr { kind: ir::ExprKind::Dim(d), ty: Repr::Scalar(ScalarKind::I64) }
 }
 
 /// A rough count of scalar operations to evaluate `e` once, used to decide

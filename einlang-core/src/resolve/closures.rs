@@ -27,9 +27,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::{ModId, Resolver};
+use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, FnId};
-use crate::span::Span;
 use crate::syntax::ast;
 
 /// More nested inlining than this means functions returning function values
@@ -556,7 +556,7 @@ impl Resolver {
         }
         if item.params.len() != args.len() {
             diags.push(
-                crate::analysis::arity_error(span, item.params.len(), args.len())
+                Diagnostic::arity(span, item.params.len(), args.len())
                     .label(item.name.span, format!("`{}` is defined here", item.name.name)),
             );
             return None;
@@ -629,7 +629,7 @@ impl Resolver {
         let Some((item, _)) = self.fn_asts.get(&g).cloned() else { return self.error_expr(span) };
         if item.params.len() != args.len() {
             diags.push(
-                crate::analysis::arity_error(span, item.params.len(), args.len())
+                Diagnostic::arity(span, item.params.len(), args.len())
                     .label(item.name.span, format!("`{}` is defined here", item.name.name)),
             );
             return self.error_expr(span);

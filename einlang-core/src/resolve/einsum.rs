@@ -21,9 +21,9 @@
 use std::collections::HashMap;
 
 use super::Resolver;
+use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{Callee, ExprId, ExprKind};
-use crate::span::Span;
 use crate::syntax::ast;
 
 /// One subscript of an operand or of the output.

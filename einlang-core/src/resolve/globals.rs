@@ -143,7 +143,7 @@ impl Resolver {
     pub(super) fn capture_args(
         &mut self,
         callee: FnId,
-        span: crate::span::Span,
+        span: crate::base::span::Span,
         diags: &mut Diagnostics,
     ) -> Vec<hir::ExprId> {
         let Some(needed) = self.captures.get(&callee).cloned() else { return Vec::new() };

@@ -23,10 +23,10 @@ mod tests;
 
 use std::collections::HashMap;
 
+use crate::base::intrinsic::Intrinsic;
+use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, Hir, Slot, TyAnn, Where};
-use crate::ir::Intrinsic;
-use crate::span::Span;
 use crate::syntax::{ast, visit};
 
 /// The standard library sources, by module path.

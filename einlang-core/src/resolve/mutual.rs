@@ -31,8 +31,8 @@ use std::collections::{HashMap, HashSet};
 
 use super::globals::pattern_names;
 use super::Resolver;
+use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::span::Span;
 use crate::syntax::ast;
 use crate::syntax::visit::{walk_expr, walk_expr_mut, walk_stmt, walk_stmt_mut};
 

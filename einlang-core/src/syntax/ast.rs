@@ -10,7 +10,9 @@
 //! faithfully; the resolver reports "not supported yet" for them at their
 //! span.
 
-pub use crate::span::Span;
+pub use crate::base::ops::{BinOp, Lit, RedOp, UnOp};
+pub use crate::base::scalar::ScalarKind;
+pub use crate::base::span::Span;
 
 /// An identifier with its span.
 #[derive(Clone, Debug)]
@@ -115,69 +117,6 @@ pub struct ConstItem {
     pub ty: Option<Type>,
     pub value: Expr,
     pub span: Span,
-}
-
-/// Scalar element types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ScalarKind {
-    I8,
-    I16,
-    I32,
-    I64,
-    U8,
-    U32,
-    U64,
-    F32,
-    F64,
-    Bool,
-}
-
-impl ScalarKind {
-    pub fn from_name(name: &str) -> Option<ScalarKind> {
-        Some(match name {
-            "i8" => ScalarKind::I8,
-            "i16" => ScalarKind::I16,
-            "i32" => ScalarKind::I32,
-            "i64" => ScalarKind::I64,
-            "u8" => ScalarKind::U8,
-            "u32" => ScalarKind::U32,
-            "u64" => ScalarKind::U64,
-            "f32" => ScalarKind::F32,
-            "f64" => ScalarKind::F64,
-            "bool" => ScalarKind::Bool,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ScalarKind::I8 => "i8",
-            ScalarKind::I16 => "i16",
-            ScalarKind::I32 => "i32",
-            ScalarKind::I64 => "i64",
-            ScalarKind::U8 => "u8",
-            ScalarKind::U32 => "u32",
-            ScalarKind::U64 => "u64",
-            ScalarKind::F32 => "f32",
-            ScalarKind::F64 => "f64",
-            ScalarKind::Bool => "bool",
-        }
-    }
-
-    pub fn is_float(self) -> bool {
-        matches!(self, ScalarKind::F32 | ScalarKind::F64)
-    }
-
-    pub fn is_int(self) -> bool {
-        !self.is_float() && self != ScalarKind::Bool
-    }
-
-    pub fn is_signed(self) -> bool {
-        matches!(
-            self,
-            ScalarKind::I8 | ScalarKind::I16 | ScalarKind::I32 | ScalarKind::I64 | ScalarKind::F32 | ScalarKind::F64
-        )
-    }
 }
 
 /// A type as written.
@@ -355,112 +294,6 @@ pub enum WhereItem {
     /// `i in a..b`, which is an error (ranges belong in brackets) but parses so
     /// that the error can point at it.
     Range { var: Ident, range: RangeExpr, span: Span },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
-    Pow,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    And,
-    Or,
-}
-
-impl BinOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            BinOp::Div => "/",
-            BinOp::Rem => "%",
-            BinOp::Pow => "**",
-            BinOp::Eq => "==",
-            BinOp::Ne => "!=",
-            BinOp::Lt => "<",
-            BinOp::Le => "<=",
-            BinOp::Gt => ">",
-            BinOp::Ge => ">=",
-            BinOp::And => "&&",
-            BinOp::Or => "||",
-        }
-    }
-
-    pub fn is_comparison(self) -> bool {
-        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
-    }
-
-    pub fn is_logical(self) -> bool {
-        matches!(self, BinOp::And | BinOp::Or)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UnOp {
-    Neg,
-    Not,
-}
-
-/// Reductions `sum prod max min all any`, and `argmax`/`argmin`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RedOp {
-    Sum,
-    Prod,
-    Max,
-    Min,
-    All,
-    Any,
-    ArgMax,
-    ArgMin,
-}
-
-impl RedOp {
-    pub fn from_name(name: &str) -> Option<RedOp> {
-        Some(match name {
-            "sum" => RedOp::Sum,
-            "prod" => RedOp::Prod,
-            "max" => RedOp::Max,
-            "min" => RedOp::Min,
-            "all" => RedOp::All,
-            "any" => RedOp::Any,
-            "argmax" => RedOp::ArgMax,
-            "argmin" => RedOp::ArgMin,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RedOp::Sum => "sum",
-            RedOp::Prod => "prod",
-            RedOp::Max => "max",
-            RedOp::Min => "min",
-            RedOp::All => "all",
-            RedOp::Any => "any",
-            RedOp::ArgMax => "argmax",
-            RedOp::ArgMin => "argmin",
-        }
-    }
-}
-
-/// A literal value.
-#[derive(Clone, Debug)]
-pub enum Lit {
-    /// An integer with an optional type suffix (`3`, `3i64`).
-    Int(i128, Option<ScalarKind>),
-    /// A float with an optional type suffix; kept as text so printing is exact.
-    Float(String, Option<ScalarKind>),
-    Bool(bool),
-    Str(String),
 }
 
 #[derive(Clone, Debug)]

@@ -5,9 +5,11 @@ use std::collections::HashSet;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::{derived, is_plain, movable, types, Bug, Code, FnCx, Prec, Repr};
-use crate::ir::{Expr, ExprKind, FmtPart, FsOp, Intrinsic, Literal, Loop, Stmt, Ty, VarId, WhereEntry};
-use crate::syntax::ast::{BinOp, RedOp, ScalarKind, UnOp};
+use super::{derived, is_plain, movable, types, Bug, Code, FnCx, Ownership, Prec};
+use crate::base::intrinsic::{FsOp, Intrinsic};
+use crate::base::ops::{BinOp, RedOp, UnOp};
+use crate::base::scalar::ScalarKind;
+use crate::ir::{Expr, ExprKind, FmtPart, Literal, Loop, Repr, Stmt, VarId, WhereEntry};
 
 impl FnCx<'_> {
     /// An expression as a value to compute with. Tensors come out as views
@@ -83,7 +85,7 @@ impl FnCx<'_> {
                 Ok(Code::new(quote!({ let mut __text = #string::new(); #(#pieces)* __text }), Prec::Block))
             }
             ExprKind::LoadNpy { path, extents } => {
-                let Ty::Tensor(k, rank) = e.ty else {
+                let Repr::Tensor(k, rank) = e.ty else {
                     return Err(format!("`load_npy` of type `{:?}`", e.ty));
                 };
                 let (rt, nd, name) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
@@ -96,8 +98,8 @@ impl FnCx<'_> {
             ExprKind::ShapeCast { value, target, extents } => {
                 let (rt, nd, name) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
                 let (t, dim) = match e.ty {
-                    Ty::Tensor(k, rank) => (types::scalar(k), types::dim(rank, &nd)),
-                    Ty::Dyn(k) => (types::scalar(k), types::dim_of(None, &nd)),
+                    Repr::Tensor(k, rank) => (types::scalar(k), types::dim(rank, &nd)),
+                    Repr::Dyn(k) => (types::scalar(k), types::dim_of(None, &nd)),
                     _ => return Err(format!("a conversion to `{:?}`", e.ty)),
                 };
                 // A view converts to a view of the same data; an owned
@@ -192,10 +194,10 @@ impl FnCx<'_> {
                 let j = self.var_value(*jagged)?.at_least(Prec::Postfix);
                 let i = self.expr(index)?.tokens;
                 let rt = self.rt.clone();
-                if var_ty == Ty::Str {
+                if var_ty == Repr::Str {
                     return Ok(Code::new(quote!(#rt::shape::char_at(#name, #what, &#j, #i)?), Prec::Postfix));
                 }
-                if var_ty == Ty::Strs {
+                if var_ty == Repr::Strs {
                     return Ok(Code::new(quote!(#rt::shape::str_item(#name, #what, #j, #i)?), Prec::Postfix));
                 }
                 Ok(Code::new(quote!(#j.row(#name, #what, #i)?), Prec::Postfix))
@@ -219,10 +221,10 @@ impl FnCx<'_> {
                 let axis_lit = types::usize_lit(*axis);
                 let code = match self.info(*tensor)?.ty {
                     // Rows of a jagged array, characters of a string.
-                    Ty::Jagged(_) | Ty::Strs => quote!((#t.len() as i64)),
-                    Ty::Str => quote!((#t.chars().count() as i64)),
+                    Repr::Jagged(_) | Repr::Strs => quote!((#t.len() as i64)),
+                    Repr::Str => quote!((#t.chars().count() as i64)),
                     // The rank is known only now: a missing axis is an error.
-                    Ty::Dyn(_) => {
+                    Repr::Dyn(_) => {
                         let (rt, name) = (self.rt.clone(), self.fn_name.clone());
                         let what = self.info(*tensor)?.source_name.clone();
                         quote!(#rt::shape::axis_len(#name, #what, #t.shape(), #axis_lit)?)
@@ -232,17 +234,17 @@ impl FnCx<'_> {
                 Ok(Code::new(code, Prec::Postfix))
             }
             ExprKind::Collect { steps, body, elem_shape } => {
-                let text = body.ty == Ty::Str;
-                let rows = matches!(e.ty, Ty::Jagged(_));
-                let (Ty::Scalar(k) | Ty::Tensor(k, _)) =
-                    (if text { Ty::Scalar(ScalarKind::U8) } else { body.ty.clone() })
+                let text = body.ty == Repr::Str;
+                let rows = matches!(e.ty, Repr::Jagged(_));
+                let (Repr::Scalar(k) | Repr::Tensor(k, _)) =
+                    (if text { Repr::Scalar(ScalarKind::U8) } else { body.ty.clone() })
                 else {
                     return Err(format!("a comprehension of `{:?}`", body.ty));
                 };
                 let (nd, t) = (self.nd.clone(), if text { crate::codegen::paths::string() } else { types::scalar(k) });
                 self.no_move += 1;
                 let value = self.expr(body);
-                let tensor_body = matches!(body.ty, Ty::Tensor(..));
+                let tensor_body = matches!(body.ty, Repr::Tensor(..));
                 let mut inner = value.map(|v| {
                     let v = v.tokens;
                     if rows {
@@ -325,7 +327,7 @@ impl FnCx<'_> {
                 let c = self.expr(cond)?;
                 // A tensor of conditions holds when every element does.
                 let c = match cond.ty {
-                    Ty::Tensor(..) => {
+                    Repr::Tensor(..) => {
                         let c = c.at_least(Prec::Postfix);
                         quote!(#c.iter().all(|__b| *__b))
                     }
@@ -337,7 +339,7 @@ impl FnCx<'_> {
                     Prec::Block,
                 ))
             }
-            ExprKind::ArrayLit { elems, .. } if e.ty == Ty::Strs => {
+            ExprKind::ArrayLit { elems, .. } if e.ty == Repr::Strs => {
                 let elems = elems
                     .iter()
                     .map(|x| {
@@ -348,7 +350,7 @@ impl FnCx<'_> {
                 Ok(Code::new(quote!(::std::vec![#(#elems),*]), Prec::Postfix))
             }
             ExprKind::ArrayLit { shape, elems } => {
-                let Ty::Tensor(k, rank) = e.ty else {
+                let Repr::Tensor(k, rank) = e.ty else {
                     return Err(format!("an array literal of type `{:?}`", e.ty));
                 };
                 if rank != shape.len() {
@@ -383,7 +385,7 @@ impl FnCx<'_> {
 
     /// `[Some(n), None, ...]`: the extents a conversion or a file read
     /// checks (`None`: taken from the value).
-    fn declared_extents(&mut self, extents: &[Option<crate::analysis::dim::Dim>]) -> Result<Vec<TokenStream>, Bug> {
+    fn declared_extents(&mut self, extents: &[Option<crate::base::dim::Dim>]) -> Result<Vec<TokenStream>, Bug> {
         extents
             .iter()
             .map(|x| match x {
@@ -400,15 +402,15 @@ impl FnCx<'_> {
     fn var_value(&mut self, v: VarId) -> Result<Code, Bug> {
         let id = self.ident(v)?;
         Ok(match &self.info(v)?.ty {
-            Ty::Scalar(_) | Ty::Unit => Code::new(quote!(#id), Prec::Postfix),
-            Ty::Tensor(..) | Ty::Dyn(_) => Code::new(quote!(#id.view()), Prec::Postfix),
-            Ty::Tuple(_) => Code::new(quote!(#id.clone()), Prec::Postfix),
-            Ty::Str => match self.repr.get(&v) {
-                Some(Repr::Owned) => Code::new(quote!(&*#id), Prec::Unary),
+            Repr::Scalar(_) | Repr::Unit => Code::new(quote!(#id), Prec::Postfix),
+            Repr::Tensor(..) | Repr::Dyn(_) => Code::new(quote!(#id.view()), Prec::Postfix),
+            Repr::Tuple(_) => Code::new(quote!(#id.clone()), Prec::Postfix),
+            Repr::Str => match self.repr.get(&v) {
+                Some(Ownership::Owned) => Code::new(quote!(&*#id), Prec::Unary),
                 _ => Code::new(quote!(#id), Prec::Postfix),
             },
-            Ty::Jagged(_) | Ty::Strs => match self.repr.get(&v) {
-                Some(Repr::Owned) => Code::new(quote!(&#id), Prec::Unary),
+            Repr::Jagged(_) | Repr::Strs => match self.repr.get(&v) {
+                Some(Ownership::Owned) => Code::new(quote!(&#id), Prec::Unary),
                 _ => Code::new(quote!(#id), Prec::Postfix),
             },
         })
@@ -417,27 +419,27 @@ impl FnCx<'_> {
     /// A call argument: tensors by view, strings as `&str`.
     fn arg(&mut self, a: &Expr) -> Result<TokenStream, Bug> {
         match (&a.ty, &a.kind) {
-            (Ty::Tensor(..) | Ty::Dyn(_), ExprKind::Var(_)) => Ok(self.expr(a)?.tokens),
-            (Ty::Tensor(..) | Ty::Dyn(_), _) => {
+            (Repr::Tensor(..) | Repr::Dyn(_), ExprKind::Var(_)) => Ok(self.expr(a)?.tokens),
+            (Repr::Tensor(..) | Repr::Dyn(_), _) => {
                 let x = self.expr(a)?.at_least(Prec::Postfix);
                 Ok(quote!(#x.view()))
             }
-            (Ty::Str, ExprKind::Lit(_) | ExprKind::Var(_)) | (Ty::Jagged(_) | Ty::Strs, ExprKind::Var(_)) => {
+            (Repr::Str, ExprKind::Lit(_) | ExprKind::Var(_)) | (Repr::Jagged(_) | Repr::Strs, ExprKind::Var(_)) => {
                 Ok(self.expr(a)?.tokens)
             }
-            (Ty::Jagged(_) | Ty::Strs, _) => {
+            (Repr::Jagged(_) | Repr::Strs, _) => {
                 let x = self.expr(a)?.at_least(Prec::Unary);
                 Ok(quote!(&#x))
             }
-            (Ty::Str, _) => {
+            (Repr::Str, _) => {
                 let x = self.expr(a)?.at_least(Prec::Unary);
                 Ok(quote!(&*#x))
             }
-            (Ty::Tuple(_), ExprKind::Tuple(items)) => {
+            (Repr::Tuple(_), ExprKind::Tuple(items)) => {
                 let items = items.iter().map(|x| self.arg(x)).collect::<Result<Vec<_>, _>>()?;
                 Ok(types::tuple_of(items))
             }
-            (Ty::Tuple(_), _) => {
+            (Repr::Tuple(_), _) => {
                 let (rt, x) = (self.rt.clone(), self.expr(a)?.tokens);
                 Ok(quote!(#rt::value::as_param(&(#x))))
             }
@@ -456,19 +458,23 @@ impl FnCx<'_> {
         match &e.kind {
             ExprKind::Var(v) => {
                 let id = self.ident(*v)?;
-                let owned_here = self.repr.get(v) == Some(&Repr::Owned);
+                let owned_here = self.repr.get(v) == Some(&Ownership::Owned);
                 let code = match (&e.ty, movable_vars.contains(v), owned_here) {
-                    (Ty::Tensor(..) | Ty::Dyn(_) | Ty::Tuple(_) | Ty::Str | Ty::Jagged(_) | Ty::Strs, true, true) => {
+                    (
+                        Repr::Tensor(..) | Repr::Dyn(_) | Repr::Tuple(_) | Repr::Str | Repr::Jagged(_) | Repr::Strs,
+                        true,
+                        true,
+                    ) => {
                         quote!(#id)
                     }
-                    (Ty::Jagged(_) | Ty::Strs, _, true) => quote!(#rt::value::owned(&#id)),
-                    (Ty::Tensor(..) | Ty::Dyn(_), true, false) => quote!(#rt::value::owned(#id)),
-                    (Ty::Tensor(..) | Ty::Dyn(_), false, _) => quote!(#rt::value::owned(#id.view())),
-                    (Ty::Tuple(_), false, true) => quote!(#id.clone()),
+                    (Repr::Jagged(_) | Repr::Strs, _, true) => quote!(#rt::value::owned(&#id)),
+                    (Repr::Tensor(..) | Repr::Dyn(_), true, false) => quote!(#rt::value::owned(#id)),
+                    (Repr::Tensor(..) | Repr::Dyn(_), false, _) => quote!(#rt::value::owned(#id.view())),
+                    (Repr::Tuple(_), false, true) => quote!(#id.clone()),
                     // A tuple parameter holds views.
-                    (Ty::Tuple(_), true, false) => quote!(#rt::value::owned(#id)),
-                    (Ty::Tuple(_), false, false) => quote!(#rt::value::owned(#id.clone())),
-                    (Ty::Str, _, true) => quote!(#id.clone()),
+                    (Repr::Tuple(_), true, false) => quote!(#rt::value::owned(#id)),
+                    (Repr::Tuple(_), false, false) => quote!(#rt::value::owned(#id.clone())),
+                    (Repr::Str, _, true) => quote!(#id.clone()),
                     _ => quote!(#rt::value::owned(#id)),
                 };
                 Ok(Code::new(code, Prec::Postfix))
@@ -533,25 +539,25 @@ impl FnCx<'_> {
 
     /// `t.0`: a field of a tuple variable is read in place; a field of any
     /// other tuple expression is moved out of the computed tuple.
-    fn field(&mut self, base: &Expr, n: u32, ty: &Ty) -> Result<Code, Bug> {
+    fn field(&mut self, base: &Expr, n: u32, ty: &Repr) -> Result<Code, Bug> {
         let idx = syn::Index::from(n as usize);
         let Some(place) = self.place(base)? else {
             let b = self.owned(base, &HashSet::new())?.at_least(Prec::Postfix);
             return Ok(Code::new(quote!(#b.#idx), Prec::Postfix));
         };
         Ok(match ty {
-            Ty::Scalar(_) | Ty::Unit => Code::new(quote!(#place.#idx), Prec::Postfix),
-            Ty::Tensor(..) | Ty::Dyn(_) => Code::new(quote!(#place.#idx.view()), Prec::Postfix),
-            Ty::Tuple(_) => Code::new(quote!(#place.#idx.clone()), Prec::Postfix),
-            Ty::Str => Code::new(quote!(&*#place.#idx), Prec::Unary),
-            Ty::Jagged(_) | Ty::Strs => Code::new(quote!(&#place.#idx), Prec::Unary),
+            Repr::Scalar(_) | Repr::Unit => Code::new(quote!(#place.#idx), Prec::Postfix),
+            Repr::Tensor(..) | Repr::Dyn(_) => Code::new(quote!(#place.#idx.view()), Prec::Postfix),
+            Repr::Tuple(_) => Code::new(quote!(#place.#idx.clone()), Prec::Postfix),
+            Repr::Str => Code::new(quote!(&*#place.#idx), Prec::Unary),
+            Repr::Jagged(_) | Repr::Strs => Code::new(quote!(&#place.#idx), Prec::Unary),
         })
     }
 
     /// A tuple variable or a field path into one (`t`, `t.1.0`).
     pub(crate) fn place(&mut self, e: &Expr) -> Result<Option<TokenStream>, Bug> {
         match &e.kind {
-            ExprKind::Var(v) if matches!(self.info(*v)?.ty, Ty::Tuple(_)) => {
+            ExprKind::Var(v) if matches!(self.info(*v)?.ty, Repr::Tuple(_)) => {
                 let id = self.ident(*v)?;
                 Ok(Some(quote!(#id)))
             }
@@ -564,21 +570,21 @@ impl FnCx<'_> {
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<Code, Bug> {
-        if a.ty == Ty::Str && matches!(op, BinOp::Eq | BinOp::Ne) {
+        if a.ty == Repr::Str && matches!(op, BinOp::Eq | BinOp::Ne) {
             // `&str`, `String` and literals compare with each other.
             let x = self.expr(a)?.at_least(next(Prec::Cmp));
             let y = self.expr(b)?.at_least(next(Prec::Cmp));
             let op = op_tokens(op)?;
             return Ok(Code::new(quote!(#x #op #y), Prec::Cmp));
         }
-        if a.ty == Ty::Strs && matches!(op, BinOp::Eq | BinOp::Ne) {
+        if a.ty == Repr::Strs && matches!(op, BinOp::Eq | BinOp::Ne) {
             // As slices: a parameter is `&[String]`, a local `&Vec<String>`.
             let x = self.arg(a)?;
             let y = self.arg(b)?;
             let op = op_tokens(op)?;
             return Ok(Code::new(quote!((&(#x)[..] #op &(#y)[..])), Prec::Postfix));
         }
-        let Ty::Scalar(k) = a.ty else {
+        let Repr::Scalar(k) = a.ty else {
             return Err(format!("operator `{}` on a value of type `{:?}`", op.symbol(), a.ty));
         };
         let (rt, name) = (self.rt.clone(), self.fn_name.clone());
@@ -614,7 +620,7 @@ impl FnCx<'_> {
 
     /// `a ** b` by operand types (lowering normally produces intrinsics).
     fn power(&mut self, a: &Expr, b: &Expr) -> Result<Code, Bug> {
-        let (Ty::Scalar(ka), Ty::Scalar(kb)) = (&a.ty, &b.ty) else {
+        let (Repr::Scalar(ka), Repr::Scalar(kb)) = (&a.ty, &b.ty) else {
             return Err("`**` on non-scalars".to_string());
         };
         let i = match (ka.is_float(), kb.is_float()) {
@@ -627,7 +633,7 @@ impl FnCx<'_> {
     }
 
     fn cast(&mut self, x: &Expr, to: ScalarKind) -> Result<Code, Bug> {
-        let Ty::Scalar(from) = x.ty else {
+        let Repr::Scalar(from) = x.ty else {
             return Err(format!("a cast from `{:?}`", x.ty));
         };
         let t = types::scalar(to);
@@ -645,11 +651,11 @@ impl FnCx<'_> {
     }
 
     fn intrinsic(&mut self, i: Intrinsic, args: &[Expr]) -> Result<Code, Bug> {
-        use crate::ir::Signature;
+        use crate::base::intrinsic::Signature;
         if args.len() != i.arity() {
             return Err(format!("`{}` with {} arguments", i.name(), args.len()));
         }
-        let Ty::Scalar(k) = args[0].ty else {
+        let Repr::Scalar(k) = args[0].ty else {
             return Err(format!("`{}` of a value of type `{:?}`", i.name(), args[0].ty));
         };
         let (rt, name) = (self.rt.clone(), self.fn_name.clone());
@@ -758,7 +764,7 @@ impl FnCx<'_> {
     /// The element type and rank of a tensor variable.
     fn tensor_of(&self, v: VarId, what: &str) -> Result<(ScalarKind, usize), Bug> {
         match self.info(v)?.ty {
-            Ty::Tensor(k, rank) => Ok((k, rank)),
+            Repr::Tensor(k, rank) => Ok((k, rank)),
             ref other => Err(format!("{what} of `{}`, which has type `{other:?}`", self.info(v)?.name)),
         }
     }
@@ -880,8 +886,15 @@ impl FnCx<'_> {
 
     /// A reduction: an accumulator named after the operation and the first
     /// loop variable (`__sum_k`), nested `for` loops, the accumulator.
-    fn reduce(&mut self, op: RedOp, loops: &[Loop], wheres: &[WhereEntry], body: &Expr, ty: &Ty) -> Result<Code, Bug> {
-        let Ty::Scalar(k) = body.ty else {
+    fn reduce(
+        &mut self,
+        op: RedOp,
+        loops: &[Loop],
+        wheres: &[WhereEntry],
+        body: &Expr,
+        ty: &Repr,
+    ) -> Result<Code, Bug> {
+        let Repr::Scalar(k) = body.ty else {
             return Err(format!("a `{}` of a value of type `{:?}`", op.name(), body.ty));
         };
         // Without loops (a rest index over no axis) the reduction is over
@@ -933,7 +946,7 @@ impl FnCx<'_> {
                 (quote!(let mut #acc: bool = #start;), quote!(if #cond { #acc = #set; break #label; }), quote!(#acc))
             }
             RedOp::ArgMax | RedOp::ArgMin => {
-                if ty != &Ty::Scalar(ScalarKind::I64) {
+                if ty != &Repr::Scalar(ScalarKind::I64) {
                     return Err(format!("`{}` of type `{ty:?}`", op.name()));
                 }
                 let cmp = if op == RedOp::ArgMax { quote!(>) } else { quote!(<) };
@@ -983,14 +996,14 @@ impl FnCx<'_> {
     }
 
     /// A value under where entries: zero (false) when a guard fails.
-    fn guarded(&mut self, wheres: &[WhereEntry], body: &Expr, ty: &Ty) -> Result<Code, Bug> {
+    fn guarded(&mut self, wheres: &[WhereEntry], body: &Expr, ty: &Repr) -> Result<Code, Bug> {
         if wheres.is_empty() {
             return self.expr(body);
         }
         let has_guard = wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
         let label = if has_guard { Some(self.label("guard")) } else { None };
         let zero = match ty {
-            Ty::Scalar(k) => types::zero(*k),
+            Repr::Scalar(k) => types::zero(*k),
             _ if !has_guard => TokenStream::new(),
             other => return Err(format!("a guarded value of type `{other:?}`")),
         };

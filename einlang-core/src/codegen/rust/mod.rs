@@ -49,16 +49,14 @@ mod recur;
 mod tensor;
 mod types;
 
-pub(crate) use types::int_fits;
-
 use std::collections::{HashMap, HashSet};
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::analysis::dim::{Dim, DimVar};
+use crate::base::dim::{Dim, DimVar};
 use crate::codegen::paths;
-use crate::ir::{EntryCheck, ExprKind, Function, Stmt, Ty, VarId, VarInfo};
+use crate::ir::{EntryCheck, ExprKind, Function, Repr, Stmt, VarId, VarInfo};
 
 /// An internal error: the IR broke an invariant the emitter relies on.
 pub type Bug = String;
@@ -125,7 +123,7 @@ impl Code {
 
 /// What a variable of non-scalar type holds at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Repr {
+enum Ownership {
     /// An owned value (`Array`, `String`, a tuple of owned values).
     Owned,
     /// A borrowed value (`ArrayView`, `&str`).
@@ -169,10 +167,10 @@ pub fn emit_function(f: &Function, options: &crate::Options) -> Result<TokenStre
         let info = cx.info(p)?;
         let id = cx.ident(p)?;
         match &info.ty {
-            Ty::Tensor(..) | Ty::Dyn(_) => {
+            Repr::Tensor(..) | Repr::Dyn(_) => {
                 let (k, rank) = match info.ty {
-                    Ty::Tensor(k, rank) => (k, Some(rank)),
-                    Ty::Dyn(k) => (k, None),
+                    Repr::Tensor(k, rank) => (k, Some(rank)),
+                    Repr::Dyn(k) => (k, None),
                     _ => return Err("a tensor parameter changed type".to_string()),
                 };
                 let lt = syn::Lifetime::new(&format!("'__a{}", lifetimes.len()), proc_macro2::Span::call_site());
@@ -230,7 +228,7 @@ pub(crate) struct FnCx<'a> {
     /// The function name, as a string literal for runtime errors.
     fn_name: proc_macro2::Literal,
     idents: Vec<Option<Ident>>,
-    repr: HashMap<VarId, Repr>,
+    repr: HashMap<VarId, Ownership>,
     /// How reads of each recurrence's tensor are emitted (see `recur`).
     rec_access: HashMap<VarId, recur::RecAccess>,
     /// Variables known to be non-negative: dimensions bound from shapes and
@@ -338,8 +336,8 @@ impl<'a> FnCx<'a> {
     fn body(&mut self) -> Result<TokenStream, Bug> {
         let f = self.f;
         for &p in &f.params {
-            if matches!(self.info(p)?.ty, Ty::Tensor(..) | Ty::Dyn(_) | Ty::Jagged(_) | Ty::Strs | Ty::Str) {
-                self.repr.insert(p, Repr::Borrowed);
+            if matches!(self.info(p)?.ty, Repr::Tensor(..) | Repr::Dyn(_) | Repr::Jagged(_) | Repr::Strs | Repr::Str) {
+                self.repr.insert(p, Ownership::Borrowed);
             }
         }
         let mut out = paths::body_prelude();
@@ -367,8 +365,8 @@ impl<'a> FnCx<'a> {
         let fields = path.iter().map(|i| syn::Index::from(*i as usize));
         let value = quote!(#id #(.#fields)*);
         match crate::ir::tuple_element(&info.ty, path) {
-            Some(Ty::Tensor(_, rank)) if axis < *rank => {}
-            Some(Ty::Strs) if axis == 0 => return Ok(quote!(#value.len())),
+            Some(Repr::Tensor(_, rank)) if axis < *rank => {}
+            Some(Repr::Strs) if axis == 0 => return Ok(quote!(#value.len())),
             _ => {
                 return Err(format!("{what} of axis {axis} of `{}`{path:?}, which has type `{:?}`", info.name, info.ty))
             }
@@ -438,30 +436,33 @@ impl<'a> FnCx<'a> {
         let id = self.ident(var)?;
         let ty = &self.info(var)?.ty;
         match ty {
-            Ty::Scalar(k) => {
+            Repr::Scalar(k) => {
                 let (t, v) = (types::scalar(*k), self.expr(value)?.tokens);
                 Ok(quote!(let #id: #t = #v;))
             }
-            Ty::Unit => {
+            Repr::Unit => {
                 let v = self.expr(value)?.tokens;
                 Ok(quote!(let #id: () = #v;))
             }
-            Ty::Tensor(..) | Ty::Dyn(_) | Ty::Jagged(_) | Ty::Strs | Ty::Str | Ty::Tuple(_) => {
+            Repr::Tensor(..) | Repr::Dyn(_) | Repr::Jagged(_) | Repr::Strs | Repr::Str | Repr::Tuple(_) => {
                 // An owned variable mentioned only here moves into the new
                 // one (`let out = c;`), unless this code runs repeatedly.
                 if let ExprKind::Var(x) = value.kind {
-                    if self.no_move == 0 && self.repr.get(&x) == Some(&Repr::Owned) && self.uses.get(&x) == Some(&1) {
+                    if self.no_move == 0
+                        && self.repr.get(&x) == Some(&Ownership::Owned)
+                        && self.uses.get(&x) == Some(&1)
+                    {
                         let x_id = self.ident(x)?;
-                        self.repr.insert(var, Repr::Owned);
+                        self.repr.insert(var, Ownership::Owned);
                         return Ok(quote!(let #id = #x_id;));
                     }
                 }
-                let borrowed = !matches!(ty, Ty::Tuple(_))
+                let borrowed = !matches!(ty, Repr::Tuple(_))
                     && (matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. } | ExprKind::Lit(_))
                         || expr::converts_a_view(value)
                         || self.place(value)?.is_some());
                 let v = if borrowed { self.expr(value)?.tokens } else { self.owned(value, &HashSet::new())?.tokens };
-                self.repr.insert(var, if borrowed { Repr::Borrowed } else { Repr::Owned });
+                self.repr.insert(var, if borrowed { Ownership::Borrowed } else { Ownership::Owned });
                 Ok(quote!(let #id = #v;))
             }
         }
@@ -469,8 +470,8 @@ impl<'a> FnCx<'a> {
 }
 
 /// Scalars and unit: values that are copied, never borrowed or moved.
-fn is_plain(ty: &Ty) -> bool {
-    matches!(ty, Ty::Scalar(_) | Ty::Unit)
+fn is_plain(ty: &Repr) -> bool {
+    matches!(ty, Repr::Scalar(_) | Repr::Unit)
 }
 
 /// The variables of `scope` that `e` mentions exactly once: those can be

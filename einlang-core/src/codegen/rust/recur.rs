@@ -21,8 +21,8 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::{derived, types, Bug, FnCx, Repr};
-use crate::ir::{Cover, Expr, RecClause, RecIndex, Recurrence, Ty};
+use super::{derived, types, Bug, FnCx, Ownership};
+use crate::ir::{Cover, Expr, RecClause, RecIndex, Recurrence, Repr};
 
 /// How reads of a recurrence's tensor are emitted.
 #[derive(Clone)]
@@ -39,7 +39,7 @@ impl FnCx<'_> {
     pub(crate) fn recurrence(&mut self, r: &Recurrence) -> Result<TokenStream, Bug> {
         let rank = r.extents.len();
         let info = self.info(r.var)?;
-        if info.ty != Ty::Tensor(r.elem, rank) {
+        if info.ty != Repr::Tensor(r.elem, rank) {
             return Err(format!("recurrence `{}` of type `{:?}` has {rank} axes", info.name, info.ty));
         }
         let name = self.ident(r.var)?;
@@ -77,7 +77,7 @@ impl FnCx<'_> {
         self.no_move -= 1;
         let steps = steps?;
         self.rec_access.insert(r.var, RecAccess { store: None, window, lens });
-        self.repr.insert(r.var, Repr::Owned);
+        self.repr.insert(r.var, Ownership::Owned);
         out.extend(quote! {
             let mut #name: #array = #nd::Array::zeros(#shape);
             {

@@ -27,8 +27,8 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::{derived, types, Bug, FnCx, Repr};
-use crate::ir::{Axis, Gemm, TensorDef, Ty};
+use super::{derived, types, Bug, FnCx, Ownership};
+use crate::ir::{Axis, Gemm, Repr, TensorDef};
 
 impl FnCx<'_> {
     /// A GEMM-shaped definition: one call of the runtime's matrix product
@@ -40,7 +40,7 @@ impl FnCx<'_> {
         }
         let info = self.info(g.out)?;
         let rank = if g.batch.is_some() { 3 } else { 2 };
-        if info.ty != Ty::Tensor(g.elem, rank) {
+        if info.ty != Repr::Tensor(g.elem, rank) {
             return Err(format!("gemm result `{}` has type `{:?}`", info.name, info.ty));
         }
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
@@ -59,14 +59,14 @@ impl FnCx<'_> {
                 quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
             }
         };
-        self.repr.insert(g.out, Repr::Owned);
+        self.repr.insert(g.out, Ownership::Owned);
         Ok(quote!(let #out: #array = #call;))
     }
 
     pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
         let rank = def.axes.len();
         let info = self.info(def.var)?;
-        if info.ty != Ty::Tensor(def.elem, rank) {
+        if info.ty != Repr::Tensor(def.elem, rank) {
             return Err(format!(
                 "tensor `{}` of type `{:?}` is defined with {rank} axes of `{}`",
                 info.name,
@@ -74,7 +74,7 @@ impl FnCx<'_> {
                 def.elem.name()
             ));
         }
-        if def.body.ty != Ty::Scalar(def.elem) {
+        if def.body.ty != Repr::Scalar(def.elem) {
             return Err(format!("the body of tensor `{}` has type `{:?}`", info.name, def.body.ty));
         }
         let name = self.ident(def.var)?;
@@ -83,7 +83,7 @@ impl FnCx<'_> {
 
         if rank == 0 {
             let body = self.expr(&def.body)?.tokens;
-            self.repr.insert(def.var, Repr::Owned);
+            self.repr.insert(def.var, Ownership::Owned);
             return Ok(quote!(let #name: #array = #nd::arr0(#body);));
         }
 
@@ -169,7 +169,7 @@ impl FnCx<'_> {
                 }
             }
         };
-        self.repr.insert(def.var, Repr::Owned);
+        self.repr.insert(def.var, Ownership::Owned);
         let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
         let parallel = def.parallel;
         Ok(quote! {
@@ -194,8 +194,8 @@ impl FnCx<'_> {
         pos: &Ident,
         binding: &TokenStream,
     ) -> Result<Option<TokenStream>, Bug> {
+        use crate::base::ops::{BinOp, RedOp};
         use crate::ir::ExprKind;
-        use crate::syntax::ast::{BinOp, RedOp};
         let is_sum = |e: &crate::ir::Expr| matches!(&e.kind, ExprKind::Reduce { op: RedOp::Sum, .. });
         // (the sum, the outside term, whether the term is subtracted, whether the sum is on the left)
         let (sum, outside, minus, sum_left) = match &def.body.kind {
@@ -213,7 +213,7 @@ impl FnCx<'_> {
         // The sum's loops move outside the row's loop, so their bounds must
         // not depend on the row's index (`sum[k in 0..j]`).
         let Some(row_axis) = def.axes.last() else { return Ok(None) };
-        let row_var = crate::analysis::dim::DimVar(row_axis.index.0);
+        let row_var = crate::base::dim::DimVar(row_axis.index.0);
         if loops.iter().any(|l| l.start.vars().contains(&row_var) || l.end.vars().contains(&row_var)) {
             return Ok(None);
         }
@@ -269,7 +269,7 @@ impl FnCx<'_> {
     /// `offset` turns the position into the offset along the axis.
     fn position(&self, axis: &Axis, offset: impl Fn(&Ident) -> TokenStream) -> Result<(Ident, TokenStream), Bug> {
         let index = self.ident(axis.index)?;
-        if self.info(axis.index)?.ty != Ty::Scalar(crate::syntax::ast::ScalarKind::I64) {
+        if self.info(axis.index)?.ty != Repr::Scalar(crate::base::scalar::ScalarKind::I64) {
             return Err(format!("axis index `{index}` is not `i64`"));
         }
         let pos = derived("pos_", &index, "");

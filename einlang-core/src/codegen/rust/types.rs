@@ -4,9 +4,9 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::{Bug, Code, Prec};
+use crate::base::scalar::{int_fits, ScalarKind};
 use crate::codegen::paths;
-use crate::ir::{Literal, Ty};
-use crate::syntax::ast::ScalarKind;
+use crate::ir::{Literal, Repr};
 
 /// The largest rank with a static ndarray dimension type (`Ix6`); higher
 /// ranks use `IxDyn`.
@@ -50,22 +50,22 @@ pub fn view(k: ScalarKind, rank: Option<usize>, lifetime: Option<&syn::Lifetime>
 
 /// The type of a value the function body works with for a parameter: views
 /// for tensors, `&str` for strings.
-pub fn param(ty: &Ty, nd: &TokenStream) -> Result<TokenStream, Bug> {
+pub fn param(ty: &Repr, nd: &TokenStream) -> Result<TokenStream, Bug> {
     Ok(match ty {
-        Ty::Scalar(k) => scalar(*k),
-        Ty::Tensor(k, rank) => view(*k, Some(*rank), None, nd),
-        Ty::Dyn(k) => view(*k, None, None, nd),
-        Ty::Jagged(k) => {
+        Repr::Scalar(k) => scalar(*k),
+        Repr::Tensor(k, rank) => view(*k, Some(*rank), None, nd),
+        Repr::Dyn(k) => view(*k, None, None, nd),
+        Repr::Jagged(k) => {
             let (rt, t) = (paths::rt(), scalar(*k));
             quote!(&#rt::Jagged<#t>)
         }
-        Ty::Str => quote!(&str),
-        Ty::Strs => {
+        Repr::Str => quote!(&str),
+        Repr::Strs => {
             let s = paths::string();
             quote!(&[#s])
         }
-        Ty::Unit => quote!(()),
-        Ty::Tuple(items) => {
+        Repr::Unit => quote!(()),
+        Repr::Tuple(items) => {
             let items = items.iter().map(|t| param(t, nd)).collect::<Result<Vec<_>, _>>()?;
             tuple_of(items)
         }
@@ -73,22 +73,22 @@ pub fn param(ty: &Ty, nd: &TokenStream) -> Result<TokenStream, Bug> {
 }
 
 /// The owned type a function returns: arrays, `String`, tuples of those.
-pub fn owned(ty: &Ty, nd: &TokenStream) -> TokenStream {
+pub fn owned(ty: &Repr, nd: &TokenStream) -> TokenStream {
     match ty {
-        Ty::Scalar(k) => scalar(*k),
-        Ty::Tensor(k, rank) => array(*k, Some(*rank), nd),
-        Ty::Dyn(k) => array(*k, None, nd),
-        Ty::Jagged(k) => {
+        Repr::Scalar(k) => scalar(*k),
+        Repr::Tensor(k, rank) => array(*k, Some(*rank), nd),
+        Repr::Dyn(k) => array(*k, None, nd),
+        Repr::Jagged(k) => {
             let (rt, t) = (paths::rt(), scalar(*k));
             quote!(#rt::Jagged<#t>)
         }
-        Ty::Str => paths::string(),
-        Ty::Strs => {
+        Repr::Str => paths::string(),
+        Repr::Strs => {
             let s = paths::string();
             quote!(::std::vec::Vec<#s>)
         }
-        Ty::Unit => quote!(()),
-        Ty::Tuple(items) => tuple_of(items.iter().map(|t| owned(t, nd)).collect()),
+        Repr::Unit => quote!(()),
+        Repr::Tuple(items) => tuple_of(items.iter().map(|t| owned(t, nd)).collect()),
     }
 }
 
@@ -196,27 +196,12 @@ fn suffixed_int(v: u128, k: ScalarKind) -> Option<proc_macro2::Literal> {
     })
 }
 
-/// Whether `v` is a value of integer type `k`.
-pub fn int_fits(v: i128, k: ScalarKind) -> bool {
-    let (lo, hi): (i128, i128) = match k {
-        ScalarKind::I8 => (i8::MIN.into(), i8::MAX.into()),
-        ScalarKind::I16 => (i16::MIN.into(), i16::MAX.into()),
-        ScalarKind::I32 => (i32::MIN.into(), i32::MAX.into()),
-        ScalarKind::I64 => (i64::MIN.into(), i64::MAX.into()),
-        ScalarKind::U8 => (0, u8::MAX.into()),
-        ScalarKind::U32 => (0, u32::MAX.into()),
-        ScalarKind::U64 => (0, u64::MAX.into()),
-        _ => return false,
-    };
-    (lo..=hi).contains(&v)
-}
-
 /// A literal of its IR type. Negative numbers are a unary minus applied to
 /// a positive literal (`-3i64`), the form rustc and prettyplease expect.
-pub fn literal(lit: &Literal, ty: &Ty) -> Result<Code, Bug> {
+pub fn literal(lit: &Literal, ty: &Repr) -> Result<Code, Bug> {
     let kind = match ty {
-        Ty::Scalar(k) => Some(*k),
-        Ty::Str => None,
+        Repr::Scalar(k) => Some(*k),
+        Repr::Str => None,
         other => return Err(format!("a literal of type `{other:?}`")),
     };
     match (lit, kind) {

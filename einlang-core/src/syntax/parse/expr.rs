@@ -25,7 +25,7 @@ use super::{
     brackets, enter, error_with_help, expect_token, expected, item, lit, parens, parse_comma_list, parse_name,
     parse_path_segment, parse_path_tail_segment, peek_group_at, peek_name, peek_name_at, peek_pow, stmt, ty, with_help,
 };
-use crate::span::Span;
+use crate::base::span::Span;
 use crate::syntax::ast::{
     BinOp, CompClause, Expr, ExprKind, Ident, IndexArg, MatchArm, RangeExpr, RedOp, RedVar, UnOp,
 };

@@ -10,7 +10,7 @@ use super::{
     ast_ident, braces, brackets, enter, expect_token, expected, parens, parse_comma_list, parse_name,
     parse_path_segment, parse_path_tail_segment, peek_name, peek_path_tail_segment, stmt, ty,
 };
-use crate::span::Span;
+use crate::base::span::Span;
 use crate::syntax::ast::{Attr, ConstItem, FnItem, Item, ModItem, Param, UseItem, UseTree, Visibility};
 
 /// Parses items up to the end of `input`, recovering from errors: an item

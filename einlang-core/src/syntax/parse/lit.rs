@@ -4,7 +4,7 @@ use proc_macro2::{Group, TokenStream, TokenTree};
 use syn::parse::ParseStream;
 
 use super::{check_nesting, error_with_help, expected, parse_expr_tokens};
-use crate::span::Span;
+use crate::base::span::Span;
 use crate::syntax::ast::{Expr, ExprKind, Lit, ScalarKind, StrPart};
 
 /// A literal expression; a string with interpolations becomes

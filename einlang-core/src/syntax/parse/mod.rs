@@ -39,8 +39,8 @@ use syn::buffer::Cursor;
 use syn::parse::{ParseBuffer, ParseStream, Parser};
 use syn::token;
 
+use crate::base::span::Span;
 use crate::diag::Diagnostic;
-use crate::span::Span;
 use crate::syntax::ast::{self, Program};
 
 /// Parses the tokens of an `einlang! { ... }` call.

@@ -7,7 +7,7 @@ use super::{
     braces, brackets, enter, error_with_help, expect_token, expected, expr, item, lit, parse_comma_list, parse_name,
     peek_name, peek_name_at, peek_single_eq, with_help,
 };
-use crate::span::Span;
+use crate::base::span::Span;
 use crate::syntax::ast::{Block, Expr, ExprKind, IndexSlot, LetStmt, Lit, Pattern, Stmt, WhereItem};
 
 /// What one step of statement parsing found.

@@ -8,7 +8,7 @@ use super::{
     brackets, enter, error_with_help, error_with_note, expected, parens, parse_comma_list, parse_name, peek_group_at,
     peek_name_at, peek_pow,
 };
-use crate::span::Span;
+use crate::base::span::Span;
 use crate::syntax::ast::{BinOp, DimExpr, ScalarKind, Type};
 
 /// `f32`, `str`, `[T; d, ...]`, `[T]`, `[T; *]`, `jagged[T]`, `(A, B)`,

@@ -10,9 +10,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use super::{Block, Callee, DefId, ExprId, ExprKind, Hir, Slot, Stmt, Where};
-use crate::analysis::Tables;
-use crate::syntax::ast::{Lit, UnOp};
+use super::Tables;
+use crate::base::ops::{Lit, UnOp};
+use crate::hir::{Block, Callee, DefId, ExprId, ExprKind, Hir, Slot, Stmt, Where};
 
 pub fn pretty_hir(hir: &Hir, t: &Tables) -> String {
     let mut p = Printer { hir, t, out: String::new(), numbers: RefCell::new(HashMap::new()) };
@@ -132,7 +132,7 @@ impl Printer<'_> {
         format!(" where {}", items.join(", "))
     }
 
-    fn pat(&self, p: &super::Pat) -> String {
+    fn pat(&self, p: &crate::hir::Pat) -> String {
         let lit = |l: &Lit| match l {
             Lit::Int(v, _) => v.to_string(),
             Lit::Float(s, _) => s.clone(),
@@ -140,17 +140,17 @@ impl Printer<'_> {
             Lit::Str(s) => format!("{s:?}"),
         };
         match p {
-            super::Pat::Wild => "_".to_string(),
-            super::Pat::Bind(d) => self.def(*d),
-            super::Pat::Lit(l, _) => lit(l),
-            super::Pat::Range { lo, hi, inclusive, .. } => {
+            crate::hir::Pat::Wild => "_".to_string(),
+            crate::hir::Pat::Bind(d) => self.def(*d),
+            crate::hir::Pat::Lit(l, _) => lit(l),
+            crate::hir::Pat::Range { lo, hi, inclusive, .. } => {
                 format!("{}{}{}", lit(lo), if *inclusive { "..=" } else { ".." }, lit(hi))
             }
-            super::Pat::Tuple(items) => {
+            crate::hir::Pat::Tuple(items) => {
                 format!("({})", items.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(", "))
             }
-            super::Pat::Or(alts) => alts.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(" | "),
-            super::Pat::At(d, p) => format!("{} @ {}", self.def(*d), self.pat(p)),
+            crate::hir::Pat::Or(alts) => alts.iter().map(|p| self.pat(p)).collect::<Vec<_>>().join(" | "),
+            crate::hir::Pat::At(d, p) => format!("{} @ {}", self.def(*d), self.pat(p)),
         }
     }
 
@@ -169,9 +169,11 @@ impl Printer<'_> {
                 let clauses: Vec<String> = clauses
                     .iter()
                     .map(|c| match c {
-                        super::CompClause::Range { def, .. } => self.range(*def),
-                        super::CompClause::Each { def, over } => format!("{} in {}", self.def(*def), self.expr(*over)),
-                        super::CompClause::Filter(f) => self.expr(*f),
+                        crate::hir::CompClause::Range { def, .. } => self.range(*def),
+                        crate::hir::CompClause::Each { def, over } => {
+                            format!("{} in {}", self.def(*def), self.expr(*over))
+                        }
+                        crate::hir::CompClause::Filter(f) => self.expr(*f),
                     })
                     .collect();
                 format!("[{} | {}]", self.expr(*body), clauses.join(", "))
@@ -233,8 +235,8 @@ impl Printer<'_> {
                 let mut text = String::from("f\"");
                 for p in parts {
                     match p {
-                        super::InterpPart::Text(t) => text.push_str(t),
-                        super::InterpPart::Value(e, prec) => {
+                        crate::hir::InterpPart::Text(t) => text.push_str(t),
+                        crate::hir::InterpPart::Value(e, prec) => {
                             let v = self.expr(*e);
                             match prec {
                                 Some(p) => text.push_str(&format!("{{{v}:.{p}}}")),

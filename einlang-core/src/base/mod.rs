@@ -1,0 +1,18 @@
+//! Vocabulary every stage may use, and that imports no stage.
+//!
+//! - `arena`: typed arenas and indices, for the HIR;
+//! - `span`: source spans (kept in side tables from the HIR on);
+//! - `dim`: symbolic dimensions, the algebra of shapes and bounds;
+//! - `scalar`: element types;
+//! - `ops`: operators, reductions and literals;
+//! - `intrinsic`: the built-in operations the standard library declares.
+//!
+//! Anything here is data and pure functions over it. A module that needs a
+//! stage's types (HIR, analysis tables, loop IR) belongs to that stage.
+
+pub mod arena;
+pub mod dim;
+pub mod intrinsic;
+pub mod ops;
+pub mod scalar;
+pub mod span;
