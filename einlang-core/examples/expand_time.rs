@@ -53,6 +53,8 @@ fn main() -> ExitCode {
     let mut rest = times[1..].to_vec();
     rest.sort_by(f64::total_cmp);
     let median = rest.get(rest.len() / 2).copied().unwrap_or(first);
-    println!("{calls} expansions of {path}: first {first:.1} ms, median of the rest {median:.1} ms, total {total:.0} ms");
+    println!(
+        "{calls} expansions of {path}: first {first:.1} ms, median of the rest {median:.1} ms, total {total:.0} ms"
+    );
     ExitCode::SUCCESS
 }

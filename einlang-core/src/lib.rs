@@ -10,11 +10,11 @@ pub mod analysis;
 pub mod base;
 pub mod codegen;
 pub mod diag;
-pub mod file;
 pub mod hir;
 pub mod ir;
 pub mod lower;
 pub mod resolve;
+pub mod source;
 pub mod syntax;
 #[cfg(test)]
 mod test_support;
@@ -61,8 +61,9 @@ impl Compiled {
 /// first stage that failed.
 pub fn compile(mut ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
     syntax::hoist::hoist_nested_fns(&mut ast);
+    let stdlib = source::stdlib::stdlib()?;
     let mut diags = Diagnostics::new();
-    let mut hir = resolve::resolve_program(&ast, &mut diags);
+    let mut hir = resolve::resolve_program(&ast, &stdlib, &mut diags);
     if diags.has_errors() {
         return Err(diags.into_vec());
     }

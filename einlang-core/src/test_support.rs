@@ -21,7 +21,11 @@ fn render<'a>(diags: impl IntoIterator<Item = &'a Diagnostic>) -> String {
 pub(crate) fn run(src: &str, stage: Stage) -> Result<String, String> {
     let ast = crate::syntax::parse_str(src).map_err(|d| render(&d))?;
     let mut diags = Diagnostics::new();
-    let hir = crate::resolve::resolve_program(&ast, &mut diags);
+    let hir = crate::resolve::resolve_program(
+        &ast,
+        &crate::source::stdlib::stdlib().expect("the standard library parses"),
+        &mut diags,
+    );
     if diags.has_errors() {
         return Err(render(diags.iter()));
     }

@@ -136,10 +136,10 @@ impl Diagnostic {
     }
 }
 
-/// `::core::compile_error! { "message" }` with the path at `span.lo` and the
-/// braces at `span.hi`, so rustc underlines the whole range.
+/// `::core::compile_error! { "message" }` with the path at `span.lo()` and the
+/// braces at `span.hi()`, so rustc underlines the whole range.
 fn compile_error_at(span: Span, message: &str) -> TokenStream {
-    let lo = span.lo;
+    let lo = span.lo();
     let mut colon1 = Punct::new(':', Spacing::Joint);
     colon1.set_span(lo);
     let mut colon2 = Punct::new(':', Spacing::Alone);
@@ -151,9 +151,9 @@ fn compile_error_at(span: Span, message: &str) -> TokenStream {
     let mut bang = Punct::new('!', Spacing::Alone);
     bang.set_span(lo);
     let mut lit = Literal::string(message);
-    lit.set_span(span.hi);
+    lit.set_span(span.hi());
     let mut group = Group::new(Delimiter::Brace, TokenStream::from(TokenTree::Literal(lit)));
-    group.set_span(span.hi);
+    group.set_span(span.hi());
     let tokens: Vec<TokenTree> = vec![
         colon1.into(),
         colon2.into(),

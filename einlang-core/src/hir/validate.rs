@@ -71,7 +71,11 @@ mod tests {
     fn resolved(src: &str) -> crate::hir::Hir {
         let ast = crate::syntax::parse_str(src).unwrap_or_else(|_| panic!("parses"));
         let mut diags = Diagnostics::new();
-        let hir = crate::resolve::resolve_program(&ast, &mut diags);
+        let hir = crate::resolve::resolve_program(
+            &ast,
+            &crate::source::stdlib::stdlib().expect("the standard library parses"),
+            &mut diags,
+        );
         assert!(!diags.has_errors());
         hir
     }

@@ -4,8 +4,8 @@
 //! before any body is resolved, so calls may precede definitions. `use`
 //! items are resolved next, then bodies, with lexical scopes for parameters,
 //! dimension symbols, locals (shadowing allowed), where-bindings and index
-//! variables (scoped to their statement). The standard library is parsed from
-//! `stdlib/` and mounted as the module `std`.
+//! variables (scoped to their statement). The standard library (parsed once
+//! per process by `crate::source::stdlib`) is mounted as the module `std`.
 //!
 //! Function values (lambdas, closures, functions passed by name) are
 //! resolved away here, so the HIR never holds one: see `closures`.
@@ -27,26 +27,19 @@ use crate::base::intrinsic::Intrinsic;
 use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, Hir, Slot, TyAnn, Where};
+use crate::source::stdlib::Stdlib;
 use crate::syntax::{ast, visit};
 
-/// The standard library sources, by module path.
-const STDLIB: &[(&str, &str)] = &[
-    ("array", include_str!("../../../stdlib/std/array.ein")),
-    ("io", include_str!("../../../stdlib/std/io.ein")),
-    ("math", include_str!("../../../stdlib/std/math.ein")),
-    ("math_utils", include_str!("../../../stdlib/std/math_utils.ein")),
-    ("ml", include_str!("../../../stdlib/std/ml.ein")),
-    ("numerics", include_str!("../../../stdlib/std/numerics.ein")),
-];
-
-/// Resolves a parsed program (plus the standard library) into HIR.
-pub fn resolve_program(program: &ast::Program, diags: &mut Diagnostics) -> Hir {
+/// Resolves a parsed program, with the standard library (parsed once per
+/// process, see `crate::source::stdlib`) mounted as `std`, into HIR.
+pub fn resolve_program(program: &ast::Program, stdlib: &Stdlib, diags: &mut Diagnostics) -> Hir {
     let mut r = Resolver::new();
-    r.mount_stdlib(diags);
+    let std_mods = r.mount_stdlib(stdlib, diags);
+    let stdlib: Vec<(ModId, &ast::Program)> =
+        std_mods.into_iter().zip(stdlib.modules.iter().map(|m| &m.program)).collect();
     let root = r.new_module(None);
     r.root = root;
     r.declare_items(root, &program.items, false, diags);
-    let stdlib = std::mem::take(&mut r.stdlib_programs);
     for (m, p) in &stdlib {
         r.resolve_uses(*m, &p.items, diags);
     }
@@ -101,9 +94,6 @@ struct Resolver {
     /// How many indexed definitions and reductions enclose the expression
     /// being resolved (their bodies run once per point).
     index_depth: usize,
-    /// The parsed standard library modules; their bodies are resolved after
-    /// every module's names are declared.
-    stdlib_programs: Vec<(ModId, ast::Program)>,
     /// Names a module got from a glob import (an explicit definition or
     /// import of the same name replaces them).
     glob_names: std::collections::HashSet<(ModId, String)>,
@@ -177,7 +167,6 @@ impl Resolver {
             in_generic: false,
             module_names: HashMap::new(),
             glob_names: Default::default(),
-            stdlib_programs: Vec::new(),
             const_stack: Vec::new(),
             fn_values: HashMap::new(),
             fn_value_types: HashMap::new(),
@@ -206,31 +195,23 @@ impl Resolver {
         self.modules.len() - 1
     }
 
-    fn mount_stdlib(&mut self, diags: &mut Diagnostics) {
+    /// Mounts the standard library's modules under `std` and declares their
+    /// items; returns each module's id, in the order of `stdlib.modules`.
+    fn mount_stdlib(&mut self, stdlib: &Stdlib, diags: &mut Diagnostics) -> Vec<ModId> {
         let std_mod = self.new_module(None);
         let std_def = self.hir.alloc_def("std", DefKind::Module, Span::call_site());
         self.module_of_def.insert(std_def, std_mod);
-        for (name, src) in STDLIB {
-            let program = match crate::syntax::parse_str(src) {
-                Ok(p) => p,
-                Err(errs) => {
-                    for e in errs {
-                        diags.push(Diagnostic::bug(
-                            Span::call_site(),
-                            format!("standard library `std::{name}`: {}", e.message),
-                        ));
-                    }
-                    continue;
-                }
-            };
+        let mut ids = Vec::new();
+        for module in &stdlib.modules {
             let m = self.new_module(Some(std_mod));
-            let def = self.hir.alloc_def(*name, DefKind::Module, Span::call_site());
+            let def = self.hir.alloc_def(module.name, DefKind::Module, Span::call_site());
             self.module_of_def.insert(def, m);
-            self.modules[std_mod].names.insert(name.to_string(), def);
-            self.declare_items(m, &program.items, true, diags);
-            self.stdlib_programs.push((m, program));
+            self.modules[std_mod].names.insert(module.name.to_string(), def);
+            self.declare_items(m, &module.program.items, true, diags);
+            ids.push(m);
         }
         self.std_def = Some(std_def);
+        ids
     }
 }
 

@@ -832,7 +832,7 @@ fn tokens_and_text_agree() {
 fn spans_cover_first_to_last_token() {
     fn show(expr: &Expr) -> String {
         let (lo_line, lo_col) = expr.span.line_col();
-        let hi = expr.span.hi.end();
+        let hi = expr.span.hi().end();
         format!("{lo_line}:{lo_col}-{}:{}", hi.line, hi.column)
     }
     let src = "let a = x[i + 1] * (b + c);\nlet s = sum[k](v[k]) + t.0.1 + \"s\";";
@@ -844,7 +844,7 @@ fn spans_cover_first_to_last_token() {
     for item in &program.items {
         let Item::Stmt(Stmt::Let(stmt)) = item else { continue };
         let (line, col) = stmt.span.line_col();
-        let end = stmt.span.hi.end();
+        let end = stmt.span.hi().end();
         out.push_str(&format!("let {line}:{col}-{}:{}\n", end.line, end.column));
         let mut stack = vec![&stmt.value];
         while let Some(expr) = stack.pop() {

@@ -231,7 +231,7 @@ fn parse_unary(input: ParseStream) -> syn::Result<Expr> {
         let _guard = enter(input)?;
         let plus = input.parse::<Token![+]>()?.span;
         let expr = parse_unary(input)?;
-        let span = Span { lo: plus, hi: expr.span.hi };
+        let span = Span::new(plus, expr.span.hi());
         return Ok(Expr { span, ..expr });
     }
     let op = if input.peek(Token![-]) {
@@ -247,7 +247,7 @@ fn parse_unary(input: ParseStream) -> syn::Result<Expr> {
         UnOp::Not => input.parse::<Token![!]>()?.span,
     };
     let expr = parse_unary(input)?;
-    let span = Span { lo: op_span, hi: expr.span.hi };
+    let span = Span::new(op_span, expr.span.hi());
     Ok(Expr { kind: ExprKind::Unary { op, expr: Box::new(expr) }, span })
 }
 
@@ -293,7 +293,7 @@ fn parse_postfix(input: ParseStream) -> syn::Result<Expr> {
                 };
                 if let Some(path) = path {
                     parse_name(input)?;
-                    let span = Span { lo: expr.span.lo, hi: name.span.hi };
+                    let span = Span::new(expr.span.lo(), name.span.hi());
                     let segments = path.iter().map(|s| Ident { name: s.to_string(), span: name.span }).collect();
                     let callee = Expr { kind: ExprKind::Path(segments), span: name.span };
                     expr = Expr { kind: ExprKind::Call { callee: Box::new(callee), args: vec![expr] }, span };
@@ -301,7 +301,7 @@ fn parse_postfix(input: ParseStream) -> syn::Result<Expr> {
                 }
             }
             for (index, index_span) in parse_field_indices(input)? {
-                let span = Span { lo: expr.span.lo, hi: index_span.hi };
+                let span = Span::new(expr.span.lo(), index_span.hi());
                 expr = Expr { kind: ExprKind::Field { base: Box::new(expr), index, index_span }, span };
             }
         } else {
@@ -514,7 +514,10 @@ fn parse_reduce(input: ParseStream, op: RedOp) -> syn::Result<Expr> {
     let (vars_span, vars_content) = brackets(input)?;
     let vars = parse_comma_list(&vars_content, "]", parse_red_var)?;
     if vars.is_empty() {
-        return Err(syn::Error::new(vars_span.lo, format!("`{}` needs at least one index to reduce over", op.name())));
+        return Err(syn::Error::new(
+            vars_span.lo(),
+            format!("`{}` needs at least one index to reduce over", op.name()),
+        ));
     }
     let (body_span, content) = parens(input)?;
     let body = parse_expr(&content)?;
@@ -550,7 +553,7 @@ fn parse_if(input: ParseStream) -> syn::Result<Expr> {
     let if_token = input.parse::<Token![if]>()?;
     let cond = parse_expr(input)?;
     let then = stmt::parse_block(input)?;
-    let mut hi = then.span.hi;
+    let mut hi = then.span.hi();
     let els = if input.peek(Token![else]) {
         input.parse::<Token![else]>()?;
         let els = if input.peek(Token![if]) {
@@ -561,12 +564,12 @@ fn parse_if(input: ParseStream) -> syn::Result<Expr> {
         } else {
             return Err(expected(input, "`{` or `if` after `else`"));
         };
-        hi = els.span.hi;
+        hi = els.span.hi();
         Some(Box::new(els))
     } else {
         None
     };
-    Ok(Expr { kind: ExprKind::If { cond: Box::new(cond), then, els }, span: Span { lo: if_token.span, hi } })
+    Ok(Expr { kind: ExprKind::If { cond: Box::new(cond), then, els }, span: Span::new(if_token.span, hi) })
 }
 
 /// `match e { pat [if guard] => body, ... }`.
@@ -600,7 +603,7 @@ fn parse_match(input: ParseStream) -> syn::Result<Expr> {
             return Err(expected(&content, "`,` or `}`"));
         }
     }
-    let span = Span { lo: match_token.span, hi: group.hi };
+    let span = Span::new(match_token.span, group.hi());
     Ok(Expr { kind: ExprKind::Match { scrutinee: Box::new(scrutinee), arms }, span })
 }
 
@@ -623,7 +626,7 @@ fn parse_lambda(input: ParseStream) -> syn::Result<Expr> {
         (open, params)
     };
     let body = parse_expr(input)?;
-    let span = Span { lo, hi: body.span.hi };
+    let span = Span::new(lo, body.span.hi());
     Ok(Expr { kind: ExprKind::Lambda { params, body: Box::new(body) }, span })
 }
 
@@ -635,9 +638,9 @@ fn parse_derivative(input: ParseStream) -> syn::Result<Expr> {
         input.parse::<Token![/]>()?;
         input.parse::<Token![@]>()?;
         let wrt = parse_name(input)?;
-        let span = Span { lo: at, hi: wrt.span.hi };
+        let span = Span::new(at, wrt.span.hi());
         return Ok(Expr { kind: ExprKind::Deriv { target, wrt }, span });
     }
-    let span = Span { lo: at, hi: target.span.hi };
+    let span = Span::new(at, target.span.hi());
     Ok(Expr { kind: ExprKind::Differential(target), span })
 }

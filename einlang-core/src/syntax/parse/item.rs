@@ -84,7 +84,7 @@ pub(super) fn parse_declaration(input: ParseStream) -> syn::Result<Option<Item>>
     // and dropped, as the AST has no place for them.
     let not_fn = |what: &str| -> syn::Result<()> {
         match outer.attrs.first() {
-            Some(attr) => Err(syn::Error::new(attr.span.lo, format!("attributes are not allowed on {what}"))),
+            Some(attr) => Err(syn::Error::new(attr.span.lo(), format!("attributes are not allowed on {what}"))),
             None => Ok(()),
         }
     };
@@ -93,7 +93,7 @@ pub(super) fn parse_declaration(input: ParseStream) -> syn::Result<Option<Item>>
         let use_token = input.parse::<Token![use]>()?;
         let tree = parse_use_tree(input, false)?;
         let semi = expect_token!(input, ;)?;
-        let span = Span { lo: start(use_token.span), hi: semi.span };
+        let span = Span::new(start(use_token.span), semi.span);
         return Ok(Some(Item::Use(UseItem { vis, tree, span })));
     }
     if input.peek(Token![mod]) {
@@ -143,7 +143,7 @@ fn parse_outer_attrs(input: ParseStream) -> syn::Result<OuterAttrs> {
             } else {
                 Vec::new()
             };
-            outer.attrs.push(Attr { name, args, span: Span { lo: pound.span, hi: group.hi } });
+            outer.attrs.push(Attr { name, args, span: Span::new(pound.span, group.hi()) });
         }
         if !content.is_empty() {
             return Err(expected(&content, "`]`"));
@@ -204,13 +204,13 @@ fn parse_fn(input: ParseStream, outer: OuterAttrs, vis: Visibility, lo: proc_mac
         (None, input.parse::<Token![;]>()?.span)
     } else if input.peek(token::Brace) {
         let block = stmt::parse_block(input)?;
-        let hi = block.span.hi;
+        let hi = block.span.hi();
         (Some(block), hi)
     } else {
         let what = if ret.is_some() { "`{` or `;`" } else { "`->`, `{` or `;`" };
         return Err(expected(input, what));
     };
-    Ok(FnItem { vis, docs: outer.docs, attrs: outer.attrs, name, params, ret, body, span: Span { lo, hi } })
+    Ok(FnItem { vis, docs: outer.docs, attrs: outer.attrs, name, params, ret, body, span: Span::new(lo, hi) })
 }
 
 /// `name` or `name: Type`, in a function's or a lambda's parameter list.
@@ -270,7 +270,7 @@ fn parse_mod(input: ParseStream, vis: Visibility, lo: proc_macro2::Span) -> syn:
     let name = parse_name(input)?;
     if input.peek(syn::Token![;]) {
         let semi = input.parse::<syn::Token![;]>()?;
-        return Ok(ModItem { vis, name, items: Vec::new(), external: true, span: Span { lo, hi: semi.span } });
+        return Ok(ModItem { vis, name, items: Vec::new(), external: true, span: Span::new(lo, semi.span) });
     }
     let (group, content) = braces(input)?;
     let mut errors = Vec::new();
@@ -282,7 +282,7 @@ fn parse_mod(input: ParseStream, vis: Visibility, lo: proc_macro2::Span) -> syn:
         }
         return Err(first);
     }
-    Ok(ModItem { vis, name, items, external: false, span: Span { lo, hi: group.hi } })
+    Ok(ModItem { vis, name, items, external: false, span: Span::new(lo, group.hi()) })
 }
 
 /// `const NAME [: T] = value;`, after `const`.
@@ -291,7 +291,7 @@ fn parse_const(input: ParseStream, vis: Visibility, lo: proc_macro2::Span) -> sy
     let ty = super::parse_annotation_and_eq(input)?;
     let value = super::expr::parse_expr(input)?;
     let semi = expect_token!(input, ;)?;
-    Ok(ConstItem { vis, name, ty, value, span: Span { lo, hi: semi.span } })
+    Ok(ConstItem { vis, name, ty, value, span: Span::new(lo, semi.span) })
 }
 
 /// Skips the item that starts at `input` after it failed to parse: up to and

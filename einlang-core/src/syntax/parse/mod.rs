@@ -491,7 +491,7 @@ fn ast_ident(ident: &proc_macro2::Ident) -> ast::Ident {
 
 /// The span of a delimited group, from its opening to its closing delimiter.
 fn group_span(delim: &proc_macro2::extra::DelimSpan) -> Span {
-    Span { lo: delim.open(), hi: delim.close() }
+    Span::new(delim.open(), delim.close())
 }
 
 /// Opens a `(...)` group, or fails with "expected `(`, found ...".

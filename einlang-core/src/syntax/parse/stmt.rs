@@ -42,7 +42,7 @@ pub(super) fn parse_top_level_stmt(input: ParseStream) -> syn::Result<Stmt> {
     match parse_stmt(input)? {
         Parsed::Stmt(stmt) => Ok(*stmt),
         Parsed::Tail(expr) if is_block_like(&expr) => Ok(Stmt::Expr(expr)),
-        Parsed::Tail(expr) => Err(syn::Error::new(expr.span.hi, "expected `;` after this expression")),
+        Parsed::Tail(expr) => Err(syn::Error::new(expr.span.hi(), "expected `;` after this expression")),
         Parsed::Empty => Err(input.error("expected a statement")),
     }
 }
@@ -107,7 +107,7 @@ fn parse_let(input: ParseStream) -> syn::Result<LetStmt> {
     let value = expr::parse_expr(input)?;
     let where_clause = if input.peek(Token![where]) { parse_where(input)? } else { Vec::new() };
     let semi = expect_token!(input, ;)?;
-    Ok(LetStmt { pat, indices, ty, value, where_clause, span: Span { lo: let_token.span, hi: semi.span } })
+    Ok(LetStmt { pat, indices, ty, value, where_clause, span: Span::new(let_token.span, semi.span) })
 }
 
 /// `[i, t in 1..T, 0, ..batch]` on the left of an indexed definition.
@@ -116,7 +116,7 @@ fn parse_index_slots(input: ParseStream) -> syn::Result<Vec<IndexSlot>> {
     let slots = parse_comma_list(&content, "]", parse_index_slot)?;
     if slots.is_empty() {
         return Err(error_with_help(
-            span.lo,
+            span.lo(),
             "an indexed definition needs at least one index",
             "remove the brackets to define a scalar",
         ));
@@ -279,5 +279,5 @@ fn parse_pattern_lit(input: ParseStream) -> syn::Result<(Lit, Span)> {
         Lit::Float(text, kind) => Lit::Float(format!("-{text}"), kind),
         Lit::Bool(_) | Lit::Str(_) => return Err(syn::Error::new(minus, "only numbers can be negated in a pattern")),
     };
-    Ok((negated, Span { lo: minus, hi: span.hi }))
+    Ok((negated, Span::new(minus, span.hi())))
 }

@@ -40,7 +40,7 @@ pub(super) fn parse_type(input: ParseStream) -> syn::Result<Type> {
     }
     match ScalarKind::from_name(&name.name) {
         Some(kind) => Ok(Type::Scalar(kind, name.span)),
-        None => Err(unknown_type(&name.name, name.span.lo)),
+        None => Err(unknown_type(&name.name, name.span.lo())),
     }
 }
 

@@ -263,7 +263,7 @@ impl Loader {
     /// its items (imports of loaded files rewritten to `crate::name`).
     fn load(&mut self, i: usize) -> Result<ast::Program, Vec<Diagnostic>> {
         let mut ast = crate::syntax::parse_str(&self.files[i].src)?;
-        self.anchors[i] = ast.items.iter().find_map(item_span).map(|s| s.lo);
+        self.anchors[i] = ast.items.iter().find_map(item_span).map(|s| s.lo());
         self.stack.push(i);
         let own: Vec<String> = ast.items.iter().filter_map(item_name).collect();
         let mut errors = Vec::new();
@@ -450,16 +450,19 @@ struct Locator<'a> {
 
 impl Locator<'_> {
     fn place(&self, span: Span) -> Place {
+        if span.is_detached() {
+            return Place::Stdlib;
+        }
         // The fallback source map gives `call_site()` its own empty dummy
         // file, and `join` only succeeds for spans of the same file; that
         // is the one public way to recognize a span without a position.
-        if TokSpan::call_site().join(span.lo).is_some() {
+        if TokSpan::call_site().join(span.lo()).is_some() {
             return Place::Nowhere;
         }
         // Without an anchor a file did not parse (or is empty), so a span
         // with a position that no other file claims came from its parser.
         let anchors = std::iter::once(self.anchor).chain(self.others.iter().map(|(_, a)| *a));
-        let claimed = anchors.clone().position(|a| a.is_some_and(|a| a.join(span.lo).is_some()));
+        let claimed = anchors.clone().position(|a| a.is_some_and(|a| a.join(span.lo()).is_some()));
         let unparsed: Vec<usize> = anchors.enumerate().filter(|(_, a)| a.is_none()).map(|(k, _)| k).collect();
         let which = match (claimed, unparsed.as_slice()) {
             (Some(k), _) => k,
@@ -467,8 +470,8 @@ impl Locator<'_> {
             _ => return Place::Stdlib,
         };
         let src = self.source(which).src;
-        let start = span.lo.start();
-        let end = span.hi.end();
+        let start = span.lo().start();
+        let end = span.hi().end();
         let line_len = src.lines().nth(start.line.saturating_sub(1)).map_or(0, |l| l.chars().count());
         let end_col = if end.line == start.line { end.column } else { line_len };
         Place::InFile { which, line: start.line, col: start.column + 1, end_col: end_col.max(start.column + 1) + 1 }
@@ -778,7 +781,7 @@ mod tests {
         let (Some(in_file), Some(elsewhere)) = (item_span(&ast.items[0]), item_span(&other.items[0])) else {
             panic!("items without spans");
         };
-        let locator = Locator { file: &file, anchor: Some(in_file.lo), others: Vec::new() };
+        let locator = Locator { file: &file, anchor: Some(in_file.lo()), others: Vec::new() };
         let diag = Diagnostic::error(in_file, "the primary message")
             .label(elsewhere, "a label in another source")
             .label(Span::call_site(), "a label without a position");
