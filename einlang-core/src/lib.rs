@@ -18,6 +18,7 @@ pub mod source;
 pub mod syntax;
 #[cfg(test)]
 mod test_support;
+pub mod transform;
 
 use proc_macro2::TokenStream;
 
@@ -67,17 +68,16 @@ pub fn compile(mut ast: syntax::ast::Program, options: &Options) -> Result<Compi
     if diags.has_errors() {
         return Err(diags.into_vec());
     }
-    diags.extend(hir::instantiate::expand_typed_rests(&mut hir));
+    diags.extend(transform::instantiate::expand_typed_rests(&mut hir));
     if diags.has_errors() {
         return Err(diags.into_vec());
     }
-    if let Err(msg) = hir::validate::validate(&hir) {
-        return Err(vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid HIR: {msg}"))]);
-    }
-    let tables = analysis::mono::analyze_with_instances(&mut hir, &mut diags);
+    validate_hir(&hir, "instantiation")?;
+    let tables = transform::mono::analyze_with_instances(&mut hir, &mut diags);
     if diags.has_errors() {
         return Err(diags.into_vec());
     }
+    validate_hir(&hir, "monomorphization")?;
     let ir = lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags);
     if diags.has_errors() {
         return Err(diags.into_vec());
@@ -87,6 +87,14 @@ pub fn compile(mut ast: syntax::ast::Program, options: &Options) -> Result<Compi
     }
     let rust = codegen::emit_program(&ir, options);
     Ok(Compiled { ast, hir, tables, ir, rust })
+}
+
+/// Runs the HIR validator after the pass `after`; a violation is an
+/// internal compiler error.
+fn validate_hir(hir: &hir::Hir, after: &str) -> Result<(), Vec<Diagnostic>> {
+    hir::validate::validate(hir).map_err(|msg| {
+        vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid HIR after {after}: {msg}"))]
+    })
 }
 
 /// A short tag that differs between macro calls with different programs,

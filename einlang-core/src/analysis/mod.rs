@@ -22,7 +22,6 @@
 
 mod cx;
 mod infer;
-pub mod mono;
 pub mod pretty;
 mod ranges;
 pub mod recur;

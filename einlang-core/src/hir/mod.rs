@@ -19,7 +19,6 @@
 //! - `ExprKind::Index` with fewer arguments than the base's rank selects a
 //!   sub-tensor.
 
-pub mod instantiate;
 pub mod validate;
 
 use crate::base::arena::{Arena, Idx};
@@ -75,7 +74,7 @@ pub struct Hir {
     pub expr_spans: Vec<Span>,
     pub fns: Arena<Function>,
     /// For each call of a generic function: the instance it calls. Filled
-    /// by monomorphization (`crate::analysis::mono`).
+    /// by monomorphization (`crate::transform::mono`).
     pub instances: std::collections::HashMap<ExprId, FnId>,
     /// For each instance: the generic function it copies and the span of
     /// the call that first asked for it.
@@ -94,7 +93,7 @@ pub struct Hir {
     /// `let` bindings of unsuffixed literals (`let v = [1, 2, 3];`) whose
     /// type a later use decided, as Rust infers it: `v[i] + k` with `k:
     /// i64` makes `v` an `[i64; 3]`. Filled by analysis rounds (see
-    /// `crate::analysis::mono`). With the span of the use that decided it.
+    /// `crate::transform::mono`). With the span of the use that decided it.
     pub literal_types: std::collections::HashMap<DefId, (crate::base::scalar::ScalarKind, Span)>,
     /// The recurrences that read each other, fused into one (`a__b`; see
     /// `resolve::mutual`), by fused name: the members, for diagnostics.

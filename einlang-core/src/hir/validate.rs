@@ -92,6 +92,22 @@ mod tests {
     }
 
     #[test]
+    fn programs_with_instances_are_valid_after_monomorphization() {
+        // Generic functions (library and user) called at two element types
+        // and two ranks: every instance is a copy appended to the arenas.
+        let src = "use std::ml::relu;
+            fn double(x) { x + x }
+            fn f(a: [f32; N], b: [i64; M, K]) -> ([f32; N], [i64; M, K]) {
+                let r[i] = relu(a[i]);
+                (double(r), double(b))
+            }";
+        let ast = crate::syntax::parse_str(src).unwrap_or_else(|_| panic!("parses"));
+        let compiled = crate::compile(ast, &crate::Options::default()).unwrap_or_else(|d| panic!("{}", d[0].message));
+        assert!(compiled.hir.instance_origin.len() >= 3, "expected instances of relu and double");
+        assert_eq!(validate(&compiled.hir), Ok(()));
+    }
+
+    #[test]
     fn a_forward_operand_is_reported() {
         let mut hir = resolved("fn f(x: f32) -> f32 { x + x }");
         let last = hir.exprs.iter().last().map(|(id, _)| id).unwrap_or_else(|| panic!("has expressions"));

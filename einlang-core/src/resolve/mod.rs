@@ -102,7 +102,7 @@ struct Resolver {
     module_names: HashMap<ModId, String>,
     /// Whether named rest indices are allowed: in any function and in
     /// top-level statements (a typed function's and the top level's are
-    /// expanded after resolution, see `hir::instantiate::expand_typed_rests`),
+    /// expanded after resolution, see `transform::instantiate::expand_typed_rests`),
     /// not in library code that is not a function.
     in_generic: bool,
     /// `const` items with the module they are defined in.
@@ -600,7 +600,7 @@ impl Resolver {
         let def = self.hir.alloc_def("main", DefKind::Local, first);
         self.current_module = self.root;
         // Rest indices are expanded right after resolution, with the ranks
-        // of the top-level bindings (see `hir::instantiate`).
+        // of the top-level bindings (see `transform::instantiate`).
         self.in_generic = true;
         self.current_fn = None;
         self.scopes = vec![HashMap::new()];

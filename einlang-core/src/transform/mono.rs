@@ -3,7 +3,7 @@
 //!
 //! Analysis records every call of a generic function that has no instance
 //! yet (`Tables::mono_requests`). This driver copies the function for each
-//! new key (`hir::instantiate`), gives the copy's untyped parameters the
+//! new key (`transform::instantiate`), gives the copy's untyped parameters the
 //! argument types (tensor extents become fresh dimension symbols, so one
 //! instance serves every size), points the call at it (`Hir::instances`),
 //! and analyzes again, until no request is left. Instances calling generic
@@ -11,11 +11,12 @@
 
 use std::collections::HashMap;
 
-use super::{analyze, Tables, Ty};
+use super::instantiate::instantiate;
+use crate::analysis::{analyze, Tables, Ty};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::hir::{instantiate::instantiate, DefKind, DimAnn, FnId, Hir, TyAnn};
+use crate::hir::{DefKind, DimAnn, FnId, Hir, TyAnn};
 
 /// More rounds than this means generic functions instantiate each other
 /// without end (polymorphic recursion).

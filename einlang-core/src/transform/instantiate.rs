@@ -1,6 +1,6 @@
 //! Copies of generic functions, one per instantiation.
 //!
-//! Monomorphization (`crate::analysis::mono`) specializes a generic function
+//! Monomorphization (`crate::transform::mono`) specializes a generic function
 //! (one with untyped parameters) by copying its HIR with fresh ids for every
 //! local definition, giving the copy's parameters concrete types. The copy is
 //! appended to the arenas (operands still precede users), so existing ids
@@ -12,7 +12,7 @@ use crate::base::ops::RedOp;
 use crate::base::span::Span;
 use crate::diag::Diagnostic;
 
-use super::{
+use crate::hir::{
     Arm, Block, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart,
     Param, Pat, Range, Recurrence, RedVar, Slot, Stmt, TyAnn, Where,
 };
@@ -200,7 +200,7 @@ impl Cloner<'_> {
                     }
                 }
             }
-            super::operands(&kind, &mut roots);
+            crate::hir::operands(&kind, &mut roots);
         }
         let Some(k) = count else {
             self.errors.push(Diagnostic::error(span, format!("cannot tell how many axes `..{name}` spans")).note(
@@ -345,7 +345,9 @@ impl Cloner<'_> {
                 (Some(x), None) | (None, Some(x)) if x > 0 => Some(x),
                 _ => None,
             },
-            ExprKind::Call { callee: super::Callee::Fn(f), .. } => self.hir.fns[*f].ret.as_ref().and_then(ann_rank),
+            ExprKind::Call { callee: crate::hir::Callee::Fn(f), .. } => {
+                self.hir.fns[*f].ret.as_ref().and_then(ann_rank)
+            }
             ExprKind::Block(Block { tail: Some(t), .. }) => self.rank_of(*t),
             _ => None,
         }
@@ -356,9 +358,11 @@ impl Cloner<'_> {
         match &self.hir.exprs[e].kind {
             ExprKind::Lit(crate::base::ops::Lit::Int(n, _)) => Some(*n),
             ExprKind::Def(d) => self.static_locals.get(d).copied(),
-            ExprKind::Builtin(super::Builtin::Len, args) => {
+            ExprKind::Builtin(crate::hir::Builtin::Len, args) => {
                 let [x] = args.as_slice() else { return None };
-                let ExprKind::Builtin(super::Builtin::Shape, inner) = &self.hir.exprs[*x].kind else { return None };
+                let ExprKind::Builtin(crate::hir::Builtin::Shape, inner) = &self.hir.exprs[*x].kind else {
+                    return None;
+                };
                 let [t] = inner.as_slice() else { return None };
                 let ExprKind::Def(d) = self.hir.exprs[*t].kind else { return None };
                 self.ranks.get(&d).map(|r| *r as i128)
