@@ -129,9 +129,9 @@ fn index_bound_to_two_extents() {
     check_error(
         "fn f(a: [f32; 3], b: [f32; 4]) -> f32 { sum[i](a[i] * b[i]) }",
         expect![[r#"
-        error: index `i` is bound to two different extents: 3 (axis 0 of `a`) and 4 (axis 0 of `b`) @1:56
-          label @1:49: `i` ranges over 0..3 here
-          = help: make the extents agree, or give `i` an explicit range: `i in 0..n`"#]],
+            error: index `i` is bound to two different extents: 3 (axis 0 of `a`) and 4 (axis 0 of `b`) @1:56
+              = help: make the extents agree, or give `i` an explicit range: `i in 0..n`
+              label @1:49: `i` ranges over 0..3 here"#]],
     );
 }
 
@@ -140,9 +140,9 @@ fn out_of_bounds_affine_read() {
     check_error(
         "fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = x[i + 1]; y }",
         expect![[r#"
-        error: index out of bounds: axis 0 of `x` is read at `i + 1`, which reaches `N`, but the axis has length `N` @1:53
-          label @1:51: in this read
-          = help: narrow the index's range, or guard the read with `where` or `if`"#]],
+            error: index out of bounds: axis 0 of `x` is read at `i + 1`, which reaches `N`, but the axis has length `N` @1:53
+              = help: narrow the index's range, or guard the read with `where` or `if`
+              label @1:51: in this read"#]],
     );
 }
 
@@ -162,9 +162,9 @@ fn declared_result_shape_differs() {
     check_error(
         "fn f(x: [f32; N]) -> [f32; N] { let d[i] = x[i + 1] - x[i]; d }",
         expect![[r#"
-        error: mismatched result type: the body has type `[f32; N - 1]`, the function declares `[f32; N]` @1:60
-          label @1:21: result type declared here
-          = note: axis 0 is declared as `N` but inferred as `N - 1`"#]],
+            error: mismatched result type: the body has type `[f32; N - 1]`, the function declares `[f32; N]` @1:60
+              = note: axis 0 is declared as `N` but inferred as `N - 1`
+              label @1:21: result type declared here"#]],
     );
 }
 
@@ -194,11 +194,11 @@ fn element_type_mismatch() {
     check_error(
         "fn f(x: f32, y: f64) -> f32 { x + y }",
         expect![[r#"
-        error: mismatched types: `f32` + `f64` @1:30
-          label @1:30: this is `f32`
-          label @1:34: this is `f64`
-          = note: einlang never converts numbers implicitly
-          = help: convert one side with `as`, for example `(...) as f32`"#]],
+            error: mismatched types: `f32` + `f64` @1:30
+              = note: einlang never converts numbers implicitly
+              = help: convert one side with `as`, for example `(...) as f32`
+              label @1:30: this is `f32`
+              label @1:34: this is `f64`"#]],
     );
 }
 

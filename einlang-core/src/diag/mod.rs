@@ -115,24 +115,59 @@ impl Diagnostic {
         out
     }
 
-    /// Plain-text rendering for unit tests and `.ein` tooling.
+    /// Plain-text rendering for unit tests and `.ein` tooling: line and
+    /// column only (`render` with `LineCol`).
     pub fn render_text(&self) -> String {
-        let mut text = format!("error: {}", self.message);
-        let (line, col) = self.span.line_col();
-        if line > 0 {
-            text.push_str(&format!(" @{line}:{col}"));
+        render(self, &LineCol)
+    }
+}
+
+/// Where spans are, as the reader of a rendered diagnostic sees them. The
+/// one renderer (`render`) asks it for the line that introduces each
+/// message; `LineCol` gives line and column, `source::include` gives the
+/// file, position and source line of `.ein` files.
+pub trait Locate {
+    /// Writes the line(s) introducing `message` at `span` (`primary`: the
+    /// diagnostic's own message, otherwise a label's) and returns the width
+    /// of the gutter it drew, so that `= note:` lines line up with it.
+    fn describe(&self, span: Span, message: &str, primary: bool, out: &mut String) -> usize;
+}
+
+/// Renders one diagnostic as text: the primary message where `locate` puts
+/// it, its notes and helps, then every label with its own position.
+pub fn render(diag: &Diagnostic, locate: &dyn Locate) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let pad = " ".repeat(locate.describe(diag.span, &diag.message, true, &mut out));
+    for note in &diag.notes {
+        let _ = writeln!(out, "{pad} = note: {note}");
+    }
+    for help in &diag.helps {
+        let _ = writeln!(out, "{pad} = help: {help}");
+    }
+    for label in &diag.labels {
+        locate.describe(label.span, &label.message, false, &mut out);
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// Positions as `@line:col` (when the span has one), for text sources and
+/// unit tests.
+pub struct LineCol;
+
+impl Locate for LineCol {
+    fn describe(&self, span: Span, message: &str, primary: bool, out: &mut String) -> usize {
+        use std::fmt::Write as _;
+        let (line, col) = span.line_col();
+        if !primary {
+            let _ = writeln!(out, "  label @{line}:{col}: {message}");
+        } else if line > 0 {
+            let _ = writeln!(out, "error: {message} @{line}:{col}");
+        } else {
+            let _ = writeln!(out, "error: {message}");
         }
-        for label in &self.labels {
-            let (line, col) = label.span.line_col();
-            text.push_str(&format!("\n  label @{line}:{col}: {}", label.message));
-        }
-        for note in &self.notes {
-            text.push_str(&format!("\n  = note: {note}"));
-        }
-        for help in &self.helps {
-            text.push_str(&format!("\n  = help: {help}"));
-        }
-        text
+        1
     }
 }
 

@@ -54,7 +54,7 @@ use quote::quote_spanned;
 use syn::parse::{ParseStream, Parser};
 
 use crate::base::span::Span;
-use crate::diag::Diagnostic;
+use crate::diag::{render, Diagnostic, Locate};
 use crate::syntax::ast;
 use crate::Options;
 
@@ -240,7 +240,7 @@ fn render_all(files: &[LoadedFile], anchors: &[Option<TokSpan>], diags: &[Diagno
     diags
         .iter()
         .map(|d| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| render(&locator, d)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| render(d, &locator)))
                 .unwrap_or_else(|_| format!("{}: {}", file.shown, d.primary_text()))
         })
         .collect()
@@ -448,6 +448,30 @@ struct Locator<'a> {
     others: Vec<(&'a SourceFile<'a>, Option<TokSpan>)>,
 }
 
+impl Locate for Locator<'_> {
+    /// `path:line:col: message` plus the source line underlined, or a
+    /// `path: message` line when the span has no position in the file.
+    fn describe(&self, span: Span, message: &str, _primary: bool, out: &mut String) -> usize {
+        let shown = self.file.shown;
+        match self.place(span) {
+            Place::InFile { which, line, col, end_col } => {
+                let _ = writeln!(out, "{}:{line}:{col}: {message}", self.source(which).shown);
+                self.snippet(self.source(which).src, line, col, end_col, out)
+            }
+            Place::Stdlib => {
+                // The path would be wrong here, and the standard library's
+                // text is not the user's to fix, so no snippet either.
+                let _ = writeln!(out, "in the einlang standard library: {message}");
+                0
+            }
+            Place::Nowhere => {
+                let _ = writeln!(out, "{shown}: {message}");
+                0
+            }
+        }
+    }
+}
+
 impl Locator<'_> {
     fn place(&self, span: Span) -> Place {
         if span.is_detached() {
@@ -484,30 +508,6 @@ impl Locator<'_> {
         }
     }
 
-    /// `path:line:col: message` plus the source line underlined, or a
-    /// `path: message` line when the span has no position in the file.
-    /// Returns the width of the line-number gutter it drew (0 for none), so
-    /// that `= note:` lines can line up with its `|`.
-    fn describe(&self, span: Span, message: &str, out: &mut String) -> usize {
-        let shown = self.file.shown;
-        match self.place(span) {
-            Place::InFile { which, line, col, end_col } => {
-                let _ = writeln!(out, "{}:{line}:{col}: {message}", self.source(which).shown);
-                self.snippet(self.source(which).src, line, col, end_col, out)
-            }
-            Place::Stdlib => {
-                // The path would be wrong here, and the standard library's
-                // text is not the user's to fix, so no snippet either.
-                let _ = writeln!(out, "in the einlang standard library: {message}");
-                0
-            }
-            Place::Nowhere => {
-                let _ = writeln!(out, "{shown}: {message}");
-                0
-            }
-        }
-    }
-
     /// The source line with a `^^^` underline, rustc-style; returns the
     /// gutter width.
     fn snippet(&self, src: &str, line: usize, col: usize, end_col: usize, out: &mut String) -> usize {
@@ -521,25 +521,6 @@ impl Locator<'_> {
         let _ = writeln!(out, "{pad} |\n{gutter} | {}\n{pad} | {indent}{carets}", text.trim_end());
         gutter.len()
     }
-}
-
-/// One diagnostic as the text of one `compile_error!`: the primary message
-/// with its position and source line, its notes and helps, then every
-/// secondary label with its own position.
-fn render(locator: &Locator<'_>, diag: &Diagnostic) -> String {
-    let mut out = String::new();
-    let pad = " ".repeat(locator.describe(diag.span, &diag.message, &mut out));
-    for note in &diag.notes {
-        let _ = writeln!(out, "{pad} = note: {note}");
-    }
-    for help in &diag.helps {
-        let _ = writeln!(out, "{pad} = help: {help}");
-    }
-    for label in &diag.labels {
-        locator.describe(label.span, &label.message, &mut out);
-    }
-    out.truncate(out.trim_end().len());
-    out
 }
 
 /// Rebuilds `tokens` (fallback tokens from the fallback region) out of
@@ -599,9 +580,9 @@ mod tests {
     use proc_macro2::{TokenStream, TokenTree};
     use quote::quote;
 
-    use super::{expand_file_in, item_span, render, Locator, SourceFile};
+    use super::{expand_file_in, item_span, Locator, SourceFile};
     use crate::base::span::Span;
-    use crate::diag::Diagnostic;
+    use crate::diag::{render, Diagnostic};
     use crate::Options;
 
     /// A fresh directory under the system's temporary directory, removed
@@ -793,7 +774,7 @@ mod tests {
             in the einlang standard library: a label in another source
             prog.ein: a label without a position
         "#]]
-        .assert_eq(&(render(&locator, &diag) + "\n"));
+        .assert_eq(&(render(&diag, &locator) + "\n"));
     }
 
     #[test]
