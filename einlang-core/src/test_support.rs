@@ -31,7 +31,7 @@ pub(crate) fn run(src: &str, stage: Stage) -> Result<String, String> {
     }
     let tables = match stage {
         Stage::Resolve => crate::analysis::Tables::default(),
-        Stage::Analyze => crate::analysis::analyze(&hir, &mut diags),
+        Stage::Analyze => crate::analysis::analyze(&hir, &crate::analysis::Instances::default(), &mut diags),
     };
     if diags.has_errors() {
         return Err(render(diags.iter()));

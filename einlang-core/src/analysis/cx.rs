@@ -62,6 +62,8 @@ pub(super) struct Unit {
 
 pub(super) struct Cx<'a> {
     pub(super) hir: &'a Hir,
+    /// What monomorphization has decided so far.
+    pub(super) inst: &'a super::Instances,
     pub(super) t: Tables,
     pub(super) diags: &'a mut Diagnostics,
     pub(super) env: HashMap<DefId, Ty>,
@@ -90,7 +92,7 @@ pub(super) struct Cx<'a> {
     pub(super) let_values: HashMap<DefId, ExprId>,
     /// Unannotated `let`s whose value is made of unsuffixed literals: their
     /// type is open to a later use (see `Tables::retypes`), or was decided
-    /// by one (`Hir::literal_types`).
+    /// by one (`Instances::literal_types`).
     pub(super) flex_lets: std::collections::HashSet<DefId>,
     /// Locals whose element type comes from one of `flex_lets` (`let s =
     /// sum[i](v[i])`, a definition reading it, a generator over it).

@@ -126,8 +126,11 @@ pub struct Tables {
     /// Source names of dimension variables (for messages).
     pub dim_names: HashMap<DimVar, String>,
     /// Calls of generic functions that have no instance yet, with the types
-    /// of their arguments (see `mono`).
+    /// of their arguments (see `crate::transform::mono`).
     pub mono_requests: Vec<MonoRequest>,
+    /// For each call of a generic function, the instance it calls (the
+    /// final `Instances::calls`, set by monomorphization for lowering).
+    pub instance_calls: HashMap<ExprId, FnId>,
     /// For each conversion to a tensor type of known rank (`x as [T; ..]`,
     /// `load_npy(..) as [T; ..]`): the target as written, and the extent
     /// each axis must have at run time (None: taken from the value).
@@ -147,9 +150,27 @@ pub struct Tables {
     pub own_reads: HashMap<ExprId, DefId>,
     /// `let` bindings of unsuffixed literals that a use needs at another
     /// type of the same kind (integer or float), as Rust would infer it;
-    /// the driver records them in `Hir::literal_types` and analyzes again.
+    /// the driver records them in `Instances::literal_types` and analyzes
+    /// again.
     /// Each with the span of the use.
     pub retypes: Vec<(DefId, ScalarKind, Span)>,
+}
+
+/// What monomorphization (`crate::transform::mono`) has decided so far, the
+/// input of an analysis round beside the HIR: the instance each call of a
+/// generic function reaches, the instances that could not be made, and the
+/// types of `let` bindings of unsuffixed literals decided by a later use.
+#[derive(Debug, Default)]
+pub struct Instances {
+    /// For each call of a generic function: the instance it calls.
+    pub calls: HashMap<ExprId, FnId>,
+    /// Instances whose copying failed (an error was reported): they are not
+    /// analyzed, and calls of them are quietly erroneous.
+    pub broken: std::collections::HashSet<FnId>,
+    /// `let` bindings of unsuffixed literals (`let v = [1, 2, 3];`) whose
+    /// type a later use decided, as Rust infers it: `v[i] + k` with `k:
+    /// i64` makes `v` an `[i64; 3]`. With the span of that use.
+    pub literal_types: HashMap<DefId, (ScalarKind, Span)>,
 }
 
 /// A call of generic function `generic` with arguments of types `args`.
@@ -185,9 +206,10 @@ pub fn dim_var(def: DefId) -> DimVar {
 }
 
 /// Runs all analyses over `hir`.
-pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
+pub fn analyze(hir: &Hir, instances: &Instances, diags: &mut Diagnostics) -> Tables {
     let mut cx = Cx {
         hir,
+        inst: instances,
         t: Tables { expr_ty: vec![Ty::Error; hir.exprs.len()], sigs: vec![None; hir.fns.len()], ..Tables::default() },
         diags,
         env: HashMap::new(),
@@ -217,9 +239,8 @@ pub fn analyze(hir: &Hir, diags: &mut Diagnostics) -> Tables {
             cx.t.dim_names.insert(dim_var(def), d.name.clone());
         }
     }
-    let analyzed = |f: FnId, func: &crate::hir::Function| {
-        !func.is_generic() && !hir.broken_instances.contains(&f) && !hir.skipped(f)
-    };
+    let analyzed =
+        |f: FnId, func: &crate::hir::Function| !func.is_generic() && !instances.broken.contains(&f) && !hir.skipped(f);
     for (f, func) in hir.fns.iter() {
         if analyzed(f, func) {
             cx.declare_sig(f);

@@ -211,7 +211,7 @@ impl<'a> Cx<'a> {
         if elem.is_none() && first.is_some() && !self.in_instance {
             self.flex_lets.insert(rec.def);
         }
-        let decided = self.hir.literal_types.get(&rec.def).map(|&(k, _)| k).filter(|_| elem.is_none());
+        let decided = self.inst.literal_types.get(&rec.def).map(|&(k, _)| k).filter(|_| elem.is_none());
         let Some(first_elem) =
             elem.or(decided).or_else(|| self.guess_elem(rec)).or_else(|| first.and_then(|b| self.literal_kind(b)))
         else {

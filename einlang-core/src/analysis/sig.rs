@@ -136,12 +136,12 @@ impl<'a> Cx<'a> {
             cond_depth: std::mem::replace(&mut self.cond_depth, 0),
             recs: std::mem::take(&mut self.recs),
         };
-        let outer_instance = std::mem::replace(&mut self.in_instance, self.hir.instance_origin.contains_key(&f));
+        let outer_instance = std::mem::replace(&mut self.in_instance, self.hir.fns[f].origin.is_some());
         // An untyped parameter takes its type from the argument: a literal
         // argument's type is decided like a literal `let`'s, keyed by the
         // generic function's parameter (instances are remade).
         // Only scalars: a literal argument is one.
-        if let Some(&(generic, _)) = self.hir.instance_origin.get(&f) {
+        if let Some(&(generic, _)) = self.hir.fns[f].origin.as_ref() {
             for (p, t) in func.params.iter().zip(&self.hir.fns[generic].params) {
                 if t.ty.is_none() && matches!(p.ty, Some(TyAnn::Scalar(_))) {
                     self.literal_origin.insert(p.def, t.def);
@@ -202,7 +202,7 @@ impl<'a> Cx<'a> {
         }
         self.plan_storage(f);
         self.fn_state[f.index()] = FnState::Done;
-        if let Some(&(generic, call)) = self.hir.instance_origin.get(&f) {
+        if let Some(&(generic, call)) = self.hir.fns[f].origin.as_ref() {
             self.blame_call_site(f, generic, call, diags_before);
         }
     }

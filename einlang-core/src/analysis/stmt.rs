@@ -16,7 +16,7 @@ impl<'a> Cx<'a> {
             match s {
                 Stmt::Let { def, ty, value, .. } => {
                     let ann = ty.as_ref().map(|a| self.ann_to_ty(a));
-                    let decided = self.hir.literal_types.get(def).map(|&(k, _)| k);
+                    let decided = self.inst.literal_types.get(def).map(|&(k, _)| k);
                     let expect = ann.as_ref().and_then(|t| t.elem()).or(decided);
                     if ty.is_none() && !self.in_instance && self.literal_value(*value) {
                         self.flex_lets.insert(*def);

@@ -90,6 +90,10 @@ impl<T> Arena<T> {
     pub fn iter(&self) -> impl Iterator<Item = (Idx<T>, &T)> {
         self.items.iter().enumerate().map(|(i, t)| (Idx::from_raw(i as u32), t))
     }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (Idx<T>, &mut T)> {
+        self.items.iter_mut().enumerate().map(|(i, t)| (Idx::from_raw(i as u32), t))
+    }
 }
 
 impl<T> std::ops::Index<Idx<T>> for Arena<T> {

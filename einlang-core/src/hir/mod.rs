@@ -73,34 +73,9 @@ pub struct Hir {
     pub exprs: Arena<Expr>,
     pub expr_spans: Vec<Span>,
     pub fns: Arena<Function>,
-    /// For each call of a generic function: the instance it calls. Filled
-    /// by monomorphization (`crate::transform::mono`).
-    pub instances: std::collections::HashMap<ExprId, FnId>,
-    /// For each instance: the generic function it copies and the span of
-    /// the call that first asked for it.
-    pub instance_origin: std::collections::HashMap<FnId, (FnId, Span)>,
-    /// Instances whose copying already failed (an error was reported); they
-    /// are not analyzed, and calls of them are quietly erroneous.
-    pub broken_instances: std::collections::HashSet<FnId>,
-    /// Functions that return function values: resolution inlines every
-    /// call of them, so they are neither analyzed nor emitted.
-    pub inlined_fns: std::collections::HashSet<FnId>,
-    /// Typed standard-library functions that no function of the program
-    /// calls, directly or through other library functions: they are
-    /// neither analyzed nor emitted, so a macro call pays only for the
-    /// library it uses.
-    pub unused_stdlib: std::collections::HashSet<FnId>,
-    /// `let` bindings of unsuffixed literals (`let v = [1, 2, 3];`) whose
-    /// type a later use decided, as Rust infers it: `v[i] + k` with `k:
-    /// i64` makes `v` an `[i64; 3]`. Filled by analysis rounds (see
-    /// `crate::transform::mono`). With the span of the use that decided it.
-    pub literal_types: std::collections::HashMap<DefId, (crate::base::scalar::ScalarKind, Span)>,
     /// The recurrences that read each other, fused into one (`a__b`; see
     /// `resolve::mutual`), by fused name: the members, for diagnostics.
     pub fused_groups: std::collections::HashMap<String, Vec<String>>,
-    /// Instances made before a `literal_types` decision changed the
-    /// argument types of their calls: no call reaches them any more.
-    pub dropped_instances: std::collections::HashSet<FnId>,
 }
 
 impl Function {
@@ -149,10 +124,10 @@ impl Hir {
         out
     }
 
-    /// Whether `f` is left out of analysis and code generation: inlined at
-    /// every call, a library function nothing calls, or a dropped instance.
+    /// Whether `f` is left out of analysis and code generation (see
+    /// `Skip`).
     pub fn skipped(&self, f: FnId) -> bool {
-        self.inlined_fns.contains(&f) || self.unused_stdlib.contains(&f) || self.dropped_instances.contains(&f)
+        self.fns[f].skip.is_some()
     }
 
     /// Marks the standard-library functions that the program's own
@@ -180,7 +155,11 @@ impl Hir {
                 }
             }
         }
-        self.unused_stdlib = self.fns.iter().map(|(id, _)| id).filter(|id| !live.contains(id)).collect();
+        for (id, f) in self.fns.iter_mut() {
+            if !live.contains(&id) && f.skip.is_none() {
+                f.skip = Some(Skip::Unreached);
+            }
+        }
     }
 
     pub fn span(&self, e: ExprId) -> Span {
@@ -208,6 +187,26 @@ pub struct Function {
     /// (empty at the top level).
     pub module_path: Vec<String>,
     pub span: Span,
+    /// For a copy of another function (an instance of a generic function,
+    /// or a specialization for function values): that function and the
+    /// call that asked for the copy.
+    pub origin: Option<(FnId, Span)>,
+    /// Why the function is neither analyzed nor emitted, if it is not.
+    pub skip: Option<Skip>,
+}
+
+/// Why a function is left out of analysis and code generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// It returns function values: resolution inlines every call of it.
+    Inlined,
+    /// A typed library function that no function of the program reaches
+    /// through calls or function values, so a macro call pays only for the
+    /// library it uses.
+    Unreached,
+    /// An instance no call reaches any more (made before a literal's type
+    /// was decided), or a scratch copy.
+    Dropped,
 }
 
 #[derive(Clone, Debug)]

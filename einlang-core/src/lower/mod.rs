@@ -63,7 +63,7 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
     let mut out = vec![String::new(); hir.fns.len()];
     for pass in 0..2 {
         for (id, f) in hir.fns.iter() {
-            let user = !f.stdlib && !hir.instance_origin.contains_key(&id);
+            let user = !f.stdlib && hir.fns[id].origin.is_none();
             if f.is_generic() || hir.skipped(id) || user != (pass == 0) {
                 continue;
             }
@@ -270,9 +270,8 @@ impl<'a> FnLower<'a> {
                 });
             }
         }
-        let export =
-            (func.public && !func.stdlib && !func.module_path.is_empty() && !self.hir.instance_origin.contains_key(&f))
-                .then(|| (func.module_path.clone(), self.hir.name(func.def).to_string()));
+        let export = (func.public && !func.stdlib && !func.module_path.is_empty() && self.hir.fns[f].origin.is_none())
+            .then(|| (func.module_path.clone(), self.hir.name(func.def).to_string()));
         Some(ir::Function {
             name: self.names[f.index()].clone(),
             public: func.public,
@@ -980,7 +979,7 @@ impl<'a> FnLower<'a> {
                         ir::ExprKind::Intrinsic(self.t.intrinsic.get(&e).copied().unwrap_or(*i), args)
                     }
                     Callee::Fn(f) => {
-                        let f = self.hir.instances.get(&e).copied().unwrap_or(*f);
+                        let f = self.t.instance_calls.get(&e).copied().unwrap_or(*f);
                         let params = &self.t.sigs.get(f.index())?.as_ref()?.params;
                         let args = args
                             .into_iter()

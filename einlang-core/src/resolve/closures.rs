@@ -18,7 +18,7 @@
 //! - a function whose result is a function value (`fn scaler(k) { |x| x * k
 //!   }`) is inlined at each call: its parameters and statements become
 //!   statements of the caller, and its tail is the value. Such functions are
-//!   never emitted (`Hir::inlined_fns`).
+//!   never emitted (`hir::Skip::Inlined`).
 //!
 //! A function value anywhere else (printed, stored in a tuple, chosen by an
 //! `if`) is an error: it cannot be resolved statically.
@@ -786,7 +786,7 @@ impl Resolver {
             template.module_path.clone(),
             template.span,
         );
-        self.hir.instance_origin.insert(spec, (g, span));
+        self.hir.fns[spec].origin = Some((g, span));
         self.specializations.insert(key, spec);
 
         let mut mapping = HashMap::new();

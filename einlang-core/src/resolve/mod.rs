@@ -287,6 +287,8 @@ impl Resolver {
                         stdlib,
                         module_path: self.module_path(module),
                         span: f.span,
+                        origin: None,
+                        skip: None,
                     });
                     self.hir.defs[def].kind = DefKind::Fn(fn_id);
                     self.fn_of_item.insert(f as *const ast::FnItem, fn_id);
@@ -565,7 +567,7 @@ impl Resolver {
                     let Some(&fn_id) = self.fn_of_item.get(&(f as *const ast::FnItem)) else { continue };
                     if self.returns_fn.contains(&fn_id) {
                         // Only ever inlined at its calls (see `closures`).
-                        self.hir.inlined_fns.insert(fn_id);
+                        self.hir.fns[fn_id].skip = Some(hir::Skip::Inlined);
                         continue;
                     }
                     self.resolve_fn(fn_id, f, module, diags);
@@ -627,6 +629,8 @@ impl Resolver {
             stdlib: false,
             module_path: Vec::new(),
             span: first,
+            origin: None,
+            skip: None,
         });
         self.hir.defs[def].kind = DefKind::Fn(fn_id);
     }
@@ -653,6 +657,8 @@ impl Resolver {
             stdlib,
             module_path,
             span,
+            origin: None,
+            skip: None,
         });
         self.hir.defs[def].kind = DefKind::Fn(f);
         f

@@ -14,7 +14,7 @@ use crate::diag::Diagnostic;
 
 use crate::hir::{
     Arm, Block, CompClause, Def, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Function, Hir, IndexedDef, InterpPart,
-    Param, Pat, Range, Recurrence, RedVar, Slot, Stmt, TyAnn, Where,
+    Param, Pat, Range, Recurrence, RedVar, Skip, Slot, Stmt, TyAnn, Where,
 };
 
 /// A body and the values and guards of its where-clause.
@@ -88,6 +88,8 @@ fn copy_fn(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>>, keep_
         stdlib: template.stdlib,
         module_path: template.module_path.clone(),
         span: template.span,
+        origin: None,
+        skip: None,
     };
     let errors = std::mem::take(&mut cx.errors);
     let id = hir.fns.alloc(func);
@@ -549,7 +551,7 @@ pub fn expand_typed_rests(hir: &mut Hir) -> Vec<Diagnostic> {
         func.params = c.params;
         func.ret = c.ret;
         func.body = c.body;
-        hir.dropped_instances.insert(copy);
+        hir.fns[copy].skip = Some(Skip::Dropped);
     }
     errors
 }

@@ -5,18 +5,18 @@
 //! yet (`Tables::mono_requests`). This driver copies the function for each
 //! new key (`transform::instantiate`), gives the copy's untyped parameters the
 //! argument types (tensor extents become fresh dimension symbols, so one
-//! instance serves every size), points the call at it (`Hir::instances`),
+//! instance serves every size), points the call at it (`analysis::Instances::calls`),
 //! and analyzes again, until no request is left. Instances calling generic
 //! functions are discovered in the next round.
 
 use std::collections::HashMap;
 
 use super::instantiate::instantiate;
-use crate::analysis::{analyze, Tables, Ty};
+use crate::analysis::{analyze, Instances, Tables, Ty};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::hir::{DefKind, DimAnn, FnId, Hir, TyAnn};
+use crate::hir::{DefKind, DimAnn, FnId, Hir, Skip, TyAnn};
 
 /// More rounds than this means generic functions instantiate each other
 /// without end (polymorphic recursion).
@@ -64,23 +64,28 @@ fn key_text(k: &Key) -> String {
 /// Analyzes `hir`, instantiating generic functions as calls need them.
 pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables {
     let mut cache: HashMap<(FnId, Vec<Key>), FnId> = HashMap::new();
+    let mut instances = Instances::default();
     // Rounds that decide literal types are not counted: each one decides
     // at least one more `let`, so there are finitely many.
     let mut rounds = 0;
     while rounds < MAX_ROUNDS {
         let mut round = Diagnostics::new();
-        let tables = analyze(hir, &mut round);
-        if decide_literal_types(hir, &tables) {
+        let tables = analyze(hir, &instances, &mut round);
+        if decide_literal_types(&mut instances, &tables) {
             // The argument types of calls may have changed: instances are
             // made again, for the new types.
-            hir.dropped_instances.extend(hir.instance_origin.keys().copied());
-            hir.instances.clear();
+            for (_, f) in hir.fns.iter_mut() {
+                if f.origin.is_some() {
+                    f.skip = Some(Skip::Dropped);
+                }
+            }
+            instances.calls.clear();
             cache.clear();
             continue;
         }
         if tables.mono_requests.is_empty() {
             diags.extend(round.into_vec());
-            return tables;
+            return with_calls(tables, instances);
         }
         rounds += 1;
         for req in &tables.mono_requests {
@@ -94,7 +99,7 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
                             req.span,
                             format!("more than {MAX_INSTANCES} instances of generic functions"),
                         ));
-                        return tables;
+                        return with_calls(tables, instances);
                     }
                     let (inst, errors) = new_instance(hir, req.generic, &cache_key.1, &req.args);
                     if !errors.is_empty() {
@@ -105,33 +110,39 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
                             d = d.label(e.span, e.message).note_all(e.notes).help_all(e.helps);
                         }
                         diags.push(d);
-                        hir.broken_instances.insert(inst);
+                        instances.broken.insert(inst);
                     }
-                    hir.instance_origin.insert(inst, (req.generic, req.span));
+                    hir.fns[inst].origin = Some((req.generic, req.span));
                     cache.insert(cache_key, inst);
                     inst
                 }
             };
-            hir.instances.insert(req.call, inst);
+            instances.calls.insert(req.call, inst);
         }
     }
     let mut round = Diagnostics::new();
-    let tables = analyze(hir, &mut round);
+    let tables = analyze(hir, &instances, &mut round);
     let span = tables.mono_requests.first().map(|r| r.span).unwrap_or_else(Span::call_site);
     diags.push(
         Diagnostic::error(span, "generic functions instantiate each other without end")
             .note("each call of a generic function with new argument types creates a copy; these calls never stop creating new ones"),
     );
+    with_calls(tables, instances)
+}
+
+/// The final tables, with the instance each generic call reaches.
+fn with_calls(mut tables: Tables, instances: Instances) -> Tables {
+    tables.instance_calls = instances.calls;
     tables
 }
 
 /// Records the literal `let`s a use needs at another number type
 /// (`Tables::retypes`); whether there was a new one. A binding asked for at
 /// two types keeps the first: the other use is then a type error.
-fn decide_literal_types(hir: &mut Hir, tables: &Tables) -> bool {
+fn decide_literal_types(instances: &mut Instances, tables: &Tables) -> bool {
     let mut changed = false;
     for &(def, k, at) in &tables.retypes {
-        if let std::collections::hash_map::Entry::Vacant(slot) = hir.literal_types.entry(def) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = instances.literal_types.entry(def) {
             slot.insert((k, at));
             changed = true;
         }

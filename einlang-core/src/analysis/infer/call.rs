@@ -120,7 +120,7 @@ impl<'a> Cx<'a> {
                 };
                 let func = &self.hir.fns[f];
                 // An instance is named after its generic function.
-                let named = self.hir.instance_origin.get(&f).map_or(func.def, |(g, _)| self.hir.fns[*g].def);
+                let named = self.hir.fns[f].origin.as_ref().map_or(func.def, |(g, _)| self.hir.fns[*g].def);
                 let fname = self.name(named).to_string();
                 if func.ret.is_none() && !func.is_main {
                     match self.fn_state[f.index()] {
@@ -152,7 +152,7 @@ impl<'a> Cx<'a> {
                                 return Ty::Error;
                             }
                             // An instance is named after its generic function.
-                            let shown = match self.hir.instance_origin.get(&f) {
+                            let shown = match self.hir.fns[f].origin.as_ref() {
                                 Some(&(g, _)) => self.name(self.hir.fns[g].def).to_string(),
                                 None => fname.clone(),
                             };
@@ -237,8 +237,8 @@ impl<'a> Cx<'a> {
         if !func.is_generic() {
             return Some(f);
         }
-        if let Some(&inst) = self.hir.instances.get(&e) {
-            if self.hir.broken_instances.contains(&inst) {
+        if let Some(&inst) = self.inst.calls.get(&e) {
+            if self.inst.broken.contains(&inst) {
                 args.iter().for_each(|a| {
                     self.infer(*a, None);
                 });
@@ -268,7 +268,7 @@ impl<'a> Cx<'a> {
             if self.literal_value(*a) {
                 let float = is_float_lit(self.hir, *a);
                 let of_kind = |k: &ScalarKind| if float { k.is_float() } else { k.is_int() };
-                let decided = self.hir.literal_types.get(&func.params[i].def).map(|&(k, _)| k).filter(of_kind);
+                let decided = self.inst.literal_types.get(&func.params[i].def).map(|&(k, _)| k).filter(of_kind);
                 let hint = decided.or_else(|| tys.iter().filter_map(|t| t.elem()).find(of_kind));
                 tys[i] = self.infer(*a, hint);
             }

@@ -24,7 +24,7 @@ impl<'a> Cx<'a> {
             // A recursive call whose result type is a guess takes the type
             // its use needs (see `infer_call`).
             ExprKind::Call { callee: Callee::Fn(g), .. } => {
-                let g = self.hir.instances.get(&e).copied().unwrap_or(*g);
+                let g = self.inst.calls.get(&e).copied().unwrap_or(*g);
                 self.rec_guess.contains_key(&g) && self.fn_state[g.index()] == FnState::InProgress
             }
             // An entry of an array-literal element (`let p[0] = [1.0, 0.0];`).
@@ -82,7 +82,7 @@ impl<'a> Cx<'a> {
         if ka.is_int() != kb.is_int() || ka.is_float() != kb.is_float() {
             return;
         }
-        let decided = |d: DefId| self.hir.literal_types.contains_key(&d);
+        let decided = |d: DefId| self.inst.literal_types.contains_key(&d);
         match (self.origin(a), self.origin(b)) {
             (Some(d), None) => self.t.retypes.push((d, kb, at)),
             (None, Some(d)) => self.t.retypes.push((d, ka, at)),
@@ -143,7 +143,7 @@ impl<'a> Cx<'a> {
     pub(super) fn explain_literal_types(&self, mut d: Diagnostic, operands: &[ExprId]) -> Diagnostic {
         for &x in operands {
             let Some(def) = self.origin(x) else { continue };
-            if let Some(&(k, at)) = self.hir.literal_types.get(&def) {
+            if let Some(&(k, at)) = self.inst.literal_types.get(&def) {
                 d = d.label(at, format!("`{}` is `{}` because of this use", self.name(def), k.name()));
             }
             if let Some(note) = self.fused_group_note(def) {
