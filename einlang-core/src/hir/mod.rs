@@ -67,7 +67,7 @@ pub enum DefKind {
 }
 
 /// The whole resolved program.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Hir {
     pub defs: Arena<Def>,
     pub exprs: Arena<Expr>,

@@ -113,9 +113,10 @@ impl Resolver {
     /// Which parameters each function calls (directly, or by passing them
     /// to a parameter another function calls), and which functions return
     /// a function value. Runs after `use` items are resolved and before any
-    /// body, from the syntax of the bodies.
-    pub(super) fn find_fn_values(&mut self) {
-        let mut ids: Vec<FnId> = self.fn_asts.keys().copied().collect();
+    /// body, from the syntax of the bodies, for the functions from `first`
+    /// on (the earlier ones, the library's, never call later ones).
+    pub(super) fn find_fn_values(&mut self, first: usize) {
+        let mut ids: Vec<FnId> = self.fn_asts.keys().copied().filter(|f| f.index() >= first).collect();
         ids.sort_by_key(|f| f.raw());
         for &f in &ids {
             let item = self.fn_asts[&f].0.clone();

@@ -21,10 +21,12 @@ mod suggest;
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use crate::base::intrinsic::Intrinsic;
-use crate::base::span::Span;
+use crate::base::span::{self, Span};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, Hir, Slot, TyAnn, Where};
 use crate::source::stdlib::Stdlib;
@@ -32,23 +34,21 @@ use crate::syntax::{ast, visit};
 
 /// Resolves a parsed program, with the standard library (parsed once per
 /// process, see `crate::source::stdlib`) mounted as `std`, into HIR.
-pub fn resolve_program(program: &ast::Program, stdlib: &Stdlib, diags: &mut Diagnostics) -> Hir {
-    let mut r = Resolver::new();
-    let std_mods = r.mount_stdlib(stdlib, diags);
-    let stdlib: Vec<(ModId, &ast::Program)> =
-        std_mods.into_iter().zip(stdlib.modules.iter().map(|m| &m.program)).collect();
+///
+/// The library never names the program, so it is resolved first, on its
+/// own, and that state is kept for the thread (`resolved_stdlib`): every
+/// later macro call starts from a copy of it and resolves only its own
+/// program.
+pub fn resolve_program(program: &ast::Program, stdlib: &Rc<Stdlib>, diags: &mut Diagnostics) -> Hir {
+    let (mut r, library_errors) = resolved_stdlib(stdlib);
+    diags.extend(library_errors.into_iter().map(|e| Diagnostic::bug(Span::call_site(), e)));
+    let first_fn = r.hir.fns.len();
     let root = r.new_module(None);
     r.root = root;
     r.declare_items(root, &program.items, false, diags);
-    for (m, p) in &stdlib {
-        r.resolve_uses(*m, &p.items, diags);
-    }
     r.resolve_uses(root, &program.items, diags);
     r.plan_captures(program);
-    r.find_fn_values();
-    for (m, p) in &stdlib {
-        r.resolve_bodies(*m, &p.items, diags);
-    }
+    r.find_fn_values(first_fn);
     r.resolve_bodies(root, &program.items, diags);
     r.resolve_main(program, diags);
     r.attach_captures(diags);
@@ -56,9 +56,49 @@ pub fn resolve_program(program: &ast::Program, stdlib: &Stdlib, diags: &mut Diag
     r.hir
 }
 
+/// A copy of the resolver state after the standard library alone, made
+/// once per thread for the library `stdlib` (the one `source::stdlib`
+/// keeps), with the library's errors as text (there are none unless the
+/// library has a bug).
+fn resolved_stdlib(stdlib: &Rc<Stdlib>) -> (Resolver, Vec<String>) {
+    type Cached = (Rc<Stdlib>, Resolver, Vec<String>);
+    thread_local! {
+        static RESOLVED: RefCell<Option<Cached>> = const { RefCell::new(None) };
+    }
+    RESOLVED.with(|cell| {
+        let mut cached = cell.borrow_mut();
+        if !cached.as_ref().is_some_and(|(lib, _, _)| Rc::ptr_eq(lib, stdlib)) {
+            // Every span made here is detached: the state outlives this
+            // macro call, and compiler spans do not.
+            let (r, errors) = span::detached(|| resolve_stdlib(stdlib));
+            *cached = Some((stdlib.clone(), r, errors));
+        }
+        let (_, r, errors) = cached.as_ref().expect("just filled");
+        (r.clone(), errors.clone())
+    })
+}
+
+/// The resolver state with the standard library mounted as `std` and its
+/// bodies resolved; no program yet.
+fn resolve_stdlib(stdlib: &Stdlib) -> (Resolver, Vec<String>) {
+    let mut diags = Diagnostics::new();
+    let mut r = Resolver::new();
+    let ids = r.mount_stdlib(stdlib, &mut diags);
+    let modules: Vec<(ModId, &ast::Program)> = ids.into_iter().zip(stdlib.modules.iter().map(|m| &m.program)).collect();
+    for (m, p) in &modules {
+        r.resolve_uses(*m, &p.items, &mut diags);
+    }
+    r.find_fn_values(0);
+    for (m, p) in &modules {
+        r.resolve_bodies(*m, &p.items, &mut diags);
+    }
+    let errors = diags.iter().map(|d| format!("standard library: {}", d.primary_text())).collect();
+    (r, errors)
+}
+
 type ModId = usize;
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Module {
     parent: Option<ModId>,
     names: HashMap<String, DefId>,
@@ -69,6 +109,7 @@ struct Module {
     submodules: HashMap<String, DefId>,
 }
 
+#[derive(Clone)]
 struct Resolver {
     hir: Hir,
     modules: Vec<Module>,
@@ -141,6 +182,7 @@ struct Resolver {
 }
 
 /// The clauses of a recurrence seen so far.
+#[derive(Clone)]
 struct PendingRecurrence {
     def: DefId,
     clauses: Vec<hir::IndexedDef>,
