@@ -1,8 +1,9 @@
 //! Code generation: the loop IR printed as Rust (and, later, CUDA C).
 //!
 //! Back ends only print; every decision that needs an analysis fact (which
-//! reads are proven in bounds, which axis runs in parallel, the extents of
-//! loops) is already in the IR. An IR that breaks the invariants of
+//! reads are proven in bounds, which loops are independent, the extents of
+//! loops) is already in the IR. How those facts are spelled (rayon, unchecked
+//! access, runtime paths) is each back end's own choice. An IR that breaks the invariants of
 //! `ir/mod.rs` is reported as an internal compiler error, never a panic.
 
 pub mod paths;

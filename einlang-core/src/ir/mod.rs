@@ -3,10 +3,16 @@
 //! A lowered `Function` is fully explicit: every variable has a unique id and
 //! a Rust-ready name, every expression carries its type, every tensor read
 //! says whether its bounds were proven (`checked: false`) or must be checked
-//! at run time, every loop has its start and extent as symbolic `Dim`s over
-//! the function's dimension variables, and every tensor definition says which
-//! axis runs in parallel. Back ends only print; they make no decisions that
-//! need analysis facts.
+//! at run time, and every loop has its start and extent as symbolic `Dim`s
+//! over the function's dimension variables. Back ends only print; they make
+//! no decisions that need analysis facts.
+//!
+//! The IR says what is independent, reduced or sequential, not how a back
+//! end runs it: the points of a `TensorDef` are independent of each other,
+//! and so are the points of a recurrence clause's own `loops`; a `Reduce`
+//! combines its terms in loop order, and a recurrence's sequential loops run
+//! in order. Each definition and clause carries a per-point cost estimate
+//! (`cost::expr_cost`) that back ends may weigh against the number of points.
 //!
 //! Invariants (checked by `validate`):
 //! - a `VarId` is defined (parameter, dimension binding, `Let`, `Tensor`,
@@ -23,6 +29,7 @@
 //! Arithmetic `Binary` operands have the same scalar type as each other;
 //! comparisons yield `bool`.
 
+pub mod cost;
 pub mod pretty;
 pub mod validate;
 
@@ -135,7 +142,8 @@ pub enum Stmt {
     Expr(Expr),
 }
 
-/// `let var[axes...] = body;` in row-major, standard layout.
+/// `let var[axes...] = body;` in row-major, standard layout. Every point
+/// is computed independently of the others, in any order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorDef {
     pub var: VarId,
@@ -143,10 +151,8 @@ pub struct TensorDef {
     pub axes: Vec<Axis>,
     /// The value at one point, of type `Scalar(elem)`.
     pub body: Expr,
-    /// Whether the outermost axis runs in parallel (rayon) when the work
-    /// estimate is above the runtime threshold.
-    pub parallel: bool,
-    /// Estimated scalar operations per output element (for the threshold).
+    /// Estimated scalar operations per output element: `cost::expr_cost`
+    /// of `body`.
     pub cost_per_point: u64,
 }
 
@@ -174,7 +180,7 @@ pub struct Gemm {
 
 /// A recurrence: sequential loops over its recurrent axes (outermost
 /// first); at every point of them, the clauses that cover it run in source
-/// order, each over its own loops (the parallel axes). Reads of `var` inside
+/// order, each over its own loops (the independent axes). Reads of `var` inside
 /// the clause bodies read the points computed so far; after the statement
 /// `var` is an ordinary tensor (or, with a `window`, the last `slots` steps
 /// of one, read at positions masked by `slots - 1` along the window's axis).
@@ -209,11 +215,11 @@ pub struct RecClause {
     pub cover: Vec<Cover>,
     /// Where the clause writes, per axis of the tensor.
     pub at: Vec<RecIndex>,
-    /// The clause's own loops over its parallel axes, outermost first.
+    /// The clause's own loops over its independent axes, outermost first:
+    /// at one step of the sequential loops, its points may be computed in
+    /// any order.
     pub loops: Vec<Loop>,
-    /// Whether the outermost of `loops` runs in parallel above the
-    /// runtime's work threshold.
-    pub parallel: bool,
+    /// Estimated scalar operations per point: `cost::expr_cost` of `body`.
     pub cost_per_point: u64,
     /// The value at one point, of type `Scalar(elem)`.
     pub body: Expr,

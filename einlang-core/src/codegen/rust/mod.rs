@@ -35,6 +35,16 @@
 //! moves standard-layout arrays and copies views, unless it is a variable
 //! defined in that scope and used once there, which is moved as is.
 //!
+//! # Threads
+//!
+//! The IR says which loops are independent (the axes of a tensor definition,
+//! a recurrence clause's own loops); this back end runs the outermost of them
+//! through the runtime's rayon helpers (`par::fill`, `rec::each`,
+//! `rec::fill_row`) and passes the work estimate, the IR's per-point cost
+//! times the number of points. The runtime compares it with its threshold
+//! (`PAR_THRESHOLD`) at run time, when the extents are known, and stays on
+//! the calling thread below it.
+//!
 //! # Never panicking
 //!
 //! Reads proven in bounds are `unsafe { *t.uget([..]) }`; every other read,
