@@ -510,7 +510,153 @@ pub(crate) fn values() -> Program {
     Program { fns: vec![pair, pick, greet] }
 }
 
+/// `loop(type: f32) -> f32` and `match(self: [f32; N]) -> f32`, which calls
+/// it: IR names that are Rust keywords, prelude names (`Ok`) or start with
+/// `__`, next to a name (`type_`) that their escaped spelling would take.
+pub(crate) fn keyword_names() -> Program {
+    let callee = {
+        let mut v = Vars::default();
+        let t = v.var("type", Repr::Scalar(F32));
+        let result = bin(BinOp::Mul, v.get(t), float("2.0", F32));
+        let mut f = v.finish("loop", vec![t], Repr::Scalar(F32), vec![], vec![], result);
+        f.public = false;
+        f
+    };
+    let caller = {
+        let mut v = Vars::default();
+        let x = v.tensor("self", F32, 1);
+        let n = v.int("N");
+        let (ok, hidden, plain, kw) = (
+            v.var("Ok", Repr::Scalar(F32)),
+            v.var("__x", Repr::Scalar(F32)),
+            v.var("type_", Repr::Scalar(F32)),
+            v.var("type", Repr::Scalar(F32)),
+        );
+        let call = expr(
+            ExprKind::Call { func: "loop".to_string(), args: vec![read(x, F32, vec![int(0, I64)], true)] },
+            Repr::Scalar(F32),
+        );
+        let body = vec![
+            Stmt::Let { var: ok, value: call },
+            Stmt::Let { var: hidden, value: v.get(ok) },
+            Stmt::Let { var: plain, value: v.get(hidden) },
+            Stmt::Let { var: kw, value: bin(BinOp::Add, v.get(plain), v.get(hidden)) },
+        ];
+        let result = v.get(kw);
+        v.finish("match", vec![x], Repr::Scalar(F32), vec![bind(n, x, 0)], body, result)
+    };
+    Program { fns: vec![callee, caller] }
+}
+
 // ----- tests ---------------------------------------------------------------
+
+#[test]
+fn keyword_names_are_escaped() {
+    check(
+        &keyword_names(),
+        expect![[r#"
+        fn loop(type: f32) -> f32 {
+            result type * 2.0f32
+        }
+
+        pub fn match(self: tensor<f32, 1>) -> f32 {
+            bind N = self.shape[0]
+            let Ok: f32 = loop(read self[0i64] checked)
+            let __x: f32 = Ok
+            let type_: f32 = __x
+            let type: f32 = type_ + __x
+            result type
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        fn loop_(type_: f32) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+            use ::einlang::__private as __rt;
+            use ::einlang::__private::ndarray as __nd;
+            Ok(type_ * 2.0f32)
+        }
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn match_<'__a0>(
+            self_: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+        ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+            fn __body(
+                self_: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = self_.shape()[0] as i64;
+                let Ok_: f32 = loop_(
+                    self_[[
+                        __rt::shape::check_index("match_", "self", 0, 0i64, self_.shape()[0])?,
+                    ]],
+                )?;
+                let x_: f32 = Ok_;
+                let type_: f32 = x_;
+                let type__2: f32 = type_ + x_;
+                Ok(type__2)
+            }
+            __body(self_.into())
+        }
+    "#]],
+    );
+}
+
+/// Names the source spells as raw identifiers reach the IR as they are and
+/// come out of the Rust back end escaped.
+#[test]
+fn keyword_names_from_source() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        pub fn r#type(r#match: [f32; N], Ok: f32) -> [f32; N] {
+            let r#loop[i] = r#match[i] * Ok;
+            let __x = r#loop[0];
+            let type_[j] = r#loop[j] * __x;
+            type_
+        }
+    };
+    let compiled =
+        match crate::syntax::parse_tokens(src).and_then(|ast| crate::compile(ast, &crate::Options::default())) {
+            Ok(c) => c,
+            Err(d) => panic!("{d:?}"),
+        };
+    let ir = pretty_program(&compiled.ir);
+    assert!(ir.contains("pub fn type(match: tensor<f32, 1>, Ok: f32)"), "{ir}");
+    let rust = match syn::parse2::<syn::File>(compiled.rust.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(e) => panic!("generated code does not parse: {e}\n{}", compiled.rust),
+    };
+    for spelling in ["pub fn type_<", "match_: ", "Ok_: f32", "let loop_: ", "let x_: f32", "let type_: "] {
+        assert!(rust.contains(spelling), "`{spelling}` in\n{rust}");
+    }
+}
 
 #[test]
 fn matmul_with_reduction() {

@@ -1,7 +1,7 @@
 //! The loop IR: what lowering produces and code generation consumes.
 //!
 //! A lowered `Function` is fully explicit: every variable has a unique id and
-//! a Rust-ready name, every expression carries its type, every tensor read
+//! a unique name, every expression carries its type, every tensor read
 //! says whether its bounds were proven (`checked: false`) or must be checked
 //! at run time, and every loop has its start and extent as symbolic `Dim`s
 //! over the function's dimension variables. Back ends only print; they make
@@ -44,7 +44,9 @@ pub struct VarId(pub u32);
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarInfo {
-    /// A valid, unique Rust identifier for this variable in its function.
+    /// A name for this variable, unique in its function: an identifier
+    /// (letters, digits and `_`, not starting with a digit), which may be a
+    /// keyword of a back end's language; each back end spells it.
     pub name: String,
     /// The name as the user wrote it (for error messages).
     pub source_name: String,
@@ -84,12 +86,13 @@ pub struct Program {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
-    /// The Rust name of the function.
+    /// The name of the function, unique in the program and an identifier
+    /// like a variable's; each back end spells it.
     pub name: String,
     pub public: bool,
     /// For a public function of an inline Einlang module: the module path
-    /// and the Einlang name under which it is re-exported (`pub mod m {
-    /// pub use ... as name; }`); the flat item is then hidden from docs.
+    /// and the Einlang name under which the module exports it (`m::name`);
+    /// the function under its own, flat name is then not documented.
     pub export: Option<(Vec<String>, String)>,
     pub docs: Vec<String>,
     pub params: Vec<VarId>,
@@ -292,7 +295,7 @@ pub enum ExprKind {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Cast(Box<Expr>, ScalarKind),
     Intrinsic(Intrinsic, Vec<Expr>),
-    /// A call of another lowered function (by Rust name); it returns
+    /// A call of another lowered function (by name); it returns
     /// `Result`, so the call propagates errors.
     Call {
         func: String,

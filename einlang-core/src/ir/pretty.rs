@@ -12,7 +12,7 @@
 //! }
 //! ```
 //!
-//! Variables print by their Rust name; dimensions as the user would write
+//! Variables print by their IR name; dimensions as the user would write
 //! them. Operands that are not atoms are parenthesized, so the tree is
 //! unambiguous without precedence rules. Blocks span several lines.
 

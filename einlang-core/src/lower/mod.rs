@@ -1,7 +1,7 @@
 //! Lowering: HIR plus analysis tables to the loop IR.
 //!
 //! Every decision that needs analysis facts is made here, so that back ends
-//! only print: variables get unique Rust names, dimension symbols become
+//! only print: variables get unique names, dimension symbols become
 //! variables bound at entry, inferred extents that may be negative get an
 //! `Extent` check, index ranges that do not start at zero become guards,
 //! whole-tensor arithmetic (`x * 2.0 + y`) becomes a pointwise tensor
@@ -25,7 +25,7 @@ use crate::ir::{self, Axis, Expr, Literal, Loop, Repr, Stmt, TensorDef, VarId, V
 /// functions, the standard library's) from another call's in the same Rust
 /// module.
 pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) -> ir::Program {
-    let names = rust_fn_names(hir, tag);
+    let names = fn_names(hir, tag);
     let mut fns = Vec::new();
     for (f, func) in hir.fns.iter() {
         if func.is_generic() || hir.skipped(f) {
@@ -55,11 +55,11 @@ pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) 
     ir::Program { fns }
 }
 
-/// The Rust name of each function: its own name, made unique. The user's
+/// The IR name of each function: its own name, made unique. The user's
 /// functions are named first, so they keep their names; instances of generic
 /// functions (`relu_f32r2`) give way. Generic templates are never emitted and
 /// take no name.
-fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
+fn fn_names(hir: &Hir, tag: &str) -> Vec<String> {
     let mut used = HashSet::new();
     let mut out = vec![String::new(); hir.fns.len()];
     for pass in 0..2 {
@@ -68,16 +68,11 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
             if f.is_generic() || hir.skipped(id) || user != (pass == 0) {
                 continue;
             }
-            // A function of an inline module is `module_name` in Rust; its
+            // A function of an inline module is named `module_name`; its
             // module re-exports it under its own name when it is public.
             let own = hir.name(f.def).to_string();
             let base =
                 if user && !f.module_path.is_empty() { format!("{}_{own}", f.module_path.join("_")) } else { own };
-            let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) {
-                format!("{}_", base.trim_start_matches('_'))
-            } else {
-                base
-            };
             let base = if user { base } else { format!("{base}_{tag}") };
             let mut name = base.clone();
             let mut n = 2;
@@ -90,14 +85,6 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
     }
     out
 }
-
-const RUST_KEYWORDS: &[&str] = &[
-    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
-    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super",
-    "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box",
-    "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "Ok", "Err",
-    "Some", "None", "Result", "Option",
-];
 
 struct FnLower<'a> {
     hir: &'a Hir,
@@ -153,12 +140,9 @@ impl<'a> FnLower<'a> {
         None
     }
 
+    /// A new variable named after `source`, made unique in the function.
     fn new_var(&mut self, source: &str, ty: Repr) -> VarId {
-        let base = if RUST_KEYWORDS.contains(&source) || source.starts_with("__") {
-            format!("{source}_")
-        } else {
-            source.to_string()
-        };
+        let base = source.to_string();
         let mut name = base.clone();
         let mut n = 2;
         while !self.used_names.insert(name.clone()) {

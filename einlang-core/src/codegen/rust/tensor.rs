@@ -12,9 +12,10 @@
 //! ```
 //!
 //! Temporaries are named `__<category>_<variable>` (`__pos_j`, `__row_c`,
-//! `__chunk_c_i`): the categories differ in their first letters, and IR
-//! names never start with `__`, so no two temporaries in scope, nor a
-//! temporary and an IR variable, can share a name.
+//! `__chunk_c_i`): the categories differ in their first letters, and the
+//! Rust spellings of IR names never start with `__` (see `names`), so no
+//! two temporaries in scope, nor a temporary and an IR variable, can share a
+//! name.
 //!
 //! `fill` allocates the array in standard layout and hands out one row per
 //! index of the outermost axis, on rayon threads when the work estimate is
