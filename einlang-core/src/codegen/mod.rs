@@ -1,8 +1,9 @@
 //! Code generation: the loop IR printed as Rust (and, later, CUDA C).
 //!
 //! Back ends only print; every decision that needs an analysis fact (which
-//! reads are proven in bounds, which axis runs in parallel, the extents of
-//! loops) is already in the IR. An IR that breaks the invariants of
+//! reads are proven in bounds, which loops are independent, the extents of
+//! loops) is already in the IR. How those facts are spelled (rayon, unchecked
+//! access, runtime paths) is each back end's own choice. An IR that breaks the invariants of
 //! `ir/mod.rs` is reported as an internal compiler error, never a panic.
 
 pub mod paths;
@@ -27,16 +28,17 @@ pub fn emit_program(p: &ir::Program, options: &crate::Options) -> TokenStream {
     if let Err(msg) = ir::validate::validate(p) {
         return Diagnostic::bug(Span::call_site(), format!("invalid loop IR: {msg}")).to_compile_errors();
     }
+    let fns = rust::fn_idents(p);
     let mut out = TokenStream::new();
     for f in &p.fns {
-        match rust::emit_function(f, options) {
+        match rust::emit_function(f, &fns, options) {
             Ok(tokens) => out.extend(tokens),
             Err(msg) => {
                 out.extend(Diagnostic::bug(Span::call_site(), format!("in `{}`: {msg}", f.name)).to_compile_errors())
             }
         }
     }
-    out.extend(emit_modules(p));
+    out.extend(emit_modules(p, &fns));
     out
 }
 
@@ -49,15 +51,16 @@ struct ModuleTree {
 
 /// `pub mod m { pub use super::m_f as f; ... }` for the public functions of
 /// inline Einlang modules, so Rust code reaches them as `m::f`.
-fn emit_modules(p: &ir::Program) -> TokenStream {
+fn emit_modules(p: &ir::Program, fns: &rust::FnIdents) -> TokenStream {
     let mut root = ModuleTree::default();
     for f in &p.fns {
-        if let Some((path, name)) = &f.export {
+        // A function without a Rust name was reported when it was emitted.
+        if let (Some((path, name)), Some(target)) = (&f.export, fns.get(&f.name)) {
             let mut node = &mut root;
             for seg in path {
                 node = node.children.entry(seg.clone()).or_default();
             }
-            node.exports.push((f.name.clone(), name.clone()));
+            node.exports.push((target.to_string(), name.clone()));
         }
     }
     fn emit(node: &ModuleTree, depth: usize) -> TokenStream {

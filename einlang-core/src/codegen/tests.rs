@@ -161,8 +161,8 @@ fn axis(index: VarId, start: Dim, extent: Dim) -> Axis {
     Axis { index, start, extent }
 }
 
-fn tensor(var: VarId, elem: ScalarKind, axes: Vec<Axis>, body: Expr, parallel: bool, cost_per_point: u64) -> Stmt {
-    Stmt::Tensor(TensorDef { var, elem, axes, body, parallel, cost_per_point })
+fn tensor(var: VarId, elem: ScalarKind, axes: Vec<Axis>, body: Expr, cost_per_point: u64) -> Stmt {
+    Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point })
 }
 
 fn bind(dim: VarId, param: VarId, axis: usize) -> EntryCheck {
@@ -193,7 +193,7 @@ pub(crate) fn matmul() -> Program {
         vec![a, b],
         Repr::Tensor(F32, 2),
         vec![bind(m, a, 0), bind(k_dim, a, 1), bind(n, b, 1), check_dim(b, 0, "K", dim(k_dim))],
-        vec![tensor(c, F32, vec![axis(i, konst(0), dim(m)), axis(j, konst(0), dim(n))], body, true, 3)],
+        vec![tensor(c, F32, vec![axis(i, konst(0), dim(m)), axis(j, konst(0), dim(n))], body, 3)],
         result,
     );
     f.docs = vec![" Plain matrix product.".to_string()];
@@ -223,7 +223,7 @@ pub(crate) fn upper_relu() -> Program {
         vec![mat],
         Repr::Tensor(F32, 2),
         vec![bind(n, mat, 0), check_dim(mat, 1, "N", dim(n))],
-        vec![tensor(u, F32, vec![axis(i, konst(0), dim(n)), axis(j, konst(0), dim(n))], body, false, 2)],
+        vec![tensor(u, F32, vec![axis(i, konst(0), dim(n)), axis(j, konst(0), dim(n))], body, 2)],
         result,
     );
     Program { fns: vec![f] }
@@ -279,7 +279,7 @@ pub(crate) fn every_other() -> Program {
         vec![x, m],
         Repr::Tensor(F32, 1),
         vec![bind(n, x, 0)],
-        vec![tensor(y, F32, vec![axis(i, konst(0), dim(m))], body, true, 1)],
+        vec![tensor(y, F32, vec![axis(i, konst(0), dim(m))], body, 1)],
         result,
     );
     Program { fns: vec![f] }
@@ -307,7 +307,7 @@ pub(crate) fn conv1d() -> Program {
         vec![bind(n, x, 0), bind(k, w, 0)],
         vec![
             Stmt::Extent { var: len, value: dim(n).sub(&dim(k)).add_const(1), what: "N - K + 1".to_string() },
-            tensor(y, F32, vec![axis(t, konst(0), dim(len))], body, true, 2),
+            tensor(y, F32, vec![axis(t, konst(0), dim(len))], body, 2),
             Stmt::CheckResultDim {
                 tensor: y,
                 path: Vec::new(),
@@ -342,7 +342,6 @@ pub(crate) fn shift3() -> Program {
             ScalarKind::F64,
             vec![axis(b, konst(0), dim(b_dim)), axis(i, konst(1), dim(m).add_const(-1)), axis(j, konst(0), dim(n))],
             body,
-            true,
             2,
         )],
         result,
@@ -388,7 +387,7 @@ pub(crate) fn stats() -> Program {
         ret,
         vec![bind(b_dim, x, 0), bind(n_dim, x, 1)],
         vec![
-            tensor(am, I64, vec![axis(b, konst(0), dim(b_dim))], argmax, false, 1),
+            tensor(am, I64, vec![axis(b, konst(0), dim(b_dim))], argmax, 1),
             Stmt::Let { var: row, value: view },
             Stmt::Let { var: total, value: total_value },
             Stmt::Let { var: finite, value: finite_value },
@@ -422,7 +421,7 @@ pub(crate) fn scalars() -> Program {
     let as_bool = expr(ExprKind::Cast(Box::new(v.get(r)), ScalarKind::Bool), Repr::Scalar(ScalarKind::Bool));
     let block = expr(
         ExprKind::Block {
-            stmts: vec![tensor(zero_d, f64_, vec![], v.get(t), false, 1)],
+            stmts: vec![tensor(zero_d, f64_, vec![], v.get(t), 1)],
             result: Box::new(bin(
                 BinOp::Add,
                 read(zero_d, f64_, vec![], false),
@@ -511,7 +510,153 @@ pub(crate) fn values() -> Program {
     Program { fns: vec![pair, pick, greet] }
 }
 
+/// `loop(type: f32) -> f32` and `match(self: [f32; N]) -> f32`, which calls
+/// it: IR names that are Rust keywords, prelude names (`Ok`) or start with
+/// `__`, next to a name (`type_`) that their escaped spelling would take.
+pub(crate) fn keyword_names() -> Program {
+    let callee = {
+        let mut v = Vars::default();
+        let t = v.var("type", Repr::Scalar(F32));
+        let result = bin(BinOp::Mul, v.get(t), float("2.0", F32));
+        let mut f = v.finish("loop", vec![t], Repr::Scalar(F32), vec![], vec![], result);
+        f.public = false;
+        f
+    };
+    let caller = {
+        let mut v = Vars::default();
+        let x = v.tensor("self", F32, 1);
+        let n = v.int("N");
+        let (ok, hidden, plain, kw) = (
+            v.var("Ok", Repr::Scalar(F32)),
+            v.var("__x", Repr::Scalar(F32)),
+            v.var("type_", Repr::Scalar(F32)),
+            v.var("type", Repr::Scalar(F32)),
+        );
+        let call = expr(
+            ExprKind::Call { func: "loop".to_string(), args: vec![read(x, F32, vec![int(0, I64)], true)] },
+            Repr::Scalar(F32),
+        );
+        let body = vec![
+            Stmt::Let { var: ok, value: call },
+            Stmt::Let { var: hidden, value: v.get(ok) },
+            Stmt::Let { var: plain, value: v.get(hidden) },
+            Stmt::Let { var: kw, value: bin(BinOp::Add, v.get(plain), v.get(hidden)) },
+        ];
+        let result = v.get(kw);
+        v.finish("match", vec![x], Repr::Scalar(F32), vec![bind(n, x, 0)], body, result)
+    };
+    Program { fns: vec![callee, caller] }
+}
+
 // ----- tests ---------------------------------------------------------------
+
+#[test]
+fn keyword_names_are_escaped() {
+    check(
+        &keyword_names(),
+        expect![[r#"
+        fn loop(type: f32) -> f32 {
+            result type * 2.0f32
+        }
+
+        pub fn match(self: tensor<f32, 1>) -> f32 {
+            bind N = self.shape[0]
+            let Ok: f32 = loop(read self[0i64] checked)
+            let __x: f32 = Ok
+            let type_: f32 = __x
+            let type: f32 = type_ + __x
+            result type
+        }
+
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        fn loop_(type_: f32) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+            use ::einlang::__private as __rt;
+            use ::einlang::__private::ndarray as __nd;
+            Ok(type_ * 2.0f32)
+        }
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        pub fn match_<'__a0>(
+            self_: impl ::core::convert::Into<
+                ::einlang::__private::ndarray::ArrayView<
+                    '__a0,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            >,
+        ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+            fn __body(
+                self_: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = self_.shape()[0] as i64;
+                let Ok_: f32 = loop_(
+                    self_[[
+                        __rt::shape::check_index("match_", "self", 0, 0i64, self_.shape()[0])?,
+                    ]],
+                )?;
+                let x_: f32 = Ok_;
+                let type_: f32 = x_;
+                let type__2: f32 = type_ + x_;
+                Ok(type__2)
+            }
+            __body(self_.into())
+        }
+    "#]],
+    );
+}
+
+/// Names the source spells as raw identifiers reach the IR as they are and
+/// come out of the Rust back end escaped.
+#[test]
+fn keyword_names_from_source() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        pub fn r#type(r#match: [f32; N], Ok: f32) -> [f32; N] {
+            let r#loop[i] = r#match[i] * Ok;
+            let __x = r#loop[0];
+            let type_[j] = r#loop[j] * __x;
+            type_
+        }
+    };
+    let compiled =
+        match crate::syntax::parse_tokens(src).and_then(|ast| crate::compile(ast, &crate::Options::default())) {
+            Ok(c) => c,
+            Err(d) => panic!("{d:?}"),
+        };
+    let ir = pretty_program(&compiled.ir);
+    assert!(ir.contains("pub fn type(match: tensor<f32, 1>, Ok: f32)"), "{ir}");
+    let rust = match syn::parse2::<syn::File>(compiled.rust.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(e) => panic!("generated code does not parse: {e}\n{}", compiled.rust),
+    };
+    for spelling in ["pub fn type_<", "match_: ", "Ok_: f32", "let loop_: ", "let x_: f32", "let type_: "] {
+        assert!(rust.contains(spelling), "`{spelling}` in\n{rust}");
+    }
+}
 
 #[test]
 fn matmul_with_reduction() {
@@ -524,7 +669,7 @@ fn matmul_with_reduction() {
                 bind K = a.shape[1]
                 bind N = b.shape[1]
                 check b.shape[0] == K ("K")
-                tensor c[i in 0..M, j in 0..N]: f32 par (cost 3) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
+                tensor c[i in 0..M, j in 0..N]: f32 (cost 3) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
                 result c
             }
 
@@ -766,7 +911,7 @@ fn guarded_definition_with_where_binding() {
                     "upper_relu",
                     [N as usize, N as usize],
                     2,
-                    false,
+                    true,
                     |__pos_i, __row_u| {
                         let i: i64 = __pos_i as i64;
                         for (__pos_j, __slot_u) in __row_u.iter_mut().enumerate() {
@@ -894,7 +1039,7 @@ fn strided_checked_read() {
         expect![[r#"
         pub fn every_other(x: tensor<f32, 1>, m: i64) -> tensor<f32, 1> {
             bind N = x.shape[0]
-            tensor y[i in 0..m]: f32 par (cost 1) = read x[2i64 * i] checked
+            tensor y[i in 0..m]: f32 (cost 1) = read x[2i64 * i] checked
             result y
         }
 
@@ -974,7 +1119,7 @@ fn rank_one_with_runtime_extent() {
             bind N = x.shape[0]
             bind K = w.shape[0]
             extent len_t = N - K + 1 ("N - K + 1")
-            tensor y[t in 0..len_t]: f32 par (cost 2) = sum[r in 0..K] (read x[t + r] unchecked) * (read w[r] unchecked)
+            tensor y[t in 0..len_t]: f32 (cost 2) = sum[r in 0..K] (read x[t + r] unchecked) * (read w[r] unchecked)
             check_result y.shape[0] == N - K + 1 ("N - K + 1")
             result y
         }
@@ -1075,7 +1220,7 @@ fn rank_three_with_offset_axis() {
             bind B = x.shape[0]
             bind M = x.shape[1]
             bind N = x.shape[2]
-            tensor y[b in 0..B, i in 1..M, j in 0..N]: f64 par (cost 2) = (read x[b, i, j] unchecked) - (read x[b, i - 1i64, j] unchecked)
+            tensor y[b in 0..B, i in 1..M, j in 0..N]: f64 (cost 2) = (read x[b, i, j] unchecked) - (read x[b, i - 1i64, j] unchecked)
             result y
         }
 
@@ -1227,7 +1372,7 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                     "stats",
                     [B as usize],
                     1,
-                    false,
+                    true,
                     |__first_am, __block_am| {
                         for (__pos_b, __slot_am) in __block_am.iter_mut().enumerate() {
                             let b: i64 = (__first_am + __pos_b) as i64;

@@ -1,12 +1,18 @@
 //! The loop IR: what lowering produces and code generation consumes.
 //!
 //! A lowered `Function` is fully explicit: every variable has a unique id and
-//! a Rust-ready name, every expression carries its type, every tensor read
+//! a unique name, every expression carries its type, every tensor read
 //! says whether its bounds were proven (`checked: false`) or must be checked
-//! at run time, every loop has its start and extent as symbolic `Dim`s over
-//! the function's dimension variables, and every tensor definition says which
-//! axis runs in parallel. Back ends only print; they make no decisions that
-//! need analysis facts.
+//! at run time, and every loop has its start and extent as symbolic `Dim`s
+//! over the function's dimension variables. Back ends only print; they make
+//! no decisions that need analysis facts.
+//!
+//! The IR says what is independent, reduced or sequential, not how a back
+//! end runs it: the points of a `TensorDef` are independent of each other,
+//! and so are the points of a recurrence clause's own `loops`; a `Reduce`
+//! combines its terms in loop order, and a recurrence's sequential loops run
+//! in order. Each definition and clause carries a per-point cost estimate
+//! (`cost::expr_cost`) that back ends may weigh against the number of points.
 //!
 //! Invariants (checked by `validate`):
 //! - a `VarId` is defined (parameter, dimension binding, `Let`, `Tensor`,
@@ -23,6 +29,7 @@
 //! Arithmetic `Binary` operands have the same scalar type as each other;
 //! comparisons yield `bool`.
 
+pub mod cost;
 pub mod pretty;
 pub mod validate;
 
@@ -37,7 +44,9 @@ pub struct VarId(pub u32);
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarInfo {
-    /// A valid, unique Rust identifier for this variable in its function.
+    /// A name for this variable, unique in its function: an identifier
+    /// (letters, digits and `_`, not starting with a digit), which may be a
+    /// keyword of a back end's language; each back end spells it.
     pub name: String,
     /// The name as the user wrote it (for error messages).
     pub source_name: String,
@@ -77,12 +86,13 @@ pub struct Program {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
-    /// The Rust name of the function.
+    /// The name of the function, unique in the program and an identifier
+    /// like a variable's; each back end spells it.
     pub name: String,
     pub public: bool,
     /// For a public function of an inline Einlang module: the module path
-    /// and the Einlang name under which it is re-exported (`pub mod m {
-    /// pub use ... as name; }`); the flat item is then hidden from docs.
+    /// and the Einlang name under which the module exports it (`m::name`);
+    /// the function under its own, flat name is then not documented.
     pub export: Option<(Vec<String>, String)>,
     pub docs: Vec<String>,
     pub params: Vec<VarId>,
@@ -135,7 +145,8 @@ pub enum Stmt {
     Expr(Expr),
 }
 
-/// `let var[axes...] = body;` in row-major, standard layout.
+/// `let var[axes...] = body;` in row-major, standard layout. Every point
+/// is computed independently of the others, in any order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorDef {
     pub var: VarId,
@@ -143,10 +154,8 @@ pub struct TensorDef {
     pub axes: Vec<Axis>,
     /// The value at one point, of type `Scalar(elem)`.
     pub body: Expr,
-    /// Whether the outermost axis runs in parallel (rayon) when the work
-    /// estimate is above the runtime threshold.
-    pub parallel: bool,
-    /// Estimated scalar operations per output element (for the threshold).
+    /// Estimated scalar operations per output element: `cost::expr_cost`
+    /// of `body`.
     pub cost_per_point: u64,
 }
 
@@ -174,7 +183,7 @@ pub struct Gemm {
 
 /// A recurrence: sequential loops over its recurrent axes (outermost
 /// first); at every point of them, the clauses that cover it run in source
-/// order, each over its own loops (the parallel axes). Reads of `var` inside
+/// order, each over its own loops (the independent axes). Reads of `var` inside
 /// the clause bodies read the points computed so far; after the statement
 /// `var` is an ordinary tensor (or, with a `window`, the last `slots` steps
 /// of one, read at positions masked by `slots - 1` along the window's axis).
@@ -209,11 +218,11 @@ pub struct RecClause {
     pub cover: Vec<Cover>,
     /// Where the clause writes, per axis of the tensor.
     pub at: Vec<RecIndex>,
-    /// The clause's own loops over its parallel axes, outermost first.
+    /// The clause's own loops over its independent axes, outermost first:
+    /// at one step of the sequential loops, its points may be computed in
+    /// any order.
     pub loops: Vec<Loop>,
-    /// Whether the outermost of `loops` runs in parallel above the
-    /// runtime's work threshold.
-    pub parallel: bool,
+    /// Estimated scalar operations per point: `cost::expr_cost` of `body`.
     pub cost_per_point: u64,
     /// The value at one point, of type `Scalar(elem)`.
     pub body: Expr,
@@ -286,7 +295,7 @@ pub enum ExprKind {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Cast(Box<Expr>, ScalarKind),
     Intrinsic(Intrinsic, Vec<Expr>),
-    /// A call of another lowered function (by Rust name); it returns
+    /// A call of another lowered function (by name); it returns
     /// `Result`, so the call propagates errors.
     Call {
         func: String,

@@ -7,12 +7,12 @@
 //!     bind K = a.shape[1]
 //!     bind N = b.shape[1]
 //!     check b.shape[0] == K ("K")
-//!     tensor c[i in 0..M, j in 0..N] par (cost 3) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
+//!     tensor c[i in 0..M, j in 0..N]: f32 (cost 3) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
 //!     result c
 //! }
 //! ```
 //!
-//! Variables print by their Rust name; dimensions as the user would write
+//! Variables print by their IR name; dimensions as the user would write
 //! them. Operands that are not atoms are parenthesized, so the tree is
 //! unambiguous without precedence rules. Blocks span several lines.
 
@@ -153,9 +153,8 @@ impl Printer<'_> {
             .iter()
             .map(|a| format!("{} in {}..{}", self.var(a.index), self.dim(&a.start), self.dim(&a.start.add(&a.extent))))
             .collect();
-        let par = if def.parallel { " par" } else { "" };
         format!(
-            "tensor {}[{}]: {}{par} (cost {}) = {}",
+            "tensor {}[{}]: {} (cost {}) = {}",
             self.var(def.var),
             axes.join(", "),
             def.elem.name(),
@@ -203,9 +202,8 @@ impl Printer<'_> {
                         RecIndex::Loop(k) => self.var(c.loops[*k].index),
                     })
                     .collect();
-            let par = if c.parallel { " par" } else { "" };
             text.push_str(&format!(
-                "\n{pad}clause [{}] when [{}] over [{}]{par} (cost {}) = {}",
+                "\n{pad}clause [{}] when [{}] over [{}] (cost {}) = {}",
                 at.join(", "),
                 cover.join(", "),
                 self.loops(&c.loops),

@@ -2,9 +2,9 @@
 //! of `ir` so that back ends can print without re-checking.
 //!
 //! Checked, per function:
-//! - names: function names are unique valid identifiers; every variable
-//!   name is a valid, unique Rust identifier; neither starts with `__`
-//!   (reserved for the emitter's temporaries);
+//! - names: function names are unique identifiers (letters, digits and `_`,
+//!   not starting with a digit); every variable name is an identifier,
+//!   unique in its function (back ends spell keywords of their language);
 //! - scoping: every variable is defined once (parameter, `BindDim`, `Let`,
 //!   `Extent`, `Tensor`, axis, loop, where-binding) and used only where its
 //!   definition is in scope: after it in the same block or an enclosing one,
@@ -212,6 +212,13 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
     }
 }
 
+/// Whether `name` is an identifier: letters, digits and `_`, not starting
+/// with a digit.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic()) && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
 const I64: Repr = Repr::Scalar(ScalarKind::I64);
 const BOOL: Repr = Repr::Scalar(ScalarKind::Bool);
 
@@ -320,22 +327,13 @@ impl<'a> Checker<'a> {
 
     fn check_fn(&mut self) {
         let f = self.f;
-        if syn::parse_str::<syn::Ident>(&f.name).is_err() {
+        if !is_identifier(&f.name) {
             self.err(format!("`{}` is not a valid function name", f.name));
-        }
-        if f.name.starts_with("__") {
-            self.err(format!("function name `{}` starts with `__`, which is reserved for generated code", f.name));
         }
         let mut names = HashSet::new();
         for info in &f.vars {
-            if syn::parse_str::<syn::Ident>(&info.name).is_err() {
-                self.err(format!("variable name `{}` is not a valid Rust identifier", info.name));
-            }
-            if info.name.starts_with("__") {
-                self.err(format!(
-                    "variable name `{}` starts with `__`, which is reserved for generated code",
-                    info.name
-                ));
+            if !is_identifier(&info.name) {
+                self.err(format!("variable name `{}` is not an identifier", info.name));
             }
             if !names.insert(info.name.as_str()) {
                 self.err(format!("variable name `{}` is not unique", info.name));

@@ -1,7 +1,7 @@
 //! Lowering: HIR plus analysis tables to the loop IR.
 //!
 //! Every decision that needs analysis facts is made here, so that back ends
-//! only print: variables get unique Rust names, dimension symbols become
+//! only print: variables get unique names, dimension symbols become
 //! variables bound at entry, inferred extents that may be negative get an
 //! `Extent` check, index ranges that do not start at zero become guards,
 //! whole-tensor arithmetic (`x * 2.0 + y`) becomes a pointwise tensor
@@ -16,6 +16,7 @@ use crate::base::ops::{BinOp, Lit};
 use crate::base::scalar::ScalarKind;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::hir::{self, Callee, DefId, DefKind, ExprId, ExprKind, FnId, Hir, Slot, Where};
+use crate::ir::cost::expr_cost;
 use crate::ir::{self, Axis, Expr, Literal, Loop, Repr, Stmt, TensorDef, VarId, VarInfo, WhereEntry};
 
 /// Lowers every function of a program that analyzed without errors.
@@ -24,7 +25,7 @@ use crate::ir::{self, Axis, Expr, Literal, Loop, Repr, Stmt, TensorDef, VarId, V
 /// functions, the standard library's) from another call's in the same Rust
 /// module.
 pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) -> ir::Program {
-    let names = rust_fn_names(hir, tag);
+    let names = fn_names(hir, tag);
     let mut fns = Vec::new();
     for (f, func) in hir.fns.iter() {
         if func.is_generic() || hir.skipped(f) {
@@ -54,11 +55,11 @@ pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) 
     ir::Program { fns }
 }
 
-/// The Rust name of each function: its own name, made unique. The user's
+/// The IR name of each function: its own name, made unique. The user's
 /// functions are named first, so they keep their names; instances of generic
 /// functions (`relu_f32r2`) give way. Generic templates are never emitted and
 /// take no name.
-fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
+fn fn_names(hir: &Hir, tag: &str) -> Vec<String> {
     let mut used = HashSet::new();
     let mut out = vec![String::new(); hir.fns.len()];
     for pass in 0..2 {
@@ -67,16 +68,11 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
             if f.is_generic() || hir.skipped(id) || user != (pass == 0) {
                 continue;
             }
-            // A function of an inline module is `module_name` in Rust; its
+            // A function of an inline module is named `module_name`; its
             // module re-exports it under its own name when it is public.
             let own = hir.name(f.def).to_string();
             let base =
                 if user && !f.module_path.is_empty() { format!("{}_{own}", f.module_path.join("_")) } else { own };
-            let base = if base.starts_with("__") || RUST_KEYWORDS.contains(&base.as_str()) {
-                format!("{}_", base.trim_start_matches('_'))
-            } else {
-                base
-            };
             let base = if user { base } else { format!("{base}_{tag}") };
             let mut name = base.clone();
             let mut n = 2;
@@ -89,14 +85,6 @@ fn rust_fn_names(hir: &Hir, tag: &str) -> Vec<String> {
     }
     out
 }
-
-const RUST_KEYWORDS: &[&str] = &[
-    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
-    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super",
-    "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box",
-    "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "Ok", "Err",
-    "Some", "None", "Result", "Option",
-];
 
 struct FnLower<'a> {
     hir: &'a Hir,
@@ -152,12 +140,9 @@ impl<'a> FnLower<'a> {
         None
     }
 
+    /// A new variable named after `source`, made unique in the function.
     fn new_var(&mut self, source: &str, ty: Repr) -> VarId {
-        let base = if RUST_KEYWORDS.contains(&source) || source.starts_with("__") {
-            format!("{source}_")
-        } else {
-            source.to_string()
-        };
+        let base = source.to_string();
         let mut name = base.clone();
         let mut n = 2;
         while !self.used_names.insert(name.clone()) {
@@ -495,7 +480,7 @@ impl<'a> FnLower<'a> {
         let cost = expr_cost(&body);
         let var = self.new_var(self.hir.name(d.def), Repr::Tensor(elem, axes.len()));
         self.of_def.insert(d.def, var);
-        out.push(Stmt::Tensor(TensorDef { var, elem, parallel: !axes.is_empty(), axes, body, cost_per_point: cost }));
+        out.push(Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point: cost }));
         Some(())
     }
 
@@ -581,7 +566,7 @@ impl<'a> FnLower<'a> {
             }
             let body = guarded(wheres, body);
             let cost_per_point = expr_cost(&body);
-            clauses.push(ir::RecClause { cover, at, parallel: !loops.is_empty(), loops, cost_per_point, body });
+            clauses.push(ir::RecClause { cover, at, loops, cost_per_point, body });
         }
         let window = match facts.storage {
             analysis::recur::Storage::Window { axis, slots, .. } if seq.first().is_some_and(|(a, _)| *a == axis) => {
@@ -708,7 +693,7 @@ impl<'a> FnLower<'a> {
         let ref_body = ref_body?;
         let var = self.new_var(&format!("{}_mm", self.hir.name(d.def)), Repr::Tensor(elem, rank));
         let cost = expr_cost(&ref_body);
-        let reference = TensorDef { var, elem, axes: ref_axes, body: ref_body, parallel: true, cost_per_point: cost };
+        let reference = TensorDef { var, elem, axes: ref_axes, body: ref_body, cost_per_point: cost };
         let role_of = |args: &[DefId], roles: &[DefId]| -> Option<Vec<usize>> {
             roles.iter().map(|r| args.iter().position(|a| a == r)).collect()
         };
@@ -800,7 +785,7 @@ impl<'a> FnLower<'a> {
         let body = self.pointwise(e, &idx, &dims, &mut stmts)?;
         let cost = expr_cost(&body);
         let var = self.new_var("tmp", Repr::Tensor(elem, dims.len()));
-        stmts.push(Stmt::Tensor(TensorDef { var, elem, parallel: !axes.is_empty(), axes, body, cost_per_point: cost }));
+        stmts.push(Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point: cost }));
         Some((stmts, var))
     }
 
@@ -1434,7 +1419,7 @@ impl<'a> FnLower<'a> {
         let body = Expr { kind: ir::ExprKind::Cast(Box::new(read), to), ty: Repr::Scalar(to) };
         let out = self.new_var("out", Repr::Tensor(to, rank));
         let cost_per_point = expr_cost(&body);
-        stmts.push(Stmt::Tensor(TensorDef { var: out, elem: to, parallel: rank > 0, axes, body, cost_per_point }));
+        stmts.push(Stmt::Tensor(TensorDef { var: out, elem: to, axes, body, cost_per_point }));
         Some(Expr {
             ty: Repr::Tensor(to, rank),
             kind: ir::ExprKind::Block { stmts, result: Box::new(var_expr(out, Repr::Tensor(to, rank))) },
@@ -1612,71 +1597,6 @@ fn bool_and(a: Expr, b: Expr) -> Expr {
 
 fn dim_expr(d: Dim) -> Expr {
     Expr { kind: ir::ExprKind::Dim(d), ty: Repr::Scalar(ScalarKind::I64) }
-}
-
-/// A rough count of scalar operations to evaluate `e` once, used to decide
-/// whether a loop nest is worth running in parallel.
-fn expr_cost(e: &Expr) -> u64 {
-    use ir::ExprKind as K;
-    let own = 1u64;
-    let children: u64 = match &e.kind {
-        K::DynMap { inputs, body, .. } => inputs.iter().map(expr_cost).sum::<u64>() + expr_cost(body) * 64,
-        K::Lit(_) | K::Var(_) | K::Dim(_) => 0,
-        K::Unary(_, x) | K::Cast(x, _) | K::Field(x, _) => expr_cost(x),
-        K::Binary(_, a, b) => expr_cost(a) + expr_cost(b),
-        K::Intrinsic(_, args) | K::Tuple(args) => args.iter().map(expr_cost).sum::<u64>() + 4,
-        K::Call { args, .. } => args.iter().map(expr_cost).sum::<u64>() + 64,
-        K::Read { indices, .. } | K::View { indices, .. } => indices.iter().map(expr_cost).sum(),
-        K::Reduce { loops, wheres, body, .. } => {
-            let trips: u64 = loops
-                .iter()
-                .map(|l| l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64))
-                .product();
-            let inner = expr_cost(body)
-                + wheres
-                    .iter()
-                    .map(|w| match w {
-                        WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x),
-                    })
-                    .sum::<u64>();
-            trips.saturating_mul(inner + 1)
-        }
-        K::Guarded { wheres, body } => {
-            expr_cost(body)
-                + wheres
-                    .iter()
-                    .map(|w| match w {
-                        WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x),
-                    })
-                    .sum::<u64>()
-        }
-        K::If { cond, then, els } => expr_cost(cond) + expr_cost(then).max(expr_cost(els)),
-        K::Block { result, .. } => expr_cost(result) + 16,
-        K::ArrayLit { elems, .. } | K::Print(elems) => elems.iter().map(expr_cost).sum(),
-        K::Format(parts) => {
-            parts.iter().map(|p| if let ir::FmtPart::Value(x, _) = p { expr_cost(x) + 16 } else { 1 }).sum()
-        }
-        K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
-        K::Len { .. } | K::ShapeOf { .. } => 1,
-        K::DynShape { value, arg, .. } => expr_cost(value) + expr_cost(arg) + 64,
-        K::JaggedLit { rows } => rows.iter().map(expr_cost).sum::<u64>() + 16,
-        K::JaggedRow { index, .. } => expr_cost(index) + 4,
-        K::ShapeCast { value, .. } => expr_cost(value) + 8,
-        K::LoadNpy { .. } | K::SaveNpy { .. } | K::Fs { .. } => 1 << 20,
-        K::Collect { steps, body, .. } => {
-            let trips: u64 = steps
-                .iter()
-                .map(|s| match s {
-                    ir::CollectStep::Loop(l) => {
-                        l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64)
-                    }
-                    ir::CollectStep::Where(_) => 1,
-                })
-                .product();
-            trips.saturating_mul(expr_cost(body) + 2)
-        }
-    };
-    own.saturating_add(children)
 }
 
 /// Index variables introduced anywhere in `e` (reduction variables).

@@ -35,6 +35,16 @@
 //! moves standard-layout arrays and copies views, unless it is a variable
 //! defined in that scope and used once there, which is moved as is.
 //!
+//! # Threads
+//!
+//! The IR says which loops are independent (the axes of a tensor definition,
+//! a recurrence clause's own loops); this back end runs the outermost of them
+//! through the runtime's rayon helpers (`par::fill`, `rec::each`,
+//! `rec::fill_row`) and passes the work estimate, the IR's per-point cost
+//! times the number of points. The runtime compares it with its threshold
+//! (`PAR_THRESHOLD`) at run time, when the extents are known, and stays on
+//! the calling thread below it.
+//!
 //! # Never panicking
 //!
 //! Reads proven in bounds are `unsafe { *t.uget([..]) }`; every other read,
@@ -45,6 +55,7 @@
 //! the language defines it.
 
 mod expr;
+mod names;
 mod recur;
 mod tensor;
 mod types;
@@ -56,7 +67,7 @@ use quote::{format_ident, quote};
 
 use crate::base::dim::{Dim, DimVar};
 use crate::codegen::paths;
-use crate::ir::{EntryCheck, ExprKind, Function, Repr, Stmt, VarId, VarInfo};
+use crate::ir::{EntryCheck, ExprKind, Function, Program, Repr, Stmt, VarId, VarInfo};
 
 /// An internal error: the IR broke an invariant the emitter relies on.
 pub type Bug = String;
@@ -130,10 +141,21 @@ enum Ownership {
     Borrowed,
 }
 
-/// Emits one lowered function as a Rust item.
-pub fn emit_function(f: &Function, options: &crate::Options) -> Result<TokenStream, Bug> {
-    let mut cx = FnCx::new(f, options)?;
-    let name = parse_ident(&f.name)?;
+/// The Rust identifiers of a program's functions, by IR name (see
+/// `names`); a name that has none is missing.
+pub type FnIdents = HashMap<String, Ident>;
+
+/// The Rust identifier of every function of `p`.
+pub fn fn_idents(p: &Program) -> FnIdents {
+    let idents = names::rust_idents(p.fns.iter().map(|f| f.name.as_str()));
+    p.fns.iter().zip(idents).filter_map(|(f, id)| Some((f.name.clone(), id?))).collect()
+}
+
+/// Emits one lowered function as a Rust item; `fns` spells the functions
+/// of its program.
+pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> Result<TokenStream, Bug> {
+    let mut cx = FnCx::new(f, fns, options)?;
+    let name = cx.fn_ident(&f.name)?;
     // A module's public function is re-exported by its module under its
     // Einlang name; the flat item itself stays out of the documentation.
     let vis = match (&f.export, f.public) {
@@ -212,21 +234,18 @@ pub fn emit_function(f: &Function, options: &crate::Options) -> Result<TokenStre
     }
 }
 
-/// Parses a name as a Rust identifier (raw identifiers included); keywords
-/// and malformed names are internal errors.
-fn parse_ident(name: &str) -> Result<Ident, Bug> {
-    syn::parse_str::<Ident>(name).map_err(|_| format!("`{name}` is not a valid Rust identifier"))
-}
-
 /// Per-function emission state.
 pub(crate) struct FnCx<'a> {
     f: &'a Function,
+    /// The Rust identifiers of the program's functions.
+    fns: &'a FnIdents,
     /// Emit every read checked (`Options::checked`).
     all_checked: bool,
     /// `Options::script_dir`.
     script_dir: Option<String>,
     /// The function name, as a string literal for runtime errors.
     fn_name: proc_macro2::Literal,
+    /// The Rust identifier of every variable (see `names`).
     idents: Vec<Option<Ident>>,
     repr: HashMap<VarId, Ownership>,
     /// How reads of each recurrence's tensor are emitted (see `recur`).
@@ -246,10 +265,11 @@ pub(crate) struct FnCx<'a> {
 }
 
 impl<'a> FnCx<'a> {
-    fn new(f: &'a Function, options: &crate::Options) -> Result<FnCx<'a>, Bug> {
-        // Names are parsed once here; a bad one is reported when it is used,
-        // so that an unused malformed variable does not matter.
-        let idents = f.vars.iter().map(|v| syn::parse_str::<Ident>(&v.name).ok()).collect();
+    fn new(f: &'a Function, fns: &'a FnIdents, options: &crate::Options) -> Result<FnCx<'a>, Bug> {
+        // Names are spelled once here; a bad one is reported when it is
+        // used, so that an unused malformed variable does not matter.
+        let idents = names::rust_idents(f.vars.iter().map(|v| v.name.as_str()));
+        let rust_name = fns.get(&f.name).map_or_else(|| f.name.clone(), |id| id.to_string());
         let mut uses: HashMap<VarId, usize> = HashMap::new();
         let mut count = |v: VarId| *uses.entry(v).or_default() += 1;
         for s in &f.body {
@@ -258,9 +278,10 @@ impl<'a> FnCx<'a> {
         crate::ir::validate::visit_var_uses(&f.result, &mut count);
         Ok(FnCx {
             f,
+            fns,
             all_checked: options.checked,
             script_dir: options.script_dir.clone(),
-            fn_name: types::str_lit(&f.name),
+            fn_name: types::str_lit(&rust_name),
             idents,
             repr: HashMap::new(),
             rec_access: HashMap::new(),
@@ -283,6 +304,11 @@ impl<'a> FnCx<'a> {
             Some(None) => Err(format!("`{}` is not a valid Rust identifier", self.f.vars[v.0 as usize].name)),
             None => Err(format!("variable {} is not declared", v.0)),
         }
+    }
+
+    /// The Rust identifier of the program's function `name`.
+    fn fn_ident(&self, name: &str) -> Result<Ident, Bug> {
+        self.fns.get(name).cloned().ok_or_else(|| format!("`{name}` is not a valid Rust identifier"))
     }
 
     /// A fresh block label, `'__guard0`, `'__guard1`, ...

@@ -188,7 +188,9 @@ impl FnCx<'_> {
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
             let mut first = idx.clone();
             first[rank - 1] = quote!((#start) as usize);
-            let parallel = n_loops == 1 && c.parallel;
+            // The row is split across threads only when its loop is the
+            // clause's outermost one; otherwise the outermost loop is.
+            let parallel = n_loops == 1;
             quote! {
                 let __row = unsafe { #store.row_mut([#(#first),*], ((#end) - (#start)).max(0) as usize) };
                 #rt::rec::fill_row(__row, (#start), #work, #parallel, |#i: i64| -> ::core::result::Result<#elem, _> {
@@ -206,7 +208,9 @@ impl FnCx<'_> {
             let i = self.ident(l.index)?;
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
             if k == 0 {
-                let parallel = c.parallel;
+                // The clause's loops are independent: the outermost may be
+                // split across threads.
+                let parallel = true;
                 body = quote! {
                     #rt::rec::each((#start), (#end), #work, #parallel, |#i: i64| {
                         let #store = #store;

@@ -12,13 +12,14 @@
 //! ```
 //!
 //! Temporaries are named `__<category>_<variable>` (`__pos_j`, `__row_c`,
-//! `__chunk_c_i`): the categories differ in their first letters, and IR
-//! names never start with `__`, so no two temporaries in scope, nor a
-//! temporary and an IR variable, can share a name.
+//! `__chunk_c_i`): the categories differ in their first letters, and the
+//! Rust spellings of IR names never start with `__` (see `names`), so no
+//! two temporaries in scope, nor a temporary and an IR variable, can share a
+//! name.
 //!
 //! `fill` allocates the array in standard layout and hands out one row per
-//! index of the outermost axis (rayon-parallel above its work threshold when
-//! the definition is marked parallel). Inside, inner axes walk the row with
+//! index of the outermost axis, on rayon threads when the work estimate is
+//! above the runtime's threshold (see "Threads" in the module above). Inside, inner axes walk the row with
 //! `chunks_exact_mut` and the innermost axis with `iter_mut`, so writes have
 //! no bounds checks and the innermost loop runs over contiguous memory. A
 //! rank-1 tensor is handed out in blocks of consecutive elements instead;
@@ -171,7 +172,9 @@ impl FnCx<'_> {
         };
         self.repr.insert(def.var, Ownership::Owned);
         let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
-        let parallel = def.parallel;
+        // The points of a definition are independent: its outermost axis
+        // may always be split across threads.
+        let parallel = true;
         Ok(quote! {
             #shape_binding
             let #name: #array = #rt::par::fill(#fname, #shape, #cost, #parallel, #closure)?;

@@ -1,0 +1,74 @@
+//! The loop IR's cost model: a rough, back-end-neutral estimate of the
+//! scalar operations one evaluation of an expression takes.
+//!
+//! Lowering records it per point of every tensor definition and recurrence
+//! clause (`cost_per_point`), and passes that rewrite a body record it
+//! again. Back ends multiply it by the number of points to decide how to
+//! run a loop nest (on several threads, in blocks); the estimate itself
+//! says nothing about how.
+
+use crate::ir::{CollectStep, Expr, ExprKind, FmtPart, WhereEntry};
+
+/// A rough count of scalar operations to evaluate `e` once. Loops whose
+/// trip count is not a constant count as 64 iterations; calls, file access
+/// and blocks carry fixed surcharges.
+pub fn expr_cost(e: &Expr) -> u64 {
+    use ExprKind as K;
+    let own = 1u64;
+    let children: u64 = match &e.kind {
+        K::DynMap { inputs, body, .. } => inputs.iter().map(expr_cost).sum::<u64>() + expr_cost(body) * 64,
+        K::Lit(_) | K::Var(_) | K::Dim(_) => 0,
+        K::Unary(_, x) | K::Cast(x, _) | K::Field(x, _) => expr_cost(x),
+        K::Binary(_, a, b) => expr_cost(a) + expr_cost(b),
+        K::Intrinsic(_, args) | K::Tuple(args) => args.iter().map(expr_cost).sum::<u64>() + 4,
+        K::Call { args, .. } => args.iter().map(expr_cost).sum::<u64>() + 64,
+        K::Read { indices, .. } | K::View { indices, .. } => indices.iter().map(expr_cost).sum(),
+        K::Reduce { loops, wheres, body, .. } => {
+            let trips: u64 = loops
+                .iter()
+                .map(|l| l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64))
+                .product();
+            let inner = expr_cost(body)
+                + wheres
+                    .iter()
+                    .map(|w| match w {
+                        WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x),
+                    })
+                    .sum::<u64>();
+            trips.saturating_mul(inner + 1)
+        }
+        K::Guarded { wheres, body } => {
+            expr_cost(body)
+                + wheres
+                    .iter()
+                    .map(|w| match w {
+                        WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => expr_cost(x),
+                    })
+                    .sum::<u64>()
+        }
+        K::If { cond, then, els } => expr_cost(cond) + expr_cost(then).max(expr_cost(els)),
+        K::Block { result, .. } => expr_cost(result) + 16,
+        K::ArrayLit { elems, .. } | K::Print(elems) => elems.iter().map(expr_cost).sum(),
+        K::Format(parts) => {
+            parts.iter().map(|p| if let FmtPart::Value(x, _) = p { expr_cost(x) + 16 } else { 1 }).sum()
+        }
+        K::Assert { cond, message } => expr_cost(cond) + expr_cost(message),
+        K::Len { .. } | K::ShapeOf { .. } => 1,
+        K::DynShape { value, arg, .. } => expr_cost(value) + expr_cost(arg) + 64,
+        K::JaggedLit { rows } => rows.iter().map(expr_cost).sum::<u64>() + 16,
+        K::JaggedRow { index, .. } => expr_cost(index) + 4,
+        K::ShapeCast { value, .. } => expr_cost(value) + 8,
+        K::LoadNpy { .. } | K::SaveNpy { .. } | K::Fs { .. } => 1 << 20,
+        K::Collect { steps, body, .. } => {
+            let trips: u64 = steps
+                .iter()
+                .map(|s| match s {
+                    CollectStep::Loop(l) => l.end.sub(&l.start).as_constant().map(|c| c.max(1) as u64).unwrap_or(64),
+                    CollectStep::Where(_) => 1,
+                })
+                .product();
+            trips.saturating_mul(expr_cost(body) + 2)
+        }
+    };
+    own.saturating_add(children)
+}
