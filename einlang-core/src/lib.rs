@@ -13,6 +13,7 @@ pub mod diag;
 pub mod hir;
 pub mod ir;
 pub mod lower;
+pub mod opt;
 pub mod resolve;
 pub mod source;
 pub mod syntax;
@@ -85,6 +86,10 @@ pub fn compile(mut ast: syntax::ast::Program, options: &Options) -> Result<Compi
     if let Err(msg) = ir::validate::validate(&ir) {
         return Err(vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR: {msg}"))]);
     }
+    let ir = match opt::optimize(ir) {
+        Ok(ir) => ir,
+        Err(msg) => return Err(vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR {msg}"))]),
+    };
     let rust = codegen::emit_program(&ir, options);
     Ok(Compiled { ast, hir, tables, ir, rust })
 }

@@ -1,6 +1,7 @@
 //! Drivers shared by the stage tests: run the pipeline up to a stage on a
 //! source text and print the HIR, or the diagnostics of the first stage
-//! that reported any.
+//! that reported any; the lowered IR before optimization; the whole
+//! pipeline on macro tokens.
 
 use expect_test::Expect;
 
@@ -52,5 +53,31 @@ pub(crate) fn check_error(src: &str, stage: Stage, expect: Expect) {
     match run(src, stage) {
         Ok(text) => panic!("expected an error, got:\n{text}"),
         Err(e) => expect.assert_eq(&e),
+    }
+}
+
+/// The loop IR of `src` as lowering leaves it, before the `opt` passes.
+pub(crate) fn lowered(src: &str) -> crate::ir::Program {
+    let mut ast = crate::syntax::parse_str(src).unwrap_or_else(|d| panic!("unexpected errors:\n{}", render(&d)));
+    crate::syntax::hoist::hoist_nested_fns(&mut ast);
+    let mut diags = Diagnostics::new();
+    let mut hir = crate::resolve::resolve_program(&ast, &mut diags);
+    diags.extend(crate::hir::instantiate::expand_typed_rests(&mut hir));
+    let tables = crate::analysis::mono::analyze_with_instances(&mut hir, &mut diags);
+    let program = crate::lower::lower_program(&hir, &tables, "test", &mut diags);
+    if diags.has_errors() {
+        panic!("unexpected errors:\n{}", render(diags.iter()));
+    }
+    if let Err(e) = crate::ir::validate::validate(&program) {
+        panic!("invalid lowered IR:\n{e}");
+    }
+    program
+}
+
+/// The whole pipeline on the tokens of an `einlang! { ... }` call.
+pub(crate) fn compile_tokens(tokens: proc_macro2::TokenStream) -> crate::Compiled {
+    match crate::syntax::parse_tokens(tokens).and_then(|ast| crate::compile(ast, &crate::Options::default())) {
+        Ok(c) => c,
+        Err(d) => panic!("unexpected errors:\n{}", render(&d)),
     }
 }

@@ -162,7 +162,7 @@ fn axis(index: VarId, start: Dim, extent: Dim) -> Axis {
 }
 
 fn tensor(var: VarId, elem: ScalarKind, axes: Vec<Axis>, body: Expr, cost_per_point: u64) -> Stmt {
-    Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point })
+    Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point, domain_guards: 0 })
 }
 
 fn bind(dim: VarId, param: VarId, axis: usize) -> EntryCheck {
@@ -642,11 +642,7 @@ fn keyword_names_from_source() {
             type_
         }
     };
-    let compiled =
-        match crate::syntax::parse_tokens(src).and_then(|ast| crate::compile(ast, &crate::Options::default())) {
-            Ok(c) => c,
-            Err(d) => panic!("{d:?}"),
-        };
+    let compiled = crate::test_support::compile_tokens(src);
     let ir = pretty_program(&compiled.ir);
     assert!(ir.contains("pub fn type(match: tensor<f32, 1>, Ok: f32)"), "{ir}");
     let rust = match syn::parse2::<syn::File>(compiled.rust.clone()) {

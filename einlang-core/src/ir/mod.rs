@@ -32,6 +32,7 @@
 pub mod cost;
 pub mod pretty;
 pub mod validate;
+pub mod visit;
 
 use crate::base::dim::Dim;
 use crate::base::intrinsic::{DynShapeOp, FsOp, Intrinsic};
@@ -109,6 +110,20 @@ impl Function {
     pub fn var(&self, v: VarId) -> &VarInfo {
         &self.vars[v.0 as usize]
     }
+
+    /// Declares a new variable named after `source`: `source` itself, or
+    /// `source_2`, `source_3`, ... when another variable has that name.
+    pub fn add_var(&mut self, source: &str, ty: Repr) -> VarId {
+        let taken = |name: &str| self.vars.iter().any(|v| v.name == name);
+        let mut name = source.to_string();
+        let mut n = 2;
+        while taken(&name) {
+            name = format!("{source}_{n}");
+            n += 1;
+        }
+        self.vars.push(VarInfo { name, source_name: source.to_string(), ty });
+        VarId(self.vars.len() as u32 - 1)
+    }
 }
 
 /// Entry code: binds dimension symbols from parameter shapes and checks the
@@ -157,6 +172,12 @@ pub struct TensorDef {
     /// Estimated scalar operations per output element: `cost::expr_cost`
     /// of `body`.
     pub cost_per_point: u64,
+    /// How many of the first where entries of `body` (then a `Guarded`)
+    /// are guards that restrict the definition to the points it names (a
+    /// literal index, an index range that may start above zero), rather
+    /// than its own `where` entries; 0 when it covers every point of its
+    /// axes but for those.
+    pub domain_guards: usize,
 }
 
 /// `out[p, i, j] = sum[k < k_len](a[p, i, k] * b[p, k, j])` where `a` and `b`
@@ -165,7 +186,8 @@ pub struct TensorDef {
 /// axis, in that order; `b_axes` the batch, contracted and column axes.
 /// `reference` is the same definition as a loop nest; back ends use it when
 /// every access must be bounds-checked. Every read of the product was proven
-/// in bounds, so the operands cover the extents.
+/// in bounds, so the operands cover the extents. Lowering emits loop nests
+/// only; the `opt` GEMM pass finds these.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gemm {
     pub out: VarId,

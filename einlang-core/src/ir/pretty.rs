@@ -153,8 +153,12 @@ impl Printer<'_> {
             .iter()
             .map(|a| format!("{} in {}..{}", self.var(a.index), self.dim(&a.start), self.dim(&a.start.add(&a.extent))))
             .collect();
+        let domain = match def.domain_guards {
+            0 => String::new(),
+            n => format!(", domain guards {n}"),
+        };
         format!(
-            "tensor {}[{}]: {} (cost {}) = {}",
+            "tensor {}[{}]: {} (cost {}{domain}) = {}",
             self.var(def.var),
             axes.join(", "),
             def.elem.name(),

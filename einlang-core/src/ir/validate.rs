@@ -12,6 +12,7 @@
 //!   themselves inside their reduction or guarded value; a tensor is not in
 //!   scope in its own definition; `Dim`s mention only `i64` variables in
 //!   scope, and a tensor's axis extents none of its own axis variables;
+//! - a tensor definition's `domain_guards` leading where entries are guards;
 //! - typing: every expression's `ty` agrees with its operands (the rules of
 //!   the `ir` module documentation), reads have as many indices as the rank,
 //!   views fewer, indices and loop variables are `i64`, calls name a function
@@ -479,6 +480,17 @@ impl<'a> Checker<'a> {
         self.expect_ty(&format!("the body of tensor {name}"), &def.body.ty, &Repr::Scalar(def.elem));
         self.pop();
         self.define(def.var);
+        if def.domain_guards > 0 {
+            let guards = match &def.body.kind {
+                ExprKind::Guarded { wheres, .. } => {
+                    wheres.iter().take_while(|w| matches!(w, WhereEntry::Guard(_))).count()
+                }
+                _ => 0,
+            };
+            if guards < def.domain_guards {
+                self.err(format!("tensor {name} has {} domain guards but {guards} leading guards", def.domain_guards));
+            }
+        }
     }
 
     fn check_recurrence(&mut self, r: &Recurrence) {

@@ -40,7 +40,6 @@ pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) 
             of_hidden: HashMap::new(),
             used_names: HashSet::new(),
             bug: None,
-            replace: HashMap::new(),
             pattern_binds: HashMap::new(),
         };
         match cx.lower_fn(f) {
@@ -96,26 +95,9 @@ struct FnLower<'a> {
     used_names: HashSet<String>,
     /// Set when an invariant the analyses promise does not hold.
     bug: Option<String>,
-    /// HIR expressions already computed elsewhere (a hoisted GEMM), with
-    /// the expression that reads their value.
-    replace: HashMap<ExprId, Expr>,
     /// Names bound by `match` patterns, with the part of the scrutinee each
     /// stands for.
     pattern_binds: HashMap<DefId, Expr>,
-}
-
-/// A reduction recognized as a (batched) matrix product:
-/// `sum[k](A[.., row, .., k, ..] * B[.., k, .., col, ..])` over the
-/// definition's axes `[batch,] row, col`.
-struct GemmMatch {
-    reduce: ExprId,
-    k: DefId,
-    /// The definition's index variables, in slot order.
-    slot_defs: Vec<DefId>,
-    a: DefId,
-    a_args: Vec<DefId>,
-    b: DefId,
-    b_args: Vec<DefId>,
 }
 
 fn lower_ty(t: &ATy) -> Option<Repr> {
@@ -447,28 +429,7 @@ impl<'a> FnLower<'a> {
             }
             axes.push(Axis { index: v, start: Dim::zero(), extent });
         }
-        // A matrix product inside the definition runs as a GEMM first; the
-        // loop nest then reads its result (or is the result).
-        if let Some(gemm) = self.find_gemm(d) {
-            let whole = gemm.reduce == d.body && d.wheres.is_empty() && guards.is_empty();
-            let g = self.lower_gemm(d, &gemm, &axes, out)?;
-            if whole {
-                self.of_def.insert(d.def, g);
-                self.vars[g.0 as usize].source_name = self.hir.name(d.def).to_string();
-                return Some(());
-            }
-            let indices = gemm
-                .slot_defs
-                .iter()
-                .map(|s| self.of_def.get(s).map(|v| var_expr(*v, Repr::Scalar(ScalarKind::I64))))
-                .collect::<Option<Vec<_>>>()?;
-            let ty = self.vars[g.0 as usize].ty.clone();
-            let Repr::Tensor(elem, _) = ty else { return self.fail("gemm result is not a tensor") };
-            self.replace.insert(
-                gemm.reduce,
-                Expr { kind: ir::ExprKind::Read { tensor: g, indices, checked: false }, ty: Repr::Scalar(elem) },
-            );
-        }
+        let domain_guards = guards.len();
         let mut wheres = guards;
         wheres.extend(self.lower_wheres(&d.wheres)?);
         let body = self.lower_expr(d.body)?;
@@ -480,7 +441,7 @@ impl<'a> FnLower<'a> {
         let cost = expr_cost(&body);
         let var = self.new_var(self.hir.name(d.def), Repr::Tensor(elem, axes.len()));
         self.of_def.insert(d.def, var);
-        out.push(Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point: cost }));
+        out.push(Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point: cost, domain_guards }));
         Some(())
     }
 
@@ -582,140 +543,6 @@ impl<'a> FnLower<'a> {
         Some(())
     }
 
-    /// Looks for a GEMM-shaped sum in the value of `d` (or in its where
-    /// bindings): float elements, every slot a variable starting at 0, one
-    /// contracted index starting at 0, two proven reads whose indices are
-    /// exactly `{batch, row, k}` and `{batch, k, col}`.
-    fn find_gemm(&self, d: &hir::IndexedDef) -> Option<GemmMatch> {
-        let slot_defs = d
-            .slots
-            .iter()
-            .map(|s| if let Slot::Var { def, .. } = s { Some(*def) } else { None })
-            .collect::<Option<Vec<_>>>()?;
-        if !(2..=3).contains(&slot_defs.len()) {
-            return None;
-        }
-        let starts_at_zero = |v: &DefId| self.t.ranges.get(v).is_some_and(|r| r.start.as_constant() == Some(0));
-        if !slot_defs.iter().all(starts_at_zero) {
-            return None;
-        }
-        let mut candidates = vec![d.body];
-        for w in &d.wheres {
-            if let Where::Bind { value, .. } = w {
-                candidates.push(*value);
-            }
-        }
-        while let Some(e) = candidates.pop() {
-            match &self.hir.exprs[e].kind {
-                ExprKind::Reduce { .. } => {
-                    if let Some(m) = self.match_gemm(e, &slot_defs) {
-                        return Some(m);
-                    }
-                }
-                ExprKind::Binary(_, a, b) => candidates.extend([*a, *b]),
-                ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => candidates.push(*a),
-                ExprKind::Call { args, .. } => candidates.extend(args.iter().copied()),
-                _ => {}
-            }
-        }
-        None
-    }
-
-    fn match_gemm(&self, e: ExprId, slot_defs: &[DefId]) -> Option<GemmMatch> {
-        let ExprKind::Reduce { op: analysis_op, vars, wheres, body } = &self.hir.exprs[e].kind else { return None };
-        if *analysis_op != crate::base::ops::RedOp::Sum || vars.len() != 1 || !wheres.is_empty() {
-            return None;
-        }
-        let k = vars[0].def;
-        if self.t.ranges.get(&k).is_none_or(|r| r.start.as_constant() != Some(0)) {
-            return None;
-        }
-        if !matches!(self.t.ty(e), ATy::Scalar(ScalarKind::F32 | ScalarKind::F64)) {
-            return None;
-        }
-        let ExprKind::Binary(BinOp::Mul, x, y) = self.hir.exprs[*body].kind else { return None };
-        let read = |r: ExprId| -> Option<(DefId, Vec<DefId>)> {
-            let ExprKind::Index { base, args } = &self.hir.exprs[r].kind else { return None };
-            let ExprKind::Def(t) = self.hir.exprs[*base].kind else { return None };
-            if self.t.read_proven.get(&r) != Some(&true) {
-                return None;
-            }
-            let args = args
-                .iter()
-                .map(|a| if let ExprKind::Def(d) = self.hir.exprs[*a].kind { Some(d) } else { None })
-                .collect::<Option<Vec<_>>>()?;
-            Some((t, args))
-        };
-        let (xa, xargs) = read(x)?;
-        let (ya, yargs) = read(y)?;
-        let (batch, row, col) = match slot_defs {
-            [r, c] => (None, *r, *c),
-            [b, r, c] => (Some(*b), *r, *c),
-            _ => return None,
-        };
-        let want = |inner: DefId| -> Vec<DefId> {
-            let mut v: Vec<DefId> = batch.into_iter().chain([inner, k]).collect();
-            v.sort();
-            v
-        };
-        let sorted = |args: &[DefId]| {
-            let mut v = args.to_vec();
-            v.sort();
-            v
-        };
-        let (a, a_args, b, b_args) = if sorted(&xargs) == want(row) && sorted(&yargs) == want(col) {
-            (xa, xargs, ya, yargs)
-        } else if sorted(&yargs) == want(row) && sorted(&xargs) == want(col) {
-            (ya, yargs, xa, xargs)
-        } else {
-            return None;
-        };
-        Some(GemmMatch { reduce: e, k, slot_defs: slot_defs.to_vec(), a, a_args, b, b_args })
-    }
-
-    /// Emits the GEMM for `m` and returns the variable holding its result.
-    fn lower_gemm(&mut self, d: &hir::IndexedDef, m: &GemmMatch, axes: &[Axis], out: &mut Vec<Stmt>) -> Option<VarId> {
-        let ATy::Scalar(elem) = self.t.ty(m.reduce).clone() else { return None };
-        let rank = m.slot_defs.len();
-        // The reference loop nest (used when every access must be checked)
-        // gets its own index variables.
-        let outer: Vec<VarId> = m.slot_defs.iter().map(|s| self.of_def.get(s).copied()).collect::<Option<_>>()?;
-        let mut ref_axes = Vec::new();
-        for (s, a) in m.slot_defs.iter().zip(axes) {
-            let v = self.new_var(self.hir.name(*s), Repr::Scalar(ScalarKind::I64));
-            self.of_def.insert(*s, v);
-            ref_axes.push(Axis { index: v, start: Dim::zero(), extent: a.extent.clone() });
-        }
-        let ref_body = self.lower_expr(m.reduce);
-        for (s, v) in m.slot_defs.iter().zip(&outer) {
-            self.of_def.insert(*s, *v);
-        }
-        let ref_body = ref_body?;
-        let var = self.new_var(&format!("{}_mm", self.hir.name(d.def)), Repr::Tensor(elem, rank));
-        let cost = expr_cost(&ref_body);
-        let reference = TensorDef { var, elem, axes: ref_axes, body: ref_body, cost_per_point: cost };
-        let role_of = |args: &[DefId], roles: &[DefId]| -> Option<Vec<usize>> {
-            roles.iter().map(|r| args.iter().position(|a| a == r)).collect()
-        };
-        let (batch_def, row, col) = match m.slot_defs.as_slice() {
-            [r, c] => (None, *r, *c),
-            [b, r, c] => (Some(*b), *r, *c),
-            _ => return None,
-        };
-        let a_roles: Vec<DefId> = batch_def.into_iter().chain([row, m.k]).collect();
-        let b_roles: Vec<DefId> = batch_def.into_iter().chain([m.k, col]).collect();
-        let a_axes = role_of(&m.a_args, &a_roles)?;
-        let b_axes = role_of(&m.b_args, &b_roles)?;
-        let k_range = self.t.ranges.get(&m.k)?.clone();
-        let extent = |i: usize| axes[i].extent.clone();
-        let (batch, mm, nn) =
-            if rank == 3 { (Some(extent(0)), extent(1), extent(2)) } else { (None, extent(0), extent(1)) };
-        let k = self.dim(&k_range.end)?;
-        let (a, b) = (self.var_of(m.a)?, self.var_of(m.b)?);
-        out.push(Stmt::Gemm(ir::Gemm { out: var, elem, batch, m: mm, n: nn, k, a, a_axes, b, b_axes, reference }));
-        Some(var)
-    }
-
     fn lower_wheres(&mut self, wheres: &[Where]) -> Option<Vec<WhereEntry>> {
         let mut out = Vec::new();
         for w in wheres {
@@ -785,7 +612,7 @@ impl<'a> FnLower<'a> {
         let body = self.pointwise(e, &idx, &dims, &mut stmts)?;
         let cost = expr_cost(&body);
         let var = self.new_var("tmp", Repr::Tensor(elem, dims.len()));
-        stmts.push(Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point: cost }));
+        stmts.push(Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point: cost, domain_guards: 0 }));
         Some((stmts, var))
     }
 
@@ -909,9 +736,6 @@ impl<'a> FnLower<'a> {
     }
 
     fn lower_expr(&mut self, e: ExprId) -> Option<Expr> {
-        if let Some(x) = self.replace.get(&e) {
-            return Some(x.clone());
-        }
         if self.is_compound_dyn(e) {
             return self.dyn_map(e);
         }
@@ -1419,7 +1243,7 @@ impl<'a> FnLower<'a> {
         let body = Expr { kind: ir::ExprKind::Cast(Box::new(read), to), ty: Repr::Scalar(to) };
         let out = self.new_var("out", Repr::Tensor(to, rank));
         let cost_per_point = expr_cost(&body);
-        stmts.push(Stmt::Tensor(TensorDef { var: out, elem: to, axes, body, cost_per_point }));
+        stmts.push(Stmt::Tensor(TensorDef { var: out, elem: to, axes, body, cost_per_point, domain_guards: 0 }));
         Some(Expr {
             ty: Repr::Tensor(to, rank),
             kind: ir::ExprKind::Block { stmts, result: Box::new(var_expr(out, Repr::Tensor(to, rank))) },

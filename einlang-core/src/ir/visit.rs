@@ -1,0 +1,186 @@
+//! Generic traversal of the loop IR, for passes that look at every node:
+//! the expressions directly inside an expression or a statement, and the
+//! variables a node defines.
+//!
+//! Children come in one fixed order (operands left to right, where entries
+//! before the value they guard, a block's statements before its result), the
+//! same for the shared and the mutable visitor, so a position found by one is
+//! the same position for the other. Dimensions are not expressions and are
+//! not visited.
+
+use crate::ir::{CollectStep, Expr, ExprKind, FmtPart, Stmt, VarId, WhereEntry};
+
+/// The body of [`for_each_child`] and [`for_each_child_mut`]: `$e` is `&Expr`
+/// or `&mut Expr` and `$stmt` visits the expressions of a statement.
+macro_rules! children {
+    ($e:expr, $f:ident, $stmt:ident) => {
+        match $e {
+            ExprKind::Lit(_)
+            | ExprKind::Var(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Len { .. }
+            | ExprKind::ShapeOf { .. } => {}
+            ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Field(x, _) => $f(x),
+            ExprKind::Binary(_, a, b) => {
+                $f(a);
+                $f(b);
+            }
+            ExprKind::Intrinsic(_, xs)
+            | ExprKind::Call { args: xs, .. }
+            | ExprKind::Tuple(xs)
+            | ExprKind::ArrayLit { elems: xs, .. }
+            | ExprKind::Print(xs)
+            | ExprKind::Fs { args: xs, .. }
+            | ExprKind::JaggedLit { rows: xs }
+            | ExprKind::Read { indices: xs, .. }
+            | ExprKind::View { indices: xs, .. } => {
+                for x in xs {
+                    $f(x);
+                }
+            }
+            ExprKind::DynMap { inputs, body, .. } => {
+                for x in inputs {
+                    $f(x);
+                }
+                $f(body);
+            }
+            ExprKind::Format(parts) => {
+                for p in parts {
+                    if let FmtPart::Value(x, _) = p {
+                        $f(x);
+                    }
+                }
+            }
+            ExprKind::Assert { cond: a, message: b }
+            | ExprKind::DynShape { value: a, arg: b, .. }
+            | ExprKind::SaveNpy { path: a, value: b } => {
+                $f(a);
+                $f(b);
+            }
+            ExprKind::JaggedRow { index: x, .. }
+            | ExprKind::LoadNpy { path: x, .. }
+            | ExprKind::ShapeCast { value: x, .. } => $f(x),
+            ExprKind::Collect { steps, body, .. } => {
+                for s in steps {
+                    if let CollectStep::Where(WhereEntry::Bind(_, x) | WhereEntry::Guard(x)) = s {
+                        $f(x);
+                    }
+                }
+                $f(body);
+            }
+            ExprKind::Reduce { wheres, body, .. } | ExprKind::Guarded { wheres, body } => {
+                for w in wheres {
+                    let (WhereEntry::Bind(_, x) | WhereEntry::Guard(x)) = w;
+                    $f(x);
+                }
+                $f(body);
+            }
+            ExprKind::If { cond, then, els } => {
+                $f(cond);
+                $f(then);
+                $f(els);
+            }
+            ExprKind::Block { stmts, result } => {
+                for s in stmts {
+                    $stmt(s, $f);
+                }
+                $f(result);
+            }
+        }
+    };
+}
+
+/// Calls `f` on every expression directly inside `e`.
+pub fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    children!(&e.kind, f, for_each_stmt_expr)
+}
+
+/// Calls `f` on every expression directly inside `e`, mutably, in the order
+/// of [`for_each_child`].
+pub fn for_each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    children!(&mut e.kind, f, for_each_stmt_expr_mut)
+}
+
+/// Calls `f` on every expression directly inside statement `s`: a value, a
+/// definition's body, a GEMM's reference body, a recurrence's clause bodies.
+pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
+    match s {
+        Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
+        Stmt::Tensor(def) => f(&def.body),
+        Stmt::Gemm(g) => f(&g.reference.body),
+        Stmt::Recurrence(r) => r.clauses.iter().for_each(|c| f(&c.body)),
+        Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } => {}
+    }
+}
+
+/// [`for_each_stmt_expr`], mutably.
+pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
+    match s {
+        Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
+        Stmt::Tensor(def) => f(&mut def.body),
+        Stmt::Gemm(g) => f(&mut g.reference.body),
+        Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|c| f(&mut c.body)),
+        Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } => {}
+    }
+}
+
+/// Calls `f` on every variable that `e` itself defines (loop and reduction
+/// variables, where-bindings, the statements of a block), not those of its
+/// children.
+pub fn for_each_binder(e: &Expr, f: &mut dyn FnMut(VarId)) {
+    let wheres = |ws: &[WhereEntry], f: &mut dyn FnMut(VarId)| {
+        for w in ws {
+            if let WhereEntry::Bind(v, _) = w {
+                f(*v);
+            }
+        }
+    };
+    match &e.kind {
+        ExprKind::Reduce { loops, wheres: ws, .. } => {
+            loops.iter().for_each(|l| f(l.index));
+            wheres(ws, f);
+        }
+        ExprKind::Guarded { wheres: ws, .. } => wheres(ws, f),
+        ExprKind::Collect { steps, .. } => {
+            for s in steps {
+                match s {
+                    CollectStep::Loop(l) => f(l.index),
+                    CollectStep::Where(w) => wheres(std::slice::from_ref(w), f),
+                }
+            }
+        }
+        ExprKind::DynMap { elems, .. } => elems.iter().for_each(|v| f(*v)),
+        ExprKind::Block { stmts, .. } => stmts.iter().for_each(|s| for_each_stmt_binder(s, f)),
+        _ => {}
+    }
+}
+
+/// Calls `f` on every variable that statement `s` defines: the variable it
+/// binds, and the index variables of its own loops (not those inside its
+/// expressions).
+pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
+    match s {
+        Stmt::Let { var, .. } | Stmt::Extent { var, .. } => f(*var),
+        Stmt::Tensor(def) => {
+            def.axes.iter().for_each(|a| f(a.index));
+            f(def.var);
+        }
+        Stmt::Gemm(g) => {
+            g.reference.axes.iter().for_each(|a| f(a.index));
+            f(g.out);
+        }
+        Stmt::Recurrence(r) => {
+            r.seq.iter().for_each(|(_, l)| f(l.index));
+            r.clauses.iter().flat_map(|c| &c.loops).for_each(|l| f(l.index));
+            f(r.var);
+        }
+        Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Expr(_) => {}
+    }
+}
+
+/// Every variable defined anywhere inside `e`, its own binders and those of
+/// all expressions below it.
+pub fn defined_in(e: &Expr, out: &mut Vec<VarId>) {
+    for_each_binder(e, &mut |v| out.push(v));
+    for_each_child(e, &mut |x| defined_in(x, out));
+}

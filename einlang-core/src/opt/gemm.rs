@@ -1,0 +1,316 @@
+//! GEMM: tensor definitions that are, or contain, a (batched) matrix
+//! product become `Stmt::Gemm`, which back ends run with a tuned routine.
+//!
+//! A definition qualifies when it has two or three axes (`[batch,] row,
+//! col`) and no domain guards, and a sum in its value or in one of its
+//! where-bindings has the form `sum[k in 0..K](x * y)` where
+//! - the sum's elements are `f32` or `f64` and it has no where entries;
+//! - `x` and `y` are reads proven in bounds whose indices are exactly the
+//!   variables `{batch, row, k}` and `{batch, k, col}`, in any order, either
+//!   operand first;
+//! - the operands and `K` are defined before the definition.
+//!
+//! The sums are tried right to left: the where-bindings from the last, then
+//! the value, each depth first from its last operand, through operators,
+//! casts, calls and the elementwise temporaries of whole-tensor arithmetic.
+//! The first that qualifies is the definition's one GEMM.
+//!
+//! When that sum is the whole value, the definition becomes the GEMM's
+//! reference loop nest and the GEMM defines its tensor. Otherwise the sum
+//! gets a temporary of its own (`y_mm`), defined by a GEMM just before the
+//! definition (with a reference over fresh index variables), and the
+//! definition reads the temporary at its point instead.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::base::dim::Dim;
+use crate::base::ops::{BinOp, RedOp};
+use crate::base::scalar::ScalarKind;
+use crate::ir::cost::expr_cost;
+use crate::ir::visit;
+use crate::ir::{Axis, Expr, ExprKind, Function, Gemm, Repr, Stmt, TensorDef, VarId, WhereEntry};
+
+/// Rewrites every qualifying definition of `f`, wherever it is (nested
+/// blocks included).
+pub fn run(f: &mut Function) {
+    let mut body = std::mem::take(&mut f.body);
+    rewrite_stmts(f, &mut body);
+    f.body = body;
+    let unit = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
+    let mut result = std::mem::replace(&mut f.result, unit);
+    rewrite_expr(f, &mut result);
+    f.result = result;
+}
+
+/// A sum recognized as a matrix product, and where it is in the
+/// definition's body (child positions in `ir::visit` order).
+struct Product {
+    path: Vec<usize>,
+    elem: ScalarKind,
+    /// The extent of the contracted index.
+    k: Dim,
+    a: VarId,
+    a_axes: Vec<usize>,
+    b: VarId,
+    b_axes: Vec<usize>,
+}
+
+fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
+    let mut i = 0;
+    while i < stmts.len() {
+        let found = match &stmts[i] {
+            Stmt::Tensor(def) => find(f, def),
+            _ => None,
+        };
+        if let Some(p) = found {
+            if p.path.is_empty() {
+                // The whole value: the definition is the reference.
+                if let Stmt::Tensor(def) = stmts.remove(i) {
+                    stmts.insert(i, Stmt::Gemm(gemm(&p, def.var, def)));
+                }
+            } else if let Stmt::Tensor(def) = &mut stmts[i] {
+                let g = hoist(f, def, &p);
+                stmts.insert(i, Stmt::Gemm(g));
+                i += 1;
+            }
+        }
+        if !matches!(stmts[i], Stmt::Gemm(_)) {
+            visit::for_each_stmt_expr_mut(&mut stmts[i], &mut |e| rewrite_expr(f, e));
+        }
+        i += 1;
+    }
+}
+
+/// Rewrites the definitions inside the blocks of `e`.
+fn rewrite_expr(f: &mut Function, e: &mut Expr) {
+    if let ExprKind::Block { stmts, result } = &mut e.kind {
+        rewrite_stmts(f, stmts);
+        rewrite_expr(f, result);
+    } else {
+        visit::for_each_child_mut(e, &mut |x| rewrite_expr(f, x));
+    }
+}
+
+/// The sum of `def` that runs as a GEMM, if any (see the module docs).
+fn find(f: &Function, def: &TensorDef) -> Option<Product> {
+    if !(2..=3).contains(&def.axes.len()) || def.domain_guards > 0 {
+        return None;
+    }
+    let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
+    let mut inside = axes.clone();
+    visit::defined_in(&def.body, &mut inside);
+    let inside: HashSet<VarId> = inside.into_iter().collect();
+    let mut stack: Vec<(&Expr, Vec<usize>)> = Vec::new();
+    match &def.body.kind {
+        ExprKind::Guarded { wheres, body } => {
+            stack.push((body, vec![wheres.len()]));
+            for (n, w) in wheres.iter().enumerate() {
+                if let WhereEntry::Bind(_, x) = w {
+                    stack.push((x, vec![n]));
+                }
+            }
+        }
+        _ => stack.push((&def.body, Vec::new())),
+    }
+    while let Some((e, path)) = stack.pop() {
+        let descend = match &e.kind {
+            ExprKind::Reduce { .. } => {
+                if let Some(p) = product(f, e, &axes, &inside, &path) {
+                    return Some(p);
+                }
+                false
+            }
+            ExprKind::Binary(..)
+            | ExprKind::Unary(..)
+            | ExprKind::Cast(..)
+            | ExprKind::Call { .. }
+            | ExprKind::Intrinsic(..) => true,
+            // A whole-tensor operation inside the value: its elementwise
+            // temporaries.
+            ExprKind::Block { .. } => true,
+            _ => false,
+        };
+        if !descend {
+            continue;
+        }
+        let temporaries: Vec<&Expr> = match &e.kind {
+            ExprKind::Block { stmts, .. } => {
+                stmts.iter().filter_map(|s| if let Stmt::Tensor(d) = s { Some(&d.body) } else { None }).collect()
+            }
+            _ => Vec::new(),
+        };
+        let is_block = matches!(e.kind, ExprKind::Block { .. });
+        let mut n = 0;
+        visit::for_each_child(e, &mut |c| {
+            if !is_block || temporaries.iter().any(|t| std::ptr::eq(*t, c)) {
+                let mut at = path.clone();
+                at.push(n);
+                stack.push((c, at));
+            }
+            n += 1;
+        });
+    }
+    None
+}
+
+/// `e` as a matrix product over the definition's `axes` (`[batch,] row,
+/// col`), when it is one; `inside` holds the variables defined inside the
+/// definition, which the GEMM before it cannot use.
+fn product(f: &Function, e: &Expr, axes: &[VarId], inside: &HashSet<VarId>, path: &[usize]) -> Option<Product> {
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &e.kind else { return None };
+    let ([l], true) = (loops.as_slice(), wheres.is_empty()) else { return None };
+    let Repr::Scalar(elem @ (ScalarKind::F32 | ScalarKind::F64)) = e.ty else { return None };
+    if l.start.as_constant() != Some(0) || l.end.vars().iter().any(|v| inside.contains(&VarId(v.0))) {
+        return None;
+    }
+    let ExprKind::Binary(BinOp::Mul, x, y) = &body.kind else { return None };
+    let read = |r: &Expr| -> Option<(VarId, Vec<VarId>)> {
+        let ExprKind::Read { tensor, indices, checked: false } = &r.kind else { return None };
+        if inside.contains(tensor) || f.var(*tensor).ty != Repr::Tensor(elem, axes.len()) {
+            return None;
+        }
+        let vars = indices
+            .iter()
+            .map(|i| if let ExprKind::Var(v) = i.kind { Some(v) } else { None })
+            .collect::<Option<Vec<_>>>()?;
+        Some((*tensor, vars))
+    };
+    let ((xa, xargs), (ya, yargs)) = (read(x)?, read(y)?);
+    let (batch, row, col) = match axes {
+        [r, c] => (None, *r, *c),
+        [b, r, c] => (Some(*b), *r, *c),
+        _ => return None,
+    };
+    let k = l.index;
+    let a_roles: Vec<VarId> = batch.into_iter().chain([row, k]).collect();
+    let b_roles: Vec<VarId> = batch.into_iter().chain([k, col]).collect();
+    let sorted = |v: &[VarId]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v
+    };
+    let (a, a_args, b, b_args) = if sorted(&xargs) == sorted(&a_roles) && sorted(&yargs) == sorted(&b_roles) {
+        (xa, xargs, ya, yargs)
+    } else if sorted(&yargs) == sorted(&a_roles) && sorted(&xargs) == sorted(&b_roles) {
+        (ya, yargs, xa, xargs)
+    } else {
+        return None;
+    };
+    let role_axes = |args: &[VarId], roles: &[VarId]| -> Option<Vec<usize>> {
+        roles.iter().map(|r| args.iter().position(|a| a == r)).collect()
+    };
+    Some(Product {
+        path: path.to_vec(),
+        elem,
+        k: l.end.clone(),
+        a,
+        a_axes: role_axes(&a_args, &a_roles)?,
+        b,
+        b_axes: role_axes(&b_args, &b_roles)?,
+    })
+}
+
+/// Moves the product out of `def` into a temporary of its own and returns
+/// the GEMM that defines it; `def` reads the temporary at its point.
+fn hoist(f: &mut Function, def: &mut TensorDef, p: &Product) -> Gemm {
+    let i64_ty = Repr::Scalar(ScalarKind::I64);
+    let name = format!("{}_mm", f.var(def.var).source_name);
+    let tmp = f.add_var(&name, Repr::Tensor(p.elem, def.axes.len()));
+    // The reference loop nest gets index variables of its own.
+    let mut renamed = HashMap::new();
+    let mut ref_axes = Vec::new();
+    for a in &def.axes {
+        let source = f.var(a.index).source_name.clone();
+        let v = f.add_var(&source, i64_ty.clone());
+        renamed.insert(a.index, v);
+        ref_axes.push(Axis { index: v, start: Dim::zero(), extent: a.extent.clone() });
+    }
+    let indices = def.axes.iter().map(|a| Expr { kind: ExprKind::Var(a.index), ty: i64_ty.clone() }).collect();
+    let read = Expr { kind: ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Repr::Scalar(p.elem) };
+    let mut sum = replace_at(&mut def.body, &p.path, &mut Some(read))
+        .unwrap_or_else(|| Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit });
+    rename(&mut sum, &renamed);
+    recost(def);
+    let reference = TensorDef {
+        var: tmp,
+        elem: p.elem,
+        axes: ref_axes,
+        cost_per_point: expr_cost(&sum),
+        body: sum,
+        domain_guards: 0,
+    };
+    gemm(p, tmp, reference)
+}
+
+/// The GEMM of `p` defining `out`, over the axes of its reference.
+fn gemm(p: &Product, out: VarId, reference: TensorDef) -> Gemm {
+    let extent = |i: usize| reference.axes[i].extent.clone();
+    let (batch, m, n) =
+        if reference.axes.len() == 3 { (Some(extent(0)), extent(1), extent(2)) } else { (None, extent(0), extent(1)) };
+    Gemm {
+        out,
+        elem: p.elem,
+        batch,
+        m,
+        n,
+        k: p.k.clone(),
+        a: p.a,
+        a_axes: p.a_axes.clone(),
+        b: p.b,
+        b_axes: p.b_axes.clone(),
+        reference,
+    }
+}
+
+/// Replaces the expression at `path` below `e` with `with`, returning it.
+fn replace_at(e: &mut Expr, path: &[usize], with: &mut Option<Expr>) -> Option<Expr> {
+    let Some((&i, rest)) = path.split_first() else {
+        return Some(std::mem::replace(e, with.take()?));
+    };
+    let (mut n, mut out) = (0, None);
+    visit::for_each_child_mut(e, &mut |c| {
+        if n == i {
+            out = replace_at(c, rest, with);
+        }
+        n += 1;
+    });
+    out
+}
+
+/// Renames the variables `e` reads by `map`.
+fn rename(e: &mut Expr, map: &HashMap<VarId, VarId>) {
+    if let ExprKind::Var(v) = &mut e.kind {
+        if let Some(to) = map.get(v) {
+            *v = *to;
+        }
+    }
+    visit::for_each_child_mut(e, &mut |x| rename(x, map));
+}
+
+/// Records the cost of `def`, and of the definitions inside it, again
+/// after a part of its body changed.
+fn recost(def: &mut TensorDef) {
+    recost_expr(&mut def.body);
+    def.cost_per_point = expr_cost(&def.body);
+}
+
+fn recost_expr(e: &mut Expr) {
+    let ExprKind::Block { stmts, result } = &mut e.kind else {
+        visit::for_each_child_mut(e, &mut recost_expr);
+        return;
+    };
+    for s in stmts.iter_mut() {
+        match s {
+            Stmt::Tensor(d) => recost(d),
+            Stmt::Gemm(g) => recost(&mut g.reference),
+            Stmt::Recurrence(r) => {
+                for c in &mut r.clauses {
+                    recost_expr(&mut c.body);
+                    c.cost_per_point = expr_cost(&c.body);
+                }
+            }
+            other => visit::for_each_stmt_expr_mut(other, &mut recost_expr),
+        }
+    }
+    recost_expr(result);
+}

@@ -1,0 +1,35 @@
+//! Optimization: loop IR to loop IR, the choices every back end reads.
+//!
+//! Lowering states what the program computes; the passes here choose how
+//! it is computed where that choice does not depend on the back end: which
+//! definitions are matrix products (`gemm`). Each pass is small, rewrites
+//! one function at a time, and leaves a valid program: the driver validates
+//! the IR after every pass in debug builds (and so in tests), and reports a
+//! failure as an internal error naming the pass.
+//!
+//! This stage imports only `ir` and `base`; back ends import it, never the
+//! other way round.
+
+pub mod gemm;
+
+#[cfg(test)]
+mod tests;
+
+use crate::ir;
+
+/// The passes, in the order they run.
+const PASSES: &[(&str, fn(&mut ir::Function))] = &[("gemm", gemm::run)];
+
+/// Runs every pass over every function of `program`. The error names the
+/// pass after which the program was invalid, and how.
+pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
+    for (name, pass) in PASSES {
+        for f in &mut program.fns {
+            pass(f);
+        }
+        if cfg!(debug_assertions) {
+            ir::validate::validate(&program).map_err(|e| format!("after the `{name}` pass: {e}"))?;
+        }
+    }
+    Ok(program)
+}

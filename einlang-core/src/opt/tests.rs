@@ -1,0 +1,212 @@
+//! GEMM pass tests: programs lowered and optimized, printed as IR. A
+//! program the pass must leave alone is compared with its lowered IR.
+
+use expect_test::{expect, Expect};
+
+use crate::ir;
+use crate::test_support::lowered;
+
+fn optimized(src: &str) -> ir::Program {
+    match super::optimize(lowered(src)) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The optimized IR of `src`.
+fn check(src: &str, expect: Expect) {
+    expect.assert_eq(&ir::pretty::pretty_program(&optimized(src)));
+}
+
+/// `src` has no GEMM: the passes leave its lowered IR as it is.
+fn check_unchanged(src: &str) {
+    let before = lowered(src);
+    let after = optimized(src);
+    assert_eq!(ir::pretty::pretty_program(&after), ir::pretty::pretty_program(&before));
+    assert!(after == before);
+}
+
+#[test]
+fn whole_definition_is_the_reference() {
+    check(
+        "pub fn mm(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] { let c[i, j] = sum[k](a[i, k] * b[k, j]); c }",
+        expect![[r#"
+            pub fn mm(a: tensor<f32, 2>, b: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind M = a.shape[0]
+                bind K = a.shape[1]
+                bind N = b.shape[1]
+                check b.shape[0] == K ("K")
+                gemm c = a[0, 1] x b[0, 1] (m M, n N, k K): f32
+                  reference tensor c[i in 0..M, j in 0..N]: f32 (cost 513) = sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)
+                result c
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn batched_with_permuted_operands() {
+    check(
+        "pub fn bmm(a: [f64; B, K, M], b: [f64; B, N, K]) -> [f64; B, M, N] {
+            let c[q, i, j] = sum[k](b[q, j, k] * a[q, k, i]);
+            c
+        }",
+        expect![[r#"
+            pub fn bmm(a: tensor<f64, 3>, b: tensor<f64, 3>) -> tensor<f64, 3> {
+                bind B = a.shape[0]
+                bind K = a.shape[1]
+                bind M = a.shape[2]
+                bind N = b.shape[1]
+                check b.shape[0] == B ("B")
+                check b.shape[2] == K ("K")
+                gemm c = a[0, 2, 1] x b[0, 2, 1] (batch B, m M, n N, k K): f64
+                  reference tensor c[q in 0..B, i in 0..M, j in 0..N]: f64 (cost 641) = sum[k in 0..K] (read b[q, j, k] unchecked) * (read a[q, k, i] unchecked)
+                result c
+            }
+        "#]],
+    );
+}
+
+/// A product inside a where-binding gets its own temporary; the definition
+/// reads it and its cost is recorded again.
+#[test]
+fn product_in_a_binding_gets_a_temporary() {
+    check(
+        "pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
+            let y[n, o] = max(z, 0.0) where z = sum[i](x[n, i] * w[i, o]) + b[o];
+            y
+        }",
+        expect![[r#"
+            pub fn dense(x: tensor<f32, 2>, w: tensor<f32, 2>, b: tensor<f32, 1>) -> tensor<f32, 2> {
+                bind B = x.shape[0]
+                bind I = x.shape[1]
+                bind O = w.shape[1]
+                check w.shape[0] == I ("I")
+                check b.shape[0] == O ("O")
+                gemm y_mm = x[0, 1] x w[0, 1] (m B, n O, k I): f32
+                  reference tensor y_mm[n_2 in 0..B, o_2 in 0..O]: f32 (cost 513) = sum[i in 0..I] (read x[n_2, i] unchecked) * (read w[i, o_2] unchecked)
+                tensor y[n in 0..B, o in 0..O]: f32 (cost 14) = max(z, 0.0f32) where z = (read y_mm[n, o] unchecked) + (read b[o] unchecked)
+                result y
+            }
+        "#]],
+    );
+}
+
+/// Of two products, the last one runs as the definition's GEMM.
+#[test]
+fn last_product_is_chosen() {
+    check(
+        "pub fn two(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
+            let c[i, j] = sum[k](a[i, k] * b[k, j]) + sum[l](a[i, l] * b[l, j]) * 2.0;
+            c
+        }",
+        expect![[r#"
+            pub fn two(a: tensor<f32, 2>, b: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind M = a.shape[0]
+                bind K = a.shape[1]
+                bind N = b.shape[1]
+                check b.shape[0] == K ("K")
+                gemm c_mm = a[0, 1] x b[0, 1] (m M, n N, k K): f32
+                  reference tensor c_mm[i_2 in 0..M, j_2 in 0..N]: f32 (cost 513) = sum[l in 0..K] (read a[i_2, l] unchecked) * (read b[l, j_2] unchecked)
+                tensor c[i in 0..M, j in 0..N]: f32 (cost 519) = (sum[k in 0..K] (read a[i, k] unchecked) * (read b[k, j] unchecked)) + ((read c_mm[i, j] unchecked) * 2.0f32)
+                result c
+            }
+        "#]],
+    );
+}
+
+/// A product inside whole-tensor arithmetic in the value is found in the
+/// elementwise temporary.
+#[test]
+fn product_inside_a_temporary() {
+    check(
+        "fn first(x: [f32; 3]) -> f32 { x[0] }
+        pub fn nested(a: [f32; M, K], b: [f32; K, N], v: [f32; 3]) -> [f32; M, N] {
+            let c[i, j] = first(v * sum[k](a[i, k] * b[k, j]));
+            c
+        }",
+        expect![[r#"
+            fn first(x: tensor<f32, 1>) -> f32 {
+                check x.shape[0] == 3 ("3")
+                result read x[0i64] unchecked
+            }
+
+            pub fn nested(a: tensor<f32, 2>, b: tensor<f32, 2>, v: tensor<f32, 1>) -> tensor<f32, 2> {
+                bind M = a.shape[0]
+                bind K = a.shape[1]
+                bind N = b.shape[1]
+                check b.shape[0] == K ("K")
+                check v.shape[0] == 3 ("3")
+                gemm c_mm = a[0, 1] x b[0, 1] (m M, n N, k K): f32
+                  reference tensor c_mm[i_2 in 0..M, j_2 in 0..N]: f32 (cost 513) = sum[k in 0..K] (read a[i_2, k] unchecked) * (read b[k, j_2] unchecked)
+                tensor c[i in 0..M, j in 0..N]: f32 (cost 83) = first({
+                    tensor tmp[i0 in 0..3]: f32 (cost 6) = (read v[i0] unchecked) * (read c_mm[i, j] unchecked)
+                    tmp
+                })
+                result c
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_user_guard_keeps_the_gemm() {
+    check(
+        "pub fn upper(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
+            let c[i, j] = sum[k](a[i, k] * b[k, j]) where i <= j;
+            c
+        }",
+        expect![[r#"
+            pub fn upper(a: tensor<f32, 2>, b: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind M = a.shape[0]
+                bind K = a.shape[1]
+                bind N = b.shape[1]
+                check b.shape[0] == K ("K")
+                gemm c_mm = a[0, 1] x b[0, 1] (m M, n N, k K): f32
+                  reference tensor c_mm[i_2 in 0..M, j_2 in 0..N]: f32 (cost 513) = sum[k in 0..K] (read a[i_2, k] unchecked) * (read b[k, j_2] unchecked)
+                tensor c[i in 0..M, j in 0..N]: f32 (cost 7) = (read c_mm[i, j] unchecked) where i <= j
+                result c
+            }
+        "#]],
+    );
+}
+
+/// A range that does not start at zero restricts the definition's domain.
+#[test]
+fn shifted_range_is_no_gemm() {
+    check_unchanged(
+        "pub fn shifted(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
+            let c[i in 1..M, j] = sum[k](a[i, k] * b[k, j]);
+            c
+        }",
+    );
+}
+
+#[test]
+fn integer_product_is_no_gemm() {
+    check_unchanged(
+        "pub fn mm(a: [i32; M, K], b: [i32; K, N]) -> [i32; M, N] { let c[i, j] = sum[k](a[i, k] * b[k, j]); c }",
+    );
+}
+
+/// A contracted range that depends on the point (a triangular product) is
+/// no matrix product, even with every read proven in bounds.
+#[test]
+fn point_dependent_range_is_no_gemm() {
+    check_unchanged(
+        "pub fn tri(a: [f32; N, N], b: [f32; N, N]) -> [f32; N, N] {
+            let c[i, j] = sum[k in 0..i + 1](a[i, k] * b[k, j]);
+            c
+        }",
+    );
+}
+
+#[test]
+fn unproven_reads_are_no_gemm() {
+    check_unchanged(
+        "pub fn off(a: [f32; M, K], b: [f32; L, N]) -> [f32; M, N] {
+            let c[i, j] = sum[k in 0..K](a[i, k] * b[k, j]);
+            c
+        }",
+    );
+}
