@@ -58,20 +58,11 @@ pub(crate) fn check_error(src: &str, stage: Stage, expect: Expect) {
 
 /// The loop IR of `src` as lowering leaves it, before the `opt` passes.
 pub(crate) fn lowered(src: &str) -> crate::ir::Program {
-    let mut ast = crate::syntax::parse_str(src).unwrap_or_else(|d| panic!("unexpected errors:\n{}", render(&d)));
-    crate::syntax::hoist::hoist_nested_fns(&mut ast);
-    let mut diags = Diagnostics::new();
-    let mut hir = crate::resolve::resolve_program(&ast, &mut diags);
-    diags.extend(crate::hir::instantiate::expand_typed_rests(&mut hir));
-    let tables = crate::analysis::mono::analyze_with_instances(&mut hir, &mut diags);
-    let program = crate::lower::lower_program(&hir, &tables, "test", &mut diags);
-    if diags.has_errors() {
-        panic!("unexpected errors:\n{}", render(diags.iter()));
+    let ast = crate::syntax::parse_str(src).unwrap_or_else(|d| panic!("unexpected errors:\n{}", render(&d)));
+    match crate::driver::lower(ast) {
+        Ok(lowered) => lowered.ir,
+        Err(d) => panic!("unexpected errors:\n{}", render(&d)),
     }
-    if let Err(e) = crate::ir::validate::validate(&program) {
-        panic!("invalid lowered IR:\n{e}");
-    }
-    program
 }
 
 /// The whole pipeline on the tokens of an `einlang! { ... }` call.

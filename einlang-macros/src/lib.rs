@@ -18,5 +18,5 @@ pub fn einlang(input: TokenStream) -> TokenStream {
 /// functions. See the `einlang` crate.
 #[proc_macro]
 pub fn include_ein(input: TokenStream) -> TokenStream {
-    einlang_core::source::include::expand_file(input.into(), &options()).into()
+    einlang_core::expand_file(input.into(), &options()).into()
 }

@@ -3,9 +3,9 @@
 //! Lowering states what the program computes; the passes here choose how
 //! it is computed where that choice does not depend on the back end: which
 //! definitions are matrix products (`gemm`). Each pass is small, rewrites
-//! one function at a time, and leaves a valid program: the driver validates
-//! the IR after every pass in debug builds (and so in tests), and reports a
-//! failure as an internal error naming the pass.
+//! one function at a time, and leaves a valid program: `optimize` validates
+//! the IR after every pass, and the driver reports a failure as an internal
+//! compiler error naming the pass.
 //!
 //! This stage imports only `ir` and `base`; back ends import it, never the
 //! other way round.
@@ -18,7 +18,10 @@ mod tests;
 use crate::ir;
 
 /// The passes, in the order they run.
-const PASSES: &[(&str, fn(&mut ir::Function))] = &[("gemm", gemm::run)];
+const PASSES: &[Pass] = &[("gemm", gemm::run)];
+
+/// A pass: its name (for errors) and what it does to one function.
+type Pass = (&'static str, fn(&mut ir::Function));
 
 /// Runs every pass over every function of `program`. The error names the
 /// pass after which the program was invalid, and how.
@@ -27,9 +30,7 @@ pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
         for f in &mut program.fns {
             pass(f);
         }
-        if cfg!(debug_assertions) {
-            ir::validate::validate(&program).map_err(|e| format!("after the `{name}` pass: {e}"))?;
-        }
+        ir::validate::validate(&program).map_err(|e| format!("after the `{name}` pass: {e}"))?;
     }
     Ok(program)
 }

@@ -1,6 +1,6 @@
 //! HIR → HIR passes. Each takes the HIR (and, for monomorphization, the
 //! analyses it drives) and leaves a HIR that `hir::validate` accepts; the
-//! pipeline (`crate::compile`) runs the validator after them.
+//! pipeline (`crate::driver`) runs the validator after them.
 //!
 //! - `instantiate`: copies of generic functions with fresh ids, and the
 //!   expansion of typed rest indices (`..r`) into plain index variables;

@@ -1,0 +1,84 @@
+//! The pipeline, in order, and nothing else: parse, resolve (with the
+//! standard library, loaded once per process), instantiate, monomorphize
+//! (which drives the analyses), lower to the loop IR, run the IR passes,
+//! print Rust. Every stage reports into one `Diagnostics`; the pipeline stops
+//! after the first stage that reported an error, so follow-on errors of a
+//! broken program are not shown. Validators run after resolution and
+//! instantiation, after monomorphization, after lowering and after every IR
+//! pass; a violation is an internal compiler error.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::{analysis, base, codegen, hir, ir, lower, opt, resolve, source, syntax, transform, Compiled, Options};
+
+/// Runs the pipeline on parsed input. Errors are all the diagnostics of the
+/// first stage that failed.
+pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let Lowered { ast, hir, tables, ir } = lower(ast)?;
+    let ir = opt::optimize(ir)
+        .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR {msg}"))])?;
+    let rust = codegen::emit_program(&ir, options);
+    Ok(Compiled { ast, hir, tables, ir, rust })
+}
+
+/// What the pipeline has made when lowering is done.
+pub struct Lowered {
+    pub ast: syntax::ast::Program,
+    pub hir: hir::Hir,
+    pub tables: analysis::Tables,
+    /// The loop IR as lowering leaves it (valid), before the `opt` passes.
+    pub ir: ir::Program,
+}
+
+/// The pipeline up to and including lowering.
+pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> {
+    syntax::hoist::hoist_nested_fns(&mut ast);
+    let stdlib = source::stdlib::stdlib()?;
+    let mut diags = Diagnostics::new();
+    let mut hir = resolve::resolve_program(&ast, &stdlib, &mut diags);
+    stop_on_errors(&mut diags)?;
+    diags.extend(transform::instantiate::expand_typed_rests(&mut hir));
+    stop_on_errors(&mut diags)?;
+    validate_hir(&hir, "instantiation")?;
+    let tables = transform::mono::analyze_with_instances(&mut hir, &mut diags);
+    stop_on_errors(&mut diags)?;
+    validate_hir(&hir, "monomorphization")?;
+    let ir = lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags);
+    stop_on_errors(&mut diags)?;
+    ir::validate::validate(&ir)
+        .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR: {msg}"))])?;
+    Ok(Lowered { ast, hir, tables, ir })
+}
+
+/// All diagnostics so far, if one of them is an error.
+fn stop_on_errors(diags: &mut Diagnostics) -> Result<(), Vec<Diagnostic>> {
+    if diags.has_errors() {
+        Err(std::mem::take(diags).into_vec())
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs the HIR validator after the pass `after`; a violation is an
+/// internal compiler error.
+fn validate_hir(hir: &hir::Hir, after: &str) -> Result<(), Vec<Diagnostic>> {
+    hir::validate::validate(hir).map_err(|msg| {
+        vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid HIR after {after}: {msg}"))]
+    })
+}
+
+/// A short tag that differs between macro calls with different programs,
+/// for the names of their private functions (two `einlang!` calls in one
+/// Rust module may both instantiate `relu` at `f32`). Deterministic: the
+/// same program always gets the same tag.
+fn program_tag(ast: &syntax::ast::Program) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    syntax::pretty::pretty_program(ast).hash(&mut h);
+    format!("{:08x}", h.finish() as u32)
+}
+
+/// Compiles source text (a `.ein` file or a test program).
+pub fn compile_str(src: &str, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let ast = syntax::parse_str(src)?;
+    compile(ast, options)
+}
