@@ -138,3 +138,53 @@ fn membership_and_rows_over_literal_vectors() {
     assert!(!outside(7).unwrap());
     assert_eq!(pairs().unwrap(), array![[1i64, 10], [1, 20], [1, 30], [2, 10], [2, 20], [2, 30]]);
 }
+
+mod integer_literals_in_float_contexts {
+    use einlang::einlang;
+    use einlang::ndarray::array;
+
+    einlang! {
+        /// An operand: `x * 2` with `x: f32` is `x * 2.0`.
+        pub fn twice(x: f32) -> f32 { x * 2 + 1 }
+
+        /// An intrinsic's other argument, in a definition: `max(x, 0)`.
+        pub fn relu(x: [f64; N]) -> [f64; N] {
+            let y[i] = max(x[i], 0);
+            y
+        }
+
+        /// An annotated `let`, a typed parameter and a declared result.
+        pub fn annotated(x: f32) -> f32 {
+            let w: f32 = 3;
+            scale(x, 2) * w
+        }
+
+        fn scale(x: f32, s: f32) -> f32 { x * s }
+
+        /// Elements of one array literal; a declared result type.
+        pub fn mixed() -> [f32; 3] { [1, 2.5, -4] }
+
+        /// Conditions, branches and a reduction divided by an integer.
+        pub fn clipped_mean(x: [f32; N]) -> f32 {
+            let c[i] = if x[i] > 1 { 1 } else { x[i] };
+            sum[i](c[i]) / 4
+        }
+
+        /// Inside a generic function the literal follows the instance's
+        /// type: `f64` for one call, `i64` for the other.
+        fn halve_plus_one(v) { v / 2 + 1 }
+        pub fn both(x: f64, n: i64) -> (f64, i64) { (halve_plus_one(x), halve_plus_one(n)) }
+    }
+
+    #[test]
+    fn take_the_float_type() {
+        assert_eq!(twice(1.25).unwrap(), 3.5f32);
+        assert_eq!(relu(&array![-1.5f64, 0.0, 2.25]).unwrap(), array![0.0f64, 0.0, 2.25]);
+        assert_eq!(annotated(0.5).unwrap(), 0.5f32 * 2.0 * 3.0);
+        assert_eq!(mixed().unwrap(), array![1.0f32, 2.5, -4.0]);
+        // min(x, 1) summed: 0.5 + 1 + 1 - 2 = 0.5, over 4.
+        assert_eq!(clipped_mean(&array![0.5f32, 3.0, 1.0, -2.0]).unwrap(), 0.125f32);
+        // 3.0 / 2 + 1 = 2.5; 7 / 2 + 1 = 4 (integer division truncates).
+        assert_eq!(both(3.0, 7).unwrap(), (2.5f64, 4i64));
+    }
+}

@@ -234,12 +234,13 @@ fn non_scalar_condition() {
 }
 
 #[test]
-fn integer_literal_where_float_is_needed() {
+fn float_literal_where_integer_is_needed() {
     check_error(
-        "fn f(x: f32) -> f32 { x * 2 }",
+        "fn f(n: i32) -> i32 { n * 2.5 }",
         expect![[r#"
-        error: mismatched types: expected `f32`, found an integer literal @1:26
-          = help: use a float literal: `2.0`"#]],
+        error: mismatched types: expected `i32`, found a float literal @1:26
+          = note: a float literal never becomes an integer
+          = help: convert the integer side to a float, for example `(...) as f32`"#]],
     );
 }
 

@@ -427,7 +427,9 @@ mod tests {
                   |
                 4 |     reciprocal(x)
                   |     ^^^^^^^^^^^^^
+                  = note: a float literal never becomes an integer
                   = note: `reciprocal` is generic; its body is checked for each combination of argument types
+                  = help: convert the integer side to a float, for example `(...) as f32`
                 in the einlang standard library: in the body of `reciprocal`: mismatched types: expected `i32`, found a float literal
             "#]],
         );
@@ -436,13 +438,14 @@ mod tests {
     #[test]
     fn lines_are_counted_inside_multi_line_expressions() {
         check_errors(
-            "pub fn f(x: [f32; N]) -> f32 {\n    let s = sum[i](x[i]\n        * 2);\n    s\n}\n",
+            "pub fn f(x: [i32; N]) -> i32 {\n    let s = sum[i](x[i]\n        * 2.5);\n    s\n}\n",
             expect![[r#"
-                prog.ein:3:11: mismatched types: expected `f32`, found an integer literal
+                prog.ein:3:11: mismatched types: expected `i32`, found a float literal
                   |
-                3 |         * 2);
-                  |           ^
-                  = help: use a float literal: `2.0`
+                3 |         * 2.5);
+                  |           ^^^
+                  = note: a float literal never becomes an integer
+                  = help: convert the integer side to a float, for example `(...) as f32`
             "#]],
         );
     }

@@ -238,16 +238,9 @@ impl<'a> Cx<'a> {
             Lit::Int(v, suffix) => {
                 let k = match (suffix, expect) {
                     (Some(k), _) => *k,
-                    (None, Some(k)) if k.is_int() => k,
-                    (None, Some(k)) if k.is_float() => {
-                        let d = Diagnostic::error(
-                            span,
-                            format!("mismatched types: expected `{}`, found an integer literal", k.name()),
-                        )
-                        .help(format!("use a float literal: `{v}.0`"));
-                        self.err(d);
-                        return Ty::Error;
-                    }
+                    // An unsuffixed integer literal in a float context is
+                    // that float (`x * 2`, `let w: f32 = 1;`).
+                    (None, Some(k)) if k.is_int() || k.is_float() => k,
                     _ => ScalarKind::I32,
                 };
                 if !literal_fits(*v, k) {
@@ -261,10 +254,14 @@ impl<'a> Cx<'a> {
                     (Some(k), _) => *k,
                     (None, Some(k)) if k.is_float() => k,
                     (None, Some(k)) if k.is_int() || k == ScalarKind::Bool => {
-                        let d = Diagnostic::error(
+                        let mut d = Diagnostic::error(
                             span,
                             format!("mismatched types: expected `{}`, found a float literal", k.name()),
-                        );
+                        )
+                        .note("a float literal never becomes an integer");
+                        if k.is_int() {
+                            d = d.help("convert the integer side to a float, for example `(...) as f32`");
+                        }
                         self.err(d);
                         return Ty::Error;
                     }
