@@ -174,6 +174,22 @@ mod integer_literals_in_float_contexts {
         /// type: `f64` for one call, `i64` for the other.
         fn halve_plus_one(v) { v / 2 + 1 }
         pub fn both(x: f64, n: i64) -> (f64, i64) { (halve_plus_one(x), halve_plus_one(n)) }
+
+        /// A literal argument of a generic function: the instance's body
+        /// decides (unification): a float where it meets a float, an
+        /// integer where it is a count or meets an integer.
+        fn mul(a, b) { a * b }
+        fn repeat_sum(x, n) { sum[i in 0..n](x) }
+        pub fn generic_args(x: f32, k: i32) -> (f32, i32, f32) {
+            (mul(x, 3), mul(k, 3), repeat_sum(x, 4))
+        }
+
+        /// A standard-library generic with an integer literal slope.
+        use std::ml::leaky_relu;
+        pub fn leaky(x: [f64; N]) -> [f64; N] {
+            let y[i] = leaky_relu(x[i], 2);
+            y
+        }
     }
 
     #[test]
@@ -186,5 +202,8 @@ mod integer_literals_in_float_contexts {
         assert_eq!(clipped_mean(&array![0.5f32, 3.0, 1.0, -2.0]).unwrap(), 0.125f32);
         // 3.0 / 2 + 1 = 2.5; 7 / 2 + 1 = 4 (integer division truncates).
         assert_eq!(both(3.0, 7).unwrap(), (2.5f64, 4i64));
+        assert_eq!(generic_args(1.5, 5).unwrap(), (4.5f32, 15i32, 6.0f32));
+        // max(x, 0) + 2 * min(x, 0): -3 -> -6, 0.5 -> 0.5.
+        assert_eq!(leaky(&array![-3.0f64, 0.5]).unwrap(), array![-6.0f64, 0.5]);
     }
 }

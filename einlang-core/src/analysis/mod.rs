@@ -171,6 +171,10 @@ pub struct Instances {
     /// type a later use decided, as Rust infers it: `v[i] + k` with `k:
     /// i64` makes `v` an `[i64; 3]`. With the span of that use.
     pub literal_types: HashMap<DefId, (ScalarKind, Span)>,
+    /// Unsuffixed integer literal arguments of generic calls that the
+    /// instance's body uses as floats, by call and argument position: the
+    /// float type each takes.
+    pub literal_args: HashMap<(ExprId, usize), ScalarKind>,
 }
 
 /// A call of generic function `generic` with arguments of types `args`.

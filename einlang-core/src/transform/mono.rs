@@ -16,7 +16,7 @@ use crate::analysis::{analyze, Instances, Tables, Ty};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::hir::{DefKind, DimAnn, FnId, Hir, Skip, TyAnn};
+use crate::hir::{DefId, DefKind, DimAnn, ExprId, FnId, Hir, Skip, TyAnn};
 
 /// More rounds than this means generic functions instantiate each other
 /// without end (polymorphic recursion).
@@ -71,7 +71,7 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
     while rounds < MAX_ROUNDS {
         let mut round = Diagnostics::new();
         let tables = analyze(hir, &instances, &mut round);
-        if decide_literal_types(&mut instances, &tables) {
+        if decide_literal_types(hir, &mut instances, &tables) {
             // The argument types of calls may have changed: instances are
             // made again, for the new types.
             for (_, f) in hir.fns.iter_mut() {
@@ -130,6 +130,14 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
     with_calls(tables, instances)
 }
 
+/// The instance whose parameter `def` is, with the parameter's position.
+fn instance_param(hir: &Hir, def: DefId) -> Option<(FnId, usize)> {
+    hir.fns
+        .iter()
+        .filter(|(_, f)| f.origin.is_some())
+        .find_map(|(id, f)| f.params.iter().position(|p| p.def == def).map(|i| (id, i)))
+}
+
 /// The final tables, with the instance each generic call reaches.
 fn with_calls(mut tables: Tables, instances: Instances) -> Tables {
     tables.instance_calls = instances.calls;
@@ -139,9 +147,23 @@ fn with_calls(mut tables: Tables, instances: Instances) -> Tables {
 /// Records the literal `let`s a use needs at another number type
 /// (`Tables::retypes`); whether there was a new one. A binding asked for at
 /// two types keeps the first: the other use is then a type error.
-fn decide_literal_types(instances: &mut Instances, tables: &Tables) -> bool {
+fn decide_literal_types(hir: &Hir, instances: &mut Instances, tables: &Tables) -> bool {
     let mut changed = false;
     for &(def, k, at) in &tables.retypes {
+        if k.is_float() {
+            if let Some((inst, i)) = instance_param(hir, def) {
+                // An integer literal argument used as a float in the body:
+                // the calls of this instance pass that float instead.
+                let calls: Vec<ExprId> = instances.calls.iter().filter(|(_, f)| **f == inst).map(|(c, _)| *c).collect();
+                for c in calls {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = instances.literal_args.entry((c, i)) {
+                        slot.insert(k);
+                        changed = true;
+                    }
+                }
+                continue;
+            }
+        }
         if let std::collections::hash_map::Entry::Vacant(slot) = instances.literal_types.entry(def) {
             slot.insert((k, at));
             changed = true;

@@ -268,8 +268,11 @@ impl<'a> Cx<'a> {
             if self.literal_value(*a) {
                 let float = is_float_lit(self.hir, *a);
                 let of_kind = |k: &ScalarKind| if float { k.is_float() } else { k.is_int() };
+                // The instance's body may have made this integer literal a
+                // float (see `float_literal_argument`).
+                let promoted = self.inst.literal_args.get(&(e, i)).copied().filter(|_| !float);
                 let decided = self.inst.literal_types.get(&func.params[i].def).map(|&(k, _)| k).filter(of_kind);
-                let hint = decided.or_else(|| tys.iter().filter_map(|t| t.elem()).find(of_kind));
+                let hint = promoted.or(decided).or_else(|| tys.iter().filter_map(|t| t.elem()).find(of_kind));
                 tys[i] = self.infer(*a, hint);
             }
         }

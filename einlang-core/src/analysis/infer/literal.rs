@@ -9,7 +9,7 @@ use crate::base::ops::{BinOp, Lit, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::diag::Diagnostic;
-use crate::hir::{Callee, DefId, ExprId, ExprKind, Hir};
+use crate::hir::{Callee, DefId, DefKind, ExprId, ExprKind, Hir};
 
 impl<'a> Cx<'a> {
     /// Whether `e` is an unsuffixed literal (possibly negated or combined
@@ -80,6 +80,7 @@ impl<'a> Cx<'a> {
     /// `let` gets the other's type in the next round (as Rust infers it).
     pub(super) fn retype_to_match(&mut self, a: ExprId, ka: ScalarKind, b: ExprId, kb: ScalarKind, at: Span) {
         if ka.is_int() != kb.is_int() || ka.is_float() != kb.is_float() {
+            self.float_literal_argument(a, ka, b, kb, at);
             return;
         }
         let decided = |d: DefId| self.inst.literal_types.contains_key(&d);
@@ -99,6 +100,26 @@ impl<'a> Cx<'a> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// An integer operand and a float one: when the integer is a parameter
+    /// of an instance (`b` in `fn g(a, b) { a * b }` instantiated at `(f32,
+    /// i32)`), an unsuffixed integer literal argument that gave it its type
+    /// is that float (an integer literal in a float context is that float).
+    /// Recorded for the instance's parameter; monomorphization passes it on
+    /// to the calls of that instance whose argument is such a literal
+    /// (`Instances::literal_args`), which take the float in the next round.
+    /// A literal `let` never changes kind.
+    fn float_literal_argument(&mut self, a: ExprId, ka: ScalarKind, b: ExprId, kb: ScalarKind, at: Span) {
+        let (int_side, float) = match (ka.is_int(), kb.is_int()) {
+            (true, false) if kb.is_float() => (a, kb),
+            (false, true) if ka.is_float() => (b, ka),
+            _ => return,
+        };
+        let ExprKind::Def(p) = self.hir.exprs[int_side].kind else { return };
+        if self.hir.defs[p].kind == DefKind::Param && self.literal_origin.contains_key(&p) {
+            self.t.retypes.push((p, float, at));
         }
     }
 
