@@ -114,7 +114,7 @@ einlang! {
     }
     pub fn snd4(x: [i32; A, B, C, D], i: [i64; Q, P], u: [i32; Q]) -> [i32; A, B, C, D] { scatter_nd(x, i, u) }
     // Slices: rows of 1, 2 and 3 leading coordinates; a vector's points.
-    pub fn snd_rows1(x: [f32; A, B, C], i: [i64; Q, P], u: [f32; R, S, T]) -> [f32; A, B, C] { scatter_nd(x, i, u) }
+    pub fn snd_rows1(x: [f32; A, B, C], i: [i64; Q, P], u: [f32; R, B, C]) -> [f32; A, B, C] { scatter_nd(x, i, u) }
     pub fn snd_rows2(x: [f64; A, B, C, D], i: [i32; Q, P], u: [f64; R, C, D]) -> [f64; A, B, C, D] {
         scatter_nd(x, i, u)
     }
@@ -731,7 +731,11 @@ fn scatter_nd_slices_with_rows_shorter_than_the_rank() {
 
     // Updates of the wrong shape, rows of the wrong length, entries out of range.
     let x = Array3::<f32>::zeros((4, 2, 3));
-    assert!(is_assert(snd_rows1(&x, &array![[0i64]], &Array3::zeros((1, 3, 2)))), "updates [1, 3, 2]");
+    // The updates' trailing axes are declared as `x`'s (`B`, `C`): checked at entry.
+    assert!(
+        matches!(snd_rows1(&x, &array![[0i64]], &Array3::zeros((1, 3, 2))), Err(Error::Shape { .. })),
+        "updates [1, 3, 2]"
+    );
     assert!(is_assert(snd_rows1(&x, &array![[0i64]], &Array3::zeros((2, 2, 3)))), "two updates, one row");
     assert!(is_assert(snd_rows1(&x, &array![[0i64, 1]], &Array3::zeros((1, 2, 3)))), "rows of 2 for k = 1");
     assert!(is_assert(snd_rows1(&x, &array![[4i64]], &Array3::zeros((1, 2, 3)))), "row 4 of 4");

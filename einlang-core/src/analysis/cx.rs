@@ -5,12 +5,12 @@
 
 use std::collections::HashMap;
 
-use super::{dim_var, recur, IndexRange, Tables, Ty};
+use super::{dim_var, recur, IndexRange, Tables, Ty, HIDDEN_DIM_BASE};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::BinOp;
 use crate::base::span::Span;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::hir::{DefId, DimAnn, ExprId, FnId, Hir, TyAnn};
+use crate::hir::{DefId, DefKind, DimAnn, ExprId, FnId, Hir, TyAnn};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum FnState {
@@ -130,6 +130,28 @@ impl<'a> Cx<'a> {
     }
 
     /// A new dimension variable for an extent known only at run time.
+    /// Whether `a` and `b`, not provably equal, are different dimensions
+    /// (LANGUAGE.md §3), a compile error rather than a run-time check: both
+    /// are sizes written in the program's types (dimension symbols of
+    /// declared parameters, and constants; nothing known only at run time:
+    /// `?`, a scalar parameter, a run-time bound) and they are made of
+    /// different symbols (`K` and `N`, `N` and `3`; not `max(1, T)` and
+    /// `T`, which agree for some values of `T`). Never inside an instance
+    /// of a generic function, whose symbols are fresh for each argument and
+    /// may stand for one size at the call.
+    pub(super) fn different_dimensions(&self, a: &Dim, b: &Dim) -> bool {
+        self.declared_size(a) && self.declared_size(b) && a.vars() != b.vars()
+    }
+
+    fn declared_size(&self, d: &Dim) -> bool {
+        !self.in_instance
+            && d.vars().iter().all(|v| {
+                v.0 < HIDDEN_DIM_BASE
+                    && v.0 < self.hir.defs.len() as u32
+                    && self.hir.defs[DefId::from_raw(v.0)].kind == DefKind::Dim
+            })
+    }
+
     pub(super) fn fresh_hidden(&mut self) -> DimVar {
         let v = DimVar(self.next_hidden);
         self.next_hidden += 1;

@@ -270,6 +270,24 @@ impl<'a> Cx<'a> {
                                     failed.insert(v);
                                 }
                             }
+                            Truth::Unknown if self.different_dimensions(len0, len) => {
+                                if !failed.contains(&v) {
+                                    let name = self.name(v).to_string();
+                                    let (d0, d1) = (self.t.show_dim(len0), self.t.show_dim(len));
+                                    let d = Diagnostic::error(
+                                        self.hir.span(r.axes[axis].2),
+                                        format!(
+                                            "index `{name}` is bound to two different dimensions: `{d0}` (axis {axis0} of `{}`) and `{d1}` (axis {axis} of `{}`)",
+                                            r0.tensor, r.tensor
+                                        ),
+                                    )
+                                    .label(self.hir.span(r0.axes[*axis0].2), format!("`{name}` ranges over 0..{d0} here"))
+                                    .note("dimension symbols name distinct sizes, even where the lengths could be equal at run time")
+                                    .help(format!("if `{d0}` and `{d1}` are one size, write one symbol for both in the parameter types"));
+                                    self.err(d);
+                                    failed.insert(v);
+                                }
+                            }
                             Truth::Unknown => {
                                 let check = SameExtent {
                                     index: self.name(v).to_string(),

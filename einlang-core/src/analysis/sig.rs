@@ -362,6 +362,22 @@ impl<'a> Cx<'a> {
                                 self.t.show_dim(b)
                             )));
                         }
+                        Truth::Unknown if self.different_dimensions(a, b) => {
+                            let at = if path.is_empty() {
+                                String::new()
+                            } else {
+                                format!(
+                                    " of result element {}",
+                                    path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(".")
+                                )
+                            };
+                            return Err(Some(format!(
+                                "axis {axis}{at} is declared as `{}` but inferred as `{}`, a different dimension \
+                                 (dimension symbols name distinct sizes)",
+                                self.t.show_dim(a),
+                                self.t.show_dim(b)
+                            )));
+                        }
                         Truth::Unknown => checks.push(check(axis, a)),
                     }
                 }

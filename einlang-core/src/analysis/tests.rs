@@ -100,27 +100,53 @@ fn literals_take_their_type_from_context() {
 
 #[test]
 fn undecidable_result_shape_is_checked_at_run_time() {
+    // An extent known only at run time (`?`) may equal the declared one.
     check(
-        "fn f(x: [f32; N, M]) -> [f32; M, N] { let y[i, j] = x[i, j]; y }",
+        "fn f(x: [f32; N, ?]) -> [f32; N, N] { let y[i, j] = x[i, j]; y }",
         expect![[r#"
-        fn f(x#0: [f32; N, M]) -> [f32; M, N] {
-            let y#3[i#1 in 0..N, j#2 in 0..M]: [f32; N, M] = x#0[i#1, j#2];
-            y#3
-        }
-    "#]],
+            fn f(x#0: [f32; N, ?]) -> [f32; N, N] {
+                let y#3[i#1 in 0..N, j#2 in 0..?]: [f32; N, ?] = x#0[i#1, j#2];
+                y#3
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_result_of_other_dimensions_is_an_error() {
+    // A transpose returned as the declared shape: `M` and `N` are distinct
+    // sizes, even if they could be equal at run time.
+    check_error(
+        "fn f(x: [f32; N, M]) -> [f32; N, M] { let t[j, i] = x[i, j]; t }",
+        expect![[r#"
+            error: mismatched result type: the body has type `[f32; M, N]`, the function declares `[f32; N, M]` @1:61
+              = note: axis 0 is declared as `N` but inferred as `M`, a different dimension (dimension symbols name distinct sizes)
+              label @1:24: result type declared here"#]],
     );
 }
 
 #[test]
 fn undecidable_extents_are_checked_at_run_time() {
     check(
-        "fn f(a: [f32; N], b: [f32; M]) -> [f32; N] { let c[i] = a[i] + b[i]; c }",
+        "fn f(a: [f32; N], b: [f32; ?]) -> [f32; N] { let c[i] = a[i] + b[i]; c }",
         expect![[r#"
-        fn f(a#0: [f32; N], b#1: [f32; M]) -> [f32; N] {
-            let c#3[i#2 in 0..N]: [f32; N] = (a#0[i#2] + b#1[i#2]);
-            c#3
-        }
-    "#]],
+            fn f(a#0: [f32; N], b#1: [f32; ?]) -> [f32; N] {
+                let c#3[i#2 in 0..N]: [f32; N] = (a#0[i#2] + b#1[i#2]);
+                c#3
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn an_index_bound_to_two_dimension_symbols_is_an_error() {
+    check_error(
+        "fn f(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, K] { let c[i, j] = sum[k](a[i, k] * b[j, k]); c }",
+        expect![[r#"
+            error: index `k` is bound to two different dimensions: `K` (axis 1 of `a`) and `N` (axis 1 of `b`) @1:90
+              = note: dimension symbols name distinct sizes, even where the lengths could be equal at run time
+              = help: if `K` and `N` are one size, write one symbol for both in the parameter types
+              label @1:80: `k` ranges over 0..K here"#]],
     );
 }
 
