@@ -1,9 +1,13 @@
 //! Scalar arithmetic that can fail: integer division, remainder and power.
 //!
-//! Rust's integer `/` and `%` panic on a zero divisor and on `MIN / -1`, and
-//! `pow` overflows; generated code routes these operations through the
-//! functions here so that a bad value becomes `Error::Arithmetic` instead.
-//! Float arithmetic needs none of this (it is IEEE: `1.0 / 0.0` is `inf`).
+//! Integer arithmetic wraps on overflow (two's complement), identically in
+//! debug and release builds: generated code writes `+ - *` and negation as
+//! `wrapping_*` methods, and the helpers here follow the same rule. Rust's
+//! integer `/` and `%` panic on a zero divisor, so generated code routes
+//! them through the functions here, which return `Error::Arithmetic` for a
+//! zero divisor (and a negative integer exponent) and wrap otherwise
+//! (`MIN / -1 == MIN`, `MIN % -1 == 0`). Float arithmetic needs none of
+//! this (it is IEEE: `1.0 / 0.0` is `inf`).
 
 use crate::Error;
 
@@ -11,11 +15,10 @@ use crate::Error;
 pub trait Int: Copy + PartialEq + Sized {
     const ZERO: Self;
     const ONE: Self;
-    /// `-1` for signed types, `None` for unsigned ones.
-    const MINUS_ONE: Option<Self>;
-    fn checked_div(self, rhs: Self) -> Option<Self>;
-    fn checked_rem(self, rhs: Self) -> Option<Self>;
-    fn checked_pow(self, exp: u32) -> Option<Self>;
+    fn wrapping_div(self, rhs: Self) -> Self;
+    fn wrapping_rem(self, rhs: Self) -> Self;
+    fn wrapping_mul(self, rhs: Self) -> Self;
+    fn wrapping_pow(self, exp: u32) -> Self;
     /// The value as an `i128` (exact for every implementing type).
     fn to_i128(self) -> i128;
     /// The value of type `Self` equal to `v`, if there is one.
@@ -23,23 +26,26 @@ pub trait Int: Copy + PartialEq + Sized {
 }
 
 macro_rules! impl_int {
-    ($($t:ty => $minus_one:expr),* $(,)?) => {
+    ($($t:ty),* $(,)?) => {
         $(
             impl Int for $t {
                 const ZERO: Self = 0;
                 const ONE: Self = 1;
-                const MINUS_ONE: Option<Self> = $minus_one;
                 #[inline]
-                fn checked_div(self, rhs: Self) -> Option<Self> {
-                    <$t>::checked_div(self, rhs)
+                fn wrapping_div(self, rhs: Self) -> Self {
+                    <$t>::wrapping_div(self, rhs)
                 }
                 #[inline]
-                fn checked_rem(self, rhs: Self) -> Option<Self> {
-                    <$t>::checked_rem(self, rhs)
+                fn wrapping_rem(self, rhs: Self) -> Self {
+                    <$t>::wrapping_rem(self, rhs)
                 }
                 #[inline]
-                fn checked_pow(self, exp: u32) -> Option<Self> {
-                    <$t>::checked_pow(self, exp)
+                fn wrapping_mul(self, rhs: Self) -> Self {
+                    <$t>::wrapping_mul(self, rhs)
+                }
+                #[inline]
+                fn wrapping_pow(self, exp: u32) -> Self {
+                    <$t>::wrapping_pow(self, exp)
                 }
                 #[inline]
                 fn to_i128(self) -> i128 {
@@ -54,7 +60,7 @@ macro_rules! impl_int {
     };
 }
 
-impl_int!(i8 => Some(-1), i16 => Some(-1), i32 => Some(-1), i64 => Some(-1), u8 => None, u32 => None, u64 => None);
+impl_int!(i8, i16, i32, i64, u8, u32, u64);
 
 #[cold]
 fn arithmetic(function: &str, message: String) -> Error {
@@ -116,43 +122,51 @@ pub fn erf_f64(x: f64) -> f64 {
 }
 
 /// `a / b` for integers, truncating toward zero (Rust semantics); a zero
-/// divisor or an overflowing quotient (`MIN / -1`) is an error.
+/// divisor is an error. The one quotient that overflows, `MIN / -1`, wraps
+/// to `MIN`.
 #[inline]
 pub fn int_div<T: Int>(function: &str, a: T, b: T) -> Result<T, Error> {
-    match a.checked_div(b) {
-        Some(q) => Ok(q),
-        None if b == T::ZERO => Err(arithmetic(function, format!("integer division of {} by zero", a.to_i128()))),
-        None => Err(arithmetic(function, format!("integer division {} / {} overflows", a.to_i128(), b.to_i128()))),
+    if b == T::ZERO {
+        return Err(arithmetic(function, format!("integer division of {} by zero", a.to_i128())));
     }
+    Ok(a.wrapping_div(b))
 }
 
 /// `a % b` for integers (the sign of `a`, Rust semantics); a zero divisor is
 /// an error. `MIN % -1` is mathematically 0 and returns 0.
 #[inline]
 pub fn int_rem<T: Int>(function: &str, a: T, b: T) -> Result<T, Error> {
-    match a.checked_rem(b) {
-        Some(r) => Ok(r),
-        None if b == T::ZERO => Err(arithmetic(function, format!("integer remainder of {} by zero", a.to_i128()))),
-        None => Ok(T::ZERO),
+    if b == T::ZERO {
+        return Err(arithmetic(function, format!("integer remainder of {} by zero", a.to_i128())));
     }
+    Ok(a.wrapping_rem(b))
 }
 
-/// `base ** exp` for integers. A negative exponent is an error (the result
-/// would not be an integer), and so is a result that overflows `T`.
+/// `base ** exp` for integers, wrapping on overflow as `*` does (the result
+/// is `base` multiplied by itself `exp` times, modulo 2^bits). A negative
+/// exponent is an error (the result would not be an integer).
 #[inline]
 pub fn int_pow<T: Int, E: Int>(function: &str, base: T, exp: E) -> Result<T, Error> {
     let e = exp.to_i128();
     if e < 0 {
         return Err(arithmetic(function, format!("integer power {} ** {e} has a negative exponent", base.to_i128())));
     }
-    let overflow = || arithmetic(function, format!("integer power {} ** {e} overflows", base.to_i128()));
-    match u32::try_from(e) {
-        Ok(e) => base.checked_pow(e).ok_or_else(overflow),
-        // Only 0, 1 and -1 survive exponents this large.
-        Err(_) if base == T::ZERO || base == T::ONE => Ok(base),
-        Err(_) if Some(base) == T::MINUS_ONE => Ok(if e % 2 == 0 { T::ONE } else { base }),
-        Err(_) => Err(overflow()),
-    }
+    Ok(match u32::try_from(e) {
+        Ok(e) => base.wrapping_pow(e),
+        // Exponents past `u32` (from `i64` and `u64`): square and multiply
+        // over the exponent's bits, wrapping, as `wrapping_pow` does.
+        Err(_) => {
+            let (mut acc, mut square, mut bits) = (T::ONE, base, e as u128);
+            while bits > 0 {
+                if bits & 1 == 1 {
+                    acc = acc.wrapping_mul(square);
+                }
+                square = square.wrapping_mul(square);
+                bits >>= 1;
+            }
+            acc
+        }
+    })
 }
 
 /// The float types of Einlang (`f32 f64`).
@@ -223,13 +237,15 @@ mod tests {
     }
 
     #[test]
-    fn division_truncates_and_reports_zero_and_overflow() {
+    fn division_truncates_reports_zero_and_wraps() {
         assert_eq!(int_div("f", 7i32, -2), Ok(-3));
         assert_eq!(int_rem("f", -7i64, 2), Ok(-1));
         assert!(matches!(int_div("f", 1u8, 0), Err(Error::Arithmetic { .. })));
         assert!(matches!(int_rem("f", 1i16, 0), Err(Error::Arithmetic { .. })));
-        assert!(int_div("f", i64::MIN, -1).is_err());
+        assert_eq!(int_div("f", i64::MIN, -1), Ok(i64::MIN));
+        assert_eq!(int_div("f", i8::MIN, -1), Ok(i8::MIN));
         assert_eq!(int_rem("f", i64::MIN, -1), Ok(0));
+        assert_eq!(int_rem("f", i32::MIN, -1), Ok(0));
     }
 
     #[test]
@@ -237,11 +253,25 @@ mod tests {
         assert_eq!(int_pow("f", 3i32, 4i32), Ok(81));
         assert_eq!(int_pow("f", 2u8, 0u8), Ok(1));
         assert!(int_pow("f", 2i32, -1i32).is_err());
-        assert!(int_pow("f", 2i32, 31i32).is_err());
+        // Overflow wraps, as repeated `wrapping_mul` does.
+        assert_eq!(int_pow("f", 2i32, 31i32), Ok(i32::MIN));
+        assert_eq!(int_pow("f", 2i32, 32i32), Ok(0));
+        assert_eq!(int_pow("f", 3u8, 5u8), Ok(243));
+        assert_eq!(int_pow("f", 3u8, 6u8), Ok(217)); // 729 - 2 * 256
         assert_eq!(int_pow("f", -1i64, i64::MAX), Ok(-1));
         assert_eq!(int_pow("f", -1i64, 1i64 << 40), Ok(1));
         assert_eq!(int_pow("f", 0u64, u64::MAX), Ok(0));
-        assert!(int_pow("f", 2u64, u64::MAX).is_err());
+        assert_eq!(int_pow("f", 1u64, u64::MAX), Ok(1));
+        assert_eq!(int_pow("f", 2u64, u64::MAX), Ok(0));
+        assert_eq!(int_pow("f", 2i64, 1i64 << 40), Ok(0));
+        // Past `u32`, square and multiply agrees with a plain wrapping loop
+        // reduced by the multiplicative order: 3 has order 2^62 modulo 2^64,
+        // so 3^(2^62 + 5) == 3^5.
+        assert_eq!(int_pow("f", 3u64, (1u64 << 62) + 5), Ok(243));
+        assert_eq!(int_pow("f", 3i64, (1i64 << 62) + 5), Ok(243));
+        // 5 has order 2^30 modulo 2^32.
+        assert_eq!(int_pow("f", 5u32, (1u64 << 32) + 3), Ok(125));
+        assert_eq!(int_pow("f", 5u32, 1u64 << 40), Ok(1));
     }
 
     #[test]

@@ -44,7 +44,8 @@ pub enum Error {
     /// A failed `assert(cond, msg)`.
     Assert { function: String, message: String },
     /// Integer arithmetic without a result: division or remainder by zero,
-    /// `MIN / -1`, a negative or overflowing integer power.
+    /// an integer power with a negative exponent, a `lcm` or `factorial`
+    /// that does not fit. (`+ - *`, negation and `**` wrap instead.)
     Arithmetic { function: String, message: String },
     /// Reading or writing a file failed, or its contents do not match the
     /// declared type; `path` names the file.

@@ -146,12 +146,13 @@ pub fn reshape<T: Clone, D: Dimension>(
     x: ArrayView<'_, T, D>,
     shape: &[i64],
 ) -> Result<ArrayD<T>, Error> {
-    let known: i64 = shape.iter().filter(|&&n| n != -1).product();
     let free = shape.iter().filter(|&&n| n == -1).count();
     let bad = || extent_error(function, format!("cannot reshape {} elements into {shape:?}", x.len()));
     if free > 1 || shape.iter().any(|&n| n < -1) {
         return Err(bad());
     }
+    // A product of the given extents that overflows cannot match.
+    let known = shape.iter().filter(|&&n| n != -1).try_fold(1i64, |p, &n| p.checked_mul(n)).ok_or_else(bad)?;
     let mut dims = Vec::with_capacity(shape.len());
     for &n in shape {
         if n == -1 {
@@ -403,6 +404,9 @@ mod tests {
         assert_eq!(t.iter().copied().collect::<Vec<_>>(), vec![0, 3, 1, 4, 2, 5]);
         assert!(matches!(reshape("f", a.view(), &[4, -1]), Err(Error::Extent { .. })));
         assert!(matches!(reshape("f", a.view(), &[-1, -1]), Err(Error::Extent { .. })));
+        // Extents whose product overflows `i64` are an error, not a panic.
+        assert!(matches!(reshape("f", a.view(), &[i64::MAX, 2, 3]), Err(Error::Extent { .. })));
+        assert!(matches!(reshape("f", a.view(), &[i64::MAX, 3, -1]), Err(Error::Extent { .. })));
         let u = unsqueeze("f", a.view(), &[0, -1]).unwrap();
         assert_eq!(u.shape(), &[1, 2, 3, 1]);
         assert_eq!(squeeze("f", u.view(), &[]).unwrap().shape(), &[2, 3]);

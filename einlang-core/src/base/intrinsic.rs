@@ -44,7 +44,7 @@ pub enum Intrinsic {
     Powf,
     /// float ** integer
     Powi,
-    /// integer ** integer (non-negative exponent; checked)
+    /// integer ** integer (a negative exponent is an `Err`; overflow wraps)
     IntPow,
 }
 

@@ -654,6 +654,44 @@ fn keyword_names_from_source() {
     }
 }
 
+/// Integer `+ - *`, negation, `**` and `sum` / `prod` accumulation are
+/// wrapping methods (the same bits in debug and release builds); float
+/// arithmetic keeps Rust's operators.
+#[test]
+fn integer_arithmetic_wraps_and_float_arithmetic_does_not() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        pub fn ints(x: [i32; N], a: i32, e: i32) -> (i32, i32, i32, i32) {
+            (sum[i](x[i] * a), prod[i](x[i] - 1), -a + a ** 3, a ** e)
+        }
+        pub fn floats(x: [f32; N], a: f32) -> (f32, f32, f32) {
+            (sum[i](x[i] * a), prod[i](x[i] - 1.0), -a + a ** 3)
+        }
+    };
+    let compiled = crate::test_support::compile_tokens(src);
+    let rust = match syn::parse2::<syn::File>(compiled.rust.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(e) => panic!("generated code does not parse: {e}\n{}", compiled.rust),
+    };
+    let (ints, floats) = rust.split_at(rust.find("pub fn floats").expect("both functions are emitted"));
+    let ints: String = ints.split_whitespace().collect();
+    let floats: String = floats.split_whitespace().collect();
+    for spelling in [
+        "__sum_i=__sum_i.wrapping_add(",
+        ".wrapping_mul(a)",
+        "__prod_i_2=__prod_i_2.wrapping_mul(",
+        ".wrapping_sub(1i32)",
+        "a.wrapping_neg().wrapping_add(a.wrapping_pow(3u32))",
+        "__rt::arith::int_pow(\"ints\",a,e)?",
+    ] {
+        assert!(ints.contains(spelling), "`{spelling}` in\n{ints}");
+    }
+    assert!(!ints.contains("+=") && !ints.contains("*="), "{ints}");
+    assert!(!floats.contains("wrapping"), "{floats}");
+    for spelling in ["__sum_i+=", "__prod_i_2*=", "-a+a.powi(3)"] {
+        assert!(floats.contains(spelling), "`{spelling}` in\n{floats}");
+    }
+}
+
 #[test]
 fn matmul_with_reduction() {
     check(
@@ -1090,7 +1128,7 @@ fn strided_checked_read() {
                                     "every_other",
                                     "x",
                                     0,
-                                    2i64 * i,
+                                    2i64.wrapping_mul(i),
                                     x.shape()[0],
                                 )?,
                             ]];
@@ -1183,7 +1221,7 @@ fn rank_one_with_runtime_extent() {
                                 let mut __sum_r: f32 = 0.0f32;
                                 for r in 0i64..K {
                                     __sum_r
-                                        += unsafe { *x.uget([(t + r) as usize]) }
+                                        += unsafe { *x.uget([t.wrapping_add(r) as usize]) }
                                             * unsafe { *w.uget([r as usize]) };
                                 }
                                 __sum_r
@@ -1281,7 +1319,12 @@ fn rank_three_with_offset_axis() {
                                     *x.uget([b as usize, i as usize, j as usize])
                                 }
                                     - unsafe {
-                                        *x.uget([b as usize, (i - 1i64) as usize, j as usize])
+                                        *x
+                                            .uget([
+                                                b as usize,
+                                                i.wrapping_sub(1i64) as usize,
+                                                j as usize,
+                                            ])
                                     };
                             }
                         }
@@ -1464,11 +1507,7 @@ fn scalar_operations_and_literals() {
             ) -> ::core::result::Result<(i32, f64, bool), ::einlang::__private::Error> {
                 use ::einlang::__private as __rt;
                 use ::einlang::__private::ndarray as __nd;
-                let r: i32 = __rt::arith::int_rem(
-                    "scalars",
-                    __rt::arith::int_pow("scalars", p, 3i32)?,
-                    q,
-                )?;
+                let r: i32 = __rt::arith::int_rem("scalars", p.wrapping_pow(3u32), q)?;
                 let t: f64 = if s > 2.5f64 {
                     1.0f64 / (1.0f64 + (-(-s * 0.001f64)).exp())
                 } else {

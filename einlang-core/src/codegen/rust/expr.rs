@@ -20,6 +20,11 @@ impl FnCx<'_> {
             ExprKind::Lit(l) => types::literal(l, &e.ty),
             ExprKind::Var(v) => self.var_value(*v),
             ExprKind::Dim(d) => Ok(Code::new(self.dim(d)?, Prec::Postfix)),
+            // Integer negation wraps (`-i32::MIN == i32::MIN`), in every build.
+            ExprKind::Unary(UnOp::Neg, x) if matches!(x.ty, Repr::Scalar(k) if k.is_int()) => {
+                let x = self.expr(x)?.at_least(Prec::Postfix);
+                Ok(Code::new(quote!(#x.wrapping_neg()), Prec::Postfix))
+            }
             ExprKind::Unary(op, x) => {
                 let x = self.expr(x)?.at_least(Prec::Unary);
                 Ok(match op {
@@ -603,6 +608,15 @@ impl FnCx<'_> {
                 Ok(Code::new(quote!(#rt::arith::#f(#name, #x, #y)?), Prec::Postfix))
             }
             BinOp::Pow => self.power(a, b),
+            // Integer `+ - *` wrap on overflow (two's complement) in debug
+            // and release builds alike; in release the methods compile to
+            // the same instructions as the operators.
+            BinOp::Add | BinOp::Sub | BinOp::Mul if k.is_int() => {
+                let x = self.expr(a)?.at_least(Prec::Postfix);
+                let y = self.expr(b)?.tokens;
+                let m = wrapping_method(op)?;
+                Ok(Code::new(quote!(#x.#m(#y)), Prec::Postfix))
+            }
             _ if op.is_comparison() => {
                 let (x, y) = (cmp_operand(self.expr(a)?), cmp_operand(self.expr(b)?));
                 let op = op_tokens(op)?;
@@ -735,7 +749,20 @@ impl FnCx<'_> {
                 }
                 self.arith_call(quote!(powi), None, x, &args[1])?
             }
-            Intrinsic::IntPow => self.arith_call(quote!(int_pow), Some(&name), x, &args[1])?,
+            Intrinsic::IntPow => {
+                // A literal exponent that fits `u32` cannot be negative:
+                // `wrapping_pow` directly (the common `n ** 2`). Anything
+                // else goes through the runtime, which reports a negative
+                // exponent and wraps as this does.
+                if let ExprKind::Lit(Literal::Int(n)) = args[1].kind {
+                    if let Ok(n) = u32::try_from(n) {
+                        let x = x.at_least(Prec::Postfix);
+                        let n = proc_macro2::Literal::u32_suffixed(n);
+                        return Ok(Code::new(quote!(#x.wrapping_pow(#n)), Prec::Postfix));
+                    }
+                }
+                self.arith_call(quote!(int_pow), Some(&name), x, &args[1])?
+            }
             // Handled by `float_method` above.
             _ => return Err(format!("`{}` of `{}` has no Rust form", i.name(), k.name())),
         })
@@ -915,13 +942,14 @@ impl FnCx<'_> {
         let (init, step, tail) = match op {
             RedOp::Sum | RedOp::Prod => {
                 let v = value.tokens;
-                if op == RedOp::Sum {
-                    let zero = types::zero(k);
-                    (quote!(let mut #acc: #t = #zero;), quote!(#acc += #v;), quote!(#acc))
-                } else {
-                    let one = types::one(k);
-                    (quote!(let mut #acc: #t = #one;), quote!(#acc *= #v;), quote!(#acc))
-                }
+                let (start, step) = match (op == RedOp::Sum, k.is_int()) {
+                    (true, false) => (types::zero(k), quote!(#acc += #v;)),
+                    (false, false) => (types::one(k), quote!(#acc *= #v;)),
+                    // Integer accumulation wraps, as `+` and `*` do.
+                    (true, true) => (types::zero(k), quote!(#acc = #acc.wrapping_add(#v);)),
+                    (false, true) => (types::one(k), quote!(#acc = #acc.wrapping_mul(#v);)),
+                };
+                (quote!(let mut #acc: #t = #start;), step, quote!(#acc))
             }
             RedOp::Max | RedOp::Min => {
                 let (start, cmp) =
@@ -1085,6 +1113,17 @@ fn op_tokens(op: BinOp) -> Result<TokenStream, Bug> {
         BinOp::Or => quote!(||),
         BinOp::Pow => return Err("`**` has no Rust operator".to_string()),
     })
+}
+
+/// The wrapping method of an integer `+ - *`.
+fn wrapping_method(op: BinOp) -> Result<Ident, Bug> {
+    let name = match op {
+        BinOp::Add => "wrapping_add",
+        BinOp::Sub => "wrapping_sub",
+        BinOp::Mul => "wrapping_mul",
+        _ => return Err(format!("`{}` has no wrapping method", op.symbol())),
+    };
+    Ok(Ident::new(name, proc_macro2::Span::call_site()))
 }
 
 /// Whether a conversion (`ShapeCast`) reads a view: its value is a variable

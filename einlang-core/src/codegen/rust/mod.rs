@@ -50,9 +50,12 @@
 //! Reads proven in bounds are `unsafe { *t.uget([..]) }`; every other read,
 //! integer division, remainder and power, negative extents and allocation
 //! sizes go through runtime functions that return `Err`. Entry and extent
-//! checks run before any loop that depends on them. What remains is Rust's
-//! own integer overflow behavior for `+ - *` (a panic in debug builds), as
-//! the language defines it.
+//! checks run before any loop that depends on them. Integer arithmetic on
+//! values (`+ - *`, negation, `**`, the accumulation of `sum` and `prod`)
+//! is written with `wrapping_*` methods, so it wraps in debug and release
+//! builds alike, as the language defines it (in release they are the same
+//! instructions as the operators). The back end's own addressing (positions,
+//! offsets, extents) keeps plain operators.
 
 mod expr;
 mod names;
