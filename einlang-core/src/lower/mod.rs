@@ -122,9 +122,14 @@ impl<'a> FnLower<'a> {
         None
     }
 
-    /// A new variable named after `source`, made unique in the function.
+    /// A new variable named after `source`, made unique in the function. A
+    /// temporary that resolution named after the expression it holds
+    /// (`f(x)`, see `resolve::computed`) is named `value`; messages keep
+    /// the expression (`VarInfo::source_name`).
     fn new_var(&mut self, source: &str, ty: Repr) -> VarId {
-        let base = source.to_string();
+        let plain = source.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
+            && source.chars().all(|c| c == '_' || c.is_alphanumeric());
+        let base = if plain { source.to_string() } else { "value".to_string() };
         let mut name = base.clone();
         let mut n = 2;
         while !self.used_names.insert(name.clone()) {

@@ -52,6 +52,7 @@ pub(super) enum FnValue {
 /// an inlined function's, a specialization's) is resolved.
 pub(super) struct Saved {
     scopes: Vec<HashMap<String, DefId>>,
+    frames: (Vec<super::computed::Frame>, HashMap<DefId, usize>),
     module: ModId,
     in_generic: bool,
     current_fn: Option<FnId>,
@@ -97,6 +98,7 @@ impl Resolver {
     pub(super) fn enter(&mut self, module: ModId, scopes: Vec<HashMap<String, DefId>>) -> Saved {
         Saved {
             scopes: std::mem::replace(&mut self.scopes, scopes),
+            frames: self.take_frames(),
             module: std::mem::replace(&mut self.current_module, module),
             in_generic: self.in_generic,
             current_fn: self.current_fn,
@@ -105,6 +107,7 @@ impl Resolver {
 
     pub(super) fn leave(&mut self, s: Saved) {
         self.scopes = s.scopes;
+        self.restore_frames(s.frames);
         self.current_module = s.module;
         self.in_generic = s.in_generic;
         self.current_fn = s.current_fn;

@@ -14,6 +14,7 @@
 //! passes stay quiet about it.
 
 mod closures;
+mod computed;
 mod einsum;
 mod globals;
 mod mutual;
@@ -132,9 +133,11 @@ struct Resolver {
     /// The recurrence whose clause is being resolved (its reads of itself
     /// are allowed).
     in_clause: Option<String>,
-    /// How many indexed definitions and reductions enclose the expression
-    /// being resolved (their bodies run once per point).
-    index_depth: usize,
+    /// Where the temporaries of indexed computed values (`f(x)[j]`) can be
+    /// evaluated once, outermost first (see `computed`).
+    frames: Vec<computed::Frame>,
+    /// The frame each temporary placed in one is evaluated at.
+    temp_frame: HashMap<DefId, usize>,
     /// Names a module got from a glob import (an explicit definition or
     /// import of the same name replaces them).
     glob_names: std::collections::HashSet<(ModId, String)>,
@@ -204,7 +207,8 @@ impl Resolver {
             clause_counts: Vec::new(),
             pending: HashMap::new(),
             in_clause: None,
-            index_depth: 0,
+            frames: Vec::new(),
+            temp_frame: HashMap::new(),
             consts: HashMap::new(),
             in_generic: false,
             module_names: HashMap::new(),
@@ -1009,7 +1013,10 @@ impl Resolver {
             self.resolve_clause(l, &name, slots, count, out, diags);
             return;
         }
-        let Some((hir_slots, wheres, body)) = self.resolve_indexed(l, slots, diags) else { return };
+        self.open_frame(None);
+        let clause = self.resolve_indexed(l, slots, diags);
+        out.stmts.extend(self.close_frame());
+        let Some((hir_slots, wheres, body)) = clause else { return };
         let def = self.bind_local(&name, DefKind::Local);
         if let Some(t) = &l.ty {
             diags.push(not_supported(t.span(), "type annotations on indexed definitions"));
@@ -1039,7 +1046,9 @@ impl Resolver {
         }
         let outer = self.in_clause.replace(name.name.clone());
         self.scopes.push(HashMap::from([(name.name.clone(), def)]));
+        self.open_frame(Some(def));
         let clause = self.resolve_indexed(l, slots, diags);
+        out.stmts.extend(self.close_frame());
         self.scopes.pop();
         self.in_clause = outer;
         let Some(p) = self.pending.get_mut(&name.name) else { return };
@@ -1139,9 +1148,7 @@ impl Resolver {
             hir_slots.push(Slot::Var { def, range: Some(hir::Range { start, end, span: value.span }) });
             axes.push(def);
         }
-        self.index_depth += 1;
         let body = self.select_entry(&value, &axes, diags);
-        self.index_depth -= 1;
         self.scopes.pop();
         Some((hir_slots, wheres, body))
     }
@@ -1334,22 +1341,18 @@ impl Resolver {
             ast::ExprKind::Index { base, args } => {
                 let mut pending_let = None;
                 let (base, args) = flatten_index(base, args);
+                let first = self.hir.defs.len();
                 let b = self.resolve_expr(base, diags);
-                // A computed value indexed outside indexed definitions
-                // (`shape(x)[r - 2]`, `f(x)[0]`) is evaluated once into a
-                // local first (a constant axis of `shape` stays a dimension).
+                // A computed value (`f(x)[j]`, `(a + b)[i]`) is bound to a
+                // temporary, evaluated once (see `computed`); a constant
+                // axis of `shape` stays a dimension.
                 let literal_axis =
                     matches!(args.as_slice(), [ast::IndexArg::Expr(a)] if matches!(a.kind, ast::ExprKind::Lit(_)));
                 let shape_dim =
                     matches!(self.hir.exprs[b].kind, ExprKind::Builtin(hir::Builtin::Shape, _)) && literal_axis;
-                let b = if self.index_depth == 0
-                    && !shape_dim
-                    && !matches!(self.hir.exprs[b].kind, ExprKind::Def(_) | ExprKind::Error)
-                {
-                    let def = self.hir.alloc_def("value", DefKind::Local, base.span);
-                    let value = b;
-                    let var = self.hir.alloc_expr(ExprKind::Def(def), base.span);
-                    pending_let = Some(hir::Stmt::Let { def, ty: None, value, span: base.span });
+                let b = if !shape_dim && !matches!(self.hir.exprs[b].kind, ExprKind::Def(_) | ExprKind::Error) {
+                    let (var, here) = self.bind_computed(base, b, first);
+                    pending_let = here;
                     var
                 } else {
                     b
@@ -1413,6 +1416,7 @@ impl Resolver {
                 }
                 let ranges: Vec<Option<hir::Range>> =
                     vars.iter().map(|v| v.range.as_ref().map(|r| self.resolve_range(r, diags))).collect();
+                self.open_frame(None);
                 self.scopes.push(HashMap::new());
                 let mut red_vars = Vec::new();
                 for (v, range) in vars.iter().zip(ranges) {
@@ -1428,6 +1432,7 @@ impl Resolver {
                                 .help("a function's parameters give the ranks the rest index spans"),
                         );
                         self.scopes.pop();
+                        self.close_frame();
                         return self.error_expr(span);
                     }
                     // A rest index (`sum[..r](x[..r])`) stands for the axes
@@ -1436,11 +1441,10 @@ impl Resolver {
                     red_vars.push(hir::RedVar { def, range });
                 }
                 let wheres = self.resolve_wheres(where_clause, diags);
-                self.index_depth += 1;
                 let b = self.resolve_expr(body, diags);
-                self.index_depth -= 1;
                 self.scopes.pop();
-                ExprKind::Reduce { op: *op, vars: red_vars, wheres, body: b }
+                let reduce = self.hir.alloc_expr(ExprKind::Reduce { op: *op, vars: red_vars, wheres, body: b }, span);
+                return self.close_frame_around(reduce, span);
             }
             ast::ExprKind::If { cond, then, els } => {
                 let c = self.resolve_expr(cond, diags);
@@ -1478,6 +1482,7 @@ impl Resolver {
             }
             ast::ExprKind::Jagged(rows) => ExprKind::Jagged(rows.iter().map(|x| self.resolve_expr(x, diags)).collect()),
             ast::ExprKind::Comprehension { body, clauses, rows } => {
+                self.open_frame(None);
                 self.scopes.push(HashMap::new());
                 let mut out = Vec::new();
                 for c in clauses {
@@ -1499,7 +1504,8 @@ impl Resolver {
                 }
                 let body = self.resolve_expr(body, diags);
                 self.scopes.pop();
-                ExprKind::Comprehension { body, clauses: out, rows: *rows }
+                let collect = self.hir.alloc_expr(ExprKind::Comprehension { body, clauses: out, rows: *rows }, span);
+                return self.close_frame_around(collect, span);
             }
             ast::ExprKind::Lambda { .. } => {
                 diags.push(closures::escaping(span));
@@ -1597,8 +1603,10 @@ impl Resolver {
         }
         self.const_stack.push(def);
         let saved_scopes = std::mem::take(&mut self.scopes);
+        let saved_frames = self.take_frames();
         let saved_module = std::mem::replace(&mut self.current_module, module);
         let mut value = self.resolve_expr(&item.value, diags);
+        self.restore_frames(saved_frames);
         self.scopes = saved_scopes;
         self.current_module = saved_module;
         self.const_stack.pop();

@@ -43,9 +43,9 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         }
         let ExprKind::Def(tensor_def) = self.hir.exprs[base].kind else {
-            let d = Diagnostic::error(self.hir.span(base), "only named tensors can be indexed")
-                .help("bind the value with `let` first, then index the name");
-            self.err(d);
+            // Resolution binds a computed base to a temporary (see
+            // `resolve::computed`).
+            self.err(Diagnostic::bug(self.hir.span(base), "indexing of a computed value reached analysis"));
             return Ty::Error;
         };
         let tensor = self.name(tensor_def).to_string();
