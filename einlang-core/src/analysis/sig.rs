@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use super::cx::{Cx, FnState, Saved};
 use super::{dim_var, EntryPlan, FnSig, ResultCheck, Ty, HIDDEN_DIM_BASE};
 use crate::base::dim::{Dim, DimVar, Truth};
+use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::diag::Diagnostic;
 use crate::hir::{ExprId, ExprKind, FnId, TyAnn};
@@ -216,16 +217,33 @@ impl<'a> Cx<'a> {
             return;
         }
         let name = self.name(self.hir.fns[generic].def).to_string();
-        let args: Vec<String> = self
-            .t
-            .sigs
-            .get(inst.index())
-            .and_then(|s| s.as_ref())
-            .map(|s| s.params.iter().map(|p| self.t.show_ty(p)).collect())
-            .unwrap_or_default();
-        let mut d =
-            Diagnostic::error(call, format!("`{name}` cannot be called with arguments of type ({})", args.join(", ")));
-        let generic_note = format!("`{name}` is generic; its body is checked for each combination of argument types");
+        // The untyped parameters, which took the arguments' types; tensor
+        // extents are the instance's own symbols, so only ranks are shown.
+        let shown = |t: &Ty| match t {
+            Ty::Tensor(k, dims) => format!("[{}; {}]", k.name(), vec!["_"; dims.len()].join(", ")),
+            other => self.t.show_ty(other),
+        };
+        let untyped: Vec<String> = match self.t.sigs.get(inst.index()).and_then(|s| s.as_ref()) {
+            Some(sig) => self.hir.fns[generic]
+                .params
+                .iter()
+                .zip(&sig.params)
+                .filter(|(p, _)| p.ty.is_none())
+                .map(|(p, t)| format!("`{}: {}`", self.name(p.def), shown(t)))
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut d = Diagnostic::error(call, format!("`{name}` cannot be called with these arguments"));
+        let generic_note = match untyped.len() {
+            0 => format!("`{name}` is generic; its body is checked for each combination of argument types"),
+            1..=4 => format!(
+                "`{name}` is generic; its body is checked for each combination of argument types, here {}",
+                untyped.join(", ")
+            ),
+            n => format!(
+                "`{name}` is generic; its body is checked for each combination of argument types (here of its {n} untyped parameters)"
+            ),
+        };
         for e in inner {
             d = d.label(e.span, format!("in the body of `{name}`: {}", e.message));
             // An error that is itself a call's (a generic function calling
@@ -277,6 +295,19 @@ impl<'a> Cx<'a> {
             }
             if let Some(e) = extra {
                 d = d.note(e);
+            }
+            // Same shape, other element type (`argmax` gives `i64`, the
+            // function declares `i32`): convert, or declare what it is.
+            let same_rank = match (found, declared) {
+                (Ty::Scalar(_), Ty::Scalar(_)) => true,
+                (Ty::Tensor(_, a), Ty::Tensor(_, b)) => a.len() == b.len(),
+                _ => false,
+            };
+            if let (Some(kf), Some(kd), true) = (found.elem(), declared.elem(), same_rank) {
+                if kf != kd && kf != ScalarKind::Bool && kd != ScalarKind::Bool {
+                    let to = format!("(...) as {}", cx.t.show_ty(declared));
+                    d = d.help(format!("convert the result with `{to}`, or declare the type the body has"));
+                }
             }
             cx.err(d);
         };

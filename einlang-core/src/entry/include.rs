@@ -423,12 +423,12 @@ mod tests {
         check_errors(
             "use std::math::reciprocal;\n\npub fn f(x: i32) -> i32 {\n    reciprocal(x)\n}\n",
             expect![[r#"
-                prog.ein:4:5: `reciprocal` cannot be called with arguments of type (i32)
+                prog.ein:4:5: `reciprocal` cannot be called with these arguments
                   |
                 4 |     reciprocal(x)
                   |     ^^^^^^^^^^^^^
                   = note: a float literal never becomes an integer
-                  = note: `reciprocal` is generic; its body is checked for each combination of argument types
+                  = note: `reciprocal` is generic; its body is checked for each combination of argument types, here `x: i32`
                   = help: convert the integer side to a float, for example `(...) as f32`
                 in the einlang standard library: in the body of `reciprocal`: mismatched types: expected `i32`, found a float literal
             "#]],
