@@ -303,6 +303,17 @@ impl<'a> Cx<'a> {
                 (Ty::Tensor(_, a), Ty::Tensor(_, b)) => a.len() == b.len(),
                 _ => false,
             };
+            // Another shape: say what the body has, the likely fix when
+            // the declaration was a guess.
+            if let (Ty::Tensor(kf, df), Ty::Tensor(kd, dd)) = (found, declared) {
+                if kf == kd && df.len() == dd.len() {
+                    d = d.help(format!(
+                        "declare the result as `{}`, or change the body to give `{}`",
+                        cx.t.show_ty(found),
+                        cx.t.show_ty(declared)
+                    ));
+                }
+            }
             if let (Some(kf), Some(kd), true) = (found.elem(), declared.elem(), same_rank) {
                 if kf != kd && kf != ScalarKind::Bool && kd != ScalarKind::Bool {
                     let to = format!("(...) as {}", cx.t.show_ty(declared));

@@ -121,6 +121,7 @@ fn a_result_of_other_dimensions_is_an_error() {
         expect![[r#"
             error: mismatched result type: the body has type `[f32; M, N]`, the function declares `[f32; N, M]` @1:61
               = note: axis 0 is declared as `N` but inferred as `M`, a different dimension (dimension symbols name distinct sizes)
+              = help: declare the result as `[f32; M, N]`, or change the body to give `[f32; N, M]`
               label @1:24: result type declared here"#]],
     );
 }
@@ -190,6 +191,7 @@ fn declared_result_shape_differs() {
         expect![[r#"
             error: mismatched result type: the body has type `[f32; N - 1]`, the function declares `[f32; N]` @1:60
               = note: axis 0 is declared as `N` but inferred as `N - 1`
+              = help: declare the result as `[f32; N - 1]`, or change the body to give `[f32; N]`
               label @1:21: result type declared here"#]],
     );
 }
@@ -233,8 +235,9 @@ fn rank_mismatch() {
     check_error(
         "fn f(x: [f32; N]) -> f32 { x[0, 1] }",
         expect![[r#"
-        error: rank mismatch: `x` has rank 1 but is indexed with 2 indices @1:27
-          label @1:5: `x` has type `[f32; N]`"#]],
+            error: rank mismatch: `x` has rank 1 but is indexed with 2 indices @1:27
+              = help: index `x` with one index, or declare it with 2 axes
+              label @1:5: `x` has type `[f32; N]`"#]],
     );
 }
 

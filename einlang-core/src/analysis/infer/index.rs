@@ -117,7 +117,12 @@ impl<'a> Cx<'a> {
             .label(
                 self.hir.defs[tensor_def].span,
                 format!("`{tensor}` has type `{}`", self.t.show_ty(&Ty::Tensor(k, dims.clone()))),
-            );
+            )
+            .help(match dims.len() {
+                0 => format!("`{tensor}` is a scalar: use it without indices"),
+                1 => format!("index `{tensor}` with one index, or declare it with {} axes", args.len()),
+                n => format!("index `{tensor}` with at most {n} indices, or declare it with {} axes", args.len()),
+            });
             self.err(d);
             return Ty::Error;
         }
