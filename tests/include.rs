@@ -15,6 +15,24 @@ mod program {
     einlang::include_ein!("tests/ein/program.ein");
 }
 
+/// A file without top-level statements compiles to a module with no `main`:
+/// the `main` written beside it would collide with a generated one.
+mod library {
+    einlang::include_ein!("tests/ein/library.ein");
+
+    #[allow(dead_code)]
+    pub fn main() -> &'static str {
+        "not generated"
+    }
+}
+
+#[test]
+fn library_file_compiles_to_a_module_without_main() {
+    assert_eq!(library::twice(1.5).unwrap(), 3.0);
+    assert_eq!(library::hypot(3.0, 4.0).unwrap(), 5.0);
+    assert_eq!(library::main(), "not generated");
+}
+
 #[test]
 fn matmul_from_file_matches_reference() {
     for (seed, &(m, k, n)) in [(1, 1, 1), (3, 5, 2), (13, 17, 11), (2, 64, 3)].iter().enumerate() {
