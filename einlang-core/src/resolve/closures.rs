@@ -92,6 +92,7 @@ fn tail_of(b: &ast::Block) -> Option<&ast::Expr> {
 pub(super) fn escaping(span: Span) -> Diagnostic {
     Diagnostic::error(span, "a function value cannot be used here")
         .note("function values are resolved at compile time: they can be called, bound with `let`, passed to a function or returned from one")
+        .help("to choose a function at run time, choose between calls: `if c { f(x) } else { g(x) }`")
 }
 
 impl Resolver {

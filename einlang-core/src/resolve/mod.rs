@@ -1536,10 +1536,29 @@ impl Resolver {
         let names = self.visible_names();
         if let Some(s) = suggest::closest(&ident.name, names.iter().map(|s| s.as_str())) {
             d = d.help(format!("a name with a similar spelling exists: `{s}`"));
-        } else if let Some(module) = stdlib_home(&ident.name) {
-            d = d.help(format!("import it: `use {module}::{};`", ident.name));
+        } else if let Some(module) = self.stdlib_home(&ident.name) {
+            d = d.help(format!("the standard library has it: `use {module}::{};`", ident.name));
         }
         d
+    }
+
+    /// The standard-library module that defines `name` publicly (an
+    /// intrinsic is in `std::math`), for the help of an unknown name.
+    fn stdlib_home(&self, name: &str) -> Option<String> {
+        if intrinsic_by_name(name).is_some() {
+            return Some("std::math".to_string());
+        }
+        let std_mod = *self.module_of_def.get(&self.std_def?)?;
+        let mut modules: Vec<(&String, &DefId)> = self.modules[std_mod].names.iter().collect();
+        modules.sort();
+        modules.into_iter().find_map(|(module, def)| {
+            let m = self.module_of_def.get(def)?;
+            let found = self.modules[*m].names.get(name)?;
+            match self.hir.defs[*found].kind {
+                DefKind::Fn(f) if self.hir.fns[f].public => Some(format!("std::{module}")),
+                _ => None,
+            }
+        })
     }
 
     fn resolve_value_path(&mut self, path: &[ast::Ident], span: Span, diags: &mut Diagnostics) -> ExprId {
@@ -1724,10 +1743,6 @@ fn stmt_span(s: &ast::Stmt) -> Span {
 }
 
 /// The standard-library module that defines `name`, for "import it" hints.
-fn stdlib_home(name: &str) -> Option<&'static str> {
-    intrinsic_by_name(name).map(|_| "std::math")
-}
-
 /// Whether `e` subscripts the name `name` anywhere (`name[...]`).
 fn mentions_index_of(e: &ast::Expr, name: &str) -> bool {
     let mut found = false;

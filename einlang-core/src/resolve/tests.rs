@@ -84,8 +84,8 @@ fn unknown_function_suggests_an_import() {
     check_error(
         "fn f(x: f32) -> f32 { exp(x) }",
         expect![[r#"
-        error: cannot find function `exp` in this scope @1:22
-          = help: import it: `use std::math::exp;`"#]],
+            error: cannot find function `exp` in this scope @1:22
+              = help: the standard library has it: `use std::math::exp;`"#]],
     );
 }
 
