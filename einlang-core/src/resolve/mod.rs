@@ -1538,8 +1538,25 @@ impl Resolver {
             d = d.help(format!("a name with a similar spelling exists: `{s}`"));
         } else if let Some(module) = self.stdlib_home(&ident.name) {
             d = d.help(format!("the standard library has it: `use {module}::{};`", ident.name));
+        } else if let Some((outer, inner)) = self.nested_in() {
+            d = d
+                .note(format!(
+                    "`{inner}` is nested in `{outer}`: it sees its own parameters and the items around it, not the locals of `{outer}`"
+                ))
+                .help(format!("pass `{}` to `{inner}` as a parameter", ident.name));
         }
         d
+    }
+
+    /// For a function nested in another (hoisted as `outer__inner`, see
+    /// `syntax::hoist`) whose body is being resolved: both names.
+    fn nested_in(&self) -> Option<(String, String)> {
+        let f = self.current_fn?;
+        let name = self.hir.name(self.hir.fns[f].def);
+        let (outer, inner) = name.rsplit_once("__")?;
+        let names = &self.modules[self.current_module].names;
+        let is_fn = |n: &str| names.get(n).is_some_and(|d| matches!(self.hir.defs[*d].kind, DefKind::Fn(_)));
+        (is_fn(outer) && !outer.is_empty()).then(|| (outer.to_string(), inner.to_string()))
     }
 
     /// The standard-library module that defines `name` publicly (an
