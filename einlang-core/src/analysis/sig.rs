@@ -387,40 +387,34 @@ impl<'a> Cx<'a> {
                         // Declared `?`: any extent.
                         continue;
                     }
-                    match a.prove_eq(b) {
-                        Truth::True => {}
-                        Truth::False => {
-                            let at = if path.is_empty() {
-                                String::new()
-                            } else {
-                                format!(
-                                    " of result element {}",
-                                    path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(".")
-                                )
-                            };
-                            return Err(Some(format!(
-                                "axis {axis}{at} is declared as `{}` but inferred as `{}`",
-                                self.t.show_dim(a),
-                                self.t.show_dim(b)
-                            )));
-                        }
-                        Truth::Unknown if self.different_dimensions(a, b) => {
-                            let at = if path.is_empty() {
-                                String::new()
-                            } else {
-                                format!(
-                                    " of result element {}",
-                                    path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(".")
-                                )
-                            };
-                            return Err(Some(format!(
-                                "axis {axis}{at} is declared as `{}` but inferred as `{}`, a different dimension \
-                                 (dimension symbols name distinct sizes)",
-                                self.t.show_dim(a),
-                                self.t.show_dim(b)
-                            )));
-                        }
-                        Truth::Unknown => checks.push(check(axis, a)),
+                    let truth = a.prove_eq(b);
+                    let different = match truth {
+                        Truth::True => false,
+                        Truth::False => true,
+                        Truth::Unknown => self.different_dimensions(a, b),
+                    };
+                    if different {
+                        let at = if path.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " of result element {}",
+                                path.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(".")
+                            )
+                        };
+                        let why = if truth == Truth::Unknown {
+                            ", a different dimension (dimension symbols name distinct sizes)"
+                        } else {
+                            ""
+                        };
+                        return Err(Some(format!(
+                            "axis {axis}{at} is declared as `{}` but inferred as `{}`{why}",
+                            self.t.show_dim(a),
+                            self.t.show_dim(b)
+                        )));
+                    }
+                    if truth == Truth::Unknown {
+                        checks.push(check(axis, a));
                     }
                 }
             }

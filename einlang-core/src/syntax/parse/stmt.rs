@@ -226,7 +226,7 @@ fn parse_tuple_pattern(input: ParseStream, elem: fn(ParseStream) -> syn::Result<
 pub(super) fn parse_match_pattern(input: ParseStream) -> syn::Result<Pattern> {
     let _guard = enter(input)?;
     let first = parse_match_alternative(input)?;
-    if !(input.peek(Token![|]) && !input.peek(Token![||])) {
+    if !input.peek(Token![|]) || input.peek(Token![||]) {
         return Ok(first);
     }
     let mut alts = vec![first];
