@@ -671,3 +671,52 @@ fn recurrences_that_read_each_other_become_one_with_a_field_axis() {
     let f = recurrence_facts(mutual::SRC, "spring", "acc__vel__pos");
     assert_eq!((f.sequential.clone(), f.fields.clone()), (vec![1], vec![0]));
 }
+
+mod rows_passed_to_functions {
+    use einlang::einlang;
+    use einlang::ndarray::{Array1, Array2};
+
+    einlang! {
+        fn total(v: [f32; H]) -> f32 { sum[j](v[j]) }
+        fn peak(v: [f32; H]) -> f32 { max[j](v[j]) }
+
+        /// Each step reads the whole previous row through a function.
+        pub fn running(x: [f32; T, H]) -> [f32; T, H] {
+            let h[0, j] = x[0, j];
+            let h[t in 1..T, j] = x[t, j] + 0.5 * total(h[t - 1]) - peak(h[t - 1]);
+            h
+        }
+
+        /// Only the last row is kept (a circular buffer of two rows).
+        pub fn last(x: [f32; T, H]) -> [f32; H] {
+            let h[0, j] = x[0, j];
+            let h[t in 1..T, j] = x[t, j] + 0.25 * total(h[t - 1]);
+            let out[j] = h[T - 1, j];
+            out
+        }
+    }
+
+    fn reference(x: &Array2<f32>, a: f32, b: f32) -> Array2<f32> {
+        let mut h = x.clone();
+        for t in 1..x.nrows() {
+            let prev = h.row(t - 1).to_owned();
+            let total: f32 = prev.iter().sum();
+            let peak = prev.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            for j in 0..x.ncols() {
+                h[[t, j]] = x[[t, j]] + a * total - b * peak;
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn rows_of_earlier_steps_are_read_while_later_ones_are_written() {
+        let x = Array2::from_shape_fn((6, 5), |(t, j)| ((t * 7 + j * 3) % 11) as f32 * 0.25 - 1.0);
+        let got = running(&x).unwrap();
+        let want = reference(&x, 0.5, 1.0);
+        approx::assert_abs_diff_eq!(got, want, epsilon = 1e-4);
+        let got: Array1<f32> = last(&x).unwrap();
+        let want = reference(&x, 0.25, 0.0);
+        approx::assert_abs_diff_eq!(got, want.row(5).to_owned(), epsilon = 1e-4);
+    }
+}

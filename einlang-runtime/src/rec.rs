@@ -15,7 +15,7 @@
 
 use std::marker::PhantomData;
 
-use ndarray::{Array, Dimension};
+use ndarray::{Array, ArrayView, Dimension};
 use rayon::prelude::*;
 
 use crate::Error;
@@ -92,6 +92,22 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn row_mut(&self, idx: [usize; N], len: usize) -> &'a mut [T] {
         std::slice::from_raw_parts_mut(self.ptr.add(self.offset(idx)), len)
+    }
+
+    /// A read-only view of the whole array, with its rank as `D`: for a
+    /// clause that passes a sub-tensor of the recurrence (an earlier step's
+    /// row) to a function while other points are being written.
+    ///
+    /// # Safety
+    /// Only points written before the view is made, and not written while
+    /// it lives, are read through it (see the module docs). `D` has rank
+    /// `N` (otherwise the view has no elements).
+    #[inline]
+    pub unsafe fn view<D: Dimension>(&self) -> ArrayView<'a, T, D> {
+        match D::from_dimension(&ndarray::IxDyn(&self.shape)) {
+            Some(shape) => ArrayView::from_shape_ptr(shape, self.ptr),
+            None => ArrayView::from_shape_ptr(D::zeros(D::NDIM.unwrap_or(N)), self.ptr),
+        }
     }
 
     /// Zeroes the slab at position `at` of `axis` (a circular buffer's slot

@@ -880,7 +880,15 @@ impl FnCx<'_> {
         }
         let id = self.ident(tensor)?;
         let nd = self.nd.clone();
-        let mut out = quote!(#id.view());
+        // A recurrence being filled is read through its store: the array
+        // itself is mutably borrowed while the clauses run.
+        let mut out = match self.rec_access.get(&tensor).and_then(|a| a.store.clone()) {
+            Some(store) => {
+                let rank = proc_macro2::Literal::usize_unsuffixed(rank);
+                quote!(unsafe { #store.view::<#nd::Dim<[usize; #rank]>>() })
+            }
+            None => quote!(#id.view()),
+        };
         for (axis, i) in indices.iter().enumerate() {
             let checked = self.checked_index(tensor, axis, i)?;
             let checked = self.in_window(tensor, axis, checked);
