@@ -5,6 +5,8 @@
 //!   over output channels, inner loop over contiguous rows)
 //! - `std::ml::einsum("bij,bjk->bik", a, b)`, 8 batches of 256^2: einlang vs
 //!   `ndarray::Array2::dot` per batch
+//! - row-wise softmax (the README's), 4096 x 1024: einlang vs a fused
+//!   hand-written loop (rayon over rows; max, exp-and-sum, scale per row)
 //!
 //! Criterion groups come first; then every pair is timed again with
 //! `Instant` (median of a few runs) and a ratio line with GFLOP/s is printed,
@@ -36,6 +38,14 @@ einlang! {
     /// Batched matrix product written as numpy's einsum.
     pub fn einsum_bmm(a: [f32; B, M, K], b: [f32; B, K, N]) -> [f32; B, M, N] {
         std::ml::einsum("bij,bjk->bik", a, b)
+    }
+
+    /// Row-wise softmax, as the README writes it.
+    pub fn softmax(x: [f32; N, C]) -> [f32; N, C] {
+        let m[n] = max[c](x[n, c]);
+        let e[n, c] = std::math::exp(x[n, c] - m[n]);
+        let y[n, c] = e[n, c] / sum[k](e[n, k]);
+        y
     }
 
     /// Valid 2-D convolution (cross-correlation) with bias.
@@ -164,6 +174,40 @@ fn conv_case(c: usize, hw: usize, o: usize, kk: usize) -> Case {
     }
 }
 
+/// The softmax baseline: one pass per row (in parallel over rows) for the
+/// maximum, one that writes `exp` and sums it, one that scales.
+fn softmax_fused(x: &Array2<f32>) -> Array2<f32> {
+    let mut y = Array2::<f32>::zeros(x.raw_dim());
+    y.axis_iter_mut(Axis(0)).into_par_iter().zip(x.axis_iter(Axis(0))).for_each(|(mut out, row)| {
+        let m = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let mut total = 0.0f32;
+        for (o, v) in out.iter_mut().zip(row.iter()) {
+            *o = (v - m).exp();
+            total += *o;
+        }
+        let inv = 1.0 / total;
+        out.iter_mut().for_each(|o| *o *= inv);
+    });
+    y
+}
+
+fn softmax_case(n: usize, c: usize) -> Case {
+    let x = Array2::from_shape_vec((n, c), data(n * c, 6)).unwrap();
+    let x2 = x.clone();
+    Case {
+        group: "softmax",
+        param: format!("n{n}_c{c}"),
+        label: format!("softmax {n}x{c}"),
+        // max, subtract, exp (counted as one), sum, divide.
+        flops: 5.0 * (n * c) as f64,
+        baseline_name: "fused loop",
+        einlang: Box::new(move || softmax(&x).expect("softmax").into_dyn()),
+        baseline: Box::new(move || softmax_fused(&x2).into_dyn()),
+        first_einlang: Duration::ZERO,
+        first_baseline: Duration::ZERO,
+    }
+}
+
 fn time_once(f: &Kernel) -> (Duration, ArrayD<f32>) {
     let start = Instant::now();
     let out = black_box(f());
@@ -232,9 +276,15 @@ fn main() {
     let test_mode = flag("--test") || !flag("--bench");
 
     let mut cases = if test_mode {
-        vec![matmul_case(64), matmul_case(96), conv_case(3, 16, 4, 3), einsum_case(2, 32)]
+        vec![matmul_case(64), matmul_case(96), conv_case(3, 16, 4, 3), einsum_case(2, 32), softmax_case(8, 16)]
     } else {
-        vec![matmul_case(512), matmul_case(1024), conv_case(16, 64, 32, 3), einsum_case(8, 256)]
+        vec![
+            matmul_case(512),
+            matmul_case(1024),
+            conv_case(16, 64, 32, 3),
+            einsum_case(8, 256),
+            softmax_case(4096, 1024),
+        ]
     };
     for case in &mut cases {
         check(case);
@@ -245,7 +295,7 @@ fn main() {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .configure_from_args();
-    for group_name in ["matmul", "conv2d", "einsum"] {
+    for group_name in ["matmul", "conv2d", "einsum", "softmax"] {
         let mut group = criterion.benchmark_group(group_name);
         group
             .sample_size(10)

@@ -263,7 +263,7 @@ fn gemm(p: &Product, out: VarId, reference: TensorDef) -> Gemm {
 }
 
 /// Replaces the expression at `path` below `e` with `with`, returning it.
-fn replace_at(e: &mut Expr, path: &[usize], with: &mut Option<Expr>) -> Option<Expr> {
+pub(super) fn replace_at(e: &mut Expr, path: &[usize], with: &mut Option<Expr>) -> Option<Expr> {
     let Some((&i, rest)) = path.split_first() else {
         return Some(std::mem::replace(e, with.take()?));
     };
@@ -278,7 +278,7 @@ fn replace_at(e: &mut Expr, path: &[usize], with: &mut Option<Expr>) -> Option<E
 }
 
 /// Renames the variables `e` reads by `map`.
-fn rename(e: &mut Expr, map: &HashMap<VarId, VarId>) {
+pub(super) fn rename(e: &mut Expr, map: &HashMap<VarId, VarId>) {
     if let ExprKind::Var(v) = &mut e.kind {
         if let Some(to) = map.get(v) {
             *v = *to;
@@ -289,7 +289,7 @@ fn rename(e: &mut Expr, map: &HashMap<VarId, VarId>) {
 
 /// Records the cost of `def`, and of the definitions inside it, again
 /// after a part of its body changed.
-fn recost(def: &mut TensorDef) {
+pub(super) fn recost(def: &mut TensorDef) {
     recost_expr(&mut def.body);
     def.cost_per_point = expr_cost(&def.body);
 }

@@ -2,15 +2,17 @@
 //!
 //! Lowering states what the program computes; the passes here choose how
 //! it is computed where that choice does not depend on the back end: which
-//! definitions are matrix products (`gemm`). Each pass is small, rewrites
-//! one function at a time, and leaves a valid program: `optimize` validates
-//! the IR after every pass, and the driver reports a failure as an internal
-//! compiler error naming the pass.
+//! definitions are matrix products (`gemm`), and which reductions are
+//! computed once per point of the axes they depend on (`hoist`). Each pass
+//! is small, rewrites one function at a time, and leaves a valid program:
+//! `optimize` validates the IR after every pass, and the driver reports a
+//! failure as an internal compiler error naming the pass.
 //!
 //! This stage imports only `ir` and `base`; back ends import it, never the
 //! other way round.
 
 pub mod gemm;
+pub mod hoist;
 
 #[cfg(test)]
 mod tests;
@@ -18,7 +20,7 @@ mod tests;
 use crate::ir;
 
 /// The passes, in the order they run.
-const PASSES: &[Pass] = &[("gemm", gemm::run)];
+const PASSES: &[Pass] = &[("gemm", gemm::run), ("hoist", hoist::run)];
 
 /// A pass: its name (for errors) and what it does to one function.
 type Pass = (&'static str, fn(&mut ir::Function));

@@ -210,3 +210,48 @@ fn unproven_reads_are_no_gemm() {
         }",
     );
 }
+
+/// The passes' output for `src`, checked to hold (or not) a hoisted
+/// temporary.
+fn hoisted(src: &str) -> String {
+    ir::pretty::pretty_program(&optimized(src))
+}
+
+#[test]
+fn a_reduction_over_fewer_axes_is_computed_once_per_point_of_them() {
+    // Row sums of softmax: once per row, not once per element.
+    let out = hoisted("pub fn sm(e: [f32; N, C]) -> [f32; N, C] { let y[n, c] = e[n, c] / sum[k](e[n, k]); y }");
+    assert!(
+        out.contains("tensor y_red[n_2 in 0..N]: f32 (cost 257) = sum[k in 0..C] read e[n_2, k] unchecked"),
+        "{out}"
+    );
+    assert!(out.contains("= (read e[n, c] unchecked) / (read y_red[n] unchecked)"), "{out}");
+    // Column sums, the other axis.
+    let out = hoisted("pub fn cs(x: [f64; N, M]) -> [f64; N, M] { let y[i, j] = x[i, j] - sum[r](x[r, j]); y }");
+    assert!(out.contains("tensor y_red[j_2 in 0..M]: f64"), "{out}");
+    // A reduction that reads no axis is a scalar `let`.
+    let out = hoisted("pub fn nz(x: [f32; N]) -> [f32; N] { let y[i] = x[i] / sum[k](x[k]); y }");
+    assert!(out.contains("let y_red: f32 = sum[k in 0..N] read x[k] unchecked"), "{out}");
+}
+
+#[test]
+fn reductions_that_may_fail_or_depend_on_every_axis_stay() {
+    // Every axis: nothing to save.
+    check_unchanged(
+        "pub fn mm(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] { let c[i, j] = sum[k](a[i, k] * b[k, j] * 2.0); c }",
+    );
+    // Under a condition, which may be what proves its reads.
+    check_unchanged(
+        "pub fn g(x: [f32; N, M]) -> [f32; N, M] { let y[i, j] = if x[i, j] > 0.0 { x[i, j] / max[k](x[i, k]) } else { 0.0 }; y }",
+    );
+    // A read checked at run time may fail where the definition has no points.
+    check_unchanged(
+        "pub fn s(x: [f32; N, M], o: i64) -> [f32; N, M] { let y[i, j] = x[i, j] + sum[k in 0..M](x[i, k + o]); y }",
+    );
+    // Integer division may fail.
+    check_unchanged("pub fn d(x: [i64; N, M]) -> [i64; N, M] { let y[i, j] = x[i, j] + sum[k](100 / x[i, k]); y }");
+    // A definition with its own guard.
+    check_unchanged(
+        "pub fn w(x: [f32; N, M]) -> [f32; N, M] { let y[i, j] = x[i, j] / sum[k](x[i, k]) where i <= j; y }",
+    );
+}
