@@ -33,13 +33,7 @@ use crate::ir::{Axis, Expr, ExprKind, Function, Gemm, Repr, Stmt, TensorDef, Var
 /// Rewrites every qualifying definition of `f`, wherever it is (nested
 /// blocks included).
 pub fn run(f: &mut Function) {
-    let mut body = std::mem::take(&mut f.body);
-    rewrite_stmts(f, &mut body);
-    f.body = body;
-    let unit = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
-    let mut result = std::mem::replace(&mut f.result, unit);
-    rewrite_expr(f, &mut result);
-    f.result = result;
+    super::over_function(f, rewrite_stmts, rewrite_expr);
 }
 
 /// A sum recognized as a matrix product, and where it is in the

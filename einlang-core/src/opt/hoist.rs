@@ -34,13 +34,7 @@ use crate::ir::{Axis, Expr, ExprKind, Function, Repr, Stmt, TensorDef, VarId};
 /// Hoists the qualifying reductions of every definition of `f` (nested
 /// blocks included).
 pub fn run(f: &mut Function) {
-    let mut body = std::mem::take(&mut f.body);
-    rewrite_stmts(f, &mut body);
-    f.body = body;
-    let unit = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
-    let mut result = std::mem::replace(&mut f.result, unit);
-    rewrite_expr(f, &mut result);
-    f.result = result;
+    super::over_function(f, rewrite_stmts, rewrite_expr);
 }
 
 fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {

@@ -25,6 +25,23 @@ const PASSES: &[Pass] = &[("gemm", gemm::run), ("hoist", hoist::run)];
 /// A pass: its name (for errors) and what it does to one function.
 type Pass = (&'static str, fn(&mut ir::Function));
 
+/// Runs a pass's rewrites over `f`: `stmts` on the function's body, `expr`
+/// on its result (for the blocks inside it). The function is at hand for
+/// the new variables a rewrite makes.
+fn over_function(
+    f: &mut ir::Function,
+    stmts: fn(&mut ir::Function, &mut Vec<ir::Stmt>),
+    expr: fn(&mut ir::Function, &mut ir::Expr),
+) {
+    let mut body = std::mem::take(&mut f.body);
+    stmts(f, &mut body);
+    f.body = body;
+    let unit = ir::Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: ir::Repr::Unit };
+    let mut result = std::mem::replace(&mut f.result, unit);
+    expr(f, &mut result);
+    f.result = result;
+}
+
 /// Runs every pass over every function of `program`. The error names the
 /// pass after which the program was invalid, and how.
 pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
