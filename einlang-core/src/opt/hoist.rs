@@ -67,39 +67,36 @@ fn hoist_from(f: &mut Function, def: &mut TensorDef, out: &mut Vec<Stmt>) {
         return;
     }
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
-    let mut changed = false;
-    hoist_in(f, def, &axes, &mut def.body.clone(), &mut Vec::new(), out, &mut changed);
-    if changed {
-        recost(def);
+    let mut found = Vec::new();
+    find(&def.body, &axes, &mut Vec::new(), &mut found);
+    if found.is_empty() {
+        return;
     }
+    // Replacing a reduction by a read leaves the paths of the others as
+    // they are: none is inside another.
+    for (path, used, elem) in found {
+        out.push(hoist(f, def, &path, &used, elem));
+    }
+    recost(def);
 }
 
-/// Walks `e` (a copy of the part of `def.body` at `path`) through
-/// arithmetic, hoisting the qualifying reductions it meets.
-fn hoist_in(
-    f: &mut Function,
-    def: &mut TensorDef,
-    axes: &[VarId],
-    e: &mut Expr,
-    path: &mut Vec<usize>,
-    out: &mut Vec<Stmt>,
-    changed: &mut bool,
-) {
+/// The qualifying reductions reached from `e` (at `path` of the value)
+/// through arithmetic: each one's path, the axes it reads and its type.
+fn find(e: &Expr, axes: &[VarId], path: &mut Vec<usize>, found: &mut Vec<(Vec<usize>, Vec<VarId>, ScalarKind)>) {
     match &e.kind {
         ExprKind::Reduce { .. } => {
             if let (Some(used), Repr::Scalar(elem)) = (hoistable(e, axes), &e.ty) {
-                out.push(hoist(f, def, path, &used, *elem));
-                *changed = true;
+                found.push((path.clone(), used, *elem));
             }
         }
         ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => {
-            let mut children = Vec::new();
-            visit::for_each_child(e, &mut |c| children.push(c.clone()));
-            for (i, mut c) in children.into_iter().enumerate() {
+            let mut i = 0;
+            visit::for_each_child(e, &mut |c| {
                 path.push(i);
-                hoist_in(f, def, axes, &mut c, path, out, changed);
+                find(c, axes, path, found);
                 path.pop();
-            }
+                i += 1;
+            });
         }
         _ => {}
     }
