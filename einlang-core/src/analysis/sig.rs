@@ -296,29 +296,29 @@ impl<'a> Cx<'a> {
             if let Some(e) = extra {
                 d = d.note(e);
             }
-            // Same shape, other element type (`argmax` gives `i64`, the
-            // function declares `i32`): convert, or declare what it is.
+            // One rank: another shape says what the body has (the likely
+            // fix when the declaration was a guess); another element type
+            // (`argmax` gives `i64` where `i32` is declared) how to convert.
             let same_rank = match (found, declared) {
                 (Ty::Scalar(_), Ty::Scalar(_)) => true,
                 (Ty::Tensor(_, a), Ty::Tensor(_, b)) => a.len() == b.len(),
                 _ => false,
             };
-            // Another shape: say what the body has, the likely fix when
-            // the declaration was a guess.
-            if let (Ty::Tensor(kf, df), Ty::Tensor(kd, dd)) = (found, declared) {
-                if kf == kd && df.len() == dd.len() {
+            match (found.elem(), declared.elem()) {
+                (Some(kf), Some(kd)) if same_rank && kf == kd && matches!(found, Ty::Tensor(..)) => {
                     d = d.help(format!(
                         "declare the result as `{}`, or change the body to give `{}`",
                         cx.t.show_ty(found),
                         cx.t.show_ty(declared)
                     ));
                 }
-            }
-            if let (Some(kf), Some(kd), true) = (found.elem(), declared.elem(), same_rank) {
-                if kf != kd && kf != ScalarKind::Bool && kd != ScalarKind::Bool {
-                    let to = format!("(...) as {}", cx.t.show_ty(declared));
-                    d = d.help(format!("convert the result with `{to}`, or declare the type the body has"));
+                (Some(kf), Some(kd)) if same_rank && kf != kd && kf != ScalarKind::Bool && kd != ScalarKind::Bool => {
+                    d = d.help(format!(
+                        "convert the result with `(...) as {}`, or declare the type the body has",
+                        cx.t.show_ty(declared)
+                    ));
                 }
+                _ => {}
             }
             cx.err(d);
         };
