@@ -38,8 +38,8 @@ const MIN_BLOCKS: usize = 64;
 
 /// Allocates a tensor of `shape` in standard (row-major) layout and fills it
 /// by calling `body(first, chunk)` on consecutive chunks of its elements, in
-/// parallel when `parallel` is set and the work estimate
-/// (`elements * cost_per_point`) is above [`PAR_THRESHOLD`].
+/// in parallel when the work estimate (`elements * cost_per_point`) is
+/// above [`PAR_THRESHOLD`].
 ///
 /// For rank 2 and more, each chunk is one index of the outermost axis (a
 /// "row" holding all inner axes) and `first` is that index. For rank 1, a
@@ -52,13 +52,7 @@ const MIN_BLOCKS: usize = 64;
 /// `body` is called only with non-empty chunks, so every inner axis length
 /// is at least 1 inside it. A shape whose size overflows `isize` (in bytes)
 /// is an `Error::Extent`, not a panic. Stops at the first error.
-pub fn fill<T, D, Sh, F>(
-    function: &str,
-    shape: Sh,
-    cost_per_point: u64,
-    parallel: bool,
-    body: F,
-) -> Result<Array<T, D>, Error>
+pub fn fill<T, D, Sh, F>(function: &str, shape: Sh, cost_per_point: u64, body: F) -> Result<Array<T, D>, Error>
 where
     T: Clone + Default + Send,
     D: Dimension,
@@ -85,7 +79,7 @@ where
     if len == 0 {
         return Ok(out);
     }
-    let work = if parallel { len.saturating_mul(usize::try_from(cost_per_point).unwrap_or(usize::MAX)) } else { 0 };
+    let work = len.saturating_mul(usize::try_from(cost_per_point).unwrap_or(usize::MAX));
     // Every product of axis lengths fits now (none is zero, all fit in `len`).
     let row_len = match ndim {
         0 => 1,
@@ -128,7 +122,7 @@ mod tests {
 
     #[test]
     fn fill_rank_2_by_rows() {
-        let a = fill("f", [3, 2], 1, true, |i, row: &mut [usize]| {
+        let a = fill("f", [3, 2], 1, |i, row: &mut [usize]| {
             for (j, v) in row.iter_mut().enumerate() {
                 *v = i * 10 + j;
             }
@@ -141,7 +135,7 @@ mod tests {
     #[test]
     fn fill_rank_1_by_blocks_and_rank_0() {
         let n = BLOCK_LEN * 2 + 3;
-        let a = fill("f", [n], 1_000, true, |first, block: &mut [usize]| {
+        let a = fill("f", [n], 1_000, |first, block: &mut [usize]| {
             for (p, v) in block.iter_mut().enumerate() {
                 *v = first + p;
             }
@@ -149,7 +143,7 @@ mod tests {
         })
         .unwrap();
         assert!(a.iter().enumerate().all(|(i, v)| *v == i));
-        let s = fill("f", [], 1, false, |first, one: &mut [f32]| {
+        let s = fill("f", [], 1, |first, one: &mut [f32]| {
             one[0] = first as f32 + 2.0;
             Ok(())
         })
@@ -159,11 +153,11 @@ mod tests {
 
     #[test]
     fn fill_empty_and_huge_shapes() {
-        let a = fill("f", [0, 1 << 20, 1 << 20], 1, true, |_, _: &mut [f64]| unreachable!()).unwrap();
+        let a = fill("f", [0, 1 << 20, 1 << 20], 1, |_, _: &mut [f64]| unreachable!()).unwrap();
         assert_eq!(a.shape(), &[0, 1 << 20, 1 << 20]);
-        assert!(matches!(fill("f", [0, usize::MAX, 2], 1, true, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
-        assert!(matches!(fill("f", [usize::MAX, 2], 1, true, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
-        assert!(matches!(fill("f", [1 << 62], 1, true, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
+        assert!(matches!(fill("f", [0, usize::MAX, 2], 1, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
+        assert!(matches!(fill("f", [usize::MAX, 2], 1, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
+        assert!(matches!(fill("f", [1 << 62], 1, |_, _: &mut [f64]| Ok(())), Err(Error::Extent { .. })));
     }
 
     #[test]

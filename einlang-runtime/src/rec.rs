@@ -132,14 +132,14 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
 /// (estimated scalar operations of the whole loop) is above
 /// [`crate::par::PAR_THRESHOLD`]. Stops at the first error.
 #[inline]
-pub fn each<F>(start: i64, end: i64, work: usize, parallel: bool, body: F) -> Result<(), Error>
+pub fn each<F>(start: i64, end: i64, work: usize, body: F) -> Result<(), Error>
 where
     F: Fn(i64) -> Result<(), Error> + Sync + Send,
 {
     if end <= start {
         return Ok(());
     }
-    if parallel && work >= crate::par::PAR_THRESHOLD && end - start > 1 {
+    if work >= crate::par::PAR_THRESHOLD && end - start > 1 {
         (start..end).into_par_iter().try_for_each(body)
     } else {
         (start..end).try_for_each(body)
@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn each_stops_at_the_first_error() {
         let seen = AtomicUsize::new(0);
-        let r = each(0, 10, 0, false, |i| {
+        let r = each(0, 10, 0, |i| {
             seen.fetch_add(1, Ordering::SeqCst);
             if i == 3 {
                 Err(Error::Assert { function: "t".into(), message: "stop".into() })

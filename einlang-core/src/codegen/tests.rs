@@ -763,7 +763,6 @@ fn matmul_with_reduction() {
                         "matmul",
                         [M as usize, N as usize],
                         3,
-                        true,
                         |__pos_i, __row_c| {
                             let i: i64 = __pos_i as i64;
                             for __slot_c in __row_c.iter_mut() {
@@ -849,7 +848,6 @@ fn matmul_all_checked() {
                         "matmul",
                         [M as usize, N as usize],
                         3,
-                        true,
                         |__pos_i, __row_c| {
                             let i: i64 = __pos_i as i64;
                             for __slot_c in __row_c.iter_mut() {
@@ -945,7 +943,6 @@ fn guarded_definition_with_where_binding() {
                     "upper_relu",
                     [N as usize, N as usize],
                     2,
-                    true,
                     |__pos_i, __row_u| {
                         let i: i64 = __pos_i as i64;
                         for (__pos_j, __slot_u) in __row_u.iter_mut().enumerate() {
@@ -1119,7 +1116,6 @@ fn strided_checked_read() {
                     "every_other",
                     [__rt::shape::extent("every_other", "m", m)?],
                     1,
-                    true,
                     |__first_y, __block_y| {
                         for (__pos_i, __slot_y) in __block_y.iter_mut().enumerate() {
                             let i: i64 = (__first_y + __pos_i) as i64;
@@ -1213,7 +1209,6 @@ fn rank_one_with_runtime_extent() {
                     "conv1d",
                     [len_t as usize],
                     2,
-                    true,
                     |__first_y, __block_y| {
                         for (__pos_t, __slot_y) in __block_y.iter_mut().enumerate() {
                             let t: i64 = (__first_y + __pos_t) as i64;
@@ -1305,7 +1300,6 @@ fn rank_three_with_offset_axis() {
                     "shift3",
                     __shape_y,
                     2,
-                    true,
                     |__pos_b, __row_y| {
                         let b: i64 = __pos_b as i64;
                         for (__pos_i, __chunk_y_i) in __row_y
@@ -1411,7 +1405,6 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                     "stats",
                     [B as usize],
                     1,
-                    true,
                     |__first_am, __block_am| {
                         for (__pos_b, __slot_am) in __block_am.iter_mut().enumerate() {
                             let b: i64 = (__first_am + __pos_b) as i64;

@@ -208,11 +208,10 @@ impl FnCx<'_> {
             let i = self.ident(l.index)?;
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
             if k == 0 {
-                // The clause's loops are independent: the outermost may be
-                // split across threads.
-                let parallel = true;
+                // The clause's loops are independent: the runtime splits the
+                // outermost across threads when the work pays for it.
                 body = quote! {
-                    #rt::rec::each((#start), (#end), #work, #parallel, |#i: i64| {
+                    #rt::rec::each((#start), (#end), #work, |#i: i64| {
                         let #store = #store;
                         #body
                         Ok(())

@@ -1,7 +1,7 @@
 //! Pointwise tensor definitions: a loop nest writing a fresh array.
 //!
 //! ```text
-//! let c: Array<f32, Ix2> = __rt::par::fill("f", [M as usize, N as usize], 3, true, |__pos_i, __row_c| {
+//! let c: Array<f32, Ix2> = __rt::par::fill("f", [M as usize, N as usize], 3, |__pos_i, __row_c| {
 //!     let i: i64 = __pos_i as i64;
 //!     for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
 //!         let j: i64 = __pos_j as i64;
@@ -172,12 +172,11 @@ impl FnCx<'_> {
         };
         self.repr.insert(def.var, Ownership::Owned);
         let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
-        // The points of a definition are independent: its outermost axis
-        // may always be split across threads.
-        let parallel = true;
+        // The points of a definition are independent: the runtime splits
+        // its outermost axis across threads when the work pays for it.
         Ok(quote! {
             #shape_binding
-            let #name: #array = #rt::par::fill(#fname, #shape, #cost, #parallel, #closure)?;
+            let #name: #array = #rt::par::fill(#fname, #shape, #cost, #closure)?;
         })
     }
 
