@@ -59,24 +59,24 @@ pub(super) fn run(hir: &mut crate::hir::Hir, cx: &Cx, ty_x: &Ty) -> Result<(Vec<
                                 Slot::Var { def, range: Some(f.b.range(zero, hi)) }
                             })
                             .collect();
-                        f.clause(tv, &slots, &[], body, point)?
+                        f.clause(v, tv, &slots, &[], body, point)?
                     }
                     _ => {
                         let point = Point::new(f.b.hir, vec![value], &[]);
-                        f.clause(tv, &[], &[], value, point)?
+                        f.clause(v, tv, &[], &[], value, point)?
                     }
                 }
                 .map(Stmt::Indexed)
             }
             Stmt::Indexed(d) => {
                 let point = Point::new(f.b.hir, roots(d), &d.wheres);
-                f.clause(tv, &d.slots, &d.wheres, d.body, point)?.map(Stmt::Indexed)
+                f.clause(v, tv, &d.slots, &d.wheres, d.body, point)?.map(Stmt::Indexed)
             }
             Stmt::Recurrence(r) => {
                 let mut clauses = Vec::new();
                 for d in &r.clauses {
                     let point = Point::new(f.b.hir, roots(d), &d.wheres);
-                    if let Some(c) = f.clause(tv, &d.slots, &d.wheres, d.body, point)? {
+                    if let Some(c) = f.clause(v, tv, &d.slots, &d.wheres, d.body, point)? {
                         clauses.push(c);
                     }
                 }
@@ -187,6 +187,7 @@ impl Fwd<'_, '_> {
     /// tangent is zero there.
     fn clause(
         &mut self,
+        v: DefId,
         tv: DefId,
         slots: &[Slot],
         wheres: &[Where],
@@ -202,11 +203,20 @@ impl Fwd<'_, '_> {
         };
         let mut c = Copier::with(point.locals.clone());
         let mut new_slots = Vec::new();
-        for s in slots {
+        for (axis, s) in slots.iter().enumerate() {
             new_slots.push(match s {
                 Slot::Var { def, range } => {
-                    let range = range.as_ref().map(|r| c.range(self.b.hir, r));
-                    Slot::Var { def: c.bind(self.b.hir, *def), range }
+                    // Reads of the primal may vanish from the tangent (a
+                    // one-hot), so every range is explicit.
+                    let range = match range {
+                        Some(r) => c.range(self.b.hir, r),
+                        None => {
+                            let zero = self.b.int(0);
+                            let hi = self.b.extent(v, axis);
+                            self.b.range(zero, hi)
+                        }
+                    };
+                    Slot::Var { def: c.bind(self.b.hir, *def), range: Some(range) }
                 }
                 other => other.clone(),
             });

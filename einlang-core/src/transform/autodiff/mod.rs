@@ -81,7 +81,16 @@ pub fn step(hir: &mut Hir, tables: &Tables, diags: &mut Diagnostics) {
 fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), Diagnostic> {
     let span = hir.span(found.req);
     let tape = tape(hir, f, &found.levels);
-    let act = Activity::of(hir, tables, &tape, found.target, found.wrt);
+    let ty = |d: DefId| tables.def_ty.get(&d).cloned().unwrap_or(Ty::Error);
+    // Requests of the same scalar target in the same statement share one
+    // backward sweep (`(@l / @w1, @l / @b1)`).
+    let siblings: Vec<(ExprId, DefId)> = if matches!(ty(found.target), Ty::Scalar(_)) {
+        same_target(hir, f, found)
+    } else {
+        vec![(found.req, found.wrt)]
+    };
+    let sources: Vec<DefId> = siblings.iter().map(|s| s.1).collect();
+    let act = Activity::of(hir, tables, &tape, found.target, &sources);
     if found.target != found.wrt && !act.varied.contains(&found.target) {
         let (y, x) = (hir.name(found.target).to_string(), hir.name(found.wrt).to_string());
         return Err(Diagnostic::error(span, format!("`{y}` does not depend on `{x}`"))
@@ -91,15 +100,19 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     if inline::one(hir, tables, f, &tape, &act, span)? {
         return Ok(());
     }
-    let ty = |d: DefId| tables.def_ty.get(&d).cloned().unwrap_or(Ty::Error);
     let (ty_y, ty_x) = (ty(found.target), ty(found.wrt));
-    let cx = Cx { tables, tape: &tape, act: &act, span, y: found.target, x: found.wrt };
-    let (stmts, result) = match ty_y {
+    let cx = Cx { tables, tape: &tape, act: &act, span, y: found.target, x: found.wrt, xs: &sources };
+    let (stmts, results) = match ty_y {
         Ty::Scalar(_) => reverse::run(hir, &cx)?,
-        Ty::Tensor(..) => forward::run(hir, &cx, &ty_x)?,
+        Ty::Tensor(..) => {
+            let (stmts, r) = forward::run(hir, &cx, &ty_x)?;
+            (stmts, vec![r])
+        }
         _ => return Err(Diagnostic::bug(span, "a derivative of a value that is not a float")),
     };
-    hir.exprs[found.req].kind = ExprKind::Def(result);
+    for ((req, _), result) in siblings.iter().zip(results) {
+        hir.exprs[*req].kind = ExprKind::Def(result);
+    }
     let last = *found.levels.last().ok_or_else(|| Diagnostic::bug(span, "a request outside any block"))?;
     edit_block(hir, f, last.block, |_, b| {
         let at = last.stmt.min(b.stmts.len());
@@ -116,6 +129,8 @@ pub(super) struct Cx<'a> {
     pub span: Span,
     pub y: DefId,
     pub x: DefId,
+    /// Every source answered by this sweep (`x` first).
+    pub xs: &'a [DefId],
 }
 
 impl Cx<'_> {
@@ -185,13 +200,13 @@ pub(super) struct Activity {
 }
 
 impl Activity {
-    fn of(hir: &Hir, tables: &Tables, tape: &[TapeStmt], y: DefId, x: DefId) -> Activity {
+    fn of(hir: &Hir, tables: &Tables, tape: &[TapeStmt], y: DefId, xs: &[DefId]) -> Activity {
         let float = |d: DefId| tables.def_ty.get(&d).and_then(Ty::elem).is_some_and(|k| k.is_float());
-        let mut varied = HashSet::from([x]);
+        let mut varied: HashSet<DefId> = xs.iter().copied().collect();
         let reads: Vec<HashSet<DefId>> = tape.iter().map(|t| reads(hir, &t.stmt)).collect();
         for (t, r) in tape.iter().zip(&reads) {
             if let Some(v) = defined(&t.stmt) {
-                if v != x && float(v) && r.iter().any(|d| varied.contains(d)) {
+                if !xs.contains(&v) && float(v) && r.iter().any(|d| varied.contains(d)) {
                     varied.insert(v);
                 }
             }
@@ -199,7 +214,7 @@ impl Activity {
         let mut useful = HashSet::from([y]);
         for (t, r) in tape.iter().zip(&reads).rev() {
             if let Some(v) = defined(&t.stmt) {
-                if useful.contains(&v) && v != x {
+                if useful.contains(&v) {
                     useful.extend(r.iter().copied());
                 }
             }
@@ -207,6 +222,33 @@ impl Activity {
         let active = varied.intersection(&useful).copied().collect();
         Activity { varied, active }
     }
+}
+
+/// The request `found` and the other requests of its target in the same
+/// statement, with their sources (distinct).
+fn same_target(hir: &Hir, f: FnId, found: &Found) -> Vec<(ExprId, DefId)> {
+    let mut out = vec![(found.req, found.wrt)];
+    let Some(last) = found.levels.last() else { return out };
+    let (stmts, tail) = match last.block {
+        BlockLoc::Body => (&hir.fns[f].body.stmts, hir.fns[f].body.tail),
+        BlockLoc::Expr(e) => match &hir.exprs[e].kind {
+            ExprKind::Block(b) => (&b.stmts, b.tail),
+            _ => return out,
+        },
+    };
+    let mut roots = Vec::new();
+    match stmts.get(last.stmt) {
+        Some(s) => hir::stmt_operands(s, &mut roots),
+        None => roots.extend(tail),
+    }
+    for e in hir.reachable(roots) {
+        if let ExprKind::Deriv { target, wrt } = hir.exprs[e].kind {
+            if e != found.req && target == found.target && !out.iter().any(|o| o.1 == wrt) {
+                out.push((e, wrt));
+            }
+        }
+    }
+    out
 }
 
 /// The first request in `f`, in source order.

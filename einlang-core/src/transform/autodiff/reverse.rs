@@ -35,6 +35,9 @@ pub(super) struct Var {
     pub def: DefId,
     pub lo: ExprId,
     pub hi: ExprId,
+    /// For a statement's own slot: the binding and axis it ranges over
+    /// exactly.
+    pub extent_of: Option<(DefId, usize)>,
 }
 
 /// The index variables and conditions around a point of a statement.
@@ -68,6 +71,12 @@ pub(super) struct Point {
     pub kinds: HashMap<ExprId, ScalarKind>,
     pub intrinsics: HashMap<ExprId, Intrinsic>,
     pub roots: Vec<ExprId>,
+    /// The statement's body and a read of its value at the point: a rule
+    /// that needs the body's value (`exp`, `tanh`, `sqrt`, `a / b`) reads
+    /// the primal instead of computing it again.
+    pub value_of: Option<(ExprId, ExprId)>,
+    /// How many variables the statement's own slots put in the context.
+    pub top: usize,
     depends: HashMap<ExprId, bool>,
 }
 
@@ -98,7 +107,23 @@ impl Point {
                 _ => {}
             }
         }
-        Point { locals, kinds: HashMap::new(), intrinsics: HashMap::new(), roots, depends: HashMap::new() }
+        Point {
+            locals,
+            kinds: HashMap::new(),
+            intrinsics: HashMap::new(),
+            roots,
+            value_of: None,
+            top: 0,
+            depends: HashMap::new(),
+        }
+    }
+
+    /// The value of `e`: a read of the primal when `e` is the whole body.
+    pub fn value(&self, e: ExprId) -> ExprId {
+        match self.value_of {
+            Some((body, read)) if body == e => read,
+            _ => e,
+        }
     }
 
     /// The float kind of `e`, if it is a float.
@@ -131,9 +156,14 @@ impl Point {
 
     /// Bounds of a reduction variable: its range, or the extent of an axis
     /// it reads plainly (`x[.., k, ..]`).
-    pub fn bounds(&self, b: &mut Build, var: DefId, range: &Option<Range>) -> Option<(ExprId, ExprId)> {
+    pub fn bounds(&self, b: &mut Build, cx: &Cx, var: DefId, range: &Option<Range>) -> Option<(ExprId, ExprId)> {
         if let Some(r) = range {
             return Some((r.start, r.end));
+        }
+        if let Some(r) = cx.tables.ranges.get(&var) {
+            if let (Some(lo), Some(hi)) = (dim_expr(b, &r.start), dim_expr(b, &r.end)) {
+                return Some((lo, hi));
+            }
         }
         for e in b.hir.reachable(self.roots.iter().copied()) {
             let ExprKind::Index { base, args } = &b.hir.exprs[e].kind else { continue };
@@ -167,7 +197,8 @@ impl Point {
     }
 }
 
-pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, DefId), Diagnostic> {
+/// The statements of the sweep and the adjoint of each of `cx.xs`.
+pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Diagnostic> {
     let span = cx.span;
     let k_y = match cx.def_ty(cx.y) {
         Ty::Scalar(k) => k,
@@ -176,12 +207,16 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, DefId), Diagnost
     let mut r = Rev { b: Build { hir, span }, cx, adj: HashMap::new(), out: Vec::new() };
     let one = r.b.float(1.0, k_y);
     r.adjoint(cx.y).terms.push(one);
+    let mut done: HashMap<DefId, DefId> = HashMap::new();
     for t in cx.tape.iter().rev() {
         let Some(v) = super::defined(&t.stmt) else { continue };
-        if v == cx.x || !cx.act.active.contains(&v) {
+        if !cx.act.active.contains(&v) {
             continue;
         }
         let Some(dv) = r.emit(v) else { continue };
+        if cx.xs.contains(&v) {
+            done.insert(v, dv);
+        }
         match &t.stmt {
             Stmt::Let { value, .. } => {
                 let value = *value;
@@ -209,13 +244,19 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, DefId), Diagnost
             Stmt::Expr(_) => {}
         }
     }
-    let k_x = cx.def_ty(cx.x).elem().unwrap_or(k_y);
-    let dx = match r.emit(cx.x) {
-        Some(d) => d,
-        None => r.zeros(cx.x, k_x),
-    };
-    let result = if k_x == k_y { dx } else { r.cast_all(cx.x, dx, k_y) };
-    Ok((r.out, result))
+    let mut results = Vec::new();
+    for &x in cx.xs {
+        let k_x = cx.def_ty(x).elem().unwrap_or(k_y);
+        let dx = match done.get(&x) {
+            Some(&d) => d,
+            None => match r.emit(x) {
+                Some(d) => d,
+                None => r.zeros(x, k_x),
+            },
+        };
+        results.push(if k_x == k_y { dx } else { r.cast_all(x, dx, k_y) });
+    }
+    Ok((r.out, results))
 }
 
 fn hir_name(r: &Rev, d: DefId) -> String {
@@ -370,7 +411,8 @@ impl Rev<'_, '_> {
                             (zero, self.b.extent(v, axis))
                         }
                     };
-                    ctx.vars.push(Var { def: *def, lo, hi });
+                    let extent_of = if range.as_ref().is_some_and(|r| !is_placeholder(self.b.hir, r)) { None } else { Some((v, axis)) };
+                    ctx.vars.push(Var { def: *def, lo, hi, extent_of });
                     at.push(self.b.def(*def));
                 }
                 Slot::Lit(n, _) => at.push(self.b.int(*n)),
@@ -382,7 +424,12 @@ impl Rev<'_, '_> {
                 ctx.guards.push(*g);
             }
         }
-        let seed = self.b.index(dv, at);
+        let seed = self.b.index(dv, at.clone());
+        if !at.is_empty() || slots.is_empty() {
+            let read = self.b.index(v, at);
+            point.value_of = Some((body, read));
+        }
+        point.top = ctx.vars.len();
         let mut terms = Vec::new();
         self.rev(&mut point, body, seed, &ctx, &mut terms)?;
         for t in terms {
@@ -441,7 +488,8 @@ impl Rev<'_, '_> {
                 BinOp::Div => {
                     let da = self.b.div(adj, b);
                     self.rev(p, a, da, ctx, out)?;
-                    let q = self.b.mul(adj, e);
+                    let value = p.value(e);
+                    let q = self.b.mul(adj, value);
                     let q = self.b.div(q, b);
                     let db = self.b.neg(q);
                     self.rev(p, b, db, ctx, out)?;
@@ -466,13 +514,18 @@ impl Rev<'_, '_> {
                 return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
             }
             ExprKind::Reduce { op, vars, wheres, body } => {
+                let adj = if ctx.vars.len() == p.top && p.top > 0 && !self.is_read(adj) {
+                    self.materialize(p, adj, ctx, k)
+                } else {
+                    adj
+                };
                 let mut inner = ctx.clone();
                 for v in &vars {
-                    let (lo, hi) = p.bounds(&mut self.b, v.def, &v.range).ok_or_else(|| {
+                    let (lo, hi) = p.bounds(&mut self.b, self.cx, v.def, &v.range).ok_or_else(|| {
                         Diagnostic::error(span, "cannot differentiate: a reduction variable has no range to sum the adjoint over")
                             .help("give the reduction variable an explicit range: `sum[k in 0..n](...)`")
                     })?;
-                    inner.vars.push(Var { def: v.def, lo, hi });
+                    inner.vars.push(Var { def: v.def, lo, hi, extent_of: None });
                 }
                 for w in &wheres {
                     if let Where::Guard(g) = w {
@@ -548,6 +601,40 @@ impl Rev<'_, '_> {
         Ok(())
     }
 
+    fn is_read(&self, e: ExprId) -> bool {
+        match &self.b.hir.exprs[e].kind {
+            ExprKind::Def(_) => true,
+            ExprKind::Index { base, .. } => matches!(self.b.hir.exprs[*base].kind, ExprKind::Def(_)),
+            _ => false,
+        }
+    }
+
+    /// Binds the adjoint reaching a reduction to a tensor over the
+    /// statement's points, so that the reduction's own adjoint is a plain
+    /// contraction (a GEMM where the primal was one) instead of recomputing
+    /// the elementwise chain for every term of the sum.
+    fn materialize(&mut self, p: &Point, adj: ExprId, ctx: &Ctx, k: ScalarKind) -> ExprId {
+        let span = self.b.span;
+        let mut c = Copier::with(p.locals.clone());
+        let mut slots = Vec::new();
+        for v in &ctx.vars {
+            let lo = c.expr(self.b.hir, v.lo);
+            let hi = c.expr(self.b.hir, v.hi);
+            let def = c.bind(self.b.hir, v.def);
+            slots.push(Slot::Var { def, range: Some(self.b.range(lo, hi)) });
+        }
+        let body = c.expr(self.b.hir, adj);
+        let guards: Vec<ExprId> = ctx.guards.iter().map(|g| c.expr(self.b.hir, *g)).collect();
+        let body = match self.b.all(&guards) {
+            Some(g) => self.b.select(g, body, k),
+            None => body,
+        };
+        let def = self.b.hir.alloc_def("g", DefKind::Local, span);
+        self.out.push(Stmt::Indexed(IndexedDef { def, slots, wheres: Vec::new(), body, span }));
+        let args = ctx.vars.iter().map(|v| self.b.def(v.def)).collect();
+        self.b.index(def, args)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn rev_call(
         &mut self,
@@ -560,7 +647,8 @@ impl Rev<'_, '_> {
         ctx: &Ctx,
         out: &mut Vec<Term>,
     ) -> Result<(), Diagnostic> {
-        let partials = rules::intrinsic(&mut self.b, f, args, e, k);
+        let value = p.value(e);
+        let partials = rules::intrinsic(&mut self.b, f, args, value, k);
         for (&a, part) in args.iter().zip(partials) {
             let Some(part) = part else { continue };
             let da = match part {
@@ -586,7 +674,7 @@ impl Rev<'_, '_> {
                     let pa = self.b.def(pv[a]);
                     solved.insert(v, pa);
                     done[a] = true;
-                    if !self.same_extent(v, t.u, a) {
+                    if !self.same_extent(&vars[&v], t.u, a) {
                         guards.push(self.in_range(&vars[&v]));
                     }
                 }
@@ -640,10 +728,18 @@ impl Rev<'_, '_> {
     }
 
     /// Whether `v` ranges exactly over axis `axis` of `u`.
-    fn same_extent(&self, v: DefId, u: DefId, axis: usize) -> bool {
-        let Ty::Tensor(_, dims) = self.cx.def_ty(u) else { return false };
-        let Some(extent) = dims.get(axis) else { return false };
-        self.cx.tables.ranges.get(&v) == Some(&IndexRange { start: Dim::zero(), end: extent.clone() })
+    fn same_extent(&self, v: &Var, u: DefId, axis: usize) -> bool {
+        let dim = |t: DefId, a: usize| match self.cx.def_ty(t) {
+            Ty::Tensor(_, dims) => dims.get(a).cloned(),
+            _ => None,
+        };
+        let Some(extent) = dim(u, axis) else { return false };
+        if let Some((t, a)) = v.extent_of {
+            if dim(t, a).as_ref() == Some(&extent) {
+                return true;
+            }
+        }
+        self.cx.tables.ranges.get(&v.def) == Some(&IndexRange { start: Dim::zero(), end: extent })
     }
 
     /// `lo <= v && v < hi`, in terms of the primal variable (substituted
@@ -707,6 +803,23 @@ impl Rev<'_, '_> {
     fn mentions(&self, e: ExprId, d: DefId) -> bool {
         self.b.hir.reachable([e]).into_iter().any(|x| matches!(self.b.hir.exprs[x].kind, ExprKind::Def(v) if v == d))
     }
+}
+
+/// A dimension as an expression, when it is a constant or one dimension
+/// symbol or integer parameter (others come from reads instead).
+fn dim_expr(b: &mut Build, d: &Dim) -> Option<ExprId> {
+    if let Some(c) = d.as_constant() {
+        return Some(b.int(c));
+    }
+    let v = d.as_var()?;
+    if v.0 >= crate::analysis::HIDDEN_DIM_BASE {
+        return None;
+    }
+    let def = DefId::from_raw(v.0);
+    if def.index() >= b.hir.defs.len() || !matches!(b.hir.defs[def].kind, DefKind::Dim | DefKind::Param) {
+        return None;
+    }
+    Some(b.def(def))
 }
 
 /// A placeholder range of `pointwise_slots` (0..0): the binding's extent.
