@@ -19,6 +19,17 @@ pub(super) struct Copier {
     pub subst: HashMap<DefId, ExprId>,
     /// Names bound inside the copied code, to their fresh copies.
     pub map: HashMap<DefId, DefId>,
+    /// Reads of one tensor become reads of another with one axis reversed.
+    pub reindex: Option<Reindex>,
+}
+
+/// `from[.., e, ..]` (e at `axis`) becomes `to[.., last - e, ..]`.
+#[derive(Clone, Copy)]
+pub(super) struct Reindex {
+    pub from: DefId,
+    pub to: DefId,
+    pub axis: usize,
+    pub last: ExprId,
 }
 
 impl Copier {
@@ -145,8 +156,16 @@ impl Copier {
                 ExprKind::Call { callee, callee_span, args }
             }
             ExprKind::Index { base, args } => {
-                let base = self.expr(hir, base);
-                ExprKind::Index { base, args: args.iter().map(|a| self.expr(hir, *a)).collect() }
+                let mut args: Vec<ExprId> = args.iter().map(|a| self.expr(hir, *a)).collect();
+                let base = match (self.reindex, &hir.exprs[base].kind) {
+                    (Some(r), ExprKind::Def(d)) if *d == r.from && r.axis < args.len() => {
+                        let last = self.expr(hir, r.last);
+                        args[r.axis] = hir.alloc_expr(ExprKind::Binary(crate::base::ops::BinOp::Sub, last, args[r.axis]), span);
+                        hir.alloc_expr(ExprKind::Def(r.to), span)
+                    }
+                    _ => self.expr(hir, base),
+                };
+                ExprKind::Index { base, args }
             }
             ExprKind::Array(xs) => ExprKind::Array(xs.iter().map(|a| self.expr(hir, *a)).collect()),
             ExprKind::Jagged(xs) => ExprKind::Jagged(xs.iter().map(|a| self.expr(hir, *a)).collect()),

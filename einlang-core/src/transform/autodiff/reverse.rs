@@ -16,7 +16,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::build::Build;
-use super::copy::Copier;
+use super::copy::{Copier, Reindex};
 use super::rules::{self, Partial};
 use super::Cx;
 use crate::analysis::{IndexRange, Ty};
@@ -26,7 +26,7 @@ use crate::base::ops::{BinOp, Lit, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
 use crate::diag::Diagnostic;
 use crate::hir::{
-    Callee, DefId, DefKind, ExprId, ExprKind, Hir, IndexedDef, Range, RedVar, Slot, Stmt, Where,
+    Callee, DefId, DefKind, ExprId, ExprKind, Hir, IndexedDef, Range, Recurrence, RedVar, Slot, Stmt, Where,
 };
 
 /// An index variable with its bounds (expressions of the primal program).
@@ -204,13 +204,21 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Dia
         Ty::Scalar(k) => k,
         _ => return Err(Diagnostic::bug(span, "reverse mode of a tensor target")),
     };
-    let mut r = Rev { b: Build { hir, span }, cx, adj: HashMap::new(), out: Vec::new() };
+    let mut r = Rev { b: Build { hir, span }, cx, adj: HashMap::new(), out: Vec::new(), materialize: true };
     let one = r.b.float(1.0, k_y);
     r.adjoint(cx.y).terms.push(one);
     let mut done: HashMap<DefId, DefId> = HashMap::new();
     for t in cx.tape.iter().rev() {
         let Some(v) = super::defined(&t.stmt) else { continue };
         if !cx.act.active.contains(&v) {
+            continue;
+        }
+        if let Stmt::Recurrence(rec) = &t.stmt {
+            if let Some(dv) = r.recurrence(v, rec)? {
+                if cx.xs.contains(&v) {
+                    done.insert(v, dv);
+                }
+            }
             continue;
         }
         let Some(dv) = r.emit(v) else { continue };
@@ -229,7 +237,7 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Dia
                         let body = pointwise(&mut r.b, cx, &mut point, value, &vars)?;
                         let slots: Vec<Slot> =
                             slots.into_iter().map(|(def, range)| Slot::Var { def, range: Some(range) }).collect();
-                        r.statement_in(v, dv, &slots, &[], body, point)?;
+                        r.statement_in(v, dv, &slots, &[], body, point, &mut Keep::All)?;
                     }
                     _ => return Err(unsupported(span, hir_name(&r, v), "it is not a float scalar or tensor")),
                 }
@@ -238,10 +246,7 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Dia
                 let IndexedDef { slots, wheres, body, .. } = d.clone();
                 r.statement(v, dv, &slots, &wheres, body)?;
             }
-            Stmt::Recurrence(_) => {
-                return Err(unsupported(span, hir_name(&r, v), "reverse mode through recurrences is not built yet; ask for a derivative with respect to a scalar (forward mode) instead"))
-            }
-            Stmt::Expr(_) => {}
+            Stmt::Recurrence(_) | Stmt::Expr(_) => {}
         }
     }
     let mut results = Vec::new();
@@ -272,6 +277,9 @@ struct Rev<'a, 'h> {
     cx: &'a Cx<'a>,
     adj: HashMap<DefId, Adjoint>,
     out: Vec<Stmt>,
+    /// Off while the adjoint being read is not defined yet (the steps of
+    /// an adjoint recurrence).
+    materialize: bool,
 }
 
 impl Rev<'_, '_> {
@@ -377,6 +385,18 @@ impl Rev<'_, '_> {
     }
 
     fn statement(&mut self, v: DefId, dv: DefId, slots: &[Slot], wheres: &[Where], body: ExprId) -> Result<(), Diagnostic> {
+        self.statement_keep(v, dv, slots, wheres, body, &mut Keep::All)
+    }
+
+    fn statement_keep(
+        &mut self,
+        v: DefId,
+        dv: DefId,
+        slots: &[Slot],
+        wheres: &[Where],
+        body: ExprId,
+        keep: &mut Keep,
+    ) -> Result<(), Diagnostic> {
         let mut roots = vec![body];
         for w in wheres {
             match w {
@@ -385,11 +405,149 @@ impl Rev<'_, '_> {
             }
         }
         let point = Point::new(self.b.hir, roots, wheres);
-        self.statement_in(v, dv, slots, wheres, body, point)
+        self.statement_in(v, dv, slots, wheres, body, point, keep)
+    }
+
+    /// Backpropagation through time: the adjoint of a recurrence along its
+    /// sequential axis `t` is itself a recurrence, run backwards. It is
+    /// written over `s = T - 1 - t` (so its reads are backward, as the
+    /// language requires): `r[s] = direct(T-1-s) + sum of the clause
+    /// contributions of steps after t`, then `d_v[t] = r[T - 1 - t]`, and
+    /// only then the clauses' reads of other tensors contribute, reading
+    /// `d_v`. The primal's whole history is kept (its later reads observe
+    /// every step).
+    fn recurrence(&mut self, v: DefId, rec: &Recurrence) -> Result<Option<DefId>, Diagnostic> {
+        let span = self.b.span;
+        let axis = self.time_axis(v, rec)?;
+        let direct: Vec<ExprId> = self.adj.get_mut(&v).map(|a| std::mem::take(&mut a.terms)).unwrap_or_default();
+        let (dv, pvars) = {
+            let a = self.adjoint(v);
+            (a.def, a.pvars.clone())
+        };
+        let mut keep = Keep::SelfOnly(Lags { v, axis, out: Vec::new() });
+        self.materialize = false;
+        for c in &rec.clauses {
+            self.statement_keep(v, dv, &c.slots, &c.wheres, c.body, &mut keep)?;
+        }
+        self.materialize = true;
+        let Keep::SelfOnly(lags) = keep else { return Err(Diagnostic::bug(span, "lost the recurrence's terms")) };
+        let selfs = lags.out;
+        if direct.is_empty() && selfs.is_empty() {
+            self.adj.remove(&v);
+            return Ok(None);
+        }
+        let max_lag = selfs.iter().map(|s| s.0).max().unwrap_or(1).max(1);
+        let extent = self.b.extent(v, axis);
+        let one = self.b.int(1);
+        let last = self.b.sub(extent, one);
+        let name = format!("r_{}", self.b.hir.name(v));
+        let r = self.b.hir.alloc_def(name, DefKind::Local, span);
+        let mut clauses = Vec::new();
+        for step in 0..=max_lag {
+            let recurrent = step == max_lag;
+            let mut c = Copier::new();
+            let mut slots = Vec::new();
+            for (a, &pv) in pvars.iter().enumerate() {
+                if a == axis {
+                    if recurrent {
+                        let s = self.b.hir.alloc_def("s", DefKind::Index, span);
+                        let lo = self.b.int(step as i64);
+                        let hi = self.b.extent(v, axis);
+                        slots.push(Slot::Var { def: s, range: Some(self.b.range(lo, hi)) });
+                        let read = self.b.def(s);
+                        let t = self.b.sub(last, read);
+                        c.subst.insert(pv, t);
+                    } else {
+                        slots.push(Slot::Lit(step as i64, span));
+                        let lit = self.b.int(step as i64);
+                        let t = self.b.sub(last, lit);
+                        c.subst.insert(pv, t);
+                    }
+                } else {
+                    let fresh = self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span);
+                    let zero = self.b.int(0);
+                    let hi = self.b.extent(v, a);
+                    slots.push(Slot::Var { def: fresh, range: Some(self.b.range(zero, hi)) });
+                    let read = self.b.def(fresh);
+                    c.subst.insert(pv, read);
+                }
+            }
+            c.reindex = Some(Reindex { from: dv, to: r, axis, last });
+            let mut body = None;
+            for &d in &direct {
+                let e = c.expr(self.b.hir, d);
+                body = self.b.add_opt(body, Some(e));
+            }
+            for &(lag, e) in &selfs {
+                if lag <= step {
+                    let e = c.expr(self.b.hir, e);
+                    body = self.b.add_opt(body, Some(e));
+                }
+            }
+            let k = self.cx.def_ty(v).elem().unwrap_or(ScalarKind::F32);
+            let body = body.unwrap_or_else(|| self.b.float(0.0, k));
+            clauses.push(IndexedDef { def: r, slots, wheres: Vec::new(), body, span });
+        }
+        self.out.push(Stmt::Recurrence(Recurrence { def: r, clauses, span }));
+        // d_v[.., t, ..] = r[.., T - 1 - t, ..]
+        let args: Vec<ExprId> = pvars.iter().map(|&p| self.b.def(p)).collect();
+        let mut c = Copier::new();
+        c.reindex = Some(Reindex { from: dv, to: r, axis, last });
+        let read = self.b.index(dv, args);
+        let body = c.expr(self.b.hir, read);
+        let slots = self.slots_over(v, &pvars);
+        self.out.push(Stmt::Indexed(IndexedDef { def: dv, slots, wheres: Vec::new(), body, span }));
+        self.adj.remove(&v);
+        let mut keep = Keep::Others;
+        for c in &rec.clauses {
+            self.statement_keep(v, dv, &c.slots, &c.wheres, c.body, &mut keep)?;
+        }
+        Ok(Some(dv))
+    }
+
+    /// The recurrence's sequential axis: where every read of itself is
+    /// `t - c` of the clause's own variable, with a positive literal `c`.
+    fn time_axis(&self, v: DefId, rec: &Recurrence) -> Result<usize, Diagnostic> {
+        let hir = &*self.b.hir;
+        let name = hir.name(v).to_string();
+        let mut axis = None;
+        for c in &rec.clauses {
+            for e in hir.reachable([c.body]) {
+                let ExprKind::Index { base, args } = &hir.exprs[e].kind else { continue };
+                if !matches!(hir.exprs[*base].kind, ExprKind::Def(d) if d == v) {
+                    continue;
+                }
+                let found = args.iter().enumerate().find_map(|(a, &ix)| {
+                    let Some(Slot::Var { def, .. }) = c.slots.get(a) else { return None };
+                    match hir.exprs[ix].kind {
+                        ExprKind::Binary(BinOp::Sub, x, lag)
+                            if matches!(hir.exprs[x].kind, ExprKind::Def(d) if d == *def)
+                                && matches!(hir.exprs[lag].kind, ExprKind::Lit(Lit::Int(n, _)) if n > 0) =>
+                        {
+                            Some(a)
+                        }
+                        _ => None,
+                    }
+                });
+                match (found, axis) {
+                    (Some(a), None) => axis = Some(a),
+                    (Some(a), Some(b)) if a == b => {}
+                    _ => {
+                        return Err(unsupported(
+                            self.b.span,
+                            name,
+                            "reverse mode handles recurrences along one axis whose reads of earlier steps are `t - c` with a literal `c`",
+                        ))
+                    }
+                }
+            }
+        }
+        axis.ok_or_else(|| Diagnostic::bug(self.b.span, "a recurrence that reads no earlier step"))
     }
 
     /// The contributions of the statement `v[slots] = body where wheres`,
     /// whose adjoint is `dv`, to the adjoints of what it reads.
+    #[allow(clippy::too_many_arguments)]
     fn statement_in(
         &mut self,
         v: DefId,
@@ -398,6 +556,7 @@ impl Rev<'_, '_> {
         wheres: &[Where],
         body: ExprId,
         mut point: Point,
+        keep: &mut Keep,
     ) -> Result<(), Diagnostic> {
         let mut ctx = Ctx::default();
         let mut at = Vec::new();
@@ -433,7 +592,16 @@ impl Rev<'_, '_> {
         let mut terms = Vec::new();
         self.rev(&mut point, body, seed, &ctx, &mut terms)?;
         for t in terms {
-            self.contribute(&point, t);
+            match keep {
+                Keep::All => self.contribute(&point, t),
+                Keep::SelfOnly(lags) if t.u == v => {
+                    let lag = lags.lag(self.b.hir, &t.idx);
+                    let c = self.contribution(&point, t);
+                    lags.out.push((lag, c));
+                }
+                Keep::Others if t.u != v => self.contribute(&point, t),
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -514,7 +682,7 @@ impl Rev<'_, '_> {
                 return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
             }
             ExprKind::Reduce { op, vars, wheres, body } => {
-                let adj = if ctx.vars.len() == p.top && p.top > 0 && !self.is_read(adj) {
+                let adj = if self.materialize && ctx.vars.len() == p.top && p.top > 0 && !self.is_read(adj) {
                     self.materialize(p, adj, ctx, k)
                 } else {
                     adj
@@ -662,6 +830,13 @@ impl Rev<'_, '_> {
 
     /// Adds a term to its adjoint, in gather form (see the module docs).
     fn contribute(&mut self, p: &Point, t: Term) {
+        let u = t.u;
+        let c = self.contribution(p, t);
+        self.adjoint(u).terms.push(c);
+    }
+
+    /// A term in gather form over the points of its adjoint.
+    fn contribution(&mut self, p: &Point, t: Term) -> ExprId {
         let k = self.cx.def_ty(t.u).elem().unwrap_or(ScalarKind::F32);
         let pv = self.adjoint(t.u).pvars.clone();
         let vars: HashMap<DefId, Var> = t.ctx.vars.iter().map(|v| (v.def, v.clone())).collect();
@@ -723,8 +898,7 @@ impl Rev<'_, '_> {
                 RedVar { def, range: Some(range) }
             })
             .collect();
-        let contribution = self.b.sum(reds, guards, m, k);
-        self.adjoint(t.u).terms.push(contribution);
+        self.b.sum(reds, guards, m, k)
     }
 
     /// Whether `v` ranges exactly over axis `axis` of `u`.
@@ -820,6 +994,35 @@ fn dim_expr(b: &mut Build, d: &Dim) -> Option<ExprId> {
         return None;
     }
     Some(b.def(def))
+}
+
+/// Which contributions of a statement to keep: all of them, those to the
+/// statement's own binding (the steps of an adjoint recurrence, with their
+/// lag), or those to other bindings.
+enum Keep {
+    All,
+    SelfOnly(Lags),
+    Others,
+}
+
+struct Lags {
+    v: DefId,
+    axis: usize,
+    out: Vec<(usize, ExprId)>,
+}
+
+impl Lags {
+    /// The `c` of a read `v[.., t - c, ..]`.
+    fn lag(&self, hir: &Hir, idx: &[ExprId]) -> usize {
+        let _ = self.v;
+        match idx.get(self.axis).map(|&e| &hir.exprs[e].kind) {
+            Some(ExprKind::Binary(BinOp::Sub, _, c)) => match hir.exprs[*c].kind {
+                ExprKind::Lit(Lit::Int(n, _)) => usize::try_from(n).unwrap_or(1),
+                _ => 1,
+            },
+            _ => 1,
+        }
+    }
 }
 
 /// A placeholder range of `pointwise_slots` (0..0): the binding's extent.
