@@ -76,6 +76,20 @@ pub struct Hir {
     /// The recurrences that read each other, fused into one (`a__b`; see
     /// `resolve::mutual`), by fused name: the members, for diagnostics.
     pub fused_groups: std::collections::HashMap<String, Vec<String>>,
+    /// Custom derivative rules (`@fn name(params) { body }`), by the
+    /// function they differentiate.
+    pub rules: std::collections::HashMap<FnId, DerivRule>,
+}
+
+/// `@fn f(params) { body }`: the differential of `f` in terms of its
+/// parameters (`params`, bound in `body`) and their differentials
+/// (`ExprKind::Differential` of a parameter). The body is linear in the
+/// differentials.
+#[derive(Clone, Debug)]
+pub struct DerivRule {
+    pub params: Vec<DefId>,
+    pub body: Block,
+    pub span: Span,
 }
 
 impl Function {
@@ -512,6 +526,9 @@ pub enum ExprKind {
     /// Analysis types it; `transform::autodiff` replaces every one by code
     /// that computes it, so lowering never sees one.
     Deriv { target: DefId, wrt: DefId },
+    /// `@p` in the body of a derivative rule: the differential of its
+    /// parameter `p`. Never in a function body.
+    Differential(DefId),
     /// A placeholder left where resolution failed; analyses skip it so one
     /// error does not cascade.
     Error,
@@ -530,7 +547,12 @@ fn where_operands(wheres: &[Where], out: &mut Vec<ExprId>) {
 /// entries, and the expressions of nested statements.
 pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
     match kind {
-        ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) | ExprKind::Deriv { .. } => {}
+        ExprKind::Lit(_)
+        | ExprKind::Error
+        | ExprKind::Def(_)
+        | ExprKind::Rest(_)
+        | ExprKind::Deriv { .. }
+        | ExprKind::Differential(_) => {}
         ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
             out.push(*a)
         }
@@ -631,7 +653,12 @@ fn range_operands_mut(range: &mut Option<Range>, f: &mut impl FnMut(&mut ExprId)
 /// in the same order, so a pass can redirect an operand to a new node.
 pub fn operands_mut(kind: &mut ExprKind, f: &mut impl FnMut(&mut ExprId)) {
     match kind {
-        ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) | ExprKind::Deriv { .. } => {}
+        ExprKind::Lit(_)
+        | ExprKind::Error
+        | ExprKind::Def(_)
+        | ExprKind::Rest(_)
+        | ExprKind::Deriv { .. }
+        | ExprKind::Differential(_) => {}
         ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => f(a),
         ExprKind::Binary(_, a, b) => {
             f(a);

@@ -172,6 +172,9 @@ struct Resolver {
     /// The function whose body is being resolved (None for `main` and
     /// inlined bodies).
     current_fn: Option<hir::FnId>,
+    /// The parameters of the derivative rule being resolved (their `@p`
+    /// are differentials).
+    rule_params: Vec<DefId>,
     /// How many calls of functions returning function values are being
     /// inlined.
     inline_depth: usize,
@@ -222,6 +225,7 @@ impl Resolver {
             specializations: HashMap::new(),
             einsum_fns: HashMap::new(),
             current_fn: None,
+            rule_params: Vec::new(),
             inline_depth: 0,
             escaped_fn_value: false,
             poisoned: Default::default(),
@@ -363,7 +367,7 @@ impl Resolver {
                     self.define_item(module, &c.name, def, diags);
                     self.consts.insert(def, (c.clone(), module));
                 }
-                ast::Item::DerivRule(f) => diags.push(not_supported(f.span, "custom derivative rules (`@fn`)")),
+                ast::Item::DerivRule(_) => {}
                 ast::Item::Use(_) | ast::Item::Stmt(_) => {}
             }
         }
@@ -618,6 +622,7 @@ impl Resolver {
                     }
                     self.resolve_fn(fn_id, f, module, diags);
                 }
+                ast::Item::DerivRule(f) => self.resolve_rule(f, module, diags),
                 ast::Item::Mod(m) => {
                     if let Some(def) = self.child_module(module, &m.name.name) {
                         if let Some(&child) = self.module_of_def.get(&def) {
@@ -708,6 +713,63 @@ impl Resolver {
         });
         self.hir.defs[def].kind = DefKind::Fn(f);
         f
+    }
+
+    /// `@fn name(params) { body }`: checked against the function `name` of
+    /// the same module, and kept in `Hir::rules`.
+    fn resolve_rule(&mut self, f: &ast::FnItem, module: ModId, diags: &mut Diagnostics) {
+        let name = &f.name.name;
+        let target = self.modules[module].names.get(name).copied().and_then(|d| match self.hir.defs[d].kind {
+            DefKind::Fn(id) => Some(id),
+            _ => None,
+        });
+        let Some(fn_id) = target else {
+            diags.push(
+                Diagnostic::error(f.name.span, format!("`@fn {name}` gives a derivative rule for no function"))
+                    .note(format!("a rule must follow a function `{name}` defined in the same module")),
+            );
+            return;
+        };
+        let arity = self.fn_asts.get(&fn_id).map(|(item, _)| item.params.len());
+        if let Some(arity) = arity.filter(|&n| n != f.params.len()) {
+            let fn_span = self.hir.defs[self.hir.fns[fn_id].def].span;
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            diags.push(
+                Diagnostic::error(
+                    f.span,
+                    format!(
+                        "the rule `@fn {name}` has {} parameter{} but `{name}` has {arity} parameter{}",
+                        f.params.len(),
+                        plural(f.params.len()),
+                        plural(arity)
+                    ),
+                )
+                .label(fn_span, format!("`{name}` is defined here"))
+                .help("a rule takes the function's parameters, in order, and says its differential in terms of `@param`"),
+            );
+            return;
+        }
+        if self.hir.rules.contains_key(&fn_id) {
+            diags.push(Diagnostic::error(f.name.span, format!("`{name}` has two derivative rules")));
+            return;
+        }
+        self.current_module = module;
+        self.current_fn = None;
+        self.scopes = vec![HashMap::new()];
+        let mut params = Vec::new();
+        for p in &f.params {
+            let def = self.hir.alloc_def(&p.name.name, DefKind::Param, p.name.span);
+            self.scopes[0].insert(p.name.name.clone(), def);
+            params.push(def);
+        }
+        self.rule_params = params.clone();
+        let body = match &f.body {
+            Some(b) => self.resolve_block(b, diags),
+            None => hir::Block { stmts: Vec::new(), tail: None },
+        };
+        self.rule_params.clear();
+        self.scopes.clear();
+        self.hir.rules.insert(fn_id, hir::DerivRule { params, body, span: f.span });
     }
 
     fn resolve_fn(&mut self, fn_id: hir::FnId, f: &ast::FnItem, module: ModId, diags: &mut Diagnostics) {
@@ -1517,8 +1579,12 @@ impl Resolver {
                 };
                 ExprKind::Deriv { target, wrt }
             }
-            ast::ExprKind::Differential(_) => {
+            ast::ExprKind::Differential(name) => {
+                if let Some(def) = self.lookup_local(&name.name).filter(|d| self.rule_params.contains(d)) {
+                    return self.hir.alloc_expr(ExprKind::Differential(def), span);
+                }
                 let d = Diagnostic::error(span, "a differential `@y` alone has no value here")
+                    .note("`@p` names the differential of a parameter `p` inside a rule `@fn f(p) { ... }`")
                     .help("ask for a derivative with `@y / @x`");
                 diags.push(d);
                 return self.error_expr(span);

@@ -25,6 +25,10 @@ impl<'a> Cx<'a> {
         let span = self.hir.span(e);
         let t = match &self.hir.exprs[e].kind {
             ExprKind::Error => Ty::Error,
+            ExprKind::Differential(_) => {
+                self.err(Diagnostic::bug(span, "a differential outside a derivative rule"));
+                Ty::Error
+            }
             ExprKind::Deriv { target, wrt } => {
                 let (target, wrt) = (*target, *wrt);
                 self.infer_deriv(e, target, wrt)

@@ -19,6 +19,8 @@ pub(super) struct Copier {
     pub subst: HashMap<DefId, ExprId>,
     /// Names bound inside the copied code, to their fresh copies.
     pub map: HashMap<DefId, DefId>,
+    /// Differentials `@p` of a rule's parameters replaced by expressions.
+    pub diffs: HashMap<DefId, ExprId>,
     /// Reads of one tensor become reads of another with one axis reversed.
     pub reindex: Option<Reindex>,
 }
@@ -140,6 +142,12 @@ impl Copier {
                     return self.expr(hir, to);
                 }
                 ExprKind::Def(self.name(d))
+            }
+            ExprKind::Differential(d) => {
+                if let Some(&to) = self.diffs.get(&d) {
+                    return self.expr(hir, to);
+                }
+                ExprKind::Differential(self.name(d))
             }
             ExprKind::Deriv { target, wrt } => ExprKind::Deriv { target: self.name(target), wrt: self.name(wrt) },
             k @ (ExprKind::Lit(_) | ExprKind::Error | ExprKind::Rest(_)) => k,

@@ -45,6 +45,10 @@ pub(super) fn run(hir: &mut crate::hir::Hir, cx: &Cx, ty_x: &Ty) -> Result<(Vec<
             Stmt::Let { value, .. } => {
                 let value = *value;
                 match cx.def_ty(v) {
+                    Ty::Tensor(..) if f.qs.is_empty() && f.rule_call(value).is_some() => {
+                        let tangent = f.rule_call(value).unwrap_or(value);
+                        Some(Stmt::Let { def: tv, ty: None, value: tangent, span })
+                    }
                     Ty::Tensor(_, dims) => {
                         let mut point = Point::new(f.b.hir, vec![value], &[]);
                         let vars: Vec<DefId> =
@@ -59,14 +63,13 @@ pub(super) fn run(hir: &mut crate::hir::Hir, cx: &Cx, ty_x: &Ty) -> Result<(Vec<
                                 Slot::Var { def, range: Some(f.b.range(zero, hi)) }
                             })
                             .collect();
-                        f.clause(v, tv, &slots, &[], body, point)?
+                        f.clause(v, tv, &slots, &[], body, point)?.map(Stmt::Indexed)
                     }
                     _ => {
                         let point = Point::new(f.b.hir, vec![value], &[]);
-                        f.clause(v, tv, &[], &[], value, point)?
+                        f.clause(v, tv, &[], &[], value, point)?.map(Stmt::Indexed)
                     }
                 }
-                .map(Stmt::Indexed)
             }
             Stmt::Indexed(d) => {
                 let point = Point::new(f.b.hir, roots(d), &d.wheres);
@@ -145,6 +148,29 @@ impl Fwd<'_, '_> {
                 Slot::Var { def, range: Some(self.b.range(zero, hi)) }
             })
             .collect()
+    }
+
+    /// A whole-tensor call of a function with a rule, `f(a, b)` with
+    /// tensor arguments that are names: the rule applied to the tangents
+    /// of the names (a scalar source only).
+    fn rule_call(&mut self, value: ExprId) -> Option<ExprId> {
+        let ExprKind::Call { callee: Callee::Fn(g), args, .. } = self.b.hir.exprs[value].kind.clone() else { return None };
+        let g = self.cx.tables.instance_calls.get(&value).copied().unwrap_or(g);
+        let rule = super::rule_of(self.b.hir, g)?.clone();
+        if !args.iter().any(|a| matches!(self.cx.tables.expr_ty.get(a.index()), Some(Ty::Tensor(..)))) {
+            return None;
+        }
+        let mut diffs = Vec::new();
+        for &a in &args {
+            let k = self.cx.tables.expr_ty.get(a.index()).and_then(Ty::elem).unwrap_or(ScalarKind::F32);
+            diffs.push(match self.b.hir.exprs[a].kind {
+                ExprKind::Def(u) if self.tangents.contains_key(&u) => Ok(self.b.def(self.tangents[&u])),
+                ExprKind::Def(u) if u == self.cx.x => Ok(self.b.float(1.0, k)),
+                ExprKind::Def(_) | ExprKind::Lit(_) => Err(k),
+                _ => return None,
+            });
+        }
+        Some(super::apply_rule(&mut self.b, &rule, &args, &diffs))
     }
 
     /// `@x / @x`: the identity, `J[P, Q] = (P == Q)`.
@@ -310,9 +336,28 @@ impl Fwd<'_, '_> {
             },
             ExprKind::Cast(a, _) => self.fwd(p, a)?.map(|t| if p.kind(self.cx, a) == Some(k) { t } else { self.b.cast(t, k) }),
             ExprKind::Call { callee: Callee::Intrinsic(f), args, .. } => self.fwd_call(p, f, &args, e, k)?,
-            ExprKind::Call { callee: Callee::Fn(g), .. } => {
-                let name = self.b.hir.name(self.b.hir.fns[g].def).to_string();
-                return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
+            ExprKind::Call { callee: Callee::Fn(g), args, .. } => {
+                let g = self.cx.tables.instance_calls.get(&e).copied().unwrap_or(g);
+                let Some(rule) = super::rule_of(self.b.hir, g).cloned() else {
+                    let name = self.b.hir.name(self.b.hir.fns[g].def).to_string();
+                    return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
+                };
+                let mut diffs = Vec::new();
+                let mut any = false;
+                for &a in &args {
+                    let ka = p.kind(self.cx, a).unwrap_or(k);
+                    match self.fwd(p, a)? {
+                        Some(t) => {
+                            any = true;
+                            diffs.push(Ok(t));
+                        }
+                        None => diffs.push(Err(ka)),
+                    }
+                }
+                if !any {
+                    return Ok(None);
+                }
+                Some(super::apply_rule(&mut self.b, &rule, &args, &diffs))
             }
             ExprKind::Reduce { op, vars, wheres, body } => {
                 let Some(tb) = self.fwd(p, body)? else { return Ok(None) };

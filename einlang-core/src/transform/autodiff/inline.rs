@@ -26,6 +26,7 @@ pub(super) fn one(
     tape: &[TapeStmt],
     act: &Activity,
     span: Span,
+    forward: bool,
 ) -> Result<bool, Diagnostic> {
     for t in tape {
         let Some(v) = super::defined(&t.stmt) else { continue };
@@ -37,7 +38,10 @@ pub(super) fn one(
         for c in hir.reachable(roots.iter().copied()) {
             let ExprKind::Call { callee: Callee::Fn(g), args, .. } = &hir.exprs[c].kind else { continue };
             let callee = tables.instance_calls.get(&c).copied().unwrap_or(*g);
-            if hir.fns[callee].is_generic() || hir.fns[callee].skip == Some(hir::Skip::Inlined) {
+            if hir.fns[callee].is_generic()
+                || hir.fns[callee].skip == Some(hir::Skip::Inlined)
+                || super::uses_rule(hir, callee, forward)
+            {
                 continue;
             }
             let varied = hir.reachable(args.iter().copied()).into_iter().any(|e| {

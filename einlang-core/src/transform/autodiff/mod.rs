@@ -97,7 +97,8 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
             .note(format!("no computation leads from `{x}` to `{y}`, so this derivative is zero everywhere"))
             .help("check the names; a derivative of an unrelated value is an error rather than a silent zero"));
     }
-    if inline::one(hir, tables, f, &tape, &act, span)? {
+    let forward = !matches!(ty(found.target), Ty::Scalar(_));
+    if inline::one(hir, tables, f, &tape, &act, span, forward)? {
         return Ok(());
     }
     let (ty_y, ty_x) = (ty(found.target), ty(found.wrt));
@@ -150,6 +151,62 @@ pub(super) struct TapeStmt {
     pub level: usize,
     pub index: usize,
     pub stmt: Stmt,
+}
+
+/// The derivative rule of `f`, or of the generic function it is an
+/// instance of.
+fn rule_of(hir: &Hir, f: FnId) -> Option<&hir::DerivRule> {
+    hir.rules.get(&f).or_else(|| hir.fns[f].origin.and_then(|(g, _)| hir.rules.get(&g)))
+}
+
+/// Whether a rule works point by point (no reduction, no indexing, no
+/// tensor definition): reverse mode then transposes it by taking each
+/// differential's coefficient. Other rules serve forward mode; reverse
+/// mode differentiates the function's own body instead.
+fn rule_is_elementwise(hir: &Hir, rule: &hir::DerivRule) -> bool {
+    let mut roots = Vec::new();
+    rule.body.stmts.iter().for_each(|s| hir::stmt_operands(s, &mut roots));
+    roots.extend(rule.body.tail);
+    rule.body.stmts.iter().all(|s| matches!(s, Stmt::Let { .. }))
+        && hir.reachable(roots).into_iter().all(|e| {
+            !matches!(
+                hir.exprs[e].kind,
+                ExprKind::Reduce { .. } | ExprKind::Index { .. } | ExprKind::Comprehension { .. }
+            )
+        })
+}
+
+/// Whether a call of `f` keeps its rule (is not inlined) for a derivative
+/// in the given mode.
+fn uses_rule(hir: &Hir, f: FnId, forward: bool) -> bool {
+    rule_of(hir, f).is_some_and(|r| forward || rule_is_elementwise(hir, r))
+}
+
+/// The rule's body for a call with arguments `args` (expressions, copied
+/// at each use) and differentials `diffs` (one per parameter; None: zero
+/// of the given kind).
+fn apply_rule(
+    b: &mut build::Build,
+    rule: &hir::DerivRule,
+    args: &[ExprId],
+    diffs: &[Result<ExprId, crate::base::scalar::ScalarKind>],
+) -> ExprId {
+    let mut c = copy::Copier::new();
+    for ((&p, &a), d) in rule.params.iter().zip(args).zip(diffs) {
+        c.subst.insert(p, a);
+        let d = match *d {
+            Ok(e) => e,
+            Err(k) => b.float(0.0, k),
+        };
+        c.diffs.insert(p, d);
+    }
+    if rule.body.stmts.is_empty() {
+        if let Some(t) = rule.body.tail {
+            return c.expr(b.hir, t);
+        }
+    }
+    let block = c.block(b.hir, &rule.body);
+    b.e(ExprKind::Block(block))
 }
 
 /// The binding a statement defines.

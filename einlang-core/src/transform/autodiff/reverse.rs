@@ -677,9 +677,32 @@ impl Rev<'_, '_> {
                 }
             }
             ExprKind::Call { callee: Callee::Intrinsic(f), args, .. } => self.rev_call(p, f, &args, e, k, adj, ctx, out)?,
-            ExprKind::Call { callee: Callee::Fn(g), .. } => {
+            ExprKind::Call { callee: Callee::Fn(g), args, .. } => {
+                let g = self.cx.tables.instance_calls.get(&e).copied().unwrap_or(g);
                 let name = self.b.hir.name(self.b.hir.fns[g].def).to_string();
-                return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
+                let Some(rule) = super::rule_of(self.b.hir, g).cloned() else {
+                    return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
+                };
+                // A rule of scalar parameters: each partial derivative is
+                // the rule with that differential one and the others zero.
+                let kinds: Vec<Option<ScalarKind>> = args.iter().map(|&a| p.kind(self.cx, a)).collect();
+                if args.iter().any(|&a| matches!(self.cx.tables.expr_ty.get(a.index()), Some(Ty::Tensor(..)))) {
+                    return Err(Diagnostic::bug(span, format!("a whole-tensor call of `{name}` reached a point rule")));
+                }
+                for (i, &a) in args.iter().enumerate() {
+                    let Some(ka) = kinds[i] else { continue };
+                    let diffs: Vec<Result<ExprId, ScalarKind>> = kinds
+                        .iter()
+                        .enumerate()
+                        .map(|(j, kj)| {
+                            let kj = kj.unwrap_or(ka);
+                            if j == i { Ok(self.b.float(1.0, kj)) } else { Err(kj) }
+                        })
+                        .collect();
+                    let partial = super::apply_rule(&mut self.b, &rule, &args, &diffs);
+                    let da = self.b.mul(adj, partial);
+                    self.rev(p, a, da, ctx, out)?;
+                }
             }
             ExprKind::Reduce { op, vars, wheres, body } => {
                 let adj = if self.materialize && ctx.vars.len() == p.top && p.top > 0 && !self.is_read(adj) {
@@ -1067,6 +1090,12 @@ pub(super) fn pointwise(b: &mut Build, cx: &Cx, point: &mut Point, e: ExprId, va
         ExprKind::Cast(a, to) => {
             let a = pointwise(b, cx, point, a, vars)?;
             b.e(ExprKind::Cast(a, to))
+        }
+        ExprKind::Call { callee: callee @ Callee::Fn(_), callee_span, args }
+            if matches!(callee, Callee::Fn(g) if super::rule_of(b.hir, cx.tables.instance_calls.get(&e).copied().unwrap_or(g)).is_some_and(|r| super::rule_is_elementwise(b.hir, r))) =>
+        {
+            let args = args.iter().map(|a| pointwise(b, cx, point, *a, vars)).collect::<Result<_, _>>()?;
+            b.e(ExprKind::Call { callee, callee_span, args })
         }
         ExprKind::Call { callee: callee @ Callee::Intrinsic(_), callee_span, args } => {
             let args = args.iter().map(|a| pointwise(b, cx, point, *a, vars)).collect::<Result<_, _>>()?;
