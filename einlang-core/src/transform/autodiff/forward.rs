@@ -364,15 +364,7 @@ impl Fwd<'_, '_> {
                 match op {
                     RedOp::Sum => Some(self.b.e(ExprKind::Reduce { op, vars, wheres, body: tb })),
                     RedOp::Max | RedOp::Min => {
-                        let guard = if let [v] = vars.as_slice() {
-                            let (nv, nw, nb, _) = Point::renamed(self.b.hir, body, &vars, &wheres);
-                            let arg = if op == RedOp::Max { RedOp::ArgMax } else { RedOp::ArgMin };
-                            let pick = self.b.e(ExprKind::Reduce { op: arg, vars: nv, wheres: nw, body: nb });
-                            let here = self.b.def(v.def);
-                            self.b.bin(BinOp::Eq, here, pick)
-                        } else {
-                            self.b.bin(BinOp::Eq, body, e)
-                        };
+                        let guard = super::reverse::selected(&mut self.b, op, &vars, &wheres, body);
                         let mut wheres = wheres;
                         wheres.push(Where::Guard(guard));
                         Some(self.b.e(ExprKind::Reduce { op: RedOp::Sum, vars, wheres, body: tb }))

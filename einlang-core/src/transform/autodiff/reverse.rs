@@ -728,15 +728,7 @@ impl Rev<'_, '_> {
                     RedOp::Max | RedOp::Min => {
                         // The adjoint goes to the selected point only, the
                         // first one on ties.
-                        let guard = if let [v] = vars.as_slice() {
-                            let (nv, nw, nb, _) = Point::renamed(self.b.hir, body, &vars, &wheres);
-                            let arg = if op == RedOp::Max { RedOp::ArgMax } else { RedOp::ArgMin };
-                            let pick = self.b.e(ExprKind::Reduce { op: arg, vars: nv, wheres: nw, body: nb });
-                            let here = self.b.def(v.def);
-                            self.b.bin(BinOp::Eq, here, pick)
-                        } else {
-                            self.b.bin(BinOp::Eq, body, e)
-                        };
+                        let guard = selected(&mut self.b, op, &vars, &wheres, body);
                         inner.guards.push(guard);
                         self.rev(p, body, adj, &inner, out)?;
                     }
@@ -864,7 +856,9 @@ impl Rev<'_, '_> {
         let pv = self.adjoint(t.u).pvars.clone();
         let vars: HashMap<DefId, Var> = t.ctx.vars.iter().map(|v| (v.def, v.clone())).collect();
         let mut solved: HashMap<DefId, ExprId> = HashMap::new();
-        let mut guards = t.ctx.guards.clone();
+        // The solution's own conditions come first: the context's guards
+        // may read at the solved indices, which exist only when these hold.
+        let mut guards = Vec::new();
         let mut done = vec![false; t.idx.len()];
         for (a, &ix) in t.idx.iter().enumerate() {
             if let ExprKind::Def(v) = self.b.hir.exprs[ix].kind {
@@ -896,6 +890,7 @@ impl Rev<'_, '_> {
                 guards.push(self.b.bin(BinOp::Eq, ix, pa));
             }
         }
+        guards.extend(t.ctx.guards.iter().copied());
         let mut subst = p.locals.clone();
         subst.extend(solved.iter().map(|(d, e)| (*d, *e)));
         let mut free = Vec::new();
@@ -1017,6 +1012,44 @@ fn dim_expr(b: &mut Build, d: &Dim) -> Option<ExprId> {
         return None;
     }
     Some(b.def(def))
+}
+
+/// The condition that the current point of a `max` / `min` reduction over
+/// `vars` is the one it selects: the first extremum (row-major order over
+/// the variables) on ties. Written with renamed copies of the reduction,
+/// so no variable of the point is captured inside them.
+pub(super) fn selected(b: &mut Build, op: RedOp, vars: &[RedVar], wheres: &[Where], body: ExprId) -> ExprId {
+    if let [v] = vars {
+        let (nv, nw, nb, _) = Point::renamed(b.hir, body, vars, wheres);
+        let arg = if op == RedOp::Max { RedOp::ArgMax } else { RedOp::ArgMin };
+        let pick = b.e(ExprKind::Reduce { op: arg, vars: nv, wheres: nw, body: nb });
+        let here = b.def(v.def);
+        return b.bin(BinOp::Eq, here, pick);
+    }
+    let (mv, mw, mb, _) = Point::renamed(b.hir, body, vars, wheres);
+    let m = b.e(ExprKind::Reduce { op, vars: mv, wheres: mw, body: mb });
+    let is_extreme = b.bin(BinOp::Eq, body, m);
+    // No earlier point reaches the extremum.
+    let (ev, mut ew, eb, fresh) = Point::renamed(b.hir, body, vars, wheres);
+    let mut earlier: Option<ExprId> = None;
+    for (v, f) in vars.iter().zip(&fresh).rev() {
+        let (a, c) = (b.def(*f), b.def(v.def));
+        let lt = b.bin(BinOp::Lt, a, c);
+        earlier = Some(match earlier {
+            None => lt,
+            Some(rest) => {
+                let (a, c) = (b.def(*f), b.def(v.def));
+                let eq = b.bin(BinOp::Eq, a, c);
+                let tie = b.bin(BinOp::And, eq, rest);
+                b.bin(BinOp::Or, lt, tie)
+            }
+        });
+    }
+    ew.extend(earlier.map(Where::Guard));
+    let hit = b.bin(BinOp::Eq, eb, m);
+    let any = b.e(ExprKind::Reduce { op: RedOp::Any, vars: ev, wheres: ew, body: hit });
+    let none = b.e(ExprKind::Unary(UnOp::Not, any));
+    b.bin(BinOp::And, is_extreme, none)
 }
 
 /// Which contributions of a statement to keep: all of them, those to the
