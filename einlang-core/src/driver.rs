@@ -39,15 +39,38 @@ pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> 
     diags.extend(transform::instantiate::expand_typed_rests(&mut hir));
     stop_on_errors(&mut diags)?;
     validate_hir(&hir, "instantiation")?;
-    let tables = transform::mono::analyze_with_instances(&mut hir, &mut diags);
+    let mut mono = transform::mono::Mono::default();
+    let mut tables = mono.analyze(&mut hir, &mut diags);
     stop_on_errors(&mut diags)?;
     validate_hir(&hir, "monomorphization")?;
+    // Each derivative step answers (or inlines for) one request per
+    // function, from the tables of the program as it is; the new code is
+    // analysed before the next step.
+    let mut steps = 0;
+    while transform::autodiff::has_requests(&hir) {
+        steps += 1;
+        if steps > MAX_AUTODIFF_STEPS {
+            let span = base::span::Span::call_site();
+            let d = Diagnostic::error(span, "derivatives inline functions without end (a recursive function?)")
+                .note("a derivative inlines every function it passes through");
+            return Err(vec![d]);
+        }
+        transform::autodiff::step(&mut hir, &tables, &mut diags);
+        stop_on_errors(&mut diags)?;
+        validate_hir(&hir, "autodiff")?;
+        tables = mono.analyze(&mut hir, &mut diags);
+        stop_on_errors(&mut diags)?;
+    }
     let ir = lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags);
     stop_on_errors(&mut diags)?;
     ir::validate::validate(&ir)
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR: {msg}"))])?;
     Ok(Lowered { ast, hir, tables, ir })
 }
+
+/// More derivative steps than this means a recursive function on a
+/// derivative's path (every step inlines a call or answers a request).
+const MAX_AUTODIFF_STEPS: usize = 2000;
 
 /// All diagnostics so far, if one of them is an error.
 fn stop_on_errors(diags: &mut Diagnostics) -> Result<(), Vec<Diagnostic>> {

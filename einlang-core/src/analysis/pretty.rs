@@ -165,6 +165,7 @@ impl Printer<'_> {
             },
             ExprKind::Def(d) => self.def(*d),
             ExprKind::Rest(d) => format!("..{}", self.def(*d)),
+            ExprKind::Deriv { target, wrt } => format!("@{} / @{}", self.def(*target), self.def(*wrt)),
             ExprKind::Comprehension { body, clauses, .. } => {
                 let clauses: Vec<String> = clauses
                     .iter()

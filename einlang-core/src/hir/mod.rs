@@ -507,6 +507,11 @@ pub enum ExprKind {
         scrutinee: ExprId,
         arms: Vec<Arm>,
     },
+    /// `@y / @x`: the derivative of the binding `target` with respect to the
+    /// binding or parameter `wrt`, of shape `shape(target) ++ shape(wrt)`.
+    /// Analysis types it; `transform::autodiff` replaces every one by code
+    /// that computes it, so lowering never sees one.
+    Deriv { target: DefId, wrt: DefId },
     /// A placeholder left where resolution failed; analyses skip it so one
     /// error does not cascade.
     Error,
@@ -525,7 +530,7 @@ fn where_operands(wheres: &[Where], out: &mut Vec<ExprId>) {
 /// entries, and the expressions of nested statements.
 pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
     match kind {
-        ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) => {}
+        ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) | ExprKind::Deriv { .. } => {}
         ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
             out.push(*a)
         }
@@ -604,4 +609,112 @@ pub fn indexed_operands(d: &IndexedDef, out: &mut Vec<ExprId>) {
     }
     where_operands(&d.wheres, out);
     out.push(d.body);
+}
+
+fn where_operands_mut(wheres: &mut [Where], f: &mut impl FnMut(&mut ExprId)) {
+    for w in wheres {
+        match w {
+            Where::Bind { value, .. } => f(value),
+            Where::Guard(g) => f(g),
+        }
+    }
+}
+
+fn range_operands_mut(range: &mut Option<Range>, f: &mut impl FnMut(&mut ExprId)) {
+    if let Some(r) = range {
+        f(&mut r.start);
+        f(&mut r.end);
+    }
+}
+
+/// `operands`, mutable: calls `f` on every expression `kind` uses directly,
+/// in the same order, so a pass can redirect an operand to a new node.
+pub fn operands_mut(kind: &mut ExprKind, f: &mut impl FnMut(&mut ExprId)) {
+    match kind {
+        ExprKind::Lit(_) | ExprKind::Error | ExprKind::Def(_) | ExprKind::Rest(_) | ExprKind::Deriv { .. } => {}
+        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => f(a),
+        ExprKind::Binary(_, a, b) => {
+            f(a);
+            f(b);
+        }
+        ExprKind::Call { args, .. }
+        | ExprKind::Array(args)
+        | ExprKind::Jagged(args)
+        | ExprKind::Tuple(args)
+        | ExprKind::Builtin(_, args) => args.iter_mut().for_each(f),
+        ExprKind::Index { base, args } => {
+            f(base);
+            args.iter_mut().for_each(f);
+        }
+        ExprKind::Reduce { vars, wheres, body, .. } => {
+            for v in vars {
+                range_operands_mut(&mut v.range, f);
+            }
+            where_operands_mut(wheres, f);
+            f(body);
+        }
+        ExprKind::If { cond, then, els } => {
+            f(cond);
+            f(then);
+            if let Some(e) = els {
+                f(e);
+            }
+        }
+        ExprKind::Block(b) => {
+            for s in &mut b.stmts {
+                stmt_operands_mut(s, f);
+            }
+            if let Some(t) = &mut b.tail {
+                f(t);
+            }
+        }
+        ExprKind::Match { scrutinee, arms } => {
+            f(scrutinee);
+            for a in arms {
+                if let Some(g) = &mut a.guard {
+                    f(g);
+                }
+                f(&mut a.body);
+            }
+        }
+        ExprKind::Interp(parts) => {
+            for p in parts {
+                if let InterpPart::Value(e, _) = p {
+                    f(e);
+                }
+            }
+        }
+        ExprKind::Comprehension { body, clauses, .. } => {
+            for c in clauses {
+                match c {
+                    CompClause::Range { range, .. } => {
+                        f(&mut range.start);
+                        f(&mut range.end);
+                    }
+                    CompClause::Each { over, .. } => f(over),
+                    CompClause::Filter(e) => f(e),
+                }
+            }
+            f(body);
+        }
+    }
+}
+
+/// `stmt_operands`, mutable.
+pub fn stmt_operands_mut(s: &mut Stmt, f: &mut impl FnMut(&mut ExprId)) {
+    match s {
+        Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
+        Stmt::Indexed(d) => indexed_operands_mut(d, f),
+        Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|d| indexed_operands_mut(d, f)),
+    }
+}
+
+fn indexed_operands_mut(d: &mut IndexedDef, f: &mut impl FnMut(&mut ExprId)) {
+    for slot in &mut d.slots {
+        if let Slot::Var { range, .. } = slot {
+            range_operands_mut(range, f);
+        }
+    }
+    where_operands_mut(&mut d.wheres, f);
+    f(&mut d.body);
 }

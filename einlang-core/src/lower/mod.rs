@@ -756,6 +756,7 @@ impl<'a> FnLower<'a> {
         let kind = match &self.hir.exprs[e].kind {
             ExprKind::Error => return self.fail("an erroneous expression reached lowering"),
             ExprKind::Rest(_) => return self.fail("a rest index reached lowering"),
+            ExprKind::Deriv { .. } => return self.fail("a derivative request reached lowering"),
             ExprKind::Lit(lit) => ir::ExprKind::Lit(match lit {
                 Lit::Int(v, _) => Literal::Int(*v),
                 Lit::Float(s, _) => Literal::Float(s.clone()),
@@ -1488,7 +1489,7 @@ fn collect_index_defs(hir: &Hir, e: ExprId, out: &mut Vec<DefId>) {
                     stack.push(t);
                 }
             }
-            ExprKind::Lit(_) | ExprKind::Def(_) | ExprKind::Rest(_) | ExprKind::Error => {}
+            ExprKind::Lit(_) | ExprKind::Def(_) | ExprKind::Rest(_) | ExprKind::Error | ExprKind::Deriv { .. } => {}
         }
     }
 }

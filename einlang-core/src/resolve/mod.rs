@@ -1511,12 +1511,36 @@ impl Resolver {
                 diags.push(closures::escaping(span));
                 return self.error_expr(span);
             }
-            ast::ExprKind::Deriv { .. } | ast::ExprKind::Differential(_) => {
-                return self.unsupported(span, "derivative requests (`@y / @x`)", diags)
+            ast::ExprKind::Deriv { target, wrt } => {
+                let (Some(target), Some(wrt)) = (self.binding(target, diags), self.binding(wrt, diags)) else {
+                    return self.error_expr(span);
+                };
+                ExprKind::Deriv { target, wrt }
+            }
+            ast::ExprKind::Differential(_) => {
+                let d = Diagnostic::error(span, "a differential `@y` alone has no value here")
+                    .help("ask for a derivative with `@y / @x`");
+                diags.push(d);
+                return self.error_expr(span);
             }
             ast::ExprKind::Range(_) => return self.unsupported(span, "ranges as values", diags),
         };
         self.hir.alloc_expr(kind, span)
+    }
+
+    /// The parameter or `let` binding a derivative request names.
+    fn binding(&mut self, name: &ast::Ident, diags: &mut Diagnostics) -> Option<DefId> {
+        let Some(def) = self.lookup_local(&name.name) else {
+            diags.push(Diagnostic::error(name.span, format!("cannot find `{}` in this scope", name.name)));
+            return None;
+        };
+        if matches!(self.hir.defs[def].kind, DefKind::Param | DefKind::Local) {
+            return Some(def);
+        }
+        let d = Diagnostic::error(name.span, format!("`{}` is not a parameter or a `let` binding", name.name))
+            .note("a derivative `@y / @x` relates two named values: parameters or bindings");
+        diags.push(d);
+        None
     }
 
     fn unsupported(&mut self, span: Span, what: &str, diags: &mut Diagnostics) -> ExprId {

@@ -392,6 +392,7 @@ impl Cloner<'_> {
             ExprKind::Lit(l) => ExprKind::Lit(l),
             ExprKind::Error => ExprKind::Error,
             ExprKind::Def(d) => ExprKind::Def(self.def(d)),
+            ExprKind::Deriv { target, wrt } => ExprKind::Deriv { target: self.def(target), wrt: self.def(wrt) },
             ExprKind::Unary(op, a) => ExprKind::Unary(op, self.expr(a)),
             ExprKind::Binary(op, a, b) => {
                 let a = self.expr(a);

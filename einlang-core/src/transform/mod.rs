@@ -8,7 +8,8 @@
 //!   instances until every call of a generic function reaches one, and
 //!   settles the types of `let` bindings of unsuffixed literals.
 //!
-//! Derivatives (`@y / @x`) are the next pass to live here.
+//! - `autodiff`: answers derivative requests (`@y / @x`) with new HIR.
 
+pub mod autodiff;
 pub mod instantiate;
 pub mod mono;

@@ -63,8 +63,34 @@ fn key_text(k: &Key) -> String {
 
 /// Analyzes `hir`, instantiating generic functions as calls need them.
 pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables {
-    let mut cache: HashMap<(FnId, Vec<Key>), FnId> = HashMap::new();
-    let mut instances = Instances::default();
+    Mono::default().analyze(hir, diags)
+}
+
+/// The instances made so far, kept between analyses of a program that a
+/// later pass changes (derivatives inline code that calls generic
+/// functions): calls that reached an instance keep it, and new calls with
+/// the same key reuse it.
+#[derive(Default)]
+pub struct Mono {
+    cache: HashMap<(FnId, Vec<Key>), FnId>,
+    instances: Instances,
+}
+
+impl Mono {
+    /// Analyzes `hir`, instantiating generic functions as calls need them.
+    pub fn analyze(&mut self, hir: &mut Hir, diags: &mut Diagnostics) -> Tables {
+        let (tables, instances) = analyze_rounds(hir, &mut self.cache, std::mem::take(&mut self.instances), diags);
+        self.instances = instances;
+        tables
+    }
+}
+
+fn analyze_rounds(
+    hir: &mut Hir,
+    cache: &mut HashMap<(FnId, Vec<Key>), FnId>,
+    mut instances: Instances,
+    diags: &mut Diagnostics,
+) -> (Tables, Instances) {
     // Rounds that decide literal types are not counted: each one decides
     // at least one more `let`, so there are finitely many.
     let mut rounds = 0;
@@ -85,7 +111,7 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
         }
         if tables.mono_requests.is_empty() {
             diags.extend(round.into_vec());
-            return with_calls(tables, instances);
+            return (with_calls(tables, &instances), instances);
         }
         rounds += 1;
         for req in &tables.mono_requests {
@@ -99,7 +125,7 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
                             req.span,
                             format!("more than {MAX_INSTANCES} instances of generic functions"),
                         ));
-                        return with_calls(tables, instances);
+                        return (with_calls(tables, &instances), instances);
                     }
                     let (inst, errors) = new_instance(hir, req.generic, &cache_key.1, &req.args);
                     if !errors.is_empty() {
@@ -127,7 +153,7 @@ pub fn analyze_with_instances(hir: &mut Hir, diags: &mut Diagnostics) -> Tables 
         Diagnostic::error(span, "generic functions instantiate each other without end")
             .note("each call of a generic function with new argument types creates a copy; these calls never stop creating new ones"),
     );
-    with_calls(tables, instances)
+    (with_calls(tables, &instances), instances)
 }
 
 /// The instance whose parameter `def` is, with the parameter's position.
@@ -139,8 +165,8 @@ fn instance_param(hir: &Hir, def: DefId) -> Option<(FnId, usize)> {
 }
 
 /// The final tables, with the instance each generic call reaches.
-fn with_calls(mut tables: Tables, instances: Instances) -> Tables {
-    tables.instance_calls = instances.calls;
+fn with_calls(mut tables: Tables, instances: &Instances) -> Tables {
+    tables.instance_calls = instances.calls.clone();
     tables
 }
 

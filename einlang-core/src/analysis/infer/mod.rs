@@ -5,6 +5,7 @@
 mod builtin;
 mod call;
 mod compound;
+mod deriv;
 mod index;
 mod literal;
 mod ops;
@@ -24,6 +25,10 @@ impl<'a> Cx<'a> {
         let span = self.hir.span(e);
         let t = match &self.hir.exprs[e].kind {
             ExprKind::Error => Ty::Error,
+            ExprKind::Deriv { target, wrt } => {
+                let (target, wrt) = (*target, *wrt);
+                self.infer_deriv(e, target, wrt)
+            }
             ExprKind::Rest(_) => {
                 self.err(Diagnostic::bug(span, "a rest index reached analysis"));
                 Ty::Error

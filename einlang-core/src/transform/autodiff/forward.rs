@@ -1,0 +1,393 @@
+//! Forward mode for a tensor target: tangents pushed along the tape.
+//!
+//! Every active binding `v` gets a tangent `t_v` with `v`'s axes followed
+//! by the source's axes `Q`: `t_v[I, Q] = d v[I] / d x[Q]`. A scalar source
+//! has no `Q`, and the sweep costs about one primal pass; a tensor source
+//! gives the dense Jacobian (`shape(y) ++ shape(x)`) in one pass of
+//! `|x|`-wide tangents. A read of `x` itself is the one-hot
+//! `if idx == Q { 1 } else { 0 }`, never a materialized identity. A
+//! recurrence's tangent is a recurrence with the same clauses.
+
+use std::collections::HashMap;
+
+use super::build::Build;
+use super::copy::Copier;
+use super::reverse::{pointwise, Point};
+use super::rules::{self, Partial};
+use super::Cx;
+use crate::analysis::Ty;
+use crate::base::ops::{BinOp, RedOp, UnOp};
+use crate::base::scalar::ScalarKind;
+use crate::diag::Diagnostic;
+use crate::hir::{Callee, DefId, DefKind, ExprId, ExprKind, IndexedDef, Recurrence, Slot, Stmt, Where};
+
+pub(super) fn run(hir: &mut crate::hir::Hir, cx: &Cx, ty_x: &Ty) -> Result<(Vec<Stmt>, DefId), Diagnostic> {
+    let span = cx.span;
+    let q_rank = match ty_x {
+        Ty::Tensor(_, dims) => dims.len(),
+        _ => 0,
+    };
+    let b = Build { hir, span };
+    let qs: Vec<DefId> = (0..q_rank).map(|a| b.hir.alloc_def(format!("q{a}"), DefKind::Index, span)).collect();
+    let mut f = Fwd { b, cx, qs, tangents: HashMap::new(), out: Vec::new() };
+    if cx.y == cx.x {
+        let def = f.identity()?;
+        return Ok((f.out, def));
+    }
+    for t in cx.tape {
+        let Some(v) = super::defined(&t.stmt) else { continue };
+        if v == cx.x || !cx.act.active.contains(&v) {
+            continue;
+        }
+        let tv = f.b.hir.alloc_def(format!("t_{}", f.b.hir.name(v)), DefKind::Local, span);
+        f.tangents.insert(v, tv);
+        let stmt = match &t.stmt {
+            Stmt::Let { value, .. } => {
+                let value = *value;
+                match cx.def_ty(v) {
+                    Ty::Tensor(_, dims) => {
+                        let mut point = Point::new(f.b.hir, vec![value], &[]);
+                        let vars: Vec<DefId> =
+                            (0..dims.len()).map(|a| f.b.hir.alloc_def(format!("i{a}"), DefKind::Index, span)).collect();
+                        let body = pointwise(&mut f.b, cx, &mut point, value, &vars)?;
+                        let slots: Vec<Slot> = vars
+                            .iter()
+                            .enumerate()
+                            .map(|(a, &def)| {
+                                let zero = f.b.int(0);
+                                let hi = f.b.extent(v, a);
+                                Slot::Var { def, range: Some(f.b.range(zero, hi)) }
+                            })
+                            .collect();
+                        f.clause(tv, &slots, &[], body, point)?
+                    }
+                    _ => {
+                        let point = Point::new(f.b.hir, vec![value], &[]);
+                        f.clause(tv, &[], &[], value, point)?
+                    }
+                }
+                .map(Stmt::Indexed)
+            }
+            Stmt::Indexed(d) => {
+                let point = Point::new(f.b.hir, roots(d), &d.wheres);
+                f.clause(tv, &d.slots, &d.wheres, d.body, point)?.map(Stmt::Indexed)
+            }
+            Stmt::Recurrence(r) => {
+                let mut clauses = Vec::new();
+                for d in &r.clauses {
+                    let point = Point::new(f.b.hir, roots(d), &d.wheres);
+                    if let Some(c) = f.clause(tv, &d.slots, &d.wheres, d.body, point)? {
+                        clauses.push(c);
+                    }
+                }
+                Some(Stmt::Recurrence(Recurrence { def: tv, clauses, span }))
+            }
+            Stmt::Expr(_) => None,
+        };
+        if let Some(s) = stmt {
+            f.out.push(unwrap_scalar(s));
+        }
+    }
+    let result = *f.tangents.get(&cx.y).ok_or_else(|| Diagnostic::bug(span, "the target has no tangent"))?;
+    Ok((f.out, result))
+}
+
+fn roots(d: &IndexedDef) -> Vec<ExprId> {
+    let mut roots = vec![d.body];
+    for w in &d.wheres {
+        match w {
+            Where::Bind { value, .. } => roots.push(*value),
+            Where::Guard(g) => roots.push(*g),
+        }
+    }
+    roots
+}
+
+/// An indexed definition with no slots is a scalar `let`.
+fn unwrap_scalar(s: Stmt) -> Stmt {
+    match s {
+        Stmt::Indexed(d) if d.slots.is_empty() && d.wheres.is_empty() => {
+            Stmt::Let { def: d.def, ty: None, value: d.body, span: d.span }
+        }
+        Stmt::Indexed(d) if d.slots.is_empty() => {
+            // Guards of a scalar: zero where they fail.
+            Stmt::Indexed(d)
+        }
+        s => s,
+    }
+}
+
+struct Fwd<'a, 'h> {
+    b: Build<'h>,
+    cx: &'a Cx<'a>,
+    /// The source's axes, as template variables.
+    qs: Vec<DefId>,
+    tangents: HashMap<DefId, DefId>,
+    out: Vec<Stmt>,
+}
+
+impl Fwd<'_, '_> {
+    fn q_reads(&mut self) -> Vec<ExprId> {
+        self.qs.clone().into_iter().map(|q| self.b.def(q)).collect()
+    }
+
+    /// Slots over the source's axes, bound to fresh variables in `c`.
+    fn q_slots(&mut self, c: &mut Copier) -> Vec<Slot> {
+        let x = self.cx.x;
+        self.qs
+            .clone()
+            .into_iter()
+            .enumerate()
+            .map(|(a, q)| {
+                let zero = self.b.int(0);
+                let hi = self.b.extent(x, a);
+                let def = c.bind(self.b.hir, q);
+                Slot::Var { def, range: Some(self.b.range(zero, hi)) }
+            })
+            .collect()
+    }
+
+    /// `@x / @x`: the identity, `J[P, Q] = (P == Q)`.
+    fn identity(&mut self) -> Result<DefId, Diagnostic> {
+        let span = self.b.span;
+        let x = self.cx.x;
+        let k = self.cx.def_ty(x).elem().unwrap_or(ScalarKind::F32);
+        let def = self.b.hir.alloc_def(format!("d_{}", self.b.hir.name(x)), DefKind::Local, span);
+        let mut c = Copier::new();
+        let ps: Vec<DefId> = (0..self.qs.len()).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
+        let mut slots: Vec<Slot> = ps
+            .iter()
+            .enumerate()
+            .map(|(a, &def)| {
+                let zero = self.b.int(0);
+                let hi = self.b.extent(x, a);
+                Slot::Var { def, range: Some(self.b.range(zero, hi)) }
+            })
+            .collect();
+        let p_reads: Vec<ExprId> = ps.iter().map(|&p| self.b.def(p)).collect();
+        let onehot = self.onehot(&p_reads, k);
+        slots.extend(self.q_slots(&mut c));
+        let body = c.expr(self.b.hir, onehot);
+        self.out.push(unwrap_scalar(Stmt::Indexed(IndexedDef { def, slots, wheres: Vec::new(), body, span })));
+        Ok(def)
+    }
+
+    /// `if idx == Q { 1 } else { 0 }`.
+    fn onehot(&mut self, idx: &[ExprId], k: ScalarKind) -> ExprId {
+        let qs = self.q_reads();
+        let eqs: Vec<ExprId> = idx.iter().zip(qs).map(|(&i, q)| self.b.bin(BinOp::Eq, i, q)).collect();
+        let one = self.b.float(1.0, k);
+        match self.b.all(&eqs) {
+            Some(c) => self.b.select(c, one, k),
+            None => one,
+        }
+    }
+
+    /// The tangent clause of `v[slots] = body where wheres`: None when the
+    /// tangent is zero there.
+    fn clause(
+        &mut self,
+        tv: DefId,
+        slots: &[Slot],
+        wheres: &[Where],
+        body: ExprId,
+        mut point: Point,
+    ) -> Result<Option<IndexedDef>, Diagnostic> {
+        let span = self.b.span;
+        let tangent = self.fwd(&mut point, body)?;
+        let k = point.kind(self.cx, body).unwrap_or(ScalarKind::F32);
+        let tangent = match tangent {
+            Some(t) => t,
+            None => self.b.float(0.0, k),
+        };
+        let mut c = Copier::with(point.locals.clone());
+        let mut new_slots = Vec::new();
+        for s in slots {
+            new_slots.push(match s {
+                Slot::Var { def, range } => {
+                    let range = range.as_ref().map(|r| c.range(self.b.hir, r));
+                    Slot::Var { def: c.bind(self.b.hir, *def), range }
+                }
+                other => other.clone(),
+            });
+        }
+        new_slots.extend(self.q_slots(&mut c));
+        let wheres = c.wheres(self.b.hir, wheres);
+        let body = c.expr(self.b.hir, tangent);
+        Ok(Some(IndexedDef { def: tv, slots: new_slots, wheres, body, span }))
+    }
+
+    fn read_tangent(&mut self, u: DefId, mut args: Vec<ExprId>) -> ExprId {
+        let tu = self.tangents[&u];
+        args.extend(self.q_reads());
+        self.b.index(tu, args)
+    }
+
+    fn fwd(&mut self, p: &mut Point, e: ExprId) -> Result<Option<ExprId>, Diagnostic> {
+        let Some(k) = p.kind(self.cx, e) else { return Ok(None) };
+        if !p.depends(self.b.hir, &self.cx.act.active, e) {
+            return Ok(None);
+        }
+        let span = self.b.span;
+        let x = self.cx.x;
+        Ok(match self.b.hir.exprs[e].kind.clone() {
+            ExprKind::Def(d) => {
+                if let Some(&v) = p.locals.get(&d) {
+                    return self.fwd(p, v);
+                }
+                if d == x {
+                    Some(self.onehot(&[], k))
+                } else if self.tangents.contains_key(&d) {
+                    Some(self.read_tangent(d, Vec::new()))
+                } else {
+                    None
+                }
+            }
+            ExprKind::Index { base, args } => {
+                let ExprKind::Def(u) = self.b.hir.exprs[base].kind else {
+                    return Err(Diagnostic::error(span, "cannot differentiate through a read of a computed tensor"));
+                };
+                if u == x {
+                    Some(self.onehot(&args, k))
+                } else if self.tangents.contains_key(&u) {
+                    Some(self.read_tangent(u, args))
+                } else {
+                    None
+                }
+            }
+            ExprKind::Unary(UnOp::Neg, a) => self.fwd(p, a)?.map(|t| self.b.neg(t)),
+            ExprKind::Binary(op, a, b) => match op {
+                BinOp::Add => {
+                    let (ta, tb) = (self.fwd(p, a)?, self.fwd(p, b)?);
+                    self.b.add_opt(ta, tb)
+                }
+                BinOp::Sub => {
+                    let (ta, tb) = (self.fwd(p, a)?, self.fwd(p, b)?);
+                    match (ta, tb) {
+                        (Some(ta), Some(tb)) => Some(self.b.sub(ta, tb)),
+                        (ta, None) => ta,
+                        (None, Some(tb)) => Some(self.b.neg(tb)),
+                    }
+                }
+                BinOp::Mul => {
+                    let ta = self.fwd(p, a)?;
+                    let l = self.b.mul_opt(ta, b);
+                    let tb = self.fwd(p, b)?;
+                    let r = tb.map(|tb| self.b.mul(a, tb));
+                    self.b.add_opt(l, r)
+                }
+                BinOp::Div => {
+                    let ta = self.fwd(p, a)?;
+                    let l = ta.map(|ta| self.b.div(ta, b));
+                    let tb = self.fwd(p, b)?;
+                    let r = match tb {
+                        Some(tb) => {
+                            let q = self.b.div(e, b);
+                            let q = self.b.neg(q);
+                            Some(self.b.mul(q, tb))
+                        }
+                        None => None,
+                    };
+                    self.b.add_opt(l, r)
+                }
+                BinOp::Rem => self.fwd(p, a)?,
+                BinOp::Pow => {
+                    let f = p.intrinsics.get(&e).or_else(|| self.cx.tables.intrinsic.get(&e)).copied();
+                    let f = f.ok_or_else(|| Diagnostic::bug(span, "a power with no chosen intrinsic"))?;
+                    self.fwd_call(p, f, &[a, b], e, k)?
+                }
+                _ => None,
+            },
+            ExprKind::Cast(a, _) => self.fwd(p, a)?.map(|t| if p.kind(self.cx, a) == Some(k) { t } else { self.b.cast(t, k) }),
+            ExprKind::Call { callee: Callee::Intrinsic(f), args, .. } => self.fwd_call(p, f, &args, e, k)?,
+            ExprKind::Call { callee: Callee::Fn(g), .. } => {
+                let name = self.b.hir.name(self.b.hir.fns[g].def).to_string();
+                return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
+            }
+            ExprKind::Reduce { op, vars, wheres, body } => {
+                let Some(tb) = self.fwd(p, body)? else { return Ok(None) };
+                match op {
+                    RedOp::Sum => Some(self.b.e(ExprKind::Reduce { op, vars, wheres, body: tb })),
+                    RedOp::Max | RedOp::Min => {
+                        let guard = if let [v] = vars.as_slice() {
+                            let (nv, nw, nb, _) = Point::renamed(self.b.hir, body, &vars, &wheres);
+                            let arg = if op == RedOp::Max { RedOp::ArgMax } else { RedOp::ArgMin };
+                            let pick = self.b.e(ExprKind::Reduce { op: arg, vars: nv, wheres: nw, body: nb });
+                            let here = self.b.def(v.def);
+                            self.b.bin(BinOp::Eq, here, pick)
+                        } else {
+                            self.b.bin(BinOp::Eq, body, e)
+                        };
+                        let mut wheres = wheres;
+                        wheres.push(Where::Guard(guard));
+                        Some(self.b.e(ExprKind::Reduce { op: RedOp::Sum, vars, wheres, body: tb }))
+                    }
+                    RedOp::Prod => {
+                        let (nv, mut nw, nb, fresh) = Point::renamed(self.b.hir, body, &vars, &wheres);
+                        let same: Vec<ExprId> = vars
+                            .iter()
+                            .zip(&fresh)
+                            .map(|(v, f)| {
+                                let a = self.b.def(v.def);
+                                let c = self.b.def(*f);
+                                self.b.bin(BinOp::Eq, a, c)
+                            })
+                            .collect();
+                        let all = self.b.all(&same).expect("a reduction has variables");
+                        let other = self.b.e(ExprKind::Unary(UnOp::Not, all));
+                        nw.push(Where::Guard(other));
+                        let others = self.b.e(ExprKind::Reduce { op: RedOp::Prod, vars: nv, wheres: nw, body: nb });
+                        let term = self.b.mul(tb, others);
+                        Some(self.b.e(ExprKind::Reduce { op: RedOp::Sum, vars, wheres, body: term }))
+                    }
+                    _ => None,
+                }
+            }
+            ExprKind::If { cond, then, els } => {
+                let tt = self.fwd(p, then)?;
+                let te = match els {
+                    Some(x) => self.fwd(p, x)?,
+                    None => None,
+                };
+                if tt.is_none() && te.is_none() {
+                    return Ok(None);
+                }
+                let tt = tt.unwrap_or_else(|| self.b.float(0.0, k));
+                let te = te.unwrap_or_else(|| self.b.float(0.0, k));
+                Some(self.b.e(ExprKind::If { cond, then: tt, els: Some(te) }))
+            }
+            ExprKind::Block(b) => match b.tail {
+                Some(t) => self.fwd(p, t)?,
+                None => None,
+            },
+            ExprKind::Lit(_) => None,
+            ExprKind::Match { .. } => {
+                return Err(Diagnostic::error(span, "cannot differentiate through `match` yet")
+                    .help("write the choice with `if` / `else`"))
+            }
+            _ => return Err(Diagnostic::error(span, "cannot differentiate through this kind of expression")),
+        })
+    }
+
+    fn fwd_call(
+        &mut self,
+        p: &mut Point,
+        f: crate::base::intrinsic::Intrinsic,
+        args: &[ExprId],
+        e: ExprId,
+        k: ScalarKind,
+    ) -> Result<Option<ExprId>, Diagnostic> {
+        let partials = rules::intrinsic(&mut self.b, f, args, e, k);
+        let mut sum = None;
+        for (&a, part) in args.iter().zip(partials) {
+            let Some(part) = part else { continue };
+            let Some(ta) = self.fwd(p, a)? else { continue };
+            let term = match part {
+                Partial::Scale(s) => self.b.mul(s, ta),
+                Partial::Select(c) => self.b.select(c, ta, k),
+            };
+            sum = self.b.add_opt(sum, Some(term));
+        }
+        Ok(sum)
+    }
+}

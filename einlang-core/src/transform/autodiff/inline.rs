@@ -1,0 +1,156 @@
+//! Inlining the Einlang functions a derivative passes through, so that the
+//! generators see only statements and elementary operations, and the
+//! primal's intermediate values are computed once and shared with the
+//! derivative code.
+//!
+//! A call that is a `let`'s whole value becomes the callee's statements
+//! (parameters bound by `let`s) followed by the `let` of its result. A call
+//! elsewhere in a `let` (not under a reduction, branch or block) is first
+//! bound to a temporary `let`. A call inside an indexed definition's point
+//! (`sigmoid(z[i])`) becomes a block expression there.
+
+use super::build::Build;
+use super::copy::Copier;
+use super::{edit_block, replace_expr, Activity, BlockLoc, TapeStmt};
+use crate::analysis::Tables;
+use crate::base::span::Span;
+use crate::diag::Diagnostic;
+use crate::hir::{self, Block, Callee, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, Stmt, TyAnn};
+
+/// Inlines the first call on the active path of the tape; whether there
+/// was one.
+pub(super) fn one(
+    hir: &mut Hir,
+    tables: &Tables,
+    f: FnId,
+    tape: &[TapeStmt],
+    act: &Activity,
+    span: Span,
+) -> Result<bool, Diagnostic> {
+    for t in tape {
+        let Some(v) = super::defined(&t.stmt) else { continue };
+        if !act.active.contains(&v) {
+            continue;
+        }
+        let mut roots = Vec::new();
+        hir::stmt_operands(&t.stmt, &mut roots);
+        for c in hir.reachable(roots.iter().copied()) {
+            let ExprKind::Call { callee: Callee::Fn(g), args, .. } = &hir.exprs[c].kind else { continue };
+            let callee = tables.instance_calls.get(&c).copied().unwrap_or(*g);
+            if hir.fns[callee].is_generic() || hir.fns[callee].skip == Some(hir::Skip::Inlined) {
+                continue;
+            }
+            let varied = hir.reachable(args.iter().copied()).into_iter().any(|e| {
+                matches!(hir.exprs[e].kind, ExprKind::Def(d) if act.varied.contains(&d))
+            });
+            if !varied {
+                continue;
+            }
+            inline_call(hir, f, t, c, callee, span)?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn inline_call(hir: &mut Hir, f: FnId, t: &TapeStmt, call: ExprId, callee: FnId, span: Span) -> Result<(), Diagnostic> {
+    let loc = block_of(hir, f, t);
+    if let Stmt::Let { def, ty, value, span: let_span } = &t.stmt {
+        let (def, ty, value, let_span) = (*def, ty.clone(), *value, *let_span);
+        if value == call {
+            let (mut stmts, tail) = body_copy(hir, call, callee, span);
+            let Some(tail) = tail else { return Err(unit_result(hir, callee, span)) };
+            stmts.push(Stmt::Let { def, ty, value: tail, span: let_span });
+            let index = t.index;
+            edit_block(hir, f, loc, |_, b| {
+                b.stmts.splice(index..=index, stmts);
+            });
+            return Ok(());
+        }
+        if !under_binder(hir, value, call) {
+            // `let v = g(f(x))`: bind the call first.
+            let name = format!("{}_arg", hir.name(def));
+            let tmp = hir.alloc_def(name, DefKind::Local, span);
+            let read = hir.alloc_expr(ExprKind::Def(tmp), span);
+            replace_expr(hir, f, call, read);
+            let index = t.index;
+            edit_block(hir, f, block_of(hir, f, t), |_, b| {
+                b.stmts.insert(index, Stmt::Let { def: tmp, ty: None, value: call, span });
+            });
+            return Ok(());
+        }
+    }
+    let (stmts, tail) = body_copy(hir, call, callee, span);
+    if stmts.iter().any(|s| !matches!(s, Stmt::Let { .. })) {
+        let name = hir.name(hir.fns[callee].def).to_string();
+        return Err(Diagnostic::error(
+            span,
+            format!("cannot differentiate through this call of `{name}`: it builds tensors inside one point of a definition"),
+        )
+        .help(format!("bind the call to a `let` of its own first: `let r = {name}(...);`")));
+    }
+    let Some(tail) = tail else { return Err(unit_result(hir, callee, span)) };
+    let block = hir.alloc_expr(ExprKind::Block(Block { stmts, tail: Some(tail) }), span);
+    replace_expr(hir, f, call, block);
+    Ok(())
+}
+
+fn unit_result(hir: &Hir, callee: FnId, span: Span) -> Diagnostic {
+    let name = hir.name(hir.fns[callee].def).to_string();
+    Diagnostic::error(span, format!("cannot differentiate through `{name}`: it returns no value"))
+}
+
+/// The block that holds a tape statement, as it is now.
+fn block_of(hir: &Hir, f: FnId, t: &TapeStmt) -> BlockLoc {
+    super::find(hir, f).and_then(|found| found.levels.get(t.level).map(|l| l.block)).unwrap_or(BlockLoc::Body)
+}
+
+/// Whether `call` sits under a reduction, branch, block, match or
+/// comprehension inside `root`, where binding it first would change what is
+/// evaluated.
+fn under_binder(hir: &Hir, root: ExprId, call: ExprId) -> bool {
+    fn walk(hir: &Hir, e: ExprId, call: ExprId, under: bool) -> Option<bool> {
+        if e == call {
+            return Some(under);
+        }
+        let kind = &hir.exprs[e].kind;
+        let binds = matches!(
+            kind,
+            ExprKind::Reduce { .. }
+                | ExprKind::If { .. }
+                | ExprKind::Block(_)
+                | ExprKind::Match { .. }
+                | ExprKind::Comprehension { .. }
+        );
+        let mut ops = Vec::new();
+        hir::operands(kind, &mut ops);
+        ops.into_iter().find_map(|o| walk(hir, o, call, under || binds))
+    }
+    walk(hir, root, call, false).unwrap_or(true)
+}
+
+/// The callee's body for this call: `let`s binding its parameters to the
+/// arguments, its statements with fresh names, and its tail. Dimension
+/// symbols of the parameters' types become the arguments' extents.
+fn body_copy(hir: &mut Hir, call: ExprId, callee: FnId, span: Span) -> (Vec<Stmt>, Option<ExprId>) {
+    let ExprKind::Call { args, .. } = hir.exprs[call].kind.clone() else { return (Vec::new(), None) };
+    let func = hir.fns[callee].clone();
+    let mut copier = Copier::new();
+    let mut stmts = Vec::new();
+    for (p, a) in func.params.iter().zip(args) {
+        let local = hir.alloc_def(hir.name(p.def).to_string(), DefKind::Local, span);
+        copier.map.insert(p.def, local);
+        stmts.push(Stmt::Let { def: local, ty: None, value: a, span });
+        if let Some(TyAnn::Tensor { dims, .. }) = &p.ty {
+            for (axis, d) in dims.iter().enumerate() {
+                if let DimAnn::Sym(sym, _) = d {
+                    let extent = Build { hir, span }.extent(local, axis);
+                    copier.subst.entry(*sym).or_insert(extent);
+                }
+            }
+        }
+    }
+    let body = copier.block(hir, &func.body);
+    stmts.extend(body.stmts);
+    (stmts, body.tail)
+}

@@ -1,0 +1,317 @@
+//! Derivatives: every request `@y / @x` becomes ordinary HIR that computes
+//! it, inserted before the statement holding the request, which then reads
+//! the result. The new code goes through the same analysis, lowering, `opt`
+//! passes and code generation as the user's own.
+//!
+//! One request is answered per function per call of `step`; the driver
+//! analyses again in between, because the answer is built from the types and
+//! ranges of the code around it (and inlining makes new code to analyse).
+//! For a request:
+//!
+//! 1. the *tape* is every statement before the request in its block and the
+//!    blocks around it;
+//! 2. *activity*: the bindings that depend on `x` (varied) and that `y`
+//!    depends on (useful); a `y` that does not depend on `x` is an error;
+//! 3. calls of Einlang functions on the active path are inlined, one at a
+//!    time (`inline`), and the step ends;
+//! 4. with no call left, `reverse` (a scalar `y`: one backward sweep whose
+//!    reads of adjoints are gathers) or `forward` (a tensor `y`: tangents
+//!    carrying the axes of `x`, so a scalar `x` costs one sweep and a
+//!    tensor `x` gives the dense Jacobian) writes the statements.
+
+mod build;
+mod copy;
+mod forward;
+mod inline;
+mod reverse;
+mod rules;
+
+use std::collections::{HashMap, HashSet};
+
+use crate::analysis::{Tables, Ty};
+use crate::base::span::Span;
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::hir::{self, DefId, ExprId, ExprKind, FnId, Hir, Stmt};
+
+/// Where a block lives: a function's body, or a block expression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlockLoc {
+    Body,
+    Expr(ExprId),
+}
+
+/// A statement position: the block and the index of the statement (the
+/// block's length for its tail).
+#[derive(Clone, Copy, Debug)]
+struct Level {
+    block: BlockLoc,
+    stmt: usize,
+}
+
+/// A request and where it is.
+struct Found {
+    req: ExprId,
+    target: DefId,
+    wrt: DefId,
+    levels: Vec<Level>,
+}
+
+/// Whether any function that is analysed still holds a request.
+pub fn has_requests(hir: &Hir) -> bool {
+    hir.fns.iter().any(|(f, func)| !hir.skipped(f) && !func.is_generic() && find(hir, f).is_some())
+}
+
+/// Answers (or prepares, by inlining) one request in each function that has
+/// one. Errors go to `diags`.
+pub fn step(hir: &mut Hir, tables: &Tables, diags: &mut Diagnostics) {
+    let fns: Vec<FnId> = hir.fns.iter().map(|(f, _)| f).collect();
+    for f in fns {
+        if hir.skipped(f) || hir.fns[f].is_generic() {
+            continue;
+        }
+        let Some(found) = find(hir, f) else { continue };
+        if let Err(d) = answer(hir, tables, f, &found) {
+            diags.push(d);
+            // The request is answered with nothing; it will not be found again.
+            hir.exprs[found.req].kind = ExprKind::Error;
+        }
+    }
+}
+
+fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), Diagnostic> {
+    let span = hir.span(found.req);
+    let tape = tape(hir, f, &found.levels);
+    let act = Activity::of(hir, tables, &tape, found.target, found.wrt);
+    if found.target != found.wrt && !act.varied.contains(&found.target) {
+        let (y, x) = (hir.name(found.target).to_string(), hir.name(found.wrt).to_string());
+        return Err(Diagnostic::error(span, format!("`{y}` does not depend on `{x}`"))
+            .note(format!("no computation leads from `{x}` to `{y}`, so this derivative is zero everywhere"))
+            .help("check the names; a derivative of an unrelated value is an error rather than a silent zero"));
+    }
+    if inline::one(hir, tables, f, &tape, &act, span)? {
+        return Ok(());
+    }
+    let ty = |d: DefId| tables.def_ty.get(&d).cloned().unwrap_or(Ty::Error);
+    let (ty_y, ty_x) = (ty(found.target), ty(found.wrt));
+    let cx = Cx { tables, tape: &tape, act: &act, span, y: found.target, x: found.wrt };
+    let (stmts, result) = match ty_y {
+        Ty::Scalar(_) => reverse::run(hir, &cx)?,
+        Ty::Tensor(..) => forward::run(hir, &cx, &ty_x)?,
+        _ => return Err(Diagnostic::bug(span, "a derivative of a value that is not a float")),
+    };
+    hir.exprs[found.req].kind = ExprKind::Def(result);
+    let last = *found.levels.last().ok_or_else(|| Diagnostic::bug(span, "a request outside any block"))?;
+    edit_block(hir, f, last.block, |_, b| {
+        let at = last.stmt.min(b.stmts.len());
+        b.stmts.splice(at..at, stmts);
+    });
+    Ok(())
+}
+
+/// What every generator reads: the tables, the tape, activity, the request.
+pub(super) struct Cx<'a> {
+    pub tables: &'a Tables,
+    pub tape: &'a [TapeStmt],
+    pub act: &'a Activity,
+    pub span: Span,
+    pub y: DefId,
+    pub x: DefId,
+}
+
+impl Cx<'_> {
+    /// The float kind of an expression of the analysed program.
+    pub fn float_kind(&self, e: ExprId) -> Option<crate::base::scalar::ScalarKind> {
+        self.tables.expr_ty.get(e.index()).and_then(Ty::elem).filter(|k| k.is_float())
+    }
+
+    pub fn def_ty(&self, d: DefId) -> Ty {
+        self.tables.def_ty.get(&d).cloned().unwrap_or(Ty::Error)
+    }
+}
+
+/// One statement before the request, with where it is.
+#[derive(Clone)]
+pub(super) struct TapeStmt {
+    pub level: usize,
+    pub index: usize,
+    pub stmt: Stmt,
+}
+
+/// The binding a statement defines.
+pub(super) fn defined(s: &Stmt) -> Option<DefId> {
+    match s {
+        Stmt::Let { def, .. } => Some(*def),
+        Stmt::Indexed(d) => Some(d.def),
+        Stmt::Recurrence(r) => Some(r.def),
+        Stmt::Expr(_) => None,
+    }
+}
+
+/// Every name a statement reads.
+pub(super) fn reads(hir: &Hir, s: &Stmt) -> HashSet<DefId> {
+    let mut roots = Vec::new();
+    hir::stmt_operands(s, &mut roots);
+    hir.reachable(roots)
+        .into_iter()
+        .filter_map(|e| match hir.exprs[e].kind {
+            ExprKind::Def(d) => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
+fn tape(hir: &Hir, f: FnId, levels: &[Level]) -> Vec<TapeStmt> {
+    let mut out = Vec::new();
+    for (level, l) in levels.iter().enumerate() {
+        let stmts = match l.block {
+            BlockLoc::Body => &hir.fns[f].body.stmts,
+            BlockLoc::Expr(e) => match &hir.exprs[e].kind {
+                ExprKind::Block(b) => &b.stmts,
+                _ => continue,
+            },
+        };
+        for (index, s) in stmts.iter().enumerate().take(l.stmt) {
+            out.push(TapeStmt { level, index, stmt: s.clone() });
+        }
+    }
+    out
+}
+
+/// Which bindings lie on a path from `x` to `y`.
+pub(super) struct Activity {
+    pub varied: HashSet<DefId>,
+    /// Varied and useful: the bindings whose derivatives are needed.
+    pub active: HashSet<DefId>,
+}
+
+impl Activity {
+    fn of(hir: &Hir, tables: &Tables, tape: &[TapeStmt], y: DefId, x: DefId) -> Activity {
+        let float = |d: DefId| tables.def_ty.get(&d).and_then(Ty::elem).is_some_and(|k| k.is_float());
+        let mut varied = HashSet::from([x]);
+        let reads: Vec<HashSet<DefId>> = tape.iter().map(|t| reads(hir, &t.stmt)).collect();
+        for (t, r) in tape.iter().zip(&reads) {
+            if let Some(v) = defined(&t.stmt) {
+                if v != x && float(v) && r.iter().any(|d| varied.contains(d)) {
+                    varied.insert(v);
+                }
+            }
+        }
+        let mut useful = HashSet::from([y]);
+        for (t, r) in tape.iter().zip(&reads).rev() {
+            if let Some(v) = defined(&t.stmt) {
+                if useful.contains(&v) && v != x {
+                    useful.extend(r.iter().copied());
+                }
+            }
+        }
+        let active = varied.intersection(&useful).copied().collect();
+        Activity { varied, active }
+    }
+}
+
+/// The first request in `f`, in source order.
+fn find(hir: &Hir, f: FnId) -> Option<Found> {
+    let body = &hir.fns[f].body;
+    let mut levels = Vec::new();
+    find_in_block(hir, BlockLoc::Body, &body.stmts, body.tail, &mut levels)
+}
+
+fn find_in_block(
+    hir: &Hir,
+    loc: BlockLoc,
+    stmts: &[Stmt],
+    tail: Option<ExprId>,
+    levels: &mut Vec<Level>,
+) -> Option<Found> {
+    let mut roots = Vec::new();
+    for (i, s) in stmts.iter().enumerate() {
+        roots.clear();
+        hir::stmt_operands(s, &mut roots);
+        levels.push(Level { block: loc, stmt: i });
+        for &r in &roots {
+            if let Some(found) = find_in_expr(hir, r, levels) {
+                return Some(found);
+            }
+        }
+        levels.pop();
+    }
+    levels.push(Level { block: loc, stmt: stmts.len() });
+    if let Some(found) = tail.and_then(|t| find_in_expr(hir, t, levels)) {
+        return Some(found);
+    }
+    levels.pop();
+    None
+}
+
+fn find_in_expr(hir: &Hir, e: ExprId, levels: &mut Vec<Level>) -> Option<Found> {
+    match &hir.exprs[e].kind {
+        ExprKind::Deriv { target, wrt } => {
+            Some(Found { req: e, target: *target, wrt: *wrt, levels: levels.clone() })
+        }
+        ExprKind::Block(b) => find_in_block(hir, BlockLoc::Expr(e), &b.stmts, b.tail, levels),
+        kind => {
+            let mut ops = Vec::new();
+            hir::operands(kind, &mut ops);
+            ops.into_iter().find_map(|o| find_in_expr(hir, o, levels))
+        }
+    }
+}
+
+/// Applies `edit` to a block of `f`. A block expression is rebuilt as a new
+/// node, and so is every expression around it, so that operands still
+/// precede their users.
+fn edit_block(hir: &mut Hir, f: FnId, loc: BlockLoc, edit: impl FnOnce(&mut Hir, &mut hir::Block)) {
+    match loc {
+        BlockLoc::Body => {
+            let mut body = std::mem::replace(&mut hir.fns[f].body, hir::Block { stmts: Vec::new(), tail: None });
+            edit(hir, &mut body);
+            hir.fns[f].body = body;
+        }
+        BlockLoc::Expr(e) => {
+            let ExprKind::Block(mut b) = hir.exprs[e].kind.clone() else { return };
+            edit(hir, &mut b);
+            let span = hir.span(e);
+            let new = hir.alloc_expr(ExprKind::Block(b), span);
+            replace_expr(hir, f, e, new);
+        }
+    }
+}
+
+/// Makes every user of `old` in `f` use `new`, rebuilding the users.
+fn replace_expr(hir: &mut Hir, f: FnId, old: ExprId, new: ExprId) {
+    let mut roots = Vec::new();
+    hir.fns[f].body.stmts.iter().for_each(|s| hir::stmt_operands(s, &mut roots));
+    roots.extend(hir.fns[f].body.tail);
+    let mut parent: HashMap<ExprId, ExprId> = HashMap::new();
+    let mut ops = Vec::new();
+    for e in hir.reachable(roots) {
+        ops.clear();
+        hir::operands(&hir.exprs[e].kind, &mut ops);
+        for &o in &ops {
+            parent.entry(o).or_insert(e);
+        }
+    }
+    let (mut old, mut new) = (old, new);
+    while let Some(&p) = parent.get(&old) {
+        let mut kind = hir.exprs[p].kind.clone();
+        hir::operands_mut(&mut kind, &mut |o| {
+            if *o == old {
+                *o = new;
+            }
+        });
+        let span = hir.span(p);
+        new = hir.alloc_expr(kind, span);
+        old = p;
+    }
+    let body = &mut hir.fns[f].body;
+    for s in &mut body.stmts {
+        hir::stmt_operands_mut(s, &mut |o| {
+            if *o == old {
+                *o = new;
+            }
+        });
+    }
+    if body.tail == Some(old) {
+        body.tail = Some(new);
+    }
+}

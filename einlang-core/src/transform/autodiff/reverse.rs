@@ -1,0 +1,773 @@
+//! Reverse mode for a scalar target: one backward sweep over the tape.
+//!
+//! Each active binding `v` gets an adjoint `dv` of its own shape, defined
+//! once every later statement has contributed to it. A statement
+//! `v[I] = body where ...` contributes to each active tensor `u` it reads
+//! as `u[e(I, K)]` (K: the reductions around the read): the adjoint
+//! `du[P] = sum over (I, K) with e(I, K) = P of dv[I] * (d body / d read)`.
+//! That sum is written in *gather* form: every index position that is a
+//! plain variable is solved (`i := p`), an affine one is inverted
+//! (`y + r = p` gives `y := p - r` under a range guard; `2 * i + d = p`
+//! gives `i := (p - d) / 2` under a divisibility guard), and only what no
+//! variable solves (a data-dependent `x[idx[n]]`) stays a guarded sum. The
+//! result is a loop over `du`'s points, parallel like the primal, with no
+//! scatter and no atomics.
+
+use std::collections::{HashMap, HashSet};
+
+use super::build::Build;
+use super::copy::Copier;
+use super::rules::{self, Partial};
+use super::Cx;
+use crate::analysis::{IndexRange, Ty};
+use crate::base::dim::Dim;
+use crate::base::intrinsic::Intrinsic;
+use crate::base::ops::{BinOp, Lit, RedOp, UnOp};
+use crate::base::scalar::ScalarKind;
+use crate::diag::Diagnostic;
+use crate::hir::{
+    Callee, DefId, DefKind, ExprId, ExprKind, Hir, IndexedDef, Range, RedVar, Slot, Stmt, Where,
+};
+
+/// An index variable with its bounds (expressions of the primal program).
+#[derive(Clone)]
+pub(super) struct Var {
+    pub def: DefId,
+    pub lo: ExprId,
+    pub hi: ExprId,
+}
+
+/// The index variables and conditions around a point of a statement.
+#[derive(Clone, Default)]
+pub(super) struct Ctx {
+    pub vars: Vec<Var>,
+    pub guards: Vec<ExprId>,
+}
+
+/// A contribution to an adjoint: `m` at the read `u[idx]`, summed over
+/// `vars` where `guards` hold.
+struct Term {
+    u: DefId,
+    idx: Vec<ExprId>,
+    m: ExprId,
+    ctx: Ctx,
+}
+
+struct Adjoint {
+    def: DefId,
+    /// One index variable per axis of the primal.
+    pvars: Vec<DefId>,
+    terms: Vec<ExprId>,
+}
+
+/// The shared machinery of one statement's local derivative: point-local
+/// bindings, the types of nodes made on the fly, and the statement's reads
+/// (for the bounds of reduction variables).
+pub(super) struct Point {
+    pub locals: HashMap<DefId, ExprId>,
+    pub kinds: HashMap<ExprId, ScalarKind>,
+    pub intrinsics: HashMap<ExprId, Intrinsic>,
+    pub roots: Vec<ExprId>,
+    depends: HashMap<ExprId, bool>,
+}
+
+impl Point {
+    pub fn new(hir: &Hir, roots: Vec<ExprId>, wheres: &[Where]) -> Point {
+        let mut locals = HashMap::new();
+        for w in wheres {
+            if let Where::Bind { def, value } = w {
+                locals.insert(*def, *value);
+            }
+        }
+        for e in hir.reachable(roots.iter().copied()) {
+            match &hir.exprs[e].kind {
+                ExprKind::Reduce { wheres, .. } => {
+                    for w in wheres {
+                        if let Where::Bind { def, value } = w {
+                            locals.insert(*def, *value);
+                        }
+                    }
+                }
+                ExprKind::Block(b) => {
+                    for s in &b.stmts {
+                        if let Stmt::Let { def, value, .. } = s {
+                            locals.insert(*def, *value);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Point { locals, kinds: HashMap::new(), intrinsics: HashMap::new(), roots, depends: HashMap::new() }
+    }
+
+    /// The float kind of `e`, if it is a float.
+    pub fn kind(&self, cx: &Cx, e: ExprId) -> Option<ScalarKind> {
+        self.kinds.get(&e).copied().or_else(|| cx.float_kind(e))
+    }
+
+    /// Whether `e` reads an active binding (through point-local bindings).
+    pub fn depends(&mut self, hir: &Hir, active: &HashSet<DefId>, e: ExprId) -> bool {
+        if let Some(&d) = self.depends.get(&e) {
+            return d;
+        }
+        self.depends.insert(e, false);
+        let mut any = false;
+        for x in hir.reachable([e]) {
+            if let ExprKind::Def(d) = hir.exprs[x].kind {
+                if active.contains(&d) {
+                    any = true;
+                } else if let Some(&v) = self.locals.get(&d) {
+                    any = self.depends(hir, active, v);
+                }
+                if any {
+                    break;
+                }
+            }
+        }
+        self.depends.insert(e, any);
+        any
+    }
+
+    /// Bounds of a reduction variable: its range, or the extent of an axis
+    /// it reads plainly (`x[.., k, ..]`).
+    pub fn bounds(&self, b: &mut Build, var: DefId, range: &Option<Range>) -> Option<(ExprId, ExprId)> {
+        if let Some(r) = range {
+            return Some((r.start, r.end));
+        }
+        for e in b.hir.reachable(self.roots.iter().copied()) {
+            let ExprKind::Index { base, args } = &b.hir.exprs[e].kind else { continue };
+            let ExprKind::Def(t) = b.hir.exprs[*base].kind else { continue };
+            if let Some(axis) = args.iter().position(|a| matches!(b.hir.exprs[*a].kind, ExprKind::Def(v) if v == var)) {
+                let zero = b.int(0);
+                let hi = b.extent(t, axis);
+                return Some((zero, hi));
+            }
+        }
+        None
+    }
+
+    /// A copy of `e` whose variables `from` are renamed to fresh ones (for
+    /// an `argmax` or a product over the same variables).
+    pub fn renamed(hir: &mut Hir, e: ExprId, vars: &[RedVar], wheres: &[Where]) -> (Vec<RedVar>, Vec<Where>, ExprId, Vec<DefId>) {
+        let mut c = Copier::new();
+        let mut fresh = Vec::new();
+        let new_vars = vars
+            .iter()
+            .map(|v| {
+                let range = v.range.as_ref().map(|r| c.range(hir, r));
+                let d = c.bind(hir, v.def);
+                fresh.push(d);
+                RedVar { def: d, range }
+            })
+            .collect();
+        let wheres = c.wheres(hir, wheres);
+        let body = c.expr(hir, e);
+        (new_vars, wheres, body, fresh)
+    }
+}
+
+pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, DefId), Diagnostic> {
+    let span = cx.span;
+    let k_y = match cx.def_ty(cx.y) {
+        Ty::Scalar(k) => k,
+        _ => return Err(Diagnostic::bug(span, "reverse mode of a tensor target")),
+    };
+    let mut r = Rev { b: Build { hir, span }, cx, adj: HashMap::new(), out: Vec::new() };
+    let one = r.b.float(1.0, k_y);
+    r.adjoint(cx.y).terms.push(one);
+    for t in cx.tape.iter().rev() {
+        let Some(v) = super::defined(&t.stmt) else { continue };
+        if v == cx.x || !cx.act.active.contains(&v) {
+            continue;
+        }
+        let Some(dv) = r.emit(v) else { continue };
+        match &t.stmt {
+            Stmt::Let { value, .. } => {
+                let value = *value;
+                match cx.def_ty(v) {
+                    Ty::Scalar(_) => r.statement(v, dv, &[], &[], value)?,
+                    Ty::Tensor(_, dims) => {
+                        let slots = r.pointwise_slots(dims.len());
+                        let mut point = Point::new(r.b.hir, vec![value], &[]);
+                        let vars: Vec<DefId> = slots.iter().map(|s| s.0).collect();
+                        let body = pointwise(&mut r.b, cx, &mut point, value, &vars)?;
+                        let slots: Vec<Slot> =
+                            slots.into_iter().map(|(def, range)| Slot::Var { def, range: Some(range) }).collect();
+                        r.statement_in(v, dv, &slots, &[], body, point)?;
+                    }
+                    _ => return Err(unsupported(span, hir_name(&r, v), "it is not a float scalar or tensor")),
+                }
+            }
+            Stmt::Indexed(d) => {
+                let IndexedDef { slots, wheres, body, .. } = d.clone();
+                r.statement(v, dv, &slots, &wheres, body)?;
+            }
+            Stmt::Recurrence(_) => {
+                return Err(unsupported(span, hir_name(&r, v), "reverse mode through recurrences is not built yet; ask for a derivative with respect to a scalar (forward mode) instead"))
+            }
+            Stmt::Expr(_) => {}
+        }
+    }
+    let k_x = cx.def_ty(cx.x).elem().unwrap_or(k_y);
+    let dx = match r.emit(cx.x) {
+        Some(d) => d,
+        None => r.zeros(cx.x, k_x),
+    };
+    let result = if k_x == k_y { dx } else { r.cast_all(cx.x, dx, k_y) };
+    Ok((r.out, result))
+}
+
+fn hir_name(r: &Rev, d: DefId) -> String {
+    r.b.hir.name(d).to_string()
+}
+
+fn unsupported(span: crate::base::span::Span, what: String, why: &str) -> Diagnostic {
+    Diagnostic::error(span, format!("cannot differentiate through `{what}`: {why}"))
+}
+
+struct Rev<'a, 'h> {
+    b: Build<'h>,
+    cx: &'a Cx<'a>,
+    adj: HashMap<DefId, Adjoint>,
+    out: Vec<Stmt>,
+}
+
+impl Rev<'_, '_> {
+    fn rank(&self, d: DefId) -> usize {
+        match self.cx.def_ty(d) {
+            Ty::Tensor(_, dims) => dims.len(),
+            _ => 0,
+        }
+    }
+
+    fn adjoint(&mut self, u: DefId) -> &mut Adjoint {
+        if !self.adj.contains_key(&u) {
+            let name = format!("d_{}", self.b.hir.name(u));
+            let span = self.b.span;
+            let def = self.b.hir.alloc_def(name, DefKind::Local, span);
+            let pvars = (0..self.rank(u)).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
+            self.adj.insert(u, Adjoint { def, pvars, terms: Vec::new() });
+        }
+        self.adj.get_mut(&u).expect("inserted above")
+    }
+
+    /// Slots `p in 0..shape(u)[a]` over the given variables.
+    fn slots_over(&mut self, u: DefId, vars: &[DefId]) -> Vec<Slot> {
+        vars.iter()
+            .enumerate()
+            .map(|(a, &def)| {
+                let zero = self.b.int(0);
+                let hi = self.b.extent(u, a);
+                Slot::Var { def, range: Some(self.b.range(zero, hi)) }
+            })
+            .collect()
+    }
+
+    /// Defines `u`'s adjoint from its contributions; its name, or None
+    /// when nothing contributed (a zero adjoint).
+    fn emit(&mut self, u: DefId) -> Option<DefId> {
+        let a = self.adj.remove(&u)?;
+        let mut body = None;
+        for t in a.terms {
+            body = self.b.add_opt(body, Some(t));
+        }
+        let body = body?;
+        let span = self.b.span;
+        let stmt = if a.pvars.is_empty() {
+            Stmt::Let { def: a.def, ty: None, value: body, span }
+        } else {
+            let slots = self.slots_over(u, &a.pvars);
+            Stmt::Indexed(IndexedDef { def: a.def, slots, wheres: Vec::new(), body, span })
+        };
+        self.out.push(stmt);
+        Some(a.def)
+    }
+
+    /// A zero adjoint of `x`'s shape.
+    fn zeros(&mut self, x: DefId, k: ScalarKind) -> DefId {
+        let a = self.adjoint(x);
+        let (def, pvars) = (a.def, a.pvars.clone());
+        self.adj.remove(&x);
+        let zero = self.b.float(0.0, k);
+        let span = self.b.span;
+        let stmt = if pvars.is_empty() {
+            Stmt::Let { def, ty: None, value: zero, span }
+        } else {
+            let slots = self.slots_over(x, &pvars);
+            Stmt::Indexed(IndexedDef { def, slots, wheres: Vec::new(), body: zero, span })
+        };
+        self.out.push(stmt);
+        def
+    }
+
+    /// `dx` cast to the target's float kind.
+    fn cast_all(&mut self, x: DefId, dx: DefId, k: ScalarKind) -> DefId {
+        let span = self.b.span;
+        let def = self.b.hir.alloc_def(format!("{}_as_{}", self.b.hir.name(dx), k.name()), DefKind::Local, span);
+        let vars: Vec<DefId> =
+            (0..self.rank(x)).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
+        let args = vars.iter().map(|&v| self.b.def(v)).collect();
+        let read = self.b.index(dx, args);
+        let body = self.b.cast(read, k);
+        let stmt = if vars.is_empty() {
+            Stmt::Let { def, ty: None, value: body, span }
+        } else {
+            let slots = self.slots_over(x, &vars);
+            Stmt::Indexed(IndexedDef { def, slots, wheres: Vec::new(), body, span })
+        };
+        self.out.push(stmt);
+        def
+    }
+
+    /// Fresh variables over a tensor binding's points, for a whole-tensor
+    /// `let`: their definitions and ranges.
+    fn pointwise_slots(&mut self, rank: usize) -> Vec<(DefId, Range)> {
+        let span = self.b.span;
+        (0..rank)
+            .map(|a| {
+                let d = self.b.hir.alloc_def(format!("i{a}"), DefKind::Index, span);
+                // The range is filled in by `statement_in` from the binding.
+                let zero = self.b.int(0);
+                let zero2 = self.b.int(0);
+                (d, self.b.range(zero, zero2))
+            })
+            .collect()
+    }
+
+    fn statement(&mut self, v: DefId, dv: DefId, slots: &[Slot], wheres: &[Where], body: ExprId) -> Result<(), Diagnostic> {
+        let mut roots = vec![body];
+        for w in wheres {
+            match w {
+                Where::Bind { value, .. } => roots.push(*value),
+                Where::Guard(g) => roots.push(*g),
+            }
+        }
+        let point = Point::new(self.b.hir, roots, wheres);
+        self.statement_in(v, dv, slots, wheres, body, point)
+    }
+
+    /// The contributions of the statement `v[slots] = body where wheres`,
+    /// whose adjoint is `dv`, to the adjoints of what it reads.
+    fn statement_in(
+        &mut self,
+        v: DefId,
+        dv: DefId,
+        slots: &[Slot],
+        wheres: &[Where],
+        body: ExprId,
+        mut point: Point,
+    ) -> Result<(), Diagnostic> {
+        let mut ctx = Ctx::default();
+        let mut at = Vec::new();
+        for (axis, s) in slots.iter().enumerate() {
+            match s {
+                Slot::Var { def, range } => {
+                    let (lo, hi) = match range {
+                        Some(r) if !is_placeholder(self.b.hir, r) => (r.start, r.end),
+                        _ => {
+                            let zero = self.b.int(0);
+                            (zero, self.b.extent(v, axis))
+                        }
+                    };
+                    ctx.vars.push(Var { def: *def, lo, hi });
+                    at.push(self.b.def(*def));
+                }
+                Slot::Lit(n, _) => at.push(self.b.int(*n)),
+                Slot::Rest(..) => return Err(Diagnostic::bug(self.b.span, "a rest index reached autodiff")),
+            }
+        }
+        for w in wheres {
+            if let Where::Guard(g) = w {
+                ctx.guards.push(*g);
+            }
+        }
+        let seed = self.b.index(dv, at);
+        let mut terms = Vec::new();
+        self.rev(&mut point, body, seed, &ctx, &mut terms)?;
+        for t in terms {
+            self.contribute(&point, t);
+        }
+        Ok(())
+    }
+
+    fn term(&self, u: DefId, idx: Vec<ExprId>, m: ExprId, ctx: &Ctx) -> Term {
+        Term { u, idx, m, ctx: ctx.clone() }
+    }
+
+    fn rev(&mut self, p: &mut Point, e: ExprId, adj: ExprId, ctx: &Ctx, out: &mut Vec<Term>) -> Result<(), Diagnostic> {
+        let Some(k) = p.kind(self.cx, e) else { return Ok(()) };
+        if !p.depends(self.b.hir, &self.cx.act.active, e) {
+            return Ok(());
+        }
+        let span = self.b.span;
+        match self.b.hir.exprs[e].kind.clone() {
+            ExprKind::Def(d) => {
+                if let Some(&v) = p.locals.get(&d) {
+                    return self.rev(p, v, adj, ctx, out);
+                }
+                out.push(self.term(d, Vec::new(), adj, ctx));
+            }
+            ExprKind::Index { base, args } => {
+                let ExprKind::Def(u) = self.b.hir.exprs[base].kind else {
+                    return Err(Diagnostic::error(span, "cannot differentiate through a read of a computed tensor"));
+                };
+                if args.len() != self.rank(u) {
+                    let name = self.b.hir.name(u).to_string();
+                    return Err(unsupported(span, name, "a part of it is read as a tensor inside a point; bind it with `let` first"));
+                }
+                out.push(self.term(u, args, adj, ctx));
+            }
+            ExprKind::Unary(UnOp::Neg, a) => {
+                let n = self.b.neg(adj);
+                self.rev(p, a, n, ctx, out)?;
+            }
+            ExprKind::Binary(op, a, b) => match op {
+                BinOp::Add => {
+                    self.rev(p, a, adj, ctx, out)?;
+                    self.rev(p, b, adj, ctx, out)?;
+                }
+                BinOp::Sub => {
+                    self.rev(p, a, adj, ctx, out)?;
+                    let n = self.b.neg(adj);
+                    self.rev(p, b, n, ctx, out)?;
+                }
+                BinOp::Mul => {
+                    let da = self.b.mul(adj, b);
+                    self.rev(p, a, da, ctx, out)?;
+                    let db = self.b.mul(adj, a);
+                    self.rev(p, b, db, ctx, out)?;
+                }
+                BinOp::Div => {
+                    let da = self.b.div(adj, b);
+                    self.rev(p, a, da, ctx, out)?;
+                    let q = self.b.mul(adj, e);
+                    let q = self.b.div(q, b);
+                    let db = self.b.neg(q);
+                    self.rev(p, b, db, ctx, out)?;
+                }
+                BinOp::Rem => self.rev(p, a, adj, ctx, out)?,
+                BinOp::Pow => {
+                    let f = p.intrinsics.get(&e).or_else(|| self.cx.tables.intrinsic.get(&e)).copied();
+                    let f = f.ok_or_else(|| Diagnostic::bug(span, "a power with no chosen intrinsic"))?;
+                    self.rev_call(p, f, &[a, b], e, k, adj, ctx, out)?;
+                }
+                _ => {}
+            },
+            ExprKind::Cast(a, _) => {
+                if let Some(ka) = p.kind(self.cx, a) {
+                    let adj = if ka == k { adj } else { self.b.cast(adj, ka) };
+                    self.rev(p, a, adj, ctx, out)?;
+                }
+            }
+            ExprKind::Call { callee: Callee::Intrinsic(f), args, .. } => self.rev_call(p, f, &args, e, k, adj, ctx, out)?,
+            ExprKind::Call { callee: Callee::Fn(g), .. } => {
+                let name = self.b.hir.name(self.b.hir.fns[g].def).to_string();
+                return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
+            }
+            ExprKind::Reduce { op, vars, wheres, body } => {
+                let mut inner = ctx.clone();
+                for v in &vars {
+                    let (lo, hi) = p.bounds(&mut self.b, v.def, &v.range).ok_or_else(|| {
+                        Diagnostic::error(span, "cannot differentiate: a reduction variable has no range to sum the adjoint over")
+                            .help("give the reduction variable an explicit range: `sum[k in 0..n](...)`")
+                    })?;
+                    inner.vars.push(Var { def: v.def, lo, hi });
+                }
+                for w in &wheres {
+                    if let Where::Guard(g) = w {
+                        inner.guards.push(*g);
+                    }
+                }
+                match op {
+                    RedOp::Sum => self.rev(p, body, adj, &inner, out)?,
+                    RedOp::Max | RedOp::Min => {
+                        // The adjoint goes to the selected point only, the
+                        // first one on ties.
+                        let guard = if let [v] = vars.as_slice() {
+                            let (nv, nw, nb, _) = Point::renamed(self.b.hir, body, &vars, &wheres);
+                            let arg = if op == RedOp::Max { RedOp::ArgMax } else { RedOp::ArgMin };
+                            let pick = self.b.e(ExprKind::Reduce { op: arg, vars: nv, wheres: nw, body: nb });
+                            let here = self.b.def(v.def);
+                            self.b.bin(BinOp::Eq, here, pick)
+                        } else {
+                            self.b.bin(BinOp::Eq, body, e)
+                        };
+                        inner.guards.push(guard);
+                        self.rev(p, body, adj, &inner, out)?;
+                    }
+                    RedOp::Prod => {
+                        // The product of the other factors: exact when one
+                        // of them is zero.
+                        let (nv, mut nw, nb, fresh) = Point::renamed(self.b.hir, body, &vars, &wheres);
+                        let same: Vec<ExprId> = vars
+                            .iter()
+                            .zip(&fresh)
+                            .map(|(v, f)| {
+                                let a = self.b.def(v.def);
+                                let c = self.b.def(*f);
+                                self.b.bin(BinOp::Eq, a, c)
+                            })
+                            .collect();
+                        let all = self.b.all(&same).expect("a reduction has variables");
+                        let other = self.b.e(ExprKind::Unary(UnOp::Not, all));
+                        nw.push(Where::Guard(other));
+                        let others = self.b.e(ExprKind::Reduce { op: RedOp::Prod, vars: nv, wheres: nw, body: nb });
+                        let m = self.b.mul(adj, others);
+                        self.rev(p, body, m, &inner, out)?;
+                    }
+                    _ => {}
+                }
+            }
+            ExprKind::If { cond, then, els } => {
+                let mut t = ctx.clone();
+                t.guards.push(cond);
+                self.rev(p, then, adj, &t, out)?;
+                if let Some(x) = els {
+                    let mut f = ctx.clone();
+                    let not = self.b.e(ExprKind::Unary(UnOp::Not, cond));
+                    f.guards.push(not);
+                    self.rev(p, x, adj, &f, out)?;
+                }
+            }
+            ExprKind::Block(b) => {
+                if b.stmts.iter().any(|s| !matches!(s, Stmt::Let { .. })) {
+                    return Err(Diagnostic::error(span, "cannot differentiate through a block that defines tensors inside a point"));
+                }
+                if let Some(t) = b.tail {
+                    self.rev(p, t, adj, ctx, out)?;
+                }
+            }
+            ExprKind::Lit(_) => {}
+            ExprKind::Match { .. } => {
+                return Err(Diagnostic::error(span, "cannot differentiate through `match` yet")
+                    .help("write the choice with `if` / `else`"))
+            }
+            _ => return Err(Diagnostic::error(span, "cannot differentiate through this kind of expression")),
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rev_call(
+        &mut self,
+        p: &mut Point,
+        f: Intrinsic,
+        args: &[ExprId],
+        e: ExprId,
+        k: ScalarKind,
+        adj: ExprId,
+        ctx: &Ctx,
+        out: &mut Vec<Term>,
+    ) -> Result<(), Diagnostic> {
+        let partials = rules::intrinsic(&mut self.b, f, args, e, k);
+        for (&a, part) in args.iter().zip(partials) {
+            let Some(part) = part else { continue };
+            let da = match part {
+                Partial::Scale(s) => self.b.mul(adj, s),
+                Partial::Select(c) => self.b.select(c, adj, k),
+            };
+            self.rev(p, a, da, ctx, out)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a term to its adjoint, in gather form (see the module docs).
+    fn contribute(&mut self, p: &Point, t: Term) {
+        let k = self.cx.def_ty(t.u).elem().unwrap_or(ScalarKind::F32);
+        let pv = self.adjoint(t.u).pvars.clone();
+        let vars: HashMap<DefId, Var> = t.ctx.vars.iter().map(|v| (v.def, v.clone())).collect();
+        let mut solved: HashMap<DefId, ExprId> = HashMap::new();
+        let mut guards = t.ctx.guards.clone();
+        let mut done = vec![false; t.idx.len()];
+        for (a, &ix) in t.idx.iter().enumerate() {
+            if let ExprKind::Def(v) = self.b.hir.exprs[ix].kind {
+                if vars.contains_key(&v) && !solved.contains_key(&v) {
+                    let pa = self.b.def(pv[a]);
+                    solved.insert(v, pa);
+                    done[a] = true;
+                    if !self.same_extent(v, t.u, a) {
+                        guards.push(self.in_range(&vars[&v]));
+                    }
+                }
+            }
+        }
+        for (a, &ix) in t.idx.iter().enumerate() {
+            if done[a] {
+                continue;
+            }
+            let pa = self.b.def(pv[a]);
+            if let Some((v, sol, extra)) = self.invert(ix, pa, &vars, &solved) {
+                solved.insert(v, sol);
+                guards.extend(extra);
+                guards.push(self.in_range(&vars[&v]));
+                done[a] = true;
+            }
+        }
+        for (a, &ix) in t.idx.iter().enumerate() {
+            if !done[a] {
+                let pa = self.b.def(pv[a]);
+                guards.push(self.b.bin(BinOp::Eq, ix, pa));
+            }
+        }
+        let mut subst = p.locals.clone();
+        subst.extend(solved.iter().map(|(d, e)| (*d, *e)));
+        let mut free = Vec::new();
+        for v in &t.ctx.vars {
+            if solved.contains_key(&v.def) {
+                continue;
+            }
+            let span = self.b.span;
+            let name = self.b.hir.name(v.def).to_string();
+            let fresh = self.b.hir.alloc_def(name, DefKind::Index, span);
+            let read = self.b.def(fresh);
+            subst.insert(v.def, read);
+            free.push((fresh, v.lo, v.hi));
+        }
+        let mut c = Copier::with(subst);
+        let hir = &mut *self.b.hir;
+        let m = c.expr(hir, t.m);
+        let guards: Vec<ExprId> = guards.iter().map(|g| c.expr(hir, *g)).collect();
+        let reds: Vec<RedVar> = free
+            .into_iter()
+            .map(|(def, lo, hi)| {
+                let range = Range { start: c.expr(hir, lo), end: c.expr(hir, hi), span: self.b.span };
+                RedVar { def, range: Some(range) }
+            })
+            .collect();
+        let contribution = self.b.sum(reds, guards, m, k);
+        self.adjoint(t.u).terms.push(contribution);
+    }
+
+    /// Whether `v` ranges exactly over axis `axis` of `u`.
+    fn same_extent(&self, v: DefId, u: DefId, axis: usize) -> bool {
+        let Ty::Tensor(_, dims) = self.cx.def_ty(u) else { return false };
+        let Some(extent) = dims.get(axis) else { return false };
+        self.cx.tables.ranges.get(&v) == Some(&IndexRange { start: Dim::zero(), end: extent.clone() })
+    }
+
+    /// `lo <= v && v < hi`, in terms of the primal variable (substituted
+    /// by its solution when copied).
+    fn in_range(&mut self, v: &Var) -> ExprId {
+        let x = self.b.def(v.def);
+        let ge = self.b.bin(BinOp::Le, v.lo, x);
+        let x = self.b.def(v.def);
+        let lt = self.b.bin(BinOp::Lt, x, v.hi);
+        self.b.bin(BinOp::And, ge, lt)
+    }
+
+    /// Solves `ix = target` for one unsolved variable of `vars`, if `ix`
+    /// is affine in it with a positive literal stride: the variable, its
+    /// solution and the divisibility guards.
+    fn invert(
+        &mut self,
+        ix: ExprId,
+        target: ExprId,
+        vars: &HashMap<DefId, Var>,
+        solved: &HashMap<DefId, ExprId>,
+    ) -> Option<(DefId, ExprId, Vec<ExprId>)> {
+        match self.b.hir.exprs[ix].kind.clone() {
+            ExprKind::Def(v) if vars.contains_key(&v) && !solved.contains_key(&v) => Some((v, target, Vec::new())),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                let tries: [(ExprId, ExprId, bool); 2] = [(a, b, true), (b, a, false)];
+                for (pivot, other, first) in tries {
+                    let t = match (op, first) {
+                        (BinOp::Add, _) => self.b.sub(target, other),
+                        (BinOp::Sub, true) => self.b.bin(BinOp::Add, target, other),
+                        _ => self.b.sub(other, target),
+                    };
+                    if let Some((v, sol, g)) = self.invert(pivot, t, vars, solved) {
+                        if !self.mentions(other, v) && !solved.keys().any(|s| self.mentions(other, *s)) {
+                            return Some((v, sol, g));
+                        }
+                    }
+                }
+                None
+            }
+            ExprKind::Binary(BinOp::Mul, a, b) => {
+                for (s, pivot) in [(a, b), (b, a)] {
+                    let ExprKind::Lit(Lit::Int(n, _)) = self.b.hir.exprs[s].kind else { continue };
+                    if n <= 0 {
+                        continue;
+                    }
+                    let t = self.b.bin(BinOp::Div, target, s);
+                    if let Some((v, sol, mut g)) = self.invert(pivot, t, vars, solved) {
+                        let r = self.b.bin(BinOp::Rem, target, s);
+                        let zero = self.b.int(0);
+                        g.push(self.b.bin(BinOp::Eq, r, zero));
+                        return Some((v, sol, g));
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn mentions(&self, e: ExprId, d: DefId) -> bool {
+        self.b.hir.reachable([e]).into_iter().any(|x| matches!(self.b.hir.exprs[x].kind, ExprKind::Def(v) if v == d))
+    }
+}
+
+/// A placeholder range of `pointwise_slots` (0..0): the binding's extent.
+fn is_placeholder(hir: &Hir, r: &Range) -> bool {
+    let zero = |e: ExprId| matches!(hir.exprs[e].kind, ExprKind::Lit(Lit::Int(0, _)));
+    zero(r.start) && zero(r.end)
+}
+
+/// The point `vars` of the whole-tensor expression `e`: tensor values read
+/// at `vars`, scalars as they are. New nodes get their float kind in
+/// `point.kinds`, so derivative rules can see them.
+pub(super) fn pointwise(b: &mut Build, cx: &Cx, point: &mut Point, e: ExprId, vars: &[DefId]) -> Result<ExprId, Diagnostic> {
+    let ty = cx.tables.expr_ty.get(e.index()).cloned().unwrap_or(Ty::Error);
+    let Ty::Tensor(k, dims) = ty else { return Ok(e) };
+    let span = b.span;
+    let at = |b: &mut Build, n: usize| -> Vec<ExprId> { vars[vars.len() - n..].iter().map(|&v| b.def(v)).collect() };
+    let new = match b.hir.exprs[e].kind.clone() {
+        ExprKind::Def(d) => {
+            let args = at(b, dims.len());
+            b.index(d, args)
+        }
+        ExprKind::Index { base, mut args } => {
+            let ExprKind::Def(_) = b.hir.exprs[base].kind else {
+                return Err(Diagnostic::error(span, "cannot differentiate through a part of a computed tensor"));
+            };
+            args.extend(at(b, dims.len()));
+            b.e(ExprKind::Index { base, args })
+        }
+        ExprKind::Unary(op, a) => {
+            let a = pointwise(b, cx, point, a, vars)?;
+            b.e(ExprKind::Unary(op, a))
+        }
+        ExprKind::Binary(op, x, y) => {
+            let x = pointwise(b, cx, point, x, vars)?;
+            let y = pointwise(b, cx, point, y, vars)?;
+            let n = b.e(ExprKind::Binary(op, x, y));
+            if let Some(f) = cx.tables.intrinsic.get(&e) {
+                point.intrinsics.insert(n, *f);
+            }
+            n
+        }
+        ExprKind::Cast(a, to) => {
+            let a = pointwise(b, cx, point, a, vars)?;
+            b.e(ExprKind::Cast(a, to))
+        }
+        ExprKind::Call { callee: callee @ Callee::Intrinsic(_), callee_span, args } => {
+            let args = args.iter().map(|a| pointwise(b, cx, point, *a, vars)).collect::<Result<_, _>>()?;
+            b.e(ExprKind::Call { callee, callee_span, args })
+        }
+        ExprKind::If { cond, then, els: Some(els) } => {
+            let then = pointwise(b, cx, point, then, vars)?;
+            let els = pointwise(b, cx, point, els, vars)?;
+            b.e(ExprKind::If { cond, then, els: Some(els) })
+        }
+        _ => {
+            return Err(Diagnostic::error(span, "cannot differentiate through this whole-tensor expression")
+                .help("write it with indices: `let v[i, j] = ...;`"))
+        }
+    };
+    if k.is_float() {
+        point.kinds.insert(new, k);
+    }
+    Ok(new)
+}
