@@ -11,9 +11,10 @@
 //! `<J v, u> == <v, J^T u>`.
 //!
 //! Each group keeps its `einlang!` block in its own `mod`, next to its tests.
-//! The last module (`later`) holds what may land after the core
-//! (differentiated recurrences, second derivatives, `@fn` rules, Jacobian
-//! rows, argmax-selected reads); it can be dropped as a unit.
+//! The last module (`later`) holds what the first autodiff commit does not
+//! compile yet (reverse mode through recurrences, forward mode through a
+//! recurrence with a vector state, `@fn` rules); each of its submodules, or
+//! the whole of it, can be dropped alone.
 
 mod common;
 
@@ -414,7 +415,7 @@ mod elementary {
 
     #[test]
     fn scalar_over_scalar() {
-        for x in [-1.3, -0.2, 0.0, 0.4, 2.1] {
+        for x in [-1.3f64, -0.2, 0.0, 0.4, 2.1] {
             let want = x.sin() + x * x.cos() - 2.0 * x * (-x * x).exp();
             let got = g_scalar(x).unwrap();
             assert_scalar("hand", got, want, EXACT_TOL);
@@ -516,6 +517,15 @@ mod reductions {
         let x = array![[2.0, -1.0, 5.0, -1.0], [4.0, 4.0, 4.0, 4.0]];
         let want = array![[0.0, 0.5 - 2.0, 0.0, 0.0], [-2.0 + 8.0, 0.0, 0.0, 0.0]];
         assert_grad("min with ties", &g_rmin(&x, &w).unwrap(), &want, EXACT_TOL);
+    }
+
+    #[test]
+    fn max_over_two_indices_routes_to_the_first_extremum_on_ties() {
+        // loss = m * S with m = max, S = sum of squares: d/dx = 2 m x, plus S
+        // at the first maximal entry in row-major order ([0, 1], not [1, 0]).
+        let x = array![[1.0, 3.0], [3.0, 2.0]];
+        let want = array![[2.0 * 3.0 * 1.0, 2.0 * 3.0 * 3.0 + 23.0], [2.0 * 3.0 * 3.0, 2.0 * 3.0 * 2.0]];
+        assert_grad("max over [r, c] with ties", &g_rall(&x).unwrap(), &want, EXACT_TOL);
     }
 
     #[test]
@@ -788,6 +798,37 @@ mod affine {
             (@loss / @x, @loss / @k)
         }
 
+        // Window reductions that isolate the parts of the max-pool above:
+        // a 2x2 max with stride 1, a 1-D max with stride 2, and a 2x2 sum
+        // with stride 2.
+        pub fn p_pool_s1(x: [f64; H, W]) -> f64 {
+            let p[i, j] = max[di in 0..2, dj in 0..2](x[i + di, j + dj]);
+            sum[i, j](p[i, j] ** 3)
+        }
+        pub fn g_pool_s1(x: [f64; H, W]) -> [f64; H, W] {
+            let p[i, j] = max[di in 0..2, dj in 0..2](x[i + di, j + dj]);
+            let loss = sum[i, j](p[i, j] ** 3);
+            @loss / @x
+        }
+        pub fn p_pool1d(x: [f64; L]) -> f64 {
+            let p[i] = max[d in 0..2](x[2 * i + d]);
+            sum[i](p[i] ** 3)
+        }
+        pub fn g_pool1d(x: [f64; L]) -> [f64; L] {
+            let p[i] = max[d in 0..2](x[2 * i + d]);
+            let loss = sum[i](p[i] ** 3);
+            @loss / @x
+        }
+        pub fn p_avg_pool(x: [f64; H, W]) -> f64 {
+            let p[i, j] = sum[di in 0..2, dj in 0..2](x[2 * i + di, 2 * j + dj]);
+            sum[i, j](p[i, j] ** 3)
+        }
+        pub fn g_avg_pool(x: [f64; H, W]) -> [f64; H, W] {
+            let p[i, j] = sum[di in 0..2, dj in 0..2](x[2 * i + di, 2 * j + dj]);
+            let loss = sum[i, j](p[i, j] ** 3);
+            @loss / @x
+        }
+
         // 2x2 max-pool with stride 2.
         pub fn p_pool(x: [f64; H, W]) -> f64 {
             let p[i, j] = max[di in 0..2, dj in 0..2](x[2 * i + di, 2 * j + dj]);
@@ -844,6 +885,30 @@ mod affine {
             let (gx, gk) = g_strided(&x, &k).unwrap();
             assert_grad("d/dx", &gx, &fd_grad(&x, |x| p_strided(x, &k).unwrap()), FD_TOL);
             assert_grad("d/dk", &gk, &fd_grad(&k, |k| p_strided(&x, k).unwrap()), FD_TOL);
+        }
+    }
+
+    #[test]
+    fn window_max_with_stride_one() {
+        for (shape, seed) in [((4usize, 6usize), 545u64), ((3, 2), 546)] {
+            let x = rand(shape, seed);
+            assert_grad("fd", &g_pool_s1(&x).unwrap(), &fd_grad(&x, |x| p_pool_s1(x).unwrap()), FD_TOL);
+        }
+    }
+
+    #[test]
+    fn max_with_stride_two_in_one_dimension() {
+        for (l, seed) in [(8usize, 547u64), (7, 548), (2, 549)] {
+            let x = rand(l, seed);
+            assert_grad("fd", &g_pool1d(&x).unwrap(), &fd_grad(&x, |x| p_pool1d(x).unwrap()), FD_TOL);
+        }
+    }
+
+    #[test]
+    fn window_sum_with_stride_two() {
+        for (shape, seed) in [((4usize, 6usize), 550u64), ((5, 5), 551)] {
+            let x = rand(shape, seed);
+            assert_grad("fd", &g_avg_pool(&x).unwrap(), &fd_grad(&x, |x| p_avg_pool(x).unwrap()), FD_TOL);
         }
     }
 
@@ -1574,6 +1639,158 @@ mod backward {
 }
 
 // ===========================================================================
+// Beyond first-order requests on plain code: forward mode through a
+// recurrence, second derivatives, a row of a lazy Jacobian, a read selected
+// by argmax
+// ===========================================================================
+
+mod advanced {
+    use super::*;
+
+    // -----------------------------------------------------------------------
+    // Forward mode through recurrences (a scalar source, the whole history
+    // as the target)
+    // -----------------------------------------------------------------------
+
+    mod recurrence_tangents {
+        use super::*;
+        use einlang::einlang;
+
+        einlang! {
+            use std::math::sin;
+
+            pub fn p_scan_all(s0: f64, a: [f64; T]) -> [f64; T] {
+                let s[0] = s0;
+                let s[t in 1..T] = s[t - 1] * a[t] + sin(s[t - 1]);
+                s
+            }
+            pub fn f_scan_all(s0: f64, a: [f64; T]) -> [f64; T] {
+                let s[0] = s0;
+                let s[t in 1..T] = s[t - 1] * a[t] + sin(s[t - 1]);
+                @s / @s0
+            }
+        }
+
+        #[test]
+        fn scalar_recurrence_tangent() {
+            for (nt, seed) in [(6usize, 1050u64), (2, 1051), (1, 1052)] {
+                let (s0, a) = (0.3, rand(nt, seed));
+                let got = f_scan_all(s0, &a).unwrap();
+                assert_grad("d s / d s0", &got, &fd_scalar(s0, |s| p_scan_all(s, &a).unwrap()), FD_TOL);
+                // By hand: d s[t] = (a[t] + cos s[t-1]) d s[t-1], d s[0] = 1.
+                let s = p_scan_all(s0, &a).unwrap();
+                let mut want = Array1::<f64>::zeros(nt);
+                want[0] = 1.0;
+                for t in 1..nt {
+                    want[t] = (a[t] + s[t - 1].cos()) * want[t - 1];
+                }
+                assert_grad("hand", &got, &want, EXACT_TOL);
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // Second derivatives (a request of a request)
+    // -----------------------------------------------------------------------
+
+    mod second {
+        use super::*;
+        use einlang::einlang;
+
+        einlang! {
+            use std::math::{exp, sin};
+
+            pub fn d2_scalar(x: f64) -> f64 {
+                let y = x ** 3 * sin(x);
+                let d = @y / @x;
+                @d / @x
+            }
+            pub fn hessian(x: [f64; N], a: [f64; N, N]) -> [f64; N, N] {
+                let l = sum[i](exp(sum[j](a[i, j] * x[j])));
+                let g = @l / @x;
+                @g / @x
+            }
+        }
+
+        #[test]
+        fn second_derivative_of_a_scalar() {
+            for x in [-1.1f64, 0.0, 0.5, 2.0] {
+                let want = 6.0 * x * x.sin() + 6.0 * x * x * x.cos() - x.powi(3) * x.sin();
+                assert_scalar("y''", d2_scalar(x).unwrap(), want, EXACT_TOL);
+            }
+        }
+
+        #[test]
+        fn hessian_of_a_sum_of_exponentials() {
+            // l = sum exp(A x): H = A^T diag(exp(A x)) A.
+            let (x, a) = (rand(3, 1020), rand((3, 3), 1021));
+            let e = a.dot(&x).mapv(f64::exp);
+            let want =
+                Array2::from_shape_fn((3, 3), |(p, q)| (0..3).map(|i| a[[i, p]] * e[i] * a[[i, q]]).sum::<f64>());
+            assert_grad("hessian", &hessian(&x, &a).unwrap(), &want, EXACT_TOL);
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // One row of a lazy Jacobian
+    // -----------------------------------------------------------------------
+
+    mod jacobian_row {
+        use super::*;
+        use einlang::einlang;
+
+        einlang! {
+            use std::math::tanh;
+
+            pub fn p_rowjac(x: [f64; N], a: [f64; M, N]) -> [f64; M] {
+                let y[m] = tanh(sum[n](a[m, n] * x[n]));
+                y
+            }
+            pub fn jac_row(x: [f64; N], a: [f64; M, N], m: i64) -> [f64; N] {
+                let y[q] = tanh(sum[n](a[q, n] * x[n]));
+                let jac = @y / @x;
+                jac[m]
+            }
+        }
+
+        #[test]
+        fn one_row_of_a_jacobian() {
+            let (x, a) = (rand(4, 1040), rand((3, 4), 1041));
+            let full = fd_jacobian(&x, |x| p_rowjac(x, &a).unwrap());
+            for m in 0..3 {
+                let want = full.index_axis(einlang::ndarray::Axis(0), m).to_owned();
+                assert_grad("row", &jac_row(&x, &a, m as i64).unwrap(), &want, FD_TOL);
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // A read selected by argmax
+    // -----------------------------------------------------------------------
+
+    mod argmax_read {
+        use super::*;
+        use einlang::einlang;
+
+        einlang! {
+            pub fn g_argmax(x: [f64; N]) -> [f64; N] {
+                let k = argmax[i](x[i]);
+                let loss = x[k] * x[k];
+                @loss / @x
+            }
+        }
+
+        #[test]
+        fn argmax_selected_read() {
+            let x = Array1::from_vec(vec![0.5, -2.0, 1.5, 1.5, 0.2]);
+            // The first maximum (index 2) is read: 2 x[2] there, 0 elsewhere.
+            let want = Array1::from_vec(vec![0.0, 0.0, 3.0, 0.0, 0.0]);
+            assert_grad("argmax", &g_argmax(&x).unwrap(), &want, EXACT_TOL);
+        }
+    }
+}
+
+// ===========================================================================
 // Property tests: random shapes and data, gradients against finite differences
 // ===========================================================================
 
@@ -1606,8 +1823,16 @@ mod props {
         })
     }
 
+    /// Distinct values (a shuffled grid in [-1, 1), at least 2 / 49 apart),
+    /// so that no window has a tie, where finite differences say nothing;
+    /// shrinking keeps them distinct.
     fn pool_input() -> impl Strategy<Value = Array2<f64>> {
-        (2usize..=7, 2usize..=7).prop_flat_map(|(h, w)| mat(h, w))
+        (2usize..=7, 2usize..=7).prop_flat_map(|(h, w)| {
+            let n = h * w;
+            Just((0..n).map(|k| 2.0 * k as f64 / n as f64 - 1.0).collect::<Vec<f64>>())
+                .prop_shuffle()
+                .prop_map(move |v| Array2::from_shape_vec((h, w), v).unwrap())
+        })
     }
 
     proptest! {
@@ -1657,210 +1882,207 @@ mod props {
 }
 
 // ===========================================================================
-// Later: differentiated recurrences (BPTT), second derivatives, `@fn` rules,
-// Jacobian rows, argmax-selected reads. May land after the core; drop this
-// module as a unit if it does not compile yet.
+// Later: reverse mode through recurrences (BPTT), forward mode through a
+// recurrence with a vector state, custom rules (`@fn`). These do not compile
+// with the core as it landed (see each submodule); each submodule holds one
+// feature with its own `einlang!` block and can be dropped alone, or `later`
+// as a whole.
 // ===========================================================================
 
 mod later {
     use super::*;
-    use einlang::einlang;
 
-    einlang! {
-        use std::math::{exp, round, sin, tanh};
+    // -----------------------------------------------------------------------
+    // Reverse mode through recurrences
+    // -----------------------------------------------------------------------
 
-        // An RNN: loss over every state and the last one.
-        pub fn p_rnn(h0: [f64; H], w: [f64; H, H], u: [f64; H, I], x: [f64; T, I], c: [f64; H]) -> f64 {
-            let h[0, j] = h0[j];
-            let h[t in 1..T, j] = tanh(sum[k](w[j, k] * h[t - 1, k]) + sum[i](u[j, i] * x[t, i]));
-            0.5 * sum[t, j](h[t, j] * h[t, j]) + sum[j](c[j] * h[T - 1, j])
-        }
-        pub fn g_rnn(h0: [f64; H], w: [f64; H, H], u: [f64; H, I], x: [f64; T, I], c: [f64; H])
-            -> ([f64; H], [f64; H, H], [f64; H, I], [f64; T, I]) {
-            let h[0, j] = h0[j];
-            let h[t in 1..T, j] = tanh(sum[k](w[j, k] * h[t - 1, k]) + sum[i](u[j, i] * x[t, i]));
-            let loss = 0.5 * sum[t, j](h[t, j] * h[t, j]) + sum[j](c[j] * h[T - 1, j]);
-            (@loss / @h0, @loss / @w, @loss / @u, @loss / @x)
-        }
+    mod bptt {
+        use super::*;
+        use einlang::einlang;
 
-        // A scalar recurrence observed only at its last step.
-        pub fn p_scan(s0: f64, a: [f64; T]) -> f64 {
-            let s[0] = s0;
-            let s[t in 1..T] = s[t - 1] * a[t] + sin(s[t - 1]);
-            s[T - 1]
-        }
-        pub fn g_scan(s0: f64, a: [f64; T]) -> (f64, [f64; T]) {
-            let s[0] = s0;
-            let s[t in 1..T] = s[t - 1] * a[t] + sin(s[t - 1]);
-            let last = s[T - 1];
-            (@last / @s0, @last / @a)
-        }
+        einlang! {
+            use std::math::{sin, tanh};
 
-        // Second derivatives.
-        pub fn d2_scalar(x: f64) -> f64 {
-            let y = x ** 3 * sin(x);
-            let d = @y / @x;
-            @d / @x
-        }
-        pub fn hessian(x: [f64; N], a: [f64; N, N]) -> [f64; N, N] {
-            let l = sum[i](exp(sum[j](a[i, j] * x[j])));
-            let g = @l / @x;
-            @g / @x
-        }
+            // An RNN: loss over every state and the last one.
+            pub fn p_rnn(h0: [f64; H], w: [f64; H, H], u: [f64; H, I], x: [f64; T, I], c: [f64; H]) -> f64 {
+                let h[0, j] = h0[j];
+                let h[t in 1..T, j] = tanh(sum[k](w[j, k] * h[t - 1, k]) + sum[i](u[j, i] * x[t, i]));
+                0.5 * sum[t, j](h[t, j] * h[t, j]) + sum[j](c[j] * h[T - 1, j])
+            }
+            pub fn g_rnn(h0: [f64; H], w: [f64; H, H], u: [f64; H, I], x: [f64; T, I], c: [f64; H])
+                -> ([f64; H], [f64; H, H], [f64; H, I], [f64; T, I]) {
+                let h[0, j] = h0[j];
+                let h[t in 1..T, j] = tanh(sum[k](w[j, k] * h[t - 1, k]) + sum[i](u[j, i] * x[t, i]));
+                let loss = 0.5 * sum[t, j](h[t, j] * h[t, j]) + sum[j](c[j] * h[T - 1, j]);
+                (@loss / @h0, @loss / @w, @loss / @u, @loss / @x)
+            }
 
-        // Custom rules: a straight-through estimator (the rule deliberately
-        // differs from the true derivative, 0, so using it is observable) and
-        // a logistic written out.
-        fn ste_round(v) { round(v) }
-        @fn ste_round(v) { @v }
-        fn logistic(v) { 1.0 / (1.0 + exp(-v)) }
-        @fn logistic(v) { logistic(v) * (1.0 - logistic(v)) * @v }
-
-        pub fn g_ste(x: [f64; N], w: [f64; N]) -> [f64; N] {
-            let loss = sum[i](w[i] * ste_round(3.0 * x[i]));
-            @loss / @x
-        }
-        pub fn f_ste(x: [f64; N], s: f64) -> [f64; N] {
-            let y[i] = ste_round(s * x[i]);
-            @y / @s
-        }
-        pub fn p_logistic(x: [f64; N], w: [f64; N]) -> f64 { sum[i](w[i] * logistic(x[i])) }
-        pub fn g_logistic(x: [f64; N], w: [f64; N]) -> [f64; N] {
-            let loss = sum[i](w[i] * logistic(x[i]));
-            @loss / @x
-        }
-
-        // One row of a lazy Jacobian.
-        pub fn p_rowjac(x: [f64; N], a: [f64; M, N]) -> [f64; M] {
-            let y[m] = tanh(sum[n](a[m, n] * x[n]));
-            y
-        }
-        pub fn jac_row(x: [f64; N], a: [f64; M, N], m: i64) -> [f64; N] {
-            let y[q] = tanh(sum[n](a[q, n] * x[n]));
-            let jac = @y / @x;
-            jac[m]
-        }
-
-        // A read selected by argmax.
-        pub fn g_argmax(x: [f64; N]) -> [f64; N] {
-            let k = argmax[i](x[i]);
-            let loss = x[k] * x[k];
-            @loss / @x
-        }
-    }
-
-    /// Hand-written BPTT for [`p_rnn`]: `(dh0, dW, dU, dx)`.
-    fn rnn_backward(
-        h0: &Array1<f64>,
-        w: &Array2<f64>,
-        u: &Array2<f64>,
-        x: &Array2<f64>,
-        c: &Array1<f64>,
-    ) -> (Array1<f64>, Array2<f64>, Array2<f64>, Array2<f64>) {
-        let (nt, ni) = x.dim();
-        let nh = h0.len();
-        let mut h = Array2::<f64>::zeros((nt, nh));
-        h.row_mut(0).assign(h0);
-        for t in 1..nt {
-            for j in 0..nh {
-                let a: f64 = (0..nh).map(|k| w[[j, k]] * h[[t - 1, k]]).sum::<f64>()
-                    + (0..ni).map(|i| u[[j, i]] * x[[t, i]]).sum::<f64>();
-                h[[t, j]] = a.tanh();
+            // A scalar recurrence observed only at its last step.
+            pub fn p_scan(s0: f64, a: [f64; T]) -> f64 {
+                let s[0] = s0;
+                let s[t in 1..T] = s[t - 1] * a[t] + sin(s[t - 1]);
+                s[T - 1]
+            }
+            pub fn g_scan(s0: f64, a: [f64; T]) -> (f64, [f64; T]) {
+                let s[0] = s0;
+                let s[t in 1..T] = s[t - 1] * a[t] + sin(s[t - 1]);
+                let last = s[T - 1];
+                (@last / @s0, @last / @a)
             }
         }
-        let (mut dw, mut du, mut dx) =
-            (Array2::<f64>::zeros((nh, nh)), Array2::<f64>::zeros((nh, ni)), Array2::<f64>::zeros((nt, ni)));
-        // carry = d loss / d h[t] through the later steps.
-        let mut carry = Array1::<f64>::zeros(nh);
-        for t in (1..nt).rev() {
-            let mut dh = &h.row(t) + &carry;
-            if t == nt - 1 {
-                dh += c;
-            }
-            let da = Array1::from_shape_fn(nh, |j| dh[j] * (1.0 - h[[t, j]] * h[[t, j]]));
-            carry = Array1::<f64>::zeros(nh);
-            for j in 0..nh {
-                for k in 0..nh {
-                    dw[[j, k]] += da[j] * h[[t - 1, k]];
-                    carry[k] += w[[j, k]] * da[j];
-                }
-                for i in 0..ni {
-                    du[[j, i]] += da[j] * x[[t, i]];
-                    dx[[t, i]] += u[[j, i]] * da[j];
+
+        /// Hand-written BPTT for [`p_rnn`]: `(dh0, dW, dU, dx)`.
+        fn rnn_backward(
+            h0: &Array1<f64>,
+            w: &Array2<f64>,
+            u: &Array2<f64>,
+            x: &Array2<f64>,
+            c: &Array1<f64>,
+        ) -> (Array1<f64>, Array2<f64>, Array2<f64>, Array2<f64>) {
+            let (nt, ni) = x.dim();
+            let nh = h0.len();
+            let mut h = Array2::<f64>::zeros((nt, nh));
+            h.row_mut(0).assign(h0);
+            for t in 1..nt {
+                for j in 0..nh {
+                    let a: f64 = (0..nh).map(|k| w[[j, k]] * h[[t - 1, k]]).sum::<f64>()
+                        + (0..ni).map(|i| u[[j, i]] * x[[t, i]]).sum::<f64>();
+                    h[[t, j]] = a.tanh();
                 }
             }
+            let mut dw = Array2::<f64>::zeros((nh, nh));
+            let mut du = Array2::<f64>::zeros((nh, ni));
+            let mut dx = Array2::<f64>::zeros((nt, ni));
+            // carry = d loss / d h[t] through the later steps.
+            let mut carry = Array1::<f64>::zeros(nh);
+            for t in (1..nt).rev() {
+                let mut dh = &h.row(t) + &carry;
+                if t == nt - 1 {
+                    dh += c;
+                }
+                let da = Array1::from_shape_fn(nh, |j| dh[j] * (1.0 - h[[t, j]] * h[[t, j]]));
+                carry = Array1::<f64>::zeros(nh);
+                for j in 0..nh {
+                    for k in 0..nh {
+                        dw[[j, k]] += da[j] * h[[t - 1, k]];
+                        carry[k] += w[[j, k]] * da[j];
+                    }
+                    for i in 0..ni {
+                        du[[j, i]] += da[j] * x[[t, i]];
+                        dx[[t, i]] += u[[j, i]] * da[j];
+                    }
+                }
+            }
+            let mut dh0 = &h.row(0) + &carry;
+            if nt == 1 {
+                dh0 += c;
+            }
+            (dh0, dw, du, dx)
         }
-        let mut dh0 = &h.row(0) + &carry;
-        if nt == 1 {
-            dh0 += c;
+
+        #[test]
+        fn rnn_against_hand_written_bptt() {
+            let (nh, ni, nt) = (3, 2, 5);
+            let (h0, w, u) = (rand(nh, 1000), rand((nh, nh), 1001), rand((nh, ni), 1002));
+            let (x, c) = (rand((nt, ni), 1003), rand(nh, 1004));
+            let want = rnn_backward(&h0, &w, &u, &x, &c);
+            // The hand pass itself against finite differences.
+            assert_grad("fd dW", &want.1, &fd_grad(&w, |w| p_rnn(&h0, w, &u, &x, &c).unwrap()), FD_TOL);
+            assert_grad("fd dx", &want.3, &fd_grad(&x, |x| p_rnn(&h0, &w, &u, x, &c).unwrap()), FD_TOL);
+            let (gh0, gw, gu, gx) = g_rnn(&h0, &w, &u, &x, &c).unwrap();
+            assert_grad("dh0", &gh0, &want.0, EXACT_TOL);
+            assert_grad("dW", &gw, &want.1, EXACT_TOL);
+            assert_grad("dU", &gu, &want.2, EXACT_TOL);
+            assert_grad("dx", &gx, &want.3, EXACT_TOL);
         }
-        (dh0, dw, du, dx)
-    }
 
-    #[test]
-    fn rnn_against_hand_written_bptt() {
-        let (nh, ni, nt) = (3, 2, 5);
-        let (h0, w, u) = (rand(nh, 1000), rand((nh, nh), 1001), rand((nh, ni), 1002));
-        let (x, c) = (rand((nt, ni), 1003), rand(nh, 1004));
-        let (gh0, gw, gu, gx) = g_rnn(&h0, &w, &u, &x, &c).unwrap();
-        let want = rnn_backward(&h0, &w, &u, &x, &c);
-        assert_grad("dh0", &gh0, &want.0, EXACT_TOL);
-        assert_grad("dW", &gw, &want.1, EXACT_TOL);
-        assert_grad("dU", &gu, &want.2, EXACT_TOL);
-        assert_grad("dx", &gx, &want.3, EXACT_TOL);
-        // The hand pass itself against finite differences.
-        assert_grad("fd dW", &want.1, &fd_grad(&w, |w| p_rnn(&h0, w, &u, &x, &c).unwrap()), FD_TOL);
-        assert_grad("fd dx", &want.3, &fd_grad(&x, |x| p_rnn(&h0, &w, &u, x, &c).unwrap()), FD_TOL);
-    }
-
-    #[test]
-    fn scalar_recurrence() {
-        for (nt, seed) in [(6usize, 1010u64), (2, 1011), (1, 1012)] {
-            let (s0, a) = (0.3, rand(nt, seed));
-            let (gs0, ga) = g_scan(s0, &a).unwrap();
-            assert_scalar("d/ds0", gs0, fd_scalar_scalar(s0, |s| p_scan(s, &a).unwrap()), FD_TOL);
-            assert_grad("d/da", &ga, &fd_grad(&a, |a| p_scan(s0, a).unwrap()), FD_TOL);
-        }
-    }
-
-    #[test]
-    fn second_derivatives() {
-        for x in [-1.1, 0.0, 0.5, 2.0] {
-            let want = 6.0 * x * x.sin() + 6.0 * x * x * x.cos() - x.powi(3) * x.sin();
-            assert_scalar("y''", d2_scalar(x).unwrap(), want, EXACT_TOL);
-        }
-        // l = sum exp(A x): H = A^T diag(exp(A x)) A.
-        let (x, a) = (rand(3, 1020), rand((3, 3), 1021));
-        let e = a.dot(&x).mapv(f64::exp);
-        let want = Array2::from_shape_fn((3, 3), |(p, q)| (0..3).map(|i| a[[i, p]] * e[i] * a[[i, q]]).sum::<f64>());
-        assert_grad("hessian", &hessian(&x, &a).unwrap(), &want, EXACT_TOL);
-    }
-
-    #[test]
-    fn custom_rules_are_used() {
-        let (x, w) = (rand(6, 1030), rand(6, 1031));
-        // The straight-through rule: d/dx w * ste_round(3 x) = 3 w, not 0.
-        assert_grad("reverse", &g_ste(&x, &w).unwrap(), &(&w * 3.0), EXACT_TOL);
-        assert_grad("forward", &f_ste(&x, 0.7).unwrap(), &x, EXACT_TOL);
-        let got = g_logistic(&x, &w).unwrap();
-        assert_grad("logistic", &got, &fd_grad(&x, |x| p_logistic(x, &w).unwrap()), FD_TOL);
-    }
-
-    #[test]
-    fn one_row_of_a_jacobian() {
-        let (x, a) = (rand(4, 1040), rand((3, 4), 1041));
-        let full = fd_jacobian(&x, |x| p_rowjac(x, &a).unwrap());
-        for m in 0..3 {
-            let want = full.index_axis(einlang::ndarray::Axis(0), m).to_owned();
-            assert_grad("row", &jac_row(&x, &a, m as i64).unwrap(), &want, FD_TOL);
+        #[test]
+        fn scalar_recurrence() {
+            for (nt, seed) in [(6usize, 1010u64), (2, 1011), (1, 1012)] {
+                let (s0, a) = (0.3, rand(nt, seed));
+                let (gs0, ga) = g_scan(s0, &a).unwrap();
+                assert_scalar("d/ds0", gs0, fd_scalar_scalar(s0, |s| p_scan(s, &a).unwrap()), FD_TOL);
+                assert_grad("d/da", &ga, &fd_grad(&a, |a| p_scan(s0, a).unwrap()), FD_TOL);
+            }
         }
     }
 
-    #[test]
-    fn argmax_selected_read() {
-        let x = Array1::from_vec(vec![0.5, -2.0, 1.5, 1.5, 0.2]);
-        // The first maximum (index 2) is read: 2 x[2] there, 0 elsewhere.
-        let want = Array1::from_vec(vec![0.0, 0.0, 3.0, 0.0, 0.0]);
-        assert_grad("argmax", &g_argmax(&x).unwrap(), &want, EXACT_TOL);
+    // -----------------------------------------------------------------------
+    // Forward mode through a recurrence with a vector state
+    // -----------------------------------------------------------------------
+
+    mod rnn_tangents {
+        use super::*;
+        use einlang::einlang;
+
+        einlang! {
+            use std::math::tanh;
+
+            // Every state of an RNN with respect to a gain on its recurrent weights.
+            pub fn p_rnn_gain(h0: [f64; H], w: [f64; H, H], x: [f64; T, H], g: f64) -> [f64; T, H] {
+                let h[0, j] = h0[j];
+                let h[t in 1..T, j] = tanh(g * sum[k](w[j, k] * h[t - 1, k]) + x[t, j]);
+                h
+            }
+            pub fn f_rnn_gain(h0: [f64; H], w: [f64; H, H], x: [f64; T, H], g: f64) -> [f64; T, H] {
+                let h[0, j] = h0[j];
+                let h[t in 1..T, j] = tanh(g * sum[k](w[j, k] * h[t - 1, k]) + x[t, j]);
+                @h / @g
+            }
+        }
+
+        #[test]
+        fn rnn_tangent_in_a_gain() {
+            let (h0, w, x) = (rand(3, 1060), rand((3, 3), 1061), rand((5, 3), 1062));
+            for g in [0.0, 0.8, -1.5] {
+                let got = f_rnn_gain(&h0, &w, &x, g).unwrap();
+                assert_grad("d h / d g", &got, &fd_scalar(g, |g| p_rnn_gain(&h0, &w, &x, g).unwrap()), FD_TOL);
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // Custom derivative rules (`@fn`)
+    // -----------------------------------------------------------------------
+
+    mod rules {
+        use super::*;
+        use einlang::einlang;
+
+        einlang! {
+            use std::math::{exp, round};
+
+            // A straight-through estimator (the rule deliberately differs from
+            // the true derivative, 0, so using it is observable) and a
+            // logistic written out.
+            fn ste_round(v) { round(v) }
+            @fn ste_round(v) { @v }
+            fn logistic(v) { 1.0 / (1.0 + exp(-v)) }
+            @fn logistic(v) { logistic(v) * (1.0 - logistic(v)) * @v }
+
+            pub fn g_ste(x: [f64; N], w: [f64; N]) -> [f64; N] {
+                let loss = sum[i](w[i] * ste_round(3.0 * x[i]));
+                @loss / @x
+            }
+            pub fn f_ste(x: [f64; N], s: f64) -> [f64; N] {
+                let y[i] = ste_round(s * x[i]);
+                @y / @s
+            }
+            pub fn p_logistic(x: [f64; N], w: [f64; N]) -> f64 { sum[i](w[i] * logistic(x[i])) }
+            pub fn g_logistic(x: [f64; N], w: [f64; N]) -> [f64; N] {
+                let loss = sum[i](w[i] * logistic(x[i]));
+                @loss / @x
+            }
+        }
+
+        #[test]
+        fn custom_rules_are_used() {
+            let (x, w) = (rand(6, 1030), rand(6, 1031));
+            // The straight-through rule: d/dx w * ste_round(3 x) = 3 w, not 0.
+            assert_grad("reverse", &g_ste(&x, &w).unwrap(), &(&w * 3.0), EXACT_TOL);
+            assert_grad("forward", &f_ste(&x, 0.7).unwrap(), &x, EXACT_TOL);
+            let got = g_logistic(&x, &w).unwrap();
+            assert_grad("logistic", &got, &fd_grad(&x, |x| p_logistic(x, &w).unwrap()), FD_TOL);
+        }
     }
 }
