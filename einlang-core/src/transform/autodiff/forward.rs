@@ -360,6 +360,7 @@ impl Fwd<'_, '_> {
                 Some(super::apply_rule(&mut self.b, &rule, &args, &diffs))
             }
             ExprKind::Reduce { op, vars, wheres, body } => {
+                let (vars, wheres, body) = super::reverse::nest_extremum(&mut self.b, p, op, vars, wheres, body, k);
                 let Some(tb) = self.fwd(p, body)? else { return Ok(None) };
                 match op {
                     RedOp::Sum => Some(self.b.e(ExprKind::Reduce { op, vars, wheres, body: tb })),

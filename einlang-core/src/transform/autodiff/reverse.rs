@@ -705,6 +705,7 @@ impl Rev<'_, '_> {
                 }
             }
             ExprKind::Reduce { op, vars, wheres, body } => {
+                let (vars, wheres, body) = nest_extremum(&mut self.b, p, op, vars, wheres, body, k);
                 let adj = if self.materialize && ctx.vars.len() == p.top && p.top > 0 && !self.is_read(adj) {
                     self.materialize(p, adj, ctx, k)
                 } else {
@@ -890,6 +891,7 @@ impl Rev<'_, '_> {
                 guards.push(self.b.bin(BinOp::Eq, ix, pa));
             }
         }
+        let n_valid = guards.len();
         guards.extend(t.ctx.guards.iter().copied());
         let mut subst = p.locals.clone();
         subst.extend(solved.iter().map(|(d, e)| (*d, *e)));
@@ -908,7 +910,18 @@ impl Rev<'_, '_> {
         let mut c = Copier::with(subst);
         let hir = &mut *self.b.hir;
         let m = c.expr(hir, t.m);
-        let guards: Vec<ExprId> = guards.iter().map(|g| c.expr(hir, *g)).collect();
+        let mut guards: Vec<ExprId> = guards.iter().map(|g| c.expr(hir, *g)).collect();
+        if n_valid > 0 && guards.len() > n_valid {
+            // The context's guards read at the solved indices: under an
+            // `if` of the solution's conditions, so that those reads are
+            // conditional for the bounds analysis as they are at run time.
+            let ctx_guards = guards.split_off(n_valid);
+            let mut b = Build { hir: &mut *hir, span: self.b.span };
+            let valid = b.all(&guards).expect("n_valid > 0");
+            let inner = b.all(&ctx_guards).expect("context guards");
+            let no = b.e(ExprKind::Lit(Lit::Bool(false)));
+            guards.push(b.e(ExprKind::If { cond: valid, then: inner, els: Some(no) }));
+        }
         let reds: Vec<RedVar> = free
             .into_iter()
             .map(|(def, lo, hi)| {
@@ -1012,6 +1025,28 @@ fn dim_expr(b: &mut Build, d: &Dim) -> Option<ExprId> {
         return None;
     }
     Some(b.def(def))
+}
+
+/// `max[a, b, ..](e)` as `max[a](max[b, ..](e))`: the outer variable's
+/// first extremum, then the inner ones' within it, is the first extremum in
+/// row-major order, and every selection is a single-variable `argmax`.
+pub(super) fn nest_extremum(
+    b: &mut Build,
+    p: &mut Point,
+    op: RedOp,
+    vars: Vec<RedVar>,
+    wheres: Vec<Where>,
+    body: ExprId,
+    k: ScalarKind,
+) -> (Vec<RedVar>, Vec<Where>, ExprId) {
+    if !matches!(op, RedOp::Max | RedOp::Min) || vars.len() < 2 {
+        return (vars, wheres, body);
+    }
+    let mut vars = vars;
+    let inner_vars = vars.split_off(1);
+    let inner = b.e(ExprKind::Reduce { op, vars: inner_vars, wheres, body });
+    p.kinds.insert(inner, k);
+    (vars, Vec::new(), inner)
 }
 
 /// The condition that the current point of a `max` / `min` reduction over
