@@ -11,10 +11,6 @@
 //! `<J v, u> == <v, J^T u>`.
 //!
 //! Each group keeps its `einlang!` block in its own `mod`, next to its tests.
-//! The last module (`later`) holds what the first autodiff commit does not
-//! compile yet (reverse mode through recurrences, forward mode through a
-//! recurrence with a vector state, `@fn` rules); each of its submodules, or
-//! the whole of it, can be dropped alone.
 
 mod common;
 
@@ -1882,14 +1878,11 @@ mod props {
 }
 
 // ===========================================================================
-// Later: reverse mode through recurrences (BPTT), forward mode through a
-// recurrence with a vector state, custom rules (`@fn`). These do not compile
-// with the core as it landed (see each submodule); each submodule holds one
-// feature with its own `einlang!` block and can be dropped alone, or `later`
-// as a whole.
+// Reverse mode through recurrences (BPTT), forward mode through a recurrence
+// with a vector state, custom rules (`@fn`).
 // ===========================================================================
 
-mod later {
+mod recurrences_and_rules {
     use super::*;
 
     // -----------------------------------------------------------------------
