@@ -23,8 +23,11 @@ mod build;
 mod copy;
 mod forward;
 mod inline;
+mod lazy;
 mod reverse;
 mod rules;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{HashMap, HashSet};
 
@@ -70,6 +73,9 @@ pub fn step(hir: &mut Hir, tables: &Tables, diags: &mut Diagnostics) {
             continue;
         }
         let Some(found) = find(hir, f) else { continue };
+        if lazy::rows(hir, tables, f, &found) {
+            continue;
+        }
         if let Err(d) = answer(hir, tables, f, &found) {
             diags.push(d);
             // The request is answered with nothing; it will not be found again.
@@ -310,9 +316,17 @@ fn same_target(hir: &Hir, f: FnId, found: &Found) -> Vec<(ExprId, DefId)> {
 
 /// The first request in `f`, in source order.
 fn find(hir: &Hir, f: FnId) -> Option<Found> {
+    let (req, levels) = find_expr(hir, f, &|e| matches!(hir.exprs[e].kind, ExprKind::Deriv { .. }))?;
+    let ExprKind::Deriv { target, wrt } = hir.exprs[req].kind else { return None };
+    Some(Found { req, target, wrt, levels })
+}
+
+/// The first expression of `f` (in source order) that `pred` accepts, with
+/// the statement positions around it.
+fn find_expr(hir: &Hir, f: FnId, pred: &dyn Fn(ExprId) -> bool) -> Option<(ExprId, Vec<Level>)> {
     let body = &hir.fns[f].body;
     let mut levels = Vec::new();
-    find_in_block(hir, BlockLoc::Body, &body.stmts, body.tail, &mut levels)
+    find_in_block(hir, BlockLoc::Body, &body.stmts, body.tail, &mut levels, pred)
 }
 
 fn find_in_block(
@@ -321,37 +335,43 @@ fn find_in_block(
     stmts: &[Stmt],
     tail: Option<ExprId>,
     levels: &mut Vec<Level>,
-) -> Option<Found> {
+    pred: &dyn Fn(ExprId) -> bool,
+) -> Option<(ExprId, Vec<Level>)> {
     let mut roots = Vec::new();
     for (i, s) in stmts.iter().enumerate() {
         roots.clear();
         hir::stmt_operands(s, &mut roots);
         levels.push(Level { block: loc, stmt: i });
         for &r in &roots {
-            if let Some(found) = find_in_expr(hir, r, levels) {
+            if let Some(found) = find_in_expr(hir, r, levels, pred) {
                 return Some(found);
             }
         }
         levels.pop();
     }
     levels.push(Level { block: loc, stmt: stmts.len() });
-    if let Some(found) = tail.and_then(|t| find_in_expr(hir, t, levels)) {
+    if let Some(found) = tail.and_then(|t| find_in_expr(hir, t, levels, pred)) {
         return Some(found);
     }
     levels.pop();
     None
 }
 
-fn find_in_expr(hir: &Hir, e: ExprId, levels: &mut Vec<Level>) -> Option<Found> {
+fn find_in_expr(
+    hir: &Hir,
+    e: ExprId,
+    levels: &mut Vec<Level>,
+    pred: &dyn Fn(ExprId) -> bool,
+) -> Option<(ExprId, Vec<Level>)> {
+    if pred(e) {
+        return Some((e, levels.clone()));
+    }
     match &hir.exprs[e].kind {
-        ExprKind::Deriv { target, wrt } => {
-            Some(Found { req: e, target: *target, wrt: *wrt, levels: levels.clone() })
-        }
-        ExprKind::Block(b) => find_in_block(hir, BlockLoc::Expr(e), &b.stmts, b.tail, levels),
+        ExprKind::Block(b) => find_in_block(hir, BlockLoc::Expr(e), &b.stmts, b.tail, levels, pred),
         kind => {
             let mut ops = Vec::new();
             hir::operands(kind, &mut ops);
-            ops.into_iter().find_map(|o| find_in_expr(hir, o, levels))
+            ops.into_iter().find_map(|o| find_in_expr(hir, o, levels, pred))
         }
     }
 }
