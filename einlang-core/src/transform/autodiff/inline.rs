@@ -144,7 +144,13 @@ fn body_copy(hir: &mut Hir, call: ExprId, callee: FnId, span: Span) -> (Vec<Stmt
     for (p, a) in func.params.iter().zip(args) {
         let local = hir.alloc_def(hir.name(p.def).to_string(), DefKind::Local, span);
         copier.map.insert(p.def, local);
-        stmts.push(Stmt::Let { def: local, ty: None, value: a, span });
+        // A scalar parameter's type decides an unsuffixed literal argument
+        // (`f(1.0)` with `f(u0: f64)`), as the call did.
+        let ty = match &p.ty {
+            Some(t @ TyAnn::Scalar(_)) => Some(t.clone()),
+            _ => None,
+        };
+        stmts.push(Stmt::Let { def: local, ty, value: a, span });
         if let Some(TyAnn::Tensor { dims, .. }) = &p.ty {
             for (axis, d) in dims.iter().enumerate() {
                 if let DimAnn::Sym(sym, _) = d {
