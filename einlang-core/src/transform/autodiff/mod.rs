@@ -88,10 +88,9 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     let span = hir.span(found.req);
     let tape = tape(hir, f, &found.levels);
     let ty = |d: DefId| tables.def_ty.get(&d).cloned().unwrap_or(Ty::Error);
-    // Requests of the same scalar target in the same statement share one
-    // backward sweep (`(@l / @w1, @l / @b1)`).
+    // Requests of the same scalar target share one backward sweep.
     let siblings: Vec<(ExprId, DefId)> = if matches!(ty(found.target), Ty::Scalar(_)) {
-        same_target(hir, f, found)
+        same_target(hir, f, found, &tape)
     } else {
         vec![(found.req, found.wrt)]
     };
@@ -288,8 +287,10 @@ impl Activity {
 }
 
 /// The request `found` and the other requests of its target in the same
-/// statement, with their sources (distinct).
-fn same_target(hir: &Hir, f: FnId, found: &Found) -> Vec<(ExprId, DefId)> {
+/// statement or later ones of the same block whose sources are already
+/// visible (`let gw = @l / @w; let gb = @l / @b;`), with their sources
+/// (distinct).
+fn same_target(hir: &Hir, f: FnId, found: &Found, tape: &[TapeStmt]) -> Vec<(ExprId, DefId)> {
     let mut out = vec![(found.req, found.wrt)];
     let Some(last) = found.levels.last() else { return out };
     let (stmts, tail) = match last.block {
@@ -299,14 +300,18 @@ fn same_target(hir: &Hir, f: FnId, found: &Found) -> Vec<(ExprId, DefId)> {
             _ => return out,
         },
     };
+    // Sources visible at the first request: parameters and the tape's
+    // bindings.
+    let mut visible: HashSet<DefId> = hir.fns[f].params.iter().map(|p| p.def).collect();
+    visible.extend(tape.iter().filter_map(|t| defined(&t.stmt)));
     let mut roots = Vec::new();
-    match stmts.get(last.stmt) {
-        Some(s) => hir::stmt_operands(s, &mut roots),
-        None => roots.extend(tail),
+    for s in stmts.iter().skip(last.stmt) {
+        hir::stmt_operands(s, &mut roots);
     }
+    roots.extend(tail);
     for e in hir.reachable(roots) {
         if let ExprKind::Deriv { target, wrt } = hir.exprs[e].kind {
-            if e != found.req && target == found.target && !out.iter().any(|o| o.1 == wrt) {
+            if e != found.req && target == found.target && visible.contains(&wrt) && !out.iter().any(|o| o.1 == wrt) {
                 out.push((e, wrt));
             }
         }

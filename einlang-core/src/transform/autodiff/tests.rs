@@ -91,3 +91,17 @@ fn recurrences_get_a_reversed_adjoint_recurrence() {
     );
     assert_eq!(lines_with(&ir, "recurrence r_h[").len(), 1, "{ir}");
 }
+
+#[test]
+fn requests_of_one_target_in_later_statements_share_the_sweep() {
+    let ir = ir_of(
+        "pub fn g(x: [f32; N], w: [f32; N], b: f32) -> ([f32; N], f32) {
+            let z[i] = w[i] * x[i] + b;
+            let l = sum[i](z[i] * z[i]);
+            let gw = @l / @w;
+            let gb = @l / @b;
+            (gw, gb)
+        }",
+    );
+    assert_eq!(lines_with(&ir, "let d_l").len(), 1, "{ir}");
+}
