@@ -7,7 +7,7 @@ use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::{BinOp, Lit, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
-use crate::hir::{Builtin, Callee, DefId, ExprId, ExprKind, Hir, Range, RedVar, Where};
+use crate::hir::{Builtin, Callee, DefId, ExprId, ExprKind, Hir, Range, RedVar, Slot, Where};
 
 pub(super) struct Build<'h> {
     pub hir: &'h mut Hir,
@@ -45,17 +45,17 @@ impl Build<'_> {
 
     pub fn mul(&mut self, a: ExprId, b: ExprId) -> ExprId {
         match (self.float_value(a), self.float_value(b)) {
-            (Some(v), _) if v == 1.0 => b,
-            (_, Some(v)) if v == 1.0 => a,
-            (Some(v), _) if v == -1.0 => self.neg(b),
-            (_, Some(v)) if v == -1.0 => self.neg(a),
+            (Some(1.0), _) => b,
+            (_, Some(1.0)) => a,
+            (Some(-1.0), _) => self.neg(b),
+            (_, Some(-1.0)) => self.neg(a),
             _ => self.bin(BinOp::Mul, a, b),
         }
     }
 
     pub fn div(&mut self, a: ExprId, b: ExprId) -> ExprId {
         match self.float_value(b) {
-            Some(v) if v == 1.0 => a,
+            Some(1.0) => a,
             _ => self.bin(BinOp::Div, a, b),
         }
     }
@@ -112,6 +112,18 @@ impl Build<'_> {
 
     pub fn range(&mut self, start: ExprId, end: ExprId) -> Range {
         Range { start, end, span: self.span }
+    }
+
+    /// Slots `v in 0..shape(t)[a]`, one per variable, over `t`'s axes.
+    pub fn slots_over(&mut self, t: DefId, vars: &[DefId]) -> Vec<Slot> {
+        vars.iter()
+            .enumerate()
+            .map(|(a, &def)| {
+                let zero = self.int(0);
+                let hi = self.extent(t, a);
+                Slot::Var { def, range: Some(self.range(zero, hi)) }
+            })
+            .collect()
     }
 
     /// `a && b && ...`, or None for no condition.

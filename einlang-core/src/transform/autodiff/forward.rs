@@ -54,15 +54,7 @@ pub(super) fn run(hir: &mut crate::hir::Hir, cx: &Cx, ty_x: &Ty) -> Result<(Vec<
                         let vars: Vec<DefId> =
                             (0..dims.len()).map(|a| f.b.hir.alloc_def(format!("i{a}"), DefKind::Index, span)).collect();
                         let body = pointwise(&mut f.b, cx, &mut point, value, &vars)?;
-                        let slots: Vec<Slot> = vars
-                            .iter()
-                            .enumerate()
-                            .map(|(a, &def)| {
-                                let zero = f.b.int(0);
-                                let hi = f.b.extent(v, a);
-                                Slot::Var { def, range: Some(f.b.range(zero, hi)) }
-                            })
-                            .collect();
+                        let slots = f.b.slots_over(v, &vars);
                         f.clause(v, tv, &slots, &[], body, point)?.map(Stmt::Indexed)
                     }
                     _ => {
@@ -181,15 +173,7 @@ impl Fwd<'_, '_> {
         let def = self.b.hir.alloc_def(format!("d_{}", self.b.hir.name(x)), DefKind::Local, span);
         let mut c = Copier::new();
         let ps: Vec<DefId> = (0..self.qs.len()).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
-        let mut slots: Vec<Slot> = ps
-            .iter()
-            .enumerate()
-            .map(|(a, &def)| {
-                let zero = self.b.int(0);
-                let hi = self.b.extent(x, a);
-                Slot::Var { def, range: Some(self.b.range(zero, hi)) }
-            })
-            .collect();
+        let mut slots = self.b.slots_over(x, &ps);
         let p_reads: Vec<ExprId> = ps.iter().map(|&p| self.b.def(p)).collect();
         let onehot = self.onehot(&p_reads, k);
         slots.extend(self.q_slots(&mut c));
@@ -371,20 +355,7 @@ impl Fwd<'_, '_> {
                         Some(self.b.e(ExprKind::Reduce { op: RedOp::Sum, vars, wheres, body: tb }))
                     }
                     RedOp::Prod => {
-                        let (nv, mut nw, nb, fresh) = Point::renamed(self.b.hir, body, &vars, &wheres);
-                        let same: Vec<ExprId> = vars
-                            .iter()
-                            .zip(&fresh)
-                            .map(|(v, f)| {
-                                let a = self.b.def(v.def);
-                                let c = self.b.def(*f);
-                                self.b.bin(BinOp::Eq, a, c)
-                            })
-                            .collect();
-                        let all = self.b.all(&same).expect("a reduction has variables");
-                        let other = self.b.e(ExprKind::Unary(UnOp::Not, all));
-                        nw.push(Where::Guard(other));
-                        let others = self.b.e(ExprKind::Reduce { op: RedOp::Prod, vars: nv, wheres: nw, body: nb });
+                        let others = super::reverse::other_factors(&mut self.b, &vars, &wheres, body);
                         let term = self.b.mul(tb, others);
                         Some(self.b.e(ExprKind::Reduce { op: RedOp::Sum, vars, wheres, body: term }))
                     }

@@ -19,6 +19,10 @@
 //!    carrying the axes of `x`, so a scalar `x` costs one sweep and a
 //!    tensor `x` gives the dense Jacobian) writes the statements.
 
+// Every step of a derivative can fail with a diagnostic for the user; it
+// is the error of those results, made rarely, so it is not boxed.
+#![allow(clippy::result_large_err)]
+
 mod build;
 mod copy;
 mod forward;

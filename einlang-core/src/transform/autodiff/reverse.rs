@@ -303,14 +303,7 @@ impl Rev<'_, '_> {
 
     /// Slots `p in 0..shape(u)[a]` over the given variables.
     fn slots_over(&mut self, u: DefId, vars: &[DefId]) -> Vec<Slot> {
-        vars.iter()
-            .enumerate()
-            .map(|(a, &def)| {
-                let zero = self.b.int(0);
-                let hi = self.b.extent(u, a);
-                Slot::Var { def, range: Some(self.b.range(zero, hi)) }
-            })
-            .collect()
+        self.b.slots_over(u, vars)
     }
 
     /// Defines `u`'s adjoint from its contributions; its name, or None
@@ -736,20 +729,7 @@ impl Rev<'_, '_> {
                     RedOp::Prod => {
                         // The product of the other factors: exact when one
                         // of them is zero.
-                        let (nv, mut nw, nb, fresh) = Point::renamed(self.b.hir, body, &vars, &wheres);
-                        let same: Vec<ExprId> = vars
-                            .iter()
-                            .zip(&fresh)
-                            .map(|(v, f)| {
-                                let a = self.b.def(v.def);
-                                let c = self.b.def(*f);
-                                self.b.bin(BinOp::Eq, a, c)
-                            })
-                            .collect();
-                        let all = self.b.all(&same).expect("a reduction has variables");
-                        let other = self.b.e(ExprKind::Unary(UnOp::Not, all));
-                        nw.push(Where::Guard(other));
-                        let others = self.b.e(ExprKind::Reduce { op: RedOp::Prod, vars: nv, wheres: nw, body: nb });
+                        let others = other_factors(&mut self.b, &vars, &wheres, body);
                         let m = self.b.mul(adj, others);
                         self.rev(p, body, m, &inner, out)?;
                     }
@@ -1047,6 +1027,26 @@ pub(super) fn nest_extremum(
     let inner = b.e(ExprKind::Reduce { op, vars: inner_vars, wheres, body });
     p.kinds.insert(inner, k);
     (vars, Vec::new(), inner)
+}
+
+/// The product of a `prod` reduction's factors at every point but the
+/// current one: its derivative with respect to the current factor, exact
+/// when another factor is zero.
+pub(super) fn other_factors(b: &mut Build, vars: &[RedVar], wheres: &[Where], body: ExprId) -> ExprId {
+    let (nv, mut nw, nb, fresh) = Point::renamed(b.hir, body, vars, wheres);
+    let same: Vec<ExprId> = vars
+        .iter()
+        .zip(&fresh)
+        .map(|(v, f)| {
+            let (a, c) = (b.def(v.def), b.def(*f));
+            b.bin(BinOp::Eq, a, c)
+        })
+        .collect();
+    if let Some(all) = b.all(&same) {
+        let other = b.e(ExprKind::Unary(UnOp::Not, all));
+        nw.push(Where::Guard(other));
+    }
+    b.e(ExprKind::Reduce { op: RedOp::Prod, vars: nv, wheres: nw, body: nb })
 }
 
 /// The condition that the current point of a `max` / `min` reduction over
