@@ -16,8 +16,7 @@
 //!   parallel (rayon).
 //! - rnn: `h[t] = tanh(h[t-1] w + x[t] u)`, T=64 steps, batch 32, 64 inputs,
 //!   hidden 128, loss the sum of the squared last state; gradients of `w`
-//!   and `u` (not yet: see the FIXME below the program). Baseline:
-//!   backpropagation through time with `dot`.
+//!   and `u`. Baseline: backpropagation through time with `dot`.
 //!
 //! For each case four functions are timed: the einlang loss, the einlang
 //! gradient, and the baseline's loss and gradient (forward + backward). The
@@ -108,27 +107,14 @@ einlang! {
         let l = sum[n, j](h[T - 1, n, j] * h[T - 1, n, j]);
         l
     }
-}
 
-// FIXME: the compiler does not differentiate through recurrences yet ("cannot
-// differentiate through `h`: reverse mode through recurrences is not built
-// yet"), so the RNN's einlang gradient is left out and its row of the table
-// has the loss and the baseline only. Once it is built, add to the block
-// above
-//
-//     /// The gradients of `rnn_loss` with respect to `w` and `u`.
-//     pub fn rnn_grad(h0: [f32; B, H], w: [f32; H, H], u: [f32; I, H], x: [f32; T, B, I])
-//         -> ([f32; H, H], [f32; I, H]) {
-//         let l = rnn_loss(h0, w, u, x);
-//         (@l / @w, @l / @u)
-//     }
-//
-// and set `grad` in `rnn_case` to
-//
-//     Some(Box::new(move || {
-//         let (a, b) = rnn_grad(&p2.h0, &p2.w, &p2.u, &p2.x).expect("rnn_grad");
-//         vec![a.into_dyn(), b.into_dyn()]
-//     }))
+    /// The gradients of `rnn_loss` with respect to `w` and `u`.
+    pub fn rnn_grad(h0: [f32; B, H], w: [f32; H, H], u: [f32; I, H], x: [f32; T, B, I])
+        -> ([f32; H, H], [f32; I, H]) {
+        let l = rnn_loss(h0, w, u, x);
+        (@l / @w, @l / @u)
+    }
+}
 
 /// Deterministic `f32` values in `[-scale, scale)`.
 fn data(len: usize, seed: u64, scale: f32) -> Vec<f32> {
@@ -436,13 +422,16 @@ impl Rnn {
 
 fn rnn_case(steps: usize, batch: usize, inputs: usize, hidden: usize) -> Case {
     let p = std::rc::Rc::new(Rnn::new(steps, batch, inputs, hidden));
-    let (p1, p3, p4) = (p.clone(), p.clone(), p);
+    let (p1, p2, p3, p4) = (p.clone(), p.clone(), p.clone(), p);
     Case {
         group: "rnn",
         param: format!("t{steps}_b{batch}_i{inputs}_h{hidden}"),
         label: format!("rnn tanh T={steps} B={batch} I={inputs} H={hidden}"),
         primal: Box::new(move || vec![scalar(rnn_loss(&p1.h0, &p1.w, &p1.u, &p1.x).expect("rnn_loss"))]),
-        grad: None,
+        grad: Some(Box::new(move || {
+            let (a, b) = rnn_grad(&p2.h0, &p2.w, &p2.u, &p2.x).expect("rnn_grad");
+            vec![a.into_dyn(), b.into_dyn()]
+        })),
         hand_primal: Box::new(move || vec![scalar(p3.loss())]),
         hand_grad: Box::new(move || {
             let (a, b) = p4.grad();
