@@ -7,17 +7,19 @@
 //!   (matrixmultiply, the GEMM einlang dispatches to). Twice: with the
 //!   hidden layer written in one line, `relu(sum[i](x[n, i] * w1[i, j]) +
 //!   b1[j])`, and with the pre-activation bound to a name `a` first.
-//!   FIXME: the one-line form's weight gradient recomputes the
-//!   pre-activation sum inside its reduction over the batch (no sharing
-//!   with the primal yet), thousands of times slower than the named form.
+//!   FIXME: in the one-line form, `relu` (which has no `@fn` rule) is
+//!   inlined on the active path and its derivative reads its argument, the
+//!   unnamed pre-activation: the gradient function computes `x w1` three
+//!   times as plain loop nests instead of one GEMM (the primal's `h`, the
+//!   adjoint of the pre-activation, and `@l / @b1`'s reduction over the
+//!   batch), about 50x the named form.
 //! - conv2d: N=8, C=16, 32x32 images, 3x3 kernels, O=32 (valid), loss the sum
 //!   of the squared outputs; gradients of the kernel, the bias and the input.
 //!   Baseline: im2col + `dot` forward, `dot` + col2im backward, images in
 //!   parallel (rayon).
 //! - rnn: `h[t] = tanh(h[t-1] w + x[t] u)`, T=64 steps, batch 32, 64 inputs,
 //!   hidden 128, loss the sum of the squared last state; gradients of `w`
-//!   and `u` (not yet: see the FIXME below the program). Baseline:
-//!   backpropagation through time with `dot`.
+//!   and `u`. Baseline: backpropagation through time with `dot`.
 //!
 //! For each case four functions are timed: the einlang loss, the einlang
 //! gradient, and the baseline's loss and gradient (forward + backward). The
@@ -27,7 +29,7 @@
 //!
 //! Kept short (10 samples, 1 s of measurement per function; a call slower
 //! than 1 s is timed once and left out of criterion): the whole run takes
-//! about a minute on 2 cores.
+//! about half a minute on 2 cores.
 
 mod common;
 
@@ -108,27 +110,14 @@ einlang! {
         let l = sum[n, j](h[T - 1, n, j] * h[T - 1, n, j]);
         l
     }
-}
 
-// FIXME: the compiler does not differentiate through recurrences yet ("cannot
-// differentiate through `h`: reverse mode through recurrences is not built
-// yet"), so the RNN's einlang gradient is left out and its row of the table
-// has the loss and the baseline only. Once it is built, add to the block
-// above
-//
-//     /// The gradients of `rnn_loss` with respect to `w` and `u`.
-//     pub fn rnn_grad(h0: [f32; B, H], w: [f32; H, H], u: [f32; I, H], x: [f32; T, B, I])
-//         -> ([f32; H, H], [f32; I, H]) {
-//         let l = rnn_loss(h0, w, u, x);
-//         (@l / @w, @l / @u)
-//     }
-//
-// and set `grad` in `rnn_case` to
-//
-//     Some(Box::new(move || {
-//         let (a, b) = rnn_grad(&p2.h0, &p2.w, &p2.u, &p2.x).expect("rnn_grad");
-//         vec![a.into_dyn(), b.into_dyn()]
-//     }))
+    /// The gradients of `rnn_loss` with respect to `w` and `u`.
+    pub fn rnn_grad(h0: [f32; B, H], w: [f32; H, H], u: [f32; I, H], x: [f32; T, B, I])
+        -> ([f32; H, H], [f32; I, H]) {
+        let l = rnn_loss(h0, w, u, x);
+        (@l / @w, @l / @u)
+    }
+}
 
 /// Deterministic `f32` values in `[-scale, scale)`.
 fn data(len: usize, seed: u64, scale: f32) -> Vec<f32> {
@@ -216,8 +205,7 @@ impl Mlp {
 }
 
 /// The dense case; `named` uses `mlp_named_*`, whose pre-activation has a
-/// name (the one-line form recomputes it inside the weight gradient, see
-/// the module docs).
+/// name (the one-line form's gradient recomputes it, see the module docs).
 fn mlp_case(batch: usize, inputs: usize, hidden: usize, classes: usize, named: bool) -> Case {
     let m = std::rc::Rc::new(Mlp::new(batch, inputs, hidden, classes));
     let (m1, m2, m3, m4) = (m.clone(), m.clone(), m.clone(), m);
@@ -436,13 +424,16 @@ impl Rnn {
 
 fn rnn_case(steps: usize, batch: usize, inputs: usize, hidden: usize) -> Case {
     let p = std::rc::Rc::new(Rnn::new(steps, batch, inputs, hidden));
-    let (p1, p3, p4) = (p.clone(), p.clone(), p);
+    let (p1, p2, p3, p4) = (p.clone(), p.clone(), p.clone(), p);
     Case {
         group: "rnn",
         param: format!("t{steps}_b{batch}_i{inputs}_h{hidden}"),
         label: format!("rnn tanh T={steps} B={batch} I={inputs} H={hidden}"),
         primal: Box::new(move || vec![scalar(rnn_loss(&p1.h0, &p1.w, &p1.u, &p1.x).expect("rnn_loss"))]),
-        grad: None,
+        grad: Some(Box::new(move || {
+            let (a, b) = rnn_grad(&p2.h0, &p2.w, &p2.u, &p2.x).expect("rnn_grad");
+            vec![a.into_dyn(), b.into_dyn()]
+        })),
         hand_primal: Box::new(move || vec![scalar(p3.loss())]),
         hand_grad: Box::new(move || {
             let (a, b) = p4.grad();
