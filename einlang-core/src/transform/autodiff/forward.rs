@@ -149,6 +149,10 @@ impl Fwd<'_, '_> {
         let ExprKind::Call { callee: Callee::Fn(g), args, .. } = self.b.hir.exprs[value].kind.clone() else { return None };
         let g = self.cx.tables.instance_calls.get(&value).copied().unwrap_or(g);
         let rule = super::rule_of(self.b.hir, g)?.clone();
+        // A point rule goes point by point (`pointwise`) instead.
+        if super::rule_is_elementwise(self.b.hir, &rule) {
+            return None;
+        }
         if !args.iter().any(|a| matches!(self.cx.tables.expr_ty.get(a.index()), Some(Ty::Tensor(..)))) {
             return None;
         }

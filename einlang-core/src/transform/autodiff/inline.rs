@@ -15,7 +15,54 @@ use super::{edit_block, replace_expr, Activity, BlockLoc, TapeStmt};
 use crate::analysis::Tables;
 use crate::base::span::Span;
 use crate::diag::Diagnostic;
-use crate::hir::{self, Block, Callee, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, Stmt, TyAnn};
+use crate::hir::{self, Block, Callee, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, IndexedDef, Slot, Stmt, TyAnn, Where};
+
+/// Binds the first reduction that feeds a call on the active path to a
+/// tensor of its own: `h[n, j] = f(sum[i](..) + b[j])` becomes
+/// `h_pre[n, j] = sum[i](..) + b[j]; h[n, j] = f(h_pre[n, j])`. The
+/// derivative of `f` needs its argument, which is then read instead of
+/// computed again for every term, and the contraction stays visible to the
+/// GEMM pass. Whether it did.
+pub(super) fn split_one(hir: &mut Hir, f: FnId, tape: &[TapeStmt], act: &Activity, span: Span) -> bool {
+    for t in tape {
+        let Stmt::Indexed(d) = &t.stmt else { continue };
+        if !act.active.contains(&d.def) || d.slots.iter().any(|s| !matches!(s, Slot::Var { .. })) {
+            continue;
+        }
+        let ExprKind::Call { args, .. } = &hir.exprs[d.body].kind else { continue };
+        let binds: Vec<DefId> =
+            d.wheres.iter().filter_map(|w| if let Where::Bind { def, .. } = w { Some(*def) } else { None }).collect();
+        let arg = args.iter().copied().find(|&a| {
+            let inner = hir.reachable([a]);
+            !matches!(hir.exprs[a].kind, ExprKind::Reduce { .. } | ExprKind::Index { .. } | ExprKind::Def(_))
+                && inner.iter().any(|&e| matches!(hir.exprs[e].kind, ExprKind::Reduce { .. }))
+                && !inner.iter().any(|&e| {
+                    matches!(hir.exprs[e].kind, ExprKind::Block(_))
+                        || matches!(hir.exprs[e].kind, ExprKind::Def(x) if binds.contains(&x))
+                })
+        });
+        let Some(arg) = arg else { continue };
+        let name = format!("{}_pre", hir.name(d.def));
+        let pre = hir.alloc_def(name, DefKind::Local, span);
+        let mut c = Copier::new();
+        let template = IndexedDef { def: pre, slots: d.slots.clone(), wheres: d.wheres.clone(), body: arg, span: d.span };
+        let split = c.indexed(hir, &template, pre);
+        let vars: Vec<ExprId> = d
+            .slots
+            .iter()
+            .filter_map(|s| if let Slot::Var { def, .. } = s { Some(hir.alloc_expr(ExprKind::Def(*def), span)) } else { None })
+            .collect();
+        let base = hir.alloc_expr(ExprKind::Def(pre), span);
+        let read = hir.alloc_expr(ExprKind::Index { base, args: vars }, span);
+        replace_expr(hir, f, arg, read);
+        let index = t.index;
+        edit_block(hir, f, block_of(hir, f, t), |_, b| {
+            b.stmts.insert(index, Stmt::Indexed(split));
+        });
+        return true;
+    }
+    false
+}
 
 /// Inlines the first call on the active path of the tape; whether there
 /// was one.

@@ -110,6 +110,9 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     if inline::one(hir, tables, f, &tape, &act, span, forward)? {
         return Ok(());
     }
+    if !forward && inline::split_one(hir, f, &tape, &act, span) {
+        return Ok(());
+    }
     let (ty_y, ty_x) = (ty(found.target), ty(found.wrt));
     let cx = Cx { tables, tape: &tape, act: &act, span, y: found.target, x: found.wrt, xs: &sources };
     let (stmts, results) = match ty_y {

@@ -105,3 +105,21 @@ fn requests_of_one_target_in_later_statements_share_the_sweep() {
     );
     assert_eq!(lines_with(&ir, "let d_l").len(), 1, "{ir}");
 }
+
+#[test]
+fn a_reduction_under_a_nonlinear_call_gets_its_own_tensor() {
+    // relu(x w + b): the pre-activation is bound (and stays a GEMM), the
+    // derivative reads it, and the bias gradient sums the layer's adjoint.
+    let ir = ir_of(
+        "use std::ml::relu;
+        pub fn g(x: [f32; B, I], w: [f32; I, H], b: [f32; H]) -> ([f32; I, H], [f32; H]) {
+            let h[n, j] = relu(sum[i](x[n, i] * w[i, j]) + b[j]);
+            let l = sum[n, j](h[n, j] * h[n, j]);
+            (@l / @w, @l / @b)
+        }",
+    );
+    assert!(!lines_with(&ir, "gemm h_pre_mm =").is_empty(), "{ir}");
+    assert!(!lines_with(&ir, "gemm d_w =").is_empty(), "{ir}");
+    let db = lines_with(&ir, "tensor d_b[");
+    assert!(db.len() == 1 && !db[0].contains("read x["), "{ir}");
+}
