@@ -23,6 +23,8 @@ pub(super) struct Copier {
     pub diffs: HashMap<DefId, ExprId>,
     /// Reads of one tensor become reads of another with one axis reversed.
     pub reindex: Option<Reindex>,
+    /// Nodes copied as (copies of) another expression.
+    pub replace: HashMap<ExprId, ExprId>,
 }
 
 /// `from[.., e, ..]` (e at `axis`) becomes `to[.., last - e, ..]`.
@@ -135,6 +137,11 @@ impl Copier {
     }
 
     pub fn expr(&mut self, hir: &mut Hir, e: ExprId) -> ExprId {
+        if let Some(to) = self.replace.remove(&e) {
+            let copy = self.expr(hir, to);
+            self.replace.insert(e, to);
+            return copy;
+        }
         let span = hir.span(e);
         let kind = match hir.exprs[e].kind.clone() {
             ExprKind::Def(d) => {

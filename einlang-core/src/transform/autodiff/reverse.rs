@@ -840,6 +840,7 @@ impl Rev<'_, '_> {
         // The solution's own conditions come first: the context's guards
         // may read at the solved indices, which exist only when these hold.
         let mut guards = Vec::new();
+        let mut shifted: Vec<(DefId, usize)> = Vec::new();
         let mut done = vec![false; t.idx.len()];
         for (a, &ix) in t.idx.iter().enumerate() {
             if let ExprKind::Def(v) = self.b.hir.exprs[ix].kind {
@@ -861,8 +862,17 @@ impl Rev<'_, '_> {
             if let Some((v, sol, extra)) = self.invert(ix, pa, &vars, &solved) {
                 solved.insert(v, sol);
                 guards.extend(extra);
-                guards.push(self.in_range(&vars[&v]));
+                shifted.push((v, a));
                 done[a] = true;
+            }
+        }
+        // A shift `v = p - r` read from one tensor only becomes a read of a
+        // zero-padded copy (no guard, no bounds check per term); otherwise
+        // `v` is guarded into its range.
+        let padded = self.pad_shifted(&t, &shifted, &solved, &vars);
+        for &(v, _) in &shifted {
+            if !padded.as_ref().is_some_and(|(vs, _)| vs.contains(&v)) {
+                guards.push(self.in_range(&vars[&v]));
             }
         }
         for (a, &ix) in t.idx.iter().enumerate() {
@@ -888,6 +898,9 @@ impl Rev<'_, '_> {
             free.push((fresh, v.lo, v.hi));
         }
         let mut c = Copier::with(subst);
+        if let Some((_, (node, read))) = padded {
+            c.replace.insert(node, read);
+        }
         let hir = &mut *self.b.hir;
         let m = c.expr(hir, t.m);
         let mut guards: Vec<ExprId> = guards.iter().map(|g| c.expr(hir, *g)).collect();
@@ -910,6 +923,154 @@ impl Rev<'_, '_> {
             })
             .collect();
         self.b.sum(reds, guards, m, k)
+    }
+
+    /// For shifted solutions `v = p - r` (`r` summed): when the term's
+    /// multiplier reads the variables `v` in one place only, a tensor read
+    /// `T[.., v, ..]` with each `v` a plain index, defines the zero-padded
+    /// `T_pad[.., q, ..] = T[.., q - pad, ..]` (zero outside `v`'s range,
+    /// `pad = r_hi - 1`, extent `P + r_hi - 1 - r_lo` for `p in 0..P`) and
+    /// gives the read of it at `v + pad` that replaces the original read:
+    /// every `p - r + pad` is in bounds, so the sum needs no guard. The
+    /// variables padded, and the node to replace with its replacement.
+    #[allow(clippy::type_complexity)]
+    fn pad_shifted(
+        &mut self,
+        t: &Term,
+        shifted: &[(DefId, usize)],
+        solved: &HashMap<DefId, ExprId>,
+        vars: &HashMap<DefId, Var>,
+    ) -> Option<(Vec<DefId>, (ExprId, ExprId))> {
+        if shifted.is_empty() {
+            return None;
+        }
+        let hir = &*self.b.hir;
+        let is_shifted = |d: DefId| shifted.iter().any(|s| s.0 == d);
+        // Each solution is `p - r` with `r` a summed variable of the term.
+        let mut shift = HashMap::new();
+        for &(v, a) in shifted {
+            let ExprKind::Binary(BinOp::Sub, p, r) = hir.exprs[solved[&v]].kind else { return None };
+            let (ExprKind::Def(_), ExprKind::Def(r)) = (&hir.exprs[p].kind, &hir.exprs[r].kind) else { return None };
+            if !vars.contains_key(r) || solved.contains_key(r) {
+                return None;
+            }
+            shift.insert(v, (*r, a));
+        }
+        // The guards of the context must not mention them, and the
+        // multiplier must read them in one tensor read only.
+        let mentions = |e: ExprId| {
+            hir.reachable([e]).into_iter().any(|x| matches!(hir.exprs[x].kind, ExprKind::Def(d) if is_shifted(d)))
+        };
+        if t.ctx.guards.iter().any(|&g| mentions(g)) {
+            return None;
+        }
+        let mut read = None;
+        for x in hir.reachable([t.m]) {
+            match &hir.exprs[x].kind {
+                ExprKind::Index { base, args } if args.iter().any(|&a| mentions(a)) => {
+                    let ExprKind::Def(tensor) = hir.exprs[*base].kind else { return None };
+                    if read.is_some() {
+                        return None;
+                    }
+                    let axes: Vec<Option<DefId>> = args
+                        .iter()
+                        .map(|&a| match hir.exprs[a].kind {
+                            ExprKind::Def(d) if is_shifted(d) => Some(d),
+                            _ => None,
+                        })
+                        .collect();
+                    // Every mention is a plain index, each variable once.
+                    let plain: Vec<DefId> = axes.iter().flatten().copied().collect();
+                    if args.iter().zip(&axes).any(|(&a, ax)| ax.is_none() && mentions(a))
+                        || plain.len() != shift.len()
+                    {
+                        return None;
+                    }
+                    read = Some((x, tensor, args.clone(), axes));
+                }
+                ExprKind::Def(d) if is_shifted(*d) => {
+                    // A mention outside an index (arithmetic on `v`) is
+                    // checked through its enclosing read above or rejected
+                    // here when it stands alone.
+                    let _ = d;
+                }
+                _ => {}
+            }
+        }
+        let (node, tensor, args, axes) = read?;
+        // Reject mentions outside that read.
+        let inside: std::collections::HashSet<ExprId> = hir.reachable([node]).into_iter().collect();
+        if hir
+            .reachable([t.m])
+            .into_iter()
+            .any(|x| !inside.contains(&x) && matches!(hir.exprs[x].kind, ExprKind::Def(d) if is_shifted(d)))
+        {
+            return None;
+        }
+        let u = t.u;
+        let span = self.b.span;
+        let name = format!("{}_pad", self.b.hir.name(tensor));
+        let pad_def = self.b.hir.alloc_def(name, DefKind::Local, span);
+        let mut slots = Vec::new();
+        let mut src_args = Vec::new();
+        let mut conds = Vec::new();
+        let mut new_args = Vec::new();
+        for (axis, (&arg, ax)) in args.iter().zip(&axes).enumerate() {
+            let q = self.b.hir.alloc_def(format!("q{axis}"), DefKind::Index, span);
+            match ax {
+                Some(v) => {
+                    let (r, a_u) = shift[v];
+                    let (r_lo, r_hi) = (vars[&r].lo, vars[&r].hi);
+                    let var = vars[v].clone();
+                    // pad = r_hi - 1; extent = P + r_hi - 1 - r_lo.
+                    let one = self.b.int(1);
+                    let pad = self.b.sub(r_hi, one);
+                    let p_ext = self.b.extent(u, a_u);
+                    let one = self.b.int(1);
+                    let r_hi2 = self.b.sub(r_hi, one);
+                    let grown = self.b.bin(BinOp::Add, p_ext, r_hi2);
+                    let ext = self.b.sub(grown, r_lo);
+                    let zero = self.b.int(0);
+                    slots.push(Slot::Var { def: q, range: Some(self.b.range(zero, ext)) });
+                    let qr = self.b.def(q);
+                    let at = self.b.sub(qr, pad);
+                    let ge = self.b.bin(BinOp::Le, var.lo, at);
+                    let qr = self.b.def(q);
+                    let one = self.b.int(1);
+                    let pad2 = self.b.sub(r_hi, one);
+                    let at2 = self.b.sub(qr, pad2);
+                    let lt = self.b.bin(BinOp::Lt, at2, var.hi);
+                    conds.push(self.b.bin(BinOp::And, ge, lt));
+                    let qr = self.b.def(q);
+                    let one = self.b.int(1);
+                    let pad3 = self.b.sub(r_hi, one);
+                    src_args.push(self.b.sub(qr, pad3));
+                    // The replacement read: `v + pad` (v substituted later).
+                    let vr = self.b.def(*v);
+                    let one = self.b.int(1);
+                    let pad4 = self.b.sub(r_hi, one);
+                    new_args.push(self.b.bin(BinOp::Add, vr, pad4));
+                }
+                None => {
+                    let zero = self.b.int(0);
+                    let hi = self.b.extent(tensor, axis);
+                    slots.push(Slot::Var { def: q, range: Some(self.b.range(zero, hi)) });
+                    src_args.push(self.b.def(q));
+                    new_args.push(arg);
+                }
+            }
+        }
+        let k = self.cx.def_ty(u).elem().unwrap_or(ScalarKind::F32);
+        let src = self.b.index(tensor, src_args);
+        let cond = self.b.all(&conds)?;
+        let body = self.b.select(cond, src, k);
+        // The copy gives the padded definition fresh expressions of its own.
+        let mut c = Copier::new();
+        let def = IndexedDef { def: pad_def, slots, wheres: Vec::new(), body, span };
+        let def = c.indexed(self.b.hir, &def, pad_def);
+        self.out.push(Stmt::Indexed(def));
+        let replacement = self.b.index(pad_def, new_args);
+        Some((shift.keys().copied().collect(), (node, replacement)))
     }
 
     /// Whether `v` ranges exactly over axis `axis` of `u`.
