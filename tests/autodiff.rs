@@ -2079,3 +2079,50 @@ mod recurrences_and_rules {
         }
     }
 }
+
+// ===========================================================================
+// Whole-tensor values built from array literals, and lazy Jacobian rows
+// ===========================================================================
+
+mod literals_and_rows {
+    use super::*;
+    use einlang::einlang;
+
+    einlang! {
+        use std::math::sin;
+
+        pub fn g_literal(x: [f64; N]) -> [f64; N] {
+            let y = [x[0] * 2.0, x[1]];
+            let l = y[0] * y[1] + y[1];
+            @l / @x
+        }
+        pub fn p_rows(x: [f64; N], w: [f64; N, N]) -> [f64; N] {
+            let y[i] = sin(sum[k](w[i, k] * x[k]));
+            y
+        }
+        pub fn g_row_element(x: [f64; N], w: [f64; N, N], t: i64) -> [f64; N] {
+            let y[i] = sin(sum[k](w[i, k] * x[k]));
+            let jac = @y / @x;
+            let r[j] = jac[t, j] * 2.0;
+            r
+        }
+    }
+
+    #[test]
+    fn an_array_literal_passes_its_elements_adjoints_on() {
+        let x = rand(4, 1201);
+        // l = 2 x0 x1 + x1: d/dx0 = 2 x1, d/dx1 = 2 x0 + 1, zero elsewhere.
+        let want = einlang::ndarray::array![2.0 * x[1], 2.0 * x[0] + 1.0, 0.0, 0.0];
+        assert_grad("literal", &g_literal(&x).unwrap(), &want, EXACT_TOL);
+    }
+
+    #[test]
+    fn an_element_read_of_a_jacobian_row_is_a_backward_sweep() {
+        let (x, w) = (rand(5, 1202), rand((5, 5), 1203));
+        let full = fd_jacobian(&x, |x| p_rows(x, &w).unwrap());
+        for t in 0..5 {
+            let want = full.index_axis(einlang::ndarray::Axis(0), t).to_owned() * 2.0;
+            assert_grad("row", &g_row_element(&x, &w, t as i64).unwrap(), &want, FD_TOL);
+        }
+    }
+}

@@ -1335,6 +1335,22 @@ pub(super) fn pointwise(b: &mut Build, cx: &Cx, point: &mut Point, e: ExprId, va
             let els = pointwise(b, cx, point, els, vars)?;
             b.e(ExprKind::If { cond, then, els: Some(els) })
         }
+        // `[a, b, c]` at `i, rest`: `if i == 0 { a[rest] } else if ...`.
+        ExprKind::Array(items) if !items.is_empty() => {
+            let axis = vars[vars.len() - dims.len()];
+            let mut chosen = pointwise(b, cx, point, items[items.len() - 1], vars)?;
+            for (n, &item) in items.iter().enumerate().rev().skip(1) {
+                let here = pointwise(b, cx, point, item, vars)?;
+                let i = b.def(axis);
+                let lit = b.int(n as i64);
+                let cond = b.bin(BinOp::Eq, i, lit);
+                chosen = b.e(ExprKind::If { cond, then: here, els: Some(chosen) });
+                if k.is_float() {
+                    point.kinds.insert(chosen, k);
+                }
+            }
+            chosen
+        }
         _ => {
             return Err(Diagnostic::error(span, "cannot differentiate through this whole-tensor expression")
                 .help("write it with indices: `let v[i, j] = ...;`"))
