@@ -2100,6 +2100,12 @@ mod literals_and_rows {
             let y[i] = sin(sum[k](w[i, k] * x[k]));
             y
         }
+        pub fn g_column(x: [f64; N], w: [f64; N, N], s: i64) -> [f64; N] {
+            let y[i] = sin(sum[k](w[i, k] * x[k]));
+            let jac = @y / @x;
+            let c[i] = jac[i, s];
+            c
+        }
         pub fn g_row_element(x: [f64; N], w: [f64; N, N], t: i64) -> [f64; N] {
             let y[i] = sin(sum[k](w[i, k] * x[k]));
             let jac = @y / @x;
@@ -2114,6 +2120,16 @@ mod literals_and_rows {
         // l = 2 x0 x1 + x1: d/dx0 = 2 x1, d/dx1 = 2 x0 + 1, zero elsewhere.
         let want = einlang::ndarray::array![2.0 * x[1], 2.0 * x[0] + 1.0, 0.0, 0.0];
         assert_grad("literal", &g_literal(&x).unwrap(), &want, EXACT_TOL);
+    }
+
+    #[test]
+    fn a_column_read_of_a_jacobian_is_a_forward_sweep() {
+        let (x, w) = (rand(5, 1204), rand((5, 5), 1205));
+        let full = fd_jacobian(&x, |x| p_rows(x, &w).unwrap());
+        for s in 0..5 {
+            let want = full.index_axis(einlang::ndarray::Axis(1), s).to_owned();
+            assert_grad("column", &g_column(&x, &w, s as i64).unwrap(), &want, FD_TOL);
+        }
     }
 
     #[test]

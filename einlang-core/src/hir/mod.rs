@@ -79,6 +79,10 @@ pub struct Hir {
     /// Custom derivative rules (`@fn name(params) { body }`), by the
     /// function they differentiate.
     pub rules: std::collections::HashMap<FnId, DerivRule>,
+    /// Derivative requests answered at one point of the source only (a
+    /// column of a Jacobian read with the source's indices fixed, made by
+    /// `transform::autodiff`): the request and the point's indices.
+    pub deriv_points: std::collections::HashMap<ExprId, Vec<ExprId>>,
 }
 
 /// `@fn f(params) { body }`: the differential of `f` in terms of its

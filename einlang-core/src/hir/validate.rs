@@ -50,6 +50,15 @@ pub fn validate(hir: &Hir) -> Result<(), String> {
             }
         }
     }
+    for (req, point) in &hir.deriv_points {
+        let n = hir.exprs.len() as u32;
+        if req.raw() >= n || !matches!(hir.exprs[*req].kind, ExprKind::Deriv { .. } | ExprKind::Def(_)) {
+            errors.push(format!("a derivative point names {req:?}, which is not a request"));
+        }
+        if point.iter().any(|e| e.raw() >= n) {
+            errors.push(format!("the derivative point of {req:?} names a missing expression"));
+        }
+    }
     for (f, func) in hir.fns.iter() {
         if func.def.raw() >= n_defs || hir.defs[func.def].kind != DefKind::Fn(f) {
             errors.push(format!("function {f:?} is not named by its definition"));

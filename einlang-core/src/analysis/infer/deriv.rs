@@ -1,5 +1,5 @@
 //! The type of a derivative request `@y / @x`: `y`'s element type, shape
-//! `shape(y) ++ shape(x)`. Both must be floats; what the request means is
+//! `shape(y) ++ shape(x)` (`shape(y)` at a fixed source point). Both must be floats; what the request means is
 //! built later (`transform::autodiff`).
 
 use super::super::cx::Cx;
@@ -41,7 +41,9 @@ impl Cx<'_> {
             Ty::Tensor(_, d) => d.clone(),
             _ => Vec::new(),
         };
-        if let Ty::Tensor(_, d) = &tx {
+        // At a fixed point of the source (a Jacobian column), the source
+        // adds no axes.
+        if let (Ty::Tensor(_, d), false) = (&tx, self.hir.deriv_points.contains_key(&e)) {
             dims.extend(d.iter().cloned());
         }
         if dims.is_empty() {

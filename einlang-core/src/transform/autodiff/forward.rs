@@ -6,7 +6,9 @@
 //! gives the dense Jacobian (`shape(y) ++ shape(x)`) in one pass of
 //! `|x|`-wide tangents. A read of `x` itself is the one-hot
 //! `if idx == Q { 1 } else { 0 }`, never a materialized identity. A
-//! recurrence's tangent is a recurrence with the same clauses.
+//! recurrence's tangent is a recurrence with the same clauses. A request
+//! at a fixed source point (a Jacobian column) has no `Q`: its one-hot
+//! compares with the point.
 
 use std::collections::HashMap;
 
@@ -19,17 +21,24 @@ use crate::analysis::Ty;
 use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
 use crate::diag::Diagnostic;
-use crate::hir::{Callee, DefId, DefKind, ExprId, ExprKind, IndexedDef, Recurrence, Slot, Stmt, Where};
+use crate::hir::{Callee, DefId, DefKind, ExprId, ExprKind, IndexedDef, Recurrence, RedVar, Slot, Stmt, Where};
 
-pub(super) fn run(hir: &mut crate::hir::Hir, cx: &Cx, ty_x: &Ty) -> Result<(Vec<Stmt>, DefId), Diagnostic> {
+pub(super) fn run(
+    hir: &mut crate::hir::Hir,
+    cx: &Cx,
+    ty_x: &Ty,
+    point: Option<&[ExprId]>,
+) -> Result<(Vec<Stmt>, DefId), Diagnostic> {
     let span = cx.span;
-    let q_rank = match ty_x {
-        Ty::Tensor(_, dims) => dims.len(),
+    let q_rank = match (ty_x, point) {
+        (_, Some(_)) => 0,
+        (Ty::Tensor(_, dims), None) => dims.len(),
         _ => 0,
     };
     let b = Build { hir, span };
     let qs: Vec<DefId> = (0..q_rank).map(|a| b.hir.alloc_def(format!("q{a}"), DefKind::Index, span)).collect();
-    let mut f = Fwd { b, cx, qs, tangents: HashMap::new(), out: Vec::new() };
+    let point = point.map(<[ExprId]>::to_vec);
+    let mut f = Fwd { b, cx, qs, point, tangents: HashMap::new(), out: Vec::new(), picked: HashMap::new() };
     if cx.y == cx.x {
         let def = f.identity()?;
         return Ok((f.out, def));
@@ -117,13 +126,26 @@ struct Fwd<'a, 'h> {
     cx: &'a Cx<'a>,
     /// The source's axes, as template variables.
     qs: Vec<DefId>,
+    /// The source's point, for a request at one point (then `qs` is empty).
+    point: Option<Vec<ExprId>>,
     tangents: HashMap<DefId, DefId>,
     out: Vec<Stmt>,
+    /// Reduction variables a one-hot fixed (`sum[k](a[k] * (k == s))` is
+    /// `a[s]`): substituted when the clause is copied.
+    picked: HashMap<DefId, ExprId>,
 }
 
 impl Fwd<'_, '_> {
     fn q_reads(&mut self) -> Vec<ExprId> {
         self.qs.clone().into_iter().map(|q| self.b.def(q)).collect()
+    }
+
+    /// What a read of the source is compared with: its axes, or its point.
+    fn source_point(&mut self) -> Vec<ExprId> {
+        match self.point.clone() {
+            Some(p) => p,
+            None => self.q_reads(),
+        }
     }
 
     /// Slots over the source's axes, bound to fresh variables in `c`.
@@ -188,7 +210,7 @@ impl Fwd<'_, '_> {
 
     /// `if idx == Q { 1 } else { 0 }`.
     fn onehot(&mut self, idx: &[ExprId], k: ScalarKind) -> ExprId {
-        let qs = self.q_reads();
+        let qs = self.source_point();
         let eqs: Vec<ExprId> = idx.iter().zip(qs).map(|(&i, q)| self.b.bin(BinOp::Eq, i, q)).collect();
         let one = self.b.float(1.0, k);
         match self.b.all(&eqs) {
@@ -216,6 +238,7 @@ impl Fwd<'_, '_> {
             None => self.b.float(0.0, k),
         };
         let mut c = Copier::with(point.locals.clone());
+        c.subst.extend(self.picked.iter().map(|(d, e)| (*d, *e)));
         let mut new_slots = Vec::new();
         for (axis, s) in slots.iter().enumerate() {
             new_slots.push(match s {
@@ -239,6 +262,105 @@ impl Fwd<'_, '_> {
         let wheres = c.wheres(self.b.hir, wheres);
         let body = c.expr(self.b.hir, tangent);
         Ok(Some(IndexedDef { def: tv, slots: new_slots, wheres, body, span }))
+    }
+
+    /// `sum[vars](body where wheres)`, with one-hot sums folded: a factor
+    /// `if v == e { 1 } else { 0 }` (a tangent of a read of the source)
+    /// fixes the reduction variable `v` to `e` instead of summing over it,
+    /// under `e`'s range guard.
+    fn sum_of(&mut self, p: &Point, vars: Vec<RedVar>, wheres: Vec<Where>, body: ExprId, k: ScalarKind) -> ExprId {
+        let Some((rest, eqs)) = self.onehot_factor(body) else {
+            return self.b.e(ExprKind::Reduce { op: RedOp::Sum, vars, wheres, body });
+        };
+        let mut guards = Vec::new();
+        let mut conds = Vec::new();
+        let mut left = vars.clone();
+        for (a, b) in eqs {
+            let pick = [(a, b), (b, a)].into_iter().find_map(|(v, e)| match self.b.hir.exprs[v].kind {
+                ExprKind::Def(d)
+                    if left.iter().any(|r| r.def == d)
+                        && !self.mentions_any(e, &vars)
+                        && !self.picked.contains_key(&d) =>
+                {
+                    Some((d, e))
+                }
+                _ => None,
+            });
+            match pick {
+                Some((d, e)) => {
+                    let var = left.iter().find(|r| r.def == d).cloned().expect("found above");
+                    left.retain(|r| r.def != d);
+                    self.picked.insert(d, e);
+                    if let Some((lo, hi)) = p.bounds(&mut self.b, self.cx, d, &var.range) {
+                        let here = self.b.def(d);
+                        let ge = self.b.bin(BinOp::Le, lo, here);
+                        let here = self.b.def(d);
+                        let lt = self.b.bin(BinOp::Lt, here, hi);
+                        guards.push(self.b.bin(BinOp::And, ge, lt));
+                    }
+                }
+                None => conds.push(self.b.bin(BinOp::Eq, a, b)),
+            }
+        }
+        guards.extend(conds);
+        // Guards mentioning only picked variables hold per point.
+        let mut wheres = wheres;
+        if left.is_empty() {
+            // Where entries of the sum become conditions on the point.
+            for w in wheres.drain(..) {
+                if let Where::Guard(g) = w {
+                    guards.push(g);
+                }
+            }
+            return match self.b.all(&guards) {
+                Some(c) => self.b.select(c, rest, k),
+                None => rest,
+            };
+        }
+        wheres.extend(guards.into_iter().map(Where::Guard));
+        self.b.e(ExprKind::Reduce { op: RedOp::Sum, vars: left, wheres, body: rest })
+    }
+
+    /// `rest * (if a1 == b1 && ... { 1 } else { 0 })` (either order, or the
+    /// one-hot alone): `rest` and the equations.
+    fn onehot_factor(&mut self, e: ExprId) -> Option<(ExprId, Vec<(ExprId, ExprId)>)> {
+        let eqs_of = |hir: &crate::hir::Hir, s: ExprId| -> Option<Vec<(ExprId, ExprId)>> {
+            let ExprKind::If { cond, then, els: Some(els) } = hir.exprs[s].kind else { return None };
+            let lit = |x: ExprId, v: f64| {
+                matches!(&hir.exprs[x].kind, ExprKind::Lit(crate::base::ops::Lit::Float(t, _)) if t.parse::<f64>().ok() == Some(v))
+            };
+            if !lit(then, 1.0) || !lit(els, 0.0) {
+                return None;
+            }
+            let mut out = Vec::new();
+            let mut stack = vec![cond];
+            while let Some(c) = stack.pop() {
+                match hir.exprs[c].kind {
+                    ExprKind::Binary(BinOp::And, a, b) => stack.extend([a, b]),
+                    ExprKind::Binary(BinOp::Eq, a, b) => out.push((a, b)),
+                    _ => return None,
+                }
+            }
+            Some(out)
+        };
+        if let Some(eqs) = eqs_of(self.b.hir, e) {
+            let one = match self.b.hir.exprs[e].kind {
+                ExprKind::If { then, .. } => then,
+                _ => return None,
+            };
+            return Some((one, eqs));
+        }
+        let ExprKind::Binary(BinOp::Mul, a, b) = self.b.hir.exprs[e].kind else { return None };
+        if let Some(eqs) = eqs_of(self.b.hir, b) {
+            return Some((a, eqs));
+        }
+        eqs_of(self.b.hir, a).map(|eqs| (b, eqs))
+    }
+
+    fn mentions_any(&self, e: ExprId, vars: &[RedVar]) -> bool {
+        self.b.hir.reachable([e]).into_iter().any(|x| {
+            matches!(self.b.hir.exprs[x].kind, ExprKind::Def(d) if vars.iter().any(|v| v.def == d))
+        })
     }
 
     fn read_tangent(&mut self, u: DefId, mut args: Vec<ExprId>) -> ExprId {
@@ -351,7 +473,7 @@ impl Fwd<'_, '_> {
                 let (vars, wheres, body) = super::reverse::nest_extremum(&mut self.b, p, op, vars, wheres, body, k);
                 let Some(tb) = self.fwd(p, body)? else { return Ok(None) };
                 match op {
-                    RedOp::Sum => Some(self.b.e(ExprKind::Reduce { op, vars, wheres, body: tb })),
+                    RedOp::Sum => Some(self.sum_of(p, vars, wheres, tb, k)),
                     RedOp::Max | RedOp::Min => {
                         let guard = super::reverse::selected(&mut self.b, op, &vars, &wheres, body);
                         let mut wheres = wheres;

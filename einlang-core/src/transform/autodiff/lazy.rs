@@ -1,10 +1,13 @@
-//! Lazy Jacobians: `let J = @y / @x;` whose every use reads a row or an
-//! element `J[t..]`, `J[t.., j..]` with the target's axes `t` fixed (no
-//! index variable of the reading statement in them) is never built. Each use becomes one
-//! vector-Jacobian product instead: before the reading statement,
-//! `let y_at = y[t..]; let J_row = @y_at / @x;`, and the read becomes
-//! `J_row[j..]`. Those requests have a scalar target, so reverse mode
-//! answers them: one backward sweep per row read, not `|y|` of them.
+//! Lazy Jacobians: `let J = @y / @x;` whose every use reads a row, a
+//! column or an element, `J[t..]`, `J[t.., j..]` with the target's axes `t`
+//! fixed or `J[i.., s..]` with the source's axes `s` fixed (no index
+//! variable of the reading statement in them), is never built. Each use
+//! becomes one product instead, before the reading statement:
+//! - a row: `let y_at = y[t..]; let J_row = @y_at / @x;` and the read
+//!   `J_row[j..]`: a scalar target, so one backward sweep;
+//! - a column: `let J_col = @y / @x` answered at the point `s` only
+//!   (`Hir::deriv_points`) and the read `J_col[i..]`: one forward sweep
+//!   whose tangents have no source axes.
 
 use super::{edit_block, replace_expr, BlockLoc, Found};
 use crate::analysis::{Tables, Ty};
@@ -53,9 +56,11 @@ pub(super) fn rows(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> bo
             _ => true,
         })
     };
+    let is_row = |hir: &Hir, args: &[ExprId]| args.len() >= ry && args[..ry].iter().all(|&a| fixed(hir, a));
+    let is_col = |hir: &Hir, args: &[ExprId]| args.len() == ry + rx && rx > 0 && args[ry..].iter().all(|&a| fixed(hir, a));
     for &r in &reads {
         let ExprKind::Index { args, .. } = &hir.exprs[r].kind else { return false };
-        if args.len() < ry || args.len() > ry + rx || !args[..ry].iter().all(|&a| fixed(hir, a)) {
+        if args.len() > ry + rx || !(is_row(hir, args) || is_col(hir, args)) {
             return false;
         }
         let Some((_, levels)) = super::find_expr(hir, f, &|e| e == r) else { return false };
@@ -68,6 +73,20 @@ pub(super) fn rows(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> bo
     for r in reads {
         let Some((_, levels)) = super::find_expr(hir, f, &|e| e == r) else { return false };
         let ExprKind::Index { args, .. } = hir.exprs[r].kind.clone() else { return false };
+        if !is_row(hir, &args) {
+            // A column: the request at the point `s`, read at `i`.
+            let col = hir.alloc_def(format!("{}_col", hir.name(jac)), DefKind::Local, span);
+            let request = hir.alloc_expr(ExprKind::Deriv { target: y, wrt: x }, span);
+            hir.deriv_points.insert(request, args[ry..].to_vec());
+            let col_read = hir.alloc_expr(ExprKind::Def(col), span);
+            let new_read = hir.alloc_expr(ExprKind::Index { base: col_read, args: args[..ry].to_vec() }, span);
+            replace_expr(hir, f, r, new_read);
+            let index = levels[0].stmt;
+            edit_block(hir, f, BlockLoc::Body, |_, b| {
+                b.stmts.insert(index, Stmt::Let { def: col, ty: None, value: request, span });
+            });
+            continue;
+        }
         let y_name = format!("{}_at", hir.name(y));
         let y_at = hir.alloc_def(y_name, DefKind::Local, span);
         let y_read = hir.alloc_expr(ExprKind::Def(y), span);

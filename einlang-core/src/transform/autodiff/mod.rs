@@ -93,7 +93,7 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     let tape = tape(hir, f, &found.levels);
     let ty = |d: DefId| tables.def_ty.get(&d).cloned().unwrap_or(Ty::Error);
     // Requests of the same scalar target share one backward sweep.
-    let siblings: Vec<(ExprId, DefId)> = if matches!(ty(found.target), Ty::Scalar(_)) {
+    let siblings: Vec<(ExprId, DefId)> = if matches!(ty(found.target), Ty::Scalar(_)) && !hir.deriv_points.contains_key(&found.req) {
         same_target(hir, f, found, &tape)
     } else {
         vec![(found.req, found.wrt)]
@@ -106,7 +106,8 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
             .note(format!("no computation leads from `{x}` to `{y}`, so this derivative is zero everywhere"))
             .help("check the names; a derivative of an unrelated value is an error rather than a silent zero"));
     }
-    let forward = !matches!(ty(found.target), Ty::Scalar(_));
+    let point = hir.deriv_points.get(&found.req).cloned();
+    let forward = point.is_some() || !matches!(ty(found.target), Ty::Scalar(_));
     if inline::one(hir, tables, f, &tape, &act, span, forward)? {
         return Ok(());
     }
@@ -116,11 +117,11 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     let (ty_y, ty_x) = (ty(found.target), ty(found.wrt));
     let cx = Cx { tables, tape: &tape, act: &act, span, y: found.target, x: found.wrt, xs: &sources };
     let (stmts, results) = match ty_y {
-        Ty::Scalar(_) => reverse::run(hir, &cx)?,
-        Ty::Tensor(..) => {
-            let (stmts, r) = forward::run(hir, &cx, &ty_x)?;
+        Ty::Scalar(_) | Ty::Tensor(..) if forward => {
+            let (stmts, r) = forward::run(hir, &cx, &ty_x, point.as_deref())?;
             (stmts, vec![r])
         }
+        Ty::Scalar(_) => reverse::run(hir, &cx)?,
         _ => return Err(Diagnostic::bug(span, "a derivative of a value that is not a float")),
     };
     for ((req, _), result) in siblings.iter().zip(results) {

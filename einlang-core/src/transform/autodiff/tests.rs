@@ -123,3 +123,19 @@ fn a_reduction_under_a_nonlinear_call_gets_its_own_tensor() {
     let db = lines_with(&ir, "tensor d_b[");
     assert!(db.len() == 1 && !db[0].contains("read x["), "{ir}");
 }
+
+#[test]
+fn a_jacobian_read_by_columns_is_one_forward_sweep_without_source_axes() {
+    let ir = ir_of(
+        "use std::math::sin;
+        pub fn col(x: [f64; N], w: [f64; N, N], s: i64) -> [f64; N] {
+            let y[i] = sin(sum[k](w[i, k] * x[k]));
+            let J = @y / @x;
+            let c[i] = J[i, s];
+            c
+        }",
+    );
+    let t = lines_with(&ir, "tensor t_y[");
+    // One axis (no source axis), and the one-hot sum folded to `w[i, s]`.
+    assert!(t.len() == 1 && !t[0].contains("q0") && t[0].contains(", s]"), "{ir}");
+}
