@@ -2142,3 +2142,50 @@ mod literals_and_rows {
         }
     }
 }
+
+// ===========================================================================
+// `match`: the taken arm
+// ===========================================================================
+
+mod matching {
+    use super::*;
+    use einlang::einlang;
+
+    einlang! {
+        use std::math::sin;
+
+        pub fn p_match(x: [f64; N]) -> f64 {
+            sum[i](match i % 3 {
+                0 => x[i] * x[i],
+                1 | 2 if x[i] > 0.0 => sin(x[i]),
+                k => x[i] * (k as f64),
+            })
+        }
+        pub fn g_match(x: [f64; N]) -> [f64; N] {
+            let l = sum[i](match i % 3 {
+                0 => x[i] * x[i],
+                1 | 2 if x[i] > 0.0 => sin(x[i]),
+                k => x[i] * (k as f64),
+            });
+            @l / @x
+        }
+        pub fn t_match(x: [f64; N], a: f64) -> [f64; N] {
+            let y[i] = match i % 2 { 0 => a * x[i], _ => a * a };
+            @y / @a
+        }
+    }
+
+    #[test]
+    fn reverse_mode_follows_the_taken_arm() {
+        let x = einlang::ndarray::array![0.3, -0.4, 0.5, 0.7, 0.2, -0.9, 1.1];
+        assert_grad("match", &g_match(&x).unwrap(), &fd_grad(&x, |x| p_match(x).unwrap()), FD_TOL);
+    }
+
+    #[test]
+    fn forward_mode_follows_the_taken_arm() {
+        let x = rand(5, 1301);
+        // d/da: x[i] on even i, 2 a on odd i.
+        let want = einlang::ndarray::Array1::from_shape_fn(5, |i| if i % 2 == 0 { x[i] } else { 2.0 * 0.6 });
+        assert_grad("match", &t_match(&x, 0.6).unwrap(), &want, EXACT_TOL);
+    }
+}

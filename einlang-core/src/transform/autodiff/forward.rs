@@ -506,9 +506,20 @@ impl Fwd<'_, '_> {
                 None => None,
             },
             ExprKind::Lit(_) => None,
-            ExprKind::Match { .. } => {
-                return Err(Diagnostic::error(span, "cannot differentiate through `match` yet")
-                    .help("write the choice with `if` / `else`"))
+            ExprKind::Match { scrutinee, arms } => {
+                // The tangent of the taken arm, chosen by the same match.
+                let mut new_arms = Vec::new();
+                let mut any = false;
+                for a in &arms {
+                    let t = self.fwd(p, a.body)?;
+                    any |= t.is_some();
+                    let body = t.unwrap_or_else(|| self.b.float(0.0, k));
+                    new_arms.push(crate::hir::Arm { pat: a.pat.clone(), guard: a.guard, body, span: a.span });
+                }
+                if !any {
+                    return Ok(None);
+                }
+                Some(self.b.e(ExprKind::Match { scrutinee, arms: new_arms }))
             }
             _ => return Err(Diagnostic::error(span, "cannot differentiate through this kind of expression")),
         })

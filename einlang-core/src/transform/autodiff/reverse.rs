@@ -118,6 +118,14 @@ impl Point {
         }
     }
 
+    /// A `match` arm's top-level bindings (`n`, `n @ p`) stand for the
+    /// scrutinee in derivative code outside the `match`.
+    pub fn bind_pattern(&mut self, pat: &crate::hir::Pat, scrutinee: ExprId) {
+        if let crate::hir::Pat::Bind(d) | crate::hir::Pat::At(d, _) = pat {
+            self.locals.insert(*d, scrutinee);
+        }
+    }
+
     /// The value of `e`: a read of the primal when `e` is the whole body.
     pub fn value(&self, e: ExprId) -> ExprId {
         match self.value_of {
@@ -756,9 +764,17 @@ impl Rev<'_, '_> {
                 }
             }
             ExprKind::Lit(_) => {}
-            ExprKind::Match { .. } => {
-                return Err(Diagnostic::error(span, "cannot differentiate through `match` yet")
-                    .help("write the choice with `if` / `else`"))
+            ExprKind::Match { scrutinee, arms } => {
+                // The adjoint reaches the taken arm: arm i's body under the
+                // guard "the match takes arm i" (the same match with
+                // `true` for arm i and `false` for the others).
+                for (i, arm) in arms.iter().enumerate() {
+                    p.bind_pattern(&arm.pat, scrutinee);
+                    let taken = taken_arm(&mut self.b, scrutinee, &arms, i);
+                    let mut c = ctx.clone();
+                    c.guards.push(taken);
+                    self.rev(p, arm.body, adj, &c, out)?;
+                }
             }
             _ => return Err(Diagnostic::error(span, "cannot differentiate through this kind of expression")),
         }
@@ -1208,6 +1224,20 @@ pub(super) fn other_factors(b: &mut Build, vars: &[RedVar], wheres: &[Where], bo
         nw.push(Where::Guard(other));
     }
     b.e(ExprKind::Reduce { op: RedOp::Prod, vars: nv, wheres: nw, body: nb })
+}
+
+/// Whether `match scrutinee { arms }` takes arm `i`: the same patterns and
+/// guards, with `true` as arm `i`'s value and `false` as the others'.
+fn taken_arm(b: &mut Build, scrutinee: ExprId, arms: &[crate::hir::Arm], i: usize) -> ExprId {
+    let arms = arms
+        .iter()
+        .enumerate()
+        .map(|(j, a)| {
+            let body = b.e(ExprKind::Lit(Lit::Bool(j == i)));
+            crate::hir::Arm { pat: a.pat.clone(), guard: a.guard, body, span: a.span }
+        })
+        .collect();
+    b.e(ExprKind::Match { scrutinee, arms })
 }
 
 /// The condition that the current point of a `max` / `min` reduction over
