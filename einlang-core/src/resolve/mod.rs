@@ -749,6 +749,20 @@ impl Resolver {
             );
             return;
         }
+        // A parameter typed in both must have the same type.
+        let fn_params = self.fn_asts.get(&fn_id).map(|(item, _)| item.params.clone()).unwrap_or_default();
+        for (rp, fp) in f.params.iter().zip(&fn_params) {
+            let (Some(rt), Some(ft)) = (&rp.ty, &fp.ty) else { continue };
+            let (rs, fs) = (crate::syntax::pretty::pretty_type(rt), crate::syntax::pretty::pretty_type(ft));
+            if rs != fs {
+                diags.push(
+                    Diagnostic::error(rp.span, format!("the rule's parameter `{}` is `{rs}`, but `{name}` takes `{fs}`", rp.name.name))
+                        .label(fp.span, format!("`{name}`'s parameter is declared here"))
+                        .help("a rule's parameters have the types of the function's parameters"),
+                );
+                return;
+            }
+        }
         if self.hir.rules.contains_key(&fn_id) {
             diags.push(Diagnostic::error(f.name.span, format!("`{name}` has two derivative rules")));
             return;

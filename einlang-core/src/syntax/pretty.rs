@@ -23,6 +23,13 @@ pub fn pretty_program(program: &Program) -> String {
     printer.out
 }
 
+/// Renders a type as written (`[f32; N, 3]`).
+pub fn pretty_type(ty: &Type) -> String {
+    let mut printer = Printer::default();
+    printer.ty(ty);
+    printer.out
+}
+
 /// Renders one expression.
 pub fn pretty_expr(expr: &Expr) -> String {
     let mut printer = Printer::default();
