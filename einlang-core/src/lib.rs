@@ -56,6 +56,13 @@ impl Compiled {
         self.recurrences().into_iter().find(|f| f.function == function && f.name == name)
     }
 
+    /// How each derivative request of the Einlang function `function` was
+    /// answered: its mode and, for recurrences differentiated in reverse
+    /// mode, how the primal's history is had.
+    pub fn derivatives(&self, function: &str) -> Vec<&hir::DerivFact> {
+        self.hir.deriv_facts.iter().filter(|f| f.function == function).collect()
+    }
+
     /// Every recurrence's facts, in no particular order.
     pub fn recurrences(&self) -> Vec<&analysis::recur::RecurrenceFacts> {
         self.tables.recurrences.values().collect()

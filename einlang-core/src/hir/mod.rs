@@ -83,6 +83,41 @@ pub struct Hir {
     /// column of a Jacobian read with the source's indices fixed, made by
     /// `transform::autodiff`): the request and the point's indices.
     pub deriv_points: std::collections::HashMap<ExprId, Vec<ExprId>>,
+    /// What `transform::autodiff` decided for each request it answered.
+    pub deriv_facts: Vec<DerivFact>,
+}
+
+/// How one derivative request was answered (`Compiled::derivatives`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivFact {
+    /// The Einlang function (`"main"` for top-level statements), target and
+    /// source.
+    pub function: String,
+    pub target: String,
+    pub source: String,
+    pub mode: DerivMode,
+    /// Recurrences differentiated in reverse mode: their names and how the
+    /// primal's history is had (kept whole: memory of the whole primal,
+    /// `T x` the state; the adjoint is a recurrence over reversed time).
+    pub reversed: Vec<(String, History)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DerivMode {
+    /// One backward sweep (a scalar target; requests of the same target
+    /// share it).
+    Reverse,
+    /// Tangents over the source's axes (a tensor target).
+    Forward,
+    /// One forward sweep at a fixed point of the source (a Jacobian column).
+    ForwardAtPoint,
+}
+
+/// Where reverse mode through a recurrence gets the primal's states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum History {
+    /// Every step is stored by the primal (its storage is the whole tensor).
+    Kept,
 }
 
 /// `@fn f(params) { body }`: the differential of `f` in terms of its

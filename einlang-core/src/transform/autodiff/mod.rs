@@ -127,6 +127,33 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     for ((req, _), result) in siblings.iter().zip(results) {
         hir.exprs[*req].kind = ExprKind::Def(result);
     }
+    let mode = match (point.is_some(), forward) {
+        (true, _) => hir::DerivMode::ForwardAtPoint,
+        (false, true) => hir::DerivMode::Forward,
+        (false, false) => hir::DerivMode::Reverse,
+    };
+    // Recurrences on the active path in reverse mode were reversed.
+    let reversed: Vec<(String, hir::History)> = if mode == hir::DerivMode::Reverse {
+        tape.iter()
+            .filter_map(|t| match &t.stmt {
+                Stmt::Recurrence(r) if act.active.contains(&r.def) => Some((hir.name(r.def).to_string(), hir::History::Kept)),
+                _ => None,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let function = hir.name(hir.fns[f].def).to_string();
+    for (_, source) in &siblings {
+        let fact = hir::DerivFact {
+            function: function.clone(),
+            target: hir.name(found.target).to_string(),
+            source: hir.name(*source).to_string(),
+            mode,
+            reversed: reversed.clone(),
+        };
+        hir.deriv_facts.push(fact);
+    }
     let last = *found.levels.last().ok_or_else(|| Diagnostic::bug(span, "a request outside any block"))?;
     edit_block(hir, f, last.block, |_, b| {
         let at = last.stmt.min(b.stmts.len());

@@ -139,3 +139,27 @@ fn a_jacobian_read_by_columns_is_one_forward_sweep_without_source_axes() {
     // One axis (no source axis), and the one-hot sum folded to `w[i, s]`.
     assert!(t.len() == 1 && !t[0].contains("q0") && t[0].contains(", s]"), "{ir}");
 }
+
+#[test]
+fn the_strategy_of_each_request_is_a_compile_fact() {
+    let src = "use std::math::{sin, tanh};
+        pub fn g(w: [f64; H, H], h0: [f64; H], steps: i64) -> ([f64; H, H], [f64; H]) {
+            let h[0, j] = h0[j];
+            let h[t in 1..steps, j] = tanh(sum[k](w[j, k] * h[t - 1, k]));
+            let l = sum[j](h[steps - 1, j]);
+            (@l / @w, @l / @h0)
+        }
+        pub fn f(a: f64, x: [f64; N]) -> [f64; N] {
+            let y[i] = sin(a * x[i]);
+            @y / @a
+        }";
+    let compiled = crate::compile_str(src, &crate::Options::default()).unwrap_or_else(|_| panic!("compiles"));
+    let g = compiled.derivatives("g");
+    assert_eq!(g.len(), 2, "{g:?}");
+    for fact in &g {
+        assert_eq!(fact.mode, crate::hir::DerivMode::Reverse);
+        assert_eq!(fact.reversed, vec![("h".to_string(), crate::hir::History::Kept)]);
+    }
+    let f = compiled.derivatives("f");
+    assert!(f.len() == 1 && f[0].mode == crate::hir::DerivMode::Forward && f[0].reversed.is_empty(), "{f:?}");
+}
