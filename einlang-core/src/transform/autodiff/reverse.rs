@@ -212,7 +212,7 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Dia
         Ty::Scalar(k) => k,
         _ => return Err(Diagnostic::bug(span, "reverse mode of a tensor target")),
     };
-    let mut r = Rev { b: Build { hir, span }, cx, adj: HashMap::new(), out: Vec::new(), materialize: true };
+    let mut r = Rev { b: Build { hir, span }, cx, adj: HashMap::new(), out: Vec::new(), materialize: true, adjoints: HashSet::new() };
     let one = r.b.float(1.0, k_y);
     r.adjoint(cx.y).terms.push(one);
     let mut done: HashMap<DefId, DefId> = HashMap::new();
@@ -288,6 +288,8 @@ struct Rev<'a, 'h> {
     /// Off while the adjoint being read is not defined yet (the steps of
     /// an adjoint recurrence).
     materialize: bool,
+    /// Every adjoint's name.
+    adjoints: HashSet<DefId>,
 }
 
 impl Rev<'_, '_> {
@@ -304,6 +306,7 @@ impl Rev<'_, '_> {
             let span = self.b.span;
             let def = self.b.hir.alloc_def(name, DefKind::Local, span);
             let pvars = (0..self.rank(u)).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
+            self.adjoints.insert(def);
             self.adj.insert(u, Adjoint { def, pvars, terms: Vec::new() });
         }
         self.adj.get_mut(&u).expect("inserted above")
@@ -318,6 +321,13 @@ impl Rev<'_, '_> {
     /// when nothing contributed (a zero adjoint).
     fn emit(&mut self, u: DefId) -> Option<DefId> {
         let a = self.adj.remove(&u)?;
+        // An adjoint that is another one read at the same point (`let v =
+        // u;`, a parameter bound by inlining) is that one.
+        if let [t] = a.terms.as_slice() {
+            if let Some(same) = self.whole_read(*t, &a.pvars) {
+                return Some(same);
+            }
+        }
         let mut body = None;
         for t in a.terms {
             body = self.b.add_opt(body, Some(t));
@@ -332,6 +342,20 @@ impl Rev<'_, '_> {
         };
         self.out.push(stmt);
         Some(a.def)
+    }
+
+    /// `d[p0, p1, ..]` read at exactly the variables `pvars`, in order: `d`.
+    fn whole_read(&self, e: ExprId, pvars: &[DefId]) -> Option<DefId> {
+        let hir = &*self.b.hir;
+        let is_var = |a: ExprId, v: DefId| matches!(hir.exprs[a].kind, ExprKind::Def(d) if d == v);
+        match &hir.exprs[e].kind {
+            ExprKind::Def(d) if pvars.is_empty() && self.adjoints.contains(d) => Some(*d),
+            ExprKind::Index { base, args } if args.len() == pvars.len() && !pvars.is_empty() => {
+                let ExprKind::Def(d) = hir.exprs[*base].kind else { return None };
+                (self.adjoints.contains(&d) && args.iter().zip(pvars).all(|(&a, &v)| is_var(a, v))).then_some(d)
+            }
+            _ => None,
+        }
     }
 
     /// A zero adjoint of `x`'s shape.

@@ -155,6 +155,19 @@ pub(super) fn intrinsic(b: &mut Build, f: Intrinsic, args: &[ExprId], value: Exp
         }
         I::Powi => {
             let (x, n) = (args[0], args[1]);
+            // A literal exponent: n x^(n-1) with n - 1 folded (2 x for a square).
+            if let crate::hir::ExprKind::Lit(crate::base::ops::Lit::Int(lit, _)) = b.hir.exprs[n].kind {
+                let c = b.float(lit as f64, k);
+                let p = match lit - 1 {
+                    0 => b.float(1.0, k),
+                    1 => x,
+                    m => {
+                        let e = b.e(crate::hir::ExprKind::Lit(crate::base::ops::Lit::Int(m, Some(ScalarKind::I32))));
+                        b.call(I::Powi, vec![x, e])
+                    }
+                };
+                return vec![Some(Partial::Scale(b.mul(c, p))), None];
+            }
             let one_i = b.e(crate::hir::ExprKind::Lit(crate::base::ops::Lit::Int(1, None)));
             let nm1 = b.sub(n, one_i);
             let p = b.call(I::Powi, vec![x, nm1]);
