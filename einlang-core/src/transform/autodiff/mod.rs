@@ -12,12 +12,17 @@
 //!    blocks around it;
 //! 2. *activity*: the bindings that depend on `x` (varied) and that `y`
 //!    depends on (useful); a `y` that does not depend on `x` is an error;
-//! 3. calls of Einlang functions on the active path are inlined, one at a
-//!    time (`inline`), and the step ends;
-//! 4. with no call left, `reverse` (a scalar `y`: one backward sweep whose
-//!    reads of adjoints are gathers) or `forward` (a tensor `y`: tangents
-//!    carrying the axes of `x`, so a scalar `x` costs one sweep and a
-//!    tensor `x` gives the dense Jacobian) writes the statements.
+//! 3. the tape is prepared one change per step (`inline`): a call of an
+//!    Einlang function on the active path is inlined, or a reduction under
+//!    a call is bound to a tensor of its own, and the step ends;
+//! 4. with nothing left to prepare, `reverse` (a scalar `y`: one backward
+//!    sweep whose reads of adjoints are gathers, shared by the requests of
+//!    `y` that can share it) or `forward` (a tensor `y`: tangents carrying
+//!    the axes of `x`, so a scalar `x` costs one sweep and a tensor `x`
+//!    gives the dense Jacobian) writes the statements.
+//!
+//! Before all that, a Jacobian read only by rows or columns is rewritten
+//! into one request per read (`lazy`).
 
 // Every step of a derivative can fail with a diagnostic for the user; it
 // is the error of those results, made rarely, so it is not boxed.
@@ -99,13 +104,18 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
         vec![(found.req, found.wrt)]
     };
     let sources: Vec<DefId> = siblings.iter().map(|s| s.1).collect();
-    let act = Activity::of(hir, tables, &tape, found.target, &sources);
-    if found.target != found.wrt && !act.varied.contains(&found.target) {
-        let (y, x) = (hir.name(found.target).to_string(), hir.name(found.wrt).to_string());
-        return Err(Diagnostic::error(span, format!("`{y}` does not depend on `{x}`"))
-            .note(format!("no computation leads from `{x}` to `{y}`, so this derivative is zero everywhere"))
-            .help("check the names; a derivative of an unrelated value is an error rather than a silent zero"));
+    // Every source must reach the target: a derivative of an unrelated
+    // value is an error, never a silent zero.
+    for &(req, x) in &siblings {
+        let alone = Activity::of(hir, tables, &tape, found.target, &[x]);
+        if found.target != x && !alone.varied.contains(&found.target) {
+            let (y, x) = (hir.name(found.target).to_string(), hir.name(x).to_string());
+            return Err(Diagnostic::error(hir.span(req), format!("`{y}` does not depend on `{x}`"))
+                .note(format!("no computation leads from `{x}` to `{y}`, so this derivative is zero everywhere"))
+                .help("check the names; a derivative of an unrelated value is an error rather than a silent zero"));
+        }
     }
+    let act = Activity::of(hir, tables, &tape, found.target, &sources);
     let point = hir.deriv_points.get(&found.req).cloned();
     let forward = point.is_some() || !matches!(ty(found.target), Ty::Scalar(_));
     if inline::one(hir, tables, f, &tape, &act, span, forward)? {
