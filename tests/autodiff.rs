@@ -2189,3 +2189,86 @@ mod matching {
         assert_grad("match", &t_match(&x, 0.6).unwrap(), &want, EXACT_TOL);
     }
 }
+
+// ===========================================================================
+// Rules on tensors: reverse mode transposes them
+// ===========================================================================
+
+mod tensor_rules {
+    use super::*;
+    use einlang::einlang;
+
+    einlang! {
+        use std::math::exp;
+
+        // Row softmax with its rule, and a function whose rule is twice its
+        // true derivative (so that using the rule is observable).
+        fn sm(x) {
+            let m[n] = max[j](x[n, j]);
+            let e[n, j] = exp(x[n, j] - m[n]);
+            let y[n, j] = e[n, j] / sum[k](e[n, k]);
+            y
+        }
+        @fn sm(x) {
+            let y = sm(x);
+            let d[n, j] = y[n, j] * (@x[n, j] - sum[k](y[n, k] * @x[n, k]));
+            d
+        }
+        fn rowsum(x) {
+            let s[n, j] = sum[k](x[n, k]) + 0.0 * x[n, j];
+            s
+        }
+        @fn rowsum(x) {
+            let d[n, j] = 2.0 * sum[k](@x[n, k]) + 0.0 * @x[n, j];
+            d
+        }
+
+        pub fn p_sm(x: [f64; B, C], t: [f64; B, C]) -> f64 {
+            let s = sm(x);
+            sum[n, j](s[n, j] * t[n, j])
+        }
+        pub fn g_sm(x: [f64; B, C], t: [f64; B, C]) -> [f64; B, C] {
+            let s = sm(x);
+            let l = sum[n, j](s[n, j] * t[n, j]);
+            @l / @x
+        }
+        pub fn f_sm(x: [f64; B, C], a: f64) -> [f64; B, C] {
+            let z[n, j] = a * x[n, j];
+            let s = sm(z);
+            @s / @a
+        }
+        pub fn p_sm_scaled(x: [f64; B, C], a: f64) -> [f64; B, C] {
+            let z[n, j] = a * x[n, j];
+            sm(z)
+        }
+        pub fn g_rowsum(x: [f64; B, C], t: [f64; B, C]) -> [f64; B, C] {
+            let s = rowsum(x);
+            let l = sum[n, j](s[n, j] * t[n, j]);
+            @l / @x
+        }
+    }
+
+    #[test]
+    fn reverse_mode_transposes_a_tensor_rule() {
+        let (x, t) = (rand((3, 4), 1401) * 3.0, rand((3, 4), 1402));
+        assert_grad("softmax rule", &g_sm(&x, &t).unwrap(), &fd_grad(&x, |x| p_sm(x, &t).unwrap()), FD_TOL);
+    }
+
+    #[test]
+    fn forward_mode_applies_a_tensor_rule() {
+        let x = rand((3, 4), 1403);
+        let a = 0.8;
+        let h = 1e-6;
+        let want = (p_sm_scaled(&x, a + h).unwrap() - p_sm_scaled(&x, a - h).unwrap()) / (2.0 * h);
+        assert_grad("softmax rule", &f_sm(&x, a).unwrap(), &want, FD_TOL);
+    }
+
+    #[test]
+    fn the_rule_is_what_reverse_mode_uses() {
+        // rowsum's true derivative gives d l / d x[n, k] = sum_j t[n, j];
+        // its rule says twice that.
+        let (x, t) = (rand((3, 4), 1404), rand((3, 4), 1405));
+        let want = Array2::from_shape_fn((3, 4), |(n, _)| 2.0 * t.row(n).sum());
+        assert_grad("rule", &g_rowsum(&x, &t).unwrap(), &want, EXACT_TOL);
+    }
+}

@@ -48,7 +48,7 @@ pub(super) fn run(
         if v == cx.x || !cx.act.active.contains(&v) {
             continue;
         }
-        let tv = f.b.hir.alloc_def(format!("t_{}", f.b.hir.name(v)), DefKind::Local, span);
+        let tv = f.b.hir.alloc_def(format!("t_{}", super::base_name(f.b.hir, v)), DefKind::Local, span);
         f.tangents.insert(v, tv);
         let stmt = match &t.stmt {
             Stmt::Let { value, .. } => {
@@ -196,7 +196,7 @@ impl Fwd<'_, '_> {
         let span = self.b.span;
         let x = self.cx.x;
         let k = self.cx.def_ty(x).elem().unwrap_or(ScalarKind::F32);
-        let def = self.b.hir.alloc_def(format!("d_{}", self.b.hir.name(x)), DefKind::Local, span);
+        let def = self.b.hir.alloc_def(format!("d_{}", super::base_name(self.b.hir, x)), DefKind::Local, span);
         let mut c = Copier::new();
         let ps: Vec<DefId> = (0..self.qs.len()).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
         let mut slots = self.b.slots_over(x, &ps);

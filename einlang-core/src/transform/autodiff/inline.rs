@@ -84,6 +84,11 @@ pub(super) fn one(
         hir::stmt_operands(&t.stmt, &mut roots);
         for c in hir.reachable(roots.iter().copied()) {
             let ExprKind::Call { callee: Callee::Fn(g), args, .. } = &hir.exprs[c].kind else { continue };
+            // A `let` of a call with a tensor rule keeps the call: reverse
+            // mode transposes the rule.
+            if matches!(&t.stmt, Stmt::Let { value, .. } if *value == c) && super::tensor_rule_call(hir, tables, c).is_some() {
+                continue;
+            }
             let callee = tables.instance_calls.get(&c).copied().unwrap_or(*g);
             if hir.fns[callee].is_generic()
                 || hir.fns[callee].skip == Some(hir::Skip::Inlined)
@@ -120,7 +125,7 @@ fn inline_call(hir: &mut Hir, f: FnId, t: &TapeStmt, call: ExprId, callee: FnId,
         }
         if !under_binder(hir, value, call) {
             // `let v = g(f(x))`: bind the call first.
-            let name = format!("{}_arg", hir.name(def));
+            let name = format!("{}_arg", super::base_name(hir, def));
             let tmp = hir.alloc_def(name, DefKind::Local, span);
             let read = hir.alloc_expr(ExprKind::Def(tmp), span);
             replace_expr(hir, f, call, read);

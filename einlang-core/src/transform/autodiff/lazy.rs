@@ -75,7 +75,7 @@ pub(super) fn rows(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> bo
         let ExprKind::Index { args, .. } = hir.exprs[r].kind.clone() else { return false };
         if !is_row(hir, &args) {
             // A column: the request at the point `s`, read at `i`.
-            let col = hir.alloc_def(format!("{}_col", hir.name(jac)), DefKind::Local, span);
+            let col = hir.alloc_def(format!("{}_col", super::base_name(hir, jac)), DefKind::Local, span);
             let request = hir.alloc_expr(ExprKind::Deriv { target: y, wrt: x }, span);
             hir.deriv_points.insert(request, args[ry..].to_vec());
             let col_read = hir.alloc_expr(ExprKind::Def(col), span);
@@ -87,11 +87,11 @@ pub(super) fn rows(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> bo
             });
             continue;
         }
-        let y_name = format!("{}_at", hir.name(y));
+        let y_name = format!("{}_at", super::base_name(hir, y));
         let y_at = hir.alloc_def(y_name, DefKind::Local, span);
         let y_read = hir.alloc_expr(ExprKind::Def(y), span);
         let at = hir.alloc_expr(ExprKind::Index { base: y_read, args: args[..ry].to_vec() }, span);
-        let row = hir.alloc_def(format!("{}_row", hir.name(jac)), DefKind::Local, span);
+        let row = hir.alloc_def(format!("{}_row", super::base_name(hir, jac)), DefKind::Local, span);
         let request = hir.alloc_expr(ExprKind::Deriv { target: y_at, wrt: x }, span);
         let row_read = hir.alloc_expr(ExprKind::Def(row), span);
         let new_read = if args.len() == ry {

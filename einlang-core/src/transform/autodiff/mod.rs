@@ -241,6 +241,20 @@ fn apply_rule(
     args: &[ExprId],
     diffs: &[Result<ExprId, crate::base::scalar::ScalarKind>],
 ) -> ExprId {
+    let block = rule_block(b, rule, args, diffs);
+    match (block.stmts.is_empty(), block.tail) {
+        (true, Some(t)) => t,
+        _ => b.e(ExprKind::Block(block)),
+    }
+}
+
+/// `apply_rule` as statements and a value.
+fn rule_block(
+    b: &mut build::Build,
+    rule: &hir::DerivRule,
+    args: &[ExprId],
+    diffs: &[Result<ExprId, crate::base::scalar::ScalarKind>],
+) -> hir::Block {
     let mut c = copy::Copier::new();
     for ((&p, &a), d) in rule.params.iter().zip(args).zip(diffs) {
         c.subst.insert(p, a);
@@ -250,13 +264,35 @@ fn apply_rule(
         };
         c.diffs.insert(p, d);
     }
-    if rule.body.stmts.is_empty() {
-        if let Some(t) = rule.body.tail {
-            return c.expr(b.hir, t);
-        }
+    c.block(b.hir, &rule.body)
+}
+
+/// A call `f(u, ...)` that is the whole value of a `let`, of a function
+/// whose rule is not a point rule, with plain names as arguments: reverse
+/// mode transposes the rule (`reverse::Rev::tensor_rule`) instead of
+/// inlining `f`. The callee and its rule.
+fn tensor_rule_call<'h>(hir: &'h Hir, tables: &Tables, value: ExprId) -> Option<(FnId, &'h hir::DerivRule, Vec<ExprId>)> {
+    let ExprKind::Call { callee: hir::Callee::Fn(g), args, .. } = &hir.exprs[value].kind else { return None };
+    let g = tables.instance_calls.get(&value).copied().unwrap_or(*g);
+    let rule = rule_of(hir, g)?;
+    if rule_is_elementwise(hir, rule) || !args.iter().all(|&a| matches!(hir.exprs[a].kind, ExprKind::Def(_) | ExprKind::Lit(_))) {
+        return None;
     }
-    let block = c.block(b.hir, &rule.body);
-    b.e(ExprKind::Block(block))
+    Some((g, rule, args.clone()))
+}
+
+/// A name for a binding derived from `d` (`d_w`, `t_h`, `w_pad`): `d`'s
+/// name when it is an identifier, `value` for the temporaries resolution
+/// names after their expression text.
+pub(super) fn base_name(hir: &Hir, d: DefId) -> &str {
+    let name = hir.name(d);
+    let ident = name.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if ident {
+        name
+    } else {
+        "value"
+    }
 }
 
 /// The binding a statement defines.

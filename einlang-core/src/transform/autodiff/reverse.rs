@@ -234,6 +234,9 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Dia
             done.insert(v, dv);
         }
         match &t.stmt {
+            Stmt::Let { value, .. } if super::tensor_rule_call(r.b.hir, cx.tables, *value).is_some() => {
+                r.tensor_rule(v, dv, *value)?;
+            }
             Stmt::Let { value, .. } => {
                 let value = *value;
                 match cx.def_ty(v) {
@@ -302,7 +305,7 @@ impl Rev<'_, '_> {
 
     fn adjoint(&mut self, u: DefId) -> &mut Adjoint {
         if !self.adj.contains_key(&u) {
-            let name = format!("d_{}", self.b.hir.name(u));
+            let name = format!("d_{}", super::base_name(self.b.hir, u));
             let span = self.b.span;
             let def = self.b.hir.alloc_def(name, DefKind::Local, span);
             let pvars = (0..self.rank(u)).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
@@ -378,7 +381,7 @@ impl Rev<'_, '_> {
     /// `dx` cast to the target's float kind.
     fn cast_all(&mut self, x: DefId, dx: DefId, k: ScalarKind) -> DefId {
         let span = self.b.span;
-        let def = self.b.hir.alloc_def(format!("{}_as_{}", self.b.hir.name(dx), k.name()), DefKind::Local, span);
+        let def = self.b.hir.alloc_def(format!("{}_as_{}", super::base_name(self.b.hir, dx), k.name()), DefKind::Local, span);
         let vars: Vec<DefId> =
             (0..self.rank(x)).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
         let args = vars.iter().map(|&v| self.b.def(v)).collect();
@@ -433,6 +436,81 @@ impl Rev<'_, '_> {
         self.statement_in(v, dv, slots, wheres, body, point, keep)
     }
 
+    /// `v = f(u, ...)` where `f`'s rule `R(u, @u)` is linear in `@u` but not
+    /// a point rule: the contribution to `u`'s adjoint is `R^T dv`, the
+    /// gradient of `s = <R(u, probe), dv>` with respect to a probe of `u`'s
+    /// shape (any value: `s` is linear in it). Written as statements and a
+    /// new request `@s / @probe` that a later step answers like any other:
+    ///
+    /// ```text
+    /// let probe = u * 0.0; <the rule's statements>; let r = <its value>;
+    /// let s = sum[i..](r[i..] * dv[i..]); let c = @s / @probe;
+    /// ```
+    /// and `c` is the term of `u`'s adjoint.
+    fn tensor_rule(&mut self, v: DefId, dv: DefId, call: ExprId) -> Result<(), Diagnostic> {
+        let span = self.b.span;
+        let Some((_, rule, args)) = super::tensor_rule_call(self.b.hir, self.cx.tables, call) else {
+            return Err(Diagnostic::bug(span, "a tensor rule call changed"));
+        };
+        let rule = rule.clone();
+        let k = self.cx.def_ty(v).elem().unwrap_or(ScalarKind::F32);
+        let mut probes = Vec::new();
+        let mut diffs = Vec::new();
+        for &a in &args {
+            let u = match self.b.hir.exprs[a].kind {
+                ExprKind::Def(u) if self.cx.act.active.contains(&u) => Some(u),
+                _ => None,
+            };
+            let ka = self.cx.tables.expr_ty.get(a.index()).and_then(Ty::elem).unwrap_or(k);
+            match u {
+                Some(u) if ka.is_float() => {
+                    let name = format!("probe_{}", super::base_name(self.b.hir, u));
+                    let probe = self.b.hir.alloc_def(name, DefKind::Local, span);
+                    let read = self.b.def(u);
+                    let zero = self.b.float(0.0, ka);
+                    let value = self.b.bin(BinOp::Mul, read, zero);
+                    self.out.push(Stmt::Let { def: probe, ty: None, value, span });
+                    probes.push((u, probe));
+                    diffs.push(Ok(self.b.def(probe)));
+                }
+                _ => diffs.push(Err(ka)),
+            }
+        }
+        let block = super::rule_block(&mut self.b, &rule, &args, &diffs);
+        let Some(tail) = block.tail else {
+            return Err(Diagnostic::error(span, "the derivative rule has no value"));
+        };
+        self.out.extend(block.stmts);
+        let r = self.b.hir.alloc_def("rule_value", DefKind::Local, span);
+        self.out.push(Stmt::Let { def: r, ty: None, value: tail, span });
+        // s = <r, dv>
+        let rank = self.rank(v);
+        let vars: Vec<DefId> = (0..rank).map(|a| self.b.hir.alloc_def(format!("i{a}"), DefKind::Index, span)).collect();
+        let at: Vec<ExprId> = vars.iter().map(|&i| self.b.def(i)).collect();
+        let r_read = self.b.index(r, at.clone());
+        let d_read = self.b.index(dv, at);
+        let prod = self.b.bin(BinOp::Mul, r_read, d_read);
+        let slots = self.b.slots_over(v, &vars);
+        let reds: Vec<RedVar> = slots
+            .into_iter()
+            .filter_map(|s| if let Slot::Var { def, range } = s { Some(RedVar { def, range }) } else { None })
+            .collect();
+        let s_value = self.b.sum(reds, Vec::new(), prod, k);
+        let s = self.b.hir.alloc_def("rule_pairing", DefKind::Local, span);
+        self.out.push(Stmt::Let { def: s, ty: None, value: s_value, span });
+        for (u, probe) in probes {
+            let c = self.b.hir.alloc_def(format!("rule_vjp_{}", super::base_name(self.b.hir, u)), DefKind::Local, span);
+            self.adjoints.insert(c);
+            let request = self.b.e(ExprKind::Deriv { target: s, wrt: probe });
+            self.out.push(Stmt::Let { def: c, ty: None, value: request, span });
+            let pv = self.adjoint(u).pvars.clone();
+            let args = pv.iter().map(|&p| self.b.def(p)).collect();
+            let term = self.b.index(c, args);
+            self.adjoint(u).terms.push(term);
+        }
+        Ok(())
+    }
+
     /// Backpropagation through time: the adjoint of a recurrence along its
     /// sequential axis `t` is itself a recurrence, run backwards. It is
     /// written over `s = T - 1 - t` (so its reads are backward, as the
@@ -465,7 +543,7 @@ impl Rev<'_, '_> {
         let extent = self.b.extent(v, axis);
         let one = self.b.int(1);
         let last = self.b.sub(extent, one);
-        let name = format!("r_{}", self.b.hir.name(v));
+        let name = format!("r_{}", super::base_name(self.b.hir, v));
         let r = self.b.hir.alloc_def(name, DefKind::Local, span);
         let mut clauses = Vec::new();
         for step in 0..=max_lag {
@@ -962,7 +1040,37 @@ impl Rev<'_, '_> {
                 RedVar { def, range: Some(range) }
             })
             .collect();
-        self.b.sum(reds, guards, m, k)
+        self.factored_sum(reds, guards, m, k)
+    }
+
+    /// `sum[vars](a * b where guards)` with the factors of the product that
+    /// mention none of `vars` moved out of the sum (`sum[j](g[n, j] *
+    /// y[n, k])` is `y[n, k] * sum[j](g[n, j])`): the sum is then a
+    /// reduction the `opt` passes can hoist out of loops it does not depend
+    /// on, instead of a loop nested in every point.
+    fn factored_sum(&mut self, vars: Vec<RedVar>, guards: Vec<ExprId>, m: ExprId, k: ScalarKind) -> ExprId {
+        if vars.is_empty() {
+            return self.b.sum(vars, guards, m, k);
+        }
+        let mut factors = Vec::new();
+        let mut stack = vec![m];
+        while let Some(e) = stack.pop() {
+            match self.b.hir.exprs[e].kind {
+                ExprKind::Binary(BinOp::Mul, a, b) => stack.extend([b, a]),
+                _ => factors.push(e),
+            }
+        }
+        let defs: Vec<DefId> = vars.iter().map(|v| v.def).collect();
+        let (inner, outer): (Vec<ExprId>, Vec<ExprId>) =
+            factors.into_iter().partition(|&f| defs.iter().any(|&d| self.mentions(f, d)));
+        if outer.is_empty() || inner.is_empty() {
+            return self.b.sum(vars, guards, m, k);
+        }
+        let product = |b: &mut Build, fs: &[ExprId]| fs[1..].iter().fold(fs[0], |acc, &f| b.mul(acc, f));
+        let inner = product(&mut self.b, &inner);
+        let outer = product(&mut self.b, &outer);
+        let sum = self.b.sum(vars, guards, inner, k);
+        self.b.mul(outer, sum)
     }
 
     /// For shifted solutions `v = p - r` (`r` summed): when the term's
@@ -1049,7 +1157,7 @@ impl Rev<'_, '_> {
         }
         let u = t.u;
         let span = self.b.span;
-        let name = format!("{}_pad", self.b.hir.name(tensor));
+        let name = format!("{}_pad", super::base_name(self.b.hir, tensor));
         let pad_def = self.b.hir.alloc_def(name, DefKind::Local, span);
         let mut slots = Vec::new();
         let mut src_args = Vec::new();
