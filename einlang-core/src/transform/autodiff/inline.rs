@@ -42,7 +42,7 @@ pub(super) fn split_one(hir: &mut Hir, f: FnId, tape: &[TapeStmt], act: &Activit
                 })
         });
         let Some(arg) = arg else { continue };
-        let name = format!("{}_pre", hir.name(d.def));
+        let name = format!("{}_pre", super::base_name(hir, d.def));
         let pre = hir.alloc_def(name, DefKind::Local, span);
         let mut c = Copier::new();
         let template = IndexedDef { def: pre, slots: d.slots.clone(), wheres: d.wheres.clone(), body: arg, span: d.span };
