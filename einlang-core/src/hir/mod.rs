@@ -564,7 +564,10 @@ pub enum ExprKind {
     /// binding or parameter `wrt`, of shape `shape(target) ++ shape(wrt)`.
     /// Analysis types it; `transform::autodiff` replaces every one by code
     /// that computes it, so lowering never sees one.
-    Deriv { target: DefId, wrt: DefId },
+    Deriv {
+        target: DefId,
+        wrt: DefId,
+    },
     /// `@p` in the body of a derivative rule: the differential of its
     /// parameter `p`. Never in a function body.
     Differential(DefId),

@@ -745,7 +745,9 @@ impl Resolver {
                     ),
                 )
                 .label(fn_span, format!("`{name}` is defined here"))
-                .help("a rule takes the function's parameters, in order, and says its differential in terms of `@param`"),
+                .help(
+                    "a rule takes the function's parameters, in order, and says its differential in terms of `@param`",
+                ),
             );
             return;
         }
@@ -756,9 +758,12 @@ impl Resolver {
             let (rs, fs) = (crate::syntax::pretty::pretty_type(rt), crate::syntax::pretty::pretty_type(ft));
             if rs != fs {
                 diags.push(
-                    Diagnostic::error(rp.span, format!("the rule's parameter `{}` is `{rs}`, but `{name}` takes `{fs}`", rp.name.name))
-                        .label(fp.span, format!("`{name}`'s parameter is declared here"))
-                        .help("a rule's parameters have the types of the function's parameters"),
+                    Diagnostic::error(
+                        rp.span,
+                        format!("the rule's parameter `{}` is `{rs}`, but `{name}` takes `{fs}`", rp.name.name),
+                    )
+                    .label(fp.span, format!("`{name}`'s parameter is declared here"))
+                    .help("a rule's parameters have the types of the function's parameters"),
                 );
                 return;
             }

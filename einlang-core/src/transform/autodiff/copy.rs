@@ -9,8 +9,7 @@
 use std::collections::HashMap;
 
 use crate::hir::{
-    Arm, Block, CompClause, DefId, ExprId, ExprKind, Hir, IndexedDef, InterpPart, Pat, Range, RedVar, Slot, Stmt,
-    Where,
+    Arm, Block, CompClause, DefId, ExprId, ExprKind, Hir, IndexedDef, InterpPart, Pat, Range, RedVar, Slot, Stmt, Where,
 };
 
 #[derive(Default)]
@@ -175,7 +174,8 @@ impl Copier {
                 let base = match (self.reindex, &hir.exprs[base].kind) {
                     (Some(r), ExprKind::Def(d)) if *d == r.from && r.axis < args.len() => {
                         let last = self.expr(hir, r.last);
-                        args[r.axis] = hir.alloc_expr(ExprKind::Binary(crate::base::ops::BinOp::Sub, last, args[r.axis]), span);
+                        args[r.axis] =
+                            hir.alloc_expr(ExprKind::Binary(crate::base::ops::BinOp::Sub, last, args[r.axis]), span);
                         hir.alloc_expr(ExprKind::Def(r.to), span)
                     }
                     _ => self.expr(hir, base),
@@ -189,7 +189,8 @@ impl Copier {
             ExprKind::Reduce { op, vars, wheres, body } => {
                 // The reduction's variables shadow any substitution of
                 // the same names outside it.
-                let shadowed: Vec<_> = vars.iter().map(|v| (v.def, self.subst.remove(&v.def), self.map.get(&v.def).copied())).collect();
+                let shadowed: Vec<_> =
+                    vars.iter().map(|v| (v.def, self.subst.remove(&v.def), self.map.get(&v.def).copied())).collect();
                 let vars = vars
                     .iter()
                     .map(|v| {

@@ -168,7 +168,9 @@ impl Fwd<'_, '_> {
     /// tensor arguments that are names: the rule applied to the tangents
     /// of the names (a scalar source only).
     fn rule_call(&mut self, value: ExprId) -> Option<ExprId> {
-        let ExprKind::Call { callee: Callee::Fn(g), args, .. } = self.b.hir.exprs[value].kind.clone() else { return None };
+        let ExprKind::Call { callee: Callee::Fn(g), args, .. } = self.b.hir.exprs[value].kind.clone() else {
+            return None;
+        };
         let g = self.cx.tables.instance_calls.get(&value).copied().unwrap_or(g);
         let rule = super::rule_of(self.b.hir, g)?.clone();
         // A point rule goes point by point (`pointwise`) instead.
@@ -198,7 +200,8 @@ impl Fwd<'_, '_> {
         let k = self.cx.def_ty(x).elem().unwrap_or(ScalarKind::F32);
         let def = self.b.hir.alloc_def(format!("d_{}", super::base_name(self.b.hir, x)), DefKind::Local, span);
         let mut c = Copier::new();
-        let ps: Vec<DefId> = (0..self.qs.len()).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
+        let ps: Vec<DefId> =
+            (0..self.qs.len()).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
         let mut slots = self.b.slots_over(x, &ps);
         let p_reads: Vec<ExprId> = ps.iter().map(|&p| self.b.def(p)).collect();
         let onehot = self.onehot(&p_reads, k);
@@ -326,9 +329,7 @@ impl Fwd<'_, '_> {
     fn onehot_factor(&mut self, e: ExprId) -> Option<(ExprId, Vec<(ExprId, ExprId)>)> {
         let eqs_of = |hir: &crate::hir::Hir, s: ExprId| -> Option<Vec<(ExprId, ExprId)>> {
             let ExprKind::If { cond, then, els: Some(els) } = hir.exprs[s].kind else { return None };
-            let lit = |x: ExprId, v: f64| {
-                matches!(&hir.exprs[x].kind, ExprKind::Lit(crate::base::ops::Lit::Float(t, _)) if t.parse::<f64>().ok() == Some(v))
-            };
+            let lit = |x: ExprId, v: f64| matches!(&hir.exprs[x].kind, ExprKind::Lit(crate::base::ops::Lit::Float(t, _)) if t.parse::<f64>().ok() == Some(v));
             if !lit(then, 1.0) || !lit(els, 0.0) {
                 return None;
             }
@@ -358,9 +359,11 @@ impl Fwd<'_, '_> {
     }
 
     fn mentions_any(&self, e: ExprId, vars: &[RedVar]) -> bool {
-        self.b.hir.reachable([e]).into_iter().any(|x| {
-            matches!(self.b.hir.exprs[x].kind, ExprKind::Def(d) if vars.iter().any(|v| v.def == d))
-        })
+        self.b
+            .hir
+            .reachable([e])
+            .into_iter()
+            .any(|x| matches!(self.b.hir.exprs[x].kind, ExprKind::Def(d) if vars.iter().any(|v| v.def == d)))
     }
 
     fn read_tangent(&mut self, u: DefId, mut args: Vec<ExprId>) -> ExprId {
@@ -444,13 +447,18 @@ impl Fwd<'_, '_> {
                 }
                 _ => None,
             },
-            ExprKind::Cast(a, _) => self.fwd(p, a)?.map(|t| if p.kind(self.cx, a) == Some(k) { t } else { self.b.cast(t, k) }),
+            ExprKind::Cast(a, _) => {
+                self.fwd(p, a)?.map(|t| if p.kind(self.cx, a) == Some(k) { t } else { self.b.cast(t, k) })
+            }
             ExprKind::Call { callee: Callee::Intrinsic(f), args, .. } => self.fwd_call(p, f, &args, e, k)?,
             ExprKind::Call { callee: Callee::Fn(g), args, .. } => {
                 let g = self.cx.tables.instance_calls.get(&e).copied().unwrap_or(g);
                 let Some(rule) = super::rule_of(self.b.hir, g).cloned() else {
                     let name = self.b.hir.name(self.b.hir.fns[g].def).to_string();
-                    return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
+                    return Err(Diagnostic::bug(
+                        span,
+                        format!("a call of `{name}` was not inlined before differentiation"),
+                    ));
                 };
                 let mut diffs = Vec::new();
                 let mut any = false;

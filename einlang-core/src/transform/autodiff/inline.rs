@@ -15,7 +15,9 @@ use super::{edit_block, replace_expr, Activity, BlockLoc, TapeStmt};
 use crate::analysis::Tables;
 use crate::base::span::Span;
 use crate::diag::Diagnostic;
-use crate::hir::{self, Block, Callee, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, IndexedDef, Slot, Stmt, TyAnn, Where};
+use crate::hir::{
+    self, Block, Callee, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, IndexedDef, Slot, Stmt, TyAnn, Where,
+};
 
 /// Binds the first reduction that feeds a call on the active path to a
 /// tensor of its own: `h[n, j] = f(sum[i](..) + b[j])` becomes
@@ -45,12 +47,19 @@ pub(super) fn split_one(hir: &mut Hir, f: FnId, tape: &[TapeStmt], act: &Activit
         let name = format!("{}_pre", super::base_name(hir, d.def));
         let pre = hir.alloc_def(name, DefKind::Local, span);
         let mut c = Copier::new();
-        let template = IndexedDef { def: pre, slots: d.slots.clone(), wheres: d.wheres.clone(), body: arg, span: d.span };
+        let template =
+            IndexedDef { def: pre, slots: d.slots.clone(), wheres: d.wheres.clone(), body: arg, span: d.span };
         let split = c.indexed(hir, &template, pre);
         let vars: Vec<ExprId> = d
             .slots
             .iter()
-            .filter_map(|s| if let Slot::Var { def, .. } = s { Some(hir.alloc_expr(ExprKind::Def(*def), span)) } else { None })
+            .filter_map(|s| {
+                if let Slot::Var { def, .. } = s {
+                    Some(hir.alloc_expr(ExprKind::Def(*def), span))
+                } else {
+                    None
+                }
+            })
             .collect();
         let base = hir.alloc_expr(ExprKind::Def(pre), span);
         let read = hir.alloc_expr(ExprKind::Index { base, args: vars }, span);
@@ -86,7 +95,9 @@ pub(super) fn one(
             let ExprKind::Call { callee: Callee::Fn(g), args, .. } = &hir.exprs[c].kind else { continue };
             // A `let` of a call with a tensor rule keeps the call: reverse
             // mode transposes the rule.
-            if matches!(&t.stmt, Stmt::Let { value, .. } if *value == c) && super::tensor_rule_call(hir, tables, c).is_some() {
+            if matches!(&t.stmt, Stmt::Let { value, .. } if *value == c)
+                && super::tensor_rule_call(hir, tables, c).is_some()
+            {
                 continue;
             }
             let callee = tables.instance_calls.get(&c).copied().unwrap_or(*g);
@@ -96,9 +107,10 @@ pub(super) fn one(
             {
                 continue;
             }
-            let varied = hir.reachable(args.iter().copied()).into_iter().any(|e| {
-                matches!(hir.exprs[e].kind, ExprKind::Def(d) if act.varied.contains(&d))
-            });
+            let varied = hir
+                .reachable(args.iter().copied())
+                .into_iter()
+                .any(|e| matches!(hir.exprs[e].kind, ExprKind::Def(d) if act.varied.contains(&d)));
             if !varied {
                 continue;
             }

@@ -51,13 +51,16 @@ pub(super) fn rows(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> bo
     }
     let fixed = |hir: &Hir, e: ExprId| {
         hir.reachable([e]).into_iter().all(|x| match hir.exprs[x].kind {
-            ExprKind::Def(d) => matches!(hir.defs[d].kind, DefKind::Param | DefKind::Local | DefKind::Dim | DefKind::Const),
+            ExprKind::Def(d) => {
+                matches!(hir.defs[d].kind, DefKind::Param | DefKind::Local | DefKind::Dim | DefKind::Const)
+            }
             ExprKind::Reduce { .. } | ExprKind::Block(_) | ExprKind::Comprehension { .. } => false,
             _ => true,
         })
     };
     let is_row = |hir: &Hir, args: &[ExprId]| args.len() >= ry && args[..ry].iter().all(|&a| fixed(hir, a));
-    let is_col = |hir: &Hir, args: &[ExprId]| args.len() == ry + rx && rx > 0 && args[ry..].iter().all(|&a| fixed(hir, a));
+    let is_col =
+        |hir: &Hir, args: &[ExprId]| args.len() == ry + rx && rx > 0 && args[ry..].iter().all(|&a| fixed(hir, a));
     for &r in &reads {
         let ExprKind::Index { args, .. } = &hir.exprs[r].kind else { return false };
         if args.len() > ry + rx || !(is_row(hir, args) || is_col(hir, args)) {

@@ -98,11 +98,12 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     let tape = tape(hir, f, &found.levels);
     let ty = |d: DefId| tables.def_ty.get(&d).cloned().unwrap_or(Ty::Error);
     // Requests of the same scalar target share one backward sweep.
-    let siblings: Vec<(ExprId, DefId)> = if matches!(ty(found.target), Ty::Scalar(_)) && !hir.deriv_points.contains_key(&found.req) {
-        same_target(hir, f, found, &tape)
-    } else {
-        vec![(found.req, found.wrt)]
-    };
+    let siblings: Vec<(ExprId, DefId)> =
+        if matches!(ty(found.target), Ty::Scalar(_)) && !hir.deriv_points.contains_key(&found.req) {
+            same_target(hir, f, found, &tape)
+        } else {
+            vec![(found.req, found.wrt)]
+        };
     let sources: Vec<DefId> = siblings.iter().map(|s| s.1).collect();
     // Every source must reach the target: a derivative of an unrelated
     // value is an error, never a silent zero.
@@ -146,7 +147,9 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     let reversed: Vec<(String, hir::History)> = if mode == hir::DerivMode::Reverse {
         tape.iter()
             .filter_map(|t| match &t.stmt {
-                Stmt::Recurrence(r) if act.active.contains(&r.def) => Some((hir.name(r.def).to_string(), hir::History::Kept)),
+                Stmt::Recurrence(r) if act.active.contains(&r.def) => {
+                    Some((hir.name(r.def).to_string(), hir::History::Kept))
+                }
                 _ => None,
             })
             .collect()
@@ -271,11 +274,17 @@ fn rule_block(
 /// whose rule is not a point rule, with plain names as arguments: reverse
 /// mode transposes the rule (`reverse::Rev::tensor_rule`) instead of
 /// inlining `f`. The callee and its rule.
-fn tensor_rule_call<'h>(hir: &'h Hir, tables: &Tables, value: ExprId) -> Option<(FnId, &'h hir::DerivRule, Vec<ExprId>)> {
+fn tensor_rule_call<'h>(
+    hir: &'h Hir,
+    tables: &Tables,
+    value: ExprId,
+) -> Option<(FnId, &'h hir::DerivRule, Vec<ExprId>)> {
     let ExprKind::Call { callee: hir::Callee::Fn(g), args, .. } = &hir.exprs[value].kind else { return None };
     let g = tables.instance_calls.get(&value).copied().unwrap_or(*g);
     let rule = rule_of(hir, g)?;
-    if rule_is_elementwise(hir, rule) || !args.iter().all(|&a| matches!(hir.exprs[a].kind, ExprKind::Def(_) | ExprKind::Lit(_))) {
+    if rule_is_elementwise(hir, rule)
+        || !args.iter().all(|&a| matches!(hir.exprs[a].kind, ExprKind::Def(_) | ExprKind::Lit(_)))
+    {
         return None;
     }
     Some((g, rule, args.clone()))

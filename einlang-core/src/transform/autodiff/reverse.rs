@@ -187,7 +187,12 @@ impl Point {
 
     /// A copy of `e` whose variables `from` are renamed to fresh ones (for
     /// an `argmax` or a product over the same variables).
-    pub fn renamed(hir: &mut Hir, e: ExprId, vars: &[RedVar], wheres: &[Where]) -> (Vec<RedVar>, Vec<Where>, ExprId, Vec<DefId>) {
+    pub fn renamed(
+        hir: &mut Hir,
+        e: ExprId,
+        vars: &[RedVar],
+        wheres: &[Where],
+    ) -> (Vec<RedVar>, Vec<Where>, ExprId, Vec<DefId>) {
         let mut c = Copier::new();
         let mut fresh = Vec::new();
         let new_vars = vars
@@ -212,7 +217,14 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Dia
         Ty::Scalar(k) => k,
         _ => return Err(Diagnostic::bug(span, "reverse mode of a tensor target")),
     };
-    let mut r = Rev { b: Build { hir, span }, cx, adj: HashMap::new(), out: Vec::new(), materialize: true, adjoints: HashSet::new() };
+    let mut r = Rev {
+        b: Build { hir, span },
+        cx,
+        adj: HashMap::new(),
+        out: Vec::new(),
+        materialize: true,
+        adjoints: HashSet::new(),
+    };
     let one = r.b.float(1.0, k_y);
     r.adjoint(cx.y).terms.push(one);
     let mut done: HashMap<DefId, DefId> = HashMap::new();
@@ -308,7 +320,8 @@ impl Rev<'_, '_> {
             let name = format!("d_{}", super::base_name(self.b.hir, u));
             let span = self.b.span;
             let def = self.b.hir.alloc_def(name, DefKind::Local, span);
-            let pvars = (0..self.rank(u)).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
+            let pvars =
+                (0..self.rank(u)).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
             self.adjoints.insert(def);
             self.adj.insert(u, Adjoint { def, pvars, terms: Vec::new() });
         }
@@ -381,7 +394,8 @@ impl Rev<'_, '_> {
     /// `dx` cast to the target's float kind.
     fn cast_all(&mut self, x: DefId, dx: DefId, k: ScalarKind) -> DefId {
         let span = self.b.span;
-        let def = self.b.hir.alloc_def(format!("{}_as_{}", super::base_name(self.b.hir, dx), k.name()), DefKind::Local, span);
+        let def =
+            self.b.hir.alloc_def(format!("{}_as_{}", super::base_name(self.b.hir, dx), k.name()), DefKind::Local, span);
         let vars: Vec<DefId> =
             (0..self.rank(x)).map(|a| self.b.hir.alloc_def(format!("p{a}"), DefKind::Index, span)).collect();
         let args = vars.iter().map(|&v| self.b.def(v)).collect();
@@ -412,7 +426,14 @@ impl Rev<'_, '_> {
             .collect()
     }
 
-    fn statement(&mut self, v: DefId, dv: DefId, slots: &[Slot], wheres: &[Where], body: ExprId) -> Result<(), Diagnostic> {
+    fn statement(
+        &mut self,
+        v: DefId,
+        dv: DefId,
+        slots: &[Slot],
+        wheres: &[Where],
+        body: ExprId,
+    ) -> Result<(), Diagnostic> {
         self.statement_keep(v, dv, slots, wheres, body, &mut Keep::All)
     }
 
@@ -673,7 +694,11 @@ impl Rev<'_, '_> {
                             (zero, self.b.extent(v, axis))
                         }
                     };
-                    let extent_of = if range.as_ref().is_some_and(|r| !is_placeholder(self.b.hir, r)) { None } else { Some((v, axis)) };
+                    let extent_of = if range.as_ref().is_some_and(|r| !is_placeholder(self.b.hir, r)) {
+                        None
+                    } else {
+                        Some((v, axis))
+                    };
                     ctx.vars.push(Var { def: *def, lo, hi, extent_of });
                     at.push(self.b.def(*def));
                 }
@@ -732,7 +757,11 @@ impl Rev<'_, '_> {
                 };
                 if args.len() != self.rank(u) {
                     let name = self.b.hir.name(u).to_string();
-                    return Err(unsupported(span, name, "a part of it is read as a tensor inside a point; bind it with `let` first"));
+                    return Err(unsupported(
+                        span,
+                        name,
+                        "a part of it is read as a tensor inside a point; bind it with `let` first",
+                    ));
                 }
                 out.push(self.term(u, args, adj, ctx));
             }
@@ -779,12 +808,17 @@ impl Rev<'_, '_> {
                     self.rev(p, a, adj, ctx, out)?;
                 }
             }
-            ExprKind::Call { callee: Callee::Intrinsic(f), args, .. } => self.rev_call(p, f, &args, e, k, adj, ctx, out)?,
+            ExprKind::Call { callee: Callee::Intrinsic(f), args, .. } => {
+                self.rev_call(p, f, &args, e, k, adj, ctx, out)?
+            }
             ExprKind::Call { callee: Callee::Fn(g), args, .. } => {
                 let g = self.cx.tables.instance_calls.get(&e).copied().unwrap_or(g);
                 let name = self.b.hir.name(self.b.hir.fns[g].def).to_string();
                 let Some(rule) = super::rule_of(self.b.hir, g).cloned() else {
-                    return Err(Diagnostic::bug(span, format!("a call of `{name}` was not inlined before differentiation")));
+                    return Err(Diagnostic::bug(
+                        span,
+                        format!("a call of `{name}` was not inlined before differentiation"),
+                    ));
                 };
                 // A rule of scalar parameters: each partial derivative is
                 // the rule with that differential one and the others zero.
@@ -799,7 +833,11 @@ impl Rev<'_, '_> {
                         .enumerate()
                         .map(|(j, kj)| {
                             let kj = kj.unwrap_or(ka);
-                            if j == i { Ok(self.b.float(1.0, kj)) } else { Err(kj) }
+                            if j == i {
+                                Ok(self.b.float(1.0, kj))
+                            } else {
+                                Err(kj)
+                            }
                         })
                         .collect();
                     let partial = super::apply_rule(&mut self.b, &rule, &args, &diffs);
@@ -817,8 +855,11 @@ impl Rev<'_, '_> {
                 let mut inner = ctx.clone();
                 for v in &vars {
                     let (lo, hi) = p.bounds(&mut self.b, self.cx, v.def, &v.range).ok_or_else(|| {
-                        Diagnostic::error(span, "cannot differentiate: a reduction variable has no range to sum the adjoint over")
-                            .help("give the reduction variable an explicit range: `sum[k in 0..n](...)`")
+                        Diagnostic::error(
+                            span,
+                            "cannot differentiate: a reduction variable has no range to sum the adjoint over",
+                        )
+                        .help("give the reduction variable an explicit range: `sum[k in 0..n](...)`")
                     })?;
                     inner.vars.push(Var { def: v.def, lo, hi, extent_of: None });
                 }
@@ -859,7 +900,10 @@ impl Rev<'_, '_> {
             }
             ExprKind::Block(b) => {
                 if b.stmts.iter().any(|s| !matches!(s, Stmt::Let { .. })) {
-                    return Err(Diagnostic::error(span, "cannot differentiate through a block that defines tensors inside a point"));
+                    return Err(Diagnostic::error(
+                        span,
+                        "cannot differentiate through a block that defines tensors inside a point",
+                    ));
                 }
                 if let Some(t) = b.tail {
                     self.rev(p, t, adj, ctx, out)?;
@@ -1129,8 +1173,7 @@ impl Rev<'_, '_> {
                         .collect();
                     // Every mention is a plain index, each variable once.
                     let plain: Vec<DefId> = axes.iter().flatten().copied().collect();
-                    if args.iter().zip(&axes).any(|(&a, ax)| ax.is_none() && mentions(a))
-                        || plain.len() != shift.len()
+                    if args.iter().zip(&axes).any(|(&a, ax)| ax.is_none() && mentions(a)) || plain.len() != shift.len()
                     {
                         return None;
                     }
@@ -1448,7 +1491,13 @@ fn is_placeholder(hir: &Hir, r: &Range) -> bool {
 /// The point `vars` of the whole-tensor expression `e`: tensor values read
 /// at `vars`, scalars as they are. New nodes get their float kind in
 /// `point.kinds`, so derivative rules can see them.
-pub(super) fn pointwise(b: &mut Build, cx: &Cx, point: &mut Point, e: ExprId, vars: &[DefId]) -> Result<ExprId, Diagnostic> {
+pub(super) fn pointwise(
+    b: &mut Build,
+    cx: &Cx,
+    point: &mut Point,
+    e: ExprId,
+    vars: &[DefId],
+) -> Result<ExprId, Diagnostic> {
     let ty = cx.tables.expr_ty.get(e.index()).cloned().unwrap_or(Ty::Error);
     let Ty::Tensor(k, dims) = ty else { return Ok(e) };
     let span = b.span;
@@ -1482,8 +1531,7 @@ pub(super) fn pointwise(b: &mut Build, cx: &Cx, point: &mut Point, e: ExprId, va
             let a = pointwise(b, cx, point, a, vars)?;
             b.e(ExprKind::Cast(a, to))
         }
-        ExprKind::Call { callee: callee @ Callee::Fn(_), callee_span, args }
-            if matches!(callee, Callee::Fn(g) if super::rule_of(b.hir, cx.tables.instance_calls.get(&e).copied().unwrap_or(g)).is_some_and(|r| super::rule_is_elementwise(b.hir, r))) =>
+        ExprKind::Call { callee: callee @ Callee::Fn(_), callee_span, args } if matches!(callee, Callee::Fn(g) if super::rule_of(b.hir, cx.tables.instance_calls.get(&e).copied().unwrap_or(g)).is_some_and(|r| super::rule_is_elementwise(b.hir, r))) =>
         {
             let args = args.iter().map(|a| pointwise(b, cx, point, *a, vars)).collect::<Result<_, _>>()?;
             b.e(ExprKind::Call { callee, callee_span, args })

@@ -24,7 +24,13 @@ pub(super) enum Partial {
 
 /// The partials of `f(args)`, whose value is the expression `value`, one per
 /// argument (`None`: zero). `k` is the float kind of the result.
-pub(super) fn intrinsic(b: &mut Build, f: Intrinsic, args: &[ExprId], value: ExprId, k: ScalarKind) -> Vec<Option<Partial>> {
+pub(super) fn intrinsic(
+    b: &mut Build,
+    f: Intrinsic,
+    args: &[ExprId],
+    value: ExprId,
+    k: ScalarKind,
+) -> Vec<Option<Partial>> {
     use Intrinsic as I;
     let a = args[0];
     let one = |b: &mut Build| b.float(1.0, k);
