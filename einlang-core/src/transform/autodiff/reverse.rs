@@ -254,12 +254,13 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Dia
                 match cx.def_ty(v) {
                     Ty::Scalar(_) => r.statement(v, dv, &[], &[], value)?,
                     Ty::Tensor(_, dims) => {
-                        let slots = r.pointwise_slots(dims.len());
+                        // Fresh variables over the binding's points; a slot
+                        // without a range ranges over the binding's axis.
+                        let vars: Vec<DefId> =
+                            (0..dims.len()).map(|a| r.b.hir.alloc_def(format!("i{a}"), DefKind::Index, span)).collect();
                         let mut point = Point::new(r.b.hir, vec![value], &[]);
-                        let vars: Vec<DefId> = slots.iter().map(|s| s.0).collect();
                         let body = pointwise(&mut r.b, cx, &mut point, value, &vars)?;
-                        let slots: Vec<Slot> =
-                            slots.into_iter().map(|(def, range)| Slot::Var { def, range: Some(range) }).collect();
+                        let slots: Vec<Slot> = vars.iter().map(|&def| Slot::Var { def, range: None }).collect();
                         r.statement_in(v, dv, &slots, &[], body, point, &mut Keep::All)?;
                     }
                     _ => return Err(unsupported(span, hir_name(&r, v), "it is not a float scalar or tensor")),
@@ -411,21 +412,6 @@ impl Rev<'_, '_> {
         def
     }
 
-    /// Fresh variables over a tensor binding's points, for a whole-tensor
-    /// `let`: their definitions and ranges.
-    fn pointwise_slots(&mut self, rank: usize) -> Vec<(DefId, Range)> {
-        let span = self.b.span;
-        (0..rank)
-            .map(|a| {
-                let d = self.b.hir.alloc_def(format!("i{a}"), DefKind::Index, span);
-                // The range is filled in by `statement_in` from the binding.
-                let zero = self.b.int(0);
-                let zero2 = self.b.int(0);
-                (d, self.b.range(zero, zero2))
-            })
-            .collect()
-    }
-
     fn statement(
         &mut self,
         v: DefId,
@@ -548,7 +534,7 @@ impl Rev<'_, '_> {
             let a = self.adjoint(v);
             (a.def, a.pvars.clone())
         };
-        let mut keep = Keep::SelfOnly(Lags { v, axis, out: Vec::new() });
+        let mut keep = Keep::SelfOnly(Lags { axis, out: Vec::new() });
         self.materialize = false;
         for c in &rec.clauses {
             self.statement_keep(v, dv, &c.slots, &c.wheres, c.body, &mut keep)?;
@@ -687,17 +673,13 @@ impl Rev<'_, '_> {
         for (axis, s) in slots.iter().enumerate() {
             match s {
                 Slot::Var { def, range } => {
-                    let (lo, hi) = match range {
-                        Some(r) if !is_placeholder(self.b.hir, r) => (r.start, r.end),
-                        _ => {
+                    // Without a range, the slot ranges over `v`'s axis.
+                    let (lo, hi, extent_of) = match range {
+                        Some(r) => (r.start, r.end, None),
+                        None => {
                             let zero = self.b.int(0);
-                            (zero, self.b.extent(v, axis))
+                            (zero, self.b.extent(v, axis), Some((v, axis)))
                         }
-                    };
-                    let extent_of = if range.as_ref().is_some_and(|r| !is_placeholder(self.b.hir, r)) {
-                        None
-                    } else {
-                        Some((v, axis))
                     };
                     ctx.vars.push(Var { def: *def, lo, hi, extent_of });
                     at.push(self.b.def(*def));
@@ -1463,7 +1445,6 @@ enum Keep {
 }
 
 struct Lags {
-    v: DefId,
     axis: usize,
     out: Vec<(usize, ExprId)>,
 }
@@ -1471,7 +1452,6 @@ struct Lags {
 impl Lags {
     /// The `c` of a read `v[.., t - c, ..]`.
     fn lag(&self, hir: &Hir, idx: &[ExprId]) -> usize {
-        let _ = self.v;
         match idx.get(self.axis).map(|&e| &hir.exprs[e].kind) {
             Some(ExprKind::Binary(BinOp::Sub, _, c)) => match hir.exprs[*c].kind {
                 ExprKind::Lit(Lit::Int(n, _)) => usize::try_from(n).unwrap_or(1),
@@ -1480,12 +1460,6 @@ impl Lags {
             _ => 1,
         }
     }
-}
-
-/// A placeholder range of `pointwise_slots` (0..0): the binding's extent.
-fn is_placeholder(hir: &Hir, r: &Range) -> bool {
-    let zero = |e: ExprId| matches!(hir.exprs[e].kind, ExprKind::Lit(Lit::Int(0, _)));
-    zero(r.start) && zero(r.end)
 }
 
 /// The point `vars` of the whole-tensor expression `e`: tensor values read
