@@ -576,214 +576,158 @@ pub enum ExprKind {
     Error,
 }
 
-fn where_operands(wheres: &[Where], out: &mut Vec<ExprId>) {
-    for w in wheres {
-        match w {
-            Where::Bind { value, .. } => out.push(*value),
-            Where::Guard(g) => out.push(*g),
+/// The operand visitors, written once for shared and for mutable access:
+/// every expression a node (statement, indexed definition) uses directly,
+/// in source order: operands, range bounds, where entries, and the
+/// expressions of nested statements.
+macro_rules! operand_visitors {
+    ($expr:ident, $stmt:ident, $indexed:ident, $wheres:ident, $range:ident $(, $m:ident)?) => {
+        fn $wheres(wheres: &$($m)? [Where], f: &mut impl FnMut(&$($m)? ExprId)) {
+            for w in wheres {
+                match w {
+                    Where::Bind { value, .. } => f(value),
+                    Where::Guard(g) => f(g),
+                }
+            }
         }
-    }
+
+        fn $range(r: &$($m)? Range, f: &mut impl FnMut(&$($m)? ExprId)) {
+            f(&$($m)? r.start);
+            f(&$($m)? r.end);
+        }
+
+        /// Calls `f` on every expression `kind` uses directly.
+        pub fn $expr(kind: &$($m)? ExprKind, f: &mut impl FnMut(&$($m)? ExprId)) {
+            match kind {
+                ExprKind::Lit(_)
+                | ExprKind::Error
+                | ExprKind::Def(_)
+                | ExprKind::Rest(_)
+                | ExprKind::Deriv { .. }
+                | ExprKind::Differential(_) => {}
+                ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => f(a),
+                ExprKind::Binary(_, a, b) => {
+                    f(a);
+                    f(b);
+                }
+                ExprKind::Call { args, .. }
+                | ExprKind::Array(args)
+                | ExprKind::Jagged(args)
+                | ExprKind::Tuple(args)
+                | ExprKind::Builtin(_, args) => {
+                    for a in args {
+                        f(a);
+                    }
+                }
+                ExprKind::Index { base, args } => {
+                    f(base);
+                    for a in args {
+                        f(a);
+                    }
+                }
+                ExprKind::Reduce { vars, wheres, body, .. } => {
+                    for v in vars {
+                        if let Some(r) = &$($m)? v.range {
+                            $range(r, f);
+                        }
+                    }
+                    $wheres(wheres, f);
+                    f(body);
+                }
+                ExprKind::If { cond, then, els } => {
+                    f(cond);
+                    f(then);
+                    if let Some(e) = els {
+                        f(e);
+                    }
+                }
+                ExprKind::Block(b) => {
+                    for s in &$($m)? b.stmts {
+                        $stmt(s, f);
+                    }
+                    if let Some(t) = &$($m)? b.tail {
+                        f(t);
+                    }
+                }
+                ExprKind::Match { scrutinee, arms } => {
+                    f(scrutinee);
+                    for a in arms {
+                        if let Some(g) = &$($m)? a.guard {
+                            f(g);
+                        }
+                        f(&$($m)? a.body);
+                    }
+                }
+                ExprKind::Interp(parts) => {
+                    for p in parts {
+                        if let InterpPart::Value(e, _) = p {
+                            f(e);
+                        }
+                    }
+                }
+                ExprKind::Comprehension { body, clauses, .. } => {
+                    for c in clauses {
+                        match c {
+                            CompClause::Range { range, .. } => $range(range, f),
+                            CompClause::Each { over, .. } => f(over),
+                            CompClause::Filter(e) => f(e),
+                        }
+                    }
+                    f(body);
+                }
+            }
+        }
+
+        /// Calls `f` on every expression a statement uses directly: its
+        /// value, or its clauses' range bounds, where entries and bodies.
+        pub fn $stmt(s: &$($m)? Stmt, f: &mut impl FnMut(&$($m)? ExprId)) {
+            match s {
+                Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
+                Stmt::Indexed(d) => $indexed(d, f),
+                Stmt::Recurrence(r) => {
+                    for d in &$($m)? r.clauses {
+                        $indexed(d, f);
+                    }
+                }
+            }
+        }
+
+        /// Calls `f` on the range bounds, where entries and body of one
+        /// indexed definition.
+        pub fn $indexed(d: &$($m)? IndexedDef, f: &mut impl FnMut(&$($m)? ExprId)) {
+            for slot in &$($m)? d.slots {
+                if let Slot::Var { range: Some(r), .. } = slot {
+                    $range(r, f);
+                }
+            }
+            $wheres(&$($m)? d.wheres, f);
+            f(&$($m)? d.body);
+        }
+    };
 }
+
+operand_visitors!(
+    visit_operands,
+    visit_stmt_operands,
+    visit_indexed_operands,
+    visit_where_operands,
+    visit_range_operands
+);
+operand_visitors!(operands_mut, stmt_operands_mut, indexed_operands_mut, where_operands_mut, range_operands_mut, mut);
 
 /// Every expression `kind` uses directly: operands, range bounds, where
 /// entries, and the expressions of nested statements.
 pub fn operands(kind: &ExprKind, out: &mut Vec<ExprId>) {
-    match kind {
-        ExprKind::Lit(_)
-        | ExprKind::Error
-        | ExprKind::Def(_)
-        | ExprKind::Rest(_)
-        | ExprKind::Deriv { .. }
-        | ExprKind::Differential(_) => {}
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => {
-            out.push(*a)
-        }
-        ExprKind::Binary(_, a, b) => out.extend([*a, *b]),
-        ExprKind::Call { args, .. }
-        | ExprKind::Array(args)
-        | ExprKind::Jagged(args)
-        | ExprKind::Tuple(args)
-        | ExprKind::Builtin(_, args) => out.extend(args.iter().copied()),
-        ExprKind::Index { base, args } => {
-            out.push(*base);
-            out.extend(args.iter().copied());
-        }
-        ExprKind::Reduce { vars, wheres, body, .. } => {
-            for v in vars {
-                if let Some(r) = &v.range {
-                    out.extend([r.start, r.end]);
-                }
-            }
-            where_operands(wheres, out);
-            out.push(*body);
-        }
-        ExprKind::If { cond, then, els } => {
-            out.extend([*cond, *then]);
-            out.extend(*els);
-        }
-        ExprKind::Block(b) => {
-            for s in &b.stmts {
-                stmt_operands(s, out);
-            }
-            out.extend(b.tail);
-        }
-        ExprKind::Match { scrutinee, arms } => {
-            out.push(*scrutinee);
-            for a in arms {
-                out.extend(a.guard);
-                out.push(a.body);
-            }
-        }
-        ExprKind::Interp(parts) => {
-            for p in parts {
-                if let InterpPart::Value(e, _) = p {
-                    out.push(*e);
-                }
-            }
-        }
-        ExprKind::Comprehension { body, clauses, .. } => {
-            for c in clauses {
-                match c {
-                    CompClause::Range { range, .. } => out.extend([range.start, range.end]),
-                    CompClause::Each { over, .. } => out.push(*over),
-                    CompClause::Filter(f) => out.push(*f),
-                }
-            }
-            out.push(*body);
-        }
-    }
+    visit_operands(kind, &mut |e| out.push(*e));
 }
 
 /// Every expression a statement uses directly: its value, or its clauses'
 /// range bounds, where entries and bodies.
 pub fn stmt_operands(s: &Stmt, out: &mut Vec<ExprId>) {
-    match s {
-        Stmt::Let { value, .. } | Stmt::Expr(value) => out.push(*value),
-        Stmt::Indexed(d) => indexed_operands(d, out),
-        Stmt::Recurrence(r) => r.clauses.iter().for_each(|d| indexed_operands(d, out)),
-    }
+    visit_stmt_operands(s, &mut |e| out.push(*e));
 }
 
 /// The range bounds, where entries and body of one indexed definition.
 pub fn indexed_operands(d: &IndexedDef, out: &mut Vec<ExprId>) {
-    for slot in &d.slots {
-        if let Slot::Var { range: Some(r), .. } = slot {
-            out.extend([r.start, r.end]);
-        }
-    }
-    where_operands(&d.wheres, out);
-    out.push(d.body);
-}
-
-fn where_operands_mut(wheres: &mut [Where], f: &mut impl FnMut(&mut ExprId)) {
-    for w in wheres {
-        match w {
-            Where::Bind { value, .. } => f(value),
-            Where::Guard(g) => f(g),
-        }
-    }
-}
-
-fn range_operands_mut(range: &mut Option<Range>, f: &mut impl FnMut(&mut ExprId)) {
-    if let Some(r) = range {
-        f(&mut r.start);
-        f(&mut r.end);
-    }
-}
-
-/// `operands`, mutable: calls `f` on every expression `kind` uses directly,
-/// in the same order, so a pass can redirect an operand to a new node.
-pub fn operands_mut(kind: &mut ExprKind, f: &mut impl FnMut(&mut ExprId)) {
-    match kind {
-        ExprKind::Lit(_)
-        | ExprKind::Error
-        | ExprKind::Def(_)
-        | ExprKind::Rest(_)
-        | ExprKind::Deriv { .. }
-        | ExprKind::Differential(_) => {}
-        ExprKind::Unary(_, a) | ExprKind::Cast(a, _) | ExprKind::Field(a, _) | ExprKind::TensorCast(a, _) => f(a),
-        ExprKind::Binary(_, a, b) => {
-            f(a);
-            f(b);
-        }
-        ExprKind::Call { args, .. }
-        | ExprKind::Array(args)
-        | ExprKind::Jagged(args)
-        | ExprKind::Tuple(args)
-        | ExprKind::Builtin(_, args) => args.iter_mut().for_each(f),
-        ExprKind::Index { base, args } => {
-            f(base);
-            args.iter_mut().for_each(f);
-        }
-        ExprKind::Reduce { vars, wheres, body, .. } => {
-            for v in vars {
-                range_operands_mut(&mut v.range, f);
-            }
-            where_operands_mut(wheres, f);
-            f(body);
-        }
-        ExprKind::If { cond, then, els } => {
-            f(cond);
-            f(then);
-            if let Some(e) = els {
-                f(e);
-            }
-        }
-        ExprKind::Block(b) => {
-            for s in &mut b.stmts {
-                stmt_operands_mut(s, f);
-            }
-            if let Some(t) = &mut b.tail {
-                f(t);
-            }
-        }
-        ExprKind::Match { scrutinee, arms } => {
-            f(scrutinee);
-            for a in arms {
-                if let Some(g) = &mut a.guard {
-                    f(g);
-                }
-                f(&mut a.body);
-            }
-        }
-        ExprKind::Interp(parts) => {
-            for p in parts {
-                if let InterpPart::Value(e, _) = p {
-                    f(e);
-                }
-            }
-        }
-        ExprKind::Comprehension { body, clauses, .. } => {
-            for c in clauses {
-                match c {
-                    CompClause::Range { range, .. } => {
-                        f(&mut range.start);
-                        f(&mut range.end);
-                    }
-                    CompClause::Each { over, .. } => f(over),
-                    CompClause::Filter(e) => f(e),
-                }
-            }
-            f(body);
-        }
-    }
-}
-
-/// `stmt_operands`, mutable.
-pub fn stmt_operands_mut(s: &mut Stmt, f: &mut impl FnMut(&mut ExprId)) {
-    match s {
-        Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
-        Stmt::Indexed(d) => indexed_operands_mut(d, f),
-        Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|d| indexed_operands_mut(d, f)),
-    }
-}
-
-fn indexed_operands_mut(d: &mut IndexedDef, f: &mut impl FnMut(&mut ExprId)) {
-    for slot in &mut d.slots {
-        if let Slot::Var { range, .. } = slot {
-            range_operands_mut(range, f);
-        }
-    }
-    where_operands_mut(&mut d.wheres, f);
-    f(&mut d.body);
+    visit_indexed_operands(d, &mut |e| out.push(*e));
 }
