@@ -821,6 +821,12 @@ mod forward {
             let y[i] = sin(s * x[i]) + s * s * x[i];
             @y / @s
         }
+        // A block local naming a varied tensor is that tensor.
+        pub fn g_fwd_alias(x: [f64; N], s: f64) -> [f64; N] {
+            let v[i] = s * x[i];
+            let y[i] = { let a = v; a[i] * a[i] };
+            @y / @s
+        }
 
         // Tensor over tensor: the dense Jacobian [M] ++ [N].
         pub fn p_jac(x: [f64; N], a: [f64; M, N]) -> [f64; M] {
@@ -888,6 +894,8 @@ mod forward {
             assert_grad("fd", &got, &fd_scalar(s, |s| p_fwd(&x, s).unwrap()), FD_TOL);
             let want = x.mapv(|v| v * (s * v).cos() + 2.0 * s * v);
             assert_grad("hand", &got, &want, EXACT_TOL);
+            // d/ds (s x)^2 = 2 s x^2.
+            assert_grad("alias", &g_fwd_alias(&x, s).unwrap(), &x.mapv(|v| 2.0 * s * v * v), EXACT_TOL);
         }
     }
 
@@ -1003,6 +1011,47 @@ mod composition {
             };
             x
         }
+
+        // A call read inside the points of a reduction or a definition, its
+        // arguments the same at every point: computed once, and its rule
+        // (log_softmax's) transposed.
+        pub fn g_call_in_sum(z: [f64; N, C], y: [f64; N, C]) -> [f64; N, C] {
+            let l = -sum[n, c](y[n, c] * std::ml::log_softmax(z)[n, c]);
+            @l / @z
+        }
+        pub fn g_call_in_point(z: [f64; N, C], y: [f64; N, C]) -> [f64; N, C] {
+            let t[n, c] = y[n, c] * std::ml::log_softmax(z)[n, c];
+            let l = -sum[n, c](t[n, c]);
+            @l / @z
+        }
+        // A call under a reduction whose arguments change with the point
+        // stays inlined at the point.
+        pub fn p_call_per_point(x: [f64; N], w: [f64; N]) -> f64 {
+            sum[i](w[i] * poly(x[i], w[i]))
+        }
+        pub fn g_call_per_point(x: [f64; N], w: [f64; N]) -> [f64; N] {
+            let l = sum[i](w[i] * poly(x[i], w[i]));
+            @l / @x
+        }
+        // A block local naming another tensor is that tensor.
+        pub fn g_block_alias(x: [f64; N]) -> [f64; N] {
+            let l = { let a = x; sum[i](a[i] * a[i] * a[i]) };
+            @l / @x
+        }
+    }
+
+    #[test]
+    fn calls_read_inside_points() {
+        let (z, y) = (rand((3, 5), 730), rand_in((3, 5), 0.0, 1.0, 731));
+        // d/dz of -sum y log softmax(z) = softmax(z) * (row sum of y) - y.
+        let p = softmax_rows(&z);
+        let want = Array2::from_shape_fn((3, 5), |(n, c)| p[[n, c]] * y.row(n).sum() - y[[n, c]]);
+        assert_grad("in a sum", &g_call_in_sum(&z, &y).unwrap(), &want, EXACT_TOL);
+        assert_grad("in a point", &g_call_in_point(&z, &y).unwrap(), &want, EXACT_TOL);
+        let (x, w) = (rand(6, 732), rand(6, 733));
+        let want = fd_grad(&x, |x| p_call_per_point(x, &w).unwrap());
+        assert_grad("per point", &g_call_per_point(&x, &w).unwrap(), &want, FD_TOL);
+        assert_grad("block alias", &g_block_alias(&x).unwrap(), &x.mapv(|v| 3.0 * v * v), EXACT_TOL);
     }
 
     #[test]

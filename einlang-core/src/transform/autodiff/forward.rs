@@ -393,9 +393,7 @@ impl Fwd<'_, '_> {
                 }
             }
             ExprKind::Index { base, args } => {
-                let ExprKind::Def(u) = self.b.hir.exprs[base].kind else {
-                    return Err(Diagnostic::error(span, "cannot differentiate through a read of a computed tensor"));
-                };
+                let u = p.tensor_read(self.b.hir, base, span)?;
                 if u == x {
                     Some(self.onehot(&args, k))
                 } else if self.tangents.contains_key(&u) {

@@ -114,6 +114,9 @@ pub(super) fn one(
             if !varied {
                 continue;
             }
+            if hoist_invariant(hir, f, tape, t, c, span) {
+                return Ok(true);
+            }
             inline_call(hir, f, t, c, callee, span)?;
             return Ok(true);
         }
@@ -161,6 +164,60 @@ fn inline_call(hir: &mut Hir, f: FnId, t: &TapeStmt, call: ExprId, callee: FnId,
     let block = hir.alloc_expr(ExprKind::Block(Block { stmts, tail: Some(tail) }), span);
     replace_expr(hir, f, call, block);
     Ok(())
+}
+
+/// Binds a call inside a statement's points (`y[n, c] * log_softmax(z)[n,
+/// c]`, or under a reduction) whose arguments read only what the statement
+/// level sees (parameters, dimension symbols, earlier statements' bindings)
+/// to a `let` of its own before the statement: it is computed once instead
+/// of at every point, and its result is a whole-tensor value that reverse
+/// mode differentiates statement by statement (or through its rule). Not
+/// under a branch, where the call may not be evaluated at all. Whether it
+/// did.
+fn hoist_invariant(hir: &mut Hir, f: FnId, tape: &[TapeStmt], t: &TapeStmt, call: ExprId, span: Span) -> bool {
+    if matches!(&t.stmt, Stmt::Let { value, .. } if *value == call) {
+        return false;
+    }
+    let ExprKind::Call { args, .. } = &hir.exprs[call].kind else { return false };
+    let mut outer: std::collections::HashSet<DefId> = hir.fns[f].params.iter().map(|p| p.def).collect();
+    outer.extend(tape.iter().filter_map(|s| super::defined(&s.stmt)));
+    let invariant = hir.reachable(args.iter().copied()).into_iter().all(|e| match hir.exprs[e].kind {
+        ExprKind::Def(d) => match hir.defs[d].kind {
+            DefKind::Local | DefKind::Index | DefKind::WhereBind | DefKind::Rest | DefKind::Param => outer.contains(&d),
+            _ => true,
+        },
+        _ => true,
+    });
+    let mut roots = Vec::new();
+    hir::stmt_operands(&t.stmt, &mut roots);
+    if !invariant || roots.iter().any(|&r| under_branch(hir, r, call)) {
+        return false;
+    }
+    let owner = super::defined(&t.stmt).map(|v| super::base_name(hir, v).to_string()).unwrap_or_default();
+    let tmp = hir.alloc_def(format!("{owner}_call"), DefKind::Local, span);
+    let read = hir.alloc_expr(ExprKind::Def(tmp), span);
+    replace_expr(hir, f, call, read);
+    let index = t.index;
+    edit_block(hir, f, block_of(hir, f, t), |_, b| {
+        b.stmts.insert(index, Stmt::Let { def: tmp, ty: None, value: call, span });
+    });
+    true
+}
+
+/// Whether `call` sits in a branch of an `if` or `match` inside `root` (or
+/// does not occur in it).
+fn under_branch(hir: &Hir, root: ExprId, call: ExprId) -> bool {
+    fn walk(hir: &Hir, e: ExprId, call: ExprId, under: bool) -> Option<bool> {
+        if e == call {
+            return Some(under);
+        }
+        let kind = &hir.exprs[e].kind;
+        let branches = matches!(kind, ExprKind::If { .. } | ExprKind::Match { .. } | ExprKind::Comprehension { .. });
+        let mut ops = Vec::new();
+        hir::operands(kind, &mut ops);
+        ops.into_iter().find_map(|o| walk(hir, o, call, under || branches))
+    }
+    walk(hir, root, call, false).unwrap_or(false)
 }
 
 fn unit_result(hir: &Hir, callee: FnId, span: Span) -> Diagnostic {

@@ -126,6 +126,22 @@ impl Point {
         }
     }
 
+    /// The tensor that the base `base` of an indexed read names: a local
+    /// of a block or `where` that names another tensor (`let a = x;`) is
+    /// that tensor.
+    pub fn tensor_read(&self, hir: &Hir, base: ExprId, span: crate::base::span::Span) -> Result<DefId, Diagnostic> {
+        let computed = || {
+            Diagnostic::error(span, "cannot differentiate through a read of a computed tensor")
+                .help("bind the tensor with a `let` statement of its own first")
+        };
+        let ExprKind::Def(mut u) = hir.exprs[base].kind else { return Err(computed()) };
+        while let Some(&value) = self.locals.get(&u) {
+            let ExprKind::Def(w) = hir.exprs[value].kind else { return Err(computed()) };
+            u = w;
+        }
+        Ok(u)
+    }
+
     /// The value of `e`: a read of the primal when `e` is the whole body.
     pub fn value(&self, e: ExprId) -> ExprId {
         match self.value_of {
@@ -734,9 +750,7 @@ impl Rev<'_, '_> {
                 out.push(self.term(d, Vec::new(), adj, ctx));
             }
             ExprKind::Index { base, args } => {
-                let ExprKind::Def(u) = self.b.hir.exprs[base].kind else {
-                    return Err(Diagnostic::error(span, "cannot differentiate through a read of a computed tensor"));
-                };
+                let u = p.tensor_read(self.b.hir, base, span)?;
                 if args.len() != self.rank(u) {
                     let name = self.b.hir.name(u).to_string();
                     return Err(unsupported(
