@@ -27,277 +27,325 @@ mod programs {
         @l / @x
     }
     pub fn p_1(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = if i + 1 < N { w[i + 1] * (x[i] * w[i]) } else { (x[i] * w[i]) };
-        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * w[k]));
-        let l = sum[i](x[i] * (w[i] * (((1.2 + ((1.2 + w[i] * w[i]) ** 1.5) * ((1.2 + w[i] * w[i]) ** 1.5)) ** 1.5) + cos(v0[i]))));
+        let v0[i in 0..N] = sum[k](a[i, k] * (w[k] * sqrt(1.0 + w[k] * w[k])));
+        let h1[0, j] = v0[j];
+        let h1[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h1[t - 1, k]) + (v0[t] * ((x[j] / (1.5 + w[j] * w[j])) ** 2)));
+        let v1[i in 0..N] = h1[N - 1, i] + 0.25 * sum[t](h1[t, i]);
+        let l = sum[i](x[i] * (v0[i] * ((1.2 + sqrt(1.0 + 2.00f64 * 2.00f64) * sqrt(1.0 + 2.00f64 * 2.00f64)) ** 1.5)));
         l
     }
     pub fn g_1(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = if i + 1 < N { w[i + 1] * (x[i] * w[i]) } else { (x[i] * w[i]) };
-        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * w[k]));
-        let l = sum[i](x[i] * (w[i] * (((1.2 + ((1.2 + w[i] * w[i]) ** 1.5) * ((1.2 + w[i] * w[i]) ** 1.5)) ** 1.5) + cos(v0[i]))));
+        let v0[i in 0..N] = sum[k](a[i, k] * (w[k] * sqrt(1.0 + w[k] * w[k])));
+        let h1[0, j] = v0[j];
+        let h1[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h1[t - 1, k]) + (v0[t] * ((x[j] / (1.5 + w[j] * w[j])) ** 2)));
+        let v1[i in 0..N] = h1[N - 1, i] + 0.25 * sum[t](h1[t, i]);
+        let l = sum[i](x[i] * (v0[i] * ((1.2 + sqrt(1.0 + 2.00f64 * 2.00f64) * sqrt(1.0 + 2.00f64 * 2.00f64)) ** 1.5)));
         @l / @x
     }
     pub fn p_2(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = sum[k](a[i, k] * (w[k] * w[k]));
-        let v1[i in 0..N] = if i + 1 < N { x[i + 1] * (x[i] * x[i]) } else { (x[i] * x[i]) };
-        let l = sum[i](x[i] * (v0[i] * exp(0.3 * sqrt(1.0 + (x[i] + v0[i]) * (x[i] + v0[i])))));
+        let v0[0] = 0.5 * w[0];
+        let v0[t in 1..N] = tanh(0.50 * v0[t - 1] + (w[t] * w[t]));
+        let v1[i in 0..N] = (v0[i] * sqrt(1.0 + 1.00f64 * 1.00f64));
+        let l = sum[i](x[i] * (x[i] * w[i]));
         l
     }
     pub fn g_2(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = sum[k](a[i, k] * (w[k] * w[k]));
-        let v1[i in 0..N] = if i + 1 < N { x[i + 1] * (x[i] * x[i]) } else { (x[i] * x[i]) };
-        let l = sum[i](x[i] * (v0[i] * exp(0.3 * sqrt(1.0 + (x[i] + v0[i]) * (x[i] + v0[i])))));
+        let v0[0] = 0.5 * w[0];
+        let v0[t in 1..N] = tanh(0.50 * v0[t - 1] + (w[t] * w[t]));
+        let v1[i in 0..N] = (v0[i] * sqrt(1.0 + 1.00f64 * 1.00f64));
+        let l = sum[i](x[i] * (x[i] * w[i]));
         @l / @x
     }
     pub fn p_3(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
         let v0[i in 0..N] = max[k](a[i, k] * (x[k] * w[k]));
-        let v1[i in 0..N] = prod[k]((0.5 + 0.1 * tanh((x[k] * w[k]))));
-        let l = sum[i](x[i] * (v1[i] * sqrt(1.0 + x[i] * x[i])));
+        let v1[i in 0..N] = if i + 1 < N { x[i + 1] * (v0[i] * ln(2.0 + sin(sin(w[i])))) } else { (v0[i] * ln(2.0 + sin(sin(w[i])))) };
+        let l = sum[i](x[i] * (v0[i] * sqrt(1.0 + v1[i] * v1[i])));
         l
     }
     pub fn g_3(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
         let v0[i in 0..N] = max[k](a[i, k] * (x[k] * w[k]));
-        let v1[i in 0..N] = prod[k]((0.5 + 0.1 * tanh((x[k] * w[k]))));
-        let l = sum[i](x[i] * (v1[i] * sqrt(1.0 + x[i] * x[i])));
+        let v1[i in 0..N] = if i + 1 < N { x[i + 1] * (v0[i] * ln(2.0 + sin(sin(w[i])))) } else { (v0[i] * ln(2.0 + sin(sin(w[i])))) };
+        let l = sum[i](x[i] * (v0[i] * sqrt(1.0 + v1[i] * v1[i])));
         @l / @x
     }
     pub fn p_4(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = max[k](a[i, k] * (x[k] * (if sqrt(1.0 + w[k] * w[k]) > 0.0 { tanh(w[k]) } else { 0.5 * tanh(w[k]) })));
-        let v1[i in 0..N] = sum[k](a[i, k] * (x[k] * (tanh(1.25f64) * (w[k] * x[k]))));
-        let l = sum[i](x[i] * (v0[i] * v1[i]));
+        let v0[i in 0..N] = if i + 1 < N { x[i + 1] * (x[i] * (0.50f64 - ((1.2 + w[i] * w[i]) ** 1.5))) } else { (x[i] * (0.50f64 - ((1.2 + w[i] * w[i]) ** 1.5))) };
+        let v1[i in 0..N] = (w[i] * (v0[i] * ((1.50f64 - v0[i]) + (v0[i] * 1.25f64)))) where i != 1;
+        let l = sum[i](x[i] * (w[i] * sin((sqrt(1.0 + x[i] * x[i]) + ((1.2 + 0.50f64 * 0.50f64) ** 1.5)))));
         l
     }
     pub fn g_4(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = max[k](a[i, k] * (x[k] * (if sqrt(1.0 + w[k] * w[k]) > 0.0 { tanh(w[k]) } else { 0.5 * tanh(w[k]) })));
-        let v1[i in 0..N] = sum[k](a[i, k] * (x[k] * (tanh(1.25f64) * (w[k] * x[k]))));
-        let l = sum[i](x[i] * (v0[i] * v1[i]));
+        let v0[i in 0..N] = if i + 1 < N { x[i + 1] * (x[i] * (0.50f64 - ((1.2 + w[i] * w[i]) ** 1.5))) } else { (x[i] * (0.50f64 - ((1.2 + w[i] * w[i]) ** 1.5))) };
+        let v1[i in 0..N] = (w[i] * (v0[i] * ((1.50f64 - v0[i]) + (v0[i] * 1.25f64)))) where i != 1;
+        let l = sum[i](x[i] * (w[i] * sin((sqrt(1.0 + x[i] * x[i]) + ((1.2 + 0.50f64 * 0.50f64) ** 1.5)))));
         @l / @x
     }
     pub fn p_5(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = if i + 1 < N { x[i + 1] * (x[i] * 2.00f64) } else { (x[i] * 2.00f64) };
-        let v1[i in 0..N] = if i + 1 < N { w[i + 1] * (w[i] * tanh(1.75f64)) } else { (w[i] * tanh(1.75f64)) };
-        let l = sum[i](x[i] * (x[i] * (if ln(2.0 + sin((1.75f64 * 0.25f64))) > 0.0 { (v1[i] * w[i]) } else { 0.5 * (v1[i] * w[i]) })));
+        let m0[i in 0..N, j in 0..N] = a[i, j] * (x[i] * (2.00f64 * sqrt(1.0 + x[i] * x[i])));
+        let v0[i in 0..N] = sum[j](m0[j, i] * w[j]);
+        let v1[0] = 0.5 * v0[0];
+        let v1[t in 1..N] = tanh(0.25 * v1[t - 1] + (w[t] * exp(0.3 * exp(0.3 * x[t]))));
+        let l = sum[i](x[i] * (v0[i] * (v1[i] * w[i])));
         l
     }
     pub fn g_5(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = if i + 1 < N { x[i + 1] * (x[i] * 2.00f64) } else { (x[i] * 2.00f64) };
-        let v1[i in 0..N] = if i + 1 < N { w[i + 1] * (w[i] * tanh(1.75f64)) } else { (w[i] * tanh(1.75f64)) };
-        let l = sum[i](x[i] * (x[i] * (if ln(2.0 + sin((1.75f64 * 0.25f64))) > 0.0 { (v1[i] * w[i]) } else { 0.5 * (v1[i] * w[i]) })));
+        let m0[i in 0..N, j in 0..N] = a[i, j] * (x[i] * (2.00f64 * sqrt(1.0 + x[i] * x[i])));
+        let v0[i in 0..N] = sum[j](m0[j, i] * w[j]);
+        let v1[0] = 0.5 * v0[0];
+        let v1[t in 1..N] = tanh(0.25 * v1[t - 1] + (w[t] * exp(0.3 * exp(0.3 * x[t]))));
+        let l = sum[i](x[i] * (v0[i] * (v1[i] * w[i])));
         @l / @x
     }
     pub fn p_6(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * sqrt(1.0 + ((1.2 + (w[i] * w[i]) * (w[i] * w[i])) ** 1.5) * ((1.2 + (w[i] * w[i]) * (w[i] * w[i])) ** 1.5))) where i != 1;
-        let l = sum[i](x[i] * (v0[i] * (tanh((1.75f64 * w[i])) + 1.25f64)));
+        let h0[0, j] = w[j];
+        let h0[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h0[t - 1, k]) + (x[t] * ((1.2 + (w[t] * w[t]) * (w[t] * w[t])) ** 1.5)));
+        let v0[i in 0..N] = h0[N - 1, i] + 0.25 * sum[t](h0[t, i]);
+        let l = sum[i](x[i] * (v0[i] * sqrt(1.0 + w[i] * w[i])));
         l
     }
     pub fn g_6(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * sqrt(1.0 + ((1.2 + (w[i] * w[i]) * (w[i] * w[i])) ** 1.5) * ((1.2 + (w[i] * w[i]) * (w[i] * w[i])) ** 1.5))) where i != 1;
-        let l = sum[i](x[i] * (v0[i] * (tanh((1.75f64 * w[i])) + 1.25f64)));
+        let h0[0, j] = w[j];
+        let h0[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h0[t - 1, k]) + (x[t] * ((1.2 + (w[t] * w[t]) * (w[t] * w[t])) ** 1.5)));
+        let v0[i in 0..N] = h0[N - 1, i] + 0.25 * sum[t](h0[t, i]);
+        let l = sum[i](x[i] * (v0[i] * sqrt(1.0 + w[i] * w[i])));
         @l / @x
     }
     pub fn p_7(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
         let v0[i in 0..N] = (w[i] * sqrt(1.0 + (ln(2.0 + sin(1.50f64)) - cos(1.00f64)) * (ln(2.0 + sin(1.50f64)) - cos(1.00f64))));
-        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * cos(0.75f64)));
-        let v2[i in 0..N] = sum[k](a[i, k] * (v1[k] * ((x[k] + v1[k]) * (x[k] / (1.5 + 0.75f64 * 0.75f64)))));
-        let l = sum[i](x[i] * (v2[i] * 0.50f64));
+        let m1[i in 0..N, j in 0..N] = a[i, j] * (w[i] * cos(0.75f64));
+        let v1[i in 0..N] = sum[j](m1[j, i] * x[j]);
+        let v2[i in 0..N] = (v0[i] * ((v1[i] / (1.5 + (2.00f64 / (1.5 + v1[i] * v1[i])) * (2.00f64 / (1.5 + v1[i] * v1[i])))) * tanh((v1[i] * 1.75f64)))) where i != 1;
+        let l = sum[i](x[i] * (v0[i] * v2[i]));
         l
     }
     pub fn g_7(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
         let v0[i in 0..N] = (w[i] * sqrt(1.0 + (ln(2.0 + sin(1.50f64)) - cos(1.00f64)) * (ln(2.0 + sin(1.50f64)) - cos(1.00f64))));
-        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * cos(0.75f64)));
-        let v2[i in 0..N] = sum[k](a[i, k] * (v1[k] * ((x[k] + v1[k]) * (x[k] / (1.5 + 0.75f64 * 0.75f64)))));
-        let l = sum[i](x[i] * (v2[i] * 0.50f64));
+        let m1[i in 0..N, j in 0..N] = a[i, j] * (w[i] * cos(0.75f64));
+        let v1[i in 0..N] = sum[j](m1[j, i] * x[j]);
+        let v2[i in 0..N] = (v0[i] * ((v1[i] / (1.5 + (2.00f64 / (1.5 + v1[i] * v1[i])) * (2.00f64 / (1.5 + v1[i] * v1[i])))) * tanh((v1[i] * 1.75f64)))) where i != 1;
+        let l = sum[i](x[i] * (v0[i] * v2[i]));
         @l / @x
     }
     pub fn p_8(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (x[i] * (if (x[i] * x[i]) > 0.0 { x[i] } else { 0.5 * x[i] }));
-        let v1[i in 0..N] = if i + 1 < N { x[i + 1] * (w[i] * ((v0[i] / (1.5 + w[i] * w[i])) / (1.5 + cos(0.50f64) * cos(0.50f64)))) } else { (w[i] * ((v0[i] / (1.5 + w[i] * w[i])) / (1.5 + cos(0.50f64) * cos(0.50f64)))) };
+        let v0[i in 0..N] = if i + 1 < N { x[i + 1] * (x[i] * (x[i] * x[i])) } else { (x[i] * (x[i] * x[i])) };
+        let v1[i in 0..N] = (w[i] * v0[i]);
         let l = sum[i](x[i] * (x[i] * v1[i]));
         l
     }
     pub fn g_8(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (x[i] * (if (x[i] * x[i]) > 0.0 { x[i] } else { 0.5 * x[i] }));
-        let v1[i in 0..N] = if i + 1 < N { x[i + 1] * (w[i] * ((v0[i] / (1.5 + w[i] * w[i])) / (1.5 + cos(0.50f64) * cos(0.50f64)))) } else { (w[i] * ((v0[i] / (1.5 + w[i] * w[i])) / (1.5 + cos(0.50f64) * cos(0.50f64)))) };
+        let v0[i in 0..N] = if i + 1 < N { x[i + 1] * (x[i] * (x[i] * x[i])) } else { (x[i] * (x[i] * x[i])) };
+        let v1[i in 0..N] = (w[i] * v0[i]);
         let l = sum[i](x[i] * (x[i] * v1[i]));
         @l / @x
     }
     pub fn p_9(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * x[i]) where i != 1;
-        let l = sum[i](x[i] * (x[i] * sqrt(1.0 + sqrt(1.0 + cos(w[i]) * cos(w[i])) * sqrt(1.0 + cos(w[i]) * cos(w[i])))));
+        let h0[0, j] = w[j];
+        let h0[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h0[t - 1, k]) + (x[j] * cos(exp(0.3 * 0.75f64))));
+        let v0[i in 0..N] = h0[N - 1, i] + 0.25 * sum[t](h0[t, i]);
+        let l = sum[i](x[i] * (w[i] * exp(0.3 * (if (v0[i] ** 2) > 0.0 { ln(2.0 + sin(v0[i])) } else { 0.5 * ln(2.0 + sin(v0[i])) }))));
         l
     }
     pub fn g_9(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * x[i]) where i != 1;
-        let l = sum[i](x[i] * (x[i] * sqrt(1.0 + sqrt(1.0 + cos(w[i]) * cos(w[i])) * sqrt(1.0 + cos(w[i]) * cos(w[i])))));
+        let h0[0, j] = w[j];
+        let h0[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h0[t - 1, k]) + (x[j] * cos(exp(0.3 * 0.75f64))));
+        let v0[i in 0..N] = h0[N - 1, i] + 0.25 * sum[t](h0[t, i]);
+        let l = sum[i](x[i] * (w[i] * exp(0.3 * (if (v0[i] ** 2) > 0.0 { ln(2.0 + sin(v0[i])) } else { 0.5 * ln(2.0 + sin(v0[i])) }))));
         @l / @x
     }
     pub fn p_10(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * (w[i] / (1.5 + sin(exp(0.3 * 0.75f64)) * sin(exp(0.3 * 0.75f64)))));
-        let v1[i in 0..N] = prod[k]((0.5 + 0.1 * tanh((w[k] * ((w[k] - w[k]) / (1.5 + (v0[k] ** 2) * (v0[k] ** 2)))))));
-        let l = sum[i](x[i] * (w[i] * exp(0.3 * (v0[i] + x[i]))));
+        let v0[i in 0..N] = min[k](a[i, k] * (w[k] * exp(0.3 * w[k])));
+        let v1[i in 0..N] = sum[k](a[i, k] * (v0[k] * ((if w[k] > 0.0 { w[k] } else { 0.5 * w[k] }) - (w[k] / (1.5 + v0[k] * v0[k])))));
+        let l = sum[i](x[i] * (v0[i] * 2.00f64));
         l
     }
     pub fn g_10(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * (w[i] / (1.5 + sin(exp(0.3 * 0.75f64)) * sin(exp(0.3 * 0.75f64)))));
-        let v1[i in 0..N] = prod[k]((0.5 + 0.1 * tanh((w[k] * ((w[k] - w[k]) / (1.5 + (v0[k] ** 2) * (v0[k] ** 2)))))));
-        let l = sum[i](x[i] * (w[i] * exp(0.3 * (v0[i] + x[i]))));
+        let v0[i in 0..N] = min[k](a[i, k] * (w[k] * exp(0.3 * w[k])));
+        let v1[i in 0..N] = sum[k](a[i, k] * (v0[k] * ((if w[k] > 0.0 { w[k] } else { 0.5 * w[k] }) - (w[k] / (1.5 + v0[k] * v0[k])))));
+        let l = sum[i](x[i] * (v0[i] * 2.00f64));
         @l / @x
     }
     pub fn p_11(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (x[i] * ((1.2 + 1.25f64 * 1.25f64) ** 1.5)) where i != 1;
-        let l = sum[i](x[i] * (x[i] * (((1.2 + (1.00f64 / (1.5 + 0.50f64 * 0.50f64)) * (1.00f64 / (1.5 + 0.50f64 * 0.50f64))) ** 1.5) - ((1.2 + (x[i] / (1.5 + v0[i] * v0[i])) * (x[i] / (1.5 + v0[i] * v0[i]))) ** 1.5))));
+        let h0[0, j] = x[j];
+        let h0[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h0[t - 1, k]) + (w[j] * 1.25f64));
+        let v0[i in 0..N] = h0[N - 1, i] + 0.25 * sum[t](h0[t, i]);
+        let l = sum[i](x[i] * (x[i] * ((1.2 + (cos(x[i]) ** 2) * (cos(x[i]) ** 2)) ** 1.5)));
         l
     }
     pub fn g_11(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (x[i] * ((1.2 + 1.25f64 * 1.25f64) ** 1.5)) where i != 1;
-        let l = sum[i](x[i] * (x[i] * (((1.2 + (1.00f64 / (1.5 + 0.50f64 * 0.50f64)) * (1.00f64 / (1.5 + 0.50f64 * 0.50f64))) ** 1.5) - ((1.2 + (x[i] / (1.5 + v0[i] * v0[i])) * (x[i] / (1.5 + v0[i] * v0[i]))) ** 1.5))));
+        let h0[0, j] = x[j];
+        let h0[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h0[t - 1, k]) + (w[j] * 1.25f64));
+        let v0[i in 0..N] = h0[N - 1, i] + 0.25 * sum[t](h0[t, i]);
+        let l = sum[i](x[i] * (x[i] * ((1.2 + (cos(x[i]) ** 2) * (cos(x[i]) ** 2)) ** 1.5)));
         @l / @x
     }
     pub fn p_12(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = if i + 1 < N { w[i + 1] * (x[i] * ln(2.0 + sin((x[i] + 1.75f64)))) } else { (x[i] * ln(2.0 + sin((x[i] + 1.75f64)))) };
-        let l = sum[i](x[i] * (x[i] * ln(2.0 + sin(((w[i] / (1.5 + x[i] * x[i])) + (v0[i] * 1.25f64))))));
+        let v0[0] = 0.5 * w[0];
+        let v0[t in 1..N] = tanh(0.25 * v0[t - 1] + (w[t] * sqrt(1.0 + (x[t] * w[t]) * (x[t] * w[t]))));
+        let l = sum[i](x[i] * (v0[i] * (tanh((if v0[i] > 0.0 { x[i] } else { 0.5 * x[i] })) * (if (x[i] + w[i]) > 0.0 { sin(2.00f64) } else { 0.5 * sin(2.00f64) }))));
         l
     }
     pub fn g_12(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = if i + 1 < N { w[i + 1] * (x[i] * ln(2.0 + sin((x[i] + 1.75f64)))) } else { (x[i] * ln(2.0 + sin((x[i] + 1.75f64)))) };
-        let l = sum[i](x[i] * (x[i] * ln(2.0 + sin(((w[i] / (1.5 + x[i] * x[i])) + (v0[i] * 1.25f64))))));
+        let v0[0] = 0.5 * w[0];
+        let v0[t in 1..N] = tanh(0.25 * v0[t - 1] + (w[t] * sqrt(1.0 + (x[t] * w[t]) * (x[t] * w[t]))));
+        let l = sum[i](x[i] * (v0[i] * (tanh((if v0[i] > 0.0 { x[i] } else { 0.5 * x[i] })) * (if (x[i] + w[i]) > 0.0 { sin(2.00f64) } else { 0.5 * sin(2.00f64) }))));
         @l / @x
     }
     pub fn p_13(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
         let v0[i in 0..N] = sum[k](a[i, k] * (x[k] * ((w[k] ** 2) ** 2)));
-        let v1[i in 0..N] = (w[i] * w[i]) where i != 1;
-        let l = sum[i](x[i] * (x[i] * tanh(v1[i])));
+        let m1[i in 0..N, j in 0..N] = a[i, j] * (w[i] * w[i]);
+        let v1[i in 0..N] = sum[j](m1[j, i] * v0[j]);
+        let l = sum[i](x[i] * (v1[i] * v1[i]));
         l
     }
     pub fn g_13(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
         let v0[i in 0..N] = sum[k](a[i, k] * (x[k] * ((w[k] ** 2) ** 2)));
-        let v1[i in 0..N] = (w[i] * w[i]) where i != 1;
-        let l = sum[i](x[i] * (x[i] * tanh(v1[i])));
+        let m1[i in 0..N, j in 0..N] = a[i, j] * (w[i] * w[i]);
+        let v1[i in 0..N] = sum[j](m1[j, i] * v0[j]);
+        let l = sum[i](x[i] * (v1[i] * v1[i]));
         @l / @x
     }
     pub fn p_14(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * (if x[i] > 0.0 { cos((2.00f64 / (1.5 + w[i] * w[i]))) } else { 0.5 * cos((2.00f64 / (1.5 + w[i] * w[i]))) }));
+        let v0[i in 0..N] = (w[i] * (if x[i] > 0.0 { cos((2.00f64 / (1.5 + w[i] * w[i]))) } else { 0.5 * cos((2.00f64 / (1.5 + w[i] * w[i]))) })) where i != 1;
         let l = sum[i](x[i] * (x[i] * exp(0.3 * sqrt(1.0 + 0.25f64 * 0.25f64))));
         l
     }
     pub fn g_14(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * (if x[i] > 0.0 { cos((2.00f64 / (1.5 + w[i] * w[i]))) } else { 0.5 * cos((2.00f64 / (1.5 + w[i] * w[i]))) }));
+        let v0[i in 0..N] = (w[i] * (if x[i] > 0.0 { cos((2.00f64 / (1.5 + w[i] * w[i]))) } else { 0.5 * cos((2.00f64 / (1.5 + w[i] * w[i]))) })) where i != 1;
         let l = sum[i](x[i] * (x[i] * exp(0.3 * sqrt(1.0 + 0.25f64 * 0.25f64))));
         @l / @x
     }
     pub fn p_15(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * (x[i] * ((w[i] - x[i]) / (1.5 + cos(x[i]) * cos(x[i])))));
-        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * x[k]));
-        let v2[i in 0..N] = (v0[i] * cos(((1.2 + (v0[i] * v0[i]) * (v0[i] * v0[i])) ** 1.5))) where i != 1;
-        let l = sum[i](x[i] * (x[i] * 1.00f64));
+        let m0[i in 0..N, j in 0..N] = a[i, j] * (w[i] * (x[j] - (1.25f64 / (1.5 + w[j] * w[j]))));
+        let v0[i in 0..N] = sum[j](m0[j, i] * w[j]);
+        let v1[i in 0..N] = prod[k]((0.5 + 0.1 * tanh((w[k] * sqrt(1.0 + (v0[k] * v0[k]) * (v0[k] * v0[k]))))));
+        let m2[i in 0..N, j in 0..N] = a[i, j] * (v0[i] * (if sqrt(1.0 + w[j] * w[j]) > 0.0 { w[i] } else { 0.5 * w[i] }));
+        let v2[i in 0..N] = sum[j](m2[j, i] * v0[j]);
+        let l = sum[i](x[i] * (v1[i] * (cos((v2[i] ** 2)) / (1.5 + (if 1.00f64 > 0.0 { w[i] } else { 0.5 * w[i] }) * (if 1.00f64 > 0.0 { w[i] } else { 0.5 * w[i] })))));
         l
     }
     pub fn g_15(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * (x[i] * ((w[i] - x[i]) / (1.5 + cos(x[i]) * cos(x[i])))));
-        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * x[k]));
-        let v2[i in 0..N] = (v0[i] * cos(((1.2 + (v0[i] * v0[i]) * (v0[i] * v0[i])) ** 1.5))) where i != 1;
-        let l = sum[i](x[i] * (x[i] * 1.00f64));
+        let m0[i in 0..N, j in 0..N] = a[i, j] * (w[i] * (x[j] - (1.25f64 / (1.5 + w[j] * w[j]))));
+        let v0[i in 0..N] = sum[j](m0[j, i] * w[j]);
+        let v1[i in 0..N] = prod[k]((0.5 + 0.1 * tanh((w[k] * sqrt(1.0 + (v0[k] * v0[k]) * (v0[k] * v0[k]))))));
+        let m2[i in 0..N, j in 0..N] = a[i, j] * (v0[i] * (if sqrt(1.0 + w[j] * w[j]) > 0.0 { w[i] } else { 0.5 * w[i] }));
+        let v2[i in 0..N] = sum[j](m2[j, i] * v0[j]);
+        let l = sum[i](x[i] * (v1[i] * (cos((v2[i] ** 2)) / (1.5 + (if 1.00f64 > 0.0 { w[i] } else { 0.5 * w[i] }) * (if 1.00f64 > 0.0 { w[i] } else { 0.5 * w[i] })))));
         @l / @x
     }
     pub fn p_16(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * (x[i] / (1.5 + exp(0.3 * tanh(w[i])) * exp(0.3 * tanh(w[i]))))) where i != 1;
-        let v1[i in 0..N] = (v0[i] * v0[i]);
-        let l = sum[i](x[i] * (v1[i] * ((ln(2.0 + sin(0.50f64)) * 1.75f64) * (v0[i] - (if v0[i] > 0.0 { w[i] } else { 0.5 * w[i] })))));
+        let v0[i in 0..N] = max[k](a[i, k] * (w[k] * tanh(x[k])));
+        let m1[i in 0..N, j in 0..N] = a[i, j] * (v0[i] * (sin(0.25f64) - v0[j]));
+        let v1[i in 0..N] = sum[j](m1[j, i] * w[j]);
+        let l = sum[i](x[i] * (w[i] * sqrt(1.0 + ((if v1[i] > 0.0 { x[i] } else { 0.5 * x[i] }) * cos(1.75f64)) * ((if v1[i] > 0.0 { x[i] } else { 0.5 * x[i] }) * cos(1.75f64)))));
         l
     }
     pub fn g_16(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * (x[i] / (1.5 + exp(0.3 * tanh(w[i])) * exp(0.3 * tanh(w[i]))))) where i != 1;
-        let v1[i in 0..N] = (v0[i] * v0[i]);
-        let l = sum[i](x[i] * (v1[i] * ((ln(2.0 + sin(0.50f64)) * 1.75f64) * (v0[i] - (if v0[i] > 0.0 { w[i] } else { 0.5 * w[i] })))));
+        let v0[i in 0..N] = max[k](a[i, k] * (w[k] * tanh(x[k])));
+        let m1[i in 0..N, j in 0..N] = a[i, j] * (v0[i] * (sin(0.25f64) - v0[j]));
+        let v1[i in 0..N] = sum[j](m1[j, i] * w[j]);
+        let l = sum[i](x[i] * (w[i] * sqrt(1.0 + ((if v1[i] > 0.0 { x[i] } else { 0.5 * x[i] }) * cos(1.75f64)) * ((if v1[i] > 0.0 { x[i] } else { 0.5 * x[i] }) * cos(1.75f64)))));
         @l / @x
     }
     pub fn p_17(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * w[i]) where i != 1;
+        let v0[i in 0..N] = sum[k](a[i, k] * (w[k] * w[k]));
         let l = sum[i](x[i] * (x[i] * (sqrt(1.0 + w[i] * w[i]) / (1.5 + w[i] * w[i]))));
         l
     }
     pub fn g_17(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * w[i]) where i != 1;
+        let v0[i in 0..N] = sum[k](a[i, k] * (w[k] * w[k]));
         let l = sum[i](x[i] * (x[i] * (sqrt(1.0 + w[i] * w[i]) / (1.5 + w[i] * w[i]))));
         @l / @x
     }
     pub fn p_18(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (x[i] * (cos((0.50f64 * w[i])) - ln(2.0 + sin(cos(0.25f64))))) where i != 1;
-        let v1[i in 0..N] = (v0[i] * (0.75f64 ** 2)) where i != 1;
-        let l = sum[i](x[i] * (v1[i] * v1[i]));
+        let v0[i in 0..N] = (x[i] * (cos((0.50f64 * w[i])) - ln(2.0 + sin(cos(0.25f64)))));
+        let v1[i in 0..N] = sum[k](a[i, k] * (v0[k] * (0.75f64 * (x[k] - x[k]))));
+        let l = sum[i](x[i] * (w[i] * ln(2.0 + sin((sqrt(1.0 + v1[i] * v1[i]) ** 2)))));
         l
     }
     pub fn g_18(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (x[i] * (cos((0.50f64 * w[i])) - ln(2.0 + sin(cos(0.25f64))))) where i != 1;
-        let v1[i in 0..N] = (v0[i] * (0.75f64 ** 2)) where i != 1;
-        let l = sum[i](x[i] * (v1[i] * v1[i]));
+        let v0[i in 0..N] = (x[i] * (cos((0.50f64 * w[i])) - ln(2.0 + sin(cos(0.25f64)))));
+        let v1[i in 0..N] = sum[k](a[i, k] * (v0[k] * (0.75f64 * (x[k] - x[k]))));
+        let l = sum[i](x[i] * (w[i] * ln(2.0 + sin((sqrt(1.0 + v1[i] * v1[i]) ** 2)))));
         @l / @x
     }
     pub fn p_19(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = if i + 1 < N { w[i + 1] * (w[i] * (if sqrt(1.0 + x[i] * x[i]) > 0.0 { ((1.2 + w[i] * w[i]) ** 1.5) } else { 0.5 * ((1.2 + w[i] * w[i]) ** 1.5) })) } else { (w[i] * (if sqrt(1.0 + x[i] * x[i]) > 0.0 { ((1.2 + w[i] * w[i]) ** 1.5) } else { 0.5 * ((1.2 + w[i] * w[i]) ** 1.5) })) };
-        let l = sum[i](x[i] * (v0[i] * cos(v0[i])));
+        let v0[i in 0..N] = (w[i] * exp(0.3 * (if sqrt(1.0 + x[i] * x[i]) > 0.0 { ((1.2 + w[i] * w[i]) ** 1.5) } else { 0.5 * ((1.2 + w[i] * w[i]) ** 1.5) })));
+        let l = sum[i](x[i] * (v0[i] * (sqrt(1.0 + tanh(w[i]) * tanh(w[i])) ** 2)));
         l
     }
     pub fn g_19(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = if i + 1 < N { w[i + 1] * (w[i] * (if sqrt(1.0 + x[i] * x[i]) > 0.0 { ((1.2 + w[i] * w[i]) ** 1.5) } else { 0.5 * ((1.2 + w[i] * w[i]) ** 1.5) })) } else { (w[i] * (if sqrt(1.0 + x[i] * x[i]) > 0.0 { ((1.2 + w[i] * w[i]) ** 1.5) } else { 0.5 * ((1.2 + w[i] * w[i]) ** 1.5) })) };
-        let l = sum[i](x[i] * (v0[i] * cos(v0[i])));
+        let v0[i in 0..N] = (w[i] * exp(0.3 * (if sqrt(1.0 + x[i] * x[i]) > 0.0 { ((1.2 + w[i] * w[i]) ** 1.5) } else { 0.5 * ((1.2 + w[i] * w[i]) ** 1.5) })));
+        let l = sum[i](x[i] * (v0[i] * (sqrt(1.0 + tanh(w[i]) * tanh(w[i])) ** 2)));
         @l / @x
     }
     pub fn p_20(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * exp(0.3 * sqrt(1.0 + 1.75f64 * 1.75f64)));
-        let v1[i in 0..N] = (w[i] * (sin(sqrt(1.0 + 1.25f64 * 1.25f64)) + exp(0.3 * 1.75f64))) where i != 1;
-        let v2[i in 0..N] = if i + 1 < N { v0[i + 1] * (w[i] * tanh(cos(v1[i]))) } else { (w[i] * tanh(cos(v1[i]))) };
-        let l = sum[i](x[i] * (v1[i] * ((ln(2.0 + sin(x[i])) / (1.5 + (v0[i] * v0[i]) * (v0[i] * v0[i]))) - tanh(w[i]))));
+        let v0[i in 0..N] = max[k](a[i, k] * (w[k] * tanh((1.25f64 ** 2))));
+        let h1[0, j] = w[j];
+        let h1[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h1[t - 1, k]) + (w[j] * tanh((w[j] - 1.25f64))));
+        let v1[i in 0..N] = h1[N - 1, i] + 0.25 * sum[t](h1[t, i]);
+        let v2[0] = 0.5 * w[0];
+        let v2[t in 1..N] = tanh(0.50 * v2[t - 1] + (v0[t] * 1.75f64));
+        let l = sum[i](x[i] * (w[i] * v1[i]));
         l
     }
     pub fn g_20(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * exp(0.3 * sqrt(1.0 + 1.75f64 * 1.75f64)));
-        let v1[i in 0..N] = (w[i] * (sin(sqrt(1.0 + 1.25f64 * 1.25f64)) + exp(0.3 * 1.75f64))) where i != 1;
-        let v2[i in 0..N] = if i + 1 < N { v0[i + 1] * (w[i] * tanh(cos(v1[i]))) } else { (w[i] * tanh(cos(v1[i]))) };
-        let l = sum[i](x[i] * (v1[i] * ((ln(2.0 + sin(x[i])) / (1.5 + (v0[i] * v0[i]) * (v0[i] * v0[i]))) - tanh(w[i]))));
+        let v0[i in 0..N] = max[k](a[i, k] * (w[k] * tanh((1.25f64 ** 2))));
+        let h1[0, j] = w[j];
+        let h1[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h1[t - 1, k]) + (w[j] * tanh((w[j] - 1.25f64))));
+        let v1[i in 0..N] = h1[N - 1, i] + 0.25 * sum[t](h1[t, i]);
+        let v2[0] = 0.5 * w[0];
+        let v2[t in 1..N] = tanh(0.50 * v2[t - 1] + (v0[t] * 1.75f64));
+        let l = sum[i](x[i] * (w[i] * v1[i]));
         @l / @x
     }
     pub fn p_21(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = if i + 1 < N { w[i + 1] * (x[i] * ln(2.0 + sin(sqrt(1.0 + w[i] * w[i])))) } else { (x[i] * ln(2.0 + sin(sqrt(1.0 + w[i] * w[i])))) };
-        let v1[i in 0..N] = max[k](a[i, k] * (w[k] * ((v0[k] * x[k]) * ln(2.0 + sin(x[k])))));
-        let v2[i in 0..N] = (w[i] * x[i]) where i != 1;
-        let l = sum[i](x[i] * (w[i] * (ln(2.0 + sin((w[i] / (1.5 + v1[i] * v1[i])))) / (1.5 + tanh(sqrt(1.0 + v1[i] * v1[i])) * tanh(sqrt(1.0 + v1[i] * v1[i]))))));
+        let v0[i in 0..N] = max[k](a[i, k] * (w[k] * (if tanh(x[k]) > 0.0 { tanh(x[k]) } else { 0.5 * tanh(x[k]) })));
+        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * ((v0[k] * x[k]) * ln(2.0 + sin(x[k])))));
+        let m2[i in 0..N, j in 0..N] = a[i, j] * (x[i] * (x[j] ** 2));
+        let v2[i in 0..N] = sum[j](m2[j, i] * w[j]);
+        let l = sum[i](x[i] * (x[i] * cos(cos(2.00f64))));
         l
     }
     pub fn g_21(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = if i + 1 < N { w[i + 1] * (x[i] * ln(2.0 + sin(sqrt(1.0 + w[i] * w[i])))) } else { (x[i] * ln(2.0 + sin(sqrt(1.0 + w[i] * w[i])))) };
-        let v1[i in 0..N] = max[k](a[i, k] * (w[k] * ((v0[k] * x[k]) * ln(2.0 + sin(x[k])))));
-        let v2[i in 0..N] = (w[i] * x[i]) where i != 1;
-        let l = sum[i](x[i] * (w[i] * (ln(2.0 + sin((w[i] / (1.5 + v1[i] * v1[i])))) / (1.5 + tanh(sqrt(1.0 + v1[i] * v1[i])) * tanh(sqrt(1.0 + v1[i] * v1[i]))))));
+        let v0[i in 0..N] = max[k](a[i, k] * (w[k] * (if tanh(x[k]) > 0.0 { tanh(x[k]) } else { 0.5 * tanh(x[k]) })));
+        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * ((v0[k] * x[k]) * ln(2.0 + sin(x[k])))));
+        let m2[i in 0..N, j in 0..N] = a[i, j] * (x[i] * (x[j] ** 2));
+        let v2[i in 0..N] = sum[j](m2[j, i] * w[j]);
+        let l = sum[i](x[i] * (x[i] * cos(cos(2.00f64))));
         @l / @x
     }
     pub fn p_22(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (w[i] * sin((if x[i] > 0.0 { (1.50f64 + 1.50f64) } else { 0.5 * (1.50f64 + 1.50f64) })));
-        let v1[i in 0..N] = sum[k](a[i, k] * (v0[k] * sin((if w[k] > 0.0 { x[k] } else { 0.5 * x[k] }))));
-        let v2[i in 0..N] = min[k](a[i, k] * (w[k] * exp(0.3 * x[k])));
+        let v0[i in 0..N] = sum[k](a[i, k] * (w[k] * ((1.2 + sqrt(1.0 + x[k] * x[k]) * sqrt(1.0 + x[k] * x[k])) ** 1.5)));
+        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * ((1.2 + w[k] * w[k]) ** 1.5)));
+        let v2[i in 0..N] = (x[i] * sqrt(1.0 + (sin(x[i]) + (w[i] * v1[i])) * (sin(x[i]) + (w[i] * v1[i])))) where i != 1;
         let l = sum[i](x[i] * (x[i] * cos(v2[i])));
         l
     }
     pub fn g_22(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (w[i] * sin((if x[i] > 0.0 { (1.50f64 + 1.50f64) } else { 0.5 * (1.50f64 + 1.50f64) })));
-        let v1[i in 0..N] = sum[k](a[i, k] * (v0[k] * sin((if w[k] > 0.0 { x[k] } else { 0.5 * x[k] }))));
-        let v2[i in 0..N] = min[k](a[i, k] * (w[k] * exp(0.3 * x[k])));
+        let v0[i in 0..N] = sum[k](a[i, k] * (w[k] * ((1.2 + sqrt(1.0 + x[k] * x[k]) * sqrt(1.0 + x[k] * x[k])) ** 1.5)));
+        let v1[i in 0..N] = sum[k](a[i, k] * (w[k] * ((1.2 + w[k] * w[k]) ** 1.5)));
+        let v2[i in 0..N] = (x[i] * sqrt(1.0 + (sin(x[i]) + (w[i] * v1[i])) * (sin(x[i]) + (w[i] * v1[i])))) where i != 1;
         let l = sum[i](x[i] * (x[i] * cos(v2[i])));
         @l / @x
     }
     pub fn p_23(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> f64 {
-        let v0[i in 0..N] = (x[i] * w[i]);
-        let v1[i in 0..N] = (x[i] * tanh(ln(2.0 + sin((1.00f64 * 1.00f64))))) where i != 1;
-        let v2[i in 0..N] = (w[i] * (((1.2 + sqrt(1.0 + x[i] * x[i]) * sqrt(1.0 + x[i] * x[i])) ** 1.5) ** 2));
-        let l = sum[i](x[i] * (v0[i] * (v0[i] - sqrt(1.0 + v1[i] * v1[i]))));
+        let v0[0] = 0.5 * w[0];
+        let v0[t in 1..N] = tanh(0.50 * v0[t - 1] + (x[t] * w[t]));
+        let h1[0, j] = v0[j];
+        let h1[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h1[t - 1, k]) + (v0[j] * sin((1.00f64 * 1.25f64))));
+        let v1[i in 0..N] = h1[N - 1, i] + 0.25 * sum[t](h1[t, i]);
+        let v2[i in 0..N] = (v0[i] * (sqrt(1.0 + (v1[i] + w[i]) * (v1[i] + w[i])) * tanh(((1.2 + v0[i] * v0[i]) ** 1.5)))) where i != 1;
+        let l = sum[i](x[i] * (x[i] * sqrt(1.0 + ((v2[i] + 1.50f64) - (w[i] / (1.5 + v1[i] * v1[i]))) * ((v2[i] + 1.50f64) - (w[i] / (1.5 + v1[i] * v1[i]))))));
         l
     }
     pub fn g_23(x: [f64; N], w: [f64; N], a: [f64; N, N]) -> [f64; N] {
-        let v0[i in 0..N] = (x[i] * w[i]);
-        let v1[i in 0..N] = (x[i] * tanh(ln(2.0 + sin((1.00f64 * 1.00f64))))) where i != 1;
-        let v2[i in 0..N] = (w[i] * (((1.2 + sqrt(1.0 + x[i] * x[i]) * sqrt(1.0 + x[i] * x[i])) ** 1.5) ** 2));
-        let l = sum[i](x[i] * (v0[i] * (v0[i] - sqrt(1.0 + v1[i] * v1[i]))));
+        let v0[0] = 0.5 * w[0];
+        let v0[t in 1..N] = tanh(0.50 * v0[t - 1] + (x[t] * w[t]));
+        let h1[0, j] = v0[j];
+        let h1[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h1[t - 1, k]) + (v0[j] * sin((1.00f64 * 1.25f64))));
+        let v1[i in 0..N] = h1[N - 1, i] + 0.25 * sum[t](h1[t, i]);
+        let v2[i in 0..N] = (v0[i] * (sqrt(1.0 + (v1[i] + w[i]) * (v1[i] + w[i])) * tanh(((1.2 + v0[i] * v0[i]) ** 1.5)))) where i != 1;
+        let l = sum[i](x[i] * (x[i] * sqrt(1.0 + ((v2[i] + 1.50f64) - (w[i] / (1.5 + v1[i] * v1[i]))) * ((v2[i] + 1.50f64) - (w[i] / (1.5 + v1[i] * v1[i]))))));
         @l / @x
     }
     }

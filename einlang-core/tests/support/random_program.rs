@@ -2,9 +2,11 @@
 //! property tests of `transform::autodiff`: a few indexed definitions and
 //! a scalar loss over two vectors `x`, `w` of length `N` and a matrix
 //! `a: [N, N]`, built from arithmetic, `std::math` functions, `min`/`max`,
-//! powers, reductions (`sum`, `max`, `min`, `prod`), guards, `if`, and
-//! affine reads. Every value stays in a range where the derivative exists
-//! and finite differences are accurate (no kinks near the test points are
+//! powers, reductions (`sum`, `max`, `min`, `prod`), guards, `if`,
+//! affine reads, matrices read transposed, and recurrences (a scalar
+//! state, and a vector state mixed by `a`, read at its last step and over
+//! time). Every value stays in a range where the derivative exists and
+//! finite differences are accurate (no kinks near the test points are
 //! guaranteed only up to the usual luck of random programs; the generator
 //! keeps arguments of `ln`, `sqrt` and `/` away from zero).
 
@@ -75,8 +77,9 @@ pub fn program(seed: u64, n: usize) -> String {
     let defs = 1 + g.below(3);
     for d in 0..defs {
         let name = format!("v{d}");
-        let leaves: Vec<String> = vectors.iter().map(|v| format!("{v}[i]")).collect();
-        let body = match g.below(5) {
+        let at = |vectors: &[String], i: &str| -> Vec<String> { vectors.iter().map(|v| format!("{v}[{i}]")).collect() };
+        let leaves = at(&vectors, "i");
+        let body = match g.below(8) {
             // A contraction with the matrix.
             0 => {
                 let inner: Vec<String> = vectors.iter().map(|v| format!("{v}[k]")).collect();
@@ -96,6 +99,39 @@ pub fn program(seed: u64, n: usize) -> String {
                 let op = ["max", "min", "prod"][g.below(3) as usize];
                 let body = if op == "prod" { format!("(0.5 + 0.1 * tanh({e}))") } else { format!("a[i, k] * {e}") };
                 format!("let {name}[i in 0..N] = {op}[k]({body});")
+            }
+            // A recurrence along the vectors' axis with a scalar state.
+            5 => {
+                let e = reading(&mut g, 2, &at(&vectors, "t"));
+                let c = 0.25 + g.below(4) as f64 * 0.25;
+                let v = &vectors[g.below(vectors.len() as u64) as usize];
+                format!(
+                    "let {name}[0] = 0.5 * {v}[0];\n        let {name}[t in 1..N] = tanh({c:.2} * {name}[t - 1] + {e});"
+                )
+            }
+            // A recurrence with a vector state mixed by the matrix, observed
+            // at its last step and summed over time.
+            6 => {
+                let v = &vectors[g.below(vectors.len() as u64) as usize];
+                let mut leaves = at(&vectors, "j");
+                leaves.extend(at(&vectors, "t"));
+                let e = reading(&mut g, 2, &leaves);
+                format!(
+                    "let h{d}[0, j] = {v}[j];\n        \
+                     let h{d}[t in 1..N, j] = tanh(0.5 * sum[k](a[j, k] * h{d}[t - 1, k]) + {e});\n        \
+                     let {name}[i in 0..N] = h{d}[N - 1, i] + 0.25 * sum[t](h{d}[t, i]);"
+                )
+            }
+            // A matrix built from the vectors, read transposed.
+            7 => {
+                let mut leaves = at(&vectors, "i");
+                leaves.extend(at(&vectors, "j"));
+                let e = reading(&mut g, 2, &leaves);
+                let u = &vectors[g.below(vectors.len() as u64) as usize];
+                format!(
+                    "let m{d}[i in 0..N, j in 0..N] = a[i, j] * {e};\n        \
+                     let {name}[i in 0..N] = sum[j](m{d}[j, i] * {u}[j]);"
+                )
             }
             // A guarded point expression.
             3 => {
