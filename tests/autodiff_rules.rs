@@ -138,6 +138,42 @@ mod recurrences_and_rules {
     // Forward mode through a recurrence with a vector state
     // -----------------------------------------------------------------------
 
+    mod second_order_recurrence {
+        use super::*;
+        use einlang::einlang;
+
+        einlang! {
+            use std::math::{sin, tanh};
+
+            // Two boundary steps, a lag of two, every step read by the loss:
+            // the adjoint carries tanh's argument at the recurrent steps and
+            // the state itself at the boundary ones.
+            pub fn p_lag2(x: [f64; T], a: f64, b: f64) -> f64 {
+                let v[0] = sin(x[0]);
+                let v[1] = x[1] * a;
+                let v[t in 2..T] = tanh(a * v[t - 1] + b * v[t - 2] * v[t - 1] + x[t]);
+                sum[t](v[t] * (1.0 + 0.1 * t as f64))
+            }
+            pub fn g_lag2(x: [f64; T], a: f64, b: f64) -> ([f64; T], f64, f64) {
+                let v[0] = sin(x[0]);
+                let v[1] = x[1] * a;
+                let v[t in 2..T] = tanh(a * v[t - 1] + b * v[t - 2] * v[t - 1] + x[t]);
+                let l = sum[t](v[t] * (1.0 + 0.1 * t as f64));
+                (@l / @x, @l / @a, @l / @b)
+            }
+        }
+
+        #[test]
+        fn lag_two_with_two_boundary_steps() {
+            let x = rand(7, 1070);
+            let (a, b) = (0.7, -0.4);
+            let (gx, ga, gb) = g_lag2(&x, a, b).unwrap();
+            assert_grad("d/dx", &gx, &fd_grad(&x, |x| p_lag2(x, a, b).unwrap()), FD_TOL);
+            assert_scalar("d/da", ga, fd_scalar_scalar(a, |a| p_lag2(&x, a, b).unwrap()), FD_TOL);
+            assert_scalar("d/db", gb, fd_scalar_scalar(b, |b| p_lag2(&x, a, b).unwrap()), FD_TOL);
+        }
+    }
+
     mod rnn_tangents {
         use super::*;
         use einlang::einlang;

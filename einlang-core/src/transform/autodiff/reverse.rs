@@ -240,6 +240,7 @@ pub(super) fn run(hir: &mut Hir, cx: &Cx) -> Result<(Vec<Stmt>, Vec<DefId>), Dia
         out: Vec::new(),
         materialize: true,
         adjoints: HashSet::new(),
+        materialized: HashMap::new(),
     };
     let one = r.b.float(1.0, k_y);
     r.adjoint(cx.y).terms.push(one);
@@ -322,6 +323,10 @@ struct Rev<'a, 'h> {
     materialize: bool,
     /// Every adjoint's name.
     adjoints: HashSet<DefId>,
+    /// The tensor each adjoint expression was bound to before a reduction,
+    /// by the expression, the point's variables and guards: the reductions
+    /// of one point that the same adjoint reaches share it.
+    materialized: HashMap<(ExprId, Vec<DefId>, Vec<ExprId>), DefId>,
 }
 
 impl Rev<'_, '_> {
@@ -550,10 +555,15 @@ impl Rev<'_, '_> {
             let a = self.adjoint(v);
             (a.def, a.pvars.clone())
         };
+        let carry = self.inner_carry(v, rec, axis, &pvars);
+        let inner = |i: usize, c: &IndexedDef| match &carry {
+            Some(carry) if carry.clause == i => carry.inner,
+            _ => c.body,
+        };
         let mut keep = Keep::SelfOnly(Lags { axis, out: Vec::new() });
         self.materialize = false;
-        for c in &rec.clauses {
-            self.statement_keep(v, dv, &c.slots, &c.wheres, c.body, &mut keep)?;
+        for (i, c) in rec.clauses.iter().enumerate() {
+            self.statement_keep(v, dv, &c.slots, &c.wheres, inner(i, c), &mut keep)?;
         }
         self.materialize = true;
         let Keep::SelfOnly(lags) = keep else { return Err(Diagnostic::bug(span, "lost the recurrence's terms")) };
@@ -611,7 +621,11 @@ impl Rev<'_, '_> {
                 }
             }
             let k = self.cx.def_ty(v).elem().unwrap_or(ScalarKind::F32);
-            let body = body.unwrap_or_else(|| self.b.float(0.0, k));
+            let mut body = body.unwrap_or_else(|| self.b.float(0.0, k));
+            if let Some(carry) = &carry {
+                let factor = c.expr(self.b.hir, carry.factor);
+                body = self.b.mul(body, factor);
+            }
             clauses.push(IndexedDef { def: r, slots, wheres: Vec::new(), body, span });
         }
         self.out.push(Stmt::Recurrence(Recurrence { def: r, clauses, span }));
@@ -625,10 +639,67 @@ impl Rev<'_, '_> {
         self.out.push(Stmt::Indexed(IndexedDef { def: dv, slots, wheres: Vec::new(), body, span }));
         self.adj.remove(&v);
         let mut keep = Keep::Others;
-        for c in &rec.clauses {
-            self.statement_keep(v, dv, &c.slots, &c.wheres, c.body, &mut keep)?;
+        for (i, c) in rec.clauses.iter().enumerate() {
+            self.statement_keep(v, dv, &c.slots, &c.wheres, inner(i, c), &mut keep)?;
         }
         Ok(Some(dv))
+    }
+
+    /// When the recurrent clause is `v[t, ..] = f(a)` with `f` an
+    /// elementwise intrinsic (`tanh`, `exp`, ...), the adjoint recurrence
+    /// carries the adjoint of `a` at its steps instead of `v`'s: `r = f'
+    /// (direct + the steps after's contributions through a)`. Its step then
+    /// reads `f'` once per point rather than once per term of the sums
+    /// that `a`'s transpose makes, and the clause's contributions to other
+    /// tensors start from `a`. Not when `v`'s own adjoint is asked for.
+    fn inner_carry(&mut self, v: DefId, rec: &Recurrence, axis: usize, pvars: &[DefId]) -> Option<Carry> {
+        if self.cx.xs.contains(&v) {
+            return None;
+        }
+        let hir = &*self.b.hir;
+        let reads_self = |c: &IndexedDef| {
+            hir.reachable([c.body]).into_iter().any(|e| match &hir.exprs[e].kind {
+                ExprKind::Index { base, .. } => matches!(hir.exprs[*base].kind, ExprKind::Def(d) if d == v),
+                _ => false,
+            })
+        };
+        let recurrent: Vec<usize> = (0..rec.clauses.len()).filter(|&i| reads_self(&rec.clauses[i])).collect();
+        let [clause] = recurrent[..] else { return None };
+        let c = &rec.clauses[clause];
+        let ExprKind::Call { callee: Callee::Intrinsic(f), args, .. } = &hir.exprs[c.body].kind else { return None };
+        let (f, &[inner]) = (*f, &args[..]) else { return None };
+        if !c.wheres.is_empty() || f.arity() != 1 {
+            return None;
+        }
+        let Some(Slot::Var { range: Some(range), .. }) = c.slots.get(axis) else { return None };
+        let (lo, hi) = (range.start, range.end);
+        let k = self.cx.def_ty(v).elem()?;
+        // f' at the adjoint's point, reading v's value there.
+        let mut at = Copier::new();
+        for (a, s) in c.slots.iter().enumerate() {
+            let Slot::Var { def, .. } = s else { return None };
+            let e = self.b.def(*pvars.get(a)?);
+            at.subst.insert(*def, e);
+        }
+        let arg = at.expr(self.b.hir, inner);
+        let args: Vec<ExprId> = pvars.iter().map(|&p| self.b.def(p)).collect();
+        let value = self.b.index(v, args);
+        let part = rules::intrinsic(&mut self.b, f, &[arg], value, k).into_iter().next().flatten()?;
+        let one = self.b.float(1.0, k);
+        let slope = match part {
+            Partial::Scale(s) => s,
+            Partial::Select(cond) => self.b.select(cond, one, k),
+        };
+        // Only at the clause's steps: the boundary steps carry v's adjoint.
+        let t = self.b.def(pvars[axis]);
+        let (lo, hi) = (at.expr(self.b.hir, lo), at.expr(self.b.hir, hi));
+        let from = self.b.bin(BinOp::Ge, t, lo);
+        let t = self.b.def(pvars[axis]);
+        let to = self.b.bin(BinOp::Lt, t, hi);
+        let within = self.b.bin(BinOp::And, from, to);
+        let one = self.b.float(1.0, k);
+        let factor = self.b.e(ExprKind::If { cond: within, then: slope, els: Some(one) });
+        Some(Carry { clause, inner, factor })
     }
 
     /// The recurrence's sequential axis: where every read of itself is
@@ -937,6 +1008,11 @@ impl Rev<'_, '_> {
     /// the elementwise chain for every term of the sum.
     fn materialize(&mut self, p: &Point, adj: ExprId, ctx: &Ctx, k: ScalarKind) -> ExprId {
         let span = self.b.span;
+        let key = (adj, ctx.vars.iter().map(|v| v.def).collect::<Vec<_>>(), ctx.guards.clone());
+        if let Some(&def) = self.materialized.get(&key) {
+            let args = ctx.vars.iter().map(|v| self.b.def(v.def)).collect();
+            return self.b.index(def, args);
+        }
         let mut c = Copier::with(p.locals.clone());
         let mut slots = Vec::new();
         for v in &ctx.vars {
@@ -953,6 +1029,7 @@ impl Rev<'_, '_> {
         };
         let def = self.b.hir.alloc_def("g", DefKind::Local, span);
         self.out.push(Stmt::Indexed(IndexedDef { def, slots, wheres: Vec::new(), body, span }));
+        self.materialized.insert(key, def);
         let args = ctx.vars.iter().map(|v| self.b.def(v.def)).collect();
         self.b.index(def, args)
     }
@@ -1447,6 +1524,16 @@ pub(super) fn selected(b: &mut Build, op: RedOp, vars: &[RedVar], wheres: &[Wher
     let any = b.e(ExprKind::Reduce { op: RedOp::Any, vars: ev, wheres: ew, body: hit });
     let none = b.e(ExprKind::Unary(UnOp::Not, any));
     b.bin(BinOp::And, is_extreme, none)
+}
+
+/// A recurrence whose adjoint carries the adjoint of its recurrent
+/// clause's argument (see `Rev::inner_carry`).
+struct Carry {
+    clause: usize,
+    /// The argument `a` of `v[t, ..] = f(a)`.
+    inner: ExprId,
+    /// `f'` at the adjoint's point (1 at the boundary steps).
+    factor: ExprId,
 }
 
 /// Which contributions of a statement to keep: all of them, those to the

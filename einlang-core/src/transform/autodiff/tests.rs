@@ -163,3 +163,52 @@ fn the_strategy_of_each_request_is_a_compile_fact() {
     let f = compiled.derivatives("f");
     assert!(f.len() == 1 && f[0].mode == crate::hir::DerivMode::Forward && f[0].reversed.is_empty(), "{f:?}");
 }
+
+#[test]
+fn an_rnn_adjoint_carries_the_pre_activation() {
+    let ir = ir_of(
+        "use std::math::tanh;
+        pub fn g(h0: [f32; B, H], w: [f32; H, H], u: [f32; I, H], x: [f32; T, B, I]) -> ([f32; H, H], [f32; I, H]) {
+            let h[0, b, j] = h0[b, j];
+            let h[t in 1..T, b, j] = tanh(sum[k](h[t - 1, b, k] * w[k, j]) + sum[i](x[t, b, i] * u[i, j]));
+            let l = sum[b, j](h[T - 1, b, j] ** 2);
+            (@l / @w, @l / @u)
+        }",
+    );
+    // The recurrent step of the adjoint: a plain product with `w` inside
+    // the sum, tanh's slope `1 - h^2` once per point outside it.
+    let step = lines_with(&ir, "clause [s").into_iter().find(|l| l.contains("sum[")).expect("an adjoint step");
+    let inside = &step[step.find("sum[").unwrap()..step.find(" * (if").expect("the slope outside the sum")];
+    assert!(inside.contains("read r_h[") && inside.contains("read w") && !inside.contains("1.0f32 -"), "{step}");
+    // Both parameter gradients read the carried adjoint directly: nothing
+    // is bound in between.
+    assert!(lines_with(&ir, "tensor g[").is_empty(), "{ir}");
+    for grad in ["d_w", "d_u"] {
+        let l = lines_with(&ir, &format!("{grad}["));
+        assert!(l.iter().any(|l| l.contains("read d_h[")), "{grad}:\n{ir}");
+    }
+}
+
+#[test]
+fn reductions_reached_by_one_adjoint_share_its_tensor() {
+    let ir = ir_of(
+        "pub fn g(h0: [f32; H], w: [f32; H, H], u: [f32; H, I], x: [f32; T, I]) -> ([f32; H, H], [f32; H, I]) {
+            let h[0, j] = h0[j];
+            let h[t in 1..T, j] = 0.5 * (sum[k](w[j, k] * h[t - 1, k]) + sum[i](u[j, i] * x[t, i]));
+            let l = sum[j](h[T - 1, j] ** 2);
+            (@l / @w, @l / @u)
+        }",
+    );
+    // `0.5 d_h` reaches both sums: it is bound once, and both gradients
+    // read it.
+    assert_eq!(lines_with(&ir, "tensor g[").len(), 1, "{ir}");
+    for grad in ["d_w", "d_u"] {
+        assert!(
+            lines_with(&ir, &format!("{grad} ="))
+                .iter()
+                .chain(&lines_with(&ir, &format!("{grad}[")))
+                .any(|l| l.contains("g[")),
+            "{grad}:\n{ir}"
+        );
+    }
+}
