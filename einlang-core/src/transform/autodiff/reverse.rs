@@ -1606,6 +1606,10 @@ pub(super) fn pointwise(
             let a = pointwise(b, cx, point, a, vars)?;
             b.e(ExprKind::Cast(a, to))
         }
+        // `{ e }` (a branch a rank test selected, an inlined body's tail).
+        ExprKind::Block(crate::hir::Block { stmts, tail: Some(t) }) if stmts.is_empty() => {
+            return pointwise(b, cx, point, t, vars);
+        }
         ExprKind::Call { callee: callee @ Callee::Fn(_), callee_span, args } if matches!(callee, Callee::Fn(g) if super::rule_of(b.hir, cx.tables.instance_calls.get(&e).copied().unwrap_or(g)).is_some_and(|r| super::rule_is_elementwise(b.hir, r))) =>
         {
             let args = args.iter().map(|a| pointwise(b, cx, point, *a, vars)).collect::<Result<_, _>>()?;
