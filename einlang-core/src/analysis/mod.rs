@@ -128,6 +128,11 @@ pub struct Tables {
     /// Calls of generic functions that have no instance yet, with the types
     /// of their arguments (see `crate::transform::mono`).
     pub mono_requests: Vec<MonoRequest>,
+    /// Indexed definitions whose element is a tensor (`let y[n] =
+    /// f(x[n]);`, LANGUAGE.md §3): the value, and the number of axes it
+    /// adds. `transform::elements` rewrites each into a definition over
+    /// those axes too before the tables are used any further.
+    pub element_requests: HashMap<ExprId, usize>,
     /// For each call of a generic function, the instance it calls (the
     /// final `Instances::calls`, set by monomorphization for lowering).
     pub instance_calls: HashMap<ExprId, FnId>,

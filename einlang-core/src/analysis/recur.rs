@@ -348,9 +348,13 @@ impl<'a> Cx<'a> {
         i: usize,
         t: &Ty,
         elem: &mut Option<crate::base::scalar::ScalarKind>,
-        ends: &mut [Option<Dim>],
+        ends: &mut Vec<Option<Dim>>,
     ) {
         let Ty::Tensor(k, dims) = t else { return };
+        // A tensor element's axes follow the written ones.
+        if dims.len() > ends.len() {
+            ends.resize(dims.len(), None);
+        }
         match elem {
             None => *elem = Some(*k),
             Some(e) if e != k => {

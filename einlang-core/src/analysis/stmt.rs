@@ -107,15 +107,22 @@ impl<'a> Cx<'a> {
         }
         self.pop_narrowings(&def.wheres);
         self.finish_unit();
-        let elem = match &body {
-            Ty::Scalar(k) => *k,
+        let (elem, elem_dims) = match &body {
+            Ty::Scalar(k) => (*k, Vec::new()),
             Ty::Error => return Ty::Error,
+            // A tensor element adds its axes after the written ones.
+            Ty::Tensor(k, dims) => {
+                self.t.element_requests.insert(def.body, dims.len());
+                (*k, dims.clone())
+            }
             other => {
                 let d = Diagnostic::error(
                     self.hir.span(def.body),
-                    format!("the value of an indexed definition must be a scalar, found `{}`", self.t.show_ty(other)),
-                )
-                .note("tensor-valued elements are not supported yet");
+                    format!(
+                        "the value of an indexed definition must be a scalar or a tensor, found `{}`",
+                        self.t.show_ty(other)
+                    ),
+                );
                 self.err(d);
                 return Ty::Error;
             }
@@ -132,6 +139,7 @@ impl<'a> Cx<'a> {
                 Slot::Rest(..) => return Ty::Error,
             }
         }
+        dims.extend(elem_dims);
         Ty::Tensor(elem, dims)
     }
 

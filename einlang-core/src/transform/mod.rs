@@ -8,8 +8,15 @@
 //!   instances until every call of a generic function reaches one, and
 //!   settles the types of `let` bindings of unsuffixed literals.
 //!
+//! - `elements`: indexed definitions whose element is a tensor (`let
+//!   h[t in 1..T] = step(h[t - 1], x[t]);`) become definitions over the
+//!   element's axes too; run between analysis rounds, like `mono`.
 //! - `autodiff`: answers derivative requests (`@y / @x`) with new HIR.
+//!
+//! `copy` is the one way these passes write an expression somewhere new.
 
 pub mod autodiff;
+mod copy;
+pub mod elements;
 pub mod instantiate;
 pub mod mono;

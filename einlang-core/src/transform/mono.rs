@@ -94,6 +94,7 @@ fn analyze_rounds(
     // Rounds that decide literal types are not counted: each one decides
     // at least one more `let`, so there are finitely many.
     let mut rounds = 0;
+    let mut elements = 0;
     while rounds < MAX_ROUNDS {
         let mut round = Diagnostics::new();
         let tables = analyze(hir, &instances, &mut round);
@@ -110,8 +111,15 @@ fn analyze_rounds(
             continue;
         }
         if tables.mono_requests.is_empty() {
+            // Tensor-valued elements, once every call is typed: rewritten,
+            // then analyzed again (each round removes every one of them).
+            let tables = with_calls(tables, &instances);
+            if elements < MAX_ROUNDS && super::elements::rewrite(hir, &tables) {
+                elements += 1;
+                continue;
+            }
             diags.extend(round.into_vec());
-            return (with_calls(tables, &instances), instances);
+            return (tables, instances);
         }
         rounds += 1;
         for req in &tables.mono_requests {

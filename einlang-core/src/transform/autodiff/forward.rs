@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 
 use super::build::Build;
-use super::copy::Copier;
 use super::reverse::{pointwise, Point};
 use super::rules::{self, Partial};
 use super::Cx;
@@ -22,6 +21,7 @@ use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
 use crate::diag::Diagnostic;
 use crate::hir::{Callee, DefId, DefKind, ExprId, ExprKind, IndexedDef, Recurrence, RedVar, Slot, Stmt, Where};
+use crate::transform::copy::Copier;
 
 pub(super) fn run(
     hir: &mut crate::hir::Hir,

@@ -10,7 +10,6 @@
 //! (`sigmoid(z[i])`) becomes a block expression there.
 
 use super::build::Build;
-use super::copy::Copier;
 use super::{edit_block, replace_expr, Activity, BlockLoc, TapeStmt};
 use crate::analysis::Tables;
 use crate::base::span::Span;
@@ -18,6 +17,7 @@ use crate::diag::Diagnostic;
 use crate::hir::{
     self, Block, Callee, DefId, DefKind, DimAnn, ExprId, ExprKind, FnId, Hir, IndexedDef, Slot, Stmt, TyAnn, Where,
 };
+use crate::transform::copy::Copier;
 
 /// Binds the first reduction that feeds a call on the active path to a
 /// tensor of its own: `h[n, j] = f(sum[i](..) + b[j])` becomes

@@ -29,7 +29,6 @@
 #![allow(clippy::result_large_err)]
 
 mod build;
-mod copy;
 mod forward;
 mod inline;
 mod lazy;
@@ -258,7 +257,7 @@ fn rule_block(
     args: &[ExprId],
     diffs: &[Result<ExprId, crate::base::scalar::ScalarKind>],
 ) -> hir::Block {
-    let mut c = copy::Copier::new();
+    let mut c = crate::transform::copy::Copier::new();
     for ((&p, &a), d) in rule.params.iter().zip(args).zip(diffs) {
         c.subst.insert(p, a);
         let d = match *d {

@@ -16,7 +16,6 @@
 use std::collections::{HashMap, HashSet};
 
 use super::build::Build;
-use super::copy::{Copier, Reindex};
 use super::rules::{self, Partial};
 use super::Cx;
 use crate::analysis::{IndexRange, Ty};
@@ -28,6 +27,7 @@ use crate::diag::Diagnostic;
 use crate::hir::{
     Callee, DefId, DefKind, ExprId, ExprKind, Hir, IndexedDef, Range, Recurrence, RedVar, Slot, Stmt, Where,
 };
+use crate::transform::copy::{Copier, Reindex};
 
 /// An index variable with its bounds (expressions of the primal program).
 #[derive(Clone)]

@@ -1,5 +1,5 @@
-//! Copying HIR with substitution: the one way autodiff writes an expression
-//! somewhere new. Every name the copy binds (block locals, index and
+//! Copying HIR with substitution: the one way the transforms (autodiff,
+//! tensor elements) write an expression somewhere new. Every name the copy binds (block locals, index and
 //! reduction variables, where bindings, pattern bindings) gets a fresh
 //! definition, so no `DefId` is bound twice; free names stay as they are
 //! unless `subst` replaces them by an expression (copied at each use, so the
@@ -13,7 +13,7 @@ use crate::hir::{
 };
 
 #[derive(Default)]
-pub(super) struct Copier {
+pub(crate) struct Copier {
     /// Free names replaced by (copies of) an expression.
     pub subst: HashMap<DefId, ExprId>,
     /// Names bound inside the copied code, to their fresh copies.
@@ -24,11 +24,27 @@ pub(super) struct Copier {
     pub reindex: Option<Reindex>,
     /// Nodes copied as (copies of) another expression.
     pub replace: HashMap<ExprId, ExprId>,
+    /// Names read by index that the copy rewrites (see [`ReadAs`]).
+    pub reads: HashMap<DefId, ReadAs>,
+    /// Set when a name of `reads` is used in a way it cannot rewrite.
+    pub failed: bool,
+}
+
+/// How a read `d[args]` of a name in `Copier::reads` is copied.
+#[derive(Clone)]
+pub(crate) enum ReadAs {
+    /// `base[prefix.., args..]`: a parameter bound to a (partial) read.
+    Prefix { base: DefId, prefix: Vec<ExprId> },
+    /// `body` with `slots` replaced by `args`: a definition read at one
+    /// of its points.
+    Point { slots: Vec<DefId>, body: ExprId },
+    /// Not available where the copy goes: any use fails.
+    Unavailable,
 }
 
 /// `from[.., e, ..]` (e at `axis`) becomes `to[.., last - e, ..]`.
 #[derive(Clone, Copy)]
-pub(super) struct Reindex {
+pub(crate) struct Reindex {
     pub from: DefId,
     pub to: DefId,
     pub axis: usize,
@@ -135,6 +151,33 @@ impl Copier {
         }
     }
 
+    /// The copy of a read of a name in `reads`, at the copied `args`.
+    fn read_as(&mut self, hir: &mut Hir, how: ReadAs, mut args: Vec<ExprId>, span: crate::base::span::Span) -> ExprId {
+        match how {
+            ReadAs::Prefix { base, prefix } => {
+                let mut all: Vec<ExprId> = prefix.iter().map(|p| self.expr(hir, *p)).collect();
+                all.append(&mut args);
+                let base = hir.alloc_expr(ExprKind::Def(base), span);
+                hir.alloc_expr(ExprKind::Index { base, args: all }, span)
+            }
+            ReadAs::Point { slots, body } if slots.len() == args.len() => {
+                let saved: Vec<_> = slots.iter().zip(&args).map(|(s, a)| (*s, self.subst.insert(*s, *a))).collect();
+                let value = self.expr(hir, body);
+                for (s, old) in saved {
+                    match old {
+                        Some(o) => self.subst.insert(s, o),
+                        None => self.subst.remove(&s),
+                    };
+                }
+                value
+            }
+            _ => {
+                self.failed = true;
+                hir.alloc_expr(ExprKind::Error, span)
+            }
+        }
+    }
+
     pub fn expr(&mut self, hir: &mut Hir, e: ExprId) -> ExprId {
         if let Some(to) = self.replace.remove(&e) {
             let copy = self.expr(hir, to);
@@ -147,6 +190,7 @@ impl Copier {
                 if let Some(&to) = self.subst.get(&d) {
                     return self.expr(hir, to);
                 }
+                self.failed |= self.reads.contains_key(&d);
                 ExprKind::Def(self.name(d))
             }
             ExprKind::Differential(d) => {
@@ -171,6 +215,11 @@ impl Copier {
             }
             ExprKind::Index { base, args } => {
                 let mut args: Vec<ExprId> = args.iter().map(|a| self.expr(hir, *a)).collect();
+                if let ExprKind::Def(d) = hir.exprs[base].kind {
+                    if let Some(how) = self.reads.get(&d).cloned() {
+                        return self.read_as(hir, how, args, span);
+                    }
+                }
                 let base = match (self.reindex, &hir.exprs[base].kind) {
                     (Some(r), ExprKind::Def(d)) if *d == r.from && r.axis < args.len() => {
                         let last = self.expr(hir, r.last);
