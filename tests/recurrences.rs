@@ -319,6 +319,55 @@ fn heat_equation_2d() {
     assert_eq!(f.storage, window(2));
 }
 
+program!(phases {
+    /// Two phases: every point, then the interior only. After the switch
+    /// no clause writes the border, so it is zero, although the window's
+    /// slots held nonzero border values from the first phase.
+    pub fn switch_at_2(u0: [f64; N], steps: i64) -> [f64; N] {
+        let u[0, i] = u0[i];
+        let u[t in 1..2, i in 0..N] = u[t - 1, i] * 0.5 + 1.0;
+        let u[t in 2..steps, i in 1..N - 1] = 0.25 * (u[t - 1, i - 1] + u[t - 1, i + 1]) + u[t - 1, i];
+        let last[i] = u[steps - 1, i];
+        last
+    }
+    pub fn switch_at_4(u0: [f64; N], steps: i64) -> [f64; N] {
+        let u[0, i] = u0[i];
+        let u[t in 1..4, i in 0..N] = u[t - 1, i] * 0.5 + 1.0;
+        let u[t in 4..steps, i in 1..N - 1] = 0.25 * (u[t - 1, i - 1] + u[t - 1, i + 1]) + u[t - 1, i];
+        let last[i] = u[steps - 1, i];
+        last
+    }
+});
+
+#[test]
+fn a_window_slot_is_cleared_when_the_clauses_of_its_step_change() {
+    let n = 12;
+    let u0: Array1<f64> = (0..n).map(|i| 1.0 + i as f64).collect();
+    for k in [2usize, 4] {
+        for steps in 5..10usize {
+            let mut u = u0.clone();
+            for t in 1..steps {
+                let mut next = Array1::<f64>::zeros(n);
+                if t < k {
+                    for i in 0..n {
+                        next[i] = u[i] * 0.5 + 1.0;
+                    }
+                } else {
+                    for i in 1..n - 1 {
+                        next[i] = 0.25 * (u[i - 1] + u[i + 1]) + u[i];
+                    }
+                }
+                u = next;
+            }
+            let f = if k == 2 { phases::switch_at_2 } else { phases::switch_at_4 };
+            assert_close(&f(&u0, steps as i64).unwrap(), &u, 1e-12);
+        }
+        // A window as long as the first phase (its end could be the extent).
+        let f = recurrence_facts(phases::SRC, &format!("switch_at_{k}"), "u");
+        assert_eq!(f.storage, window(k as u64));
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Forward substitution, two-field state, RK4, value iteration
 // ---------------------------------------------------------------------------

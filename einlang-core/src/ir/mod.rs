@@ -218,8 +218,11 @@ pub struct Recurrence {
     pub window: Option<Window>,
     /// Sequential loops, outermost first, with the axis each runs along.
     pub seq: Vec<(usize, Loop)>,
-    /// Whether the window's slab is zeroed at each step of the outermost
-    /// loop (the clauses may not rewrite all of it).
+    /// Whether the window's slab may need zeroing before a step of the
+    /// outermost loop (the clauses may not rewrite all of it). A back end
+    /// zeroes a slot only when the clauses covering its step differ from
+    /// those of the step that last used it: the clauses' loops do not
+    /// depend on the step, so the same clauses overwrite the same points.
     pub clear_steps: bool,
     /// Two sequential axes whose reads only look back: may run as a blocked
     /// anti-diagonal wavefront when several threads are available.

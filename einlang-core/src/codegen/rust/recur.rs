@@ -102,7 +102,8 @@ impl FnCx<'_> {
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
             let clear = if k == 0 && r.clear_steps {
                 let (a, slot) = (types::usize_lit(*axis), self.in_window(r.var, *axis, quote!((#i as usize))));
-                quote!(unsafe { #store.clear_slab(#a, #slot) };)
+                let needed = self.clear_needed(r, &i, &start)?;
+                quote!(if #needed { unsafe { #store.clear_slab(#a, #slot) }; })
             } else {
                 TokenStream::new()
             };
@@ -128,6 +129,44 @@ impl FnCx<'_> {
             } else {
                 #nest
             }
+        })
+    }
+
+    /// Whether the window's slot for step `i` of the outermost loop must be
+    /// zeroed before the step: not in the first `slots` steps (their slots
+    /// are fresh zeros), and not when the same clauses cover this step as
+    /// the step that last used the slot. The points a step writes are the
+    /// loops of its clauses, whose ranges do not depend on the step, so
+    /// the same clauses write the same points and overwrite every point the
+    /// slot's previous step left (a heat stencil's border stays zero
+    /// without a clear per step).
+    fn clear_needed(&mut self, r: &Recurrence, i: &Ident, start: &TokenStream) -> Result<TokenStream, Bug> {
+        let Some(w) = &r.window else { return Ok(quote!(true)) };
+        if r.clauses.len() > 64 {
+            return Ok(quote!(true));
+        }
+        let slots = proc_macro2::Literal::i64_suffixed(w.slots as i64);
+        let x = quote!(__step);
+        let mut bits = Vec::new();
+        for (n, c) in r.clauses.iter().enumerate() {
+            let on = match c.cover.first().ok_or("a clause without a cover of the outermost loop")? {
+                Cover::At(at) => {
+                    let at = proc_macro2::Literal::i64_suffixed(*at);
+                    quote!(#x == #at)
+                }
+                Cover::Range(a, b) => {
+                    let (a, b) = (self.dim(a)?, self.dim(b)?);
+                    quote!(#x >= (#a) && #x < (#b))
+                }
+            };
+            let n = proc_macro2::Literal::u32_suffixed(n as u32);
+            bits.push(quote!((((#on) as u64) << #n)));
+        }
+        Ok(quote! {
+            (#i - (#start) >= #slots && {
+                let __clauses = |#x: i64| -> u64 { 0u64 #(| #bits)* };
+                __clauses(#i) != __clauses(#i - #slots)
+            })
         })
     }
 
