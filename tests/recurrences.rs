@@ -220,6 +220,53 @@ fn edit_distance_runs_rows_in_order_and_keeps_two() {
     assert_eq!(recurrence_facts(edit::SRC, "table", "d").storage, Storage::Full(FullReason::WholeTensor));
 }
 
+program!(gapped {
+    /// A two-axis recurrence whose rows from 3 on leave column 1 unwritten
+    /// (so it is zero there). Only the last row is read, so a window is
+    /// kept, and its slots must be cleared when the rows switch clauses,
+    /// also when the rows run as a banded wavefront.
+    pub fn gapped(a: [f64; N], b: [f64; M]) -> [f64; M + 1] {
+        let d[0, j in 0..M + 1] = 1.0;
+        let d[i in 1..N + 1, 0] = 1.0;
+        let d[i in 1..3, j in 1..M + 1] =
+            0.3 * d[i - 1, j] + 0.3 * d[i, j - 1] + 0.3 * d[i - 1, j - 1] + a[i - 1] * b[j - 1];
+        let d[i in 3..N + 1, j in 2..M + 1] =
+            0.3 * d[i - 1, j] + 0.3 * d[i, j - 1] + 0.3 * d[i - 1, j - 1] + a[i - 1] * b[j - 1];
+        let last[j] = d[N, j];
+        last
+    }
+});
+
+#[test]
+fn a_windowed_two_axis_recurrence_with_a_clause_switch() {
+    fn reference(a: &[f64], b: &[f64]) -> Array1<f64> {
+        let (n, m) = (a.len(), b.len());
+        let mut d = Array2::<f64>::zeros((n + 1, m + 1));
+        d.row_mut(0).fill(1.0);
+        for i in 1..=n {
+            d[[i, 0]] = 1.0;
+            let from = if i < 3 { 1 } else { 2 };
+            for j in from..=m {
+                d[[i, j]] = 0.3 * d[[i - 1, j]] + 0.3 * d[[i, j - 1]] + 0.3 * d[[i - 1, j - 1]] + a[i - 1] * b[j - 1];
+            }
+        }
+        d.row(n).to_owned()
+    }
+    let mut rng = Rng::new(5);
+    // Small (rows one by one), and large enough for the banded wavefront
+    // when several threads exist: the last row reuses the first row's slot
+    // (512 is the wavefront's window), or crosses more bands.
+    for (n, m) in [(5, 4), (9, 33), (512, 300), (600, 280), (300, 700)] {
+        let a: Array1<f64> = (0..n).map(|_| rng.int(0, 4) as f64 * 0.1).collect();
+        let b: Array1<f64> = (0..m).map(|_| rng.int(0, 4) as f64 * 0.1).collect();
+        let want = reference(a.as_slice().unwrap(), b.as_slice().unwrap());
+        assert_close(&gapped::gapped(&a, &b).unwrap(), &want, 1e-12);
+    }
+    let f = recurrence_facts(gapped::SRC, "gapped", "d");
+    assert!(f.wavefront);
+    assert!(matches!(f.storage, Storage::Window { axis: 0, .. }), "{:?}", f.storage);
+}
+
 // ---------------------------------------------------------------------------
 // Viterbi forward scores (max-plus)
 // ---------------------------------------------------------------------------

@@ -182,49 +182,149 @@ where
 /// when no read looks back further than this along either axis.
 pub const TILE: i64 = 64;
 
-/// Whether a two-axis recurrence of `cells` points should run as a blocked
-/// wavefront: only when several threads can share each anti-diagonal and
-/// there are enough tiles to keep them busy.
+/// Whether a two-axis recurrence of `rows x cols` points should run as a
+/// wavefront: only when several threads can work on it and there are
+/// enough tiles to keep them busy.
 pub fn use_wavefront(rows: i64, cols: i64) -> bool {
     rayon::current_num_threads() > 1 && rows >= 4 * TILE && cols >= 4 * TILE
 }
 
+/// Window slots a recurrence with a window along its outer axis keeps when
+/// it runs as a wavefront (see [`wavefront_banded`]).
+pub const WAVE_SLOTS: usize = 512;
+
+/// Bands (of [`TILE`] steps of the outer axis) in flight at once in a
+/// windowed wavefront: those being computed and the one they read all fit
+/// in [`WAVE_SLOTS`], with a band to spare for the look-back.
+const WINDOWED_WORKERS: usize = WAVE_SLOTS / TILE as usize - 2;
+
 /// Runs `body(i, j)` for every point of `r0 x r1` such that each point runs
-/// after every point with smaller-or-equal `i` and `j` (other than itself):
-/// the points are cut into `TILE x TILE` tiles, the tiles of one
-/// anti-diagonal run in parallel, and inside a tile the points run row by
-/// row. Stops at the first error.
+/// after every point with smaller-or-equal `i` and `j` (other than itself).
+/// Stops at the first error. See [`wavefront_banded`].
 pub fn wavefront<F>(r0: (i64, i64), r1: (i64, i64), body: F) -> Result<(), Error>
 where
     F: Fn(i64, i64) -> Result<(), Error> + Sync + Send,
 {
+    pipeline(r0, r1, usize::MAX, &|_| Ok(()), &body)
+}
+
+/// [`wavefront`] over a recurrence that keeps only a window of at least
+/// [`WAVE_SLOTS`] slots of its outer axis; `prepare(i)` runs (on the
+/// band's thread) before any point of step `i` (to clear the step's slot).
+///
+/// The outer axis is cut into bands of [`TILE`] steps, taken in order by
+/// at most `WAVE_SLOTS / TILE - 2` workers. A worker runs its band tile by
+/// tile (`TILE` columns each, row by row inside a tile), and starts a tile
+/// only when the band above has finished the tiles up to the one above it
+/// (reads look back at most `TILE` along each axis). So a band runs
+/// only while the bands before it are finished or running, and at most
+/// `workers + 1` bands are read or written at once: they fit in the window
+/// with a band to spare (a band's look-back), so no slot is overwritten
+/// while it may still be read.
+pub fn wavefront_banded<P, F>(r0: (i64, i64), r1: (i64, i64), prepare: P, body: F) -> Result<(), Error>
+where
+    P: Fn(i64) -> Result<(), Error> + Sync + Send,
+    F: Fn(i64, i64) -> Result<(), Error> + Sync + Send,
+{
+    pipeline(r0, r1, WINDOWED_WORKERS, &prepare, &body)
+}
+
+/// The pipelined band wavefront of [`wavefront_banded`], with at most
+/// `max_workers` workers.
+#[inline]
+fn pipeline<P, F>(r0: (i64, i64), r1: (i64, i64), max_workers: usize, prepare: &P, body: &F) -> Result<(), Error>
+where
+    P: Fn(i64) -> Result<(), Error> + Sync,
+    F: Fn(i64, i64) -> Result<(), Error> + Sync,
+{
+    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
     let (n0, n1) = (r0.1 - r0.0, r1.1 - r1.0);
     if n0 <= 0 || n1 <= 0 {
         return Ok(());
     }
-    let (t0, t1) = ((n0 + TILE - 1) / TILE, (n1 + TILE - 1) / TILE);
-    let tile = |bi: i64, bj: i64| -> Result<(), Error> {
-        let (i_lo, j_lo) = (r0.0 + bi * TILE, r1.0 + bj * TILE);
-        let (i_hi, j_hi) = ((i_lo + TILE).min(r0.1), (j_lo + TILE).min(r1.1));
+    let (bands, tiles) = (((n0 + TILE - 1) / TILE) as usize, (n1 + TILE - 1) / TILE);
+    // Tiles finished by each band (a band finished entirely has `tiles`).
+    let done: Vec<AtomicI64> = (0..bands).map(|_| AtomicI64::new(0)).collect();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<Error>> = Mutex::new(None);
+    let fail = |e: Error| {
+        failed.store(true, Ordering::Release);
+        if let Ok(mut slot) = first_error.lock() {
+            slot.get_or_insert(e);
+        }
+    };
+    let run_band = |band: usize| -> Result<(), Error> {
+        let i_lo = r0.0 + band as i64 * TILE;
+        let i_hi = (i_lo + TILE).min(r0.1);
         for i in i_lo..i_hi {
-            for j in j_lo..j_hi {
-                body(i, j)?;
+            prepare(i)?;
+        }
+        for t in 0..tiles {
+            if band > 0 {
+                // Reads look back, at most a tile: the band above's
+                // tiles up to this one.
+                let need = t + 1;
+                let mut spins = 0u32;
+                while done[band - 1].load(Ordering::Acquire) < need {
+                    if failed.load(Ordering::Acquire) {
+                        return Ok(());
+                    }
+                    spins += 1;
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
             }
+            let j_lo = r1.0 + t * TILE;
+            let j_hi = (j_lo + TILE).min(r1.1);
+            for i in i_lo..i_hi {
+                for j in j_lo..j_hi {
+                    body(i, j)?;
+                }
+            }
+            done[band].store(t + 1, Ordering::Release);
         }
         Ok(())
     };
-    for d in 0..t0 + t1 - 1 {
-        let lo = (d - (t1 - 1)).max(0);
-        let hi = d.min(t0 - 1);
-        (lo..=hi).into_par_iter().try_for_each(|bi| tile(bi, d - bi))?;
+    let worker = || loop {
+        if failed.load(Ordering::Acquire) {
+            return;
+        }
+        let band = next.fetch_add(1, Ordering::AcqRel);
+        if band >= bands {
+            return;
+        }
+        if let Err(e) = run_band(band) {
+            fail(e);
+            return;
+        }
+    };
+    // Workers are threads of their own, not rayon jobs: a rayon thread
+    // waiting inside `body` (a parallel loop of a clause) may run any
+    // queued job, and a band started there would wait on the band below
+    // it in the same thread's stack.
+    let workers = rayon::current_num_threads().min(max_workers).min(bands).max(1);
+    std::thread::scope(|s| {
+        for _ in 1..workers {
+            s.spawn(worker);
+        }
+        worker();
+    });
+    match first_error.into_inner() {
+        Ok(Some(e)) => Err(e),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
     #[test]
     fn store_reads_what_it_wrote_and_clears_slabs() {
@@ -265,6 +365,70 @@ mod tests {
         });
         assert!(result.is_ok(), "{result:?}");
         assert_eq!(count.load(Ordering::SeqCst), (n0 * n1) as usize);
+    }
+
+    #[test]
+    fn a_windowed_wavefront_never_overwrites_a_slot_still_read() {
+        // Each point stamps its slot with its step and reads the slots of
+        // the furthest look-back (a tile up, a tile left, both): they must
+        // hold exactly those steps, never a later one sharing the slot.
+        // Eight threads, so the workers are capped by the window.
+        let (n0, n1) = (2000i64, 300i64);
+        let slots = WAVE_SLOTS as i64;
+        let stamp: Vec<AtomicI64> = (0..slots * n1).map(|_| AtomicI64::new(-1)).collect();
+        let at = |i: i64, j: i64| &stamp[((i % slots) * n1 + j) as usize];
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(8).build().unwrap();
+        let result = pool.install(|| {
+            wavefront_banded(
+                (0, n0),
+                (0, n1),
+                |i| {
+                    for j in 0..n1 {
+                        at(i, j).store(-1, Ordering::SeqCst);
+                    }
+                    Ok(())
+                },
+                |i, j| {
+                    if at(i, j).load(Ordering::SeqCst) != -1 {
+                        return Err(Error::Assert {
+                            function: "t".into(),
+                            message: format!("({i}, {j}) not prepared"),
+                        });
+                    }
+                    for (di, dj) in [(1, 0), (0, 1), (1, 1), (TILE, 0), (0, TILE), (TILE, TILE)] {
+                        let (pi, pj) = (i - di, j - dj);
+                        if pi >= 0 && pj >= 0 && at(pi, pj).load(Ordering::SeqCst) != pi {
+                            return Err(Error::Assert {
+                                function: "t".into(),
+                                message: format!("({i}, {j}) read ({pi}, {pj}): {}", at(pi, pj).load(Ordering::SeqCst)),
+                            });
+                        }
+                    }
+                    at(i, j).store(i, Ordering::SeqCst);
+                    Ok(())
+                },
+            )
+        });
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(at(n0 - 1, n1 - 1).load(Ordering::SeqCst), n0 - 1);
+    }
+
+    #[test]
+    fn a_wavefront_stops_at_the_first_error() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        let seen = AtomicUsize::new(0);
+        let r = pool.install(|| {
+            wavefront((0, 1000), (0, 500), |i, j| {
+                seen.fetch_add(1, Ordering::SeqCst);
+                if (i, j) == (300, 200) {
+                    Err(Error::Assert { function: "t".into(), message: "stop".into() })
+                } else {
+                    Ok(())
+                }
+            })
+        });
+        assert!(matches!(r, Err(Error::Assert { .. })), "{r:?}");
+        assert!(seen.load(Ordering::SeqCst) < 1000 * 500);
     }
 
     #[test]

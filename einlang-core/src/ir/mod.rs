@@ -225,12 +225,15 @@ pub struct Recurrence {
     /// depend on the step, so the same clauses overwrite the same points.
     pub clear_steps: bool,
     /// Two sequential axes whose reads only look back: may run as a blocked
-    /// anti-diagonal wavefront when several threads are available.
+    /// anti-diagonal wavefront when several threads are available (with a
+    /// window, a back end keeps more slots for the steps in flight).
     pub wavefront: bool,
     pub clauses: Vec<RecClause>,
 }
 
-/// A circular buffer of `slots` (a power of two) steps along `axis`.
+/// A circular buffer of `slots` (a power of two) steps along `axis`; a
+/// back end may keep more (a larger power of two), masking every access
+/// alike.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Window {
     pub axis: usize,

@@ -47,23 +47,41 @@ impl FnCx<'_> {
         let mut out = TokenStream::new();
         let mut lens = Vec::new();
         let mut alloc = Vec::new();
+        // A windowed wavefront keeps a super-band of steps in flight: its
+        // window has `rec::WAVE_SLOTS` slots when it runs as one (decided
+        // at run time), so the mask is a variable.
+        let wave = match self.windowed_wavefront(r)? {
+            Some((wave, decl)) => {
+                out.extend(decl);
+                Some(wave)
+            }
+            None => None,
+        };
+        let window = match (&r.window, &wave) {
+            (Some(w), None) => {
+                let mask = types::usize_lit(w.slots as usize - 1);
+                Some((w.axis, quote!(#mask)))
+            }
+            (Some(w), Some(use_it)) => {
+                let mask = derived("mask_", &name, "");
+                let slots = types::usize_lit(w.slots as usize);
+                out.extend(quote! {
+                    let #mask: usize = (if #use_it { #rt::rec::WAVE_SLOTS.max(#slots) } else { #slots }) - 1;
+                });
+                Some((w.axis, quote!(#mask)))
+            }
+            (None, _) => None,
+        };
         for (axis, e) in r.extents.iter().enumerate() {
             let len = derived("len_", &name, &format!("_{axis}"));
             let value = self.extent_usize(e)?;
             out.extend(quote!(let #len: usize = #value;));
-            match &r.window {
-                Some(w) if w.axis == axis => {
-                    let slots = proc_macro2::Literal::usize_suffixed(w.slots as usize);
-                    alloc.push(quote!(#slots));
-                }
+            match &window {
+                Some((w, mask)) if *w == axis => alloc.push(quote!((#mask + 1))),
                 _ => alloc.push(quote!(#len)),
             }
             lens.push(len);
         }
-        let window = r.window.as_ref().map(|w| {
-            let mask = proc_macro2::Literal::usize_suffixed(w.slots as usize - 1);
-            (w.axis, quote!(#mask))
-        });
         let store = derived("store_", &name, "");
         let array = types::array(r.elem, Some(rank), &nd);
         let shape = types::shape(&alloc, &nd);
@@ -73,7 +91,7 @@ impl FnCx<'_> {
         self.rec_access
             .insert(r.var, RecAccess { store: Some(store.clone()), window: window.clone(), lens: lens.clone() });
         self.no_move += 1;
-        let steps = self.rec_steps(r, &store);
+        let steps = self.rec_steps(r, &store, wave.as_ref());
         self.no_move -= 1;
         let steps = steps?;
         self.rec_access.insert(r.var, RecAccess { store: None, window, lens });
@@ -90,13 +108,14 @@ impl FnCx<'_> {
 
     /// The sequential loops with the clauses inside; a wavefront variant
     /// when the recurrence allows one.
-    fn rec_steps(&mut self, r: &Recurrence, store: &Ident) -> Result<TokenStream, Bug> {
+    fn rec_steps(&mut self, r: &Recurrence, store: &Ident, wave: Option<&Ident>) -> Result<TokenStream, Bug> {
         let rt = self.rt.clone();
         let mut clauses = TokenStream::new();
         for c in &r.clauses {
             clauses.extend(self.rec_clause(r, c, store)?);
         }
         let mut nest = clauses.clone();
+        let mut clear_first = TokenStream::new();
         for (k, (axis, l)) in r.seq.iter().enumerate().rev() {
             let i = self.ident(l.index)?;
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
@@ -107,6 +126,9 @@ impl FnCx<'_> {
             } else {
                 TokenStream::new()
             };
+            if k == 0 {
+                clear_first = clear.clone();
+            }
             nest = quote! {
                 for #i in (#start)..(#end) {
                     #clear
@@ -120,16 +142,52 @@ impl FnCx<'_> {
         let (l0, l1) = (&r.seq[0].1, &r.seq[1].1);
         let (i, j) = (self.ident(l0.index)?, self.ident(l1.index)?);
         let (s0, e0, s1, e1) = (self.dim(&l0.start)?, self.dim(&l0.end)?, self.dim(&l1.start)?, self.dim(&l1.end)?);
+        let Some(use_it) = wave else {
+            return Ok(quote! {
+                if #rt::rec::use_wavefront((#e0) - (#s0), (#e1) - (#s1)) {
+                    #rt::rec::wavefront(((#s0), (#e0)), ((#s1), (#e1)), |#i: i64, #j: i64| {
+                        #clauses
+                        Ok(())
+                    })?;
+                } else {
+                    #nest
+                }
+            });
+        };
+        // Windowed: a super-band of steps at a time, each step's slot
+        // prepared (cleared if need be) before its band starts.
         Ok(quote! {
-            if #rt::rec::use_wavefront((#e0) - (#s0), (#e1) - (#s1)) {
-                #rt::rec::wavefront(((#s0), (#e0)), ((#s1), (#e1)), |#i: i64, #j: i64| {
-                    #clauses
-                    Ok(())
-                })?;
+            if #use_it {
+                #rt::rec::wavefront_banded(
+                    ((#s0), (#e0)),
+                    ((#s1), (#e1)),
+                    |#i: i64| {
+                        #clear_first
+                        Ok(())
+                    },
+                    |#i: i64, #j: i64| {
+                        #clauses
+                        Ok(())
+                    },
+                )?;
             } else {
                 #nest
             }
         })
+    }
+
+    /// For a windowed recurrence that may run as a wavefront, a variable
+    /// saying whether it does, and its declaration.
+    fn windowed_wavefront(&mut self, r: &Recurrence) -> Result<Option<(Ident, TokenStream)>, Bug> {
+        let ([(_, l0), (_, l1)], Some(_)) = (&r.seq[..], &r.window) else { return Ok(None) };
+        if !r.wavefront {
+            return Ok(None);
+        }
+        let rt = self.rt.clone();
+        let (s0, e0, s1, e1) = (self.dim(&l0.start)?, self.dim(&l0.end)?, self.dim(&l1.start)?, self.dim(&l1.end)?);
+        let wave = derived("wave_", &self.ident(r.var)?, "");
+        let decl = quote!(let #wave: bool = #rt::rec::use_wavefront((#e0) - (#s0), (#e1) - (#s1)););
+        Ok(Some((wave, decl)))
     }
 
     /// Whether the window's slot for step `i` of the outermost loop must be
@@ -141,11 +199,13 @@ impl FnCx<'_> {
     /// slot's previous step left (a heat stencil's border stays zero
     /// without a clear per step).
     fn clear_needed(&mut self, r: &Recurrence, i: &Ident, start: &TokenStream) -> Result<TokenStream, Bug> {
-        let Some(w) = &r.window else { return Ok(quote!(true)) };
         if r.clauses.len() > 64 {
             return Ok(quote!(true));
         }
-        let slots = proc_macro2::Literal::i64_suffixed(w.slots as i64);
+        let slots = match self.rec_access.get(&r.var).and_then(|a| a.window.as_ref()) {
+            Some((_, mask)) => quote!(((#mask) as i64 + 1)),
+            None => return Ok(quote!(true)),
+        };
         let x = quote!(__step);
         let mut bits = Vec::new();
         for (n, c) in r.clauses.iter().enumerate() {
