@@ -1,6 +1,6 @@
 //! Shape checks emitted at function entry and before loop nests.
 
-use ndarray::{Array1, ArrayBase, ArrayD, ArrayView, Axis, Dimension, IxDyn, RawData};
+use ndarray::{Array, Array1, ArrayBase, ArrayD, ArrayView, Axis, Dimension, IxDyn, RawData};
 
 use crate::Error;
 
@@ -136,6 +136,25 @@ fn axis_index(function: &str, axis: i64, rank: usize) -> Result<usize, Error> {
 /// (which has as many elements).
 fn relaid<T: Clone, D: Dimension>(function: &str, x: ArrayView<'_, T, D>, dims: &[usize]) -> Result<ArrayD<T>, Error> {
     from_elems(function, IxDyn(dims), x.iter().cloned().collect())
+}
+
+/// `a`'s elements in row-major order as an array of `shape`, reusing its
+/// storage when it is in standard layout (a packed operand of a GEMM: see
+/// `einlang_core::opt::pack`). A different number of elements is an error.
+pub fn reshape_owned<T: Clone, D: Dimension, Sh: ndarray::IntoDimension>(
+    function: &str,
+    a: Array<T, D>,
+    shape: Sh,
+) -> Result<Array<T, Sh::Dim>, Error> {
+    let shape = shape.into_dimension();
+    if shape.size_checked() != Some(a.len()) {
+        return Err(extent_error(function, format!("cannot reshape {} elements into {:?}", a.len(), shape.slice())));
+    }
+    if a.is_standard_layout() {
+        return a.into_shape_with_order(shape).map_err(|e| extent_error(function, format!("cannot reshape: {e}")));
+    }
+    Array::from_shape_vec(shape, a.iter().cloned().collect())
+        .map_err(|e| extent_error(function, format!("cannot reshape: {e}")))
 }
 
 /// `reshape(x, shape)`: the elements of `x` in row-major order, in a tensor

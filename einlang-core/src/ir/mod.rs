@@ -153,6 +153,13 @@ pub enum Stmt {
     Gemm(Gemm),
     /// A tensor defined by clauses that read earlier points of itself.
     Recurrence(Recurrence),
+    /// `var` holds the elements of `source` in row-major order as a tensor
+    /// of extents `dims` (their product is `source`'s element count,
+    /// checked at run time). `source` is a tensor that an earlier
+    /// statement of the same statement list defines (`Tensor` or `Gemm`),
+    /// and nothing reads it after this statement, so a back end may reuse
+    /// its storage.
+    Reshape { var: VarId, source: VarId, elem: ScalarKind, dims: Vec<Dim> },
     /// A declared result dimension checked against the computed one: of
     /// `tensor`, or of its tuple element at `path` (`result.1.0`).
     CheckResultDim { tensor: VarId, path: Vec<u32>, axis: usize, symbol: String, declared: Dim },

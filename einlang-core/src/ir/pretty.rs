@@ -142,6 +142,10 @@ impl Printer<'_> {
                     self.dim(declared)
                 )
             }
+            Stmt::Reshape { var, source, elem, dims } => {
+                let dims: Vec<String> = dims.iter().map(|d| self.dim(d)).collect();
+                format!("reshape {} = {} as [{}]: {}", self.var(*var), self.var(*source), dims.join(", "), elem.name())
+            }
             Stmt::Expr(e) => format!("eval {}", self.expr(e, level)),
         };
         let _ = writeln!(out, "{pad}{line}");

@@ -180,6 +180,10 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
             f(*tensor);
             dim(declared, f);
         }
+        Stmt::Reshape { source, dims, .. } => {
+            f(*source);
+            dims.iter().for_each(|d| dim(d, f));
+        }
         Stmt::Recurrence(r) => {
             for d in &r.extents {
                 dim(d, f);
@@ -418,6 +422,24 @@ impl<'a> Checker<'a> {
                     }
                 }
                 self.check_dim(declared);
+            }
+            Stmt::Reshape { var, source, elem, dims } => {
+                for d in dims {
+                    self.check_dim(d);
+                }
+                let src = self.name(*source);
+                match self.use_var(*source) {
+                    Some(Repr::Tensor(k, _)) if k == elem => {}
+                    other => {
+                        let other = other.map_or("?".to_string(), ty_text);
+                        self.err(format!("reshape of {src} of type `{other}`"));
+                    }
+                }
+                if let Some(ty) = self.ty(*var) {
+                    let what = format!("the reshape {}", self.name(*var));
+                    self.expect_ty(&what, ty, &Repr::Tensor(*elem, dims.len()));
+                }
+                self.define(*var);
             }
             Stmt::Expr(e) => self.check_expr(e),
         }

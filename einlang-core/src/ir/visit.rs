@@ -109,7 +109,7 @@ pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
         Stmt::Tensor(def) => f(&def.body),
         Stmt::Gemm(g) => f(&g.reference.body),
         Stmt::Recurrence(r) => r.clauses.iter().for_each(|c| f(&c.body)),
-        Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } => {}
+        Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
     }
 }
 
@@ -120,7 +120,7 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         Stmt::Tensor(def) => f(&mut def.body),
         Stmt::Gemm(g) => f(&mut g.reference.body),
         Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|c| f(&mut c.body)),
-        Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } => {}
+        Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
     }
 }
 
@@ -160,7 +160,7 @@ pub fn for_each_binder(e: &Expr, f: &mut dyn FnMut(VarId)) {
 /// expressions).
 pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
     match s {
-        Stmt::Let { var, .. } | Stmt::Extent { var, .. } => f(*var),
+        Stmt::Let { var, .. } | Stmt::Extent { var, .. } | Stmt::Reshape { var, .. } => f(*var),
         Stmt::Tensor(def) => {
             def.axes.iter().for_each(|a| f(a.index));
             f(def.var);

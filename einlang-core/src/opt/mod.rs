@@ -13,6 +13,7 @@
 
 pub mod gemm;
 pub mod hoist;
+pub mod pack;
 
 #[cfg(test)]
 mod tests;
@@ -20,7 +21,7 @@ mod tests;
 use crate::ir;
 
 /// The passes, in the order they run.
-const PASSES: &[Pass] = &[("gemm", gemm::run), ("hoist", hoist::run)];
+const PASSES: &[Pass] = &[("gemm", gemm::run), ("pack", pack::run), ("hoist", hoist::run)];
 
 /// A pass: its name (for errors) and what it does to one function.
 type Pass = (&'static str, fn(&mut ir::Function));

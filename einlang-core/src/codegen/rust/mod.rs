@@ -445,6 +445,18 @@ impl<'a> FnCx<'a> {
                 let (axis, symbol, declared) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(declared)?);
                 Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #len)?;))
             }
+            Stmt::Reshape { var, source, elem, dims } => {
+                let (id, src) = (self.ident(*var)?, self.ident(*source)?);
+                let nd = self.nd.clone();
+                let mut lens = Vec::new();
+                for d in dims {
+                    let d = self.dim(d)?;
+                    lens.push(quote!((#d).max(0) as usize));
+                }
+                let (array, shape) = (types::array(*elem, Some(dims.len()), &nd), types::shape(&lens, &nd));
+                self.repr.insert(*var, Ownership::Owned);
+                Ok(quote!(let #id: #array = #rt::shape::reshape_owned(#name, #src, #shape)?;))
+            }
             Stmt::Expr(e) => {
                 let statement_like =
                     matches!(e.kind, ExprKind::Call { .. } | ExprKind::If { .. } | ExprKind::Block { .. });

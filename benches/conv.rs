@@ -1,0 +1,166 @@
+//! Convolutions written in Einstein notation against im2col + GEMM written
+//! by hand, measured in the same run: the forward pass of a batch (valid,
+//! with a bias), a padded one (a guard), and the kernel gradient (the
+//! output gradient contracted with the shifted input).
+//!
+//! The baseline packs the input by hand (rayon over the packed rows), runs
+//! one `general_mat_mul` (matrixmultiply, the GEMM einlang dispatches to),
+//! and writes the result back in `[n, o, y, x]` order with the bias. The
+//! einlang side is what `opt::pack` makes of the definition. Each result is
+//! checked against the baseline before anything is timed; one ratio line
+//! (median of a few runs) is printed per case.
+
+mod common;
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use einlang::einlang;
+use einlang::ndarray::linalg::general_mat_mul;
+use einlang::ndarray::parallel::prelude::*;
+use einlang::ndarray::{Array1, Array2, Array4, Axis};
+
+einlang! {
+    pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+        let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+        y
+    }
+
+    pub fn conv_same(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = i + r - 1, iw = j + s - 1
+        );
+        y
+    }
+
+    pub fn kernel_grad(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
+        let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
+        dk
+    }
+}
+
+/// im2col of `x` for a `kh x kw` kernel with padding `pad`: rows `(n, i,
+/// j)`, columns `(c, r, s)`.
+fn im2col(x: &Array4<f32>, kh: usize, kw: usize, pad: usize) -> Array2<f32> {
+    let (n, c, h, w) = x.dim();
+    let (oh, ow) = (h + 2 * pad - kh + 1, w + 2 * pad - kw + 1);
+    let mut cols = Array2::<f32>::zeros((n * oh * ow, c * kh * kw));
+    cols.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(row, mut out)| {
+        let (nn, i, j) = (row / (oh * ow), row / ow % oh, row % ow);
+        let out = out.as_slice_mut().expect("standard layout");
+        for cc in 0..c {
+            for r in 0..kh {
+                for s in 0..kw {
+                    let (ih, iw) = ((i + r) as isize - pad as isize, (j + s) as isize - pad as isize);
+                    if ih >= 0 && (ih as usize) < h && iw >= 0 && (iw as usize) < w {
+                        out[(cc * kh + r) * kw + s] = x[[nn, cc, ih as usize, iw as usize]];
+                    }
+                }
+            }
+        }
+    });
+    cols
+}
+
+/// `cols · k^T`, back in `[n, o, y, x]` order with the bias.
+fn conv_gemm(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize) -> Array4<f32> {
+    let (n, _, h, w) = x.dim();
+    let (o, c, kh, kw) = k.dim();
+    let (oh, ow) = (h + 2 * pad - kh + 1, w + 2 * pad - kw + 1);
+    let cols = im2col(x, kh, kw, pad);
+    let km = k.view().into_shape_with_order((o, c * kh * kw)).expect("standard layout kernel");
+    let mut prod = Array2::<f32>::zeros((n * oh * ow, o));
+    general_mat_mul(1.0, &cols, &km.t(), 0.0, &mut prod);
+    let mut y = Array4::<f32>::zeros((n, o, oh, ow));
+    y.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(nn, mut plane)| {
+        for ((oo, i, j), v) in plane.indexed_iter_mut() {
+            *v = prod[[(nn * oh + i) * ow + j, oo]] + bias[oo];
+        }
+    });
+    y
+}
+
+/// The kernel gradient by im2col: `dy` as `[o, (n, i, j)]` times the
+/// input's columns.
+fn kernel_grad_gemm(x: &Array4<f32>, dy: &Array4<f32>) -> Array4<f32> {
+    let (n, c, _, _) = x.dim();
+    let (_, o, p, q) = dy.dim();
+    let cols = im2col(x, 3, 3, 0);
+    let mut dym = Array2::<f32>::zeros((o, n * p * q));
+    dym.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(oo, mut row)| {
+        for ((nn, i, j), v) in dy.index_axis(Axis(1), oo).indexed_iter() {
+            row[(nn * p + i) * q + j] = *v;
+        }
+    });
+    let mut prod = Array2::<f32>::zeros((o, c * 9));
+    general_mat_mul(1.0, &dym, &cols, 0.0, &mut prod);
+    prod.into_shape_with_order((o, c, 3, 3)).expect("contiguous")
+}
+
+fn data4(a: usize, b: usize, c: usize, d: usize, seed: u64) -> Array4<f32> {
+    let v = common::data(a * b * c * d, seed).into_iter().map(|v| v as f32).collect();
+    Array4::from_shape_vec((a, b, c, d), v).expect("matching length")
+}
+
+fn median(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut t: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[runs / 2]
+}
+
+fn close(a: &Array4<f32>, b: &Array4<f32>, what: &str) {
+    assert_eq!(a.shape(), b.shape(), "{what}");
+    let scale = b.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() <= 1e-3 * scale, "{what}: {x} vs {y}");
+    }
+}
+
+fn report(label: &str, flops: f64, e: f64, b: f64) {
+    println!(
+        "{label}: einlang {:.2} ms ({:.1} GFLOP/s), im2col + GEMM {:.2} ms ({:.1} GFLOP/s), ratio {:.2}x (einlang time / baseline time)",
+        e * 1e3,
+        flops / e / 1e9,
+        b * 1e3,
+        flops / b / 1e9,
+        e / b
+    );
+}
+
+fn main() {
+    let runs = 7;
+    let (n, c, h, w, o) = (8, 32, 32, 32, 64);
+    let x = data4(n, c, h, w, 1);
+    let k = data4(o, c, 3, 3, 2);
+    let b: Array1<f32> = common::data(o, 3).into_iter().map(|v| v as f32).collect();
+
+    let (got, want) = (conv(&x, &k, &b).expect("conv"), conv_gemm(&x, &k, &b, 0));
+    close(&got, &want, "conv");
+    let flops = 2.0 * (n * o * (h - 2) * (w - 2) * c * 9) as f64;
+    let e = median(runs, || drop(black_box(conv(black_box(&x), &k, &b).unwrap())));
+    let g = median(runs, || drop(black_box(conv_gemm(black_box(&x), &k, &b, 0))));
+    report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 valid + bias"), flops, e, g);
+
+    let zero = Array1::<f32>::zeros(o);
+    let (got, want) = (conv_same(&x, &k).expect("conv_same"), conv_gemm(&x, &k, &zero, 1));
+    close(&got, &want, "conv_same");
+    let flops = 2.0 * (n * o * h * w * c * 9) as f64;
+    let e = median(runs, || drop(black_box(conv_same(black_box(&x), &k).unwrap())));
+    let g = median(runs, || drop(black_box(conv_gemm(black_box(&x), &k, &zero, 1))));
+    report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, e, g);
+
+    let dy = data4(n, o, h - 2, w - 2, 4);
+    let (got, want) = (kernel_grad(&x, &dy).expect("kernel_grad"), kernel_grad_gemm(&x, &dy));
+    close(&got, &want, "kernel_grad");
+    let e = median(runs, || drop(black_box(kernel_grad(black_box(&x), &dy).unwrap())));
+    let g = median(runs, || drop(black_box(kernel_grad_gemm(black_box(&x), &dy))));
+    let flops = 2.0 * (o * c * 9 * n * (h - 2) * (w - 2)) as f64;
+    report(&format!("conv kernel gradient N={n} C={c} {h}x{w} O={o} 3x3"), flops, e, g);
+}

@@ -1,0 +1,498 @@
+//! Packing: a sum that contracts two operands but is not a matrix product
+//! as written (a convolution `sum[c, r, s](x[n, c, i + r, j + s] * k[o, c,
+//! r, s])`, either of its gradients, a contraction over several indices)
+//! becomes a GEMM over packed copies of its operands ("im2col").
+//!
+//! A definition `y[axes] = ... sum[ks](body) where ws ...` qualifies when
+//! it has no domain guards, its axes start at 0, and one of its sums (found
+//! like `gemm`'s: in the value or a where-binding, through operators,
+//! casts and calls) has
+//! - elements `f32` or `f64`, loops starting at 0 whose ends mention no
+//!   variable of the definition;
+//! - a body `p * q` or `q * p`, possibly as `if c { .. } else { 0 }`;
+//! - `p` a read whose indices are distinct variables, each an axis of the
+//!   definition or a summed variable, every summed variable among them
+//!   (the plain operand: a kernel, an output gradient);
+//! - `q`, `c` and `ws` using no variable of the definition other than its
+//!   axes (the gathered operand: a shifted, strided or guarded read).
+//!
+//! The axes `p` reads are the GEMM's columns, unless `q`, `c` or `ws` use
+//! them too (then they are batch axes); the others are its rows. The sum
+//! becomes
+//!
+//! ```text
+//! y_cols[batch.., rows.., ks..] = q where ws, c     (0 where a guard fails)
+//! y_kern[batch.., ks.., cols..] = p
+//! y_cols_m = reshape y_cols [B, M, K]; y_kern_m = reshape y_kern [B, K, N]
+//! y_prod_m = gemm y_cols_m x y_kern_m                [B, M, N]
+//! y_prod = reshape y_prod_m [batch.., rows.., cols..]
+//! ```
+//!
+//! and the definition reads `y_prod[batch.., rows.., cols..]` in its
+//! place (a bias or an activation stays an elementwise pass over the
+//! result). The packed gathered operand has `K` entries for each of the
+//! `M` rows: the kernel's volume times the input for a convolution.
+
+use std::collections::{HashMap, HashSet};
+
+use super::gemm::{recost, rename, replace_at};
+use crate::base::dim::Dim;
+use crate::base::ops::{BinOp, RedOp};
+use crate::base::scalar::ScalarKind;
+use crate::ir::cost::expr_cost;
+use crate::ir::validate::visit_var_uses;
+use crate::ir::visit;
+use crate::ir::{Axis, Expr, ExprKind, Function, Gemm, Literal, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
+
+/// Rewrites every qualifying definition of `f`, wherever it is.
+pub fn run(f: &mut Function) {
+    super::over_function(f, rewrite_stmts, rewrite_expr);
+}
+
+fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
+    let mut i = 0;
+    while i < stmts.len() {
+        let found = match &stmts[i] {
+            Stmt::Tensor(def) => find(def),
+            _ => None,
+        };
+        if let (Some(c), Stmt::Tensor(def)) = (found, &mut stmts[i]) {
+            let before = pack(f, def, c);
+            let n = before.len();
+            stmts.splice(i..i, before);
+            i += n;
+        }
+        visit::for_each_stmt_expr_mut(&mut stmts[i], &mut |e| rewrite_expr(f, e));
+        i += 1;
+    }
+}
+
+fn rewrite_expr(f: &mut Function, e: &mut Expr) {
+    if let ExprKind::Block { stmts, result } = &mut e.kind {
+        rewrite_stmts(f, stmts);
+        rewrite_expr(f, result);
+    } else {
+        visit::for_each_child_mut(e, &mut |x| rewrite_expr(f, x));
+    }
+}
+
+/// A sum that qualifies (see the module docs), where it is in the
+/// definition's body, and the roles of its variables.
+struct Contraction {
+    path: Vec<usize>,
+    elem: ScalarKind,
+    batch: Vec<Axis>,
+    rows: Vec<Axis>,
+    cols: Vec<Axis>,
+    /// Whether `p` is the left factor.
+    p_first: bool,
+}
+
+/// The first sum of `def` that qualifies, if any.
+fn find(def: &TensorDef) -> Option<Contraction> {
+    if def.domain_guards > 0 || def.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
+        return None;
+    }
+    let mut inside = Vec::new();
+    visit::defined_in(&def.body, &mut inside);
+    let inside: HashSet<VarId> = inside.into_iter().chain(def.axes.iter().map(|a| a.index)).collect();
+    let mut stack: Vec<(&Expr, Vec<usize>)> = Vec::new();
+    match &def.body.kind {
+        ExprKind::Guarded { wheres, body } => {
+            stack.push((body, vec![wheres.len()]));
+            for (n, w) in wheres.iter().enumerate() {
+                if let WhereEntry::Bind(_, x) = w {
+                    stack.push((x, vec![n]));
+                }
+            }
+        }
+        _ => stack.push((&def.body, Vec::new())),
+    }
+    while let Some((e, path)) = stack.pop() {
+        match &e.kind {
+            ExprKind::Reduce { .. } => {
+                if let Some(c) = contraction(def, e, &inside, &path) {
+                    return Some(c);
+                }
+            }
+            ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => {
+                let mut n = 0;
+                visit::for_each_child(e, &mut |c| {
+                    let mut at = path.clone();
+                    at.push(n);
+                    stack.push((c, at));
+                    n += 1;
+                });
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The factors of a sum's body: `(p, q, condition)` candidates in both
+/// orders, as `(left, right, cond)`.
+fn factors(body: &Expr) -> Option<(&Expr, &Expr, Option<&Expr>)> {
+    match &body.kind {
+        ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, None)),
+        ExprKind::If { cond, then, els } if is_zero(els) => match &then.kind {
+            ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, Some(cond))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn is_zero(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(Literal::Float(t)) => t.parse::<f64>().is_ok_and(|v| v == 0.0),
+        ExprKind::Lit(Literal::Int(0)) => true,
+        _ => false,
+    }
+}
+
+fn contraction(def: &TensorDef, e: &Expr, inside: &HashSet<VarId>, path: &[usize]) -> Option<Contraction> {
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &e.kind else { return None };
+    let Repr::Scalar(elem @ (ScalarKind::F32 | ScalarKind::F64)) = e.ty else { return None };
+    if def.elem != elem {
+        return None;
+    }
+    let ks: HashSet<VarId> = loops.iter().map(|l| l.index).collect();
+    for l in loops {
+        let bounded_outside = |d: &Dim| d.vars().iter().all(|v| !inside.contains(&VarId(v.0)));
+        if l.start.as_constant() != Some(0) || !bounded_outside(&l.end) {
+            return None;
+        }
+    }
+    let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
+    let (x, y, cond) = factors(body)?;
+    // The plain operand's indices: distinct axes or summed variables, every
+    // summed variable among them.
+    let plain = |r: &Expr| -> Option<Vec<VarId>> {
+        let ExprKind::Read { tensor, indices, .. } = &r.kind else { return None };
+        if inside.contains(tensor) {
+            return None;
+        }
+        let vars = indices
+            .iter()
+            .map(|i| match i.kind {
+                ExprKind::Var(v) if axes.contains(&v) || ks.contains(&v) => Some(v),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let distinct: HashSet<VarId> = vars.iter().copied().collect();
+        (distinct.len() == vars.len() && ks.iter().all(|k| distinct.contains(k))).then_some(vars)
+    };
+    // The gathered side may use the axes and its own variables, nothing
+    // else defined in the definition.
+    let mut own: HashSet<VarId> = ks.clone();
+    for w in wheres {
+        if let WhereEntry::Bind(v, _) = w {
+            own.insert(*v);
+        }
+    }
+    let uses = |q: &Expr| -> Option<HashSet<VarId>> {
+        let mut mine = Vec::new();
+        visit::defined_in(q, &mut mine);
+        let mut used = HashSet::new();
+        let mut exprs = vec![q];
+        exprs.extend(cond);
+        for w in wheres {
+            match w {
+                WhereEntry::Bind(_, v) | WhereEntry::Guard(v) => {
+                    exprs.push(v);
+                    visit::defined_in(v, &mut mine);
+                }
+            }
+        }
+        if let Some(c) = cond {
+            visit::defined_in(c, &mut mine);
+        }
+        for x in exprs {
+            visit_var_uses(x, &mut |v| {
+                used.insert(v);
+            });
+        }
+        let ok = used.iter().all(|v| !inside.contains(v) || axes.contains(v) || own.contains(v) || mine.contains(v));
+        ok.then_some(used)
+    };
+    // Either factor may be the plain one; when both can, the one that
+    // reads the definition's last axis, so the product is read in order.
+    let first = plain(x).zip(uses(y)).map(|(pv, used)| (true, pv, used));
+    let second = plain(y).zip(uses(x)).map(|(pv, used)| (false, pv, used));
+    let last = axes.last().copied();
+    let (p_first, p_vars, used) = match (first, second) {
+        (Some(a), Some(b)) => {
+            if last.is_some_and(|l| b.1.contains(&l) && !a.1.contains(&l)) {
+                b
+            } else {
+                a
+            }
+        }
+        (a, b) => a.or(b)?,
+    };
+    let (mut batch, mut rows, mut cols) = (Vec::new(), Vec::new(), Vec::new());
+    for a in &def.axes {
+        match (p_vars.contains(&a.index), used.contains(&a.index)) {
+            (true, true) => batch.push(a.clone()),
+            (true, false) => cols.push(a.clone()),
+            (false, _) => rows.push(a.clone()),
+        }
+    }
+    // A sum that is an elementwise product (no column or no row) gains
+    // nothing from a GEMM.
+    if rows.is_empty() || cols.is_empty() {
+        return None;
+    }
+    Some(Contraction { path: path.to_vec(), elem, batch, rows, cols, p_first })
+}
+
+fn product(dims: impl Iterator<Item = Dim>) -> Dim {
+    dims.fold(Dim::one(), |p, d| p.mul(&d))
+}
+
+fn var(v: VarId) -> Expr {
+    Expr { kind: ExprKind::Var(v), ty: Repr::Scalar(ScalarKind::I64) }
+}
+
+fn read(tensor: VarId, indices: Vec<VarId>, elem: ScalarKind) -> Expr {
+    Expr {
+        kind: ExprKind::Read { tensor, indices: indices.into_iter().map(var).collect(), checked: false },
+        ty: Repr::Scalar(elem),
+    }
+}
+
+/// Rewrites `def`'s sum as in the module docs; returns the statements that
+/// go before `def`.
+fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
+    let i64_ty = Repr::Scalar(ScalarKind::I64);
+    let elem = c.elem;
+    let base = f.var(def.var).source_name.clone();
+    let placeholder = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
+    let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(placeholder)) else { return Vec::new() };
+    let ExprKind::Reduce { loops, wheres, body, .. } = sum.kind else { return Vec::new() };
+    let Some((x, y, cond)) = factors_owned(*body) else { return Vec::new() };
+    let (p, q) = if c.p_first { (x, y) } else { (y, x) };
+    let guarded = cond.is_some() || wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
+
+    let fresh = |f: &mut Function, axes: &[VarId]| -> HashMap<VarId, VarId> {
+        axes.iter().map(|&a| (a, f.add_var(&f.var(a).source_name.clone(), i64_ty.clone()))).collect()
+    };
+    let ks: Vec<VarId> = loops.iter().map(|l| l.index).collect();
+    let k_ext: Vec<Dim> = loops.iter().map(|l| l.end.clone()).collect();
+    let ids = |axes: &[Axis]| axes.iter().map(|a| a.index).collect::<Vec<_>>();
+    let (batch, rows, cols) = (ids(&c.batch), ids(&c.rows), ids(&c.cols));
+    let exts = |axes: &[Axis]| axes.iter().map(|a| a.extent.clone()).collect::<Vec<_>>();
+    let (b_ext, r_ext, c_ext) = (exts(&c.batch), exts(&c.rows), exts(&c.cols));
+    let mk_axes = |vars: Vec<VarId>, exts: Vec<Dim>| -> Vec<Axis> {
+        vars.into_iter().zip(exts).map(|(index, extent)| Axis { index, start: Dim::zero(), extent }).collect()
+    };
+
+    // The gathered operand, over fresh copies of the definition's axes and
+    // the sum's own variables (the sum itself is gone).
+    let outer: Vec<VarId> = batch.iter().chain(&rows).copied().collect();
+    let to_q = fresh(f, &outer);
+    let mut q_body = match cond {
+        Some(cond) => {
+            let zero = Expr { kind: ExprKind::Lit(Literal::Float("0.0".into())), ty: Repr::Scalar(elem) };
+            Expr {
+                kind: ExprKind::If { cond: Box::new(cond), then: Box::new(q), els: Box::new(zero) },
+                ty: Repr::Scalar(elem),
+            }
+        }
+        None => q,
+    };
+    // The sum's terms were computed only at points of the definition:
+    // an operand that may fail (a checked read, a call) is not computed
+    // when the other side has no points.
+    let mut q_wheres = wheres;
+    if may_fail(&q_body)
+        || q_wheres.iter().any(|w| matches!(w, WhereEntry::Bind(_, v) | WhereEntry::Guard(v) if may_fail(v)))
+    {
+        q_wheres.insert(0, nonempty(c_ext.iter().cloned()));
+    }
+    if !q_wheres.is_empty() {
+        q_body = Expr { kind: ExprKind::Guarded { wheres: q_wheres, body: Box::new(q_body) }, ty: Repr::Scalar(elem) };
+    }
+    rename(&mut q_body, &to_q);
+    let q_var = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, outer.len() + ks.len()));
+    let q_axes = mk_axes(
+        outer.iter().map(|v| to_q[v]).chain(ks.iter().copied()).collect(),
+        b_ext.iter().chain(&r_ext).chain(&k_ext).cloned().collect(),
+    );
+    let q_def = TensorDef {
+        var: q_var,
+        elem,
+        axes: q_axes,
+        cost_per_point: expr_cost(&q_body),
+        body: q_body,
+        domain_guards: 0,
+    };
+
+    // The plain operand, over fresh variables. When guards kept its read in
+    // bounds before, they are no longer around it: each index is checked
+    // against the operand's length instead (0 outside).
+    let p_outer: Vec<VarId> = batch.iter().chain(&ks).chain(&cols).copied().collect();
+    let to_p = fresh(f, &p_outer);
+    let mut p_body = p;
+    rename(&mut p_body, &to_p);
+    if guarded {
+        if let ExprKind::Read { tensor, indices, checked: false } = &p_body.kind {
+            let mut guards = Vec::new();
+            for (axis, i) in indices.iter().enumerate() {
+                let len = Expr { kind: ExprKind::Len { tensor: *tensor, axis }, ty: i64_ty.clone() };
+                let zero = Expr { kind: ExprKind::Lit(Literal::Int(0)), ty: i64_ty.clone() };
+                let bool_ty = Repr::Scalar(ScalarKind::Bool);
+                let lo = Expr {
+                    kind: ExprKind::Binary(BinOp::Ge, Box::new(i.clone()), Box::new(zero)),
+                    ty: bool_ty.clone(),
+                };
+                let hi =
+                    Expr { kind: ExprKind::Binary(BinOp::Lt, Box::new(i.clone()), Box::new(len)), ty: bool_ty.clone() };
+                guards.push(WhereEntry::Guard(Expr {
+                    kind: ExprKind::Binary(BinOp::And, Box::new(lo), Box::new(hi)),
+                    ty: bool_ty,
+                }));
+            }
+            p_body =
+                Expr { kind: ExprKind::Guarded { wheres: guards, body: Box::new(p_body) }, ty: Repr::Scalar(elem) };
+        }
+    }
+    if may_fail(&p_body) {
+        p_body = Expr {
+            kind: ExprKind::Guarded { wheres: vec![nonempty(r_ext.iter().cloned())], body: Box::new(p_body) },
+            ty: Repr::Scalar(elem),
+        };
+    }
+    let p_var = f.add_var(&format!("{base}_kern"), Repr::Tensor(elem, p_outer.len()));
+    let p_def = TensorDef {
+        var: p_var,
+        elem,
+        axes: mk_axes(
+            p_outer.iter().map(|v| to_p[v]).collect(),
+            b_ext.iter().chain(&k_ext).chain(&c_ext).cloned().collect(),
+        ),
+        cost_per_point: expr_cost(&p_body),
+        body: p_body,
+        domain_guards: 0,
+    };
+
+    // The matrices, their product, and the product over the axes again.
+    let (bb, m, n, k) = (
+        product(b_ext.iter().cloned()),
+        product(r_ext.iter().cloned()),
+        product(c_ext.iter().cloned()),
+        product(k_ext.iter().cloned()),
+    );
+    let batched = !batch.is_empty();
+    let rank = if batched { 3 } else { 2 };
+    let with_batch = |dims: [Dim; 2]| -> Vec<Dim> {
+        if batched {
+            vec![bb.clone(), dims[0].clone(), dims[1].clone()]
+        } else {
+            dims.to_vec()
+        }
+    };
+    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, rank));
+    let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, rank));
+    let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, rank));
+    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, batch.len() + rows.len() + cols.len()));
+    let names: Vec<&str> = if batched { vec!["b", "m", "n"] } else { vec!["m", "n"] };
+    let ref_vars: Vec<VarId> = names.iter().map(|s| f.add_var(s, i64_ty.clone())).collect();
+    let kk = f.add_var("k", i64_ty.clone());
+    let (b_at, m_at, n_at) = match ref_vars[..] {
+        [b, m, n] => (Some(b), m, n),
+        [m, n] => (None, m, n),
+        _ => return Vec::new(),
+    };
+    let a_idx: Vec<VarId> = b_at.into_iter().chain([m_at, kk]).collect();
+    let b_idx: Vec<VarId> = b_at.into_iter().chain([kk, n_at]).collect();
+    let mul = Expr {
+        kind: ExprKind::Binary(BinOp::Mul, Box::new(read(qm, a_idx, elem)), Box::new(read(pm, b_idx, elem))),
+        ty: Repr::Scalar(elem),
+    };
+    let ref_body = Expr {
+        kind: ExprKind::Reduce {
+            op: RedOp::Sum,
+            loops: vec![Loop { index: kk, start: Dim::zero(), end: k.clone() }],
+            wheres: Vec::new(),
+            body: Box::new(mul),
+        },
+        ty: Repr::Scalar(elem),
+    };
+    let reference = TensorDef {
+        var: ym,
+        elem,
+        axes: mk_axes(ref_vars, with_batch([m.clone(), n.clone()])),
+        cost_per_point: expr_cost(&ref_body),
+        body: ref_body,
+        domain_guards: 0,
+    };
+    let axes: Vec<usize> = (0..rank).collect();
+    let gemm = Gemm {
+        out: ym,
+        elem,
+        batch: batched.then(|| bb.clone()),
+        m: m.clone(),
+        n: n.clone(),
+        k: k.clone(),
+        a: qm,
+        a_axes: axes.clone(),
+        b: pm,
+        b_axes: axes,
+        reference,
+    };
+
+    // The definition reads the product at its point.
+    let at: Vec<VarId> = batch.iter().chain(&rows).chain(&cols).copied().collect();
+    let mut with = Some(read(yp, at, elem));
+    replace_at(&mut def.body, &c.path, &mut with);
+    recost(def);
+
+    vec![
+        Stmt::Tensor(q_def),
+        Stmt::Tensor(p_def),
+        Stmt::Reshape { var: qm, source: q_var, elem, dims: with_batch([m.clone(), k.clone()]) },
+        Stmt::Reshape { var: pm, source: p_var, elem, dims: with_batch([k, n]) },
+        Stmt::Gemm(gemm),
+        Stmt::Reshape { var: yp, source: ym, elem, dims: b_ext.into_iter().chain(r_ext).chain(c_ext).collect() },
+    ]
+}
+
+/// Whether evaluating `e` may return an error: a checked read, a view, a
+/// call, an integer division.
+fn may_fail(e: &Expr) -> bool {
+    let int_div = matches!(e.kind, ExprKind::Binary(BinOp::Div | BinOp::Rem, ..))
+        && matches!(e.ty, Repr::Scalar(k) if !matches!(k, ScalarKind::F32 | ScalarKind::F64));
+    let mut fails = int_div
+        || matches!(
+            e.kind,
+            ExprKind::Read { checked: true, .. }
+                | ExprKind::View { .. }
+                | ExprKind::Call { .. }
+                | ExprKind::Intrinsic(..)
+        );
+    visit::for_each_child(e, &mut |c| fails |= may_fail(c));
+    fails
+}
+
+/// The guard `0 < product of extents`.
+fn nonempty(extents: impl Iterator<Item = Dim>) -> WhereEntry {
+    let n = Expr { kind: ExprKind::Dim(product(extents)), ty: Repr::Scalar(ScalarKind::I64) };
+    let zero = Expr { kind: ExprKind::Lit(Literal::Int(0)), ty: Repr::Scalar(ScalarKind::I64) };
+    WhereEntry::Guard(Expr {
+        kind: ExprKind::Binary(BinOp::Gt, Box::new(n), Box::new(zero)),
+        ty: Repr::Scalar(ScalarKind::Bool),
+    })
+}
+
+fn factors_owned(body: Expr) -> Option<(Expr, Expr, Option<Expr>)> {
+    match body.kind {
+        ExprKind::Binary(BinOp::Mul, x, y) => Some((*x, *y, None)),
+        ExprKind::If { cond, then, els } if is_zero(&els) => match then.kind {
+            ExprKind::Binary(BinOp::Mul, x, y) => Some((*x, *y, Some(*cond))),
+            _ => None,
+        },
+        _ => None,
+    }
+}

@@ -1,0 +1,266 @@
+//! Contractions that are not matrix products as written, run as GEMMs over
+//! packed operands (`einlang_core::opt::pack`): convolutions in several
+//! forms (valid, padded by a guard, strided, dilated, grouped, 1-D, 3-D),
+//! the kernel gradient of a convolution, a contraction over two indices of
+//! four-axis tensors, and a gathered side that is an expression. Each is
+//! compared with naive loops written here; the `checked` feature runs the
+//! GEMMs' reference loops instead.
+
+use einlang::einlang;
+use einlang::ndarray::{Array, Array1, Array2, Array3, Array4, Array5};
+
+einlang! {
+    pub fn conv_valid(x: [f64; N, C, H, W], k: [f64; O, C, KH, KW], b: [f64; O]) -> [f64; N, O, H - KH + 1, W - KW + 1] {
+        let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+        y
+    }
+
+    /// Same padding by a guard, written with the kernel first.
+    pub fn conv_same(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3]) -> [f64; N, O, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { k[o, c, r, s] * x[n, c, ih, iw] } else { 0.0 }
+            where ih = i + r - 1, iw = j + s - 1
+        );
+        y
+    }
+
+    /// Stride 2 and dilation 2, with a ReLU after the sum.
+    pub fn conv_strided(x: [f64; C, H, W], k: [f64; O, C, 2, 2], oh: i64, ow: i64) -> [f64; O, ?, ?] {
+        let y[o, i in 0..oh, j in 0..ow] = max(sum[c, r, s](x[c, 2 * i + 2 * r, 2 * j + 2 * s] * k[o, c, r, s]), 0.0);
+        y
+    }
+
+    /// Grouped: the group axis is read by both operands (a batch of the GEMM).
+    pub fn conv_grouped(x: [f64; N, G, C, L], k: [f64; G, O, C, 3]) -> [f64; N, G, O, L - 2] {
+        let y[n, g, o, t] = sum[c, r](x[n, g, c, t + r] * k[g, o, c, r]);
+        y
+    }
+
+    /// A 3-D convolution: the packed operand has eight axes.
+    pub fn conv3d(x: [f64; N, C, D, H, W], k: [f64; O, C, 2, 2, 2]) -> [f64; N, O, D - 1, H - 1, W - 1] {
+        let y[n, o, d, i, j] = sum[c, p, r, s](x[n, c, d + p, i + r, j + s] * k[o, c, p, r, s]);
+        y
+    }
+
+    /// The kernel gradient of a convolution: the output gradient is the
+    /// plain operand, the input read shifted.
+    pub fn conv_kernel_grad(x: [f64; N, C, H, W], dy: [f64; N, O, P, Q]) -> [f64; O, C, 3, 3] {
+        let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
+        dk
+    }
+
+    /// Attention scores over heads: two batch axes.
+    pub fn scores(q: [f64; B, Hd, T, D], k: [f64; B, Hd, S, D]) -> [f64; B, Hd, T, S] {
+        let s[b, h, t, u] = sum[d](q[b, h, t, d] * k[b, h, u, d]);
+        s
+    }
+
+    /// The gathered side an expression of a shifted read and a row mean.
+    pub fn centered(x: [f64; N, L], m: [f64; N], k: [f64; O, 3]) -> [f64; N, O, L - 2] {
+        let y[n, o, t] = sum[r]((x[n, t + r] - m[n]) * 2.0 * k[o, r]);
+        y
+    }
+
+    /// A read of the plain operand that is not proven in bounds: `w`'s
+    /// second axis may be shorter than the sum.
+    pub fn unproven(a: [f64; M, K], w: [f64; O, L, 2]) -> [f64; M, O] {
+        let y[i, o] = sum[k in 0..K, r](0.5 * a[i, k] * w[o, k, r]);
+        y
+    }
+}
+
+fn fill<D: einlang::ndarray::Dimension>(shape: D, seed: u64) -> Array<f64, D> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    Array::from_shape_fn(shape, |_| {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    })
+}
+
+fn assert_close<D: einlang::ndarray::Dimension>(got: &Array<f64, D>, want: &Array<f64, D>) {
+    assert_eq!(got.shape(), want.shape());
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-10 * (1.0 + w.abs()), "{g} vs {w}\n{got}\n{want}");
+    }
+}
+
+#[test]
+fn valid_convolution_with_bias() {
+    let (n, c, h, w, o, kh, kw) = (2, 3, 7, 6, 4, 3, 2);
+    let x = fill(Ix4(n, c, h, w), 1);
+    let k = fill(Ix4(o, c, kh, kw), 2);
+    let b = fill(einlang::ndarray::Ix1(o), 3);
+    let mut want = Array4::<f64>::zeros((n, o, h - kh + 1, w - kw + 1));
+    for ((nn, oo, i, j), v) in want.indexed_iter_mut() {
+        let mut acc = b[oo];
+        for cc in 0..c {
+            for r in 0..kh {
+                for s in 0..kw {
+                    acc += x[[nn, cc, i + r, j + s]] * k[[oo, cc, r, s]];
+                }
+            }
+        }
+        *v = acc;
+    }
+    assert_close(&conv_valid(&x, &k, &b).unwrap(), &want);
+    // A kernel as large as the image: one output point.
+    let small = fill(Ix4(1, c, kh, kw), 4);
+    let y = conv_valid(&small, &k, &b).unwrap();
+    for oo in 0..o {
+        let want = b[oo]
+            + (&small.index_axis(einlang::ndarray::Axis(0), 0) * &k.index_axis(einlang::ndarray::Axis(0), oo)).sum();
+        assert!((y[[0, oo, 0, 0]] - want).abs() < 1e-10);
+    }
+}
+
+#[allow(non_snake_case)]
+fn Ix4(a: usize, b: usize, c: usize, d: usize) -> einlang::ndarray::Ix4 {
+    einlang::ndarray::Dim([a, b, c, d])
+}
+
+#[test]
+fn padded_convolution() {
+    let (n, c, h, w, o) = (2, 2, 5, 4, 3);
+    let x = fill(Ix4(n, c, h, w), 5);
+    let k = fill(Ix4(o, c, 3, 3), 6);
+    let mut want = Array4::<f64>::zeros((n, o, h, w));
+    for ((nn, oo, i, j), v) in want.indexed_iter_mut() {
+        for cc in 0..c {
+            for r in 0..3 {
+                for s in 0..3 {
+                    let (ih, iw) = (i as i64 + r as i64 - 1, j as i64 + s as i64 - 1);
+                    if ih >= 0 && ih < h as i64 && iw >= 0 && iw < w as i64 {
+                        *v += k[[oo, cc, r, s]] * x[[nn, cc, ih as usize, iw as usize]];
+                    }
+                }
+            }
+        }
+    }
+    assert_close(&conv_same(&x, &k).unwrap(), &want);
+}
+
+#[test]
+fn strided_dilated_convolution() {
+    let (c, h, w, o) = (2, 11, 9, 3);
+    let x = fill(einlang::ndarray::Ix3(c, h, w), 7);
+    let k = fill(Ix4(o, c, 2, 2), 8);
+    let (oh, ow) = ((h - 3) / 2 + 1, (w - 3) / 2 + 1);
+    let mut want = Array3::<f64>::zeros((o, oh, ow));
+    for ((oo, i, j), v) in want.indexed_iter_mut() {
+        let mut acc = 0.0;
+        for cc in 0..c {
+            for r in 0..2 {
+                for s in 0..2 {
+                    acc += x[[cc, 2 * i + 2 * r, 2 * j + 2 * s]] * k[[oo, cc, r, s]];
+                }
+            }
+        }
+        *v = acc.max(0.0);
+    }
+    assert_close(&conv_strided(&x, &k, oh as i64, ow as i64).unwrap(), &want);
+}
+
+#[test]
+fn grouped_convolution() {
+    let (n, g, c, l, o) = (2, 3, 2, 8, 2);
+    let x = fill(Ix4(n, g, c, l), 9);
+    let k = fill(Ix4(g, o, c, 3), 10);
+    let mut want = Array4::<f64>::zeros((n, g, o, l - 2));
+    for ((nn, gg, oo, t), v) in want.indexed_iter_mut() {
+        for cc in 0..c {
+            for r in 0..3 {
+                *v += x[[nn, gg, cc, t + r]] * k[[gg, oo, cc, r]];
+            }
+        }
+    }
+    assert_close(&conv_grouped(&x, &k).unwrap(), &want);
+}
+
+#[test]
+fn three_dimensional_convolution() {
+    let (n, c, d, h, w, o) = (2, 2, 4, 3, 5, 3);
+    let x = fill(einlang::ndarray::Dim([n, c, d, h, w]), 11);
+    let k = fill(einlang::ndarray::Dim([o, c, 2, 2, 2]), 12);
+    let mut want = Array5::<f64>::zeros((n, o, d - 1, h - 1, w - 1));
+    for ((nn, oo, dd, i, j), v) in want.indexed_iter_mut() {
+        for cc in 0..c {
+            for p in 0..2 {
+                for r in 0..2 {
+                    for s in 0..2 {
+                        *v += x[[nn, cc, dd + p, i + r, j + s]] * k[[oo, cc, p, r, s]];
+                    }
+                }
+            }
+        }
+    }
+    assert_close(&conv3d(&x, &k).unwrap(), &want);
+}
+
+#[test]
+fn kernel_gradient_of_a_convolution() {
+    let (n, c, h, w, o) = (2, 3, 6, 7, 2);
+    let x = fill(Ix4(n, c, h, w), 13);
+    let dy = fill(Ix4(n, o, h - 2, w - 2), 14);
+    let mut want = Array4::<f64>::zeros((o, c, 3, 3));
+    for ((oo, cc, r, s), v) in want.indexed_iter_mut() {
+        for nn in 0..n {
+            for i in 0..h - 2 {
+                for j in 0..w - 2 {
+                    *v += dy[[nn, oo, i, j]] * x[[nn, cc, i + r, j + s]];
+                }
+            }
+        }
+    }
+    assert_close(&conv_kernel_grad(&x, &dy).unwrap(), &want);
+}
+
+#[test]
+fn attention_scores_over_heads() {
+    let (b, hd, t, s, d) = (2, 3, 4, 5, 6);
+    let q = fill(Ix4(b, hd, t, d), 15);
+    let k = fill(Ix4(b, hd, s, d), 16);
+    let mut want = Array4::<f64>::zeros((b, hd, t, s));
+    for ((bb, h, i, u), v) in want.indexed_iter_mut() {
+        for dd in 0..d {
+            *v += q[[bb, h, i, dd]] * k[[bb, h, u, dd]];
+        }
+    }
+    assert_close(&scores(&q, &k).unwrap(), &want);
+}
+
+#[test]
+fn gathered_side_is_an_expression() {
+    let (n, l, o) = (3, 9, 2);
+    let x: Array2<f64> = fill(einlang::ndarray::Ix2(n, l), 17);
+    let m: Array1<f64> = fill(einlang::ndarray::Ix1(n), 18);
+    let k: Array2<f64> = fill(einlang::ndarray::Ix2(o, 3), 19);
+    let mut want = Array3::<f64>::zeros((n, o, l - 2));
+    for ((nn, oo, t), v) in want.indexed_iter_mut() {
+        for r in 0..3 {
+            *v += (x[[nn, t + r]] - m[nn]) * 2.0 * k[[oo, r]];
+        }
+    }
+    assert_close(&centered(&x, &m, &k).unwrap(), &want);
+}
+
+#[test]
+fn an_unproven_read_is_still_checked() {
+    let a: Array2<f64> = fill(einlang::ndarray::Ix2(3, 4), 20);
+    let w = fill(einlang::ndarray::Ix3(2, 4, 2), 21);
+    let mut want = Array2::<f64>::zeros((3, 2));
+    for ((i, o), v) in want.indexed_iter_mut() {
+        for k in 0..4 {
+            for r in 0..2 {
+                *v += a[[i, k]] * w[[o, k, r]] * 0.5;
+            }
+        }
+    }
+    assert_close(&unproven(&a, &w).unwrap(), &want);
+    // `w` shorter than the sum along its second axis: an error, never a
+    // read out of bounds.
+    let short = fill(einlang::ndarray::Ix3(2, 3, 2), 22);
+    assert!(unproven(&a, &short).is_err());
+    // No rows: nothing is read, so no error either.
+    let none = Array2::<f64>::zeros((0, 4));
+    assert_eq!(unproven(&none, &short).unwrap().shape(), &[0, 2]);
+}
