@@ -41,21 +41,29 @@ einlang! {
 }
 
 /// im2col of `x` for a `kh x kw` kernel with padding `pad`: rows `(n, i,
-/// j)`, columns `(c, r, s)`.
+/// j)`, columns `(c, r, s)`; each `(c, r)` of a row is a copy of a run of
+/// an image row (clipped at the border), rows in parallel.
 fn im2col(x: &Array4<f32>, kh: usize, kw: usize, pad: usize) -> Array2<f32> {
     let (n, c, h, w) = x.dim();
     let (oh, ow) = (h + 2 * pad - kh + 1, w + 2 * pad - kw + 1);
+    let xs = x.as_slice().expect("standard layout");
     let mut cols = Array2::<f32>::zeros((n * oh * ow, c * kh * kw));
     cols.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(row, mut out)| {
-        let (nn, i, j) = (row / (oh * ow), row / ow % oh, row % ow);
         let out = out.as_slice_mut().expect("standard layout");
+        let (nn, i, j) = (row / (oh * ow), row / ow % oh, row % ow);
         for cc in 0..c {
             for r in 0..kh {
-                for s in 0..kw {
-                    let (ih, iw) = ((i + r) as isize - pad as isize, (j + s) as isize - pad as isize);
-                    if ih >= 0 && (ih as usize) < h && iw >= 0 && (iw as usize) < w {
-                        out[(cc * kh + r) * kw + s] = x[[nn, cc, ih as usize, iw as usize]];
-                    }
+                let ih = (i + r) as isize - pad as isize;
+                if ih < 0 || ih as usize >= h {
+                    continue;
+                }
+                let src = &xs[((nn * c + cc) * h + ih as usize) * w..][..w];
+                let dst = &mut out[(cc * kh + r) * kw..][..kw];
+                // Columns j - pad + s for s < kw, clipped to the image.
+                let lo = pad.saturating_sub(j);
+                let hi = kw.min(w + pad - j);
+                if lo < hi {
+                    dst[lo..hi].copy_from_slice(&src[j + lo - pad..j + hi - pad]);
                 }
             }
         }
@@ -72,10 +80,15 @@ fn conv_gemm(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize) -
     let km = k.view().into_shape_with_order((o, c * kh * kw)).expect("standard layout kernel");
     let mut prod = Array2::<f32>::zeros((n * oh * ow, o));
     general_mat_mul(1.0, &cols, &km.t(), 0.0, &mut prod);
+    let ps = prod.as_slice().expect("standard layout");
     let mut y = Array4::<f32>::zeros((n, o, oh, ow));
-    y.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(nn, mut plane)| {
-        for ((oo, i, j), v) in plane.indexed_iter_mut() {
-            *v = prod[[(nn * oh + i) * ow + j, oo]] + bias[oo];
+    y.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(nn, mut img)| {
+        let img = img.as_slice_mut().expect("standard layout");
+        let rows = &ps[nn * oh * ow * o..][..oh * ow * o];
+        for (oo, plane) in img.chunks_exact_mut(oh * ow).enumerate() {
+            for (p, v) in plane.iter_mut().enumerate() {
+                *v = rows[p * o + oo] + bias[oo];
+            }
         }
     });
     y
@@ -87,10 +100,12 @@ fn kernel_grad_gemm(x: &Array4<f32>, dy: &Array4<f32>) -> Array4<f32> {
     let (n, c, _, _) = x.dim();
     let (_, o, p, q) = dy.dim();
     let cols = im2col(x, 3, 3, 0);
+    let ds = dy.as_slice().expect("standard layout");
     let mut dym = Array2::<f32>::zeros((o, n * p * q));
     dym.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(oo, mut row)| {
-        for ((nn, i, j), v) in dy.index_axis(Axis(1), oo).indexed_iter() {
-            row[(nn * p + i) * q + j] = *v;
+        let row = row.as_slice_mut().expect("standard layout");
+        for nn in 0..n {
+            row[nn * p * q..][..p * q].copy_from_slice(&ds[(nn * o + oo) * p * q..][..p * q]);
         }
     });
     let mut prod = Array2::<f32>::zeros((o, c * 9));
