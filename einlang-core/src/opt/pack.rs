@@ -31,7 +31,11 @@
 //! and the definition reads `y_prod[batch.., rows.., cols..]` in its
 //! place (a bias or an activation stays an elementwise pass over the
 //! result). The packed gathered operand has `K` entries for each of the
-//! `M` rows: the kernel's volume times the input for a convolution.
+//! `M` rows: the kernel's volume times the input for a convolution. It is
+//! laid out `[batch.., ks.., rows..]` instead (the GEMM reads it
+//! transposed) when its last row looks like the longer innermost run: an
+//! output's extent against a kernel's (see `run_length`), or, when the
+//! two look alike, the variable of the gathered read's contiguous axis.
 
 use std::collections::{HashMap, HashSet};
 
@@ -53,7 +57,7 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
     let mut i = 0;
     while i < stmts.len() {
         let found = match &stmts[i] {
-            Stmt::Tensor(def) => find(def),
+            Stmt::Tensor(def) => find(def, &extents(stmts)),
             _ => None,
         };
         if let (Some(c), Stmt::Tensor(def)) = (found, &mut stmts[i]) {
@@ -86,10 +90,19 @@ struct Contraction {
     cols: Vec<Axis>,
     /// Whether `p` is the left factor.
     p_first: bool,
+    /// Whether the packed gathered operand has the summed axes before the
+    /// rows (`[batch.., ks.., rows..]`).
+    k_outer: bool,
 }
 
 /// The first sum of `def` that qualifies, if any.
-fn find(def: &TensorDef) -> Option<Contraction> {
+/// The variables of `Stmt::Extent`s among `stmts`: extents computed from
+/// others.
+fn extents(stmts: &[Stmt]) -> HashSet<VarId> {
+    stmts.iter().filter_map(|s| if let Stmt::Extent { var, .. } = s { Some(*var) } else { None }).collect()
+}
+
+fn find(def: &TensorDef, derived: &HashSet<VarId>) -> Option<Contraction> {
     if def.domain_guards > 0 || def.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
         return None;
     }
@@ -111,7 +124,7 @@ fn find(def: &TensorDef) -> Option<Contraction> {
     while let Some((e, path)) = stack.pop() {
         match &e.kind {
             ExprKind::Reduce { .. } => {
-                if let Some(c) = contraction(def, e, &inside, &path) {
+                if let Some(c) = contraction(def, e, &inside, &path, derived) {
                     return Some(c);
                 }
             }
@@ -151,7 +164,13 @@ fn is_zero(e: &Expr) -> bool {
     }
 }
 
-fn contraction(def: &TensorDef, e: &Expr, inside: &HashSet<VarId>, path: &[usize]) -> Option<Contraction> {
+fn contraction(
+    def: &TensorDef,
+    e: &Expr,
+    inside: &HashSet<VarId>,
+    path: &[usize],
+    derived: &HashSet<VarId>,
+) -> Option<Contraction> {
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &e.kind else { return None };
     let Repr::Scalar(elem @ (ScalarKind::F32 | ScalarKind::F64)) = e.ty else { return None };
     if def.elem != elem {
@@ -244,7 +263,59 @@ fn contraction(def: &TensorDef, e: &Expr, inside: &HashSet<VarId>, path: &[usize
     if rows.is_empty() || cols.is_empty() {
         return None;
     }
-    Some(Contraction { path: path.to_vec(), elem, batch, rows, cols, p_first })
+    // The longer of the two candidate innermost runs: the last row or the
+    // last summed variable (see `run_length`); when they look alike, the
+    // one the gathered operand's read has in its last index (its
+    // contiguous axis).
+    let q = if p_first { y } else { x };
+    let k_outer = match (rows.last(), loops.last()) {
+        (Some(r), Some(k)) => match run_length(&r.extent, derived).cmp(&run_length(&k.end, derived)) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => last_index_mentions(q, r.index),
+        },
+        _ => true,
+    };
+    Some(Contraction { path: path.to_vec(), elem, batch, rows, cols, p_first, k_outer })
+}
+
+/// Whether the last index of the first read in `e` mentions `v`.
+fn last_index_mentions(e: &Expr, v: VarId) -> bool {
+    if let ExprKind::Read { indices, .. } = &e.kind {
+        let mut found = false;
+        if let Some(last) = indices.last() {
+            visit_var_uses(last, &mut |u| found |= u == v);
+        }
+        return found;
+    }
+    let mut found = None;
+    visit::for_each_child(e, &mut |c| {
+        if found.is_none() && contains_read(c) {
+            found = Some(last_index_mentions(c, v));
+        }
+    });
+    found.unwrap_or(false)
+}
+
+fn contains_read(e: &Expr) -> bool {
+    let mut any = matches!(e.kind, ExprKind::Read { .. });
+    visit::for_each_child(e, &mut |c| any |= contains_read(c));
+    any
+}
+
+/// How long a run of `extent` is likely to be, from its form alone: a
+/// constant (a kernel's 3) is short, a dimension symbol (a parameter's
+/// length) longer, and an extent computed from others (`H - KH + 1`, or a
+/// variable `derived` holds such an extent) the longest: an output's size
+/// rather than a kernel's.
+fn run_length(extent: &Dim, derived: &HashSet<VarId>) -> u8 {
+    if extent.as_constant().is_some() {
+        0
+    } else if extent.as_var().is_some_and(|v| !derived.contains(&VarId(v.0))) {
+        1
+    } else {
+        2
+    }
 }
 
 fn product(dims: impl Iterator<Item = Dim>) -> Dim {
@@ -316,10 +387,20 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     }
     rename(&mut q_body, &to_q);
     let q_var = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, outer.len() + ks.len()));
-    let q_axes = mk_axes(
-        outer.iter().map(|v| to_q[v]).chain(ks.iter().copied()).collect(),
-        b_ext.iter().chain(&r_ext).chain(&k_ext).cloned().collect(),
-    );
+    // The packed axes: the summed ones first when that puts a longer run
+    // innermost (see `k_outer`).
+    let k_outer = c.k_outer;
+    let q_axes = if k_outer {
+        mk_axes(
+            batch.iter().map(|v| to_q[v]).chain(ks.iter().copied()).chain(rows.iter().map(|v| to_q[v])).collect(),
+            b_ext.iter().chain(&k_ext).chain(&r_ext).cloned().collect(),
+        )
+    } else {
+        mk_axes(
+            outer.iter().map(|v| to_q[v]).chain(ks.iter().copied()).collect(),
+            b_ext.iter().chain(&r_ext).chain(&k_ext).cloned().collect(),
+        )
+    };
     let q_def = TensorDef {
         var: q_var,
         elem,
@@ -405,7 +486,11 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
         [m, n] => (None, m, n),
         _ => return Vec::new(),
     };
-    let a_idx: Vec<VarId> = b_at.into_iter().chain([m_at, kk]).collect();
+    let a_idx: Vec<VarId> = if k_outer {
+        b_at.into_iter().chain([kk, m_at]).collect()
+    } else {
+        b_at.into_iter().chain([m_at, kk]).collect()
+    };
     let b_idx: Vec<VarId> = b_at.into_iter().chain([kk, n_at]).collect();
     let mul = Expr {
         kind: ExprKind::Binary(BinOp::Mul, Box::new(read(qm, a_idx, elem)), Box::new(read(pm, b_idx, elem))),
@@ -429,6 +514,12 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
         domain_guards: 0,
     };
     let axes: Vec<usize> = (0..rank).collect();
+    // `a_axes` lists the operand's batch, row and contracted axes.
+    let a_axes: Vec<usize> = match (k_outer, batched) {
+        (false, _) => axes.clone(),
+        (true, false) => vec![1, 0],
+        (true, true) => vec![0, 2, 1],
+    };
     let gemm = Gemm {
         out: ym,
         elem,
@@ -437,7 +528,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
         n: n.clone(),
         k: k.clone(),
         a: qm,
-        a_axes: axes.clone(),
+        a_axes,
         b: pm,
         b_axes: axes,
         reference,
@@ -452,7 +543,12 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     vec![
         Stmt::Tensor(q_def),
         Stmt::Tensor(p_def),
-        Stmt::Reshape { var: qm, source: q_var, elem, dims: with_batch([m.clone(), k.clone()]) },
+        Stmt::Reshape {
+            var: qm,
+            source: q_var,
+            elem,
+            dims: if k_outer { with_batch([k.clone(), m.clone()]) } else { with_batch([m.clone(), k.clone()]) },
+        },
         Stmt::Reshape { var: pm, source: p_var, elem, dims: with_batch([k, n]) },
         Stmt::Gemm(gemm),
         Stmt::Reshape { var: yp, source: ym, elem, dims: b_ext.into_iter().chain(r_ext).chain(c_ext).collect() },

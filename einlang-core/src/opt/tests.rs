@@ -267,3 +267,29 @@ fn reductions_that_may_fail_or_depend_on_every_axis_stay() {
         "pub fn w(x: [f32; N, M]) -> [f32; N, M] { let y[i, j] = x[i, j] / sum[k](x[i, k]) where i <= j; y }",
     );
 }
+
+/// Packing puts the longer run innermost: an output's rows after a
+/// kernel's offsets for a convolution, the summed output positions last
+/// for its kernel gradient.
+#[test]
+fn packed_operands_keep_the_longer_run_innermost() {
+    let out = hoisted(
+        "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+            y
+        }",
+    );
+    assert!(
+        out.contains("tensor y_cols[c in 0..C, r in 0..3, s in 0..3, n_2 in 0..N, i_2 in 0..i_len, j_2 in 0..j_len]"),
+        "{out}"
+    );
+    assert!(out.contains("gemm y_prod_m = y_cols_m[1, 0] x y_kern_m[0, 1]"), "{out}");
+    let out = hoisted(
+        "pub fn dk(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
+            let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
+            dk
+        }",
+    );
+    assert!(out.contains("tensor dk_cols[c_2 in 0..C, r_2 in 0..3, s_2 in 0..3, n in 0..N, i in 0.."), "{out}");
+    assert!(out.contains("gemm dk_prod_m = dk_cols_m[0, 1] x dk_kern_m[0, 1]"), "{out}");
+}
