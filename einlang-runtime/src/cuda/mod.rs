@@ -254,11 +254,11 @@ impl Device {
         Arg(ptr)
     }
 
-    /// After the launches of `function`: the first failed checked read, as
-    /// `Error::Index` (`sites[code - 1]` names its tensor and axis), or a
-    /// launch failure the driver reports now.
+    /// After the launches of `function`: the first failure a kernel
+    /// recorded (`sites[code - 1]` says what failed: a checked read or an
+    /// integer operation), as the error the CPU would return.
     #[doc(hidden)]
-    pub fn check_status(&self, function: &str, sites: &[(&str, usize)]) -> Result<(), Error> {
+    pub fn check_status(&self, function: &str, sites: &[Site]) -> Result<(), Error> {
         let operation = format!("running `{function}`");
         guarded(&operation, || {
             let mut status = self.inner.status.lock().unwrap_or_else(|e| e.into_inner());
@@ -268,13 +268,26 @@ impl Device {
                 return Ok(());
             }
             self.inner.stream.memset_zeros(&mut *status).map_err(|e| device_error(&operation, e))?;
-            let (tensor, axis) = usize::try_from(code - 1).ok().and_then(|i| sites.get(i)).copied().unwrap_or(("?", 0));
-            Err(Error::Index {
-                function: function.to_string(),
-                tensor: tensor.to_string(),
-                axis,
-                index: words.get(1).copied().unwrap_or(0) as i64,
-                len: words.get(2).copied().unwrap_or(0) as usize,
+            let value = words.get(1).copied().unwrap_or(0) as i64;
+            let function = function.to_string();
+            Err(match usize::try_from(code - 1).ok().and_then(|i| sites.get(i)) {
+                Some(Site::Index(tensor, axis)) => Error::Index {
+                    function,
+                    tensor: tensor.to_string(),
+                    axis: *axis,
+                    index: value,
+                    len: words.get(2).copied().unwrap_or(0) as usize,
+                },
+                Some(Site::DivZero) => {
+                    Error::Arithmetic { function, message: format!("integer division of {value} by zero") }
+                }
+                Some(Site::RemZero) => {
+                    Error::Arithmetic { function, message: format!("integer remainder of {value} by zero") }
+                }
+                Some(Site::NegativePower) => {
+                    Error::Arithmetic { function, message: format!("integer power with a negative exponent {value}") }
+                }
+                None => device_error(&operation, format!("a kernel reported the unknown failure {code}")),
             })
         })
     }
@@ -390,6 +403,31 @@ impl GemmScalar for f64 {
     const ZERO: f64 = 0.0;
 }
 
+/// What a kernel's failure code stands for (the code is the index in the
+/// function's table plus one).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum Site {
+    /// A checked read of a tensor (its name) along an axis.
+    Index(&'static str, usize),
+    /// An integer division by zero (the dividend is recorded).
+    DivZero,
+    /// An integer remainder by zero (the dividend is recorded).
+    RemZero,
+    /// An integer power with a negative exponent (recorded).
+    NegativePower,
+}
+
+/// The row-major strides (in elements) of a tensor of this shape.
+#[doc(hidden)]
+pub fn row_major_strides(shape: &[usize]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(i64::try_from(shape[i + 1]).unwrap_or(i64::MAX));
+    }
+    strides
+}
+
 /// A kernel argument: a scalar's bits (little-endian, in the low bytes) or
 /// a device pointer.
 #[doc(hidden)]
@@ -501,6 +539,20 @@ impl<T: Elem, D: Dimension> Tensor<T, D> {
             let data = if len == 0 { dev.inner.stream.null::<T>() } else { dev.inner.stream.alloc_zeros::<T>(len) }
                 .map_err(driver("allocating a tensor"))?;
             Ok(Tensor { dev: dev.clone(), data, dim })
+        })
+    }
+
+    /// A copy of the tensor, on the same device.
+    #[doc(hidden)]
+    pub fn duplicate(&self) -> Result<Tensor<T, D>, Error> {
+        guarded("copying a tensor", || {
+            let data = if self.data.len() == 0 {
+                self.dev.inner.stream.null::<T>()
+            } else {
+                self.dev.inner.stream.clone_dtod(&self.data)
+            }
+            .map_err(driver("copying a tensor"))?;
+            Ok(Tensor { dev: self.dev.clone(), data, dim: self.dim.clone() })
         })
     }
 

@@ -1,0 +1,934 @@
+//! The CUDA back end: `#[device(cuda)]` functions as host glue (Rust
+//! tokens) that launches kernels (CUDA C text, see `kernel`).
+//!
+//! # Shape of the output
+//!
+//! ```text
+//! pub fn dense(dev: &Device, x: &Tensor<f32, Ix2>, ...) -> Result<Tensor<f32, Ix2>, Error> {
+//!     use ::einlang::__private as __rt;
+//!     const __K0: __rt::cuda::KernelInfo = KernelInfo { name: "dense_k0", function: "dense", source: "..." };
+//!     __rt::cuda::inventory::submit! { __K0 }                 // listed by einlang::cuda::kernels()
+//!     x.check_device("dense", "x", dev)?;
+//!     let B: i64 = x.shape()[0] as i64;                       // entry checks, as on the CPU
+//!     let mut __own_y = Tensor::<f32, Ix2>::zeros(dev, [..])?;
+//!     unsafe { dev.launch(&__K0, grid, 256, &[__own_y.arg_mut(), x.arg(), ...]) }?;
+//!     let y = &__own_y;
+//!     dev.check_status("dense", &[..])?;                     // failed gathers, division by zero
+//!     Ok(__own_y)
+//! }
+//! ```
+//!
+//! Statements run on the host in order: a tensor definition is one kernel
+//! (`kernel.rs`), a GEMM-shaped contraction of `f32`/`f64` is one cuBLAS
+//! strided batched call, a recurrence is a host loop along its sequential
+//! axes that launches one kernel per clause and step, a scalar `let` is a
+//! one-thread kernel whose value is copied back. A call of a function with
+//! tensor arguments calls its CUDA version: the user's device function, or
+//! a twin `__cuda_name` emitted for a library or private function reached
+//! from device code. What this back end cannot run yet is reported at the
+//! `#[device(cuda)]` attribute ("does not support X yet"), never compiled
+//! into wrong code.
+
+pub mod kernel;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use proc_macro2::{Ident, Literal as RustLit, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::base::dim::{Dim, DimVar};
+use crate::base::scalar::ScalarKind;
+use crate::base::span::Span;
+use crate::codegen::paths;
+use crate::ir::{
+    Cover, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Stmt, TensorDef,
+    VarId,
+};
+use kernel::{c_type, Input, KernelCx, Site};
+
+/// Why a function has no CUDA version.
+#[derive(Debug)]
+pub enum Failure {
+    /// A construct this back end does not run yet (a user-facing error:
+    /// "`#[device(cuda)]` does not support X yet").
+    Unsupported(String),
+    /// The IR broke an invariant (an internal compiler error).
+    Bug(String),
+}
+
+/// Threads per block of the grid-stride kernels.
+const BLOCK: u32 = 256;
+
+/// The functions that are not `#[device(cuda)]` themselves but are called
+/// with tensors from device code (directly or through each other), with the
+/// span of a device function that reaches them: each gets a CUDA twin.
+pub fn device_twins(p: &Program) -> BTreeMap<String, Span> {
+    let by_name: HashMap<&str, &Function> = p.fns.iter().map(|f| (f.name.as_str(), f)).collect();
+    let mut twins = BTreeMap::new();
+    let mut work: Vec<(&Function, Span)> = p.fns.iter().filter_map(|f| f.device.map(|d| (f, d.span))).collect();
+    while let Some((f, span)) = work.pop() {
+        for callee in tensor_callees(f) {
+            if let Some(g) = by_name.get(callee.as_str()) {
+                if g.device.is_none() && !twins.contains_key(&g.name) {
+                    twins.insert(g.name.clone(), span);
+                    work.push((g, span));
+                }
+            }
+        }
+    }
+    twins
+}
+
+/// The host functions that call a `#[device(cuda)]` function (which needs a
+/// `Device` they do not have): `(caller, callee, callee's span)`.
+pub fn host_calls_of_device_fns(p: &Program, twins: &BTreeMap<String, Span>) -> Vec<(String, String, Span)> {
+    let device: HashMap<&str, Span> =
+        p.fns.iter().filter_map(|f| f.device.map(|d| (f.name.as_str(), d.span))).collect();
+    let mut out = Vec::new();
+    for f in p.fns.iter().filter(|f| f.device.is_none() && !twins.contains_key(&f.name)) {
+        for callee in all_callees(f) {
+            if let Some(span) = device.get(callee.as_str()) {
+                out.push((f.name.clone(), callee, *span));
+            }
+        }
+    }
+    out
+}
+
+fn visit_exprs<'a>(f: &'a Function, visit: &mut dyn FnMut(&'a Expr)) {
+    fn walk<'a>(e: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
+        visit(e);
+        crate::ir::visit::for_each_child(e, &mut |c| walk(c, visit));
+    }
+    for s in &f.body {
+        crate::ir::visit::for_each_stmt_expr(s, &mut |e| walk(e, visit));
+    }
+    walk(&f.result, visit);
+}
+
+fn all_callees(f: &Function) -> Vec<String> {
+    let mut out = Vec::new();
+    visit_exprs(f, &mut |e| {
+        if let ExprKind::Call { func, .. } = &e.kind {
+            out.push(func.clone());
+        }
+    });
+    out
+}
+
+/// Callees that take or return something other than scalars.
+fn tensor_callees(f: &Function) -> Vec<String> {
+    let mut out = Vec::new();
+    visit_exprs(f, &mut |e| {
+        if let ExprKind::Call { func, args } = &e.kind {
+            let scalar = matches!(e.ty, Repr::Scalar(_)) && args.iter().all(|a| matches!(a.ty, Repr::Scalar(_)));
+            if !scalar {
+                out.push(func.clone());
+            }
+        }
+    });
+    out
+}
+
+/// The Rust name of the CUDA version of `g`.
+fn cuda_ident(g: &Function, fns: &crate::codegen::rust::FnIdents) -> Result<Ident, Failure> {
+    let id = fns.get(&g.name).ok_or_else(|| Failure::Bug(format!("`{}` has no Rust name", g.name)))?;
+    if g.device.is_some() {
+        Ok(id.clone())
+    } else {
+        let s = id.to_string();
+        Ok(format_ident!("__cuda_{}", s.strip_prefix("r#").unwrap_or(&s)))
+    }
+}
+
+/// A CUDA function, with its kernels (name and whole source) for tests.
+pub struct Emitted {
+    pub tokens: TokenStream,
+    pub kernels: Vec<(String, String)>,
+}
+
+/// Emits the CUDA version of `f`: under its own name for a
+/// `#[device(cuda)]` function, as `__cuda_name` for a twin.
+pub fn emit_function(
+    f: &Function,
+    p: &Program,
+    fns: &crate::codegen::rust::FnIdents,
+    options: &crate::Options,
+) -> Result<Emitted, Failure> {
+    let name = cuda_ident(f, fns)?;
+    let mut cx = HostCx::new(f, p, fns, options, &name)?;
+    let body = cx.body()?;
+    let (rt, nd, err, result) = (paths::rt(), paths::nd(), paths::error(), paths::result());
+    let dev = cx.dev.clone();
+    let mut params = vec![quote!(#dev: &#rt::cuda::Device)];
+    for &v in &f.params {
+        let id = cx.ident(v)?;
+        let ty = host_type(&f.var(v).ty, &rt, &nd, true)?;
+        params.push(quote!(#id: #ty));
+    }
+    let ret = host_type(&f.ret, &rt, &nd, false)?;
+    let vis = match (&f.export, f.public, f.device.is_some()) {
+        (_, _, false) => quote!(),
+        (Some(_), _, true) => quote!(#[doc(hidden)] pub),
+        (None, true, true) => quote!(pub),
+        (None, false, true) => quote!(),
+    };
+    let docs = f.docs.iter().map(|d| quote!(#[doc = #d]));
+    let tokens = quote! {
+        #(#docs)*
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            unused_unsafe,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        #vis fn #name(#(#params),*) -> #result<#ret, #err> {
+            #body
+        }
+    };
+    Ok(Emitted { tokens, kernels: cx.kernels.into_iter().map(|k| (k.name, k.source)).collect() })
+}
+
+/// The Rust type of a value at the boundary of a CUDA function.
+fn host_type(ty: &Repr, rt: &TokenStream, nd: &TokenStream, param: bool) -> Result<TokenStream, Failure> {
+    Ok(match ty {
+        Repr::Scalar(k) => scalar_type(*k),
+        Repr::Tensor(k, rank) => {
+            let t = scalar_type(*k);
+            let d = dim_type(*rank, nd)?;
+            if param {
+                quote!(&#rt::cuda::Tensor<#t, #d>)
+            } else {
+                quote!(#rt::cuda::Tensor<#t, #d>)
+            }
+        }
+        Repr::Tuple(items) if !param && !items.is_empty() => {
+            let items = items.iter().map(|t| host_type(t, rt, nd, param)).collect::<Result<Vec<_>, _>>()?;
+            quote!((#(#items,)*))
+        }
+        other => {
+            let what = if param { "parameters" } else { "results" };
+            return Err(Failure::Unsupported(format!("{what} of type `{}`", kernel::show_repr(other))));
+        }
+    })
+}
+
+fn dim_type(rank: usize, nd: &TokenStream) -> Result<TokenStream, Failure> {
+    if rank > 6 {
+        return Err(Failure::Unsupported(format!("tensors of rank {rank} (at most 6)")));
+    }
+    let d = format_ident!("Ix{}", rank);
+    Ok(quote!(#nd::#d))
+}
+
+fn scalar_type(k: ScalarKind) -> TokenStream {
+    let id = format_ident!("{}", k.name());
+    quote!(#id)
+}
+
+fn usize_lit(n: usize) -> RustLit {
+    RustLit::usize_unsuffixed(n)
+}
+
+/// One generated kernel.
+struct KernelText {
+    name: String,
+    source: String,
+}
+
+/// Where a tensor variable's device memory is held.
+#[derive(Clone)]
+enum Holder {
+    /// A parameter or an alias of one (`&Tensor` already).
+    Borrowed,
+    /// Owned by the local `__own_*` variable named here.
+    Owned(Ident),
+}
+
+/// Per-function emission state of the host glue.
+struct HostCx<'a> {
+    f: &'a Function,
+    p: &'a Program,
+    fns: &'a crate::codegen::rust::FnIdents,
+    all_checked: bool,
+    /// The function's Rust name, as a string literal for errors.
+    fn_name: RustLit,
+    /// A C-identifier prefix for kernel names.
+    kernel_prefix: String,
+    dev: Ident,
+    sites: Vec<Site>,
+    kernels: Vec<KernelText>,
+    holders: HashMap<VarId, Holder>,
+    /// `__own_*` variables already moved into the result.
+    moved: HashSet<String>,
+    /// Tensors being defined by a recurrence: read through their owner.
+    in_progress: HashMap<VarId, Ident>,
+    rt: TokenStream,
+    nd: TokenStream,
+}
+
+impl<'a> HostCx<'a> {
+    fn new(
+        f: &'a Function,
+        p: &'a Program,
+        fns: &'a crate::codegen::rust::FnIdents,
+        options: &crate::Options,
+        name: &Ident,
+    ) -> Result<HostCx<'a>, Failure> {
+        let rust_name = name.to_string();
+        let rust_name = rust_name.strip_prefix("r#").unwrap_or(&rust_name).to_string();
+        let dev = if f.vars.iter().any(|v| v.name == "dev") { format_ident!("__dev") } else { format_ident!("dev") };
+        Ok(HostCx {
+            f,
+            p,
+            fns,
+            all_checked: options.checked,
+            fn_name: RustLit::string(&f.name),
+            kernel_prefix: rust_name,
+            dev,
+            sites: Vec::new(),
+            kernels: Vec::new(),
+            holders: HashMap::new(),
+            moved: HashSet::new(),
+            in_progress: HashMap::new(),
+            rt: paths::rt_local(),
+            nd: paths::nd_local(),
+        })
+    }
+
+    /// The Rust identifier of a variable: its name, raw when it is a Rust
+    /// keyword.
+    fn ident(&self, v: VarId) -> Result<Ident, Failure> {
+        let info =
+            self.f.vars.get(v.0 as usize).ok_or_else(|| Failure::Bug(format!("variable {} is not declared", v.0)))?;
+        Ok(rust_ident(&info.name))
+    }
+
+    fn kind(&self, v: VarId) -> Result<ScalarKind, Failure> {
+        match self.f.vars.get(v.0 as usize).map(|i| &i.ty) {
+            Some(Repr::Scalar(k)) | Some(Repr::Tensor(k, _)) => Ok(*k),
+            Some(other) => Err(Failure::Unsupported(format!("values of type `{}`", kernel::show_repr(other)))),
+            None => Err(Failure::Bug(format!("variable {} is not declared", v.0))),
+        }
+    }
+
+    /// A `&Tensor` expression for tensor variable `v`.
+    fn tensor_ref(&self, v: VarId) -> Result<TokenStream, Failure> {
+        if let Some(own) = self.in_progress.get(&v) {
+            return Ok(quote!((&#own)));
+        }
+        let id = self.ident(v)?;
+        Ok(quote!(#id))
+    }
+
+    /// A dimension as a Rust `i64` expression over host variables.
+    fn dim(&self, d: &Dim) -> Result<TokenStream, Failure> {
+        for v in d.vars() {
+            self.ident(VarId(v.0))?;
+        }
+        Ok(d.emit(&|v: DimVar| {
+            let id = rust_ident(&self.f.vars[v.0 as usize].name);
+            quote!(#id)
+        }))
+    }
+
+    fn dim_text(&self, d: &Dim) -> String {
+        d.display(&|v: DimVar| match self.f.vars.get(v.0 as usize) {
+            Some(info) => info.source_name.clone(),
+            None => format!("d{}", v.0),
+        })
+    }
+
+    /// A non-negative extent as `usize` (`Error::Extent` when negative).
+    fn extent(&self, d: &Dim) -> Result<TokenStream, Failure> {
+        let (rt, name, text, value) = (&self.rt, &self.fn_name, self.dim_text(d), self.dim(d)?);
+        Ok(quote!(#rt::shape::extent(#name, #text, #value)?))
+    }
+
+    fn body(&mut self) -> Result<TokenStream, Failure> {
+        let f = self.f;
+        let (rt, name, dev) = (self.rt.clone(), self.fn_name.clone(), self.dev.clone());
+        let mut code = TokenStream::new();
+        for &p in &f.params {
+            if let Repr::Tensor(..) = f.var(p).ty {
+                self.holders.insert(p, Holder::Borrowed);
+                let id = self.ident(p)?;
+                let pname = RustLit::string(&f.var(p).source_name);
+                code.extend(quote!(#id.check_device(#name, #pname, #dev)?;));
+            }
+        }
+        for check in &f.entry {
+            code.extend(self.entry(check)?);
+        }
+        for s in &f.body {
+            code.extend(self.stmt(s)?);
+        }
+        let result = self.result(&f.result)?;
+        let check = self.check_status();
+        // Kernels are items of the function body, registered at link time.
+        let mut items = paths::body_prelude();
+        for (i, k) in self.kernels.iter().enumerate() {
+            let konst = format_ident!("__K{}", i);
+            let (kname, source) = (RustLit::string(&k.name), RustLit::string(&k.source));
+            items.extend(quote! {
+                const #konst: #rt::cuda::KernelInfo =
+                    #rt::cuda::KernelInfo { name: #kname, function: #name, source: #source };
+                #rt::cuda::inventory::submit! { #konst }
+            });
+        }
+        Ok(quote! {
+            #items
+            #code
+            let __result = #result;
+            #check
+            Ok(__result)
+        })
+    }
+
+    /// `dev.check_status(..)?;`: the failures kernels recorded so far.
+    fn check_status(&self) -> TokenStream {
+        let (rt, name, dev) = (&self.rt, &self.fn_name, &self.dev);
+        let sites = self.sites.iter().map(|s| match s {
+            Site::Index { tensor, axis } => {
+                let (t, a) = (RustLit::string(tensor), usize_lit(*axis));
+                quote!(#rt::cuda::Site::Index(#t, #a))
+            }
+            Site::DivZero => quote!(#rt::cuda::Site::DivZero),
+            Site::RemZero => quote!(#rt::cuda::Site::RemZero),
+            Site::NegativePower => quote!(#rt::cuda::Site::NegativePower),
+        });
+        quote!(#dev.check_status(#name, &[#(#sites),*])?;)
+    }
+
+    fn axis_len(&self, var: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Failure> {
+        if !path.is_empty() {
+            return Err(Failure::Unsupported("tensors inside tuples".into()));
+        }
+        match &self.f.var(var).ty {
+            Repr::Tensor(_, rank) if axis < *rank => {}
+            other => return Err(Failure::Bug(format!("axis {axis} of a value of type `{other:?}`"))),
+        }
+        let t = self.tensor_ref(var)?;
+        let axis = usize_lit(axis);
+        Ok(quote!(#t.shape()[#axis]))
+    }
+
+    fn entry(&mut self, check: &EntryCheck) -> Result<TokenStream, Failure> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        match check {
+            EntryCheck::BindDim { dim, param, path, axis } => {
+                let len = self.axis_len(*param, path, *axis)?;
+                let id = self.ident(*dim)?;
+                Ok(quote!(let #id: i64 = #len as i64;))
+            }
+            EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
+                let len = self.axis_len(*param, path, *axis)?;
+                let pname = RustLit::string(&self.f.var(*param).source_name);
+                let (axis, symbol, expected) = (usize_lit(*axis), RustLit::string(symbol), self.dim(expected)?);
+                Ok(quote!(#rt::shape::check_dim(#name, #pname, #axis, #symbol, #expected, #len)?;))
+            }
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<TokenStream, Failure> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        match s {
+            Stmt::Let { var, value } => self.bind(*var, value),
+            Stmt::Extent { var, value, what } => {
+                let id = self.ident(*var)?;
+                let (what, value) = (RustLit::string(what), self.dim(value)?);
+                Ok(quote!(let #id: i64 = #rt::shape::extent(#name, #what, #value)? as i64;))
+            }
+            Stmt::SameExtent { index, a, a_what, b, b_what } => {
+                let (index, a_what, b_what) =
+                    (RustLit::string(index), RustLit::string(a_what), RustLit::string(b_what));
+                let (a, b) = (self.dim(a)?, self.dim(b)?);
+                Ok(quote!(#rt::shape::check_same_extent(#name, #index, #a, #a_what, #b, #b_what)?;))
+            }
+            Stmt::Tensor(def) => self.tensor_def(def),
+            Stmt::Gemm(g) => self.gemm(g),
+            Stmt::Recurrence(r) => self.recurrence(r),
+            Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
+                let len = self.axis_len(*tensor, path, *axis)?;
+                let (axis, symbol, declared) = (usize_lit(*axis), RustLit::string(symbol), self.dim(declared)?);
+                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #len)?;))
+            }
+            Stmt::Expr(e) => Err(Failure::Unsupported(format!("{} in device code", kernel::describe(&e.kind)))),
+        }
+    }
+
+    /// Adds a kernel; its constant's identifier.
+    fn add_kernel(&mut self, text: String, callees: &[(String, String)]) -> (Ident, String) {
+        let i = self.kernels.len();
+        let name = format!("{}_k{i}", self.kernel_prefix);
+        let body = text.replace("__KERNEL__", &name);
+        let source = kernel::translation_unit(&name, &self.f.name, callees, &body);
+        self.kernels.push(KernelText { name: name.clone(), source });
+        (format_ident!("__K{}", i), name)
+    }
+
+    /// The C parameters and the host arguments for a kernel's inputs.
+    fn inputs(
+        &self,
+        inputs: &std::collections::BTreeSet<Input>,
+        restrict: bool,
+    ) -> Result<(Vec<String>, Vec<TokenStream>), Failure> {
+        let rt = &self.rt;
+        let mut params = Vec::new();
+        let mut args = Vec::new();
+        for input in inputs {
+            match input {
+                Input::Tensor(v) => {
+                    let (k, rank) = match self.f.var(*v).ty {
+                        Repr::Tensor(k, rank) => (k, rank),
+                        _ => return Err(Failure::Bug("a tensor input of scalar type".into())),
+                    };
+                    let c = kernel::c_name(&self.f.var(*v).name);
+                    let r = if restrict { " __restrict__" } else { "" };
+                    params.push(format!("const {}*{r} {c}", c_type(k)));
+                    let t = self.tensor_ref(*v)?;
+                    args.push(quote!(#t.arg()));
+                    for axis in 0..rank {
+                        params.push(format!("long long __d{axis}_{c}"));
+                        let a = usize_lit(axis);
+                        args.push(quote!(#rt::cuda::Arg::i64(#t.shape()[#a] as i64)));
+                    }
+                }
+                Input::Scalar(v) => {
+                    let k = self.kind(*v)?;
+                    params.push(format!("{} {}", c_type(k), kernel::c_name(&self.f.var(*v).name)));
+                    let (id, m) = (self.ident(*v)?, format_ident!("{}", k.name()));
+                    args.push(quote!(#rt::cuda::Arg::#m(#id)));
+                }
+            }
+        }
+        Ok((params, args))
+    }
+
+    /// A launch of kernel `konst` over `points` (a `usize` expression),
+    /// writing through `out` (an `__own_*` tensor).
+    fn launch(&self, konst: &Ident, points: TokenStream, out: &Ident, args: Vec<TokenStream>) -> TokenStream {
+        let dev = &self.dev;
+        let block = BLOCK;
+        quote! {
+            let __points: usize = #points;
+            if __points > 0 {
+                let __out = #out.arg_mut();
+                let __args = [__out, #(#args,)* #dev.status_arg()];
+                // SAFETY: the kernel was generated with these parameters; the
+                // extents passed are the tensors' own.
+                unsafe { #dev.launch(&#konst, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
+            }
+        }
+    }
+
+    /// A grid-stride loop over the points of `axes` (index variable, start,
+    /// extent), innermost last: the C text declaring the index variables.
+    fn point_loop(cx: &mut KernelCx<'_>, axes: &[(VarId, &Dim, Dim)]) -> Result<(String, String), Failure> {
+        let mut extents = Vec::new();
+        for (_, _, extent) in axes {
+            extents.push(cx.dim(extent)?);
+        }
+        let n = if extents.is_empty() { "1LL".to_string() } else { extents.join(" * ") };
+        let mut decls = String::new();
+        if !axes.is_empty() {
+            decls.push_str("        long long __r = __p;\n");
+        }
+        for (i, (index, start, _)) in axes.iter().enumerate().rev() {
+            let start = cx.dim(start)?;
+            let name = cx.define(*index)?;
+            if i == 0 {
+                decls.push_str(&format!("        const long long {name} = {start} + __r;\n"));
+            } else {
+                let e = &extents[i];
+                decls.push_str(&format!("        const long long {name} = {start} + __r % {e}; __r /= {e};\n"));
+            }
+        }
+        Ok((n, decls))
+    }
+
+    fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Failure> {
+        let f = self.f;
+        let rank = def.axes.len();
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = KernelCx::new(f, self.p, self.all_checked, &mut sites);
+        let axes: Vec<(VarId, &Dim, Dim)> = def.axes.iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
+        let built = (|| {
+            let (n, decls) = Self::point_loop(&mut cx, &axes)?;
+            let value = cx.expr(&def.body)?;
+            Ok::<_, Failure>((n, decls, value))
+        })();
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        drop(cx);
+        self.sites = sites;
+        let (n, decls, value) = built?;
+        let (mut params, args) = self.inputs(&inputs, true)?;
+        params.insert(0, format!("{}* __restrict__ __out", c_type(def.elem)));
+        params.push("__ein_u64* __status".into());
+        let text = format!(
+            "extern \"C\" __global__ void __KERNEL__({}) {{\n    const long long __n = {n};\n    \
+             for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+             __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n",
+            params.join(", ")
+        );
+        let (konst, _) = self.add_kernel(text, &callees);
+        let own = self.own_ident(def.var)?;
+        let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
+        let t = scalar_type(def.elem);
+        let d = dim_type(rank, nd)?;
+        let launch = self.launch(&konst, quote!(#own.len()), &own, args);
+        let id = self.ident(def.var)?;
+        self.holders.insert(def.var, Holder::Owned(own.clone()));
+        Ok(quote! {
+            let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
+            #launch
+            let #id = &#own;
+        })
+    }
+
+    fn own_ident(&self, v: VarId) -> Result<Ident, Failure> {
+        let id = self.ident(v)?.to_string();
+        Ok(format_ident!("__own_{}", id.strip_prefix("r#").unwrap_or(&id)))
+    }
+
+    /// Whether cuBLAS can read `operand` with these axes (batch, then two):
+    /// one of the two matrix axes must be the contiguous (last) one.
+    fn blas_operand(&self, operand: VarId, axes: &[usize], batch: bool) -> bool {
+        let rank = match self.f.var(operand).ty {
+            Repr::Tensor(_, r) => r,
+            _ => return false,
+        };
+        let matrix = if batch { axes.get(1..) } else { Some(axes) };
+        axes.len() == rank && matrix.is_some_and(|m| m.len() == 2 && m.contains(&(rank - 1)))
+    }
+
+    fn gemm(&mut self, g: &Gemm) -> Result<TokenStream, Failure> {
+        let batched = g.batch.is_some();
+        let blas = matches!(g.elem, ScalarKind::F32 | ScalarKind::F64)
+            && self.blas_operand(g.a, &g.a_axes, batched)
+            && self.blas_operand(g.b, &g.b_axes, batched)
+            && g.reference.var == g.out
+            && g.reference.axes.len() == 2 + usize::from(batched);
+        if !blas {
+            return self.tensor_def(&g.reference);
+        }
+        let own = self.own_ident(g.out)?;
+        let extents = g.reference.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let (a, b) = (self.tensor_ref(g.a)?, self.tensor_ref(g.b)?);
+        let strides = |axes: &[usize], s: &Ident| -> TokenStream {
+            let picks = axes.iter().map(|&i| usize_lit(i));
+            let picks: Vec<_> = picks.map(|i| quote!(#s[#i])).collect();
+            if batched {
+                quote!((#(#picks),*))
+            } else {
+                quote!((0i64, #(#picks),*))
+            }
+        };
+        let (sa, sb) = (format_ident!("__sa"), format_ident!("__sb"));
+        let (a_strides, b_strides) = (strides(&g.a_axes, &sa), strides(&g.b_axes, &sb));
+        let batch = match &g.batch {
+            Some(d) => self.dim(d)?,
+            None => quote!(1i64),
+        };
+        let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
+        let (rt, nd, dev, name) = (&self.rt, &self.nd, &self.dev, &self.fn_name);
+        let t = scalar_type(g.elem);
+        let d = dim_type(g.reference.axes.len(), nd)?;
+        let id = self.ident(g.out)?;
+        self.holders.insert(g.out, Holder::Owned(own.clone()));
+        Ok(quote! {
+            let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
+            {
+                let #sa = #rt::cuda::row_major_strides(#a.shape());
+                let #sb = #rt::cuda::row_major_strides(#b.shape());
+                #dev.gemm(#name, &mut #own, #a.slice(), #a_strides, #b.slice(), #b_strides, (#batch, #m, #n, #k))?;
+            }
+            let #id = &#own;
+        })
+    }
+
+    fn recurrence(&mut self, r: &Recurrence) -> Result<TokenStream, Failure> {
+        if r.window.is_some() {
+            return Err(Failure::Unsupported("recurrences kept in a circular buffer (a bounded window)".into()));
+        }
+        let f = self.f;
+        let own = self.own_ident(r.var)?;
+        self.in_progress.insert(r.var, own.clone());
+        let rank = r.extents.len();
+        let mut clauses = Vec::new();
+        for clause in &r.clauses {
+            if clause.cover.len() != r.seq.len() || clause.at.len() != rank {
+                return Err(Failure::Bug("a recurrence clause does not match its loops".into()));
+            }
+            let mut sites = std::mem::take(&mut self.sites);
+            let mut cx = KernelCx::new(f, self.p, self.all_checked, &mut sites);
+            let axes: Vec<(VarId, &Dim, Dim)> =
+                clause.loops.iter().map(|l| (l.index, &l.start, l.end.sub(&l.start))).collect();
+            let built = (|| {
+                let (n, decls) = Self::point_loop(&mut cx, &axes)?;
+                let mut at = Vec::new();
+                for i in &clause.at {
+                    at.push(match i {
+                        RecIndex::Seq(k) => {
+                            let (_, l) =
+                                r.seq.get(*k).ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
+                            cx.dim(&Dim::var(DimVar(l.index.0)))?
+                        }
+                        RecIndex::Lit(v) => format!("{v}LL"),
+                        RecIndex::Loop(k) => {
+                            let l = clause
+                                .loops
+                                .get(*k)
+                                .ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
+                            cx.dim(&Dim::var(DimVar(l.index.0)))?
+                        }
+                    });
+                }
+                let value = cx.expr(&clause.body)?;
+                // The write position, in the recurrence's own extents.
+                let mut off = String::new();
+                for (axis, i) in at.iter().enumerate() {
+                    off = if axis == 0 { i.clone() } else { format!("({off}) * __x{axis} + {i}") };
+                }
+                Ok::<_, Failure>((n, decls, value, off))
+            })();
+            let inputs = cx.inputs.clone();
+            let callees = std::mem::take(&mut cx.callees);
+            drop(cx);
+            self.sites = sites;
+            let (n, decls, value, off) = built?;
+            let (mut params, mut args) = self.inputs(&inputs, false)?;
+            params.insert(0, format!("{}* __out", c_type(r.elem)));
+            for axis in 1..rank {
+                params.push(format!("long long __x{axis}"));
+                let a = usize_lit(axis);
+                let rt = &self.rt;
+                args.push(quote!(#rt::cuda::Arg::i64(#own.shape()[#a] as i64)));
+            }
+            params.push("__ein_u64* __status".into());
+            let text = format!(
+                "extern \"C\" __global__ void __KERNEL__({}) {{\n    const long long __n = {n};\n    \
+                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+                 __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[{off}] = {value};\n    }}\n}}\n",
+                params.join(", ")
+            );
+            let (konst, _) = self.add_kernel(text, &callees);
+            // The number of points of the clause's own loops.
+            let mut points = quote!(1usize);
+            for l in &clause.loops {
+                let e = self.extent(&l.end.sub(&l.start))?;
+                points = quote!(#points * #e);
+            }
+            let launch = self.launch(&konst, points, &own, args);
+            let mut conds = Vec::new();
+            for (c, (_, l)) in clause.cover.iter().zip(&r.seq) {
+                let i = self.ident(l.index)?;
+                conds.push(match c {
+                    Cover::At(v) => quote!(#i == #v),
+                    Cover::Range(a, b) => {
+                        let (a, b) = (self.dim(a)?, self.dim(b)?);
+                        quote!((#a) <= #i && #i < (#b))
+                    }
+                });
+            }
+            clauses.push(quote!(if true #(&& #conds)* { #launch }));
+        }
+        self.in_progress.remove(&r.var);
+        let mut body = quote!(#(#clauses)*);
+        for (_, l) in r.seq.iter().rev() {
+            let i = self.ident(l.index)?;
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            body = quote! {
+                let mut #i: i64 = #start;
+                let __end = #end;
+                while #i < __end {
+                    #body
+                    #i += 1;
+                }
+            };
+        }
+        let extents = r.extents.iter().map(|e| self.extent(e)).collect::<Result<Vec<_>, _>>()?;
+        let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
+        let t = scalar_type(r.elem);
+        let d = dim_type(rank, nd)?;
+        let id = self.ident(r.var)?;
+        self.holders.insert(r.var, Holder::Owned(own.clone()));
+        Ok(quote! {
+            let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
+            { #body }
+            let #id = &#own;
+        })
+    }
+
+    /// `let var = value;` on the host.
+    fn bind(&mut self, var: VarId, value: &Expr) -> Result<TokenStream, Failure> {
+        let id = self.ident(var)?;
+        match (&self.f.var(var).ty, &value.kind) {
+            (Repr::Tensor(..), ExprKind::Var(x)) => {
+                let x_ref = self.tensor_ref(*x)?;
+                let holder = self.holders.get(x).cloned().unwrap_or(Holder::Borrowed);
+                self.holders.insert(var, holder);
+                Ok(quote!(let #id = #x_ref;))
+            }
+            (Repr::Tensor(..), ExprKind::Call { func, args }) => {
+                let call = self.call(func, args)?;
+                let own = self.own_ident(var)?;
+                self.holders.insert(var, Holder::Owned(own.clone()));
+                Ok(quote! {
+                    let #own = #call;
+                    let #id = &#own;
+                })
+            }
+            (Repr::Scalar(k), _) => {
+                let v = self.scalar(value, *k)?;
+                let t = scalar_type(*k);
+                Ok(quote!(let #id: #t = #v;))
+            }
+            (ty, kind) => Err(Failure::Unsupported(format!(
+                "binding {} of type `{}` in device code",
+                kernel::describe(kind),
+                kernel::show_repr(ty)
+            ))),
+        }
+    }
+
+    /// A call of the CUDA version of `func`, after checking the failures so
+    /// far (the callee checks, and clears, the shared status word).
+    fn call(&mut self, func: &str, args: &[Expr]) -> Result<TokenStream, Failure> {
+        let g = self
+            .p
+            .fns
+            .iter()
+            .find(|g| g.name == func)
+            .ok_or_else(|| Failure::Bug(format!("call of unknown function `{func}`")))?;
+        let callee = cuda_ident(g, self.fns)?;
+        let mut xs = Vec::new();
+        for a in args {
+            xs.push(match (&a.ty, &a.kind) {
+                (Repr::Tensor(..), ExprKind::Var(v)) => self.tensor_ref(*v)?,
+                (Repr::Scalar(k), _) => self.scalar(a, *k)?,
+                (ty, kind) => {
+                    return Err(Failure::Unsupported(format!(
+                        "passing {} of type `{}` to a function in device code",
+                        kernel::describe(kind),
+                        kernel::show_repr(ty)
+                    )))
+                }
+            });
+        }
+        let check = self.check_status();
+        let dev = &self.dev;
+        Ok(quote!({ #check #callee(#dev, #(#xs),*)? }))
+    }
+
+    /// A scalar value on the host: a variable, literal or dimension as is,
+    /// anything else computed by a one-thread kernel and copied back.
+    fn scalar(&mut self, e: &Expr, k: ScalarKind) -> Result<TokenStream, Failure> {
+        match &e.kind {
+            ExprKind::Var(v) => {
+                let id = self.ident(*v)?;
+                return Ok(quote!(#id));
+            }
+            ExprKind::Lit(Literal::Bool(b)) => return Ok(quote!(#b)),
+            ExprKind::Lit(Literal::Int(v)) if !k.is_float() => {
+                let t = scalar_type(k);
+                let lit = RustLit::i128_unsuffixed(*v);
+                return Ok(quote!((#lit as #t)));
+            }
+            ExprKind::Lit(Literal::Float(text)) if k == ScalarKind::F32 => {
+                if let Ok(v) = text.replace('_', "").parse::<f32>() {
+                    let lit = RustLit::f32_suffixed(v);
+                    return Ok(quote!(#lit));
+                }
+            }
+            ExprKind::Lit(Literal::Float(text)) if k == ScalarKind::F64 => {
+                if let Ok(v) = text.replace('_', "").parse::<f64>() {
+                    let lit = RustLit::f64_suffixed(v);
+                    return Ok(quote!(#lit));
+                }
+            }
+            ExprKind::Dim(d) if k == ScalarKind::I64 => return self.dim(d),
+            ExprKind::Call { func, args }
+                if args.iter().any(|a| !matches!(a.ty, Repr::Scalar(_)))
+                    || self.p.fns.iter().any(|g| &g.name == func && g.device.is_some()) =>
+            {
+                return self.call(func, args);
+            }
+            _ => {}
+        }
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = KernelCx::new(self.f, self.p, self.all_checked, &mut sites);
+        let value = cx.expr(e);
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        drop(cx);
+        self.sites = sites;
+        let value = value?;
+        let (mut params, args) = self.inputs(&inputs, true)?;
+        params.insert(0, format!("{}* __restrict__ __out", c_type(k)));
+        params.push("__ein_u64* __status".into());
+        let text = format!(
+            "extern \"C\" __global__ void __KERNEL__({}) {{\n    if (blockIdx.x == 0 && threadIdx.x == 0) {{\n        \
+             __out[0] = {value};\n    }}\n}}\n",
+            params.join(", ")
+        );
+        let (konst, _) = self.add_kernel(text, &callees);
+        let own = format_ident!("__scalar");
+        let launch = self.launch(&konst, quote!(1usize), &own, args);
+        let check = self.check_status();
+        let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
+        let t = scalar_type(k);
+        Ok(quote!({
+            let mut #own = #rt::cuda::Tensor::<#t, #nd::Ix0>::zeros(#dev, #nd::Ix0())?;
+            #launch
+            #check
+            #own.into_scalar()?
+        }))
+    }
+
+    /// The function's result, moved out of the tensors it owns.
+    fn result(&mut self, e: &Expr) -> Result<TokenStream, Failure> {
+        match (&e.ty, &e.kind) {
+            (Repr::Tensor(..), ExprKind::Var(v)) => match self.holders.get(v).cloned() {
+                Some(Holder::Owned(own)) if self.moved.insert(own.to_string()) => Ok(quote!(#own)),
+                _ => {
+                    let t = self.tensor_ref(*v)?;
+                    Ok(quote!(#t.duplicate()?))
+                }
+            },
+            (Repr::Tensor(..), ExprKind::Call { func, args }) => self.call(func, args),
+            (Repr::Tuple(_), ExprKind::Tuple(items)) if !items.is_empty() => {
+                let items = items.iter().map(|i| self.result(i)).collect::<Result<Vec<_>, _>>()?;
+                Ok(quote!((#(#items,)*)))
+            }
+            (Repr::Scalar(k), _) => self.scalar(e, *k),
+            (ty, kind) => Err(Failure::Unsupported(format!(
+                "returning {} of type `{}` from device code",
+                kernel::describe(kind),
+                kernel::show_repr(ty)
+            ))),
+        }
+    }
+}
+
+/// A Rust identifier for an IR name: raw when it is a keyword.
+fn rust_ident(name: &str) -> Ident {
+    if syn::parse_str::<Ident>(name).is_ok() {
+        format_ident!("{}", name)
+    } else if ["self", "Self", "super", "crate", "_"].contains(&name) {
+        format_ident!("{}_", name)
+    } else {
+        Ident::new_raw(name, proc_macro2::Span::call_site())
+    }
+}
