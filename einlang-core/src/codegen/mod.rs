@@ -34,12 +34,7 @@ pub fn emit_program(p: &ir::Program, options: &crate::Options) -> TokenStream {
     let fns = rust::fn_idents(p);
     let mut out = TokenStream::new();
     let twins = if options.cuda { cuda::device_twins(p) } else { Default::default() };
-    for (caller, callee, span) in cuda::host_calls_of_device_fns(p, &twins) {
-        let d =
-            Diagnostic::error(span, format!("the device function `{callee}` is called from host code (`{caller}`)"))
-                .note("a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust");
-        out.extend(d.to_compile_errors());
-    }
+    let bound = cuda::device_bound(p);
     for f in &p.fns {
         if let Some(device) = &f.device {
             if !options.cuda {
@@ -49,6 +44,21 @@ pub fn emit_program(p: &ir::Program, options: &crate::Options) -> TokenStream {
                 continue;
             }
             out.extend(emit_cuda(f, p, &fns, options, device.span));
+            continue;
+        }
+        // A host function that reaches a device function runs only as the
+        // CUDA twin of device code that calls it.
+        if let Some((callee, span)) = bound.get(&f.name) {
+            if let (true, Some(span)) = (options.cuda, twins.get(&f.name)) {
+                out.extend(emit_cuda(f, p, &fns, options, *span));
+            } else if options.cuda {
+                let d = Diagnostic::error(
+                    *span,
+                    format!("the device function `{callee}` is called from host code (`{}`)", f.name),
+                )
+                .note("a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust");
+                out.extend(d.to_compile_errors());
+            }
             continue;
         }
         match rust::emit_function(f, &fns, options) {

@@ -100,6 +100,7 @@ mod tests {
             }
             Err(Error::Device { operation, message }) => {
                 assert!(!nvrtc_available(), "{operation}: {message}");
+                assert!(std::env::var_os("EINLANG_REQUIRE_NVRTC").is_none(), "NVRTC is required: {message}");
                 assert!(message.contains("NVRTC"), "{message}");
             }
             Err(e) => panic!("unexpected error {e}"),

@@ -594,9 +594,7 @@ impl<'a> KernelCx<'a> {
             RedOp::Min => (highest(k), |acc, v, t| format!("{{ const {t} __v = {v}; if (__v < {acc}) {acc} = __v; }}")),
             RedOp::All => ("true".into(), |acc, v, _| format!("{acc} = {acc} && {v};")),
             RedOp::Any => ("false".into(), |acc, v, _| format!("{acc} = {acc} || {v};")),
-            RedOp::ArgMax | RedOp::ArgMin => {
-                return Err(Failure::Unsupported("`argmax` and `argmin` inside a kernel".into()));
-            }
+            RedOp::ArgMax | RedOp::ArgMin => return self.arg_reduce(op, loops, wheres, body),
         };
         let acc = self.tmp("acc");
         let mut s = format!("[&]() -> {t} {{ {t} {acc} = ({t})({init}); ");
@@ -608,6 +606,52 @@ impl<'a> KernelCx<'a> {
         self.wheres(wheres, &mut s, "continue;")?;
         let v = self.expr(body)?;
         s.push_str(&combine(&acc, &v, t));
+        for _ in loops {
+            s.push_str(" }");
+        }
+        let _ = write!(s, " return {acc}; }}()");
+        Ok(s)
+    }
+}
+
+impl KernelCx<'_> {
+    /// `argmax`/`argmin`: the index of the first extremum (one loop) or its
+    /// row-major position in the loop nest (several), -1 when no term is
+    /// left; as the CPU computes it.
+    fn arg_reduce(&mut self, op: RedOp, loops: &[Loop], wheres: &[WhereEntry], body: &Expr) -> Result<String, Failure> {
+        let bk = scalar_kind(&body.ty)?;
+        let bt = c_type(bk);
+        let (acc, best, found, seen) = (self.tmp("acc"), self.tmp("best"), self.tmp("found"), self.tmp("seen"));
+        let mut s = format!(
+            "[&]() -> long long {{ long long {acc} = -1; {bt} {best} = ({bt})0; bool {found} = false; long long {seen} = 0; "
+        );
+        let mut index = None;
+        for l in loops {
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            let i = self.define(l.index)?;
+            let _ = write!(s, "for (long long {i} = {start}; {i} < {end}; ++{i}) {{ ");
+            index = Some(i);
+        }
+        let here = match (loops.len(), index) {
+            (1, Some(i)) => i,
+            _ => {
+                let _ = write!(s, "const long long __here = {seen}++; ");
+                "__here".to_string()
+            }
+        };
+        if loops.is_empty() {
+            s.push_str("do { ");
+        }
+        self.wheres(wheres, &mut s, "continue;")?;
+        let v = self.expr(body)?;
+        let cmp = if op == RedOp::ArgMax { ">" } else { "<" };
+        let _ = write!(
+            s,
+            "{{ const {bt} __v = {v}; if (!{found} || __v {cmp} {best}) {{ {best} = __v; {acc} = {here}; {found} = true; }} }}"
+        );
+        if loops.is_empty() {
+            s.push_str(" } while (false);");
+        }
         for _ in loops {
             s.push_str(" }");
         }

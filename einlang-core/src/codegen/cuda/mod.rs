@@ -82,20 +82,35 @@ pub fn device_twins(p: &Program) -> BTreeMap<String, Span> {
     twins
 }
 
-/// The host functions that call a `#[device(cuda)]` function (which needs a
-/// `Device` they do not have): `(caller, callee, callee's span)`.
-pub fn host_calls_of_device_fns(p: &Program, twins: &BTreeMap<String, Span>) -> Vec<(String, String, Span)> {
+/// The host functions that call a `#[device(cuda)]` function, directly or
+/// through other host functions: they cannot run on the host (a device
+/// function needs a `Device`), so they exist only as CUDA twins. For each,
+/// a device function it reaches: `(name, device function, its span)`.
+pub fn device_bound(p: &Program) -> BTreeMap<String, (String, Span)> {
+    let mut bound: BTreeMap<String, (String, Span)> = BTreeMap::new();
     let device: HashMap<&str, Span> =
         p.fns.iter().filter_map(|f| f.device.map(|d| (f.name.as_str(), d.span))).collect();
-    let mut out = Vec::new();
-    for f in p.fns.iter().filter(|f| f.device.is_none() && !twins.contains_key(&f.name)) {
-        for callee in all_callees(f) {
-            if let Some(span) = device.get(callee.as_str()) {
-                out.push((f.name.clone(), callee, *span));
+    let calls: Vec<(&Function, Vec<String>)> =
+        p.fns.iter().filter(|f| f.device.is_none()).map(|f| (f, all_callees(f))).collect();
+    loop {
+        let mut changed = false;
+        for (f, callees) in &calls {
+            if bound.contains_key(&f.name) {
+                continue;
+            }
+            let reached = callees.iter().find_map(|c| match device.get(c.as_str()) {
+                Some(span) => Some((c.clone(), *span)),
+                None => bound.get(c).cloned(),
+            });
+            if let Some(r) = reached {
+                bound.insert(f.name.clone(), r);
+                changed = true;
             }
         }
+        if !changed {
+            return bound;
+        }
     }
-    out
 }
 
 fn visit_exprs<'a>(f: &'a Function, visit: &mut dyn FnMut(&'a Expr)) {
@@ -272,6 +287,8 @@ struct HostCx<'a> {
     moved: HashSet<String>,
     /// Tensors being defined by a recurrence: read through their owner.
     in_progress: HashMap<VarId, Ident>,
+    /// Tuple variables bound to a tuple of variables: their elements.
+    tuples: HashMap<VarId, Vec<Expr>>,
     rt: TokenStream,
     nd: TokenStream,
 }
@@ -300,6 +317,7 @@ impl<'a> HostCx<'a> {
             holders: HashMap::new(),
             moved: HashSet::new(),
             in_progress: HashMap::new(),
+            tuples: HashMap::new(),
             rt: paths::rt_local(),
             nd: paths::nd_local(),
         })
@@ -775,6 +793,24 @@ impl<'a> HostCx<'a> {
     fn bind(&mut self, var: VarId, value: &Expr) -> Result<TokenStream, Failure> {
         let id = self.ident(var)?;
         match (&self.f.var(var).ty, &value.kind) {
+            // Statements of a block run before the binding (names are
+            // unique in a function, so nothing is shadowed).
+            (_, ExprKind::Block { stmts, result }) => {
+                let mut out = TokenStream::new();
+                for s in stmts {
+                    out.extend(self.stmt(s)?);
+                }
+                out.extend(self.bind(var, result)?);
+                Ok(out)
+            }
+            (Repr::Tuple(_), ExprKind::Tuple(items)) if items.iter().all(|i| matches!(i.kind, ExprKind::Var(_))) => {
+                self.tuples.insert(var, items.clone());
+                Ok(TokenStream::new())
+            }
+            (_, ExprKind::Field(t, i)) => match (&t.kind, self.tuple_item(t, *i)) {
+                (_, Some(item)) => self.bind(var, &item),
+                (kind, None) => Err(Failure::Unsupported(format!("reading an element of {}", kernel::describe(kind)))),
+            },
             (Repr::Tensor(..), ExprKind::Var(x)) => {
                 let x_ref = self.tensor_ref(*x)?;
                 let holder = self.holders.get(x).cloned().unwrap_or(Holder::Borrowed);
@@ -800,6 +836,15 @@ impl<'a> HostCx<'a> {
                 kernel::describe(kind),
                 kernel::show_repr(ty)
             ))),
+        }
+    }
+
+    /// Element `i` of a tuple bound to variables.
+    fn tuple_item(&self, t: &Expr, i: u32) -> Option<Expr> {
+        match &t.kind {
+            ExprKind::Var(v) => self.tuples.get(v).and_then(|items| items.get(i as usize)).cloned(),
+            ExprKind::Tuple(items) => items.get(i as usize).cloned(),
+            _ => None,
         }
     }
 
@@ -908,6 +953,23 @@ impl<'a> HostCx<'a> {
                 }
             },
             (Repr::Tensor(..), ExprKind::Call { func, args }) => self.call(func, args),
+            (_, ExprKind::Block { stmts, result }) => {
+                let mut out = TokenStream::new();
+                for s in stmts {
+                    out.extend(self.stmt(s)?);
+                }
+                let value = self.result(result)?;
+                Ok(quote!({ #out #value }))
+            }
+            (Repr::Tuple(_), ExprKind::Var(v)) if self.tuples.contains_key(v) => {
+                let items = self.tuples.get(v).cloned().unwrap_or_default();
+                let items = items.iter().map(|i| self.result(i)).collect::<Result<Vec<_>, _>>()?;
+                Ok(quote!((#(#items,)*)))
+            }
+            (_, ExprKind::Field(t, i)) if self.tuple_item(t, *i).is_some() => {
+                let item = self.tuple_item(t, *i).ok_or_else(|| Failure::Bug("a tuple element vanished".into()))?;
+                self.result(&item)
+            }
             (Repr::Tuple(_), ExprKind::Tuple(items)) if !items.is_empty() => {
                 let items = items.iter().map(|i| self.result(i)).collect::<Result<Vec<_>, _>>()?;
                 Ok(quote!((#(#items,)*)))

@@ -633,3 +633,54 @@ fn unsupported_constructs_are_reported_at_the_function() {
         expect!["`#[device(cuda)]` does not support `print` in device code yet"],
     );
 }
+
+#[test]
+fn the_digits_mlp_training_step_runs_on_the_device() {
+    let src = r#"
+        use std::math::tanh;
+        use std::ml::log_softmax;
+        pub fn logits(x: [f32; B, I], w1: [f32; I, H], b1: [f32; H], w2: [f32; H, C], b2: [f32; C]) -> [f32; B, C] {
+            let h[n, j] = tanh(sum[i](x[n, i] * w1[i, j]) + b1[j]);
+            let z[n, c] = sum[j](h[n, j] * w2[j, c]) + b2[c];
+            z
+        }
+        pub fn batch_loss(
+            x: [f32; B, I], labels: [i64; B],
+            w1: [f32; I, H], b1: [f32; H], w2: [f32; H, C], b2: [f32; C],
+        ) -> f32 {
+            let lp = log_softmax(logits(x, w1, b1, w2, b2));
+            let l = -sum[n](lp[n, labels[n]]) / (B as f32);
+            l
+        }
+        #[device(cuda)]
+        pub fn sgd_step(
+            x: [f32; B, I], labels: [i64; B],
+            w1: [f32; I, H], b1: [f32; H], w2: [f32; H, C], b2: [f32; C],
+            lr: f32,
+        ) -> ([f32; I, H], [f32; H], [f32; H, C], [f32; C], f32) {
+            let l = batch_loss(x, labels, w1, b1, w2, b2);
+            let (gw1, gb1, gw2, gb2) = (@l / @w1, @l / @b1, @l / @w2, @l / @b2);
+            (w1 - lr * gw1, b1 - lr * gb1, w2 - lr * gw2, b2 - lr * gb2, l)
+        }
+    "#;
+    let text = kernels(src);
+    assert!(!text.contains("unsupported"), "{text}");
+    // The forward pass, the loss (one thread), softmax's backward pass with
+    // its argmax, the parameter updates.
+    assert!(text.contains("tanhf(") && text.contains("__found"), "{text}");
+}
+
+#[test]
+fn a_host_function_calling_a_device_function_is_an_error() {
+    check_error(
+        r#"
+        #[device(cuda)]
+        pub fn twice(x: [f32; N]) -> [f32; N] { let y[i] = 2.0 * x[i]; y }
+        pub fn host(x: [f32; N]) -> [f32; N] { twice(x) }
+        "#,
+        &options(),
+        expect![[r#"
+            the device function `twice` is called from host code (`host`)
+             = note: a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust"#]],
+    );
+}
