@@ -263,6 +263,7 @@ impl Device {
         guarded(&operation, || {
             let mut status = self.inner.status.lock().unwrap_or_else(|e| e.into_inner());
             let words = self.inner.stream.clone_dtoh(&*status).map_err(|e| device_error(&operation, e))?;
+            self.inner.stream.synchronize().map_err(|e| device_error(&operation, e))?;
             let code = words.first().copied().unwrap_or(0);
             if code == 0 {
                 return Ok(());
@@ -506,7 +507,10 @@ impl<T: Elem, D: Dimension> Tensor<T, D> {
             if self.data.len() == 0 {
                 return Ok(Vec::new());
             }
-            self.dev.inner.stream.clone_dtoh(&self.data).map_err(driver("copying from the device"))
+            let host = self.dev.inner.stream.clone_dtoh(&self.data).map_err(driver("copying from the device"))?;
+            // Surfaces the failure of an earlier asynchronous launch too.
+            self.dev.inner.stream.synchronize().map_err(driver("copying from the device"))?;
+            Ok(host)
         })?;
         Array::from_shape_vec(self.dim.clone(), host).map_err(|e| device_error("copying from the device", e))
     }
