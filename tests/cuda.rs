@@ -16,8 +16,8 @@ mod gpu {
     use einlang::einlang;
 
     einlang! {
-        use std::ml::{relu, softmax};
-        use std::math::tanh;
+        use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
+        use std::math::{min, tanh};
 
         /// A dense layer with ReLU: a cuBLAS product and an epilogue kernel.
         #[device(cuda)]
@@ -68,6 +68,31 @@ mod gpu {
             let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]);
             c
         }
+
+        #[device(cuda)]
+        pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H, W] {
+            conv2d_padded(x, k, b, 1, 1, 1, 1)
+        }
+
+        #[device(cuda)]
+        pub fn pool(x: [f32; C, H, W]) -> [f32; C, H / 2, W / 2] {
+            max_pool2d_stride2(x, 2, 2)
+        }
+
+        #[device(cuda)]
+        pub fn attend(q: [f32; B, T, D], k: [f32; B, T, D], v: [f32; B, T, D]) -> [f32; B, T, D] {
+            attention(q, k, v, 0.125)
+        }
+
+        /// Edit distance: a 2-D dynamic program kept in a circular buffer.
+        #[device(cuda)]
+        pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
+            let d[0, j in 0..M + 1] = j as i32;
+            let d[i in 1..N + 1, 0] = i as i32;
+            let d[i in 1..N + 1, j in 1..M + 1] =
+                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+            d[N, M]
+        }
     }
 }
 
@@ -75,8 +100,8 @@ mod cpu {
     use einlang::einlang;
 
     einlang! {
-        use std::ml::{relu, softmax};
-        use std::math::tanh;
+        use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
+        use std::math::{min, tanh};
 
         pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
             let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
@@ -117,6 +142,26 @@ mod cpu {
         pub fn batched(a: [f64; P, M, K], b: [f64; P, K, N]) -> [f64; P, M, N] {
             let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]);
             c
+        }
+
+        pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H, W] {
+            conv2d_padded(x, k, b, 1, 1, 1, 1)
+        }
+
+        pub fn pool(x: [f32; C, H, W]) -> [f32; C, H / 2, W / 2] {
+            max_pool2d_stride2(x, 2, 2)
+        }
+
+        pub fn attend(q: [f32; B, T, D], k: [f32; B, T, D], v: [f32; B, T, D]) -> [f32; B, T, D] {
+            attention(q, k, v, 0.125)
+        }
+
+        pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
+            let d[0, j in 0..M + 1] = j as i32;
+            let d[i in 1..N + 1, 0] = i as i32;
+            let d[i in 1..N + 1, j in 1..M + 1] =
+                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+            d[N, M]
         }
     }
 }
@@ -308,5 +353,49 @@ fn batched_f64_products_match_the_cpu() -> Result<(), Error> {
         assert!((x - y).abs() < 1e-12, "{x} vs {y}");
     }
     assert_eq!(got.len_of(Axis(0)), 3);
+    Ok(())
+}
+
+fn tensor3(shape: (usize, usize, usize), seed: u32) -> einlang::ndarray::Array3<f32> {
+    einlang::ndarray::Array3::from_shape_vec(shape, data(shape.0 * shape.1 * shape.2, seed)).expect("sizes agree")
+}
+
+#[test]
+fn convolution_and_pooling_match_the_cpu() -> Result<(), Error> {
+    let Some(dev) = device("convolution_and_pooling_match_the_cpu") else { return Ok(()) };
+    let x = tensor3((3, 10, 12), 14);
+    let k = einlang::ndarray::Array4::from_shape_vec((4, 3, 3, 3), data(4 * 27, 15)).expect("sizes agree");
+    let b = Array1::from(data(4, 16));
+    let want = cpu::conv(&x, &k, &b)?;
+    let xd = Tensor::from_host(&dev, &x)?;
+    let got = gpu::conv(&dev, &xd, &Tensor::from_host(&dev, &k)?, &Tensor::from_host(&dev, &b)?)?.to_host()?;
+    close(got.as_slice().unwrap(), want.as_slice().unwrap(), 1e-4);
+    let want = cpu::pool(&x)?;
+    let got = gpu::pool(&dev, &xd)?.to_host()?;
+    assert_eq!(got, want);
+    Ok(())
+}
+
+#[test]
+fn attention_matches_the_cpu() -> Result<(), Error> {
+    let Some(dev) = device("attention_matches_the_cpu") else { return Ok(()) };
+    let (q, k, v) = (tensor3((2, 9, 16), 17), tensor3((2, 9, 16), 18), tensor3((2, 9, 16), 19));
+    let want = cpu::attend(&q, &k, &v)?;
+    let up = |a: &einlang::ndarray::Array3<f32>| Tensor::from_host(&dev, a);
+    let got = gpu::attend(&dev, &up(&q)?, &up(&k)?, &up(&v)?)?.to_host()?;
+    close(got.as_slice().unwrap(), want.as_slice().unwrap(), 1e-4);
+    Ok(())
+}
+
+#[test]
+fn edit_distance_matches_the_cpu() -> Result<(), Error> {
+    let Some(dev) = device("edit_distance_matches_the_cpu") else { return Ok(()) };
+    let codes = |s: &str| s.chars().map(|c| c as i32).collect::<Array1<i32>>();
+    for (a, b) in [("kitten", "sitting"), ("intention", "execution"), ("", "abc")] {
+        let (a, b) = (codes(a), codes(b));
+        let want = cpu::distance(&a, &b)?;
+        let got = gpu::distance(&dev, &Tensor::from_host(&dev, &a)?, &Tensor::from_host(&dev, &b)?)?;
+        assert_eq!(got, want);
+    }
     Ok(())
 }

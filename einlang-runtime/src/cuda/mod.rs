@@ -495,8 +495,11 @@ impl<T: Elem, D: Dimension> Tensor<T, D> {
             None => return Err(device_error("copying to the device", "a standard-layout array has no slice")),
         };
         guarded("copying to the device", || {
-            let data = if host.is_empty() { dev.inner.stream.null::<T>() } else { dev.inner.stream.clone_htod(host) }
-                .map_err(driver("copying to the device"))?;
+            // An empty tensor holds one unused element (the driver rejects
+            // allocations of zero bytes).
+            let data =
+                if host.is_empty() { dev.inner.stream.alloc_zeros::<T>(1) } else { dev.inner.stream.clone_htod(host) }
+                    .map_err(driver("copying to the device"))?;
             Ok(Tensor { dev: dev.clone(), data, dim })
         })
     }
@@ -504,7 +507,7 @@ impl<T: Elem, D: Dimension> Tensor<T, D> {
     /// Copies the tensor back to host memory.
     pub fn to_host(&self) -> Result<Array<T, D>, Error> {
         let host = guarded("copying from the device", || {
-            if self.data.len() == 0 {
+            if self.dim.size() == 0 {
                 return Ok(Vec::new());
             }
             let host = self.dev.inner.stream.clone_dtoh(&self.data).map_err(driver("copying from the device"))?;
@@ -540,8 +543,8 @@ impl<T: Elem, D: Dimension> Tensor<T, D> {
     pub fn zeros(dev: &Device, dim: D) -> Result<Tensor<T, D>, Error> {
         let len = dim.size_checked().ok_or_else(|| device_error("allocating a tensor", "its size overflows"))?;
         guarded("allocating a tensor", || {
-            let data = if len == 0 { dev.inner.stream.null::<T>() } else { dev.inner.stream.alloc_zeros::<T>(len) }
-                .map_err(driver("allocating a tensor"))?;
+            // An empty tensor holds one unused element (see `from_host`).
+            let data = dev.inner.stream.alloc_zeros::<T>(len.max(1)).map_err(driver("allocating a tensor"))?;
             Ok(Tensor { dev: dev.clone(), data, dim })
         })
     }
@@ -550,12 +553,7 @@ impl<T: Elem, D: Dimension> Tensor<T, D> {
     #[doc(hidden)]
     pub fn duplicate(&self) -> Result<Tensor<T, D>, Error> {
         guarded("copying a tensor", || {
-            let data = if self.data.len() == 0 {
-                self.dev.inner.stream.null::<T>()
-            } else {
-                self.dev.inner.stream.clone_dtod(&self.data)
-            }
-            .map_err(driver("copying a tensor"))?;
+            let data = self.dev.inner.stream.clone_dtod(&self.data).map_err(driver("copying a tensor"))?;
             Ok(Tensor { dev: self.dev.clone(), data, dim: self.dim.clone() })
         })
     }

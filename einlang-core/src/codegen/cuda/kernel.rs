@@ -13,7 +13,7 @@
 //! a scalar parameter or `let`, a sequential loop's index) its value. The
 //! status word (`__status`) is the last parameter of every kernel.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 use super::Failure;
@@ -208,6 +208,10 @@ pub struct KernelCx<'a> {
     pub callees: Vec<(String, String)>,
     /// Scalar functions being emitted (a call of one is recursion).
     in_progress: HashSet<String>,
+    /// Recurrences kept in a circular buffer: their window's axis and
+    /// number of slots, and their logical extents (what checked reads
+    /// compare with).
+    pub windows: HashMap<VarId, (usize, u64, Vec<Dim>)>,
     next_tmp: u32,
 }
 
@@ -222,6 +226,7 @@ impl<'a> KernelCx<'a> {
             inputs: BTreeSet::new(),
             callees: Vec::new(),
             in_progress: HashSet::new(),
+            windows: HashMap::new(),
             next_tmp: 0,
         }
     }
@@ -537,8 +542,21 @@ impl<'a> KernelCx<'a> {
         for i in indices {
             idx.push(self.expr(i)?);
         }
+        let window = self.windows.get(&tensor).cloned();
+        // A circular buffer keeps the last `slots` steps along its axis.
+        let masked = |cx: &mut Self, idx: &[String]| -> Result<String, Failure> {
+            let idx: Vec<String> = idx
+                .iter()
+                .enumerate()
+                .map(|(axis, i)| match &window {
+                    Some((w, slots, _)) if *w == axis => format!("(({i}) & {}LL)", slots - 1),
+                    _ => i.clone(),
+                })
+                .collect();
+            cx.offset(tensor, &idx)
+        };
         if !checked {
-            let off = self.offset(tensor, &idx)?;
+            let off = masked(self, &idx)?;
             return Ok(format!("{name}[{off}]"));
         }
         let t = c_type(k);
@@ -546,13 +564,19 @@ impl<'a> KernelCx<'a> {
         let mut names = Vec::new();
         for (axis, i) in idx.iter().enumerate() {
             let v = self.tmp("i");
-            let d = self.extent(tensor, axis)?;
+            let d = match &window {
+                Some((_, _, logical)) => {
+                    let e = logical.get(axis).ok_or_else(|| Failure::Bug("a window without extents".into()))?;
+                    self.dim(e)?
+                }
+                None => self.extent(tensor, axis)?,
+            };
             let site = self.site(Site::Index { tensor: source.clone(), axis });
             let _ =
                 write!(s, "const long long {v} = {i}; if (!__ein_in({v}, {d}, {site}ULL, __status)) return ({t})0; ");
             names.push(v);
         }
-        let off = self.offset(tensor, &names)?;
+        let off = masked(self, &names)?;
         let _ = write!(s, "return {name}[{off}]; }}()");
         Ok(s)
     }

@@ -289,6 +289,8 @@ struct HostCx<'a> {
     in_progress: HashMap<VarId, Ident>,
     /// Tuple variables bound to a tuple of variables: their elements.
     tuples: HashMap<VarId, Vec<Expr>>,
+    /// Recurrences kept in a circular buffer (see `KernelCx::windows`).
+    windows: HashMap<VarId, (usize, u64, Vec<Dim>)>,
     rt: TokenStream,
     nd: TokenStream,
 }
@@ -318,6 +320,7 @@ impl<'a> HostCx<'a> {
             moved: HashSet::new(),
             in_progress: HashMap::new(),
             tuples: HashMap::new(),
+            windows: HashMap::new(),
             rt: paths::rt_local(),
             nd: paths::nd_local(),
         })
@@ -337,6 +340,28 @@ impl<'a> HostCx<'a> {
             Some(other) => Err(Failure::Unsupported(format!("values of type `{}`", kernel::show_repr(other)))),
             None => Err(Failure::Bug(format!("variable {} is not declared", v.0))),
         }
+    }
+
+    /// A kernel emission context for this function.
+    fn kernel_cx<'s>(&self, sites: &'s mut Vec<Site>) -> KernelCx<'s>
+    where
+        'a: 's,
+    {
+        let mut cx = KernelCx::new(self.f, self.p, self.all_checked, sites);
+        cx.windows = self.windows.clone();
+        cx
+    }
+
+    /// A whole tensor leaving the glue (an argument, a result): not one kept
+    /// in a circular buffer, which holds only its last steps.
+    fn whole_tensor(&self, v: VarId) -> Result<TokenStream, Failure> {
+        if self.windows.contains_key(&v) {
+            return Err(Failure::Unsupported(format!(
+                "using the whole of `{}`, a recurrence kept in a circular buffer",
+                self.f.var(v).source_name
+            )));
+        }
+        self.tensor_ref(v)
     }
 
     /// A `&Tensor` expression for tensor variable `v`.
@@ -578,7 +603,7 @@ impl<'a> HostCx<'a> {
         let f = self.f;
         let rank = def.axes.len();
         let mut sites = std::mem::take(&mut self.sites);
-        let mut cx = KernelCx::new(f, self.p, self.all_checked, &mut sites);
+        let mut cx = self.kernel_cx(&mut sites);
         let axes: Vec<(VarId, &Dim, Dim)> = def.axes.iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
         let built = (|| {
             let (n, decls) = Self::point_loop(&mut cx, &axes)?;
@@ -677,11 +702,13 @@ impl<'a> HostCx<'a> {
     }
 
     fn recurrence(&mut self, r: &Recurrence) -> Result<TokenStream, Failure> {
-        if r.window.is_some() {
-            return Err(Failure::Unsupported("recurrences kept in a circular buffer (a bounded window)".into()));
-        }
-        let f = self.f;
         let own = self.own_ident(r.var)?;
+        if let Some(w) = &r.window {
+            if w.axis >= r.extents.len() || !w.slots.is_power_of_two() {
+                return Err(Failure::Bug("a window that does not fit its recurrence".into()));
+            }
+            self.windows.insert(r.var, (w.axis, w.slots, r.extents.clone()));
+        }
         self.in_progress.insert(r.var, own.clone());
         let rank = r.extents.len();
         let mut clauses = Vec::new();
@@ -690,7 +717,7 @@ impl<'a> HostCx<'a> {
                 return Err(Failure::Bug("a recurrence clause does not match its loops".into()));
             }
             let mut sites = std::mem::take(&mut self.sites);
-            let mut cx = KernelCx::new(f, self.p, self.all_checked, &mut sites);
+            let mut cx = self.kernel_cx(&mut sites);
             let axes: Vec<(VarId, &Dim, Dim)> =
                 clause.loops.iter().map(|l| (l.index, &l.start, l.end.sub(&l.start))).collect();
             let built = (|| {
@@ -717,7 +744,11 @@ impl<'a> HostCx<'a> {
                 // The write position, in the recurrence's own extents.
                 let mut off = String::new();
                 for (axis, i) in at.iter().enumerate() {
-                    off = if axis == 0 { i.clone() } else { format!("({off}) * __x{axis} + {i}") };
+                    let i = match &r.window {
+                        Some(w) if w.axis == axis => format!("(({i}) & {}LL)", w.slots - 1),
+                        _ => i.clone(),
+                    };
+                    off = if axis == 0 { i } else { format!("({off}) * __x{axis} + {i}") };
                 }
                 Ok::<_, Failure>((n, decls, value, off))
             })();
@@ -763,20 +794,35 @@ impl<'a> HostCx<'a> {
             clauses.push(quote!(if true #(&& #conds)* { #launch }));
         }
         self.in_progress.remove(&r.var);
+        let clear = match (&r.window, r.clear_steps, r.seq.first()) {
+            (Some(w), true, Some((_, l0))) => Some(self.clear_slab(r, w.axis, w.slots, l0.index, &own)?),
+            _ => None,
+        };
         let mut body = quote!(#(#clauses)*);
-        for (_, l) in r.seq.iter().rev() {
+        for (k, (_, l)) in r.seq.iter().enumerate().rev() {
             let i = self.ident(l.index)?;
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            let clear = if k == 0 { clear.clone() } else { None };
             body = quote! {
                 let mut #i: i64 = #start;
                 let __end = #end;
                 while #i < __end {
+                    #clear
                     #body
                     #i += 1;
                 }
             };
         }
-        let extents = r.extents.iter().map(|e| self.extent(e)).collect::<Result<Vec<_>, _>>()?;
+        let mut extents = Vec::new();
+        for (axis, e) in r.extents.iter().enumerate() {
+            extents.push(match &r.window {
+                Some(w) if w.axis == axis => {
+                    let slots = usize_lit(w.slots as usize);
+                    quote!(#slots)
+                }
+                _ => self.extent(e)?,
+            });
+        }
         let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
         let t = scalar_type(r.elem);
         let d = dim_type(rank, nd)?;
@@ -787,6 +833,39 @@ impl<'a> HostCx<'a> {
             { #body }
             let #id = &#own;
         })
+    }
+
+    /// Zeroes the window's slot of the current step (index variable
+    /// `step`) before the clauses write it.
+    fn clear_slab(
+        &mut self,
+        r: &Recurrence,
+        axis: usize,
+        slots: u64,
+        step: VarId,
+        own: &Ident,
+    ) -> Result<TokenStream, Failure> {
+        let t = c_type(r.elem);
+        let text = format!(
+            "extern \"C\" __global__ void __KERNEL__({t}* __out, long long __outer, long long __along, long long __inner, \
+             long long __slot, __ein_u64* __status) {{\n    const long long __n = __outer * __inner;\n    \
+             for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+             __p += (long long)gridDim.x * blockDim.x) {{\n        \
+             __out[((__p / __inner) * __along + __slot) * __inner + __p % __inner] = ({t})0;\n    }}\n}}\n"
+        );
+        let (konst, _) = self.add_kernel(text, &[]);
+        let rt = &self.rt;
+        let i = self.ident(step)?;
+        let a = usize_lit(axis);
+        let mask = slots as i64 - 1;
+        let args = vec![
+            quote!(#rt::cuda::Arg::i64(#own.shape()[..#a].iter().product::<usize>() as i64)),
+            quote!(#rt::cuda::Arg::i64(#own.shape()[#a] as i64)),
+            quote!(#rt::cuda::Arg::i64(#own.shape()[#a + 1..].iter().product::<usize>() as i64)),
+            quote!(#rt::cuda::Arg::i64(#i & #mask)),
+        ];
+        let points = quote!(#own.len() / #own.shape()[#a].max(1));
+        Ok(self.launch(&konst, points, own, args))
     }
 
     /// `let var = value;` on the host.
@@ -815,6 +894,9 @@ impl<'a> HostCx<'a> {
                 let x_ref = self.tensor_ref(*x)?;
                 let holder = self.holders.get(x).cloned().unwrap_or(Holder::Borrowed);
                 self.holders.insert(var, holder);
+                if let Some(w) = self.windows.get(x).cloned() {
+                    self.windows.insert(var, w);
+                }
                 Ok(quote!(let #id = #x_ref;))
             }
             (Repr::Tensor(..), ExprKind::Call { func, args }) => {
@@ -861,7 +943,7 @@ impl<'a> HostCx<'a> {
         let mut xs = Vec::new();
         for a in args {
             xs.push(match (&a.ty, &a.kind) {
-                (Repr::Tensor(..), ExprKind::Var(v)) => self.tensor_ref(*v)?,
+                (Repr::Tensor(..), ExprKind::Var(v)) => self.whole_tensor(*v)?,
                 (Repr::Scalar(k), _) => self.scalar(a, *k)?,
                 (ty, kind) => {
                     return Err(Failure::Unsupported(format!(
@@ -913,7 +995,7 @@ impl<'a> HostCx<'a> {
             _ => {}
         }
         let mut sites = std::mem::take(&mut self.sites);
-        let mut cx = KernelCx::new(self.f, self.p, self.all_checked, &mut sites);
+        let mut cx = self.kernel_cx(&mut sites);
         let value = cx.expr(e);
         let inputs = cx.inputs.clone();
         let callees = std::mem::take(&mut cx.callees);
@@ -945,6 +1027,7 @@ impl<'a> HostCx<'a> {
     /// The function's result, moved out of the tensors it owns.
     fn result(&mut self, e: &Expr) -> Result<TokenStream, Failure> {
         match (&e.ty, &e.kind) {
+            (Repr::Tensor(..), ExprKind::Var(v)) if self.windows.contains_key(v) => self.whole_tensor(*v),
             (Repr::Tensor(..), ExprKind::Var(v)) => match self.holders.get(v).cloned() {
                 Some(Holder::Owned(own)) if self.moved.insert(own.to_string()) => Ok(quote!(#own)),
                 _ => {

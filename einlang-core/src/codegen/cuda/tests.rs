@@ -684,3 +684,56 @@ fn a_host_function_calling_a_device_function_is_an_error() {
              = note: a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust"#]],
     );
 }
+
+#[test]
+fn a_dynamic_program_in_a_circular_buffer() {
+    check_kernels(
+        r#"
+        use std::math::min;
+        #[device(cuda)]
+        pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
+            let d[0, j in 0..M + 1] = j as i32;
+            let d[i in 1..N + 1, 0] = i as i32;
+            let d[i in 1..N + 1, j in 1..M + 1] =
+                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+            d[N, M]
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `distance_k0` of `distance`
+            extern "C" __global__ void distance_k0(int* __out, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((((i)) & 1LL)) * __x1 + (j)] = ((int)(j));
+                }
+            }
+            // einlang: kernel `distance_k1` of `distance`
+            extern "C" __global__ void distance_k1(int* __out, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((((i)) & 1LL)) * __x1 + (j)] = ((int)(i));
+                }
+            }
+            // einlang: kernel `distance_k2` of `distance`
+            extern "C" __global__ void distance_k2(int* __out, const int* a, long long __d0_a, const int* b, long long __d0_b, const int* d, long long __d0_d, long long __d1_d, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((((i)) & 1LL)) * __x1 + (j)] = [&]() -> int { const int __a = [&]() -> int { const int __a = ((int)((__ein_u64)(d[(((((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) & 1LL)) * __d1_d + j]) + (__ein_u64)(((int)1ULL)))); const int __b = ((int)((__ein_u64)(d[(((i) & 1LL)) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((int)1ULL)))); return __a < __b ? __a : __b; }(); const int __b = ((int)((__ein_u64)(d[(((((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) & 1LL)) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((a[((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))] == b[((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) ? ((int)0ULL) : ((int)1ULL))))); return __a < __b ? __a : __b; }();
+                }
+            }
+            // einlang: kernel `distance_k3` of `distance`
+            extern "C" __global__ void distance_k3(int* __out, long long __outer, long long __along, long long __inner, long long __slot, __ein_u64* __status) {
+                const long long __n = __outer * __inner;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((__p / __inner) * __along + __slot) * __inner + __p % __inner] = (int)0;
+                }
+            }
+            // einlang: kernel `distance_k4` of `distance`
+            extern "C" __global__ void distance_k4(int* __restrict__ __out, const int* __restrict__ d, long long __d0_d, long long __d1_d, long long N, long long M, __ein_u64* __status) {
+                if (blockIdx.x == 0 && threadIdx.x == 0) {
+                    __out[0] = d[(((N) & 1LL)) * __d1_d + M];
+                }
+            }
+        "#]],
+    );
+}
