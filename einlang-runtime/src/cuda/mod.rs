@@ -318,7 +318,7 @@ impl Device {
     /// the operands swapped: cuBLAS computes `cᵀ = bᵀ aᵀ`.
     #[doc(hidden)]
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm<T: Elem, D: Dimension>(
+    pub fn gemm<T: GemmScalar, D: Dimension>(
         &self,
         function: &str,
         c: &mut Tensor<T, D>,
@@ -330,7 +330,6 @@ impl Device {
     ) -> Result<(), Error>
     where
         CudaBlas: Gemm<T>,
-        T: GemmScalar,
     {
         let operation = format!("a cuBLAS matrix product in `{function}`");
         if batch <= 0 || m <= 0 || n <= 0 {

@@ -609,7 +609,7 @@ impl<'a> KernelCx<'a> {
         k: ScalarKind,
     ) -> Result<String, Failure> {
         let t = c_type(k);
-        let (init, combine): (String, fn(&str, &str, &str) -> String) = match op {
+        let (init, combine): (String, Combine) = match op {
             RedOp::Sum if k.is_float() => ("0".into(), |acc, v, _| format!("{acc} = {acc} + {v};")),
             RedOp::Sum => ("0".into(), |acc, v, t| format!("{acc} = ({t})((__ein_u64){acc} + (__ein_u64)({v}));")),
             RedOp::Prod if k.is_float() => ("1".into(), |acc, v, _| format!("{acc} = {acc} * {v};")),
@@ -683,6 +683,10 @@ impl KernelCx<'_> {
         Ok(s)
     }
 }
+
+/// Adds a term to a reduction's accumulator: `(acc, term, C type)` to a
+/// C statement.
+type Combine = fn(&str, &str, &str) -> String;
 
 /// A scalar function as a `__device__` function named `c_fn`; its checks
 /// report through the caller's sites.

@@ -600,7 +600,6 @@ impl<'a> HostCx<'a> {
     }
 
     fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Failure> {
-        let f = self.f;
         let rank = def.axes.len();
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
