@@ -212,6 +212,14 @@ pub struct KernelCx<'a> {
     /// number of slots, and their logical extents (what checked reads
     /// compare with).
     pub windows: HashMap<VarId, (usize, u64, Vec<Dim>)>,
+    /// In a kernel whose block works together (`Some`): the statements,
+    /// run by every thread of the block, that compute its top-level
+    /// reductions as block trees, and the extents of their loops.
+    pub block: Option<(String, Vec<Vec<Dim>>)>,
+    /// How many binders (reductions, where-clauses, blocks, branches)
+    /// enclose the expression being emitted: only a reduction outside all
+    /// of them is evaluated by the whole block.
+    depth: u32,
     next_tmp: u32,
 }
 
@@ -227,6 +235,8 @@ impl<'a> KernelCx<'a> {
             callees: Vec::new(),
             in_progress: HashSet::new(),
             windows: HashMap::new(),
+            block: None,
+            depth: 0,
             next_tmp: 0,
         }
     }
@@ -338,19 +348,41 @@ impl<'a> KernelCx<'a> {
             ExprKind::Read { tensor, indices, checked } => {
                 self.read(*tensor, indices, *checked || self.all_checked, k)?
             }
-            ExprKind::Reduce { op, loops, wheres, body } => self.reduce(*op, loops, wheres, body, k)?,
-            ExprKind::Guarded { wheres, body } => {
-                let mut s = format!("[&]() -> {t} {{ ");
-                self.wheres(wheres, &mut s, &format!("return ({t})0;"))?;
-                let v = self.expr(body)?;
-                let _ = write!(s, "return {v}; }}()");
-                s
+            ExprKind::Reduce { op, loops, wheres, body } if self.block.is_some() && self.depth == 0 => {
+                match self.block_reduce(*op, loops, wheres, body, k)? {
+                    Some(name) => name,
+                    None => self.nested(|cx| cx.reduce(*op, loops, wheres, body, k))?,
+                }
             }
+            ExprKind::Reduce { op, loops, wheres, body } => self.nested(|cx| cx.reduce(*op, loops, wheres, body, k))?,
+            ExprKind::Guarded { wheres, body } => self.nested(|cx| {
+                let mut s = format!("[&]() -> {t} {{ ");
+                cx.wheres(wheres, &mut s, &format!("return ({t})0;"))?;
+                let v = cx.expr(body)?;
+                let _ = write!(s, "return {v}; }}()");
+                Ok(s)
+            })?,
             ExprKind::If { cond, then, els } => {
-                let (c, a, b) = (self.expr(cond)?, self.expr(then)?, self.expr(els)?);
+                let c = self.expr(cond)?;
+                let (a, b) = self.nested(|cx| Ok((cx.expr(then)?, cx.expr(els)?)))?;
                 format!("({c} ? {a} : {b})")
             }
-            ExprKind::Block { stmts, result } => {
+            ExprKind::Block { stmts, result } => self.nested(|cx| cx.block_expr(stmts, result, t))?,
+            other => return Err(Failure::Unsupported(format!("{} inside a kernel", describe(other)))),
+        })
+    }
+
+    /// Emits under one more binder (see `depth`).
+    fn nested<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R, Failure>) -> Result<R, Failure> {
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
+    fn block_expr(&mut self, stmts: &[Stmt], result: &Expr, t: &str) -> Result<String, Failure> {
+        Ok({
+            {
                 let mut s = format!("[&]() -> {t} {{ ");
                 for st in stmts {
                     match st {
@@ -371,13 +403,14 @@ impl<'a> KernelCx<'a> {
                 let _ = write!(s, "return {v}; }}()");
                 s
             }
-            other => return Err(Failure::Unsupported(format!("{} inside a kernel", describe(other)))),
         })
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, k: ScalarKind) -> Result<String, Failure> {
         let operand = scalar_kind(&a.ty)?;
-        let (x, y) = (self.expr(a)?, self.expr(b)?);
+        let x = self.expr(a)?;
+        // The right operand of `&&` and `||` runs only sometimes.
+        let y = if matches!(op, BinOp::And | BinOp::Or) { self.nested(|cx| cx.expr(b))? } else { self.expr(b)? };
         let t = c_type(k);
         let wrapping = operand.is_int() && operand != ScalarKind::Bool;
         Ok(match op {
@@ -609,16 +642,8 @@ impl<'a> KernelCx<'a> {
         k: ScalarKind,
     ) -> Result<String, Failure> {
         let t = c_type(k);
-        let (init, combine): (String, Combine) = match op {
-            RedOp::Sum if k.is_float() => ("0".into(), |acc, v, _| format!("{acc} = {acc} + {v};")),
-            RedOp::Sum => ("0".into(), |acc, v, t| format!("{acc} = ({t})((__ein_u64){acc} + (__ein_u64)({v}));")),
-            RedOp::Prod if k.is_float() => ("1".into(), |acc, v, _| format!("{acc} = {acc} * {v};")),
-            RedOp::Prod => ("1".into(), |acc, v, t| format!("{acc} = ({t})((__ein_u64){acc} * (__ein_u64)({v}));")),
-            RedOp::Max => (lowest(k), |acc, v, t| format!("{{ const {t} __v = {v}; if (__v > {acc}) {acc} = __v; }}")),
-            RedOp::Min => (highest(k), |acc, v, t| format!("{{ const {t} __v = {v}; if (__v < {acc}) {acc} = __v; }}")),
-            RedOp::All => ("true".into(), |acc, v, _| format!("{acc} = {acc} && {v};")),
-            RedOp::Any => ("false".into(), |acc, v, _| format!("{acc} = {acc} || {v};")),
-            RedOp::ArgMax | RedOp::ArgMin => return self.arg_reduce(op, loops, wheres, body),
+        let Some((init, combine)) = reduction(op, k) else {
+            return self.arg_reduce(op, loops, wheres, body);
         };
         let acc = self.tmp("acc");
         let mut s = format!("[&]() -> {t} {{ {t} {acc} = ({t})({init}); ");
@@ -636,6 +661,87 @@ impl<'a> KernelCx<'a> {
         let _ = write!(s, " return {acc}; }}()");
         Ok(s)
     }
+
+    /// A reduction outside every binder, in a kernel whose block works
+    /// together: each thread reduces a strided share of the points of the
+    /// loop nest, then a tree in shared memory combines the 256 partial
+    /// results (the launch uses blocks of 256 threads). `None` when the
+    /// reduction does not fit (an `argmax`, or loops whose bounds depend on
+    /// each other).
+    fn block_reduce(
+        &mut self,
+        op: RedOp,
+        loops: &[Loop],
+        wheres: &[WhereEntry],
+        body: &Expr,
+        k: ScalarKind,
+    ) -> Result<Option<String>, Failure> {
+        let Some((init, combine)) = reduction(op, k) else { return Ok(None) };
+        let own: HashSet<u32> = loops.iter().map(|l| l.index.0).collect();
+        if loops.iter().any(|l| l.start.vars().iter().chain(l.end.vars().iter()).any(|v| own.contains(&v.0))) {
+            return Ok(None);
+        }
+        let t = c_type(k);
+        let (red, sh) = (self.tmp("red"), self.tmp("sh"));
+        let extents: Vec<Dim> = loops.iter().map(|l| l.end.sub(&l.start)).collect();
+        let mut ext = Vec::new();
+        for e in &extents {
+            ext.push(self.dim(e)?);
+        }
+        let m = if ext.is_empty() { "1LL".to_string() } else { ext.join(" * ") };
+        let mut s = format!(
+            "        __shared__ {t} {sh}[256];\n        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n            \
+             for (long long __q = threadIdx.x; __q < {m}; __q += blockDim.x) {{\n                long long __r = __q;\n"
+        );
+        for (i, l) in loops.iter().enumerate().rev() {
+            let start = self.dim(&l.start)?;
+            let name = self.define(l.index)?;
+            if i == 0 {
+                let _ = writeln!(s, "                const long long {name} = {start} + __r;");
+            } else {
+                let _ = writeln!(
+                    s,
+                    "                const long long {name} = {start} + __r % {e}; __r /= {e};",
+                    e = ext[i]
+                );
+            }
+        }
+        let (w, v) = self.nested(|cx| {
+            let mut w = String::new();
+            cx.wheres(wheres, &mut w, "continue;")?;
+            Ok((w, cx.expr(body)?))
+        })?;
+        let _ = write!(
+            s,
+            "                do {{ {w}{} }} while (false);\n            }}\n            {sh}[threadIdx.x] = __acc;\n            \
+             __syncthreads();\n            for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {{\n                \
+             if (threadIdx.x < __s) {{ {} }}\n                __syncthreads();\n            }}\n            \
+             {red} = {sh}[0];\n            __syncthreads();\n        }}\n",
+            combine("__acc", &v, t),
+            combine(&format!("{sh}[threadIdx.x]"), &format!("{sh}[threadIdx.x + __s]"), t),
+        );
+        if let Some((prelude, lens)) = &mut self.block {
+            prelude.push_str(&s);
+            lens.push(extents);
+        }
+        Ok(Some(red))
+    }
+}
+
+/// The identity of a reduction and how it adds a term, or `None` for
+/// `argmax`/`argmin`.
+fn reduction(op: RedOp, k: ScalarKind) -> Option<(String, Combine)> {
+    Some(match op {
+        RedOp::Sum if k.is_float() => ("0".into(), |acc, v, _| format!("{acc} = {acc} + {v};")),
+        RedOp::Sum => ("0".into(), |acc, v, t| format!("{acc} = ({t})((__ein_u64){acc} + (__ein_u64)({v}));")),
+        RedOp::Prod if k.is_float() => ("1".into(), |acc, v, _| format!("{acc} = {acc} * {v};")),
+        RedOp::Prod => ("1".into(), |acc, v, t| format!("{acc} = ({t})((__ein_u64){acc} * (__ein_u64)({v}));")),
+        RedOp::Max => (lowest(k), |acc, v, t| format!("{{ const {t} __v = {v}; if (__v > {acc}) {acc} = __v; }}")),
+        RedOp::Min => (highest(k), |acc, v, t| format!("{{ const {t} __v = {v}; if (__v < {acc}) {acc} = __v; }}")),
+        RedOp::All => ("true".into(), |acc, v, _| format!("{acc} = {acc} && {v};")),
+        RedOp::Any => ("false".into(), |acc, v, _| format!("{acc} = {acc} || {v};")),
+        RedOp::ArgMax | RedOp::ArgMin => return None,
+    })
 }
 
 impl KernelCx<'_> {

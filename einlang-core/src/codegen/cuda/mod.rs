@@ -254,6 +254,21 @@ fn usize_lit(n: usize) -> RustLit {
     RustLit::usize_unsuffixed(n)
 }
 
+/// Reductions at least this long run as block trees (one block per point).
+const BLOCK_REDUCE_MIN: i64 = 256;
+
+/// The emitted pieces of a definition's kernel (see `HostCx::def_kernel`).
+struct DefKernel {
+    n: String,
+    decls: String,
+    value: String,
+    inputs: std::collections::BTreeSet<Input>,
+    callees: Vec<(String, String)>,
+    /// Block kernels: the block reductions, and their loops' extents.
+    prelude: String,
+    lens: Vec<Vec<Dim>>,
+}
+
 /// One generated kernel.
 struct KernelText {
     name: String,
@@ -574,6 +589,35 @@ impl<'a> HostCx<'a> {
         }
     }
 
+    /// A launch of `konst`, or of `alternative`'s block-per-point kernel
+    /// when its condition holds (both take the same arguments).
+    fn launch_either(
+        &self,
+        konst: &Ident,
+        alternative: Option<(Ident, TokenStream)>,
+        points: TokenStream,
+        out: &Ident,
+        args: Vec<TokenStream>,
+    ) -> TokenStream {
+        let Some((bkonst, cond)) = alternative else { return self.launch(konst, points, out, args) };
+        let dev = &self.dev;
+        let block = BLOCK;
+        quote! {
+            let __points: usize = #points;
+            if __points > 0 {
+                let __out = #out.arg_mut();
+                let __args = [__out, #(#args,)* #dev.status_arg()];
+                // SAFETY: both kernels were generated with these parameters;
+                // the extents passed are the tensors' own.
+                if #cond {
+                    unsafe { #dev.launch(&#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
+                } else {
+                    unsafe { #dev.launch(&#konst, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
+                }
+            }
+        }
+    }
+
     /// A grid-stride loop over the points of `axes` (index variable, start,
     /// extent), innermost last: the C text declaring the index variables.
     fn point_loop(cx: &mut KernelCx<'_>, axes: &[(VarId, &Dim, Dim)]) -> Result<(String, String), Failure> {
@@ -601,35 +645,60 @@ impl<'a> HostCx<'a> {
 
     fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Failure> {
         let rank = def.axes.len();
-        let mut sites = std::mem::take(&mut self.sites);
-        let mut cx = self.kernel_cx(&mut sites);
         let axes: Vec<(VarId, &Dim, Dim)> = def.axes.iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
-        let built = (|| {
-            let (n, decls) = Self::point_loop(&mut cx, &axes)?;
-            let value = cx.expr(&def.body)?;
-            Ok::<_, Failure>((n, decls, value))
-        })();
-        let inputs = cx.inputs.clone();
-        let callees = std::mem::take(&mut cx.callees);
-        drop(cx);
-        self.sites = sites;
-        let (n, decls, value) = built?;
+        // One thread per point, and (when the body has reductions outside
+        // every binder) one block per point, its threads sharing each
+        // reduction; the host picks by the reductions' length.
+        let threads = self.def_kernel(def, &axes, false)?;
+        let blocks = self.def_kernel(def, &axes, true)?;
+        let axis_vars: HashSet<u32> = def.axes.iter().map(|a| a.index.0).collect();
+        let blocks = blocks.filter(|k| {
+            !k.lens.is_empty() && k.lens.iter().flatten().all(|d| d.vars().iter().all(|v| !axis_vars.contains(&v.0)))
+        });
+        let mut inputs = threads.as_ref().map(|k| k.inputs.clone()).unwrap_or_default();
+        if let Some(b) = &blocks {
+            inputs.extend(b.inputs.iter().cloned());
+        }
+        let threads = threads.ok_or_else(|| Failure::Bug("a definition without a kernel".into()))?;
         let (mut params, args) = self.inputs(&inputs, true)?;
         params.insert(0, format!("{}* __restrict__ __out", c_type(def.elem)));
         params.push("__ein_u64* __status".into());
+        let params = params.join(", ");
+        let (n, decls, value) = (&threads.n, &threads.decls, &threads.value);
         let text = format!(
-            "extern \"C\" __global__ void __KERNEL__({}) {{\n    const long long __n = {n};\n    \
+            "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
              for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
-             __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n",
-            params.join(", ")
+             __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n"
         );
-        let (konst, _) = self.add_kernel(text, &callees);
+        let (konst, _) = self.add_kernel(text, &threads.callees);
         let own = self.own_ident(def.var)?;
+        let alternative = match blocks {
+            Some(b) => {
+                let (n, decls, prelude, value) = (&b.n, &b.decls, &b.prelude, &b.value);
+                let text = format!(
+                    "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
+                     for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {{\n{decls}{prelude}        \
+                     if (threadIdx.x == 0) {{\n            __out[__p] = {value};\n        }}\n    }}\n}}\n"
+                );
+                let (bkonst, _) = self.add_kernel(text, &b.callees);
+                let mut longest = quote!(0i64);
+                for lens in &b.lens {
+                    let mut len = quote!(1i64);
+                    for d in lens {
+                        let d = self.dim(d)?;
+                        len = quote!(#len * (#d));
+                    }
+                    longest = quote!(::core::cmp::max(#longest, #len));
+                }
+                Some((bkonst, quote!(#longest >= #BLOCK_REDUCE_MIN)))
+            }
+            None => None,
+        };
         let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
         let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
         let t = scalar_type(def.elem);
         let d = dim_type(rank, nd)?;
-        let launch = self.launch(&konst, quote!(#own.len()), &own, args);
+        let launch = self.launch_either(&konst, alternative, quote!(#own.len()), &own, args);
         let id = self.ident(def.var)?;
         self.holders.insert(def.var, Holder::Owned(own.clone()));
         Ok(quote! {
@@ -637,6 +706,38 @@ impl<'a> HostCx<'a> {
             #launch
             let #id = &#own;
         })
+    }
+
+    /// The pieces of a definition's kernel: one thread per point, or (with
+    /// `block`) one block per point; `None` for a block kernel when the body
+    /// has no reduction the block can share.
+    fn def_kernel(
+        &mut self,
+        def: &TensorDef,
+        axes: &[(VarId, &Dim, Dim)],
+        block: bool,
+    ) -> Result<Option<DefKernel>, Failure> {
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = self.kernel_cx(&mut sites);
+        if block {
+            cx.block = Some((String::new(), Vec::new()));
+        }
+        let built = (|| {
+            let (n, decls) = Self::point_loop(&mut cx, axes)?;
+            let value = cx.expr(&def.body)?;
+            Ok::<_, Failure>((n, decls, value))
+        })();
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        let (prelude, lens) = cx.block.take().unwrap_or_default();
+        drop(cx);
+        self.sites = sites;
+        let (n, decls, value) = built?;
+        if block && prelude.is_empty() {
+            // Nothing to share (the sites it registered stay unused).
+            return Ok(None);
+        }
+        Ok(Some(DefKernel { n, decls, value, inputs, callees, prelude, lens }))
     }
 
     fn own_ident(&self, v: VarId) -> Result<Ident, Failure> {
@@ -993,11 +1094,14 @@ impl<'a> HostCx<'a> {
             }
             _ => {}
         }
+        // One block: its threads share the reductions, thread 0 combines.
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
+        cx.block = Some((String::new(), Vec::new()));
         let value = cx.expr(e);
         let inputs = cx.inputs.clone();
         let callees = std::mem::take(&mut cx.callees);
+        let (prelude, _) = cx.block.take().unwrap_or_default();
         drop(cx);
         self.sites = sites;
         let value = value?;
@@ -1005,7 +1109,7 @@ impl<'a> HostCx<'a> {
         params.insert(0, format!("{}* __restrict__ __out", c_type(k)));
         params.push("__ein_u64* __status".into());
         let text = format!(
-            "extern \"C\" __global__ void __KERNEL__({}) {{\n    if (blockIdx.x == 0 && threadIdx.x == 0) {{\n        \
+            "extern \"C\" __global__ void __KERNEL__({}) {{\n{prelude}    if (blockIdx.x == 0 && threadIdx.x == 0) {{\n        \
              __out[0] = {value};\n    }}\n}}\n",
             params.join(", ")
         );

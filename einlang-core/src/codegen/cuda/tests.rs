@@ -178,7 +178,36 @@ fn softmax_reduces_in_thread() {
                 }
             }
             // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k1` of `softmax_f32r2_2cb64e11`
-            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k1(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, const float* __restrict__ m, long long __d0_m, long long X0, long long X1, __ein_u64* __status) {
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k1(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
+                for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
+                    long long __r = __p;
+                    const long long n = 0LL + __r;
+                    __shared__ float __sh2[256];
+                    float __red1;
+                    {
+                        float __acc = (float)(__int_as_float(0xff800000));
+                        for (long long __q = threadIdx.x; __q < (X1); __q += blockDim.x) {
+                            long long __r = __q;
+                            const long long j = 0LL + __r;
+                            do { { const float __v = x[(n) * __d1_x + j]; if (__v > __acc) __acc = __v; } } while (false);
+                        }
+                        __sh2[threadIdx.x] = __acc;
+                        __syncthreads();
+                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
+                            if (threadIdx.x < __s) { { const float __v = __sh2[threadIdx.x + __s]; if (__v > __sh2[threadIdx.x]) __sh2[threadIdx.x] = __v; } }
+                            __syncthreads();
+                        }
+                        __red1 = __sh2[0];
+                        __syncthreads();
+                    }
+                    if (threadIdx.x == 0) {
+                        __out[__p] = __red1;
+                    }
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k2` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k2(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, const float* __restrict__ m, long long __d0_m, long long X0, long long X1, __ein_u64* __status) {
                 const long long __n = (X0) * (X1);
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
@@ -187,8 +216,8 @@ fn softmax_reduces_in_thread() {
                     __out[__p] = expf((x[(n_2) * __d1_x + j_2] - m[n_2]));
                 }
             }
-            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k2` of `softmax_f32r2_2cb64e11`
-            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k2(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, long long X0, long long X1, __ein_u64* __status) {
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k3` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k3(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, long long X0, long long X1, __ein_u64* __status) {
                 const long long __n = (X0);
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
@@ -196,8 +225,37 @@ fn softmax_reduces_in_thread() {
                     __out[__p] = [&]() -> float { float __acc1 = (float)(0); for (long long j_3 = 0LL; j_3 < (X1); ++j_3) { __acc1 = __acc1 + e[(n_3) * __d1_e + j_3]; } return __acc1; }();
                 }
             }
-            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k3` of `softmax_f32r2_2cb64e11`
-            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k3(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, const float* __restrict__ s, long long __d0_s, long long X0, long long X1, __ein_u64* __status) {
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k4` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k4(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
+                for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
+                    long long __r = __p;
+                    const long long n_3 = 0LL + __r;
+                    __shared__ float __sh2[256];
+                    float __red1;
+                    {
+                        float __acc = (float)(0);
+                        for (long long __q = threadIdx.x; __q < (X1); __q += blockDim.x) {
+                            long long __r = __q;
+                            const long long j_3 = 0LL + __r;
+                            do { __acc = __acc + e[(n_3) * __d1_e + j_3]; } while (false);
+                        }
+                        __sh2[threadIdx.x] = __acc;
+                        __syncthreads();
+                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
+                            if (threadIdx.x < __s) { __sh2[threadIdx.x] = __sh2[threadIdx.x] + __sh2[threadIdx.x + __s]; }
+                            __syncthreads();
+                        }
+                        __red1 = __sh2[0];
+                        __syncthreads();
+                    }
+                    if (threadIdx.x == 0) {
+                        __out[__p] = __red1;
+                    }
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k5` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k5(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, const float* __restrict__ s, long long __d0_s, long long X0, long long X1, __ein_u64* __status) {
                 const long long __n = (X0) * (X1);
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
@@ -576,8 +634,27 @@ fn gradient_and_scalar_result() {
             }
             // einlang: kernel `dense_grad_k2` of `dense_grad`
             extern "C" __global__ void dense_grad_k2(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
+                    __shared__ float __sh2[256];
+                    float __red1;
+                    {
+                        float __acc = (float)(0);
+                        for (long long __q = threadIdx.x; __q < (B) * (O); __q += blockDim.x) {
+                            long long __r = __q;
+                            const long long o_3 = 0LL + __r % (O); __r /= (O);
+                            const long long n_3 = 0LL + __r;
+                            do { __acc = __acc + __ein_powi<float>((y[(n_3) * __d1_y + o_3] - t[(n_3) * __d1_t + o_3]), (long long)(((int)2ULL))); } while (false);
+                        }
+                        __sh2[threadIdx.x] = __acc;
+                        __syncthreads();
+                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
+                            if (threadIdx.x < __s) { __sh2[threadIdx.x] = __sh2[threadIdx.x] + __sh2[threadIdx.x + __s]; }
+                            __syncthreads();
+                        }
+                        __red1 = __sh2[0];
+                        __syncthreads();
+                    }
                 if (blockIdx.x == 0 && threadIdx.x == 0) {
-                    __out[0] = ([&]() -> float { float __acc1 = (float)(0); for (long long n_3 = 0LL; n_3 < (B); ++n_3) { for (long long o_3 = 0LL; o_3 < (O); ++o_3) { __acc1 = __acc1 + __ein_powi<float>((y[(n_3) * __d1_y + o_3] - t[(n_3) * __d1_t + o_3]), (long long)(((int)2ULL))); } } return __acc1; }() / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O))))));
+                    __out[0] = (__red1 / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O))))));
                 }
             }
             // einlang: kernel `dense_grad_k3` of `dense_grad`
