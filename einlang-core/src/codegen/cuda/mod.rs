@@ -468,8 +468,12 @@ impl<'a> HostCx<'a> {
     }
 
     fn axis_len(&self, var: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Failure> {
-        if !path.is_empty() {
-            return Err(Failure::Unsupported("tensors inside tuples".into()));
+        if let Some((&first, rest)) = path.split_first() {
+            // A tuple bound to variables: follow the path to one of them.
+            return match self.tuples.get(&var).and_then(|items| items.get(first as usize)).map(|e| &e.kind) {
+                Some(ExprKind::Var(item)) => self.axis_len(*item, rest, axis),
+                _ => Err(Failure::Unsupported("tensors inside tuple parameters and computed tuples".into())),
+            };
         }
         match &self.f.var(var).ty {
             Repr::Tensor(_, rank) if axis < *rank => {}
