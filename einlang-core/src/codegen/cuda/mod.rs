@@ -254,6 +254,10 @@ fn usize_lit(n: usize) -> RustLit {
     RustLit::usize_unsuffixed(n)
 }
 
+/// Recurrences whose clauses have at most this many points per step run
+/// as one persistent kernel of one block.
+const PERSISTENT_MAX: i64 = 2048;
+
 /// Reductions at least this long run as block trees (one block per point).
 const BLOCK_REDUCE_MIN: i64 = 256;
 
@@ -897,6 +901,7 @@ impl<'a> HostCx<'a> {
             }
             clauses.push(quote!(if true #(&& #conds)* { #launch }));
         }
+        let persistent = self.persistent(r, &own)?;
         self.in_progress.remove(&r.var);
         let clear = match (&r.window, r.clear_steps, r.seq.first()) {
             (Some(w), true, Some((_, l0))) => Some(self.clear_slab(r, w.axis, w.slots, l0.index, &own)?),
@@ -932,11 +937,123 @@ impl<'a> HostCx<'a> {
         let d = dim_type(rank, nd)?;
         let id = self.ident(r.var)?;
         self.holders.insert(r.var, Holder::Owned(own.clone()));
+        let run = match persistent {
+            Some((konst, args, small)) => {
+                let launch = self.launch(&konst, quote!(1usize), &own, args);
+                quote!(if #small { #launch } else { #body })
+            }
+            None => body,
+        };
         Ok(quote! {
             let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
-            { #body }
+            { #run }
             let #id = &#own;
         })
+    }
+
+    /// The whole recurrence as one kernel of one block, for steps small
+    /// enough that a launch per step would cost more than the step: the
+    /// block walks the sequential loops, its threads share each clause's
+    /// points, and `__syncthreads()` orders the steps. The kernel, its
+    /// arguments, and the host condition (every clause has at most
+    /// `PERSISTENT_MAX` points); `None` when the clauses' extents depend on
+    /// the sequential loops or the window is cleared each step.
+    fn persistent(
+        &mut self,
+        r: &Recurrence,
+        own: &Ident,
+    ) -> Result<Option<(Ident, Vec<TokenStream>, TokenStream)>, Failure> {
+        let seq_vars: HashSet<u32> = r.seq.iter().map(|(_, l)| l.index.0).collect();
+        let depends = |d: &Dim| d.vars().iter().any(|v| seq_vars.contains(&v.0));
+        if r.clear_steps || r.clauses.iter().any(|c| c.loops.iter().any(|l| depends(&l.start) || depends(&l.end))) {
+            return Ok(None);
+        }
+        let rank = r.extents.len();
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = self.kernel_cx(&mut sites);
+        let built = (|| {
+            let mut text = String::new();
+            let mut indent = String::from("    ");
+            for (_, l) in &r.seq {
+                let (start, end) = (cx.dim(&l.start)?, cx.dim(&l.end)?);
+                let i = cx.define(l.index)?;
+                text.push_str(&format!("{indent}for (long long {i} = {start}; {i} < {end}; ++{i}) {{\n"));
+                indent.push_str("    ");
+            }
+            for clause in &r.clauses {
+                let mut conds = Vec::new();
+                for (c, (_, l)) in clause.cover.iter().zip(&r.seq) {
+                    let i = cx.dim(&Dim::var(DimVar(l.index.0)))?;
+                    conds.push(match c {
+                        Cover::At(v) => format!("{i} == {v}LL"),
+                        Cover::Range(a, b) => format!("{} <= {i} && {i} < {}", cx.dim(a)?, cx.dim(b)?),
+                    });
+                }
+                let axes: Vec<(VarId, &Dim, Dim)> =
+                    clause.loops.iter().map(|l| (l.index, &l.start, l.end.sub(&l.start))).collect();
+                let (n, decls) = Self::point_loop(&mut cx, &axes)?;
+                let mut off = String::new();
+                for (axis, i) in clause.at.iter().enumerate() {
+                    let i = match i {
+                        RecIndex::Seq(k) => {
+                            let (_, l) =
+                                r.seq.get(*k).ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
+                            cx.dim(&Dim::var(DimVar(l.index.0)))?
+                        }
+                        RecIndex::Lit(v) => format!("{v}LL"),
+                        RecIndex::Loop(k) => {
+                            let l = clause
+                                .loops
+                                .get(*k)
+                                .ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
+                            cx.dim(&Dim::var(DimVar(l.index.0)))?
+                        }
+                    };
+                    let i = match &r.window {
+                        Some(w) if w.axis == axis => format!("(({i}) & {}LL)", w.slots - 1),
+                        _ => i,
+                    };
+                    off = if axis == 0 { i } else { format!("({off}) * __x{axis} + {i}") };
+                }
+                let value = cx.expr(&clause.body)?;
+                let decls: String = decls.lines().map(|l| format!("{indent}        {}\n", l.trim_start())).collect();
+                text.push_str(&format!(
+                    "{indent}if ({}) {{\n{indent}    for (long long __p = threadIdx.x; __p < {n}; __p += blockDim.x) {{\n\
+                     {decls}{indent}        __out[{off}] = {value};\n{indent}    }}\n{indent}    __syncthreads();\n{indent}}}\n",
+                    if conds.is_empty() { "true".to_string() } else { conds.join(" && ") }
+                ));
+            }
+            for _ in &r.seq {
+                indent.truncate(indent.len() - 4);
+                text.push_str(&format!("{indent}}}\n"));
+            }
+            Ok::<_, Failure>(text)
+        })();
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        drop(cx);
+        self.sites = sites;
+        let text = built?;
+        let (mut params, mut args) = self.inputs(&inputs, false)?;
+        params.insert(0, format!("{}* __out", c_type(r.elem)));
+        for axis in 1..rank {
+            params.push(format!("long long __x{axis}"));
+            let (a, rt) = (usize_lit(axis), &self.rt);
+            args.push(quote!(#rt::cuda::Arg::i64(#own.shape()[#a] as i64)));
+        }
+        params.push("__ein_u64* __status".into());
+        let text = format!("extern \"C\" __global__ void __KERNEL__({}) {{\n{text}}}\n", params.join(", "));
+        let (konst, _) = self.add_kernel(text, &callees);
+        let mut small = quote!(true);
+        for clause in &r.clauses {
+            let mut points = quote!(1i64);
+            for l in &clause.loops {
+                let e = self.dim(&l.end.sub(&l.start))?;
+                points = quote!(#points * (#e));
+            }
+            small = quote!(#small && #points <= #PERSISTENT_MAX);
+        }
+        Ok(Some((konst, args, small)))
     }
 
     /// Zeroes the window's slot of the current step (index variable

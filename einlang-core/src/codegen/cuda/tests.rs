@@ -439,119 +439,121 @@ fn recurrence_is_a_host_loop_of_launches() {
     check_kernels(
         src,
         expect![[r#"
-        // einlang: kernel `rnn_k0` of `rnn`
-        extern "C" __global__ void rnn_k0(float* __out, const float* x, long long __d0_x, long long __d1_x, long long H, long long t, long long __x1, __ein_u64* __status) {
-            const long long __n = (H);
-            for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                long long __r = __p;
-                const long long j = 0LL + __r;
-                __out[((t)) * __x1 + (j)] = tanhf([&]() -> float { const long long __i1 = ((long long)0ULL); if (!__ein_in(__i1, __d0_x, 1ULL, __status)) return (float)0; const long long __i2 = j; if (!__ein_in(__i2, __d1_x, 2ULL, __status)) return (float)0; return x[(__i1) * __d1_x + __i2]; }());
+            // einlang: kernel `rnn_k0` of `rnn`
+            extern "C" __global__ void rnn_k0(float* __out, const float* x, long long __d0_x, long long __d1_x, long long H, long long t, long long __x1, __ein_u64* __status) {
+                const long long __n = (H);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long j = 0LL + __r;
+                    __out[((t)) * __x1 + (j)] = tanhf([&]() -> float { const long long __i1 = ((long long)0ULL); if (!__ein_in(__i1, __d0_x, 1ULL, __status)) return (float)0; const long long __i2 = j; if (!__ein_in(__i2, __d1_x, 2ULL, __status)) return (float)0; return x[(__i1) * __d1_x + __i2]; }());
+                }
             }
-        }
-        // einlang: kernel `rnn_k1` of `rnn`
-        extern "C" __global__ void rnn_k1(float* __out, const float* x, long long __d0_x, long long __d1_x, const float* w, long long __d0_w, long long __d1_w, const float* h, long long __d0_h, long long __d1_h, long long H, long long t, long long __x1, __ein_u64* __status) {
-            const long long __n = (H);
-            for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                long long __r = __p;
-                const long long j_2 = 0LL + __r;
-                __out[((t)) * __x1 + (j_2)] = tanhf((x[(t) * __d1_x + j_2] + [&]() -> float { float __acc1 = (float)(0); for (long long k = 0LL; k < (H); ++k) { __acc1 = __acc1 + (h[(((long long)((__ein_u64)(t) - (__ein_u64)(((long long)1ULL))))) * __d1_h + k] * w[(k) * __d1_w + j_2]); } return __acc1; }()));
+            // einlang: kernel `rnn_k1` of `rnn`
+            extern "C" __global__ void rnn_k1(float* __out, const float* x, long long __d0_x, long long __d1_x, const float* w, long long __d0_w, long long __d1_w, const float* h, long long __d0_h, long long __d1_h, long long H, long long t, long long __x1, __ein_u64* __status) {
+                const long long __n = (H);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long j_2 = 0LL + __r;
+                    __out[((t)) * __x1 + (j_2)] = tanhf((x[(t) * __d1_x + j_2] + [&]() -> float { float __acc1 = (float)(0); for (long long k = 0LL; k < (H); ++k) { __acc1 = __acc1 + (h[(((long long)((__ein_u64)(t) - (__ein_u64)(((long long)1ULL))))) * __d1_h + k] * w[(k) * __d1_w + j_2]); } return __acc1; }()));
+                }
             }
-        }
-    "#]],
+            // einlang: kernel `rnn_k2` of `rnn`
+            extern "C" __global__ void rnn_k2(float* __out, const float* x, long long __d0_x, long long __d1_x, const float* w, long long __d0_w, long long __d1_w, const float* h, long long __d0_h, long long __d1_h, long long T, long long H, long long h_axis0_len, long long __x1, __ein_u64* __status) {
+                for (long long t = 0LL; t < (h_axis0_len); ++t) {
+                    if ((t) == 0LL) {
+                        for (long long __p = threadIdx.x; __p < (H); __p += blockDim.x) {
+                            long long __r = __p;
+                            const long long j = 0LL + __r;
+                            __out[((t)) * __x1 + (j)] = tanhf([&]() -> float { const long long __i1 = ((long long)0ULL); if (!__ein_in(__i1, __d0_x, 3ULL, __status)) return (float)0; const long long __i2 = j; if (!__ein_in(__i2, __d1_x, 4ULL, __status)) return (float)0; return x[(__i1) * __d1_x + __i2]; }());
+                        }
+                        __syncthreads();
+                    }
+                    if ((1LL) <= (t) && (t) < (T)) {
+                        for (long long __p = threadIdx.x; __p < (H); __p += blockDim.x) {
+                            long long __r = __p;
+                            const long long j_2 = 0LL + __r;
+                            __out[((t)) * __x1 + (j_2)] = tanhf((x[(t) * __d1_x + j_2] + [&]() -> float { float __acc3 = (float)(0); for (long long k = 0LL; k < (H); ++k) { __acc3 = __acc3 + (h[(((long long)((__ein_u64)(t) - (__ein_u64)(((long long)1ULL))))) * __d1_h + k] * w[(k) * __d1_w + j_2]); } return __acc3; }()));
+                        }
+                        __syncthreads();
+                    }
+                }
+            }
+        "#]],
     );
     check_glue(
         src,
         "rnn",
         expect![[r##"
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            unused_unsafe,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn rnn(
-            dev: &::einlang::__private::cuda::Device,
-            x: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
-            w: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
-        ) -> ::core::result::Result<
-            ::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
-            ::einlang::__private::Error,
-        > {
-            use ::einlang::__private as __rt;
-            use ::einlang::__private::ndarray as __nd;
-            const __K0: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
-                name: "rnn_k0",
-                function: "rnn",
-                source: "<source of rnn_k0>",
-            };
-            __rt::cuda::inventory::submit! {
-                __K0
-            }
-            const __K1: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
-                name: "rnn_k1",
-                function: "rnn",
-                source: "<source of rnn_k1>",
-            };
-            __rt::cuda::inventory::submit! {
-                __K1
-            }
-            x.check_device("rnn", "x", dev)?;
-            w.check_device("rnn", "w", dev)?;
-            let T: i64 = x.shape()[0] as i64;
-            let H: i64 = x.shape()[1] as i64;
-            __rt::shape::check_dim("rnn", "w", 0, "H", H, w.shape()[0])?;
-            __rt::shape::check_dim("rnn", "w", 1, "H", H, w.shape()[1])?;
-            let h_axis0_len: i64 = __rt::shape::extent(
-                "rnn",
-                "max(1, T)",
-                ::core::cmp::max(1i64, T),
-            )? as i64;
-            let mut __own_h = __rt::cuda::Tensor::<
-                f32,
-                __nd::Ix2,
-            >::zeros(
-                dev,
-                __nd::IntoDimension::into_dimension([
-                    __rt::shape::extent("rnn", "h_axis0_len", h_axis0_len)?,
-                    __rt::shape::extent("rnn", "H", H)?,
-                ]),
-            )?;
-            {
-                let mut t: i64 = 0i64;
-                let __end = h_axis0_len;
-                while t < __end {
-                    if true && t == 0i64 {
-                        let __points: usize = 1usize * __rt::shape::extent("rnn", "H", H)?;
-                        if __points > 0 {
-                            let __out = __own_h.arg_mut();
-                            let __args = [
-                                __out,
-                                x.arg(),
-                                __rt::cuda::Arg::i64(x.shape()[0] as i64),
-                                __rt::cuda::Arg::i64(x.shape()[1] as i64),
-                                __rt::cuda::Arg::i64(H),
-                                __rt::cuda::Arg::i64(t),
-                                __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
-                                dev.status_arg(),
-                            ];
-                            unsafe {
-                                dev.launch(
-                                    &__K0,
-                                    dev.grid_for(__points as u64, 256u32),
-                                    256u32,
-                                    &__args,
-                                )
-                            }?;
-                        }
-                    }
-                    if true && (1i64) <= t && t < (T) {
-                        let __points: usize = 1usize * __rt::shape::extent("rnn", "H", H)?;
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                unused_unsafe,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn rnn(
+                dev: &::einlang::__private::cuda::Device,
+                x: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                w: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+            ) -> ::core::result::Result<
+                ::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                const __K0: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "rnn_k0",
+                    function: "rnn",
+                    source: "<source of rnn_k0>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K0
+                }
+                const __K1: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "rnn_k1",
+                    function: "rnn",
+                    source: "<source of rnn_k1>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K1
+                }
+                const __K2: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "rnn_k2",
+                    function: "rnn",
+                    source: "<source of rnn_k2>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K2
+                }
+                x.check_device("rnn", "x", dev)?;
+                w.check_device("rnn", "w", dev)?;
+                let T: i64 = x.shape()[0] as i64;
+                let H: i64 = x.shape()[1] as i64;
+                __rt::shape::check_dim("rnn", "w", 0, "H", H, w.shape()[0])?;
+                __rt::shape::check_dim("rnn", "w", 1, "H", H, w.shape()[1])?;
+                let h_axis0_len: i64 = __rt::shape::extent(
+                    "rnn",
+                    "max(1, T)",
+                    ::core::cmp::max(1i64, T),
+                )? as i64;
+                let mut __own_h = __rt::cuda::Tensor::<
+                    f32,
+                    __nd::Ix2,
+                >::zeros(
+                    dev,
+                    __nd::IntoDimension::into_dimension([
+                        __rt::shape::extent("rnn", "h_axis0_len", h_axis0_len)?,
+                        __rt::shape::extent("rnn", "H", H)?,
+                    ]),
+                )?;
+                {
+                    if true && 1i64 * (H) <= 2048i64 && 1i64 * (H) <= 2048i64 {
+                        let __points: usize = 1usize;
                         if __points > 0 {
                             let __out = __own_h.arg_mut();
                             let __args = [
@@ -565,34 +567,98 @@ fn recurrence_is_a_host_loop_of_launches() {
                                 (&__own_h).arg(),
                                 __rt::cuda::Arg::i64((&__own_h).shape()[0] as i64),
                                 __rt::cuda::Arg::i64((&__own_h).shape()[1] as i64),
+                                __rt::cuda::Arg::i64(T),
                                 __rt::cuda::Arg::i64(H),
-                                __rt::cuda::Arg::i64(t),
+                                __rt::cuda::Arg::i64(h_axis0_len),
                                 __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
                                 dev.status_arg(),
                             ];
                             unsafe {
                                 dev.launch(
-                                    &__K1,
+                                    &__K2,
                                     dev.grid_for(__points as u64, 256u32),
                                     256u32,
                                     &__args,
                                 )
                             }?;
                         }
+                    } else {
+                        let mut t: i64 = 0i64;
+                        let __end = h_axis0_len;
+                        while t < __end {
+                            if true && t == 0i64 {
+                                let __points: usize = 1usize * __rt::shape::extent("rnn", "H", H)?;
+                                if __points > 0 {
+                                    let __out = __own_h.arg_mut();
+                                    let __args = [
+                                        __out,
+                                        x.arg(),
+                                        __rt::cuda::Arg::i64(x.shape()[0] as i64),
+                                        __rt::cuda::Arg::i64(x.shape()[1] as i64),
+                                        __rt::cuda::Arg::i64(H),
+                                        __rt::cuda::Arg::i64(t),
+                                        __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
+                                        dev.status_arg(),
+                                    ];
+                                    unsafe {
+                                        dev.launch(
+                                            &__K0,
+                                            dev.grid_for(__points as u64, 256u32),
+                                            256u32,
+                                            &__args,
+                                        )
+                                    }?;
+                                }
+                            }
+                            if true && (1i64) <= t && t < (T) {
+                                let __points: usize = 1usize * __rt::shape::extent("rnn", "H", H)?;
+                                if __points > 0 {
+                                    let __out = __own_h.arg_mut();
+                                    let __args = [
+                                        __out,
+                                        x.arg(),
+                                        __rt::cuda::Arg::i64(x.shape()[0] as i64),
+                                        __rt::cuda::Arg::i64(x.shape()[1] as i64),
+                                        w.arg(),
+                                        __rt::cuda::Arg::i64(w.shape()[0] as i64),
+                                        __rt::cuda::Arg::i64(w.shape()[1] as i64),
+                                        (&__own_h).arg(),
+                                        __rt::cuda::Arg::i64((&__own_h).shape()[0] as i64),
+                                        __rt::cuda::Arg::i64((&__own_h).shape()[1] as i64),
+                                        __rt::cuda::Arg::i64(H),
+                                        __rt::cuda::Arg::i64(t),
+                                        __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
+                                        dev.status_arg(),
+                                    ];
+                                    unsafe {
+                                        dev.launch(
+                                            &__K1,
+                                            dev.grid_for(__points as u64, 256u32),
+                                            256u32,
+                                            &__args,
+                                        )
+                                    }?;
+                                }
+                            }
+                            t += 1;
+                        }
                     }
-                    t += 1;
                 }
+                let h = &__own_h;
+                __rt::shape::check_result_dim("rnn", 0, "T", T, h.shape()[0])?;
+                let __result = __own_h;
+                dev.check_status(
+                    "rnn",
+                    &[
+                        __rt::cuda::Site::Index("x", 0),
+                        __rt::cuda::Site::Index("x", 1),
+                        __rt::cuda::Site::Index("x", 0),
+                        __rt::cuda::Site::Index("x", 1),
+                    ],
+                )?;
+                Ok(__result)
             }
-            let h = &__own_h;
-            __rt::shape::check_result_dim("rnn", 0, "T", T, h.shape()[0])?;
-            let __result = __own_h;
-            dev.check_status(
-                "rnn",
-                &[__rt::cuda::Site::Index("x", 0), __rt::cuda::Site::Index("x", 1)],
-            )?;
-            Ok(__result)
-        }
-    "##]],
+        "##]],
     );
 }
 
