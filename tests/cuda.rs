@@ -93,6 +93,16 @@ mod gpu {
                 min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
             d[N, M]
         }
+
+        /// The whole edit-distance table: a wavefront of anti-diagonals.
+        #[device(cuda)]
+        pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
+            let d[0, j in 0..M + 1] = j as i32;
+            let d[i in 1..N + 1, 0] = i as i32;
+            let d[i in 1..N + 1, j in 1..M + 1] =
+                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+            d
+        }
     }
 }
 
@@ -162,6 +172,14 @@ mod cpu {
             let d[i in 1..N + 1, j in 1..M + 1] =
                 min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
             d[N, M]
+        }
+
+        pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
+            let d[0, j in 0..M + 1] = j as i32;
+            let d[i in 1..N + 1, 0] = i as i32;
+            let d[i in 1..N + 1, j in 1..M + 1] =
+                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+            d
         }
     }
 }
@@ -394,8 +412,9 @@ fn edit_distance_matches_the_cpu() -> Result<(), Error> {
     for (a, b) in [("kitten", "sitting"), ("intention", "execution"), ("", "abc")] {
         let (a, b) = (codes(a), codes(b));
         let want = cpu::distance(&a, &b)?;
-        let got = gpu::distance(&dev, &Tensor::from_host(&dev, &a)?, &Tensor::from_host(&dev, &b)?)?;
-        assert_eq!(got, want);
+        let (ad, bd) = (Tensor::from_host(&dev, &a)?, Tensor::from_host(&dev, &b)?);
+        assert_eq!(gpu::distance(&dev, &ad, &bd)?, want);
+        assert_eq!(gpu::table(&dev, &ad, &bd)?.to_host()?, cpu::table(&a, &b)?);
     }
     Ok(())
 }

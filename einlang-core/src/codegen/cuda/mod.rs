@@ -957,7 +957,9 @@ impl<'a> HostCx<'a> {
     /// points, and `__syncthreads()` orders the steps. The kernel, its
     /// arguments, and the host condition (every clause has at most
     /// `PERSISTENT_MAX` points); `None` when the clauses' extents depend on
-    /// the sequential loops or the window is cleared each step.
+    /// the sequential loops or the window is cleared each step. A 2-D
+    /// dynamic program that may run as a wavefront walks anti-diagonals
+    /// instead, a cell per thread, whatever its size.
     fn persistent(
         &mut self,
         r: &Recurrence,
@@ -969,16 +971,42 @@ impl<'a> HostCx<'a> {
             return Ok(None);
         }
         let rank = r.extents.len();
+        // A 2-D dynamic program whose reads only look back: the block walks
+        // its anti-diagonals, each cell of one diagonal on its own thread
+        // (not with a circular buffer, whose slots cells of one diagonal
+        // may share).
+        let wavefront = r.wavefront
+            && r.window.is_none()
+            && r.seq.len() == 2
+            && !depends(&r.seq[1].1.start)
+            && !depends(&r.seq[1].1.end)
+            && !depends(&r.seq[0].1.start)
+            && !depends(&r.seq[0].1.end);
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
         let built = (|| {
             let mut text = String::new();
             let mut indent = String::from("    ");
-            for (_, l) in &r.seq {
-                let (start, end) = (cx.dim(&l.start)?, cx.dim(&l.end)?);
-                let i = cx.define(l.index)?;
-                text.push_str(&format!("{indent}for (long long {i} = {start}; {i} < {end}; ++{i}) {{\n"));
-                indent.push_str("    ");
+            if wavefront {
+                let (l0, l1) = (&r.seq[0].1, &r.seq[1].1);
+                let (s0, e0, s1, e1) = (cx.dim(&l0.start)?, cx.dim(&l0.end)?, cx.dim(&l1.start)?, cx.dim(&l1.end)?);
+                let (i, j) = (cx.define(l0.index)?, cx.define(l1.index)?);
+                text.push_str(&format!(
+                    "    const long long __n0 = {e0} - {s0}, __n1 = {e1} - {s1};\n    \
+                     for (long long __d = 0; __n0 > 0 && __n1 > 0 && __d < __n0 + __n1 - 1; ++__d) {{\n        \
+                     const long long __lo = __d - (__n1 - 1) > 0 ? __d - (__n1 - 1) : 0;\n        \
+                     const long long __hi = __d < __n0 - 1 ? __d : __n0 - 1;\n        \
+                     for (long long __c = __lo + threadIdx.x; __c <= __hi; __c += blockDim.x) {{\n            \
+                     const long long {i} = {s0} + __c;\n            const long long {j} = {s1} + (__d - __c);\n"
+                ));
+                indent = "            ".to_string();
+            } else {
+                for (_, l) in &r.seq {
+                    let (start, end) = (cx.dim(&l.start)?, cx.dim(&l.end)?);
+                    let i = cx.define(l.index)?;
+                    text.push_str(&format!("{indent}for (long long {i} = {start}; {i} < {end}; ++{i}) {{\n"));
+                    indent.push_str("    ");
+                }
             }
             for clause in &r.clauses {
                 let mut conds = Vec::new();
@@ -1017,15 +1045,27 @@ impl<'a> HostCx<'a> {
                 }
                 let value = cx.expr(&clause.body)?;
                 let decls: String = decls.lines().map(|l| format!("{indent}        {}\n", l.trim_start())).collect();
-                text.push_str(&format!(
-                    "{indent}if ({}) {{\n{indent}    for (long long __p = threadIdx.x; __p < {n}; __p += blockDim.x) {{\n\
-                     {decls}{indent}        __out[{off}] = {value};\n{indent}    }}\n{indent}    __syncthreads();\n{indent}}}\n",
-                    if conds.is_empty() { "true".to_string() } else { conds.join(" && ") }
-                ));
+                let cond = if conds.is_empty() { "true".to_string() } else { conds.join(" && ") };
+                if wavefront {
+                    // One cell per thread: the clause's own points in order.
+                    text.push_str(&format!(
+                        "{indent}if ({cond}) {{\n{indent}    for (long long __p = 0; __p < {n}; ++__p) {{\n\
+                         {decls}{indent}        __out[{off}] = {value};\n{indent}    }}\n{indent}}}\n"
+                    ));
+                } else {
+                    text.push_str(&format!(
+                        "{indent}if ({cond}) {{\n{indent}    for (long long __p = threadIdx.x; __p < {n}; __p += blockDim.x) {{\n\
+                         {decls}{indent}        __out[{off}] = {value};\n{indent}    }}\n{indent}    __syncthreads();\n{indent}}}\n"
+                    ));
+                }
             }
-            for _ in &r.seq {
-                indent.truncate(indent.len() - 4);
-                text.push_str(&format!("{indent}}}\n"));
+            if wavefront {
+                text.push_str("        }\n        __syncthreads();\n    }\n");
+            } else {
+                for _ in &r.seq {
+                    indent.truncate(indent.len() - 4);
+                    text.push_str(&format!("{indent}}}\n"));
+                }
             }
             Ok::<_, Failure>(text)
         })();
@@ -1045,7 +1085,7 @@ impl<'a> HostCx<'a> {
         let text = format!("extern \"C\" __global__ void __KERNEL__({}) {{\n{text}}}\n", params.join(", "));
         let (konst, _) = self.add_kernel(text, &callees);
         let mut small = quote!(true);
-        for clause in &r.clauses {
+        for clause in r.clauses.iter().filter(|_| !wavefront) {
             let mut points = quote!(1i64);
             for l in &clause.loops {
                 let e = self.dim(&l.end.sub(&l.start))?;

@@ -880,3 +880,71 @@ fn a_dynamic_program_in_a_circular_buffer() {
         "#]],
     );
 }
+
+#[test]
+fn a_dynamic_program_walks_anti_diagonals() {
+    check_kernels(
+        r#"
+        use std::math::min;
+        #[device(cuda)]
+        pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
+            let d[0, j in 0..M + 1] = j as i32;
+            let d[i in 1..N + 1, 0] = i as i32;
+            let d[i in 1..N + 1, j in 1..M + 1] =
+                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+            d
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `table_k0` of `table`
+            extern "C" __global__ void table_k0(int* __out, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((i)) * __x1 + (j)] = ((int)(j));
+                }
+            }
+            // einlang: kernel `table_k1` of `table`
+            extern "C" __global__ void table_k1(int* __out, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((i)) * __x1 + (j)] = ((int)(i));
+                }
+            }
+            // einlang: kernel `table_k2` of `table`
+            extern "C" __global__ void table_k2(int* __out, const int* a, long long __d0_a, const int* b, long long __d0_b, const int* d, long long __d0_d, long long __d1_d, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((i)) * __x1 + (j)] = [&]() -> int { const int __a = [&]() -> int { const int __a = ((int)((__ein_u64)(d[(((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) * __d1_d + j]) + (__ein_u64)(((int)1ULL)))); const int __b = ((int)((__ein_u64)(d[(i) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((int)1ULL)))); return __a < __b ? __a : __b; }(); const int __b = ((int)((__ein_u64)(d[(((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((a[((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))] == b[((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) ? ((int)0ULL) : ((int)1ULL))))); return __a < __b ? __a : __b; }();
+                }
+            }
+            // einlang: kernel `table_k3` of `table`
+            extern "C" __global__ void table_k3(int* __out, const int* a, long long __d0_a, const int* b, long long __d0_b, const int* d, long long __d0_d, long long __d1_d, long long N, long long M, long long d_axis0_len, long long d_axis1_len, long long __x1, __ein_u64* __status) {
+                const long long __n0 = (d_axis0_len) - 0LL, __n1 = (d_axis1_len) - 0LL;
+                for (long long __d = 0; __n0 > 0 && __n1 > 0 && __d < __n0 + __n1 - 1; ++__d) {
+                    const long long __lo = __d - (__n1 - 1) > 0 ? __d - (__n1 - 1) : 0;
+                    const long long __hi = __d < __n0 - 1 ? __d : __n0 - 1;
+                    for (long long __c = __lo + threadIdx.x; __c <= __hi; __c += blockDim.x) {
+                        const long long i = 0LL + __c;
+                        const long long j = 0LL + (__d - __c);
+                        if ((i) == 0LL && 0LL <= (j) && (j) < (M + 1LL)) {
+                            for (long long __p = 0; __p < 1LL; ++__p) {
+                                __out[((i)) * __x1 + (j)] = ((int)(j));
+                            }
+                        }
+                        if ((1LL) <= (i) && (i) < (N + 1LL) && (j) == 0LL) {
+                            for (long long __p = 0; __p < 1LL; ++__p) {
+                                __out[((i)) * __x1 + (j)] = ((int)(i));
+                            }
+                        }
+                        if ((1LL) <= (i) && (i) < (N + 1LL) && (1LL) <= (j) && (j) < (M + 1LL)) {
+                            for (long long __p = 0; __p < 1LL; ++__p) {
+                                __out[((i)) * __x1 + (j)] = [&]() -> int { const int __a = [&]() -> int { const int __a = ((int)((__ein_u64)(d[(((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) * __d1_d + j]) + (__ein_u64)(((int)1ULL)))); const int __b = ((int)((__ein_u64)(d[(i) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((int)1ULL)))); return __a < __b ? __a : __b; }(); const int __b = ((int)((__ein_u64)(d[(((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((a[((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))] == b[((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) ? ((int)0ULL) : ((int)1ULL))))); return __a < __b ? __a : __b; }();
+                            }
+                        }
+                    }
+                    __syncthreads();
+                }
+            }
+        "#]],
+    );
+}
