@@ -608,3 +608,53 @@ impl<T: Elem> Tensor<T, ndarray::Ix0> {
         Ok(a.into_scalar())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn devices_and_tensors_cross_threads() {
+        send_sync::<Device>();
+        send_sync::<Tensor<f32, ndarray::Ix2>>();
+        send_sync::<KernelInfo>();
+    }
+
+    #[test]
+    fn no_device_is_an_error_not_a_panic() {
+        match Device::new(0) {
+            Ok(dev) => assert!(dev.arch().starts_with("sm_")),
+            Err(e) => assert_eq!(e, Error::NoDevice),
+        }
+        assert_eq!(Device::new(usize::MAX).err(), Some(Error::NoDevice));
+    }
+
+    #[test]
+    fn row_major_strides_count_elements() {
+        assert_eq!(row_major_strides(&[2, 3, 4]), vec![12, 4, 1]);
+        assert_eq!(row_major_strides(&[5]), vec![1]);
+        assert!(row_major_strides(&[]).is_empty());
+    }
+
+    #[test]
+    fn kernel_arguments_keep_their_bits_in_the_low_bytes() {
+        assert_eq!(Arg::i32(-1).0, 0xffff_ffff);
+        assert_eq!(Arg::i8(-2).0, 0xfe);
+        assert_eq!(Arg::f32(1.0).0, u64::from(1.0f32.to_bits()));
+        assert_eq!(Arg::f64(-0.5).0, (-0.5f64).to_bits());
+        assert_eq!(Arg::bool(true).0, 1);
+    }
+
+    #[test]
+    fn cublas_operands_are_read_as_stored() {
+        use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
+        // Rows contiguous (b [5, 7] row-major seen as 7 x 5): as is, with
+        // the row stride of b as leading dimension.
+        assert_eq!(transposition(1, 7, 7, 5), (CUBLAS_OP_N, 7));
+        // Columns contiguous (x [4, 9] row-major read transposed, seen as
+        // 9 x 4): transposed, leading dimension 9.
+        assert_eq!(transposition(9, 1, 4, 9), (CUBLAS_OP_T, 9));
+    }
+}
