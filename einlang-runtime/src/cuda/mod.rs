@@ -2,9 +2,10 @@
 //!
 //! - [`Device`] is one GPU: a cudarc context and its stream, a cache of the
 //!   kernels compiled for it (NVRTC, CUBIN for the device's own `sm_XY`,
-//!   compiled at first use), a cuBLAS handle made at first use, and a
-//!   status buffer in device memory that kernels write when a checked read
-//!   is out of range.
+//!   compiled at first use) and a cuBLAS handle made at first use. Each
+//!   call of a device function gets a status word in device memory that
+//!   its kernels write when a checked read is out of range or an integer
+//!   division fails ([`Status`]).
 //! - [`Tensor`] is an array in device memory, always in standard
 //!   (row-major) layout.
 //! - [`kernels`] lists every kernel compiled into the binary: generated
@@ -83,9 +84,6 @@ struct Inner {
     /// and name.
     functions: Mutex<HashMap<(usize, usize), CudaFunction>>,
     blas: OnceLock<Result<CudaBlas, Error>>,
-    /// `[code, index, len]`: the first failed checked read of a launch
-    /// (code is the read site plus one; 0 when none failed).
-    status: Mutex<CudaSlice<u64>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -152,7 +150,6 @@ impl Device {
                 .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(driver("reading the number of multiprocessors"))?;
             let stream = ctx.default_stream();
-            let status = stream.alloc_zeros::<u64>(3).map_err(driver("allocating the status buffer"))?;
             Ok(Device {
                 inner: Arc::new(Inner {
                     stream,
@@ -161,7 +158,6 @@ impl Device {
                     sms: u32::try_from(sms).unwrap_or(1).max(1),
                     functions: Mutex::new(HashMap::new()),
                     blas: OnceLock::new(),
-                    status: Mutex::new(status),
                 }),
             })
         })
@@ -246,50 +242,14 @@ impl Device {
         })
     }
 
-    /// The status buffer, as a kernel argument.
+    /// A zeroed status word for one call of a device function: its kernels
+    /// record their first failure there (each call has its own, so calls on
+    /// several threads never see each other's failures).
     #[doc(hidden)]
-    pub fn status_arg(&self) -> Arg {
-        let status = self.inner.status.lock().unwrap_or_else(|e| e.into_inner());
-        let (ptr, _sync) = status.device_ptr(&self.inner.stream);
-        Arg(ptr)
-    }
-
-    /// After the launches of `function`: the first failure a kernel
-    /// recorded (`sites[code - 1]` says what failed: a checked read or an
-    /// integer operation), as the error the CPU would return.
-    #[doc(hidden)]
-    pub fn check_status(&self, function: &str, sites: &[Site]) -> Result<(), Error> {
-        let operation = format!("running `{function}`");
-        guarded(&operation, || {
-            let mut status = self.inner.status.lock().unwrap_or_else(|e| e.into_inner());
-            let words = self.inner.stream.clone_dtoh(&*status).map_err(|e| device_error(&operation, e))?;
-            self.inner.stream.synchronize().map_err(|e| device_error(&operation, e))?;
-            let code = words.first().copied().unwrap_or(0);
-            if code == 0 {
-                return Ok(());
-            }
-            self.inner.stream.memset_zeros(&mut *status).map_err(|e| device_error(&operation, e))?;
-            let value = words.get(1).copied().unwrap_or(0) as i64;
-            let function = function.to_string();
-            Err(match usize::try_from(code - 1).ok().and_then(|i| sites.get(i)) {
-                Some(Site::Index(tensor, axis)) => Error::Index {
-                    function,
-                    tensor: tensor.to_string(),
-                    axis: *axis,
-                    index: value,
-                    len: words.get(2).copied().unwrap_or(0) as usize,
-                },
-                Some(Site::DivZero) => {
-                    Error::Arithmetic { function, message: format!("integer division of {value} by zero") }
-                }
-                Some(Site::RemZero) => {
-                    Error::Arithmetic { function, message: format!("integer remainder of {value} by zero") }
-                }
-                Some(Site::NegativePower) => {
-                    Error::Arithmetic { function, message: format!("integer power with a negative exponent {value}") }
-                }
-                None => device_error(&operation, format!("a kernel reported the unknown failure {code}")),
-            })
+    pub fn status(&self) -> Result<Status, Error> {
+        guarded("allocating the status word", || {
+            let word = self.inner.stream.alloc_zeros::<u64>(3).map_err(driver("allocating the status word"))?;
+            Ok(Status { dev: self.clone(), word })
         })
     }
 
@@ -401,6 +361,61 @@ impl GemmScalar for f32 {
 impl GemmScalar for f64 {
     const ONE: f64 = 1.0;
     const ZERO: f64 = 0.0;
+}
+
+/// The status word of one call of a device function: `[code, value,
+/// len]`, the first failure a kernel recorded (code is the failing site
+/// plus one; 0 while none failed).
+#[doc(hidden)]
+pub struct Status {
+    dev: Device,
+    word: CudaSlice<u64>,
+}
+
+impl Status {
+    /// The word, as a kernel argument.
+    pub fn arg(&self) -> Arg {
+        let (ptr, _sync) = self.word.device_ptr(&self.dev.inner.stream);
+        Arg(ptr)
+    }
+
+    /// After the launches of `function`: the first failure its kernels
+    /// recorded (`sites[code - 1]` says what failed: a checked read or an
+    /// integer operation), as the error the CPU would return.
+    pub fn check(&self, function: &str, sites: &[Site]) -> Result<(), Error> {
+        let operation = format!("running `{function}`");
+        let stream = &self.dev.inner.stream;
+        let words = guarded(&operation, || {
+            let words = stream.clone_dtoh(&self.word).map_err(|e| device_error(&operation, e))?;
+            stream.synchronize().map_err(|e| device_error(&operation, e))?;
+            Ok(words)
+        })?;
+        let code = words.first().copied().unwrap_or(0);
+        if code == 0 {
+            return Ok(());
+        }
+        let value = words.get(1).copied().unwrap_or(0) as i64;
+        let function = function.to_string();
+        Err(match usize::try_from(code - 1).ok().and_then(|i| sites.get(i)) {
+            Some(Site::Index(tensor, axis)) => Error::Index {
+                function,
+                tensor: tensor.to_string(),
+                axis: *axis,
+                index: value,
+                len: words.get(2).copied().unwrap_or(0) as usize,
+            },
+            Some(Site::DivZero) => {
+                Error::Arithmetic { function, message: format!("integer division of {value} by zero") }
+            }
+            Some(Site::RemZero) => {
+                Error::Arithmetic { function, message: format!("integer remainder of {value} by zero") }
+            }
+            Some(Site::NegativePower) => {
+                Error::Arithmetic { function, message: format!("integer power with a negative exponent {value}") }
+            }
+            None => device_error(&operation, format!("a kernel reported the unknown failure {code}")),
+        })
+    }
 }
 
 /// What a kernel's failure code stands for (the code is the index in the

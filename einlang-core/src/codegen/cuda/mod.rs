@@ -9,11 +9,12 @@
 //!     const __K0: __rt::cuda::KernelInfo = KernelInfo { name: "dense_k0", function: "dense", source: "..." };
 //!     __rt::cuda::inventory::submit! { __K0 }                 // listed by einlang::cuda::kernels()
 //!     x.check_device("dense", "x", dev)?;
+//!     let __status = dev.status()?;                           // this call's failure word
 //!     let B: i64 = x.shape()[0] as i64;                       // entry checks, as on the CPU
 //!     let mut __own_y = Tensor::<f32, Ix2>::zeros(dev, [..])?;
-//!     unsafe { dev.launch(&__K0, grid, 256, &[__own_y.arg_mut(), x.arg(), ...]) }?;
+//!     unsafe { dev.launch(&__K0, grid, 256, &[__own_y.arg_mut(), x.arg(), ..., __status.arg()]) }?;
 //!     let y = &__own_y;
-//!     dev.check_status("dense", &[..])?;                     // failed gathers, division by zero
+//!     __status.check("dense", &[..])?;                       // failed gathers, division by zero
 //!     Ok(__own_y)
 //! }
 //! ```
@@ -431,6 +432,7 @@ impl<'a> HostCx<'a> {
         for check in &f.entry {
             code.extend(self.entry(check)?);
         }
+        code.extend(quote!(let __status = #dev.status()?;));
         for s in &f.body {
             code.extend(self.stmt(s)?);
         }
@@ -456,9 +458,9 @@ impl<'a> HostCx<'a> {
         })
     }
 
-    /// `dev.check_status(..)?;`: the failures kernels recorded so far.
+    /// `__status.check(..)?;`: the failures kernels recorded so far.
     fn check_status(&self) -> TokenStream {
-        let (rt, name, dev) = (&self.rt, &self.fn_name, &self.dev);
+        let (rt, name) = (&self.rt, &self.fn_name);
         let sites = self.sites.iter().map(|s| match s {
             Site::Index { tensor, axis } => {
                 let (t, a) = (RustLit::string(tensor), usize_lit(*axis));
@@ -468,7 +470,7 @@ impl<'a> HostCx<'a> {
             Site::RemZero => quote!(#rt::cuda::Site::RemZero),
             Site::NegativePower => quote!(#rt::cuda::Site::NegativePower),
         });
-        quote!(#dev.check_status(#name, &[#(#sites),*])?;)
+        quote!(__status.check(#name, &[#(#sites),*])?;)
     }
 
     fn axis_len(&self, var: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Failure> {
@@ -589,7 +591,7 @@ impl<'a> HostCx<'a> {
             let __points: usize = #points;
             if __points > 0 {
                 let __out = #out.arg_mut();
-                let __args = [__out, #(#args,)* #dev.status_arg()];
+                let __args = [__out, #(#args,)* __status.arg()];
                 // SAFETY: the kernel was generated with these parameters; the
                 // extents passed are the tensors' own.
                 unsafe { #dev.launch(&#konst, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
@@ -614,7 +616,7 @@ impl<'a> HostCx<'a> {
             let __points: usize = #points;
             if __points > 0 {
                 let __out = #out.arg_mut();
-                let __args = [__out, #(#args,)* #dev.status_arg()];
+                let __args = [__out, #(#args,)* __status.arg()];
                 // SAFETY: both kernels were generated with these parameters;
                 // the extents passed are the tensors' own.
                 if #cond {
@@ -1215,9 +1217,8 @@ impl<'a> HostCx<'a> {
                 }
             });
         }
-        let check = self.check_status();
         let dev = &self.dev;
-        Ok(quote!({ #check #callee(#dev, #(#xs),*)? }))
+        Ok(quote!(#callee(#dev, #(#xs),*)?))
     }
 
     /// A scalar value on the host: a variable, literal or dimension as is,

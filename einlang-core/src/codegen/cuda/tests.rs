@@ -300,103 +300,104 @@ fn matmul_goes_to_cublas() {
         src,
         "dense",
         expect![[r##"
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            unused_unsafe,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn dense(
-            dev: &::einlang::__private::cuda::Device,
-            x: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
-            w: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
-            b: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix1>,
-        ) -> ::core::result::Result<
-            ::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
-            ::einlang::__private::Error,
-        > {
-            use ::einlang::__private as __rt;
-            use ::einlang::__private::ndarray as __nd;
-            const __K0: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
-                name: "dense_k0",
-                function: "dense",
-                source: "<source of dense_k0>",
-            };
-            __rt::cuda::inventory::submit! {
-                __K0
-            }
-            x.check_device("dense", "x", dev)?;
-            w.check_device("dense", "w", dev)?;
-            b.check_device("dense", "b", dev)?;
-            let B: i64 = x.shape()[0] as i64;
-            let I: i64 = x.shape()[1] as i64;
-            let O: i64 = w.shape()[1] as i64;
-            __rt::shape::check_dim("dense", "w", 0, "I", I, w.shape()[0])?;
-            __rt::shape::check_dim("dense", "b", 0, "O", O, b.shape()[0])?;
-            let mut __own_y_mm = __rt::cuda::Tensor::<
-                f32,
-                __nd::Ix2,
-            >::zeros(
-                dev,
-                __nd::IntoDimension::into_dimension([
-                    __rt::shape::extent("dense", "B", B)?,
-                    __rt::shape::extent("dense", "O", O)?,
-                ]),
-            )?;
-            {
-                let __sa = __rt::cuda::row_major_strides(x.shape());
-                let __sb = __rt::cuda::row_major_strides(w.shape());
-                dev.gemm(
-                    "dense",
-                    &mut __own_y_mm,
-                    x.slice(),
-                    (0i64, __sa[0], __sa[1]),
-                    w.slice(),
-                    (0i64, __sb[0], __sb[1]),
-                    (1i64, B, O, I),
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                unused_unsafe,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn dense(
+                dev: &::einlang::__private::cuda::Device,
+                x: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                w: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                b: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix1>,
+            ) -> ::core::result::Result<
+                ::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                const __K0: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "dense_k0",
+                    function: "dense",
+                    source: "<source of dense_k0>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K0
+                }
+                x.check_device("dense", "x", dev)?;
+                w.check_device("dense", "w", dev)?;
+                b.check_device("dense", "b", dev)?;
+                let B: i64 = x.shape()[0] as i64;
+                let I: i64 = x.shape()[1] as i64;
+                let O: i64 = w.shape()[1] as i64;
+                __rt::shape::check_dim("dense", "w", 0, "I", I, w.shape()[0])?;
+                __rt::shape::check_dim("dense", "b", 0, "O", O, b.shape()[0])?;
+                let __status = dev.status()?;
+                let mut __own_y_mm = __rt::cuda::Tensor::<
+                    f32,
+                    __nd::Ix2,
+                >::zeros(
+                    dev,
+                    __nd::IntoDimension::into_dimension([
+                        __rt::shape::extent("dense", "B", B)?,
+                        __rt::shape::extent("dense", "O", O)?,
+                    ]),
                 )?;
+                {
+                    let __sa = __rt::cuda::row_major_strides(x.shape());
+                    let __sb = __rt::cuda::row_major_strides(w.shape());
+                    dev.gemm(
+                        "dense",
+                        &mut __own_y_mm,
+                        x.slice(),
+                        (0i64, __sa[0], __sa[1]),
+                        w.slice(),
+                        (0i64, __sb[0], __sb[1]),
+                        (1i64, B, O, I),
+                    )?;
+                }
+                let y_mm = &__own_y_mm;
+                let mut __own_y = __rt::cuda::Tensor::<
+                    f32,
+                    __nd::Ix2,
+                >::zeros(
+                    dev,
+                    __nd::IntoDimension::into_dimension([
+                        __rt::shape::extent("dense", "B", B)?,
+                        __rt::shape::extent("dense", "O", O)?,
+                    ]),
+                )?;
+                let __points: usize = __own_y.len();
+                if __points > 0 {
+                    let __out = __own_y.arg_mut();
+                    let __args = [
+                        __out,
+                        b.arg(),
+                        __rt::cuda::Arg::i64(b.shape()[0] as i64),
+                        y_mm.arg(),
+                        __rt::cuda::Arg::i64(y_mm.shape()[0] as i64),
+                        __rt::cuda::Arg::i64(y_mm.shape()[1] as i64),
+                        __rt::cuda::Arg::i64(B),
+                        __rt::cuda::Arg::i64(O),
+                        __status.arg(),
+                    ];
+                    unsafe {
+                        dev.launch(&__K0, dev.grid_for(__points as u64, 256u32), 256u32, &__args)
+                    }?;
+                }
+                let y = &__own_y;
+                let __result = __own_y;
+                __status.check("dense", &[])?;
+                Ok(__result)
             }
-            let y_mm = &__own_y_mm;
-            let mut __own_y = __rt::cuda::Tensor::<
-                f32,
-                __nd::Ix2,
-            >::zeros(
-                dev,
-                __nd::IntoDimension::into_dimension([
-                    __rt::shape::extent("dense", "B", B)?,
-                    __rt::shape::extent("dense", "O", O)?,
-                ]),
-            )?;
-            let __points: usize = __own_y.len();
-            if __points > 0 {
-                let __out = __own_y.arg_mut();
-                let __args = [
-                    __out,
-                    b.arg(),
-                    __rt::cuda::Arg::i64(b.shape()[0] as i64),
-                    y_mm.arg(),
-                    __rt::cuda::Arg::i64(y_mm.shape()[0] as i64),
-                    __rt::cuda::Arg::i64(y_mm.shape()[1] as i64),
-                    __rt::cuda::Arg::i64(B),
-                    __rt::cuda::Arg::i64(O),
-                    dev.status_arg(),
-                ];
-                unsafe {
-                    dev.launch(&__K0, dev.grid_for(__points as u64, 256u32), 256u32, &__args)
-                }?;
-            }
-            let y = &__own_y;
-            let __result = __own_y;
-            dev.check_status("dense", &[])?;
-            Ok(__result)
-        }
-    "##]],
+        "##]],
     );
 }
 
@@ -536,6 +537,7 @@ fn recurrence_is_a_host_loop_of_launches() {
                 let H: i64 = x.shape()[1] as i64;
                 __rt::shape::check_dim("rnn", "w", 0, "H", H, w.shape()[0])?;
                 __rt::shape::check_dim("rnn", "w", 1, "H", H, w.shape()[1])?;
+                let __status = dev.status()?;
                 let h_axis0_len: i64 = __rt::shape::extent(
                     "rnn",
                     "max(1, T)",
@@ -571,7 +573,7 @@ fn recurrence_is_a_host_loop_of_launches() {
                                 __rt::cuda::Arg::i64(H),
                                 __rt::cuda::Arg::i64(h_axis0_len),
                                 __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
-                                dev.status_arg(),
+                                __status.arg(),
                             ];
                             unsafe {
                                 dev.launch(
@@ -598,7 +600,7 @@ fn recurrence_is_a_host_loop_of_launches() {
                                         __rt::cuda::Arg::i64(H),
                                         __rt::cuda::Arg::i64(t),
                                         __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
-                                        dev.status_arg(),
+                                        __status.arg(),
                                     ];
                                     unsafe {
                                         dev.launch(
@@ -628,7 +630,7 @@ fn recurrence_is_a_host_loop_of_launches() {
                                         __rt::cuda::Arg::i64(H),
                                         __rt::cuda::Arg::i64(t),
                                         __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
-                                        dev.status_arg(),
+                                        __status.arg(),
                                     ];
                                     unsafe {
                                         dev.launch(
@@ -647,15 +649,16 @@ fn recurrence_is_a_host_loop_of_launches() {
                 let h = &__own_h;
                 __rt::shape::check_result_dim("rnn", 0, "T", T, h.shape()[0])?;
                 let __result = __own_h;
-                dev.check_status(
-                    "rnn",
-                    &[
-                        __rt::cuda::Site::Index("x", 0),
-                        __rt::cuda::Site::Index("x", 1),
-                        __rt::cuda::Site::Index("x", 0),
-                        __rt::cuda::Site::Index("x", 1),
-                    ],
-                )?;
+                __status
+                    .check(
+                        "rnn",
+                        &[
+                            __rt::cuda::Site::Index("x", 0),
+                            __rt::cuda::Site::Index("x", 1),
+                            __rt::cuda::Site::Index("x", 0),
+                            __rt::cuda::Site::Index("x", 1),
+                        ],
+                    )?;
                 Ok(__result)
             }
         "##]],
