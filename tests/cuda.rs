@@ -103,6 +103,12 @@ mod gpu {
                 min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
             d
         }
+
+        #[device(cuda)]
+        pub fn mean(x: [f32; N]) -> f32 {
+            assert(N > 0, "the mean of nothing");
+            sum[i](x[i]) / N as f32
+        }
     }
 }
 
@@ -180,6 +186,11 @@ mod cpu {
             let d[i in 1..N + 1, j in 1..M + 1] =
                 min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
             d
+        }
+
+        pub fn mean(x: [f32; N]) -> f32 {
+            assert(N > 0, "the mean of nothing");
+            sum[i](x[i]) / N as f32
         }
     }
 }
@@ -416,5 +427,16 @@ fn edit_distance_matches_the_cpu() -> Result<(), Error> {
         assert_eq!(gpu::distance(&dev, &ad, &bd)?, want);
         assert_eq!(gpu::table(&dev, &ad, &bd)?.to_host()?, cpu::table(&a, &b)?);
     }
+    Ok(())
+}
+
+#[test]
+fn asserts_and_long_reductions_match_the_cpu() -> Result<(), Error> {
+    let Some(dev) = device("asserts_and_long_reductions_match_the_cpu") else { return Ok(()) };
+    let x = Array1::from(data(100_000, 20));
+    let (want, got) = (cpu::mean(&x)?, gpu::mean(&dev, &Tensor::from_host(&dev, &x)?)?);
+    assert!((want - got).abs() < 1e-4, "{got} vs {want}");
+    let empty = Array1::<f32>::zeros(0);
+    assert_eq!(gpu::mean(&dev, &Tensor::from_host(&dev, &empty)?).unwrap_err(), cpu::mean(&empty).unwrap_err());
     Ok(())
 }

@@ -530,8 +530,28 @@ impl<'a> HostCx<'a> {
                 let (axis, symbol, declared) = (usize_lit(*axis), RustLit::string(symbol), self.dim(declared)?);
                 Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #len)?;))
             }
+            Stmt::Expr(Expr { kind: ExprKind::Assert { cond, message }, .. }) => self.assert(cond, message),
             Stmt::Expr(e) => Err(Failure::Unsupported(format!("{} in device code", kernel::describe(&e.kind)))),
         }
+    }
+
+    /// `assert(cond, "message")` of a scalar condition: evaluated (on the
+    /// device when it reads tensors), then `Error::Assert` on the host.
+    fn assert(&mut self, cond: &Expr, message: &Expr) -> Result<TokenStream, Failure> {
+        let text = match &message.kind {
+            ExprKind::Lit(Literal::Str(m)) => m.clone(),
+            _ => return Err(Failure::Unsupported("`assert` messages with interpolated values in device code".into())),
+        };
+        if cond.ty != Repr::Scalar(ScalarKind::Bool) {
+            return Err(Failure::Unsupported("`assert` of a tensor of conditions in device code".into()));
+        }
+        let c = self.scalar(cond, ScalarKind::Bool)?;
+        let (rt, name, m) = (&self.rt, &self.fn_name, RustLit::string(&text));
+        Ok(quote! {
+            if !(#c) {
+                return ::core::result::Result::Err(#rt::shape::assert_failed(#name, #m));
+            }
+        })
     }
 
     /// Adds a kernel; its constant's identifier.
@@ -1248,6 +1268,18 @@ impl<'a> HostCx<'a> {
                 }
             }
             ExprKind::Dim(d) if k == ScalarKind::I64 => return self.dim(d),
+            // `N as f32` and the like: Rust's `as` converts as the kernels do
+            // (integers wrap, floats saturate).
+            ExprKind::Cast(x, to) if *to == k && k != ScalarKind::Bool => {
+                if let Repr::Scalar(from) = x.ty {
+                    let simple = matches!(x.kind, ExprKind::Var(_) | ExprKind::Dim(_))
+                        || matches!(x.kind, ExprKind::Lit(Literal::Int(_))) && !from.is_float();
+                    if simple && from != ScalarKind::Bool {
+                        let (x, t) = (self.scalar(x, from)?, scalar_type(k));
+                        return Ok(quote!((#x as #t)));
+                    }
+                }
+            }
             ExprKind::Call { func, args }
                 if args.iter().any(|a| !matches!(a.ty, Repr::Scalar(_)))
                     || self.p.fns.iter().any(|g| &g.name == func && g.device.is_some()) =>

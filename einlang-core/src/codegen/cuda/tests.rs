@@ -771,6 +771,7 @@ fn unsupported_constructs_are_reported_at_the_function() {
         #[device(cuda)]
         pub fn noisy(x: [f32; N]) -> [f32; N] {
             print(x[0]);
+            assert(N > 0, "not empty");
             let y[i] = x[i];
             y
         }
@@ -949,5 +950,80 @@ fn a_dynamic_program_walks_anti_diagonals() {
                 }
             }
         "#]],
+    );
+}
+
+#[test]
+fn asserts_are_checked_on_the_host() {
+    check_glue(
+        r#"
+        #[device(cuda)]
+        pub fn positive(x: [f32; N]) -> f32 {
+            assert(sum[i](x[i]) > 0.0, "the sum is positive");
+            N as f32
+        }
+        "#,
+        "positive",
+        expect![[r##"
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                unused_unsafe,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn positive(
+                dev: &::einlang::__private::cuda::Device,
+                x: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix1>,
+            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                const __K0: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "positive_k0",
+                    function: "positive",
+                    source: "<source of positive_k0>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K0
+                }
+                x.check_device("positive", "x", dev)?;
+                let N: i64 = x.shape()[0] as i64;
+                let __status = dev.status()?;
+                if !({
+                    let mut __scalar = __rt::cuda::Tensor::<
+                        bool,
+                        __nd::Ix0,
+                    >::zeros(dev, __nd::Ix0())?;
+                    let __points: usize = 1usize;
+                    if __points > 0 {
+                        let __out = __scalar.arg_mut();
+                        let __args = [
+                            __out,
+                            x.arg(),
+                            __rt::cuda::Arg::i64(x.shape()[0] as i64),
+                            __rt::cuda::Arg::i64(N),
+                            __status.arg(),
+                        ];
+                        unsafe {
+                            dev.launch(&__K0, dev.grid_for(__points as u64, 256u32), 256u32, &__args)
+                        }?;
+                    }
+                    __status.check("positive", &[])?;
+                    __scalar.into_scalar()?
+                }) {
+                    return ::core::result::Result::Err(
+                        __rt::shape::assert_failed("positive", "the sum is positive"),
+                    );
+                }
+                let __result = (N as f32);
+                __status.check("positive", &[])?;
+                Ok(__result)
+            }
+        "##]],
     );
 }
