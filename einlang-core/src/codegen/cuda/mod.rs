@@ -9,8 +9,8 @@
 //!     const __K0: __rt::cuda::KernelInfo = KernelInfo { name: "dense_k0", function: "dense", source: "..." };
 //!     __rt::cuda::inventory::submit! { __K0 }                 // listed by einlang::cuda::kernels()
 //!     x.check_device("dense", "x", dev)?;
-//!     let __status = dev.status()?;                           // this call's failure word
 //!     let B: i64 = x.shape()[0] as i64;                       // entry checks, as on the CPU
+//!     let __status = dev.status()?;                           // this call's failure word
 //!     let mut __own_y = Tensor::<f32, Ix2>::zeros(dev, [..])?;
 //!     unsafe { dev.launch(&__K0, grid, 256, &[__own_y.arg_mut(), x.arg(), ..., __status.arg()]) }?;
 //!     let y = &__own_y;
@@ -19,11 +19,25 @@
 //! }
 //! ```
 //!
-//! Statements run on the host in order: a tensor definition is one kernel
-//! (`kernel.rs`), a GEMM-shaped contraction of `f32`/`f64` is one cuBLAS
-//! strided batched call, a recurrence is a host loop along its sequential
-//! axes that launches one kernel per clause and step, a scalar `let` is a
-//! one-thread kernel whose value is copied back. A call of a function with
+//! Statements run on the host in order:
+//! - a tensor definition is a grid-stride kernel, one thread per point
+//!   (`kernel.rs`); when its body has reductions outside every binder, also
+//!   a kernel with one block per point whose threads share each reduction
+//!   (a tree in shared memory), which the host launches instead when the
+//!   reduction is at least `BLOCK_REDUCE_MIN` long;
+//! - a GEMM-shaped contraction of `f32`/`f64` whose operands have a
+//!   contiguous matrix axis is one cuBLAS strided batched call (others run
+//!   their `reference` definition);
+//! - a recurrence is a host loop along its sequential axes that launches
+//!   one kernel per clause and step, or, when every step is small
+//!   (`PERSISTENT_MAX`), one persistent kernel of one block that walks the
+//!   steps itself; a 2-D dynamic program that may run as a wavefront (and
+//!   keeps its whole table) is always that kernel, walking anti-diagonals;
+//! - a scalar `let` is a kernel of one block (its reductions shared by the
+//!   block) whose value is copied back; a scalar `assert` is checked on the
+//!   host after it.
+//!
+//! A call of a function with
 //! tensor arguments calls its CUDA version: the user's device function, or
 //! a twin `__cuda_name` emitted for a library or private function reached
 //! from device code. What this back end cannot run yet is reported at the
