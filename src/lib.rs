@@ -49,6 +49,11 @@ pub use einlang_runtime::__ndarray as ndarray;
 pub use einlang_runtime::Error;
 pub use einlang_runtime::Jagged;
 
+/// GPUs, device tensors and the kernels of `#[device(cuda)]` functions
+/// (cargo feature `cuda`).
+#[cfg(feature = "cuda")]
+pub use einlang_runtime::cuda;
+
 /// Paths used by generated code. Not part of the public API.
 #[doc(hidden)]
 pub mod __private {

@@ -1,7 +1,8 @@
 //! Compile-fail tests: one file per diagnostic, under `tests/ui/<area>/`.
-//! Diagnostics do not depend on the `checked` feature, so they run once.
+//! Diagnostics do not depend on the `checked` feature, so they run once;
+//! `tests/ui/cuda/` expects the `cuda` feature off, so they skip it.
 
-#[cfg(not(feature = "checked"))]
+#[cfg(not(any(feature = "checked", feature = "cuda")))]
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();

@@ -37,6 +37,9 @@ pub struct Options {
     /// value of `std::io::script_dir()`; None for `einlang!`, whose
     /// `script_dir()` is the calling crate's `CARGO_MANIFEST_DIR`.
     pub script_dir: Option<String>,
+    /// Compile `#[device(cuda)]` functions (the facade's feature `cuda`);
+    /// without it they are an error that says to enable the feature.
+    pub cuda: bool,
 }
 
 /// Everything the pipeline produced, for tests and tools.

@@ -50,6 +50,12 @@ pub enum Error {
     /// Reading or writing a file failed, or its contents do not match the
     /// declared type; `path` names the file.
     Io { function: String, path: String, message: String },
+    /// No CUDA device could be opened: the driver library is missing, there
+    /// is no GPU, or the ordinal is past the last device.
+    NoDevice,
+    /// The CUDA driver, NVRTC or cuBLAS failed (`operation` says what was
+    /// being done: a launch, a kernel's compilation, an allocation).
+    Device { operation: String, message: String },
 }
 
 impl fmt::Display for Error {
@@ -72,6 +78,8 @@ impl fmt::Display for Error {
             Error::Assert { function, message } => write!(f, "assertion failed in `{function}`: {message}"),
             Error::Arithmetic { function, message } => write!(f, "arithmetic error in `{function}`: {message}"),
             Error::Io { function, path, message } => write!(f, "in `{function}`: `{path}`: {message}"),
+            Error::NoDevice => write!(f, "no CUDA device: no driver library, no GPU, or no GPU with that ordinal"),
+            Error::Device { operation, message } => write!(f, "CUDA error in {operation}: {message}"),
         }
     }
 }

@@ -7,6 +7,8 @@
 //! conversions at function boundaries.
 
 pub mod arith;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod error;
 pub mod fmt;
 pub mod fs;

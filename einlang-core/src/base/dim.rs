@@ -1086,3 +1086,54 @@ impl fmt::Debug for Dim {
 #[cfg(test)]
 #[path = "dim_tests.rs"]
 mod tests;
+
+// C text (the CUDA back end): `long long` arithmetic, `__ein_div_euclid`,
+// `__ein_min` and `__ein_max` from the kernel prelude.
+impl Dim {
+    /// The value as a parenthesized C expression of type `long long`;
+    /// `var` spells a variable.
+    pub fn emit_c(&self, var: &dyn Fn(DimVar) -> String) -> String {
+        let terms = self.ordered_terms();
+        if terms.is_empty() {
+            return "0LL".to_string();
+        }
+        let mut out = String::from("(");
+        for (i, (m, c)) in terms.into_iter().enumerate() {
+            let coef =
+                if c == i64::MIN { "(-9223372036854775807LL - 1LL)".to_string() } else { format!("{}LL", c.abs()) };
+            let negative = c < 0 && c != i64::MIN;
+            if negative {
+                out.push_str(if i == 0 { "-" } else { " - " });
+            } else if i > 0 {
+                out.push_str(" + ");
+            }
+            let mut factors = Vec::new();
+            if m.is_one() || c.unsigned_abs() != 1 {
+                factors.push(coef);
+            }
+            for (atom, pow) in &m.0 {
+                let factor = emit_atom_c(atom, var);
+                factors.extend(std::iter::repeat_n(factor, *pow as usize));
+            }
+            out.push_str(&factors.join(" * "));
+        }
+        out.push(')');
+        out
+    }
+}
+
+fn emit_atom_c(atom: &Atom, var: &dyn Fn(DimVar) -> String) -> String {
+    let call = |f: &str, ops: &[Dim]| {
+        let mut rev = ops.iter().rev();
+        let Some(last) = rev.next() else { return "0LL".to_string() };
+        rev.fold(last.emit_c(var), |acc, op| format!("{f}({}, {acc})", op.emit_c(var)))
+    };
+    match atom {
+        Atom::Var(v) => var(*v),
+        Atom::FloorDiv(a, b) => format!("__ein_div_euclid({}, {})", a.emit_c(var), b.emit_c(var)),
+        Atom::Min(ops) => call("__ein_min", ops),
+        Atom::Max(ops) => call("__ein_max", ops),
+        Atom::Sum(a, b) => format!("({} + {})", a.emit_c(var), b.emit_c(var)),
+        Atom::Product(a, b) => format!("({} * {})", a.emit_c(var), b.emit_c(var)),
+    }
+}

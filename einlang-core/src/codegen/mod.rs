@@ -1,4 +1,6 @@
-//! Code generation: the loop IR printed as Rust (and, later, CUDA C).
+//! Code generation: the loop IR printed as Rust (`rust/`), and
+//! `#[device(cuda)]` functions as CUDA C kernels with Rust launch glue
+//! (`cuda/`).
 //!
 //! Back ends only print; every decision that needs an analysis fact (which
 //! reads are proven in bounds, which loops are independent, the extents of
@@ -6,6 +8,7 @@
 //! access, runtime paths) is each back end's own choice. An IR that breaks the invariants of
 //! `ir/mod.rs` is reported as an internal compiler error, never a panic.
 
+pub mod cuda;
 pub mod paths;
 pub mod rust;
 
@@ -30,16 +33,70 @@ pub fn emit_program(p: &ir::Program, options: &crate::Options) -> TokenStream {
     }
     let fns = rust::fn_idents(p);
     let mut out = TokenStream::new();
+    let twins = if options.cuda { cuda::device_twins(p) } else { Default::default() };
+    let bound = cuda::device_bound(p);
     for f in &p.fns {
+        if let Some(device) = &f.device {
+            if !options.cuda {
+                let d = Diagnostic::error(device.span, "`#[device(cuda)]` needs the cargo feature `cuda` of `einlang`")
+                    .help("enable it: `einlang = { version = \"0.1\", features = [\"cuda\"] }`");
+                out.extend(d.to_compile_errors());
+                continue;
+            }
+            out.extend(emit_cuda(f, p, &fns, options, device.span));
+            continue;
+        }
+        // A host function that reaches a device function runs only as the
+        // CUDA twin of device code that calls it.
+        if let Some((callee, span)) = bound.get(&f.name) {
+            if let (true, Some(span)) = (options.cuda, twins.get(&f.name)) {
+                out.extend(emit_cuda(f, p, &fns, options, *span));
+            } else if options.cuda {
+                let d = Diagnostic::error(
+                    *span,
+                    format!("the device function `{callee}` is called from host code (`{}`)", f.name),
+                )
+                .note("a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust");
+                out.extend(d.to_compile_errors());
+            }
+            continue;
+        }
         match rust::emit_function(f, &fns, options) {
             Ok(tokens) => out.extend(tokens),
             Err(msg) => {
                 out.extend(Diagnostic::bug(Span::call_site(), format!("in `{}`: {msg}", f.name)).to_compile_errors())
             }
         }
+        if let Some(span) = twins.get(&f.name) {
+            out.extend(emit_cuda(f, p, &fns, options, *span));
+        }
     }
     out.extend(emit_modules(p, &fns));
     out
+}
+
+/// The CUDA version of `f`, or the error that says why there is none (at
+/// `span`, the `#[device(cuda)]` attribute that needs it).
+fn emit_cuda(
+    f: &ir::Function,
+    p: &ir::Program,
+    fns: &rust::FnIdents,
+    options: &crate::Options,
+    span: Span,
+) -> TokenStream {
+    match cuda::emit_function(f, p, fns, options) {
+        Ok(emitted) => emitted.tokens,
+        Err(cuda::Failure::Unsupported(what)) => {
+            let mut d = Diagnostic::error(span, format!("`#[device(cuda)]` does not support {what} yet"));
+            if f.device.is_none() {
+                d = d.note(format!("in `{}`, which device code calls", f.name));
+            }
+            d.to_compile_errors()
+        }
+        Err(cuda::Failure::Bug(msg)) => {
+            Diagnostic::bug(span, format!("in the CUDA version of `{}`: {msg}", f.name)).to_compile_errors()
+        }
+    }
 }
 
 /// A module tree: functions re-exported here, and child modules.

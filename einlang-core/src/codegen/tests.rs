@@ -102,6 +102,7 @@ impl Vars {
             body,
             result,
             vars: self.vars,
+            device: None,
         }
     }
 }

@@ -246,6 +246,8 @@ pub struct Function {
     pub origin: Option<(FnId, Span)>,
     /// Why the function is neither analyzed nor emitted, if it is not.
     pub skip: Option<Skip>,
+    /// For a `#[device(cuda)]` function: the attribute's span.
+    pub device: Option<Span>,
 }
 
 /// Why a function is left out of analysis and code generation.

@@ -38,6 +38,7 @@ use crate::base::dim::Dim;
 use crate::base::intrinsic::{DynShapeOp, FsOp, Intrinsic};
 use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
+use crate::base::span::Span;
 
 /// A variable of a lowered function (parameter, local, dimension, index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -104,6 +105,21 @@ pub struct Function {
     pub result: Expr,
     /// Indexed by `VarId.0`.
     pub vars: Vec<VarInfo>,
+    /// `Some` for a `#[device(cuda)]` function, `None` for a host function.
+    pub device: Option<Device>,
+}
+
+/// The target of a device function, with the span of its attribute for
+/// diagnostics (equality ignores the span, as it ignores spans everywhere).
+#[derive(Clone, Copy, Debug)]
+pub struct Device {
+    pub span: Span,
+}
+
+impl PartialEq for Device {
+    fn eq(&self, _: &Device) -> bool {
+        true
+    }
 }
 
 impl Function {

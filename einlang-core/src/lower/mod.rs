@@ -255,6 +255,7 @@ impl<'a> FnLower<'a> {
             body,
             result,
             vars: std::mem::take(&mut self.vars),
+            device: func.device.map(|span| ir::Device { span }),
         })
     }
 

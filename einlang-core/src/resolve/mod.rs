@@ -310,13 +310,18 @@ impl Resolver {
                         self.define_item(module, &f.name, def, diags);
                         continue;
                     }
-                    if let Some(attr) = f.attrs.first() {
-                        let what = if attr.name.name == "device" {
-                            "device functions (`#[device(...)]`)"
+                    let mut device = None;
+                    for attr in &f.attrs {
+                        if attr.name.name != "device" {
+                            diags.push(not_supported(attr.span, "attributes on functions"));
+                        } else if attr.args.len() == 1 && attr.args[0].name == "cuda" {
+                            device = Some(attr.span);
                         } else {
-                            "attributes on functions"
-                        };
-                        diags.push(not_supported(attr.span, what));
+                            diags.push(
+                                Diagnostic::error(attr.span, "unknown device")
+                                    .help("the one device target is CUDA: `#[device(cuda)]`"),
+                            );
+                        }
                     }
                     if f.body.is_none() {
                         diags.push(
@@ -339,6 +344,7 @@ impl Resolver {
                         span: f.span,
                         origin: None,
                         skip: None,
+                        device,
                     });
                     self.hir.defs[def].kind = DefKind::Fn(fn_id);
                     self.fn_of_item.insert(f as *const ast::FnItem, fn_id);
@@ -682,6 +688,7 @@ impl Resolver {
             span: first,
             origin: None,
             skip: None,
+            device: None,
         });
         self.hir.defs[def].kind = DefKind::Fn(fn_id);
     }
@@ -710,6 +717,7 @@ impl Resolver {
             span,
             origin: None,
             skip: None,
+            device: None,
         });
         self.hir.defs[def].kind = DefKind::Fn(f);
         f

@@ -90,6 +90,7 @@ fn copy_fn(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>>, keep_
         span: template.span,
         origin: None,
         skip: None,
+        device: template.device,
     };
     let errors = std::mem::take(&mut cx.errors);
     let id = hir.fns.alloc(func);

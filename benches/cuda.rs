@@ -1,0 +1,142 @@
+//! The CUDA back end against baselines on the same device, in the same run
+//! (feature `cuda`):
+//!
+//! - matmul 1024^2 and 4096^2 (`f32`): the `#[device(cuda)]` function
+//!   against one cuBLAS `sgemm` on preallocated buffers (goal: at least 0.9x);
+//! - elementwise `2x + 1` and row-wise softmax, 4096 x 4096: against a
+//!   device-to-device copy of the input, the device's copy bandwidth (goal:
+//!   at least 0.8x of its bytes per second).
+//!
+//! Each result is checked against the CPU version first; every timing is
+//! the median of several synchronized runs. Without a GPU it says so and
+//! exits successfully.
+//!
+//! ```sh
+//! cargo bench --features cuda --bench cuda
+//! ```
+
+use std::time::Instant;
+
+use einlang::cuda::{Device, Tensor};
+use einlang::ndarray::{Array2, Ix2};
+use einlang::Error;
+
+mod gpu {
+    einlang::einlang! {
+        use std::ml::softmax;
+
+        #[device(cuda)]
+        pub fn matmul(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
+            let c[i, j] = sum[k](a[i, k] * b[k, j]);
+            c
+        }
+
+        #[device(cuda)]
+        pub fn affine(x: [f32; R, C]) -> [f32; R, C] {
+            let y[i, j] = 2.0 * x[i, j] + 1.0;
+            y
+        }
+
+        #[device(cuda)]
+        pub fn probs(x: [f32; R, C]) -> [f32; R, C] {
+            softmax(x)
+        }
+    }
+}
+
+mod cpu {
+    einlang::einlang! {
+        use std::ml::softmax;
+
+        pub fn affine(x: [f32; R, C]) -> [f32; R, C] {
+            let y[i, j] = 2.0 * x[i, j] + 1.0;
+            y
+        }
+
+        pub fn probs(x: [f32; R, C]) -> [f32; R, C] {
+            softmax(x)
+        }
+    }
+}
+
+/// The median time in seconds of `runs` synchronized calls (after one
+/// warm-up call).
+fn median(dev: &Device, runs: usize, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
+    f()?;
+    dev.synchronize()?;
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        f()?;
+        dev.synchronize()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+fn matrix(r: usize, c: usize) -> Array2<f32> {
+    Array2::from_shape_fn((r, c), |(i, j)| ((i * 31 + j * 17) % 97) as f32 / 97.0 - 0.5)
+}
+
+fn check(name: &str, got: &Array2<f32>, want: &Array2<f32>, tol: f32) -> Result<(), Box<dyn std::error::Error>> {
+    let worst = got.iter().zip(want).map(|(a, b)| (a - b).abs() / (1.0 + b.abs())).fold(0.0f32, f32::max);
+    if worst > tol {
+        return Err(format!("{name}: the device result differs from the CPU's by {worst}").into());
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = match Device::new(0) {
+        Ok(dev) => dev,
+        Err(e) => {
+            println!("cuda bench: no GPU here ({e}); nothing to measure.");
+            return Ok(());
+        }
+    };
+    println!("device {} ({})", dev.ordinal(), dev.arch());
+
+    for n in [1024usize, 4096] {
+        let (a, b) = (matrix(n, n), matrix(n, n));
+        let (ad, bd) = (Tensor::from_host(&dev, &a)?, Tensor::from_host(&dev, &b)?);
+        let small = a.slice(einlang::ndarray::s![..64, ..]).dot(&b);
+        let got = gpu::matmul(&dev, &ad, &bd)?.to_host()?;
+        check("matmul", &got.slice(einlang::ndarray::s![..64, ..]).to_owned(), &small, 1e-3)?;
+        let ours = median(&dev, 10, || gpu::matmul(&dev, &ad, &bd).map(drop))?;
+        let mut c = Tensor::<f32, Ix2>::zeros(&dev, Ix2(n, n))?;
+        let nn = n as i64;
+        let direct = median(&dev, 10, || {
+            dev.gemm("bench", &mut c, ad.slice(), (0, nn, 1), bd.slice(), (0, nn, 1), (1, nn, nn, nn))
+        })?;
+        let flops = 2.0 * (n as f64).powi(3);
+        println!(
+            "matmul {n}^2: einlang {:.3} ms ({:.0} GFLOP/s), cuBLAS sgemm {:.3} ms ({:.0} GFLOP/s): {:.2}x of cuBLAS",
+            ours * 1e3,
+            flops / ours / 1e9,
+            direct * 1e3,
+            flops / direct / 1e9,
+            direct / ours
+        );
+    }
+
+    let x = matrix(4096, 4096);
+    let xd = Tensor::from_host(&dev, &x)?;
+    let bytes = 2.0 * (x.len() * 4) as f64;
+    let copy = median(&dev, 20, || xd.duplicate().map(drop))?;
+    println!("copy 4096^2 f32: {:.3} ms ({:.0} GB/s read + write)", copy * 1e3, bytes / copy / 1e9);
+
+    check("affine", &gpu::affine(&dev, &xd)?.to_host()?, &cpu::affine(&x)?, 1e-6)?;
+    let t = median(&dev, 20, || gpu::affine(&dev, &xd).map(drop))?;
+    println!("elementwise 2x + 1: {:.3} ms ({:.0} GB/s): {:.2}x of copy bandwidth", t * 1e3, bytes / t / 1e9, copy / t);
+
+    check("softmax", &gpu::probs(&dev, &xd)?.to_host()?, &cpu::probs(&x)?, 1e-5)?;
+    let t = median(&dev, 20, || gpu::probs(&dev, &xd).map(drop))?;
+    println!(
+        "softmax rows of 4096: {:.3} ms ({:.0} GB/s of input + output): {:.2}x of copy bandwidth",
+        t * 1e3,
+        bytes / t / 1e9,
+        copy / t
+    );
+    Ok(())
+}

@@ -1,0 +1,982 @@
+//! CUDA C text of kernels: one `extern "C" __global__` function per
+//! translation unit, after the prelude of helpers (no CUDA headers).
+//!
+//! A kernel runs a grid-stride loop over the points of a definition (or of
+//! a recurrence clause at one step): the linear point index is split into
+//! the axes' indices innermost first, so consecutive threads take
+//! consecutive elements of the innermost axis (coalesced). Reductions,
+//! where-clauses, checked reads and blocks are immediately invoked lambdas,
+//! so every IR expression is one C expression.
+//!
+//! What reaches the kernel from outside is a parameter: a tensor is a
+//! pointer and its extents (`__d0_x`, `__d1_x`, ...), a scalar (a dimension,
+//! a scalar parameter or `let`, a sequential loop's index) its value. The
+//! status word (`__status`) is the last parameter of every kernel.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Write;
+
+use super::Failure;
+use crate::base::dim::{Dim, DimVar};
+use crate::base::intrinsic::Intrinsic;
+use crate::base::ops::{BinOp, RedOp, UnOp};
+use crate::base::scalar::ScalarKind;
+use crate::ir::{Expr, ExprKind, Function, Literal, Loop, Program, Repr, Stmt, VarId, WhereEntry};
+
+/// Helpers every kernel may use; `template`s, so only the used ones cost.
+pub const PRELUDE: &str = r#"typedef unsigned long long __ein_u64;
+static __device__ __forceinline__ long long __ein_min(long long a, long long b) { return a < b ? a : b; }
+static __device__ __forceinline__ long long __ein_max(long long a, long long b) { return a > b ? a : b; }
+static __device__ __forceinline__ long long __ein_div_euclid(long long a, long long b) {
+    long long q = a / b; if (a % b < 0) { q = b > 0 ? q - 1 : q + 1; } return q;
+}
+static __device__ __forceinline__ void __ein_fail(__ein_u64* st, __ein_u64 site, long long v, long long n) {
+    if (atomicCAS(st, 0ULL, site) == 0ULL) { st[1] = (__ein_u64)v; st[2] = (__ein_u64)n; }
+}
+static __device__ __forceinline__ bool __ein_in(long long i, long long n, __ein_u64 site, __ein_u64* st) {
+    if (i >= 0 && i < n) return true;
+    __ein_fail(st, site, i, n); return false;
+}
+template <typename T> static __device__ __forceinline__ T __ein_div(T a, T b, __ein_u64 site, __ein_u64* st) {
+    if (b == (T)0) { __ein_fail(st, site, (long long)a, 0); return (T)0; }
+    if ((T)-1 < (T)0 && b == (T)-1) return (T)(0ULL - (__ein_u64)a);
+    return a / b;
+}
+template <typename T> static __device__ __forceinline__ T __ein_rem(T a, T b, __ein_u64 site, __ein_u64* st) {
+    if (b == (T)0) { __ein_fail(st, site, (long long)a, 0); return (T)0; }
+    if ((T)-1 < (T)0 && b == (T)-1) return (T)0;
+    return a % b;
+}
+template <typename T, typename E> static __device__ __forceinline__ T __ein_ipow(T b, E e, __ein_u64 site, __ein_u64* st) {
+    if (e < (E)0) { __ein_fail(st, site, (long long)e, 0); return (T)0; }
+    __ein_u64 r = 1ULL, x = (__ein_u64)b; __ein_u64 n = (__ein_u64)e;
+    while (n) { if (n & 1ULL) r *= x; x *= x; n >>= 1; }
+    return (T)r;
+}
+template <typename F> static __device__ __forceinline__ F __ein_powi(F x, long long n) {
+    bool inv = n < 0; __ein_u64 m = inv ? 0ULL - (__ein_u64)n : (__ein_u64)n; F r = (F)1;
+    while (m) { if (m & 1ULL) r *= x; x *= x; m >>= 1; }
+    return inv ? (F)1 / r : r;
+}
+template <typename I, typename F> static __device__ __forceinline__ I __ein_f2i(F x, I lo, I hi) {
+    if (x != x) return (I)0;
+    if (x <= (F)lo) return lo;
+    if (x >= (F)hi) return hi;
+    return (I)x;
+}
+"#;
+
+/// The C type of a scalar.
+pub fn c_type(k: ScalarKind) -> &'static str {
+    match k {
+        ScalarKind::I8 => "signed char",
+        ScalarKind::I16 => "short",
+        ScalarKind::I32 => "int",
+        ScalarKind::I64 => "long long",
+        ScalarKind::U8 => "unsigned char",
+        ScalarKind::U32 => "unsigned int",
+        ScalarKind::U64 => "unsigned long long",
+        ScalarKind::F32 => "float",
+        ScalarKind::F64 => "double",
+        ScalarKind::Bool => "bool",
+    }
+}
+
+const C_KEYWORDS: &[&str] = &[
+    "auto",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "class",
+    "const",
+    "constexpr",
+    "continue",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "explicit",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "operator",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "while",
+    "and",
+    "or",
+    "not",
+    "xor",
+    "asm",
+    "export",
+    "decltype",
+    "noexcept",
+    "nullptr",
+    "alignas",
+    "alignof",
+    "static_assert",
+    "thread_local",
+    "char16_t",
+    "char32_t",
+    "wchar_t",
+    "concept",
+    "requires",
+    "main",
+    "min",
+    "max",
+];
+
+/// The C spelling of a variable name: the name itself unless it is a C++
+/// keyword or starts with `__` (reserved for the back end).
+pub fn c_name(name: &str) -> String {
+    if C_KEYWORDS.contains(&name) || name.starts_with("__") || name.starts_with("v_") {
+        format!("v_{name}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// What a kernel needs from outside, in parameter order (by variable id).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Input {
+    /// A tensor read in the kernel: pointer and extents.
+    Tensor(VarId),
+    /// A scalar value.
+    Scalar(VarId),
+}
+
+/// The check sites of one host function: what a failure code means.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Site {
+    Index { tensor: String, axis: usize },
+    DivZero,
+    RemZero,
+    NegativePower,
+}
+
+/// Emission state of one kernel.
+pub struct KernelCx<'a> {
+    pub f: &'a Function,
+    pub p: &'a Program,
+    /// Check every read (`Options::checked`).
+    pub all_checked: bool,
+    pub sites: &'a mut Vec<Site>,
+    /// Variables defined inside the kernel.
+    local: HashSet<VarId>,
+    /// Variables the kernel reads from outside.
+    pub inputs: BTreeSet<Input>,
+    /// Scalar functions called, emitted as `__device__` functions: name
+    /// and text, each after the functions it calls.
+    pub callees: Vec<(String, String)>,
+    /// Scalar functions being emitted (a call of one is recursion).
+    in_progress: HashSet<String>,
+    /// Recurrences kept in a circular buffer: their window's axis and
+    /// number of slots, and their logical extents (what checked reads
+    /// compare with).
+    pub windows: HashMap<VarId, (usize, u64, Vec<Dim>)>,
+    /// In a kernel whose block works together (`Some`): the statements,
+    /// run by every thread of the block, that compute its top-level
+    /// reductions as block trees, and the extents of their loops.
+    pub block: Option<(String, Vec<Vec<Dim>>)>,
+    /// How many binders (reductions, where-clauses, blocks, branches)
+    /// enclose the expression being emitted: only a reduction outside all
+    /// of them is evaluated by the whole block.
+    depth: u32,
+    next_tmp: u32,
+}
+
+impl<'a> KernelCx<'a> {
+    pub fn new(f: &'a Function, p: &'a Program, all_checked: bool, sites: &'a mut Vec<Site>) -> KernelCx<'a> {
+        KernelCx {
+            f,
+            p,
+            all_checked,
+            sites,
+            local: HashSet::new(),
+            inputs: BTreeSet::new(),
+            callees: Vec::new(),
+            in_progress: HashSet::new(),
+            windows: HashMap::new(),
+            block: None,
+            depth: 0,
+            next_tmp: 0,
+        }
+    }
+
+    fn name(&self, v: VarId) -> Result<String, Failure> {
+        match self.f.vars.get(v.0 as usize) {
+            Some(info) => Ok(c_name(&info.name)),
+            None => Err(Failure::Bug(format!("variable {} is not declared", v.0))),
+        }
+    }
+
+    fn tmp(&mut self, what: &str) -> String {
+        self.next_tmp += 1;
+        format!("__{what}{}", self.next_tmp)
+    }
+
+    /// Declares `v` as defined inside the kernel.
+    pub fn define(&mut self, v: VarId) -> Result<String, Failure> {
+        self.local.insert(v);
+        self.name(v)
+    }
+
+    /// A scalar variable's C name, recording it as an input when it comes
+    /// from outside.
+    fn scalar_var(&mut self, v: VarId) -> Result<String, Failure> {
+        if !self.local.contains(&v) {
+            self.inputs.insert(Input::Scalar(v));
+        }
+        self.name(v)
+    }
+
+    /// The C name of extent `axis` of tensor `v` (an input).
+    fn extent(&mut self, v: VarId, axis: usize) -> Result<String, Failure> {
+        self.inputs.insert(Input::Tensor(v));
+        Ok(format!("__d{axis}_{}", self.name(v)?))
+    }
+
+    /// A dimension expression as C.
+    pub fn dim(&mut self, d: &Dim) -> Result<String, Failure> {
+        for v in d.vars() {
+            let v = VarId(v.0);
+            if self.f.vars.get(v.0 as usize).is_none() {
+                return Err(Failure::Bug(format!("dimension mentions undeclared variable {}", v.0)));
+            }
+            if !self.local.contains(&v) {
+                self.inputs.insert(Input::Scalar(v));
+            }
+        }
+        let vars = &self.f.vars;
+        Ok(d.emit_c(&|v: DimVar| c_name(&vars[v.0 as usize].name)))
+    }
+
+    fn site(&mut self, s: Site) -> usize {
+        self.sites.push(s);
+        self.sites.len()
+    }
+
+    /// The offset of `indices` (C expressions) in the row-major tensor `v`.
+    fn offset(&mut self, v: VarId, indices: &[String]) -> Result<String, Failure> {
+        let mut off = String::new();
+        for (axis, i) in indices.iter().enumerate() {
+            if axis == 0 {
+                off = i.clone();
+            } else {
+                let d = self.extent(v, axis)?;
+                off = format!("({off}) * {d} + {i}");
+            }
+        }
+        if indices.is_empty() {
+            off = "0".to_string();
+        }
+        Ok(off)
+    }
+
+    /// A scalar expression as C.
+    pub fn expr(&mut self, e: &Expr) -> Result<String, Failure> {
+        let k = match &e.ty {
+            Repr::Scalar(k) => *k,
+            other => {
+                return Err(Failure::Unsupported(format!("values of type `{}` inside a kernel", show_repr(other))))
+            }
+        };
+        let t = c_type(k);
+        Ok(match &e.kind {
+            ExprKind::Lit(l) => literal(l, k)?,
+            ExprKind::Var(v) => self.scalar_var(*v)?,
+            ExprKind::Dim(d) => format!("(({t}){})", self.dim(d)?),
+            ExprKind::Len { tensor, axis } => format!("(({t}){})", self.extent(*tensor, *axis)?),
+            ExprKind::Unary(op, x) => {
+                let x = self.expr(x)?;
+                match (op, k) {
+                    (UnOp::Neg, k) if k.is_float() => format!("(-{x})"),
+                    (UnOp::Neg, _) => format!("(({t})(0ULL - (__ein_u64)({x})))"),
+                    (UnOp::Not, ScalarKind::Bool) => format!("(!{x})"),
+                    (UnOp::Not, _) => format!("(({t})~({x}))"),
+                }
+            }
+            ExprKind::Binary(op, a, b) => self.binary(*op, a, b, k)?,
+            ExprKind::Cast(x, to) => {
+                let from = match x.ty {
+                    Repr::Scalar(from) => from,
+                    _ => return Err(Failure::Bug("a cast of a non-scalar".to_string())),
+                };
+                let x = self.expr(x)?;
+                cast(&x, from, *to)
+            }
+            ExprKind::Intrinsic(i, args) => self.intrinsic(*i, args, k)?,
+            ExprKind::Call { func, args } => self.call(func, args)?,
+            ExprKind::Read { tensor, indices, checked } => {
+                self.read(*tensor, indices, *checked || self.all_checked, k)?
+            }
+            ExprKind::Reduce { op, loops, wheres, body } if self.block.is_some() && self.depth == 0 => {
+                match self.block_reduce(*op, loops, wheres, body, k)? {
+                    Some(name) => name,
+                    None => self.nested(|cx| cx.reduce(*op, loops, wheres, body, k))?,
+                }
+            }
+            ExprKind::Reduce { op, loops, wheres, body } => self.nested(|cx| cx.reduce(*op, loops, wheres, body, k))?,
+            ExprKind::Guarded { wheres, body } => self.nested(|cx| {
+                let mut s = format!("[&]() -> {t} {{ ");
+                cx.wheres(wheres, &mut s, &format!("return ({t})0;"))?;
+                let v = cx.expr(body)?;
+                let _ = write!(s, "return {v}; }}()");
+                Ok(s)
+            })?,
+            ExprKind::If { cond, then, els } => {
+                let c = self.expr(cond)?;
+                let (a, b) = self.nested(|cx| Ok((cx.expr(then)?, cx.expr(els)?)))?;
+                format!("({c} ? {a} : {b})")
+            }
+            ExprKind::Block { stmts, result } => self.nested(|cx| cx.block_expr(stmts, result, t))?,
+            other => return Err(Failure::Unsupported(format!("{} inside a kernel", describe(other)))),
+        })
+    }
+
+    /// Emits under one more binder (see `depth`).
+    fn nested<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R, Failure>) -> Result<R, Failure> {
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
+    fn block_expr(&mut self, stmts: &[Stmt], result: &Expr, t: &str) -> Result<String, Failure> {
+        Ok({
+            {
+                let mut s = format!("[&]() -> {t} {{ ");
+                for st in stmts {
+                    match st {
+                        Stmt::Let { var, value } if matches!(value.ty, Repr::Scalar(_)) => {
+                            let vk = scalar_kind(&value.ty)?;
+                            let v = self.expr(value)?;
+                            let name = self.define(*var)?;
+                            let _ = write!(s, "const {} {name} = {v}; ", c_type(vk));
+                        }
+                        _ => {
+                            return Err(Failure::Unsupported(
+                                "statements other than scalar `let` inside a kernel".into(),
+                            ))
+                        }
+                    }
+                }
+                let v = self.expr(result)?;
+                let _ = write!(s, "return {v}; }}()");
+                s
+            }
+        })
+    }
+
+    fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, k: ScalarKind) -> Result<String, Failure> {
+        let operand = scalar_kind(&a.ty)?;
+        let x = self.expr(a)?;
+        // The right operand of `&&` and `||` runs only sometimes.
+        let y = if matches!(op, BinOp::And | BinOp::Or) { self.nested(|cx| cx.expr(b))? } else { self.expr(b)? };
+        let t = c_type(k);
+        let wrapping = operand.is_int() && operand != ScalarKind::Bool;
+        Ok(match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul if wrapping => {
+                let o = op.symbol();
+                format!("(({t})((__ein_u64)({x}) {o} (__ein_u64)({y})))")
+            }
+            BinOp::Add | BinOp::Sub | BinOp::Mul => format!("({x} {} {y})", op.symbol()),
+            BinOp::Div | BinOp::Rem if wrapping => {
+                let (f, s) = if op == BinOp::Div { ("__ein_div", Site::DivZero) } else { ("__ein_rem", Site::RemZero) };
+                let site = self.site(s);
+                format!("{f}<{t}>({x}, {y}, {site}ULL, __status)")
+            }
+            BinOp::Div => format!("({x} / {y})"),
+            BinOp::Rem => format!("{}({x}, {y})", math(operand, "fmod")),
+            BinOp::Pow if operand.is_float() => {
+                if scalar_kind(&b.ty)?.is_float() {
+                    format!("{}({x}, {y})", math(operand, "pow"))
+                } else {
+                    format!("__ein_powi<{t}>({x}, (long long)({y}))")
+                }
+            }
+            BinOp::Pow => {
+                let site = self.site(Site::NegativePower);
+                format!("__ein_ipow<{t}, {}>({x}, {y}, {site}ULL, __status)", c_type(scalar_kind(&b.ty)?))
+            }
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                format!("({x} {} {y})", op.symbol())
+            }
+            BinOp::And => format!("({x} && {y})"),
+            BinOp::Or => format!("({x} || {y})"),
+        })
+    }
+
+    fn intrinsic(&mut self, i: Intrinsic, args: &[Expr], k: ScalarKind) -> Result<String, Failure> {
+        let mut xs = Vec::new();
+        for a in args {
+            xs.push(self.expr(a)?);
+        }
+        let arg =
+            |n: usize| xs.get(n).cloned().ok_or_else(|| Failure::Bug(format!("`{}` lacks an argument", i.name())));
+        let t = c_type(k);
+        let unary_float = |name: &str| -> Result<String, Failure> {
+            if !k.is_float() {
+                return Err(Failure::Unsupported(format!("`{}` of `{}` inside a kernel", i.name(), k.name())));
+            }
+            Ok(format!("{}({})", math(k, name), arg(0)?))
+        };
+        Ok(match i {
+            Intrinsic::Exp => unary_float("exp")?,
+            Intrinsic::Ln => unary_float("log")?,
+            Intrinsic::Log10 => unary_float("log10")?,
+            Intrinsic::Log2 => unary_float("log2")?,
+            Intrinsic::Log1p => unary_float("log1p")?,
+            Intrinsic::Expm1 => unary_float("expm1")?,
+            Intrinsic::Sqrt => unary_float("sqrt")?,
+            Intrinsic::Sin => unary_float("sin")?,
+            Intrinsic::Cos => unary_float("cos")?,
+            Intrinsic::Tan => unary_float("tan")?,
+            Intrinsic::Asin => unary_float("asin")?,
+            Intrinsic::Acos => unary_float("acos")?,
+            Intrinsic::Atan => unary_float("atan")?,
+            Intrinsic::Sinh => unary_float("sinh")?,
+            Intrinsic::Cosh => unary_float("cosh")?,
+            Intrinsic::Tanh => unary_float("tanh")?,
+            Intrinsic::Asinh => unary_float("asinh")?,
+            Intrinsic::Acosh => unary_float("acosh")?,
+            Intrinsic::Atanh => unary_float("atanh")?,
+            Intrinsic::Erf => unary_float("erf")?,
+            Intrinsic::Sigmoid => {
+                if !k.is_float() {
+                    return Err(Failure::Unsupported(format!("`sigmoid` of `{}` inside a kernel", k.name())));
+                }
+                format!("(({t})1 / (({t})1 + {}(-{})))", math(k, "exp"), arg(0)?)
+            }
+            Intrinsic::Abs if k.is_float() => format!("{}({})", math(k, "fabs"), arg(0)?),
+            Intrinsic::Abs => {
+                let x = arg(0)?;
+                format!("({x} < ({t})0 ? ({t})(0ULL - (__ein_u64)({x})) : {x})")
+            }
+            Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc if !k.is_float() => arg(0)?,
+            Intrinsic::Floor => unary_float("floor")?,
+            Intrinsic::Ceil => unary_float("ceil")?,
+            Intrinsic::Round => unary_float("round")?,
+            Intrinsic::Trunc => unary_float("trunc")?,
+            Intrinsic::Min | Intrinsic::Max if k.is_float() => {
+                let f = if i == Intrinsic::Min { "fmin" } else { "fmax" };
+                format!("{}({}, {})", math(k, f), arg(0)?, arg(1)?)
+            }
+            Intrinsic::Min | Intrinsic::Max => {
+                let c = if i == Intrinsic::Min { "<" } else { ">" };
+                let (x, y) = (arg(0)?, arg(1)?);
+                format!(
+                    "[&]() -> {t} {{ const {t} __a = {x}; const {t} __b = {y}; return __a {c} __b ? __a : __b; }}()"
+                )
+            }
+            Intrinsic::Atan2 if k.is_float() => format!("{}({}, {})", math(k, "atan2"), arg(0)?, arg(1)?),
+            Intrinsic::Powf if k.is_float() => format!("{}({}, {})", math(k, "pow"), arg(0)?, arg(1)?),
+            Intrinsic::Powi if k.is_float() => format!("__ein_powi<{t}>({}, (long long)({}))", arg(0)?, arg(1)?),
+            Intrinsic::IntPow => {
+                let e = args.get(1).map(|a| scalar_kind(&a.ty)).transpose()?.unwrap_or(k);
+                let site = self.site(Site::NegativePower);
+                format!("__ein_ipow<{t}, {}>({}, {}, {site}ULL, __status)", c_type(e), arg(0)?, arg(1)?)
+            }
+            other => return Err(Failure::Unsupported(format!("`{}` inside a kernel", other.name()))),
+        })
+    }
+
+    /// A call of a scalar function: a `__device__` function in the same
+    /// translation unit.
+    fn call(&mut self, func: &str, args: &[Expr]) -> Result<String, Failure> {
+        let callee = self
+            .p
+            .fns
+            .iter()
+            .find(|g| g.name == func)
+            .ok_or_else(|| Failure::Bug(format!("call of unknown function `{func}`")))?;
+        let scalar_only = callee.params.iter().all(|&p| matches!(callee.var(p).ty, Repr::Scalar(_)))
+            && matches!(callee.ret, Repr::Scalar(_));
+        if !scalar_only {
+            return Err(Failure::Unsupported(format!(
+                "calling `{func}` (which takes or returns tensors) inside an elementwise expression"
+            )));
+        }
+        let c_fn = format!("__ein_fn_{}", func);
+        if self.in_progress.contains(func) {
+            return Err(Failure::Unsupported(format!("the recursive function `{func}`")));
+        }
+        if !self.callees.iter().any(|(n, _)| n == func) {
+            self.in_progress.insert(func.to_string());
+            let text = device_function(callee, &c_fn, self)?;
+            self.in_progress.remove(func);
+            self.callees.push((func.to_string(), text));
+        }
+        let mut xs = Vec::new();
+        for a in args {
+            xs.push(self.expr(a)?);
+        }
+        xs.push("__status".to_string());
+        Ok(format!("{c_fn}({})", xs.join(", ")))
+    }
+
+    fn read(&mut self, tensor: VarId, indices: &[Expr], checked: bool, k: ScalarKind) -> Result<String, Failure> {
+        let info =
+            self.f.vars.get(tensor.0 as usize).ok_or_else(|| Failure::Bug("read of undeclared tensor".into()))?;
+        let rank = match info.ty {
+            Repr::Tensor(_, r) => r,
+            _ => {
+                return Err(Failure::Unsupported(format!(
+                    "reading `{}`, which is not a fixed-rank tensor",
+                    info.source_name
+                )))
+            }
+        };
+        if rank != indices.len() {
+            return Err(Failure::Bug(format!("read of `{}` with {} indices", info.name, indices.len())));
+        }
+        let source = info.source_name.clone();
+        let name = self.name(tensor)?;
+        self.inputs.insert(Input::Tensor(tensor));
+        let mut idx = Vec::new();
+        for i in indices {
+            idx.push(self.expr(i)?);
+        }
+        let window = self.windows.get(&tensor).cloned();
+        // A circular buffer keeps the last `slots` steps along its axis.
+        let masked = |cx: &mut Self, idx: &[String]| -> Result<String, Failure> {
+            let idx: Vec<String> = idx
+                .iter()
+                .enumerate()
+                .map(|(axis, i)| match &window {
+                    Some((w, slots, _)) if *w == axis => format!("(({i}) & {}LL)", slots - 1),
+                    _ => i.clone(),
+                })
+                .collect();
+            cx.offset(tensor, &idx)
+        };
+        if !checked {
+            let off = masked(self, &idx)?;
+            return Ok(format!("{name}[{off}]"));
+        }
+        let t = c_type(k);
+        let mut s = format!("[&]() -> {t} {{ ");
+        let mut names = Vec::new();
+        for (axis, i) in idx.iter().enumerate() {
+            let v = self.tmp("i");
+            let d = match &window {
+                Some((_, _, logical)) => {
+                    let e = logical.get(axis).ok_or_else(|| Failure::Bug("a window without extents".into()))?;
+                    self.dim(e)?
+                }
+                None => self.extent(tensor, axis)?,
+            };
+            let site = self.site(Site::Index { tensor: source.clone(), axis });
+            let _ =
+                write!(s, "const long long {v} = {i}; if (!__ein_in({v}, {d}, {site}ULL, __status)) return ({t})0; ");
+            names.push(v);
+        }
+        let off = masked(self, &names)?;
+        let _ = write!(s, "return {name}[{off}]; }}()");
+        Ok(s)
+    }
+
+    /// Where entries as statements; `on_fail` runs when a guard is false.
+    fn wheres(&mut self, wheres: &[WhereEntry], s: &mut String, on_fail: &str) -> Result<(), Failure> {
+        for w in wheres {
+            match w {
+                WhereEntry::Bind(v, e) => {
+                    let vk = scalar_kind(&e.ty)?;
+                    let value = self.expr(e)?;
+                    let name = self.define(*v)?;
+                    let _ = write!(s, "const {} {name} = {value}; ", c_type(vk));
+                }
+                WhereEntry::Guard(e) => {
+                    let c = self.expr(e)?;
+                    let _ = write!(s, "if (!({c})) {on_fail} ");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn reduce(
+        &mut self,
+        op: RedOp,
+        loops: &[Loop],
+        wheres: &[WhereEntry],
+        body: &Expr,
+        k: ScalarKind,
+    ) -> Result<String, Failure> {
+        let t = c_type(k);
+        let Some((init, combine)) = reduction(op, k) else {
+            return self.arg_reduce(op, loops, wheres, body);
+        };
+        let acc = self.tmp("acc");
+        let mut s = format!("[&]() -> {t} {{ {t} {acc} = ({t})({init}); ");
+        for l in loops {
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            let i = self.define(l.index)?;
+            let _ = write!(s, "for (long long {i} = {start}; {i} < {end}; ++{i}) {{ ");
+        }
+        self.wheres(wheres, &mut s, "continue;")?;
+        let v = self.expr(body)?;
+        s.push_str(&combine(&acc, &v, t));
+        for _ in loops {
+            s.push_str(" }");
+        }
+        let _ = write!(s, " return {acc}; }}()");
+        Ok(s)
+    }
+
+    /// A reduction outside every binder, in a kernel whose block works
+    /// together: each thread reduces a strided share of the points of the
+    /// loop nest, then a tree in shared memory combines the 256 partial
+    /// results (the launch uses blocks of 256 threads). `None` when the
+    /// reduction does not fit (an `argmax`, or loops whose bounds depend on
+    /// each other).
+    fn block_reduce(
+        &mut self,
+        op: RedOp,
+        loops: &[Loop],
+        wheres: &[WhereEntry],
+        body: &Expr,
+        k: ScalarKind,
+    ) -> Result<Option<String>, Failure> {
+        let Some((init, combine)) = reduction(op, k) else { return Ok(None) };
+        let own: HashSet<u32> = loops.iter().map(|l| l.index.0).collect();
+        if loops.iter().any(|l| l.start.vars().iter().chain(l.end.vars().iter()).any(|v| own.contains(&v.0))) {
+            return Ok(None);
+        }
+        let t = c_type(k);
+        let (red, sh) = (self.tmp("red"), self.tmp("sh"));
+        let extents: Vec<Dim> = loops.iter().map(|l| l.end.sub(&l.start)).collect();
+        let mut ext = Vec::new();
+        for e in &extents {
+            ext.push(self.dim(e)?);
+        }
+        let m = if ext.is_empty() { "1LL".to_string() } else { ext.join(" * ") };
+        let mut s = format!(
+            "        __shared__ {t} {sh}[256];\n        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n            \
+             for (long long __q = threadIdx.x; __q < {m}; __q += blockDim.x) {{\n                long long __r = __q;\n"
+        );
+        for (i, l) in loops.iter().enumerate().rev() {
+            let start = self.dim(&l.start)?;
+            let name = self.define(l.index)?;
+            if i == 0 {
+                let _ = writeln!(s, "                const long long {name} = {start} + __r;");
+            } else {
+                let _ = writeln!(
+                    s,
+                    "                const long long {name} = {start} + __r % {e}; __r /= {e};",
+                    e = ext[i]
+                );
+            }
+        }
+        let (w, v) = self.nested(|cx| {
+            let mut w = String::new();
+            cx.wheres(wheres, &mut w, "continue;")?;
+            Ok((w, cx.expr(body)?))
+        })?;
+        let _ = write!(
+            s,
+            "                do {{ {w}{} }} while (false);\n            }}\n            {sh}[threadIdx.x] = __acc;\n            \
+             __syncthreads();\n            for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {{\n                \
+             if (threadIdx.x < __s) {{ {} }}\n                __syncthreads();\n            }}\n            \
+             {red} = {sh}[0];\n            __syncthreads();\n        }}\n",
+            combine("__acc", &v, t),
+            combine(&format!("{sh}[threadIdx.x]"), &format!("{sh}[threadIdx.x + __s]"), t),
+        );
+        if let Some((prelude, lens)) = &mut self.block {
+            prelude.push_str(&s);
+            lens.push(extents);
+        }
+        Ok(Some(red))
+    }
+}
+
+/// The identity of a reduction and how it adds a term, or `None` for
+/// `argmax`/`argmin`.
+fn reduction(op: RedOp, k: ScalarKind) -> Option<(String, Combine)> {
+    Some(match op {
+        RedOp::Sum if k.is_float() => ("0".into(), |acc, v, _| format!("{acc} = {acc} + {v};")),
+        RedOp::Sum => ("0".into(), |acc, v, t| format!("{acc} = ({t})((__ein_u64){acc} + (__ein_u64)({v}));")),
+        RedOp::Prod if k.is_float() => ("1".into(), |acc, v, _| format!("{acc} = {acc} * {v};")),
+        RedOp::Prod => ("1".into(), |acc, v, t| format!("{acc} = ({t})((__ein_u64){acc} * (__ein_u64)({v}));")),
+        RedOp::Max => (lowest(k), |acc, v, t| format!("{{ const {t} __v = {v}; if (__v > {acc}) {acc} = __v; }}")),
+        RedOp::Min => (highest(k), |acc, v, t| format!("{{ const {t} __v = {v}; if (__v < {acc}) {acc} = __v; }}")),
+        RedOp::All => ("true".into(), |acc, v, _| format!("{acc} = {acc} && {v};")),
+        RedOp::Any => ("false".into(), |acc, v, _| format!("{acc} = {acc} || {v};")),
+        RedOp::ArgMax | RedOp::ArgMin => return None,
+    })
+}
+
+impl KernelCx<'_> {
+    /// `argmax`/`argmin`: the index of the first extremum (one loop) or its
+    /// row-major position in the loop nest (several), -1 when no term is
+    /// left; as the CPU computes it.
+    fn arg_reduce(&mut self, op: RedOp, loops: &[Loop], wheres: &[WhereEntry], body: &Expr) -> Result<String, Failure> {
+        let bk = scalar_kind(&body.ty)?;
+        let bt = c_type(bk);
+        let (acc, best, found, seen) = (self.tmp("acc"), self.tmp("best"), self.tmp("found"), self.tmp("seen"));
+        let mut s = format!(
+            "[&]() -> long long {{ long long {acc} = -1; {bt} {best} = ({bt})0; bool {found} = false; long long {seen} = 0; "
+        );
+        let mut index = None;
+        for l in loops {
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            let i = self.define(l.index)?;
+            let _ = write!(s, "for (long long {i} = {start}; {i} < {end}; ++{i}) {{ ");
+            index = Some(i);
+        }
+        let here = match (loops.len(), index) {
+            (1, Some(i)) => i,
+            _ => {
+                let _ = write!(s, "const long long __here = {seen}++; ");
+                "__here".to_string()
+            }
+        };
+        if loops.is_empty() {
+            s.push_str("do { ");
+        }
+        self.wheres(wheres, &mut s, "continue;")?;
+        let v = self.expr(body)?;
+        let cmp = if op == RedOp::ArgMax { ">" } else { "<" };
+        let _ = write!(
+            s,
+            "{{ const {bt} __v = {v}; if (!{found} || __v {cmp} {best}) {{ {best} = __v; {acc} = {here}; {found} = true; }} }}"
+        );
+        if loops.is_empty() {
+            s.push_str(" } while (false);");
+        }
+        for _ in loops {
+            s.push_str(" }");
+        }
+        let _ = write!(s, " return {acc}; }}()");
+        Ok(s)
+    }
+}
+
+/// Adds a term to a reduction's accumulator: `(acc, term, C type)` to a
+/// C statement.
+type Combine = fn(&str, &str, &str) -> String;
+
+/// A scalar function as a `__device__` function named `c_fn`; its checks
+/// report through the caller's sites.
+fn device_function(g: &Function, c_fn: &str, outer: &mut KernelCx<'_>) -> Result<String, Failure> {
+    if !g.entry.is_empty() {
+        return Err(Failure::Bug(format!("scalar function `{}` has entry checks", g.name)));
+    }
+    let mut cx = KernelCx::new(g, outer.p, outer.all_checked, outer.sites);
+    cx.in_progress = outer.in_progress.clone();
+    cx.callees = std::mem::take(&mut outer.callees);
+    let mut params = Vec::new();
+    for &p in &g.params {
+        let k = scalar_kind(&g.var(p).ty)?;
+        params.push(format!("{} {}", c_type(k), cx.define(p)?));
+    }
+    params.push("__ein_u64* __status".to_string());
+    let ret = scalar_kind(&g.ret)?;
+    let mut body = String::new();
+    for s in &g.body {
+        match s {
+            Stmt::Let { var, value } if matches!(value.ty, Repr::Scalar(_)) => {
+                let vk = scalar_kind(&value.ty)?;
+                let v = cx.expr(value)?;
+                let name = cx.define(*var)?;
+                let _ = writeln!(body, "    const {} {name} = {v};", c_type(vk));
+            }
+            _ => {
+                return Err(Failure::Unsupported(format!(
+                    "the function `{}` inside a kernel (it has statements other than scalar `let`)",
+                    g.name
+                )))
+            }
+        }
+    }
+    let result = cx.expr(&g.result)?;
+    if let Some(input) = cx.inputs.iter().next() {
+        return Err(Failure::Bug(format!("scalar function `{}` reads {input:?} from outside", g.name)));
+    }
+    outer.callees = std::mem::take(&mut cx.callees);
+    let mut text = String::new();
+    let _ = write!(
+        text,
+        "static __device__ {} {c_fn}({}) {{\n{body}    return {result};\n}}\n",
+        c_type(ret),
+        params.join(", ")
+    );
+    Ok(text)
+}
+
+pub fn scalar_kind(ty: &Repr) -> Result<ScalarKind, Failure> {
+    match ty {
+        Repr::Scalar(k) => Ok(*k),
+        other => Err(Failure::Unsupported(format!("values of type `{}` inside a kernel", show_repr(other)))),
+    }
+}
+
+/// A C math function for `k`: `expf` for `f32`, `exp` for `f64`.
+fn math(k: ScalarKind, name: &str) -> String {
+    if k == ScalarKind::F32 {
+        format!("{name}f")
+    } else {
+        name.to_string()
+    }
+}
+
+fn literal(l: &Literal, k: ScalarKind) -> Result<String, Failure> {
+    let t = c_type(k);
+    Ok(match l {
+        Literal::Bool(b) => b.to_string(),
+        Literal::Int(v) if k.is_float() => float_text(&v.to_string(), k),
+        Literal::Int(v) => {
+            if k == ScalarKind::I64 && *v == i128::from(i64::MIN) {
+                "(-9223372036854775807LL - 1LL)".to_string()
+            } else if *v < 0 {
+                format!("(({t})-{}LL)", v.unsigned_abs())
+            } else {
+                format!("(({t}){v}ULL)")
+            }
+        }
+        Literal::Float(text) => float_text(text, k),
+        Literal::Str(_) => return Err(Failure::Unsupported("strings inside a kernel".into())),
+    })
+}
+
+fn float_text(text: &str, k: ScalarKind) -> String {
+    let mut s = text.replace('_', "");
+    if !s.contains(['.', 'e', 'E']) {
+        s.push_str(".0");
+    }
+    if s.ends_with('.') {
+        s.push('0');
+    }
+    if k == ScalarKind::F32 {
+        format!("{s}f")
+    } else {
+        s
+    }
+}
+
+/// `x as to`: integer conversions wrap, float to integer saturates (NaN is
+/// zero), as in Rust.
+fn cast(x: &str, from: ScalarKind, to: ScalarKind) -> String {
+    let t = c_type(to);
+    if from.is_float() && !to.is_float() && to != ScalarKind::Bool {
+        let (lo, hi) = (lowest(to), highest(to));
+        format!("__ein_f2i<{t}, {}>({x}, ({t})({lo}), ({t})({hi}))", c_type(from))
+    } else if to == ScalarKind::Bool {
+        format!("({x} != 0)")
+    } else {
+        format!("(({t})({x}))")
+    }
+}
+
+/// The identity of `max`: the least value (`-inf` for floats).
+fn lowest(k: ScalarKind) -> String {
+    match k {
+        ScalarKind::F32 => "__int_as_float(0xff800000)".into(),
+        ScalarKind::F64 => "__longlong_as_double(0xfff0000000000000LL)".into(),
+        ScalarKind::Bool => "false".into(),
+        ScalarKind::I8 => "-128".into(),
+        ScalarKind::I16 => "-32768".into(),
+        ScalarKind::I32 => "(-2147483647 - 1)".into(),
+        ScalarKind::I64 => "(-9223372036854775807LL - 1LL)".into(),
+        ScalarKind::U8 | ScalarKind::U32 | ScalarKind::U64 => "0".into(),
+    }
+}
+
+/// The identity of `min`: the greatest value (`inf` for floats).
+fn highest(k: ScalarKind) -> String {
+    match k {
+        ScalarKind::F32 => "__int_as_float(0x7f800000)".into(),
+        ScalarKind::F64 => "__longlong_as_double(0x7ff0000000000000LL)".into(),
+        ScalarKind::Bool => "true".into(),
+        ScalarKind::I8 => "127".into(),
+        ScalarKind::I16 => "32767".into(),
+        ScalarKind::I32 => "2147483647".into(),
+        ScalarKind::I64 => "9223372036854775807LL".into(),
+        ScalarKind::U8 => "255".into(),
+        ScalarKind::U32 => "4294967295U".into(),
+        ScalarKind::U64 => "18446744073709551615ULL".into(),
+    }
+}
+
+pub fn show_repr(r: &Repr) -> String {
+    match r {
+        Repr::Scalar(k) => k.name().to_string(),
+        Repr::Tensor(k, n) => format!("[{}; rank {n}]", k.name()),
+        Repr::Dyn(k) => format!("[{}; *]", k.name()),
+        Repr::Jagged(k) => format!("jagged[{}]", k.name()),
+        Repr::Tuple(items) => format!("({})", items.iter().map(show_repr).collect::<Vec<_>>().join(", ")),
+        Repr::Str => "str".into(),
+        Repr::Strs => "[str]".into(),
+        Repr::Unit => "()".into(),
+    }
+}
+
+/// What an expression is, for "not supported" messages.
+pub fn describe(e: &ExprKind) -> &'static str {
+    match e {
+        ExprKind::View { .. } => "sub-tensor views",
+        ExprKind::Tuple(_) | ExprKind::Field(..) => "tuples",
+        ExprKind::ArrayLit { .. } => "tensor literals",
+        ExprKind::Format(_) => "string formatting",
+        ExprKind::Print(_) => "`print`",
+        ExprKind::Assert { .. } => "`assert`",
+        ExprKind::Collect { .. } => "comprehensions",
+        ExprKind::JaggedLit { .. } | ExprKind::JaggedRow { .. } => "jagged arrays",
+        ExprKind::DynShape { .. } | ExprKind::ShapeOf { .. } | ExprKind::DynMap { .. } => "dynamic-rank tensors",
+        ExprKind::LoadNpy { .. } | ExprKind::SaveNpy { .. } | ExprKind::Fs { .. } => "file input and output",
+        ExprKind::ShapeCast { .. } => "tensor conversions (`as [T; ...]`)",
+        ExprKind::Call { .. } => "calls",
+        ExprKind::Reduce { .. } => "reductions",
+        _ => "this expression",
+    }
+}
+
+/// The whole translation unit of a kernel: prelude, the `__device__`
+/// functions it calls, then `body` (the `__global__` function).
+pub fn translation_unit(name: &str, function: &str, callees: &[(String, String)], body: &str) -> String {
+    let mut s = format!("// einlang: kernel `{name}` of `{function}`\n");
+    s.push_str(PRELUDE);
+    for (_, c) in callees {
+        s.push_str(c);
+    }
+    s.push_str(body);
+    s
+}

@@ -1,0 +1,1406 @@
+//! The CUDA back end: `#[device(cuda)]` functions as host glue (Rust
+//! tokens) that launches kernels (CUDA C text, see `kernel`).
+//!
+//! # Shape of the output
+//!
+//! ```text
+//! pub fn dense(dev: &Device, x: &Tensor<f32, Ix2>, ...) -> Result<Tensor<f32, Ix2>, Error> {
+//!     use ::einlang::__private as __rt;
+//!     const __K0: __rt::cuda::KernelInfo = KernelInfo { name: "dense_k0", function: "dense", source: "..." };
+//!     __rt::cuda::inventory::submit! { __K0 }                 // listed by einlang::cuda::kernels()
+//!     x.check_device("dense", "x", dev)?;
+//!     let B: i64 = x.shape()[0] as i64;                       // entry checks, as on the CPU
+//!     let __status = dev.status()?;                           // this call's failure word
+//!     let mut __own_y = Tensor::<f32, Ix2>::zeros(dev, [..])?;
+//!     unsafe { dev.launch(&__K0, grid, 256, &[__own_y.arg_mut(), x.arg(), ..., __status.arg()]) }?;
+//!     let y = &__own_y;
+//!     __status.check("dense", &[..])?;                       // failed gathers, division by zero
+//!     Ok(__own_y)
+//! }
+//! ```
+//!
+//! Statements run on the host in order:
+//! - a tensor definition is a grid-stride kernel, one thread per point
+//!   (`kernel.rs`); when its body has reductions outside every binder, also
+//!   a kernel with one block per point whose threads share each reduction
+//!   (a tree in shared memory), which the host launches instead when the
+//!   reduction is at least `BLOCK_REDUCE_MIN` long;
+//! - a GEMM-shaped contraction of `f32`/`f64` whose operands have a
+//!   contiguous matrix axis is one cuBLAS strided batched call (others run
+//!   their `reference` definition);
+//! - a recurrence is a host loop along its sequential axes that launches
+//!   one kernel per clause and step, or, when every step is small
+//!   (`PERSISTENT_MAX`), one persistent kernel of one block that walks the
+//!   steps itself; a 2-D dynamic program that may run as a wavefront (and
+//!   keeps its whole table) is always that kernel, walking anti-diagonals;
+//! - a scalar `let` is a kernel of one block (its reductions shared by the
+//!   block) whose value is copied back; a scalar `assert` is checked on the
+//!   host after it.
+//!
+//! A call of a function with
+//! tensor arguments calls its CUDA version: the user's device function, or
+//! a twin `__cuda_name` emitted for a library or private function reached
+//! from device code. What this back end cannot run yet is reported at the
+//! `#[device(cuda)]` attribute ("does not support X yet"), never compiled
+//! into wrong code.
+
+pub mod kernel;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use proc_macro2::{Ident, Literal as RustLit, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::base::dim::{Dim, DimVar};
+use crate::base::scalar::ScalarKind;
+use crate::base::span::Span;
+use crate::codegen::paths;
+use crate::ir::{
+    Cover, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Stmt, TensorDef,
+    VarId,
+};
+use kernel::{c_type, Input, KernelCx, Site};
+
+/// Why a function has no CUDA version.
+#[derive(Debug)]
+pub enum Failure {
+    /// A construct this back end does not run yet (a user-facing error:
+    /// "`#[device(cuda)]` does not support X yet").
+    Unsupported(String),
+    /// The IR broke an invariant (an internal compiler error).
+    Bug(String),
+}
+
+/// Threads per block of the grid-stride kernels.
+const BLOCK: u32 = 256;
+
+/// The functions that are not `#[device(cuda)]` themselves but are called
+/// with tensors from device code (directly or through each other), with the
+/// span of a device function that reaches them: each gets a CUDA twin.
+pub fn device_twins(p: &Program) -> BTreeMap<String, Span> {
+    let by_name: HashMap<&str, &Function> = p.fns.iter().map(|f| (f.name.as_str(), f)).collect();
+    let mut twins = BTreeMap::new();
+    let mut work: Vec<(&Function, Span)> = p.fns.iter().filter_map(|f| f.device.map(|d| (f, d.span))).collect();
+    while let Some((f, span)) = work.pop() {
+        for callee in tensor_callees(f) {
+            if let Some(g) = by_name.get(callee.as_str()) {
+                if g.device.is_none() && !twins.contains_key(&g.name) {
+                    twins.insert(g.name.clone(), span);
+                    work.push((g, span));
+                }
+            }
+        }
+    }
+    twins
+}
+
+/// The host functions that call a `#[device(cuda)]` function, directly or
+/// through other host functions: they cannot run on the host (a device
+/// function needs a `Device`), so they exist only as CUDA twins. For each,
+/// a device function it reaches: `(name, device function, its span)`.
+pub fn device_bound(p: &Program) -> BTreeMap<String, (String, Span)> {
+    let mut bound: BTreeMap<String, (String, Span)> = BTreeMap::new();
+    let device: HashMap<&str, Span> =
+        p.fns.iter().filter_map(|f| f.device.map(|d| (f.name.as_str(), d.span))).collect();
+    let calls: Vec<(&Function, Vec<String>)> =
+        p.fns.iter().filter(|f| f.device.is_none()).map(|f| (f, all_callees(f))).collect();
+    loop {
+        let mut changed = false;
+        for (f, callees) in &calls {
+            if bound.contains_key(&f.name) {
+                continue;
+            }
+            let reached = callees.iter().find_map(|c| match device.get(c.as_str()) {
+                Some(span) => Some((c.clone(), *span)),
+                None => bound.get(c).cloned(),
+            });
+            if let Some(r) = reached {
+                bound.insert(f.name.clone(), r);
+                changed = true;
+            }
+        }
+        if !changed {
+            return bound;
+        }
+    }
+}
+
+fn visit_exprs<'a>(f: &'a Function, visit: &mut dyn FnMut(&'a Expr)) {
+    fn walk<'a>(e: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
+        visit(e);
+        crate::ir::visit::for_each_child(e, &mut |c| walk(c, visit));
+    }
+    for s in &f.body {
+        crate::ir::visit::for_each_stmt_expr(s, &mut |e| walk(e, visit));
+    }
+    walk(&f.result, visit);
+}
+
+fn all_callees(f: &Function) -> Vec<String> {
+    let mut out = Vec::new();
+    visit_exprs(f, &mut |e| {
+        if let ExprKind::Call { func, .. } = &e.kind {
+            out.push(func.clone());
+        }
+    });
+    out
+}
+
+/// Callees that take or return something other than scalars.
+fn tensor_callees(f: &Function) -> Vec<String> {
+    let mut out = Vec::new();
+    visit_exprs(f, &mut |e| {
+        if let ExprKind::Call { func, args } = &e.kind {
+            let scalar = matches!(e.ty, Repr::Scalar(_)) && args.iter().all(|a| matches!(a.ty, Repr::Scalar(_)));
+            if !scalar {
+                out.push(func.clone());
+            }
+        }
+    });
+    out
+}
+
+/// The Rust name of the CUDA version of `g`.
+fn cuda_ident(g: &Function, fns: &crate::codegen::rust::FnIdents) -> Result<Ident, Failure> {
+    let id = fns.get(&g.name).ok_or_else(|| Failure::Bug(format!("`{}` has no Rust name", g.name)))?;
+    if g.device.is_some() {
+        Ok(id.clone())
+    } else {
+        let s = id.to_string();
+        Ok(format_ident!("__cuda_{}", s.strip_prefix("r#").unwrap_or(&s)))
+    }
+}
+
+/// A CUDA function, with its kernels (name and whole source) for tests.
+pub struct Emitted {
+    pub tokens: TokenStream,
+    pub kernels: Vec<(String, String)>,
+}
+
+/// Emits the CUDA version of `f`: under its own name for a
+/// `#[device(cuda)]` function, as `__cuda_name` for a twin.
+pub fn emit_function(
+    f: &Function,
+    p: &Program,
+    fns: &crate::codegen::rust::FnIdents,
+    options: &crate::Options,
+) -> Result<Emitted, Failure> {
+    let name = cuda_ident(f, fns)?;
+    let mut cx = HostCx::new(f, p, fns, options, &name)?;
+    let body = cx.body()?;
+    let (rt, nd, err, result) = (paths::rt(), paths::nd(), paths::error(), paths::result());
+    let dev = cx.dev.clone();
+    let mut params = vec![quote!(#dev: &#rt::cuda::Device)];
+    for &v in &f.params {
+        let id = cx.ident(v)?;
+        let ty = host_type(&f.var(v).ty, &rt, &nd, true)?;
+        params.push(quote!(#id: #ty));
+    }
+    let ret = host_type(&f.ret, &rt, &nd, false)?;
+    let vis = match (&f.export, f.public, f.device.is_some()) {
+        (_, _, false) => quote!(),
+        (Some(_), _, true) => quote!(#[doc(hidden)] pub),
+        (None, true, true) => quote!(pub),
+        (None, false, true) => quote!(),
+    };
+    let docs = f.docs.iter().map(|d| quote!(#[doc = #d]));
+    let tokens = quote! {
+        #(#docs)*
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            unused_unsafe,
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+        #vis fn #name(#(#params),*) -> #result<#ret, #err> {
+            #body
+        }
+    };
+    Ok(Emitted { tokens, kernels: cx.kernels.into_iter().map(|k| (k.name, k.source)).collect() })
+}
+
+/// The Rust type of a value at the boundary of a CUDA function.
+fn host_type(ty: &Repr, rt: &TokenStream, nd: &TokenStream, param: bool) -> Result<TokenStream, Failure> {
+    Ok(match ty {
+        Repr::Scalar(k) => scalar_type(*k),
+        Repr::Tensor(k, rank) => {
+            let t = scalar_type(*k);
+            let d = dim_type(*rank, nd)?;
+            if param {
+                quote!(&#rt::cuda::Tensor<#t, #d>)
+            } else {
+                quote!(#rt::cuda::Tensor<#t, #d>)
+            }
+        }
+        Repr::Tuple(items) if !param && !items.is_empty() => {
+            let items = items.iter().map(|t| host_type(t, rt, nd, param)).collect::<Result<Vec<_>, _>>()?;
+            quote!((#(#items,)*))
+        }
+        other => {
+            let what = if param { "parameters" } else { "results" };
+            return Err(Failure::Unsupported(format!("{what} of type `{}`", kernel::show_repr(other))));
+        }
+    })
+}
+
+fn dim_type(rank: usize, nd: &TokenStream) -> Result<TokenStream, Failure> {
+    if rank > 6 {
+        return Err(Failure::Unsupported(format!("tensors of rank {rank} (at most 6)")));
+    }
+    let d = format_ident!("Ix{}", rank);
+    Ok(quote!(#nd::#d))
+}
+
+fn scalar_type(k: ScalarKind) -> TokenStream {
+    let id = format_ident!("{}", k.name());
+    quote!(#id)
+}
+
+fn usize_lit(n: usize) -> RustLit {
+    RustLit::usize_unsuffixed(n)
+}
+
+/// Recurrences whose clauses have at most this many points per step run
+/// as one persistent kernel of one block.
+const PERSISTENT_MAX: i64 = 2048;
+
+/// Reductions at least this long run as block trees (one block per point).
+const BLOCK_REDUCE_MIN: i64 = 256;
+
+/// The emitted pieces of a definition's kernel (see `HostCx::def_kernel`).
+struct DefKernel {
+    n: String,
+    decls: String,
+    value: String,
+    inputs: std::collections::BTreeSet<Input>,
+    callees: Vec<(String, String)>,
+    /// Block kernels: the block reductions, and their loops' extents.
+    prelude: String,
+    lens: Vec<Vec<Dim>>,
+}
+
+/// One generated kernel.
+struct KernelText {
+    name: String,
+    source: String,
+}
+
+/// Where a tensor variable's device memory is held.
+#[derive(Clone)]
+enum Holder {
+    /// A parameter or an alias of one (`&Tensor` already).
+    Borrowed,
+    /// Owned by the local `__own_*` variable named here.
+    Owned(Ident),
+}
+
+/// Per-function emission state of the host glue.
+struct HostCx<'a> {
+    f: &'a Function,
+    p: &'a Program,
+    fns: &'a crate::codegen::rust::FnIdents,
+    all_checked: bool,
+    /// The function's Rust name, as a string literal for errors.
+    fn_name: RustLit,
+    /// A C-identifier prefix for kernel names.
+    kernel_prefix: String,
+    dev: Ident,
+    sites: Vec<Site>,
+    kernels: Vec<KernelText>,
+    holders: HashMap<VarId, Holder>,
+    /// `__own_*` variables already moved into the result.
+    moved: HashSet<String>,
+    /// Tensors being defined by a recurrence: read through their owner.
+    in_progress: HashMap<VarId, Ident>,
+    /// Tuple variables bound to a tuple of variables: their elements.
+    tuples: HashMap<VarId, Vec<Expr>>,
+    /// Recurrences kept in a circular buffer (see `KernelCx::windows`).
+    windows: HashMap<VarId, (usize, u64, Vec<Dim>)>,
+    rt: TokenStream,
+    nd: TokenStream,
+}
+
+impl<'a> HostCx<'a> {
+    fn new(
+        f: &'a Function,
+        p: &'a Program,
+        fns: &'a crate::codegen::rust::FnIdents,
+        options: &crate::Options,
+        name: &Ident,
+    ) -> Result<HostCx<'a>, Failure> {
+        let rust_name = name.to_string();
+        let rust_name = rust_name.strip_prefix("r#").unwrap_or(&rust_name).to_string();
+        let dev = if f.vars.iter().any(|v| v.name == "dev") { format_ident!("__dev") } else { format_ident!("dev") };
+        Ok(HostCx {
+            f,
+            p,
+            fns,
+            all_checked: options.checked,
+            fn_name: RustLit::string(&f.name),
+            kernel_prefix: rust_name,
+            dev,
+            sites: Vec::new(),
+            kernels: Vec::new(),
+            holders: HashMap::new(),
+            moved: HashSet::new(),
+            in_progress: HashMap::new(),
+            tuples: HashMap::new(),
+            windows: HashMap::new(),
+            rt: paths::rt_local(),
+            nd: paths::nd_local(),
+        })
+    }
+
+    /// The Rust identifier of a variable: its name, raw when it is a Rust
+    /// keyword.
+    fn ident(&self, v: VarId) -> Result<Ident, Failure> {
+        let info =
+            self.f.vars.get(v.0 as usize).ok_or_else(|| Failure::Bug(format!("variable {} is not declared", v.0)))?;
+        Ok(rust_ident(&info.name))
+    }
+
+    fn kind(&self, v: VarId) -> Result<ScalarKind, Failure> {
+        match self.f.vars.get(v.0 as usize).map(|i| &i.ty) {
+            Some(Repr::Scalar(k)) | Some(Repr::Tensor(k, _)) => Ok(*k),
+            Some(other) => Err(Failure::Unsupported(format!("values of type `{}`", kernel::show_repr(other)))),
+            None => Err(Failure::Bug(format!("variable {} is not declared", v.0))),
+        }
+    }
+
+    /// A kernel emission context for this function.
+    fn kernel_cx<'s>(&self, sites: &'s mut Vec<Site>) -> KernelCx<'s>
+    where
+        'a: 's,
+    {
+        let mut cx = KernelCx::new(self.f, self.p, self.all_checked, sites);
+        cx.windows = self.windows.clone();
+        cx
+    }
+
+    /// A whole tensor leaving the glue (an argument, a result): not one kept
+    /// in a circular buffer, which holds only its last steps.
+    fn whole_tensor(&self, v: VarId) -> Result<TokenStream, Failure> {
+        if self.windows.contains_key(&v) {
+            return Err(Failure::Unsupported(format!(
+                "using the whole of `{}`, a recurrence kept in a circular buffer",
+                self.f.var(v).source_name
+            )));
+        }
+        self.tensor_ref(v)
+    }
+
+    /// A `&Tensor` expression for tensor variable `v`.
+    fn tensor_ref(&self, v: VarId) -> Result<TokenStream, Failure> {
+        if let Some(own) = self.in_progress.get(&v) {
+            return Ok(quote!((&#own)));
+        }
+        let id = self.ident(v)?;
+        Ok(quote!(#id))
+    }
+
+    /// A dimension as a Rust `i64` expression over host variables.
+    fn dim(&self, d: &Dim) -> Result<TokenStream, Failure> {
+        for v in d.vars() {
+            self.ident(VarId(v.0))?;
+        }
+        Ok(d.emit(&|v: DimVar| {
+            let id = rust_ident(&self.f.vars[v.0 as usize].name);
+            quote!(#id)
+        }))
+    }
+
+    fn dim_text(&self, d: &Dim) -> String {
+        d.display(&|v: DimVar| match self.f.vars.get(v.0 as usize) {
+            Some(info) => info.source_name.clone(),
+            None => format!("d{}", v.0),
+        })
+    }
+
+    /// A non-negative extent as `usize` (`Error::Extent` when negative).
+    fn extent(&self, d: &Dim) -> Result<TokenStream, Failure> {
+        let (rt, name, text, value) = (&self.rt, &self.fn_name, self.dim_text(d), self.dim(d)?);
+        Ok(quote!(#rt::shape::extent(#name, #text, #value)?))
+    }
+
+    fn body(&mut self) -> Result<TokenStream, Failure> {
+        let f = self.f;
+        let (rt, name, dev) = (self.rt.clone(), self.fn_name.clone(), self.dev.clone());
+        let mut code = TokenStream::new();
+        for &p in &f.params {
+            if let Repr::Tensor(..) = f.var(p).ty {
+                self.holders.insert(p, Holder::Borrowed);
+                let id = self.ident(p)?;
+                let pname = RustLit::string(&f.var(p).source_name);
+                code.extend(quote!(#id.check_device(#name, #pname, #dev)?;));
+            }
+        }
+        for check in &f.entry {
+            code.extend(self.entry(check)?);
+        }
+        code.extend(quote!(let __status = #dev.status()?;));
+        for s in &f.body {
+            code.extend(self.stmt(s)?);
+        }
+        let result = self.result(&f.result)?;
+        let check = self.check_status();
+        // Kernels are items of the function body, registered at link time.
+        let mut items = paths::body_prelude();
+        for (i, k) in self.kernels.iter().enumerate() {
+            let konst = format_ident!("__K{}", i);
+            let (kname, source) = (RustLit::string(&k.name), RustLit::string(&k.source));
+            items.extend(quote! {
+                const #konst: #rt::cuda::KernelInfo =
+                    #rt::cuda::KernelInfo { name: #kname, function: #name, source: #source };
+                #rt::cuda::inventory::submit! { #konst }
+            });
+        }
+        Ok(quote! {
+            #items
+            #code
+            let __result = #result;
+            #check
+            Ok(__result)
+        })
+    }
+
+    /// `__status.check(..)?;`: the failures kernels recorded so far.
+    fn check_status(&self) -> TokenStream {
+        let (rt, name) = (&self.rt, &self.fn_name);
+        let sites = self.sites.iter().map(|s| match s {
+            Site::Index { tensor, axis } => {
+                let (t, a) = (RustLit::string(tensor), usize_lit(*axis));
+                quote!(#rt::cuda::Site::Index(#t, #a))
+            }
+            Site::DivZero => quote!(#rt::cuda::Site::DivZero),
+            Site::RemZero => quote!(#rt::cuda::Site::RemZero),
+            Site::NegativePower => quote!(#rt::cuda::Site::NegativePower),
+        });
+        quote!(__status.check(#name, &[#(#sites),*])?;)
+    }
+
+    fn axis_len(&self, var: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Failure> {
+        if let Some((&first, rest)) = path.split_first() {
+            // A tuple bound to variables: follow the path to one of them.
+            return match self.tuples.get(&var).and_then(|items| items.get(first as usize)).map(|e| &e.kind) {
+                Some(ExprKind::Var(item)) => self.axis_len(*item, rest, axis),
+                _ => Err(Failure::Unsupported("tensors inside tuple parameters and computed tuples".into())),
+            };
+        }
+        match &self.f.var(var).ty {
+            Repr::Tensor(_, rank) if axis < *rank => {}
+            other => return Err(Failure::Bug(format!("axis {axis} of a value of type `{other:?}`"))),
+        }
+        let t = self.tensor_ref(var)?;
+        let axis = usize_lit(axis);
+        Ok(quote!(#t.shape()[#axis]))
+    }
+
+    fn entry(&mut self, check: &EntryCheck) -> Result<TokenStream, Failure> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        match check {
+            EntryCheck::BindDim { dim, param, path, axis } => {
+                let len = self.axis_len(*param, path, *axis)?;
+                let id = self.ident(*dim)?;
+                Ok(quote!(let #id: i64 = #len as i64;))
+            }
+            EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
+                let len = self.axis_len(*param, path, *axis)?;
+                let pname = RustLit::string(&self.f.var(*param).source_name);
+                let (axis, symbol, expected) = (usize_lit(*axis), RustLit::string(symbol), self.dim(expected)?);
+                Ok(quote!(#rt::shape::check_dim(#name, #pname, #axis, #symbol, #expected, #len)?;))
+            }
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<TokenStream, Failure> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        match s {
+            Stmt::Let { var, value } => self.bind(*var, value),
+            Stmt::Extent { var, value, what } => {
+                let id = self.ident(*var)?;
+                let (what, value) = (RustLit::string(what), self.dim(value)?);
+                Ok(quote!(let #id: i64 = #rt::shape::extent(#name, #what, #value)? as i64;))
+            }
+            Stmt::SameExtent { index, a, a_what, b, b_what } => {
+                let (index, a_what, b_what) =
+                    (RustLit::string(index), RustLit::string(a_what), RustLit::string(b_what));
+                let (a, b) = (self.dim(a)?, self.dim(b)?);
+                Ok(quote!(#rt::shape::check_same_extent(#name, #index, #a, #a_what, #b, #b_what)?;))
+            }
+            Stmt::Tensor(def) => self.tensor_def(def),
+            Stmt::Gemm(g) => self.gemm(g),
+            Stmt::Recurrence(r) => self.recurrence(r),
+            Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
+                let len = self.axis_len(*tensor, path, *axis)?;
+                let (axis, symbol, declared) = (usize_lit(*axis), RustLit::string(symbol), self.dim(declared)?);
+                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #len)?;))
+            }
+            Stmt::Reshape { var, source, dims, .. } => {
+                // The source's device buffer, under the new extents.
+                let Some(Holder::Owned(from)) = self.holders.get(source).cloned() else {
+                    return Err(Failure::Bug("a reshape of a tensor the function does not own".into()));
+                };
+                let own = self.own_ident(*var)?;
+                let extents = dims.iter().map(|d| self.extent(d)).collect::<Result<Vec<_>, _>>()?;
+                let nd = self.nd.clone();
+                let d = dim_type(dims.len(), &nd)?;
+                let id = self.ident(*var)?;
+                self.holders.insert(*var, Holder::Owned(own.clone()));
+                Ok(quote! {
+                    let #own = #from.reshape::<#d>(#nd::IntoDimension::into_dimension([#(#extents),*]))?;
+                    let #id = &#own;
+                })
+            }
+            Stmt::Expr(Expr { kind: ExprKind::Assert { cond, message }, .. }) => self.assert(cond, message),
+            Stmt::Expr(e) => Err(Failure::Unsupported(format!("{} in device code", kernel::describe(&e.kind)))),
+        }
+    }
+
+    /// `assert(cond, "message")` of a scalar condition: evaluated (on the
+    /// device when it reads tensors), then `Error::Assert` on the host.
+    fn assert(&mut self, cond: &Expr, message: &Expr) -> Result<TokenStream, Failure> {
+        let text = match &message.kind {
+            ExprKind::Lit(Literal::Str(m)) => m.clone(),
+            _ => return Err(Failure::Unsupported("`assert` messages with interpolated values in device code".into())),
+        };
+        if cond.ty != Repr::Scalar(ScalarKind::Bool) {
+            return Err(Failure::Unsupported("`assert` of a tensor of conditions in device code".into()));
+        }
+        let c = self.scalar(cond, ScalarKind::Bool)?;
+        let (rt, name, m) = (&self.rt, &self.fn_name, RustLit::string(&text));
+        Ok(quote! {
+            if !(#c) {
+                return ::core::result::Result::Err(#rt::shape::assert_failed(#name, #m));
+            }
+        })
+    }
+
+    /// Adds a kernel; its constant's identifier.
+    fn add_kernel(&mut self, text: String, callees: &[(String, String)]) -> (Ident, String) {
+        let i = self.kernels.len();
+        let name = format!("{}_k{i}", self.kernel_prefix);
+        let body = text.replace("__KERNEL__", &name);
+        let source = kernel::translation_unit(&name, &self.f.name, callees, &body);
+        self.kernels.push(KernelText { name: name.clone(), source });
+        (format_ident!("__K{}", i), name)
+    }
+
+    /// The C parameters and the host arguments for a kernel's inputs.
+    fn inputs(
+        &self,
+        inputs: &std::collections::BTreeSet<Input>,
+        restrict: bool,
+    ) -> Result<(Vec<String>, Vec<TokenStream>), Failure> {
+        let rt = &self.rt;
+        let mut params = Vec::new();
+        let mut args = Vec::new();
+        for input in inputs {
+            match input {
+                Input::Tensor(v) => {
+                    let (k, rank) = match self.f.var(*v).ty {
+                        Repr::Tensor(k, rank) => (k, rank),
+                        _ => return Err(Failure::Bug("a tensor input of scalar type".into())),
+                    };
+                    let c = kernel::c_name(&self.f.var(*v).name);
+                    let r = if restrict { " __restrict__" } else { "" };
+                    params.push(format!("const {}*{r} {c}", c_type(k)));
+                    let t = self.tensor_ref(*v)?;
+                    args.push(quote!(#t.arg()));
+                    for axis in 0..rank {
+                        params.push(format!("long long __d{axis}_{c}"));
+                        let a = usize_lit(axis);
+                        args.push(quote!(#rt::cuda::Arg::i64(#t.shape()[#a] as i64)));
+                    }
+                }
+                Input::Scalar(v) => {
+                    let k = self.kind(*v)?;
+                    params.push(format!("{} {}", c_type(k), kernel::c_name(&self.f.var(*v).name)));
+                    let (id, m) = (self.ident(*v)?, format_ident!("{}", k.name()));
+                    args.push(quote!(#rt::cuda::Arg::#m(#id)));
+                }
+            }
+        }
+        Ok((params, args))
+    }
+
+    /// A launch of kernel `konst` over `points` (a `usize` expression),
+    /// writing through `out` (an `__own_*` tensor).
+    fn launch(&self, konst: &Ident, points: TokenStream, out: &Ident, args: Vec<TokenStream>) -> TokenStream {
+        let dev = &self.dev;
+        let block = BLOCK;
+        quote! {
+            let __points: usize = #points;
+            if __points > 0 {
+                let __out = #out.arg_mut();
+                let __args = [__out, #(#args,)* __status.arg()];
+                // SAFETY: the kernel was generated with these parameters; the
+                // extents passed are the tensors' own.
+                unsafe { #dev.launch(&#konst, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
+            }
+        }
+    }
+
+    /// A launch of `konst`, or of `alternative`'s block-per-point kernel
+    /// when its condition holds (both take the same arguments).
+    fn launch_either(
+        &self,
+        konst: &Ident,
+        alternative: Option<(Ident, TokenStream)>,
+        points: TokenStream,
+        out: &Ident,
+        args: Vec<TokenStream>,
+    ) -> TokenStream {
+        let Some((bkonst, cond)) = alternative else { return self.launch(konst, points, out, args) };
+        let dev = &self.dev;
+        let block = BLOCK;
+        quote! {
+            let __points: usize = #points;
+            if __points > 0 {
+                let __out = #out.arg_mut();
+                let __args = [__out, #(#args,)* __status.arg()];
+                // SAFETY: both kernels were generated with these parameters;
+                // the extents passed are the tensors' own.
+                if #cond {
+                    unsafe { #dev.launch(&#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
+                } else {
+                    unsafe { #dev.launch(&#konst, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
+                }
+            }
+        }
+    }
+
+    /// A grid-stride loop over the points of `axes` (index variable, start,
+    /// extent), innermost last: the C text declaring the index variables.
+    fn point_loop(cx: &mut KernelCx<'_>, axes: &[(VarId, &Dim, Dim)]) -> Result<(String, String), Failure> {
+        let mut extents = Vec::new();
+        for (_, _, extent) in axes {
+            extents.push(cx.dim(extent)?);
+        }
+        let n = if extents.is_empty() { "1LL".to_string() } else { extents.join(" * ") };
+        let mut decls = String::new();
+        if !axes.is_empty() {
+            decls.push_str("        long long __r = __p;\n");
+        }
+        for (i, (index, start, _)) in axes.iter().enumerate().rev() {
+            let start = cx.dim(start)?;
+            let name = cx.define(*index)?;
+            if i == 0 {
+                decls.push_str(&format!("        const long long {name} = {start} + __r;\n"));
+            } else {
+                let e = &extents[i];
+                decls.push_str(&format!("        const long long {name} = {start} + __r % {e}; __r /= {e};\n"));
+            }
+        }
+        Ok((n, decls))
+    }
+
+    fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Failure> {
+        let rank = def.axes.len();
+        let axes: Vec<(VarId, &Dim, Dim)> = def.axes.iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
+        // One thread per point, and (when the body has reductions outside
+        // every binder) one block per point, its threads sharing each
+        // reduction; the host picks by the reductions' length.
+        let threads = self.def_kernel(def, &axes, false)?;
+        let blocks = self.def_kernel(def, &axes, true)?;
+        let axis_vars: HashSet<u32> = def.axes.iter().map(|a| a.index.0).collect();
+        let blocks = blocks.filter(|k| {
+            !k.lens.is_empty() && k.lens.iter().flatten().all(|d| d.vars().iter().all(|v| !axis_vars.contains(&v.0)))
+        });
+        let mut inputs = threads.as_ref().map(|k| k.inputs.clone()).unwrap_or_default();
+        if let Some(b) = &blocks {
+            inputs.extend(b.inputs.iter().cloned());
+        }
+        let threads = threads.ok_or_else(|| Failure::Bug("a definition without a kernel".into()))?;
+        let (mut params, args) = self.inputs(&inputs, true)?;
+        params.insert(0, format!("{}* __restrict__ __out", c_type(def.elem)));
+        params.push("__ein_u64* __status".into());
+        let params = params.join(", ");
+        let (n, decls, value) = (&threads.n, &threads.decls, &threads.value);
+        let text = format!(
+            "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
+             for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+             __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n"
+        );
+        let (konst, _) = self.add_kernel(text, &threads.callees);
+        let own = self.own_ident(def.var)?;
+        let alternative = match blocks {
+            Some(b) => {
+                let (n, decls, prelude, value) = (&b.n, &b.decls, &b.prelude, &b.value);
+                let text = format!(
+                    "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
+                     for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {{\n{decls}{prelude}        \
+                     if (threadIdx.x == 0) {{\n            __out[__p] = {value};\n        }}\n    }}\n}}\n"
+                );
+                let (bkonst, _) = self.add_kernel(text, &b.callees);
+                let mut longest = quote!(0i64);
+                for lens in &b.lens {
+                    let mut len = quote!(1i64);
+                    for d in lens {
+                        let d = self.dim(d)?;
+                        len = quote!(#len * (#d));
+                    }
+                    longest = quote!(::core::cmp::max(#longest, #len));
+                }
+                Some((bkonst, quote!(#longest >= #BLOCK_REDUCE_MIN)))
+            }
+            None => None,
+        };
+        let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
+        let t = scalar_type(def.elem);
+        let d = dim_type(rank, nd)?;
+        let launch = self.launch_either(&konst, alternative, quote!(#own.len()), &own, args);
+        let id = self.ident(def.var)?;
+        self.holders.insert(def.var, Holder::Owned(own.clone()));
+        Ok(quote! {
+            let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
+            #launch
+            let #id = &#own;
+        })
+    }
+
+    /// The pieces of a definition's kernel: one thread per point, or (with
+    /// `block`) one block per point; `None` for a block kernel when the body
+    /// has no reduction the block can share.
+    fn def_kernel(
+        &mut self,
+        def: &TensorDef,
+        axes: &[(VarId, &Dim, Dim)],
+        block: bool,
+    ) -> Result<Option<DefKernel>, Failure> {
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = self.kernel_cx(&mut sites);
+        if block {
+            cx.block = Some((String::new(), Vec::new()));
+        }
+        let built = (|| {
+            let (n, decls) = Self::point_loop(&mut cx, axes)?;
+            let value = cx.expr(&def.body)?;
+            Ok::<_, Failure>((n, decls, value))
+        })();
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        let (prelude, lens) = cx.block.take().unwrap_or_default();
+        drop(cx);
+        self.sites = sites;
+        let (n, decls, value) = built?;
+        if block && prelude.is_empty() {
+            // Nothing to share (the sites it registered stay unused).
+            return Ok(None);
+        }
+        Ok(Some(DefKernel { n, decls, value, inputs, callees, prelude, lens }))
+    }
+
+    fn own_ident(&self, v: VarId) -> Result<Ident, Failure> {
+        let id = self.ident(v)?.to_string();
+        Ok(format_ident!("__own_{}", id.strip_prefix("r#").unwrap_or(&id)))
+    }
+
+    /// Whether cuBLAS can read `operand` with these axes (batch, then two):
+    /// one of the two matrix axes must be the contiguous (last) one.
+    fn blas_operand(&self, operand: VarId, axes: &[usize], batch: bool) -> bool {
+        let rank = match self.f.var(operand).ty {
+            Repr::Tensor(_, r) => r,
+            _ => return false,
+        };
+        let matrix = if batch { axes.get(1..) } else { Some(axes) };
+        axes.len() == rank && matrix.is_some_and(|m| m.len() == 2 && m.contains(&(rank - 1)))
+    }
+
+    fn gemm(&mut self, g: &Gemm) -> Result<TokenStream, Failure> {
+        let batched = g.batch.is_some();
+        let blas = matches!(g.elem, ScalarKind::F32 | ScalarKind::F64)
+            && self.blas_operand(g.a, &g.a_axes, batched)
+            && self.blas_operand(g.b, &g.b_axes, batched)
+            && g.reference.var == g.out
+            && g.reference.axes.len() == 2 + usize::from(batched);
+        if !blas {
+            return self.tensor_def(&g.reference);
+        }
+        let own = self.own_ident(g.out)?;
+        let extents = g.reference.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let (a, b) = (self.tensor_ref(g.a)?, self.tensor_ref(g.b)?);
+        let strides = |axes: &[usize], s: &Ident| -> TokenStream {
+            let picks = axes.iter().map(|&i| usize_lit(i));
+            let picks: Vec<_> = picks.map(|i| quote!(#s[#i])).collect();
+            if batched {
+                quote!((#(#picks),*))
+            } else {
+                quote!((0i64, #(#picks),*))
+            }
+        };
+        let (sa, sb) = (format_ident!("__sa"), format_ident!("__sb"));
+        let (a_strides, b_strides) = (strides(&g.a_axes, &sa), strides(&g.b_axes, &sb));
+        let batch = match &g.batch {
+            Some(d) => self.dim(d)?,
+            None => quote!(1i64),
+        };
+        let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
+        let (rt, nd, dev, name) = (&self.rt, &self.nd, &self.dev, &self.fn_name);
+        let t = scalar_type(g.elem);
+        let d = dim_type(g.reference.axes.len(), nd)?;
+        let id = self.ident(g.out)?;
+        self.holders.insert(g.out, Holder::Owned(own.clone()));
+        Ok(quote! {
+            let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
+            {
+                let #sa = #rt::cuda::row_major_strides(#a.shape());
+                let #sb = #rt::cuda::row_major_strides(#b.shape());
+                #dev.gemm(#name, &mut #own, #a.slice(), #a_strides, #b.slice(), #b_strides, (#batch, #m, #n, #k))?;
+            }
+            let #id = &#own;
+        })
+    }
+
+    fn recurrence(&mut self, r: &Recurrence) -> Result<TokenStream, Failure> {
+        let own = self.own_ident(r.var)?;
+        if let Some(w) = &r.window {
+            if w.axis >= r.extents.len() || !w.slots.is_power_of_two() {
+                return Err(Failure::Bug("a window that does not fit its recurrence".into()));
+            }
+            self.windows.insert(r.var, (w.axis, w.slots, r.extents.clone()));
+        }
+        self.in_progress.insert(r.var, own.clone());
+        let rank = r.extents.len();
+        let mut clauses = Vec::new();
+        for clause in &r.clauses {
+            if clause.cover.len() != r.seq.len() || clause.at.len() != rank {
+                return Err(Failure::Bug("a recurrence clause does not match its loops".into()));
+            }
+            let mut sites = std::mem::take(&mut self.sites);
+            let mut cx = self.kernel_cx(&mut sites);
+            let axes: Vec<(VarId, &Dim, Dim)> =
+                clause.loops.iter().map(|l| (l.index, &l.start, l.end.sub(&l.start))).collect();
+            let built = (|| {
+                let (n, decls) = Self::point_loop(&mut cx, &axes)?;
+                let mut at = Vec::new();
+                for i in &clause.at {
+                    at.push(match i {
+                        RecIndex::Seq(k) => {
+                            let (_, l) =
+                                r.seq.get(*k).ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
+                            cx.dim(&Dim::var(DimVar(l.index.0)))?
+                        }
+                        RecIndex::Lit(v) => format!("{v}LL"),
+                        RecIndex::Loop(k) => {
+                            let l = clause
+                                .loops
+                                .get(*k)
+                                .ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
+                            cx.dim(&Dim::var(DimVar(l.index.0)))?
+                        }
+                    });
+                }
+                let value = cx.expr(&clause.body)?;
+                // The write position, in the recurrence's own extents.
+                let mut off = String::new();
+                for (axis, i) in at.iter().enumerate() {
+                    let i = match &r.window {
+                        Some(w) if w.axis == axis => format!("(({i}) & {}LL)", w.slots - 1),
+                        _ => i.clone(),
+                    };
+                    off = if axis == 0 { i } else { format!("({off}) * __x{axis} + {i}") };
+                }
+                Ok::<_, Failure>((n, decls, value, off))
+            })();
+            let inputs = cx.inputs.clone();
+            let callees = std::mem::take(&mut cx.callees);
+            drop(cx);
+            self.sites = sites;
+            let (n, decls, value, off) = built?;
+            let (mut params, mut args) = self.inputs(&inputs, false)?;
+            params.insert(0, format!("{}* __out", c_type(r.elem)));
+            for axis in 1..rank {
+                params.push(format!("long long __x{axis}"));
+                let a = usize_lit(axis);
+                let rt = &self.rt;
+                args.push(quote!(#rt::cuda::Arg::i64(#own.shape()[#a] as i64)));
+            }
+            params.push("__ein_u64* __status".into());
+            let text = format!(
+                "extern \"C\" __global__ void __KERNEL__({}) {{\n    const long long __n = {n};\n    \
+                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+                 __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[{off}] = {value};\n    }}\n}}\n",
+                params.join(", ")
+            );
+            let (konst, _) = self.add_kernel(text, &callees);
+            // The number of points of the clause's own loops.
+            let mut points = quote!(1usize);
+            for l in &clause.loops {
+                let e = self.extent(&l.end.sub(&l.start))?;
+                points = quote!(#points * #e);
+            }
+            let launch = self.launch(&konst, points, &own, args);
+            let mut conds = Vec::new();
+            for (c, (_, l)) in clause.cover.iter().zip(&r.seq) {
+                let i = self.ident(l.index)?;
+                conds.push(match c {
+                    Cover::At(v) => quote!(#i == #v),
+                    Cover::Range(a, b) => {
+                        let (a, b) = (self.dim(a)?, self.dim(b)?);
+                        quote!((#a) <= #i && #i < (#b))
+                    }
+                });
+            }
+            clauses.push(quote!(if true #(&& #conds)* { #launch }));
+        }
+        let persistent = self.persistent(r, &own)?;
+        self.in_progress.remove(&r.var);
+        let clear = match (&r.window, r.clear_steps, r.seq.first()) {
+            (Some(w), true, Some((_, l0))) => Some(self.clear_slab(r, w.axis, w.slots, l0.index, &own)?),
+            _ => None,
+        };
+        let mut body = quote!(#(#clauses)*);
+        for (k, (_, l)) in r.seq.iter().enumerate().rev() {
+            let i = self.ident(l.index)?;
+            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            let clear = if k == 0 { clear.clone() } else { None };
+            body = quote! {
+                let mut #i: i64 = #start;
+                let __end = #end;
+                while #i < __end {
+                    #clear
+                    #body
+                    #i += 1;
+                }
+            };
+        }
+        let mut extents = Vec::new();
+        for (axis, e) in r.extents.iter().enumerate() {
+            extents.push(match &r.window {
+                Some(w) if w.axis == axis => {
+                    let slots = usize_lit(w.slots as usize);
+                    quote!(#slots)
+                }
+                _ => self.extent(e)?,
+            });
+        }
+        let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
+        let t = scalar_type(r.elem);
+        let d = dim_type(rank, nd)?;
+        let id = self.ident(r.var)?;
+        self.holders.insert(r.var, Holder::Owned(own.clone()));
+        let run = match persistent {
+            Some((konst, args, small)) => {
+                let launch = self.launch(&konst, quote!(1usize), &own, args);
+                quote!(if #small { #launch } else { #body })
+            }
+            None => body,
+        };
+        Ok(quote! {
+            let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
+            { #run }
+            let #id = &#own;
+        })
+    }
+
+    /// The whole recurrence as one kernel of one block, for steps small
+    /// enough that a launch per step would cost more than the step: the
+    /// block walks the sequential loops, its threads share each clause's
+    /// points, and `__syncthreads()` orders the steps. The kernel, its
+    /// arguments, and the host condition (every clause has at most
+    /// `PERSISTENT_MAX` points); `None` when the clauses' extents depend on
+    /// the sequential loops or the window is cleared each step. A 2-D
+    /// dynamic program that may run as a wavefront walks anti-diagonals
+    /// instead, a cell per thread, whatever its size.
+    fn persistent(
+        &mut self,
+        r: &Recurrence,
+        own: &Ident,
+    ) -> Result<Option<(Ident, Vec<TokenStream>, TokenStream)>, Failure> {
+        let seq_vars: HashSet<u32> = r.seq.iter().map(|(_, l)| l.index.0).collect();
+        let depends = |d: &Dim| d.vars().iter().any(|v| seq_vars.contains(&v.0));
+        if r.clear_steps || r.clauses.iter().any(|c| c.loops.iter().any(|l| depends(&l.start) || depends(&l.end))) {
+            return Ok(None);
+        }
+        let rank = r.extents.len();
+        // A 2-D dynamic program whose reads only look back: the block walks
+        // its anti-diagonals, each cell of one diagonal on its own thread
+        // (not with a circular buffer, whose slots cells of one diagonal
+        // may share).
+        let wavefront = r.wavefront
+            && r.window.is_none()
+            && r.seq.len() == 2
+            && !depends(&r.seq[1].1.start)
+            && !depends(&r.seq[1].1.end)
+            && !depends(&r.seq[0].1.start)
+            && !depends(&r.seq[0].1.end);
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = self.kernel_cx(&mut sites);
+        let built = (|| {
+            let mut text = String::new();
+            let mut indent = String::from("    ");
+            if wavefront {
+                let (l0, l1) = (&r.seq[0].1, &r.seq[1].1);
+                let (s0, e0, s1, e1) = (cx.dim(&l0.start)?, cx.dim(&l0.end)?, cx.dim(&l1.start)?, cx.dim(&l1.end)?);
+                let (i, j) = (cx.define(l0.index)?, cx.define(l1.index)?);
+                text.push_str(&format!(
+                    "    const long long __n0 = {e0} - {s0}, __n1 = {e1} - {s1};\n    \
+                     for (long long __d = 0; __n0 > 0 && __n1 > 0 && __d < __n0 + __n1 - 1; ++__d) {{\n        \
+                     const long long __lo = __d - (__n1 - 1) > 0 ? __d - (__n1 - 1) : 0;\n        \
+                     const long long __hi = __d < __n0 - 1 ? __d : __n0 - 1;\n        \
+                     for (long long __c = __lo + threadIdx.x; __c <= __hi; __c += blockDim.x) {{\n            \
+                     const long long {i} = {s0} + __c;\n            const long long {j} = {s1} + (__d - __c);\n"
+                ));
+                indent = "            ".to_string();
+            } else {
+                for (_, l) in &r.seq {
+                    let (start, end) = (cx.dim(&l.start)?, cx.dim(&l.end)?);
+                    let i = cx.define(l.index)?;
+                    text.push_str(&format!("{indent}for (long long {i} = {start}; {i} < {end}; ++{i}) {{\n"));
+                    indent.push_str("    ");
+                }
+            }
+            for clause in &r.clauses {
+                let mut conds = Vec::new();
+                for (c, (_, l)) in clause.cover.iter().zip(&r.seq) {
+                    let i = cx.dim(&Dim::var(DimVar(l.index.0)))?;
+                    conds.push(match c {
+                        Cover::At(v) => format!("{i} == {v}LL"),
+                        Cover::Range(a, b) => format!("{} <= {i} && {i} < {}", cx.dim(a)?, cx.dim(b)?),
+                    });
+                }
+                let axes: Vec<(VarId, &Dim, Dim)> =
+                    clause.loops.iter().map(|l| (l.index, &l.start, l.end.sub(&l.start))).collect();
+                let (n, decls) = Self::point_loop(&mut cx, &axes)?;
+                let mut off = String::new();
+                for (axis, i) in clause.at.iter().enumerate() {
+                    let i = match i {
+                        RecIndex::Seq(k) => {
+                            let (_, l) =
+                                r.seq.get(*k).ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
+                            cx.dim(&Dim::var(DimVar(l.index.0)))?
+                        }
+                        RecIndex::Lit(v) => format!("{v}LL"),
+                        RecIndex::Loop(k) => {
+                            let l = clause
+                                .loops
+                                .get(*k)
+                                .ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
+                            cx.dim(&Dim::var(DimVar(l.index.0)))?
+                        }
+                    };
+                    let i = match &r.window {
+                        Some(w) if w.axis == axis => format!("(({i}) & {}LL)", w.slots - 1),
+                        _ => i,
+                    };
+                    off = if axis == 0 { i } else { format!("({off}) * __x{axis} + {i}") };
+                }
+                let value = cx.expr(&clause.body)?;
+                let decls: String = decls.lines().map(|l| format!("{indent}        {}\n", l.trim_start())).collect();
+                let cond = if conds.is_empty() { "true".to_string() } else { conds.join(" && ") };
+                if wavefront {
+                    // One cell per thread: the clause's own points in order.
+                    text.push_str(&format!(
+                        "{indent}if ({cond}) {{\n{indent}    for (long long __p = 0; __p < {n}; ++__p) {{\n\
+                         {decls}{indent}        __out[{off}] = {value};\n{indent}    }}\n{indent}}}\n"
+                    ));
+                } else {
+                    text.push_str(&format!(
+                        "{indent}if ({cond}) {{\n{indent}    for (long long __p = threadIdx.x; __p < {n}; __p += blockDim.x) {{\n\
+                         {decls}{indent}        __out[{off}] = {value};\n{indent}    }}\n{indent}    __syncthreads();\n{indent}}}\n"
+                    ));
+                }
+            }
+            if wavefront {
+                text.push_str("        }\n        __syncthreads();\n    }\n");
+            } else {
+                for _ in &r.seq {
+                    indent.truncate(indent.len() - 4);
+                    text.push_str(&format!("{indent}}}\n"));
+                }
+            }
+            Ok::<_, Failure>(text)
+        })();
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        drop(cx);
+        self.sites = sites;
+        let text = built?;
+        let (mut params, mut args) = self.inputs(&inputs, false)?;
+        params.insert(0, format!("{}* __out", c_type(r.elem)));
+        for axis in 1..rank {
+            params.push(format!("long long __x{axis}"));
+            let (a, rt) = (usize_lit(axis), &self.rt);
+            args.push(quote!(#rt::cuda::Arg::i64(#own.shape()[#a] as i64)));
+        }
+        params.push("__ein_u64* __status".into());
+        let text = format!("extern \"C\" __global__ void __KERNEL__({}) {{\n{text}}}\n", params.join(", "));
+        let (konst, _) = self.add_kernel(text, &callees);
+        let mut small = quote!(true);
+        for clause in r.clauses.iter().filter(|_| !wavefront) {
+            let mut points = quote!(1i64);
+            for l in &clause.loops {
+                let e = self.dim(&l.end.sub(&l.start))?;
+                points = quote!(#points * (#e));
+            }
+            small = quote!(#small && #points <= #PERSISTENT_MAX);
+        }
+        Ok(Some((konst, args, small)))
+    }
+
+    /// Zeroes the window's slot of the current step (index variable
+    /// `step`) before the clauses write it.
+    fn clear_slab(
+        &mut self,
+        r: &Recurrence,
+        axis: usize,
+        slots: u64,
+        step: VarId,
+        own: &Ident,
+    ) -> Result<TokenStream, Failure> {
+        let t = c_type(r.elem);
+        let text = format!(
+            "extern \"C\" __global__ void __KERNEL__({t}* __out, long long __outer, long long __along, long long __inner, \
+             long long __slot, __ein_u64* __status) {{\n    const long long __n = __outer * __inner;\n    \
+             for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+             __p += (long long)gridDim.x * blockDim.x) {{\n        \
+             __out[((__p / __inner) * __along + __slot) * __inner + __p % __inner] = ({t})0;\n    }}\n}}\n"
+        );
+        let (konst, _) = self.add_kernel(text, &[]);
+        let rt = &self.rt;
+        let i = self.ident(step)?;
+        let a = usize_lit(axis);
+        let mask = slots as i64 - 1;
+        let args = vec![
+            quote!(#rt::cuda::Arg::i64(#own.shape()[..#a].iter().product::<usize>() as i64)),
+            quote!(#rt::cuda::Arg::i64(#own.shape()[#a] as i64)),
+            quote!(#rt::cuda::Arg::i64(#own.shape()[#a + 1..].iter().product::<usize>() as i64)),
+            quote!(#rt::cuda::Arg::i64(#i & #mask)),
+        ];
+        let points = quote!(#own.len() / #own.shape()[#a].max(1));
+        Ok(self.launch(&konst, points, own, args))
+    }
+
+    /// `let var = value;` on the host.
+    fn bind(&mut self, var: VarId, value: &Expr) -> Result<TokenStream, Failure> {
+        let id = self.ident(var)?;
+        match (&self.f.var(var).ty, &value.kind) {
+            // Statements of a block run before the binding (names are
+            // unique in a function, so nothing is shadowed).
+            (_, ExprKind::Block { stmts, result }) => {
+                let mut out = TokenStream::new();
+                for s in stmts {
+                    out.extend(self.stmt(s)?);
+                }
+                out.extend(self.bind(var, result)?);
+                Ok(out)
+            }
+            (Repr::Tuple(_), ExprKind::Tuple(items)) if items.iter().all(|i| matches!(i.kind, ExprKind::Var(_))) => {
+                self.tuples.insert(var, items.clone());
+                Ok(TokenStream::new())
+            }
+            (_, ExprKind::Field(t, i)) => match (&t.kind, self.tuple_item(t, *i)) {
+                (_, Some(item)) => self.bind(var, &item),
+                (kind, None) => Err(Failure::Unsupported(format!("reading an element of {}", kernel::describe(kind)))),
+            },
+            (Repr::Tensor(..), ExprKind::Var(x)) => {
+                let x_ref = self.tensor_ref(*x)?;
+                let holder = self.holders.get(x).cloned().unwrap_or(Holder::Borrowed);
+                self.holders.insert(var, holder);
+                if let Some(w) = self.windows.get(x).cloned() {
+                    self.windows.insert(var, w);
+                }
+                Ok(quote!(let #id = #x_ref;))
+            }
+            (Repr::Tensor(..), ExprKind::Call { func, args }) => {
+                let call = self.call(func, args)?;
+                let own = self.own_ident(var)?;
+                self.holders.insert(var, Holder::Owned(own.clone()));
+                Ok(quote! {
+                    let #own = #call;
+                    let #id = &#own;
+                })
+            }
+            (Repr::Scalar(k), _) => {
+                let v = self.scalar(value, *k)?;
+                let t = scalar_type(*k);
+                Ok(quote!(let #id: #t = #v;))
+            }
+            (ty, kind) => Err(Failure::Unsupported(format!(
+                "binding {} of type `{}` in device code",
+                kernel::describe(kind),
+                kernel::show_repr(ty)
+            ))),
+        }
+    }
+
+    /// Element `i` of a tuple bound to variables.
+    fn tuple_item(&self, t: &Expr, i: u32) -> Option<Expr> {
+        match &t.kind {
+            ExprKind::Var(v) => self.tuples.get(v).and_then(|items| items.get(i as usize)).cloned(),
+            ExprKind::Tuple(items) => items.get(i as usize).cloned(),
+            _ => None,
+        }
+    }
+
+    /// A call of the CUDA version of `func`, after checking the failures so
+    /// far (the callee checks, and clears, the shared status word).
+    fn call(&mut self, func: &str, args: &[Expr]) -> Result<TokenStream, Failure> {
+        let g = self
+            .p
+            .fns
+            .iter()
+            .find(|g| g.name == func)
+            .ok_or_else(|| Failure::Bug(format!("call of unknown function `{func}`")))?;
+        let callee = cuda_ident(g, self.fns)?;
+        let mut xs = Vec::new();
+        for a in args {
+            xs.push(match (&a.ty, &a.kind) {
+                (Repr::Tensor(..), ExprKind::Var(v)) => self.whole_tensor(*v)?,
+                (Repr::Scalar(k), _) => self.scalar(a, *k)?,
+                (ty, kind) => {
+                    return Err(Failure::Unsupported(format!(
+                        "passing {} of type `{}` to a function in device code",
+                        kernel::describe(kind),
+                        kernel::show_repr(ty)
+                    )))
+                }
+            });
+        }
+        let dev = &self.dev;
+        Ok(quote!(#callee(#dev, #(#xs),*)?))
+    }
+
+    /// A scalar value on the host: a variable, literal or dimension as is,
+    /// anything else computed by a one-thread kernel and copied back.
+    fn scalar(&mut self, e: &Expr, k: ScalarKind) -> Result<TokenStream, Failure> {
+        match &e.kind {
+            ExprKind::Var(v) => {
+                let id = self.ident(*v)?;
+                return Ok(quote!(#id));
+            }
+            ExprKind::Lit(Literal::Bool(b)) => return Ok(quote!(#b)),
+            ExprKind::Lit(Literal::Int(v)) if !k.is_float() => {
+                let t = scalar_type(k);
+                let lit = RustLit::i128_unsuffixed(*v);
+                return Ok(quote!((#lit as #t)));
+            }
+            ExprKind::Lit(Literal::Float(text)) if k == ScalarKind::F32 => {
+                if let Ok(v) = text.replace('_', "").parse::<f32>() {
+                    let lit = RustLit::f32_suffixed(v);
+                    return Ok(quote!(#lit));
+                }
+            }
+            ExprKind::Lit(Literal::Float(text)) if k == ScalarKind::F64 => {
+                if let Ok(v) = text.replace('_', "").parse::<f64>() {
+                    let lit = RustLit::f64_suffixed(v);
+                    return Ok(quote!(#lit));
+                }
+            }
+            ExprKind::Dim(d) if k == ScalarKind::I64 => return self.dim(d),
+            // `N as f32` and the like: Rust's `as` converts as the kernels do
+            // (integers wrap, floats saturate).
+            ExprKind::Cast(x, to) if *to == k && k != ScalarKind::Bool => {
+                if let Repr::Scalar(from) = x.ty {
+                    let simple = matches!(x.kind, ExprKind::Var(_) | ExprKind::Dim(_))
+                        || matches!(x.kind, ExprKind::Lit(Literal::Int(_))) && !from.is_float();
+                    if simple && from != ScalarKind::Bool {
+                        let (x, t) = (self.scalar(x, from)?, scalar_type(k));
+                        return Ok(quote!((#x as #t)));
+                    }
+                }
+            }
+            ExprKind::Call { func, args }
+                if args.iter().any(|a| !matches!(a.ty, Repr::Scalar(_)))
+                    || self.p.fns.iter().any(|g| &g.name == func && g.device.is_some()) =>
+            {
+                return self.call(func, args);
+            }
+            _ => {}
+        }
+        // One block: its threads share the reductions, thread 0 combines.
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = self.kernel_cx(&mut sites);
+        cx.block = Some((String::new(), Vec::new()));
+        let value = cx.expr(e);
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        let (prelude, _) = cx.block.take().unwrap_or_default();
+        drop(cx);
+        self.sites = sites;
+        let value = value?;
+        let (mut params, args) = self.inputs(&inputs, true)?;
+        params.insert(0, format!("{}* __restrict__ __out", c_type(k)));
+        params.push("__ein_u64* __status".into());
+        let text = format!(
+            "extern \"C\" __global__ void __KERNEL__({}) {{\n{prelude}    if (blockIdx.x == 0 && threadIdx.x == 0) {{\n        \
+             __out[0] = {value};\n    }}\n}}\n",
+            params.join(", ")
+        );
+        let (konst, _) = self.add_kernel(text, &callees);
+        let own = format_ident!("__scalar");
+        let launch = self.launch(&konst, quote!(1usize), &own, args);
+        let check = self.check_status();
+        let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
+        let t = scalar_type(k);
+        Ok(quote!({
+            let mut #own = #rt::cuda::Tensor::<#t, #nd::Ix0>::zeros(#dev, #nd::Ix0())?;
+            #launch
+            #check
+            #own.into_scalar()?
+        }))
+    }
+
+    /// The function's result, moved out of the tensors it owns.
+    fn result(&mut self, e: &Expr) -> Result<TokenStream, Failure> {
+        match (&e.ty, &e.kind) {
+            (Repr::Tensor(..), ExprKind::Var(v)) if self.windows.contains_key(v) => self.whole_tensor(*v),
+            (Repr::Tensor(..), ExprKind::Var(v)) => match self.holders.get(v).cloned() {
+                Some(Holder::Owned(own)) if self.moved.insert(own.to_string()) => Ok(quote!(#own)),
+                _ => {
+                    let t = self.tensor_ref(*v)?;
+                    Ok(quote!(#t.duplicate()?))
+                }
+            },
+            (Repr::Tensor(..), ExprKind::Call { func, args }) => self.call(func, args),
+            (_, ExprKind::Block { stmts, result }) => {
+                let mut out = TokenStream::new();
+                for s in stmts {
+                    out.extend(self.stmt(s)?);
+                }
+                let value = self.result(result)?;
+                Ok(quote!({ #out #value }))
+            }
+            (Repr::Tuple(_), ExprKind::Var(v)) if self.tuples.contains_key(v) => {
+                let items = self.tuples.get(v).cloned().unwrap_or_default();
+                let items = items.iter().map(|i| self.result(i)).collect::<Result<Vec<_>, _>>()?;
+                Ok(quote!((#(#items,)*)))
+            }
+            (_, ExprKind::Field(t, i)) if self.tuple_item(t, *i).is_some() => {
+                let item = self.tuple_item(t, *i).ok_or_else(|| Failure::Bug("a tuple element vanished".into()))?;
+                self.result(&item)
+            }
+            (Repr::Tuple(_), ExprKind::Tuple(items)) if !items.is_empty() => {
+                let items = items.iter().map(|i| self.result(i)).collect::<Result<Vec<_>, _>>()?;
+                Ok(quote!((#(#items,)*)))
+            }
+            (Repr::Scalar(k), _) => self.scalar(e, *k),
+            (ty, kind) => Err(Failure::Unsupported(format!(
+                "returning {} of type `{}` from device code",
+                kernel::describe(kind),
+                kernel::show_repr(ty)
+            ))),
+        }
+    }
+}
+
+/// A Rust identifier for an IR name: raw when it is a keyword.
+fn rust_ident(name: &str) -> Ident {
+    if syn::parse_str::<Ident>(name).is_ok() {
+        format_ident!("{}", name)
+    } else if ["self", "Self", "super", "crate", "_"].contains(&name) {
+        format_ident!("{}_", name)
+    } else {
+        Ident::new_raw(name, proc_macro2::Span::call_site())
+    }
+}

@@ -1,0 +1,1029 @@
+//! Snapshots of the CUDA back end: the kernels (without the shared
+//! prelude) and the host glue of representative device functions, and the
+//! diagnostics for what it does not support.
+
+use expect_test::{expect, Expect};
+
+use super::{emit_function, kernel, Failure};
+
+fn options() -> crate::Options {
+    crate::Options { cuda: true, ..Default::default() }
+}
+
+/// The kernels of every device function of `src` (and of the twins they
+/// need), each without the prelude.
+fn kernels(src: &str) -> String {
+    let compiled = match crate::compile_str(src, &options()) {
+        Ok(c) => c,
+        Err(d) => panic!("{}", d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n")),
+    };
+    let p = &compiled.ir;
+    let fns = crate::codegen::rust::fn_idents(p);
+    let twins = super::device_twins(p);
+    let mut out = String::new();
+    for f in p.fns.iter().filter(|f| f.device.is_some() || twins.contains_key(&f.name)) {
+        match emit_function(f, p, &fns, &options()) {
+            Ok(e) => {
+                for (_, source) in e.kernels {
+                    let (head, rest) = source.split_once('\n').unwrap_or((&source, ""));
+                    out.push_str(head);
+                    out.push('\n');
+                    out.push_str(rest.strip_prefix(kernel::PRELUDE).expect("every kernel starts with the prelude"));
+                }
+            }
+            Err(Failure::Unsupported(m)) => out.push_str(&format!("unsupported in `{}`: {m}\n", f.name)),
+            Err(Failure::Bug(m)) => panic!("bug in `{}`: {m}", f.name),
+        }
+    }
+    out
+}
+
+fn check_kernels(src: &str, expect: Expect) {
+    expect.assert_eq(&kernels(src));
+}
+
+/// The host glue of the device function `name`, formatted.
+fn check_glue(src: &str, name: &str, expect: Expect) {
+    let compiled = crate::compile_str(src, &options()).unwrap_or_else(|_| panic!("{src} compiles"));
+    let p = &compiled.ir;
+    let fns = crate::codegen::rust::fn_idents(p);
+    let f = p.fns.iter().find(|f| f.name == name).expect("the function exists");
+    let e = match emit_function(f, p, &fns, &options()) {
+        Ok(e) => e,
+        Err(e) => panic!("{e:?}"),
+    };
+    // Kernel sources are long string literals; show their names only.
+    let mut tokens = e.tokens.to_string();
+    for (kname, source) in &e.kernels {
+        let lit = proc_macro2::Literal::string(source).to_string();
+        tokens = tokens.replace(&lit, &format!("\"<source of {kname}>\""));
+    }
+    let file: syn::File = syn::parse_str(&tokens).unwrap_or_else(|e| panic!("glue does not parse: {e}\n{tokens}"));
+    expect.assert_eq(&prettyplease::unparse(&file));
+}
+
+/// The diagnostics of compiling `src` (rendered).
+fn check_error(src: &str, options: &crate::Options, expect: Expect) {
+    let compiled = crate::compile_str(src, options).unwrap_or_else(|_| panic!("{src} compiles"));
+    // The message of every `compile_error!("...")`.
+    let mut messages = Vec::new();
+    let mut trees = compiled.rust.into_iter().peekable();
+    while let Some(t) = trees.next() {
+        if matches!(&t, proc_macro2::TokenTree::Ident(id) if id == "compile_error") {
+            trees.next();
+            if let Some(proc_macro2::TokenTree::Group(g)) = trees.next() {
+                if let Ok(lit) = syn::parse2::<syn::LitStr>(g.stream()) {
+                    messages.push(lit.value());
+                }
+            }
+        }
+    }
+    expect.assert_eq(&messages.join("\n"));
+}
+
+#[test]
+fn elementwise_with_a_scalar_function() {
+    check_kernels(
+        r#"
+        use std::ml::relu;
+        #[device(cuda)]
+        pub fn act(x: [f32; N], s: f32) -> [f32; N] {
+            let y[i] = relu(x[i] * s) + 1.0;
+            y
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `act_k0` of `act`
+            static __device__ float __ein_fn_relu_f32_88be2e0c(float x, __ein_u64* __status) {
+                return fmaxf(x, 0.0f);
+            }
+            extern "C" __global__ void act_k0(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, float s, long long N, __ein_u64* __status) {
+                const long long __n = (N);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long i = 0LL + __r;
+                    __out[__p] = (__ein_fn_relu_f32_88be2e0c((x[i] * s), __status) + 1.0f);
+                }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn integer_arithmetic_wraps_and_division_is_checked() {
+    check_kernels(
+        r#"
+        #[device(cuda)]
+        pub fn ints(a: [i32; N], b: [i32; N]) -> [i32; N] {
+            let c[i] = a[i] * b[i] - (a[i] / b[i]) + -a[i];
+            c
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `ints_k0` of `ints`
+            extern "C" __global__ void ints_k0(int* __restrict__ __out, const int* __restrict__ a, long long __d0_a, const int* __restrict__ b, long long __d0_b, long long N, __ein_u64* __status) {
+                const long long __n = (N);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long i = 0LL + __r;
+                    __out[__p] = ((int)((__ein_u64)(((int)((__ein_u64)(((int)((__ein_u64)(a[i]) * (__ein_u64)(b[i])))) - (__ein_u64)(__ein_div<int>(a[i], b[i], 1ULL, __status))))) + (__ein_u64)(((int)(0ULL - (__ein_u64)(a[i]))))));
+                }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn float_to_int_casts_saturate() {
+    check_kernels(
+        r#"
+        #[device(cuda)]
+        pub fn quantize(x: [f32; N]) -> [i8; N] {
+            let q[i] = (x[i] * 127.0) as i8;
+            q
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `quantize_k0` of `quantize`
+            extern "C" __global__ void quantize_k0(signed char* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long N, __ein_u64* __status) {
+                const long long __n = (N);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long i = 0LL + __r;
+                    __out[__p] = __ein_f2i<signed char, float>((x[i] * 127.0f), (signed char)(-128), (signed char)(127));
+                }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn softmax_reduces_in_thread() {
+    check_kernels(
+        r#"
+        use std::ml::softmax;
+        #[device(cuda)]
+        pub fn probs(x: [f32; B, C]) -> [f32; B, C] {
+            softmax(x)
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k0` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k0(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long n = 0LL + __r;
+                    __out[__p] = [&]() -> float { float __acc1 = (float)(__int_as_float(0xff800000)); for (long long j = 0LL; j < (X1); ++j) { { const float __v = x[(n) * __d1_x + j]; if (__v > __acc1) __acc1 = __v; } } return __acc1; }();
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k1` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k1(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
+                for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
+                    long long __r = __p;
+                    const long long n = 0LL + __r;
+                    __shared__ float __sh2[256];
+                    float __red1;
+                    {
+                        float __acc = (float)(__int_as_float(0xff800000));
+                        for (long long __q = threadIdx.x; __q < (X1); __q += blockDim.x) {
+                            long long __r = __q;
+                            const long long j = 0LL + __r;
+                            do { { const float __v = x[(n) * __d1_x + j]; if (__v > __acc) __acc = __v; } } while (false);
+                        }
+                        __sh2[threadIdx.x] = __acc;
+                        __syncthreads();
+                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
+                            if (threadIdx.x < __s) { { const float __v = __sh2[threadIdx.x + __s]; if (__v > __sh2[threadIdx.x]) __sh2[threadIdx.x] = __v; } }
+                            __syncthreads();
+                        }
+                        __red1 = __sh2[0];
+                        __syncthreads();
+                    }
+                    if (threadIdx.x == 0) {
+                        __out[__p] = __red1;
+                    }
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k2` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k2(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, const float* __restrict__ m, long long __d0_m, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0) * (X1);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long j_2 = 0LL + __r % (X1); __r /= (X1);
+                    const long long n_2 = 0LL + __r;
+                    __out[__p] = expf((x[(n_2) * __d1_x + j_2] - m[n_2]));
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k3` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k3(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long n_3 = 0LL + __r;
+                    __out[__p] = [&]() -> float { float __acc1 = (float)(0); for (long long j_3 = 0LL; j_3 < (X1); ++j_3) { __acc1 = __acc1 + e[(n_3) * __d1_e + j_3]; } return __acc1; }();
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k4` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k4(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
+                for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
+                    long long __r = __p;
+                    const long long n_3 = 0LL + __r;
+                    __shared__ float __sh2[256];
+                    float __red1;
+                    {
+                        float __acc = (float)(0);
+                        for (long long __q = threadIdx.x; __q < (X1); __q += blockDim.x) {
+                            long long __r = __q;
+                            const long long j_3 = 0LL + __r;
+                            do { __acc = __acc + e[(n_3) * __d1_e + j_3]; } while (false);
+                        }
+                        __sh2[threadIdx.x] = __acc;
+                        __syncthreads();
+                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
+                            if (threadIdx.x < __s) { __sh2[threadIdx.x] = __sh2[threadIdx.x] + __sh2[threadIdx.x + __s]; }
+                            __syncthreads();
+                        }
+                        __red1 = __sh2[0];
+                        __syncthreads();
+                    }
+                    if (threadIdx.x == 0) {
+                        __out[__p] = __red1;
+                    }
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k5` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k5(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, const float* __restrict__ s, long long __d0_s, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0) * (X1);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long j_4 = 0LL + __r % (X1); __r /= (X1);
+                    const long long n_4 = 0LL + __r;
+                    __out[__p] = (e[(n_4) * __d1_e + j_4] / s[n_4]);
+                }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn matmul_goes_to_cublas() {
+    let src = r#"
+        use std::ml::relu;
+        #[device(cuda)]
+        pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
+            let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
+            y
+        }
+    "#;
+    check_kernels(
+        src,
+        expect![[r#"
+        // einlang: kernel `dense_k0` of `dense`
+        static __device__ float __ein_fn_relu_f32_45b6377f(float x, __ein_u64* __status) {
+            return fmaxf(x, 0.0f);
+        }
+        extern "C" __global__ void dense_k0(float* __restrict__ __out, const float* __restrict__ b, long long __d0_b, const float* __restrict__ y_mm, long long __d0_y_mm, long long __d1_y_mm, long long B, long long O, __ein_u64* __status) {
+            const long long __n = (B) * (O);
+            for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                long long __r = __p;
+                const long long o = 0LL + __r % (O); __r /= (O);
+                const long long n = 0LL + __r;
+                __out[__p] = __ein_fn_relu_f32_45b6377f((y_mm[(n) * __d1_y_mm + o] + b[o]), __status);
+            }
+        }
+    "#]],
+    );
+    check_glue(
+        src,
+        "dense",
+        expect![[r##"
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                unused_unsafe,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn dense(
+                dev: &::einlang::__private::cuda::Device,
+                x: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                w: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                b: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix1>,
+            ) -> ::core::result::Result<
+                ::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                const __K0: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "dense_k0",
+                    function: "dense",
+                    source: "<source of dense_k0>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K0
+                }
+                x.check_device("dense", "x", dev)?;
+                w.check_device("dense", "w", dev)?;
+                b.check_device("dense", "b", dev)?;
+                let B: i64 = x.shape()[0] as i64;
+                let I: i64 = x.shape()[1] as i64;
+                let O: i64 = w.shape()[1] as i64;
+                __rt::shape::check_dim("dense", "w", 0, "I", I, w.shape()[0])?;
+                __rt::shape::check_dim("dense", "b", 0, "O", O, b.shape()[0])?;
+                let __status = dev.status()?;
+                let mut __own_y_mm = __rt::cuda::Tensor::<
+                    f32,
+                    __nd::Ix2,
+                >::zeros(
+                    dev,
+                    __nd::IntoDimension::into_dimension([
+                        __rt::shape::extent("dense", "B", B)?,
+                        __rt::shape::extent("dense", "O", O)?,
+                    ]),
+                )?;
+                {
+                    let __sa = __rt::cuda::row_major_strides(x.shape());
+                    let __sb = __rt::cuda::row_major_strides(w.shape());
+                    dev.gemm(
+                        "dense",
+                        &mut __own_y_mm,
+                        x.slice(),
+                        (0i64, __sa[0], __sa[1]),
+                        w.slice(),
+                        (0i64, __sb[0], __sb[1]),
+                        (1i64, B, O, I),
+                    )?;
+                }
+                let y_mm = &__own_y_mm;
+                let mut __own_y = __rt::cuda::Tensor::<
+                    f32,
+                    __nd::Ix2,
+                >::zeros(
+                    dev,
+                    __nd::IntoDimension::into_dimension([
+                        __rt::shape::extent("dense", "B", B)?,
+                        __rt::shape::extent("dense", "O", O)?,
+                    ]),
+                )?;
+                let __points: usize = __own_y.len();
+                if __points > 0 {
+                    let __out = __own_y.arg_mut();
+                    let __args = [
+                        __out,
+                        b.arg(),
+                        __rt::cuda::Arg::i64(b.shape()[0] as i64),
+                        y_mm.arg(),
+                        __rt::cuda::Arg::i64(y_mm.shape()[0] as i64),
+                        __rt::cuda::Arg::i64(y_mm.shape()[1] as i64),
+                        __rt::cuda::Arg::i64(B),
+                        __rt::cuda::Arg::i64(O),
+                        __status.arg(),
+                    ];
+                    unsafe {
+                        dev.launch(&__K0, dev.grid_for(__points as u64, 256u32), 256u32, &__args)
+                    }?;
+                }
+                let y = &__own_y;
+                let __result = __own_y;
+                __status.check("dense", &[])?;
+                Ok(__result)
+            }
+        "##]],
+    );
+}
+
+#[test]
+fn gather_checks_its_indices() {
+    check_kernels(
+        r#"
+        #[device(cuda)]
+        pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
+            let g[n, d] = table[ids[n], d];
+            g
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `embed_k0` of `embed`
+            extern "C" __global__ void embed_k0(float* __restrict__ __out, const float* __restrict__ table, long long __d0_table, long long __d1_table, const long long* __restrict__ ids, long long __d0_ids, long long D, long long N, __ein_u64* __status) {
+                const long long __n = (N) * (D);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long d = 0LL + __r % (D); __r /= (D);
+                    const long long n = 0LL + __r;
+                    __out[__p] = [&]() -> float { const long long __i1 = ids[n]; if (!__ein_in(__i1, __d0_table, 1ULL, __status)) return (float)0; const long long __i2 = d; if (!__ein_in(__i2, __d1_table, 2ULL, __status)) return (float)0; return table[(__i1) * __d1_table + __i2]; }();
+                }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn recurrence_is_a_host_loop_of_launches() {
+    let src = r#"
+        use std::math::tanh;
+        #[device(cuda)]
+        pub fn rnn(x: [f32; T, H], w: [f32; H, H]) -> [f32; T, H] {
+            let h[0, j] = tanh(x[0, j]);
+            let h[t in 1..T, j] = tanh(x[t, j] + sum[k](h[t - 1, k] * w[k, j]));
+            h
+        }
+    "#;
+    check_kernels(
+        src,
+        expect![[r#"
+            // einlang: kernel `rnn_k0` of `rnn`
+            extern "C" __global__ void rnn_k0(float* __out, const float* x, long long __d0_x, long long __d1_x, long long H, long long t, long long __x1, __ein_u64* __status) {
+                const long long __n = (H);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long j = 0LL + __r;
+                    __out[((t)) * __x1 + (j)] = tanhf([&]() -> float { const long long __i1 = ((long long)0ULL); if (!__ein_in(__i1, __d0_x, 1ULL, __status)) return (float)0; const long long __i2 = j; if (!__ein_in(__i2, __d1_x, 2ULL, __status)) return (float)0; return x[(__i1) * __d1_x + __i2]; }());
+                }
+            }
+            // einlang: kernel `rnn_k1` of `rnn`
+            extern "C" __global__ void rnn_k1(float* __out, const float* x, long long __d0_x, long long __d1_x, const float* w, long long __d0_w, long long __d1_w, const float* h, long long __d0_h, long long __d1_h, long long H, long long t, long long __x1, __ein_u64* __status) {
+                const long long __n = (H);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long j_2 = 0LL + __r;
+                    __out[((t)) * __x1 + (j_2)] = tanhf((x[(t) * __d1_x + j_2] + [&]() -> float { float __acc1 = (float)(0); for (long long k = 0LL; k < (H); ++k) { __acc1 = __acc1 + (h[(((long long)((__ein_u64)(t) - (__ein_u64)(((long long)1ULL))))) * __d1_h + k] * w[(k) * __d1_w + j_2]); } return __acc1; }()));
+                }
+            }
+            // einlang: kernel `rnn_k2` of `rnn`
+            extern "C" __global__ void rnn_k2(float* __out, const float* x, long long __d0_x, long long __d1_x, const float* w, long long __d0_w, long long __d1_w, const float* h, long long __d0_h, long long __d1_h, long long T, long long H, long long h_axis0_len, long long __x1, __ein_u64* __status) {
+                for (long long t = 0LL; t < (h_axis0_len); ++t) {
+                    if ((t) == 0LL) {
+                        for (long long __p = threadIdx.x; __p < (H); __p += blockDim.x) {
+                            long long __r = __p;
+                            const long long j = 0LL + __r;
+                            __out[((t)) * __x1 + (j)] = tanhf([&]() -> float { const long long __i1 = ((long long)0ULL); if (!__ein_in(__i1, __d0_x, 3ULL, __status)) return (float)0; const long long __i2 = j; if (!__ein_in(__i2, __d1_x, 4ULL, __status)) return (float)0; return x[(__i1) * __d1_x + __i2]; }());
+                        }
+                        __syncthreads();
+                    }
+                    if ((1LL) <= (t) && (t) < (T)) {
+                        for (long long __p = threadIdx.x; __p < (H); __p += blockDim.x) {
+                            long long __r = __p;
+                            const long long j_2 = 0LL + __r;
+                            __out[((t)) * __x1 + (j_2)] = tanhf((x[(t) * __d1_x + j_2] + [&]() -> float { float __acc3 = (float)(0); for (long long k = 0LL; k < (H); ++k) { __acc3 = __acc3 + (h[(((long long)((__ein_u64)(t) - (__ein_u64)(((long long)1ULL))))) * __d1_h + k] * w[(k) * __d1_w + j_2]); } return __acc3; }()));
+                        }
+                        __syncthreads();
+                    }
+                }
+            }
+        "#]],
+    );
+    check_glue(
+        src,
+        "rnn",
+        expect![[r##"
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                unused_unsafe,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn rnn(
+                dev: &::einlang::__private::cuda::Device,
+                x: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                w: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+            ) -> ::core::result::Result<
+                ::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                const __K0: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "rnn_k0",
+                    function: "rnn",
+                    source: "<source of rnn_k0>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K0
+                }
+                const __K1: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "rnn_k1",
+                    function: "rnn",
+                    source: "<source of rnn_k1>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K1
+                }
+                const __K2: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "rnn_k2",
+                    function: "rnn",
+                    source: "<source of rnn_k2>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K2
+                }
+                x.check_device("rnn", "x", dev)?;
+                w.check_device("rnn", "w", dev)?;
+                let T: i64 = x.shape()[0] as i64;
+                let H: i64 = x.shape()[1] as i64;
+                __rt::shape::check_dim("rnn", "w", 0, "H", H, w.shape()[0])?;
+                __rt::shape::check_dim("rnn", "w", 1, "H", H, w.shape()[1])?;
+                let __status = dev.status()?;
+                let h_axis0_len: i64 = __rt::shape::extent(
+                    "rnn",
+                    "max(1, T)",
+                    ::core::cmp::max(1i64, T),
+                )? as i64;
+                let mut __own_h = __rt::cuda::Tensor::<
+                    f32,
+                    __nd::Ix2,
+                >::zeros(
+                    dev,
+                    __nd::IntoDimension::into_dimension([
+                        __rt::shape::extent("rnn", "h_axis0_len", h_axis0_len)?,
+                        __rt::shape::extent("rnn", "H", H)?,
+                    ]),
+                )?;
+                {
+                    if true && 1i64 * (H) <= 2048i64 && 1i64 * (H) <= 2048i64 {
+                        let __points: usize = 1usize;
+                        if __points > 0 {
+                            let __out = __own_h.arg_mut();
+                            let __args = [
+                                __out,
+                                x.arg(),
+                                __rt::cuda::Arg::i64(x.shape()[0] as i64),
+                                __rt::cuda::Arg::i64(x.shape()[1] as i64),
+                                w.arg(),
+                                __rt::cuda::Arg::i64(w.shape()[0] as i64),
+                                __rt::cuda::Arg::i64(w.shape()[1] as i64),
+                                (&__own_h).arg(),
+                                __rt::cuda::Arg::i64((&__own_h).shape()[0] as i64),
+                                __rt::cuda::Arg::i64((&__own_h).shape()[1] as i64),
+                                __rt::cuda::Arg::i64(T),
+                                __rt::cuda::Arg::i64(H),
+                                __rt::cuda::Arg::i64(h_axis0_len),
+                                __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
+                                __status.arg(),
+                            ];
+                            unsafe {
+                                dev.launch(
+                                    &__K2,
+                                    dev.grid_for(__points as u64, 256u32),
+                                    256u32,
+                                    &__args,
+                                )
+                            }?;
+                        }
+                    } else {
+                        let mut t: i64 = 0i64;
+                        let __end = h_axis0_len;
+                        while t < __end {
+                            if true && t == 0i64 {
+                                let __points: usize = 1usize * __rt::shape::extent("rnn", "H", H)?;
+                                if __points > 0 {
+                                    let __out = __own_h.arg_mut();
+                                    let __args = [
+                                        __out,
+                                        x.arg(),
+                                        __rt::cuda::Arg::i64(x.shape()[0] as i64),
+                                        __rt::cuda::Arg::i64(x.shape()[1] as i64),
+                                        __rt::cuda::Arg::i64(H),
+                                        __rt::cuda::Arg::i64(t),
+                                        __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
+                                        __status.arg(),
+                                    ];
+                                    unsafe {
+                                        dev.launch(
+                                            &__K0,
+                                            dev.grid_for(__points as u64, 256u32),
+                                            256u32,
+                                            &__args,
+                                        )
+                                    }?;
+                                }
+                            }
+                            if true && (1i64) <= t && t < (T) {
+                                let __points: usize = 1usize * __rt::shape::extent("rnn", "H", H)?;
+                                if __points > 0 {
+                                    let __out = __own_h.arg_mut();
+                                    let __args = [
+                                        __out,
+                                        x.arg(),
+                                        __rt::cuda::Arg::i64(x.shape()[0] as i64),
+                                        __rt::cuda::Arg::i64(x.shape()[1] as i64),
+                                        w.arg(),
+                                        __rt::cuda::Arg::i64(w.shape()[0] as i64),
+                                        __rt::cuda::Arg::i64(w.shape()[1] as i64),
+                                        (&__own_h).arg(),
+                                        __rt::cuda::Arg::i64((&__own_h).shape()[0] as i64),
+                                        __rt::cuda::Arg::i64((&__own_h).shape()[1] as i64),
+                                        __rt::cuda::Arg::i64(H),
+                                        __rt::cuda::Arg::i64(t),
+                                        __rt::cuda::Arg::i64(__own_h.shape()[1] as i64),
+                                        __status.arg(),
+                                    ];
+                                    unsafe {
+                                        dev.launch(
+                                            &__K1,
+                                            dev.grid_for(__points as u64, 256u32),
+                                            256u32,
+                                            &__args,
+                                        )
+                                    }?;
+                                }
+                            }
+                            t += 1;
+                        }
+                    }
+                }
+                let h = &__own_h;
+                __rt::shape::check_result_dim("rnn", 0, "T", T, h.shape()[0])?;
+                let __result = __own_h;
+                __status
+                    .check(
+                        "rnn",
+                        &[
+                            __rt::cuda::Site::Index("x", 0),
+                            __rt::cuda::Site::Index("x", 1),
+                            __rt::cuda::Site::Index("x", 0),
+                            __rt::cuda::Site::Index("x", 1),
+                        ],
+                    )?;
+                Ok(__result)
+            }
+        "##]],
+    );
+}
+
+#[test]
+fn gradient_and_scalar_result() {
+    check_kernels(
+        r#"
+        use std::ml::relu;
+        #[device(cuda)]
+        pub fn dense_grad(x: [f32; B, I], w: [f32; I, O], b: [f32; O], t: [f32; B, O]) -> ([f32; I, O], f32) {
+            let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
+            let loss = sum[n, o]((y[n, o] - t[n, o]) ** 2) / (B * O) as f32;
+            (@loss / @w, loss)
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `dense_grad_k0` of `dense_grad`
+            extern "C" __global__ void dense_grad_k0(float* __restrict__ __out, const float* __restrict__ b, long long __d0_b, const float* __restrict__ y_pre_mm, long long __d0_y_pre_mm, long long __d1_y_pre_mm, long long B, long long O, __ein_u64* __status) {
+                const long long __n = (B) * (O);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long o = 0LL + __r % (O); __r /= (O);
+                    const long long n = 0LL + __r;
+                    __out[__p] = (y_pre_mm[(n) * __d1_y_pre_mm + o] + b[o]);
+                }
+            }
+            // einlang: kernel `dense_grad_k1` of `dense_grad`
+            static __device__ float __ein_fn_relu_f32_dbbfe406(float x, __ein_u64* __status) {
+                return fmaxf(x, 0.0f);
+            }
+            extern "C" __global__ void dense_grad_k1(float* __restrict__ __out, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, long long B, long long O, __ein_u64* __status) {
+                const long long __n = (B) * (O);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long o_2 = 0LL + __r % (O); __r /= (O);
+                    const long long n_2 = 0LL + __r;
+                    __out[__p] = __ein_fn_relu_f32_dbbfe406(y_pre[(n_2) * __d1_y_pre + o_2], __status);
+                }
+            }
+            // einlang: kernel `dense_grad_k2` of `dense_grad`
+            extern "C" __global__ void dense_grad_k2(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
+                    __shared__ float __sh2[256];
+                    float __red1;
+                    {
+                        float __acc = (float)(0);
+                        for (long long __q = threadIdx.x; __q < (B) * (O); __q += blockDim.x) {
+                            long long __r = __q;
+                            const long long o_3 = 0LL + __r % (O); __r /= (O);
+                            const long long n_3 = 0LL + __r;
+                            do { __acc = __acc + __ein_powi<float>((y[(n_3) * __d1_y + o_3] - t[(n_3) * __d1_t + o_3]), (long long)(((int)2ULL))); } while (false);
+                        }
+                        __sh2[threadIdx.x] = __acc;
+                        __syncthreads();
+                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
+                            if (threadIdx.x < __s) { __sh2[threadIdx.x] = __sh2[threadIdx.x] + __sh2[threadIdx.x + __s]; }
+                            __syncthreads();
+                        }
+                        __red1 = __sh2[0];
+                        __syncthreads();
+                    }
+                if (blockIdx.x == 0 && threadIdx.x == 0) {
+                    __out[0] = (__red1 / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O))))));
+                }
+            }
+            // einlang: kernel `dense_grad_k3` of `dense_grad`
+            extern "C" __global__ void dense_grad_k3(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, float d_loss, __ein_u64* __status) {
+                const long long __n = (B) * (O);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long p1 = 0LL + __r % (O); __r /= (O);
+                    const long long p0 = 0LL + __r;
+                    __out[__p] = ((d_loss / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (y[(p0) * __d1_y + p1] - t[(p0) * __d1_t + p1])));
+                }
+            }
+            // einlang: kernel `dense_grad_k4` of `dense_grad`
+            extern "C" __global__ void dense_grad_k4(float* __restrict__ __out, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ d_y, long long __d0_d_y, long long __d1_d_y, long long B, long long O, __ein_u64* __status) {
+                const long long __n = (B) * (O);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long p1_2 = 0LL + __r % (O); __r /= (O);
+                    const long long p0_2 = 0LL + __r;
+                    __out[__p] = (d_y[(p0_2) * __d1_d_y + p1_2] * ((y_pre[(p0_2) * __d1_y_pre + p1_2] > 0.0f) ? 1.0f : 0.0f));
+                }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn device_functions_need_the_feature() {
+    check_error(
+        r#"
+        #[device(cuda)]
+        pub fn twice(x: [f32; N]) -> [f32; N] { let y[i] = 2.0 * x[i]; y }
+        "#,
+        &crate::Options::default(),
+        expect![[r#"
+            `#[device(cuda)]` needs the cargo feature `cuda` of `einlang`
+             = help: enable it: `einlang = { version = "0.1", features = ["cuda"] }`"#]],
+    );
+}
+
+#[test]
+fn unsupported_constructs_are_reported_at_the_function() {
+    check_error(
+        r#"
+        #[device(cuda)]
+        pub fn noisy(x: [f32; N]) -> [f32; N] {
+            print(x[0]);
+            assert(N > 0, "not empty");
+            let y[i] = x[i];
+            y
+        }
+        "#,
+        &options(),
+        expect!["`#[device(cuda)]` does not support `print` in device code yet"],
+    );
+}
+
+#[test]
+fn the_digits_mlp_training_step_runs_on_the_device() {
+    let src = r#"
+        use std::math::tanh;
+        use std::ml::log_softmax;
+        pub fn logits(x: [f32; B, I], w1: [f32; I, H], b1: [f32; H], w2: [f32; H, C], b2: [f32; C]) -> [f32; B, C] {
+            let h[n, j] = tanh(sum[i](x[n, i] * w1[i, j]) + b1[j]);
+            let z[n, c] = sum[j](h[n, j] * w2[j, c]) + b2[c];
+            z
+        }
+        pub fn batch_loss(
+            x: [f32; B, I], labels: [i64; B],
+            w1: [f32; I, H], b1: [f32; H], w2: [f32; H, C], b2: [f32; C],
+        ) -> f32 {
+            let lp = log_softmax(logits(x, w1, b1, w2, b2));
+            let l = -sum[n](lp[n, labels[n]]) / (B as f32);
+            l
+        }
+        #[device(cuda)]
+        pub fn sgd_step(
+            x: [f32; B, I], labels: [i64; B],
+            w1: [f32; I, H], b1: [f32; H], w2: [f32; H, C], b2: [f32; C],
+            lr: f32,
+        ) -> ([f32; I, H], [f32; H], [f32; H, C], [f32; C], f32) {
+            let l = batch_loss(x, labels, w1, b1, w2, b2);
+            let (gw1, gb1, gw2, gb2) = (@l / @w1, @l / @b1, @l / @w2, @l / @b2);
+            (w1 - lr * gw1, b1 - lr * gb1, w2 - lr * gw2, b2 - lr * gb2, l)
+        }
+    "#;
+    let text = kernels(src);
+    assert!(!text.contains("unsupported"), "{text}");
+    // The forward pass, the loss (one thread), softmax's backward pass with
+    // its argmax, the parameter updates.
+    assert!(text.contains("tanhf(") && text.contains("__found"), "{text}");
+}
+
+#[test]
+fn a_host_function_calling_a_device_function_is_an_error() {
+    check_error(
+        r#"
+        #[device(cuda)]
+        pub fn twice(x: [f32; N]) -> [f32; N] { let y[i] = 2.0 * x[i]; y }
+        pub fn host(x: [f32; N]) -> [f32; N] { twice(x) }
+        "#,
+        &options(),
+        expect![[r#"
+            the device function `twice` is called from host code (`host`)
+             = note: a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust"#]],
+    );
+}
+
+#[test]
+fn a_dynamic_program_in_a_circular_buffer() {
+    check_kernels(
+        r#"
+        use std::math::min;
+        #[device(cuda)]
+        pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
+            let d[0, j in 0..M + 1] = j as i32;
+            let d[i in 1..N + 1, 0] = i as i32;
+            let d[i in 1..N + 1, j in 1..M + 1] =
+                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+            d[N, M]
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `distance_k0` of `distance`
+            extern "C" __global__ void distance_k0(int* __out, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((((i)) & 1LL)) * __x1 + (j)] = ((int)(j));
+                }
+            }
+            // einlang: kernel `distance_k1` of `distance`
+            extern "C" __global__ void distance_k1(int* __out, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((((i)) & 1LL)) * __x1 + (j)] = ((int)(i));
+                }
+            }
+            // einlang: kernel `distance_k2` of `distance`
+            extern "C" __global__ void distance_k2(int* __out, const int* a, long long __d0_a, const int* b, long long __d0_b, const int* d, long long __d0_d, long long __d1_d, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((((i)) & 1LL)) * __x1 + (j)] = [&]() -> int { const int __a = [&]() -> int { const int __a = ((int)((__ein_u64)(d[(((((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) & 1LL)) * __d1_d + j]) + (__ein_u64)(((int)1ULL)))); const int __b = ((int)((__ein_u64)(d[(((i) & 1LL)) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((int)1ULL)))); return __a < __b ? __a : __b; }(); const int __b = ((int)((__ein_u64)(d[(((((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) & 1LL)) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((a[((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))] == b[((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) ? ((int)0ULL) : ((int)1ULL))))); return __a < __b ? __a : __b; }();
+                }
+            }
+            // einlang: kernel `distance_k3` of `distance`
+            extern "C" __global__ void distance_k3(int* __out, long long __outer, long long __along, long long __inner, long long __slot, __ein_u64* __status) {
+                const long long __n = __outer * __inner;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((__p / __inner) * __along + __slot) * __inner + __p % __inner] = (int)0;
+                }
+            }
+            // einlang: kernel `distance_k4` of `distance`
+            extern "C" __global__ void distance_k4(int* __restrict__ __out, const int* __restrict__ d, long long __d0_d, long long __d1_d, long long N, long long M, __ein_u64* __status) {
+                if (blockIdx.x == 0 && threadIdx.x == 0) {
+                    __out[0] = d[(((N) & 1LL)) * __d1_d + M];
+                }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_dynamic_program_walks_anti_diagonals() {
+    check_kernels(
+        r#"
+        use std::math::min;
+        #[device(cuda)]
+        pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
+            let d[0, j in 0..M + 1] = j as i32;
+            let d[i in 1..N + 1, 0] = i as i32;
+            let d[i in 1..N + 1, j in 1..M + 1] =
+                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+            d
+        }
+        "#,
+        expect![[r#"
+            // einlang: kernel `table_k0` of `table`
+            extern "C" __global__ void table_k0(int* __out, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((i)) * __x1 + (j)] = ((int)(j));
+                }
+            }
+            // einlang: kernel `table_k1` of `table`
+            extern "C" __global__ void table_k1(int* __out, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((i)) * __x1 + (j)] = ((int)(i));
+                }
+            }
+            // einlang: kernel `table_k2` of `table`
+            extern "C" __global__ void table_k2(int* __out, const int* a, long long __d0_a, const int* b, long long __d0_b, const int* d, long long __d0_d, long long __d1_d, long long i, long long j, long long __x1, __ein_u64* __status) {
+                const long long __n = 1LL;
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[((i)) * __x1 + (j)] = [&]() -> int { const int __a = [&]() -> int { const int __a = ((int)((__ein_u64)(d[(((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) * __d1_d + j]) + (__ein_u64)(((int)1ULL)))); const int __b = ((int)((__ein_u64)(d[(i) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((int)1ULL)))); return __a < __b ? __a : __b; }(); const int __b = ((int)((__ein_u64)(d[(((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((a[((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))] == b[((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) ? ((int)0ULL) : ((int)1ULL))))); return __a < __b ? __a : __b; }();
+                }
+            }
+            // einlang: kernel `table_k3` of `table`
+            extern "C" __global__ void table_k3(int* __out, const int* a, long long __d0_a, const int* b, long long __d0_b, const int* d, long long __d0_d, long long __d1_d, long long N, long long M, long long d_axis0_len, long long d_axis1_len, long long __x1, __ein_u64* __status) {
+                const long long __n0 = (d_axis0_len) - 0LL, __n1 = (d_axis1_len) - 0LL;
+                for (long long __d = 0; __n0 > 0 && __n1 > 0 && __d < __n0 + __n1 - 1; ++__d) {
+                    const long long __lo = __d - (__n1 - 1) > 0 ? __d - (__n1 - 1) : 0;
+                    const long long __hi = __d < __n0 - 1 ? __d : __n0 - 1;
+                    for (long long __c = __lo + threadIdx.x; __c <= __hi; __c += blockDim.x) {
+                        const long long i = 0LL + __c;
+                        const long long j = 0LL + (__d - __c);
+                        if ((i) == 0LL && 0LL <= (j) && (j) < (M + 1LL)) {
+                            for (long long __p = 0; __p < 1LL; ++__p) {
+                                __out[((i)) * __x1 + (j)] = ((int)(j));
+                            }
+                        }
+                        if ((1LL) <= (i) && (i) < (N + 1LL) && (j) == 0LL) {
+                            for (long long __p = 0; __p < 1LL; ++__p) {
+                                __out[((i)) * __x1 + (j)] = ((int)(i));
+                            }
+                        }
+                        if ((1LL) <= (i) && (i) < (N + 1LL) && (1LL) <= (j) && (j) < (M + 1LL)) {
+                            for (long long __p = 0; __p < 1LL; ++__p) {
+                                __out[((i)) * __x1 + (j)] = [&]() -> int { const int __a = [&]() -> int { const int __a = ((int)((__ein_u64)(d[(((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) * __d1_d + j]) + (__ein_u64)(((int)1ULL)))); const int __b = ((int)((__ein_u64)(d[(i) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((int)1ULL)))); return __a < __b ? __a : __b; }(); const int __b = ((int)((__ein_u64)(d[(((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))) * __d1_d + ((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) + (__ein_u64)(((a[((long long)((__ein_u64)(i) - (__ein_u64)(((long long)1ULL))))] == b[((long long)((__ein_u64)(j) - (__ein_u64)(((long long)1ULL))))]) ? ((int)0ULL) : ((int)1ULL))))); return __a < __b ? __a : __b; }();
+                            }
+                        }
+                    }
+                    __syncthreads();
+                }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn asserts_are_checked_on_the_host() {
+    check_glue(
+        r#"
+        #[device(cuda)]
+        pub fn positive(x: [f32; N]) -> f32 {
+            assert(sum[i](x[i]) > 0.0, "the sum is positive");
+            N as f32
+        }
+        "#,
+        "positive",
+        expect![[r##"
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                unused_unsafe,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn positive(
+                dev: &::einlang::__private::cuda::Device,
+                x: &::einlang::__private::cuda::Tensor<f32, ::einlang::__private::ndarray::Ix1>,
+            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                const __K0: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "positive_k0",
+                    function: "positive",
+                    source: "<source of positive_k0>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K0
+                }
+                x.check_device("positive", "x", dev)?;
+                let N: i64 = x.shape()[0] as i64;
+                let __status = dev.status()?;
+                if !({
+                    let mut __scalar = __rt::cuda::Tensor::<
+                        bool,
+                        __nd::Ix0,
+                    >::zeros(dev, __nd::Ix0())?;
+                    let __points: usize = 1usize;
+                    if __points > 0 {
+                        let __out = __scalar.arg_mut();
+                        let __args = [
+                            __out,
+                            x.arg(),
+                            __rt::cuda::Arg::i64(x.shape()[0] as i64),
+                            __rt::cuda::Arg::i64(N),
+                            __status.arg(),
+                        ];
+                        unsafe {
+                            dev.launch(&__K0, dev.grid_for(__points as u64, 256u32), 256u32, &__args)
+                        }?;
+                    }
+                    __status.check("positive", &[])?;
+                    __scalar.into_scalar()?
+                }) {
+                    return ::core::result::Result::Err(
+                        __rt::shape::assert_failed("positive", "the sum is positive"),
+                    );
+                }
+                let __result = (N as f32);
+                __status.check("positive", &[])?;
+                Ok(__result)
+            }
+        "##]],
+    );
+}
