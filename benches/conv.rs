@@ -71,46 +71,79 @@ fn im2col(x: &Array4<f32>, kh: usize, kw: usize, pad: usize) -> Array2<f32> {
     cols
 }
 
-/// `cols · k^T`, back in `[n, o, y, x]` order with the bias.
+/// The classic layout (Caffe's, onnxruntime's): per image, columns `[(c,
+/// r, s), (y, x)]` built from runs of image rows, then `k · cols` written
+/// straight into the image's `[o, y, x]` output, which starts as the bias;
+/// images in parallel.
 fn conv_gemm(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize) -> Array4<f32> {
-    let (n, _, h, w) = x.dim();
-    let (o, c, kh, kw) = k.dim();
+    let (n, c, h, w) = x.dim();
+    let (o, _, kh, kw) = k.dim();
     let (oh, ow) = (h + 2 * pad - kh + 1, w + 2 * pad - kw + 1);
-    let cols = im2col(x, kh, kw, pad);
     let km = k.view().into_shape_with_order((o, c * kh * kw)).expect("standard layout kernel");
-    let mut prod = Array2::<f32>::zeros((n * oh * ow, o));
-    general_mat_mul(1.0, &cols, &km.t(), 0.0, &mut prod);
-    let ps = prod.as_slice().expect("standard layout");
     let mut y = Array4::<f32>::zeros((n, o, oh, ow));
     y.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(nn, mut img)| {
-        let img = img.as_slice_mut().expect("standard layout");
-        let rows = &ps[nn * oh * ow * o..][..oh * ow * o];
-        for (oo, plane) in img.chunks_exact_mut(oh * ow).enumerate() {
-            for (p, v) in plane.iter_mut().enumerate() {
-                *v = rows[p * o + oo] + bias[oo];
+        let xs = x.index_axis(Axis(0), nn);
+        let xs = xs.as_slice().expect("standard layout");
+        let mut cols = Array2::<f32>::zeros((c * kh * kw, oh * ow));
+        for (row, mut out) in cols.axis_iter_mut(Axis(0)).enumerate() {
+            let out = out.as_slice_mut().expect("standard layout");
+            let (cc, r, s) = (row / (kh * kw), row / kw % kh, row % kw);
+            for i in 0..oh {
+                let ih = (i + r) as isize - pad as isize;
+                if ih < 0 || ih as usize >= h {
+                    continue;
+                }
+                let src = &xs[(cc * h + ih as usize) * w..][..w];
+                let dst = &mut out[i * ow..][..ow];
+                // Output columns j read image column j + s - pad.
+                let lo = pad.saturating_sub(s);
+                let hi = ow.min(w + pad - s);
+                if lo < hi {
+                    dst[lo..hi].copy_from_slice(&src[lo + s - pad..hi + s - pad]);
+                }
             }
         }
+        for (oo, mut plane) in img.axis_iter_mut(Axis(0)).enumerate() {
+            plane.fill(bias[oo]);
+        }
+        let mut out = img.into_shape_with_order((o, oh * ow)).expect("standard layout");
+        general_mat_mul(1.0, &km, &cols, 1.0, &mut out);
     });
     y
 }
 
-/// The kernel gradient by im2col: `dy` as `[o, (n, i, j)]` times the
-/// input's columns.
+/// The kernel gradient by im2col, per image in parallel: `dy[n]` as `[o,
+/// (y, x)]` times the image's columns `[(y, x), (c, r, s)]` (rows of the
+/// classic layout's transpose), the images' products summed.
 fn kernel_grad_gemm(x: &Array4<f32>, dy: &Array4<f32>) -> Array4<f32> {
-    let (n, c, _, _) = x.dim();
+    let (n, c, h, w) = x.dim();
     let (_, o, p, q) = dy.dim();
-    let cols = im2col(x, 3, 3, 0);
-    let ds = dy.as_slice().expect("standard layout");
-    let mut dym = Array2::<f32>::zeros((o, n * p * q));
-    dym.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(oo, mut row)| {
-        let row = row.as_slice_mut().expect("standard layout");
-        for nn in 0..n {
-            row[nn * p * q..][..p * q].copy_from_slice(&ds[(nn * o + oo) * p * q..][..p * q]);
-        }
-    });
-    let mut prod = Array2::<f32>::zeros((o, c * 9));
-    general_mat_mul(1.0, &dym, &cols, 0.0, &mut prod);
-    prod.into_shape_with_order((o, c, 3, 3)).expect("contiguous")
+    let parts: Vec<Array2<f32>> = (0..n)
+        .into_par_iter()
+        .map(|nn| {
+            let xs = x.index_axis(Axis(0), nn);
+            let xs = xs.as_slice().expect("standard layout");
+            // cols[(c, r, s), (y, x)] = x[c, y + r, x + s]
+            let mut cols = Array2::<f32>::zeros((c * 9, p * q));
+            for (row, mut out) in cols.axis_iter_mut(Axis(0)).enumerate() {
+                let out = out.as_slice_mut().expect("standard layout");
+                let (cc, r, s) = (row / 9, row / 3 % 3, row % 3);
+                for i in 0..p {
+                    out[i * q..][..q].copy_from_slice(&xs[(cc * h + i + r) * w + s..][..q]);
+                }
+            }
+            let dyn_ = dy.index_axis(Axis(0), nn);
+            let dym = dyn_.into_shape_with_order((o, p * q)).expect("standard layout");
+            let mut part = Array2::<f32>::zeros((o, c * 9));
+            general_mat_mul(1.0, &dym, &cols.t(), 0.0, &mut part);
+            part
+        })
+        .collect();
+    let mut sum = Array2::<f32>::zeros((o, c * 9));
+    for part in parts {
+        sum += &part;
+    }
+    sum.into_shape_with_order((o, c, 3, 3)).expect("contiguous")
 }
 
 fn data4(a: usize, b: usize, c: usize, d: usize, seed: u64) -> Array4<f32> {

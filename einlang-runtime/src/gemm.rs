@@ -49,9 +49,38 @@ where
     covers(function, &b, k, n)?;
     // Results are in standard layout whatever the operands' layouts.
     let mut out = Array2::<T>::zeros((m, n));
-    general_mat_mul(T::one(), &a.slice(s![..m, ..k]), &b.slice(s![..k, ..n]), T::zero(), &mut out);
+    let (a, b) = (a.slice(s![..m, ..k]), b.slice(s![..k, ..n]));
+    // One GEMM runs on one thread: a large product is cut into blocks of
+    // rows (or of columns, when it has few rows), one per thread.
+    let threads = rayon::current_num_threads();
+    let work = m.saturating_mul(n).saturating_mul(k);
+    if threads > 1 && work >= PARALLEL_WORK {
+        if m >= n.min(threads * BLOCK_MIN) {
+            let rows = m.div_ceil(threads).max(BLOCK_MIN);
+            out.axis_chunks_iter_mut(Axis(0), rows).into_par_iter().enumerate().for_each(|(i, mut c)| {
+                let lo = i * rows;
+                let a = a.slice(s![lo..lo + c.nrows(), ..]);
+                general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
+            });
+        } else {
+            let cols = n.div_ceil(threads).max(BLOCK_MIN);
+            out.axis_chunks_iter_mut(Axis(1), cols).into_par_iter().enumerate().for_each(|(j, mut c)| {
+                let lo = j * cols;
+                let b = b.slice(s![.., lo..lo + c.ncols()]);
+                general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
+            });
+        }
+    } else {
+        general_mat_mul(T::one(), &a, &b, T::zero(), &mut out);
+    }
     Ok(out)
 }
+
+/// Multiply-adds above which a product is split across threads.
+const PARALLEL_WORK: usize = 1 << 21;
+
+/// The fewest rows (or columns) of a block of a split product.
+const BLOCK_MIN: usize = 32;
 
 /// Batched product: `out[p] = a[p, ..m, ..k] · b[p, ..k, ..n]` for `p < batch`.
 pub fn batched_matmul<T>(
@@ -106,6 +135,20 @@ mod tests {
         let both_transposed = matmul("f", 4, 6, 5, b.t(), a.t()).unwrap();
         assert!(both_transposed.is_standard_layout());
         assert_eq!(both_transposed, naive(&a.view(), &b, 6, 4, 5).t());
+    }
+
+    #[test]
+    fn a_large_product_split_across_threads_matches_loops() {
+        // Tall (split by rows) and wide (split by columns), one operand
+        // transposed, on four threads.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        for (m, n, k) in [(301, 40, 190), (40, 333, 200)] {
+            let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 5.0);
+            let bt = Array::from_shape_fn((n, k), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.5);
+            let got = pool.install(|| matmul("f", m as i64, n as i64, k as i64, a.view(), bt.t()).unwrap());
+            assert!(got.is_standard_layout());
+            assert_eq!(got, naive(&a.view(), &bt.t(), m, n, k));
+        }
     }
 
     #[test]
