@@ -40,13 +40,15 @@
 use std::collections::{HashMap, HashSet};
 
 use super::gemm::{recost, rename, replace_at};
-use crate::base::dim::Dim;
+use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::cost::expr_cost;
 use crate::ir::validate::visit_var_uses;
 use crate::ir::visit;
-use crate::ir::{Axis, Expr, ExprKind, Function, Gemm, Literal, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
+use crate::ir::{
+    Axis, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry,
+};
 
 /// Rewrites every qualifying definition of `f`, wherever it is.
 pub fn run(f: &mut Function) {
@@ -365,6 +367,16 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     let to_q = fresh(f, &outer);
     let mut q_body = match cond {
         Some(cond) => {
+            // A padded read: the guard keeps it in bounds.
+            let mut q = q;
+            let ranges: HashMap<VarId, Dim> = c
+                .batch
+                .iter()
+                .chain(&c.rows)
+                .map(|a| (a.index, a.extent.clone()))
+                .chain(loops.iter().map(|l| (l.index, l.end.clone())))
+                .collect();
+            uncheck_guarded(f, &ranges, &cond, &mut q);
             let zero = Expr { kind: ExprKind::Lit(Literal::Float("0.0".into())), ty: Repr::Scalar(elem) };
             Expr {
                 kind: ExprKind::If { cond: Box::new(cond), then: Box::new(q), els: Box::new(zero) },
@@ -553,6 +565,82 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
         Stmt::Gemm(gemm),
         Stmt::Reshape { var: yp, source: ym, elem, dims: b_ext.into_iter().chain(r_ext).chain(c_ext).collect() },
     ]
+}
+
+/// Marks the checked reads of `e` whose every index `i` is in bounds: the
+/// condition `cond` (a conjunction) bounds it by `0 <= i` and `i < n`, or
+/// it is a variable of `ranges` (which run from 0) whose extent is `n`,
+/// with `n` the axis's length: the tensor's `len`, or a dimension bound to
+/// (or checked equal to) that axis of a parameter at entry.
+fn uncheck_guarded(f: &Function, ranges: &HashMap<VarId, Dim>, cond: &Expr, e: &mut Expr) {
+    let mut facts = Vec::new();
+    conjuncts(cond, &mut facts);
+    let lower = |i: &Expr| {
+        facts.iter().any(|c| match &c.kind {
+            ExprKind::Binary(BinOp::Ge, x, z) => **x == *i && is_int_zero(z),
+            ExprKind::Binary(BinOp::Le, z, x) => **x == *i && is_int_zero(z),
+            _ => false,
+        })
+    };
+    let upper = |i: &Expr, tensor: VarId, axis: usize| {
+        facts.iter().any(|c| match &c.kind {
+            ExprKind::Binary(BinOp::Lt, x, n) => **x == *i && is_length(f, n, tensor, axis),
+            ExprKind::Binary(BinOp::Gt, n, x) => **x == *i && is_length(f, n, tensor, axis),
+            _ => false,
+        })
+    };
+    let ranged = |i: &Expr, tensor: VarId, axis: usize| match &i.kind {
+        ExprKind::Var(v) => ranges.get(v).is_some_and(|d| {
+            let n = Expr { kind: ExprKind::Dim(d.clone()), ty: Repr::Scalar(ScalarKind::I64) };
+            is_length(f, &n, tensor, axis)
+        }),
+        _ => false,
+    };
+    if let ExprKind::Read { tensor, indices, checked } = &mut e.kind {
+        let proven = |(axis, i): (usize, &Expr)| ranged(i, *tensor, axis) || (lower(i) && upper(i, *tensor, axis));
+        if *checked && indices.iter().enumerate().all(proven) {
+            *checked = false;
+        }
+        return;
+    }
+    // Only through expressions that bind nothing, so an index means the
+    // same here as in the condition.
+    if matches!(e.kind, ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..)) {
+        visit::for_each_child_mut(e, &mut |c| uncheck_guarded(f, ranges, cond, c));
+    }
+}
+
+fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match &e.kind {
+        ExprKind::Binary(BinOp::And, a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        _ => out.push(e),
+    }
+}
+
+fn is_int_zero(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Lit(Literal::Int(0)))
+}
+
+/// Whether `n` is the length of axis `axis` of `tensor`.
+fn is_length(f: &Function, n: &Expr, tensor: VarId, axis: usize) -> bool {
+    let d = match &n.kind {
+        ExprKind::Len { tensor: t, axis: a } => return *t == tensor && *a == axis,
+        ExprKind::Var(v) => Dim::var(DimVar(v.0)),
+        ExprKind::Dim(d) => d.clone(),
+        _ => return false,
+    };
+    f.params.contains(&tensor)
+        && f.entry.iter().any(|c| match c {
+            EntryCheck::BindDim { dim, param, path, axis: a } => {
+                *param == tensor && path.is_empty() && *a == axis && d == Dim::var(DimVar(dim.0))
+            }
+            EntryCheck::CheckDim { param, path, axis: a, expected, .. } => {
+                *param == tensor && path.is_empty() && *a == axis && d == *expected
+            }
+        })
 }
 
 /// Whether evaluating `e` may return an error: a checked read, a view, a

@@ -293,3 +293,24 @@ fn packed_operands_keep_the_longer_run_innermost() {
     assert!(out.contains("tensor dk_cols[c_2 in 0..C, r_2 in 0..3, s_2 in 0..3, n in 0..N, i in 0.."), "{out}");
     assert!(out.contains("gemm dk_prod_m = dk_cols_m[0, 1] x dk_kern_m[0, 1]"), "{out}");
 }
+
+/// A padded read that its guard keeps in bounds is unchecked in the packed
+/// copy; a guard that does not bound it leaves it checked.
+#[test]
+fn a_guard_that_bounds_a_padded_read_unchecks_it() {
+    let padded = |upper: &str| {
+        hoisted(&format!(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {{
+                let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                    if ih >= 0 && ih < {upper} && iw >= 0 && iw < W {{ x[n, c, ih, iw] * k[o, c, r, s] }} else {{ 0.0 }}
+                    where ih = i + r - 1, iw = j + s - 1
+                );
+                y
+            }}"
+        ))
+    };
+    let out = padded("H");
+    assert!(out.contains("{ read x[n_2, c, ih, iw] unchecked }"), "{out}");
+    let out = padded("H + 1");
+    assert!(out.contains("{ read x[n_2, c, ih, iw] checked }"), "{out}");
+}
