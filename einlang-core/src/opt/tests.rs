@@ -255,3 +255,110 @@ fn reductions_that_may_fail_or_depend_on_every_axis_stay() {
         "pub fn w(x: [f32; N, M]) -> [f32; N, M] { let y[i, j] = x[i, j] / sum[k](x[i, k]) where i <= j; y }",
     );
 }
+
+/// The IR of `src` after the one pass `pass` (and none other).
+fn after_pass(src: &str, pass: fn(&mut ir::Function)) -> String {
+    let mut p = lowered(src);
+    for f in &mut p.fns {
+        pass(f);
+    }
+    if let Err(e) = ir::validate::validate(&p) {
+        panic!("invalid after the pass: {e}\n{}", ir::pretty::pretty_program(&p));
+    }
+    ir::pretty::pretty_program(&p)
+}
+
+fn check_hoist(src: &str, expect: Expect) {
+    expect.assert_eq(&after_pass(src, super::hoist::run));
+}
+
+/// Softmax written inline: the maximum in the sum's body does not depend
+/// on the sum's loop, so it is computed once per row too, and it is the
+/// same as the numerator's, so both read one temporary.
+#[test]
+fn invariant_reduction_inside_a_sum_moves_out_and_is_shared() {
+    check_hoist(
+        "pub fn sm(x: [f32; N, C]) -> [f32; N, C] {
+            let y[n, c] = std::math::exp(x[n, c] - max[j](x[n, j])) / sum[k](std::math::exp(x[n, k] - max[j](x[n, j])));
+            y
+        }",
+        expect![[r#"
+            pub fn sm(x: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                tensor y_red[n_2 in 0..N]: f32 (cost 257) = max[j in 0..C] read x[n_2, j] unchecked
+                tensor y_red_2[n_3 in 0..N]: f32 (cost 769) = sum[k in 0..C] exp((read x[n_3, k] unchecked) - (read y_red[n_3] unchecked))
+                tensor y[n in 0..N, c in 0..C]: f32 (cost 14) = exp((read x[n, c] unchecked) - (read y_red[n] unchecked)) / (read y_red_2[n] unchecked)
+                result y
+            }
+        "#]],
+    );
+}
+
+/// A reduction equal to an earlier definition (up to index names) reads
+/// it, and a scalar `let` shares its maximum the same way.
+#[test]
+fn reductions_equal_to_earlier_statements_read_them() {
+    check_hoist(
+        "pub fn sm(x: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](x[n, c]);
+            let y[n, c] = std::math::exp(x[n, c] - max[j](x[n, j])) / sum[k](std::math::exp(x[n, k] - m[n]));
+            y
+        }
+        pub fn lse(x: [f64; N]) -> f64 {
+            let z = std::math::ln(sum[i](std::math::exp(x[i] - max[j](x[j])))) + max[j](x[j]);
+            z
+        }",
+        expect![[r#"
+            pub fn sm(x: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                tensor m[n in 0..N]: f32 (cost 257) = max[c in 0..C] read x[n, c] unchecked
+                tensor y_red[n_3 in 0..N]: f32 (cost 769) = sum[k in 0..C] exp((read x[n_3, k] unchecked) - (read m[n_3] unchecked))
+                tensor y[n_2 in 0..N, c_2 in 0..C]: f32 (cost 14) = exp((read x[n_2, c_2] unchecked) - (read m[n_2] unchecked)) / (read y_red[n_2] unchecked)
+                result y
+            }
+
+            pub fn lse(x: tensor<f64, 1>) -> f64 {
+                bind N = x.shape[0]
+                let z_red: f64 = max[j in 0..N] read x[j] unchecked
+                let z: f64 = ln(sum[i in 0..N] exp((read x[i] unchecked) - z_red)) + z_red
+                result z
+            }
+        "#]],
+    );
+}
+
+/// What stays inside a sum: a reduction reading the sum's variable, one
+/// under the sum's guard, and one over a range that depends on the sum's
+/// variable; a reduction that only looks the same (other ranges, another
+/// tensor) is not shared.
+#[test]
+fn dependent_or_guarded_inner_reductions_stay() {
+    let src = "pub fn a(x: [f32; N, N]) -> [f32; N] {
+            let y[i] = sum[k](x[i, k] * max[j](x[k, j]));
+            y
+        }
+        pub fn b(x: [f32; N, N]) -> [f32; N] {
+            let y[i] = sum[k](x[i, k] * max[j](x[i, j]) where k > 0);
+            y
+        }
+        pub fn c(x: [f32; N, N]) -> [f32; N] {
+            let y[i] = sum[k](x[i, k] * max[j in 0..k](x[i, j]));
+            y
+        }";
+    let before = ir::pretty::pretty_program(&lowered(src));
+    assert_eq!(after_pass(src, super::hoist::run), before);
+    let out = after_pass(
+        "pub fn d(x: [f32; N, C], w: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](w[n, c]);
+            let y[n, c] = x[n, c] - max[j](x[n, j]);
+            y
+        }",
+        super::hoist::run,
+    );
+    assert!(
+        out.contains("tensor y_red[n_3 in 0..N]: f32 (cost 257) = max[j in 0..C] read x[n_3, j] unchecked"),
+        "{out}"
+    );
+}
