@@ -213,20 +213,24 @@ fn conv_case(c: usize, hw: usize, o: usize, kk: usize) -> Case {
 }
 
 /// The softmax baseline: one pass per row (in parallel over rows) for the
-/// maximum, one that writes `exp` and sums it, one that scales.
+/// maximum, one that writes `exp` and sums it, one that scales; the output
+/// is not zeroed first.
 fn softmax_fused(x: &Array2<f32>) -> Array2<f32> {
-    let mut y = Array2::<f32>::zeros(x.raw_dim());
+    let mut y = Array2::<f32>::uninit(x.raw_dim());
     y.axis_iter_mut(Axis(0)).into_par_iter().zip(x.axis_iter(Axis(0))).for_each(|(mut out, row)| {
         let m = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
         let mut total = 0.0f32;
         for (o, v) in out.iter_mut().zip(row.iter()) {
-            *o = (v - m).exp();
-            total += *o;
+            let e = (v - m).exp();
+            o.write(e);
+            total += e;
         }
         let inv = 1.0 / total;
-        out.iter_mut().for_each(|o| *o *= inv);
+        // SAFETY: every element of the row was written above.
+        out.iter_mut().for_each(|o| unsafe { *o.assume_init_mut() *= inv });
     });
-    y
+    // SAFETY: every row was written in full.
+    unsafe { y.assume_init() }
 }
 
 type Softmax = fn(&Array2<f32>) -> Array2<f32>;

@@ -140,7 +140,7 @@ fn hoist_from(
 }
 
 /// The expression at `path` below `e`.
-fn at_path<'a>(e: &'a Expr, path: &[usize]) -> Option<&'a Expr> {
+pub(super) fn at_path<'a>(e: &'a Expr, path: &[usize]) -> Option<&'a Expr> {
     let Some((&i, rest)) = path.split_first() else { return Some(e) };
     let mut n = 0;
     let mut child = None;
@@ -228,7 +228,7 @@ fn hoistable(e: &Expr, axes: &[VarId], inner: &HashSet<VarId>) -> Option<(Vec<Va
 /// Whether `e` is made only of what cannot fail (see the module docs);
 /// records the variables it reads. Dimensions must not mention an axis or
 /// a loop variable around it.
-fn pure_float(e: &Expr, axes: &HashSet<VarId>, inner: &HashSet<VarId>, reads: &mut HashSet<VarId>) -> bool {
+pub(super) fn pure_float(e: &Expr, axes: &HashSet<VarId>, inner: &HashSet<VarId>, reads: &mut HashSet<VarId>) -> bool {
     let mentions = |d: &Dim| d.vars().iter().any(|v| axes.contains(&VarId(v.0)) || inner.contains(&VarId(v.0)));
     let own = match &e.kind {
         ExprKind::Lit(_) => true,
@@ -281,7 +281,7 @@ fn same_values(s: &Stmt, red: &Expr, axes: &[Axis], used: &[VarId]) -> Option<Va
 /// standing for `b`'s; the variables of corresponding loops are added to
 /// it. Only pure arithmetic is compared (anything else is unequal), and
 /// dimensions must be equal and mention no mapped variable.
-fn alpha_eq(a: &Expr, b: &Expr, map: &mut HashMap<VarId, VarId>) -> bool {
+pub(super) fn alpha_eq(a: &Expr, b: &Expr, map: &mut HashMap<VarId, VarId>) -> bool {
     if a.ty != b.ty {
         return false;
     }

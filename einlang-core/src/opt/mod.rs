@@ -2,8 +2,11 @@
 //!
 //! Lowering states what the program computes; the passes here choose how
 //! it is computed where that choice does not depend on the back end: which
-//! definitions are matrix products (`gemm`), and which reductions are
-//! computed once per point of the axes they depend on (`hoist`). Each pass
+//! definitions are matrix products (`gemm`), which reductions are
+//! computed once per point of the axes they depend on or shared with an
+//! earlier statement (`hoist`), which definitions read once are computed
+//! where they are read (`inline`), and which definitions are computed row
+//! by row inside the definition they feed (`rows`). Each pass
 //! is small, rewrites one function at a time, and leaves a valid program:
 //! `optimize` validates the IR after every pass, and the driver reports a
 //! failure as an internal compiler error naming the pass.
@@ -13,6 +16,8 @@
 
 pub mod gemm;
 pub mod hoist;
+pub mod inline;
+pub mod rows;
 
 #[cfg(test)]
 mod tests;
@@ -20,7 +25,7 @@ mod tests;
 use crate::ir;
 
 /// The passes, in the order they run.
-const PASSES: &[Pass] = &[("gemm", gemm::run), ("hoist", hoist::run)];
+const PASSES: &[Pass] = &[("gemm", gemm::run), ("hoist", hoist::run), ("inline", inline::run), ("rows", rows::run)];
 
 /// A pass: its name (for errors) and what it does to one function.
 type Pass = (&'static str, fn(&mut ir::Function));

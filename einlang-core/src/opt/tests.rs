@@ -211,10 +211,10 @@ fn unproven_reads_are_no_gemm() {
     );
 }
 
-/// The passes' output for `src`, checked to hold (or not) a hoisted
-/// temporary.
+/// The hoisting pass's output for `src`, checked to hold (or not) a
+/// hoisted temporary.
 fn hoisted(src: &str) -> String {
-    ir::pretty::pretty_program(&optimized(src))
+    after_pass(src, super::hoist::run)
 }
 
 #[test]
@@ -360,5 +360,116 @@ fn dependent_or_guarded_inner_reductions_stay() {
     assert!(
         out.contains("tensor y_red[n_3 in 0..N]: f32 (cost 257) = max[j in 0..C] read x[n_3, j] unchecked"),
         "{out}"
+    );
+}
+
+fn check_rows(src: &str, expect: Expect) {
+    expect.assert_eq(&after_pass(src, super::rows::run));
+}
+
+/// A row-wise pipeline joins the definition at its end: rank-one members
+/// are scalars per row, the others rows of their own.
+#[test]
+fn a_pipeline_is_computed_row_by_row() {
+    check_rows(
+        "pub fn sm(x: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](x[n, c]);
+            let e[n, c] = std::math::exp(x[n, c] - m[n]);
+            let s[n] = sum[k](e[n, k]);
+            let y[n, c] = e[n, c] / s[n];
+            y
+        }",
+        expect![[r#"
+            pub fn sm(x: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                rows of y, once per n_4:
+                    let m: f32 = max[c in 0..C] read x[n_4, c] unchecked
+                    tensor e[c_2 in 0..C]: f32 (cost 10) = exp((read x[n_4, c_2] unchecked) - m)
+                    let s: f32 = sum[k in 0..C] read e[k] unchecked
+                    tensor y[n_4 in 0..N, c_3 in 0..C]: f32 (cost 464) = (read e[c_3] unchecked) / s
+                result y
+            }
+        "#]],
+    );
+}
+
+/// A term of the value that the sum before it also computes is a row
+/// tensor both read.
+#[test]
+fn a_term_shared_with_a_sum_is_computed_once() {
+    check_rows(
+        "pub fn sm(x: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](x[n, c]);
+            let s[n] = sum[k](std::math::exp(x[n, k] - m[n]));
+            let y[n, c] = std::math::exp(x[n, c] - m[n]) / s[n];
+            y
+        }",
+        expect![[r#"
+            pub fn sm(x: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                rows of y, once per n_3:
+                    let m: f32 = max[c in 0..C] read x[n_3, c] unchecked
+                    tensor y_term[c_3 in 0..C]: f32 (cost 10) = exp((read x[n_3, c_3] unchecked) - m)
+                    let s: f32 = sum[k in 0..C] read y_term[k] unchecked
+                    tensor y[n_3 in 0..N, c_2 in 0..C]: f32 (cost 464) = (read y_term[c_2] unchecked) / s
+                result y
+            }
+        "#]],
+    );
+}
+
+/// A definition read at another row, or used outside the pipeline, stays
+/// a whole tensor; the rest of the pipeline still fuses.
+#[test]
+fn producers_read_elsewhere_stay_whole() {
+    check_rows(
+        "pub fn a(x: [f64; N, C]) -> [f64; N, C] {
+            let e[n, c] = std::math::exp(x[n, c]);
+            let s[n] = sum[k](e[n, k]);
+            let y[n, c] = e[n, c] - e[0, c] + s[n];
+            y
+        }
+        pub fn b(x: [f64; N, C]) -> ([f64; N, C], [f64; N, C]) {
+            let e[n, c] = std::math::exp(x[n, c]);
+            let y[n, c] = e[n, c] + 1.0;
+            (y, e)
+        }
+        pub fn c(x: [f64; N, C], k: [i64; N, C]) -> [f64; N, C] {
+            let e[n, c] = x[n, c] * 2.0;
+            let y[n, c] = e[n, c] + x[n, k[n, c]];
+            y
+        }",
+        expect![[r#"
+            pub fn a(x: tensor<f64, 2>) -> tensor<f64, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                tensor e[n in 0..N, c in 0..C]: f64 (cost 8) = exp(read x[n, c] unchecked)
+                rows of y, once per n_3:
+                    let s: f64 = sum[k in 0..C] read e[n_3, k] unchecked
+                    tensor y[n_3 in 0..N, c_2 in 0..C]: f64 (cost 266) = ((read e[n_3, c_2] unchecked) - (read e[0i64, c_2] checked)) + s
+                result y
+            }
+
+            pub fn b(x: tensor<f64, 2>) -> (tensor<f64, 2>, tensor<f64, 2>) {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                tensor e[n in 0..N, c in 0..C]: f64 (cost 8) = exp(read x[n, c] unchecked)
+                tensor y[n_2 in 0..N, c_2 in 0..C]: f64 (cost 5) = (read e[n_2, c_2] unchecked) + 1.0f64
+                result (y, e)
+            }
+
+            pub fn c(x: tensor<f64, 2>, k: tensor<i64, 2>) -> tensor<f64, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                check k.shape[0] == N ("N")
+                check k.shape[1] == C ("C")
+                rows of y, once per n_2:
+                    tensor e[c in 0..C]: f64 (cost 5) = (read x[n_2, c] unchecked) * 2.0f64
+                    tensor y[n_2 in 0..N, c_2 in 0..C]: f64 (cost 13) = (read e[c_2] unchecked) + (read x[n_2, read k[n_2, c_2] unchecked] checked)
+                result y
+            }
+        "#]],
     );
 }

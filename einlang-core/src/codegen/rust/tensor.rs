@@ -29,7 +29,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, types, Bug, FnCx, Ownership};
-use crate::ir::{Axis, Gemm, Repr, TensorDef};
+use crate::ir::{Axis, Gemm, Repr, Rows, Stmt, TensorDef};
 
 impl FnCx<'_> {
     /// A GEMM-shaped definition: one call of the runtime's matrix product
@@ -65,6 +65,19 @@ impl FnCx<'_> {
     }
 
     pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
+        self.tensor_with_prelude(def, &[])
+    }
+
+    /// A definition with a row prelude: the prelude's statements run inside
+    /// the closure that computes one row, after its index is bound.
+    pub(crate) fn rows(&mut self, rows: &Rows) -> Result<TokenStream, Bug> {
+        if rows.def.axes.len() < 2 {
+            return Err(format!("rows of a tensor of rank {}", rows.def.axes.len()));
+        }
+        self.tensor_with_prelude(&rows.def, &rows.prelude)
+    }
+
+    fn tensor_with_prelude(&mut self, def: &TensorDef, prelude: &[Stmt]) -> Result<TokenStream, Bug> {
         let rank = def.axes.len();
         let info = self.info(def.var)?;
         if info.ty != Repr::Tensor(def.elem, rank) {
@@ -101,16 +114,24 @@ impl FnCx<'_> {
 
         let slot = derived("slot_", &name, "");
         self.no_move += 1;
+        // The prelude is emitted first: the body reads what it defines.
+        let prelude = prelude.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
         let body = self.expr(&def.body);
         self.no_move -= 1;
-        let body = body?.tokens;
-        let mut nest = quote!(*#slot = #body;);
+        let (prelude, body) = (prelude?, body?.tokens);
+        // Every element is written once, into uninitialized memory, unless
+        // the row accumulates (it starts from zero then).
+        let mut uninit = true;
+        let mut nest = quote!(#slot.write(#body););
+        let elem_ty = types::scalar(def.elem);
+        let chunk_ty = quote!(&mut [::core::mem::MaybeUninit<#elem_ty>]);
+        let result_ty = quote!(::core::result::Result<(), #rt::Error>);
         let closure = if rank == 1 {
             let axis = &def.axes[0];
             let (first, block) = (derived("first_", &name, ""), derived("block_", &name, ""));
             let (pos, binding) = self.position(axis, |pos| quote!((#first + #pos)))?;
             quote! {
-                |#first, #block| {
+                |#first: usize, #block: #chunk_ty| -> #result_ty {
                     for (#pos, #slot) in #block.iter_mut().enumerate() {
                         #binding
                         #nest
@@ -134,7 +155,10 @@ impl FnCx<'_> {
             let (pos, binding) = self.position(last, |pos| quote!(#pos))?;
             let chunk = &chunk_of_axis[rank - 2];
             nest = match self.accumulate_row(def, chunk, &slot, &pos, &binding)? {
-                Some(code) => code,
+                Some(code) => {
+                    uninit = false;
+                    code
+                }
                 None => quote! {
                     for (#pos, #slot) in #chunk.iter_mut().enumerate() {
                         #binding
@@ -162,21 +186,34 @@ impl FnCx<'_> {
             }
             let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
             let row = &chunk_of_axis[0];
+            let params = if uninit { quote!(#pos: usize, #row: #chunk_ty) } else { quote!(#pos, #row) };
             quote! {
-                |#pos, #row| {
+                |#params| -> #result_ty {
                     #binding
+                    #(#prelude)*
                     #nest
                     Ok(())
                 }
             }
         };
         self.repr.insert(def.var, Ownership::Owned);
+        self.standard.insert(def.var);
         let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
         // The points of a definition are independent: the runtime splits
         // its outermost axis across threads when the work pays for it.
+        if !uninit {
+            return Ok(quote! {
+                #shape_binding
+                let #name: #array = #rt::par::fill(#fname, #shape, #cost, #closure)?;
+            });
+        }
+        let fill = derived("fill_", &name, "");
         Ok(quote! {
             #shape_binding
-            let #name: #array = #rt::par::fill(#fname, #shape, #cost, #closure)?;
+            let #fill = #closure;
+            // SAFETY: the loop nest of `fill_` writes every element of each
+            // chunk it is given before it returns `Ok`.
+            let #name: #array = unsafe { #rt::par::fill_uninit(#fname, #shape, #cost, #fill) }?;
         })
     }
 
