@@ -20,6 +20,8 @@ pub mod inline;
 pub mod rows;
 
 #[cfg(test)]
+mod eval_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::ir;

@@ -473,3 +473,47 @@ fn producers_read_elsewhere_stay_whole() {
         "#]],
     );
 }
+
+fn check_inline(src: &str, expect: Expect) {
+    expect.assert_eq(&after_pass(src, super::inline::run));
+}
+
+/// A definition read once at its own point is computed where it is read;
+/// one read twice, read under a sum, or read at another point stays.
+#[test]
+fn definitions_read_once_at_their_point_are_inlined() {
+    check_inline(
+        "pub fn chain(a: [f32; N], b: [f32; N], c: [f32; N]) -> [f32; N] {
+            let t[i] = a[i] * b[i];
+            let u[i] = t[i] + c[i];
+            let y[i] = u[i] * u[i];
+            y
+        }
+        pub fn stay(a: [f32; N, N]) -> [f32; N, N] {
+            let t[i, j] = std::math::exp(a[i, j]);
+            let s[i, j] = sum[k](t[i, k]) + a[i, j];
+            let w[i, j] = a[i, j] * 2.0;
+            let y[i, j] = s[j, i] + w[i, j];
+            y
+        }",
+        expect![[r#"
+            pub fn chain(a: tensor<f32, 1>, b: tensor<f32, 1>, c: tensor<f32, 1>) -> tensor<f32, 1> {
+                bind N = a.shape[0]
+                check b.shape[0] == N ("N")
+                check c.shape[0] == N ("N")
+                tensor u[i_2 in 0..N]: f32 (cost 8) = ((read a[i_2] unchecked) * (read b[i_2] unchecked)) + (read c[i_2] unchecked)
+                tensor y[i_3 in 0..N]: f32 (cost 5) = (read u[i_3] unchecked) * (read u[i_3] unchecked)
+                result y
+            }
+
+            pub fn stay(a: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = a.shape[0]
+                check a.shape[1] == N ("N")
+                tensor t[i in 0..N, j in 0..N]: f32 (cost 8) = exp(read a[i, j] unchecked)
+                tensor s[i_2 in 0..N, j_2 in 0..N]: f32 (cost 261) = (sum[k in 0..N] read t[i_2, k] unchecked) + (read a[i_2, j_2] unchecked)
+                tensor y[i_4 in 0..N, j_4 in 0..N]: f32 (cost 9) = (read s[j_4, i_4] unchecked) + ((read a[i_4, j_4] unchecked) * 2.0f32)
+                result y
+            }
+        "#]],
+    );
+}
