@@ -5,9 +5,9 @@
 //!   over output channels, inner loop over contiguous rows)
 //! - `std::ml::einsum("bij,bjk->bik", a, b)`, 8 batches of 256^2: einlang vs
 //!   `ndarray::Array2::dot` per batch
-//! - row-wise softmax, 4096 x 1024, written three ways (the README's, with
+//! - row-wise softmax, 4096 x 1024, written four ways (the README's, with
 //!   named `m` and `e`; inline, `exp(x - max) / sum(exp(x - max))`; a mix
-//!   reading a named maximum in the sum only): einlang vs a fused
+//!   reading a named maximum in the sum only; where-bindings): einlang vs a fused
 //!   hand-written loop (rayon over rows; max, exp-and-sum, scale per row)
 //! - elementwise `a * b + c`, 16 M `f32` as one vector and as a 4096 x 4096
 //!   matrix: einlang vs a fused rayon loop; a parallel copy of one operand
@@ -64,6 +64,12 @@ einlang! {
     pub fn softmax_mixed(x: [f32; N, C]) -> [f32; N, C] {
         let m[n] = max[c](x[n, c]);
         let y[n, c] = std::math::exp(x[n, c] - max[j](x[n, j])) / sum[k](std::math::exp(x[n, k] - m[n]));
+        y
+    }
+
+    /// Row-wise softmax with where-bindings.
+    pub fn softmax_where(x: [f32; N, C]) -> [f32; N, C] {
+        let y[n, c] = e / s where m = max[j](x[n, j]), e = std::math::exp(x[n, c] - m), s = sum[k](std::math::exp(x[n, k] - m));
         y
     }
 
@@ -265,11 +271,16 @@ fn softmax_mixed_form(x: &Array2<f32>) -> Array2<f32> {
     softmax_mixed(x).expect("softmax")
 }
 
+fn softmax_where_form(x: &Array2<f32>) -> Array2<f32> {
+    softmax_where(x).expect("softmax")
+}
+
 fn softmax_cases(n: usize, c: usize) -> Vec<Case> {
     vec![
         softmax_case("readme", softmax_readme, n, c),
         softmax_case("inline", softmax_inline_form, n, c),
         softmax_case("mixed", softmax_mixed_form, n, c),
+        softmax_case("where", softmax_where_form, n, c),
     ]
 }
 

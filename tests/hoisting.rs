@@ -35,6 +35,13 @@ einlang! {
         y
     }
 
+    /// Softmax with where-bindings: the maximum is bound once and read by
+    /// the sum in the next binding.
+    pub fn softmax_where(x: [f32; N, C]) -> [f32; N, C] {
+        let y[n, c] = e / s where m = max[j](x[n, j]), e = exp(x[n, c] - m), s = sum[k](exp(x[n, k] - m));
+        y
+    }
+
     /// Log-sum-exp of a vector, the maximum written twice.
     pub fn logsumexp(x: [f64; N]) -> f64 {
         let z = std::math::ln(sum[i](exp(x[i] - max[j](x[j])))) + max[j](x[j]);
@@ -110,7 +117,12 @@ proptest::proptest! {
         let x = Array2::from_shape_fn((n, c), |(i, j)| (((i * 31 + j * 17) as u64 * 2654435761 + seed) % 1000) as f64 / 125.0 - 4.0);
         let xf = x.mapv(|v| v as f32);
         let want = softmax_reference(&xf);
-        for got in [softmax_rows(&xf).unwrap(), softmax_inline(&xf).unwrap(), softmax_mixed(&xf).unwrap()] {
+        for got in [
+            softmax_rows(&xf).unwrap(),
+            softmax_inline(&xf).unwrap(),
+            softmax_mixed(&xf).unwrap(),
+            softmax_where(&xf).unwrap(),
+        ] {
             for (g, w) in got.iter().zip(want.iter()) {
                 proptest::prop_assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{g} vs {w}");
             }

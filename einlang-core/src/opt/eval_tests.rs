@@ -222,7 +222,7 @@ impl Gen {
 fn expr(g: &mut Gen, depth: u32, col: &str, mats: &[String], vecs: &[String], loops: usize) -> String {
     if depth == 0 || g.below(3) == 0 {
         return match g.below(6) {
-            0 => format!("{}.5", g.below(3)),
+            0 => format!("{}.5f64", g.below(3)),
             1 | 2 => {
                 let m = g.below(mats.len() as u64 + 1) as usize;
                 let t = if m == mats.len() { "x" } else { &mats[m] };
@@ -273,6 +273,16 @@ fn program(seed: u64, count: usize) -> String {
             let e = expr(&mut g, 3, "k", &mats, &vecs, 1);
             body.push_str(&format!("    let v{d}[n] = {op}[k in 0..C](x[n, k] + {e});\n"));
             vecs.push(format!("v{d}"));
+        } else if g.below(3) == 0 {
+            // Where-bindings, the second reading the first (through a
+            // reduction or not), used once or twice.
+            let (e0, e1) = (expr(&mut g, 3, "c", &mats, &vecs, 0), expr(&mut g, 3, "k0", &mats, &vecs, 1));
+            let op = ["sum", "max", "min"][g.below(3) as usize];
+            let value = ["w0 * w1", "w1 + w0 * w0", "w1"][g.below(3) as usize];
+            body.push_str(&format!(
+                "    let m{d}[n, c] = x[n, c] + {value} where w0 = {e0}, w1 = {op}[k0 in 0..C](w0 + {e1});\n"
+            ));
+            mats.push(format!("m{d}"));
         } else {
             let e = expr(&mut g, 4, "c", &mats, &vecs, 0);
             body.push_str(&format!("    let m{d}[n, c] = x[n, c] + {e};\n"));

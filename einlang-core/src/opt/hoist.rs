@@ -19,8 +19,10 @@
 //! - it is reached from the value (of a tensor definition without domain
 //!   guards, or of a scalar float `let`) through arithmetic only
 //!   (operators, casts, intrinsics, the bodies of reductions without where
-//!   entries; not under an `if`, a guard or a block, whose conditions may
-//!   be what proved its reads in bounds);
+//!   entries, the where-bindings before the first guard; not under an `if`,
+//!   a guard or a block, whose conditions may be what proved its reads in
+//!   bounds), and it reads no variable bound inside the value around it
+//!   (a where-binding, a loop);
 //! - it and everything in it are float arithmetic on reads proven in
 //!   bounds (`checked: false`), variables, literals and nested reductions:
 //!   nothing in it can fail or has an effect;
@@ -33,6 +35,12 @@
 //!
 //! Temporaries are looked at again after they are made, so invariant
 //! reductions nested several levels deep move out one level at a time.
+//! Where-bindings before the first guard are substituted into what follows
+//! them when that costs nothing (a variable, a literal or a plain read; or
+//! a value used once, not under a reduction; in both cases one that cannot
+//! fail): in `e / s where m = max[j](x[n, j]), e = exp(x[n, c] - m), s =
+//! sum[k](exp(x[n, k] - m))` the maximum moves out, `m` becomes a read of
+//! it and is substituted, then the sum (which read `m`) moves out too.
 
 use std::collections::{HashMap, HashSet};
 
@@ -42,7 +50,7 @@ use crate::base::ops::BinOp;
 use crate::base::scalar::ScalarKind;
 use crate::ir::cost::expr_cost;
 use crate::ir::visit;
-use crate::ir::{Axis, Expr, ExprKind, Function, Repr, Stmt, TensorDef, VarId};
+use crate::ir::{Axis, Expr, ExprKind, Function, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Hoists the qualifying reductions of every definition of `f` (nested
 /// blocks included).
@@ -61,7 +69,20 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
                 if def.domain_guards == 0 {
                     let axes = def.axes.clone();
                     let owner = f.var(def.var).source_name.clone();
-                    if hoist_from(f, &owner, &axes, &mut def.body, earlier, &mut hoisted) {
+                    // Hoisting a reduction out of one where-binding may
+                    // make the binding a plain read, which is substituted
+                    // into the later ones, whose reductions may then move
+                    // out in turn.
+                    let mut changed = false;
+                    loop {
+                        let flat = flatten_bindings(&mut def.body);
+                        let moved = hoist_from(f, &owner, &axes, &mut def.body, earlier, &mut hoisted);
+                        changed |= flat | moved;
+                        if !flat && !moved {
+                            break;
+                        }
+                    }
+                    if changed {
                         recost(def);
                     }
                 }
@@ -116,8 +137,13 @@ fn hoist_from(
     out: &mut Vec<Stmt>,
 ) -> bool {
     let axis_vars: Vec<VarId> = axes.iter().map(|a| a.index).collect();
+    // Variables bound inside the value (where-bindings, loops): a
+    // reduction that reads one of those of its surroundings stays.
+    let mut local = Vec::new();
+    visit::defined_in(body, &mut local);
+    let local: HashSet<VarId> = local.into_iter().collect();
     let mut found = Vec::new();
-    find(body, &axis_vars, &HashSet::new(), &mut Vec::new(), &mut found);
+    find(body, &axis_vars, &local, &HashSet::new(), &mut Vec::new(), &mut found);
     let mut changed = false;
     // Replacing a reduction by a read leaves the paths of the others as
     // they are: one found inside another comes before it.
@@ -169,10 +195,17 @@ fn read_of(var: VarId, used: &[VarId], elem: ScalarKind) -> Expr {
 /// entries (`inner`: the variables of the loops around `e`). A reduction
 /// that would be computed as often outside as in place is listed after the
 /// ones inside it, to be shared with an earlier statement only.
-fn find(e: &Expr, axes: &[VarId], inner: &HashSet<VarId>, path: &mut Vec<usize>, found: &mut Vec<Found>) {
+fn find(
+    e: &Expr,
+    axes: &[VarId],
+    local: &HashSet<VarId>,
+    inner: &HashSet<VarId>,
+    path: &mut Vec<usize>,
+    found: &mut Vec<Found>,
+) {
     match &e.kind {
         ExprKind::Reduce { loops, wheres, .. } => {
-            let candidate = hoistable(e, axes, inner);
+            let candidate = hoistable(e, axes, local, inner);
             if let (Some((used, true)), Repr::Scalar(elem)) = (&candidate, &e.ty) {
                 found.push(Found { path: path.clone(), used: used.clone(), elem: *elem, hoist: true });
                 return;
@@ -182,7 +215,7 @@ fn find(e: &Expr, axes: &[VarId], inner: &HashSet<VarId>, path: &mut Vec<usize>,
                 inner.extend(loops.iter().map(|l| l.index));
                 visit::for_each_child(e, &mut |c| {
                     path.push(0);
-                    find(c, axes, &inner, path, found);
+                    find(c, axes, local, &inner, path, found);
                     path.pop();
                 });
             }
@@ -194,13 +227,101 @@ fn find(e: &Expr, axes: &[VarId], inner: &HashSet<VarId>, path: &mut Vec<usize>,
             let mut i = 0;
             visit::for_each_child(e, &mut |c| {
                 path.push(i);
-                find(c, axes, inner, path, found);
+                find(c, axes, local, inner, path, found);
                 path.pop();
                 i += 1;
             });
         }
+        // The bindings before the first guard are computed at every point;
+        // the value too when there is no guard.
+        ExprKind::Guarded { wheres, body } => {
+            let leading = wheres.iter().take_while(|w| matches!(w, WhereEntry::Bind(..))).count();
+            for (i, w) in wheres.iter().take(leading).enumerate() {
+                if let WhereEntry::Bind(_, x) = w {
+                    path.push(i);
+                    find(x, axes, local, inner, path, found);
+                    path.pop();
+                }
+            }
+            if leading == wheres.len() {
+                path.push(wheres.len());
+                find(body, axes, local, inner, path, found);
+                path.pop();
+            }
+        }
         _ => {}
     }
+}
+
+/// Substitutes the where-bindings before the first guard of `e` (the
+/// value of a definition) into the later entries and the value when that
+/// costs nothing: the bound value cannot fail (`pure_float`) and is a
+/// variable, a literal or a read at variables and literals, or it is used
+/// once, not under a reduction (or another construct that repeats its
+/// body). A value left without where entries loses its `Guarded`. Returns
+/// whether anything changed.
+fn flatten_bindings(e: &mut Expr) -> bool {
+    let ExprKind::Guarded { wheres, body } = &mut e.kind else { return false };
+    let mut changed = false;
+    let mut i = 0;
+    while i < wheres.len() {
+        let WhereEntry::Bind(v, value) = &wheres[i] else { break };
+        let v = *v;
+        let simple = match &value.kind {
+            ExprKind::Var(_) | ExprKind::Lit(_) => true,
+            ExprKind::Read { indices, checked: false, .. } => {
+                indices.iter().all(|x| matches!(x.kind, ExprKind::Var(_) | ExprKind::Lit(_)))
+            }
+            _ => false,
+        };
+        let mut reads = HashSet::new();
+        let pure = pure_float(value, &HashSet::new(), &HashSet::new(), &mut reads);
+        let (mut uses, mut repeated) = (0, false);
+        for later in wheres[i + 1..].iter() {
+            let (WhereEntry::Bind(_, x) | WhereEntry::Guard(x)) = later;
+            count_uses(x, v, false, &mut uses, &mut repeated);
+        }
+        count_uses(body, v, false, &mut uses, &mut repeated);
+        if !pure || !(simple || (uses == 1 && !repeated)) {
+            i += 1;
+            continue;
+        }
+        let WhereEntry::Bind(_, value) = wheres.remove(i) else { break };
+        for later in wheres[i..].iter_mut() {
+            let (WhereEntry::Bind(_, x) | WhereEntry::Guard(x)) = later;
+            substitute_var(x, v, &value);
+        }
+        substitute_var(body, v, &value);
+        changed = true;
+    }
+    if changed && wheres.is_empty() {
+        let inner = std::mem::replace(&mut **body, Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit });
+        *e = inner;
+    }
+    changed
+}
+
+/// Counts the mentions of `v` in `e`; `repeated` is set when one is under
+/// a construct that evaluates its body more than once.
+fn count_uses(e: &Expr, v: VarId, under_loop: bool, uses: &mut usize, repeated: &mut bool) {
+    if let ExprKind::Var(x) = &e.kind {
+        if *x == v {
+            *uses += 1;
+            *repeated |= under_loop;
+        }
+    }
+    let looping =
+        under_loop || matches!(e.kind, ExprKind::Reduce { .. } | ExprKind::Collect { .. } | ExprKind::DynMap { .. });
+    visit::for_each_child(e, &mut |c| count_uses(c, v, looping, uses, repeated));
+}
+
+/// Replaces every mention of variable `v` in `e` by `value`.
+fn substitute_var(e: &mut Expr, v: VarId, value: &Expr) {
+    if matches!(e.kind, ExprKind::Var(x) if x == v) {
+        *e = value.clone();
+        return;
+    }
+    visit::for_each_child_mut(e, &mut |c| substitute_var(c, v, value));
 }
 
 /// The axes of the definition that reduction `e` reads, in the
@@ -208,7 +329,7 @@ fn find(e: &Expr, axes: &[VarId], inner: &HashSet<VarId>, path: &mut Vec<usize>,
 /// variables `inner` around it, and whether it qualifies for hoisting (see
 /// the module docs): it is inside such a loop or it does not read every
 /// axis.
-fn hoistable(e: &Expr, axes: &[VarId], inner: &HashSet<VarId>) -> Option<(Vec<VarId>, bool)> {
+fn hoistable(e: &Expr, axes: &[VarId], local: &HashSet<VarId>, inner: &HashSet<VarId>) -> Option<(Vec<VarId>, bool)> {
     if !matches!(e.ty, Repr::Scalar(k) if k.is_float()) {
         return None;
     }
@@ -217,7 +338,9 @@ fn hoistable(e: &Expr, axes: &[VarId], inner: &HashSet<VarId>) -> Option<(Vec<Va
     if !pure_float(e, &axis_set, inner, &mut reads) {
         return None;
     }
-    if reads.iter().any(|v| inner.contains(v)) {
+    let mut own = Vec::new();
+    visit::defined_in(e, &mut own);
+    if reads.iter().any(|v| inner.contains(v) || (local.contains(v) && !own.contains(v))) {
         return None;
     }
     let used: Vec<VarId> = axes.iter().copied().filter(|a| reads.contains(a)).collect();

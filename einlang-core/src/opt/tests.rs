@@ -85,7 +85,7 @@ fn product_in_a_binding_gets_a_temporary() {
                 check b.shape[0] == O ("O")
                 gemm y_mm = x[0, 1] x w[0, 1] (m B, n O, k I): f32
                   reference tensor y_mm[n_2 in 0..B, o_2 in 0..O]: f32 (cost 513) = sum[i in 0..I] (read x[n_2, i] unchecked) * (read w[i, o_2] unchecked)
-                tensor y[n in 0..B, o in 0..O]: f32 (cost 14) = max(z, 0.0f32) where z = (read y_mm[n, o] unchecked) + (read b[o] unchecked)
+                tensor y[n in 0..B, o in 0..O]: f32 (cost 12) = max((read y_mm[n, o] unchecked) + (read b[o] unchecked), 0.0f32)
                 result y
             }
         "#]],
