@@ -9,6 +9,9 @@
 //!   named `m` and `e`; inline, `exp(x - max) / sum(exp(x - max))`; a mix
 //!   reading a named maximum in the sum only; where-bindings): einlang vs a fused
 //!   hand-written loop (rayon over rows; max, exp-and-sum, scale per row)
+//! - softmax over the first axis (columns), 4096 x 1024: einlang vs a hand
+//!   loop (column statistics over blocks of columns in parallel, reading
+//!   rows; then the output rows in parallel)
 //! - elementwise `a * b + c`, 16 M `f32` as one vector and as a 4096 x 4096
 //!   matrix: einlang vs a fused rayon loop; a parallel copy of one operand
 //!   gives the machine's bandwidth (GB/s printed for all three)
@@ -70,6 +73,14 @@ einlang! {
     /// Row-wise softmax with where-bindings.
     pub fn softmax_where(x: [f32; N, C]) -> [f32; N, C] {
         let y[n, c] = e / s where m = max[j](x[n, j]), e = std::math::exp(x[n, c] - m), s = sum[k](std::math::exp(x[n, k] - m));
+        y
+    }
+
+    /// Softmax over the first axis.
+    pub fn softmax_columns(x: [f32; N, C]) -> [f32; N, C] {
+        let m[c] = max[k](x[k, c]);
+        let e[n, c] = std::math::exp(x[n, c] - m[c]);
+        let y[n, c] = e[n, c] / sum[k](e[k, c]);
         y
     }
 
@@ -275,12 +286,63 @@ fn softmax_where_form(x: &Array2<f32>) -> Array2<f32> {
     softmax_where(x).expect("softmax")
 }
 
+/// The column softmax baseline: per block of 256 columns (in parallel),
+/// the maximum and the sum of exponentials, each a pass over the rows of
+/// the block; then every output row (in parallel).
+fn softmax_columns_loops(x: &Array2<f32>) -> Array2<f32> {
+    let (n, c) = x.dim();
+    let src = x.as_slice().expect("standard layout");
+    let starts: Vec<usize> = (0..c).step_by(256).collect();
+    let stats: Vec<(Vec<f32>, Vec<f32>)> = starts
+        .par_iter()
+        .map(|&c0| {
+            let w = 256.min(c - c0);
+            let mut m = vec![f32::NEG_INFINITY; w];
+            for r in 0..n {
+                for (mj, v) in m.iter_mut().zip(&src[r * c + c0..][..w]) {
+                    *mj = mj.max(*v);
+                }
+            }
+            let mut s = vec![0.0f32; w];
+            for r in 0..n {
+                for ((sj, v), mj) in s.iter_mut().zip(&src[r * c + c0..][..w]).zip(&m) {
+                    *sj += (v - mj).exp();
+                }
+            }
+            (m, s)
+        })
+        .collect();
+    let m: Vec<f32> = stats.iter().flat_map(|(m, _)| m.iter().copied()).collect();
+    let inv: Vec<f32> = stats.iter().flat_map(|(_, s)| s.iter().map(|t| 1.0 / t)).collect();
+    let mut y = Array2::<f32>::zeros((n, c));
+    y.axis_iter_mut(Axis(0)).into_par_iter().zip(x.axis_iter(Axis(0))).for_each(|(mut o, r)| {
+        for j in 0..c {
+            o[j] = (r[j] - m[j]).exp() * inv[j];
+        }
+    });
+    y
+}
+
+fn softmax_columns_form(x: &Array2<f32>) -> Array2<f32> {
+    softmax_columns(x).expect("softmax")
+}
+
 fn softmax_cases(n: usize, c: usize) -> Vec<Case> {
     vec![
         softmax_case("readme", softmax_readme, n, c),
         softmax_case("inline", softmax_inline_form, n, c),
         softmax_case("mixed", softmax_mixed_form, n, c),
         softmax_case("where", softmax_where_form, n, c),
+        Case {
+            param: format!("columns_n{n}_c{c}"),
+            label: format!("softmax over columns {n}x{c}"),
+            baseline_name: "hand loops",
+            baseline: {
+                let x = Array2::from_shape_vec((n, c), data(n * c, 6)).unwrap();
+                Box::new(move || softmax_columns_loops(&x).into_dyn())
+            },
+            ..softmax_case("columns", softmax_columns_form, n, c)
+        },
     ]
 }
 

@@ -40,6 +40,23 @@ einlang! {
         (y, e)
     }
 
+    /// Softmax over the first axis: column maxima and sums, computed with
+    /// the rows' loop outside.
+    pub fn column_softmax(x: [f64; N, C]) -> [f64; N, C] {
+        let m[c] = max[k](x[k, c]);
+        let e[n, c] = exp(x[n, c] - m[c]);
+        let y[n, c] = e[n, c] / sum[k](e[k, c]);
+        y
+    }
+
+    /// Column means, minima and row sums.
+    pub fn stats(x: [f64; N, C]) -> ([f64; C], [f64; C], [f64; N]) {
+        let mean[c] = sum[k](x[k, c]) / (N as f64);
+        let low[c] = min[k](x[k, c]) * 2.0;
+        let rows[n] = sum[k](x[n, k]);
+        (mean, low, rows)
+    }
+
     /// Rank three: the row is a matrix, its maximum a row tensor.
     pub fn centred3(x: [f32; B, I, J]) -> [f32; B, I, J] {
         let m[b, i] = max[j](x[b, i, j]);
@@ -66,6 +83,21 @@ proptest! {
         let th = three(&x).unwrap();
         let orow = other_row(&x).unwrap();
         let (ret_y, ret_e) = returned(&x).unwrap();
+        let cs = column_softmax(&x).unwrap();
+        let (mean, low, rows) = stats(&x).unwrap();
+        for j in 0..c {
+            let col = x.column(j);
+            let m = col.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let total: f64 = col.iter().map(|v| (v - m).exp()).sum();
+            prop_assert!(close(mean[j], col.sum() / n as f64, 1e-12));
+            prop_assert!(close(low[j], col.iter().cloned().fold(f64::INFINITY, f64::min) * 2.0, 1e-12));
+            for i in 0..n {
+                prop_assert!(close(cs[[i, j]], (x[[i, j]] - m).exp() / total, 1e-12));
+            }
+        }
+        for i in 0..n {
+            prop_assert!(close(rows[i], x.row(i).sum(), 1e-12));
+        }
         for i in 0..n {
             let row = x.row(i);
             let mean = row.sum() / c as f64;
