@@ -1019,7 +1019,7 @@ fn scalar_result_with_call() {
                         let mut __lanes_i: [f32; 8] = [0.0f32; 8];
                         let __end_i: i64 = N;
                         let mut __base_i: i64 = 0i64;
-                        while __end_i - __base_i >= 8i64 {
+                        while __end_i.saturating_sub(__base_i) >= 8i64 {
                             for __lane in 0..8 {
                                 let i: i64 = __base_i + __lane as i64;
                                 __lanes_i[__lane] += (unsafe { *x.uget([i as usize]) }).powi(2);
@@ -1239,7 +1239,7 @@ fn rank_one_with_runtime_extent() {
                                     let mut __lanes_r: [f32; 8] = [0.0f32; 8];
                                     let __end_r: i64 = K;
                                     let mut __base_r: i64 = 0i64;
-                                    while __end_r - __base_r >= 8i64 {
+                                    while __end_r.saturating_sub(__base_r) >= 8i64 {
                                         for __lane in 0..8 {
                                             let r: i64 = __base_r + __lane as i64;
                                             __lanes_r[__lane]

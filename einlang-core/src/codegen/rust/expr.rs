@@ -1089,7 +1089,9 @@ impl FnCx<'_> {
                 let mut #lanes: [#t; #n] = [#zero; #n];
                 let #last: i64 = #end;
                 let mut #base: i64 = #start;
-                while #last - #base >= #n_i64 {
+                // Saturating: a range longer than `i64::MAX` cannot
+                // overflow the subtraction (its bounds are far apart).
+                while #last.saturating_sub(#base) >= #n_i64 {
                     for __lane in 0..#n {
                         let #i: i64 = #base + __lane as i64;
                         #lanes[__lane] += #term;
