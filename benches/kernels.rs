@@ -5,8 +5,16 @@
 //!   over output channels, inner loop over contiguous rows)
 //! - `std::ml::einsum("bij,bjk->bik", a, b)`, 8 batches of 256^2: einlang vs
 //!   `ndarray::Array2::dot` per batch
-//! - row-wise softmax (the README's), 4096 x 1024: einlang vs a fused
+//! - row-wise softmax, 4096 x 1024, written four ways (the README's, with
+//!   named `m` and `e`; inline, `exp(x - max) / sum(exp(x - max))`; a mix
+//!   reading a named maximum in the sum only; where-bindings): einlang vs a fused
 //!   hand-written loop (rayon over rows; max, exp-and-sum, scale per row)
+//! - softmax over the first axis (columns), 4096 x 1024: einlang vs a hand
+//!   loop (column statistics over blocks of columns in parallel, reading
+//!   rows; then the output rows in parallel)
+//! - elementwise `a * b + c`, 16 M `f32` as one vector and as a 4096 x 4096
+//!   matrix: einlang vs a fused rayon loop; a parallel copy of one operand
+//!   gives the machine's bandwidth (GB/s printed for all three)
 //!
 //! Criterion groups come first; then every pair is timed again with
 //! `Instant` (median of a few runs) and a ratio line with GFLOP/s is printed,
@@ -27,6 +35,7 @@ use criterion::{BenchmarkId, Criterion, SamplingMode};
 use einlang::einlang;
 use einlang::ndarray::parallel::prelude::*;
 use einlang::ndarray::{Array1, Array2, Array3, Array4, ArrayD, Axis};
+use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
 einlang! {
     /// Matrix product.
@@ -45,6 +54,45 @@ einlang! {
         let m[n] = max[c](x[n, c]);
         let e[n, c] = std::math::exp(x[n, c] - m[n]);
         let y[n, c] = e[n, c] / sum[k](e[n, k]);
+        y
+    }
+
+    /// Row-wise softmax written inline: every maximum and the sum in one line.
+    pub fn softmax_inline(x: [f32; N, C]) -> [f32; N, C] {
+        let y[n, c] = std::math::exp(x[n, c] - max[j](x[n, j])) / sum[k](std::math::exp(x[n, k] - max[j](x[n, j])));
+        y
+    }
+
+    /// Row-wise softmax with a named maximum read in the sum only.
+    pub fn softmax_mixed(x: [f32; N, C]) -> [f32; N, C] {
+        let m[n] = max[c](x[n, c]);
+        let y[n, c] = std::math::exp(x[n, c] - max[j](x[n, j])) / sum[k](std::math::exp(x[n, k] - m[n]));
+        y
+    }
+
+    /// Row-wise softmax with where-bindings.
+    pub fn softmax_where(x: [f32; N, C]) -> [f32; N, C] {
+        let y[n, c] = e / s where m = max[j](x[n, j]), e = std::math::exp(x[n, c] - m), s = sum[k](std::math::exp(x[n, k] - m));
+        y
+    }
+
+    /// Softmax over the first axis.
+    pub fn softmax_columns(x: [f32; N, C]) -> [f32; N, C] {
+        let m[c] = max[k](x[k, c]);
+        let e[n, c] = std::math::exp(x[n, c] - m[c]);
+        let y[n, c] = e[n, c] / sum[k](e[k, c]);
+        y
+    }
+
+    /// Elementwise multiply-add of vectors.
+    pub fn fma_vec(a: [f32; N], b: [f32; N], c: [f32; N]) -> [f32; N] {
+        let y[i] = a[i] * b[i] + c[i];
+        y
+    }
+
+    /// Elementwise multiply-add of matrices.
+    pub fn fma_mat(a: [f32; M, N], b: [f32; M, N], c: [f32; M, N]) -> [f32; M, N] {
+        let y[i, j] = a[i, j] * b[i, j] + c[i, j];
         y
     }
 
@@ -106,7 +154,11 @@ struct Case {
     param: String,
     /// What the printed ratio line calls this case.
     label: String,
+    /// Floating-point operations of one call (GFLOP/s printed), or when
+    /// `bytes` is set, ignored.
     flops: f64,
+    /// Bytes one call must move at least (GB/s printed instead).
+    bytes: Option<f64>,
     baseline_name: &'static str,
     einlang: Kernel,
     baseline: Kernel,
@@ -129,6 +181,7 @@ fn matmul_case(n: usize) -> Case {
         baseline: Box::new(move || a2.dot(&b2).into_dyn()),
         first_einlang: Duration::ZERO,
         first_baseline: Duration::ZERO,
+        bytes: None,
     }
 }
 
@@ -152,6 +205,7 @@ fn einsum_case(batch: usize, n: usize) -> Case {
         }),
         first_einlang: Duration::ZERO,
         first_baseline: Duration::ZERO,
+        bytes: None,
     }
 }
 
@@ -171,38 +225,188 @@ fn conv_case(c: usize, hw: usize, o: usize, kk: usize) -> Case {
         baseline: Box::new(move || conv2d_loops(&img2, &k2, &b2).into_dyn()),
         first_einlang: Duration::ZERO,
         first_baseline: Duration::ZERO,
+        bytes: None,
     }
 }
 
 /// The softmax baseline: one pass per row (in parallel over rows) for the
-/// maximum, one that writes `exp` and sums it, one that scales.
+/// maximum, one that writes `exp` and sums it, one that scales; the output
+/// is not zeroed first.
 fn softmax_fused(x: &Array2<f32>) -> Array2<f32> {
-    let mut y = Array2::<f32>::zeros(x.raw_dim());
+    let mut y = Array2::<f32>::uninit(x.raw_dim());
     y.axis_iter_mut(Axis(0)).into_par_iter().zip(x.axis_iter(Axis(0))).for_each(|(mut out, row)| {
         let m = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
         let mut total = 0.0f32;
         for (o, v) in out.iter_mut().zip(row.iter()) {
-            *o = (v - m).exp();
-            total += *o;
+            let e = (v - m).exp();
+            o.write(e);
+            total += e;
         }
         let inv = 1.0 / total;
-        out.iter_mut().for_each(|o| *o *= inv);
+        // SAFETY: every element of the row was written above.
+        out.iter_mut().for_each(|o| unsafe { *o.assume_init_mut() *= inv });
     });
-    y
+    // SAFETY: every row was written in full.
+    unsafe { y.assume_init() }
 }
 
-fn softmax_case(n: usize, c: usize) -> Case {
+type Softmax = fn(&Array2<f32>) -> Array2<f32>;
+
+fn softmax_case(form: &'static str, f: Softmax, n: usize, c: usize) -> Case {
     let x = Array2::from_shape_vec((n, c), data(n * c, 6)).unwrap();
     let x2 = x.clone();
     Case {
         group: "softmax",
-        param: format!("n{n}_c{c}"),
-        label: format!("softmax {n}x{c}"),
+        param: format!("{form}_n{n}_c{c}"),
+        label: format!("softmax ({form}) {n}x{c}"),
         // max, subtract, exp (counted as one), sum, divide.
         flops: 5.0 * (n * c) as f64,
         baseline_name: "fused loop",
-        einlang: Box::new(move || softmax(&x).expect("softmax").into_dyn()),
+        einlang: Box::new(move || f(&x).into_dyn()),
         baseline: Box::new(move || softmax_fused(&x2).into_dyn()),
+        first_einlang: Duration::ZERO,
+        first_baseline: Duration::ZERO,
+        bytes: None,
+    }
+}
+
+fn softmax_readme(x: &Array2<f32>) -> Array2<f32> {
+    softmax(x).expect("softmax")
+}
+
+fn softmax_inline_form(x: &Array2<f32>) -> Array2<f32> {
+    softmax_inline(x).expect("softmax")
+}
+
+fn softmax_mixed_form(x: &Array2<f32>) -> Array2<f32> {
+    softmax_mixed(x).expect("softmax")
+}
+
+fn softmax_where_form(x: &Array2<f32>) -> Array2<f32> {
+    softmax_where(x).expect("softmax")
+}
+
+/// The column softmax baseline: per block of 256 columns (in parallel),
+/// the maximum and the sum of exponentials, each a pass over the rows of
+/// the block; then every output row (in parallel).
+fn softmax_columns_loops(x: &Array2<f32>) -> Array2<f32> {
+    let (n, c) = x.dim();
+    let src = x.as_slice().expect("standard layout");
+    let starts: Vec<usize> = (0..c).step_by(256).collect();
+    let stats: Vec<(Vec<f32>, Vec<f32>)> = starts
+        .par_iter()
+        .map(|&c0| {
+            let w = 256.min(c - c0);
+            let mut m = vec![f32::NEG_INFINITY; w];
+            for r in 0..n {
+                for (mj, v) in m.iter_mut().zip(&src[r * c + c0..][..w]) {
+                    *mj = mj.max(*v);
+                }
+            }
+            let mut s = vec![0.0f32; w];
+            for r in 0..n {
+                for ((sj, v), mj) in s.iter_mut().zip(&src[r * c + c0..][..w]).zip(&m) {
+                    *sj += (v - mj).exp();
+                }
+            }
+            (m, s)
+        })
+        .collect();
+    let m: Vec<f32> = stats.iter().flat_map(|(m, _)| m.iter().copied()).collect();
+    let inv: Vec<f32> = stats.iter().flat_map(|(_, s)| s.iter().map(|t| 1.0 / t)).collect();
+    let mut y = Array2::<f32>::zeros((n, c));
+    y.axis_iter_mut(Axis(0)).into_par_iter().zip(x.axis_iter(Axis(0))).for_each(|(mut o, r)| {
+        for j in 0..c {
+            o[j] = (r[j] - m[j]).exp() * inv[j];
+        }
+    });
+    y
+}
+
+fn softmax_columns_form(x: &Array2<f32>) -> Array2<f32> {
+    softmax_columns(x).expect("softmax")
+}
+
+fn softmax_cases(n: usize, c: usize) -> Vec<Case> {
+    vec![
+        softmax_case("readme", softmax_readme, n, c),
+        softmax_case("inline", softmax_inline_form, n, c),
+        softmax_case("mixed", softmax_mixed_form, n, c),
+        softmax_case("where", softmax_where_form, n, c),
+        Case {
+            param: format!("columns_n{n}_c{c}"),
+            label: format!("softmax over columns {n}x{c}"),
+            baseline_name: "hand loops",
+            baseline: {
+                let x = Array2::from_shape_vec((n, c), data(n * c, 6)).unwrap();
+                Box::new(move || softmax_columns_loops(&x).into_dyn())
+            },
+            ..softmax_case("columns", softmax_columns_form, n, c)
+        },
+    ]
+}
+
+/// The elementwise baseline: one fused pass over the operands in parallel
+/// chunks, writing each element once into an uninitialized buffer.
+fn fma_fused(a: &[f32], b: &[f32], c: &[f32]) -> Vec<f32> {
+    let mut out: Vec<f32> = Vec::with_capacity(a.len());
+    out.spare_capacity_mut()[..a.len()].par_chunks_mut(1 << 14).enumerate().for_each(|(k, chunk)| {
+        let at = k << 14;
+        let (a, b, c) = (&a[at..at + chunk.len()], &b[at..at + chunk.len()], &c[at..at + chunk.len()]);
+        for (((o, x), y), z) in chunk.iter_mut().zip(a).zip(b).zip(c) {
+            o.write(x * y + z);
+        }
+    });
+    // SAFETY: every element of the first `a.len()` was written above.
+    unsafe { out.set_len(a.len()) };
+    out
+}
+
+/// A parallel copy into an uninitialized buffer: the bandwidth reference.
+fn par_copy(a: &[f32]) -> Vec<f32> {
+    let mut out: Vec<f32> = Vec::with_capacity(a.len());
+    out.spare_capacity_mut()[..a.len()].par_chunks_mut(1 << 14).zip(a.par_chunks(1 << 14)).for_each(|(o, x)| {
+        for (o, x) in o.iter_mut().zip(x) {
+            o.write(*x);
+        }
+    });
+    // SAFETY: every element of the first `a.len()` was written above.
+    unsafe { out.set_len(a.len()) };
+    out
+}
+
+/// `a * b + c` over `len` elements (as a matrix of `rows` rows when set),
+/// against the fused loop.
+fn fma_case(len: usize, rows: Option<usize>) -> Case {
+    let (a, b, c) = (data(len, 11), data(len, 12), data(len, 13));
+    let shape = match rows {
+        Some(r) => format!("{r}x{}", len / r),
+        None => len.to_string(),
+    };
+    let (a2, b2, c2) = (a.clone(), b.clone(), c.clone());
+    let einlang: Kernel = match rows {
+        None => {
+            let (a, b, c) = (Array1::from_vec(a.clone()), Array1::from_vec(b.clone()), Array1::from_vec(c.clone()));
+            Box::new(move || fma_vec(&a, &b, &c).expect("fma").into_dyn())
+        }
+        Some(r) => {
+            let m = |v: &Vec<f32>| Array2::from_shape_vec((r, len / r), v.clone()).unwrap();
+            let (a, b, c) = (m(&a), m(&b), m(&c));
+            Box::new(move || fma_mat(&a, &b, &c).expect("fma").into_dyn())
+        }
+    };
+    let shape_of = rows.map(|r| vec![r, len / r]).unwrap_or_else(|| vec![len]);
+    let fused: Kernel = Box::new(move || ArrayD::from_shape_vec(shape_of.clone(), fma_fused(&a2, &b2, &c2)).unwrap());
+    let bytes = 4.0 * 4.0 * len as f64;
+    Case {
+        group: "elementwise",
+        param: format!("fma_{shape}"),
+        label: format!("a*b+c {shape} f32"),
+        flops: 2.0 * len as f64,
+        bytes: Some(bytes),
+        baseline_name: "fused rayon loop",
+        einlang,
+        baseline: fused,
         first_einlang: Duration::ZERO,
         first_baseline: Duration::ZERO,
     }
@@ -276,16 +480,25 @@ fn main() {
     let test_mode = flag("--test") || !flag("--bench");
 
     let mut cases = if test_mode {
-        vec![matmul_case(64), matmul_case(96), conv_case(3, 16, 4, 3), einsum_case(2, 32), softmax_case(8, 16)]
+        let mut v =
+            vec![matmul_case(64), matmul_case(96), conv_case(3, 16, 4, 3), einsum_case(2, 32), fma_case(1000, None)];
+        v.push(fma_case(1000, Some(8)));
+        v.extend(softmax_cases(8, 16));
+        v
     } else {
-        vec![
+        let mut v = vec![
             matmul_case(512),
             matmul_case(1024),
             conv_case(16, 64, 32, 3),
             einsum_case(8, 256),
-            softmax_case(4096, 1024),
-        ]
+            fma_case(1 << 24, None),
+            fma_case(1 << 24, Some(4096)),
+        ];
+        v.extend(softmax_cases(4096, 1024));
+        v
     };
+    let only: Option<&str> = args.iter().skip(1).find(|a| !a.starts_with("--")).map(|s| s.as_str());
+    cases.retain(|c| only.is_none_or(|o| c.group.contains(o) || c.param.contains(o)));
     for case in &mut cases {
         check(case);
     }
@@ -295,7 +508,7 @@ fn main() {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .configure_from_args();
-    for group_name in ["matmul", "conv2d", "einsum", "softmax"] {
+    for group_name in ["matmul", "conv2d", "einsum", "elementwise", "softmax"] {
         let mut group = criterion.benchmark_group(group_name);
         group
             .sample_size(10)
@@ -333,16 +546,32 @@ fn main() {
     for case in &cases {
         let te = median(&case.einlang, runs_for(case.first_einlang));
         let tb = median(&case.baseline, runs_for(case.first_baseline));
+        let (unit, rate_e, rate_b) = match case.bytes {
+            Some(bytes) => ("GB/s", bytes / te.as_secs_f64() / 1e9, bytes / tb.as_secs_f64() / 1e9),
+            None => ("GFLOP/s", gflops(case.flops, te), gflops(case.flops, tb)),
+        };
         println!(
-            "{}: einlang {}, {} {}, ratio {:.2}x  (einlang {:.1} GFLOP/s, {} {:.1} GFLOP/s)",
+            "{}: einlang {}, {} {}, ratio {:.2}x  (einlang {rate_e:.1} {unit}, {} {rate_b:.1} {unit})",
             case.label,
             fmt_ms(te),
             case.baseline_name,
             fmt_ms(tb),
             te.as_secs_f64() / tb.as_secs_f64(),
-            gflops(case.flops, te),
             case.baseline_name,
-            gflops(case.flops, tb),
+        );
+    }
+    if cases.iter().any(|c| c.group == "elementwise") {
+        // The machine's bandwidth: a parallel copy reads and writes each
+        // element once.
+        let len = 1usize << 24;
+        let a = data(len, 11);
+        let copy: Kernel = Box::new(move || ArrayD::from_shape_vec(vec![len], par_copy(&a)).unwrap());
+        black_box(copy());
+        let t = median(&copy, 7);
+        println!(
+            "parallel copy {len} f32 (bandwidth reference): {}, {:.1} GB/s",
+            fmt_ms(t),
+            8.0 * len as f64 / t.as_secs_f64() / 1e9
         );
     }
 }

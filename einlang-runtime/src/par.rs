@@ -1,6 +1,8 @@
 //! Parallel loops over the rows of an output buffer.
 
 use crate::Error;
+use std::mem::MaybeUninit;
+
 use ndarray::{Array, Dimension, IntoDimension};
 use rayon::prelude::*;
 
@@ -60,12 +62,52 @@ where
     F: Fn(usize, &mut [T]) -> Result<(), Error> + Sync + Send,
 {
     let dim = shape.into_dimension();
+    check_size::<T, D>(function, &dim)?;
+    let mut out = Array::from_elem(dim, T::default());
+    fill_chunks(function, &mut out, cost_per_point, body)?;
+    Ok(out)
+}
+
+/// [`fill`] without writing the elements first: the tensor is allocated
+/// uninitialized and `body` must write every element of every chunk it is
+/// given (with `MaybeUninit::write`) before it returns `Ok`. An `Err` from
+/// `body` drops the partly written tensor without reading it.
+///
+/// # Safety
+///
+/// When `body` returns `Ok(())` for a chunk, it has initialized every
+/// element of that chunk. (Code generation calls this only for
+/// definitions whose loop nest assigns each element of its chunk once.)
+pub unsafe fn fill_uninit<T, D, Sh, F>(
+    function: &str,
+    shape: Sh,
+    cost_per_point: u64,
+    body: F,
+) -> Result<Array<T, D>, Error>
+where
+    T: Copy + Send,
+    D: Dimension,
+    Sh: IntoDimension<Dim = D>,
+    F: Fn(usize, &mut [MaybeUninit<T>]) -> Result<(), Error> + Sync + Send,
+{
+    let dim = shape.into_dimension();
+    check_size::<T, D>(function, &dim)?;
+    let mut out = Array::<T, D>::uninit(dim);
+    fill_chunks(function, &mut out, cost_per_point, body)?;
+    // SAFETY: `fill_chunks` handed every element to `body` in exactly one
+    // chunk and every call returned `Ok`, so by the caller's promise every
+    // element is initialized.
+    Ok(unsafe { out.assume_init() })
+}
+
+/// An `Error::Extent` unless a tensor of `dim` can be allocated: the limits
+/// `Array::from_elem` would otherwise panic on (the product of the
+/// non-zero axis lengths fits in `isize`, and so does the size in bytes).
+fn check_size<T, D: Dimension>(function: &str, dim: &D) -> Result<(), Error> {
     let too_large = || Error::Extent {
         function: function.to_string(),
         message: format!("a tensor of shape {:?} is too large to allocate", dim.slice()),
     };
-    // The limits `Array::from_elem` would otherwise panic on: the product of
-    // the non-zero axis lengths fits in `isize`, and so does the size in bytes.
     let nonzero = dim.slice().iter().filter(|&&n| n != 0).try_fold(1usize, |acc, &n| acc.checked_mul(n));
     if nonzero.is_none_or(|n| n > isize::MAX as usize) {
         return Err(too_large());
@@ -74,10 +116,21 @@ where
     if len.checked_mul(std::mem::size_of::<T>()).is_none_or(|bytes| bytes > isize::MAX as usize) {
         return Err(too_large());
     }
-    let ndim = dim.ndim();
-    let mut out = Array::from_elem(dim, T::default());
+    Ok(())
+}
+
+/// Hands the elements of `out` (standard layout) to `body` in the chunks
+/// [`fill`] describes, each element in exactly one chunk.
+fn fill_chunks<E, D, F>(function: &str, out: &mut Array<E, D>, cost_per_point: u64, body: F) -> Result<(), Error>
+where
+    E: Send,
+    D: Dimension,
+    F: Fn(usize, &mut [E]) -> Result<(), Error> + Sync + Send,
+{
+    let len = out.len();
+    let ndim = out.ndim();
     if len == 0 {
-        return Ok(out);
+        return Ok(());
     }
     let work = len.saturating_mul(usize::try_from(cost_per_point).unwrap_or(usize::MAX));
     // Every product of axis lengths fits now (none is zero, all fit in `len`).
@@ -94,11 +147,10 @@ where
         });
     };
     if ndim == 1 {
-        for_each_row(slice, row_len, work, |block, chunk| body(block * row_len, chunk))?;
+        for_each_row(slice, row_len, work, |block, chunk| body(block * row_len, chunk))
     } else {
-        for_each_row(slice, row_len, work, body)?;
+        for_each_row(slice, row_len, work, body)
     }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -764,7 +764,7 @@ fn matmul_with_reduction() {
                         "matmul",
                         [M as usize, N as usize],
                         3,
-                        |__pos_i, __row_c| {
+                        |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
                             let i: i64 = __pos_i as i64;
                             for __slot_c in __row_c.iter_mut() {
                                 *__slot_c = 0.0f32;
@@ -849,7 +849,7 @@ fn matmul_all_checked() {
                         "matmul",
                         [M as usize, N as usize],
                         3,
-                        |__pos_i, __row_c| {
+                        |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
                             let i: i64 = __pos_i as i64;
                             for __slot_c in __row_c.iter_mut() {
                                 *__slot_c = 0.0f32;
@@ -896,74 +896,76 @@ fn guarded_definition_with_where_binding() {
     check(
         &upper_relu(),
         expect![[r#"
-        pub fn upper_relu(m: tensor<f32, 2>) -> tensor<f32, 2> {
-            bind N = m.shape[0]
-            check m.shape[1] == N ("N")
-            tensor u[i in 0..N, j in 0..N]: f32 (cost 2) = max(z, 0.0f32) where z = read m[i, j] unchecked, i <= j
-            result u
-        }
+            pub fn upper_relu(m: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = m.shape[0]
+                check m.shape[1] == N ("N")
+                tensor u[i in 0..N, j in 0..N]: f32 (cost 2) = max(z, 0.0f32) where z = read m[i, j] unchecked, i <= j
+                result u
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn upper_relu<'__a0>(
-            m: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
-                >,
-            >,
-        ) -> ::core::result::Result<
-            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                m: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn upper_relu<'__a0>(
+                m: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
                 >,
             ) -> ::core::result::Result<
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
                 ::einlang::__private::Error,
             > {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let N: i64 = m.shape()[0] as i64;
-                __rt::shape::check_dim("upper_relu", "m", 1, "N", N, m.shape()[1])?;
-                let u: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
-                    "upper_relu",
-                    [N as usize, N as usize],
-                    2,
-                    |__pos_i, __row_u| {
+                fn __body(
+                    m: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                ) -> ::core::result::Result<
+                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let N: i64 = m.shape()[0] as i64;
+                    __rt::shape::check_dim("upper_relu", "m", 1, "N", N, m.shape()[1])?;
+                    let __fill_u = |
+                        __pos_i: usize,
+                        __row_u: &mut [::core::mem::MaybeUninit<f32>],
+                    | -> ::core::result::Result<(), __rt::Error> {
                         let i: i64 = __pos_i as i64;
                         for (__pos_j, __slot_u) in __row_u.iter_mut().enumerate() {
                             let j: i64 = __pos_j as i64;
-                            *__slot_u = '__guard0: {
-                                let z: f32 = unsafe { *m.uget([i as usize, j as usize]) };
-                                if !(i <= j) {
-                                    break '__guard0 0.0f32;
-                                }
-                                z.max(0.0f32)
-                            };
+                            __slot_u
+                                .write('__guard0: {
+                                    let z: f32 = unsafe { *m.uget([i as usize, j as usize]) };
+                                    if !(i <= j) {
+                                        break '__guard0 0.0f32;
+                                    }
+                                    z.max(0.0f32)
+                                });
                         }
                         Ok(())
-                    },
-                )?;
-                Ok(u)
+                    };
+                    let u: __nd::Array<f32, __nd::Ix2> = unsafe {
+                        __rt::par::fill_uninit("upper_relu", [N as usize, N as usize], 2, __fill_u)
+                    }?;
+                    Ok(u)
+                }
+                __body(m.into())
             }
-            __body(m.into())
-        }
-    "#]],
+        "#]],
     );
 }
 
@@ -972,95 +974,107 @@ fn scalar_result_with_call() {
     check(
         &norm(),
         expect![[r#"
-        pub fn sum_sq(x: tensor<f32, 1>) -> f32 {
-            bind N = x.shape[0]
-            result sum[i in 0..N] powi(read x[i] unchecked, 2i32)
-        }
+            pub fn sum_sq(x: tensor<f32, 1>) -> f32 {
+                bind N = x.shape[0]
+                result sum[i in 0..N] powi(read x[i] unchecked, 2i32)
+            }
 
-        fn norm(x: tensor<f32, 1>) -> f32 {
-            bind N = x.shape[0]
-            let s: f32 = sum_sq(x)
-            let half: i64 = N / 2i64
-            result sqrt(s) / (half as f32)
-        }
+            fn norm(x: tensor<f32, 1>) -> f32 {
+                bind N = x.shape[0]
+                let s: f32 = sum_sq(x)
+                let half: i64 = N / 2i64
+                result sqrt(s) / (half as f32)
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn sum_sq<'__a0>(
-            x: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            >,
-        ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
-            fn __body(
-                x: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn sum_sq<'__a0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
                 >,
             ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let N: i64 = x.shape()[0] as i64;
-                Ok({
-                    let mut __sum_i: f32 = 0.0f32;
-                    for i in 0i64..N {
-                        __sum_i += (unsafe { *x.uget([i as usize]) }).powi(2);
-                    }
-                    __sum_i
-                })
+                fn __body(
+                    x: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let N: i64 = x.shape()[0] as i64;
+                    Ok({
+                        let mut __lanes_i: [f32; 8] = [0.0f32; 8];
+                        let __end_i: i64 = N;
+                        let mut __base_i: i64 = 0i64;
+                        while __end_i.saturating_sub(__base_i) >= 8i64 {
+                            for __lane in 0..8 {
+                                let i: i64 = __base_i + __lane as i64;
+                                __lanes_i[__lane] += (unsafe { *x.uget([i as usize]) }).powi(2);
+                            }
+                            __base_i += 8i64;
+                        }
+                        let mut __sum_i: f32 = (((__lanes_i[0] + __lanes_i[1])
+                            + (__lanes_i[2] + __lanes_i[3]))
+                            + ((__lanes_i[4] + __lanes_i[5]) + (__lanes_i[6] + __lanes_i[7])));
+                        for i in __base_i..__end_i {
+                            __sum_i += (unsafe { *x.uget([i as usize]) }).powi(2);
+                        }
+                        __sum_i
+                    })
+                }
+                __body(x.into())
             }
-            __body(x.into())
-        }
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        fn norm<'__a0>(
-            x: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            >,
-        ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
-            fn __body(
-                x: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            fn norm<'__a0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
                 >,
             ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let N: i64 = x.shape()[0] as i64;
-                let s: f32 = sum_sq(x.view())?;
-                let half: i64 = __rt::arith::int_div("norm", N, 2i64)?;
-                Ok(s.sqrt() / half as f32)
+                fn __body(
+                    x: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let N: i64 = x.shape()[0] as i64;
+                    let s: f32 = sum_sq(x.view())?;
+                    let half: i64 = __rt::arith::int_div("norm", N, 2i64)?;
+                    Ok(s.sqrt() / half as f32)
+                }
+                __body(x.into())
             }
-            __body(x.into())
-        }
-    "#]],
+        "#]],
     );
 }
 
@@ -1069,75 +1083,84 @@ fn strided_checked_read() {
     check(
         &every_other(),
         expect![[r#"
-        pub fn every_other(x: tensor<f32, 1>, m: i64) -> tensor<f32, 1> {
-            bind N = x.shape[0]
-            tensor y[i in 0..m]: f32 (cost 1) = read x[2i64 * i] checked
-            result y
-        }
+            pub fn every_other(x: tensor<f32, 1>, m: i64) -> tensor<f32, 1> {
+                bind N = x.shape[0]
+                tensor y[i in 0..m]: f32 (cost 1) = read x[2i64 * i] checked
+                result y
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn every_other<'__a0>(
-            x: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            >,
-            m: i64,
-        ) -> ::core::result::Result<
-            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                x: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn every_other<'__a0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
                 >,
                 m: i64,
             ) -> ::core::result::Result<
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
                 ::einlang::__private::Error,
             > {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let N: i64 = x.shape()[0] as i64;
-                let y: __nd::Array<f32, __nd::Ix1> = __rt::par::fill(
-                    "every_other",
-                    [__rt::shape::extent("every_other", "m", m)?],
-                    1,
-                    |__first_y, __block_y| {
+                fn __body(
+                    x: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                    m: i64,
+                ) -> ::core::result::Result<
+                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let N: i64 = x.shape()[0] as i64;
+                    let __fill_y = |
+                        __first_y: usize,
+                        __block_y: &mut [::core::mem::MaybeUninit<f32>],
+                    | -> ::core::result::Result<(), __rt::Error> {
                         for (__pos_i, __slot_y) in __block_y.iter_mut().enumerate() {
                             let i: i64 = (__first_y + __pos_i) as i64;
-                            *__slot_y = x[[
-                                __rt::shape::check_index(
-                                    "every_other",
-                                    "x",
-                                    0,
-                                    2i64.wrapping_mul(i),
-                                    x.shape()[0],
-                                )?,
-                            ]];
+                            __slot_y
+                                .write(
+                                    x[[
+                                        __rt::shape::check_index(
+                                            "every_other",
+                                            "x",
+                                            0,
+                                            2i64.wrapping_mul(i),
+                                            x.shape()[0],
+                                        )?,
+                                    ]],
+                                );
                         }
                         Ok(())
-                    },
-                )?;
-                Ok(y)
+                    };
+                    let y: __nd::Array<f32, __nd::Ix1> = unsafe {
+                        __rt::par::fill_uninit(
+                            "every_other",
+                            [__rt::shape::extent("every_other", "m", m)?],
+                            1,
+                            __fill_y,
+                        )
+                    }?;
+                    Ok(y)
+                }
+                __body(x.into(), m)
             }
-            __body(x.into(), m)
-        }
-    "#]],
+        "#]],
     );
 }
 
@@ -1146,98 +1169,115 @@ fn rank_one_with_runtime_extent() {
     check(
         &conv1d(),
         expect![[r#"
-        pub fn conv1d(x: tensor<f32, 1>, w: tensor<f32, 1>) -> tensor<f32, 1> {
-            bind N = x.shape[0]
-            bind K = w.shape[0]
-            extent len_t = N - K + 1 ("N - K + 1")
-            tensor y[t in 0..len_t]: f32 (cost 2) = sum[r in 0..K] (read x[t + r] unchecked) * (read w[r] unchecked)
-            check_result y.shape[0] == N - K + 1 ("N - K + 1")
-            result y
-        }
+            pub fn conv1d(x: tensor<f32, 1>, w: tensor<f32, 1>) -> tensor<f32, 1> {
+                bind N = x.shape[0]
+                bind K = w.shape[0]
+                extent len_t = N - K + 1 ("N - K + 1")
+                tensor y[t in 0..len_t]: f32 (cost 2) = sum[r in 0..K] (read x[t + r] unchecked) * (read w[r] unchecked)
+                check_result y.shape[0] == N - K + 1 ("N - K + 1")
+                result y
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn conv1d<'__a0, '__a1>(
-            x: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn conv1d<'__a0, '__a1>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
                 >,
-            >,
-            w: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a1,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            >,
-        ) -> ::core::result::Result<
-            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                x: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-                w: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
+                w: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a1,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
                 >,
             ) -> ::core::result::Result<
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
                 ::einlang::__private::Error,
             > {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let N: i64 = x.shape()[0] as i64;
-                let K: i64 = w.shape()[0] as i64;
-                let len_t: i64 = __rt::shape::extent("conv1d", "N - K + 1", (N - K + 1i64))?
-                    as i64;
-                let y: __nd::Array<f32, __nd::Ix1> = __rt::par::fill(
-                    "conv1d",
-                    [len_t as usize],
-                    2,
-                    |__first_y, __block_y| {
+                fn __body(
+                    x: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                    w: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                ) -> ::core::result::Result<
+                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let N: i64 = x.shape()[0] as i64;
+                    let K: i64 = w.shape()[0] as i64;
+                    let len_t: i64 = __rt::shape::extent("conv1d", "N - K + 1", (N - K + 1i64))?
+                        as i64;
+                    let __fill_y = |
+                        __first_y: usize,
+                        __block_y: &mut [::core::mem::MaybeUninit<f32>],
+                    | -> ::core::result::Result<(), __rt::Error> {
                         for (__pos_t, __slot_y) in __block_y.iter_mut().enumerate() {
                             let t: i64 = (__first_y + __pos_t) as i64;
-                            *__slot_y = {
-                                let mut __sum_r: f32 = 0.0f32;
-                                for r in 0i64..K {
+                            __slot_y
+                                .write({
+                                    let mut __lanes_r: [f32; 8] = [0.0f32; 8];
+                                    let __end_r: i64 = K;
+                                    let mut __base_r: i64 = 0i64;
+                                    while __end_r.saturating_sub(__base_r) >= 8i64 {
+                                        for __lane in 0..8 {
+                                            let r: i64 = __base_r + __lane as i64;
+                                            __lanes_r[__lane]
+                                                += unsafe { *x.uget([t.wrapping_add(r) as usize]) }
+                                                    * unsafe { *w.uget([r as usize]) };
+                                        }
+                                        __base_r += 8i64;
+                                    }
+                                    let mut __sum_r: f32 = (((__lanes_r[0] + __lanes_r[1])
+                                        + (__lanes_r[2] + __lanes_r[3]))
+                                        + ((__lanes_r[4] + __lanes_r[5])
+                                            + (__lanes_r[6] + __lanes_r[7])));
+                                    for r in __base_r..__end_r {
+                                        __sum_r
+                                            += unsafe { *x.uget([t.wrapping_add(r) as usize]) }
+                                                * unsafe { *w.uget([r as usize]) };
+                                    }
                                     __sum_r
-                                        += unsafe { *x.uget([t.wrapping_add(r) as usize]) }
-                                            * unsafe { *w.uget([r as usize]) };
-                                }
-                                __sum_r
-                            };
+                                });
                         }
                         Ok(())
-                    },
-                )?;
-                __rt::shape::check_result_dim(
-                    "conv1d",
-                    0,
-                    "N - K + 1",
-                    (N - K + 1i64),
-                    y.shape()[0],
-                )?;
-                Ok(y)
+                    };
+                    let y: __nd::Array<f32, __nd::Ix1> = unsafe {
+                        __rt::par::fill_uninit("conv1d", [len_t as usize], 2, __fill_y)
+                    }?;
+                    __rt::shape::check_result_dim(
+                        "conv1d",
+                        0,
+                        "N - K + 1",
+                        (N - K + 1i64),
+                        y.shape()[0],
+                    )?;
+                    Ok(y)
+                }
+                __body(x.into(), w.into())
             }
-            __body(x.into(), w.into())
-        }
-    "#]],
+        "#]],
     );
 }
 
@@ -1246,62 +1286,61 @@ fn rank_three_with_offset_axis() {
     check(
         &shift3(),
         expect![[r#"
-        pub fn shift3(x: tensor<f64, 3>) -> tensor<f64, 3> {
-            bind B = x.shape[0]
-            bind M = x.shape[1]
-            bind N = x.shape[2]
-            tensor y[b in 0..B, i in 1..M, j in 0..N]: f64 (cost 2) = (read x[b, i, j] unchecked) - (read x[b, i - 1i64, j] unchecked)
-            result y
-        }
+            pub fn shift3(x: tensor<f64, 3>) -> tensor<f64, 3> {
+                bind B = x.shape[0]
+                bind M = x.shape[1]
+                bind N = x.shape[2]
+                tensor y[b in 0..B, i in 1..M, j in 0..N]: f64 (cost 2) = (read x[b, i, j] unchecked) - (read x[b, i - 1i64, j] unchecked)
+                result y
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn shift3<'__a0>(
-            x: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f64,
-                    ::einlang::__private::ndarray::Ix3,
-                >,
-            >,
-        ) -> ::core::result::Result<
-            ::einlang::__private::ndarray::Array<f64, ::einlang::__private::ndarray::Ix3>,
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                x: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f64,
-                    ::einlang::__private::ndarray::Ix3,
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn shift3<'__a0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f64,
+                        ::einlang::__private::ndarray::Ix3,
+                    >,
                 >,
             ) -> ::core::result::Result<
                 ::einlang::__private::ndarray::Array<f64, ::einlang::__private::ndarray::Ix3>,
                 ::einlang::__private::Error,
             > {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let B: i64 = x.shape()[0] as i64;
-                let M: i64 = x.shape()[1] as i64;
-                let N: i64 = x.shape()[2] as i64;
-                let __shape_y: [usize; 3] = [
-                    B as usize,
-                    __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
-                    N as usize,
-                ];
-                let y: __nd::Array<f64, __nd::Ix3> = __rt::par::fill(
-                    "shift3",
-                    __shape_y,
-                    2,
-                    |__pos_b, __row_y| {
+                fn __body(
+                    x: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f64,
+                        ::einlang::__private::ndarray::Ix3,
+                    >,
+                ) -> ::core::result::Result<
+                    ::einlang::__private::ndarray::Array<f64, ::einlang::__private::ndarray::Ix3>,
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let B: i64 = x.shape()[0] as i64;
+                    let M: i64 = x.shape()[1] as i64;
+                    let N: i64 = x.shape()[2] as i64;
+                    let __shape_y: [usize; 3] = [
+                        B as usize,
+                        __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
+                        N as usize,
+                    ];
+                    let __fill_y = |
+                        __pos_b: usize,
+                        __row_y: &mut [::core::mem::MaybeUninit<f64>],
+                    | -> ::core::result::Result<(), __rt::Error> {
                         let b: i64 = __pos_b as i64;
                         for (__pos_i, __chunk_y_i) in __row_y
                             .chunks_exact_mut(__shape_y[2])
@@ -1310,27 +1349,30 @@ fn rank_three_with_offset_axis() {
                             let i: i64 = 1i64 + __pos_i as i64;
                             for (__pos_j, __slot_y) in __chunk_y_i.iter_mut().enumerate() {
                                 let j: i64 = __pos_j as i64;
-                                *__slot_y = unsafe {
-                                    *x.uget([b as usize, i as usize, j as usize])
-                                }
-                                    - unsafe {
-                                        *x
-                                            .uget([
-                                                b as usize,
-                                                i.wrapping_sub(1i64) as usize,
-                                                j as usize,
-                                            ])
-                                    };
+                                __slot_y
+                                    .write(
+                                        unsafe { *x.uget([b as usize, i as usize, j as usize]) }
+                                            - unsafe {
+                                                *x
+                                                    .uget([
+                                                        b as usize,
+                                                        i.wrapping_sub(1i64) as usize,
+                                                        j as usize,
+                                                    ])
+                                            },
+                                    );
                             }
                         }
                         Ok(())
-                    },
-                )?;
-                Ok(y)
+                    };
+                    let y: __nd::Array<f64, __nd::Ix3> = unsafe {
+                        __rt::par::fill_uninit("shift3", __shape_y, 2, __fill_y)
+                    }?;
+                    Ok(y)
+                }
+                __body(x.into())
             }
-            __body(x.into())
-        }
-    "#]],
+        "#]],
     );
 }
 
@@ -1339,131 +1381,133 @@ fn argmax_view_guarded_sum_and_tuple_result() {
     check(
         &stats(),
         expect![[r#"
-        pub fn stats(x: tensor<f32, 2>) -> (tensor<i64, 1>, tensor<f32, 1>, f32, bool) {
-            bind B = x.shape[0]
-            bind N = x.shape[1]
-            tensor am[b in 0..B]: i64 (cost 1) = argmax[n in 0..N] read x[b, n] unchecked
-            let first_row: tensor<f32, 1> = view x[0i64]
-            let total: f32 = sum[b2 in 0..B, n2 in 0..N] read x[b2, n2] unchecked where (read x[b2, n2] unchecked) > 0.0f32
-            let finite: bool = all[b3 in 0..B, n3 in 0..N] abs(read x[b3, n3] unchecked) < 1e30f32
-            result (am, first_row, total, finite)
-        }
+            pub fn stats(x: tensor<f32, 2>) -> (tensor<i64, 1>, tensor<f32, 1>, f32, bool) {
+                bind B = x.shape[0]
+                bind N = x.shape[1]
+                tensor am[b in 0..B]: i64 (cost 1) = argmax[n in 0..N] read x[b, n] unchecked
+                let first_row: tensor<f32, 1> = view x[0i64]
+                let total: f32 = sum[b2 in 0..B, n2 in 0..N] read x[b2, n2] unchecked where (read x[b2, n2] unchecked) > 0.0f32
+                let finite: bool = all[b3 in 0..B, n3 in 0..N] abs(read x[b3, n3] unchecked) < 1e30f32
+                result (am, first_row, total, finite)
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn stats<'__a0>(
-            x: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
-                >,
-            >,
-        ) -> ::core::result::Result<
-            (
-                ::einlang::__private::ndarray::Array<i64, ::einlang::__private::ndarray::Ix1>,
-                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
-                f32,
-                bool,
-            ),
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                x: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix2,
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn stats<'__a0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
                 >,
             ) -> ::core::result::Result<
                 (
-                    ::einlang::__private::ndarray::Array<
-                        i64,
-                        ::einlang::__private::ndarray::Ix1,
-                    >,
-                    ::einlang::__private::ndarray::Array<
-                        f32,
-                        ::einlang::__private::ndarray::Ix1,
-                    >,
+                    ::einlang::__private::ndarray::Array<i64, ::einlang::__private::ndarray::Ix1>,
+                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
                     f32,
                     bool,
                 ),
                 ::einlang::__private::Error,
             > {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                let B: i64 = x.shape()[0] as i64;
-                let N: i64 = x.shape()[1] as i64;
-                let am: __nd::Array<i64, __nd::Ix1> = __rt::par::fill(
-                    "stats",
-                    [B as usize],
-                    1,
-                    |__first_am, __block_am| {
+                fn __body(
+                    x: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                ) -> ::core::result::Result<
+                    (
+                        ::einlang::__private::ndarray::Array<
+                            i64,
+                            ::einlang::__private::ndarray::Ix1,
+                        >,
+                        ::einlang::__private::ndarray::Array<
+                            f32,
+                            ::einlang::__private::ndarray::Ix1,
+                        >,
+                        f32,
+                        bool,
+                    ),
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let B: i64 = x.shape()[0] as i64;
+                    let N: i64 = x.shape()[1] as i64;
+                    let __fill_am = |
+                        __first_am: usize,
+                        __block_am: &mut [::core::mem::MaybeUninit<i64>],
+                    | -> ::core::result::Result<(), __rt::Error> {
                         for (__pos_b, __slot_am) in __block_am.iter_mut().enumerate() {
                             let b: i64 = (__first_am + __pos_b) as i64;
-                            *__slot_am = {
-                                let mut __argmax_n: i64 = -1;
-                                let mut __best_n: f32 = 0.0f32;
-                                let mut __found_n = false;
-                                for n in 0i64..N {
-                                    let __v: f32 = unsafe { *x.uget([b as usize, n as usize]) };
-                                    if !__found_n || __v > __best_n {
-                                        __best_n = __v;
-                                        __argmax_n = n;
-                                        __found_n = true;
+                            __slot_am
+                                .write({
+                                    let mut __argmax_n: i64 = -1;
+                                    let mut __best_n: f32 = 0.0f32;
+                                    let mut __found_n = false;
+                                    for n in 0i64..N {
+                                        let __v: f32 = unsafe { *x.uget([b as usize, n as usize]) };
+                                        if !__found_n || __v > __best_n {
+                                            __best_n = __v;
+                                            __argmax_n = n;
+                                            __found_n = true;
+                                        }
                                     }
-                                }
-                                __argmax_n
-                            };
+                                    __argmax_n
+                                });
                         }
                         Ok(())
-                    },
-                )?;
-                let first_row = x
-                    .view()
-                    .index_axis_move(
-                        __nd::Axis(0),
-                        __rt::shape::check_index("stats", "x", 0, 0i64, x.shape()[0])?,
-                    );
-                let total: f32 = {
-                    let mut __sum_b2: f32 = 0.0f32;
-                    for b2 in 0i64..B {
-                        for n2 in 0i64..N {
-                            if !((unsafe { *x.uget([b2 as usize, n2 as usize]) }) > 0.0f32) {
-                                continue;
-                            }
-                            __sum_b2 += unsafe { *x.uget([b2 as usize, n2 as usize]) };
-                        }
-                    }
-                    __sum_b2
-                };
-                let finite: bool = {
-                    let mut __all_b3: bool = true;
-                    '__all0: for b3 in 0i64..B {
-                        for n3 in 0i64..N {
-                            if !((unsafe { *x.uget([b3 as usize, n3 as usize]) }).abs()
-                                < 1e30f32)
-                            {
-                                __all_b3 = false;
-                                break '__all0;
+                    };
+                    let am: __nd::Array<i64, __nd::Ix1> = unsafe {
+                        __rt::par::fill_uninit("stats", [B as usize], 1, __fill_am)
+                    }?;
+                    let first_row = x
+                        .view()
+                        .index_axis_move(
+                            __nd::Axis(0),
+                            __rt::shape::check_index("stats", "x", 0, 0i64, x.shape()[0])?,
+                        );
+                    let total: f32 = {
+                        let mut __sum_b2: f32 = 0.0f32;
+                        for b2 in 0i64..B {
+                            for n2 in 0i64..N {
+                                if !((unsafe { *x.uget([b2 as usize, n2 as usize]) }) > 0.0f32) {
+                                    continue;
+                                }
+                                __sum_b2 += unsafe { *x.uget([b2 as usize, n2 as usize]) };
                             }
                         }
-                    }
-                    __all_b3
-                };
-                Ok((am, __rt::value::owned(first_row), total, finite))
+                        __sum_b2
+                    };
+                    let finite: bool = {
+                        let mut __all_b3: bool = true;
+                        '__all0: for b3 in 0i64..B {
+                            for n3 in 0i64..N {
+                                if !((unsafe { *x.uget([b3 as usize, n3 as usize]) }).abs()
+                                    < 1e30f32)
+                                {
+                                    __all_b3 = false;
+                                    break '__all0;
+                                }
+                            }
+                        }
+                        __all_b3
+                    };
+                    Ok((am, __rt::value::owned(first_row), total, finite))
+                }
+                __body(x.into())
             }
-            __body(x.into())
-        }
-    "#]],
+        "#]],
     );
 }
 

@@ -169,6 +169,9 @@ pub enum Stmt {
     Gemm(Gemm),
     /// A tensor defined by clauses that read earlier points of itself.
     Recurrence(Recurrence),
+    /// A tensor definition with statements computed once per row (per
+    /// index of its first axis) before the points of that row.
+    Rows(Rows),
     /// `var` holds the elements of `source` in row-major order as a tensor
     /// of extents `dims` (their product is `source`'s element count,
     /// checked at run time). `source` is a tensor that an earlier
@@ -201,6 +204,20 @@ pub struct TensorDef {
     /// than its own `where` entries; 0 when it covers every point of its
     /// axes but for those.
     pub domain_guards: usize,
+}
+
+/// `def` (of rank 2 or more), whose rows share work: for every index `n` of
+/// its first axis (bound to that axis's index variable), the `prelude`
+/// statements run in order, then the points of row `n` are computed. The
+/// prelude holds scalar `let`s and tensor definitions (over fewer axes),
+/// may read the first axis's index, and defines variables that only the
+/// rest of the prelude and `def.body` read. Rows are independent of each
+/// other: a back end may run them in any order, each with its own prelude
+/// values. The `opt` row fusion pass makes these; lowering never does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rows {
+    pub def: TensorDef,
+    pub prelude: Vec<Stmt>,
 }
 
 /// `out[p, i, j] = sum[k < k_len](a[p, i, k] * b[p, k, j])` where `a` and `b`

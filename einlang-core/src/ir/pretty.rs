@@ -134,6 +134,15 @@ impl Printer<'_> {
                 )
             }
             Stmt::Recurrence(r) => self.recurrence(r, level),
+            Stmt::Rows(rows) => {
+                let first = rows.def.axes.first().map(|a| self.var(a.index)).unwrap_or_default();
+                let mut text = format!("rows of {}, once per {first}:\n", self.var(rows.def.var));
+                for s in &rows.prelude {
+                    self.stmt(&mut text, s, level + 1);
+                }
+                let _ = write!(text, "{}{}", indent(level + 1), self.tensor(&rows.def, level + 1));
+                text
+            }
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
                 format!(
                     "check_result {}{}.shape[{axis}] == {} ({symbol:?})",

@@ -28,7 +28,7 @@ use crate::base::scalar::ScalarKind;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
     CollectStep, Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Literal, Loop, Program, RecIndex,
-    Recurrence, Repr, Stmt, TensorDef, VarId, WhereEntry,
+    Recurrence, Repr, Rows, Stmt, TensorDef, VarId, WhereEntry,
 };
 
 /// Checks every function of `p`. The error lists every problem found, one
@@ -205,6 +205,12 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
                 }
                 visit_var_uses(&c.body, f);
             }
+        }
+        Stmt::Rows(rows) => {
+            for s in &rows.prelude {
+                visit_stmt_var_uses(s, f);
+            }
+            visit_stmt_var_uses(&Stmt::Tensor(rows.def.clone()), f);
         }
         Stmt::Gemm(g) => {
             f(g.a);
@@ -414,6 +420,7 @@ impl<'a> Checker<'a> {
             Stmt::Tensor(def) => self.check_tensor(def),
             Stmt::Gemm(g) => self.check_gemm(g),
             Stmt::Recurrence(r) => self.check_recurrence(r),
+            Stmt::Rows(rows) => self.check_rows(rows),
             Stmt::CheckResultDim { tensor, path, axis, declared, .. } => {
                 if let Some(ty) = self.use_var(*tensor).cloned() {
                     if !matches!(crate::ir::tuple_element(&ty, path), Some(Repr::Tensor(_, rank)) if axis < rank) {
@@ -477,6 +484,50 @@ impl<'a> Checker<'a> {
             self.err("gemm whose reference loop nest defines another tensor".to_string());
         }
         self.check_tensor(&g.reference);
+    }
+
+    /// A row definition checks like its definition with the prelude's
+    /// statements in a scope where the first axis's index is defined; the
+    /// prelude's variables are out of scope after it.
+    fn check_rows(&mut self, rows: &Rows) {
+        let def = &rows.def;
+        let Some(first) = def.axes.first() else {
+            self.err(format!("rows of tensor {} without axes", self.name(def.var)));
+            return;
+        };
+        if def.axes.len() < 2 {
+            self.err(format!("rows of tensor {} of rank {}", self.name(def.var), def.axes.len()));
+        }
+        self.check_dim(&first.start);
+        self.check_dim(&first.extent);
+        self.push();
+        self.define(first.index);
+        for s in &rows.prelude {
+            if !matches!(s, Stmt::Let { .. } | Stmt::Tensor(_)) {
+                self.err(format!("a row prelude of tensor {} holds {s:?}", self.name(def.var)));
+            }
+            self.check_stmt(s);
+        }
+        // The first axis is defined already: check the rest as a
+        // definition of its own, then the tensor's type.
+        let inner = TensorDef { axes: def.axes[1..].to_vec(), ..def.clone() };
+        self.push();
+        for a in &inner.axes {
+            self.check_dim(&a.start);
+            self.check_dim(&a.extent);
+            self.define(a.index);
+        }
+        self.check_expr(&def.body);
+        self.expect_ty(&format!("the body of tensor {}", self.name(def.var)), &def.body.ty, &Repr::Scalar(def.elem));
+        self.pop();
+        self.pop();
+        if def.domain_guards > 0 {
+            self.err(format!("rows of tensor {} with domain guards", self.name(def.var)));
+        }
+        if let Some(ty) = self.ty(def.var) {
+            self.expect_ty(&format!("tensor {}", self.name(def.var)), ty, &Repr::Tensor(def.elem, def.axes.len()));
+        }
+        self.define(def.var);
     }
 
     fn check_tensor(&mut self, def: &TensorDef) {

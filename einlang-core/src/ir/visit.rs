@@ -102,13 +102,19 @@ pub fn for_each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
 }
 
 /// Calls `f` on every expression directly inside statement `s`: a value, a
-/// definition's body, a GEMM's reference body, a recurrence's clause bodies.
+/// definition's body, a GEMM's reference body, a recurrence's clause bodies,
+/// the expressions of a row prelude's statements and then its definition's
+/// body.
 pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
     match s {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&def.body),
         Stmt::Gemm(g) => f(&g.reference.body),
         Stmt::Recurrence(r) => r.clauses.iter().for_each(|c| f(&c.body)),
+        Stmt::Rows(rows) => {
+            rows.prelude.iter().for_each(|s| for_each_stmt_expr(s, f));
+            f(&rows.def.body);
+        }
         Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
     }
 }
@@ -120,6 +126,10 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         Stmt::Tensor(def) => f(&mut def.body),
         Stmt::Gemm(g) => f(&mut g.reference.body),
         Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|c| f(&mut c.body)),
+        Stmt::Rows(rows) => {
+            rows.prelude.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
+            f(&mut rows.def.body);
+        }
         Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
     }
 }
@@ -168,6 +178,11 @@ pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
         Stmt::Gemm(g) => {
             g.reference.axes.iter().for_each(|a| f(a.index));
             f(g.out);
+        }
+        Stmt::Rows(rows) => {
+            rows.def.axes.iter().for_each(|a| f(a.index));
+            rows.prelude.iter().for_each(|s| for_each_stmt_binder(s, f));
+            f(rows.def.var);
         }
         Stmt::Recurrence(r) => {
             r.seq.iter().for_each(|(_, l)| f(l.index));

@@ -2,8 +2,11 @@
 //!
 //! Lowering states what the program computes; the passes here choose how
 //! it is computed where that choice does not depend on the back end: which
-//! definitions are matrix products (`gemm`), and which reductions are
-//! computed once per point of the axes they depend on (`hoist`). Each pass
+//! definitions are matrix products (`gemm`), which reductions are
+//! computed once per point of the axes they depend on or shared with an
+//! earlier statement (`hoist`), which definitions read once are computed
+//! where they are read (`inline`), and which definitions are computed row
+//! by row inside the definition they feed (`rows`). Each pass
 //! is small, rewrites one function at a time, and leaves a valid program:
 //! `optimize` validates the IR after every pass, and the driver reports a
 //! failure as an internal compiler error naming the pass.
@@ -13,18 +16,67 @@
 
 pub mod gemm;
 pub mod hoist;
+pub mod inline;
 pub mod pack;
+pub mod rows;
 
+#[cfg(test)]
+mod eval_tests;
 #[cfg(test)]
 mod tests;
 
 use crate::ir;
 
 /// The passes, in the order they run.
-const PASSES: &[Pass] = &[("gemm", gemm::run), ("pack", pack::run), ("hoist", hoist::run)];
+const PASSES: &[Pass] = &[
+    ("gemm", gemm::run, Targets::All),
+    ("pack", pack::run, Targets::All),
+    ("hoist", hoist::run, Targets::All),
+    ("inline", inline::run, Targets::All),
+    ("rows", rows::run, Targets::Host),
+];
 
-/// A pass: its name (for errors) and what it does to one function.
-type Pass = (&'static str, fn(&mut ir::Function));
+/// A pass: its name (for errors), what it does to one function, and which
+/// functions it runs on.
+type Pass = (&'static str, fn(&mut ir::Function), Targets);
+
+/// The functions a pass runs on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Targets {
+    All,
+    /// Not on device functions, nor on functions they call: the CUDA back
+    /// end does not run `Stmt::Rows` (a per-row prelude is a CPU schedule).
+    Host,
+}
+
+/// The names of the device functions and of every function they call,
+/// directly or through each other.
+fn device_reachable(program: &ir::Program) -> std::collections::HashSet<String> {
+    use std::collections::HashSet;
+    fn calls(e: &ir::Expr, out: &mut Vec<String>) {
+        if let ir::ExprKind::Call { func, .. } = &e.kind {
+            out.push(func.clone());
+        }
+        ir::visit::for_each_child(e, &mut |c| calls(c, out));
+    }
+    let mut reached: HashSet<String> =
+        program.fns.iter().filter(|f| f.device.is_some()).map(|f| f.name.clone()).collect();
+    let mut work: Vec<String> = reached.iter().cloned().collect();
+    while let Some(name) = work.pop() {
+        let Some(f) = program.fns.iter().find(|f| f.name == name) else { continue };
+        let mut callees = Vec::new();
+        for s in &f.body {
+            ir::visit::for_each_stmt_expr(s, &mut |e| calls(e, &mut callees));
+        }
+        calls(&f.result, &mut callees);
+        for c in callees {
+            if reached.insert(c.clone()) {
+                work.push(c);
+            }
+        }
+    }
+    reached
+}
 
 /// Runs a pass's rewrites over `f`: `stmts` on the function's body, `expr`
 /// on its result (for the blocks inside it). The function is at hand for
@@ -46,8 +98,12 @@ fn over_function(
 /// Runs every pass over every function of `program`. The error names the
 /// pass after which the program was invalid, and how.
 pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
-    for (name, pass) in PASSES {
+    let device = device_reachable(&program);
+    for (name, pass, targets) in PASSES {
         for f in &mut program.fns {
+            if *targets == Targets::Host && device.contains(&f.name) {
+                continue;
+            }
             pass(f);
         }
         ir::validate::validate(&program).map_err(|e| format!("after the `{name}` pass: {e}"))?;

@@ -85,7 +85,7 @@ fn product_in_a_binding_gets_a_temporary() {
                 check b.shape[0] == O ("O")
                 gemm y_mm = x[0, 1] x w[0, 1] (m B, n O, k I): f32
                   reference tensor y_mm[n_2 in 0..B, o_2 in 0..O]: f32 (cost 513) = sum[i in 0..I] (read x[n_2, i] unchecked) * (read w[i, o_2] unchecked)
-                tensor y[n in 0..B, o in 0..O]: f32 (cost 14) = max(z, 0.0f32) where z = (read y_mm[n, o] unchecked) + (read b[o] unchecked)
+                tensor y[n in 0..B, o in 0..O]: f32 (cost 12) = max((read y_mm[n, o] unchecked) + (read b[o] unchecked), 0.0f32)
                 result y
             }
         "#]],
@@ -212,7 +212,7 @@ fn point_dependent_range_is_no_gemm() {
 fn unproven_reads_are_no_gemm() {
     // The GEMM routine never reads `b` itself: packing copies it with its
     // reads checked (and only when the definition has points).
-    let out = hoisted(
+    let out = packed(
         "pub fn off(a: [f32; M, K], b: [f32; L, N]) -> [f32; M, N] {
             let c[i, j] = sum[k in 0..K](a[i, k] * b[k, j]);
             c
@@ -223,10 +223,23 @@ fn unproven_reads_are_no_gemm() {
     assert!(out.contains("gemm c_prod_m = c_cols_m[0, 1] x c_kern_m[0, 1]"), "{out}");
 }
 
-/// The passes' output for `src`, checked to hold (or not) a hoisted
-/// temporary.
+/// The hoisting pass's output for `src`, checked to hold (or not) a
+/// hoisted temporary.
 fn hoisted(src: &str) -> String {
-    ir::pretty::pretty_program(&optimized(src))
+    after_pass(src, super::hoist::run)
+}
+
+/// The IR of `src` after the GEMM pass and packing.
+fn packed(src: &str) -> String {
+    let mut p = lowered(src);
+    for f in &mut p.fns {
+        super::gemm::run(f);
+        super::pack::run(f);
+    }
+    if let Err(e) = ir::validate::validate(&p) {
+        panic!("invalid after packing: {e}\n{}", ir::pretty::pretty_program(&p));
+    }
+    ir::pretty::pretty_program(&p)
 }
 
 #[test]
@@ -273,7 +286,7 @@ fn reductions_that_may_fail_or_depend_on_every_axis_stay() {
 /// for its kernel gradient.
 #[test]
 fn packed_operands_keep_the_longer_run_innermost() {
-    let out = hoisted(
+    let out = packed(
         "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
             let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
             y
@@ -284,7 +297,7 @@ fn packed_operands_keep_the_longer_run_innermost() {
         "{out}"
     );
     assert!(out.contains("gemm y_prod_m = y_cols_m[1, 0] x y_kern_m[0, 1]"), "{out}");
-    let out = hoisted(
+    let out = packed(
         "pub fn dk(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
             let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
             dk
@@ -299,7 +312,7 @@ fn packed_operands_keep_the_longer_run_innermost() {
 #[test]
 fn a_guard_that_bounds_a_padded_read_unchecks_it() {
     let padded = |upper: &str| {
-        hoisted(&format!(
+        packed(&format!(
             "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {{
                 let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
                     if ih >= 0 && ih < {upper} && iw >= 0 && iw < W {{ x[n, c, ih, iw] * k[o, c, r, s] }} else {{ 0.0 }}
@@ -313,4 +326,266 @@ fn a_guard_that_bounds_a_padded_read_unchecks_it() {
     assert!(out.contains("{ read x[n_2, c, ih, iw] unchecked }"), "{out}");
     let out = padded("H + 1");
     assert!(out.contains("{ read x[n_2, c, ih, iw] checked }"), "{out}");
+}
+
+/// The IR of `src` after the one pass `pass` (and none other).
+fn after_pass(src: &str, pass: fn(&mut ir::Function)) -> String {
+    let mut p = lowered(src);
+    for f in &mut p.fns {
+        pass(f);
+    }
+    if let Err(e) = ir::validate::validate(&p) {
+        panic!("invalid after the pass: {e}\n{}", ir::pretty::pretty_program(&p));
+    }
+    ir::pretty::pretty_program(&p)
+}
+
+fn check_hoist(src: &str, expect: Expect) {
+    expect.assert_eq(&after_pass(src, super::hoist::run));
+}
+
+/// Softmax written inline: the maximum in the sum's body does not depend
+/// on the sum's loop, so it is computed once per row too, and it is the
+/// same as the numerator's, so both read one temporary.
+#[test]
+fn invariant_reduction_inside_a_sum_moves_out_and_is_shared() {
+    check_hoist(
+        "pub fn sm(x: [f32; N, C]) -> [f32; N, C] {
+            let y[n, c] = std::math::exp(x[n, c] - max[j](x[n, j])) / sum[k](std::math::exp(x[n, k] - max[j](x[n, j])));
+            y
+        }",
+        expect![[r#"
+            pub fn sm(x: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                tensor y_red[n_2 in 0..N]: f32 (cost 257) = max[j in 0..C] read x[n_2, j] unchecked
+                tensor y_red_2[n_3 in 0..N]: f32 (cost 769) = sum[k in 0..C] exp((read x[n_3, k] unchecked) - (read y_red[n_3] unchecked))
+                tensor y[n in 0..N, c in 0..C]: f32 (cost 14) = exp((read x[n, c] unchecked) - (read y_red[n] unchecked)) / (read y_red_2[n] unchecked)
+                result y
+            }
+        "#]],
+    );
+}
+
+/// A reduction equal to an earlier definition (up to index names) reads
+/// it, and a scalar `let` shares its maximum the same way.
+#[test]
+fn reductions_equal_to_earlier_statements_read_them() {
+    check_hoist(
+        "pub fn sm(x: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](x[n, c]);
+            let y[n, c] = std::math::exp(x[n, c] - max[j](x[n, j])) / sum[k](std::math::exp(x[n, k] - m[n]));
+            y
+        }
+        pub fn lse(x: [f64; N]) -> f64 {
+            let z = std::math::ln(sum[i](std::math::exp(x[i] - max[j](x[j])))) + max[j](x[j]);
+            z
+        }",
+        expect![[r#"
+            pub fn sm(x: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                tensor m[n in 0..N]: f32 (cost 257) = max[c in 0..C] read x[n, c] unchecked
+                tensor y_red[n_3 in 0..N]: f32 (cost 769) = sum[k in 0..C] exp((read x[n_3, k] unchecked) - (read m[n_3] unchecked))
+                tensor y[n_2 in 0..N, c_2 in 0..C]: f32 (cost 14) = exp((read x[n_2, c_2] unchecked) - (read m[n_2] unchecked)) / (read y_red[n_2] unchecked)
+                result y
+            }
+
+            pub fn lse(x: tensor<f64, 1>) -> f64 {
+                bind N = x.shape[0]
+                let z_red: f64 = max[j in 0..N] read x[j] unchecked
+                let z: f64 = ln(sum[i in 0..N] exp((read x[i] unchecked) - z_red)) + z_red
+                result z
+            }
+        "#]],
+    );
+}
+
+/// What stays inside a sum: a reduction reading the sum's variable, one
+/// under the sum's guard, and one over a range that depends on the sum's
+/// variable; a reduction that only looks the same (other ranges, another
+/// tensor) is not shared.
+#[test]
+fn dependent_or_guarded_inner_reductions_stay() {
+    let src = "pub fn a(x: [f32; N, N]) -> [f32; N] {
+            let y[i] = sum[k](x[i, k] * max[j](x[k, j]));
+            y
+        }
+        pub fn b(x: [f32; N, N]) -> [f32; N] {
+            let y[i] = sum[k](x[i, k] * max[j](x[i, j]) where k > 0);
+            y
+        }
+        pub fn c(x: [f32; N, N]) -> [f32; N] {
+            let y[i] = sum[k](x[i, k] * max[j in 0..k](x[i, j]));
+            y
+        }";
+    let before = ir::pretty::pretty_program(&lowered(src));
+    assert_eq!(after_pass(src, super::hoist::run), before);
+    let out = after_pass(
+        "pub fn d(x: [f32; N, C], w: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](w[n, c]);
+            let y[n, c] = x[n, c] - max[j](x[n, j]);
+            y
+        }",
+        super::hoist::run,
+    );
+    assert!(
+        out.contains("tensor y_red[n_3 in 0..N]: f32 (cost 257) = max[j in 0..C] read x[n_3, j] unchecked"),
+        "{out}"
+    );
+}
+
+fn check_rows(src: &str, expect: Expect) {
+    expect.assert_eq(&after_pass(src, super::rows::run));
+}
+
+/// A row-wise pipeline joins the definition at its end: rank-one members
+/// are scalars per row, the others rows of their own.
+#[test]
+fn a_pipeline_is_computed_row_by_row() {
+    check_rows(
+        "pub fn sm(x: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](x[n, c]);
+            let e[n, c] = std::math::exp(x[n, c] - m[n]);
+            let s[n] = sum[k](e[n, k]);
+            let y[n, c] = e[n, c] / s[n];
+            y
+        }",
+        expect![[r#"
+            pub fn sm(x: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                rows of y, once per n_4:
+                    let m: f32 = max[c in 0..C] read x[n_4, c] unchecked
+                    tensor e[c_2 in 0..C]: f32 (cost 10) = exp((read x[n_4, c_2] unchecked) - m)
+                    let s: f32 = sum[k in 0..C] read e[k] unchecked
+                    tensor y[n_4 in 0..N, c_3 in 0..C]: f32 (cost 464) = (read e[c_3] unchecked) / s
+                result y
+            }
+        "#]],
+    );
+}
+
+/// A term of the value that the sum before it also computes is a row
+/// tensor both read.
+#[test]
+fn a_term_shared_with_a_sum_is_computed_once() {
+    check_rows(
+        "pub fn sm(x: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](x[n, c]);
+            let s[n] = sum[k](std::math::exp(x[n, k] - m[n]));
+            let y[n, c] = std::math::exp(x[n, c] - m[n]) / s[n];
+            y
+        }",
+        expect![[r#"
+            pub fn sm(x: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                rows of y, once per n_3:
+                    let m: f32 = max[c in 0..C] read x[n_3, c] unchecked
+                    tensor y_term[c_3 in 0..C]: f32 (cost 10) = exp((read x[n_3, c_3] unchecked) - m)
+                    let s: f32 = sum[k in 0..C] read y_term[k] unchecked
+                    tensor y[n_3 in 0..N, c_2 in 0..C]: f32 (cost 464) = (read y_term[c_2] unchecked) / s
+                result y
+            }
+        "#]],
+    );
+}
+
+/// A definition read at another row, or used outside the pipeline, stays
+/// a whole tensor; the rest of the pipeline still fuses.
+#[test]
+fn producers_read_elsewhere_stay_whole() {
+    check_rows(
+        "pub fn a(x: [f64; N, C]) -> [f64; N, C] {
+            let e[n, c] = std::math::exp(x[n, c]);
+            let s[n] = sum[k](e[n, k]);
+            let y[n, c] = e[n, c] - e[0, c] + s[n];
+            y
+        }
+        pub fn b(x: [f64; N, C]) -> ([f64; N, C], [f64; N, C]) {
+            let e[n, c] = std::math::exp(x[n, c]);
+            let y[n, c] = e[n, c] + 1.0;
+            (y, e)
+        }
+        pub fn c(x: [f64; N, C], k: [i64; N, C]) -> [f64; N, C] {
+            let e[n, c] = x[n, c] * 2.0;
+            let y[n, c] = e[n, c] + x[n, k[n, c]];
+            y
+        }",
+        expect![[r#"
+            pub fn a(x: tensor<f64, 2>) -> tensor<f64, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                tensor e[n in 0..N, c in 0..C]: f64 (cost 8) = exp(read x[n, c] unchecked)
+                rows of y, once per n_3:
+                    let s: f64 = sum[k in 0..C] read e[n_3, k] unchecked
+                    tensor y[n_3 in 0..N, c_2 in 0..C]: f64 (cost 266) = ((read e[n_3, c_2] unchecked) - (read e[0i64, c_2] checked)) + s
+                result y
+            }
+
+            pub fn b(x: tensor<f64, 2>) -> (tensor<f64, 2>, tensor<f64, 2>) {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                tensor e[n in 0..N, c in 0..C]: f64 (cost 8) = exp(read x[n, c] unchecked)
+                tensor y[n_2 in 0..N, c_2 in 0..C]: f64 (cost 5) = (read e[n_2, c_2] unchecked) + 1.0f64
+                result (y, e)
+            }
+
+            pub fn c(x: tensor<f64, 2>, k: tensor<i64, 2>) -> tensor<f64, 2> {
+                bind N = x.shape[0]
+                bind C = x.shape[1]
+                check k.shape[0] == N ("N")
+                check k.shape[1] == C ("C")
+                rows of y, once per n_2:
+                    tensor e[c in 0..C]: f64 (cost 5) = (read x[n_2, c] unchecked) * 2.0f64
+                    tensor y[n_2 in 0..N, c_2 in 0..C]: f64 (cost 13) = (read e[c_2] unchecked) + (read x[n_2, read k[n_2, c_2] unchecked] checked)
+                result y
+            }
+        "#]],
+    );
+}
+
+fn check_inline(src: &str, expect: Expect) {
+    expect.assert_eq(&after_pass(src, super::inline::run));
+}
+
+/// A definition read once at its own point is computed where it is read;
+/// one read twice, read under a sum, or read at another point stays.
+#[test]
+fn definitions_read_once_at_their_point_are_inlined() {
+    check_inline(
+        "pub fn chain(a: [f32; N], b: [f32; N], c: [f32; N]) -> [f32; N] {
+            let t[i] = a[i] * b[i];
+            let u[i] = t[i] + c[i];
+            let y[i] = u[i] * u[i];
+            y
+        }
+        pub fn stay(a: [f32; N, N]) -> [f32; N, N] {
+            let t[i, j] = std::math::exp(a[i, j]);
+            let s[i, j] = sum[k](t[i, k]) + a[i, j];
+            let w[i, j] = a[i, j] * 2.0;
+            let y[i, j] = s[j, i] + w[i, j];
+            y
+        }",
+        expect![[r#"
+            pub fn chain(a: tensor<f32, 1>, b: tensor<f32, 1>, c: tensor<f32, 1>) -> tensor<f32, 1> {
+                bind N = a.shape[0]
+                check b.shape[0] == N ("N")
+                check c.shape[0] == N ("N")
+                tensor u[i_2 in 0..N]: f32 (cost 8) = ((read a[i_2] unchecked) * (read b[i_2] unchecked)) + (read c[i_2] unchecked)
+                tensor y[i_3 in 0..N]: f32 (cost 5) = (read u[i_3] unchecked) * (read u[i_3] unchecked)
+                result y
+            }
+
+            pub fn stay(a: tensor<f32, 2>) -> tensor<f32, 2> {
+                bind N = a.shape[0]
+                check a.shape[1] == N ("N")
+                tensor t[i in 0..N, j in 0..N]: f32 (cost 8) = exp(read a[i, j] unchecked)
+                tensor s[i_2 in 0..N, j_2 in 0..N]: f32 (cost 261) = (sum[k in 0..N] read t[i_2, k] unchecked) + (read a[i_2, j_2] unchecked)
+                tensor y[i_4 in 0..N, j_4 in 0..N]: f32 (cost 9) = (read s[j_4, i_4] unchecked) + ((read a[i_4, j_4] unchecked) * 2.0f32)
+                result y
+            }
+        "#]],
+    );
 }

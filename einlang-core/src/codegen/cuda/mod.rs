@@ -560,6 +560,8 @@ impl<'a> HostCx<'a> {
                     let #id = &#own;
                 })
             }
+            // `opt` fuses rows only in host code (see `opt::Targets`).
+            Stmt::Rows(_) => Err(Failure::Bug("a row-fused definition in device code".into())),
             Stmt::Expr(Expr { kind: ExprKind::Assert { cond, message }, .. }) => self.assert(cond, message),
             Stmt::Expr(e) => Err(Failure::Unsupported(format!("{} in device code", kernel::describe(&e.kind)))),
         }

@@ -860,7 +860,21 @@ impl FnCx<'_> {
                 idx.push(quote!(#tmp));
             }
         }
-        let access = quote!(unsafe { *#id.uget([#(#idx),*]) });
+        let access = if self.standard.contains(&tensor) {
+            // Row-major offset over the tensor's own shape: `i * len1 + j`.
+            let mut offset = TokenStream::new();
+            for (axis, i) in idx.iter().enumerate() {
+                offset = if axis == 0 {
+                    quote!(#i)
+                } else {
+                    let a = types::usize_lit(axis);
+                    quote!((#offset) * #id.shape()[#a] + #i)
+                };
+            }
+            quote!(unsafe { *#id.as_ptr().add(#offset) })
+        } else {
+            quote!(unsafe { *#id.uget([#(#idx),*]) })
+        };
         if hoisted.is_empty() {
             Ok(Code::new(access, Prec::Cast))
         } else {
@@ -946,6 +960,9 @@ impl FnCx<'_> {
         self.no_move -= 1;
         let (wheres, value) = (wheres?, value?);
         let label = matches!(op, RedOp::All | RedOp::Any).then(|| self.label(op.name()));
+        if let ([l], true, RedOp::Sum, false) = (loops, wheres.is_empty(), op, k.is_int()) {
+            return self.sum_in_lanes(l, &acc, k, value.tokens);
+        }
 
         let (init, step, tail) = match op {
             RedOp::Sum | RedOp::Prod => {
@@ -1031,6 +1048,66 @@ impl FnCx<'_> {
         Ok(Code::new(quote!({ #init #nest #tail }), Prec::Block))
     }
 
+    /// A float sum over one loop without where entries, in `LANES`
+    /// independent partial sums (the terms `k`, `k + LANES`, ... go to one
+    /// of them), added pairwise at the end, then the last terms in order:
+    /// the partial sums need not wait for each other, and when the terms
+    /// are contiguous loads LLVM adds them as one vector. The order of the
+    /// additions differs from the loop's (float reassociation, which the
+    /// language allows in reductions).
+    fn sum_in_lanes(&mut self, l: &Loop, acc: &Ident, k: ScalarKind, term: TokenStream) -> Result<Code, Bug> {
+        const LANES: usize = 8;
+        let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
+        let (t, zero) = (types::scalar(k), types::zero(k));
+        let lanes = derived("lanes_", &i, "");
+        let (base, last) = (derived("base_", &i, ""), derived("end_", &i, ""));
+        let n = types::usize_lit(LANES);
+        let n_i64 = proc_macro2::Literal::i64_suffixed(LANES as i64);
+        // Pairwise: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
+        let mut parts: Vec<TokenStream> = (0..LANES)
+            .map(|p| {
+                let p = types::usize_lit(p);
+                quote!(#lanes[#p])
+            })
+            .collect();
+        while parts.len() > 1 {
+            parts = parts
+                .chunks(2)
+                .map(|c| {
+                    if c.len() == 2 {
+                        let (a, b) = (&c[0], &c[1]);
+                        quote!((#a + #b))
+                    } else {
+                        c[0].clone()
+                    }
+                })
+                .collect();
+        }
+        let total = &parts[0];
+        Ok(Code::new(
+            quote!({
+                let mut #lanes: [#t; #n] = [#zero; #n];
+                let #last: i64 = #end;
+                let mut #base: i64 = #start;
+                // Saturating: a range longer than `i64::MAX` cannot
+                // overflow the subtraction (its bounds are far apart).
+                while #last.saturating_sub(#base) >= #n_i64 {
+                    for __lane in 0..#n {
+                        let #i: i64 = #base + __lane as i64;
+                        #lanes[__lane] += #term;
+                    }
+                    #base += #n_i64;
+                }
+                let mut #acc: #t = #total;
+                for #i in #base..#last {
+                    #acc += #term;
+                }
+                #acc
+            }),
+            Prec::Block,
+        ))
+    }
+
     /// A value under where entries: zero (false) when a guard fails.
     fn guarded(&mut self, wheres: &[WhereEntry], body: &Expr, ty: &Repr) -> Result<Code, Bug> {
         if wheres.is_empty() {
@@ -1063,6 +1140,7 @@ fn defined_by(s: &Stmt) -> Option<VarId> {
         Stmt::Tensor(def) => Some(def.var),
         Stmt::Gemm(g) => Some(g.out),
         Stmt::Recurrence(r) => Some(r.var),
+        Stmt::Rows(rows) => Some(rows.def.var),
         _ => None,
     }
 }

@@ -251,6 +251,10 @@ pub(crate) struct FnCx<'a> {
     /// The Rust identifier of every variable (see `names`).
     idents: Vec<Option<Ident>>,
     repr: HashMap<VarId, Ownership>,
+    /// Tensors this function allocates in standard layout (`par::fill`):
+    /// their proven reads address memory directly, row-major from their
+    /// shape, so the last axis has unit stride and inner loops vectorize.
+    standard: HashSet<VarId>,
     /// How reads of each recurrence's tensor are emitted (see `recur`).
     rec_access: HashMap<VarId, recur::RecAccess>,
     /// Variables known to be non-negative: dimensions bound from shapes and
@@ -287,6 +291,7 @@ impl<'a> FnCx<'a> {
             fn_name: types::str_lit(&rust_name),
             idents,
             repr: HashMap::new(),
+            standard: HashSet::new(),
             rec_access: HashMap::new(),
             nonneg: HashSet::new(),
             next_label: 0,
@@ -438,6 +443,7 @@ impl<'a> FnCx<'a> {
                 Ok(quote!(#rt::shape::check_same_extent(#name, #index, #a, #a_what, #b, #b_what)?;))
             }
             Stmt::Tensor(def) => self.tensor_def(def),
+            Stmt::Rows(rows) => self.rows(rows),
             Stmt::Gemm(g) => self.gemm(g),
             Stmt::Recurrence(r) => self.recurrence(r),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {

@@ -29,7 +29,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, types, Bug, FnCx, Ownership};
-use crate::ir::{Axis, Gemm, Repr, TensorDef};
+use crate::ir::{Axis, Gemm, Repr, Rows, Stmt, TensorDef};
 
 impl FnCx<'_> {
     /// A GEMM-shaped definition: one call of the runtime's matrix product
@@ -65,6 +65,19 @@ impl FnCx<'_> {
     }
 
     pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
+        self.tensor_with_prelude(def, &[])
+    }
+
+    /// A definition with a row prelude: the prelude's statements run inside
+    /// the closure that computes one row, after its index is bound.
+    pub(crate) fn rows(&mut self, rows: &Rows) -> Result<TokenStream, Bug> {
+        if rows.def.axes.len() < 2 {
+            return Err(format!("rows of a tensor of rank {}", rows.def.axes.len()));
+        }
+        self.tensor_with_prelude(&rows.def, &rows.prelude)
+    }
+
+    fn tensor_with_prelude(&mut self, def: &TensorDef, prelude: &[Stmt]) -> Result<TokenStream, Bug> {
         let rank = def.axes.len();
         let info = self.info(def.var)?;
         if info.ty != Repr::Tensor(def.elem, rank) {
@@ -101,22 +114,42 @@ impl FnCx<'_> {
 
         let slot = derived("slot_", &name, "");
         self.no_move += 1;
+        // The prelude is emitted first: the body reads what it defines.
+        let prelude = prelude.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
         let body = self.expr(&def.body);
         self.no_move -= 1;
-        let body = body?.tokens;
-        let mut nest = quote!(*#slot = #body;);
+        let (prelude, body) = (prelude?, body?.tokens);
+        // Every element is written once, into uninitialized memory, unless
+        // the row accumulates (it starts from zero then).
+        let mut uninit = true;
+        let mut nest = quote!(#slot.write(#body););
+        let elem_ty = types::scalar(def.elem);
+        let chunk_ty = quote!(&mut [::core::mem::MaybeUninit<#elem_ty>]);
+        let result_ty = quote!(::core::result::Result<(), #rt::Error>);
         let closure = if rank == 1 {
             let axis = &def.axes[0];
             let (first, block) = (derived("first_", &name, ""), derived("block_", &name, ""));
             let (pos, binding) = self.position(axis, |pos| quote!((#first + #pos)))?;
-            quote! {
-                |#first, #block| {
-                    for (#pos, #slot) in #block.iter_mut().enumerate() {
-                        #binding
-                        #nest
+            let along = reads_along_axis(&def.body, axis.index);
+            match along.then(|| self.accumulate_row(def, &block, &slot, &pos, &binding)).transpose()?.flatten() {
+                Some(code) => {
+                    uninit = false;
+                    quote! {
+                        |#first, #block| -> #result_ty {
+                            #code
+                            Ok(())
+                        }
                     }
-                    Ok(())
                 }
+                None => quote! {
+                    |#first: usize, #block: #chunk_ty| -> #result_ty {
+                        for (#pos, #slot) in #block.iter_mut().enumerate() {
+                            #binding
+                            #nest
+                        }
+                        Ok(())
+                    }
+                },
             }
         } else {
             // Innermost axis: the elements of the innermost chunk.
@@ -134,7 +167,10 @@ impl FnCx<'_> {
             let (pos, binding) = self.position(last, |pos| quote!(#pos))?;
             let chunk = &chunk_of_axis[rank - 2];
             nest = match self.accumulate_row(def, chunk, &slot, &pos, &binding)? {
-                Some(code) => code,
+                Some(code) => {
+                    uninit = false;
+                    code
+                }
                 None => quote! {
                     for (#pos, #slot) in #chunk.iter_mut().enumerate() {
                         #binding
@@ -162,21 +198,34 @@ impl FnCx<'_> {
             }
             let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
             let row = &chunk_of_axis[0];
+            let params = if uninit { quote!(#pos: usize, #row: #chunk_ty) } else { quote!(#pos, #row) };
             quote! {
-                |#pos, #row| {
+                |#params| -> #result_ty {
                     #binding
+                    #(#prelude)*
                     #nest
                     Ok(())
                 }
             }
         };
         self.repr.insert(def.var, Ownership::Owned);
+        self.standard.insert(def.var);
         let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
         // The points of a definition are independent: the runtime splits
         // its outermost axis across threads when the work pays for it.
+        if !uninit {
+            return Ok(quote! {
+                #shape_binding
+                let #name: #array = #rt::par::fill(#fname, #shape, #cost, #closure)?;
+            });
+        }
+        let fill = derived("fill_", &name, "");
         Ok(quote! {
             #shape_binding
-            let #name: #array = #rt::par::fill(#fname, #shape, #cost, #closure)?;
+            let #fill = #closure;
+            // SAFETY: the loop nest of `fill_` writes every element of each
+            // chunk it is given before it returns `Ok`.
+            let #name: #array = unsafe { #rt::par::fill_uninit(#fname, #shape, #cost, #fill) }?;
         })
     }
 
@@ -198,18 +247,24 @@ impl FnCx<'_> {
     ) -> Result<Option<TokenStream>, Bug> {
         use crate::base::ops::{BinOp, RedOp};
         use crate::ir::ExprKind;
-        let is_sum = |e: &crate::ir::Expr| matches!(&e.kind, ExprKind::Reduce { op: RedOp::Sum, .. });
-        // (the sum, the outside term, whether the term is subtracted, whether the sum is on the left)
-        let (sum, outside, minus, sum_left) = match &def.body.kind {
-            _ if is_sum(&def.body) => (&def.body, None, false, true),
-            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) if is_sum(a) => {
-                (&**a, Some(&**b), *op == BinOp::Sub, true)
+        let is_sum =
+            |e: &crate::ir::Expr| matches!(&e.kind, ExprKind::Reduce { op: RedOp::Sum | RedOp::Max | RedOp::Min, .. });
+        // (the reduction, the outside term, how it combines, whether the reduction is on the left)
+        let (sum, outside, combine, sum_left) = match &def.body.kind {
+            _ if is_sum(&def.body) => (&def.body, None, BinOp::Add, true),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div), a, b) if is_sum(a) => {
+                (&**a, Some(&**b), *op, true)
             }
-            ExprKind::Binary(BinOp::Add, a, b) if is_sum(b) => (&**b, Some(&**a), false, false),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Mul), a, b) if is_sum(b) => (&**b, Some(&**a), *op, false),
             _ => return Ok(None),
         };
-        let ExprKind::Reduce { loops, body, wheres, .. } = &sum.kind else { return Ok(None) };
+        let ExprKind::Reduce { op, loops, body, wheres } = &sum.kind else { return Ok(None) };
         if !def.elem.is_float() || loops.is_empty() {
+            return Ok(None);
+        }
+        // A maximum or minimum moves its loops out only when its reads walk
+        // memory along the row (a sum always does, as it did before them).
+        if *op != RedOp::Sum && !def.axes.last().is_some_and(|a| reads_along_axis(body, a.index)) {
             return Ok(None);
         }
         // The sum's loops move outside the row's loop, so their bounds must
@@ -219,7 +274,12 @@ impl FnCx<'_> {
         if loops.iter().any(|l| l.start.vars().contains(&row_var) || l.end.vars().contains(&row_var)) {
             return Ok(None);
         }
-        let zero = types::zero(def.elem);
+        let k = def.elem;
+        let (start, step) = match op {
+            RedOp::Max => (types::lowest(k), quote!(>)),
+            RedOp::Min => (types::highest(k), quote!(<)),
+            _ => (types::zero(k), quote!()),
+        };
         self.no_move += 1;
         // Where entries of the sum may depend on the row's index, so they
         // stay inside the row's loop; a false guard skips that element's
@@ -229,11 +289,19 @@ impl FnCx<'_> {
         let outside = outside.map(|o| self.expr(o)).transpose();
         self.no_move -= 1;
         let (wheres, term, outside) = (wheres?, term?.tokens, outside?.map(|c| c.tokens));
+        // NaN compares false: a maximum or minimum skips NaN terms, as the
+        // reduction's own loop does.
+        let update = if *op == RedOp::Sum {
+            quote!(*#slot += #term;)
+        } else {
+            let t = types::scalar(k);
+            quote!(let __v: #t = #term; if __v #step *#slot { *#slot = __v; })
+        };
         let mut nest = quote! {
             for (#pos, #slot) in #chunk.iter_mut().enumerate() {
                 #binding
                 #wheres
-                *#slot += #term;
+                #update
             }
         };
         for l in loops.iter().rev() {
@@ -243,10 +311,13 @@ impl FnCx<'_> {
         let epilogue = match outside {
             None => quote!(),
             Some(o) => {
-                let value = match (minus, sum_left) {
-                    (true, _) => quote!(__acc - (#o)),
-                    (false, true) => quote!(__acc + (#o)),
-                    (false, false) => quote!((#o) + __acc),
+                let value = match (combine, sum_left) {
+                    (BinOp::Sub, _) => quote!(__acc - (#o)),
+                    (BinOp::Mul, true) => quote!(__acc * (#o)),
+                    (BinOp::Mul, false) => quote!((#o) * __acc),
+                    (BinOp::Div, _) => quote!(__acc / (#o)),
+                    (_, true) => quote!(__acc + (#o)),
+                    (_, false) => quote!((#o) + __acc),
                 };
                 quote! {
                     for (#pos, #slot) in #chunk.iter_mut().enumerate() {
@@ -259,7 +330,7 @@ impl FnCx<'_> {
         };
         Ok(Some(quote! {
             for #slot in #chunk.iter_mut() {
-                *#slot = #zero;
+                *#slot = #start;
             }
             #nest
             #epilogue
@@ -285,4 +356,36 @@ impl FnCx<'_> {
         };
         Ok((pos, binding))
     }
+}
+
+/// Whether the reads of `e` walk memory along the axis with index `axis`:
+/// at least one read has it as its last index, and no read has anything
+/// else that varies inside `e` (a loop variable) as its last index. A
+/// reduction over such a definition runs best with the axis innermost.
+fn reads_along_axis(e: &crate::ir::Expr, axis: crate::ir::VarId) -> bool {
+    use crate::ir::ExprKind;
+    fn walk(e: &crate::ir::Expr, axis: crate::ir::VarId, loops: &mut Vec<crate::ir::VarId>, along: &mut usize) -> bool {
+        if let ExprKind::Reduce { loops: ls, .. } = &e.kind {
+            loops.extend(ls.iter().map(|l| l.index));
+        }
+        if let ExprKind::Read { indices, .. } = &e.kind {
+            if let Some(last) = indices.last() {
+                match &last.kind {
+                    ExprKind::Var(v) if *v == axis => *along += 1,
+                    _ => {
+                        let mut vars = Vec::new();
+                        crate::ir::validate::visit_var_uses(last, &mut |v| vars.push(v));
+                        if vars.iter().any(|v| loops.contains(v)) {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        let mut ok = true;
+        crate::ir::visit::for_each_child(e, &mut |c| ok &= walk(c, axis, loops, along));
+        ok
+    }
+    let mut along = 0;
+    walk(e, axis, &mut Vec::new(), &mut along) && along > 0
 }

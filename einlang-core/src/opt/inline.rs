@@ -1,0 +1,119 @@
+//! Inlining: a definition read once, at the point it defines, is computed
+//! where it is read, with no tensor of its own.
+//!
+//! `let t[i, j] = a[i, j] * b[i, j]; let y[i, j] = t[i, j] + c[i, j];`
+//! becomes `let y[i, j] = a[i, j] * b[i, j] + c[i, j];`: one pass over
+//! memory instead of two, no temporary allocated.
+//!
+//! Definition `p` is inlined into a later definition `d` of the same
+//! statement list when:
+//! - `p` is mentioned exactly once in the whole function, by a read in
+//!   `d`'s value whose indices are `d`'s axis variables in order, not under
+//!   a reduction (or another construct that repeats its body): each point of
+//!   `p` is computed once, as before;
+//! - `p` and `d` have the same rank and axis ranges, and `p` has no domain
+//!   guards;
+//! - `p`'s value is float arithmetic that cannot fail
+//!   (`hoist::pure_float`), so computing it at a later time, or not at all
+//!   where `d`'s guards skip the read, changes nothing.
+
+use std::collections::HashMap;
+
+use super::gemm::{recost, rename};
+use super::hoist::pure_float;
+use crate::ir::validate::{visit_stmt_var_uses, visit_var_uses};
+use crate::ir::visit;
+use crate::ir::{Expr, ExprKind, Function, Repr, Stmt, TensorDef, VarId};
+
+/// Inlines every qualifying definition of `f` (nested blocks included).
+pub fn run(f: &mut Function) {
+    let mut counts: HashMap<VarId, usize> = HashMap::new();
+    for s in &f.body {
+        visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
+    }
+    visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    let mut body = std::mem::take(&mut f.body);
+    rewrite_stmts(&counts, &mut body);
+    f.body = body;
+    let unit = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
+    let mut result = std::mem::replace(&mut f.result, unit);
+    rewrite_expr(&counts, &mut result);
+    f.result = result;
+}
+
+fn rewrite_stmts(counts: &HashMap<VarId, usize>, stmts: &mut Vec<Stmt>) {
+    let mut i = 0;
+    while i < stmts.len() {
+        visit::for_each_stmt_expr_mut(&mut stmts[i], &mut |e| rewrite_expr(counts, e));
+        let (earlier, rest) = stmts.split_at_mut(i);
+        let mut taken = Vec::new();
+        if let Stmt::Tensor(d) = &mut rest[0] {
+            let axes: Vec<VarId> = d.axes.iter().map(|a| a.index).collect();
+            let mut changed = false;
+            for (j, s) in earlier.iter().enumerate() {
+                let Stmt::Tensor(p) = s else { continue };
+                if !inlinable(counts, p, d) {
+                    continue;
+                }
+                let mut value = p.body.clone();
+                let map: HashMap<VarId, VarId> = p.axes.iter().map(|a| a.index).zip(axes.iter().copied()).collect();
+                rename(&mut value, &map);
+                if substitute(&mut d.body, p.var, &axes, &mut Some(value)) {
+                    taken.push(j);
+                    changed = true;
+                }
+            }
+            if changed {
+                recost(d);
+            }
+        }
+        for &j in taken.iter().rev() {
+            stmts.remove(j);
+        }
+        // The definition moved up by the statements taken out before it.
+        i = i - taken.len() + 1;
+    }
+}
+
+fn rewrite_expr(counts: &HashMap<VarId, usize>, e: &mut Expr) {
+    if let ExprKind::Block { stmts, .. } = &mut e.kind {
+        rewrite_stmts(counts, stmts);
+    }
+    visit::for_each_child_mut(e, &mut |c| rewrite_expr(counts, c));
+}
+
+fn inlinable(counts: &HashMap<VarId, usize>, p: &TensorDef, d: &TensorDef) -> bool {
+    counts.get(&p.var) == Some(&1)
+        && p.domain_guards == 0
+        && p.elem.is_float()
+        && p.axes.len() == d.axes.len()
+        && p.axes.iter().zip(&d.axes).all(|(a, b)| a.start == b.start && a.extent == b.extent)
+        && pure_float(&p.body, &p.axes.iter().map(|a| a.index).collect(), &Default::default(), &mut Default::default())
+}
+
+/// Replaces the read of `p` at the point `axes` in `e` by `value`, unless
+/// it is under a construct that evaluates its body more than once per
+/// point; returns whether it did.
+fn substitute(e: &mut Expr, p: VarId, axes: &[VarId], value: &mut Option<Expr>) -> bool {
+    if let ExprKind::Read { tensor, indices, .. } = &e.kind {
+        let at_point = indices.len() == axes.len()
+            && indices.iter().zip(axes).all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == *a));
+        if *tensor == p && at_point {
+            if let Some(v) = value.take() {
+                *e = v;
+                return true;
+            }
+        }
+        return false;
+    }
+    if matches!(e.kind, ExprKind::Reduce { .. } | ExprKind::Collect { .. } | ExprKind::DynMap { .. }) {
+        return false;
+    }
+    let mut done = false;
+    visit::for_each_child_mut(e, &mut |c| {
+        if !done {
+            done = substitute(c, p, axes, value);
+        }
+    });
+    done
+}

@@ -1,0 +1,141 @@
+//! Row fusion (`opt::rows`): definitions that feed only the rows of a
+//! later definition are computed row by row inside it. The values are
+//! those of the definitions as written, checked against plain loops on
+//! random shapes, for pipelines that fuse and for ones that must not.
+
+use einlang::einlang;
+use einlang::ndarray::{Array2, Array3};
+use proptest::prelude::*;
+
+einlang! {
+    use std::math::{exp, sqrt};
+
+    /// Layer normalization over the last axis: mean and variance rows.
+    pub fn layer_norm(x: [f64; N, C]) -> [f64; N, C] {
+        let mean[n] = sum[c](x[n, c]) / (C as f64);
+        let var[n] = sum[c]((x[n, c] - mean[n]) * (x[n, c] - mean[n])) / (C as f64);
+        let y[n, c] = (x[n, c] - mean[n]) / sqrt(var[n] + 0.00001);
+        y
+    }
+
+    /// Three consumers of `e`: all join the last one.
+    pub fn three(x: [f64; N, C]) -> [f64; N, C] {
+        let e[n, c] = exp(x[n, c]);
+        let y[n, c] = e[n, c] / sum[k](e[n, k]);
+        let z[n, c] = y[n, c] + e[n, c];
+        z
+    }
+
+    /// `e` is read at another row: it stays a whole tensor.
+    pub fn other_row(x: [f64; N, C]) -> [f64; N, C] {
+        let e[n, c] = exp(x[n, c]);
+        let y[n, c] = e[n, c] - e[0, c] + sum[k](e[n, k]);
+        y
+    }
+
+    /// `e` is also the result: it stays a whole tensor.
+    pub fn returned(x: [f64; N, C]) -> ([f64; N, C], [f64; N, C]) {
+        let e[n, c] = exp(x[n, c]);
+        let y[n, c] = e[n, c] / sum[k](e[n, k]);
+        (y, e)
+    }
+
+    /// Softmax over the first axis: column maxima and sums, computed with
+    /// the rows' loop outside.
+    pub fn column_softmax(x: [f64; N, C]) -> [f64; N, C] {
+        let m[c] = max[k](x[k, c]);
+        let e[n, c] = exp(x[n, c] - m[c]);
+        let y[n, c] = e[n, c] / sum[k](e[k, c]);
+        y
+    }
+
+    /// Column means, minima and row sums.
+    pub fn stats(x: [f64; N, C]) -> ([f64; C], [f64; C], [f64; N]) {
+        let mean[c] = sum[k](x[k, c]) / (N as f64);
+        let low[c] = min[k](x[k, c]) * 2.0;
+        let rows[n] = sum[k](x[n, k]);
+        (mean, low, rows)
+    }
+
+    /// Rank three: the row is a matrix, its maximum a row tensor.
+    pub fn centred3(x: [f32; B, I, J]) -> [f32; B, I, J] {
+        let m[b, i] = max[j](x[b, i, j]);
+        let y[b, i, j] = exp(x[b, i, j] - m[b, i]);
+        y
+    }
+}
+
+fn matrix(n: usize, c: usize, seed: u64) -> Array2<f64> {
+    Array2::from_shape_fn((n, c), |(i, j)| (((i * 31 + j * 17) as u64 * 2654435761 + seed) % 1000) as f64 / 250.0 - 2.0)
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + b.abs())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn fused_pipelines_agree_with_loops(n in 1usize..6, c in 1usize..24, seed in 0u64..1000) {
+        let x = matrix(n, c, seed);
+        let ln = layer_norm(&x).unwrap();
+        let th = three(&x).unwrap();
+        let orow = other_row(&x).unwrap();
+        let (ret_y, ret_e) = returned(&x).unwrap();
+        let cs = column_softmax(&x).unwrap();
+        let (mean, low, rows) = stats(&x).unwrap();
+        for j in 0..c {
+            let col = x.column(j);
+            let m = col.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let total: f64 = col.iter().map(|v| (v - m).exp()).sum();
+            prop_assert!(close(mean[j], col.sum() / n as f64, 1e-12));
+            prop_assert!(close(low[j], col.iter().cloned().fold(f64::INFINITY, f64::min) * 2.0, 1e-12));
+            for i in 0..n {
+                prop_assert!(close(cs[[i, j]], (x[[i, j]] - m).exp() / total, 1e-12));
+            }
+        }
+        for i in 0..n {
+            prop_assert!(close(rows[i], x.row(i).sum(), 1e-12));
+        }
+        for i in 0..n {
+            let row = x.row(i);
+            let mean = row.sum() / c as f64;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / c as f64;
+            let total: f64 = row.iter().map(|v| v.exp()).sum();
+            for j in 0..c {
+                let v = x[[i, j]];
+                prop_assert!(close(ln[[i, j]], (v - mean) / (var + 0.00001).sqrt(), 1e-9));
+                prop_assert!(close(th[[i, j]], v.exp() / total + v.exp(), 1e-12));
+                prop_assert!(close(orow[[i, j]], v.exp() - x[[0, j]].exp() + total, 1e-12));
+                prop_assert!(close(ret_y[[i, j]], v.exp() / total, 1e-12));
+                prop_assert!(close(ret_e[[i, j]], v.exp(), 1e-12));
+            }
+        }
+    }
+
+    #[test]
+    fn rank_three_rows_agree_with_loops(b in 1usize..4, i in 1usize..6, j in 1usize..9, seed in 0u64..1000) {
+        let flat = matrix(b * i, j, seed).mapv(|v| v as f32);
+        let x = Array3::from_shape_vec((b, i, j), flat.iter().cloned().collect()).unwrap();
+        let got = centred3(&x).unwrap();
+        for p in 0..b {
+            for q in 0..i {
+                let m = (0..j).map(|r| x[[p, q, r]]).fold(f32::NEG_INFINITY, f32::max);
+                for r in 0..j {
+                    let w = (x[[p, q, r]] - m).exp();
+                    prop_assert!((got[[p, q, r]] - w).abs() <= 1e-6 * (1.0 + w.abs()));
+                }
+            }
+        }
+    }
+}
+
+/// Empty rows and an empty row axis: nothing to compute, no failure.
+#[test]
+fn empty_shapes() {
+    let x = Array2::<f64>::zeros((0, 3));
+    assert_eq!(layer_norm(&x).unwrap().shape(), &[0, 3]);
+    let x = Array2::<f64>::zeros((3, 0));
+    assert_eq!(three(&x).unwrap().shape(), &[3, 0]);
+}
