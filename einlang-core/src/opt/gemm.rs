@@ -91,21 +91,8 @@ fn find(f: &Function, def: &TensorDef) -> Option<Product> {
         return None;
     }
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
-    let mut inside = axes.clone();
-    visit::defined_in(&def.body, &mut inside);
-    let inside: HashSet<VarId> = inside.into_iter().collect();
-    let mut stack: Vec<(&Expr, Vec<usize>)> = Vec::new();
-    match &def.body.kind {
-        ExprKind::Guarded { wheres, body } => {
-            stack.push((body, vec![wheres.len()]));
-            for (n, w) in wheres.iter().enumerate() {
-                if let WhereEntry::Bind(_, x) = w {
-                    stack.push((x, vec![n]));
-                }
-            }
-        }
-        _ => stack.push((&def.body, Vec::new())),
-    }
+    let inside = defined_inside(def);
+    let mut stack = value_roots(def);
     while let Some((e, path)) = stack.pop() {
         let descend = match &e.kind {
             ExprKind::Reduce { .. } => {
@@ -253,6 +240,32 @@ fn gemm(p: &Product, out: VarId, reference: TensorDef) -> Gemm {
         b: p.b,
         b_axes: p.b_axes.clone(),
         reference,
+    }
+}
+
+/// The variables a definition defines: its axes and every binder in its
+/// body (a GEMM or a packed copy before the definition cannot read them).
+pub(super) fn defined_inside(def: &TensorDef) -> HashSet<VarId> {
+    let mut inside: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
+    visit::defined_in(&def.body, &mut inside);
+    inside.into_iter().collect()
+}
+
+/// Where a definition's sums are searched from: its value and, under its
+/// where entries, each binding's value, with their paths (child positions
+/// in `ir::visit` order); the last one is searched first.
+pub(super) fn value_roots(def: &TensorDef) -> Vec<(&Expr, Vec<usize>)> {
+    match &def.body.kind {
+        ExprKind::Guarded { wheres, body } => {
+            let mut roots = vec![(&**body, vec![wheres.len()])];
+            for (n, w) in wheres.iter().enumerate() {
+                if let WhereEntry::Bind(_, x) = w {
+                    roots.push((x, vec![n]));
+                }
+            }
+            roots
+        }
+        _ => vec![(&def.body, Vec::new())],
     }
 }
 

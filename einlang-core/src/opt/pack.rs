@@ -39,7 +39,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::gemm::{recost, rename, replace_at};
+use super::gemm::{defined_inside, recost, rename, replace_at, value_roots};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
@@ -97,32 +97,19 @@ struct Contraction {
     k_outer: bool,
 }
 
-/// The first sum of `def` that qualifies, if any.
 /// The variables of `Stmt::Extent`s among `stmts`: extents computed from
 /// others.
 fn extents(stmts: &[Stmt]) -> HashSet<VarId> {
     stmts.iter().filter_map(|s| if let Stmt::Extent { var, .. } = s { Some(*var) } else { None }).collect()
 }
 
+/// The first sum of `def` that qualifies, if any.
 fn find(def: &TensorDef, derived: &HashSet<VarId>) -> Option<Contraction> {
     if def.domain_guards > 0 || def.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
         return None;
     }
-    let mut inside = Vec::new();
-    visit::defined_in(&def.body, &mut inside);
-    let inside: HashSet<VarId> = inside.into_iter().chain(def.axes.iter().map(|a| a.index)).collect();
-    let mut stack: Vec<(&Expr, Vec<usize>)> = Vec::new();
-    match &def.body.kind {
-        ExprKind::Guarded { wheres, body } => {
-            stack.push((body, vec![wheres.len()]));
-            for (n, w) in wheres.iter().enumerate() {
-                if let WhereEntry::Bind(_, x) = w {
-                    stack.push((x, vec![n]));
-                }
-            }
-        }
-        _ => stack.push((&def.body, Vec::new())),
-    }
+    let inside = defined_inside(def);
+    let mut stack = value_roots(def);
     while let Some((e, path)) = stack.pop() {
         match &e.kind {
             ExprKind::Reduce { .. } => {
