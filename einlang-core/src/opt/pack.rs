@@ -5,8 +5,8 @@
 //!
 //! A definition `y[axes] = ... sum[ks](body) where ws ...` qualifies when
 //! it has no domain guards, its axes start at 0, and one of its sums (found
-//! like `gemm`'s: in the value or a where-binding, through operators,
-//! casts and calls) has
+//! from the same roots as `gemm`'s: the value or a where-binding, through
+//! operators, casts and intrinsics) has
 //! - elements `f32` or `f64`, loops starting at 0 whose ends mention no
 //!   variable of the definition;
 //! - a body `p * q` or `q * p`, possibly as `if c { .. } else { 0 }`;
