@@ -292,7 +292,7 @@ impl FnCx<'_> {
             let parallel = n_loops == 1;
             quote! {
                 let __row = unsafe { #store.row_mut([#(#first),*], ((#end) - (#start)).max(0) as usize) };
-                #rt::rec::fill_row(__row, (#start), #work, #parallel, |#i: i64| -> ::core::result::Result<#elem, _> {
+                #rt::rec::fill_row(__row, (#start), #work, #parallel, #[inline(always)] |#i: i64| -> ::core::result::Result<#elem, _> {
                     ::core::result::Result::Ok(#value)
                 })?;
             }
