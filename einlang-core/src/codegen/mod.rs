@@ -21,6 +21,25 @@ use crate::base::span::Span;
 use crate::diag::Diagnostic;
 use crate::ir;
 
+/// The lints a generated function allows (its names follow the source,
+/// its code is regular rather than idiomatic), and `extra` ones.
+pub(crate) fn allow_lints(extra: TokenStream) -> TokenStream {
+    quote::quote! {
+        #[allow(
+            non_snake_case,
+            unused_variables,
+            unused_mut,
+            unused_parens,
+            unused_braces,
+            unused_imports,
+            #extra
+            dead_code,
+            clippy::all,
+            clippy::pedantic
+        )]
+    }
+}
+
 /// The Rust items of a lowered program: one `fn` per IR function.
 ///
 /// A program that fails validation, or a function the emitter cannot print,

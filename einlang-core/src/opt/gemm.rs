@@ -77,12 +77,7 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
 
 /// Rewrites the definitions inside the blocks of `e`.
 fn rewrite_expr(f: &mut Function, e: &mut Expr) {
-    if let ExprKind::Block { stmts, result } = &mut e.kind {
-        rewrite_stmts(f, stmts);
-        rewrite_expr(f, result);
-    } else {
-        visit::for_each_child_mut(e, &mut |x| rewrite_expr(f, x));
-    }
+    super::in_blocks(f, e, rewrite_stmts);
 }
 
 /// The sum of `def` that runs as a GEMM, if any (see the module docs).

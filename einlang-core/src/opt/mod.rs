@@ -95,6 +95,18 @@ fn over_function(
     f.result = result;
 }
 
+/// Runs `stmts` on the statements of every block inside `e` (a pass whose
+/// `stmts` walks the expressions of the statements it is given, down to
+/// their blocks in turn).
+fn in_blocks(f: &mut ir::Function, e: &mut ir::Expr, stmts: fn(&mut ir::Function, &mut Vec<ir::Stmt>)) {
+    if let ir::ExprKind::Block { stmts: list, result } = &mut e.kind {
+        stmts(f, list);
+        in_blocks(f, result, stmts);
+    } else {
+        ir::visit::for_each_child_mut(e, &mut |x| in_blocks(f, x, stmts));
+    }
+}
+
 /// Runs every pass over every function of `program`. The error names the
 /// pass after which the program was invalid, and how.
 pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {

@@ -74,12 +74,7 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
 }
 
 fn rewrite_expr(f: &mut Function, e: &mut Expr) {
-    if let ExprKind::Block { stmts, result } = &mut e.kind {
-        rewrite_stmts(f, stmts);
-        rewrite_expr(f, result);
-    } else {
-        visit::for_each_child_mut(e, &mut |x| rewrite_expr(f, x));
-    }
+    super::in_blocks(f, e, rewrite_stmts);
 }
 
 /// A sum that qualifies (see the module docs), where it is in the
@@ -331,7 +326,9 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     let placeholder = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
     let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(placeholder)) else { return Vec::new() };
     let ExprKind::Reduce { loops, wheres, body, .. } = sum.kind else { return Vec::new() };
-    let Some((x, y, cond)) = factors_owned(*body) else { return Vec::new() };
+    let Some((x, y, cond)) = factors(&body).map(|(x, y, c)| (x.clone(), y.clone(), c.cloned())) else {
+        return Vec::new();
+    };
     let (p, q) = if c.p_first { (x, y) } else { (y, x) };
     let guarded = cond.is_some() || wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
 
@@ -559,6 +556,10 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
 /// it is a variable of `ranges` (which run from 0) whose extent is `n`,
 /// with `n` the axis's length: the tensor's `len`, or a dimension bound to
 /// (or checked equal to) that axis of a parameter at entry.
+// FIXME: this is the bounds prover's job (`analysis::ranges`), which
+// narrows by guards on index variables but not on where-bound indices
+// (`ih = i + r - 1`); once it does, the padded read arrives unchecked and
+// this goes.
 fn uncheck_guarded(f: &Function, ranges: &HashMap<VarId, Dim>, cond: &Expr, e: &mut Expr) {
     let mut facts = Vec::new();
     conjuncts(cond, &mut facts);
@@ -655,15 +656,4 @@ fn nonempty(extents: impl Iterator<Item = Dim>) -> WhereEntry {
         kind: ExprKind::Binary(BinOp::Gt, Box::new(n), Box::new(zero)),
         ty: Repr::Scalar(ScalarKind::Bool),
     })
-}
-
-fn factors_owned(body: Expr) -> Option<(Expr, Expr, Option<Expr>)> {
-    match body.kind {
-        ExprKind::Binary(BinOp::Mul, x, y) => Some((*x, *y, None)),
-        ExprKind::If { cond, then, els } if is_zero(&els) => match then.kind {
-            ExprKind::Binary(BinOp::Mul, x, y) => Some((*x, *y, Some(*cond))),
-            _ => None,
-        },
-        _ => None,
-    }
 }

@@ -381,29 +381,26 @@ impl<'a> KernelCx<'a> {
     }
 
     fn block_expr(&mut self, stmts: &[Stmt], result: &Expr, t: &str) -> Result<String, Failure> {
-        Ok({
-            {
-                let mut s = format!("[&]() -> {t} {{ ");
-                for st in stmts {
-                    match st {
-                        Stmt::Let { var, value } if matches!(value.ty, Repr::Scalar(_)) => {
-                            let vk = scalar_kind(&value.ty)?;
-                            let v = self.expr(value)?;
-                            let name = self.define(*var)?;
-                            let _ = write!(s, "const {} {name} = {v}; ", c_type(vk));
-                        }
-                        _ => {
-                            return Err(Failure::Unsupported(
-                                "statements other than scalar `let` inside a kernel".into(),
-                            ))
-                        }
-                    }
-                }
-                let v = self.expr(result)?;
-                let _ = write!(s, "return {v}; }}()");
-                s
-            }
-        })
+        let mut s = format!("[&]() -> {t} {{ ");
+        for st in stmts {
+            let decl = self
+                .scalar_let(st)?
+                .ok_or_else(|| Failure::Unsupported("statements other than scalar `let` inside a kernel".into()))?;
+            let _ = write!(s, "{decl} ");
+        }
+        let v = self.expr(result)?;
+        let _ = write!(s, "return {v}; }}()");
+        Ok(s)
+    }
+
+    /// `const T name = value;` for a scalar `let`; `None` for any other
+    /// statement (kernels hold no other).
+    pub fn scalar_let(&mut self, st: &Stmt) -> Result<Option<String>, Failure> {
+        let Stmt::Let { var, value } = st else { return Ok(None) };
+        let Repr::Scalar(vk) = value.ty else { return Ok(None) };
+        let v = self.expr(value)?;
+        let name = self.define(*var)?;
+        Ok(Some(format!("const {} {name} = {v};", c_type(vk))))
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, k: ScalarKind) -> Result<String, Failure> {
@@ -812,20 +809,13 @@ fn device_function(g: &Function, c_fn: &str, outer: &mut KernelCx<'_>) -> Result
     let ret = scalar_kind(&g.ret)?;
     let mut body = String::new();
     for s in &g.body {
-        match s {
-            Stmt::Let { var, value } if matches!(value.ty, Repr::Scalar(_)) => {
-                let vk = scalar_kind(&value.ty)?;
-                let v = cx.expr(value)?;
-                let name = cx.define(*var)?;
-                let _ = writeln!(body, "    const {} {name} = {v};", c_type(vk));
-            }
-            _ => {
-                return Err(Failure::Unsupported(format!(
-                    "the function `{}` inside a kernel (it has statements other than scalar `let`)",
-                    g.name
-                )))
-            }
-        }
+        let decl = cx.scalar_let(s)?.ok_or_else(|| {
+            Failure::Unsupported(format!(
+                "the function `{}` inside a kernel (it has statements other than scalar `let`)",
+                g.name
+            ))
+        })?;
+        let _ = writeln!(body, "    {decl}");
     }
     let result = cx.expr(&g.result)?;
     if let Some(input) = cx.inputs.iter().next() {

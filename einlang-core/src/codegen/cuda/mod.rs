@@ -64,6 +64,23 @@ use crate::ir::{
 };
 use kernel::{c_type, Input, KernelCx, Site};
 
+/// The C expression of where a recurrence clause writes along one axis:
+/// a sequential loop's index, a literal, or one of the clause's own loops.
+fn clause_position(
+    cx: &mut KernelCx<'_>,
+    r: &Recurrence,
+    clause: &crate::ir::RecClause,
+    at: &RecIndex,
+) -> Result<String, Failure> {
+    let missing = || Failure::Bug("a clause names a missing loop".into());
+    let index = match at {
+        RecIndex::Lit(v) => return Ok(format!("{v}LL")),
+        RecIndex::Seq(k) => r.seq.get(*k).ok_or_else(missing)?.1.index,
+        RecIndex::Loop(k) => clause.loops.get(*k).ok_or_else(missing)?.index,
+    };
+    cx.dim(&Dim::var(DimVar(index.0)))
+}
+
 /// Why a function has no CUDA version.
 #[derive(Debug)]
 pub enum Failure {
@@ -207,20 +224,10 @@ pub fn emit_function(
         (None, false, true) => quote!(),
     };
     let docs = f.docs.iter().map(|d| quote!(#[doc = #d]));
+    let allow = super::allow_lints(quote!(unused_unsafe,));
     let tokens = quote! {
         #(#docs)*
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            unused_unsafe,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
+        #allow
         #vis fn #name(#(#params),*) -> #result<#ret, #err> {
             #body
         }
@@ -884,24 +891,8 @@ impl<'a> HostCx<'a> {
                 clause.loops.iter().map(|l| (l.index, &l.start, l.end.sub(&l.start))).collect();
             let built = (|| {
                 let (n, decls) = Self::point_loop(&mut cx, &axes)?;
-                let mut at = Vec::new();
-                for i in &clause.at {
-                    at.push(match i {
-                        RecIndex::Seq(k) => {
-                            let (_, l) =
-                                r.seq.get(*k).ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
-                            cx.dim(&Dim::var(DimVar(l.index.0)))?
-                        }
-                        RecIndex::Lit(v) => format!("{v}LL"),
-                        RecIndex::Loop(k) => {
-                            let l = clause
-                                .loops
-                                .get(*k)
-                                .ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
-                            cx.dim(&Dim::var(DimVar(l.index.0)))?
-                        }
-                    });
-                }
+                let at =
+                    clause.at.iter().map(|i| clause_position(&mut cx, r, clause, i)).collect::<Result<Vec<_>, _>>()?;
                 let value = cx.expr(&clause.body)?;
                 // The write position, in the recurrence's own extents.
                 let mut off = String::new();
@@ -1076,21 +1067,7 @@ impl<'a> HostCx<'a> {
                 let (n, decls) = Self::point_loop(&mut cx, &axes)?;
                 let mut off = String::new();
                 for (axis, i) in clause.at.iter().enumerate() {
-                    let i = match i {
-                        RecIndex::Seq(k) => {
-                            let (_, l) =
-                                r.seq.get(*k).ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
-                            cx.dim(&Dim::var(DimVar(l.index.0)))?
-                        }
-                        RecIndex::Lit(v) => format!("{v}LL"),
-                        RecIndex::Loop(k) => {
-                            let l = clause
-                                .loops
-                                .get(*k)
-                                .ok_or_else(|| Failure::Bug("a clause names a missing loop".into()))?;
-                            cx.dim(&Dim::var(DimVar(l.index.0)))?
-                        }
-                    };
+                    let i = clause_position(&mut cx, r, clause, i)?;
                     let i = match &r.window {
                         Some(w) if w.axis == axis => format!("(({i}) & {}LL)", w.slots - 1),
                         _ => i,

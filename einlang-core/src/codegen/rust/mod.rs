@@ -170,19 +170,7 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
     let (nd_full, err, result) = (paths::nd(), paths::error(), paths::result());
     let ret = types::owned(&f.ret, &nd_full);
     let body = cx.body()?;
-    let allow = quote! {
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-    };
+    let allow = super::allow_lints(TokenStream::new());
 
     let mut lifetimes = Vec::new();
     let mut outer_params = Vec::new();
