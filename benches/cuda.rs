@@ -3,7 +3,8 @@
 //!
 //! - matmul 1024^2 and 4096^2 (`f32`): the `#[device(cuda)]` function
 //!   against one cuBLAS `sgemm` on preallocated buffers (goal: at least 0.9x);
-//! - elementwise `2x + 1` and row-wise softmax, 4096 x 4096: against a
+//! - elementwise `2x + 1`, the library's softmax, softmax written out and
+//!   a layer norm written out, rows of 4096 x 4096: against a
 //!   device-to-device copy of the input, the device's copy bandwidth (goal:
 //!   at least 0.8x of its bytes per second).
 //!
@@ -24,6 +25,7 @@ use einlang::Error;
 mod gpu {
     einlang::einlang! {
         use std::ml::softmax;
+        use std::math::{exp, sqrt};
 
         #[device(cuda)]
         pub fn matmul(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
@@ -41,12 +43,29 @@ mod gpu {
         pub fn probs(x: [f32; R, C]) -> [f32; R, C] {
             softmax(x)
         }
+
+        #[device(cuda)]
+        pub fn natural(x: [f32; R, C]) -> [f32; R, C] {
+            let e[i, j] = exp(x[i, j] - max[k](x[i, k]));
+            let y[i, j] = e[i, j] / sum[k](e[i, k]);
+            y
+        }
+
+        #[device(cuda)]
+        pub fn norm(x: [f32; R, C]) -> [f32; R, C] {
+            let mu[i] = sum[j](x[i, j]) / (C as f32);
+            let d[i, j] = x[i, j] - mu[i];
+            let v[i] = sum[j](d[i, j] * d[i, j]) / (C as f32);
+            let y[i, j] = d[i, j] / sqrt(v[i] + 1e-5);
+            y
+        }
     }
 }
 
 mod cpu {
     einlang::einlang! {
         use std::ml::softmax;
+        use std::math::{exp, sqrt};
 
         pub fn affine(x: [f32; R, C]) -> [f32; R, C] {
             let y[i, j] = 2.0 * x[i, j] + 1.0;
@@ -55,6 +74,20 @@ mod cpu {
 
         pub fn probs(x: [f32; R, C]) -> [f32; R, C] {
             softmax(x)
+        }
+
+        pub fn natural(x: [f32; R, C]) -> [f32; R, C] {
+            let e[i, j] = exp(x[i, j] - max[k](x[i, k]));
+            let y[i, j] = e[i, j] / sum[k](e[i, k]);
+            y
+        }
+
+        pub fn norm(x: [f32; R, C]) -> [f32; R, C] {
+            let mu[i] = sum[j](x[i, j]) / (C as f32);
+            let d[i, j] = x[i, j] - mu[i];
+            let v[i] = sum[j](d[i, j] * d[i, j]) / (C as f32);
+            let y[i, j] = d[i, j] / sqrt(v[i] + 1e-5);
+            y
         }
     }
 }
@@ -138,5 +171,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         bytes / t / 1e9,
         copy / t
     );
+    for (name, gpu_f, cpu_f) in [
+        ("softmax written out (max and sum inside)", gpu::natural as GpuFn, (|x| cpu::natural(x)) as CpuFn),
+        ("layer norm written out", gpu::norm, |x| cpu::norm(x)),
+    ] {
+        check(name, &gpu_f(&dev, &xd)?.to_host()?, &cpu_f(&x)?, 1e-4)?;
+        let t = median(&dev, 20, || gpu_f(&dev, &xd).map(drop))?;
+        println!(
+            "{name}, rows of 4096: {:.3} ms ({:.0} GB/s): {:.2}x of copy bandwidth",
+            t * 1e3,
+            bytes / t / 1e9,
+            copy / t
+        );
+    }
     Ok(())
 }
+
+type GpuFn = fn(&Device, &Tensor<f32, Ix2>) -> Result<Tensor<f32, Ix2>, Error>;
+type CpuFn = fn(&Array2<f32>) -> Result<Array2<f32>, Error>;

@@ -17,7 +17,7 @@ mod gpu {
 
     einlang! {
         use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
-        use std::math::{min, tanh};
+        use std::math::{exp, min, sqrt, tanh};
 
         /// A dense layer with ReLU: a cuBLAS product and an epilogue kernel.
         #[device(cuda)]
@@ -29,6 +29,23 @@ mod gpu {
         #[device(cuda)]
         pub fn probs(x: [f32; B, C]) -> [f32; B, C] {
             softmax(x)
+        }
+
+        /// Softmax as a user writes it: the maximum and the sum inside.
+        #[device(cuda)]
+        pub fn natural(x: [f32; B, C]) -> [f32; B, C] {
+            let e[n, c] = exp(x[n, c] - max[k](x[n, k]));
+            let y[n, c] = e[n, c] / sum[k](e[n, k]);
+            y
+        }
+
+        #[device(cuda)]
+        pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
+            let mu[n] = sum[c](x[n, c]) / (C as f32);
+            let d[n, c] = x[n, c] - mu[n];
+            let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
+            let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
+            y
         }
 
         #[device(cuda)]
@@ -117,7 +134,7 @@ mod cpu {
 
     einlang! {
         use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
-        use std::math::{min, tanh};
+        use std::math::{exp, min, sqrt, tanh};
 
         pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
             let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
@@ -126,6 +143,21 @@ mod cpu {
 
         pub fn probs(x: [f32; B, C]) -> [f32; B, C] {
             softmax(x)
+        }
+
+        /// Softmax as a user writes it: the maximum and the sum inside.
+        pub fn natural(x: [f32; B, C]) -> [f32; B, C] {
+            let e[n, c] = exp(x[n, c] - max[k](x[n, k]));
+            let y[n, c] = e[n, c] / sum[k](e[n, k]);
+            y
+        }
+
+        pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
+            let mu[n] = sum[c](x[n, c]) / (C as f32);
+            let d[n, c] = x[n, c] - mu[n];
+            let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
+            let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
+            y
         }
 
         pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
@@ -308,6 +340,21 @@ fn softmax_matches_the_cpu() -> Result<(), Error> {
     let want = cpu::probs(&x)?;
     let got = gpu::probs(&dev, &Tensor::from_host(&dev, &x)?)?.to_host()?;
     close(got.as_slice().unwrap(), want.as_slice().unwrap(), 1e-5);
+    Ok(())
+}
+
+#[test]
+fn row_pipelines_match_the_cpu() -> Result<(), Error> {
+    let Some(dev) = device("row_pipelines_match_the_cpu") else { return Ok(()) };
+    // Short rows run a thread per row, long rows a block per row.
+    for (b, c) in [(33, 10), (9, 700), (3, 1)] {
+        let x = matrix(b, c, 11 + c as u32);
+        let xd = Tensor::from_host(&dev, &x)?;
+        let want = cpu::natural(&x)?;
+        close(gpu::natural(&dev, &xd)?.to_host()?.as_slice().unwrap(), want.as_slice().unwrap(), 1e-5);
+        let want = cpu::norm(&x)?;
+        close(gpu::norm(&dev, &xd)?.to_host()?.as_slice().unwrap(), want.as_slice().unwrap(), 1e-4);
+    }
     Ok(())
 }
 

@@ -34,6 +34,7 @@ const PASSES: &[Pass] = &[
     ("hoist", hoist::run, Targets::All),
     ("inline", inline::run, Targets::All),
     ("rows", rows::run, Targets::Host),
+    ("rows", rows::run_device, Targets::Device),
 ];
 
 /// A pass: its name (for errors), what it does to one function, and which
@@ -44,9 +45,10 @@ type Pass = (&'static str, fn(&mut ir::Function), Targets);
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Targets {
     All,
-    /// Not on device functions, nor on functions they call: the CUDA back
-    /// end does not run `Stmt::Rows` (a per-row prelude is a CPU schedule).
+    /// Not on device functions, nor on functions they call.
     Host,
+    /// Only on those.
+    Device,
 }
 
 /// The names of the device functions and of every function they call,
@@ -113,7 +115,8 @@ pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
     let device = device_reachable(&program);
     for (name, pass, targets) in PASSES {
         for f in &mut program.fns {
-            if *targets == Targets::Host && device.contains(&f.name) {
+            let on_device = device.contains(&f.name);
+            if (*targets == Targets::Host && on_device) || (*targets == Targets::Device && !on_device) {
                 continue;
             }
             pass(f);

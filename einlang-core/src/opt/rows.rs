@@ -42,15 +42,29 @@ use crate::ir::{Expr, ExprKind, Function, Repr, Rows, Stmt, TensorDef, VarId};
 /// Fuses the row-wise producers of every definition of `f` (nested blocks
 /// included).
 pub fn run(f: &mut Function) {
+    fuse(f, false);
+}
+
+/// Row fusion for device code (functions the CUDA back end compiles): a
+/// row tensor of the prelude is recomputed wherever it is read (a GPU has
+/// arithmetic to spare and no per-row cache to keep it in), so a member
+/// of rank two or more must be cheap to recompute: no reduction in its
+/// value, no read of another such member. Terms are not shared into row
+/// tensors for the same reason.
+pub fn run_device(f: &mut Function) {
+    fuse(f, true);
+}
+
+fn fuse(f: &mut Function, device: bool) {
     // Uses are counted over the whole function: a member may not be read
     // anywhere but inside its group.
     let uses = uses_of(f);
     let mut body = std::mem::take(&mut f.body);
-    rewrite_stmts(f, &uses, &mut body);
+    rewrite_stmts(f, &uses, &mut body, device);
     f.body = body;
     let unit = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
     let mut result = std::mem::replace(&mut f.result, unit);
-    rewrite_expr(f, &uses, &mut result);
+    rewrite_expr(f, &uses, &mut result, device);
     f.result = result;
 }
 
@@ -116,15 +130,15 @@ fn expr_uses(e: &Expr, owner: Option<(VarId, VarId)>, uses: &mut Uses) {
     visit::for_each_child(e, &mut |c| expr_uses(c, owner, uses));
 }
 
-fn rewrite_stmts(f: &mut Function, uses: &Uses, stmts: &mut Vec<Stmt>) {
+fn rewrite_stmts(f: &mut Function, uses: &Uses, stmts: &mut Vec<Stmt>, device: bool) {
     for s in stmts.iter_mut() {
-        visit::for_each_stmt_expr_mut(s, &mut |e| rewrite_expr(f, uses, e));
+        visit::for_each_stmt_expr_mut(s, &mut |e| rewrite_expr(f, uses, e, device));
     }
     let mut i = stmts.len();
     while i > 0 {
         i -= 1;
         let members = match &stmts[i] {
-            Stmt::Tensor(d) if d.axes.len() >= 2 && d.domain_guards == 0 => members(f, uses, d, &stmts[..i]),
+            Stmt::Tensor(d) if d.axes.len() >= 2 && d.domain_guards == 0 => members(f, uses, d, &stmts[..i], device),
             _ => Vec::new(),
         };
         if members.is_empty() {
@@ -149,7 +163,9 @@ fn rewrite_stmts(f: &mut Function, uses: &Uses, stmts: &mut Vec<Stmt>) {
         recost(&mut def);
         i -= members.len();
         let mut rows = Rows { def, prelude };
-        share_row_terms(f, &mut rows);
+        if !device {
+            share_row_terms(f, &mut rows);
+        }
         // The prelude's work, once per row, is added to the cost of every
         // point of the row (an overestimate) so that the parallel threshold
         // sees it.
@@ -167,11 +183,11 @@ fn rewrite_stmts(f: &mut Function, uses: &Uses, stmts: &mut Vec<Stmt>) {
     }
 }
 
-fn rewrite_expr(f: &mut Function, uses: &Uses, e: &mut Expr) {
+fn rewrite_expr(f: &mut Function, uses: &Uses, e: &mut Expr, device: bool) {
     if let ExprKind::Block { stmts, .. } = &mut e.kind {
-        rewrite_stmts(f, uses, stmts);
+        rewrite_stmts(f, uses, stmts, device);
     }
-    visit::for_each_child_mut(e, &mut |c| rewrite_expr(f, uses, c));
+    visit::for_each_child_mut(e, &mut |c| rewrite_expr(f, uses, c, device));
 }
 
 fn defined_var(s: &Stmt) -> VarId {
@@ -183,7 +199,7 @@ fn defined_var(s: &Stmt) -> VarId {
 
 /// The positions in `earlier` of the members of `d`'s rows (see the
 /// module docs), in order.
-fn members(f: &Function, uses: &Uses, d: &TensorDef, earlier: &[Stmt]) -> Vec<usize> {
+fn members(f: &Function, uses: &Uses, d: &TensorDef, earlier: &[Stmt], device: bool) -> Vec<usize> {
     let first = &d.axes[0];
     let mut group: HashMap<VarId, usize> = HashMap::new();
     for (j, s) in earlier.iter().enumerate() {
@@ -206,7 +222,22 @@ fn members(f: &Function, uses: &Uses, d: &TensorDef, earlier: &[Stmt]) -> Vec<us
         if !pure_float(&p.body, &HashSet::from([pf.index]), &none, &mut reads) {
             continue;
         }
+        if device && p.axes.len() >= 2 && has_reduction(&p.body) {
+            continue;
+        }
         group.insert(p.var, j);
+    }
+    if device {
+        // A row tensor reading another would be recomputed inside it.
+        let rows: HashSet<VarId> = group
+            .iter()
+            .filter(|(_, &j)| matches!(&earlier[j], Stmt::Tensor(p) if p.axes.len() >= 2))
+            .map(|(v, _)| *v)
+            .collect();
+        group.retain(|_, j| {
+            let Stmt::Tensor(p) = &earlier[*j] else { return false };
+            p.axes.len() < 2 || !reads_any(&p.body, &rows)
+        });
     }
     // Take out members used elsewhere until every use is inside the group.
     loop {
@@ -398,4 +429,16 @@ fn drop_first_index(e: &mut Expr, rows: &HashSet<VarId>) {
             }
         }
     }
+}
+
+fn has_reduction(e: &Expr) -> bool {
+    let mut found = matches!(e.kind, ExprKind::Reduce { .. });
+    visit::for_each_child(e, &mut |c| found |= has_reduction(c));
+    found
+}
+
+fn reads_any(e: &Expr, vars: &HashSet<VarId>) -> bool {
+    let mut found = matches!(&e.kind, ExprKind::Read { tensor, .. } if vars.contains(tensor));
+    visit::for_each_child(e, &mut |c| found |= reads_any(c, vars));
+    found
 }

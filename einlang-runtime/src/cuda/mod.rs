@@ -130,6 +130,28 @@ fn no_device_or(operation: &str) -> impl Fn(DriverError) -> Error + '_ {
     }
 }
 
+/// Lets the device's stream-ordered memory pool keep what tensors free
+/// (by default it gives memory back to the driver at every synchronization,
+/// so each call's outputs would be mapped afresh): the next call's tensors
+/// reuse it, as a caching allocator would. Best effort: a driver without
+/// memory pools allocates synchronously instead.
+fn keep_freed_memory(ctx: &CudaContext) {
+    use cudarc::driver::sys;
+    if !ctx.has_async_alloc() {
+        return;
+    }
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold = u64::MAX;
+    // SAFETY: `pool` is written by the driver for this context's device;
+    // the attribute's value is a u64, as the driver expects.
+    unsafe {
+        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) == sys::CUresult::CUDA_SUCCESS {
+            let value = (&mut threshold as *mut u64).cast::<std::ffi::c_void>();
+            sys::cuMemPoolSetAttribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, value);
+        }
+    }
+}
+
 impl Device {
     /// Opens GPU number `ordinal` (0 for the first). `Err(Error::NoDevice)`
     /// when the CUDA driver library is missing, there is no GPU, or there
@@ -145,6 +167,12 @@ impl Device {
                 return Err(Error::NoDevice);
             }
             let ctx = CudaContext::new(ordinal).map_err(no_device_or("opening the device"))?;
+            // SAFETY: every allocation, copy, launch and cuBLAS call of this
+            // device goes to its one stream, in program order, so the
+            // per-slice events cudarc records for synchronizing several
+            // streams are never needed (they cost two events per tensor).
+            unsafe { ctx.disable_event_tracking() };
+            keep_freed_memory(&ctx);
             let (major, minor) = ctx.compute_capability().map_err(driver("reading the compute capability"))?;
             let sms = ctx
                 .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -246,10 +274,17 @@ impl Device {
     /// record their first failure there (each call has its own, so calls on
     /// several threads never see each other's failures).
     #[doc(hidden)]
-    pub fn status(&self) -> Result<Status, Error> {
+    ///
+    /// A function whose kernels have no checked site passes `false`: it
+    /// gets no word (its kernels receive a null pointer they never write)
+    /// and its call returns without waiting for the device.
+    pub fn status(&self, needed: bool) -> Result<Status, Error> {
+        if !needed {
+            return Ok(Status { dev: self.clone(), word: None });
+        }
         guarded("allocating the status word", || {
             let word = self.inner.stream.alloc_zeros::<u64>(3).map_err(driver("allocating the status word"))?;
-            Ok(Status { dev: self.clone(), word })
+            Ok(Status { dev: self.clone(), word: Some(word) })
         })
     }
 
@@ -369,24 +404,29 @@ impl GemmScalar for f64 {
 #[doc(hidden)]
 pub struct Status {
     dev: Device,
-    word: CudaSlice<u64>,
+    word: Option<CudaSlice<u64>>,
 }
 
 impl Status {
-    /// The word, as a kernel argument.
+    /// The word, as a kernel argument (null when there is none).
     pub fn arg(&self) -> Arg {
-        let (ptr, _sync) = self.word.device_ptr(&self.dev.inner.stream);
-        Arg(ptr)
+        match &self.word {
+            Some(word) => Arg(word.device_ptr(&self.dev.inner.stream).0),
+            None => Arg(0),
+        }
     }
 
     /// After the launches of `function`: the first failure its kernels
     /// recorded (`sites[code - 1]` says what failed: a checked read or an
     /// integer operation), as the error the CPU would return.
     pub fn check(&self, function: &str, sites: &[Site]) -> Result<(), Error> {
+        let Some(word) = &self.word else {
+            return Ok(());
+        };
         let operation = format!("running `{function}`");
         let stream = &self.dev.inner.stream;
         let words = guarded(&operation, || {
-            let words = stream.clone_dtoh(&self.word).map_err(|e| device_error(&operation, e))?;
+            let words = stream.clone_dtoh(word).map_err(|e| device_error(&operation, e))?;
             stream.synchronize().map_err(|e| device_error(&operation, e))?;
             Ok(words)
         })?;
@@ -559,6 +599,23 @@ impl<T: Elem, D: Dimension> Tensor<T, D> {
         guarded("allocating a tensor", || {
             // An empty tensor holds one unused element (see `from_host`).
             let data = dev.inner.stream.alloc_zeros::<T>(len.max(1)).map_err(driver("allocating a tensor"))?;
+            Ok(Tensor { dev: dev.clone(), data, dim })
+        })
+    }
+
+    /// A tensor of shape `dim` on `dev` whose elements are not set.
+    ///
+    /// # Safety
+    ///
+    /// Every element must be written on the device before anything reads
+    /// it: the generated code uses it only for outputs its kernel (one
+    /// thread per element) or cuBLAS (`beta = 0`) writes whole.
+    #[doc(hidden)]
+    pub unsafe fn uninit(dev: &Device, dim: D) -> Result<Tensor<T, D>, Error> {
+        let len = dim.size_checked().ok_or_else(|| device_error("allocating a tensor", "its size overflows"))?;
+        guarded("allocating a tensor", || {
+            // SAFETY: the caller writes every element before reading it.
+            let data = unsafe { dev.inner.stream.alloc::<T>(len.max(1)) }.map_err(driver("allocating a tensor"))?;
             Ok(Tensor { dev: dev.clone(), data, dim })
         })
     }

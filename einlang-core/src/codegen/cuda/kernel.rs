@@ -21,7 +21,7 @@ use crate::base::dim::{Dim, DimVar};
 use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::{Expr, ExprKind, Function, Literal, Loop, Program, Repr, Stmt, VarId, WhereEntry};
+use crate::ir::{Expr, ExprKind, Function, Literal, Loop, Program, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Helpers every kernel may use; `template`s, so only the used ones cost.
 pub const PRELUDE: &str = r#"typedef unsigned long long __ein_u64;
@@ -29,6 +29,11 @@ static __device__ __forceinline__ long long __ein_min(long long a, long long b) 
 static __device__ __forceinline__ long long __ein_max(long long a, long long b) { return a > b ? a : b; }
 static __device__ __forceinline__ long long __ein_div_euclid(long long a, long long b) {
     long long q = a / b; if (a % b < 0) { q = b > 0 ? q - 1 : q + 1; } return q;
+}
+static __device__ __forceinline__ long long __ein_split(long long* r, long long e) {
+    __ein_u64 a = (__ein_u64)*r, b = (__ein_u64)e;
+    if (((a | b) >> 32) == 0ULL) { unsigned q = (unsigned)a / (unsigned)b; *r = q; return (long long)((unsigned)a - q * (unsigned)b); }
+    long long q = *r / e, m = *r - q * e; *r = q; return m;
 }
 static __device__ __forceinline__ void __ein_fail(__ein_u64* st, __ein_u64 site, long long v, long long n) {
     if (atomicCAS(st, 0ULL, site) == 0ULL) { st[1] = (__ein_u64)v; st[2] = (__ein_u64)n; }
@@ -216,6 +221,10 @@ pub struct KernelCx<'a> {
     /// run by every thread of the block, that compute its top-level
     /// reductions as block trees, and the extents of their loops.
     pub block: Option<(String, Vec<Vec<Dim>>)>,
+    /// Row tensors of a `Stmt::Rows` prelude, computed where they are read
+    /// (a lambda in the kernel, see `row_fn`) rather than stored: their C
+    /// name, then each axis's start and extent.
+    pub row_fns: HashMap<VarId, (String, Vec<(Dim, Dim)>)>,
     /// How many binders (reductions, where-clauses, blocks, branches)
     /// enclose the expression being emitted: only a reduction outside all
     /// of them is evaluated by the whole block.
@@ -236,6 +245,7 @@ impl<'a> KernelCx<'a> {
             in_progress: HashSet::new(),
             windows: HashMap::new(),
             block: None,
+            row_fns: HashMap::new(),
             depth: 0,
             next_tmp: 0,
         }
@@ -550,7 +560,50 @@ impl<'a> KernelCx<'a> {
         Ok(format!("{c_fn}({})", xs.join(", ")))
     }
 
+    /// Row tensor `t` of a `Stmt::Rows` prelude as a C lambda over its
+    /// axes, declared in the kernel (after the prelude values it reads):
+    /// on a GPU, recomputing an elementwise row term where it is read
+    /// costs less than storing and reloading it.
+    pub fn row_fn(&mut self, t: &TensorDef) -> Result<String, Failure> {
+        let name = self.define(t.var)?;
+        let mut params = Vec::new();
+        for a in &t.axes {
+            params.push(format!("long long {}", self.define(a.index)?));
+        }
+        let value = self.nested(|cx| cx.expr(&t.body))?;
+        let axes = t.axes.iter().map(|a| (a.start.clone(), a.extent.clone())).collect();
+        self.row_fns.insert(t.var, (name.clone(), axes));
+        Ok(format!("        auto {name} = [&]({}) -> {} {{ return {value}; }};\n", params.join(", "), c_type(t.elem)))
+    }
+
     fn read(&mut self, tensor: VarId, indices: &[Expr], checked: bool, k: ScalarKind) -> Result<String, Failure> {
+        if let Some((name, axes)) = self.row_fns.get(&tensor).cloned() {
+            let mut idx = Vec::new();
+            for i in indices {
+                idx.push(self.expr(i)?);
+            }
+            if !checked {
+                return Ok(format!("{name}({})", idx.join(", ")));
+            }
+            // As a checked read of memory: out of range records the failure
+            // and reads zero.
+            let t = c_type(k);
+            let mut s = format!("[&]() -> {t} {{ ");
+            let mut names = Vec::new();
+            for (axis, (i, (start, extent))) in idx.iter().zip(&axes).enumerate() {
+                let (start, extent) = (self.dim(start)?, self.dim(extent)?);
+                let source = self.f.var(tensor).source_name.clone();
+                let site = self.site(Site::Index { tensor: source, axis });
+                let v = self.tmp("i");
+                let _ = write!(
+                    s,
+                    "const long long {v} = {i}; if (!__ein_in({v} - ({start}), {extent}, {site}ULL, __status)) return ({t})0; "
+                );
+                names.push(v);
+            }
+            let _ = write!(s, "return {name}({}); }}()", names.join(", "));
+            return Ok(s);
+        }
         let info =
             self.f.vars.get(tensor.0 as usize).ok_or_else(|| Failure::Bug("read of undeclared tensor".into()))?;
         let rank = match info.ty {
@@ -698,7 +751,7 @@ impl<'a> KernelCx<'a> {
             } else {
                 let _ = writeln!(
                     s,
-                    "                const long long {name} = {start} + __r % {e}; __r /= {e};",
+                    "                const long long {name} = {start} + __ein_split(&__r, {e});",
                     e = ext[i]
                 );
             }

@@ -10,8 +10,8 @@
 //!     __rt::cuda::inventory::submit! { __K0 }                 // listed by einlang::cuda::kernels()
 //!     x.check_device("dense", "x", dev)?;
 //!     let B: i64 = x.shape()[0] as i64;                       // entry checks, as on the CPU
-//!     let __status = dev.status()?;                           // this call's failure word
-//!     let mut __own_y = Tensor::<f32, Ix2>::zeros(dev, [..])?;
+//!     let __status = dev.status(true)?;                       // this call's failure word (if it has checks)
+//!     let mut __own_y = unsafe { Tensor::<f32, Ix2>::uninit(dev, [..]) }?;  // written whole by the kernel
 //!     unsafe { dev.launch(&__K0, grid, 256, &[__own_y.arg_mut(), x.arg(), ..., __status.arg()]) }?;
 //!     let y = &__own_y;
 //!     __status.check("dense", &[..])?;                       // failed gathers, division by zero
@@ -50,6 +50,7 @@ pub mod kernel;
 mod tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
 
 use proc_macro2::{Ident, Literal as RustLit, TokenStream};
 use quote::{format_ident, quote};
@@ -59,8 +60,8 @@ use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::codegen::paths;
 use crate::ir::{
-    Cover, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Stmt, TensorDef,
-    VarId,
+    Cover, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Rows, Stmt,
+    TensorDef, VarId,
 };
 use kernel::{c_type, Input, KernelCx, Site};
 
@@ -295,6 +296,15 @@ struct DefKernel {
     lens: Vec<Vec<Dim>>,
 }
 
+/// The kernel of a `Stmt::Rows` (see `Emitter::rows_kernel`).
+struct RowsKernel {
+    text: String,
+    inputs: std::collections::BTreeSet<Input>,
+    callees: Vec<(String, String)>,
+    /// The extents of the prelude's block reductions' loops.
+    lens: Vec<Vec<Dim>>,
+}
+
 /// One generated kernel.
 struct KernelText {
     name: String,
@@ -453,11 +463,16 @@ impl<'a> HostCx<'a> {
         for check in &f.entry {
             code.extend(self.entry(check)?);
         }
-        code.extend(quote!(let __status = #dev.status()?;));
+        let mut stmts = TokenStream::new();
         for s in &f.body {
-            code.extend(self.stmt(s)?);
+            stmts.extend(self.stmt(s)?);
         }
         let result = self.result(&f.result)?;
+        // Without a checked site no kernel writes a status word, and the
+        // call need not wait for the device before it returns.
+        let needed = !self.sites.is_empty();
+        code.extend(quote!(let __status = #dev.status(#needed)?;));
+        code.extend(stmts);
         let check = self.check_status();
         // Kernels are items of the function body, registered at link time.
         let mut items = paths::body_prelude();
@@ -568,7 +583,7 @@ impl<'a> HostCx<'a> {
                 })
             }
             // `opt` fuses rows only in host code (see `opt::Targets`).
-            Stmt::Rows(_) => Err(Failure::Bug("a row-fused definition in device code".into())),
+            Stmt::Rows(rows) => self.rows(rows),
             Stmt::Expr(Expr { kind: ExprKind::Assert { cond, message }, .. }) => self.assert(cond, message),
             Stmt::Expr(e) => Err(Failure::Unsupported(format!("{} in device code", kernel::describe(&e.kind)))),
         }
@@ -690,6 +705,16 @@ impl<'a> HostCx<'a> {
     /// A grid-stride loop over the points of `axes` (index variable, start,
     /// extent), innermost last: the C text declaring the index variables.
     fn point_loop(cx: &mut KernelCx<'_>, axes: &[(VarId, &Dim, Dim)]) -> Result<(String, String), Failure> {
+        Self::points_of(cx, axes, "__p")
+    }
+
+    /// The points of `axes` from the flat position `counter`: their number
+    /// (C) and the C text declaring the index variables.
+    fn points_of(
+        cx: &mut KernelCx<'_>,
+        axes: &[(VarId, &Dim, Dim)],
+        counter: &str,
+    ) -> Result<(String, String), Failure> {
         let mut extents = Vec::new();
         for (_, _, extent) in axes {
             extents.push(cx.dim(extent)?);
@@ -697,7 +722,7 @@ impl<'a> HostCx<'a> {
         let n = if extents.is_empty() { "1LL".to_string() } else { extents.join(" * ") };
         let mut decls = String::new();
         if !axes.is_empty() {
-            decls.push_str("        long long __r = __p;\n");
+            decls.push_str(&format!("        long long __r = {counter};\n"));
         }
         for (i, (index, start, _)) in axes.iter().enumerate().rev() {
             let start = cx.dim(start)?;
@@ -706,7 +731,7 @@ impl<'a> HostCx<'a> {
                 decls.push_str(&format!("        const long long {name} = {start} + __r;\n"));
             } else {
                 let e = &extents[i];
-                decls.push_str(&format!("        const long long {name} = {start} + __r % {e}; __r /= {e};\n"));
+                decls.push_str(&format!("        const long long {name} = {start} + __ein_split(&__r, {e});\n"));
             }
         }
         Ok((n, decls))
@@ -771,10 +796,126 @@ impl<'a> HostCx<'a> {
         let id = self.ident(def.var)?;
         self.holders.insert(def.var, Holder::Owned(own.clone()));
         Ok(quote! {
-            let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
+            // SAFETY: the kernel writes every point (one thread each).
+            let mut #own = unsafe { #rt::cuda::Tensor::<#t, #d>::uninit(#dev, #nd::IntoDimension::into_dimension([#(#extents),*])) }?;
             #launch
             let #id = &#own;
         })
+    }
+
+    /// A row-fused definition: one kernel whose threads (or, for long
+    /// rows, whose blocks) each take a row: the prelude's values (block
+    /// reductions in a block), its row tensors as lambdas recomputed where
+    /// read, then the row's points.
+    fn rows(&mut self, rows: &Rows) -> Result<TokenStream, Failure> {
+        let def = &rows.def;
+        let threads = self.rows_kernel(rows, false)?;
+        let blocks = self.rows_kernel(rows, true)?;
+        let mut inputs = threads.inputs.clone();
+        inputs.extend(blocks.inputs.iter().cloned());
+        let (mut params, args) = self.inputs(&inputs, true)?;
+        params.insert(0, format!("{}* __restrict__ __out", c_type(def.elem)));
+        params.push("__ein_u64* __status".into());
+        let params = params.join(", ");
+        let (konst, _) = self.add_kernel(threads.text.replace("__PARAMS__", &params), &threads.callees);
+        let (bkonst, _) = self.add_kernel(blocks.text.replace("__PARAMS__", &params), &blocks.callees);
+        // Blocks when a row, or a reduction of the prelude, is long.
+        let mut longest = quote!(0i64);
+        for lens in blocks.lens.iter().chain(std::iter::once(&def.axes[1..].iter().map(|a| a.extent.clone()).collect()))
+        {
+            let mut len = quote!(1i64);
+            for d in lens {
+                let d = self.dim(d)?;
+                len = quote!(#len * (#d));
+            }
+            longest = quote!(::core::cmp::max(#longest, #len));
+        }
+        let own = self.own_ident(def.var)?;
+        let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let first = self.dim(&def.axes[0].extent)?;
+        let launch = self.launch_either(
+            &konst,
+            Some((bkonst, quote!(#longest >= #BLOCK_REDUCE_MIN))),
+            quote!((#first) as usize),
+            &own,
+            args,
+        );
+        let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
+        let t = scalar_type(def.elem);
+        let d = dim_type(def.axes.len(), nd)?;
+        let id = self.ident(def.var)?;
+        self.holders.insert(def.var, Holder::Owned(own.clone()));
+        Ok(quote! {
+            // SAFETY: the kernel writes every point of every row.
+            let mut #own = unsafe { #rt::cuda::Tensor::<#t, #d>::uninit(#dev, #nd::IntoDimension::into_dimension([#(#extents),*])) }?;
+            #launch
+            let #id = &#own;
+        })
+    }
+
+    /// The kernel of `rows` (its parameters left as `__PARAMS__`): one
+    /// thread per row, or with `block` one block per row.
+    fn rows_kernel(&mut self, rows: &Rows, block: bool) -> Result<RowsKernel, Failure> {
+        let def = &rows.def;
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = self.kernel_cx(&mut sites);
+        if block {
+            cx.block = Some((String::new(), Vec::new()));
+        }
+        let built = (|| {
+            let first = &def.axes[0];
+            let n_rows = cx.dim(&first.extent)?;
+            let start = cx.dim(&first.start)?;
+            let n = cx.define(first.index)?;
+            let mut prelude = format!("        const long long {n} = {start} + __p;\n");
+            let mut lens = Vec::new();
+            for s in &rows.prelude {
+                match s {
+                    Stmt::Let { var, value } => {
+                        let v = cx.expr(value)?;
+                        if let Some((shared, l)) = &mut cx.block {
+                            prelude.push_str(&std::mem::take(shared));
+                            lens.append(l);
+                        }
+                        let name = cx.define(*var)?;
+                        let _ = writeln!(
+                            prelude,
+                            "        const {} {name} = {v};",
+                            c_type(kernel::scalar_kind(&value.ty)?)
+                        );
+                    }
+                    Stmt::Tensor(t) => prelude.push_str(&cx.row_fn(t)?),
+                    _ => return Err(Failure::Bug("a row prelude statement other than `let` or a definition".into())),
+                }
+            }
+            // The row's points, each computed by one thread.
+            cx.block = None;
+            let inner: Vec<(VarId, &Dim, Dim)> =
+                def.axes[1..].iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
+            let (points, decls) = Self::points_of(&mut cx, &inner, "__q")?;
+            let decls: String = decls.lines().map(|l| format!("    {l}\n")).collect();
+            let value = cx.expr(&def.body)?;
+            let (rows_loop, points_loop) = if block {
+                ("__p = blockIdx.x; __p < __n; __p += gridDim.x", "__q = threadIdx.x; __q < __m; __q += blockDim.x")
+            } else {
+                (
+                    "__p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x",
+                    "__q = 0; __q < __m; ++__q",
+                )
+            };
+            let text = format!(
+                "extern \"C\" __global__ void __KERNEL__(__PARAMS__) {{\n    const long long __n = {n_rows};\n    \
+                 for (long long {rows_loop}) {{\n{prelude}        const long long __m = {points};\n        \
+                 for (long long {points_loop}) {{\n{decls}            __out[__p * __m + __q] = {value};\n        }}\n    }}\n}}\n"
+            );
+            Ok::<_, Failure>((text, lens))
+        })();
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        drop(cx);
+        self.sites = sites;
+        let (text, lens) = built?;
+        Ok(RowsKernel { text, inputs, callees, lens })
     }
 
     /// The pieces of a definition's kernel: one thread per point, or (with
@@ -860,7 +1001,8 @@ impl<'a> HostCx<'a> {
         let id = self.ident(g.out)?;
         self.holders.insert(g.out, Holder::Owned(own.clone()));
         Ok(quote! {
-            let mut #own = #rt::cuda::Tensor::<#t, #d>::zeros(#dev, #nd::IntoDimension::into_dimension([#(#extents),*]))?;
+            // SAFETY: cuBLAS writes every element (`beta = 0`), or zero-fills when `k = 0`.
+            let mut #own = unsafe { #rt::cuda::Tensor::<#t, #d>::uninit(#dev, #nd::IntoDimension::into_dimension([#(#extents),*])) }?;
             {
                 let #sa = #rt::cuda::row_major_strides(#a.shape());
                 let #sb = #rt::cuda::row_major_strides(#b.shape());

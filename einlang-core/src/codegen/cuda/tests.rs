@@ -158,7 +158,7 @@ fn float_to_int_casts_saturate() {
 }
 
 #[test]
-fn softmax_reduces_in_thread() {
+fn softmax_is_one_kernel_over_rows() {
     check_kernels(
         r#"
         use std::ml::softmax;
@@ -172,17 +172,23 @@ fn softmax_reduces_in_thread() {
             extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k0(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
                 const long long __n = (X0);
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                    long long __r = __p;
-                    const long long n = 0LL + __r;
-                    __out[__p] = [&]() -> float { float __acc1 = (float)(__int_as_float(0xff800000)); for (long long j = 0LL; j < (X1); ++j) { { const float __v = x[(n) * __d1_x + j]; if (__v > __acc1) __acc1 = __v; } } return __acc1; }();
+                    const long long n_4 = 0LL + __p;
+                    const float m = [&]() -> float { float __acc1 = (float)(__int_as_float(0xff800000)); for (long long j = 0LL; j < (X1); ++j) { { const float __v = x[(n_4) * __d1_x + j]; if (__v > __acc1) __acc1 = __v; } } return __acc1; }();
+                    auto e = [&](long long j_2) -> float { return expf((x[(n_4) * __d1_x + j_2] - m)); };
+                    const float s = [&]() -> float { float __acc2 = (float)(0); for (long long j_3 = 0LL; j_3 < (X1); ++j_3) { __acc2 = __acc2 + e(j_3); } return __acc2; }();
+                    const long long __m = (X1);
+                    for (long long __q = 0; __q < __m; ++__q) {
+                        long long __r = __q;
+                        const long long j_4 = 0LL + __r;
+                        __out[__p * __m + __q] = (e(j_4) / s);
+                    }
                 }
             }
             // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k1` of `softmax_f32r2_2cb64e11`
             extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k1(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
                 const long long __n = (X0);
                 for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
-                    long long __r = __p;
-                    const long long n = 0LL + __r;
+                    const long long n_4 = 0LL + __p;
                     __shared__ float __sh2[256];
                     float __red1;
                     {
@@ -190,7 +196,7 @@ fn softmax_reduces_in_thread() {
                         for (long long __q = threadIdx.x; __q < (X1); __q += blockDim.x) {
                             long long __r = __q;
                             const long long j = 0LL + __r;
-                            do { { const float __v = x[(n) * __d1_x + j]; if (__v > __acc) __acc = __v; } } while (false);
+                            do { { const float __v = x[(n_4) * __d1_x + j]; if (__v > __acc) __acc = __v; } } while (false);
                         }
                         __sh2[threadIdx.x] = __acc;
                         __syncthreads();
@@ -201,67 +207,33 @@ fn softmax_reduces_in_thread() {
                         __red1 = __sh2[0];
                         __syncthreads();
                     }
-                    if (threadIdx.x == 0) {
-                        __out[__p] = __red1;
-                    }
-                }
-            }
-            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k2` of `softmax_f32r2_2cb64e11`
-            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k2(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, const float* __restrict__ m, long long __d0_m, long long X0, long long X1, __ein_u64* __status) {
-                const long long __n = (X0) * (X1);
-                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                    long long __r = __p;
-                    const long long j_2 = 0LL + __r % (X1); __r /= (X1);
-                    const long long n_2 = 0LL + __r;
-                    __out[__p] = expf((x[(n_2) * __d1_x + j_2] - m[n_2]));
-                }
-            }
-            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k3` of `softmax_f32r2_2cb64e11`
-            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k3(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, long long X0, long long X1, __ein_u64* __status) {
-                const long long __n = (X0);
-                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                    long long __r = __p;
-                    const long long n_3 = 0LL + __r;
-                    __out[__p] = [&]() -> float { float __acc1 = (float)(0); for (long long j_3 = 0LL; j_3 < (X1); ++j_3) { __acc1 = __acc1 + e[(n_3) * __d1_e + j_3]; } return __acc1; }();
-                }
-            }
-            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k4` of `softmax_f32r2_2cb64e11`
-            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k4(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, long long X0, long long X1, __ein_u64* __status) {
-                const long long __n = (X0);
-                for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
-                    long long __r = __p;
-                    const long long n_3 = 0LL + __r;
-                    __shared__ float __sh2[256];
-                    float __red1;
+                    const float m = __red1;
+                    auto e = [&](long long j_2) -> float { return expf((x[(n_4) * __d1_x + j_2] - m)); };
+                    __shared__ float __sh4[256];
+                    float __red3;
                     {
                         float __acc = (float)(0);
                         for (long long __q = threadIdx.x; __q < (X1); __q += blockDim.x) {
                             long long __r = __q;
                             const long long j_3 = 0LL + __r;
-                            do { __acc = __acc + e[(n_3) * __d1_e + j_3]; } while (false);
+                            do { __acc = __acc + e(j_3); } while (false);
                         }
-                        __sh2[threadIdx.x] = __acc;
+                        __sh4[threadIdx.x] = __acc;
                         __syncthreads();
                         for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
-                            if (threadIdx.x < __s) { __sh2[threadIdx.x] = __sh2[threadIdx.x] + __sh2[threadIdx.x + __s]; }
+                            if (threadIdx.x < __s) { __sh4[threadIdx.x] = __sh4[threadIdx.x] + __sh4[threadIdx.x + __s]; }
                             __syncthreads();
                         }
-                        __red1 = __sh2[0];
+                        __red3 = __sh4[0];
                         __syncthreads();
                     }
-                    if (threadIdx.x == 0) {
-                        __out[__p] = __red1;
+                    const float s = __red3;
+                    const long long __m = (X1);
+                    for (long long __q = threadIdx.x; __q < __m; __q += blockDim.x) {
+                        long long __r = __q;
+                        const long long j_4 = 0LL + __r;
+                        __out[__p * __m + __q] = (e(j_4) / s);
                     }
-                }
-            }
-            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k5` of `softmax_f32r2_2cb64e11`
-            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k5(float* __restrict__ __out, const float* __restrict__ e, long long __d0_e, long long __d1_e, const float* __restrict__ s, long long __d0_s, long long X0, long long X1, __ein_u64* __status) {
-                const long long __n = (X0) * (X1);
-                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                    long long __r = __p;
-                    const long long j_4 = 0LL + __r % (X1); __r /= (X1);
-                    const long long n_4 = 0LL + __r;
-                    __out[__p] = (e[(n_4) * __d1_e + j_4] / s[n_4]);
                 }
             }
         "#]],
@@ -281,20 +253,20 @@ fn matmul_goes_to_cublas() {
     check_kernels(
         src,
         expect![[r#"
-        // einlang: kernel `dense_k0` of `dense`
-        static __device__ float __ein_fn_relu_f32_45b6377f(float x, __ein_u64* __status) {
-            return fmaxf(x, 0.0f);
-        }
-        extern "C" __global__ void dense_k0(float* __restrict__ __out, const float* __restrict__ b, long long __d0_b, const float* __restrict__ y_mm, long long __d0_y_mm, long long __d1_y_mm, long long B, long long O, __ein_u64* __status) {
-            const long long __n = (B) * (O);
-            for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                long long __r = __p;
-                const long long o = 0LL + __r % (O); __r /= (O);
-                const long long n = 0LL + __r;
-                __out[__p] = __ein_fn_relu_f32_45b6377f((y_mm[(n) * __d1_y_mm + o] + b[o]), __status);
+            // einlang: kernel `dense_k0` of `dense`
+            static __device__ float __ein_fn_relu_f32_45b6377f(float x, __ein_u64* __status) {
+                return fmaxf(x, 0.0f);
             }
-        }
-    "#]],
+            extern "C" __global__ void dense_k0(float* __restrict__ __out, const float* __restrict__ b, long long __d0_b, const float* __restrict__ y_mm, long long __d0_y_mm, long long __d1_y_mm, long long B, long long O, __ein_u64* __status) {
+                const long long __n = (B) * (O);
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    long long __r = __p;
+                    const long long o = 0LL + __ein_split(&__r, (O));
+                    const long long n = 0LL + __r;
+                    __out[__p] = __ein_fn_relu_f32_45b6377f((y_mm[(n) * __d1_y_mm + o] + b[o]), __status);
+                }
+            }
+        "#]],
     );
     check_glue(
         src,
@@ -339,17 +311,19 @@ fn matmul_goes_to_cublas() {
                 let O: i64 = w.shape()[1] as i64;
                 __rt::shape::check_dim("dense", "w", 0, "I", I, w.shape()[0])?;
                 __rt::shape::check_dim("dense", "b", 0, "O", O, b.shape()[0])?;
-                let __status = dev.status()?;
-                let mut __own_y_mm = __rt::cuda::Tensor::<
-                    f32,
-                    __nd::Ix2,
-                >::zeros(
-                    dev,
-                    __nd::IntoDimension::into_dimension([
-                        __rt::shape::extent("dense", "B", B)?,
-                        __rt::shape::extent("dense", "O", O)?,
-                    ]),
-                )?;
+                let __status = dev.status(false)?;
+                let mut __own_y_mm = unsafe {
+                    __rt::cuda::Tensor::<
+                        f32,
+                        __nd::Ix2,
+                    >::uninit(
+                        dev,
+                        __nd::IntoDimension::into_dimension([
+                            __rt::shape::extent("dense", "B", B)?,
+                            __rt::shape::extent("dense", "O", O)?,
+                        ]),
+                    )
+                }?;
                 {
                     let __sa = __rt::cuda::row_major_strides(x.shape());
                     let __sb = __rt::cuda::row_major_strides(w.shape());
@@ -364,16 +338,18 @@ fn matmul_goes_to_cublas() {
                     )?;
                 }
                 let y_mm = &__own_y_mm;
-                let mut __own_y = __rt::cuda::Tensor::<
-                    f32,
-                    __nd::Ix2,
-                >::zeros(
-                    dev,
-                    __nd::IntoDimension::into_dimension([
-                        __rt::shape::extent("dense", "B", B)?,
-                        __rt::shape::extent("dense", "O", O)?,
-                    ]),
-                )?;
+                let mut __own_y = unsafe {
+                    __rt::cuda::Tensor::<
+                        f32,
+                        __nd::Ix2,
+                    >::uninit(
+                        dev,
+                        __nd::IntoDimension::into_dimension([
+                            __rt::shape::extent("dense", "B", B)?,
+                            __rt::shape::extent("dense", "O", O)?,
+                        ]),
+                    )
+                }?;
                 let __points: usize = __own_y.len();
                 if __points > 0 {
                     let __out = __own_y.arg_mut();
@@ -417,7 +393,7 @@ fn gather_checks_its_indices() {
                 const long long __n = (N) * (D);
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
-                    const long long d = 0LL + __r % (D); __r /= (D);
+                    const long long d = 0LL + __ein_split(&__r, (D));
                     const long long n = 0LL + __r;
                     __out[__p] = [&]() -> float { const long long __i1 = ids[n]; if (!__ein_in(__i1, __d0_table, 1ULL, __status)) return (float)0; const long long __i2 = d; if (!__ein_in(__i2, __d1_table, 2ULL, __status)) return (float)0; return table[(__i1) * __d1_table + __i2]; }();
                 }
@@ -537,7 +513,7 @@ fn recurrence_is_a_host_loop_of_launches() {
                 let H: i64 = x.shape()[1] as i64;
                 __rt::shape::check_dim("rnn", "w", 0, "H", H, w.shape()[0])?;
                 __rt::shape::check_dim("rnn", "w", 1, "H", H, w.shape()[1])?;
-                let __status = dev.status()?;
+                let __status = dev.status(true)?;
                 let h_axis0_len: i64 = __rt::shape::extent(
                     "rnn",
                     "max(1, T)",
@@ -683,7 +659,7 @@ fn gradient_and_scalar_result() {
                 const long long __n = (B) * (O);
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
-                    const long long o = 0LL + __r % (O); __r /= (O);
+                    const long long o = 0LL + __ein_split(&__r, (O));
                     const long long n = 0LL + __r;
                     __out[__p] = (y_pre_mm[(n) * __d1_y_pre_mm + o] + b[o]);
                 }
@@ -696,7 +672,7 @@ fn gradient_and_scalar_result() {
                 const long long __n = (B) * (O);
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
-                    const long long o_2 = 0LL + __r % (O); __r /= (O);
+                    const long long o_2 = 0LL + __ein_split(&__r, (O));
                     const long long n_2 = 0LL + __r;
                     __out[__p] = __ein_fn_relu_f32_dbbfe406(y_pre[(n_2) * __d1_y_pre + o_2], __status);
                 }
@@ -709,7 +685,7 @@ fn gradient_and_scalar_result() {
                         float __acc = (float)(0);
                         for (long long __q = threadIdx.x; __q < (B) * (O); __q += blockDim.x) {
                             long long __r = __q;
-                            const long long o_3 = 0LL + __r % (O); __r /= (O);
+                            const long long o_3 = 0LL + __ein_split(&__r, (O));
                             const long long n_3 = 0LL + __r;
                             do { __acc = __acc + __ein_powi<float>((y[(n_3) * __d1_y + o_3] - t[(n_3) * __d1_t + o_3]), (long long)(((int)2ULL))); } while (false);
                         }
@@ -731,7 +707,7 @@ fn gradient_and_scalar_result() {
                 const long long __n = (B) * (O);
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
-                    const long long p1_2 = 0LL + __r % (O); __r /= (O);
+                    const long long p1_2 = 0LL + __ein_split(&__r, (O));
                     const long long p0_2 = 0LL + __r;
                     __out[__p] = (((d_loss / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (y[(p0_2) * __d1_y + p1_2] - t[(p0_2) * __d1_t + p1_2]))) * ((y_pre[(p0_2) * __d1_y_pre + p1_2] > 0.0f) ? 1.0f : 0.0f));
                 }
@@ -983,7 +959,7 @@ fn asserts_are_checked_on_the_host() {
                 }
                 x.check_device("positive", "x", dev)?;
                 let N: i64 = x.shape()[0] as i64;
-                let __status = dev.status()?;
+                let __status = dev.status(false)?;
                 if !({
                     let mut __scalar = __rt::cuda::Tensor::<
                         bool,
@@ -1016,4 +992,37 @@ fn asserts_are_checked_on_the_host() {
             }
         "##]],
     );
+}
+
+#[test]
+fn row_pipelines_in_any_form_are_one_kernel_over_rows() {
+    // Softmax with the maximum and sum written inside, and a layer norm:
+    // each becomes one row kernel (a thread-per-row and a block-per-row
+    // variant), the centered row recomputed where it is read.
+    for src in [
+        r#"
+        use std::math::exp;
+        #[device(cuda)]
+        pub fn natural(x: [f32; B, C]) -> [f32; B, C] {
+            let e[n, c] = exp(x[n, c] - max[k](x[n, k]));
+            let y[n, c] = e[n, c] / sum[k](e[n, k]);
+            y
+        }
+        "#,
+        r#"
+        use std::math::sqrt;
+        #[device(cuda)]
+        pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
+            let mu[n] = sum[c](x[n, c]) / (C as f32);
+            let d[n, c] = x[n, c] - mu[n];
+            let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
+            let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
+            y
+        }
+        "#,
+    ] {
+        let text = kernels(src);
+        assert_eq!(text.matches("__global__").count(), 2, "{text}");
+        assert!(text.contains("for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x)"), "{text}");
+    }
 }
