@@ -35,6 +35,11 @@ static __device__ __forceinline__ long long __ein_split(long long* r, long long 
     if (((a | b) >> 32) == 0ULL) { unsigned q = (unsigned)a / (unsigned)b; *r = q; return (long long)((unsigned)a - q * (unsigned)b); }
     long long q = *r / e, m = *r - q * e; *r = q; return m;
 }
+template <typename T> static __device__ __forceinline__ T __ein_shfl(T v, int s) { return __shfl_xor_sync(0xffffffffu, v, s); }
+template <> __device__ __forceinline__ bool __ein_shfl(bool v, int s) { return __shfl_xor_sync(0xffffffffu, (int)v, s) != 0; }
+template <> __device__ __forceinline__ signed char __ein_shfl(signed char v, int s) { return (signed char)__shfl_xor_sync(0xffffffffu, (int)v, s); }
+template <> __device__ __forceinline__ unsigned char __ein_shfl(unsigned char v, int s) { return (unsigned char)__shfl_xor_sync(0xffffffffu, (int)v, s); }
+template <> __device__ __forceinline__ short __ein_shfl(short v, int s) { return (short)__shfl_xor_sync(0xffffffffu, (int)v, s); }
 static __device__ __forceinline__ void __ein_fail(__ein_u64* st, __ein_u64 site, long long v, long long n) {
     if (atomicCAS(st, 0ULL, site) == 0ULL) { st[1] = (__ein_u64)v; st[2] = (__ein_u64)n; }
 }
@@ -740,8 +745,8 @@ impl<'a> KernelCx<'a> {
         }
         let m = if ext.is_empty() { "1LL".to_string() } else { ext.join(" * ") };
         let mut s = format!(
-            "        __shared__ {t} {sh}[256];\n        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n            \
-             for (long long __q = threadIdx.x; __q < {m}; __q += blockDim.x) {{\n                long long __r = __q;\n"
+            "        __shared__ {t} {sh}[32];\n        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n            \
+             #pragma unroll 4\n            for (long long __q = threadIdx.x; __q < {m}; __q += blockDim.x) {{\n                long long __r = __q;\n"
         );
         for (i, l) in loops.iter().enumerate().rev() {
             let start = self.dim(&l.start)?;
@@ -761,14 +766,19 @@ impl<'a> KernelCx<'a> {
             cx.wheres(wheres, &mut w, "continue;")?;
             Ok((w, cx.expr(body)?))
         })?;
+        // Each warp combines its lanes by shuffles, the first warp the
+        // warps' results (at most 32) from shared memory.
         let _ = write!(
             s,
-            "                do {{ {w}{} }} while (false);\n            }}\n            {sh}[threadIdx.x] = __acc;\n            \
-             __syncthreads();\n            for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {{\n                \
-             if (threadIdx.x < __s) {{ {} }}\n                __syncthreads();\n            }}\n            \
-             {red} = {sh}[0];\n            __syncthreads();\n        }}\n",
+            "                do {{ {w}{} }} while (false);\n            }}\n            \
+             for (int __s = 16; __s > 0; __s >>= 1) {{ {} }}\n            \
+             if ((threadIdx.x & 31) == 0) {sh}[threadIdx.x >> 5] = __acc;\n            __syncthreads();\n            \
+             if (threadIdx.x < 32) {{\n                __acc = threadIdx.x < (blockDim.x >> 5) ? {sh}[threadIdx.x] : ({t})({init});\n                \
+             for (int __s = 16; __s > 0; __s >>= 1) {{ {} }}\n                if (threadIdx.x == 0) {sh}[0] = __acc;\n            }}\n            \
+             __syncthreads();\n            {red} = {sh}[0];\n            __syncthreads();\n        }}\n",
             combine("__acc", &v, t),
-            combine(&format!("{sh}[threadIdx.x]"), &format!("{sh}[threadIdx.x + __s]"), t),
+            combine("__acc", "__ein_shfl(__acc, __s)", t),
+            combine("__acc", "__ein_shfl(__acc, __s)", t),
         );
         if let Some((prelude, lens)) = &mut self.block {
             prelude.push_str(&s);

@@ -761,7 +761,7 @@ impl<'a> HostCx<'a> {
         let (n, decls, value) = (&threads.n, &threads.decls, &threads.value);
         let text = format!(
             "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
-             for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+             #pragma unroll 4\n    for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
              __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n"
         );
         let (konst, _) = self.add_kernel(text, &threads.callees);
@@ -906,7 +906,7 @@ impl<'a> HostCx<'a> {
             let text = format!(
                 "extern \"C\" __global__ void __KERNEL__(__PARAMS__) {{\n    const long long __n = {n_rows};\n    \
                  for (long long {rows_loop}) {{\n{prelude}        const long long __m = {points};\n        \
-                 for (long long {points_loop}) {{\n{decls}            __out[__p * __m + __q] = {value};\n        }}\n    }}\n}}\n"
+                 #pragma unroll 4\n        for (long long {points_loop}) {{\n{decls}            __out[__p * __m + __q] = {value};\n        }}\n    }}\n}}\n"
             );
             Ok::<_, Failure>((text, lens))
         })();

@@ -99,6 +99,7 @@ fn elementwise_with_a_scalar_function() {
             }
             extern "C" __global__ void act_k0(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, float s, long long N, __ein_u64* __status) {
                 const long long __n = (N);
+                #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long i = 0LL + __r;
@@ -123,6 +124,7 @@ fn integer_arithmetic_wraps_and_division_is_checked() {
             // einlang: kernel `ints_k0` of `ints`
             extern "C" __global__ void ints_k0(int* __restrict__ __out, const int* __restrict__ a, long long __d0_a, const int* __restrict__ b, long long __d0_b, long long N, __ein_u64* __status) {
                 const long long __n = (N);
+                #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long i = 0LL + __r;
@@ -147,6 +149,7 @@ fn float_to_int_casts_saturate() {
             // einlang: kernel `quantize_k0` of `quantize`
             extern "C" __global__ void quantize_k0(signed char* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long N, __ein_u64* __status) {
                 const long long __n = (N);
+                #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long i = 0LL + __r;
@@ -177,6 +180,7 @@ fn softmax_is_one_kernel_over_rows() {
                     auto e = [&](long long j_2) -> float { return expf((x[(n_4) * __d1_x + j_2] - m)); };
                     const float s = [&]() -> float { float __acc2 = (float)(0); for (long long j_3 = 0LL; j_3 < (X1); ++j_3) { __acc2 = __acc2 + e(j_3); } return __acc2; }();
                     const long long __m = (X1);
+                    #pragma unroll 4
                     for (long long __q = 0; __q < __m; ++__q) {
                         long long __r = __q;
                         const long long j_4 = 0LL + __r;
@@ -189,46 +193,55 @@ fn softmax_is_one_kernel_over_rows() {
                 const long long __n = (X0);
                 for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
                     const long long n_4 = 0LL + __p;
-                    __shared__ float __sh2[256];
+                    __shared__ float __sh2[32];
                     float __red1;
                     {
                         float __acc = (float)(__int_as_float(0xff800000));
+                        #pragma unroll 4
                         for (long long __q = threadIdx.x; __q < (X1); __q += blockDim.x) {
                             long long __r = __q;
                             const long long j = 0LL + __r;
                             do { { const float __v = x[(n_4) * __d1_x + j]; if (__v > __acc) __acc = __v; } } while (false);
                         }
-                        __sh2[threadIdx.x] = __acc;
+                        for (int __s = 16; __s > 0; __s >>= 1) { { const float __v = __ein_shfl(__acc, __s); if (__v > __acc) __acc = __v; } }
+                        if ((threadIdx.x & 31) == 0) __sh2[threadIdx.x >> 5] = __acc;
                         __syncthreads();
-                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
-                            if (threadIdx.x < __s) { { const float __v = __sh2[threadIdx.x + __s]; if (__v > __sh2[threadIdx.x]) __sh2[threadIdx.x] = __v; } }
-                            __syncthreads();
+                        if (threadIdx.x < 32) {
+                            __acc = threadIdx.x < (blockDim.x >> 5) ? __sh2[threadIdx.x] : (float)(__int_as_float(0xff800000));
+                            for (int __s = 16; __s > 0; __s >>= 1) { { const float __v = __ein_shfl(__acc, __s); if (__v > __acc) __acc = __v; } }
+                            if (threadIdx.x == 0) __sh2[0] = __acc;
                         }
+                        __syncthreads();
                         __red1 = __sh2[0];
                         __syncthreads();
                     }
                     const float m = __red1;
                     auto e = [&](long long j_2) -> float { return expf((x[(n_4) * __d1_x + j_2] - m)); };
-                    __shared__ float __sh4[256];
+                    __shared__ float __sh4[32];
                     float __red3;
                     {
                         float __acc = (float)(0);
+                        #pragma unroll 4
                         for (long long __q = threadIdx.x; __q < (X1); __q += blockDim.x) {
                             long long __r = __q;
                             const long long j_3 = 0LL + __r;
                             do { __acc = __acc + e(j_3); } while (false);
                         }
-                        __sh4[threadIdx.x] = __acc;
+                        for (int __s = 16; __s > 0; __s >>= 1) { __acc = __acc + __ein_shfl(__acc, __s); }
+                        if ((threadIdx.x & 31) == 0) __sh4[threadIdx.x >> 5] = __acc;
                         __syncthreads();
-                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
-                            if (threadIdx.x < __s) { __sh4[threadIdx.x] = __sh4[threadIdx.x] + __sh4[threadIdx.x + __s]; }
-                            __syncthreads();
+                        if (threadIdx.x < 32) {
+                            __acc = threadIdx.x < (blockDim.x >> 5) ? __sh4[threadIdx.x] : (float)(0);
+                            for (int __s = 16; __s > 0; __s >>= 1) { __acc = __acc + __ein_shfl(__acc, __s); }
+                            if (threadIdx.x == 0) __sh4[0] = __acc;
                         }
+                        __syncthreads();
                         __red3 = __sh4[0];
                         __syncthreads();
                     }
                     const float s = __red3;
                     const long long __m = (X1);
+                    #pragma unroll 4
                     for (long long __q = threadIdx.x; __q < __m; __q += blockDim.x) {
                         long long __r = __q;
                         const long long j_4 = 0LL + __r;
@@ -259,6 +272,7 @@ fn matmul_goes_to_cublas() {
             }
             extern "C" __global__ void dense_k0(float* __restrict__ __out, const float* __restrict__ b, long long __d0_b, const float* __restrict__ y_mm, long long __d0_y_mm, long long __d1_y_mm, long long B, long long O, __ein_u64* __status) {
                 const long long __n = (B) * (O);
+                #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long o = 0LL + __ein_split(&__r, (O));
@@ -391,6 +405,7 @@ fn gather_checks_its_indices() {
             // einlang: kernel `embed_k0` of `embed`
             extern "C" __global__ void embed_k0(float* __restrict__ __out, const float* __restrict__ table, long long __d0_table, long long __d1_table, const long long* __restrict__ ids, long long __d0_ids, long long D, long long N, __ein_u64* __status) {
                 const long long __n = (N) * (D);
+                #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long d = 0LL + __ein_split(&__r, (D));
@@ -657,6 +672,7 @@ fn gradient_and_scalar_result() {
             // einlang: kernel `dense_grad_k0` of `dense_grad`
             extern "C" __global__ void dense_grad_k0(float* __restrict__ __out, const float* __restrict__ b, long long __d0_b, const float* __restrict__ y_pre_mm, long long __d0_y_pre_mm, long long __d1_y_pre_mm, long long B, long long O, __ein_u64* __status) {
                 const long long __n = (B) * (O);
+                #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long o = 0LL + __ein_split(&__r, (O));
@@ -670,6 +686,7 @@ fn gradient_and_scalar_result() {
             }
             extern "C" __global__ void dense_grad_k1(float* __restrict__ __out, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, long long B, long long O, __ein_u64* __status) {
                 const long long __n = (B) * (O);
+                #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long o_2 = 0LL + __ein_split(&__r, (O));
@@ -679,22 +696,26 @@ fn gradient_and_scalar_result() {
             }
             // einlang: kernel `dense_grad_k2` of `dense_grad`
             extern "C" __global__ void dense_grad_k2(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
-                    __shared__ float __sh2[256];
+                    __shared__ float __sh2[32];
                     float __red1;
                     {
                         float __acc = (float)(0);
+                        #pragma unroll 4
                         for (long long __q = threadIdx.x; __q < (B) * (O); __q += blockDim.x) {
                             long long __r = __q;
                             const long long o_3 = 0LL + __ein_split(&__r, (O));
                             const long long n_3 = 0LL + __r;
                             do { __acc = __acc + __ein_powi<float>((y[(n_3) * __d1_y + o_3] - t[(n_3) * __d1_t + o_3]), (long long)(((int)2ULL))); } while (false);
                         }
-                        __sh2[threadIdx.x] = __acc;
+                        for (int __s = 16; __s > 0; __s >>= 1) { __acc = __acc + __ein_shfl(__acc, __s); }
+                        if ((threadIdx.x & 31) == 0) __sh2[threadIdx.x >> 5] = __acc;
                         __syncthreads();
-                        for (int __s = blockDim.x / 2; __s > 0; __s >>= 1) {
-                            if (threadIdx.x < __s) { __sh2[threadIdx.x] = __sh2[threadIdx.x] + __sh2[threadIdx.x + __s]; }
-                            __syncthreads();
+                        if (threadIdx.x < 32) {
+                            __acc = threadIdx.x < (blockDim.x >> 5) ? __sh2[threadIdx.x] : (float)(0);
+                            for (int __s = 16; __s > 0; __s >>= 1) { __acc = __acc + __ein_shfl(__acc, __s); }
+                            if (threadIdx.x == 0) __sh2[0] = __acc;
                         }
+                        __syncthreads();
                         __red1 = __sh2[0];
                         __syncthreads();
                     }
@@ -705,6 +726,7 @@ fn gradient_and_scalar_result() {
             // einlang: kernel `dense_grad_k3` of `dense_grad`
             extern "C" __global__ void dense_grad_k3(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, float d_loss, __ein_u64* __status) {
                 const long long __n = (B) * (O);
+                #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long p1_2 = 0LL + __ein_split(&__r, (O));
