@@ -1,6 +1,9 @@
 //! Generated kernels against hand-written baselines, measured in the same run.
 //!
-//! - matmul 512^2 and 1024^2: einlang vs `ndarray::Array2::dot` (matrixmultiply)
+//! - matmul 512^2 and 1024^2, and skinny 1 x 1024 x 1024 and 8 x 1024 x 1024
+//!   (a dense layer's batch of one and of eight): einlang vs
+//!   `ndarray::Array2::dot` (matrixmultiply) and vs the `gemm` crate called
+//!   directly
 //! - conv2d C=16, H=W=64, O=32, 3x3: einlang vs hand-written loops (parallel
 //!   over output channels, inner loop over contiguous rows)
 //! - `std::ml::einsum("bij,bjk->bik", a, b)`, 8 batches of 256^2: einlang vs
@@ -167,18 +170,64 @@ struct Case {
     first_baseline: Duration,
 }
 
-fn matmul_case(n: usize) -> Case {
-    let a = Array2::from_shape_vec((n, n), data(n * n, 1)).unwrap();
-    let b = Array2::from_shape_vec((n, n), data(n * n, 2)).unwrap();
+/// The baseline a product is compared with.
+#[derive(Clone, Copy)]
+enum Gemm {
+    /// `ndarray`'s `dot` (matrixmultiply).
+    Dot,
+    /// The `gemm` crate called directly, on rayon's threads, into an
+    /// uninitialized output.
+    Crate,
+}
+
+fn gemm_crate(a: &Array2<f32>, b: &Array2<f32>) -> Array2<f32> {
+    let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+    let mut c = Vec::<f32>::with_capacity(m * n);
+    // SAFETY: both operands are standard layout; dst (m x n, row-major) is
+    // written whole and not read (read_dst = false).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::Rayon(0),
+        );
+        c.set_len(m * n);
+    }
+    Array2::from_shape_vec((m, n), c).unwrap()
+}
+
+fn matmul_case(m: usize, n: usize, k: usize, baseline: Gemm) -> Case {
+    let a = Array2::from_shape_vec((m, k), data(m * k, 1)).unwrap();
+    let b = Array2::from_shape_vec((k, n), data(k * n, 2)).unwrap();
     let (a2, b2) = (a.clone(), b.clone());
+    let (baseline_name, baseline, tag): (_, Kernel, _) = match baseline {
+        Gemm::Dot => ("ndarray dot", Box::new(move || a2.dot(&b2).into_dyn()), "dot"),
+        Gemm::Crate => ("gemm crate", Box::new(move || gemm_crate(&a2, &b2).into_dyn()), "gemm"),
+    };
     Case {
         group: "matmul",
-        param: n.to_string(),
-        label: format!("matmul {n}"),
-        flops: 2.0 * (n as f64).powi(3),
-        baseline_name: "ndarray dot",
+        param: format!("{m}x{n}x{k}-{tag}"),
+        label: format!("matmul {m}x{n}x{k}"),
+        flops: 2.0 * (m * n * k) as f64,
+        baseline_name,
         einlang: Box::new(move || matmul(&a, &b).expect("matmul").into_dyn()),
-        baseline: Box::new(move || a2.dot(&b2).into_dyn()),
+        baseline,
         first_einlang: Duration::ZERO,
         first_baseline: Duration::ZERO,
         bytes: None,
@@ -480,15 +529,25 @@ fn main() {
     let test_mode = flag("--test") || !flag("--bench");
 
     let mut cases = if test_mode {
-        let mut v =
-            vec![matmul_case(64), matmul_case(96), conv_case(3, 16, 4, 3), einsum_case(2, 32), fma_case(1000, None)];
+        let mut v = vec![
+            matmul_case(64, 64, 64, Gemm::Dot),
+            matmul_case(3, 96, 80, Gemm::Crate),
+            conv_case(3, 16, 4, 3),
+            einsum_case(2, 32),
+            fma_case(1000, None),
+        ];
         v.push(fma_case(1000, Some(8)));
         v.extend(softmax_cases(8, 16));
         v
     } else {
         let mut v = vec![
-            matmul_case(512),
-            matmul_case(1024),
+            matmul_case(512, 512, 512, Gemm::Dot),
+            matmul_case(1024, 1024, 1024, Gemm::Dot),
+            matmul_case(1024, 1024, 1024, Gemm::Crate),
+            // A batch of one and of eight through a dense layer.
+            matmul_case(1, 1024, 1024, Gemm::Crate),
+            matmul_case(8, 1024, 1024, Gemm::Crate),
+            matmul_case(8, 1024, 1024, Gemm::Dot),
             conv_case(16, 64, 32, 3),
             einsum_case(8, 256),
             fma_case(1 << 24, None),
