@@ -187,13 +187,13 @@ pub fn matmul<T>(
     b: ArrayView2<'_, T>,
 ) -> Result<Array2<T>, Error>
 where
-    T: LinalgScalar + Send + Sync,
+    T: LinalgScalar + Send + Sync + 'static,
 {
     let [m, n, k] = extents(function, [m, n, k])?;
     covers(function, &a, m, k)?;
     covers(function, &b, k, n)?;
     let (a, b) = (a.slice(s![..m, ..k]), b.slice(s![..k, ..n]));
-    let mut out = Array2::<T>::uninit((m, n));
+    let mut out = crate::pool::uninit::<T, _>(ndarray::Ix2(m, n));
     let o = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // SAFETY: `out` is a fresh standard-layout m x n array; the product
     // writes every element.
@@ -214,7 +214,7 @@ pub fn batched_matmul<T>(
     b: ArrayView3<'_, T>,
 ) -> Result<Array3<T>, Error>
 where
-    T: LinalgScalar + Send + Sync,
+    T: LinalgScalar + Send + Sync + 'static,
 {
     let [batch, m, n, k] = extents(function, [batch, m, n, k])?;
     if a.len_of(Axis(0)) < batch || b.len_of(Axis(0)) < batch {
@@ -227,7 +227,7 @@ where
         covers(function, &a.index_axis(Axis(0), p), m, k)?;
         covers(function, &b.index_axis(Axis(0), p), k, n)?;
     }
-    let mut out = Array3::<T>::uninit((batch, m, n));
+    let mut out = crate::pool::uninit::<T, _>(ndarray::Ix3(batch, m, n));
     let base = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // Batches in parallel, each product on one thread (or, with a single
     // batch, on all of them).

@@ -16,6 +16,7 @@ pub mod gemm;
 pub mod io;
 pub mod jagged;
 pub mod par;
+pub mod pool;
 pub mod rec;
 pub mod shape;
 pub mod value;

@@ -85,14 +85,14 @@ pub unsafe fn fill_uninit<T, D, Sh, F>(
     body: F,
 ) -> Result<Array<T, D>, Error>
 where
-    T: Copy + Send,
+    T: Copy + Send + 'static,
     D: Dimension,
     Sh: IntoDimension<Dim = D>,
     F: Fn(usize, &mut [MaybeUninit<T>]) -> Result<(), Error> + Sync + Send,
 {
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
-    let mut out = Array::<T, D>::uninit(dim);
+    let mut out = crate::pool::uninit::<T, D>(dim);
     fill_chunks(function, &mut out, cost_per_point, body)?;
     // SAFETY: `fill_chunks` handed every element to `body` in exactly one
     // chunk and every call returned `Ok`, so by the caller's promise every

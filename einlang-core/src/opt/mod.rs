@@ -14,6 +14,7 @@
 //! This stage imports only `ir` and `base`; back ends import it, never the
 //! other way round.
 
+pub mod dedup;
 pub mod gemm;
 pub mod hoist;
 pub mod inline;
@@ -31,6 +32,7 @@ use crate::ir;
 const PASSES: &[Pass] = &[
     ("gemm", gemm::run, Targets::All),
     ("pack", pack::run, Targets::All),
+    ("dedup", dedup::run, Targets::All),
     ("hoist", hoist::run, Targets::All),
     ("inline", inline::run, Targets::All),
     ("rows", rows::run, Targets::Host),

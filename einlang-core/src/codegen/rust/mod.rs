@@ -375,8 +375,56 @@ impl<'a> FnCx<'a> {
             let all: HashSet<VarId> = (0..f.vars.len() as u32).map(VarId).collect();
             self.owned(&f.result, &movable(&all, &f.result))?.tokens
         };
-        out.extend(quote!(Ok(#result)));
+        let temps = self.temporaries()?;
+        if temps.is_empty() {
+            out.extend(quote!(Ok(#result)));
+        } else {
+            // Large temporaries go back to the runtime's pool, so that the
+            // next call does not map their pages afresh.
+            let rt = &self.rt;
+            out.extend(quote! {
+                let __result = #result;
+                #(#rt::pool::recycle(#temps);)*
+                Ok(__result)
+            });
+        }
         Ok(out)
+    }
+
+    /// The tensors the function's top-level statements define and own that
+    /// neither its result nor a `let` mentions and no reshape took: dead
+    /// once the result is computed.
+    fn temporaries(&self) -> Result<Vec<Ident>, Bug> {
+        let f = self.f;
+        let mut mentioned = HashSet::new();
+        crate::ir::validate::visit_var_uses(&f.result, &mut |v| {
+            mentioned.insert(v);
+        });
+        let mut defined = Vec::new();
+        for s in &f.body {
+            match s {
+                Stmt::Tensor(d) => defined.push(d.var),
+                Stmt::Rows(r) => defined.push(r.def.var),
+                Stmt::Gemm(g) => defined.push(g.out),
+                Stmt::Reshape { var, source, .. } => {
+                    defined.push(*var);
+                    mentioned.insert(*source);
+                }
+                // A `let` or an expression statement may move a tensor.
+                Stmt::Let { .. } | Stmt::Expr(_) => crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
+                    mentioned.insert(v);
+                }),
+                _ => {}
+            }
+        }
+        let mut temps = Vec::new();
+        for v in defined {
+            let owned = matches!(self.repr.get(&v), Some(Ownership::Owned));
+            if owned && !mentioned.contains(&v) && matches!(self.info(v)?.ty, Repr::Tensor(..)) {
+                temps.push(self.ident(v)?);
+            }
+        }
+        Ok(temps)
     }
 
     /// The length of axis `axis` of tensor `var`, or of the tensor at
