@@ -157,6 +157,65 @@ fn rnn_with_a_tanh_cell() {
     assert_eq!(recurrence_facts(rnn::SRC, "rnn_states", "h").storage, Storage::Full(FullReason::WholeTensor));
 }
 
+program!(batched_rnn {
+    use std::math::tanh;
+
+    /// Two boundary steps, then a cell whose input projection reads the
+    /// input two steps back: `opt::invariant` computes that projection for
+    /// all steps before the recurrence (steps 2.., table index t - 2).
+    pub fn states(h0: [f32; B, H], w: [f32; H, H], u: [f32; I, H], x: [f32; T, B, I]) -> [f32; T, B, H] {
+        let h[0, n, j] = h0[n, j];
+        let h[1, n, j] = 0.5 * h0[n, j];
+        let h[t in 2..T, n, j] =
+            tanh(sum[k](h[t - 1, n, k] * w[k, j]) + sum[i](x[t - 2, n, i] * u[i, j]) + 0.25 * h[t - 2, n, j]);
+        h
+    }
+});
+
+fn batched_rnn_ref(h0: &Array2<f32>, w: &Array2<f32>, u: &Array2<f32>, x: &Array3<f32>) -> Array3<f32> {
+    let (t_len, b, hn) = (x.shape()[0], h0.nrows(), h0.ncols());
+    let mut h = Array3::<f32>::zeros((t_len.max(2), b, hn));
+    for n in 0..b {
+        for j in 0..hn {
+            h[[0, n, j]] = h0[[n, j]];
+            h[[1, n, j]] = 0.5 * h0[[n, j]];
+        }
+    }
+    for t in 2..t_len {
+        for n in 0..b {
+            for j in 0..hn {
+                let mut a = 0.25 * h[[t - 2, n, j]] as f64;
+                for k in 0..hn {
+                    a += h[[t - 1, n, k]] as f64 * w[[k, j]] as f64;
+                }
+                for i in 0..x.shape()[2] {
+                    a += x[[t - 2, n, i]] as f64 * u[[i, j]] as f64;
+                }
+                h[[t, n, j]] = (a as f32).tanh();
+            }
+        }
+    }
+    h
+}
+
+#[test]
+fn step_invariant_projections_leave_batched_rnns_unchanged() {
+    let (b, hn, inp) = (3, 6, 4);
+    let h0 = rand2(b, hn, 11);
+    let w = rand2(hn, hn, 12).mapv(|v| v * 0.3);
+    let u = rand2(inp, hn, 13);
+    // Two steps: the recurrent clause covers none, its table is empty.
+    for t_len in [2, 3, 9] {
+        let x = Array3::from_shape_vec((t_len, b, inp), rand1(t_len * b * inp, 14).to_vec()).unwrap();
+        let got = batched_rnn::states(&h0, &w, &u, &x).unwrap();
+        let want = batched_rnn_ref(&h0, &w, &u, &x);
+        assert_eq!(got.shape(), want.shape());
+        for (g, w) in got.iter().zip(want.iter()) {
+            assert_relative_eq!(*g, *w, epsilon = 1e-5, max_relative = 1e-4);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Edit distance
 // ---------------------------------------------------------------------------

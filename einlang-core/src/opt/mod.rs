@@ -18,6 +18,7 @@ pub mod dedup;
 pub mod gemm;
 pub mod hoist;
 pub mod inline;
+pub mod invariant;
 pub mod pack;
 pub mod rows;
 
@@ -30,6 +31,7 @@ use crate::ir;
 
 /// The passes, in the order they run.
 const PASSES: &[Pass] = &[
+    ("invariant", invariant::run, Targets::All),
     ("gemm", gemm::run, Targets::All),
     ("pack", pack::run, Targets::All),
     ("dedup", dedup::run, Targets::All),

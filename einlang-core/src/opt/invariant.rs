@@ -1,0 +1,185 @@
+//! Step-invariant work out of recurrences: a reduction in a clause of a
+//! recurrence that does not read the recurrence itself is computed for
+//! every step at once, before the recurrence, as a definition over the
+//! clause's steps and points; the clause reads it.
+//!
+//! In a tanh RNN,
+//!
+//! ```text
+//! let h[t in 1..T, n, j] = tanh(sum[k](h[t - 1, n, k] * w[k, j]) + sum[i](x[t, n, i] * u[i, j]));
+//! ```
+//!
+//! the input projection `sum[i](x[t, n, i] * u[i, j])` becomes
+//! `h_in[t', n, j]` over `t' in 0..T - 1` (step `t' + 1`), which the `gemm`
+//! and `pack` passes then make one matrix product over all steps instead
+//! of `T` small loops; only the recurrent product stays inside.
+//!
+//! A reduction moves when:
+//! - the clause covers a range of steps of the recurrence's one sequential
+//!   loop (not a single step), and the clause's loops do not depend on the
+//!   step;
+//! - it is reached from the clause's value through arithmetic only
+//!   (operators, casts, intrinsics), so it is evaluated at every point of
+//!   the clause anyway;
+//! - it cannot fail (`hoist::pure_float`: float arithmetic on reads proven
+//!   in bounds) and reads neither the recurrence nor a variable bound
+//!   inside the clause's value;
+//! - it reads the step index: the tensors it reads then grow with the
+//!   number of steps already, so its result (steps x points) does not
+//!   change how the program's memory grows, also when the recurrence keeps
+//!   only a window of its steps.
+
+use std::collections::{HashMap, HashSet};
+
+use super::gemm::rename;
+use super::hoist::pure_float;
+use crate::base::dim::Dim;
+use crate::base::ops::BinOp;
+use crate::base::scalar::ScalarKind;
+use crate::ir::cost::expr_cost;
+use crate::ir::visit;
+use crate::ir::{Axis, Cover, Expr, ExprKind, Function, Recurrence, Repr, Stmt, TensorDef, VarId};
+
+/// Moves the step-invariant reductions of the recurrences among `f`'s
+/// top-level statements.
+pub fn run(f: &mut Function) {
+    let mut i = 0;
+    while i < f.body.len() {
+        let Stmt::Recurrence(mut r) = f.body[i].clone() else {
+            i += 1;
+            continue;
+        };
+        let defs = hoist_recurrence(f, &mut r);
+        let n = defs.len();
+        f.body[i] = Stmt::Recurrence(r);
+        for (k, d) in defs.into_iter().enumerate() {
+            f.body.insert(i + k, Stmt::Tensor(d));
+        }
+        i += n + 1;
+    }
+}
+
+fn hoist_recurrence(f: &mut Function, r: &mut Recurrence) -> Vec<TensorDef> {
+    let [(_, seq)] = &r.seq[..] else { return Vec::new() };
+    let t = seq.index;
+    let mut defs = Vec::new();
+    for c in &mut r.clauses {
+        let Some(Cover::Range(lo, hi)) = c.cover.first().cloned() else { continue };
+        let step = crate::base::dim::DimVar(t.0);
+        if c.loops.iter().any(|l| l.start.vars().contains(&step) || l.end.vars().contains(&step)) {
+            continue;
+        }
+        let points: Vec<VarId> = c.loops.iter().map(|l| l.index).collect();
+        let mut allowed: HashSet<VarId> = points.iter().copied().collect();
+        allowed.insert(t);
+        let bound = bound_in(&c.body);
+        let mut paths = Vec::new();
+        reductions(&c.body, &mut Vec::new(), &mut paths);
+        let owner = f.var(r.var).source_name.clone();
+        for path in paths {
+            let Some(red) = super::hoist::at_path(&c.body, &path) else { continue };
+            let Repr::Scalar(elem) = red.ty else { continue };
+            let mut reads = HashSet::new();
+            let own = bound_in(red);
+            if !pure_float(red, &allowed, &HashSet::new(), &mut reads)
+                || reads.iter().any(|v| bound.contains(v) && !own.contains(v))
+                || !reads.contains(&t)
+                || reads_tensor(red, r.var)
+            {
+                continue;
+            }
+            let red = red.clone();
+            let (def, read) = step_table(f, &owner, elem, red, t, &lo, &hi, &c.loops);
+            super::gemm::replace_at(&mut c.body, &path, &mut Some(read));
+            defs.push(def);
+        }
+        c.cost_per_point = expr_cost(&c.body);
+    }
+    defs
+}
+
+/// The definition `name[s in 0..hi - lo, p.. in loops] = red` (the step
+/// `t` is `s + lo`) and the read of it at the clause's point.
+#[allow(clippy::too_many_arguments)]
+fn step_table(
+    f: &mut Function,
+    owner: &str,
+    elem: ScalarKind,
+    mut red: Expr,
+    t: VarId,
+    lo: &Dim,
+    hi: &Dim,
+    loops: &[crate::ir::Loop],
+) -> (TensorDef, Expr) {
+    let i64t = Repr::Scalar(ScalarKind::I64);
+    let var = f.add_var(&format!("{owner}_in"), Repr::Tensor(elem, 1 + loops.len()));
+    let s = f.add_var("s", i64t.clone());
+    let mut renamed = HashMap::new();
+    let mut axes = vec![Axis { index: s, start: Dim::zero(), extent: Dim::max(&hi.sub(lo), &Dim::zero()) }];
+    for l in loops {
+        let source = f.var(l.index).source_name.clone();
+        let p = f.add_var(&source, i64t.clone());
+        renamed.insert(l.index, p);
+        axes.push(Axis { index: p, start: l.start.clone(), extent: l.end.sub(&l.start) });
+    }
+    // The step is `s + lo` inside the table's value.
+    let v = |v: VarId| Expr { kind: ExprKind::Var(v), ty: i64t.clone() };
+    let dim = |d: &Dim| Expr { kind: ExprKind::Dim(d.clone()), ty: i64t.clone() };
+    let shifted = Expr { kind: ExprKind::Binary(BinOp::Add, Box::new(v(s)), Box::new(dim(lo))), ty: i64t.clone() };
+    substitute(&mut red, t, &shifted);
+    rename(&mut red, &renamed);
+    let cost_per_point = expr_cost(&red);
+    let def = TensorDef { var, elem, axes, body: red, cost_per_point, domain_guards: 0 };
+    let step = Expr { kind: ExprKind::Binary(BinOp::Sub, Box::new(v(t)), Box::new(dim(lo))), ty: i64t.clone() };
+    let mut indices = vec![step];
+    indices.extend(loops.iter().map(|l| v(l.index)));
+    let read = Expr { kind: ExprKind::Read { tensor: var, indices, checked: false }, ty: Repr::Scalar(elem) };
+    (def, read)
+}
+
+/// The paths (child positions from `e`) of the reductions reached from
+/// `e` through arithmetic only.
+fn reductions(e: &Expr, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    match &e.kind {
+        ExprKind::Reduce { .. } => out.push(path.clone()),
+        ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => {
+            let mut k = 0;
+            visit::for_each_child(e, &mut |c| {
+                path.push(k);
+                reductions(c, path, out);
+                path.pop();
+                k += 1;
+            });
+        }
+        _ => {}
+    }
+}
+
+/// The variables bound anywhere inside `e`.
+fn bound_in(e: &Expr) -> HashSet<VarId> {
+    let mut out = HashSet::new();
+    fn walk(e: &Expr, out: &mut HashSet<VarId>) {
+        visit::for_each_binder(e, &mut |v| {
+            out.insert(v);
+        });
+        visit::for_each_child(e, &mut |c| walk(c, out));
+    }
+    walk(e, &mut out);
+    out
+}
+
+fn reads_tensor(e: &Expr, t: VarId) -> bool {
+    let mut found = matches!(&e.kind, ExprKind::Read { tensor, .. } if *tensor == t)
+        || matches!(&e.kind, ExprKind::Var(v) if *v == t);
+    visit::for_each_child(e, &mut |c| found |= reads_tensor(c, t));
+    found
+}
+
+/// Replaces every use of variable `v` in `e` by `value`.
+fn substitute(e: &mut Expr, v: VarId, value: &Expr) {
+    if matches!(e.kind, ExprKind::Var(x) if x == v) {
+        *e = value.clone();
+        return;
+    }
+    visit::for_each_child_mut(e, &mut |c| substitute(c, v, value));
+}
