@@ -1,12 +1,16 @@
 //! Optimization: loop IR to loop IR, the choices every back end reads.
 //!
 //! Lowering states what the program computes; the passes here choose how
-//! it is computed where that choice does not depend on the back end: which
-//! definitions are matrix products (`gemm`), which reductions are
-//! computed once per point of the axes they depend on or shared with an
-//! earlier statement (`hoist`), which definitions read once are computed
-//! where they are read (`inline`), and which definitions are computed row
-//! by row inside the definition they feed (`rows`). Each pass
+//! it is computed: which reductions in a recurrence's steps are computed
+//! for all steps before it (`invariant`) and which tensors the steps read
+//! get a contiguous copy (`invariant::layout`, host only), which
+//! definitions are matrix products (`gemm`) or contractions packed for one
+//! (`pack`), which definitions duplicate an earlier one (`dedup`), which
+//! reductions are computed once per point of the axes they depend on or
+//! shared with an earlier statement (`hoist`), which definitions read once
+//! are computed where they are read (`inline`), and which definitions are
+//! computed row by row inside the definition they feed (`rows`, with a
+//! variant for device code). Each pass
 //! is small, rewrites one function at a time, and leaves a valid program:
 //! `optimize` validates the IR after every pass, and the driver reports a
 //! failure as an internal compiler error naming the pass.
@@ -32,6 +36,7 @@ use crate::ir;
 /// The passes, in the order they run.
 const PASSES: &[Pass] = &[
     ("invariant", invariant::run, Targets::All),
+    ("layout", invariant::layout, Targets::Host),
     ("gemm", gemm::run, Targets::All),
     ("pack", pack::run, Targets::All),
     ("dedup", dedup::run, Targets::All),
