@@ -292,8 +292,17 @@ fn strided_reads(
 
 /// The extents of `tensor`'s axes when they are known: a parameter's
 /// from the entry checks, an earlier top-level definition's (before
-/// statement `at`) when its axes start at zero.
+/// statement `at`) when its axes start at zero, an alias's (`let a = b`)
+/// those of what it names.
 fn extents_of(f: &Function, at: usize, tensor: VarId) -> Option<Vec<Dim>> {
+    // `let w_2 = w` (as the gradient's copy of the primal reads it).
+    let alias = f.body[..at].iter().find_map(|s| match s {
+        Stmt::Let { var, value: Expr { kind: ExprKind::Var(of), .. } } if *var == tensor => Some(*of),
+        _ => None,
+    });
+    if let Some(of) = alias.filter(|&of| of != tensor) {
+        return extents_of(f, at, of);
+    }
     if f.params.contains(&tensor) {
         let Repr::Tensor(_, rank) = f.var(tensor).ty else { return None };
         return (0..rank)
