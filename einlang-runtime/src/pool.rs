@@ -79,7 +79,7 @@ pub fn recycle<T: Send + 'static, D: Dimension>(a: Array<T, D>) {
     let (mut vec, _) = a.into_raw_vec_and_offset();
     let capacity = vec.capacity();
     let bytes = capacity.saturating_mul(std::mem::size_of::<T>());
-    if bytes < MIN_BYTES || bytes > MAX_BYTES {
+    if !(MIN_BYTES..=MAX_BYTES).contains(&bytes) {
         return;
     }
     // The elements need no drop (generated tensors hold plain scalars), and

@@ -91,8 +91,13 @@ fn hoist_recurrence(f: &mut Function, _at: usize, r: &mut Recurrence) -> Vec<Ten
         let mut allowed: HashSet<VarId> = points.iter().copied().collect();
         allowed.insert(t);
         let bound = bound_in(&c.body);
+        // The reductions reached from the value through arithmetic.
         let mut paths = Vec::new();
-        reductions(&c.body, &mut Vec::new(), &mut paths);
+        super::rows::arithmetic_nodes(&c.body, &mut Vec::new(), &mut |e, path| {
+            if matches!(e.kind, ExprKind::Reduce { .. }) {
+                paths.push(path.to_vec());
+            }
+        });
         let owner = f.var(r.var).source_name.clone();
         for path in paths {
             let Some(red) = super::hoist::at_path(&c.body, &path) else { continue };
@@ -153,24 +158,6 @@ fn step_table(
     indices.extend(loops.iter().map(|l| v(l.index)));
     let read = Expr { kind: ExprKind::Read { tensor: var, indices, checked: false }, ty: Repr::Scalar(elem) };
     (def, read)
-}
-
-/// The paths (child positions from `e`) of the reductions reached from
-/// `e` through arithmetic only.
-fn reductions(e: &Expr, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
-    match &e.kind {
-        ExprKind::Reduce { .. } => out.push(path.clone()),
-        ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => {
-            let mut k = 0;
-            visit::for_each_child(e, &mut |c| {
-                path.push(k);
-                reductions(c, path, out);
-                path.pop();
-                k += 1;
-            });
-        }
-        _ => {}
-    }
 }
 
 /// The variables bound anywhere inside `e`.

@@ -404,7 +404,7 @@ fn find_shared(
 
 /// Calls `f` on `e` and on every node reached from it through arithmetic
 /// (operators, casts, intrinsics), outermost first, with its path.
-fn arithmetic_nodes(e: &Expr, path: &mut Vec<usize>, f: &mut dyn FnMut(&Expr, &[usize])) {
+pub(super) fn arithmetic_nodes(e: &Expr, path: &mut Vec<usize>, f: &mut dyn FnMut(&Expr, &[usize])) {
     f(e, path);
     if matches!(e.kind, ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..)) {
         let mut i = 0;
