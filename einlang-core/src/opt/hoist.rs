@@ -65,26 +65,24 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
         let (earlier, rest) = stmts.split_at_mut(i);
         let mut hoisted = Vec::new();
         match &mut rest[0] {
-            Stmt::Tensor(def) => {
-                if def.domain_guards == 0 {
-                    let axes = def.axes.clone();
-                    let owner = f.var(def.var).source_name.clone();
-                    // Hoisting a reduction out of one where-binding may
-                    // make the binding a plain read, which is substituted
-                    // into the later ones, whose reductions may then move
-                    // out in turn.
-                    let mut changed = false;
-                    loop {
-                        let flat = flatten_bindings(&mut def.body);
-                        let moved = hoist_from(f, &owner, &axes, &mut def.body, earlier, &mut hoisted);
-                        changed |= flat | moved;
-                        if !flat && !moved {
-                            break;
-                        }
+            Stmt::Tensor(def) if def.domain_guards == 0 => {
+                let axes = def.axes.clone();
+                let owner = f.var(def.var).source_name.clone();
+                // Hoisting a reduction out of one where-binding may
+                // make the binding a plain read, which is substituted
+                // into the later ones, whose reductions may then move
+                // out in turn.
+                let mut changed = false;
+                loop {
+                    let flat = flatten_bindings(&mut def.body);
+                    let moved = hoist_from(f, &owner, &axes, &mut def.body, earlier, &mut hoisted);
+                    changed |= flat | moved;
+                    if !flat && !moved {
+                        break;
                     }
-                    if changed {
-                        recost(def);
-                    }
+                }
+                if changed {
+                    recost(def);
                 }
             }
             Stmt::Let { var, value } if matches!(value.ty, Repr::Scalar(k) if k.is_float()) => {
