@@ -61,6 +61,19 @@ einlang! {
         y
     }
 
+    /// Sums that start above zero (a weight gradient through time): the
+    /// sum is shifted to start at 0, `h[t - 1]` becomes a plain read.
+    pub fn through_time(d: [f64; T, B, J], h: [f64; T, B, K]) -> [f64; K, J] {
+        let g[k, j] = sum[t in 1..T, n](d[t, n, j] * h[t - 1, n, k]);
+        g
+    }
+
+    /// Both operands shifted, from step 2.
+    pub fn from_step_two(a: [f64; T, I], b: [f64; T, J]) -> [f64; I, J] {
+        let g[i, j] = sum[t in 2..T](a[t, i] * b[t - 1, j]);
+        g
+    }
+
     /// A read of the plain operand that is not proven in bounds: `w`'s
     /// second axis may be shorter than the sum.
     pub fn unproven(a: [f64; M, K], w: [f64; O, L, 2]) -> [f64; M, O] {
@@ -263,4 +276,26 @@ fn an_unproven_read_is_still_checked() {
     // No rows: nothing is read, so no error either.
     let none = Array2::<f64>::zeros((0, 4));
     assert_eq!(unproven(&none, &short).unwrap().shape(), &[0, 2]);
+}
+
+#[test]
+fn sums_that_start_above_zero() {
+    for t_len in [1usize, 2, 5] {
+        let (b, j, k) = (3, 4, 5);
+        let d = fill(einlang::ndarray::Ix3(t_len, b, j), 31);
+        let h = fill(einlang::ndarray::Ix3(t_len, b, k), 32);
+        let want = Array2::from_shape_fn((k, j), |(kk, jj)| {
+            let mut acc = 0.0;
+            for t in 1..t_len {
+                for n in 0..b {
+                    acc += d[[t, n, jj]] * h[[t - 1, n, kk]];
+                }
+            }
+            acc
+        });
+        assert_close(&through_time(&d, &h).unwrap(), &want);
+        let (a2, b2) = (fill(einlang::ndarray::Ix2(t_len, 6), 33), fill(einlang::ndarray::Ix2(t_len, 7), 34));
+        let want = Array2::from_shape_fn((6, 7), |(i, jj)| (2..t_len).map(|t| a2[[t, i]] * b2[[t - 1, jj]]).sum());
+        assert_close(&from_step_two(&a2, &b2).unwrap(), &want);
+    }
 }

@@ -16,6 +16,12 @@
 //! - `q`, `c` and `ws` using no variable of the definition other than its
 //!   axes (the gathered operand: a shifted, strided or guarded read).
 //!
+//! A sum over ranges that start above zero (`sum[t in 1..T]`, a weight
+//! gradient through time) is first rewritten over `0..T - 1` reading
+//! `t + 1` (`shift_sums`), and the plain operand's indices may carry a
+//! constant (`h[t - 1, ..]` becomes `h[t, ..]`, `d[t + 1, ..]` stays a
+//! shifted read), since its packed copy is computed where the sum read it.
+//!
 //! The axes `p` reads are the GEMM's columns, unless `q`, `c` or `ws` use
 //! them too (then they are batch axes); the others are its rows. The sum
 //! becomes
@@ -59,10 +65,21 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
     let mut i = 0;
     while i < stmts.len() {
         let found = match &stmts[i] {
-            Stmt::Tensor(def) => find(def, &extents(stmts)),
+            Stmt::Tensor(def) => find(def, &extents(stmts)).map(|c| (c, None)).or_else(|| {
+                // Sums over ranges that start above zero (a gradient's
+                // `sum[t in 1..T]`), written over `0..`.
+                let mut shifted = def.clone();
+                (shift_sums(f, &mut shifted) && shifted.domain_guards == 0)
+                    .then(|| find(&shifted, &extents(stmts)).map(|c| (c, Some(shifted))))
+                    .flatten()
+            }),
             _ => None,
         };
-        if let (Some(c), Stmt::Tensor(def)) = (found, &mut stmts[i]) {
+        if let Some((c, Some(shifted))) = &found {
+            let _ = c;
+            stmts[i] = Stmt::Tensor(shifted.clone());
+        }
+        if let (Some((c, _)), Stmt::Tensor(def)) = (found, &mut stmts[i]) {
             let before = pack(f, def, c);
             let n = before.len();
             stmts.splice(i..i, before);
@@ -169,8 +186,9 @@ fn contraction(
     }
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
     let (x, y, cond) = factors(body)?;
-    // The plain operand's indices: distinct axes or summed variables, every
-    // summed variable among them.
+    // The plain operand's indices: distinct axes or summed variables, each
+    // plus a constant at most (`h[t - 1, ..]`: its packed copy reads it
+    // where the sum did), every summed variable among them.
     let plain = |r: &Expr| -> Option<Vec<VarId>> {
         let ExprKind::Read { tensor, indices, .. } = &r.kind else { return None };
         if inside.contains(tensor) {
@@ -178,8 +196,8 @@ fn contraction(
         }
         let vars = indices
             .iter()
-            .map(|i| match i.kind {
-                ExprKind::Var(v) if axes.contains(&v) || ks.contains(&v) => Some(v),
+            .map(|i| match offset_var(i, inside) {
+                Some(v) if axes.contains(&v) || ks.contains(&v) => Some(v),
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()?;
@@ -300,6 +318,136 @@ fn run_length(extent: &Dim, derived: &HashSet<VarId>) -> u8 {
     } else {
         2
     }
+}
+
+/// The variable `v` of an index `v + c` (`c` literals and dimensions
+/// that mention nothing defined inside the definition, added or
+/// subtracted; `v` itself added once).
+fn offset_var(i: &Expr, inside: &HashSet<VarId>) -> Option<VarId> {
+    fn walk(e: &Expr, inside: &HashSet<VarId>, sign: bool, found: &mut Vec<(VarId, bool)>) -> bool {
+        match &e.kind {
+            ExprKind::Var(v) => {
+                found.push((*v, sign));
+                true
+            }
+            ExprKind::Lit(Literal::Int(_)) => true,
+            ExprKind::Dim(d) => d.vars().iter().all(|v| !inside.contains(&VarId(v.0))),
+            ExprKind::Binary(BinOp::Add, a, b) => walk(a, inside, sign, found) && walk(b, inside, sign, found),
+            ExprKind::Binary(BinOp::Sub, a, b) => walk(a, inside, sign, found) && walk(b, inside, !sign, found),
+            _ => false,
+        }
+    }
+    let mut found = Vec::new();
+    match (walk(i, inside, true, &mut found), &found[..]) {
+        (true, [(v, true)]) => Some(*v),
+        _ => None,
+    }
+}
+
+/// Rewrites the sums reached from `def`'s value through arithmetic whose
+/// loops start above zero (`sum[t in 1..T](..)`) over `t' in 0..T - 1`,
+/// reading `t' + 1` where they read `t`, and folds the constants of the
+/// indices this makes (`t' + 1 - 1` is `t'`). Whether any changed.
+fn shift_sums(f: &mut Function, def: &mut TensorDef) -> bool {
+    fn visit(f: &mut Function, e: &mut Expr) -> bool {
+        match &mut e.kind {
+            ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } if wheres.is_empty() => {
+                let mut changed = false;
+                for l in loops.iter_mut() {
+                    if l.start.as_constant() == Some(0) {
+                        continue;
+                    }
+                    let fresh = f.add_var(&f.var(l.index).source_name.clone(), Repr::Scalar(ScalarKind::I64));
+                    let at = Expr {
+                        kind: ExprKind::Binary(
+                            BinOp::Add,
+                            Box::new(var(fresh)),
+                            Box::new(Expr { kind: ExprKind::Dim(l.start.clone()), ty: Repr::Scalar(ScalarKind::I64) }),
+                        ),
+                        ty: Repr::Scalar(ScalarKind::I64),
+                    };
+                    substitute(body, l.index, &at);
+                    *l = Loop { index: fresh, start: Dim::zero(), end: Dim::max(&l.end.sub(&l.start), &Dim::zero()) };
+                    changed = true;
+                }
+                if changed {
+                    fold_indices(body);
+                }
+                changed
+            }
+            ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => {
+                let mut changed = false;
+                visit::for_each_child_mut(e, &mut |c| changed |= visit(f, c));
+                changed
+            }
+            _ => false,
+        }
+    }
+    let changed = visit(f, &mut def.body);
+    if changed {
+        recost(def);
+    }
+    changed
+}
+
+fn substitute(e: &mut Expr, v: VarId, value: &Expr) {
+    if matches!(e.kind, ExprKind::Var(x) if x == v) {
+        *e = value.clone();
+        return;
+    }
+    visit::for_each_child_mut(e, &mut |c| substitute(c, v, value));
+}
+
+/// Folds each read index of the form `v + c1 - c2 ..` (integer literals and
+/// constant dimensions) into `v + c` (or `v`).
+fn fold_indices(e: &mut Expr) {
+    if let ExprKind::Read { indices, .. } = &mut e.kind {
+        for i in indices.iter_mut() {
+            if let Some((v, c)) = var_plus_const(i) {
+                let i64t = Repr::Scalar(ScalarKind::I64);
+                *i = if c == 0 {
+                    var(v)
+                } else {
+                    let lit = Expr { kind: ExprKind::Lit(Literal::Int(i128::from(c).abs())), ty: i64t.clone() };
+                    let op = if c > 0 { BinOp::Add } else { BinOp::Sub };
+                    Expr { kind: ExprKind::Binary(op, Box::new(var(v)), Box::new(lit)), ty: i64t }
+                };
+            }
+        }
+    }
+    visit::for_each_child_mut(e, &mut |c| fold_indices(c));
+}
+
+/// `Some((v, c))` when `e` is `v` plus and minus integer constants.
+fn var_plus_const(e: &Expr) -> Option<(VarId, i64)> {
+    fn walk(e: &Expr, sign: i64, v: &mut Option<VarId>, c: &mut i64) -> Option<()> {
+        match &e.kind {
+            ExprKind::Var(x) if sign == 1 && v.is_none() => {
+                *v = Some(*x);
+                Some(())
+            }
+            ExprKind::Lit(Literal::Int(n)) => {
+                *c = c.checked_add(sign.checked_mul(i64::try_from(*n).ok()?)?)?;
+                Some(())
+            }
+            ExprKind::Dim(d) => {
+                *c = c.checked_add(sign.checked_mul(d.as_constant()?)?)?;
+                Some(())
+            }
+            ExprKind::Binary(BinOp::Add, a, b) => {
+                walk(a, sign, v, c)?;
+                walk(b, sign, v, c)
+            }
+            ExprKind::Binary(BinOp::Sub, a, b) => {
+                walk(a, sign, v, c)?;
+                walk(b, -sign, v, c)
+            }
+            _ => None,
+        }
+    }
+    let (mut v, mut c) = (None, 0i64);
+    walk(e, 1, &mut v, &mut c)?;
+    Some((v?, c))
 }
 
 fn product(dims: impl Iterator<Item = Dim>) -> Dim {

@@ -181,12 +181,14 @@ fn an_rnn_adjoint_carries_the_pre_activation() {
     let inside = &step[step.find("sum[").unwrap()..step.find(" * (if").expect("the slope outside the sum")];
     assert!(inside.contains("read r_h[") && inside.contains("read w") && !inside.contains("1.0f32 -"), "{step}");
     // Both parameter gradients read the carried adjoint directly: nothing
-    // is bound in between.
+    // is bound in between. Each is one GEMM (`opt::pack`, its sum over
+    // `t in 1..T` shifted to start at 0), over a packed copy of `d_h`.
     assert!(lines_with(&ir, "tensor g[").is_empty(), "{ir}");
     for grad in ["d_w", "d_u"] {
-        let l = lines_with(&ir, &format!("{grad}["));
-        assert!(l.iter().any(|l| l.contains("read d_h[")), "{grad}:\n{ir}");
+        assert_eq!(lines_with(&ir, &format!("gemm {grad}_prod_m")).len(), 1, "{grad}:\n{ir}");
     }
+    let packed = lines_with(&ir, "read d_h[");
+    assert!(packed.iter().any(|l| l.contains("tensor d_u_") || l.contains("tensor d_w_")), "{ir}");
 }
 
 #[test]
@@ -200,15 +202,13 @@ fn reductions_reached_by_one_adjoint_share_its_tensor() {
         }",
     );
     // `0.5 d_h` reaches both sums: it is bound once, and both gradients
-    // read it.
+    // read it: their GEMMs share its one packed copy (`opt::dedup`).
     assert_eq!(lines_with(&ir, "tensor g[").len(), 1, "{ir}");
+    let packed = lines_with(&ir, "read g[");
+    assert_eq!(packed.len(), 1, "{ir}");
+    let name = packed[0].trim().strip_prefix("tensor ").and_then(|l| l.split('[').next()).expect("a packed copy");
     for grad in ["d_w", "d_u"] {
-        assert!(
-            lines_with(&ir, &format!("{grad} ="))
-                .iter()
-                .chain(&lines_with(&ir, &format!("{grad}[")))
-                .any(|l| l.contains("g[")),
-            "{grad}:\n{ir}"
-        );
+        let gemm = lines_with(&ir, &format!("gemm {grad}_prod_m"));
+        assert!(gemm.len() == 1 && gemm[0].contains(&format!("{name}_m")), "{grad}:\n{ir}");
     }
 }
