@@ -6,6 +6,13 @@ use einlang::einlang;
 use einlang::ndarray::{Array1, Array2};
 
 einlang! {
+    /// Guards on the point alone (`i >= s`) and on the term (`k >= 1`):
+    /// the first is tested once per sum (`opt::guards`).
+    pub fn guarded_rows(a: [f64; N, K], s: i64) -> [f64; N] {
+        let y[i] = sum[k](a[i, k] * 2.0 where i >= s, k >= 1);
+        y
+    }
+
     use std::math::{abs, exp};
 
     pub fn softmax_rows(x: [f32; N, C]) -> [f32; N, C] {
@@ -140,6 +147,23 @@ proptest::proptest! {
                 let w = x[[i, j]] / total;
                 proptest::prop_assert!((got[[i, j]] - w).abs() <= 1e-9 * (1.0 + w.abs()), "{} vs {w}", got[[i, j]]);
             }
+        }
+    }
+}
+
+#[test]
+fn invariant_guards_match_a_loop() {
+    let a = data(5, 4);
+    for s in [-1i64, 0, 2, 5, 9] {
+        let want = Array1::from_shape_fn(5, |i| {
+            if (i as i64) < s {
+                return 0.0;
+            }
+            (1..4).map(|k| a[[i, k]] * 2.0).sum()
+        });
+        let got = guarded_rows(&a, s).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "s = {s}: {got} vs {want}");
         }
     }
 }

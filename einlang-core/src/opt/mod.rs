@@ -10,7 +10,8 @@
 //! shared with an earlier statement (`hoist`), which definitions read once
 //! are computed where they are read (`inline`), and which definitions are
 //! computed row by row inside the definition they feed (`rows`, with a
-//! variant for device code). Each pass
+//! variant for device code), and which guards of a sum are tested once
+//! rather than per term (`guards`). Each pass
 //! is small, rewrites one function at a time, and leaves a valid program:
 //! `optimize` validates the IR after every pass, and the driver reports a
 //! failure as an internal compiler error naming the pass.
@@ -20,6 +21,7 @@
 
 pub mod dedup;
 pub mod gemm;
+pub mod guards;
 pub mod hoist;
 pub mod inline;
 pub mod invariant;
@@ -44,6 +46,8 @@ const PASSES: &[Pass] = &[
     ("inline", inline::run, Targets::All),
     ("rows", rows::run, Targets::Host),
     ("rows", rows::run_device, Targets::Device),
+    // Last: the passes above look for sums with their guards inside.
+    ("guards", guards::run, Targets::All),
 ];
 
 /// A pass: its name (for errors), what it does to one function, and which

@@ -589,3 +589,17 @@ fn definitions_read_once_at_their_point_are_inlined() {
         "#]],
     );
 }
+
+#[test]
+fn a_guard_on_the_point_alone_is_tested_once_per_sum() {
+    let p = optimized(
+        "pub fn g(a: [f32; N, K], s: i64) -> [f32; N] {
+            let y[i] = sum[k](a[i, k] * 2.0 where i >= s, k >= 1);
+            y
+        }",
+    );
+    let text = ir::pretty::pretty_program(&p);
+    // `i >= s` reads no variable of the sum: it moves out; `k >= 1` stays.
+    assert!(text.contains("if i >= s { sum[k in 0..K]"), "{text}");
+    assert!(text.contains("where k >= 1i64 }") && !text.contains("where i >= s"), "{text}");
+}
