@@ -48,6 +48,15 @@ mod gpu {
             y
         }
 
+        /// Elementwise over tensors of the output's shape (a kernel over
+        /// flat positions) and over a taller one (the indexed kernel).
+        #[device(cuda)]
+        pub fn blend(x: [f32; N, M], z: [f32; N, M], tall: [f32; N + 1, M]) -> ([f32; N, M], [f32; N, M]) {
+            let y[i, j] = 2.0 * x[i, j] + z[i, j];
+            let w[i in 0..N, j] = x[i, j] - tall[i, j];
+            (y, w)
+        }
+
         #[device(cuda)]
         pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
             let g[n, d] = table[ids[n], d];
@@ -158,6 +167,14 @@ mod cpu {
             let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
             let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
             y
+        }
+
+        /// Elementwise over tensors of the output's shape (a kernel over
+        /// flat positions) and over a taller one (the indexed kernel).
+        pub fn blend(x: [f32; N, M], z: [f32; N, M], tall: [f32; N + 1, M]) -> ([f32; N, M], [f32; N, M]) {
+            let y[i, j] = 2.0 * x[i, j] + z[i, j];
+            let w[i in 0..N, j] = x[i, j] - tall[i, j];
+            (y, w)
         }
 
         pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
@@ -355,6 +372,22 @@ fn row_pipelines_match_the_cpu() -> Result<(), Error> {
         let want = cpu::norm(&x)?;
         close(gpu::norm(&dev, &xd)?.to_host()?.as_slice().unwrap(), want.as_slice().unwrap(), 1e-4);
     }
+    Ok(())
+}
+
+#[test]
+fn elementwise_by_flat_position_and_by_index_match_the_cpu() -> Result<(), Error> {
+    let Some(dev) = device("elementwise_by_flat_position_and_by_index_match_the_cpu") else { return Ok(()) };
+    let (x, z, tall) = (matrix(37, 29, 21), matrix(37, 29, 22), matrix(38, 29, 23));
+    let (want_y, want_w) = cpu::blend(&x, &z, &tall)?;
+    let (y, w) = gpu::blend(
+        &dev,
+        &Tensor::from_host(&dev, &x)?,
+        &Tensor::from_host(&dev, &z)?,
+        &Tensor::from_host(&dev, &tall)?,
+    )?;
+    close(y.to_host()?.as_slice().unwrap(), want_y.as_slice().unwrap(), 1e-6);
+    close(w.to_host()?.as_slice().unwrap(), want_w.as_slice().unwrap(), 1e-6);
     Ok(())
 }
 

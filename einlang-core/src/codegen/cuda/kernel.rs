@@ -230,6 +230,10 @@ pub struct KernelCx<'a> {
     /// (a lambda in the kernel, see `row_fn`) rather than stored: their C
     /// name, then each axis's start and extent.
     pub row_fns: HashMap<VarId, (String, Vec<(Dim, Dim)>)>,
+    /// In a kernel over a definition's flat positions (`Some(axes)`): reads
+    /// whose indices are the axes in order are `tensor[__p]` (the host
+    /// launches it only when those tensors have the output's shape).
+    pub flat: Option<Vec<VarId>>,
     /// How many binders (reductions, where-clauses, blocks, branches)
     /// enclose the expression being emitted: only a reduction outside all
     /// of them is evaluated by the whole block.
@@ -251,6 +255,7 @@ impl<'a> KernelCx<'a> {
             windows: HashMap::new(),
             block: None,
             row_fns: HashMap::new(),
+            flat: None,
             depth: 0,
             next_tmp: 0,
         }
@@ -582,6 +587,12 @@ impl<'a> KernelCx<'a> {
     }
 
     fn read(&mut self, tensor: VarId, indices: &[Expr], checked: bool, k: ScalarKind) -> Result<String, Failure> {
+        if let Some(axes) = &self.flat {
+            if !checked && is_identity(indices, axes) {
+                self.inputs.insert(Input::Tensor(tensor));
+                return Ok(format!("{}[__p]", self.name(tensor)?));
+            }
+        }
         if let Some((name, axes)) = self.row_fns.get(&tensor).cloned() {
             let mut idx = Vec::new();
             for i in indices {
@@ -1032,4 +1043,9 @@ pub fn translation_unit(name: &str, function: &str, callees: &[(String, String)]
     }
     s.push_str(body);
     s
+}
+
+/// Whether `indices` are the variables `axes`, in order.
+pub fn is_identity(indices: &[Expr], axes: &[VarId]) -> bool {
+    indices.len() == axes.len() && indices.iter().zip(axes).all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == *a))
 }

@@ -753,6 +753,16 @@ impl<'a> HostCx<'a> {
         if let Some(b) = &blocks {
             inputs.extend(b.inputs.iter().cloned());
         }
+        // Elementwise over tensors of the output's shape: a kernel over flat
+        // positions (no index arithmetic), chosen when the shapes agree.
+        // (Not in `checked` mode, where every read is checked by index.)
+        let flat = match (&blocks, flat_reads(def, self.f)) {
+            (None, Some(same)) if !self.all_checked => self.flat_kernel(def)?.map(|k| (k, same)),
+            _ => None,
+        };
+        if let Some((k, _)) = &flat {
+            inputs.extend(k.inputs.iter().cloned());
+        }
         let threads = threads.ok_or_else(|| Failure::Bug("a definition without a kernel".into()))?;
         let (mut params, args) = self.inputs(&inputs, true)?;
         params.insert(0, format!("{}* __restrict__ __out", c_type(def.elem)));
@@ -789,10 +799,41 @@ impl<'a> HostCx<'a> {
             None => None,
         };
         let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let launch = match flat {
+            Some((k, same)) => {
+                let (fkonst, _) = self.add_kernel(
+                    format!(
+                        "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {};\n    \
+                         #pragma unroll 4\n    for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+                         __p += (long long)gridDim.x * blockDim.x) {{\n        __out[__p] = {};\n    }}\n}}\n",
+                        k.n, k.value
+                    ),
+                    &k.callees,
+                );
+                let mut cond = quote!(true);
+                for v in same {
+                    let t = self.tensor_ref(v)?;
+                    cond = quote!(#cond && #t.shape() == #own.shape());
+                }
+                let (dev, block) = (&self.dev, BLOCK);
+                quote! {
+                    let __points: usize = #own.len();
+                    if __points > 0 {
+                        let __out = #own.arg_mut();
+                        let __args = [__out, #(#args,)* __status.arg()];
+                        let __kernel = if #cond { &#fkonst } else { &#konst };
+                        // SAFETY: both kernels were generated with these
+                        // parameters; the flat one only runs when every
+                        // tensor it reads by position has the output's shape.
+                        unsafe { #dev.launch(__kernel, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
+                    }
+                }
+            }
+            None => self.launch_either(&konst, alternative, quote!(#own.len()), &own, args),
+        };
         let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
         let t = scalar_type(def.elem);
         let d = dim_type(rank, nd)?;
-        let launch = self.launch_either(&konst, alternative, quote!(#own.len()), &own, args);
         let id = self.ident(def.var)?;
         self.holders.insert(def.var, Holder::Owned(own.clone()));
         Ok(quote! {
@@ -916,6 +957,28 @@ impl<'a> HostCx<'a> {
         self.sites = sites;
         let (text, lens) = built?;
         Ok(RowsKernel { text, inputs, callees, lens })
+    }
+
+    /// `def`'s value over flat positions (see `flat_reads`), or `None`.
+    fn flat_kernel(&mut self, def: &TensorDef) -> Result<Option<DefKernel>, Failure> {
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = self.kernel_cx(&mut sites);
+        cx.flat = Some(def.axes.iter().map(|a| a.index).collect());
+        let built = (|| {
+            let mut extents = Vec::new();
+            for a in &def.axes {
+                extents.push(cx.dim(&a.extent)?);
+            }
+            let n = if extents.is_empty() { "1LL".to_string() } else { extents.join(" * ") };
+            Ok::<_, Failure>((n, cx.expr(&def.body)?))
+        })();
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        drop(cx);
+        self.sites = sites;
+        let (n, value) = built?;
+        let (decls, prelude, lens) = (String::new(), String::new(), Vec::new());
+        Ok(Some(DefKernel { n, decls, value, inputs, callees, prelude, lens }))
     }
 
     /// The pieces of a definition's kernel: one thread per point, or (with
@@ -1524,4 +1587,37 @@ fn rust_ident(name: &str) -> Ident {
     } else {
         Ident::new_raw(name, proc_macro2::Span::call_site())
     }
+}
+
+/// The tensors `def`'s value reads at its own point (indices its axes in
+/// order, unchecked), when its axes start at 0, it has more than one, and
+/// it uses its axes nowhere else: over tensors of the output's shape, the
+/// point is the flat position. `None` otherwise.
+fn flat_reads(def: &TensorDef, f: &Function) -> Option<Vec<VarId>> {
+    let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
+    if axes.len() < 2 || def.domain_guards != 0 || def.axes.iter().any(|a| a.start != Dim::zero()) {
+        return None;
+    }
+    fn walk(e: &Expr, axes: &[VarId], f: &Function, out: &mut Vec<VarId>) -> bool {
+        match &e.kind {
+            ExprKind::Read { tensor, indices, checked: false } if kernel::is_identity(indices, axes) => {
+                if !matches!(f.var(*tensor).ty, Repr::Tensor(_, r) if r == axes.len()) {
+                    return false;
+                }
+                if !out.contains(tensor) {
+                    out.push(*tensor);
+                }
+                true
+            }
+            ExprKind::Var(v) if axes.contains(v) => false,
+            ExprKind::Dim(d) if d.vars().iter().any(|v| axes.iter().any(|a| a.0 == v.0)) => false,
+            _ => {
+                let mut ok = true;
+                crate::ir::visit::for_each_child(e, &mut |c| ok &= walk(c, axes, f, out));
+                ok
+            }
+        }
+    }
+    let mut out = Vec::new();
+    (walk(&def.body, &axes, f, &mut out) && !out.is_empty()).then_some(out)
 }
