@@ -104,13 +104,6 @@ pub fn recycle<T: Send + 'static, D: Dimension>(a: Array<T, D>) {
     pool.push(Buffer { elem: TypeId::of::<T>(), capacity, bytes, vec: Box::new(vec) });
 }
 
-/// Empties the pool, freeing every buffer it holds.
-pub fn clear() {
-    if let Ok(mut pool) = POOL.lock() {
-        pool.clear();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -314,7 +314,8 @@ fn count_uses(e: &Expr, v: VarId, under_loop: bool, uses: &mut usize, repeated: 
 }
 
 /// Replaces every mention of variable `v` in `e` by `value`.
-fn substitute_var(e: &mut Expr, v: VarId, value: &Expr) {
+/// Replaces every use of variable `v` in `e` by `value`.
+pub(super) fn substitute_var(e: &mut Expr, v: VarId, value: &Expr) {
     if matches!(e.kind, ExprKind::Var(x) if x == v) {
         *e = value.clone();
         return;

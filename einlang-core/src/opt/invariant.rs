@@ -107,7 +107,8 @@ fn hoist_recurrence(f: &mut Function, _at: usize, r: &mut Recurrence) -> Vec<Ten
             if !pure_float(red, &allowed, &HashSet::new(), &mut reads)
                 || reads.iter().any(|v| bound.contains(v) && !own.contains(v))
                 || !reads.contains(&t)
-                || reads_tensor(red, r.var)
+                || reads.contains(&r.var)
+                || super::rows::reads_any(red, &HashSet::from([r.var]))
             {
                 continue;
             }
@@ -149,7 +150,7 @@ fn step_table(
     let v = |v: VarId| Expr { kind: ExprKind::Var(v), ty: i64t.clone() };
     let dim = |d: &Dim| Expr { kind: ExprKind::Dim(d.clone()), ty: i64t.clone() };
     let shifted = Expr { kind: ExprKind::Binary(BinOp::Add, Box::new(v(s)), Box::new(dim(lo))), ty: i64t.clone() };
-    substitute(&mut red, t, &shifted);
+    super::hoist::substitute_var(&mut red, t, &shifted);
     rename(&mut red, &renamed);
     let cost_per_point = expr_cost(&red);
     let def = TensorDef { var, elem, axes, body: red, cost_per_point, domain_guards: 0 };
@@ -158,35 +159,6 @@ fn step_table(
     indices.extend(loops.iter().map(|l| v(l.index)));
     let read = Expr { kind: ExprKind::Read { tensor: var, indices, checked: false }, ty: Repr::Scalar(elem) };
     (def, read)
-}
-
-/// The variables bound anywhere inside `e`.
-fn bound_in(e: &Expr) -> HashSet<VarId> {
-    let mut out = HashSet::new();
-    fn walk(e: &Expr, out: &mut HashSet<VarId>) {
-        visit::for_each_binder(e, &mut |v| {
-            out.insert(v);
-        });
-        visit::for_each_child(e, &mut |c| walk(c, out));
-    }
-    walk(e, &mut out);
-    out
-}
-
-fn reads_tensor(e: &Expr, t: VarId) -> bool {
-    let mut found = matches!(&e.kind, ExprKind::Read { tensor, .. } if *tensor == t)
-        || matches!(&e.kind, ExprKind::Var(v) if *v == t);
-    visit::for_each_child(e, &mut |c| found |= reads_tensor(c, t));
-    found
-}
-
-/// Replaces every use of variable `v` in `e` by `value`.
-fn substitute(e: &mut Expr, v: VarId, value: &Expr) {
-    if matches!(e.kind, ExprKind::Var(x) if x == v) {
-        *e = value.clone();
-        return;
-    }
-    visit::for_each_child_mut(e, &mut |c| substitute(c, v, value));
 }
 
 /// Inside the recurrence's clauses (run at every step), a read in a
@@ -316,4 +288,11 @@ fn extents_of(f: &Function, at: usize, tensor: VarId) -> Option<Vec<Dim>> {
         }
         _ => None,
     })
+}
+
+/// The variables bound anywhere inside `e`.
+fn bound_in(e: &Expr) -> HashSet<VarId> {
+    let mut out = Vec::new();
+    visit::defined_in(e, &mut out);
+    out.into_iter().collect()
 }

@@ -366,7 +366,7 @@ fn shift_sums(f: &mut Function, def: &mut TensorDef) -> bool {
                         ),
                         ty: Repr::Scalar(ScalarKind::I64),
                     };
-                    substitute(body, l.index, &at);
+                    super::hoist::substitute_var(body, l.index, &at);
                     *l = Loop { index: fresh, start: Dim::zero(), end: Dim::max(&l.end.sub(&l.start), &Dim::zero()) };
                     changed = true;
                 }
@@ -388,14 +388,6 @@ fn shift_sums(f: &mut Function, def: &mut TensorDef) -> bool {
         recost(def);
     }
     changed
-}
-
-fn substitute(e: &mut Expr, v: VarId, value: &Expr) {
-    if matches!(e.kind, ExprKind::Var(x) if x == v) {
-        *e = value.clone();
-        return;
-    }
-    visit::for_each_child_mut(e, &mut |c| substitute(c, v, value));
 }
 
 /// Folds each read index of the form `v + c1 - c2 ..` (integer literals and

@@ -437,7 +437,8 @@ fn has_reduction(e: &Expr) -> bool {
     found
 }
 
-fn reads_any(e: &Expr, vars: &HashSet<VarId>) -> bool {
+/// Whether `e` reads any tensor of `vars`.
+pub(super) fn reads_any(e: &Expr, vars: &HashSet<VarId>) -> bool {
     let mut found = matches!(&e.kind, ExprKind::Read { tensor, .. } if vars.contains(tensor));
     visit::for_each_child(e, &mut |c| found |= reads_any(c, vars));
     found

@@ -296,6 +296,27 @@ struct DefKernel {
     lens: Vec<Vec<Dim>>,
 }
 
+/// How a definition's kernel maps its points to threads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Per {
+    /// A thread per point (grid-stride).
+    Thread,
+    /// A block per point, its threads sharing the reductions.
+    Block,
+    /// A thread per flat position, reads by position (`flat_reads`).
+    Flat,
+}
+
+/// The text of a grid-stride kernel (a thread per point) of `k`.
+fn grid_stride(params: &str, k: &DefKernel) -> String {
+    let (n, decls, value) = (&k.n, &k.decls, &k.value);
+    format!(
+        "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
+         #pragma unroll 4\n    for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+         __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n"
+    )
+}
+
 /// The kernel of a `Stmt::Rows` (see `Emitter::rows_kernel`).
 struct RowsKernel {
     text: String,
@@ -656,21 +677,34 @@ impl<'a> HostCx<'a> {
         Ok((params, args))
     }
 
-    /// A launch of kernel `konst` over `points` (a `usize` expression),
-    /// writing through `out` (an `__own_*` tensor).
-    fn launch(&self, konst: &Ident, points: TokenStream, out: &Ident, args: Vec<TokenStream>) -> TokenStream {
-        let dev = &self.dev;
-        let block = BLOCK;
+    /// Sets up a launch over `points` (a `usize` expression) writing through
+    /// `out` (an `__own_*` tensor), then runs `call` (which reads
+    /// `__points` and `__args`) when there are points.
+    fn launch_with(&self, points: TokenStream, out: &Ident, args: Vec<TokenStream>, call: TokenStream) -> TokenStream {
         quote! {
             let __points: usize = #points;
             if __points > 0 {
                 let __out = #out.arg_mut();
                 let __args = [__out, #(#args,)* __status.arg()];
-                // SAFETY: the kernel was generated with these parameters; the
-                // extents passed are the tensors' own.
-                unsafe { #dev.launch(&#konst, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
+                // SAFETY: the kernels were generated with these parameters;
+                // the extents passed are the tensors' own.
+                #call
             }
         }
+    }
+
+    /// Launching `kernel` (a `&KernelInfo` expression) with a thread per
+    /// point.
+    fn per_thread(&self, kernel: TokenStream) -> TokenStream {
+        let (dev, block) = (&self.dev, BLOCK);
+        quote!(unsafe { #dev.launch(#kernel, #dev.grid_for(__points as u64, #block), #block, &__args) }?;)
+    }
+
+    /// A launch of kernel `konst` over `points` (a `usize` expression),
+    /// writing through `out` (an `__own_*` tensor).
+    fn launch(&self, konst: &Ident, points: TokenStream, out: &Ident, args: Vec<TokenStream>) -> TokenStream {
+        let call = self.per_thread(quote!(&#konst));
+        self.launch_with(points, out, args, call)
     }
 
     /// A launch of `konst`, or of `alternative`'s block-per-point kernel
@@ -684,22 +718,16 @@ impl<'a> HostCx<'a> {
         args: Vec<TokenStream>,
     ) -> TokenStream {
         let Some((bkonst, cond)) = alternative else { return self.launch(konst, points, out, args) };
-        let dev = &self.dev;
-        let block = BLOCK;
-        quote! {
-            let __points: usize = #points;
-            if __points > 0 {
-                let __out = #out.arg_mut();
-                let __args = [__out, #(#args,)* __status.arg()];
-                // SAFETY: both kernels were generated with these parameters;
-                // the extents passed are the tensors' own.
-                if #cond {
-                    unsafe { #dev.launch(&#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
-                } else {
-                    unsafe { #dev.launch(&#konst, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
-                }
+        let (dev, block) = (&self.dev, BLOCK);
+        let threads = self.per_thread(quote!(&#konst));
+        let call = quote! {
+            if #cond {
+                unsafe { #dev.launch(&#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
+            } else {
+                #threads
             }
-        }
+        };
+        self.launch_with(points, out, args, call)
     }
 
     /// A grid-stride loop over the points of `axes` (index variable, start,
@@ -743,8 +771,8 @@ impl<'a> HostCx<'a> {
         // One thread per point, and (when the body has reductions outside
         // every binder) one block per point, its threads sharing each
         // reduction; the host picks by the reductions' length.
-        let threads = self.def_kernel(def, &axes, false)?;
-        let blocks = self.def_kernel(def, &axes, true)?;
+        let threads = self.def_kernel(def, &axes, Per::Thread)?;
+        let blocks = self.def_kernel(def, &axes, Per::Block)?;
         let axis_vars: HashSet<u32> = def.axes.iter().map(|a| a.index.0).collect();
         let blocks = blocks.filter(|k| {
             !k.lens.is_empty() && k.lens.iter().flatten().all(|d| d.vars().iter().all(|v| !axis_vars.contains(&v.0)))
@@ -757,7 +785,7 @@ impl<'a> HostCx<'a> {
         // positions (no index arithmetic), chosen when the shapes agree.
         // (Not in `checked` mode, where every read is checked by index.)
         let flat = match (&blocks, flat_reads(def, self.f)) {
-            (None, Some(same)) if !self.all_checked => self.flat_kernel(def)?.map(|k| (k, same)),
+            (None, Some(same)) if !self.all_checked => self.def_kernel(def, &axes, Per::Flat)?.map(|k| (k, same)),
             _ => None,
         };
         if let Some((k, _)) = &flat {
@@ -768,13 +796,7 @@ impl<'a> HostCx<'a> {
         params.insert(0, format!("{}* __restrict__ __out", c_type(def.elem)));
         params.push("__ein_u64* __status".into());
         let params = params.join(", ");
-        let (n, decls, value) = (&threads.n, &threads.decls, &threads.value);
-        let text = format!(
-            "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
-             #pragma unroll 4\n    for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
-             __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n"
-        );
-        let (konst, _) = self.add_kernel(text, &threads.callees);
+        let (konst, _) = self.add_kernel(grid_stride(&params, &threads), &threads.callees);
         let own = self.own_ident(def.var)?;
         let alternative = match blocks {
             Some(b) => {
@@ -801,33 +823,16 @@ impl<'a> HostCx<'a> {
         let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
         let launch = match flat {
             Some((k, same)) => {
-                let (fkonst, _) = self.add_kernel(
-                    format!(
-                        "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {};\n    \
-                         #pragma unroll 4\n    for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
-                         __p += (long long)gridDim.x * blockDim.x) {{\n        __out[__p] = {};\n    }}\n}}\n",
-                        k.n, k.value
-                    ),
-                    &k.callees,
-                );
+                let (fkonst, _) = self.add_kernel(grid_stride(&params, &k), &k.callees);
+                // The flat kernel only when every tensor it reads by position
+                // has the output's shape.
                 let mut cond = quote!(true);
                 for v in same {
                     let t = self.tensor_ref(v)?;
                     cond = quote!(#cond && #t.shape() == #own.shape());
                 }
-                let (dev, block) = (&self.dev, BLOCK);
-                quote! {
-                    let __points: usize = #own.len();
-                    if __points > 0 {
-                        let __out = #own.arg_mut();
-                        let __args = [__out, #(#args,)* __status.arg()];
-                        let __kernel = if #cond { &#fkonst } else { &#konst };
-                        // SAFETY: both kernels were generated with these
-                        // parameters; the flat one only runs when every
-                        // tensor it reads by position has the output's shape.
-                        unsafe { #dev.launch(__kernel, #dev.grid_for(__points as u64, #block), #block, &__args) }?;
-                    }
-                }
+                let call = self.per_thread(quote!(if #cond { &#fkonst } else { &#konst }));
+                self.launch_with(quote!(#own.len()), &own, args, call)
             }
             None => self.launch_either(&konst, alternative, quote!(#own.len()), &own, args),
         };
@@ -959,41 +964,21 @@ impl<'a> HostCx<'a> {
         Ok(RowsKernel { text, inputs, callees, lens })
     }
 
-    /// `def`'s value over flat positions (see `flat_reads`), or `None`.
-    fn flat_kernel(&mut self, def: &TensorDef) -> Result<Option<DefKernel>, Failure> {
-        let mut sites = std::mem::take(&mut self.sites);
-        let mut cx = self.kernel_cx(&mut sites);
-        cx.flat = Some(def.axes.iter().map(|a| a.index).collect());
-        let built = (|| {
-            let mut extents = Vec::new();
-            for a in &def.axes {
-                extents.push(cx.dim(&a.extent)?);
-            }
-            let n = if extents.is_empty() { "1LL".to_string() } else { extents.join(" * ") };
-            Ok::<_, Failure>((n, cx.expr(&def.body)?))
-        })();
-        let inputs = cx.inputs.clone();
-        let callees = std::mem::take(&mut cx.callees);
-        drop(cx);
-        self.sites = sites;
-        let (n, value) = built?;
-        let (decls, prelude, lens) = (String::new(), String::new(), Vec::new());
-        Ok(Some(DefKernel { n, decls, value, inputs, callees, prelude, lens }))
-    }
-
-    /// The pieces of a definition's kernel: one thread per point, or (with
-    /// `block`) one block per point; `None` for a block kernel when the body
-    /// has no reduction the block can share.
+    /// The pieces of a definition's kernel: one thread per point, one block
+    /// per point (`None` when the body has no reduction the block can
+    /// share), or one thread per flat position (see `flat_reads`).
     fn def_kernel(
         &mut self,
         def: &TensorDef,
         axes: &[(VarId, &Dim, Dim)],
-        block: bool,
+        per: Per,
     ) -> Result<Option<DefKernel>, Failure> {
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
-        if block {
-            cx.block = Some((String::new(), Vec::new()));
+        match per {
+            Per::Block => cx.block = Some((String::new(), Vec::new())),
+            Per::Flat => cx.flat = Some(axes.iter().map(|a| a.0).collect()),
+            Per::Thread => {}
         }
         let built = (|| {
             let (n, decls) = Self::point_loop(&mut cx, axes)?;
@@ -1006,10 +991,12 @@ impl<'a> HostCx<'a> {
         drop(cx);
         self.sites = sites;
         let (n, decls, value) = built?;
-        if block && prelude.is_empty() {
+        if per == Per::Block && prelude.is_empty() {
             // Nothing to share (the sites it registered stay unused).
             return Ok(None);
         }
+        // A flat kernel reads by position: it needs no index variables.
+        let decls = if per == Per::Flat { String::new() } else { decls };
         Ok(Some(DefKernel { n, decls, value, inputs, callees, prelude, lens }))
     }
 
