@@ -203,29 +203,67 @@ where
     }
 }
 
-/// Batched product: `out[p] = a[p, ..m, ..k] · b[p, ..k, ..n]` for `p < batch`.
-pub fn batched_matmul<T>(
+/// An operand of a batched product: a matrix per batch, or one matrix
+/// that every batch shares.
+pub enum Batched<'a, T> {
+    Each(ArrayView3<'a, T>),
+    Shared(ArrayView2<'a, T>),
+}
+
+impl<'a, T> From<ArrayView3<'a, T>> for Batched<'a, T> {
+    fn from(v: ArrayView3<'a, T>) -> Self {
+        Batched::Each(v)
+    }
+}
+
+impl<'a, T> From<ArrayView2<'a, T>> for Batched<'a, T> {
+    fn from(v: ArrayView2<'a, T>) -> Self {
+        Batched::Shared(v)
+    }
+}
+
+impl<'a, T> Batched<'a, T> {
+    /// Batch `p`'s matrix.
+    fn at(&self, p: usize) -> ArrayView2<'_, T> {
+        match self {
+            Batched::Each(v) => v.index_axis(Axis(0), p),
+            Batched::Shared(v) => v.view(),
+        }
+    }
+
+    fn batches(&self) -> Option<usize> {
+        match self {
+            Batched::Each(v) => Some(v.len_of(Axis(0))),
+            Batched::Shared(_) => None,
+        }
+    }
+}
+
+/// Batched product: `out[p] = a[p, ..m, ..k] · b[p, ..k, ..n]` for `p < batch`
+/// (an operand given as one matrix is the same for every `p`).
+pub fn batched_matmul<'a, 'b, T>(
     function: &str,
     batch: i64,
     m: i64,
     n: i64,
     k: i64,
-    a: ArrayView3<'_, T>,
-    b: ArrayView3<'_, T>,
+    a: impl Into<Batched<'a, T>>,
+    b: impl Into<Batched<'b, T>>,
 ) -> Result<Array3<T>, Error>
 where
     T: LinalgScalar + Send + Sync + 'static,
 {
+    let (a, b) = (a.into(), b.into());
     let [batch, m, n, k] = extents(function, [batch, m, n, k])?;
-    if a.len_of(Axis(0)) < batch || b.len_of(Axis(0)) < batch {
+    if a.batches().is_some_and(|x| x < batch) || b.batches().is_some_and(|x| x < batch) {
         return Err(Error::Extent {
             function: function.to_string(),
             message: format!("a batched product has fewer than {batch} batches"),
         });
     }
     for p in 0..batch {
-        covers(function, &a.index_axis(Axis(0), p), m, k)?;
-        covers(function, &b.index_axis(Axis(0), p), k, n)?;
+        covers(function, &a.at(p), m, k)?;
+        covers(function, &b.at(p), k, n)?;
     }
     let mut out = crate::pool::uninit::<T, _>(ndarray::Ix3(batch, m, n));
     let base = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
@@ -233,7 +271,7 @@ where
     // batch, on all of them).
     let threads = if batch > 1 { 1 } else { rayon::current_num_threads() };
     (0..batch).into_par_iter().for_each(|p| {
-        let (ap, bp) = (a.index_axis(Axis(0), p), b.index_axis(Axis(0), p));
+        let (ap, bp) = (a.at(p), b.at(p));
         let o = unsafe { base.from((p * m * n) as isize) };
         // SAFETY: batch p's m x n block of the fresh array, written whole.
         unsafe { product_into(ap.slice(s![..m, ..k]), bp.slice(s![..k, ..n]), o, threads) };
@@ -336,5 +374,24 @@ mod tests {
                 assert_eq!(got.index_axis(Axis(0), p), want);
             }
         }
+    }
+
+    #[test]
+    fn a_shared_operand_serves_every_batch() {
+        // A transposed kernel shared by 3 batches of columns, and a shared
+        // right operand; batches are checked against loops one by one.
+        let (batch, m, n, k) = (3, 20, 45, 7);
+        let kt = Array::from_shape_fn((k, m), |(i, j)| ((i * 5 + j) % 11) as f64 - 4.0);
+        let cols = Array::from_shape_fn((batch, k, n), |(p, i, j)| ((p * 7 + i * 3 + j) % 13) as f64 * 0.5);
+        let got = batched_matmul("f", batch as i64, m as i64, n as i64, k as i64, kt.t(), cols.view()).unwrap();
+        for p in 0..batch {
+            assert_eq!(got.index_axis(Axis(0), p), naive(&kt.t(), &cols.index_axis(Axis(0), p), m, n, k));
+        }
+        let rows = Array::from_shape_fn((batch, m, k), |(p, i, j)| ((p + i * 2 + j) % 9) as f64);
+        let got = batched_matmul("f", batch as i64, m as i64, m as i64, k as i64, rows.view(), kt.view()).unwrap();
+        for p in 0..batch {
+            assert_eq!(got.index_axis(Axis(0), p), naive(&rows.index_axis(Axis(0), p), &kt.view(), m, m, k));
+        }
+        assert!(batched_matmul("f", 4, m as i64, n as i64, k as i64, kt.t(), cols.view()).is_err());
     }
 }

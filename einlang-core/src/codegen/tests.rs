@@ -945,16 +945,37 @@ fn guarded_definition_with_where_binding() {
                         __row_u: &mut [::core::mem::MaybeUninit<f32>],
                     | -> ::core::result::Result<(), __rt::Error> {
                         let i: i64 = __pos_i as i64;
-                        for (__pos_j, __slot_u) in __row_u.iter_mut().enumerate() {
-                            let j: i64 = __pos_j as i64;
-                            __slot_u
-                                .write('__guard0: {
-                                    let z: f32 = unsafe { *m.uget([i as usize, j as usize]) };
-                                    if !(i <= j) {
-                                        break '__guard0 0.0f32;
-                                    }
-                                    z.max(0.0f32)
-                                });
+                        {
+                            let __first: i128 = (0i64) as i128;
+                            let __last: i128 = __first + __row_u.len() as i128 - 1;
+                            let (mut __lo, mut __hi) = (__first, __last + 1);
+                            {
+                                let __off: i64 = 0i64;
+                                let __limit: i64 = i;
+                                let __at: i128 = __limit as i128 - __off as i128;
+                                __lo = __lo.max(__at);
+                            }
+                            let (__a, __b) = if (true) && __lo < __hi {
+                                ((__lo - __first) as usize, (__hi - __first) as usize)
+                            } else {
+                                (0, 0)
+                            };
+                            for __slot_u in __row_u[..__a].iter_mut() {
+                                __slot_u.write(0.0f32);
+                            }
+                            for __slot_u in __row_u[__b..].iter_mut() {
+                                __slot_u.write(0.0f32);
+                            }
+                            let m = m.view();
+                            for (__pos_j, __slot_u) in __row_u[__a..__b].iter_mut().enumerate() {
+                                let __pos_j = __pos_j + __a;
+                                let j: i64 = __pos_j as i64;
+                                __slot_u
+                                    .write({
+                                        let z: f32 = unsafe { *m.uget([i as usize, j as usize]) };
+                                        z.max(0.0f32)
+                                    });
+                            }
                         }
                         Ok(())
                     };

@@ -224,6 +224,9 @@ pub struct Rows {
 /// are read through axis permutations: `a_axes` lists which axis of `a` is
 /// the batch axis (when `batch` is set), the row axis and the contracted
 /// axis, in that order; `b_axes` the batch, contracted and column axes.
+/// With `batch` set, an operand whose axes list has two entries (and whose
+/// rank is 2) has no batch axis: the same matrix serves every batch (a
+/// convolution's kernel, multiplied into each image's packed columns).
 /// `reference` is the same definition as a loop nest; back ends use it when
 /// every access must be bounds-checked. Every read of the product was proven
 /// in bounds, so the operands cover the extents. Lowering emits loop nests

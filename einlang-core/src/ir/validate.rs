@@ -460,7 +460,11 @@ impl<'a> Checker<'a> {
                 Some(Repr::Tensor(k, rank)) => {
                     let mut sorted = axes.clone();
                     sorted.sort_unstable();
-                    if *k != g.elem || *rank != want || sorted != (0..want).collect::<Vec<_>>() {
+                    // A batched product's operand may be shared by every
+                    // batch (rank 2, no batch axis).
+                    let shared = g.batch.is_some() && *rank == 2;
+                    let ok_rank = *rank == want || shared;
+                    if *k != g.elem || !ok_rank || sorted != (0..*rank).collect::<Vec<_>>() {
                         self.err(format!(
                             "gemm operand {name} of type `{}` with axes {axes:?}",
                             ty_text(&Repr::Tensor(*k, *rank))

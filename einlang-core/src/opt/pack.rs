@@ -107,6 +107,11 @@ struct Contraction {
     /// Whether the packed gathered operand has the summed axes before the
     /// rows (`[batch.., ks.., rows..]`).
     k_outer: bool,
+    /// When the definition's axes are `[lead.., cols.., rest..]` (no batch
+    /// axes, `lead` and `rest` the rows, `rest` not empty): how many rows
+    /// lead. The product is then made in the definition's own order (see
+    /// `pack`).
+    lead: Option<usize>,
 }
 
 /// The variables of `Stmt::Extent`s among `stmts`: extents computed from
@@ -278,7 +283,17 @@ fn contraction(
         },
         _ => true,
     };
-    Some(Contraction { path: path.to_vec(), elem, batch, rows, cols, p_first, k_outer })
+    // The definition's order `[lead.., cols.., rest..]`: rows, then every
+    // column, then at least one row.
+    let lead = def.axes.iter().position(|a| a.index == cols[0].index).unwrap_or(usize::MAX);
+    // Only when the packed operand keeps its rows innermost (`k_outer`): a
+    // kernel gradient (`k_outer` false: the sum's long run innermost) is
+    // a small output better made as `[rows, cols]` and reordered.
+    let in_order = batch.is_empty()
+        && k_outer
+        && lead < rows.len()
+        && def.axes.iter().map(|a| a.index).eq(rows[..lead].iter().chain(&cols).chain(&rows[lead..]).map(|a| a.index));
+    Some(Contraction { path: path.to_vec(), elem, batch, rows, cols, p_first, k_outer, lead: in_order.then_some(lead) })
 }
 
 /// Whether the last index of the first read in `e` mentions `v`.
@@ -526,7 +541,18 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     // The packed axes: the summed ones first when that puts a longer run
     // innermost (see `k_outer`).
     let k_outer = c.k_outer;
-    let q_axes = if k_outer {
+    let q_axes = if let (Some(lead), true) = (c.lead, k_outer) {
+        // `[lead.., ks.., rest..]`: a `[ks.., rest..]` matrix per lead point.
+        mk_axes(
+            rows[..lead]
+                .iter()
+                .map(|v| to_q[v])
+                .chain(ks.iter().copied())
+                .chain(rows[lead..].iter().map(|v| to_q[v]))
+                .collect(),
+            r_ext[..lead].iter().chain(&k_ext).chain(&r_ext[lead..]).cloned().collect(),
+        )
+    } else if k_outer {
         mk_axes(
             batch.iter().map(|v| to_q[v]).chain(ks.iter().copied()).chain(rows.iter().map(|v| to_q[v])).collect(),
             b_ext.iter().chain(&k_ext).chain(&r_ext).cloned().collect(),
@@ -595,25 +621,65 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     };
 
     // The matrices, their product, and the product over the axes again.
-    let (bb, m, n, k) = (
-        product(b_ext.iter().cloned()),
-        product(r_ext.iter().cloned()),
-        product(c_ext.iter().cloned()),
-        product(k_ext.iter().cloned()),
-    );
-    let batched = !batch.is_empty();
-    let rank = if batched { 3 } else { 2 };
-    let with_batch = |dims: [Dim; 2]| -> Vec<Dim> {
-        if batched {
-            vec![bb.clone(), dims[0].clone(), dims[1].clone()]
-        } else {
-            dims.to_vec()
+    let (m, n, k) = (product(r_ext.iter().cloned()), product(c_ext.iter().cloned()), product(k_ext.iter().cloned()));
+    let q_dims = |outer: Vec<Dim>, rows: Dim| -> Vec<Dim> {
+        let mut d = outer;
+        d.extend(if k_outer { [k.clone(), rows] } else { [rows, k.clone()] });
+        d
+    };
+    // Each operand: the packed tensor's matrix, its shape, and which of its
+    // axes are the batch (when it has one), row or column and contracted
+    // ones, as `Gemm` lists them.
+    // Each operand: its shape as a matrix (or a stack of them) and which of
+    // its axes are the batch (when it has one), row or column and
+    // contracted ones, as `Gemm` lists them; `true` for the packed columns.
+    type Operand = (bool, Vec<Dim>, Vec<usize>);
+    let (gb, mn, left, right, at): (Option<Dim>, [Dim; 2], Operand, Operand, Vec<VarId>) = match c.lead {
+        // `y[lead.., cols.., rest..]`: per point of the leading rows, the
+        // kernel (shared) times that point's packed columns, written in
+        // the definition's own order: no pass reorders the product.
+        Some(lead) => {
+            let (l_ext, rest_ext) = (r_ext[..lead].to_vec(), r_ext[lead..].to_vec());
+            let nr = product(rest_ext.iter().cloned());
+            let gb = (lead > 0).then(|| product(l_ext.iter().cloned()));
+            let outer: Vec<Dim> = gb.iter().cloned().collect();
+            let q_axes = match (k_outer, gb.is_some()) {
+                (true, false) => vec![0, 1],
+                (true, true) => vec![0, 1, 2],
+                (false, false) => vec![1, 0],
+                (false, true) => vec![0, 2, 1],
+            };
+            let right = (true, q_dims(outer, nr.clone()), q_axes);
+            let left = (false, vec![k.clone(), n.clone()], vec![1, 0]);
+            let at = rows[..lead].iter().chain(&cols).chain(&rows[lead..]).copied().collect();
+            (gb, [n.clone(), nr], left, right, at)
+        }
+        None => {
+            let batched = !batch.is_empty();
+            let gb = batched.then(|| product(b_ext.iter().cloned()));
+            let outer: Vec<Dim> = gb.iter().cloned().collect();
+            let q_axes = match (k_outer, batched) {
+                (true, false) => vec![1, 0],
+                (true, true) => vec![0, 2, 1],
+                (false, false) => vec![0, 1],
+                (false, true) => vec![0, 1, 2],
+            };
+            let left = (true, q_dims(outer.clone(), m.clone()), q_axes);
+            let p_dims: Vec<Dim> = outer.into_iter().chain([k.clone(), n.clone()]).collect();
+            let right = (false, p_dims, (0..2 + usize::from(batched)).collect());
+            let at = batch.iter().chain(&rows).chain(&cols).copied().collect();
+            (gb, [m.clone(), n.clone()], left, right, at)
         }
     };
-    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, rank));
-    let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, rank));
+    let (q_dims, p_dims) = if left.0 { (left.1.clone(), right.1.clone()) } else { (right.1.clone(), left.1.clone()) };
+    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, q_dims.len()));
+    let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, p_dims.len()));
+    let var_of = |o: &Operand| if o.0 { qm } else { pm };
+    let (left, right) = ((var_of(&left), left.1, left.2), (var_of(&right), right.1, right.2));
+    let batched = gb.is_some();
+    let rank = 2 + usize::from(batched);
     let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, rank));
-    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, batch.len() + rows.len() + cols.len()));
+    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, at.len()));
     let names: Vec<&str> = if batched { vec!["b", "m", "n"] } else { vec!["m", "n"] };
     let ref_vars: Vec<VarId> = names.iter().map(|s| f.add_var(s, i64_ty.clone())).collect();
     let kk = f.add_var("k", i64_ty.clone());
@@ -622,14 +688,18 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
         [m, n] => (None, m, n),
         _ => return Vec::new(),
     };
-    let a_idx: Vec<VarId> = if k_outer {
-        b_at.into_iter().chain([kk, m_at]).collect()
-    } else {
-        b_at.into_iter().chain([m_at, kk]).collect()
+    // The operand read at the reference's point: `axes[r]` is the axis that
+    // role `r` (batch when it has one, then its two matrix roles) indexes.
+    let operand = |(var, dims, axes): &(VarId, Vec<Dim>, Vec<usize>), roles: [VarId; 2]| -> Expr {
+        let roles: Vec<VarId> = if axes.len() == 3 { b_at.into_iter().chain(roles).collect() } else { roles.to_vec() };
+        let mut idx = vec![kk; dims.len()];
+        for (&axis, role) in axes.iter().zip(roles) {
+            idx[axis] = role;
+        }
+        read(*var, idx, elem)
     };
-    let b_idx: Vec<VarId> = b_at.into_iter().chain([kk, n_at]).collect();
     let mul = Expr {
-        kind: ExprKind::Binary(BinOp::Mul, Box::new(read(qm, a_idx, elem)), Box::new(read(pm, b_idx, elem))),
+        kind: ExprKind::Binary(BinOp::Mul, Box::new(operand(&left, [m_at, kk])), Box::new(operand(&right, [kk, n_at]))),
         ty: Repr::Scalar(elem),
     };
     let ref_body = Expr {
@@ -641,37 +711,33 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
         },
         ty: Repr::Scalar(elem),
     };
+    let [gm, gn] = mn;
     let reference = TensorDef {
         var: ym,
         elem,
-        axes: mk_axes(ref_vars, with_batch([m.clone(), n.clone()])),
+        axes: mk_axes(ref_vars, gb.iter().cloned().chain([gm.clone(), gn.clone()]).collect()),
         cost_per_point: expr_cost(&ref_body),
         body: ref_body,
         domain_guards: 0,
     };
-    let axes: Vec<usize> = (0..rank).collect();
-    // `a_axes` lists the operand's batch, row and contracted axes.
-    let a_axes: Vec<usize> = match (k_outer, batched) {
-        (false, _) => axes.clone(),
-        (true, false) => vec![1, 0],
-        (true, true) => vec![0, 2, 1],
-    };
     let gemm = Gemm {
         out: ym,
         elem,
-        batch: batched.then(|| bb.clone()),
-        m: m.clone(),
-        n: n.clone(),
+        batch: gb,
+        m: gm,
+        n: gn,
         k: k.clone(),
-        a: qm,
-        a_axes,
-        b: pm,
-        b_axes: axes,
+        a: left.0,
+        a_axes: left.2.clone(),
+        b: right.0,
+        b_axes: right.2.clone(),
         reference,
     };
 
     // The definition reads the product at its point.
-    let at: Vec<VarId> = batch.iter().chain(&rows).chain(&cols).copied().collect();
+    let ext_of: HashMap<VarId, Dim> =
+        c.batch.iter().chain(&c.rows).chain(&c.cols).map(|a| (a.index, a.extent.clone())).collect();
+    let yp_dims: Vec<Dim> = at.iter().map(|v| ext_of[v].clone()).collect();
     let mut with = Some(read(yp, at, elem));
     replace_at(&mut def.body, &c.path, &mut with);
     recost(def);
@@ -679,15 +745,10 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     vec![
         Stmt::Tensor(q_def),
         Stmt::Tensor(p_def),
-        Stmt::Reshape {
-            var: qm,
-            source: q_var,
-            elem,
-            dims: if k_outer { with_batch([k.clone(), m.clone()]) } else { with_batch([m.clone(), k.clone()]) },
-        },
-        Stmt::Reshape { var: pm, source: p_var, elem, dims: with_batch([k, n]) },
+        Stmt::Reshape { var: qm, source: q_var, elem, dims: q_dims },
+        Stmt::Reshape { var: pm, source: p_var, elem, dims: p_dims },
         Stmt::Gemm(gemm),
-        Stmt::Reshape { var: yp, source: ym, elem, dims: b_ext.into_iter().chain(r_ext).chain(c_ext).collect() },
+        Stmt::Reshape { var: yp, source: ym, elem, dims: yp_dims },
     ]
 }
 

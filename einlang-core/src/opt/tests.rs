@@ -283,7 +283,9 @@ fn reductions_that_may_fail_or_depend_on_every_axis_stay() {
 
 /// Packing puts the longer run innermost: an output's rows after a
 /// kernel's offsets for a convolution, the summed output positions last
-/// for its kernel gradient.
+/// for its kernel gradient. A convolution's product comes out in the
+/// definition's own order: per image, the kernel (shared by every image)
+/// times the image's columns.
 #[test]
 fn packed_operands_keep_the_longer_run_innermost() {
     let out = packed(
@@ -293,10 +295,28 @@ fn packed_operands_keep_the_longer_run_innermost() {
         }",
     );
     assert!(
-        out.contains("tensor y_cols[c in 0..C, r in 0..3, s in 0..3, n_2 in 0..N, i_2 in 0..i_len, j_2 in 0..j_len]"),
+        out.contains("tensor y_cols[n_2 in 0..N, c in 0..C, r in 0..3, s in 0..3, i_2 in 0..i_len, j_2 in 0..j_len]"),
         "{out}"
     );
-    assert!(out.contains("gemm y_prod_m = y_cols_m[1, 0] x y_kern_m[0, 1]"), "{out}");
+    assert!(out.contains("gemm y_prod_m = y_kern_m[1, 0] x y_cols_m[0, 1, 2] (batch N, m O,"), "{out}");
+    assert!(out.contains("reshape y_prod = y_prod_m as [N, O, i_len, j_len]"), "{out}");
+    assert!(out.contains("= read y_prod[n, o, i, j] unchecked"), "{out}");
+    // No leading rows: one product, still in the definition's order.
+    let out = packed(
+        "pub fn conv1(x: [f32; C, H, W], k: [f32; O, C, 3, 3]) -> [f32; O, H - 2, W - 2] {
+            let y[o, i, j] = sum[c, r, s](x[c, i + r, j + s] * k[o, c, r, s]);
+            y
+        }",
+    );
+    assert!(out.contains("gemm y_prod_m = y_kern_m[1, 0] x y_cols_m[0, 1] (m O, n i_len * j_len"), "{out}");
+    // Rows after the columns in another order: `[rows, cols]`, reordered.
+    let out = packed(
+        "pub fn conv2(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; O, N, H - 2, W - 2] {
+            let y[o, n, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+            y
+        }",
+    );
+    assert!(out.contains("gemm y_prod_m = y_kern_m[1, 0] x y_cols_m[0, 1] (m O, n N * i_len * j_len"), "{out}");
     let out = packed(
         "pub fn dk(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
             let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);

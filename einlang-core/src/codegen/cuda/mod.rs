@@ -1012,7 +1012,8 @@ impl<'a> HostCx<'a> {
             Repr::Tensor(_, r) => r,
             _ => return false,
         };
-        let matrix = if batch { axes.get(1..) } else { Some(axes) };
+        // A batched product's operand of rank 2 is shared by every batch.
+        let matrix = if batch && rank == 3 { axes.get(1..) } else { Some(axes) };
         axes.len() == rank && matrix.is_some_and(|m| m.len() == 2 && m.contains(&(rank - 1)))
     }
 
@@ -1032,7 +1033,9 @@ impl<'a> HostCx<'a> {
         let strides = |axes: &[usize], s: &Ident| -> TokenStream {
             let picks = axes.iter().map(|&i| usize_lit(i));
             let picks: Vec<_> = picks.map(|i| quote!(#s[#i])).collect();
-            if batched {
+            // No batch axis (an unbatched product, or an operand every
+            // batch shares): a batch stride of 0.
+            if axes.len() == 3 {
                 quote!((#(#picks),*))
             } else {
                 quote!((0i64, #(#picks),*))

@@ -57,6 +57,7 @@
 //! instructions as the operators). The back end's own addressing (positions,
 //! offsets, extents) keeps plain operators.
 
+mod clip;
 mod expr;
 mod names;
 mod recur;

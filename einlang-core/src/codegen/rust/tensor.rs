@@ -55,6 +55,7 @@ impl FnCx<'_> {
             None => {
                 quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
             }
+            // An operand with two axes is one matrix shared by every batch.
             Some(batch) => {
                 let batch = self.dim(batch)?;
                 quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
@@ -171,12 +172,15 @@ impl FnCx<'_> {
                     uninit = false;
                     code
                 }
-                None => quote! {
-                    for (#pos, #slot) in #chunk.iter_mut().enumerate() {
-                        #binding
-                        #nest
-                    }
-                },
+                None => {
+                    let generic = quote! {
+                        for (#pos, #slot) in #chunk.iter_mut().enumerate() {
+                            #binding
+                            #nest
+                        }
+                    };
+                    self.clipped_row(def, last, chunk, &slot, &pos, &binding, &generic)?.unwrap_or(generic)
+                }
             };
             // Middle axes, inside out: chunks of the enclosing chunk.
             for a in (1..rank - 1).rev() {

@@ -1,0 +1,375 @@
+//! Rows whose guard bounds the innermost index.
+//!
+//! A definition whose value is `if c { v } else { 0 }` (or `v` under `where`
+//! guards), where some conjuncts of `c` bound the innermost index `j` from
+//! below or above (`iw >= 0 && iw < W` with `iw = j + s - 1`: padding),
+//! computes the range of `j` where they hold once per row: zeros before
+//! it, `v` inside it without those tests (a contiguous read LLVM
+//! vectorizes), zeros after it. Conjuncts that do not mention `j` are
+//! tested once per row; any others stay per element.
+//!
+//! The range is exact under the language's wrapping integer arithmetic:
+//! with `x = j + o` (`o` mentions no `j`) evaluated wrapping, `x` equals
+//! the exact `j + o` over the row when both ends fit in `i64`, which the
+//! generated code checks (else the row runs the per-element loop).
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use super::{types, Bug, FnCx};
+use crate::base::ops::{BinOp, UnOp};
+use crate::base::scalar::ScalarKind;
+use crate::ir::validate::visit_var_uses;
+use crate::ir::{visit, Axis, Expr, ExprKind, Literal, Repr, TensorDef, VarId, WhereEntry};
+
+/// A conjunct `x >= limit` (`lower`) or `x < limit` with `x = j + off`;
+/// `plus_one` for `>` and `<=`, whose limit is one further.
+struct Bound {
+    lower: bool,
+    limit: Expr,
+    off: Expr,
+    plus_one: bool,
+}
+
+/// A body split around its bounds on `j`.
+struct Clip {
+    /// Conjuncts that mention no `j` (nor a value bound per element).
+    outer: Vec<Expr>,
+    bounds: Vec<Bound>,
+    /// The value inside the range, with the bounds' and outer tests gone.
+    inside: Expr,
+}
+
+fn is_zero(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(Literal::Float(t)) => t.parse::<f64>().is_ok_and(|v| v == 0.0),
+        ExprKind::Lit(Literal::Int(0)) => true,
+        _ => false,
+    }
+}
+
+fn mentions(e: &Expr, vars: &[VarId]) -> bool {
+    let mut found = false;
+    visit_var_uses(e, &mut |v| found |= vars.contains(&v));
+    found
+}
+
+fn and(a: Expr, b: Expr) -> Expr {
+    Expr { kind: ExprKind::Binary(BinOp::And, Box::new(a), Box::new(b)), ty: Repr::Scalar(ScalarKind::Bool) }
+}
+
+/// Whether `e` is integer arithmetic that cannot fail (`+ - *`, negation,
+/// literals, variables, dimensions).
+fn arithmetic(e: &Expr) -> bool {
+    let leaf_or_op = matches!(
+        e.kind,
+        ExprKind::Var(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Lit(Literal::Int(_))
+            | ExprKind::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, ..)
+            | ExprKind::Unary(UnOp::Neg, _)
+    );
+    let mut ok = leaf_or_op && matches!(e.ty, Repr::Scalar(ScalarKind::I64));
+    visit::for_each_child(e, &mut |c| ok &= arithmetic(c));
+    ok
+}
+
+/// Whether the test `c` compares arithmetic (joined by `&&`, `||`, `!`):
+/// evaluating it once per row, ahead of the tests it came after, can
+/// neither fail nor read anything.
+fn pure_test(c: &Expr) -> bool {
+    match &c.kind {
+        ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => pure_test(a) && pure_test(b),
+        ExprKind::Unary(UnOp::Not, a) => pure_test(a),
+        ExprKind::Binary(BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) => {
+            arithmetic(a) && arithmetic(b)
+        }
+        ExprKind::Lit(Literal::Bool(_)) => true,
+        _ => false,
+    }
+}
+
+/// `e` with the variables of `binds` replaced by their values.
+fn substitute(e: &Expr, binds: &[(VarId, Expr)]) -> Expr {
+    if let ExprKind::Var(v) = e.kind {
+        if let Some((_, value)) = binds.iter().find(|(b, _)| *b == v) {
+            return value.clone();
+        }
+    }
+    let mut out = e.clone();
+    visit::for_each_child_mut(&mut out, &mut |c| *c = substitute(c, binds));
+    out
+}
+
+/// `e[j := 0]` when `e` is `j` plus terms without `j` (added or
+/// subtracted, `j` added exactly once).
+fn offset_of(e: &Expr, j: VarId) -> Option<Expr> {
+    fn count(e: &Expr, j: VarId, sign: bool, plus: &mut u32) -> bool {
+        match &e.kind {
+            ExprKind::Var(v) if *v == j => {
+                *plus += u32::from(sign);
+                sign
+            }
+            ExprKind::Binary(BinOp::Add, a, b) => count(a, j, sign, plus) && count(b, j, sign, plus),
+            ExprKind::Binary(BinOp::Sub, a, b) => count(a, j, sign, plus) && count(b, j, !sign, plus),
+            _ => !mentions(e, &[j]),
+        }
+    }
+    let mut plus = 0;
+    if !count(e, j, true, &mut plus) || plus != 1 {
+        return None;
+    }
+    let zero = Expr { kind: ExprKind::Lit(Literal::Int(0)), ty: Repr::Scalar(ScalarKind::I64) };
+    Some(substitute(e, &[(j, zero)]))
+}
+
+/// `c` as a bound on `j`, if it is one.
+fn bound(c: &Expr, j: VarId) -> Option<Bound> {
+    let ExprKind::Binary(op, l, r) = &c.kind else { return None };
+    if !(arithmetic(l) && arithmetic(r)) {
+        return None;
+    }
+    // (the side with j, the other, lower, plus_one)
+    let (x, limit, lower, plus_one) = match op {
+        BinOp::Ge => (l, r, true, false),
+        BinOp::Gt => (l, r, true, true),
+        BinOp::Lt => (l, r, false, false),
+        BinOp::Le => (l, r, false, true),
+        _ => return None,
+    };
+    // With `j` on the right, `a <= x` is `x >= a` and `a < x` is `x > a`:
+    // the other direction, and the other strictness.
+    let (x, limit, lower, plus_one) =
+        if mentions(limit, &[j]) { (limit, x, !lower, !plus_one) } else { (x, limit, lower, plus_one) };
+    if mentions(limit, &[j]) {
+        return None;
+    }
+    let off = offset_of(x, j)?;
+    Some(Bound { lower, limit: (**limit).clone(), off, plus_one })
+}
+
+fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match &e.kind {
+        ExprKind::Binary(BinOp::And, a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        _ => out.push(e.clone()),
+    }
+}
+
+/// Splits `body` around its bounds on `j`; None unless at least one
+/// conjunct bounds `j`.
+fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
+    let (wheres, inner) = match &body.kind {
+        ExprKind::Guarded { wheres, body } => (wheres.clone(), &**body),
+        _ => (Vec::new(), body),
+    };
+    let (value, cond) = match &inner.kind {
+        ExprKind::If { cond, then, els } if is_zero(els) => (&**then, Some(&**cond)),
+        _ => (inner, None),
+    };
+    // Bindings that are arithmetic, substituted into the tests (each in
+    // terms of the ones before it); the others are per element.
+    let mut arith: Vec<(VarId, Expr)> = Vec::new();
+    let mut opaque: Vec<VarId> = vec![j];
+    for w in &wheres {
+        if let WhereEntry::Bind(v, e) = w {
+            if arithmetic(e) && !mentions(e, &opaque[1..]) {
+                arith.push((*v, substitute(e, &arith)));
+            } else {
+                opaque.push(*v);
+            }
+        }
+    }
+    let (mut outer, mut bounds) = (Vec::new(), Vec::new());
+    // A test: known true inside the range (dropped there), or kept.
+    let mut classify = |c: &Expr| -> bool {
+        let c = substitute(c, &arith);
+        if mentions(&c, &opaque) {
+            match bound(&c, j).filter(|b| !mentions(&b.limit, &opaque) && !mentions(&b.off, &opaque)) {
+                Some(b) => {
+                    bounds.push(b);
+                    true
+                }
+                None => false,
+            }
+        } else if pure_test(&c) {
+            outer.push(c);
+            true
+        } else {
+            false
+        }
+    };
+    let mut kept_wheres = Vec::new();
+    for w in wheres {
+        match w {
+            WhereEntry::Guard(g) => {
+                let mut cs = Vec::new();
+                conjuncts(&g, &mut cs);
+                let rest: Vec<Expr> = cs.into_iter().filter(|c| !classify(c)).collect();
+                if let Some(r) = rest.into_iter().reduce(and) {
+                    kept_wheres.push(WhereEntry::Guard(r));
+                }
+            }
+            bind => kept_wheres.push(bind),
+        }
+    }
+    let mut value = value.clone();
+    if let Some(cond) = cond {
+        let mut cs = Vec::new();
+        conjuncts(cond, &mut cs);
+        let rest: Vec<Expr> = cs.into_iter().filter(|c| !classify(c)).collect();
+        if let Some(r) = rest.into_iter().reduce(and) {
+            let zero = Expr { kind: ExprKind::Lit(types_zero_literal(elem)), ty: Repr::Scalar(elem) };
+            value = Expr {
+                kind: ExprKind::If { cond: Box::new(r), then: Box::new(value), els: Box::new(zero) },
+                ty: Repr::Scalar(elem),
+            };
+        }
+    }
+    if bounds.is_empty() {
+        return None;
+    }
+    let inside = if kept_wheres.is_empty() {
+        value
+    } else {
+        Expr { kind: ExprKind::Guarded { wheres: kept_wheres, body: Box::new(value) }, ty: Repr::Scalar(elem) }
+    };
+    Some(Clip { outer, bounds, inside })
+}
+
+fn types_zero_literal(elem: ScalarKind) -> Literal {
+    if elem.is_float() {
+        Literal::Float("0.0".into())
+    } else {
+        Literal::Int(0)
+    }
+}
+
+/// The tensors `e` reads element by element, each once.
+fn reads(e: &Expr, out: &mut Vec<VarId>) {
+    if let ExprKind::Read { tensor, .. } = &e.kind {
+        if !out.contains(tensor) {
+            out.push(*tensor);
+        }
+    }
+    visit::for_each_child(e, &mut |c| reads(c, out));
+}
+
+impl FnCx<'_> {
+    /// The innermost loop of a row (`chunk`, its elements `slot`, written
+    /// into uninitialized memory) as three ranges when the definition's
+    /// guard bounds the innermost index (see the module docs); `generic` is
+    /// the per-element loop, run when the range cannot be computed exactly.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn clipped_row(
+        &mut self,
+        def: &TensorDef,
+        axis: &Axis,
+        chunk: &Ident,
+        slot: &Ident,
+        pos: &Ident,
+        binding: &TokenStream,
+        generic: &TokenStream,
+    ) -> Result<Option<TokenStream>, Bug> {
+        if def.elem == ScalarKind::Bool {
+            return Ok(None);
+        }
+        let Some(c) = clip(&def.body, axis.index, def.elem) else { return Ok(None) };
+        self.no_move += 1;
+        let built = (|| {
+            let outer = c.outer.iter().map(|e| self.expr(e).map(|x| x.tokens)).collect::<Result<Vec<_>, _>>()?;
+            let bounds = c
+                .bounds
+                .iter()
+                .map(|b| Ok((b, self.expr(&b.limit)?.tokens, self.expr(&b.off)?.tokens)))
+                .collect::<Result<Vec<_>, Bug>>()?;
+            let inside = self.expr(&c.inside)?.tokens;
+            Ok::<_, Bug>((outer, bounds, inside))
+        })();
+        self.no_move -= 1;
+        let (outer, bounds, inside) = built?;
+        // The tensors the inside reads, as local views: their strides and
+        // data pointers then stay in registers across the row's stores
+        // (behind the captured references, LLVM reloads them per element).
+        let mut read = Vec::new();
+        reads(&c.inside, &mut read);
+        let mut locals = TokenStream::new();
+        for t in read {
+            if self.rec_access.contains_key(&t) || !matches!(self.info(t)?.ty, Repr::Tensor(..)) {
+                continue;
+            }
+            let id = self.ident(t)?;
+            locals.extend(quote!(let #id = #id.view();));
+        }
+        // With a small constant start and small literal offsets, `j + o`
+        // cannot leave `i64` (a row holds fewer than 2^61 elements): no
+        // check, no per-element fallback.
+        let small = |v: Option<i64>| v.is_some_and(|v| v.unsigned_abs() <= 1 << 32);
+        let literal = |e: &Expr| match e.kind {
+            ExprKind::Lit(Literal::Int(v)) => i64::try_from(v).ok(),
+            _ => None,
+        };
+        let surely_exact = small(axis.start.as_constant()) && c.bounds.iter().all(|b| small(literal(&b.off)));
+        let start = self.dim(&axis.start)?;
+        let zero = types::zero(def.elem);
+        let ok = outer.into_iter().fold(quote!(true), |acc, c| quote!(#acc && (#c)));
+        let check = if surely_exact {
+            quote!()
+        } else {
+            quote! {
+                __exact &= (__first + __off as i128) >= i64::MIN as i128
+                    && (__last + __off as i128) <= i64::MAX as i128;
+            }
+        };
+        let limits = bounds.into_iter().map(|(b, limit, off)| {
+            let one = if b.plus_one { quote!(+ 1) } else { quote!() };
+            let narrow = if b.lower { quote!(__lo = __lo.max(__at)) } else { quote!(__hi = __hi.min(__at)) };
+            quote! {
+                {
+                    let __off: i64 = #off;
+                    let __limit: i64 = #limit;
+                    #check
+                    let __at: i128 = __limit as i128 - __off as i128 #one;
+                    #narrow;
+                }
+            }
+        });
+        let clipped = quote! {
+                    let (__a, __b) = if (#ok) && __lo < __hi {
+                        ((__lo - __first) as usize, (__hi - __first) as usize)
+                    } else {
+                        (0, 0)
+                    };
+                    for #slot in #chunk[..__a].iter_mut() {
+                        #slot.write(#zero);
+                    }
+                    for #slot in #chunk[__b..].iter_mut() {
+                        #slot.write(#zero);
+                    }
+                    #locals
+                    for (#pos, #slot) in #chunk[__a..__b].iter_mut().enumerate() {
+                        let #pos = #pos + __a;
+                        #binding
+                        #slot.write(#inside);
+                    }
+        };
+        let (exact_decl, body) = if surely_exact {
+            (quote!(), clipped)
+        } else {
+            (quote!(let mut __exact = true;), quote!(if __exact { #clipped } else { #generic }))
+        };
+        Ok(Some(quote! {
+            {
+                // The row's indices are __first..=__last.
+                let __first: i128 = (#start) as i128;
+                let __last: i128 = __first + #chunk.len() as i128 - 1;
+                let (mut __lo, mut __hi) = (__first, __last + 1);
+                #exact_decl
+                #(#limits)*
+                #body
+            }
+        }))
+    }
+}

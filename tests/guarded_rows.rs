@@ -1,0 +1,135 @@
+//! Definitions whose guard bounds the innermost index (padding, shifted
+//! windows, triangles) compute the range where it holds once per row
+//! (`codegen/rust/clip.rs`). Each is compared with a plain loop written
+//! from the definition's meaning, on shapes where the range is empty,
+//! partial and whole.
+
+use einlang::einlang;
+use einlang::ndarray::Array2;
+
+einlang! {
+    // Padding through a where-bound index and a run-time offset.
+    pub fn shifted(x: [f64; N, W], s: i64) -> [f64; N, W] {
+        let y[i, j in 0..W] = if jj >= 0 && jj < W { x[i, jj] } else { 0.0 } where jj = j + s - 2;
+        y
+    }
+
+    // Every comparison, with the index on either side.
+    pub fn band(x: [f64; N, W], a: i64, b: i64) -> [f64; N, W] {
+        let y[i, j] = x[i, j] * 2.0 where j > a, b >= j;
+        y
+    }
+
+    pub fn band2(x: [f64; N, W], a: i64, b: i64) -> [f64; N, W] {
+        let y[i, j] = x[i, j] + 1.0 where a < j + 1, j - 1 <= b;
+        y
+    }
+
+    // A triangle: the bound is the row's own index.
+    pub fn lower(x: [f64; N, N]) -> [f64; N, N] {
+        let y[i, j] = x[i, j] where j <= i;
+        y
+    }
+
+    // A test of the row alone (once per row) and one of the value (per
+    // element), next to the bounds.
+    pub fn mixed(x: [f64; N, W], s: i64) -> [f64; N, W] {
+        let y[i, j in 0..W] = if i > 0 && jj >= 0 && jj < W && x[i, jj] > 0.5 { x[i, jj] } else { 0.0 } where jj = j + s;
+        y
+    }
+
+    // Integers, and an axis that starts above zero.
+    pub fn ints(x: [i64; N, W]) -> [i64; N, W] {
+        let y[i, j in 2..W] = if j - 3 >= 0 { x[i, j - 3] * 10 } else { 0 };
+        y
+    }
+}
+
+fn data(n: usize, w: usize, seed: u64) -> Array2<f64> {
+    Array2::from_shape_fn((n, w), |(i, j)| (((i * 31 + j * 17 + seed as usize * 7) % 23) as f64) / 23.0)
+}
+
+#[test]
+fn padding_by_a_run_time_offset() {
+    let x = data(3, 7, 1);
+    for s in [-20, -6, -1, 0, 1, 2, 3, 5, 8, 30, i64::MAX, i64::MAX - 1, i64::MIN, i64::MIN + 5] {
+        let got = shifted(&x, s).unwrap();
+        let want = Array2::from_shape_fn((3, 7), |(i, j)| {
+            // The language's integer arithmetic wraps.
+            let jj = (j as i64).wrapping_add(s).wrapping_sub(2);
+            if (0..7).contains(&jj) {
+                x[[i, jj as usize]]
+            } else {
+                0.0
+            }
+        });
+        assert_eq!(got, want, "s = {s}");
+    }
+}
+
+#[test]
+fn bounds_on_either_side_strict_or_not() {
+    let x = data(2, 9, 2);
+    for (a, b) in [(-3, 20), (2, 6), (5, 5), (6, 5), (-1, 0), (8, 100), (i64::MIN, i64::MAX)] {
+        let got = band(&x, a, b).unwrap();
+        let want =
+            Array2::from_shape_fn((2, 9), |(i, j)| if (j as i64) > a && b >= j as i64 { x[[i, j]] * 2.0 } else { 0.0 });
+        assert_eq!(got, want, "band a = {a}, b = {b}");
+        if a == i64::MIN || b == i64::MAX {
+            continue;
+        }
+        let got = band2(&x, a, b).unwrap();
+        let want = Array2::from_shape_fn((2, 9), |(i, j)| {
+            let j = j as i64;
+            if a < j + 1 && j - 1 <= b {
+                x[[i, j as usize]] + 1.0
+            } else {
+                0.0
+            }
+        });
+        assert_eq!(got, want, "band2 a = {a}, b = {b}");
+    }
+}
+
+#[test]
+fn a_triangle_bounded_by_the_row() {
+    for n in [1, 2, 5, 16] {
+        let x = data(n, n, 3);
+        let want = Array2::from_shape_fn((n, n), |(i, j)| if j <= i { x[[i, j]] } else { 0.0 });
+        assert_eq!(lower(&x).unwrap(), want);
+    }
+}
+
+#[test]
+fn row_tests_and_value_tests_next_to_the_bounds() {
+    let x = data(4, 11, 4);
+    for s in [-12, -3, 0, 2, 11] {
+        let want = Array2::from_shape_fn((4, 11), |(i, j)| {
+            let jj = j as i64 + s;
+            if i > 0 && (0..11).contains(&jj) && x[[i, jj as usize]] > 0.5 {
+                x[[i, jj as usize]]
+            } else {
+                0.0
+            }
+        });
+        assert_eq!(mixed(&x, s).unwrap(), want, "s = {s}");
+    }
+}
+
+#[test]
+fn integers_on_an_axis_from_two() {
+    for w in [2, 3, 4, 9] {
+        let x = Array2::from_shape_fn((2, w), |(i, j)| (i * 100 + j) as i64);
+        let got = ints(&x).unwrap();
+        // Points outside the definition's range (j < 2) are 0.
+        let want = Array2::from_shape_fn((2, w), |(i, j)| {
+            let j = j as i64;
+            if j >= 2 && j - 3 >= 0 {
+                x[[i, (j - 3) as usize]] * 10
+            } else {
+                0
+            }
+        });
+        assert_eq!(got, want, "w = {w}");
+    }
+}
