@@ -7,10 +7,11 @@
 //!
 //! `f32`/`f64` products go to `matrixmultiply` (split into blocks of rows
 //! or columns across rayon's threads), except skinny ones (fewer than
-//! `SKINNY` rows or columns), which go to the `gemm` crate: on a 2-core
-//! AVX-512 machine matrixmultiply was 1.1x to 1.6x faster for square and
-//! tall shapes, `gemm` 1.3x to 16x faster with 1 to 16 rows (a batch of one
-//! through a dense layer). Integer products run ndarray's loops. Batches
+//! `SKINNY_ROWS` rows or `SKINNY_COLS` columns), which go to the `gemm`
+//! crate: on a 2-core AVX-512 machine matrixmultiply was 1.1x to 1.6x
+//! faster for square and tall shapes and with 16 rows (1.3x to 1.6x, one
+//! thread), `gemm` 1.2x to 16x faster with 1 to 12 rows (a batch of one
+//! through a dense layer) and 1.1x to 1.4x with 8 or 16 columns. Integer products run ndarray's loops. Batches
 //! run in parallel through rayon.
 
 use std::any::TypeId;
@@ -42,8 +43,10 @@ fn covers<T>(function: &str, v: &ArrayView2<'_, T>, rows: usize, cols: usize) ->
     }
 }
 
-/// Products with fewer rows or columns than this go to the `gemm` crate.
-const SKINNY: usize = 32;
+/// Products with fewer rows, or fewer columns, than these go to the `gemm`
+/// crate.
+const SKINNY_ROWS: usize = 16;
+const SKINNY_COLS: usize = 32;
 
 /// Multiply-adds above which a product is split across threads.
 const PARALLEL_WORK: usize = 1 << 21;
@@ -107,7 +110,7 @@ where
     }
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
-    if m < SKINNY || n < SKINNY {
+    if m < SKINNY_ROWS || n < SKINNY_COLS {
         let parallelism = if parallel { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
         let (sa, sb) = (a.strides(), b.strides());
         // SAFETY: `T` is f32 or f64 (checked above); the operands' strides

@@ -175,7 +175,7 @@ pub enum Stmt {
     /// `var` holds the elements of `source` in row-major order as a tensor
     /// of extents `dims` (their product is `source`'s element count,
     /// checked at run time). `source` is a tensor that an earlier
-    /// statement of the same statement list defines (`Tensor` or `Gemm`),
+    /// statement of the same statement list defines (`Tensor`, `Gemm` or `Reshape`),
     /// and nothing reads it after this statement, so a back end may reuse
     /// its storage.
     Reshape { var: VarId, source: VarId, elem: ScalarKind, dims: Vec<Dim> },

@@ -11,6 +11,11 @@
 //! duplicate `d` of `p` is only merged when every use of `d` is
 //! - a reshape to dimensions that an earlier reshape of `p` (before that
 //!   use) already has: that reshape's result stands for this one's, or
+//! - a reshape to other dimensions, when an earlier reshape's result is not
+//!   read from that use on: the use reshapes that result instead (the
+//!   same elements in the same order: a convolution's columns read per
+//!   image by the forward product, as one matrix by the kernel's
+//!   gradient), or
 //! - a read before `p` is first reshaped (while `p` is still there);
 //!
 //! and its value cannot fail (float or integer arithmetic on reads proven
@@ -43,6 +48,8 @@ pub fn run(f: &mut Function) {
 struct Plan {
     remove: Vec<usize>,
     renames: HashMap<VarId, VarId>,
+    /// Reshapes (by position) that reshape another variable instead.
+    sources: Vec<(usize, VarId)>,
 }
 
 /// The dimension with every extent variable of the statements before `at`
@@ -89,7 +96,16 @@ fn duplicate_of(f: &Function, d: usize) -> Option<Plan> {
         })
         .collect();
     let first_reshape = reshapes.first().map(|r| r.0).unwrap_or(usize::MAX);
-    let mut plan = Plan { remove: vec![d], renames: HashMap::from([(dup.var, original)]) };
+    let mut plan = Plan { remove: vec![d], renames: HashMap::from([(dup.var, original)]), sources: Vec::new() };
+    // Whether `v` is read at position `from` or later (or in the result).
+    let read_from = |v: VarId, from: usize| {
+        let mut read = false;
+        for s in &f.body[from..] {
+            visit_stmt_var_uses(s, &mut |u| read |= u == v);
+        }
+        visit_var_uses(&f.result, &mut |u| read |= u == v);
+        read
+    };
     for (j, s) in f.body.iter().enumerate().skip(d + 1) {
         let mut uses = 0;
         visit_stmt_var_uses(s, &mut |v| uses += usize::from(v == dup.var));
@@ -101,9 +117,16 @@ fn duplicate_of(f: &Function, d: usize) -> Option<Plan> {
                 let same = |ds: &Vec<Dim>| {
                     ds.len() == dims.len() && ds.iter().zip(dims).all(|(a, b)| norm(f, j, a) == norm(f, j, b))
                 };
-                let (_, earlier, _) = reshapes.iter().find(|(at, _, ds)| *at < j && same(ds))?;
-                plan.remove.push(j);
-                plan.renames.insert(*var, *earlier);
+                if let Some((_, earlier, _)) = reshapes.iter().find(|(at, _, ds)| *at < j && same(ds)) {
+                    plan.remove.push(j);
+                    plan.renames.insert(*var, *earlier);
+                } else {
+                    let (_, earlier, _) = reshapes.iter().rev().find(|(at, r, _)| *at < j && !read_from(*r, j))?;
+                    if plan.sources.iter().any(|(_, r)| r == earlier) {
+                        return None;
+                    }
+                    plan.sources.push((j, *earlier));
+                }
             }
             _ if j < first_reshape => {}
             _ => return None,
@@ -118,6 +141,11 @@ fn duplicate_of(f: &Function, d: usize) -> Option<Plan> {
 }
 
 fn apply(f: &mut Function, mut plan: Plan) {
+    for &(j, from) in &plan.sources {
+        if let Stmt::Reshape { source, .. } = &mut f.body[j] {
+            *source = from;
+        }
+    }
     plan.remove.sort_unstable();
     for &j in plan.remove.iter().rev() {
         f.body.remove(j);

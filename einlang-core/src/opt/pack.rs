@@ -541,18 +541,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     // The packed axes: the summed ones first when that puts a longer run
     // innermost (see `k_outer`).
     let k_outer = c.k_outer;
-    let q_axes = if let (Some(lead), true) = (c.lead, k_outer) {
-        // `[lead.., ks.., rest..]`: a `[ks.., rest..]` matrix per lead point.
-        mk_axes(
-            rows[..lead]
-                .iter()
-                .map(|v| to_q[v])
-                .chain(ks.iter().copied())
-                .chain(rows[lead..].iter().map(|v| to_q[v]))
-                .collect(),
-            r_ext[..lead].iter().chain(&k_ext).chain(&r_ext[lead..]).cloned().collect(),
-        )
-    } else if k_outer {
+    let q_axes = if k_outer {
         mk_axes(
             batch.iter().map(|v| to_q[v]).chain(ks.iter().copied()).chain(rows.iter().map(|v| to_q[v])).collect(),
             b_ext.iter().chain(&k_ext).chain(&r_ext).cloned().collect(),
@@ -627,9 +616,6 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
         d.extend(if k_outer { [k.clone(), rows] } else { [rows, k.clone()] });
         d
     };
-    // Each operand: the packed tensor's matrix, its shape, and which of its
-    // axes are the batch (when it has one), row or column and contracted
-    // ones, as `Gemm` lists them.
     // Each operand: its shape as a matrix (or a stack of them) and which of
     // its axes are the batch (when it has one), row or column and
     // contracted ones, as `Gemm` lists them; `true` for the packed columns.
@@ -637,19 +623,19 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     let (gb, mn, left, right, at): (Option<Dim>, [Dim; 2], Operand, Operand, Vec<VarId>) = match c.lead {
         // `y[lead.., cols.., rest..]`: per point of the leading rows, the
         // kernel (shared) times that point's packed columns, written in
-        // the definition's own order: no pass reorders the product.
+        // the definition's own order: no pass reorders the product. The
+        // columns keep the `[ks.., rows..]` layout (`k_outer`; so a
+        // kernel gradient's packing of the same input is the same tensor),
+        // read per lead point as a `[ks, rest]` matrix.
         Some(lead) => {
             let (l_ext, rest_ext) = (r_ext[..lead].to_vec(), r_ext[lead..].to_vec());
             let nr = product(rest_ext.iter().cloned());
             let gb = (lead > 0).then(|| product(l_ext.iter().cloned()));
-            let outer: Vec<Dim> = gb.iter().cloned().collect();
-            let q_axes = match (k_outer, gb.is_some()) {
-                (true, false) => vec![0, 1],
-                (true, true) => vec![0, 1, 2],
-                (false, false) => vec![1, 0],
-                (false, true) => vec![0, 2, 1],
+            let (q_dims, q_axes) = match &gb {
+                Some(l) => (vec![k.clone(), l.clone(), nr.clone()], vec![1, 0, 2]),
+                None => (vec![k.clone(), nr.clone()], vec![0, 1]),
             };
-            let right = (true, q_dims(outer, nr.clone()), q_axes);
+            let right = (true, q_dims, q_axes);
             let left = (false, vec![k.clone(), n.clone()], vec![1, 0]);
             let at = rows[..lead].iter().chain(&cols).chain(&rows[lead..]).copied().collect();
             (gb, [n.clone(), nr], left, right, at)

@@ -295,10 +295,11 @@ fn packed_operands_keep_the_longer_run_innermost() {
         }",
     );
     assert!(
-        out.contains("tensor y_cols[n_2 in 0..N, c in 0..C, r in 0..3, s in 0..3, i_2 in 0..i_len, j_2 in 0..j_len]"),
+        out.contains("tensor y_cols[c in 0..C, r in 0..3, s in 0..3, n_2 in 0..N, i_2 in 0..i_len, j_2 in 0..j_len]"),
         "{out}"
     );
-    assert!(out.contains("gemm y_prod_m = y_kern_m[1, 0] x y_cols_m[0, 1, 2] (batch N, m O,"), "{out}");
+    assert!(out.contains("reshape y_cols_m = y_cols as [9 * C, N, i_len * j_len]"), "{out}");
+    assert!(out.contains("gemm y_prod_m = y_kern_m[1, 0] x y_cols_m[1, 0, 2] (batch N, m O,"), "{out}");
     assert!(out.contains("reshape y_prod = y_prod_m as [N, O, i_len, j_len]"), "{out}");
     assert!(out.contains("= read y_prod[n, o, i, j] unchecked"), "{out}");
     // No leading rows: one product, still in the definition's order.
@@ -622,4 +623,21 @@ fn a_guard_on_the_point_alone_is_tested_once_per_sum() {
     // `i >= s` reads no variable of the sum: it moves out; `k >= 1` stays.
     assert!(text.contains("if i >= s { sum[k in 0..K]"), "{text}");
     assert!(text.contains("where k >= 1i64 }") && !text.contains("where i >= s"), "{text}");
+}
+
+/// A convolution's gradient packs the input once: the kernel's gradient
+/// reads the forward product's packed columns as one matrix (a reshape
+/// of the per-image reshape), not a second packed copy.
+#[test]
+fn a_gradient_shares_the_forward_packing() {
+    let out = ir::pretty::pretty_program(&optimized(
+        "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> ([f32; O, C, 3, 3], [f32; N, C, H, W]) {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+            let l = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
+            (@l / @k, @l / @x)
+        }",
+    ));
+    assert_eq!(out.matches("= read x[").count(), 1, "{out}");
+    assert!(out.contains("reshape y_cols_m = y_cols as [9 * C, N, i_len * j_len]"), "{out}");
+    assert!(out.contains("reshape d_k_cols_m = y_cols_m as [9 * C,"), "{out}");
 }
