@@ -40,8 +40,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use einlang::einlang;
-use einlang::ndarray::parallel::prelude::*;
 use einlang::ndarray::linalg::general_mat_mul;
+use einlang::ndarray::parallel::prelude::*;
 use einlang::ndarray::{Array1, Array2, Array3, Array4, ArrayD, Axis};
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
 

@@ -180,6 +180,17 @@ unsafe fn blocked<T: LinalgScalar>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, o
     }
 }
 
+/// The threads a product may split across: one inside a row of a parallel
+/// loop (a product per row of a definition, whose rows keep the threads
+/// busy), else rayon's.
+fn available_threads() -> usize {
+    if crate::par::in_parallel_rows() {
+        1
+    } else {
+        rayon::current_num_threads()
+    }
+}
+
 /// `a[..m, ..k] · b[..k, ..n]` into a new standard-layout `m x n` array.
 pub fn matmul<T>(
     function: &str,
@@ -201,7 +212,7 @@ where
     // SAFETY: `out` is a fresh standard-layout m x n array; the product
     // writes every element.
     unsafe {
-        product_into(a, b, o, rayon::current_num_threads());
+        product_into(a, b, o, available_threads());
         Ok(out.assume_init())
     }
 }

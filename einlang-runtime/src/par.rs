@@ -10,6 +10,33 @@ use rayon::prelude::*;
 /// splitting smaller work across threads costs more than it saves.
 pub const PAR_THRESHOLD: usize = 1 << 15;
 
+thread_local! {
+    static IN_ROWS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the current thread as running a row of a parallel loop until
+/// dropped (restoring what it was: rows nest).
+struct InRows(bool);
+
+impl InRows {
+    fn enter() -> InRows {
+        InRows(IN_ROWS.with(|c| c.replace(true)))
+    }
+}
+
+impl Drop for InRows {
+    fn drop(&mut self) {
+        IN_ROWS.with(|c| c.set(self.0));
+    }
+}
+
+/// Whether this thread is running a row of a parallel [`for_each_row`]: a
+/// matrix product there (one per row of a definition) runs on this thread
+/// alone, since the other rows keep the other threads busy.
+pub(crate) fn in_parallel_rows() -> bool {
+    IN_ROWS.with(|c| c.get())
+}
+
 /// Runs `body(row, chunk)` for every `row_len`-sized chunk of `out`, in
 /// parallel when `work` (an estimate of scalar operations in the whole nest)
 /// is above [`PAR_THRESHOLD`]. Stops at the first error.
@@ -22,7 +49,10 @@ where
         return Ok(());
     }
     if work >= PAR_THRESHOLD && out.len() / row_len > 1 {
-        out.par_chunks_mut(row_len).enumerate().try_for_each(|(row, chunk)| body(row, chunk))
+        out.par_chunks_mut(row_len).enumerate().try_for_each(|(row, chunk)| {
+            let _rows = InRows::enter();
+            body(row, chunk)
+        })
     } else {
         out.chunks_mut(row_len).enumerate().try_for_each(|(row, chunk)| body(row, chunk))
     }
@@ -155,6 +185,27 @@ where
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rows_of_a_parallel_loop_know_they_are_inside_one() {
+        assert!(!in_parallel_rows());
+        let mut out = vec![false; 64];
+        // Work above the threshold: the rows run in parallel.
+        for_each_row(&mut out, 1, PAR_THRESHOLD, |_, chunk| {
+            chunk[0] = in_parallel_rows();
+            Ok(())
+        })
+        .unwrap();
+        assert!(out.iter().all(|&b| b));
+        assert!(!in_parallel_rows());
+        // A serial loop's rows are not.
+        for_each_row(&mut out, 1, 0, |_, chunk| {
+            chunk[0] = in_parallel_rows();
+            Ok(())
+        })
+        .unwrap();
+        assert!(out.iter().all(|&b| !b));
+    }
+
     use super::*;
 
     #[test]

@@ -507,7 +507,7 @@ impl<'a> Checker<'a> {
         self.push();
         self.define(first.index);
         for s in &rows.prelude {
-            if !matches!(s, Stmt::Let { .. } | Stmt::Tensor(_)) {
+            if !matches!(s, Stmt::Let { .. } | Stmt::Tensor(_) | Stmt::Gemm(_) | Stmt::Reshape { .. }) {
                 self.err(format!("a row prelude of tensor {} holds {s:?}", self.name(def.var)));
             }
             self.check_stmt(s);

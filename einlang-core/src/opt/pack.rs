@@ -53,15 +53,23 @@ use crate::ir::cost::expr_cost;
 use crate::ir::validate::visit_var_uses;
 use crate::ir::visit;
 use crate::ir::{
-    Axis, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry,
+    Axis, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Loop, Repr, Rows, Stmt, TensorDef, VarId, WhereEntry,
 };
 
 /// Rewrites every qualifying definition of `f`, wherever it is.
 pub fn run(f: &mut Function) {
-    super::over_function(f, rewrite_stmts, rewrite_expr);
+    super::over_function(f, device_stmts, |f, e| super::in_blocks(f, e, device_stmts));
 }
 
-fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
+/// `run` for host code: a product per point of a single leading row axis
+/// (a convolution's image) packs that point's columns and multiplies them
+/// inside a row definition, so the packed copy is small enough to stay in
+/// cache between its packing and the product (see `per_row`).
+pub fn run_host(f: &mut Function) {
+    super::over_function(f, host_stmts, |f, e| super::in_blocks(f, e, host_stmts));
+}
+
+fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>, host: bool) {
     let mut i = 0;
     while i < stmts.len() {
         let found = match &stmts[i] {
@@ -80,18 +88,31 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
             stmts[i] = Stmt::Tensor(shifted.clone());
         }
         if let (Some((c, _)), Stmt::Tensor(def)) = (found, &mut stmts[i]) {
-            let before = pack(f, def, c);
+            let (before, prelude) = pack(f, def, c, host);
+            if let Some(prelude) = prelude {
+                let Stmt::Tensor(def) = std::mem::replace(&mut stmts[i], Stmt::Expr(unit())) else { unreachable!() };
+                stmts[i] = Stmt::Rows(Rows { def, prelude });
+            }
             let n = before.len();
             stmts.splice(i..i, before);
             i += n;
         }
-        visit::for_each_stmt_expr_mut(&mut stmts[i], &mut |e| rewrite_expr(f, e));
+        let inner: fn(&mut Function, &mut Vec<Stmt>) = if host { host_stmts } else { device_stmts };
+        visit::for_each_stmt_expr_mut(&mut stmts[i], &mut |e| super::in_blocks(f, e, inner));
         i += 1;
     }
 }
 
-fn rewrite_expr(f: &mut Function, e: &mut Expr) {
-    super::in_blocks(f, e, rewrite_stmts);
+fn host_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
+    rewrite_stmts(f, stmts, true);
+}
+
+fn device_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
+    rewrite_stmts(f, stmts, false);
+}
+
+fn unit() -> Expr {
+    Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit }
 }
 
 /// A sum that qualifies (see the module docs), where it is in the
@@ -474,15 +495,15 @@ fn read(tensor: VarId, indices: Vec<VarId>, elem: ScalarKind) -> Expr {
 
 /// Rewrites `def`'s sum as in the module docs; returns the statements that
 /// go before `def`.
-fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
+fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (Vec<Stmt>, Option<Vec<Stmt>>) {
     let i64_ty = Repr::Scalar(ScalarKind::I64);
     let elem = c.elem;
     let base = f.var(def.var).source_name.clone();
     let placeholder = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
-    let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(placeholder)) else { return Vec::new() };
-    let ExprKind::Reduce { loops, wheres, body, .. } = sum.kind else { return Vec::new() };
+    let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(placeholder)) else { return (Vec::new(), None) };
+    let ExprKind::Reduce { loops, wheres, body, .. } = sum.kind else { return (Vec::new(), None) };
     let Some((x, y, cond)) = factors(&body).map(|(x, y, c)| (x.clone(), y.clone(), c.cloned())) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let (p, q) = if c.p_first { (x, y) } else { (y, x) };
     let guarded = cond.is_some() || wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
@@ -536,6 +557,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     if !q_wheres.is_empty() {
         q_body = Expr { kind: ExprKind::Guarded { wheres: q_wheres, body: Box::new(q_body) }, ty: Repr::Scalar(elem) };
     }
+    let q_point = q_body.clone();
     rename(&mut q_body, &to_q);
     let q_var = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, outer.len() + ks.len()));
     // The packed axes: the summed ones first when that puts a longer run
@@ -611,6 +633,12 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
 
     // The matrices, their product, and the product over the axes again.
     let (m, n, k) = (product(r_ext.iter().cloned()), product(c_ext.iter().cloned()), product(k_ext.iter().cloned()));
+    if host && c.lead == Some(1) {
+        let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, 2));
+        let prelude = per_row(f, def, &c, q_point, &loops, pm, &k, &n);
+        let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![k, n] };
+        return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
+    }
     let q_dims = |outer: Vec<Dim>, rows: Dim| -> Vec<Dim> {
         let mut d = outer;
         d.extend(if k_outer { [k.clone(), rows] } else { [rows, k.clone()] });
@@ -672,7 +700,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     let (b_at, m_at, n_at) = match ref_vars[..] {
         [b, m, n] => (Some(b), m, n),
         [m, n] => (None, m, n),
-        _ => return Vec::new(),
+        _ => return (Vec::new(), None),
     };
     // The operand read at the reference's point: `axes[r]` is the axis that
     // role `r` (batch when it has one, then its two matrix roles) indexes.
@@ -728,13 +756,113 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction) -> Vec<Stmt> {
     replace_at(&mut def.body, &c.path, &mut with);
     recost(def);
 
+    (
+        vec![
+            Stmt::Tensor(q_def),
+            Stmt::Tensor(p_def),
+            Stmt::Reshape { var: qm, source: q_var, elem, dims: q_dims },
+            Stmt::Reshape { var: pm, source: p_var, elem, dims: p_dims },
+            Stmt::Gemm(gemm),
+            Stmt::Reshape { var: yp, source: ym, elem, dims: yp_dims },
+        ],
+        None,
+    )
+}
+
+/// The product of `y[n, cols.., rest..]` at one point `n` of its leading
+/// row axis, as the prelude of a row definition: the point's packed
+/// columns `[ks.., rest..]` (`q` over fresh copies of the other rows; `n`
+/// is the row's own index), their product with the kernel matrix `pm`
+/// (`[ks, cols]`, shared by every row), and that product as `[cols..,
+/// rest..]`, which the definition then reads at its own point. The packed
+/// copy is one image's (a megabyte for a 32-channel 32x32 image and a 3x3
+/// kernel): it is still in cache when the product reads it, where the
+/// whole batch's went to memory and back.
+#[allow(clippy::too_many_arguments)]
+fn per_row(
+    f: &mut Function,
+    def: &mut TensorDef,
+    c: &Contraction,
+    q: Expr,
+    loops: &[Loop],
+    pm: VarId,
+    k: &Dim,
+    m: &Dim,
+) -> Vec<Stmt> {
+    let (elem, i64_ty) = (c.elem, Repr::Scalar(ScalarKind::I64));
+    let base = f.var(def.var).source_name.clone();
+    let rest = &c.rows[1..];
+    let to_r: HashMap<VarId, VarId> =
+        rest.iter().map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone()))).collect();
+    let mut body = q;
+    rename(&mut body, &to_r);
+    let axes: Vec<Axis> = loops
+        .iter()
+        .map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() })
+        .chain(rest.iter().map(|a| Axis { index: to_r[&a.index], start: Dim::zero(), extent: a.extent.clone() }))
+        .collect();
+    let qr = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, axes.len()));
+    let q_def = TensorDef { var: qr, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
+    let nr = product(rest.iter().map(|a| a.extent.clone()));
+    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, 2));
+    let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, 2));
+    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, c.cols.len() + rest.len()));
+    let (mv, nv, kk) = (f.add_var("m", i64_ty.clone()), f.add_var("n", i64_ty.clone()), f.add_var("k", i64_ty));
+    let mul = Expr {
+        kind: ExprKind::Binary(
+            BinOp::Mul,
+            Box::new(read(pm, vec![kk, mv], elem)),
+            Box::new(read(qm, vec![kk, nv], elem)),
+        ),
+        ty: Repr::Scalar(elem),
+    };
+    let ref_body = Expr {
+        kind: ExprKind::Reduce {
+            op: RedOp::Sum,
+            loops: vec![Loop { index: kk, start: Dim::zero(), end: k.clone() }],
+            wheres: Vec::new(),
+            body: Box::new(mul),
+        },
+        ty: Repr::Scalar(elem),
+    };
+    let at_ref = [(mv, m.clone()), (nv, nr.clone())];
+    let reference = TensorDef {
+        var: ym,
+        elem,
+        axes: at_ref
+            .iter()
+            .map(|(index, extent)| Axis { index: *index, start: Dim::zero(), extent: extent.clone() })
+            .collect(),
+        cost_per_point: expr_cost(&ref_body),
+        body: ref_body,
+        domain_guards: 0,
+    };
+    let product_cost = reference.cost_per_point;
+    let gemm = Gemm {
+        out: ym,
+        elem,
+        batch: None,
+        m: m.clone(),
+        n: nr.clone(),
+        k: k.clone(),
+        a: pm,
+        a_axes: vec![1, 0],
+        b: qm,
+        b_axes: vec![0, 1],
+        reference,
+    };
+    let at: Vec<VarId> = c.cols.iter().chain(rest).map(|a| a.index).collect();
+    let dims: Vec<Dim> = c.cols.iter().chain(rest).map(|a| a.extent.clone()).collect();
+    let mut with = Some(read(yp, at, elem));
+    replace_at(&mut def.body, &c.path, &mut with);
+    recost(def);
+    // The row's product is the definition's work, as the sum was.
+    def.cost_per_point = def.cost_per_point.saturating_add(product_cost);
     vec![
         Stmt::Tensor(q_def),
-        Stmt::Tensor(p_def),
-        Stmt::Reshape { var: qm, source: q_var, elem, dims: q_dims },
-        Stmt::Reshape { var: pm, source: p_var, elem, dims: p_dims },
+        Stmt::Reshape { var: qm, source: qr, elem, dims: vec![k.clone(), nr] },
         Stmt::Gemm(gemm),
-        Stmt::Reshape { var: yp, source: ym, elem, dims: yp_dims },
+        Stmt::Reshape { var: yp, source: ym, elem, dims },
     ]
 }
 

@@ -625,19 +625,44 @@ fn a_guard_on_the_point_alone_is_tested_once_per_sum() {
     assert!(text.contains("where k >= 1i64 }") && !text.contains("where i >= s"), "{text}");
 }
 
-/// A convolution's gradient packs the input once: the kernel's gradient
-/// reads the forward product's packed columns as one matrix (a reshape
-/// of the per-image reshape), not a second packed copy.
+/// In device code (one batched product per convolution), a convolution's
+/// gradient packs the input once: the kernel's gradient reads the forward
+/// product's packed columns as one matrix (a reshape of the per-image
+/// reshape), not a second packed copy.
 #[test]
-fn a_gradient_shares_the_forward_packing() {
-    let out = ir::pretty::pretty_program(&optimized(
+fn a_device_gradient_shares_the_forward_packing() {
+    let mut p = lowered(
         "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> ([f32; O, C, 3, 3], [f32; N, C, H, W]) {
             let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
             let l = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
             (@l / @k, @l / @x)
         }",
-    ));
+    );
+    for f in &mut p.fns {
+        super::gemm::run(f);
+        super::pack::run(f);
+        super::dedup::run(f);
+    }
+    ir::validate::validate(&p).unwrap();
+    let out = ir::pretty::pretty_program(&p);
     assert_eq!(out.matches("= read x[").count(), 1, "{out}");
     assert!(out.contains("reshape y_cols_m = y_cols as [9 * C, N, i_len * j_len]"), "{out}");
     assert!(out.contains("reshape d_k_cols_m = y_cols_m as [9 * C,"), "{out}");
+}
+
+/// In host code, a convolution over a batch packs and multiplies one image
+/// at a time, inside the rows of its output: the packed copy is one
+/// image's, and the product is written in the output's order.
+#[test]
+fn host_convolutions_pack_one_image_per_row() {
+    let out = ir::pretty::pretty_program(&optimized(
+        "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+            y
+        }",
+    ));
+    assert!(out.contains("rows of y, once per n:"), "{out}");
+    assert!(out.contains("= read x[n, c, i_3 + r, j_3 + s] unchecked"), "{out}");
+    assert!(out.contains("gemm y_prod_m = y_kern_m[1, 0] x y_cols_m[0, 1] (m O, n i_len * j_len, k 9 * C)"), "{out}");
+    assert!(out.contains("(read y_prod[o, i, j] unchecked) + (read b[o] unchecked)"), "{out}");
 }
