@@ -87,6 +87,16 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>, host: bool) {
             let _ = c;
             stmts[i] = Stmt::Tensor(shifted.clone());
         }
+        if let (Some((c, _)), Stmt::Tensor(def)) = (&found, &mut stmts[i]) {
+            if host && c.split {
+                // The per-image products go before the definition, which
+                // now sums them; look at them (and it) again.
+                if let Some(products) = split(f, def, c) {
+                    stmts.insert(i, Stmt::Tensor(products));
+                    continue;
+                }
+            }
+        }
         if let (Some((c, _)), Stmt::Tensor(def)) = (found, &mut stmts[i]) {
             let (before, prelude) = pack(f, def, c, host);
             if let Some(prelude) = prelude {
@@ -133,6 +143,12 @@ struct Contraction {
     /// lead. The product is then made in the definition's own order (see
     /// `pack`).
     lead: Option<usize>,
+    /// Whether the sum's first variable is read plainly by both operands
+    /// (an image of a kernel gradient's batch) while the summed run is
+    /// innermost (`k_outer` false): in host code the sum is split into a
+    /// product per value of that variable, then a sum of the products
+    /// (see `split`).
+    split: bool,
 }
 
 /// The variables of `Stmt::Extent`s among `stmts`: extents computed from
@@ -314,7 +330,31 @@ fn contraction(
         && k_outer
         && lead < rows.len()
         && def.axes.iter().map(|a| a.index).eq(rows[..lead].iter().chain(&cols).chain(&rows[lead..]).map(|a| a.index));
-    Some(Contraction { path: path.to_vec(), elem, batch, rows, cols, p_first, k_outer, lead: in_order.then_some(lead) })
+    let plain_in_q = |v: VarId| {
+        let mut found = false;
+        reads_plainly(q, v, &mut found);
+        found
+    };
+    let split = !k_outer && batch.is_empty() && loops.len() >= 2 && plain_in_q(loops[0].index);
+    Some(Contraction {
+        path: path.to_vec(),
+        elem,
+        batch,
+        rows,
+        cols,
+        p_first,
+        k_outer,
+        lead: in_order.then_some(lead),
+        split,
+    })
+}
+
+/// Whether a read in `e` has the variable `v` alone as an index.
+fn reads_plainly(e: &Expr, v: VarId, found: &mut bool) {
+    if let ExprKind::Read { indices, .. } = &e.kind {
+        *found |= indices.iter().any(|i| matches!(i.kind, ExprKind::Var(x) if x == v));
+    }
+    visit::for_each_child(e, &mut |c| reads_plainly(c, v, found));
 }
 
 /// Whether the last index of the first read in `e` mentions `v`.
@@ -639,6 +679,15 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
         let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![k, n] };
         return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
     }
+    if host && c.lead.is_none() && c.batch.len() == 1 && def.axes.first().map(|a| a.index) == Some(batch[0]) {
+        // One batch axis, the definition's first: per row, its packed
+        // columns times its own matrix of the plain operand.
+        let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, 3));
+        let bb = b_ext[0].clone();
+        let prelude = per_row_batched(f, def, &c, q_point, &loops, pm, [&m, &n, &k]);
+        let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![bb, k, n] };
+        return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
+    }
     let q_dims = |outer: Vec<Dim>, rows: Dim| -> Vec<Dim> {
         let mut d = outer;
         d.extend(if k_outer { [k.clone(), rows] } else { [rows, k.clone()] });
@@ -864,6 +913,150 @@ fn per_row(
         Stmt::Gemm(gemm),
         Stmt::Reshape { var: yp, source: ym, elem, dims },
     ]
+}
+
+/// `per_row` for a definition whose first axis `b` is the product's batch
+/// axis (both operands read it: a kernel gradient's image, after `split`):
+/// per row, the row's packed columns (`[rows.., ks..]`, or `[ks..,
+/// rows..]` with `k_outer`) times the row's matrix of the plain operand
+/// (`pm[b]`, `[ks, cols]`), as `[rows.., cols..]`, read by the definition
+/// at its point.
+fn per_row_batched(
+    f: &mut Function,
+    def: &mut TensorDef,
+    c: &Contraction,
+    q: Expr,
+    loops: &[Loop],
+    pm: VarId,
+    [m, n, k]: [&Dim; 3],
+) -> Vec<Stmt> {
+    let (elem, i64_ty) = (c.elem, Repr::Scalar(ScalarKind::I64));
+    let base = f.var(def.var).source_name.clone();
+    let to_r: HashMap<VarId, VarId> =
+        c.rows.iter().map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone()))).collect();
+    let mut body = q;
+    rename(&mut body, &to_r);
+    let row_axes = c.rows.iter().map(|a| Axis { index: to_r[&a.index], start: Dim::zero(), extent: a.extent.clone() });
+    let k_axes = loops.iter().map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() });
+    let (axes, q_dims, a_axes): (Vec<Axis>, _, _) = if c.k_outer {
+        (k_axes.chain(row_axes).collect(), vec![k.clone(), m.clone()], vec![1, 0])
+    } else {
+        (row_axes.chain(k_axes).collect(), vec![m.clone(), k.clone()], vec![0, 1])
+    };
+    let qr = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, axes.len()));
+    let q_def = TensorDef { var: qr, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
+    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, 2));
+    // The row's matrix of the plain operand: a view of `pm` at the row.
+    let pb = f.add_var(&format!("{base}_kern_row"), Repr::Tensor(elem, 2));
+    let row = def.axes[0].index;
+    let view = Expr { kind: ExprKind::View { tensor: pm, indices: vec![var(row)] }, ty: Repr::Tensor(elem, 2) };
+    let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, 2));
+    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, c.rows.len() + c.cols.len()));
+    let (mv, nv, kk) = (f.add_var("m", i64_ty.clone()), f.add_var("n", i64_ty.clone()), f.add_var("k", i64_ty));
+    let q_at = if c.k_outer { vec![kk, mv] } else { vec![mv, kk] };
+    let mul = Expr {
+        kind: ExprKind::Binary(BinOp::Mul, Box::new(read(qm, q_at, elem)), Box::new(read(pb, vec![kk, nv], elem))),
+        ty: Repr::Scalar(elem),
+    };
+    let ref_body = Expr {
+        kind: ExprKind::Reduce {
+            op: RedOp::Sum,
+            loops: vec![Loop { index: kk, start: Dim::zero(), end: k.clone() }],
+            wheres: Vec::new(),
+            body: Box::new(mul),
+        },
+        ty: Repr::Scalar(elem),
+    };
+    let reference = TensorDef {
+        var: ym,
+        elem,
+        axes: [(mv, m), (nv, n)]
+            .iter()
+            .map(|(index, extent)| Axis { index: *index, start: Dim::zero(), extent: (*extent).clone() })
+            .collect(),
+        cost_per_point: expr_cost(&ref_body),
+        body: ref_body,
+        domain_guards: 0,
+    };
+    let product_cost = reference.cost_per_point;
+    let gemm = Gemm {
+        out: ym,
+        elem,
+        batch: None,
+        m: m.clone(),
+        n: n.clone(),
+        k: k.clone(),
+        a: qm,
+        a_axes,
+        b: pb,
+        b_axes: vec![0, 1],
+        reference,
+    };
+    let at: Vec<VarId> = c.rows.iter().chain(&c.cols).map(|a| a.index).collect();
+    let dims: Vec<Dim> = c.rows.iter().chain(&c.cols).map(|a| a.extent.clone()).collect();
+    let mut with = Some(read(yp, at, elem));
+    replace_at(&mut def.body, &c.path, &mut with);
+    recost(def);
+    def.cost_per_point = def.cost_per_point.saturating_add(product_cost);
+    vec![
+        Stmt::Tensor(q_def),
+        Stmt::Reshape { var: qm, source: qr, elem, dims: q_dims },
+        Stmt::Let { var: pb, value: view },
+        Stmt::Gemm(gemm),
+        Stmt::Reshape { var: yp, source: ym, elem, dims },
+    ]
+}
+
+/// Splits the sum of `def` over its first variable `b`, which both
+/// operands read plainly (see `Contraction::split`): `def = .. sum[b,
+/// ks..](body) ..` becomes `{def}_part[b, axes..] = sum[ks..](body)`
+/// (returned, to go before `def`; a product per `b`, which `per_row_batched`
+/// makes) and `def = .. sum[b'](part[b', axes..]) ..`. A kernel gradient's
+/// sum over the images then multiplies one image's packed columns at a
+/// time, where a single product over all of them packed every image first.
+fn split(f: &mut Function, def: &mut TensorDef, c: &Contraction) -> Option<TensorDef> {
+    let i64_ty = Repr::Scalar(ScalarKind::I64);
+    let sum = replace_at(&mut def.body, &c.path, &mut Some(unit()))?;
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else {
+        replace_at(&mut def.body, &c.path, &mut Some(sum));
+        return None;
+    };
+    let Some((first, rest)) = loops.split_first() else {
+        replace_at(&mut def.body, &c.path, &mut Some(sum.clone()));
+        return None;
+    };
+    let to_a: HashMap<VarId, VarId> =
+        def.axes.iter().map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone()))).collect();
+    let mut inner = Expr {
+        kind: ExprKind::Reduce { op: RedOp::Sum, loops: rest.to_vec(), wheres: wheres.clone(), body: body.clone() },
+        ty: sum.ty.clone(),
+    };
+    rename(&mut inner, &to_a);
+    let axes: Vec<Axis> = std::iter::once(Axis { index: first.index, start: Dim::zero(), extent: first.end.clone() })
+        .chain(def.axes.iter().map(|a| Axis {
+            index: to_a[&a.index],
+            start: a.start.clone(),
+            extent: a.extent.clone(),
+        }))
+        .collect();
+    let name = format!("{}_part", f.var(def.var).source_name);
+    let part = f.add_var(&name, Repr::Tensor(c.elem, axes.len()));
+    let part_def =
+        TensorDef { var: part, elem: c.elem, axes, cost_per_point: expr_cost(&inner), body: inner, domain_guards: 0 };
+    let b = f.add_var(&f.var(first.index).source_name.clone(), i64_ty);
+    let at: Vec<VarId> = std::iter::once(b).chain(def.axes.iter().map(|a| a.index)).collect();
+    let total = Expr {
+        kind: ExprKind::Reduce {
+            op: RedOp::Sum,
+            loops: vec![Loop { index: b, start: Dim::zero(), end: first.end.clone() }],
+            wheres: Vec::new(),
+            body: Box::new(read(part, at, c.elem)),
+        },
+        ty: sum.ty.clone(),
+    };
+    replace_at(&mut def.body, &c.path, &mut Some(total));
+    recost(def);
+    Some(part_def)
 }
 
 /// Marks the checked reads of `e` whose every index `i` is in bounds: the

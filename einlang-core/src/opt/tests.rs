@@ -666,3 +666,23 @@ fn host_convolutions_pack_one_image_per_row() {
     assert!(out.contains("gemm y_prod_m = y_kern_m[1, 0] x y_cols_m[0, 1] (m O, n i_len * j_len, k 9 * C)"), "{out}");
     assert!(out.contains("(read y_prod[o, i, j] unchecked) + (read b[o] unchecked)"), "{out}");
 }
+
+/// In host code, a kernel gradient's sum over the images is split: a
+/// product per image (its packed columns times its output gradient, in
+/// the rows of a partial result), then the sum of the partial results.
+#[test]
+fn host_kernel_gradients_multiply_one_image_at_a_time() {
+    let out = ir::pretty::pretty_program(&optimized(
+        "pub fn dk(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
+            let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
+            dk
+        }",
+    ));
+    assert!(out.contains("rows of dk_part, once per n:"), "{out}");
+    assert!(out.contains("= view dk_part_kern_m[n]"), "{out}");
+    assert!(
+        out.contains("gemm dk_part_prod_m = dk_part_cols_m[0, 1] x dk_part_kern_row[0, 1] (m 9 * C, n O,"),
+        "{out}"
+    );
+    assert!(out.contains("= sum[n_2 in 0..N] read dk_part[n_2, o, c, r, s] unchecked"), "{out}");
+}
