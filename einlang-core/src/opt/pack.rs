@@ -743,59 +743,8 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     let rank = 2 + usize::from(batched);
     let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, rank));
     let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, at.len()));
-    let names: Vec<&str> = if batched { vec!["b", "m", "n"] } else { vec!["m", "n"] };
-    let ref_vars: Vec<VarId> = names.iter().map(|s| f.add_var(s, i64_ty.clone())).collect();
-    let kk = f.add_var("k", i64_ty.clone());
-    let (b_at, m_at, n_at) = match ref_vars[..] {
-        [b, m, n] => (Some(b), m, n),
-        [m, n] => (None, m, n),
-        _ => return (Vec::new(), None),
-    };
-    // The operand read at the reference's point: `axes[r]` is the axis that
-    // role `r` (batch when it has one, then its two matrix roles) indexes.
-    let operand = |(var, dims, axes): &(VarId, Vec<Dim>, Vec<usize>), roles: [VarId; 2]| -> Expr {
-        let roles: Vec<VarId> = if axes.len() == 3 { b_at.into_iter().chain(roles).collect() } else { roles.to_vec() };
-        let mut idx = vec![kk; dims.len()];
-        for (&axis, role) in axes.iter().zip(roles) {
-            idx[axis] = role;
-        }
-        read(*var, idx, elem)
-    };
-    let mul = Expr {
-        kind: ExprKind::Binary(BinOp::Mul, Box::new(operand(&left, [m_at, kk])), Box::new(operand(&right, [kk, n_at]))),
-        ty: Repr::Scalar(elem),
-    };
-    let ref_body = Expr {
-        kind: ExprKind::Reduce {
-            op: RedOp::Sum,
-            loops: vec![Loop { index: kk, start: Dim::zero(), end: k.clone() }],
-            wheres: Vec::new(),
-            body: Box::new(mul),
-        },
-        ty: Repr::Scalar(elem),
-    };
     let [gm, gn] = mn;
-    let reference = TensorDef {
-        var: ym,
-        elem,
-        axes: mk_axes(ref_vars, gb.iter().cloned().chain([gm.clone(), gn.clone()]).collect()),
-        cost_per_point: expr_cost(&ref_body),
-        body: ref_body,
-        domain_guards: 0,
-    };
-    let gemm = Gemm {
-        out: ym,
-        elem,
-        batch: gb,
-        m: gm,
-        n: gn,
-        k: k.clone(),
-        a: left.0,
-        a_axes: left.2.clone(),
-        b: right.0,
-        b_axes: right.2.clone(),
-        reference,
-    };
+    let gemm = gemm_of(f, elem, ym, gb, [gm, gn, k.clone()], (left.0, left.2.clone()), (right.0, right.2.clone()));
 
     // The definition reads the product at its point.
     let ext_of: HashMap<VarId, Dim> =
@@ -856,63 +805,80 @@ fn per_row(
     let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, 2));
     let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, 2));
     let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, c.cols.len() + rest.len()));
-    let (mv, nv, kk) = (f.add_var("m", i64_ty.clone()), f.add_var("n", i64_ty.clone()), f.add_var("k", i64_ty));
-    let mul = Expr {
-        kind: ExprKind::Binary(
-            BinOp::Mul,
-            Box::new(read(pm, vec![kk, mv], elem)),
-            Box::new(read(qm, vec![kk, nv], elem)),
-        ),
-        ty: Repr::Scalar(elem),
-    };
-    let ref_body = Expr {
-        kind: ExprKind::Reduce {
-            op: RedOp::Sum,
-            loops: vec![Loop { index: kk, start: Dim::zero(), end: k.clone() }],
-            wheres: Vec::new(),
-            body: Box::new(mul),
-        },
-        ty: Repr::Scalar(elem),
-    };
-    let at_ref = [(mv, m.clone()), (nv, nr.clone())];
-    let reference = TensorDef {
-        var: ym,
-        elem,
-        axes: at_ref
-            .iter()
-            .map(|(index, extent)| Axis { index: *index, start: Dim::zero(), extent: extent.clone() })
-            .collect(),
-        cost_per_point: expr_cost(&ref_body),
-        body: ref_body,
-        domain_guards: 0,
-    };
-    let product_cost = reference.cost_per_point;
-    let gemm = Gemm {
-        out: ym,
-        elem,
-        batch: None,
-        m: m.clone(),
-        n: nr.clone(),
-        k: k.clone(),
-        a: pm,
-        a_axes: vec![1, 0],
-        b: qm,
-        b_axes: vec![0, 1],
-        reference,
-    };
-    let at: Vec<VarId> = c.cols.iter().chain(rest).map(|a| a.index).collect();
-    let dims: Vec<Dim> = c.cols.iter().chain(rest).map(|a| a.extent.clone()).collect();
-    let mut with = Some(read(yp, at, elem));
-    replace_at(&mut def.body, &c.path, &mut with);
-    recost(def);
-    // The row's product is the definition's work, as the sum was.
-    def.cost_per_point = def.cost_per_point.saturating_add(product_cost);
+    let gemm = gemm_of(f, elem, ym, None, [m.clone(), nr.clone(), k.clone()], (pm, vec![1, 0]), (qm, vec![0, 1]));
+    let order: Vec<&Axis> = c.cols.iter().chain(rest).collect();
+    let dims = read_row_product(def, c, yp, &order, gemm.reference.cost_per_point);
     vec![
         Stmt::Tensor(q_def),
         Stmt::Reshape { var: qm, source: qr, elem, dims: vec![k.clone(), nr] },
         Stmt::Gemm(gemm),
         Stmt::Reshape { var: yp, source: ym, elem, dims },
     ]
+}
+
+/// The GEMM `out[b?, m, n] = sum[k](a[..] * b[..])` with its reference
+/// loop nest: each operand's `axes` list which of its axes the batch (when
+/// it has one: three entries), its row or column, and the contracted index
+/// take, as `Gemm` lists them (an operand of a batched product with two
+/// entries is shared by every batch).
+fn gemm_of(
+    f: &mut Function,
+    elem: ScalarKind,
+    out: VarId,
+    batch: Option<Dim>,
+    [m, n, k]: [Dim; 3],
+    (a, a_axes): (VarId, Vec<usize>),
+    (b, b_axes): (VarId, Vec<usize>),
+) -> Gemm {
+    let i64_ty = Repr::Scalar(ScalarKind::I64);
+    let bv = batch.as_ref().map(|_| f.add_var("b", i64_ty.clone()));
+    let (mv, nv, kv) = (f.add_var("m", i64_ty.clone()), f.add_var("n", i64_ty.clone()), f.add_var("k", i64_ty));
+    // The operand read at the reference's point: `axes[r]` is the axis that
+    // role `r` indexes.
+    let operand = |var: VarId, axes: &[usize], roles: [VarId; 2]| -> Expr {
+        let roles: Vec<VarId> = if axes.len() == 3 { bv.into_iter().chain(roles).collect() } else { roles.to_vec() };
+        let mut idx = vec![kv; axes.len()];
+        for (&axis, role) in axes.iter().zip(roles) {
+            idx[axis] = role;
+        }
+        read(var, idx, elem)
+    };
+    let mul = Expr {
+        kind: ExprKind::Binary(
+            BinOp::Mul,
+            Box::new(operand(a, &a_axes, [mv, kv])),
+            Box::new(operand(b, &b_axes, [kv, nv])),
+        ),
+        ty: Repr::Scalar(elem),
+    };
+    let body = Expr {
+        kind: ExprKind::Reduce {
+            op: RedOp::Sum,
+            loops: vec![Loop { index: kv, start: Dim::zero(), end: k.clone() }],
+            wheres: Vec::new(),
+            body: Box::new(mul),
+        },
+        ty: Repr::Scalar(elem),
+    };
+    let axes = bv
+        .zip(batch.clone())
+        .into_iter()
+        .chain([(mv, m.clone()), (nv, n.clone())])
+        .map(|(index, extent)| Axis { index, start: Dim::zero(), extent })
+        .collect();
+    let reference = TensorDef { var: out, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
+    Gemm { out, elem, batch, m, n, k, a, a_axes, b, b_axes, reference }
+}
+
+/// Makes `def` read its row's product `yp` (axes `order`) in place of the
+/// sum, with the product's work counted as the definition's, as the sum's
+/// was; the product's dimensions.
+fn read_row_product(def: &mut TensorDef, c: &Contraction, yp: VarId, order: &[&Axis], cost: u64) -> Vec<Dim> {
+    let mut with = Some(read(yp, order.iter().map(|a| a.index).collect(), c.elem));
+    replace_at(&mut def.body, &c.path, &mut with);
+    recost(def);
+    def.cost_per_point = def.cost_per_point.saturating_add(cost);
+    order.iter().map(|a| a.extent.clone()).collect()
 }
 
 /// `per_row` for a definition whose first axis `b` is the product's batch
@@ -952,52 +918,9 @@ fn per_row_batched(
     let view = Expr { kind: ExprKind::View { tensor: pm, indices: vec![var(row)] }, ty: Repr::Tensor(elem, 2) };
     let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, 2));
     let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, c.rows.len() + c.cols.len()));
-    let (mv, nv, kk) = (f.add_var("m", i64_ty.clone()), f.add_var("n", i64_ty.clone()), f.add_var("k", i64_ty));
-    let q_at = if c.k_outer { vec![kk, mv] } else { vec![mv, kk] };
-    let mul = Expr {
-        kind: ExprKind::Binary(BinOp::Mul, Box::new(read(qm, q_at, elem)), Box::new(read(pb, vec![kk, nv], elem))),
-        ty: Repr::Scalar(elem),
-    };
-    let ref_body = Expr {
-        kind: ExprKind::Reduce {
-            op: RedOp::Sum,
-            loops: vec![Loop { index: kk, start: Dim::zero(), end: k.clone() }],
-            wheres: Vec::new(),
-            body: Box::new(mul),
-        },
-        ty: Repr::Scalar(elem),
-    };
-    let reference = TensorDef {
-        var: ym,
-        elem,
-        axes: [(mv, m), (nv, n)]
-            .iter()
-            .map(|(index, extent)| Axis { index: *index, start: Dim::zero(), extent: (*extent).clone() })
-            .collect(),
-        cost_per_point: expr_cost(&ref_body),
-        body: ref_body,
-        domain_guards: 0,
-    };
-    let product_cost = reference.cost_per_point;
-    let gemm = Gemm {
-        out: ym,
-        elem,
-        batch: None,
-        m: m.clone(),
-        n: n.clone(),
-        k: k.clone(),
-        a: qm,
-        a_axes,
-        b: pb,
-        b_axes: vec![0, 1],
-        reference,
-    };
-    let at: Vec<VarId> = c.rows.iter().chain(&c.cols).map(|a| a.index).collect();
-    let dims: Vec<Dim> = c.rows.iter().chain(&c.cols).map(|a| a.extent.clone()).collect();
-    let mut with = Some(read(yp, at, elem));
-    replace_at(&mut def.body, &c.path, &mut with);
-    recost(def);
-    def.cost_per_point = def.cost_per_point.saturating_add(product_cost);
+    let gemm = gemm_of(f, elem, ym, None, [m.clone(), n.clone(), k.clone()], (qm, a_axes), (pb, vec![0, 1]));
+    let order: Vec<&Axis> = c.rows.iter().chain(&c.cols).collect();
+    let dims = read_row_product(def, c, yp, &order, gemm.reference.cost_per_point);
     vec![
         Stmt::Tensor(q_def),
         Stmt::Reshape { var: qm, source: qr, elem, dims: q_dims },
