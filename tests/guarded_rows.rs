@@ -38,6 +38,13 @@ einlang! {
         y
     }
 
+    // A binding evaluated at every point, before the guard: its checked
+    // read fails where the guard would not hold.
+    pub fn bound_first(x: [f64; N, W], s: i64) -> [f64; N, W] {
+        let y[i, j in 0..W] = v where v = x[i, j + s], j + s < W;
+        y
+    }
+
     // Integers, and an axis that starts above zero.
     pub fn ints(x: [i64; N, W]) -> [i64; N, W] {
         let y[i, j in 2..W] = if j - 3 >= 0 { x[i, j - 3] * 10 } else { 0 };
@@ -132,4 +139,13 @@ fn integers_on_an_axis_from_two() {
         });
         assert_eq!(got, want, "w = {w}");
     }
+}
+
+#[test]
+fn a_binding_before_the_guard_still_fails_outside_it() {
+    let x = data(2, 5, 5);
+    // s = 0 reads in bounds everywhere; s = 1 reads x[i, 5] at j = 4.
+    assert_eq!(bound_first(&x, 0).unwrap(), x);
+    assert!(bound_first(&x, 1).is_err());
+    assert!(bound_first(&x, -1).is_err());
 }

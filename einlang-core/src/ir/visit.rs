@@ -8,7 +8,8 @@
 //! the same position for the other. Dimensions are not expressions and are
 //! not visited.
 
-use crate::ir::{CollectStep, Expr, ExprKind, FmtPart, Stmt, VarId, WhereEntry};
+use crate::base::ops::BinOp;
+use crate::ir::{CollectStep, Expr, ExprKind, FmtPart, Repr, Stmt, VarId, WhereEntry};
 
 /// The body of [`for_each_child`] and [`for_each_child_mut`]: `$e` is `&Expr`
 /// or `&mut Expr` and `$stmt` visits the expressions of a statement.
@@ -198,4 +199,21 @@ pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
 pub fn defined_in(e: &Expr, out: &mut Vec<VarId>) {
     for_each_binder(e, &mut |v| out.push(v));
     for_each_child(e, &mut |x| defined_in(x, out));
+}
+
+/// Whether evaluating `e` may return an error: a checked read, a view, a
+/// call, an integer division.
+pub fn may_fail(e: &Expr) -> bool {
+    let int_div = matches!(e.kind, ExprKind::Binary(BinOp::Div | BinOp::Rem, ..))
+        && matches!(e.ty, Repr::Scalar(k) if !k.is_float());
+    let mut fails = int_div
+        || matches!(
+            e.kind,
+            ExprKind::Read { checked: true, .. }
+                | ExprKind::View { .. }
+                | ExprKind::Call { .. }
+                | ExprKind::Intrinsic(..)
+        );
+    for_each_child(e, &mut |c| fails |= may_fail(c));
+    fails
 }

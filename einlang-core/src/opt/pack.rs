@@ -589,8 +589,8 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     // an operand that may fail (a checked read, a call) is not computed
     // when the other side has no points.
     let mut q_wheres = wheres;
-    if may_fail(&q_body)
-        || q_wheres.iter().any(|w| matches!(w, WhereEntry::Bind(_, v) | WhereEntry::Guard(v) if may_fail(v)))
+    if visit::may_fail(&q_body)
+        || q_wheres.iter().any(|w| matches!(w, WhereEntry::Bind(_, v) | WhereEntry::Guard(v) if visit::may_fail(v)))
     {
         q_wheres.insert(0, nonempty(c_ext.iter().cloned()));
     }
@@ -652,7 +652,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
                 Expr { kind: ExprKind::Guarded { wheres: guards, body: Box::new(p_body) }, ty: Repr::Scalar(elem) };
         }
     }
-    if may_fail(&p_body) {
+    if visit::may_fail(&p_body) {
         p_body = Expr {
             kind: ExprKind::Guarded { wheres: vec![nonempty(r_ext.iter().cloned())], body: Box::new(p_body) },
             ty: Repr::Scalar(elem),
@@ -1060,23 +1060,6 @@ fn is_length(f: &Function, n: &Expr, tensor: VarId, axis: usize) -> bool {
                 *param == tensor && path.is_empty() && *a == axis && d == *expected
             }
         })
-}
-
-/// Whether evaluating `e` may return an error: a checked read, a view, a
-/// call, an integer division.
-fn may_fail(e: &Expr) -> bool {
-    let int_div = matches!(e.kind, ExprKind::Binary(BinOp::Div | BinOp::Rem, ..))
-        && matches!(e.ty, Repr::Scalar(k) if !matches!(k, ScalarKind::F32 | ScalarKind::F64));
-    let mut fails = int_div
-        || matches!(
-            e.kind,
-            ExprKind::Read { checked: true, .. }
-                | ExprKind::View { .. }
-                | ExprKind::Call { .. }
-                | ExprKind::Intrinsic(..)
-        );
-    visit::for_each_child(e, &mut |c| fails |= may_fail(c));
-    fails
 }
 
 /// The guard `0 < product of extents`.

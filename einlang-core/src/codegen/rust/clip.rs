@@ -169,6 +169,12 @@ fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
         ExprKind::If { cond, then, els } if is_zero(els) => (&**then, Some(&**cond)),
         _ => (inner, None),
     };
+    // A binding that may fail (a checked read, a call, an integer
+    // division) is evaluated at every point, before the guards: skipping
+    // it outside the range could hide its error.
+    if wheres.iter().any(|w| matches!(w, WhereEntry::Bind(_, e) if visit::may_fail(e))) {
+        return None;
+    }
     // Bindings that are arithmetic, substituted into the tests (each in
     // terms of the ones before it); the others are per element.
     let mut arith: Vec<(VarId, Expr)> = Vec::new();
