@@ -45,6 +45,12 @@ einlang! {
         y
     }
 
+    // A test that may fail ahead of the bounds: it runs at every point.
+    pub fn test_first(x: [f64; N, W], s: i64) -> [f64; N, W] {
+        let y[i, j in 0..W] = if x[i, j + s] > 2.0 && j + s < W { x[i, j] } else { 0.0 };
+        y
+    }
+
     // Integers, and an axis that starts above zero.
     pub fn ints(x: [i64; N, W]) -> [i64; N, W] {
         let y[i, j in 2..W] = if j - 3 >= 0 { x[i, j - 3] * 10 } else { 0 };
@@ -148,4 +154,13 @@ fn a_binding_before_the_guard_still_fails_outside_it() {
     assert_eq!(bound_first(&x, 0).unwrap(), x);
     assert!(bound_first(&x, 1).is_err());
     assert!(bound_first(&x, -1).is_err());
+}
+
+#[test]
+fn a_test_ahead_of_the_bounds_still_fails_outside_them() {
+    let x = data(2, 5, 6);
+    // Every value is below 2, so the bound is never reached: the read
+    // runs at every point and fails where it leaves the row.
+    assert_eq!(test_first(&x, 0).unwrap(), Array2::zeros((2, 5)));
+    assert!(test_first(&x, 2).is_err());
 }

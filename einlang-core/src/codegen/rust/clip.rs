@@ -189,8 +189,19 @@ fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
         }
     }
     let (mut outer, mut bounds) = (Vec::new(), Vec::new());
+    // Tests run left to right, each only where those before it held: after
+    // a kept test that may fail, later ones stay per element too (moving
+    // them out would skip that test, and its error, outside the range).
+    let mut failing_before = false;
     // A test: known true inside the range (dropped there), or kept.
     let mut classify = |c: &Expr| -> bool {
+        if failing_before {
+            return false;
+        }
+        if visit::may_fail(c) {
+            failing_before = true;
+            return false;
+        }
         let c = substitute(c, &arith);
         if mentions(&c, &opaque) {
             match bound(&c, j).filter(|b| !mentions(&b.limit, &opaque) && !mentions(&b.off, &opaque)) {
