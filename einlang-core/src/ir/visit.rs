@@ -9,7 +9,7 @@
 //! not visited.
 
 use crate::base::ops::BinOp;
-use crate::ir::{CollectStep, Expr, ExprKind, FmtPart, Repr, Stmt, VarId, WhereEntry};
+use crate::ir::{CollectStep, Expr, ExprKind, FmtPart, Literal, Repr, Stmt, VarId, WhereEntry};
 
 /// The body of [`for_each_child`] and [`for_each_child_mut`]: `$e` is `&Expr`
 /// or `&mut Expr` and `$stmt` visits the expressions of a statement.
@@ -216,4 +216,24 @@ pub fn may_fail(e: &Expr) -> bool {
         );
     for_each_child(e, &mut |c| fails |= may_fail(c));
     fails
+}
+
+/// Whether `e` is the literal zero (`0`, `0.0`).
+pub fn is_zero(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(Literal::Float(t)) => t.parse::<f64>().is_ok_and(|v| v == 0.0),
+        ExprKind::Lit(Literal::Int(0)) => true,
+        _ => false,
+    }
+}
+
+/// The conjuncts of `e` (its operands joined by `&&`), left to right.
+pub fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match &e.kind {
+        ExprKind::Binary(BinOp::And, a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        _ => out.push(e),
+    }
 }

@@ -191,19 +191,11 @@ fn find(def: &TensorDef, derived: &HashSet<VarId>) -> Option<Contraction> {
 fn factors(body: &Expr) -> Option<(&Expr, &Expr, Option<&Expr>)> {
     match &body.kind {
         ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, None)),
-        ExprKind::If { cond, then, els } if is_zero(els) => match &then.kind {
+        ExprKind::If { cond, then, els } if visit::is_zero(els) => match &then.kind {
             ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, Some(cond))),
             _ => None,
         },
         _ => None,
-    }
-}
-
-fn is_zero(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Lit(Literal::Float(t)) => t.parse::<f64>().is_ok_and(|v| v == 0.0),
-        ExprKind::Lit(Literal::Int(0)) => true,
-        _ => false,
     }
 }
 
@@ -539,8 +531,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     let i64_ty = Repr::Scalar(ScalarKind::I64);
     let elem = c.elem;
     let base = f.var(def.var).source_name.clone();
-    let placeholder = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
-    let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(placeholder)) else { return (Vec::new(), None) };
+    let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(unit())) else { return (Vec::new(), None) };
     let ExprKind::Reduce { loops, wheres, body, .. } = sum.kind else { return (Vec::new(), None) };
     let Some((x, y, cond)) = factors(&body).map(|(x, y, c)| (x.clone(), y.clone(), c.cloned())) else {
         return (Vec::new(), None);
@@ -675,7 +666,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     let (m, n, k) = (product(r_ext.iter().cloned()), product(c_ext.iter().cloned()), product(k_ext.iter().cloned()));
     if host && c.lead == Some(1) {
         let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, 2));
-        let prelude = per_row(f, def, &c, q_point, &loops, pm, &k, &n);
+        let prelude = per_row(f, def, &c, q_point, &loops, Plain::Shared(pm), [&k, &n]);
         let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![k, n] };
         return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
     }
@@ -684,7 +675,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
         // columns times its own matrix of the plain operand.
         let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, 3));
         let bb = b_ext[0].clone();
-        let prelude = per_row_batched(f, def, &c, q_point, &loops, pm, [&m, &n, &k]);
+        let prelude = per_row(f, def, &c, q_point, &loops, Plain::PerRow(pm), [&k, &n]);
         let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![bb, k, n] };
         return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
     }
@@ -767,53 +758,86 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     )
 }
 
-/// The product of `y[n, cols.., rest..]` at one point `n` of its leading
-/// row axis, as the prelude of a row definition: the point's packed
-/// columns `[ks.., rest..]` (`q` over fresh copies of the other rows; `n`
-/// is the row's own index), their product with the kernel matrix `pm`
-/// (`[ks, cols]`, shared by every row), and that product as `[cols..,
-/// rest..]`, which the definition then reads at its own point. The packed
-/// copy is one image's (a megabyte for a 32-channel 32x32 image and a 3x3
-/// kernel): it is still in cache when the product reads it, where the
-/// whole batch's went to memory and back.
-#[allow(clippy::too_many_arguments)]
+/// Where a row's matrix of the plain operand (`[ks, cols]`) comes from.
+enum Plain {
+    /// One matrix every row shares (a convolution's kernel).
+    Shared(VarId),
+    /// A matrix per row, `pm[b]` of a `[rows, ks, cols]` tensor (a kernel
+    /// gradient's output gradient, image `b`).
+    PerRow(VarId),
+}
+
+/// The product of `def` at one point of its first axis, as the prelude of
+/// a row definition, which then reads it at its own point:
+/// - with a `Shared` plain operand, the first axis leads the rows
+///   (`y[n, cols.., rest..]`): the kernel matrix times the point's packed
+///   columns, as `[cols.., rest..]`;
+/// - with a `PerRow` one, the first axis is the product's batch axis
+///   (both operands read it; a kernel gradient's image, after `split`):
+///   the point's packed columns times the point's matrix, as `[rows..,
+///   cols..]`.
+///
+/// The packed columns are `q` over fresh copies of the other rows (the
+/// first axis is the row's own index), laid out `[ks.., rows..]` with
+/// `k_outer`, else `[rows.., ks..]`. They are one image's (a megabyte for
+/// a 32-channel 32x32 image and a 3x3 kernel): still in cache when the
+/// product reads them, where the whole batch's went to memory and back.
 fn per_row(
     f: &mut Function,
     def: &mut TensorDef,
     c: &Contraction,
     q: Expr,
     loops: &[Loop],
-    pm: VarId,
-    k: &Dim,
-    m: &Dim,
+    plain: Plain,
+    [k, n]: [&Dim; 2],
 ) -> Vec<Stmt> {
     let (elem, i64_ty) = (c.elem, Repr::Scalar(ScalarKind::I64));
     let base = f.var(def.var).source_name.clone();
-    let rest = &c.rows[1..];
+    let lead = matches!(plain, Plain::Shared(_));
+    let rows = if lead { &c.rows[1..] } else { &c.rows[..] };
     let to_r: HashMap<VarId, VarId> =
-        rest.iter().map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone()))).collect();
+        rows.iter().map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone()))).collect();
     let mut body = q;
     rename(&mut body, &to_r);
-    let axes: Vec<Axis> = loops
-        .iter()
-        .map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() })
-        .chain(rest.iter().map(|a| Axis { index: to_r[&a.index], start: Dim::zero(), extent: a.extent.clone() }))
-        .collect();
+    let row_axes = rows.iter().map(|a| Axis { index: to_r[&a.index], start: Dim::zero(), extent: a.extent.clone() });
+    let k_axes = loops.iter().map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() });
+    let m = product(rows.iter().map(|a| a.extent.clone()));
+    // The columns' axes as `Gemm` lists a left operand's (row, contracted).
+    let (axes, q_dims, q_left): (Vec<Axis>, _, _) = if c.k_outer {
+        (k_axes.chain(row_axes).collect(), vec![k.clone(), m.clone()], vec![1, 0])
+    } else {
+        (row_axes.chain(k_axes).collect(), vec![m.clone(), k.clone()], vec![0, 1])
+    };
     let qr = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, axes.len()));
     let q_def = TensorDef { var: qr, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
-    let nr = product(rest.iter().map(|a| a.extent.clone()));
     let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, 2));
+    let mut prelude = vec![Stmt::Tensor(q_def), Stmt::Reshape { var: qm, source: qr, elem, dims: q_dims }];
+    let pm = match plain {
+        Plain::Shared(pm) => pm,
+        Plain::PerRow(all) => {
+            let pb = f.add_var(&format!("{base}_kern_row"), Repr::Tensor(elem, 2));
+            let row = def.axes[0].index;
+            let value =
+                Expr { kind: ExprKind::View { tensor: all, indices: vec![var(row)] }, ty: Repr::Tensor(elem, 2) };
+            prelude.push(Stmt::Let { var: pb, value });
+            pb
+        }
+    };
     let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, 2));
-    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, c.cols.len() + rest.len()));
-    let gemm = gemm_of(f, elem, ym, None, [m.clone(), nr.clone(), k.clone()], (pm, vec![1, 0]), (qm, vec![0, 1]));
-    let order: Vec<&Axis> = c.cols.iter().chain(rest).collect();
+    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, rows.len() + c.cols.len()));
+    let (gemm, order): (Gemm, Vec<&Axis>) = if lead {
+        // As the right operand, the columns' axes swap roles.
+        let q_right = q_left.into_iter().rev().collect();
+        let g = gemm_of(f, elem, ym, None, [n.clone(), m, k.clone()], (pm, vec![1, 0]), (qm, q_right));
+        (g, c.cols.iter().chain(rows).collect())
+    } else {
+        let g = gemm_of(f, elem, ym, None, [m, n.clone(), k.clone()], (qm, q_left), (pm, vec![0, 1]));
+        (g, rows.iter().chain(&c.cols).collect())
+    };
     let dims = read_row_product(def, c, yp, &order, gemm.reference.cost_per_point);
-    vec![
-        Stmt::Tensor(q_def),
-        Stmt::Reshape { var: qm, source: qr, elem, dims: vec![k.clone(), nr] },
-        Stmt::Gemm(gemm),
-        Stmt::Reshape { var: yp, source: ym, elem, dims },
-    ]
+    prelude.push(Stmt::Gemm(gemm));
+    prelude.push(Stmt::Reshape { var: yp, source: ym, elem, dims });
+    prelude
 }
 
 /// The GEMM `out[b?, m, n] = sum[k](a[..] * b[..])` with its reference
@@ -881,59 +905,10 @@ fn read_row_product(def: &mut TensorDef, c: &Contraction, yp: VarId, order: &[&A
     order.iter().map(|a| a.extent.clone()).collect()
 }
 
-/// `per_row` for a definition whose first axis `b` is the product's batch
-/// axis (both operands read it: a kernel gradient's image, after `split`):
-/// per row, the row's packed columns (`[rows.., ks..]`, or `[ks..,
-/// rows..]` with `k_outer`) times the row's matrix of the plain operand
-/// (`pm[b]`, `[ks, cols]`), as `[rows.., cols..]`, read by the definition
-/// at its point.
-fn per_row_batched(
-    f: &mut Function,
-    def: &mut TensorDef,
-    c: &Contraction,
-    q: Expr,
-    loops: &[Loop],
-    pm: VarId,
-    [m, n, k]: [&Dim; 3],
-) -> Vec<Stmt> {
-    let (elem, i64_ty) = (c.elem, Repr::Scalar(ScalarKind::I64));
-    let base = f.var(def.var).source_name.clone();
-    let to_r: HashMap<VarId, VarId> =
-        c.rows.iter().map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone()))).collect();
-    let mut body = q;
-    rename(&mut body, &to_r);
-    let row_axes = c.rows.iter().map(|a| Axis { index: to_r[&a.index], start: Dim::zero(), extent: a.extent.clone() });
-    let k_axes = loops.iter().map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() });
-    let (axes, q_dims, a_axes): (Vec<Axis>, _, _) = if c.k_outer {
-        (k_axes.chain(row_axes).collect(), vec![k.clone(), m.clone()], vec![1, 0])
-    } else {
-        (row_axes.chain(k_axes).collect(), vec![m.clone(), k.clone()], vec![0, 1])
-    };
-    let qr = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, axes.len()));
-    let q_def = TensorDef { var: qr, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
-    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, 2));
-    // The row's matrix of the plain operand: a view of `pm` at the row.
-    let pb = f.add_var(&format!("{base}_kern_row"), Repr::Tensor(elem, 2));
-    let row = def.axes[0].index;
-    let view = Expr { kind: ExprKind::View { tensor: pm, indices: vec![var(row)] }, ty: Repr::Tensor(elem, 2) };
-    let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, 2));
-    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, c.rows.len() + c.cols.len()));
-    let gemm = gemm_of(f, elem, ym, None, [m.clone(), n.clone(), k.clone()], (qm, a_axes), (pb, vec![0, 1]));
-    let order: Vec<&Axis> = c.rows.iter().chain(&c.cols).collect();
-    let dims = read_row_product(def, c, yp, &order, gemm.reference.cost_per_point);
-    vec![
-        Stmt::Tensor(q_def),
-        Stmt::Reshape { var: qm, source: qr, elem, dims: q_dims },
-        Stmt::Let { var: pb, value: view },
-        Stmt::Gemm(gemm),
-        Stmt::Reshape { var: yp, source: ym, elem, dims },
-    ]
-}
-
 /// Splits the sum of `def` over its first variable `b`, which both
 /// operands read plainly (see `Contraction::split`): `def = .. sum[b,
 /// ks..](body) ..` becomes `{def}_part[b, axes..] = sum[ks..](body)`
-/// (returned, to go before `def`; a product per `b`, which `per_row_batched`
+/// (returned, to go before `def`; a product per `b`, which `per_row`
 /// makes) and `def = .. sum[b'](part[b', axes..]) ..`. A kernel gradient's
 /// sum over the images then multiplies one image's packed columns at a
 /// time, where a single product over all of them packed every image first.
@@ -993,7 +968,7 @@ fn split(f: &mut Function, def: &mut TensorDef, c: &Contraction) -> Option<Tenso
 // this goes.
 fn uncheck_guarded(f: &Function, ranges: &HashMap<VarId, Dim>, cond: &Expr, e: &mut Expr) {
     let mut facts = Vec::new();
-    conjuncts(cond, &mut facts);
+    visit::conjuncts(cond, &mut facts);
     let lower = |i: &Expr| {
         facts.iter().any(|c| match &c.kind {
             ExprKind::Binary(BinOp::Ge, x, z) => **x == *i && is_int_zero(z),
@@ -1026,16 +1001,6 @@ fn uncheck_guarded(f: &Function, ranges: &HashMap<VarId, Dim>, cond: &Expr, e: &
     // same here as in the condition.
     if matches!(e.kind, ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..)) {
         visit::for_each_child_mut(e, &mut |c| uncheck_guarded(f, ranges, cond, c));
-    }
-}
-
-fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-    match &e.kind {
-        ExprKind::Binary(BinOp::And, a, b) => {
-            conjuncts(a, out);
-            conjuncts(b, out);
-        }
-        _ => out.push(e),
     }
 }
 

@@ -40,14 +40,6 @@ struct Clip {
     inside: Expr,
 }
 
-fn is_zero(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Lit(Literal::Float(t)) => t.parse::<f64>().is_ok_and(|v| v == 0.0),
-        ExprKind::Lit(Literal::Int(0)) => true,
-        _ => false,
-    }
-}
-
 fn mentions(e: &Expr, vars: &[VarId]) -> bool {
     let mut found = false;
     visit_var_uses(e, &mut |v| found |= vars.contains(&v));
@@ -148,16 +140,6 @@ fn bound(c: &Expr, j: VarId) -> Option<Bound> {
     Some(Bound { lower, limit: (**limit).clone(), off, plus_one })
 }
 
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
-    match &e.kind {
-        ExprKind::Binary(BinOp::And, a, b) => {
-            conjuncts(a, out);
-            conjuncts(b, out);
-        }
-        _ => out.push(e.clone()),
-    }
-}
-
 /// Splits `body` around its bounds on `j`; None unless at least one
 /// conjunct bounds `j`.
 fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
@@ -166,7 +148,7 @@ fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
         _ => (Vec::new(), body),
     };
     let (value, cond) = match &inner.kind {
-        ExprKind::If { cond, then, els } if is_zero(els) => (&**then, Some(&**cond)),
+        ExprKind::If { cond, then, els } if visit::is_zero(els) => (&**then, Some(&**cond)),
         _ => (inner, None),
     };
     // A binding that may fail (a checked read, a call, an integer
@@ -223,8 +205,8 @@ fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
         match w {
             WhereEntry::Guard(g) => {
                 let mut cs = Vec::new();
-                conjuncts(&g, &mut cs);
-                let rest: Vec<Expr> = cs.into_iter().filter(|c| !classify(c)).collect();
+                visit::conjuncts(&g, &mut cs);
+                let rest: Vec<Expr> = cs.into_iter().filter(|c| !classify(c)).cloned().collect();
                 if let Some(r) = rest.into_iter().reduce(and) {
                     kept_wheres.push(WhereEntry::Guard(r));
                 }
@@ -235,8 +217,8 @@ fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
     let mut value = value.clone();
     if let Some(cond) = cond {
         let mut cs = Vec::new();
-        conjuncts(cond, &mut cs);
-        let rest: Vec<Expr> = cs.into_iter().filter(|c| !classify(c)).collect();
+        visit::conjuncts(cond, &mut cs);
+        let rest: Vec<Expr> = cs.into_iter().filter(|c| !classify(c)).cloned().collect();
         if let Some(r) = rest.into_iter().reduce(and) {
             let zero = Expr { kind: ExprKind::Lit(types_zero_literal(elem)), ty: Repr::Scalar(elem) };
             value = Expr {
