@@ -49,6 +49,15 @@ pub use einlang_runtime::__ndarray as ndarray;
 pub use einlang_runtime::Error;
 pub use einlang_runtime::Jagged;
 
+/// Gradients through long recurrences: a reverse sweep recomputes the
+/// primal's history from checkpoints (about `sqrt(T)` of them) instead of
+/// keeping all `T` steps when the history is larger than
+/// [`checkpoint::history_limit`] (256 MiB by default).
+/// [`checkpoint::set_history_limit`] changes the limit for the process.
+pub mod checkpoint {
+    pub use einlang_runtime::ckpt::{history_limit, set_history_limit, DEFAULT_HISTORY_LIMIT};
+}
+
 /// GPUs, device tensors and the kernels of `#[device(cuda)]` functions
 /// (cargo feature `cuda`).
 #[cfg(feature = "cuda")]

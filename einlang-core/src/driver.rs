@@ -17,7 +17,26 @@ pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled,
     let ir = opt::optimize(ir)
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR {msg}"))])?;
     let rust = codegen::emit_program(&ir, options);
+    let mut hir = hir;
+    record_checkpoints(&mut hir, &ir);
     Ok(Compiled { ast, hir, tables, ir, rust })
+}
+
+/// The derivative facts learn which reverse sweeps may run checkpointed
+/// (`opt::checkpoint` decides on the loop IR).
+fn record_checkpoints(hir: &mut hir::Hir, ir: &ir::Program) {
+    for f in &ir.fns {
+        let Some(c) = &f.checkpointed else { continue };
+        let text = |d: &base::dim::Dim| d.display(&|v| f.vars[v.0 as usize].source_name.clone());
+        let (steps, state) = (text(&c.steps), text(&c.state));
+        for fact in hir.deriv_facts.iter_mut().filter(|d| d.function == f.name) {
+            for (name, history) in &mut fact.reversed {
+                if *name == c.primal {
+                    *history = hir::History::Checkpointed { steps: steps.clone(), state: state.clone() };
+                }
+            }
+        }
+    }
 }
 
 /// What the pipeline has made when lowering is done.

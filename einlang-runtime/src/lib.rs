@@ -7,6 +7,7 @@
 //! conversions at function boundaries.
 
 pub mod arith;
+pub mod ckpt;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;

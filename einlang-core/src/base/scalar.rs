@@ -48,6 +48,16 @@ impl ScalarKind {
         }
     }
 
+    /// The size of one element in bytes.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            ScalarKind::I8 | ScalarKind::U8 | ScalarKind::Bool => 1,
+            ScalarKind::I16 => 2,
+            ScalarKind::I32 | ScalarKind::U32 | ScalarKind::F32 => 4,
+            ScalarKind::I64 | ScalarKind::U64 | ScalarKind::F64 => 8,
+        }
+    }
+
     pub fn is_float(self) -> bool {
         matches!(self, ScalarKind::F32 | ScalarKind::F64)
     }

@@ -103,6 +103,8 @@ impl Vars {
             result,
             vars: self.vars,
             device: None,
+            checkpointed: None,
+            may_give_up: false,
         }
     }
 }

@@ -114,10 +114,21 @@ pub enum DerivMode {
 }
 
 /// Where reverse mode through a recurrence gets the primal's states.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum History {
     /// Every step is stored by the primal (its storage is the whole tensor).
     Kept,
+    /// Kept while the history (`steps` steps of `state` elements) is within
+    /// the runtime's limit (`einlang::checkpoint::history_limit`, 256 MiB
+    /// unless set); above it, recomputed from checkpoints: the primal runs
+    /// in chunks of `ceil(sqrt(steps))` steps keeping the steps before each
+    /// chunk, then backwards chunk by chunk it is recomputed from them while
+    /// the adjoint runs over the chunk. Memory: windows of about two chunks
+    /// of the primal and of the adjoint plus one checkpoint per chunk, so
+    /// about `4 sqrt(steps)` states instead of `2 steps`; time: one more run
+    /// of the primal. The expressions are the compiler's, in the
+    /// function's dimensions.
+    Checkpointed { steps: String, state: String },
 }
 
 /// `@fn f(params) { body }`: the differential of `f` in terms of its

@@ -107,6 +107,32 @@ pub struct Function {
     pub vars: Vec<VarInfo>,
     /// `Some` for a `#[device(cuda)]` function, `None` for a host function.
     pub device: Option<Device>,
+    /// Set by `opt::checkpoint` on a function whose reverse sweep through a
+    /// recurrence may instead run checkpointed (see [`Checkpointing`]).
+    pub checkpointed: Option<Checkpointing>,
+    /// The function may give up (a [`Sweep`] found that it needs a step it
+    /// no longer holds); its caller then runs the function it stands for.
+    /// A back end returns "no result" rather than an error for it.
+    pub may_give_up: bool,
+}
+
+/// How a function chooses between keeping a recurrence's whole history and
+/// recomputing it from checkpoints. At entry, when the primal's history
+/// (`steps` steps of `state` elements of `elem`) is larger than the
+/// runtime's limit (`ckpt::history_limit`), the function calls
+/// `alternative` with its own parameters: the same function, compiled with
+/// a [`Sweep`] in place of the statements from the primal recurrence to the
+/// last statement that reads its history. Its result is returned unless it
+/// gave up, and then the function runs as written. `steps` and `state`
+/// mention only dimensions bound at entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpointing {
+    pub alternative: String,
+    /// The primal recurrence's name, for the compile facts.
+    pub primal: String,
+    pub steps: Dim,
+    pub state: Dim,
+    pub elem: ScalarKind,
 }
 
 /// The target of a device function, with the span of its attribute for
@@ -184,6 +210,73 @@ pub enum Stmt {
     CheckResultDim { tensor: VarId, path: Vec<u32>, axis: usize, symbol: String, declared: Dim },
     /// Evaluate for effect (`assert`, `print`).
     Expr(Expr),
+    /// A reverse sweep through a recurrence, run in chunks of steps so that
+    /// neither the primal's history nor its adjoint's is kept whole (see
+    /// [`Sweep`]). Only in a function with `may_give_up`.
+    Sweep(Box<Sweep>),
+}
+
+/// Backpropagation through a recurrence with checkpoints.
+///
+/// The statements it stands for are: `primal` (a recurrence along axis 0
+/// over `0..steps`), `between` (statements that may read the primal's last
+/// steps), `adjoint` (a recurrence along axis 0 over `0..steps`, step `s`
+/// being the primal's step `steps - 1 - s`, reading the primal near that
+/// step), `sums` (sums over a time variable of values read from both near
+/// one step) and `after` (statements that may read the primal's first
+/// steps and the adjoint's last). Run in order, they keep both histories
+/// whole.
+///
+/// Instead, a back end keeps each in a window of slots (a power of two at
+/// least `chunk + margin`) and runs:
+/// 1. the primal over chunks `[lo, hi)` of `chunk` steps, saving the last
+///    `lookback` steps of each chunk (the checkpoints); then `between`;
+/// 2. for the chunks from the last to the first: the primal's steps of the
+///    chunk again from the checkpoint before it (not for the last chunk,
+///    whose steps the window still holds), the adjoint's steps
+///    `steps - hi .. steps - lo`, and every sum over the time values of the
+///    chunk, added into its total;
+/// 3. `after`.
+///
+/// The primal and adjoint recurrences here have their sequential loop over
+/// `lo..hi` and `steps - hi .. steps - lo` respectively (`lo` and `hi` are
+/// `i64` variables the back end binds per chunk). Every read of either
+/// recurrence is tested at run time against the steps its window holds; a
+/// read outside them makes the function give up, so the choice of what
+/// runs in chunks is never wrong, at worst wasted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    pub steps: Dim,
+    /// Bound by the back end: the steps per chunk, and the current chunk.
+    pub chunk: VarId,
+    pub lo: VarId,
+    pub hi: VarId,
+    pub primal: Recurrence,
+    pub lookback: u64,
+    pub between: Vec<Stmt>,
+    pub adjoint: Recurrence,
+    pub sums: Vec<ChunkSum>,
+    pub after: Vec<Stmt>,
+    /// How far beyond a chunk (either way) the reads of a chunk's work may
+    /// reach.
+    pub margin: u64,
+}
+
+/// A sum over a time variable, computed chunk by chunk: `total` (zeros at
+/// first, of `part`'s type) gets `part` added for every chunk. `part` is a
+/// `Tensor` or a scalar `Let` whose value is linear in a sum (the sum
+/// itself, or a multiple of it) whose time loop runs over `start..end`,
+/// variables the back end binds per chunk: the time values `t` with
+/// `t + offset` in the chunk's steps `[lo, hi)`, within `full` (the first
+/// chunk from `full`'s start, the last to its end).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChunkSum {
+    pub total: VarId,
+    pub part: Stmt,
+    pub start: VarId,
+    pub end: VarId,
+    pub full: (Dim, Dim),
+    pub offset: i64,
 }
 
 /// `let var[axes...] = body;` in row-major, standard layout. Every point

@@ -156,6 +156,46 @@ impl Printer<'_> {
                 format!("reshape {} = {} as [{}]: {}", self.var(*var), self.var(*source), dims.join(", "), elem.name())
             }
             Stmt::Expr(e) => format!("eval {}", self.expr(e, level)),
+            Stmt::Sweep(w) => {
+                let mut text = format!(
+                    "sweep over {} steps in chunks of {} ({} in {}..{}), lookback {}, margin {}:\n",
+                    self.dim(&w.steps),
+                    self.var(w.chunk),
+                    self.var(w.lo),
+                    self.var(w.lo),
+                    self.var(w.hi),
+                    w.lookback,
+                    w.margin
+                );
+                let _ = write!(text, "{}primal ", indent(level + 1));
+                text.push_str(self.recurrence(&w.primal, level + 1).trim_end());
+                text.push('\n');
+                for s in &w.between {
+                    self.stmt(&mut text, s, level + 1);
+                }
+                let _ = write!(text, "{}adjoint ", indent(level + 1));
+                text.push_str(self.recurrence(&w.adjoint, level + 1).trim_end());
+                text.push('\n');
+                for s in &w.sums {
+                    let _ = writeln!(
+                        text,
+                        "{}into {} per chunk, {} in {}..{} (time at offset {} within {}..{}):",
+                        indent(level + 1),
+                        self.var(s.total),
+                        self.var(s.start),
+                        self.var(s.start),
+                        self.var(s.end),
+                        s.offset,
+                        self.dim(&s.full.0),
+                        self.dim(&s.full.1),
+                    );
+                    self.stmt(&mut text, &s.part, level + 2);
+                }
+                for s in &w.after {
+                    self.stmt(&mut text, s, level + 1);
+                }
+                text.trim_end().to_string()
+            }
         };
         let _ = writeln!(out, "{pad}{line}");
     }

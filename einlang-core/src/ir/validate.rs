@@ -28,7 +28,7 @@ use crate::base::scalar::ScalarKind;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
     CollectStep, Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Literal, Loop, Program, RecIndex,
-    Recurrence, Repr, Rows, Stmt, TensorDef, VarId, WhereEntry,
+    Recurrence, Repr, Rows, Stmt, Sweep, TensorDef, VarId, WhereEntry,
 };
 
 /// Checks every function of `p`. The error lists every problem found, one
@@ -219,6 +219,18 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
                 dim(d, f);
             }
             visit_stmt_var_uses(&Stmt::Tensor(g.reference.clone()), f);
+        }
+        Stmt::Sweep(w) => {
+            dim(&w.steps, f);
+            visit_stmt_var_uses(&Stmt::Recurrence(w.primal.clone()), f);
+            w.between.iter().for_each(|s| visit_stmt_var_uses(s, f));
+            visit_stmt_var_uses(&Stmt::Recurrence(w.adjoint.clone()), f);
+            for s in &w.sums {
+                dim(&s.full.0, f);
+                dim(&s.full.1, f);
+                visit_stmt_var_uses(&s.part, f);
+            }
+            w.after.iter().for_each(|s| visit_stmt_var_uses(s, f));
         }
     }
 }
@@ -449,6 +461,56 @@ impl<'a> Checker<'a> {
                 self.define(*var);
             }
             Stmt::Expr(e) => self.check_expr(e),
+            Stmt::Sweep(w) => self.check_sweep(w),
+        }
+    }
+
+    /// A sweep's parts in the order a back end runs them; what they define
+    /// stays in scope after it (the sums' totals, `between` and `after`).
+    fn check_sweep(&mut self, w: &Sweep) {
+        if !self.f.may_give_up {
+            self.err("a sweep in a function that may not give up".to_string());
+        }
+        self.check_dim(&w.steps);
+        for v in [w.chunk, w.lo, w.hi] {
+            self.define(v);
+            if let Some(ty) = self.ty(v) {
+                let what = format!("sweep variable {}", self.name(v));
+                self.expect_ty(&what, ty, &I64);
+            }
+        }
+        for r in [&w.primal, &w.adjoint] {
+            if r.window.is_some() || r.seq.len() != 1 || r.seq[0].0 != 0 {
+                self.err(format!("sweep recurrence {} is not one unwindowed sequence along axis 0", self.name(r.var)));
+            }
+        }
+        self.check_recurrence(&w.primal);
+        for s in &w.between {
+            self.check_stmt(s);
+        }
+        self.check_recurrence(&w.adjoint);
+        for s in &w.sums {
+            self.check_dim(&s.full.0);
+            self.check_dim(&s.full.1);
+            self.define(s.start);
+            self.define(s.end);
+            let part = match &s.part {
+                Stmt::Tensor(d) => d.var,
+                Stmt::Let { var, .. } if matches!(self.ty(*var), Some(Repr::Scalar(_))) => *var,
+                other => {
+                    self.err(format!("chunk sum of {other:?}"));
+                    continue;
+                }
+            };
+            self.check_stmt(&s.part);
+            if let (Some(ty), Some(want)) = (self.ty(s.total), self.ty(part)) {
+                let what = format!("chunk total {}", self.name(s.total));
+                self.expect_ty(&what, ty, want);
+            }
+            self.define(s.total);
+        }
+        for s in &w.after {
+            self.check_stmt(s);
         }
     }
 

@@ -116,6 +116,13 @@ pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             rows.prelude.iter().for_each(|s| for_each_stmt_expr(s, f));
             f(&rows.def.body);
         }
+        Stmt::Sweep(w) => {
+            w.primal.clauses.iter().for_each(|c| f(&c.body));
+            w.between.iter().for_each(|s| for_each_stmt_expr(s, f));
+            w.adjoint.clauses.iter().for_each(|c| f(&c.body));
+            w.sums.iter().for_each(|s| for_each_stmt_expr(&s.part, f));
+            w.after.iter().for_each(|s| for_each_stmt_expr(s, f));
+        }
         Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
     }
 }
@@ -130,6 +137,13 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         Stmt::Rows(rows) => {
             rows.prelude.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
             f(&mut rows.def.body);
+        }
+        Stmt::Sweep(w) => {
+            w.primal.clauses.iter_mut().for_each(|c| f(&mut c.body));
+            w.between.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
+            w.adjoint.clauses.iter_mut().for_each(|c| f(&mut c.body));
+            w.sums.iter_mut().for_each(|s| for_each_stmt_expr_mut(&mut s.part, f));
+            w.after.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
         }
         Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
     }
@@ -185,13 +199,28 @@ pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
             rows.prelude.iter().for_each(|s| for_each_stmt_binder(s, f));
             f(rows.def.var);
         }
-        Stmt::Recurrence(r) => {
-            r.seq.iter().for_each(|(_, l)| f(l.index));
-            r.clauses.iter().flat_map(|c| &c.loops).for_each(|l| f(l.index));
-            f(r.var);
+        Stmt::Recurrence(r) => recurrence_binders(r, f),
+        Stmt::Sweep(w) => {
+            [w.chunk, w.lo, w.hi].into_iter().for_each(&mut *f);
+            recurrence_binders(&w.primal, f);
+            w.between.iter().for_each(|s| for_each_stmt_binder(s, f));
+            recurrence_binders(&w.adjoint, f);
+            for s in &w.sums {
+                f(s.start);
+                f(s.end);
+                for_each_stmt_binder(&s.part, f);
+                f(s.total);
+            }
+            w.after.iter().for_each(|s| for_each_stmt_binder(s, f));
         }
         Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Expr(_) => {}
     }
+}
+
+fn recurrence_binders(r: &crate::ir::Recurrence, f: &mut dyn FnMut(VarId)) {
+    r.seq.iter().for_each(|(_, l)| f(l.index));
+    r.clauses.iter().flat_map(|c| &c.loops).for_each(|l| f(l.index));
+    f(r.var);
 }
 
 /// Every variable defined anywhere inside `e`, its own binders and those of

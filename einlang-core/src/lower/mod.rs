@@ -256,6 +256,8 @@ impl<'a> FnLower<'a> {
             result,
             vars: std::mem::take(&mut self.vars),
             device: func.device.map(|span| ir::Device { span }),
+            checkpointed: None,
+            may_give_up: false,
         })
     }
 

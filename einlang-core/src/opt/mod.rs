@@ -19,6 +19,7 @@
 //! This stage imports only `ir` and `base`; back ends import it, never the
 //! other way round.
 
+pub mod checkpoint;
 pub mod dedup;
 pub mod gemm;
 pub mod guards;
@@ -127,6 +128,9 @@ fn in_blocks(f: &mut ir::Function, e: &mut ir::Expr, stmts: fn(&mut ir::Function
 /// pass after which the program was invalid, and how.
 pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
     let device = device_reachable(&program);
+    // First, on the IR as lowered: the sweep's parts are kept in that form.
+    checkpoint::run(&mut program, &device);
+    ir::validate::validate(&program).map_err(|e| format!("after the `checkpoint` pass: {e}"))?;
     for (name, pass, targets) in PASSES {
         for f in &mut program.fns {
             let on_device = device.contains(&f.name);

@@ -582,6 +582,8 @@ impl<'a> HostCx<'a> {
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Gemm(g) => self.gemm(g),
             Stmt::Recurrence(r) => self.recurrence(r),
+            // `opt::checkpoint` runs on host functions only.
+            Stmt::Sweep(_) => Err(Failure::Bug("a checkpointed sweep in device code".into())),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
                 let len = self.axis_len(*tensor, path, *axis)?;
                 let (axis, symbol, declared) = (usize_lit(*axis), RustLit::string(symbol), self.dim(declared)?);

@@ -422,7 +422,7 @@ impl FnCx<'_> {
     }
 
     /// A call argument: tensors by view, strings as `&str`.
-    fn arg(&mut self, a: &Expr) -> Result<TokenStream, Bug> {
+    pub(crate) fn arg(&mut self, a: &Expr) -> Result<TokenStream, Bug> {
         match (&a.ty, &a.kind) {
             (Repr::Tensor(..) | Repr::Dyn(_), ExprKind::Var(_)) => Ok(self.expr(a)?.tokens),
             (Repr::Tensor(..) | Repr::Dyn(_), _) => {

@@ -61,6 +61,7 @@ mod clip;
 mod expr;
 mod names;
 mod recur;
+mod sweep;
 mod tensor;
 mod types;
 
@@ -170,6 +171,8 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
     let docs = f.docs.iter().map(|d| quote!(#[doc = #d]));
     let (nd_full, err, result) = (paths::nd(), paths::error(), paths::result());
     let ret = types::owned(&f.ret, &nd_full);
+    // A function that may give up returns no result instead.
+    let ret = if f.may_give_up { quote!(::core::option::Option<#ret>) } else { ret };
     let body = cx.body()?;
     let allow = super::allow_lints(TokenStream::new());
 
@@ -367,6 +370,9 @@ impl<'a> FnCx<'a> {
         for check in &f.entry {
             out.extend(self.entry(check)?);
         }
+        if let Some(c) = &f.checkpointed {
+            out.extend(self.checkpointed(c)?);
+        }
         for s in &f.body {
             out.extend(self.stmt(s)?);
         }
@@ -377,6 +383,7 @@ impl<'a> FnCx<'a> {
             self.owned(&f.result, &movable(&all, &f.result))?.tokens
         };
         let temps = self.temporaries()?;
+        let result = if f.may_give_up { quote!(::core::option::Option::Some(#result)) } else { result };
         if temps.is_empty() {
             out.extend(quote!(Ok(#result)));
         } else {
@@ -426,6 +433,28 @@ impl<'a> FnCx<'a> {
             }
         }
         Ok(temps)
+    }
+
+    /// Entry code of a function with a checkpointed alternative: when the
+    /// history is over the runtime's limit, the alternative's result, unless
+    /// it gave up.
+    fn checkpointed(&mut self, c: &crate::ir::Checkpointing) -> Result<TokenStream, Bug> {
+        let rt = self.rt.clone();
+        let (steps, state) = (self.dim(&c.steps)?, self.dim(&c.state)?);
+        let bytes = proc_macro2::Literal::usize_suffixed(c.elem.size_bytes());
+        let alt = self.fn_ident(&c.alternative)?;
+        let mut args = Vec::new();
+        for &p in &self.f.params {
+            let e = crate::ir::Expr { kind: ExprKind::Var(p), ty: self.info(p)?.ty.clone() };
+            args.push(self.arg(&e)?);
+        }
+        Ok(quote! {
+            if #rt::ckpt::use_checkpoints(#steps, #state, #bytes) {
+                if let ::core::option::Option::Some(__r) = #alt(#(#args),*)? {
+                    return Ok(__r);
+                }
+            }
+        })
     }
 
     /// The length of axis `axis` of tensor `var`, or of the tensor at
@@ -483,6 +512,7 @@ impl<'a> FnCx<'a> {
             Stmt::Rows(rows) => self.rows(rows),
             Stmt::Gemm(g) => self.gemm(g),
             Stmt::Recurrence(r) => self.recurrence(r),
+            Stmt::Sweep(w) => self.sweep(w),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
                 let len = self.axis_len("result check", *tensor, path, *axis)?;
                 let (axis, symbol, declared) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(declared)?);

@@ -33,6 +33,18 @@ pub(crate) struct RecAccess {
     pub window: Option<(usize, TokenStream)>,
     /// The logical extent of every axis, as `usize` variables.
     pub lens: Vec<Ident>,
+    /// In a checkpointed sweep (see `sweep`): the steps the window holds,
+    /// against which every read is tested.
+    pub held: Option<Held>,
+}
+
+/// The steps `lo..hi` (`i64` variables) that a checkpointed sweep's window
+/// holds, and the `ckpt::Miss` flag a read of any other step raises.
+#[derive(Clone)]
+pub(crate) struct Held {
+    pub lo: Ident,
+    pub hi: Ident,
+    pub miss: Ident,
 }
 
 impl FnCx<'_> {
@@ -89,12 +101,12 @@ impl FnCx<'_> {
         let t = types::scalar(r.elem);
 
         self.rec_access
-            .insert(r.var, RecAccess { store: Some(store.clone()), window: window.clone(), lens: lens.clone() });
+            .insert(r.var, RecAccess { store: Some(store.clone()), window: window.clone(), lens: lens.clone(), held: None });
         self.no_move += 1;
         let steps = self.rec_steps(r, &store, wave.as_ref());
         self.no_move -= 1;
         let steps = steps?;
-        self.rec_access.insert(r.var, RecAccess { store: None, window, lens });
+        self.rec_access.insert(r.var, RecAccess { store: None, window, lens, held: None });
         self.repr.insert(r.var, Ownership::Owned);
         out.extend(quote! {
             let mut #name: #array = #nd::Array::zeros(#shape);
@@ -108,7 +120,7 @@ impl FnCx<'_> {
 
     /// The sequential loops with the clauses inside; a wavefront variant
     /// when the recurrence allows one.
-    fn rec_steps(&mut self, r: &Recurrence, store: &Ident, wave: Option<&Ident>) -> Result<TokenStream, Bug> {
+    pub(crate) fn rec_steps(&mut self, r: &Recurrence, store: &Ident, wave: Option<&Ident>) -> Result<TokenStream, Bug> {
         let rt = self.rt.clone();
         let mut clauses = TokenStream::new();
         for c in &r.clauses {
@@ -199,7 +211,9 @@ impl FnCx<'_> {
     /// slot's previous step left (a heat stencil's border stays zero
     /// without a clear per step).
     fn clear_needed(&mut self, r: &Recurrence, i: &Ident, start: &TokenStream) -> Result<TokenStream, Bug> {
-        if r.clauses.len() > 64 {
+        // A sweep's window is refilled chunk by chunk: every step clears.
+        let sweep = self.rec_access.get(&r.var).is_some_and(|a| a.held.is_some());
+        if r.clauses.len() > 64 || sweep {
             return Ok(quote!(true));
         }
         let slots = match self.rec_access.get(&r.var).and_then(|a| a.window.as_ref()) {
@@ -373,6 +387,11 @@ impl FnCx<'_> {
             };
             let tmp = quote::format_ident!("__ix{}", axis);
             hoisted.extend(quote!(let #tmp: usize = #value;));
+            if axis == 0 {
+                if let Some(Held { lo, hi, miss }) = self.rec_access.get(&tensor).and_then(|a| a.held.as_ref()) {
+                    hoisted.extend(quote!(#miss.check(#tmp as i64, #lo, #hi);));
+                }
+            }
             idx.push(self.in_window(tensor, axis, quote!(#tmp)));
         }
         let id = self.ident(tensor)?;
