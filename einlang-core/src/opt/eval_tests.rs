@@ -174,6 +174,15 @@ impl Interp<'_> {
                 }
                 self.expr(body)
             }
+            // Shared values (`opt::cse`): scalar lets, then the result.
+            ExprKind::Block { stmts, result } => {
+                for st in stmts {
+                    let Stmt::Let { var, value } = st else { panic!("statement {st:?} outside the tested subset") };
+                    let x = self.expr(value);
+                    self.env.insert(*var, Val::S(x));
+                }
+                self.expr(result)
+            }
             other => panic!("expression {other:?} outside the tested subset"),
         }
     }

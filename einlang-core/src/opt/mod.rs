@@ -10,8 +10,10 @@
 //! shared with an earlier statement (`hoist`), which definitions read once
 //! are computed where they are read (`inline`), and which definitions are
 //! computed row by row inside the definition they feed (`rows`, with a
-//! variant for device code), and which guards of a sum are tested once
-//! rather than per term (`guards`). Each pass
+//! variant for device code), which guards of a sum are tested once
+//! rather than per term (`guards`), and which costly subexpressions a value
+//! computes once (`cse`). Before them, `checkpoint` adds the checkpointed
+//! alternative of a function with a long reverse sweep. Each pass
 //! is small, rewrites one function at a time, and leaves a valid program:
 //! `optimize` validates the IR after every pass, and the driver reports a
 //! failure as an internal compiler error naming the pass.
@@ -20,6 +22,7 @@
 //! other way round.
 
 pub mod checkpoint;
+pub mod cse;
 pub mod dedup;
 pub mod gemm;
 pub mod guards;
@@ -48,8 +51,10 @@ const PASSES: &[Pass] = &[
     ("inline", inline::run, Targets::All),
     ("rows", rows::run, Targets::Host),
     ("rows", rows::run_device, Targets::Device),
-    // Last: the passes above look for sums with their guards inside.
+    // The passes above look for sums with their guards inside.
     ("guards", guards::run, Targets::All),
+    // Last: blocks of shared values hide nothing from a pattern above.
+    ("cse", cse::run, Targets::Host),
 ];
 
 /// A pass: its name (for errors), what it does to one function, and which

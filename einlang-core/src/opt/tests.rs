@@ -686,3 +686,77 @@ fn host_kernel_gradients_multiply_one_image_at_a_time() {
     );
     assert!(out.contains("= sum[n_2 in 0..N] read dk_part[n_2, o, c, r, s] unchecked"), "{out}");
 }
+
+#[test]
+fn a_costly_subexpression_is_computed_once_in_its_scope() {
+    let p = optimized(
+        "use std::math::tanh;
+        pub fn f(x: [f64; N]) -> ([f64; N], [f64; N]) {
+            let y[i] = 1.0 - tanh(x[i]) * tanh(x[i]);
+            let z[i] = if x[i] > 0.0 { tanh(2.0 * x[i]) * tanh(2.0 * x[i]) } else { tanh(2.0 * x[i]) };
+            (y, z)
+        }",
+    );
+    let text = ir::pretty::pretty_program(&p);
+    let f = &p.fns[0];
+    let (ir::Stmt::Tensor(y), ir::Stmt::Tensor(z)) = (&f.body[0], &f.body[1]) else { panic!("{text}") };
+    // `y`: one block binding the tanh, read twice.
+    let ir::ExprKind::Block { stmts, result } = &y.body.kind else { panic!("{text}") };
+    assert_eq!(stmts.len(), 1, "{text}");
+    let mut tanhs = 0;
+    fn count(e: &ir::Expr, n: &mut usize) {
+        *n += usize::from(matches!(e.kind, ir::ExprKind::Intrinsic(..)));
+        ir::visit::for_each_child(e, &mut |c| count(c, n));
+    }
+    count(result, &mut tanhs);
+    assert_eq!(tanhs, 0, "{text}");
+    // `z`: shared inside the branch that computes it twice, not across the
+    // branches (the other one is not always evaluated).
+    let ir::ExprKind::If { then, els, .. } = &z.body.kind else { panic!("{text}") };
+    assert!(matches!(then.kind, ir::ExprKind::Block { .. }), "{text}");
+    assert!(matches!(els.kind, ir::ExprKind::Intrinsic(..)), "{text}");
+}
+
+#[test]
+fn a_reverse_sweep_through_a_recurrence_gets_a_checkpointed_alternative() {
+    let p = optimized(
+        "use std::math::tanh;
+        pub fn g(w: [f64; H, H], h0: [f64; H], x: [f64; T, H]) -> [f64; H, H] {
+            let h[0, j] = h0[j];
+            let h[t in 1..T, j] = tanh(sum[k](w[j, k] * h[t - 1, k]) + x[t, j]);
+            let l = sum[j](h[T - 1, j] * h[T - 1, j]);
+            @l / @w
+        }",
+    );
+    let text = ir::pretty::pretty_program(&p);
+    let g = p.fns.iter().find(|f| f.name == "g").expect("g");
+    let c = g.checkpointed.as_ref().unwrap_or_else(|| panic!("{text}"));
+    assert_eq!((c.alternative.as_str(), c.primal.as_str()), ("g__ckpt", "h"), "{text}");
+    let alt = p.fns.iter().find(|f| f.name == "g__ckpt").unwrap_or_else(|| panic!("{text}"));
+    assert!(alt.may_give_up && !alt.public, "{text}");
+    let sweeps: Vec<&ir::Sweep> =
+        alt.body.iter().filter_map(|s| if let ir::Stmt::Sweep(w) = s { Some(&**w) } else { None }).collect();
+    assert_eq!(sweeps.len(), 1, "{text}");
+    let w = sweeps[0];
+    assert_eq!((w.lookback, w.sums.len()), (1, 1), "{text}");
+    // The gradient's sum over time runs per chunk, reading the adjoint at
+    // the step after the primal's.
+    assert!(matches!(&w.sums[0].part, ir::Stmt::Tensor(_)) && w.sums[0].offset == 0, "{text}");
+    // Nothing outside the sweep reads the histories.
+    assert!(alt.body.iter().all(|s| !matches!(s, ir::Stmt::Recurrence(_))), "{text}");
+}
+
+#[test]
+fn a_recurrence_without_a_gradient_has_no_alternative() {
+    let p = optimized(
+        "pub fn run(h0: [f64; H], w: [f64; H], steps: i64) -> f64 {
+            let h[0, j] = h0[j];
+            let h[t in 1..steps, j] = w[j] * h[t - 1, j];
+            let r[0, j] = h[steps - 1, j];
+            let r[s in 1..steps, j] = r[s - 1, j] + h[steps - 1 - s, j];
+            sum[j](r[steps - 1, j])
+        }",
+    );
+    assert_eq!(p.fns.len(), 1, "{}", ir::pretty::pretty_program(&p));
+    assert!(p.fns[0].checkpointed.is_none());
+}
