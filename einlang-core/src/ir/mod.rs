@@ -390,6 +390,12 @@ pub struct RecClause {
     pub cost_per_point: u64,
     /// The value at one point, of type `Scalar(elem)`.
     pub body: Expr,
+    /// Statements run at every step the clause covers, before its loops:
+    /// they may read the recurrence's earlier steps and define tensors
+    /// that `body` reads (the `opt::steps` pass makes them: a copy of an
+    /// earlier step and the GEMM that multiplies it, in host code only;
+    /// lowering makes none).
+    pub prelude: Vec<Stmt>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

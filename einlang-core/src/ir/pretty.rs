@@ -259,6 +259,13 @@ impl Printer<'_> {
                         RecIndex::Loop(k) => self.var(c.loops[*k].index),
                     })
                     .collect();
+            if !c.prelude.is_empty() {
+                let mut pre = String::new();
+                for s in &c.prelude {
+                    self.stmt(&mut pre, s, level + 2);
+                }
+                text.push_str(&format!("\n{pad}at each step of the next clause:\n{}", pre.trim_end()));
+            }
             text.push_str(&format!(
                 "\n{pad}clause [{}] when [{}] over [{}] (cost {}) = {}",
                 at.join(", "),

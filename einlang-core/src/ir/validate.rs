@@ -203,6 +203,7 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
                     dim(&l.start, f);
                     dim(&l.end, f);
                 }
+                c.prelude.iter().for_each(|s| visit_stmt_var_uses(s, f));
                 visit_var_uses(&c.body, f);
             }
         }
@@ -680,6 +681,12 @@ impl<'a> Checker<'a> {
                 }
             }
             self.push();
+            for s in &c.prelude {
+                if !matches!(s, Stmt::Tensor(_) | Stmt::Gemm(_)) {
+                    self.err(format!("a clause prelude of recurrence {name} holds {s:?}"));
+                }
+                self.check_stmt(s);
+            }
             self.check_loops(&c.loops);
             self.check_expr(&c.body);
             self.expect_ty(&format!("a clause of recurrence {name}"), &c.body.ty, &Repr::Scalar(r.elem));

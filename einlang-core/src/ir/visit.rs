@@ -111,13 +111,17 @@ pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&def.body),
         Stmt::Gemm(g) => f(&g.reference.body),
-        Stmt::Recurrence(r) => r.clauses.iter().for_each(|c| f(&c.body)),
+        Stmt::Recurrence(r) => r.clauses.iter().for_each(|c| {
+            c.prelude.iter().for_each(|s| for_each_stmt_expr(s, f));
+            f(&c.body)
+        }),
         Stmt::Rows(rows) => {
             rows.prelude.iter().for_each(|s| for_each_stmt_expr(s, f));
             f(&rows.def.body);
         }
         Stmt::Sweep(w) => {
             w.primal.clauses.iter().for_each(|c| f(&c.body));
+            debug_assert!(w.primal.clauses.iter().chain(&w.adjoint.clauses).all(|c| c.prelude.is_empty()));
             w.between.iter().for_each(|s| for_each_stmt_expr(s, f));
             w.adjoint.clauses.iter().for_each(|c| f(&c.body));
             w.sums.iter().for_each(|s| for_each_stmt_expr(&s.part, f));
@@ -133,7 +137,10 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&mut def.body),
         Stmt::Gemm(g) => f(&mut g.reference.body),
-        Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|c| f(&mut c.body)),
+        Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|c| {
+            c.prelude.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
+            f(&mut c.body)
+        }),
         Stmt::Rows(rows) => {
             rows.prelude.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
             f(&mut rows.def.body);
@@ -220,6 +227,7 @@ pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
 fn recurrence_binders(r: &crate::ir::Recurrence, f: &mut dyn FnMut(VarId)) {
     r.seq.iter().for_each(|(_, l)| f(l.index));
     r.clauses.iter().flat_map(|c| &c.loops).for_each(|l| f(l.index));
+    r.clauses.iter().flat_map(|c| &c.prelude).for_each(|s| for_each_stmt_binder(s, f));
     f(r.var);
 }
 

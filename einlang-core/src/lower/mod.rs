@@ -535,7 +535,7 @@ impl<'a> FnLower<'a> {
             }
             let body = guarded(wheres, body);
             let cost_per_point = expr_cost(&body);
-            clauses.push(ir::RecClause { cover, at, loops, cost_per_point, body });
+            clauses.push(ir::RecClause { cover, at, loops, cost_per_point, body, prelude: Vec::new() });
         }
         let window = match facts.storage {
             analysis::recur::Storage::Window { axis, slots, .. } if seq.first().is_some_and(|(a, _)| *a == axis) => {

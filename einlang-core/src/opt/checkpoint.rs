@@ -59,13 +59,8 @@ pub fn run(program: &mut Program, device: &HashSet<String>) {
         let primal = f.var(sweep.primal.var).source_name.clone();
         let steps = sweep.steps.clone();
         let state = sweep.primal.extents[1..].iter().fold(Dim::one(), |acc, d| acc.mul(&resolve(f, d)));
-        f.checkpointed = Some(Checkpointing {
-            alternative: name.clone(),
-            primal,
-            steps,
-            state,
-            elem: sweep.primal.elem,
-        });
+        f.checkpointed =
+            Some(Checkpointing { alternative: name.clone(), primal, steps, state, elem: sweep.primal.elem });
         g.name = name;
         g.public = false;
         g.export = None;
@@ -101,14 +96,17 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
         .iter()
         .filter_map(|c| if let EntryCheck::BindDim { dim, .. } = c { Some(*dim) } else { None })
         .collect();
-    entry.extend(f.params.iter().copied().filter(|&v| f.var(v).ty == Repr::Scalar(crate::base::scalar::ScalarKind::I64)));
+    entry.extend(
+        f.params.iter().copied().filter(|&v| f.var(v).ty == Repr::Scalar(crate::base::scalar::ScalarKind::I64)),
+    );
     let at_entry = |d: &Dim| d.vars().iter().all(|v| entry.contains(&VarId(v.0)));
     if !at_entry(&steps) || !p.extents[1..].iter().all(|d| at_entry(&resolve(f, d))) {
         return None;
     }
     // The adjoint: the next recurrence of the same length that reads the
     // primal.
-    let j = (i + 1..f.body.len()).find(|&j| matches!(&f.body[j], Stmt::Recurrence(a) if reads(&Stmt::Recurrence(a.clone()), p.var)))?;
+    let j = (i + 1..f.body.len())
+        .find(|&j| matches!(&f.body[j], Stmt::Recurrence(a) if reads(&Stmt::Recurrence(a.clone()), p.var)))?;
     let Stmt::Recurrence(a) = &f.body[j] else { return None };
     if !one_forward_sequence(a) || resolve(f, &a.extents[0]) != steps {
         return None;
@@ -164,7 +162,9 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
         let reads_history = reads(&s, p.var) || reads(&s, a.var);
         let summed = match &s {
             Stmt::Tensor(d) => Some((d.var, &d.body)),
-            Stmt::Let { var, value } if matches!(f.var(*var).ty, Repr::Scalar(k) if k.is_float()) => Some((*var, value)),
+            Stmt::Let { var, value } if matches!(f.var(*var).ty, Repr::Scalar(k) if k.is_float()) => {
+                Some((*var, value))
+            }
             _ => None,
         };
         if let (true, Some((var, value))) = (reads_history, summed) {
@@ -216,19 +216,8 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
     let mut adjoint = a.clone();
     adjoint.seq[0].1.start = steps.sub(&hi_d);
     adjoint.seq[0].1.end = steps.sub(&lo_d);
-    let sweep = Sweep {
-        steps,
-        chunk,
-        lo,
-        hi,
-        primal,
-        lookback,
-        between,
-        adjoint,
-        sums,
-        after,
-        margin: (margin + 1) as u64,
-    };
+    let sweep =
+        Sweep { steps, chunk, lo, hi, primal, lookback, between, adjoint, sums, after, margin: (margin + 1) as u64 };
     Some((i..=last, sweep, g))
 }
 

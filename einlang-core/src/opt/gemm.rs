@@ -38,14 +38,14 @@ pub fn run(f: &mut Function) {
 
 /// A sum recognized as a matrix product, and where it is in the
 /// definition's body (child positions in `ir::visit` order).
-struct Product {
-    path: Vec<usize>,
+pub(super) struct Product {
+    pub(super) path: Vec<usize>,
     elem: ScalarKind,
     /// The extent of the contracted index.
     k: Dim,
-    a: VarId,
+    pub(super) a: VarId,
     a_axes: Vec<usize>,
-    b: VarId,
+    pub(super) b: VarId,
     b_axes: Vec<usize>,
 }
 
@@ -81,7 +81,7 @@ fn rewrite_expr(f: &mut Function, e: &mut Expr) {
 }
 
 /// The sum of `def` that runs as a GEMM, if any (see the module docs).
-fn find(f: &Function, def: &TensorDef) -> Option<Product> {
+pub(super) fn find(f: &Function, def: &TensorDef) -> Option<Product> {
     if !(2..=3).contains(&def.axes.len()) || def.domain_guards > 0 {
         return None;
     }
@@ -188,7 +188,7 @@ fn product(f: &Function, e: &Expr, axes: &[VarId], inside: &HashSet<VarId>, path
 
 /// Moves the product out of `def` into a temporary of its own and returns
 /// the GEMM that defines it; `def` reads the temporary at its point.
-fn hoist(f: &mut Function, def: &mut TensorDef, p: &Product) -> Gemm {
+pub(super) fn hoist(f: &mut Function, def: &mut TensorDef, p: &Product) -> Gemm {
     let i64_ty = Repr::Scalar(ScalarKind::I64);
     let name = format!("{}_mm", f.var(def.var).source_name);
     let tmp = f.add_var(&name, Repr::Tensor(p.elem, def.axes.len()));

@@ -4,7 +4,8 @@
 //! it is computed: which reductions in a recurrence's steps are computed
 //! for all steps before it (`invariant`) and which tensors the steps read
 //! get a contiguous copy (`invariant::layout`, host only), which
-//! definitions are matrix products (`gemm`) or contractions packed for one
+//! definitions are matrix products (`gemm`), which recurrence steps
+//! multiply their previous step by a matrix (`steps`), or contractions packed for one
 //! (`pack`), which definitions duplicate an earlier one (`dedup`), which
 //! reductions are computed once per point of the axes they depend on or
 //! shared with an earlier statement (`hoist`), which definitions read once
@@ -31,6 +32,7 @@ pub mod inline;
 pub mod invariant;
 pub mod pack;
 pub mod rows;
+pub mod steps;
 
 #[cfg(test)]
 mod eval_tests;
@@ -53,6 +55,8 @@ const PASSES: &[Pass] = &[
     ("rows", rows::run_device, Targets::Device),
     // The passes above look for sums with their guards inside.
     ("guards", guards::run, Targets::All),
+    // After `guards`: a step's product may sit under the test of a guard.
+    ("steps", steps::run, Targets::Host),
     // Last: blocks of shared values hide nothing from a pattern above.
     ("cse", cse::run, Targets::Host),
 ];

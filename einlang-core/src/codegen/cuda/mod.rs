@@ -1068,6 +1068,10 @@ impl<'a> HostCx<'a> {
     }
 
     fn recurrence(&mut self, r: &Recurrence) -> Result<TokenStream, Failure> {
+        // `opt::steps` runs on host functions only.
+        if r.clauses.iter().any(|c| !c.prelude.is_empty()) {
+            return Err(Failure::Bug("a recurrence clause with a prelude in device code".into()));
+        }
         let own = self.own_ident(r.var)?;
         if let Some(w) = &r.window {
             if w.axis >= r.extents.len() || !w.slots.is_power_of_two() {

@@ -100,8 +100,10 @@ impl FnCx<'_> {
         let r_lit = types::usize_lit(rank);
         let t = types::scalar(r.elem);
 
-        self.rec_access
-            .insert(r.var, RecAccess { store: Some(store.clone()), window: window.clone(), lens: lens.clone(), held: None });
+        self.rec_access.insert(
+            r.var,
+            RecAccess { store: Some(store.clone()), window: window.clone(), lens: lens.clone(), held: None },
+        );
         self.no_move += 1;
         let steps = self.rec_steps(r, &store, wave.as_ref());
         self.no_move -= 1;
@@ -120,7 +122,12 @@ impl FnCx<'_> {
 
     /// The sequential loops with the clauses inside; a wavefront variant
     /// when the recurrence allows one.
-    pub(crate) fn rec_steps(&mut self, r: &Recurrence, store: &Ident, wave: Option<&Ident>) -> Result<TokenStream, Bug> {
+    pub(crate) fn rec_steps(
+        &mut self,
+        r: &Recurrence,
+        store: &Ident,
+        wave: Option<&Ident>,
+    ) -> Result<TokenStream, Bug> {
         let rt = self.rt.clone();
         let mut clauses = TokenStream::new();
         for c in &r.clauses {
@@ -288,6 +295,12 @@ impl FnCx<'_> {
             };
             idx.push(self.in_window(r.var, axis, value));
         }
+        // The clause's prelude (a product of an earlier step) runs once per
+        // step, before the loops; emitted first, as the body reads it.
+        let mut prelude = TokenStream::new();
+        for s in &c.prelude {
+            prelude.extend(self.stmt(s)?);
+        }
         let value = self.expr(&c.body)?.tokens;
         let (rank, n_loops) = (c.at.len(), c.loops.len());
         let elem = types::scalar(r.elem);
@@ -339,9 +352,9 @@ impl FnCx<'_> {
             }
         }
         if conds.is_empty() {
-            Ok(quote!({ #body }))
+            Ok(quote!({ #prelude #body }))
         } else {
-            Ok(quote!(if #(#conds)&&* { #body }))
+            Ok(quote!(if #(#conds)&&* { #prelude #body }))
         }
     }
 
