@@ -141,5 +141,5 @@ fn the_steps_are_gemms() {
         }";
     let compiled = einlang_core::compile_str(src, &einlang_core::Options::default()).unwrap();
     let text = einlang_core::ir::pretty::pretty_program(&compiled.ir);
-    assert!(text.contains("at each step of the next clause:") && text.contains("gemm h_mm = h_prev"), "{text}");
+    assert!(text.contains("at each step of the next clause:") && text.contains("gemm h_mm = h_step"), "{text}");
 }

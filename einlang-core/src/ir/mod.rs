@@ -262,19 +262,19 @@ pub struct Sweep {
     pub margin: u64,
 }
 
-/// A sum over a time variable, computed chunk by chunk: `total` (zeros at
-/// first, of `part`'s type) gets `part` added for every chunk. `part` is a
-/// `Tensor` or a scalar `Let` whose value is linear in a sum (the sum
-/// itself, or a multiple of it) whose time loop runs over `start..end`,
-/// variables the back end binds per chunk: the time values `t` with
-/// `t + offset` in the chunk's steps `[lo, hi)`, within `full` (the first
-/// chunk from `full`'s start, the last to its end).
+/// A sum over a time variable, computed one time value at a time: `total`
+/// (zeros at first, of `part`'s type) gets `part` added for every value of
+/// `time` (an `i64` variable the back end binds): in each chunk, the time
+/// values `t` with `t + offset` in the chunk's steps `[lo, hi)`, within
+/// `full` (the first chunk from `full`'s start, the last to its end).
+/// `part` is a `Tensor` or a scalar `Let`, the term of one time value;
+/// `prelude` (slab copies and GEMMs, from `opt::steps`) runs before it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChunkSum {
     pub total: VarId,
+    pub time: VarId,
+    pub prelude: Vec<Stmt>,
     pub part: Stmt,
-    pub start: VarId,
-    pub end: VarId,
     pub full: (Dim, Dim),
     pub offset: i64,
 }

@@ -179,17 +179,17 @@ impl Printer<'_> {
                 for s in &w.sums {
                     let _ = writeln!(
                         text,
-                        "{}into {} per chunk, {} in {}..{} (time at offset {} within {}..{}):",
+                        "{}into {} per time value {} of the chunk (at offset {} within {}..{}):",
                         indent(level + 1),
                         self.var(s.total),
-                        self.var(s.start),
-                        self.var(s.start),
-                        self.var(s.end),
+                        self.var(s.time),
                         s.offset,
                         self.dim(&s.full.0),
                         self.dim(&s.full.1),
                     );
-                    self.stmt(&mut text, &s.part, level + 2);
+                    for p in s.prelude.iter().chain([&s.part]) {
+                        self.stmt(&mut text, p, level + 2);
+                    }
                 }
                 for s in &w.after {
                     self.stmt(&mut text, s, level + 1);

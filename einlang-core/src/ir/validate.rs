@@ -229,6 +229,7 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
             for s in &w.sums {
                 dim(&s.full.0, f);
                 dim(&s.full.1, f);
+                s.prelude.iter().for_each(|s| visit_stmt_var_uses(s, f));
                 visit_stmt_var_uses(&s.part, f);
             }
             w.after.iter().for_each(|s| visit_stmt_var_uses(s, f));
@@ -493,8 +494,13 @@ impl<'a> Checker<'a> {
         for s in &w.sums {
             self.check_dim(&s.full.0);
             self.check_dim(&s.full.1);
-            self.define(s.start);
-            self.define(s.end);
+            self.define(s.time);
+            for p in &s.prelude {
+                if !matches!(p, Stmt::Tensor(_) | Stmt::Gemm(_)) {
+                    self.err(format!("a chunk sum's prelude holds {p:?}"));
+                }
+                self.check_stmt(p);
+            }
             let part = match &s.part {
                 Stmt::Tensor(d) => d.var,
                 Stmt::Let { var, .. } if matches!(self.ty(*var), Some(Repr::Scalar(_))) => *var,

@@ -120,11 +120,14 @@ pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             f(&rows.def.body);
         }
         Stmt::Sweep(w) => {
-            w.primal.clauses.iter().for_each(|c| f(&c.body));
-            debug_assert!(w.primal.clauses.iter().chain(&w.adjoint.clauses).all(|c| c.prelude.is_empty()));
+            for r in [&w.primal, &w.adjoint] {
+                r.clauses.iter().for_each(|c| {
+                    c.prelude.iter().for_each(|s| for_each_stmt_expr(s, f));
+                    f(&c.body)
+                });
+            }
             w.between.iter().for_each(|s| for_each_stmt_expr(s, f));
-            w.adjoint.clauses.iter().for_each(|c| f(&c.body));
-            w.sums.iter().for_each(|s| for_each_stmt_expr(&s.part, f));
+            w.sums.iter().for_each(|s| s.prelude.iter().chain([&s.part]).for_each(|s| for_each_stmt_expr(s, f)));
             w.after.iter().for_each(|s| for_each_stmt_expr(s, f));
         }
         Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
@@ -146,10 +149,17 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
             f(&mut rows.def.body);
         }
         Stmt::Sweep(w) => {
-            w.primal.clauses.iter_mut().for_each(|c| f(&mut c.body));
+            for r in [&mut w.primal, &mut w.adjoint] {
+                r.clauses.iter_mut().for_each(|c| {
+                    c.prelude.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
+                    f(&mut c.body)
+                });
+            }
             w.between.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
-            w.adjoint.clauses.iter_mut().for_each(|c| f(&mut c.body));
-            w.sums.iter_mut().for_each(|s| for_each_stmt_expr_mut(&mut s.part, f));
+            w.sums.iter_mut().for_each(|s| {
+                s.prelude.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
+                for_each_stmt_expr_mut(&mut s.part, f)
+            });
             w.after.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
         }
         Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
@@ -213,8 +223,8 @@ pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
             w.between.iter().for_each(|s| for_each_stmt_binder(s, f));
             recurrence_binders(&w.adjoint, f);
             for s in &w.sums {
-                f(s.start);
-                f(s.end);
+                f(s.time);
+                s.prelude.iter().for_each(|s| for_each_stmt_binder(s, f));
                 for_each_stmt_binder(&s.part, f);
                 f(s.total);
             }

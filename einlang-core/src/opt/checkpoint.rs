@@ -176,8 +176,6 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
                     return None;
                 }
                 margin = margin.max(offset.abs() + lookback as i64);
-                let start = g.add_var("ckpt_start", int.clone());
-                let end = g.add_var("ckpt_end", int.clone());
                 let part_var = g.add_var(&format!("{}_part", f.var(var).source_name), f.var(var).ty.clone());
                 let mut part = s.clone();
                 let body = match &mut part {
@@ -191,11 +189,21 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
                     }
                     _ => return None,
                 };
-                let ExprKind::Reduce { loops, .. } = &mut linear_sum(body, &[p.var, a.var])?.kind else { return None };
-                let full = (loops[time].start.clone(), loops[time].end.clone());
-                loops[time].start = Dim::var(DimVar(start.0));
-                loops[time].end = Dim::var(DimVar(end.0));
-                sums.push(ChunkSum { total: var, part, start, end, full, offset });
+                // The term of one time value: the sum without its time loop.
+                let sum = linear_sum(body, &[p.var, a.var])?;
+                let ExprKind::Reduce { op, mut loops, wheres, body: term } =
+                    std::mem::replace(&mut sum.kind, ExprKind::Tuple(Vec::new()))
+                else {
+                    return None;
+                };
+                let time_loop = loops.remove(time);
+                let full = (time_loop.start, time_loop.end);
+                sum.kind = match (loops.is_empty(), wheres.is_empty()) {
+                    (false, _) => ExprKind::Reduce { op, loops, wheres, body: term },
+                    (true, true) => term.kind,
+                    (true, false) => ExprKind::Guarded { wheres, body: term },
+                };
+                sums.push(ChunkSum { total: var, time: time_loop.index, prelude: Vec::new(), part, full, offset });
                 continue;
             }
         }

@@ -1,144 +1,263 @@
 //! Matrix products inside recurrence steps: an RNN's `sum[k](h[t - 1, n, k]
 //! * w[k, j])` is, at each step, the product of the previous step (a `B x
 //! H` matrix) with `w`. Computed point by point it is a dot product per
-//! point; here the clause gets a prelude that copies the earlier step into
-//! a tensor of its own and multiplies it by a GEMM, and the clause reads
-//! the product.
+//! point; here the clause gets a prelude that copies the step's slab into a
+//! tensor of its own and multiplies it by a GEMM, and the clause reads the
+//! product. Any operand read at one step (`t + c` or `c - t` along one axis,
+//! plain variables on the others) is copied so: the recurrence's earlier
+//! steps, an input's slab at the step (`x[t, n, i]`, whose product with `u`
+//! `opt::invariant` hoists out of ordinary recurrences, but not out of a
+//! checkpointed sweep's), and, in a sweep's sums over time, the slabs of
+//! the primal and the adjoint at each time value (the gradient `sum[t,
+//! n](h[t - 1, n, a] * d_h[t, n, b])` is a GEMM per time value).
 //!
-//! A clause qualifies when its value holds a sum that `opt::gemm` takes for
-//! a matrix product over the clause's loops (from 0, two or three of them)
-//! once the reads of the recurrence at `t - lag` (a constant lag along its
-//! only sequential loop, unchecked) read the copy instead. Host code only.
+//! A sum qualifies when `opt::gemm` takes it for a matrix product over the
+//! clause's loops (from 0, two or three of them) once its slab reads read
+//! the copies, every slab copied is within its tensor at every step the
+//! code runs, and every read of the product is within its tensor over the
+//! whole loops (the product is computed where a condition around the sum
+//! is false too). Host code only.
 
-use crate::base::dim::Dim;
-use crate::base::ops::BinOp;
+use crate::base::dim::{Dim, DimVar};
+use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::cost::expr_cost;
 use crate::ir::visit;
-use crate::ir::{Axis, Expr, ExprKind, Function, Literal, Recurrence, Repr, Stmt, TensorDef, VarId};
+use crate::ir::{Axis, ChunkSum, Cover, Expr, ExprKind, Function, Literal, Recurrence, Repr, Stmt, TensorDef, VarId};
 
-/// Gives the qualifying clauses of `f`'s top-level recurrences their
-/// per-step products.
+/// Gives the qualifying sums of `f`'s top-level recurrences (and of its
+/// sweep's) their per-step products.
 pub fn run(f: &mut Function) {
     for i in 0..f.body.len() {
-        let Stmt::Recurrence(r) = &f.body[i] else { continue };
-        let mut r = r.clone();
-        rewrite(f, &mut r);
-        f.body[i] = Stmt::Recurrence(r);
+        match &f.body[i] {
+            Stmt::Recurrence(r) => {
+                let mut r = r.clone();
+                rewrite(f, &mut r, &[]);
+                f.body[i] = Stmt::Recurrence(r);
+            }
+            Stmt::Sweep(w) => {
+                let mut w = (**w).clone();
+                let histories = [
+                    (w.primal.var, w.primal.extents.iter().map(|d| resolve(f, d)).collect()),
+                    (w.adjoint.var, w.adjoint.extents.iter().map(|d| resolve(f, d)).collect()),
+                ];
+                rewrite(f, &mut w.primal, &histories);
+                rewrite(f, &mut w.adjoint, &histories);
+                for s in &mut w.sums {
+                    chunk_term(f, s, &histories);
+                }
+                f.body[i] = Stmt::Sweep(Box::new(w));
+            }
+            _ => {}
+        }
     }
 }
 
-fn rewrite(f: &mut Function, r: &mut Recurrence) {
-    let [(axis, seq)] = r.seq.as_slice() else { return };
-    let (axis, t) = (*axis, seq.index);
-    let elem = r.elem;
-    if !matches!(elem, ScalarKind::F32 | ScalarKind::F64) {
+/// A step variable and the range of values it takes where the code runs.
+struct Steps {
+    t: VarId,
+    lo: Dim,
+    hi: Dim,
+}
+
+/// The clauses of `r`; `known` gives the extents of tensors that are not
+/// top-level statements of `f` (a sweep's histories).
+fn rewrite(f: &mut Function, r: &mut Recurrence, known: &[(VarId, Vec<Dim>)]) {
+    let [(_, seq)] = r.seq.as_slice() else { return };
+    let t = seq.index;
+    if !matches!(r.elem, ScalarKind::F32 | ScalarKind::F64) {
         return;
     }
-    for ci in 0..r.clauses.len() {
-        let c = &r.clauses[ci];
+    let mut known = known.to_vec();
+    known.push((r.var, r.extents.iter().map(|d| resolve(f, d)).collect()));
+    for c in &mut r.clauses {
         if !c.prelude.is_empty() || !(2..=3).contains(&c.loops.len()) || c.loops.iter().any(|l| l.start != Dim::zero())
         {
             continue;
         }
-        // The lags of the unchecked reads at a constant lag, each tried in
-        // turn for a product.
-        let mut lags = Vec::new();
-        find_lags(&c.body, r.var, axis, t, &mut lags);
-        for lag in lags {
-            let c = &r.clauses[ci];
-            // The copy of step `t - lag`, over the recurrence's other axes.
-            let i64_ty = Repr::Scalar(ScalarKind::I64);
-            let name = format!("{}_prev", f.var(r.var).source_name);
-            let prev = f.add_var(&name, Repr::Tensor(elem, r.extents.len() - 1));
-            let mut axes = Vec::new();
-            let mut indices = Vec::new();
-            for (a, extent) in r.extents.iter().enumerate() {
-                if a == axis {
-                    indices.push(minus(var(t, &i64_ty), lag));
-                } else {
-                    let source = format!("p{a}");
-                    let v = f.add_var(&source, i64_ty.clone());
-                    axes.push(Axis { index: v, start: Dim::zero(), extent: extent.clone() });
-                    indices.push(var(v, &i64_ty));
-                }
-            }
-            let copy_body =
-                Expr { kind: ExprKind::Read { tensor: r.var, indices, checked: false }, ty: Repr::Scalar(elem) };
-            let copy = TensorDef {
-                var: prev,
-                elem,
-                axes,
-                cost_per_point: expr_cost(&copy_body),
-                body: copy_body,
-                domain_guards: 0,
-            };
-            let mut body = c.body.clone();
-            redirect(&mut body, r.var, axis, t, lag, prev);
-            let loops: Vec<Axis> =
-                c.loops.iter().map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() }).collect();
-            let mut sums = Vec::new();
-            candidates(&body, &mut Vec::new(), false, &mut sums);
-
-            let prev_extents: Vec<Dim> =
-                r.extents.iter().enumerate().filter(|(a, _)| *a != axis).map(|(_, d)| d.clone()).collect();
-            let mut found = None;
-            for (path, conditional) in sums {
-                let Some(sum) = super::hoist::at_path(&body, &path) else { continue };
-                let def = TensorDef {
-                    var: r.var,
-                    elem,
-                    axes: loops.clone(),
-                    cost_per_point: 0,
-                    body: sum.clone(),
-                    domain_guards: 0,
-                };
-                let Some(p) = super::gemm::find(f, &def) else { continue };
-                if !p.path.is_empty() || (p.a != prev && p.b != prev) {
-                    continue;
-                }
-                // Under a condition, the product is computed where the
-                // condition is false too: every read must be in bounds there.
-                if conditional && !in_bounds(f, &def, prev, &prev_extents) {
-                    continue;
-                }
-                found = Some((path, def, p));
-                break;
-            }
-            let Some((path, mut def, p)) = found else { continue };
-            let g = super::gemm::hoist(f, &mut def, &p);
-            super::gemm::replace_at(&mut body, &path, &mut Some(def.body));
-            let c = &mut r.clauses[ci];
+        let (lo, hi) = match c.cover.first() {
+            Some(Cover::At(n)) => (Dim::constant(*n), Dim::constant(n + 1)),
+            Some(Cover::Range(a, b)) => (a.clone(), b.clone()),
+            None => continue,
+        };
+        let steps = Steps { t, lo, hi };
+        let axes: Vec<Axis> =
+            c.loops.iter().map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() }).collect();
+        let (body, prelude) = products(f, &c.body, &axes, &steps, &known, r.var);
+        if !prelude.is_empty() {
             c.body = body;
             c.cost_per_point = expr_cost(&c.body);
-            c.prelude = vec![Stmt::Tensor(copy), Stmt::Gemm(g)];
-            break;
+            c.prelude = prelude;
         }
     }
 }
 
-/// The sums of `e` (with their paths) reached through arithmetic and the
-/// branches of `if`s (`conditional` below one), not inside another sum.
-fn candidates(e: &Expr, path: &mut Vec<usize>, conditional: bool, out: &mut Vec<(Vec<usize>, bool)>) {
-    let (descend, cond_child) = match &e.kind {
-        ExprKind::Reduce { .. } => {
-            out.push((path.clone(), conditional));
-            return;
-        }
-        ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => (true, None),
-        // Children: the condition (skipped), then the branches.
-        ExprKind::If { .. } => (true, Some(0)),
-        _ => (false, None),
-    };
-    if !descend {
+/// A sweep's sum over time, computed per time value: its term's product
+/// as a GEMM of the slabs at that time.
+fn chunk_term(f: &mut Function, s: &mut ChunkSum, known: &[(VarId, Vec<Dim>)]) {
+    let Stmt::Tensor(d) = &s.part else { return };
+    if !s.prelude.is_empty() || !(2..=3).contains(&d.axes.len()) || d.axes.iter().any(|a| a.start != Dim::zero()) {
         return;
     }
-    let under_if = matches!(e.kind, ExprKind::If { .. });
+    let steps = Steps { t: s.time, lo: s.full.0.clone(), hi: s.full.1.clone() };
+    let (axes, value, name) = (d.axes.clone(), d.body.clone(), d.var);
+    let (body, prelude) = products(f, &value, &axes, &steps, known, name);
+    if prelude.is_empty() {
+        return;
+    }
+    if let Stmt::Tensor(d) = &mut s.part {
+        d.body = body;
+        d.cost_per_point = expr_cost(&d.body);
+    }
+    s.prelude = prelude;
+}
+
+/// `value` (over `axes`) with each qualifying sum read from a product, and
+/// the statements that compute the products (slab copies and GEMMs).
+fn products(
+    f: &mut Function,
+    value: &Expr,
+    axes: &[Axis],
+    steps: &Steps,
+    known: &[(VarId, Vec<Dim>)],
+    name: VarId,
+) -> (Expr, Vec<Stmt>) {
+    let mut body = value.clone();
+    let mut prelude = Vec::new();
+    let mut sums = Vec::new();
+    candidates(&body, &mut Vec::new(), &mut sums);
+    // Candidates are disjoint subtrees: each path stays valid.
+    for path in sums {
+        let Some(sum) = super::hoist::at_path(&body, &path).cloned() else { continue };
+        let Some((stmts, read)) = slab_product(f, axes, &sum, steps, known, name) else { continue };
+        super::gemm::replace_at(&mut body, &path, &mut Some(read));
+        prelude.extend(stmts);
+    }
+    (body, prelude)
+}
+
+/// The slab copies and the GEMM computing `sum` (a sum over one loop of a
+/// product of two reads) over `axes`, and the read of the product that
+/// replaces it; None when it is not such a product of at least one slab.
+fn slab_product(
+    f: &mut Function,
+    axes: &[Axis],
+    sum: &Expr,
+    steps: &Steps,
+    known: &[(VarId, Vec<Dim>)],
+    name: VarId,
+) -> Option<(Vec<Stmt>, Expr)> {
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
+    let ExprKind::Binary(BinOp::Mul, x, y) = &body.kind else { return None };
+    let elem = match sum.ty {
+        Repr::Scalar(k @ (ScalarKind::F32 | ScalarKind::F64)) => k,
+        _ => return None,
+    };
+    let mut copies = Vec::new();
+    let mut sides = Vec::new();
+    for side in [x, y] {
+        match slab(f, side, steps, known) {
+            Some((copy, read)) => {
+                copies.push(copy);
+                sides.push(read);
+            }
+            None => sides.push((**side).clone()),
+        }
+    }
+    if copies.is_empty() {
+        return None;
+    }
+    let product = Expr {
+        kind: ExprKind::Binary(BinOp::Mul, Box::new(sides[0].clone()), Box::new(sides[1].clone())),
+        ty: body.ty.clone(),
+    };
+    let reduce =
+        ExprKind::Reduce { op: RedOp::Sum, loops: loops.clone(), wheres: wheres.clone(), body: Box::new(product) };
+    let mut def = TensorDef {
+        var: name,
+        elem,
+        axes: axes.to_vec(),
+        cost_per_point: 0,
+        body: Expr { kind: reduce, ty: sum.ty.clone() },
+        domain_guards: 0,
+    };
+    let p = super::gemm::find(f, &def)?;
+    let mut extents: Vec<(VarId, Vec<Dim>)> = known.to_vec();
+    extents.extend(copies.iter().map(|c: &TensorDef| (c.var, c.axes.iter().map(|a| a.extent.clone()).collect())));
+    if !p.path.is_empty() || !in_bounds(f, &def, &extents) {
+        return None;
+    }
+    let g = super::gemm::hoist(f, &mut def, &p);
+    let stmts = copies.into_iter().map(Stmt::Tensor).chain([Stmt::Gemm(g)]).collect();
+    Some((stmts, def.body))
+}
+
+/// For a read of one step (one index `t + c` or `c - t`, plain variables
+/// elsewhere) of a tensor whose extents are known, within it at every step
+/// `steps` takes: the copy of that step's slab and the read of the copy.
+fn slab(f: &mut Function, e: &Expr, steps: &Steps, known: &[(VarId, Vec<Dim>)]) -> Option<(TensorDef, Expr)> {
+    let ExprKind::Read { tensor, indices, checked: false } = &e.kind else { return None };
+    let Repr::Scalar(elem) = e.ty else { return None };
+    let mut step_axis = None;
+    for (a, i) in indices.iter().enumerate() {
+        match (&i.kind, affine(i, steps.t)) {
+            (ExprKind::Var(v), _) if *v != steps.t => {}
+            (_, Some((coeff @ (1 | -1), rest))) if step_axis.is_none() => step_axis = Some((a, coeff, rest)),
+            _ => return None,
+        }
+    }
+    let (axis, coeff, rest) = step_axis?;
+    let extents: Vec<Dim> = match known.iter().find(|(v, _)| v == tensor) {
+        Some((_, e)) => e.clone(),
+        None => (0..indices.len()).map(|a| extent_of(f, *tensor, a)).collect::<Option<_>>()?,
+    };
+    // The step's index over `lo..hi`: its first and last values.
+    let last = steps.hi.sub(&Dim::one());
+    let (min, max) =
+        if coeff == 1 { (steps.lo.add(&rest), last.add(&rest)) } else { (rest.sub(&last), rest.sub(&steps.lo)) };
+    if !Dim::zero().prove_le(&min).is_true() || !max.prove_lt(&extents[axis]).is_true() {
+        return None;
+    }
+    let i64_ty = Repr::Scalar(ScalarKind::I64);
+    let name = format!("{}_step", f.var(*tensor).source_name);
+    let copy = f.add_var(&name, Repr::Tensor(elem, indices.len() - 1));
+    let mut axes = Vec::new();
+    let mut copy_idx = Vec::new();
+    let mut read_idx = Vec::new();
+    for (a, i) in indices.iter().enumerate() {
+        if a == axis {
+            copy_idx.push(i.clone());
+        } else {
+            let v = f.add_var(&format!("p{a}"), i64_ty.clone());
+            axes.push(Axis { index: v, start: Dim::zero(), extent: extents[a].clone() });
+            copy_idx.push(Expr { kind: ExprKind::Var(v), ty: i64_ty.clone() });
+            read_idx.push(i.clone());
+        }
+    }
+    let body = Expr { kind: ExprKind::Read { tensor: *tensor, indices: copy_idx, checked: false }, ty: e.ty.clone() };
+    let def = TensorDef { var: copy, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
+    let read = Expr { kind: ExprKind::Read { tensor: copy, indices: read_idx, checked: false }, ty: e.ty.clone() };
+    Some((def, read))
+}
+
+/// The sums of `e` (with their paths) reached through arithmetic and the
+/// branches of `if`s, not inside another sum.
+fn candidates(e: &Expr, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    let cond_child = match &e.kind {
+        ExprKind::Reduce { .. } => {
+            out.push(path.clone());
+            return;
+        }
+        ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => None,
+        // Children: the condition (skipped), then the branches.
+        ExprKind::If { .. } => Some(0),
+        _ => return,
+    };
     let mut n = 0;
     visit::for_each_child(e, &mut |c| {
         if Some(n) != cond_child {
             path.push(n);
-            candidates(c, path, conditional || under_if, out);
+            candidates(c, path, out);
             path.pop();
         }
         n += 1;
@@ -146,9 +265,9 @@ fn candidates(e: &Expr, path: &mut Vec<usize>, conditional: bool, out: &mut Vec<
 }
 
 /// Whether every read in `def`'s value (a sum of a product of two reads
-/// at variables) is within its tensor's extents over the whole ranges of
-/// the definition's axes and the sum's loop.
-fn in_bounds(f: &Function, def: &TensorDef, prev: VarId, prev_extents: &[Dim]) -> bool {
+/// at variables) is within its tensor's extents (`known`, or as `f` says)
+/// over the whole ranges of the definition's axes and the sum's loop.
+fn in_bounds(f: &Function, def: &TensorDef, known: &[(VarId, Vec<Dim>)]) -> bool {
     let ExprKind::Reduce { loops, body, .. } = &def.body.kind else { return false };
     let mut range: std::collections::HashMap<VarId, Dim> =
         def.axes.iter().map(|a| (a.index, a.start.add(&a.extent))).collect();
@@ -166,7 +285,10 @@ fn in_bounds(f: &Function, def: &TensorDef, prev: VarId, prev_extents: &[Dim]) -
                 ok = false;
                 return;
             };
-            let extent = if *tensor == prev { prev_extents.get(axis).cloned() } else { extent_of(f, *tensor, axis) };
+            let extent = match known.iter().find(|(k, _)| k == tensor) {
+                Some((_, e)) => e.get(axis).cloned(),
+                None => extent_of(f, *tensor, axis),
+            };
             match (range.get(&v), extent) {
                 (Some(end), Some(extent)) if end.prove_le(&extent).is_true() => {}
                 _ => ok = false,
@@ -175,6 +297,32 @@ fn in_bounds(f: &Function, def: &TensorDef, prev: VarId, prev_extents: &[Dim]) -
     };
     visit::for_each_child(body, &mut |c| check(c));
     ok
+}
+
+/// `d` with the extents that `f`'s statements define (at the top level or
+/// before a sweep's adjoint) replaced by their values.
+fn resolve(f: &Function, d: &Dim) -> Dim {
+    let mut extents = std::collections::HashMap::new();
+    for s in &f.body {
+        let list: &[Stmt] = match s {
+            Stmt::Sweep(w) => &w.between,
+            other => std::slice::from_ref(other),
+        };
+        for s in list {
+            if let Stmt::Extent { var, value, .. } = s {
+                extents.insert(var.0, value.clone());
+            }
+        }
+    }
+    let mut d = d.clone();
+    for _ in 0..8 {
+        let next = d.substitute(&|v| extents.get(&v.0).cloned());
+        if next == d {
+            break;
+        }
+        d = next;
+    }
+    d
 }
 
 /// The extent of axis `axis` of tensor `t` where the function says it: a
@@ -200,64 +348,18 @@ fn extent_of(f: &Function, t: VarId, axis: usize) -> Option<Dim> {
             Stmt::Let { var, value: Expr { kind: ExprKind::Var(from), .. } } if *var == t => {
                 return extent_of(f, *from, axis);
             }
-            Stmt::Tensor(d) if d.var == t => return d.axes.get(axis).map(|a| a.extent.clone()),
+            Stmt::Tensor(d) if d.var == t => return d.axes.get(axis).map(|a| resolve(f, &a.extent)),
             _ => {}
         }
     }
     None
 }
 
-fn var(v: VarId, ty: &Repr) -> Expr {
-    Expr { kind: ExprKind::Var(v), ty: ty.clone() }
-}
-
-fn minus(e: Expr, lag: i64) -> Expr {
-    let ty = e.ty.clone();
-    let lit = Expr { kind: ExprKind::Lit(Literal::Int(lag as i128)), ty: ty.clone() };
-    Expr { kind: ExprKind::Binary(BinOp::Sub, Box::new(e), Box::new(lit)), ty }
-}
-
-/// The lags of the unchecked reads of `rec` in `e` whose index along
-/// `axis` is `t - lag` (lag a positive constant), each once.
-fn find_lags(e: &Expr, rec: VarId, axis: usize, t: VarId, lags: &mut Vec<i64>) {
-    if let ExprKind::Read { tensor, indices, checked: false } = &e.kind {
-        if *tensor == rec {
-            if let Some(l) = indices.get(axis).and_then(|i| lag_of(i, t)) {
-                if !lags.contains(&l) {
-                    lags.push(l);
-                }
-            }
-        }
-    }
-    visit::for_each_child(e, &mut |c| find_lags(c, rec, axis, t, lags));
-}
-
-/// Reads of `rec` at `t - lag` along `axis` become reads of `prev` at the
-/// other indices.
-fn redirect(e: &mut Expr, rec: VarId, axis: usize, t: VarId, lag: i64, prev: VarId) {
-    if let ExprKind::Read { tensor, indices, checked: false } = &mut e.kind {
-        if *tensor == rec && indices.get(axis).and_then(|i| lag_of(i, t)) == Some(lag) {
-            indices.remove(axis);
-            *tensor = prev;
-            return;
-        }
-    }
-    visit::for_each_child_mut(e, &mut |c| redirect(c, rec, axis, t, lag, prev));
-}
-
-/// `l` when `e` is `t - l` for a constant `l >= 1` (in any arithmetic
-/// form: `(T - 1) - ((T - 1 - s) + 1)` is `s - 1`).
-fn lag_of(e: &Expr, t: VarId) -> Option<i64> {
-    let (coeff, rest) = affine(e, t)?;
-    let l = -rest.as_constant()?;
-    (coeff == 1 && l >= 1).then_some(l)
-}
-
 /// `e` as `coeff * t + rest`.
 fn affine(e: &Expr, t: VarId) -> Option<(i64, Dim)> {
     match &e.kind {
         ExprKind::Var(v) if *v == t => Some((1, Dim::zero())),
-        ExprKind::Var(v) => Some((0, Dim::var(crate::base::dim::DimVar(v.0)))),
+        ExprKind::Var(v) => Some((0, Dim::var(DimVar(v.0)))),
         ExprKind::Dim(d) => Some((0, d.clone())),
         ExprKind::Lit(Literal::Int(c)) => Some((0, Dim::constant(i64::try_from(*c).ok()?))),
         ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {

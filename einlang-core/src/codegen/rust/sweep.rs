@@ -98,14 +98,26 @@ impl FnCx<'_> {
                 }
                 _ => return Err("a chunk sum that is neither a tensor nor a scalar".into()),
             };
-            let (start, end) = (self.ident(s.start)?, self.ident(s.end)?);
+            let time = self.ident(s.time)?;
+            // Run once per time value: nothing from outside is moved.
+            self.no_move += 1;
+            let mut prelude: Result<TokenStream, Bug> = Ok(TokenStream::new());
+            for p in &s.prelude {
+                prelude = prelude.and_then(|mut t| {
+                    t.extend(self.stmt(p)?);
+                    Ok(t)
+                });
+            }
+            let def = self.stmt(&s.part);
+            self.no_move -= 1;
+            let (prelude, def) = (prelude?, def?);
             let (full_start, full_end) = (self.dim(&s.full.0)?, self.dim(&s.full.1)?);
             let offset = proc_macro2::Literal::i64_suffixed(s.offset);
-            let def = self.stmt(&s.part)?;
             sums.extend(quote! {
-                let #start: i64 = if __c == 0 { #full_start } else { (#full_start).max(#lo - #offset) };
-                let #end: i64 = if __c + 1 == __chunks { #full_end } else { (#full_end).min(#hi - #offset) };
-                if #start < #end {
+                let __start: i64 = if __c == 0 { #full_start } else { (#full_start).max(#lo - #offset) };
+                let __end: i64 = if __c + 1 == __chunks { #full_end } else { (#full_end).min(#hi - #offset) };
+                for #time in __start..__end {
+                    #prelude
                     #def
                     #add
                 }

@@ -180,11 +180,14 @@ fn an_rnn_adjoint_carries_the_pre_activation() {
             (@l / @w, @l / @u)
         }",
     );
-    // The recurrent step of the adjoint: a plain product with `w` inside
-    // the sum, tanh's slope `1 - h^2` once per point outside it.
-    let step = lines_with(&ir, "clause [s").into_iter().find(|l| l.contains("sum[")).expect("an adjoint step");
-    let inside = &step[step.find("sum[").unwrap()..step.find(" * (if").expect("the slope outside the sum")];
-    assert!(inside.contains("read r_h[") && inside.contains("read w") && !inside.contains("1.0f32 -"), "{step}");
+    // The recurrent step of the adjoint: a plain product with `w` (one
+    // GEMM per step, `opt::steps`), tanh's slope `1 - h^2` once per point
+    // outside it.
+    let product = lines_with(&ir, "reference tensor r_h_mm[");
+    assert!(!product.is_empty() && product.iter().all(|l| l.contains("read r_h_step") && l.contains("read w")), "{ir}");
+    let step = lines_with(&ir, "clause [s").into_iter().find(|l| l.contains("read r_h_mm[")).expect("an adjoint step");
+    let slope = step.find(" * (if").expect("the slope outside the product");
+    assert!(step.find("read r_h_mm[").unwrap() < slope && step[slope..].contains("1.0f32 -"), "{step}");
     // Both parameter gradients read the carried adjoint directly: nothing
     // is bound in between. Each is one GEMM (`opt::pack`, its sum over
     // `t in 1..T` shifted to start at 0), over a packed copy of `d_h`.
