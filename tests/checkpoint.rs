@@ -6,6 +6,8 @@
 //! The limit is process-wide: the tests here take turns, setting it to 0
 //! (checkpoint whenever the compiler could) or out of reach (keep).
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2, Array3};
 
@@ -57,14 +59,10 @@ einlang! {
     }
 }
 
+/// Values uniform in `[-1, 1)`.
 fn data(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        })
-        .collect()
+    let mut rng = common::Rng::new(seed);
+    (0..n).map(|_| rng.range(-1.0, 1.0)).collect()
 }
 
 struct Rnn {

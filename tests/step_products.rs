@@ -1,6 +1,8 @@
 //! Recurrence steps that multiply an earlier step by a matrix run as one
 //! GEMM per step (`opt::steps`); every form here against a plain loop.
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array2, Array3};
 
@@ -31,16 +33,10 @@ einlang! {
     }
 }
 
+/// Values uniform in `[-1, 1)`.
 fn data(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        })
-        .collect()
+    let mut rng = common::Rng::new(seed);
+    (0..n).map(|_| rng.range(-1.0, 1.0)).collect()
 }
 
 fn close(a: f64, b: f64, tol: f64) -> bool {

@@ -100,16 +100,8 @@ impl<T: Copy + Default> Checkpoints<T> {
     /// the checkpoint of chunk `index`.
     pub fn save<D: Dimension>(&mut self, window: &Array<T, D>, mask: usize, index: i64, start: i64) {
         let Some(src) = window.as_slice() else { return };
-        for j in 0..self.lookback {
-            let step = start - (self.lookback - j) as i64;
-            let at = (index as usize * self.lookback + j) * self.slab;
-            if step < 0 || at + self.slab > self.data.len() {
-                continue;
-            }
-            let slot = (step as usize & mask) * self.slab;
-            if slot + self.slab <= src.len() {
-                self.data[at..at + self.slab].copy_from_slice(&src[slot..slot + self.slab]);
-            }
+        for (at, slot) in self.places(src.len(), mask, index, start) {
+            self.data[at..at + self.slab].copy_from_slice(&src[slot..slot + self.slab]);
         }
     }
 
@@ -117,17 +109,24 @@ impl<T: Copy + Default> Checkpoints<T> {
     /// steps.
     pub fn restore<D: Dimension>(&self, window: &mut Array<T, D>, mask: usize, index: i64, start: i64) {
         let Some(dst) = window.as_slice_mut() else { return };
-        for j in 0..self.lookback {
-            let step = start - (self.lookback - j) as i64;
-            let at = (index as usize * self.lookback + j) * self.slab;
-            if step < 0 || at + self.slab > self.data.len() {
-                continue;
-            }
-            let slot = (step as usize & mask) * self.slab;
-            if slot + self.slab <= dst.len() {
-                dst[slot..slot + self.slab].copy_from_slice(&self.data[at..at + self.slab]);
-            }
+        for (at, slot) in self.places(dst.len(), mask, index, start) {
+            dst[slot..slot + self.slab].copy_from_slice(&self.data[at..at + self.slab]);
         }
+    }
+
+    /// For each step of the checkpoint of chunk `index` (before `start`,
+    /// at or after 0): where it is kept and its slot in a window of
+    /// `window_len` elements, both in range.
+    fn places(&self, window_len: usize, mask: usize, index: i64, start: i64) -> Vec<(usize, usize)> {
+        (0..self.lookback)
+            .filter_map(|j| {
+                let step = start - (self.lookback - j) as i64;
+                let at = (index.max(0) as usize * self.lookback + j) * self.slab;
+                let slot = (step.max(0) as usize & mask) * self.slab;
+                let fits = step >= 0 && at + self.slab <= self.data.len() && slot + self.slab <= window_len;
+                fits.then_some((at, slot))
+            })
+            .collect()
     }
 }
 

@@ -58,7 +58,7 @@ pub fn run(program: &mut Program, device: &HashSet<String>) {
         names.insert(name.clone());
         let primal = f.var(sweep.primal.var).source_name.clone();
         let steps = sweep.steps.clone();
-        let state = sweep.primal.extents[1..].iter().fold(Dim::one(), |acc, d| acc.mul(&resolve(f, d)));
+        let state = sweep.primal.extents[1..].iter().fold(Dim::one(), |acc, d| acc.mul(&super::resolve_extents(f, d)));
         f.checkpointed =
             Some(Checkpointing { alternative: name.clone(), primal, steps, state, elem: sweep.primal.elem });
         g.name = name;
@@ -89,7 +89,7 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
     if !one_forward_sequence(p) || !p.elem.is_float() {
         return None;
     }
-    let steps = resolve(f, &p.extents[0]);
+    let steps = super::resolve_extents(f, &p.extents[0]);
     // Dimensions bound at entry and integer parameters.
     let mut entry: HashSet<VarId> = f
         .entry
@@ -100,7 +100,7 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
         f.params.iter().copied().filter(|&v| f.var(v).ty == Repr::Scalar(crate::base::scalar::ScalarKind::I64)),
     );
     let at_entry = |d: &Dim| d.vars().iter().all(|v| entry.contains(&VarId(v.0)));
-    if !at_entry(&steps) || !p.extents[1..].iter().all(|d| at_entry(&resolve(f, d))) {
+    if !at_entry(&steps) || !p.extents[1..].iter().all(|d| at_entry(&super::resolve_extents(f, d))) {
         return None;
     }
     // The adjoint: the next recurrence of the same length that reads the
@@ -108,7 +108,7 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
     let j = (i + 1..f.body.len())
         .find(|&j| matches!(&f.body[j], Stmt::Recurrence(a) if reads(&Stmt::Recurrence(a.clone()), p.var)))?;
     let Stmt::Recurrence(a) = &f.body[j] else { return None };
-    if !one_forward_sequence(a) || resolve(f, &a.extents[0]) != steps {
+    if !one_forward_sequence(a) || super::resolve_extents(f, &a.extents[0]) != steps {
         return None;
     }
     // The adjoint's reversed copies.
@@ -169,7 +169,9 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
         };
         if let (true, Some((var, value))) = (reads_history, summed) {
             let sum = linear_sum(&mut value.clone(), &[p.var, a.var]).map(|e| e.clone());
-            if let Some((time, offset)) = sum.and_then(|e| time_of_sum(&e, p.var, a.var, &steps, &|x| resolve(f, x))) {
+            if let Some((time, offset)) =
+                sum.and_then(|e| time_of_sum(&e, p.var, a.var, &steps, &|x| super::resolve_extents(f, x)))
+            {
                 let mut uses = Vec::new();
                 visit::for_each_stmt_expr(&s, &mut |e| crate::ir::validate::visit_var_uses(e, &mut |v| uses.push(v)));
                 if uses.iter().any(|v| defined_after.contains(v)) || offset.abs() > MAX_OFFSET {
@@ -232,26 +234,6 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
 /// One sequential loop, along axis 0 from 0, no window.
 fn one_forward_sequence(r: &Recurrence) -> bool {
     r.window.is_none() && !r.wavefront && r.seq.len() == 1 && r.seq[0].0 == 0 && r.seq[0].1.start == Dim::zero()
-}
-
-/// `d` with the extents that statements of `f` define replaced by their
-/// values.
-fn resolve(f: &Function, d: &Dim) -> Dim {
-    let extents: HashMap<u32, Dim> = f
-        .body
-        .iter()
-        .filter_map(|s| if let Stmt::Extent { var, value, .. } = s { Some((var.0, value.clone())) } else { None })
-        .collect();
-    let mut d = d.clone();
-    // Extents may be defined in terms of earlier ones.
-    for _ in 0..8 {
-        let next = d.substitute(&|v| extents.get(&v.0).cloned());
-        if next == d {
-            break;
-        }
-        d = next;
-    }
-    d
 }
 
 /// How far back the primal's clauses read it: the largest `c` of a read at

@@ -133,6 +133,34 @@ fn in_blocks(f: &mut ir::Function, e: &mut ir::Expr, stmts: fn(&mut ir::Function
     }
 }
 
+/// `d` with the extents that `f`'s statements define (at the top level, or
+/// before a sweep's adjoint) replaced by their values, so that two
+/// extents of the same value compare equal.
+fn resolve_extents(f: &ir::Function, d: &crate::base::dim::Dim) -> crate::base::dim::Dim {
+    let mut extents = std::collections::HashMap::new();
+    for s in &f.body {
+        let list: &[ir::Stmt] = match s {
+            ir::Stmt::Sweep(w) => &w.between,
+            other => std::slice::from_ref(other),
+        };
+        for s in list {
+            if let ir::Stmt::Extent { var, value, .. } = s {
+                extents.insert(var.0, value.clone());
+            }
+        }
+    }
+    let mut d = d.clone();
+    // Extents may be defined in terms of earlier ones.
+    for _ in 0..8 {
+        let next = d.substitute(&|v| extents.get(&v.0).cloned());
+        if next == d {
+            break;
+        }
+        d = next;
+    }
+    d
+}
+
 /// Runs every pass over every function of `program`. The error names the
 /// pass after which the program was invalid, and how.
 pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {

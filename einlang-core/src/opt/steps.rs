@@ -38,8 +38,8 @@ pub fn run(f: &mut Function) {
             Stmt::Sweep(w) => {
                 let mut w = (**w).clone();
                 let histories = [
-                    (w.primal.var, w.primal.extents.iter().map(|d| resolve(f, d)).collect()),
-                    (w.adjoint.var, w.adjoint.extents.iter().map(|d| resolve(f, d)).collect()),
+                    (w.primal.var, w.primal.extents.iter().map(|d| super::resolve_extents(f, d)).collect()),
+                    (w.adjoint.var, w.adjoint.extents.iter().map(|d| super::resolve_extents(f, d)).collect()),
                 ];
                 rewrite(f, &mut w.primal, &histories);
                 rewrite(f, &mut w.adjoint, &histories);
@@ -69,7 +69,7 @@ fn rewrite(f: &mut Function, r: &mut Recurrence, known: &[(VarId, Vec<Dim>)]) {
         return;
     }
     let mut known = known.to_vec();
-    known.push((r.var, r.extents.iter().map(|d| resolve(f, d)).collect()));
+    known.push((r.var, r.extents.iter().map(|d| super::resolve_extents(f, d)).collect()));
     for c in &mut r.clauses {
         if !c.prelude.is_empty() || !(2..=3).contains(&c.loops.len()) || c.loops.iter().any(|l| l.start != Dim::zero())
         {
@@ -299,32 +299,6 @@ fn in_bounds(f: &Function, def: &TensorDef, known: &[(VarId, Vec<Dim>)]) -> bool
     ok
 }
 
-/// `d` with the extents that `f`'s statements define (at the top level or
-/// before a sweep's adjoint) replaced by their values.
-fn resolve(f: &Function, d: &Dim) -> Dim {
-    let mut extents = std::collections::HashMap::new();
-    for s in &f.body {
-        let list: &[Stmt] = match s {
-            Stmt::Sweep(w) => &w.between,
-            other => std::slice::from_ref(other),
-        };
-        for s in list {
-            if let Stmt::Extent { var, value, .. } = s {
-                extents.insert(var.0, value.clone());
-            }
-        }
-    }
-    let mut d = d.clone();
-    for _ in 0..8 {
-        let next = d.substitute(&|v| extents.get(&v.0).cloned());
-        if next == d {
-            break;
-        }
-        d = next;
-    }
-    d
-}
-
 /// The extent of axis `axis` of tensor `t` where the function says it: a
 /// parameter's entry checks, a top-level definition, through `let`s.
 fn extent_of(f: &Function, t: VarId, axis: usize) -> Option<Dim> {
@@ -348,7 +322,7 @@ fn extent_of(f: &Function, t: VarId, axis: usize) -> Option<Dim> {
             Stmt::Let { var, value: Expr { kind: ExprKind::Var(from), .. } } if *var == t => {
                 return extent_of(f, *from, axis);
             }
-            Stmt::Tensor(d) if d.var == t => return d.axes.get(axis).map(|a| resolve(f, &a.extent)),
+            Stmt::Tensor(d) if d.var == t => return d.axes.get(axis).map(|a| super::resolve_extents(f, &a.extent)),
             _ => {}
         }
     }
