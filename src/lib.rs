@@ -52,7 +52,8 @@ pub use einlang_runtime::Jagged;
 /// Gradients through long recurrences: a reverse sweep recomputes the
 /// primal's history from checkpoints (about `sqrt(T)` of them) instead of
 /// keeping all `T` steps when the history is larger than
-/// [`checkpoint::history_limit`] (256 MiB by default).
+/// [`checkpoint::history_limit`] (256 MiB by default, or the bytes in the
+/// environment variable `EINLANG_HISTORY_LIMIT`).
 /// [`checkpoint::set_history_limit`] changes the limit for the process.
 pub mod checkpoint {
     pub use einlang_runtime::ckpt::{history_limit, set_history_limit, DEFAULT_HISTORY_LIMIT};

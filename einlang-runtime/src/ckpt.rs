@@ -4,6 +4,7 @@
 //! that a read outside the steps a window holds raises.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use ndarray::{Array, Dimension};
 
@@ -11,17 +12,31 @@ use ndarray::{Array, Dimension};
 pub const DEFAULT_HISTORY_LIMIT: usize = 256 << 20;
 
 static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_HISTORY_LIMIT);
+/// Whether `set_history_limit` has been called.
+static SET: AtomicBool = AtomicBool::new(false);
 
 /// The size in bytes above which a recurrence's history is recomputed from
-/// checkpoints during a reverse sweep rather than kept whole.
+/// checkpoints during a reverse sweep rather than kept whole: the last
+/// [`set_history_limit`], else the environment variable
+/// `EINLANG_HISTORY_LIMIT` (bytes) when it is set to a number, else
+/// [`DEFAULT_HISTORY_LIMIT`].
 pub fn history_limit() -> usize {
-    LIMIT.load(Ordering::Relaxed)
+    if SET.load(Ordering::Acquire) {
+        return LIMIT.load(Ordering::Relaxed);
+    }
+    static FROM_ENV: OnceLock<usize> = OnceLock::new();
+    *FROM_ENV.get_or_init(|| {
+        std::env::var("EINLANG_HISTORY_LIMIT").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_HISTORY_LIMIT)
+    })
 }
 
 /// Sets [`history_limit`] for the whole process (0: always checkpoint;
 /// `usize::MAX`: never) and returns the previous limit.
 pub fn set_history_limit(bytes: usize) -> usize {
-    LIMIT.swap(bytes, Ordering::Relaxed)
+    let before = history_limit();
+    LIMIT.store(bytes, Ordering::Relaxed);
+    SET.store(true, Ordering::Release);
+    before
 }
 
 /// Whether a history of `steps` steps of `state` elements of `elem_bytes`
@@ -179,6 +194,8 @@ mod tests {
 
     #[test]
     fn large_histories_are_checkpointed() {
+        set_history_limit(DEFAULT_HISTORY_LIMIT);
+        assert_eq!(history_limit(), DEFAULT_HISTORY_LIMIT);
         assert!(!use_checkpoints(1, i64::MAX, 8));
         assert!(use_checkpoints(1 << 20, 1 << 10, 4));
         assert!(!use_checkpoints(64, 32, 4));
