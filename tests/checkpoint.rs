@@ -196,6 +196,11 @@ fn the_strategy_is_a_compile_fact() {
     assert_eq!(facts.len(), 1);
     assert_eq!(facts[0].reversed.len(), 1);
     assert_eq!(facts[0].reversed[0].0, "h");
-    let want = einlang_core::hir::History::Checkpointed { steps: "max(1, T)".into(), state: "H".into() };
-    assert_eq!(facts[0].reversed[0].1, want);
+    let einlang_core::hir::History::Checkpointed { steps, state, memory } = &facts[0].reversed[0].1 else {
+        panic!("{:?}", facts[0].reversed)
+    };
+    assert_eq!((steps.as_str(), state.as_str()), ("max(1, T)", "H"));
+    // Windows of the primal and the adjoint (a chunk, one step back, and
+    // two steps of margin each way around it) and one step per chunk.
+    assert_eq!(memory, "(2 * next_power_of_two(K + 6) + 1 * K) * (H) elements, K = ceil(sqrt(max(1, T)))");
 }

@@ -29,10 +29,24 @@ fn record_checkpoints(hir: &mut hir::Hir, ir: &ir::Program) {
         let Some(c) = &f.checkpointed else { continue };
         let text = |d: &base::dim::Dim| d.display(&|v| f.vars[v.0 as usize].source_name.clone());
         let (steps, state) = (text(&c.steps), text(&c.state));
+        // The windows and checkpoints the alternative's sweep keeps.
+        let sweep = ir.fns.iter().filter(|g| g.name == c.alternative).flat_map(|g| &g.body).find_map(|s| match s {
+            ir::Stmt::Sweep(w) => Some((w.lookback, w.margin)),
+            _ => None,
+        });
+        let Some((lookback, margin)) = sweep else { continue };
+        let memory = format!(
+            "(2 * next_power_of_two(K + {}) + {lookback} * K) * ({state}) elements, K = ceil(sqrt({steps}))",
+            lookback + 2 * margin + 1
+        );
         for fact in hir.deriv_facts.iter_mut().filter(|d| d.function == f.name) {
             for (name, history) in &mut fact.reversed {
                 if *name == c.primal {
-                    *history = hir::History::Checkpointed { steps: steps.clone(), state: state.clone() };
+                    *history = hir::History::Checkpointed {
+                        steps: steps.clone(),
+                        state: state.clone(),
+                        memory: memory.clone(),
+                    };
                 }
             }
         }

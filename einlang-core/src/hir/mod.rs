@@ -127,8 +127,9 @@ pub enum History {
     /// of the primal and of the adjoint plus one checkpoint per chunk, so
     /// about `4 sqrt(steps)` states instead of `2 steps`; time: one more run
     /// of the primal. The expressions are the compiler's, in the
-    /// function's dimensions.
-    Checkpointed { steps: String, state: String },
+    /// function's dimensions; `memory` is the bound on what the
+    /// checkpointed sweep holds, as a formula in them.
+    Checkpointed { steps: String, state: String, memory: String },
 }
 
 /// `@fn f(params) { body }`: the differential of `f` in terms of its

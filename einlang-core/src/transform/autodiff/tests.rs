@@ -162,8 +162,11 @@ fn the_strategy_of_each_request_is_a_compile_fact() {
     for fact in &g {
         assert_eq!(fact.mode, crate::hir::DerivMode::Reverse);
         // Kept, or recomputed from checkpoints when the history is large.
-        let history = crate::hir::History::Checkpointed { steps: "max(1, steps)".into(), state: "H".into() };
-        assert_eq!(fact.reversed, vec![("h".to_string(), history)]);
+        let [(name, crate::hir::History::Checkpointed { steps, state, memory })] = fact.reversed.as_slice() else {
+            panic!("{:?}", fact.reversed)
+        };
+        assert_eq!((name.as_str(), steps.as_str(), state.as_str()), ("h", "max(1, steps)", "H"));
+        assert!(memory.contains("K = ceil(sqrt(max(1, steps)))") && memory.contains("* (H) elements"), "{memory}");
     }
     let f = compiled.derivatives("f");
     assert!(f.len() == 1 && f[0].mode == crate::hir::DerivMode::Forward && f[0].reversed.is_empty(), "{f:?}");
