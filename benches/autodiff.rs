@@ -17,9 +17,12 @@
 //!   of the squared outputs; gradients of the kernel, the bias and the input.
 //!   Baseline: im2col + `dot` forward, `dot` + col2im backward, images in
 //!   parallel (rayon).
-//! - rnn: `h[t] = tanh(h[t-1] w + x[t] u)`, T=64 steps, batch 32, 64 inputs,
-//!   hidden 128, loss the sum of the squared last state; gradients of `w`
-//!   and `u`. Baseline: backpropagation through time with `dot`.
+//! - rnn: `h[t] = tanh(h[t-1] w + x[t] u)`, T=64 and 512 steps, batch 32,
+//!   64 inputs, hidden 128, loss the sum of the squared last state;
+//!   gradients of `w` and `u`. Baseline: backpropagation through time with
+//!   `dot`. At T=512 also with the history recomputed from checkpoints
+//!   ("ckpt": the history limit set to 0 around the gradient's call), the
+//!   form a long sequence's gradient takes.
 //!
 //! For each case four functions are timed: the einlang loss, the einlang
 //! gradient, and the baseline's loss and gradient (forward + backward). The
@@ -422,16 +425,23 @@ impl Rnn {
     }
 }
 
-fn rnn_case(steps: usize, batch: usize, inputs: usize, hidden: usize) -> Case {
+/// `checkpointed`: the gradient recomputes the history from checkpoints
+/// (the history limit set to 0 around the call), as it would for a long
+/// sequence.
+fn rnn_case(steps: usize, batch: usize, inputs: usize, hidden: usize, checkpointed: bool) -> Case {
     let p = std::rc::Rc::new(Rnn::new(steps, batch, inputs, hidden));
     let (p1, p2, p3, p4) = (p.clone(), p.clone(), p.clone(), p);
+    let how = if checkpointed { "_ckpt" } else { "" };
     Case {
         group: "rnn",
-        param: format!("t{steps}_b{batch}_i{inputs}_h{hidden}"),
-        label: format!("rnn tanh T={steps} B={batch} I={inputs} H={hidden}"),
+        param: format!("t{steps}_b{batch}_i{inputs}_h{hidden}{how}"),
+        label: format!("rnn tanh T={steps} B={batch} I={inputs} H={hidden}{}", if checkpointed { ", ckpt" } else { "" }),
         primal: Box::new(move || vec![scalar(rnn_loss(&p1.h0, &p1.w, &p1.u, &p1.x).expect("rnn_loss"))]),
         grad: Some(Box::new(move || {
+            let limit = if checkpointed { 0 } else { usize::MAX };
+            let before = einlang::checkpoint::set_history_limit(limit);
             let (a, b) = rnn_grad(&p2.h0, &p2.w, &p2.u, &p2.x).expect("rnn_grad");
+            einlang::checkpoint::set_history_limit(before);
             vec![a.into_dyn(), b.into_dyn()]
         })),
         hand_primal: Box::new(move || vec![scalar(p3.loss())]),
@@ -565,14 +575,17 @@ fn main() {
             mlp_case(8, 12, 16, 5, false),
             mlp_case(8, 12, 16, 5, true),
             conv_case(2, 3, 8, 4, 3),
-            rnn_case(5, 3, 4, 6),
+            rnn_case(5, 3, 4, 6, false),
+            rnn_case(5, 3, 4, 6, true),
         ]
     } else {
         vec![
             mlp_case(256, 512, 512, 10, false),
             mlp_case(256, 512, 512, 10, true),
             conv_case(8, 16, 32, 32, 3),
-            rnn_case(64, 32, 64, 128),
+            rnn_case(64, 32, 64, 128, false),
+            rnn_case(512, 32, 64, 128, false),
+            rnn_case(512, 32, 64, 128, true),
         ]
     };
     let firsts: Vec<[Option<Duration>; 4]> = cases.iter().map(check).collect();
