@@ -2,7 +2,7 @@
 //! each in a window of `slots` steps, the primal run forwards in chunks
 //! saving checkpoints, then chunk by chunk backwards: the primal's chunk
 //! recomputed from its checkpoint, the adjoint's steps over it, the sums'
-//! terms of the chunk.
+//! terms of the chunk's time values, one at a time.
 //!
 //! ```text
 //! let ckpt_chunk = __rt::ckpt::chunk(steps);          // ceil(sqrt(steps))
@@ -13,7 +13,7 @@
 //! for c in (0..chunks).rev() {
 //!     if not the last chunk { __ck_h.restore(.., c, lo); run h's steps lo..hi }
 //!     run r_h's steps (steps - hi)..(steps - lo)
-//!     let d_w_part = <the sum over the chunk's time values>;  d_w += d_w_part
+//!     for t in <the chunk's time values> { <prelude>; let d_w_part = <term at t>; d_w += d_w_part }
 //! }
 //! <after>
 //! if __miss.missed() { return Ok(None) }
