@@ -435,7 +435,10 @@ fn rnn_case(steps: usize, batch: usize, inputs: usize, hidden: usize, checkpoint
     Case {
         group: "rnn",
         param: format!("t{steps}_b{batch}_i{inputs}_h{hidden}{how}"),
-        label: format!("rnn tanh T={steps} B={batch} I={inputs} H={hidden}{}", if checkpointed { ", ckpt" } else { "" }),
+        label: format!(
+            "rnn tanh T={steps} B={batch} I={inputs} H={hidden}{}",
+            if checkpointed { ", ckpt" } else { "" }
+        ),
         primal: Box::new(move || vec![scalar(rnn_loss(&p1.h0, &p1.w, &p1.u, &p1.x).expect("rnn_loss"))]),
         grad: Some(Box::new(move || {
             let limit = if checkpointed { 0 } else { usize::MAX };
