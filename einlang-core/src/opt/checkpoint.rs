@@ -34,8 +34,8 @@ use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::ir::visit;
 use crate::ir::{
-    Checkpointing, ChunkSum, EntryCheck, Expr, ExprKind, Function, Literal, Program, Recurrence, Repr, Stmt, Sweep,
-    TensorDef, VarId,
+    Checkpointing, ChunkSum, EntryCheck, Expr, ExprKind, Function, Program, Recurrence, Repr, Stmt, Sweep, TensorDef,
+    VarId,
 };
 
 /// The largest step offset a checkpointed read may have.
@@ -248,10 +248,11 @@ fn lookback(p: &Recurrence) -> Option<u64> {
             if v != p.var {
                 return;
             }
-            match idx.first().and_then(var_plus) {
-                Some((x, off)) if x == t && off < 0 && -off <= MAX_OFFSET => lag = lag.max(-off),
-                Some(_) => ok = false,
-                None => ok &= idx.first().is_some_and(|e| matches!(e.kind, ExprKind::Lit(_))),
+            match idx.first().and_then(|i| super::affine(i, t)).map(|(coeff, rest)| (coeff, rest.as_constant())) {
+                Some((1, Some(off))) if off < 0 && -off <= MAX_OFFSET => lag = lag.max(-off),
+                // A literal step: its window check decides.
+                Some((0, Some(_))) => {}
+                _ => ok = false,
             }
         });
     }
@@ -302,27 +303,6 @@ fn linear_sum<'e>(e: &'e mut Expr, histories: &[VarId]) -> Option<&'e mut Expr> 
         };
     }
     Some(e)
-}
-
-/// `v + c` (also `v`, `v - c`, `c + v`) as `(v, c)`.
-fn var_plus(e: &Expr) -> Option<(VarId, i64)> {
-    let lit = |e: &Expr| match e.kind {
-        ExprKind::Lit(Literal::Int(c)) => i64::try_from(c).ok(),
-        ExprKind::Dim(ref d) => d.as_constant(),
-        _ => None,
-    };
-    match &e.kind {
-        ExprKind::Var(v) => Some((*v, 0)),
-        ExprKind::Binary(BinOp::Add, a, b) => match (&a.kind, lit(b), lit(a), &b.kind) {
-            (ExprKind::Var(v), Some(c), _, _) | (_, _, Some(c), ExprKind::Var(v)) => Some((*v, c)),
-            _ => None,
-        },
-        ExprKind::Binary(BinOp::Sub, a, b) => match (&a.kind, lit(b)) {
-            (ExprKind::Var(v), Some(c)) => Some((*v, -c)),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// Calls `f` with the tensor and indices of every element read in `e`.
@@ -424,15 +404,16 @@ fn time_of_sum(value: &Expr, p: VarId, a: VarId, steps: &Dim, resolve: &dyn Fn(&
     let mut check = |e: &Expr| {
         visit_reads(e, &mut |v, idx| {
             let Some(first) = idx.first() else { return };
-            let hit = if v == p {
-                var_plus(first).map(|(x, c)| (x, c, false))
-            } else if v == a {
-                reversed(first, steps, resolve).map(|(x, c)| (x, c, true))
-            } else {
-                None
-            };
+            // The primal at `x + c`; the adjoint at `(steps - 1) - (x + c)`
+            // (as the reversed copy's reads become), for a loop's `x`.
+            let last = steps.sub(&Dim::one());
+            let hit = loops.iter().find_map(|l| match super::affine(first, l.index)? {
+                (1, rest) if v == p => Some((l.index, rest.as_constant()?, false)),
+                (-1, rest) if v == a => Some((l.index, resolve(&last.sub(&rest)).as_constant()?, true)),
+                _ => None,
+            });
             if let Some((x, c, adj)) = hit {
-                if loops.iter().any(|l| l.index == x) && (found.is_none() || (adj && !found.is_some_and(|f| f.2))) {
+                if found.is_none() || (adj && !found.is_some_and(|f| f.2)) {
                     found = Some((x, c, adj));
                 }
             }
@@ -447,31 +428,4 @@ fn time_of_sum(value: &Expr, p: VarId, a: VarId, steps: &Dim, resolve: &dyn Fn(&
     let (v, c, _) = found?;
     let time = loops.iter().position(|l| l.index == v)?;
     Some((time, c))
-}
-
-/// `(steps - 1) - (v + c)` (as the reversed copy's reads become) as
-/// `(v, c)`.
-fn reversed(e: &Expr, steps: &Dim, resolve: &dyn Fn(&Dim) -> Dim) -> Option<(VarId, i64)> {
-    let ExprKind::Binary(BinOp::Sub, a, b) = &e.kind else { return None };
-    let last = match &a.kind {
-        ExprKind::Dim(d) => d.clone(),
-        ExprKind::Binary(BinOp::Sub, x, one) => match (&x.kind, &one.kind) {
-            (ExprKind::Dim(d), ExprKind::Lit(Literal::Int(1))) => d.sub(&Dim::one()),
-            _ => return None,
-        },
-        _ => return None,
-    };
-    let (v, c) = var_plus(b).or_else(|| match &b.kind {
-        ExprKind::Binary(BinOp::Add, x, y) => {
-            let (v, c1) = var_plus(x)?;
-            let c2 = match y.kind {
-                ExprKind::Lit(Literal::Int(c)) => i64::try_from(c).ok()?,
-                ExprKind::Dim(ref d) => d.as_constant()?,
-                _ => return None,
-            };
-            Some((v, c1 + c2))
-        }
-        _ => None,
-    })?;
-    (resolve(&last) == steps.sub(&Dim::one())).then_some((v, c))
 }

@@ -39,6 +39,8 @@ mod eval_tests;
 #[cfg(test)]
 mod tests;
 
+use crate::base::dim::{Dim, DimVar};
+use crate::base::ops::BinOp;
 use crate::ir;
 
 /// The passes, in the order they run.
@@ -136,7 +138,7 @@ fn in_blocks(f: &mut ir::Function, e: &mut ir::Expr, stmts: fn(&mut ir::Function
 /// `d` with the extents that `f`'s statements define (at the top level, or
 /// before a sweep's adjoint) replaced by their values, so that two
 /// extents of the same value compare equal.
-fn resolve_extents(f: &ir::Function, d: &crate::base::dim::Dim) -> crate::base::dim::Dim {
+fn resolve_extents(f: &ir::Function, d: &Dim) -> Dim {
     let mut extents = std::collections::HashMap::new();
     for s in &f.body {
         let list: &[ir::Stmt] = match s {
@@ -159,6 +161,26 @@ fn resolve_extents(f: &ir::Function, d: &crate::base::dim::Dim) -> crate::base::
         d = next;
     }
     d
+}
+
+/// An index expression `e` as `coeff * t + rest` (`rest` without `t`), in
+/// any arithmetic form: `(T - 1) - ((T - 1 - s) + 1)` is `s - 1`.
+pub(super) fn affine(e: &ir::Expr, t: ir::VarId) -> Option<(i64, Dim)> {
+    match &e.kind {
+        ir::ExprKind::Var(v) if *v == t => Some((1, Dim::zero())),
+        ir::ExprKind::Var(v) => Some((0, Dim::var(DimVar(v.0)))),
+        ir::ExprKind::Dim(d) => Some((0, d.clone())),
+        ir::ExprKind::Lit(ir::Literal::Int(c)) => Some((0, Dim::constant(i64::try_from(*c).ok()?))),
+        ir::ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+            let ((ca, ra), (cb, rb)) = (affine(a, t)?, affine(b, t)?);
+            if *op == BinOp::Add {
+                Some((ca.checked_add(cb)?, ra.add(&rb)))
+            } else {
+                Some((ca.checked_sub(cb)?, ra.sub(&rb)))
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Runs every pass over every function of `program`. The error names the

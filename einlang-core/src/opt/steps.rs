@@ -18,12 +18,12 @@
 //! whole loops (the product is computed where a condition around the sum
 //! is false too). Host code only.
 
-use crate::base::dim::{Dim, DimVar};
+use crate::base::dim::Dim;
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::cost::expr_cost;
 use crate::ir::visit;
-use crate::ir::{Axis, ChunkSum, Cover, Expr, ExprKind, Function, Literal, Recurrence, Repr, Stmt, TensorDef, VarId};
+use crate::ir::{Axis, ChunkSum, Cover, Expr, ExprKind, Function, Recurrence, Repr, Stmt, TensorDef, VarId};
 
 /// Gives the qualifying sums of `f`'s top-level recurrences (and of its
 /// sweep's) their per-step products.
@@ -200,7 +200,7 @@ fn slab(f: &mut Function, e: &Expr, steps: &Steps, known: &[(VarId, Vec<Dim>)]) 
     let Repr::Scalar(elem) = e.ty else { return None };
     let mut step_axis = None;
     for (a, i) in indices.iter().enumerate() {
-        match (&i.kind, affine(i, steps.t)) {
+        match (&i.kind, super::affine(i, steps.t)) {
             (ExprKind::Var(v), _) if *v != steps.t => {}
             (_, Some((coeff @ (1 | -1), rest))) if step_axis.is_none() => step_axis = Some((a, coeff, rest)),
             _ => return None,
@@ -327,23 +327,4 @@ fn extent_of(f: &Function, t: VarId, axis: usize) -> Option<Dim> {
         }
     }
     None
-}
-
-/// `e` as `coeff * t + rest`.
-fn affine(e: &Expr, t: VarId) -> Option<(i64, Dim)> {
-    match &e.kind {
-        ExprKind::Var(v) if *v == t => Some((1, Dim::zero())),
-        ExprKind::Var(v) => Some((0, Dim::var(DimVar(v.0)))),
-        ExprKind::Dim(d) => Some((0, d.clone())),
-        ExprKind::Lit(Literal::Int(c)) => Some((0, Dim::constant(i64::try_from(*c).ok()?))),
-        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
-            let ((ca, ra), (cb, rb)) = (affine(a, t)?, affine(b, t)?);
-            if *op == BinOp::Add {
-                Some((ca.checked_add(cb)?, ra.add(&rb)))
-            } else {
-                Some((ca.checked_sub(cb)?, ra.sub(&rb)))
-            }
-        }
-        _ => None,
-    }
 }

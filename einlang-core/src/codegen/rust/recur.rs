@@ -57,7 +57,6 @@ impl FnCx<'_> {
         let name = self.ident(r.var)?;
         let (rt, nd) = (self.rt.clone(), self.nd.clone());
         let mut out = TokenStream::new();
-        let mut lens = Vec::new();
         let mut alloc = Vec::new();
         // A windowed wavefront keeps a super-band of steps in flight: its
         // window has `rec::WAVE_SLOTS` slots when it runs as one (decided
@@ -84,40 +83,65 @@ impl FnCx<'_> {
             }
             (None, _) => None,
         };
-        for (axis, e) in r.extents.iter().enumerate() {
-            let len = derived("len_", &name, &format!("_{axis}"));
-            let value = self.extent_usize(e)?;
-            out.extend(quote!(let #len: usize = #value;));
+        let (decl, lens) = self.rec_lens(r)?;
+        out.extend(decl);
+        for (axis, len) in lens.iter().enumerate() {
             match &window {
                 Some((w, mask)) if *w == axis => alloc.push(quote!((#mask + 1))),
                 _ => alloc.push(quote!(#len)),
             }
-            lens.push(len);
         }
-        let store = derived("store_", &name, "");
         let array = types::array(r.elem, Some(rank), &nd);
         let shape = types::shape(&alloc, &nd);
-        let r_lit = types::usize_lit(rank);
-        let t = types::scalar(r.elem);
-
-        self.rec_access.insert(
-            r.var,
-            RecAccess { store: Some(store.clone()), window: window.clone(), lens: lens.clone(), held: None },
-        );
-        self.no_move += 1;
-        let steps = self.rec_steps(r, &store, wave.as_ref());
-        self.no_move -= 1;
-        let steps = steps?;
-        self.rec_access.insert(r.var, RecAccess { store: None, window, lens, held: None });
+        let steps = self.stored_steps(r, RecAccess { store: None, window, lens, held: None }, wave.as_ref())?;
         self.repr.insert(r.var, Ownership::Owned);
         out.extend(quote! {
             let mut #name: #array = #nd::Array::zeros(#shape);
-            {
-                let #store = #rt::rec::Store::<#t, #r_lit>::new(&mut #name);
-                #steps
-            }
+            #steps
         });
         Ok(out)
+    }
+
+    /// Declares the logical extent of every axis of `r` as a `usize`
+    /// variable (`__len_h_0`, ...), returned in axis order.
+    pub(crate) fn rec_lens(&self, r: &Recurrence) -> Result<(TokenStream, Vec<Ident>), Bug> {
+        let name = self.ident(r.var)?;
+        let mut out = TokenStream::new();
+        let mut lens = Vec::new();
+        for (axis, e) in r.extents.iter().enumerate() {
+            let len = derived("len_", &name, &format!("_{axis}"));
+            let value = self.extent_usize(e)?;
+            out.extend(quote!(let #len: usize = #value;));
+            lens.push(len);
+        }
+        Ok((out, lens))
+    }
+
+    /// `r`'s steps writing through a store of its (allocated) tensor, in a
+    /// block; reads go through the store while they run and as `access`
+    /// says after.
+    pub(crate) fn stored_steps(
+        &mut self,
+        r: &Recurrence,
+        access: RecAccess,
+        wave: Option<&Ident>,
+    ) -> Result<TokenStream, Bug> {
+        let rt = self.rt.clone();
+        let name = self.ident(r.var)?;
+        let store = derived("store_", &name, "");
+        self.rec_access.insert(r.var, RecAccess { store: Some(store.clone()), ..access.clone() });
+        self.no_move += 1;
+        let steps = self.rec_steps(r, &store, wave);
+        self.no_move -= 1;
+        self.rec_access.insert(r.var, RecAccess { store: None, ..access });
+        let steps = steps?;
+        let (t, rank) = (types::scalar(r.elem), types::usize_lit(r.extents.len()));
+        Ok(quote! {
+            {
+                let #store = #rt::rec::Store::<#t, #rank>::new(&mut #name);
+                #steps
+            }
+        })
     }
 
     /// The sequential loops with the clauses inside; a wavefront variant

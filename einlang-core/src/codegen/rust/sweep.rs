@@ -23,7 +23,7 @@
 //! holds (`__held_lo_h..__held_hi_h`); a miss makes the function give up
 //! (its caller then runs the form that keeps the whole history).
 
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::recur::{Held, RecAccess};
@@ -159,18 +159,9 @@ impl FnCx<'_> {
     fn window(&mut self, r: &Recurrence, held: Held) -> Result<TokenStream, Bug> {
         let nd = self.nd.clone();
         let name = self.ident(r.var)?;
-        let mut out = TokenStream::new();
-        let mut lens = Vec::new();
-        let mut alloc = vec![quote!(__slots)];
-        for (axis, e) in r.extents.iter().enumerate() {
-            let len = derived("len_", &name, &format!("_{axis}"));
-            let value = self.extent_usize(e)?;
-            out.extend(quote!(let #len: usize = #value;));
-            if axis > 0 {
-                alloc.push(quote!(#len));
-            }
-            lens.push(len);
-        }
+        let (mut out, lens) = self.rec_lens(r)?;
+        let alloc: Vec<TokenStream> =
+            std::iter::once(quote!(__slots)).chain(lens.iter().skip(1).map(|len| quote!(#len))).collect();
         let array = types::array(r.elem, Some(r.extents.len()), &nd);
         let shape = types::shape(&alloc, &nd);
         let (lo, hi) = (&held.lo, &held.hi);
@@ -188,24 +179,9 @@ impl FnCx<'_> {
     /// The steps of `r`'s sequential loop (over the current chunk), writing
     /// into its window.
     fn window_steps(&mut self, r: &Recurrence) -> Result<TokenStream, Bug> {
-        let rt = self.rt.clone();
-        let name = self.ident(r.var)?;
-        let store: Ident = derived("store_", &name, "");
         let mut r = r.clone();
         r.clear_steps = true;
         let access = self.rec_access.get(&r.var).cloned().ok_or("a sweep's window is not declared")?;
-        self.rec_access.insert(r.var, RecAccess { store: Some(store.clone()), ..access.clone() });
-        self.no_move += 1;
-        let steps = self.rec_steps(&r, &store, None);
-        self.no_move -= 1;
-        self.rec_access.insert(r.var, access);
-        let steps = steps?;
-        let (t, rank) = (types::scalar(r.elem), types::usize_lit(r.extents.len()));
-        Ok(quote! {
-            {
-                let #store = #rt::rec::Store::<#t, #rank>::new(&mut #name);
-                #steps
-            }
-        })
+        self.stored_steps(&r, access, None)
     }
 }
