@@ -104,7 +104,6 @@ impl Vars {
             vars: self.vars,
             device: None,
             checkpointed: None,
-            may_give_up: false,
         }
     }
 }

@@ -110,10 +110,6 @@ pub struct Function {
     /// Set by `opt::checkpoint` on a function whose reverse sweep through a
     /// recurrence may instead run checkpointed (see [`Checkpointing`]).
     pub checkpointed: Option<Checkpointing>,
-    /// The function may give up (a [`Sweep`] found that it needs a step it
-    /// no longer holds); its caller then runs the function it stands for.
-    /// A back end returns "no result" rather than an error for it.
-    pub may_give_up: bool,
 }
 
 /// How a function chooses between keeping a recurrence's whole history and
@@ -149,6 +145,14 @@ impl PartialEq for Device {
 }
 
 impl Function {
+    /// Whether the function may give up: a [`Sweep`] among its statements
+    /// may find that it needs a step it no longer holds, and its caller then
+    /// runs the function it stands for. A back end returns "no result"
+    /// rather than an error for it.
+    pub fn may_give_up(&self) -> bool {
+        self.body.iter().any(|s| matches!(s, Stmt::Sweep(_)))
+    }
+
     pub fn var(&self, v: VarId) -> &VarInfo {
         &self.vars[v.0 as usize]
     }
@@ -212,7 +216,7 @@ pub enum Stmt {
     Expr(Expr),
     /// A reverse sweep through a recurrence, run in chunks of steps so that
     /// neither the primal's history nor its adjoint's is kept whole (see
-    /// [`Sweep`]). Only in a function with `may_give_up`.
+    /// [`Sweep`]). Only among a function's own statements (`Function::may_give_up`).
     Sweep(Box<Sweep>),
 }
 

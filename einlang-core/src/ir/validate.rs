@@ -470,8 +470,10 @@ impl<'a> Checker<'a> {
     /// A sweep's parts in the order a back end runs them; what they define
     /// stays in scope after it (the sums' totals, `between` and `after`).
     fn check_sweep(&mut self, w: &Sweep) {
-        if !self.f.may_give_up {
-            self.err("a sweep in a function that may not give up".to_string());
+        // Only among the function's own statements (which make it one that
+        // may give up), not in a block.
+        if !self.f.body.iter().any(|s| matches!(s, Stmt::Sweep(b) if std::ptr::eq(&**b, w))) {
+            self.err("a sweep inside a block".to_string());
         }
         self.check_dim(&w.steps);
         for v in [w.chunk, w.lo, w.hi] {

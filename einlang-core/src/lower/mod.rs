@@ -257,7 +257,6 @@ impl<'a> FnLower<'a> {
             vars: std::mem::take(&mut self.vars),
             device: func.device.map(|span| ir::Device { span }),
             checkpointed: None,
-            may_give_up: false,
         })
     }
 

@@ -47,7 +47,7 @@ pub fn run(program: &mut Program, device: &HashSet<String>) {
     let mut added = Vec::new();
     let mut names: HashSet<String> = program.fns.iter().map(|f| f.name.clone()).collect();
     for f in &mut program.fns {
-        if device.contains(&f.name) || f.may_give_up || f.checkpointed.is_some() {
+        if device.contains(&f.name) || f.may_give_up() || f.checkpointed.is_some() {
             continue;
         }
         let Some((range, sweep, mut g)) = find(f) else { continue };
@@ -65,7 +65,6 @@ pub fn run(program: &mut Program, device: &HashSet<String>) {
         g.public = false;
         g.export = None;
         g.docs = Vec::new();
-        g.may_give_up = true;
         g.body.splice(range, [Stmt::Sweep(Box::new(sweep))]);
         added.push(g);
     }

@@ -172,7 +172,7 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
     let (nd_full, err, result) = (paths::nd(), paths::error(), paths::result());
     let ret = types::owned(&f.ret, &nd_full);
     // A function that may give up returns no result instead.
-    let ret = if f.may_give_up { quote!(::core::option::Option<#ret>) } else { ret };
+    let ret = if f.may_give_up() { quote!(::core::option::Option<#ret>) } else { ret };
     let body = cx.body()?;
     let allow = super::allow_lints(TokenStream::new());
 
@@ -383,7 +383,7 @@ impl<'a> FnCx<'a> {
             self.owned(&f.result, &movable(&all, &f.result))?.tokens
         };
         let temps = self.temporaries()?;
-        let result = if f.may_give_up { quote!(::core::option::Option::Some(#result)) } else { result };
+        let result = if f.may_give_up() { quote!(::core::option::Option::Some(#result)) } else { result };
         if temps.is_empty() {
             out.extend(quote!(Ok(#result)));
         } else {
