@@ -1,7 +1,8 @@
 //! Convolutions written in Einstein notation against im2col + GEMM written
 //! by hand, measured in the same run: the forward pass of a batch (valid,
-//! with a bias), a padded one (a guard), and the kernel gradient (the
-//! output gradient contracted with the shifted input).
+//! with a bias), a padded one (a guard), a padded one with stride 2, one
+//! with the channels last (NHWC), and the kernel gradient (the output
+//! gradient contracted with the shifted input).
 //!
 //! The baseline packs the input by hand (rayon over the packed rows), runs
 //! one `general_mat_mul` (matrixmultiply, the GEMM einlang dispatches to),
@@ -31,6 +32,19 @@ einlang! {
             if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
             where ih = i + r - 1, iw = j + s - 1
         );
+        y
+    }
+
+    pub fn conv_stride2(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H / 2, W / 2] {
+        let y[n, o, i in 0..H / 2, j in 0..W / 2] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+        );
+        y
+    }
+
+    pub fn conv_nhwc(x: [f32; N, H, W, C], k: [f32; KH, KW, C, O]) -> [f32; N, H - KH + 1, W - KW + 1, O] {
+        let y[n, i, j, o] = sum[r, s, c](x[n, i + r, j + s, c] * k[r, s, c, o]);
         y
     }
 
@@ -76,9 +90,15 @@ fn im2col(x: &Array4<f32>, kh: usize, kw: usize, pad: usize) -> Array2<f32> {
 /// straight into the image's `[o, y, x]` output, which starts as the bias;
 /// images in parallel.
 fn conv_gemm(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize) -> Array4<f32> {
+    conv_gemm_strided(x, k, bias, pad, 1)
+}
+
+/// `conv_gemm` with a stride: with stride 1 each packed row is built from
+/// runs of image rows, else element by element.
+fn conv_gemm_strided(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize, stride: usize) -> Array4<f32> {
     let (n, c, h, w) = x.dim();
     let (o, _, kh, kw) = k.dim();
-    let (oh, ow) = (h + 2 * pad - kh + 1, w + 2 * pad - kw + 1);
+    let (oh, ow) = ((h + 2 * pad - kh) / stride + 1, (w + 2 * pad - kw) / stride + 1);
     let km = k.view().into_shape_with_order((o, c * kh * kw)).expect("standard layout kernel");
     let mut y = Array4::<f32>::zeros((n, o, oh, ow));
     y.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(nn, mut img)| {
@@ -89,17 +109,26 @@ fn conv_gemm(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize) -
             let out = out.as_slice_mut().expect("standard layout");
             let (cc, r, s) = (row / (kh * kw), row / kw % kh, row % kw);
             for i in 0..oh {
-                let ih = (i + r) as isize - pad as isize;
+                let ih = (stride * i + r) as isize - pad as isize;
                 if ih < 0 || ih as usize >= h {
                     continue;
                 }
                 let src = &xs[(cc * h + ih as usize) * w..][..w];
                 let dst = &mut out[i * ow..][..ow];
-                // Output columns j read image column j + s - pad.
-                let lo = pad.saturating_sub(s);
-                let hi = ow.min(w + pad - s);
-                if lo < hi {
-                    dst[lo..hi].copy_from_slice(&src[lo + s - pad..hi + s - pad]);
+                if stride == 1 {
+                    // Output columns j read image column j + s - pad.
+                    let lo = pad.saturating_sub(s);
+                    let hi = ow.min(w + pad - s);
+                    if lo < hi {
+                        dst[lo..hi].copy_from_slice(&src[lo + s - pad..hi + s - pad]);
+                    }
+                } else {
+                    for (j, d) in dst.iter_mut().enumerate() {
+                        let iw = (stride * j + s) as isize - pad as isize;
+                        if iw >= 0 && (iw as usize) < w {
+                            *d = src[iw as usize];
+                        }
+                    }
                 }
             }
         }
@@ -108,6 +137,32 @@ fn conv_gemm(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize) -
         }
         let mut out = img.into_shape_with_order((o, oh * ow)).expect("standard layout");
         general_mat_mul(1.0, &km, &cols, 1.0, &mut out);
+    });
+    y
+}
+
+/// Channels last: per image, rows `(i, j)` of columns `(r, s, c)`, each
+/// `r` a run of `KW * C` input values, times the kernel as `[(r, s, c),
+/// o]` straight into the image's `[(i, j), o]` output; images in parallel.
+fn conv_nhwc_gemm(x: &Array4<f32>, k: &Array4<f32>) -> Array4<f32> {
+    let (n, h, w, c) = x.dim();
+    let (kh, kw, _, o) = k.dim();
+    let (oh, ow) = (h - kh + 1, w - kw + 1);
+    let km = k.view().into_shape_with_order((kh * kw * c, o)).expect("standard layout kernel");
+    let mut y = Array4::<f32>::zeros((n, oh, ow, o));
+    y.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(nn, img)| {
+        let xs = x.index_axis(Axis(0), nn);
+        let xs = xs.as_slice().expect("standard layout");
+        let mut cols = Array2::<f32>::zeros((oh * ow, kh * kw * c));
+        for (row, mut out) in cols.axis_iter_mut(Axis(0)).enumerate() {
+            let out = out.as_slice_mut().expect("standard layout");
+            let (i, j) = (row / ow, row % ow);
+            for r in 0..kh {
+                out[r * kw * c..][..kw * c].copy_from_slice(&xs[((i + r) * w + j) * c..][..kw * c]);
+            }
+        }
+        let mut out = img.into_shape_with_order((oh * ow, o)).expect("standard layout");
+        general_mat_mul(1.0, &cols, &km, 0.0, &mut out);
     });
     y
 }
@@ -203,6 +258,22 @@ fn main() {
     let e = median(runs, || drop(black_box(conv_same(black_box(&x), &k).unwrap())));
     let g = median(runs, || drop(black_box(conv_gemm(black_box(&x), &k, &zero, 1))));
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, e, g);
+
+    let (got, want) = (conv_stride2(&x, &k).expect("conv_stride2"), conv_gemm_strided(&x, &k, &zero, 1, 2));
+    close(&got, &want, "conv_stride2");
+    let flops = 2.0 * (n * o * (h / 2) * (w / 2) * c * 9) as f64;
+    let e = median(runs, || drop(black_box(conv_stride2(black_box(&x), &k).unwrap())));
+    let g = median(runs, || drop(black_box(conv_gemm_strided(black_box(&x), &k, &zero, 1, 2))));
+    report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 stride 2, padded (guard)"), flops, e, g);
+
+    let xl = x.view().permuted_axes([0, 2, 3, 1]).as_standard_layout().into_owned();
+    let kl = k.view().permuted_axes([2, 3, 1, 0]).as_standard_layout().into_owned();
+    let (got, want) = (conv_nhwc(&xl, &kl).expect("conv_nhwc"), conv_nhwc_gemm(&xl, &kl));
+    close(&got, &want, "conv_nhwc");
+    let flops = 2.0 * (n * o * (h - 2) * (w - 2) * c * 9) as f64;
+    let e = median(runs, || drop(black_box(conv_nhwc(black_box(&xl), &kl).unwrap())));
+    let g = median(runs, || drop(black_box(conv_nhwc_gemm(black_box(&xl), &kl))));
+    report(&format!("conv N={n} {h}x{w} C={c} O={o} 3x3 channels last (NHWC), valid"), flops, e, g);
 
     let dy = data4(n, o, h - 2, w - 2, 4);
     let (got, want) = (kernel_grad(&x, &dy).expect("kernel_grad"), kernel_grad_gemm(&x, &dy));

@@ -51,6 +51,18 @@ einlang! {
         y
     }
 
+    // A strided index (a stride-2 convolution's padding), with every
+    // comparison and the stride on either side of the product.
+    pub fn strided(x: [f64; N, W], s: i64, m: i64) -> [f64; N, ?] {
+        let y[i, j in 0..m] = if jj >= 0 && jj < W { x[i, jj] } else { 0.0 } where jj = 2 * j + s - 1;
+        y
+    }
+
+    pub fn strided_band(x: [f64; N, W], a: i64, b: i64) -> [f64; N, W] {
+        let y[i, j] = x[i, j] where 3 * j > a, b >= j * 3 - j, a < 5 * j + 1 + j;
+        y
+    }
+
     // Integers, and an axis that starts above zero.
     pub fn ints(x: [i64; N, W]) -> [i64; N, W] {
         let y[i, j in 2..W] = if j - 3 >= 0 { x[i, j - 3] * 10 } else { 0 };
@@ -77,6 +89,44 @@ fn padding_by_a_run_time_offset() {
             }
         });
         assert_eq!(got, want, "s = {s}");
+    }
+}
+
+#[test]
+fn strided_padding_by_a_run_time_offset() {
+    let x = data(2, 9, 4);
+    for s in [-30, -9, -4, -3, -2, -1, 0, 1, 2, 3, 4, 9, 17, 40, i64::MAX, i64::MAX - 3, i64::MIN, i64::MIN + 7] {
+        for m in [0, 1, 4, 5, 6, 11] {
+            let got = strided(&x, s, m).unwrap();
+            let want = Array2::from_shape_fn((2, m as usize), |(i, j)| {
+                let jj = 2i64.wrapping_mul(j as i64).wrapping_add(s).wrapping_sub(1);
+                if (0..9).contains(&jj) {
+                    x[[i, jj as usize]]
+                } else {
+                    0.0
+                }
+            });
+            assert_eq!(got, want, "s = {s}, m = {m}");
+        }
+    }
+}
+
+#[test]
+fn strided_bounds_on_either_side() {
+    let x = data(2, 10, 5);
+    for a in [-20, -7, -1, 0, 1, 5, 6, 7, 12, 13, 40, 59, 60, 61, 70] {
+        for b in [-9, -1, 0, 1, 2, 3, 7, 8, 9, 17, 18, 19, 40] {
+            let got = strided_band(&x, a, b).unwrap();
+            let want = Array2::from_shape_fn((2, 10), |(i, j)| {
+                let j = j as i64;
+                if 3 * j > a && b >= 2 * j && a < 6 * j + 1 {
+                    x[[i, j as usize]] * 1.0
+                } else {
+                    0.0
+                }
+            });
+            assert_eq!(got, want, "a = {a}, b = {b}");
+        }
     }
 }
 

@@ -74,6 +74,24 @@ einlang! {
         g
     }
 
+    /// Channels last (NHWC), padded: the packed copy keeps the channels
+    /// innermost (runs of the input) and the product is made per image
+    /// in the output's order `[i, j, o]`.
+    pub fn conv_nhwc(x: [f64; N, H, W, C], k: [f64; KH, KW, C, O]) -> [f64; N, H, W, O] {
+        let y[n, i in 0..H, j in 0..W, o] = sum[r, s, c](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, ih, iw, c] * k[r, s, c, o] } else { 0.0 }
+            where ih = i + r - 1, iw = j + s - 1
+        );
+        y
+    }
+
+    /// The kernel gradient of a valid channels-last convolution: a
+    /// product per image, summed.
+    pub fn conv_nhwc_kernel_grad(x: [f64; N, H, W, C], dy: [f64; N, P, Q, O]) -> [f64; 2, 3, C, O] {
+        let dk[r in 0..2, s in 0..3, c, o] = sum[n, i, j](x[n, i + r, j + s, c] * dy[n, i, j, o]);
+        dk
+    }
+
     /// A read of the plain operand that is not proven in bounds: `w`'s
     /// second axis may be shorter than the sum.
     pub fn unproven(a: [f64; M, K], w: [f64; O, L, 2]) -> [f64; M, O] {
@@ -150,6 +168,42 @@ fn padded_convolution() {
         }
     }
     assert_close(&conv_same(&x, &k).unwrap(), &want);
+}
+
+#[test]
+fn channels_last_convolution_and_kernel_gradient() {
+    let (n, h, w, c, o) = (2, 5, 6, 3, 4);
+    let x = fill(Ix4(n, h, w, c), 21);
+    let k = fill(Ix4(3, 3, c, o), 22);
+    let mut want = Array4::<f64>::zeros((n, h, w, o));
+    for ((nn, i, j, oo), v) in want.indexed_iter_mut() {
+        for r in 0..3 {
+            for s in 0..3 {
+                let (ih, iw) = (i as i64 + r as i64 - 1, j as i64 + s as i64 - 1);
+                if ih < 0 || ih >= h as i64 || iw < 0 || iw >= w as i64 {
+                    continue;
+                }
+                for cc in 0..c {
+                    *v += x[[nn, ih as usize, iw as usize, cc]] * k[[r, s, cc, oo]];
+                }
+            }
+        }
+    }
+    assert_close(&conv_nhwc(&x, &k).unwrap(), &want);
+
+    let (p, q) = (h - 1, w - 2);
+    let dy = fill(Ix4(n, p, q, o), 23);
+    let mut want = Array4::<f64>::zeros((2, 3, c, o));
+    for ((r, s, cc, oo), v) in want.indexed_iter_mut() {
+        for nn in 0..n {
+            for i in 0..p {
+                for j in 0..q {
+                    *v += x[[nn, i + r, j + s, cc]] * dy[[nn, i, j, oo]];
+                }
+            }
+        }
+    }
+    assert_close(&conv_nhwc_kernel_grad(&x, &dy).unwrap(), &want);
 }
 
 #[test]

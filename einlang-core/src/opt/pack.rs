@@ -143,6 +143,11 @@ struct Contraction {
     /// lead. The product is then made in the definition's own order (see
     /// `pack`).
     lead: Option<usize>,
+    /// Whether the definition's axes are `[rows.., cols..]` (no batch, two
+    /// rows or more) and the packed operand `[rows.., ks..]`: in host code
+    /// the product is made per point of the first row, as `[rest, cols]`
+    /// (see `per_row`).
+    rows_first: bool,
     /// Whether the sum's first variable is read plainly by both operands
     /// (an image of a kernel gradient's batch) while the summed run is
     /// innermost (`k_outer` false): in host code the sum is split into a
@@ -305,6 +310,12 @@ fn contraction(
     // contiguous axis).
     let q = if p_first { y } else { x };
     let k_outer = match (rows.last(), loops.last()) {
+        // The gathered read's contiguous axis follows one of the two
+        // alone (`x[n, i + r, j + s, c]`, channels last): that one goes
+        // innermost, so packing copies runs of memory.
+        (Some(r), Some(k)) if last_index_mentions(q, r.index) != last_index_mentions(q, k.index) => {
+            last_index_mentions(q, r.index)
+        }
         (Some(r), Some(k)) => match run_length(&r.extent, derived).cmp(&run_length(&k.end, derived)) {
             std::cmp::Ordering::Greater => true,
             std::cmp::Ordering::Less => false,
@@ -327,7 +338,25 @@ fn contraction(
         reads_plainly(q, v, &mut found);
         found
     };
-    let split = !k_outer && batch.is_empty() && loops.len() >= 2 && plain_in_q(loops[0].index);
+    // With the rows innermost in the packing, only when the variable leads
+    // both operands (`dy[n, ..]`, `x[n, ..]`: an image) and the packed
+    // copy is an expansion (an index of the gathered read mixes a row and
+    // a summed variable, `x[n, i + r, j + s, c]`): a copy per image then
+    // stays in cache, where a plain copy (`h[t - 1, b, k]`) is as large as
+    // its source anyway and one product over everything is better.
+    let image = |v: VarId| {
+        p_vars.first() == Some(&v) && first_index_is(q, v) && mixes(q, &rows.iter().map(|a| a.index).collect(), &ks)
+    };
+    let split =
+        batch.is_empty() && loops.len() >= 2 && plain_in_q(loops[0].index) && (!k_outer || image(loops[0].index));
+    // The definition's axes are the rows then the columns (`y[n, i, j,
+    // o]`, channels last), the summed run innermost in the packing: the
+    // product per leading row is made `[rest, cols]`, in that order.
+    let rows_first = batch.is_empty()
+        && !k_outer
+        && !split
+        && rows.len() >= 2
+        && def.axes.iter().map(|a| a.index).eq(rows.iter().chain(&cols).map(|a| a.index));
     Some(Contraction {
         path: path.to_vec(),
         elem,
@@ -337,6 +366,7 @@ fn contraction(
         p_first,
         k_outer,
         lead: in_order.then_some(lead),
+        rows_first,
         split,
     })
 }
@@ -347,6 +377,41 @@ fn reads_plainly(e: &Expr, v: VarId, found: &mut bool) {
         *found |= indices.iter().any(|i| matches!(i.kind, ExprKind::Var(x) if x == v));
     }
     visit::for_each_child(e, &mut |c| reads_plainly(c, v, found));
+}
+
+/// Whether the first read in `e` has `v` alone as its first index.
+fn first_index_is(e: &Expr, v: VarId) -> bool {
+    if let ExprKind::Read { indices, .. } = &e.kind {
+        return indices.first().is_some_and(|i| matches!(i.kind, ExprKind::Var(x) if x == v));
+    }
+    let mut found = None;
+    visit::for_each_child(e, &mut |c| {
+        if found.is_none() && contains_read(c) {
+            found = Some(first_index_is(c, v));
+        }
+    });
+    found.unwrap_or(false)
+}
+
+/// Whether an index of a read in `e` mentions both a variable of `a` and
+/// one of `b`.
+fn mixes(e: &Expr, a: &HashSet<VarId>, b: &HashSet<VarId>) -> bool {
+    if let ExprKind::Read { indices, .. } = &e.kind {
+        let mixed = indices.iter().any(|i| {
+            let (mut in_a, mut in_b) = (false, false);
+            visit_var_uses(i, &mut |v| {
+                in_a |= a.contains(&v);
+                in_b |= b.contains(&v);
+            });
+            in_a && in_b
+        });
+        if mixed {
+            return true;
+        }
+    }
+    let mut any = false;
+    visit::for_each_child(e, &mut |c| any = any || mixes(c, a, b));
+    any
 }
 
 /// Whether the last index of the first read in `e` mentions `v`.
@@ -664,7 +729,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
 
     // The matrices, their product, and the product over the axes again.
     let (m, n, k) = (product(r_ext.iter().cloned()), product(c_ext.iter().cloned()), product(k_ext.iter().cloned()));
-    if host && c.lead == Some(1) {
+    if host && (c.lead == Some(1) || c.rows_first) {
         let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, 2));
         let prelude = per_row(f, def, &c, q_point, &loops, Plain::Shared(pm), [&k, &n]);
         let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![k, n] };
@@ -771,7 +836,9 @@ enum Plain {
 /// a row definition, which then reads it at its own point:
 /// - with a `Shared` plain operand, the first axis leads the rows
 ///   (`y[n, cols.., rest..]`): the kernel matrix times the point's packed
-///   columns, as `[cols.., rest..]`;
+///   columns, as `[cols.., rest..]`; or, when the definition's axes are
+///   `[n, rest.., cols..]` (`rows_first`, channels last), the point's
+///   packed columns times the kernel matrix, as `[rest.., cols..]`;
 /// - with a `PerRow` one, the first axis is the product's batch axis
 ///   (both operands read it; a kernel gradient's image, after `split`):
 ///   the point's packed columns times the point's matrix, as `[rows..,
@@ -793,8 +860,8 @@ fn per_row(
 ) -> Vec<Stmt> {
     let (elem, i64_ty) = (c.elem, Repr::Scalar(ScalarKind::I64));
     let base = f.var(def.var).source_name.clone();
-    let lead = matches!(plain, Plain::Shared(_));
-    let rows = if lead { &c.rows[1..] } else { &c.rows[..] };
+    let shared = matches!(plain, Plain::Shared(_));
+    let rows = if shared { &c.rows[1..] } else { &c.rows[..] };
     let to_r: HashMap<VarId, VarId> =
         rows.iter().map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone()))).collect();
     let mut body = q;
@@ -825,7 +892,7 @@ fn per_row(
     };
     let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, 2));
     let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, rows.len() + c.cols.len()));
-    let (gemm, order): (Gemm, Vec<&Axis>) = if lead {
+    let (gemm, order): (Gemm, Vec<&Axis>) = if shared && !c.rows_first {
         // As the right operand, the columns' axes swap roles.
         let q_right = q_left.into_iter().rev().collect();
         let g = gemm_of(f, elem, ym, None, [n.clone(), m, k.clone()], (pm, vec![1, 0]), (qm, q_right));

@@ -8,10 +8,14 @@
 //! vectorizes), zeros after it. Conjuncts that do not mention `j` are
 //! tested once per row; any others stay per element.
 //!
+//! The index may be strided (`iw = 2 * j + s - 1`: `a * j + o` with `a` an
+//! integer literal, `a >= 1` in all): its bounds on `j` are rounded up.
+//!
 //! The range is exact under the language's wrapping integer arithmetic:
-//! with `x = j + o` (`o` mentions no `j`) evaluated wrapping, `x` equals
-//! the exact `j + o` over the row when both ends fit in `i64`, which the
-//! generated code checks (else the row runs the per-element loop).
+//! with `x = a * j + o` (`o` mentions no `j`) evaluated wrapping, `x`
+//! equals the exact `a * j + o` over the row when both ends fit in `i64`
+//! (it is monotone in `j`), which the generated code checks (else the row
+//! runs the per-element loop).
 
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
@@ -22,11 +26,12 @@ use crate::base::scalar::ScalarKind;
 use crate::ir::validate::visit_var_uses;
 use crate::ir::{visit, Axis, Expr, ExprKind, Literal, Repr, TensorDef, VarId, WhereEntry};
 
-/// A conjunct `x >= limit` (`lower`) or `x < limit` with `x = j + off`;
-/// `plus_one` for `>` and `<=`, whose limit is one further.
+/// A conjunct `x >= limit` (`lower`) or `x < limit` with `x = scale * j +
+/// off`; `plus_one` for `>` and `<=`, whose limit is one further.
 struct Bound {
     lower: bool,
     limit: Expr,
+    scale: i64,
     off: Expr,
     plus_one: bool,
 }
@@ -93,26 +98,40 @@ fn substitute(e: &Expr, binds: &[(VarId, Expr)]) -> Expr {
     out
 }
 
-/// `e[j := 0]` when `e` is `j` plus terms without `j` (added or
-/// subtracted, `j` added exactly once).
-fn offset_of(e: &Expr, j: VarId) -> Option<Expr> {
-    fn count(e: &Expr, j: VarId, sign: bool, plus: &mut u32) -> bool {
+/// `(a, e[j := 0])` when `e` is `a * j` plus terms without `j` (added or
+/// subtracted; `j` alone or times an integer literal, `a` at least 1 in
+/// all: a stride).
+fn offset_of(e: &Expr, j: VarId) -> Option<(i64, Expr)> {
+    fn count(e: &Expr, j: VarId, sign: i64, scale: &mut i64) -> bool {
+        let literal = |x: &Expr| match x.kind {
+            ExprKind::Lit(Literal::Int(v)) => i64::try_from(v).ok().filter(|v| (1..=1 << 16).contains(v)),
+            _ => None,
+        };
         match &e.kind {
             ExprKind::Var(v) if *v == j => {
-                *plus += u32::from(sign);
-                sign
+                *scale += sign;
+                true
             }
-            ExprKind::Binary(BinOp::Add, a, b) => count(a, j, sign, plus) && count(b, j, sign, plus),
-            ExprKind::Binary(BinOp::Sub, a, b) => count(a, j, sign, plus) && count(b, j, !sign, plus),
+            ExprKind::Binary(BinOp::Mul, a, b) if mentions(e, &[j]) => {
+                match (literal(a), literal(b), &a.kind, &b.kind) {
+                    (Some(n), _, _, ExprKind::Var(v)) | (_, Some(n), ExprKind::Var(v), _) if *v == j => {
+                        *scale += sign * n;
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            ExprKind::Binary(BinOp::Add, a, b) => count(a, j, sign, scale) && count(b, j, sign, scale),
+            ExprKind::Binary(BinOp::Sub, a, b) => count(a, j, sign, scale) && count(b, j, -sign, scale),
             _ => !mentions(e, &[j]),
         }
     }
-    let mut plus = 0;
-    if !count(e, j, true, &mut plus) || plus != 1 {
+    let mut scale = 0;
+    if !count(e, j, 1, &mut scale) || scale < 1 {
         return None;
     }
     let zero = Expr { kind: ExprKind::Lit(Literal::Int(0)), ty: Repr::Scalar(ScalarKind::I64) };
-    Some(substitute(e, &[(j, zero)]))
+    Some((scale, substitute(e, &[(j, zero)])))
 }
 
 /// `c` as a bound on `j`, if it is one.
@@ -136,8 +155,8 @@ fn bound(c: &Expr, j: VarId) -> Option<Bound> {
     if mentions(limit, &[j]) {
         return None;
     }
-    let off = offset_of(x, j)?;
-    Some(Bound { lower, limit: (**limit).clone(), off, plus_one })
+    let (scale, off) = offset_of(x, j)?;
+    Some(Bound { lower, limit: (**limit).clone(), scale, off, plus_one })
 }
 
 /// Splits `body` around its bounds on `j`; None unless at least one
@@ -310,27 +329,38 @@ impl FnCx<'_> {
             ExprKind::Lit(Literal::Int(v)) => i64::try_from(v).ok(),
             _ => None,
         };
-        let surely_exact = small(axis.start.as_constant()) && c.bounds.iter().all(|b| small(literal(&b.off)));
+        let surely_exact =
+            small(axis.start.as_constant()) && c.bounds.iter().all(|b| b.scale == 1 && small(literal(&b.off)));
         let start = self.dim(&axis.start)?;
         let zero = types::zero(def.elem);
         let ok = outer.into_iter().fold(quote!(true), |acc, c| quote!(#acc && (#c)));
-        let check = if surely_exact {
-            quote!()
-        } else {
-            quote! {
-                __exact &= (__first + __off as i128) >= i64::MIN as i128
-                    && (__last + __off as i128) <= i64::MAX as i128;
-            }
-        };
         let limits = bounds.into_iter().map(|(b, limit, off)| {
             let one = if b.plus_one { quote!(+ 1) } else { quote!() };
             let narrow = if b.lower { quote!(__lo = __lo.max(__at)) } else { quote!(__hi = __hi.min(__at)) };
+            let scale = b.scale;
+            // `scale * j + off >= n` is `j >= ceil((n - off) / scale)`, and
+            // `< n` is `j < ceil((n - off) / scale)`.
+            let (check, at) = if scale == 1 {
+                let check = quote! {
+                    __exact &= (__first + __off as i128) >= i64::MIN as i128
+                        && (__last + __off as i128) <= i64::MAX as i128;
+                };
+                (check, quote!(__limit as i128 - __off as i128 #one))
+            } else {
+                let check = quote! {
+                    __exact &= (#scale as i128 * __first + __off as i128) >= i64::MIN as i128
+                        && (#scale as i128 * __last + __off as i128) <= i64::MAX as i128;
+                };
+                let minus_one = if b.plus_one { quote!(-1) } else { quote!() };
+                (check, quote!(-((__off as i128 - __limit as i128 #minus_one).div_euclid(#scale as i128))))
+            };
+            let check = if surely_exact { quote!() } else { check };
             quote! {
                 {
                     let __off: i64 = #off;
                     let __limit: i64 = #limit;
                     #check
-                    let __at: i128 = __limit as i128 - __off as i128 #one;
+                    let __at: i128 = #at;
                     #narrow;
                 }
             }
