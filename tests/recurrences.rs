@@ -269,6 +269,47 @@ fn edit_distance_of_random_strings() {
     assert_eq!(edit::distance(&a, &b).unwrap(), want);
 }
 
+program!(lcs {
+    use std::math::max;
+    /// Longest common subsequence lengths: integer maxima, the left
+    /// neighbour passed along the row (read before the other terms).
+    pub fn lcs(a: [i64; N], b: [i64; M]) -> [i64; N + 1, M + 1] {
+        let c[0, j in 0..M + 1] = 0;
+        let c[i in 1..N + 1, 0] = 0;
+        let c[i in 1..N + 1, j in 1..M + 1] =
+            if a[i - 1] == b[j - 1] { c[i - 1, j - 1] + 1 } else { max(c[i, j - 1], c[i - 1, j]) };
+        c
+    }
+});
+
+/// Every cell of a table whose rows pass each point's value to the next
+/// (kept in a register, from the store at the start of each run the
+/// wavefront hands over), against a hand loop: one thread (rows in order)
+/// and three (tiles of a banded wavefront, runs starting mid-row).
+#[test]
+fn a_row_passing_its_values_along_matches_a_hand_loop() {
+    let mut rng = Rng::new(17);
+    for (n, m) in [(0, 3), (4, 0), (7, 9), (300, 700), (513, 257)] {
+        let a: Array1<i64> = (0..n).map(|_| i64::from(rng.int(0, 3))).collect();
+        let b: Array1<i64> = (0..m).map(|_| i64::from(rng.int(0, 3))).collect();
+        let mut want = Array2::<i64>::zeros((n + 1, m + 1));
+        for i in 1..=n {
+            for j in 1..=m {
+                want[[i, j]] = if a[i - 1] == b[j - 1] {
+                    want[[i - 1, j - 1]] + 1
+                } else {
+                    want[[i, j - 1]].max(want[[i - 1, j]])
+                };
+            }
+        }
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| lcs::lcs(&a, &b)).unwrap();
+            assert_eq!(got, want, "{n} x {m}, {threads} threads");
+        }
+    }
+}
+
 #[test]
 fn edit_distance_runs_rows_in_order_and_keeps_two() {
     let f = recurrence_facts(edit::SRC, "distance", "d");

@@ -182,6 +182,11 @@ where
 /// when no read looks back further than this along either axis.
 pub const TILE: i64 = 64;
 
+/// Columns of a wavefront's tile: reads look back at most [`TILE`], so a
+/// tile may be wider than its band is tall; wider tiles hand longer runs
+/// of a row to the generated code and wait less often.
+const WIDTH: i64 = 4 * TILE;
+
 /// Whether a two-axis recurrence of `rows x cols` points should run as a
 /// wavefront: only when several threads can work on it and there are
 /// enough tiles to keep them busy.
@@ -198,12 +203,15 @@ pub const WAVE_SLOTS: usize = 512;
 /// in [`WAVE_SLOTS`], with a band to spare for the look-back.
 const WINDOWED_WORKERS: usize = WAVE_SLOTS / TILE as usize - 2;
 
-/// Runs `body(i, j)` for every point of `r0 x r1` such that each point runs
-/// after every point with smaller-or-equal `i` and `j` (other than itself).
-/// Stops at the first error. See [`wavefront_banded`].
+/// Runs every point of `r0 x r1` such that each point runs after every
+/// point with smaller-or-equal `i` and `j` (other than itself), a run of a
+/// row at a time: `body(i, j_lo, j_hi)` runs the points `(i, j)` for `j` in
+/// `j_lo..j_hi`, in order (so the generated code keeps what a point passes
+/// to the next in registers). Stops at the first error. See
+/// [`wavefront_banded`].
 pub fn wavefront<F>(r0: (i64, i64), r1: (i64, i64), body: F) -> Result<(), Error>
 where
-    F: Fn(i64, i64) -> Result<(), Error> + Sync + Send,
+    F: Fn(i64, i64, i64) -> Result<(), Error> + Sync + Send,
 {
     pipeline(r0, r1, usize::MAX, &|_| Ok(()), &body)
 }
@@ -214,7 +222,7 @@ where
 ///
 /// The outer axis is cut into bands of [`TILE`] steps, taken in order by
 /// at most `WAVE_SLOTS / TILE - 2` workers. A worker runs its band tile by
-/// tile (`TILE` columns each, row by row inside a tile), and starts a tile
+/// tile (`WIDTH` columns each, row by row inside a tile), and starts a tile
 /// only when the band above has finished the tiles up to the one above it
 /// (reads look back at most `TILE` along each axis). So a band runs
 /// only while the bands before it are finished or running, and at most
@@ -224,7 +232,7 @@ where
 pub fn wavefront_banded<P, F>(r0: (i64, i64), r1: (i64, i64), prepare: P, body: F) -> Result<(), Error>
 where
     P: Fn(i64) -> Result<(), Error> + Sync + Send,
-    F: Fn(i64, i64) -> Result<(), Error> + Sync + Send,
+    F: Fn(i64, i64, i64) -> Result<(), Error> + Sync + Send,
 {
     pipeline(r0, r1, WINDOWED_WORKERS, &prepare, &body)
 }
@@ -235,7 +243,7 @@ where
 fn pipeline<P, F>(r0: (i64, i64), r1: (i64, i64), max_workers: usize, prepare: &P, body: &F) -> Result<(), Error>
 where
     P: Fn(i64) -> Result<(), Error> + Sync,
-    F: Fn(i64, i64) -> Result<(), Error> + Sync,
+    F: Fn(i64, i64, i64) -> Result<(), Error> + Sync,
 {
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::sync::Mutex;
@@ -244,7 +252,7 @@ where
     if n0 <= 0 || n1 <= 0 {
         return Ok(());
     }
-    let (bands, tiles) = (((n0 + TILE - 1) / TILE) as usize, (n1 + TILE - 1) / TILE);
+    let (bands, tiles) = (((n0 + TILE - 1) / TILE) as usize, (n1 + WIDTH - 1) / WIDTH);
     // Tiles finished by each band (a band finished entirely has `tiles`).
     let done: Vec<AtomicI64> = (0..bands).map(|_| AtomicI64::new(0)).collect();
     let next = AtomicUsize::new(0);
@@ -280,12 +288,10 @@ where
                     }
                 }
             }
-            let j_lo = r1.0 + t * TILE;
-            let j_hi = (j_lo + TILE).min(r1.1);
+            let j_lo = r1.0 + t * WIDTH;
+            let j_hi = (j_lo + WIDTH).min(r1.1);
             for i in i_lo..i_hi {
-                for j in j_lo..j_hi {
-                    body(i, j)?;
-                }
+                body(i, j_lo, j_hi)?;
             }
             done[band].store(t + 1, Ordering::Release);
         }
@@ -350,7 +356,7 @@ mod tests {
         let (n0, n1) = (300i64, 200i64);
         let done: Vec<AtomicUsize> = (0..n0 * n1).map(|_| AtomicUsize::new(0)).collect();
         let count = AtomicUsize::new(0);
-        let result = wavefront((0, n0), (0, n1), |i, j| {
+        let point = |i: i64, j: i64| -> Result<(), Error> {
             for (di, dj) in [(1, 0), (0, 1), (1, 1)] {
                 let (pi, pj) = (i - di, j - dj);
                 if pi >= 0 && pj >= 0 && done[(pi * n1 + pj) as usize].load(Ordering::SeqCst) == 0 {
@@ -362,7 +368,8 @@ mod tests {
             }
             done[(i * n1 + j) as usize].store(1 + count.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
             Ok(())
-        });
+        };
+        let result = wavefront((0, n0), (0, n1), |i, lo, hi| (lo..hi).try_for_each(|j| point(i, j)));
         assert!(result.is_ok(), "{result:?}");
         assert_eq!(count.load(Ordering::SeqCst), (n0 * n1) as usize);
     }
@@ -377,6 +384,22 @@ mod tests {
         let slots = WAVE_SLOTS as i64;
         let stamp: Vec<AtomicI64> = (0..slots * n1).map(|_| AtomicI64::new(-1)).collect();
         let at = |i: i64, j: i64| &stamp[((i % slots) * n1 + j) as usize];
+        let point = |i: i64, j: i64| -> Result<(), Error> {
+            if at(i, j).load(Ordering::SeqCst) != -1 {
+                return Err(Error::Assert { function: "t".into(), message: format!("({i}, {j}) not prepared") });
+            }
+            for (di, dj) in [(1, 0), (0, 1), (1, 1), (TILE, 0), (0, TILE), (TILE, TILE)] {
+                let (pi, pj) = (i - di, j - dj);
+                if pi >= 0 && pj >= 0 && at(pi, pj).load(Ordering::SeqCst) != pi {
+                    return Err(Error::Assert {
+                        function: "t".into(),
+                        message: format!("({i}, {j}) read ({pi}, {pj}): {}", at(pi, pj).load(Ordering::SeqCst)),
+                    });
+                }
+            }
+            at(i, j).store(i, Ordering::SeqCst);
+            Ok(())
+        };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(8).build().unwrap();
         let result = pool.install(|| {
             wavefront_banded(
@@ -388,25 +411,7 @@ mod tests {
                     }
                     Ok(())
                 },
-                |i, j| {
-                    if at(i, j).load(Ordering::SeqCst) != -1 {
-                        return Err(Error::Assert {
-                            function: "t".into(),
-                            message: format!("({i}, {j}) not prepared"),
-                        });
-                    }
-                    for (di, dj) in [(1, 0), (0, 1), (1, 1), (TILE, 0), (0, TILE), (TILE, TILE)] {
-                        let (pi, pj) = (i - di, j - dj);
-                        if pi >= 0 && pj >= 0 && at(pi, pj).load(Ordering::SeqCst) != pi {
-                            return Err(Error::Assert {
-                                function: "t".into(),
-                                message: format!("({i}, {j}) read ({pi}, {pj}): {}", at(pi, pj).load(Ordering::SeqCst)),
-                            });
-                        }
-                    }
-                    at(i, j).store(i, Ordering::SeqCst);
-                    Ok(())
-                },
+                |i, lo, hi| (lo..hi).try_for_each(|j| point(i, j)),
             )
         });
         assert!(result.is_ok(), "{result:?}");
@@ -418,13 +423,15 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
         let seen = AtomicUsize::new(0);
         let r = pool.install(|| {
-            wavefront((0, 1000), (0, 500), |i, j| {
-                seen.fetch_add(1, Ordering::SeqCst);
-                if (i, j) == (300, 200) {
-                    Err(Error::Assert { function: "t".into(), message: "stop".into() })
-                } else {
-                    Ok(())
-                }
+            wavefront((0, 1000), (0, 500), |i, lo, hi| {
+                (lo..hi).try_for_each(|j| {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    if (i, j) == (300, 200) {
+                        Err(Error::Assert { function: "t".into(), message: "stop".into() })
+                    } else {
+                        Ok(())
+                    }
+                })
             })
         });
         assert!(matches!(r, Err(Error::Assert { .. })), "{r:?}");

@@ -725,6 +725,18 @@ impl FnCx<'_> {
                 let x = x.at_least(Prec::Unary);
                 Code::new(quote!(#one / (#one + (-#x).exp())), Prec::Mul)
             }
+            Intrinsic::Min | Intrinsic::Max if !k.is_float() => {
+                // A conditional move, not a branch: in a dynamic program
+                // (`min(d[i - 1, j] + 1, d[i, j - 1] + 1)`) which side wins
+                // follows the data, and LLVM may otherwise turn the select
+                // into a branch that mispredicts about every other point.
+                let (x, y) = (x.tokens, self.expr(&args[1])?.tokens);
+                let op = if i == Intrinsic::Min { quote!(<) } else { quote!(>) };
+                Code::new(
+                    quote!({ let (__x, __y) = (#x, #y); ::core::hint::select_unpredictable(__x #op __y, __x, __y) }),
+                    Prec::Block,
+                )
+            }
             Intrinsic::Min | Intrinsic::Max => {
                 let y = self.expr(&args[1])?.tokens;
                 let x = x.at_least(Prec::Postfix);

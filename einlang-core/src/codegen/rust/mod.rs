@@ -249,6 +249,9 @@ pub(crate) struct FnCx<'a> {
     standard: HashSet<VarId>,
     /// How reads of each recurrence's tensor are emitted (see `recur`).
     rec_access: HashMap<VarId, recur::RecAccess>,
+    /// While a recurrence's clauses are emitted: the value passed from one
+    /// point of its innermost loop to the next (see `recur::Carry`).
+    carry: Option<recur::Carry>,
     /// Variables known to be non-negative: dimensions bound from shapes and
     /// checked extents. Their `usize` conversion needs no check.
     nonneg: HashSet<VarId>,
@@ -285,6 +288,7 @@ impl<'a> FnCx<'a> {
             repr: HashMap::new(),
             standard: HashSet::new(),
             rec_access: HashMap::new(),
+            carry: None,
             nonneg: HashSet::new(),
             next_label: 0,
             uses,

@@ -22,7 +22,8 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, types, Bug, FnCx, Ownership};
-use crate::ir::{Cover, Expr, RecClause, RecIndex, Recurrence, Repr};
+use crate::base::ops::BinOp;
+use crate::ir::{Cover, Expr, ExprKind, Literal, RecClause, RecIndex, Recurrence, Repr, VarId};
 
 /// How reads of a recurrence's tensor are emitted.
 #[derive(Clone)]
@@ -36,6 +37,23 @@ pub(crate) struct RecAccess {
     /// In a checkpointed sweep (see `sweep`): the steps the window holds,
     /// against which every read is tested.
     pub held: Option<Held>,
+}
+
+/// A value passed from one point of the innermost sequential loop to the
+/// next (see [`FnCx::carry_of`]): while the clauses are emitted, a read of
+/// `tensor` at the point before the current one along `inner` (`d[i, j -
+/// 1]`) is `value` when the previous iteration wrote it (`had`), and every
+/// write sets `value` and `have`. The dependence from one point to the
+/// next then stays in a register instead of a store and a load.
+#[derive(Clone)]
+pub(crate) struct Carry {
+    pub tensor: VarId,
+    /// The variable of the sequential loop along each axis.
+    pub at: Vec<VarId>,
+    pub inner: usize,
+    pub value: Ident,
+    pub had: Ident,
+    pub have: Ident,
 }
 
 /// The steps `lo..hi` (`i64` variables) that a checkpointed sweep's window
@@ -153,10 +171,36 @@ impl FnCx<'_> {
         wave: Option<&Ident>,
     ) -> Result<TokenStream, Bug> {
         let rt = self.rt.clone();
+        let carry = self.carry_of(r)?;
+        let outer_carry = std::mem::replace(&mut self.carry, carry.clone());
         let mut clauses = TokenStream::new();
-        for c in &r.clauses {
-            clauses.extend(self.rec_clause(r, c, store)?);
-        }
+        // Each clause's test on the innermost loop is a flag, set once per
+        // run of it where no clause starts or ends (see `segmented`).
+        let flags: Vec<Ident> = (0..r.clauses.len()).map(|n| quote::format_ident!("__on_{}", n)).collect();
+        let emitted = r.clauses.iter().zip(&flags).try_for_each(|(c, flag)| {
+            clauses.extend(self.rec_clause(r, c, store, flag)?);
+            Ok::<_, Bug>(())
+        });
+        self.carry = outer_carry;
+        emitted?;
+        // The innermost loop's body: with a carry, the value the previous
+        // point wrote (if it wrote one) is read from a register.
+        let (carry_decl, clauses) = match &carry {
+            Some(Carry { value, had, have, .. }) => {
+                let t = types::scalar(r.elem);
+                (
+                    quote! {
+                        let mut #value: #t = <#t as ::core::default::Default>::default();
+                        let mut #have = false;
+                    },
+                    quote! {
+                        let #had = ::core::mem::replace(&mut #have, false);
+                        #clauses
+                    },
+                )
+            }
+            None => (TokenStream::new(), clauses),
+        };
         let mut nest = clauses.clone();
         let mut clear_first = TokenStream::new();
         for (k, (axis, l)) in r.seq.iter().enumerate().rev() {
@@ -172,10 +216,15 @@ impl FnCx<'_> {
             if k == 0 {
                 clear_first = clear.clone();
             }
-            nest = quote! {
-                for #i in (#start)..(#end) {
-                    #clear
-                    #nest
+            nest = if k + 1 == r.seq.len() {
+                let run = self.segmented(r, &flags, &i, start, end, quote!(#clear #nest))?;
+                quote!(#carry_decl #run)
+            } else {
+                quote! {
+                    for #i in (#start)..(#end) {
+                        #clear
+                        #nest
+                    }
                 }
             };
         }
@@ -185,13 +234,24 @@ impl FnCx<'_> {
         let (l0, l1) = (&r.seq[0].1, &r.seq[1].1);
         let (i, j) = (self.ident(l0.index)?, self.ident(l1.index)?);
         let (s0, e0, s1, e1) = (self.dim(&l0.start)?, self.dim(&l0.end)?, self.dim(&l1.start)?, self.dim(&l1.end)?);
+        // The runtime hands over a run of a row at a time. What the clauses
+        // read from outside is copied into locals first (behind the
+        // closure's captured references, LLVM reloads it at every point,
+        // as the store's writes might change it).
+        let locals = self.row_locals(r, store, wave)?;
+        let run = self.segmented(r, &flags, &j, quote!(__j_lo), quote!(__j_hi), clauses)?;
+        let row = quote! {
+            |#i: i64, __j_lo: i64, __j_hi: i64| {
+                #locals
+                #carry_decl
+                #run
+                Ok(())
+            }
+        };
         let Some(use_it) = wave else {
             return Ok(quote! {
                 if #rt::rec::use_wavefront((#e0) - (#s0), (#e1) - (#s1)) {
-                    #rt::rec::wavefront(((#s0), (#e0)), ((#s1), (#e1)), |#i: i64, #j: i64| {
-                        #clauses
-                        Ok(())
-                    })?;
+                    #rt::rec::wavefront(((#s0), (#e0)), ((#s1), (#e1)), #row)?;
                 } else {
                     #nest
                 }
@@ -208,10 +268,7 @@ impl FnCx<'_> {
                         #clear_first
                         Ok(())
                     },
-                    |#i: i64, #j: i64| {
-                        #clauses
-                        Ok(())
-                    },
+                    #row,
                 )?;
             } else {
                 #nest
@@ -275,31 +332,106 @@ impl FnCx<'_> {
         })
     }
 
-    /// One clause at one point of the sequential loops: the cover test,
-    /// then its own loops writing through the store.
-    fn rec_clause(&mut self, r: &Recurrence, c: &RecClause, store: &Ident) -> Result<TokenStream, Bug> {
-        let rt = self.rt.clone();
-        let mut conds = Vec::new();
-        for (cover, (_, l)) in c.cover.iter().zip(&r.seq) {
-            let i = self.ident(l.index)?;
+    /// The innermost sequential loop of `r` over `start..end` (`j`), cut
+    /// into runs where no clause's cover starts or ends: at the start of
+    /// each run, `flags[n]` says whether clause `n` covers it, and `body`
+    /// (whose clauses test their flags) runs over the run. The tests of the
+    /// innermost loop are then out of it (LLVM unswitches the flags), and a
+    /// clause writing one end of a row (`d[i, 0]`) costs nothing inside.
+    fn segmented(
+        &mut self,
+        r: &Recurrence,
+        flags: &[Ident],
+        j: &Ident,
+        start: TokenStream,
+        end: TokenStream,
+        body: TokenStream,
+    ) -> Result<TokenStream, Bug> {
+        let Some((_, l)) = r.seq.last() else { return Err("a recurrence without sequential loops".into()) };
+        let k = r.seq.len() - 1;
+        let at = quote!(__seg_lo);
+        let (mut cuts, mut ons) = (Vec::new(), Vec::new());
+        for (c, flag) in r.clauses.iter().zip(flags) {
+            let cover = c.cover.get(k).ok_or("a clause without a cover of the innermost loop")?;
+            let tests = self.cover_tests(cover, l, &at)?;
+            let on = if tests.is_empty() { quote!(true) } else { quote!(#(#tests)&&*) };
+            ons.push(quote!(let #flag: bool = #on;));
             match cover {
                 Cover::At(n) => {
-                    let n = proc_macro2::Literal::i64_suffixed(*n);
-                    conds.push(quote!(#i == #n));
+                    let (n, m) = (proc_macro2::Literal::i64_suffixed(*n), proc_macro2::Literal::i64_suffixed(n + 1));
+                    cuts.extend([quote!(#n), quote!(#m)]);
                 }
                 Cover::Range(a, b) => {
-                    // The loop already starts at the smallest start and ends
-                    // at the extent; test only what can differ.
                     if *a != l.start {
                         let a = self.dim(a)?;
-                        conds.push(quote!(#i >= (#a)));
+                        cuts.push(quote!((#a)));
                     }
                     if *b != l.end {
                         let b = self.dim(b)?;
-                        conds.push(quote!(#i < (#b)));
+                        cuts.push(quote!((#b)));
                     }
                 }
             }
+        }
+        Ok(quote! {
+            let mut __seg_lo: i64 = #start;
+            let __seg_end: i64 = #end;
+            while __seg_lo < __seg_end {
+                let mut __seg_hi: i64 = __seg_end;
+                #(
+                    let __cut: i64 = #cuts;
+                    if __cut > __seg_lo && __cut < __seg_hi {
+                        __seg_hi = __cut;
+                    }
+                )*
+                #(#ons)*
+                for #j in __seg_lo..__seg_hi {
+                    #body
+                }
+                __seg_lo = __seg_hi;
+            }
+        })
+    }
+
+    /// The tests that `x` (a value of `l`'s variable) is in `cover`, less
+    /// those the loop's own range implies.
+    fn cover_tests(&mut self, cover: &Cover, l: &crate::ir::Loop, x: &TokenStream) -> Result<Vec<TokenStream>, Bug> {
+        let mut conds = Vec::new();
+        match cover {
+            Cover::At(n) => {
+                let n = proc_macro2::Literal::i64_suffixed(*n);
+                conds.push(quote!(#x == #n));
+            }
+            Cover::Range(a, b) => {
+                // The loop already starts at the smallest start and ends
+                // at the extent; test only what can differ.
+                if *a != l.start {
+                    let a = self.dim(a)?;
+                    conds.push(quote!(#x >= (#a)));
+                }
+                if *b != l.end {
+                    let b = self.dim(b)?;
+                    conds.push(quote!(#x < (#b)));
+                }
+            }
+        }
+        Ok(conds)
+    }
+
+    /// One clause at one point of the sequential loops: the cover test
+    /// (the innermost loop's as `flag`, see `segmented`), then its own
+    /// loops writing through the store.
+    fn rec_clause(&mut self, r: &Recurrence, c: &RecClause, store: &Ident, flag: &Ident) -> Result<TokenStream, Bug> {
+        let rt = self.rt.clone();
+        let mut conds = Vec::new();
+        let inner = r.seq.len().saturating_sub(1);
+        for (k, (cover, (_, l))) in c.cover.iter().zip(&r.seq).enumerate() {
+            if k == inner {
+                conds.push(quote!(#flag));
+                continue;
+            }
+            let i = self.ident(l.index)?;
+            conds.extend(self.cover_tests(cover, l, &quote!(#i))?);
         }
         let mut idx = Vec::new();
         for (axis, at) in c.at.iter().enumerate() {
@@ -348,9 +480,14 @@ impl FnCx<'_> {
                 })?;
             }
         } else {
+            let carried = match self.carry.as_ref().filter(|c| c.tensor == r.var) {
+                Some(Carry { value, have, .. }) => quote!(#value = __value; #have = true;),
+                None => TokenStream::new(),
+            };
             quote! {
                 let __value = #value;
                 unsafe { #store.set([#(#idx),*], __value) };
+                #carried
             }
         };
         let outer_loops = if row_loop { n_loops - 1 } else { n_loops };
@@ -380,6 +517,98 @@ impl FnCx<'_> {
         } else {
             Ok(quote!(if #(#conds)&&* { #prelude #body }))
         }
+    }
+
+    /// Local copies of what `r`'s clauses read from outside a wavefront's
+    /// row closure: the store, the window's mask, the scalars (dimensions,
+    /// parameters) and views of the tensors they mention.
+    fn row_locals(&mut self, r: &Recurrence, store: &Ident, wave: Option<&Ident>) -> Result<TokenStream, Bug> {
+        let mut out = quote!(let #store = #store;);
+        if wave.is_some() {
+            let mask = derived("mask_", &self.ident(r.var)?, "");
+            out.extend(quote!(let #mask = #mask;));
+        }
+        let mut inside: Vec<VarId> = r.seq.iter().map(|(_, l)| l.index).collect();
+        let mut used = Vec::new();
+        for c in &r.clauses {
+            inside.extend(c.loops.iter().map(|l| l.index));
+            crate::ir::visit::defined_in(&c.body, &mut inside);
+            crate::ir::validate::visit_var_uses(&c.body, &mut |v| used.push(v));
+            for cover in &c.cover {
+                if let Cover::Range(a, b) = cover {
+                    used.extend(a.vars().into_iter().chain(b.vars()).map(|v| VarId(v.0)));
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for v in used {
+            if v == r.var || inside.contains(&v) || self.rec_access.contains_key(&v) || !seen.insert(v) {
+                continue;
+            }
+            let id = self.ident(v)?;
+            match self.info(v)?.ty {
+                Repr::Scalar(_) => out.extend(quote!(let #id = #id;)),
+                Repr::Tensor(..) => out.extend(quote!(let #id = #id.view();)),
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// The carry of `r` (see [`Carry`]), when every axis is sequential,
+    /// every clause writes the current point alone (no loops of its own,
+    /// no prelude) and some clause reads the point before it along the
+    /// innermost loop. Not in a checkpointed sweep, whose reads are tested
+    /// against the steps its window holds.
+    fn carry_of(&mut self, r: &Recurrence) -> Result<Option<Carry>, Bug> {
+        let rank = r.extents.len();
+        let Some(&(inner, _)) = r.seq.last() else { return Ok(None) };
+        if r.seq.len() != rank || self.rec_access.get(&r.var).is_some_and(|a| a.held.is_some()) {
+            return Ok(None);
+        }
+        let mut at = vec![None; rank];
+        for (axis, l) in &r.seq {
+            match at.get_mut(*axis) {
+                Some(slot @ None) => *slot = Some(l.index),
+                _ => return Ok(None),
+            }
+        }
+        let Some(at) = at.into_iter().collect::<Option<Vec<VarId>>>() else { return Ok(None) };
+        let writes_point = |c: &RecClause| {
+            c.loops.is_empty()
+                && c.prelude.is_empty()
+                && c.at.len() == rank
+                && c.at.iter().enumerate().all(|(axis, w)| match w {
+                    RecIndex::Seq(k) => r.seq.get(*k).is_some_and(|(a, _)| *a == axis),
+                    RecIndex::Lit(n) => r
+                        .seq
+                        .iter()
+                        .position(|(a, _)| *a == axis)
+                        .is_some_and(|k| c.cover.get(k) == Some(&Cover::At(*n))),
+                    RecIndex::Loop(_) => false,
+                })
+        };
+        if !r.clauses.iter().all(writes_point) {
+            return Ok(None);
+        }
+        let name = self.ident(r.var)?;
+        let carry = Carry {
+            tensor: r.var,
+            at,
+            inner,
+            value: derived("carry_", &name, ""),
+            had: derived("had_", &name, ""),
+            have: derived("have_", &name, ""),
+        };
+        fn reads_previous(e: &Expr, c: &Carry) -> bool {
+            let here =
+                matches!(&e.kind, ExprKind::Read { tensor, indices, .. } if *tensor == c.tensor && c.previous(indices));
+            let mut any = here;
+            crate::ir::visit::for_each_child(e, &mut |x| any = any || reads_previous(x, c));
+            any
+        }
+        let used = r.clauses.iter().any(|c| reads_previous(&c.body, &carry));
+        Ok(used.then_some(carry))
     }
 
     /// Estimated scalar operations of one step of a clause (for the
@@ -413,6 +642,22 @@ impl FnCx<'_> {
         indices: &[Expr],
         checked: bool,
     ) -> Result<TokenStream, Bug> {
+        if let Some(c) = self.carry.clone().filter(|c| c.tensor == tensor && store.is_some() && c.previous(indices)) {
+            // Written by the previous point when `had`, so in bounds.
+            let read = self.stored_read(store, tensor, indices, checked)?;
+            let (value, had) = (&c.value, &c.had);
+            return Ok(quote!((if #had { #value } else { #read })));
+        }
+        self.stored_read(store, tensor, indices, checked)
+    }
+
+    fn stored_read(
+        &mut self,
+        store: Option<&Ident>,
+        tensor: crate::ir::VarId,
+        indices: &[Expr],
+        checked: bool,
+    ) -> Result<TokenStream, Bug> {
         let mut hoisted = TokenStream::new();
         let mut idx = Vec::new();
         for (axis, i) in indices.iter().enumerate() {
@@ -437,5 +682,26 @@ impl FnCx<'_> {
             None => quote!(unsafe { *#id.uget([#(#idx),*]) }),
         };
         Ok(quote!({ #hoisted #access }))
+    }
+}
+
+impl Carry {
+    /// Whether `indices` are the point before the current one along the
+    /// innermost loop: its variable minus one there, the loops' variables
+    /// elsewhere.
+    fn previous(&self, indices: &[Expr]) -> bool {
+        indices.len() == self.at.len()
+            && indices.iter().zip(&self.at).enumerate().all(|(axis, (i, v))| {
+                if axis != self.inner {
+                    return matches!(i.kind, ExprKind::Var(x) if x == *v);
+                }
+                match &i.kind {
+                    ExprKind::Binary(BinOp::Sub, a, b) => {
+                        matches!(a.kind, ExprKind::Var(x) if x == *v)
+                            && matches!(b.kind, ExprKind::Lit(Literal::Int(1)))
+                    }
+                    _ => false,
+                }
+            })
     }
 }
