@@ -1,7 +1,7 @@
 //! Convolutions written in Einstein notation against im2col + GEMM written
 //! by hand, measured in the same run: the forward pass of a batch (valid,
 //! with a bias), a padded one (a guard), a padded one with stride 2, one
-//! with the channels last (NHWC), and the kernel gradient (the output
+//! with the channels last (NHWC), a grouped one, and the kernel gradient (the output
 //! gradient contracted with the shifted input).
 //!
 //! The baseline packs the input by hand (rayon over the packed rows), runs
@@ -19,7 +19,7 @@ use std::time::Instant;
 use einlang::einlang;
 use einlang::ndarray::linalg::general_mat_mul;
 use einlang::ndarray::parallel::prelude::*;
-use einlang::ndarray::{Array1, Array2, Array4, Axis};
+use einlang::ndarray::{s, Array1, Array2, Array4, Array5, Axis};
 
 einlang! {
     pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
@@ -45,6 +45,11 @@ einlang! {
 
     pub fn conv_nhwc(x: [f32; N, H, W, C], k: [f32; KH, KW, C, O]) -> [f32; N, H - KH + 1, W - KW + 1, O] {
         let y[n, i, j, o] = sum[r, s, c](x[n, i + r, j + s, c] * k[r, s, c, o]);
+        y
+    }
+
+    pub fn conv_grouped(x: [f32; N, G, C, H, W], k: [f32; G, O, C, 3, 3]) -> [f32; N, G, O, H - 2, W - 2] {
+        let y[n, g, o, i, j] = sum[c, r, s](x[n, g, c, i + r, j + s] * k[g, o, c, r, s]);
         y
     }
 
@@ -167,6 +172,35 @@ fn conv_nhwc_gemm(x: &Array4<f32>, k: &Array4<f32>) -> Array4<f32> {
     y
 }
 
+/// A grouped convolution: per image (in parallel) and group, the classic
+/// im2col of the group's channels and one GEMM of the group's kernel into
+/// the group's output rows.
+fn conv_grouped_gemm(x: &Array5<f32>, k: &Array5<f32>) -> Array5<f32> {
+    let (n, g, c, h, w) = x.dim();
+    let (_, o, _, kh, kw) = k.dim();
+    let (oh, ow) = (h - kh + 1, w - kw + 1);
+    let mut y = Array5::<f32>::zeros((n, g, o, oh, ow));
+    y.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(nn, mut img)| {
+        let mut cols = Array2::<f32>::zeros((c * kh * kw, oh * ow));
+        for (gg, out) in img.axis_iter_mut(Axis(0)).enumerate() {
+            let xs = x.slice(s![nn, gg, .., .., ..]);
+            let xs = xs.as_slice().expect("standard layout");
+            for (row, mut dst) in cols.axis_iter_mut(Axis(0)).enumerate() {
+                let dst = dst.as_slice_mut().expect("standard layout");
+                let (cc, r, q) = (row / (kh * kw), row / kw % kh, row % kw);
+                for i in 0..oh {
+                    dst[i * ow..][..ow].copy_from_slice(&xs[(cc * h + i + r) * w + q..][..ow]);
+                }
+            }
+            let km = k.slice(s![gg, .., .., .., ..]);
+            let km = km.into_shape_with_order((o, c * kh * kw)).expect("standard layout kernel");
+            let mut out = out.into_shape_with_order((o, oh * ow)).expect("standard layout");
+            general_mat_mul(1.0, &km, &cols, 0.0, &mut out);
+        }
+    });
+    y
+}
+
 /// The kernel gradient by im2col, per image in parallel: `dy[n]` as `[o,
 /// (y, x)]` times the image's columns `[(y, x), (c, r, s)]` (rows of the
 /// classic layout's transpose), the images' products summed.
@@ -274,6 +308,22 @@ fn main() {
     let e = median(runs, || drop(black_box(conv_nhwc(black_box(&xl), &kl).unwrap())));
     let g = median(runs, || drop(black_box(conv_nhwc_gemm(black_box(&xl), &kl))));
     report(&format!("conv N={n} {h}x{w} C={c} O={o} 3x3 channels last (NHWC), valid"), flops, e, g);
+
+    let groups = 4;
+    let xg = x.view().into_shape_with_order((n, groups, c / groups, h, w)).expect("standard layout").to_owned();
+    let kg = data4(groups * o / groups, c / groups, 3, 3, 5)
+        .into_shape_with_order((groups, o / groups, c / groups, 3, 3))
+        .expect("standard layout");
+    let (got, want) = (conv_grouped(&xg, &kg).expect("conv_grouped"), conv_grouped_gemm(&xg, &kg));
+    let shape4 = |a: Array5<f32>| {
+        let d = a.dim();
+        a.into_shape_with_order((d.0, d.1 * d.2, d.3, d.4)).expect("standard layout")
+    };
+    close(&shape4(got), &shape4(want), "conv_grouped");
+    let flops = 2.0 * (n * o * (h - 2) * (w - 2) * (c / groups) * 9) as f64;
+    let e = median(runs, || drop(black_box(conv_grouped(black_box(&xg), &kg).unwrap())));
+    let g = median(runs, || drop(black_box(conv_grouped_gemm(black_box(&xg), &kg))));
+    report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 in {groups} groups, valid"), flops, e, g);
 
     let dy = data4(n, o, h - 2, w - 2, 4);
     let (got, want) = (kernel_grad(&x, &dy).expect("kernel_grad"), kernel_grad_gemm(&x, &dy));

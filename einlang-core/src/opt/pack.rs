@@ -148,6 +148,11 @@ struct Contraction {
     /// the product is made per point of the first row, as `[rest, cols]`
     /// (see `per_row`).
     rows_first: bool,
+    /// Whether the definition's axes are `[n, batch.., cols.., rest..]`
+    /// (a grouped convolution `y[n, g, o, i, j]`, the packed operand
+    /// `[batch.., ks.., rows..]`): in host code the product is made per
+    /// point of the first row, batched, as `[batch.., cols.., rest..]`.
+    batch_lead: bool,
     /// Whether the sum's first variable is read plainly by both operands
     /// (an image of a kernel gradient's batch) while the summed run is
     /// innermost (`k_outer` false): in host code the sum is split into a
@@ -352,6 +357,15 @@ fn contraction(
     // The definition's axes are the rows then the columns (`y[n, i, j,
     // o]`, channels last), the summed run innermost in the packing: the
     // product per leading row is made `[rest, cols]`, in that order.
+    let batch_lead = !batch.is_empty()
+        && k_outer
+        && rows.len() >= 2
+        && def.axes.iter().map(|a| a.index).eq(rows[..1]
+            .iter()
+            .chain(&batch)
+            .chain(&cols)
+            .chain(&rows[1..])
+            .map(|a| a.index));
     let rows_first = batch.is_empty()
         && !k_outer
         && !split
@@ -367,6 +381,7 @@ fn contraction(
         k_outer,
         lead: in_order.then_some(lead),
         rows_first,
+        batch_lead,
         split,
     })
 }
@@ -735,6 +750,15 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
         let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![k, n] };
         return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
     }
+    if host && c.batch_lead {
+        // Per image, a product per group: the kernel's matrices (shared by
+        // every image) times the image's packed columns.
+        let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, 3));
+        let bb = product(b_ext.iter().cloned());
+        let prelude = per_row(f, def, &c, q_point, &loops, Plain::Batched(pm, bb.clone()), [&k, &n]);
+        let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![bb, k, n] };
+        return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
+    }
     if host && c.lead.is_none() && c.batch.len() == 1 && def.axes.first().map(|a| a.index) == Some(batch[0]) {
         // One batch axis, the definition's first: per row, its packed
         // columns times its own matrix of the plain operand.
@@ -791,7 +815,8 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
         }
     };
     let (q_dims, p_dims) = if left.0 { (left.1.clone(), right.1.clone()) } else { (right.1.clone(), left.1.clone()) };
-    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, q_dims.len()));
+    let rank = q_dims.len();
+    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, rank));
     let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, p_dims.len()));
     let var_of = |o: &Operand| if o.0 { qm } else { pm };
     let (left, right) = ((var_of(&left), left.1, left.2), (var_of(&right), right.1, right.2));
@@ -827,6 +852,9 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
 enum Plain {
     /// One matrix every row shares (a convolution's kernel).
     Shared(VarId),
+    /// A stack of matrices every row shares, `[batch, ks, cols]` with the
+    /// batch's extent (a grouped convolution's kernels, a group each).
+    Batched(VarId, Dim),
     /// A matrix per row, `pm[b]` of a `[rows, ks, cols]` tensor (a kernel
     /// gradient's output gradient, image `b`).
     PerRow(VarId),
@@ -860,39 +888,57 @@ fn per_row(
 ) -> Vec<Stmt> {
     let (elem, i64_ty) = (c.elem, Repr::Scalar(ScalarKind::I64));
     let base = f.var(def.var).source_name.clone();
-    let shared = matches!(plain, Plain::Shared(_));
+    let shared = matches!(plain, Plain::Shared(_) | Plain::Batched(..));
     let rows = if shared { &c.rows[1..] } else { &c.rows[..] };
-    let to_r: HashMap<VarId, VarId> =
-        rows.iter().map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone()))).collect();
+    let batch: &[Axis] = if matches!(plain, Plain::Batched(..)) { &c.batch } else { &[] };
+    let to_r: HashMap<VarId, VarId> = batch
+        .iter()
+        .chain(rows)
+        .map(|a| (a.index, f.add_var(&f.var(a.index).source_name.clone(), i64_ty.clone())))
+        .collect();
     let mut body = q;
     rename(&mut body, &to_r);
-    let row_axes = rows.iter().map(|a| Axis { index: to_r[&a.index], start: Dim::zero(), extent: a.extent.clone() });
-    let k_axes = loops.iter().map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() });
+    let fresh_axes = |axes: &[Axis]| -> Vec<Axis> {
+        axes.iter().map(|a| Axis { index: to_r[&a.index], start: Dim::zero(), extent: a.extent.clone() }).collect()
+    };
+    let (row_axes, b_axes) = (fresh_axes(rows), fresh_axes(batch));
+    let k_axes: Vec<Axis> =
+        loops.iter().map(|l| Axis { index: l.index, start: Dim::zero(), extent: l.end.clone() }).collect();
     let m = product(rows.iter().map(|a| a.extent.clone()));
     // The columns' axes as `Gemm` lists a left operand's (row, contracted).
-    let (axes, q_dims, q_left): (Vec<Axis>, _, _) = if c.k_outer {
-        (k_axes.chain(row_axes).collect(), vec![k.clone(), m.clone()], vec![1, 0])
-    } else {
-        (row_axes.chain(k_axes).collect(), vec![m.clone(), k.clone()], vec![0, 1])
+    let (axes, q_dims, q_left): (Vec<Axis>, _, _) = match &plain {
+        Plain::Batched(_, bb) => (
+            b_axes.into_iter().chain(k_axes).chain(row_axes).collect(),
+            vec![bb.clone(), k.clone(), m.clone()],
+            vec![0, 2, 1],
+        ),
+        _ if c.k_outer => (k_axes.into_iter().chain(row_axes).collect(), vec![k.clone(), m.clone()], vec![1, 0]),
+        _ => (row_axes.into_iter().chain(k_axes).collect(), vec![m.clone(), k.clone()], vec![0, 1]),
     };
     let qr = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, axes.len()));
     let q_def = TensorDef { var: qr, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
-    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, 2));
+    let rank = q_dims.len();
+    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, rank));
     let mut prelude = vec![Stmt::Tensor(q_def), Stmt::Reshape { var: qm, source: qr, elem, dims: q_dims }];
-    let pm = match plain {
-        Plain::Shared(pm) => pm,
+    let pm = match &plain {
+        Plain::Shared(pm) | Plain::Batched(pm, _) => *pm,
         Plain::PerRow(all) => {
             let pb = f.add_var(&format!("{base}_kern_row"), Repr::Tensor(elem, 2));
             let row = def.axes[0].index;
             let value =
-                Expr { kind: ExprKind::View { tensor: all, indices: vec![var(row)] }, ty: Repr::Tensor(elem, 2) };
+                Expr { kind: ExprKind::View { tensor: *all, indices: vec![var(row)] }, ty: Repr::Tensor(elem, 2) };
             prelude.push(Stmt::Let { var: pb, value });
             pb
         }
     };
-    let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, 2));
-    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, rows.len() + c.cols.len()));
-    let (gemm, order): (Gemm, Vec<&Axis>) = if shared && !c.rows_first {
+    let ym = f.add_var(&format!("{base}_prod_m"), Repr::Tensor(elem, rank));
+    let yp = f.add_var(&format!("{base}_prod"), Repr::Tensor(elem, batch.len() + rows.len() + c.cols.len()));
+    let (gemm, order): (Gemm, Vec<&Axis>) = if let Plain::Batched(_, bb) = &plain {
+        // Per group, the kernel's matrix (transposed) times the columns.
+        let g =
+            gemm_of(f, elem, ym, Some(bb.clone()), [n.clone(), m, k.clone()], (pm, vec![0, 2, 1]), (qm, vec![0, 1, 2]));
+        (g, batch.iter().chain(&c.cols).chain(rows).collect())
+    } else if shared && !c.rows_first {
         // As the right operand, the columns' axes swap roles.
         let q_right = q_left.into_iter().rev().collect();
         let g = gemm_of(f, elem, ym, None, [n.clone(), m, k.clone()], (pm, vec![1, 0]), (qm, q_right));

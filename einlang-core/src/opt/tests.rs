@@ -716,6 +716,26 @@ fn channels_last_convolutions_pack_runs_of_channels() {
     assert!(out.contains("s_4 in 0..3, c_4 in 0..C]: f32 (cost 9) = read x[n, i + r_4, j + s_4, c_4]"), "{out}");
 }
 
+/// A grouped convolution is multiplied per image too: the packed columns
+/// of the image's groups, one product per group with that group's kernel,
+/// written in the output's order `[g, o, (i, j)]`.
+#[test]
+fn grouped_convolutions_multiply_per_image_and_group() {
+    let out = ir::pretty::pretty_program(&optimized(
+        "pub fn conv(x: [f32; N, G, C, H, W], k: [f32; G, O, C, 3, 3]) -> [f32; N, G, O, H - 2, W - 2] {
+            let y[n, g, o, i, j] = sum[c, r, s](x[n, g, c, i + r, j + s] * k[g, o, c, r, s]);
+            y
+        }",
+    ));
+    assert!(out.contains("rows of y, once per n:"), "{out}");
+    assert!(out.contains("reshape y_cols_m = y_cols_2 as [G, 9 * C, i_len * j_len]"), "{out}");
+    assert!(
+        out.contains("gemm y_prod_m = y_kern_m[0, 2, 1] x y_cols_m[0, 1, 2] (batch G, m O, n i_len * j_len"),
+        "{out}"
+    );
+    assert!(out.contains("= read y_prod[g, o, i, j] unchecked"), "{out}");
+}
+
 #[test]
 fn a_costly_subexpression_is_computed_once_in_its_scope() {
     let p = optimized(
