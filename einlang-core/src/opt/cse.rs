@@ -1,4 +1,5 @@
-//! Common subexpressions within one value: a costly pure float
+//! Common subexpressions within one value (and a float term added to
+//! itself, `x + x`, doubled instead): a costly pure float
 //! subexpression that a value computes twice (the `tanh(z)` in a
 //! derivative's `1 - tanh(z) * tanh(z)`, the `sin` shared by a primal term
 //! and its derivative) is computed once into a scalar `let` of a block.
@@ -17,7 +18,7 @@ use super::hoist::pure_float;
 use crate::base::ops::BinOp;
 use crate::ir::cost::expr_cost;
 use crate::ir::visit;
-use crate::ir::{Expr, ExprKind, Function, Repr, Stmt, VarId};
+use crate::ir::{Expr, ExprKind, Function, Literal, Repr, Stmt, VarId};
 
 /// Shares the repeated subexpressions of every value of `f`.
 pub fn run(f: &mut Function) {
@@ -40,11 +41,29 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
     }
 }
 
+/// `x + x` (the same float term twice, as the derivative of `x * x`
+/// gives) as `2.0 * x`: one evaluation of `x`, the same value in IEEE
+/// arithmetic (doubling is exact), and a shorter expansion.
+fn double_terms(e: &mut Expr) {
+    visit::for_each_child_mut(e, &mut double_terms);
+    let doubled = match &e.kind {
+        ExprKind::Binary(BinOp::Add, a, b) if a == b && matches!(e.ty, Repr::Scalar(k) if k.is_float()) => {
+            Some((**a).clone())
+        }
+        _ => None,
+    };
+    if let Some(x) = doubled {
+        let two = Expr { kind: ExprKind::Lit(Literal::Float("2.0".into())), ty: e.ty.clone() };
+        e.kind = ExprKind::Binary(BinOp::Mul, Box::new(two), Box::new(x));
+    }
+}
+
 /// At most this many subexpressions are shared per scope.
 const MAX_SHARED: usize = 16;
 
 /// Shares within the scopes nested in `e`, then within `e`'s own.
 fn scope(f: &mut Function, e: &mut Expr) {
+    double_terms(e);
     nested(f, e, true);
     if !matches!(e.ty, Repr::Scalar(_)) {
         return;

@@ -736,6 +736,20 @@ fn grouped_convolutions_multiply_per_image_and_group() {
     assert!(out.contains("= read y_prod[g, o, i, j] unchecked"), "{out}");
 }
 
+/// A term added to itself (the derivative of `h * h` gives two equal
+/// terms) is doubled, evaluated once.
+#[test]
+fn a_term_added_to_itself_is_doubled() {
+    let text = ir::pretty::pretty_program(&optimized(
+        "pub fn g(x: [f64; N]) -> [f64; N] {
+            let l = sum[i](x[i] * x[i]);
+            @l / @x
+        }",
+    ));
+    assert!(text.contains("= 2.0f64 * "), "{text}");
+    assert!(text.contains("= 2.0f64 * (d_l * (read x[") && !text.contains("unchecked)) + (d_l"), "{text}");
+}
+
 #[test]
 fn a_costly_subexpression_is_computed_once_in_its_scope() {
     let p = optimized(
