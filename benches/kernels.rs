@@ -21,7 +21,9 @@
 //!   rows; then the output rows in parallel)
 //! - elementwise `a * b + c`, 16 M `f32` as one vector and as a 4096 x 4096
 //!   matrix: einlang vs a fused rayon loop; a parallel copy of one operand
-//!   gives the machine's bandwidth (GB/s printed for all three)
+//!   gives the machine's bandwidth (GB/s printed for all three);
+//! - a transpose `y[j, i] = x[i, j]`, 4096 x 4096 `f32`: einlang vs a rayon
+//!   loop writing sixteen output rows per task;
 //!
 //! Criterion groups come first; then every pair is timed again with
 //! `Instant` (median of a few runs) and a ratio line with GFLOP/s is printed,
@@ -100,6 +102,12 @@ einlang! {
     /// Elementwise multiply-add of vectors.
     pub fn fma_vec(a: [f32; N], b: [f32; N], c: [f32; N]) -> [f32; N] {
         let y[i] = a[i] * b[i] + c[i];
+        y
+    }
+
+    /// A transpose: the source read across the output's rows.
+    pub fn transpose(x: [f32; M, N]) -> [f32; N, M] {
+        let y[j, i] = x[i, j];
         y
     }
 
@@ -509,6 +517,45 @@ fn fma_case(len: usize, rows: Option<usize>) -> Case {
     }
 }
 
+/// The transpose written by hand: sixteen output rows per task (one cache
+/// line of each source row), into an uninitialized buffer.
+fn transpose_blocked(x: &[f32], m: usize, n: usize) -> Vec<f32> {
+    let mut out: Vec<f32> = Vec::with_capacity(m * n);
+    out.spare_capacity_mut()[..m * n].par_chunks_mut(16 * m).enumerate().for_each(|(k, rows)| {
+        let j0 = 16 * k;
+        let count = rows.len() / m;
+        for i in 0..m {
+            let src = &x[i * n + j0..][..count];
+            for (b, v) in src.iter().enumerate() {
+                rows[b * m + i].write(*v);
+            }
+        }
+    });
+    // SAFETY: every element of the first `m * n` was written above.
+    unsafe { out.set_len(m * n) };
+    out
+}
+
+/// A transpose of an `m x n` matrix against the blocked hand loop.
+fn transpose_case(m: usize, n: usize) -> Case {
+    let x = data(m * n, 14);
+    let xm = Array2::from_shape_vec((m, n), x.clone()).unwrap();
+    let einlang: Kernel = Box::new(move || transpose(&xm).expect("transpose").into_dyn());
+    let baseline: Kernel = Box::new(move || ArrayD::from_shape_vec(vec![n, m], transpose_blocked(&x, m, n)).unwrap());
+    Case {
+        group: "elementwise",
+        param: format!("transpose_{m}x{n}"),
+        label: format!("transpose {m}x{n} f32"),
+        flops: 0.0,
+        bytes: Some(8.0 * (m * n) as f64),
+        baseline_name: "blocked rayon loop",
+        einlang,
+        baseline,
+        first_einlang: Duration::ZERO,
+        first_baseline: Duration::ZERO,
+    }
+}
+
 fn time_once(f: &Kernel) -> (Duration, ArrayD<f32>) {
     let start = Instant::now();
     let out = black_box(f());
@@ -586,6 +633,7 @@ fn main() {
             fma_case(1000, None),
         ];
         v.push(fma_case(1000, Some(8)));
+        v.push(transpose_case(37, 21));
         v.extend(softmax_cases(8, 16));
         v
     } else {
@@ -602,6 +650,7 @@ fn main() {
             einsum_case(8, 256),
             fma_case(1 << 24, None),
             fma_case(1 << 24, Some(4096)),
+            transpose_case(4096, 4096),
         ];
         v.extend(softmax_cases(4096, 1024));
         v

@@ -94,7 +94,7 @@ where
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
     let mut out = Array::from_elem(dim, T::default());
-    fill_chunks(function, &mut out, cost_per_point, body)?;
+    fill_chunks(function, &mut out, cost_per_point, 1, body)?;
     Ok(out)
 }
 
@@ -120,10 +120,38 @@ where
     Sh: IntoDimension<Dim = D>,
     F: Fn(usize, &mut [MaybeUninit<T>]) -> Result<(), Error> + Sync + Send,
 {
+    // SAFETY: the caller's promise, for chunks of one row.
+    unsafe { fill_uninit_rows(function, shape, cost_per_point, 1, body) }
+}
+
+/// [`fill_uninit`] handing `rows` rows of the first axis to each call
+/// (fewer in the last chunk; the whole tensor for rank 1, in blocks as
+/// [`fill`] makes them): `body(first, chunk)` writes the rows from `first`
+/// on. A definition that reads another tensor across its rows (a
+/// transpose, `y[j, i] = x[i, j]`) walks a block of them at once, so each
+/// line of the source it loads serves `rows` outputs.
+///
+/// # Safety
+///
+/// As for [`fill_uninit`]: when `body` returns `Ok(())` for a chunk, it has
+/// initialized every element of that chunk.
+pub unsafe fn fill_uninit_rows<T, D, Sh, F>(
+    function: &str,
+    shape: Sh,
+    cost_per_point: u64,
+    rows: usize,
+    body: F,
+) -> Result<Array<T, D>, Error>
+where
+    T: Copy + Send + 'static,
+    D: Dimension,
+    Sh: IntoDimension<Dim = D>,
+    F: Fn(usize, &mut [MaybeUninit<T>]) -> Result<(), Error> + Sync + Send,
+{
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
     let mut out = crate::pool::uninit::<T, D>(dim);
-    fill_chunks(function, &mut out, cost_per_point, body)?;
+    fill_chunks(function, &mut out, cost_per_point, rows.max(1), body)?;
     // SAFETY: `fill_chunks` handed every element to `body` in exactly one
     // chunk and every call returned `Ok`, so by the caller's promise every
     // element is initialized.
@@ -151,7 +179,13 @@ fn check_size<T, D: Dimension>(function: &str, dim: &D) -> Result<(), Error> {
 
 /// Hands the elements of `out` (standard layout) to `body` in the chunks
 /// [`fill`] describes, each element in exactly one chunk.
-fn fill_chunks<E, D, F>(function: &str, out: &mut Array<E, D>, cost_per_point: u64, body: F) -> Result<(), Error>
+fn fill_chunks<E, D, F>(
+    function: &str,
+    out: &mut Array<E, D>,
+    cost_per_point: u64,
+    rows: usize,
+    body: F,
+) -> Result<(), Error>
 where
     E: Send,
     D: Dimension,
@@ -178,6 +212,8 @@ where
     };
     if ndim == 1 {
         for_each_row(slice, row_len, work, |block, chunk| body(block * row_len, chunk))
+    } else if rows > 1 {
+        for_each_row(slice, row_len.saturating_mul(rows), work, |block, chunk| body(block * rows, chunk))
     } else {
         for_each_row(slice, row_len, work, body)
     }

@@ -1801,3 +1801,25 @@ fn invalid_ir_becomes_an_internal_compiler_error() {
     assert!(text.contains("compile_error"), "{text}");
     assert!(text.contains("internal compiler error in einlang: invalid loop IR"), "{text}");
 }
+
+/// A rank-2 definition reading a tensor across its rows (a transpose) is
+/// written a block of rows at a time, the column loop outside; one read
+/// along its rows keeps the row at a time.
+#[test]
+fn transposed_reads_fill_blocks_of_rows() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        pub fn t(x: [f32; N, M]) -> [f32; M, N] {
+            let y[j, i] = x[i, j] * 2.0;
+            y
+        }
+        pub fn same(x: [f32; N, M]) -> [f32; N, M] {
+            let y[i, j] = x[i, j] * 2.0;
+            y
+        }
+    };
+    let compiled = crate::test_support::compile_tokens(src);
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let (t, same) = rust.split_at(rust.find("pubfnsame").expect("both functions are emitted"));
+    assert!(t.contains("fill_uninit_rows(\"t\"") && t.contains(",16,__fill_y)"), "{t}");
+    assert!(!same.contains("fill_uninit_rows"), "{same}");
+}

@@ -127,6 +127,9 @@ impl FnCx<'_> {
         let elem_ty = types::scalar(def.elem);
         let chunk_ty = quote!(&mut [::core::mem::MaybeUninit<#elem_ty>]);
         let result_ty = quote!(::core::result::Result<(), #rt::Error>);
+        if rank == 2 && prelude.is_empty() && reads_across_rows(&def.body, def.axes[0].index) {
+            return self.row_blocks(def, &name, &lens, body);
+        }
         let closure = if rank == 1 {
             let axis = &def.axes[0];
             let (first, block) = (derived("first_", &name, ""), derived("block_", &name, ""));
@@ -344,6 +347,50 @@ impl FnCx<'_> {
     /// The position variable of an axis (`__pos_j`, a `usize`) and the
     /// binding of its index variable: `let j: i64 = start + __pos_j as i64;`, where
     /// `offset` turns the position into the offset along the axis.
+    /// A rank-2 definition that reads a tensor across its rows (see
+    /// `reads_across_rows`) written `ROW_BLOCK` rows at a time, the column
+    /// loop outside the rows' loop: the source's rows are then walked along
+    /// (a line loaded serves a block of outputs) where one output row at a
+    /// time walked a column of the source.
+    fn row_blocks(
+        &mut self,
+        def: &TensorDef,
+        name: &Ident,
+        lens: &[TokenStream],
+        body: TokenStream,
+    ) -> Result<TokenStream, Bug> {
+        let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+        let (first, rows, b) = (derived("first_", name, ""), derived("rows_", name, ""), derived("b_", name, ""));
+        let (_, bind0) = self.position(&def.axes[0], |_| quote!((#first + #b)))?;
+        let (pos1, bind1) = self.position(&def.axes[1], |pos| quote!(#pos))?;
+        let elem_ty = types::scalar(def.elem);
+        let array = types::array(def.elem, Some(2), &nd);
+        let shape = types::shape(lens, &nd);
+        let cols = &lens[1];
+        let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
+        let block = types::usize_lit(ROW_BLOCK);
+        let fill = derived("fill_", name, "");
+        self.repr.insert(def.var, Ownership::Owned);
+        self.standard.insert(def.var);
+        Ok(quote! {
+            let #fill = |#first: usize, #rows: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
+                let __cols: usize = #cols;
+                let __n: usize = #rows.len() / __cols.max(1);
+                for #pos1 in 0..__cols {
+                    #bind1
+                    for #b in 0..__n {
+                        #bind0
+                        #rows[#b * __cols + #pos1].write(#body);
+                    }
+                }
+                Ok(())
+            };
+            // SAFETY: for every chunk of rows, the loops write each of its
+            // `__n * __cols` elements once.
+            let #name: #array = unsafe { #rt::par::fill_uninit_rows(#fname, #shape, #cost, #block, #fill) }?;
+        })
+    }
+
     fn position(&self, axis: &Axis, offset: impl Fn(&Ident) -> TokenStream) -> Result<(Ident, TokenStream), Bug> {
         let index = self.ident(axis.index)?;
         if self.info(axis.index)?.ty != Repr::Scalar(crate::base::scalar::ScalarKind::I64) {
@@ -360,6 +407,33 @@ impl FnCx<'_> {
         };
         Ok((pos, binding))
     }
+}
+
+/// Rows written together by `row_blocks` (16 `f32`: one cache line of a
+/// source row).
+const ROW_BLOCK: usize = 16;
+
+/// Whether `e` (a definition's value) reads a tensor across rows: some
+/// read has the definition's first axis `row` alone as its last index (a
+/// transposed operand, `x[i, j]` in `y[j, i]`), and `e` has no reduction
+/// (whose own loops would run once per element either way).
+fn reads_across_rows(e: &crate::ir::Expr, row: crate::ir::VarId) -> bool {
+    use crate::ir::ExprKind;
+    fn walk(e: &crate::ir::Expr, row: crate::ir::VarId, across: &mut bool) -> bool {
+        match &e.kind {
+            ExprKind::Reduce { .. } => return false,
+            ExprKind::Read { indices, .. } => {
+                *across |= indices.len() >= 2
+                    && matches!(indices.last().map(|i| &i.kind), Some(ExprKind::Var(v)) if *v == row);
+            }
+            _ => {}
+        }
+        let mut ok = true;
+        crate::ir::visit::for_each_child(e, &mut |c| ok = ok && walk(c, row, across));
+        ok
+    }
+    let mut across = false;
+    walk(e, row, &mut across) && across
 }
 
 /// Whether the reads of `e` walk memory along the axis with index `axis`:

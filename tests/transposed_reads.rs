@@ -1,0 +1,66 @@
+//! Definitions that read a tensor across their rows (a transpose, a
+//! transposed operand) are written a block of rows at a time
+//! (`codegen/rust/tensor.rs`, `row_blocks`). Each is compared with a loop
+//! written from its meaning, on shapes whose row count is below, at and
+//! above a block, and on a source that is itself a transposed view.
+
+use einlang::einlang;
+use einlang::ndarray::{Array2, ShapeBuilder};
+
+einlang! {
+    pub fn transpose(x: [f32; N, M]) -> [f32; M, N] {
+        let y[j, i] = x[i, j];
+        y
+    }
+
+    // A transposed operand next to a plain one, integers.
+    pub fn mixed(a: [i64; N, N], b: [i64; N, N]) -> [i64; N, N] {
+        let y[i, j] = a[i, j] * 10 + b[j, i];
+        y
+    }
+
+    // An axis that starts above zero (a domain guard), and a checked read
+    // that can fail.
+    pub fn shifted(x: [f64; N, M], s: i64) -> [f64; ?, N] {
+        let y[j in 1..M, i] = x[i, j - s] + 0.5;
+        y
+    }
+}
+
+fn data(n: usize, m: usize) -> Array2<f32> {
+    Array2::from_shape_fn((n, m), |(i, j)| (i * 131 + j * 7) as f32 * 0.25)
+}
+
+#[test]
+fn transposes_match_a_loop_on_every_shape() {
+    for (n, m) in [(0, 4), (4, 0), (1, 1), (3, 5), (16, 16), (17, 33), (40, 1), (1, 40), (100, 37)] {
+        let x = data(n, m);
+        let want = Array2::from_shape_fn((m, n), |(j, i)| x[[i, j]]);
+        assert_eq!(transpose(&x).unwrap(), want, "{n} x {m}");
+        // The source a transposed view (column-major memory).
+        let xt = Array2::from_shape_vec((n, m).f(), x.t().iter().copied().collect()).unwrap();
+        assert_eq!(xt, x);
+        assert_eq!(transpose(&xt).unwrap(), want, "{n} x {m}, column-major source");
+    }
+}
+
+#[test]
+fn a_transposed_operand_next_to_a_plain_one() {
+    for n in [1, 15, 16, 17, 50] {
+        let a = Array2::from_shape_fn((n, n), |(i, j)| (i * 3 + j) as i64);
+        let b = Array2::from_shape_fn((n, n), |(i, j)| (i as i64) - 2 * (j as i64));
+        let want = Array2::from_shape_fn((n, n), |(i, j)| a[[i, j]] * 10 + b[[j, i]]);
+        assert_eq!(mixed(&a, &b).unwrap(), want, "{n}");
+    }
+}
+
+#[test]
+fn an_axis_from_one_and_a_read_that_fails() {
+    let x = Array2::from_shape_fn((19, 6), |(i, j)| (i * 10 + j) as f64);
+    let got = shifted(&x, 1).unwrap();
+    // Positions below the axis's start are zero.
+    let want = Array2::from_shape_fn((6, 19), |(j, i)| if j >= 1 { x[[i, j - 1]] + 0.5 } else { 0.0 });
+    assert_eq!(got, want);
+    // `j - s` leaves the tensor for s = 2 at j = 1: an error, not a panic.
+    assert!(shifted(&x, 2).is_err());
+}
