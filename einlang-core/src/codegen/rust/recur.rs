@@ -532,6 +532,10 @@ impl FnCx<'_> {
         let mut used = Vec::new();
         for c in &r.clauses {
             inside.extend(c.loops.iter().map(|l| l.index));
+            // What a clause's prelude defines is defined inside too.
+            for st in &c.prelude {
+                crate::ir::visit::for_each_stmt_binder(st, &mut |v| inside.push(v));
+            }
             crate::ir::visit::defined_in(&c.body, &mut inside);
             crate::ir::validate::visit_var_uses(&c.body, &mut |v| used.push(v));
             for cover in &c.cover {
