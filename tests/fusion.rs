@@ -57,6 +57,14 @@ einlang! {
         (mean, low, rows)
     }
 
+    /// A reversed copy read once, inside a reduction: read from `x` there
+    /// (`opt::inline`), also for an empty axis.
+    pub fn reversed_dot(x: [f64; N, C], w: [f64; N, C]) -> [f64; C] {
+        let r[i in 0..N, c] = x[N - 1 - i, c];
+        let y[c] = sum[i](r[i, c] * w[i, c]) + 1.0;
+        y
+    }
+
     /// Rank three: the row is a matrix, its maximum a row tensor.
     pub fn centred3(x: [f32; B, I, J]) -> [f32; B, I, J] {
         let m[b, i] = max[j](x[b, i, j]);
@@ -97,6 +105,12 @@ proptest! {
         }
         for i in 0..n {
             prop_assert!(close(rows[i], x.row(i).sum(), 1e-12));
+        }
+        let w = matrix(n, c, seed + 7);
+        let rd = reversed_dot(&x, &w).unwrap();
+        for j in 0..c {
+            let want: f64 = (0..n).map(|i| x[[n - 1 - i, j]] * w[[i, j]]).sum::<f64>() + 1.0;
+            prop_assert!(close(rd[j], want, 1e-12));
         }
         for i in 0..n {
             let row = x.row(i);

@@ -16,6 +16,11 @@
 //! - `p`'s value is float arithmetic that cannot fail
 //!   (`hoist::pure_float`), so computing it at a later time, or not at all
 //!   where `d`'s guards skip the read, changes nothing.
+//!
+//! A copy (`p`'s value one proven read of another tensor, a gradient's
+//! reversed `d_h[p0, j] = r_h[T - 1 - p0, j]`) read once by a proven read
+//! anywhere in `d`, under a reduction too, is replaced there by the read of
+//! its source at the composed indices: no pass copies it.
 
 use std::collections::HashMap;
 
@@ -52,6 +57,11 @@ fn rewrite_stmts(counts: &HashMap<VarId, usize>, stmts: &mut Vec<Stmt>) {
             let mut changed = false;
             for (j, s) in earlier.iter().enumerate() {
                 let Stmt::Tensor(p) = s else { continue };
+                if is_copy(counts, p) && read_copy(&mut d.body, p) {
+                    taken.push(j);
+                    changed = true;
+                    continue;
+                }
                 if !inlinable(counts, p, d) {
                     continue;
                 }
@@ -80,6 +90,39 @@ fn rewrite_expr(counts: &HashMap<VarId, usize>, e: &mut Expr) {
         rewrite_stmts(counts, stmts);
     }
     visit::for_each_child_mut(e, &mut |c| rewrite_expr(counts, c));
+}
+
+/// Whether `p` is a copy read once: its value one proven read of another
+/// tensor (a reversed or shifted copy, such as a gradient's `d_h[p0, j] =
+/// r_h[T - 1 - p0, j]`).
+fn is_copy(counts: &HashMap<VarId, usize>, p: &TensorDef) -> bool {
+    counts.get(&p.var) == Some(&1)
+        && p.domain_guards == 0
+        && matches!(&p.body.kind, ExprKind::Read { tensor, checked: false, indices }
+            if *tensor != p.var && indices.iter().all(|i| !visit::may_fail(i)))
+}
+
+/// Replaces the proven read of the copy `p` in `e` (anywhere, under a
+/// reduction too) by the read of its source at the composed indices: both
+/// reads were in bounds, so the composed one is. Whether it did.
+fn read_copy(e: &mut Expr, p: &TensorDef) -> bool {
+    if let ExprKind::Read { tensor, indices, checked: false } = &e.kind {
+        if *tensor == p.var && indices.len() == p.axes.len() {
+            let mut value = p.body.clone();
+            for (a, i) in p.axes.iter().zip(indices) {
+                super::hoist::substitute_var(&mut value, a.index, i);
+            }
+            *e = value;
+            return true;
+        }
+    }
+    let mut done = false;
+    visit::for_each_child_mut(e, &mut |c| {
+        if !done {
+            done = read_copy(c, p);
+        }
+    });
+    done
 }
 
 fn inlinable(counts: &HashMap<VarId, usize>, p: &TensorDef, d: &TensorDef) -> bool {

@@ -736,6 +736,21 @@ fn grouped_convolutions_multiply_per_image_and_group() {
     assert!(out.contains("= read y_prod[g, o, i, j] unchecked"), "{out}");
 }
 
+/// A copy read once (a reversed one, as a gradient's `d_h`) is read from
+/// its source where it was read, under a reduction too: no pass copies it.
+#[test]
+fn a_copy_read_once_reads_its_source() {
+    let text = ir::pretty::pretty_program(&optimized(
+        "pub fn f(x: [f64; N], w: [f64; N, M]) -> [f64; M] {
+            let r[i in 0..N] = x[N - 1 - i];
+            let y[j] = sum[i](r[i] * w[i, j] + 1.0);
+            y
+        }",
+    ));
+    assert!(!text.contains("tensor r["), "{text}");
+    assert!(text.contains("read x[(N - 1i64) - i"), "{text}");
+}
+
 /// A term added to itself (the derivative of `h * h` gives two equal
 /// terms) is doubled, evaluated once.
 #[test]
