@@ -98,8 +98,8 @@ fn rewrite_expr(counts: &HashMap<VarId, usize>, e: &mut Expr) {
 fn is_copy(counts: &HashMap<VarId, usize>, p: &TensorDef) -> bool {
     counts.get(&p.var) == Some(&1)
         && p.domain_guards == 0
-        && matches!(&p.body.kind, ExprKind::Read { tensor, checked: false, indices }
-            if *tensor != p.var && indices.iter().all(|i| !visit::may_fail(i)))
+        && matches!(&p.body.kind, ExprKind::Read { checked: false, indices, .. }
+            if indices.iter().all(|i| !visit::may_fail(i)))
 }
 
 /// Replaces the proven read of the copy `p` in `e` (anywhere, under a

@@ -394,18 +394,23 @@ fn reads_plainly(e: &Expr, v: VarId, found: &mut bool) {
     visit::for_each_child(e, &mut |c| reads_plainly(c, v, found));
 }
 
-/// Whether the first read in `e` has `v` alone as its first index.
-fn first_index_is(e: &Expr, v: VarId) -> bool {
+/// The indices of the first read in `e` (depth first), if any.
+fn first_read(e: &Expr) -> Option<&[Expr]> {
     if let ExprKind::Read { indices, .. } = &e.kind {
-        return indices.first().is_some_and(|i| matches!(i.kind, ExprKind::Var(x) if x == v));
+        return Some(indices);
     }
     let mut found = None;
     visit::for_each_child(e, &mut |c| {
-        if found.is_none() && contains_read(c) {
-            found = Some(first_index_is(c, v));
+        if found.is_none() {
+            found = first_read(c);
         }
     });
-    found.unwrap_or(false)
+    found
+}
+
+/// Whether the first read in `e` has `v` alone as its first index.
+fn first_index_is(e: &Expr, v: VarId) -> bool {
+    first_read(e).and_then(|ix| ix.first()).is_some_and(|i| matches!(i.kind, ExprKind::Var(x) if x == v))
 }
 
 /// Whether an index of a read in `e` mentions both a variable of `a` and
@@ -431,26 +436,11 @@ fn mixes(e: &Expr, a: &HashSet<VarId>, b: &HashSet<VarId>) -> bool {
 
 /// Whether the last index of the first read in `e` mentions `v`.
 fn last_index_mentions(e: &Expr, v: VarId) -> bool {
-    if let ExprKind::Read { indices, .. } = &e.kind {
-        let mut found = false;
-        if let Some(last) = indices.last() {
-            visit_var_uses(last, &mut |u| found |= u == v);
-        }
-        return found;
+    let mut found = false;
+    if let Some(last) = first_read(e).and_then(|ix| ix.last()) {
+        visit_var_uses(last, &mut |u| found |= u == v);
     }
-    let mut found = None;
-    visit::for_each_child(e, &mut |c| {
-        if found.is_none() && contains_read(c) {
-            found = Some(last_index_mentions(c, v));
-        }
-    });
-    found.unwrap_or(false)
-}
-
-fn contains_read(e: &Expr) -> bool {
-    let mut any = matches!(e.kind, ExprKind::Read { .. });
-    visit::for_each_child(e, &mut |c| any |= contains_read(c));
-    any
+    found
 }
 
 /// How long a run of `extent` is likely to be, from its form alone: a

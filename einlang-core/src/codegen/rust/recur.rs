@@ -309,18 +309,13 @@ impl FnCx<'_> {
             None => return Ok(quote!(true)),
         };
         let x = quote!(__step);
+        let outer = &r.seq.first().ok_or("a recurrence without sequential loops")?.1;
         let mut bits = Vec::new();
         for (n, c) in r.clauses.iter().enumerate() {
-            let on = match c.cover.first().ok_or("a clause without a cover of the outermost loop")? {
-                Cover::At(at) => {
-                    let at = proc_macro2::Literal::i64_suffixed(*at);
-                    quote!(#x == #at)
-                }
-                Cover::Range(a, b) => {
-                    let (a, b) = (self.dim(a)?, self.dim(b)?);
-                    quote!(#x >= (#a) && #x < (#b))
-                }
-            };
+            // The earlier step is within the loop: its range's own bounds
+            // need no test.
+            let cover = c.cover.first().ok_or("a clause without a cover of the outermost loop")?;
+            let on = self.covers(cover, outer, &x)?;
             let n = proc_macro2::Literal::u32_suffixed(n as u32);
             bits.push(quote!((((#on) as u64) << #n)));
         }
@@ -353,8 +348,7 @@ impl FnCx<'_> {
         let (mut cuts, mut ons) = (Vec::new(), Vec::new());
         for (c, flag) in r.clauses.iter().zip(flags) {
             let cover = c.cover.get(k).ok_or("a clause without a cover of the innermost loop")?;
-            let tests = self.cover_tests(cover, l, &at)?;
-            let on = if tests.is_empty() { quote!(true) } else { quote!(#(#tests)&&*) };
+            let on = self.covers(cover, l, &at)?;
             ons.push(quote!(let #flag: bool = #on;));
             match cover {
                 Cover::At(n) => {
@@ -391,6 +385,12 @@ impl FnCx<'_> {
                 __seg_lo = __seg_hi;
             }
         })
+    }
+
+    /// `cover_tests` joined by `&&` (`true` when there is none).
+    fn covers(&mut self, cover: &Cover, l: &crate::ir::Loop, x: &TokenStream) -> Result<TokenStream, Bug> {
+        let tests = self.cover_tests(cover, l, x)?;
+        Ok(if tests.is_empty() { quote!(true) } else { quote!(#(#tests)&&*) })
     }
 
     /// The tests that `x` (a value of `l`'s variable) is in `cover`, less
