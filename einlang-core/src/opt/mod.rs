@@ -12,7 +12,9 @@
 //! are computed where they are read (`inline`), and which definitions are
 //! computed row by row inside the definition they feed (`rows`, with a
 //! variant for device code), which guards of a sum are tested once
-//! rather than per term (`guards`), and which costly subexpressions a value
+//! rather than per term (`guards`), which index arithmetic and products
+//! by one a transform left behind are written the short way (`simplify`),
+//! and which costly subexpressions a value
 //! computes once (`cse`). Before them, `checkpoint` adds the checkpointed
 //! alternative of a function with a long reverse sweep. Each pass
 //! is small, rewrites one function at a time, and leaves a valid program:
@@ -32,6 +34,7 @@ pub mod inline;
 pub mod invariant;
 pub mod pack;
 pub mod rows;
+pub mod simplify;
 pub mod steps;
 
 #[cfg(test)]
@@ -59,6 +62,8 @@ const PASSES: &[Pass] = &[
     ("guards", guards::run, Targets::All),
     // After `guards`: a step's product may sit under the test of a guard.
     ("steps", steps::run, Targets::Host),
+    // After the structural passes: their patterns see the IR as written.
+    ("simplify", simplify::run, Targets::All),
     // Last: blocks of shared values hide nothing from a pattern above.
     ("cse", cse::run, Targets::Host),
 ];

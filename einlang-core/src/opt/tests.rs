@@ -761,8 +761,28 @@ fn a_term_added_to_itself_is_doubled() {
             @l / @x
         }",
     ));
-    assert!(text.contains("= 2.0f64 * "), "{text}");
-    assert!(text.contains("= 2.0f64 * (d_l * (read x[") && !text.contains("unchecked)) + (d_l"), "{text}");
+    // d/dx sum(x * x) = 2 x: one term, the seed's product by one gone.
+    assert!(text.contains("tensor d_x[p0 in 0..N]: f64 (cost 9) = 2.0f64 * (read x[p0] unchecked)"), "{text}");
+}
+
+/// The adjoint of a recurrence reads its own previous step, and the
+/// primal's step, at indices written the short way: reversed time
+/// substituted into `t - 1` is `s - 1`, not a nest of `max(1, T) - 1`.
+#[test]
+fn reversed_time_indices_are_written_the_short_way() {
+    let text = ir::pretty::pretty_program(&optimized(
+        "use std::math::tanh;
+        pub fn g(h0: [f64; N], w: [f64; N, N], x: [f64; T, N]) -> [f64; N, N] {
+            let h[0, j] = h0[j];
+            let h[t in 1..T, j] = tanh(sum[k](h[t - 1, k] * w[k, j]) + x[t, j]);
+            let l = sum[j](h[T - 1, j] * h[T - 1, j]);
+            @l / @w
+        }",
+    ));
+    assert!(text.contains("read r_h[s - 1i64, "), "{text}");
+    assert!(text.contains("read h[(max(1, T) - 1) - s, "), "{text}");
+    assert!(!text.contains("((max(1, T)) - 1i64) - (("), "{text}");
+    assert!(!text.contains("d_l * "), "{text}");
 }
 
 #[test]
