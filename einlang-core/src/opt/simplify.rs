@@ -13,8 +13,9 @@
 //!   arithmetic is associative and commutative, so every reordering gives
 //!   the same value; literals fold with checked arithmetic, and a sum
 //!   whose literals overflow is left alone.
-//! - A float multiplied by one (a literal, or a `let` bound to one, such as
-//!   the seed `d_l = 1.0` of a gradient) is the float itself.
+//! - A float `let` bound to one (the seed `d_l = 1.0` of a gradient) is
+//!   read as the literal, and a float multiplied by one is the float
+//!   itself.
 //!
 //! Runs on every function after the structural passes (their patterns see
 //! the IR as the transforms wrote it) and before `cse`.
@@ -79,6 +80,12 @@ fn expr(e: &mut Expr, ones: &HashSet<VarId>) {
                 *e = short;
                 return;
             }
+        }
+    }
+    if let ExprKind::Var(v) = e.kind {
+        if ones.contains(&v) {
+            e.kind = ExprKind::Lit(Literal::Float("1.0".into()));
+            return;
         }
     }
     visit::for_each_child_mut(e, &mut |c| expr(c, ones));

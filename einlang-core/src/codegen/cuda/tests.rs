@@ -735,22 +735,22 @@ fn gradient_and_scalar_result() {
                 }
             }
             // einlang: kernel `dense_grad_k4` of `dense_grad`
-            extern "C" __global__ void dense_grad_k4(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, float d_loss, __ein_u64* __status) {
+            extern "C" __global__ void dense_grad_k4(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
                 const long long __n = (B) * (O);
                 #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
                     long long __r = __p;
                     const long long p1_2 = 0LL + __ein_split(&__r, (O));
                     const long long p0_2 = 0LL + __r;
-                    __out[__p] = (((d_loss / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (y[(p0_2) * __d1_y + p1_2] - t[(p0_2) * __d1_t + p1_2]))) * ((y_pre[(p0_2) * __d1_y_pre + p1_2] > 0.0f) ? 1.0f : 0.0f));
+                    __out[__p] = (((1.0f / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (y[(p0_2) * __d1_y + p1_2] - t[(p0_2) * __d1_t + p1_2]))) * ((y_pre[(p0_2) * __d1_y_pre + p1_2] > 0.0f) ? 1.0f : 0.0f));
                 }
             }
             // einlang: kernel `dense_grad_k5` of `dense_grad`
-            extern "C" __global__ void dense_grad_k5(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, float d_loss, __ein_u64* __status) {
+            extern "C" __global__ void dense_grad_k5(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
                 const long long __n = (B) * (O);
                 #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                    __out[__p] = (((d_loss / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (y[__p] - t[__p]))) * ((y_pre[__p] > 0.0f) ? 1.0f : 0.0f));
+                    __out[__p] = (((1.0f / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (y[__p] - t[__p]))) * ((y_pre[__p] > 0.0f) ? 1.0f : 0.0f));
                 }
             }
         "#]],
