@@ -92,6 +92,29 @@ einlang! {
         dk
     }
 
+    /// The input gradient of a valid convolution (a transposed
+    /// convolution: `opt::col2im` multiplies first, then shifts).
+    pub fn conv_input_grad(x: [f64; N, C, H, W], k: [f64; O, C, KH, KW], g: [f64; N, O, H - KH + 1, W - KW + 1])
+        -> [f64; N, C, H, W] {
+        let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+        let l = sum[n, o, i, j](y[n, o, i, j] * g[n, o, i, j]);
+        @l / @x
+    }
+
+    /// A transposed convolution written out over a padded copy.
+    pub fn transposed_padded(dy: [f64; N, O, P, Q], k: [f64; O, C, 3, 3]) -> [f64; N, C, P + 2, Q + 2] {
+        let pad[n, o, a in 0..P + 4, b in 0..Q + 4] =
+            if a >= 2 && a < P + 2 && b >= 2 && b < Q + 2 { dy[n, o, a - 2, b - 2] } else { 0.0 };
+        let d[n, c, p in 0..P + 2, q in 0..Q + 2] = sum[o, r, s](pad[n, o, p - r + 2, q - s + 2] * k[o, c, r, s]);
+        d
+    }
+
+    /// The same over a parameter, the kernel read first.
+    pub fn transposed_param(xp: [f64; N, O, A, B], k: [f64; O, C, 3, 2]) -> [f64; N, C, A - 2, B - 1] {
+        let d[n, c, p in 0..A - 2, q in 0..B - 1] = sum[o, r, s](k[o, c, r, s] * xp[n, o, p - r + 2, q - s + 1]);
+        d
+    }
+
     /// A read of the plain operand that is not proven in bounds: `w`'s
     /// second axis may be shorter than the sum.
     pub fn unproven(a: [f64; M, K], w: [f64; O, L, 2]) -> [f64; M, O] {
@@ -351,5 +374,66 @@ fn sums_that_start_above_zero() {
         let (a2, b2) = (fill(einlang::ndarray::Ix2(t_len, 6), 33), fill(einlang::ndarray::Ix2(t_len, 7), 34));
         let want = Array2::from_shape_fn((6, 7), |(i, jj)| (2..t_len).map(|t| a2[[t, i]] * b2[[t - 1, jj]]).sum());
         assert_close(&from_step_two(&a2, &b2).unwrap(), &want);
+    }
+}
+
+/// `d[n, c, i + r + off_r, j + s + off_s] += g[n, o, i, j] * k[o, c, r, s]`
+/// for every term whose target is inside `d`: the transposed convolution
+/// as the scatter it is the adjoint of.
+fn scatter(g: &Array4<f64>, k: &Array4<f64>, out: (usize, usize), off: (i64, i64)) -> Array4<f64> {
+    let (n, o, p, q) = g.dim();
+    let (_, c, kh, kw) = k.dim();
+    let mut d = Array4::<f64>::zeros((n, c, out.0, out.1));
+    for nn in 0..n {
+        for oo in 0..o {
+            for i in 0..p {
+                for j in 0..q {
+                    for cc in 0..c {
+                        for r in 0..kh {
+                            for s in 0..kw {
+                                let (a, b) = (i as i64 + r as i64 + off.0, j as i64 + s as i64 + off.1);
+                                if a >= 0 && b >= 0 && (a as usize) < out.0 && (b as usize) < out.1 {
+                                    d[[nn, cc, a as usize, b as usize]] += g[[nn, oo, i, j]] * k[[oo, cc, r, s]];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    d
+}
+
+#[test]
+fn input_gradient_of_a_convolution() {
+    // Fewer input than output channels, more, a non-square kernel, a
+    // kernel as large as the image, one image of one row of outputs.
+    for (n, c, h, w, o, kh, kw) in [
+        (2, 3, 6, 7, 5, 3, 3),
+        (3, 4, 5, 5, 2, 3, 3),
+        (1, 2, 4, 6, 3, 2, 3),
+        (2, 2, 3, 3, 3, 3, 3),
+        (1, 1, 3, 8, 1, 3, 2),
+    ] {
+        let x = fill(Ix4(n, c, h, w), 41);
+        let k = fill(Ix4(o, c, kh, kw), 42);
+        let g = fill(Ix4(n, o, h - kh + 1, w - kw + 1), 43);
+        assert_close(&conv_input_grad(&x, &k, &g).unwrap(), &scatter(&g, &k, (h, w), (0, 0)));
+    }
+}
+
+#[test]
+fn transposed_convolutions_written_out() {
+    for (n, o, p, q, c) in [(2, 3, 4, 5, 2), (1, 1, 1, 1, 3), (3, 2, 6, 3, 4)] {
+        let dy = fill(Ix4(n, o, p, q), 44);
+        let k = fill(Ix4(o, c, 3, 3), 45);
+        assert_close(&transposed_padded(&dy, &k).unwrap(), &scatter(&dy, &k, (p + 2, q + 2), (0, 0)));
+        // Over a parameter: `xp[.., p - r + 2, q - s + 1]` for output points
+        // `0..A - 2`, `0..B - 1` is the scatter of `xp` shifted back.
+        let (a, b) = (p + 2, q + 1);
+        let xp = fill(Ix4(n, o, a, b), 46);
+        let k2 = fill(Ix4(o, c, 3, 2), 47);
+        assert_close(&transposed_param(&xp, &k2).unwrap(), &scatter(&xp, &k2, (a - 2, b - 1), (-2, -1)));
     }
 }

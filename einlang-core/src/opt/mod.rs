@@ -25,6 +25,7 @@
 //! other way round.
 
 pub mod checkpoint;
+pub mod col2im;
 pub mod cse;
 pub mod dedup;
 pub mod gemm;
@@ -51,6 +52,8 @@ const PASSES: &[Pass] = &[
     ("invariant", invariant::run, Targets::All),
     ("layout", invariant::layout, Targets::Host),
     ("gemm", gemm::run, Targets::All),
+    // Before `pack`: a transposed convolution is not packed.
+    ("col2im", col2im::run, Targets::Host),
     ("pack", pack::run_host, Targets::Host),
     ("pack", pack::run, Targets::Device),
     ("dedup", dedup::run, Targets::All),

@@ -580,7 +580,7 @@ fn var_plus_const(e: &Expr) -> Option<(VarId, i64)> {
     Some((v?, c))
 }
 
-fn product(dims: impl Iterator<Item = Dim>) -> Dim {
+pub(super) fn product(dims: impl Iterator<Item = Dim>) -> Dim {
     dims.fold(Dim::one(), |p, d| p.mul(&d))
 }
 
@@ -948,7 +948,7 @@ fn per_row(
 /// it has one: three entries), its row or column, and the contracted index
 /// take, as `Gemm` lists them (an operand of a batched product with two
 /// entries is shared by every batch).
-fn gemm_of(
+pub(super) fn gemm_of(
     f: &mut Function,
     elem: ScalarKind,
     out: VarId,

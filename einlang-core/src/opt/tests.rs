@@ -858,3 +858,27 @@ fn a_recurrence_without_a_gradient_has_no_alternative() {
     assert_eq!(p.fns.len(), 1, "{}", ir::pretty::pretty_program(&p));
     assert!(p.fns[0].checkpointed.is_none());
 }
+
+/// A convolution's input gradient (a transposed convolution) multiplies
+/// the kernel into each image's gradient as it is, then adds the shifted
+/// products; with provably fewer contracted channels than output ones
+/// (4 against 16) it is packed as before.
+#[test]
+fn a_transposed_convolution_multiplies_then_shifts() {
+    let text = ir::pretty::pretty_program(&optimized(
+        "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, C, H, W] {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+            let l = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
+            @l / @x
+        }
+        pub fn narrow(dy: [f32; N, 4, P, Q], k: [f32; 4, 16, 3, 3]) -> [f32; N, 16, P - 2, Q - 2] {
+            let d[n, c, p in 0..P - 2, q in 0..Q - 2] = sum[o, r, s](dy[n, o, p - r + 2, q - s + 2] * k[o, c, r, s]);
+            d
+        }",
+    ));
+    let (g, narrow) = text.split_at(text.find("pub fn narrow").expect("two functions"));
+    assert!(g.contains("gemm d_x_g_m = d_x_kern_m[1, 0] x d_x_src_m[0, 1] (m 9 * C, "), "{g}");
+    assert!(g.contains("= sum[r_2 in 0..3, s_2 in 0..3] read d_x_g[p1_2, r_2, s_2, (p2_2 - r_2) + 2i64, (p3_2 - s_2) + 2i64] unchecked"), "{g}");
+    assert!(!g.contains("d_x_cols"), "{g}");
+    assert!(narrow.contains("gemm d_prod_m") && !narrow.contains("d_g_m"), "{narrow}");
+}

@@ -1,0 +1,399 @@
+//! Transposed convolutions as a product, then a shifted sum ("col2im").
+//!
+//! The gradient of a convolution with respect to its input reads the
+//! output gradient shifted backwards by the kernel's offsets:
+//!
+//! ```text
+//! d_x[n, c, p, q] = sum[o, r, s](d_y_pad[n, o, p - r + 2, q - s + 2] * k[o, c, r, s])
+//! ```
+//!
+//! `pack` would copy `d_y_pad` once per kernel offset (`O * KH * KW` rows
+//! of `P * Q` columns per image) and multiply that by `k`, a product with
+//! only `C` rows: the copy and the GEMM's own packing of it dominate. Here
+//! the contraction over `o` is done first, on the unshifted gradient, and
+//! the shifts after:
+//!
+//! ```text
+//! d_x_kern[o, c, r, s] = k[o, c, r, s]                    -> [O, C * KH * KW]
+//! rows of d_x, once per n:
+//!     d_x_src[o, a, b] = d_y_pad[n, o, a, b]              -> [O, A * B]
+//!     d_x_g = d_x_kern^T x d_x_src                        -> [C, KH, KW, A, B]
+//!     d_x[n, c, p, q] = sum[r, s](d_x_g[c, r, s, p - r + 2, q - s + 2])
+//! ```
+//!
+//! The GEMM has `C * KH * KW` rows and reads the image's gradient as it
+//! is; the shifted sum adds whole rows (`codegen`'s row accumulation), one
+//! per kernel offset. Both forms do the same multiplications; this one
+//! moves `C * KH * KW` numbers per output column where the packed one
+//! moves `O * KH * KW`, so it is taken unless the contracted extents are
+//! provably smaller than the kernel's output ones.
+//!
+//! A definition qualifies when it has no domain guards, its axes start at
+//! 0, its first axis is read by the shifted operand alone (the image), and
+//! its value is one `sum` (no where entries, loops from 0 whose ends
+//! mention no axis) of `src[..] * ker[..]` (either order, `f32` or `f64`)
+//! where:
+//! - `ker`'s indices are distinct plain variables: summed ones and axes
+//!   that `src` does not read (the kernel's output channels);
+//! - `src`'s indices are the image axis, the summed variables `ker` reads
+//!   without a shift partner (contracted), and shifted indices `a - r +
+//!   d`: an axis `a` other than the image, a summed variable `r` that
+//!   `ker` reads, `d` without either; every axis and summed variable
+//!   appears once;
+//! - the definition's last axis is shifted at `src`'s last shifted index
+//!   (the shifted sum then walks rows contiguously);
+//! - `src` is defined by an earlier statement of the same list or is a
+//!   parameter whose extents the entry checks name.
+//!
+//! Host code only (a row definition with a GEMM in its prelude).
+
+use std::collections::{HashMap, HashSet};
+
+use super::gemm::recost;
+use super::pack::{gemm_of, product};
+use crate::base::dim::{Dim, DimVar};
+use crate::base::ops::{BinOp, RedOp};
+use crate::base::scalar::ScalarKind;
+use crate::ir::cost::expr_cost;
+use crate::ir::{Axis, EntryCheck, Expr, ExprKind, Function, Loop, Repr, Rows, Stmt, TensorDef, VarId};
+
+/// Rewrites every qualifying definition of `f`, wherever it is.
+pub fn run(f: &mut Function) {
+    super::over_function(f, stmts, |f, e| super::in_blocks(f, e, stmts));
+}
+
+fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
+    let mut i = 0;
+    while i < list.len() {
+        let found = match &list[i] {
+            Stmt::Tensor(def) => find(f, &list[..i], def).map(|m| (def.clone(), m)),
+            _ => None,
+        };
+        if let Some((def, m)) = found {
+            let (before, rows) = rewrite(f, def, m);
+            list[i] = Stmt::Rows(rows);
+            let n = before.len();
+            list.splice(i..i, before);
+            i += n;
+        }
+        i += 1;
+    }
+}
+
+/// What a qualifying definition reads, by role.
+struct Match {
+    elem: ScalarKind,
+    /// The shifted operand, its indices and whether they are checked.
+    src: VarId,
+    src_idx: Vec<Expr>,
+    src_checked: bool,
+    /// `src`'s extents.
+    src_ext: Vec<Dim>,
+    /// The kernel, its indices, whether they are checked.
+    ker: VarId,
+    ker_idx: Vec<Expr>,
+    ker_checked: bool,
+    /// The contracted loops, and the shifted ones (in `ker`'s order).
+    contracted: Vec<Loop>,
+    shifts: Vec<Loop>,
+    /// The kernel's output axes (in `ker`'s order).
+    outs: Vec<Axis>,
+    /// `src`'s axes with a shifted index, in order.
+    shifted_axes: Vec<usize>,
+}
+
+fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
+    if def.domain_guards > 0 || def.axes.iter().any(|a| a.start.as_constant() != Some(0)) || def.axes.len() < 2 {
+        return None;
+    }
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &def.body.kind else { return None };
+    let Repr::Scalar(elem @ (ScalarKind::F32 | ScalarKind::F64)) = def.body.ty else { return None };
+    if def.elem != elem || !wheres.is_empty() {
+        return None;
+    }
+    let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
+    let summed: Vec<VarId> = loops.iter().map(|l| l.index).collect();
+    let mentions_axis = |d: &Dim| d.vars().iter().any(|v| axes.contains(&VarId(v.0)));
+    if loops.iter().any(|l| l.start.as_constant() != Some(0) || mentions_axis(&l.end)) {
+        return None;
+    }
+    let ExprKind::Binary(BinOp::Mul, x, y) = &body.kind else { return None };
+    let (x, y) = (read_of(x)?, read_of(y)?);
+    // The kernel is the read with plain indices only.
+    let ((src, src_idx, src_checked), (ker, ker_idx, ker_checked)) =
+        match (plain_vars(x.1).is_some(), plain_vars(y.1).is_some()) {
+            (false, true) => (x, y),
+            (true, false) => (y, x),
+            _ => return None,
+        };
+    let ker_vars = plain_vars(ker_idx)?;
+    if ker_vars.iter().collect::<HashSet<_>>().len() != ker_vars.len() {
+        return None;
+    }
+    // Each index of `src`: the image, a contracted variable, or a shift.
+    let image = axes[0];
+    let mut seen = HashSet::new();
+    let mut shift_of = HashMap::new();
+    let mut shifted_axes = Vec::new();
+    for (n, i) in src_idx.iter().enumerate() {
+        match &i.kind {
+            ExprKind::Var(v) if (*v == image || summed.contains(v)) && seen.insert(*v) => {}
+            _ => {
+                let (a, r) = shift(i, &axes, &summed)?;
+                if a == image || !seen.insert(a) || !seen.insert(r) || !ker_vars.contains(&r) {
+                    return None;
+                }
+                shift_of.insert(a, r);
+                shifted_axes.push(n);
+            }
+        }
+    }
+    if shift_of.is_empty() || !seen.contains(&image) {
+        return None;
+    }
+    // Every summed variable is read by the kernel; every axis by one side.
+    if summed.iter().any(|v| !ker_vars.contains(v)) {
+        return None;
+    }
+    for a in &axes {
+        if seen.contains(a) == ker_vars.contains(a) {
+            return None;
+        }
+    }
+    // The last axis is the innermost shifted one.
+    let last = *axes.last()?;
+    let innermost = shifted_axes.last().map(|&n| shift(&src_idx[n], &axes, &summed));
+    if innermost != Some(Some((last, shift_of[&last]))) {
+        return None;
+    }
+    let shifts: HashSet<VarId> = shift_of.values().copied().collect();
+    let by_var = |v: &VarId| loops.iter().find(|l| l.index == *v).cloned();
+    let contracted: Vec<Loop> =
+        ker_vars.iter().filter(|v| summed.contains(v) && !shifts.contains(v)).filter_map(by_var).collect();
+    let shift_loops: Vec<Loop> = ker_vars.iter().filter(|v| shifts.contains(v)).filter_map(by_var).collect();
+    let outs: Vec<Axis> = ker_vars.iter().filter_map(|v| def.axes.iter().find(|a| a.index == *v).cloned()).collect();
+    if contracted.is_empty() {
+        return None;
+    }
+    // Taken unless it provably moves more than the packed form.
+    let k = product(contracted.iter().map(|l| l.end.clone()));
+    let c = product(outs.iter().map(|a| a.extent.clone()));
+    if k.prove_lt(&c).is_true() {
+        return None;
+    }
+    let src_ext = extents_of(f, earlier, src, src_idx.len())?;
+    Some(Match {
+        elem,
+        src,
+        src_idx: src_idx.to_vec(),
+        src_checked,
+        src_ext,
+        ker,
+        ker_idx: ker_idx.to_vec(),
+        ker_checked,
+        contracted,
+        shifts: shift_loops,
+        outs,
+        shifted_axes,
+    })
+}
+
+/// A read of a tensor: the tensor, its indices, whether checked.
+fn read_of(e: &Expr) -> Option<(VarId, &[Expr], bool)> {
+    match &e.kind {
+        ExprKind::Read { tensor, indices, checked } => Some((*tensor, indices.as_slice(), *checked)),
+        _ => None,
+    }
+}
+
+/// The variables of indices that are all plain variables.
+fn plain_vars(idx: &[Expr]) -> Option<Vec<VarId>> {
+    idx.iter().map(|i| if let ExprKind::Var(v) = i.kind { Some(v) } else { None }).collect()
+}
+
+/// `(a, r)` when `i` is `a - r + d`: `a` an axis, `r` a summed variable,
+/// `d` free of both sets.
+fn shift(i: &Expr, axes: &[VarId], summed: &[VarId]) -> Option<(VarId, VarId)> {
+    let all: Vec<VarId> = axes.iter().chain(summed).copied().collect();
+    let mut a = None;
+    let mut r = None;
+    for &v in &all {
+        let (c, _) = super::affine(i, v)?;
+        match c {
+            0 => {}
+            1 if axes.contains(&v) && a.is_none() => a = Some(v),
+            -1 if summed.contains(&v) && r.is_none() => r = Some(v),
+            _ => return None,
+        }
+    }
+    let (a, r) = (a?, r?);
+    // What is left mentions neither set.
+    let (_, rest) = super::affine(i, a)?;
+    let d = rest.add(&Dim::var(DimVar(r.0)));
+    if d.vars().iter().any(|v| all.contains(&VarId(v.0))) {
+        return None;
+    }
+    Some((a, r))
+}
+
+/// The extents of `tensor` (of rank `rank`): from the earlier statement
+/// that defines it, or from the entry checks of a parameter.
+fn extents_of(f: &Function, earlier: &[Stmt], tensor: VarId, rank: usize) -> Option<Vec<Dim>> {
+    for s in earlier.iter().rev() {
+        if let Stmt::Tensor(d) = s {
+            if d.var == tensor {
+                return (d.axes.len() == rank).then(|| d.axes.iter().map(|a| a.extent.clone()).collect());
+            }
+        }
+    }
+    if !f.params.contains(&tensor) {
+        return None;
+    }
+    (0..rank)
+        .map(|axis| {
+            f.entry.iter().find_map(|c| match c {
+                EntryCheck::BindDim { dim, param, path, axis: a }
+                    if *param == tensor && path.is_empty() && *a == axis =>
+                {
+                    Some(Dim::var(DimVar(dim.0)))
+                }
+                EntryCheck::CheckDim { param, path, axis: a, expected, .. }
+                    if *param == tensor && path.is_empty() && *a == axis =>
+                {
+                    Some(expected.clone())
+                }
+                _ => None,
+            })
+        })
+        .collect()
+}
+
+/// The statements before `def` (the kernel's copy and its matrix) and the
+/// row definition replacing it.
+fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) {
+    let (elem, i64t) = (m.elem, Repr::Scalar(ScalarKind::I64));
+    let base = f.var(def.var).source_name.clone();
+    let image = def.axes[0].index;
+    let fresh = |f: &mut Function, v: VarId| f.add_var(&f.var(v).source_name.clone(), i64t.clone());
+    let var = |v: VarId| Expr { kind: ExprKind::Var(v), ty: Repr::Scalar(ScalarKind::I64) };
+    let read = |tensor: VarId, indices: Vec<Expr>, checked: bool| Expr {
+        kind: ExprKind::Read { tensor, indices, checked },
+        ty: Repr::Scalar(elem),
+    };
+
+    // The kernel as `[contracted.., outs.., shifts..]`.
+    let kern_vars: Vec<(VarId, Dim)> = m
+        .contracted
+        .iter()
+        .map(|l| (l.index, l.end.clone()))
+        .chain(m.outs.iter().map(|a| (a.index, a.extent.clone())))
+        .chain(m.shifts.iter().map(|l| (l.index, l.end.clone())))
+        .collect();
+    let to_k: HashMap<VarId, VarId> = kern_vars.iter().map(|(v, _)| (*v, fresh(f, *v))).collect();
+    let kern_axes: Vec<Axis> =
+        kern_vars.iter().map(|(v, e)| Axis { index: to_k[v], start: Dim::zero(), extent: e.clone() }).collect();
+    let kern_body = read(m.ker, m.ker_idx.iter().map(|i| renamed(i, &to_k)).collect(), m.ker_checked);
+    let kern = f.add_var(&format!("{base}_kern"), Repr::Tensor(elem, kern_axes.len()));
+    let kern_def = TensorDef {
+        var: kern,
+        elem,
+        axes: kern_axes,
+        cost_per_point: expr_cost(&kern_body),
+        body: kern_body,
+        domain_guards: 0,
+    };
+    let k_ext = product(m.contracted.iter().map(|l| l.end.clone()));
+    let outs_ext = product(m.outs.iter().map(|a| a.extent.clone()));
+    let shifts_ext = product(m.shifts.iter().map(|l| l.end.clone()));
+    let rows_ext = outs_ext.mul(&shifts_ext);
+    let kern_m = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, 2));
+    let before = vec![
+        Stmt::Tensor(kern_def),
+        Stmt::Reshape { var: kern_m, source: kern, elem, dims: vec![k_ext.clone(), rows_ext.clone()] },
+    ];
+
+    // The image's gradient as `[contracted.., shifted axes..]`.
+    let q_ext: Vec<Dim> = m.shifted_axes.iter().map(|&n| m.src_ext[n].clone()).collect();
+    let mut src_vars: Vec<(VarId, Dim)> = m.contracted.iter().map(|l| (fresh(f, l.index), l.end.clone())).collect();
+    for e in &q_ext {
+        src_vars.push((f.add_var("q", i64t.clone()), e.clone()));
+    }
+    let mut src_idx = Vec::new();
+    let mut next_q = m.contracted.len();
+    for (n, i) in m.src_idx.iter().enumerate() {
+        src_idx.push(if m.shifted_axes.contains(&n) {
+            next_q += 1;
+            var(src_vars[next_q - 1].0)
+        } else if let ExprKind::Var(v) = i.kind {
+            match m.contracted.iter().position(|l| l.index == v) {
+                Some(p) => var(src_vars[p].0),
+                None => var(image),
+            }
+        } else {
+            var(image)
+        });
+    }
+    let src_axes: Vec<Axis> =
+        src_vars.iter().map(|(v, e)| Axis { index: *v, start: Dim::zero(), extent: e.clone() }).collect();
+    let src_body = read(m.src, src_idx, false);
+    let slab = f.add_var(&format!("{base}_src"), Repr::Tensor(elem, src_axes.len()));
+    let slab_def = TensorDef {
+        var: slab,
+        elem,
+        axes: src_axes,
+        cost_per_point: expr_cost(&src_body),
+        body: src_body,
+        domain_guards: 0,
+    };
+    let cols_ext = product(q_ext.iter().cloned());
+    let slab_m = f.add_var(&format!("{base}_src_m"), Repr::Tensor(elem, 2));
+    let g_m = f.add_var(&format!("{base}_g_m"), Repr::Tensor(elem, 2));
+    let gemm = gemm_of(
+        f,
+        elem,
+        g_m,
+        None,
+        [rows_ext.clone(), cols_ext.clone(), k_ext.clone()],
+        (kern_m, vec![1, 0]),
+        (slab_m, vec![0, 1]),
+    );
+    let gemm_cost = gemm.reference.cost_per_point;
+    let g_dims: Vec<Dim> = m
+        .outs
+        .iter()
+        .map(|a| a.extent.clone())
+        .chain(m.shifts.iter().map(|l| l.end.clone()))
+        .chain(q_ext.iter().cloned())
+        .collect();
+    let g = f.add_var(&format!("{base}_g"), Repr::Tensor(elem, g_dims.len()));
+    let prelude = vec![
+        Stmt::Tensor(slab_def),
+        Stmt::Reshape { var: slab_m, source: slab, elem, dims: vec![k_ext, cols_ext] },
+        Stmt::Gemm(gemm),
+        Stmt::Reshape { var: g, source: g_m, elem, dims: g_dims },
+    ];
+
+    // The definition: the shifted sum over the kernel's offsets.
+    let g_idx: Vec<Expr> = m
+        .outs
+        .iter()
+        .map(|a| var(a.index))
+        .chain(m.shifts.iter().map(|l| var(l.index)))
+        .chain(m.shifted_axes.iter().map(|&n| m.src_idx[n].clone()))
+        .collect();
+    let term = read(g, g_idx, m.src_checked);
+    def.body = Expr {
+        kind: ExprKind::Reduce { op: RedOp::Sum, loops: m.shifts, wheres: Vec::new(), body: Box::new(term) },
+        ty: Repr::Scalar(elem),
+    };
+    recost(&mut def);
+    def.cost_per_point = def.cost_per_point.saturating_add(gemm_cost);
+    (before, Rows { def, prelude })
+}
+
+/// `e` with the variables of `map` renamed.
+fn renamed(e: &Expr, map: &HashMap<VarId, VarId>) -> Expr {
+    let mut e = e.clone();
+    super::gemm::rename(&mut e, map);
+    e
+}
