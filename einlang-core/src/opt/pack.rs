@@ -687,7 +687,17 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     // The plain operand, over fresh variables. When guards kept its read in
     // bounds before, they are no longer around it: each index is checked
     // against the operand's length instead (0 outside).
-    let p_outer: Vec<VarId> = batch.iter().chain(&ks).chain(&cols).copied().collect();
+    let mut p_outer: Vec<VarId> = batch.iter().chain(&ks).chain(&cols).copied().collect();
+    // A product per image of a plain operand read `[batch.., cols..,
+    // ks..]` (a kernel gradient's `dy[n, o, i, j]`) copies it in that
+    // order, contiguously, and the GEMM reads the copy transposed.
+    let per_image =
+        host && c.lead.is_none() && c.batch.len() == 1 && def.axes.first().map(|a| a.index) == batch.first().copied();
+    let cols_first =
+        per_image && !c.rows_first && !c.batch_lead && reads_in_order(&p, batch.iter().chain(&cols).chain(&ks));
+    if cols_first {
+        p_outer = batch.iter().chain(&cols).chain(&ks).copied().collect();
+    }
     let to_p = fresh(f, &p_outer);
     let mut p_body = p;
     rename(&mut p_body, &to_p);
@@ -725,7 +735,11 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
         elem,
         axes: mk_axes(
             p_outer.iter().map(|v| to_p[v]).collect(),
-            b_ext.iter().chain(&k_ext).chain(&c_ext).cloned().collect(),
+            if cols_first {
+                b_ext.iter().chain(&c_ext).chain(&k_ext).cloned().collect()
+            } else {
+                b_ext.iter().chain(&k_ext).chain(&c_ext).cloned().collect()
+            },
         ),
         cost_per_point: expr_cost(&p_body),
         body: p_body,
@@ -749,13 +763,14 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
         let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![bb, k, n] };
         return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
     }
-    if host && c.lead.is_none() && c.batch.len() == 1 && def.axes.first().map(|a| a.index) == Some(batch[0]) {
+    if per_image {
         // One batch axis, the definition's first: per row, its packed
         // columns times its own matrix of the plain operand.
         let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, 3));
         let bb = b_ext[0].clone();
-        let prelude = per_row(f, def, &c, q_point, &loops, Plain::PerRow(pm), [&k, &n]);
-        let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims: vec![bb, k, n] };
+        let dims = if cols_first { vec![bb, n.clone(), k.clone()] } else { vec![bb, k.clone(), n.clone()] };
+        let prelude = per_row(f, def, &c, q_point, &loops, Plain::PerRow(pm, cols_first), [&k, &n]);
+        let kern = Stmt::Reshape { var: pm, source: p_var, elem, dims };
         return (vec![Stmt::Tensor(p_def), kern], Some(prelude));
     }
     let q_dims = |outer: Vec<Dim>, rows: Dim| -> Vec<Dim> {
@@ -846,8 +861,9 @@ enum Plain {
     /// batch's extent (a grouped convolution's kernels, a group each).
     Batched(VarId, Dim),
     /// A matrix per row, `pm[b]` of a `[rows, ks, cols]` tensor (a kernel
-    /// gradient's output gradient, image `b`).
-    PerRow(VarId),
+    /// gradient's output gradient, image `b`), or of a `[rows, cols, ks]`
+    /// one when the flag is set (read transposed).
+    PerRow(VarId, bool),
 }
 
 /// The product of `def` at one point of its first axis, as the prelude of
@@ -912,7 +928,7 @@ fn per_row(
     let mut prelude = vec![Stmt::Tensor(q_def), Stmt::Reshape { var: qm, source: qr, elem, dims: q_dims }];
     let pm = match &plain {
         Plain::Shared(pm) | Plain::Batched(pm, _) => *pm,
-        Plain::PerRow(all) => {
+        Plain::PerRow(all, _) => {
             let pb = f.add_var(&format!("{base}_kern_row"), Repr::Tensor(elem, 2));
             let row = def.axes[0].index;
             let value =
@@ -934,7 +950,8 @@ fn per_row(
         let g = gemm_of(f, elem, ym, None, [n.clone(), m, k.clone()], (pm, vec![1, 0]), (qm, q_right));
         (g, c.cols.iter().chain(rows).collect())
     } else {
-        let g = gemm_of(f, elem, ym, None, [m, n.clone(), k.clone()], (qm, q_left), (pm, vec![0, 1]));
+        let p_axes = if matches!(plain, Plain::PerRow(_, true)) { vec![1, 0] } else { vec![0, 1] };
+        let g = gemm_of(f, elem, ym, None, [m, n.clone(), k.clone()], (qm, q_left), (pm, p_axes));
         (g, rows.iter().chain(&c.cols).collect())
     };
     let dims = read_row_product(def, c, yp, &order, gemm.reference.cost_per_point);
@@ -1109,6 +1126,14 @@ fn uncheck_guarded(f: &Function, ranges: &HashMap<VarId, Dim>, cond: &Expr, e: &
 
 fn is_int_zero(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Lit(Literal::Int(0)))
+}
+
+/// Whether `e` is a read whose indices are exactly the variables `vars`,
+/// in order.
+fn reads_in_order<'a>(e: &Expr, vars: impl Iterator<Item = &'a VarId>) -> bool {
+    let ExprKind::Read { indices, .. } = &e.kind else { return false };
+    let vars: Vec<VarId> = vars.copied().collect();
+    indices.len() == vars.len() && indices.iter().zip(&vars).all(|(i, v)| matches!(i.kind, ExprKind::Var(x) if x == *v))
 }
 
 /// Whether `n` is the length of axis `axis` of `tensor`.

@@ -680,8 +680,11 @@ fn host_kernel_gradients_multiply_one_image_at_a_time() {
     ));
     assert!(out.contains("rows of dk_part, once per n:"), "{out}");
     assert!(out.contains("= view dk_part_kern_m[n]"), "{out}");
+    // The output gradient is copied in its own order (no transposing
+    // copy) and read transposed by the product.
+    assert!(out.contains("tensor dk_part_kern[n_4 in 0..N, o_3 in 0..O, i_2 in 0..min(H - 2, P), j_2 in 0..min(W - 2, Q)]: f32 (cost 5) = read dy[n_4, o_3, i_2, j_2] unchecked"), "{out}");
     assert!(
-        out.contains("gemm dk_part_prod_m = dk_part_cols_m[0, 1] x dk_part_kern_row[0, 1] (m 9 * C, n O,"),
+        out.contains("gemm dk_part_prod_m = dk_part_cols_m[0, 1] x dk_part_kern_row[1, 0] (m 9 * C, n O,"),
         "{out}"
     );
     assert!(out.contains("= sum[n_2 in 0..N] read dk_part[n_2, o, c, r, s] unchecked"), "{out}");

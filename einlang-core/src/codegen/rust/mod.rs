@@ -243,7 +243,8 @@ pub(crate) struct FnCx<'a> {
     /// The Rust identifier of every variable (see `names`).
     idents: Vec<Option<Ident>>,
     repr: HashMap<VarId, Ownership>,
-    /// Tensors this function allocates in standard layout (`par::fill`):
+    /// Tensors this function allocates in standard layout (`par::fill`,
+    /// products, reshapes):
     /// their proven reads address memory directly, row-major from their
     /// shape, so the last axis has unit stride and inner loops vectorize.
     standard: HashSet<VarId>,
@@ -532,6 +533,8 @@ impl<'a> FnCx<'a> {
                 }
                 let (array, shape) = (types::array(*elem, Some(dims.len()), &nd), types::shape(&lens, &nd));
                 self.repr.insert(*var, Ownership::Owned);
+                // `reshape_owned` returns standard layout.
+                self.standard.insert(*var);
                 Ok(quote!(let #id: #array = #rt::shape::reshape_owned(#name, #src, #shape)?;))
             }
             Stmt::Expr(e) => {

@@ -62,6 +62,8 @@ impl FnCx<'_> {
             }
         };
         self.repr.insert(g.out, Ownership::Owned);
+        // The runtime's products return fresh standard-layout arrays.
+        self.standard.insert(g.out);
         Ok(quote!(let #out: #array = #call;))
     }
 
