@@ -217,6 +217,39 @@ where
     }
 }
 
+/// `a[..m, ..k] · b[..k, ..n]` written row-major into `out`, which holds
+/// exactly `m x n` elements, possibly uninitialized (a row of a
+/// definition that is the product itself: no copy of a fresh product).
+/// Every element is written when it returns `Ok`.
+pub fn matmul_into<T>(
+    function: &str,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    out: &mut [std::mem::MaybeUninit<T>],
+) -> Result<(), Error>
+where
+    T: LinalgScalar + Send + Sync + 'static,
+{
+    let [m, n, k] = extents(function, [m, n, k])?;
+    covers(function, &a, m, k)?;
+    covers(function, &b, k, n)?;
+    if m.checked_mul(n) != Some(out.len()) {
+        return Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("a {m}x{n} product written into {} elements", out.len()),
+        });
+    }
+    let (a, b) = (a.slice(s![..m, ..k]), b.slice(s![..k, ..n]));
+    let o = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
+    // SAFETY: `out` holds exactly m x n elements, borrowed mutably here;
+    // the product writes every one.
+    unsafe { product_into(a, b, o, available_threads()) };
+    Ok(())
+}
+
 /// An operand of a batched product: a matrix per batch, or one matrix
 /// that every batch shares.
 pub enum Batched<'a, T> {
@@ -315,6 +348,20 @@ mod tests {
         let both_transposed = matmul("f", 4, 6, 5, b.t(), a.t()).unwrap();
         assert!(both_transposed.is_standard_layout());
         assert_eq!(both_transposed, naive(&a.view(), &b, 6, 4, 5).t());
+    }
+
+    #[test]
+    fn a_product_written_into_a_slice_matches_loops() {
+        let a = Array::from_shape_fn((5, 3), |(i, j)| (i * 3 + j) as f64 - 4.0);
+        let b = Array::from_shape_fn((3, 4), |(i, j)| (i as f64) * 0.5 - j as f64);
+        let mut out = vec![std::mem::MaybeUninit::<f64>::uninit(); 20];
+        matmul_into("f", 5, 4, 3, a.view(), b.view(), &mut out).unwrap();
+        // SAFETY: `matmul_into` returned `Ok`, so it wrote all 20.
+        let got: Vec<f64> = out.iter().map(|v| unsafe { v.assume_init() }).collect();
+        assert_eq!(Array2::from_shape_vec((5, 4), got).unwrap(), naive(&a.view(), &b.view(), 5, 4, 3));
+        // A slice of the wrong length is an error, not a write past it.
+        let mut short = vec![std::mem::MaybeUninit::<f64>::uninit(); 19];
+        assert!(matmul_into("f", 5, 4, 3, a.view(), b.view(), &mut short).is_err());
     }
 
     #[test]

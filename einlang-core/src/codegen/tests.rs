@@ -1823,3 +1823,25 @@ fn transposed_reads_fill_blocks_of_rows() {
     assert!(t.contains("fill_uninit_rows(\"t\"") && t.contains(",16,__fill_y)"), "{t}");
     assert!(!same.contains("fill_uninit_rows"), "{same}");
 }
+
+/// A convolution without an epilogue writes each image's product straight
+/// into its row of the output; with a bias the row adds it to a product
+/// of its own.
+#[test]
+fn a_row_that_is_its_product_is_written_by_the_gemm() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        pub fn plain(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+            y
+        }
+        pub fn biased(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+            y
+        }
+    };
+    let compiled = crate::test_support::compile_tokens(src);
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let (plain, biased) = rust.split_at(rust.find("pubfnbiased").expect("both functions are emitted"));
+    assert!(plain.contains("gemm::matmul_into(\"plain\"") && !plain.contains("gemm::matmul(\"plain\""), "{plain}");
+    assert!(biased.contains("gemm::matmul(\"biased\"") && !biased.contains("matmul_into"), "{biased}");
+}

@@ -29,7 +29,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, types, Bug, FnCx, Ownership};
-use crate::ir::{Axis, Gemm, Repr, Rows, Stmt, TensorDef};
+use crate::ir::{Axis, ExprKind, Gemm, Repr, Rows, Stmt, TensorDef};
 
 impl FnCx<'_> {
     /// A GEMM-shaped definition: one call of the runtime's matrix product
@@ -46,25 +46,85 @@ impl FnCx<'_> {
         }
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
         let out = self.ident(g.out)?;
-        let (a, b) = (self.ident(g.a)?, self.ident(g.b)?);
-        let (a_axes, b_axes) =
-            (g.a_axes.iter().map(|x| types::usize_lit(*x)), g.b_axes.iter().map(|x| types::usize_lit(*x)));
-        let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
+        let [m, n, k, a, b] = self.gemm_args(g)?;
         let array = types::array(g.elem, Some(rank), &nd);
         let call = match &g.batch {
-            None => {
-                quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
-            }
+            None => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a, #b)?),
             // An operand with two axes is one matrix shared by every batch.
             Some(batch) => {
                 let batch = self.dim(batch)?;
-                quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a.view().permuted_axes([#(#a_axes),*]), #b.view().permuted_axes([#(#b_axes),*]))?)
+                quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a, #b)?)
             }
         };
         self.repr.insert(g.out, Ownership::Owned);
         // The runtime's products return fresh standard-layout arrays.
         self.standard.insert(g.out);
         Ok(quote!(let #out: #array = #call;))
+    }
+
+    /// A product's extents and its operands as permuted views.
+    fn gemm_args(&mut self, g: &Gemm) -> Result<[TokenStream; 5], Bug> {
+        let (a, b) = (self.ident(g.a)?, self.ident(g.b)?);
+        let (a_axes, b_axes) =
+            (g.a_axes.iter().map(|x| types::usize_lit(*x)), g.b_axes.iter().map(|x| types::usize_lit(*x)));
+        let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
+        Ok([m, n, k, quote!(#a.view().permuted_axes([#(#a_axes),*])), quote!(#b.view().permuted_axes([#(#b_axes),*]))])
+    }
+
+    /// A row definition whose rows are its prelude's product itself (`y[n,
+    /// o, i, j] = y_prod[o, i, j]`, a convolution without bias): the
+    /// product is written straight into the row (`gemm::matmul_into`),
+    /// not into a fresh array that the row then copies. None for others.
+    fn product_rows(&mut self, rows: &Rows) -> Result<Option<TokenStream>, Bug> {
+        let def = &rows.def;
+        let [before @ .., Stmt::Gemm(g), Stmt::Reshape { var: yp, source, dims, .. }] = rows.prelude.as_slice() else {
+            return Ok(None);
+        };
+        let ExprKind::Read { tensor, indices, checked: false } = &def.body.kind else { return Ok(None) };
+        let own_point = indices.len() + 1 == def.axes.len()
+            && indices.iter().zip(&def.axes[1..]).all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == a.index));
+        let same_shape =
+            dims.len() + 1 == def.axes.len() && dims.iter().zip(&def.axes[1..]).all(|(d, a)| *d == a.extent);
+        if self.all_checked || *tensor != *yp || *source != g.out || g.batch.is_some() || !own_point || !same_shape {
+            return Ok(None);
+        }
+        let rank = def.axes.len();
+        let name = self.ident(def.var)?;
+        let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+        let lens = def.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let shape_var = derived("shape_", &name, "");
+        let (shape_binding, shape) = if rank <= 2 {
+            (TokenStream::new(), types::shape(&lens, &nd))
+        } else {
+            let r = types::usize_lit(rank);
+            let value =
+                if rank <= types::MAX_STATIC_RANK { quote!(#shape_var) } else { quote!(#nd::IxDyn(&#shape_var)) };
+            (quote!(let #shape_var: [usize; #r] = [#(#lens),*];), value)
+        };
+        self.no_move += 1;
+        let prelude = before.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
+        let args = self.gemm_args(g);
+        self.no_move -= 1;
+        let (prelude, [m, n, k, a, b]) = (prelude?, args?);
+        let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
+        let row = derived("row_", &name, "");
+        let elem_ty = types::scalar(def.elem);
+        let array = types::array(def.elem, Some(rank), &nd);
+        let fill = derived("fill_", &name, "");
+        let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
+        self.repr.insert(def.var, Ownership::Owned);
+        self.standard.insert(def.var);
+        Ok(Some(quote! {
+            #shape_binding
+            let #fill = |#pos: usize, #row: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
+                #binding
+                #(#prelude)*
+                #rt::gemm::matmul_into(#fname, #m, #n, #k, #a, #b, #row)
+            };
+            // SAFETY: `matmul_into` writes every element of the row it is
+            // given before it returns `Ok`.
+            let #name: #array = unsafe { #rt::par::fill_uninit(#fname, #shape, #cost, #fill) }?;
+        }))
     }
 
     pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
@@ -76,6 +136,9 @@ impl FnCx<'_> {
     pub(crate) fn rows(&mut self, rows: &Rows) -> Result<TokenStream, Bug> {
         if rows.def.axes.len() < 2 {
             return Err(format!("rows of a tensor of rank {}", rows.def.axes.len()));
+        }
+        if let Some(code) = self.product_rows(rows)? {
+            return Ok(code);
         }
         self.tensor_with_prelude(&rows.def, &rows.prelude)
     }
