@@ -107,6 +107,7 @@ impl FnCx<'_> {
         self.no_move -= 1;
         let (prelude, [m, n, k, a, b]) = (prelude?, args?);
         let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
+        let recycle = self.recycle_prelude(before)?;
         let row = derived("row_", &name, "");
         let elem_ty = types::scalar(def.elem);
         let array = types::array(def.elem, Some(rank), &nd);
@@ -119,7 +120,9 @@ impl FnCx<'_> {
             let #fill = |#pos: usize, #row: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
                 #binding
                 #(#prelude)*
-                #rt::gemm::matmul_into(#fname, #m, #n, #k, #a, #b, #row)
+                #rt::gemm::matmul_into(#fname, #m, #n, #k, #a, #b, #row)?;
+                #recycle
+                Ok(())
             };
             // SAFETY: `matmul_into` writes every element of the row it is
             // given before it returns `Ok`.
@@ -143,7 +146,37 @@ impl FnCx<'_> {
         self.tensor_with_prelude(&rows.def, &rows.prelude)
     }
 
+    /// Gives the tensors a row's prelude owns back to the runtime's pool
+    /// when the row is done (those a reshape did not take): the next row,
+    /// on this thread or another, reuses them instead of mapping fresh
+    /// pages (a convolution's packed columns, a megabyte per image).
+    fn recycle_prelude(&self, prelude: &[Stmt]) -> Result<TokenStream, Bug> {
+        let mut defined = Vec::new();
+        let mut taken = std::collections::HashSet::new();
+        for s in prelude {
+            match s {
+                Stmt::Tensor(d) => defined.push(d.var),
+                Stmt::Gemm(g) => defined.push(g.out),
+                Stmt::Reshape { var, source, .. } => {
+                    defined.push(*var);
+                    taken.insert(*source);
+                }
+                _ => {}
+            }
+        }
+        let rt = &self.rt;
+        let mut out = TokenStream::new();
+        for v in defined {
+            if !taken.contains(&v) && matches!(self.repr.get(&v), Some(Ownership::Owned)) {
+                let id = self.ident(v)?;
+                out.extend(quote!(#rt::pool::recycle(#id);));
+            }
+        }
+        Ok(out)
+    }
+
     fn tensor_with_prelude(&mut self, def: &TensorDef, prelude: &[Stmt]) -> Result<TokenStream, Bug> {
+        let prelude_stmts = prelude;
         let rank = def.axes.len();
         let info = self.info(def.var)?;
         if info.ty != Repr::Tensor(def.elem, rank) {
@@ -271,11 +304,13 @@ impl FnCx<'_> {
             let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
             let row = &chunk_of_axis[0];
             let params = if uninit { quote!(#pos: usize, #row: #chunk_ty) } else { quote!(#pos, #row) };
+            let recycle = self.recycle_prelude(prelude_stmts)?;
             quote! {
                 |#params| -> #result_ty {
                     #binding
                     #(#prelude)*
                     #nest
+                    #recycle
                     Ok(())
                 }
             }
