@@ -191,6 +191,21 @@ fn available_threads() -> usize {
     }
 }
 
+/// `m` and `n` as `usize`, and the `m x k` and `k x n` corners of the
+/// operands, checked to be there.
+#[allow(clippy::type_complexity)]
+fn corners<'a, 'b, T>(
+    function: &str,
+    dims: [i64; 3],
+    a: ArrayView2<'a, T>,
+    b: ArrayView2<'b, T>,
+) -> Result<([usize; 2], ArrayView2<'a, T>, ArrayView2<'b, T>), Error> {
+    let [m, n, k] = extents(function, dims)?;
+    covers(function, &a, m, k)?;
+    covers(function, &b, k, n)?;
+    Ok(([m, n], a.slice_move(s![..m, ..k]), b.slice_move(s![..k, ..n])))
+}
+
 /// `a[..m, ..k] · b[..k, ..n]` into a new standard-layout `m x n` array.
 pub fn matmul<T>(
     function: &str,
@@ -203,18 +218,15 @@ pub fn matmul<T>(
 where
     T: LinalgScalar + Send + Sync + 'static,
 {
-    let [m, n, k] = extents(function, [m, n, k])?;
-    covers(function, &a, m, k)?;
-    covers(function, &b, k, n)?;
-    let (a, b) = (a.slice(s![..m, ..k]), b.slice(s![..k, ..n]));
-    let mut out = crate::pool::uninit::<T, _>(ndarray::Ix2(m, n));
-    let o = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
-    // SAFETY: `out` is a fresh standard-layout m x n array; the product
-    // writes every element.
-    unsafe {
-        product_into(a, b, o, available_threads());
-        Ok(out.assume_init())
-    }
+    let [rows, cols] = extents(function, [m, n])?;
+    let mut out = crate::pool::uninit::<T, _>(ndarray::Ix2(rows, cols));
+    let slots = out.as_slice_mut().ok_or_else(|| Error::Extent {
+        function: function.to_string(),
+        message: "a fresh product array is not contiguous".to_string(),
+    })?;
+    matmul_into(function, m, n, k, a, b, slots)?;
+    // SAFETY: `matmul_into` returned `Ok`: it wrote every element.
+    Ok(unsafe { out.assume_init() })
 }
 
 /// `a[..m, ..k] · b[..k, ..n]` written row-major into `out`, which holds
@@ -233,16 +245,13 @@ pub fn matmul_into<T>(
 where
     T: LinalgScalar + Send + Sync + 'static,
 {
-    let [m, n, k] = extents(function, [m, n, k])?;
-    covers(function, &a, m, k)?;
-    covers(function, &b, k, n)?;
+    let ([m, n], a, b) = corners(function, [m, n, k], a, b)?;
     if m.checked_mul(n) != Some(out.len()) {
         return Err(Error::Extent {
             function: function.to_string(),
             message: format!("a {m}x{n} product written into {} elements", out.len()),
         });
     }
-    let (a, b) = (a.slice(s![..m, ..k]), b.slice(s![..k, ..n]));
     let o = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // SAFETY: `out` holds exactly m x n elements, borrowed mutably here;
     // the product writes every one.

@@ -303,6 +303,14 @@ pub struct TensorDef {
     pub domain_guards: usize,
 }
 
+impl TensorDef {
+    /// A definition over every point of `axes` (no domain guards), its
+    /// cost estimated from `body`.
+    pub fn new(var: VarId, elem: ScalarKind, axes: Vec<Axis>, body: Expr) -> TensorDef {
+        TensorDef { var, elem, axes, cost_per_point: cost::expr_cost(&body), body, domain_guards: 0 }
+    }
+}
+
 /// `def` (of rank 2 or more), whose rows share work: for every index `n` of
 /// its first axis (bound to that axis's index variable), the `prelude`
 /// statements run in order, then the points of row `n` are computed. The

@@ -54,7 +54,6 @@ use super::pack::{gemm_of, product};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::cost::expr_cost;
 use crate::ir::{Axis, EntryCheck, Expr, ExprKind, Function, Loop, Repr, Rows, Stmt, TensorDef, VarId};
 
 /// Rewrites every qualifying definition of `f`, wherever it is.
@@ -294,14 +293,7 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
         kern_vars.iter().map(|(v, e)| Axis { index: to_k[v], start: Dim::zero(), extent: e.clone() }).collect();
     let kern_body = read(m.ker, m.ker_idx.iter().map(|i| renamed(i, &to_k)).collect(), m.ker_checked);
     let kern = f.add_var(&format!("{base}_kern"), Repr::Tensor(elem, kern_axes.len()));
-    let kern_def = TensorDef {
-        var: kern,
-        elem,
-        axes: kern_axes,
-        cost_per_point: expr_cost(&kern_body),
-        body: kern_body,
-        domain_guards: 0,
-    };
+    let kern_def = TensorDef::new(kern, elem, kern_axes, kern_body);
     let k_ext = product(m.contracted.iter().map(|l| l.end.clone()));
     let outs_ext = product(m.outs.iter().map(|a| a.extent.clone()));
     let shifts_ext = product(m.shifts.iter().map(|l| l.end.clone()));
@@ -337,14 +329,7 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
         src_vars.iter().map(|(v, e)| Axis { index: *v, start: Dim::zero(), extent: e.clone() }).collect();
     let src_body = read(m.src, src_idx, false);
     let slab = f.add_var(&format!("{base}_src"), Repr::Tensor(elem, src_axes.len()));
-    let slab_def = TensorDef {
-        var: slab,
-        elem,
-        axes: src_axes,
-        cost_per_point: expr_cost(&src_body),
-        body: src_body,
-        domain_guards: 0,
-    };
+    let slab_def = TensorDef::new(slab, elem, src_axes, src_body);
     let cols_ext = product(q_ext.iter().cloned());
     let slab_m = f.add_var(&format!("{base}_src_m"), Repr::Tensor(elem, 2));
     let g_m = f.add_var(&format!("{base}_g_m"), Repr::Tensor(elem, 2));

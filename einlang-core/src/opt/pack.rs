@@ -675,14 +675,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
             b_ext.iter().chain(&r_ext).chain(&k_ext).cloned().collect(),
         )
     };
-    let q_def = TensorDef {
-        var: q_var,
-        elem,
-        axes: q_axes,
-        cost_per_point: expr_cost(&q_body),
-        body: q_body,
-        domain_guards: 0,
-    };
+    let q_def = TensorDef::new(q_var, elem, q_axes, q_body);
 
     // The plain operand, over fresh variables. When guards kept its read in
     // bounds before, they are no longer around it: each index is checked

@@ -71,6 +71,27 @@ impl FnCx<'_> {
         Ok([m, n, k, quote!(#a.view().permuted_axes([#(#a_axes),*])), quote!(#b.view().permuted_axes([#(#b_axes),*]))])
     }
 
+    /// A definition's extents (as `usize`), the name of its shape array,
+    /// the binding of that array (rank 3 and up) and the shape to allocate.
+    fn shape_of(
+        &self,
+        def: &TensorDef,
+        name: &Ident,
+    ) -> Result<(Vec<TokenStream>, Ident, TokenStream, TokenStream), Bug> {
+        let (rank, nd) = (def.axes.len(), &self.nd);
+        let lens = def.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let shape_var = derived("shape_", name, "");
+        let (shape_binding, shape) = if rank <= 2 {
+            (TokenStream::new(), types::shape(&lens, nd))
+        } else {
+            let r = types::usize_lit(rank);
+            let value =
+                if rank <= types::MAX_STATIC_RANK { quote!(#shape_var) } else { quote!(#nd::IxDyn(&#shape_var)) };
+            (quote!(let #shape_var: [usize; #r] = [#(#lens),*];), value)
+        };
+        Ok((lens, shape_var, shape_binding, shape))
+    }
+
     /// A row definition whose rows are its prelude's product itself (`y[n,
     /// o, i, j] = y_prod[o, i, j]`, a convolution without bias): the
     /// product is written straight into the row (`gemm::matmul_into`),
@@ -91,16 +112,7 @@ impl FnCx<'_> {
         let rank = def.axes.len();
         let name = self.ident(def.var)?;
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
-        let lens = def.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
-        let shape_var = derived("shape_", &name, "");
-        let (shape_binding, shape) = if rank <= 2 {
-            (TokenStream::new(), types::shape(&lens, &nd))
-        } else {
-            let r = types::usize_lit(rank);
-            let value =
-                if rank <= types::MAX_STATIC_RANK { quote!(#shape_var) } else { quote!(#nd::IxDyn(&#shape_var)) };
-            (quote!(let #shape_var: [usize; #r] = [#(#lens),*];), value)
-        };
+        let (_, _, shape_binding, shape) = self.shape_of(def, &name)?;
         self.no_move += 1;
         let prelude = before.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
         let args = self.gemm_args(g);
@@ -200,16 +212,7 @@ impl FnCx<'_> {
             return Ok(quote!(let #name: #array = #nd::arr0(#body);));
         }
 
-        let lens = def.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
-        let shape_var = derived("shape_", &name, "");
-        let (shape_binding, shape) = if rank <= 2 {
-            (TokenStream::new(), types::shape(&lens, &nd))
-        } else {
-            let r = types::usize_lit(rank);
-            let value =
-                if rank <= types::MAX_STATIC_RANK { quote!(#shape_var) } else { quote!(#nd::IxDyn(&#shape_var)) };
-            (quote!(let #shape_var: [usize; #r] = [#(#lens),*];), value)
-        };
+        let (lens, shape_var, shape_binding, shape) = self.shape_of(def, &name)?;
 
         let slot = derived("slot_", &name, "");
         self.no_move += 1;
