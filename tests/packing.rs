@@ -115,6 +115,13 @@ einlang! {
         d
     }
 
+    /// A transposed convolution whose read is not proven in bounds (the
+    /// output's extents are arguments): checked, an error when it is out.
+    pub fn transposed_unproven(xp: [f64; N, O, A, B], k: [f64; O, C, 3, 3], h: i64, w: i64) -> [f64; N, C, ?, ?] {
+        let d[n, c, p in 0..h, q in 0..w] = sum[o, r, s](xp[n, o, p - r + 2, q - s + 2] * k[o, c, r, s]);
+        d
+    }
+
     /// A read of the plain operand that is not proven in bounds: `w`'s
     /// second axis may be shorter than the sum.
     pub fn unproven(a: [f64; M, K], w: [f64; O, L, 2]) -> [f64; M, O] {
@@ -436,4 +443,15 @@ fn transposed_convolutions_written_out() {
         let k2 = fill(Ix4(o, c, 3, 2), 47);
         assert_close(&transposed_param(&xp, &k2).unwrap(), &scatter(&xp, &k2, (a - 2, b - 1), (-2, -1)));
     }
+}
+
+#[test]
+fn an_unproven_transposed_convolution_is_checked() {
+    let (n, o, a, b, c) = (2, 3, 6, 5, 2);
+    let xp = fill(Ix4(n, o, a, b), 48);
+    let k = fill(Ix4(o, c, 3, 3), 49);
+    let got = transposed_unproven(&xp, &k, (a - 2) as i64, (b - 2) as i64).unwrap();
+    assert_close(&got, &scatter(&xp, &k, (a - 2, b - 2), (-2, -2)));
+    // One row too many reads past `xp`: an error, never an out-of-bounds read.
+    assert!(transposed_unproven(&xp, &k, (a - 1) as i64, (b - 2) as i64).is_err());
 }

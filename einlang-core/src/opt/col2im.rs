@@ -43,7 +43,9 @@
 //! - the definition's last axis is shifted at `src`'s last shifted index
 //!   (the shifted sum then walks rows contiguously);
 //! - `src` is defined by an earlier statement of the same list or is a
-//!   parameter whose extents the entry checks name.
+//!   parameter whose extents the entry checks name;
+//! - both reads are proven in bounds (unchecked): the copies read every
+//!   point of their ranges, also where the sum has no terms.
 //!
 //! Host code only (a row definition with a GEMM in its prelude).
 
@@ -82,16 +84,14 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
 /// What a qualifying definition reads, by role.
 struct Match {
     elem: ScalarKind,
-    /// The shifted operand, its indices and whether they are checked.
+    /// The shifted operand and its indices.
     src: VarId,
     src_idx: Vec<Expr>,
-    src_checked: bool,
     /// `src`'s extents.
     src_ext: Vec<Dim>,
-    /// The kernel, its indices, whether they are checked.
+    /// The kernel and its indices.
     ker: VarId,
     ker_idx: Vec<Expr>,
-    ker_checked: bool,
     /// The contracted loops, and the shifted ones (in `ker`'s order).
     contracted: Vec<Loop>,
     shifts: Vec<Loop>,
@@ -125,8 +125,10 @@ fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
             (true, false) => (y, x),
             _ => return None,
         };
+    // Both reads proven in bounds: the copies read every point of their
+    // ranges, also where the sum had no terms.
     let ker_vars = plain_vars(ker_idx)?;
-    if ker_vars.iter().collect::<HashSet<_>>().len() != ker_vars.len() {
+    if src_checked || ker_checked || ker_vars.iter().collect::<HashSet<_>>().len() != ker_vars.len() {
         return None;
     }
     // Each index of `src`: the image, a contracted variable, or a shift.
@@ -185,11 +187,9 @@ fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
         elem,
         src,
         src_idx: src_idx.to_vec(),
-        src_checked,
         src_ext,
         ker,
         ker_idx: ker_idx.to_vec(),
-        ker_checked,
         contracted,
         shifts: shift_loops,
         outs,
@@ -291,7 +291,7 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
     let to_k: HashMap<VarId, VarId> = kern_vars.iter().map(|(v, _)| (*v, fresh(f, *v))).collect();
     let kern_axes: Vec<Axis> =
         kern_vars.iter().map(|(v, e)| Axis { index: to_k[v], start: Dim::zero(), extent: e.clone() }).collect();
-    let kern_body = read(m.ker, m.ker_idx.iter().map(|i| renamed(i, &to_k)).collect(), m.ker_checked);
+    let kern_body = read(m.ker, m.ker_idx.iter().map(|i| renamed(i, &to_k)).collect(), false);
     let kern = f.add_var(&format!("{base}_kern"), Repr::Tensor(elem, kern_axes.len()));
     let kern_def = TensorDef::new(kern, elem, kern_axes, kern_body);
     let k_ext = product(m.contracted.iter().map(|l| l.end.clone()));
@@ -366,7 +366,7 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
         .chain(m.shifts.iter().map(|l| var(l.index)))
         .chain(m.shifted_axes.iter().map(|&n| m.src_idx[n].clone()))
         .collect();
-    let term = read(g, g_idx, m.src_checked);
+    let term = read(g, g_idx, false);
     def.body = Expr {
         kind: ExprKind::Reduce { op: RedOp::Sum, loops: m.shifts, wheres: Vec::new(), body: Box::new(term) },
         ty: Repr::Scalar(elem),
