@@ -457,6 +457,13 @@ pub struct Expr {
     pub ty: Repr,
 }
 
+impl Expr {
+    /// `()`: a placeholder while a pass moves an expression out of its place.
+    pub fn unit() -> Expr {
+        Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Literal {
     Int(i128),

@@ -56,7 +56,7 @@ use super::pack::{gemm_of, product};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::{Axis, EntryCheck, Expr, ExprKind, Function, Loop, Repr, Rows, Stmt, TensorDef, VarId};
+use crate::ir::{Axis, Expr, ExprKind, Function, Loop, Repr, Rows, Stmt, TensorDef, VarId};
 
 /// Rewrites every qualifying definition of `f`, wherever it is.
 pub fn run(f: &mut Function) {
@@ -248,23 +248,7 @@ fn extents_of(f: &Function, earlier: &[Stmt], tensor: VarId, rank: usize) -> Opt
     if !f.params.contains(&tensor) {
         return None;
     }
-    (0..rank)
-        .map(|axis| {
-            f.entry.iter().find_map(|c| match c {
-                EntryCheck::BindDim { dim, param, path, axis: a }
-                    if *param == tensor && path.is_empty() && *a == axis =>
-                {
-                    Some(Dim::var(DimVar(dim.0)))
-                }
-                EntryCheck::CheckDim { param, path, axis: a, expected, .. }
-                    if *param == tensor && path.is_empty() && *a == axis =>
-                {
-                    Some(expected.clone())
-                }
-                _ => None,
-            })
-        })
-        .collect()
+    (0..rank).map(|axis| super::entry_extent(f, tensor, axis)).collect()
 }
 
 /// The statements before `def` (the kernel's copy and its matrix) and the
@@ -272,7 +256,6 @@ fn extents_of(f: &Function, earlier: &[Stmt], tensor: VarId, rank: usize) -> Opt
 fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) {
     let (elem, i64t) = (m.elem, Repr::Scalar(ScalarKind::I64));
     let base = f.var(def.var).source_name.clone();
-    let image = def.axes[0].index;
     let fresh = |f: &mut Function, v: VarId| f.add_var(&f.var(v).source_name.clone(), i64t.clone());
     let var = |v: VarId| Expr { kind: ExprKind::Var(v), ty: Repr::Scalar(ScalarKind::I64) };
     let read = |tensor: VarId, indices: Vec<Expr>, checked: bool| Expr {
@@ -305,25 +288,18 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
     ];
 
     // The image's gradient as `[contracted.., shifted axes..]`.
+    // Its other indices are the image (kept) and contracted variables
+    // (fresh copies); each shifted one becomes a variable of its own.
     let q_ext: Vec<Dim> = m.shifted_axes.iter().map(|&n| m.src_ext[n].clone()).collect();
     let mut src_vars: Vec<(VarId, Dim)> = m.contracted.iter().map(|l| (fresh(f, l.index), l.end.clone())).collect();
-    for e in &q_ext {
-        src_vars.push((f.add_var("q", i64t.clone()), e.clone()));
-    }
-    let mut src_idx = Vec::new();
-    let mut next_q = m.contracted.len();
-    for (n, i) in m.src_idx.iter().enumerate() {
-        src_idx.push(if m.shifted_axes.contains(&n) {
-            next_q += 1;
-            var(src_vars[next_q - 1].0)
-        } else if let ExprKind::Var(v) = i.kind {
-            match m.contracted.iter().position(|l| l.index == v) {
-                Some(p) => var(src_vars[p].0),
-                None => var(image),
-            }
-        } else {
-            var(image)
-        });
+    let to_src: HashMap<VarId, VarId> = m.contracted.iter().zip(&src_vars).map(|(l, (v, _))| (l.index, *v)).collect();
+    let qs: Vec<VarId> = q_ext.iter().map(|_| f.add_var("q", i64t.clone())).collect();
+    src_vars.extend(qs.iter().copied().zip(q_ext.iter().cloned()));
+    let mut src_idx: Vec<Expr> = m.src_idx.iter().map(|i| renamed(i, &to_src)).collect();
+    for (&n, &q) in m.shifted_axes.iter().zip(&qs) {
+        if let Some(slot) = src_idx.get_mut(n) {
+            *slot = var(q);
+        }
     }
     let src_axes: Vec<Axis> =
         src_vars.iter().map(|(v, e)| Axis { index: *v, start: Dim::zero(), extent: e.clone() }).collect();

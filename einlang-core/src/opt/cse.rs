@@ -104,7 +104,7 @@ fn scope(f: &mut Function, e: &mut Expr) {
         ordered.push(lets.remove(i));
     }
     let ty = e.ty.clone();
-    let result = std::mem::replace(e, Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit });
+    let result = std::mem::replace(e, Expr::unit());
     let stmts = ordered.into_iter().map(|(var, value)| Stmt::Let { var, value }).collect();
     *e = Expr { kind: ExprKind::Block { stmts, result: Box::new(result) }, ty };
 }

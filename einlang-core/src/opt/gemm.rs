@@ -203,18 +203,10 @@ pub(super) fn hoist(f: &mut Function, def: &mut TensorDef, p: &Product) -> Gemm 
     }
     let indices = def.axes.iter().map(|a| Expr { kind: ExprKind::Var(a.index), ty: i64_ty.clone() }).collect();
     let read = Expr { kind: ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Repr::Scalar(p.elem) };
-    let mut sum = replace_at(&mut def.body, &p.path, &mut Some(read))
-        .unwrap_or_else(|| Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit });
+    let mut sum = replace_at(&mut def.body, &p.path, &mut Some(read)).unwrap_or_else(|| Expr::unit());
     rename(&mut sum, &renamed);
     recost(def);
-    let reference = TensorDef {
-        var: tmp,
-        elem: p.elem,
-        axes: ref_axes,
-        cost_per_point: expr_cost(&sum),
-        body: sum,
-        domain_guards: 0,
-    };
+    let reference = TensorDef::new(tmp, p.elem, ref_axes, sum);
     gemm(p, tmp, reference)
 }
 

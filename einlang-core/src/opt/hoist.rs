@@ -48,7 +48,6 @@ use super::gemm::{recost, rename, replace_at};
 use crate::base::dim::Dim;
 use crate::base::ops::BinOp;
 use crate::base::scalar::ScalarKind;
-use crate::ir::cost::expr_cost;
 use crate::ir::visit;
 use crate::ir::{Axis, Expr, ExprKind, Function, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
@@ -293,7 +292,7 @@ fn flatten_bindings(e: &mut Expr) -> bool {
         changed = true;
     }
     if changed && wheres.is_empty() {
-        let inner = std::mem::replace(&mut **body, Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit });
+        let inner = std::mem::replace(&mut **body, Expr::unit());
         *e = inner;
     }
     changed
@@ -475,14 +474,12 @@ fn hoist(
         renamed.insert(a.index, v);
         tmp_axes.push(Axis { index: v, start: a.start.clone(), extent: a.extent.clone() });
     }
-    let placeholder = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
-    let mut value = replace_at(body, path, &mut Some(placeholder))
-        .unwrap_or_else(|| Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit });
+    let placeholder = Expr::unit();
+    let mut value = replace_at(body, path, &mut Some(placeholder)).unwrap_or_else(|| Expr::unit());
     if used.is_empty() {
         return (tmp, Stmt::Let { var: tmp, value });
     }
     rename(&mut value, &renamed);
-    let def =
-        TensorDef { var: tmp, elem, axes: tmp_axes, cost_per_point: expr_cost(&value), body: value, domain_guards: 0 };
+    let def = TensorDef::new(tmp, elem, tmp_axes, value);
     (tmp, Stmt::Tensor(def))
 }

@@ -28,7 +28,7 @@ use super::gemm::{recost, rename};
 use super::hoist::pure_float;
 use crate::ir::validate::{visit_stmt_var_uses, visit_var_uses};
 use crate::ir::visit;
-use crate::ir::{Expr, ExprKind, Function, Repr, Stmt, TensorDef, VarId};
+use crate::ir::{Expr, ExprKind, Function, Stmt, TensorDef, VarId};
 
 /// Inlines every qualifying definition of `f` (nested blocks included).
 pub fn run(f: &mut Function) {
@@ -40,7 +40,7 @@ pub fn run(f: &mut Function) {
     let mut body = std::mem::take(&mut f.body);
     rewrite_stmts(&counts, &mut body);
     f.body = body;
-    let unit = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
+    let unit = Expr::unit();
     let mut result = std::mem::replace(&mut f.result, unit);
     rewrite_expr(&counts, &mut result);
     f.result = result;

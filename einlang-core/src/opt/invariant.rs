@@ -264,23 +264,7 @@ fn extents_of(f: &Function, at: usize, tensor: VarId) -> Option<Vec<Dim>> {
     }
     if f.params.contains(&tensor) {
         let Repr::Tensor(_, rank) = f.var(tensor).ty else { return None };
-        return (0..rank)
-            .map(|axis| {
-                f.entry.iter().find_map(|c| match c {
-                    crate::ir::EntryCheck::BindDim { dim, param, path, axis: a }
-                        if *param == tensor && path.is_empty() && *a == axis =>
-                    {
-                        Some(Dim::var(crate::base::dim::DimVar(dim.0)))
-                    }
-                    crate::ir::EntryCheck::CheckDim { param, path, axis: a, expected, .. }
-                        if *param == tensor && path.is_empty() && *a == axis =>
-                    {
-                        Some(expected.clone())
-                    }
-                    _ => None,
-                })
-            })
-            .collect();
+        return (0..rank).map(|axis| super::entry_extent(f, tensor, axis)).collect();
     }
     f.body[..at].iter().find_map(|s| match s {
         Stmt::Tensor(d) if d.var == tensor && d.axes.iter().all(|a| a.start == Dim::zero()) => {

@@ -125,7 +125,7 @@ fn over_function(
     let mut body = std::mem::take(&mut f.body);
     stmts(f, &mut body);
     f.body = body;
-    let unit = ir::Expr { kind: ir::ExprKind::Tuple(Vec::new()), ty: ir::Repr::Unit };
+    let unit = ir::Expr::unit();
     let mut result = std::mem::replace(&mut f.result, unit);
     expr(f, &mut result);
     f.result = result;
@@ -169,6 +169,22 @@ fn resolve_extents(f: &ir::Function, d: &Dim) -> Dim {
         d = next;
     }
     d
+}
+
+/// The extent of axis `axis` of parameter `param` as its entry checks
+/// name it (a dimension bound from it, or the one it is checked against).
+fn entry_extent(f: &ir::Function, param: ir::VarId, axis: usize) -> Option<Dim> {
+    f.entry.iter().find_map(|c| match c {
+        ir::EntryCheck::BindDim { dim, param: p, path, axis: a } if *p == param && path.is_empty() && *a == axis => {
+            Some(Dim::var(DimVar(dim.0)))
+        }
+        ir::EntryCheck::CheckDim { param: p, path, axis: a, expected, .. }
+            if *p == param && path.is_empty() && *a == axis =>
+        {
+            Some(expected.clone())
+        }
+        _ => None,
+    })
 }
 
 /// An index expression `e` as `coeff * t + rest` (`rest` without `t`), in

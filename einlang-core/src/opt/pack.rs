@@ -49,7 +49,6 @@ use super::gemm::{defined_inside, recost, rename, replace_at, value_roots};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::cost::expr_cost;
 use crate::ir::validate::visit_var_uses;
 use crate::ir::visit;
 use crate::ir::{
@@ -100,7 +99,9 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>, host: bool) {
         if let (Some((c, _)), Stmt::Tensor(def)) = (found, &mut stmts[i]) {
             let (before, prelude) = pack(f, def, c, host);
             if let Some(prelude) = prelude {
-                let Stmt::Tensor(def) = std::mem::replace(&mut stmts[i], Stmt::Expr(unit())) else { unreachable!() };
+                let Stmt::Tensor(def) = std::mem::replace(&mut stmts[i], Stmt::Expr(Expr::unit())) else {
+                    unreachable!()
+                };
                 stmts[i] = Stmt::Rows(Rows { def, prelude });
             }
             let n = before.len();
@@ -119,10 +120,6 @@ fn host_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
 
 fn device_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
     rewrite_stmts(f, stmts, false);
-}
-
-fn unit() -> Expr {
-    Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit }
 }
 
 /// A sum that qualifies (see the module docs), where it is in the
@@ -601,7 +598,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     let i64_ty = Repr::Scalar(ScalarKind::I64);
     let elem = c.elem;
     let base = f.var(def.var).source_name.clone();
-    let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(unit())) else { return (Vec::new(), None) };
+    let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(Expr::unit())) else { return (Vec::new(), None) };
     let ExprKind::Reduce { loops, wheres, body, .. } = sum.kind else { return (Vec::new(), None) };
     let Some((x, y, cond)) = factors(&body).map(|(x, y, c)| (x.clone(), y.clone(), c.cloned())) else {
         return (Vec::new(), None);
@@ -723,21 +720,15 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
         };
     }
     let p_var = f.add_var(&format!("{base}_kern"), Repr::Tensor(elem, p_outer.len()));
-    let p_def = TensorDef {
-        var: p_var,
-        elem,
-        axes: mk_axes(
-            p_outer.iter().map(|v| to_p[v]).collect(),
-            if cols_first {
-                b_ext.iter().chain(&c_ext).chain(&k_ext).cloned().collect()
-            } else {
-                b_ext.iter().chain(&k_ext).chain(&c_ext).cloned().collect()
-            },
-        ),
-        cost_per_point: expr_cost(&p_body),
-        body: p_body,
-        domain_guards: 0,
-    };
+    let p_axes = mk_axes(
+        p_outer.iter().map(|v| to_p[v]).collect(),
+        if cols_first {
+            b_ext.iter().chain(&c_ext).chain(&k_ext).cloned().collect()
+        } else {
+            b_ext.iter().chain(&k_ext).chain(&c_ext).cloned().collect()
+        },
+    );
+    let p_def = TensorDef::new(p_var, elem, p_axes, p_body);
 
     // The matrices, their product, and the product over the axes again.
     let (m, n, k) = (product(r_ext.iter().cloned()), product(c_ext.iter().cloned()), product(k_ext.iter().cloned()));
@@ -813,8 +804,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
         }
     };
     let (q_dims, p_dims) = if left.0 { (left.1.clone(), right.1.clone()) } else { (right.1.clone(), left.1.clone()) };
-    let rank = q_dims.len();
-    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, rank));
+    let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, q_dims.len()));
     let pm = f.add_var(&format!("{base}_kern_m"), Repr::Tensor(elem, p_dims.len()));
     let var_of = |o: &Operand| if o.0 { qm } else { pm };
     let (left, right) = ((var_of(&left), left.1, left.2), (var_of(&right), right.1, right.2));
@@ -915,7 +905,7 @@ fn per_row(
         _ => (row_axes.into_iter().chain(k_axes).collect(), vec![m.clone(), k.clone()], vec![0, 1]),
     };
     let qr = f.add_var(&format!("{base}_cols"), Repr::Tensor(elem, axes.len()));
-    let q_def = TensorDef { var: qr, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
+    let q_def = TensorDef::new(qr, elem, axes, body);
     let rank = q_dims.len();
     let qm = f.add_var(&format!("{base}_cols_m"), Repr::Tensor(elem, rank));
     let mut prelude = vec![Stmt::Tensor(q_def), Stmt::Reshape { var: qm, source: qr, elem, dims: q_dims }];
@@ -1003,7 +993,7 @@ pub(super) fn gemm_of(
         .chain([(mv, m.clone()), (nv, n.clone())])
         .map(|(index, extent)| Axis { index, start: Dim::zero(), extent })
         .collect();
-    let reference = TensorDef { var: out, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
+    let reference = TensorDef::new(out, elem, axes, body);
     Gemm { out, elem, batch, m, n, k, a, a_axes, b, b_axes, reference }
 }
 
@@ -1027,7 +1017,7 @@ fn read_row_product(def: &mut TensorDef, c: &Contraction, yp: VarId, order: &[&A
 /// time, where a single product over all of them packed every image first.
 fn split(f: &mut Function, def: &mut TensorDef, c: &Contraction) -> Option<TensorDef> {
     let i64_ty = Repr::Scalar(ScalarKind::I64);
-    let sum = replace_at(&mut def.body, &c.path, &mut Some(unit()))?;
+    let sum = replace_at(&mut def.body, &c.path, &mut Some(Expr::unit()))?;
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else {
         replace_at(&mut def.body, &c.path, &mut Some(sum));
         return None;
@@ -1052,8 +1042,7 @@ fn split(f: &mut Function, def: &mut TensorDef, c: &Contraction) -> Option<Tenso
         .collect();
     let name = format!("{}_part", f.var(def.var).source_name);
     let part = f.add_var(&name, Repr::Tensor(c.elem, axes.len()));
-    let part_def =
-        TensorDef { var: part, elem: c.elem, axes, cost_per_point: expr_cost(&inner), body: inner, domain_guards: 0 };
+    let part_def = TensorDef::new(part, c.elem, axes, inner);
     let b = f.add_var(&f.var(first.index).source_name.clone(), i64_ty);
     let at: Vec<VarId> = std::iter::once(b).chain(def.axes.iter().map(|a| a.index)).collect();
     let total = Expr {

@@ -62,7 +62,7 @@ fn fuse(f: &mut Function, device: bool) {
     let mut body = std::mem::take(&mut f.body);
     rewrite_stmts(f, &uses, &mut body, device);
     f.body = body;
-    let unit = Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit };
+    let unit = Expr::unit();
     let mut result = std::mem::replace(&mut f.result, unit);
     rewrite_expr(f, &uses, &mut result, device);
     f.result = result;
@@ -272,7 +272,7 @@ fn into_row(f: &mut Function, p: TensorDef, n: VarId) -> Stmt {
     }
     f.vars[p.var.0 as usize].ty = Repr::Tensor(p.elem, p.axes.len() - 1);
     let axes = p.axes[1..].to_vec();
-    Stmt::Tensor(TensorDef { var: p.var, elem: p.elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 })
+    Stmt::Tensor(TensorDef::new(p.var, p.elem, axes, body))
 }
 
 /// A term of the row's value that a reduction of the prelude also computes

@@ -92,16 +92,12 @@ fn expr(e: &mut Expr, ones: &HashSet<VarId>) {
     if let ExprKind::Binary(BinOp::Mul, a, b) = &mut e.kind {
         if e.ty == a.ty && e.ty == b.ty {
             if is_float_one(a, ones) {
-                *e = std::mem::replace(&mut **b, unit());
+                *e = std::mem::replace(&mut **b, Expr::unit());
             } else if is_float_one(b, ones) {
-                *e = std::mem::replace(&mut **a, unit());
+                *e = std::mem::replace(&mut **a, Expr::unit());
             }
         }
     }
-}
-
-fn unit() -> Expr {
-    Expr { kind: ExprKind::Tuple(Vec::new()), ty: Repr::Unit }
 }
 
 fn i64_ty() -> Repr {

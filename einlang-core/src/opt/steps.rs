@@ -235,7 +235,7 @@ fn slab(f: &mut Function, e: &Expr, steps: &Steps, known: &[(VarId, Vec<Dim>)]) 
         }
     }
     let body = Expr { kind: ExprKind::Read { tensor: *tensor, indices: copy_idx, checked: false }, ty: e.ty.clone() };
-    let def = TensorDef { var: copy, elem, axes, cost_per_point: expr_cost(&body), body, domain_guards: 0 };
+    let def = TensorDef::new(copy, elem, axes, body);
     let read = Expr { kind: ExprKind::Read { tensor: copy, indices: read_idx, checked: false }, ty: e.ty.clone() };
     Some((def, read))
 }
@@ -302,20 +302,8 @@ fn in_bounds(f: &Function, def: &TensorDef, known: &[(VarId, Vec<Dim>)]) -> bool
 /// The extent of axis `axis` of tensor `t` where the function says it: a
 /// parameter's entry checks, a top-level definition, through `let`s.
 fn extent_of(f: &Function, t: VarId, axis: usize) -> Option<Dim> {
-    for check in &f.entry {
-        match check {
-            crate::ir::EntryCheck::BindDim { dim, param, path, axis: a }
-                if *param == t && path.is_empty() && *a == axis =>
-            {
-                return Some(Dim::var(crate::base::dim::DimVar(dim.0)));
-            }
-            crate::ir::EntryCheck::CheckDim { param, path, axis: a, expected, .. }
-                if *param == t && path.is_empty() && *a == axis =>
-            {
-                return Some(expected.clone());
-            }
-            _ => {}
-        }
+    if let Some(d) = super::entry_extent(f, t, axis) {
+        return Some(d);
     }
     for s in &f.body {
         match s {

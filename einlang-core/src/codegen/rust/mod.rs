@@ -387,7 +387,7 @@ impl<'a> FnCx<'a> {
             let all: HashSet<VarId> = (0..f.vars.len() as u32).map(VarId).collect();
             self.owned(&f.result, &movable(&all, &f.result))?.tokens
         };
-        let temps = self.temporaries()?;
+        let temps = self.temporaries(&self.f.body, Some(&self.f.result), true)?;
         let result = if f.may_give_up() { quote!(::core::option::Option::Some(#result)) } else { result };
         if temps.is_empty() {
             out.extend(quote!(Ok(#result)));
@@ -404,17 +404,19 @@ impl<'a> FnCx<'a> {
         Ok(out)
     }
 
-    /// The tensors the function's top-level statements define and own that
-    /// neither its result nor a `let` mentions and no reshape took: dead
-    /// once the result is computed.
-    fn temporaries(&self) -> Result<Vec<Ident>, Bug> {
-        let f = self.f;
+    /// The tensors that `stmts` (a function's top-level statements, a row's
+    /// prelude) define and own that neither `result` nor, when `stmts` may
+    /// move values (not in a row, whose code moves nothing), a `let`
+    /// mentions and no reshape took: dead once the result is computed.
+    fn temporaries(&self, stmts: &[Stmt], result: Option<&crate::ir::Expr>, moves: bool) -> Result<Vec<Ident>, Bug> {
         let mut mentioned = HashSet::new();
-        crate::ir::validate::visit_var_uses(&f.result, &mut |v| {
-            mentioned.insert(v);
-        });
+        if let Some(result) = result {
+            crate::ir::validate::visit_var_uses(result, &mut |v| {
+                mentioned.insert(v);
+            });
+        }
         let mut defined = Vec::new();
-        for s in &f.body {
+        for s in stmts {
             match s {
                 Stmt::Tensor(d) => defined.push(d.var),
                 Stmt::Rows(r) => defined.push(r.def.var),
@@ -424,7 +426,7 @@ impl<'a> FnCx<'a> {
                     mentioned.insert(*source);
                 }
                 // A `let` or an expression statement may move a tensor.
-                Stmt::Let { .. } | Stmt::Expr(_) => crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
+                Stmt::Let { .. } | Stmt::Expr(_) if moves => crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
                     mentioned.insert(v);
                 }),
                 _ => {}

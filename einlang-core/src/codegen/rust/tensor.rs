@@ -159,36 +159,16 @@ impl FnCx<'_> {
     }
 
     /// Gives the tensors a row's prelude owns back to the runtime's pool
-    /// when the row is done (those a reshape did not take): the next row,
-    /// on this thread or another, reuses them instead of mapping fresh
-    /// pages (a convolution's packed columns, a megabyte per image).
+    /// when the row is done: the next row, on this thread or another,
+    /// reuses them instead of mapping fresh pages (a convolution's packed
+    /// columns, a megabyte per image).
     fn recycle_prelude(&self, prelude: &[Stmt]) -> Result<TokenStream, Bug> {
-        let mut defined = Vec::new();
-        let mut taken = std::collections::HashSet::new();
-        for s in prelude {
-            match s {
-                Stmt::Tensor(d) => defined.push(d.var),
-                Stmt::Gemm(g) => defined.push(g.out),
-                Stmt::Reshape { var, source, .. } => {
-                    defined.push(*var);
-                    taken.insert(*source);
-                }
-                _ => {}
-            }
-        }
         let rt = &self.rt;
-        let mut out = TokenStream::new();
-        for v in defined {
-            if !taken.contains(&v) && matches!(self.repr.get(&v), Some(Ownership::Owned)) {
-                let id = self.ident(v)?;
-                out.extend(quote!(#rt::pool::recycle(#id);));
-            }
-        }
-        Ok(out)
+        let temps = self.temporaries(prelude, None, false)?;
+        Ok(quote!(#(#rt::pool::recycle(#temps);)*))
     }
 
     fn tensor_with_prelude(&mut self, def: &TensorDef, prelude: &[Stmt]) -> Result<TokenStream, Bug> {
-        let prelude_stmts = prelude;
         let rank = def.axes.len();
         let info = self.info(def.var)?;
         if info.ty != Repr::Tensor(def.elem, rank) {
@@ -217,10 +197,10 @@ impl FnCx<'_> {
         let slot = derived("slot_", &name, "");
         self.no_move += 1;
         // The prelude is emitted first: the body reads what it defines.
-        let prelude = prelude.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
+        let prelude_code = prelude.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
         let body = self.expr(&def.body);
         self.no_move -= 1;
-        let (prelude, body) = (prelude?, body?.tokens);
+        let (prelude_code, body) = (prelude_code?, body?.tokens);
         // Every element is written once, into uninitialized memory, unless
         // the row accumulates (it starts from zero then).
         let mut uninit = true;
@@ -307,11 +287,11 @@ impl FnCx<'_> {
             let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
             let row = &chunk_of_axis[0];
             let params = if uninit { quote!(#pos: usize, #row: #chunk_ty) } else { quote!(#pos, #row) };
-            let recycle = self.recycle_prelude(prelude_stmts)?;
+            let recycle = self.recycle_prelude(prelude)?;
             quote! {
                 |#params| -> #result_ty {
                     #binding
-                    #(#prelude)*
+                    #(#prelude_code)*
                     #nest
                     #recycle
                     Ok(())
@@ -447,9 +427,6 @@ impl FnCx<'_> {
         }))
     }
 
-    /// The position variable of an axis (`__pos_j`, a `usize`) and the
-    /// binding of its index variable: `let j: i64 = start + __pos_j as i64;`, where
-    /// `offset` turns the position into the offset along the axis.
     /// A rank-2 definition that reads a tensor across its rows (see
     /// `reads_across_rows`) written `ROW_BLOCK` rows at a time, the column
     /// loop outside the rows' loop: the source's rows are then walked along
@@ -494,6 +471,9 @@ impl FnCx<'_> {
         })
     }
 
+    /// The position variable of an axis (`__pos_j`, a `usize`) and the
+    /// binding of its index variable: `let j: i64 = start + __pos_j as i64;`, where
+    /// `offset` turns the position into the offset along the axis.
     fn position(&self, axis: &Axis, offset: impl Fn(&Ident) -> TokenStream) -> Result<(Ident, TokenStream), Bug> {
         let index = self.ident(axis.index)?;
         if self.info(axis.index)?.ty != Repr::Scalar(crate::base::scalar::ScalarKind::I64) {
