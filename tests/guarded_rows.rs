@@ -1,8 +1,9 @@
 //! Definitions whose guard bounds the innermost index (padding, shifted
 //! windows, triangles) compute the range where it holds once per row
-//! (`codegen/rust/clip.rs`). Each is compared with a plain loop written
-//! from the definition's meaning, on shapes where the range is empty,
-//! partial and whole.
+//! (`codegen/rust/clip.rs`), and sums whose guards bound it add each term
+//! to that range of the row (a transposed convolution's shifted sum).
+//! Each is compared with a plain loop written from the definition's
+//! meaning, on shapes where the range is empty, partial and whole.
 
 use einlang::einlang;
 use einlang::ndarray::Array2;
@@ -60,6 +61,33 @@ einlang! {
 
     pub fn strided_band(x: [f64; N, W], a: i64, b: i64) -> [f64; N, W] {
         let y[i, j] = x[i, j] where 3 * j > a, b >= j * 3 - j, a < 5 * j + 1 + j;
+        y
+    }
+
+    // The shifted sum of a transposed convolution over unpadded columns:
+    // guards as where entries, and as an `if` around the term.
+    pub fn col2im(g: [f64; C, KH, KW, P, Q]) -> [f64; C, P + KH - 1, Q + KW - 1] {
+        let d[c, y in 0..P + KH - 1, x in 0..Q + KW - 1] =
+            sum[r, s](g[c, r, s, y - r, x - s] where 0 <= y - r, y - r < P, 0 <= x - s, x - s < Q);
+        d
+    }
+
+    pub fn col2im_if(g: [f64; C, KH, KW, P, Q]) -> [f64; C, P + KH - 1, Q + KW - 1] {
+        let d[c, y in 0..P + KH - 1, x in 0..Q + KW - 1] =
+            sum[r, s](if y - r >= 0 && y - r < P && x - s >= 0 && x - s < Q { g[c, r, s, y - r, x - s] } else { 0.0 });
+        d
+    }
+
+    // A window at a run-time offset (ranges not known exact at compile
+    // time), plus a term outside the sum.
+    pub fn window_sum(x: [f64; N, W], s: i64) -> [f64; N, W] {
+        let y[i, j in 0..W] = sum[r in 0..3](x[i, jj] * 2.0 where jj = j + r + s, jj >= 0, jj < W) + 0.5;
+        y
+    }
+
+    // A test of the value next to the bound: it stays per element.
+    pub fn window_positive(x: [f64; N, W]) -> [f64; N, W] {
+        let y[i, j in 0..W] = sum[r in 0..4](if x[i, j - r] > 0.5 { x[i, j - r] } else { 0.0 } where j - r >= 0);
         y
     }
 
@@ -213,4 +241,69 @@ fn a_test_ahead_of_the_bounds_still_fails_outside_them() {
     // runs at every point and fails where it leaves the row.
     assert_eq!(test_first(&x, 0).unwrap(), Array2::zeros((2, 5)));
     assert!(test_first(&x, 2).is_err());
+}
+
+fn data5(dims: [usize; 5]) -> einlang::ndarray::Array5<f64> {
+    einlang::ndarray::Array5::from_shape_fn(dims, |(a, b, c, d, e)| {
+        (((a * 13 + b * 7 + c * 5 + d * 3 + e * 11) % 19) as f64) / 19.0 - 0.4
+    })
+}
+
+#[test]
+fn shifted_sums_over_unpadded_columns() {
+    // Kernels smaller than, equal to and larger than the image.
+    for (c, kh, kw, p, q) in [(2, 3, 3, 4, 5), (1, 1, 2, 3, 1), (2, 4, 3, 2, 2), (1, 3, 5, 1, 3)] {
+        let g = data5([c, kh, kw, p, q]);
+        let (h, w) = (p + kh - 1, q + kw - 1);
+        // Scatter each term to where it lands.
+        let mut want = einlang::ndarray::Array3::<f64>::zeros((c, h, w));
+        for ci in 0..c {
+            for r in 0..kh {
+                for s in 0..kw {
+                    for y in 0..p {
+                        for x in 0..q {
+                            want[[ci, y + r, x + s]] += g[[ci, r, s, y, x]];
+                        }
+                    }
+                }
+            }
+        }
+        for (form, got) in [("where", col2im(&g).unwrap()), ("if", col2im_if(&g).unwrap())] {
+            assert_eq!(got.dim(), want.dim());
+            for (a, b) in got.iter().zip(want.iter()) {
+                assert!((a - b).abs() < 1e-12, "{form} {:?}: {got} vs {want}", (c, kh, kw, p, q));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_sum_over_a_window_at_a_run_time_offset() {
+    let x = data(3, 6, 2);
+    for s in [-10, -4, -3, -2, -1, 0, 1, 3, 5, 6, 20, i64::MAX, i64::MAX - 1, i64::MIN, i64::MIN + 2] {
+        let got = window_sum(&x, s).unwrap();
+        let want = Array2::from_shape_fn((3, 6), |(i, j)| {
+            let mut acc = 0.0;
+            for r in 0..3i64 {
+                let jj = (j as i64).wrapping_add(r).wrapping_add(s);
+                if (0..6).contains(&jj) {
+                    acc += x[[i, jj as usize]] * 2.0;
+                }
+            }
+            acc + 0.5
+        });
+        assert_eq!(got, want, "s = {s}");
+    }
+}
+
+#[test]
+fn a_value_test_next_to_a_bound_in_a_sum() {
+    let x = data(4, 7, 3);
+    let got = window_positive(&x).unwrap();
+    let want = Array2::from_shape_fn((4, 7), |(i, j)| {
+        (0..4).filter(|&r| r <= j).map(|r| x[[i, j - r]]).filter(|&v| v > 0.5).sum::<f64>()
+    });
+    for (a, b) in got.iter().zip(want.iter()) {
+        assert!((a - b).abs() < 1e-12, "{got} vs {want}");
+    }
 }

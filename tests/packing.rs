@@ -109,6 +109,15 @@ einlang! {
         d
     }
 
+    /// The same over a copy whose guard drops the gradient's last row and
+    /// first column: not a plain padding, so the copy is multiplied as it is.
+    pub fn transposed_cropped(dy: [f64; N, O, P, Q], k: [f64; O, C, 3, 3]) -> [f64; N, C, P + 2, Q + 2] {
+        let pad[n, o, a in 0..P + 4, b in 0..Q + 4] =
+            if a >= 2 && a < P + 1 && b > 2 && b - 2 <= Q - 1 { dy[n, o, a - 2, b - 2] } else { 0.0 };
+        let d[n, c, p in 0..P + 2, q in 0..Q + 2] = sum[o, r, s](pad[n, o, p - r + 2, q - s + 2] * k[o, c, r, s]);
+        d
+    }
+
     /// The same over a parameter, the kernel read first.
     pub fn transposed_param(xp: [f64; N, O, A, B], k: [f64; O, C, 3, 2]) -> [f64; N, C, A - 2, B - 1] {
         let d[n, c, p in 0..A - 2, q in 0..B - 1] = sum[o, r, s](k[o, c, r, s] * xp[n, o, p - r + 2, q - s + 1]);
@@ -436,6 +445,10 @@ fn transposed_convolutions_written_out() {
         let dy = fill(Ix4(n, o, p, q), 44);
         let k = fill(Ix4(o, c, 3, 3), 45);
         assert_close(&transposed_padded(&dy, &k).unwrap(), &scatter(&dy, &k, (p + 2, q + 2), (0, 0)));
+        let mut cropped = dy.clone();
+        cropped.slice_mut(einlang::ndarray::s![.., .., p - 1, ..]).fill(0.0);
+        cropped.slice_mut(einlang::ndarray::s![.., .., .., 0]).fill(0.0);
+        assert_close(&transposed_cropped(&dy, &k).unwrap(), &scatter(&cropped, &k, (p + 2, q + 2), (0, 0)));
         // Over a parameter: `xp[.., p - r + 2, q - s + 1]` for output points
         // `0..A - 2`, `0..B - 1` is the scatter of `xp` shifted back.
         let (a, b) = (p + 2, q + 1);

@@ -47,20 +47,51 @@
 //! - both reads are proven in bounds (unchecked): the copies read every
 //!   point of their ranges, also where the sum has no terms.
 //!
+//! When `src` is itself another tensor padded with zeros (`d_y_pad[n, o,
+//! y, x] = if 0 <= y - 2 && y - 2 < P && .. { d_y[n, o, y - 2, x - 2] }
+//! else { 0 }`, as reverse mode writes a valid convolution's output
+//! gradient), the product reads the unpadded tensor and the shifted sum
+//! skips the terms that fell on the padding (a guard on each shifted
+//! index, `0 <= p - r && p - r < P`, which code generation turns into a
+//! range of the row per term): the padding's columns are neither copied
+//! nor multiplied. The padded copy qualifies when its guard is exactly the
+//! bounds of its read on the shifted axes (so it never reads outside them
+//! and never fails); when nothing reads it afterwards it is dropped.
+//!
 //! Host code only (a row definition with a GEMM in its prelude).
 
 use std::collections::{HashMap, HashSet};
 
 use super::gemm::recost;
+use super::hoist::substitute_var;
 use super::pack::{gemm_of, product};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::{Axis, Expr, ExprKind, Function, Loop, Repr, Rows, Stmt, TensorDef, VarId};
+use crate::ir::validate::{visit_stmt_var_uses, visit_var_uses};
+use crate::ir::{visit, Axis, Expr, ExprKind, Function, Literal, Loop, Repr, Rows, Stmt, TensorDef, VarId, WhereEntry};
 
-/// Rewrites every qualifying definition of `f`, wherever it is.
+/// Rewrites every qualifying definition of `f`, wherever it is, then drops
+/// the padded copies nothing reads any more.
 pub fn run(f: &mut Function) {
     super::over_function(f, stmts, |f, e| super::in_blocks(f, e, stmts));
+    let mut counts: HashMap<VarId, usize> = HashMap::new();
+    for s in &f.body {
+        visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
+    }
+    visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    let mut i = 0;
+    while i < f.body.len() {
+        let unread_padding = match &f.body[i] {
+            Stmt::Tensor(d) => !counts.contains_key(&d.var) && padded(f, &f.body[..=i], d.var).is_some(),
+            _ => false,
+        };
+        if unread_padding {
+            f.body.remove(i);
+        } else {
+            i += 1;
+        }
+    }
 }
 
 fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
@@ -99,6 +130,104 @@ struct Match {
     outs: Vec<Axis>,
     /// `src`'s axes with a shifted index, in order.
     shifted_axes: Vec<usize>,
+    /// `src` as a padded copy of another tensor.
+    pad: Option<Padded>,
+}
+
+/// A tensor defined as another one padded with zeros along some axes:
+/// `src[.., y, ..] = if 0 <= y - d && y - d < E { inner[.., y - d, ..] }
+/// else { 0 }`, the guard exactly the read's bounds on those axes.
+struct Padded {
+    inner: VarId,
+    /// `inner`'s indices, in terms of `axes`.
+    idx: Vec<Expr>,
+    /// The copy's axis variables.
+    axes: Vec<VarId>,
+    /// `inner`'s extents.
+    ext: Vec<Dim>,
+    /// The axes along which it is padded (the others read `inner` at the
+    /// same index, over the same extent).
+    shifted: Vec<usize>,
+}
+
+/// `src` as a padded copy (see [`Padded`]), when an earlier statement of
+/// `earlier` defines it as one.
+fn padded(f: &Function, earlier: &[Stmt], src: VarId) -> Option<Padded> {
+    let at = earlier.iter().rposition(|s| matches!(s, Stmt::Tensor(d) if d.var == src))?;
+    let Stmt::Tensor(def) = &earlier[at] else { return None };
+    if def.domain_guards > 0 || def.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
+        return None;
+    }
+    let ExprKind::If { cond, then, els } = &def.body.kind else { return None };
+    let (inner, idx, _) = read_of(then)?;
+    if !visit::is_zero(els) || idx.len() != def.axes.len() {
+        return None;
+    }
+    let ext = extents_of(f, &earlier[..at], inner, idx.len())?;
+    let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
+    let free_of_axes = |d: &Dim| d.vars().iter().all(|v| !axes.contains(&VarId(v.0)));
+    // The statements are out of `f` while the pass runs: extents resolve
+    // from those before the copy.
+    let resolve = |d: &Dim| super::resolve_extents(f, &super::resolve_extents_in(earlier, d));
+    let same = |a: &Dim, b: &Dim| resolve(a).prove_eq(&resolve(b)).is_true();
+    // Per axis: the offset `-d` of a shifted index, None for a plain one.
+    let mut offsets = Vec::new();
+    for (n, i) in idx.iter().enumerate() {
+        match &i.kind {
+            ExprKind::Var(v) if *v == axes[n] => {
+                if !same(&def.axes[n].extent, &ext[n]) {
+                    return None;
+                }
+                offsets.push(None);
+            }
+            _ => match super::affine(i, axes[n])? {
+                (1, rest) if free_of_axes(&rest) => offsets.push(Some(rest)),
+                _ => return None,
+            },
+        }
+    }
+    // Every conjunct of the guard bounds a shifted index `y - d` from
+    // below by 0 or from above by `inner`'s extent, in any arithmetic form
+    // (`y >= 2`, `0 <= y - 2`, `y < P + 2`, `y - 2 <= P - 1`); each shifted
+    // index is bounded both ways. A conjunct is `X >= 0` with `X = c * y
+    // + e` (`X > 0` is `X - 1 >= 0`): with `c = 1` it is `y - d >= 0` when
+    // `e = -d`; with `c = -1` it is `y - d < E` when `e = E + d - 1`.
+    let mut lower = vec![false; idx.len()];
+    let mut upper = vec![false; idx.len()];
+    let mut cs = Vec::new();
+    visit::conjuncts(cond, &mut cs);
+    for c in cs {
+        let ExprKind::Binary(op, l, r) = &c.kind else { return None };
+        let (hi, lo, strict) = match op {
+            BinOp::Ge => (l, r, false),
+            BinOp::Gt => (l, r, true),
+            BinOp::Le => (r, l, false),
+            BinOp::Lt => (r, l, true),
+            _ => return None,
+        };
+        let classified = (0..idx.len()).find_map(|n| {
+            let off = offsets[n].as_ref()?;
+            let ((ch, eh), (cl, el)) = (super::affine(hi, axes[n])?, super::affine(lo, axes[n])?);
+            let e = eh.sub(&el).sub(&Dim::constant(i64::from(strict)));
+            if !free_of_axes(&e) {
+                return None;
+            }
+            match ch.checked_sub(cl)? {
+                1 if same(&e, off) => Some((n, true)),
+                -1 if same(&e, &ext[n].sub(off).sub(&Dim::constant(1))) => Some((n, false)),
+                _ => None,
+            }
+        });
+        match classified? {
+            (n, true) => lower[n] = true,
+            (n, false) => upper[n] = true,
+        }
+    }
+    let shifted: Vec<usize> = (0..idx.len()).filter(|&n| offsets[n].is_some()).collect();
+    if shifted.iter().any(|&n| !lower[n] || !upper[n]) {
+        return None;
+    }
+    Some(Padded { inner, idx: idx.to_vec(), axes, ext, shifted })
 }
 
 fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
@@ -183,6 +312,7 @@ fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
         return None;
     }
     let src_ext = extents_of(f, earlier, src, src_idx.len())?;
+    let pad = padded(f, earlier, src).filter(|p| p.shifted == shifted_axes);
     Some(Match {
         elem,
         src,
@@ -194,6 +324,7 @@ fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
         shifts: shift_loops,
         outs,
         shifted_axes,
+        pad,
     })
 }
 
@@ -290,7 +421,12 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
     // The image's gradient as `[contracted.., shifted axes..]`.
     // Its other indices are the image (kept) and contracted variables
     // (fresh copies); each shifted one becomes a variable of its own.
-    let q_ext: Vec<Dim> = m.shifted_axes.iter().map(|&n| m.src_ext[n].clone()).collect();
+    // A padded copy's product reads the tensor it pads.
+    let (slab_of, slab_ext) = match &m.pad {
+        Some(p) => (p.inner, &p.ext),
+        None => (m.src, &m.src_ext),
+    };
+    let q_ext: Vec<Dim> = m.shifted_axes.iter().map(|&n| slab_ext[n].clone()).collect();
     let mut src_vars: Vec<(VarId, Dim)> = m.contracted.iter().map(|l| (fresh(f, l.index), l.end.clone())).collect();
     let to_src: HashMap<VarId, VarId> = m.contracted.iter().zip(&src_vars).map(|(l, (v, _))| (l.index, *v)).collect();
     let qs: Vec<VarId> = q_ext.iter().map(|_| f.add_var("q", i64t.clone())).collect();
@@ -303,7 +439,7 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
     }
     let src_axes: Vec<Axis> =
         src_vars.iter().map(|(v, e)| Axis { index: *v, start: Dim::zero(), extent: e.clone() }).collect();
-    let src_body = read(m.src, src_idx, false);
+    let src_body = read(slab_of, src_idx, false);
     let slab = f.add_var(&format!("{base}_src"), Repr::Tensor(elem, src_axes.len()));
     let slab_def = TensorDef::new(slab, elem, src_axes, src_body);
     let cols_ext = product(q_ext.iter().cloned());
@@ -334,22 +470,41 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
         Stmt::Reshape { var: g, source: g_m, elem, dims: g_dims },
     ];
 
-    // The definition: the shifted sum over the kernel's offsets.
-    let g_idx: Vec<Expr> = m
-        .outs
-        .iter()
-        .map(|a| var(a.index))
-        .chain(m.shifts.iter().map(|l| var(l.index)))
-        .chain(m.shifted_axes.iter().map(|&n| m.src_idx[n].clone()))
-        .collect();
+    // The definition: the shifted sum over the kernel's offsets. Over a
+    // padded copy, `src[.., y, ..]` is `inner[.., y - d, ..]` where that
+    // is in bounds, and the term is skipped elsewhere.
+    let mut wheres = Vec::new();
+    let shifted_idx: Vec<Expr> = match &m.pad {
+        None => m.shifted_axes.iter().map(|&n| m.src_idx[n].clone()).collect(),
+        Some(p) => m
+            .shifted_axes
+            .iter()
+            .map(|&n| {
+                let mut at = p.idx[n].clone();
+                substitute_var(&mut at, p.axes[n], &m.src_idx[n]);
+                let ext = Expr { kind: ExprKind::Dim(p.ext[n].clone()), ty: i64t.clone() };
+                let zero = Expr { kind: ExprKind::Lit(Literal::Int(0)), ty: i64t.clone() };
+                wheres.push(WhereEntry::Guard(compare(BinOp::Le, zero, at.clone())));
+                wheres.push(WhereEntry::Guard(compare(BinOp::Lt, at.clone(), ext)));
+                at
+            })
+            .collect(),
+    };
+    let g_idx: Vec<Expr> =
+        m.outs.iter().map(|a| var(a.index)).chain(m.shifts.iter().map(|l| var(l.index))).chain(shifted_idx).collect();
     let term = read(g, g_idx, false);
     def.body = Expr {
-        kind: ExprKind::Reduce { op: RedOp::Sum, loops: m.shifts, wheres: Vec::new(), body: Box::new(term) },
+        kind: ExprKind::Reduce { op: RedOp::Sum, loops: m.shifts, wheres, body: Box::new(term) },
         ty: Repr::Scalar(elem),
     };
     recost(&mut def);
     def.cost_per_point = def.cost_per_point.saturating_add(gemm_cost);
     (before, Rows { def, prelude })
+}
+
+/// `a op b`, a test on integers.
+fn compare(op: BinOp, a: Expr, b: Expr) -> Expr {
+    Expr { kind: ExprKind::Binary(op, Box::new(a), Box::new(b)), ty: Repr::Scalar(ScalarKind::Bool) }
 }
 
 /// `e` with the variables of `map` renamed.

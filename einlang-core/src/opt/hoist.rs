@@ -312,7 +312,6 @@ fn count_uses(e: &Expr, v: VarId, under_loop: bool, uses: &mut usize, repeated: 
     visit::for_each_child(e, &mut |c| count_uses(c, v, looping, uses, repeated));
 }
 
-/// Replaces every mention of variable `v` in `e` by `value`.
 /// Replaces every use of variable `v` in `e` by `value`.
 pub(super) fn substitute_var(e: &mut Expr, v: VarId, value: &Expr) {
     if matches!(e.kind, ExprKind::Var(x) if x == v) {

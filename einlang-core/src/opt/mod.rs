@@ -147,8 +147,15 @@ fn in_blocks(f: &mut ir::Function, e: &mut ir::Expr, stmts: fn(&mut ir::Function
 /// before a sweep's adjoint) replaced by their values, so that two
 /// extents of the same value compare equal.
 fn resolve_extents(f: &ir::Function, d: &Dim) -> Dim {
+    resolve_extents_in(&f.body, d)
+}
+
+/// `d` with the extents that `list` defines (directly, or before a
+/// sweep's adjoint) replaced by their values: [`resolve_extents`] for a
+/// pass that holds the function's statements while it runs.
+fn resolve_extents_in(list: &[ir::Stmt], d: &Dim) -> Dim {
     let mut extents = std::collections::HashMap::new();
-    for s in &f.body {
+    for s in list {
         let list: &[ir::Stmt] = match s {
             ir::Stmt::Sweep(w) => &w.between,
             other => std::slice::from_ref(other),

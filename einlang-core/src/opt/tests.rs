@@ -863,9 +863,9 @@ fn a_recurrence_without_a_gradient_has_no_alternative() {
 }
 
 /// A convolution's input gradient (a transposed convolution) multiplies
-/// the kernel into each image's gradient as it is, then adds the shifted
-/// products; with provably fewer contracted channels than output ones
-/// (4 against 16) it is packed as before.
+/// the kernel into each image's unpadded gradient, then adds the shifted
+/// products where they fall inside it; with provably fewer contracted
+/// channels than output ones (4 against 16) it is packed as before.
 #[test]
 fn a_transposed_convolution_multiplies_then_shifts() {
     let text = ir::pretty::pretty_program(&optimized(
@@ -880,8 +880,12 @@ fn a_transposed_convolution_multiplies_then_shifts() {
         }",
     ));
     let (g, narrow) = text.split_at(text.find("pub fn narrow").expect("two functions"));
-    assert!(g.contains("gemm d_x_g_m = d_x_kern_m[1, 0] x d_x_src_m[0, 1] (m 9 * C, "), "{g}");
-    assert!(g.contains("= sum[r_2 in 0..3, s_2 in 0..3] read d_x_g[p1_2, r_2, s_2, (p2_2 - r_2) + 2i64, (p3_2 - s_2) + 2i64] unchecked"), "{g}");
-    assert!(!g.contains("d_x_cols"), "{g}");
+    // The padded output gradient is not built: the product reads `d_y`
+    // itself (its `P x Q` columns, not the padded ones) and the shifted
+    // sum skips the offsets that fall outside it.
+    assert!(g.contains("tensor d_x_src[o_5 in 0..O, q in 0..p2_len, q_2 in 0..p3_len]: f32 (cost 5) = read d_y[p0_2, o_5, q, q_2] unchecked"), "{g}");
+    assert!(g.contains("gemm d_x_g_m = d_x_kern_m[1, 0] x d_x_src_m[0, 1] (m 9 * C, n p2_len * p3_len, k O)"), "{g}");
+    assert!(g.contains("= sum[r_2 in 0..3, s_2 in 0..3] read d_x_g[p1_2, r_2, s_2, p2_2 - r_2, p3_2 - s_2] unchecked where 0i64 <= (p2_2 - r_2), (p2_2 - r_2) < p2_len, 0i64 <= (p3_2 - s_2), (p3_2 - s_2) < p3_len"), "{g}");
+    assert!(!g.contains("d_x_cols") && !g.contains("d_y_pad"), "{g}");
     assert!(narrow.contains("gemm d_prod_m") && !narrow.contains("d_g_m"), "{narrow}");
 }

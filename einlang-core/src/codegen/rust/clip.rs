@@ -8,6 +8,13 @@
 //! vectorizes), zeros after it. Conjuncts that do not mention `j` are
 //! tested once per row; any others stay per element.
 //!
+//! A row that accumulates a sum (`FnCx::accumulate_row`: the sum's loops
+//! outside, the row's inside) clips each term the same way when the term's
+//! guards bound `j` (`sum[r, s](g[c, r, s, p - r, q - s] where 0 <= q - s,
+//! q - s < Q, ..)`, a transposed convolution over unpadded columns): the
+//! term is added to its range of the row only, and its tests that do not
+//! mention `j` run once per term.
+//!
 //! The index may be strided (`iw = 2 * j + s - 1`: `a * j + o` with `a` an
 //! integer literal, `a >= 1` in all): its bounds on `j` are rounded up.
 //!
@@ -37,7 +44,7 @@ struct Bound {
 }
 
 /// A body split around its bounds on `j`.
-struct Clip {
+pub(crate) struct Clip {
     /// Conjuncts that mention no `j` (nor a value bound per element).
     outer: Vec<Expr>,
     bounds: Vec<Bound>,
@@ -275,26 +282,36 @@ fn reads(e: &Expr, out: &mut Vec<VarId>) {
     visit::for_each_child(e, &mut |c| reads(c, out));
 }
 
+/// A sum's term under its where entries, split around the entries' bounds
+/// on the row's index `j` (see [`FnCx::accumulate_row`]).
+pub(crate) fn clip_term(wheres: &[WhereEntry], term: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
+    let guarded =
+        Expr { kind: ExprKind::Guarded { wheres: wheres.to_vec(), body: Box::new(term.clone()) }, ty: term.ty.clone() };
+    clip(&guarded, j, elem)
+}
+
+/// Code computing the range of a row where a clip's bounds hold.
+pub(crate) struct RowRange {
+    /// Declares `__first` and `__last` (the row's indices), `__lo..__hi`
+    /// (the range) and, unless `exact`, `__exact` (whether `__lo..__hi`
+    /// is exact; the per-element loop must run where it is not).
+    pub decl: TokenStream,
+    /// Whether the range is exact whatever the inputs.
+    pub exact: bool,
+    /// The tests of the clip that do not mention the row's index.
+    pub ok: TokenStream,
+    /// The value inside the range.
+    pub inside: TokenStream,
+    /// The tensors the inside reads as local views: their strides and
+    /// data pointers then stay in registers across the row's stores
+    /// (behind the captured references, LLVM reloads them per element).
+    pub locals: TokenStream,
+}
+
 impl FnCx<'_> {
-    /// The innermost loop of a row (`chunk`, its elements `slot`, written
-    /// into uninitialized memory) as three ranges when the definition's
-    /// guard bounds the innermost index (see the module docs); `generic` is
-    /// the per-element loop, run when the range cannot be computed exactly.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn clipped_row(
-        &mut self,
-        def: &TensorDef,
-        axis: &Axis,
-        chunk: &Ident,
-        slot: &Ident,
-        pos: &Ident,
-        binding: &TokenStream,
-        generic: &TokenStream,
-    ) -> Result<Option<TokenStream>, Bug> {
-        if def.elem == ScalarKind::Bool {
-            return Ok(None);
-        }
-        let Some(c) = clip(&def.body, axis.index, def.elem) else { return Ok(None) };
+    /// The range of the row `chunk` (along `axis`) where the bounds of `c`
+    /// hold; the module docs say how it is exact.
+    pub(crate) fn row_range(&mut self, c: &Clip, axis: &Axis, chunk: &Ident) -> Result<RowRange, Bug> {
         self.no_move += 1;
         let built = (|| {
             let outer = c.outer.iter().map(|e| self.expr(e).map(|x| x.tokens)).collect::<Result<Vec<_>, _>>()?;
@@ -308,9 +325,6 @@ impl FnCx<'_> {
         })();
         self.no_move -= 1;
         let (outer, bounds, inside) = built?;
-        // The tensors the inside reads, as local views: their strides and
-        // data pointers then stay in registers across the row's stores
-        // (behind the captured references, LLVM reloads them per element).
         let mut read = Vec::new();
         reads(&c.inside, &mut read);
         let mut locals = TokenStream::new();
@@ -329,10 +343,8 @@ impl FnCx<'_> {
             ExprKind::Lit(Literal::Int(v)) => i64::try_from(v).ok(),
             _ => None,
         };
-        let surely_exact =
-            small(axis.start.as_constant()) && c.bounds.iter().all(|b| b.scale == 1 && small(literal(&b.off)));
+        let exact = small(axis.start.as_constant()) && c.bounds.iter().all(|b| b.scale == 1 && small(literal(&b.off)));
         let start = self.dim(&axis.start)?;
-        let zero = types::zero(def.elem);
         let ok = outer.into_iter().fold(quote!(true), |acc, c| quote!(#acc && (#c)));
         let limits = bounds.into_iter().map(|(b, limit, off)| {
             let one = if b.plus_one { quote!(+ 1) } else { quote!() };
@@ -354,7 +366,7 @@ impl FnCx<'_> {
                 let minus_one = if b.plus_one { quote!(-1) } else { quote!() };
                 (check, quote!(-((__off as i128 - __limit as i128 #minus_one).div_euclid(#scale as i128))))
             };
-            let check = if surely_exact { quote!() } else { check };
+            let check = if exact { quote!() } else { check };
             quote! {
                 {
                     let __off: i64 = #off;
@@ -365,6 +377,39 @@ impl FnCx<'_> {
                 }
             }
         });
+        let exact_decl = if exact { quote!() } else { quote!(let mut __exact = true;) };
+        let decl = quote! {
+            // The row's indices are __first..=__last.
+            let __first: i128 = (#start) as i128;
+            let __last: i128 = __first + #chunk.len() as i128 - 1;
+            let (mut __lo, mut __hi) = (__first, __last + 1);
+            #exact_decl
+            #(#limits)*
+        };
+        Ok(RowRange { decl, exact, ok, inside, locals })
+    }
+
+    /// The innermost loop of a row (`chunk`, its elements `slot`, written
+    /// into uninitialized memory) as three ranges when the definition's
+    /// guard bounds the innermost index (see the module docs); `generic` is
+    /// the per-element loop, run when the range cannot be computed exactly.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn clipped_row(
+        &mut self,
+        def: &TensorDef,
+        axis: &Axis,
+        chunk: &Ident,
+        slot: &Ident,
+        pos: &Ident,
+        binding: &TokenStream,
+        generic: &TokenStream,
+    ) -> Result<Option<TokenStream>, Bug> {
+        if def.elem == ScalarKind::Bool {
+            return Ok(None);
+        }
+        let Some(c) = clip(&def.body, axis.index, def.elem) else { return Ok(None) };
+        let RowRange { decl, exact, ok, inside, locals } = self.row_range(&c, axis, chunk)?;
+        let zero = types::zero(def.elem);
         let clipped = quote! {
                     let (__a, __b) = if (#ok) && __lo < __hi {
                         ((__lo - __first) as usize, (__hi - __first) as usize)
@@ -384,19 +429,10 @@ impl FnCx<'_> {
                         #slot.write(#inside);
                     }
         };
-        let (exact_decl, body) = if surely_exact {
-            (quote!(), clipped)
-        } else {
-            (quote!(let mut __exact = true;), quote!(if __exact { #clipped } else { #generic }))
-        };
+        let body = if exact { clipped } else { quote!(if __exact { #clipped } else { #generic }) };
         Ok(Some(quote! {
             {
-                // The row's indices are __first..=__last.
-                let __first: i128 = (#start) as i128;
-                let __last: i128 = __first + #chunk.len() as i128 - 1;
-                let (mut __lo, mut __hi) = (__first, __last + 1);
-                #exact_decl
-                #(#limits)*
+                #decl
                 #body
             }
         }))

@@ -325,8 +325,9 @@ impl FnCx<'_> {
     /// run outside and the row's loop inside, adding one term to every
     /// element; the outside term is applied in a last pass. Loads that do
     /// not depend on the row's index (weights) are then loop-invariant, and
-    /// the inner loop walks the row contiguously. Returns None for other
-    /// definitions.
+    /// the inner loop walks the row contiguously. A sum's guards that bound
+    /// the row's index limit each term to a range of the row (`clip`).
+    /// Returns None for other definitions.
     fn accumulate_row(
         &mut self,
         def: &TensorDef,
@@ -374,11 +375,11 @@ impl FnCx<'_> {
         // Where entries of the sum may depend on the row's index, so they
         // stay inside the row's loop; a false guard skips that element's
         // term (`continue`).
-        let wheres = self.loop_wheres(wheres);
+        let tests = self.loop_wheres(wheres);
         let term = self.expr(body);
         let outside = outside.map(|o| self.expr(o)).transpose();
         self.no_move -= 1;
-        let (wheres, term, outside) = (wheres?, term?.tokens, outside?.map(|c| c.tokens));
+        let (tests, term, outside) = (tests?, term?.tokens, outside?.map(|c| c.tokens));
         // NaN compares false: a maximum or minimum skips NaN terms, as the
         // reduction's own loop does.
         let update = if *op == RedOp::Sum {
@@ -390,10 +391,37 @@ impl FnCx<'_> {
         let mut nest = quote! {
             for (#pos, #slot) in #chunk.iter_mut().enumerate() {
                 #binding
-                #wheres
+                #tests
                 #update
             }
         };
+        // A sum whose guards (where entries, or an `if` around the term
+        // with a zero `else`) bound the row's index (a transposed
+        // convolution's `0 <= p - r && p - r < P`) adds each term to the
+        // range of the row where they hold, without a test per element;
+        // its other tests run once per term.
+        let mut locals = quote!();
+        if let Some(c) = (*op == RedOp::Sum).then(|| super::clip::clip_term(wheres, body, row_axis.index, k)).flatten()
+        {
+            let range = self.row_range(&c, row_axis, chunk)?;
+            let (decl, ok, inside) = (&range.decl, &range.ok, &range.inside);
+            let clipped = quote! {
+                if (#ok) && __lo < __hi {
+                    let (__a, __b) = ((__lo - __first) as usize, (__hi - __first) as usize);
+                    for (#pos, #slot) in #chunk[__a..__b].iter_mut().enumerate() {
+                        let #pos = #pos + __a;
+                        #binding
+                        *#slot += #inside;
+                    }
+                }
+            };
+            nest = if range.exact {
+                quote!({ #decl #clipped })
+            } else {
+                quote!({ #decl if __exact { #clipped } else { #nest } })
+            };
+            locals = range.locals;
+        }
         for l in loops.iter().rev() {
             let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
             nest = quote!(for #i in #start..#end { #nest });
@@ -422,6 +450,7 @@ impl FnCx<'_> {
             for #slot in #chunk.iter_mut() {
                 *#slot = #start;
             }
+            #locals
             #nest
             #epilogue
         }))
