@@ -530,18 +530,56 @@ fn check(case: &Case) -> [Option<Duration>; 4] {
     std::array::from_fn(|i| results[i].as_ref().map(|(d, _)| *d))
 }
 
-/// Median of `runs` timed calls.
-fn median(f: &Run, runs: usize) -> Duration {
-    let mut times: Vec<Duration> = (0..runs).map(|_| time_once(f).0).collect();
-    times.sort();
-    times[runs / 2]
+/// The median time of each of a case's calls (None where absent). The
+/// loss and the gradient of one side are timed in rounds that call each
+/// once in turn, after a few untimed calls of each: a slow stretch of the
+/// machine then falls on both alike, and neither is timed cold. The two
+/// sides are timed one after the other, each with its own pair: the
+/// baseline's GEMM runs its own threads, which would otherwise still be
+/// spinning when einlang's calls start. A call slower than `SLOW` is timed
+/// once.
+fn interleaved(case: &Case, first: &[Option<Duration>; 4]) -> [Option<Duration>; 4] {
+    let runs = case.runs();
+    let mut out = *first;
+    // (einlang's loss and gradient, the baseline's)
+    for pair in [[0, 1], [2, 3]] {
+        let timed: Vec<usize> =
+            pair.into_iter().filter(|&i| runs[i].is_some() && first[i].is_some_and(|d| d <= SLOW)).collect();
+        let round: f64 = timed.iter().filter_map(|&i| first[i]).map(|d| d.as_secs_f64()).sum();
+        for &i in &timed {
+            if let Some(f) = runs[i] {
+                for _ in 0..warm_ups(first[i].unwrap_or_default()) {
+                    black_box(f());
+                }
+            }
+        }
+        let rounds = runs_for(round);
+        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); 4];
+        for _ in 0..rounds {
+            for &i in &timed {
+                if let Some(f) = runs[i] {
+                    times[i].push(time_once(f).0);
+                }
+            }
+        }
+        for &i in &timed {
+            times[i].sort();
+            out[i] = times[i].get(rounds / 2).copied();
+        }
+    }
+    out
 }
 
-/// How many runs fit about a second given one call's duration: at least 3,
-/// at most 21, odd.
-fn runs_for(one: Duration) -> usize {
-    let fit = (1.0 / one.as_secs_f64().max(1e-6)) as usize;
-    fit.clamp(3, 21) | 1
+/// Untimed calls before timing: about a tenth of a second, 2 to 20.
+fn warm_ups(one: Duration) -> usize {
+    ((0.1 / one.as_secs_f64().max(1e-6)) as usize).clamp(2, 20)
+}
+
+/// How many rounds fit about a second given one round's duration: at
+/// least 3, at most 101, odd.
+fn runs_for(one: f64) -> usize {
+    let fit = (1.0 / one.max(1e-6)) as usize;
+    fit.clamp(3, 101) | 1
 }
 
 fn fmt_ms(d: Option<Duration>) -> String {
@@ -616,26 +654,13 @@ fn main() {
         return;
     }
 
-    let mut slow = false;
-    let timings: Vec<[Option<Duration>; 4]> = cases
-        .iter()
-        .zip(&firsts)
-        .map(|(case, first)| {
-            let runs = case.runs();
-            std::array::from_fn(|i| {
-                let (f, first) = (runs[i]?, first[i]?);
-                if first > SLOW {
-                    slow = true;
-                    return Some(first);
-                }
-                Some(median(f, runs_for(first)))
-            })
-        })
-        .collect();
+    let slow = firsts.iter().flatten().flatten().any(|d| *d > SLOW);
+    let timings: Vec<[Option<Duration>; 4]> =
+        cases.iter().zip(&firsts).map(|(case, first)| interleaved(case, first)).collect();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     println!();
     println!(
-        "gradients vs losses and vs hand-written backward passes (median of several runs, {threads} hardware threads)"
+        "gradients vs losses and vs hand-written backward passes (medians of rounds calling loss and gradient in turn, {threads} hardware threads)"
     );
     println!("  grad/loss: gradient time / loss time; einlang/hand: einlang gradient time / baseline gradient time");
     if slow {
