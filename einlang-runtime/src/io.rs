@@ -49,14 +49,11 @@ mod tests {
     use super::*;
     use ndarray::{array, Array2, Ix1, Ix2};
 
-    fn temp(name: &str) -> String {
-        let dir = std::env::temp_dir().join(format!("einlang-io-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        dir.join(name).to_string_lossy().into_owned()
-    }
-
     #[test]
     fn round_trip_and_checks() {
+        let dir = std::env::temp_dir().join(format!("einlang-io-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let temp = |name: &str| dir.join(name).to_string_lossy().into_owned();
         let path = temp("a.npy");
         let a = array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
         save_npy("f", &path, &a).unwrap();
@@ -68,5 +65,6 @@ mod tests {
         assert!(load_npy::<f64, Ix2>("f", &path, &[None, None]).is_err(), "dtype differs");
         let missing = load_npy::<f32, Ix1>("f", &temp("missing.npy"), &[None]).unwrap_err();
         assert!(missing.to_string().contains("missing.npy"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
