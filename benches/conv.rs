@@ -1,8 +1,11 @@
 //! Convolutions written in Einstein notation against im2col + GEMM written
 //! by hand, measured in the same run: the forward pass of a batch (valid,
 //! with a bias), a padded one (a guard), a padded one with stride 2, one
-//! with the channels last (NHWC), a grouped one, and the kernel gradient (the output
-//! gradient contracted with the shifted input).
+//! with the channels last (NHWC), a grouped one, the kernel gradient (the output
+//! gradient contracted with the shifted input), and the input gradient (a
+//! transposed convolution, written out over a padded copy as reverse mode
+//! writes it; the baseline multiplies per image, then adds the columns
+//! back, "col2im").
 //!
 //! The baseline packs the input by hand (rayon over the packed rows), runs
 //! one `general_mat_mul` (matrixmultiply, the GEMM einlang dispatches to),
@@ -56,6 +59,13 @@ einlang! {
     pub fn kernel_grad(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
         let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
         dk
+    }
+
+    pub fn input_grad(dy: [f32; N, O, P, Q], k: [f32; O, C, 3, 3]) -> [f32; N, C, P + 2, Q + 2] {
+        let pad[n, o, a in 0..P + 4, b in 0..Q + 4] =
+            if a >= 2 && a < P + 2 && b >= 2 && b < Q + 2 { dy[n, o, a - 2, b - 2] } else { 0.0 };
+        let dx[n, c, y in 0..P + 2, x in 0..Q + 2] = sum[o, r, s](pad[n, o, y - r + 2, x - s + 2] * k[o, c, r, s]);
+        dx
     }
 }
 
@@ -235,6 +245,34 @@ fn kernel_grad_gemm(x: &Array4<f32>, dy: &Array4<f32>) -> Array4<f32> {
     sum.into_shape_with_order((o, c, 3, 3)).expect("contiguous")
 }
 
+/// The input gradient by col2im, per image in parallel: the kernel as
+/// `[(c, r, s), o]` times `dy[n]` as `[o, (y, x)]`, then each row of the
+/// product added back at its offset.
+fn input_grad_gemm(dy: &Array4<f32>, k: &Array4<f32>) -> Array4<f32> {
+    let (n, o, p, q) = dy.dim();
+    let c = k.dim().1;
+    let (h, w) = (p + 2, q + 2);
+    let kmat = k.view().into_shape_with_order((o, c * 9)).expect("standard layout");
+    let mut dx = Array4::<f32>::zeros((n, c, h, w));
+    dx.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(nn, mut img)| {
+        let dym = dy.index_axis(Axis(0), nn).into_shape_with_order((o, p * q)).expect("standard layout");
+        let mut cols = Array2::<f32>::zeros((c * 9, p * q));
+        general_mat_mul(1.0, &kmat.t(), &dym, 0.0, &mut cols);
+        let img = img.as_slice_mut().expect("standard layout");
+        for (row, src) in cols.axis_iter(Axis(0)).enumerate() {
+            let src = src.as_slice().expect("standard layout");
+            let (cc, r, s) = (row / 9, row / 3 % 3, row % 3);
+            for i in 0..p {
+                let out = &mut img[(cc * h + i + r) * w + s..][..q];
+                for (d, v) in out.iter_mut().zip(&src[i * q..][..q]) {
+                    *d += v;
+                }
+            }
+        }
+    });
+    dx
+}
+
 fn data4(a: usize, b: usize, c: usize, d: usize, seed: u64) -> Array4<f32> {
     let v = common::data(a * b * c * d, seed).into_iter().map(|v| v as f32).collect();
     Array4::from_shape_vec((a, b, c, d), v).expect("matching length")
@@ -332,4 +370,10 @@ fn main() {
     let g = median(runs, || drop(black_box(kernel_grad_gemm(black_box(&x), &dy))));
     let flops = 2.0 * (o * c * 9 * n * (h - 2) * (w - 2)) as f64;
     report(&format!("conv kernel gradient N={n} C={c} {h}x{w} O={o} 3x3"), flops, e, g);
+
+    let (got, want) = (input_grad(&dy, &k).expect("input_grad"), input_grad_gemm(&dy, &k));
+    close(&got, &want, "input_grad");
+    let e = median(runs, || drop(black_box(input_grad(black_box(&dy), &k).unwrap())));
+    let g = median(runs, || drop(black_box(input_grad_gemm(black_box(&dy), &k))));
+    report(&format!("conv input gradient N={n} C={c} {h}x{w} O={o} 3x3 (transposed, col2im)"), flops, e, g);
 }
