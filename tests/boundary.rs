@@ -13,6 +13,13 @@ use einlang::ndarray::{array, s, Array1, Array2, Array3, Array4};
 use einlang::Error;
 
 einlang! {
+    /// A binding nobody reads still fails when its read would: it is not
+    /// dropped (`opt::dead` keeps what may fail).
+    pub fn unread_binding(x: [f32; N], j: i64) -> f32 {
+        let unused = x[j];
+        1.0
+    }
+
     pub fn matmul(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
         let c[i, j] = sum[k](a[i, k] * b[k, j]);
         c
@@ -338,4 +345,12 @@ fn negative_run_time_values_in_ranges_are_errors_not_panics() {
     assert!(matches!(signed_values::halved(&x, -3), Err(Error::Index { index: -1, .. })));
     assert!(matches!(signed_values::from_data(&x, &array![-2]), Err(Error::Index { index: -2, .. })));
     assert_eq!(signed_values::from_data(&x, &array![2]).unwrap(), 3.0);
+}
+
+#[test]
+fn an_unread_binding_that_fails_is_an_error() {
+    let x = array![1.0f32, 2.0, 3.0];
+    assert_eq!(unread_binding(&x, 2).unwrap(), 1.0);
+    assert!(unread_binding(&x, 3).is_err());
+    assert!(unread_binding(&x, -1).is_err());
 }

@@ -1,7 +1,8 @@
 //! Optimization: loop IR to loop IR, the choices every back end reads.
 //!
 //! Lowering states what the program computes; the passes here choose how
-//! it is computed: which reductions in a recurrence's steps are computed
+//! it is computed: which values nothing reads are not computed at all
+//! (`dead`), which reductions in a recurrence's steps are computed
 //! for all steps before it (`invariant`) and which tensors the steps read
 //! get a contiguous copy (`invariant::layout`, host only), which
 //! definitions are matrix products (`gemm`), which recurrence steps
@@ -27,6 +28,7 @@
 pub mod checkpoint;
 pub mod col2im;
 pub mod cse;
+pub mod dead;
 pub mod dedup;
 pub mod gemm;
 pub mod guards;
@@ -49,6 +51,8 @@ use crate::ir;
 
 /// The passes, in the order they run.
 const PASSES: &[Pass] = &[
+    // First: no pass spends its work on values nothing reads.
+    ("dead", dead::run, Targets::All),
     ("invariant", invariant::run, Targets::All),
     ("layout", invariant::layout, Targets::Host),
     ("gemm", gemm::run, Targets::All),
@@ -67,6 +71,8 @@ const PASSES: &[Pass] = &[
     ("steps", steps::run, Targets::Host),
     // After the structural passes: their patterns see the IR as written.
     ("simplify", simplify::run, Targets::All),
+    // Again: reads `simplify` replaced by literals (a gradient's seed).
+    ("dead", dead::run, Targets::All),
     // Last: blocks of shared values hide nothing from a pattern above.
     ("cse", cse::run, Targets::Host),
 ];

@@ -889,3 +889,27 @@ fn a_transposed_convolution_multiplies_then_shifts() {
     assert!(!g.contains("d_x_cols") && !g.contains("d_y_pad"), "{g}");
     assert!(narrow.contains("gemm d_prod_m") && !narrow.contains("d_g_m"), "{narrow}");
 }
+
+/// A gradient function does not compute its target (the loss's final sum,
+/// which reverse mode does not read) nor its seed once `simplify` has
+/// folded it; a binding nobody reads whose read may fail is kept, so its
+/// error still comes.
+#[test]
+fn values_nothing_reads_are_not_computed() {
+    let text = ir::pretty::pretty_program(&optimized(
+        "pub fn g(x: [f32; N], w: [f32; N]) -> [f32; N] {
+            let y[i] = x[i] * w[i];
+            let l = sum[i](y[i] * y[i]);
+            @l / @w
+        }
+        pub fn kept(x: [f32; N], j: i64) -> f32 {
+            let unused = x[j];
+            let gone = sum[i](x[i]) * 2.0;
+            1.0
+        }",
+    ));
+    let (g, kept) = text.split_at(text.find("pub fn kept").expect("two functions"));
+    assert!(!g.contains("let l:") && !g.contains("let d_l"), "{g}");
+    assert!(g.contains("tensor d_w") && g.contains("read y["), "{g}");
+    assert!(kept.contains("let unused") && !kept.contains("let gone"), "{kept}");
+}
