@@ -65,6 +65,24 @@ einlang! {
         y
     }
 
+    /// A softmax row: `e`'s row is computed in `y`'s row, each element of
+    /// `y` replacing the `e` it reads (`codegen/rust/in_place.rs`); the
+    /// value reads it twice, and `x` besides.
+    pub fn in_place(x: [f64; N, C]) -> [f64; N, C] {
+        let m[n] = max[c](x[n, c]);
+        let e[n, c] = exp(x[n, c] - m[n]);
+        let y[n, c] = e[n, c] * e[n, c] / sum[k](e[n, k]) + x[n, c];
+        y
+    }
+
+    /// `e` read at another position of the row: it keeps its own row
+    /// (writing `y`'s row over it would read elements already replaced).
+    pub fn reversed_row(x: [f64; N, C]) -> [f64; N, C] {
+        let e[n, c] = exp(x[n, c]);
+        let y[n, c in 0..C] = e[n, C - 1 - c] / sum[k](e[n, k]);
+        y
+    }
+
     /// Rank three: the row is a matrix, its maximum a row tensor.
     pub fn centred3(x: [f32; B, I, J]) -> [f32; B, I, J] {
         let m[b, i] = max[j](x[b, i, j]);
@@ -111,6 +129,19 @@ proptest! {
         for j in 0..c {
             let want: f64 = (0..n).map(|i| x[[n - 1 - i, j]] * w[[i, j]]).sum::<f64>() + 1.0;
             prop_assert!(close(rd[j], want, 1e-12));
+        }
+        let ip = in_place(&x).unwrap();
+        let rr = reversed_row(&x).unwrap();
+        for i in 0..n {
+            let row = x.row(i);
+            let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let shifted: f64 = row.iter().map(|v| (v - m).exp()).sum();
+            let total: f64 = row.iter().map(|v| v.exp()).sum();
+            for j in 0..c {
+                let e = (x[[i, j]] - m).exp();
+                prop_assert!(close(ip[[i, j]], e * e / shifted + x[[i, j]], 1e-12));
+                prop_assert!(close(rr[[i, j]], x[[i, c - 1 - j]].exp() / total, 1e-12));
+            }
         }
         for i in 0..n {
             let row = x.row(i);

@@ -689,7 +689,7 @@ fn integer_arithmetic_wraps_and_float_arithmetic_does_not() {
     }
     assert!(!ints.contains("+=") && !ints.contains("*="), "{ints}");
     assert!(!floats.contains("wrapping"), "{floats}");
-    for spelling in ["__sum_i+=", "__prod_i_2*=", "-a+a.powi(3)"] {
+    for spelling in ["__tail_i+=", "__prod_i_2*=", "-a+a.powi(3)"] {
         assert!(floats.contains(spelling), "`{spelling}` in\n{floats}");
     }
 }
@@ -1040,6 +1040,7 @@ fn scalar_result_with_call() {
                     let N: i64 = x.shape()[0] as i64;
                     Ok({
                         let mut __lanes_i: [f32; 8] = [0.0f32; 8];
+                        let mut __tail_i: f32 = 0.0f32;
                         let __end_i: i64 = N;
                         let mut __base_i: i64 = 0i64;
                         while __end_i.saturating_sub(__base_i) >= 8i64 {
@@ -1049,12 +1050,13 @@ fn scalar_result_with_call() {
                             }
                             __base_i += 8i64;
                         }
+                        for i in __base_i..__end_i {
+                            __tail_i += (unsafe { *x.uget([i as usize]) }).powi(2);
+                        }
                         let mut __sum_i: f32 = (((__lanes_i[0] + __lanes_i[1])
                             + (__lanes_i[2] + __lanes_i[3]))
-                            + ((__lanes_i[4] + __lanes_i[5]) + (__lanes_i[6] + __lanes_i[7])));
-                        for i in __base_i..__end_i {
-                            __sum_i += (unsafe { *x.uget([i as usize]) }).powi(2);
-                        }
+                            + ((__lanes_i[4] + __lanes_i[5]) + (__lanes_i[6] + __lanes_i[7])))
+                            + __tail_i;
                         __sum_i
                     })
                 }
@@ -1260,6 +1262,7 @@ fn rank_one_with_runtime_extent() {
                             __slot_y
                                 .write({
                                     let mut __lanes_r: [f32; 8] = [0.0f32; 8];
+                                    let mut __tail_r: f32 = 0.0f32;
                                     let __end_r: i64 = K;
                                     let mut __base_r: i64 = 0i64;
                                     while __end_r.saturating_sub(__base_r) >= 8i64 {
@@ -1271,15 +1274,15 @@ fn rank_one_with_runtime_extent() {
                                         }
                                         __base_r += 8i64;
                                     }
-                                    let mut __sum_r: f32 = (((__lanes_r[0] + __lanes_r[1])
-                                        + (__lanes_r[2] + __lanes_r[3]))
-                                        + ((__lanes_r[4] + __lanes_r[5])
-                                            + (__lanes_r[6] + __lanes_r[7])));
                                     for r in __base_r..__end_r {
-                                        __sum_r
+                                        __tail_r
                                             += unsafe { *x.uget([t.wrapping_add(r) as usize]) }
                                                 * unsafe { *w.uget([r as usize]) };
                                     }
+                                    let mut __sum_r: f32 = (((__lanes_r[0] + __lanes_r[1])
+                                        + (__lanes_r[2] + __lanes_r[3]))
+                                        + ((__lanes_r[4] + __lanes_r[5])
+                                            + (__lanes_r[6] + __lanes_r[7]))) + __tail_r;
                                     __sum_r
                                 });
                         }

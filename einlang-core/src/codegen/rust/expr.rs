@@ -11,6 +11,10 @@ use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::{Expr, ExprKind, FmtPart, Literal, Loop, Repr, Stmt, VarId, WhereEntry};
 
+/// The independent partial results of a float sum or extremum
+/// (`reduce_in_lanes`).
+const LANES: usize = 8;
+
 impl FnCx<'_> {
     /// An expression as a value to compute with. Tensors come out as views
     /// or arrays (both index the same way), tuples of variables as clones,
@@ -972,8 +976,13 @@ impl FnCx<'_> {
         self.no_move -= 1;
         let (wheres, value) = (wheres?, value?);
         let label = matches!(op, RedOp::All | RedOp::Any).then(|| self.label(op.name()));
-        if let ([l], true, RedOp::Sum, false) = (loops, wheres.is_empty(), op, k.is_int()) {
-            return self.sum_in_lanes(l, &acc, k, value.tokens);
+        // (Not over a run known to be shorter than the lanes: a pooling
+        // window's maximum stays the plain loop.)
+        let short = loops.last().and_then(|l| l.end.sub(&l.start).as_constant()).is_some_and(|n| n < LANES as i64);
+        if let ([.., _], true, RedOp::Sum | RedOp::Max | RedOp::Min, false, false) =
+            (loops, wheres.is_empty(), op, k.is_int(), short)
+        {
+            return self.reduce_in_lanes(op, loops, &acc, k, value.tokens);
         }
 
         let (init, step, tail) = match op {
@@ -1060,60 +1069,107 @@ impl FnCx<'_> {
         Ok(Code::new(quote!({ #init #nest #tail }), Prec::Block))
     }
 
-    /// A float sum over one loop without where entries, in `LANES`
-    /// independent partial sums (the terms `k`, `k + LANES`, ... go to one
-    /// of them), added pairwise at the end, then the last terms in order:
-    /// the partial sums need not wait for each other, and when the terms
-    /// are contiguous loads LLVM adds them as one vector. The order of the
-    /// additions differs from the loop's (float reassociation, which the
-    /// language allows in reductions).
-    fn sum_in_lanes(&mut self, l: &Loop, acc: &Ident, k: ScalarKind, term: TokenStream) -> Result<Code, Bug> {
-        const LANES: usize = 8;
+    /// A float sum, maximum or minimum without where entries, its innermost
+    /// loop in `LANES` independent partial results (the terms `k`, `k +
+    /// LANES`, ... go to one of them, in every run of the outer loops), the
+    /// terms left at the end of each run in one more, all combined at the
+    /// end (sums pairwise, extrema in lane order): the partial results
+    /// need not wait for each other, and when the terms are contiguous
+    /// loads LLVM adds or compares them as one vector (a maximum's chain
+    /// of dependent comparisons held a quarter of a softmax's time). The
+    /// order of the operations differs from the loop's (float
+    /// reassociation, which the language allows in reductions: an extremum
+    /// is the same value, but which of `-0.0` and `0.0` it is may differ).
+    /// Extrema skip NaN terms, as the loop does.
+    fn reduce_in_lanes(
+        &mut self,
+        op: RedOp,
+        loops: &[Loop],
+        acc: &Ident,
+        k: ScalarKind,
+        term: TokenStream,
+    ) -> Result<Code, Bug> {
+        let (l, outer) = loops.split_last().ok_or("a reduction in lanes without loops")?;
         let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
-        let (t, zero) = (types::scalar(k), types::zero(k));
+        let tail = derived("tail_", &i, "");
+        let t = types::scalar(k);
         let lanes = derived("lanes_", &i, "");
         let (base, last) = (derived("base_", &i, ""), derived("end_", &i, ""));
         let n = types::usize_lit(LANES);
         let n_i64 = proc_macro2::Literal::i64_suffixed(LANES as i64);
-        // Pairwise: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
-        let mut parts: Vec<TokenStream> = (0..LANES)
-            .map(|p| {
-                let p = types::usize_lit(p);
-                quote!(#lanes[#p])
-            })
-            .collect();
-        while parts.len() > 1 {
-            parts = parts
-                .chunks(2)
-                .map(|c| {
-                    if c.len() == 2 {
-                        let (a, b) = (&c[0], &c[1]);
-                        quote!((#a + #b))
-                    } else {
-                        c[0].clone()
-                    }
-                })
-                .collect();
+        let lane = |p: usize| {
+            let p = types::usize_lit(p);
+            quote!(#lanes[#p])
+        };
+        let (init, update, combined, add) = match op {
+            RedOp::Sum => {
+                // Pairwise: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
+                let mut parts: Vec<TokenStream> = (0..LANES).map(lane).collect();
+                while parts.len() > 1 {
+                    parts = parts
+                        .chunks(2)
+                        .map(|c| {
+                            if c.len() == 2 {
+                                let (a, b) = (&c[0], &c[1]);
+                                quote!((#a + #b))
+                            } else {
+                                c[0].clone()
+                            }
+                        })
+                        .collect();
+                }
+                let total = &parts[0];
+                let zero = types::zero(k);
+                (
+                    zero,
+                    quote!(#lanes[__lane] += #term;),
+                    quote!(let mut #acc: #t = #total + #tail;),
+                    quote!(#tail += #term;),
+                )
+            }
+            _ => {
+                let (start, cmp) =
+                    if op == RedOp::Max { (types::lowest(k), quote!(>)) } else { (types::highest(k), quote!(<)) };
+                let rest: Vec<TokenStream> = (1..LANES).map(lane).collect();
+                let first = lane(0);
+                (
+                    start,
+                    quote!(let __v: #t = #term; if __v #cmp #lanes[__lane] { #lanes[__lane] = __v; }),
+                    quote! {
+                        let mut #acc: #t = #first;
+                        #(if #rest #cmp #acc { #acc = #rest; })*
+                        if #tail #cmp #acc { #acc = #tail; }
+                    },
+                    quote!(let __v: #t = #term; if __v #cmp #tail { #tail = __v; }),
+                )
+            }
+        };
+        let mut nest = quote! {
+            let #last: i64 = #end;
+            let mut #base: i64 = #start;
+            // Saturating: a range longer than `i64::MAX` cannot
+            // overflow the subtraction (its bounds are far apart).
+            while #last.saturating_sub(#base) >= #n_i64 {
+                for __lane in 0..#n {
+                    let #i: i64 = #base + __lane as i64;
+                    #update
+                }
+                #base += #n_i64;
+            }
+            for #i in #base..#last {
+                #add
+            }
+        };
+        for l in outer.iter().rev() {
+            let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
+            nest = quote!(for #i in #start..#end { #nest });
         }
-        let total = &parts[0];
         Ok(Code::new(
             quote!({
-                let mut #lanes: [#t; #n] = [#zero; #n];
-                let #last: i64 = #end;
-                let mut #base: i64 = #start;
-                // Saturating: a range longer than `i64::MAX` cannot
-                // overflow the subtraction (its bounds are far apart).
-                while #last.saturating_sub(#base) >= #n_i64 {
-                    for __lane in 0..#n {
-                        let #i: i64 = #base + __lane as i64;
-                        #lanes[__lane] += #term;
-                    }
-                    #base += #n_i64;
-                }
-                let mut #acc: #t = #total;
-                for #i in #base..#last {
-                    #acc += #term;
-                }
+                let mut #lanes: [#t; #n] = [#init; #n];
+                let mut #tail: #t = #init;
+                #nest
+                #combined
                 #acc
             }),
             Prec::Block,

@@ -59,6 +59,7 @@
 
 mod clip;
 mod expr;
+mod in_place;
 mod names;
 mod recur;
 mod sweep;

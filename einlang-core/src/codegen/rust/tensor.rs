@@ -195,9 +195,21 @@ impl FnCx<'_> {
         let (lens, shape_var, shape_binding, shape) = self.shape_of(def, &name)?;
 
         let slot = derived("slot_", &name, "");
+        // A row tensor the value reads at its own position is computed in
+        // the row itself (`in_place`).
+        let in_place = if prelude.is_empty() { None } else { self.in_place_row(def, prelude) };
+        let (row, row_ptr, row_len) =
+            (derived("row_", &name, ""), derived("ptr_", &name, ""), derived("len_", &name, ""));
         self.no_move += 1;
         // The prelude is emitted first: the body reads what it defines.
-        let prelude_code = prelude.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
+        let prelude_code = prelude
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                Stmt::Tensor(e) if in_place == Some(i) => self.fill_in_place(e, &row, &row_ptr, &row_len),
+                _ => self.stmt(s),
+            })
+            .collect::<Result<Vec<_>, _>>();
         let body = self.expr(&def.body);
         self.no_move -= 1;
         let (prelude_code, body) = (prelude_code?, body?.tokens);
@@ -238,7 +250,7 @@ impl FnCx<'_> {
             }
         } else {
             // Innermost axis: the elements of the innermost chunk.
-            let mut chunk_of_axis: Vec<Ident> = vec![derived("row_", &name, "")];
+            let mut chunk_of_axis: Vec<Ident> = vec![row.clone()];
             for axis in &def.axes[1..rank - 1] {
                 let index = self.ident(axis.index)?;
                 let index = index.to_string();
@@ -251,7 +263,19 @@ impl FnCx<'_> {
             let last = &def.axes[rank - 1];
             let (pos, binding) = self.position(last, |pos| quote!(#pos))?;
             let chunk = &chunk_of_axis[rank - 2];
-            nest = match self.accumulate_row(def, chunk, &slot, &pos, &binding)? {
+            let accumulated =
+                if in_place.is_some() { None } else { self.accumulate_row(def, chunk, &slot, &pos, &binding)? };
+            nest = match accumulated {
+                // Each element replaces the row tensor's element it reads.
+                None if in_place.is_some() => quote! {
+                    for #pos in 0..#row_len {
+                        #binding
+                        let __v: #elem_ty = #body;
+                        // SAFETY: `#pos < #row_len`; the row is written
+                        // through the pointer its row tensor was.
+                        unsafe { #row_ptr.add(#pos).write(__v) };
+                    }
+                },
                 Some(code) => {
                     uninit = false;
                     code
@@ -503,7 +527,11 @@ impl FnCx<'_> {
     /// The position variable of an axis (`__pos_j`, a `usize`) and the
     /// binding of its index variable: `let j: i64 = start + __pos_j as i64;`, where
     /// `offset` turns the position into the offset along the axis.
-    fn position(&self, axis: &Axis, offset: impl Fn(&Ident) -> TokenStream) -> Result<(Ident, TokenStream), Bug> {
+    pub(crate) fn position(
+        &self,
+        axis: &Axis,
+        offset: impl Fn(&Ident) -> TokenStream,
+    ) -> Result<(Ident, TokenStream), Bug> {
         let index = self.ident(axis.index)?;
         if self.info(axis.index)?.ty != Repr::Scalar(crate::base::scalar::ScalarKind::I64) {
             return Err(format!("axis index `{index}` is not `i64`"));

@@ -1,0 +1,137 @@
+//! A row's temporary kept in the row it feeds.
+//!
+//! A row-wise pipeline (`opt::rows`) computes, per row of a rank-2
+//! definition, a row tensor that the definition's value reads at its own
+//! position; a softmax row is
+//!
+//! ```text
+//! rows of y, once per n:
+//!     let m = max[c](x[n, c])
+//!     tensor e[c_2 in 0..C] = exp(x[n, c_2] - m)
+//!     let s = sum[k](e[k])
+//!     tensor y[n, c_3 in 0..C] = e[c_3] / s
+//! ```
+//!
+//! Each row of `y` is the same length as `e` and written after everything
+//! that reads `e` but its own value: `e` is computed into the row of `y`
+//! itself, and each element of `y` replaces the element of `e` it read.
+//! No allocation per row, and the row stays in one place in the cache.
+//!
+//! It applies when the prelude tensor `e` is of rank 1 over the
+//! definition's last axis (same start, same extent), of the definition's
+//! element type, without domain guards; the prelude statements after it are
+//! scalar `let`s; every mention of `e` there and in the definition's value
+//! is a proven element read, and the value reads it only at its own
+//! position (`e[c_3]`) and has no reduction or branch (each element is
+//! then read once, before it is written). Not in `checked` mode, whose reads
+//! index the array.
+//!
+//! The row is written through one raw pointer taken from the row's slice
+//! (and `e` is a raw view of it): nothing else touches the slice until
+//! the row is done.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use super::{types, Bug, FnCx, Ownership};
+use crate::ir::validate::visit_var_uses;
+use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, TensorDef, VarId};
+
+/// The number of proven element reads of `t` in `e` and whether each of
+/// them is at `at` alone (when `at` is given).
+fn reads_of(e: &Expr, t: VarId, at: Option<VarId>, count: &mut usize, at_own: &mut bool) {
+    if let ExprKind::Read { tensor, indices, checked } = &e.kind {
+        if *tensor == t {
+            *count += 1;
+            let own = matches!(indices.as_slice(), [i] if matches!(i.kind, ExprKind::Var(v) if Some(v) == at));
+            *at_own &= !*checked && (at.is_none() || own);
+        }
+    }
+    visit::for_each_child(e, &mut |c| reads_of(c, t, at, count, at_own));
+}
+
+/// Whether every mention of `t` in `e` is a proven element read (at `at`
+/// alone, when given).
+fn only_reads(e: &Expr, t: VarId, at: Option<VarId>) -> bool {
+    let mut mentions = 0;
+    visit_var_uses(e, &mut |v| mentions += usize::from(v == t));
+    let (mut reads, mut ok) = (0, true);
+    reads_of(e, t, at, &mut reads, &mut ok);
+    ok && reads == mentions
+}
+
+/// Whether `e` is arithmetic on scalars and element reads (no loops,
+/// branches or calls: each read runs once).
+fn straight(e: &Expr) -> bool {
+    let here = matches!(
+        e.kind,
+        ExprKind::Lit(_)
+            | ExprKind::Var(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Unary(..)
+            | ExprKind::Binary(..)
+            | ExprKind::Cast(..)
+            | ExprKind::Intrinsic(..)
+            | ExprKind::Read { .. }
+    );
+    let mut ok = here;
+    visit::for_each_child(e, &mut |c| ok &= straight(c));
+    ok
+}
+
+impl FnCx<'_> {
+    /// The position in `prelude` of a row tensor of `def` that can live in
+    /// `def`'s row (see the module docs).
+    pub(crate) fn in_place_row(&self, def: &TensorDef, prelude: &[Stmt]) -> Option<usize> {
+        if self.all_checked || def.axes.len() != 2 || !straight(&def.body) {
+            return None;
+        }
+        let last = &def.axes[1];
+        let at = prelude.iter().position(|s| {
+            matches!(s, Stmt::Tensor(e) if e.axes.len() == 1
+                && e.elem == def.elem
+                && e.domain_guards == 0
+                && e.axes[0].start == last.start
+                && e.axes[0].extent == last.extent)
+        })?;
+        let Stmt::Tensor(e) = &prelude[at] else { return None };
+        let later_ok = prelude[at + 1..].iter().all(|s| match s {
+            Stmt::Let { value, .. } => matches!(value.ty, Repr::Scalar(_)) && only_reads(value, e.var, None),
+            _ => false,
+        });
+        (later_ok && only_reads(&def.body, e.var, Some(last.index))).then_some(at)
+    }
+
+    /// `e`'s values written into `row` (the definition's row, uninitialized
+    /// memory) through the pointer `ptr`, and `e` bound as a raw view of
+    /// them.
+    pub(crate) fn fill_in_place(
+        &mut self,
+        e: &TensorDef,
+        row: &Ident,
+        ptr: &Ident,
+        len: &Ident,
+    ) -> Result<TokenStream, Bug> {
+        let name = self.ident(e.var)?;
+        let (pos, binding) = self.position(&e.axes[0], |pos| quote!(#pos))?;
+        let body = self.expr(&e.body)?.tokens;
+        let t = types::scalar(e.elem);
+        let nd = self.nd.clone();
+        self.repr.insert(e.var, Ownership::Borrowed);
+        self.standard.insert(e.var);
+        Ok(quote! {
+            let #len: usize = #row.len();
+            let #ptr: *mut #t = #row.as_mut_ptr().cast::<#t>();
+            for #pos in 0..#len {
+                #binding
+                let __v: #t = #body;
+                // SAFETY: `#pos < #len`, the row's length; the row's slice
+                // is not used again until the row is done.
+                unsafe { #ptr.add(#pos).write(__v) };
+            }
+            // SAFETY: the `#len` elements were just written, and the row
+            // is only read through this view until its value is computed.
+            let #name = unsafe { #nd::RawArrayView::from_shape_ptr(#len, #ptr as *const #t) };
+        })
+    }
+}
