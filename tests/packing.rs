@@ -306,18 +306,27 @@ fn three_dimensional_convolution() {
 fn kernel_gradient_of_a_convolution() {
     let (n, c, h, w, o) = (2, 3, 6, 7, 2);
     let x = fill(Ix4(n, c, h, w), 13);
-    let dy = fill(Ix4(n, o, h - 2, w - 2), 14);
-    let mut want = Array4::<f64>::zeros((o, c, 3, 3));
-    for ((oo, cc, r, s), v) in want.indexed_iter_mut() {
-        for nn in 0..n {
-            for i in 0..h - 2 {
-                for j in 0..w - 2 {
-                    *v += dy[[nn, oo, i, j]] * x[[nn, cc, i + r, j + s]];
+    // The output gradient's packed copy is the parameter itself when it
+    // is in standard layout and exactly the block the sum reads: also
+    // given larger than that block (the sum stops at `H - 2`, `W - 2`) and
+    // with its axes in another memory order.
+    let exact = fill(Ix4(n, o, h - 2, w - 2), 14);
+    let larger = fill(Ix4(n, o, h, w + 1), 15);
+    let transposed = fill(Ix4(w - 2, h - 2, o, n), 16);
+    let transposed = transposed.view().permuted_axes([3, 2, 1, 0]);
+    for dy in [exact.view(), larger.view(), transposed] {
+        let mut want = Array4::<f64>::zeros((o, c, 3, 3));
+        for ((oo, cc, r, s), v) in want.indexed_iter_mut() {
+            for nn in 0..n {
+                for i in 0..h - 2 {
+                    for j in 0..w - 2 {
+                        *v += dy[[nn, oo, i, j]] * x[[nn, cc, i + r, j + s]];
+                    }
                 }
             }
         }
+        assert_close(&conv_kernel_grad(&x, dy).unwrap(), &want);
     }
-    assert_close(&conv_kernel_grad(&x, &dy).unwrap(), &want);
 }
 
 #[test]

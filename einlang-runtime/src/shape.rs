@@ -1,6 +1,6 @@
 //! Shape checks emitted at function entry and before loop nests.
 
-use ndarray::{Array, Array1, ArrayBase, ArrayD, ArrayView, Axis, Dimension, IxDyn, RawData};
+use ndarray::{Array, Array1, ArrayBase, ArrayD, ArrayView, Axis, CowArray, Dimension, IxDyn, RawData};
 
 use crate::Error;
 
@@ -155,6 +155,56 @@ pub fn reshape_owned<T: Clone, D: Dimension, Sh: ndarray::IntoDimension>(
     }
     Array::from_shape_vec(shape, a.iter().cloned().collect())
         .map_err(|e| extent_error(function, format!("cannot reshape: {e}")))
+}
+
+/// [`reshape_owned`] of a tensor the caller keeps: a view of the same
+/// memory when it is in standard layout, else a copy in row-major order.
+pub fn reshape_view<'a, T: Clone, D: Dimension, Sh: ndarray::IntoDimension>(
+    function: &str,
+    a: ArrayView<'a, T, D>,
+    shape: Sh,
+) -> Result<CowArray<'a, T, Sh::Dim>, Error> {
+    let shape = shape.into_dimension();
+    if shape.size_checked() != Some(a.len()) {
+        return Err(extent_error(function, format!("cannot reshape {} elements into {:?}", a.len(), shape.slice())));
+    }
+    if a.is_standard_layout() {
+        return a
+            .into_shape_with_order(shape)
+            .map(CowArray::from)
+            .map_err(|e| extent_error(function, format!("cannot reshape: {e}")));
+    }
+    Array::from_shape_vec(shape, a.iter().cloned().collect())
+        .map(CowArray::from)
+        .map_err(|e| extent_error(function, format!("cannot reshape: {e}")))
+}
+
+/// The block of `a` from index 0 to `lens` along each axis, as a tensor in
+/// standard layout: a view of `a`'s memory when the block is contiguous in
+/// row-major order (the whole of a standard-layout parameter), else a
+/// copy. A copy of a parameter as it is (a packed operand) then costs
+/// nothing.
+pub fn leading_block<'a, T: Clone, D: Dimension>(
+    function: &str,
+    a: ArrayView<'a, T, D>,
+    lens: &[usize],
+) -> Result<CowArray<'a, T, D>, Error> {
+    if lens.len() != a.ndim() || lens.iter().zip(a.shape()).any(|(l, n)| l > n) {
+        return Err(extent_error(
+            function,
+            format!("cannot take a block of extents {lens:?} from a tensor of shape {:?}", a.shape()),
+        ));
+    }
+    let mut block = a;
+    for (axis, &len) in lens.iter().enumerate() {
+        block.slice_axis_inplace(Axis(axis), ndarray::Slice::from(..len));
+    }
+    if block.is_standard_layout() {
+        return Ok(CowArray::from(block));
+    }
+    Array::from_shape_vec(block.raw_dim(), block.iter().cloned().collect())
+        .map(CowArray::from)
+        .map_err(|e| extent_error(function, format!("cannot copy a block: {e}")))
 }
 
 /// `reshape(x, shape)`: the elements of `x` in row-major order, in a tensor
@@ -410,6 +460,41 @@ mod tests {
         let a = from_elems("f", IxDyn(&[2, 2]), vec![1, 2, 3, 4]).unwrap();
         assert_eq!(a[[1, 0]], 3);
         assert!(from_elems("f", IxDyn(&[3]), vec![1, 2]).is_err());
+    }
+
+    #[test]
+    fn leading_blocks_are_views_when_contiguous() {
+        let a = ndarray::Array::from_shape_vec((3, 2, 4), (0..24).collect::<Vec<i32>>()).unwrap();
+        let whole = leading_block("f", a.view(), &[3, 2, 4]).unwrap();
+        assert!(whole.is_view() && whole.as_ptr() == a.as_ptr());
+        // Fewer rows: still contiguous.
+        let rows = leading_block("f", a.view(), &[2, 2, 4]).unwrap();
+        assert!(rows.is_view() && rows.len() == 16);
+        // Fewer columns: copied, in order.
+        let cols = leading_block("f", a.view(), &[3, 2, 3]).unwrap();
+        assert!(cols.is_owned() && cols.is_standard_layout());
+        let want: Vec<i32> = (0..24).filter(|v| v % 4 != 3).collect();
+        assert_eq!(cols.iter().copied().collect::<Vec<_>>(), want);
+        // A transposed parameter: copied in the view's row-major order.
+        let t = leading_block("f", a.view().reversed_axes(), &[4, 2, 3]).unwrap();
+        assert!(t.is_owned());
+        assert_eq!(t.iter().copied().collect::<Vec<_>>(), a.view().reversed_axes().iter().copied().collect::<Vec<_>>());
+        assert!(leading_block("f", a.view(), &[4, 2, 4]).is_err());
+        assert!(leading_block("f", a.view(), &[3, 2]).is_err());
+    }
+
+    #[test]
+    fn views_reshape_in_place_when_standard() {
+        let a = ndarray::Array::from_shape_vec((2, 3, 2), (0..12).collect::<Vec<i32>>()).unwrap();
+        let r = reshape_view("f", a.view(), (2, 6)).unwrap();
+        assert!(r.is_view() && r.as_ptr() == a.as_ptr());
+        assert_eq!(r.row(1).to_vec(), (6..12).collect::<Vec<_>>());
+        // Transposed: copied in row-major order of the view.
+        let t = a.view().permuted_axes([2, 1, 0]);
+        let r = reshape_view("f", t, (2, 6)).unwrap();
+        assert!(r.is_owned());
+        assert_eq!(r.iter().copied().collect::<Vec<_>>(), t.iter().copied().collect::<Vec<_>>());
+        assert!(reshape_view("f", a.view(), (5, 2)).is_err());
     }
 
     #[test]

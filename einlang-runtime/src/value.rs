@@ -7,7 +7,7 @@
 //! copying what already is.
 
 use crate::Error;
-use ndarray::{Array, ArrayBase, ArrayView, Data, Dimension, IntoDimension};
+use ndarray::{Array, ArrayBase, ArrayView, CowArray, Data, Dimension, IntoDimension};
 
 /// A value that can be turned into its owned, standard-layout form.
 pub trait IntoOwned {
@@ -32,6 +32,14 @@ impl<T: Clone, D: Dimension> IntoOwned for ArrayView<'_, T, D> {
     #[inline]
     fn into_owned_value(self) -> Self::Owned {
         self.as_standard_layout().into_owned()
+    }
+}
+
+impl<T: Clone, D: Dimension> IntoOwned for CowArray<'_, T, D> {
+    type Owned = Array<T, D>;
+    #[inline]
+    fn into_owned_value(self) -> Self::Owned {
+        self.into_owned().into_owned_value()
     }
 }
 

@@ -535,9 +535,15 @@ impl<'a> FnCx<'a> {
                     lens.push(quote!((#d).max(0) as usize));
                 }
                 let (array, shape) = (types::array(*elem, Some(dims.len()), &nd), types::shape(&lens, &nd));
-                self.repr.insert(*var, Ownership::Owned);
-                // `reshape_owned` returns standard layout.
+                // Both return standard layout.
                 self.standard.insert(*var);
+                // A borrowed tensor (a parameter) is viewed, or copied
+                // when it is not in standard layout.
+                if matches!(self.repr.get(source), Some(Ownership::Borrowed)) {
+                    self.repr.insert(*var, Ownership::Borrowed);
+                    return Ok(quote!(let #id = #rt::shape::reshape_view(#name, #src.view(), #shape)?;));
+                }
+                self.repr.insert(*var, Ownership::Owned);
                 Ok(quote!(let #id: #array = #rt::shape::reshape_owned(#name, #src, #shape)?;))
             }
             Stmt::Expr(e) => {

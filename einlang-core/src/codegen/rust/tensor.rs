@@ -29,7 +29,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, types, Bug, FnCx, Ownership};
-use crate::ir::{Axis, ExprKind, Gemm, Repr, Rows, Stmt, TensorDef};
+use crate::ir::{Axis, ExprKind, Gemm, Repr, Rows, Stmt, TensorDef, VarId};
 
 impl FnCx<'_> {
     /// A GEMM-shaped definition: one call of the runtime's matrix product
@@ -193,6 +193,14 @@ impl FnCx<'_> {
         }
 
         let (lens, shape_var, shape_binding, shape) = self.shape_of(def, &name)?;
+        if let Some(source) = prelude.is_empty().then(|| self.copied_view(def)).flatten() {
+            // A block of a borrowed tensor as it is (a packed operand that
+            // is a parameter): a view when it is contiguous.
+            let src = self.ident(source)?;
+            self.repr.insert(def.var, Ownership::Borrowed);
+            self.standard.insert(def.var);
+            return Ok(quote!(let #name = #rt::shape::leading_block(#fname, #src.view(), &[#(#lens),*])?;));
+        }
 
         let slot = derived("slot_", &name, "");
         // A row tensor the value reads at its own position is computed in
@@ -341,6 +349,22 @@ impl FnCx<'_> {
             // chunk it is given before it returns `Ok`.
             let #name: #array = unsafe { #rt::par::fill_uninit(#fname, #shape, #cost, #fill) }?;
         })
+    }
+
+    /// The borrowed tensor (a parameter, or a view of one) that `def`
+    /// copies as it is: its value is a proven read of that tensor at its
+    /// axes in order, from 0, of the same element type and rank.
+    fn copied_view(&self, def: &TensorDef) -> Option<VarId> {
+        let ExprKind::Read { tensor, indices, checked: false } = &def.body.kind else { return None };
+        let plain = indices.len() == def.axes.len()
+            && indices
+                .iter()
+                .zip(&def.axes)
+                .all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == a.index) && a.start.as_constant() == Some(0));
+        let borrowed =
+            matches!(self.repr.get(tensor), Some(Ownership::Borrowed)) && !self.rec_access.contains_key(tensor);
+        let same = self.info(*tensor).ok().is_some_and(|i| i.ty == Repr::Tensor(def.elem, def.axes.len()));
+        (plain && borrowed && same && def.domain_guards == 0).then_some(*tensor)
     }
 
     /// A definition whose value is a sum (`sum[c, r, s](..)`, optionally plus
