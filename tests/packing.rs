@@ -124,6 +124,13 @@ einlang! {
         d
     }
 
+    /// The same over the first two of three channels: each image's
+    /// channels are copied (not the image's sub-tensor as it is).
+    pub fn transposed_two_of_three(xp: [f64; N, 3, A, B], k: [f64; 2, C, 3, 2]) -> [f64; N, C, A - 2, B - 1] {
+        let d[n, c, p in 0..A - 2, q in 0..B - 1] = sum[o in 0..2, r, s](k[o, c, r, s] * xp[n, o, p - r + 2, q - s + 1]);
+        d
+    }
+
     /// A transposed convolution whose read is not proven in bounds (the
     /// output's extents are arguments): checked, an error when it is out.
     pub fn transposed_unproven(xp: [f64; N, O, A, B], k: [f64; O, C, 3, 3], h: i64, w: i64) -> [f64; N, C, ?, ?] {
@@ -464,6 +471,16 @@ fn transposed_convolutions_written_out() {
         let xp = fill(Ix4(n, o, a, b), 46);
         let k2 = fill(Ix4(o, c, 3, 2), 47);
         assert_close(&transposed_param(&xp, &k2).unwrap(), &scatter(&xp, &k2, (a - 2, b - 1), (-2, -1)));
+        // The parameter in another memory order: its image sub-tensors are
+        // copied in row-major order instead of viewed.
+        let xp_t = xp.view().permuted_axes([3, 2, 1, 0]).as_standard_layout().into_owned();
+        let xp_t = xp_t.view().permuted_axes([3, 2, 1, 0]);
+        assert!(!xp_t.is_standard_layout());
+        assert_close(&transposed_param(xp_t, &k2).unwrap(), &scatter(&xp, &k2, (a - 2, b - 1), (-2, -1)));
+        let x3 = fill(Ix4(n, 3, a, b), 49);
+        let k3 = fill(Ix4(2, c, 3, 2), 50);
+        let first_two = x3.slice(einlang::ndarray::s![.., 0..2, .., ..]).to_owned();
+        assert_close(&transposed_two_of_three(&x3, &k3).unwrap(), &scatter(&first_two, &k3, (a - 2, b - 1), (-2, -1)));
     }
 }
 

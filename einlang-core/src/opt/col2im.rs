@@ -132,6 +132,9 @@ struct Match {
     shifted_axes: Vec<usize>,
     /// `src` as a padded copy of another tensor.
     pad: Option<Padded>,
+    /// Whether an image's slab of the tensor the product reads is that
+    /// tensor's sub-tensor at the image, as it is (no copy).
+    slab_view: bool,
 }
 
 /// A tensor defined as another one padded with zeros along some axes:
@@ -313,6 +316,22 @@ fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
     }
     let src_ext = extents_of(f, earlier, src, src_idx.len())?;
     let pad = padded(f, earlier, src).filter(|p| p.shifted == shifted_axes);
+    // The image's slab of the tensor the product reads is that tensor's
+    // sub-tensor at the image when it is indexed `[image, contracted..,
+    // shifted..]` in that order (the contracted variables in the kernel's
+    // order) and the contracted loops cover its axes.
+    let slab_ext = pad.as_ref().map_or(&src_ext, |p| &p.ext);
+    let resolve = |d: &Dim| super::resolve_extents(f, &super::resolve_extents_in(earlier, d));
+    let in_order = src_idx
+        .iter()
+        .skip(1)
+        .zip(contracted.iter().map(|l| l.index))
+        .all(|(i, v)| matches!(i.kind, ExprKind::Var(x) if x == v))
+        && shifted_axes.iter().copied().eq(1 + contracted.len()..src_idx.len());
+    let whole =
+        contracted.iter().zip(slab_ext.iter().skip(1)).all(|(l, e)| resolve(&l.end).prove_eq(&resolve(e)).is_true());
+    let slab_view =
+        matches!(src_idx.first().map(|i| &i.kind), Some(ExprKind::Var(v)) if *v == image) && in_order && whole;
     Some(Match {
         elem,
         src,
@@ -325,6 +344,7 @@ fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
         outs,
         shifted_axes,
         pad,
+        slab_view,
     })
 }
 
@@ -441,7 +461,17 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
         src_vars.iter().map(|(v, e)| Axis { index: *v, start: Dim::zero(), extent: e.clone() }).collect();
     let src_body = read(slab_of, src_idx, false);
     let slab = f.add_var(&format!("{base}_src"), Repr::Tensor(elem, src_axes.len()));
-    let slab_def = TensorDef::new(slab, elem, src_axes, src_body);
+    // The slab as it is, a view (`slab_view`), or a copy.
+    let image = def.axes[0].index;
+    let slab_stmt = if m.slab_view {
+        let value = Expr {
+            kind: ExprKind::View { tensor: slab_of, indices: vec![var(image)] },
+            ty: Repr::Tensor(elem, src_axes.len()),
+        };
+        Stmt::Let { var: slab, value }
+    } else {
+        Stmt::Tensor(TensorDef::new(slab, elem, src_axes, src_body))
+    };
     let cols_ext = product(q_ext.iter().cloned());
     let slab_m = f.add_var(&format!("{base}_src_m"), Repr::Tensor(elem, 2));
     let g_m = f.add_var(&format!("{base}_g_m"), Repr::Tensor(elem, 2));
@@ -464,7 +494,7 @@ fn rewrite(f: &mut Function, mut def: TensorDef, m: Match) -> (Vec<Stmt>, Rows) 
         .collect();
     let g = f.add_var(&format!("{base}_g"), Repr::Tensor(elem, g_dims.len()));
     let prelude = vec![
-        Stmt::Tensor(slab_def),
+        slab_stmt,
         Stmt::Reshape { var: slab_m, source: slab, elem, dims: vec![k_ext, cols_ext] },
         Stmt::Gemm(gemm),
         Stmt::Reshape { var: g, source: g_m, elem, dims: g_dims },

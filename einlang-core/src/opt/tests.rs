@@ -881,9 +881,11 @@ fn a_transposed_convolution_multiplies_then_shifts() {
     ));
     let (g, narrow) = text.split_at(text.find("pub fn narrow").expect("two functions"));
     // The padded output gradient is not built: the product reads `d_y`
-    // itself (its `P x Q` columns, not the padded ones) and the shifted
-    // sum skips the offsets that fall outside it.
-    assert!(g.contains("tensor d_x_src[o_5 in 0..O, q in 0..p2_len, q_2 in 0..p3_len]: f32 (cost 5) = read d_y[p0_2, o_5, q, q_2] unchecked"), "{g}");
+    // itself (its `P x Q` columns, not the padded ones; the image's
+    // sub-tensor as it is, no copy) and the shifted sum skips the offsets
+    // that fall outside it.
+    assert!(g.contains("let d_x_src: tensor<f32, 3> = view d_y[p0_2]"), "{g}");
+    assert!(g.contains("reshape d_x_src_m = d_x_src as [O, p2_len * p3_len]"), "{g}");
     assert!(g.contains("gemm d_x_g_m = d_x_kern_m[1, 0] x d_x_src_m[0, 1] (m 9 * C, n p2_len * p3_len, k O)"), "{g}");
     assert!(g.contains("= sum[r_2 in 0..3, s_2 in 0..3] read d_x_g[p1_2, r_2, s_2, p2_2 - r_2, p3_2 - s_2] unchecked where 0i64 <= (p2_2 - r_2), (p2_2 - r_2) < p2_len, 0i64 <= (p3_2 - s_2), (p3_2 - s_2) < p3_len"), "{g}");
     assert!(!g.contains("d_x_cols") && !g.contains("d_y_pad"), "{g}");
