@@ -17,6 +17,15 @@
 //!   (`hoist::pure_float`), so computing it at a later time, or not at all
 //!   where `d`'s guards skip the read, changes nothing.
 //!
+//! A row definition (`Stmt::Rows`: a convolution's output, computed per
+//! image after its product) read that way by a later definition `d` of the
+//! function's body takes `d` in instead (`run_rows`, a pass of its own): the rows compute `d`'s value with the row
+//! definition's own value in place of the read (`y = prod + b` then `d_y =
+//! 2 * y` is one pass, `d_y = 2 * (prod + b)`, and `y` is never stored).
+//! The same conditions hold, and `d`'s value cannot fail either and reads
+//! nothing the statements between the two define: it is computed earlier
+//! than it was.
+//!
 //! A copy (`p`'s value one proven read of another tensor, a gradient's
 //! reversed `d_h[p0, j] = r_h[T - 1 - p0, j]`) read once by a proven read
 //! anywhere in `d`, under a reduction too, is replaced there by the read of
@@ -28,7 +37,7 @@ use super::gemm::{recost, rename};
 use super::hoist::pure_float;
 use crate::ir::validate::{visit_stmt_var_uses, visit_var_uses};
 use crate::ir::visit;
-use crate::ir::{Expr, ExprKind, Function, Stmt, TensorDef, VarId};
+use crate::ir::{Expr, ExprKind, Function, Rows, Stmt, TensorDef, VarId};
 
 /// Inlines every qualifying definition of `f` (nested blocks included).
 pub fn run(f: &mut Function) {
@@ -83,6 +92,92 @@ fn rewrite_stmts(counts: &HashMap<VarId, usize>, stmts: &mut Vec<Stmt>) {
         // The definition moved up by the statements taken out before it.
         i = i - taken.len() + 1;
     }
+}
+
+/// Moves every qualifying definition of `f`'s body into the rows of the
+/// row definition it reads (see the module docs). Host code, after
+/// `simplify` (a derivative's reads of its seed are literals by then).
+pub fn run_rows(f: &mut Function) {
+    let mut counts: HashMap<VarId, usize> = HashMap::new();
+    for s in &f.body {
+        visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
+    }
+    visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    let mut i = 0;
+    while i < f.body.len() {
+        if into_rows(&counts, &mut f.body, i).is_some() {
+            // `d` now is the row definition before it.
+            f.body.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Moves the definition at `i` into the rows of an earlier row definition
+/// it reads once at its own point (see the module docs); the position of
+/// those rows when it did.
+fn into_rows(counts: &HashMap<VarId, usize>, stmts: &mut [Stmt], i: usize) -> Option<usize> {
+    let (earlier, rest) = stmts.split_at_mut(i);
+    let Stmt::Tensor(d) = &rest[0] else { return None };
+    // Every mention of the rows' tensor is in `d` (a derivative may read
+    // it twice, `y * d_l + d_l * y`, before `simplify` and `cse`).
+    let in_d = |v: VarId| {
+        let mut n = 0;
+        visit_var_uses(&d.body, &mut |x| n += usize::from(x == v));
+        n
+    };
+    let (j, p) = earlier.iter().enumerate().rev().find_map(|(j, s)| match s {
+        Stmt::Rows(r) if counts.get(&r.def.var).is_some_and(|&n| n >= 1 && n == in_d(r.def.var)) => Some((j, r)),
+        _ => None,
+    })?;
+    let pure = |t: &TensorDef| {
+        let axes = t.axes.iter().map(|a| a.index).collect();
+        pure_float(&t.body, &axes, &Default::default(), &mut Default::default())
+    };
+    // The same ranges, also where two extents of the same value have names
+    // of their own (a gradient's `p2_len` and the primal's `oy_len`).
+    let same = |a: &crate::base::dim::Dim, b: &crate::base::dim::Dim| {
+        a == b || super::resolve_extents_in(earlier, a).prove_eq(&super::resolve_extents_in(earlier, b)).is_true()
+    };
+    let ranges = p.def.axes.len() == d.axes.len()
+        && p.def.axes.iter().zip(&d.axes).all(|(a, b)| same(&a.start, &b.start) && same(&a.extent, &b.extent));
+    if !ranges || !p.def.elem.is_float() || !d.elem.is_float() || d.domain_guards > 0 || !pure(&p.def) || !pure(d) {
+        return None;
+    }
+    // Nothing `d` reads is defined between the rows and `d`.
+    let mut between = std::collections::HashSet::new();
+    for s in &earlier[j + 1..] {
+        visit::for_each_stmt_binder(s, &mut |v| {
+            between.insert(v);
+        });
+    }
+    let mut reads_between = false;
+    visit_var_uses(&d.body, &mut |v| reads_between |= between.contains(&v));
+    if reads_between {
+        return None;
+    }
+    // `d`'s value over the rows' axis variables, the row definition's value
+    // in place of its read.
+    let axes: Vec<VarId> = p.def.axes.iter().map(|a| a.index).collect();
+    let map: HashMap<VarId, VarId> = d.axes.iter().map(|a| a.index).zip(axes.iter().copied()).collect();
+    let mut body = d.body.clone();
+    rename(&mut body, &map);
+    // Each read, at the point and outside any reduction, becomes the value
+    // (`cse` computes a costly one once).
+    let mut replaced = 0;
+    while substitute(&mut body, p.def.var, &axes, &mut Some(p.def.body.clone())) {
+        replaced += 1;
+    }
+    if replaced != in_d(p.def.var) {
+        return None;
+    }
+    // The rows' work (their product's included) and `d`'s per point.
+    let cost_per_point = p.def.cost_per_point.saturating_add(d.cost_per_point);
+    let def = TensorDef { var: d.var, elem: d.elem, axes: p.def.axes.clone(), body, cost_per_point, ..d.clone() };
+    let prelude = p.prelude.clone();
+    earlier[j] = Stmt::Rows(Rows { def, prelude });
+    Some(j)
 }
 
 fn rewrite_expr(counts: &HashMap<VarId, usize>, e: &mut Expr) {

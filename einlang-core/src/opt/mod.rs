@@ -10,7 +10,8 @@
 //! (`pack`), which definitions duplicate an earlier one (`dedup`), which
 //! reductions are computed once per point of the axes they depend on or
 //! shared with an earlier statement (`hoist`), which definitions read once
-//! are computed where they are read (`inline`), and which definitions are
+//! are computed where they are read, or take the definition reading them
+//! into their rows (`inline`, `inline::run_rows`), and which definitions are
 //! computed row by row inside the definition they feed (`rows`, with a
 //! variant for device code), which guards of a sum are tested once
 //! rather than per term (`guards`), which index arithmetic and products
@@ -73,6 +74,8 @@ const PASSES: &[Pass] = &[
     ("simplify", simplify::run, Targets::All),
     // Again: reads `simplify` replaced by literals (a gradient's seed).
     ("dead", dead::run, Targets::All),
+    // After them: a derivative's value reads its row definition alone.
+    ("inline rows", inline::run_rows, Targets::Host),
     // Last: blocks of shared values hide nothing from a pattern above.
     ("cse", cse::run, Targets::Host),
 ];

@@ -915,3 +915,27 @@ fn values_nothing_reads_are_not_computed() {
     assert!(g.contains("tensor d_w") && g.contains("read y["), "{g}");
     assert!(kept.contains("let unused") && !kept.contains("let gone"), "{kept}");
 }
+
+/// A row definition (a convolution's output) read only by a later
+/// definition at its own point is not stored: the rows compute that
+/// definition (`inline::run_rows`); read by two definitions, it stays.
+#[test]
+fn a_row_definition_read_once_takes_its_reader_in() {
+    let text = ir::pretty::pretty_program(&optimized(
+        "pub fn once(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+            let z[n, o, i, j] = y[n, o, i, j] * y[n, o, i, j] + 1.0;
+            z
+        }
+        pub fn twice(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> ([f32; N, O, H - 2, W - 2], [f32; N, O, H - 2, W - 2]) {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+            let z[n, o, i, j] = y[n, o, i, j] * 2.0;
+            let w[n, o, i, j] = y[n, o, i, j] + 2.0;
+            (z, w)
+        }",
+    ));
+    let (once, twice) = text.split_at(text.find("pub fn twice").expect("two functions"));
+    assert!(once.contains("rows of z, once per n:") && !once.contains("rows of y"), "{once}");
+    assert!(!once.contains("read y["), "{once}");
+    assert!(twice.contains("rows of y, once per n:") && twice.contains("read y["), "{twice}");
+}
