@@ -68,18 +68,13 @@ use super::pack::{gemm_of, product};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::validate::{visit_stmt_var_uses, visit_var_uses};
 use crate::ir::{visit, Axis, Expr, ExprKind, Function, Literal, Loop, Repr, Rows, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Rewrites every qualifying definition of `f`, wherever it is, then drops
 /// the padded copies nothing reads any more.
 pub fn run(f: &mut Function) {
     super::over_function(f, stmts, |f, e| super::in_blocks(f, e, stmts));
-    let mut counts: HashMap<VarId, usize> = HashMap::new();
-    for s in &f.body {
-        visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
-    }
-    visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    let counts = super::use_counts(f);
     let mut i = 0;
     while i < f.body.len() {
         let unread_padding = match &f.body[i] {

@@ -14,20 +14,15 @@
 //! Removing one may leave the values it read unread in turn: the pass
 //! repeats until nothing changes. Only the function's own statement list.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use super::hoist::pure_float;
-use crate::ir::validate::{visit_stmt_var_uses, visit_var_uses};
 use crate::ir::{Function, Stmt, VarId};
 
 /// Drops the unread, pure `let`s and definitions of `f`'s body.
 pub fn run(f: &mut Function) {
     loop {
-        let mut uses: HashMap<VarId, usize> = HashMap::new();
-        for s in &f.body {
-            visit_stmt_var_uses(s, &mut |v| *uses.entry(v).or_default() += 1);
-        }
-        visit_var_uses(&f.result, &mut |v| *uses.entry(v).or_default() += 1);
+        let uses = super::use_counts(f);
         let unread = |v: &VarId| !uses.contains_key(v);
         let pure = |e: &crate::ir::Expr| pure_float(e, &HashSet::new(), &HashSet::new(), &mut HashSet::new());
         let before = f.body.len();

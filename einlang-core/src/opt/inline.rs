@@ -35,17 +35,13 @@ use std::collections::HashMap;
 
 use super::gemm::{recost, rename};
 use super::hoist::pure_float;
-use crate::ir::validate::{visit_stmt_var_uses, visit_var_uses};
+use crate::ir::validate::visit_var_uses;
 use crate::ir::visit;
 use crate::ir::{Expr, ExprKind, Function, Rows, Stmt, TensorDef, VarId};
 
 /// Inlines every qualifying definition of `f` (nested blocks included).
 pub fn run(f: &mut Function) {
-    let mut counts: HashMap<VarId, usize> = HashMap::new();
-    for s in &f.body {
-        visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
-    }
-    visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    let counts = super::use_counts(f);
     let mut body = std::mem::take(&mut f.body);
     rewrite_stmts(&counts, &mut body);
     f.body = body;
@@ -98,11 +94,7 @@ fn rewrite_stmts(counts: &HashMap<VarId, usize>, stmts: &mut Vec<Stmt>) {
 /// row definition it reads (see the module docs). Host code, after
 /// `simplify` (a derivative's reads of its seed are literals by then).
 pub fn run_rows(f: &mut Function) {
-    let mut counts: HashMap<VarId, usize> = HashMap::new();
-    for s in &f.body {
-        visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
-    }
-    visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    let counts = super::use_counts(f);
     let mut i = 0;
     while i < f.body.len() {
         if into_rows(&counts, &mut f.body, i).is_some() {

@@ -152,6 +152,17 @@ fn in_blocks(f: &mut ir::Function, e: &mut ir::Expr, stmts: fn(&mut ir::Function
     }
 }
 
+/// How many times each variable is mentioned in `f`'s body and result
+/// (a variable that is not a key is read by nothing).
+fn use_counts(f: &ir::Function) -> std::collections::HashMap<ir::VarId, usize> {
+    let mut counts = std::collections::HashMap::new();
+    for s in &f.body {
+        ir::validate::visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
+    }
+    ir::validate::visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    counts
+}
+
 /// `d` with the extents that `f`'s statements define (at the top level, or
 /// before a sweep's adjoint) replaced by their values, so that two
 /// extents of the same value compare equal.
