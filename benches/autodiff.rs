@@ -543,28 +543,24 @@ fn interleaved(case: &Case, first: &[Option<Duration>; 4]) -> [Option<Duration>;
     let mut out = *first;
     // (einlang's loss and gradient, the baseline's)
     for pair in [[0, 1], [2, 3]] {
-        let timed: Vec<usize> =
-            pair.into_iter().filter(|&i| runs[i].is_some() && first[i].is_some_and(|d| d <= SLOW)).collect();
-        let round: f64 = timed.iter().filter_map(|&i| first[i]).map(|d| d.as_secs_f64()).sum();
-        for &i in &timed {
-            if let Some(f) = runs[i] {
-                for _ in 0..warm_ups(first[i].unwrap_or_default()) {
-                    black_box(f());
-                }
+        // (role, call, its first duration)
+        let timed: Vec<(usize, &Run, Duration)> =
+            pair.into_iter().filter_map(|i| Some((i, runs[i]?, first[i]?))).filter(|(_, _, d)| *d <= SLOW).collect();
+        for (_, f, d) in &timed {
+            for _ in 0..warm_ups(*d) {
+                black_box(f());
             }
         }
-        let rounds = runs_for(round);
-        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); 4];
+        let rounds = runs_for(timed.iter().map(|(_, _, d)| d.as_secs_f64()).sum());
+        let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); timed.len()];
         for _ in 0..rounds {
-            for &i in &timed {
-                if let Some(f) = runs[i] {
-                    times[i].push(time_once(f).0);
-                }
+            for ((_, f, _), t) in timed.iter().zip(&mut times) {
+                t.push(time_once(f).0);
             }
         }
-        for &i in &timed {
-            times[i].sort();
-            out[i] = times[i].get(rounds / 2).copied();
+        for ((i, _, _), mut t) in timed.iter().zip(times) {
+            t.sort();
+            out[*i] = Some(t[rounds / 2]);
         }
     }
     out

@@ -138,6 +138,26 @@ fn relaid<T: Clone, D: Dimension>(function: &str, x: ArrayView<'_, T, D>, dims: 
     from_elems(function, IxDyn(dims), x.iter().cloned().collect())
 }
 
+/// `shape` when it holds `len` elements, else an error naming both.
+fn reshaped<Sh: ndarray::IntoDimension>(function: &str, len: usize, shape: Sh) -> Result<Sh::Dim, Error> {
+    let shape = shape.into_dimension();
+    if shape.size_checked() != Some(len) {
+        return Err(extent_error(function, format!("cannot reshape {len} elements into {:?}", shape.slice())));
+    }
+    Ok(shape)
+}
+
+/// A copy of `a`'s elements in row-major order as an array of `shape`
+/// (which holds as many).
+fn row_major<T: Clone, D: Dimension, E: Dimension>(
+    function: &str,
+    a: ArrayView<'_, T, D>,
+    shape: E,
+) -> Result<Array<T, E>, Error> {
+    Array::from_shape_vec(shape, a.iter().cloned().collect())
+        .map_err(|e| extent_error(function, format!("cannot reshape: {e}")))
+}
+
 /// `a`'s elements in row-major order as an array of `shape`, reusing its
 /// storage when it is in standard layout (a packed operand of a GEMM: see
 /// `einlang_core::opt::pack`). A different number of elements is an error.
@@ -146,15 +166,11 @@ pub fn reshape_owned<T: Clone, D: Dimension, Sh: ndarray::IntoDimension>(
     a: Array<T, D>,
     shape: Sh,
 ) -> Result<Array<T, Sh::Dim>, Error> {
-    let shape = shape.into_dimension();
-    if shape.size_checked() != Some(a.len()) {
-        return Err(extent_error(function, format!("cannot reshape {} elements into {:?}", a.len(), shape.slice())));
-    }
+    let shape = reshaped(function, a.len(), shape)?;
     if a.is_standard_layout() {
         return a.into_shape_with_order(shape).map_err(|e| extent_error(function, format!("cannot reshape: {e}")));
     }
-    Array::from_shape_vec(shape, a.iter().cloned().collect())
-        .map_err(|e| extent_error(function, format!("cannot reshape: {e}")))
+    row_major(function, a.view(), shape)
 }
 
 /// [`reshape_owned`] of a tensor the caller keeps: a view of the same
@@ -164,19 +180,14 @@ pub fn reshape_view<'a, T: Clone, D: Dimension, Sh: ndarray::IntoDimension>(
     a: ArrayView<'a, T, D>,
     shape: Sh,
 ) -> Result<CowArray<'a, T, Sh::Dim>, Error> {
-    let shape = shape.into_dimension();
-    if shape.size_checked() != Some(a.len()) {
-        return Err(extent_error(function, format!("cannot reshape {} elements into {:?}", a.len(), shape.slice())));
-    }
+    let shape = reshaped(function, a.len(), shape)?;
     if a.is_standard_layout() {
         return a
             .into_shape_with_order(shape)
             .map(CowArray::from)
             .map_err(|e| extent_error(function, format!("cannot reshape: {e}")));
     }
-    Array::from_shape_vec(shape, a.iter().cloned().collect())
-        .map(CowArray::from)
-        .map_err(|e| extent_error(function, format!("cannot reshape: {e}")))
+    row_major(function, a, shape).map(CowArray::from)
 }
 
 /// The block of `a` from index 0 to `lens` along each axis, as a tensor in
@@ -202,9 +213,8 @@ pub fn leading_block<'a, T: Clone, D: Dimension>(
     if block.is_standard_layout() {
         return Ok(CowArray::from(block));
     }
-    Array::from_shape_vec(block.raw_dim(), block.iter().cloned().collect())
-        .map(CowArray::from)
-        .map_err(|e| extent_error(function, format!("cannot copy a block: {e}")))
+    let shape = block.raw_dim();
+    row_major(function, block, shape).map(CowArray::from)
 }
 
 /// `reshape(x, shape)`: the elements of `x` in row-major order, in a tensor

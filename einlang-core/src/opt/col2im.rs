@@ -164,10 +164,7 @@ fn padded(f: &Function, earlier: &[Stmt], src: VarId) -> Option<Padded> {
     let ext = extents_of(f, &earlier[..at], inner, idx.len())?;
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
     let free_of_axes = |d: &Dim| d.vars().iter().all(|v| !axes.contains(&VarId(v.0)));
-    // The statements are out of `f` while the pass runs: extents resolve
-    // from those before the copy.
-    let resolve = |d: &Dim| super::resolve_extents(f, &super::resolve_extents_in(earlier, d));
-    let same = |a: &Dim, b: &Dim| resolve(a).prove_eq(&resolve(b)).is_true();
+    let same = |a: &Dim, b: &Dim| super::same_extent(earlier, a, b);
     // Per axis: the offset `-d` of a shifted index, None for a plain one.
     let mut offsets = Vec::new();
     for (n, i) in idx.iter().enumerate() {
@@ -316,15 +313,13 @@ fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
     // shifted..]` in that order (the contracted variables in the kernel's
     // order) and the contracted loops cover its axes.
     let slab_ext = pad.as_ref().map_or(&src_ext, |p| &p.ext);
-    let resolve = |d: &Dim| super::resolve_extents(f, &super::resolve_extents_in(earlier, d));
     let in_order = src_idx
         .iter()
         .skip(1)
         .zip(contracted.iter().map(|l| l.index))
         .all(|(i, v)| matches!(i.kind, ExprKind::Var(x) if x == v))
         && shifted_axes.iter().copied().eq(1 + contracted.len()..src_idx.len());
-    let whole =
-        contracted.iter().zip(slab_ext.iter().skip(1)).all(|(l, e)| resolve(&l.end).prove_eq(&resolve(e)).is_true());
+    let whole = contracted.iter().zip(slab_ext.iter().skip(1)).all(|(l, e)| super::same_extent(earlier, &l.end, e));
     let slab_view =
         matches!(src_idx.first().map(|i| &i.kind), Some(ExprKind::Var(v)) if *v == image) && in_order && whole;
     Some(Match {

@@ -26,7 +26,6 @@ pub fn run(f: &mut Function) {
         let unread = |v: &VarId| !uses.contains_key(v);
         let pure = |e: &crate::ir::Expr| pure_float(e, &HashSet::new(), &HashSet::new(), &mut HashSet::new());
         let before = f.body.len();
-
         f.body.retain(|s| match s {
             Stmt::Let { var, value } => !(unread(var) && pure(value)),
             Stmt::Tensor(d) => !(unread(&d.var) && d.domain_guards == 0 && pure(&d.body)),

@@ -18,13 +18,15 @@
 //!   where `d`'s guards skip the read, changes nothing.
 //!
 //! A row definition (`Stmt::Rows`: a convolution's output, computed per
-//! image after its product) read that way by a later definition `d` of the
-//! function's body takes `d` in instead (`run_rows`, a pass of its own): the rows compute `d`'s value with the row
-//! definition's own value in place of the read (`y = prod + b` then `d_y =
-//! 2 * y` is one pass, `d_y = 2 * (prod + b)`, and `y` is never stored).
-//! The same conditions hold, and `d`'s value cannot fail either and reads
-//! nothing the statements between the two define: it is computed earlier
-//! than it was.
+//! image after its product) that only a later definition `d` of the
+//! function's body reads, at `d`'s point and outside reductions (once or
+//! more: a derivative may read it twice before `cse`), takes `d` in
+//! instead (`run_rows`, a pass of its own): the rows compute `d`'s value
+//! with the row definition's own value in place of each read (`y = prod +
+//! b` then `d_y = 2 * y` is one pass, `d_y = 2 * (prod + b)`, and `y` is
+//! never stored). Both have the same ranges and float values that cannot
+//! fail, and `d` reads nothing the statements between the two define: it
+//! is computed earlier than it was.
 //!
 //! A copy (`p`'s value one proven read of another tensor, a gradient's
 //! reversed `d_h[p0, j] = r_h[T - 1 - p0, j]`) read once by a proven read
@@ -97,7 +99,7 @@ pub fn run_rows(f: &mut Function) {
     let counts = super::use_counts(f);
     let mut i = 0;
     while i < f.body.len() {
-        if into_rows(&counts, &mut f.body, i).is_some() {
+        if into_rows(&counts, &mut f.body, i) {
             // `d` now is the row definition before it.
             f.body.remove(i);
         } else {
@@ -107,11 +109,11 @@ pub fn run_rows(f: &mut Function) {
 }
 
 /// Moves the definition at `i` into the rows of an earlier row definition
-/// it reads once at its own point (see the module docs); the position of
-/// those rows when it did.
-fn into_rows(counts: &HashMap<VarId, usize>, stmts: &mut [Stmt], i: usize) -> Option<usize> {
+/// that only it reads, at its own point (see the module docs); whether it
+/// did (the rows then hold it, and the caller removes it).
+fn into_rows(counts: &HashMap<VarId, usize>, stmts: &mut [Stmt], i: usize) -> bool {
     let (earlier, rest) = stmts.split_at_mut(i);
-    let Stmt::Tensor(d) = &rest[0] else { return None };
+    let Stmt::Tensor(d) = &rest[0] else { return false };
     // Every mention of the rows' tensor is in `d` (a derivative may read
     // it twice, `y * d_l + d_l * y`, before `simplify` and `cse`).
     let in_d = |v: VarId| {
@@ -119,23 +121,23 @@ fn into_rows(counts: &HashMap<VarId, usize>, stmts: &mut [Stmt], i: usize) -> Op
         visit_var_uses(&d.body, &mut |x| n += usize::from(x == v));
         n
     };
-    let (j, p) = earlier.iter().enumerate().rev().find_map(|(j, s)| match s {
+    let Some((j, p)) = earlier.iter().enumerate().rev().find_map(|(j, s)| match s {
         Stmt::Rows(r) if counts.get(&r.def.var).is_some_and(|&n| n >= 1 && n == in_d(r.def.var)) => Some((j, r)),
         _ => None,
-    })?;
+    }) else {
+        return false;
+    };
     let pure = |t: &TensorDef| {
         let axes = t.axes.iter().map(|a| a.index).collect();
         pure_float(&t.body, &axes, &Default::default(), &mut Default::default())
     };
     // The same ranges, also where two extents of the same value have names
     // of their own (a gradient's `p2_len` and the primal's `oy_len`).
-    let same = |a: &crate::base::dim::Dim, b: &crate::base::dim::Dim| {
-        a == b || super::resolve_extents_in(earlier, a).prove_eq(&super::resolve_extents_in(earlier, b)).is_true()
-    };
+    let same = |a, b| super::same_extent(earlier, a, b);
     let ranges = p.def.axes.len() == d.axes.len()
         && p.def.axes.iter().zip(&d.axes).all(|(a, b)| same(&a.start, &b.start) && same(&a.extent, &b.extent));
     if !ranges || !p.def.elem.is_float() || !d.elem.is_float() || d.domain_guards > 0 || !pure(&p.def) || !pure(d) {
-        return None;
+        return false;
     }
     // Nothing `d` reads is defined between the rows and `d`.
     let mut between = std::collections::HashSet::new();
@@ -147,7 +149,7 @@ fn into_rows(counts: &HashMap<VarId, usize>, stmts: &mut [Stmt], i: usize) -> Op
     let mut reads_between = false;
     visit_var_uses(&d.body, &mut |v| reads_between |= between.contains(&v));
     if reads_between {
-        return None;
+        return false;
     }
     // `d`'s value over the rows' axis variables, the row definition's value
     // in place of its read.
@@ -162,14 +164,14 @@ fn into_rows(counts: &HashMap<VarId, usize>, stmts: &mut [Stmt], i: usize) -> Op
         replaced += 1;
     }
     if replaced != in_d(p.def.var) {
-        return None;
+        return false;
     }
     // The rows' work (their product's included) and `d`'s per point.
     let cost_per_point = p.def.cost_per_point.saturating_add(d.cost_per_point);
     let def = TensorDef { var: d.var, elem: d.elem, axes: p.def.axes.clone(), body, cost_per_point, ..d.clone() };
     let prelude = p.prelude.clone();
     earlier[j] = Stmt::Rows(Rows { def, prelude });
-    Some(j)
+    true
 }
 
 fn rewrite_expr(counts: &HashMap<VarId, usize>, e: &mut Expr) {

@@ -198,6 +198,14 @@ fn resolve_extents_in(list: &[ir::Stmt], d: &Dim) -> Dim {
     d
 }
 
+/// Whether extents `a` and `b` provably have the same value once the
+/// extents `list` defines are replaced by theirs (a gradient's `p2_len`
+/// and the primal's `oy_len` are both `H - KH + 1`): for a pass that holds
+/// the function's statements while it runs.
+fn same_extent(list: &[ir::Stmt], a: &Dim, b: &Dim) -> bool {
+    resolve_extents_in(list, a).prove_eq(&resolve_extents_in(list, b)).is_true()
+}
+
 /// The extent of axis `axis` of parameter `param` as its entry checks
 /// name it (a dimension bound from it, or the one it is checked against).
 fn entry_extent(f: &ir::Function, param: ir::VarId, axis: usize) -> Option<Dim> {

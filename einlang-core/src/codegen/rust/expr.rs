@@ -998,8 +998,7 @@ impl FnCx<'_> {
                 (quote!(let mut #acc: #t = #start;), step, quote!(#acc))
             }
             RedOp::Max | RedOp::Min => {
-                let (start, cmp) =
-                    if op == RedOp::Max { (types::lowest(k), quote!(>)) } else { (types::highest(k), quote!(<)) };
+                let (start, cmp) = types::extremum(op == RedOp::Max, k);
                 let v = value.tokens;
                 // NaN compares false, so NaN terms are skipped.
                 (
@@ -1128,8 +1127,7 @@ impl FnCx<'_> {
                 )
             }
             _ => {
-                let (start, cmp) =
-                    if op == RedOp::Max { (types::lowest(k), quote!(>)) } else { (types::highest(k), quote!(<)) };
+                let (start, cmp) = types::extremum(op == RedOp::Max, k);
                 let rest: Vec<TokenStream> = (1..LANES).map(lane).collect();
                 let first = lane(0);
                 (

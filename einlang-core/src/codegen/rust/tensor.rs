@@ -415,8 +415,7 @@ impl FnCx<'_> {
         }
         let k = def.elem;
         let (start, step) = match op {
-            RedOp::Max => (types::lowest(k), quote!(>)),
-            RedOp::Min => (types::highest(k), quote!(<)),
+            RedOp::Max | RedOp::Min => types::extremum(*op == RedOp::Max, k),
             _ => (types::zero(k), quote!()),
         };
         self.no_move += 1;

@@ -157,6 +157,17 @@ fn constant(k: ScalarKind, v: u8) -> TokenStream {
     }
 }
 
+/// The start of a `max` (`lowest`) or `min` (`highest`) reduction over
+/// `k` and the comparison by which a term replaces it (`>`, `<`; NaN
+/// compares false, so NaN terms are skipped).
+pub fn extremum(max: bool, k: ScalarKind) -> (TokenStream, TokenStream) {
+    if max {
+        (lowest(k), quote!(>))
+    } else {
+        (highest(k), quote!(<))
+    }
+}
+
 /// The identity of `max` (the least value of the type, `-inf` for floats).
 pub fn lowest(k: ScalarKind) -> TokenStream {
     let t = scalar(k);
