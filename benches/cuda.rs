@@ -6,7 +6,8 @@
 //! - elementwise `2x + 1`, the library's softmax, softmax written out and
 //!   a layer norm written out, rows of 4096 x 4096: against a
 //!   device-to-device copy of the input, the device's copy bandwidth (goal:
-//!   at least 0.8x of its bytes per second).
+//!   at least 0.8x of its bytes per second); then softmax and the layer
+//!   norm over the same number of elements in rows of 256 to 65536.
 //!
 //! Each result is checked against the CPU version first; every timing is
 //! the median of several synchronized runs. Without a GPU it says so and
@@ -182,6 +183,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             t * 1e3,
             bytes / t / 1e9,
             copy / t
+        );
+    }
+    // The same 16 Mi elements in other row lengths: a warp per row up to
+    // 1024, a block per row beyond.
+    for (r, c) in [(65536, 256), (16384, 1024), (1024, 16384), (256, 65536)] {
+        let x = matrix(r, c);
+        let xd = Tensor::from_host(&dev, &x)?;
+        let copy = median(&dev, 20, || xd.duplicate().map(drop))?;
+        check("softmax", &gpu::probs(&dev, &xd)?.to_host()?, &cpu::probs(&x)?, 1e-5)?;
+        let soft = median(&dev, 20, || gpu::probs(&dev, &xd).map(drop))?;
+        check("layer norm", &gpu::norm(&dev, &xd)?.to_host()?, &cpu::norm(&x)?, 1e-4)?;
+        let norm = median(&dev, 20, || gpu::norm(&dev, &xd).map(drop))?;
+        println!(
+            "{r} rows of {c}: copy {:.3} ms, softmax {:.3} ms ({:.2}x of copy bandwidth), layer norm {:.3} ms ({:.2}x)",
+            copy * 1e3,
+            soft * 1e3,
+            copy / soft,
+            norm * 1e3,
+            copy / norm
         );
     }
     Ok(())

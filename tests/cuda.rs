@@ -39,6 +39,15 @@ mod gpu {
             y
         }
 
+        /// Per-row reductions as definitions (a point per thread, warp or
+        /// block).
+        #[device(cuda)]
+        pub fn stats(x: [f32; B, C]) -> ([f32; B], [f32; B]) {
+            let s[n] = sum[c](x[n, c] * x[n, c]);
+            let m[n] = max[c](x[n, c]) - min[c](x[n, c]);
+            (s, m)
+        }
+
         #[device(cuda)]
         pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
             let mu[n] = sum[c](x[n, c]) / (C as f32);
@@ -142,106 +151,112 @@ mod cpu {
     use einlang::einlang;
 
     einlang! {
-        use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
-        use std::math::{exp, min, sqrt, tanh};
+            use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
+            use std::math::{exp, min, sqrt, tanh};
 
-        pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
-            let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
-            y
-        }
+            pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
+                let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
+                y
+            }
 
-        pub fn probs(x: [f32; B, C]) -> [f32; B, C] {
-            softmax(x)
-        }
+            pub fn probs(x: [f32; B, C]) -> [f32; B, C] {
+                softmax(x)
+            }
 
-        /// Softmax as a user writes it: the maximum and the sum inside.
-        pub fn natural(x: [f32; B, C]) -> [f32; B, C] {
-            let e[n, c] = exp(x[n, c] - max[k](x[n, k]));
-            let y[n, c] = e[n, c] / sum[k](e[n, k]);
-            y
-        }
+            /// Softmax as a user writes it: the maximum and the sum inside.
+            pub fn natural(x: [f32; B, C]) -> [f32; B, C] {
+                let e[n, c] = exp(x[n, c] - max[k](x[n, k]));
+                let y[n, c] = e[n, c] / sum[k](e[n, k]);
+                y
+            }
 
-        pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
-            let mu[n] = sum[c](x[n, c]) / (C as f32);
-            let d[n, c] = x[n, c] - mu[n];
-            let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
-            let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
-            y
-        }
+    pub fn stats(x: [f32; B, C]) -> ([f32; B], [f32; B]) {
+                let s[n] = sum[c](x[n, c] * x[n, c]);
+                let m[n] = max[c](x[n, c]) - min[c](x[n, c]);
+                (s, m)
+            }
 
-        /// Elementwise over tensors of the output's shape (a kernel over
-        /// flat positions) and over a taller one (the indexed kernel).
-        pub fn blend(x: [f32; N, M], z: [f32; N, M], tall: [f32; N + 1, M]) -> ([f32; N, M], [f32; N, M]) {
-            let y[i, j] = 2.0 * x[i, j] + z[i, j];
-            let w[i in 0..N, j] = x[i, j] - tall[i, j];
-            (y, w)
-        }
+                    pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
+                let mu[n] = sum[c](x[n, c]) / (C as f32);
+                let d[n, c] = x[n, c] - mu[n];
+                let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
+                let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
+                y
+            }
 
-        pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
-            let g[n, d] = table[ids[n], d];
-            g
-        }
+            /// Elementwise over tensors of the output's shape (a kernel over
+            /// flat positions) and over a taller one (the indexed kernel).
+            pub fn blend(x: [f32; N, M], z: [f32; N, M], tall: [f32; N + 1, M]) -> ([f32; N, M], [f32; N, M]) {
+                let y[i, j] = 2.0 * x[i, j] + z[i, j];
+                let w[i in 0..N, j] = x[i, j] - tall[i, j];
+                (y, w)
+            }
 
-        pub fn ints(a: [i32; N], b: [i32; N]) -> [i32; N] {
-            let c[i] = a[i] * b[i] + (a[i] / b[i]) - -a[i];
-            c
-        }
+            pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
+                let g[n, d] = table[ids[n], d];
+                g
+            }
 
-        pub fn quantize(x: [f32; N]) -> [i8; N] {
-            let q[i] = (x[i] * 127.0) as i8;
-            q
-        }
+            pub fn ints(a: [i32; N], b: [i32; N]) -> [i32; N] {
+                let c[i] = a[i] * b[i] + (a[i] / b[i]) - -a[i];
+                c
+            }
 
-        pub fn rnn(x: [f32; T, H], w: [f32; H, H]) -> [f32; T, H] {
-            let h[0, j] = tanh(x[0, j]);
-            let h[t in 1..T, j] = tanh(x[t, j] + sum[k](h[t - 1, k] * w[k, j]));
-            h
-        }
+            pub fn quantize(x: [f32; N]) -> [i8; N] {
+                let q[i] = (x[i] * 127.0) as i8;
+                q
+            }
 
-        pub fn dense_grad(x: [f32; B, I], w: [f32; I, O], b: [f32; O], t: [f32; B, O]) -> ([f32; I, O], f32) {
-            let y = dense(x, w, b);
-            let loss = sum[n, o]((y[n, o] - t[n, o]) ** 2) / (B * O) as f32;
-            (@loss / @w, loss)
-        }
+            pub fn rnn(x: [f32; T, H], w: [f32; H, H]) -> [f32; T, H] {
+                let h[0, j] = tanh(x[0, j]);
+                let h[t in 1..T, j] = tanh(x[t, j] + sum[k](h[t - 1, k] * w[k, j]));
+                h
+            }
 
-        pub fn batched(a: [f64; P, M, K], b: [f64; P, K, N]) -> [f64; P, M, N] {
-            let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]);
-            c
-        }
+            pub fn dense_grad(x: [f32; B, I], w: [f32; I, O], b: [f32; O], t: [f32; B, O]) -> ([f32; I, O], f32) {
+                let y = dense(x, w, b);
+                let loss = sum[n, o]((y[n, o] - t[n, o]) ** 2) / (B * O) as f32;
+                (@loss / @w, loss)
+            }
 
-        pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H, W] {
-            conv2d_padded(x, k, b, 1, 1, 1, 1)
-        }
+            pub fn batched(a: [f64; P, M, K], b: [f64; P, K, N]) -> [f64; P, M, N] {
+                let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]);
+                c
+            }
 
-        pub fn pool(x: [f32; C, H, W]) -> [f32; C, H / 2, W / 2] {
-            max_pool2d_stride2(x, 2, 2)
-        }
+            pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H, W] {
+                conv2d_padded(x, k, b, 1, 1, 1, 1)
+            }
 
-        pub fn attend(q: [f32; B, T, D], k: [f32; B, T, D], v: [f32; B, T, D]) -> [f32; B, T, D] {
-            attention(q, k, v, 0.125)
-        }
+            pub fn pool(x: [f32; C, H, W]) -> [f32; C, H / 2, W / 2] {
+                max_pool2d_stride2(x, 2, 2)
+            }
 
-        pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
-            let d[0, j in 0..M + 1] = j as i32;
-            let d[i in 1..N + 1, 0] = i as i32;
-            let d[i in 1..N + 1, j in 1..M + 1] =
-                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-            d[N, M]
-        }
+            pub fn attend(q: [f32; B, T, D], k: [f32; B, T, D], v: [f32; B, T, D]) -> [f32; B, T, D] {
+                attention(q, k, v, 0.125)
+            }
 
-        pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
-            let d[0, j in 0..M + 1] = j as i32;
-            let d[i in 1..N + 1, 0] = i as i32;
-            let d[i in 1..N + 1, j in 1..M + 1] =
-                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-            d
-        }
+            pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
+                let d[0, j in 0..M + 1] = j as i32;
+                let d[i in 1..N + 1, 0] = i as i32;
+                let d[i in 1..N + 1, j in 1..M + 1] =
+                    min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+                d[N, M]
+            }
 
-        pub fn mean(x: [f32; N]) -> f32 {
-            assert(N > 0, "the mean of nothing");
-            sum[i](x[i]) / N as f32
+            pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
+                let d[0, j in 0..M + 1] = j as i32;
+                let d[i in 1..N + 1, 0] = i as i32;
+                let d[i in 1..N + 1, j in 1..M + 1] =
+                    min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+                d
+            }
+
+            pub fn mean(x: [f32; N]) -> f32 {
+                assert(N > 0, "the mean of nothing");
+                sum[i](x[i]) / N as f32
+            }
         }
-    }
 }
 
 /// The first GPU, or `None` (with a message) on a machine without one.
@@ -296,7 +311,7 @@ fn a_machine_without_a_gpu_gets_no_device_and_no_panic() {
 fn every_device_function_registers_its_kernels() {
     let kernels = cuda::kernels();
     // (`batched` is one cuBLAS call and has no kernel of its own.)
-    for f in ["dense", "embed", "ints", "quantize", "rnn", "dense_grad"] {
+    for f in ["dense", "embed", "ints", "quantize", "rnn", "dense_grad", "stats"] {
         assert!(kernels.iter().any(|k| k.function == f), "{f}");
     }
     // `probs` calls the library's softmax, whose CUDA twin has the kernels.
@@ -363,14 +378,19 @@ fn softmax_matches_the_cpu() -> Result<(), Error> {
 #[test]
 fn row_pipelines_match_the_cpu() -> Result<(), Error> {
     let Some(dev) = device("row_pipelines_match_the_cpu") else { return Ok(()) };
-    // Short rows run a thread per row, long rows a block per row.
-    for (b, c) in [(33, 10), (9, 700), (3, 1)] {
+    // Short rows run a thread per row; rows up to 1024, when there are at
+    // least 8 per multiprocessor (1056 on an H100 or H200), a warp per
+    // row; others a block per row.
+    for (b, c) in [(33, 10), (9, 700), (3, 1), (5, 100), (2200, 300), (4, 5000), (1200, 1024), (1200, 1025)] {
         let x = matrix(b, c, 11 + c as u32);
         let xd = Tensor::from_host(&dev, &x)?;
         let want = cpu::natural(&x)?;
         close(gpu::natural(&dev, &xd)?.to_host()?.as_slice().unwrap(), want.as_slice().unwrap(), 1e-5);
         let want = cpu::norm(&x)?;
         close(gpu::norm(&dev, &xd)?.to_host()?.as_slice().unwrap(), want.as_slice().unwrap(), 1e-4);
+        let ((s, m), (want_s, want_m)) = (gpu::stats(&dev, &xd)?, cpu::stats(&x)?);
+        close(s.to_host()?.as_slice().unwrap(), want_s.as_slice().unwrap(), 1e-4);
+        close(m.to_host()?.as_slice().unwrap(), want_m.as_slice().unwrap(), 1e-6);
     }
     Ok(())
 }

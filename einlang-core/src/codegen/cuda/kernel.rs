@@ -202,6 +202,28 @@ pub enum Site {
     NegativePower,
 }
 
+/// The threads that share a kernel's top-level reductions
+/// (`KernelCx::block`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Team {
+    /// The whole block: each warp combines its lanes by shuffles, then the
+    /// first warp the warps' results through shared memory.
+    Block,
+    /// One warp (a point or row per warp): shuffles only, no shared memory
+    /// and no barrier.
+    Warp,
+}
+
+impl Team {
+    /// The C expressions of a thread's rank in its team and the team's size.
+    pub fn rank_and_size(self) -> (&'static str, &'static str) {
+        match self {
+            Team::Block => ("threadIdx.x", "blockDim.x"),
+            Team::Warp => ("(threadIdx.x & 31)", "32"),
+        }
+    }
+}
+
 /// Emission state of one kernel.
 pub struct KernelCx<'a> {
     pub f: &'a Function,
@@ -226,6 +248,8 @@ pub struct KernelCx<'a> {
     /// run by every thread of the block, that compute its top-level
     /// reductions as block trees, and the extents of their loops.
     pub block: Option<(String, Vec<Vec<Dim>>)>,
+    /// Who shares those reductions: the block, or each warp.
+    pub team: Team,
     /// Row tensors of a `Stmt::Rows` prelude, computed where they are read
     /// (a lambda in the kernel, see `row_fn`) rather than stored: their C
     /// name, then each axis's start and extent.
@@ -254,6 +278,7 @@ impl<'a> KernelCx<'a> {
             in_progress: HashSet::new(),
             windows: HashMap::new(),
             block: None,
+            team: Team::Block,
             row_fns: HashMap::new(),
             flat: None,
             depth: 0,
@@ -728,12 +753,11 @@ impl<'a> KernelCx<'a> {
         Ok(s)
     }
 
-    /// A reduction outside every binder, in a kernel whose block works
-    /// together: each thread reduces a strided share of the points of the
-    /// loop nest, then a tree in shared memory combines the 256 partial
-    /// results (the launch uses blocks of 256 threads). `None` when the
-    /// reduction does not fit (an `argmax`, or loops whose bounds depend on
-    /// each other).
+    /// A reduction outside every binder, in a kernel whose team (block or
+    /// warp, `self.team`) works together: each thread reduces a strided
+    /// share of the points of the loop nest, then the team combines the
+    /// partial results. `None` when the reduction does not fit (an
+    /// `argmax`, or loops whose bounds depend on each other).
     fn block_reduce(
         &mut self,
         op: RedOp,
@@ -755,9 +779,12 @@ impl<'a> KernelCx<'a> {
             ext.push(self.dim(e)?);
         }
         let m = if ext.is_empty() { "1LL".to_string() } else { ext.join(" * ") };
+        let (rank, size) = self.team.rank_and_size();
+        let shared =
+            if self.team == Team::Block { format!("        __shared__ {t} {sh}[32];\n") } else { String::new() };
         let mut s = format!(
-            "        __shared__ {t} {sh}[32];\n        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n            \
-             #pragma unroll 4\n            for (long long __q = threadIdx.x; __q < {m}; __q += blockDim.x) {{\n                long long __r = __q;\n"
+            "{shared}        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n            \
+             #pragma unroll 4\n            for (long long __q = {rank}; __q < {m}; __q += {size}) {{\n                long long __r = __q;\n"
         );
         for (i, l) in loops.iter().enumerate().rev() {
             let start = self.dim(&l.start)?;
@@ -777,20 +804,30 @@ impl<'a> KernelCx<'a> {
             cx.wheres(wheres, &mut w, "continue;")?;
             Ok((w, cx.expr(body)?))
         })?;
-        // Each warp combines its lanes by shuffles, the first warp the
-        // warps' results (at most 32) from shared memory.
+        // Each warp combines its lanes by shuffles (after which every lane
+        // holds the warp's result); in a block, the first warp then combines
+        // the warps' results (at most 32) from shared memory.
+        let lanes = combine("__acc", "__ein_shfl(__acc, __s)", t);
         let _ = write!(
             s,
             "                do {{ {w}{} }} while (false);\n            }}\n            \
-             for (int __s = 16; __s > 0; __s >>= 1) {{ {} }}\n            \
-             if ((threadIdx.x & 31) == 0) {sh}[threadIdx.x >> 5] = __acc;\n            __syncthreads();\n            \
-             if (threadIdx.x < 32) {{\n                __acc = threadIdx.x < (blockDim.x >> 5) ? {sh}[threadIdx.x] : ({t})({init});\n                \
-             for (int __s = 16; __s > 0; __s >>= 1) {{ {} }}\n                if (threadIdx.x == 0) {sh}[0] = __acc;\n            }}\n            \
-             __syncthreads();\n            {red} = {sh}[0];\n            __syncthreads();\n        }}\n",
+             for (int __s = 16; __s > 0; __s >>= 1) {{ {lanes} }}\n",
             combine("__acc", &v, t),
-            combine("__acc", "__ein_shfl(__acc, __s)", t),
-            combine("__acc", "__ein_shfl(__acc, __s)", t),
         );
+        match self.team {
+            Team::Warp => {
+                let _ = write!(s, "            {red} = __acc;\n        }}\n");
+            }
+            Team::Block => {
+                let _ = write!(
+                    s,
+                    "            if ((threadIdx.x & 31) == 0) {sh}[threadIdx.x >> 5] = __acc;\n            __syncthreads();\n            \
+                     if (threadIdx.x < 32) {{\n                __acc = threadIdx.x < (blockDim.x >> 5) ? {sh}[threadIdx.x] : ({t})({init});\n                \
+                     for (int __s = 16; __s > 0; __s >>= 1) {{ {lanes} }}\n                if (threadIdx.x == 0) {sh}[0] = __acc;\n            }}\n            \
+                     __syncthreads();\n            {red} = {sh}[0];\n            __syncthreads();\n        }}\n"
+                );
+            }
+        }
         if let Some((prelude, lens)) = &mut self.block {
             prelude.push_str(&s);
             lens.push(extents);

@@ -22,9 +22,10 @@
 //! Statements run on the host in order:
 //! - a tensor definition is a grid-stride kernel, one thread per point
 //!   (`kernel.rs`); when its body has reductions outside every binder, also
-//!   a kernel with one block per point whose threads share each reduction
-//!   (a tree in shared memory), which the host launches instead when the
-//!   reduction is at least `BLOCK_REDUCE_MIN` long;
+//!   kernels with one warp (shuffles) and one block (shuffles, then shared
+//!   memory) per point whose threads share each reduction, one of which
+//!   the host launches instead by the reductions' length and the number of
+//!   points (`Device::team_for`);
 //! - a GEMM-shaped contraction of `f32`/`f64` whose operands have a
 //!   contiguous matrix axis is one cuBLAS strided batched call (others run
 //!   their `reference` definition);
@@ -281,9 +282,6 @@ fn usize_lit(n: usize) -> RustLit {
 /// as one persistent kernel of one block.
 const PERSISTENT_MAX: i64 = 2048;
 
-/// Reductions at least this long run as block trees (one block per point).
-const BLOCK_REDUCE_MIN: i64 = 256;
-
 /// The emitted pieces of a definition's kernel (see `HostCx::def_kernel`).
 struct DefKernel {
     n: String,
@@ -291,7 +289,8 @@ struct DefKernel {
     value: String,
     inputs: std::collections::BTreeSet<Input>,
     callees: Vec<(String, String)>,
-    /// Block kernels: the block reductions, and their loops' extents.
+    /// Warp and block kernels: the shared reductions, and their loops'
+    /// extents.
     prelude: String,
     lens: Vec<Vec<Dim>>,
 }
@@ -301,6 +300,8 @@ struct DefKernel {
 enum Per {
     /// A thread per point (grid-stride).
     Thread,
+    /// A warp per point, its lanes sharing the reductions.
+    Warp,
     /// A block per point, its threads sharing the reductions.
     Block,
     /// A thread per flat position, reads by position (`flat_reads`).
@@ -309,12 +310,46 @@ enum Per {
 
 /// The text of a grid-stride kernel (a thread per point) of `k`.
 fn grid_stride(params: &str, k: &DefKernel) -> String {
-    let (n, decls, value) = (&k.n, &k.decls, &k.value);
+    let (n, decls, value, points) = (&k.n, &k.decls, &k.value, Per::Thread.points_loop());
     format!(
         "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
-         #pragma unroll 4\n    for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
-         __p += (long long)gridDim.x * blockDim.x) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n"
+         #pragma unroll 4\n    for (long long {points}) {{\n{decls}        __out[__p] = {value};\n    }}\n}}\n"
     )
+}
+
+impl Per {
+    /// The team sharing a point's reductions (`None`: a thread alone).
+    fn team(self) -> Option<kernel::Team> {
+        match self {
+            Per::Warp => Some(kernel::Team::Warp),
+            Per::Block => Some(kernel::Team::Block),
+            Per::Thread | Per::Flat => None,
+        }
+    }
+
+    /// The C text of a loop over the points (or rows) `__p < __n`, each
+    /// taken by one thread, warp or block.
+    fn points_loop(self) -> &'static str {
+        match self {
+            Per::Thread | Per::Flat => {
+                "__p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x"
+            }
+            Per::Warp => {
+                "__p = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); __p < __n; \
+                 __p += (long long)gridDim.x * (blockDim.x >> 5)"
+            }
+            Per::Block => "__p = blockIdx.x; __p < __n; __p += gridDim.x",
+        }
+    }
+}
+
+/// The kernels of a definition (or rows) whose reductions a warp or a
+/// block may share, and how long those are (see `Emitter::launch_teams`).
+struct Teams {
+    warp: Ident,
+    block: Ident,
+    /// The longest reduction (or row), an `i64` expression.
+    longest: TokenStream,
 }
 
 /// The kernel of a `Stmt::Rows` (see `Emitter::rows_kernel`).
@@ -709,27 +744,51 @@ impl<'a> HostCx<'a> {
         self.launch_with(points, out, args, call)
     }
 
-    /// A launch of `konst`, or of `alternative`'s block-per-point kernel
-    /// when its condition holds (both take the same arguments).
-    fn launch_either(
+    /// A launch of `konst` (a thread per point), or of `teams`' warp or
+    /// block per point, as `Device::team_for` picks (all take the same
+    /// arguments).
+    fn launch_teams(
         &self,
         konst: &Ident,
-        alternative: Option<(Ident, TokenStream)>,
+        teams: Option<Teams>,
         points: TokenStream,
         out: &Ident,
         args: Vec<TokenStream>,
     ) -> TokenStream {
-        let Some((bkonst, cond)) = alternative else { return self.launch(konst, points, out, args) };
-        let (dev, block) = (&self.dev, BLOCK);
+        let Some(Teams { warp, block: bkonst, longest }) = teams else {
+            return self.launch(konst, points, out, args);
+        };
+        let (rt, dev, block) = (&self.rt, &self.dev, BLOCK);
         let threads = self.per_thread(quote!(&#konst));
         let call = quote! {
-            if #cond {
-                unsafe { #dev.launch(&#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
-            } else {
-                #threads
+            match #dev.team_for(__points as u64, #longest) {
+                #rt::cuda::Team::Block => {
+                    unsafe { #dev.launch(&#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
+                }
+                #rt::cuda::Team::Warp => {
+                    unsafe { #dev.launch(&#warp, #dev.grid_for(__points as u64 * 32, #block), #block, &__args) }?;
+                }
+                #rt::cuda::Team::Thread => {
+                    #threads
+                }
             }
         };
         self.launch_with(points, out, args, call)
+    }
+
+    /// The longest of the loop nests whose extents are `lens` (an `i64`
+    /// expression).
+    fn longest(&self, lens: &[Vec<Dim>]) -> Result<TokenStream, Failure> {
+        let mut longest = quote!(0i64);
+        for lens in lens {
+            let mut len = quote!(1i64);
+            for d in lens {
+                let d = self.dim(d)?;
+                len = quote!(#len * (#d));
+            }
+            longest = quote!(::core::cmp::max(#longest, #len));
+        }
+        Ok(longest)
     }
 
     /// A grid-stride loop over the points of `axes` (index variable, start,
@@ -771,17 +830,22 @@ impl<'a> HostCx<'a> {
         let rank = def.axes.len();
         let axes: Vec<(VarId, &Dim, Dim)> = def.axes.iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
         // One thread per point, and (when the body has reductions outside
-        // every binder) one block per point, its threads sharing each
-        // reduction; the host picks by the reductions' length.
+        // every binder) one warp and one block per point, whose threads
+        // share each reduction; the host picks by the reductions' length
+        // and the number of points (`Device::team_for`).
         let threads = self.def_kernel(def, &axes, Per::Thread)?;
-        let blocks = self.def_kernel(def, &axes, Per::Block)?;
         let axis_vars: HashSet<u32> = def.axes.iter().map(|a| a.index.0).collect();
-        let blocks = blocks.filter(|k| {
+        let shares = |k: &DefKernel| {
             !k.lens.is_empty() && k.lens.iter().flatten().all(|d| d.vars().iter().all(|v| !axis_vars.contains(&v.0)))
-        });
+        };
+        let blocks = self.def_kernel(def, &axes, Per::Block)?.filter(|k| shares(k));
+        let warps = match blocks {
+            Some(_) => self.def_kernel(def, &axes, Per::Warp)?,
+            None => None,
+        };
         let mut inputs = threads.as_ref().map(|k| k.inputs.clone()).unwrap_or_default();
-        if let Some(b) = &blocks {
-            inputs.extend(b.inputs.iter().cloned());
+        for k in blocks.iter().chain(&warps) {
+            inputs.extend(k.inputs.iter().cloned());
         }
         // Elementwise over tensors of the output's shape: a kernel over flat
         // positions (no index arithmetic), chosen when the shapes agree.
@@ -800,27 +864,23 @@ impl<'a> HostCx<'a> {
         let params = params.join(", ");
         let (konst, _) = self.add_kernel(grid_stride(&params, &threads), &threads.callees);
         let own = self.own_ident(def.var)?;
-        let alternative = match blocks {
-            Some(b) => {
-                let (n, decls, prelude, value) = (&b.n, &b.decls, &b.prelude, &b.value);
-                let text = format!(
-                    "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
-                     for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {{\n{decls}{prelude}        \
-                     if (threadIdx.x == 0) {{\n            __out[__p] = {value};\n        }}\n    }}\n}}\n"
-                );
-                let (bkonst, _) = self.add_kernel(text, &b.callees);
-                let mut longest = quote!(0i64);
-                for lens in &b.lens {
-                    let mut len = quote!(1i64);
-                    for d in lens {
-                        let d = self.dim(d)?;
-                        len = quote!(#len * (#d));
-                    }
-                    longest = quote!(::core::cmp::max(#longest, #len));
-                }
-                Some((bkonst, quote!(#longest >= #BLOCK_REDUCE_MIN)))
+        let teams = match (warps, blocks) {
+            (Some(w), Some(b)) => {
+                let mut shared = |k: &DefKernel, per: Per, team: kernel::Team| {
+                    let (n, decls, prelude, value) = (&k.n, &k.decls, &k.prelude, &k.value);
+                    let (points, writer) = (per.points_loop(), team.rank_and_size().0);
+                    let text = format!(
+                        "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n = {n};\n    \
+                         for (long long {points}) {{\n{decls}{prelude}        \
+                         if ({writer} == 0) {{\n            __out[__p] = {value};\n        }}\n    }}\n}}\n"
+                    );
+                    self.add_kernel(text, &k.callees).0
+                };
+                let (warp, block) =
+                    (shared(&w, Per::Warp, kernel::Team::Warp), shared(&b, Per::Block, kernel::Team::Block));
+                Some(Teams { warp, block, longest: self.longest(&b.lens)? })
             }
-            None => None,
+            _ => None,
         };
         let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
         let launch = match flat {
@@ -836,7 +896,7 @@ impl<'a> HostCx<'a> {
                 let call = self.per_thread(quote!(if #cond { &#fkonst } else { &#konst }));
                 self.launch_with(quote!(#own.len()), &own, args, call)
             }
-            None => self.launch_either(&konst, alternative, quote!(#own.len()), &own, args),
+            None => self.launch_teams(&konst, teams, quote!(#own.len()), &own, args),
         };
         let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
         let t = scalar_type(def.elem);
@@ -852,42 +912,33 @@ impl<'a> HostCx<'a> {
     }
 
     /// A row-fused definition: one kernel whose threads (or, for long
-    /// rows, whose blocks) each take a row: the prelude's values (block
-    /// reductions in a block), its row tensors as lambdas recomputed where
-    /// read, then the row's points.
+    /// rows, whose warps or blocks) each take a row: the prelude's values
+    /// (reductions shared by the warp or block), its row tensors as
+    /// lambdas recomputed where read, then the row's points.
     fn rows(&mut self, rows: &Rows) -> Result<TokenStream, Failure> {
         let def = &rows.def;
-        let threads = self.rows_kernel(rows, false)?;
-        let blocks = self.rows_kernel(rows, true)?;
+        let threads = self.rows_kernel(rows, Per::Thread)?;
+        let warps = self.rows_kernel(rows, Per::Warp)?;
+        let blocks = self.rows_kernel(rows, Per::Block)?;
         let mut inputs = threads.inputs.clone();
-        inputs.extend(blocks.inputs.iter().cloned());
+        for k in [&warps, &blocks] {
+            inputs.extend(k.inputs.iter().cloned());
+        }
         let (mut params, args) = self.inputs(&inputs, true)?;
         params.insert(0, format!("{}* __restrict__ __out", c_type(def.elem)));
         params.push("__ein_u64* __status".into());
         let params = params.join(", ");
-        let (konst, _) = self.add_kernel(threads.text.replace("__PARAMS__", &params), &threads.callees);
-        let (bkonst, _) = self.add_kernel(blocks.text.replace("__PARAMS__", &params), &blocks.callees);
-        // Blocks when a row, or a reduction of the prelude, is long.
-        let mut longest = quote!(0i64);
-        for lens in blocks.lens.iter().chain(std::iter::once(&def.axes[1..].iter().map(|a| a.extent.clone()).collect()))
-        {
-            let mut len = quote!(1i64);
-            for d in lens {
-                let d = self.dim(d)?;
-                len = quote!(#len * (#d));
-            }
-            longest = quote!(::core::cmp::max(#longest, #len));
-        }
+        let mut add = |k: &RowsKernel| self.add_kernel(k.text.replace("__PARAMS__", &params), &k.callees).0;
+        let (konst, warp, block) = (add(&threads), add(&warps), add(&blocks));
+        // A warp or a block per row by the length of the row and of the
+        // prelude's reductions.
+        let row: Vec<Dim> = def.axes[1..].iter().map(|a| a.extent.clone()).collect();
+        let longest = self.longest(&[blocks.lens.as_slice(), &[row]].concat())?;
         let own = self.own_ident(def.var)?;
         let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
         let first = self.dim(&def.axes[0].extent)?;
-        let launch = self.launch_either(
-            &konst,
-            Some((bkonst, quote!(#longest >= #BLOCK_REDUCE_MIN))),
-            quote!((#first) as usize),
-            &own,
-            args,
-        );
+        let launch =
+            self.launch_teams(&konst, Some(Teams { warp, block, longest }), quote!((#first) as usize), &own, args);
         let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
         let t = scalar_type(def.elem);
         let d = dim_type(def.axes.len(), nd)?;
@@ -902,13 +953,14 @@ impl<'a> HostCx<'a> {
     }
 
     /// The kernel of `rows` (its parameters left as `__PARAMS__`): one
-    /// thread per row, or with `block` one block per row.
-    fn rows_kernel(&mut self, rows: &Rows, block: bool) -> Result<RowsKernel, Failure> {
+    /// thread, warp or block per row (`per`).
+    fn rows_kernel(&mut self, rows: &Rows, per: Per) -> Result<RowsKernel, Failure> {
         let def = &rows.def;
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
-        if block {
+        if let Some(team) = per.team() {
             cx.block = Some((String::new(), Vec::new()));
+            cx.team = team;
         }
         let built = (|| {
             let first = &def.axes[0];
@@ -943,13 +995,11 @@ impl<'a> HostCx<'a> {
             let (points, decls) = Self::points_of(&mut cx, &inner, "__q")?;
             let decls: String = decls.lines().map(|l| format!("    {l}\n")).collect();
             let value = cx.expr(&def.body)?;
-            let (rows_loop, points_loop) = if block {
-                ("__p = blockIdx.x; __p < __n; __p += gridDim.x", "__q = threadIdx.x; __q < __m; __q += blockDim.x")
-            } else {
-                (
-                    "__p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x",
-                    "__q = 0; __q < __m; ++__q",
-                )
+            let rows_loop = per.points_loop();
+            let points_loop = match per {
+                Per::Thread | Per::Flat => "__q = 0; __q < __m; ++__q",
+                Per::Warp => "__q = (threadIdx.x & 31); __q < __m; __q += 32",
+                Per::Block => "__q = threadIdx.x; __q < __m; __q += blockDim.x",
             };
             let text = format!(
                 "extern \"C\" __global__ void __KERNEL__(__PARAMS__) {{\n    const long long __n = {n_rows};\n    \
@@ -977,10 +1027,12 @@ impl<'a> HostCx<'a> {
     ) -> Result<Option<DefKernel>, Failure> {
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
-        match per {
-            Per::Block => cx.block = Some((String::new(), Vec::new())),
-            Per::Flat => cx.flat = Some(axes.iter().map(|a| a.0).collect()),
-            Per::Thread => {}
+        if let Some(team) = per.team() {
+            cx.block = Some((String::new(), Vec::new()));
+            cx.team = team;
+        }
+        if per == Per::Flat {
+            cx.flat = Some(axes.iter().map(|a| a.0).collect());
         }
         let built = (|| {
             let (n, decls) = Self::point_loop(&mut cx, axes)?;
@@ -993,7 +1045,7 @@ impl<'a> HostCx<'a> {
         drop(cx);
         self.sites = sites;
         let (n, decls, value) = built?;
-        if per == Per::Block && prelude.is_empty() {
+        if per.team().is_some() && prelude.is_empty() {
             // Nothing to share (the sites it registered stay unused).
             return Ok(None);
         }

@@ -191,6 +191,47 @@ fn softmax_is_one_kernel_over_rows() {
             // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k1` of `softmax_f32r2_2cb64e11`
             extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k1(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
                 const long long __n = (X0);
+                for (long long __p = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); __p < __n; __p += (long long)gridDim.x * (blockDim.x >> 5)) {
+                    const long long n_4 = 0LL + __p;
+                    float __red1;
+                    {
+                        float __acc = (float)(__int_as_float(0xff800000));
+                        #pragma unroll 4
+                        for (long long __q = (threadIdx.x & 31); __q < (X1); __q += 32) {
+                            long long __r = __q;
+                            const long long j = 0LL + __r;
+                            do { { const float __v = x[(n_4) * __d1_x + j]; if (__v > __acc) __acc = __v; } } while (false);
+                        }
+                        for (int __s = 16; __s > 0; __s >>= 1) { { const float __v = __ein_shfl(__acc, __s); if (__v > __acc) __acc = __v; } }
+                        __red1 = __acc;
+                    }
+                    const float m = __red1;
+                    auto e = [&](long long j_2) -> float { return expf((x[(n_4) * __d1_x + j_2] - m)); };
+                    float __red3;
+                    {
+                        float __acc = (float)(0);
+                        #pragma unroll 4
+                        for (long long __q = (threadIdx.x & 31); __q < (X1); __q += 32) {
+                            long long __r = __q;
+                            const long long j_3 = 0LL + __r;
+                            do { __acc = __acc + e(j_3); } while (false);
+                        }
+                        for (int __s = 16; __s > 0; __s >>= 1) { __acc = __acc + __ein_shfl(__acc, __s); }
+                        __red3 = __acc;
+                    }
+                    const float s = __red3;
+                    const long long __m = (X1);
+                    #pragma unroll 4
+                    for (long long __q = (threadIdx.x & 31); __q < __m; __q += 32) {
+                        long long __r = __q;
+                        const long long j_4 = 0LL + __r;
+                        __out[__p * __m + __q] = (e(j_4) / s);
+                    }
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k2` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k2(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
                 for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
                     const long long n_4 = 0LL + __p;
                     __shared__ float __sh2[32];
@@ -1038,7 +1079,7 @@ fn asserts_are_checked_on_the_host() {
 #[test]
 fn row_pipelines_in_any_form_are_one_kernel_over_rows() {
     // Softmax with the maximum and sum written inside, and a layer norm:
-    // each becomes one row kernel (a thread-per-row and a block-per-row
+    // each becomes one row kernel (a thread-, a warp- and a block-per-row
     // variant), the centered row recomputed where it is read.
     for src in [
         r#"
@@ -1063,7 +1104,8 @@ fn row_pipelines_in_any_form_are_one_kernel_over_rows() {
         "#,
     ] {
         let text = kernels(src);
-        assert_eq!(text.matches("__global__").count(), 2, "{text}");
+        assert_eq!(text.matches("__global__").count(), 3, "{text}");
+        assert!(text.contains("__q = (threadIdx.x & 31); __q < __m; __q += 32"), "{text}");
         assert!(text.contains("for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x)"), "{text}");
     }
 }
