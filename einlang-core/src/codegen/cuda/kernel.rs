@@ -224,6 +224,49 @@ impl Team {
     }
 }
 
+/// Elements per thread and step of a four-wide team loop (`KernelCx::wide`).
+pub const WIDTH: usize = 4;
+
+/// What a kernel whose team loops take four consecutive points per thread
+/// needs before the host may launch it: every such loop's length, and the
+/// last extent of every tensor read there by a four-wide load, a multiple
+/// of four (and the tensors 16-byte aligned), so that the loads are
+/// aligned and no loop has a remainder.
+#[derive(Clone, Debug, Default)]
+pub struct Wide {
+    pub lens: Vec<Dim>,
+    pub tensors: BTreeSet<VarId>,
+}
+
+/// The four-wide loop whose body is being emitted: its position (`__q`)
+/// is a multiple of four and the body is emitted once per lane.
+struct WideLoop {
+    /// Variables equal to `__q + lane` (the loop's index, and the axes of
+    /// row tensors inlined at it).
+    vars: HashSet<VarId>,
+    lane: usize,
+    /// Variables defined before the loop: reads whose other indices
+    /// mention only these (or inputs) are hoisted into four-wide loads.
+    before: HashSet<VarId>,
+    loads: Vec<WideLoad>,
+}
+
+/// A four-wide load of a wide loop: the tensor and its indices before the
+/// last (C), the load's name and its declaration.
+struct WideLoad {
+    key: (VarId, Vec<String>),
+    name: String,
+    decl: String,
+}
+
+/// A row tensor of a `Stmt::Rows` prelude (see `KernelCx::row_fn`).
+#[derive(Clone)]
+pub struct RowFn {
+    name: String,
+    axes: Vec<(VarId, Dim, Dim)>,
+    body: Expr,
+}
+
 /// Emission state of one kernel.
 pub struct KernelCx<'a> {
     pub f: &'a Function,
@@ -251,9 +294,13 @@ pub struct KernelCx<'a> {
     /// Who shares those reductions: the block, or each warp.
     pub team: Team,
     /// Row tensors of a `Stmt::Rows` prelude, computed where they are read
-    /// (a lambda in the kernel, see `row_fn`) rather than stored: their C
-    /// name, then each axis's start and extent.
-    pub row_fns: HashMap<VarId, (String, Vec<(Dim, Dim)>)>,
+    /// (a lambda in the kernel, see `row_fn`) rather than stored.
+    row_fns: HashMap<VarId, RowFn>,
+    /// In a kernel whose team loops take four consecutive points per
+    /// thread (`Some`, only `f32` reads are loaded four-wide): what its
+    /// launch needs.
+    pub wide: Option<Wide>,
+    wide_loop: Option<WideLoop>,
     /// In a kernel over a definition's flat positions (`Some(axes)`): reads
     /// whose indices are the axes in order are `tensor[__p]` (the host
     /// launches it only when those tensors have the output's shape).
@@ -280,6 +327,8 @@ impl<'a> KernelCx<'a> {
             block: None,
             team: Team::Block,
             row_fns: HashMap::new(),
+            wide: None,
+            wide_loop: None,
             flat: None,
             depth: 0,
             next_tmp: 0,
@@ -606,9 +655,92 @@ impl<'a> KernelCx<'a> {
             params.push(format!("long long {}", self.define(a.index)?));
         }
         let value = self.nested(|cx| cx.expr(&t.body))?;
-        let axes = t.axes.iter().map(|a| (a.start.clone(), a.extent.clone())).collect();
-        self.row_fns.insert(t.var, (name.clone(), axes));
+        let axes = t.axes.iter().map(|a| (a.index, a.start.clone(), a.extent.clone())).collect();
+        self.row_fns.insert(t.var, RowFn { name: name.clone(), axes, body: t.body.clone() });
         Ok(format!("        auto {name} = [&]({}) -> {} {{ return {value}; }};\n", params.join(", "), c_type(t.elem)))
+    }
+
+    /// The lanes of a four-wide team loop at position `__q` (a multiple of
+    /// four): `lane_body` once per lane (given the lane), with the loop's index `index`
+    /// defined as `__q + lane`, after the four-wide loads the lanes share.
+    pub fn wide_body(
+        &mut self,
+        index: VarId,
+        mut lane_body: impl FnMut(&mut Self, usize) -> Result<String, Failure>,
+    ) -> Result<String, Failure> {
+        // Row tensors' axes are bound again in every lane they are inlined
+        // into: no load may be hoisted over them.
+        let mut before = self.local.clone();
+        for r in self.row_fns.values() {
+            for (a, _, _) in &r.axes {
+                before.remove(a);
+            }
+        }
+        let name = self.define(index)?;
+        self.wide_loop = Some(WideLoop { vars: HashSet::from([index]), lane: 0, before, loads: Vec::new() });
+        let mut lanes = String::new();
+        let mut built = Ok(());
+        for lane in 0..WIDTH {
+            if let Some(w) = &mut self.wide_loop {
+                w.lane = lane;
+            }
+            match lane_body(self, lane) {
+                Ok(body) => {
+                    let _ = writeln!(lanes, "            {{ const long long {name} = __q + {lane}; {body} }}");
+                }
+                Err(e) => {
+                    built = Err(e);
+                    break;
+                }
+            }
+        }
+        let w = self.wide_loop.take();
+        built?;
+        let loads: String = w.iter().flat_map(|w| &w.loads).map(|l| format!("            {}\n", l.decl)).collect();
+        Ok(loads + &lanes)
+    }
+
+    /// In a four-wide loop, a read of `tensor` whose last index is the
+    /// loop's position and whose others were fixed before the loop: the
+    /// lane's component of a four-wide load (`None`: an ordinary read).
+    fn wide_read(&mut self, tensor: VarId, indices: &[Expr], k: ScalarKind) -> Result<Option<String>, Failure> {
+        let Some(w) = &self.wide_loop else { return Ok(None) };
+        let Some((last, others)) = indices.split_last() else { return Ok(None) };
+        let at_lane = matches!(last.kind, ExprKind::Var(v) if w.vars.contains(&v));
+        let mut mentioned = HashSet::new();
+        for i in others {
+            vars_of(i, &mut mentioned);
+        }
+        let fixed = mentioned.iter().all(|v| !w.vars.contains(v) && (!self.local.contains(v) || w.before.contains(v)));
+        if k != ScalarKind::F32 || !at_lane || !fixed || self.windows.contains_key(&tensor) {
+            return Ok(None);
+        }
+        let lane = w.lane;
+        let mut idx = Vec::new();
+        for i in others {
+            idx.push(self.expr(i)?);
+        }
+        let key = (tensor, idx.clone());
+        let name =
+            match self.wide_loop.as_ref().and_then(|w| w.loads.iter().find(|l| l.key == key)).map(|l| l.name.clone()) {
+                Some(name) => name,
+                None => {
+                    let name = self.tmp("v");
+                    let t = self.name(tensor)?;
+                    idx.push("__q".into());
+                    let off = self.offset(tensor, &idx)?;
+                    self.inputs.insert(Input::Tensor(tensor));
+                    if let Some(wide) = &mut self.wide {
+                        wide.tensors.insert(tensor);
+                    }
+                    let decl = format!("const float4 {name} = __ldg((const float4*)({t} + ({off})));");
+                    if let Some(w) = &mut self.wide_loop {
+                        w.loads.push(WideLoad { key, name: name.clone(), decl });
+                    }
+                    name
+                }
+            };
+        Ok(Some(format!("{name}.{}", ["x", "y", "z", "w"][lane])))
     }
 
     fn read(&mut self, tensor: VarId, indices: &[Expr], checked: bool, k: ScalarKind) -> Result<String, Failure> {
@@ -618,10 +750,30 @@ impl<'a> KernelCx<'a> {
                 return Ok(format!("{}[__p]", self.name(tensor)?));
             }
         }
-        if let Some((name, axes)) = self.row_fns.get(&tensor).cloned() {
+        if let Some(RowFn { name, axes, body }) = self.row_fns.get(&tensor).cloned() {
             let mut idx = Vec::new();
             for i in indices {
                 idx.push(self.expr(i)?);
+            }
+            if !checked && self.wide_loop.is_some() {
+                // Inlined, so that its reads at the lane are four-wide too.
+                let mut s = format!("[&]() -> {} {{ ", c_type(k));
+                for ((a, _, _), (i, e)) in axes.iter().zip(idx.iter().zip(indices)) {
+                    let _ = write!(s, "const long long {} = {i}; ", self.name(*a)?);
+                    if let (Some(w), ExprKind::Var(v)) = (&mut self.wide_loop, &e.kind) {
+                        if w.vars.contains(v) {
+                            w.vars.insert(*a);
+                        }
+                    }
+                }
+                let value = self.nested(|cx| cx.expr(&body))?;
+                if let Some(w) = &mut self.wide_loop {
+                    for (a, _, _) in &axes {
+                        w.vars.remove(a);
+                    }
+                }
+                let _ = write!(s, "return {value}; }}()");
+                return Ok(s);
             }
             if !checked {
                 return Ok(format!("{name}({})", idx.join(", ")));
@@ -631,7 +783,7 @@ impl<'a> KernelCx<'a> {
             let t = c_type(k);
             let mut s = format!("[&]() -> {t} {{ ");
             let mut names = Vec::new();
-            for (axis, (i, (start, extent))) in idx.iter().zip(&axes).enumerate() {
+            for (axis, (i, (_, start, extent))) in idx.iter().zip(&axes).enumerate() {
                 let (start, extent) = (self.dim(start)?, self.dim(extent)?);
                 let source = self.f.var(tensor).source_name.clone();
                 let site = self.site(Site::Index { tensor: source, axis });
@@ -658,6 +810,11 @@ impl<'a> KernelCx<'a> {
         };
         if rank != indices.len() {
             return Err(Failure::Bug(format!("read of `{}` with {} indices", info.name, indices.len())));
+        }
+        if !checked {
+            if let Some(lane) = self.wide_read(tensor, indices, k)? {
+                return Ok(lane);
+            }
         }
         let source = info.source_name.clone();
         let name = self.name(tensor)?;
@@ -782,38 +939,56 @@ impl<'a> KernelCx<'a> {
         let (rank, size) = self.team.rank_and_size();
         let shared =
             if self.team == Team::Block { format!("        __shared__ {t} {sh}[32];\n") } else { String::new() };
-        let mut s = format!(
-            "{shared}        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n            \
-             #pragma unroll 4\n            for (long long __q = {rank}; __q < {m}; __q += {size}) {{\n                long long __r = __q;\n"
-        );
-        for (i, l) in loops.iter().enumerate().rev() {
-            let start = self.dim(&l.start)?;
-            let name = self.define(l.index)?;
-            if i == 0 {
-                let _ = writeln!(s, "                const long long {name} = {start} + __r;");
-            } else {
-                let _ = writeln!(
+        let mut s = format!("{shared}        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n");
+        let lane = |cx: &mut Self, _: usize| {
+            cx.nested(|cx| {
+                let mut w = String::new();
+                cx.wheres(wheres, &mut w, "continue;")?;
+                let v = cx.expr(body)?;
+                Ok(format!("do {{ {w}{} }} while (false);", combine("__acc", &v, t)))
+            })
+        };
+        match loops {
+            // Four consecutive points per thread and step, read by
+            // four-wide loads where they can be.
+            [l] if self.wide.is_some() && l.start.as_constant() == Some(0) => {
+                let lanes = self.wide_body(l.index, lane)?;
+                let _ = write!(
                     s,
-                    "                const long long {name} = {start} + __ein_split(&__r, {e});",
-                    e = ext[i]
+                    "            #pragma unroll 4\n            for (long long __q4 = {rank}; __q4 < ({m}) / 4; __q4 += {size}) {{\n                \
+                     const long long __q = __q4 * 4;\n{lanes}            }}\n"
                 );
+                if let Some(wide) = &mut self.wide {
+                    wide.lens.push(extents[0].clone());
+                }
+            }
+            _ => {
+                let _ = write!(
+                    s,
+                    "            #pragma unroll 4\n            for (long long __q = {rank}; __q < {m}; __q += {size}) {{\n                long long __r = __q;\n"
+                );
+                for (i, l) in loops.iter().enumerate().rev() {
+                    let start = self.dim(&l.start)?;
+                    let name = self.define(l.index)?;
+                    if i == 0 {
+                        let _ = writeln!(s, "                const long long {name} = {start} + __r;");
+                    } else {
+                        let _ = writeln!(
+                            s,
+                            "                const long long {name} = {start} + __ein_split(&__r, {e});",
+                            e = ext[i]
+                        );
+                    }
+                }
+                let body = lane(self, 0)?;
+                let _ = writeln!(s, "                {body}\n            }}");
             }
         }
-        let (w, v) = self.nested(|cx| {
-            let mut w = String::new();
-            cx.wheres(wheres, &mut w, "continue;")?;
-            Ok((w, cx.expr(body)?))
-        })?;
         // Each warp combines its lanes by shuffles (after which every lane
         // holds the warp's result); in a block, the first warp then combines
         // the warps' results (at most 32) from shared memory.
         let lanes = combine("__acc", "__ein_shfl(__acc, __s)", t);
-        let _ = write!(
-            s,
-            "                do {{ {w}{} }} while (false);\n            }}\n            \
-             for (int __s = 16; __s > 0; __s >>= 1) {{ {lanes} }}\n",
-            combine("__acc", &v, t),
-        );
+        let _ = writeln!(s, "            for (int __s = 16; __s > 0; __s >>= 1) {{ {lanes} }}");
         match self.team {
             Team::Warp => {
                 let _ = write!(s, "            {red} = __acc;\n        }}\n");
@@ -1085,4 +1260,12 @@ pub fn translation_unit(name: &str, function: &str, callees: &[(String, String)]
 /// Whether `indices` are the variables `axes`, in order.
 pub fn is_identity(indices: &[Expr], axes: &[VarId]) -> bool {
     indices.len() == axes.len() && indices.iter().zip(axes).all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == *a))
+}
+
+/// The scalar variables `e` mentions.
+fn vars_of(e: &Expr, out: &mut HashSet<VarId>) {
+    if let ExprKind::Var(v) = &e.kind {
+        out.insert(*v);
+    }
+    crate::ir::visit::for_each_child(e, &mut |c| vars_of(c, out));
 }

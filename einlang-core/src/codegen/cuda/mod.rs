@@ -293,6 +293,8 @@ struct DefKernel {
     /// extents.
     prelude: String,
     lens: Vec<Vec<Dim>>,
+    /// A four-wide kernel's needs (see `kernel::Wide`).
+    wide: Option<kernel::Wide>,
 }
 
 /// How a definition's kernel maps its points to threads.
@@ -350,6 +352,9 @@ struct Teams {
     block: Ident,
     /// The longest reduction (or row), an `i64` expression.
     longest: TokenStream,
+    /// Their four-wide twins (warp, block) and the condition (a `bool`
+    /// expression) under which they may run.
+    wide: Option<(Ident, Ident, TokenStream)>,
 }
 
 /// The kernel of a `Stmt::Rows` (see `Emitter::rows_kernel`).
@@ -359,6 +364,8 @@ struct RowsKernel {
     callees: Vec<(String, String)>,
     /// The extents of the prelude's block reductions' loops.
     lens: Vec<Vec<Dim>>,
+    /// A four-wide kernel's needs (see `kernel::Wide`).
+    wide: Option<kernel::Wide>,
 }
 
 /// One generated kernel.
@@ -755,18 +762,24 @@ impl<'a> HostCx<'a> {
         out: &Ident,
         args: Vec<TokenStream>,
     ) -> TokenStream {
-        let Some(Teams { warp, block: bkonst, longest }) = teams else {
+        let Some(Teams { warp, block: bkonst, longest, wide }) = teams else {
             return self.launch(konst, points, out, args);
         };
         let (rt, dev, block) = (&self.rt, &self.dev, BLOCK);
         let threads = self.per_thread(quote!(&#konst));
+        let (warp, bkonst) = match wide {
+            Some((wwarp, wblock, cond)) => {
+                (quote!(if #cond { &#wwarp } else { &#warp }), quote!(if #cond { &#wblock } else { &#bkonst }))
+            }
+            None => (quote!(&#warp), quote!(&#bkonst)),
+        };
         let call = quote! {
             match #dev.team_for(__points as u64, #longest) {
                 #rt::cuda::Team::Block => {
-                    unsafe { #dev.launch(&#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
+                    unsafe { #dev.launch(#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
                 }
                 #rt::cuda::Team::Warp => {
-                    unsafe { #dev.launch(&#warp, #dev.grid_for(__points as u64 * 32, #block), #block, &__args) }?;
+                    unsafe { #dev.launch(#warp, #dev.grid_for(__points as u64 * 32, #block), #block, &__args) }?;
                 }
                 #rt::cuda::Team::Thread => {
                     #threads
@@ -774,6 +787,29 @@ impl<'a> HostCx<'a> {
             }
         };
         self.launch_with(points, out, args, call)
+    }
+
+    /// When four-wide kernels with these needs may run (a `bool`
+    /// expression): every four-wide loop's length and every tensor read
+    /// four-wide's last extent a multiple of four, those tensors and the
+    /// output (`out`) 16-byte aligned.
+    fn wide_condition<'k>(
+        &self,
+        needs: impl Iterator<Item = &'k kernel::Wide>,
+        out: &Ident,
+    ) -> Result<TokenStream, Failure> {
+        let mut cond = quote!(#out.arg().0 % 16 == 0);
+        for w in needs {
+            for d in &w.lens {
+                let d = self.dim(d)?;
+                cond = quote!(#cond && (#d) % 4 == 0);
+            }
+            for v in &w.tensors {
+                let t = self.tensor_ref(*v)?;
+                cond = quote!(#cond && #t.shape().last().is_some_and(|n| n % 4 == 0) && #t.arg().0 % 16 == 0);
+            }
+        }
+        Ok(cond)
     }
 
     /// The longest of the loop nests whose extents are `lens` (an `i64`
@@ -833,25 +869,38 @@ impl<'a> HostCx<'a> {
         // every binder) one warp and one block per point, whose threads
         // share each reduction; the host picks by the reductions' length
         // and the number of points (`Device::team_for`).
-        let threads = self.def_kernel(def, &axes, Per::Thread)?;
+        let threads = self.def_kernel(def, &axes, Per::Thread, false)?;
         let axis_vars: HashSet<u32> = def.axes.iter().map(|a| a.index.0).collect();
         let shares = |k: &DefKernel| {
             !k.lens.is_empty() && k.lens.iter().flatten().all(|d| d.vars().iter().all(|v| !axis_vars.contains(&v.0)))
         };
-        let blocks = self.def_kernel(def, &axes, Per::Block)?.filter(|k| shares(k));
+        let blocks = self.def_kernel(def, &axes, Per::Block, false)?.filter(|k| shares(k));
         let warps = match blocks {
-            Some(_) => self.def_kernel(def, &axes, Per::Warp)?,
+            Some(_) => self.def_kernel(def, &axes, Per::Warp, false)?,
             None => None,
         };
+        // Their four-wide twins (not in `checked` mode), when they have a
+        // four-wide loop.
+        let has_loops = |k: &DefKernel| k.wide.as_ref().is_some_and(|w| !w.lens.is_empty());
+        let wide = match (&warps, &blocks) {
+            (Some(_), Some(_)) if !self.all_checked => {
+                let w = self.def_kernel(def, &axes, Per::Warp, true)?.filter(|k| has_loops(k));
+                let b = self.def_kernel(def, &axes, Per::Block, true)?.filter(|k| has_loops(k));
+                w.zip(b)
+            }
+            _ => None,
+        };
         let mut inputs = threads.as_ref().map(|k| k.inputs.clone()).unwrap_or_default();
-        for k in blocks.iter().chain(&warps) {
+        for k in blocks.iter().chain(&warps).chain(wide.iter().flat_map(|(w, b)| [w, b])) {
             inputs.extend(k.inputs.iter().cloned());
         }
         // Elementwise over tensors of the output's shape: a kernel over flat
         // positions (no index arithmetic), chosen when the shapes agree.
         // (Not in `checked` mode, where every read is checked by index.)
         let flat = match (&blocks, flat_reads(def, self.f)) {
-            (None, Some(same)) if !self.all_checked => self.def_kernel(def, &axes, Per::Flat)?.map(|k| (k, same)),
+            (None, Some(same)) if !self.all_checked => {
+                self.def_kernel(def, &axes, Per::Flat, false)?.map(|k| (k, same))
+            }
             _ => None,
         };
         if let Some((k, _)) = &flat {
@@ -878,7 +927,16 @@ impl<'a> HostCx<'a> {
                 };
                 let (warp, block) =
                     (shared(&w, Per::Warp, kernel::Team::Warp), shared(&b, Per::Block, kernel::Team::Block));
-                Some(Teams { warp, block, longest: self.longest(&b.lens)? })
+                let wide = match &wide {
+                    Some((ww, wb)) => {
+                        let (wwarp, wblock) =
+                            (shared(ww, Per::Warp, kernel::Team::Warp), shared(wb, Per::Block, kernel::Team::Block));
+                        let needs = [ww, wb].into_iter().filter_map(|k| k.wide.as_ref());
+                        Some((wwarp, wblock, self.wide_condition(needs, &own)?))
+                    }
+                    None => None,
+                };
+                Some(Teams { warp, block, longest: self.longest(&b.lens)?, wide })
             }
             _ => None,
         };
@@ -917,11 +975,25 @@ impl<'a> HostCx<'a> {
     /// lambdas recomputed where read, then the row's points.
     fn rows(&mut self, rows: &Rows) -> Result<TokenStream, Failure> {
         let def = &rows.def;
-        let threads = self.rows_kernel(rows, Per::Thread)?;
-        let warps = self.rows_kernel(rows, Per::Warp)?;
-        let blocks = self.rows_kernel(rows, Per::Block)?;
+        let threads = self.rows_kernel(rows, Per::Thread, false)?;
+        let warps = self.rows_kernel(rows, Per::Warp, false)?;
+        let blocks = self.rows_kernel(rows, Per::Block, false)?;
+        // Their four-wide twins (not in `checked` mode, where every read is
+        // checked), when they have a four-wide loop.
+        let (wide_warps, wide_blocks) = if self.all_checked {
+            (None, None)
+        } else {
+            let w = self.rows_kernel(rows, Per::Warp, true)?;
+            let b = self.rows_kernel(rows, Per::Block, true)?;
+            let has_loops = |k: &RowsKernel| k.wide.as_ref().is_some_and(|w| !w.lens.is_empty());
+            if has_loops(&w) && has_loops(&b) {
+                (Some(w), Some(b))
+            } else {
+                (None, None)
+            }
+        };
         let mut inputs = threads.inputs.clone();
-        for k in [&warps, &blocks] {
+        for k in [&warps, &blocks].into_iter().chain(&wide_warps).chain(&wide_blocks) {
             inputs.extend(k.inputs.iter().cloned());
         }
         let (mut params, args) = self.inputs(&inputs, true)?;
@@ -930,15 +1002,26 @@ impl<'a> HostCx<'a> {
         let params = params.join(", ");
         let mut add = |k: &RowsKernel| self.add_kernel(k.text.replace("__PARAMS__", &params), &k.callees).0;
         let (konst, warp, block) = (add(&threads), add(&warps), add(&blocks));
+        let wide = match (&wide_warps, &wide_blocks) {
+            (Some(w), Some(b)) => Some((add(w), add(b))),
+            _ => None,
+        };
         // A warp or a block per row by the length of the row and of the
         // prelude's reductions.
         let row: Vec<Dim> = def.axes[1..].iter().map(|a| a.extent.clone()).collect();
         let longest = self.longest(&[blocks.lens.as_slice(), &[row]].concat())?;
         let own = self.own_ident(def.var)?;
+        let wide = match wide {
+            Some((warp, block)) => {
+                let needs = wide_warps.iter().chain(&wide_blocks).filter_map(|k| k.wide.as_ref());
+                Some((warp, block, self.wide_condition(needs, &own)?))
+            }
+            None => None,
+        };
         let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
         let first = self.dim(&def.axes[0].extent)?;
-        let launch =
-            self.launch_teams(&konst, Some(Teams { warp, block, longest }), quote!((#first) as usize), &own, args);
+        let teams = Teams { warp, block, longest, wide };
+        let launch = self.launch_teams(&konst, Some(teams), quote!((#first) as usize), &own, args);
         let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
         let t = scalar_type(def.elem);
         let d = dim_type(def.axes.len(), nd)?;
@@ -954,13 +1037,16 @@ impl<'a> HostCx<'a> {
 
     /// The kernel of `rows` (its parameters left as `__PARAMS__`): one
     /// thread, warp or block per row (`per`).
-    fn rows_kernel(&mut self, rows: &Rows, per: Per) -> Result<RowsKernel, Failure> {
+    fn rows_kernel(&mut self, rows: &Rows, per: Per, wide: bool) -> Result<RowsKernel, Failure> {
         let def = &rows.def;
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
         if let Some(team) = per.team() {
             cx.block = Some((String::new(), Vec::new()));
             cx.team = team;
+            if wide {
+                cx.wide = Some(kernel::Wide::default());
+            }
         }
         let built = (|| {
             let first = &def.axes[0];
@@ -990,30 +1076,59 @@ impl<'a> HostCx<'a> {
             }
             // The row's points, each computed by one thread.
             cx.block = None;
-            let inner: Vec<(VarId, &Dim, Dim)> =
-                def.axes[1..].iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
-            let (points, decls) = Self::points_of(&mut cx, &inner, "__q")?;
-            let decls: String = decls.lines().map(|l| format!("    {l}\n")).collect();
-            let value = cx.expr(&def.body)?;
             let rows_loop = per.points_loop();
-            let points_loop = match per {
-                Per::Thread | Per::Flat => "__q = 0; __q < __m; ++__q",
-                Per::Warp => "__q = (threadIdx.x & 31); __q < __m; __q += 32",
-                Per::Block => "__q = threadIdx.x; __q < __m; __q += blockDim.x",
-            };
-            let text = format!(
+            let head = format!(
                 "extern \"C\" __global__ void __KERNEL__(__PARAMS__) {{\n    const long long __n = {n_rows};\n    \
-                 for (long long {rows_loop}) {{\n{prelude}        const long long __m = {points};\n        \
-                 #pragma unroll 4\n        for (long long {points_loop}) {{\n{decls}            __out[__p * __m + __q] = {value};\n        }}\n    }}\n}}\n"
+                 for (long long {rows_loop}) {{\n{prelude}"
             );
+            let text = match (&def.axes[1..], per.team()) {
+                // Four consecutive points of a row per thread and step,
+                // stored four-wide.
+                ([a], Some(team))
+                    if cx.wide.is_some() && def.elem == ScalarKind::F32 && a.start.as_constant() == Some(0) =>
+                {
+                    let points = cx.dim(&a.extent)?;
+                    let (rank, size) = team.rank_and_size();
+                    let lanes = cx.wide_body(a.index, |cx, lane| {
+                        let value = cx.expr(&def.body)?;
+                        Ok(format!("__o.{} = {value};", ["x", "y", "z", "w"][lane]))
+                    })?;
+                    if let Some(wide) = &mut cx.wide {
+                        wide.lens.push(a.extent.clone());
+                    }
+                    format!(
+                        "{head}        const long long __m = {points};\n        #pragma unroll 4\n        \
+                         for (long long __q4 = {rank}; __q4 < __m / 4; __q4 += {size}) {{\n            \
+                         const long long __q = __q4 * 4;\n            float4 __o;\n{lanes}            \
+                         *(float4*)(__out + __p * __m + __q) = __o;\n        }}\n    }}\n}}\n"
+                    )
+                }
+                _ => {
+                    let inner: Vec<(VarId, &Dim, Dim)> =
+                        def.axes[1..].iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
+                    let (points, decls) = Self::points_of(&mut cx, &inner, "__q")?;
+                    let decls: String = decls.lines().map(|l| format!("    {l}\n")).collect();
+                    let value = cx.expr(&def.body)?;
+                    let points_loop = match per {
+                        Per::Thread | Per::Flat => "__q = 0; __q < __m; ++__q",
+                        Per::Warp => "__q = (threadIdx.x & 31); __q < __m; __q += 32",
+                        Per::Block => "__q = threadIdx.x; __q < __m; __q += blockDim.x",
+                    };
+                    format!(
+                        "{head}        const long long __m = {points};\n        \
+                         #pragma unroll 4\n        for (long long {points_loop}) {{\n{decls}            __out[__p * __m + __q] = {value};\n        }}\n    }}\n}}\n"
+                    )
+                }
+            };
             Ok::<_, Failure>((text, lens))
         })();
         let inputs = cx.inputs.clone();
         let callees = std::mem::take(&mut cx.callees);
+        let wide = cx.wide.take();
         drop(cx);
         self.sites = sites;
         let (text, lens) = built?;
-        Ok(RowsKernel { text, inputs, callees, lens })
+        Ok(RowsKernel { text, inputs, callees, lens, wide })
     }
 
     /// The pieces of a definition's kernel: one thread per point, one block
@@ -1024,12 +1139,16 @@ impl<'a> HostCx<'a> {
         def: &TensorDef,
         axes: &[(VarId, &Dim, Dim)],
         per: Per,
+        wide: bool,
     ) -> Result<Option<DefKernel>, Failure> {
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
         if let Some(team) = per.team() {
             cx.block = Some((String::new(), Vec::new()));
             cx.team = team;
+            if wide {
+                cx.wide = Some(kernel::Wide::default());
+            }
         }
         if per == Per::Flat {
             cx.flat = Some(axes.iter().map(|a| a.0).collect());
@@ -1042,6 +1161,7 @@ impl<'a> HostCx<'a> {
         let inputs = cx.inputs.clone();
         let callees = std::mem::take(&mut cx.callees);
         let (prelude, lens) = cx.block.take().unwrap_or_default();
+        let wide = cx.wide.take();
         drop(cx);
         self.sites = sites;
         let (n, decls, value) = built?;
@@ -1051,7 +1171,7 @@ impl<'a> HostCx<'a> {
         }
         // A flat kernel reads by position: it needs no index variables.
         let decls = if per == Per::Flat { String::new() } else { decls };
-        Ok(Some(DefKernel { n, decls, value, inputs, callees, prelude, lens }))
+        Ok(Some(DefKernel { n, decls, value, inputs, callees, prelude, lens, wide }))
     }
 
     fn own_ident(&self, v: VarId) -> Result<Ident, Failure> {

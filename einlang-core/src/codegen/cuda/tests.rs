@@ -290,6 +290,130 @@ fn softmax_is_one_kernel_over_rows() {
                     }
                 }
             }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k3` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k3(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
+                for (long long __p = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); __p < __n; __p += (long long)gridDim.x * (blockDim.x >> 5)) {
+                    const long long n_4 = 0LL + __p;
+                    float __red1;
+                    {
+                        float __acc = (float)(__int_as_float(0xff800000));
+                        #pragma unroll 4
+                        for (long long __q4 = (threadIdx.x & 31); __q4 < ((X1)) / 4; __q4 += 32) {
+                            const long long __q = __q4 * 4;
+                        const float4 __v3 = __ldg((const float4*)(x + ((n_4) * __d1_x + __q)));
+                        { const long long j = __q + 0; do { { const float __v = __v3.x; if (__v > __acc) __acc = __v; } } while (false); }
+                        { const long long j = __q + 1; do { { const float __v = __v3.y; if (__v > __acc) __acc = __v; } } while (false); }
+                        { const long long j = __q + 2; do { { const float __v = __v3.z; if (__v > __acc) __acc = __v; } } while (false); }
+                        { const long long j = __q + 3; do { { const float __v = __v3.w; if (__v > __acc) __acc = __v; } } while (false); }
+                        }
+                        for (int __s = 16; __s > 0; __s >>= 1) { { const float __v = __ein_shfl(__acc, __s); if (__v > __acc) __acc = __v; } }
+                        __red1 = __acc;
+                    }
+                    const float m = __red1;
+                    auto e = [&](long long j_2) -> float { return expf((x[(n_4) * __d1_x + j_2] - m)); };
+                    float __red4;
+                    {
+                        float __acc = (float)(0);
+                        #pragma unroll 4
+                        for (long long __q4 = (threadIdx.x & 31); __q4 < ((X1)) / 4; __q4 += 32) {
+                            const long long __q = __q4 * 4;
+                        const float4 __v6 = __ldg((const float4*)(x + ((n_4) * __d1_x + __q)));
+                        { const long long j_3 = __q + 0; do { __acc = __acc + [&]() -> float { const long long j_2 = j_3; return expf((__v6.x - m)); }(); } while (false); }
+                        { const long long j_3 = __q + 1; do { __acc = __acc + [&]() -> float { const long long j_2 = j_3; return expf((__v6.y - m)); }(); } while (false); }
+                        { const long long j_3 = __q + 2; do { __acc = __acc + [&]() -> float { const long long j_2 = j_3; return expf((__v6.z - m)); }(); } while (false); }
+                        { const long long j_3 = __q + 3; do { __acc = __acc + [&]() -> float { const long long j_2 = j_3; return expf((__v6.w - m)); }(); } while (false); }
+                        }
+                        for (int __s = 16; __s > 0; __s >>= 1) { __acc = __acc + __ein_shfl(__acc, __s); }
+                        __red4 = __acc;
+                    }
+                    const float s = __red4;
+                    const long long __m = (X1);
+                    #pragma unroll 4
+                    for (long long __q4 = (threadIdx.x & 31); __q4 < __m / 4; __q4 += 32) {
+                        const long long __q = __q4 * 4;
+                        float4 __o;
+                        const float4 __v7 = __ldg((const float4*)(x + ((n_4) * __d1_x + __q)));
+                        { const long long j_4 = __q + 0; __o.x = ([&]() -> float { const long long j_2 = j_4; return expf((__v7.x - m)); }() / s); }
+                        { const long long j_4 = __q + 1; __o.y = ([&]() -> float { const long long j_2 = j_4; return expf((__v7.y - m)); }() / s); }
+                        { const long long j_4 = __q + 2; __o.z = ([&]() -> float { const long long j_2 = j_4; return expf((__v7.z - m)); }() / s); }
+                        { const long long j_4 = __q + 3; __o.w = ([&]() -> float { const long long j_2 = j_4; return expf((__v7.w - m)); }() / s); }
+                        *(float4*)(__out + __p * __m + __q) = __o;
+                    }
+                }
+            }
+            // einlang: kernel `__cuda_softmax_f32r2_2cb64e11_k4` of `softmax_f32r2_2cb64e11`
+            extern "C" __global__ void __cuda_softmax_f32r2_2cb64e11_k4(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, long long __d1_x, long long X0, long long X1, __ein_u64* __status) {
+                const long long __n = (X0);
+                for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x) {
+                    const long long n_4 = 0LL + __p;
+                    __shared__ float __sh2[32];
+                    float __red1;
+                    {
+                        float __acc = (float)(__int_as_float(0xff800000));
+                        #pragma unroll 4
+                        for (long long __q4 = threadIdx.x; __q4 < ((X1)) / 4; __q4 += blockDim.x) {
+                            const long long __q = __q4 * 4;
+                        const float4 __v3 = __ldg((const float4*)(x + ((n_4) * __d1_x + __q)));
+                        { const long long j = __q + 0; do { { const float __v = __v3.x; if (__v > __acc) __acc = __v; } } while (false); }
+                        { const long long j = __q + 1; do { { const float __v = __v3.y; if (__v > __acc) __acc = __v; } } while (false); }
+                        { const long long j = __q + 2; do { { const float __v = __v3.z; if (__v > __acc) __acc = __v; } } while (false); }
+                        { const long long j = __q + 3; do { { const float __v = __v3.w; if (__v > __acc) __acc = __v; } } while (false); }
+                        }
+                        for (int __s = 16; __s > 0; __s >>= 1) { { const float __v = __ein_shfl(__acc, __s); if (__v > __acc) __acc = __v; } }
+                        if ((threadIdx.x & 31) == 0) __sh2[threadIdx.x >> 5] = __acc;
+                        __syncthreads();
+                        if (threadIdx.x < 32) {
+                            __acc = threadIdx.x < (blockDim.x >> 5) ? __sh2[threadIdx.x] : (float)(__int_as_float(0xff800000));
+                            for (int __s = 16; __s > 0; __s >>= 1) { { const float __v = __ein_shfl(__acc, __s); if (__v > __acc) __acc = __v; } }
+                            if (threadIdx.x == 0) __sh2[0] = __acc;
+                        }
+                        __syncthreads();
+                        __red1 = __sh2[0];
+                        __syncthreads();
+                    }
+                    const float m = __red1;
+                    auto e = [&](long long j_2) -> float { return expf((x[(n_4) * __d1_x + j_2] - m)); };
+                    __shared__ float __sh5[32];
+                    float __red4;
+                    {
+                        float __acc = (float)(0);
+                        #pragma unroll 4
+                        for (long long __q4 = threadIdx.x; __q4 < ((X1)) / 4; __q4 += blockDim.x) {
+                            const long long __q = __q4 * 4;
+                        const float4 __v6 = __ldg((const float4*)(x + ((n_4) * __d1_x + __q)));
+                        { const long long j_3 = __q + 0; do { __acc = __acc + [&]() -> float { const long long j_2 = j_3; return expf((__v6.x - m)); }(); } while (false); }
+                        { const long long j_3 = __q + 1; do { __acc = __acc + [&]() -> float { const long long j_2 = j_3; return expf((__v6.y - m)); }(); } while (false); }
+                        { const long long j_3 = __q + 2; do { __acc = __acc + [&]() -> float { const long long j_2 = j_3; return expf((__v6.z - m)); }(); } while (false); }
+                        { const long long j_3 = __q + 3; do { __acc = __acc + [&]() -> float { const long long j_2 = j_3; return expf((__v6.w - m)); }(); } while (false); }
+                        }
+                        for (int __s = 16; __s > 0; __s >>= 1) { __acc = __acc + __ein_shfl(__acc, __s); }
+                        if ((threadIdx.x & 31) == 0) __sh5[threadIdx.x >> 5] = __acc;
+                        __syncthreads();
+                        if (threadIdx.x < 32) {
+                            __acc = threadIdx.x < (blockDim.x >> 5) ? __sh5[threadIdx.x] : (float)(0);
+                            for (int __s = 16; __s > 0; __s >>= 1) { __acc = __acc + __ein_shfl(__acc, __s); }
+                            if (threadIdx.x == 0) __sh5[0] = __acc;
+                        }
+                        __syncthreads();
+                        __red4 = __sh5[0];
+                        __syncthreads();
+                    }
+                    const float s = __red4;
+                    const long long __m = (X1);
+                    #pragma unroll 4
+                    for (long long __q4 = threadIdx.x; __q4 < __m / 4; __q4 += blockDim.x) {
+                        const long long __q = __q4 * 4;
+                        float4 __o;
+                        const float4 __v7 = __ldg((const float4*)(x + ((n_4) * __d1_x + __q)));
+                        { const long long j_4 = __q + 0; __o.x = ([&]() -> float { const long long j_2 = j_4; return expf((__v7.x - m)); }() / s); }
+                        { const long long j_4 = __q + 1; __o.y = ([&]() -> float { const long long j_2 = j_4; return expf((__v7.y - m)); }() / s); }
+                        { const long long j_4 = __q + 2; __o.z = ([&]() -> float { const long long j_2 = j_4; return expf((__v7.z - m)); }() / s); }
+                        { const long long j_4 = __q + 3; __o.w = ([&]() -> float { const long long j_2 = j_4; return expf((__v7.w - m)); }() / s); }
+                        *(float4*)(__out + __p * __m + __q) = __o;
+                    }
+                }
+            }
         "#]],
     );
 }
@@ -1080,7 +1204,8 @@ fn asserts_are_checked_on_the_host() {
 fn row_pipelines_in_any_form_are_one_kernel_over_rows() {
     // Softmax with the maximum and sum written inside, and a layer norm:
     // each becomes one row kernel (a thread-, a warp- and a block-per-row
-    // variant), the centered row recomputed where it is read.
+    // variant, the last two also four-wide), the centered row recomputed
+    // where it is read.
     for src in [
         r#"
         use std::math::exp;
@@ -1104,7 +1229,13 @@ fn row_pipelines_in_any_form_are_one_kernel_over_rows() {
         "#,
     ] {
         let text = kernels(src);
-        assert_eq!(text.matches("__global__").count(), 3, "{text}");
+        assert_eq!(text.matches("__global__").count(), 5, "{text}");
+        // Four-wide twins of the warp and block kernels: every read of
+        // `x` (but in the unused row lambdas) and the store of a row's
+        // points are four-wide.
+        assert_eq!(text.matches("*(float4*)(__out + __p * __m + __q) = __o;").count(), 2, "{text}");
+        let wide: String = text.split("// einlang: kernel").filter(|k| k.contains("float4")).collect();
+        assert!(wide.lines().filter(|l| l.contains("x[(")).all(|l| l.trim_start().starts_with("auto ")), "{wide}");
         assert!(text.contains("__q = (threadIdx.x & 31); __q < __m; __q += 32"), "{text}");
         assert!(text.contains("for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x)"), "{text}");
     }
