@@ -415,8 +415,9 @@ pub enum Team {
     Thread,
     /// A warp per point, its lanes sharing the point's reductions.
     Warp,
-    /// A block per point, its threads sharing the point's reductions.
-    Block,
+    /// A block of this many threads per point, its threads sharing the
+    /// point's reductions.
+    Block(u32),
 }
 
 /// Which threads of a kernel share the reductions of each of `points`
@@ -424,25 +425,31 @@ pub enum Team {
 /// elements, on a device of `sms` multiprocessors: a thread does one of
 /// under 32 alone; a warp (by shuffles, a point per warp) takes one of up
 /// to 1024 when there are at least 8 points per multiprocessor; a block
-/// (256 threads) takes the others.
+/// takes the others, of 256 threads when there are at least 8 points per
+/// multiprocessor (so that the blocks fill it), else of 1024.
 ///
 /// Measured on an H200 (132 multiprocessors), softmax kernels against the
 /// device's copy: rows of 256, 1024 and 512 (65536, 16384 and 2048 rows)
 /// ran at 0.79x, 0.66x and 0.81x with a warp per row against 0.32x, 0.51x
 /// and 0.67x with a block per row; rows of 2048 and 4096 (8192 and 4096
 /// rows) at 0.38x and 0.32x against 0.55x and 0.51x; 1024 and 512 rows of
-/// 1024 at 0.71x and 0.65x against 0.75x and 0.82x.
+/// 1024 at 0.71x and 0.65x against 0.75x and 0.82x. 1024 rows of 16384 ran
+/// at 0.48x with blocks of 1024 threads and 0.34x with blocks of 256; 4096
+/// rows of 4096 at 0.44x and 0.52x.
 #[doc(hidden)]
 pub fn team(sms: u32, points: u64, longest: i64) -> Team {
     const WARP_MIN: i64 = 32;
     const WARP_MAX: i64 = 1024;
-    const WARP_POINTS_PER_SM: u64 = 8;
+    const POINTS_PER_SM: u64 = 8;
+    let many = points >= u64::from(sms) * POINTS_PER_SM;
     if longest < WARP_MIN {
         Team::Thread
-    } else if longest <= WARP_MAX && points >= u64::from(sms) * WARP_POINTS_PER_SM {
+    } else if longest <= WARP_MAX && many {
         Team::Warp
+    } else if many {
+        Team::Block(256)
     } else {
-        Team::Block
+        Team::Block(1024)
     }
 }
 
@@ -750,12 +757,13 @@ mod tests {
 
     #[test]
     fn teams_grow_with_the_reductions_and_shrink_with_the_points() {
-        // 132 multiprocessors: warps from 1056 points.
+        // 132 multiprocessors: warps, and blocks of 256, from 1056 points.
         assert_eq!(team(132, 1_000_000, 31), Team::Thread);
-        assert_eq!(team(132, 1055, 32), Team::Block);
+        assert_eq!(team(132, 1055, 32), Team::Block(1024));
         assert_eq!(team(132, 1056, 32), Team::Warp);
         assert_eq!(team(132, 1056, 1024), Team::Warp);
-        assert_eq!(team(132, 1 << 40, 1025), Team::Block);
+        assert_eq!(team(132, 1056, 1025), Team::Block(256));
+        assert_eq!(team(132, 1055, 1 << 20), Team::Block(1024));
         assert_eq!(team(132, u64::MAX, 1024), Team::Warp);
         assert_eq!(team(132, 0, 0), Team::Thread);
     }

@@ -775,8 +775,8 @@ impl<'a> HostCx<'a> {
         };
         let call = quote! {
             match #dev.team_for(__points as u64, #longest) {
-                #rt::cuda::Team::Block => {
-                    unsafe { #dev.launch(#bkonst, #dev.grid_for(__points as u64 * #block as u64, #block), #block, &__args) }?;
+                #rt::cuda::Team::Block(__threads) => {
+                    unsafe { #dev.launch(#bkonst, #dev.grid_for(__points as u64 * __threads as u64, __threads), __threads, &__args) }?;
                 }
                 #rt::cuda::Team::Warp => {
                     unsafe { #dev.launch(#warp, #dev.grid_for(__points as u64 * 32, #block), #block, &__args) }?;
