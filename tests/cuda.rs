@@ -39,6 +39,14 @@ mod gpu {
             y
         }
 
+        /// A row sum whose other factor reads the previous row only when
+        /// there is one: never loaded ahead of its guard.
+        #[device(cuda)]
+        pub fn shifted(x: [f32; B, C]) -> [f32; B, C] {
+            let y[n, c] = x[n, c] / (1.0 + sum[k](x[n, k] * x[n, k] * (if n > 0 { 1.0 + x[n - 1, k] } else { 1.0 })));
+            y
+        }
+
         /// Per-row reductions as definitions (a point per thread, warp or
         /// block).
         #[device(cuda)]
@@ -170,7 +178,12 @@ mod cpu {
                 y
             }
 
-    pub fn stats(x: [f32; B, C]) -> ([f32; B], [f32; B]) {
+    pub fn shifted(x: [f32; B, C]) -> [f32; B, C] {
+            let y[n, c] = x[n, c] / (1.0 + sum[k](x[n, k] * x[n, k] * (if n > 0 { 1.0 + x[n - 1, k] } else { 1.0 })));
+            y
+        }
+
+        pub fn stats(x: [f32; B, C]) -> ([f32; B], [f32; B]) {
                 let s[n] = sum[c](x[n, c] * x[n, c]);
                 let m[n] = max[c](x[n, c]) - min[c](x[n, c]);
                 (s, m)
@@ -393,6 +406,8 @@ fn row_pipelines_match_the_cpu() -> Result<(), Error> {
         let ((s, m), (want_s, want_m)) = (gpu::stats(&dev, &xd)?, cpu::stats(&x)?);
         close(s.to_host()?.as_slice().unwrap(), want_s.as_slice().unwrap(), 1e-4);
         close(m.to_host()?.as_slice().unwrap(), want_m.as_slice().unwrap(), 1e-6);
+        let want = cpu::shifted(&x)?;
+        close(gpu::shifted(&dev, &xd)?.to_host()?.as_slice().unwrap(), want.as_slice().unwrap(), 1e-4);
     }
     Ok(())
 }

@@ -49,6 +49,24 @@ einlang! {
         dk
     }
 
+    /// The kernel gradient of an output gradient computed here: its packed
+    /// copy is a view of that temporary (`y` is read only by definitions).
+    pub fn kernel_grad_of_temporary(x: [f64; N, C, H, W], dy: [f64; N, O, H - 2, W - 2]) -> [f64; O, C, 3, 3] {
+        let y[n, o, p, q] = 2.0 * dy[n, o, p, q];
+        let dk[o, c, r, s] = sum[n, p, q](x[n, c, p + r, q + s] * y[n, o, p, q]);
+        let l[o] = sum[n, p, q](y[n, o, p, q]);
+        let dk2[o, c, r, s] = dk[o, c, r, s] + l[o];
+        dk2
+    }
+
+    /// The same temporary also returned: its packed copy stays a copy.
+    pub fn kernel_grad_and_temporary(x: [f64; N, C, H, W], dy: [f64; N, O, H - 2, W - 2])
+        -> ([f64; O, C, 3, 3], [f64; N, O, H - 2, W - 2]) {
+        let y[n, o, p, q] = 2.0 * dy[n, o, p, q];
+        let dk[o, c, r, s] = sum[n, p, q](x[n, c, p + r, q + s] * y[n, o, p, q]);
+        (dk, y)
+    }
+
     /// Attention scores over heads: two batch axes.
     pub fn scores(q: [f64; B, Hd, T, D], k: [f64; B, Hd, S, D]) -> [f64; B, Hd, T, S] {
         let s[b, h, t, u] = sum[d](q[b, h, t, d] * k[b, h, u, d]);
@@ -333,6 +351,34 @@ fn kernel_gradient_of_a_convolution() {
             }
         }
         assert_close(&conv_kernel_grad(&x, dy).unwrap(), &want);
+    }
+}
+
+#[test]
+fn kernel_gradient_of_a_temporary() {
+    let (n, c, h, w, o) = (2, 3, 6, 7, 4);
+    let x = fill(Ix4(n, c, h, w), 17);
+    let dy = fill(Ix4(n, o, h - 2, w - 2), 18);
+    let mut dk = Array4::<f64>::zeros((o, c, 3, 3));
+    for ((oo, cc, r, s), v) in dk.indexed_iter_mut() {
+        for nn in 0..n {
+            for i in 0..h - 2 {
+                for j in 0..w - 2 {
+                    *v += 2.0 * dy[[nn, oo, i, j]] * x[[nn, cc, i + r, j + s]];
+                }
+            }
+        }
+    }
+    let mut with_l = dk.clone();
+    for ((oo, _, _, _), v) in with_l.indexed_iter_mut() {
+        *v += 2.0 * dy.index_axis(einlang::ndarray::Axis(1), oo).sum();
+    }
+    // Twice: the second call reuses the pooled buffers of the first.
+    for _ in 0..2 {
+        assert_close(&kernel_grad_of_temporary(&x, &dy).unwrap(), &with_l);
+        let (got, y) = kernel_grad_and_temporary(&x, &dy).unwrap();
+        assert_close(&got, &dk);
+        assert_close(&y, &dy.mapv(|v| 2.0 * v));
     }
 }
 

@@ -231,11 +231,16 @@ pub const WIDTH: usize = 4;
 /// needs before the host may launch it: every such loop's length, and the
 /// last extent of every tensor read there by a four-wide load, a multiple
 /// of four (and the tensors 16-byte aligned), so that the loads are
-/// aligned and no loop has a remainder.
+/// aligned and no loop has a remainder. Only reads that every lane makes
+/// (under no guard, branch or short-circuit) are loaded four-wide, so the
+/// loads read nothing the lanes would not.
 #[derive(Clone, Debug, Default)]
 pub struct Wide {
     pub lens: Vec<Dim>,
-    pub tensors: BTreeSet<VarId>,
+    /// The tensors loaded four-wide, each with the loop (an index into
+    /// `lens`) it is loaded in: its last extent must also be at least that
+    /// loop's length.
+    pub reads: BTreeSet<(VarId, usize)>,
 }
 
 /// The four-wide loop whose body is being emitted: its position (`__q`)
@@ -301,6 +306,9 @@ pub struct KernelCx<'a> {
     /// launch needs.
     pub wide: Option<Wide>,
     wide_loop: Option<WideLoop>,
+    /// How many guards, branches and short-circuit operands enclose the
+    /// expression being emitted (a read under one is not hoisted).
+    guarded: u32,
     /// In a kernel over a definition's flat positions (`Some(axes)`): reads
     /// whose indices are the axes in order are `tensor[__p]` (the host
     /// launches it only when those tensors have the output's shape).
@@ -329,6 +337,7 @@ impl<'a> KernelCx<'a> {
             row_fns: HashMap::new(),
             wide: None,
             wide_loop: None,
+            guarded: 0,
             flat: None,
             depth: 0,
             next_tmp: 0,
@@ -449,7 +458,7 @@ impl<'a> KernelCx<'a> {
                 }
             }
             ExprKind::Reduce { op, loops, wheres, body } => self.nested(|cx| cx.reduce(*op, loops, wheres, body, k))?,
-            ExprKind::Guarded { wheres, body } => self.nested(|cx| {
+            ExprKind::Guarded { wheres, body } => self.conditional(true, |cx| {
                 let mut s = format!("[&]() -> {t} {{ ");
                 cx.wheres(wheres, &mut s, &format!("return ({t})0;"))?;
                 let v = cx.expr(body)?;
@@ -458,7 +467,7 @@ impl<'a> KernelCx<'a> {
             })?,
             ExprKind::If { cond, then, els } => {
                 let c = self.expr(cond)?;
-                let (a, b) = self.nested(|cx| Ok((cx.expr(then)?, cx.expr(els)?)))?;
+                let (a, b) = self.conditional(true, |cx| Ok((cx.expr(then)?, cx.expr(els)?)))?;
                 format!("({c} ? {a} : {b})")
             }
             ExprKind::Block { stmts, result } => self.nested(|cx| cx.block_expr(stmts, result, t))?,
@@ -471,6 +480,15 @@ impl<'a> KernelCx<'a> {
         self.depth += 1;
         let r = f(self);
         self.depth -= 1;
+        r
+    }
+
+    /// `nested`, for code that runs only when a guard, branch or
+    /// short-circuit lets it (`when`: whether it is conditional at all).
+    fn conditional<R>(&mut self, when: bool, f: impl FnOnce(&mut Self) -> Result<R, Failure>) -> Result<R, Failure> {
+        self.guarded += u32::from(when);
+        let r = self.nested(f);
+        self.guarded -= u32::from(when);
         r
     }
 
@@ -501,7 +519,8 @@ impl<'a> KernelCx<'a> {
         let operand = scalar_kind(&a.ty)?;
         let x = self.expr(a)?;
         // The right operand of `&&` and `||` runs only sometimes.
-        let y = if matches!(op, BinOp::And | BinOp::Or) { self.nested(|cx| cx.expr(b))? } else { self.expr(b)? };
+        let y =
+            if matches!(op, BinOp::And | BinOp::Or) { self.conditional(true, |cx| cx.expr(b))? } else { self.expr(b)? };
         let t = c_type(k);
         let wrapping = operand.is_int() && operand != ScalarKind::Bool;
         Ok(match op {
@@ -660,14 +679,19 @@ impl<'a> KernelCx<'a> {
         Ok(format!("        auto {name} = [&]({}) -> {} {{ return {value}; }};\n", params.join(", "), c_type(t.elem)))
     }
 
-    /// The lanes of a four-wide team loop at position `__q` (a multiple of
-    /// four): `lane_body` once per lane (given the lane), with the loop's index `index`
-    /// defined as `__q + lane`, after the four-wide loads the lanes share.
+    /// The lanes of a four-wide team loop of length `len` at position `__q`
+    /// (a multiple of four): `lane_body` once per lane (given the lane),
+    /// with the loop's index `index` defined as `__q + lane`, after the
+    /// four-wide loads the lanes share.
     pub fn wide_body(
         &mut self,
         index: VarId,
+        len: &Dim,
         mut lane_body: impl FnMut(&mut Self, usize) -> Result<String, Failure>,
     ) -> Result<String, Failure> {
+        if let Some(wide) = &mut self.wide {
+            wide.lens.push(len.clone());
+        }
         // Row tensors' axes are bound again in every lane they are inlined
         // into: no load may be hoisted over them.
         let mut before = self.local.clone();
@@ -712,7 +736,7 @@ impl<'a> KernelCx<'a> {
             vars_of(i, &mut mentioned);
         }
         let fixed = mentioned.iter().all(|v| !w.vars.contains(v) && (!self.local.contains(v) || w.before.contains(v)));
-        if k != ScalarKind::F32 || !at_lane || !fixed || self.windows.contains_key(&tensor) {
+        if k != ScalarKind::F32 || !at_lane || !fixed || self.guarded > 0 || self.windows.contains_key(&tensor) {
             return Ok(None);
         }
         let lane = w.lane;
@@ -731,7 +755,8 @@ impl<'a> KernelCx<'a> {
                     let off = self.offset(tensor, &idx)?;
                     self.inputs.insert(Input::Tensor(tensor));
                     if let Some(wide) = &mut self.wide {
-                        wide.tensors.insert(tensor);
+                        let at = wide.lens.len().saturating_sub(1);
+                        wide.reads.insert((tensor, at));
                     }
                     let decl = format!("const float4 {name} = __ldg((const float4*)({t} + ({off})));");
                     if let Some(w) = &mut self.wide_loop {
@@ -901,7 +926,8 @@ impl<'a> KernelCx<'a> {
             let _ = write!(s, "for (long long {i} = {start}; {i} < {end}; ++{i}) {{ ");
         }
         self.wheres(wheres, &mut s, "continue;")?;
-        let v = self.expr(body)?;
+        let guards = wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
+        let v = self.conditional(guards, |cx| cx.expr(body))?;
         s.push_str(&combine(&acc, &v, t));
         for _ in loops {
             s.push_str(" }");
@@ -940,8 +966,9 @@ impl<'a> KernelCx<'a> {
         let shared =
             if self.team == Team::Block { format!("        __shared__ {t} {sh}[32];\n") } else { String::new() };
         let mut s = format!("{shared}        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n");
+        let guards = wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
         let lane = |cx: &mut Self, _: usize| {
-            cx.nested(|cx| {
+            cx.conditional(guards, |cx| {
                 let mut w = String::new();
                 cx.wheres(wheres, &mut w, "continue;")?;
                 let v = cx.expr(body)?;
@@ -952,15 +979,12 @@ impl<'a> KernelCx<'a> {
             // Four consecutive points per thread and step, read by
             // four-wide loads where they can be.
             [l] if self.wide.is_some() && l.start.as_constant() == Some(0) => {
-                let lanes = self.wide_body(l.index, lane)?;
+                let lanes = self.wide_body(l.index, &extents[0], lane)?;
                 let _ = write!(
                     s,
                     "            #pragma unroll 4\n            for (long long __q4 = {rank}; __q4 < ({m}) / 4; __q4 += {size}) {{\n                \
                      const long long __q = __q4 * 4;\n{lanes}            }}\n"
                 );
-                if let Some(wide) = &mut self.wide {
-                    wide.lens.push(extents[0].clone());
-                }
             }
             _ => {
                 let _ = write!(
@@ -1056,7 +1080,8 @@ impl KernelCx<'_> {
             s.push_str("do { ");
         }
         self.wheres(wheres, &mut s, "continue;")?;
-        let v = self.expr(body)?;
+        let guards = wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
+        let v = self.conditional(guards, |cx| cx.expr(body))?;
         let cmp = if op == RedOp::ArgMax { ">" } else { "<" };
         let _ = write!(
             s,

@@ -791,8 +791,8 @@ impl<'a> HostCx<'a> {
 
     /// When four-wide kernels with these needs may run (a `bool`
     /// expression): every four-wide loop's length and every tensor read
-    /// four-wide's last extent a multiple of four, those tensors and the
-    /// output (`out`) 16-byte aligned.
+    /// four-wide's last extent a multiple of four, that extent at least the
+    /// loop's length, those tensors and the output (`out`) 16-byte aligned.
     fn wide_condition<'k>(
         &self,
         needs: impl Iterator<Item = &'k kernel::Wide>,
@@ -804,9 +804,11 @@ impl<'a> HostCx<'a> {
                 let d = self.dim(d)?;
                 cond = quote!(#cond && (#d) % 4 == 0);
             }
-            for v in &w.tensors {
+            for (v, at) in &w.reads {
                 let t = self.tensor_ref(*v)?;
-                cond = quote!(#cond && #t.shape().last().is_some_and(|n| n % 4 == 0) && #t.arg().0 % 16 == 0);
+                let len =
+                    self.dim(w.lens.get(*at).ok_or_else(|| Failure::Bug("a four-wide read outside its loop".into()))?)?;
+                cond = quote!(#cond && #t.shape().last().is_some_and(|&n| n % 4 == 0 && n as i64 >= #len) && #t.arg().0 % 16 == 0);
             }
         }
         Ok(cond)
@@ -1089,13 +1091,10 @@ impl<'a> HostCx<'a> {
                 {
                     let points = cx.dim(&a.extent)?;
                     let (rank, size) = team.rank_and_size();
-                    let lanes = cx.wide_body(a.index, |cx, lane| {
+                    let lanes = cx.wide_body(a.index, &a.extent, |cx, lane| {
                         let value = cx.expr(&def.body)?;
                         Ok(format!("__o.{} = {value};", ["x", "y", "z", "w"][lane]))
                     })?;
-                    if let Some(wide) = &mut cx.wide {
-                        wide.lens.push(a.extent.clone());
-                    }
                     format!(
                         "{head}        const long long __m = {points};\n        #pragma unroll 4\n        \
                          for (long long __q4 = {rank}; __q4 < __m / 4; __q4 += {size}) {{\n            \

@@ -1240,3 +1240,22 @@ fn row_pipelines_in_any_form_are_one_kernel_over_rows() {
         assert!(text.contains("for (long long __p = blockIdx.x; __p < __n; __p += gridDim.x)"), "{text}");
     }
 }
+
+#[test]
+fn four_wide_loads_are_only_reads_every_lane_makes() {
+    // `x[n - 1, k]` is read only when `n > 0`: never loaded ahead of its
+    // guard; `x[n, k]` is loaded four-wide.
+    let text = kernels(
+        r#"
+        #[device(cuda)]
+        pub fn shifted(x: [f32; B, C]) -> [f32; B, C] {
+            let y[n, c] = x[n, c] / (1.0 + sum[k](x[n, k] * (if n > 0 { x[n - 1, k] } else { 1.0 })));
+            y
+        }
+        "#,
+    );
+    let loads: Vec<&str> = text.lines().filter(|l| l.contains("__ldg")).collect();
+    assert!(!loads.is_empty(), "{text}");
+    assert!(loads.iter().all(|l| !l.contains(" - ")), "{text}");
+    assert!(text.contains("x[(((long long)((__ein_u64)(n) - "), "{text}");
+}

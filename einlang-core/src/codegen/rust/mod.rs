@@ -251,6 +251,16 @@ pub(crate) struct FnCx<'a> {
     standard: HashSet<VarId>,
     /// How reads of each recurrence's tensor are emitted (see `recur`).
     rec_access: HashMap<VarId, recur::RecAccess>,
+    /// What the function's top level defines that nothing moves: an owned
+    /// tensor among them (a temporary) lives until the end, so a copy of
+    /// one as it is may be a view of it (`TensorDef` emission).
+    unmoved: HashSet<VarId>,
+    /// What it defines that nothing but a reshape takes (a view of a
+    /// temporary among them can be dropped at the end).
+    unmoved_but_reshaped: HashSet<VarId>,
+    /// Top-level views of such tensors: dropped before the temporaries go
+    /// back to the pool.
+    owned_views: Vec<VarId>,
     /// While a recurrence's clauses are emitted: the value passed from one
     /// point of its innermost loop to the next (see `recur::Carry`).
     carry: Option<recur::Carry>,
@@ -290,6 +300,9 @@ impl<'a> FnCx<'a> {
             repr: HashMap::new(),
             standard: HashSet::new(),
             rec_access: HashMap::new(),
+            unmoved: HashSet::new(),
+            unmoved_but_reshaped: HashSet::new(),
+            owned_views: Vec::new(),
             carry: None,
             nonneg: HashSet::new(),
             next_label: 0,
@@ -372,6 +385,8 @@ impl<'a> FnCx<'a> {
                 self.repr.insert(p, Ownership::Borrowed);
             }
         }
+        self.unmoved = self.unmoved_defs(&f.body, Some(&f.result), true, true).into_iter().collect();
+        self.unmoved_but_reshaped = self.unmoved_defs(&f.body, Some(&f.result), true, false).into_iter().collect();
         let mut out = paths::body_prelude();
         for check in &f.entry {
             out.extend(self.entry(check)?);
@@ -394,10 +409,17 @@ impl<'a> FnCx<'a> {
             out.extend(quote!(Ok(#result)));
         } else {
             // Large temporaries go back to the runtime's pool, so that the
-            // next call does not map their pages afresh.
+            // next call does not map their pages afresh; the views of them
+            // that nothing moved end first.
             let rt = &self.rt;
+            let mut views = Vec::new();
+            // (Latest first: a reshape's view borrows the view it reshaped.)
+            for v in self.owned_views.iter().rev().filter(|v| self.unmoved_but_reshaped.contains(v)) {
+                views.push(self.ident(*v)?);
+            }
             out.extend(quote! {
                 let __result = #result;
+                #(::core::mem::drop(#views);)*
                 #(#rt::pool::recycle(#temps);)*
                 Ok(__result)
             });
@@ -410,6 +432,26 @@ impl<'a> FnCx<'a> {
     /// move values (not in a row, whose code moves nothing), a `let`
     /// mentions and no reshape took: dead once the result is computed.
     fn temporaries(&self, stmts: &[Stmt], result: Option<&crate::ir::Expr>, moves: bool) -> Result<Vec<Ident>, Bug> {
+        let mut temps = Vec::new();
+        for v in self.unmoved_defs(stmts, result, moves, true) {
+            let owned = matches!(self.repr.get(&v), Some(Ownership::Owned));
+            if owned && matches!(self.info(v)?.ty, Repr::Tensor(..)) {
+                temps.push(self.ident(v)?);
+            }
+        }
+        Ok(temps)
+    }
+
+    /// What `stmts` define that neither `result` nor (when `moves`) a
+    /// `let` or expression statement mentions and (when `reshapes`) no
+    /// reshape took.
+    fn unmoved_defs(
+        &self,
+        stmts: &[Stmt],
+        result: Option<&crate::ir::Expr>,
+        moves: bool,
+        reshapes: bool,
+    ) -> Vec<VarId> {
         let mut mentioned = HashSet::new();
         if let Some(result) = result {
             crate::ir::validate::visit_var_uses(result, &mut |v| {
@@ -424,7 +466,9 @@ impl<'a> FnCx<'a> {
                 Stmt::Gemm(g) => defined.push(g.out),
                 Stmt::Reshape { var, source, .. } => {
                     defined.push(*var);
-                    mentioned.insert(*source);
+                    if reshapes {
+                        mentioned.insert(*source);
+                    }
                 }
                 // A `let` or an expression statement may move a tensor.
                 Stmt::Let { .. } | Stmt::Expr(_) if moves => crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
@@ -433,14 +477,8 @@ impl<'a> FnCx<'a> {
                 _ => {}
             }
         }
-        let mut temps = Vec::new();
-        for v in defined {
-            let owned = matches!(self.repr.get(&v), Some(Ownership::Owned));
-            if owned && !mentioned.contains(&v) && matches!(self.info(v)?.ty, Repr::Tensor(..)) {
-                temps.push(self.ident(v)?);
-            }
-        }
-        Ok(temps)
+        defined.retain(|v| !mentioned.contains(v));
+        defined
     }
 
     /// Entry code of a function with a checkpointed alternative: when the
@@ -541,6 +579,9 @@ impl<'a> FnCx<'a> {
                 // when it is not in standard layout.
                 if matches!(self.repr.get(source), Some(Ownership::Borrowed)) {
                     self.repr.insert(*var, Ownership::Borrowed);
+                    if self.owned_views.contains(source) {
+                        self.owned_views.push(*var);
+                    }
                     return Ok(quote!(let #id = #rt::shape::reshape_view(#name, #src.view(), #shape)?;));
                 }
                 self.repr.insert(*var, Ownership::Owned);

@@ -194,9 +194,13 @@ impl FnCx<'_> {
 
         let (lens, shape_var, shape_binding, shape) = self.shape_of(def, &name)?;
         if let Some(source) = prelude.is_empty().then(|| self.copied_view(def)).flatten() {
-            // A block of a borrowed tensor as it is (a packed operand that
-            // is a parameter): a view when it is contiguous.
+            // A block of a borrowed tensor, or of a temporary, as it is (a
+            // packed operand that is a parameter or an output gradient): a
+            // view when it is contiguous.
             let src = self.ident(source)?;
+            if matches!(self.repr.get(&source), Some(Ownership::Owned)) || self.owned_views.contains(&source) {
+                self.owned_views.push(def.var);
+            }
             self.repr.insert(def.var, Ownership::Borrowed);
             self.standard.insert(def.var);
             return Ok(quote!(let #name = #rt::shape::leading_block(#fname, #src.view(), &[#(#lens),*])?;));
@@ -351,7 +355,8 @@ impl FnCx<'_> {
         })
     }
 
-    /// The borrowed tensor (a parameter, or a view of one) that `def`
+    /// The borrowed tensor (a parameter, or a view of one), or the
+    /// temporary that lives to the function's end (`unmoved`), that `def`
     /// copies as it is: its value is a proven read of that tensor at its
     /// axes in order, from 0, of the same element type and rank.
     fn copied_view(&self, def: &TensorDef) -> Option<VarId> {
@@ -361,8 +366,11 @@ impl FnCx<'_> {
                 .iter()
                 .zip(&def.axes)
                 .all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == a.index) && a.start.as_constant() == Some(0));
-        let borrowed =
-            matches!(self.repr.get(tensor), Some(Ownership::Borrowed)) && !self.rec_access.contains_key(tensor);
+        let borrowed = match self.repr.get(tensor) {
+            Some(Ownership::Borrowed) => true,
+            Some(Ownership::Owned) => self.unmoved.contains(tensor) && self.unmoved_but_reshaped.contains(&def.var),
+            None => false,
+        } && !self.rec_access.contains_key(tensor);
         let same = self.info(*tensor).ok().is_some_and(|i| i.ty == Repr::Tensor(def.elem, def.axes.len()));
         (plain && borrowed && same && def.domain_guards == 0).then_some(*tensor)
     }
