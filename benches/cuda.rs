@@ -3,7 +3,8 @@
 //!
 //! - matmul 1024^2 and 4096^2 (`f32`): the `#[device(cuda)]` function
 //!   against one cuBLAS `sgemm` on preallocated buffers (goal: at least 0.9x);
-//! - elementwise `2x + 1`, the library's softmax, softmax written out and
+//! - elementwise `2x + 1`, a scale and shift per column,
+//!   the library's softmax, softmax written out and
 //!   a layer norm written out, rows of 4096 x 4096: against a
 //!   device-to-device copy of the input, the device's copy bandwidth (goal:
 //!   at least 0.8x of its bytes per second); then softmax and the layer
@@ -40,6 +41,13 @@ mod gpu {
             y
         }
 
+        /// Scale and shift per column: reads broadcast along the rows.
+        #[device(cuda)]
+        pub fn scale_shift(x: [f32; R, C], g: [f32; C], b: [f32; C]) -> [f32; R, C] {
+            let y[i, j] = x[i, j] * g[j] + b[j];
+            y
+        }
+
         #[device(cuda)]
         pub fn probs(x: [f32; R, C]) -> [f32; R, C] {
             softmax(x)
@@ -70,6 +78,12 @@ mod cpu {
 
         pub fn affine(x: [f32; R, C]) -> [f32; R, C] {
             let y[i, j] = 2.0 * x[i, j] + 1.0;
+            y
+        }
+
+        /// Scale and shift per column: reads broadcast along the rows.
+        pub fn scale_shift(x: [f32; R, C], g: [f32; C], b: [f32; C]) -> [f32; R, C] {
+            let y[i, j] = x[i, j] * g[j] + b[j];
             y
         }
 
@@ -163,6 +177,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     check("affine", &gpu::affine(&dev, &xd)?.to_host()?, &cpu::affine(&x)?, 1e-6)?;
     let t = median(&dev, 20, || gpu::affine(&dev, &xd).map(drop))?;
     println!("elementwise 2x + 1: {:.3} ms ({:.0} GB/s): {:.2}x of copy bandwidth", t * 1e3, bytes / t / 1e9, copy / t);
+    let (g, b) =
+        (einlang::ndarray::Array1::linspace(0.5, 1.5, 4096), einlang::ndarray::Array1::linspace(-1.0, 1.0, 4096));
+    let (gd, bd) = (Tensor::from_host(&dev, &g)?, Tensor::from_host(&dev, &b)?);
+    check("scale_shift", &gpu::scale_shift(&dev, &xd, &gd, &bd)?.to_host()?, &cpu::scale_shift(&x, &g, &b)?, 1e-6)?;
+    let t = median(&dev, 20, || gpu::scale_shift(&dev, &xd, &gd, &bd).map(drop))?;
+    println!(
+        "scale and shift per column: {:.3} ms ({:.0} GB/s): {:.2}x of copy bandwidth",
+        t * 1e3,
+        bytes / t / 1e9,
+        copy / t
+    );
 
     check("softmax", &gpu::probs(&dev, &xd)?.to_host()?, &cpu::probs(&x)?, 1e-5)?;
     let t = median(&dev, 20, || gpu::probs(&dev, &xd).map(drop))?;

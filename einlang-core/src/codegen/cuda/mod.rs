@@ -892,8 +892,14 @@ impl<'a> HostCx<'a> {
             }
             _ => None,
         };
+        // Without shared reductions, a thread per four consecutive points of
+        // the innermost axis (four-wide loads and a four-wide store).
+        let quads = match blocks {
+            None => self.wide_points(def, &axes)?,
+            Some(_) => None,
+        };
         let mut inputs = threads.as_ref().map(|k| k.inputs.clone()).unwrap_or_default();
-        for k in blocks.iter().chain(&warps).chain(wide.iter().flat_map(|(w, b)| [w, b])) {
+        for k in blocks.iter().chain(&warps).chain(wide.iter().flat_map(|(w, b)| [w, b])).chain(&quads) {
             inputs.extend(k.inputs.iter().cloned());
         }
         // Elementwise over tensors of the output's shape: a kernel over flat
@@ -943,17 +949,35 @@ impl<'a> HostCx<'a> {
             _ => None,
         };
         let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        // A thread's kernel: the flat one when every tensor it reads by
+        // position has the output's shape, else the four-wide one when its
+        // extents allow, else the indexed one.
+        let mut kernel = quote!(&#konst);
+        if let Some(q) = &quads {
+            let text = format!(
+                "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n4 = ({}) / 4;\n    \
+                 #pragma unroll 4\n    for (long long __p4 = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p4 < __n4; \
+                 __p4 += (long long)gridDim.x * blockDim.x) {{\n        const long long __p = __p4 * 4;\n{}        float4 __o;\n{}        \
+                 *(float4*)(__out + __p) = __o;\n    }}\n}}\n",
+                q.n, q.decls, q.value
+            );
+            let (qkonst, _) = self.add_kernel(text, &q.callees);
+            let cond = self.wide_condition(q.wide.iter(), &own)?;
+            kernel = quote!(if #cond { &#qkonst } else { #kernel });
+        }
         let launch = match flat {
             Some((k, same)) => {
                 let (fkonst, _) = self.add_kernel(grid_stride(&params, &k), &k.callees);
-                // The flat kernel only when every tensor it reads by position
-                // has the output's shape.
                 let mut cond = quote!(true);
                 for v in same {
                     let t = self.tensor_ref(v)?;
                     cond = quote!(#cond && #t.shape() == #own.shape());
                 }
-                let call = self.per_thread(quote!(if #cond { &#fkonst } else { &#konst }));
+                let call = self.per_thread(quote!(if #cond { &#fkonst } else { #kernel }));
+                self.launch_with(quote!(#own.len()), &own, args, call)
+            }
+            None if teams.is_none() => {
+                let call = self.per_thread(kernel);
                 self.launch_with(quote!(#own.len()), &own, args, call)
             }
             None => self.launch_teams(&konst, teams, quote!(#own.len()), &own, args),
@@ -1128,6 +1152,39 @@ impl<'a> HostCx<'a> {
         self.sites = sites;
         let (text, lens) = built?;
         Ok(RowsKernel { text, inputs, callees, lens, wide })
+    }
+
+    /// The pieces of a definition's four-wide kernel, whose threads each
+    /// take four consecutive points of its innermost axis (a multiple of
+    /// four long, starting at 0): `decls` the position's other indices and
+    /// the lanes' base `__q` from `__p4`, `value` the lanes setting `__o`.
+    /// `None` for other definitions, `f64` or integer ones, and in
+    /// `checked` mode.
+    fn wide_points(&mut self, def: &TensorDef, axes: &[(VarId, &Dim, Dim)]) -> Result<Option<DefKernel>, Failure> {
+        let Some(((last, start, extent), outer)) = axes.split_last() else { return Ok(None) };
+        if self.all_checked || def.elem != ScalarKind::F32 || start.as_constant() != Some(0) {
+            return Ok(None);
+        }
+        let mut sites = std::mem::take(&mut self.sites);
+        let mut cx = self.kernel_cx(&mut sites);
+        cx.wide = Some(kernel::Wide::default());
+        let built = (|| {
+            let m = cx.dim(extent)?;
+            let (n_outer, outer_decls) = Self::points_of(&mut cx, outer, "__rr")?;
+            let decls = format!("        long long __rr = __p4;\n        const long long __q = __ein_split(&__rr, ({m}) / 4) * 4;\n{outer_decls}");
+            let lanes = cx.wide_body(*last, extent, |cx, lane| {
+                let value = cx.expr(&def.body)?;
+                Ok(format!("__o.{} = {value};", ["x", "y", "z", "w"][lane]))
+            })?;
+            Ok::<_, Failure>((format!("({n_outer}) * ({m})"), decls, lanes))
+        })();
+        let inputs = cx.inputs.clone();
+        let callees = std::mem::take(&mut cx.callees);
+        let wide = cx.wide.take();
+        drop(cx);
+        self.sites = sites;
+        let (n, decls, value) = built?;
+        Ok(Some(DefKernel { n, decls, value, inputs, callees, prelude: String::new(), lens: Vec::new(), wide }))
     }
 
     /// The pieces of a definition's kernel: one thread per point, one block

@@ -106,6 +106,26 @@ fn elementwise_with_a_scalar_function() {
                     __out[__p] = (__ein_fn_relu_f32_88be2e0c((x[i] * s), __status) + 1.0f);
                 }
             }
+            // einlang: kernel `act_k1` of `act`
+            static __device__ float __ein_fn_relu_f32_88be2e0c(float x, __ein_u64* __status) {
+                return fmaxf(x, 0.0f);
+            }
+            extern "C" __global__ void act_k1(float* __restrict__ __out, const float* __restrict__ x, long long __d0_x, float s, long long N, __ein_u64* __status) {
+                const long long __n4 = ((1LL) * ((N))) / 4;
+                #pragma unroll 4
+                for (long long __p4 = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p4 < __n4; __p4 += (long long)gridDim.x * blockDim.x) {
+                    const long long __p = __p4 * 4;
+                    long long __rr = __p4;
+                    const long long __q = __ein_split(&__rr, ((N)) / 4) * 4;
+                    float4 __o;
+                        const float4 __v1 = __ldg((const float4*)(x + (__q)));
+                        { const long long i = __q + 0; __o.x = (__ein_fn_relu_f32_88be2e0c((__v1.x * s), __status) + 1.0f); }
+                        { const long long i = __q + 1; __o.y = (__ein_fn_relu_f32_88be2e0c((__v1.y * s), __status) + 1.0f); }
+                        { const long long i = __q + 2; __o.z = (__ein_fn_relu_f32_88be2e0c((__v1.z * s), __status) + 1.0f); }
+                        { const long long i = __q + 3; __o.w = (__ein_fn_relu_f32_88be2e0c((__v1.w * s), __status) + 1.0f); }
+                    *(float4*)(__out + __p) = __o;
+                }
+            }
         "#]],
     );
 }
@@ -445,6 +465,29 @@ fn matmul_goes_to_cublas() {
                     __out[__p] = __ein_fn_relu_f32_45b6377f((y_mm[(n) * __d1_y_mm + o] + b[o]), __status);
                 }
             }
+            // einlang: kernel `dense_k1` of `dense`
+            static __device__ float __ein_fn_relu_f32_45b6377f(float x, __ein_u64* __status) {
+                return fmaxf(x, 0.0f);
+            }
+            extern "C" __global__ void dense_k1(float* __restrict__ __out, const float* __restrict__ b, long long __d0_b, const float* __restrict__ y_mm, long long __d0_y_mm, long long __d1_y_mm, long long B, long long O, __ein_u64* __status) {
+                const long long __n4 = (((B)) * ((O))) / 4;
+                #pragma unroll 4
+                for (long long __p4 = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p4 < __n4; __p4 += (long long)gridDim.x * blockDim.x) {
+                    const long long __p = __p4 * 4;
+                    long long __rr = __p4;
+                    const long long __q = __ein_split(&__rr, ((O)) / 4) * 4;
+                    long long __r = __rr;
+                    const long long n = 0LL + __r;
+                    float4 __o;
+                        const float4 __v1 = __ldg((const float4*)(y_mm + ((n) * __d1_y_mm + __q)));
+                        const float4 __v2 = __ldg((const float4*)(b + (__q)));
+                        { const long long o = __q + 0; __o.x = __ein_fn_relu_f32_45b6377f((__v1.x + __v2.x), __status); }
+                        { const long long o = __q + 1; __o.y = __ein_fn_relu_f32_45b6377f((__v1.y + __v2.y), __status); }
+                        { const long long o = __q + 2; __o.z = __ein_fn_relu_f32_45b6377f((__v1.z + __v2.z), __status); }
+                        { const long long o = __q + 3; __o.w = __ein_fn_relu_f32_45b6377f((__v1.w + __v2.w), __status); }
+                    *(float4*)(__out + __p) = __o;
+                }
+            }
         "#]],
     );
     check_glue(
@@ -481,6 +524,14 @@ fn matmul_goes_to_cublas() {
                 };
                 __rt::cuda::inventory::submit! {
                     __K0
+                }
+                const __K1: __rt::cuda::KernelInfo = __rt::cuda::KernelInfo {
+                    name: "dense_k1",
+                    function: "dense",
+                    source: "<source of dense_k1>",
+                };
+                __rt::cuda::inventory::submit! {
+                    __K1
                 }
                 x.check_device("dense", "x", dev)?;
                 w.check_device("dense", "w", dev)?;
@@ -544,7 +595,21 @@ fn matmul_goes_to_cublas() {
                         __status.arg(),
                     ];
                     unsafe {
-                        dev.launch(&__K0, dev.grid_for(__points as u64, 256u32), 256u32, &__args)
+                        dev.launch(
+                            if __own_y.arg().0 % 16 == 0 && (O) % 4 == 0
+                                && b.shape().last().is_some_and(|&n| n % 4 == 0 && n as i64 >= O)
+                                && b.arg().0 % 16 == 0
+                                && y_mm.shape().last().is_some_and(|&n| n % 4 == 0 && n as i64 >= O)
+                                && y_mm.arg().0 % 16 == 0
+                            {
+                                &__K1
+                            } else {
+                                &__K0
+                            },
+                            dev.grid_for(__points as u64, 256u32),
+                            256u32,
+                            &__args,
+                        )
                     }?;
                 }
                 let y = &__own_y;
@@ -576,6 +641,24 @@ fn gather_checks_its_indices() {
                     const long long d = 0LL + __ein_split(&__r, (D));
                     const long long n = 0LL + __r;
                     __out[__p] = [&]() -> float { const long long __i1 = ids[n]; if (!__ein_in(__i1, __d0_table, 1ULL, __status)) return (float)0; const long long __i2 = d; if (!__ein_in(__i2, __d1_table, 2ULL, __status)) return (float)0; return table[(__i1) * __d1_table + __i2]; }();
+                }
+            }
+            // einlang: kernel `embed_k1` of `embed`
+            extern "C" __global__ void embed_k1(float* __restrict__ __out, const float* __restrict__ table, long long __d0_table, long long __d1_table, const long long* __restrict__ ids, long long __d0_ids, long long D, long long N, __ein_u64* __status) {
+                const long long __n4 = (((N)) * ((D))) / 4;
+                #pragma unroll 4
+                for (long long __p4 = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p4 < __n4; __p4 += (long long)gridDim.x * blockDim.x) {
+                    const long long __p = __p4 * 4;
+                    long long __rr = __p4;
+                    const long long __q = __ein_split(&__rr, ((D)) / 4) * 4;
+                    long long __r = __rr;
+                    const long long n = 0LL + __r;
+                    float4 __o;
+                        { const long long d = __q + 0; __o.x = [&]() -> float { const long long __i1 = ids[n]; if (!__ein_in(__i1, __d0_table, 5ULL, __status)) return (float)0; const long long __i2 = d; if (!__ein_in(__i2, __d1_table, 6ULL, __status)) return (float)0; return table[(__i1) * __d1_table + __i2]; }(); }
+                        { const long long d = __q + 1; __o.y = [&]() -> float { const long long __i3 = ids[n]; if (!__ein_in(__i3, __d0_table, 7ULL, __status)) return (float)0; const long long __i4 = d; if (!__ein_in(__i4, __d1_table, 8ULL, __status)) return (float)0; return table[(__i3) * __d1_table + __i4]; }(); }
+                        { const long long d = __q + 2; __o.z = [&]() -> float { const long long __i5 = ids[n]; if (!__ein_in(__i5, __d0_table, 9ULL, __status)) return (float)0; const long long __i6 = d; if (!__ein_in(__i6, __d1_table, 10ULL, __status)) return (float)0; return table[(__i5) * __d1_table + __i6]; }(); }
+                        { const long long d = __q + 3; __o.w = [&]() -> float { const long long __i7 = ids[n]; if (!__ein_in(__i7, __d0_table, 11ULL, __status)) return (float)0; const long long __i8 = d; if (!__ein_in(__i8, __d1_table, 12ULL, __status)) return (float)0; return table[(__i7) * __d1_table + __i8]; }(); }
+                    *(float4*)(__out + __p) = __o;
                 }
             }
         "#]],
@@ -846,17 +929,23 @@ fn gradient_and_scalar_result() {
                 }
             }
             // einlang: kernel `dense_grad_k1` of `dense_grad`
-            static __device__ float __ein_fn_relu_f32_dbbfe406(float x, __ein_u64* __status) {
-                return fmaxf(x, 0.0f);
-            }
-            extern "C" __global__ void dense_grad_k1(float* __restrict__ __out, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, long long B, long long O, __ein_u64* __status) {
-                const long long __n = (B) * (O);
+            extern "C" __global__ void dense_grad_k1(float* __restrict__ __out, const float* __restrict__ b, long long __d0_b, const float* __restrict__ y_pre_mm, long long __d0_y_pre_mm, long long __d1_y_pre_mm, long long B, long long O, __ein_u64* __status) {
+                const long long __n4 = (((B)) * ((O))) / 4;
                 #pragma unroll 4
-                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                    long long __r = __p;
-                    const long long o_2 = 0LL + __ein_split(&__r, (O));
-                    const long long n_2 = 0LL + __r;
-                    __out[__p] = __ein_fn_relu_f32_dbbfe406(y_pre[(n_2) * __d1_y_pre + o_2], __status);
+                for (long long __p4 = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p4 < __n4; __p4 += (long long)gridDim.x * blockDim.x) {
+                    const long long __p = __p4 * 4;
+                    long long __rr = __p4;
+                    const long long __q = __ein_split(&__rr, ((O)) / 4) * 4;
+                    long long __r = __rr;
+                    const long long n = 0LL + __r;
+                    float4 __o;
+                        const float4 __v1 = __ldg((const float4*)(y_pre_mm + ((n) * __d1_y_pre_mm + __q)));
+                        const float4 __v2 = __ldg((const float4*)(b + (__q)));
+                        { const long long o = __q + 0; __o.x = (__v1.x + __v2.x); }
+                        { const long long o = __q + 1; __o.y = (__v1.y + __v2.y); }
+                        { const long long o = __q + 2; __o.z = (__v1.z + __v2.z); }
+                        { const long long o = __q + 3; __o.w = (__v1.w + __v2.w); }
+                    *(float4*)(__out + __p) = __o;
                 }
             }
             // einlang: kernel `dense_grad_k2` of `dense_grad`
@@ -867,11 +956,47 @@ fn gradient_and_scalar_result() {
                 const long long __n = (B) * (O);
                 #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
-                    __out[__p] = __ein_fn_relu_f32_dbbfe406(y_pre[__p], __status);
+                    long long __r = __p;
+                    const long long o_2 = 0LL + __ein_split(&__r, (O));
+                    const long long n_2 = 0LL + __r;
+                    __out[__p] = __ein_fn_relu_f32_dbbfe406(y_pre[(n_2) * __d1_y_pre + o_2], __status);
                 }
             }
             // einlang: kernel `dense_grad_k3` of `dense_grad`
-            extern "C" __global__ void dense_grad_k3(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
+            static __device__ float __ein_fn_relu_f32_dbbfe406(float x, __ein_u64* __status) {
+                return fmaxf(x, 0.0f);
+            }
+            extern "C" __global__ void dense_grad_k3(float* __restrict__ __out, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, long long B, long long O, __ein_u64* __status) {
+                const long long __n4 = (((B)) * ((O))) / 4;
+                #pragma unroll 4
+                for (long long __p4 = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p4 < __n4; __p4 += (long long)gridDim.x * blockDim.x) {
+                    const long long __p = __p4 * 4;
+                    long long __rr = __p4;
+                    const long long __q = __ein_split(&__rr, ((O)) / 4) * 4;
+                    long long __r = __rr;
+                    const long long n_2 = 0LL + __r;
+                    float4 __o;
+                        const float4 __v1 = __ldg((const float4*)(y_pre + ((n_2) * __d1_y_pre + __q)));
+                        { const long long o_2 = __q + 0; __o.x = __ein_fn_relu_f32_dbbfe406(__v1.x, __status); }
+                        { const long long o_2 = __q + 1; __o.y = __ein_fn_relu_f32_dbbfe406(__v1.y, __status); }
+                        { const long long o_2 = __q + 2; __o.z = __ein_fn_relu_f32_dbbfe406(__v1.z, __status); }
+                        { const long long o_2 = __q + 3; __o.w = __ein_fn_relu_f32_dbbfe406(__v1.w, __status); }
+                    *(float4*)(__out + __p) = __o;
+                }
+            }
+            // einlang: kernel `dense_grad_k4` of `dense_grad`
+            static __device__ float __ein_fn_relu_f32_dbbfe406(float x, __ein_u64* __status) {
+                return fmaxf(x, 0.0f);
+            }
+            extern "C" __global__ void dense_grad_k4(float* __restrict__ __out, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, long long B, long long O, __ein_u64* __status) {
+                const long long __n = (B) * (O);
+                #pragma unroll 4
+                for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
+                    __out[__p] = __ein_fn_relu_f32_dbbfe406(y_pre[__p], __status);
+                }
+            }
+            // einlang: kernel `dense_grad_k5` of `dense_grad`
+            extern "C" __global__ void dense_grad_k5(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
                     __shared__ float __sh2[32];
                     float __red1;
                     {
@@ -899,8 +1024,8 @@ fn gradient_and_scalar_result() {
                     __out[0] = (__red1 / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O))))));
                 }
             }
-            // einlang: kernel `dense_grad_k4` of `dense_grad`
-            extern "C" __global__ void dense_grad_k4(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
+            // einlang: kernel `dense_grad_k6` of `dense_grad`
+            extern "C" __global__ void dense_grad_k6(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
                 const long long __n = (B) * (O);
                 #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
@@ -910,8 +1035,29 @@ fn gradient_and_scalar_result() {
                     __out[__p] = (((1.0f / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (y[(p0_2) * __d1_y + p1_2] - t[(p0_2) * __d1_t + p1_2]))) * ((y_pre[(p0_2) * __d1_y_pre + p1_2] > 0.0f) ? 1.0f : 0.0f));
                 }
             }
-            // einlang: kernel `dense_grad_k5` of `dense_grad`
-            extern "C" __global__ void dense_grad_k5(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
+            // einlang: kernel `dense_grad_k7` of `dense_grad`
+            extern "C" __global__ void dense_grad_k7(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
+                const long long __n4 = (((B)) * ((O))) / 4;
+                #pragma unroll 4
+                for (long long __p4 = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p4 < __n4; __p4 += (long long)gridDim.x * blockDim.x) {
+                    const long long __p = __p4 * 4;
+                    long long __rr = __p4;
+                    const long long __q = __ein_split(&__rr, ((O)) / 4) * 4;
+                    long long __r = __rr;
+                    const long long p0_2 = 0LL + __r;
+                    float4 __o;
+                        const float4 __v1 = __ldg((const float4*)(y + ((p0_2) * __d1_y + __q)));
+                        const float4 __v2 = __ldg((const float4*)(t + ((p0_2) * __d1_t + __q)));
+                        const float4 __v3 = __ldg((const float4*)(y_pre + ((p0_2) * __d1_y_pre + __q)));
+                        { const long long p1_2 = __q + 0; __o.x = (((1.0f / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (__v1.x - __v2.x))) * ((__v3.x > 0.0f) ? 1.0f : 0.0f)); }
+                        { const long long p1_2 = __q + 1; __o.y = (((1.0f / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (__v1.y - __v2.y))) * ((__v3.y > 0.0f) ? 1.0f : 0.0f)); }
+                        { const long long p1_2 = __q + 2; __o.z = (((1.0f / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (__v1.z - __v2.z))) * ((__v3.z > 0.0f) ? 1.0f : 0.0f)); }
+                        { const long long p1_2 = __q + 3; __o.w = (((1.0f / ((float)(((long long)((__ein_u64)(B) * (__ein_u64)(O)))))) * (2.0f * (__v1.w - __v2.w))) * ((__v3.w > 0.0f) ? 1.0f : 0.0f)); }
+                    *(float4*)(__out + __p) = __o;
+                }
+            }
+            // einlang: kernel `dense_grad_k8` of `dense_grad`
+            extern "C" __global__ void dense_grad_k8(float* __restrict__ __out, const float* __restrict__ t, long long __d0_t, long long __d1_t, const float* __restrict__ y_pre, long long __d0_y_pre, long long __d1_y_pre, const float* __restrict__ y, long long __d0_y, long long __d1_y, long long B, long long O, __ein_u64* __status) {
                 const long long __n = (B) * (O);
                 #pragma unroll 4
                 for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; __p += (long long)gridDim.x * blockDim.x) {
