@@ -255,6 +255,15 @@ impl Device {
     pub unsafe fn launch(&self, kernel: &KernelInfo, grid: u32, block: u32, args: &[Arg]) -> Result<(), Error> {
         let f = self.function(kernel)?;
         let operation = format!("launching kernel `{}` of `{}`", kernel.name, kernel.function);
+        // A block larger than the usual 256 threads only as large as the
+        // kernel's registers allow (whole warps; the kernels read their
+        // block's size from `blockDim`).
+        let block = if block > 256 {
+            let most = f.max_threads_per_block().map_err(|e| device_error(&operation, e))?;
+            block.min(u32::try_from(most).unwrap_or(256) / 32 * 32).max(32)
+        } else {
+            block
+        };
         guarded(&operation, || {
             let mut values: Vec<u64> = args.iter().map(|a| a.0).collect();
             let mut params: Vec<*mut std::ffi::c_void> =
@@ -426,7 +435,8 @@ pub enum Team {
 /// under 32 alone; a warp (by shuffles, a point per warp) takes one of up
 /// to 1024 when there are at least 8 points per multiprocessor; a block
 /// takes the others, of 256 threads when there are at least 8 points per
-/// multiprocessor (so that the blocks fill it), else of 1024.
+/// multiprocessor (so that the blocks fill it), else of 1024 (or as many
+/// as the kernel's registers allow, see `Device::launch`).
 ///
 /// Measured on an H200 (132 multiprocessors), softmax kernels against the
 /// device's copy: rows of 256, 1024 and 512 (65536, 16384 and 2048 rows)
