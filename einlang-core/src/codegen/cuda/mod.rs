@@ -346,7 +346,7 @@ impl Per {
 }
 
 /// The kernels of a definition (or rows) whose reductions a warp or a
-/// block may share, and how long those are (see `Emitter::launch_teams`).
+/// block may share, and how long those are (see `HostCx::launch_teams`).
 struct Teams {
     warp: Ident,
     block: Ident,
@@ -357,7 +357,7 @@ struct Teams {
     wide: Option<(Ident, Ident, TokenStream)>,
 }
 
-/// The kernel of a `Stmt::Rows` (see `Emitter::rows_kernel`).
+/// The kernel of a `Stmt::Rows` (see `HostCx::rows_kernel`).
 struct RowsKernel {
     text: String,
     inputs: std::collections::BTreeSet<Input>,
