@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""einlang against onnxruntime and numpy on the same machine, in one run.
+
+Runs `cargo bench --bench conv` and `cargo bench --bench kernels` (release),
+reads einlang's median times from their summaries, then times the same
+shapes with onnxruntime (one graph per kernel, `intra_op_num_threads` set
+to the machine's cores) and with numpy, and prints the ratios.
+
+    pip install onnxruntime onnx numpy
+    python3 benches/python/compare_onnx.py            # everything
+    python3 benches/python/compare_onnx.py --no-cargo # onnxruntime and numpy only
+
+Every result is checked against numpy before it is timed.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+try:
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+except ImportError:
+    sys.exit("needs onnxruntime and onnx: pip install onnxruntime onnx numpy")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORES = os.cpu_count() or 1
+
+
+def median_ms(f, runs=15):
+    f()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return times[len(times) // 2] * 1e3
+
+
+def session(nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = CORES
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def conv_numpy(x, k, b, pad):
+    """im2col + one product per image, as the Rust baseline does."""
+    if pad:
+        x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, h, w = x.shape
+    o, _, kh, kw = k.shape
+    oh, ow = h - kh + 1, w - kw + 1
+    km = k.reshape(o, c * kh * kw)
+    out = np.empty((n, o, oh, ow), dtype=np.float32)
+    for i in range(n):
+        cols = np.empty((c, kh, kw, oh, ow), dtype=np.float32)
+        for r in range(kh):
+            for s in range(kw):
+                cols[:, r, s] = x[i, :, r : r + oh, s : s + ow]
+        out[i] = (km @ cols.reshape(c * kh * kw, oh * ow)).reshape(o, oh, ow) + b[:, None, None]
+    return out
+
+
+def softmax_numpy(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def cases():
+    rng = np.random.default_rng(7)
+    out = []
+
+    # Convolutions: N=8 C=32 32x32 O=64 3x3, valid + bias and padded.
+    x = rng.standard_normal((8, 32, 32, 32), dtype=np.float32)
+    k = rng.standard_normal((64, 32, 3, 3), dtype=np.float32) * 0.1
+    b = rng.standard_normal(64, dtype=np.float32)
+    for label, pad in [("conv N=8 C=32 32x32 O=64 3x3 valid + bias", 0), ("conv N=8 C=32 32x32 O=64 3x3 padded (guard)", 1)]:
+        oh = 32 - 2 + 2 * pad
+        s = session(
+            [helper.make_node("Conv", ["x", "k", "b"], ["y"], pads=[pad] * 4)],
+            [f32("x", x.shape), f32("k", k.shape), f32("b", b.shape)],
+            [f32("y", (8, 64, oh, oh))],
+        )
+        feeds = {"x": x, "k": k, "b": b}
+        want = conv_numpy(x, k, b, pad)
+        got = s.run(None, feeds)[0]
+        assert np.allclose(got, want, rtol=1e-3, atol=1e-3), label
+        flops = 2 * 8 * 64 * oh * oh * 32 * 9
+        out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), lambda pad=pad: conv_numpy(x, k, b, pad)))
+
+    # A square product.
+    a = rng.standard_normal((1024, 1024), dtype=np.float32)
+    bm = rng.standard_normal((1024, 1024), dtype=np.float32)
+    s = session([helper.make_node("MatMul", ["a", "b"], ["c"])], [f32("a", a.shape), f32("b", bm.shape)], [f32("c", (1024, 1024))])
+    assert np.allclose(s.run(None, {"a": a, "b": bm})[0], a @ bm, rtol=1e-3, atol=1e-2)
+    out.append(("matmul 1024x1024x1024", 2 * 1024**3, lambda s=s: s.run(None, {"a": a, "b": bm}), lambda: a @ bm))
+
+    # Softmax over rows.
+    xs = rng.standard_normal((4096, 1024), dtype=np.float32)
+    s = session([helper.make_node("Softmax", ["x"], ["y"], axis=1)], [f32("x", xs.shape)], [f32("y", xs.shape)])
+    assert np.allclose(s.run(None, {"x": xs})[0], softmax_numpy(xs), rtol=1e-4, atol=1e-6)
+    out.append(("softmax (readme) 4096x1024", None, lambda s=s: s.run(None, {"x": xs}), lambda: softmax_numpy(xs)))
+
+    # a * b + c over 16 Mi elements.
+    n = 1 << 24
+    va, vb, vc = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+    s = session(
+        [helper.make_node("Mul", ["a", "b"], ["t"]), helper.make_node("Add", ["t", "c"], ["y"])],
+        [f32("a", (n,)), f32("b", (n,)), f32("c", (n,))],
+        [f32("y", (n,))],
+    )
+    feeds = {"a": va, "b": vb, "c": vc}
+    assert np.allclose(s.run(None, feeds)[0], va * vb + vc, rtol=1e-5, atol=1e-5)
+    out.append(("a*b+c 16777216 f32", None, lambda s=s, feeds=feeds: s.run(None, feeds), lambda: va * vb + vc))
+    return out
+
+
+def einlang_times():
+    """einlang's medians from the conv and kernels benches' summaries."""
+    times = {}
+    for bench in ["conv", "kernels"]:
+        run = subprocess.run(
+            ["cargo", "bench", "-q", "--bench", bench], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        for line in run.stdout.splitlines():
+            m = re.match(r"(.+?): einlang ([0-9.]+) ms", line)
+            if m:
+                times.setdefault(m.group(1).strip(), float(m.group(2)))
+    return times
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--no-cargo", action="store_true", help="time onnxruntime and numpy only")
+    args = p.parse_args()
+    ours = {} if args.no_cargo else einlang_times()
+    print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, {CORES} threads")
+    print(f"{'case':46} {'einlang':>10} {'onnxruntime':>12} {'numpy':>10} {'einlang/ort':>12}")
+    for label, flops, ort_f, np_f in cases():
+        t_ort, t_np = median_ms(ort_f), median_ms(np_f)
+        t_ein = ours.get(label)
+        ratio = f"{t_ein / t_ort:.2f}x" if t_ein else "-"
+        ein = f"{t_ein:.3f} ms" if t_ein else "-"
+        rate = f"  (onnxruntime {flops / t_ort / 1e6:.1f} GFLOP/s)" if flops else ""
+        print(f"{label:46} {ein:>10} {t_ort:9.3f} ms {t_np:7.3f} ms {ratio:>12}{rate}")
+
+
+if __name__ == "__main__":
+    main()
