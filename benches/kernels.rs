@@ -334,19 +334,35 @@ fn conv_case(c: usize, hw: usize, o: usize, kk: usize) -> Case {
     }
 }
 
+/// The exponential the generated code uses (vectorizable, unlike
+/// `f32::exp`'s libm call): the row softmax baseline, whose loop
+/// vectorizes, ran 1.8x faster with it (4.8 ms against 8.5 ms); the column
+/// baseline, whose loop does not, ran slower (22 ms against 16 ms) and
+/// keeps `f32::exp`.
+use einlang::__private::arith::exp_f32;
+
 /// The softmax baseline: one pass per row (in parallel over rows) for the
-/// maximum, one that writes `exp` and sums it, one that scales; the output
-/// is not zeroed first.
+/// maximum, one that writes `exp`, one that sums it in eight lanes, one
+/// that scales; the output is not zeroed first.
 fn softmax_fused(x: &Array2<f32>) -> Array2<f32> {
     let mut y = Array2::<f32>::uninit(x.raw_dim());
     y.axis_iter_mut(Axis(0)).into_par_iter().zip(x.axis_iter(Axis(0))).for_each(|(mut out, row)| {
         let m = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let mut total = 0.0f32;
-        for (o, v) in out.iter_mut().zip(row.iter()) {
-            let e = (v - m).exp();
-            o.write(e);
-            total += e;
+        let (xs, os) = (row.as_slice().expect("standard layout"), out.as_slice_mut().expect("standard layout"));
+        for (o, &v) in os.iter_mut().zip(xs) {
+            o.write(exp_f32(v - m));
         }
+        // SAFETY: every element of the row was written just above.
+        let es: &[f32] = unsafe { &*(os as *const [std::mem::MaybeUninit<f32>] as *const [f32]) };
+        let mut lanes = [0.0f32; 8];
+        let mut ec = es.chunks_exact(8);
+        for ek in &mut ec {
+            for l in 0..8 {
+                lanes[l] += ek[l];
+            }
+        }
+        lanes[0] += ec.remainder().iter().sum::<f32>();
+        let total: f32 = lanes.iter().sum();
         let inv = 1.0 / total;
         // SAFETY: every element of the row was written above.
         out.iter_mut().for_each(|o| unsafe { *o.assume_init_mut() *= inv });

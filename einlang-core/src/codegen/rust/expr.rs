@@ -694,6 +694,11 @@ impl FnCx<'_> {
         Ok(match i {
             // Rounding an integer is the identity.
             Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc if !k.is_float() => x,
+            // The runtime's exponential vectorizes (`f32::exp` is a libm call).
+            Intrinsic::Exp if k == ScalarKind::F32 => {
+                let x = x.tokens;
+                Code::new(quote!(#rt::arith::exp_f32(#x)), Prec::Postfix)
+            }
             _ if i.float_method().is_some() => method(x, i.float_method().unwrap_or_default()),
             Intrinsic::Erf => {
                 let f = if k == ScalarKind::F32 { quote!(erf_f32) } else { quote!(erf_f64) };
@@ -727,7 +732,11 @@ impl FnCx<'_> {
                 }
                 let one = types::one(k);
                 let x = x.at_least(Prec::Unary);
-                Code::new(quote!(#one / (#one + (-#x).exp())), Prec::Mul)
+                if k == ScalarKind::F32 {
+                    Code::new(quote!(#one / (#one + #rt::arith::exp_f32(-#x))), Prec::Mul)
+                } else {
+                    Code::new(quote!(#one / (#one + (-#x).exp())), Prec::Mul)
+                }
             }
             Intrinsic::Min | Intrinsic::Max if !k.is_float() => {
                 // A conditional move, not a branch: in a dynamic program
