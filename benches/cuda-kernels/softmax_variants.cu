@@ -11,6 +11,38 @@
 #include <cmath>
 typedef unsigned long long __ein_u64;
 template <typename T> static __device__ __forceinline__ T __ein_shfl(T v, int s) { return __shfl_xor_sync(0xffffffffu, v, s); }
+// The combination steps every variant shares: a warp's lanes by shuffles,
+// then (in a block) the warps' results through shared memory `sh`.
+static __device__ __forceinline__ float warp_max(float acc) {
+    for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
+    return acc;
+}
+static __device__ __forceinline__ float warp_sum(float sum) {
+    for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
+    return sum;
+}
+static __device__ __forceinline__ float block_max(float acc, float* sh) {
+    acc = warp_max(acc);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        acc = warp_max(threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000));
+        if (threadIdx.x == 0) sh[0] = acc;
+    }
+    __syncthreads(); const float r = sh[0]; __syncthreads();
+    return r;
+}
+static __device__ __forceinline__ float block_sum(float sum, float* sh) {
+    sum = warp_sum(sum);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = warp_sum(threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f);
+        if (threadIdx.x == 0) sh[0] = sum;
+    }
+    __syncthreads(); const float r = sh[0]; __syncthreads();
+    return r;
+}
 // a block per row (the generated block kernel, condensed)
 extern "C" __global__ void blk(float* __restrict__ out, const float* __restrict__ x, long long X0, long long X1) {
     __shared__ float sh[32];
@@ -18,23 +50,11 @@ extern "C" __global__ void blk(float* __restrict__ out, const float* __restrict_
         float acc = __int_as_float(0xff800000);
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) { float v = x[p * X1 + q]; if (v > acc) acc = v; }
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
-        __syncthreads();
-        if (threadIdx.x < 32) { acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000);
-            for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-            if (threadIdx.x == 0) sh[0] = acc; }
-        __syncthreads(); const float mx = sh[0]; __syncthreads();
+        const float mx = block_max(acc, sh);
         float sum = 0;
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) sum += expf(x[p * X1 + q] - mx);
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
-        __syncthreads();
-        if (threadIdx.x < 32) { sum = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f;
-            for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-            if (threadIdx.x == 0) sh[0] = sum; }
-        __syncthreads(); const float tot = sh[0]; __syncthreads();
+        const float tot = block_sum(sum, sh);
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) out[p * X1 + q] = expf(x[p * X1 + q] - mx) / tot;
     }
@@ -45,11 +65,11 @@ extern "C" __global__ void warp(float* __restrict__ out, const float* __restrict
         float acc = __int_as_float(0xff800000);
         #pragma unroll 4
         for (long long q = lane; q < X1; q += 32) { float v = x[p * X1 + q]; if (v > acc) acc = v; }
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
+        acc = warp_max(acc);
         float sum = 0;
         #pragma unroll 4
         for (long long q = lane; q < X1; q += 32) sum += expf(x[p * X1 + q] - acc);
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
+        sum = warp_sum(sum);
         #pragma unroll 4
         for (long long q = lane; q < X1; q += 32) out[p * X1 + q] = expf(x[p * X1 + q] - acc) / sum;
     }
@@ -66,23 +86,11 @@ extern "C" __global__ void blks(float* __restrict__ out, const float* __restrict
         float acc = __int_as_float(0xff800000);
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) { float v = st[q]; if (v > acc) acc = v; }
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
-        __syncthreads();
-        if (threadIdx.x < 32) { acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000);
-            for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-            if (threadIdx.x == 0) sh[0] = acc; }
-        __syncthreads(); const float mx = sh[0]; __syncthreads();
+        const float mx = block_max(acc, sh);
         float sum = 0;
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) sum += expf(st[q] - mx);
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
-        __syncthreads();
-        if (threadIdx.x < 32) { sum = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f;
-            for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-            if (threadIdx.x == 0) sh[0] = sum; }
-        __syncthreads(); const float tot = sh[0]; __syncthreads();
+        const float tot = block_sum(sum, sh);
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) out[p * X1 + q] = expf(st[q] - mx) / tot;
         __syncthreads();
@@ -100,11 +108,11 @@ extern "C" __global__ void warps(float* __restrict__ out, const float* __restric
         float acc = __int_as_float(0xff800000);
         #pragma unroll 4
         for (long long q = lane; q < X1; q += 32) { float v = st[q]; if (v > acc) acc = v; }
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
+        acc = warp_max(acc);
         float sum = 0;
         #pragma unroll 4
         for (long long q = lane; q < X1; q += 32) sum += expf(st[q] - acc);
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
+        sum = warp_sum(sum);
         #pragma unroll 4
         for (long long q = lane; q < X1; q += 32) out[p * X1 + q] = expf(st[q] - acc) / sum;
         __syncwarp();
@@ -120,23 +128,11 @@ __global__ void regs(float* __restrict__ out, const float* __restrict__ x, long 
         float acc = __int_as_float(0xff800000);
         #pragma unroll
         for (int k = 0; k < K; k++) if (r[k] > acc) acc = r[k];
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
-        __syncthreads();
-        if (threadIdx.x < 32) { acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000);
-            for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-            if (threadIdx.x == 0) sh[0] = acc; }
-        __syncthreads(); const float mx = sh[0]; __syncthreads();
+        const float mx = block_max(acc, sh);
         float sum = 0;
         #pragma unroll
         for (int k = 0; k < K; k++) { long long q = threadIdx.x + (long long)k * blockDim.x; if (q < X1) sum += expf(r[k] - mx); }
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
-        __syncthreads();
-        if (threadIdx.x < 32) { sum = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f;
-            for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-            if (threadIdx.x == 0) sh[0] = sum; }
-        __syncthreads(); const float tot = sh[0]; __syncthreads();
+        const float tot = block_sum(sum, sh);
         #pragma unroll
         for (int k = 0; k < K; k++) { long long q = threadIdx.x + (long long)k * blockDim.x; if (q < X1) out[p * X1 + q] = expf(r[k] - mx) / tot; }
     }
@@ -151,11 +147,11 @@ __global__ void wregs(float* __restrict__ out, const float* __restrict__ x, long
         float acc = __int_as_float(0xff800000);
         #pragma unroll
         for (int k = 0; k < K; k++) if (r[k] > acc) acc = r[k];
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
+        acc = warp_max(acc);
         float sum = 0;
         #pragma unroll
         for (int k = 0; k < K; k++) { long long q = lane + 32LL * k; if (q < X1) sum += expf(r[k] - acc); }
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
+        sum = warp_sum(sum);
         #pragma unroll
         for (int k = 0; k < K; k++) { long long q = lane + 32LL * k; if (q < X1) out[p * X1 + q] = expf(r[k] - acc) / sum; }
     }
@@ -166,23 +162,11 @@ extern "C" __global__ void blk32(float* __restrict__ out, const float* __restric
         float acc = __int_as_float(0xff800000);
         #pragma unroll 4
         for (int q = threadIdx.x; q < (int)X1; q += blockDim.x) { float v = x[(long long)p * (int)X1 + q]; if (v > acc) acc = v; }
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
-        __syncthreads();
-        if (threadIdx.x < 32) { acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000);
-            for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-            if (threadIdx.x == 0) sh[0] = acc; }
-        __syncthreads(); const float mx = sh[0]; __syncthreads();
+        const float mx = block_max(acc, sh);
         float sum = 0;
         #pragma unroll 4
         for (int q = threadIdx.x; q < (int)X1; q += blockDim.x) sum += expf(x[(long long)p * (int)X1 + q] - mx);
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
-        __syncthreads();
-        if (threadIdx.x < 32) { sum = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f;
-            for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-            if (threadIdx.x == 0) sh[0] = sum; }
-        __syncthreads(); const float tot = sh[0]; __syncthreads();
+        const float tot = block_sum(sum, sh);
         #pragma unroll 4
         for (int q = threadIdx.x; q < (int)X1; q += blockDim.x) out[(long long)p * (int)X1 + q] = expf(x[(long long)p * (int)X1 + q] - mx) / tot;
     }
@@ -193,23 +177,11 @@ extern "C" __global__ void blku8(float* __restrict__ out, const float* __restric
         float acc = __int_as_float(0xff800000);
         #pragma unroll 8
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) { float v = x[p * X1 + q]; if (v > acc) acc = v; }
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
-        __syncthreads();
-        if (threadIdx.x < 32) { acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000);
-            for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-            if (threadIdx.x == 0) sh[0] = acc; }
-        __syncthreads(); const float mx = sh[0]; __syncthreads();
+        const float mx = block_max(acc, sh);
         float sum = 0;
         #pragma unroll 8
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) sum += expf(x[p * X1 + q] - mx);
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
-        __syncthreads();
-        if (threadIdx.x < 32) { sum = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f;
-            for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-            if (threadIdx.x == 0) sh[0] = sum; }
-        __syncthreads(); const float tot = sh[0]; __syncthreads();
+        const float tot = block_sum(sum, sh);
         #pragma unroll 8
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) out[p * X1 + q] = expf(x[p * X1 + q] - mx) / tot;
     }
@@ -220,23 +192,11 @@ extern "C" __global__ void blkst(float* __restrict__ out, const float* __restric
         float acc = __int_as_float(0xff800000);
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) { float v = x[p * X1 + q]; if (v > acc) acc = v; }
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
-        __syncthreads();
-        if (threadIdx.x < 32) { acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000);
-            for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-            if (threadIdx.x == 0) sh[0] = acc; }
-        __syncthreads(); const float mx = sh[0]; __syncthreads();
+        const float mx = block_max(acc, sh);
         float sum = 0;
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) { float e = expf(x[p * X1 + q] - mx); out[p * X1 + q] = e; sum += e; }
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
-        __syncthreads();
-        if (threadIdx.x < 32) { sum = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f;
-            for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-            if (threadIdx.x == 0) sh[0] = sum; }
-        __syncthreads(); const float tot = sh[0]; __syncthreads();
+        const float tot = block_sum(sum, sh);
         #pragma unroll 4
         for (long long q = threadIdx.x; q < X1; q += blockDim.x) out[p * X1 + q] = out[p * X1 + q] / tot;
     }
@@ -254,23 +214,11 @@ extern "C" __global__ void blkv(float* __restrict__ out, const float* __restrict
         float acc = __int_as_float(0xff800000);
         #pragma unroll 4
         for (long long q = threadIdx.x; q < m4; q += blockDim.x) { float4 v = row[q]; acc = fmaxf(acc, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w))); }
-        for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
-        __syncthreads();
-        if (threadIdx.x < 32) { acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000);
-            for (int s = 16; s > 0; s >>= 1) { float v = __ein_shfl(acc, s); if (v > acc) acc = v; }
-            if (threadIdx.x == 0) sh[0] = acc; }
-        __syncthreads(); const float mx = sh[0]; __syncthreads();
+        const float mx = block_max(acc, sh);
         float sum = 0;
         #pragma unroll 4
         for (long long q = threadIdx.x; q < m4; q += blockDim.x) { float4 v = row[q]; sum += expf(v.x - mx); sum += expf(v.y - mx); sum += expf(v.z - mx); sum += expf(v.w - mx); }
-        for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
-        __syncthreads();
-        if (threadIdx.x < 32) { sum = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f;
-            for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
-            if (threadIdx.x == 0) sh[0] = sum; }
-        __syncthreads(); const float tot = sh[0]; __syncthreads();
+        const float tot = block_sum(sum, sh);
         #pragma unroll 4
         for (long long q = threadIdx.x; q < m4; q += blockDim.x) { float4 v = row[q]; float4 o; o.x = expf(v.x - mx) / tot; o.y = expf(v.y - mx) / tot; o.z = expf(v.z - mx) / tot; o.w = expf(v.w - mx) / tot; orow[q] = o; }
     }
