@@ -21,42 +21,43 @@ static __device__ __forceinline__ float warp_sum(float sum) {
     for (int s = 16; s > 0; s >>= 1) sum += __ein_shfl(sum, s);
     return sum;
 }
-static __device__ __forceinline__ float block_max(float acc, float* sh) {
-    acc = warp_max(acc);
+// The warps' results (`combine`d from `identity`) through shared memory.
+template <typename Warp>
+static __device__ __forceinline__ float block_combine(float acc, float* sh, float identity, Warp combine) {
+    acc = combine(acc);
     if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;
     __syncthreads();
     if (threadIdx.x < 32) {
-        acc = warp_max(threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : __int_as_float(0xff800000));
+        acc = combine(threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : identity);
         if (threadIdx.x == 0) sh[0] = acc;
     }
     __syncthreads(); const float r = sh[0]; __syncthreads();
     return r;
 }
-static __device__ __forceinline__ float block_sum(float sum, float* sh) {
-    sum = warp_sum(sum);
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = sum;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        sum = warp_sum(threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0f);
-        if (threadIdx.x == 0) sh[0] = sum;
-    }
-    __syncthreads(); const float r = sh[0]; __syncthreads();
-    return r;
+static __device__ __forceinline__ float block_max(float acc, float* sh) {
+    return block_combine(acc, sh, __int_as_float(0xff800000), warp_max);
 }
-// a block per row (the generated block kernel, condensed)
-extern "C" __global__ void blk(float* __restrict__ out, const float* __restrict__ x, long long X0, long long X1) {
+static __device__ __forceinline__ float block_sum(float sum, float* sh) {
+    return block_combine(sum, sh, 0.0f, warp_sum);
+}
+// a block per row: the generated block kernel condensed (`blk_t<long long, 4>`),
+// and with 32-bit indices (`I = int`) or unrolled by 8 (`U = 8`)
+template <typename I, int U>
+__global__ void blk_t(float* __restrict__ out, const float* __restrict__ x, long long X0, long long X1) {
     __shared__ float sh[32];
-    for (long long p = blockIdx.x; p < X0; p += gridDim.x) {
+    const I n = (I)X0, m = (I)X1;
+    for (I p = blockIdx.x; p < n; p += gridDim.x) {
+        const float* row = x + (long long)p * m;
         float acc = __int_as_float(0xff800000);
-        #pragma unroll 4
-        for (long long q = threadIdx.x; q < X1; q += blockDim.x) { float v = x[p * X1 + q]; if (v > acc) acc = v; }
+        #pragma unroll U
+        for (I q = threadIdx.x; q < m; q += blockDim.x) { float v = row[q]; if (v > acc) acc = v; }
         const float mx = block_max(acc, sh);
         float sum = 0;
-        #pragma unroll 4
-        for (long long q = threadIdx.x; q < X1; q += blockDim.x) sum += expf(x[p * X1 + q] - mx);
+        #pragma unroll U
+        for (I q = threadIdx.x; q < m; q += blockDim.x) sum += expf(row[q] - mx);
         const float tot = block_sum(sum, sh);
-        #pragma unroll 4
-        for (long long q = threadIdx.x; q < X1; q += blockDim.x) out[p * X1 + q] = expf(x[p * X1 + q] - mx) / tot;
+        #pragma unroll U
+        for (I q = threadIdx.x; q < m; q += blockDim.x) out[(long long)p * m + q] = expf(row[q] - mx) / tot;
     }
 }
 extern "C" __global__ void warp(float* __restrict__ out, const float* __restrict__ x, long long X0, long long X1) {
@@ -156,36 +157,6 @@ __global__ void wregs(float* __restrict__ out, const float* __restrict__ x, long
         for (int k = 0; k < K; k++) { long long q = lane + 32LL * k; if (q < X1) out[p * X1 + q] = expf(r[k] - acc) / sum; }
     }
 }
-extern "C" __global__ void blk32(float* __restrict__ out, const float* __restrict__ x, long long X0, long long X1) {
-    __shared__ float sh[32];
-    for (int p = blockIdx.x; p < (int)X0; p += gridDim.x) {
-        float acc = __int_as_float(0xff800000);
-        #pragma unroll 4
-        for (int q = threadIdx.x; q < (int)X1; q += blockDim.x) { float v = x[(long long)p * (int)X1 + q]; if (v > acc) acc = v; }
-        const float mx = block_max(acc, sh);
-        float sum = 0;
-        #pragma unroll 4
-        for (int q = threadIdx.x; q < (int)X1; q += blockDim.x) sum += expf(x[(long long)p * (int)X1 + q] - mx);
-        const float tot = block_sum(sum, sh);
-        #pragma unroll 4
-        for (int q = threadIdx.x; q < (int)X1; q += blockDim.x) out[(long long)p * (int)X1 + q] = expf(x[(long long)p * (int)X1 + q] - mx) / tot;
-    }
-}
-extern "C" __global__ void blku8(float* __restrict__ out, const float* __restrict__ x, long long X0, long long X1) {
-    __shared__ float sh[32];
-    for (long long p = blockIdx.x; p < X0; p += gridDim.x) {
-        float acc = __int_as_float(0xff800000);
-        #pragma unroll 8
-        for (long long q = threadIdx.x; q < X1; q += blockDim.x) { float v = x[p * X1 + q]; if (v > acc) acc = v; }
-        const float mx = block_max(acc, sh);
-        float sum = 0;
-        #pragma unroll 8
-        for (long long q = threadIdx.x; q < X1; q += blockDim.x) sum += expf(x[p * X1 + q] - mx);
-        const float tot = block_sum(sum, sh);
-        #pragma unroll 8
-        for (long long q = threadIdx.x; q < X1; q += blockDim.x) out[p * X1 + q] = expf(x[p * X1 + q] - mx) / tot;
-    }
-}
 extern "C" __global__ void blkst(float* __restrict__ out, const float* __restrict__ x, long long X0, long long X1) {
     __shared__ float sh[32];
     for (long long p = blockIdx.x; p < X0; p += gridDim.x) {
@@ -243,7 +214,7 @@ int main(int argc, char** argv) {
     long long g = std::min(R, (long long)sms*32);
     long long gw = std::min((R + 7) / 8, (long long)sms*32);
     time([&]{ copyk<<<sms*32, 256>>>(y2, x, n); });
-    float tb = time([&]{ blk<<<g, 256>>>(y, x, R, C); });
+    float tb = time([&]{ blk_t<long long, 4><<<g, 256>>>(y, x, R, C); });
     std::vector<float> r1(n), r2(n); CK(cudaMemcpy(r1.data(), y, n*4, cudaMemcpyDeviceToHost));
     float tw = time([&]{ warp<<<gw, 256>>>(y, x, R, C); });
     auto diff = [&]() { CK(cudaGetLastError()); CK(cudaMemcpy(r2.data(), y, n*4, cudaMemcpyDeviceToHost)); double md = 0; for (long long i = 0; i < n; i++) md = std::max(md, (double)fabsf(r1[i]-r2[i])); return md < 1e-6 ? 0 : 1; };
@@ -251,10 +222,10 @@ int main(int argc, char** argv) {
     printf("R=%5lld C=%5lld memcpy %.4f ms  block %.4f ms (%.2fx)  warp %.4f ms (%.2fx)%s\n", R, C, tcopy, tb, tcopy/tb, tw, tcopy/tw, bad ? " WRONG" : "");
     auto rep = [&](const char* nm, float t) { int b = diff(); printf("   %-10s %.4f ms (%.2fx)%s\n", nm, t, tcopy/t, b ? " WRONG" : ""); };
     rep("blkv", time([&]{ blkv<<<g, 256>>>(y, x, R, C); }));
-    rep("blk512", time([&]{ blk<<<g, 512>>>(y, x, R, C); }));
-    rep("blk1024", time([&]{ blk<<<g, 1024>>>(y, x, R, C); }));
-    rep("blk32", time([&]{ blk32<<<g, 256>>>(y, x, R, C); }));
-    rep("blku8", time([&]{ blku8<<<g, 256>>>(y, x, R, C); }));
+    rep("blk512", time([&]{ blk_t<long long, 4><<<g, 512>>>(y, x, R, C); }));
+    rep("blk1024", time([&]{ blk_t<long long, 4><<<g, 1024>>>(y, x, R, C); }));
+    rep("blk32", time([&]{ blk_t<int, 4><<<g, 256>>>(y, x, R, C); }));
+    rep("blku8", time([&]{ blk_t<long long, 8><<<g, 256>>>(y, x, R, C); }));
     rep("blkst", time([&]{ blkst<<<g, 256>>>(y, x, R, C); }));
     if (C*4 <= 200*1024) rep("blk_smem", time([&]{ blks<<<g, 256, C*4>>>(y, x, R, C); }));
     if (C*4*8 <= 200*1024) rep("warp_smem", time([&]{ warps<<<gw, 256, C*4*8>>>(y, x, R, C); }));

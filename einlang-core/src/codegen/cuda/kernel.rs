@@ -227,6 +227,9 @@ impl Team {
 /// Elements per thread and step of a four-wide team loop (`KernelCx::wide`).
 pub const WIDTH: usize = 4;
 
+/// The `float4` component of each lane of a four-wide loop.
+pub const LANE_FIELDS: [&str; WIDTH] = ["x", "y", "z", "w"];
+
 /// What a kernel whose team loops take four consecutive points per thread
 /// needs before the host may launch it: every such loop's length, and the
 /// last extent of every tensor read there by a four-wide load, a multiple
@@ -241,6 +244,14 @@ pub struct Wide {
     /// `lens`) it is loaded in: its last extent must also be at least that
     /// loop's length.
     pub reads: BTreeSet<(VarId, usize)>,
+}
+
+impl Wide {
+    /// Whether a kernel's four-wide needs (`KernelCx::wide`) include a loop:
+    /// without one, its four-wide twin is the plain kernel again.
+    pub fn has_loops(wide: Option<&Wide>) -> bool {
+        wide.is_some_and(|w| !w.lens.is_empty())
+    }
 }
 
 /// The four-wide loop whose body is being emitted: its position (`__q`)
@@ -679,6 +690,16 @@ impl<'a> KernelCx<'a> {
         Ok(format!("        auto {name} = [&]({}) -> {} {{ return {value}; }};\n", params.join(", "), c_type(t.elem)))
     }
 
+    /// Makes this a kernel whose top-level reductions `team` shares, with
+    /// four-wide team loops when `wide`.
+    pub fn share(&mut self, team: Team, wide: bool) {
+        self.block = Some((String::new(), Vec::new()));
+        self.team = team;
+        if wide {
+            self.wide = Some(Wide::default());
+        }
+    }
+
     /// The lanes of a four-wide team loop of length `len` at position `__q`
     /// (a multiple of four): `lane_body` once per lane (given the lane),
     /// with the loop's index `index` defined as `__q + lane`, after the
@@ -724,6 +745,12 @@ impl<'a> KernelCx<'a> {
         Ok(loads + &lanes)
     }
 
+    /// The lanes of a four-wide loop (see `wide_body`) that compute `value`
+    /// at their points into the `float4` `__o`, which the loop stores.
+    pub fn wide_values(&mut self, index: VarId, len: &Dim, value: &Expr) -> Result<String, Failure> {
+        self.wide_body(index, len, |cx, lane| Ok(format!("__o.{} = {};", LANE_FIELDS[lane], cx.expr(value)?)))
+    }
+
     /// In a four-wide loop, a read of `tensor` whose last index is the
     /// loop's position and whose others were fixed before the loop: the
     /// lane's component of a four-wide load (`None`: an ordinary read).
@@ -733,7 +760,9 @@ impl<'a> KernelCx<'a> {
         let at_lane = matches!(last.kind, ExprKind::Var(v) if w.vars.contains(&v));
         let mut mentioned = HashSet::new();
         for i in others {
-            vars_of(i, &mut mentioned);
+            crate::ir::validate::visit_var_uses(i, &mut |v| {
+                mentioned.insert(v);
+            });
         }
         let fixed = mentioned.iter().all(|v| !w.vars.contains(v) && (!self.local.contains(v) || w.before.contains(v)));
         if k != ScalarKind::F32 || !at_lane || !fixed || self.guarded > 0 || self.windows.contains_key(&tensor) {
@@ -765,7 +794,7 @@ impl<'a> KernelCx<'a> {
                     name
                 }
             };
-        Ok(Some(format!("{name}.{}", ["x", "y", "z", "w"][lane])))
+        Ok(Some(format!("{name}.{}", LANE_FIELDS[lane])))
     }
 
     fn read(&mut self, tensor: VarId, indices: &[Expr], checked: bool, k: ScalarKind) -> Result<String, Failure> {
@@ -926,7 +955,7 @@ impl<'a> KernelCx<'a> {
             let _ = write!(s, "for (long long {i} = {start}; {i} < {end}; ++{i}) {{ ");
         }
         self.wheres(wheres, &mut s, "continue;")?;
-        let guards = wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
+        let guards = has_guard(wheres);
         let v = self.conditional(guards, |cx| cx.expr(body))?;
         s.push_str(&combine(&acc, &v, t));
         for _ in loops {
@@ -966,7 +995,7 @@ impl<'a> KernelCx<'a> {
         let shared =
             if self.team == Team::Block { format!("        __shared__ {t} {sh}[32];\n") } else { String::new() };
         let mut s = format!("{shared}        {t} {red};\n        {{\n            {t} __acc = ({t})({init});\n");
-        let guards = wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
+        let guards = has_guard(wheres);
         let lane = |cx: &mut Self, _: usize| {
             cx.conditional(guards, |cx| {
                 let mut w = String::new();
@@ -1080,7 +1109,7 @@ impl KernelCx<'_> {
             s.push_str("do { ");
         }
         self.wheres(wheres, &mut s, "continue;")?;
-        let guards = wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)));
+        let guards = has_guard(wheres);
         let v = self.conditional(guards, |cx| cx.expr(body))?;
         let cmp = if op == RedOp::ArgMax { ">" } else { "<" };
         let _ = write!(
@@ -1287,10 +1316,7 @@ pub fn is_identity(indices: &[Expr], axes: &[VarId]) -> bool {
     indices.len() == axes.len() && indices.iter().zip(axes).all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == *a))
 }
 
-/// The scalar variables `e` mentions.
-fn vars_of(e: &Expr, out: &mut HashSet<VarId>) {
-    if let ExprKind::Var(v) = &e.kind {
-        out.insert(*v);
-    }
-    crate::ir::visit::for_each_child(e, &mut |c| vars_of(c, out));
+/// Whether `wheres` has a guard (what follows it runs conditionally).
+fn has_guard(wheres: &[WhereEntry]) -> bool {
+    wheres.iter().any(|w| matches!(w, WhereEntry::Guard(_)))
 }

@@ -883,7 +883,7 @@ impl<'a> HostCx<'a> {
         };
         // Their four-wide twins (not in `checked` mode), when they have a
         // four-wide loop.
-        let has_loops = |k: &DefKernel| k.wide.as_ref().is_some_and(|w| !w.lens.is_empty());
+        let has_loops = |k: &DefKernel| kernel::Wide::has_loops(k.wide.as_ref());
         let wide = match (&warps, &blocks) {
             (Some(_), Some(_)) if !self.all_checked => {
                 let w = self.def_kernel(def, &axes, Per::Warp, true)?.filter(|k| has_loops(k));
@@ -1011,8 +1011,7 @@ impl<'a> HostCx<'a> {
         } else {
             let w = self.rows_kernel(rows, Per::Warp, true)?;
             let b = self.rows_kernel(rows, Per::Block, true)?;
-            let has_loops = |k: &RowsKernel| k.wide.as_ref().is_some_and(|w| !w.lens.is_empty());
-            if has_loops(&w) && has_loops(&b) {
+            if kernel::Wide::has_loops(w.wide.as_ref()) && kernel::Wide::has_loops(b.wide.as_ref()) {
                 (Some(w), Some(b))
             } else {
                 (None, None)
@@ -1068,11 +1067,7 @@ impl<'a> HostCx<'a> {
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
         if let Some(team) = per.team() {
-            cx.block = Some((String::new(), Vec::new()));
-            cx.team = team;
-            if wide {
-                cx.wide = Some(kernel::Wide::default());
-            }
+            cx.share(team, wide);
         }
         let built = (|| {
             let first = &def.axes[0];
@@ -1115,10 +1110,7 @@ impl<'a> HostCx<'a> {
                 {
                     let points = cx.dim(&a.extent)?;
                     let (rank, size) = team.rank_and_size();
-                    let lanes = cx.wide_body(a.index, &a.extent, |cx, lane| {
-                        let value = cx.expr(&def.body)?;
-                        Ok(format!("__o.{} = {value};", ["x", "y", "z", "w"][lane]))
-                    })?;
+                    let lanes = cx.wide_values(a.index, &a.extent, &def.body)?;
                     format!(
                         "{head}        const long long __m = {points};\n        #pragma unroll 4\n        \
                          for (long long __q4 = {rank}; __q4 < __m / 4; __q4 += {size}) {{\n            \
@@ -1132,10 +1124,9 @@ impl<'a> HostCx<'a> {
                     let (points, decls) = Self::points_of(&mut cx, &inner, "__q")?;
                     let decls: String = decls.lines().map(|l| format!("    {l}\n")).collect();
                     let value = cx.expr(&def.body)?;
-                    let points_loop = match per {
-                        Per::Thread | Per::Flat => "__q = 0; __q < __m; ++__q",
-                        Per::Warp => "__q = (threadIdx.x & 31); __q < __m; __q += 32",
-                        Per::Block => "__q = threadIdx.x; __q < __m; __q += blockDim.x",
+                    let points_loop = match per.team().map(kernel::Team::rank_and_size) {
+                        Some((rank, size)) => format!("__q = {rank}; __q < __m; __q += {size}"),
+                        None => "__q = 0; __q < __m; ++__q".to_string(),
                     };
                     format!(
                         "{head}        const long long __m = {points};\n        \
@@ -1172,10 +1163,7 @@ impl<'a> HostCx<'a> {
             let m = cx.dim(extent)?;
             let (n_outer, outer_decls) = Self::points_of(&mut cx, outer, "__rr")?;
             let decls = format!("        long long __rr = __p4;\n        const long long __q = __ein_split(&__rr, ({m}) / 4) * 4;\n{outer_decls}");
-            let lanes = cx.wide_body(*last, extent, |cx, lane| {
-                let value = cx.expr(&def.body)?;
-                Ok(format!("__o.{} = {value};", ["x", "y", "z", "w"][lane]))
-            })?;
+            let lanes = cx.wide_values(*last, extent, &def.body)?;
             Ok::<_, Failure>((format!("({n_outer}) * ({m})"), decls, lanes))
         })();
         let inputs = cx.inputs.clone();
@@ -1200,11 +1188,7 @@ impl<'a> HostCx<'a> {
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
         if let Some(team) = per.team() {
-            cx.block = Some((String::new(), Vec::new()));
-            cx.team = team;
-            if wide {
-                cx.wide = Some(kernel::Wide::default());
-            }
+            cx.share(team, wide);
         }
         if per == Per::Flat {
             cx.flat = Some(axes.iter().map(|a| a.0).collect());
@@ -1729,7 +1713,7 @@ impl<'a> HostCx<'a> {
         // One block: its threads share the reductions, thread 0 combines.
         let mut sites = std::mem::take(&mut self.sites);
         let mut cx = self.kernel_cx(&mut sites);
-        cx.block = Some((String::new(), Vec::new()));
+        cx.share(kernel::Team::Block, false);
         let value = cx.expr(e);
         let inputs = cx.inputs.clone();
         let callees = std::mem::take(&mut cx.callees);

@@ -694,11 +694,7 @@ impl FnCx<'_> {
         Ok(match i {
             // Rounding an integer is the identity.
             Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc if !k.is_float() => x,
-            // The runtime's exponential vectorizes (`f32::exp` is a libm call).
-            Intrinsic::Exp if k == ScalarKind::F32 => {
-                let x = x.tokens;
-                Code::new(quote!(#rt::arith::exp_f32(#x)), Prec::Postfix)
-            }
+            Intrinsic::Exp => Code::new(exp_of(k, &rt, x), Prec::Postfix),
             _ if i.float_method().is_some() => method(x, i.float_method().unwrap_or_default()),
             Intrinsic::Erf => {
                 let f = if k == ScalarKind::F32 { quote!(erf_f32) } else { quote!(erf_f64) };
@@ -732,11 +728,8 @@ impl FnCx<'_> {
                 }
                 let one = types::one(k);
                 let x = x.at_least(Prec::Unary);
-                if k == ScalarKind::F32 {
-                    Code::new(quote!(#one / (#one + #rt::arith::exp_f32(-#x))), Prec::Mul)
-                } else {
-                    Code::new(quote!(#one / (#one + (-#x).exp())), Prec::Mul)
-                }
+                let e = exp_of(k, &rt, Code::new(quote!(-#x), Prec::Unary));
+                Code::new(quote!(#one / (#one + #e)), Prec::Mul)
             }
             Intrinsic::Min | Intrinsic::Max if !k.is_float() => {
                 // A conditional move, not a branch: in a dynamic program
@@ -1291,4 +1284,16 @@ fn wrapping_method(op: BinOp) -> Result<Ident, Bug> {
 /// or a sub-tensor, so the result borrows it rather than owning its data.
 pub(crate) fn converts_a_view(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::ShapeCast { value, .. } if matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. }))
+}
+
+/// `e^x` of a float of kind `k`: the runtime's exponential for `f32`, which
+/// vectorizes (`f32::exp` is a libm call per element), `exp` otherwise.
+fn exp_of(k: ScalarKind, rt: &TokenStream, x: Code) -> TokenStream {
+    if k == ScalarKind::F32 {
+        let x = x.tokens;
+        quote!(#rt::arith::exp_f32(#x))
+    } else {
+        let x = x.at_least(Prec::Postfix);
+        quote!(#x.exp())
+    }
 }
