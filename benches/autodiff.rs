@@ -246,6 +246,7 @@ struct Conv {
     b: Array1<f32>,
 }
 
+common::twin! {
 /// The columns of one image for a `kh x kw` valid convolution:
 /// `cols[(c, r, s), (y, x)] = img[c, y + r, x + s]`.
 fn im2col(img: einlang::ndarray::ArrayView3<f32>, kh: usize, kw: usize) -> Array2<f32> {
@@ -266,7 +267,9 @@ fn im2col(img: einlang::ndarray::ArrayView3<f32>, kh: usize, kw: usize) -> Array
     }
     cols
 }
+}
 
+common::twin! {
 /// Adds the columns back into an image: the transpose of `im2col`.
 fn col2im(cols: &Array2<f32>, c: usize, h: usize, w: usize, kh: usize, kw: usize) -> Array3<f32> {
     let (oh, ow) = (h - kh + 1, w - kw + 1);
@@ -286,6 +289,7 @@ fn col2im(cols: &Array2<f32>, c: usize, h: usize, w: usize, kh: usize, kw: usize
         }
     }
     img
+}
 }
 
 impl Conv {

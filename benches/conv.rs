@@ -69,37 +69,6 @@ einlang! {
     }
 }
 
-/// im2col of `x` for a `kh x kw` kernel with padding `pad`: rows `(n, i,
-/// j)`, columns `(c, r, s)`; each `(c, r)` of a row is a copy of a run of
-/// an image row (clipped at the border), rows in parallel.
-fn im2col(x: &Array4<f32>, kh: usize, kw: usize, pad: usize) -> Array2<f32> {
-    let (n, c, h, w) = x.dim();
-    let (oh, ow) = (h + 2 * pad - kh + 1, w + 2 * pad - kw + 1);
-    let xs = x.as_slice().expect("standard layout");
-    let mut cols = Array2::<f32>::zeros((n * oh * ow, c * kh * kw));
-    cols.axis_iter_mut(Axis(0)).into_par_iter().enumerate().for_each(|(row, mut out)| {
-        let out = out.as_slice_mut().expect("standard layout");
-        let (nn, i, j) = (row / (oh * ow), row / ow % oh, row % ow);
-        for cc in 0..c {
-            for r in 0..kh {
-                let ih = (i + r) as isize - pad as isize;
-                if ih < 0 || ih as usize >= h {
-                    continue;
-                }
-                let src = &xs[((nn * c + cc) * h + ih as usize) * w..][..w];
-                let dst = &mut out[(cc * kh + r) * kw..][..kw];
-                // Columns j - pad + s for s < kw, clipped to the image.
-                let lo = pad.saturating_sub(j);
-                let hi = kw.min(w + pad - j);
-                if lo < hi {
-                    dst[lo..hi].copy_from_slice(&src[j + lo - pad..j + hi - pad]);
-                }
-            }
-        }
-    });
-    cols
-}
-
 /// The classic layout (Caffe's, onnxruntime's): per image, columns `[(c,
 /// r, s), (y, x)]` built from runs of image rows, then `k · cols` written
 /// straight into the image's `[o, y, x]` output, which starts as the bias;
@@ -108,6 +77,7 @@ fn conv_gemm(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize) -
     conv_gemm_strided(x, k, bias, pad, 1)
 }
 
+common::twin! {
 /// `conv_gemm` with a stride: with stride 1 each packed row is built from
 /// runs of image rows, else element by element.
 fn conv_gemm_strided(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: usize, stride: usize) -> Array4<f32> {
@@ -155,7 +125,9 @@ fn conv_gemm_strided(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, pad: 
     });
     y
 }
+}
 
+common::twin! {
 /// Channels last: per image, rows `(i, j)` of columns `(r, s, c)`, each
 /// `r` a run of `KW * C` input values, times the kernel as `[(r, s, c),
 /// o]` straight into the image's `[(i, j), o]` output; images in parallel.
@@ -181,7 +153,9 @@ fn conv_nhwc_gemm(x: &Array4<f32>, k: &Array4<f32>) -> Array4<f32> {
     });
     y
 }
+}
 
+common::twin! {
 /// A grouped convolution: per image (in parallel) and group, the classic
 /// im2col of the group's channels and one GEMM of the group's kernel into
 /// the group's output rows.
@@ -210,7 +184,9 @@ fn conv_grouped_gemm(x: &Array5<f32>, k: &Array5<f32>) -> Array5<f32> {
     });
     y
 }
+}
 
+common::twin! {
 /// The kernel gradient by im2col, per image in parallel: `dy[n]` as `[o,
 /// (y, x)]` times the image's columns `[(y, x), (c, r, s)]` (rows of the
 /// classic layout's transpose), the images' products summed.
@@ -244,7 +220,9 @@ fn kernel_grad_gemm(x: &Array4<f32>, dy: &Array4<f32>) -> Array4<f32> {
     }
     sum.into_shape_with_order((o, c, 3, 3)).expect("contiguous")
 }
+}
 
+common::twin! {
 /// The input gradient by col2im, per image in parallel: the kernel as
 /// `[(c, r, s), o]` times `dy[n]` as `[o, (y, x)]`, then each row of the
 /// product added back at its offset.
@@ -271,6 +249,7 @@ fn input_grad_gemm(dy: &Array4<f32>, k: &Array4<f32>) -> Array4<f32> {
         }
     });
     dx
+}
 }
 
 fn data4(a: usize, b: usize, c: usize, d: usize, seed: u64) -> Array4<f32> {

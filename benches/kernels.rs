@@ -91,6 +91,15 @@ einlang! {
         y
     }
 
+    /// Row-wise softmax scaling by the reciprocal of the sum, as the fused
+    /// baseline does (a different rounding from dividing).
+    pub fn softmax_reciprocal(x: [f32; N, C]) -> [f32; N, C] {
+        let m[n] = max[c](x[n, c]);
+        let e[n, c] = std::math::exp(x[n, c] - m[n]);
+        let y[n, c] = e[n, c] * (1.0 / sum[k](e[n, k]));
+        y
+    }
+
     /// Softmax over the first axis.
     pub fn softmax_columns(x: [f32; N, C]) -> [f32; N, C] {
         let m[c] = max[k](x[k, c]);
@@ -133,6 +142,7 @@ fn data(len: usize, seed: u64) -> Vec<f32> {
     common::data(len, seed).into_iter().map(|v| v as f32).collect()
 }
 
+common::twin! {
 /// The conv2d baseline: for each output channel (in parallel), accumulate
 /// `k[o, c, r, s] * img[c, y + r, s..s + OW]` into output rows, so the inner
 /// loop runs over contiguous memory and vectorizes.
@@ -163,6 +173,7 @@ fn conv2d_loops(img: &Array3<f32>, k: &Array4<f32>, bias: &Array1<f32>) -> Array
         }
     });
     out
+}
 }
 
 type Kernel = Box<dyn Fn() -> ArrayD<f32>>;
@@ -252,6 +263,7 @@ fn matmul_case(m: usize, n: usize, k: usize, baseline: Gemm) -> Case {
     }
 }
 
+common::twin! {
 /// `relu(x w + b)` with the epilogue fused by hand: a block of rows per
 /// thread, each initialized to the bias, the product added by
 /// `general_mat_mul` (matrixmultiply), ReLU applied while the block is hot.
@@ -269,6 +281,7 @@ fn dense_fused(x: &Array2<f32>, w: &Array2<f32>, b: &Array1<f32>) -> Array2<f32>
         out.mapv_inplace(|v| v.max(0.0));
     });
     y
+}
 }
 
 fn dense_case(m: usize, k: usize, n: usize) -> Case {
@@ -341,10 +354,11 @@ fn conv_case(c: usize, hw: usize, o: usize, kk: usize) -> Case {
 /// keeps `f32::exp`.
 use einlang::__private::arith::exp_f32;
 
+common::twin! {
 /// The softmax baseline: one pass per row (in parallel over rows) for the
 /// maximum, one that writes `exp`, one that sums it in eight lanes, one
 /// that scales; the output is not zeroed first.
-fn softmax_fused(x: &Array2<f32>) -> Array2<f32> {
+fn softmax_fused(x: &Array2<f32>, divide: bool) -> Array2<f32> {
     let mut y = Array2::<f32>::uninit(x.raw_dim());
     y.axis_iter_mut(Axis(0)).into_par_iter().zip(x.axis_iter(Axis(0))).for_each(|(mut out, row)| {
         let m = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
@@ -363,12 +377,18 @@ fn softmax_fused(x: &Array2<f32>) -> Array2<f32> {
         }
         lanes[0] += ec.remainder().iter().sum::<f32>();
         let total: f32 = lanes.iter().sum();
-        let inv = 1.0 / total;
-        // SAFETY: every element of the row was written above.
-        out.iter_mut().for_each(|o| unsafe { *o.assume_init_mut() *= inv });
+        if divide {
+            // SAFETY: every element of the row was written above.
+            out.iter_mut().for_each(|o| unsafe { *o.assume_init_mut() /= total });
+        } else {
+            let inv = 1.0 / total;
+            // SAFETY: every element of the row was written above.
+            out.iter_mut().for_each(|o| unsafe { *o.assume_init_mut() *= inv });
+        }
     });
     // SAFETY: every row was written in full.
     unsafe { y.assume_init() }
+}
 }
 
 type Softmax = fn(&Array2<f32>) -> Array2<f32>;
@@ -376,15 +396,18 @@ type Softmax = fn(&Array2<f32>) -> Array2<f32>;
 fn softmax_case(form: &'static str, f: Softmax, n: usize, c: usize) -> Case {
     let x = Array2::from_shape_vec((n, c), data(n * c, 6)).unwrap();
     let x2 = x.clone();
+    // Each form against the loop that rounds as it does: `e / s` divides
+    // every element, `e * (1 / s)` multiplies by one reciprocal per row.
+    let divide = form != "reciprocal";
     Case {
         group: "softmax",
         param: format!("{form}_n{n}_c{c}"),
         label: format!("softmax ({form}) {n}x{c}"),
         // max, subtract, exp (counted as one), sum, divide.
         flops: 5.0 * (n * c) as f64,
-        baseline_name: "fused loop",
+        baseline_name: if divide { "fused loop dividing" } else { "fused loop, reciprocal" },
         einlang: Box::new(move || f(&x).into_dyn()),
-        baseline: Box::new(move || softmax_fused(&x2).into_dyn()),
+        baseline: Box::new(move || softmax_fused(&x2, divide).into_dyn()),
         first_einlang: Duration::ZERO,
         first_baseline: Duration::ZERO,
         bytes: None,
@@ -407,6 +430,11 @@ fn softmax_where_form(x: &Array2<f32>) -> Array2<f32> {
     softmax_where(x).expect("softmax")
 }
 
+fn softmax_reciprocal_form(x: &Array2<f32>) -> Array2<f32> {
+    softmax_reciprocal(x).expect("softmax")
+}
+
+common::twin! {
 /// The column softmax baseline: per block of 256 columns (in parallel),
 /// the maximum and the sum of exponentials, each a pass over the rows of
 /// the block; then every output row (in parallel).
@@ -443,6 +471,7 @@ fn softmax_columns_loops(x: &Array2<f32>) -> Array2<f32> {
     });
     y
 }
+}
 
 fn softmax_columns_form(x: &Array2<f32>) -> Array2<f32> {
     softmax_columns(x).expect("softmax")
@@ -454,6 +483,7 @@ fn softmax_cases(n: usize, c: usize) -> Vec<Case> {
         softmax_case("inline", softmax_inline_form, n, c),
         softmax_case("mixed", softmax_mixed_form, n, c),
         softmax_case("where", softmax_where_form, n, c),
+        softmax_case("reciprocal", softmax_reciprocal_form, n, c),
         Case {
             param: format!("columns_n{n}_c{c}"),
             label: format!("softmax over columns {n}x{c}"),
@@ -467,6 +497,7 @@ fn softmax_cases(n: usize, c: usize) -> Vec<Case> {
     ]
 }
 
+common::twin! {
 /// The elementwise baseline: one fused pass over the operands in parallel
 /// chunks, writing each element once into an uninitialized buffer.
 fn fma_fused(a: &[f32], b: &[f32], c: &[f32]) -> Vec<f32> {
@@ -482,7 +513,9 @@ fn fma_fused(a: &[f32], b: &[f32], c: &[f32]) -> Vec<f32> {
     unsafe { out.set_len(a.len()) };
     out
 }
+}
 
+common::twin! {
 /// A parallel copy into an uninitialized buffer: the bandwidth reference.
 fn par_copy(a: &[f32]) -> Vec<f32> {
     let mut out: Vec<f32> = Vec::with_capacity(a.len());
@@ -494,6 +527,7 @@ fn par_copy(a: &[f32]) -> Vec<f32> {
     // SAFETY: every element of the first `a.len()` was written above.
     unsafe { out.set_len(a.len()) };
     out
+}
 }
 
 /// `a * b + c` over `len` elements (as a matrix of `rows` rows when set),
@@ -533,6 +567,7 @@ fn fma_case(len: usize, rows: Option<usize>) -> Case {
     }
 }
 
+common::twin! {
 /// The transpose written by hand: sixteen output rows per task (one cache
 /// line of each source row), into an uninitialized buffer.
 fn transpose_blocked(x: &[f32], m: usize, n: usize) -> Vec<f32> {
@@ -550,6 +585,7 @@ fn transpose_blocked(x: &[f32], m: usize, n: usize) -> Vec<f32> {
     // SAFETY: every element of the first `m * n` was written above.
     unsafe { out.set_len(m * n) };
     out
+}
 }
 
 /// A transpose of an `m x n` matrix against the blocked hand loop.

@@ -43,6 +43,7 @@ mod heat2d {
 use edit::distance as edit_distance;
 use heat2d::heat;
 
+common::twin! {
 fn linear_loop(a: f64, u: &[f64]) -> f64 {
     let mut x = u[0];
     for &v in &u[1..] {
@@ -50,7 +51,9 @@ fn linear_loop(a: f64, u: &[f64]) -> f64 {
     }
     x
 }
+}
 
+common::twin! {
 fn edit_loop(a: &[i32], b: &[i32]) -> i32 {
     let mut prev: Vec<i32> = (0..=b.len() as i32).collect();
     let mut cur = vec![0i32; b.len() + 1];
@@ -64,7 +67,9 @@ fn edit_loop(a: &[i32], b: &[i32]) -> i32 {
     }
     prev[b.len()]
 }
+}
 
+common::twin! {
 /// The serial loop with the left neighbour kept in a register (the
 /// textbook loop above stores it and loads it back at the next cell, a
 /// store-to-load round trip on the row's dependence chain): about twice as
@@ -84,7 +89,9 @@ fn edit_loop_register(a: &[i32], b: &[i32]) -> i32 {
     }
     prev[b.len()]
 }
+}
 
+common::twin! {
 fn heat_loop(u0: &Array2<f64>, r: f64, steps: usize) -> Array2<f64> {
     let (n, m) = u0.dim();
     let mut u = u0.clone();
@@ -108,6 +115,7 @@ fn heat_loop(u0: &Array2<f64>, r: f64, steps: usize) -> Array2<f64> {
         std::mem::swap(&mut u, &mut next);
     }
     u
+}
 }
 
 fn median(runs: usize, mut f: impl FnMut()) -> Duration {

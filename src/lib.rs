@@ -59,6 +59,16 @@ pub mod checkpoint {
     pub use einlang_runtime::ckpt::{history_limit, set_history_limit, DEFAULT_HISTORY_LIMIT};
 }
 
+/// Which instruction set generated functions run with. On x86-64 each
+/// generated host function also has a form compiled for AVX2 and FMA, taken
+/// when the processor has both; it computes the same bits as the baseline
+/// form. [`cpu::set_baseline_only`] (or `EINLANG_CPU=baseline` in the
+/// environment) keeps every function on the baseline form, for example to
+/// time it.
+pub mod cpu {
+    pub use einlang_runtime::cpu::{set_baseline_only, wide};
+}
+
 /// GPUs, device tensors and the kernels of `#[device(cuda)]` functions
 /// (cargo feature `cuda`).
 #[cfg(feature = "cuda")]

@@ -40,6 +40,10 @@ pub struct Options {
     /// Compile `#[device(cuda)]` functions (the facade's feature `cuda`);
     /// without it they are an error that says to enable the feature.
     pub cuda: bool,
+    /// Emit each host function for the target's baseline instruction set
+    /// only, without its AVX2 twin (see the runtime's `cpu` module): for
+    /// snapshots that show the code once. `checked` implies it.
+    pub baseline_only: bool,
 }
 
 /// Everything the pipeline produced, for tests and tools.

@@ -2,6 +2,8 @@
 //! compiled and its pretty-printed AST, HIR (with types and ranges), loop IR
 //! and generated Rust (formatted with prettyplease) are compared with the
 //! files next to it (`NAME.ast`, `NAME.hir`, `NAME.ir`, `NAME.rs.txt`).
+//! The Rust is shown in one form (`Options::baseline_only`: without the
+//! AVX2 twin of each function, which repeats the same code).
 //! Regenerate with `UPDATE_EXPECT=1 cargo test -p einlang-core --test stages`.
 
 use std::path::PathBuf;
@@ -12,7 +14,7 @@ use expect_test::expect_file;
 fn check(name: &str) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/stages");
     let src = std::fs::read_to_string(dir.join(format!("{name}.ein"))).expect("stage program exists");
-    let compiled = match compile_str(&src, &Options::default()) {
+    let compiled = match compile_str(&src, &Options { baseline_only: true, ..Options::default() }) {
         Ok(c) => c,
         Err(diags) => {
             panic!("{name} failed:\n{}", diags.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n"))

@@ -8,6 +8,7 @@
 
 pub mod arith;
 pub mod ckpt;
+pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;

@@ -34,7 +34,7 @@ fn check(p: &Program, expect: Expect) {
         panic!("invalid IR:\n{e}");
     }
     let ir = pretty_program(p);
-    let rust = rust_text(p, &crate::Options::default());
+    let rust = rust_text(p, &crate::Options { baseline_only: true, ..Default::default() });
     expect.assert_eq(&format!("{ir}\n{rust}"));
 }
 
@@ -557,78 +557,80 @@ fn keyword_names_are_escaped() {
     check(
         &keyword_names(),
         expect![[r#"
-        fn loop(type: f32) -> f32 {
-            result type * 2.0f32
-        }
+            fn loop(type: f32) -> f32 {
+                result type * 2.0f32
+            }
 
-        pub fn match(self: tensor<f32, 1>) -> f32 {
-            bind N = self.shape[0]
-            let Ok: f32 = loop(read self[0i64] checked)
-            let __x: f32 = Ok
-            let type_: f32 = __x
-            let type: f32 = type_ + __x
-            result type
-        }
+            pub fn match(self: tensor<f32, 1>) -> f32 {
+                bind N = self.shape[0]
+                let Ok: f32 = loop(read self[0i64] checked)
+                let __x: f32 = Ok
+                let type_: f32 = __x
+                let type: f32 = type_ + __x
+                result type
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        fn loop_(type_: f32) -> ::core::result::Result<f32, ::einlang::__private::Error> {
-            use ::einlang::__private as __rt;
-            use ::einlang::__private::ndarray as __nd;
-            Ok(type_ * 2.0f32)
-        }
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn match_<'__a0>(
-            self_: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            >,
-        ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
-            fn __body(
-                self_: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            fn loop_(type_: f32) -> ::core::result::Result<f32, ::einlang::__private::Error> {
                 use ::einlang::__private as __rt;
                 use ::einlang::__private::ndarray as __nd;
-                let N: i64 = self_.shape()[0] as i64;
-                let Ok_: f32 = loop_(
-                    self_[[
-                        __rt::shape::check_index("match_", "self", 0, 0i64, self_.shape()[0])?,
-                    ]],
-                )?;
-                let x_: f32 = Ok_;
-                let type_: f32 = x_;
-                let type__2: f32 = type_ + x_;
-                Ok(type__2)
+                Ok(type_ * 2.0f32)
             }
-            __body(self_.into())
-        }
-    "#]],
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn match_<'__a0>(
+                self_: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                >,
+            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                fn __body(
+                    self_: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let N: i64 = self_.shape()[0] as i64;
+                    let __standard_self_ = self_.as_standard_layout();
+                    let self_ = __standard_self_.view();
+                    let Ok_: f32 = loop_(
+                        self_[[
+                            __rt::shape::check_index("match_", "self", 0, 0i64, self_.shape()[0])?,
+                        ]],
+                    )?;
+                    let x_: f32 = Ok_;
+                    let type_: f32 = x_;
+                    let type__2: f32 = type_ + x_;
+                    Ok(type__2)
+                }
+                __body(self_.into())
+            }
+        "#]],
     );
 }
 
@@ -761,6 +763,10 @@ fn matmul_with_reduction() {
                     let K: i64 = a.shape()[1] as i64;
                     let N: i64 = b.shape()[1] as i64;
                     __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
+                    let __standard_a = a.as_standard_layout();
+                    let a = __standard_a.view();
+                    let __standard_b = b.as_standard_layout();
+                    let b = __standard_b.view();
                     let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
                         "matmul",
                         [M as usize, N as usize],
@@ -774,8 +780,12 @@ fn matmul_with_reduction() {
                                 for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
                                     let j: i64 = __pos_j as i64;
                                     *__slot_c
-                                        += unsafe { *a.uget([i as usize, k as usize]) }
-                                            * unsafe { *b.uget([k as usize, j as usize]) };
+                                        += unsafe {
+                                            *a.as_ptr().add((i as usize) * a.shape()[1] + k as usize)
+                                        }
+                                            * unsafe {
+                                                *b.as_ptr().add((k as usize) * b.shape()[1] + j as usize)
+                                            };
                                 }
                             }
                             Ok(())
@@ -941,6 +951,8 @@ fn guarded_definition_with_where_binding() {
                     use ::einlang::__private::ndarray as __nd;
                     let N: i64 = m.shape()[0] as i64;
                     __rt::shape::check_dim("upper_relu", "m", 1, "N", N, m.shape()[1])?;
+                    let __standard_m = m.as_standard_layout();
+                    let m = __standard_m.view();
                     let __fill_u = |
                         __pos_i: usize,
                         __row_u: &mut [::core::mem::MaybeUninit<f32>],
@@ -973,7 +985,9 @@ fn guarded_definition_with_where_binding() {
                                 let j: i64 = __pos_j as i64;
                                 __slot_u
                                     .write({
-                                        let z: f32 = unsafe { *m.uget([i as usize, j as usize]) };
+                                        let z: f32 = unsafe {
+                                            *m.as_ptr().add((i as usize) * m.shape()[1] + j as usize)
+                                        };
                                         z.max(0.0f32)
                                     });
                             }
@@ -1038,6 +1052,8 @@ fn scalar_result_with_call() {
                     use ::einlang::__private as __rt;
                     use ::einlang::__private::ndarray as __nd;
                     let N: i64 = x.shape()[0] as i64;
+                    let __standard_x = x.as_standard_layout();
+                    let x = __standard_x.view();
                     Ok({
                         let mut __lanes_i: [f32; 8] = [0.0f32; 8];
                         let mut __tail_i: f32 = 0.0f32;
@@ -1046,12 +1062,13 @@ fn scalar_result_with_call() {
                         while __end_i.saturating_sub(__base_i) >= 8i64 {
                             for __lane in 0..8 {
                                 let i: i64 = __base_i + __lane as i64;
-                                __lanes_i[__lane] += (unsafe { *x.uget([i as usize]) }).powi(2);
+                                __lanes_i[__lane]
+                                    += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
                             }
                             __base_i += 8i64;
                         }
                         for i in __base_i..__end_i {
-                            __tail_i += (unsafe { *x.uget([i as usize]) }).powi(2);
+                            __tail_i += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
                         }
                         let mut __sum_i: f32 = (((__lanes_i[0] + __lanes_i[1])
                             + (__lanes_i[2] + __lanes_i[3]))
@@ -1092,6 +1109,8 @@ fn scalar_result_with_call() {
                     use ::einlang::__private as __rt;
                     use ::einlang::__private::ndarray as __nd;
                     let N: i64 = x.shape()[0] as i64;
+                    let __standard_x = x.as_standard_layout();
+                    let x = __standard_x.view();
                     let s: f32 = sum_sq(x.view())?;
                     let half: i64 = __rt::arith::int_div("norm", N, 2i64)?;
                     Ok(s.sqrt() / half as f32)
@@ -1151,6 +1170,8 @@ fn strided_checked_read() {
                     use ::einlang::__private as __rt;
                     use ::einlang::__private::ndarray as __nd;
                     let N: i64 = x.shape()[0] as i64;
+                    let __standard_x = x.as_standard_layout();
+                    let x = __standard_x.view();
                     let __fill_y = |
                         __first_y: usize,
                         __block_y: &mut [::core::mem::MaybeUninit<f32>],
@@ -1186,6 +1207,26 @@ fn strided_checked_read() {
             }
         "#]],
     );
+}
+
+/// A host function's body is emitted twice on x86-64: first inside a
+/// `#[target_feature(enable = "avx2,fma")]` function the body calls when
+/// the processor has both, then as written (the fallback).
+#[test]
+fn host_functions_have_an_avx2_twin() {
+    let rust = rust_text(&conv1d(), &crate::Options::default());
+    let twin = rust.find("unsafe fn __wide(").expect("a twin");
+    let attr = rust.find("#[target_feature(enable = \"avx2,fma\")]").expect("its features");
+    let cfg = rust.find("#[cfg(target_arch = \"x86_64\")]").expect("x86-64 only");
+    let call = rust.find("if ::einlang::__private::cpu::wide() {").expect("a run-time test");
+    assert!(cfg < attr && attr < twin && twin < call, "{rust}");
+    // The loop nest appears in the twin and in the fallback after it.
+    let fills: Vec<usize> = rust.match_indices("__rt::par::fill").map(|(i, _)| i).collect();
+    assert_eq!(fills.len(), 2, "{rust}");
+    assert!(twin < fills[0] && fills[0] < call && call < fills[1], "{rust}");
+    // Checked mode has one form.
+    let checked = rust_text(&conv1d(), &crate::Options { checked: true, ..Default::default() });
+    assert!(!checked.contains("__wide"), "{checked}");
 }
 
 #[test]
@@ -1251,6 +1292,10 @@ fn rank_one_with_runtime_extent() {
                     use ::einlang::__private::ndarray as __nd;
                     let N: i64 = x.shape()[0] as i64;
                     let K: i64 = w.shape()[0] as i64;
+                    let __standard_x = x.as_standard_layout();
+                    let x = __standard_x.view();
+                    let __standard_w = w.as_standard_layout();
+                    let w = __standard_w.view();
                     let len_t: i64 = __rt::shape::extent("conv1d", "N - K + 1", (N - K + 1i64))?
                         as i64;
                     let __fill_y = |
@@ -1269,15 +1314,15 @@ fn rank_one_with_runtime_extent() {
                                         for __lane in 0..8 {
                                             let r: i64 = __base_r + __lane as i64;
                                             __lanes_r[__lane]
-                                                += unsafe { *x.uget([t.wrapping_add(r) as usize]) }
-                                                    * unsafe { *w.uget([r as usize]) };
+                                                += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
+                                                    * unsafe { *w.as_ptr().add(r as usize) };
                                         }
                                         __base_r += 8i64;
                                     }
                                     for r in __base_r..__end_r {
                                         __tail_r
-                                            += unsafe { *x.uget([t.wrapping_add(r) as usize]) }
-                                                * unsafe { *w.uget([r as usize]) };
+                                            += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
+                                                * unsafe { *w.as_ptr().add(r as usize) };
                                     }
                                     let mut __sum_r: f32 = (((__lanes_r[0] + __lanes_r[1])
                                         + (__lanes_r[2] + __lanes_r[3]))
@@ -1357,6 +1402,8 @@ fn rank_three_with_offset_axis() {
                     let B: i64 = x.shape()[0] as i64;
                     let M: i64 = x.shape()[1] as i64;
                     let N: i64 = x.shape()[2] as i64;
+                    let __standard_x = x.as_standard_layout();
+                    let x = __standard_x.view();
                     let __shape_y: [usize; 3] = [
                         B as usize,
                         __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
@@ -1376,14 +1423,21 @@ fn rank_three_with_offset_axis() {
                                 let j: i64 = __pos_j as i64;
                                 __slot_y
                                     .write(
-                                        unsafe { *x.uget([b as usize, i as usize, j as usize]) }
+                                        unsafe {
+                                            *x
+                                                .as_ptr()
+                                                .add(
+                                                    ((b as usize) * x.shape()[1] + i as usize) * x.shape()[2]
+                                                        + j as usize,
+                                                )
+                                        }
                                             - unsafe {
                                                 *x
-                                                    .uget([
-                                                        b as usize,
-                                                        i.wrapping_sub(1i64) as usize,
-                                                        j as usize,
-                                                    ])
+                                                    .as_ptr()
+                                                    .add(
+                                                        ((b as usize) * x.shape()[1]
+                                                            + i.wrapping_sub(1i64) as usize) * x.shape()[2] + j as usize,
+                                                    )
                                             },
                                     );
                             }
@@ -1469,6 +1523,8 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                     use ::einlang::__private::ndarray as __nd;
                     let B: i64 = x.shape()[0] as i64;
                     let N: i64 = x.shape()[1] as i64;
+                    let __standard_x = x.as_standard_layout();
+                    let x = __standard_x.view();
                     let __fill_am = |
                         __first_am: usize,
                         __block_am: &mut [::core::mem::MaybeUninit<i64>],
@@ -1481,7 +1537,9 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                                     let mut __best_n: f32 = 0.0f32;
                                     let mut __found_n = false;
                                     for n in 0i64..N {
-                                        let __v: f32 = unsafe { *x.uget([b as usize, n as usize]) };
+                                        let __v: f32 = unsafe {
+                                            *x.as_ptr().add((b as usize) * x.shape()[1] + n as usize)
+                                        };
                                         if !__found_n || __v > __best_n {
                                             __best_n = __v;
                                             __argmax_n = n;
@@ -1506,10 +1564,16 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                         let mut __sum_b2: f32 = 0.0f32;
                         for b2 in 0i64..B {
                             for n2 in 0i64..N {
-                                if !((unsafe { *x.uget([b2 as usize, n2 as usize]) }) > 0.0f32) {
+                                if !((unsafe {
+                                    *x.as_ptr().add((b2 as usize) * x.shape()[1] + n2 as usize)
+                                }) > 0.0f32)
+                                {
                                     continue;
                                 }
-                                __sum_b2 += unsafe { *x.uget([b2 as usize, n2 as usize]) };
+                                __sum_b2
+                                    += unsafe {
+                                        *x.as_ptr().add((b2 as usize) * x.shape()[1] + n2 as usize)
+                                    };
                             }
                         }
                         __sum_b2
@@ -1518,8 +1582,10 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                         let mut __all_b3: bool = true;
                         '__all0: for b3 in 0i64..B {
                             for n3 in 0i64..N {
-                                if !((unsafe { *x.uget([b3 as usize, n3 as usize]) }).abs()
-                                    < 1e30f32)
+                                if !((unsafe {
+                                    *x.as_ptr().add((b3 as usize) * x.shape()[1] + n3 as usize)
+                                })
+                                    .abs() < 1e30f32)
                                 {
                                     __all_b3 = false;
                                     break '__all0;
@@ -1600,141 +1666,145 @@ fn values_are_borrowed_moved_or_copied() {
     check(
         &values(),
         expect![[r#"
-        pub fn pair(x: tensor<f32, 1>) -> (tensor<f32, 1>, f32) {
-            result (x, 1.0f32)
-        }
+            pub fn pair(x: tensor<f32, 1>) -> (tensor<f32, 1>, f32) {
+                result (x, 1.0f32)
+            }
 
-        pub fn pick(x: tensor<f32, 1>, c: bool) -> tensor<f32, 1> {
-            let p: (tensor<f32, 1>, f32) = pair(x)
-            let q: tensor<f32, 1> = p.0
-            let r: tensor<f32, 1> = if c { q } else { {
-                let z: tensor<f32, 1> = pair(x).0
-                z
-            } }
-            let w: tensor<f32, 1> = r
-            result w
-        }
+            pub fn pick(x: tensor<f32, 1>, c: bool) -> tensor<f32, 1> {
+                let p: (tensor<f32, 1>, f32) = pair(x)
+                let q: tensor<f32, 1> = p.0
+                let r: tensor<f32, 1> = if c { q } else { {
+                    let z: tensor<f32, 1> = pair(x).0
+                    z
+                } }
+                let w: tensor<f32, 1> = r
+                result w
+            }
 
-        pub fn greet(s: str) -> str {
-            let t: str = greet(s)
-            result if 1i64 > 2i64 { t } else { "hello" }
-        }
+            pub fn greet(s: str) -> str {
+                let t: str = greet(s)
+                result if 1i64 > 2i64 { t } else { "hello" }
+            }
 
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn pair<'__a0>(
-            x: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            >,
-        ) -> ::core::result::Result<
-            (::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>, f32),
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                x: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            ) -> ::core::result::Result<
-                (
-                    ::einlang::__private::ndarray::Array<
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn pair<'__a0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f32,
                         ::einlang::__private::ndarray::Ix1,
                     >,
-                    f32,
-                ),
+                >,
+            ) -> ::core::result::Result<
+                (::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>, f32),
                 ::einlang::__private::Error,
             > {
-                use ::einlang::__private as __rt;
-                use ::einlang::__private::ndarray as __nd;
-                Ok((__rt::value::owned(x), 1.0f32))
+                fn __body(
+                    x: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                ) -> ::core::result::Result<
+                    (
+                        ::einlang::__private::ndarray::Array<
+                            f32,
+                            ::einlang::__private::ndarray::Ix1,
+                        >,
+                        f32,
+                    ),
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let __standard_x = x.as_standard_layout();
+                    let x = __standard_x.view();
+                    Ok((__rt::value::owned(x), 1.0f32))
+                }
+                __body(x.into())
             }
-            __body(x.into())
-        }
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn pick<'__a0>(
-            x: impl ::core::convert::Into<
-                ::einlang::__private::ndarray::ArrayView<
-                    '__a0,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
-                >,
-            >,
-            c: bool,
-        ) -> ::core::result::Result<
-            ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
-            ::einlang::__private::Error,
-        > {
-            fn __body(
-                x: ::einlang::__private::ndarray::ArrayView<
-                    '_,
-                    f32,
-                    ::einlang::__private::ndarray::Ix1,
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn pick<'__a0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
                 >,
                 c: bool,
             ) -> ::core::result::Result<
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
                 ::einlang::__private::Error,
             > {
+                fn __body(
+                    x: ::einlang::__private::ndarray::ArrayView<
+                        '_,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                    c: bool,
+                ) -> ::core::result::Result<
+                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                    ::einlang::__private::Error,
+                > {
+                    use ::einlang::__private as __rt;
+                    use ::einlang::__private::ndarray as __nd;
+                    let __standard_x = x.as_standard_layout();
+                    let x = __standard_x.view();
+                    let p = pair(x.view())?;
+                    let q = p.0.view();
+                    let r = if c {
+                        __rt::value::owned(q.view())
+                    } else {
+                        let z = __rt::value::owned(pair(x.view())?.0);
+                        z
+                    };
+                    let w = r;
+                    Ok(w)
+                }
+                __body(x.into(), c)
+            }
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn greet(
+                s: &str,
+            ) -> ::core::result::Result<::std::string::String, ::einlang::__private::Error> {
                 use ::einlang::__private as __rt;
                 use ::einlang::__private::ndarray as __nd;
-                let p = pair(x.view())?;
-                let q = p.0.view();
-                let r = if c {
-                    __rt::value::owned(q.view())
-                } else {
-                    let z = __rt::value::owned(pair(x.view())?.0);
-                    z
-                };
-                let w = r;
-                Ok(w)
+                let t = greet(s)?;
+                Ok(if 1i64 > 2i64 { t } else { ::std::string::String::from("hello") })
             }
-            __body(x.into(), c)
-        }
-        #[allow(
-            non_snake_case,
-            unused_variables,
-            unused_mut,
-            unused_parens,
-            unused_braces,
-            unused_imports,
-            dead_code,
-            clippy::all,
-            clippy::pedantic
-        )]
-        pub fn greet(
-            s: &str,
-        ) -> ::core::result::Result<::std::string::String, ::einlang::__private::Error> {
-            use ::einlang::__private as __rt;
-            use ::einlang::__private::ndarray as __nd;
-            let t = greet(s)?;
-            Ok(if 1i64 > 2i64 { t } else { ::std::string::String::from("hello") })
-        }
-    "#]],
+        "#]],
     );
 }
 

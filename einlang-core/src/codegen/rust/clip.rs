@@ -389,6 +389,66 @@ impl FnCx<'_> {
         Ok(RowRange { decl, exact, ok, inside, locals })
     }
 
+    /// When the value inside a clip's range is a proven read of a tensor in standard layout that
+    /// walks it along its last axis as the row's index `j` walks the row
+    /// (last index `j + o`, the others without `j`), the elements it reads
+    /// over the row's positions `__a..__b` as one slice: `binding` binds
+    /// `j` from `pos`. The loop over the range is then a loop over two
+    /// slices, which LLVM vectorizes for rows of any length with any
+    /// vector width (per element, the address arithmetic and the check
+    /// that the row and the read do not overlap kept short rows scalar
+    /// under AVX2).
+    pub(crate) fn row_slice(
+        &mut self,
+        c: &Clip,
+        j: VarId,
+        pos: &Ident,
+        binding: &TokenStream,
+    ) -> Result<Option<TokenStream>, Bug> {
+        let ExprKind::Read { tensor, indices, checked: false } = &c.inside.kind else { return Ok(None) };
+        let Some((last, rest)) = indices.split_last() else { return Ok(None) };
+        let contiguous = self.standard.contains(tensor)
+            && !self.rec_access.contains_key(tensor)
+            && offset_of(last, j).is_some_and(|(scale, _)| scale == 1)
+            && !rest.iter().any(|i| mentions(i, &[j]))
+            && indices.iter().all(arithmetic);
+        if !contiguous {
+            return Ok(None);
+        }
+        let id = self.ident(*tensor)?;
+        self.no_move += 1;
+        let idx: Result<Vec<TokenStream>, Bug> =
+            indices.iter().map(|i| self.expr(i).map(|x| x.at_least(super::Prec::Cast))).collect();
+        self.no_move -= 1;
+        let idx = idx?;
+        let mut offset = TokenStream::new();
+        for (axis, i) in idx.iter().enumerate() {
+            offset = if axis == 0 {
+                quote!(#i as usize)
+            } else {
+                let a = types::usize_lit(axis);
+                quote!((#offset) * #id.shape()[#a] + #i as usize)
+            };
+        }
+        // The index at `__a` is computed only when the range holds a
+        // position: outside it, the read may be out of bounds.
+        Ok(Some(quote! {
+            if __a < __b {
+                let __start: usize = {
+                    let #pos = __a;
+                    #binding
+                    #offset
+                };
+                // SAFETY: the read is proven in bounds at every position of
+                // `__a..__b`, and there it addresses `__b - __a` consecutive
+                // elements of a tensor in standard layout from `__start`.
+                unsafe { ::core::slice::from_raw_parts(#id.as_ptr().add(__start), __b - __a) }
+            } else {
+                &[]
+            }
+        }))
+    }
+
     /// The innermost loop of a row (`chunk`, its elements `slot`, written
     /// into uninitialized memory) as three ranges when the definition's
     /// guard bounds the innermost index (see the module docs); `generic` is
@@ -409,6 +469,20 @@ impl FnCx<'_> {
         }
         let Some(c) = clip(&def.body, axis.index, def.elem) else { return Ok(None) };
         let RowRange { decl, exact, ok, inside, locals } = self.row_range(&c, axis, chunk)?;
+        let range_loop = match self.row_slice(&c, axis.index, pos, binding)? {
+            Some(src) => quote! {
+                for (#slot, __v) in #chunk[__a..__b].iter_mut().zip(#src) {
+                    #slot.write(*__v);
+                }
+            },
+            None => quote! {
+                for (#pos, #slot) in #chunk[__a..__b].iter_mut().enumerate() {
+                    let #pos = #pos + __a;
+                    #binding
+                    #slot.write(#inside);
+                }
+            },
+        };
         let zero = types::zero(def.elem);
         let clipped = quote! {
                     let (__a, __b) = if (#ok) && __lo < __hi {
@@ -423,11 +497,7 @@ impl FnCx<'_> {
                         #slot.write(#zero);
                     }
                     #locals
-                    for (#pos, #slot) in #chunk[__a..__b].iter_mut().enumerate() {
-                        let #pos = #pos + __a;
-                        #binding
-                        #slot.write(#inside);
-                    }
+                    #range_loop
         };
         let body = if exact { clipped } else { quote!(if __exact { #clipped } else { #generic }) };
         Ok(Some(quote! {

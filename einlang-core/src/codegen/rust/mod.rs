@@ -208,6 +208,12 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
         inner_params.push(quote!(#id: #inner_ty));
     }
 
+    let inner_args: Vec<Ident> = f.params.iter().map(|&p| cx.ident(p)).collect::<Result<_, _>>()?;
+    let body = if options.checked || options.baseline_only {
+        body
+    } else {
+        wide_twin(&body, &inner_params, &inner_args, &quote!(#result<#ret, #err>))
+    };
     if lifetimes.is_empty() {
         Ok(quote! {
             #(#docs)*
@@ -230,6 +236,32 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
     }
 }
 
+/// `body`, preceded on x86-64 by a call of its twin compiled for AVX2 and
+/// FMA when the processor has them (the runtime's `cpu` module says why
+/// both compute the same bits). The twin is the same tokens inside a
+/// `#[target_feature]` function, so every loop and closure in it is
+/// compiled with the wider vectors; `params` are the body's parameters as
+/// it reads them, `args` their names.
+fn wide_twin(body: &TokenStream, params: &[TokenStream], args: &[Ident], ret: &TokenStream) -> TokenStream {
+    let rt = paths::rt();
+    let allow = super::allow_lints(quote!(unused_unsafe, unsafe_op_in_unsafe_fn,));
+    quote! {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #allow
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn __wide(#(#params),*) -> #ret {
+                #body
+            }
+            if #rt::cpu::wide() {
+                // SAFETY: the processor has AVX2 and FMA (`cpu::wide`).
+                return unsafe { __wide(#(#args),*) };
+            }
+        }
+        #body
+    }
+}
+
 /// Per-function emission state.
 pub(crate) struct FnCx<'a> {
     f: &'a Function,
@@ -244,8 +276,9 @@ pub(crate) struct FnCx<'a> {
     /// The Rust identifier of every variable (see `names`).
     idents: Vec<Option<Ident>>,
     repr: HashMap<VarId, Ownership>,
-    /// Tensors this function allocates in standard layout (`par::fill`,
-    /// products, reshapes):
+    /// Tensors in standard layout: those this function allocates
+    /// (`par::fill`, products, reshapes) and its tensor parameters, which
+    /// the body reads through a standard-layout copy when they are not:
     /// their proven reads address memory directly, row-major from their
     /// shape, so the last axis has unit stride and inner loops vectorize.
     standard: HashSet<VarId>,
@@ -390,6 +423,23 @@ impl<'a> FnCx<'a> {
         let mut out = paths::body_prelude();
         for check in &f.entry {
             out.extend(self.entry(check)?);
+        }
+        // Tensor parameters are read in standard layout: a view of any
+        // strides is copied once (`as_standard_layout`; a standard one is
+        // borrowed as it is), so that every read is a row-major offset
+        // whose innermost axis LLVM knows to be contiguous.
+        for &p in &f.params {
+            if let Repr::Tensor(_, rank) = self.info(p)?.ty {
+                if rank > 0 && !self.all_checked {
+                    let id = self.ident(p)?;
+                    let held = format_ident!("__standard_{}", id.to_string().trim_start_matches("r#"));
+                    out.extend(quote! {
+                        let #held = #id.as_standard_layout();
+                        let #id = #held.view();
+                    });
+                    self.standard.insert(p);
+                }
+            }
         }
         if let Some(c) = &f.checkpointed {
             out.extend(self.checkpointed(c)?);

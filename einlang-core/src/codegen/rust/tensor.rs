@@ -460,14 +460,24 @@ impl FnCx<'_> {
         {
             let range = self.row_range(&c, row_axis, chunk)?;
             let (decl, ok, inside) = (&range.decl, &range.ok, &range.inside);
-            let clipped = quote! {
-                if (#ok) && __lo < __hi {
-                    let (__a, __b) = ((__lo - __first) as usize, (__hi - __first) as usize);
+            let range_loop = match self.row_slice(&c, row_axis.index, pos, binding)? {
+                Some(src) => quote! {
+                    for (#slot, __v) in #chunk[__a..__b].iter_mut().zip(#src) {
+                        *#slot += *__v;
+                    }
+                },
+                None => quote! {
                     for (#pos, #slot) in #chunk[__a..__b].iter_mut().enumerate() {
                         let #pos = #pos + __a;
                         #binding
                         *#slot += #inside;
                     }
+                },
+            };
+            let clipped = quote! {
+                if (#ok) && __lo < __hi {
+                    let (__a, __b) = ((__lo - __first) as usize, (__hi - __first) as usize);
+                    #range_loop
                 }
             };
             nest = if range.exact {
