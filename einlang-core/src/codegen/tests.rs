@@ -1918,3 +1918,34 @@ fn a_row_that_is_its_product_is_written_by_the_gemm() {
     assert!(plain.contains("gemm::matmul_into(\"plain\"") && !plain.contains("gemm::matmul(\"plain\""), "{plain}");
     assert!(biased.contains("gemm::matmul(\"biased\"") && !biased.contains("matmul_into"), "{biased}");
 }
+
+/// A padded copy's rows (the packed columns of a convolution padded by a
+/// guard) copy the run of the source row inside the guard as one slice;
+/// the start of that slice is computed only when the run is not empty. A
+/// strided read (`2 * j`) keeps the per-element loop.
+#[test]
+fn a_clipped_row_that_reads_along_its_axis_copies_a_slice() {
+    let src = "
+        pub fn padded(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+            let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                where ih = i + r - 1, iw = j + s - 1
+            );
+            y
+        }
+        pub fn strided(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H / 2, W / 2] {
+            let y[n, o, i in 0..H / 2, j in 0..W / 2] = sum[c, r, s](
+                if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+            );
+            y
+        }
+    ";
+    let options = crate::Options { baseline_only: true, ..Default::default() };
+    let Ok(compiled) = crate::compile_str(src, &options) else { panic!("the program compiles") };
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let (padded, strided) = rust.split_at(rust.find("pubfnstrided").expect("both functions are emitted"));
+    assert!(padded.contains("if__a<__b{let__start:usize="), "{padded}");
+    assert!(padded.contains("from_raw_parts(x.as_ptr().add(__start),__b-__a)"), "{padded}");
+    assert!(!strided.contains("from_raw_parts"), "{strided}");
+}

@@ -405,7 +405,21 @@ impl FnCx<'_> {
         pos: &Ident,
         binding: &TokenStream,
     ) -> Result<Option<TokenStream>, Bug> {
-        let ExprKind::Read { tensor, indices, checked: false } = &c.inside.kind else { return Ok(None) };
+        // Where-bindings of index arithmetic (`iw = j + s - 1`) are
+        // substituted into the read's indices.
+        let (binds, value) = match &c.inside.kind {
+            ExprKind::Guarded { wheres, body } => (&wheres[..], &**body),
+            _ => (&[][..], &c.inside),
+        };
+        let mut arith: Vec<(VarId, Expr)> = Vec::new();
+        for w in binds {
+            match w {
+                WhereEntry::Bind(v, e) if arithmetic(e) => arith.push((*v, substitute(e, &arith))),
+                _ => return Ok(None),
+            }
+        }
+        let ExprKind::Read { tensor, indices, checked: false } = &value.kind else { return Ok(None) };
+        let indices: Vec<Expr> = indices.iter().map(|i| substitute(i, &arith)).collect();
         let Some((last, rest)) = indices.split_last() else { return Ok(None) };
         let contiguous = self.standard.contains(tensor)
             && !self.rec_access.contains_key(tensor)
