@@ -1949,3 +1949,28 @@ fn a_clipped_row_that_reads_along_its_axis_copies_a_slice() {
     assert!(padded.contains("from_raw_parts(x.as_ptr().add(__start),__b-__a)"), "{padded}");
     assert!(!strided.contains("from_raw_parts"), "{strided}");
 }
+
+/// The packed columns of a valid convolution (`x[n, c, i + r, j + s]`,
+/// no guard) copy each run of an image row as one slice; a transpose,
+/// whose read does not walk the row's axis along the source's last axis,
+/// keeps the per-element loop.
+#[test]
+fn a_row_that_copies_a_run_of_a_tensor_copies_a_slice() {
+    let src = "
+        pub fn valid(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+            y
+        }
+        pub fn transposed(x: [f32; H, W]) -> [f32; W, H] {
+            let y[j, i] = x[i, j];
+            y
+        }
+    ";
+    let options = crate::Options { baseline_only: true, ..Default::default() };
+    let Ok(compiled) = crate::compile_str(src, &options) else { panic!("the program compiles") };
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let (valid, transposed) = rust.split_at(rust.find("pubfntransposed").expect("both functions are emitted"));
+    assert!(valid.contains("let(__a,__b)=(0usize,"), "{valid}");
+    assert!(valid.contains("from_raw_parts(x.as_ptr().add(__start),__b-__a)"), "{valid}");
+    assert!(!transposed.contains("from_raw_parts"), "{transposed}");
+}

@@ -52,6 +52,13 @@ pub(crate) struct Clip {
     inside: Expr,
 }
 
+impl Clip {
+    /// The value inside the range.
+    pub(crate) fn inside(&self) -> &Expr {
+        &self.inside
+    }
+}
+
 fn mentions(e: &Expr, vars: &[VarId]) -> bool {
     let mut found = false;
     visit_var_uses(e, &mut |v| found |= vars.contains(&v));
@@ -389,7 +396,8 @@ impl FnCx<'_> {
         Ok(RowRange { decl, exact, ok, inside, locals })
     }
 
-    /// When the value inside a clip's range is a proven read of a tensor in standard layout that
+    /// When `inside` (the value inside a clip's range, or a row's value)
+    /// is a proven read of a tensor in standard layout that
     /// walks it along its last axis as the row's index `j` walks the row
     /// (last index `j + o`, the others without `j`), the elements it reads
     /// over the row's positions `__a..__b` as one slice: `binding` binds
@@ -400,16 +408,16 @@ impl FnCx<'_> {
     /// under AVX2).
     pub(crate) fn row_slice(
         &mut self,
-        c: &Clip,
+        inside: &Expr,
         j: VarId,
         pos: &Ident,
         binding: &TokenStream,
     ) -> Result<Option<TokenStream>, Bug> {
         // Where-bindings of index arithmetic (`iw = j + s - 1`) are
         // substituted into the read's indices.
-        let (binds, value) = match &c.inside.kind {
+        let (binds, value) = match &inside.kind {
             ExprKind::Guarded { wheres, body } => (&wheres[..], &**body),
-            _ => (&[][..], &c.inside),
+            _ => (&[][..], inside),
         };
         let mut arith: Vec<(VarId, Expr)> = Vec::new();
         for w in binds {
@@ -483,7 +491,7 @@ impl FnCx<'_> {
         }
         let Some(c) = clip(&def.body, axis.index, def.elem) else { return Ok(None) };
         let RowRange { decl, exact, ok, inside, locals } = self.row_range(&c, axis, chunk)?;
-        let range_loop = match self.row_slice(&c, axis.index, pos, binding)? {
+        let range_loop = match self.row_slice(&c.inside, axis.index, pos, binding)? {
             Some(src) => quote! {
                 for (#slot, __v) in #chunk[__a..__b].iter_mut().zip(#src) {
                     #slot.write(*__v);

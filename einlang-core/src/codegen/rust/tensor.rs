@@ -299,7 +299,19 @@ impl FnCx<'_> {
                             #nest
                         }
                     };
-                    self.clipped_row(def, last, chunk, &slot, &pos, &binding, &generic)?.unwrap_or(generic)
+                    match self.clipped_row(def, last, chunk, &slot, &pos, &binding, &generic)? {
+                        Some(clipped) => clipped,
+                        // A row that copies a run of a tensor: one slice.
+                        None => match self.row_slice(&def.body, last.index, &pos, &binding)? {
+                            Some(src) => quote! {
+                                let (__a, __b) = (0usize, #chunk.len());
+                                for (#slot, __v) in #chunk.iter_mut().zip(#src) {
+                                    #slot.write(*__v);
+                                }
+                            },
+                            None => generic,
+                        },
+                    }
                 }
             };
             // Middle axes, inside out: chunks of the enclosing chunk.
@@ -460,7 +472,7 @@ impl FnCx<'_> {
         {
             let range = self.row_range(&c, row_axis, chunk)?;
             let (decl, ok, inside) = (&range.decl, &range.ok, &range.inside);
-            let range_loop = match self.row_slice(&c, row_axis.index, pos, binding)? {
+            let range_loop = match self.row_slice(c.inside(), row_axis.index, pos, binding)? {
                 Some(src) => quote! {
                     for (#slot, __v) in #chunk[__a..__b].iter_mut().zip(#src) {
                         *#slot += *__v;
