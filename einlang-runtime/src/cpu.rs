@@ -4,8 +4,10 @@
 //! unless it asks for more, and so is the code `einlang!` emits there. On
 //! x86-64 every generated host function is emitted twice: as written, and
 //! inside a `#[target_feature(enable = "avx2,fma")]` function whose loops
-//! (closures included: they take the features of the function they are
-//! written in) LLVM compiles with 256-bit vectors. The function calls the
+//! LLVM compiles with 256-bit vectors (closures take the features of the
+//! function they are written in; those marked `#[inline(always)]` do not,
+//! and are inlined into the helper that calls them, itself inlined into a
+//! closure that has them). The function calls the
 //! second form when [`wide`] says the processor has both features. Rust
 //! never fuses a multiplication and an addition on its own, and generated
 //! reductions fix their order in the source (lanes), so both forms compute

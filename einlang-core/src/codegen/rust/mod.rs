@@ -24,6 +24,12 @@
 //! concrete inner function, so it is compiled once however many argument
 //! types callers use. Functions without tensor parameters have no shim.
 //!
+//! On x86-64 the body starts with its own twin (`wide_twin`): the same
+//! statements inside `#[target_feature(enable = "avx2,fma")] unsafe fn
+//! __wide`, called when `__rt::cpu::wide()` holds, so that every loop of
+//! the function is compiled eight `f32` lanes wide where the processor has
+//! them. Not in `checked` mode, nor with `Options::baseline_only`.
+//!
 //! # Values
 //!
 //! A tensor variable holds either an owned `Array` (computed in the
