@@ -5,7 +5,12 @@ use proc_macro::TokenStream;
 
 /// The options both macros compile with; they come from this crate's features.
 fn options() -> einlang_core::Options {
-    einlang_core::Options { checked: cfg!(feature = "checked"), cuda: cfg!(feature = "cuda"), ..Default::default() }
+    einlang_core::Options {
+        checked: cfg!(feature = "checked"),
+        cuda: cfg!(feature = "cuda"),
+        baseline_only: cfg!(feature = "baseline-only"),
+        ..Default::default()
+    }
 }
 
 /// Compiles Einlang source into Rust functions. See the `einlang` crate.
