@@ -397,21 +397,25 @@ impl FnCx<'_> {
     }
 
     /// When `inside` (the value inside a clip's range, or a row's value)
-    /// is a proven read of a tensor in standard layout that
-    /// walks it along its last axis as the row's index `j` walks the row
-    /// (last index `j + o`, the others without `j`), the elements it reads
-    /// over the row's positions `__a..__b` as one slice: `binding` binds
-    /// `j` from `pos`. The loop over the range is then a loop over two
-    /// slices, which LLVM vectorizes for rows of any length with any
-    /// vector width (per element, the address arithmetic and the check
-    /// that the row and the read do not overlap kept short rows scalar
-    /// under AVX2).
-    pub(crate) fn row_slice(
+    /// is a proven read of a tensor in standard layout that walks it along
+    /// its last axis as the row's index `j` walks the row (last index
+    /// `j + o`, the others without `j`), the loop over the row's positions
+    /// `__a..__b` (`row`, a slice of `slot`s) as a loop over two slices:
+    /// each slot is written the element it reads (`add`: the element is
+    /// added to it). `binding` binds `j` from `pos`. LLVM vectorizes such a
+    /// loop for rows of any length with any vector width (per element, the
+    /// address arithmetic and the check that the row and the read do not
+    /// overlap kept short rows scalar under AVX2).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn slice_loop(
         &mut self,
         inside: &Expr,
         j: VarId,
         pos: &Ident,
         binding: &TokenStream,
+        row: &TokenStream,
+        slot: &Ident,
+        add: bool,
     ) -> Result<Option<TokenStream>, Bug> {
         // Where-bindings of index arithmetic (`iw = j + s - 1`) are
         // substituted into the read's indices.
@@ -454,7 +458,7 @@ impl FnCx<'_> {
         }
         // The index at `__a` is computed only when the range holds a
         // position: outside it, the read may be out of bounds.
-        Ok(Some(quote! {
+        let src = quote! {
             if __a < __b {
                 let __start: usize = {
                     let #pos = __a;
@@ -467,6 +471,12 @@ impl FnCx<'_> {
                 unsafe { ::core::slice::from_raw_parts(#id.as_ptr().add(__start), __b - __a) }
             } else {
                 &[]
+            }
+        };
+        let update = if add { quote!(*#slot += *__v;) } else { quote!(#slot.write(*__v);) };
+        Ok(Some(quote! {
+            for (#slot, __v) in #row.iter_mut().zip(#src) {
+                #update
             }
         }))
     }
@@ -491,12 +501,9 @@ impl FnCx<'_> {
         }
         let Some(c) = clip(&def.body, axis.index, def.elem) else { return Ok(None) };
         let RowRange { decl, exact, ok, inside, locals } = self.row_range(&c, axis, chunk)?;
-        let range_loop = match self.row_slice(&c.inside, axis.index, pos, binding)? {
-            Some(src) => quote! {
-                for (#slot, __v) in #chunk[__a..__b].iter_mut().zip(#src) {
-                    #slot.write(*__v);
-                }
-            },
+        let range = quote!(#chunk[__a..__b]);
+        let range_loop = match self.slice_loop(&c.inside, axis.index, pos, binding, &range, slot, false)? {
+            Some(copy) => copy,
             None => quote! {
                 for (#pos, #slot) in #chunk[__a..__b].iter_mut().enumerate() {
                     let #pos = #pos + __a;

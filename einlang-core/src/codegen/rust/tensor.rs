@@ -302,15 +302,16 @@ impl FnCx<'_> {
                     match self.clipped_row(def, last, chunk, &slot, &pos, &binding, &generic)? {
                         Some(clipped) => clipped,
                         // A row that copies a run of a tensor: one slice.
-                        None => match self.row_slice(&def.body, last.index, &pos, &binding)? {
-                            Some(src) => quote! {
-                                let (__a, __b) = (0usize, #chunk.len());
-                                for (#slot, __v) in #chunk.iter_mut().zip(#src) {
-                                    #slot.write(*__v);
-                                }
-                            },
-                            None => generic,
-                        },
+                        None => {
+                            let range = quote!(#chunk[__a..__b]);
+                            match self.slice_loop(&def.body, last.index, &pos, &binding, &range, &slot, false)? {
+                                Some(copy) => quote! {
+                                    let (__a, __b) = (0usize, #chunk.len());
+                                    #copy
+                                },
+                                None => generic,
+                            }
+                        }
                     }
                 }
             };
@@ -472,12 +473,9 @@ impl FnCx<'_> {
         {
             let range = self.row_range(&c, row_axis, chunk)?;
             let (decl, ok, inside) = (&range.decl, &range.ok, &range.inside);
-            let range_loop = match self.row_slice(c.inside(), row_axis.index, pos, binding)? {
-                Some(src) => quote! {
-                    for (#slot, __v) in #chunk[__a..__b].iter_mut().zip(#src) {
-                        *#slot += *__v;
-                    }
-                },
+            let run = quote!(#chunk[__a..__b]);
+            let range_loop = match self.slice_loop(c.inside(), row_axis.index, pos, binding, &run, slot, true)? {
+                Some(add) => add,
                 None => quote! {
                     for (#pos, #slot) in #chunk[__a..__b].iter_mut().enumerate() {
                         let #pos = #pos + __a;
