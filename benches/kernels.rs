@@ -115,6 +115,23 @@ einlang! {
         y
     }
 
+    /// Column sums: a reduction over the outer axis of a row-major matrix.
+    pub fn col_sum(x: [f32; N, C]) -> [f32; C] {
+        let s[c] = sum[n](x[n, c]);
+        s
+    }
+
+    /// A vector times a matrix: each output reduces down a column.
+    pub fn vec_mat(v: [f32; K], a: [f32; K, M]) -> [f32; M] {
+        let y[j] = sum[k](v[k] * a[k, j]);
+        y
+    }
+
+    /// A sum of squares over a whole vector, as a function's result.
+    pub fn sum_squares(x: [f32; N]) -> f32 {
+        sum[i](x[i] * x[i])
+    }
+
     /// Elementwise multiply-add of vectors.
     pub fn fma_vec(a: [f32; N], b: [f32; N], c: [f32; N]) -> [f32; N] {
         let y[i] = a[i] * b[i] + c[i];
@@ -575,6 +592,106 @@ fn fma_case(len: usize, rows: Option<usize>) -> Case {
 }
 
 common::twin! {
+/// `y[j] = sum[k](w(k) * a[k, j])` by hand, for column sums (`w = 1`) and a
+/// vector times a matrix: the rows split into one block per task, each
+/// block's partial sums accumulated along its rows (contiguous), the
+/// partial vectors added at the end.
+fn reduce_rows(a: &[f32], m: usize, v: Option<&[f32]>) -> Vec<f32> {
+    let rows = a.len() / m;
+    let per = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let parts: Vec<Vec<f32>> = a
+        .par_chunks(per * m)
+        .enumerate()
+        .map(|(b, block)| {
+            let mut acc = vec![0.0f32; m];
+            for (r, row) in block.chunks_exact(m).enumerate() {
+                let w = v.map_or(1.0, |v| v[b * per + r]);
+                for (o, x) in acc.iter_mut().zip(row) {
+                    *o += w * x;
+                }
+            }
+            acc
+        })
+        .collect();
+    let mut out = vec![0.0f32; m];
+    for p in parts {
+        for (o, x) in out.iter_mut().zip(p) {
+            *o += x;
+        }
+    }
+    out
+}
+}
+
+common::twin! {
+/// A sum of squares by hand: parallel chunks of 64 Ki elements, sixteen
+/// accumulators each (two vector registers), the chunks' sums added.
+fn sum_squares_fused(x: &[f32]) -> f32 {
+    x.par_chunks(1 << 16)
+        .map(|c| {
+            let mut acc = [0.0f32; 16];
+            let mut runs = c.chunks_exact(16);
+            for run in &mut runs {
+                for (a, v) in acc.iter_mut().zip(run) {
+                    *a += v * v;
+                }
+            }
+            acc.iter().sum::<f32>() + runs.remainder().iter().map(|v| v * v).sum::<f32>()
+        })
+        .sum()
+}
+}
+
+/// Reductions a naive loop nest gets wrong: down the columns of a matrix
+/// (column sums, a vector times a matrix) and over a whole vector.
+fn reduction_cases(n: usize, c: usize, len: usize) -> Vec<Case> {
+    let x = Array2::from_shape_vec((n, c), data(n * c, 21)).unwrap();
+    let v = Array1::from_vec(data(n, 22));
+    let flat = Array1::from_vec(data(len, 23));
+    let case = |param: String, label: String, bytes: f64, einlang: Kernel, baseline: Kernel| Case {
+        group: "reductions",
+        param,
+        label,
+        flops: 0.0,
+        bytes: Some(bytes),
+        baseline_name: "fused rayon loop",
+        einlang,
+        baseline,
+        first_einlang: Duration::ZERO,
+        first_baseline: Duration::ZERO,
+    };
+    let bytes = 4.0 * (n * c) as f64;
+    let (x1, x2, x3, x4, v1, v2) = (x.clone(), x.clone(), x.clone(), x, v.clone(), v);
+    let (f1, f2) = (flat.clone(), flat);
+    vec![
+        case(
+            format!("col_sum_{n}x{c}"),
+            format!("column sums {n}x{c} f32"),
+            bytes,
+            Box::new(move || col_sum(&x1).expect("col_sum").into_dyn()),
+            Box::new(move || ArrayD::from_shape_vec(vec![c], reduce_rows(x2.as_slice().unwrap(), c, None)).unwrap()),
+        ),
+        case(
+            format!("vec_mat_{n}x{c}"),
+            format!("vector times matrix {n}x{c} f32"),
+            bytes,
+            Box::new(move || vec_mat(&v1, &x3).expect("vec_mat").into_dyn()),
+            Box::new(move || {
+                let y = reduce_rows(x4.as_slice().unwrap(), c, Some(v2.as_slice().unwrap()));
+                ArrayD::from_shape_vec(vec![c], y).unwrap()
+            }),
+        ),
+        case(
+            format!("sum_squares_{len}"),
+            format!("sum of squares {len} f32"),
+            4.0 * len as f64,
+            Box::new(move || einlang::ndarray::arr0(sum_squares(&f1).expect("sum_squares")).into_dyn()),
+            Box::new(move || einlang::ndarray::arr0(sum_squares_fused(f2.as_slice().unwrap())).into_dyn()),
+        ),
+    ]
+}
+
+common::twin! {
 /// The transpose written by hand: sixteen output rows per task (one cache
 /// line of each source row), into an uninitialized buffer.
 fn transpose_blocked(x: &[f32], m: usize, n: usize) -> Vec<f32> {
@@ -694,6 +811,7 @@ fn main() {
         v.push(fma_case(1000, Some(8)));
         v.push(transpose_case(37, 21));
         v.extend(softmax_cases(8, 16));
+        v.extend(reduction_cases(40, 24, 1000));
         v
     } else {
         let mut v = vec![
@@ -712,6 +830,7 @@ fn main() {
             transpose_case(4096, 4096),
         ];
         v.extend(softmax_cases(4096, 1024));
+        v.extend(reduction_cases(8192, 1024, 1 << 24));
         v
     };
     let only: Option<&str> = args.iter().skip(1).find(|a| !a.starts_with("--")).map(|s| s.as_str());
@@ -725,7 +844,7 @@ fn main() {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .configure_from_args();
-    for group_name in ["matmul", "conv2d", "einsum", "elementwise", "softmax"] {
+    for group_name in ["matmul", "conv2d", "einsum", "elementwise", "softmax", "reductions"] {
         let mut group = criterion.benchmark_group(group_name);
         group
             .sample_size(10)

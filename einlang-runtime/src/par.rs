@@ -3,7 +3,7 @@
 use crate::Error;
 use std::mem::MaybeUninit;
 
-use ndarray::{Array, Dimension, IntoDimension};
+use ndarray::{Array, Array1, Dimension, IntoDimension};
 use rayon::prelude::*;
 
 /// Below this many scalar operations a loop nest runs on the calling thread:
@@ -96,6 +96,132 @@ where
     let mut out = Array::from_elem(dim, T::default());
     fill_chunks(function, &mut out, cost_per_point, 1, body)?;
     Ok(out)
+}
+
+/// The fewest elements a block of [`fill_reduced`] has when it splits the
+/// vector (when the vector has that many): one pass of its body over the
+/// block reads a run of at least this many consecutive elements of every
+/// operand it walks along.
+pub const STRIP_LEN: usize = 256;
+
+/// The longest vector [`fill_reduced`] splits the reduction of (each part
+/// accumulates into a copy of the whole vector).
+pub const SPLIT_MAX_LEN: usize = 1 << 16;
+
+/// A rank-1 tensor of `len` elements that accumulates the terms of a
+/// reduction pass by pass (`y[j] = sum[k](v[k] * a[k, j])` with the
+/// reduction's loops outside the element's loop, so each pass walks the
+/// operands' rows): every element starts at `start`, then
+/// `body(first, lo, hi, block)` accumulates the terms of the outermost
+/// reduction loop from `lo` to `hi` into the elements from `first` on, and
+/// `finish(first, block)` applies what comes after the reduction. One
+/// term of the outer loop costs about `work_per_term` scalar operations
+/// per element.
+///
+/// With the work above [`PAR_THRESHOLD`] and several threads, either
+/// - the reduction is split: the outer loop's range is cut into one part
+///   per thread, each accumulating into its own copy of the vector, and
+///   the parts are merged in order with `merge(&mut earlier, later)` (a
+///   reassociation of the reduction, fixed for a given number of
+///   threads), when the vector is at most [`SPLIT_MAX_LEN`] elements long
+///   and the loop has at least two terms per thread; or
+/// - the vector is cut into blocks as wide as the threads allow (two per
+///   thread, at least [`STRIP_LEN`] elements), where blocks of a few
+///   elements would walk the operands a cache line per row.
+///
+/// Stops at the first error.
+#[allow(clippy::too_many_arguments)]
+pub fn fill_reduced<T, F, M, E>(
+    function: &str,
+    len: usize,
+    (lo, hi): (i64, i64),
+    work_per_term: usize,
+    start: T,
+    body: F,
+    merge: M,
+    finish: E,
+) -> Result<Array1<T>, Error>
+where
+    T: Copy + Send + Sync,
+    F: Fn(usize, i64, i64, &mut [T]) -> Result<(), Error> + Sync + Send,
+    M: Fn(&mut T, T),
+    E: Fn(usize, &mut [T]) -> Result<(), Error> + Sync + Send,
+{
+    let dim = ndarray::Ix1(len);
+    check_size::<T, ndarray::Ix1>(function, &dim)?;
+    let mut out = Array1::from_elem(dim, start);
+    let terms = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
+    let work = len.saturating_mul(terms).saturating_mul(work_per_term.max(1));
+    let threads = rayon::current_num_threads().max(1);
+    let parallel = work >= PAR_THRESHOLD && threads > 1 && !in_parallel_rows() && len > 0;
+    let slice = new_slice(function, &mut out)?;
+    if parallel && len <= SPLIT_MAX_LEN && terms >= 2 * threads {
+        let parts: Vec<Result<Vec<T>, Error>> = (0..threads)
+            .into_par_iter()
+            .map(|p| {
+                let _rows = InRows::enter();
+                // Part `p` takes the terms `terms * p / threads ..` (in u128:
+                // no overflow).
+                let at = |p: usize| lo + ((terms as u128 * p as u128) / threads as u128) as i64;
+                let mut part = vec![start; len];
+                body(0, at(p), at(p + 1), &mut part)?;
+                Ok(part)
+            })
+            .collect();
+        for part in parts {
+            for (acc, v) in slice.iter_mut().zip(part?) {
+                merge(acc, v);
+            }
+        }
+        finish(0, slice)?;
+        return Ok(out);
+    }
+    let strip = if parallel { len.div_ceil(2 * threads).max(STRIP_LEN) } else { len };
+    for_each_row(slice, strip.max(1), if parallel { work } else { 0 }, |block, chunk| {
+        body(block * strip, lo, hi, chunk)?;
+        finish(block * strip, chunk)
+    })?;
+    Ok(out)
+}
+
+/// A scalar reduction over `lo..hi` (its outermost loop), each term about
+/// `work_per_term` scalar operations: `part(from, to)` reduces the terms
+/// from `from` to `to`. When the work is above [`PAR_THRESHOLD`], several
+/// threads are available and this is not a row of a parallel loop, the
+/// range is cut into four parts per thread (so that a thread held up
+/// elsewhere delays only a small part), reduced in parallel, and the parts
+/// are combined in order with `merge(earlier, later)` (a reassociation of
+/// the reduction, fixed for a given number of threads).
+/// Stops at the first error.
+pub fn reduce<T, F, M>(lo: i64, hi: i64, work_per_term: usize, part: F, merge: M) -> Result<T, Error>
+where
+    T: Send,
+    F: Fn(i64, i64) -> Result<T, Error> + Sync + Send,
+    M: Fn(T, T) -> T,
+{
+    let terms = u64::try_from(hi.saturating_sub(lo)).unwrap_or(0);
+    let threads = rayon::current_num_threads().max(1);
+    let work = usize::try_from(terms).unwrap_or(usize::MAX).saturating_mul(work_per_term.max(1));
+    if work < PAR_THRESHOLD || threads == 1 || terms < 2 * threads as u64 || in_parallel_rows() {
+        return part(lo, hi);
+    }
+    // Part `p` of `n` takes the terms from `terms * p / n` (in u128: no
+    // overflow).
+    let n = (4 * threads).min(usize::try_from(terms).unwrap_or(usize::MAX) / 2).max(1);
+    let at = |p: usize| lo + ((terms as u128 * p as u128) / n as u128) as i64;
+    let parts: Vec<Result<T, Error>> = (0..n)
+        .into_par_iter()
+        .map(|p| {
+            let _rows = InRows::enter();
+            part(at(p), at(p + 1))
+        })
+        .collect();
+    let mut parts = parts.into_iter();
+    let mut acc = parts.next().unwrap_or_else(|| part(lo, lo))?;
+    for p in parts {
+        acc = merge(acc, p?);
+    }
+    Ok(acc)
 }
 
 /// [`fill`] without writing the elements first: the tensor is allocated
@@ -204,12 +330,7 @@ where
         1 => len.div_ceil(MIN_BLOCKS).clamp(1, BLOCK_LEN),
         _ => out.shape()[1..].iter().product(),
     };
-    let Some(slice) = out.as_slice_mut() else {
-        return Err(Error::Extent {
-            function: function.to_string(),
-            message: "internal error in einlang: a new tensor is not contiguous".to_string(),
-        });
-    };
+    let slice = new_slice(function, out)?;
     if ndim == 1 {
         for_each_row(slice, row_len, work, |block, chunk| body(block * row_len, chunk))
     } else if rows > 1 {
@@ -217,6 +338,14 @@ where
     } else {
         for_each_row(slice, row_len, work, body)
     }
+}
+
+/// The elements of a tensor this module allocated, in memory order.
+fn new_slice<'a, E, D: Dimension>(function: &str, out: &'a mut Array<E, D>) -> Result<&'a mut [E], Error> {
+    out.as_slice_mut().ok_or_else(|| Error::Extent {
+        function: function.to_string(),
+        message: "internal error in einlang: a new tensor is not contiguous".to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -310,5 +439,115 @@ mod tests {
             }
         });
         assert!(r.is_err());
+    }
+
+    /// Runs `f` on a pool of `threads` threads.
+    fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(f)
+    }
+
+    #[test]
+    fn a_split_reduction_takes_every_term_once_in_order() {
+        // Each part lists its terms; merging concatenates: the whole range,
+        // in order, whatever the split.
+        for threads in [1, 2, 3] {
+            for (lo, hi) in [(0i64, 0i64), (5, 4), (0, 1), (-3, 4), (0, 7), (-1000, 12_345)] {
+                let got = on_threads(threads, || {
+                    reduce(
+                        lo,
+                        hi,
+                        PAR_THRESHOLD,
+                        |a, b| Ok((a..b).collect::<Vec<i64>>()),
+                        |mut x: Vec<i64>, y: Vec<i64>| {
+                            x.extend(y);
+                            x
+                        },
+                    )
+                })
+                .unwrap();
+                assert_eq!(got, (lo..hi).collect::<Vec<_>>(), "{threads} threads, {lo}..{hi}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_split_reduction_stops_at_an_error() {
+        let err = on_threads(2, || {
+            reduce(
+                0,
+                1000,
+                PAR_THRESHOLD,
+                |a, b| {
+                    if (a..b).contains(&700) {
+                        Err(Error::Assert { function: "f".into(), message: "bad term".into() })
+                    } else {
+                        Ok(b - a)
+                    }
+                },
+                |x, y| x + y,
+            )
+        });
+        assert!(matches!(err, Err(Error::Assert { message, .. }) if message == "bad term"));
+    }
+
+    #[test]
+    fn a_reduced_vector_splits_its_reduction_or_itself() {
+        // y[j] = 2 * sum[k in lo..hi](k * 1000 + j), in integers held
+        // exactly by f64: the same whether the reduction is split (short
+        // vector), the vector is cut into strips (long vector) or neither
+        // (little work), on one thread or several.
+        let (lo, hi) = (-5i64, 300i64);
+        for threads in [1, 2, 3] {
+            for (len, cost) in [(7usize, 1usize), (1000, 1000), (SPLIT_MAX_LEN + 5, 1000), (3, 1_000_000)] {
+                let y = on_threads(threads, || {
+                    fill_reduced(
+                        "f",
+                        len,
+                        (lo, hi),
+                        cost,
+                        0.0f64,
+                        |first, a, b, block| {
+                            for k in a..b {
+                                for (p, v) in block.iter_mut().enumerate() {
+                                    *v += (k * 1000 + (first + p) as i64) as f64;
+                                }
+                            }
+                            Ok(())
+                        },
+                        |acc, part| *acc += part,
+                        |_, block| {
+                            block.iter_mut().for_each(|v| *v *= 2.0);
+                            Ok(())
+                        },
+                    )
+                })
+                .unwrap();
+                let terms = (hi - lo) as f64;
+                let ks: f64 = (lo..hi).map(|k| k as f64).sum();
+                for (j, v) in y.iter().enumerate() {
+                    assert_eq!(*v, 2.0 * (ks * 1000.0 + terms * j as f64), "{threads} threads, {len} elements, at {j}");
+                }
+            }
+        }
+        // An error from a part is the call's.
+        let err = on_threads(2, || {
+            fill_reduced(
+                "f",
+                16,
+                (0, 100),
+                100_000,
+                0.0f32,
+                |_, a, _, _| {
+                    if a > 0 {
+                        Err(Error::Assert { function: "f".into(), message: "late part".into() })
+                    } else {
+                        Ok(())
+                    }
+                },
+                |acc, part| *acc += part,
+                |_, _| Ok(()),
+            )
+        });
+        assert!(matches!(err, Err(Error::Assert { message, .. }) if message == "late part"));
     }
 }

@@ -1054,28 +1054,37 @@ fn scalar_result_with_call() {
                     let N: i64 = x.shape()[0] as i64;
                     let __standard_x = x.as_standard_layout();
                     let x = __standard_x.view();
-                    Ok({
-                        let mut __lanes_i: [f32; 8] = [0.0f32; 8];
-                        let mut __tail_i: f32 = 0.0f32;
-                        let __end_i: i64 = N;
-                        let mut __base_i: i64 = 0i64;
-                        while __end_i.saturating_sub(__base_i) >= 8i64 {
-                            for __lane in 0..8 {
-                                let i: i64 = __base_i + __lane as i64;
-                                __lanes_i[__lane]
-                                    += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
-                            }
-                            __base_i += 8i64;
-                        }
-                        for i in __base_i..__end_i {
-                            __tail_i += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
-                        }
-                        let mut __sum_i: f32 = (((__lanes_i[0] + __lanes_i[1])
-                            + (__lanes_i[2] + __lanes_i[3]))
-                            + ((__lanes_i[4] + __lanes_i[5]) + (__lanes_i[6] + __lanes_i[7])))
-                            + __tail_i;
-                        __sum_i
-                    })
+                    Ok(
+                        __rt::par::reduce(
+                            0i64,
+                            N,
+                            8usize,
+                            |__from: i64, __to: i64| -> ::core::result::Result<f32, __rt::Error> {
+                                Ok({
+                                    let mut __lanes_i: [f32; 8] = [0.0f32; 8];
+                                    let mut __tail_i: f32 = 0.0f32;
+                                    let __end_i: i64 = __to;
+                                    let mut __base_i: i64 = __from;
+                                    while __end_i.saturating_sub(__base_i) >= 8i64 {
+                                        for __lane in 0..8 {
+                                            let i: i64 = __base_i + __lane as i64;
+                                            __lanes_i[__lane]
+                                                += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
+                                        }
+                                        __base_i += 8i64;
+                                    }
+                                    for i in __base_i..__end_i {
+                                        __tail_i += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
+                                    }
+                                    let mut __sum_i: f32 = (__lanes_i[0] + __lanes_i[1]
+                                        + __lanes_i[2] + __lanes_i[3] + __lanes_i[4] + __lanes_i[5]
+                                        + __lanes_i[6] + __lanes_i[7]) + __tail_i;
+                                    __sum_i
+                                })
+                            },
+                            |__a: f32, __b: f32| __a + __b,
+                        )?,
+                    )
                 }
                 __body(x.into())
             }
@@ -1324,10 +1333,9 @@ fn rank_one_with_runtime_extent() {
                                             += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
                                                 * unsafe { *w.as_ptr().add(r as usize) };
                                     }
-                                    let mut __sum_r: f32 = (((__lanes_r[0] + __lanes_r[1])
-                                        + (__lanes_r[2] + __lanes_r[3]))
-                                        + ((__lanes_r[4] + __lanes_r[5])
-                                            + (__lanes_r[6] + __lanes_r[7]))) + __tail_r;
+                                    let mut __sum_r: f32 = (__lanes_r[0] + __lanes_r[1]
+                                        + __lanes_r[2] + __lanes_r[3] + __lanes_r[4] + __lanes_r[5]
+                                        + __lanes_r[6] + __lanes_r[7]) + __tail_r;
                                     __sum_r
                                 });
                         }
@@ -1973,4 +1981,39 @@ fn a_row_that_copies_a_run_of_a_tensor_copies_a_slice() {
     assert!(valid.contains("let(__a,__b)=(0usize,"), "{valid}");
     assert!(valid.contains("from_raw_parts(x.as_ptr().add(__start),__b-__a)"), "{valid}");
     assert!(!transposed.contains("from_raw_parts"), "{transposed}");
+}
+
+/// A vector that reduces over the rows of its operands (`v[k] * a[k, j]`:
+/// `v[k]` does not depend on `j`, so it does not keep `k` innermost) runs
+/// the reduction's loop outside the vector's and lets the runtime split
+/// it across threads (`fill_reduced`); a product along rows (`a[i, k] *
+/// v[k]`) keeps the sum per element. A scalar reduction computed once, in
+/// a `let` or as the result, is `par::reduce`; one per element is not.
+#[test]
+fn reductions_over_rows_and_scalar_reductions_split_across_threads() {
+    let src = "
+        pub fn vec_mat(v: [f32; K], a: [f32; K, M]) -> [f32; M] {
+            let y[j] = sum[k](v[k] * a[k, j]);
+            y
+        }
+        pub fn mat_vec(a: [f32; M, K], v: [f32; K]) -> [f32; M] {
+            let y[i] = sum[k](a[i, k] * v[k]);
+            y
+        }
+        pub fn total(x: [f32; N]) -> f32 {
+            let s = sum[i](x[i]);
+            s * 2.0 + max[i](x[i])
+        }
+    ";
+    let options = crate::Options { baseline_only: true, ..Default::default() };
+    let Ok(compiled) = crate::compile_str(src, &options) else { panic!("the program compiles") };
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let (vec_mat, rest) = rust.split_at(rust.find("pubfnmat_vec").expect("every function is emitted"));
+    let (mat_vec, total) = rest.split_at(rest.find("pubfntotal").expect("every function is emitted"));
+    assert!(vec_mat.contains("__rt::par::fill_reduced(\"vec_mat\",Masusize,(0i64,K),"), "{vec_mat}");
+    assert!(vec_mat.contains("forkin__from..__to{"), "{vec_mat}");
+    assert!(!mat_vec.contains("fill_reduced") && !mat_vec.contains("par::reduce"), "{mat_vec}");
+    // The `let` splits; the maximum inside the result's arithmetic does not.
+    assert_eq!(total.matches("__rt::par::reduce(").count(), 1, "{total}");
+    assert!(total.contains("lets:f32=__rt::par::reduce(0i64,N,"), "{total}");
 }

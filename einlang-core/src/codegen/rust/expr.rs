@@ -978,13 +978,8 @@ impl FnCx<'_> {
         self.no_move -= 1;
         let (wheres, value) = (wheres?, value?);
         let label = matches!(op, RedOp::All | RedOp::Any).then(|| self.label(op.name()));
-        // (Not over a run known to be shorter than the lanes: a pooling
-        // window's maximum stays the plain loop.)
-        let short = loops.last().and_then(|l| l.end.sub(&l.start).as_constant()).is_some_and(|n| n < LANES as i64);
-        if let ([.., _], true, RedOp::Sum | RedOp::Max | RedOp::Min, false, false) =
-            (loops, wheres.is_empty(), op, k.is_int(), short)
-        {
-            return self.reduce_in_lanes(op, loops, &acc, k, value.tokens);
+        if in_lanes(op, loops, wheres.is_empty(), k) {
+            return self.reduce_in_lanes(op, loops, &acc, k, value.tokens, None);
         }
 
         let (init, step, tail) = match op {
@@ -1070,11 +1065,64 @@ impl FnCx<'_> {
         Ok(Code::new(quote!({ #init #nest #tail }), Prec::Block))
     }
 
+    /// A scalar reduction computed once (a `let` outside every loop) that
+    /// `reduce_in_lanes` applies to, as `par::reduce` over its outermost
+    /// loop: on large ranges each thread reduces a part in lanes and the
+    /// parts combine in order. None for other reductions.
+    pub(crate) fn split_reduce(&mut self, value: &Expr) -> Result<Option<TokenStream>, Bug> {
+        let ExprKind::Reduce { op, loops, wheres, body } = &value.kind else { return Ok(None) };
+        let Repr::Scalar(k) = body.ty else { return Ok(None) };
+        if !in_lanes(*op, loops, wheres.is_empty(), k) {
+            return Ok(None);
+        }
+        let rt = self.rt.clone();
+        let acc = derived(&format!("{}_", op.name()), &self.ident(loops[0].index)?, "");
+        self.no_move += 1;
+        let term = self.expr(body);
+        let lanes = term.and_then(|term| {
+            self.reduce_in_lanes(*op, loops, &acc, k, term.tokens, Some((quote!(__from), quote!(__to))))
+        });
+        self.no_move -= 1;
+        let lanes = lanes?.tokens;
+        let (start, end) = (self.dim(&loops[0].start)?, self.dim(&loops[0].end)?);
+        let work = self.term_work(body, &loops[1..])?;
+        let t = types::scalar(k);
+        let merge = match op {
+            RedOp::Sum => quote!(|__a: #t, __b: #t| __a + __b),
+            _ => {
+                let (_, cmp) = types::extremum(*op == RedOp::Max, k);
+                quote!(|__a: #t, __b: #t| if __b #cmp __a { __b } else { __a })
+            }
+        };
+        Ok(Some(quote! {
+            #rt::par::reduce(
+                #start,
+                #end,
+                #work,
+                |__from: i64, __to: i64| -> ::core::result::Result<#t, #rt::Error> { Ok(#lanes) },
+                #merge,
+            )?
+        }))
+    }
+
+    /// The work of one term of a reduction's outermost loop, evaluated at
+    /// run time (a `usize`): the body's cost times the lengths of the
+    /// `inner` loops.
+    pub(crate) fn term_work(&self, body: &Expr, inner: &[Loop]) -> Result<TokenStream, Bug> {
+        let cost = proc_macro2::Literal::usize_suffixed(crate::ir::cost::expr_cost(body) as usize);
+        let mut work = quote!(#cost);
+        for l in inner {
+            let (s, e) = (self.dim(&l.start)?, self.dim(&l.end)?);
+            work = quote!(#work.saturating_mul(((#e) - (#s)).max(0) as usize));
+        }
+        Ok(work)
+    }
+
     /// A float sum, maximum or minimum without where entries, its innermost
     /// loop in `LANES` independent partial results (the terms `k`, `k +
     /// LANES`, ... go to one of them, in every run of the outer loops), the
     /// terms left at the end of each run in one more, all combined at the
-    /// end (sums pairwise, extrema in lane order): the partial results
+    /// end (in lane order): the partial results
     /// need not wait for each other, and when the terms are contiguous
     /// loads LLVM adds or compares them as one vector (a maximum's chain
     /// of dependent comparisons held a quarter of a softmax's time). The
@@ -1082,6 +1130,9 @@ impl FnCx<'_> {
     /// reassociation, which the language allows in reductions: an extremum
     /// is the same value, but which of `-0.0` and `0.0` it is may differ).
     /// Extrema skip NaN terms, as the loop does.
+    ///
+    /// With `first`, the outermost loop runs over that range (the bounds'
+    /// tokens) instead of its own.
     fn reduce_in_lanes(
         &mut self,
         op: RedOp,
@@ -1089,9 +1140,19 @@ impl FnCx<'_> {
         acc: &Ident,
         k: ScalarKind,
         term: TokenStream,
+        first: Option<(TokenStream, TokenStream)>,
     ) -> Result<Code, Bug> {
         let (l, outer) = loops.split_last().ok_or("a reduction in lanes without loops")?;
-        let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
+        let mut first = first;
+        let mut bounds = |cx: &Self, l: &Loop| -> Result<(TokenStream, TokenStream), Bug> {
+            match first.take() {
+                Some(range) => Ok(range),
+                None => Ok((cx.dim(&l.start)?, cx.dim(&l.end)?)),
+            }
+        };
+        let outer_bounds = outer.iter().map(|l| bounds(self, l)).collect::<Result<Vec<_>, _>>()?;
+        let (start, end) = bounds(self, l)?;
+        let i = self.ident(l.index)?;
         let tail = derived("tail_", &i, "");
         let t = types::scalar(k);
         let lanes = derived("lanes_", &i, "");
@@ -1104,22 +1165,13 @@ impl FnCx<'_> {
         };
         let (init, update, combined, add) = match op {
             RedOp::Sum => {
-                // Pairwise: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
-                let mut parts: Vec<TokenStream> = (0..LANES).map(lane).collect();
-                while parts.len() > 1 {
-                    parts = parts
-                        .chunks(2)
-                        .map(|c| {
-                            if c.len() == 2 {
-                                let (a, b) = (&c[0], &c[1]);
-                                quote!((#a + #b))
-                            } else {
-                                c[0].clone()
-                            }
-                        })
-                        .collect();
-                }
-                let total = &parts[0];
+                // In lane order, `l0 + l1 + ... + l7`: LLVM keeps the
+                // lanes in one vector register and adds them up once at the
+                // end. (A pairwise tree, `(l0 + l1) + (l2 + l3) ...`, made it
+                // split the lanes across registers and shuffle them on every
+                // run: a sum of squares ran at half its speed.)
+                let parts: Vec<TokenStream> = (0..LANES).map(lane).collect();
+                let total = quote!((#(#parts)+*));
                 let zero = types::zero(k);
                 (
                     zero,
@@ -1160,8 +1212,8 @@ impl FnCx<'_> {
                 #add
             }
         };
-        for l in outer.iter().rev() {
-            let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
+        for (l, (start, end)) in outer.iter().zip(outer_bounds).rev() {
+            let i = self.ident(l.index)?;
             nest = quote!(for #i in #start..#end { #nest });
         }
         Ok(Code::new(
@@ -1296,4 +1348,13 @@ fn exp_of(k: ScalarKind, rt: &TokenStream, x: Code) -> TokenStream {
         let x = x.at_least(Prec::Postfix);
         quote!(#x.exp())
     }
+}
+
+/// Whether a reduction runs in lanes (`reduce_in_lanes`): a float sum,
+/// maximum or minimum with loops and without where entries to test
+/// (`no_wheres`), whose innermost loop is not known to be shorter than the
+/// lanes (a pooling window's maximum stays the plain loop).
+fn in_lanes(op: RedOp, loops: &[Loop], no_wheres: bool, k: ScalarKind) -> bool {
+    let short = loops.last().and_then(|l| l.end.sub(&l.start).as_constant()).is_some_and(|n| n < LANES as i64);
+    matches!(op, RedOp::Sum | RedOp::Max | RedOp::Min) && !loops.is_empty() && no_wheres && !k.is_int() && !short
 }

@@ -240,15 +240,35 @@ impl FnCx<'_> {
             let (first, block) = (derived("first_", &name, ""), derived("block_", &name, ""));
             let (pos, binding) = self.position(axis, |pos| quote!((#first + #pos)))?;
             let along = reads_along_axis(&def.body, axis.index);
-            match along.then(|| self.accumulate_row(def, &block, &slot, &pos, &binding)).transpose()?.flatten() {
-                Some(code) => {
-                    uninit = false;
-                    quote! {
-                        |#first, #block| -> #result_ty {
-                            #code
-                            Ok(())
-                        }
-                    }
+            match along.then(|| self.accumulation(def, &block, &slot, &pos, &binding)).transpose()?.flatten() {
+                // A vector accumulating a reduction's terms pass by pass:
+                // the runtime splits the reduction, or the vector into wide
+                // blocks, across threads.
+                Some(acc) => {
+                    let Accumulation { start, locals, outer, inner, epilogue, merge, term_work } = acc;
+                    let (k, k_start, k_end) = outer;
+                    let len = &lens[0];
+                    self.repr.insert(def.var, Ownership::Owned);
+                    self.standard.insert(def.var);
+                    return Ok(quote! {
+                        let #name: #array = #rt::par::fill_reduced(
+                            #fname,
+                            #len,
+                            (#k_start, #k_end),
+                            #term_work,
+                            #start,
+                            |#first: usize, __from: i64, __to: i64, #block: &mut [#elem_ty]| -> #result_ty {
+                                #locals
+                                for #k in __from..__to { #inner }
+                                Ok(())
+                            },
+                            #merge,
+                            |#first: usize, #block: &mut [#elem_ty]| -> #result_ty {
+                                #epilogue
+                                Ok(())
+                            },
+                        )?;
+                    });
                 }
                 None => quote! {
                     |#first: usize, #block: #chunk_ty| -> #result_ty {
@@ -405,6 +425,28 @@ impl FnCx<'_> {
         pos: &Ident,
         binding: &TokenStream,
     ) -> Result<Option<TokenStream>, Bug> {
+        let Some(acc) = self.accumulation(def, chunk, slot, pos, binding)? else { return Ok(None) };
+        let Accumulation { start, locals, outer: (k, k_start, k_end), inner, epilogue, .. } = acc;
+        Ok(Some(quote! {
+            for #slot in #chunk.iter_mut() {
+                *#slot = #start;
+            }
+            #locals
+            for #k in #k_start..#k_end { #inner }
+            #epilogue
+        }))
+    }
+
+    /// The parts of `accumulate_row`'s loop nest (None where it does not
+    /// apply), so that a vector's can run split across threads.
+    fn accumulation(
+        &mut self,
+        def: &TensorDef,
+        chunk: &Ident,
+        slot: &Ident,
+        pos: &Ident,
+        binding: &TokenStream,
+    ) -> Result<Option<Accumulation>, Bug> {
         use crate::base::ops::{BinOp, RedOp};
         use crate::ir::ExprKind;
         let is_sum =
@@ -497,10 +539,17 @@ impl FnCx<'_> {
             };
             locals = range.locals;
         }
-        for l in loops.iter().rev() {
+        for l in loops[1..].iter().rev() {
             let (i, start, end) = (self.ident(l.index)?, self.dim(&l.start)?, self.dim(&l.end)?);
             nest = quote!(for #i in #start..#end { #nest });
         }
+        let outer = (self.ident(loops[0].index)?, self.dim(&loops[0].start)?, self.dim(&loops[0].end)?);
+        let term_work = self.term_work(body, &loops[1..])?;
+        let t = types::scalar(k);
+        let merge = match op {
+            RedOp::Max | RedOp::Min => quote!(|__acc: &mut #t, __part: #t| if __part #step *__acc { *__acc = __part; }),
+            _ => quote!(|__acc: &mut #t, __part: #t| *__acc += __part),
+        };
         let epilogue = match outside {
             None => quote!(),
             Some(o) => {
@@ -521,14 +570,7 @@ impl FnCx<'_> {
                 }
             }
         };
-        Ok(Some(quote! {
-            for #slot in #chunk.iter_mut() {
-                *#slot = #start;
-            }
-            #locals
-            #nest
-            #epilogue
-        }))
+        Ok(Some(Accumulation { start, locals, outer, inner: nest, epilogue, merge, term_work }))
     }
 
     /// A rank-2 definition that reads a tensor across its rows (see
@@ -604,6 +646,22 @@ impl FnCx<'_> {
 /// source row).
 const ROW_BLOCK: usize = 16;
 
+/// A row accumulating a reduction's terms pass by pass (`accumulate_row`):
+/// every element set to `start`, then `locals`, then the reduction's
+/// outermost loop `outer` (index, start, end) around `inner`, then the
+/// `epilogue` (the term outside the reduction); `merge` combines two
+/// partial results of the reduction (a closure); `term_work` is the work
+/// of one term of the outer loop for one element (a `usize` at run time).
+struct Accumulation {
+    start: TokenStream,
+    locals: TokenStream,
+    outer: (Ident, TokenStream, TokenStream),
+    inner: TokenStream,
+    epilogue: TokenStream,
+    merge: TokenStream,
+    term_work: TokenStream,
+}
+
 /// Whether `e` (a definition's value) reads a tensor across rows: some
 /// read has the definition's first axis `row` alone as its last index (a
 /// transposed operand, `x[i, j]` in `y[j, i]`), and `e` has no reduction
@@ -628,9 +686,11 @@ fn reads_across_rows(e: &crate::ir::Expr, row: crate::ir::VarId) -> bool {
 }
 
 /// Whether the reads of `e` walk memory along the axis with index `axis`:
-/// at least one read has it as its last index, and no read has anything
-/// else that varies inside `e` (a loop variable) as its last index. A
-/// reduction over such a definition runs best with the axis innermost.
+/// at least one read has it as its last index, and no other read that
+/// depends on the axis has anything else that varies inside `e` (a loop
+/// variable) as its last index. A reduction over such a definition runs
+/// best with the axis innermost; the reads that do not depend on the axis
+/// (`v[k]` in `y[j] = sum[k](v[k] * a[k, j])`) are then loop-invariant.
 fn reads_along_axis(e: &crate::ir::Expr, axis: crate::ir::VarId) -> bool {
     use crate::ir::ExprKind;
     fn walk(e: &crate::ir::Expr, axis: crate::ir::VarId, loops: &mut Vec<crate::ir::VarId>, along: &mut usize) -> bool {
@@ -643,8 +703,12 @@ fn reads_along_axis(e: &crate::ir::Expr, axis: crate::ir::VarId) -> bool {
                     ExprKind::Var(v) if *v == axis => *along += 1,
                     _ => {
                         let mut vars = Vec::new();
-                        crate::ir::validate::visit_var_uses(last, &mut |v| vars.push(v));
-                        if vars.iter().any(|v| loops.contains(v)) {
+                        for i in indices {
+                            crate::ir::validate::visit_var_uses(i, &mut |v| vars.push(v));
+                        }
+                        let mut last_vars = Vec::new();
+                        crate::ir::validate::visit_var_uses(last, &mut |v| last_vars.push(v));
+                        if vars.contains(&axis) && last_vars.iter().any(|v| loops.contains(v)) {
                             return false;
                         }
                     }
