@@ -5,7 +5,8 @@
 //! or a function's result). Each is compared with a sequential fold in
 //! `f64`, on pools of one, two and three threads and at sizes that split
 //! (and one that does not). Extrema are exact and skip NaN terms, as the
-//! loop does; sums agree up to rounding.
+//! loop does; sums agree up to rounding, and are the same bits on any
+//! number of threads.
 
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2};
@@ -127,6 +128,11 @@ fn scalar_reductions_match_sequential_folds() {
     let x_nan = matrix(700, 130, 17, 29);
     let flat: Array1<f32> = x.iter().map(|v| *v as f32).collect();
     let want_sq: f64 = flat.iter().map(|v| (*v as f64) * (*v as f64)).sum();
+    // The parts depend on the sizes only: the same bits on any number of
+    // threads.
+    let bits = |threads| on_threads(threads, || sum_squares(&flat).unwrap().to_bits());
+    assert_eq!(bits(2), bits(1));
+    assert_eq!(bits(3), bits(1));
     for threads in [1, 2, 3] {
         let (sq, (s, _), (_, m)) = on_threads(threads, || {
             (sum_squares(&flat).unwrap(), total_and_max(&x).unwrap(), total_and_max(&x_nan).unwrap())

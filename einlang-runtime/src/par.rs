@@ -98,15 +98,36 @@ where
     Ok(out)
 }
 
-/// The fewest elements a block of [`fill_reduced`] has when it splits the
-/// vector (when the vector has that many): one pass of its body over the
-/// block reads a run of at least this many consecutive elements of every
-/// operand it walks along.
+/// The fewest elements a block of [`fill_reduced`] has when it cuts the
+/// vector into strips (when the vector has that many): one pass of its
+/// body over the block reads a run of at least this many consecutive
+/// elements of every operand it walks along.
 pub const STRIP_LEN: usize = 256;
 
-/// The longest vector [`fill_reduced`] splits the reduction of (each part
-/// accumulates into a copy of the whole vector).
-pub const SPLIT_MAX_LEN: usize = 1 << 16;
+/// The longest vector whose reduction [`fill_reduced`] splits (each part
+/// accumulates into a vector of its own).
+pub const SPLIT_MAX_LEN: usize = 1 << 14;
+
+/// About how much work (scalar operations) one part of a split reduction
+/// does.
+pub const PART_WORK: usize = 1 << 16;
+
+/// The most parts [`fill_reduced`] splits a reduction into.
+const MAX_VECTOR_PARTS: usize = 64;
+
+/// The bounds of part `p` of `parts` equal parts of `lo..lo + terms`.
+fn part_bounds(lo: i64, terms: usize, parts: usize, p: usize) -> (i64, i64) {
+    // In u128: no overflow.
+    let at = |p: usize| lo + ((terms as u128 * p as u128) / parts.max(1) as u128) as i64;
+    (at(p), at(p + 1))
+}
+
+/// Whether the parts of a split reduction run on several threads: there
+/// are several, and this is not a row of a parallel loop (whose siblings
+/// keep them busy).
+fn parts_in_parallel() -> bool {
+    rayon::current_num_threads() > 1 && !in_parallel_rows()
+}
 
 /// A rank-1 tensor of `len` elements that accumulates the terms of a
 /// reduction pass by pass (`y[j] = sum[k](v[k] * a[k, j])` with the
@@ -118,13 +139,14 @@ pub const SPLIT_MAX_LEN: usize = 1 << 16;
 /// term of the outer loop costs about `work_per_term` scalar operations
 /// per element.
 ///
-/// With the work above [`PAR_THRESHOLD`] and several threads, either
-/// - the reduction is split: the outer loop's range is cut into one part
-///   per thread, each accumulating into its own copy of the vector, and
-///   the parts are merged in order with `merge(&mut earlier, later)` (a
-///   reassociation of the reduction, fixed for a given number of
-///   threads), when the vector is at most [`SPLIT_MAX_LEN`] elements long
-///   and the loop has at least two terms per thread; or
+/// With the work above [`PAR_THRESHOLD`], either
+/// - the reduction is split, when the vector is at most [`SPLIT_MAX_LEN`]
+///   elements long: the outer loop's range is cut into equal parts (about
+///   [`PART_WORK`] each, at most 64), each accumulated into a vector of its
+///   own, in parallel, and merged in order with `merge(&mut earlier,
+///   later)`. The parts depend only on the sizes, so the result (a
+///   reassociation of the reduction) is the same on any number of
+///   threads; or
 /// - the vector is cut into blocks as wide as the threads allow (two per
 ///   thread, at least [`STRIP_LEN`] elements), where blocks of a few
 ///   elements would walk the operands a cache line per row.
@@ -152,31 +174,37 @@ where
     let mut out = Array1::from_elem(dim, start);
     let terms = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
     let work = len.saturating_mul(terms).saturating_mul(work_per_term.max(1));
-    let threads = rayon::current_num_threads().max(1);
-    let parallel = work >= PAR_THRESHOLD && threads > 1 && !in_parallel_rows() && len > 0;
     let slice = new_slice(function, &mut out)?;
-    if parallel && len <= SPLIT_MAX_LEN && terms >= 2 * threads {
-        let parts: Vec<Result<Vec<T>, Error>> = (0..threads)
-            .into_par_iter()
-            .map(|p| {
-                let _rows = InRows::enter();
-                // Part `p` takes the terms `terms * p / threads ..` (in u128:
-                // no overflow).
-                let at = |p: usize| lo + ((terms as u128 * p as u128) / threads as u128) as i64;
-                let mut part = vec![start; len];
-                body(0, at(p), at(p + 1), &mut part)?;
-                Ok(part)
-            })
-            .collect();
-        for part in parts {
-            for (acc, v) in slice.iter_mut().zip(part?) {
-                merge(acc, v);
+    let parts = (work / PART_WORK).clamp(1, MAX_VECTOR_PARTS).min(terms);
+    if work >= PAR_THRESHOLD && len <= SPLIT_MAX_LEN && parts > 1 {
+        let one = |p: usize| -> Result<Vec<T>, Error> {
+            let (a, b) = part_bounds(lo, terms, parts, p);
+            let mut part = vec![start; len];
+            body(0, a, b, &mut part)?;
+            Ok(part)
+        };
+        let mut add = |part: Vec<T>| slice.iter_mut().zip(part).for_each(|(acc, v)| merge(acc, v));
+        if parts_in_parallel() {
+            let all: Vec<Result<Vec<T>, Error>> = (0..parts)
+                .into_par_iter()
+                .map(|p| {
+                    let _rows = InRows::enter();
+                    one(p)
+                })
+                .collect();
+            for part in all {
+                add(part?);
+            }
+        } else {
+            for p in 0..parts {
+                add(one(p)?);
             }
         }
         finish(0, slice)?;
         return Ok(out);
     }
-    let strip = if parallel { len.div_ceil(2 * threads).max(STRIP_LEN) } else { len };
+    let parallel = work >= PAR_THRESHOLD && parts_in_parallel();
+    let strip = if parallel { len.div_ceil(2 * rayon::current_num_threads()).max(STRIP_LEN) } else { len };
     for_each_row(slice, strip.max(1), if parallel { work } else { 0 }, |block, chunk| {
         body(block * strip, lo, hi, chunk)?;
         finish(block * strip, chunk)
@@ -186,42 +214,50 @@ where
 
 /// A scalar reduction over `lo..hi` (its outermost loop), each term about
 /// `work_per_term` scalar operations: `part(from, to)` reduces the terms
-/// from `from` to `to`. When the work is above [`PAR_THRESHOLD`], several
-/// threads are available and this is not a row of a parallel loop, the
-/// range is cut into four parts per thread (so that a thread held up
-/// elsewhere delays only a small part), reduced in parallel, and the parts
-/// are combined in order with `merge(earlier, later)` (a reassociation of
-/// the reduction, fixed for a given number of threads).
-/// Stops at the first error.
+/// from `from` to `to`. When the work is above [`PAR_THRESHOLD`], the range
+/// is cut into equal parts of about [`PART_WORK`], reduced in parallel
+/// (unless this is a row of a parallel loop) and combined in order with
+/// `merge(earlier, later)`. The parts depend only on the sizes, so the
+/// result (a reassociation of the reduction, and a more accurate sum than
+/// one long run of lanes) is the same on any number of threads. Stops at
+/// the first error.
 pub fn reduce<T, F, M>(lo: i64, hi: i64, work_per_term: usize, part: F, merge: M) -> Result<T, Error>
 where
     T: Send,
     F: Fn(i64, i64) -> Result<T, Error> + Sync + Send,
     M: Fn(T, T) -> T,
 {
-    let terms = u64::try_from(hi.saturating_sub(lo)).unwrap_or(0);
-    let threads = rayon::current_num_threads().max(1);
-    let work = usize::try_from(terms).unwrap_or(usize::MAX).saturating_mul(work_per_term.max(1));
-    if work < PAR_THRESHOLD || threads == 1 || terms < 2 * threads as u64 || in_parallel_rows() {
+    let terms = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
+    let work = terms.saturating_mul(work_per_term.max(1));
+    let parts = (work / PART_WORK).clamp(1, terms.max(1));
+    if work < PAR_THRESHOLD || parts == 1 {
         return part(lo, hi);
     }
-    // Part `p` of `n` takes the terms from `terms * p / n` (in u128: no
-    // overflow).
-    let n = (4 * threads).min(usize::try_from(terms).unwrap_or(usize::MAX) / 2).max(1);
-    let at = |p: usize| lo + ((terms as u128 * p as u128) / n as u128) as i64;
-    let parts: Vec<Result<T, Error>> = (0..n)
-        .into_par_iter()
-        .map(|p| {
-            let _rows = InRows::enter();
-            part(at(p), at(p + 1))
-        })
-        .collect();
-    let mut parts = parts.into_iter();
-    let mut acc = parts.next().unwrap_or_else(|| part(lo, lo))?;
-    for p in parts {
-        acc = merge(acc, p?);
+    let one = |p: usize| {
+        let (a, b) = part_bounds(lo, terms, parts, p);
+        part(a, b)
+    };
+    if parts_in_parallel() {
+        let all: Vec<Result<T, Error>> = (0..parts)
+            .into_par_iter()
+            .map(|p| {
+                let _rows = InRows::enter();
+                one(p)
+            })
+            .collect();
+        let mut all = all.into_iter();
+        let mut acc = all.next().unwrap_or_else(|| one(0))?;
+        for p in all {
+            acc = merge(acc, p?);
+        }
+        Ok(acc)
+    } else {
+        let mut acc = one(0)?;
+        for p in 1..parts {
+            acc = merge(acc, one(p)?);
+        }
+        Ok(acc)
     }
-    Ok(acc)
 }
 
 /// [`fill`] without writing the elements first: the tensor is allocated
@@ -549,5 +585,39 @@ mod tests {
             )
         });
         assert!(matches!(err, Err(Error::Assert { message, .. }) if message == "late part"));
+    }
+
+    #[test]
+    fn split_reductions_give_the_same_bits_on_any_number_of_threads() {
+        // Terms that round differently in every order.
+        let term = |k: i64, j: usize| ((k as f32) * 0.1f32 + j as f32 * 0.37f32).sin();
+        let run = |threads: usize| {
+            on_threads(threads, || {
+                let v = fill_reduced(
+                    "f",
+                    100,
+                    (0, 20_000),
+                    4,
+                    0.0f32,
+                    |first, a, b, block| {
+                        for k in a..b {
+                            for (p, v) in block.iter_mut().enumerate() {
+                                *v += term(k, first + p);
+                            }
+                        }
+                        Ok(())
+                    },
+                    |acc, part| *acc += part,
+                    |_, _| Ok(()),
+                )
+                .unwrap();
+                let s =
+                    reduce(0, 1_000_000, 4, |a, b| Ok((a..b).map(|k| term(k, 0)).sum::<f32>()), |x, y| x + y).unwrap();
+                (v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), s.to_bits())
+            })
+        };
+        let one = run(1);
+        assert_eq!(run(2), one);
+        assert_eq!(run(3), one);
     }
 }

@@ -964,6 +964,9 @@ impl FnCx<'_> {
         let Repr::Scalar(k) = body.ty else {
             return Err(format!("a `{}` of a value of type `{:?}`", op.name(), body.ty));
         };
+        if let Some(split) = self.split_reduce(&op, loops, wheres, body)? {
+            return Ok(Code::new(split, Prec::Postfix));
+        }
         // Without loops (a rest index over no axis) the reduction is over
         // one point, which its guards may exclude.
         let tag = match loops.first() {
@@ -1065,14 +1068,20 @@ impl FnCx<'_> {
         Ok(Code::new(quote!({ #init #nest #tail }), Prec::Block))
     }
 
-    /// A scalar reduction computed once (a `let` outside every loop) that
-    /// `reduce_in_lanes` applies to, as `par::reduce` over its outermost
-    /// loop: on large ranges each thread reduces a part in lanes and the
-    /// parts combine in order. None for other reductions.
-    pub(crate) fn split_reduce(&mut self, value: &Expr) -> Result<Option<TokenStream>, Bug> {
-        let ExprKind::Reduce { op, loops, wheres, body } = &value.kind else { return Ok(None) };
+    /// A reduction computed once (outside every loop: in a `let`, the
+    /// function's result, or arithmetic on them) that `reduce_in_lanes`
+    /// applies to, as `par::reduce` over its outermost loop: on large
+    /// ranges each thread reduces a part in lanes and the parts combine in
+    /// order. None for other reductions.
+    fn split_reduce(
+        &mut self,
+        op: &RedOp,
+        loops: &[Loop],
+        wheres: &[WhereEntry],
+        body: &Expr,
+    ) -> Result<Option<TokenStream>, Bug> {
         let Repr::Scalar(k) = body.ty else { return Ok(None) };
-        if !in_lanes(*op, loops, wheres.is_empty(), k) {
+        if self.no_move > 0 || !in_lanes(*op, loops, wheres.is_empty(), k) {
             return Ok(None);
         }
         let rt = self.rt.clone();

@@ -454,10 +454,7 @@ impl<'a> FnCx<'a> {
             out.extend(self.stmt(s)?);
         }
         let result = if is_plain(&f.result.ty) {
-            match self.split_reduce(&f.result)? {
-                Some(split) => split,
-                None => self.expr(&f.result)?.tokens,
-            }
+            self.expr(&f.result)?.tokens
         } else {
             let all: HashSet<VarId> = (0..f.vars.len() as u32).map(VarId).collect();
             self.owned(&f.result, &movable(&all, &f.result))?.tokens
@@ -667,13 +664,7 @@ impl<'a> FnCx<'a> {
         let ty = &self.info(var)?.ty;
         match ty {
             Repr::Scalar(k) => {
-                let t = types::scalar(*k);
-                // A reduction outside every loop may split across threads.
-                let split = if self.no_move == 0 { self.split_reduce(value)? } else { None };
-                let v = match split {
-                    Some(v) => v,
-                    None => self.expr(value)?.tokens,
-                };
+                let (t, v) = (types::scalar(*k), self.expr(value)?.tokens);
                 Ok(quote!(let #id: #t = #v;))
             }
             Repr::Unit => {
