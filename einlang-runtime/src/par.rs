@@ -108,12 +108,25 @@ pub const STRIP_LEN: usize = 256;
 /// accumulates into a vector of its own).
 pub const SPLIT_MAX_LEN: usize = 1 << 14;
 
-/// About how much work (scalar operations) one part of a split reduction
-/// does.
-pub const PART_WORK: usize = 1 << 16;
+/// About how much work (scalar operations) one part of a large split
+/// reduction does (more, shorter parts measured slower: each is a task,
+/// and a vector's part has a vector of its own to merge).
+pub const PART_WORK: usize = 1 << 20;
+
+/// A split reduction has at least this many parts (when its work is that
+/// many times [`PAR_THRESHOLD`]), so that one of less than
+/// `MIN_PARTS * PART_WORK` still spreads over threads.
+const MIN_PARTS: usize = 4;
 
 /// The most parts [`fill_reduced`] splits a reduction into.
 const MAX_VECTOR_PARTS: usize = 64;
+
+/// How many parts a split reduction of `terms` terms and `work` in all is
+/// cut into: about [`PART_WORK`] each, at least [`MIN_PARTS`] when the
+/// work allows, at most `max` and `terms`. It depends only on the sizes.
+fn part_count(work: usize, terms: usize, max: usize) -> usize {
+    (work / PART_WORK).max((work / PAR_THRESHOLD).min(MIN_PARTS)).clamp(1, max).min(terms.max(1))
+}
 
 /// The bounds of part `p` of `parts` equal parts of `lo..lo + terms`.
 fn part_bounds(lo: i64, terms: usize, parts: usize, p: usize) -> (i64, i64) {
@@ -141,8 +154,8 @@ fn parts_in_parallel() -> bool {
 ///
 /// With the work above [`PAR_THRESHOLD`], either
 /// - the reduction is split, when the vector is at most [`SPLIT_MAX_LEN`]
-///   elements long: the outer loop's range is cut into equal parts (about
-///   [`PART_WORK`] each, at most 64), each accumulated into a vector of its
+///   elements long: the outer loop's range is cut into equal parts
+///   (`part_count`, at most 64), each accumulated into a vector of its
 ///   own, in parallel, and merged in order with `merge(&mut earlier,
 ///   later)`. The parts depend only on the sizes, so the result (a
 ///   reassociation of the reduction) is the same on any number of
@@ -175,7 +188,7 @@ where
     let terms = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
     let work = len.saturating_mul(terms).saturating_mul(work_per_term.max(1));
     let slice = new_slice(function, &mut out)?;
-    let parts = (work / PART_WORK).clamp(1, MAX_VECTOR_PARTS).min(terms);
+    let parts = part_count(work, terms, MAX_VECTOR_PARTS);
     if work >= PAR_THRESHOLD && len <= SPLIT_MAX_LEN && parts > 1 {
         let one = |p: usize| -> Result<Vec<T>, Error> {
             let (a, b) = part_bounds(lo, terms, parts, p);
@@ -215,7 +228,7 @@ where
 /// A scalar reduction over `lo..hi` (its outermost loop), each term about
 /// `work_per_term` scalar operations: `part(from, to)` reduces the terms
 /// from `from` to `to`. When the work is above [`PAR_THRESHOLD`], the range
-/// is cut into equal parts of about [`PART_WORK`], reduced in parallel
+/// is cut into equal parts (`part_count`), reduced in parallel
 /// (unless this is a row of a parallel loop) and combined in order with
 /// `merge(earlier, later)`. The parts depend only on the sizes, so the
 /// result (a reassociation of the reduction, and a more accurate sum than
@@ -229,7 +242,7 @@ where
 {
     let terms = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
     let work = terms.saturating_mul(work_per_term.max(1));
-    let parts = (work / PART_WORK).clamp(1, terms.max(1));
+    let parts = part_count(work, terms, usize::MAX);
     if work < PAR_THRESHOLD || parts == 1 {
         return part(lo, hi);
     }
