@@ -12,12 +12,12 @@
 //! and writes the result back in `[n, o, y, x]` order with the bias. The
 //! einlang side is what `opt::pack` makes of the definition. Each result is
 //! checked against the baseline before anything is timed; one ratio line
-//! (median of a few runs) is printed per case.
+//! (medians of rounds that call each side once in turn, `common::paired`)
+//! is printed per case.
 
 mod common;
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use einlang::einlang;
 use einlang::ndarray::linalg::general_mat_mul;
@@ -257,18 +257,6 @@ fn data4(a: usize, b: usize, c: usize, d: usize, seed: u64) -> Array4<f32> {
     Array4::from_shape_vec((a, b, c, d), v).expect("matching length")
 }
 
-fn median(runs: usize, mut f: impl FnMut()) -> f64 {
-    let mut t: Vec<f64> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[runs / 2]
-}
-
 fn close(a: &Array4<f32>, b: &Array4<f32>, what: &str) {
     assert_eq!(a.shape(), b.shape(), "{what}");
     let scale = b.iter().fold(1.0f32, |m, v| m.max(v.abs()));
@@ -298,23 +286,32 @@ fn main() {
     let (got, want) = (conv(&x, &k, &b).expect("conv"), conv_gemm(&x, &k, &b, 0));
     close(&got, &want, "conv");
     let flops = 2.0 * (n * o * (h - 2) * (w - 2) * c * 9) as f64;
-    let e = median(runs, || drop(black_box(conv(black_box(&x), &k, &b).unwrap())));
-    let g = median(runs, || drop(black_box(conv_gemm(black_box(&x), &k, &b, 0))));
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv(black_box(&x), &k, &b).unwrap())),
+        || drop(black_box(conv_gemm(black_box(&x), &k, &b, 0))),
+    );
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 valid + bias"), flops, e, g);
 
     let zero = Array1::<f32>::zeros(o);
     let (got, want) = (conv_same(&x, &k).expect("conv_same"), conv_gemm(&x, &k, &zero, 1));
     close(&got, &want, "conv_same");
     let flops = 2.0 * (n * o * h * w * c * 9) as f64;
-    let e = median(runs, || drop(black_box(conv_same(black_box(&x), &k).unwrap())));
-    let g = median(runs, || drop(black_box(conv_gemm(black_box(&x), &k, &zero, 1))));
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv_same(black_box(&x), &k).unwrap())),
+        || drop(black_box(conv_gemm(black_box(&x), &k, &zero, 1))),
+    );
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, e, g);
 
     let (got, want) = (conv_stride2(&x, &k).expect("conv_stride2"), conv_gemm_strided(&x, &k, &zero, 1, 2));
     close(&got, &want, "conv_stride2");
     let flops = 2.0 * (n * o * (h / 2) * (w / 2) * c * 9) as f64;
-    let e = median(runs, || drop(black_box(conv_stride2(black_box(&x), &k).unwrap())));
-    let g = median(runs, || drop(black_box(conv_gemm_strided(black_box(&x), &k, &zero, 1, 2))));
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv_stride2(black_box(&x), &k).unwrap())),
+        || drop(black_box(conv_gemm_strided(black_box(&x), &k, &zero, 1, 2))),
+    );
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 stride 2, padded (guard)"), flops, e, g);
 
     let xl = x.view().permuted_axes([0, 2, 3, 1]).as_standard_layout().into_owned();
@@ -322,8 +319,11 @@ fn main() {
     let (got, want) = (conv_nhwc(&xl, &kl).expect("conv_nhwc"), conv_nhwc_gemm(&xl, &kl));
     close(&got, &want, "conv_nhwc");
     let flops = 2.0 * (n * o * (h - 2) * (w - 2) * c * 9) as f64;
-    let e = median(runs, || drop(black_box(conv_nhwc(black_box(&xl), &kl).unwrap())));
-    let g = median(runs, || drop(black_box(conv_nhwc_gemm(black_box(&xl), &kl))));
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv_nhwc(black_box(&xl), &kl).unwrap())),
+        || drop(black_box(conv_nhwc_gemm(black_box(&xl), &kl))),
+    );
     report(&format!("conv N={n} {h}x{w} C={c} O={o} 3x3 channels last (NHWC), valid"), flops, e, g);
 
     let groups = 4;
@@ -338,21 +338,30 @@ fn main() {
     };
     close(&shape4(got), &shape4(want), "conv_grouped");
     let flops = 2.0 * (n * o * (h - 2) * (w - 2) * (c / groups) * 9) as f64;
-    let e = median(runs, || drop(black_box(conv_grouped(black_box(&xg), &kg).unwrap())));
-    let g = median(runs, || drop(black_box(conv_grouped_gemm(black_box(&xg), &kg))));
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv_grouped(black_box(&xg), &kg).unwrap())),
+        || drop(black_box(conv_grouped_gemm(black_box(&xg), &kg))),
+    );
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 in {groups} groups, valid"), flops, e, g);
 
     let dy = data4(n, o, h - 2, w - 2, 4);
     let (got, want) = (kernel_grad(&x, &dy).expect("kernel_grad"), kernel_grad_gemm(&x, &dy));
     close(&got, &want, "kernel_grad");
-    let e = median(runs, || drop(black_box(kernel_grad(black_box(&x), &dy).unwrap())));
-    let g = median(runs, || drop(black_box(kernel_grad_gemm(black_box(&x), &dy))));
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(kernel_grad(black_box(&x), &dy).unwrap())),
+        || drop(black_box(kernel_grad_gemm(black_box(&x), &dy))),
+    );
     let flops = 2.0 * (o * c * 9 * n * (h - 2) * (w - 2)) as f64;
     report(&format!("conv kernel gradient N={n} C={c} {h}x{w} O={o} 3x3"), flops, e, g);
 
     let (got, want) = (input_grad(&dy, &k).expect("input_grad"), input_grad_gemm(&dy, &k));
     close(&got, &want, "input_grad");
-    let e = median(runs, || drop(black_box(input_grad(black_box(&dy), &k).unwrap())));
-    let g = median(runs, || drop(black_box(input_grad_gemm(black_box(&dy), &k))));
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(input_grad(black_box(&dy), &k).unwrap())),
+        || drop(black_box(input_grad_gemm(black_box(&dy), &k))),
+    );
     report(&format!("conv input gradient N={n} C={c} {h}x{w} O={o} 3x3 (transposed, col2im)"), flops, e, g);
 }

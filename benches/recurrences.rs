@@ -9,16 +9,18 @@
 //!   neighbour in a register;
 //! - a 2-D heat stencil, 256 x 256 for 100 steps, observed at the last step
 //!   (einlang: window of 2 steps, rows in parallel; baseline: two buffers,
-//!   rows in parallel with rayon): ns/cell-step.
+//!   rows in parallel with rayon): ns/cell-step; then on a 1024 x 1024
+//!   grid (larger than the caches) for 20 steps.
 //!
-//! Criterion measures each pair; then each pair is timed again (median of a
-//! few runs) and one ratio line is printed per case. Results are checked
+//! Criterion measures each pair; then each pair is timed again (medians of
+//! rounds that call each side once in turn, `common::paired`) and one
+//! ratio line is printed per case. Results are checked
 //! against the baseline before anything is timed.
 
 mod common;
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::data;
 use criterion::Criterion;
@@ -118,23 +120,12 @@ fn heat_loop(u0: &Array2<f64>, r: f64, steps: usize) -> Array2<f64> {
 }
 }
 
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
-}
-
-fn report(label: &str, unit: &str, count: f64, e: Duration, b: Duration) {
-    let (ne, nb) = (e.as_secs_f64() * 1e9 / count, b.as_secs_f64() * 1e9 / count);
+/// Prints the times per `unit` (seconds in, `count` units per call).
+fn report(label: &str, unit: &str, count: f64, e: f64, b: f64) {
+    let (ne, nb) = (e * 1e9 / count, b * 1e9 / count);
     println!(
         "{label}: einlang {ne:.2} ns/{unit}, hand loop {nb:.2} ns/{unit}, ratio {:.2}x (einlang time / baseline time)",
-        e.as_secs_f64() / b.as_secs_f64()
+        e / b
     );
 }
 
@@ -179,29 +170,37 @@ fn main() {
     g.finish();
 
     println!();
-    let e = median(7, || {
-        black_box(linear(a, &u).unwrap());
-    });
-    let b = median(7, || {
-        black_box(linear_loop(a, u.as_slice().unwrap()));
-    });
+    let (e, b) = common::paired(
+        7,
+        || drop(black_box(linear(a, &u).unwrap())),
+        || drop(black_box(linear_loop(a, u.as_slice().unwrap()))),
+    );
     report("1-D recurrence 2^22 steps", "step", steps as f64, e, b);
-    let e = median(5, || {
-        black_box(edit_distance(&sa, &sb).unwrap());
-    });
-    let b = median(5, || {
-        black_box(edit_loop(sa.as_slice().unwrap(), sb.as_slice().unwrap()));
-    });
+    let (e, b) = common::paired(
+        5,
+        || drop(black_box(edit_distance(&sa, &sb).unwrap())),
+        || drop(black_box(edit_loop(sa.as_slice().unwrap(), sb.as_slice().unwrap()))),
+    );
     report("edit distance 4096x4096", "cell", (n * n) as f64, e, b);
-    let b = median(5, || {
-        black_box(edit_loop_register(sa.as_slice().unwrap(), sb.as_slice().unwrap()));
-    });
+    let (e, b) = common::paired(
+        5,
+        || drop(black_box(edit_distance(&sa, &sb).unwrap())),
+        || drop(black_box(edit_loop_register(sa.as_slice().unwrap(), sb.as_slice().unwrap()))),
+    );
     report("edit distance 4096x4096, against the register loop", "cell", (n * n) as f64, e, b);
-    let e = median(5, || {
-        black_box(heat(&u0, 0.2, hsteps as i64).unwrap());
-    });
-    let b = median(5, || {
-        black_box(heat_loop(&u0, 0.2, hsteps));
-    });
+    let (e, b) = common::paired(
+        15,
+        || drop(black_box(heat(&u0, 0.2, hsteps as i64).unwrap())),
+        || drop(black_box(heat_loop(&u0, 0.2, hsteps))),
+    );
     report("heat 2-D 256x256, 100 steps", "cell-step", (hn * hn * (hsteps - 1)) as f64, e, b);
+    // The heat equation on a grid larger than the caches.
+    let (bn, bsteps) = (1024, 20);
+    let big = Array2::from_shape_vec((bn, bn), data(bn * bn, 5)).unwrap();
+    let (e, b) = common::paired(
+        7,
+        || drop(black_box(heat(&big, 0.2, bsteps as i64).unwrap())),
+        || drop(black_box(heat_loop(&big, 0.2, bsteps))),
+    );
+    report("heat 2-D 1024x1024, 20 steps", "cell-step", (bn * bn * (bsteps - 1)) as f64, e, b);
 }

@@ -1,4 +1,4 @@
-//! Float sums, maxima and minima run their innermost loop in eight
+//! Float sums, maxima and minima run their innermost loop in sixteen
 //! independent lanes, combined at the end (`codegen/rust/expr.rs`,
 //! `reduce_in_lanes`), over one loop or several. Extrema are those of the
 //! sequential loop: NaN terms are skipped, an empty or all-NaN range gives
@@ -113,7 +113,7 @@ fn all_nan_and_empty_rows_give_the_identity() {
 
 #[test]
 fn sums_over_a_triangle() {
-    for n in [0usize, 1, 7, 8, 9, 17, 30] {
+    for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 30, 33] {
         let x = Array2::from_shape_fn((n, n), |(i, j)| ((i * 13 + j * 7) % 11) as f64 - 5.0);
         let want: f64 = (0..n).flat_map(|i| (0..=i).map(move |j| (i, j))).map(|(i, j)| x[[i, j]]).sum();
         assert_eq!(triangle(&x).unwrap(), want, "n = {n}");

@@ -1,4 +1,5 @@
-//! Shared by the benchmarks: deterministic input data.
+//! Shared by the benchmarks: deterministic input data, hand-written
+//! baselines in the generated code's two forms, paired timing.
 
 /// Deterministic values in `[-1, 1)` (xorshift64*).
 pub fn data(len: usize, seed: u64) -> Vec<f64> {
@@ -40,3 +41,27 @@ macro_rules! twin {
 }
 #[allow(unused_imports)]
 pub(crate) use twin;
+
+/// The median times of `a` and `b` (seconds) over `runs` rounds that call
+/// each once in turn, after one untimed call of each: a slow stretch of
+/// the machine then falls on both alike, where timing all of one side
+/// first and then the other let it fall on one (the ratio of a 2-D
+/// stencil moved between 1.06x and 1.11x from run to run that way).
+#[allow(dead_code)]
+pub fn paired(runs: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    a();
+    b();
+    let mut time = |f: &mut dyn FnMut()| {
+        let start = std::time::Instant::now();
+        f();
+        start.elapsed().as_secs_f64()
+    };
+    let (mut ta, mut tb) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for _ in 0..runs {
+        ta.push(time(&mut a));
+        tb.push(time(&mut b));
+    }
+    ta.sort_by(f64::total_cmp);
+    tb.sort_by(f64::total_cmp);
+    (ta[runs / 2], tb[runs / 2])
+}

@@ -1061,24 +1061,26 @@ fn scalar_result_with_call() {
                             8usize,
                             |__from: i64, __to: i64| -> ::core::result::Result<f32, __rt::Error> {
                                 Ok({
-                                    let mut __lanes_i: [f32; 8] = [0.0f32; 8];
+                                    let mut __lanes_i: [f32; 16] = [0.0f32; 16];
                                     let mut __tail_i: f32 = 0.0f32;
                                     let __end_i: i64 = __to;
                                     let mut __base_i: i64 = __from;
-                                    while __end_i.saturating_sub(__base_i) >= 8i64 {
-                                        for __lane in 0..8 {
+                                    while __end_i.saturating_sub(__base_i) >= 16i64 {
+                                        for __lane in 0..16 {
                                             let i: i64 = __base_i + __lane as i64;
                                             __lanes_i[__lane]
                                                 += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
                                         }
-                                        __base_i += 8i64;
+                                        __base_i += 16i64;
                                     }
                                     for i in __base_i..__end_i {
                                         __tail_i += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
                                     }
                                     let mut __sum_i: f32 = (__lanes_i[0] + __lanes_i[1]
                                         + __lanes_i[2] + __lanes_i[3] + __lanes_i[4] + __lanes_i[5]
-                                        + __lanes_i[6] + __lanes_i[7]) + __tail_i;
+                                        + __lanes_i[6] + __lanes_i[7] + __lanes_i[8] + __lanes_i[9]
+                                        + __lanes_i[10] + __lanes_i[11] + __lanes_i[12]
+                                        + __lanes_i[13] + __lanes_i[14] + __lanes_i[15]) + __tail_i;
                                     __sum_i
                                 })
                             },
@@ -1315,18 +1317,18 @@ fn rank_one_with_runtime_extent() {
                             let t: i64 = (__first_y + __pos_t) as i64;
                             __slot_y
                                 .write({
-                                    let mut __lanes_r: [f32; 8] = [0.0f32; 8];
+                                    let mut __lanes_r: [f32; 16] = [0.0f32; 16];
                                     let mut __tail_r: f32 = 0.0f32;
                                     let __end_r: i64 = K;
                                     let mut __base_r: i64 = 0i64;
-                                    while __end_r.saturating_sub(__base_r) >= 8i64 {
-                                        for __lane in 0..8 {
+                                    while __end_r.saturating_sub(__base_r) >= 16i64 {
+                                        for __lane in 0..16 {
                                             let r: i64 = __base_r + __lane as i64;
                                             __lanes_r[__lane]
                                                 += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
                                                     * unsafe { *w.as_ptr().add(r as usize) };
                                         }
-                                        __base_r += 8i64;
+                                        __base_r += 16i64;
                                     }
                                     for r in __base_r..__end_r {
                                         __tail_r
@@ -1335,7 +1337,9 @@ fn rank_one_with_runtime_extent() {
                                     }
                                     let mut __sum_r: f32 = (__lanes_r[0] + __lanes_r[1]
                                         + __lanes_r[2] + __lanes_r[3] + __lanes_r[4] + __lanes_r[5]
-                                        + __lanes_r[6] + __lanes_r[7]) + __tail_r;
+                                        + __lanes_r[6] + __lanes_r[7] + __lanes_r[8] + __lanes_r[9]
+                                        + __lanes_r[10] + __lanes_r[11] + __lanes_r[12]
+                                        + __lanes_r[13] + __lanes_r[14] + __lanes_r[15]) + __tail_r;
                                     __sum_r
                                 });
                         }
