@@ -51,7 +51,7 @@ pub(crate) use twin;
 pub fn paired(runs: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
     a();
     b();
-    let mut time = |f: &mut dyn FnMut()| {
+    let time = |f: &mut dyn FnMut()| {
         let start = std::time::Instant::now();
         f();
         start.elapsed().as_secs_f64()

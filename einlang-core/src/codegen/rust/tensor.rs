@@ -240,7 +240,7 @@ impl FnCx<'_> {
             let (first, block) = (derived("first_", &name, ""), derived("block_", &name, ""));
             let (pos, binding) = self.position(axis, |pos| quote!((#first + #pos)))?;
             let along = reads_along_axis(&def.body, axis.index);
-            match along.then(|| self.accumulation(def, &block, &slot, &pos, &binding)).transpose()?.flatten() {
+            match along.then(|| self.accumulate_row(def, &block, &slot, &pos, &binding)).transpose()?.flatten() {
                 // A vector accumulating a reduction's terms pass by pass:
                 // the runtime splits the reduction, or the vector into wide
                 // blocks, across threads.
@@ -295,8 +295,11 @@ impl FnCx<'_> {
             let last = &def.axes[rank - 1];
             let (pos, binding) = self.position(last, |pos| quote!(#pos))?;
             let chunk = &chunk_of_axis[rank - 2];
-            let accumulated =
-                if in_place.is_some() { None } else { self.accumulate_row(def, chunk, &slot, &pos, &binding)? };
+            let accumulated = if in_place.is_some() {
+                None
+            } else {
+                self.accumulate_row(def, chunk, &slot, &pos, &binding)?.map(|a| a.row(chunk, &slot))
+            };
             nest = match accumulated {
                 // Each element replaces the row tensor's element it reads.
                 None if in_place.is_some() => quote! {
@@ -416,30 +419,10 @@ impl FnCx<'_> {
     /// not depend on the row's index (weights) are then loop-invariant, and
     /// the inner loop walks the row contiguously. A sum's guards that bound
     /// the row's index limit each term to a range of the row (`clip`).
-    /// Returns None for other definitions.
+    /// Returns None for other definitions. The parts come apart
+    /// ([`Accumulation`]) so that a vector's reduction can run split across
+    /// threads; [`Accumulation::row`] puts them together.
     fn accumulate_row(
-        &mut self,
-        def: &TensorDef,
-        chunk: &Ident,
-        slot: &Ident,
-        pos: &Ident,
-        binding: &TokenStream,
-    ) -> Result<Option<TokenStream>, Bug> {
-        let Some(acc) = self.accumulation(def, chunk, slot, pos, binding)? else { return Ok(None) };
-        let Accumulation { start, locals, outer: (k, k_start, k_end), inner, epilogue, .. } = acc;
-        Ok(Some(quote! {
-            for #slot in #chunk.iter_mut() {
-                *#slot = #start;
-            }
-            #locals
-            for #k in #k_start..#k_end { #inner }
-            #epilogue
-        }))
-    }
-
-    /// The parts of `accumulate_row`'s loop nest (None where it does not
-    /// apply), so that a vector's can run split across threads.
-    fn accumulation(
         &mut self,
         def: &TensorDef,
         chunk: &Ident,
@@ -660,6 +643,21 @@ struct Accumulation {
     epilogue: TokenStream,
     merge: TokenStream,
     term_work: TokenStream,
+}
+
+impl Accumulation {
+    /// The whole loop nest over `chunk`, its elements named `slot`.
+    fn row(self, chunk: &Ident, slot: &Ident) -> TokenStream {
+        let Accumulation { start, locals, outer: (k, k_start, k_end), inner, epilogue, .. } = self;
+        quote! {
+            for #slot in #chunk.iter_mut() {
+                *#slot = #start;
+            }
+            #locals
+            for #k in #k_start..#k_end { #inner }
+            #epilogue
+        }
+    }
 }
 
 /// Whether `e` (a definition's value) reads a tensor across rows: some
