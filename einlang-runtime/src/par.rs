@@ -128,10 +128,12 @@ fn part_count(work: usize, terms: usize, max: usize) -> usize {
     (work / PART_WORK).max((work / PAR_THRESHOLD).min(MIN_PARTS)).clamp(1, max).min(terms.max(1))
 }
 
-/// The bounds of part `p` of `parts` equal parts of `lo..lo + terms`.
-fn part_bounds(lo: i64, terms: usize, parts: usize, p: usize) -> (i64, i64) {
+/// The bounds of part `p` of `parts` equal parts of `lo..hi`, which has
+/// `terms` terms (its length, saturated at `i64::MAX`: the last part
+/// ends at `hi` even then).
+fn part_bounds((lo, hi): (i64, i64), terms: usize, parts: usize, p: usize) -> (i64, i64) {
     // In u128: no overflow.
-    let at = |p: usize| lo + ((terms as u128 * p as u128) / parts.max(1) as u128) as i64;
+    let at = |p: usize| if p >= parts { hi } else { lo + ((terms as u128 * p as u128) / parts as u128) as i64 };
     (at(p), at(p + 1))
 }
 
@@ -191,7 +193,7 @@ where
     let parts = part_count(work, terms, MAX_VECTOR_PARTS);
     if work >= PAR_THRESHOLD && len <= SPLIT_MAX_LEN && parts > 1 {
         let one = |p: usize| -> Result<Vec<T>, Error> {
-            let (a, b) = part_bounds(lo, terms, parts, p);
+            let (a, b) = part_bounds((lo, hi), terms, parts, p);
             let mut part = vec![start; len];
             body(0, a, b, &mut part)?;
             Ok(part)
@@ -247,7 +249,7 @@ where
         return part(lo, hi);
     }
     let one = |p: usize| {
-        let (a, b) = part_bounds(lo, terms, parts, p);
+        let (a, b) = part_bounds((lo, hi), terms, parts, p);
         part(a, b)
     };
     if parts_in_parallel() {
