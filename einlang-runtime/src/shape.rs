@@ -217,6 +217,61 @@ pub fn leading_block<'a, T: Clone, D: Dimension>(
     row_major(function, block, shape).map(CowArray::from)
 }
 
+/// A copy, in standard layout, of the block of `a` from index 0 to `lens`
+/// along each axis: a definition that reads a tensor at fixed leading
+/// indices and its own indices after them (`last[i, j] = u[steps - 1, i,
+/// j]`), with `a` the sub-tensor at the leading indices, which are the
+/// first `lead` axes of `tensor`. Where `lens` runs past `a`, the error is
+/// the one reading the elements in row-major order would give first: an
+/// axis of length 0 at index 0 (the first such axis), else the last axis
+/// that runs past, at its length. The copy runs in parallel rows when it
+/// is large.
+pub fn slab<T: Copy + Send + Sync, D: Dimension>(
+    function: &str,
+    tensor: &str,
+    lead: usize,
+    a: ArrayView<'_, T, D>,
+    lens: &[usize],
+) -> Result<Array<T, D>, Error> {
+    if lens.len() != a.ndim() {
+        return Err(extent_error(
+            function,
+            format!("a block of rank {} from a tensor of rank {}", lens.len(), a.ndim()),
+        ));
+    }
+    let past = |axis: usize, index: usize| Error::Index {
+        function: function.to_string(),
+        tensor: tensor.to_string(),
+        axis: lead + axis,
+        index: index as i64,
+        len: a.shape()[axis],
+    };
+    if lens.contains(&0) {
+        // No element is read: an empty tensor of shape `lens`.
+        let mut dim = a.raw_dim();
+        for (axis, &len) in lens.iter().enumerate() {
+            dim[axis] = len;
+        }
+        return Array::from_shape_vec(dim, Vec::new()).map_err(|e| extent_error(function, e.to_string()));
+    }
+    if let Some(axis) = a.shape().iter().position(|&n| n == 0) {
+        return Err(past(axis, 0));
+    }
+    if let Some(axis) = (0..lens.len()).rev().find(|&axis| lens[axis] > a.shape()[axis]) {
+        return Err(past(axis, a.shape()[axis]));
+    }
+    let mut block = a;
+    for (axis, &len) in lens.iter().enumerate() {
+        block.slice_axis_inplace(Axis(axis), ndarray::Slice::from(..len));
+    }
+    let mut out = Array::<T, D>::uninit(block.raw_dim());
+    ndarray::Zip::from(out.view_mut()).and(&block).par_for_each(|o, &x| {
+        o.write(x);
+    });
+    // SAFETY: the zip wrote every element of `out`.
+    Ok(unsafe { out.assume_init() })
+}
+
 /// `reshape(x, shape)`: the elements of `x` in row-major order, in a tensor
 /// of shape `shape`, where one entry may be `-1` (the length that makes the
 /// element counts agree). A shape whose element count differs is an error.
@@ -559,6 +614,26 @@ mod tests {
     fn negative_extent_is_an_error() {
         assert_eq!(extent("f", "H - KH + 1", 2), Ok(2));
         assert!(extent("f", "H - KH + 1", -2).is_err());
+    }
+
+    #[test]
+    fn slab_copies_a_leading_block_or_names_the_first_bad_index() {
+        let a = ndarray::Array3::from_shape_fn((2, 3, 4), |(i, j, k)| (i * 100 + j * 10 + k) as i32);
+        let at1 = a.index_axis(Axis(0), 1);
+        let got = slab("f", "u", 1, at1, &[2, 3]).unwrap();
+        assert_eq!(got, ndarray::array![[100, 101, 102], [110, 111, 112]]);
+        assert!(got.is_standard_layout());
+        // Past the last axis comes first in row-major order: (0, 4).
+        let e = slab("f", "u", 1, a.index_axis(Axis(0), 0), &[5, 6]).unwrap_err();
+        assert_eq!(e, Error::Index { function: "f".into(), tensor: "u".into(), axis: 2, index: 4, len: 4 });
+        let e = slab("f", "u", 1, a.index_axis(Axis(0), 0), &[5, 4]).unwrap_err();
+        assert_eq!(e, Error::Index { function: "f".into(), tensor: "u".into(), axis: 1, index: 3, len: 3 });
+        // An empty source axis fails at the first element; an empty block
+        // reads nothing.
+        let empty = ndarray::Array2::<i32>::zeros((0, 4));
+        let e = slab("f", "u", 1, empty.view(), &[1, 1]).unwrap_err();
+        assert_eq!(e, Error::Index { function: "f".into(), tensor: "u".into(), axis: 1, index: 0, len: 0 });
+        assert_eq!(slab("f", "u", 1, empty.view(), &[0, 9]).unwrap().shape(), &[0, 9]);
     }
 
     #[test]

@@ -904,7 +904,7 @@ impl FnCx<'_> {
     }
 
     /// A sub-tensor selected by leading indices, each checked.
-    fn view(&mut self, tensor: VarId, indices: &[Expr]) -> Result<Code, Bug> {
+    pub(crate) fn view(&mut self, tensor: VarId, indices: &[Expr]) -> Result<Code, Bug> {
         let (_, rank) = self.tensor_of(tensor, "a sub-tensor view")?;
         if indices.len() >= rank {
             return Err(format!(

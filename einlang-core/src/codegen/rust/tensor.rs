@@ -205,6 +205,17 @@ impl FnCx<'_> {
             self.standard.insert(def.var);
             return Ok(quote!(let #name = #rt::shape::leading_block(#fname, #src.view(), &[#(#lens),*])?;));
         }
+        if let Some(copy) = prelude.is_empty().then(|| self.slab_copy(def, &lens)).transpose()?.flatten() {
+            self.repr.insert(def.var, Ownership::Owned);
+            self.standard.insert(def.var);
+            let zero = types::zero(def.elem);
+            let nonempty =
+                lens.iter().map(|l| quote!((#l) > 0usize)).reduce(|a, b| quote!(#a && #b)).unwrap_or(quote!(true));
+            return Ok(quote! {
+                #shape_binding
+                let #name: #array = if #nonempty { #copy } else { #nd::Array::from_elem(#shape, #zero) };
+            });
+        }
 
         let slot = derived("slot_", &name, "");
         // A row tensor the value reads at its own position is computed in
@@ -409,6 +420,41 @@ impl FnCx<'_> {
         } && !self.rec_access.contains_key(tensor);
         let same = self.info(*tensor).ok().is_some_and(|i| i.ty == Repr::Tensor(def.elem, def.axes.len()));
         (plain && borrowed && same && def.domain_guards == 0).then_some(*tensor)
+    }
+
+    /// A definition that copies a block of a tensor at leading indices
+    /// that do not depend on its own (`last[i, j] = u[steps - 1, i, j]`, a
+    /// recurrence's last step): the leading indices checked once and the
+    /// block copied (`shape::slab`), where the loop nest checked every
+    /// element's indices (the read is checked: `steps` may be 0) and did
+    /// not vectorize. The copy for a non-empty definition; None for other
+    /// definitions.
+    fn slab_copy(&mut self, def: &TensorDef, lens: &[TokenStream]) -> Result<Option<TokenStream>, Bug> {
+        let ExprKind::Read { tensor, indices, .. } = &def.body.kind else { return Ok(None) };
+        let rank = def.axes.len();
+        let Some(lead) = indices.len().checked_sub(rank).filter(|&k| k > 0) else { return Ok(None) };
+        let own = indices[lead..]
+            .iter()
+            .zip(&def.axes)
+            .all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == a.index) && a.start.as_constant() == Some(0));
+        let mut uses_axis = false;
+        for i in &indices[..lead] {
+            crate::ir::validate::visit_var_uses(i, &mut |v| uses_axis |= def.axes.iter().any(|a| a.index == v));
+        }
+        let same = self.info(*tensor)?.ty == Repr::Tensor(def.elem, indices.len());
+        // A recurrence's tensor once its steps are done, its window (if
+        // any) on a leading axis.
+        let finished = self
+            .rec_access
+            .get(tensor)
+            .is_none_or(|a| a.store.is_none() && a.held.is_none() && a.window.as_ref().is_none_or(|(w, _)| *w < lead));
+        if !own || uses_axis || !same || !finished || def.domain_guards > 0 {
+            return Ok(None);
+        }
+        let (rt, fname) = (self.rt.clone(), self.fn_name.clone());
+        let view = self.view(*tensor, &indices[..lead])?.tokens;
+        let (tname, lead) = (types::str_lit(&self.info(*tensor)?.source_name), types::usize_lit(lead));
+        Ok(Some(quote!(#rt::shape::slab(#fname, #tname, #lead, #view, &[#(#lens),*])?)))
     }
 
     /// A definition whose value is a sum (`sum[c, r, s](..)`, optionally plus
