@@ -265,8 +265,17 @@ pub fn slab<T: Copy + Send + Sync, D: Dimension>(
         block.slice_axis_inplace(Axis(axis), ndarray::Slice::from(..len));
     }
     let mut out = Array::<T, D>::uninit(block.raw_dim());
-    ndarray::Zip::from(out.view_mut()).and(&block).par_for_each(|o, &x| {
-        o.write(x);
+    // Row by row (the runs of the last axis), each a slice copy when the
+    // source's run is contiguous.
+    ndarray::Zip::from(out.rows_mut()).and(block.rows()).par_for_each(|mut o, x| {
+        match (o.as_slice_mut(), x.as_slice()) {
+            (Some(o), Some(x)) => o.iter_mut().zip(x).for_each(|(o, &x)| {
+                o.write(x);
+            }),
+            _ => o.iter_mut().zip(x.iter()).for_each(|(o, &x)| {
+                o.write(x);
+            }),
+        }
     });
     // SAFETY: the zip wrote every element of `out`.
     Ok(unsafe { out.assume_init() })
