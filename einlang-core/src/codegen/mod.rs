@@ -13,6 +13,8 @@ pub mod paths;
 pub mod rust;
 
 #[cfg(test)]
+mod loop_tests;
+#[cfg(test)]
 mod tests;
 
 use proc_macro2::TokenStream;
