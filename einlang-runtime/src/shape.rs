@@ -206,15 +206,22 @@ pub fn leading_block<'a, T: Clone, D: Dimension>(
             format!("cannot take a block of extents {lens:?} from a tensor of shape {:?}", a.shape()),
         ));
     }
-    let mut block = a;
-    for (axis, &len) in lens.iter().enumerate() {
-        block.slice_axis_inplace(Axis(axis), ndarray::Slice::from(..len));
-    }
+    let block = leading(a, lens);
     if block.is_standard_layout() {
         return Ok(CowArray::from(block));
     }
     let shape = block.raw_dim();
     row_major(function, block, shape).map(CowArray::from)
+}
+
+/// The block of `a` from index 0 to `lens` along each axis (each at most
+/// the axis's length).
+fn leading<'a, T, D: Dimension>(a: ArrayView<'a, T, D>, lens: &[usize]) -> ArrayView<'a, T, D> {
+    let mut block = a;
+    for (axis, &len) in lens.iter().enumerate() {
+        block.slice_axis_inplace(Axis(axis), ndarray::Slice::from(..len));
+    }
+    block
 }
 
 /// A copy, in standard layout, of the block of `a` from index 0 to `lens`
@@ -260,10 +267,7 @@ pub fn slab<T: Copy + Send + Sync, D: Dimension>(
     if let Some(axis) = (0..lens.len()).rev().find(|&axis| lens[axis] > a.shape()[axis]) {
         return Err(past(axis, a.shape()[axis]));
     }
-    let mut block = a;
-    for (axis, &len) in lens.iter().enumerate() {
-        block.slice_axis_inplace(Axis(axis), ndarray::Slice::from(..len));
-    }
+    let block = leading(a, lens);
     let mut out = Array::<T, D>::uninit(block.raw_dim());
     // Row by row (the runs of the last axis), each a slice copy when the
     // source's run is contiguous.

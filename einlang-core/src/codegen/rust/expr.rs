@@ -967,7 +967,7 @@ impl FnCx<'_> {
         let Repr::Scalar(k) = body.ty else {
             return Err(format!("a `{}` of a value of type `{:?}`", op.name(), body.ty));
         };
-        if let Some(split) = self.split_reduce(&op, loops, wheres, body)? {
+        if let Some(split) = self.split_reduce(op, loops, wheres, body)? {
             return Ok(Code::new(split, Prec::Postfix));
         }
         // Without loops (a rest index over no axis) the reduction is over
@@ -1078,13 +1078,13 @@ impl FnCx<'_> {
     /// order. None for other reductions.
     fn split_reduce(
         &mut self,
-        op: &RedOp,
+        op: RedOp,
         loops: &[Loop],
         wheres: &[WhereEntry],
         body: &Expr,
     ) -> Result<Option<TokenStream>, Bug> {
         let Repr::Scalar(k) = body.ty else { return Ok(None) };
-        if self.no_move > 0 || !in_lanes(*op, loops, wheres.is_empty(), k) {
+        if self.no_move > 0 || !in_lanes(op, loops, wheres.is_empty(), k) {
             return Ok(None);
         }
         let rt = self.rt.clone();
@@ -1092,7 +1092,7 @@ impl FnCx<'_> {
         self.no_move += 1;
         let term = self.expr(body);
         let lanes = term.and_then(|term| {
-            self.reduce_in_lanes(*op, loops, &acc, k, term.tokens, Some((quote!(__from), quote!(__to))))
+            self.reduce_in_lanes(op, loops, &acc, k, term.tokens, Some((quote!(__from), quote!(__to))))
         });
         self.no_move -= 1;
         let lanes = lanes?.tokens;
@@ -1102,7 +1102,7 @@ impl FnCx<'_> {
         let merge = match op {
             RedOp::Sum => quote!(|__a: #t, __b: #t| __a + __b),
             _ => {
-                let (_, cmp) = types::extremum(*op == RedOp::Max, k);
+                let (_, cmp) = types::extremum(op == RedOp::Max, k);
                 quote!(|__a: #t, __b: #t| if __b #cmp __a { __b } else { __a })
             }
         };
