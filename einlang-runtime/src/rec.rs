@@ -185,7 +185,7 @@ pub const TILE: i64 = 64;
 /// Columns of a wavefront's tile: reads look back at most [`TILE`], so a
 /// tile may be wider than its band is tall; wider tiles hand longer runs
 /// of a row to the generated code and wait less often.
-const WIDTH: i64 = 4 * TILE;
+const WIDTH: i64 = 16 * TILE;
 
 /// Whether a two-axis recurrence of `rows x cols` points should run as a
 /// wavefront: only when several threads can work on it and there are
@@ -204,16 +204,16 @@ pub const WAVE_SLOTS: usize = 512;
 const WINDOWED_WORKERS: usize = WAVE_SLOTS / TILE as usize - 2;
 
 /// Runs every point of `r0 x r1` such that each point runs after every
-/// point with smaller-or-equal `i` and `j` (other than itself), a run of a
-/// row at a time: `body(i, j_lo, j_hi)` runs the points `(i, j)` for `j` in
-/// `j_lo..j_hi`, in order (so the generated code keeps what a point passes
-/// to the next in registers). Stops at the first error. See
-/// [`wavefront_banded`].
-pub fn wavefront<F>(r0: (i64, i64), r1: (i64, i64), body: F) -> Result<(), Error>
+/// point with smaller-or-equal `i` and `j` (other than itself), a tile at a
+/// time: `band(i_lo, i_hi, j_lo, j_hi)` runs the points of rows
+/// `i_lo..i_hi` and columns `j_lo..j_hi` in an order that keeps those
+/// dependences (row by row, or rows in lanes: see [`skewed`]). Stops at
+/// the first error. See [`wavefront_banded`].
+pub fn wavefront<F>(r0: (i64, i64), r1: (i64, i64), band: F) -> Result<(), Error>
 where
-    F: Fn(i64, i64, i64) -> Result<(), Error> + Sync + Send,
+    F: Fn(i64, i64, i64, i64) -> Result<(), Error> + Sync + Send,
 {
-    pipeline(r0, r1, usize::MAX, &|_| Ok(()), &body)
+    pipeline(r0, r1, usize::MAX, &|_| Ok(()), &band)
 }
 
 /// [`wavefront`] over a recurrence that keeps only a window of at least
@@ -222,28 +222,80 @@ where
 ///
 /// The outer axis is cut into bands of [`TILE`] steps, taken in order by
 /// at most `WAVE_SLOTS / TILE - 2` workers. A worker runs its band tile by
-/// tile (`WIDTH` columns each, row by row inside a tile), and starts a tile
-/// only when the band above has finished the tiles up to the one above it
-/// (reads look back at most `TILE` along each axis). So a band runs
-/// only while the bands before it are finished or running, and at most
-/// `workers + 1` bands are read or written at once: they fit in the window
-/// with a band to spare (a band's look-back), so no slot is overwritten
-/// while it may still be read.
-pub fn wavefront_banded<P, F>(r0: (i64, i64), r1: (i64, i64), prepare: P, body: F) -> Result<(), Error>
+/// tile (`WIDTH` columns each), and starts a tile only when the band above
+/// has finished the tiles up to the one above it (reads look back at most
+/// `TILE` along each axis). So a band runs only while the bands before it
+/// are finished or running, and at most `workers + 1` bands are read or
+/// written at once: they fit in the window with a band to spare (a band's
+/// look-back), so no slot is overwritten while it may still be read.
+pub fn wavefront_banded<P, F>(r0: (i64, i64), r1: (i64, i64), prepare: P, band: F) -> Result<(), Error>
 where
     P: Fn(i64) -> Result<(), Error> + Sync + Send,
-    F: Fn(i64, i64, i64) -> Result<(), Error> + Sync + Send,
+    F: Fn(i64, i64, i64, i64) -> Result<(), Error> + Sync + Send,
 {
-    pipeline(r0, r1, WINDOWED_WORKERS, &prepare, &body)
+    pipeline(r0, r1, WINDOWED_WORKERS, &prepare, &band)
+}
+
+/// The same points as [`wavefront`], on this thread: groups of `group`
+/// rows (the last may be shorter) over all of `r1`, in order, with
+/// `prepare(i)` run for every row of a group before it starts. A window
+/// of more than `group` plus the look-back slots is enough.
+pub fn bands<P, F>(r0: (i64, i64), r1: (i64, i64), group: i64, prepare: P, band: F) -> Result<(), Error>
+where
+    P: Fn(i64) -> Result<(), Error>,
+    F: Fn(i64, i64, i64, i64) -> Result<(), Error>,
+{
+    let mut lo = r0.0;
+    while lo < r0.1 {
+        let hi = lo.saturating_add(group.max(1)).min(r0.1);
+        (lo..hi).try_for_each(&prepare)?;
+        band(lo, hi, r1.0, r1.1)?;
+        lo = hi;
+    }
+    Ok(())
+}
+
+/// The points of rows `i0..i0 + lanes` and columns `cols.0..cols.1` of a
+/// two-axis recurrence whose reads look back along both axes, with the
+/// columns `main.0..main.1` (inside `cols`) computed in lanes: at step `s`,
+/// lane `r` computes the point `(i0 + r, s - r)`. The points a lane reads
+/// from the lanes (one row up, one column left, or both, and further) were
+/// computed at earlier steps, so each step's lanes are independent (SIMD),
+/// and the dependence along a row is spread over `lanes` points.
+///
+/// - `row(i, lo, hi)` runs the points `(i, lo..hi)` in order: first the
+///   start of every row, up to where its lane begins (a triangle), then
+///   after the lanes the rest of every row;
+/// - `steps(s0, s1)` runs the steps `s0..s1`, when there are any: lane `r`
+///   covers the columns `s0 - r..s1 - r`, all inside `main`.
+///
+/// Every point runs once, after the points above and to the left of it.
+pub fn skewed<R, S>(lanes: i64, i0: i64, cols: (i64, i64), main: (i64, i64), row: &R, steps: S) -> Result<(), Error>
+where
+    R: Fn(i64, i64, i64) -> Result<(), Error>,
+    S: FnOnce(i64, i64) -> Result<(), Error>,
+{
+    let s0 = main.0 + lanes - 1;
+    let s1 = main.1.max(s0);
+    for r in 0..lanes {
+        row(i0 + r, cols.0, (s0 - r).min(cols.1))?;
+    }
+    if s1 > s0 {
+        steps(s0, s1)?;
+    }
+    for r in 0..lanes {
+        row(i0 + r, (s1 - r).max(cols.0), cols.1)?;
+    }
+    Ok(())
 }
 
 /// The pipelined band wavefront of [`wavefront_banded`], with at most
 /// `max_workers` workers.
 #[inline]
-fn pipeline<P, F>(r0: (i64, i64), r1: (i64, i64), max_workers: usize, prepare: &P, body: &F) -> Result<(), Error>
+fn pipeline<P, F>(r0: (i64, i64), r1: (i64, i64), max_workers: usize, prepare: &P, tile: &F) -> Result<(), Error>
 where
     P: Fn(i64) -> Result<(), Error> + Sync,
-    F: Fn(i64, i64, i64) -> Result<(), Error> + Sync,
+    F: Fn(i64, i64, i64, i64) -> Result<(), Error> + Sync,
 {
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::sync::Mutex;
@@ -290,9 +342,7 @@ where
             }
             let j_lo = r1.0 + t * WIDTH;
             let j_hi = (j_lo + WIDTH).min(r1.1);
-            for i in i_lo..i_hi {
-                body(i, j_lo, j_hi)?;
-            }
+            tile(i_lo, i_hi, j_lo, j_hi)?;
             done[band].store(t + 1, Ordering::Release);
         }
         Ok(())
@@ -369,9 +419,61 @@ mod tests {
             done[(i * n1 + j) as usize].store(1 + count.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
             Ok(())
         };
-        let result = wavefront((0, n0), (0, n1), |i, lo, hi| (lo..hi).try_for_each(|j| point(i, j)));
+        let result = wavefront((0, n0), (0, n1), |i_lo, i_hi, lo, hi| {
+            (i_lo..i_hi).try_for_each(|i| (lo..hi).try_for_each(|j| point(i, j)))
+        });
         assert!(result.is_ok(), "{result:?}");
         assert_eq!(count.load(Ordering::SeqCst), (n0 * n1) as usize);
+    }
+
+    #[test]
+    fn rows_in_lanes_run_every_point_once_after_its_upper_left_neighbours() {
+        // Groups of 8 rows in lanes over several column ranges (none, at
+        // either end, in the middle, all), the leftover rows one by one;
+        // each point checks the points up to two rows up and two columns
+        // left were stamped first, and is stamped once.
+        let (n0, n1) = (37i64, 50i64);
+        for main in [(0, 0), (0, 50), (0, 20), (30, 50), (10, 40), (5, 12), (20, 21)] {
+            let done: Vec<AtomicUsize> = (0..n0 * n1).map(|_| AtomicUsize::new(0)).collect();
+            let point = |i: i64, j: i64| -> Result<(), Error> {
+                for (di, dj) in [(1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (2, 1), (1, 2)] {
+                    let (pi, pj) = (i - di, j - dj);
+                    if pi >= 0 && pj >= 0 && done[(pi * n1 + pj) as usize].load(Ordering::SeqCst) == 0 {
+                        return Err(Error::Assert {
+                            function: "t".into(),
+                            message: format!("{main:?}: ({i}, {j}) before ({pi}, {pj})"),
+                        });
+                    }
+                }
+                if done[(i * n1 + j) as usize].fetch_add(1, Ordering::SeqCst) != 0 {
+                    return Err(Error::Assert { function: "t".into(), message: format!("({i}, {j}) twice") });
+                }
+                Ok(())
+            };
+            let row = |i: i64, lo: i64, hi: i64| (lo..hi).try_for_each(|j| point(i, j));
+            let prepared = AtomicUsize::new(0);
+            let result = bands(
+                (0, n0),
+                (0, n1),
+                8,
+                |_| {
+                    prepared.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                },
+                |i_lo, i_hi, lo, hi| {
+                    if i_hi - i_lo < 8 {
+                        return (i_lo..i_hi).try_for_each(|i| row(i, lo, hi));
+                    }
+                    skewed(8, i_lo, (lo, hi), main, &row, |s0, s1| {
+                        assert!(s0 - 7 >= main.0 && s1 <= main.1, "{main:?}: steps {s0}..{s1}");
+                        (s0..s1).try_for_each(|s| (0..8).try_for_each(|r| point(i_lo + r, s - r)))
+                    })
+                },
+            );
+            assert!(result.is_ok(), "{result:?}");
+            assert!(done.iter().all(|d| d.load(Ordering::SeqCst) == 1), "{main:?}");
+            assert_eq!(prepared.load(Ordering::SeqCst), n0 as usize);
+        }
     }
 
     #[test]
@@ -411,7 +513,7 @@ mod tests {
                     }
                     Ok(())
                 },
-                |i, lo, hi| (lo..hi).try_for_each(|j| point(i, j)),
+                |i_lo, i_hi, lo, hi| (i_lo..i_hi).try_for_each(|i| (lo..hi).try_for_each(|j| point(i, j))),
             )
         });
         assert!(result.is_ok(), "{result:?}");
@@ -423,8 +525,8 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
         let seen = AtomicUsize::new(0);
         let r = pool.install(|| {
-            wavefront((0, 1000), (0, 500), |i, lo, hi| {
-                (lo..hi).try_for_each(|j| {
+            wavefront((0, 1000), (0, 500), |i_lo, i_hi, lo, hi| {
+                (i_lo..i_hi).flat_map(|i| (lo..hi).map(move |j| (i, j))).try_for_each(|(i, j)| {
                     seen.fetch_add(1, Ordering::SeqCst);
                     if (i, j) == (300, 200) {
                         Err(Error::Assert { function: "t".into(), message: "stop".into() })

@@ -66,6 +66,7 @@
 mod clip;
 mod expr;
 mod in_place;
+mod lanes;
 mod names;
 mod recur;
 mod sweep;
@@ -303,6 +304,9 @@ pub(crate) struct FnCx<'a> {
     /// While a recurrence's clauses are emitted: the value passed from one
     /// point of its innermost loop to the next (see `recur::Carry`).
     carry: Option<recur::Carry>,
+    /// While a clause's value is emitted for rows in lanes: the lanes'
+    /// arrays its reads of the recurrence name (see `lanes`).
+    lanes: Option<lanes::Lanes>,
     /// Variables known to be non-negative: dimensions bound from shapes and
     /// checked extents. Their `usize` conversion needs no check.
     nonneg: HashSet<VarId>,
@@ -343,6 +347,7 @@ impl<'a> FnCx<'a> {
             unmoved_but_reshaped: HashSet::new(),
             owned_views: Vec::new(),
             carry: None,
+            lanes: None,
             nonneg: HashSet::new(),
             next_label: 0,
             uses,

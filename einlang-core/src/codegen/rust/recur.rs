@@ -93,7 +93,10 @@ impl FnCx<'_> {
             }
             (Some(w), Some(use_it)) => {
                 let mask = derived("mask_", &name, "");
-                let slots = types::usize_lit(w.slots as usize);
+                // Rows in lanes without a wavefront keep a group of rows
+                // and what it reads back (`rec::bands`).
+                let lanes = if self.lane_plans(r).is_empty() { 0 } else { 2 * super::lanes::LANES as u64 };
+                let slots = types::usize_lit(w.slots.max(lanes) as usize);
                 out.extend(quote! {
                     let #mask: usize = (if #use_it { #rt::rec::WAVE_SLOTS.max(#slots) } else { #slots }) - 1;
                 });
@@ -234,7 +237,8 @@ impl FnCx<'_> {
         let (l0, l1) = (&r.seq[0].1, &r.seq[1].1);
         let (i, j) = (self.ident(l0.index)?, self.ident(l1.index)?);
         let (s0, e0, s1, e1) = (self.dim(&l0.start)?, self.dim(&l0.end)?, self.dim(&l1.start)?, self.dim(&l1.end)?);
-        // The runtime hands over a run of a row at a time. What the clauses
+        // The runtime hands over a tile at a time, which runs a run of a
+        // row at a time or rows in lanes (see `lanes`). What the clauses
         // read from outside is copied into locals first (behind the
         // closure's captured references, LLVM reloads it at every point,
         // as the store's writes might change it).
@@ -248,18 +252,41 @@ impl FnCx<'_> {
                 Ok(())
             }
         };
+        let plans = self.lane_plans(r);
+        let band = self.lane_band(r, &plans, store, &quote::format_ident!("__row"), &locals)?;
+        let tiles = quote! {
+            let __row = #row;
+            let __band = #band;
+        };
+        // Without a wavefront, rows in lanes still pay: a group of rows at
+        // a time over the whole width (the window keeps enough slots, see
+        // `recurrence`).
+        let serial = match plans.first() {
+            Some(_) => {
+                let group = types::i64_lit(super::lanes::LANES);
+                quote! {
+                    #rt::rec::bands(((#s0), (#e0)), ((#s1), (#e1)), #group, |#i: i64| {
+                        #clear_first
+                        Ok(())
+                    }, &__band)?;
+                }
+            }
+            None => nest,
+        };
         let Some(use_it) = wave else {
             return Ok(quote! {
+                #tiles
                 if #rt::rec::use_wavefront((#e0) - (#s0), (#e1) - (#s1)) {
-                    #rt::rec::wavefront(((#s0), (#e0)), ((#s1), (#e1)), #row)?;
+                    #rt::rec::wavefront(((#s0), (#e0)), ((#s1), (#e1)), &__band)?;
                 } else {
-                    #nest
+                    #serial
                 }
             });
         };
         // Windowed: a super-band of steps at a time, each step's slot
         // prepared (cleared if need be) before its band starts.
         Ok(quote! {
+            #tiles
             if #use_it {
                 #rt::rec::wavefront_banded(
                     ((#s0), (#e0)),
@@ -268,10 +295,10 @@ impl FnCx<'_> {
                         #clear_first
                         Ok(())
                     },
-                    #row,
+                    &__band,
                 )?;
             } else {
-                #nest
+                #serial
             }
         })
     }
@@ -578,21 +605,7 @@ impl FnCx<'_> {
             }
         }
         let Some(at) = at.into_iter().collect::<Option<Vec<VarId>>>() else { return Ok(None) };
-        let writes_point = |c: &RecClause| {
-            c.loops.is_empty()
-                && c.prelude.is_empty()
-                && c.at.len() == rank
-                && c.at.iter().enumerate().all(|(axis, w)| match w {
-                    RecIndex::Seq(k) => r.seq.get(*k).is_some_and(|(a, _)| *a == axis),
-                    RecIndex::Lit(n) => r
-                        .seq
-                        .iter()
-                        .position(|(a, _)| *a == axis)
-                        .is_some_and(|k| c.cover.get(k) == Some(&Cover::At(*n))),
-                    RecIndex::Loop(_) => false,
-                })
-        };
-        if !r.clauses.iter().all(writes_point) {
+        if !r.clauses.iter().all(|c| super::lanes::writes_point(r, c)) {
             return Ok(None);
         }
         let name = self.ident(r.var)?;
@@ -646,6 +659,12 @@ impl FnCx<'_> {
         indices: &[Expr],
         checked: bool,
     ) -> Result<TokenStream, Bug> {
+        if let Some(lanes) = self.lanes.as_ref().filter(|l| l.tensor == tensor && store.is_some()) {
+            if let Some(offset) = lanes.offset(indices) {
+                let array = super::lanes::Lanes::array(offset);
+                return Ok(quote!(#array[__r]));
+            }
+        }
         if let Some(c) = self.carry.clone().filter(|c| c.tensor == tensor && store.is_some() && c.previous(indices)) {
             // Written by the previous point when `had`, so in bounds.
             let read = self.stored_read(store, tensor, indices, checked)?;

@@ -287,3 +287,8 @@ pub fn str_lit(s: &str) -> proc_macro2::Literal {
 pub fn usize_lit(n: usize) -> proc_macro2::Literal {
     proc_macro2::Literal::usize_unsuffixed(n)
 }
+
+/// An `i64` literal (loop bounds, offsets).
+pub fn i64_lit(n: i64) -> proc_macro2::Literal {
+    proc_macro2::Literal::i64_suffixed(n)
+}
