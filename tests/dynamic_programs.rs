@@ -59,6 +59,15 @@ einlang! {
         d
     }
 
+    /// The last two rows are read after the recurrence: a window of two.
+    pub fn last_two(a: [f64; N], b: [f64; M]) -> [f64; M + 1] {
+        let d[0, j in 0..M + 1] = 0.5 * (j as f64);
+        let d[i in 1..N + 1, 0] = 0.25 * (i as f64);
+        let d[i in 1..N + 1, j in 1..M + 1] = 0.5 * d[i - 1, j] - 0.25 * d[i, j - 1] + 0.125 * d[i - 1, j - 1] + a[i - 1] * b[j - 1];
+        let out[j] = d[N - 1, j] - 2.0 * d[N, j];
+        out
+    }
+
     /// Each point gathers `w` at a code of `a`: an error when a code is
     /// out of range.
     pub fn gather(a: [i64; N], b: [i64; M], w: [i64; K]) -> i64 {
@@ -204,6 +213,32 @@ fn clauses_that_switch_rows_and_override_a_column() {
         let (a, b) = (Array1::from(a), Array1::from(b));
         for (threads, pool) in pools() {
             assert_eq!(pool.install(|| switched(&a, &b)).unwrap(), d, "{n} x {m}, {threads} threads");
+        }
+    }
+}
+
+#[test]
+fn the_last_two_rows_of_a_window() {
+    let mut rng = Rng::new(67);
+    for (n, m) in SIZES.into_iter().filter(|&(n, _)| n >= 1) {
+        let a: Vec<f64> = (0..n).map(|_| rng.range(-1.0, 1.0)).collect();
+        let b: Vec<f64> = (0..m).map(|_| rng.range(-1.0, 1.0)).collect();
+        let mut d = Array2::<f64>::zeros((n + 1, m + 1));
+        for j in 0..=m {
+            d[[0, j]] = 0.5 * j as f64;
+        }
+        for i in 1..=n {
+            d[[i, 0]] = 0.25 * i as f64;
+            for j in 1..=m {
+                d[[i, j]] =
+                    0.5 * d[[i - 1, j]] - 0.25 * d[[i, j - 1]] + 0.125 * d[[i - 1, j - 1]] + a[i - 1] * b[j - 1];
+            }
+        }
+        let want: Vec<f64> = (0..=m).map(|j| d[[n - 1, j]] - 2.0 * d[[n, j]]).collect();
+        let (a, b) = (Array1::from(a), Array1::from(b));
+        for (threads, pool) in pools() {
+            let got = pool.install(|| last_two(&a, &b)).unwrap();
+            assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{n} x {m}, {threads} threads");
         }
     }
 }

@@ -184,7 +184,8 @@ pub const TILE: i64 = 64;
 
 /// Columns of a wavefront's tile: reads look back at most [`TILE`], so a
 /// tile may be wider than its band is tall; wider tiles hand longer runs
-/// of a row to the generated code and wait less often.
+/// of a row to the generated code and wait less often, and rows in lanes
+/// (see [`skewed`]) spend less of a tile on the triangles at its ends.
 const WIDTH: i64 = 16 * TILE;
 
 /// Whether a two-axis recurrence of `rows x cols` points should run as a

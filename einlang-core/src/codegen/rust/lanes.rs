@@ -52,8 +52,15 @@ pub(crate) struct Lanes {
 pub(crate) struct LanePlan {
     clause: usize,
     lanes: Lanes,
-    /// The history kept: the largest look-back (rows plus columns).
+    /// The history kept: the largest look-back (rows plus columns) of
+    /// this clause, or of any clause when the lanes store sparsely.
     depth: i64,
+    /// When the recurrence keeps a window of its rows and every clause
+    /// reads it only a few points back (`lane_reads`): the rows the next
+    /// group reads (its largest look-back along the rows). A group that
+    /// no read after the recurrence can see then stores only those rows
+    /// and its last `depth` steps, which is all anything reads of it.
+    sparse: Option<i64>,
 }
 
 impl Lanes {
@@ -105,7 +112,7 @@ fn lane_reads(e: &Expr, tensor: VarId, at: [(VarId, usize); 2]) -> Option<Vec<(i
     let (mut reads, mut found, mut mentions) = (Vec::new(), 0usize, 0usize);
     walk(e, tensor, at, &mut reads, &mut found);
     crate::ir::validate::visit_var_uses(e, &mut |v| mentions += usize::from(v == tensor));
-    (found == mentions && !reads.is_empty()).then_some(reads)
+    (found == mentions).then_some(reads)
 }
 
 impl FnCx<'_> {
@@ -124,6 +131,15 @@ impl FnCx<'_> {
             return Vec::new();
         }
         let at = [(r.seq[0].1.index, r.seq[0].0), (r.seq[1].1.index, r.seq[1].0)];
+        // What every clause reads back (when each reads only so).
+        let all: Option<Vec<(i64, i64)>> =
+            r.clauses.iter().map(|c| lane_reads(&c.body, r.var, at)).collect::<Option<Vec<_>>>().map(|v| v.concat());
+        let windowed = r.window.as_ref().is_some_and(|w| w.axis == at[0].1);
+        let sparse = all.as_ref().filter(|_| windowed).map(|all| {
+            let rows = all.iter().map(|&(di, _)| di).max().unwrap_or(0);
+            let depth = all.iter().map(|&(di, dj)| di + dj).max().unwrap_or(0);
+            (rows, depth)
+        });
         r.clauses
             .iter()
             .enumerate()
@@ -132,8 +148,10 @@ impl FnCx<'_> {
                     return None;
                 }
                 let reads = lane_reads(&c.body, r.var, at)?;
-                let depth = reads.iter().map(|(di, dj)| di + dj).max()?;
-                Some(LanePlan { clause: n, lanes: Lanes { tensor: r.var, at, reads }, depth })
+                let own = reads.iter().map(|(di, dj)| di + dj).max()?;
+                let depth = sparse.map_or(own, |(_, all)| own.max(all));
+                let lanes = Lanes { tensor: r.var, at, reads };
+                Some(LanePlan { clause: n, lanes, depth, sparse: sparse.map(|(rows, _)| rows) })
             })
             .collect()
     }
@@ -194,8 +212,8 @@ impl FnCx<'_> {
     /// The columns `(jl, jh)` of `__j_lo..__j_hi` where the plan's clause
     /// alone covers the rows `__i0..__i0 + LANES` (empty when it does not
     /// cover them all): its range of columns, less the columns of every
-    /// other clause covering any of the rows (at the start or the end of
-    /// the range; one in the middle leaves none).
+    /// other clause covering any of the rows (the larger side of them when
+    /// they are in the middle: the rest runs row by row).
     fn lane_columns(&mut self, r: &Recurrence, plan: &LanePlan) -> Result<TokenStream, Bug> {
         let lanes = types::i64_lit(LANES);
         let interval = |cx: &mut Self, cover: &Cover| -> Result<(TokenStream, TokenStream), Bug> {
@@ -224,12 +242,10 @@ impl FnCx<'_> {
                 if (#oa) < __i0 + #lanes && (#ob) > __i0 {
                     let (__oa, __ob) = ((#pa), (#pb));
                     if __oa < __jh && __ob > __jl {
-                        if __oa <= __jl {
-                            __jl = __ob;
-                        } else if __ob >= __jh {
+                        if __oa - __jl >= __jh - __ob {
                             __jh = __oa;
                         } else {
-                            __jh = __jl;
+                            __jl = __ob;
                         }
                     }
                 }
@@ -312,12 +328,45 @@ impl FnCx<'_> {
             shift.extend(quote!(#to = #from;));
         }
         let h1 = &history[0];
+        // Sparse: the rows the next group reads at every step, the rest
+        // from the history at the end (the last `depth` steps). The
+        // window's last rows, read after the recurrence, are kept whole.
+        let all = quote!(for __r in 0..#n { unsafe { #store.set(#write, __lane_new[__r]) }; });
+        let (keep, store_step, store_last) = match (plan.sparse, &r.window) {
+            (Some(rows), Some(w)) => {
+                let (end, slots) = (self.dim(&r.seq[0].1.end)?, types::i64_lit(w.slots as i64));
+                let (lanes, below) = (types::i64_lit(LANES), types::usize_lit((LANES - rows.min(LANES)) as usize));
+                let mut last = TokenStream::new();
+                for (k, h) in (1..=plan.depth).zip(&history) {
+                    let k = types::i64_lit(k);
+                    let at = point(self, quote!(__i0 + __r as i64), quote!(__s1 - #k - __r as i64));
+                    last.extend(quote! {
+                        if __s1 - #k >= __s0 {
+                            for __r in 0..#n { unsafe { #store.set(#at, #h[__r]) }; }
+                        }
+                    });
+                }
+                (
+                    quote!(let __keep: bool = __i0 + #lanes + #slots > (#end);),
+                    quote! {
+                        if __keep {
+                            #all
+                        } else {
+                            for __r in #below..#n { unsafe { #store.set(#write, __lane_new[__r]) }; }
+                        }
+                    },
+                    quote!(if !__keep { #last }),
+                )
+            }
+            _ => (TokenStream::new(), all, TokenStream::new()),
+        };
         Ok(quote! {
             |__s0: i64, __s1: i64| {
                 // Copies: behind the captured references, LLVM would
                 // reload them after every write through the store.
                 let __i0: i64 = __i0;
                 #locals
+                #keep
                 #init
                 for __s in __s0..__s1 {
                     #reads
@@ -327,12 +376,11 @@ impl FnCx<'_> {
                         let #j: i64 = __s - __r as i64;
                         __lane_new[__r] = #value;
                     }
-                    for __r in 0..#n {
-                        unsafe { #store.set(#write, __lane_new[__r]) };
-                    }
+                    #store_step
                     #shift
                     #h1 = __lane_new;
                 }
+                #store_last
                 Ok(())
             }
         })
