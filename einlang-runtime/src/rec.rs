@@ -56,6 +56,18 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
         Store { ptr: array.as_mut_ptr(), shape, _array: PhantomData }
     }
 
+    /// [`Store::new`] over an uninitialized array (a recurrence's window
+    /// from the buffer pool): the generated code writes or clears every
+    /// point of a slot before anything reads it, and every slot before the
+    /// array is taken as initialized.
+    pub fn new_uninit<D: Dimension>(array: &'a mut Array<std::mem::MaybeUninit<T>, D>) -> Store<'a, T, N> {
+        let mut shape = [0usize; N];
+        if array.ndim() == N && array.is_standard_layout() {
+            shape.copy_from_slice(array.shape());
+        }
+        Store { ptr: array.as_mut_ptr().cast::<T>(), shape, _array: PhantomData }
+    }
+
     #[inline(always)]
     fn offset(&self, idx: [usize; N]) -> usize {
         idx.iter().zip(&self.shape).fold(0usize, |off, (i, n)| off * n + i)
@@ -124,6 +136,63 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
         for o in 0..outer {
             let start = (o * self.shape[axis] + at) * inner;
             std::slice::from_raw_parts_mut(self.ptr.add(start), inner).fill(T::default());
+        }
+    }
+
+    /// Zeroes the points of the slab at position `at` of `axis` outside
+    /// the box `lo..hi` (per axis; `axis`'s own entries are ignored, and
+    /// the box is clipped to the shape): a slot about to be written by one
+    /// clause at its first use, whose other points must read as zero.
+    ///
+    /// # Safety
+    /// As [`Store::clear_slab`].
+    pub unsafe fn clear_outside(&self, axis: usize, at: usize, lo: [usize; N], hi: [usize; N]) {
+        let Some(last) = N.checked_sub(1) else { return };
+        let mut lo = lo;
+        let mut hi = hi;
+        for k in 0..N {
+            hi[k] = hi[k].min(self.shape[k]);
+            lo[k] = lo[k].min(hi[k]);
+        }
+        (lo[axis], hi[axis]) = (0, self.shape[axis]);
+        if axis == last {
+            // Single points, one per run of the other axes.
+            let runs: usize = self.shape[..last].iter().product();
+            let mut idx = [0usize; N];
+            for run in 0..runs {
+                let mut rest = run;
+                for k in (0..last).rev() {
+                    idx[k] = rest % self.shape[k];
+                    rest /= self.shape[k];
+                }
+                idx[last] = at;
+                if (0..last).any(|k| idx[k] < lo[k] || idx[k] >= hi[k]) {
+                    *self.ptr.add(self.offset(idx)) = T::default();
+                }
+            }
+            return;
+        }
+        // Rows of the last axis: outside the box, or the ends of a row in it.
+        let (len, rows) = (self.shape[last], self.shape[..last].iter().product::<usize>() / self.shape[axis].max(1));
+        let mut idx = [0usize; N];
+        for row in 0..rows {
+            let mut rest = row;
+            for k in (0..last).rev() {
+                if k == axis {
+                    idx[k] = at;
+                    continue;
+                }
+                idx[k] = rest % self.shape[k];
+                rest /= self.shape[k];
+            }
+            idx[last] = 0;
+            let line = std::slice::from_raw_parts_mut(self.ptr.add(self.offset(idx)), len);
+            if (0..last).any(|k| idx[k] < lo[k] || idx[k] >= hi[k]) {
+                line.fill(T::default());
+            } else {
+                line[..lo[last]].fill(T::default());
+                line[hi[last]..].fill(T::default());
+            }
         }
     }
 }
@@ -398,6 +467,27 @@ mod tests {
         }
         assert_eq!(a[[2, 3]], 7.0);
         assert_eq!(a.sum(), 7.0);
+    }
+
+    #[test]
+    fn clearing_outside_a_box_zeroes_exactly_the_rest_of_the_slab() {
+        // A window of 2 slots of 4 x 5 points: slot 1 keeps rows 1..3,
+        // columns 1..4 (a stencil's interior), slot 0 is untouched.
+        let mut a = Array::<f64, _>::ones((2, 4, 5));
+        let s = Store::<f64, 3>::new(&mut a);
+        unsafe { s.clear_outside(0, 1, [9, 1, 1], [9, 3, 4]) };
+        for ((t, i, j), &v) in a.indexed_iter() {
+            let kept = t == 0 || ((1..3).contains(&i) && (1..4).contains(&j));
+            assert_eq!(v, if kept { 1.0 } else { 0.0 }, "({t}, {i}, {j})");
+        }
+        // The window on the last axis: one point per row; a box past the
+        // shape is clipped.
+        let mut b = Array::<i32, _>::ones((3, 4));
+        let s = Store::<i32, 2>::new(&mut b);
+        unsafe { s.clear_outside(1, 2, [1, 0], [2, 0]) };
+        unsafe { s.clear_outside(1, 3, [0, 0], [7, 0]) };
+        let want = ndarray::array![[1, 1, 0, 1], [1, 1, 1, 1], [1, 1, 0, 1]];
+        assert_eq!(b, want);
     }
 
     #[test]

@@ -233,7 +233,7 @@ fn leading<'a, T, D: Dimension>(a: ArrayView<'a, T, D>, lens: &[usize]) -> Array
 /// axis of length 0 at index 0 (the first such axis), else the last axis
 /// that runs past, at its length. The copy runs in parallel rows when it
 /// is large.
-pub fn slab<T: Copy + Send + Sync, D: Dimension>(
+pub fn slab<T: Copy + Send + Sync + 'static, D: Dimension>(
     function: &str,
     tensor: &str,
     lead: usize,
@@ -268,7 +268,9 @@ pub fn slab<T: Copy + Send + Sync, D: Dimension>(
         return Err(past(axis, a.shape()[axis]));
     }
     let block = leading(a, lens);
-    let mut out = Array::<T, D>::uninit(block.raw_dim());
+    // (From the buffer pool: a copy of a window's last step, where a
+    // repeated call would fault in fresh pages.)
+    let mut out = crate::pool::uninit::<T, D>(block.raw_dim());
     // Row by row (the runs of the last axis), each a slice copy when the
     // source's run is contiguous.
     ndarray::Zip::from(out.rows_mut()).and(block.rows()).par_for_each(|mut o, x| {

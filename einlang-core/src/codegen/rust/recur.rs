@@ -37,6 +37,10 @@ pub(crate) struct RecAccess {
     /// In a checkpointed sweep (see `sweep`): the steps the window holds,
     /// against which every read is tested.
     pub held: Option<Held>,
+    /// The window was allocated uninitialized (from the buffer pool): each
+    /// slot is prepared at its first use (`first_use`), and the slots no
+    /// step used are zeroed after the steps.
+    pub uninit: bool,
 }
 
 /// A value passed from one point of the innermost sequential loop to the
@@ -114,10 +118,27 @@ impl FnCx<'_> {
         }
         let array = types::array(r.elem, Some(rank), &nd);
         let shape = types::shape(&alloc, &nd);
-        let steps = self.stored_steps(r, RecAccess { store: None, window, lens, held: None }, wave.as_ref())?;
+        // A window over one sequential axis comes from the buffer pool,
+        // uninitialized: a slot's first step zeroes only what its clause
+        // does not write (a stencil's border), where zeros cost a pass over
+        // the whole window and fresh pages at every call. (Two sequential
+        // axes keep zeros: their clauses write parts of rows.)
+        let uninit = r.window.is_some() && r.seq.len() == 1;
+        let access = RecAccess { store: None, window, lens, held: None, uninit };
+        let steps = self.stored_steps(r, access, wave.as_ref())?;
         self.repr.insert(r.var, Ownership::Owned);
+        let t = types::scalar(r.elem);
+        let alloc = if uninit {
+            let dim = types::dim(rank, &nd);
+            quote! {
+                let mut #name: #nd::Array<::core::mem::MaybeUninit<#t>, #dim> =
+                    #rt::pool::uninit(#nd::IntoDimension::into_dimension(#shape));
+            }
+        } else {
+            quote!(let mut #name: #array = #nd::Array::zeros(#shape);)
+        };
         out.extend(quote! {
-            let mut #name: #array = #nd::Array::zeros(#shape);
+            #alloc
             #steps
         });
         Ok(out)
@@ -157,11 +178,24 @@ impl FnCx<'_> {
         self.rec_access.insert(r.var, RecAccess { store: None, ..access });
         let steps = steps?;
         let (t, rank) = (types::scalar(r.elem), types::usize_lit(r.extents.len()));
+        if !access.uninit {
+            return Ok(quote! {
+                {
+                    let #store = #rt::rec::Store::<#t, #rank>::new(&mut #name);
+                    #steps
+                }
+            });
+        }
+        let unused = self.unused_slots(r, &store)?;
         Ok(quote! {
             {
-                let #store = #rt::rec::Store::<#t, #rank>::new(&mut #name);
+                let #store = #rt::rec::Store::<#t, #rank>::new_uninit(&mut #name);
                 #steps
+                #unused
             }
+            // SAFETY: every slot was written or zeroed: at its first step
+            // (`first_use`), or after the steps when no step used it.
+            let mut #name = unsafe { #name.assume_init() };
         })
     }
 
@@ -212,7 +246,11 @@ impl FnCx<'_> {
             let clear = if k == 0 && r.clear_steps {
                 let (a, slot) = (types::usize_lit(*axis), self.in_window(r.var, *axis, quote!((#i as usize))));
                 let needed = self.clear_needed(r, &i, &start)?;
-                quote!(if #needed { unsafe { #store.clear_slab(#a, #slot) }; })
+                let later = quote!(if #needed { unsafe { #store.clear_slab(#a, #slot) }; });
+                match self.first_use(r, &i, &start, store)? {
+                    Some(first) => quote!(#first else #later),
+                    None => later,
+                }
             } else {
                 TokenStream::new()
             };
@@ -315,6 +353,87 @@ impl FnCx<'_> {
         let wave = derived("wave_", &self.ident(r.var)?, "");
         let decl = quote!(let #wave: bool = #rt::rec::use_wavefront((#e0) - (#s0), (#e1) - (#s1)););
         Ok(Some((wave, decl)))
+    }
+
+    /// For a window allocated uninitialized: `if` step `i` is its slot's
+    /// first use, prepare the slot: when one clause alone covers the step,
+    /// zero the points outside its box (nothing, when it writes the whole
+    /// slot), else zero the slot. Its clause then writes the rest before
+    /// anything reads it. `None` for a window of zeros.
+    fn first_use(
+        &mut self,
+        r: &Recurrence,
+        i: &Ident,
+        start: &TokenStream,
+        store: &Ident,
+    ) -> Result<Option<TokenStream>, Bug> {
+        let access = self.rec_access.get(&r.var).cloned();
+        let Some(RecAccess { uninit: true, window: Some((axis, mask)), .. }) = access else { return Ok(None) };
+        let rt_axis = types::usize_lit(axis);
+        let slot = self.in_window(r.var, axis, quote!((#i as usize)));
+        let whole = quote!(unsafe { #store.clear_slab(#rt_axis, #slot) };);
+        let outer = &r.seq.first().ok_or("a recurrence without sequential loops")?.1;
+        let mut prepare = whole.clone();
+        if r.clauses.len() <= 64 {
+            let x = quote!(#i);
+            let mut bits = Vec::new();
+            let mut alone = TokenStream::new();
+            for (n, c) in r.clauses.iter().enumerate() {
+                let cover = c.cover.first().ok_or("a clause without a cover of the outermost loop")?;
+                let on = self.covers(cover, outer, &x)?;
+                let bit = proc_macro2::Literal::u32_suffixed(n as u32);
+                bits.push(quote!((((#on) as u64) << #bit)));
+                let (mut lo, mut hi) = (Vec::new(), Vec::new());
+                for at in &c.at {
+                    let (l, h) = match at {
+                        RecIndex::Seq(_) => (quote!(0usize), quote!(0usize)),
+                        RecIndex::Loop(k) => {
+                            let l = c.loops.get(*k).ok_or("a clause writes a missing loop")?;
+                            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+                            (quote!(((#start).max(0) as usize)), quote!(((#end).max(0) as usize)))
+                        }
+                        RecIndex::Lit(n) => {
+                            let n = usize::try_from(*n).map_err(|_| "a negative literal slot")?;
+                            let (a, b) = (types::usize_lit(n), types::usize_lit(n + 1));
+                            (quote!(#a), quote!(#b))
+                        }
+                    };
+                    lo.push(l);
+                    hi.push(h);
+                }
+                alone.extend(quote! {
+                    if __active == (1u64 << #bit) {
+                        unsafe { #store.clear_outside(#rt_axis, #slot, [#(#lo),*], [#(#hi),*]) };
+                    } else
+                });
+            }
+            prepare = quote! {
+                let __active: u64 = 0u64 #(| #bits)*;
+                #alone { #whole }
+            };
+        }
+        Ok(Some(quote! {
+            if #i - (#start) < ((#mask) as i64 + 1) {
+                #prepare
+            }
+        }))
+    }
+
+    /// For a window allocated uninitialized: zeroes the slots no step of
+    /// the outermost loop used (fewer steps than slots).
+    fn unused_slots(&mut self, r: &Recurrence, store: &Ident) -> Result<TokenStream, Bug> {
+        let Some((axis, mask)) = self.rec_access.get(&r.var).and_then(|a| a.window.clone()) else {
+            return Err("an uninitialized recurrence without a window".into());
+        };
+        let outer = &r.seq.first().ok_or("a recurrence without sequential loops")?.1;
+        let (start, end) = (self.dim(&outer.start)?, self.dim(&outer.end)?);
+        let rt_axis = types::usize_lit(axis);
+        Ok(quote! {
+            let __ran: i64 = ((#end) - (#start)).max(0);
+            for __k in __ran..((#mask) as i64 + 1) {
+                unsafe { #store.clear_slab(#rt_axis, (((#start) + __k) as usize) & (#mask)) };
+            }
+        })
     }
 
     /// Whether the window's slot for step `i` of the outermost loop must be

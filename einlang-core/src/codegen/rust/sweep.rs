@@ -170,7 +170,8 @@ impl FnCx<'_> {
             let mut #lo: i64 = 0;
             let mut #hi: i64 = 0;
         });
-        let access = RecAccess { store: None, window: Some((0, quote!(__mask))), lens, held: Some(held) };
+        let access =
+            RecAccess { store: None, window: Some((0, quote!(__mask))), lens, held: Some(held), uninit: false };
         self.rec_access.insert(r.var, access);
         self.repr.insert(r.var, Ownership::Owned);
         Ok(out)
