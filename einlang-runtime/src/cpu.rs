@@ -45,6 +45,22 @@ pub fn wide() -> bool {
     !BASELINE_ONLY.load(Ordering::Relaxed) && detected()
 }
 
+/// Whether the processor has AVX-512 (foundation): decided once. The
+/// runtime's choice of GEMM library follows it (see `gemm`).
+pub fn has_avx512() -> bool {
+    static DETECTED: OnceLock<bool> = OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx512f")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
 /// Makes every generated function run its baseline form (`true`) or the
 /// fastest form the processor has (`false`, the default), for the whole
 /// process: to compare the two, or to time the baseline.

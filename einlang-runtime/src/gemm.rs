@@ -5,14 +5,20 @@
 //! handed to the kernels with their strides, so a transposed operand is
 //! never copied. Outputs are written whole and are not zeroed first.
 //!
-//! `f32`/`f64` products go to `matrixmultiply` (split into blocks of rows
-//! or columns across rayon's threads), except skinny ones (fewer than
-//! `SKINNY_ROWS` rows or `SKINNY_COLS` columns), which go to the `gemm`
-//! crate: on a 2-core AVX-512 machine matrixmultiply was 1.1x to 1.6x
-//! faster for square and tall shapes and with 16 rows (1.3x to 1.6x, one
-//! thread), `gemm` 1.2x to 16x faster with 1 to 12 rows (a batch of one
-//! through a dense layer) and 1.1x to 1.4x with 8 or 16 columns. Integer products run ndarray's loops. Batches
-//! run in parallel through rayon.
+//! `f32`/`f64` products go to one of two libraries (`Kernel`), chosen
+//! once per process from the processor: with AVX-512 (measured on a
+//! 2-core Intel Xeon), `matrixmultiply`, split into blocks of rows or
+//! columns across rayon's threads, was 1.1x to 1.6x faster than the `gemm`
+//! crate for square and tall shapes and with 16 rows (1.3x to 1.6x, one
+//! thread); without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate
+//! was as fast or faster on most shapes, up to 1.2x with 32 to 64 columns
+//! or 300 rows. Skinny products (fewer than `SKINNY_ROWS` rows or
+//! `SKINNY_COLS` columns) go to the `gemm` crate on either: 1.2x to 16x
+//! faster with 1 to 12 rows (a batch of one through a dense layer) and 1.1x
+//! to 1.4x with 8 or 16 columns. `EINLANG_GEMM=gemm` or
+//! `EINLANG_GEMM=matrixmultiply` overrides the choice (to compare the two
+//! on one machine). Integer products run ndarray's loops. Batches run in
+//! parallel through rayon.
 
 use std::any::TypeId;
 
@@ -41,6 +47,25 @@ fn covers<T>(function: &str, v: &ArrayView2<'_, T>, rows: usize, cols: usize) ->
             message: format!("a matrix product operand of shape {:?} is smaller than {rows}x{cols}", v.shape()),
         })
     }
+}
+
+/// The library a product that is not skinny goes to (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernel {
+    MatrixMultiply,
+    GemmCrate,
+}
+
+/// The library for products that are not skinny in this process: from
+/// `EINLANG_GEMM` when it names one, else from the processor.
+fn large_kernel() -> Kernel {
+    static CHOSEN: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+    *CHOSEN.get_or_init(|| match std::env::var("EINLANG_GEMM").as_deref() {
+        Ok("gemm") => Kernel::GemmCrate,
+        Ok("matrixmultiply") => Kernel::MatrixMultiply,
+        _ if crate::cpu::has_avx512() => Kernel::MatrixMultiply,
+        _ => Kernel::GemmCrate,
+    })
 }
 
 /// Products with fewer rows, or fewer columns, than these go to the `gemm`
@@ -89,6 +114,18 @@ unsafe fn product_into<T>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T
 where
     T: LinalgScalar + Send + Sync,
 {
+    unsafe { product_with(large_kernel(), a, b, out, threads) }
+}
+
+/// `product_into` with `kernel` for products that are not skinny.
+///
+/// # Safety
+///
+/// As `product_into`.
+unsafe fn product_with<T>(kernel: Kernel, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T>, threads: usize)
+where
+    T: LinalgScalar + Send + Sync,
+{
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     if m == 0 || n == 0 {
         return;
@@ -110,7 +147,7 @@ where
     }
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
-    if m < SKINNY_ROWS || n < SKINNY_COLS {
+    if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate {
         let parallelism = if parallel { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
         let (sa, sb) = (a.strides(), b.strides());
         // SAFETY: `T` is f32 or f64 (checked above); the operands' strides
@@ -345,6 +382,16 @@ mod tests {
         Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, p]] * b[[p, j]]).sum())
     }
 
+    /// `a · b` through `kernel` on the current pool's threads.
+    fn with<T: LinalgScalar + Send + Sync>(kernel: Kernel, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Array2<T> {
+        let (m, n) = (a.nrows(), b.ncols());
+        let mut out = Array2::<T>::zeros((m, n));
+        let o = Out { ptr: out.as_mut_ptr(), rs: n as isize, cs: 1 };
+        // SAFETY: a fresh m x n standard-layout array.
+        unsafe { product_with(kernel, a, b, o, rayon::current_num_threads()) };
+        out
+    }
+
     #[test]
     fn matmul_matches_loops_with_transposed_and_oversized_operands() {
         let a = Array::from_shape_fn((7, 5), |(i, j)| (i * 5 + j) as f64 * 0.25 - 3.0);
@@ -383,14 +430,19 @@ mod tests {
             let bt = Array::from_shape_fn((n, k), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.5);
             let got = pool.install(|| matmul("f", m as i64, n as i64, k as i64, a.view(), bt.t()).unwrap());
             assert!(got.is_standard_layout());
-            assert_eq!(got, naive(&a.view(), &bt.t(), m, n, k));
+            let want = naive(&a.view(), &bt.t(), m, n, k);
+            assert_eq!(got, want);
+            for kernel in [Kernel::MatrixMultiply, Kernel::GemmCrate] {
+                assert_eq!(pool.install(|| with(kernel, a.view(), bt.t())), want, "{kernel:?}");
+            }
         }
     }
 
     #[test]
     fn every_kernel_matches_loops_on_every_layout() {
-        // Skinny (the gemm crate), square and tall (matrixmultiply, split
-        // across threads when large), with transposed and reversed operands.
+        // Skinny (the gemm crate), square and tall (either library;
+        // matrixmultiply split across threads when large), with transposed
+        // and reversed operands.
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         for (m, n, k) in
             [(1, 300, 200), (5, 64, 700), (64, 7, 300), (40, 40, 40), (200, 150, 120), (3, 3, 0), (0, 4, 4)]
@@ -403,11 +455,13 @@ mod tests {
             let want_reversed = naive(&reversed, &b_reversed.t(), m, n, k);
             pool.install(|| {
                 assert_eq!(matmul("f", m as i64, n as i64, k as i64, a.view(), bt.t()).unwrap(), want);
-                assert_eq!(matmul("f", m as i64, n as i64, k as i64, reversed, b_reversed.t()).unwrap(), want_reversed);
-                let a32 = a.mapv(|x| x as f32);
-                let b32 = bt.mapv(|x| x as f32);
-                let got = matmul("f", m as i64, n as i64, k as i64, a32.view(), b32.t()).unwrap();
-                assert_eq!(got, want.mapv(|x| x as f32));
+                for kernel in [Kernel::MatrixMultiply, Kernel::GemmCrate] {
+                    assert_eq!(with(kernel, a.view(), bt.t()), want, "{kernel:?}");
+                    assert_eq!(with(kernel, reversed, b_reversed.t()), want_reversed, "{kernel:?}");
+                    let a32 = a.mapv(|x| x as f32);
+                    let b32 = bt.mapv(|x| x as f32);
+                    assert_eq!(with(kernel, a32.view(), b32.t()), want.mapv(|x| x as f32), "{kernel:?}");
+                }
             });
         }
     }
