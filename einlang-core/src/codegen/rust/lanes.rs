@@ -19,7 +19,10 @@
 //! steps' lanes (`__lane_h1` the step before, `__lane_h2` the one before
 //! that, ...); a lane that reads a row above the group reads the store.
 //! The rest of each row (before its lane starts, after it ends, other
-//! clauses' points) runs row by row, as without lanes.
+//! clauses' points) runs row by row, as without lanes. In a window whose
+//! every read looks back only so far, a group stores only what is read
+//! later (`LanePlan::sparse`): storing a step's eight points one by one
+//! cost more than computing them.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
