@@ -148,7 +148,10 @@ where
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
     if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate {
-        let parallelism = if parallel { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+        // The crate decides itself how many threads a product is worth
+        // (a skinny product reading megabytes pays off on two threads well
+        // below `PARALLEL_WORK`).
+        let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
         let (sa, sb) = (a.strides(), b.strides());
         // SAFETY: `T` is f32 or f64 (checked above); the operands' strides
         // are their own; dst := 0 * dst + 1 * a b, dst not read.
