@@ -372,17 +372,12 @@ impl FnCx<'_> {
         let rt_axis = types::usize_lit(axis);
         let slot = self.in_window(r.var, axis, quote!((#i as usize)));
         let whole = quote!(unsafe { #store.clear_slab(#rt_axis, #slot) };);
-        let outer = &r.seq.first().ok_or("a recurrence without sequential loops")?.1;
         let mut prepare = whole.clone();
         if r.clauses.len() <= 64 {
-            let x = quote!(#i);
-            let mut bits = Vec::new();
+            let bits = self.clause_bits(r, &quote!(#i))?;
             let mut alone = TokenStream::new();
             for (n, c) in r.clauses.iter().enumerate() {
-                let cover = c.cover.first().ok_or("a clause without a cover of the outermost loop")?;
-                let on = self.covers(cover, outer, &x)?;
                 let bit = proc_macro2::Literal::u32_suffixed(n as u32);
-                bits.push(quote!((((#on) as u64) << #bit)));
                 let (mut lo, mut hi) = (Vec::new(), Vec::new());
                 for at in &c.at {
                     let (l, h) = match at {
@@ -417,6 +412,21 @@ impl FnCx<'_> {
                 #prepare
             }
         }))
+    }
+
+    /// For each clause of `r`, bit `n` set when clause `n` covers step `x`
+    /// of the outermost loop (`x` within the loop's range), to be or-ed
+    /// into a `u64` (at most 64 clauses).
+    fn clause_bits(&mut self, r: &Recurrence, x: &TokenStream) -> Result<Vec<TokenStream>, Bug> {
+        let outer = &r.seq.first().ok_or("a recurrence without sequential loops")?.1;
+        let mut bits = Vec::new();
+        for (n, c) in r.clauses.iter().enumerate() {
+            let cover = c.cover.first().ok_or("a clause without a cover of the outermost loop")?;
+            let on = self.covers(cover, outer, x)?;
+            let n = proc_macro2::Literal::u32_suffixed(n as u32);
+            bits.push(quote!((((#on) as u64) << #n)));
+        }
+        Ok(bits)
     }
 
     /// For a window allocated uninitialized: zeroes the slots no step of
@@ -454,17 +464,10 @@ impl FnCx<'_> {
             Some((_, mask)) => quote!(((#mask) as i64 + 1)),
             None => return Ok(quote!(true)),
         };
+        // The earlier step is within the loop: its range's own bounds need
+        // no test.
         let x = quote!(__step);
-        let outer = &r.seq.first().ok_or("a recurrence without sequential loops")?.1;
-        let mut bits = Vec::new();
-        for (n, c) in r.clauses.iter().enumerate() {
-            // The earlier step is within the loop: its range's own bounds
-            // need no test.
-            let cover = c.cover.first().ok_or("a clause without a cover of the outermost loop")?;
-            let on = self.covers(cover, outer, &x)?;
-            let n = proc_macro2::Literal::u32_suffixed(n as u32);
-            bits.push(quote!((((#on) as u64) << #n)));
-        }
+        let bits = self.clause_bits(r, &x)?;
         Ok(quote! {
             (#i - (#start) >= #slots && {
                 let __clauses = |#x: i64| -> u64 { 0u64 #(| #bits)* };
