@@ -172,20 +172,32 @@ fn main() {
     println!();
     let (e, b) = common::paired(
         7,
-        || drop(black_box(linear(a, &u).unwrap())),
-        || drop(black_box(linear_loop(a, u.as_slice().unwrap()))),
+        || {
+            black_box(linear(a, &u).unwrap());
+        },
+        || {
+            black_box(linear_loop(a, u.as_slice().unwrap()));
+        },
     );
     report("1-D recurrence 2^22 steps", "step", steps as f64, e, b);
     let (e, b) = common::paired(
         5,
-        || drop(black_box(edit_distance(&sa, &sb).unwrap())),
-        || drop(black_box(edit_loop(sa.as_slice().unwrap(), sb.as_slice().unwrap()))),
+        || {
+            black_box(edit_distance(&sa, &sb).unwrap());
+        },
+        || {
+            black_box(edit_loop(sa.as_slice().unwrap(), sb.as_slice().unwrap()));
+        },
     );
     report("edit distance 4096x4096", "cell", (n * n) as f64, e, b);
     let (e, b) = common::paired(
         5,
-        || drop(black_box(edit_distance(&sa, &sb).unwrap())),
-        || drop(black_box(edit_loop_register(sa.as_slice().unwrap(), sb.as_slice().unwrap()))),
+        || {
+            black_box(edit_distance(&sa, &sb).unwrap());
+        },
+        || {
+            black_box(edit_loop_register(sa.as_slice().unwrap(), sb.as_slice().unwrap()));
+        },
     );
     report("edit distance 4096x4096, against the register loop", "cell", (n * n) as f64, e, b);
     let (e, b) = common::paired(
