@@ -3,7 +3,8 @@
 //! (eight rows advancing along an anti-diagonal) and the wavefront's tiles:
 //! look-backs of one and two rows and columns, integer and float
 //! elements, whole tables and windows, clauses that switch rows or
-//! override a column in the middle, and a gather that fails.
+//! override a column in the middle, one clause with its boundary in
+//! branches (checked reads: rows one by one), and a gather that fails.
 
 #[macro_use]
 mod common;
@@ -68,6 +69,25 @@ einlang! {
         out
     }
 
+    /// Edit distance as one clause over the whole table, its boundary in
+    /// branches: the reads up and to the left are checked (row 0 and
+    /// column 0 would read outside the table, in the branch not taken), so
+    /// the rows run one by one, not in lanes.
+    pub fn single_clause(a: [i32; N], b: [i32; M]) -> i32 {
+        let d[i in 0..N + 1, j in 0..M + 1] = if i == 0 { j as i32 } else if j == 0 { i as i32 } else {
+            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }))
+        };
+        d[N, M]
+    }
+
+    /// The same, keeping the table.
+    pub fn single_clause_table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
+        let d[i in 0..N + 1, j in 0..M + 1] = if i == 0 { j as i32 } else if j == 0 { i as i32 } else {
+            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }))
+        };
+        d
+    }
+
     /// Each point gathers `w` at a code of `a`: an error when a code is
     /// out of range.
     pub fn gather(a: [i64; N], b: [i64; M], w: [i64; K]) -> i64 {
@@ -112,6 +132,10 @@ fn edit_distance_and_its_table() {
             let (d, table) = pool.install(|| (edit::distance(&a, &b), edit::table(&a, &b)));
             assert_eq!(d.unwrap(), want[[n, m]], "{n} x {m}, {threads} threads");
             assert_eq!(table.unwrap(), want, "{n} x {m}, {threads} threads");
+            // Written as one clause with its boundary in branches.
+            let (d, table) = pool.install(|| (single_clause(&a, &b), single_clause_table(&a, &b)));
+            assert_eq!(d.unwrap(), want[[n, m]], "one clause, {n} x {m}, {threads} threads");
+            assert_eq!(table.unwrap(), want, "one clause, {n} x {m}, {threads} threads");
         }
     }
 }
