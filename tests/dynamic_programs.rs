@@ -146,16 +146,7 @@ fn longest_common_subsequences() {
     for (n, m) in SIZES {
         let a: Vec<i64> = codes(&mut rng, n, 3).into_iter().map(i64::from).collect();
         let b: Vec<i64> = codes(&mut rng, m, 3).into_iter().map(i64::from).collect();
-        let mut want = Array2::<i64>::zeros((n + 1, m + 1));
-        for i in 1..=n {
-            for j in 1..=m {
-                want[[i, j]] = if a[i - 1] == b[j - 1] {
-                    want[[i - 1, j - 1]] + 1
-                } else {
-                    want[[i, j - 1]].max(want[[i - 1, j]])
-                };
-            }
-        }
+        let want = lcs_table_ref(&a, &b);
         let (a, b) = (Array1::from(a), Array1::from(b));
         for (threads, pool) in pools() {
             assert_eq!(pool.install(|| lcs(&a, &b)).unwrap(), want, "{n} x {m}, {threads} threads");

@@ -49,10 +49,7 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
     /// code always passes a freshly allocated array of rank `N` (standard
     /// layout); anything else gets a store of no elements.
     pub fn new<D: Dimension>(array: &'a mut Array<T, D>) -> Store<'a, T, N> {
-        let mut shape = [0usize; N];
-        if array.ndim() == N && array.is_standard_layout() {
-            shape.copy_from_slice(array.shape());
-        }
+        let shape = Self::shape_of(array.shape(), array.is_standard_layout());
         Store { ptr: array.as_mut_ptr(), shape, _array: PhantomData }
     }
 
@@ -61,11 +58,18 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
     /// point of a slot before anything reads it, and every slot before the
     /// array is taken as initialized.
     pub fn new_uninit<D: Dimension>(array: &'a mut Array<std::mem::MaybeUninit<T>, D>) -> Store<'a, T, N> {
-        let mut shape = [0usize; N];
-        if array.ndim() == N && array.is_standard_layout() {
-            shape.copy_from_slice(array.shape());
-        }
+        let shape = Self::shape_of(array.shape(), array.is_standard_layout());
         Store { ptr: array.as_mut_ptr().cast::<T>(), shape, _array: PhantomData }
+    }
+
+    /// The store's shape for an array of `shape`: none (no elements) unless
+    /// it has rank `N` and standard layout.
+    fn shape_of(shape: &[usize], standard: bool) -> [usize; N] {
+        let mut out = [0usize; N];
+        if shape.len() == N && standard {
+            out.copy_from_slice(shape);
+        }
+        out
     }
 
     #[inline(always)]
@@ -155,43 +159,29 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
             lo[k] = lo[k].min(hi[k]);
         }
         (lo[axis], hi[axis]) = (0, self.shape[axis]);
-        if axis == last {
-            // Single points, one per run of the other axes.
-            let runs: usize = self.shape[..last].iter().product();
-            let mut idx = [0usize; N];
-            for run in 0..runs {
-                let mut rest = run;
-                for k in (0..last).rev() {
+        // Lines along the last axis (single points when the slab's axis is
+        // the last): a line outside the box is zeroed whole, a line in it
+        // at its two ends.
+        let (before, (len, keep)) =
+            if axis == last { (N, (1, 0..1)) } else { (last, (self.shape[last], lo[last]..hi[last])) };
+        let lines: usize = (0..before).filter(|&k| k != axis).map(|k| self.shape[k]).product();
+        let mut idx = [0usize; N];
+        for line in 0..lines {
+            let mut rest = line;
+            for k in (0..before).rev() {
+                if k == axis {
+                    idx[k] = at;
+                } else {
                     idx[k] = rest % self.shape[k];
                     rest /= self.shape[k];
                 }
-                idx[last] = at;
-                if (0..last).any(|k| idx[k] < lo[k] || idx[k] >= hi[k]) {
-                    *self.ptr.add(self.offset(idx)) = T::default();
-                }
             }
-            return;
-        }
-        // Rows of the last axis: outside the box, or the ends of a row in it.
-        let (len, rows) = (self.shape[last], self.shape[..last].iter().product::<usize>() / self.shape[axis].max(1));
-        let mut idx = [0usize; N];
-        for row in 0..rows {
-            let mut rest = row;
-            for k in (0..last).rev() {
-                if k == axis {
-                    idx[k] = at;
-                    continue;
-                }
-                idx[k] = rest % self.shape[k];
-                rest /= self.shape[k];
-            }
-            idx[last] = 0;
-            let line = std::slice::from_raw_parts_mut(self.ptr.add(self.offset(idx)), len);
+            let run = std::slice::from_raw_parts_mut(self.ptr.add(self.offset(idx)), len);
             if (0..last).any(|k| idx[k] < lo[k] || idx[k] >= hi[k]) {
-                line.fill(T::default());
+                run.fill(T::default());
             } else {
-                line[..lo[last]].fill(T::default());
-                line[hi[last]..].fill(T::default());
+                run[..keep.start].fill(T::default());
+                run[keep.end..].fill(T::default());
             }
         }
     }

@@ -357,6 +357,19 @@ pub fn outer_ref(u: ArrayView1<f32>, v: ArrayView1<f32>) -> Array2<f32> {
     Array2::from_shape_fn((u.len(), v.len()), |(i, j)| u[i] * v[j])
 }
 
+/// The table of longest common subsequence lengths of every pair of
+/// prefixes of `a` and `b`.
+pub fn lcs_table_ref(a: &[i64], b: &[i64]) -> Array2<i64> {
+    let (n, m) = (a.len(), b.len());
+    let mut c = Array2::<i64>::zeros((n + 1, m + 1));
+    for i in 1..=n {
+        for j in 1..=m {
+            c[[i, j]] = if a[i - 1] == b[j - 1] { c[[i - 1, j - 1]] + 1 } else { c[[i, j - 1]].max(c[[i - 1, j]]) };
+        }
+    }
+    c
+}
+
 // ---------------------------------------------------------------------------
 // Recurrences: programs with their source text, and the compiler's facts
 // ---------------------------------------------------------------------------

@@ -1170,7 +1170,7 @@ impl FnCx<'_> {
         let lanes = derived("lanes_", &i, "");
         let (base, last) = (derived("base_", &i, ""), derived("end_", &i, ""));
         let n = types::usize_lit(LANES);
-        let n_i64 = proc_macro2::Literal::i64_suffixed(LANES as i64);
+        let n_i64 = types::i64_lit(LANES as i64);
         let lane = |p: usize| {
             let p = types::usize_lit(p);
             quote!(#lanes[#p])

@@ -29,7 +29,7 @@ use quote::{format_ident, quote};
 
 use super::{types, Bug, FnCx};
 use crate::base::ops::BinOp;
-use crate::ir::{Cover, Expr, ExprKind, Literal, RecClause, RecIndex, Recurrence, VarId};
+use crate::ir::{Cover, Expr, ExprKind, Literal, Recurrence, VarId};
 
 /// Rows in a group (lanes of a step). Eight `i32`s fill an AVX2 register;
 /// wider elements take two.
@@ -129,7 +129,7 @@ impl FnCx<'_> {
             || r.seq.len() != 2
             || r.extents.len() != 2
             || self.rec_access.get(&r.var).is_some_and(|a| a.held.is_some())
-            || !r.clauses.iter().all(|c| writes_point(r, c))
+            || !r.clauses.iter().all(|c| super::recur::writes_point(r, c))
         {
             return Vec::new();
         }
@@ -388,20 +388,4 @@ impl FnCx<'_> {
             }
         })
     }
-}
-
-/// Whether clause `c` of `r` writes the current point alone: no loops of
-/// its own, no prelude, and every axis at its sequential loop's variable
-/// (or a literal the loop's cover pins).
-pub(crate) fn writes_point(r: &Recurrence, c: &RecClause) -> bool {
-    c.loops.is_empty()
-        && c.prelude.is_empty()
-        && c.at.len() == r.extents.len()
-        && c.at.iter().enumerate().all(|(axis, w)| match w {
-            RecIndex::Seq(k) => r.seq.get(*k).is_some_and(|(a, _)| *a == axis),
-            RecIndex::Lit(n) => {
-                r.seq.iter().position(|(a, _)| *a == axis).is_some_and(|k| c.cover.get(k) == Some(&Cover::At(*n)))
-            }
-            RecIndex::Loop(_) => false,
-        })
 }

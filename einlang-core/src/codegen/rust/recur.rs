@@ -501,7 +501,7 @@ impl FnCx<'_> {
             ons.push(quote!(let #flag: bool = #on;));
             match cover {
                 Cover::At(n) => {
-                    let (n, m) = (proc_macro2::Literal::i64_suffixed(*n), proc_macro2::Literal::i64_suffixed(n + 1));
+                    let (n, m) = (types::i64_lit(*n), types::i64_lit(n + 1));
                     cuts.extend([quote!(#n), quote!(#m)]);
                 }
                 Cover::Range(a, b) => {
@@ -548,7 +548,7 @@ impl FnCx<'_> {
         let mut conds = Vec::new();
         match cover {
             Cover::At(n) => {
-                let n = proc_macro2::Literal::i64_suffixed(*n);
+                let n = types::i64_lit(*n);
                 conds.push(quote!(#x == #n));
             }
             Cover::Range(a, b) => {
@@ -727,7 +727,7 @@ impl FnCx<'_> {
             }
         }
         let Some(at) = at.into_iter().collect::<Option<Vec<VarId>>>() else { return Ok(None) };
-        if !r.clauses.iter().all(|c| super::lanes::writes_point(r, c)) {
+        if !r.clauses.iter().all(|c| writes_point(r, c)) {
             return Ok(None);
         }
         let name = self.ident(r.var)?;
@@ -828,6 +828,22 @@ impl FnCx<'_> {
         };
         Ok(quote!({ #hoisted #access }))
     }
+}
+
+/// Whether clause `c` of `r` writes the current point alone: no loops of
+/// its own, no prelude, and every axis at its sequential loop's variable
+/// (or a literal the loop's cover pins).
+pub(crate) fn writes_point(r: &Recurrence, c: &RecClause) -> bool {
+    c.loops.is_empty()
+        && c.prelude.is_empty()
+        && c.at.len() == r.extents.len()
+        && c.at.iter().enumerate().all(|(axis, w)| match w {
+            RecIndex::Seq(k) => r.seq.get(*k).is_some_and(|(a, _)| *a == axis),
+            RecIndex::Lit(n) => {
+                r.seq.iter().position(|(a, _)| *a == axis).is_some_and(|k| c.cover.get(k) == Some(&Cover::At(*n)))
+            }
+            RecIndex::Loop(_) => false,
+        })
 }
 
 impl Carry {

@@ -52,7 +52,7 @@ impl FnCx<'_> {
         let ck = derived("ck_", &p, "");
         let elem = types::scalar(w.primal.elem);
         let run_primal = self.window_steps(&w.primal)?;
-        let lookback_i = proc_macro2::Literal::i64_suffixed(lookback);
+        let lookback_i = types::i64_lit(lookback);
         out.extend(quote! {
             let mut #ck = #rt::ckpt::Checkpoints::<#elem>::new(&#p, #lookback_lit, __chunks);
             for __c in 0..__chunks {
@@ -112,7 +112,7 @@ impl FnCx<'_> {
             self.no_move -= 1;
             let (prelude, def) = (prelude?, def?);
             let (full_start, full_end) = (self.dim(&s.full.0)?, self.dim(&s.full.1)?);
-            let offset = proc_macro2::Literal::i64_suffixed(s.offset);
+            let offset = types::i64_lit(s.offset);
             sums.extend(quote! {
                 let __start: i64 = if __c == 0 { #full_start } else { (#full_start).max(#lo - #offset) };
                 let __end: i64 = if __c + 1 == __chunks { #full_end } else { (#full_end).min(#hi - #offset) };
