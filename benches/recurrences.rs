@@ -36,6 +36,27 @@ einlang! {
     }
 }
 
+// The same two programs with their boundary written as branches of one
+// clause: `opt::split` makes the clauses above of them.
+einlang! {
+    use std::math::min;
+
+    pub fn edit_branches(a: [i32; N], b: [i32; M]) -> i32 {
+        let d[i in 0..N + 1, j in 0..M + 1] = if i == 0 || j == 0 { (i + j) as i32 } else {
+            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }))
+        };
+        d[N, M]
+    }
+
+    pub fn heat_branches(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
+        let u[t in 0..steps, i in 0..N, j in 0..M] = if t == 0 { u0[i, j] }
+            else if i == 0 || j == 0 || i == N - 1 || j == M - 1 { 0.0 }
+            else { u[t - 1, i, j] + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]) };
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+}
+
 mod edit {
     einlang::include_ein!("examples/ein/edit_distance.ein");
 }
@@ -200,6 +221,18 @@ fn main() {
         },
     );
     report("edit distance 4096x4096, against the register loop", "cell", (n * n) as f64, e, b);
+    let want = edit_loop(sa.as_slice().unwrap(), sb.as_slice().unwrap());
+    assert_eq!(edit_branches(&sa, &sb).expect("edit"), want, "edit distance in branches");
+    let (e, b) = common::paired(
+        5,
+        || {
+            black_box(edit_branches(&sa, &sb).unwrap());
+        },
+        || {
+            black_box(edit_loop(sa.as_slice().unwrap(), sb.as_slice().unwrap()));
+        },
+    );
+    report("edit distance 4096x4096, boundary in branches", "cell", (n * n) as f64, e, b);
     let (e, b) = common::paired(
         15,
         || drop(black_box(heat(&u0, 0.2, hsteps as i64).unwrap())),
@@ -215,4 +248,13 @@ fn main() {
         || drop(black_box(heat_loop(&big, 0.2, bsteps))),
     );
     report("heat 2-D 1024x1024, 20 steps", "cell-step", (bn * bn * (bsteps - 1)) as f64, e, b);
+    let (got, want) = (heat_branches(&big, 0.2, bsteps as i64).expect("heat"), heat_loop(&big, 0.2, bsteps));
+    let worst = got.iter().zip(want.iter()).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    assert!(worst <= 1e-12, "heat in branches differs by {worst}");
+    let (e, b) = common::paired(
+        7,
+        || drop(black_box(heat_branches(&big, 0.2, bsteps as i64).unwrap())),
+        || drop(black_box(heat_loop(&big, 0.2, bsteps))),
+    );
+    report("heat 2-D 1024x1024, 20 steps, border in branches", "cell-step", (bn * bn * (bsteps - 1)) as f64, e, b);
 }

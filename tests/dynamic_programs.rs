@@ -4,7 +4,8 @@
 //! look-backs of one and two rows and columns, integer and float
 //! elements, whole tables and windows, clauses that switch rows or
 //! override a column in the middle, one clause with its boundary in
-//! branches (checked reads: rows one by one), and a gather that fails.
+//! branches (`opt::split` makes the clauses of it, whose interior runs in
+//! lanes), and a gather that fails.
 
 #[macro_use]
 mod common;
@@ -70,9 +71,8 @@ einlang! {
     }
 
     /// Edit distance as one clause over the whole table, its boundary in
-    /// branches: the reads up and to the left are checked (row 0 and
-    /// column 0 would read outside the table, in the branch not taken), so
-    /// the rows run one by one, not in lanes.
+    /// branches: split into row 0, column 0 and the interior, whose reads
+    /// the failed conditions keep inside (unchecked, in lanes).
     pub fn single_clause(a: [i32; N], b: [i32; M]) -> i32 {
         let d[i in 0..N + 1, j in 0..M + 1] = if i == 0 { j as i32 } else if j == 0 { i as i32 } else {
             min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }))
@@ -86,6 +86,22 @@ einlang! {
             min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }))
         };
         d
+    }
+
+    /// The same with the boundary in one branch of `||`.
+    pub fn either_zero(a: [i32; N], b: [i32; M]) -> i32 {
+        let d[i in 0..N + 1, j in 0..M + 1] = if i == 0 || j == 0 { (i + j) as i32 } else {
+            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }))
+        };
+        d[N, M]
+    }
+
+    /// LCS with its boundary in branches, and a branch on the data
+    /// inside, which stays.
+    pub fn lcs_branches(a: [i64; N], b: [i64; M]) -> [i64; N + 1, M + 1] {
+        let c[i in 0..N + 1, j in 0..M + 1] = if i < 1 || j < 1 { 0 }
+            else if a[i - 1] == b[j - 1] { c[i - 1, j - 1] + 1 } else { max(c[i, j - 1], c[i - 1, j]) };
+        c
     }
 
     /// Each point gathers `w` at a code of `a`: an error when a code is
@@ -136,6 +152,8 @@ fn edit_distance_and_its_table() {
             let (d, table) = pool.install(|| (single_clause(&a, &b), single_clause_table(&a, &b)));
             assert_eq!(d.unwrap(), want[[n, m]], "one clause, {n} x {m}, {threads} threads");
             assert_eq!(table.unwrap(), want, "one clause, {n} x {m}, {threads} threads");
+            let d = pool.install(|| either_zero(&a, &b));
+            assert_eq!(d.unwrap(), want[[n, m]], "one clause with `||`, {n} x {m}, {threads} threads");
         }
     }
 }
@@ -150,6 +168,8 @@ fn longest_common_subsequences() {
         let (a, b) = (Array1::from(a), Array1::from(b));
         for (threads, pool) in pools() {
             assert_eq!(pool.install(|| lcs(&a, &b)).unwrap(), want, "{n} x {m}, {threads} threads");
+            let got = pool.install(|| lcs_branches(&a, &b)).unwrap();
+            assert_eq!(got, want, "one clause, {n} x {m}, {threads} threads");
         }
     }
 }

@@ -39,12 +39,15 @@ pub(super) struct Read {
     pub(super) own: Option<DefId>,
 }
 
-/// `lo <= var < hi` known to hold inside a guarded region.
+/// `lo <= var < hi` and `var != except` known to hold inside a guarded
+/// region (the `else` of `if i == 0` excludes one point: it narrows a
+/// range that starts or ends there).
 #[derive(Clone, Debug)]
 pub(super) struct Narrowing {
     pub(super) var: DefId,
     pub(super) lo: Option<Dim>,
     pub(super) hi: Option<Dim>,
+    pub(super) except: Option<Dim>,
 }
 
 /// The index variables introduced by one statement and the reads seen in it.

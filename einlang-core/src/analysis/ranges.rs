@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 
 use super::{dim_var, Cx, Dim, DimVar, IndexRange, Narrowing, Read, SameExtent, Truth, Unit, HIDDEN_DIM_BASE};
-use crate::base::ops::BinOp;
+use crate::base::ops::{BinOp, UnOp};
 use crate::diag::Diagnostic;
 use crate::hir::{DefId, DefKind, ExprId, ExprKind};
 
@@ -85,15 +85,29 @@ impl<'a> Cx<'a> {
     /// comparisons between an index variable and an integer expression.
     pub(super) fn narrowings_of(&self, cond: ExprId) -> Vec<Narrowing> {
         let mut out = Vec::new();
-        self.collect_narrowings(cond, &mut out);
+        self.collect_narrowings(cond, true, &mut out);
         out
     }
 
-    fn collect_narrowings(&self, cond: ExprId, out: &mut Vec<Narrowing>) {
-        let ExprKind::Binary(op, a, b) = &self.hir.exprs[cond].kind else { return };
-        if *op == BinOp::And {
-            self.collect_narrowings(*a, out);
-            self.collect_narrowings(*b, out);
+    /// Narrowings implied by a condition being false (in an `else`): of
+    /// a disjunction of comparisons, each comparison's negation.
+    pub(super) fn negated_narrowings_of(&self, cond: ExprId) -> Vec<Narrowing> {
+        let mut out = Vec::new();
+        self.collect_narrowings(cond, false, &mut out);
+        out
+    }
+
+    /// Pushes what `cond == holds` implies.
+    fn collect_narrowings(&self, cond: ExprId, holds: bool, out: &mut Vec<Narrowing>) {
+        let (op, a, b) = match &self.hir.exprs[cond].kind {
+            ExprKind::Unary(UnOp::Not, x) => return self.collect_narrowings(*x, !holds, out),
+            ExprKind::Binary(op, a, b) => (*op, *a, *b),
+            _ => return,
+        };
+        // A conjunction that holds, or a disjunction that fails: each part.
+        if (op == BinOp::And && holds) || (op == BinOp::Or && !holds) {
+            self.collect_narrowings(a, holds, out);
+            self.collect_narrowings(b, holds, out);
             return;
         }
         if !op.is_comparison() {
@@ -104,19 +118,19 @@ impl<'a> Cx<'a> {
             _ => None,
         };
         // Normalize to `var op bound`.
-        let (var, op, bound) = match (as_index(*a), as_index(*b)) {
-            (Some(v), _) => match self.to_dim(*b) {
-                Some(d) => (v, *op, d),
+        let (var, op, bound) = match (as_index(a), as_index(b)) {
+            (Some(v), _) => match self.to_dim(b) {
+                Some(d) => (v, op, d),
                 None => return,
             },
-            (None, Some(v)) => match self.to_dim(*a) {
+            (None, Some(v)) => match self.to_dim(a) {
                 Some(d) => {
                     let flipped = match op {
                         BinOp::Lt => BinOp::Gt,
                         BinOp::Le => BinOp::Ge,
                         BinOp::Gt => BinOp::Lt,
                         BinOp::Ge => BinOp::Le,
-                        other => *other,
+                        other => other,
                     };
                     (v, flipped, d)
                 }
@@ -124,28 +138,53 @@ impl<'a> Cx<'a> {
             },
             _ => return,
         };
-        let (lo, hi) = match op {
-            BinOp::Lt => (None, Some(bound)),
-            BinOp::Le => (None, Some(bound.add_const(1))),
-            BinOp::Gt => (Some(bound.add_const(1)), None),
-            BinOp::Ge => (Some(bound), None),
-            BinOp::Eq => (Some(bound.clone()), Some(bound.add_const(1))),
+        // What fails is the opposite comparison.
+        let op = match (op, holds) {
+            (op, true) => op,
+            (BinOp::Lt, false) => BinOp::Ge,
+            (BinOp::Le, false) => BinOp::Gt,
+            (BinOp::Gt, false) => BinOp::Le,
+            (BinOp::Ge, false) => BinOp::Lt,
+            (BinOp::Eq, false) => BinOp::Ne,
+            (BinOp::Ne, false) => BinOp::Eq,
             _ => return,
         };
-        out.push(Narrowing { var, lo, hi });
+        let (lo, hi, except) = match op {
+            BinOp::Lt => (None, Some(bound), None),
+            BinOp::Le => (None, Some(bound.add_const(1)), None),
+            BinOp::Gt => (Some(bound.add_const(1)), None, None),
+            BinOp::Ge => (Some(bound), None, None),
+            BinOp::Eq => (Some(bound.clone()), Some(bound.add_const(1)), None),
+            BinOp::Ne => (None, None, Some(bound)),
+            _ => return,
+        };
+        out.push(Narrowing { var, lo, hi, except });
     }
 
-    /// The effective range of `v` under `narrow`.
+    /// The effective range of `v` under `narrow`: its range cut by the
+    /// bounds, then by the excluded points at either end (repeatedly:
+    /// `i != 0 && i != 1` starts at 2).
     fn range_under(&self, v: DefId, narrow: &[Narrowing]) -> Option<IndexRange> {
         let r = self.t.ranges.get(&v)?;
         let mut start = r.start.clone();
         let mut end = r.end.clone();
-        for n in narrow.iter().filter(|n| n.var == v) {
+        let mine: Vec<&Narrowing> = narrow.iter().filter(|n| n.var == v).collect();
+        for n in &mine {
             if let Some(lo) = &n.lo {
                 start = Dim::max(&start, lo);
             }
             if let Some(hi) = &n.hi {
                 end = Dim::min(&end, hi);
+            }
+        }
+        let excepts: Vec<&Dim> = mine.iter().filter_map(|n| n.except.as_ref()).collect();
+        for _ in 0..excepts.len() {
+            for x in &excepts {
+                if x.prove_eq(&start).is_true() {
+                    start = start.add_const(1);
+                } else if x.prove_eq(&end.add_const(-1)).is_true() {
+                    end = end.add_const(-1);
+                }
             }
         }
         Some(IndexRange { start, end })

@@ -86,6 +86,60 @@ fn guards_narrow_ranges() {
 }
 
 #[test]
+fn an_else_branch_narrows_by_the_failed_condition() {
+    // `i != 0` at the start of the range starts it at 1; `i == N - 1`
+    // failing ends it one early; a disjunction failing narrows by both;
+    // `!(i < 1)` is `i >= 1`. Reads that stay inside are proven (no `?`).
+    check(
+        "fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = if i == 0 { x[i] } else { x[i - 1] }; y }",
+        expect![[r#"
+            fn f(x#0: [f32; N]) -> [f32; N] {
+                let y#2[i#1 in 0..N]: [f32; N] = if (i#1 == 0) { { x#0[i#1] } } else { { x#0[(i#1 - 1)] } };
+                y#2
+            }
+        "#]],
+    );
+    check(
+        "fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = if i == 0 || i == N - 1 { 0.0 } else { x[i - 1] + x[i + 1] }; y }",
+        expect![[r#"
+            fn f(x#0: [f32; N]) -> [f32; N] {
+                let y#3[i#1 in 0..N]: [f32; N] = if ((i#1 == 0) || (i#1 == (N#2 - 1))) { { 0.0 } } else { { (x#0[(i#1 - 1)] + x#0[(i#1 + 1)]) } };
+                y#3
+            }
+        "#]],
+    );
+    check(
+        "fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = if !(i < 1) { x[i - 1] } else { x[i] }; y }",
+        expect![[r#"
+            fn f(x#0: [f32; N]) -> [f32; N] {
+                let y#2[i#1 in 0..N]: [f32; N] = if !(i#1 < 1) { { x#0[(i#1 - 1)] } } else { { x#0[i#1] } };
+                y#2
+            }
+        "#]],
+    );
+    // A conjunction failing says nothing of either part, and a point
+    // inside the range cuts nothing: the reads stay checked.
+    check(
+        "fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = if i == 0 && N > 3 { 0.0 } else { x[i - 1] }; y }",
+        expect![[r#"
+            fn f(x#0: [f32; N]) -> [f32; N] {
+                let y#3[i#1 in 0..N]: [f32; N] = if ((i#1 == 0) && (N#2 > 3)) { { 0.0 } } else { { x#0[(i#1 - 1)]? } };
+                y#3
+            }
+        "#]],
+    );
+    check(
+        "fn f(x: [f32; N]) -> [f32; N] { let y[i in 0..N] = if i == 2 { 0.0 } else { x[i - 1] }; y }",
+        expect![[r#"
+            fn f(x#0: [f32; N]) -> [f32; N] {
+                let y#2[i#1 in 0..N]: [f32; N] = if (i#1 == 2) { { 0.0 } } else { { x#0[(i#1 - 1)]? } };
+                y#2
+            }
+        "#]],
+    );
+}
+
+#[test]
 fn literals_take_their_type_from_context() {
     check(
         "fn f(x: [f64; N], k: i64) -> [f64; N] { let y[i] = x[i] * 2.0 + (k / 16) as f64 + 1.0; y }",

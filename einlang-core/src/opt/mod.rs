@@ -39,10 +39,13 @@ pub mod invariant;
 pub mod pack;
 pub mod rows;
 pub mod simplify;
+pub mod split;
 pub mod steps;
 
 #[cfg(test)]
 mod eval_tests;
+#[cfg(test)]
+mod split_tests;
 #[cfg(test)]
 mod tests;
 
@@ -54,6 +57,9 @@ use crate::ir;
 const PASSES: &[Pass] = &[
     // First: no pass spends its work on values nothing reads.
     ("dead", dead::run, Targets::All),
+    // Before the passes that read a recurrence's clauses: each sees the
+    // clauses a boundary in branches stands for.
+    ("split", split::run, Targets::All),
     ("invariant", invariant::run, Targets::All),
     ("layout", invariant::layout, Targets::Host),
     ("gemm", gemm::run, Targets::All),

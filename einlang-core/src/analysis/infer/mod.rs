@@ -133,7 +133,15 @@ impl<'a> Cx<'a> {
                 let et = match els {
                     Some(x) => {
                         let ex = if self.flexible_tail(then) { expect } else { tt.elem().or(expect) };
-                        self.infer(x, ex)
+                        // The `else` knows the condition failed: `if i == 0
+                        // { .. } else { x[i - 1] }` reads inside.
+                        let ns = self.negated_narrowings_of(cond);
+                        let n = ns.len();
+                        self.narrow.extend(ns);
+                        let et = self.infer(x, ex);
+                        let keep = self.narrow.len() - n;
+                        self.narrow.truncate(keep);
+                        et
                     }
                     None => {
                         self.err(
