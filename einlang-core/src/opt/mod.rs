@@ -2,7 +2,9 @@
 //!
 //! Lowering states what the program computes; the passes here choose how
 //! it is computed: which values nothing reads are not computed at all
-//! (`dead`), which reductions in a recurrence's steps are computed
+//! (`dead`), which recurrence clauses branching on their own indices are
+//! one clause per piece of their domain (`split`), which reductions in a
+//! recurrence's steps are computed
 //! for all steps before it (`invariant`) and which tensors the steps read
 //! get a contiguous copy (`invariant::layout`, host only), which
 //! definitions are matrix products (`gemm`), which recurrence steps
