@@ -2,7 +2,9 @@
 //! transposed operand) are written a block of rows at a time
 //! (`codegen/rust/tensor.rs`, `row_blocks`). Each is compared with a loop
 //! written from its meaning, on shapes whose row count is below, at and
-//! above a block, and on a source that is itself a transposed view.
+//! above a block, on a source that is itself a transposed view, and on
+//! sources the function computed (read through views local to the block's
+//! closure).
 
 use einlang::einlang;
 use einlang::ndarray::{Array2, ShapeBuilder};
@@ -24,6 +26,17 @@ einlang! {
     pub fn shifted(x: [f64; N, M], s: i64) -> [f64; ?, N] {
         let y[j in 1..M, i] = x[i, j - s] + 0.5;
         y
+    }
+
+    // Sources the function computed: a product (an owned array) and a
+    // recurrence's table, each read across the rows of the result.
+    pub fn computed(a: [f64; N, K], b: [f64; K, M]) -> ([f64; M, N], [f64; M, N]) {
+        let c[i, j] = sum[k](a[i, k] * b[k, j]);
+        let ct[j, i] = c[i, j] * 0.5;
+        let h[0, j in 0..M] = a[0, 0] * (j as f64);
+        let h[i in 1..N, j in 0..M] = h[i - 1, j] + c[i, j];
+        let ht[j, i] = h[i, j];
+        (ct, ht)
     }
 }
 
@@ -63,4 +76,29 @@ fn an_axis_from_one_and_a_read_that_fails() {
     assert_eq!(got, want);
     // `j - s` leaves the tensor for s = 2 at j = 1: an error, not a panic.
     assert!(shifted(&x, 2).is_err());
+}
+
+#[test]
+fn sources_the_function_computed() {
+    for (n, k, m) in [(1, 1, 1), (3, 2, 5), (17, 4, 33), (40, 3, 16)] {
+        let a = Array2::from_shape_fn((n, k), |(i, j)| (i * 7 + j) as f64 * 0.5);
+        let b = Array2::from_shape_fn((k, m), |(i, j)| (i as f64) - 0.25 * (j as f64));
+        let c = Array2::from_shape_fn((n, m), |(i, j)| (0..k).map(|t| a[[i, t]] * b[[t, j]]).sum::<f64>());
+        let mut h = Array2::<f64>::zeros((n, m));
+        for j in 0..m {
+            h[[0, j]] = a[[0, 0]] * j as f64;
+        }
+        for i in 1..n {
+            for j in 0..m {
+                h[[i, j]] = h[[i - 1, j]] + c[[i, j]];
+            }
+        }
+        let (ct, ht) = computed(&a, &b).unwrap();
+        let want_ct = Array2::from_shape_fn((m, n), |(j, i)| c[[i, j]] * 0.5);
+        let worst = ct.iter().zip(want_ct.iter()).fold(0.0f64, |w, (x, y)| w.max((x - y).abs()));
+        assert!(worst <= 1e-9, "{n} x {k} x {m}: the product's transpose differs by {worst}");
+        let want_ht = Array2::from_shape_fn((m, n), |(j, i)| h[[i, j]]);
+        let worst = ht.iter().zip(want_ht.iter()).fold(0.0f64, |w, (x, y)| w.max((x - y).abs()));
+        assert!(worst <= 1e-9, "{n} x {k} x {m}: the table's transpose differs by {worst}");
+    }
 }
