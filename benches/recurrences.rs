@@ -10,7 +10,12 @@
 //! - a 2-D heat stencil, 256 x 256 for 100 steps, observed at the last step
 //!   (einlang: window of 2 steps, rows in parallel; baseline: two buffers,
 //!   rows in parallel with rayon): ns/cell-step; then on a 1024 x 1024
-//!   grid (larger than the caches) for 20 steps.
+//!   grid (larger than the caches) for 20 steps;
+//! - the same edit distance and heat stencil with their boundaries written
+//!   as branches of one clause;
+//! - a prefix sum along the rows of a 4096 x 2048 `f32` matrix (baseline:
+//!   rows in parallel with rayon, a running sum written into an
+//!   uninitialized buffer): ns/element.
 //!
 //! Criterion measures each pair; then each pair is timed again (medians of
 //! rounds that call each side once in turn, `common::paired`) and one
@@ -27,6 +32,7 @@ use criterion::Criterion;
 use einlang::einlang;
 use einlang::ndarray::parallel::prelude::*;
 use einlang::ndarray::{Array1, Array2, Axis};
+use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
 einlang! {
     pub fn linear(a: f64, u: [f64; T]) -> f64 {
@@ -46,6 +52,12 @@ einlang! {
             min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }))
         };
         d[N, M]
+    }
+
+    pub fn scan_rows(x: [f32; N, M]) -> [f32; N, M] {
+        let c[i, 0] = x[i, 0];
+        let c[i, j in 1..M] = c[i, j - 1] + x[i, j];
+        c
     }
 
     pub fn heat_branches(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
@@ -138,6 +150,24 @@ fn heat_loop(u0: &Array2<f64>, r: f64, steps: usize) -> Array2<f64> {
         std::mem::swap(&mut u, &mut next);
     }
     u
+}
+}
+
+common::twin! {
+fn scan_rows_loop(x: &Array2<f32>) -> Array2<f32> {
+    let (n, m) = x.dim();
+    let src = x.as_slice().expect("standard layout");
+    let mut out: Vec<f32> = Vec::with_capacity(n * m);
+    out.spare_capacity_mut()[..n * m].par_chunks_mut(m.max(1)).zip(src.par_chunks(m.max(1))).for_each(|(o, s)| {
+        let mut acc = 0.0f32;
+        for (o, &v) in o.iter_mut().zip(s) {
+            acc += v;
+            o.write(acc);
+        }
+    });
+    // SAFETY: every element of the first `n * m` was written above.
+    unsafe { out.set_len(n * m) };
+    Array2::from_shape_vec((n, m), out).expect("the shape's size")
 }
 }
 
@@ -257,4 +287,11 @@ fn main() {
         || drop(black_box(heat_loop(&big, 0.2, bsteps))),
     );
     report("heat 2-D 1024x1024, 20 steps, border in branches", "cell-step", (bn * bn * (bsteps - 1)) as f64, e, b);
+    // A prefix sum along rows.
+    let (sn, sm) = (4096, 2048);
+    let xs = Array2::from_shape_vec((sn, sm), data(sn * sm, 6).iter().map(|&v| v as f32).collect()).unwrap();
+    assert_eq!(scan_rows(&xs).expect("scan"), scan_rows_loop(&xs), "prefix sums along rows");
+    let (e, b) =
+        common::paired(9, || drop(black_box(scan_rows(&xs).unwrap())), || drop(black_box(scan_rows_loop(&xs))));
+    report("prefix sum along rows 4096x2048 f32", "element", (sn * sm) as f64, e, b);
 }

@@ -205,6 +205,30 @@ where
     }
 }
 
+/// Runs `body(lo, hi)` over blocks `lo..hi` of `block` lines covering
+/// `0..lines`, in parallel (rayon) when `work_per_line * lines` is above
+/// [`crate::par::PAR_THRESHOLD`]: the lines of a recurrence that each run
+/// their steps alone (see einlang-core's `codegen/rust/lines.rs`). Stops at
+/// the first error.
+#[inline]
+pub fn line_blocks<F>(lines: i64, block: usize, work_per_line: usize, body: F) -> Result<(), Error>
+where
+    F: Fn(i64, i64) -> Result<(), Error> + Sync + Send,
+{
+    if lines <= 0 {
+        return Ok(());
+    }
+    let block = block.max(1) as i64;
+    let blocks = (lines + block - 1) / block;
+    let run = |b: i64| body(b * block, ((b + 1) * block).min(lines));
+    let work = work_per_line.saturating_mul(lines as usize);
+    if work >= crate::par::PAR_THRESHOLD && blocks > 1 {
+        (0..blocks).into_par_iter().try_for_each(run)
+    } else {
+        (0..blocks).try_for_each(run)
+    }
+}
+
 /// Fills `out[k] = value(start + k)`: the innermost loop of a clause that
 /// writes a row of the last axis. `out` is a separate `&mut` argument, so
 /// the optimizer knows the reads inside `value` do not alias it and can

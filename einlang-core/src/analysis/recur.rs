@@ -122,6 +122,12 @@ pub struct RecurrenceFacts {
     /// blocked anti-diagonal wavefront (used with full storage when several
     /// threads are available).
     pub wavefront: bool,
+    /// One sequential axis, parallel axes, and every read of the tensor at
+    /// the reading point's own position on each parallel axis (`c[i, j -
+    /// 1]` for the point `[i, j]`): each point of the parallel axes runs its
+    /// sequence alone, so a back end may run the parallel loops outside the
+    /// sequential one (a scan along the rows of a matrix).
+    pub lines: bool,
     pub storage: Storage,
 }
 
@@ -572,6 +578,9 @@ impl<'a> Cx<'a> {
             && own.iter().all(|(_, _, o)| {
                 order.iter().all(|&a| o[a].hi.is_some_and(|h| h <= 0) && o[a].lo.is_some_and(|l| l >= -WAVEFRONT_TILE))
             });
+        let lines = order.len() == 1
+            && !parallel.is_empty()
+            && own.iter().all(|(_, _, o)| parallel.iter().all(|&a| o[a].is_zero()));
         let texts = own.iter().map(|(c, r, o)| OwnRead { clause: *c, offsets: o.clone(), text: self.read_text(r) });
         Some(RecurrenceFacts {
             function: String::new(),
@@ -589,6 +598,7 @@ impl<'a> Cx<'a> {
             lookback,
             tail: None,
             wavefront,
+            lines,
         })
     }
 

@@ -376,6 +376,11 @@ pub struct Recurrence {
     /// anti-diagonal wavefront when several threads are available (with a
     /// window, a back end keeps more slots for the steps in flight).
     pub wavefront: bool,
+    /// One sequential loop, and the clauses read the tensor only at their
+    /// own point's position on the other (non-literal) axes: every point
+    /// of those axes runs its sequence independently of the others, so a
+    /// back end may run their loops outside the sequential one.
+    pub lines: bool,
     pub clauses: Vec<RecClause>,
 }
 

@@ -226,9 +226,10 @@ impl Printer<'_> {
         let window =
             r.window.as_ref().map(|w| format!(" window axis {} slots {}", w.axis, w.slots)).unwrap_or_default();
         let flags = format!(
-            "{}{}",
+            "{}{}{}",
             if r.clear_steps { " clear_steps" } else { "" },
-            if r.wavefront { " wavefront" } else { "" }
+            if r.wavefront { " wavefront" } else { "" },
+            if r.lines { " lines" } else { "" }
         );
         let seq: Vec<String> = r
             .seq

@@ -545,8 +545,18 @@ impl<'a> FnLower<'a> {
         // A rank-1 window needs no clearing when every step of its loop is
         // written by a clause (the covers chain from the start to the end).
         let clear_steps = window.is_some() && !(dims.len() == 1 && covers_chain(&covers, &seq));
-        let wavefront = facts.wavefront;
-        out.push(Stmt::Recurrence(ir::Recurrence { var, elem, extents, window, seq, clear_steps, wavefront, clauses }));
+        let (wavefront, lines) = (facts.wavefront, facts.lines);
+        out.push(Stmt::Recurrence(ir::Recurrence {
+            var,
+            elem,
+            extents,
+            window,
+            seq,
+            clear_steps,
+            wavefront,
+            lines,
+            clauses,
+        }));
         Some(())
     }
 

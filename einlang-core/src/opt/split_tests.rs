@@ -208,6 +208,7 @@ fn function(cover: (End, End), lo: End, hi: End, b: &Body) -> Function {
         seq: vec![(0, Loop { index: TV, start: Dim::zero(), end: sym(T) })],
         clear_steps: false,
         wavefront: false,
+        lines: false,
         clauses: vec![clause],
     };
     Function {

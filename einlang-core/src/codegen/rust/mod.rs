@@ -67,6 +67,7 @@ mod clip;
 mod expr;
 mod in_place;
 mod lanes;
+mod lines;
 mod names;
 mod recur;
 mod sweep;

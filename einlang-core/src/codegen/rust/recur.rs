@@ -123,7 +123,9 @@ impl FnCx<'_> {
         // does not write (a stencil's border), where zeros cost a pass over
         // the whole window and fresh pages at every call. (Two sequential
         // axes keep zeros: their clauses write parts of rows.)
-        let uninit = r.window.is_some() && r.seq.len() == 1;
+        // So does a recurrence whose lines run alone: they write every
+        // point (see `lines`).
+        let uninit = (r.window.is_some() && r.seq.len() == 1) || self.runs_as_lines(r);
         let access = RecAccess { store: None, window, lens, held: None, uninit };
         let steps = self.stored_steps(r, access, wave.as_ref())?;
         self.repr.insert(r.var, Ownership::Owned);
@@ -186,7 +188,9 @@ impl FnCx<'_> {
                 }
             });
         }
-        let unused = self.unused_slots(r, &store)?;
+        // A whole tensor comes uninitialized only for lines, which write
+        // every point.
+        let unused = if r.window.is_some() { self.unused_slots(r, &store)? } else { TokenStream::new() };
         Ok(quote! {
             {
                 let #store = #rt::rec::Store::<#t, #rank>::new_uninit(&mut #name);
@@ -207,6 +211,9 @@ impl FnCx<'_> {
         store: &Ident,
         wave: Option<&Ident>,
     ) -> Result<TokenStream, Bug> {
+        if let Some(lines) = self.line_steps(r, store)? {
+            return Ok(lines);
+        }
         let rt = self.rt.clone();
         let carry = self.carry_of(r)?;
         let outer_carry = std::mem::replace(&mut self.carry, carry.clone());
@@ -482,7 +489,7 @@ impl FnCx<'_> {
     /// (whose clauses test their flags) runs over the run. The tests of the
     /// innermost loop are then out of it (LLVM unswitches the flags), and a
     /// clause writing one end of a row (`d[i, 0]`) costs nothing inside.
-    fn segmented(
+    pub(super) fn segmented(
         &mut self,
         r: &Recurrence,
         flags: &[Ident],
@@ -537,7 +544,7 @@ impl FnCx<'_> {
     }
 
     /// `cover_tests` joined by `&&` (`true` when there is none).
-    fn covers(&mut self, cover: &Cover, l: &crate::ir::Loop, x: &TokenStream) -> Result<TokenStream, Bug> {
+    pub(super) fn covers(&mut self, cover: &Cover, l: &crate::ir::Loop, x: &TokenStream) -> Result<TokenStream, Bug> {
         let tests = self.cover_tests(cover, l, x)?;
         Ok(if tests.is_empty() { quote!(true) } else { quote!(#(#tests)&&*) })
     }
@@ -671,7 +678,12 @@ impl FnCx<'_> {
     /// Local copies of what `r`'s clauses read from outside a wavefront's
     /// row closure: the store, the window's mask, the scalars (dimensions,
     /// parameters) and views of the tensors they mention.
-    fn row_locals(&mut self, r: &Recurrence, store: &Ident, wave: Option<&Ident>) -> Result<TokenStream, Bug> {
+    pub(super) fn row_locals(
+        &mut self,
+        r: &Recurrence,
+        store: &Ident,
+        wave: Option<&Ident>,
+    ) -> Result<TokenStream, Bug> {
         let mut out = quote!(let #store = #store;);
         if wave.is_some() {
             let mask = derived("mask_", &self.ident(r.var)?, "");
