@@ -15,7 +15,8 @@
 //!   as branches of one clause;
 //! - a prefix sum along the rows of a 4096 x 2048 `f32` matrix (baseline:
 //!   rows in parallel with rayon, a running sum written into an
-//!   uninitialized buffer): ns/element.
+//!   uninitialized buffer): ns/element; the same through
+//!   `std::array::cumsum` (a sum over `k in 0..i` per point).
 //!
 //! Criterion measures each pair; then each pair is timed again (medians of
 //! rounds that call each side once in turn, `common::paired`) and one
@@ -42,16 +43,11 @@ einlang! {
     }
 }
 
-// The same two programs with their boundary written as branches of one
-// clause: `opt::split` makes the clauses above of them.
+// A prefix sum along rows, written as a recurrence and through the
+// standard library.
 einlang! {
-    use std::math::min;
-
-    pub fn edit_branches(a: [i32; N], b: [i32; M]) -> i32 {
-        let d[i in 0..N + 1, j in 0..M + 1] = if i == 0 || j == 0 { (i + j) as i32 } else {
-            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }))
-        };
-        d[N, M]
+    pub fn cumsum_std(x: [f32; N, M]) -> [f32; N, M] {
+        std::array::cumsum(x)
     }
 
     pub fn scan_rows(x: [f32; N, M]) -> [f32; N, M] {
@@ -59,16 +55,12 @@ einlang! {
         let c[i, j in 1..M] = c[i, j - 1] + x[i, j];
         c
     }
-
-    pub fn heat_branches(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
-        let u[t in 0..steps, i in 0..N, j in 0..M] = if t == 0 { u0[i, j] }
-            else if i == 0 || j == 0 || i == N - 1 || j == M - 1 { 0.0 }
-            else { u[t - 1, i, j] + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]) };
-        let last[i, j] = u[steps - 1, i, j];
-        last
-    }
 }
 
+mod boundaries {
+    einlang::include_ein!("examples/ein/boundaries.ein");
+}
+use boundaries::{edit_branches, heat_branches};
 mod edit {
     einlang::include_ein!("examples/ein/edit_distance.ein");
 }
@@ -294,4 +286,10 @@ fn main() {
     let (e, b) =
         common::paired(9, || drop(black_box(scan_rows(&xs).unwrap())), || drop(black_box(scan_rows_loop(&xs))));
     report("prefix sum along rows 4096x2048 f32", "element", (sn * sm) as f64, e, b);
+    // The same through the standard library, written as a sum over a prefix.
+    let worst = (cumsum_std(&xs).expect("cumsum") - scan_rows_loop(&xs)).iter().fold(0.0f32, |m, d| m.max(d.abs()));
+    assert!(worst <= 1e-2, "std::array::cumsum differs by {worst}");
+    let (e, b) =
+        common::paired(9, || drop(black_box(cumsum_std(&xs).unwrap())), || drop(black_box(scan_rows_loop(&xs))));
+    report("std::array::cumsum along rows 4096x2048 f32", "element", (sn * sm) as f64, e, b);
 }

@@ -13,15 +13,12 @@ use common::*;
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2};
 
-einlang! {
-    pub fn heat(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
-        let u[t in 0..steps, i in 0..N, j in 0..M] = if t == 0 { u0[i, j] }
-            else if i == 0 || j == 0 || i == N - 1 || j == M - 1 { 0.0 }
-            else { u[t - 1, i, j] + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]) };
-        let last[i, j] = u[steps - 1, i, j];
-        last
-    }
+mod boundaries {
+    einlang::include_ein!("examples/ein/boundaries.ein");
+}
+use boundaries::heat_branches as heat;
 
+einlang! {
     /// Two points held on the left, one on the right.
     pub fn lopsided(u0: [f64; N], steps: i64) -> [f64; N] {
         let u[t in 0..steps, i in 0..N] = if t < 1 { u0[i] }

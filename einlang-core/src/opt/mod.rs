@@ -3,7 +3,9 @@
 //! Lowering states what the program computes; the passes here choose how
 //! it is computed: which values nothing reads are not computed at all
 //! (`dead`), which recurrence clauses branching on their own indices are
-//! one clause per piece of their domain (`split`), which reductions in a
+//! one clause per piece of their domain (`split`), which sums over a prefix
+//! of a definition's own index are running values (`scan`, host only),
+//! which reductions in a
 //! recurrence's steps are computed
 //! for all steps before it (`invariant`) and which tensors the steps read
 //! get a contiguous copy (`invariant::layout`, host only), which
@@ -40,6 +42,7 @@ pub mod inline;
 pub mod invariant;
 pub mod pack;
 pub mod rows;
+pub mod scan;
 pub mod simplify;
 pub mod split;
 pub mod steps;
@@ -62,6 +65,9 @@ const PASSES: &[Pass] = &[
     // Before the passes that read a recurrence's clauses: each sees the
     // clauses a boundary in branches stands for.
     ("split", split::run, Targets::All),
+    // Before `hoist`, which would see a prefix sum as a reduction of each
+    // point.
+    ("scan", scan::run, Targets::Host),
     ("invariant", invariant::run, Targets::All),
     ("layout", invariant::layout, Targets::Host),
     ("gemm", gemm::run, Targets::All),

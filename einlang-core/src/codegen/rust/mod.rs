@@ -526,9 +526,11 @@ impl<'a> FnCx<'a> {
                 Stmt::Tensor(d) => defined.push(d.var),
                 Stmt::Rows(r) => defined.push(r.def.var),
                 Stmt::Gemm(g) => defined.push(g.out),
-                // A window is read only at points (never moved or viewed
-                // whole): a temporary, back to the pool at the end.
-                Stmt::Recurrence(r) if r.window.is_some() => defined.push(r.var),
+                // A recurrence's tensor (a window, or a whole tensor such
+                // as the running values `opt::scan` makes) that nothing
+                // mentioned below moves: a temporary, back to the pool at
+                // the end.
+                Stmt::Recurrence(r) => defined.push(r.var),
                 Stmt::Reshape { var, source, .. } => {
                     defined.push(*var);
                     if reshapes {

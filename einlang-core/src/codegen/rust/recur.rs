@@ -198,7 +198,8 @@ impl FnCx<'_> {
                 #unused
             }
             // SAFETY: every slot was written or zeroed: at its first step
-            // (`first_use`), or after the steps when no step used it.
+            // (`first_use`), or after the steps when no step used it; a
+            // recurrence run as lines writes every point (see `lines`).
             let mut #name = unsafe { #name.assume_init() };
         })
     }
