@@ -1,6 +1,7 @@
 //! Sums and products over a prefix of a definition's own index (`sum[k in
 //! 0..i]`, `0..i + 1`) computed as running values (`opt::scan`) against
-//! naive loops: the standard library's `cumsum` and `cumprod`, an
+//! naive loops: the standard library's `cumsum`, `cumprod` and `cummax`, a
+//! running minimum (over no term: the type's greatest value), an
 //! inclusive sum of squares, integers, a prefix down the first axis, three
 //! axes, a term that gathers (an error stays an error), and sums that are
 //! not prefixes (the term reads the index; the end is not the index),
@@ -20,6 +21,15 @@ einlang! {
 
     pub fn cumprod_std(x: [f64; N, M]) -> [f64; N, M] {
         std::array::cumprod(x)
+    }
+
+    pub fn cummax_std(x: [f64; N, M]) -> [f64; N, M] {
+        std::array::cummax(x)
+    }
+
+    pub fn lows(x: [i32; M]) -> [i32; M] {
+        let r[i in 0..M] = min[k in 0..i](x[k]);
+        r
     }
 
     pub fn squares(x: [f64; M]) -> [f64; M] {
@@ -79,6 +89,26 @@ fn the_standard_librarys_running_sums_and_products() {
         assert!(got.iter().zip(sums.iter()).all(|(a, b)| close(*a, *b)), "cumsum {n} x {m}");
         let got = cumprod_std(&x).unwrap();
         assert!(got.iter().zip(prods.iter()).all(|(a, b)| close(*a, *b)), "cumprod {n} x {m}");
+    }
+}
+
+#[test]
+fn running_extrema() {
+    for (n, m) in [(0, 4), (1, 1), (5, 7), (9, 17)] {
+        let x = rand2_f64(n, m, (n * 100 + m + 5) as u64);
+        let mut want = x.clone();
+        for b in 0..n {
+            for i in 1..m {
+                want[[b, i]] = want[[b, i]].max(want[[b, i - 1]]);
+            }
+        }
+        assert_eq!(cummax_std(&x).unwrap(), want, "cummax {n} x {m}");
+    }
+    for m in [0usize, 1, 2, 30] {
+        let x = Array1::from_shape_fn(m, |i| ((i * 37) % 23) as i32 - 11);
+        // Over no term: the greatest `i32`.
+        let want = Array1::from_shape_fn(m, |i| (0..i).map(|k| x[k]).min().unwrap_or(i32::MAX));
+        assert_eq!(lows(&x).unwrap(), want, "lows {m}");
     }
 }
 

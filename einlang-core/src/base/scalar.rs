@@ -77,7 +77,13 @@ impl ScalarKind {
 /// Whether the integer `v` is a value of the integer type `k` (false for
 /// float and `bool` types).
 pub fn int_fits(v: i128, k: ScalarKind) -> bool {
-    let (lo, hi): (i128, i128) = match k {
+    int_range(k).is_some_and(|(lo, hi)| (lo..=hi).contains(&v))
+}
+
+/// The least and greatest values of the integer type `k` (None for float
+/// and `bool` types).
+pub fn int_range(k: ScalarKind) -> Option<(i128, i128)> {
+    Some(match k {
         ScalarKind::I8 => (i8::MIN.into(), i8::MAX.into()),
         ScalarKind::I16 => (i16::MIN.into(), i16::MAX.into()),
         ScalarKind::I32 => (i32::MIN.into(), i32::MAX.into()),
@@ -85,7 +91,6 @@ pub fn int_fits(v: i128, k: ScalarKind) -> bool {
         ScalarKind::U8 => (0, u8::MAX.into()),
         ScalarKind::U32 => (0, u32::MAX.into()),
         ScalarKind::U64 => (0, u64::MAX.into()),
-        _ => return false,
-    };
-    (lo..=hi).contains(&v)
+        _ => return None,
+    })
 }

@@ -1,7 +1,7 @@
-//! Prefix reductions as scans: a sum or product over `k in 0..i` (or
-//! `0..i + 1`) of the definition's own index `i`, whose terms do not
-//! otherwise read `i`, is computed once per point as a running value
-//! instead of from scratch (quadratic in the axis's length).
+//! Prefix reductions as scans: a sum, product, maximum or minimum over `k
+//! in 0..i` (or `0..i + 1`) of the definition's own index `i`, whose terms
+//! do not otherwise read `i`, is computed once per point as a running
+//! value instead of from scratch (quadratic in the axis's length).
 //!
 //! ```text
 //! let r[b, i] = x[b, i] + sum[k in 0..i](x[b, k]);        // std::array::cumsum
@@ -15,9 +15,11 @@
 //! ```
 //!
 //! Every line of `p` reads only itself (`Recurrence::lines`). The terms are
-//! the same and added in the same order (`k` ascending), so the result is
-//! that of a sum taken term by term; the code for a plain sum keeps eight
-//! partial sums, so the two differ by float reassociation only. A
+//! the same and combined in the same order (`k` ascending), so the result
+//! is that of a reduction taken term by term (a maximum's term replaces
+//! the value before when greater, so NaN terms are skipped as in the
+//! loop); the code for a plain sum keeps eight partial sums, so the two
+//! differ by float reassociation only. A
 //! definition qualifies when it covers every point of axes starting at 0
 //! (no domain guards), the reduction has one loop, no `where` entries, and
 //! its terms read only the loop's variable, the definition's other axes
@@ -29,7 +31,7 @@ use super::gemm::replace_at;
 use super::hoist::substitute_var;
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
-use crate::base::scalar::ScalarKind;
+use crate::base::scalar::{int_range, ScalarKind};
 use crate::ir::cost::expr_cost;
 use crate::ir::visit;
 use crate::ir::{
@@ -119,16 +121,51 @@ fn scan(f: &mut Function, def: &mut TensorDef) -> Option<Recurrence> {
         e
     };
     let ty = Repr::Scalar(prefix.elem);
-    let identity = Expr {
-        kind: ExprKind::Lit(match (prefix.op, prefix.elem.is_float()) {
-            (RedOp::Sum, true) => Literal::Float("0.0".into()),
-            (RedOp::Sum, false) => Literal::Int(0),
-            (_, true) => Literal::Float("1.0".into()),
-            (_, false) => Literal::Int(1),
+    // What a reduction over no term gives.
+    let identity = match int_range(prefix.elem) {
+        Some((lo, hi)) => Literal::Int(match prefix.op {
+            RedOp::Sum => 0,
+            RedOp::Prod => 1,
+            RedOp::Max => lo,
+            _ => hi,
         }),
-        ty: ty.clone(),
+        None => Literal::Float(
+            match prefix.op {
+                RedOp::Sum => "0.0",
+                RedOp::Prod => "1.0",
+                RedOp::Max => "-inf",
+                _ => "inf",
+            }
+            .into(),
+        ),
     };
-    let combine = if prefix.op == RedOp::Sum { BinOp::Add } else { BinOp::Mul };
+    let identity = Expr { kind: ExprKind::Lit(identity), ty: ty.clone() };
+    // A maximum keeps the point before unless the term is greater (a NaN
+    // term is skipped), as the reduction's loop does; the term is bound
+    // once.
+    let held = f.add_var("term", ty.clone());
+    let combine = |before: Expr, term: Expr| match prefix.op {
+        RedOp::Sum | RedOp::Prod => {
+            let op = if prefix.op == RedOp::Sum { BinOp::Add } else { BinOp::Mul };
+            Expr { kind: ExprKind::Binary(op, Box::new(before), Box::new(term)), ty: ty.clone() }
+        }
+        op => {
+            let replaces = if op == RedOp::Max { BinOp::Gt } else { BinOp::Lt };
+            let t = var(held, &ty);
+            let cond = Expr {
+                kind: ExprKind::Binary(replaces, Box::new(t.clone()), Box::new(before.clone())),
+                ty: Repr::Scalar(ScalarKind::Bool),
+            };
+            let pick = Expr {
+                kind: ExprKind::If { cond: Box::new(cond), then: Box::new(t), els: Box::new(before) },
+                ty: ty.clone(),
+            };
+            Expr {
+                kind: ExprKind::Block { stmts: vec![Stmt::Let { var: held, value: term }], result: Box::new(pick) },
+                ty: ty.clone(),
+            }
+        }
+    };
     // At 0: no term (`0..i`) or the first (`0..i + 1`).
     let first = clause(f, Cover::At(0), &|point| match prefix.offset {
         0 => identity.clone(),
@@ -140,8 +177,7 @@ fn scan(f: &mut Function, def: &mut TensorDef) -> Option<Recurrence> {
         let mut before = point.to_vec();
         before[prefix.axis] = sub(point[prefix.axis].clone(), 1);
         let read = Expr { kind: ExprKind::Read { tensor: p, indices: before, checked: false }, ty: ty.clone() };
-        let term = term_at(point, 1 - prefix.offset);
-        Expr { kind: ExprKind::Binary(combine, Box::new(read), Box::new(term)), ty: ty.clone() }
+        combine(read, term_at(point, 1 - prefix.offset))
     });
     let read = Expr {
         kind: ExprKind::Read { tensor: p, indices: axes.iter().map(|a| var(*a, &int)).collect(), checked: false },
@@ -182,7 +218,11 @@ fn find(e: &Expr, axes: &[VarId], inside: &[VarId]) -> Option<(Prefix, Vec<usize
 }
 
 fn prefix_of(e: &Expr, axes: &[VarId], inside: &[VarId]) -> Option<Prefix> {
-    let ExprKind::Reduce { op: op @ (RedOp::Sum | RedOp::Prod), loops, wheres, body } = &e.kind else { return None };
+    let ExprKind::Reduce { op: op @ (RedOp::Sum | RedOp::Prod | RedOp::Max | RedOp::Min), loops, wheres, body } =
+        &e.kind
+    else {
+        return None;
+    };
     let (Repr::Scalar(elem), [l]) = (&e.ty, &loops[..]) else { return None };
     if !wheres.is_empty() || l.start != Dim::zero() || *elem == ScalarKind::Bool {
         return None;
@@ -242,6 +282,17 @@ mod tests {
         let ir = optimized("pub fn c(x: [f64; M]) -> [f64; M] { let r[i in 0..M] = prod[k in 0..i + 1](x[k]); r }");
         assert!(ir.contains("when [= 0] over [] (cost 2) = read x[i_2] unchecked"), "{ir}");
         assert!(ir.contains("(read r_prefix[i_2 - 1i64] unchecked) * (read x[i_2] unchecked)"), "{ir}");
+        // A maximum over nothing is the least value; a term replaces the
+        // point before when greater.
+        let ir = optimized("pub fn c(x: [i32; M]) -> [i32; M] { let r[i in 0..M] = max[k in 0..i](x[k]); r }");
+        assert!(ir.contains("= -2147483648i32"), "{ir}");
+        assert!(ir.contains("let term: i32 = read x[i_2 - 1i64] unchecked"), "{ir}");
+        assert!(
+            ir.contains(
+                "if term > (read r_prefix[i_2 - 1i64] unchecked) { term } else { read r_prefix[i_2 - 1i64] unchecked }"
+            ),
+            "{ir}"
+        );
     }
 
     #[test]
@@ -252,8 +303,8 @@ mod tests {
             // The end is not the index, or one more.
             "pub fn c(x: [f64; M]) -> [f64; M] { let r[i in 0..M] = sum[k in 0..i / 2](x[k]); r }",
             "pub fn c(x: [f64; M]) -> [f64; M - 1] { let r[i in 0..M - 1] = sum[k in 0..i + 2](x[k]); r }",
-            // A maximum.
-            "pub fn c(x: [f64; M]) -> [f64; M] { let r[i in 0..M] = max[k in 0..i + 1](x[k]); r }",
+            // Neither a sum, a product nor an extremum.
+            "pub fn c(x: [f64; M]) -> [bool; M] { let r[i in 0..M] = all[k in 0..i + 1](x[k] > 0.0); r }",
             // A where entry.
             "pub fn c(x: [f64; M]) -> [f64; M] { let r[i in 0..M] = sum[k in 0..i](x[k] where k > 1); r }",
         ] {
