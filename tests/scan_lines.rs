@@ -2,7 +2,8 @@
 //! (`codegen/rust/lines.rs`: blocks of rows across threads, each running
 //! its steps in tiles) against naive loops, on 1 to 3 threads, at sizes
 //! around a block (8 rows) and a tile (16 steps): a prefix sum, a special
-//! first row, a look-back of two steps, steps no clause writes (zeros,
+//! first row, a batch of matrices (lines over two axes), a look-back of
+//! two steps, steps no clause writes (zeros,
 //! though the tensor comes uninitialized from a dirty pool), a window
 //! (only the last column read), and a gather that fails.
 
@@ -57,6 +58,15 @@ einlang_with_source! {
     pub fn big(x: [f32; N, M]) -> [f32; N, M] {
         let y[i, j] = x[i, j] * 1.0e30 + 7.0;
         y
+    }
+
+    /// A batch of matrices, each scanned along its rows; matrix 0's row 1
+    /// decays.
+    pub fn batched(x: [f64; B, N, M]) -> [f64; B, N, M] {
+        let c[a, i, 0] = x[a, i, 0];
+        let c[0, 1, j in 1..M] = 0.5 * c[0, 1, j - 1] + x[0, 1, j];
+        let c[a in 0..B, i in 0..N, j in 1..M] = c[a, i, j - 1] + x[a, i, j];
+        c
     }
 
     /// Each row reads its mirror's previous step: the rows do not run
@@ -182,6 +192,30 @@ fn a_window_of_the_last_steps() {
 }
 
 #[test]
+fn a_batch_of_matrices() {
+    for (b, n, m) in [(1, 2, 1), (2, 3, 5), (3, 8, 17), (4, 9, 40), (1, 2, 300)] {
+        let x =
+            einlang::ndarray::Array3::from_shape_fn((b, n, m), |(a, i, j)| ((a * 31 + i * 7 + j) % 13) as f64 - 6.0);
+        let mut want = x.clone();
+        for a in 0..b {
+            for i in 0..n {
+                for j in 1..m {
+                    // The later clause wins where both cover a point (row
+                    // 1 of matrix 0), and reads the step before, not
+                    // what the earlier clause just wrote.
+                    want[[a, i, j]] = want[[a, i, j - 1]] + x[[a, i, j]];
+                }
+            }
+        }
+        for (threads, pool) in pools() {
+            dirty(b * n, m);
+            let got = pool.install(|| batched(&x));
+            assert_eq!(got.unwrap(), want, "{b} x {n} x {m}, {threads} threads");
+        }
+    }
+}
+
+#[test]
 fn empty_extents() {
     // No rows: nothing runs.
     let x = Array2::<f32>::zeros((0, 5));
@@ -218,7 +252,9 @@ fn a_gather_out_of_range_is_an_error_on_any_thread() {
 
 #[test]
 fn rows_run_alone_only_when_each_reads_only_itself() {
-    for (func, name) in [("prefix", "c"), ("first_row", "c"), ("fibonacci", "f"), ("gaps", "c"), ("last_max", "m")] {
+    for (func, name) in
+        [("prefix", "c"), ("first_row", "c"), ("fibonacci", "f"), ("gaps", "c"), ("last_max", "m"), ("batched", "c")]
+    {
         assert!(recurrence_facts(SRC, func, name).lines, "{func}");
     }
     let f = recurrence_facts(SRC, "mirrored", "c");

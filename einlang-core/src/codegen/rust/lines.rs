@@ -36,15 +36,19 @@
 //! dependence chains) was measured and dropped: rows a power of two apart
 //! share cache sets, and a 4096 x 2048 scan ran 1.4x to 2.8x slower.
 //!
-//! Only for a recurrence of rank 2 whose sequential axis is the last (when
-//! it is the first, a step is a row, which the default walks along
-//! already), with no clause prelude, and not in a checkpointed sweep.
+//! With more axes (a batch of matrices), the points of all axes but the
+//! last are one list of lines. Only for a recurrence whose sequential axis
+//! is the last (when it is the first, a step is a row, which the default
+//! walks along already), whose clauses write each other axis at their own
+//! loop (in order) or a literal, with no clause prelude, and not in a
+//! checkpointed sweep.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::recur::Carry;
-use super::{derived, types, Bug, FnCx};
+use super::{types, Bug, FnCx};
+use crate::base::dim::Dim;
 use crate::ir::{RecIndex, Recurrence};
 
 /// Lines a block runs, one after the other (a task of the parallel loop).
@@ -53,15 +57,23 @@ pub(crate) const LINE_BLOCK: usize = 8;
 impl FnCx<'_> {
     /// Whether `r` runs as blocks of lines (see the module docs).
     pub(crate) fn runs_as_lines(&self, r: &Recurrence) -> bool {
-        matches!(&r.seq[..], [(1, _)])
+        let rank = r.extents.len();
+        rank >= 2
             && r.lines
-            && r.extents.len() == 2
+            && matches!(&r.seq[..], [(a, _)] if *a == rank - 1)
             && r.clauses.iter().all(|c| {
-                c.prelude.is_empty()
-                    && matches!(
-                        (&c.at[..], &c.loops[..]),
-                        ([RecIndex::Loop(0), RecIndex::Seq(0)], [_]) | ([RecIndex::Lit(_), RecIndex::Seq(0)], [])
-                    )
+                // Each axis but the last at the clause's next loop, in
+                // order, or at a literal.
+                let mut loops = 0;
+                let ordered = c.at[..rank - 1].iter().all(|at| match at {
+                    RecIndex::Loop(k) if *k == loops => {
+                        loops += 1;
+                        true
+                    }
+                    RecIndex::Lit(_) => true,
+                    _ => false,
+                });
+                c.prelude.is_empty() && ordered && c.loops.len() == loops && c.at[rank - 1] == RecIndex::Seq(0)
             })
     }
 
@@ -84,48 +96,69 @@ impl FnCx<'_> {
         // sequential loop, when this line's previous step wrote it, is in a
         // register (see `Carry`), under each clause's own name for the line.
         let name = self.ident(r.var)?;
-        let mut carry = Carry {
-            tensor: r.var,
-            at: vec![r.var, l.index],
-            inner: 1,
-            value: derived("carry_", &name, ""),
-            had: derived("had_", &name, ""),
-            have: derived("have_", &name, ""),
-        };
-        let (value_var, had, have) = (carry.value.clone(), carry.had.clone(), carry.have.clone());
-        let slot = self.in_window(r.var, 1, quote!((#j as usize)));
+        let at = (0..r.extents.len()).map(|a| if a + 1 == r.extents.len() { l.index } else { r.var }).collect();
+        let mut carry = Carry::new(r.var, &name, at, r.extents.len() - 1);
+        let (value_var, have, take) = (carry.value.clone(), carry.have.clone(), carry.take());
+        let slot = self.in_window(r.var, r.extents.len() - 1, quote!((#j as usize)));
         let flags: Vec<Ident> = (0..r.clauses.len()).map(|n| quote::format_ident!("__on_{}", n)).collect();
         let outer_carry = self.carry.take();
         let mut clauses = TokenStream::new();
+        // The line's position on each axis but the last.
+        let rank = r.extents.len();
+        let coords: Vec<Ident> = (0..rank - 1).map(|a| quote::format_ident!("__at{}", a)).collect();
+        let mut locate = quote!(let mut __rest: i64 = #line;);
+        for a in (0..rank - 1).rev() {
+            let (c, n) = (&coords[a], self.dim(&r.extents[a])?);
+            locate.extend(if a == 0 {
+                quote!(let #c: i64 = __rest;)
+            } else {
+                quote! {
+                    let #c: i64 = __rest % (#n);
+                    __rest /= #n;
+                }
+            });
+        }
+        let point_at = quote!([#(#coords as usize,)* #slot]);
         // Whether each clause writes the line, tested once per line.
         let mut on_line = TokenStream::new();
         for (n, (c, flag)) in r.clauses.iter().zip(&flags).enumerate() {
-            // A clause writing a literal line reads its own line there, not
-            // through a variable: no carry.
-            carry.at[0] = c.loops.first().map_or(r.var, |own| own.index);
+            let (mut tests, mut bind) = (Vec::new(), TokenStream::new());
+            for (at, coord) in c.at.iter().zip(&coords) {
+                match at {
+                    RecIndex::Loop(k) => {
+                        let own = c.loops.get(*k).ok_or("a clause writes a missing loop")?;
+                        let i = self.ident(own.index)?;
+                        let (a, b) = (self.dim(&own.start)?, self.dim(&own.end)?);
+                        tests.push(quote!(#coord >= (#a) && #coord < (#b)));
+                        bind.extend(quote!(let #i: i64 = #coord;));
+                    }
+                    RecIndex::Lit(v) => {
+                        let v = types::i64_lit(*v);
+                        tests.push(quote!(#coord == #v));
+                    }
+                    RecIndex::Seq(_) => return Err("a line's clause writes a sequential axis early".into()),
+                }
+            }
+            // A read of the point before names the clause's loops on the
+            // axes they write; a literal axis is never a variable (no
+            // carry there).
+            for (a, at) in c.at[..rank - 1].iter().enumerate() {
+                carry.at[a] = match at {
+                    RecIndex::Loop(k) => c.loops[*k].index,
+                    _ => r.var,
+                };
+            }
             self.carry = Some(carry.clone());
             let value = self.expr(&c.body);
             self.carry = None;
             let value = value?.tokens;
-            let (test, bind, at) = match (&c.at[0], c.loops.first()) {
-                (RecIndex::Loop(_), Some(own)) => {
-                    let i = self.ident(own.index)?;
-                    let (a, b) = (self.dim(&own.start)?, self.dim(&own.end)?);
-                    (quote!(#line >= (#a) && #line < (#b)), quote!(let #i: i64 = #line;), quote!(#line as usize))
-                }
-                (RecIndex::Lit(n), None) => {
-                    let at = types::usize_lit(usize::try_from(*n).map_err(|_| "a negative literal slot")?);
-                    (quote!(#line == #n), TokenStream::new(), quote!(#at))
-                }
-                _ => return Err("a clause that does not write a line".into()),
-            };
             let here = quote::format_ident!("__line_{}", n);
-            on_line.extend(quote!(let #here: bool = #test;));
+            on_line.extend(quote!(let #here: bool = true #(&& #tests)*;));
             clauses.extend(quote! {
                 if #flag && #here {
                     #bind
                     let __value = #value;
-                    unsafe { #store.set([#at, #slot], __value) };
+                    unsafe { #store.set(#point_at, __value) };
                     #value_var = __value;
                     #have = true;
                 }
@@ -135,10 +168,10 @@ impl FnCx<'_> {
         let elem = types::scalar(r.elem);
         let zero = quote!(<#elem as ::core::default::Default>::default());
         let point = quote! {
-            let #had = ::core::mem::replace(&mut #have, false);
+            #take
             #clauses
             if !#have {
-                unsafe { #store.set([#line as usize, #slot], #zero) };
+                unsafe { #store.set(#point_at, #zero) };
             }
         };
         let run = self.segmented(r, &flags, &j, start.clone(), end.clone(), point)?;
@@ -147,8 +180,9 @@ impl FnCx<'_> {
         let before = if access.window.is_none() {
             quote! {
                 for #line in #lo..#hi {
+                    #locate
                     for __j in 0..((#start).max(0) as usize) {
-                        unsafe { #store.set([#line as usize, __j], #zero) };
+                        unsafe { #store.set([#(#coords as usize,)* __j], #zero) };
                     }
                 }
             }
@@ -156,7 +190,8 @@ impl FnCx<'_> {
             TokenStream::new()
         };
         let locals = self.row_locals(r, store, None)?;
-        let lines = self.dim(&r.extents[0])?;
+        let lines = r.extents[..rank - 1].iter().fold(Dim::one(), |acc, e| acc.mul(e));
+        let lines = self.dim(&lines)?;
         let cost = r.clauses.iter().map(|c| c.cost_per_point).max().unwrap_or(1).max(1);
         let cost = proc_macro2::Literal::usize_suffixed(cost as usize);
         let block = types::usize_lit(LINE_BLOCK);
@@ -169,6 +204,7 @@ impl FnCx<'_> {
                     #locals
                     #before
                     for #line in #lo..#hi {
+                        #locate
                         #on_line
                         let mut #value_var: #elem = #zero;
                         let mut #have = false;

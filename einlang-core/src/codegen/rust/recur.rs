@@ -46,9 +46,12 @@ pub(crate) struct RecAccess {
 /// A value passed from one point of the innermost sequential loop to the
 /// next (see [`FnCx::carry_of`]): while the clauses are emitted, a read of
 /// `tensor` at the point before the current one along `inner` (`d[i, j -
-/// 1]`) is `value` when the previous iteration wrote it (`had`), and every
-/// write sets `value` and `have`. The dependence from one point to the
-/// next then stays in a register instead of a store and a load.
+/// 1]`) is `prev` when the previous iteration wrote it (`had`), and every
+/// write sets `value` and `have`; each point starts by taking `had` and
+/// `prev` from them, so a clause that reads after another clause wrote
+/// the same point still reads the point before. The dependence from one
+/// point to the next then stays in a register instead of a store and a
+/// load.
 #[derive(Clone)]
 pub(crate) struct Carry {
     pub tensor: VarId,
@@ -56,8 +59,34 @@ pub(crate) struct Carry {
     pub at: Vec<VarId>,
     pub inner: usize,
     pub value: Ident,
+    pub prev: Ident,
     pub had: Ident,
     pub have: Ident,
+}
+
+impl Carry {
+    /// The carry of `tensor` (named `name` in the code) at the points of
+    /// the loops `at`, along axis `inner`.
+    pub(crate) fn new(tensor: VarId, name: &Ident, at: Vec<VarId>, inner: usize) -> Carry {
+        Carry {
+            tensor,
+            at,
+            inner,
+            value: derived("carry_", name, ""),
+            prev: derived("prev_", name, ""),
+            had: derived("had_", name, ""),
+            have: derived("have_", name, ""),
+        }
+    }
+
+    /// The start of a point: what the point before left.
+    pub(crate) fn take(&self) -> TokenStream {
+        let (value, prev, had, have) = (&self.value, &self.prev, &self.had, &self.have);
+        quote! {
+            let #had = ::core::mem::replace(&mut #have, false);
+            let #prev = #value;
+        }
+    }
 }
 
 /// The steps `lo..hi` (`i64` variables) that a checkpointed sweep's window
@@ -231,15 +260,16 @@ impl FnCx<'_> {
         // The innermost loop's body: with a carry, the value the previous
         // point wrote (if it wrote one) is read from a register.
         let (carry_decl, clauses) = match &carry {
-            Some(Carry { value, had, have, .. }) => {
+            Some(c @ Carry { value, have, .. }) => {
                 let t = types::scalar(r.elem);
+                let take = c.take();
                 (
                     quote! {
                         let mut #value: #t = <#t as ::core::default::Default>::default();
                         let mut #have = false;
                     },
                     quote! {
-                        let #had = ::core::mem::replace(&mut #have, false);
+                        #take
                         #clauses
                     },
                 )
@@ -744,14 +774,7 @@ impl FnCx<'_> {
             return Ok(None);
         }
         let name = self.ident(r.var)?;
-        let carry = Carry {
-            tensor: r.var,
-            at,
-            inner,
-            value: derived("carry_", &name, ""),
-            had: derived("had_", &name, ""),
-            have: derived("have_", &name, ""),
-        };
+        let carry = Carry::new(r.var, &name, at, inner);
         fn reads_previous(e: &Expr, c: &Carry) -> bool {
             let here =
                 matches!(&e.kind, ExprKind::Read { tensor, indices, .. } if *tensor == c.tensor && c.previous(indices));
@@ -803,8 +826,8 @@ impl FnCx<'_> {
         if let Some(c) = self.carry.clone().filter(|c| c.tensor == tensor && store.is_some() && c.previous(indices)) {
             // Written by the previous point when `had`, so in bounds.
             let read = self.stored_read(store, tensor, indices, checked)?;
-            let (value, had) = (&c.value, &c.had);
-            return Ok(quote!((if #had { #value } else { #read })));
+            let (prev, had) = (&c.prev, &c.had);
+            return Ok(quote!((if #had { #prev } else { #read })));
         }
         self.stored_read(store, tensor, indices, checked)
     }
