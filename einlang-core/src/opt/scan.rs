@@ -142,14 +142,14 @@ fn scan(f: &mut Function, def: &mut TensorDef) -> Option<Recurrence> {
     let identity = Expr { kind: ExprKind::Lit(identity), ty: ty.clone() };
     // A maximum keeps the point before unless the term is greater (a NaN
     // term is skipped), as the reduction's loop does; the term is bound
-    // once.
-    let held = f.add_var("term", ty.clone());
-    let combine = |before: Expr, term: Expr| match prefix.op {
-        RedOp::Sum | RedOp::Prod => {
+    // once (a variable only an extremum needs).
+    let held = matches!(prefix.op, RedOp::Max | RedOp::Min).then(|| f.add_var("term", ty.clone()));
+    let combine = |before: Expr, term: Expr| match (prefix.op, held) {
+        (RedOp::Sum | RedOp::Prod, _) | (_, None) => {
             let op = if prefix.op == RedOp::Sum { BinOp::Add } else { BinOp::Mul };
             Expr { kind: ExprKind::Binary(op, Box::new(before), Box::new(term)), ty: ty.clone() }
         }
-        op => {
+        (op, Some(held)) => {
             let replaces = if op == RedOp::Max { BinOp::Gt } else { BinOp::Lt };
             let t = var(held, &ty);
             let cond = Expr {
