@@ -27,6 +27,8 @@
 //!   gives the machine's bandwidth (GB/s printed for all three);
 //! - a transpose `y[j, i] = x[i, j]`, 4096 x 4096 `f32`: einlang vs a rayon
 //!   loop writing sixteen output rows per task;
+//! - `a * b + c` into a buffer reused from call to call (`fma_vec_into`) vs
+//!   the fused loop into its own reused buffer, and both fresh;
 //!
 //! The hand-written baselines have the generated code's two forms
 //! (`common::twin!`): on x86-64 they also run compiled for AVX2 and FMA
@@ -554,6 +556,64 @@ fn par_copy(a: &[f32]) -> Vec<f32> {
 }
 }
 
+common::twin! {
+/// The elementwise baseline into a reused buffer: the fused pass writing
+/// the caller's elements.
+fn fma_fused_into(a: &[f32], b: &[f32], c: &[f32], out: &mut [f32]) -> () {
+    out.par_chunks_mut(1 << 14).enumerate().for_each(|(k, chunk)| {
+        let at = k << 14;
+        let (a, b, c) = (&a[at..at + chunk.len()], &b[at..at + chunk.len()], &c[at..at + chunk.len()]);
+        for (((o, x), y), z) in chunk.iter_mut().zip(a).zip(b).zip(c) {
+            *o = x * y + z;
+        }
+    });
+}
+}
+
+/// `a * b + c` over `len` elements written into a buffer the caller reuses
+/// (`fma_vec_into`), against the fused loop into its own reused buffer:
+/// neither pays the page faults of a fresh result. Checked equal first;
+/// timed (pairs of calls, alternating) unless `timed` is false. The fresh
+/// forms are timed the same way, for the difference.
+fn into_reused(len: usize, timed: bool) {
+    let (a, b, c) = (data(len, 11), data(len, 12), data(len, 13));
+    let (av, bv, cv) = (Array1::from_vec(a.clone()), Array1::from_vec(b.clone()), Array1::from_vec(c.clone()));
+    let mut out = Array1::<f32>::zeros(len);
+    let mut hand = vec![0.0f32; len];
+    fma_vec_into(&av, &bv, &cv, &mut out).expect("fma_into");
+    fma_fused_into(&a, &b, &c, &mut hand);
+    assert_eq!(out.as_slice().expect("standard"), &hand[..], "fma_vec_into differs from the hand loop");
+    if !timed {
+        return;
+    }
+    let (t_into, t_hand) = common::paired(
+        9,
+        || fma_vec_into(&av, &bv, &cv, &mut out).expect("fma_into"),
+        || fma_fused_into(&a, &b, &c, &mut hand),
+    );
+    let (t_fresh, t_fused) = common::paired(
+        9,
+        || {
+            black_box(fma_vec(&av, &bv, &cv).expect("fma"));
+        },
+        || {
+            black_box(fma_fused(&a, &b, &c));
+        },
+    );
+    let gbs = |t: f64| 16.0 * len as f64 / t / 1e9;
+    println!(
+        "a*b+c {len} f32 into a reused buffer: einlang fma_vec_into {:.2} ms, hand loop into its buffer {:.2} ms, \
+         ratio {:.2}x ({:.1} vs {:.1} GB/s); fresh results: einlang {:.2} ms, fused loop {:.2} ms",
+        t_into * 1e3,
+        t_hand * 1e3,
+        t_into / t_hand,
+        gbs(t_into),
+        gbs(t_hand),
+        t_fresh * 1e3,
+        t_fused * 1e3,
+    );
+}
+
 /// `a * b + c` over `len` elements (as a matrix of `rows` rows when set),
 /// against the fused loop.
 fn fma_case(len: usize, rows: Option<usize>) -> Case {
@@ -873,6 +933,7 @@ fn main() {
     criterion.final_summary();
 
     if test_mode {
+        into_reused(1000, false);
         return;
     }
 
@@ -897,6 +958,7 @@ fn main() {
         );
     }
     if cases.iter().any(|c| c.group == "elementwise") {
+        into_reused(1 << 24, true);
         // The machine's bandwidth: a parallel copy reads and writes each
         // element once.
         let len = 1usize << 24;

@@ -11,6 +11,7 @@ pub mod ckpt;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod dest;
 mod error;
 pub mod fmt;
 pub mod fs;

@@ -86,14 +86,14 @@ const MIN_BLOCKS: usize = 64;
 /// is an `Error::Extent`, not a panic. Stops at the first error.
 pub fn fill<T, D, Sh, F>(function: &str, shape: Sh, cost_per_point: u64, body: F) -> Result<Array<T, D>, Error>
 where
-    T: Clone + Default + Send,
+    T: Clone + Default + Send + 'static,
     D: Dimension,
     Sh: IntoDimension<Dim = D>,
     F: Fn(usize, &mut [T]) -> Result<(), Error> + Sync + Send,
 {
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
-    let mut out = Array::from_elem(dim, T::default());
+    let mut out = filled(dim, T::default());
     fill_chunks(function, &mut out, cost_per_point, 1, body)?;
     Ok(out)
 }
@@ -179,37 +179,53 @@ pub fn fill_reduced<T, F, M, E>(
     finish: E,
 ) -> Result<Array1<T>, Error>
 where
-    T: Copy + Send + Sync,
+    T: Copy + Send + Sync + 'static,
     F: Fn(usize, i64, i64, &mut [T]) -> Result<(), Error> + Sync + Send,
     M: Fn(&mut T, T),
     E: Fn(usize, &mut [T]) -> Result<(), Error> + Sync + Send,
 {
     let dim = ndarray::Ix1(len);
     check_size::<T, ndarray::Ix1>(function, &dim)?;
-    let mut out = Array1::from_elem(dim, start);
+    let mut out = filled(dim, start);
     let terms = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
     let work = len.saturating_mul(terms).saturating_mul(work_per_term.max(1));
     let slice = new_slice(function, &mut out)?;
     let parts = part_count(work, terms, MAX_VECTOR_PARTS);
     if work >= PAR_THRESHOLD && len <= SPLIT_MAX_LEN && parts > 1 {
-        let one = |p: usize| -> Result<Vec<T>, Error> {
+        let one = |p: usize| -> Result<Array1<T>, Error> {
             let (a, b) = part_bounds((lo, hi), terms, parts, p);
-            let mut part = vec![start; len];
-            body(0, a, b, &mut part)?;
+            let mut part = filled(dim, start);
+            body(0, a, b, new_slice(function, &mut part)?)?;
             Ok(part)
         };
-        let mut add = |part: Vec<T>| slice.iter_mut().zip(part).for_each(|(acc, v)| merge(acc, v));
+        let mut add = |part: Array1<T>| {
+            slice.iter_mut().zip(part.iter()).for_each(|(acc, &v)| merge(acc, v));
+            crate::pool::recycle(part);
+        };
         if parts_in_parallel() {
-            let all: Vec<Result<Vec<T>, Error>> = (0..parts)
-                .into_par_iter()
-                .map(|p| {
-                    let _rows = InRows::enter();
-                    one(p)
-                })
-                .collect();
-            for part in all {
-                add(part?);
+            // One row of a pooled scratch tensor per part; the error of
+            // the first part that fails, as in order.
+            let mut scratch = filled(ndarray::Ix2(parts, len), start);
+            let first_error: std::sync::Mutex<Option<(usize, Error)>> = std::sync::Mutex::new(None);
+            new_slice(function, &mut scratch)?.par_chunks_mut(len.max(1)).enumerate().for_each(|(p, row)| {
+                let _rows = InRows::enter();
+                let (a, b) = part_bounds((lo, hi), terms, parts, p);
+                if let Err(e) = body(0, a, b, row) {
+                    if let Ok(mut first) = first_error.lock() {
+                        if first.as_ref().is_none_or(|(q, _)| p < *q) {
+                            *first = Some((p, e));
+                        }
+                    }
+                }
+            });
+            if let Some((_, e)) = first_error.into_inner().ok().flatten() {
+                crate::pool::recycle(scratch);
+                return Err(e);
             }
+            for part in scratch.rows() {
+                slice.iter_mut().zip(part.iter()).for_each(|(acc, &v)| merge(acc, v));
+            }
+            crate::pool::recycle(scratch);
         } else {
             for p in 0..parts {
                 add(one(p)?);
@@ -338,7 +354,7 @@ where
 /// An `Error::Extent` unless a tensor of `dim` can be allocated: the limits
 /// `Array::from_elem` would otherwise panic on (the product of the
 /// non-zero axis lengths fits in `isize`, and so does the size in bytes).
-fn check_size<T, D: Dimension>(function: &str, dim: &D) -> Result<(), Error> {
+pub(crate) fn check_size<T, D: Dimension>(function: &str, dim: &D) -> Result<(), Error> {
     let too_large = || Error::Extent {
         function: function.to_string(),
         message: format!("a tensor of shape {:?} is too large to allocate", dim.slice()),
@@ -368,8 +384,20 @@ where
     D: Dimension,
     F: Fn(usize, &mut [E]) -> Result<(), Error> + Sync + Send,
 {
-    let len = out.len();
-    let ndim = out.ndim();
+    let shape = out.raw_dim();
+    let slice = new_slice(function, out)?;
+    fill_slice(slice, shape.slice(), cost_per_point, rows, body)
+}
+
+/// [`fill_chunks`] over the elements of a tensor of `shape` in memory order
+/// (`elems.len()` is the product of `shape`).
+pub(crate) fn fill_slice<E, F>(elems: &mut [E], shape: &[usize], cost_per_point: u64, rows: usize, body: F) -> Result<(), Error>
+where
+    E: Send,
+    F: Fn(usize, &mut [E]) -> Result<(), Error> + Sync + Send,
+{
+    let len = elems.len();
+    let ndim = shape.len();
     if len == 0 {
         return Ok(());
     }
@@ -379,16 +407,26 @@ where
         0 => 1,
         1 if work < PAR_THRESHOLD => len,
         1 => len.div_ceil(MIN_BLOCKS).clamp(1, BLOCK_LEN),
-        _ => out.shape()[1..].iter().product(),
+        _ => shape[1..].iter().product(),
     };
-    let slice = new_slice(function, out)?;
     if ndim == 1 {
-        for_each_row(slice, row_len, work, |block, chunk| body(block * row_len, chunk))
+        for_each_row(elems, row_len, work, |block, chunk| body(block * row_len, chunk))
     } else if rows > 1 {
-        for_each_row(slice, row_len.saturating_mul(rows), work, |block, chunk| body(block * rows, chunk))
+        for_each_row(elems, row_len.saturating_mul(rows), work, |block, chunk| body(block * rows, chunk))
     } else {
-        for_each_row(slice, row_len, work, body)
+        for_each_row(elems, row_len, work, body)
     }
+}
+
+/// A tensor of shape `dim` from the [pool](crate::pool), every element
+/// `value`.
+fn filled<T: Clone + Send + 'static, D: Dimension>(dim: D, value: T) -> Array<T, D> {
+    let mut out = crate::pool::uninit::<T, D>(dim);
+    out.iter_mut().for_each(|e| {
+        e.write(value.clone());
+    });
+    // SAFETY: every element was just written.
+    unsafe { out.assume_init() }
 }
 
 /// The elements of a tensor this module allocated, in memory order.

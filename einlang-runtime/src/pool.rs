@@ -1,107 +1,179 @@
-//! A cache of large tensor buffers, reused from one call to the next.
+//! A cache of tensor buffers, reused from one call to the next.
 //!
 //! A generated function allocates its temporaries afresh at every call and
 //! frees them when it returns. For buffers of megabytes the allocator maps
 //! fresh pages from the kernel each time (and unmaps them on free), so
 //! every call pays a page fault per 4 KiB touched: a convolution gradient
 //! with 20 MiB of temporaries ran at 2.5x the time of the same code with
-//! its memory kept mapped. Generated code therefore takes its large
-//! outputs from this pool ([`uninit`]) and gives back, when it returns,
-//! the temporaries that are not part of its result ([`recycle`]).
+//! its memory kept mapped. Generated code therefore takes its outputs from
+//! this pool ([`uninit`]) and gives back, when it returns (or when a row
+//! of a parallel loop ends), the temporaries that are not part of its
+//! result ([`recycle`]). A loop of calls whose results go into the
+//! caller's buffers (`NAME_into`) then takes no memory from the allocator
+//! after its first call.
 //!
-//! The pool keeps at most [`MAX_BUFFERS`] buffers and [`MAX_BYTES`] bytes;
-//! buffers under [`MIN_BYTES`] are left to the allocator, which reuses
-//! small blocks well. A buffer is taken only for a request of at least half
+//! Buffers of at least [`MIN_BYTES`] go to one pool shared by all threads
+//! (at most [`MAX_BUFFERS`] buffers and [`MAX_BYTES`] bytes, the oldest
+//! freed first); smaller ones to a cache of the thread that recycles them
+//! (at most [`SMALL_BUFFERS`] buffers and [`SMALL_BYTES`] bytes a thread,
+//! no lock), which the next row of a loop on that thread reuses. A buffer
+//! is taken only for a request of the same element type and at least half
 //! its capacity.
 
-use std::any::{Any, TypeId};
+use std::alloc::Layout;
+use std::any::TypeId;
+use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
 use ndarray::{Array, Dimension};
 
-/// Buffers smaller than this (in bytes) are not cached.
+/// Buffers smaller than this (in bytes) are cached by their thread.
 pub const MIN_BYTES: usize = 1 << 18;
 
-/// The most bytes the pool holds.
+/// The most bytes the shared pool holds.
 pub const MAX_BYTES: usize = 1 << 30;
 
-/// The most buffers the pool holds.
+/// The most buffers the shared pool holds.
 pub const MAX_BUFFERS: usize = 64;
 
+/// The most small buffers one thread's cache holds.
+pub const SMALL_BUFFERS: usize = 32;
+
+/// The most bytes one thread's cache holds.
+pub const SMALL_BYTES: usize = 4 << 20;
+
+/// A cached allocation: what a `Vec<T>` of capacity `capacity` allocated,
+/// for `T` of type id `elem`, owned by the cache until taken or freed.
 struct Buffer {
     elem: TypeId,
     /// Capacity in elements.
     capacity: usize,
-    bytes: usize,
-    /// A `Vec<MaybeUninit<T>>` of length 0 for `T` = `elem`.
-    vec: Box<dyn Any + Send>,
+    ptr: std::ptr::NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: a `Buffer` is uniquely owned memory (no `T` lives in it).
+unsafe impl Send for Buffer {}
+
+impl Buffer {
+    /// The allocation of `vec` (whose elements need no drop), or None when
+    /// it has none.
+    fn of<T: 'static>(vec: Vec<T>) -> Option<Buffer> {
+        let capacity = vec.capacity();
+        let layout = Layout::array::<T>(capacity).ok()?;
+        if layout.size() == 0 {
+            return None;
+        }
+        let mut vec = std::mem::ManuallyDrop::new(vec);
+        let ptr = std::ptr::NonNull::new(vec.as_mut_ptr().cast::<u8>())?;
+        Some(Buffer { elem: TypeId::of::<T>(), capacity, ptr, layout })
+    }
+
+    /// Whether a request for `len` elements of type `elem` may take this.
+    fn fits(&self, elem: TypeId, len: usize) -> bool {
+        self.elem == elem && self.capacity >= len && self.capacity / 2 <= len
+    }
+
+    /// The buffer as a vector of `len` uninitialized elements.
+    ///
+    /// # Safety
+    ///
+    /// `T` is the element type the buffer was made of (`fits` with
+    /// `TypeId::of::<T>()`) and `len <= capacity`.
+    unsafe fn into_vec<T>(self, len: usize) -> Vec<MaybeUninit<T>> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the pointer, capacity and layout are those of a
+        // `Vec<T>`'s allocation; `MaybeUninit<T>` has `T`'s layout and any
+        // contents are valid for it.
+        unsafe { Vec::from_raw_parts(this.ptr.as_ptr().cast::<MaybeUninit<T>>(), len, this.capacity) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: the allocation was made with this layout by the global
+        // allocator (through a `Vec`), and the cache owns it.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
 }
 
 static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static SMALL: RefCell<Vec<Buffer>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Removes from `buffers` the smallest that fits a request.
+fn take_from(buffers: &mut Vec<Buffer>, elem: TypeId, len: usize) -> Option<Buffer> {
+    let best = buffers
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.fits(elem, len))
+        .min_by_key(|(_, b)| b.capacity)
+        .map(|(i, _)| i)?;
+    Some(buffers.swap_remove(best))
+}
+
+/// Adds `buffer` to `buffers`, freeing the oldest first while there would
+/// be more than `max_buffers` of them or `max_bytes` in all.
+fn keep_in(buffers: &mut Vec<Buffer>, buffer: Buffer, max_buffers: usize, max_bytes: usize) {
+    let bytes = buffer.layout.size();
+    if bytes > max_bytes {
+        return;
+    }
+    let mut held: usize = buffers.iter().map(|b| b.layout.size()).sum();
+    while !buffers.is_empty() && (buffers.len() >= max_buffers || held + bytes > max_bytes) {
+        held -= buffers.remove(0).layout.size();
+    }
+    // (The vector's own capacity stops growing at `max_buffers`.)
+    buffers.push(buffer);
+}
 
 /// An uninitialized array of shape `dim`, reusing a cached buffer when one
 /// fits.
 pub fn uninit<T: Send + 'static, D: Dimension>(dim: D) -> Array<MaybeUninit<T>, D> {
     let len = dim.size();
     let bytes = len.saturating_mul(std::mem::size_of::<T>());
-    if bytes < MIN_BYTES {
+    if bytes == 0 {
         return Array::uninit(dim);
     }
-    let found = POOL.lock().ok().and_then(|mut pool| {
-        let elem = TypeId::of::<T>();
-        // The smallest cached buffer that holds `len` without wasting half.
-        let best = pool
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.elem == elem && b.capacity >= len && b.capacity / 2 <= len)
-            .min_by_key(|(_, b)| b.capacity)
-            .map(|(i, _)| i)?;
-        Some(pool.swap_remove(best))
-    });
+    let elem = TypeId::of::<T>();
+    let found = if bytes < MIN_BYTES {
+        SMALL.try_with(|small| small.try_borrow_mut().ok().and_then(|mut s| take_from(&mut s, elem, len))).ok().flatten()
+    } else {
+        POOL.lock().ok().and_then(|mut pool| take_from(&mut pool, elem, len))
+    };
     let Some(buffer) = found else { return Array::uninit(dim) };
-    match buffer.vec.downcast::<Vec<MaybeUninit<T>>>() {
-        Ok(mut vec) => {
-            // SAFETY: the capacity is at least `len` and the elements are
-            // `MaybeUninit`, for which any contents are valid.
-            unsafe { vec.set_len(len) };
-            // (`from_shape_vec` fails only when the length differs from the
-            // shape's size, which it was just set to.)
-            Array::from_shape_vec(dim.clone(), *vec).unwrap_or_else(|_| Array::uninit(dim))
-        }
-        Err(_) => Array::uninit(dim),
-    }
+    // SAFETY: the buffer fits `T` and `len` (`take_from`).
+    let vec = unsafe { buffer.into_vec::<T>(len) };
+    // (`from_shape_vec` fails only when the length differs from the
+    // shape's size, which it was just set to.)
+    Array::from_shape_vec(dim.clone(), vec).unwrap_or_else(|_| Array::uninit(dim))
 }
 
-/// Gives `a`'s buffer to the pool (or frees it, when it is small, or the
-/// pool is full).
+/// Gives `a`'s buffer to the cache (or frees it, when it is too large, or
+/// its elements need dropping).
 pub fn recycle<T: Send + 'static, D: Dimension>(a: Array<T, D>) {
-    let (mut vec, _) = a.into_raw_vec_and_offset();
-    let capacity = vec.capacity();
-    let bytes = capacity.saturating_mul(std::mem::size_of::<T>());
-    if !(MIN_BYTES..=MAX_BYTES).contains(&bytes) {
-        return;
-    }
     // The elements need no drop (generated tensors hold plain scalars), and
     // the buffer comes back as uninitialized memory.
     if std::mem::needs_drop::<T>() {
         return;
     }
-    // SAFETY: length 0 drops nothing; the capacity stays allocated.
+    let (mut vec, _) = a.into_raw_vec_and_offset();
+    // SAFETY: length 0 drops nothing (and the elements need no drop).
     unsafe { vec.set_len(0) };
-    // SAFETY: `MaybeUninit<T>` has `T`'s size and alignment, so the
-    // allocation's layout is unchanged.
-    let vec: Vec<MaybeUninit<T>> = unsafe {
-        let mut vec = std::mem::ManuallyDrop::new(vec);
-        Vec::from_raw_parts(vec.as_mut_ptr().cast::<MaybeUninit<T>>(), 0, capacity)
-    };
-    let Ok(mut pool) = POOL.lock() else { return };
-    let mut held: usize = pool.iter().map(|b| b.bytes).sum();
-    // Oldest buffers go first.
-    while !pool.is_empty() && (pool.len() >= MAX_BUFFERS || held + bytes > MAX_BYTES) {
-        held -= pool.remove(0).bytes;
+    let Some(buffer) = Buffer::of(vec) else { return };
+    if buffer.layout.size() < MIN_BYTES {
+        // (At thread exit, or while the cache is in use, the buffer is freed.)
+        let _ = SMALL.try_with(|small| {
+            if let Ok(mut small) = small.try_borrow_mut() {
+                keep_in(&mut small, buffer, SMALL_BUFFERS, SMALL_BYTES);
+            }
+        });
+    } else if let Ok(mut pool) = POOL.lock() {
+        keep_in(&mut pool, buffer, MAX_BUFFERS, MAX_BYTES);
     }
-    pool.push(Buffer { elem: TypeId::of::<T>(), capacity, bytes, vec: Box::new(vec) });
 }
 
 #[cfg(test)]
@@ -134,7 +206,7 @@ mod tests {
     }
 
     #[test]
-    fn small_and_much_smaller_requests_are_left_to_the_allocator() {
+    fn much_smaller_requests_do_not_take_a_large_buffer() {
         let a = Array2::from_elem((700, 100), ProbeC([2; 12]));
         let ptr = a.as_ptr() as usize;
         recycle(a);
@@ -144,5 +216,28 @@ mod tests {
         recycle(Array2::from_elem((10, 10), ProbeC([3; 12])));
         let filled = uninit::<ProbeC, _>(ndarray::Ix2(700, 100));
         assert_eq!(filled.as_ptr() as usize, ptr);
+    }
+
+    #[test]
+    fn small_buffers_are_reused_by_their_own_thread_only() {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        struct ProbeD([u8; 4]);
+        let a = Array2::from_elem((10, 10), ProbeD([4; 4]));
+        let ptr = a.as_ptr() as usize;
+        recycle(a);
+        let elsewhere = std::thread::spawn(|| uninit::<ProbeD, _>(ndarray::Ix2(10, 10)).as_ptr() as usize);
+        assert_ne!(elsewhere.join().unwrap(), ptr);
+        let b = uninit::<ProbeD, _>(ndarray::Ix1(90));
+        assert_eq!(b.as_ptr() as usize, ptr);
+        // The thread keeps at most `SMALL_BUFFERS`; each comes back once.
+        let many: Vec<_> = (0..SMALL_BUFFERS + 3).map(|_| Array2::from_elem((4, 4), ProbeD([5; 4]))).collect();
+        let ptrs: std::collections::HashSet<usize> = many.iter().map(|a| a.as_ptr() as usize).collect();
+        many.into_iter().for_each(recycle);
+        assert_eq!(SMALL.with(|s| s.borrow().len()), SMALL_BUFFERS);
+        let again: Vec<_> = (0..SMALL_BUFFERS + 3).map(|_| uninit::<ProbeD, _>(ndarray::Ix2(4, 4))).collect();
+        // (The allocator may hand out the freed ones' addresses again.)
+        let reused = again.iter().filter(|a| ptrs.contains(&(a.as_ptr() as usize))).count();
+        assert!(reused >= SMALL_BUFFERS);
+        assert_eq!(SMALL.with(|s| s.borrow().len()), 0);
     }
 }

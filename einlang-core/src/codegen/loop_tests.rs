@@ -28,8 +28,8 @@ fn transposed_reads_fill_blocks_of_rows() {
     };
     let compiled = crate::test_support::compile_tokens(src);
     let rust: String = compiled.rust.to_string().split_whitespace().collect();
-    let (t, same) = rust.split_at(rust.find("pubfnsame").expect("both functions are emitted"));
-    assert!(t.contains("fill_uninit_rows(\"t\"") && t.contains(",16,__fill_y)"), "{t}");
+    let (t, same) = rust.split_at(rust.find("fn__same_body").expect("both functions are emitted"));
+    assert!(t.contains("fill_uninit_rows_into(\"t\"") && t.contains(",16,__fill_y,&mut*__out0)"), "{t}");
     assert!(!same.contains("fill_uninit_rows"), "{same}");
 }
 
@@ -50,9 +50,43 @@ fn a_row_that_is_its_product_is_written_by_the_gemm() {
     };
     let compiled = crate::test_support::compile_tokens(src);
     let rust: String = compiled.rust.to_string().split_whitespace().collect();
-    let (plain, biased) = rust.split_at(rust.find("pubfnbiased").expect("both functions are emitted"));
+    let (plain, biased) = rust.split_at(rust.find("fn__biased_body").expect("both functions are emitted"));
     assert!(plain.contains("gemm::matmul_into(\"plain\"") && !plain.contains("gemm::matmul(\"plain\""), "{plain}");
     assert!(biased.contains("gemm::matmul(\"biased\"") && !biased.contains("matmul_into"), "{biased}");
+}
+
+/// A function whose result is a tensor has one body and two entry points:
+/// the definition of its result fills the `Out` it is given
+/// (`dest::*_into`: the caller's buffer from `NAME_into`, none from
+/// `NAME`), its temporaries come from the pool as before; a product that
+/// is the result goes through `dest::product_into`. A function with a
+/// scalar result has no `_into` form.
+#[test]
+fn results_fill_the_callers_buffer_through_one_body() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        pub fn scaled(x: [f32; N]) -> [f32; N] {
+            let t[i] = std::math::exp(x[i]);
+            let y[i] = t[i] + t[N - 1 - i];
+            y
+        }
+        pub fn product(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
+            let c[i, j] = sum[k](a[i, k] * b[k, j]);
+            c
+        }
+        pub fn total(x: [f32; N]) -> f32 {
+            sum[i](x[i])
+        }
+    };
+    let compiled = crate::test_support::compile_tokens(src);
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let at = |s: &str| rust.find(s).unwrap_or_else(|| panic!("`{s}` is emitted: {rust}"));
+    let (scaled, rest) = rust.split_at(at("fn__product_body"));
+    assert!(scaled.contains("par::fill_uninit(\"scaled\""), "the temporary is a new tensor: {scaled}");
+    assert!(scaled.contains("dest::fill_uninit_into(\"scaled\"") && scaled.contains("&mut*__out0"), "{scaled}");
+    assert!(scaled.contains("pubfnscaled<'__a0>") && scaled.contains("pubfnscaled_into<'__a0,'__o0>"), "{scaled}");
+    assert_eq!(scaled.matches("dest::fill_uninit_into").count(), scaled.matches("par::fill_uninit(").count());
+    assert!(rest.contains("dest::product_into(\"product\""), "{rest}");
+    assert!(!rust.contains("total_into") && !rust.contains("__total_body"), "{rust}");
 }
 
 /// A padded copy's rows (the packed columns of a convolution padded by a

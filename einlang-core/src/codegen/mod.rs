@@ -128,7 +128,8 @@ struct ModuleTree {
 }
 
 /// `pub mod m { pub use super::m_f as f; ... }` for the public functions of
-/// inline Einlang modules, so Rust code reaches them as `m::f`.
+/// inline Einlang modules (and their `_into` forms), so Rust code reaches
+/// them as `m::f`.
 fn emit_modules(p: &ir::Program, fns: &rust::FnIdents) -> TokenStream {
     let mut root = ModuleTree::default();
     for f in &p.fns {
@@ -139,6 +140,9 @@ fn emit_modules(p: &ir::Program, fns: &rust::FnIdents) -> TokenStream {
                 node = node.children.entry(seg.clone()).or_default();
             }
             node.exports.push((target.to_string(), name.clone()));
+            if rust::has_into(f, fns) {
+                node.exports.push((rust::into_ident(target).to_string(), format!("{name}_into")));
+            }
         }
     }
     fn emit(node: &ModuleTree, depth: usize) -> TokenStream {

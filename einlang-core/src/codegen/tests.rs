@@ -711,6 +711,75 @@ fn matmul_with_reduction() {
                 result c
             }
 
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            #[doc(hidden)]
+            fn __matmul_body(
+                a: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+                b: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let M: i64 = a.shape()[0] as i64;
+                let K: i64 = a.shape()[1] as i64;
+                let N: i64 = b.shape()[1] as i64;
+                __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
+                let __standard_a = a.as_standard_layout();
+                let a = __standard_a.view();
+                let __standard_b = b.as_standard_layout();
+                let b = __standard_b.view();
+                let c: __nd::Array<f32, __nd::Ix2> = __rt::dest::fill_into(
+                    "matmul",
+                    [M as usize, N as usize],
+                    3,
+                    |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
+                        let i: i64 = __pos_i as i64;
+                        for __slot_c in __row_c.iter_mut() {
+                            *__slot_c = 0.0f32;
+                        }
+                        for k in 0i64..K {
+                            for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                                let j: i64 = __pos_j as i64;
+                                *__slot_c
+                                    += unsafe {
+                                        *a.as_ptr().add((i as usize) * a.shape()[1] + k as usize)
+                                    }
+                                        * unsafe {
+                                            *b.as_ptr().add((k as usize) * b.shape()[1] + j as usize)
+                                        };
+                            }
+                        }
+                        Ok(())
+                    },
+                    &mut *__out0,
+                )?;
+                Ok(c)
+            }
             /// Plain matrix product.
             #[allow(
                 non_snake_case,
@@ -742,58 +811,52 @@ fn matmul_with_reduction() {
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    a: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                __matmul_body(a.into(), b.into(), &mut ::einlang::__private::dest::Out::none())
+            }
+            /// Writes the result of `matmul` into the caller's buffer `out`, of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `matmul`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn matmul_into<'__a0, '__a1, '__o0>(
+                a: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f32,
                         ::einlang::__private::ndarray::Ix2,
                     >,
-                    b: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                >,
+                b: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a1,
                         f32,
                         ::einlang::__private::ndarray::Ix2,
                     >,
-                ) -> ::core::result::Result<
-                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let M: i64 = a.shape()[0] as i64;
-                    let K: i64 = a.shape()[1] as i64;
-                    let N: i64 = b.shape()[1] as i64;
-                    __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
-                    let __standard_a = a.as_standard_layout();
-                    let a = __standard_a.view();
-                    let __standard_b = b.as_standard_layout();
-                    let b = __standard_b.view();
-                    let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
-                        "matmul",
-                        [M as usize, N as usize],
-                        3,
-                        |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
-                            let i: i64 = __pos_i as i64;
-                            for __slot_c in __row_c.iter_mut() {
-                                *__slot_c = 0.0f32;
-                            }
-                            for k in 0i64..K {
-                                for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
-                                    let j: i64 = __pos_j as i64;
-                                    *__slot_c
-                                        += unsafe {
-                                            *a.as_ptr().add((i as usize) * a.shape()[1] + k as usize)
-                                        }
-                                            * unsafe {
-                                                *b.as_ptr().add((k as usize) * b.shape()[1] + j as usize)
-                                            };
-                                }
-                            }
-                            Ok(())
-                        },
-                    )?;
-                    Ok(c)
-                }
-                __body(a.into(), b.into())
+                >,
+                out: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                >,
+            ) -> ::core::result::Result<(), ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out", out.into());
+                let __value0 = __matmul_body(a.into(), b.into(), &mut __out0)?;
+                __out0.finish("matmul", __value0)?;
+                Ok(())
             }
         "#]],
     );
@@ -803,7 +866,80 @@ fn matmul_with_reduction() {
 fn matmul_all_checked() {
     check_all_checked(
         &matmul(),
-        expect![[r#"
+        expect![[r##"
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            #[doc(hidden)]
+            fn __matmul_body(
+                a: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+                b: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let M: i64 = a.shape()[0] as i64;
+                let K: i64 = a.shape()[1] as i64;
+                let N: i64 = b.shape()[1] as i64;
+                __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
+                let c: __nd::Array<f32, __nd::Ix2> = __rt::dest::fill_into(
+                    "matmul",
+                    [M as usize, N as usize],
+                    3,
+                    |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
+                        let i: i64 = __pos_i as i64;
+                        for __slot_c in __row_c.iter_mut() {
+                            *__slot_c = 0.0f32;
+                        }
+                        for k in 0i64..K {
+                            for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                                let j: i64 = __pos_j as i64;
+                                *__slot_c
+                                    += a[[
+                                        __rt::shape::check_index("matmul", "a", 0, i, a.shape()[0])?,
+                                        __rt::shape::check_index("matmul", "a", 1, k, a.shape()[1])?,
+                                    ]]
+                                        * b[[
+                                            __rt::shape::check_index(
+                                                "matmul",
+                                                "b",
+                                                0,
+                                                k,
+                                                b.shape()[0],
+                                            )?,
+                                            __rt::shape::check_index("matmul", "b", 1, j, b.shape()[1])?,
+                                        ]];
+                            }
+                        }
+                        Ok(())
+                    },
+                    &mut *__out0,
+                )?;
+                Ok(c)
+            }
             /// Plain matrix product.
             #[allow(
                 non_snake_case,
@@ -835,70 +971,54 @@ fn matmul_all_checked() {
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    a: ::einlang::__private::ndarray::ArrayView<
-                        '_,
-                        f32,
-                        ::einlang::__private::ndarray::Ix2,
-                    >,
-                    b: ::einlang::__private::ndarray::ArrayView<
-                        '_,
-                        f32,
-                        ::einlang::__private::ndarray::Ix2,
-                    >,
-                ) -> ::core::result::Result<
-                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let M: i64 = a.shape()[0] as i64;
-                    let K: i64 = a.shape()[1] as i64;
-                    let N: i64 = b.shape()[1] as i64;
-                    __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
-                    let c: __nd::Array<f32, __nd::Ix2> = __rt::par::fill(
-                        "matmul",
-                        [M as usize, N as usize],
-                        3,
-                        |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
-                            let i: i64 = __pos_i as i64;
-                            for __slot_c in __row_c.iter_mut() {
-                                *__slot_c = 0.0f32;
-                            }
-                            for k in 0i64..K {
-                                for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
-                                    let j: i64 = __pos_j as i64;
-                                    *__slot_c
-                                        += a[[
-                                            __rt::shape::check_index(
-                                                "matmul",
-                                                "a",
-                                                0,
-                                                i,
-                                                a.shape()[0],
-                                            )?,
-                                            __rt::shape::check_index("matmul", "a", 1, k, a.shape()[1])?,
-                                        ]]
-                                            * b[[
-                                                __rt::shape::check_index(
-                                                    "matmul",
-                                                    "b",
-                                                    0,
-                                                    k,
-                                                    b.shape()[0],
-                                                )?,
-                                                __rt::shape::check_index("matmul", "b", 1, j, b.shape()[1])?,
-                                            ]];
-                                }
-                            }
-                            Ok(())
-                        },
-                    )?;
-                    Ok(c)
-                }
-                __body(a.into(), b.into())
+                __matmul_body(a.into(), b.into(), &mut ::einlang::__private::dest::Out::none())
             }
-        "#]],
+            /// Writes the result of `matmul` into the caller's buffer `out`, of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `matmul`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn matmul_into<'__a0, '__a1, '__o0>(
+                a: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                >,
+                b: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a1,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                >,
+                out: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                >,
+            ) -> ::core::result::Result<(), ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out", out.into());
+                let __value0 = __matmul_body(a.into(), b.into(), &mut __out0)?;
+                __out0.finish("matmul", __value0)?;
+                Ok(())
+            }
+        "##]],
     );
 }
 
@@ -925,6 +1045,91 @@ fn guarded_definition_with_where_binding() {
                 clippy::all,
                 clippy::pedantic
             )]
+            #[doc(hidden)]
+            fn __upper_relu_body(
+                m: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = m.shape()[0] as i64;
+                __rt::shape::check_dim("upper_relu", "m", 1, "N", N, m.shape()[1])?;
+                let __standard_m = m.as_standard_layout();
+                let m = __standard_m.view();
+                let __fill_u = |
+                    __pos_i: usize,
+                    __row_u: &mut [::core::mem::MaybeUninit<f32>],
+                | -> ::core::result::Result<(), __rt::Error> {
+                    let i: i64 = __pos_i as i64;
+                    {
+                        let __first: i128 = (0i64) as i128;
+                        let __last: i128 = __first + __row_u.len() as i128 - 1;
+                        let (mut __lo, mut __hi) = (__first, __last + 1);
+                        {
+                            let __off: i64 = 0i64;
+                            let __limit: i64 = i;
+                            let __at: i128 = __limit as i128 - __off as i128;
+                            __lo = __lo.max(__at);
+                        }
+                        let (__a, __b) = if (true) && __lo < __hi {
+                            ((__lo - __first) as usize, (__hi - __first) as usize)
+                        } else {
+                            (0, 0)
+                        };
+                        for __slot_u in __row_u[..__a].iter_mut() {
+                            __slot_u.write(0.0f32);
+                        }
+                        for __slot_u in __row_u[__b..].iter_mut() {
+                            __slot_u.write(0.0f32);
+                        }
+                        let m = m.view();
+                        for (__pos_j, __slot_u) in __row_u[__a..__b].iter_mut().enumerate() {
+                            let __pos_j = __pos_j + __a;
+                            let j: i64 = __pos_j as i64;
+                            __slot_u
+                                .write({
+                                    let z: f32 = unsafe {
+                                        *m.as_ptr().add((i as usize) * m.shape()[1] + j as usize)
+                                    };
+                                    z.max(0.0f32)
+                                });
+                        }
+                    }
+                    Ok(())
+                };
+                let u: __nd::Array<f32, __nd::Ix2> = unsafe {
+                    __rt::dest::fill_uninit_into(
+                        "upper_relu",
+                        [N as usize, N as usize],
+                        2,
+                        __fill_u,
+                        &mut *__out0,
+                    )
+                }?;
+                Ok(u)
+            }
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
             pub fn upper_relu<'__a0>(
                 m: impl ::core::convert::Into<
                     ::einlang::__private::ndarray::ArrayView<
@@ -937,69 +1142,45 @@ fn guarded_definition_with_where_binding() {
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    m: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                __upper_relu_body(m.into(), &mut ::einlang::__private::dest::Out::none())
+            }
+            /// Writes the result of `upper_relu` into the caller's buffer `out`, of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `upper_relu`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn upper_relu_into<'__a0, '__o0>(
+                m: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f32,
                         ::einlang::__private::ndarray::Ix2,
                     >,
-                ) -> ::core::result::Result<
-                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let N: i64 = m.shape()[0] as i64;
-                    __rt::shape::check_dim("upper_relu", "m", 1, "N", N, m.shape()[1])?;
-                    let __standard_m = m.as_standard_layout();
-                    let m = __standard_m.view();
-                    let __fill_u = |
-                        __pos_i: usize,
-                        __row_u: &mut [::core::mem::MaybeUninit<f32>],
-                    | -> ::core::result::Result<(), __rt::Error> {
-                        let i: i64 = __pos_i as i64;
-                        {
-                            let __first: i128 = (0i64) as i128;
-                            let __last: i128 = __first + __row_u.len() as i128 - 1;
-                            let (mut __lo, mut __hi) = (__first, __last + 1);
-                            {
-                                let __off: i64 = 0i64;
-                                let __limit: i64 = i;
-                                let __at: i128 = __limit as i128 - __off as i128;
-                                __lo = __lo.max(__at);
-                            }
-                            let (__a, __b) = if (true) && __lo < __hi {
-                                ((__lo - __first) as usize, (__hi - __first) as usize)
-                            } else {
-                                (0, 0)
-                            };
-                            for __slot_u in __row_u[..__a].iter_mut() {
-                                __slot_u.write(0.0f32);
-                            }
-                            for __slot_u in __row_u[__b..].iter_mut() {
-                                __slot_u.write(0.0f32);
-                            }
-                            let m = m.view();
-                            for (__pos_j, __slot_u) in __row_u[__a..__b].iter_mut().enumerate() {
-                                let __pos_j = __pos_j + __a;
-                                let j: i64 = __pos_j as i64;
-                                __slot_u
-                                    .write({
-                                        let z: f32 = unsafe {
-                                            *m.as_ptr().add((i as usize) * m.shape()[1] + j as usize)
-                                        };
-                                        z.max(0.0f32)
-                                    });
-                            }
-                        }
-                        Ok(())
-                    };
-                    let u: __nd::Array<f32, __nd::Ix2> = unsafe {
-                        __rt::par::fill_uninit("upper_relu", [N as usize, N as usize], 2, __fill_u)
-                    }?;
-                    Ok(u)
-                }
-                __body(m.into())
+                >,
+                out: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix2,
+                    >,
+                >,
+            ) -> ::core::result::Result<(), ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out", out.into());
+                let __value0 = __upper_relu_body(m.into(), &mut __out0)?;
+                __out0.finish("upper_relu", __value0)?;
+                Ok(())
             }
         "#]],
     );
@@ -1154,6 +1335,71 @@ fn strided_checked_read() {
                 clippy::all,
                 clippy::pedantic
             )]
+            #[doc(hidden)]
+            fn __every_other_body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                m: i64,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = x.shape()[0] as i64;
+                let __standard_x = x.as_standard_layout();
+                let x = __standard_x.view();
+                let __fill_y = |
+                    __first_y: usize,
+                    __block_y: &mut [::core::mem::MaybeUninit<f32>],
+                | -> ::core::result::Result<(), __rt::Error> {
+                    for (__pos_i, __slot_y) in __block_y.iter_mut().enumerate() {
+                        let i: i64 = (__first_y + __pos_i) as i64;
+                        __slot_y
+                            .write(
+                                x[[
+                                    __rt::shape::check_index(
+                                        "every_other",
+                                        "x",
+                                        0,
+                                        2i64.wrapping_mul(i),
+                                        x.shape()[0],
+                                    )?,
+                                ]],
+                            );
+                    }
+                    Ok(())
+                };
+                let y: __nd::Array<f32, __nd::Ix1> = unsafe {
+                    __rt::dest::fill_uninit_into(
+                        "every_other",
+                        [__rt::shape::extent("every_other", "m", m)?],
+                        1,
+                        __fill_y,
+                        &mut *__out0,
+                    )
+                }?;
+                Ok(y)
+            }
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
             pub fn every_other<'__a0>(
                 x: impl ::core::convert::Into<
                     ::einlang::__private::ndarray::ArrayView<
@@ -1167,54 +1413,46 @@ fn strided_checked_read() {
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    x: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                __every_other_body(x.into(), m, &mut ::einlang::__private::dest::Out::none())
+            }
+            /// Writes the result of `every_other` into the caller's buffer `out`, of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `every_other`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn every_other_into<'__a0, '__o0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f32,
                         ::einlang::__private::ndarray::Ix1,
                     >,
-                    m: i64,
-                ) -> ::core::result::Result<
-                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let N: i64 = x.shape()[0] as i64;
-                    let __standard_x = x.as_standard_layout();
-                    let x = __standard_x.view();
-                    let __fill_y = |
-                        __first_y: usize,
-                        __block_y: &mut [::core::mem::MaybeUninit<f32>],
-                    | -> ::core::result::Result<(), __rt::Error> {
-                        for (__pos_i, __slot_y) in __block_y.iter_mut().enumerate() {
-                            let i: i64 = (__first_y + __pos_i) as i64;
-                            __slot_y
-                                .write(
-                                    x[[
-                                        __rt::shape::check_index(
-                                            "every_other",
-                                            "x",
-                                            0,
-                                            2i64.wrapping_mul(i),
-                                            x.shape()[0],
-                                        )?,
-                                    ]],
-                                );
-                        }
-                        Ok(())
-                    };
-                    let y: __nd::Array<f32, __nd::Ix1> = unsafe {
-                        __rt::par::fill_uninit(
-                            "every_other",
-                            [__rt::shape::extent("every_other", "m", m)?],
-                            1,
-                            __fill_y,
-                        )
-                    }?;
-                    Ok(y)
-                }
-                __body(x.into(), m)
+                >,
+                m: i64,
+                out: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                >,
+            ) -> ::core::result::Result<(), ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out", out.into());
+                let __value0 = __every_other_body(x.into(), m, &mut __out0)?;
+                __out0.finish("every_other", __value0)?;
+                Ok(())
             }
         "#]],
     );
@@ -1265,6 +1503,95 @@ fn rank_one_with_runtime_extent() {
                 clippy::all,
                 clippy::pedantic
             )]
+            #[doc(hidden)]
+            fn __conv1d_body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                w: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let N: i64 = x.shape()[0] as i64;
+                let K: i64 = w.shape()[0] as i64;
+                let __standard_x = x.as_standard_layout();
+                let x = __standard_x.view();
+                let __standard_w = w.as_standard_layout();
+                let w = __standard_w.view();
+                let len_t: i64 = __rt::shape::extent("conv1d", "N - K + 1", (N - K + 1i64))? as i64;
+                let __fill_y = |
+                    __first_y: usize,
+                    __block_y: &mut [::core::mem::MaybeUninit<f32>],
+                | -> ::core::result::Result<(), __rt::Error> {
+                    for (__pos_t, __slot_y) in __block_y.iter_mut().enumerate() {
+                        let t: i64 = (__first_y + __pos_t) as i64;
+                        __slot_y
+                            .write({
+                                let mut __lanes_r: [f32; 16] = [0.0f32; 16];
+                                let mut __tail_r: f32 = 0.0f32;
+                                let __end_r: i64 = K;
+                                let mut __base_r: i64 = 0i64;
+                                while __end_r.saturating_sub(__base_r) >= 16i64 {
+                                    for __lane in 0..16 {
+                                        let r: i64 = __base_r + __lane as i64;
+                                        __lanes_r[__lane]
+                                            += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
+                                                * unsafe { *w.as_ptr().add(r as usize) };
+                                    }
+                                    __base_r += 16i64;
+                                }
+                                for r in __base_r..__end_r {
+                                    __tail_r
+                                        += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
+                                            * unsafe { *w.as_ptr().add(r as usize) };
+                                }
+                                let mut __sum_r: f32 = (__lanes_r[0] + __lanes_r[1] + __lanes_r[2]
+                                    + __lanes_r[3] + __lanes_r[4] + __lanes_r[5] + __lanes_r[6]
+                                    + __lanes_r[7] + __lanes_r[8] + __lanes_r[9] + __lanes_r[10]
+                                    + __lanes_r[11] + __lanes_r[12] + __lanes_r[13] + __lanes_r[14]
+                                    + __lanes_r[15]) + __tail_r;
+                                __sum_r
+                            });
+                    }
+                    Ok(())
+                };
+                let y: __nd::Array<f32, __nd::Ix1> = unsafe {
+                    __rt::par::fill_uninit("conv1d", [len_t as usize], 2, __fill_y)
+                }?;
+                __rt::shape::check_result_dim(
+                    "conv1d",
+                    0,
+                    "N - K + 1",
+                    (N - K + 1i64),
+                    y.shape()[0],
+                )?;
+                Ok(y)
+            }
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
             pub fn conv1d<'__a0, '__a1>(
                 x: impl ::core::convert::Into<
                     ::einlang::__private::ndarray::ArrayView<
@@ -1284,80 +1611,52 @@ fn rank_one_with_runtime_extent() {
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    x: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                __conv1d_body(x.into(), w.into(), &mut ::einlang::__private::dest::Out::none())
+            }
+            /// Writes the result of `conv1d` into the caller's buffer `out`, of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `conv1d`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn conv1d_into<'__a0, '__a1, '__o0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f32,
                         ::einlang::__private::ndarray::Ix1,
                     >,
-                    w: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                >,
+                w: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a1,
                         f32,
                         ::einlang::__private::ndarray::Ix1,
                     >,
-                ) -> ::core::result::Result<
-                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let N: i64 = x.shape()[0] as i64;
-                    let K: i64 = w.shape()[0] as i64;
-                    let __standard_x = x.as_standard_layout();
-                    let x = __standard_x.view();
-                    let __standard_w = w.as_standard_layout();
-                    let w = __standard_w.view();
-                    let len_t: i64 = __rt::shape::extent("conv1d", "N - K + 1", (N - K + 1i64))?
-                        as i64;
-                    let __fill_y = |
-                        __first_y: usize,
-                        __block_y: &mut [::core::mem::MaybeUninit<f32>],
-                    | -> ::core::result::Result<(), __rt::Error> {
-                        for (__pos_t, __slot_y) in __block_y.iter_mut().enumerate() {
-                            let t: i64 = (__first_y + __pos_t) as i64;
-                            __slot_y
-                                .write({
-                                    let mut __lanes_r: [f32; 16] = [0.0f32; 16];
-                                    let mut __tail_r: f32 = 0.0f32;
-                                    let __end_r: i64 = K;
-                                    let mut __base_r: i64 = 0i64;
-                                    while __end_r.saturating_sub(__base_r) >= 16i64 {
-                                        for __lane in 0..16 {
-                                            let r: i64 = __base_r + __lane as i64;
-                                            __lanes_r[__lane]
-                                                += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
-                                                    * unsafe { *w.as_ptr().add(r as usize) };
-                                        }
-                                        __base_r += 16i64;
-                                    }
-                                    for r in __base_r..__end_r {
-                                        __tail_r
-                                            += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
-                                                * unsafe { *w.as_ptr().add(r as usize) };
-                                    }
-                                    let mut __sum_r: f32 = (__lanes_r[0] + __lanes_r[1]
-                                        + __lanes_r[2] + __lanes_r[3] + __lanes_r[4] + __lanes_r[5]
-                                        + __lanes_r[6] + __lanes_r[7] + __lanes_r[8] + __lanes_r[9]
-                                        + __lanes_r[10] + __lanes_r[11] + __lanes_r[12]
-                                        + __lanes_r[13] + __lanes_r[14] + __lanes_r[15]) + __tail_r;
-                                    __sum_r
-                                });
-                        }
-                        Ok(())
-                    };
-                    let y: __nd::Array<f32, __nd::Ix1> = unsafe {
-                        __rt::par::fill_uninit("conv1d", [len_t as usize], 2, __fill_y)
-                    }?;
-                    __rt::shape::check_result_dim(
-                        "conv1d",
-                        0,
-                        "N - K + 1",
-                        (N - K + 1i64),
-                        y.shape()[0],
-                    )?;
-                    Ok(y)
-                }
-                __body(x.into(), w.into())
+                >,
+                out: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                >,
+            ) -> ::core::result::Result<(), ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out", out.into());
+                let __value0 = __conv1d_body(x.into(), w.into(), &mut __out0)?;
+                __out0.finish("conv1d", __value0)?;
+                Ok(())
             }
         "#]],
     );
@@ -1387,6 +1686,83 @@ fn rank_three_with_offset_axis() {
                 clippy::all,
                 clippy::pedantic
             )]
+            #[doc(hidden)]
+            fn __shift3_body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f64,
+                    ::einlang::__private::ndarray::Ix3,
+                >,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f64,
+                    ::einlang::__private::ndarray::Ix3,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f64, ::einlang::__private::ndarray::Ix3>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let B: i64 = x.shape()[0] as i64;
+                let M: i64 = x.shape()[1] as i64;
+                let N: i64 = x.shape()[2] as i64;
+                let __standard_x = x.as_standard_layout();
+                let x = __standard_x.view();
+                let __shape_y: [usize; 3] = [
+                    B as usize,
+                    __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
+                    N as usize,
+                ];
+                let __fill_y = |
+                    __pos_b: usize,
+                    __row_y: &mut [::core::mem::MaybeUninit<f64>],
+                | -> ::core::result::Result<(), __rt::Error> {
+                    let b: i64 = __pos_b as i64;
+                    for (__pos_i, __chunk_y_i) in __row_y.chunks_exact_mut(__shape_y[2]).enumerate()
+                    {
+                        let i: i64 = 1i64 + __pos_i as i64;
+                        for (__pos_j, __slot_y) in __chunk_y_i.iter_mut().enumerate() {
+                            let j: i64 = __pos_j as i64;
+                            __slot_y
+                                .write(
+                                    unsafe {
+                                        *x
+                                            .as_ptr()
+                                            .add(
+                                                ((b as usize) * x.shape()[1] + i as usize) * x.shape()[2]
+                                                    + j as usize,
+                                            )
+                                    }
+                                        - unsafe {
+                                            *x
+                                                .as_ptr()
+                                                .add(
+                                                    ((b as usize) * x.shape()[1]
+                                                        + i.wrapping_sub(1i64) as usize) * x.shape()[2] + j as usize,
+                                                )
+                                        },
+                                );
+                        }
+                    }
+                    Ok(())
+                };
+                let y: __nd::Array<f64, __nd::Ix3> = unsafe {
+                    __rt::dest::fill_uninit_into("shift3", __shape_y, 2, __fill_y, &mut *__out0)
+                }?;
+                Ok(y)
+            }
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
             pub fn shift3<'__a0>(
                 x: impl ::core::convert::Into<
                     ::einlang::__private::ndarray::ArrayView<
@@ -1399,69 +1775,45 @@ fn rank_three_with_offset_axis() {
                 ::einlang::__private::ndarray::Array<f64, ::einlang::__private::ndarray::Ix3>,
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    x: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                __shift3_body(x.into(), &mut ::einlang::__private::dest::Out::none())
+            }
+            /// Writes the result of `shift3` into the caller's buffer `out`, of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `shift3`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn shift3_into<'__a0, '__o0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f64,
                         ::einlang::__private::ndarray::Ix3,
                     >,
-                ) -> ::core::result::Result<
-                    ::einlang::__private::ndarray::Array<f64, ::einlang::__private::ndarray::Ix3>,
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let B: i64 = x.shape()[0] as i64;
-                    let M: i64 = x.shape()[1] as i64;
-                    let N: i64 = x.shape()[2] as i64;
-                    let __standard_x = x.as_standard_layout();
-                    let x = __standard_x.view();
-                    let __shape_y: [usize; 3] = [
-                        B as usize,
-                        __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
-                        N as usize,
-                    ];
-                    let __fill_y = |
-                        __pos_b: usize,
-                        __row_y: &mut [::core::mem::MaybeUninit<f64>],
-                    | -> ::core::result::Result<(), __rt::Error> {
-                        let b: i64 = __pos_b as i64;
-                        for (__pos_i, __chunk_y_i) in __row_y
-                            .chunks_exact_mut(__shape_y[2])
-                            .enumerate()
-                        {
-                            let i: i64 = 1i64 + __pos_i as i64;
-                            for (__pos_j, __slot_y) in __chunk_y_i.iter_mut().enumerate() {
-                                let j: i64 = __pos_j as i64;
-                                __slot_y
-                                    .write(
-                                        unsafe {
-                                            *x
-                                                .as_ptr()
-                                                .add(
-                                                    ((b as usize) * x.shape()[1] + i as usize) * x.shape()[2]
-                                                        + j as usize,
-                                                )
-                                        }
-                                            - unsafe {
-                                                *x
-                                                    .as_ptr()
-                                                    .add(
-                                                        ((b as usize) * x.shape()[1]
-                                                            + i.wrapping_sub(1i64) as usize) * x.shape()[2] + j as usize,
-                                                    )
-                                            },
-                                    );
-                            }
-                        }
-                        Ok(())
-                    };
-                    let y: __nd::Array<f64, __nd::Ix3> = unsafe {
-                        __rt::par::fill_uninit("shift3", __shape_y, 2, __fill_y)
-                    }?;
-                    Ok(y)
-                }
-                __body(x.into())
+                >,
+                out: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
+                        f64,
+                        ::einlang::__private::ndarray::Ix3,
+                    >,
+                >,
+            ) -> ::core::result::Result<(), ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out", out.into());
+                let __value0 = __shift3_body(x.into(), &mut __out0)?;
+                __out0.finish("shift3", __value0)?;
+                Ok(())
             }
         "#]],
     );
@@ -1493,6 +1845,120 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                 clippy::all,
                 clippy::pedantic
             )]
+            #[doc(hidden)]
+            fn __stats_body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix2,
+                >,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    i64,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                __out1: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<
+                (
+                    ::einlang::__private::ndarray::Array<i64, ::einlang::__private::ndarray::Ix1>,
+                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                    f32,
+                    bool,
+                ),
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let B: i64 = x.shape()[0] as i64;
+                let N: i64 = x.shape()[1] as i64;
+                let __standard_x = x.as_standard_layout();
+                let x = __standard_x.view();
+                let __fill_am = |
+                    __first_am: usize,
+                    __block_am: &mut [::core::mem::MaybeUninit<i64>],
+                | -> ::core::result::Result<(), __rt::Error> {
+                    for (__pos_b, __slot_am) in __block_am.iter_mut().enumerate() {
+                        let b: i64 = (__first_am + __pos_b) as i64;
+                        __slot_am
+                            .write({
+                                let mut __argmax_n: i64 = -1;
+                                let mut __best_n: f32 = 0.0f32;
+                                let mut __found_n = false;
+                                for n in 0i64..N {
+                                    let __v: f32 = unsafe {
+                                        *x.as_ptr().add((b as usize) * x.shape()[1] + n as usize)
+                                    };
+                                    if !__found_n || __v > __best_n {
+                                        __best_n = __v;
+                                        __argmax_n = n;
+                                        __found_n = true;
+                                    }
+                                }
+                                __argmax_n
+                            });
+                    }
+                    Ok(())
+                };
+                let am: __nd::Array<i64, __nd::Ix1> = unsafe {
+                    __rt::dest::fill_uninit_into("stats", [B as usize], 1, __fill_am, &mut *__out0)
+                }?;
+                let first_row = x
+                    .view()
+                    .index_axis_move(
+                        __nd::Axis(0),
+                        __rt::shape::check_index("stats", "x", 0, 0i64, x.shape()[0])?,
+                    );
+                let total: f32 = {
+                    let mut __sum_b2: f32 = 0.0f32;
+                    for b2 in 0i64..B {
+                        for n2 in 0i64..N {
+                            if !((unsafe {
+                                *x.as_ptr().add((b2 as usize) * x.shape()[1] + n2 as usize)
+                            }) > 0.0f32)
+                            {
+                                continue;
+                            }
+                            __sum_b2
+                                += unsafe {
+                                    *x.as_ptr().add((b2 as usize) * x.shape()[1] + n2 as usize)
+                                };
+                        }
+                    }
+                    __sum_b2
+                };
+                let finite: bool = {
+                    let mut __all_b3: bool = true;
+                    '__all0: for b3 in 0i64..B {
+                        for n3 in 0i64..N {
+                            if !((unsafe {
+                                *x.as_ptr().add((b3 as usize) * x.shape()[1] + n3 as usize)
+                            })
+                                .abs() < 1e30f32)
+                            {
+                                __all_b3 = false;
+                                break '__all0;
+                            }
+                        }
+                    }
+                    __all_b3
+                };
+                Ok((am, __rt::value::owned(first_row), total, finite))
+            }
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
             pub fn stats<'__a0>(
                 x: impl ::core::convert::Into<
                     ::einlang::__private::ndarray::ArrayView<
@@ -1510,105 +1976,62 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                 ),
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    x: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                __stats_body(
+                    x.into(),
+                    &mut ::einlang::__private::dest::Out::none(),
+                    &mut ::einlang::__private::dest::Out::none(),
+                )
+            }
+            /// Writes the result of `stats` into the caller's buffers `out0`, `out1`, ... (one per tensor of the result, in order), of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `stats`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn stats_into<'__a0, '__o0, '__o1>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f32,
                         ::einlang::__private::ndarray::Ix2,
                     >,
-                ) -> ::core::result::Result<
-                    (
-                        ::einlang::__private::ndarray::Array<
-                            i64,
-                            ::einlang::__private::ndarray::Ix1,
-                        >,
-                        ::einlang::__private::ndarray::Array<
-                            f32,
-                            ::einlang::__private::ndarray::Ix1,
-                        >,
+                >,
+                out0: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
+                        i64,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                >,
+                out1: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o1,
                         f32,
-                        bool,
-                    ),
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let B: i64 = x.shape()[0] as i64;
-                    let N: i64 = x.shape()[1] as i64;
-                    let __standard_x = x.as_standard_layout();
-                    let x = __standard_x.view();
-                    let __fill_am = |
-                        __first_am: usize,
-                        __block_am: &mut [::core::mem::MaybeUninit<i64>],
-                    | -> ::core::result::Result<(), __rt::Error> {
-                        for (__pos_b, __slot_am) in __block_am.iter_mut().enumerate() {
-                            let b: i64 = (__first_am + __pos_b) as i64;
-                            __slot_am
-                                .write({
-                                    let mut __argmax_n: i64 = -1;
-                                    let mut __best_n: f32 = 0.0f32;
-                                    let mut __found_n = false;
-                                    for n in 0i64..N {
-                                        let __v: f32 = unsafe {
-                                            *x.as_ptr().add((b as usize) * x.shape()[1] + n as usize)
-                                        };
-                                        if !__found_n || __v > __best_n {
-                                            __best_n = __v;
-                                            __argmax_n = n;
-                                            __found_n = true;
-                                        }
-                                    }
-                                    __argmax_n
-                                });
-                        }
-                        Ok(())
-                    };
-                    let am: __nd::Array<i64, __nd::Ix1> = unsafe {
-                        __rt::par::fill_uninit("stats", [B as usize], 1, __fill_am)
-                    }?;
-                    let first_row = x
-                        .view()
-                        .index_axis_move(
-                            __nd::Axis(0),
-                            __rt::shape::check_index("stats", "x", 0, 0i64, x.shape()[0])?,
-                        );
-                    let total: f32 = {
-                        let mut __sum_b2: f32 = 0.0f32;
-                        for b2 in 0i64..B {
-                            for n2 in 0i64..N {
-                                if !((unsafe {
-                                    *x.as_ptr().add((b2 as usize) * x.shape()[1] + n2 as usize)
-                                }) > 0.0f32)
-                                {
-                                    continue;
-                                }
-                                __sum_b2
-                                    += unsafe {
-                                        *x.as_ptr().add((b2 as usize) * x.shape()[1] + n2 as usize)
-                                    };
-                            }
-                        }
-                        __sum_b2
-                    };
-                    let finite: bool = {
-                        let mut __all_b3: bool = true;
-                        '__all0: for b3 in 0i64..B {
-                            for n3 in 0i64..N {
-                                if !((unsafe {
-                                    *x.as_ptr().add((b3 as usize) * x.shape()[1] + n3 as usize)
-                                })
-                                    .abs() < 1e30f32)
-                                {
-                                    __all_b3 = false;
-                                    break '__all0;
-                                }
-                            }
-                        }
-                        __all_b3
-                    };
-                    Ok((am, __rt::value::owned(first_row), total, finite))
-                }
-                __body(x.into())
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                >,
+            ) -> ::core::result::Result<(f32, bool), ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out0", out0.into());
+                let mut __out1 = ::einlang::__private::dest::Out::new("out1", out1.into());
+                let (__value0, __value1, __rest2, __rest3) = __stats_body(
+                    x.into(),
+                    &mut __out0,
+                    &mut __out1,
+                )?;
+                __out0.finish("stats", __value0)?;
+                __out1.finish("stats", __value1)?;
+                Ok((__rest2, __rest3))
             }
         "#]],
     );
@@ -1709,6 +2132,39 @@ fn values_are_borrowed_moved_or_copied() {
                 clippy::all,
                 clippy::pedantic
             )]
+            #[doc(hidden)]
+            fn __pair_body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<
+                (::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>, f32),
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let __standard_x = x.as_standard_layout();
+                let x = __standard_x.view();
+                Ok((__rt::value::owned(x), 1.0f32))
+            }
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
             pub fn pair<'__a0>(
                 x: impl ::core::convert::Into<
                     ::einlang::__private::ndarray::ArrayView<
@@ -1721,29 +2177,90 @@ fn values_are_borrowed_moved_or_copied() {
                 (::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>, f32),
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    x: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                __pair_body(x.into(), &mut ::einlang::__private::dest::Out::none())
+            }
+            /// Writes the result of `pair` into the caller's buffers `out0`, `out1`, ... (one per tensor of the result, in order), of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `pair`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn pair_into<'__a0, '__o0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f32,
                         ::einlang::__private::ndarray::Ix1,
                     >,
-                ) -> ::core::result::Result<
-                    (
-                        ::einlang::__private::ndarray::Array<
-                            f32,
-                            ::einlang::__private::ndarray::Ix1,
-                        >,
+                >,
+                out0: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
                         f32,
-                    ),
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let __standard_x = x.as_standard_layout();
-                    let x = __standard_x.view();
-                    Ok((__rt::value::owned(x), 1.0f32))
-                }
-                __body(x.into())
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                >,
+            ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out0", out0.into());
+                let (__value0, __rest1) = __pair_body(x.into(), &mut __out0)?;
+                __out0.finish("pair", __value0)?;
+                Ok(__rest1)
+            }
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            #[doc(hidden)]
+            fn __pick_body(
+                x: ::einlang::__private::ndarray::ArrayView<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+                c: bool,
+                __out0: &mut ::einlang::__private::dest::Out<
+                    '_,
+                    f32,
+                    ::einlang::__private::ndarray::Ix1,
+                >,
+            ) -> ::core::result::Result<
+                ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
+                ::einlang::__private::Error,
+            > {
+                use ::einlang::__private as __rt;
+                use ::einlang::__private::ndarray as __nd;
+                let __standard_x = x.as_standard_layout();
+                let x = __standard_x.view();
+                let p = pair(x.view())?;
+                let q = p.0.view();
+                let r = if c {
+                    __rt::value::owned(q)
+                } else {
+                    let z = __rt::value::owned(pair(x.view())?.0);
+                    z
+                };
+                let w = r;
+                let __result = w;
+                __rt::pool::recycle(p.0);
+                Ok(__result)
             }
             #[allow(
                 non_snake_case,
@@ -1769,33 +2286,46 @@ fn values_are_borrowed_moved_or_copied() {
                 ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
                 ::einlang::__private::Error,
             > {
-                fn __body(
-                    x: ::einlang::__private::ndarray::ArrayView<
-                        '_,
+                __pick_body(x.into(), c, &mut ::einlang::__private::dest::Out::none())
+            }
+            /// Writes the result of `pick` into the caller's buffer `out`, of any strides, overwriting it.
+            ///
+            /// # Errors
+            ///
+            /// As `pick`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+            /// anything is written to it.
+            #[allow(
+                non_snake_case,
+                unused_variables,
+                unused_mut,
+                unused_parens,
+                unused_braces,
+                unused_imports,
+                dead_code,
+                clippy::all,
+                clippy::pedantic
+            )]
+            pub fn pick_into<'__a0, '__o0>(
+                x: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayView<
+                        '__a0,
                         f32,
                         ::einlang::__private::ndarray::Ix1,
                     >,
-                    c: bool,
-                ) -> ::core::result::Result<
-                    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
-                    ::einlang::__private::Error,
-                > {
-                    use ::einlang::__private as __rt;
-                    use ::einlang::__private::ndarray as __nd;
-                    let __standard_x = x.as_standard_layout();
-                    let x = __standard_x.view();
-                    let p = pair(x.view())?;
-                    let q = p.0.view();
-                    let r = if c {
-                        __rt::value::owned(q.view())
-                    } else {
-                        let z = __rt::value::owned(pair(x.view())?.0);
-                        z
-                    };
-                    let w = r;
-                    Ok(w)
-                }
-                __body(x.into(), c)
+                >,
+                c: bool,
+                out: impl ::core::convert::Into<
+                    ::einlang::__private::ndarray::ArrayViewMut<
+                        '__o0,
+                        f32,
+                        ::einlang::__private::ndarray::Ix1,
+                    >,
+                >,
+            ) -> ::core::result::Result<(), ::einlang::__private::Error> {
+                let mut __out0 = ::einlang::__private::dest::Out::new("out", out.into());
+                let __value0 = __pick_body(x.into(), c, &mut __out0)?;
+                __out0.finish("pick", __value0)?;
+                Ok(())
             }
             #[allow(
                 non_snake_case,

@@ -66,6 +66,7 @@
 mod clip;
 mod expr;
 mod in_place;
+mod into;
 mod lanes;
 mod lines;
 mod names;
@@ -165,8 +166,20 @@ pub fn fn_idents(p: &Program) -> FnIdents {
     p.fns.iter().zip(idents).filter_map(|(f, id)| Some((f.name.clone(), id?))).collect()
 }
 
+/// Whether `f` has an `_into` form (see `into`).
+pub fn has_into(f: &Function, fns: &FnIdents) -> bool {
+    !into::outs(f, fns).is_empty()
+}
+
+/// The Rust name of the `_into` form of the function spelled `name`.
+pub fn into_ident(name: &Ident) -> Ident {
+    into::ident(name)
+}
+
 /// Emits one lowered function as a Rust item; `fns` spells the functions
-/// of its program.
+/// of its program. A function whose result holds tensors also gets its
+/// `_into` form (see `into`): both call one body, which takes an `Out` per
+/// tensor (`dest::Out::none()` from the plain form).
 pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> Result<TokenStream, Bug> {
     let mut cx = FnCx::new(f, fns, options)?;
     let name = cx.fn_ident(&f.name)?;
@@ -177,11 +190,14 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
         (None, true) => quote!(pub),
         (None, false) => quote!(),
     };
-    let docs = f.docs.iter().map(|d| quote!(#[doc = #d]));
-    let (nd_full, err, result) = (paths::nd(), paths::error(), paths::result());
+    let docs: Vec<TokenStream> = f.docs.iter().map(|d| quote!(#[doc = #d])).collect();
+    let (nd_full, rt_full, err, result) = (paths::nd(), paths::rt(), paths::error(), paths::result());
     let ret = types::owned(&f.ret, &nd_full);
     // A function that may give up returns no result instead.
     let ret = if f.may_give_up() { quote!(::core::option::Option<#ret>) } else { ret };
+    let outs = into::outs(f, fns);
+    let out_ids: Vec<Ident> = (0..outs.len()).map(|i| format_ident!("__out{}", i)).collect();
+    cx.bind_outs(&outs, &out_ids)?;
     let body = cx.body()?;
     let allow = super::allow_lints(TokenStream::new());
 
@@ -216,12 +232,32 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
         inner_params.push(quote!(#id: #inner_ty));
     }
 
-    let inner_args: Vec<Ident> = f.params.iter().map(|&p| cx.ident(p)).collect::<Result<_, _>>()?;
+    let mut inner_args: Vec<Ident> = f.params.iter().map(|&p| cx.ident(p)).collect::<Result<_, _>>()?;
+    for (&into::ResultTensor { elem, rank, .. }, id) in outs.iter().zip(&out_ids) {
+        let (elem, dim) = (types::scalar(elem), types::dim_of(rank, &nd_full));
+        inner_params.push(quote!(#id: &mut #rt_full::dest::Out<'_, #elem, #dim>));
+        inner_args.push(id.clone());
+    }
     let body = if options.checked || options.baseline_only {
         body
     } else {
         wide_twin(&body, &inner_params, &inner_args, &quote!(#result<#ret, #err>))
     };
+    if !outs.is_empty() {
+        let entry = into::Entry {
+            f,
+            name: &name,
+            vis: &vis,
+            docs: &docs,
+            allow: &allow,
+            lifetimes: &lifetimes,
+            outer_params: &outer_params,
+            inner_params: &inner_params,
+            forwarded: &forwarded,
+            ret: &quote!(#result<#ret, #err>),
+        };
+        return into::emit(&entry, &body, &outs, &out_ids, &inner_args);
+    }
     if lifetimes.is_empty() {
         Ok(quote! {
             #(#docs)*
@@ -318,6 +354,9 @@ pub(crate) struct FnCx<'a> {
     /// inside a closure (a `fill` body, a reduction loop), where a variable
     /// from outside cannot be moved.
     no_move: u32,
+    /// The result tensors that `NAME_into` hands in: their definitions
+    /// fill the caller's buffer when it has one (`fill_call`).
+    outs: HashMap<VarId, Ident>,
     rt: TokenStream,
     nd: TokenStream,
 }
@@ -353,9 +392,66 @@ impl<'a> FnCx<'a> {
             next_label: 0,
             uses,
             no_move: 0,
+            outs: HashMap::new(),
             rt: paths::rt_local(),
             nd: paths::nd_local(),
         })
+    }
+
+    /// Records which result tensors fill an `Out` (`ids`, one per entry of
+    /// `outs`, see `into_outs`): a variable that is the result (or a
+    /// tuple element of it), defined by a definition among the function's
+    /// own statements, and read nowhere else. The others are copied into
+    /// their buffer after the body.
+    fn bind_outs(
+        &mut self,
+        outs: &[into::ResultTensor],
+        ids: &[Ident],
+    ) -> Result<(), Bug> {
+        let f = self.f;
+        for (&into::ResultTensor { element, .. }, id) in outs.iter().zip(ids) {
+            let value = match (element, &f.result.kind) {
+                (None, _) => &f.result,
+                (Some(i), ExprKind::Tuple(items)) => match items.get(i) {
+                    Some(item) => item,
+                    None => return Err("a tuple result shorter than its type".to_string()),
+                },
+                (Some(_), _) => continue,
+            };
+            // The definition is among the function's statements, or those
+            // of a block that is the value (`{ let t[i] = ..; t }`).
+            let (stmts, value) = match &value.kind {
+                ExprKind::Block { stmts, result } => (stmts.as_slice(), result.as_ref()),
+                _ => (f.body.as_slice(), value),
+            };
+            let ExprKind::Var(v) = value.kind else { continue };
+            let defined_here = stmts.iter().any(|s| match s {
+                Stmt::Tensor(def) => def.var == v,
+                Stmt::Rows(rows) => rows.def.var == v,
+                Stmt::Gemm(g) => g.out == v && g.batch.is_none(),
+                _ => false,
+            });
+            if defined_here && self.uses.get(&v) == Some(&1) && !self.outs.contains_key(&v) {
+                self.outs.insert(v, id.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// The runtime call that allocates the tensor `var` and fills it,
+    /// `par::FILL(args)`, or, when `var` is a result that `NAME_into` may
+    /// hand a buffer for, `dest::FILL_into(args, out)`, which fills the
+    /// buffer instead when there is one.
+    fn fill_call(&self, var: VarId, fill: &str, args: TokenStream) -> TokenStream {
+        let rt = &self.rt;
+        let fill = format_ident!("{}", fill);
+        match self.outs.get(&var) {
+            Some(out) => {
+                let fill = format_ident!("{}_into", fill);
+                quote!(#rt::dest::#fill(#args, &mut *#out))
+            }
+            None => quote!(#rt::par::#fill(#args)),
+        }
     }
 
     fn info(&self, v: VarId) -> Result<&'a VarInfo, Bug> {
@@ -465,7 +561,9 @@ impl<'a> FnCx<'a> {
             let all: HashSet<VarId> = (0..f.vars.len() as u32).map(VarId).collect();
             self.owned(&f.result, &movable(&all, &f.result))?.tokens
         };
-        let temps = self.temporaries(&self.f.body, Some(&self.f.result), true)?;
+        let mut temps: Vec<TokenStream> =
+            self.temporaries(&self.f.body, Some(&self.f.result), true)?.into_iter().map(|t| quote!(#t)).collect();
+        temps.extend(self.dead_lets()?);
         let result = if f.may_give_up() { quote!(::core::option::Option::Some(#result)) } else { result };
         if temps.is_empty() {
             out.extend(quote!(Ok(#result)));
@@ -504,9 +602,62 @@ impl<'a> FnCx<'a> {
         Ok(temps)
     }
 
+    /// The tensors that the function's top-level `let`s own (moved in,
+    /// as `let a = t;`, or a tuple of them, as a tuple of gradients) and
+    /// that nothing takes after: not the result, nor a later statement
+    /// that may move or keep a borrow of them (a reshape, an expression
+    /// statement, a `let` of a tensor or tuple other than a plain view or
+    /// field of one). Each is spelled as the place to recycle: `a`, `t.0`.
+    fn dead_lets(&self) -> Result<Vec<TokenStream>, Bug> {
+        let f = self.f;
+        let mut taken = HashSet::new();
+        crate::ir::validate::visit_var_uses(&f.result, &mut |v| {
+            taken.insert(v);
+        });
+        let mut owning = Vec::new();
+        for s in &f.body {
+            let keeps = match s {
+                Stmt::Let { var, value } => {
+                    let plain_borrow = self.repr.get(var) == Some(&Ownership::Borrowed)
+                        && matches!(value.kind, ExprKind::Var(_) | ExprKind::Field(..) | ExprKind::View { .. });
+                    if self.repr.get(var) == Some(&Ownership::Owned) {
+                        owning.push(*var);
+                    }
+                    // (A scalar's value reads tensors; it moves none,
+                    // unless a block inside it has statements of its own.)
+                    !plain_borrow && !(is_plain(&value.ty) && !has_block(value))
+                }
+                Stmt::Reshape { .. } | Stmt::Expr(_) | Stmt::Sweep(_) => true,
+                _ => false,
+            };
+            if keeps {
+                crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
+                    taken.insert(v);
+                });
+            }
+        }
+        let mut places = Vec::new();
+        for v in owning.into_iter().filter(|v| !taken.contains(v)) {
+            let id = self.ident(v)?;
+            match &self.info(v)?.ty {
+                Repr::Tensor(..) => places.push(quote!(#id)),
+                Repr::Tuple(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if matches!(item, Repr::Tensor(..)) {
+                            let i = syn::Index::from(i);
+                            places.push(quote!(#id.#i));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(places)
+    }
+
     /// What `stmts` define that neither `result` nor (when `moves`) a
-    /// `let` or expression statement mentions and (when `reshapes`) no
-    /// reshape took.
+    /// `let` of a non-scalar or an expression statement mentions and (when
+    /// `reshapes`) no reshape took.
     fn unmoved_defs(
         &self,
         stmts: &[Stmt],
@@ -537,7 +688,10 @@ impl<'a> FnCx<'a> {
                         mentioned.insert(*source);
                     }
                 }
-                // A `let` or an expression statement may move a tensor.
+                // A `let` of a scalar reads tensors; it moves none (unless
+                // a block inside it has statements of its own).
+                Stmt::Let { value, .. } if is_plain(&value.ty) && !has_block(value) => {}
+                // Another `let` or an expression statement may move a tensor.
                 Stmt::Let { .. } | Stmt::Expr(_) if moves => crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
                     mentioned.insert(v);
                 }),
@@ -699,7 +853,15 @@ impl<'a> FnCx<'a> {
                     && (matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. } | ExprKind::Lit(_))
                         || expr::converts_a_view(value)
                         || self.place(value)?.is_some());
-                let v = if borrowed { self.expr(value)?.tokens } else { self.owned(value, &HashSet::new())?.tokens };
+                // Owned tensors mentioned only here move into the value
+                // (a tuple of gradients) instead of being copied.
+                let only_here = if self.no_move == 0 {
+                    let once: HashSet<VarId> = self.uses.iter().filter(|(_, n)| **n == 1).map(|(v, _)| *v).collect();
+                    movable(&once, value)
+                } else {
+                    HashSet::new()
+                };
+                let v = if borrowed { self.expr(value)?.tokens } else { self.owned(value, &only_here)?.tokens };
                 self.repr.insert(var, if borrowed { Ownership::Borrowed } else { Ownership::Owned });
                 Ok(quote!(let #id = #v;))
             }
@@ -710,6 +872,16 @@ impl<'a> FnCx<'a> {
 /// Scalars and unit: values that are copied, never borrowed or moved.
 fn is_plain(ty: &Repr) -> bool {
     matches!(ty, Repr::Scalar(_) | Repr::Unit)
+}
+
+/// Whether `e` holds a block (whose statements may move a tensor).
+fn has_block(e: &crate::ir::Expr) -> bool {
+    if matches!(e.kind, ExprKind::Block { .. }) {
+        return true;
+    }
+    let mut found = false;
+    crate::ir::visit::for_each_child(e, &mut |c| found = found || has_block(c));
+    found
 }
 
 /// The variables of `scope` that `e` mentions exactly once: those can be

@@ -48,10 +48,11 @@ impl FnCx<'_> {
         let out = self.ident(g.out)?;
         let [m, n, k, a, b] = self.gemm_args(g)?;
         let array = types::array(g.elem, Some(rank), &nd);
-        let call = match &g.batch {
-            None => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a, #b)?),
+        let call = match (&g.batch, self.outs.get(&g.out)) {
+            (None, Some(dest)) => quote!(#rt::dest::product_into(#fname, #m, #n, #k, #a, #b, &mut *#dest)?),
+            (None, None) => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a, #b)?),
             // An operand with two axes is one matrix shared by every batch.
-            Some(batch) => {
+            (Some(batch), _) => {
                 let batch = self.dim(batch)?;
                 quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a, #b)?)
             }
@@ -127,6 +128,7 @@ impl FnCx<'_> {
         let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
         self.repr.insert(def.var, Ownership::Owned);
         self.standard.insert(def.var);
+        let fill_call = self.fill_call(def.var, "fill_uninit", quote!(#fname, #shape, #cost, #fill));
         Ok(Some(quote! {
             #shape_binding
             let #fill = |#pos: usize, #row: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
@@ -138,7 +140,7 @@ impl FnCx<'_> {
             };
             // SAFETY: `matmul_into` writes every element of the row it is
             // given before it returns `Ok`.
-            let #name: #array = unsafe { #rt::par::fill_uninit(#fname, #shape, #cost, #fill) }?;
+            let #name: #array = unsafe { #fill_call }?;
         }))
     }
 
@@ -387,18 +389,20 @@ impl FnCx<'_> {
         // The points of a definition are independent: the runtime splits
         // its outermost axis across threads when the work pays for it.
         if !uninit {
+            let fill_call = self.fill_call(def.var, "fill", quote!(#fname, #shape, #cost, #closure));
             return Ok(quote! {
                 #shape_binding
-                let #name: #array = #rt::par::fill(#fname, #shape, #cost, #closure)?;
+                let #name: #array = #fill_call?;
             });
         }
         let fill = derived("fill_", &name, "");
+        let fill_call = self.fill_call(def.var, "fill_uninit", quote!(#fname, #shape, #cost, #fill));
         Ok(quote! {
             #shape_binding
             let #fill = #closure;
             // SAFETY: the loop nest of `fill_` writes every element of each
             // chunk it is given before it returns `Ok`.
-            let #name: #array = unsafe { #rt::par::fill_uninit(#fname, #shape, #cost, #fill) }?;
+            let #name: #array = unsafe { #fill_call }?;
         })
     }
 
@@ -640,6 +644,7 @@ impl FnCx<'_> {
         }
         self.repr.insert(def.var, Ownership::Owned);
         self.standard.insert(def.var);
+        let fill_call = self.fill_call(def.var, "fill_uninit_rows", quote!(#fname, #shape, #cost, #block, #fill));
         Ok(quote! {
             let #fill = |#first: usize, #rows: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
                 #views
@@ -656,7 +661,7 @@ impl FnCx<'_> {
             };
             // SAFETY: for every chunk of rows, the loops write each of its
             // `__n * __cols` elements once.
-            let #name: #array = unsafe { #rt::par::fill_uninit_rows(#fname, #shape, #cost, #block, #fill) }?;
+            let #name: #array = unsafe { #fill_call }?;
         })
     }
 

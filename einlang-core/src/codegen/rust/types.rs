@@ -48,6 +48,13 @@ pub fn view(k: ScalarKind, rank: Option<usize>, lifetime: Option<&syn::Lifetime>
     }
 }
 
+/// A mutable tensor view: `nd::ArrayViewMut<'a, f32, nd::Ix2>` (rank
+/// `None`: dynamic).
+pub fn view_mut(k: ScalarKind, rank: Option<usize>, lifetime: &syn::Lifetime, nd: &TokenStream) -> TokenStream {
+    let (elem, dim) = (scalar(k), dim_of(rank, nd));
+    quote!(#nd::ArrayViewMut<#lifetime, #elem, #dim>)
+}
+
 /// The type of a value the function body works with for a parameter: views
 /// for tensors, `&str` for strings.
 pub fn param(ty: &Repr, nd: &TokenStream) -> Result<TokenStream, Bug> {

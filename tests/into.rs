@@ -1,0 +1,226 @@
+//! `NAME_into`: results written into the caller's buffers, of any strides,
+//! against naive loops and against the plain form.
+
+use einlang::einlang;
+use einlang::ndarray::{Array1, Array2, Array3, ArrayD, IxDyn, ShapeBuilder};
+use einlang::Error;
+
+einlang! {
+    use std::math::exp;
+
+    pub fn fma(a: [f32; N], b: [f32; N], c: [f32; N]) -> [f32; N] {
+        let y[i] = a[i] * b[i] + c[i];
+        y
+    }
+
+    pub fn softmax(x: [f32; N, C]) -> [f32; N, C] {
+        let m[n] = max[c](x[n, c]);
+        let e[n, c] = exp(x[n, c] - m[n]);
+        let y[n, c] = e[n, c] / sum[k](e[n, k]);
+        y
+    }
+
+    pub fn matmul(a: [f64; M, K], b: [f64; K, N]) -> [f64; M, N] {
+        let c[i, j] = sum[k](a[i, k] * b[k, j]);
+        c
+    }
+
+    pub fn row_sums(x: [i64; R, C]) -> [i64; R] {
+        let s[r] = sum[c](x[r, c]);
+        s
+    }
+
+    /// A tuple: the gradient of a squared error and the loss itself.
+    pub fn grad_and_loss(x: [f32; B, I], w: [f32; I], t: [f32; B]) -> ([f32; I], f32, [f32; B]) {
+        let y[n] = sum[i](x[n, i] * w[i]);
+        let loss = sum[n]((y[n] - t[n]) ** 2);
+        (@loss / @w, loss, y)
+    }
+
+    pub fn scaled(x: [f32; *], s: f32) -> [f32; *] {
+        let v = x as [f32; N];
+        let y[i] = v[i] * s;
+        y
+    }
+
+    /// A parameter returned as it is: copied into the buffer.
+    pub fn same(x: [u8; N, M]) -> [u8; N, M] {
+        x
+    }
+
+    pub fn outer3(a: [f32; I], b: [f32; J], c: [f32; K]) -> [f32; I, J, K] {
+        let y[i, j, k] = a[i] * b[j] + c[k];
+        y
+    }
+
+    /// A parameter called `out`: the buffer is `out_`.
+    pub fn shifted(out: [f32; N], by: f32) -> [f32; N] {
+        let y[i] = out[i] + by;
+        y
+    }
+
+    mod nn {
+        pub fn relu(x: [f32; N]) -> [f32; N] {
+            let y[i] = if x[i] > 0.0 { x[i] } else { 0.0 };
+            y
+        }
+    }
+}
+
+fn ramp(n: usize, scale: f32) -> Array1<f32> {
+    Array1::from_shape_fn(n, |i| ((i * 37 % 101) as f32 - 50.0) * scale)
+}
+
+#[test]
+fn an_elementwise_result_is_written_into_the_buffer_and_reused() -> Result<(), Error> {
+    for n in [0usize, 1, 7, 4099, 100_003] {
+        let (a, b, c) = (ramp(n, 0.1), ramp(n, -0.03), ramp(n, 0.5));
+        let mut out = Array1::<f32>::from_elem(n, f32::NAN);
+        let ptr = out.as_ptr();
+        for _ in 0..3 {
+            fma_into(&a, &b, &c, &mut out)?;
+            for i in 0..n {
+                assert_eq!(out[i].to_bits(), (a[i] * b[i] + c[i]).to_bits(), "n = {n}, i = {i}");
+            }
+        }
+        assert_eq!(out.as_ptr(), ptr, "the buffer is written in place");
+        assert_eq!(out, fma(&a, &b, &c)?);
+    }
+    Ok(())
+}
+
+#[test]
+fn views_of_any_strides_receive_the_same_values() -> Result<(), Error> {
+    let x = Array2::from_shape_fn((5, 9), |(i, j)| ((i * 9 + j) % 7) as f32 * 0.25 - 1.0);
+    let expected = {
+        let mut y = x.clone();
+        for mut row in y.rows_mut() {
+            let m = row.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+            row.mapv_inplace(|v| (v - m).exp());
+            let s: f32 = row.sum();
+            row.mapv_inplace(|v| v / s);
+        }
+        y
+    };
+    let plain = softmax(&x)?;
+    approx::assert_abs_diff_eq!(plain, expected, epsilon = 1e-6);
+    // Column-major storage.
+    let mut f = Array2::<f32>::zeros((5, 9).f());
+    softmax_into(&x, &mut f)?;
+    assert_eq!(f, plain);
+    // A transposed view.
+    let mut t = Array2::<f32>::zeros((9, 5));
+    softmax_into(&x, t.view_mut().reversed_axes())?;
+    assert_eq!(t.t(), plain);
+    // A column of a larger matrix, for a rank-1 result.
+    let ints = Array2::from_shape_fn((4, 6), |(i, j)| (i as i64 - 2) * 1000 + j as i64);
+    let mut m = Array2::<i64>::from_elem((4, 3), -7);
+    row_sums_into(&ints, m.column_mut(1))?;
+    for r in 0..4 {
+        let naive: i64 = (0..6).map(|c| ints[[r, c]]).sum();
+        assert_eq!(m[[r, 1]], naive);
+        assert_eq!((m[[r, 0]], m[[r, 2]]), (-7, -7), "the other columns are untouched");
+    }
+    Ok(())
+}
+
+#[test]
+fn products_and_returned_parameters_are_copied_in() -> Result<(), Error> {
+    let (m, k, n) = (13, 17, 11);
+    let a = Array2::from_shape_fn((m, k), |(i, j)| (i as f64 - j as f64 * 0.5).sin());
+    let b = Array2::from_shape_fn((k, n), |(i, j)| (i as f64 * 0.3 + j as f64).cos());
+    let mut out = Array2::<f64>::zeros((m, n).f());
+    matmul_into(&a, &b, &mut out)?;
+    for i in 0..m {
+        for j in 0..n {
+            let naive: f64 = (0..k).map(|p| a[[i, p]] * b[[p, j]]).sum();
+            assert!((out[[i, j]] - naive).abs() < 1e-12, "({i}, {j})");
+        }
+    }
+    let x = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as u8);
+    let mut y = Array2::<u8>::zeros((3, 4));
+    same_into(&x, &mut y)?;
+    assert_eq!(y, x);
+    let (ai, bj, ck) = (ramp(3, 1.0), ramp(5, 0.5), ramp(2, 2.0));
+    let mut o = Array3::<f32>::zeros((3, 5, 2));
+    outer3_into(&ai, &bj, &ck, o.view_mut())?;
+    for ((i, j, kk), v) in o.indexed_iter() {
+        assert_eq!(*v, ai[i] * bj[j] + ck[kk]);
+    }
+    Ok(())
+}
+
+#[test]
+fn a_buffer_of_the_wrong_shape_is_an_error_naming_it_and_stays_untouched() {
+    let (a, b, c) = (ramp(8, 1.0), ramp(8, 1.0), ramp(8, 1.0));
+    let mut short = Array1::<f32>::from_elem(7, 3.5);
+    match fma_into(&a, &b, &c, &mut short) {
+        Err(Error::Shape { function, param, axis, expected, found, .. }) => {
+            assert_eq!((function.as_str(), param.as_str(), axis, expected, found), ("fma", "out", 0, 8, 7));
+        }
+        other => panic!("expected a shape error, got {other:?}"),
+    }
+    assert!(short.iter().all(|&v| v == 3.5));
+    // Through the copying path (a product) too.
+    let a2 = Array2::<f64>::ones((2, 3));
+    let b2 = Array2::<f64>::ones((3, 4));
+    let mut wrong = Array2::<f64>::from_elem((2, 5), 9.0);
+    assert!(matches!(matmul_into(&a2, &b2, &mut wrong), Err(Error::Shape { ref param, axis: 1, .. }) if param == "out"));
+    assert!(wrong.iter().all(|&v| v == 9.0));
+    // The inputs' own errors come first, as from the plain form.
+    let mut ok = Array1::<f32>::zeros(8);
+    assert!(matches!(fma_into(&a, &ramp(5, 1.0), &c, &mut ok), Err(Error::Shape { ref param, .. }) if param == "b"));
+}
+
+#[test]
+fn a_tuple_takes_one_buffer_per_tensor_and_returns_the_rest() -> Result<(), Error> {
+    let (bn, i_n) = (6, 4);
+    let x = Array2::from_shape_fn((bn, i_n), |(n, i)| (n as f32 - i as f32) * 0.2);
+    let w = ramp(i_n, 0.1);
+    let t = ramp(bn, 0.05);
+    let (g, loss, y) = grad_and_loss(&x, &w, &t)?;
+    let mut gi = Array1::<f32>::zeros(i_n);
+    let mut yi = Array1::<f32>::zeros(bn);
+    let loss_into: f32 = grad_and_loss_into(&x, &w, &t, &mut gi, &mut yi)?;
+    assert_eq!((gi.clone(), loss_into.to_bits(), yi.clone()), (g, loss.to_bits(), y));
+    // Against the hand-derived gradient 2 * sum_n (y_n - t_n) x[n, i].
+    for i in 0..i_n {
+        let naive: f32 = (0..bn)
+            .map(|n| {
+                let yn: f32 = (0..i_n).map(|k| x[[n, k]] * w[k]).sum();
+                2.0 * (yn - t[n]) * x[[n, i]]
+            })
+            .sum();
+        assert!((gi[i] - naive).abs() < 1e-5, "{i}: {} vs {naive}", gi[i]);
+    }
+    Ok(())
+}
+
+#[test]
+fn dynamic_rank_and_module_functions_have_into_forms() -> Result<(), Error> {
+    let x = ArrayD::from_shape_fn(IxDyn(&[7]), |d| d[0] as f32 - 3.0);
+    let mut out = ArrayD::<f32>::zeros(IxDyn(&[7]));
+    scaled_into(&x, 0.5, &mut out)?;
+    assert_eq!(out, x.mapv(|v| v * 0.5));
+    let mut wrong = ArrayD::<f32>::zeros(IxDyn(&[6]));
+    assert!(matches!(scaled_into(&x, 0.5, &mut wrong), Err(Error::Shape { axis: 0, .. })));
+    let mut other_rank = ArrayD::<f32>::from_elem(IxDyn(&[7, 1]), 4.0);
+    assert!(matches!(scaled_into(&x, 0.5, &mut other_rank), Err(Error::Rank { expected: 1, found: 2, .. })));
+    assert!(other_rank.iter().all(|&v| v == 4.0));
+    let v = ramp(9, 1.0);
+    let mut r = Array1::<f32>::from_elem(9, -1.0);
+    nn::relu_into(&v, &mut r)?;
+    assert_eq!(r, v.mapv(|e| e.max(0.0)));
+    Ok(())
+}
+
+#[test]
+fn a_parameter_named_out_leaves_the_buffer_another_name() -> Result<(), Error> {
+    let v = ramp(5, 1.0);
+    let mut buf = Array1::<f32>::zeros(5);
+    shifted_into(&v, 2.0, &mut buf)?;
+    assert_eq!(buf, v.mapv(|e| e + 2.0));
+    let mut wrong = Array1::<f32>::zeros(4);
+    assert!(matches!(shifted_into(&v, 2.0, &mut wrong), Err(Error::Shape { ref param, .. }) if param == "out_"));
+    Ok(())
+}
