@@ -20,7 +20,7 @@
 
 use std::mem::MaybeUninit;
 
-use ndarray::{Array, Array2, ArrayView2, ArrayViewMut, Dimension, IntoDimension, Ix2, LinalgScalar};
+use ndarray::{Array, Array2, ArrayView, ArrayView2, ArrayViewMut, Dimension, IntoDimension, Ix2, LinalgScalar};
 use rayon::prelude::*;
 
 use crate::par::{check_size, fill_slice, PAR_THRESHOLD};
@@ -242,6 +242,33 @@ where
         }
     }
     crate::gemm::matmul(function, m, n, k, a, b)
+}
+
+/// [`crate::permute::permute`] into `out`'s view when it has one in
+/// standard layout.
+pub fn permute_into<T, D, Sh>(
+    function: &str,
+    x: ArrayView<'_, T, D>,
+    axes: &[usize],
+    shape: Sh,
+    out: &mut Out<'_, T, D>,
+) -> Result<Array<T, D>, Error>
+where
+    T: Copy + Send + Sync + 'static,
+    D: Dimension,
+    Sh: IntoDimension<Dim = D>,
+{
+    let dim = shape.into_dimension();
+    check_size::<T, D>(function, &dim)?;
+    if let Some(elems) = out.target(function, &dim)? {
+        let len = elems.len();
+        // SAFETY: `MaybeUninit<T>` has the layout of `T`; the copy writes
+        // whole values only.
+        let elems = unsafe { std::slice::from_raw_parts_mut(elems.as_mut_ptr().cast::<MaybeUninit<T>>(), len) };
+        crate::permute::permute_to(function, x, axes, dim.slice(), elems)?;
+        return out.written(function, dim.ndim());
+    }
+    crate::permute::permute(function, x, axes, dim)
 }
 
 #[cfg(test)]

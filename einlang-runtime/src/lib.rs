@@ -19,6 +19,7 @@ pub mod gemm;
 pub mod io;
 pub mod jagged;
 pub mod par;
+pub mod permute;
 pub mod pool;
 pub mod rec;
 pub mod shape;

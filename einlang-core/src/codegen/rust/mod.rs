@@ -439,18 +439,19 @@ impl<'a> FnCx<'a> {
     }
 
     /// The runtime call that allocates the tensor `var` and fills it,
-    /// `par::FILL(args)`, or, when `var` is a result that `NAME_into` may
-    /// hand a buffer for, `dest::FILL_into(args, out)`, which fills the
-    /// buffer instead when there is one.
-    fn fill_call(&self, var: VarId, fill: &str, args: TokenStream) -> TokenStream {
+    /// `MODULE::FILL(args)` (`par::fill_uninit`, `permute::permute`), or,
+    /// when `var` is a result that `NAME_into` may hand a buffer for,
+    /// `dest::FILL_into(args, out)`, which fills the buffer instead when
+    /// there is one.
+    fn fill_call(&self, var: VarId, module: &str, fill: &str, args: TokenStream) -> TokenStream {
         let rt = &self.rt;
-        let fill = format_ident!("{}", fill);
+        let (module, fill) = (format_ident!("{}", module), format_ident!("{}", fill));
         match self.outs.get(&var) {
             Some(out) => {
                 let fill = format_ident!("{}_into", fill);
                 quote!(#rt::dest::#fill(#args, &mut *#out))
             }
-            None => quote!(#rt::par::#fill(#args)),
+            None => quote!(#rt::#module::#fill(#args)),
         }
     }
 

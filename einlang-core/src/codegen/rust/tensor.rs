@@ -128,7 +128,7 @@ impl FnCx<'_> {
         let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
         self.repr.insert(def.var, Ownership::Owned);
         self.standard.insert(def.var);
-        let fill_call = self.fill_call(def.var, "fill_uninit", quote!(#fname, #shape, #cost, #fill));
+        let fill_call = self.fill_call(def.var, "par", "fill_uninit", quote!(#fname, #shape, #cost, #fill));
         Ok(Some(quote! {
             #shape_binding
             let #fill = |#pos: usize, #row: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
@@ -216,6 +216,18 @@ impl FnCx<'_> {
             return Ok(quote! {
                 #shape_binding
                 let #name: #array = if #nonempty { #copy } else { #nd::Array::from_elem(#shape, #zero) };
+            });
+        }
+
+        if let Some((source, axes)) = prelude.is_empty().then(|| self.permuted_copy(def)).flatten() {
+            let src = self.ident(source)?;
+            let axes = axes.into_iter().map(types::usize_lit);
+            let call = self.fill_call(def.var, "permute", "permute", quote!(#fname, #src.view(), &[#(#axes),*], #shape));
+            self.repr.insert(def.var, Ownership::Owned);
+            self.standard.insert(def.var);
+            return Ok(quote! {
+                #shape_binding
+                let #name: #array = #call?;
             });
         }
 
@@ -389,14 +401,14 @@ impl FnCx<'_> {
         // The points of a definition are independent: the runtime splits
         // its outermost axis across threads when the work pays for it.
         if !uninit {
-            let fill_call = self.fill_call(def.var, "fill", quote!(#fname, #shape, #cost, #closure));
+            let fill_call = self.fill_call(def.var, "par", "fill", quote!(#fname, #shape, #cost, #closure));
             return Ok(quote! {
                 #shape_binding
                 let #name: #array = #fill_call?;
             });
         }
         let fill = derived("fill_", &name, "");
-        let fill_call = self.fill_call(def.var, "fill_uninit", quote!(#fname, #shape, #cost, #fill));
+        let fill_call = self.fill_call(def.var, "par", "fill_uninit", quote!(#fname, #shape, #cost, #fill));
         Ok(quote! {
             #shape_binding
             let #fill = #closure;
@@ -424,6 +436,35 @@ impl FnCx<'_> {
         } && !self.rec_access.contains_key(tensor);
         let same = self.info(*tensor).ok().is_some_and(|i| i.ty == Repr::Tensor(def.elem, def.axes.len()));
         (plain && borrowed && same && def.domain_guards == 0).then_some(*tensor)
+    }
+
+    /// A definition that permutes the axes of a tensor as it is (`y[j, i]
+    /// = x[i, j]`, any rank and order but the identity): its value is a
+    /// proven read of a tensor of its element type and rank at its own
+    /// indices in another order, every axis from 0, without guards. The
+    /// source and, for each axis of the definition, the source's axis it
+    /// runs along: the runtime copies it in tiles (`permute::permute`).
+    fn permuted_copy(&self, def: &TensorDef) -> Option<(VarId, Vec<usize>)> {
+        let ExprKind::Read { tensor, indices, checked: false } = &def.body.kind else { return None };
+        let rank = def.axes.len();
+        if rank < 2 || indices.len() != rank || def.domain_guards != 0 {
+            return None;
+        }
+        // `axes[k]`: the source axis that the definition's axis `k` indexes.
+        let mut axes = vec![usize::MAX; rank];
+        for (src_axis, index) in indices.iter().enumerate() {
+            let ExprKind::Var(v) = index.kind else { return None };
+            let k = def.axes.iter().position(|a| a.index == v)?;
+            if axes[k] != usize::MAX {
+                return None;
+            }
+            axes[k] = src_axis;
+        }
+        let from_zero = def.axes.iter().all(|a| a.start.as_constant() == Some(0));
+        let identity = axes.iter().enumerate().all(|(k, &a)| k == a);
+        let readable = self.repr.contains_key(tensor) && !self.rec_access.contains_key(tensor);
+        let same = self.info(*tensor).ok().is_some_and(|i| i.ty == Repr::Tensor(def.elem, rank));
+        (from_zero && !identity && readable && same).then_some((*tensor, axes))
     }
 
     /// A definition that copies a block of a tensor at leading indices
@@ -644,7 +685,7 @@ impl FnCx<'_> {
         }
         self.repr.insert(def.var, Ownership::Owned);
         self.standard.insert(def.var);
-        let fill_call = self.fill_call(def.var, "fill_uninit_rows", quote!(#fname, #shape, #cost, #block, #fill));
+        let fill_call = self.fill_call(def.var, "par", "fill_uninit_rows", quote!(#fname, #shape, #cost, #block, #fill));
         Ok(quote! {
             let #fill = |#first: usize, #rows: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
                 #views
