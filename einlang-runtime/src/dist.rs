@@ -19,7 +19,7 @@
 
 use crate::Error;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The contiguous, balanced block of `0..n` that rank `rank` of `size`
 /// holds: the first `n % size` blocks have one element more than the
@@ -44,6 +44,8 @@ pub struct World {
     rank: usize,
     size: usize,
     sent: AtomicU64,
+    /// Set when [`World::agree`] returned an error (every rank knows it).
+    agreed_error: AtomicBool,
     #[cfg(feature = "mpi")]
     mpi: Option<mpi_world::Handle>,
 }
@@ -70,7 +72,13 @@ impl World {
             if mpi_world::wanted() {
                 let handle = mpi_world::Handle::get()?;
                 let (rank, size) = handle.rank_size();
-                return Ok(World { rank, size, sent: AtomicU64::new(0), mpi: Some(handle) });
+                return Ok(World {
+                    rank,
+                    size,
+                    sent: AtomicU64::new(0),
+                    agreed_error: AtomicBool::new(false),
+                    mpi: Some(handle),
+                });
             }
         }
         Ok(World::alone())
@@ -82,6 +90,7 @@ impl World {
             rank: 0,
             size: 1,
             sent: AtomicU64::new(0),
+            agreed_error: AtomicBool::new(false),
             #[cfg(feature = "mpi")]
             mpi: None,
         }
@@ -162,6 +171,7 @@ impl World {
         if flags.iter().all(|&b| b == 0) {
             return Ok(());
         }
+        self.agreed_error.store(true, Ordering::Relaxed);
         let encoded = match &status {
             Ok(()) => Vec::new(),
             Err(e) => encode_error(e),
@@ -174,6 +184,29 @@ impl World {
         Err(decode_error(&all[first]).unwrap_or_else(|| Error::Dist {
             message: format!("rank {first} failed with an error this rank could not read"),
         }))
+    }
+
+    /// Starts a call of a sharded function (generated code).
+    pub fn begin(&self) {
+        self.agreed_error.store(false, Ordering::Relaxed);
+    }
+
+    /// Ends a call of a sharded function (generated code): a result whose
+    /// error every rank already agreed on is returned as it is; otherwise
+    /// the ranks agree on their statuses, so that a rank that failed alone
+    /// makes every rank return its error, and none waits for it.
+    pub fn finish<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        match result {
+            Err(e) if self.agreed_error.load(Ordering::Relaxed) => Err(e),
+            Err(e) => match self.agree(Err(e)) {
+                Err(e) => Err(e),
+                Ok(()) => Err(Error::Dist { message: "an error was lost between ranks".into() }),
+            },
+            Ok(v) => {
+                self.agree(Ok(()))?;
+                Ok(v)
+            }
+        }
     }
 
     /// Every rank's values (the same count on every rank), in rank order.
@@ -464,6 +497,16 @@ pub fn agree_extents(
         out.push((global, offset));
     }
     Ok(out)
+}
+
+/// The entry of a sharded function (generated code): `extents` holds this
+/// rank's length of the sharded symbol, then every other dimension bound at
+/// entry (`names` says which). Returns the symbol's whole extent and where
+/// this rank's block starts, or the same error on every rank when another
+/// dimension differs across ranks.
+pub fn agree_block(world: &World, function: &str, extents: &[i64], names: &[&str]) -> Result<(i64, i64), Error> {
+    let parts = agree_extents(world, function, Ok(()), extents, names, 1)?;
+    Ok(parts.first().copied().unwrap_or((0, 0)))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {

@@ -107,6 +107,8 @@ pub struct Function {
     pub vars: Vec<VarInfo>,
     /// `Some` for a `#[device(cuda)]` function, `None` for a host function.
     pub device: Option<Device>,
+    /// `Some` for a `#[shard(B)]` function (see [`Shard`]).
+    pub shard: Option<Shard>,
     /// Set by `opt::checkpoint` on a function whose reverse sweep through a
     /// recurrence may instead run checkpointed (see [`Checkpointing`]).
     pub checkpointed: Option<Checkpointing>,
@@ -129,6 +131,70 @@ pub struct Checkpointing {
     pub steps: Dim,
     pub state: Dim,
     pub elem: ScalarKind,
+}
+
+/// A function split across the ranks of a world along one dimension
+/// symbol (`#[shard(B)]`). Lowering records the symbol; `opt::shard`
+/// rewrites the function to compute its own block and fills `parts`.
+#[derive(Clone, Debug)]
+pub struct Shard {
+    pub symbol: String,
+    pub span: Span,
+    pub parts: Option<ShardParts>,
+}
+
+impl PartialEq for Shard {
+    fn eq(&self, o: &Shard) -> bool {
+        self.symbol == o.symbol && self.parts == o.parts
+    }
+}
+
+/// The variables of a sharded function after `opt::shard`: the entry binds
+/// `local` (this rank's extent of the symbol, from its parameters) and the
+/// other dimensions in `agreed`; a back end then agrees across ranks on
+/// them, binding `global` (the symbol's whole extent, the sum of the
+/// ranks' `local`) and `offset` (where this rank's block starts), and
+/// returning an error on every rank when an `agreed` dimension differs
+/// between ranks. The body's loops over the symbol run over the block
+/// `offset .. offset + local` with their index variables global.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardParts {
+    pub global: VarId,
+    pub local: VarId,
+    pub offset: VarId,
+    pub agreed: Vec<VarId>,
+}
+
+/// Communication between the ranks of a sharded function, stated by what
+/// it computes; a back end spells it (MPI for host functions). Every rank
+/// runs the same `Comm` statements in the same order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Comm {
+    /// `out` is `input` (a scalar or a tensor of the same shape on every
+    /// rank) combined over the ranks element by element with `op` (`Sum`,
+    /// `Prod`, `Max`, `Min`, `All`, `Any`), in rank order.
+    AllReduce { out: VarId, input: VarId, op: RedOp, elem: ScalarKind },
+    /// `argmax`/`argmin` over the ranks: each rank has its local extremum
+    /// `best` and its first global index `index` (-1 when its block had no
+    /// term), scalars or tensors of one shape; `out` is the global index
+    /// of the first extremum (lowest rank wins ties).
+    AllReduceArg { out: VarId, best: VarId, index: VarId, max: bool, elem: ScalarKind },
+}
+
+impl Comm {
+    /// The variables it defines and reads.
+    pub fn defines(&self) -> VarId {
+        match self {
+            Comm::AllReduce { out, .. } | Comm::AllReduceArg { out, .. } => *out,
+        }
+    }
+
+    pub fn reads(&self) -> Vec<VarId> {
+        match self {
+            Comm::AllReduce { input, .. } => vec![*input],
+            Comm::AllReduceArg { best, index, .. } => vec![*best, *index],
+        }
+    }
 }
 
 /// The target of a device function, with the span of its attribute for
@@ -214,6 +280,8 @@ pub enum Stmt {
     CheckResultDim { tensor: VarId, path: Vec<u32>, axis: usize, symbol: String, declared: Dim },
     /// Evaluate for effect (`assert`, `print`).
     Expr(Expr),
+    /// Communication between ranks (a sharded function only).
+    Comm(Comm),
     /// A reverse sweep through a recurrence, run in chunks of steps so that
     /// neither the primal's history nor its adjoint's is kept whole (see
     /// [`Sweep`]). Only among a function's own statements (`Function::may_give_up`).

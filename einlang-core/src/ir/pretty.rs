@@ -156,6 +156,17 @@ impl Printer<'_> {
                 format!("reshape {} = {} as [{}]: {}", self.var(*var), self.var(*source), dims.join(", "), elem.name())
             }
             Stmt::Expr(e) => format!("eval {}", self.expr(e, level)),
+            Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) => {
+                format!("all-reduce {} = {}({}) over ranks: {}", self.var(*out), op.name(), self.var(*input), elem.name())
+            }
+            Stmt::Comm(crate::ir::Comm::AllReduceArg { out, best, index, max, elem }) => format!(
+                "all-reduce {} = {}({}, {}) over ranks: {}",
+                self.var(*out),
+                if *max { "argmax" } else { "argmin" },
+                self.var(*best),
+                self.var(*index),
+                elem.name()
+            ),
             Stmt::Sweep(w) => {
                 let mut text = format!(
                     "sweep over {} steps in chunks of {} ({} in {}..{}), lookback {}, margin {}:\n",

@@ -80,6 +80,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::base::dim::{Dim, DimVar};
+use crate::base::ops::RedOp;
 use crate::codegen::paths;
 use crate::ir::{EntryCheck, ExprKind, Function, Program, Repr, Stmt, VarId, VarInfo};
 
@@ -216,13 +217,36 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
         inner_params.push(quote!(#id: #inner_ty));
     }
 
-    let inner_args: Vec<Ident> = f.params.iter().map(|&p| cx.ident(p)).collect::<Result<_, _>>()?;
+    let mut inner_args: Vec<Ident> = f.params.iter().map(|&p| cx.ident(p)).collect::<Result<_, _>>()?;
+    let sharded = f.shard.is_some();
+    if sharded {
+        let world = quote!(__world: &::einlang::__private::dist::World);
+        outer_params.insert(0, world.clone());
+        inner_params.insert(0, world);
+        forwarded.insert(0, quote!(__world));
+        inner_args.insert(0, Ident::new("__world", proc_macro2::Span::call_site()));
+    }
     let body = if options.checked || options.baseline_only {
         body
     } else {
         wide_twin(&body, &inner_params, &inner_args, &quote!(#result<#ret, #err>))
     };
-    if lifetimes.is_empty() {
+    if sharded {
+        // Every rank ends the call together: an error on one rank becomes
+        // the same error on every rank (`dist::World::finish`).
+        let generics = if lifetimes.is_empty() { quote!() } else { quote!(<#(#lifetimes),*>) };
+        Ok(quote! {
+            #(#docs)*
+            #allow
+            #vis fn #name #generics(#(#outer_params),*) -> #result<#ret, #err> {
+                fn __body(#(#inner_params),*) -> #result<#ret, #err> {
+                    #body
+                }
+                __world.begin();
+                __world.finish(__body(#(#forwarded),*))
+            }
+        })
+    } else if lifetimes.is_empty() {
         Ok(quote! {
             #(#docs)*
             #allow
@@ -435,6 +459,9 @@ impl<'a> FnCx<'a> {
         let mut out = paths::body_prelude();
         for check in &f.entry {
             out.extend(self.entry(check)?);
+        }
+        if let Some(parts) = f.shard.as_ref().and_then(|s| s.parts.as_ref()) {
+            out.extend(self.shard_entry(parts)?);
         }
         // Tensor parameters are read in standard layout: a view of any
         // strides is copied once (`as_standard_layout`; a standard one is
@@ -654,6 +681,7 @@ impl<'a> FnCx<'a> {
                 self.repr.insert(*var, Ownership::Owned);
                 Ok(quote!(let #id: #array = #rt::shape::reshape_owned(#name, #src, #shape)?;))
             }
+            Stmt::Comm(c) => self.comm(c),
             Stmt::Expr(e) => {
                 let statement_like =
                     matches!(e.kind, ExprKind::Call { .. } | ExprKind::If { .. } | ExprKind::Block { .. });
@@ -665,6 +693,110 @@ impl<'a> FnCx<'a> {
                 }
             }
         }
+    }
+
+    /// The entry of a sharded function: the ranks agree that their entry
+    /// checks passed and on the extents, binding the symbol's whole extent
+    /// and this rank's offset (`ir::ShardParts`).
+    fn shard_entry(&mut self, parts: &crate::ir::ShardParts) -> Result<TokenStream, Bug> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        let (global, local, offset) = (self.ident(parts.global)?, self.ident(parts.local)?, self.ident(parts.offset)?);
+        let mut values = vec![quote!(#local)];
+        let mut names = vec![types::str_lit(&self.info(parts.global)?.source_name)];
+        for &d in &parts.agreed {
+            let id = self.ident(d)?;
+            values.push(quote!(#id));
+            names.push(types::str_lit(&self.info(d)?.source_name));
+        }
+        self.nonneg.insert(parts.global);
+        self.nonneg.insert(parts.offset);
+        self.nonneg.insert(parts.local);
+        Ok(quote! {
+            let (#global, #offset): (i64, i64) =
+                #rt::dist::agree_block(__world, #name, &[#(#values),*], &[#(#names),*])?;
+        })
+    }
+
+    /// Communication between ranks: the ranks first agree that none has
+    /// failed (otherwise every rank returns the first one's error), then
+    /// combine their values, in rank order on every rank.
+    fn comm(&mut self, c: &crate::ir::Comm) -> Result<TokenStream, Bug> {
+        use crate::ir::Comm;
+        let (rt, nd) = (self.rt.clone(), self.nd.clone());
+        let agree = quote!(__world.agree(::core::result::Result::Ok(()))?;);
+        let out = self.ident(c.defines())?;
+        let out_ty = self.info(c.defines())?.ty.clone();
+        let code = match c {
+            Comm::AllReduce { input, op, elem, .. } => {
+                let combine = match op {
+                    RedOp::Sum => quote!(Sum),
+                    RedOp::Prod => quote!(Prod),
+                    RedOp::Max => quote!(Max),
+                    RedOp::Min => quote!(Min),
+                    RedOp::All => quote!(And),
+                    RedOp::Any => quote!(Or),
+                    RedOp::ArgMax | RedOp::ArgMin => return Err("an all-reduce of an argmax".into()),
+                };
+                let input = self.ident(*input)?;
+                match out_ty {
+                    Repr::Scalar(_) => {
+                        let t = types::scalar(*elem);
+                        quote! {
+                            #agree
+                            let #out: #t = __world.all_reduce_one(#input, #rt::dist::Combine::#combine);
+                        }
+                    }
+                    Repr::Tensor(_, rank) => {
+                        let array = types::array(*elem, Some(rank), &nd);
+                        self.repr.insert(c.defines(), Ownership::Owned);
+                        self.standard.insert(c.defines());
+                        quote! {
+                            #agree
+                            let mut #out: #array = #input.as_standard_layout().into_owned();
+                            if let ::core::option::Option::Some(__values) = #out.as_slice_mut() {
+                                __world.all_reduce(__values, #rt::dist::Combine::#combine);
+                            }
+                        }
+                    }
+                    _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
+                }
+            }
+            Comm::AllReduceArg { best, index, max, elem, .. } => {
+                let (best, index) = (self.ident(*best)?, self.ident(*index)?);
+                let t = types::scalar(*elem);
+                match out_ty {
+                    Repr::Scalar(_) => quote! {
+                        #agree
+                        let #out: i64 = {
+                            let mut __best: [#t; 1] = [#best];
+                            let mut __index: [i64; 1] = [#index];
+                            __world.all_reduce_arg(&mut __best, &mut __index, #max);
+                            __index[0]
+                        };
+                    },
+                    Repr::Tensor(_, rank) => {
+                        let (array_t, array_i) = (
+                            types::array(*elem, Some(rank), &nd),
+                            types::array(crate::base::scalar::ScalarKind::I64, Some(rank), &nd),
+                        );
+                        self.repr.insert(c.defines(), Ownership::Owned);
+                        self.standard.insert(c.defines());
+                        quote! {
+                            #agree
+                            let mut __best: #array_t = #best.as_standard_layout().into_owned();
+                            let mut #out: #array_i = #index.as_standard_layout().into_owned();
+                            if let (::core::option::Option::Some(__b), ::core::option::Option::Some(__i)) =
+                                (__best.as_slice_mut(), #out.as_slice_mut())
+                            {
+                                __world.all_reduce_arg(__b, __i, #max);
+                            }
+                        }
+                    }
+                    _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
+                }
+            }
+        };
+        Ok(code)
     }
 
     /// `let var = value;` (also where-bindings). Scalars get their type

@@ -1,0 +1,856 @@
+//! Sharded functions (`#[shard(B)]`): each rank computes its own block of
+//! the symbol's axes, and the communication the program needs is stated
+//! in the IR ([`Comm`]).
+//!
+//! Runs on the IR as lowered, before the other passes (which then see an
+//! ordinary function over local extents). The rewrite:
+//!
+//! - entry: the parameter axes of dimension `B` give `B_local` (this rank's
+//!   block); `B` itself, the whole extent, and `B_offset`, where the block
+//!   starts, are bound by the back end after the ranks agree on them
+//!   ([`ShardParts`]). Every other dimension bound at entry is checked to be
+//!   the same on every rank.
+//! - a definition axis over `0..B` runs over the block `B_offset ..
+//!   B_offset + B_local`; its index variable keeps the global value, so the
+//!   body means what it means unsharded (`n as f32`, guards).
+//! - a read of a sharded tensor along its sharded axis at the point's own
+//!   index reads the local position `n - B_offset`.
+//! - a reduction whose loop runs over `B` (any range `a..b` that mentions
+//!   `B`: its global meaning) runs over the part of the range in the block,
+//!   then an all-reduce combines the ranks' parts: the reduction is bound
+//!   to a value of its own (a scalar, or a tensor over the definition's
+//!   axes), followed by [`Comm::AllReduce`] (or [`Comm::AllReduceArg`] for
+//!   `argmax`/`argmin`).
+//!
+//! What needs another rank's rows (a read along `B` at an offset or at a
+//! data-dependent index, a reduction over `B` inside a definition over `B`,
+//! a recurrence over `B`, a whole sharded tensor passed on) is a compile
+//! error that says why and what to write instead.
+
+use std::collections::HashMap;
+
+use crate::base::dim::{Dim, DimVar};
+use crate::base::ops::{BinOp, RedOp};
+use crate::base::scalar::ScalarKind;
+use crate::base::span::Span;
+use crate::diag::Diagnostic;
+use crate::ir::visit;
+use crate::ir::{
+    Comm, EntryCheck, Expr, ExprKind, Function, Program, Repr, ShardParts, Stmt, TensorDef, VarId, WhereEntry,
+};
+
+/// Rewrites every sharded function of `program`; the errors of those that
+/// cannot be sharded.
+pub fn run(program: &mut Program) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    for f in &mut program.fns {
+        let Some(shard) = f.shard.clone() else { continue };
+        if f.device.is_some() {
+            diags.push(
+                Diagnostic::error(shard.span, "`#[shard]` on a `#[device(cuda)]` function is not supported yet")
+                    .note("sharded functions run on the host, communicating through MPI; NCCL is not built")
+                    .help("shard a host function and call the device function from it per rank"),
+            );
+            continue;
+        }
+        if let Err(d) = shard_function(f, &shard.symbol, shard.span) {
+            diags.push(d);
+        }
+    }
+    diags
+}
+
+fn dvar(v: VarId) -> Dim {
+    Dim::var(DimVar(v.0))
+}
+
+fn mentions(d: &Dim, v: VarId) -> bool {
+    d.vars().contains(&DimVar(v.0))
+}
+
+struct Cx<'a> {
+    f: &'a mut Function,
+    name: String,
+    symbol: String,
+    span: Span,
+    global: VarId,
+    local: VarId,
+    offset: VarId,
+    /// Tensors held in blocks, with their sharded axis.
+    sharded: HashMap<VarId, usize>,
+    /// Index variables over the block that hold the local position
+    /// (`0..B_local`; their global value is `i + B_offset`), rather than
+    /// the global index.
+    local_idx: std::collections::HashSet<VarId>,
+    /// Greater than zero inside a definition's points or a reduction's
+    /// terms, where no communication can be placed.
+    nested: u32,
+}
+
+fn shard_function(f: &mut Function, symbol: &str, span: Span) -> Result<(), Diagnostic> {
+    let name = f.name.clone();
+    // The dimension variable of the symbol, bound at entry from a parameter.
+    let global = f.entry.iter().find_map(|e| match e {
+        EntryCheck::BindDim { dim, .. } if f.var(*dim).source_name == symbol => Some(*dim),
+        _ => None,
+    });
+    let Some(global) = global else {
+        return Err(Diagnostic::error(span, format!("no parameter of `{name}` has an axis of dimension `{symbol}`"))
+            .help(format!("`#[shard({symbol})]` splits the parameter axes whose dimension is `{symbol}`")));
+    };
+    let local = f.add_var(&format!("{symbol}_local"), Repr::Scalar(ScalarKind::I64));
+    let offset = f.add_var(&format!("{symbol}_offset"), Repr::Scalar(ScalarKind::I64));
+    let mut cx = Cx { f, name, symbol: symbol.to_string(), span, global, local, offset, sharded: HashMap::new(), local_idx: Default::default(), nested: 0 };
+    let mut agreed = Vec::new();
+    let mut entry = std::mem::take(&mut cx.f.entry);
+    for e in &mut entry {
+        match e {
+            EntryCheck::BindDim { dim, param, path, axis } => {
+                if *dim == global {
+                    cx.shard_param(*param, path, *axis)?;
+                    *dim = local;
+                } else {
+                    agreed.push(*dim);
+                }
+            }
+            EntryCheck::CheckDim { param, path, axis, expected, .. } => {
+                if *expected == dvar(global) {
+                    cx.shard_param(*param, path, *axis)?;
+                    *expected = dvar(local);
+                } else if mentions(expected, global) {
+                    let p = cx.f.var(*param).source_name.clone();
+                    return Err(cx.error(format!("parameter `{p}` has an axis whose extent involves `{symbol}` but is not `{symbol}`"))
+                        .help(format!("only axes of extent exactly `{symbol}` can be split across ranks")));
+                }
+            }
+        }
+    }
+    cx.f.entry = entry;
+    let body = std::mem::take(&mut cx.f.body);
+    let mut body = cx.stmts(body)?;
+    let mut result = std::mem::replace(&mut cx.f.result, Expr::unit());
+    cx.result(&mut result, &mut body)?;
+    cx.f.body = body;
+    cx.f.result = result;
+    if let Some(s) = &mut cx.f.shard {
+        s.parts = Some(ShardParts { global, local, offset, agreed });
+    }
+    Ok(())
+}
+
+impl Cx<'_> {
+    fn error(&self, msg: String) -> Diagnostic {
+        Diagnostic::error(self.span, format!("in sharded function `{}`: {msg}", self.name))
+    }
+
+    fn vname(&self, v: VarId) -> String {
+        self.f.var(v).source_name.clone()
+    }
+
+    fn shard_param(&mut self, param: VarId, path: &[u32], axis: usize) -> Result<(), Diagnostic> {
+        if !path.is_empty() {
+            let p = self.vname(param);
+            return Err(self.error(format!("parameter `{p}` holds a sharded tensor inside a tuple"))
+                .help("pass the sharded tensor as a parameter of its own"));
+        }
+        if let Some(&other) = self.sharded.get(&param) {
+            if other != axis {
+                let p = self.vname(param);
+                return Err(self.error(format!("parameter `{p}` has two axes of dimension `{}`", self.symbol))
+                    .note("a rank holds a block of one axis; a second would need other ranks' rows")
+                    .help("give the second axis a dimension symbol of its own"));
+            }
+        }
+        self.sharded.insert(param, axis);
+        Ok(())
+    }
+
+    fn is_over(&self, d: &Dim) -> bool {
+        mentions(d, self.global)
+    }
+
+    fn stmts(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Stmt>, Diagnostic> {
+        let mut out = Vec::with_capacity(stmts.len());
+        for s in stmts {
+            self.stmt(s, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn stmt(&mut self, s: Stmt, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        match s {
+            Stmt::Let { var, mut value } => {
+                if let ExprKind::Var(x) = value.kind {
+                    if let Some(&axis) = self.sharded.get(&x) {
+                        self.sharded.insert(var, axis);
+                        out.push(Stmt::Let { var, value });
+                        return Ok(());
+                    }
+                }
+                self.hoist_scalar(&mut value, out)?;
+                self.expr(&mut value, &[])?;
+                if let Some(axis) = self.yields_sharded(&value) {
+                    self.sharded.insert(var, axis);
+                }
+                out.push(Stmt::Let { var, value });
+            }
+            Stmt::Expr(mut value) => {
+                self.hoist_scalar(&mut value, out)?;
+                self.expr(&mut value, &[])?;
+                out.push(Stmt::Expr(value));
+            }
+            Stmt::Tensor(def) => self.tensor(def, out)?,
+            Stmt::Extent { var, value, what } => {
+                if self.is_over(&value) {
+                    return Err(self.error(format!("the extent `{what}` depends on `{}`", self.symbol))
+                        .note("a definition over a range derived from the sharded extent needs other ranks' rows")
+                        .help(format!("define tensors over `{}` itself, and guard the points you need", self.symbol)));
+                }
+                out.push(Stmt::Extent { var, value, what });
+            }
+            Stmt::SameExtent { .. } => out.push(s),
+            Stmt::CheckResultDim { tensor, path, axis, symbol, mut declared } => {
+                if path.is_empty() && self.sharded.get(&tensor) == Some(&axis) && declared == dvar(self.global) {
+                    declared = dvar(self.local);
+                }
+                out.push(Stmt::CheckResultDim { tensor, path, axis, symbol, declared });
+            }
+            Stmt::Reshape { source, .. } if self.sharded.contains_key(&source) => {
+                let t = self.vname(source);
+                return Err(self.error(format!("`{t}` is split across ranks and cannot be reshaped"))
+                    .help("reshape the blocks before the call, or define the reshaped tensor pointwise"));
+            }
+            Stmt::Recurrence(r) => {
+                let mut mentions_b = r.extents.iter().any(|d| self.is_over(d))
+                    || r.seq.iter().any(|(_, l)| self.is_over(&l.start) || self.is_over(&l.end));
+                for c in &r.clauses {
+                    visit_all(&c.body, &mut |e| match &e.kind {
+                        ExprKind::Read { tensor, .. } | ExprKind::View { tensor, .. } | ExprKind::Var(tensor)
+                            if self.sharded.contains_key(tensor) =>
+                        {
+                            mentions_b = true
+                        }
+                        ExprKind::Reduce { loops, .. }
+                            if loops.iter().any(|l| self.is_over(&l.start) || self.is_over(&l.end)) =>
+                        {
+                            mentions_b = true
+                        }
+                        _ => {}
+                    });
+                }
+                if mentions_b {
+                    return Err(self
+                        .error(format!(
+                            "the recurrence `{}` runs over `{}` or reads a sharded tensor",
+                            self.vname(r.var),
+                            self.symbol
+                        ))
+                        .note("a recurrence over the sharded axis, or one reading neighbouring rows of it, needs other ranks' rows at every step, which sharded functions do not exchange yet")
+                        .help("compute the recurrence in an unsharded function, or shard along another axis"));
+                }
+                out.push(Stmt::Recurrence(r));
+            }
+            Stmt::Reshape { .. } => out.push(s),
+            Stmt::Comm(_) | Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) => {
+                return Err(Diagnostic::bug(self.span, "sharding runs on the IR as lowered"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A definition: its axes over the symbol become the block; a
+    /// reduction over the symbol in it (only where it has no such axis) is
+    /// computed as this rank's part and all-reduced.
+    fn tensor(&mut self, mut def: TensorDef, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        let mut own = Vec::new();
+        for (k, a) in def.axes.iter_mut().enumerate() {
+            if a.extent == dvar(self.global) && a.start.as_constant() == Some(0) {
+                a.extent = dvar(self.local);
+                self.local_idx.insert(a.index);
+                own.push((k, a.index));
+            } else if self.is_over(&a.extent) || self.is_over(&a.start) {
+                let t = self.vname(def.var);
+                return Err(self
+                    .error(format!("axis {k} of `{t}` has a range that involves `{}` but is not `0..{}`", self.symbol, self.symbol))
+                    .note("only axes over the whole sharded extent are split across ranks")
+                    .help(format!("define `{t}` over `{}` and guard the points you need (`where`)", self.symbol)));
+            }
+        }
+        if own.len() > 1 {
+            let t = self.vname(def.var);
+            return Err(self
+                .error(format!("`{t}` has two axes over `{}`", self.symbol))
+                .note("a rank holds a block of one axis; the other would need every rank's rows")
+                .help("give the second axis a dimension symbol of its own"));
+        }
+        let scope: Vec<VarId> = own.iter().map(|&(_, i)| i).collect();
+        if let Some(&(k, _)) = own.first() {
+            self.sharded.insert(def.var, k);
+            self.nested += 1;
+            let r = self.expr(&mut def.body, &scope);
+            self.nested -= 1;
+            r?;
+            def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
+            out.push(Stmt::Tensor(def));
+            return Ok(());
+        }
+        // No sharded axis: reductions over the symbol become parts.
+        let whole_reduce = matches!(&def.body.kind, ExprKind::Reduce { op, loops, .. }
+            if !matches!(op, RedOp::ArgMax | RedOp::ArgMin) && loops.iter().any(|l| self.is_over(&l.start) || self.is_over(&l.end)));
+        if whole_reduce {
+            let ExprKind::Reduce { op, .. } = &def.body.kind else { unreachable!() };
+            let op = *op;
+            self.reduce_local(&mut def.body)?;
+            def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
+            let total = def.var;
+            let ty = self.f.var(total).ty.clone();
+            let part = self.f.add_var(&format!("{}_part", self.vname(total)), ty);
+            def.var = part;
+            let elem = def.elem;
+            out.push(Stmt::Tensor(def));
+            out.push(Stmt::Comm(Comm::AllReduce { out: total, input: part, op, elem }));
+            return Ok(());
+        }
+        let mut hoisted = Vec::new();
+        self.hoist_in_def(&mut def, &mut hoisted)?;
+        out.extend(hoisted);
+        self.nested += 1;
+        let r = self.expr(&mut def.body, &[]);
+        self.nested -= 1;
+        r?;
+        def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
+        out.push(Stmt::Tensor(def));
+        Ok(())
+    }
+
+    fn over_b(&self, e: &Expr) -> bool {
+        matches!(&e.kind, ExprKind::Reduce { loops, .. } if loops.iter().any(|l| self.is_over(&l.start) || self.is_over(&l.end)))
+    }
+
+    /// Moves every reduction over the symbol out of a top-level value
+    /// (reachable through arithmetic only) into a `let` of its own part and
+    /// its all-reduce, leaving a read of the total.
+    fn hoist_scalar(&mut self, e: &mut Expr, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        if self.over_b(e) {
+            let Repr::Scalar(_) = e.ty else {
+                return Err(Diagnostic::bug(self.span, "a reduction of a non-scalar"));
+            };
+            let red = std::mem::replace(e, Expr::unit());
+            let total = self.reduce_part(red, None, out)?;
+            *e = total;
+            return Ok(());
+        }
+        if arithmetic(e) {
+            let mut res = Ok(());
+            visit::for_each_child_mut(e, &mut |c| {
+                if res.is_ok() {
+                    res = self.hoist_scalar(c, out);
+                }
+            });
+            return res;
+        }
+        Ok(())
+    }
+
+    /// `red` (a reduction over the symbol) as this rank's part, bound to a
+    /// scalar (or, with `axes`, a tensor over a definition's axes whose
+    /// index variables it reads) and all-reduced; the expression that
+    /// reads the total.
+    fn reduce_part(&mut self, mut red: Expr, axes: Option<&[crate::ir::Axis]>, out: &mut Vec<Stmt>) -> Result<Expr, Diagnostic> {
+        let ExprKind::Reduce { op, loops, wheres, body } = &red.kind else {
+            return Err(Diagnostic::bug(self.span, "not a reduction"));
+        };
+        let (op, ty) = (*op, red.ty.clone());
+        let Repr::Scalar(k) = body.ty else {
+            return Err(Diagnostic::bug(self.span, "a reduction of a non-scalar"));
+        };
+        let arg = matches!(op, RedOp::ArgMax | RedOp::ArgMin);
+        if arg && loops.len() != 1 {
+            return Err(self
+                .error(format!("`{}` over several indices, one of them over `{}`", op.name(), self.symbol))
+                .help(format!("reduce over the `{}` index alone", self.symbol)));
+        }
+        // For argmax/argmin, the extremum itself (the same loops and terms).
+        let best = arg.then(|| {
+            let extremum = if op == RedOp::ArgMax { RedOp::Max } else { RedOp::Min };
+            let e = Expr {
+                kind: ExprKind::Reduce { op: extremum, loops: loops.clone(), wheres: wheres.clone(), body: body.clone() },
+                ty: Repr::Scalar(k),
+            };
+            self.fresh_binders(e)
+        });
+        if self.nested > 0 {
+            return Err(self.bug_nested());
+        }
+        self.reduce_local(&mut red)?;
+        let bind = |cx: &mut Self, value: Expr, what: &str, out: &mut Vec<Stmt>| -> VarId {
+            match axes {
+                None => {
+                    let v = cx.f.add_var(what, value.ty.clone());
+                    out.push(Stmt::Let { var: v, value });
+                    v
+                }
+                Some(axes) => {
+                    let Repr::Scalar(ek) = value.ty else { unreachable!() };
+                    let v = cx.f.add_var(what, Repr::Tensor(ek, axes.len()));
+                    // Each definition has index variables of its own.
+                    let mut axes = axes.to_vec();
+                    let mut map = HashMap::new();
+                    for a in &mut axes {
+                        let ty = cx.f.var(a.index).ty.clone();
+                        let name = cx.vname(a.index);
+                        let fresh = cx.f.add_var(&name, ty);
+                        map.insert(a.index, fresh);
+                        a.index = fresh;
+                    }
+                    let mut value = value;
+                    rename_all(&mut value, &map);
+                    out.push(Stmt::Tensor(TensorDef::new(v, ek, axes, value)));
+                    v
+                }
+            }
+        };
+        let total_ty = match axes {
+            None => ty.clone(),
+            Some(axes) => match &ty {
+                Repr::Scalar(ek) => Repr::Tensor(*ek, axes.len()),
+                _ => return Err(Diagnostic::bug(self.span, "a reduction of a non-scalar")),
+            },
+        };
+        let name = format!("{}_{}", op.name(), self.symbol);
+        let total = self.f.add_var(&format!("{name}_total"), total_ty);
+        if let Some(mut best) = best {
+            self.reduce_local(&mut best)?;
+            let b = bind(self, best, &format!("{name}_best"), out);
+            let i = bind(self, red, &format!("{name}_part"), out);
+            out.push(Stmt::Comm(Comm::AllReduceArg { out: total, best: b, index: i, max: op == RedOp::ArgMax, elem: k }));
+        } else {
+            let Repr::Scalar(ek) = ty else { unreachable!() };
+            let p = bind(self, red, &format!("{name}_part"), out);
+            out.push(Stmt::Comm(Comm::AllReduce { out: total, input: p, op, elem: ek }));
+        }
+        Ok(match axes {
+            None => Expr { kind: ExprKind::Var(total), ty },
+            Some(axes) => Expr {
+                kind: ExprKind::Read {
+                    tensor: total,
+                    indices: axes.iter().map(|a| Expr { kind: ExprKind::Var(a.index), ty: Repr::Scalar(ScalarKind::I64) }).collect(),
+                    checked: false,
+                },
+                ty,
+            },
+        })
+    }
+
+    /// Reductions over the symbol inside a definition without a sharded
+    /// axis, reachable through arithmetic (and the definition's own
+    /// guards), become tensors of parts over the definition's axes.
+    fn hoist_in_def(&mut self, def: &mut TensorDef, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        // The definition's axes, with fresh index variables for the parts
+        // (each definition defines its own).
+        let mut body = std::mem::replace(&mut def.body, Expr::unit());
+        let r = self.hoist_def_rec(&mut body, def, out);
+        def.body = body;
+        r
+    }
+
+    fn hoist_def_rec(&mut self, e: &mut Expr, def: &TensorDef, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        if self.over_b(e) {
+            // The parts get index variables of their own (`reduce_part`).
+            let red = std::mem::replace(e, Expr::unit());
+            let total = self.reduce_part(red, Some(&def.axes), out)?;
+            *e = total;
+            return Ok(());
+        }
+        let descend = arithmetic(e) || matches!(&e.kind, ExprKind::Guarded { wheres, .. } if wheres.iter().all(|w| matches!(w, WhereEntry::Guard(_))));
+        if descend {
+            let mut res = Ok(());
+            visit::for_each_child_mut(e, &mut |c| {
+                if res.is_ok() {
+                    res = self.hoist_def_rec(c, def, out);
+                }
+            });
+            return res;
+        }
+        Ok(())
+    }
+
+    /// `e` with fresh variables for everything it binds (a copy of an
+    /// expression must not define its variables a second time).
+    fn fresh_binders(&mut self, mut e: Expr) -> Expr {
+        let mut bound = Vec::new();
+        visit_all(&e, &mut |x| visit::for_each_binder(x, &mut |v| bound.push(v)));
+        let mut map = HashMap::new();
+        for v in bound {
+            let ty = self.f.var(v).ty.clone();
+            let name = self.vname(v);
+            map.insert(v, self.f.add_var(&name, ty));
+        }
+        rename_all(&mut e, &map);
+        e
+    }
+
+    /// Rewrites reads of sharded tensors and reductions over the symbol in
+    /// `e`; `scope` holds the index variables that run over this rank's
+    /// block.
+    fn expr(&mut self, e: &mut Expr, scope: &[VarId]) -> Result<(), Diagnostic> {
+        match &mut e.kind {
+            ExprKind::Read { tensor, indices, checked } => {
+                // A tensor not held in blocks read at a block's index: its
+                // bounds were proven for the whole extent; check them.
+                if !self.sharded.contains_key(tensor)
+                    && indices.iter().any(|ix| matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i)))
+                {
+                    *checked = true;
+                }
+                let tensor = *tensor;
+                self.access(tensor, indices, scope)
+            }
+            ExprKind::View { tensor, indices } => {
+                let tensor = *tensor;
+                self.access(tensor, indices, scope)
+            }
+            ExprKind::Len { tensor, axis } => {
+                if self.sharded.get(tensor) == Some(axis) {
+                    e.kind = ExprKind::Dim(dvar(self.global));
+                }
+                Ok(())
+            }
+            ExprKind::Var(v) if self.sharded.contains_key(v) => {
+                let t = self.vname(*v);
+                Err(self
+                    .error(format!("`{t}` is split across ranks and is used whole here"))
+                    .note("a call or an operation on the whole tensor would see only this rank's block")
+                    .help(format!(
+                        "write the computation on `{t}` inside this function with indices (`let y[n, ..] = ...{t}[n, ..]...`)"
+                    )))
+            }
+            ExprKind::Var(v) if self.local_idx.contains(v) => {
+                let old = std::mem::replace(e, Expr::unit());
+                *e = Expr {
+                    kind: ExprKind::Binary(
+                        BinOp::Add,
+                        Box::new(old),
+                        Box::new(Expr { kind: ExprKind::Dim(dvar(self.offset)), ty: Repr::Scalar(ScalarKind::I64) }),
+                    ),
+                    ty: Repr::Scalar(ScalarKind::I64),
+                };
+                Ok(())
+            }
+            ExprKind::Dim(d) => {
+                *d = self.global_dim(d);
+                Ok(())
+            }
+            _ => self.expr_rest(e, scope),
+        }
+    }
+
+    /// `d` with every local index replaced by its global value.
+    fn global_dim(&self, d: &Dim) -> Dim {
+        let off = dvar(self.offset);
+        d.substitute(&|v: DimVar| self.local_idx.contains(&VarId(v.0)).then(|| Dim::var(v).add(&off)))
+    }
+
+    fn access(&mut self, tensor: VarId, indices: &mut [Expr], scope: &[VarId]) -> Result<(), Diagnostic> {
+        {
+            {
+                let sharded_axis = self.sharded.get(&tensor).copied();
+                for (k, ix) in indices.iter_mut().enumerate() {
+                    let own = matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i));
+                    if !(Some(k) == sharded_axis && own) {
+                        self.expr(ix, scope)?;
+                    }
+                }
+                if let Some(&axis) = self.sharded.get(&tensor) {
+                    let Some(ix) = indices.get_mut(axis) else {
+                        let t = self.vname(tensor);
+                        return Err(self
+                            .error(format!("`{t}` is split across ranks along axis {axis}, which this access leaves whole"))
+                            .help("read it element by element at the point's own index"));
+                    };
+                    let own = matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i));
+                    if !own {
+                        let t = self.vname(tensor);
+                        let offset = constant_offset(ix, scope);
+                        let d = match offset {
+                            Some(_) => self
+                                .error(format!(
+                                    "`{t}` is read along the sharded axis `{}` at an offset from the point's index",
+                                    self.symbol
+                                ))
+                                .note("reading a neighbour's rows needs a halo exchange, which sharded functions do not do yet")
+                                .help("compute the stencil in an unsharded function, or shard along another axis"),
+                            None => self
+                                .error(format!(
+                                    "`{t}` is read along the sharded axis `{}` at an index that is not the point's own index over `{}`",
+                                    self.symbol, self.symbol
+                                ))
+                                .note("that element may be on another rank: a gather along the sharded axis would need every rank's block")
+                                .help(format!(
+                                    "read `{t}` at the index of a definition or reduction over `{}`, or pass it unsharded (a dimension of its own)",
+                                    self.symbol
+                                )),
+                        };
+                        return Err(d);
+                    }
+                    if matches!(ix.kind, ExprKind::Var(i) if self.local_idx.contains(&i)) {
+                        return Ok(());
+                    }
+                    let old = std::mem::replace(ix, Expr::unit());
+                    *ix = Expr {
+                        kind: ExprKind::Binary(
+                            BinOp::Sub,
+                            Box::new(old),
+                            Box::new(Expr { kind: ExprKind::Dim(dvar(self.offset)), ty: Repr::Scalar(ScalarKind::I64) }),
+                        ),
+                        ty: Repr::Scalar(ScalarKind::I64),
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn expr_rest(&mut self, e: &mut Expr, scope: &[VarId]) -> Result<(), Diagnostic> {
+        match &mut e.kind {
+            ExprKind::Reduce { loops, .. } => {
+                let over = loops.iter().any(|l| self.is_over(&l.start) || self.is_over(&l.end));
+                if !over {
+                    for l in loops.iter_mut() {
+                        l.start = self.global_dim(&l.start);
+                        l.end = self.global_dim(&l.end);
+                    }
+                    self.nested += 1;
+                    let mut res = Ok(());
+                    visit::for_each_child_mut(e, &mut |c| {
+                        if res.is_ok() {
+                            res = self.expr(c, scope);
+                        }
+                    });
+                    self.nested -= 1;
+                    return res;
+                }
+                if !scope.is_empty() {
+                    return Err(self
+                        .error(format!("a reduction over `{}` inside a definition over `{}`", self.symbol, self.symbol))
+                        .note("each point would need every rank's rows")
+                        .help("reduce in a definition without the sharded axis, or pass one operand unsharded"));
+                }
+                Err(self.bug_nested())
+            }
+            ExprKind::Tuple(items) => {
+                for i in items.iter_mut() {
+                    self.expr(i, scope)?;
+                    if self.yields_sharded(i).is_some() {
+                        return Err(self
+                            .error("a tuple holds a tensor split across ranks".to_string())
+                            .help("return the sharded tensor from the function directly, or keep it in a variable"));
+                    }
+                }
+                Ok(())
+            }
+            ExprKind::Block { stmts, .. } => {
+                // Nested statements: definitions inside a value.
+                let inner = std::mem::take(stmts);
+                let mut new = Vec::new();
+                for s in inner {
+                    match s {
+                        Stmt::Let { .. } | Stmt::Tensor(_) | Stmt::Expr(_) | Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } => {
+                            if !scope.is_empty() {
+                                let mut s = s;
+                                let mut res = Ok(());
+                                visit::for_each_stmt_expr_mut(&mut s, &mut |c| {
+                                    if res.is_ok() {
+                                        res = self.expr(c, scope);
+                                    }
+                                });
+                                res?;
+                                new.push(s);
+                            } else {
+                                self.stmt(s, &mut new)?;
+                            }
+                        }
+                        other => self.stmt(other, &mut new)?,
+                    }
+                }
+                let ExprKind::Block { result, .. } = &mut e.kind else { unreachable!() };
+                let mut result = std::mem::replace(result.as_mut(), Expr::unit());
+                let r = if scope.is_empty() { self.result(&mut result, &mut new) } else { self.expr(&mut result, scope) };
+                let ExprKind::Block { stmts, result: slot } = &mut e.kind else { unreachable!() };
+                *stmts = new;
+                **slot = result;
+                r
+            }
+            _ => {
+                let mut res = Ok(());
+                visit::for_each_child_mut(e, &mut |c| {
+                    if res.is_ok() {
+                        res = self.expr(c, scope);
+                    }
+                });
+                res
+            }
+        }
+    }
+
+    /// A reduction over the symbol, computed over this rank's part of its
+    /// range.
+    fn reduce_local(&mut self, e: &mut Expr) -> Result<(), Diagnostic> {
+        let ExprKind::Reduce { loops, .. } = &mut e.kind else {
+            return Err(Diagnostic::bug(self.span, "not a reduction"));
+        };
+        let over: Vec<usize> =
+            (0..loops.len()).filter(|&k| self.is_over(&loops[k].start) || self.is_over(&loops[k].end)).collect();
+        if over.len() != 1 {
+            return Err(self
+                .error(format!("a reduction with two indices over `{}`", self.symbol))
+                .help("give one of them a dimension symbol of its own"));
+        }
+        let block_end = dvar(self.offset).add(&dvar(self.local));
+        // `argmax`/`argmin` answer with the index itself: global indices.
+        let arg = matches!(e.kind, ExprKind::Reduce { op: RedOp::ArgMax | RedOp::ArgMin, .. });
+        let ExprKind::Reduce { loops, .. } = &mut e.kind else { unreachable!() };
+        let l = &mut loops[over[0]];
+        if !arg && l.start.as_constant() == Some(0) && l.end == dvar(self.global) {
+            // The whole range: the loop runs over local positions.
+            l.end = dvar(self.local);
+            self.local_idx.insert(l.index);
+        } else {
+            // A part of the range (`1..B - 1`): global indices, clipped to
+            // the block.
+            l.start = Dim::max(&l.start, &dvar(self.offset));
+            l.end = Dim::min(&l.end, &block_end);
+        }
+        let inner = vec![l.index];
+        self.nested += 1;
+        let mut res = Ok(());
+        visit::for_each_child_mut(e, &mut |c| {
+            if res.is_ok() {
+                res = self.expr(c, &inner);
+            }
+        });
+        self.nested -= 1;
+        res
+    }
+
+    fn bug_nested(&self) -> Diagnostic {
+        self.error(format!("a reduction over `{}` here cannot be combined across ranks", self.symbol))
+            .note("the ranks' parts of a reduction are combined between statements, not inside a point, a branch or another reduction")
+            .help(format!(
+                "bind the reduction over `{}` to a `let` of its own (or a definition without the sharded axis) and use that",
+                self.symbol
+            ))
+    }
+
+    /// The sharded axis of the tensor `e` evaluates to, when it is one.
+    fn yields_sharded(&self, e: &Expr) -> Option<usize> {
+        match &e.kind {
+            ExprKind::Var(v) => self.sharded.get(v).copied(),
+            ExprKind::Block { result, .. } => self.yields_sharded(result),
+            ExprKind::If { then, els, .. } => self.yields_sharded(then).or_else(|| self.yields_sharded(els)),
+            _ => None,
+        }
+    }
+
+    /// A result: sharded tensors are returned as this rank's block.
+    fn result(&mut self, e: &mut Expr, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        match &mut e.kind {
+            ExprKind::Var(v) if self.sharded.contains_key(v) => Ok(()),
+            ExprKind::Tuple(items) => {
+                for i in items.iter_mut() {
+                    self.result(i, out)?;
+                }
+                Ok(())
+            }
+            ExprKind::Block { .. } => self.expr(e, &[]),
+            _ => {
+                // Reductions over the symbol are computed (and combined)
+                // before the result.
+                self.hoist_scalar(e, out)?;
+                self.expr(e, &[])
+            }
+        }
+    }
+}
+
+/// Whether `e` computes from its children without binding or choosing
+/// (the reductions in it can be computed before it).
+fn arithmetic(e: &Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) | ExprKind::Tuple(_)
+    )
+}
+
+/// The constant `c` when `ix` is `i + c` or `i - c` for an index `i` in
+/// `scope`.
+fn constant_offset(ix: &Expr, scope: &[VarId]) -> Option<i64> {
+    let lit = |e: &Expr| match &e.kind {
+        ExprKind::Lit(crate::ir::Literal::Int(c)) => i64::try_from(*c).ok(),
+        ExprKind::Dim(d) => d.as_constant(),
+        _ => None,
+    };
+    let ExprKind::Binary(op, a, b) = &ix.kind else { return None };
+    let ExprKind::Var(i) = a.kind else { return None };
+    if !scope.contains(&i) {
+        return None;
+    }
+    match op {
+        BinOp::Add => lit(b),
+        BinOp::Sub => lit(b).map(|c| -c),
+        _ => None,
+    }
+}
+
+/// Calls `f` on `e` and every expression inside it, statements included.
+fn visit_all(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    visit::for_each_child(e, &mut |c| visit_all(c, f));
+}
+
+/// Renames variables everywhere in `e`: reads, binders, and dimensions.
+fn rename_all(e: &mut Expr, map: &HashMap<VarId, VarId>) {
+    let dim = |d: &mut Dim| {
+        *d = d.substitute(&|v: DimVar| map.get(&VarId(v.0)).map(|&to| dvar(to)));
+    };
+    match &mut e.kind {
+        ExprKind::Var(v) => {
+            if let Some(&to) = map.get(v) {
+                *v = to;
+            }
+        }
+        ExprKind::Dim(d) => dim(d),
+        ExprKind::Read { tensor, .. } | ExprKind::View { tensor, .. } | ExprKind::Len { tensor, .. } => {
+            if let Some(&to) = map.get(tensor) {
+                *tensor = to;
+            }
+        }
+        ExprKind::Reduce { loops, wheres, .. } => {
+            for l in loops.iter_mut() {
+                if let Some(&to) = map.get(&l.index) {
+                    l.index = to;
+                }
+                dim(&mut l.start);
+                dim(&mut l.end);
+            }
+            for w in wheres.iter_mut() {
+                if let WhereEntry::Bind(v, _) = w {
+                    if let Some(&to) = map.get(v) {
+                        *v = to;
+                    }
+                }
+            }
+        }
+        ExprKind::Guarded { wheres, .. } => {
+            for w in wheres.iter_mut() {
+                if let WhereEntry::Bind(v, _) = w {
+                    if let Some(&to) = map.get(v) {
+                        *v = to;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    visit::for_each_child_mut(e, &mut |c| rename_all(c, map));
+}
