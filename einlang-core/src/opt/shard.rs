@@ -43,6 +43,8 @@ use crate::ir::{
 /// cannot be sharded.
 pub fn run(program: &mut Program) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
+    // The functions as lowered, for inlining calls into sharded ones.
+    let lowered: HashMap<String, Function> = program.fns.iter().map(|f| (f.name.clone(), f.clone())).collect();
     for f in &mut program.fns {
         let Some(shard) = f.shard.clone() else { continue };
         if f.device.is_some() {
@@ -53,8 +55,11 @@ pub fn run(program: &mut Program) -> Vec<Diagnostic> {
             );
             continue;
         }
-        if let Err(d) = shard_function(f, &shard.symbol, shard.span) {
+        if let Err(d) = shard_function(f, &shard.symbol, shard.span, &lowered) {
             diags.push(d);
+        }
+        if std::env::var_os("EINLANG_DEBUG_SHARD").is_some() {
+            eprintln!("{}", crate::ir::pretty::pretty_function(f));
         }
     }
     diags
@@ -68,6 +73,10 @@ fn mentions(d: &Dim, v: VarId) -> bool {
     d.vars().contains(&DimVar(v.0))
 }
 
+/// How deep calls are inlined into a sharded function (a recursive
+/// function has no end).
+const MAX_INLINE_DEPTH: u32 = 64;
+
 struct Cx<'a> {
     f: &'a mut Function,
     name: String,
@@ -78,6 +87,12 @@ struct Cx<'a> {
     offset: VarId,
     /// Tensors held in blocks, with their sharded axis.
     sharded: HashMap<VarId, usize>,
+    /// Tuples holding sharded tensors: the sharded axis of each element.
+    tuples: HashMap<VarId, Vec<Option<usize>>>,
+    /// Every function as lowered (callees are inlined in the sharded
+    /// context).
+    lowered: &'a HashMap<String, Function>,
+    inlining: u32,
     /// Index variables over the block that hold the local position
     /// (`0..B_local`; their global value is `i + B_offset`), rather than
     /// the global index.
@@ -87,7 +102,12 @@ struct Cx<'a> {
     nested: u32,
 }
 
-fn shard_function(f: &mut Function, symbol: &str, span: Span) -> Result<(), Diagnostic> {
+fn shard_function(
+    f: &mut Function,
+    symbol: &str,
+    span: Span,
+    lowered: &HashMap<String, Function>,
+) -> Result<(), Diagnostic> {
     let name = f.name.clone();
     // The dimension variable of the symbol, bound at entry from a parameter.
     let global = f.entry.iter().find_map(|e| match e {
@@ -100,7 +120,13 @@ fn shard_function(f: &mut Function, symbol: &str, span: Span) -> Result<(), Diag
     };
     let local = f.add_var(&format!("{symbol}_local"), Repr::Scalar(ScalarKind::I64));
     let offset = f.add_var(&format!("{symbol}_offset"), Repr::Scalar(ScalarKind::I64));
-    let mut cx = Cx { f, name, symbol: symbol.to_string(), span, global, local, offset, sharded: HashMap::new(), local_idx: Default::default(), nested: 0 };
+    let mut cx = Cx { f, name, symbol: symbol.to_string(), span, global, local, offset, sharded: HashMap::new(),
+        tuples: HashMap::new(),
+        local_idx: Default::default(),
+        nested: 0,
+        lowered,
+        inlining: 0,
+    };
     let mut agreed = Vec::new();
     let mut entry = std::mem::take(&mut cx.f.entry);
     for e in &mut entry {
@@ -180,6 +206,21 @@ impl Cx<'_> {
     fn stmt(&mut self, s: Stmt, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
         match s {
             Stmt::Let { var, mut value } => {
+                self.inline_calls(&mut value, out)?;
+                if let ExprKind::Tuple(items) = &mut value.kind {
+                    let axes: Vec<Option<usize>> = items.iter().map(|i| self.yields_sharded(i)).collect();
+                    if axes.iter().any(Option::is_some) {
+                        for i in items.iter_mut() {
+                            if self.yields_sharded(i).is_none() {
+                                self.hoist_scalar(i, out)?;
+                                self.expr(i, &[])?;
+                            }
+                        }
+                        self.tuples.insert(var, axes);
+                        out.push(Stmt::Let { var, value });
+                        return Ok(());
+                    }
+                }
                 if let ExprKind::Var(x) = value.kind {
                     if let Some(&axis) = self.sharded.get(&x) {
                         self.sharded.insert(var, axis);
@@ -525,6 +566,13 @@ impl Cx<'_> {
                         "write the computation on `{t}` inside this function with indices (`let y[n, ..] = ...{t}[n, ..]...`)"
                     )))
             }
+            ExprKind::Field(t, _) if matches!(&t.kind, ExprKind::Var(t) if self.tuples.contains_key(t)) => Ok(()),
+            ExprKind::Var(v) if self.tuples.contains_key(v) => {
+                let t = self.vname(*v);
+                Err(self
+                    .error(format!("the tuple `{t}` holds tensors split across ranks and is used whole here"))
+                    .help("take its elements apart first (`let (a, b) = ...;`)"))
+            }
             ExprKind::Var(v) if self.local_idx.contains(v) => {
                 let old = std::mem::replace(e, Expr::unit());
                 *e = Expr {
@@ -693,6 +741,157 @@ impl Cx<'_> {
         }
     }
 
+    /// Calls in a top-level value (outside points and reductions) that pass
+    /// a sharded tensor: the callee's statements are compiled here, in the
+    /// sharded context, and the call becomes a read of its result.
+    fn inline_calls(&mut self, e: &mut Expr, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        let descend = arithmetic(e) || matches!(e.kind, ExprKind::Call { .. } | ExprKind::Field(..));
+        if !descend {
+            return Ok(());
+        }
+        let mut res = Ok(());
+        visit::for_each_child_mut(e, &mut |c| {
+            if res.is_ok() {
+                res = self.inline_calls(c, out);
+            }
+        });
+        res?;
+        let ExprKind::Call { func, args } = &e.kind else { return Ok(()) };
+        let passes_sharded = args.iter().any(|a| {
+            let mut found = false;
+            crate::ir::validate::visit_var_uses(a, &mut |v| {
+                found |= self.sharded.contains_key(&v) || self.tuples.contains_key(&v);
+            });
+            found
+        });
+        if !passes_sharded {
+            return Ok(());
+        }
+        let func = func.clone();
+        let Some(g) = self.lowered.get(&func) else {
+            return Err(Diagnostic::bug(self.span, format!("the called function `{func}` is missing")));
+        };
+        if self.inlining >= MAX_INLINE_DEPTH {
+            return Err(self
+                .error(format!("calls from it inline `{func}` without end (a recursive function?)"))
+                .note("a sharded function compiles the functions it calls with sharded tensors in its own context"));
+        }
+        let g = g.clone();
+        let ExprKind::Call { args, .. } = std::mem::replace(&mut e.kind, ExprKind::Tuple(Vec::new())) else {
+            unreachable!()
+        };
+        let (stmts, result) = self.inline_body(&g, args)?;
+        self.inlining += 1;
+        let mut r = Ok(());
+        for s in stmts {
+            r = self.stmt(s, out);
+            if r.is_err() {
+                break;
+            }
+        }
+        self.inlining -= 1;
+        r?;
+        *e = result;
+        Ok(())
+    }
+
+    /// The statements of `g` with fresh variables, its parameters bound to
+    /// `args` and its entry's dimensions to the arguments' extents (the
+    /// sharded symbol where an argument's sharded axis gives one); and its
+    /// result.
+    fn inline_body(&mut self, g: &Function, args: Vec<Expr>) -> Result<(Vec<Stmt>, Expr), Diagnostic> {
+        let unsupported = g.body.iter().any(|s| !matches!(s, Stmt::Let { .. } | Stmt::Tensor(_) | Stmt::Expr(_) | Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. }))
+            || g.device.is_some()
+            || g.checkpointed.is_some();
+        let mut odd = false;
+        for s in &g.body {
+            visit::for_each_stmt_expr(s, &mut |x| {
+                visit_all(x, &mut |y| {
+                    odd |= matches!(
+                        y.kind,
+                        ExprKind::Collect { .. } | ExprKind::DynMap { .. } | ExprKind::JaggedRow { .. } | ExprKind::ShapeOf { .. }
+                    )
+                })
+            });
+        }
+        if unsupported || odd || args.len() != g.params.len() {
+            return Err(self
+                .error(format!("`{}` is called with a sharded tensor, and its body cannot be compiled in the sharded context", g.name))
+                .note("a sharded function compiles the functions it passes sharded tensors to as part of itself; this one has a recurrence, a reshape or a construct that needs the whole tensor")
+                .help("write that part in the sharded function itself, or call the function on tensors that are not sharded"));
+        }
+        // Fresh variables for all of `g`'s.
+        let mut map: HashMap<VarId, VarId> = HashMap::new();
+        for (k, info) in g.vars.iter().enumerate() {
+            let fresh = self.f.add_var(&info.source_name, info.ty.clone());
+            map.insert(VarId(k as u32), fresh);
+        }
+        let mut stmts = Vec::new();
+        let i64t = Repr::Scalar(ScalarKind::I64);
+        for (&p, arg) in g.params.iter().zip(args) {
+            stmts.push(Stmt::Let { var: map[&p], value: arg });
+        }
+        // The argument's sharded axes, known before the statements run.
+        let arg_axis = |cx: &Self, stmts: &[Stmt], p: VarId| -> Option<usize> {
+            stmts.iter().find_map(|s| match s {
+                Stmt::Let { var, value } if *var == p => cx.yields_sharded(value),
+                _ => None,
+            })
+        };
+        for check in &g.entry {
+            match check {
+                EntryCheck::BindDim { dim, param, path, axis } => {
+                    if !path.is_empty() {
+                        return Err(self.error(format!("`{}` takes a tuple of tensors", g.name)));
+                    }
+                    if arg_axis(self, &stmts, map[param]) == Some(*axis) {
+                        // The callee's dimension is the sharded symbol.
+                        map.insert(*dim, self.global);
+                    } else {
+                        let value = Expr { kind: ExprKind::Len { tensor: map[param], axis: *axis }, ty: i64t.clone() };
+                        stmts.push(Stmt::Let { var: map[dim], value });
+                    }
+                }
+                EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
+                    if !path.is_empty() {
+                        return Err(self.error(format!("`{}` takes a tuple of tensors", g.name)));
+                    }
+                    let held = arg_axis(self, &stmts, map[param]) == Some(*axis);
+                    let mut expected = expected.clone();
+                    rename_dim(&mut expected, &map);
+                    if held {
+                        // Blocks of the sharded axis are all this rank's.
+                        if expected != dvar(self.global) {
+                            return Err(self.error(format!(
+                                "`{}` expects an extent other than `{}` where it is passed a sharded tensor",
+                                g.name, self.symbol
+                            )));
+                        }
+                        continue;
+                    }
+                    let len = self.f.add_var(&format!("{symbol}_len"), i64t.clone());
+                    let value = Expr { kind: ExprKind::Len { tensor: map[param], axis: *axis }, ty: i64t.clone() };
+                    stmts.push(Stmt::Let { var: len, value });
+                    stmts.push(Stmt::SameExtent {
+                        index: symbol.clone(),
+                        a: dvar(len),
+                        a_what: format!("axis {axis} of `{}` in `{}`", g.var(*param).source_name, g.name),
+                        b: expected,
+                        b_what: format!("`{symbol}`"),
+                    });
+                }
+            }
+        }
+        for s in &g.body {
+            let mut s = s.clone();
+            rename_stmt(&mut s, &map);
+            stmts.push(s);
+        }
+        let mut result = g.result.clone();
+        rename_all(&mut result, &map);
+        Ok((stmts, result))
+    }
+
     /// A reduction over the symbol, computed over this rank's part of its
     /// range.
     fn reduce_local(&mut self, e: &mut Expr) -> Result<(), Diagnostic> {
@@ -746,6 +945,10 @@ impl Cx<'_> {
     fn yields_sharded(&self, e: &Expr) -> Option<usize> {
         match &e.kind {
             ExprKind::Var(v) => self.sharded.get(v).copied(),
+            ExprKind::Field(t, k) => match &t.kind {
+                ExprKind::Var(t) => self.tuples.get(t).and_then(|axes| axes.get(*k as usize).copied().flatten()),
+                _ => None,
+            },
             ExprKind::Block { result, .. } => self.yields_sharded(result),
             ExprKind::If { then, els, .. } => self.yields_sharded(then).or_else(|| self.yields_sharded(els)),
             _ => None,
@@ -764,8 +967,13 @@ impl Cx<'_> {
             }
             ExprKind::Block { .. } => self.expr(e, &[]),
             _ => {
-                // Reductions over the symbol are computed (and combined)
+                // Calls passing sharded tensors are compiled here, and
+                // reductions over the symbol computed (and combined),
                 // before the result.
+                self.inline_calls(e, out)?;
+                if self.yields_sharded(e).is_some() {
+                    return Ok(());
+                }
                 self.hoist_scalar(e, out)?;
                 self.expr(e, &[])
             }
@@ -814,6 +1022,12 @@ fn rename_all(e: &mut Expr, map: &HashMap<VarId, VarId>) {
         *d = d.substitute(&|v: DimVar| map.get(&VarId(v.0)).map(|&to| dvar(to)));
     };
     match &mut e.kind {
+        ExprKind::Block { stmts, result } => {
+            // Statements rename their binders too; once each.
+            stmts.iter_mut().for_each(|s| rename_stmt(s, map));
+            rename_all(result, map);
+            return;
+        }
         ExprKind::Var(v) => {
             if let Some(&to) = map.get(v) {
                 *v = to;
@@ -853,4 +1067,52 @@ fn rename_all(e: &mut Expr, map: &HashMap<VarId, VarId>) {
         _ => {}
     }
     visit::for_each_child_mut(e, &mut |c| rename_all(c, map));
+}
+
+fn rename_dim(d: &mut Dim, map: &HashMap<VarId, VarId>) {
+    *d = d.substitute(&|v: DimVar| map.get(&VarId(v.0)).map(|&to| dvar(to)));
+}
+
+/// Renames every variable of a statement (binders, reads, dimensions) by
+/// `map`; for the statements an inlined body may hold (`inline_body`).
+fn rename_stmt(s: &mut Stmt, map: &HashMap<VarId, VarId>) {
+    let var = |v: &mut VarId| {
+        if let Some(&to) = map.get(v) {
+            *v = to;
+        }
+    };
+    match s {
+        Stmt::Let { var: v, value } => {
+            var(v);
+            rename_all(value, map);
+        }
+        Stmt::Expr(value) => rename_all(value, map),
+        Stmt::Tensor(def) => {
+            var(&mut def.var);
+            for a in &mut def.axes {
+                var(&mut a.index);
+                rename_dim(&mut a.start, map);
+                rename_dim(&mut a.extent, map);
+            }
+            rename_all(&mut def.body, map);
+        }
+        Stmt::Extent { var: v, value, .. } => {
+            var(v);
+            rename_dim(value, map);
+        }
+        Stmt::SameExtent { a, b, .. } => {
+            rename_dim(a, map);
+            rename_dim(b, map);
+        }
+        Stmt::CheckResultDim { tensor, declared, .. } => {
+            var(tensor);
+            rename_dim(declared, map);
+        }
+        Stmt::Reshape { var: v, source, dims, .. } => {
+            var(v);
+            var(source);
+            dims.iter_mut().for_each(|d| rename_dim(d, map));
+        }
+        Stmt::Recurrence(_) | Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) | Stmt::Comm(_) => {}
+    }
 }
