@@ -70,6 +70,41 @@ einlang! {
         (s, lo, hi, pr, some, every)
     }
 
+    /// The heat stencil over a grid split by rows: a recurrence over time
+    /// that reads the previous step's neighbouring rows (halo exchanges).
+    #[shard(N)]
+    pub fn heat(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
+        let u[0, i, j] = u0[i, j];
+        let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
+            + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+    pub fn heat_whole(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
+        let u[0, i, j] = u0[i, j];
+        let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
+            + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+
+    /// A wider stencil (two rows each way) with a global index in its value.
+    #[shard(N)]
+    pub fn wide(u0: [f32; N, M], steps: i64) -> [f32; N, M] {
+        let u[0, i, j] = u0[i, j] + (i as f32) * 0.01;
+        let u[t in 1..steps, i in 2..N - 2, j] = 0.5 * u[t - 1, i, j] + 0.125 * (u[t - 1, i - 2, j] + u[t - 1, i + 2, j])
+            + 0.0625 * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j]) + ((t + i) as f32) * 0.001;
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+    pub fn wide_whole(u0: [f32; N, M], steps: i64) -> [f32; N, M] {
+        let u[0, i, j] = u0[i, j] + (i as f32) * 0.01;
+        let u[t in 1..steps, i in 2..N - 2, j] = 0.5 * u[t - 1, i, j] + 0.125 * (u[t - 1, i - 2, j] + u[t - 1, i + 2, j])
+            + 0.0625 * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j]) + ((t + i) as f32) * 0.001;
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+
     /// A gather along an unsharded axis at data-dependent indices (checked
     /// at run time: an index out of range is an error on that rank).
     #[shard(B)]
@@ -150,6 +185,55 @@ fn ints_case(world: &World, n: usize, rows: std::ops::Range<usize>) {
     let got = ints(world, v.slice(s![rows.clone(), ..]), p.slice(s![rows.clone()])).unwrap();
     let want = ints_whole(&v, &p).unwrap();
     assert_eq!(got, want, "integer reductions on rank {}", world.rank());
+}
+
+/// Stencils: this rank's rows bit for bit against the unsharded result;
+/// a call sends its halo rows (one row to each neighbour per step) and a
+/// few words of agreement, counted exactly.
+fn stencils(world: &World) {
+    let (rank, size) = (world.rank(), world.size());
+    for (n, m, steps) in [(12usize, 7usize, 30i64), (3, 5, 4), (2, 4, 3), (1, 3, 2), (9, 1, 5), (40, 33, 1)] {
+        let u0 = Array2::from_shape_fn((n, m), |(i, j)| ((i * 31 + j * 17) % 11) as f64 / 11.0);
+        let rows = block(n, rank, size);
+        let before = world.bytes_sent();
+        let got = heat(world, u0.slice(s![rows.clone(), ..]), 0.2, steps).unwrap();
+        let sent = world.bytes_sent() - before;
+        let want = heat_whole(&u0, 0.2, steps).unwrap();
+        let want = want.slice(s![rows.clone(), ..]);
+        assert_eq!(got.shape(), want.shape());
+        assert!(got.iter().zip(want.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "heat {n}x{m}, rank {rank}");
+        if size > 1 {
+            let holds: Vec<usize> = (0..size).map(|r| block(n, r, size).len()).collect();
+            let neighbours = if holds[rank] == 0 {
+                0
+            } else {
+                usize::from((0..rank).any(|r| holds[r] > 0)) + usize::from((rank + 1..size).any(|r| holds[r] > 0))
+            };
+            let exchanges = (steps - 1).max(0) as u64;
+            // Entry: a status word, the extents (N, M), the block lengths;
+            // the end: a status word. Each step: a status word and one
+            // row of M f64 to each neighbour.
+            let expected = 8 + 16 + 8 + 8 + exchanges * (8 + (neighbours * m * 8) as u64);
+            assert_eq!(sent, expected, "heat {n}x{m}: bytes sent by rank {rank}");
+        }
+    }
+    for (n, m, steps) in [(13usize, 4usize, 9i64), (6, 2, 3), (5, 3, 2)] {
+        let u0 = matrix(n, m, 9);
+        let rows = block(n, rank, size);
+        let r = wide(world, u0.slice(s![rows.clone(), ..]), steps);
+        let holds: Vec<usize> = (0..size).map(|r| block(n, r, size).len()).collect();
+        let too_small = holds.iter().filter(|&&h| h > 0).count() > 1 && holds.iter().any(|&h| h > 0 && h < 2);
+        if too_small && steps > 1 {
+            // Blocks thinner than the halo: an error on every rank.
+            let e = r.expect_err("a grid thinner than the halo");
+            assert!(matches!(e, einlang::Error::Dist { .. }), "{e}");
+            continue;
+        }
+        let got = r.unwrap();
+        let want = wide_whole(&u0, steps).unwrap();
+        let want = want.slice(s![rows.clone(), ..]);
+        assert!(got.iter().zip(want.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "wide {n}x{m}, rank {rank}");
+    }
 }
 
 fn errors(world: &World) {
@@ -234,6 +318,7 @@ fn main() {
         cols_case(&world, n, start..start + lens[rank]);
         ints_case(&world, n.max(1), start..start + lens[rank]);
     }
+    stencils(&world);
     errors(&world);
     bytes(&world);
     println!("rank {rank} of {size}: sharded functions agree with their twins ({} bytes sent)", world.bytes_sent());

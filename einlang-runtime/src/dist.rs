@@ -499,6 +499,91 @@ pub fn agree_extents(
     Ok(out)
 }
 
+/// The halo exchange of a recurrence's earlier step (generated code): in
+/// the slab of `store` at position `at` of `fixed` (a slot of the time
+/// axis), the rows along `axis` are `lo` halo rows, this rank's block of
+/// `holds[rank]` rows, then `hi` halo rows. The block's first `hi` rows go
+/// to the previous rank holding rows (its upper halo), its last `lo` rows
+/// to the next one (its lower halo), and the halos are filled with theirs.
+/// `holds` is every rank's block length. An error on every rank when a
+/// rank with rows has fewer rows than the halo needs.
+///
+/// # Safety
+/// No other thread accesses the store; `store` has the described shape.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
+    world: &World,
+    function: &str,
+    store: &crate::rec::Store<'_, T, N>,
+    fixed: usize,
+    at: usize,
+    axis: usize,
+    lo: usize,
+    hi: usize,
+    holds: &[i64],
+) -> Result<(), Error> {
+    if world.size() == 1 || (lo == 0 && hi == 0) {
+        return Ok(());
+    }
+    let with_rows: Vec<i64> = holds.iter().copied().filter(|&h| h > 0).collect();
+    if with_rows.len() > 1 && with_rows.iter().any(|&h| (h as usize) < lo.max(hi)) {
+        return Err(Error::Dist {
+            message: format!(
+                "in `{function}`: a rank holds fewer rows ({}) than the stencil reads beyond its block ({})",
+                with_rows.iter().min().copied().unwrap_or(0),
+                lo.max(hi)
+            ),
+        });
+    }
+    let local = holds.get(world.rank()).copied().unwrap_or(0).max(0) as usize;
+    if local == 0 {
+        return Ok(());
+    }
+    let shape = store.shape();
+    if N == 0 || fixed >= N || axis >= N || at >= shape[fixed] || shape[axis] != lo + local + hi {
+        return Err(Error::Dist { message: format!("in `{function}`: a halo exchange of a tensor of another shape") });
+    }
+    // The indices of rows `rows` of the slab, in row-major order.
+    let free: Vec<usize> = (0..N).filter(|&a| a != fixed && a != axis).collect();
+    let per_row: usize = free.iter().map(|&a| shape[a]).product();
+    let points = |rows: std::ops::Range<usize>, f: &mut dyn FnMut([usize; N])| {
+        let mut idx = [0usize; N];
+        idx[fixed] = at;
+        for r in rows {
+            idx[axis] = r;
+            for q in 0..per_row {
+                let mut rest = q;
+                for &a in free.iter().rev() {
+                    idx[a] = rest % shape[a];
+                    rest /= shape[a];
+                }
+                f(idx);
+            }
+        }
+    };
+    let read = |rows: std::ops::Range<usize>| {
+        let mut out = Vec::new();
+        points(rows, &mut |i| out.push(store.get(i)));
+        out
+    };
+    let to_prev = read(lo..lo + hi);
+    let to_next = read(lo + local - lo..lo + local);
+    let mut from_prev = read(0..lo);
+    let mut from_next = read(lo + local..lo + local + hi);
+    world.halo(holds, &to_prev, &to_next, &mut from_prev, &mut from_next);
+    let mut k = 0;
+    points(0..lo, &mut |i| {
+        store.set(i, from_prev[k]);
+        k += 1;
+    });
+    let mut k = 0;
+    points(lo + local..lo + local + hi, &mut |i| {
+        store.set(i, from_next[k]);
+        k += 1;
+    });
+    Ok(())
+}
+
 /// The entry of a sharded function (generated code): `extents` holds this
 /// rank's length of the sharded symbol, then every other dimension bound at
 /// entry (`names` says which). Returns the symbol's whole extent and where
@@ -507,6 +592,20 @@ pub fn agree_extents(
 pub fn agree_block(world: &World, function: &str, extents: &[i64], names: &[&str]) -> Result<(i64, i64), Error> {
     let parts = agree_extents(world, function, Ok(()), extents, names, 1)?;
     Ok(parts.first().copied().unwrap_or((0, 0)))
+}
+
+/// [`agree_block`], with every rank's block length in rank order (for
+/// halo exchanges): one all-gather at entry either way.
+pub fn agree_block_holds(
+    world: &World,
+    function: &str,
+    extents: &[i64],
+    names: &[&str],
+) -> Result<(i64, i64, Vec<i64>), Error> {
+    let parts = agree_extents(world, function, Ok(()), extents, names, 1)?;
+    let (global, offset) = parts.first().copied().unwrap_or((0, 0));
+    let holds = world.all_gather_i64(&extents[..1.min(extents.len())]);
+    Ok((global, offset, holds))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {

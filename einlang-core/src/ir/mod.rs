@@ -163,6 +163,9 @@ pub struct ShardParts {
     pub local: VarId,
     pub offset: VarId,
     pub agreed: Vec<VarId>,
+    /// Whether the function exchanges halos (`Comm::Halo`): the entry then
+    /// also learns every rank's block length.
+    pub halo: bool,
 }
 
 /// Communication between the ranks of a sharded function, stated by what
@@ -179,20 +182,29 @@ pub enum Comm {
     /// term), scalars or tensors of one shape; `out` is the global index
     /// of the first extremum (lowest rank wins ties).
     AllReduceArg { out: VarId, best: VarId, index: VarId, max: bool, elem: ScalarKind },
+    /// In a clause's prelude of the recurrence `tensor`, whose axis `axis`
+    /// holds `lo` halo rows, this rank's block, then `hi` halo rows: the
+    /// neighbouring ranks' rows next to this rank's block, at the step
+    /// `step` (an `i64` expression) of the sequential axis `time`, are
+    /// copied into the halos.
+    Halo { tensor: VarId, time: usize, step: Expr, axis: usize, lo: u64, hi: u64 },
 }
 
 impl Comm {
-    /// The variables it defines and reads.
-    pub fn defines(&self) -> VarId {
+    /// The variable it defines, if any.
+    pub fn defines(&self) -> Option<VarId> {
         match self {
-            Comm::AllReduce { out, .. } | Comm::AllReduceArg { out, .. } => *out,
+            Comm::AllReduce { out, .. } | Comm::AllReduceArg { out, .. } => Some(*out),
+            Comm::Halo { .. } => None,
         }
     }
 
+    /// The variables it reads (besides those of a `Halo`'s step).
     pub fn reads(&self) -> Vec<VarId> {
         match self {
             Comm::AllReduce { input, .. } => vec![*input],
             Comm::AllReduceArg { best, index, .. } => vec![*best, *index],
+            Comm::Halo { tensor, .. } => vec![*tensor],
         }
     }
 }

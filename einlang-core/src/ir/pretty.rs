@@ -159,6 +159,11 @@ impl Printer<'_> {
             Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) => {
                 format!("all-reduce {} = {}({}) over ranks: {}", self.var(*out), op.name(), self.var(*input), elem.name())
             }
+            Stmt::Comm(crate::ir::Comm::Halo { tensor, time, step, axis, lo, hi }) => format!(
+                "halo exchange of {} at axis {time} = {}, axis {axis}: {lo} rows below, {hi} above",
+                self.var(*tensor),
+                self.expr(step, level)
+            ),
             Stmt::Comm(crate::ir::Comm::AllReduceArg { out, best, index, max, elem }) => format!(
                 "all-reduce {} = {}({}, {}) over ranks: {}",
                 self.var(*out),

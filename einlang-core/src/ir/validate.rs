@@ -164,7 +164,12 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
     let dim = |d: &Dim, f: &mut dyn FnMut(VarId)| d.vars().into_iter().for_each(|v| f(VarId(v.0)));
     match s {
         Stmt::Let { value, .. } | Stmt::Expr(value) => visit_var_uses(value, f),
-        Stmt::Comm(c) => c.reads().into_iter().for_each(f),
+        Stmt::Comm(c) => {
+            c.reads().into_iter().for_each(&mut *f);
+            if let crate::ir::Comm::Halo { step, .. } = c {
+                visit_var_uses(step, f);
+            }
+        }
         Stmt::Extent { value, .. } => dim(value, f),
         Stmt::SameExtent { a, b, .. } => {
             dim(a, f);
@@ -475,13 +480,17 @@ impl<'a> Checker<'a> {
             }
             Stmt::Expr(e) => self.check_expr(e),
             Stmt::Sweep(w) => self.check_sweep(w),
+            Stmt::Comm(crate::ir::Comm::Halo { tensor, step, .. }) => {
+                self.use_var(*tensor);
+                self.check_expr(step);
+            }
             Stmt::Comm(c) => {
                 let reads = c.reads();
                 let first = reads.first().and_then(|&v| self.use_var(v).cloned());
                 for &v in &reads[1..] {
                     self.use_var(v);
                 }
-                let out = c.defines();
+                let Some(out) = c.defines() else { return };
                 let expected = match (c, first) {
                     (crate::ir::Comm::AllReduce { .. }, Some(ty)) => Some(ty),
                     (crate::ir::Comm::AllReduceArg { .. }, Some(Repr::Scalar(_))) => Some(Repr::Scalar(ScalarKind::I64)),
@@ -722,7 +731,7 @@ impl<'a> Checker<'a> {
             }
             self.push();
             for s in &c.prelude {
-                if !matches!(s, Stmt::Tensor(_) | Stmt::Gemm(_)) {
+                if !matches!(s, Stmt::Tensor(_) | Stmt::Gemm(_) | Stmt::Comm(crate::ir::Comm::Halo { .. })) {
                     self.err(format!("a clause prelude of recurrence {name} holds {s:?}"));
                 }
                 self.check_stmt(s);

@@ -211,7 +211,7 @@ pub fn for_each_binder(e: &Expr, f: &mut dyn FnMut(VarId)) {
 pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
     match s {
         Stmt::Let { var, .. } | Stmt::Extent { var, .. } | Stmt::Reshape { var, .. } => f(*var),
-        Stmt::Comm(c) => f(c.defines()),
+        Stmt::Comm(c) => c.defines().into_iter().for_each(f),
         Stmt::Tensor(def) => {
             def.axes.iter().for_each(|a| f(a.index));
             f(def.var);

@@ -96,7 +96,16 @@ struct Cx<'a> {
     /// Index variables over the block that hold the local position
     /// (`0..B_local`; their global value is `i + B_offset`), rather than
     /// the global index.
-    local_idx: std::collections::HashSet<VarId>,
+    modes: HashMap<VarId, Mode>,
+    /// Sharded tensors stored with halo rows: how many come before the
+    /// block along the sharded axis.
+    halo: HashMap<VarId, i64>,
+    /// While a recurrence's clauses are rewritten: its tensor, which they
+    /// may read at constant offsets along the sharded axis (earlier steps,
+    /// whose halos are exchanged).
+    in_rec: Option<VarId>,
+    /// Whether a halo exchange was placed.
+    uses_halo: bool,
     /// Greater than zero inside a definition's points or a reduction's
     /// terms, where no communication can be placed.
     nested: u32,
@@ -122,7 +131,10 @@ fn shard_function(
     let offset = f.add_var(&format!("{symbol}_offset"), Repr::Scalar(ScalarKind::I64));
     let mut cx = Cx { f, name, symbol: symbol.to_string(), span, global, local, offset, sharded: HashMap::new(),
         tuples: HashMap::new(),
-        local_idx: Default::default(),
+        modes: HashMap::new(),
+        halo: HashMap::new(),
+        in_rec: None,
+        uses_halo: false,
         nested: 0,
         lowered,
         inlining: 0,
@@ -158,8 +170,9 @@ fn shard_function(
     cx.result(&mut result, &mut body)?;
     cx.f.body = body;
     cx.f.result = result;
+    let uses_halo = cx.uses_halo;
     if let Some(s) = &mut cx.f.shard {
-        s.parts = Some(ShardParts { global, local, offset, agreed });
+        s.parts = Some(ShardParts { global, local, offset, agreed, halo: uses_halo });
     }
     Ok(())
 }
@@ -261,41 +274,159 @@ impl Cx<'_> {
                 return Err(self.error(format!("`{t}` is split across ranks and cannot be reshaped"))
                     .help("reshape the blocks before the call, or define the reshaped tensor pointwise"));
             }
-            Stmt::Recurrence(r) => {
-                let mut mentions_b = r.extents.iter().any(|d| self.is_over(d))
-                    || r.seq.iter().any(|(_, l)| self.is_over(&l.start) || self.is_over(&l.end));
-                for c in &r.clauses {
-                    visit_all(&c.body, &mut |e| match &e.kind {
-                        ExprKind::Read { tensor, .. } | ExprKind::View { tensor, .. } | ExprKind::Var(tensor)
-                            if self.sharded.contains_key(tensor) =>
-                        {
-                            mentions_b = true
-                        }
-                        ExprKind::Reduce { loops, .. }
-                            if loops.iter().any(|l| self.is_over(&l.start) || self.is_over(&l.end)) =>
-                        {
-                            mentions_b = true
-                        }
-                        _ => {}
-                    });
-                }
-                if mentions_b {
-                    return Err(self
-                        .error(format!(
-                            "the recurrence `{}` runs over `{}` or reads a sharded tensor",
-                            self.vname(r.var),
-                            self.symbol
-                        ))
-                        .note("a recurrence over the sharded axis, or one reading neighbouring rows of it, needs other ranks' rows at every step, which sharded functions do not exchange yet")
-                        .help("compute the recurrence in an unsharded function, or shard along another axis"));
-                }
-                out.push(Stmt::Recurrence(r));
-            }
+            Stmt::Recurrence(r) => self.recurrence(r, out)?,
             Stmt::Reshape { .. } => out.push(s),
             Stmt::Comm(_) | Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) => {
                 return Err(Diagnostic::bug(self.span, "sharding runs on the IR as lowered"));
             }
         }
+        Ok(())
+    }
+
+    /// A recurrence. One whose axes do not involve the symbol is computed
+    /// as it is (on every rank). One with an axis of extent exactly the
+    /// symbol, not a sequential one, computes this rank's block of it:
+    /// stored with halo rows on either side as deep as its clauses read
+    /// its earlier steps at constant offsets along the axis, which are
+    /// exchanged with the neighbouring ranks at the start of every step
+    /// that reads them ([`Comm::Halo`] in the clause's prelude).
+    fn recurrence(&mut self, mut r: crate::ir::Recurrence, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        let t = self.vname(r.var);
+        let mut axes = Vec::new();
+        for (a, d) in r.extents.iter().enumerate() {
+            if *d == dvar(self.global) {
+                axes.push(a);
+            } else if self.is_over(d) {
+                return Err(self
+                    .error(format!("axis {a} of the recurrence `{t}` has an extent that involves `{}` but is not `{}`", self.symbol, self.symbol))
+                    .help(format!("define `{t}` over `{}` itself and restrict its clauses' ranges", self.symbol)));
+            }
+        }
+        let seq_over = r.seq.iter().any(|(a, l)| axes.contains(a) || self.is_over(&l.start) || self.is_over(&l.end));
+        if seq_over {
+            return Err(self
+                .error(format!("the recurrence `{t}` runs along `{}`", self.symbol))
+                .note("each step would need the step before from another rank: the ranks would run one after another")
+                .help(format!("shard along another axis, or run the recurrence along `{}` in an unsharded function", self.symbol)));
+        }
+        if axes.len() > 1 {
+            return Err(self
+                .error(format!("the recurrence `{t}` has two axes over `{}`", self.symbol))
+                .help("give the second axis a dimension symbol of its own"));
+        }
+        let Some(&a) = axes.first() else {
+            // Nothing of it is sharded: the clauses read no block (reads of
+            // sharded tensors there are errors, from `access`).
+            self.nested += 1;
+            let mut res = Ok(());
+            for c in &mut r.clauses {
+                if res.is_ok() {
+                    res = self.expr(&mut c.body, &[]);
+                }
+            }
+            self.nested -= 1;
+            res?;
+            out.push(Stmt::Recurrence(r));
+            return Ok(());
+        };
+        let [(time, tl)] = &r.seq[..] else {
+            return Err(self
+                .error(format!("the recurrence `{t}` has several sequential axes and an axis over `{}`", self.symbol))
+                .help("shard a recurrence with one sequential axis (time steps over a sharded grid)"));
+        };
+        let (time, tvar) = (*time, tl.index);
+        // The halo each side: the largest offsets of the clauses' reads of
+        // the recurrence's earlier steps along the sharded axis.
+        let (mut lo, mut hi) = (0i64, 0i64);
+        let mut reads_offsets = vec![false; r.clauses.len()];
+        for (n, c) in r.clauses.iter().enumerate() {
+            let Some(RecIndexLoop(k)) = loop_at(&c.at, a) else {
+                return Err(self
+                    .error(format!("a clause of the recurrence `{t}` writes a single point along `{}`", self.symbol))
+                    .note("a literal position along the sharded axis belongs to one rank")
+                    .help(format!("write the clause over a range of `{}` and guard the points (`where`)", self.symbol)));
+            };
+            let p = c.loops[k].index;
+            let mut bad = None;
+            visit_all(&c.body, &mut |e| {
+                let ExprKind::Read { tensor, indices, .. } = &e.kind else { return };
+                if *tensor != r.var {
+                    return;
+                }
+                let Some(ix) = indices.get(a) else { return };
+                let off = match &ix.kind {
+                    ExprKind::Var(v) if *v == p => 0,
+                    _ => match constant_offset(ix, &[p]) {
+                        Some((_, c)) => c,
+                        None => return,
+                    },
+                };
+                if off == 0 {
+                    return;
+                }
+                // Only earlier steps, whose rows the neighbours have.
+                let earlier = indices.get(time).is_some_and(|s| match constant_offset(s, &[tvar]) {
+                    Some((_, d)) => d < 0,
+                    None => false,
+                });
+                if !earlier {
+                    bad = Some(off);
+                }
+                lo = lo.max(-off);
+                hi = hi.max(off);
+                reads_offsets[n] = true;
+            });
+            if bad.is_some() {
+                return Err(self
+                    .error(format!("a clause of `{t}` reads the current step of `{t}` at an offset along `{}`", self.symbol))
+                    .note("neighbouring ranks compute that step at the same time; only earlier steps are exchanged")
+                    .help(format!("read an earlier step (`{t}[t - 1, i - 1, ..]`)")));
+            }
+        }
+        r.extents[a] = dvar(self.local).add_const(lo + hi);
+        self.sharded.insert(r.var, a);
+        self.halo.insert(r.var, lo);
+        let block_end = dvar(self.offset).add(&dvar(self.local));
+        let i64t = Repr::Scalar(ScalarKind::I64);
+        for (n, c) in r.clauses.iter_mut().enumerate() {
+            let Some(RecIndexLoop(k)) = loop_at(&c.at, a) else { unreachable!() };
+            let l = &mut c.loops[k];
+            // The clause's range of the axis (global), clipped to the block,
+            // as storage positions.
+            let (start, end) = if l.start.as_constant() == Some(0) && l.end == dvar(self.global) {
+                (Dim::constant(lo), dvar(self.local).add_const(lo))
+            } else {
+                let s = Dim::max(&l.start, &dvar(self.offset));
+                let e = Dim::min(&l.end, &block_end);
+                (s.sub(&dvar(self.offset)).add_const(lo), e.sub(&dvar(self.offset)).add_const(lo))
+            };
+            l.start = start;
+            l.end = end;
+            let p = l.index;
+            self.modes.insert(p, Mode::Storage(lo));
+            self.in_rec = Some(r.var);
+            self.nested += 1;
+            let res = self.expr(&mut c.body, &[p]);
+            self.nested -= 1;
+            self.in_rec = None;
+            res?;
+            if reads_offsets[n] {
+                let step = Expr {
+                    kind: ExprKind::Binary(
+                        BinOp::Sub,
+                        Box::new(Expr { kind: ExprKind::Var(tvar), ty: i64t.clone() }),
+                        Box::new(Expr { kind: ExprKind::Lit(crate::ir::Literal::Int(1)), ty: i64t.clone() }),
+                    ),
+                    ty: i64t.clone(),
+                };
+                c.prelude.insert(0, Stmt::Comm(Comm::Halo { tensor: r.var, time, step, axis: a, lo: lo as u64, hi: hi as u64 }));
+                self.uses_halo = true;
+            }
+        }
+        r.clear_steps = true;
+        r.lines = false;
+        r.wavefront = false;
+        out.push(Stmt::Recurrence(r));
         Ok(())
     }
 
@@ -307,7 +438,7 @@ impl Cx<'_> {
         for (k, a) in def.axes.iter_mut().enumerate() {
             if a.extent == dvar(self.global) && a.start.as_constant() == Some(0) {
                 a.extent = dvar(self.local);
-                self.local_idx.insert(a.index);
+                self.modes.insert(a.index, Mode::Local);
                 own.push((k, a.index));
             } else if self.is_over(&a.extent) || self.is_over(&a.start) {
                 let t = self.vname(def.var);
@@ -573,16 +704,11 @@ impl Cx<'_> {
                     .error(format!("the tuple `{t}` holds tensors split across ranks and is used whole here"))
                     .help("take its elements apart first (`let (a, b) = ...;`)"))
             }
-            ExprKind::Var(v) if self.local_idx.contains(v) => {
+            ExprKind::Var(v) if self.modes.contains_key(v) => {
+                // An index over the block used as a value: its global value.
+                let shift = self.shift(*v);
                 let old = std::mem::replace(e, Expr::unit());
-                *e = Expr {
-                    kind: ExprKind::Binary(
-                        BinOp::Add,
-                        Box::new(old),
-                        Box::new(Expr { kind: ExprKind::Dim(dvar(self.offset)), ty: Repr::Scalar(ScalarKind::I64) }),
-                    ),
-                    ty: Repr::Scalar(ScalarKind::I64),
-                };
+                *e = plus(old, shift);
                 Ok(())
             }
             ExprKind::Dim(d) => {
@@ -593,10 +719,19 @@ impl Cx<'_> {
         }
     }
 
-    /// `d` with every local index replaced by its global value.
+    /// `d` with every index over the block replaced by its global value.
     fn global_dim(&self, d: &Dim) -> Dim {
-        let off = dvar(self.offset);
-        d.substitute(&|v: DimVar| self.local_idx.contains(&VarId(v.0)).then(|| Dim::var(v).add(&off)))
+        d.substitute(&|v: DimVar| self.modes.contains_key(&VarId(v.0)).then(|| Dim::var(v).add(&self.shift(VarId(v.0)))))
+    }
+
+    /// What an index variable over the block adds to its value to give
+    /// the global index.
+    fn shift(&self, v: VarId) -> Dim {
+        match self.modes.get(&v) {
+            Some(Mode::Local) => dvar(self.offset),
+            Some(Mode::Storage(lo)) => dvar(self.offset).add_const(-lo),
+            None => Dim::zero(),
+        }
     }
 
     fn access(&mut self, tensor: VarId, indices: &mut [Expr], scope: &[VarId]) -> Result<(), Diagnostic> {
@@ -604,7 +739,8 @@ impl Cx<'_> {
             {
                 let sharded_axis = self.sharded.get(&tensor).copied();
                 for (k, ix) in indices.iter_mut().enumerate() {
-                    let own = matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i));
+                    let own = matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i))
+                        || constant_offset(ix, scope).is_some();
                     if !(Some(k) == sharded_axis && own) {
                         self.expr(ix, scope)?;
                     }
@@ -616,43 +752,40 @@ impl Cx<'_> {
                             .error(format!("`{t}` is split across ranks along axis {axis}, which this access leaves whole"))
                             .help("read it element by element at the point's own index"));
                     };
-                    let own = matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i));
-                    if !own {
-                        let t = self.vname(tensor);
-                        let offset = constant_offset(ix, scope);
-                        let d = match offset {
-                            Some(_) => self
-                                .error(format!(
-                                    "`{t}` is read along the sharded axis `{}` at an offset from the point's index",
-                                    self.symbol
-                                ))
-                                .note("reading a neighbour's rows needs a halo exchange, which sharded functions do not do yet")
-                                .help("compute the stencil in an unsharded function, or shard along another axis"),
-                            None => self
-                                .error(format!(
-                                    "`{t}` is read along the sharded axis `{}` at an index that is not the point's own index over `{}`",
-                                    self.symbol, self.symbol
-                                ))
-                                .note("that element may be on another rank: a gather along the sharded axis would need every rank's block")
-                                .help(format!(
-                                    "read `{t}` at the index of a definition or reduction over `{}`, or pass it unsharded (a dimension of its own)",
-                                    self.symbol
-                                )),
-                        };
-                        return Err(d);
-                    }
-                    if matches!(ix.kind, ExprKind::Var(i) if self.local_idx.contains(&i)) {
-                        return Ok(());
-                    }
-                    let old = std::mem::replace(ix, Expr::unit());
-                    *ix = Expr {
-                        kind: ExprKind::Binary(
-                            BinOp::Sub,
-                            Box::new(old),
-                            Box::new(Expr { kind: ExprKind::Dim(dvar(self.offset)), ty: Repr::Scalar(ScalarKind::I64) }),
-                        ),
-                        ty: Repr::Scalar(ScalarKind::I64),
+                    let at = match &ix.kind {
+                        ExprKind::Var(i) if scope.contains(i) => Some((*i, 0)),
+                        _ => constant_offset(ix, scope),
                     };
+                    let t = self.vname(tensor);
+                    let Some((i, c)) = at else {
+                        return Err(self
+                            .error(format!(
+                                "`{t}` is read along the sharded axis `{}` at an index that is not the point's own index over `{}`",
+                                self.symbol, self.symbol
+                            ))
+                            .note("that element may be on another rank: a gather along the sharded axis would need every rank's block")
+                            .help(format!(
+                                "read `{t}` at the index of a definition or reduction over `{}` (plus a constant, in a recurrence's steps), or pass it unsharded (a dimension of its own)",
+                                self.symbol
+                            )));
+                    };
+                    let h = self.halo.get(&tensor).copied().unwrap_or(0);
+                    if c != 0 && self.in_rec != Some(tensor) {
+                        return Err(self
+                            .error(format!(
+                                "`{t}` is read along the sharded axis `{}` at an offset from the point's index",
+                                self.symbol
+                            ))
+                            .note("sharded functions exchange halos for the reads of a recurrence's earlier steps (`u[t - 1, i - 1, j]`), not for other tensors")
+                            .help(format!(
+                                "write the stencil as a recurrence over another axis, or shard `{t}` along an axis it is not shifted on"
+                            )));
+                    }
+                    // The position along the sharded axis: the global index
+                    // `i + shift(i) + c`, less the offset, plus the halo.
+                    let delta = self.shift(i).sub(&dvar(self.offset)).add_const(h + c);
+                    let var = Expr { kind: ExprKind::Var(i), ty: Repr::Scalar(ScalarKind::I64) };
+                    *ix = plus(var, delta);
                 }
             }
         }
@@ -913,7 +1046,7 @@ impl Cx<'_> {
         if !arg && l.start.as_constant() == Some(0) && l.end == dvar(self.global) {
             // The whole range: the loop runs over local positions.
             l.end = dvar(self.local);
-            self.local_idx.insert(l.index);
+            self.modes.insert(l.index, Mode::Local);
         } else {
             // A part of the range (`1..B - 1`): global indices, clipped to
             // the block.
@@ -990,9 +1123,8 @@ fn arithmetic(e: &Expr) -> bool {
     )
 }
 
-/// The constant `c` when `ix` is `i + c` or `i - c` for an index `i` in
-/// `scope`.
-fn constant_offset(ix: &Expr, scope: &[VarId]) -> Option<i64> {
+/// `(i, c)` when `ix` is `i + c` or `i - c` for an index `i` in `scope`.
+fn constant_offset(ix: &Expr, scope: &[VarId]) -> Option<(VarId, i64)> {
     let lit = |e: &Expr| match &e.kind {
         ExprKind::Lit(crate::ir::Literal::Int(c)) => i64::try_from(*c).ok(),
         ExprKind::Dim(d) => d.as_constant(),
@@ -1004,8 +1136,8 @@ fn constant_offset(ix: &Expr, scope: &[VarId]) -> Option<i64> {
         return None;
     }
     match op {
-        BinOp::Add => lit(b),
-        BinOp::Sub => lit(b).map(|c| -c),
+        BinOp::Add => lit(b).map(|c| (i, c)),
+        BinOp::Sub => lit(b).map(|c| (i, -c)),
         _ => None,
     }
 }
@@ -1114,5 +1246,37 @@ fn rename_stmt(s: &mut Stmt, map: &HashMap<VarId, VarId>) {
             dims.iter_mut().for_each(|d| rename_dim(d, map));
         }
         Stmt::Recurrence(_) | Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) | Stmt::Comm(_) => {}
+    }
+}
+
+/// How an index variable over the block holds its value.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// The position in the block: the global index less the offset.
+    Local,
+    /// The position in a recurrence's storage, whose sharded axis has `lo`
+    /// halo rows before the block.
+    Storage(i64),
+}
+
+/// `e + d` (`e` itself when `d` is zero).
+fn plus(e: Expr, d: Dim) -> Expr {
+    if d.as_constant() == Some(0) {
+        return e;
+    }
+    let i64t = Repr::Scalar(ScalarKind::I64);
+    Expr {
+        kind: ExprKind::Binary(BinOp::Add, Box::new(e), Box::new(Expr { kind: ExprKind::Dim(d), ty: i64t.clone() })),
+        ty: i64t,
+    }
+}
+
+struct RecIndexLoop(usize);
+
+/// The clause loop that writes axis `a`, if a loop does.
+fn loop_at(at: &[crate::ir::RecIndex], a: usize) -> Option<RecIndexLoop> {
+    match at.get(a) {
+        Some(crate::ir::RecIndex::Loop(k)) => Some(RecIndexLoop(*k)),
+        _ => None,
     }
 }

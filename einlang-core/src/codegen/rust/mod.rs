@@ -711,6 +711,12 @@ impl<'a> FnCx<'a> {
         self.nonneg.insert(parts.global);
         self.nonneg.insert(parts.offset);
         self.nonneg.insert(parts.local);
+        if parts.halo {
+            return Ok(quote! {
+                let (#global, #offset, __holds): (i64, i64, ::std::vec::Vec<i64>) =
+                    #rt::dist::agree_block_holds(__world, #name, &[#(#values),*], &[#(#names),*])?;
+            });
+        }
         Ok(quote! {
             let (#global, #offset): (i64, i64) =
                 #rt::dist::agree_block(__world, #name, &[#(#values),*], &[#(#names),*])?;
@@ -724,8 +730,22 @@ impl<'a> FnCx<'a> {
         use crate::ir::Comm;
         let (rt, nd) = (self.rt.clone(), self.nd.clone());
         let agree = quote!(__world.agree(::core::result::Result::Ok(()))?;);
-        let out = self.ident(c.defines())?;
-        let out_ty = self.info(c.defines())?.ty.clone();
+        if let Comm::Halo { tensor, time, step, axis, lo, hi } = c {
+            let access = self.rec_access.get(tensor).cloned().ok_or("a halo exchange outside its recurrence")?;
+            let store = access.store.ok_or("a halo exchange outside its recurrence's steps")?;
+            let step = self.expr(step)?.tokens;
+            let slot = self.in_window(*tensor, *time, quote!(((#step) as usize)));
+            let name = self.fn_name.clone();
+            let (time, axis, lo, hi) =
+                (types::usize_lit(*time), types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
+            return Ok(quote! {
+                #agree
+                unsafe { #rt::dist::halo_store(__world, #name, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
+            });
+        }
+        let defined = c.defines().ok_or("a communication that defines nothing")?;
+        let out = self.ident(defined)?;
+        let out_ty = self.info(defined)?.ty.clone();
         let code = match c {
             Comm::AllReduce { input, op, elem, .. } => {
                 let combine = match op {
@@ -748,8 +768,8 @@ impl<'a> FnCx<'a> {
                     }
                     Repr::Tensor(_, rank) => {
                         let array = types::array(*elem, Some(rank), &nd);
-                        self.repr.insert(c.defines(), Ownership::Owned);
-                        self.standard.insert(c.defines());
+                        self.repr.insert(defined, Ownership::Owned);
+                        self.standard.insert(defined);
                         quote! {
                             #agree
                             let mut #out: #array = #input.as_standard_layout().into_owned();
@@ -779,8 +799,8 @@ impl<'a> FnCx<'a> {
                             types::array(*elem, Some(rank), &nd),
                             types::array(crate::base::scalar::ScalarKind::I64, Some(rank), &nd),
                         );
-                        self.repr.insert(c.defines(), Ownership::Owned);
-                        self.standard.insert(c.defines());
+                        self.repr.insert(defined, Ownership::Owned);
+                        self.standard.insert(defined);
                         quote! {
                             #agree
                             let mut __best: #array_t = #best.as_standard_layout().into_owned();
@@ -795,6 +815,7 @@ impl<'a> FnCx<'a> {
                     _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
                 }
             }
+            Comm::Halo { .. } => return Err("a halo exchange".into()),
         };
         Ok(code)
     }
