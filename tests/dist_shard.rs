@@ -105,6 +105,21 @@ einlang! {
         last
     }
 
+    /// A stencil in a plain definition, on a parameter and on a computed
+    /// tensor: the neighbours' rows come with the tensor (one exchange per
+    /// tensor), the guards keep their global meaning.
+    #[shard(N)]
+    pub fn lap(u: [f32; N, M]) -> ([f32; N, M], f32) {
+        let v[i, j] = u[i - 1, j] + u[i + 1, j] - 2.0 * u[i, j] where i >= 1, i < N - 1;
+        let w[i, j] = v[i, j] * 0.5 + v[i - 2, j] where i >= 2;
+        (w, sum[i, j](w[i, j] * w[i, j]))
+    }
+    pub fn lap_whole(u: [f32; N, M]) -> ([f32; N, M], f32) {
+        let v[i, j] = u[i - 1, j] + u[i + 1, j] - 2.0 * u[i, j] where i >= 1, i < N - 1;
+        let w[i, j] = v[i, j] * 0.5 + v[i - 2, j] where i >= 2;
+        (w, sum[i, j](w[i, j] * w[i, j]))
+    }
+
     /// A gather along an unsharded axis at data-dependent indices (checked
     /// at run time: an index out of range is an error on that rank).
     #[shard(B)]
@@ -216,6 +231,24 @@ fn stencils(world: &World) {
             let expected = 8 + 16 + 8 + 8 + exchanges * (8 + (neighbours * m * 8) as u64);
             assert_eq!(sent, expected, "heat {n}x{m}: bytes sent by rank {rank}");
         }
+    }
+    for (n, m) in [(11usize, 3usize), (6, 4), (4, 2), (2, 2), (1, 1)] {
+        let u = matrix(n, m, 21);
+        let rows = block(n, rank, size);
+        let holds: Vec<usize> = (0..size).map(|r| block(n, r, size).len()).collect();
+        let r = lap(world, u.slice(s![rows.clone(), ..]));
+        let too_small = holds.iter().filter(|&&h| h > 0).count() > 1 && holds.iter().any(|&h| h > 0 && h < 2);
+        if too_small {
+            let e = r.expect_err("a grid thinner than the halo");
+            assert!(matches!(e, einlang::Error::Dist { .. }), "{e}");
+            continue;
+        }
+        let (w, total) = r.unwrap();
+        let (w1, total1) = lap_whole(&u).unwrap();
+        let want = w1.slice(s![rows.clone(), ..]);
+        assert!(w.iter().zip(want.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "lap {n}x{m}, rank {rank}");
+        close("lap total", total, total1, 1e-5);
+        same_everywhere(world, "lap total", &f32_bits([total]));
     }
     for (n, m, steps) in [(13usize, 4usize, 9i64), (6, 2, 3), (5, 3, 2)] {
         let u0 = matrix(n, m, 9);

@@ -584,6 +584,59 @@ pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
     Ok(())
 }
 
+/// `input` (this rank's block of a sharded tensor along `axis`) with `lo`
+/// rows of the previous rank's block before it and `hi` rows of the next
+/// rank's after it (zeros where there is no such rank): what a definition
+/// reading it at constant offsets along the axis needs (generated code).
+/// `holds` is every rank's block length; an error on every rank when a
+/// rank with rows has fewer than the halo needs.
+pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
+    world: &World,
+    function: &str,
+    input: ndarray::ArrayView<'_, T, D>,
+    axis: usize,
+    lo: usize,
+    hi: usize,
+    holds: &[i64],
+) -> Result<ndarray::Array<T, D>, Error> {
+    use ndarray::{Axis, Slice};
+    if axis >= input.ndim() {
+        return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
+    }
+    let with_rows: Vec<i64> = holds.iter().copied().filter(|&h| h > 0).collect();
+    if world.size() > 1 && with_rows.len() > 1 && with_rows.iter().any(|&h| (h as usize) < lo.max(hi)) {
+        return Err(Error::Dist {
+            message: format!(
+                "in `{function}`: a rank holds fewer rows ({}) than the stencil reads beyond its block ({})",
+                with_rows.iter().min().copied().unwrap_or(0),
+                lo.max(hi)
+            ),
+        });
+    }
+    let local = input.len_of(Axis(axis));
+    let mut shape = input.raw_dim();
+    shape[axis] = local + lo + hi;
+    let mut out = ndarray::Array::<T, D>::default(shape);
+    out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
+    if world.size() == 1 || local == 0 || (lo == 0 && hi == 0) {
+        return Ok(out);
+    }
+    let rows = |a: usize, b: usize| -> Vec<T> { input.slice_axis(Axis(axis), Slice::from(a..b)).iter().copied().collect() };
+    let to_prev = rows(0, hi.min(local));
+    let to_next = rows(local - lo.min(local), local);
+    let per_row: usize = input.len() / local.max(1);
+    let mut from_prev = vec![T::default(); lo * per_row];
+    let mut from_next = vec![T::default(); hi * per_row];
+    world.halo(holds, &to_prev, &to_next, &mut from_prev, &mut from_next);
+    for (o, v) in out.slice_axis_mut(Axis(axis), Slice::from(0..lo)).iter_mut().zip(from_prev) {
+        *o = v;
+    }
+    for (o, v) in out.slice_axis_mut(Axis(axis), Slice::from(lo + local..lo + local + hi)).iter_mut().zip(from_next) {
+        *o = v;
+    }
+    Ok(out)
+}
+
 /// The entry of a sharded function (generated code): `extents` holds this
 /// rank's length of the sharded symbol, then every other dimension bound at
 /// entry (`names` says which). Returns the symbol's whole extent and where

@@ -188,13 +188,18 @@ pub enum Comm {
     /// `step` (an `i64` expression) of the sequential axis `time`, are
     /// copied into the halos.
     Halo { tensor: VarId, time: usize, step: Expr, axis: usize, lo: u64, hi: u64 },
+    /// `out` is the sharded tensor `input` (of elements `elem`) with `lo`
+    /// rows of the previous rank's block before its own block along
+    /// `axis`, and `hi` rows of the next rank's after it (for a definition
+    /// that reads `input` at constant offsets along the sharded axis).
+    Extend { out: VarId, input: VarId, axis: usize, lo: u64, hi: u64, elem: ScalarKind },
 }
 
 impl Comm {
     /// The variable it defines, if any.
     pub fn defines(&self) -> Option<VarId> {
         match self {
-            Comm::AllReduce { out, .. } | Comm::AllReduceArg { out, .. } => Some(*out),
+            Comm::AllReduce { out, .. } | Comm::AllReduceArg { out, .. } | Comm::Extend { out, .. } => Some(*out),
             Comm::Halo { .. } => None,
         }
     }
@@ -202,7 +207,7 @@ impl Comm {
     /// The variables it reads (besides those of a `Halo`'s step).
     pub fn reads(&self) -> Vec<VarId> {
         match self {
-            Comm::AllReduce { input, .. } => vec![*input],
+            Comm::AllReduce { input, .. } | Comm::Extend { input, .. } => vec![*input],
             Comm::AllReduceArg { best, index, .. } => vec![*best, *index],
             Comm::Halo { tensor, .. } => vec![*tensor],
         }

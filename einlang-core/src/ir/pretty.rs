@@ -159,6 +159,12 @@ impl Printer<'_> {
             Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) => {
                 format!("all-reduce {} = {}({}) over ranks: {}", self.var(*out), op.name(), self.var(*input), elem.name())
             }
+            Stmt::Comm(crate::ir::Comm::Extend { out, input, axis, lo, hi, elem }) => format!(
+                "extend {} = {} with the neighbours' rows along axis {axis}: {lo} below, {hi} above: {}",
+                self.var(*out),
+                self.var(*input),
+                elem.name()
+            ),
             Stmt::Comm(crate::ir::Comm::Halo { tensor, time, step, axis, lo, hi }) => format!(
                 "halo exchange of {} at axis {time} = {}, axis {axis}: {lo} rows below, {hi} above",
                 self.var(*tensor),

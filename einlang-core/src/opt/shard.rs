@@ -106,6 +106,9 @@ struct Cx<'a> {
     in_rec: Option<VarId>,
     /// Whether a halo exchange was placed.
     uses_halo: bool,
+    /// While a definition is rewritten: the tensors it reads at offsets
+    /// along the sharded axis, and their extended copies (`Comm::Extend`).
+    redirect: HashMap<VarId, VarId>,
     /// Greater than zero inside a definition's points or a reduction's
     /// terms, where no communication can be placed.
     nested: u32,
@@ -135,6 +138,7 @@ fn shard_function(
         halo: HashMap::new(),
         in_rec: None,
         uses_halo: false,
+        redirect: HashMap::new(),
         nested: 0,
         lowered,
         inlining: 0,
@@ -430,6 +434,40 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// The sharded tensors that the body of `def` (over the block, index
+    /// `i`) reads at constant offsets from `i` along their sharded axis:
+    /// each gets an extended copy with the neighbours' rows
+    /// ([`Comm::Extend`]), which the body then reads.
+    fn extend_for(&mut self, def: &TensorDef, i: VarId, out: &mut Vec<Stmt>) {
+        let mut need: Vec<(VarId, i64, i64)> = Vec::new();
+        visit_all(&def.body, &mut |e| {
+            let ExprKind::Read { tensor, indices, .. } = &e.kind else { return };
+            let Some(&a) = self.sharded.get(tensor) else { return };
+            if *tensor == def.var || self.halo.contains_key(tensor) {
+                return;
+            }
+            let Some((_, c)) = indices.get(a).and_then(|ix| constant_offset(ix, &[i])) else { return };
+            match need.iter_mut().find(|(t, _, _)| t == tensor) {
+                Some((_, lo, hi)) => {
+                    *lo = (*lo).max(-c);
+                    *hi = (*hi).max(c);
+                }
+                None => need.push((*tensor, (-c).max(0), c.max(0))),
+            }
+        });
+        for (t, lo, hi) in need {
+            let ty = self.f.var(t).ty.clone();
+            let Repr::Tensor(elem, _) = ty else { continue };
+            let ext = self.f.add_var(&format!("{}_halo", self.vname(t)), ty);
+            let axis = self.sharded[&t];
+            out.push(Stmt::Comm(Comm::Extend { out: ext, input: t, axis, lo: lo as u64, hi: hi as u64, elem }));
+            self.sharded.insert(ext, axis);
+            self.halo.insert(ext, lo);
+            self.redirect.insert(t, ext);
+            self.uses_halo = true;
+        }
+    }
+
     /// A definition: its axes over the symbol become the block; a
     /// reduction over the symbol in it (only where it has no such axis) is
     /// computed as this rank's part and all-reduced.
@@ -458,9 +496,11 @@ impl Cx<'_> {
         let scope: Vec<VarId> = own.iter().map(|&(_, i)| i).collect();
         if let Some(&(k, _)) = own.first() {
             self.sharded.insert(def.var, k);
+            self.extend_for(&def, scope[0], out);
             self.nested += 1;
             let r = self.expr(&mut def.body, &scope);
             self.nested -= 1;
+            self.redirect.clear();
             r?;
             def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
             out.push(Stmt::Tensor(def));
@@ -668,6 +708,9 @@ impl Cx<'_> {
     fn expr(&mut self, e: &mut Expr, scope: &[VarId]) -> Result<(), Diagnostic> {
         match &mut e.kind {
             ExprKind::Read { tensor, indices, checked } => {
+                if let Some(&ext) = self.redirect.get(tensor) {
+                    *tensor = ext;
+                }
                 // A tensor not held in blocks read at a block's index: its
                 // bounds were proven for the whole extent; check them.
                 if !self.sharded.contains_key(tensor)
@@ -679,6 +722,9 @@ impl Cx<'_> {
                 self.access(tensor, indices, scope)
             }
             ExprKind::View { tensor, indices } => {
+                if let Some(&ext) = self.redirect.get(tensor) {
+                    *tensor = ext;
+                }
                 let tensor = *tensor;
                 self.access(tensor, indices, scope)
             }
@@ -770,7 +816,8 @@ impl Cx<'_> {
                             )));
                     };
                     let h = self.halo.get(&tensor).copied().unwrap_or(0);
-                    if c != 0 && self.in_rec != Some(tensor) {
+                    let extended = self.redirect.values().any(|&e| e == tensor);
+                    if c != 0 && self.in_rec != Some(tensor) && !extended {
                         return Err(self
                             .error(format!(
                                 "`{t}` is read along the sharded axis `{}` at an offset from the point's index",

@@ -743,6 +743,22 @@ impl<'a> FnCx<'a> {
                 unsafe { #rt::dist::halo_store(__world, #name, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
             });
         }
+        if let Comm::Extend { out, input, axis, lo, hi, elem } = c {
+            let (o, i) = (self.ident(*out)?, self.ident(*input)?);
+            let rank = match self.info(*out)?.ty {
+                Repr::Tensor(_, rank) => rank,
+                _ => return Err("an extension of a value that is not a tensor".into()),
+            };
+            let array = types::array(*elem, Some(rank), &nd);
+            let name = self.fn_name.clone();
+            let (axis, lo, hi) = (types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
+            self.repr.insert(*out, Ownership::Owned);
+            self.standard.insert(*out);
+            return Ok(quote! {
+                #agree
+                let #o: #array = #rt::dist::extend(__world, #name, #i.view(), #axis, #lo, #hi, &__holds)?;
+            });
+        }
         let defined = c.defines().ok_or("a communication that defines nothing")?;
         let out = self.ident(defined)?;
         let out_ty = self.info(defined)?.ty.clone();
@@ -815,7 +831,7 @@ impl<'a> FnCx<'a> {
                     _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
                 }
             }
-            Comm::Halo { .. } => return Err("a halo exchange".into()),
+            Comm::Halo { .. } | Comm::Extend { .. } => return Err("a halo exchange".into()),
         };
         Ok(code)
     }
