@@ -238,6 +238,30 @@ impl World {
         }
     }
 
+    /// Several all-reduces in one message: each part's values are combined
+    /// over the ranks as [`World::all_reduce`] would, with its own
+    /// operation and element type.
+    pub fn all_reduce_parts(&self, parts: &mut [&mut dyn Part]) {
+        if self.size == 1 {
+            return;
+        }
+        let mut bytes = Vec::new();
+        for p in parts.iter() {
+            p.put(&mut bytes);
+        }
+        if bytes.is_empty() {
+            return;
+        }
+        let all = self.gather_fixed(&bytes);
+        let stride = bytes.len();
+        let mut at = 0;
+        for p in parts.iter_mut() {
+            let len = p.byte_len();
+            p.combine(&all, self.size, stride, at);
+            at += len;
+        }
+    }
+
     /// [`World::all_reduce`] of one value.
     pub fn all_reduce_one<T: Elem>(&self, value: T, op: Combine) -> T {
         let mut v = [value];
@@ -357,6 +381,48 @@ pub enum Combine {
     And,
     /// Logical or (`any`).
     Or,
+}
+
+/// One value of [`World::all_reduce_parts`].
+pub trait Part {
+    /// Appends this rank's values.
+    fn put(&self, out: &mut Vec<u8>);
+    fn byte_len(&self) -> usize;
+    /// Combines every rank's values, found at `at` in each rank's `stride`
+    /// bytes of `all`, in rank order.
+    fn combine(&mut self, all: &[u8], ranks: usize, stride: usize, at: usize);
+}
+
+/// Values combined with an operation, a [`Part`].
+pub struct Values<'a, T: Elem> {
+    pub values: &'a mut [T],
+    pub op: Combine,
+}
+
+impl<T: Elem> Part for Values<'_, T> {
+    fn put(&self, out: &mut Vec<u8>) {
+        for v in self.values.iter() {
+            v.put(out);
+        }
+    }
+
+    fn byte_len(&self) -> usize {
+        self.values.len() * T::SIZE
+    }
+
+    fn combine(&mut self, all: &[u8], ranks: usize, stride: usize, at: usize) {
+        for (i, v) in self.values.iter_mut().enumerate() {
+            let get = |r: usize| {
+                let o = r * stride + at + i * T::SIZE;
+                T::get(&all[o..o + T::SIZE])
+            };
+            let mut acc = get(0);
+            for r in 1..ranks {
+                acc = T::combine(self.op, acc, get(r));
+            }
+            *v = acc;
+        }
+    }
 }
 
 /// An element type that crosses between ranks.

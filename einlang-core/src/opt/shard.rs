@@ -172,6 +172,7 @@ fn shard_function(
     let mut body = cx.stmts(body)?;
     let mut result = std::mem::replace(&mut cx.f.result, Expr::unit());
     cx.result(&mut result, &mut body)?;
+    sink_reductions(&mut body);
     cx.f.body = body;
     cx.f.result = result;
     let uses_halo = cx.uses_halo;
@@ -1325,5 +1326,31 @@ fn loop_at(at: &[crate::ir::RecIndex], a: usize) -> Option<RecIndexLoop> {
     match at.get(a) {
         Some(crate::ir::RecIndex::Loop(k)) => Some(RecIndexLoop(*k)),
         _ => None,
+    }
+}
+
+/// Moves every all-reduce down to just before the first statement that
+/// reads what it combines: all-reduces that nothing needs in between end
+/// up next to each other, and a back end sends them in one message (a
+/// gradient's sums over the batch, all read by the update at the end).
+fn sink_reductions(body: &mut Vec<Stmt>) {
+    let mut i = body.len();
+    while i > 0 {
+        i -= 1;
+        let Stmt::Comm(c @ (Comm::AllReduce { .. } | Comm::AllReduceArg { .. })) = &body[i] else { continue };
+        let Some(out) = c.defines() else { continue };
+        let mut to = i + 1;
+        while to < body.len() {
+            let mut reads = false;
+            crate::ir::validate::visit_stmt_var_uses(&body[to], &mut |v| reads |= v == out);
+            if reads {
+                break;
+            }
+            to += 1;
+        }
+        if to > i + 1 {
+            let s = body.remove(i);
+            body.insert(to - 1, s);
+        }
     }
 }

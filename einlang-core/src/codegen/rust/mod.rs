@@ -483,8 +483,21 @@ impl<'a> FnCx<'a> {
         if let Some(c) = &f.checkpointed {
             out.extend(self.checkpointed(c)?);
         }
-        for s in &f.body {
-            out.extend(self.stmt(s)?);
+        let mut k = 0;
+        while k < f.body.len() {
+            // Consecutive all-reduces of a sharded function travel in one
+            // message.
+            let run = f.body[k..]
+                .iter()
+                .take_while(|s| matches!(s, Stmt::Comm(crate::ir::Comm::AllReduce { .. })))
+                .count();
+            if run > 1 {
+                out.extend(self.all_reduces(&f.body[k..k + run])?);
+                k += run;
+                continue;
+            }
+            out.extend(self.stmt(&f.body[k])?);
+            k += 1;
         }
         let result = if is_plain(&f.result.ty) {
             self.expr(&f.result)?.tokens
@@ -720,6 +733,52 @@ impl<'a> FnCx<'a> {
         Ok(quote! {
             let (#global, #offset): (i64, i64) =
                 #rt::dist::agree_block(__world, #name, &[#(#values),*], &[#(#names),*])?;
+        })
+    }
+
+    /// Several all-reduces (`Comm::AllReduce` statements) in one message.
+    fn all_reduces(&mut self, stmts: &[Stmt]) -> Result<TokenStream, Bug> {
+        let (rt, nd) = (self.rt.clone(), self.nd.clone());
+        let mut prepare = TokenStream::new();
+        let mut parts = Vec::new();
+        let mut finish = TokenStream::new();
+        for s in stmts {
+            let Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) = s else {
+                return Err("not an all-reduce".into());
+            };
+            let combine = match op {
+                RedOp::Sum => quote!(Sum),
+                RedOp::Prod => quote!(Prod),
+                RedOp::Max => quote!(Max),
+                RedOp::Min => quote!(Min),
+                RedOp::All => quote!(And),
+                RedOp::Any => quote!(Or),
+                RedOp::ArgMax | RedOp::ArgMin => return Err("an all-reduce of an argmax".into()),
+            };
+            let (o, i) = (self.ident(*out)?, self.ident(*input)?);
+            let t = types::scalar(*elem);
+            match self.info(*out)?.ty {
+                Repr::Scalar(_) => {
+                    let held = quote::format_ident!("__one_{}", o.to_string().trim_start_matches("r#"));
+                    prepare.extend(quote!(let mut #held: [#t; 1] = [#i];));
+                    parts.push(quote!(&mut #rt::dist::Values { values: &mut #held[..], op: #rt::dist::Combine::#combine } as &mut dyn #rt::dist::Part));
+                    finish.extend(quote!(let #o: #t = #held[0];));
+                }
+                Repr::Tensor(_, rank) => {
+                    let array = types::array(*elem, Some(rank), &nd);
+                    self.repr.insert(*out, Ownership::Owned);
+                    self.standard.insert(*out);
+                    prepare.extend(quote!(let mut #o: #array = #i.as_standard_layout().into_owned();));
+                    parts.push(quote!(&mut #rt::dist::Values { values: #o.as_slice_mut().unwrap_or(&mut []), op: #rt::dist::Combine::#combine } as &mut dyn #rt::dist::Part));
+                }
+                _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
+            }
+        }
+        Ok(quote! {
+            #prepare
+            __world.agree(::core::result::Result::Ok(()))?;
+            __world.all_reduce_parts(&mut [#(#parts),*]);
+            #finish
         })
     }
 
