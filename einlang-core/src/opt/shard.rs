@@ -981,11 +981,25 @@ impl Cx<'_> {
     /// sharded symbol where an argument's sharded axis gives one); and its
     /// result.
     fn inline_body(&mut self, g: &Function, args: Vec<Expr>) -> Result<(Vec<Stmt>, Expr), Diagnostic> {
-        let unsupported = g.body.iter().any(|s| !matches!(s, Stmt::Let { .. } | Stmt::Tensor(_) | Stmt::Expr(_) | Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. }))
+        let unsupported = g.body.iter().any(|s| {
+            !matches!(
+                s,
+                Stmt::Let { .. }
+                    | Stmt::Tensor(_)
+                    | Stmt::Expr(_)
+                    | Stmt::Extent { .. }
+                    | Stmt::SameExtent { .. }
+                    | Stmt::CheckResultDim { .. }
+                    | Stmt::Recurrence(_)
+            )
+        })
             || g.device.is_some()
             || g.checkpointed.is_some();
         let mut odd = false;
         for s in &g.body {
+            if let Stmt::Recurrence(r) = s {
+                odd |= r.clauses.iter().any(|c| !c.prelude.is_empty());
+            }
             visit::for_each_stmt_expr(s, &mut |x| {
                 visit_all(x, &mut |y| {
                     odd |= matches!(
@@ -1293,7 +1307,31 @@ fn rename_stmt(s: &mut Stmt, map: &HashMap<VarId, VarId>) {
             var(source);
             dims.iter_mut().for_each(|d| rename_dim(d, map));
         }
-        Stmt::Recurrence(_) | Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) | Stmt::Comm(_) => {}
+        Stmt::Recurrence(r) => {
+            var(&mut r.var);
+            r.extents.iter_mut().for_each(|d| rename_dim(d, map));
+            for (_, l) in &mut r.seq {
+                var(&mut l.index);
+                rename_dim(&mut l.start, map);
+                rename_dim(&mut l.end, map);
+            }
+            for c in &mut r.clauses {
+                for cv in &mut c.cover {
+                    if let crate::ir::Cover::Range(a, b) = cv {
+                        rename_dim(a, map);
+                        rename_dim(b, map);
+                    }
+                }
+                for l in &mut c.loops {
+                    var(&mut l.index);
+                    rename_dim(&mut l.start, map);
+                    rename_dim(&mut l.end, map);
+                }
+                c.prelude.iter_mut().for_each(|s| rename_stmt(s, map));
+                rename_all(&mut c.body, map);
+            }
+        }
+        Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) | Stmt::Comm(_) => {}
     }
 }
 
