@@ -910,6 +910,16 @@ mod mpi_world {
                 unsafe {
                     atexit(finalize_at_exit);
                 }
+                // A panic on one rank (a failed check) ends the whole job:
+                // otherwise the rank would finalize at exit while the
+                // others wait for it in a collective.
+                let previous = std::panic::take_hook();
+                std::panic::set_hook(Box::new(move |info| {
+                    previous(info);
+                    if !FINALIZED.load(std::sync::atomic::Ordering::SeqCst) {
+                        mpi::topology::SimpleCommunicator::world().abort(101);
+                    }
+                }));
                 *s = Some(Session(Some(universe)));
             }
             Ok(Handle)
