@@ -104,6 +104,9 @@ struct Cx<'a> {
     /// may read at constant offsets along the sharded axis (earlier steps,
     /// whose halos are exchanged).
     in_rec: Option<VarId>,
+    /// Extents and `i64` values computed from the symbol (`max(1, B)`):
+    /// ranges over them are ranges over the symbol.
+    derived: std::collections::HashSet<VarId>,
     /// Whether a halo exchange was placed.
     uses_halo: bool,
     /// While a definition is rewritten: the tensors it reads at offsets
@@ -138,6 +141,7 @@ fn shard_function(
         halo: HashMap::new(),
         in_rec: None,
         uses_halo: false,
+        derived: Default::default(),
         redirect: HashMap::new(),
         nested: 0,
         lowered,
@@ -209,8 +213,10 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// Whether `d` involves the symbol (directly, or through an extent or
+    /// `i64` value computed from it).
     fn is_over(&self, d: &Dim) -> bool {
-        mentions(d, self.global)
+        d.vars().iter().any(|v| VarId(v.0) == self.global || self.derived.contains(&VarId(v.0)))
     }
 
     fn stmts(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Stmt>, Diagnostic> {
@@ -248,6 +254,17 @@ impl Cx<'_> {
                 }
                 self.hoist_scalar(&mut value, out)?;
                 self.expr(&mut value, &[])?;
+                if value.ty == Repr::Scalar(ScalarKind::I64) {
+                    let mut over = false;
+                    visit_all(&value, &mut |x| match &x.kind {
+                        ExprKind::Dim(d) => over |= self.is_over(d),
+                        ExprKind::Var(v) => over |= self.derived.contains(v),
+                        _ => {}
+                    });
+                    if over {
+                        self.derived.insert(var);
+                    }
+                }
                 if let Some(axis) = self.yields_sharded(&value) {
                     self.sharded.insert(var, axis);
                 }
@@ -260,10 +277,10 @@ impl Cx<'_> {
             }
             Stmt::Tensor(def) => self.tensor(def, out)?,
             Stmt::Extent { var, value, what } => {
+                // A number computed from the whole extent, the same on
+                // every rank; ranges over it are ranges over the symbol.
                 if self.is_over(&value) {
-                    return Err(self.error(format!("the extent `{what}` depends on `{}`", self.symbol))
-                        .note("a definition over a range derived from the sharded extent needs other ranks' rows")
-                        .help(format!("define tensors over `{}` itself, and guard the points you need", self.symbol)));
+                    self.derived.insert(var);
                 }
                 out.push(Stmt::Extent { var, value, what });
             }
@@ -297,6 +314,16 @@ impl Cx<'_> {
     /// that reads them ([`Comm::Halo`] in the clause's prelude).
     fn recurrence(&mut self, mut r: crate::ir::Recurrence, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
         let t = self.vname(r.var);
+        let seq_over = r
+            .seq
+            .iter()
+            .any(|(a, l)| self.is_over(&r.extents[*a]) || self.is_over(&l.start) || self.is_over(&l.end));
+        if seq_over {
+            return Err(self
+                .error(format!("the recurrence `{t}` runs along `{}`", self.symbol))
+                .note("each step would need the step before from another rank: the ranks would run one after another")
+                .help(format!("shard along another axis, or run the recurrence along `{}` in an unsharded function", self.symbol)));
+        }
         let mut axes = Vec::new();
         for (a, d) in r.extents.iter().enumerate() {
             if *d == dvar(self.global) {
@@ -306,13 +333,6 @@ impl Cx<'_> {
                     .error(format!("axis {a} of the recurrence `{t}` has an extent that involves `{}` but is not `{}`", self.symbol, self.symbol))
                     .help(format!("define `{t}` over `{}` itself and restrict its clauses' ranges", self.symbol)));
             }
-        }
-        let seq_over = r.seq.iter().any(|(a, l)| axes.contains(a) || self.is_over(&l.start) || self.is_over(&l.end));
-        if seq_over {
-            return Err(self
-                .error(format!("the recurrence `{t}` runs along `{}`", self.symbol))
-                .note("each step would need the step before from another rank: the ranks would run one after another")
-                .help(format!("shard along another axis, or run the recurrence along `{}` in an unsharded function", self.symbol)));
         }
         if axes.len() > 1 {
             return Err(self
