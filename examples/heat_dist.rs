@@ -41,13 +41,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let rows = world.block(n);
     let mine = u0.slice(s![rows.clone(), ..]);
-    let _ = program::heat(&world, mine, 0.2, 2)?;
+    let _ = program::heat_rows(&world, mine, 0.2, 2)?;
     let before = world.bytes_sent();
     let reps = 3;
     let start = Instant::now();
-    let mut u = program::heat(&world, mine, 0.2, steps as i64)?;
+    let mut u = program::heat_rows(&world, mine, 0.2, steps as i64)?;
     for _ in 1..reps {
-        u = program::heat(&world, mine, 0.2, steps as i64)?;
+        u = program::heat_rows(&world, mine, 0.2, steps as i64)?;
     }
     let per_call = start.elapsed().as_secs_f64() / reps as f64;
     let sent = (world.bytes_sent() - before) / reps as u64;
