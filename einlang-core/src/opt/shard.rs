@@ -58,9 +58,6 @@ pub fn run(program: &mut Program) -> Vec<Diagnostic> {
         if let Err(d) = shard_function(f, &shard.symbol, shard.span, &lowered) {
             diags.push(d);
         }
-        if std::env::var_os("EINLANG_DEBUG_SHARD").is_some() {
-            eprintln!("{}", crate::ir::pretty::pretty_function(f));
-        }
     }
     diags
 }
@@ -1410,5 +1407,79 @@ fn sink_reductions(body: &mut Vec<Stmt>) {
             let s = body.remove(i);
             body.insert(to - 1, s);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::{Comm, Stmt};
+
+    /// The program lowered (the driver runs `shard::run` on it), or its
+    /// first error.
+    fn sharded(src: &str) -> Result<crate::ir::Program, String> {
+        let ast = crate::syntax::parse_str(src).map_err(|d| d[0].message.clone())?;
+        crate::driver::lower(ast).map(|l| l.ir).map_err(|d| d[0].message.clone())
+    }
+
+    fn comms(p: &crate::ir::Program) -> Vec<Comm> {
+        p.fns[0].body.iter().filter_map(|s| if let Stmt::Comm(c) = s { Some(c.clone()) } else { None }).collect()
+    }
+
+    #[test]
+    fn a_gradient_over_the_batch_is_local_parts_and_one_all_reduce_each() {
+        let p = sharded(
+            "#[shard(B)]
+            fn step(x: [f32; B, I], w: [f32; I], t: [f32; B]) -> ([f32; I], f32) {
+                let y[n] = sum[i](x[n, i] * w[i]);
+                let l = sum[n]((y[n] - t[n]) * (y[n] - t[n])) / (B as f32);
+                (@l / @w, l)
+            }",
+        )
+        .unwrap();
+        let c = comms(&p);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert!(c.iter().all(|c| matches!(c, Comm::AllReduce { op: crate::base::ops::RedOp::Sum, .. })));
+        let parts = p.fns[0].shard.as_ref().and_then(|s| s.parts.as_ref()).unwrap();
+        assert_eq!(p.fns[0].var(parts.local).source_name, "B_local");
+        assert!(!parts.halo);
+    }
+
+    #[test]
+    fn a_stencil_over_time_exchanges_halos_in_its_steps() {
+        let p = sharded(
+            "#[shard(N)]
+            fn heat(u0: [f64; N, M], steps: i64) -> [f64; N, M] {
+                let u[0, i, j] = u0[i, j];
+                let u[t in 1..steps, i in 1..N - 1, j] = u[t - 1, i - 1, j] + u[t - 1, i + 1, j];
+                let last[i, j] = u[steps - 1, i, j];
+                last
+            }",
+        )
+        .unwrap();
+        let rec = p.fns[0].body.iter().find_map(|s| if let Stmt::Recurrence(r) = s { Some(r) } else { None }).unwrap();
+        let halos: Vec<_> = rec.clauses.iter().flat_map(|c| &c.prelude).collect();
+        assert!(matches!(halos[..], [Stmt::Comm(Comm::Halo { lo: 1, hi: 1, axis: 1, .. })]), "{halos:?}");
+        assert!(p.fns[0].shard.as_ref().and_then(|s| s.parts.as_ref()).unwrap().halo);
+    }
+
+    #[test]
+    fn reads_of_other_ranks_rows_are_errors_that_say_why() {
+        let gather = sharded(
+            "#[shard(B)]
+            fn g(x: [f32; B], idx: [i64; B]) -> [f32; B] {
+                let y[n] = x[idx[n]];
+                y
+            }",
+        );
+        assert!(gather.unwrap_err().contains("not the point's own index"));
+        let along = sharded(
+            "#[shard(B)]
+            fn c(x: [f32; B]) -> [f32; B] {
+                let c[0] = x[0];
+                let c[n in 1..B] = c[n - 1] + x[n];
+                c
+            }",
+        );
+        assert!(along.unwrap_err().contains("runs along `B`"));
     }
 }
