@@ -890,6 +890,25 @@ mod mpi_world {
         }
     }
 
+    /// Test binaries run their tests on several threads at once, which
+    /// under MPI would interleave different tests' collectives differently
+    /// on different ranks. Before `main`, a process started by an MPI
+    /// launcher therefore asks the test harness for one test at a time
+    /// (in name order, the same on every rank), unless `RUST_TEST_THREADS`
+    /// says otherwise. Other programs do not read the variable.
+    #[cfg(target_os = "linux")]
+    #[used]
+    #[link_section = ".init_array"]
+    static ONE_TEST_AT_A_TIME: extern "C" fn() = {
+        extern "C" fn one_test_at_a_time() {
+            if wanted() && std::env::var_os("RUST_TEST_THREADS").is_none() {
+                // Before `main`: no other thread reads the environment.
+                std::env::set_var("RUST_TEST_THREADS", "1");
+            }
+        }
+        one_test_at_a_time
+    };
+
     /// A `World`'s access to the session.
     pub struct Handle;
 
