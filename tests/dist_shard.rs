@@ -120,6 +120,15 @@ einlang! {
         (w, sum[i, j](w[i, j] * w[i, j]))
     }
 
+    /// An `assert` of this rank's elements, and one of a reduction over
+    /// the sharded axis.
+    #[shard(N)]
+    pub fn positive_total(v: [f32; N]) -> f32 {
+        assert(v > 0.0, "every element must be positive");
+        assert(all[i](v[i] > -100.0), "no element below -100");
+        sum[i](v[i])
+    }
+
     /// A gather along an unsharded axis at data-dependent indices (checked
     /// at run time: an index out of range is an error on that rank).
     #[shard(B)]
@@ -301,6 +310,14 @@ fn errors(world: &World) {
         let e = r.expect_err("a shape error on rank 0 is an error everywhere");
         assert!(matches!(e, einlang::Error::Shape { .. }), "rank {rank}: {e}");
     }
+    // A failed assert on the last rank only (its block has the one
+    // negative element): the same error on every rank.
+    let v = Array1::from_shape_fn(n, |i| if i == n - 1 { -1.0f32 } else { 1.0 + i as f32 });
+    let e = positive_total(world, v.slice(s![rows.clone()])).expect_err("a failed assert on one rank");
+    assert!(matches!(&e, einlang::Error::Assert { message, .. } if message.contains("positive")), "rank {rank}: {e}");
+    let v = Array1::from_shape_fn(n, |i| 1.0 + i as f32);
+    let total = positive_total(world, v.slice(s![rows.clone()])).unwrap();
+    close("positive total", total, (1..=n).sum::<usize>() as f32, 1e-6);
     // The world is still usable: a good call afterwards.
     let idx = Array1::from_shape_fn(n, |i| (i % 6) as i64);
     let (total, v) = pick(world, &table, idx.slice(s![rows.clone()])).unwrap();

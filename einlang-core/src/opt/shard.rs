@@ -570,7 +570,9 @@ impl Cx<'_> {
             *e = total;
             return Ok(());
         }
-        if arithmetic(e) {
+        // Arithmetic, and the operands of an `assert` or `print`, are
+        // evaluated once, unconditionally: their reductions can come first.
+        if arithmetic(e) || matches!(e.kind, ExprKind::Assert { .. } | ExprKind::Print(_)) {
             let mut res = Ok(());
             visit::for_each_child_mut(e, &mut |c| {
                 if res.is_ok() {
