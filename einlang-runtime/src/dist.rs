@@ -714,7 +714,7 @@ pub fn agree_block(world: &World, function: &str, extents: &[i64], names: &[&str
 }
 
 /// [`agree_block`], with every rank's block length in rank order (for
-/// halo exchanges): one all-gather at entry either way.
+/// halo exchanges): one more all-gather of one word per rank.
 pub fn agree_block_holds(
     world: &World,
     function: &str,
