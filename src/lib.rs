@@ -69,6 +69,13 @@ pub mod cpu {
     pub use einlang_runtime::cpu::{set_baseline_only, wide};
 }
 
+/// Processes working together on `#[shard(B)]` functions: the [`dist::World`]
+/// of ranks (MPI with the cargo feature `mpi` under `mpirun` or `srun`, a
+/// world of one otherwise), [`dist::block`], and what a rank has sent.
+pub mod dist {
+    pub use einlang_runtime::dist::{block, World};
+}
+
 /// GPUs, device tensors and the kernels of `#[device(cuda)]` functions
 /// (cargo feature `cuda`).
 #[cfg(feature = "cuda")]

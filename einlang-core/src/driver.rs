@@ -94,7 +94,12 @@ pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> 
         tables = mono.analyze(&mut hir, &mut diags);
         stop_on_errors(&mut diags)?;
     }
-    let ir = lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags);
+    let mut ir = lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags);
+    stop_on_errors(&mut diags)?;
+    // Sharded functions compute their own block, with the communication
+    // they need stated in the IR (before the other IR passes, which then
+    // see ordinary functions over local extents).
+    diags.extend(opt::shard::run(&mut ir));
     stop_on_errors(&mut diags)?;
     ir::validate::validate(&ir)
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR: {msg}"))])?;

@@ -56,6 +56,9 @@ pub enum Error {
     /// The CUDA driver, NVRTC or cuBLAS failed (`operation` says what was
     /// being done: a launch, a kernel's compilation, an allocation).
     Device { operation: String, message: String },
+    /// Ranks of a sharded function disagree (an extent that differs across
+    /// ranks), or communication failed.
+    Dist { message: String },
 }
 
 impl fmt::Display for Error {
@@ -80,6 +83,7 @@ impl fmt::Display for Error {
             Error::Io { function, path, message } => write!(f, "in `{function}`: `{path}`: {message}"),
             Error::NoDevice => write!(f, "no CUDA device: no driver library, no GPU, or no GPU with that ordinal"),
             Error::Device { operation, message } => write!(f, "CUDA error in {operation}: {message}"),
+            Error::Dist { message } => write!(f, "across ranks: {message}"),
         }
     }
 }

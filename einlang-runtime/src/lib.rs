@@ -9,6 +9,7 @@
 pub mod arith;
 pub mod ckpt;
 pub mod cpu;
+pub mod dist;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod dest;

@@ -72,6 +72,11 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
         out
     }
 
+    /// The array's shape (all zeros for a store of no elements).
+    pub fn shape(&self) -> [usize; N] {
+        self.shape
+    }
+
     #[inline(always)]
     fn offset(&self, idx: [usize; N]) -> usize {
         idx.iter().zip(&self.shape).fold(0usize, |off, (i, n)| off * n + i)

@@ -103,6 +103,7 @@ impl Vars {
             result,
             vars: self.vars,
             device: None,
+            shard: None,
             checkpointed: None,
         }
     }

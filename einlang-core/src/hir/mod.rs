@@ -260,6 +260,9 @@ pub struct Function {
     pub skip: Option<Skip>,
     /// For a `#[device(cuda)]` function: the attribute's span.
     pub device: Option<Span>,
+    /// For a `#[shard(B)]` function: the symbol's name and the attribute's
+    /// span.
+    pub shard: Option<(String, Span)>,
 }
 
 /// Why a function is left out of analysis and code generation.

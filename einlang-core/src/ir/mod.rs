@@ -107,6 +107,8 @@ pub struct Function {
     pub vars: Vec<VarInfo>,
     /// `Some` for a `#[device(cuda)]` function, `None` for a host function.
     pub device: Option<Device>,
+    /// `Some` for a `#[shard(B)]` function (see [`Shard`]).
+    pub shard: Option<Shard>,
     /// Set by `opt::checkpoint` on a function whose reverse sweep through a
     /// recurrence may instead run checkpointed (see [`Checkpointing`]).
     pub checkpointed: Option<Checkpointing>,
@@ -129,6 +131,87 @@ pub struct Checkpointing {
     pub steps: Dim,
     pub state: Dim,
     pub elem: ScalarKind,
+}
+
+/// A function split across the ranks of a world along one dimension
+/// symbol (`#[shard(B)]`). Lowering records the symbol; `opt::shard`
+/// rewrites the function to compute its own block and fills `parts`.
+#[derive(Clone, Debug)]
+pub struct Shard {
+    pub symbol: String,
+    pub span: Span,
+    pub parts: Option<ShardParts>,
+}
+
+impl PartialEq for Shard {
+    fn eq(&self, o: &Shard) -> bool {
+        self.symbol == o.symbol && self.parts == o.parts
+    }
+}
+
+/// The variables of a sharded function after `opt::shard`: the entry binds
+/// `local` (this rank's extent of the symbol, from its parameters) and the
+/// other dimensions in `agreed`; a back end then agrees across ranks on
+/// them, binding `global` (the symbol's whole extent, the sum of the
+/// ranks' `local`) and `offset` (where this rank's block starts), and
+/// returning an error on every rank when an `agreed` dimension differs
+/// between ranks. The body's loops over the symbol run over the block
+/// `offset .. offset + local` with their index variables global.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardParts {
+    pub global: VarId,
+    pub local: VarId,
+    pub offset: VarId,
+    pub agreed: Vec<VarId>,
+    /// Whether the function exchanges halos (`Comm::Halo`): the entry then
+    /// also learns every rank's block length.
+    pub halo: bool,
+}
+
+/// Communication between the ranks of a sharded function, stated by what
+/// it computes; a back end spells it (MPI for host functions). Every rank
+/// runs the same `Comm` statements in the same order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Comm {
+    /// `out` is `input` (a scalar or a tensor of the same shape on every
+    /// rank) combined over the ranks element by element with `op` (`Sum`,
+    /// `Prod`, `Max`, `Min`, `All`, `Any`), in rank order.
+    AllReduce { out: VarId, input: VarId, op: RedOp, elem: ScalarKind },
+    /// `argmax`/`argmin` over the ranks: each rank has its local extremum
+    /// `best` and its first global index `index` (-1 when its block had no
+    /// term), scalars or tensors of one shape; `out` is the global index
+    /// of the first extremum (lowest rank wins ties).
+    AllReduceArg { out: VarId, best: VarId, index: VarId, max: bool, elem: ScalarKind },
+    /// In a clause's prelude of the recurrence `tensor`, whose axis `axis`
+    /// holds `lo` halo rows, this rank's block, then `hi` halo rows: the
+    /// neighbouring ranks' rows next to this rank's block, at the step
+    /// `step` (an `i64` expression) of the sequential axis `time`, are
+    /// copied into the halos.
+    Halo { tensor: VarId, time: usize, step: Expr, axis: usize, lo: u64, hi: u64 },
+    /// `out` is the sharded tensor `input` (of elements `elem`) with `lo`
+    /// rows of the previous rank's block before its own block along
+    /// `axis`, and `hi` rows of the next rank's after it (for a definition
+    /// that reads `input` at constant offsets along the sharded axis).
+    Extend { out: VarId, input: VarId, axis: usize, lo: u64, hi: u64, elem: ScalarKind },
+}
+
+impl Comm {
+    /// The variable it defines, if any.
+    pub fn defines(&self) -> Option<VarId> {
+        match self {
+            Comm::AllReduce { out, .. } | Comm::AllReduceArg { out, .. } | Comm::Extend { out, .. } => Some(*out),
+            Comm::Halo { .. } => None,
+        }
+    }
+
+    /// The variables it reads (besides those of a `Halo`'s step).
+    pub fn reads(&self) -> Vec<VarId> {
+        match self {
+            Comm::AllReduce { input, .. } | Comm::Extend { input, .. } => vec![*input],
+            Comm::AllReduceArg { best, index, .. } => vec![*best, *index],
+            Comm::Halo { tensor, .. } => vec![*tensor],
+        }
+    }
 }
 
 /// The target of a device function, with the span of its attribute for
@@ -214,6 +297,8 @@ pub enum Stmt {
     CheckResultDim { tensor: VarId, path: Vec<u32>, axis: usize, symbol: String, declared: Dim },
     /// Evaluate for effect (`assert`, `print`).
     Expr(Expr),
+    /// Communication between ranks (a sharded function only).
+    Comm(Comm),
     /// A reverse sweep through a recurrence, run in chunks of steps so that
     /// neither the primal's history nor its adjoint's is kept whole (see
     /// [`Sweep`]). Only among a function's own statements (`Function::may_give_up`).

@@ -156,6 +156,28 @@ impl Printer<'_> {
                 format!("reshape {} = {} as [{}]: {}", self.var(*var), self.var(*source), dims.join(", "), elem.name())
             }
             Stmt::Expr(e) => format!("eval {}", self.expr(e, level)),
+            Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) => {
+                format!("all-reduce {} = {}({}) over ranks: {}", self.var(*out), op.name(), self.var(*input), elem.name())
+            }
+            Stmt::Comm(crate::ir::Comm::Extend { out, input, axis, lo, hi, elem }) => format!(
+                "extend {} = {} with the neighbours' rows along axis {axis}: {lo} below, {hi} above: {}",
+                self.var(*out),
+                self.var(*input),
+                elem.name()
+            ),
+            Stmt::Comm(crate::ir::Comm::Halo { tensor, time, step, axis, lo, hi }) => format!(
+                "halo exchange of {} at axis {time} = {}, axis {axis}: {lo} rows below, {hi} above",
+                self.var(*tensor),
+                self.expr(step, level)
+            ),
+            Stmt::Comm(crate::ir::Comm::AllReduceArg { out, best, index, max, elem }) => format!(
+                "all-reduce {} = {}({}, {}) over ranks: {}",
+                self.var(*out),
+                if *max { "argmax" } else { "argmin" },
+                self.var(*best),
+                self.var(*index),
+                elem.name()
+            ),
             Stmt::Sweep(w) => {
                 let mut text = format!(
                     "sweep over {} steps in chunks of {} ({} in {}..{}), lookback {}, margin {}:\n",

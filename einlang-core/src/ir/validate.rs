@@ -164,6 +164,12 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
     let dim = |d: &Dim, f: &mut dyn FnMut(VarId)| d.vars().into_iter().for_each(|v| f(VarId(v.0)));
     match s {
         Stmt::Let { value, .. } | Stmt::Expr(value) => visit_var_uses(value, f),
+        Stmt::Comm(c) => {
+            c.reads().into_iter().for_each(&mut *f);
+            if let crate::ir::Comm::Halo { step, .. } = c {
+                visit_var_uses(step, f);
+            }
+        }
         Stmt::Extent { value, .. } => dim(value, f),
         Stmt::SameExtent { a, b, .. } => {
             dim(a, f);
@@ -383,6 +389,16 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        // A sharded function's whole extent and offset, bound after the
+        // ranks agree at entry.
+        if let Some(parts) = f.shard.as_ref().and_then(|s| s.parts.as_ref()) {
+            for v in [parts.global, parts.offset] {
+                self.define(v);
+            }
+            for v in parts.agreed.iter().chain([&parts.local]) {
+                self.use_var(*v);
+            }
+        }
         for s in &f.body {
             self.check_stmt(s);
         }
@@ -464,6 +480,31 @@ impl<'a> Checker<'a> {
             }
             Stmt::Expr(e) => self.check_expr(e),
             Stmt::Sweep(w) => self.check_sweep(w),
+            Stmt::Comm(crate::ir::Comm::Halo { tensor, step, .. }) => {
+                self.use_var(*tensor);
+                self.check_expr(step);
+            }
+            Stmt::Comm(c) => {
+                let reads = c.reads();
+                let first = reads.first().and_then(|&v| self.use_var(v).cloned());
+                for &v in &reads[1..] {
+                    self.use_var(v);
+                }
+                let Some(out) = c.defines() else { return };
+                let expected = match (c, first) {
+                    (crate::ir::Comm::AllReduce { .. } | crate::ir::Comm::Extend { .. }, Some(ty)) => Some(ty),
+                    (crate::ir::Comm::AllReduceArg { .. }, Some(Repr::Scalar(_))) => Some(Repr::Scalar(ScalarKind::I64)),
+                    (crate::ir::Comm::AllReduceArg { .. }, Some(Repr::Tensor(_, r))) => {
+                        Some(Repr::Tensor(ScalarKind::I64, r))
+                    }
+                    _ => None,
+                };
+                match (self.ty(out).cloned(), expected) {
+                    (Some(ty), Some(want)) => self.expect_ty("a communication's result", &ty, &want),
+                    _ => self.err(format!("communication into {} of an unusable value", self.name(out))),
+                }
+                self.define(out);
+            }
         }
     }
 
@@ -690,7 +731,7 @@ impl<'a> Checker<'a> {
             }
             self.push();
             for s in &c.prelude {
-                if !matches!(s, Stmt::Tensor(_) | Stmt::Gemm(_)) {
+                if !matches!(s, Stmt::Tensor(_) | Stmt::Gemm(_) | Stmt::Comm(crate::ir::Comm::Halo { .. })) {
                     self.err(format!("a clause prelude of recurrence {name} holds {s:?}"));
                 }
                 self.check_stmt(s);

@@ -130,7 +130,11 @@ pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             w.sums.iter().for_each(|s| s.prelude.iter().chain([&s.part]).for_each(|s| for_each_stmt_expr(s, f)));
             w.after.iter().for_each(|s| for_each_stmt_expr(s, f));
         }
-        Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
+        Stmt::Extent { .. }
+        | Stmt::SameExtent { .. }
+        | Stmt::CheckResultDim { .. }
+        | Stmt::Reshape { .. }
+        | Stmt::Comm(_) => {}
     }
 }
 
@@ -162,7 +166,11 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
             });
             w.after.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
         }
-        Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } | Stmt::Reshape { .. } => {}
+        Stmt::Extent { .. }
+        | Stmt::SameExtent { .. }
+        | Stmt::CheckResultDim { .. }
+        | Stmt::Reshape { .. }
+        | Stmt::Comm(_) => {}
     }
 }
 
@@ -203,6 +211,7 @@ pub fn for_each_binder(e: &Expr, f: &mut dyn FnMut(VarId)) {
 pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
     match s {
         Stmt::Let { var, .. } | Stmt::Extent { var, .. } | Stmt::Reshape { var, .. } => f(*var),
+        Stmt::Comm(c) => c.defines().into_iter().for_each(f),
         Stmt::Tensor(def) => {
             def.axes.iter().for_each(|a| f(a.index));
             f(def.var);

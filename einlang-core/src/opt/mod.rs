@@ -43,6 +43,7 @@ pub mod invariant;
 pub mod pack;
 pub mod rows;
 pub mod scan;
+pub mod shard;
 pub mod simplify;
 pub mod split;
 pub mod steps;

@@ -226,7 +226,8 @@ fn function(cover: (End, End), lo: End, hi: End, b: &Body) -> Function {
         result: Expr { kind: ExprKind::Var(X), ty: Repr::Tensor(ScalarKind::I64, 2) },
         vars: build.vars,
         device: None,
-        checkpointed: None,
+        shard: None,
+            checkpointed: None,
     }
 }
 

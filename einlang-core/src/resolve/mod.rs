@@ -311,8 +311,22 @@ impl Resolver {
                         continue;
                     }
                     let mut device = None;
+                    let mut shard = None;
                     for attr in &f.attrs {
-                        if attr.name.name != "device" {
+                        if attr.name.name == "shard" {
+                            match attr.args.as_slice() {
+                                [sym] if sym.name.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') => {
+                                    if shard.is_some() {
+                                        diags.push(Diagnostic::error(attr.span, "a function is sharded along one symbol"));
+                                    }
+                                    shard = Some((sym.name.clone(), attr.span));
+                                }
+                                _ => diags.push(
+                                    Diagnostic::error(attr.span, "`#[shard]` takes one dimension symbol")
+                                        .help("name the dimension whose axes are split across ranks: `#[shard(B)]`"),
+                                ),
+                            }
+                        } else if attr.name.name != "device" {
                             diags.push(not_supported(attr.span, "attributes on functions"));
                         } else if attr.args.len() == 1 && attr.args[0].name == "cuda" {
                             device = Some(attr.span);
@@ -345,6 +359,7 @@ impl Resolver {
                         origin: None,
                         skip: None,
                         device,
+                        shard,
                     });
                     self.hir.defs[def].kind = DefKind::Fn(fn_id);
                     self.fn_of_item.insert(f as *const ast::FnItem, fn_id);
@@ -689,6 +704,7 @@ impl Resolver {
             origin: None,
             skip: None,
             device: None,
+            shard: None,
         });
         self.hir.defs[def].kind = DefKind::Fn(fn_id);
     }
@@ -718,6 +734,7 @@ impl Resolver {
             origin: None,
             skip: None,
             device: None,
+            shard: None,
         });
         self.hir.defs[def].kind = DefKind::Fn(f);
         f

@@ -91,6 +91,7 @@ fn copy_fn(hir: &mut Hir, f: FnId, name: &str, params: Vec<Option<TyAnn>>, keep_
         origin: None,
         skip: None,
         device: template.device,
+        shard: template.shard.clone(),
     };
     let errors = std::mem::take(&mut cx.errors);
     let id = hir.fns.alloc(func);

@@ -624,6 +624,8 @@ impl<'a> HostCx<'a> {
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Gemm(g) => self.gemm(g),
             Stmt::Recurrence(r) => self.recurrence(r),
+            // `opt::shard` rejects sharded device functions.
+            Stmt::Comm(_) => Err(Failure::Bug("communication in device code".into())),
             // `opt::checkpoint` runs on host functions only.
             Stmt::Sweep(_) => Err(Failure::Bug("a checkpointed sweep in device code".into())),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {

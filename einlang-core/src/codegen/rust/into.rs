@@ -43,8 +43,8 @@ pub(crate) struct ResultTensor {
 /// The tensors of `f`'s result that its `_into` form takes buffers for:
 /// the result when it is a tensor, or the tensor elements of a tuple.
 /// Empty when `f` has no `_into` form: no tensor in its result, a device
-/// function, one that may give up (an `Option` result), or a function of
-/// the program already has the name.
+/// function, a sharded one, one that may give up (an `Option` result), or
+/// a function of the program already has the name.
 pub(crate) fn outs(f: &Function, fns: &FnIdents) -> Vec<ResultTensor> {
     let tensor = |element: Option<usize>, ty: &Repr| match *ty {
         Repr::Tensor(elem, rank) => Some(ResultTensor { element, elem, rank: Some(rank) }),
@@ -55,7 +55,9 @@ pub(crate) fn outs(f: &Function, fns: &FnIdents) -> Vec<ResultTensor> {
         let into = ident(id);
         fns.values().any(|other| *other == into)
     });
-    if f.may_give_up() || f.device.is_some() || taken {
+    // (A sharded function's buffers would be checked after its ranks
+    // agreed on their status: not yet.)
+    if f.may_give_up() || f.device.is_some() || f.shard.is_some() || taken {
         return Vec::new();
     }
     match &f.ret {

@@ -81,6 +81,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::base::dim::{Dim, DimVar};
+use crate::base::ops::RedOp;
 use crate::codegen::paths;
 use crate::ir::{EntryCheck, ExprKind, Function, Program, Repr, Stmt, VarId, VarInfo};
 
@@ -238,6 +239,14 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
         inner_params.push(quote!(#id: &mut #rt_full::dest::Out<'_, #elem, #dim>));
         inner_args.push(id.clone());
     }
+    let sharded = f.shard.is_some();
+    if sharded {
+        let world = quote!(__world: &::einlang::__private::dist::World);
+        outer_params.insert(0, world.clone());
+        inner_params.insert(0, world);
+        forwarded.insert(0, quote!(__world));
+        inner_args.insert(0, Ident::new("__world", proc_macro2::Span::call_site()));
+    }
     let body = if options.checked || options.baseline_only {
         body
     } else {
@@ -258,7 +267,22 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> 
         };
         return into::emit(&entry, &body, &outs, &out_ids, &inner_args);
     }
-    if lifetimes.is_empty() {
+    if sharded {
+        // Every rank ends the call together: an error on one rank becomes
+        // the same error on every rank (`dist::World::finish`).
+        let generics = if lifetimes.is_empty() { quote!() } else { quote!(<#(#lifetimes),*>) };
+        Ok(quote! {
+            #(#docs)*
+            #allow
+            #vis fn #name #generics(#(#outer_params),*) -> #result<#ret, #err> {
+                fn __body(#(#inner_params),*) -> #result<#ret, #err> {
+                    #body
+                }
+                __world.begin();
+                __world.finish(__body(#(#forwarded),*))
+            }
+        })
+    } else if lifetimes.is_empty() {
         Ok(quote! {
             #(#docs)*
             #allow
@@ -533,6 +557,9 @@ impl<'a> FnCx<'a> {
         for check in &f.entry {
             out.extend(self.entry(check)?);
         }
+        if let Some(parts) = f.shard.as_ref().and_then(|s| s.parts.as_ref()) {
+            out.extend(self.shard_entry(parts)?);
+        }
         // Tensor parameters are read in standard layout: a view of any
         // strides is copied once (`as_standard_layout`; a standard one is
         // borrowed as it is), so that every read is a row-major offset
@@ -553,8 +580,21 @@ impl<'a> FnCx<'a> {
         if let Some(c) = &f.checkpointed {
             out.extend(self.checkpointed(c)?);
         }
-        for s in &f.body {
-            out.extend(self.stmt(s)?);
+        let mut k = 0;
+        while k < f.body.len() {
+            // Consecutive all-reduces of a sharded function travel in one
+            // message.
+            let run = f.body[k..]
+                .iter()
+                .take_while(|s| matches!(s, Stmt::Comm(crate::ir::Comm::AllReduce { .. })))
+                .count();
+            if run > 1 {
+                out.extend(self.all_reduces(&f.body[k..k + run])?);
+                k += run;
+                continue;
+            }
+            out.extend(self.stmt(&f.body[k])?);
+            k += 1;
         }
         let result = if is_plain(&f.result.ty) {
             self.expr(&f.result)?.tokens
@@ -809,6 +849,7 @@ impl<'a> FnCx<'a> {
                 self.repr.insert(*var, Ownership::Owned);
                 Ok(quote!(let #id: #array = #rt::shape::reshape_owned(#name, #src, #shape)?;))
             }
+            Stmt::Comm(c) => self.comm(c),
             Stmt::Expr(e) => {
                 let statement_like =
                     matches!(e.kind, ExprKind::Call { .. } | ExprKind::If { .. } | ExprKind::Block { .. });
@@ -820,6 +861,193 @@ impl<'a> FnCx<'a> {
                 }
             }
         }
+    }
+
+    /// The entry of a sharded function: the ranks agree that their entry
+    /// checks passed and on the extents, binding the symbol's whole extent
+    /// and this rank's offset (`ir::ShardParts`).
+    fn shard_entry(&mut self, parts: &crate::ir::ShardParts) -> Result<TokenStream, Bug> {
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        let (global, local, offset) = (self.ident(parts.global)?, self.ident(parts.local)?, self.ident(parts.offset)?);
+        let mut values = vec![quote!(#local)];
+        let mut names = vec![types::str_lit(&self.info(parts.global)?.source_name)];
+        for &d in &parts.agreed {
+            let id = self.ident(d)?;
+            values.push(quote!(#id));
+            names.push(types::str_lit(&self.info(d)?.source_name));
+        }
+        self.nonneg.insert(parts.global);
+        self.nonneg.insert(parts.offset);
+        self.nonneg.insert(parts.local);
+        if parts.halo {
+            return Ok(quote! {
+                let (#global, #offset, __holds): (i64, i64, ::std::vec::Vec<i64>) =
+                    #rt::dist::agree_block_holds(__world, #name, &[#(#values),*], &[#(#names),*])?;
+            });
+        }
+        Ok(quote! {
+            let (#global, #offset): (i64, i64) =
+                #rt::dist::agree_block(__world, #name, &[#(#values),*], &[#(#names),*])?;
+        })
+    }
+
+    /// Several all-reduces (`Comm::AllReduce` statements) in one message.
+    fn all_reduces(&mut self, stmts: &[Stmt]) -> Result<TokenStream, Bug> {
+        let (rt, nd) = (self.rt.clone(), self.nd.clone());
+        let mut prepare = TokenStream::new();
+        let mut parts = Vec::new();
+        let mut finish = TokenStream::new();
+        for s in stmts {
+            let Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) = s else {
+                return Err("not an all-reduce".into());
+            };
+            let combine = match op {
+                RedOp::Sum => quote!(Sum),
+                RedOp::Prod => quote!(Prod),
+                RedOp::Max => quote!(Max),
+                RedOp::Min => quote!(Min),
+                RedOp::All => quote!(And),
+                RedOp::Any => quote!(Or),
+                RedOp::ArgMax | RedOp::ArgMin => return Err("an all-reduce of an argmax".into()),
+            };
+            let (o, i) = (self.ident(*out)?, self.ident(*input)?);
+            let t = types::scalar(*elem);
+            match self.info(*out)?.ty {
+                Repr::Scalar(_) => {
+                    let held = quote::format_ident!("__one_{}", o.to_string().trim_start_matches("r#"));
+                    prepare.extend(quote!(let mut #held: [#t; 1] = [#i];));
+                    parts.push(quote!(&mut #rt::dist::Values { values: &mut #held[..], op: #rt::dist::Combine::#combine } as &mut dyn #rt::dist::Part));
+                    finish.extend(quote!(let #o: #t = #held[0];));
+                }
+                Repr::Tensor(_, rank) => {
+                    let array = types::array(*elem, Some(rank), &nd);
+                    self.repr.insert(*out, Ownership::Owned);
+                    self.standard.insert(*out);
+                    prepare.extend(quote!(let mut #o: #array = #i.as_standard_layout().into_owned();));
+                    parts.push(quote!(&mut #rt::dist::Values { values: #o.as_slice_mut().unwrap_or(&mut []), op: #rt::dist::Combine::#combine } as &mut dyn #rt::dist::Part));
+                }
+                _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
+            }
+        }
+        Ok(quote! {
+            #prepare
+            __world.agree(::core::result::Result::Ok(()))?;
+            __world.all_reduce_parts(&mut [#(#parts),*]);
+            #finish
+        })
+    }
+
+    /// Communication between ranks: the ranks first agree that none has
+    /// failed (otherwise every rank returns the first one's error), then
+    /// combine their values, in rank order on every rank.
+    fn comm(&mut self, c: &crate::ir::Comm) -> Result<TokenStream, Bug> {
+        use crate::ir::Comm;
+        let (rt, nd) = (self.rt.clone(), self.nd.clone());
+        let agree = quote!(__world.agree(::core::result::Result::Ok(()))?;);
+        if let Comm::Halo { tensor, time, step, axis, lo, hi } = c {
+            let access = self.rec_access.get(tensor).cloned().ok_or("a halo exchange outside its recurrence")?;
+            let store = access.store.ok_or("a halo exchange outside its recurrence's steps")?;
+            let step = self.expr(step)?.tokens;
+            let slot = self.in_window(*tensor, *time, quote!(((#step) as usize)));
+            let name = self.fn_name.clone();
+            let (time, axis, lo, hi) =
+                (types::usize_lit(*time), types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
+            return Ok(quote! {
+                #agree
+                unsafe { #rt::dist::halo_store(__world, #name, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
+            });
+        }
+        if let Comm::Extend { out, input, axis, lo, hi, elem } = c {
+            let (o, i) = (self.ident(*out)?, self.ident(*input)?);
+            let rank = match self.info(*out)?.ty {
+                Repr::Tensor(_, rank) => rank,
+                _ => return Err("an extension of a value that is not a tensor".into()),
+            };
+            let array = types::array(*elem, Some(rank), &nd);
+            let name = self.fn_name.clone();
+            let (axis, lo, hi) = (types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
+            self.repr.insert(*out, Ownership::Owned);
+            self.standard.insert(*out);
+            return Ok(quote! {
+                #agree
+                let #o: #array = #rt::dist::extend(__world, #name, #i.view(), #axis, #lo, #hi, &__holds)?;
+            });
+        }
+        let defined = c.defines().ok_or("a communication that defines nothing")?;
+        let out = self.ident(defined)?;
+        let out_ty = self.info(defined)?.ty.clone();
+        let code = match c {
+            Comm::AllReduce { input, op, elem, .. } => {
+                let combine = match op {
+                    RedOp::Sum => quote!(Sum),
+                    RedOp::Prod => quote!(Prod),
+                    RedOp::Max => quote!(Max),
+                    RedOp::Min => quote!(Min),
+                    RedOp::All => quote!(And),
+                    RedOp::Any => quote!(Or),
+                    RedOp::ArgMax | RedOp::ArgMin => return Err("an all-reduce of an argmax".into()),
+                };
+                let input = self.ident(*input)?;
+                match out_ty {
+                    Repr::Scalar(_) => {
+                        let t = types::scalar(*elem);
+                        quote! {
+                            #agree
+                            let #out: #t = __world.all_reduce_one(#input, #rt::dist::Combine::#combine);
+                        }
+                    }
+                    Repr::Tensor(_, rank) => {
+                        let array = types::array(*elem, Some(rank), &nd);
+                        self.repr.insert(defined, Ownership::Owned);
+                        self.standard.insert(defined);
+                        quote! {
+                            #agree
+                            let mut #out: #array = #input.as_standard_layout().into_owned();
+                            if let ::core::option::Option::Some(__values) = #out.as_slice_mut() {
+                                __world.all_reduce(__values, #rt::dist::Combine::#combine);
+                            }
+                        }
+                    }
+                    _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
+                }
+            }
+            Comm::AllReduceArg { best, index, max, elem, .. } => {
+                let (best, index) = (self.ident(*best)?, self.ident(*index)?);
+                let t = types::scalar(*elem);
+                match out_ty {
+                    Repr::Scalar(_) => quote! {
+                        #agree
+                        let #out: i64 = {
+                            let mut __best: [#t; 1] = [#best];
+                            let mut __index: [i64; 1] = [#index];
+                            __world.all_reduce_arg(&mut __best, &mut __index, #max);
+                            __index[0]
+                        };
+                    },
+                    Repr::Tensor(_, rank) => {
+                        let (array_t, array_i) = (
+                            types::array(*elem, Some(rank), &nd),
+                            types::array(crate::base::scalar::ScalarKind::I64, Some(rank), &nd),
+                        );
+                        self.repr.insert(defined, Ownership::Owned);
+                        self.standard.insert(defined);
+                        quote! {
+                            #agree
+                            let mut __best: #array_t = #best.as_standard_layout().into_owned();
+                            let mut #out: #array_i = #index.as_standard_layout().into_owned();
+                            if let (::core::option::Option::Some(__b), ::core::option::Option::Some(__i)) =
+                                (__best.as_slice_mut(), #out.as_slice_mut())
+                            {
+                                __world.all_reduce_arg(__b, __i, #max);
+                            }
+                        }
+                    }
+                    _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
+                }
+            }
+            Comm::Halo { .. } | Comm::Extend { .. } => return Err("a halo exchange".into()),
+        };
+        Ok(code)
     }
 
     /// `let var = value;` (also where-bindings). Scalars get their type

@@ -1,0 +1,1487 @@
+//! Sharded functions (`#[shard(B)]`): each rank computes its own block of
+//! the symbol's axes, and the communication the program needs is stated
+//! in the IR ([`Comm`]).
+//!
+//! Runs on the IR as lowered, before the other passes (which then see an
+//! ordinary function over local extents). The rewrite:
+//!
+//! - entry: the parameter axes of dimension `B` give `B_local` (this rank's
+//!   block); `B` itself, the whole extent, and `B_offset`, where the block
+//!   starts, are bound by the back end after the ranks agree on them
+//!   ([`ShardParts`]). Every other dimension bound at entry is checked to be
+//!   the same on every rank.
+//! - a definition axis over `0..B` runs over the block `B_offset ..
+//!   B_offset + B_local`; its index variable keeps the global value, so the
+//!   body means what it means unsharded (`n as f32`, guards).
+//! - a read of a sharded tensor along its sharded axis at the point's own
+//!   index reads the local position `n - B_offset`.
+//! - a reduction whose loop runs over `B` (any range `a..b` that mentions
+//!   `B`: its global meaning) runs over the part of the range in the block,
+//!   then an all-reduce combines the ranks' parts: the reduction is bound
+//!   to a value of its own (a scalar, or a tensor over the definition's
+//!   axes), followed by [`Comm::AllReduce`] (or [`Comm::AllReduceArg`] for
+//!   `argmax`/`argmin`).
+//!
+//! What needs another rank's rows (a read along `B` at an offset or at a
+//! data-dependent index, a reduction over `B` inside a definition over `B`,
+//! a recurrence over `B`, a whole sharded tensor passed on) is a compile
+//! error that says why and what to write instead.
+
+use std::collections::HashMap;
+
+use crate::base::dim::{Dim, DimVar};
+use crate::base::ops::{BinOp, RedOp};
+use crate::base::scalar::ScalarKind;
+use crate::base::span::Span;
+use crate::diag::Diagnostic;
+use crate::ir::visit;
+use crate::ir::{
+    Comm, EntryCheck, Expr, ExprKind, Function, Program, Repr, ShardParts, Stmt, TensorDef, VarId, WhereEntry,
+};
+
+/// Rewrites every sharded function of `program`; the errors of those that
+/// cannot be sharded.
+pub fn run(program: &mut Program) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    // The functions as lowered, for inlining calls into sharded ones.
+    let lowered: HashMap<String, Function> = program.fns.iter().map(|f| (f.name.clone(), f.clone())).collect();
+    for f in &mut program.fns {
+        let Some(shard) = f.shard.clone() else { continue };
+        if f.device.is_some() {
+            diags.push(
+                Diagnostic::error(shard.span, "`#[shard]` on a `#[device(cuda)]` function is not supported yet")
+                    .note("sharded functions run on the host, communicating through MPI; NCCL is not built")
+                    .help("shard a host function and call the device function from it per rank"),
+            );
+            continue;
+        }
+        if let Err(d) = shard_function(f, &shard.symbol, shard.span, &lowered) {
+            diags.push(d);
+        }
+    }
+    diags
+}
+
+fn dvar(v: VarId) -> Dim {
+    Dim::var(DimVar(v.0))
+}
+
+fn mentions(d: &Dim, v: VarId) -> bool {
+    d.vars().contains(&DimVar(v.0))
+}
+
+/// How deep calls are inlined into a sharded function (a recursive
+/// function has no end).
+const MAX_INLINE_DEPTH: u32 = 64;
+
+struct Cx<'a> {
+    f: &'a mut Function,
+    name: String,
+    symbol: String,
+    span: Span,
+    global: VarId,
+    local: VarId,
+    offset: VarId,
+    /// Tensors held in blocks, with their sharded axis.
+    sharded: HashMap<VarId, usize>,
+    /// Tuples holding sharded tensors: the sharded axis of each element.
+    tuples: HashMap<VarId, Vec<Option<usize>>>,
+    /// Every function as lowered (callees are inlined in the sharded
+    /// context).
+    lowered: &'a HashMap<String, Function>,
+    inlining: u32,
+    /// Index variables over the block that hold the local position
+    /// (`0..B_local`; their global value is `i + B_offset`), rather than
+    /// the global index.
+    modes: HashMap<VarId, Mode>,
+    /// Sharded tensors stored with halo rows: how many come before the
+    /// block along the sharded axis.
+    halo: HashMap<VarId, i64>,
+    /// While a recurrence's clauses are rewritten: its tensor, which they
+    /// may read at constant offsets along the sharded axis (earlier steps,
+    /// whose halos are exchanged).
+    in_rec: Option<VarId>,
+    /// Extents and `i64` values computed from the symbol (`max(1, B)`):
+    /// ranges over them are ranges over the symbol.
+    derived: std::collections::HashSet<VarId>,
+    /// Whether a halo exchange was placed.
+    uses_halo: bool,
+    /// While a definition is rewritten: the tensors it reads at offsets
+    /// along the sharded axis, and their extended copies (`Comm::Extend`).
+    redirect: HashMap<VarId, VarId>,
+    /// Greater than zero inside a definition's points or a reduction's
+    /// terms, where no communication can be placed.
+    nested: u32,
+}
+
+fn shard_function(
+    f: &mut Function,
+    symbol: &str,
+    span: Span,
+    lowered: &HashMap<String, Function>,
+) -> Result<(), Diagnostic> {
+    let name = f.name.clone();
+    // The dimension variable of the symbol, bound at entry from a parameter.
+    let global = f.entry.iter().find_map(|e| match e {
+        EntryCheck::BindDim { dim, .. } if f.var(*dim).source_name == symbol => Some(*dim),
+        _ => None,
+    });
+    let Some(global) = global else {
+        return Err(Diagnostic::error(span, format!("no parameter of `{name}` has an axis of dimension `{symbol}`"))
+            .help(format!("`#[shard({symbol})]` splits the parameter axes whose dimension is `{symbol}`")));
+    };
+    let local = f.add_var(&format!("{symbol}_local"), Repr::Scalar(ScalarKind::I64));
+    let offset = f.add_var(&format!("{symbol}_offset"), Repr::Scalar(ScalarKind::I64));
+    let mut cx = Cx { f, name, symbol: symbol.to_string(), span, global, local, offset, sharded: HashMap::new(),
+        tuples: HashMap::new(),
+        modes: HashMap::new(),
+        halo: HashMap::new(),
+        in_rec: None,
+        uses_halo: false,
+        derived: Default::default(),
+        redirect: HashMap::new(),
+        nested: 0,
+        lowered,
+        inlining: 0,
+    };
+    let mut agreed = Vec::new();
+    let mut entry = std::mem::take(&mut cx.f.entry);
+    for e in &mut entry {
+        match e {
+            EntryCheck::BindDim { dim, param, path, axis } => {
+                if *dim == global {
+                    cx.shard_param(*param, path, *axis)?;
+                    *dim = local;
+                } else {
+                    agreed.push(*dim);
+                }
+            }
+            EntryCheck::CheckDim { param, path, axis, expected, .. } => {
+                if *expected == dvar(global) {
+                    cx.shard_param(*param, path, *axis)?;
+                    *expected = dvar(local);
+                } else if mentions(expected, global) {
+                    let p = cx.f.var(*param).source_name.clone();
+                    return Err(cx.error(format!("parameter `{p}` has an axis whose extent involves `{symbol}` but is not `{symbol}`"))
+                        .help(format!("only axes of extent exactly `{symbol}` can be split across ranks")));
+                }
+            }
+        }
+    }
+    cx.f.entry = entry;
+    let body = std::mem::take(&mut cx.f.body);
+    let mut body = cx.stmts(body)?;
+    let mut result = std::mem::replace(&mut cx.f.result, Expr::unit());
+    cx.result(&mut result, &mut body)?;
+    sink_reductions(&mut body);
+    cx.f.body = body;
+    cx.f.result = result;
+    let uses_halo = cx.uses_halo;
+    if let Some(s) = &mut cx.f.shard {
+        s.parts = Some(ShardParts { global, local, offset, agreed, halo: uses_halo });
+    }
+    Ok(())
+}
+
+impl Cx<'_> {
+    fn error(&self, msg: String) -> Diagnostic {
+        Diagnostic::error(self.span, format!("in sharded function `{}`: {msg}", self.name))
+    }
+
+    fn vname(&self, v: VarId) -> String {
+        self.f.var(v).source_name.clone()
+    }
+
+    fn shard_param(&mut self, param: VarId, path: &[u32], axis: usize) -> Result<(), Diagnostic> {
+        if !path.is_empty() {
+            let p = self.vname(param);
+            return Err(self.error(format!("parameter `{p}` holds a sharded tensor inside a tuple"))
+                .help("pass the sharded tensor as a parameter of its own"));
+        }
+        if let Some(&other) = self.sharded.get(&param) {
+            if other != axis {
+                let p = self.vname(param);
+                return Err(self.error(format!("parameter `{p}` has two axes of dimension `{}`", self.symbol))
+                    .note("a rank holds a block of one axis; a second would need other ranks' rows")
+                    .help("give the second axis a dimension symbol of its own"));
+            }
+        }
+        self.sharded.insert(param, axis);
+        Ok(())
+    }
+
+    /// Whether `d` involves the symbol (directly, or through an extent or
+    /// `i64` value computed from it).
+    fn is_over(&self, d: &Dim) -> bool {
+        d.vars().iter().any(|v| VarId(v.0) == self.global || self.derived.contains(&VarId(v.0)))
+    }
+
+    fn stmts(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Stmt>, Diagnostic> {
+        let mut out = Vec::with_capacity(stmts.len());
+        for s in stmts {
+            self.stmt(s, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn stmt(&mut self, s: Stmt, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        match s {
+            Stmt::Let { var, mut value } => {
+                self.inline_calls(&mut value, out)?;
+                if let ExprKind::Tuple(items) = &mut value.kind {
+                    let axes: Vec<Option<usize>> = items.iter().map(|i| self.yields_sharded(i)).collect();
+                    if axes.iter().any(Option::is_some) {
+                        for i in items.iter_mut() {
+                            if self.yields_sharded(i).is_none() {
+                                self.hoist_scalar(i, out)?;
+                                self.expr(i, &[])?;
+                            }
+                        }
+                        self.tuples.insert(var, axes);
+                        out.push(Stmt::Let { var, value });
+                        return Ok(());
+                    }
+                }
+                if let ExprKind::Var(x) = value.kind {
+                    if let Some(&axis) = self.sharded.get(&x) {
+                        self.sharded.insert(var, axis);
+                        out.push(Stmt::Let { var, value });
+                        return Ok(());
+                    }
+                }
+                self.hoist_scalar(&mut value, out)?;
+                self.expr(&mut value, &[])?;
+                if value.ty == Repr::Scalar(ScalarKind::I64) {
+                    let mut over = false;
+                    visit_all(&value, &mut |x| match &x.kind {
+                        ExprKind::Dim(d) => over |= self.is_over(d),
+                        ExprKind::Var(v) => over |= self.derived.contains(v),
+                        _ => {}
+                    });
+                    if over {
+                        self.derived.insert(var);
+                    }
+                }
+                if let Some(axis) = self.yields_sharded(&value) {
+                    self.sharded.insert(var, axis);
+                }
+                out.push(Stmt::Let { var, value });
+            }
+            Stmt::Expr(mut value) => {
+                self.hoist_scalar(&mut value, out)?;
+                self.expr(&mut value, &[])?;
+                out.push(Stmt::Expr(value));
+            }
+            Stmt::Tensor(def) => self.tensor(def, out)?,
+            Stmt::Extent { var, value, what } => {
+                // A number computed from the whole extent, the same on
+                // every rank; ranges over it are ranges over the symbol.
+                if self.is_over(&value) {
+                    self.derived.insert(var);
+                }
+                out.push(Stmt::Extent { var, value, what });
+            }
+            Stmt::SameExtent { .. } => out.push(s),
+            Stmt::CheckResultDim { tensor, path, axis, symbol, mut declared } => {
+                if path.is_empty() && self.sharded.get(&tensor) == Some(&axis) && declared == dvar(self.global) {
+                    declared = dvar(self.local);
+                }
+                out.push(Stmt::CheckResultDim { tensor, path, axis, symbol, declared });
+            }
+            Stmt::Reshape { source, .. } if self.sharded.contains_key(&source) => {
+                let t = self.vname(source);
+                return Err(self.error(format!("`{t}` is split across ranks and cannot be reshaped"))
+                    .help("reshape the blocks before the call, or define the reshaped tensor pointwise"));
+            }
+            Stmt::Recurrence(r) => self.recurrence(r, out)?,
+            Stmt::Reshape { .. } => out.push(s),
+            Stmt::Comm(_) | Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) => {
+                return Err(Diagnostic::bug(self.span, "sharding runs on the IR as lowered"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A recurrence. One whose axes do not involve the symbol is computed
+    /// as it is (on every rank). One with an axis of extent exactly the
+    /// symbol, not a sequential one, computes this rank's block of it:
+    /// stored with halo rows on either side as deep as its clauses read
+    /// its earlier steps at constant offsets along the axis, which are
+    /// exchanged with the neighbouring ranks at the start of every step
+    /// that reads them ([`Comm::Halo`] in the clause's prelude).
+    fn recurrence(&mut self, mut r: crate::ir::Recurrence, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        let t = self.vname(r.var);
+        let seq_over = r
+            .seq
+            .iter()
+            .any(|(a, l)| self.is_over(&r.extents[*a]) || self.is_over(&l.start) || self.is_over(&l.end));
+        if seq_over {
+            return Err(self
+                .error(format!("the recurrence `{t}` runs along `{}`", self.symbol))
+                .note("each step would need the step before from another rank: the ranks would run one after another")
+                .help(format!("shard along another axis, or run the recurrence along `{}` in an unsharded function", self.symbol)));
+        }
+        let mut axes = Vec::new();
+        for (a, d) in r.extents.iter().enumerate() {
+            if *d == dvar(self.global) {
+                axes.push(a);
+            } else if self.is_over(d) {
+                return Err(self
+                    .error(format!("axis {a} of the recurrence `{t}` has an extent that involves `{}` but is not `{}`", self.symbol, self.symbol))
+                    .help(format!("define `{t}` over `{}` itself and restrict its clauses' ranges", self.symbol)));
+            }
+        }
+        if axes.len() > 1 {
+            return Err(self
+                .error(format!("the recurrence `{t}` has two axes over `{}`", self.symbol))
+                .help("give the second axis a dimension symbol of its own"));
+        }
+        let Some(&a) = axes.first() else {
+            // Nothing of it is sharded: the clauses read no block (reads of
+            // sharded tensors there are errors, from `access`).
+            self.nested += 1;
+            let mut res = Ok(());
+            for c in &mut r.clauses {
+                if res.is_ok() {
+                    res = self.expr(&mut c.body, &[]);
+                }
+            }
+            self.nested -= 1;
+            res?;
+            out.push(Stmt::Recurrence(r));
+            return Ok(());
+        };
+        let [(time, tl)] = &r.seq[..] else {
+            return Err(self
+                .error(format!("the recurrence `{t}` has several sequential axes and an axis over `{}`", self.symbol))
+                .help("shard a recurrence with one sequential axis (time steps over a sharded grid)"));
+        };
+        let (time, tvar) = (*time, tl.index);
+        // The halo each side: the largest offsets of the clauses' reads of
+        // the recurrence's earlier steps along the sharded axis.
+        let (mut lo, mut hi) = (0i64, 0i64);
+        let mut reads_offsets = vec![false; r.clauses.len()];
+        for (n, c) in r.clauses.iter().enumerate() {
+            let Some(RecIndexLoop(k)) = loop_at(&c.at, a) else {
+                return Err(self
+                    .error(format!("a clause of the recurrence `{t}` writes a single point along `{}`", self.symbol))
+                    .note("a literal position along the sharded axis belongs to one rank")
+                    .help(format!("write the clause over a range of `{}` and guard the points (`where`)", self.symbol)));
+            };
+            let p = c.loops[k].index;
+            let mut bad = None;
+            visit_all(&c.body, &mut |e| {
+                let ExprKind::Read { tensor, indices, .. } = &e.kind else { return };
+                if *tensor != r.var {
+                    return;
+                }
+                let Some(ix) = indices.get(a) else { return };
+                let off = match &ix.kind {
+                    ExprKind::Var(v) if *v == p => 0,
+                    _ => match constant_offset(ix, &[p]) {
+                        Some((_, c)) => c,
+                        None => return,
+                    },
+                };
+                if off == 0 {
+                    return;
+                }
+                // Only earlier steps, whose rows the neighbours have.
+                let earlier = indices.get(time).is_some_and(|s| match constant_offset(s, &[tvar]) {
+                    Some((_, d)) => d < 0,
+                    None => false,
+                });
+                if !earlier {
+                    bad = Some(off);
+                }
+                lo = lo.max(-off);
+                hi = hi.max(off);
+                reads_offsets[n] = true;
+            });
+            if bad.is_some() {
+                return Err(self
+                    .error(format!("a clause of `{t}` reads the current step of `{t}` at an offset along `{}`", self.symbol))
+                    .note("neighbouring ranks compute that step at the same time; only earlier steps are exchanged")
+                    .help(format!("read an earlier step (`{t}[t - 1, i - 1, ..]`)")));
+            }
+        }
+        r.extents[a] = dvar(self.local).add_const(lo + hi);
+        self.sharded.insert(r.var, a);
+        self.halo.insert(r.var, lo);
+        let block_end = dvar(self.offset).add(&dvar(self.local));
+        let i64t = Repr::Scalar(ScalarKind::I64);
+        for (n, c) in r.clauses.iter_mut().enumerate() {
+            let Some(RecIndexLoop(k)) = loop_at(&c.at, a) else { unreachable!() };
+            let l = &mut c.loops[k];
+            // The clause's range of the axis (global), clipped to the block,
+            // as storage positions.
+            let (start, end) = if l.start.as_constant() == Some(0) && l.end == dvar(self.global) {
+                (Dim::constant(lo), dvar(self.local).add_const(lo))
+            } else {
+                let s = Dim::max(&l.start, &dvar(self.offset));
+                let e = Dim::min(&l.end, &block_end);
+                (s.sub(&dvar(self.offset)).add_const(lo), e.sub(&dvar(self.offset)).add_const(lo))
+            };
+            l.start = start;
+            l.end = end;
+            let p = l.index;
+            self.modes.insert(p, Mode::Storage(lo));
+            self.in_rec = Some(r.var);
+            self.nested += 1;
+            let res = self.expr(&mut c.body, &[p]);
+            self.nested -= 1;
+            self.in_rec = None;
+            res?;
+            if reads_offsets[n] {
+                let step = Expr {
+                    kind: ExprKind::Binary(
+                        BinOp::Sub,
+                        Box::new(Expr { kind: ExprKind::Var(tvar), ty: i64t.clone() }),
+                        Box::new(Expr { kind: ExprKind::Lit(crate::ir::Literal::Int(1)), ty: i64t.clone() }),
+                    ),
+                    ty: i64t.clone(),
+                };
+                c.prelude.insert(0, Stmt::Comm(Comm::Halo { tensor: r.var, time, step, axis: a, lo: lo as u64, hi: hi as u64 }));
+                self.uses_halo = true;
+            }
+        }
+        r.clear_steps = true;
+        r.lines = false;
+        r.wavefront = false;
+        out.push(Stmt::Recurrence(r));
+        Ok(())
+    }
+
+    /// The sharded tensors that the body of `def` (over the block, index
+    /// `i`) reads at constant offsets from `i` along their sharded axis:
+    /// each gets an extended copy with the neighbours' rows
+    /// ([`Comm::Extend`]), which the body then reads.
+    fn extend_for(&mut self, def: &TensorDef, i: VarId, out: &mut Vec<Stmt>) {
+        let mut need: Vec<(VarId, i64, i64)> = Vec::new();
+        visit_all(&def.body, &mut |e| {
+            let ExprKind::Read { tensor, indices, .. } = &e.kind else { return };
+            let Some(&a) = self.sharded.get(tensor) else { return };
+            if *tensor == def.var || self.halo.contains_key(tensor) {
+                return;
+            }
+            let Some((_, c)) = indices.get(a).and_then(|ix| constant_offset(ix, &[i])) else { return };
+            match need.iter_mut().find(|(t, _, _)| t == tensor) {
+                Some((_, lo, hi)) => {
+                    *lo = (*lo).max(-c);
+                    *hi = (*hi).max(c);
+                }
+                None => need.push((*tensor, (-c).max(0), c.max(0))),
+            }
+        });
+        for (t, lo, hi) in need {
+            let ty = self.f.var(t).ty.clone();
+            let Repr::Tensor(elem, _) = ty else { continue };
+            let ext = self.f.add_var(&format!("{}_halo", self.vname(t)), ty);
+            let axis = self.sharded[&t];
+            out.push(Stmt::Comm(Comm::Extend { out: ext, input: t, axis, lo: lo as u64, hi: hi as u64, elem }));
+            self.sharded.insert(ext, axis);
+            self.halo.insert(ext, lo);
+            self.redirect.insert(t, ext);
+            self.uses_halo = true;
+        }
+    }
+
+    /// A definition: its axes over the symbol become the block; a
+    /// reduction over the symbol in it (only where it has no such axis) is
+    /// computed as this rank's part and all-reduced.
+    fn tensor(&mut self, mut def: TensorDef, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        let mut own = Vec::new();
+        for (k, a) in def.axes.iter_mut().enumerate() {
+            if a.extent == dvar(self.global) && a.start.as_constant() == Some(0) {
+                a.extent = dvar(self.local);
+                self.modes.insert(a.index, Mode::Local);
+                own.push((k, a.index));
+            } else if self.is_over(&a.extent) || self.is_over(&a.start) {
+                let t = self.vname(def.var);
+                return Err(self
+                    .error(format!("axis {k} of `{t}` has a range that involves `{}` but is not `0..{}`", self.symbol, self.symbol))
+                    .note("only axes over the whole sharded extent are split across ranks")
+                    .help(format!("define `{t}` over `{}` and guard the points you need (`where`)", self.symbol)));
+            }
+        }
+        if own.len() > 1 {
+            let t = self.vname(def.var);
+            return Err(self
+                .error(format!("`{t}` has two axes over `{}`", self.symbol))
+                .note("a rank holds a block of one axis; the other would need every rank's rows")
+                .help("give the second axis a dimension symbol of its own"));
+        }
+        let scope: Vec<VarId> = own.iter().map(|&(_, i)| i).collect();
+        if let Some(&(k, _)) = own.first() {
+            self.sharded.insert(def.var, k);
+            self.extend_for(&def, scope[0], out);
+            self.nested += 1;
+            let r = self.expr(&mut def.body, &scope);
+            self.nested -= 1;
+            self.redirect.clear();
+            r?;
+            def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
+            out.push(Stmt::Tensor(def));
+            return Ok(());
+        }
+        // No sharded axis: reductions over the symbol become parts.
+        let whole_reduce = matches!(&def.body.kind, ExprKind::Reduce { op, loops, .. }
+            if !matches!(op, RedOp::ArgMax | RedOp::ArgMin) && loops.iter().any(|l| self.is_over(&l.start) || self.is_over(&l.end)));
+        if whole_reduce {
+            let ExprKind::Reduce { op, .. } = &def.body.kind else { unreachable!() };
+            let op = *op;
+            self.reduce_local(&mut def.body)?;
+            def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
+            let total = def.var;
+            let ty = self.f.var(total).ty.clone();
+            let part = self.f.add_var(&format!("{}_part", self.vname(total)), ty);
+            def.var = part;
+            let elem = def.elem;
+            out.push(Stmt::Tensor(def));
+            out.push(Stmt::Comm(Comm::AllReduce { out: total, input: part, op, elem }));
+            return Ok(());
+        }
+        let mut hoisted = Vec::new();
+        self.hoist_in_def(&mut def, &mut hoisted)?;
+        out.extend(hoisted);
+        self.nested += 1;
+        let r = self.expr(&mut def.body, &[]);
+        self.nested -= 1;
+        r?;
+        def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
+        out.push(Stmt::Tensor(def));
+        Ok(())
+    }
+
+    fn over_b(&self, e: &Expr) -> bool {
+        matches!(&e.kind, ExprKind::Reduce { loops, .. } if loops.iter().any(|l| self.is_over(&l.start) || self.is_over(&l.end)))
+    }
+
+    /// Moves every reduction over the symbol out of a top-level value
+    /// (reachable through arithmetic only) into a `let` of its own part and
+    /// its all-reduce, leaving a read of the total.
+    fn hoist_scalar(&mut self, e: &mut Expr, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        if self.over_b(e) {
+            let Repr::Scalar(_) = e.ty else {
+                return Err(Diagnostic::bug(self.span, "a reduction of a non-scalar"));
+            };
+            let red = std::mem::replace(e, Expr::unit());
+            let total = self.reduce_part(red, None, out)?;
+            *e = total;
+            return Ok(());
+        }
+        // Arithmetic, and the operands of an `assert` or `print`, are
+        // evaluated once, unconditionally: their reductions can come first.
+        if arithmetic(e) || matches!(e.kind, ExprKind::Assert { .. } | ExprKind::Print(_)) {
+            let mut res = Ok(());
+            visit::for_each_child_mut(e, &mut |c| {
+                if res.is_ok() {
+                    res = self.hoist_scalar(c, out);
+                }
+            });
+            return res;
+        }
+        Ok(())
+    }
+
+    /// `red` (a reduction over the symbol) as this rank's part, bound to a
+    /// scalar (or, with `axes`, a tensor over a definition's axes whose
+    /// index variables it reads) and all-reduced; the expression that
+    /// reads the total.
+    fn reduce_part(&mut self, mut red: Expr, axes: Option<&[crate::ir::Axis]>, out: &mut Vec<Stmt>) -> Result<Expr, Diagnostic> {
+        let ExprKind::Reduce { op, loops, wheres, body } = &red.kind else {
+            return Err(Diagnostic::bug(self.span, "not a reduction"));
+        };
+        let (op, ty) = (*op, red.ty.clone());
+        let Repr::Scalar(k) = body.ty else {
+            return Err(Diagnostic::bug(self.span, "a reduction of a non-scalar"));
+        };
+        let arg = matches!(op, RedOp::ArgMax | RedOp::ArgMin);
+        if arg && loops.len() != 1 {
+            return Err(self
+                .error(format!("`{}` over several indices, one of them over `{}`", op.name(), self.symbol))
+                .help(format!("reduce over the `{}` index alone", self.symbol)));
+        }
+        // For argmax/argmin, the extremum itself (the same loops and terms).
+        let best = arg.then(|| {
+            let extremum = if op == RedOp::ArgMax { RedOp::Max } else { RedOp::Min };
+            let e = Expr {
+                kind: ExprKind::Reduce { op: extremum, loops: loops.clone(), wheres: wheres.clone(), body: body.clone() },
+                ty: Repr::Scalar(k),
+            };
+            self.fresh_binders(e)
+        });
+        if self.nested > 0 {
+            return Err(self.bug_nested());
+        }
+        self.reduce_local(&mut red)?;
+        let bind = |cx: &mut Self, value: Expr, what: &str, out: &mut Vec<Stmt>| -> VarId {
+            match axes {
+                None => {
+                    let v = cx.f.add_var(what, value.ty.clone());
+                    out.push(Stmt::Let { var: v, value });
+                    v
+                }
+                Some(axes) => {
+                    let Repr::Scalar(ek) = value.ty else { unreachable!() };
+                    let v = cx.f.add_var(what, Repr::Tensor(ek, axes.len()));
+                    // Each definition has index variables of its own.
+                    let mut axes = axes.to_vec();
+                    let mut map = HashMap::new();
+                    for a in &mut axes {
+                        let ty = cx.f.var(a.index).ty.clone();
+                        let name = cx.vname(a.index);
+                        let fresh = cx.f.add_var(&name, ty);
+                        map.insert(a.index, fresh);
+                        a.index = fresh;
+                    }
+                    let mut value = value;
+                    rename_all(&mut value, &map);
+                    out.push(Stmt::Tensor(TensorDef::new(v, ek, axes, value)));
+                    v
+                }
+            }
+        };
+        let total_ty = match axes {
+            None => ty.clone(),
+            Some(axes) => match &ty {
+                Repr::Scalar(ek) => Repr::Tensor(*ek, axes.len()),
+                _ => return Err(Diagnostic::bug(self.span, "a reduction of a non-scalar")),
+            },
+        };
+        let name = format!("{}_{}", op.name(), self.symbol);
+        let total = self.f.add_var(&format!("{name}_total"), total_ty);
+        if let Some(mut best) = best {
+            self.reduce_local(&mut best)?;
+            let b = bind(self, best, &format!("{name}_best"), out);
+            let i = bind(self, red, &format!("{name}_part"), out);
+            out.push(Stmt::Comm(Comm::AllReduceArg { out: total, best: b, index: i, max: op == RedOp::ArgMax, elem: k }));
+        } else {
+            let Repr::Scalar(ek) = ty else { unreachable!() };
+            let p = bind(self, red, &format!("{name}_part"), out);
+            out.push(Stmt::Comm(Comm::AllReduce { out: total, input: p, op, elem: ek }));
+        }
+        Ok(match axes {
+            None => Expr { kind: ExprKind::Var(total), ty },
+            Some(axes) => Expr {
+                kind: ExprKind::Read {
+                    tensor: total,
+                    indices: axes.iter().map(|a| Expr { kind: ExprKind::Var(a.index), ty: Repr::Scalar(ScalarKind::I64) }).collect(),
+                    checked: false,
+                },
+                ty,
+            },
+        })
+    }
+
+    /// Reductions over the symbol inside a definition without a sharded
+    /// axis, reachable through arithmetic (and the definition's own
+    /// guards), become tensors of parts over the definition's axes.
+    fn hoist_in_def(&mut self, def: &mut TensorDef, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        // The definition's axes, with fresh index variables for the parts
+        // (each definition defines its own).
+        let mut body = std::mem::replace(&mut def.body, Expr::unit());
+        let r = self.hoist_def_rec(&mut body, def, out);
+        def.body = body;
+        r
+    }
+
+    fn hoist_def_rec(&mut self, e: &mut Expr, def: &TensorDef, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        if self.over_b(e) {
+            // The parts get index variables of their own (`reduce_part`).
+            let red = std::mem::replace(e, Expr::unit());
+            let total = self.reduce_part(red, Some(&def.axes), out)?;
+            *e = total;
+            return Ok(());
+        }
+        let descend = arithmetic(e) || matches!(&e.kind, ExprKind::Guarded { wheres, .. } if wheres.iter().all(|w| matches!(w, WhereEntry::Guard(_))));
+        if descend {
+            let mut res = Ok(());
+            visit::for_each_child_mut(e, &mut |c| {
+                if res.is_ok() {
+                    res = self.hoist_def_rec(c, def, out);
+                }
+            });
+            return res;
+        }
+        Ok(())
+    }
+
+    /// `e` with fresh variables for everything it binds (a copy of an
+    /// expression must not define its variables a second time).
+    fn fresh_binders(&mut self, mut e: Expr) -> Expr {
+        let mut bound = Vec::new();
+        visit_all(&e, &mut |x| visit::for_each_binder(x, &mut |v| bound.push(v)));
+        let mut map = HashMap::new();
+        for v in bound {
+            let ty = self.f.var(v).ty.clone();
+            let name = self.vname(v);
+            map.insert(v, self.f.add_var(&name, ty));
+        }
+        rename_all(&mut e, &map);
+        e
+    }
+
+    /// Rewrites reads of sharded tensors and reductions over the symbol in
+    /// `e`; `scope` holds the index variables that run over this rank's
+    /// block.
+    fn expr(&mut self, e: &mut Expr, scope: &[VarId]) -> Result<(), Diagnostic> {
+        match &mut e.kind {
+            ExprKind::Read { tensor, indices, checked } => {
+                if let Some(&ext) = self.redirect.get(tensor) {
+                    *tensor = ext;
+                }
+                // A tensor not held in blocks read at a block's index: its
+                // bounds were proven for the whole extent; check them.
+                if !self.sharded.contains_key(tensor)
+                    && indices.iter().any(|ix| matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i)))
+                {
+                    *checked = true;
+                }
+                let tensor = *tensor;
+                self.access(tensor, indices, scope)
+            }
+            ExprKind::View { tensor, indices } => {
+                if let Some(&ext) = self.redirect.get(tensor) {
+                    *tensor = ext;
+                }
+                let tensor = *tensor;
+                self.access(tensor, indices, scope)
+            }
+            ExprKind::Len { tensor, axis } => {
+                if self.sharded.get(tensor) == Some(axis) {
+                    e.kind = ExprKind::Dim(dvar(self.global));
+                }
+                Ok(())
+            }
+            ExprKind::Var(v) if self.sharded.contains_key(v) => {
+                let t = self.vname(*v);
+                Err(self
+                    .error(format!("`{t}` is split across ranks and is used whole here"))
+                    .note("a call or an operation on the whole tensor would see only this rank's block")
+                    .help(format!(
+                        "write the computation on `{t}` inside this function with indices (`let y[n, ..] = ...{t}[n, ..]...`)"
+                    )))
+            }
+            ExprKind::Field(t, _) if matches!(&t.kind, ExprKind::Var(t) if self.tuples.contains_key(t)) => Ok(()),
+            ExprKind::Var(v) if self.tuples.contains_key(v) => {
+                let t = self.vname(*v);
+                Err(self
+                    .error(format!("the tuple `{t}` holds tensors split across ranks and is used whole here"))
+                    .help("take its elements apart first (`let (a, b) = ...;`)"))
+            }
+            ExprKind::Var(v) if self.modes.contains_key(v) => {
+                // An index over the block used as a value: its global value.
+                let shift = self.shift(*v);
+                let old = std::mem::replace(e, Expr::unit());
+                *e = plus(old, shift);
+                Ok(())
+            }
+            ExprKind::Dim(d) => {
+                *d = self.global_dim(d);
+                Ok(())
+            }
+            _ => self.expr_rest(e, scope),
+        }
+    }
+
+    /// `d` with every index over the block replaced by its global value.
+    fn global_dim(&self, d: &Dim) -> Dim {
+        d.substitute(&|v: DimVar| self.modes.contains_key(&VarId(v.0)).then(|| Dim::var(v).add(&self.shift(VarId(v.0)))))
+    }
+
+    /// What an index variable over the block adds to its value to give
+    /// the global index.
+    fn shift(&self, v: VarId) -> Dim {
+        match self.modes.get(&v) {
+            Some(Mode::Local) => dvar(self.offset),
+            Some(Mode::Storage(lo)) => dvar(self.offset).add_const(-lo),
+            None => Dim::zero(),
+        }
+    }
+
+    fn access(&mut self, tensor: VarId, indices: &mut [Expr], scope: &[VarId]) -> Result<(), Diagnostic> {
+        {
+            {
+                let sharded_axis = self.sharded.get(&tensor).copied();
+                for (k, ix) in indices.iter_mut().enumerate() {
+                    let own = matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i))
+                        || constant_offset(ix, scope).is_some();
+                    if !(Some(k) == sharded_axis && own) {
+                        self.expr(ix, scope)?;
+                    }
+                }
+                if let Some(&axis) = self.sharded.get(&tensor) {
+                    let Some(ix) = indices.get_mut(axis) else {
+                        let t = self.vname(tensor);
+                        return Err(self
+                            .error(format!("`{t}` is split across ranks along axis {axis}, which this access leaves whole"))
+                            .help("read it element by element at the point's own index"));
+                    };
+                    let at = match &ix.kind {
+                        ExprKind::Var(i) if scope.contains(i) => Some((*i, 0)),
+                        _ => constant_offset(ix, scope),
+                    };
+                    let t = self.vname(tensor);
+                    let Some((i, c)) = at else {
+                        return Err(self
+                            .error(format!(
+                                "`{t}` is read along the sharded axis `{}` at an index that is not the point's own index over `{}`",
+                                self.symbol, self.symbol
+                            ))
+                            .note("that element may be on another rank: a gather along the sharded axis would need every rank's block")
+                            .help(format!(
+                                "read `{t}` at the index of a definition or reduction over `{}` (plus a constant, in a recurrence's steps), or pass it unsharded (a dimension of its own)",
+                                self.symbol
+                            )));
+                    };
+                    let h = self.halo.get(&tensor).copied().unwrap_or(0);
+                    let extended = self.redirect.values().any(|&e| e == tensor);
+                    if c != 0 && self.in_rec != Some(tensor) && !extended {
+                        return Err(self
+                            .error(format!(
+                                "`{t}` is read along the sharded axis `{}` at an offset from the point's index",
+                                self.symbol
+                            ))
+                            .note("sharded functions exchange halos for the reads of a recurrence's earlier steps (`u[t - 1, i - 1, j]`), not for other tensors")
+                            .help(format!(
+                                "write the stencil as a recurrence over another axis, or shard `{t}` along an axis it is not shifted on"
+                            )));
+                    }
+                    // The position along the sharded axis: the global index
+                    // `i + shift(i) + c`, less the offset, plus the halo.
+                    let delta = self.shift(i).sub(&dvar(self.offset)).add_const(h + c);
+                    let var = Expr { kind: ExprKind::Var(i), ty: Repr::Scalar(ScalarKind::I64) };
+                    *ix = plus(var, delta);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn expr_rest(&mut self, e: &mut Expr, scope: &[VarId]) -> Result<(), Diagnostic> {
+        match &mut e.kind {
+            ExprKind::Reduce { loops, .. } => {
+                let over = loops.iter().any(|l| self.is_over(&l.start) || self.is_over(&l.end));
+                if !over {
+                    for l in loops.iter_mut() {
+                        l.start = self.global_dim(&l.start);
+                        l.end = self.global_dim(&l.end);
+                    }
+                    self.nested += 1;
+                    let mut res = Ok(());
+                    visit::for_each_child_mut(e, &mut |c| {
+                        if res.is_ok() {
+                            res = self.expr(c, scope);
+                        }
+                    });
+                    self.nested -= 1;
+                    return res;
+                }
+                if !scope.is_empty() {
+                    return Err(self
+                        .error(format!("a reduction over `{}` inside a definition over `{}`", self.symbol, self.symbol))
+                        .note("each point would need every rank's rows")
+                        .help("reduce in a definition without the sharded axis, or pass one operand unsharded"));
+                }
+                Err(self.bug_nested())
+            }
+            ExprKind::Tuple(items) => {
+                for i in items.iter_mut() {
+                    self.expr(i, scope)?;
+                    if self.yields_sharded(i).is_some() {
+                        return Err(self
+                            .error("a tuple holds a tensor split across ranks".to_string())
+                            .help("return the sharded tensor from the function directly, or keep it in a variable"));
+                    }
+                }
+                Ok(())
+            }
+            ExprKind::Block { stmts, .. } => {
+                // Nested statements: definitions inside a value.
+                let inner = std::mem::take(stmts);
+                let mut new = Vec::new();
+                for s in inner {
+                    match s {
+                        Stmt::Let { .. } | Stmt::Tensor(_) | Stmt::Expr(_) | Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } => {
+                            if !scope.is_empty() {
+                                let mut s = s;
+                                let mut res = Ok(());
+                                visit::for_each_stmt_expr_mut(&mut s, &mut |c| {
+                                    if res.is_ok() {
+                                        res = self.expr(c, scope);
+                                    }
+                                });
+                                res?;
+                                new.push(s);
+                            } else {
+                                self.stmt(s, &mut new)?;
+                            }
+                        }
+                        other => self.stmt(other, &mut new)?,
+                    }
+                }
+                let ExprKind::Block { result, .. } = &mut e.kind else { unreachable!() };
+                let mut result = std::mem::replace(result.as_mut(), Expr::unit());
+                let r = if scope.is_empty() { self.result(&mut result, &mut new) } else { self.expr(&mut result, scope) };
+                let ExprKind::Block { stmts, result: slot } = &mut e.kind else { unreachable!() };
+                *stmts = new;
+                **slot = result;
+                r
+            }
+            _ => {
+                let mut res = Ok(());
+                visit::for_each_child_mut(e, &mut |c| {
+                    if res.is_ok() {
+                        res = self.expr(c, scope);
+                    }
+                });
+                res
+            }
+        }
+    }
+
+    /// Calls in a top-level value (outside points and reductions) that pass
+    /// a sharded tensor: the callee's statements are compiled here, in the
+    /// sharded context, and the call becomes a read of its result.
+    fn inline_calls(&mut self, e: &mut Expr, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        let descend = arithmetic(e) || matches!(e.kind, ExprKind::Call { .. } | ExprKind::Field(..));
+        if !descend {
+            return Ok(());
+        }
+        let mut res = Ok(());
+        visit::for_each_child_mut(e, &mut |c| {
+            if res.is_ok() {
+                res = self.inline_calls(c, out);
+            }
+        });
+        res?;
+        let ExprKind::Call { func, args } = &e.kind else { return Ok(()) };
+        let passes_sharded = args.iter().any(|a| {
+            let mut found = false;
+            crate::ir::validate::visit_var_uses(a, &mut |v| {
+                found |= self.sharded.contains_key(&v) || self.tuples.contains_key(&v);
+            });
+            found
+        });
+        if !passes_sharded {
+            return Ok(());
+        }
+        let func = func.clone();
+        let Some(g) = self.lowered.get(&func) else {
+            return Err(Diagnostic::bug(self.span, format!("the called function `{func}` is missing")));
+        };
+        if self.inlining >= MAX_INLINE_DEPTH {
+            return Err(self
+                .error(format!("calls from it inline `{func}` without end (a recursive function?)"))
+                .note("a sharded function compiles the functions it calls with sharded tensors in its own context"));
+        }
+        let g = g.clone();
+        let ExprKind::Call { args, .. } = std::mem::replace(&mut e.kind, ExprKind::Tuple(Vec::new())) else {
+            unreachable!()
+        };
+        let (stmts, result) = self.inline_body(&g, args)?;
+        self.inlining += 1;
+        let mut r = Ok(());
+        for s in stmts {
+            r = self.stmt(s, out);
+            if r.is_err() {
+                break;
+            }
+        }
+        self.inlining -= 1;
+        r?;
+        *e = result;
+        Ok(())
+    }
+
+    /// The statements of `g` with fresh variables, its parameters bound to
+    /// `args` and its entry's dimensions to the arguments' extents (the
+    /// sharded symbol where an argument's sharded axis gives one); and its
+    /// result.
+    fn inline_body(&mut self, g: &Function, args: Vec<Expr>) -> Result<(Vec<Stmt>, Expr), Diagnostic> {
+        let unsupported = g.body.iter().any(|s| {
+            !matches!(
+                s,
+                Stmt::Let { .. }
+                    | Stmt::Tensor(_)
+                    | Stmt::Expr(_)
+                    | Stmt::Extent { .. }
+                    | Stmt::SameExtent { .. }
+                    | Stmt::CheckResultDim { .. }
+                    | Stmt::Recurrence(_)
+            )
+        })
+            || g.device.is_some()
+            || g.checkpointed.is_some();
+        let mut odd = false;
+        for s in &g.body {
+            if let Stmt::Recurrence(r) = s {
+                odd |= r.clauses.iter().any(|c| !c.prelude.is_empty());
+            }
+            visit::for_each_stmt_expr(s, &mut |x| {
+                visit_all(x, &mut |y| {
+                    odd |= matches!(
+                        y.kind,
+                        ExprKind::Collect { .. } | ExprKind::DynMap { .. } | ExprKind::JaggedRow { .. } | ExprKind::ShapeOf { .. }
+                    )
+                })
+            });
+        }
+        if unsupported || odd || args.len() != g.params.len() {
+            return Err(self
+                .error(format!("`{}` is called with a sharded tensor, and its body cannot be compiled in the sharded context", g.name))
+                .note("a sharded function compiles the functions it passes sharded tensors to as part of itself; this one has a recurrence, a reshape or a construct that needs the whole tensor")
+                .help("write that part in the sharded function itself, or call the function on tensors that are not sharded"));
+        }
+        // Fresh variables for all of `g`'s.
+        let mut map: HashMap<VarId, VarId> = HashMap::new();
+        for (k, info) in g.vars.iter().enumerate() {
+            let fresh = self.f.add_var(&info.source_name, info.ty.clone());
+            map.insert(VarId(k as u32), fresh);
+        }
+        let mut stmts = Vec::new();
+        let i64t = Repr::Scalar(ScalarKind::I64);
+        for (&p, arg) in g.params.iter().zip(args) {
+            stmts.push(Stmt::Let { var: map[&p], value: arg });
+        }
+        // The argument's sharded axes, known before the statements run.
+        let arg_axis = |cx: &Self, stmts: &[Stmt], p: VarId| -> Option<usize> {
+            stmts.iter().find_map(|s| match s {
+                Stmt::Let { var, value } if *var == p => cx.yields_sharded(value),
+                _ => None,
+            })
+        };
+        for check in &g.entry {
+            match check {
+                EntryCheck::BindDim { dim, param, path, axis } => {
+                    if !path.is_empty() {
+                        return Err(self.error(format!("`{}` takes a tuple of tensors", g.name)));
+                    }
+                    if arg_axis(self, &stmts, map[param]) == Some(*axis) {
+                        // The callee's dimension is the sharded symbol.
+                        map.insert(*dim, self.global);
+                    } else {
+                        let value = Expr { kind: ExprKind::Len { tensor: map[param], axis: *axis }, ty: i64t.clone() };
+                        stmts.push(Stmt::Let { var: map[dim], value });
+                    }
+                }
+                EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
+                    if !path.is_empty() {
+                        return Err(self.error(format!("`{}` takes a tuple of tensors", g.name)));
+                    }
+                    let held = arg_axis(self, &stmts, map[param]) == Some(*axis);
+                    let mut expected = expected.clone();
+                    rename_dim(&mut expected, &map);
+                    if held {
+                        // Blocks of the sharded axis are all this rank's.
+                        if expected != dvar(self.global) {
+                            return Err(self.error(format!(
+                                "`{}` expects an extent other than `{}` where it is passed a sharded tensor",
+                                g.name, self.symbol
+                            )));
+                        }
+                        continue;
+                    }
+                    let len = self.f.add_var(&format!("{symbol}_len"), i64t.clone());
+                    let value = Expr { kind: ExprKind::Len { tensor: map[param], axis: *axis }, ty: i64t.clone() };
+                    stmts.push(Stmt::Let { var: len, value });
+                    stmts.push(Stmt::SameExtent {
+                        index: symbol.clone(),
+                        a: dvar(len),
+                        a_what: format!("axis {axis} of `{}` in `{}`", g.var(*param).source_name, g.name),
+                        b: expected,
+                        b_what: format!("`{symbol}`"),
+                    });
+                }
+            }
+        }
+        for s in &g.body {
+            let mut s = s.clone();
+            rename_stmt(&mut s, &map);
+            stmts.push(s);
+        }
+        let mut result = g.result.clone();
+        rename_all(&mut result, &map);
+        Ok((stmts, result))
+    }
+
+    /// A reduction over the symbol, computed over this rank's part of its
+    /// range.
+    fn reduce_local(&mut self, e: &mut Expr) -> Result<(), Diagnostic> {
+        let ExprKind::Reduce { loops, .. } = &mut e.kind else {
+            return Err(Diagnostic::bug(self.span, "not a reduction"));
+        };
+        let over: Vec<usize> =
+            (0..loops.len()).filter(|&k| self.is_over(&loops[k].start) || self.is_over(&loops[k].end)).collect();
+        if over.len() != 1 {
+            return Err(self
+                .error(format!("a reduction with two indices over `{}`", self.symbol))
+                .help("give one of them a dimension symbol of its own"));
+        }
+        let block_end = dvar(self.offset).add(&dvar(self.local));
+        // `argmax`/`argmin` answer with the index itself: global indices.
+        let arg = matches!(e.kind, ExprKind::Reduce { op: RedOp::ArgMax | RedOp::ArgMin, .. });
+        let ExprKind::Reduce { loops, .. } = &mut e.kind else { unreachable!() };
+        let l = &mut loops[over[0]];
+        if !arg && l.start.as_constant() == Some(0) && l.end == dvar(self.global) {
+            // The whole range: the loop runs over local positions.
+            l.end = dvar(self.local);
+            self.modes.insert(l.index, Mode::Local);
+        } else {
+            // A part of the range (`1..B - 1`): global indices, clipped to
+            // the block.
+            l.start = Dim::max(&l.start, &dvar(self.offset));
+            l.end = Dim::min(&l.end, &block_end);
+        }
+        let inner = vec![l.index];
+        self.nested += 1;
+        let mut res = Ok(());
+        visit::for_each_child_mut(e, &mut |c| {
+            if res.is_ok() {
+                res = self.expr(c, &inner);
+            }
+        });
+        self.nested -= 1;
+        res
+    }
+
+    fn bug_nested(&self) -> Diagnostic {
+        self.error(format!("a reduction over `{}` here cannot be combined across ranks", self.symbol))
+            .note("the ranks' parts of a reduction are combined between statements, not inside a point, a branch or another reduction")
+            .help(format!(
+                "bind the reduction over `{}` to a `let` of its own (or a definition without the sharded axis) and use that",
+                self.symbol
+            ))
+    }
+
+    /// The sharded axis of the tensor `e` evaluates to, when it is one.
+    fn yields_sharded(&self, e: &Expr) -> Option<usize> {
+        match &e.kind {
+            ExprKind::Var(v) => self.sharded.get(v).copied(),
+            ExprKind::Field(t, k) => match &t.kind {
+                ExprKind::Var(t) => self.tuples.get(t).and_then(|axes| axes.get(*k as usize).copied().flatten()),
+                _ => None,
+            },
+            ExprKind::Block { result, .. } => self.yields_sharded(result),
+            ExprKind::If { then, els, .. } => self.yields_sharded(then).or_else(|| self.yields_sharded(els)),
+            _ => None,
+        }
+    }
+
+    /// A result: sharded tensors are returned as this rank's block.
+    fn result(&mut self, e: &mut Expr, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        match &mut e.kind {
+            ExprKind::Var(v) if self.sharded.contains_key(v) => Ok(()),
+            ExprKind::Tuple(items) => {
+                for i in items.iter_mut() {
+                    self.result(i, out)?;
+                }
+                Ok(())
+            }
+            ExprKind::Block { .. } => self.expr(e, &[]),
+            _ => {
+                // Calls passing sharded tensors are compiled here, and
+                // reductions over the symbol computed (and combined),
+                // before the result.
+                self.inline_calls(e, out)?;
+                if self.yields_sharded(e).is_some() {
+                    return Ok(());
+                }
+                self.hoist_scalar(e, out)?;
+                self.expr(e, &[])
+            }
+        }
+    }
+}
+
+/// Whether `e` computes from its children without binding or choosing
+/// (the reductions in it can be computed before it).
+fn arithmetic(e: &Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Unary(..) | ExprKind::Binary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) | ExprKind::Tuple(_)
+    )
+}
+
+/// `(i, c)` when `ix` is `i + c` or `i - c` for an index `i` in `scope`.
+fn constant_offset(ix: &Expr, scope: &[VarId]) -> Option<(VarId, i64)> {
+    let lit = |e: &Expr| match &e.kind {
+        ExprKind::Lit(crate::ir::Literal::Int(c)) => i64::try_from(*c).ok(),
+        ExprKind::Dim(d) => d.as_constant(),
+        _ => None,
+    };
+    let ExprKind::Binary(op, a, b) = &ix.kind else { return None };
+    let ExprKind::Var(i) = a.kind else { return None };
+    if !scope.contains(&i) {
+        return None;
+    }
+    match op {
+        BinOp::Add => lit(b).map(|c| (i, c)),
+        BinOp::Sub => lit(b).map(|c| (i, -c)),
+        _ => None,
+    }
+}
+
+/// Calls `f` on `e` and every expression inside it, statements included.
+fn visit_all(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    visit::for_each_child(e, &mut |c| visit_all(c, f));
+}
+
+/// Renames variables everywhere in `e`: reads, binders, and dimensions.
+fn rename_all(e: &mut Expr, map: &HashMap<VarId, VarId>) {
+    let dim = |d: &mut Dim| {
+        *d = d.substitute(&|v: DimVar| map.get(&VarId(v.0)).map(|&to| dvar(to)));
+    };
+    match &mut e.kind {
+        ExprKind::Block { stmts, result } => {
+            // Statements rename their binders too; once each.
+            stmts.iter_mut().for_each(|s| rename_stmt(s, map));
+            rename_all(result, map);
+            return;
+        }
+        ExprKind::Var(v) => {
+            if let Some(&to) = map.get(v) {
+                *v = to;
+            }
+        }
+        ExprKind::Dim(d) => dim(d),
+        ExprKind::Read { tensor, .. } | ExprKind::View { tensor, .. } | ExprKind::Len { tensor, .. } => {
+            if let Some(&to) = map.get(tensor) {
+                *tensor = to;
+            }
+        }
+        ExprKind::Reduce { loops, wheres, .. } => {
+            for l in loops.iter_mut() {
+                if let Some(&to) = map.get(&l.index) {
+                    l.index = to;
+                }
+                dim(&mut l.start);
+                dim(&mut l.end);
+            }
+            for w in wheres.iter_mut() {
+                if let WhereEntry::Bind(v, _) = w {
+                    if let Some(&to) = map.get(v) {
+                        *v = to;
+                    }
+                }
+            }
+        }
+        ExprKind::Guarded { wheres, .. } => {
+            for w in wheres.iter_mut() {
+                if let WhereEntry::Bind(v, _) = w {
+                    if let Some(&to) = map.get(v) {
+                        *v = to;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    visit::for_each_child_mut(e, &mut |c| rename_all(c, map));
+}
+
+fn rename_dim(d: &mut Dim, map: &HashMap<VarId, VarId>) {
+    *d = d.substitute(&|v: DimVar| map.get(&VarId(v.0)).map(|&to| dvar(to)));
+}
+
+/// Renames every variable of a statement (binders, reads, dimensions) by
+/// `map`; for the statements an inlined body may hold (`inline_body`).
+fn rename_stmt(s: &mut Stmt, map: &HashMap<VarId, VarId>) {
+    let var = |v: &mut VarId| {
+        if let Some(&to) = map.get(v) {
+            *v = to;
+        }
+    };
+    match s {
+        Stmt::Let { var: v, value } => {
+            var(v);
+            rename_all(value, map);
+        }
+        Stmt::Expr(value) => rename_all(value, map),
+        Stmt::Tensor(def) => {
+            var(&mut def.var);
+            for a in &mut def.axes {
+                var(&mut a.index);
+                rename_dim(&mut a.start, map);
+                rename_dim(&mut a.extent, map);
+            }
+            rename_all(&mut def.body, map);
+        }
+        Stmt::Extent { var: v, value, .. } => {
+            var(v);
+            rename_dim(value, map);
+        }
+        Stmt::SameExtent { a, b, .. } => {
+            rename_dim(a, map);
+            rename_dim(b, map);
+        }
+        Stmt::CheckResultDim { tensor, declared, .. } => {
+            var(tensor);
+            rename_dim(declared, map);
+        }
+        Stmt::Reshape { var: v, source, dims, .. } => {
+            var(v);
+            var(source);
+            dims.iter_mut().for_each(|d| rename_dim(d, map));
+        }
+        Stmt::Recurrence(r) => {
+            var(&mut r.var);
+            r.extents.iter_mut().for_each(|d| rename_dim(d, map));
+            for (_, l) in &mut r.seq {
+                var(&mut l.index);
+                rename_dim(&mut l.start, map);
+                rename_dim(&mut l.end, map);
+            }
+            for c in &mut r.clauses {
+                for cv in &mut c.cover {
+                    if let crate::ir::Cover::Range(a, b) = cv {
+                        rename_dim(a, map);
+                        rename_dim(b, map);
+                    }
+                }
+                for l in &mut c.loops {
+                    var(&mut l.index);
+                    rename_dim(&mut l.start, map);
+                    rename_dim(&mut l.end, map);
+                }
+                c.prelude.iter_mut().for_each(|s| rename_stmt(s, map));
+                rename_all(&mut c.body, map);
+            }
+        }
+        Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) | Stmt::Comm(_) => {}
+    }
+}
+
+/// How an index variable over the block holds its value.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// The position in the block: the global index less the offset.
+    Local,
+    /// The position in a recurrence's storage, whose sharded axis has `lo`
+    /// halo rows before the block.
+    Storage(i64),
+}
+
+/// `e + d` (`e` itself when `d` is zero).
+fn plus(e: Expr, d: Dim) -> Expr {
+    if d.as_constant() == Some(0) {
+        return e;
+    }
+    let i64t = Repr::Scalar(ScalarKind::I64);
+    Expr {
+        kind: ExprKind::Binary(BinOp::Add, Box::new(e), Box::new(Expr { kind: ExprKind::Dim(d), ty: i64t.clone() })),
+        ty: i64t,
+    }
+}
+
+struct RecIndexLoop(usize);
+
+/// The clause loop that writes axis `a`, if a loop does.
+fn loop_at(at: &[crate::ir::RecIndex], a: usize) -> Option<RecIndexLoop> {
+    match at.get(a) {
+        Some(crate::ir::RecIndex::Loop(k)) => Some(RecIndexLoop(*k)),
+        _ => None,
+    }
+}
+
+/// Moves every all-reduce down to just before the first statement that
+/// reads what it combines: all-reduces that nothing needs in between end
+/// up next to each other, and a back end sends them in one message (a
+/// gradient's sums over the batch, all read by the update at the end).
+fn sink_reductions(body: &mut Vec<Stmt>) {
+    let mut i = body.len();
+    while i > 0 {
+        i -= 1;
+        let Stmt::Comm(c @ (Comm::AllReduce { .. } | Comm::AllReduceArg { .. })) = &body[i] else { continue };
+        let Some(out) = c.defines() else { continue };
+        let mut to = i + 1;
+        while to < body.len() {
+            let mut reads = false;
+            crate::ir::validate::visit_stmt_var_uses(&body[to], &mut |v| reads |= v == out);
+            if reads {
+                break;
+            }
+            to += 1;
+        }
+        if to > i + 1 {
+            let s = body.remove(i);
+            body.insert(to - 1, s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::{Comm, Stmt};
+
+    /// The program lowered (the driver runs `shard::run` on it), or its
+    /// first error.
+    fn sharded(src: &str) -> Result<crate::ir::Program, String> {
+        let ast = crate::syntax::parse_str(src).map_err(|d| d[0].message.clone())?;
+        crate::driver::lower(ast).map(|l| l.ir).map_err(|d| d[0].message.clone())
+    }
+
+    fn comms(p: &crate::ir::Program) -> Vec<Comm> {
+        p.fns[0].body.iter().filter_map(|s| if let Stmt::Comm(c) = s { Some(c.clone()) } else { None }).collect()
+    }
+
+    #[test]
+    fn a_gradient_over_the_batch_is_local_parts_and_one_all_reduce_each() {
+        let p = sharded(
+            "#[shard(B)]
+            fn step(x: [f32; B, I], w: [f32; I], t: [f32; B]) -> ([f32; I], f32) {
+                let y[n] = sum[i](x[n, i] * w[i]);
+                let l = sum[n]((y[n] - t[n]) * (y[n] - t[n])) / (B as f32);
+                (@l / @w, l)
+            }",
+        )
+        .unwrap();
+        let c = comms(&p);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert!(c.iter().all(|c| matches!(c, Comm::AllReduce { op: crate::base::ops::RedOp::Sum, .. })));
+        let parts = p.fns[0].shard.as_ref().and_then(|s| s.parts.as_ref()).unwrap();
+        assert_eq!(p.fns[0].var(parts.local).source_name, "B_local");
+        assert!(!parts.halo);
+    }
+
+    #[test]
+    fn a_stencil_over_time_exchanges_halos_in_its_steps() {
+        let p = sharded(
+            "#[shard(N)]
+            fn heat(u0: [f64; N, M], steps: i64) -> [f64; N, M] {
+                let u[0, i, j] = u0[i, j];
+                let u[t in 1..steps, i in 1..N - 1, j] = u[t - 1, i - 1, j] + u[t - 1, i + 1, j];
+                let last[i, j] = u[steps - 1, i, j];
+                last
+            }",
+        )
+        .unwrap();
+        let rec = p.fns[0].body.iter().find_map(|s| if let Stmt::Recurrence(r) = s { Some(r) } else { None }).unwrap();
+        let halos: Vec<_> = rec.clauses.iter().flat_map(|c| &c.prelude).collect();
+        assert!(matches!(halos[..], [Stmt::Comm(Comm::Halo { lo: 1, hi: 1, axis: 1, .. })]), "{halos:?}");
+        assert!(p.fns[0].shard.as_ref().and_then(|s| s.parts.as_ref()).unwrap().halo);
+    }
+
+    #[test]
+    fn reads_of_other_ranks_rows_are_errors_that_say_why() {
+        let gather = sharded(
+            "#[shard(B)]
+            fn g(x: [f32; B], idx: [i64; B]) -> [f32; B] {
+                let y[n] = x[idx[n]];
+                y
+            }",
+        );
+        assert!(gather.unwrap_err().contains("not the point's own index"));
+        let along = sharded(
+            "#[shard(B)]
+            fn c(x: [f32; B]) -> [f32; B] {
+                let c[0] = x[0];
+                let c[n in 1..B] = c[n - 1] + x[n];
+                c
+            }",
+        );
+        assert!(along.unwrap_err().contains("runs along `B`"));
+    }
+}

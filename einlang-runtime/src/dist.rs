@@ -1,0 +1,1098 @@
+//! Processes working together on one `#[shard(B)]` function: the [`World`]
+//! of ranks, [`block`] (which part of a sharded axis a rank holds), and the
+//! communication generated code calls.
+//!
+//! With the cargo feature `mpi`, and when the process was started by an MPI
+//! launcher (`mpirun`, `mpiexec`, `srun`), a [`World`] is MPI's
+//! `MPI_COMM_WORLD` (through the `mpi` crate). Otherwise it is a world of
+//! one, and nothing is ever sent: the generated code then computes what the
+//! unsharded function computes.
+//!
+//! Every collective here is called by every rank in the same order (the
+//! generated code makes the same calls on every rank, whatever its data),
+//! and every one that could meet a rank that has stopped with an error is
+//! preceded by [`World::agree`]: each rank says whether it is still well,
+//! and all return the first rank's error together instead of some of them
+//! waiting for ever. Reductions combine the ranks' parts in rank order on
+//! every rank, so every rank gets the same bits whatever algorithm the MPI
+//! library would have chosen.
+
+use crate::Error;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The contiguous, balanced block of `0..n` that rank `rank` of `size`
+/// holds: the first `n % size` blocks have one element more than the
+/// others. The blocks of ranks `0..size`, in order, are `0..n`. Empty when
+/// `rank >= size` or `size == 0`.
+pub fn block(n: usize, rank: usize, size: usize) -> Range<usize> {
+    if size == 0 || rank >= size {
+        return n..n;
+    }
+    let (q, r) = (n / size, n % size);
+    let start = rank * q + rank.min(r);
+    let len = q + usize::from(rank < r);
+    start..start + len
+}
+
+/// The ranks working together on sharded functions: this process's rank,
+/// how many there are, and what this rank has sent.
+///
+/// Generated `#[shard(B)]` functions take `&World` first. All ranks must
+/// call the same sharded functions in the same order.
+pub struct World {
+    rank: usize,
+    size: usize,
+    sent: AtomicU64,
+    /// Set when [`World::agree`] returned an error (every rank knows it).
+    agreed_error: AtomicBool,
+    #[cfg(feature = "mpi")]
+    mpi: Option<mpi_world::Handle>,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World").field("rank", &self.rank).field("size", &self.size).finish()
+    }
+}
+
+impl World {
+    /// The world this process belongs to. Under an MPI launcher (and with
+    /// the feature `mpi`) this initializes MPI on the first call; MPI is
+    /// finalized when the process exits, so `init` may be called again (by
+    /// each test of a test binary): every call shares the one MPI session.
+    /// Without a launcher, or without the feature, a world of one.
+    ///
+    /// `EINLANG_MPI=0` in the environment keeps a process launched by MPI
+    /// a world of one; `EINLANG_MPI=1` initializes MPI even without a
+    /// launcher (MPI's singleton start).
+    pub fn init() -> Result<World, Error> {
+        #[cfg(feature = "mpi")]
+        {
+            if mpi_world::wanted() {
+                let handle = mpi_world::Handle::get()?;
+                let (rank, size) = handle.rank_size();
+                return Ok(World {
+                    rank,
+                    size,
+                    sent: AtomicU64::new(0),
+                    agreed_error: AtomicBool::new(false),
+                    mpi: Some(handle),
+                });
+            }
+        }
+        Ok(World::alone())
+    }
+
+    /// A world of one: this process alone, whatever launched it.
+    pub fn alone() -> World {
+        World {
+            rank: 0,
+            size: 1,
+            sent: AtomicU64::new(0),
+            agreed_error: AtomicBool::new(false),
+            #[cfg(feature = "mpi")]
+            mpi: None,
+        }
+    }
+
+    /// This process's rank, `0..size()`.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// How many ranks there are.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The bytes this rank has handed to communication calls through this
+    /// `World` so far (what it sent, counted once per call, not what it
+    /// received). A world of one sends nothing.
+    pub fn bytes_sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// This rank's block of `0..n` ([`block`]).
+    pub fn block(&self, n: usize) -> Range<usize> {
+        block(n, self.rank, self.size)
+    }
+
+    fn count(&self, bytes: usize) {
+        self.sent.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Every rank's `mine` (the same length on every rank), concatenated
+    /// in rank order.
+    fn gather_fixed(&self, mine: &[u8]) -> Vec<u8> {
+        if self.size == 1 {
+            return mine.to_vec();
+        }
+        self.count(mine.len());
+        #[cfg(feature = "mpi")]
+        if let Some(h) = &self.mpi {
+            return h.all_gather(mine);
+        }
+        unreachable_world()
+    }
+
+    /// Every rank's `mine` (of any length), in rank order.
+    fn gather_var(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        if self.size == 1 {
+            return vec![mine.to_vec()];
+        }
+        let lens = self.gather_fixed(&(mine.len() as u64).to_le_bytes());
+        let lens: Vec<usize> = lens.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as usize).collect();
+        if lens.iter().all(|&l| l == 0) {
+            return vec![Vec::new(); self.size];
+        }
+        self.count(mine.len());
+        #[cfg(feature = "mpi")]
+        if let Some(h) = &self.mpi {
+            return h.all_gather_var(mine, &lens);
+        }
+        unreachable_world()
+    }
+
+    /// Status agreement: every rank contributes its status, and every rank
+    /// gets the same result: `Ok` when all were `Ok`, otherwise the error
+    /// of the first rank that had one (the same error on every rank).
+    /// Generated code calls it before a collective whose partners might
+    /// have stopped, and at the end of every sharded function.
+    pub fn agree(&self, status: Result<(), Error>) -> Result<(), Error> {
+        if self.size == 1 {
+            return status;
+        }
+        let mine = match &status {
+            Ok(()) => 0u64,
+            Err(_) => 1u64,
+        };
+        let flags = self.gather_fixed(&mine.to_le_bytes());
+        if flags.iter().all(|&b| b == 0) {
+            return Ok(());
+        }
+        self.agreed_error.store(true, Ordering::Relaxed);
+        let encoded = match &status {
+            Ok(()) => Vec::new(),
+            Err(e) => encode_error(e),
+        };
+        let all = self.gather_var(&encoded);
+        let first = all.iter().position(|e| !e.is_empty()).unwrap_or(0);
+        if first == self.rank {
+            return status;
+        }
+        Err(decode_error(&all[first]).unwrap_or_else(|| Error::Dist {
+            message: format!("rank {first} failed with an error this rank could not read"),
+        }))
+    }
+
+    /// Starts a call of a sharded function (generated code).
+    pub fn begin(&self) {
+        self.agreed_error.store(false, Ordering::Relaxed);
+    }
+
+    /// Ends a call of a sharded function (generated code): a result whose
+    /// error every rank already agreed on is returned as it is; otherwise
+    /// the ranks agree on their statuses, so that a rank that failed alone
+    /// makes every rank return its error, and none waits for it.
+    pub fn finish<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        match result {
+            Err(e) if self.agreed_error.load(Ordering::Relaxed) => Err(e),
+            Err(e) => match self.agree(Err(e)) {
+                Err(e) => Err(e),
+                Ok(()) => Err(Error::Dist { message: "an error was lost between ranks".into() }),
+            },
+            Ok(v) => {
+                self.agree(Ok(()))?;
+                Ok(v)
+            }
+        }
+    }
+
+    /// Every rank's values (the same count on every rank), in rank order.
+    pub fn all_gather_i64(&self, mine: &[i64]) -> Vec<i64> {
+        let bytes: Vec<u8> = mine.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.gather_fixed(&bytes).chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()
+    }
+
+    /// Replaces `values` on every rank by the ranks' values combined with
+    /// `op` element by element, in rank order (`((v0 op v1) op v2) ...`):
+    /// the same bits on every rank. `values` has the same length everywhere.
+    pub fn all_reduce<T: Elem>(&self, values: &mut [T], op: Combine) {
+        if self.size == 1 || values.is_empty() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(values.len() * T::SIZE);
+        for v in values.iter() {
+            v.put(&mut bytes);
+        }
+        let all = self.gather_fixed(&bytes);
+        let part = values.len() * T::SIZE;
+        for (i, v) in values.iter_mut().enumerate() {
+            let at = |r: usize| T::get(&all[r * part + i * T::SIZE..r * part + (i + 1) * T::SIZE]);
+            let mut acc = at(0);
+            for r in 1..self.size {
+                acc = T::combine(op, acc, at(r));
+            }
+            *v = acc;
+        }
+    }
+
+    /// Several all-reduces in one message: each part's values are combined
+    /// over the ranks as [`World::all_reduce`] would, with its own
+    /// operation and element type.
+    pub fn all_reduce_parts(&self, parts: &mut [&mut dyn Part]) {
+        if self.size == 1 {
+            return;
+        }
+        let mut bytes = Vec::new();
+        for p in parts.iter() {
+            p.put(&mut bytes);
+        }
+        if bytes.is_empty() {
+            return;
+        }
+        let all = self.gather_fixed(&bytes);
+        let stride = bytes.len();
+        let mut at = 0;
+        for p in parts.iter_mut() {
+            let len = p.byte_len();
+            p.combine(&all, self.size, stride, at);
+            at += len;
+        }
+    }
+
+    /// [`World::all_reduce`] of one value.
+    pub fn all_reduce_one<T: Elem>(&self, value: T, op: Combine) -> T {
+        let mut v = [value];
+        self.all_reduce(&mut v, op);
+        v[0]
+    }
+
+    /// `argmax` (or `argmin` when `max` is false) across ranks, point by
+    /// point: each rank has, per point, its local extremum `best` and the
+    /// global index `index` where it first occurs (-1 when its block had
+    /// no term). Afterwards both hold the global result on every rank: the
+    /// first index of the extremum over all ranks (blocks are in rank
+    /// order, so the lowest rank with it wins ties), as the unsharded
+    /// reduction chooses.
+    pub fn all_reduce_arg<T: Elem + PartialOrd>(&self, best: &mut [T], index: &mut [i64], max: bool) {
+        if self.size == 1 || best.is_empty() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(best.len() * (T::SIZE + 8));
+        for (b, i) in best.iter().zip(index.iter()) {
+            b.put(&mut bytes);
+            bytes.extend_from_slice(&i.to_le_bytes());
+        }
+        let all = self.gather_fixed(&bytes);
+        let (step, part) = (T::SIZE + 8, best.len() * (T::SIZE + 8));
+        for p in 0..best.len() {
+            let mut found = false;
+            for r in 0..self.size {
+                let at = r * part + p * step;
+                let v = T::get(&all[at..at + T::SIZE]);
+                let i = i64::from_le_bytes(all[at + T::SIZE..at + step].try_into().unwrap_or([0; 8]));
+                if i < 0 {
+                    continue;
+                }
+                let better = if max { v > best[p] } else { v < best[p] };
+                if !found || better {
+                    best[p] = v;
+                    index[p] = i;
+                    found = true;
+                }
+            }
+            if !found {
+                index[p] = -1;
+            }
+        }
+    }
+
+    /// Halo exchange along a sharded axis: sends `to_prev` to the previous
+    /// rank that holds rows and `to_next` to the next one, and receives
+    /// their rows into `from_prev` and `from_next`. `holds` is every rank's
+    /// count of rows in rank order (ranks without rows are skipped: their
+    /// neighbours exchange across them). An edge rank sends nothing
+    /// outward and its buffer outward stays as it is.
+    pub fn halo<T: Elem>(&self, holds: &[i64], to_prev: &[T], to_next: &[T], from_prev: &mut [T], from_next: &mut [T]) {
+        if self.size == 1 {
+            return;
+        }
+        let me = self.rank;
+        if holds.get(me).copied().unwrap_or(0) <= 0 {
+            return;
+        }
+        let prev = (0..me).rev().find(|&r| holds[r] > 0);
+        let next = (me + 1..self.size).find(|&r| holds[r] > 0);
+        let enc = |s: &[T]| {
+            let mut b = Vec::with_capacity(s.len() * T::SIZE);
+            for v in s {
+                v.put(&mut b);
+            }
+            b
+        };
+        let dec = |b: &[u8], out: &mut [T]| {
+            for (o, c) in out.iter_mut().zip(b.chunks(T::SIZE)) {
+                *o = T::get(c);
+            }
+        };
+        // Upward first (to the next rank, from the previous), then downward.
+        for (dest, src, send, recv_prev) in [(next, prev, enc(to_next), true), (prev, next, enc(to_prev), false)] {
+            let want = if recv_prev { from_prev.len() } else { from_next.len() } * T::SIZE;
+            if dest.is_some() {
+                self.count(send.len());
+            }
+            #[cfg(feature = "mpi")]
+            if let Some(h) = &self.mpi {
+                let got = h.send_recv(dest, &send, src, want);
+                if let Some(got) = got {
+                    if recv_prev {
+                        dec(&got, from_prev);
+                    } else {
+                        dec(&got, from_next);
+                    }
+                }
+                continue;
+            }
+            let _ = (src, want, &dec);
+            unreachable_world();
+        }
+    }
+}
+
+/// A world of more than one without MPI cannot be built.
+fn unreachable_world() -> ! {
+    unreachable!("a World of more than one rank always has MPI")
+}
+
+/// How [`World::all_reduce`] combines two ranks' values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    /// `+` (wrapping for integers, as the language's sums are).
+    Sum,
+    /// `*` (wrapping for integers).
+    Prod,
+    /// The greater (NaN loses, as in a `max` reduction).
+    Max,
+    /// The smaller (NaN loses).
+    Min,
+    /// Logical and (`all`).
+    And,
+    /// Logical or (`any`).
+    Or,
+}
+
+/// One value of [`World::all_reduce_parts`].
+pub trait Part {
+    /// Appends this rank's values.
+    fn put(&self, out: &mut Vec<u8>);
+    fn byte_len(&self) -> usize;
+    /// Combines every rank's values, found at `at` in each rank's `stride`
+    /// bytes of `all`, in rank order.
+    fn combine(&mut self, all: &[u8], ranks: usize, stride: usize, at: usize);
+}
+
+/// Values combined with an operation, a [`Part`].
+pub struct Values<'a, T: Elem> {
+    pub values: &'a mut [T],
+    pub op: Combine,
+}
+
+impl<T: Elem> Part for Values<'_, T> {
+    fn put(&self, out: &mut Vec<u8>) {
+        for v in self.values.iter() {
+            v.put(out);
+        }
+    }
+
+    fn byte_len(&self) -> usize {
+        self.values.len() * T::SIZE
+    }
+
+    fn combine(&mut self, all: &[u8], ranks: usize, stride: usize, at: usize) {
+        for (i, v) in self.values.iter_mut().enumerate() {
+            let get = |r: usize| {
+                let o = r * stride + at + i * T::SIZE;
+                T::get(&all[o..o + T::SIZE])
+            };
+            let mut acc = get(0);
+            for r in 1..ranks {
+                acc = T::combine(self.op, acc, get(r));
+            }
+            *v = acc;
+        }
+    }
+}
+
+/// An element type that crosses between ranks.
+pub trait Elem: Copy + 'static {
+    const SIZE: usize;
+    fn put(self, out: &mut Vec<u8>);
+    fn get(bytes: &[u8]) -> Self;
+    fn combine(op: Combine, a: Self, b: Self) -> Self;
+}
+
+macro_rules! int_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().unwrap_or([0; std::mem::size_of::<$t>()]))
+            }
+            fn combine(op: Combine, a: Self, b: Self) -> Self {
+                match op {
+                    Combine::Sum => a.wrapping_add(b),
+                    Combine::Prod => a.wrapping_mul(b),
+                    Combine::Max => if b > a { b } else { a },
+                    Combine::Min => if b < a { b } else { a },
+                    Combine::And => ((a != 0) && (b != 0)) as $t,
+                    Combine::Or => ((a != 0) || (b != 0)) as $t,
+                }
+            }
+        }
+    )*};
+}
+int_elem!(i8, i16, i32, i64, u8, u32, u64);
+
+macro_rules! float_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().unwrap_or([0; std::mem::size_of::<$t>()]))
+            }
+            fn combine(op: Combine, a: Self, b: Self) -> Self {
+                match op {
+                    Combine::Sum => a + b,
+                    Combine::Prod => a * b,
+                    // A reduction's NaN terms are skipped: NaN never wins.
+                    Combine::Max => if b > a || a.is_nan() { b } else { a },
+                    Combine::Min => if b < a || a.is_nan() { b } else { a },
+                    Combine::And => if a != 0.0 && b != 0.0 { 1.0 } else { 0.0 },
+                    Combine::Or => if a != 0.0 || b != 0.0 { 1.0 } else { 0.0 },
+                }
+            }
+        }
+    )*};
+}
+float_elem!(f32, f64);
+
+impl Elem for bool {
+    const SIZE: usize = 1;
+    fn put(self, out: &mut Vec<u8>) {
+        out.push(self as u8);
+    }
+    fn get(bytes: &[u8]) -> Self {
+        bytes.first().is_some_and(|&b| b != 0)
+    }
+    fn combine(op: Combine, a: Self, b: Self) -> Self {
+        match op {
+            Combine::Sum | Combine::Or | Combine::Max => a || b,
+            Combine::Prod | Combine::And | Combine::Min => a && b,
+        }
+    }
+}
+
+/// Checks at the entry of a sharded function, on every rank together:
+/// `extents` holds, per sharded parameter axis, this rank's length, and
+/// then every other extent the signature binds; `names` says what each is.
+/// The first `sharded` entries are summed into the global extents; the
+/// others must be the same on every rank. Returns `(global, offset)` per
+/// sharded entry (the whole extent and where this rank's block starts), or
+/// the same error on every rank.
+pub fn agree_extents(
+    world: &World,
+    function: &str,
+    local: Result<(), Error>,
+    extents: &[i64],
+    names: &[&str],
+    sharded: usize,
+) -> Result<Vec<(i64, i64)>, Error> {
+    world.agree(local)?;
+    let all = world.all_gather_i64(extents);
+    let n = extents.len();
+    let mut status = Ok(());
+    for (k, name) in names.iter().enumerate().skip(sharded) {
+        for r in 0..world.size() {
+            if all[r * n + k] != extents[k] && status.is_ok() {
+                status = Err(Error::Dist {
+                    message: format!(
+                        "in `{function}`: `{name}` differs across ranks: {} on rank {r}, {} on rank {}",
+                        all[r * n + k],
+                        extents[k],
+                        world.rank()
+                    ),
+                });
+            }
+        }
+    }
+    // Every rank sees the same table, so every rank finds the same error;
+    // report the lowest rank's view so the text is the same everywhere.
+    if status.is_err() {
+        let mut first = None;
+        'outer: for k in sharded..n {
+            for r in 1..world.size() {
+                if all[r * n + k] != all[k] {
+                    first = Some((k, r));
+                    break 'outer;
+                }
+            }
+        }
+        if let Some((k, r)) = first {
+            return Err(Error::Dist {
+                message: format!(
+                    "in `{function}`: `{}` differs across ranks: {} on rank 0, {} on rank {r}",
+                    names[k],
+                    all[k],
+                    all[r * n + k]
+                ),
+            });
+        }
+    }
+    let mut out = Vec::with_capacity(sharded);
+    for k in 0..sharded {
+        let global: i64 = (0..world.size()).map(|r| all[r * n + k]).sum();
+        let offset: i64 = (0..world.rank()).map(|r| all[r * n + k]).sum();
+        out.push((global, offset));
+    }
+    Ok(out)
+}
+
+/// The halo exchange of a recurrence's earlier step (generated code): in
+/// the slab of `store` at position `at` of `fixed` (a slot of the time
+/// axis), the rows along `axis` are `lo` halo rows, this rank's block of
+/// `holds[rank]` rows, then `hi` halo rows. The block's first `hi` rows go
+/// to the previous rank holding rows (its upper halo), its last `lo` rows
+/// to the next one (its lower halo), and the halos are filled with theirs.
+/// `holds` is every rank's block length. An error on every rank when a
+/// rank with rows has fewer rows than the halo needs.
+///
+/// # Safety
+/// No other thread accesses the store; `store` has the described shape.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
+    world: &World,
+    function: &str,
+    store: &crate::rec::Store<'_, T, N>,
+    fixed: usize,
+    at: usize,
+    axis: usize,
+    lo: usize,
+    hi: usize,
+    holds: &[i64],
+) -> Result<(), Error> {
+    if world.size() == 1 || (lo == 0 && hi == 0) {
+        return Ok(());
+    }
+    let with_rows: Vec<i64> = holds.iter().copied().filter(|&h| h > 0).collect();
+    if with_rows.len() > 1 && with_rows.iter().any(|&h| (h as usize) < lo.max(hi)) {
+        return Err(Error::Dist {
+            message: format!(
+                "in `{function}`: a rank holds fewer rows ({}) than the stencil reads beyond its block ({})",
+                with_rows.iter().min().copied().unwrap_or(0),
+                lo.max(hi)
+            ),
+        });
+    }
+    let local = holds.get(world.rank()).copied().unwrap_or(0).max(0) as usize;
+    if local == 0 {
+        return Ok(());
+    }
+    let shape = store.shape();
+    if N == 0 || fixed >= N || axis >= N || at >= shape[fixed] || shape[axis] != lo + local + hi {
+        return Err(Error::Dist { message: format!("in `{function}`: a halo exchange of a tensor of another shape") });
+    }
+    // The indices of rows `rows` of the slab, in row-major order.
+    let free: Vec<usize> = (0..N).filter(|&a| a != fixed && a != axis).collect();
+    let per_row: usize = free.iter().map(|&a| shape[a]).product();
+    let points = |rows: std::ops::Range<usize>, f: &mut dyn FnMut([usize; N])| {
+        let mut idx = [0usize; N];
+        idx[fixed] = at;
+        for r in rows {
+            idx[axis] = r;
+            for q in 0..per_row {
+                let mut rest = q;
+                for &a in free.iter().rev() {
+                    idx[a] = rest % shape[a];
+                    rest /= shape[a];
+                }
+                f(idx);
+            }
+        }
+    };
+    let read = |rows: std::ops::Range<usize>| {
+        let mut out = Vec::new();
+        points(rows, &mut |i| out.push(store.get(i)));
+        out
+    };
+    let to_prev = read(lo..lo + hi);
+    let to_next = read(lo + local - lo..lo + local);
+    let mut from_prev = read(0..lo);
+    let mut from_next = read(lo + local..lo + local + hi);
+    world.halo(holds, &to_prev, &to_next, &mut from_prev, &mut from_next);
+    let mut k = 0;
+    points(0..lo, &mut |i| {
+        store.set(i, from_prev[k]);
+        k += 1;
+    });
+    let mut k = 0;
+    points(lo + local..lo + local + hi, &mut |i| {
+        store.set(i, from_next[k]);
+        k += 1;
+    });
+    Ok(())
+}
+
+/// `input` (this rank's block of a sharded tensor along `axis`) with `lo`
+/// rows of the previous rank's block before it and `hi` rows of the next
+/// rank's after it (zeros where there is no such rank): what a definition
+/// reading it at constant offsets along the axis needs (generated code).
+/// `holds` is every rank's block length; an error on every rank when a
+/// rank with rows has fewer than the halo needs.
+pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
+    world: &World,
+    function: &str,
+    input: ndarray::ArrayView<'_, T, D>,
+    axis: usize,
+    lo: usize,
+    hi: usize,
+    holds: &[i64],
+) -> Result<ndarray::Array<T, D>, Error> {
+    use ndarray::{Axis, Slice};
+    if axis >= input.ndim() {
+        return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
+    }
+    let with_rows: Vec<i64> = holds.iter().copied().filter(|&h| h > 0).collect();
+    if world.size() > 1 && with_rows.len() > 1 && with_rows.iter().any(|&h| (h as usize) < lo.max(hi)) {
+        return Err(Error::Dist {
+            message: format!(
+                "in `{function}`: a rank holds fewer rows ({}) than the stencil reads beyond its block ({})",
+                with_rows.iter().min().copied().unwrap_or(0),
+                lo.max(hi)
+            ),
+        });
+    }
+    let local = input.len_of(Axis(axis));
+    let mut shape = input.raw_dim();
+    shape[axis] = local + lo + hi;
+    let mut out = ndarray::Array::<T, D>::default(shape);
+    out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
+    if world.size() == 1 || local == 0 || (lo == 0 && hi == 0) {
+        return Ok(out);
+    }
+    let rows = |a: usize, b: usize| -> Vec<T> { input.slice_axis(Axis(axis), Slice::from(a..b)).iter().copied().collect() };
+    let to_prev = rows(0, hi.min(local));
+    let to_next = rows(local - lo.min(local), local);
+    let per_row: usize = input.len() / local.max(1);
+    let mut from_prev = vec![T::default(); lo * per_row];
+    let mut from_next = vec![T::default(); hi * per_row];
+    world.halo(holds, &to_prev, &to_next, &mut from_prev, &mut from_next);
+    for (o, v) in out.slice_axis_mut(Axis(axis), Slice::from(0..lo)).iter_mut().zip(from_prev) {
+        *o = v;
+    }
+    for (o, v) in out.slice_axis_mut(Axis(axis), Slice::from(lo + local..lo + local + hi)).iter_mut().zip(from_next) {
+        *o = v;
+    }
+    Ok(out)
+}
+
+/// The entry of a sharded function (generated code): `extents` holds this
+/// rank's length of the sharded symbol, then every other dimension bound at
+/// entry (`names` says which). Returns the symbol's whole extent and where
+/// this rank's block starts, or the same error on every rank when another
+/// dimension differs across ranks.
+pub fn agree_block(world: &World, function: &str, extents: &[i64], names: &[&str]) -> Result<(i64, i64), Error> {
+    let parts = agree_extents(world, function, Ok(()), extents, names, 1)?;
+    Ok(parts.first().copied().unwrap_or((0, 0)))
+}
+
+/// [`agree_block`], with every rank's block length in rank order (for
+/// halo exchanges): one more all-gather of one word per rank.
+pub fn agree_block_holds(
+    world: &World,
+    function: &str,
+    extents: &[i64],
+    names: &[&str],
+) -> Result<(i64, i64, Vec<i64>), Error> {
+    let parts = agree_extents(world, function, Ok(()), extents, names, 1)?;
+    let (global, offset) = parts.first().copied().unwrap_or((0, 0));
+    let holds = world.all_gather_i64(&extents[..1.min(extents.len())]);
+    Ok((global, offset, holds))
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// An error as bytes, so that another rank can return the same one.
+fn encode_error(e: &Error) -> Vec<u8> {
+    let mut b = Vec::new();
+    match e {
+        Error::Shape { function, param, axis, symbol, expected, found } => {
+            b.push(1);
+            put_str(&mut b, function);
+            put_str(&mut b, param);
+            put_u64(&mut b, *axis as u64);
+            put_str(&mut b, symbol);
+            put_u64(&mut b, *expected as u64);
+            put_u64(&mut b, *found as u64);
+        }
+        Error::Extent { function, message } => {
+            b.push(2);
+            put_str(&mut b, function);
+            put_str(&mut b, message);
+        }
+        Error::Rank { function, target, expected, found } => {
+            b.push(3);
+            put_str(&mut b, function);
+            put_str(&mut b, target);
+            put_u64(&mut b, *expected as u64);
+            put_u64(&mut b, *found as u64);
+        }
+        Error::Index { function, tensor, axis, index, len } => {
+            b.push(4);
+            put_str(&mut b, function);
+            put_str(&mut b, tensor);
+            put_u64(&mut b, *axis as u64);
+            put_u64(&mut b, *index as u64);
+            put_u64(&mut b, *len as u64);
+        }
+        Error::Assert { function, message } => {
+            b.push(5);
+            put_str(&mut b, function);
+            put_str(&mut b, message);
+        }
+        Error::Arithmetic { function, message } => {
+            b.push(6);
+            put_str(&mut b, function);
+            put_str(&mut b, message);
+        }
+        Error::Io { function, path, message } => {
+            b.push(7);
+            put_str(&mut b, function);
+            put_str(&mut b, path);
+            put_str(&mut b, message);
+        }
+        Error::NoDevice => b.push(8),
+        Error::Device { operation, message } => {
+            b.push(9);
+            put_str(&mut b, operation);
+            put_str(&mut b, message);
+        }
+        Error::Dist { message } => {
+            b.push(10);
+            put_str(&mut b, message);
+        }
+    }
+    b
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn u64(&mut self) -> Option<u64> {
+        let (head, rest) = self.0.split_at_checked(8)?;
+        self.0 = rest;
+        Some(u64::from_le_bytes(head.try_into().ok()?))
+    }
+    fn string(&mut self) -> Option<String> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        let (head, rest) = self.0.split_at_checked(n)?;
+        self.0 = rest;
+        String::from_utf8(head.to_vec()).ok()
+    }
+}
+
+fn decode_error(bytes: &[u8]) -> Option<Error> {
+    let (&tag, rest) = bytes.split_first()?;
+    let mut r = Reader(rest);
+    Some(match tag {
+        1 => Error::Shape {
+            function: r.string()?,
+            param: r.string()?,
+            axis: r.u64()? as usize,
+            symbol: r.string()?,
+            expected: r.u64()? as usize,
+            found: r.u64()? as usize,
+        },
+        2 => Error::Extent { function: r.string()?, message: r.string()? },
+        3 => Error::Rank { function: r.string()?, target: r.string()?, expected: r.u64()? as usize, found: r.u64()? as usize },
+        4 => Error::Index {
+            function: r.string()?,
+            tensor: r.string()?,
+            axis: r.u64()? as usize,
+            index: r.u64()? as i64,
+            len: r.u64()? as usize,
+        },
+        5 => Error::Assert { function: r.string()?, message: r.string()? },
+        6 => Error::Arithmetic { function: r.string()?, message: r.string()? },
+        7 => Error::Io { function: r.string()?, path: r.string()?, message: r.string()? },
+        8 => Error::NoDevice,
+        9 => Error::Device { operation: r.string()?, message: r.string()? },
+        10 => Error::Dist { message: r.string()? },
+        _ => return None,
+    })
+}
+
+#[cfg(feature = "mpi")]
+mod mpi_world {
+    //! The one MPI session of the process, shared by every `World`.
+
+    use crate::Error;
+    use mpi::traits::*;
+    use std::sync::Mutex;
+
+    /// Whether this process should start MPI: it was launched by an MPI
+    /// launcher (or `EINLANG_MPI` says so).
+    pub fn wanted() -> bool {
+        match std::env::var("EINLANG_MPI").as_deref() {
+            Ok("0") => return false,
+            Ok("1") => return true,
+            _ => {}
+        }
+        ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE"]
+            .iter()
+            .any(|k| std::env::var_os(k).is_some())
+    }
+
+    struct Session(Option<mpi::environment::Universe>);
+    // SAFETY: the universe is only dropped (finalized) at exit, and MPI was
+    // initialized for calls from any thread (`Threading::Multiple` when the
+    // library gives it; generated code calls from one thread at a time).
+    unsafe impl Send for Session {}
+
+    static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+    static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    extern "C" {
+        fn atexit(cb: extern "C" fn()) -> std::os::raw::c_int;
+    }
+
+    extern "C" fn finalize_at_exit() {
+        if let Ok(mut s) = SESSION.lock() {
+            if let Some(Session(u)) = s.as_mut() {
+                // Dropping the universe calls MPI_Finalize.
+                drop(u.take());
+                FINALIZED.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Test binaries run their tests on several threads at once, which
+    /// under MPI would interleave different tests' collectives differently
+    /// on different ranks. Before `main`, a process started by an MPI
+    /// launcher therefore asks the test harness for one test at a time
+    /// (in name order, the same on every rank), unless `RUST_TEST_THREADS`
+    /// says otherwise. Other programs do not read the variable.
+    #[cfg(target_os = "linux")]
+    #[used]
+    #[link_section = ".init_array"]
+    static ONE_TEST_AT_A_TIME: extern "C" fn() = {
+        extern "C" fn one_test_at_a_time() {
+            if wanted() && std::env::var_os("RUST_TEST_THREADS").is_none() {
+                // Before `main`: no other thread reads the environment.
+                std::env::set_var("RUST_TEST_THREADS", "1");
+            }
+        }
+        one_test_at_a_time
+    };
+
+    /// A `World`'s access to the session.
+    pub struct Handle;
+
+    impl Handle {
+        pub fn get() -> Result<Handle, Error> {
+            let mut s = SESSION.lock().map_err(|_| Error::Dist { message: "MPI session lock poisoned".into() })?;
+            if FINALIZED.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(Error::Dist { message: "MPI was already finalized".into() });
+            }
+            if s.is_none() {
+                if mpi::environment::is_initialized() {
+                    return Err(Error::Dist { message: "MPI was initialized outside einlang".into() });
+                }
+                let Some((universe, _threading)) = mpi::initialize_with_threading(mpi::Threading::Multiple) else {
+                    return Err(Error::Dist { message: "MPI could not be initialized".into() });
+                };
+                // SAFETY: registering a plain function to run at exit.
+                unsafe {
+                    atexit(finalize_at_exit);
+                }
+                // A panic on one rank (a failed check) ends the whole job:
+                // otherwise the rank would finalize at exit while the
+                // others wait for it in a collective.
+                let previous = std::panic::take_hook();
+                std::panic::set_hook(Box::new(move |info| {
+                    previous(info);
+                    if !FINALIZED.load(std::sync::atomic::Ordering::SeqCst) {
+                        mpi::topology::SimpleCommunicator::world().abort(101);
+                    }
+                }));
+                *s = Some(Session(Some(universe)));
+            }
+            Ok(Handle)
+        }
+
+        fn comm(&self) -> mpi::topology::SimpleCommunicator {
+            mpi::topology::SimpleCommunicator::world()
+        }
+
+        pub fn rank_size(&self) -> (usize, usize) {
+            let c = self.comm();
+            (c.rank() as usize, c.size() as usize)
+        }
+
+        pub fn all_gather(&self, mine: &[u8]) -> Vec<u8> {
+            let c = self.comm();
+            let mut out = vec![0u8; mine.len() * c.size() as usize];
+            if !mine.is_empty() {
+                c.all_gather_into(mine, &mut out[..]);
+            }
+            out
+        }
+
+        pub fn all_gather_var(&self, mine: &[u8], lens: &[usize]) -> Vec<Vec<u8>> {
+            let c = self.comm();
+            let total: usize = lens.iter().sum();
+            let mut out = vec![0u8; total];
+            let counts: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
+            let displs: Vec<i32> = counts.iter().scan(0, |acc, &x| {
+                let d = *acc;
+                *acc += x;
+                Some(d)
+            }).collect();
+            {
+                let mut part = mpi::datatype::PartitionMut::new(&mut out[..], &counts[..], &displs[..]);
+                c.all_gather_varcount_into(mine, &mut part);
+            }
+            let mut res = Vec::with_capacity(lens.len());
+            let mut at = 0;
+            for &l in lens {
+                res.push(out[at..at + l].to_vec());
+                at += l;
+            }
+            res
+        }
+
+        /// Sends `send` to `dest` and receives `want` bytes from `src`
+        /// (either may be absent).
+        pub fn send_recv(&self, dest: Option<usize>, send: &[u8], src: Option<usize>, want: usize) -> Option<Vec<u8>> {
+            let c = self.comm();
+            let mut buf = vec![0u8; want];
+            const TAG: i32 = 7301;
+            match (dest, src) {
+                (Some(d), Some(s)) => {
+                    mpi::point_to_point::send_receive_into_with_tags(
+                        send,
+                        &c.process_at_rank(d as i32),
+                        TAG,
+                        &mut buf[..],
+                        &c.process_at_rank(s as i32),
+                        TAG,
+                    );
+                    Some(buf)
+                }
+                (Some(d), None) => {
+                    c.process_at_rank(d as i32).send_with_tag(send, TAG);
+                    None
+                }
+                (None, Some(s)) => {
+                    c.process_at_rank(s as i32).receive_into_with_tag(&mut buf[..], TAG);
+                    Some(buf)
+                }
+                (None, None) => None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_balanced_and_cover_in_order() {
+        for n in 0..20 {
+            for size in 1..6 {
+                let mut next = 0;
+                for rank in 0..size {
+                    let b = block(n, rank, size);
+                    assert_eq!(b.start, next);
+                    let len = b.len();
+                    assert!(len == n / size || len == n / size + 1);
+                    assert_eq!(len, n / size + usize::from(rank < n % size));
+                    next = b.end;
+                }
+                assert_eq!(next, n);
+            }
+        }
+        assert_eq!(block(5, 3, 2), 5..5);
+        assert_eq!(block(7, 0, 3), 0..3);
+        assert_eq!(block(7, 1, 3), 3..5);
+        assert_eq!(block(7, 2, 3), 5..7);
+    }
+
+    #[test]
+    fn a_world_of_one_keeps_its_values_and_sends_nothing() {
+        let w = World::alone();
+        assert_eq!((w.rank(), w.size()), (0, 1));
+        let mut v = [1.5f32, 2.0];
+        w.all_reduce(&mut v, Combine::Sum);
+        assert_eq!(v, [1.5, 2.0]);
+        assert_eq!(w.all_gather_i64(&[3, 4]), vec![3, 4]);
+        let e = Error::Assert { function: "f".into(), message: "m".into() };
+        assert_eq!(w.agree(Err(e.clone())), Err(e));
+        assert_eq!(w.bytes_sent(), 0);
+        let g = agree_extents(&w, "f", Ok(()), &[5, 7], &["B", "K"], 1).unwrap();
+        assert_eq!(g, vec![(5, 0)]);
+    }
+
+    #[test]
+    fn init_twice_gives_worlds() {
+        let a = World::init().unwrap();
+        let b = World::init().unwrap();
+        assert_eq!(a.size(), b.size());
+    }
+
+    #[test]
+    fn errors_cross_ranks_unchanged() {
+        let errors = vec![
+            Error::Shape { function: "f".into(), param: "x".into(), axis: 1, symbol: "K".into(), expected: 3, found: 4 },
+            Error::Extent { function: "f".into(), message: "m".into() },
+            Error::Rank { function: "f".into(), target: "[f32; N]".into(), expected: 1, found: 2 },
+            Error::Index { function: "f".into(), tensor: "t".into(), axis: 0, index: -3, len: 2 },
+            Error::Assert { function: "f".into(), message: "bad".into() },
+            Error::Arithmetic { function: "f".into(), message: "overflow".into() },
+            Error::Io { function: "f".into(), path: "p".into(), message: "m".into() },
+            Error::NoDevice,
+            Error::Device { operation: "o".into(), message: "m".into() },
+            Error::Dist { message: "d".into() },
+        ];
+        for e in errors {
+            assert_eq!(decode_error(&encode_error(&e)), Some(e));
+        }
+        assert_eq!(decode_error(&[4, 1, 2]), None);
+    }
+
+    #[test]
+    fn combining_follows_the_reductions() {
+        assert_eq!(f32::combine(Combine::Max, f32::NAN, 1.0), 1.0);
+        assert_eq!(f32::combine(Combine::Max, 1.0, f32::NAN), 1.0);
+        assert_eq!(f64::combine(Combine::Min, 2.0, -1.0), -1.0);
+        assert_eq!(i32::combine(Combine::Sum, i32::MAX, 1), i32::MIN);
+        assert_eq!(u8::combine(Combine::Prod, 16, 17), 16);
+        assert!(bool::combine(Combine::Or, false, true));
+        assert!(!bool::combine(Combine::And, false, true));
+    }
+}

@@ -1,0 +1,95 @@
+//! The collectives of `dist`, on every rank of whatever world runs this
+//! binary: `cargo test -p einlang-runtime --features mpi --test
+//! dist_collectives` is a world of one; `mpirun -np 3` of the built binary
+//! runs it on three ranks. Each rank checks its own results against values
+//! computed here from every rank's known inputs; a failure exits non-zero.
+
+use einlang_runtime::dist::{agree_extents, block, Combine, World};
+use einlang_runtime::Error;
+
+fn main() {
+    let world = World::init().expect("init");
+    let again = World::init().expect("a second init shares the world");
+    assert_eq!((again.rank(), again.size()), (world.rank(), world.size()));
+    let (rank, size) = (world.rank(), world.size());
+
+    // Sums in rank order: the same bits on every rank.
+    let part = |r: usize| [0.1f32 * (r as f32 + 1.0), 1e8 * (r as f32 - 1.0), -(r as f32)];
+    let mut v = part(rank);
+    let before = world.bytes_sent();
+    world.all_reduce(&mut v, Combine::Sum);
+    let mut want = part(0);
+    for r in 1..size {
+        for (w, p) in want.iter_mut().zip(part(r)) {
+            *w += p;
+        }
+    }
+    assert_eq!(v.map(f32::to_bits), want.map(f32::to_bits), "rank {rank}");
+    // One call hands over this rank's 12 bytes (nothing in a world of one).
+    let expect = if size > 1 { 12 } else { 0 };
+    assert_eq!(world.bytes_sent() - before, expect);
+
+    // Integers exact, max/min/prod, booleans.
+    let mut i = [rank as i64 * 3 - 1, i64::MAX - rank as i64];
+    world.all_reduce(&mut i, Combine::Max);
+    assert_eq!(i, [size as i64 * 3 - 4, i64::MAX]);
+    let mut m = [rank as i32 + 2];
+    world.all_reduce(&mut m, Combine::Prod);
+    assert_eq!(m[0], (0..size as i32).map(|r| r + 2).product::<i32>());
+    let mut b = [rank == size - 1, rank != 0];
+    world.all_reduce(&mut b, Combine::Or);
+    assert_eq!(b, [true, size > 1]);
+    let mut b = [rank == size - 1];
+    world.all_reduce(&mut b, Combine::And);
+    assert_eq!(b, [size == 1]);
+    assert_eq!(world.all_reduce_one(f64::NAN, Combine::Max).is_nan(), true);
+
+    // argmax: value 5 on every rank, first at rank 0's index 2 (ties go to
+    // the lowest index); ranks with an empty block report -1.
+    let mut best = [5.0f32, if rank == size - 1 { 9.0 } else { 1.0 }];
+    let mut idx = [10 * rank as i64 + 2, if rank == 0 { -1 } else { 10 * rank as i64 }];
+    world.all_reduce_arg(&mut best, &mut idx, true);
+    assert_eq!(idx[0], 2);
+    if size == 1 {
+        assert_eq!(idx[1], -1);
+    } else {
+        assert_eq!((best[1], idx[1]), (9.0, 10 * (size as i64 - 1)));
+    }
+
+    // Status agreement: the first failing rank's error on every rank.
+    assert_eq!(world.agree(Ok(())), Ok(()));
+    let mine = if rank == size - 1 {
+        Err(Error::Index { function: "f".into(), tensor: "x".into(), axis: 0, index: 7, len: 3 })
+    } else {
+        Ok(())
+    };
+    let got = world.agree(mine);
+    assert_eq!(got, Err(Error::Index { function: "f".into(), tensor: "x".into(), axis: 0, index: 7, len: 3 }));
+    // The world is usable afterwards.
+    assert_eq!(world.all_gather_i64(&[rank as i64]), (0..size as i64).collect::<Vec<_>>());
+
+    // Extents: sharded lengths add up, the others must agree.
+    let rows = block(10, rank, size);
+    let g = agree_extents(&world, "f", Ok(()), &[rows.len() as i64, 4], &["B", "K"], 1).unwrap();
+    assert_eq!(g, vec![(10, rows.start as i64)]);
+    let bad = agree_extents(&world, "f", Ok(()), &[rows.len() as i64, 4 + (rank == size - 1) as i64], &["B", "K"], 1);
+    if size > 1 {
+        assert!(matches!(&bad, Err(Error::Dist { message }) if message.contains("`K` differs")), "{bad:?}");
+    } else {
+        assert!(bad.is_ok());
+    }
+
+    // Halo: each rank holds rows (rank 1 none when size is 3) and swaps
+    // its first and last row with its neighbours holding rows.
+    let holds: Vec<i64> = (0..size).map(|r| if size == 3 && r == 1 { 0 } else { 2 }).collect();
+    let me = rank as f64;
+    let (mut from_prev, mut from_next) = ([-1.0f64; 2], [-1.0f64; 2]);
+    world.halo(&holds, &[me, me], &[me + 0.5, me + 0.5], &mut from_prev, &mut from_next);
+    let prev = (0..rank).rev().find(|&r| holds[r] > 0);
+    let next = (rank + 1..size).find(|&r| holds[r] > 0);
+    if holds[rank] > 0 {
+        assert_eq!(from_prev, prev.map_or([-1.0; 2], |p| [p as f64 + 0.5; 2]));
+        assert_eq!(from_next, next.map_or([-1.0; 2], |n| [n as f64; 2]));
+    }
+    println!("rank {rank} of {size}: dist collectives ok, {} bytes sent", world.bytes_sent());
+}
