@@ -5,8 +5,10 @@
 //! after the first stage that reported an error, so follow-on errors of a
 //! broken program are not shown. Validators run after resolution and
 //! instantiation, after monomorphization, after lowering and after every IR
-//! pass; a violation is an internal compiler error.
+//! pass; a violation is an internal compiler error. Each stage's time is
+//! recorded in `base::timing` (`EINLANG_TIME_PASSES`).
 
+use crate::base::timing::time;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::{analysis, base, codegen, hir, ir, lower, opt, resolve, source, syntax, transform, Compiled, Options};
 
@@ -14,9 +16,9 @@ use crate::{analysis, base, codegen, hir, ir, lower, opt, resolve, source, synta
 /// first stage that failed.
 pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
     let Lowered { ast, hir, tables, ir } = lower(ast)?;
-    let ir = opt::optimize(ir)
+    let ir = time("opt", || opt::optimize(ir))
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR {msg}"))])?;
-    let rust = codegen::emit_program(&ir, options);
+    let rust = time("codegen", || codegen::emit_program(&ir, options));
     let mut hir = hir;
     record_checkpoints(&mut hir, &ir);
     Ok(Compiled { ast, hir, tables, ir, rust })
@@ -64,16 +66,16 @@ pub struct Lowered {
 
 /// The pipeline up to and including lowering.
 pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> {
-    syntax::hoist::hoist_nested_fns(&mut ast);
-    let stdlib = source::stdlib::stdlib()?;
+    time("nested fns", || syntax::hoist::hoist_nested_fns(&mut ast));
+    let stdlib = time("stdlib", source::stdlib::stdlib)?;
     let mut diags = Diagnostics::new();
-    let mut hir = resolve::resolve_program(&ast, &stdlib, &mut diags);
+    let mut hir = time("resolve", || resolve::resolve_program(&ast, &stdlib, &mut diags));
     stop_on_errors(&mut diags)?;
-    diags.extend(transform::instantiate::expand_typed_rests(&mut hir));
+    diags.extend(time("instantiate", || transform::instantiate::expand_typed_rests(&mut hir)));
     stop_on_errors(&mut diags)?;
     validate_hir(&hir, "instantiation")?;
     let mut mono = transform::mono::Mono::default();
-    let mut tables = mono.analyze(&mut hir, &mut diags);
+    let mut tables = time("analysis", || mono.analyze(&mut hir, &mut diags));
     stop_on_errors(&mut diags)?;
     validate_hir(&hir, "monomorphization")?;
     // Each derivative step answers (or inlines for) one request per
@@ -88,15 +90,15 @@ pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> 
                 .note("a derivative inlines every function it passes through");
             return Err(vec![d]);
         }
-        transform::autodiff::step(&mut hir, &tables, &mut diags);
+        time("autodiff", || transform::autodiff::step(&mut hir, &tables, &mut diags));
         stop_on_errors(&mut diags)?;
         validate_hir(&hir, "autodiff")?;
-        tables = mono.analyze(&mut hir, &mut diags);
+        tables = time("analysis", || mono.analyze(&mut hir, &mut diags));
         stop_on_errors(&mut diags)?;
     }
-    let ir = lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags);
+    let ir = time("lower", || lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags));
     stop_on_errors(&mut diags)?;
-    ir::validate::validate(&ir)
+    time("validate", || ir::validate::validate(&ir))
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR: {msg}"))])?;
     Ok(Lowered { ast, hir, tables, ir })
 }
@@ -117,7 +119,7 @@ fn stop_on_errors(diags: &mut Diagnostics) -> Result<(), Vec<Diagnostic>> {
 /// Runs the HIR validator after the pass `after`; a violation is an
 /// internal compiler error.
 fn validate_hir(hir: &hir::Hir, after: &str) -> Result<(), Vec<Diagnostic>> {
-    hir::validate::validate(hir).map_err(|msg| {
+    time("validate", || hir::validate::validate(hir)).map_err(|msg| {
         vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid HIR after {after}: {msg}"))]
     })
 }
@@ -135,6 +137,27 @@ fn program_tag(ast: &syntax::ast::Program) -> String {
 
 /// Compiles source text (a `.ein` file or a test program).
 pub fn compile_str(src: &str, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let ast = syntax::parse_str(src)?;
+    let ast = time("parse", || syntax::parse_str(src))?;
     compile(ast, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::base::timing;
+
+    #[test]
+    fn every_stage_and_opt_pass_records_its_time() {
+        timing::take();
+        let src = "pub fn f(a: [f32; N, K], b: [f32; K, M]) -> [f32; N, M] {\n    let c[i, j] = sum[k](a[i, k] * b[k, j]);\n    c\n}\n";
+        assert!(super::compile_str(src, &crate::Options::default()).is_ok());
+        let keys: Vec<timing::Key> = timing::take().into_iter().map(|(k, _)| k).collect();
+        for stage in ["parse", "nested fns", "stdlib", "resolve", "instantiate", "analysis", "lower", "validate", "opt", "codegen"] {
+            assert!(keys.contains(&(stage, "")), "no time for stage `{stage}` in {keys:?}");
+        }
+        for pass in ["checkpoint", "validate", "dead", "split", "gemm", "hoist", "inline", "rows", "simplify", "cse"] {
+            assert!(keys.contains(&("opt", pass)), "no time for opt pass `{pass}` in {keys:?}");
+        }
+        // A second compilation starts a fresh record.
+        assert!(timing::take().is_empty());
+    }
 }

@@ -56,6 +56,7 @@ mod tests;
 
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::BinOp;
+use crate::base::timing::{self, time_part};
 use crate::ir;
 
 /// The passes, in the order they run.
@@ -261,9 +262,11 @@ pub(super) fn affine(e: &ir::Expr, t: ir::VarId) -> Option<(i64, Dim)> {
 pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
     let device = device_reachable(&program);
     // First, on the IR as lowered: the sweep's parts are kept in that form.
-    checkpoint::run(&mut program, &device);
-    ir::validate::validate(&program).map_err(|e| format!("after the `checkpoint` pass: {e}"))?;
+    time_part("opt", "checkpoint", || checkpoint::run(&mut program, &device));
+    time_part("opt", "validate", || ir::validate::validate(&program))
+        .map_err(|e| format!("after the `checkpoint` pass: {e}"))?;
     for (name, pass, targets) in PASSES {
+        let start = std::time::Instant::now();
         for f in &mut program.fns {
             let on_device = device.contains(&f.name);
             if (*targets == Targets::Host && on_device) || (*targets == Targets::Device && !on_device) {
@@ -271,7 +274,9 @@ pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
             }
             pass(f);
         }
-        ir::validate::validate(&program).map_err(|e| format!("after the `{name}` pass: {e}"))?;
+        timing::add(("opt", name), start.elapsed());
+        time_part("opt", "validate", || ir::validate::validate(&program))
+            .map_err(|e| format!("after the `{name}` pass: {e}"))?;
     }
     Ok(program)
 }
