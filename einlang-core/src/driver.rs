@@ -10,7 +10,10 @@
 
 use crate::base::timing::time;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::{analysis, base, codegen, hir, ir, lower, opt, resolve, source, syntax, transform, Compiled, Options};
+use proc_macro2::TokenStream;
+
+use crate::codegen::Options;
+use crate::{analysis, base, codegen, hir, ir, lower, opt, resolve, source, syntax, transform};
 
 /// Runs the pipeline on parsed input. Errors are all the diagnostics of the
 /// first stage that failed.
@@ -22,6 +25,36 @@ pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled,
     let mut hir = hir;
     record_checkpoints(&mut hir, &ir);
     Ok(Compiled { ast, hir, tables, ir, rust })
+}
+
+/// Everything the pipeline produced, for tests and tools.
+pub struct Compiled {
+    pub ast: syntax::ast::Program,
+    pub hir: hir::Hir,
+    pub tables: analysis::Tables,
+    pub ir: ir::Program,
+    pub rust: TokenStream,
+}
+
+impl Compiled {
+    /// What the compiler decided for the recurrence `name` of the Einlang
+    /// function `function` (`"main"` for top-level statements): its
+    /// recurrent and parallel axes, offsets, order and storage.
+    pub fn recurrence(&self, function: &str, name: &str) -> Option<&analysis::recur::RecurrenceFacts> {
+        self.recurrences().into_iter().find(|f| f.function == function && f.name == name)
+    }
+
+    /// How each derivative request of the Einlang function `function` was
+    /// answered: its mode and, for recurrences differentiated in reverse
+    /// mode, how the primal's history is had.
+    pub fn derivatives(&self, function: &str) -> Vec<&hir::DerivFact> {
+        self.hir.deriv_facts.iter().filter(|f| f.function == function).collect()
+    }
+
+    /// Every recurrence's facts, in no particular order.
+    pub fn recurrences(&self) -> Vec<&analysis::recur::RecurrenceFacts> {
+        self.tables.recurrences.values().collect()
+    }
 }
 
 /// The derivative facts learn which reverse sweeps may run checkpointed
@@ -149,7 +182,7 @@ mod tests {
     fn every_stage_and_opt_pass_records_its_time() {
         timing::take();
         let src = "pub fn f(a: [f32; N, K], b: [f32; K, M]) -> [f32; N, M] {\n    let c[i, j] = sum[k](a[i, k] * b[k, j]);\n    c\n}\n";
-        assert!(super::compile_str(src, &crate::Options::default()).is_ok());
+        assert!(super::compile_str(src, &crate::codegen::Options::default()).is_ok());
         let keys: Vec<timing::Key> = timing::take().into_iter().map(|(k, _)| k).collect();
         for stage in ["parse", "nested fns", "stdlib", "resolve", "instantiate", "analysis", "lower", "validate", "opt", "codegen"] {
             assert!(keys.contains(&(stage, "")), "no time for stage `{stage}` in {keys:?}");

@@ -23,6 +23,24 @@ use crate::base::span::Span;
 use crate::diag::Diagnostic;
 use crate::ir;
 
+/// Compilation options that come from the macro crate's features.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Bounds-check every tensor access, including proven ones.
+    pub checked: bool,
+    /// The directory of the program's source file (`include_ein!`), the
+    /// value of `std::io::script_dir()`; None for `einlang!`, whose
+    /// `script_dir()` is the calling crate's `CARGO_MANIFEST_DIR`.
+    pub script_dir: Option<String>,
+    /// Compile `#[device(cuda)]` functions (the facade's feature `cuda`);
+    /// without it they are an error that says to enable the feature.
+    pub cuda: bool,
+    /// Emit each host function for the target's baseline instruction set
+    /// only, without its AVX2 twin (see the runtime's `cpu` module): for
+    /// snapshots that show the code once. `checked` implies it.
+    pub baseline_only: bool,
+}
+
 /// The lints a generated function allows (its names follow the source,
 /// its code is regular rather than idiomatic), and `extra` ones.
 pub(crate) fn allow_lints(extra: TokenStream) -> TokenStream {
@@ -48,7 +66,7 @@ pub(crate) fn allow_lints(extra: TokenStream) -> TokenStream {
 /// becomes a `compile_error!` saying "internal compiler error"; the other
 /// functions are still emitted so that the rest of the user's crate keeps
 /// type-checking.
-pub fn emit_program(p: &ir::Program, options: &crate::Options) -> TokenStream {
+pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
     if let Err(msg) = ir::validate::validate(p) {
         return Diagnostic::bug(Span::call_site(), format!("invalid loop IR: {msg}")).to_compile_errors();
     }
@@ -102,7 +120,7 @@ fn emit_cuda(
     f: &ir::Function,
     p: &ir::Program,
     fns: &rust::FnIdents,
-    options: &crate::Options,
+    options: &Options,
     span: Span,
 ) -> TokenStream {
     match cuda::emit_function(f, p, fns, options) {

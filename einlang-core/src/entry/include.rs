@@ -48,8 +48,8 @@ use syn::parse::{ParseStream, Parser};
 
 use crate::base::span::Span;
 use crate::diag::Diagnostic;
+use crate::codegen::Options;
 use crate::source::include::{render_all, LoadedFile, Loader};
-use crate::Options;
 
 /// Expands `include_ein!(...)`. `input` is the macro's argument tokens.
 ///

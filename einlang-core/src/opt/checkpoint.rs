@@ -172,7 +172,7 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
                 sum.and_then(|e| time_of_sum(&e, p.var, a.var, &steps, &|x| super::resolve_extents(f, x)))
             {
                 let mut uses = Vec::new();
-                visit::for_each_stmt_expr(&s, &mut |e| crate::ir::validate::visit_var_uses(e, &mut |v| uses.push(v)));
+                visit::for_each_stmt_expr(&s, &mut |e| crate::ir::visit::visit_var_uses(e, &mut |v| uses.push(v)));
                 if uses.iter().any(|v| defined_after.contains(v)) || offset.abs() > MAX_OFFSET {
                     return None;
                 }
@@ -263,7 +263,7 @@ fn lookback(p: &Recurrence) -> Option<u64> {
 fn linear_sum<'e>(e: &'e mut Expr, histories: &[VarId]) -> Option<&'e mut Expr> {
     let free = |x: &Expr| {
         let mut uses = false;
-        crate::ir::validate::visit_var_uses(x, &mut |v| uses |= histories.contains(&v));
+        crate::ir::visit::visit_var_uses(x, &mut |v| uses |= histories.contains(&v));
         !uses
     };
     // The operand to follow at each level: false the left, true the right.
@@ -315,7 +315,7 @@ fn visit_reads(e: &Expr, f: &mut dyn FnMut(VarId, &[Expr])) {
 /// Whether statement `s` mentions `v`.
 fn reads(s: &Stmt, v: VarId) -> bool {
     let mut found = false;
-    crate::ir::validate::visit_stmt_var_uses(s, &mut |x| found |= x == v);
+    crate::ir::visit::visit_stmt_var_uses(s, &mut |x| found |= x == v);
     found
 }
 
@@ -342,13 +342,13 @@ fn tail_reads_only(s: &Stmt, h: VarId) -> bool {
             reads_n += 1;
             let mut uses = Vec::new();
             if let Some(first) = idx.first() {
-                crate::ir::validate::visit_var_uses(first, &mut |x| uses.push(x));
+                crate::ir::visit::visit_var_uses(first, &mut |x| uses.push(x));
             }
             ok &= !uses.iter().any(|x| bound.contains(x));
         })
     });
     let mut mentions = 0;
-    crate::ir::validate::visit_stmt_var_uses(s, &mut |x| mentions += usize::from(x == h));
+    crate::ir::visit::visit_stmt_var_uses(s, &mut |x| mentions += usize::from(x == h));
     ok && mentions == reads_n
 }
 

@@ -172,9 +172,9 @@ fn in_blocks(f: &mut ir::Function, e: &mut ir::Expr, stmts: fn(&mut ir::Function
 fn use_counts(f: &ir::Function) -> std::collections::HashMap<ir::VarId, usize> {
     let mut counts = std::collections::HashMap::new();
     for s in &f.body {
-        ir::validate::visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
+        ir::visit::visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
     }
-    ir::validate::visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    ir::visit::visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
     counts
 }
 

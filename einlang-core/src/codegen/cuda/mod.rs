@@ -205,7 +205,7 @@ pub fn emit_function(
     f: &Function,
     p: &Program,
     fns: &crate::codegen::rust::FnIdents,
-    options: &crate::Options,
+    options: &crate::codegen::Options,
 ) -> Result<Emitted, Failure> {
     let name = cuda_ident(f, fns)?;
     let mut cx = HostCx::new(f, p, fns, options, &name)?;
@@ -414,7 +414,7 @@ impl<'a> HostCx<'a> {
         f: &'a Function,
         p: &'a Program,
         fns: &'a crate::codegen::rust::FnIdents,
-        options: &crate::Options,
+        options: &crate::codegen::Options,
         name: &Ident,
     ) -> Result<HostCx<'a>, Failure> {
         let rust_name = name.to_string();

@@ -167,7 +167,7 @@ pub fn fn_idents(p: &Program) -> FnIdents {
 
 /// Emits one lowered function as a Rust item; `fns` spells the functions
 /// of its program.
-pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> Result<TokenStream, Bug> {
+pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::codegen::Options) -> Result<TokenStream, Bug> {
     let mut cx = FnCx::new(f, fns, options)?;
     let name = cx.fn_ident(&f.name)?;
     // A module's public function is re-exported by its module under its
@@ -323,7 +323,7 @@ pub(crate) struct FnCx<'a> {
 }
 
 impl<'a> FnCx<'a> {
-    fn new(f: &'a Function, fns: &'a FnIdents, options: &crate::Options) -> Result<FnCx<'a>, Bug> {
+    fn new(f: &'a Function, fns: &'a FnIdents, options: &crate::codegen::Options) -> Result<FnCx<'a>, Bug> {
         // Names are spelled once here; a bad one is reported when it is
         // used, so that an unused malformed variable does not matter.
         let idents = names::rust_idents(f.vars.iter().map(|v| v.name.as_str()));
@@ -331,9 +331,9 @@ impl<'a> FnCx<'a> {
         let mut uses: HashMap<VarId, usize> = HashMap::new();
         let mut count = |v: VarId| *uses.entry(v).or_default() += 1;
         for s in &f.body {
-            crate::ir::validate::visit_stmt_var_uses(s, &mut count);
+            crate::ir::visit::visit_stmt_var_uses(s, &mut count);
         }
-        crate::ir::validate::visit_var_uses(&f.result, &mut count);
+        crate::ir::visit::visit_var_uses(&f.result, &mut count);
         Ok(FnCx {
             f,
             fns,
@@ -516,7 +516,7 @@ impl<'a> FnCx<'a> {
     ) -> Vec<VarId> {
         let mut mentioned = HashSet::new();
         if let Some(result) = result {
-            crate::ir::validate::visit_var_uses(result, &mut |v| {
+            crate::ir::visit::visit_var_uses(result, &mut |v| {
                 mentioned.insert(v);
             });
         }
@@ -538,7 +538,7 @@ impl<'a> FnCx<'a> {
                     }
                 }
                 // A `let` or an expression statement may move a tensor.
-                Stmt::Let { .. } | Stmt::Expr(_) if moves => crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
+                Stmt::Let { .. } | Stmt::Expr(_) if moves => crate::ir::visit::visit_stmt_var_uses(s, &mut |v| {
                     mentioned.insert(v);
                 }),
                 _ => {}
@@ -716,7 +716,7 @@ fn is_plain(ty: &Repr) -> bool {
 /// moved out when `e` is the last use of the scope.
 fn movable(scope: &HashSet<VarId>, e: &crate::ir::Expr) -> HashSet<VarId> {
     let mut counts: HashMap<VarId, usize> = HashMap::new();
-    crate::ir::validate::visit_var_uses(e, &mut |v| *counts.entry(v).or_default() += 1);
+    crate::ir::visit::visit_var_uses(e, &mut |v| *counts.entry(v).or_default() += 1);
     counts.into_iter().filter(|(v, n)| *n == 1 && scope.contains(v)).map(|(v, _)| v).collect()
 }
 
