@@ -13,18 +13,18 @@ use crate::diag::{Diagnostic, Diagnostics};
 use proc_macro2::TokenStream;
 
 use crate::codegen::Options;
+use crate::transform::autodiff::{DerivFact, History};
 use crate::{analysis, base, codegen, hir, ir, lower, opt, resolve, source, syntax, transform};
 
 /// Runs the pipeline on parsed input. Errors are all the diagnostics of the
 /// first stage that failed.
 pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let Lowered { ast, hir, tables, ir } = lower(ast)?;
+    let Lowered { ast, hir, tables, ir, derivatives } = lower(ast)?;
     let ir = time("opt", || opt::optimize(ir))
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR {msg}"))])?;
     let rust = time("codegen", || codegen::emit_program(&ir, options));
-    let mut hir = hir;
-    record_checkpoints(&mut hir, &ir);
-    Ok(Compiled { ast, hir, tables, ir, rust })
+    let derivatives = with_checkpoints(derivatives, &opt::checkpoint::decisions(&ir));
+    Ok(Compiled { ast, hir, tables, ir, rust, derivatives })
 }
 
 /// Everything the pipeline produced, for tests and tools.
@@ -34,6 +34,8 @@ pub struct Compiled {
     pub tables: analysis::Tables,
     pub ir: ir::Program,
     pub rust: TokenStream,
+    /// How each derivative request was answered (`derivatives`).
+    pub derivatives: Vec<DerivFact>,
 }
 
 impl Compiled {
@@ -47,8 +49,8 @@ impl Compiled {
     /// How each derivative request of the Einlang function `function` was
     /// answered: its mode and, for recurrences differentiated in reverse
     /// mode, how the primal's history is had.
-    pub fn derivatives(&self, function: &str) -> Vec<&hir::DerivFact> {
-        self.hir.deriv_facts.iter().filter(|f| f.function == function).collect()
+    pub fn derivatives(&self, function: &str) -> Vec<&DerivFact> {
+        self.derivatives.iter().filter(|f| f.function == function).collect()
     }
 
     /// Every recurrence's facts, in no particular order.
@@ -57,35 +59,23 @@ impl Compiled {
     }
 }
 
-/// The derivative facts learn which reverse sweeps may run checkpointed
-/// (`opt::checkpoint` decides on the loop IR).
-fn record_checkpoints(hir: &mut hir::Hir, ir: &ir::Program) {
-    for f in &ir.fns {
-        let Some(c) = &f.checkpointed else { continue };
-        let text = |d: &base::dim::Dim| d.display(&|v| f.vars[v.0 as usize].source_name.clone());
-        let (steps, state) = (text(&c.steps), text(&c.state));
-        // The windows and checkpoints the alternative's sweep keeps.
-        let sweep = ir.fns.iter().filter(|g| g.name == c.alternative).flat_map(|g| &g.body).find_map(|s| match s {
-            ir::Stmt::Sweep(w) => Some((w.lookback, w.margin)),
-            _ => None,
-        });
-        let Some((lookback, margin)) = sweep else { continue };
-        let memory = format!(
-            "(2 * next_power_of_two(K + {}) + {lookback} * K) * ({state}) elements, K = ceil(sqrt({steps}))",
-            lookback + 2 * margin + 1
-        );
-        for fact in hir.deriv_facts.iter_mut().filter(|d| d.function == f.name) {
+/// The derivative facts, with the reverse sweeps `opt::checkpoint` made a
+/// checkpointed alternative for reported as such.
+fn with_checkpoints(mut facts: Vec<DerivFact>, decisions: &[opt::checkpoint::Decision]) -> Vec<DerivFact> {
+    for c in decisions {
+        for fact in facts.iter_mut().filter(|d| d.function == c.function) {
             for (name, history) in &mut fact.reversed {
                 if *name == c.primal {
-                    *history = hir::History::Checkpointed {
-                        steps: steps.clone(),
-                        state: state.clone(),
-                        memory: memory.clone(),
+                    *history = History::Checkpointed {
+                        steps: c.steps.clone(),
+                        state: c.state.clone(),
+                        memory: c.memory.clone(),
                     };
                 }
             }
         }
     }
+    facts
 }
 
 /// What the pipeline has made when lowering is done.
@@ -95,6 +85,8 @@ pub struct Lowered {
     pub tables: analysis::Tables,
     /// The loop IR as lowering leaves it (valid), before the `opt` passes.
     pub ir: ir::Program,
+    /// How each derivative request was answered (`transform::autodiff`).
+    pub derivatives: Vec<DerivFact>,
 }
 
 /// The pipeline up to and including lowering.
@@ -115,6 +107,7 @@ pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> 
     // function, from the tables of the program as it is; the new code is
     // analysed before the next step.
     let mut steps = 0;
+    let mut derivatives = Vec::new();
     while transform::autodiff::has_requests(&hir) {
         steps += 1;
         if steps > MAX_AUTODIFF_STEPS {
@@ -123,7 +116,7 @@ pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> 
                 .note("a derivative inlines every function it passes through");
             return Err(vec![d]);
         }
-        time("autodiff", || transform::autodiff::step(&mut hir, &tables, &mut diags));
+        derivatives.extend(time("autodiff", || transform::autodiff::step(&mut hir, &tables, &mut diags)));
         stop_on_errors(&mut diags)?;
         validate_hir(&hir, "autodiff")?;
         tables = time("analysis", || mono.analyze(&mut hir, &mut diags));
@@ -133,7 +126,7 @@ pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> 
     stop_on_errors(&mut diags)?;
     time("validate", || ir::validate::validate(&ir))
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR: {msg}"))])?;
-    Ok(Lowered { ast, hir, tables, ir })
+    Ok(Lowered { ast, hir, tables, ir, derivatives })
 }
 
 /// More derivative steps than this means a recursive function on a

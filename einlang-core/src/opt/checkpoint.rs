@@ -71,6 +71,47 @@ pub fn run(program: &mut Program, device: &HashSet<String>) {
     program.fns.extend(added);
 }
 
+/// What the pass chose for one function: its checkpointed alternative
+/// recomputes the history of the recurrence `primal`, `steps` steps of
+/// `state` elements (in the function's dimensions), and holds at most
+/// `memory` elements, as a formula in them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub function: String,
+    pub primal: String,
+    pub steps: String,
+    pub state: String,
+    pub memory: String,
+}
+
+/// The decisions `run` made in `program`, one per function with a
+/// checkpointed alternative.
+///
+/// `memory` is what the alternative's [`Sweep`] allocates at run time,
+/// written over the function's dimensions: two windows (the primal's and
+/// the adjoint's) of `einlang_runtime::ckpt::slots(K, lookback, margin)`
+/// steps each, a power of two, and `lookback` steps per checkpoint, with
+/// chunks of `K = ckpt::chunk(steps)` steps (`ceil(sqrt(steps))`).
+pub fn decisions(program: &Program) -> Vec<Decision> {
+    let mut out = Vec::new();
+    for f in &program.fns {
+        let Some(c) = &f.checkpointed else { continue };
+        let text = |d: &Dim| d.display(&|v| f.vars[v.0 as usize].source_name.clone());
+        let (steps, state) = (text(&c.steps), text(&c.state));
+        let sweep = program.fns.iter().filter(|g| g.name == c.alternative).flat_map(|g| &g.body).find_map(|s| match s {
+            Stmt::Sweep(w) => Some((w.lookback, w.margin)),
+            _ => None,
+        });
+        let Some((lookback, margin)) = sweep else { continue };
+        let memory = format!(
+            "(2 * next_power_of_two(K + {}) + {lookback} * K) * ({state}) elements, K = ceil(sqrt({steps}))",
+            lookback + 2 * margin + 1
+        );
+        out.push(Decision { function: f.name.clone(), primal: c.primal.clone(), steps, state, memory });
+    }
+    out
+}
+
 /// The statements to replace (from the primal to the last reader of either
 /// history), the sweep that replaces them, and the function to put it in
 /// (a copy of `f` with the sweep's new variables declared).
