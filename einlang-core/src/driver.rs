@@ -19,7 +19,7 @@ use crate::{analysis, base, codegen, hir, ir, lower, opt, resolve, source, synta
 /// Runs the pipeline on parsed input. Errors are all the diagnostics of the
 /// first stage that failed.
 pub fn compile(ast: syntax::ast::Program, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let Lowered { ast, hir, tables, ir, derivatives } = lower(ast)?;
+    let Lowered { ast, hir, tables, ir, derivatives } = lower(ast, options)?;
     let ir = time("opt", || opt::optimize(ir))
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR {msg}"))])?;
     let rust = time("codegen", || codegen::emit_program(&ir, options));
@@ -89,8 +89,9 @@ pub struct Lowered {
     pub derivatives: Vec<DerivFact>,
 }
 
-/// The pipeline up to and including lowering.
-pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> {
+/// The pipeline up to and including lowering (`options` say whether device
+/// functions are compiled, which decides the placement errors).
+pub fn lower(mut ast: syntax::ast::Program, options: &Options) -> Result<Lowered, Vec<Diagnostic>> {
     time("nested fns", || syntax::hoist::hoist_nested_fns(&mut ast));
     let stdlib = time("stdlib", source::stdlib::stdlib)?;
     let mut diags = Diagnostics::new();
@@ -122,6 +123,9 @@ pub fn lower(mut ast: syntax::ast::Program) -> Result<Lowered, Vec<Diagnostic>> 
         tables = time("analysis", || mono.analyze(&mut hir, &mut diags));
         stop_on_errors(&mut diags)?;
     }
+    // Placement errors of device functions, with spans, before lowering.
+    time("analysis", || analysis::device::check(&hir, &tables, options.cuda, &mut diags));
+    stop_on_errors(&mut diags)?;
     let ir = time("lower", || lower::lower_program(&hir, &tables, &program_tag(&ast), &mut diags));
     stop_on_errors(&mut diags)?;
     time("validate", || ir::validate::validate(&ir))
