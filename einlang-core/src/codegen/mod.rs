@@ -72,8 +72,9 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
     }
     let fns = rust::fn_idents(p);
     let mut out = TokenStream::new();
-    let twins = if options.cuda { cuda::device_twins(p) } else { Default::default() };
-    let bound = cuda::device_bound(p);
+    let calls = p.call_graph();
+    let twins = if options.cuda { cuda::device_twins(p, &calls) } else { Default::default() };
+    let bound = cuda::device_bound(p, &calls);
     for f in &p.fns {
         if let Some(device) = &f.device {
             // `analysis::device` reported device functions without the

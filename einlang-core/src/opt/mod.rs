@@ -110,32 +110,11 @@ enum Targets {
 }
 
 /// The names of the device functions and of every function they call,
-/// directly or through each other.
+/// directly or through each other (`ir::calls`).
 fn device_reachable(program: &ir::Program) -> std::collections::HashSet<String> {
-    use std::collections::HashSet;
-    fn calls(e: &ir::Expr, out: &mut Vec<String>) {
-        if let ir::ExprKind::Call { func, .. } = &e.kind {
-            out.push(func.clone());
-        }
-        ir::visit::for_each_child(e, &mut |c| calls(c, out));
-    }
-    let mut reached: HashSet<String> =
-        program.fns.iter().filter(|f| f.device.is_some()).map(|f| f.name.clone()).collect();
-    let mut work: Vec<String> = reached.iter().cloned().collect();
-    while let Some(name) = work.pop() {
-        let Some(f) = program.fns.iter().find(|f| f.name == name) else { continue };
-        let mut callees = Vec::new();
-        for s in &f.body {
-            ir::visit::for_each_stmt_expr(s, &mut |e| calls(e, &mut callees));
-        }
-        calls(&f.result, &mut callees);
-        for c in callees {
-            if reached.insert(c.clone()) {
-                work.push(c);
-            }
-        }
-    }
-    reached
+    let roots = program.fns.iter().enumerate().filter(|(_, f)| f.device.is_some()).map(|(i, _)| i);
+    let reached = program.call_graph().reach(roots, |_| true);
+    program.fns.iter().zip(reached).filter(|(_, r)| *r).map(|(f, _)| f.name.clone()).collect()
 }
 
 /// Runs a pass's rewrites over `f`: `stmts` on the function's body, `expr`

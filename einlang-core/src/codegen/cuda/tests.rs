@@ -19,7 +19,7 @@ fn kernels(src: &str) -> String {
     };
     let p = &compiled.ir;
     let fns = crate::codegen::rust::fn_idents(p);
-    let twins = super::device_twins(p);
+    let twins = super::device_twins(p, &p.call_graph());
     let mut out = String::new();
     for f in p.fns.iter().filter(|f| f.device.is_some() || twins.contains_key(&f.name)) {
         match emit_function(f, p, &fns, &options()) {
