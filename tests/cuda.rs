@@ -4,7 +4,8 @@
 //! Without a GPU these tests check that `Device::new` is `Err(NoDevice)`
 //! without panicking and that NVRTC compiles every kernel of this binary
 //! (when `libnvrtc` is on the library path, as `.ci/run` arranges); the
-//! device tests print that they were skipped. With a GPU every device
+//! device tests record that they were skipped (`skipped`: stderr, and a
+//! file whose lines `.ci/run` counts and prints). With a GPU every device
 //! function is compared with its CPU twin.
 #![cfg(feature = "cuda")]
 
@@ -272,6 +273,22 @@ mod cpu {
         }
 }
 
+/// Records that `test` skipped its check: a line on stderr, and one in
+/// `SKIPS` (under the target directory), which `.ci/run` counts and prints
+/// after the run, so that a test that passed by skipping is visible.
+fn skipped(test: &str, why: &str) {
+    use std::io::Write;
+    let line = format!("{test}: skipped, {why}");
+    eprintln!("{line}");
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(SKIPS);
+    if let Ok(mut file) = file {
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+/// Where `skipped` records skips: `.ci/run` removes it before the run.
+const SKIPS: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/cuda_skips.txt");
+
 /// The first GPU, or `None` (with a message) on a machine without one.
 fn device(test: &str) -> Option<Device> {
     match Device::new(0) {
@@ -280,7 +297,7 @@ fn device(test: &str) -> Option<Device> {
             // The GPU run sets this, so that a device that fails to open is
             // a failure rather than a skip.
             assert!(std::env::var_os("EINLANG_REQUIRE_GPU").is_none(), "{test}: no CUDA device ({e})");
-            println!("{test}: skipped, no CUDA device ({e})");
+            skipped(test, &format!("no CUDA device ({e})"));
             None
         }
     }
@@ -339,7 +356,7 @@ fn nvrtc_compiles_every_kernel() {
     if !cuda::nvrtc_available() {
         // CI installs NVRTC and sets this, so that a broken setup fails.
         assert!(std::env::var_os("EINLANG_REQUIRE_NVRTC").is_none(), "libnvrtc is not on the library path");
-        println!("nvrtc_compiles_every_kernel: skipped, libnvrtc is not on the library path");
+        skipped("nvrtc_compiles_every_kernel", "libnvrtc is not on the library path");
         return;
     }
     let arch = Device::new(0).map(|d| d.arch().to_string()).unwrap_or_else(|_| "sm_90".to_string());

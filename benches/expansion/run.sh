@@ -6,7 +6,8 @@
 # 1. In one process, `einlang_core::expand` on block.ein (100 lines) 20 times,
 #    and on a 4-line block 20 times: the first call pays for loading the
 #    standard library, later calls show what a crate's second, third, ...
-#    `einlang!` call costs.
+#    `einlang!` call costs. Each prints every stage's and `opt` pass's time:
+#    the first call's and the mean of the others.
 # 2. `cargo build` of a generated crate with 20 `einlang!` blocks (each a
 #    copy of block.ein in its own module), after its dependencies are built:
 #    the time is the crate's own compilation, expansion included.

@@ -56,10 +56,12 @@ pub(crate) fn check_error(src: &str, stage: Stage, expect: Expect) {
     }
 }
 
-/// The loop IR of `src` as lowering leaves it, before the `opt` passes.
+/// The loop IR of `src` as lowering leaves it, before the `opt` passes
+/// (device functions compiled, as with the feature `cuda`).
 pub(crate) fn lowered(src: &str) -> crate::ir::Program {
     let ast = crate::syntax::parse_str(src).unwrap_or_else(|d| panic!("unexpected errors:\n{}", render(&d)));
-    match crate::driver::lower(ast) {
+    let options = crate::codegen::Options { cuda: true, ..Default::default() };
+    match crate::driver::lower(ast, &options) {
         Ok(lowered) => lowered.ir,
         Err(d) => panic!("unexpected errors:\n{}", render(&d)),
     }

@@ -1,8 +1,12 @@
 //! The import rule of docs/architecture.md: a module of the compiler may
-//! import only the modules above it in the stage order, never one below.
+//! import only the modules above it in the stage order, never one below,
+//! and names what it uses through the stage that owns it, never through a
+//! re-export of the crate root (which only declares the stages and
+//! re-exports: `lib_rs_only_declares_and_reexports`).
 //! Read from the source text: every `crate::<module>` path outside comments
-//! and outside test code (a `#[cfg(test)]` item to the end of its file, and
-//! `tests.rs` / `*_tests.rs` files) must name an earlier stage or its own.
+//! and outside test code (each `#[cfg(test)]` item, wherever it stands in its
+//! file, and `tests.rs` / `*_tests.rs` files) must name an earlier stage or
+//! its own.
 
 use std::path::{Path, PathBuf};
 
@@ -45,11 +49,16 @@ fn stage_of(src: &Path, file: &Path) -> Option<String> {
 }
 
 /// The `crate::<module>` paths of `text` outside comments and test code.
+/// A `#[cfg(test)]` item is skipped to its end: a declaration (`mod
+/// tests;`, `use ...;`) to its `;`, an item with a body to the line where
+/// its braces close; the code after it is read.
 fn imports(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    let mut lines = text.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
         if line.trim_start().starts_with("#[cfg(test)]") {
-            break;
+            skip_item(line.trim_start().trim_start_matches("#[cfg(test)]"), &mut lines);
+            continue;
         }
         let code = line.split("//").next().unwrap_or("");
         let mut rest = code;
@@ -69,6 +78,37 @@ fn imports(text: &str) -> Vec<(usize, String)> {
     out
 }
 
+/// Skips the item that follows a `#[cfg(test)]` (`rest` is what follows
+/// the attribute on its line): its other attributes, then up to the `;`
+/// that ends a declaration or the line where the item's braces close.
+fn skip_item<'a>(rest: &str, lines: &mut impl Iterator<Item = (usize, &'a str)>) {
+    let mut depth = 0i64;
+    let mut opened = false;
+    let mut line = rest.to_string();
+    loop {
+        let code = line.split("//").next().unwrap_or("").trim().to_string();
+        if !code.is_empty() && !code.starts_with("#[") {
+            for c in code.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if (opened && depth <= 0) || (!opened && code.ends_with(';')) {
+                return;
+            }
+        }
+        match lines.next() {
+            Some((_, next)) => line = next.to_string(),
+            None => return,
+        }
+    }
+}
+
 #[test]
 fn no_stage_imports_a_later_one() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -86,15 +126,54 @@ fn no_stage_imports_a_later_one() {
         let text = std::fs::read_to_string(file).expect("readable source file");
         for (line, module) in imports(&text) {
             checked += 1;
-            if let Some(r) = ORDER.iter().position(|s| *s == module) {
-                if r > rank {
-                    violations.push(format!("{}:{line}: `{stage}` imports the later `{module}`", file.display()));
+            match ORDER.iter().position(|s| *s == module) {
+                Some(r) if r > rank => {
+                    violations.push(format!("{}:{line}: `{stage}` imports the later `{module}`", file.display()))
                 }
+                Some(_) => {}
+                // `crate::{self, ...}`'s `self`, a macro's `$crate`-less
+                // path end: not a module name.
+                None if module.is_empty() || module == "self" => {}
+                None => violations.push(format!(
+                    "{}:{line}: `{stage}` names the crate root's `{module}`; name it through the stage that owns it",
+                    file.display()
+                )),
             }
         }
     }
     assert!(checked > 100, "only {checked} imports found: is the scan reading the sources?");
     assert!(violations.is_empty(), "imports against the stage order:\n{}", violations.join("\n"));
+}
+
+/// The crate root declares the stages and re-exports the items the macros
+/// and tools use; nothing is defined there.
+#[test]
+fn lib_rs_only_declares_and_reexports() {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
+    let text = std::fs::read_to_string(lib).expect("readable lib.rs");
+    let mut reexports = 0;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        let allowed = line.is_empty()
+            || line.starts_with("//")
+            || line == "#[cfg(test)]"
+            || (line.starts_with("pub mod ") || line.starts_with("mod ")) && line.ends_with(';');
+        if line.starts_with("pub use ") && line.ends_with(';') {
+            reexports += 1;
+        } else {
+            assert!(allowed, "src/lib.rs:{}: `{line}`: the crate root only declares modules and re-exports", n + 1);
+        }
+    }
+    assert!(reexports > 0, "no re-exports found: is the scan reading lib.rs?");
+}
+
+#[test]
+fn the_scan_reads_past_test_items_and_flags_root_items() {
+    let text = "#[cfg(test)]\nmod tests;\nuse crate::codegen::Options;\n#[cfg(test)]\nmod inline {\n    use crate::entry;\n    fn f() {}\n}\nuse crate::Options;\n#[cfg(test)]\n#[allow(dead_code)]\nuse crate::driver;\nlet x = crate::opt::run();\n";
+    let found: Vec<(usize, String)> = imports(text);
+    let modules: Vec<&str> = found.iter().map(|(_, m)| m.as_str()).collect();
+    assert_eq!(modules, ["codegen", "Options", "opt"], "{found:?}");
+    assert_eq!(found[1].0, 9);
 }
 
 #[test]

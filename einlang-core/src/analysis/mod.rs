@@ -21,6 +21,7 @@
 //! dimensions (`?`) get fresh variables above `HIDDEN_DIM_BASE`.
 
 mod cx;
+pub mod device;
 mod infer;
 pub mod pretty;
 mod ranges;

@@ -98,7 +98,7 @@ pub enum Storage {
 }
 
 /// What the compiler decided for one recurrence; exposed for tests and
-/// tools (`crate::Compiled::recurrence`).
+/// tools (`driver::Compiled::recurrence`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecurrenceFacts {
     /// The Einlang name of the function and of the tensor.

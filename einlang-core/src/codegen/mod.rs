@@ -23,6 +23,24 @@ use crate::base::span::Span;
 use crate::diag::Diagnostic;
 use crate::ir;
 
+/// Compilation options that come from the macro crate's features.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Bounds-check every tensor access, including proven ones.
+    pub checked: bool,
+    /// The directory of the program's source file (`include_ein!`), the
+    /// value of `std::io::script_dir()`; None for `einlang!`, whose
+    /// `script_dir()` is the calling crate's `CARGO_MANIFEST_DIR`.
+    pub script_dir: Option<String>,
+    /// Compile `#[device(cuda)]` functions (the facade's feature `cuda`);
+    /// without it they are an error that says to enable the feature.
+    pub cuda: bool,
+    /// Emit each host function for the target's baseline instruction set
+    /// only, without its AVX2 twin (see the runtime's `cpu` module): for
+    /// snapshots that show the code once. `checked` implies it.
+    pub baseline_only: bool,
+}
+
 /// The lints a generated function allows (its names follow the source,
 /// its code is regular rather than idiomatic), and `extra` ones.
 pub(crate) fn allow_lints(extra: TokenStream) -> TokenStream {
@@ -48,37 +66,36 @@ pub(crate) fn allow_lints(extra: TokenStream) -> TokenStream {
 /// becomes a `compile_error!` saying "internal compiler error"; the other
 /// functions are still emitted so that the rest of the user's crate keeps
 /// type-checking.
-pub fn emit_program(p: &ir::Program, options: &crate::Options) -> TokenStream {
+pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
     if let Err(msg) = ir::validate::validate(p) {
         return Diagnostic::bug(Span::call_site(), format!("invalid loop IR: {msg}")).to_compile_errors();
     }
     let fns = rust::fn_idents(p);
     let mut out = TokenStream::new();
-    let twins = if options.cuda { cuda::device_twins(p) } else { Default::default() };
-    let bound = cuda::device_bound(p);
+    let calls = p.call_graph();
+    let twins = if options.cuda { cuda::device_twins(p, &calls) } else { Default::default() };
+    let bound = cuda::device_bound(p, &calls);
     for f in &p.fns {
         if let Some(device) = &f.device {
+            // `analysis::device` reported device functions without the
+            // feature, before lowering.
             if !options.cuda {
-                let d = Diagnostic::error(device.span, "`#[device(cuda)]` needs the cargo feature `cuda` of `einlang`")
-                    .help("enable it: `einlang = { version = \"0.1\", features = [\"cuda\"] }`");
-                out.extend(d.to_compile_errors());
+                let msg = format!("device function `{}` reached code generation without the feature `cuda`", f.name);
+                out.extend(Diagnostic::bug(device.span, msg).to_compile_errors());
                 continue;
             }
             out.extend(emit_cuda(f, p, &fns, options, device.span));
             continue;
         }
         // A host function that reaches a device function runs only as the
-        // CUDA twin of device code that calls it.
+        // CUDA twin of device code that calls it (`analysis::device`
+        // reported the others before lowering).
         if let Some((callee, span)) = bound.get(&f.name) {
             if let (true, Some(span)) = (options.cuda, twins.get(&f.name)) {
                 out.extend(emit_cuda(f, p, &fns, options, *span));
             } else if options.cuda {
-                let d = Diagnostic::error(
-                    *span,
-                    format!("the device function `{callee}` is called from host code (`{}`)", f.name),
-                )
-                .note("a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust");
-                out.extend(d.to_compile_errors());
+                let msg = format!("host function `{}` calling the device function `{callee}` reached code generation", f.name);
+                out.extend(Diagnostic::bug(*span, msg).to_compile_errors());
             }
             continue;
         }
@@ -102,7 +119,7 @@ fn emit_cuda(
     f: &ir::Function,
     p: &ir::Program,
     fns: &rust::FnIdents,
-    options: &crate::Options,
+    options: &Options,
     span: Span,
 ) -> TokenStream {
     match cuda::emit_function(f, p, fns, options) {

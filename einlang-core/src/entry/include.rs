@@ -48,8 +48,8 @@ use syn::parse::{ParseStream, Parser};
 
 use crate::base::span::Span;
 use crate::diag::Diagnostic;
+use crate::codegen::Options;
 use crate::source::include::{render_all, LoadedFile, Loader};
-use crate::Options;
 
 /// Expands `include_ein!(...)`. `input` is the macro's argument tokens.
 ///
@@ -91,10 +91,12 @@ fn expand_file_in(input: TokenStream, manifest_dir: Option<OsString>, options: &
     };
     let root = LoadedFile { shown: shown.clone(), src, path: path.clone() };
     let options = Options { script_dir: path.parent().and_then(|d| d.to_str()).map(str::to_string), ..options.clone() };
+    let start = std::time::Instant::now();
     let (compiled, tracked) = {
         let _fallback = FallbackLexer::force();
         compile_file(root, &options)
     };
+    super::report_times(&format!("include_ein!(\"{shown}\")"), start);
     let mut out = match compiled {
         Ok(rust) => match super::catch_ice(|| respan_to_call_site(rust)) {
             Ok(tokens) => tokens,
@@ -198,7 +200,7 @@ impl Drop for FallbackLexer {
 fn compile_file(root: LoadedFile, options: &Options) -> (Result<TokenStream, Vec<String>>, Vec<PathBuf>) {
     let mut loader = Loader::new(root);
     let result = super::catch_ice(|| {
-        let mut ast = loader.load(0)?;
+        let mut ast = crate::base::timing::time("parse", || loader.load(0))?;
         ast.items.append(&mut loader.mounted);
         crate::driver::compile(ast, options).map(|c| c.rust)
     });

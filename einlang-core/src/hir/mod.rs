@@ -83,53 +83,6 @@ pub struct Hir {
     /// column of a Jacobian read with the source's indices fixed, made by
     /// `transform::autodiff`): the request and the point's indices.
     pub deriv_points: std::collections::HashMap<ExprId, Vec<ExprId>>,
-    /// What `transform::autodiff` decided for each request it answered.
-    pub deriv_facts: Vec<DerivFact>,
-}
-
-/// How one derivative request was answered (`Compiled::derivatives`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DerivFact {
-    /// The Einlang function (`"main"` for top-level statements), target and
-    /// source.
-    pub function: String,
-    pub target: String,
-    pub source: String,
-    pub mode: DerivMode,
-    /// Recurrences differentiated in reverse mode: their names and how the
-    /// primal's history is had (kept whole: memory of the whole primal,
-    /// `T x` the state; the adjoint is a recurrence over reversed time).
-    pub reversed: Vec<(String, History)>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DerivMode {
-    /// One backward sweep (a scalar target; requests of the same target
-    /// share it).
-    Reverse,
-    /// Tangents over the source's axes (a tensor target).
-    Forward,
-    /// One forward sweep at a fixed point of the source (a Jacobian column).
-    ForwardAtPoint,
-}
-
-/// Where reverse mode through a recurrence gets the primal's states.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum History {
-    /// Every step is stored by the primal (its storage is the whole tensor).
-    Kept,
-    /// Kept while the history (`steps` steps of `state` elements) is within
-    /// the runtime's limit (`einlang::checkpoint::history_limit`, 256 MiB
-    /// unless set); above it, recomputed from checkpoints: the primal runs
-    /// in chunks of `ceil(sqrt(steps))` steps keeping the steps before each
-    /// chunk, then backwards chunk by chunk it is recomputed from them while
-    /// the adjoint runs over the chunk. Memory: windows of about two chunks
-    /// of the primal and of the adjoint plus one checkpoint per chunk, so
-    /// about `4 sqrt(steps)` states instead of `2 steps`; time: one more run
-    /// of the primal. The expressions are the compiler's, in the
-    /// function's dimensions; `memory` is the bound on what the
-    /// checkpointed sweep holds, as a formula in them.
-    Checkpointed { steps: String, state: String, memory: String },
 }
 
 /// `@fn f(params) { body }`: the differential of `f` in terms of its

@@ -29,6 +29,7 @@
 //! Arithmetic `Binary` operands have the same scalar type as each other;
 //! comparisons yield `bool`.
 
+pub mod calls;
 pub mod cost;
 pub mod pretty;
 pub mod validate;
@@ -467,6 +468,26 @@ pub struct Recurrence {
     /// back end may run their loops outside the sequential one.
     pub lines: bool,
     pub clauses: Vec<RecClause>,
+}
+
+impl Recurrence {
+    /// Whether clause `c` writes the current point alone: no loops of its
+    /// own, no prelude, and every axis at its sequential loop's variable
+    /// (or a literal the loop's cover pins).
+    pub fn writes_point(&self, c: &RecClause) -> bool {
+        c.loops.is_empty()
+            && c.prelude.is_empty()
+            && c.at.len() == self.extents.len()
+            && c.at.iter().enumerate().all(|(axis, w)| match w {
+                RecIndex::Seq(k) => self.seq.get(*k).is_some_and(|(a, _)| *a == axis),
+                RecIndex::Lit(n) => self
+                    .seq
+                    .iter()
+                    .position(|(a, _)| *a == axis)
+                    .is_some_and(|k| c.cover.get(k) == Some(&Cover::At(*n))),
+                RecIndex::Loop(_) => false,
+            })
+    }
 }
 
 /// A circular buffer of `slots` (a power of two) steps along `axis`; a

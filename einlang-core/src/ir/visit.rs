@@ -1,15 +1,17 @@
 //! Generic traversal of the loop IR, for passes that look at every node:
-//! the expressions directly inside an expression or a statement, and the
-//! variables a node defines.
+//! the expressions directly inside an expression or a statement, the
+//! variables a node defines, and every variable a node mentions
+//! (`visit_var_uses`, `visit_stmt_var_uses`, dimensions included).
 //!
 //! Children come in one fixed order (operands left to right, where entries
 //! before the value they guard, a block's statements before its result), the
 //! same for the shared and the mutable visitor, so a position found by one is
 //! the same position for the other. Dimensions are not expressions and are
-//! not visited.
+//! not visited as children; the variables they mention are uses.
 
+use crate::base::dim::Dim;
 use crate::base::ops::BinOp;
-use crate::ir::{CollectStep, Expr, ExprKind, FmtPart, Literal, Repr, Stmt, VarId, WhereEntry};
+use crate::ir::{CollectStep, Cover, Expr, ExprKind, FmtPart, Literal, Repr, Stmt, VarId, WhereEntry};
 
 /// The body of [`for_each_child`] and [`for_each_child_mut`]: `$e` is `&Expr`
 /// or `&mut Expr` and `$stmt` visits the expressions of a statement.
@@ -291,5 +293,195 @@ pub fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
             conjuncts(b, out);
         }
         _ => out.push(e),
+    }
+}
+
+/// Calls `f` for every variable that `e` mentions (values, tensors read or
+/// viewed, dimension variables), including inside nested statements.
+pub fn visit_var_uses(e: &Expr, f: &mut dyn FnMut(VarId)) {
+    let dim = |d: &Dim, f: &mut dyn FnMut(VarId)| d.vars().into_iter().for_each(|v| f(VarId(v.0)));
+    let wheres = |ws: &[WhereEntry], f: &mut dyn FnMut(VarId)| {
+        for w in ws {
+            match w {
+                WhereEntry::Bind(_, x) | WhereEntry::Guard(x) => visit_var_uses(x, f),
+            }
+        }
+    };
+    match &e.kind {
+        ExprKind::Lit(_) => {}
+        ExprKind::Var(v) => f(*v),
+        ExprKind::Dim(d) => dim(d, f),
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Field(x, _) => visit_var_uses(x, f),
+        ExprKind::Binary(_, a, b) => {
+            visit_var_uses(a, f);
+            visit_var_uses(b, f);
+        }
+        ExprKind::Intrinsic(_, xs)
+        | ExprKind::Call { args: xs, .. }
+        | ExprKind::Tuple(xs)
+        | ExprKind::ArrayLit { elems: xs, .. }
+        | ExprKind::Print(xs)
+        | ExprKind::Fs { args: xs, .. } => xs.iter().for_each(|x| visit_var_uses(x, f)),
+        ExprKind::DynMap { inputs, body, .. } => {
+            inputs.iter().for_each(|x| visit_var_uses(x, f));
+            visit_var_uses(body, f);
+        }
+        ExprKind::Format(parts) => {
+            for p in parts {
+                if let FmtPart::Value(x, _) = p {
+                    visit_var_uses(x, f);
+                }
+            }
+        }
+        ExprKind::Assert { cond, message } => {
+            visit_var_uses(cond, f);
+            visit_var_uses(message, f);
+        }
+        ExprKind::Len { tensor, .. } | ExprKind::ShapeOf { tensor } => f(*tensor),
+        ExprKind::JaggedLit { rows } => rows.iter().for_each(|x| visit_var_uses(x, f)),
+        ExprKind::DynShape { value, arg, .. } => {
+            visit_var_uses(value, f);
+            visit_var_uses(arg, f);
+        }
+        ExprKind::JaggedRow { jagged, index } => {
+            f(*jagged);
+            visit_var_uses(index, f);
+        }
+        ExprKind::LoadNpy { path, extents } => {
+            visit_var_uses(path, f);
+            extents.iter().flatten().for_each(|d| dim(d, f));
+        }
+        ExprKind::SaveNpy { path, value } => {
+            visit_var_uses(path, f);
+            visit_var_uses(value, f);
+        }
+        ExprKind::ShapeCast { value, extents, .. } => {
+            visit_var_uses(value, f);
+            extents.iter().flatten().for_each(|d| dim(d, f));
+        }
+        ExprKind::Collect { steps, body, elem_shape } => {
+            elem_shape.iter().for_each(|d| dim(d, f));
+            for s in steps {
+                match s {
+                    CollectStep::Loop(l) => {
+                        dim(&l.start, f);
+                        dim(&l.end, f);
+                    }
+                    CollectStep::Where(w) => wheres(std::slice::from_ref(w), f),
+                }
+            }
+            visit_var_uses(body, f);
+        }
+        ExprKind::Read { tensor, indices, .. } | ExprKind::View { tensor, indices } => {
+            f(*tensor);
+            indices.iter().for_each(|x| visit_var_uses(x, f));
+        }
+        ExprKind::Reduce { loops, wheres: ws, body, .. } => {
+            for l in loops {
+                dim(&l.start, f);
+                dim(&l.end, f);
+            }
+            wheres(ws, f);
+            visit_var_uses(body, f);
+        }
+        ExprKind::Guarded { wheres: ws, body } => {
+            wheres(ws, f);
+            visit_var_uses(body, f);
+        }
+        ExprKind::If { cond, then, els } => {
+            visit_var_uses(cond, f);
+            visit_var_uses(then, f);
+            visit_var_uses(els, f);
+        }
+        ExprKind::Block { stmts, result } => {
+            for s in stmts {
+                visit_stmt_var_uses(s, f);
+            }
+            visit_var_uses(result, f);
+        }
+    }
+}
+
+/// Calls `f` for every variable that `s` mentions, like [`visit_var_uses`].
+pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
+    let dim = |d: &Dim, f: &mut dyn FnMut(VarId)| d.vars().into_iter().for_each(|v| f(VarId(v.0)));
+    match s {
+        Stmt::Let { value, .. } | Stmt::Expr(value) => visit_var_uses(value, f),
+        Stmt::Comm(c) => {
+            c.reads().into_iter().for_each(&mut *f);
+            if let crate::ir::Comm::Halo { step, .. } = c {
+                visit_var_uses(step, f);
+            }
+        }
+        Stmt::Extent { value, .. } => dim(value, f),
+        Stmt::SameExtent { a, b, .. } => {
+            dim(a, f);
+            dim(b, f);
+        }
+        Stmt::Tensor(def) => {
+            for a in &def.axes {
+                dim(&a.start, f);
+                dim(&a.extent, f);
+            }
+            visit_var_uses(&def.body, f);
+        }
+        Stmt::CheckResultDim { tensor, declared, .. } => {
+            f(*tensor);
+            dim(declared, f);
+        }
+        Stmt::Reshape { source, dims, .. } => {
+            f(*source);
+            dims.iter().for_each(|d| dim(d, f));
+        }
+        Stmt::Recurrence(r) => {
+            for d in &r.extents {
+                dim(d, f);
+            }
+            for (_, l) in &r.seq {
+                dim(&l.start, f);
+                dim(&l.end, f);
+            }
+            for c in &r.clauses {
+                for cv in &c.cover {
+                    if let Cover::Range(a, b) = cv {
+                        dim(a, f);
+                        dim(b, f);
+                    }
+                }
+                for l in &c.loops {
+                    dim(&l.start, f);
+                    dim(&l.end, f);
+                }
+                c.prelude.iter().for_each(|s| visit_stmt_var_uses(s, f));
+                visit_var_uses(&c.body, f);
+            }
+        }
+        Stmt::Rows(rows) => {
+            for s in &rows.prelude {
+                visit_stmt_var_uses(s, f);
+            }
+            visit_stmt_var_uses(&Stmt::Tensor(rows.def.clone()), f);
+        }
+        Stmt::Gemm(g) => {
+            f(g.a);
+            f(g.b);
+            for d in g.batch.iter().chain([&g.m, &g.n, &g.k]) {
+                dim(d, f);
+            }
+            visit_stmt_var_uses(&Stmt::Tensor(g.reference.clone()), f);
+        }
+        Stmt::Sweep(w) => {
+            dim(&w.steps, f);
+            visit_stmt_var_uses(&Stmt::Recurrence(w.primal.clone()), f);
+            w.between.iter().for_each(|s| visit_stmt_var_uses(s, f));
+            visit_stmt_var_uses(&Stmt::Recurrence(w.adjoint.clone()), f);
+            for s in &w.sums {
+                dim(&s.full.0, f);
+                dim(&s.full.1, f);
+                s.prelude.iter().for_each(|s| visit_stmt_var_uses(s, f));
+                visit_stmt_var_uses(&s.part, f);
+            }
+            w.after.iter().for_each(|s| visit_stmt_var_uses(s, f));
+        }
     }
 }

@@ -71,6 +71,47 @@ pub fn run(program: &mut Program, device: &HashSet<String>) {
     program.fns.extend(added);
 }
 
+/// What the pass chose for one function: its checkpointed alternative
+/// recomputes the history of the recurrence `primal`, `steps` steps of
+/// `state` elements (in the function's dimensions), and holds at most
+/// `memory` elements, as a formula in them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub function: String,
+    pub primal: String,
+    pub steps: String,
+    pub state: String,
+    pub memory: String,
+}
+
+/// The decisions `run` made in `program`, one per function with a
+/// checkpointed alternative.
+///
+/// `memory` is what the alternative's [`Sweep`] allocates at run time,
+/// written over the function's dimensions: two windows (the primal's and
+/// the adjoint's) of `einlang_runtime::ckpt::slots(K, lookback, margin)`
+/// steps each, a power of two, and `lookback` steps per checkpoint, with
+/// chunks of `K = ckpt::chunk(steps)` steps (`ceil(sqrt(steps))`).
+pub fn decisions(program: &Program) -> Vec<Decision> {
+    let mut out = Vec::new();
+    for f in &program.fns {
+        let Some(c) = &f.checkpointed else { continue };
+        let text = |d: &Dim| d.display(&|v| f.vars[v.0 as usize].source_name.clone());
+        let (steps, state) = (text(&c.steps), text(&c.state));
+        let sweep = program.fns.iter().filter(|g| g.name == c.alternative).flat_map(|g| &g.body).find_map(|s| match s {
+            Stmt::Sweep(w) => Some((w.lookback, w.margin)),
+            _ => None,
+        });
+        let Some((lookback, margin)) = sweep else { continue };
+        let memory = format!(
+            "(2 * next_power_of_two(K + {}) + {lookback} * K) * ({state}) elements, K = ceil(sqrt({steps}))",
+            lookback + 2 * margin + 1
+        );
+        out.push(Decision { function: f.name.clone(), primal: c.primal.clone(), steps, state, memory });
+    }
+    out
+}
+
 /// The statements to replace (from the primal to the last reader of either
 /// history), the sweep that replaces them, and the function to put it in
 /// (a copy of `f` with the sweep's new variables declared).
@@ -172,7 +213,7 @@ fn from_primal(f: &Function, i: usize, p: &Recurrence) -> Option<(std::ops::Rang
                 sum.and_then(|e| time_of_sum(&e, p.var, a.var, &steps, &|x| super::resolve_extents(f, x)))
             {
                 let mut uses = Vec::new();
-                visit::for_each_stmt_expr(&s, &mut |e| crate::ir::validate::visit_var_uses(e, &mut |v| uses.push(v)));
+                visit::for_each_stmt_expr(&s, &mut |e| crate::ir::visit::visit_var_uses(e, &mut |v| uses.push(v)));
                 if uses.iter().any(|v| defined_after.contains(v)) || offset.abs() > MAX_OFFSET {
                     return None;
                 }
@@ -263,7 +304,7 @@ fn lookback(p: &Recurrence) -> Option<u64> {
 fn linear_sum<'e>(e: &'e mut Expr, histories: &[VarId]) -> Option<&'e mut Expr> {
     let free = |x: &Expr| {
         let mut uses = false;
-        crate::ir::validate::visit_var_uses(x, &mut |v| uses |= histories.contains(&v));
+        crate::ir::visit::visit_var_uses(x, &mut |v| uses |= histories.contains(&v));
         !uses
     };
     // The operand to follow at each level: false the left, true the right.
@@ -315,7 +356,7 @@ fn visit_reads(e: &Expr, f: &mut dyn FnMut(VarId, &[Expr])) {
 /// Whether statement `s` mentions `v`.
 fn reads(s: &Stmt, v: VarId) -> bool {
     let mut found = false;
-    crate::ir::validate::visit_stmt_var_uses(s, &mut |x| found |= x == v);
+    crate::ir::visit::visit_stmt_var_uses(s, &mut |x| found |= x == v);
     found
 }
 
@@ -342,13 +383,13 @@ fn tail_reads_only(s: &Stmt, h: VarId) -> bool {
             reads_n += 1;
             let mut uses = Vec::new();
             if let Some(first) = idx.first() {
-                crate::ir::validate::visit_var_uses(first, &mut |x| uses.push(x));
+                crate::ir::visit::visit_var_uses(first, &mut |x| uses.push(x));
             }
             ok &= !uses.iter().any(|x| bound.contains(x));
         })
     });
     let mut mentions = 0;
-    crate::ir::validate::visit_stmt_var_uses(s, &mut |x| mentions += usize::from(x == h));
+    crate::ir::visit::visit_stmt_var_uses(s, &mut |x| mentions += usize::from(x == h));
     ok && mentions == reads_n
 }
 

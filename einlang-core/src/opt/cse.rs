@@ -97,7 +97,7 @@ fn scope(f: &mut Function, e: &mut Expr) {
         let pending: Vec<VarId> = lets.iter().map(|(v, _)| *v).collect();
         let ready = lets.iter().position(|(v, x)| {
             let mut reads_pending = false;
-            crate::ir::validate::visit_var_uses(x, &mut |u| reads_pending |= u != *v && pending.contains(&u));
+            crate::ir::visit::visit_var_uses(x, &mut |u| reads_pending |= u != *v && pending.contains(&u));
             !reads_pending
         });
         let Some(i) = ready else { return };

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 
 use super::hoist::alpha_eq;
 use crate::base::dim::Dim;
-use crate::ir::validate::{visit_stmt_var_uses, visit_var_uses};
+use crate::ir::visit::{visit_stmt_var_uses, visit_var_uses};
 use crate::ir::visit;
 use crate::ir::{Expr, ExprKind, Function, Stmt, VarId};
 

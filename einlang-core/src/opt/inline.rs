@@ -37,7 +37,7 @@ use std::collections::HashMap;
 
 use super::gemm::{recost, rename};
 use super::hoist::pure_float;
-use crate::ir::validate::visit_var_uses;
+use crate::ir::visit::visit_var_uses;
 use crate::ir::visit;
 use crate::ir::{Expr, ExprKind, Function, Rows, Stmt, TensorDef, VarId};
 

@@ -57,6 +57,7 @@ mod tests;
 
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::BinOp;
+use crate::base::timing::{self, time_part};
 use crate::ir;
 
 /// The passes, in the order they run.
@@ -110,32 +111,11 @@ enum Targets {
 }
 
 /// The names of the device functions and of every function they call,
-/// directly or through each other.
+/// directly or through each other (`ir::calls`).
 fn device_reachable(program: &ir::Program) -> std::collections::HashSet<String> {
-    use std::collections::HashSet;
-    fn calls(e: &ir::Expr, out: &mut Vec<String>) {
-        if let ir::ExprKind::Call { func, .. } = &e.kind {
-            out.push(func.clone());
-        }
-        ir::visit::for_each_child(e, &mut |c| calls(c, out));
-    }
-    let mut reached: HashSet<String> =
-        program.fns.iter().filter(|f| f.device.is_some()).map(|f| f.name.clone()).collect();
-    let mut work: Vec<String> = reached.iter().cloned().collect();
-    while let Some(name) = work.pop() {
-        let Some(f) = program.fns.iter().find(|f| f.name == name) else { continue };
-        let mut callees = Vec::new();
-        for s in &f.body {
-            ir::visit::for_each_stmt_expr(s, &mut |e| calls(e, &mut callees));
-        }
-        calls(&f.result, &mut callees);
-        for c in callees {
-            if reached.insert(c.clone()) {
-                work.push(c);
-            }
-        }
-    }
-    reached
+    let roots = program.fns.iter().enumerate().filter(|(_, f)| f.device.is_some()).map(|(i, _)| i);
+    let reached = program.call_graph().reach(roots, |_| true);
+    program.fns.iter().zip(reached).filter(|(_, r)| *r).map(|(f, _)| f.name.clone()).collect()
 }
 
 /// Runs a pass's rewrites over `f`: `stmts` on the function's body, `expr`
@@ -172,9 +152,9 @@ fn in_blocks(f: &mut ir::Function, e: &mut ir::Expr, stmts: fn(&mut ir::Function
 fn use_counts(f: &ir::Function) -> std::collections::HashMap<ir::VarId, usize> {
     let mut counts = std::collections::HashMap::new();
     for s in &f.body {
-        ir::validate::visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
+        ir::visit::visit_stmt_var_uses(s, &mut |v| *counts.entry(v).or_default() += 1);
     }
-    ir::validate::visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
+    ir::visit::visit_var_uses(&f.result, &mut |v| *counts.entry(v).or_default() += 1);
     counts
 }
 
@@ -262,9 +242,11 @@ pub(super) fn affine(e: &ir::Expr, t: ir::VarId) -> Option<(i64, Dim)> {
 pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
     let device = device_reachable(&program);
     // First, on the IR as lowered: the sweep's parts are kept in that form.
-    checkpoint::run(&mut program, &device);
-    ir::validate::validate(&program).map_err(|e| format!("after the `checkpoint` pass: {e}"))?;
+    time_part("opt", "checkpoint", || checkpoint::run(&mut program, &device));
+    time_part("opt", "validate", || ir::validate::validate(&program))
+        .map_err(|e| format!("after the `checkpoint` pass: {e}"))?;
     for (name, pass, targets) in PASSES {
+        let start = std::time::Instant::now();
         for f in &mut program.fns {
             let on_device = device.contains(&f.name);
             if (*targets == Targets::Host && on_device) || (*targets == Targets::Device && !on_device) {
@@ -272,7 +254,9 @@ pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
             }
             pass(f);
         }
-        ir::validate::validate(&program).map_err(|e| format!("after the `{name}` pass: {e}"))?;
+        timing::add(("opt", name), start.elapsed());
+        time_part("opt", "validate", || ir::validate::validate(&program))
+            .map_err(|e| format!("after the `{name}` pass: {e}"))?;
     }
     Ok(program)
 }

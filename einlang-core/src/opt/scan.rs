@@ -240,7 +240,7 @@ fn prefix_of(e: &Expr, axes: &[VarId], inside: &[VarId]) -> Option<Prefix> {
         return None;
     }
     let mut ok = true;
-    crate::ir::validate::visit_var_uses(body, &mut |v| {
+    crate::ir::visit::visit_var_uses(body, &mut |v| {
         ok &= v != axes[axis] && (own.contains(&v) || !inside.contains(&v) || axes.contains(&v));
     });
     let effect = |x: &Expr| {

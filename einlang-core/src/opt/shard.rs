@@ -959,7 +959,7 @@ impl Cx<'_> {
         let ExprKind::Call { func, args } = &e.kind else { return Ok(()) };
         let passes_sharded = args.iter().any(|a| {
             let mut found = false;
-            crate::ir::validate::visit_var_uses(a, &mut |v| {
+            crate::ir::visit::visit_var_uses(a, &mut |v| {
                 found |= self.sharded.contains_key(&v) || self.tuples.contains_key(&v);
             });
             found
@@ -1399,7 +1399,7 @@ fn sink_reductions(body: &mut Vec<Stmt>) {
         let mut to = i + 1;
         while to < body.len() {
             let mut reads = false;
-            crate::ir::validate::visit_stmt_var_uses(&body[to], &mut |v| reads |= v == out);
+            crate::ir::visit::visit_stmt_var_uses(&body[to], &mut |v| reads |= v == out);
             if reads {
                 break;
             }
@@ -1420,7 +1420,7 @@ mod tests {
     /// first error.
     fn sharded(src: &str) -> Result<crate::ir::Program, String> {
         let ast = crate::syntax::parse_str(src).map_err(|d| d[0].message.clone())?;
-        crate::driver::lower(ast).map(|l| l.ir).map_err(|d| d[0].message.clone())
+        crate::driver::lower(ast, &crate::codegen::Options::default()).map(|l| l.ir).map_err(|d| d[0].message.clone())
     }
 
     fn comms(p: &crate::ir::Program) -> Vec<Comm> {

@@ -2,7 +2,7 @@
 //! diagnostics) out, as expect-test snapshots. Update them with
 //! `UPDATE_EXPECT=1 cargo test -p einlang-core syntax`.
 
-use expect_test::{expect, Expect};
+use expect_test::{expect, expect_file, Expect};
 use quote::quote;
 
 use super::ast::{Expr, ExprKind, Item, Stmt};
@@ -1257,11 +1257,17 @@ fn malformed_input_never_panics() {
         "let x = x[..];",
         "let x = x[..=a];",
     ];
+    // Each fragment as a statement and as a value: the outcome, and for an
+    // error its first message and position (a snapshot, so that a change
+    // in what the parser says about broken input shows in review).
+    let mut table = String::new();
     for src in fragments {
-        let _ = parse_str(src);
-        let _ = parse_str(&format!("let v = {src};"));
-        let _ = parse_str(&format!("fn f() {{ {src} }}"));
+        let bare = outcome(src);
+        let value = outcome(&format!("let v = {src};"));
+        outcome(&format!("fn f() {{ {src} }}"));
+        table.push_str(&format!("{src:?}\n    {bare}\n    let v = ..: {value}\n"));
     }
+    expect_file!["malformed_fragments.txt"].assert_eq(&table);
 
     let program = r#"
         use std::math::{exp, sqrt as s, *};
@@ -1276,12 +1282,39 @@ fn malformed_input_never_panics() {
         @fn r(x) { max(x, 0.0) }
         mod m { const K: i64 = 1; }
     "#;
+    // Every prefix: no panic, and its errors have messages and positions
+    // inside the text (`outcome`).
     for (end, _) in program.char_indices() {
-        let _ = parse_str(&program[..end]);
+        outcome(&program[..end]);
     }
     let words: Vec<&str> = program.split_whitespace().collect();
     for skip in 0..words.len() {
         let src: Vec<&str> = words.iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, w)| *w).collect();
-        let _ = parse_str(&src.join(" "));
+        outcome(&src.join(" "));
     }
+}
+
+/// `"ok"` when `src` parses; otherwise its first error as `line:col:
+/// message`, after checking that every error has a message and lies
+/// within the source (line and column of a line that exists).
+fn outcome(src: &str) -> String {
+    let diags = match parse_str(src) {
+        Ok(_) => return "ok".to_string(),
+        Err(diags) => diags,
+    };
+    assert!(!diags.is_empty(), "{src:?}: an error without diagnostics");
+    let lines: Vec<&str> = src.lines().collect();
+    for d in &diags {
+        assert!(!d.message.trim().is_empty(), "{src:?}: an error without a message");
+        let (line, col) = d.span.line_col();
+        if line == 0 {
+            // A detached span: the end of the input.
+            continue;
+        }
+        let text = lines.get(line - 1).unwrap_or_else(|| panic!("{src:?}: error at line {line}: {}", d.message));
+        // Columns count from 0; the end of a line is a position too.
+        assert!(col <= text.chars().count(), "{src:?}: error at {line}:{col} past the line: {}", d.message);
+    }
+    let (line, col) = diags[0].span.line_col();
+    format!("{line}:{}: {}", col + 1, diags[0].message)
 }

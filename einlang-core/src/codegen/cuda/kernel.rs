@@ -760,7 +760,7 @@ impl<'a> KernelCx<'a> {
         let at_lane = matches!(last.kind, ExprKind::Var(v) if w.vars.contains(&v));
         let mut mentioned = HashSet::new();
         for i in others {
-            crate::ir::validate::visit_var_uses(i, &mut |v| {
+            crate::ir::visit::visit_var_uses(i, &mut |v| {
                 mentioned.insert(v);
             });
         }

@@ -60,6 +60,7 @@ use crate::base::dim::{Dim, DimVar};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::codegen::paths;
+use crate::ir::calls::CallGraph;
 use crate::ir::{
     Cover, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Rows, Stmt,
     TensorDef, VarId,
@@ -99,17 +100,17 @@ const BLOCK: u32 = 256;
 /// The functions that are not `#[device(cuda)]` themselves but are called
 /// with tensors from device code (directly or through each other), with the
 /// span of a device function that reaches them: each gets a CUDA twin.
-pub fn device_twins(p: &Program) -> BTreeMap<String, Span> {
-    let by_name: HashMap<&str, &Function> = p.fns.iter().map(|f| (f.name.as_str(), f)).collect();
+/// `calls` is `p`'s call graph.
+pub fn device_twins(p: &Program, calls: &CallGraph) -> BTreeMap<String, Span> {
     let mut twins = BTreeMap::new();
-    let mut work: Vec<(&Function, Span)> = p.fns.iter().filter_map(|f| f.device.map(|d| (f, d.span))).collect();
+    let mut work: Vec<(usize, Span)> =
+        p.fns.iter().enumerate().filter_map(|(i, f)| f.device.map(|d| (i, d.span))).collect();
     while let Some((f, span)) = work.pop() {
-        for callee in tensor_callees(f) {
-            if let Some(g) = by_name.get(callee.as_str()) {
-                if g.device.is_none() && !twins.contains_key(&g.name) {
-                    twins.insert(g.name.clone(), span);
-                    work.push((g, span));
-                }
+        for c in calls.callees(f).iter().filter(|c| c.tensors) {
+            let g = &p.fns[c.func];
+            if g.device.is_none() && !twins.contains_key(&g.name) {
+                twins.insert(g.name.clone(), span);
+                work.push((c.func, span));
             }
         }
     }
@@ -120,21 +121,21 @@ pub fn device_twins(p: &Program) -> BTreeMap<String, Span> {
 /// through other host functions: they cannot run on the host (a device
 /// function needs a `Device`), so they exist only as CUDA twins. For each,
 /// a device function it reaches: `(name, device function, its span)`.
-pub fn device_bound(p: &Program) -> BTreeMap<String, (String, Span)> {
+/// `calls` is `p`'s call graph.
+pub fn device_bound(p: &Program, calls: &CallGraph) -> BTreeMap<String, (String, Span)> {
     let mut bound: BTreeMap<String, (String, Span)> = BTreeMap::new();
-    let device: HashMap<&str, Span> =
-        p.fns.iter().filter_map(|f| f.device.map(|d| (f.name.as_str(), d.span))).collect();
-    let calls: Vec<(&Function, Vec<String>)> =
-        p.fns.iter().filter(|f| f.device.is_none()).map(|f| (f, all_callees(f))).collect();
     loop {
         let mut changed = false;
-        for (f, callees) in &calls {
-            if bound.contains_key(&f.name) {
+        for (i, f) in p.fns.iter().enumerate() {
+            if f.device.is_some() || bound.contains_key(&f.name) {
                 continue;
             }
-            let reached = callees.iter().find_map(|c| match device.get(c.as_str()) {
-                Some(span) => Some((c.clone(), *span)),
-                None => bound.get(c).cloned(),
+            let reached = calls.callees(i).iter().find_map(|c| {
+                let g = &p.fns[c.func];
+                match g.device {
+                    Some(d) => Some((g.name.clone(), d.span)),
+                    None => bound.get(&g.name).cloned(),
+                }
             });
             if let Some(r) = reached {
                 bound.insert(f.name.clone(), r);
@@ -145,41 +146,6 @@ pub fn device_bound(p: &Program) -> BTreeMap<String, (String, Span)> {
             return bound;
         }
     }
-}
-
-fn visit_exprs<'a>(f: &'a Function, visit: &mut dyn FnMut(&'a Expr)) {
-    fn walk<'a>(e: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
-        visit(e);
-        crate::ir::visit::for_each_child(e, &mut |c| walk(c, visit));
-    }
-    for s in &f.body {
-        crate::ir::visit::for_each_stmt_expr(s, &mut |e| walk(e, visit));
-    }
-    walk(&f.result, visit);
-}
-
-fn all_callees(f: &Function) -> Vec<String> {
-    let mut out = Vec::new();
-    visit_exprs(f, &mut |e| {
-        if let ExprKind::Call { func, .. } = &e.kind {
-            out.push(func.clone());
-        }
-    });
-    out
-}
-
-/// Callees that take or return something other than scalars.
-fn tensor_callees(f: &Function) -> Vec<String> {
-    let mut out = Vec::new();
-    visit_exprs(f, &mut |e| {
-        if let ExprKind::Call { func, args } = &e.kind {
-            let scalar = matches!(e.ty, Repr::Scalar(_)) && args.iter().all(|a| matches!(a.ty, Repr::Scalar(_)));
-            if !scalar {
-                out.push(func.clone());
-            }
-        }
-    });
-    out
 }
 
 /// The Rust name of the CUDA version of `g`.
@@ -205,7 +171,7 @@ pub fn emit_function(
     f: &Function,
     p: &Program,
     fns: &crate::codegen::rust::FnIdents,
-    options: &crate::Options,
+    options: &crate::codegen::Options,
 ) -> Result<Emitted, Failure> {
     let name = cuda_ident(f, fns)?;
     let mut cx = HostCx::new(f, p, fns, options, &name)?;
@@ -414,7 +380,7 @@ impl<'a> HostCx<'a> {
         f: &'a Function,
         p: &'a Program,
         fns: &'a crate::codegen::rust::FnIdents,
-        options: &crate::Options,
+        options: &crate::codegen::Options,
         name: &Ident,
     ) -> Result<HostCx<'a>, Failure> {
         let rust_name = name.to_string();

@@ -19,7 +19,7 @@ fn kernels(src: &str) -> String {
     };
     let p = &compiled.ir;
     let fns = crate::codegen::rust::fn_idents(p);
-    let twins = super::device_twins(p);
+    let twins = super::device_twins(p, &p.call_graph());
     let mut out = String::new();
     for f in p.fns.iter().filter(|f| f.device.is_some() || twins.contains_key(&f.name)) {
         match emit_function(f, p, &fns, &options()) {
@@ -62,9 +62,17 @@ fn check_glue(src: &str, name: &str, expect: Expect) {
     expect.assert_eq(&prettyplease::unparse(&file));
 }
 
-/// The diagnostics of compiling `src` (rendered).
+/// The diagnostics of compiling `src` (rendered): the pipeline's errors, or
+/// those code generation emits as `compile_error!`s.
 fn check_error(src: &str, options: &crate::Options, expect: Expect) {
-    let compiled = crate::compile_str(src, options).unwrap_or_else(|_| panic!("{src} compiles"));
+    let compiled = match crate::compile_str(src, options) {
+        Ok(compiled) => compiled,
+        Err(diags) => {
+            let texts: Vec<String> = diags.iter().map(|d| d.primary_text()).collect();
+            expect.assert_eq(&texts.join("\n"));
+            return;
+        }
+    };
     // The message of every `compile_error!("...")`.
     let mut messages = Vec::new();
     let mut trees = compiled.rust.into_iter().peekable();

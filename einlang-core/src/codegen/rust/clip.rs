@@ -30,7 +30,7 @@ use quote::quote;
 use super::{types, Bug, FnCx};
 use crate::base::ops::{BinOp, UnOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::validate::visit_var_uses;
+use crate::ir::visit::visit_var_uses;
 use crate::ir::{visit, Axis, Expr, ExprKind, Literal, Repr, TensorDef, VarId, WhereEntry};
 
 /// A conjunct `x >= limit` (`lower`) or `x < limit` with `x = scale * j +

@@ -34,7 +34,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{types, Bug, FnCx, Ownership};
-use crate::ir::validate::visit_var_uses;
+use crate::ir::visit::visit_var_uses;
 use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, TensorDef, VarId};
 
 /// The number of proven element reads of `t` in `e` and whether each of

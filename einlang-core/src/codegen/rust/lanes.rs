@@ -114,14 +114,14 @@ fn lane_reads(e: &Expr, tensor: VarId, at: [(VarId, usize); 2]) -> Option<Vec<(i
     }
     let (mut reads, mut found, mut mentions) = (Vec::new(), 0usize, 0usize);
     walk(e, tensor, at, &mut reads, &mut found);
-    crate::ir::validate::visit_var_uses(e, &mut |v| mentions += usize::from(v == tensor));
+    crate::ir::visit::visit_var_uses(e, &mut |v| mentions += usize::from(v == tensor));
     (found == mentions).then_some(reads)
 }
 
 impl FnCx<'_> {
     /// The clauses of `r` to compute in lanes (none, mostly): `r` has two
     /// sequential axes that may run as a wavefront, every clause writes
-    /// the current point alone (`writes_point`), and each of these covers
+    /// the current point alone (`Recurrence::writes_point`), and each of these covers
     /// a range of both axes and reads the tensor only as `lane_reads`
     /// allows. Not in a checkpointed sweep.
     pub(crate) fn lane_plans(&self, r: &Recurrence) -> Vec<LanePlan> {
@@ -129,7 +129,7 @@ impl FnCx<'_> {
             || r.seq.len() != 2
             || r.extents.len() != 2
             || self.rec_access.get(&r.var).is_some_and(|a| a.held.is_some())
-            || !r.clauses.iter().all(|c| super::recur::writes_point(r, c))
+            || !r.clauses.iter().all(|c| r.writes_point(c))
         {
             return Vec::new();
         }

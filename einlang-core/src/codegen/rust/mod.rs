@@ -181,7 +181,7 @@ pub fn into_ident(name: &Ident) -> Ident {
 /// of its program. A function whose result holds tensors also gets its
 /// `_into` form (see `into`): both call one body, which takes an `Out` per
 /// tensor (`dest::Out::none()` from the plain form).
-pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::Options) -> Result<TokenStream, Bug> {
+pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::codegen::Options) -> Result<TokenStream, Bug> {
     let mut cx = FnCx::new(f, fns, options)?;
     let name = cx.fn_ident(&f.name)?;
     // A module's public function is re-exported by its module under its
@@ -386,7 +386,7 @@ pub(crate) struct FnCx<'a> {
 }
 
 impl<'a> FnCx<'a> {
-    fn new(f: &'a Function, fns: &'a FnIdents, options: &crate::Options) -> Result<FnCx<'a>, Bug> {
+    fn new(f: &'a Function, fns: &'a FnIdents, options: &crate::codegen::Options) -> Result<FnCx<'a>, Bug> {
         // Names are spelled once here; a bad one is reported when it is
         // used, so that an unused malformed variable does not matter.
         let idents = names::rust_idents(f.vars.iter().map(|v| v.name.as_str()));
@@ -394,9 +394,9 @@ impl<'a> FnCx<'a> {
         let mut uses: HashMap<VarId, usize> = HashMap::new();
         let mut count = |v: VarId| *uses.entry(v).or_default() += 1;
         for s in &f.body {
-            crate::ir::validate::visit_stmt_var_uses(s, &mut count);
+            crate::ir::visit::visit_stmt_var_uses(s, &mut count);
         }
-        crate::ir::validate::visit_var_uses(&f.result, &mut count);
+        crate::ir::visit::visit_var_uses(&f.result, &mut count);
         Ok(FnCx {
             f,
             fns,
@@ -652,7 +652,7 @@ impl<'a> FnCx<'a> {
     fn dead_lets(&self) -> Result<Vec<TokenStream>, Bug> {
         let f = self.f;
         let mut taken = HashSet::new();
-        crate::ir::validate::visit_var_uses(&f.result, &mut |v| {
+        crate::ir::visit::visit_var_uses(&f.result, &mut |v| {
             taken.insert(v);
         });
         let mut owning = Vec::new();
@@ -672,7 +672,7 @@ impl<'a> FnCx<'a> {
                 _ => false,
             };
             if keeps {
-                crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
+                crate::ir::visit::visit_stmt_var_uses(s, &mut |v| {
                     taken.insert(v);
                 });
             }
@@ -708,7 +708,7 @@ impl<'a> FnCx<'a> {
     ) -> Vec<VarId> {
         let mut mentioned = HashSet::new();
         if let Some(result) = result {
-            crate::ir::validate::visit_var_uses(result, &mut |v| {
+            crate::ir::visit::visit_var_uses(result, &mut |v| {
                 mentioned.insert(v);
             });
         }
@@ -733,7 +733,7 @@ impl<'a> FnCx<'a> {
                 // a block inside it has statements of its own).
                 Stmt::Let { value, .. } if is_plain(&value.ty) && !has_block(value) => {}
                 // Another `let` or an expression statement may move a tensor.
-                Stmt::Let { .. } | Stmt::Expr(_) if moves => crate::ir::validate::visit_stmt_var_uses(s, &mut |v| {
+                Stmt::Let { .. } | Stmt::Expr(_) if moves => crate::ir::visit::visit_stmt_var_uses(s, &mut |v| {
                     mentioned.insert(v);
                 }),
                 _ => {}
@@ -1117,7 +1117,7 @@ fn has_block(e: &crate::ir::Expr) -> bool {
 /// moved out when `e` is the last use of the scope.
 fn movable(scope: &HashSet<VarId>, e: &crate::ir::Expr) -> HashSet<VarId> {
     let mut counts: HashMap<VarId, usize> = HashMap::new();
-    crate::ir::validate::visit_var_uses(e, &mut |v| *counts.entry(v).or_default() += 1);
+    crate::ir::visit::visit_var_uses(e, &mut |v| *counts.entry(v).or_default() += 1);
     counts.into_iter().filter(|(v, n)| *n == 1 && scope.contains(v)).map(|(v, _)| v).collect()
 }
 

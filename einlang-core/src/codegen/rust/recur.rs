@@ -729,7 +729,7 @@ impl FnCx<'_> {
                 crate::ir::visit::for_each_stmt_binder(st, &mut |v| inside.push(v));
             }
             crate::ir::visit::defined_in(&c.body, &mut inside);
-            crate::ir::validate::visit_var_uses(&c.body, &mut |v| used.push(v));
+            crate::ir::visit::visit_var_uses(&c.body, &mut |v| used.push(v));
             for cover in &c.cover {
                 if let Cover::Range(a, b) = cover {
                     used.extend(a.vars().into_iter().chain(b.vars()).map(|v| VarId(v.0)));
@@ -770,7 +770,7 @@ impl FnCx<'_> {
             }
         }
         let Some(at) = at.into_iter().collect::<Option<Vec<VarId>>>() else { return Ok(None) };
-        if !r.clauses.iter().all(|c| writes_point(r, c)) {
+        if !r.clauses.iter().all(|c| r.writes_point(c)) {
             return Ok(None);
         }
         let name = self.ident(r.var)?;
@@ -864,22 +864,6 @@ impl FnCx<'_> {
         };
         Ok(quote!({ #hoisted #access }))
     }
-}
-
-/// Whether clause `c` of `r` writes the current point alone: no loops of
-/// its own, no prelude, and every axis at its sequential loop's variable
-/// (or a literal the loop's cover pins).
-pub(crate) fn writes_point(r: &Recurrence, c: &RecClause) -> bool {
-    c.loops.is_empty()
-        && c.prelude.is_empty()
-        && c.at.len() == r.extents.len()
-        && c.at.iter().enumerate().all(|(axis, w)| match w {
-            RecIndex::Seq(k) => r.seq.get(*k).is_some_and(|(a, _)| *a == axis),
-            RecIndex::Lit(n) => {
-                r.seq.iter().position(|(a, _)| *a == axis).is_some_and(|k| c.cover.get(k) == Some(&Cover::At(*n)))
-            }
-            RecIndex::Loop(_) => false,
-        })
 }
 
 impl Carry {

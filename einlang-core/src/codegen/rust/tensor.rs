@@ -484,7 +484,7 @@ impl FnCx<'_> {
             .all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == a.index) && a.start.as_constant() == Some(0));
         let mut uses_axis = false;
         for i in &indices[..lead] {
-            crate::ir::validate::visit_var_uses(i, &mut |v| uses_axis |= def.axes.iter().any(|a| a.index == v));
+            crate::ir::visit::visit_var_uses(i, &mut |v| uses_axis |= def.axes.iter().any(|a| a.index == v));
         }
         let same = self.info(*tensor)?.ty == Repr::Tensor(def.elem, indices.len());
         // A recurrence's tensor once its steps are done, its window (if
@@ -818,10 +818,10 @@ fn reads_along_axis(e: &crate::ir::Expr, axis: crate::ir::VarId) -> bool {
                     _ => {
                         let mut vars = Vec::new();
                         for i in indices {
-                            crate::ir::validate::visit_var_uses(i, &mut |v| vars.push(v));
+                            crate::ir::visit::visit_var_uses(i, &mut |v| vars.push(v));
                         }
                         let mut last_vars = Vec::new();
-                        crate::ir::validate::visit_var_uses(last, &mut |v| last_vars.push(v));
+                        crate::ir::visit::visit_var_uses(last, &mut |v| last_vars.push(v));
                         if vars.contains(&axis) && last_vars.iter().any(|v| loops.contains(v)) {
                             return false;
                         }

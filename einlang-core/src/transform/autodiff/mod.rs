@@ -59,6 +59,53 @@ struct Level {
     stmt: usize,
 }
 
+/// How one derivative request was answered: `step` returns one per request
+/// it answers, and the driver reports them (`driver::Compiled::derivatives`),
+/// with the histories `opt::checkpoint` chose to checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivFact {
+    /// The Einlang function (`"main"` for top-level statements), target and
+    /// source.
+    pub function: String,
+    pub target: String,
+    pub source: String,
+    pub mode: DerivMode,
+    /// Recurrences differentiated in reverse mode: their names and how the
+    /// primal's history is had (kept whole: memory of the whole primal,
+    /// `T x` the state; the adjoint is a recurrence over reversed time).
+    pub reversed: Vec<(String, History)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DerivMode {
+    /// One backward sweep (a scalar target; requests of the same target
+    /// share it).
+    Reverse,
+    /// Tangents over the source's axes (a tensor target).
+    Forward,
+    /// One forward sweep at a fixed point of the source (a Jacobian column).
+    ForwardAtPoint,
+}
+
+/// Where reverse mode through a recurrence gets the primal's states.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum History {
+    /// Every step is stored by the primal (its storage is the whole tensor).
+    Kept,
+    /// Kept while the history (`steps` steps of `state` elements) is within
+    /// the runtime's limit (`einlang::checkpoint::history_limit`, 256 MiB
+    /// unless set); above it, recomputed from checkpoints: the primal runs
+    /// in chunks of `ceil(sqrt(steps))` steps keeping the steps before each
+    /// chunk, then backwards chunk by chunk it is recomputed from them while
+    /// the adjoint runs over the chunk. Memory: windows of about two chunks
+    /// of the primal and of the adjoint plus one checkpoint per chunk, so
+    /// about `4 sqrt(steps)` states instead of `2 steps`; time: one more run
+    /// of the primal. The expressions are the compiler's, in the
+    /// function's dimensions; `memory` is the bound on what the
+    /// checkpointed sweep holds, as a formula in them.
+    Checkpointed { steps: String, state: String, memory: String },
+}
+
 /// A request and where it is.
 struct Found {
     req: ExprId,
@@ -73,8 +120,10 @@ pub fn has_requests(hir: &Hir) -> bool {
 }
 
 /// Answers (or prepares, by inlining) one request in each function that has
-/// one. Errors go to `diags`.
-pub fn step(hir: &mut Hir, tables: &Tables, diags: &mut Diagnostics) {
+/// one, and returns how each request answered was answered. Errors go to
+/// `diags`.
+pub fn step(hir: &mut Hir, tables: &Tables, diags: &mut Diagnostics) -> Vec<DerivFact> {
+    let mut facts = Vec::new();
     let fns: Vec<FnId> = hir.fns.iter().map(|(f, _)| f).collect();
     for f in fns {
         if hir.skipped(f) || hir.fns[f].is_generic() {
@@ -84,15 +133,22 @@ pub fn step(hir: &mut Hir, tables: &Tables, diags: &mut Diagnostics) {
         if lazy::rows(hir, tables, f, &found) {
             continue;
         }
-        if let Err(d) = answer(hir, tables, f, &found) {
+        if let Err(d) = answer(hir, tables, f, &found, &mut facts) {
             diags.push(d);
             // The request is answered with nothing; it will not be found again.
             hir.exprs[found.req].kind = ExprKind::Error;
         }
     }
+    facts
 }
 
-fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), Diagnostic> {
+fn answer(
+    hir: &mut Hir,
+    tables: &Tables,
+    f: FnId,
+    found: &Found,
+    facts: &mut Vec<DerivFact>,
+) -> Result<(), Diagnostic> {
     let span = hir.span(found.req);
     let tape = tape(hir, f, &found.levels);
     let ty = |d: DefId| tables.def_ty.get(&d).cloned().unwrap_or(Ty::Error);
@@ -138,16 +194,16 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
         hir.exprs[*req].kind = ExprKind::Def(result);
     }
     let mode = match (point.is_some(), forward) {
-        (true, _) => hir::DerivMode::ForwardAtPoint,
-        (false, true) => hir::DerivMode::Forward,
-        (false, false) => hir::DerivMode::Reverse,
+        (true, _) => DerivMode::ForwardAtPoint,
+        (false, true) => DerivMode::Forward,
+        (false, false) => DerivMode::Reverse,
     };
     // Recurrences on the active path in reverse mode were reversed.
-    let reversed: Vec<(String, hir::History)> = if mode == hir::DerivMode::Reverse {
+    let reversed: Vec<(String, History)> = if mode == DerivMode::Reverse {
         tape.iter()
             .filter_map(|t| match &t.stmt {
                 Stmt::Recurrence(r) if act.active.contains(&r.def) => {
-                    Some((hir.name(r.def).to_string(), hir::History::Kept))
+                    Some((hir.name(r.def).to_string(), History::Kept))
                 }
                 _ => None,
             })
@@ -157,14 +213,14 @@ fn answer(hir: &mut Hir, tables: &Tables, f: FnId, found: &Found) -> Result<(), 
     };
     let function = hir.name(hir.fns[f].def).to_string();
     for (_, source) in &siblings {
-        let fact = hir::DerivFact {
+        let fact = DerivFact {
             function: function.clone(),
             target: hir.name(found.target).to_string(),
             source: hir.name(*source).to_string(),
             mode,
             reversed: reversed.clone(),
         };
-        hir.deriv_facts.push(fact);
+        facts.push(fact);
     }
     let last = *found.levels.last().ok_or_else(|| Diagnostic::bug(span, "a request outside any block"))?;
     edit_block(hir, f, last.block, |_, b| {

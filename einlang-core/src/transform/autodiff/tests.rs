@@ -163,16 +163,16 @@ fn the_strategy_of_each_request_is_a_compile_fact() {
     let g = compiled.derivatives("g");
     assert_eq!(g.len(), 2, "{g:?}");
     for fact in &g {
-        assert_eq!(fact.mode, crate::hir::DerivMode::Reverse);
+        assert_eq!(fact.mode, super::DerivMode::Reverse);
         // Kept, or recomputed from checkpoints when the history is large.
-        let [(name, crate::hir::History::Checkpointed { steps, state, memory })] = fact.reversed.as_slice() else {
+        let [(name, super::History::Checkpointed { steps, state, memory })] = fact.reversed.as_slice() else {
             panic!("{:?}", fact.reversed)
         };
         assert_eq!((name.as_str(), steps.as_str(), state.as_str()), ("h", "max(1, steps)", "H"));
         assert!(memory.contains("K = ceil(sqrt(max(1, steps)))") && memory.contains("* (H) elements"), "{memory}");
     }
     let f = compiled.derivatives("f");
-    assert!(f.len() == 1 && f[0].mode == crate::hir::DerivMode::Forward && f[0].reversed.is_empty(), "{f:?}");
+    assert!(f.len() == 1 && f[0].mode == super::DerivMode::Forward && f[0].reversed.is_empty(), "{f:?}");
 }
 
 #[test]

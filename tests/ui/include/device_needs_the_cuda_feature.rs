@@ -1,0 +1,9 @@
+// trybuild compiles this file in its own crate under
+// `target/tests/trybuild/einlang`, whose manifest directory is four levels
+// below the repository's root. The error comes from analysis, before
+// lowering, so it points into the `.ein` file.
+mod prog {
+    einlang::include_ein!("../../../../tests/ui/include/device_needs_the_cuda_feature.ein");
+}
+
+fn main() {}
