@@ -29,9 +29,9 @@
 //! `tanh(±inf) = ±1`, signed zeros kept where the function is odd).
 //!
 //! Not here (still the standard library's scalar call, chosen by the code
-//! generator): `f64` `sin`, `cos`, `tan` (a branch-free reduction of huge
-//! `f64` arguments needs ~120 bits of `2/pi` products), `f64` `erf` and
-//! `f64` `pow` (which needs a double-double logarithm).
+//! generator): `f64` `sin`, `cos` and `tan` (a branch-free reduction of
+//! huge `f64` arguments needs 190 bits of `2/pi` chosen by the exponent out
+//! of 1200, a gather or a long chain of selects per element).
 
 // ---------------------------------------------------------------- f32 core
 
@@ -550,10 +550,13 @@ pub fn atan_f64(x: f64) -> f64 {
     let a = x.abs();
     let big = a > 2.414_213_562_373_095;
     let mid = a > 0.414_213_562_373_095_03;
+    // Both quotients computed, then chosen: a division inside a branch
+    // keeps LLVM from turning the branch into a select.
+    let (inv, ratio) = (-1.0 / a, (a - 1.0) / (a + 1.0));
     let t = if big {
-        -1.0 / a
+        inv
     } else if mid {
-        (a - 1.0) / (a + 1.0)
+        ratio
     } else {
         a
     };
@@ -610,6 +613,256 @@ pub fn atan2_f64(y: f64, x: f64) -> f64 {
         x + y
     } else {
         a.copysign(y)
+    }
+}
+
+/// `erf(x) / x - 1` as a polynomial in `x^2` on `[0, 0.84375^2]`, highest
+/// power first (fitted, Chebyshev, for this module).
+const ERF_SMALL_F64: [f64; 12] = [
+    -8.879702704985848e-10,
+    1.4205594850504056e-08,
+    -1.630309508468887e-07,
+    1.6457914349746103e-06,
+    -1.4925463570287675e-05,
+    0.00012055327421282683,
+    -0.000854832691425112,
+    0.005223977624080742,
+    -0.026866170645031,
+    0.11283791670954745,
+    -0.3761263890318375,
+    0.1283791670955126,
+];
+/// `erfc(x) e^(x^2)` on `[0.84375, 2.0]` as a polynomial in `x - 1.421875`, highest
+/// power first.
+const ERFC_Q1_F64: [f64; 18] = [
+    -5.140343813421903e-09,
+    1.9426588404561217e-08,
+    -6.410074485927317e-08,
+    2.3036649199981386e-07,
+    -8.125053389868845e-07,
+    2.776717147539732e-06,
+    -9.228120216402968e-06,
+    2.97789690174504e-05,
+    -9.309686910859258e-05,
+    0.00028126737680202375,
+    -0.0008188629375198073,
+    0.002289390207578033,
+    -0.006121246984173695,
+    0.015571818680250296,
+    -0.03744429714637302,
+    0.08438474736545869,
+    -0.17615100837982156,
+    0.3348494624055177,
+];
+/// `erfc(x) e^(x^2)` on `[2.0, 3.5]` as a polynomial in `x - 2.75`, highest
+/// power first.
+const ERFC_Q2_F64: [f64; 18] = [
+    -1.9033341776852134e-11,
+    8.88871719258283e-11,
+    -3.601905695321358e-10,
+    1.6194561547466204e-09,
+    -7.2012225046835695e-09,
+    3.121531648858328e-08,
+    -1.3262502467727597e-07,
+    5.519738191507474e-07,
+    -2.2473735137402935e-06,
+    8.940156439196906e-06,
+    -3.469860956890751e-05,
+    0.0001311818004875362,
+    -0.0004821950849815436,
+    0.0017195818852915683,
+    -0.005934337896997966,
+    0.019758592987322816,
+    -0.06323763756063484,
+    0.1936620962790687,
+];
+/// `erfc(x) e^(x^2)` on `[3.5, 6.0]` as a polynomial in `x - 4.75`, highest
+/// power first.
+const ERFC_Q3_F64: [f64; 18] = [
+    -2.7193036019864156e-14,
+    1.6893363955995483e-13,
+    -8.473208026588069e-13,
+    5.12800546963121e-12,
+    -3.124412795480489e-11,
+    1.8494111335759245e-10,
+    -1.0807407331242056e-09,
+    6.242305999386548e-09,
+    -3.5595758245294924e-08,
+    2.0029203969026852e-07,
+    -1.1115677167336422e-06,
+    6.081114529130165e-06,
+    -3.27757811351432e-05,
+    0.00017392830404389724,
+    -0.0009080988970296605,
+    0.00466132636897215,
+    -0.02350344859816315,
+    0.11630270721024731,
+];
+
+/// The error function (at most 2 ulp): `x + x P(x^2)` below 0.84375, `1 -
+/// e^(-x^2) Q(x)` up to 6 (where `erf` rounds to 1), `Q = erfc(x) e^(x^2)`
+/// a degree-17 polynomial on each of three intervals, its coefficients
+/// chosen per element by selects.
+#[inline(always)]
+pub fn erf_f64(x: f64) -> f64 {
+    let a = x.abs();
+    let z = a * a;
+    let mut p = ERF_SMALL_F64[0];
+    for c in &ERF_SMALL_F64[1..] {
+        p = p * z + c;
+    }
+    let small = a + a * p;
+    let ac = if a > 6.0 { 6.0 } else { a };
+    let (first, second) = (ac < 2.0, ac < 3.5);
+    let u = ac - if first {
+        1.421_875
+    } else if second {
+        2.75
+    } else {
+        4.75
+    };
+    let mut q = 0.0;
+    for i in 0..ERFC_Q1_F64.len() {
+        let c = if first {
+            ERFC_Q1_F64[i]
+        } else if second {
+            ERFC_Q2_F64[i]
+        } else {
+            ERFC_Q3_F64[i]
+        };
+        q = q * u + c;
+    }
+    let big = 1.0 - exp_f64(-(ac * ac)) * q;
+    let y = if a < 0.843_75 { small } else { big };
+    if x.is_nan() {
+        x
+    } else {
+        y.copysign(x)
+    }
+}
+
+/// `a b` exactly, as `(hi, lo)` with `hi = fl(a b)`: Dekker's product
+/// (Veltkamp's split; no `mul_add`, so both CPU forms agree). `|a|, |b| <
+/// 2^995`.
+#[inline(always)]
+fn two_prod(a: f64, b: f64) -> (f64, f64) {
+    const SPLIT: f64 = 134_217_729.0; // 2^27 + 1
+    let split = |v: f64| {
+        let c = SPLIT * v;
+        let hi = c - (c - v);
+        (hi, v - hi)
+    };
+    let (ah, al) = split(a);
+    let (bh, bl) = split(b);
+    let p = a * b;
+    (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
+}
+
+/// `a + b` exactly, as `(sum, error)` (Knuth's two-sum).
+#[inline(always)]
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// `ln(x)` for finite `x > 0` as a double-double `(hi, lo)` within about
+/// 2^-64 of the value: `k ln 2 + 2s + 2s^3/3 + ...` (`2 atanh(s)`, `s =
+/// f / (2 + f)`) with `s` in two parts (its division corrected by the
+/// exact residual), `2s^3/3` in double-double, `ln 2` in two parts; only
+/// the series from `s^5` on (below 2^-12 of the result) is plain `f64`.
+#[inline(always)]
+fn ln_dd(x: f64) -> (f64, f64) {
+    const TT_HI: f64 = 2.0 / 3.0;
+    const TT_LO: f64 = 3.700_743_415_417_188e-17; // 2/3 - TT_HI
+    let (k, m) = split_f64(x);
+    let f = m - 1.0;
+    let d = 2.0 + f;
+    let dl = f - (d - 2.0); // 2 + f = d + dl exactly
+    let s = f / d;
+    let (ph, pl) = two_prod(s, d);
+    let sl = (((f - ph) - pl) - s * dl) / d;
+    // s^3 = (zh + zl) s + 3 s^2 sl, then times 2/3.
+    let (zh, zl) = two_prod(s, s);
+    let (ch, cl) = two_prod(zh, s);
+    let cl = cl + zl * s + 3.0 * zh * sl;
+    let (th, tl) = two_prod(ch, TT_HI);
+    let tl = tl + ch * TT_LO + cl * TT_HI;
+    let mut r = 2.0 / 23.0f64;
+    r = r * zh + 2.0 / 21.0;
+    r = r * zh + 2.0 / 19.0;
+    r = r * zh + 2.0 / 17.0;
+    r = r * zh + 2.0 / 15.0;
+    r = r * zh + 2.0 / 13.0;
+    r = r * zh + 2.0 / 11.0;
+    r = r * zh + 2.0 / 9.0;
+    r = r * zh + 2.0 / 7.0;
+    r = r * zh + 2.0 / 5.0;
+    let tail = s * zh * zh * r; // the series from 2s^5/5 on
+    let (hi, e1) = two_sum(k * LN2_HI_F64, 2.0 * s);
+    let (hi, e2) = two_sum(hi, th);
+    let lo = e1 + e2 + (2.0 * sl + tl + tail + k * LN2_LO_F64);
+    let h = hi + lo;
+    (h, lo - (h - hi))
+}
+
+/// `x ** y` for `f64` (at most 1 ulp, see the tests): `e^(y ln|x|)` with
+/// the logarithm and its product with `y` in double-double, the product's
+/// low part added to the exponential's reduced argument; the special cases
+/// as `pow_f32`.
+#[inline(always)]
+pub fn pow_f64(x: f64, y: f64) -> f64 {
+    const TWO52: f64 = 4_503_599_627_370_496.0;
+    let ax = x.abs();
+    let (lh, ll) = ln_dd(ax);
+    let lh = if ax == 0.0 {
+        f64::NEG_INFINITY
+    } else if ax == f64::INFINITY || ax.is_nan() {
+        ax
+    } else {
+        lh
+    };
+    // Past 2^900 every finite product overflows or underflows `exp` anyway.
+    let yc = if y > 8.0e270 {
+        8.0e270
+    } else if y < -8.0e270 {
+        -8.0e270
+    } else {
+        y
+    };
+    let (_, tl) = two_prod(yc, lh);
+    let th = y * lh;
+    let tl = tl + yc * ll;
+    let tl = if th.abs() < 1000.0 { tl } else { 0.0 };
+    // e^(th + tl): th reduced as `exp_f64` does, tl added to the reduced
+    // argument, so that the one rounding of consequence is `1 + (..)`.
+    let c = if th < -746.0 {
+        -746.0
+    } else if th > 710.0 {
+        710.0
+    } else {
+        th
+    };
+    let (_, ni, r) = reduce_ln2_f64(c);
+    let r = r + tl;
+    let er = 1.0 + (r + r * r * expm1_tail_f64(r));
+    let a = ((ni.wrapping_add(2048) as u64) >> 1) as i64 - 1024;
+    let r = er * pow2i_f64(a) * pow2i_f64(ni.wrapping_sub(a));
+    let r = if th.is_nan() { th } else { r };
+    let ay = y.abs();
+    let s = ay + TWO52;
+    let is_int = ay >= TWO52 || s - TWO52 == ay;
+    let odd = if ay < TWO52 {
+        is_int && (s.to_bits() & 1) == 1
+    } else {
+        ay < 2.0 * TWO52 && (ay.to_bits() & 1) == 1
+    };
+    let r = if x.is_sign_negative() && odd { -r } else { r };
+    let r = if x < 0.0 && x > f64::NEG_INFINITY && !is_int { f64::NAN } else { r };
+    if y == 0.0 || x == 1.0 || (x == -1.0 && ay == f64::INFINITY) {
+        1.0
+    } else {
+        r
     }
 }
 
@@ -695,21 +948,15 @@ pub fn pow_f32(x: f32, y: f32) -> f32 {
 const TWO_OVER_PI: [u32; 8] =
     [0, 0xa2f9_836e, 0x4e44_1529, 0xfc27_57d1, 0xf534_ddc0, 0xdb62_9599, 0x3c43_9041, 0xfe51_63ab];
 
-/// `TWO_OVER_PI[q + j]` for `q` in `0..=4`, by selects (no indexed load).
+/// `TWO_OVER_PI[q + j]` for `q` in `0..=4`, by masks (no indexed load,
+/// and no chain of branches that LLVM would turn into a table lookup).
 #[inline(always)]
 fn two_over_pi_word(q: u32, j: usize) -> u64 {
-    let t = &TWO_OVER_PI;
-    (if q == 0 {
-        t[j]
-    } else if q == 1 {
-        t[j + 1]
-    } else if q == 2 {
-        t[j + 2]
-    } else if q == 3 {
-        t[j + 3]
-    } else {
-        t[j + 4]
-    }) as u64
+    let mut w = 0u64;
+    for (i, &t) in TWO_OVER_PI[j..j + 5].iter().enumerate() {
+        w |= ((q == i as u32) as u64).wrapping_neg() & t as u64;
+    }
+    w
 }
 
 /// `|x| = n pi/2 + r`, `|r| <= pi/4` (a little more at rounding ties), for
@@ -729,9 +976,16 @@ fn reduce_pio2_f32(x: f32) -> (f64, u32) {
     // first): bit i of 2/pi is bit i + 31. Only e >= -1 is used.
     let t = (if e < -1 { -1 } else { e } + 7) as u32;
     let (q, s) = (t >> 5, t & 31);
+    // `v << s` by the bits of `s`, constant shifts and selects: SSE2 has
+    // no shift by a different count per lane.
     let pair = |j: usize| {
-        let v = (two_over_pi_word(q, j) << 32) | two_over_pi_word(q, j + 1);
-        (v << s) >> 32
+        let mut v = (two_over_pi_word(q, j) << 32) | two_over_pi_word(q, j + 1);
+        v = if s & 1 != 0 { v << 1 } else { v };
+        v = if s & 2 != 0 { v << 2 } else { v };
+        v = if s & 4 != 0 { v << 4 } else { v };
+        v = if s & 8 != 0 { v << 8 } else { v };
+        v = if s & 16 != 0 { v << 16 } else { v };
+        v >> 32
     };
     let (w2, w1, w0) = (pair(0), pair(1), pair(2));
     let p0 = m * w0;
@@ -1053,6 +1307,7 @@ mod tests {
         sweep64("atan f64", atan_f64, f64::atan, 1e300, 2.0);
         sweep64("asin f64", asin_f64, f64::asin, 1.0, 3.0);
         sweep64("acos f64", acos_f64, f64::acos, 1.0, 3.0);
+        sweep64("erf f64", erf_f64, libm::erf, 7.0, 2.0);
     }
 
     /// Pairs of `f32` bit patterns at random, and pairs of moderate values,
@@ -1083,6 +1338,38 @@ mod tests {
         sweep32x2("pow f32", pow_f32, f64::powf, (20.0, 30.0), 1.0);
         // Positive bases over a wide range.
         sweep32x2("pow f32 positive", |x, y| pow_f32(x.abs(), y), |x, y| x.abs().powf(y), (1e3, 12.0), 1.0);
+    }
+
+    #[test]
+    fn f64_pow() {
+        let mut rng = Bits(11);
+        let mut worst = (0.0f64, 0.0, 0.0);
+        let specials = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MAX, f64::from_bits(1), 1e300, -1e-300];
+        let mut pairs: Vec<(f64, f64)> = specials.iter().flat_map(|&a| specials.iter().map(move |&b| (a, b))).collect();
+        for _ in 0..count() {
+            pairs.push((f64::from_bits(rng.next()), f64::from_bits(rng.next())));
+            pairs.push((rng.uniform(20.0), rng.uniform(30.0)));
+            pairs.push((rng.uniform(1e3).abs(), rng.uniform(100.0)));
+            // Near 1 with large exponents: where ln's extra bits matter.
+            pairs.push((1.0 + rng.uniform(1e-6), rng.uniform(1e8)));
+            pairs.push((rng.uniform(4.0), (rng.next() % 200) as f64 - 100.0));
+        }
+        for (x, y) in pairs {
+            let e = err64(pow_f64(x, y), x.powf(y));
+            if e > worst.0 || e.is_nan() {
+                worst = (e, x, y);
+            }
+        }
+        eprintln!("pow f64: at most {:.3} ulp (at {:e}, {:e})", worst.0, worst.1, worst.2);
+        assert!(worst.0 <= 1.5, "pow f64: {} ulp at ({:e}, {:e})", worst.0, worst.1, worst.2);
+        assert_eq!(pow_f64(-2.0, 3.0), -8.0);
+        assert!(err64(pow_f64(2.0, 0.5), std::f64::consts::SQRT_2) <= 1.0);
+        assert!(err64(pow_f64(10.0, -2.0), 0.01) <= 1.0);
+        assert_eq!(pow_f64(2.0, 10.0), 1024.0);
+        assert_eq!(pow_f64(0.5, -3.0), 8.0);
+        assert!(pow_f64(-8.0, 1.0 / 3.0).is_nan());
+        assert_eq!(pow_f64(-0.0, -1.0), f64::NEG_INFINITY);
+        assert_eq!(pow_f64(f64::NAN, 0.0), 1.0);
     }
 
     #[test]

@@ -581,6 +581,7 @@ fn keyword_names_are_escaped() {
                 clippy::all,
                 clippy::pedantic
             )]
+            #[inline]
             fn loop_(type_: f32) -> ::core::result::Result<f32, ::einlang::__private::Error> {
                 use ::einlang::__private as __rt;
                 use ::einlang::__private::ndarray as __nd;
@@ -1888,8 +1889,8 @@ fn invalid_ir_becomes_an_internal_compiler_error() {
 }
 
 /// `std::math`'s functions are the runtime's branch-free forms (`vmath`),
-/// which vectorize, where one exists for the element type; `f64` `sin`,
-/// `erf` and `pow` stay the standard library's.
+/// which vectorize, where one exists for the element type; `f64` `sin`
+/// stays the standard library's.
 #[test]
 fn math_functions_use_the_vectorizable_forms() {
     let src: proc_macro2::TokenStream = quote::quote! {
@@ -1897,7 +1898,8 @@ fn math_functions_use_the_vectorizable_forms() {
             let a = std::math::tanh(x) + std::math::sigmoid(x) + std::math::erf(x) + std::math::ln(x);
             let b = std::math::sin(x) + std::math::pow(x, 1.5) + std::math::atan2(x, 2.0);
             let c = std::math::exp(y) + std::math::tanh(y) + std::math::log1p(y) + std::math::sin(y) + std::math::erf(y);
-            (a + b, c)
+            let d = std::math::pow(y, 0.5) + std::math::atan2(y, 1.0);
+            (a + b, c + d)
         }
     };
     let options = crate::Options { baseline_only: true, ..Default::default() };
@@ -1912,5 +1914,29 @@ fn math_functions_use_the_vectorizable_forms() {
         let b: f32 = __rt::vmath::sin_f32(x) + __rt::vmath::pow_f32(x, 1.5f32)
         + __rt::vmath::atan2_f32(x, 2.0f32);
         let c: f64 = __rt::vmath::exp_f64(y) + __rt::vmath::tanh_f64(y)
-        + __rt::vmath::log1p_f64(y) + y.sin() + __rt::arith::erf_f64(y);"#]].assert_eq(&lets);
+        + __rt::vmath::log1p_f64(y) + y.sin() + __rt::vmath::erf_f64(y);
+        let d: f64 = __rt::vmath::pow_f64(y, 0.5f64) + __rt::vmath::atan2_f64(y, 1.0f64);"#]].assert_eq(&lets);
+}
+
+/// A function of scalars to a scalar without loops (an activation called
+/// per element) has no AVX2 twin of its own, whose `cpu::wide()` test on
+/// every call kept its callers' loops scalar; it is `#[inline]`. The
+/// tensor function calling it keeps its twin.
+#[test]
+fn scalar_functions_have_no_twin_and_inline() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        fn act(x: f32) -> f32 { 0.5 * x * (1.0 + std::math::tanh(x)) }
+        pub fn acts(x: [f32; N]) -> [f32; N] {
+            let y[i] = act(x[i]);
+            y
+        }
+    };
+    let Ok(ast) = crate::syntax::parse_tokens(src) else { panic!("the program parses") };
+    let Ok(compiled) = crate::compile(ast, &crate::Options::default()) else { panic!("the program compiles") };
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let act = rust.find("fnact_").or_else(|| rust.find("fnact(")).expect("the helper is emitted");
+    let acts = rust.find("pubfnacts").expect("the tensor function is emitted");
+    let (helper, tensor) = if act < acts { (&rust[act..acts], &rust[acts..]) } else { (&rust[act..], &rust[acts..act]) };
+    assert!(!helper.contains("__wide") && rust[..act].ends_with("#[inline]"), "{rust}");
+    assert!(tensor.contains("__wide"), "{tensor}");
 }

@@ -711,16 +711,6 @@ impl FnCx<'_> {
                 }
             }
             _ if i.float_method().is_some() => method(x, i.float_method().unwrap_or_default()),
-            Intrinsic::Erf => {
-                // `f64` has no branch-free form yet: `libm`'s.
-                let x = x.tokens;
-                Code::new(quote!(#rt::arith::erf_f64(#x)), Prec::Postfix)
-            }
-            Intrinsic::Atan2 => {
-                let y = self.expr(&args[1])?.tokens;
-                let x = x.at_least(Prec::Postfix);
-                Code::new(quote!(#x.atan2(#y)), Prec::Postfix)
-            }
             Intrinsic::Gcd => self.arith_call(quote!(gcd), None, x, &args[1])?,
             Intrinsic::Lcm => self.arith_call(quote!(lcm), Some(&name), x, &args[1])?,
             Intrinsic::Factorial => {
@@ -754,11 +744,6 @@ impl FnCx<'_> {
                 let x = x.at_least(Prec::Postfix);
                 let m = if i == Intrinsic::Min { quote!(min) } else { quote!(max) };
                 Code::new(quote!(#x.#m(#y)), Prec::Postfix)
-            }
-            Intrinsic::Powf => {
-                let y = self.expr(&args[1])?.tokens;
-                let x = x.at_least(Prec::Postfix);
-                Code::new(quote!(#x.powf(#y)), Prec::Postfix)
             }
             Intrinsic::Powi => {
                 // A literal exponent that fits `i32` is `powi` directly (the
@@ -1366,8 +1351,10 @@ fn exp_of(k: ScalarKind, rt: &TokenStream, x: Code) -> TokenStream {
 
 /// The function of the runtime's `vmath` computing intrinsic `i` on floats
 /// of kind `k` without branches or calls, so that loops of it vectorize
-/// (within a few ulps, see `vmath`), when it has one. `f64` `sin`, `cos`,
-/// `tan`, `erf` and `pow` have none and stay the standard library's (libm).
+/// (within a few ulps, see `vmath`), when it has one. `f64` `sin`, `cos`
+/// and `tan` have none and stay the standard library's (libm). Every
+/// float function of `std::math` is either here or a float method
+/// (`Intrinsic::float_method`).
 fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
     use Intrinsic as I;
     let f32 = match k {
@@ -1412,7 +1399,9 @@ fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
         (I::Cos, true) => "cos_f32",
         (I::Tan, true) => "tan_f32",
         (I::Erf, true) => "erf_f32",
+        (I::Erf, false) => "erf_f64",
         (I::Powf, true) => "pow_f32",
+        (I::Powf, false) => "pow_f64",
         _ => return None,
     })
 }
