@@ -12,7 +12,7 @@ use einlang::einlang;
 use einlang::ndarray::Array1;
 
 einlang! {
-    use std::math::{erf, ln, log1p, pow, sigmoid, sin, tanh};
+    use std::math::{abs, erf, ln, log1p, pow, sigmoid, sin, tanh};
 
     pub fn acts32(x: [f32; N]) -> ([f32; N], [f32; N], [f32; N], [f32; N]) {
         let t[i] = tanh(x[i]);
