@@ -727,13 +727,14 @@ pub fn erf_f64(x: f64) -> f64 {
     let small = a + a * p;
     let ac = if a > 6.0 { 6.0 } else { a };
     let (first, second) = (ac < 2.0, ac < 3.5);
-    let u = ac - if first {
-        1.421_875
-    } else if second {
-        2.75
-    } else {
-        4.75
-    };
+    let u = ac
+        - if first {
+            1.421_875
+        } else if second {
+            2.75
+        } else {
+            4.75
+        };
     let mut q = 0.0;
     for i in 0..ERFC_Q1_F64.len() {
         let c = if first {
@@ -865,11 +866,7 @@ pub fn pow_f64(x: f64, y: f64) -> f64 {
     let ay = y.abs();
     let s = ay + TWO52;
     let is_int = ay >= TWO52 || s - TWO52 == ay;
-    let odd = if ay < TWO52 {
-        is_int && (s.to_bits() & 1) == 1
-    } else {
-        ay < 2.0 * TWO52 && (ay.to_bits() & 1) == 1
-    };
+    let odd = if ay < TWO52 { is_int && (s.to_bits() & 1) == 1 } else { ay < 2.0 * TWO52 && (ay.to_bits() & 1) == 1 };
     let r = if x.is_sign_negative() && odd { -r } else { r };
     let r = if x < 0.0 && x > f64::NEG_INFINITY && !is_int { f64::NAN } else { r };
     if y == 0.0 || x == 1.0 || (x == -1.0 && ay == f64::INFINITY) {
@@ -1189,7 +1186,14 @@ mod tests {
             bits += step;
         }
         eprintln!("{name}: at most {:.3} ulp (at {:e})", worst.0, worst.1);
-        assert!(worst.0 <= bound, "{name}: {} ulp at {:e} ({:?} against {})", worst.0, worst.1, f(worst.1), reference(worst.1 as f64));
+        assert!(
+            worst.0 <= bound,
+            "{name}: {} ulp at {:e} ({:?} against {})",
+            worst.0,
+            worst.1,
+            f(worst.1),
+            reference(worst.1 as f64)
+        );
         worst.0
     }
 
@@ -1246,7 +1250,14 @@ mod tests {
             check(2f64.powf(mag).copysign(rng.uniform(1.0)));
         }
         eprintln!("{name}: at most {:.3} ulp (at {:e})", worst.0, worst.1);
-        assert!(worst.0 <= bound, "{name}: {} ulp at {:e} ({:?} against {})", worst.0, worst.1, f(worst.1), reference(worst.1));
+        assert!(
+            worst.0 <= bound,
+            "{name}: {} ulp at {:e} ({:?} against {})",
+            worst.0,
+            worst.1,
+            f(worst.1),
+            reference(worst.1)
+        );
         worst.0
     }
 
@@ -1325,10 +1336,32 @@ mod tests {
 
     /// Pairs of `f32` bit patterns at random, and pairs of moderate values,
     /// against `f64`.
-    fn sweep32x2(name: &str, f: fn(f32, f32) -> f32, reference: fn(f64, f64) -> f64, moderate: (f64, f64), bound: f64) -> f64 {
+    fn sweep32x2(
+        name: &str,
+        f: fn(f32, f32) -> f32,
+        reference: fn(f64, f64) -> f64,
+        moderate: (f64, f64),
+        bound: f64,
+    ) -> f64 {
         let mut worst = (0.0f64, 0.0f32, 0.0f32);
         let mut rng = Bits(0x2545_f491_4f6c_dd1d);
-        let specials = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::from_bits(1)];
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            2.0,
+            -2.0,
+            3.0,
+            -3.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MAX,
+            f32::from_bits(1),
+        ];
         let mut pairs: Vec<(f32, f32)> = specials.iter().flat_map(|&a| specials.iter().map(move |&b| (a, b))).collect();
         for _ in 0..count() * 4 {
             pairs.push((f32::from_bits(rng.next() as u32), f32::from_bits((rng.next() >> 32) as u32)));
@@ -1357,7 +1390,25 @@ mod tests {
     fn f64_pow() {
         let mut rng = Bits(11);
         let mut worst = (0.0f64, 0.0, 0.0);
-        let specials = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MAX, f64::from_bits(1), 1e300, -1e-300];
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            2.0,
+            -2.0,
+            3.0,
+            -3.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MAX,
+            f64::from_bits(1),
+            1e300,
+            -1e-300,
+        ];
         let mut pairs: Vec<(f64, f64)> = specials.iter().flat_map(|&a| specials.iter().map(move |&b| (a, b))).collect();
         for _ in 0..count() {
             pairs.push((f64::from_bits(rng.next()), f64::from_bits(rng.next())));
@@ -1390,7 +1441,9 @@ mod tests {
         let mut rng = Bits(7);
         let mut worst = 0.0f64;
         for _ in 0..count() {
-            for (y, x) in [(f64::from_bits(rng.next()), f64::from_bits(rng.next())), (rng.uniform(10.0), rng.uniform(10.0))] {
+            for (y, x) in
+                [(f64::from_bits(rng.next()), f64::from_bits(rng.next())), (rng.uniform(10.0), rng.uniform(10.0))]
+            {
                 worst = worst.max(err64(atan2_f64(y, x), y.atan2(x)));
             }
         }

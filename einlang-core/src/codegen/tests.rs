@@ -1907,7 +1907,12 @@ fn math_functions_use_the_vectorizable_forms() {
     let Ok(compiled) = crate::compile(ast, &options) else { panic!("the program compiles") };
     let file = syn::parse2::<syn::File>(compiled.rust).expect("generated code parses");
     let rust = prettyplease::unparse(&file);
-    let lets: String = rust.lines().map(str::trim).filter(|l| l.starts_with("let ") || l.contains("__rt::")).collect::<Vec<_>>().join("\n");
+    let lets: String = rust
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("let ") || l.contains("__rt::"))
+        .collect::<Vec<_>>()
+        .join("\n");
     expect![[r#"
         let a: f32 = __rt::vmath::tanh_f32(x) + __rt::vmath::sigmoid_f32(x)
         + __rt::vmath::erf_f32(x) + __rt::vmath::ln_f32(x);
@@ -1915,7 +1920,8 @@ fn math_functions_use_the_vectorizable_forms() {
         + __rt::vmath::atan2_f32(x, 2.0f32);
         let c: f64 = __rt::vmath::exp_f64(y) + __rt::vmath::tanh_f64(y)
         + __rt::vmath::log1p_f64(y) + y.sin() + __rt::vmath::erf_f64(y);
-        let d: f64 = __rt::vmath::pow_f64(y, 0.5f64) + __rt::vmath::atan2_f64(y, 1.0f64);"#]].assert_eq(&lets);
+        let d: f64 = __rt::vmath::pow_f64(y, 0.5f64) + __rt::vmath::atan2_f64(y, 1.0f64);"#]]
+    .assert_eq(&lets);
 }
 
 /// A function of scalars to a scalar without loops (an activation called
@@ -1936,7 +1942,8 @@ fn scalar_functions_have_no_twin_and_inline() {
     let rust: String = compiled.rust.to_string().split_whitespace().collect();
     let act = rust.find("fnact_").or_else(|| rust.find("fnact(")).expect("the helper is emitted");
     let acts = rust.find("pubfnacts").expect("the tensor function is emitted");
-    let (helper, tensor) = if act < acts { (&rust[act..acts], &rust[acts..]) } else { (&rust[act..], &rust[acts..act]) };
+    let (helper, tensor) =
+        if act < acts { (&rust[act..acts], &rust[acts..]) } else { (&rust[act..], &rust[acts..act]) };
     assert!(!helper.contains("__wide") && rust[..act].ends_with("#[inline]"), "{rust}");
     assert!(tensor.contains("__wide"), "{tensor}");
 }
