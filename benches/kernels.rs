@@ -29,6 +29,9 @@
 //!   loop writing sixteen output rows per task;
 //! - `a * b + c` into a buffer reused from call to call (`fma_vec_into`) vs
 //!   the fused loop into its own reused buffer, and both fresh;
+//! - math functions over 16 Mi `f32`: GELU (tanh and erf forms), sigmoid,
+//!   tanh, ln, sin: einlang vs a rayon loop calling the standard library's
+//!   (libm's) function per element;
 //!
 //! The hand-written baselines have the generated code's two forms
 //! (`common::twin!`): on x86-64 they also run compiled for AVX2 and FMA
@@ -143,6 +146,42 @@ einlang! {
     /// A transpose: the source read across the output's rows.
     pub fn transpose(x: [f32; M, N]) -> [f32; N, M] {
         let y[j, i] = x[i, j];
+        y
+    }
+
+    /// GELU, tanh form (`std::ml::gelu_tanh`), elementwise.
+    pub fn gelu_tanh_vec(x: [f32; N]) -> [f32; N] {
+        let y[i] = std::ml::gelu_tanh(x[i]);
+        y
+    }
+
+    /// GELU, erf form (`std::ml::gelu`), elementwise.
+    pub fn gelu_erf_vec(x: [f32; N]) -> [f32; N] {
+        let y[i] = std::ml::gelu(x[i]);
+        y
+    }
+
+    /// The logistic function (`std::math::sigmoid`), elementwise.
+    pub fn sigmoid_vec(x: [f32; N]) -> [f32; N] {
+        let y[i] = std::math::sigmoid(x[i]);
+        y
+    }
+
+    /// Hyperbolic tangent, elementwise.
+    pub fn tanh_vec(x: [f32; N]) -> [f32; N] {
+        let y[i] = std::math::tanh(x[i]);
+        y
+    }
+
+    /// Natural logarithm, elementwise.
+    pub fn ln_vec(x: [f32; N]) -> [f32; N] {
+        let y[i] = std::math::ln(x[i]);
+        y
+    }
+
+    /// Sine, elementwise.
+    pub fn sin_vec(x: [f32; N]) -> [f32; N] {
+        let y[i] = std::math::sin(x[i]);
         y
     }
 
@@ -614,6 +653,68 @@ fn into_reused(len: usize, timed: bool) {
     );
 }
 
+/// The math-function baseline: a rayon loop over chunks calling `f` (the
+/// standard library's function, a libm call per element) into an
+/// uninitialized buffer.
+fn map_libm(x: &[f32], f: fn(f32) -> f32) -> Vec<f32> {
+    let mut out: Vec<f32> = Vec::with_capacity(x.len());
+    out.spare_capacity_mut()[..x.len()].par_chunks_mut(1 << 14).zip(x.par_chunks(1 << 14)).for_each(|(o, x)| {
+        for (o, x) in o.iter_mut().zip(x) {
+            o.write(f(*x));
+        }
+    });
+    // SAFETY: every element of the first `x.len()` was written above.
+    unsafe { out.set_len(x.len()) };
+    out
+}
+
+type Unary = fn(&Array1<f32>) -> Array1<f32>;
+
+/// An elementwise math function over `len` values (the bench's data in
+/// `[-1, 1)`, times `scale`, plus `shift`) against the libm loop.
+fn unary_case(name: &'static str, f: Unary, libm: fn(f32) -> f32, len: usize, scale: f32, shift: f32) -> Case {
+    let x: Vec<f32> = data(len, 31).into_iter().map(|v| v * scale + shift).collect();
+    let xa = Array1::from_vec(x.clone());
+    Case {
+        group: "elementwise",
+        param: format!("{name}_{len}"),
+        label: format!("{name} {len} f32"),
+        flops: 0.0,
+        bytes: Some(8.0 * len as f64),
+        baseline_name: "libm rayon loop",
+        einlang: Box::new(move || f(&xa).into_dyn()),
+        baseline: Box::new(move || Array1::from_vec(map_libm(&x, libm)).into_dyn()),
+        first_einlang: Duration::ZERO,
+        first_baseline: Duration::ZERO,
+    }
+}
+
+fn gelu_tanh_libm(x: f32) -> f32 {
+    0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044715 * x * x * x)).tanh())
+}
+
+fn gelu_erf_libm(x: f32) -> f32 {
+    0.5 * x * (1.0 + einlang::__private::arith::erf_f32(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+fn sigmoid_libm(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// GELU (both forms), sigmoid, tanh, ln and sin over `len` values; GELU
+/// and sigmoid over `[-6, 6)` (both tails), ln over `(0, 2)`, sin over
+/// `[-100, 100)`.
+fn math_cases(len: usize) -> Vec<Case> {
+    vec![
+        unary_case("gelu_tanh", |x| gelu_tanh_vec(x).expect("gelu"), gelu_tanh_libm, len, 6.0, 0.0),
+        unary_case("gelu_erf", |x| gelu_erf_vec(x).expect("gelu"), gelu_erf_libm, len, 6.0, 0.0),
+        unary_case("sigmoid", |x| sigmoid_vec(x).expect("sigmoid"), sigmoid_libm, len, 6.0, 0.0),
+        unary_case("tanh", |x| tanh_vec(x).expect("tanh"), f32::tanh, len, 6.0, 0.0),
+        unary_case("ln", |x| ln_vec(x).expect("ln"), f32::ln, len, 1.0, 1.0),
+        unary_case("sin", |x| sin_vec(x).expect("sin"), f32::sin, len, 100.0, 0.0),
+    ]
+}
+
 /// `a * b + c` over `len` elements (as a matrix of `rows` rows when set),
 /// against the fused loop.
 fn fma_case(len: usize, rows: Option<usize>) -> Case {
@@ -870,6 +971,7 @@ fn main() {
         ];
         v.push(fma_case(1000, Some(8)));
         v.push(transpose_case(37, 21));
+        v.extend(math_cases(1001));
         v.extend(softmax_cases(8, 16));
         v.extend(reduction_cases(40, 24, 1000));
         v
@@ -889,6 +991,7 @@ fn main() {
             fma_case(1 << 24, Some(4096)),
             transpose_case(4096, 4096),
         ];
+        v.extend(math_cases(1 << 24));
         v.extend(softmax_cases(4096, 1024));
         v.extend(reduction_cases(8192, 1024, 1 << 24));
         v

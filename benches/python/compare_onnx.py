@@ -44,9 +44,9 @@ def median_ms(f, runs=15):
     return times[len(times) // 2] * 1e3
 
 
-def session(nodes, inputs, outputs, initializers=()):
+def session(nodes, inputs, outputs, initializers=(), opset=17):
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(model)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = CORES
@@ -127,15 +127,55 @@ def cases():
     feeds = {"a": va, "b": vb, "c": vc}
     assert np.allclose(s.run(None, feeds)[0], va * vb + vc, rtol=1e-5, atol=1e-5)
     out.append(("a*b+c 16777216 f32", None, lambda s=s, feeds=feeds: s.run(None, feeds), lambda: va * vb + vc))
+    out.extend(math_cases(rng, n))
     return out
 
 
-def einlang_times():
-    """einlang's medians from the conv and kernels benches' summaries."""
+def math_cases(rng, n):
+    """Elementwise math over `n` f32 values, as the kernels bench draws
+    them: GELU (tanh form and erf form, opset 20's `Gelu`), sigmoid, tanh
+    over [-6, 6); ln over [0, 2); sin over [-100, 100). Each result is
+    checked against numpy (`math.erf` on a prefix for GELU's erf form)."""
+    import math
+
+    out = []
+    x6 = rng.uniform(-6, 6, n).astype(np.float32)
+    xl = rng.uniform(0, 2, n).astype(np.float32)
+    xs = rng.uniform(-100, 100, n).astype(np.float32)
+
+    def gelu_tanh(x):
+        return 0.5 * x * (1 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
+
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    specs = [
+        ("gelu_tanh", x6, [helper.make_node("Gelu", ["x"], ["y"], approximate="tanh")], gelu_tanh),
+        ("gelu_erf", x6, [helper.make_node("Gelu", ["x"], ["y"])], None),
+        ("sigmoid", x6, [helper.make_node("Sigmoid", ["x"], ["y"])], lambda x: 1 / (1 + np.exp(-x))),
+        ("tanh", x6, [helper.make_node("Tanh", ["x"], ["y"])], np.tanh),
+        ("ln", xl, [helper.make_node("Log", ["x"], ["y"])], np.log),
+        ("sin", xs, [helper.make_node("Sin", ["x"], ["y"])], np.sin),
+    ]
+    for name, x, nodes, ref in specs:
+        s = session(nodes, [f32("x", (n,))], [f32("y", (n,))], opset=20)
+        got = s.run(None, {"x": x})[0]
+        head = x[: 1 << 16].astype(np.float64)
+        want = ref(x[: 1 << 16]) if ref else 0.5 * head * (1 + erf(head / math.sqrt(2)))
+        assert np.allclose(got[: 1 << 16], want, rtol=1e-4, atol=1e-5), name
+        out.append((f"{name} {n} f32", None, lambda s=s, x=x: s.run(None, {"x": x}), (lambda x=x, ref=ref: ref(x)) if ref else None))
+    return out
+
+
+def einlang_times(only=None):
+    """einlang's medians from the conv and kernels benches' summaries (the
+    cases whose name contains `only`, when given)."""
     times = {}
-    for bench in ["conv", "kernels"]:
+    for bench in ["kernels"] if only else ["conv", "kernels"]:
         run = subprocess.run(
-            ["cargo", "bench", "-q", "--bench", bench], cwd=ROOT, capture_output=True, text=True, check=True
+            ["cargo", "bench", "-q", "--bench", bench] + (["--", only] if only else []),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         for line in run.stdout.splitlines():
             m = re.match(r"(.+?): einlang ([0-9.]+) ms", line)
@@ -147,17 +187,21 @@ def einlang_times():
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--no-cargo", action="store_true", help="time onnxruntime and numpy only")
+    p.add_argument("--only", help="only the cases whose label contains this (and the benches' cases with it)")
     args = p.parse_args()
-    ours = {} if args.no_cargo else einlang_times()
+    ours = {} if args.no_cargo else einlang_times(args.only)
     print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, {CORES} threads")
     print(f"{'case':46} {'einlang':>10} {'onnxruntime':>12} {'numpy':>10} {'einlang/ort':>12}")
     for label, flops, ort_f, np_f in cases():
-        t_ort, t_np = median_ms(ort_f), median_ms(np_f)
+        if args.only and args.only not in label:
+            continue
+        t_ort = median_ms(ort_f)
+        t_np = f"{median_ms(np_f):7.3f} ms" if np_f else "-"
         t_ein = ours.get(label)
         ratio = f"{t_ein / t_ort:.2f}x" if t_ein else "-"
         ein = f"{t_ein:.3f} ms" if t_ein else "-"
         rate = f"  (onnxruntime {flops / t_ort / 1e6:.1f} GFLOP/s)" if flops else ""
-        print(f"{label:46} {ein:>10} {t_ort:9.3f} ms {t_np:7.3f} ms {ratio:>12}{rate}")
+        print(f"{label:46} {ein:>10} {t_ort:9.3f} ms {t_np:>10} {ratio:>12}{rate}")
 
 
 if __name__ == "__main__":

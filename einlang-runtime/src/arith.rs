@@ -156,13 +156,15 @@ pub fn exp_f32(x: f32) -> f32 {
     }
 }
 
-/// The error function, from `libm` (Rust's std has none).
+/// The error function, from `libm` (Rust's std has none). Generated code
+/// calls `vmath::erf_f32`, which vectorizes; this is the reference its
+/// tests and benches compare with.
 #[inline]
 pub fn erf_f32(x: f32) -> f32 {
     libm::erff(x)
 }
 
-/// The error function, from `libm`.
+/// The error function, from `libm` (the reference of `vmath::erf_f64`).
 #[inline]
 pub fn erf_f64(x: f64) -> f64 {
     libm::erf(x)

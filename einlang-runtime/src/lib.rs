@@ -7,6 +7,7 @@
 //! conversions at function boundaries.
 
 pub mod arith;
+pub mod vmath;
 pub mod ckpt;
 pub mod cpu;
 pub mod dist;

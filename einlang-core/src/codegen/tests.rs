@@ -582,6 +582,7 @@ fn keyword_names_are_escaped() {
                 clippy::all,
                 clippy::pedantic
             )]
+            #[inline]
             fn loop_(type_: f32) -> ::core::result::Result<f32, ::einlang::__private::Error> {
                 use ::einlang::__private as __rt;
                 use ::einlang::__private::ndarray as __nd;
@@ -2074,7 +2075,7 @@ fn scalar_operations_and_literals() {
                 use ::einlang::__private::ndarray as __nd;
                 let r: i32 = __rt::arith::int_rem("scalars", p.wrapping_pow(3u32), q)?;
                 let t: f64 = if s > 2.5f64 {
-                    1.0f64 / (1.0f64 + (-(-s * 0.001f64)).exp())
+                    __rt::vmath::sigmoid_f64(-s * 0.001f64)
                 } else {
                     -0.5f64
                 };
@@ -2416,4 +2417,64 @@ fn invalid_ir_becomes_an_internal_compiler_error() {
     let text = crate::codegen::emit_program(&p, &crate::Options::default()).to_string();
     assert!(text.contains("compile_error"), "{text}");
     assert!(text.contains("internal compiler error in einlang: invalid loop IR"), "{text}");
+}
+
+/// `std::math`'s functions are the runtime's branch-free forms (`vmath`),
+/// which vectorize, where one exists for the element type; `f64` `sin`
+/// stays the standard library's.
+#[test]
+fn math_functions_use_the_vectorizable_forms() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        pub fn acts(x: f32, y: f64) -> (f32, f64) {
+            let a = std::math::tanh(x) + std::math::sigmoid(x) + std::math::erf(x) + std::math::ln(x);
+            let b = std::math::sin(x) + std::math::pow(x, 1.5) + std::math::atan2(x, 2.0);
+            let c = std::math::exp(y) + std::math::tanh(y) + std::math::log1p(y) + std::math::sin(y) + std::math::erf(y);
+            let d = std::math::pow(y, 0.5) + std::math::atan2(y, 1.0);
+            (a + b, c + d)
+        }
+    };
+    let options = crate::Options { baseline_only: true, ..Default::default() };
+    let Ok(ast) = crate::syntax::parse_tokens(src) else { panic!("the program parses") };
+    let Ok(compiled) = crate::compile(ast, &options) else { panic!("the program compiles") };
+    let file = syn::parse2::<syn::File>(compiled.rust).expect("generated code parses");
+    let rust = prettyplease::unparse(&file);
+    let lets: String = rust
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("let ") || l.contains("__rt::"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    expect![[r#"
+        let a: f32 = __rt::vmath::tanh_f32(x) + __rt::vmath::sigmoid_f32(x)
+        + __rt::vmath::erf_f32(x) + __rt::vmath::ln_f32(x);
+        let b: f32 = __rt::vmath::sin_f32(x) + __rt::vmath::pow_f32(x, 1.5f32)
+        + __rt::vmath::atan2_f32(x, 2.0f32);
+        let c: f64 = __rt::vmath::exp_f64(y) + __rt::vmath::tanh_f64(y)
+        + __rt::vmath::log1p_f64(y) + y.sin() + __rt::vmath::erf_f64(y);
+        let d: f64 = __rt::vmath::pow_f64(y, 0.5f64) + __rt::vmath::atan2_f64(y, 1.0f64);"#]]
+    .assert_eq(&lets);
+}
+
+/// A function of scalars to a scalar without loops (an activation called
+/// per element) has no AVX2 twin of its own, whose `cpu::wide()` test on
+/// every call kept its callers' loops scalar; it is `#[inline]`. The
+/// tensor function calling it keeps its twin.
+#[test]
+fn scalar_functions_have_no_twin_and_inline() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        fn act(x: f32) -> f32 { 0.5 * x * (1.0 + std::math::tanh(x)) }
+        pub fn acts(x: [f32; N]) -> [f32; N] {
+            let y[i] = act(x[i]);
+            y
+        }
+    };
+    let Ok(ast) = crate::syntax::parse_tokens(src) else { panic!("the program parses") };
+    let Ok(compiled) = crate::compile(ast, &crate::Options::default()) else { panic!("the program compiles") };
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let act = rust.find("fnact_").or_else(|| rust.find("fnact(")).expect("the helper is emitted");
+    let acts = rust.find("fn__acts_body").expect("the tensor function is emitted");
+    let (helper, tensor) =
+        if act < acts { (&rust[act..acts], &rust[acts..]) } else { (&rust[act..], &rust[acts..act]) };
+    assert!(!helper.contains("__wide") && rust[..act].ends_with("#[inline]"), "{rust}");
+    assert!(tensor.contains("__wide"), "{tensor}");
 }

@@ -698,17 +698,19 @@ impl FnCx<'_> {
             // Rounding an integer is the identity.
             Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc if !k.is_float() => x,
             Intrinsic::Exp => Code::new(exp_of(k, &rt, x), Prec::Postfix),
-            _ if i.float_method().is_some() => method(x, i.float_method().unwrap_or_default()),
-            Intrinsic::Erf => {
-                let f = if k == ScalarKind::F32 { quote!(erf_f32) } else { quote!(erf_f64) };
+            // The runtime's branch-free forms, which vectorize (the float
+            // methods are a libm call per element).
+            _ if vmath_name(i, k).is_some() => {
+                let f = proc_macro2::Ident::new(vmath_name(i, k).unwrap_or_default(), proc_macro2::Span::call_site());
                 let x = x.tokens;
-                Code::new(quote!(#rt::arith::#f(#x)), Prec::Postfix)
+                if i.arity() == 2 {
+                    let y = self.expr(&args[1])?.tokens;
+                    Code::new(quote!(#rt::vmath::#f(#x, #y)), Prec::Postfix)
+                } else {
+                    Code::new(quote!(#rt::vmath::#f(#x)), Prec::Postfix)
+                }
             }
-            Intrinsic::Atan2 => {
-                let y = self.expr(&args[1])?.tokens;
-                let x = x.at_least(Prec::Postfix);
-                Code::new(quote!(#x.atan2(#y)), Prec::Postfix)
-            }
+            _ if i.float_method().is_some() => method(x, i.float_method().unwrap_or_default()),
             Intrinsic::Gcd => self.arith_call(quote!(gcd), None, x, &args[1])?,
             Intrinsic::Lcm => self.arith_call(quote!(lcm), Some(&name), x, &args[1])?,
             Intrinsic::Factorial => {
@@ -724,15 +726,6 @@ impl FnCx<'_> {
                 } else {
                     x
                 }
-            }
-            Intrinsic::Sigmoid => {
-                if !k.is_float() {
-                    return Err(format!("`sigmoid` of `{}`", k.name()));
-                }
-                let one = types::one(k);
-                let x = x.at_least(Prec::Unary);
-                let e = exp_of(k, &rt, Code::new(quote!(-#x), Prec::Unary));
-                Code::new(quote!(#one / (#one + #e)), Prec::Mul)
             }
             Intrinsic::Min | Intrinsic::Max if !k.is_float() => {
                 // A conditional move, not a branch: in a dynamic program
@@ -751,11 +744,6 @@ impl FnCx<'_> {
                 let x = x.at_least(Prec::Postfix);
                 let m = if i == Intrinsic::Min { quote!(min) } else { quote!(max) };
                 Code::new(quote!(#x.#m(#y)), Prec::Postfix)
-            }
-            Intrinsic::Powf => {
-                let y = self.expr(&args[1])?.tokens;
-                let x = x.at_least(Prec::Postfix);
-                Code::new(quote!(#x.powf(#y)), Prec::Postfix)
             }
             Intrinsic::Powi => {
                 // A literal exponent that fits `i32` is `powi` directly (the
@@ -1350,16 +1338,72 @@ pub(crate) fn converts_a_view(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::ShapeCast { value, .. } if matches!(value.kind, ExprKind::Var(_) | ExprKind::View { .. }))
 }
 
-/// `e^x` of a float of kind `k`: the runtime's exponential for `f32`, which
-/// vectorizes (`f32::exp` is a libm call per element), `exp` otherwise.
+/// `e^x` of a float of kind `k`: the runtime's exponential, which
+/// vectorizes (`f32::exp` is a libm call per element).
 fn exp_of(k: ScalarKind, rt: &TokenStream, x: Code) -> TokenStream {
+    let x = x.tokens;
     if k == ScalarKind::F32 {
-        let x = x.tokens;
         quote!(#rt::arith::exp_f32(#x))
     } else {
-        let x = x.at_least(Prec::Postfix);
-        quote!(#x.exp())
+        quote!(#rt::vmath::exp_f64(#x))
     }
+}
+
+/// The function of the runtime's `vmath` computing intrinsic `i` on floats
+/// of kind `k` without branches or calls, so that loops of it vectorize
+/// (within a few ulps, see `vmath`), when it has one. `f64` `sin`, `cos`
+/// and `tan` have none and stay the standard library's (libm). Every
+/// float function of `std::math` is either here or a float method
+/// (`Intrinsic::float_method`).
+fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
+    use Intrinsic as I;
+    let f32 = match k {
+        ScalarKind::F32 => true,
+        ScalarKind::F64 => false,
+        _ => return None,
+    };
+    Some(match (i, f32) {
+        (I::Ln, true) => "ln_f32",
+        (I::Ln, false) => "ln_f64",
+        (I::Log2, true) => "log2_f32",
+        (I::Log2, false) => "log2_f64",
+        (I::Log10, true) => "log10_f32",
+        (I::Log10, false) => "log10_f64",
+        (I::Log1p, true) => "log1p_f32",
+        (I::Log1p, false) => "log1p_f64",
+        (I::Expm1, true) => "expm1_f32",
+        (I::Expm1, false) => "expm1_f64",
+        (I::Tanh, true) => "tanh_f32",
+        (I::Tanh, false) => "tanh_f64",
+        (I::Sigmoid, true) => "sigmoid_f32",
+        (I::Sigmoid, false) => "sigmoid_f64",
+        (I::Sinh, true) => "sinh_f32",
+        (I::Sinh, false) => "sinh_f64",
+        (I::Cosh, true) => "cosh_f32",
+        (I::Cosh, false) => "cosh_f64",
+        (I::Asinh, true) => "asinh_f32",
+        (I::Asinh, false) => "asinh_f64",
+        (I::Acosh, true) => "acosh_f32",
+        (I::Acosh, false) => "acosh_f64",
+        (I::Atanh, true) => "atanh_f32",
+        (I::Atanh, false) => "atanh_f64",
+        (I::Atan, true) => "atan_f32",
+        (I::Atan, false) => "atan_f64",
+        (I::Asin, true) => "asin_f32",
+        (I::Asin, false) => "asin_f64",
+        (I::Acos, true) => "acos_f32",
+        (I::Acos, false) => "acos_f64",
+        (I::Atan2, true) => "atan2_f32",
+        (I::Atan2, false) => "atan2_f64",
+        (I::Sin, true) => "sin_f32",
+        (I::Cos, true) => "cos_f32",
+        (I::Tan, true) => "tan_f32",
+        (I::Erf, true) => "erf_f32",
+        (I::Erf, false) => "erf_f64",
+        (I::Powf, true) => "pow_f32",
+        (I::Powf, false) => "pow_f64",
+        _ => return None,
+    })
 }
 
 /// Whether a reduction runs in lanes (`reduce_in_lanes`): a float sum,

@@ -247,11 +247,22 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::codegen::Opt
         forwarded.insert(0, quote!(__world));
         inner_args.insert(0, Ident::new("__world", proc_macro2::Span::call_site()));
     }
-    let body = if options.checked || options.baseline_only {
+    // A function of scalars to a scalar (an activation a definition calls
+    // per element, `std::ml::gelu_tanh`) has no twin of its own: its test
+    // of `cpu::wide()` on every call kept the caller's loop scalar (GELU
+    // over 16 Mi f32 ran 362 ms, its tanh alone 54 ms). It is `#[inline]`,
+    // so inside a caller's twin it is compiled with the caller's
+    // instructions (the same bits either way).
+    let scalar = matches!(f.ret, Repr::Scalar(_))
+        && !sharded
+        && f.params.iter().all(|&p| cx.info(p).is_ok_and(|i| matches!(i.ty, Repr::Scalar(_))))
+        && loop_free(f);
+    let body = if options.checked || options.baseline_only || scalar {
         body
     } else {
         wide_twin(&body, &inner_params, &inner_args, &quote!(#result<#ret, #err>))
     };
+    let inline = if scalar { quote!(#[inline]) } else { TokenStream::new() };
     if !outs.is_empty() {
         let entry = into::Entry {
             f,
@@ -286,6 +297,7 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::codegen::Opt
         Ok(quote! {
             #(#docs)*
             #allow
+            #inline
             #vis fn #name(#(#outer_params),*) -> #result<#ret, #err> {
                 #body
             }
@@ -302,6 +314,21 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::codegen::Opt
             }
         })
     }
+}
+
+/// Whether `f` runs no loop: its statements are `let`s and expressions,
+/// and no expression reduces or holds statements of its own.
+fn loop_free(f: &Function) -> bool {
+    fn plain(e: &crate::ir::Expr) -> bool {
+        let mut ok = !matches!(e.kind, ExprKind::Reduce { .. } | ExprKind::Block { .. });
+        crate::ir::visit::for_each_child(e, &mut |c| ok = ok && plain(c));
+        ok
+    }
+    let stmts_plain = f.body.iter().all(|s| match s {
+        Stmt::Let { value, .. } | Stmt::Expr(value) => plain(value),
+        _ => false,
+    });
+    stmts_plain && plain(&f.result)
 }
 
 /// `body`, preceded on x86-64 by a call of its twin compiled for AVX2 and
