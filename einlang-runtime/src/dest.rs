@@ -89,6 +89,16 @@ where
         Ok(self.view.as_mut().and_then(|v| v.as_slice_mut()))
     }
 
+    /// [`Out::target`] as memory to write whole values into.
+    fn target_uninit(&mut self, function: &str, dim: &D) -> Result<Option<&mut [MaybeUninit<T>]>, Error> {
+        Ok(self.target(function, dim)?.map(|elems| {
+            let len = elems.len();
+            // SAFETY: `MaybeUninit<T>` has the layout of `T`; every caller
+            // writes whole values only, so the elements stay initialized.
+            unsafe { std::slice::from_raw_parts_mut(elems.as_mut_ptr().cast::<MaybeUninit<T>>(), len) }
+        }))
+    }
+
     /// The value the body returns for a result written into the view: an
     /// empty array of the result's rank, which allocates nothing.
     fn written(&mut self, function: &str, ndim: usize) -> Result<Array<T, D>, Error> {
@@ -154,12 +164,8 @@ where
 {
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
-    if let Some(elems) = out.target(function, &dim)? {
-        let len = elems.len();
-        // SAFETY: `MaybeUninit<T>` has the layout of `T`, and by the
-        // caller's promise `body` writes only initialized values, so every
-        // element stays initialized.
-        let elems = unsafe { std::slice::from_raw_parts_mut(elems.as_mut_ptr().cast::<MaybeUninit<T>>(), len) };
+    // (By the caller's promise `body` writes whole values only.)
+    if let Some(elems) = out.target_uninit(function, &dim)? {
         fill_slice(elems, dim.slice(), cost_per_point, rows.max(1), body)?;
         return out.written(function, dim.ndim());
     }
@@ -232,11 +238,7 @@ where
 {
     // (Negative extents are the product's own error.)
     if let (Ok(rows), Ok(cols)) = (usize::try_from(m), usize::try_from(n)) {
-        if let Some(elems) = out.target(function, &Ix2(rows, cols))? {
-            let len = elems.len();
-            // SAFETY: `MaybeUninit<T>` has the layout of `T`; the product
-            // writes whole values only.
-            let elems = unsafe { std::slice::from_raw_parts_mut(elems.as_mut_ptr().cast::<MaybeUninit<T>>(), len) };
+        if let Some(elems) = out.target_uninit(function, &Ix2(rows, cols))? {
             crate::gemm::matmul_into(function, m, n, k, a, b, elems)?;
             return out.written(function, 2);
         }
@@ -260,11 +262,7 @@ where
 {
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
-    if let Some(elems) = out.target(function, &dim)? {
-        let len = elems.len();
-        // SAFETY: `MaybeUninit<T>` has the layout of `T`; the copy writes
-        // whole values only.
-        let elems = unsafe { std::slice::from_raw_parts_mut(elems.as_mut_ptr().cast::<MaybeUninit<T>>(), len) };
+    if let Some(elems) = out.target_uninit(function, &dim)? {
         crate::permute::permute_to(function, x, axes, dim.slice(), elems)?;
         return out.written(function, dim.ndim());
     }

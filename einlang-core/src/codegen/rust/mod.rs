@@ -928,15 +928,7 @@ impl<'a> FnCx<'a> {
             let Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) = s else {
                 return Err("not an all-reduce".into());
             };
-            let combine = match op {
-                RedOp::Sum => quote!(Sum),
-                RedOp::Prod => quote!(Prod),
-                RedOp::Max => quote!(Max),
-                RedOp::Min => quote!(Min),
-                RedOp::All => quote!(And),
-                RedOp::Any => quote!(Or),
-                RedOp::ArgMax | RedOp::ArgMin => return Err("an all-reduce of an argmax".into()),
-            };
+            let combine = combine_of(*op)?;
             let (o, i) = (self.ident(*out)?, self.ident(*input)?);
             let t = types::scalar(*elem);
             match self.info(*out)?.ty {
@@ -1005,15 +997,7 @@ impl<'a> FnCx<'a> {
         let out_ty = self.info(defined)?.ty.clone();
         let code = match c {
             Comm::AllReduce { input, op, elem, .. } => {
-                let combine = match op {
-                    RedOp::Sum => quote!(Sum),
-                    RedOp::Prod => quote!(Prod),
-                    RedOp::Max => quote!(Max),
-                    RedOp::Min => quote!(Min),
-                    RedOp::All => quote!(And),
-                    RedOp::Any => quote!(Or),
-                    RedOp::ArgMax | RedOp::ArgMin => return Err("an all-reduce of an argmax".into()),
-                };
+                let combine = combine_of(*op)?;
                 let input = self.ident(*input)?;
                 match out_ty {
                     Repr::Scalar(_) => {
@@ -1128,6 +1112,19 @@ impl<'a> FnCx<'a> {
 /// Scalars and unit: values that are copied, never borrowed or moved.
 fn is_plain(ty: &Repr) -> bool {
     matches!(ty, Repr::Scalar(_) | Repr::Unit)
+}
+
+/// The runtime's name (`dist::Combine`) for how an all-reduce combines.
+fn combine_of(op: RedOp) -> Result<TokenStream, Bug> {
+    Ok(match op {
+        RedOp::Sum => quote!(Sum),
+        RedOp::Prod => quote!(Prod),
+        RedOp::Max => quote!(Max),
+        RedOp::Min => quote!(Min),
+        RedOp::All => quote!(And),
+        RedOp::Any => quote!(Or),
+        RedOp::ArgMax | RedOp::ArgMin => return Err("an all-reduce of an argmax".into()),
+    })
 }
 
 /// Whether `e` holds a block (whose statements may move a tensor).
