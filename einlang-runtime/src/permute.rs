@@ -191,14 +191,15 @@ where
             for ta in (a0..a1).step_by(TILE) {
                 let ta1 = (ta + TILE).min(a1);
                 for tb in (bb..bb1).step_by(TILE) {
-                    for b in tb..(tb + TILE).min(bb1) {
-                        let (sb, ob) = (s + b as isize * src_strides[last], o + b as isize);
-                        for a in ta..ta1 {
+                    let tb1 = (tb + TILE).min(bb1);
+                    for a in ta..ta1 {
+                        let (sa, oa) = (s + a as isize, o + a as isize * out_strides[inner]);
+                        for b in tb..tb1 {
                             // SAFETY: (a, b) and the other indices are inside
                             // the view's shape and the output's; the output
                             // elements of this block of `inner` are this
                             // task's alone.
-                            unsafe { d.put(ob + a as isize * out_strides[inner], src.at(sb + a as isize)) };
+                            unsafe { d.put(oa + b as isize, src.at(sa + b as isize * src_strides[last])) };
                         }
                     }
                 }
