@@ -450,10 +450,11 @@ impl<'a> FnCx<'a> {
     }
 
     /// Records which result tensors fill an `Out` (`ids`, one per entry of
-    /// `outs`, see `into_outs`): a variable that is the result (or a
-    /// tuple element of it), defined by a definition among the function's
-    /// own statements, and read nowhere else. The others are copied into
-    /// their buffer after the body.
+    /// `outs`, see `into::outs`): a variable that is the result (or a
+    /// tuple element of it), defined by a definition (a fill, an unbatched
+    /// product) among the function's own statements or those of a block
+    /// that is the value, and read nowhere else. The others are copied
+    /// into their buffer after the body (`dest::Out::finish`).
     fn bind_outs(
         &mut self,
         outs: &[into::ResultTensor],
