@@ -32,12 +32,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let check = args.iter().any(|a| a == "--check");
     let nums: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    let (n, m, steps) = (nums.first().copied().unwrap_or(512), nums.get(1).copied().unwrap_or(512), nums.get(2).copied().unwrap_or(200));
+    let (n, m, steps) = (
+        nums.first().copied().unwrap_or(512),
+        nums.get(1).copied().unwrap_or(512),
+        nums.get(2).copied().unwrap_or(200),
+    );
     let world = World::init()?;
     let (rank, size) = (world.rank(), world.size());
     // A hot square in the middle of a cold plate; every rank passes its rows.
     let u0 = Array2::from_shape_fn((n, m), |(i, j)| {
-        if (n / 3..2 * n / 3).contains(&i) && (m / 3..2 * m / 3).contains(&j) { 1.0 } else { 0.0 }
+        if (n / 3..2 * n / 3).contains(&i) && (m / 3..2 * m / 3).contains(&j) {
+            1.0
+        } else {
+            0.0
+        }
     });
     let rows = world.block(n);
     let mine = u0.slice(s![rows.clone(), ..]);

@@ -52,7 +52,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (train, test) = digits::load()?;
     let mut rng = Rng::new(2024);
     let mut params = Params::init(HIDDEN, &mut rng);
-    let mut alone = Params { w1: params.w1.clone(), b1: params.b1.clone(), w2: params.w2.clone(), b2: params.b2.clone() };
+    let mut alone =
+        Params { w1: params.w1.clone(), b1: params.b1.clone(), w2: params.w2.clone(), b2: params.b2.clone() };
     let mine = world.block(BATCH);
     let (mut steps, mut step_time, mut sent) = (0usize, 0.0f64, 0u64);
     for epoch in 1..=EPOCHS {
@@ -90,16 +91,45 @@ fn main() -> Result<(), Box<dyn Error>> {
             }
         }
         if epoch % 5 == 0 && rank == 0 {
-            let acc = dist::accuracy(&world, test.x.slice(s![world.block(test.y.len()), ..]), test.y.slice(s![world.block(test.y.len())]), &params.w1, &params.b1, &params.w2, &params.b2);
-            println!("epoch {epoch:2}: train loss {:.4}, test accuracy {:5.1}%", total / (train.y.len() / BATCH) as f32, 100.0 * acc?);
+            let acc = dist::accuracy(
+                &world,
+                test.x.slice(s![world.block(test.y.len()), ..]),
+                test.y.slice(s![world.block(test.y.len())]),
+                &params.w1,
+                &params.b1,
+                &params.w2,
+                &params.b2,
+            );
+            println!(
+                "epoch {epoch:2}: train loss {:.4}, test accuracy {:5.1}%",
+                total / (train.y.len() / BATCH) as f32,
+                100.0 * acc?
+            );
         } else if epoch % 5 == 0 {
-            dist::accuracy(&world, test.x.slice(s![world.block(test.y.len()), ..]), test.y.slice(s![world.block(test.y.len())]), &params.w1, &params.b1, &params.w2, &params.b2)?;
+            dist::accuracy(
+                &world,
+                test.x.slice(s![world.block(test.y.len()), ..]),
+                test.y.slice(s![world.block(test.y.len())]),
+                &params.w1,
+                &params.b1,
+                &params.w2,
+                &params.b2,
+            )?;
         }
     }
     let n = test.y.len();
     let rows = world.block(n);
-    let acc = dist::accuracy(&world, test.x.slice(s![rows.clone(), ..]), test.y.slice(s![rows]), &params.w1, &params.b1, &params.w2, &params.b2)?;
-    let per_step_values = ((digits::INPUTS * HIDDEN + HIDDEN + HIDDEN * digits::CLASSES + digits::CLASSES + 1) * 4) as u64;
+    let acc = dist::accuracy(
+        &world,
+        test.x.slice(s![rows.clone(), ..]),
+        test.y.slice(s![rows]),
+        &params.w1,
+        &params.b1,
+        &params.w2,
+        &params.b2,
+    )?;
+    let per_step_values =
+        ((digits::INPUTS * HIDDEN + HIDDEN + HIDDEN * digits::CLASSES + digits::CLASSES + 1) * 4) as u64;
     println!(
         "rank {rank} of {size}: test accuracy {:.1}%, {:.3} ms per step, {} bytes sent per step ({per_step_values} of them gradients and loss), RAYON_NUM_THREADS={}",
         100.0 * acc,

@@ -201,7 +201,8 @@ fn the_strategy_is_a_compile_fact() {
     assert_eq!(facts.len(), 1);
     assert_eq!(facts[0].reversed.len(), 1);
     assert_eq!(facts[0].reversed[0].0, "h");
-    let einlang_core::transform::autodiff::History::Checkpointed { steps, state, memory } = &facts[0].reversed[0].1 else {
+    let einlang_core::transform::autodiff::History::Checkpointed { steps, state, memory } = &facts[0].reversed[0].1
+    else {
         panic!("{:?}", facts[0].reversed)
     };
     assert_eq!((steps.as_str(), state.as_str()), ("max(1, T)", "H"));

@@ -40,7 +40,8 @@ fn main() {
     let mut rng = Rng::new(11);
     let hidden = 16;
     let mut sharded = Params::init(hidden, &mut rng);
-    let mut whole = Params { w1: sharded.w1.clone(), b1: sharded.b1.clone(), w2: sharded.w2.clone(), b2: sharded.b2.clone() };
+    let mut whole =
+        Params { w1: sharded.w1.clone(), b1: sharded.b1.clone(), w2: sharded.w2.clone(), b2: sharded.b2.clone() };
 
     // Steps on batches of several sizes, uneven over the ranks (and with
     // empty blocks when the batch is smaller than the world).
@@ -97,8 +98,17 @@ fn main() {
     let y: Array1<i64> = train.y.slice(s![..batch]).to_owned();
     let mine = block(batch, rank, size);
     let p = &sharded;
-    let (w1, _, _, b2, _) = dist::sgd_step(&world, x.slice(s![mine.clone(), ..]), y.slice(s![mine.clone()]), &p.w1, &p.b1, &p.w2, &p.b2, 1.0)
-        .unwrap();
+    let (w1, _, _, b2, _) = dist::sgd_step(
+        &world,
+        x.slice(s![mine.clone(), ..]),
+        y.slice(s![mine.clone()]),
+        &p.w1,
+        &p.b1,
+        &p.w2,
+        &p.b2,
+        1.0,
+    )
+    .unwrap();
     let loss_at = |w1: &Array2<f32>, b2: &Array1<f32>| -> f64 {
         f64::from(mlp::batch_loss(&x, &y, w1, &p.b1, &p.w2, b2).unwrap())
     };
@@ -125,9 +135,20 @@ fn main() {
     let n = test.y.len();
     let mine = block(n, rank, size);
     let p = &sharded;
-    let acc = dist::accuracy(&world, test.x.slice(s![mine.clone(), ..]), test.y.slice(s![mine.clone()]), &p.w1, &p.b1, &p.w2, &p.b2)
-        .unwrap();
+    let acc = dist::accuracy(
+        &world,
+        test.x.slice(s![mine.clone(), ..]),
+        test.y.slice(s![mine.clone()]),
+        &p.w1,
+        &p.b1,
+        &p.w2,
+        &p.b2,
+    )
+    .unwrap();
     let acc1 = mlp::accuracy(&test.x, &test.y, &p.w1, &p.b1, &p.w2, &p.b2).unwrap();
     assert!((acc - acc1).abs() <= 1e-6, "accuracy {acc} vs {acc1}");
-    println!("rank {rank} of {size}: data-parallel steps agree with the unsharded ones ({} bytes sent)", world.bytes_sent());
+    println!(
+        "rank {rank} of {size}: data-parallel steps agree with the unsharded ones ({} bytes sent)",
+        world.bytes_sent()
+    );
 }

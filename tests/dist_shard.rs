@@ -204,7 +204,9 @@ fn cols_case(world: &World, n: usize, rows: std::ops::Range<usize>) {
 
 fn ints_case(world: &World, n: usize, rows: std::ops::Range<usize>) {
     let k = 3;
-    let v = Array2::from_shape_fn((n, k), |(i, j)| (i as i64 * 7919 + j as i64 * 104729) % 1000 - 500 + i64::from(i == 3) * i64::MAX / 2);
+    let v = Array2::from_shape_fn((n, k), |(i, j)| {
+        (i as i64 * 7919 + j as i64 * 104729) % 1000 - 500 + i64::from(i == 3) * i64::MAX / 2
+    });
     let p = Array1::from_shape_fn(n, |i| (i % 5) as i32 + 1);
     let got = ints(world, v.slice(s![rows.clone(), ..]), p.slice(s![rows.clone()])).unwrap();
     let want = ints_whole(&v, &p).unwrap();
@@ -306,7 +308,11 @@ fn errors(world: &World) {
         let short = t.slice(s![rows.start..rows.end - 1]);
         let x = matrix(n, 5, 1);
         let w = Array1::from(data(5, 2));
-        let r = if rank == 0 { lsq(world, x.slice(s![rows.clone(), ..]), &w, short) } else { lsq(world, x.slice(s![rows.clone(), ..]), &w, t.slice(s![rows.clone()])) };
+        let r = if rank == 0 {
+            lsq(world, x.slice(s![rows.clone(), ..]), &w, short)
+        } else {
+            lsq(world, x.slice(s![rows.clone(), ..]), &w, t.slice(s![rows.clone()]))
+        };
         let e = r.expect_err("a shape error on rank 0 is an error everywhere");
         assert!(matches!(e, einlang::Error::Shape { .. }), "rank {rank}: {e}");
     }

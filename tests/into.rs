@@ -165,7 +165,9 @@ fn a_buffer_of_the_wrong_shape_is_an_error_naming_it_and_stays_untouched() {
     let a2 = Array2::<f64>::ones((2, 3));
     let b2 = Array2::<f64>::ones((3, 4));
     let mut wrong = Array2::<f64>::from_elem((2, 5), 9.0);
-    assert!(matches!(matmul_into(&a2, &b2, &mut wrong), Err(Error::Shape { ref param, axis: 1, .. }) if param == "out"));
+    assert!(
+        matches!(matmul_into(&a2, &b2, &mut wrong), Err(Error::Shape { ref param, axis: 1, .. }) if param == "out")
+    );
     assert!(wrong.iter().all(|&v| v == 9.0));
     // The inputs' own errors come first, as from the plain form.
     let mut ok = Array1::<f32>::zeros(8);

@@ -51,7 +51,10 @@ fn count(bytes: usize) {
     }
     let trace = std::backtrace::Backtrace::force_capture().to_string();
     let gemm = trace.lines().any(|l| {
-        l.contains("matrixmultiply::") || l.contains("gemm_") || l.contains(" gemm::") || l.contains("crossbeam_deque::")
+        l.contains("matrixmultiply::")
+            || l.contains("gemm_")
+            || l.contains(" gemm::")
+            || l.contains("crossbeam_deque::")
     });
     if let Ok(mut seen) = SEEN.lock() {
         seen.push((bytes, gemm));

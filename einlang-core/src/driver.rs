@@ -186,7 +186,18 @@ mod tests {
         let src = "pub fn f(a: [f32; N, K], b: [f32; K, M]) -> [f32; N, M] {\n    let c[i, j] = sum[k](a[i, k] * b[k, j]);\n    c\n}\n";
         assert!(super::compile_str(src, &crate::codegen::Options::default()).is_ok());
         let keys: Vec<timing::Key> = timing::take().into_iter().map(|(k, _)| k).collect();
-        for stage in ["parse", "nested fns", "stdlib", "resolve", "instantiate", "analysis", "lower", "validate", "opt", "codegen"] {
+        for stage in [
+            "parse",
+            "nested fns",
+            "stdlib",
+            "resolve",
+            "instantiate",
+            "analysis",
+            "lower",
+            "validate",
+            "opt",
+            "codegen",
+        ] {
             assert!(keys.contains(&(stage, "")), "no time for stage `{stage}` in {keys:?}");
         }
         for pass in ["checkpoint", "validate", "dead", "split", "gemm", "hoist", "inline", "rows", "simplify", "cse"] {

@@ -142,7 +142,8 @@ impl World {
             return vec![mine.to_vec()];
         }
         let lens = self.gather_fixed(&(mine.len() as u64).to_le_bytes());
-        let lens: Vec<usize> = lens.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as usize).collect();
+        let lens: Vec<usize> =
+            lens.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as usize).collect();
         if lens.iter().all(|&l| l == 0) {
             return vec![Vec::new(); self.size];
         }
@@ -687,7 +688,8 @@ pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
     if world.size() == 1 || local == 0 || (lo == 0 && hi == 0) {
         return Ok(out);
     }
-    let rows = |a: usize, b: usize| -> Vec<T> { input.slice_axis(Axis(axis), Slice::from(a..b)).iter().copied().collect() };
+    let rows =
+        |a: usize, b: usize| -> Vec<T> { input.slice_axis(Axis(axis), Slice::from(a..b)).iter().copied().collect() };
     let to_prev = rows(0, hi.min(local));
     let to_next = rows(local - lo.min(local), local);
     let per_row: usize = input.len() / local.max(1);
@@ -828,7 +830,12 @@ fn decode_error(bytes: &[u8]) -> Option<Error> {
             found: r.u64()? as usize,
         },
         2 => Error::Extent { function: r.string()?, message: r.string()? },
-        3 => Error::Rank { function: r.string()?, target: r.string()?, expected: r.u64()? as usize, found: r.u64()? as usize },
+        3 => Error::Rank {
+            function: r.string()?,
+            target: r.string()?,
+            expected: r.u64()? as usize,
+            found: r.u64()? as usize,
+        },
         4 => Error::Index {
             function: r.string()?,
             tensor: r.string()?,
@@ -967,11 +974,14 @@ mod mpi_world {
             let total: usize = lens.iter().sum();
             let mut out = vec![0u8; total];
             let counts: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
-            let displs: Vec<i32> = counts.iter().scan(0, |acc, &x| {
-                let d = *acc;
-                *acc += x;
-                Some(d)
-            }).collect();
+            let displs: Vec<i32> = counts
+                .iter()
+                .scan(0, |acc, &x| {
+                    let d = *acc;
+                    *acc += x;
+                    Some(d)
+                })
+                .collect();
             {
                 let mut part = mpi::datatype::PartitionMut::new(&mut out[..], &counts[..], &displs[..]);
                 c.all_gather_varcount_into(mine, &mut part);
@@ -1068,7 +1078,14 @@ mod tests {
     #[test]
     fn errors_cross_ranks_unchanged() {
         let errors = vec![
-            Error::Shape { function: "f".into(), param: "x".into(), axis: 1, symbol: "K".into(), expected: 3, found: 4 },
+            Error::Shape {
+                function: "f".into(),
+                param: "x".into(),
+                axis: 1,
+                symbol: "K".into(),
+                expected: 3,
+                found: 4,
+            },
             Error::Extent { function: "f".into(), message: "m".into() },
             Error::Rank { function: "f".into(), target: "[f32; N]".into(), expected: 1, found: 2 },
             Error::Index { function: "f".into(), tensor: "t".into(), axis: 0, index: -3, len: 2 },

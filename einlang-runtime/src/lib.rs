@@ -7,13 +7,12 @@
 //! conversions at function boundaries.
 
 pub mod arith;
-pub mod vmath;
 pub mod ckpt;
 pub mod cpu;
-pub mod dist;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod dest;
+pub mod dist;
 mod error;
 pub mod fmt;
 pub mod fs;
@@ -26,6 +25,7 @@ pub mod pool;
 pub mod rec;
 pub mod shape;
 pub mod value;
+pub mod vmath;
 
 pub use error::Error;
 pub use jagged::Jagged;

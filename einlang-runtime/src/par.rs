@@ -391,7 +391,13 @@ where
 
 /// [`fill_chunks`] over the elements of a tensor of `shape` in memory order
 /// (`elems.len()` is the product of `shape`).
-pub(crate) fn fill_slice<E, F>(elems: &mut [E], shape: &[usize], cost_per_point: u64, rows: usize, body: F) -> Result<(), Error>
+pub(crate) fn fill_slice<E, F>(
+    elems: &mut [E],
+    shape: &[usize],
+    cost_per_point: u64,
+    rows: usize,
+    body: F,
+) -> Result<(), Error>
 where
     E: Send,
     F: Fn(usize, &mut [E]) -> Result<(), Error> + Sync + Send,

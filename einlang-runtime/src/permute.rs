@@ -29,7 +29,12 @@ const BLOCK: usize = 256;
 /// `out[o] = x[o permuted]` for `o` in `shape`: output axis `k` reads the
 /// source's axis `axes[k]`, from 0 (the output is the leading block of the
 /// permuted source). A new standard-layout tensor from the pool.
-pub fn permute<T, D, Sh>(function: &str, x: ArrayView<'_, T, D>, axes: &[usize], shape: Sh) -> Result<Array<T, D>, Error>
+pub fn permute<T, D, Sh>(
+    function: &str,
+    x: ArrayView<'_, T, D>,
+    axes: &[usize],
+    shape: Sh,
+) -> Result<Array<T, D>, Error>
 where
     T: Copy + Send + Sync + 'static,
     D: Dimension,

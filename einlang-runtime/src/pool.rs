@@ -140,7 +140,10 @@ pub fn uninit<T: Send + 'static, D: Dimension>(dim: D) -> Array<MaybeUninit<T>, 
     }
     let elem = TypeId::of::<T>();
     let found = if bytes < MIN_BYTES {
-        SMALL.try_with(|small| small.try_borrow_mut().ok().and_then(|mut s| take_from(&mut s, elem, len))).ok().flatten()
+        SMALL
+            .try_with(|small| small.try_borrow_mut().ok().and_then(|mut s| take_from(&mut s, elem, len)))
+            .ok()
+            .flatten()
     } else {
         POOL.lock().ok().and_then(|mut pool| take_from(&mut pool, elem, len))
     };

@@ -78,8 +78,11 @@ pub fn check(hir: &Hir, tables: &Tables, cuda: bool, diags: &mut Diagnostics) {
         }
         let (callee, caller) = (hir.name(hir.fns[*d].def), hir.name(hir.fns[f].def));
         diags.push(
-            Diagnostic::error(device[d], format!("the device function `{callee}` is called from host code (`{caller}`)"))
-                .note("a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust"),
+            Diagnostic::error(
+                device[d],
+                format!("the device function `{callee}` is called from host code (`{caller}`)"),
+            )
+            .note("a `#[device(cuda)]` function takes a `&einlang::cuda::Device` first and is called from Rust"),
         );
     }
 }

@@ -109,7 +109,10 @@ mod tests {
         add(("opt", "dead"), ms(4));
         add(("opt", ""), ms(8));
         let t = take();
-        assert_eq!(t, vec![(("parse", ""), ms(2)), (("opt", "dead"), ms(7)), (("opt", "hoist"), ms(1)), (("opt", ""), ms(8))]);
+        assert_eq!(
+            t,
+            vec![(("parse", ""), ms(2)), (("opt", "dead"), ms(7)), (("opt", "hoist"), ms(1)), (("opt", ""), ms(8))]
+        );
         assert!(take().is_empty());
         let text = render("x", &t, ms(10));
         let lines: Vec<&str> = text.lines().collect();

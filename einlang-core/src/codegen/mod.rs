@@ -94,7 +94,10 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
             if let (true, Some(span)) = (options.cuda, twins.get(&f.name)) {
                 out.extend(emit_cuda(f, p, &fns, options, *span));
             } else if options.cuda {
-                let msg = format!("host function `{}` calling the device function `{callee}` reached code generation", f.name);
+                let msg = format!(
+                    "host function `{}` calling the device function `{callee}` reached code generation",
+                    f.name
+                );
                 out.extend(Diagnostic::bug(*span, msg).to_compile_errors());
             }
             continue;
@@ -115,13 +118,7 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
 
 /// The CUDA version of `f`, or the error that says why there is none (at
 /// `span`, the `#[device(cuda)]` attribute that needs it).
-fn emit_cuda(
-    f: &ir::Function,
-    p: &ir::Program,
-    fns: &rust::FnIdents,
-    options: &Options,
-    span: Span,
-) -> TokenStream {
+fn emit_cuda(f: &ir::Function, p: &ir::Program, fns: &rust::FnIdents, options: &Options, span: Span) -> TokenStream {
     match cuda::emit_function(f, p, fns, options) {
         Ok(emitted) => emitted.tokens,
         Err(cuda::Failure::Unsupported(what)) => {

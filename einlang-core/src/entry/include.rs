@@ -47,8 +47,8 @@ use quote::quote_spanned;
 use syn::parse::{ParseStream, Parser};
 
 use crate::base::span::Span;
-use crate::diag::Diagnostic;
 use crate::codegen::Options;
+use crate::diag::Diagnostic;
 use crate::source::include::{render_all, LoadedFile, Loader};
 
 /// Expands `include_ein!(...)`. `input` is the macro's argument tokens.

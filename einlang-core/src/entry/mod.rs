@@ -14,8 +14,8 @@ use proc_macro2::{TokenStream, TokenTree};
 
 use crate::base;
 use crate::base::timing;
-use crate::diag::Diagnostic;
 use crate::codegen::Options;
+use crate::diag::Diagnostic;
 use crate::{driver, syntax};
 
 /// Compiles the tokens of one `einlang! { ... }` call into Rust items.

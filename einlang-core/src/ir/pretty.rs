@@ -157,7 +157,13 @@ impl Printer<'_> {
             }
             Stmt::Expr(e) => format!("eval {}", self.expr(e, level)),
             Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) => {
-                format!("all-reduce {} = {}({}) over ranks: {}", self.var(*out), op.name(), self.var(*input), elem.name())
+                format!(
+                    "all-reduce {} = {}({}) over ranks: {}",
+                    self.var(*out),
+                    op.name(),
+                    self.var(*input),
+                    elem.name()
+                )
             }
             Stmt::Comm(crate::ir::Comm::Extend { out, input, axis, lo, hi, elem }) => format!(
                 "extend {} = {} with the neighbours' rows along axis {axis}: {lo} below, {hi} above: {}",

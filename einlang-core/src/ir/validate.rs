@@ -303,7 +303,9 @@ impl<'a> Checker<'a> {
                 let Some(out) = c.defines() else { return };
                 let expected = match (c, first) {
                     (crate::ir::Comm::AllReduce { .. } | crate::ir::Comm::Extend { .. }, Some(ty)) => Some(ty),
-                    (crate::ir::Comm::AllReduceArg { .. }, Some(Repr::Scalar(_))) => Some(Repr::Scalar(ScalarKind::I64)),
+                    (crate::ir::Comm::AllReduceArg { .. }, Some(Repr::Scalar(_))) => {
+                        Some(Repr::Scalar(ScalarKind::I64))
+                    }
                     (crate::ir::Comm::AllReduceArg { .. }, Some(Repr::Tensor(_, r))) => {
                         Some(Repr::Tensor(ScalarKind::I64, r))
                     }

@@ -256,7 +256,11 @@ impl<'a> FnLower<'a> {
             result,
             vars: std::mem::take(&mut self.vars),
             device: func.device.map(|span| ir::Device { span }),
-            shard: func.shard.as_ref().map(|(symbol, span)| ir::Shard { symbol: symbol.clone(), span: *span, parts: None }),
+            shard: func.shard.as_ref().map(|(symbol, span)| ir::Shard {
+                symbol: symbol.clone(),
+                span: *span,
+                parts: None,
+            }),
             checkpointed: None,
         })
     }

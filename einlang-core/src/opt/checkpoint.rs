@@ -98,10 +98,11 @@ pub fn decisions(program: &Program) -> Vec<Decision> {
         let Some(c) = &f.checkpointed else { continue };
         let text = |d: &Dim| d.display(&|v| f.vars[v.0 as usize].source_name.clone());
         let (steps, state) = (text(&c.steps), text(&c.state));
-        let sweep = program.fns.iter().filter(|g| g.name == c.alternative).flat_map(|g| &g.body).find_map(|s| match s {
-            Stmt::Sweep(w) => Some((w.lookback, w.margin)),
-            _ => None,
-        });
+        let sweep =
+            program.fns.iter().filter(|g| g.name == c.alternative).flat_map(|g| &g.body).find_map(|s| match s {
+                Stmt::Sweep(w) => Some((w.lookback, w.margin)),
+                _ => None,
+            });
         let Some((lookback, margin)) = sweep else { continue };
         let memory = format!(
             "(2 * next_power_of_two(K + {}) + {lookback} * K) * ({state}) elements, K = ceil(sqrt({steps}))",

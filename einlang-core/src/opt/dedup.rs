@@ -26,8 +26,8 @@ use std::collections::HashMap;
 
 use super::hoist::alpha_eq;
 use crate::base::dim::Dim;
-use crate::ir::visit::{visit_stmt_var_uses, visit_var_uses};
 use crate::ir::visit;
+use crate::ir::visit::{visit_stmt_var_uses, visit_var_uses};
 use crate::ir::{Expr, ExprKind, Function, Stmt, VarId};
 
 /// Merges the duplicate definitions of `f`'s top-level statements.

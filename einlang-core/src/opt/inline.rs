@@ -37,8 +37,8 @@ use std::collections::HashMap;
 
 use super::gemm::{recost, rename};
 use super::hoist::pure_float;
-use crate::ir::visit::visit_var_uses;
 use crate::ir::visit;
+use crate::ir::visit::visit_var_uses;
 use crate::ir::{Expr, ExprKind, Function, Rows, Stmt, TensorDef, VarId};
 
 /// Inlines every qualifying definition of `f` (nested blocks included).

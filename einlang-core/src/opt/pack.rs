@@ -49,8 +49,8 @@ use super::gemm::{defined_inside, recost, rename, replace_at, value_roots};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::visit::visit_var_uses;
 use crate::ir::visit;
+use crate::ir::visit::visit_var_uses;
 use crate::ir::{
     Axis, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Loop, Repr, Rows, Stmt, TensorDef, VarId, WhereEntry,
 };

@@ -132,7 +132,15 @@ fn shard_function(
     };
     let local = f.add_var(&format!("{symbol}_local"), Repr::Scalar(ScalarKind::I64));
     let offset = f.add_var(&format!("{symbol}_offset"), Repr::Scalar(ScalarKind::I64));
-    let mut cx = Cx { f, name, symbol: symbol.to_string(), span, global, local, offset, sharded: HashMap::new(),
+    let mut cx = Cx {
+        f,
+        name,
+        symbol: symbol.to_string(),
+        span,
+        global,
+        local,
+        offset,
+        sharded: HashMap::new(),
         tuples: HashMap::new(),
         modes: HashMap::new(),
         halo: HashMap::new(),
@@ -162,7 +170,10 @@ fn shard_function(
                     *expected = dvar(local);
                 } else if mentions(expected, global) {
                     let p = cx.f.var(*param).source_name.clone();
-                    return Err(cx.error(format!("parameter `{p}` has an axis whose extent involves `{symbol}` but is not `{symbol}`"))
+                    return Err(cx
+                        .error(format!(
+                            "parameter `{p}` has an axis whose extent involves `{symbol}` but is not `{symbol}`"
+                        ))
                         .help(format!("only axes of extent exactly `{symbol}` can be split across ranks")));
                 }
             }
@@ -195,13 +206,15 @@ impl Cx<'_> {
     fn shard_param(&mut self, param: VarId, path: &[u32], axis: usize) -> Result<(), Diagnostic> {
         if !path.is_empty() {
             let p = self.vname(param);
-            return Err(self.error(format!("parameter `{p}` holds a sharded tensor inside a tuple"))
+            return Err(self
+                .error(format!("parameter `{p}` holds a sharded tensor inside a tuple"))
                 .help("pass the sharded tensor as a parameter of its own"));
         }
         if let Some(&other) = self.sharded.get(&param) {
             if other != axis {
                 let p = self.vname(param);
-                return Err(self.error(format!("parameter `{p}` has two axes of dimension `{}`", self.symbol))
+                return Err(self
+                    .error(format!("parameter `{p}` has two axes of dimension `{}`", self.symbol))
                     .note("a rank holds a block of one axis; a second would need other ranks' rows")
                     .help("give the second axis a dimension symbol of its own"));
             }
@@ -290,7 +303,8 @@ impl Cx<'_> {
             }
             Stmt::Reshape { source, .. } if self.sharded.contains_key(&source) => {
                 let t = self.vname(source);
-                return Err(self.error(format!("`{t}` is split across ranks and cannot be reshaped"))
+                return Err(self
+                    .error(format!("`{t}` is split across ranks and cannot be reshaped"))
                     .help("reshape the blocks before the call, or define the reshaped tensor pointwise"));
             }
             Stmt::Recurrence(r) => self.recurrence(r, out)?,
@@ -311,15 +325,16 @@ impl Cx<'_> {
     /// that reads them ([`Comm::Halo`] in the clause's prelude).
     fn recurrence(&mut self, mut r: crate::ir::Recurrence, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
         let t = self.vname(r.var);
-        let seq_over = r
-            .seq
-            .iter()
-            .any(|(a, l)| self.is_over(&r.extents[*a]) || self.is_over(&l.start) || self.is_over(&l.end));
+        let seq_over =
+            r.seq.iter().any(|(a, l)| self.is_over(&r.extents[*a]) || self.is_over(&l.start) || self.is_over(&l.end));
         if seq_over {
             return Err(self
                 .error(format!("the recurrence `{t}` runs along `{}`", self.symbol))
                 .note("each step would need the step before from another rank: the ranks would run one after another")
-                .help(format!("shard along another axis, or run the recurrence along `{}` in an unsharded function", self.symbol)));
+                .help(format!(
+                    "shard along another axis, or run the recurrence along `{}` in an unsharded function",
+                    self.symbol
+                )));
         }
         let mut axes = Vec::new();
         for (a, d) in r.extents.iter().enumerate() {
@@ -327,7 +342,10 @@ impl Cx<'_> {
                 axes.push(a);
             } else if self.is_over(d) {
                 return Err(self
-                    .error(format!("axis {a} of the recurrence `{t}` has an extent that involves `{}` but is not `{}`", self.symbol, self.symbol))
+                    .error(format!(
+                        "axis {a} of the recurrence `{t}` has an extent that involves `{}` but is not `{}`",
+                        self.symbol, self.symbol
+                    ))
                     .help(format!("define `{t}` over `{}` itself and restrict its clauses' ranges", self.symbol)));
             }
         }
@@ -366,7 +384,10 @@ impl Cx<'_> {
                 return Err(self
                     .error(format!("a clause of the recurrence `{t}` writes a single point along `{}`", self.symbol))
                     .note("a literal position along the sharded axis belongs to one rank")
-                    .help(format!("write the clause over a range of `{}` and guard the points (`where`)", self.symbol)));
+                    .help(format!(
+                        "write the clause over a range of `{}` and guard the points (`where`)",
+                        self.symbol
+                    )));
             };
             let p = c.loops[k].index;
             let mut bad = None;
@@ -400,7 +421,10 @@ impl Cx<'_> {
             });
             if bad.is_some() {
                 return Err(self
-                    .error(format!("a clause of `{t}` reads the current step of `{t}` at an offset along `{}`", self.symbol))
+                    .error(format!(
+                        "a clause of `{t}` reads the current step of `{t}` at an offset along `{}`",
+                        self.symbol
+                    ))
                     .note("neighbouring ranks compute that step at the same time; only earlier steps are exchanged")
                     .help(format!("read an earlier step (`{t}[t - 1, i - 1, ..]`)")));
             }
@@ -441,7 +465,10 @@ impl Cx<'_> {
                     ),
                     ty: i64t.clone(),
                 };
-                c.prelude.insert(0, Stmt::Comm(Comm::Halo { tensor: r.var, time, step, axis: a, lo: lo as u64, hi: hi as u64 }));
+                c.prelude.insert(
+                    0,
+                    Stmt::Comm(Comm::Halo { tensor: r.var, time, step, axis: a, lo: lo as u64, hi: hi as u64 }),
+                );
                 self.uses_halo = true;
             }
         }
@@ -499,7 +526,10 @@ impl Cx<'_> {
             } else if self.is_over(&a.extent) || self.is_over(&a.start) {
                 let t = self.vname(def.var);
                 return Err(self
-                    .error(format!("axis {k} of `{t}` has a range that involves `{}` but is not `0..{}`", self.symbol, self.symbol))
+                    .error(format!(
+                        "axis {k} of `{t}` has a range that involves `{}` but is not `0..{}`",
+                        self.symbol, self.symbol
+                    ))
                     .note("only axes over the whole sharded extent are split across ranks")
                     .help(format!("define `{t}` over `{}` and guard the points you need (`where`)", self.symbol)));
             }
@@ -588,7 +618,12 @@ impl Cx<'_> {
     /// scalar (or, with `axes`, a tensor over a definition's axes whose
     /// index variables it reads) and all-reduced; the expression that
     /// reads the total.
-    fn reduce_part(&mut self, mut red: Expr, axes: Option<&[crate::ir::Axis]>, out: &mut Vec<Stmt>) -> Result<Expr, Diagnostic> {
+    fn reduce_part(
+        &mut self,
+        mut red: Expr,
+        axes: Option<&[crate::ir::Axis]>,
+        out: &mut Vec<Stmt>,
+    ) -> Result<Expr, Diagnostic> {
         let ExprKind::Reduce { op, loops, wheres, body } = &red.kind else {
             return Err(Diagnostic::bug(self.span, "not a reduction"));
         };
@@ -606,7 +641,12 @@ impl Cx<'_> {
         let best = arg.then(|| {
             let extremum = if op == RedOp::ArgMax { RedOp::Max } else { RedOp::Min };
             let e = Expr {
-                kind: ExprKind::Reduce { op: extremum, loops: loops.clone(), wheres: wheres.clone(), body: body.clone() },
+                kind: ExprKind::Reduce {
+                    op: extremum,
+                    loops: loops.clone(),
+                    wheres: wheres.clone(),
+                    body: body.clone(),
+                },
                 ty: Repr::Scalar(k),
             };
             self.fresh_binders(e)
@@ -655,7 +695,13 @@ impl Cx<'_> {
             self.reduce_local(&mut best)?;
             let b = bind(self, best, &format!("{name}_best"), out);
             let i = bind(self, red, &format!("{name}_part"), out);
-            out.push(Stmt::Comm(Comm::AllReduceArg { out: total, best: b, index: i, max: op == RedOp::ArgMax, elem: k }));
+            out.push(Stmt::Comm(Comm::AllReduceArg {
+                out: total,
+                best: b,
+                index: i,
+                max: op == RedOp::ArgMax,
+                elem: k,
+            }));
         } else {
             let Repr::Scalar(ek) = ty else { unreachable!() };
             let p = bind(self, red, &format!("{name}_part"), out);
@@ -666,7 +712,10 @@ impl Cx<'_> {
             Some(axes) => Expr {
                 kind: ExprKind::Read {
                     tensor: total,
-                    indices: axes.iter().map(|a| Expr { kind: ExprKind::Var(a.index), ty: Repr::Scalar(ScalarKind::I64) }).collect(),
+                    indices: axes
+                        .iter()
+                        .map(|a| Expr { kind: ExprKind::Var(a.index), ty: Repr::Scalar(ScalarKind::I64) })
+                        .collect(),
                     checked: false,
                 },
                 ty,
@@ -694,7 +743,8 @@ impl Cx<'_> {
             *e = total;
             return Ok(());
         }
-        let descend = arithmetic(e) || matches!(&e.kind, ExprKind::Guarded { wheres, .. } if wheres.iter().all(|w| matches!(w, WhereEntry::Guard(_))));
+        let descend = arithmetic(e)
+            || matches!(&e.kind, ExprKind::Guarded { wheres, .. } if wheres.iter().all(|w| matches!(w, WhereEntry::Guard(_))));
         if descend {
             let mut res = Ok(());
             visit::for_each_child_mut(e, &mut |c| {
@@ -787,7 +837,9 @@ impl Cx<'_> {
 
     /// `d` with every index over the block replaced by its global value.
     fn global_dim(&self, d: &Dim) -> Dim {
-        d.substitute(&|v: DimVar| self.modes.contains_key(&VarId(v.0)).then(|| Dim::var(v).add(&self.shift(VarId(v.0)))))
+        d.substitute(&|v: DimVar| {
+            self.modes.contains_key(&VarId(v.0)).then(|| Dim::var(v).add(&self.shift(VarId(v.0))))
+        })
     }
 
     /// What an index variable over the block adds to its value to give
@@ -815,7 +867,9 @@ impl Cx<'_> {
                     let Some(ix) = indices.get_mut(axis) else {
                         let t = self.vname(tensor);
                         return Err(self
-                            .error(format!("`{t}` is split across ranks along axis {axis}, which this access leaves whole"))
+                            .error(format!(
+                                "`{t}` is split across ranks along axis {axis}, which this access leaves whole"
+                            ))
                             .help("read it element by element at the point's own index"));
                     };
                     let at = match &ix.kind {
@@ -903,7 +957,12 @@ impl Cx<'_> {
                 let mut new = Vec::new();
                 for s in inner {
                     match s {
-                        Stmt::Let { .. } | Stmt::Tensor(_) | Stmt::Expr(_) | Stmt::Extent { .. } | Stmt::SameExtent { .. } | Stmt::CheckResultDim { .. } => {
+                        Stmt::Let { .. }
+                        | Stmt::Tensor(_)
+                        | Stmt::Expr(_)
+                        | Stmt::Extent { .. }
+                        | Stmt::SameExtent { .. }
+                        | Stmt::CheckResultDim { .. } => {
                             if !scope.is_empty() {
                                 let mut s = s;
                                 let mut res = Ok(());
@@ -923,7 +982,8 @@ impl Cx<'_> {
                 }
                 let ExprKind::Block { result, .. } = &mut e.kind else { unreachable!() };
                 let mut result = std::mem::replace(result.as_mut(), Expr::unit());
-                let r = if scope.is_empty() { self.result(&mut result, &mut new) } else { self.expr(&mut result, scope) };
+                let r =
+                    if scope.is_empty() { self.result(&mut result, &mut new) } else { self.expr(&mut result, scope) };
                 let ExprKind::Block { stmts, result: slot } = &mut e.kind else { unreachable!() };
                 *stmts = new;
                 **slot = result;
@@ -1011,8 +1071,7 @@ impl Cx<'_> {
                     | Stmt::CheckResultDim { .. }
                     | Stmt::Recurrence(_)
             )
-        })
-            || g.device.is_some()
+        }) || g.device.is_some()
             || g.checkpointed.is_some();
         let mut odd = false;
         for s in &g.body {
@@ -1023,7 +1082,10 @@ impl Cx<'_> {
                 visit_all(x, &mut |y| {
                     odd |= matches!(
                         y.kind,
-                        ExprKind::Collect { .. } | ExprKind::DynMap { .. } | ExprKind::JaggedRow { .. } | ExprKind::ShapeOf { .. }
+                        ExprKind::Collect { .. }
+                            | ExprKind::DynMap { .. }
+                            | ExprKind::JaggedRow { .. }
+                            | ExprKind::ShapeOf { .. }
                     )
                 })
             });

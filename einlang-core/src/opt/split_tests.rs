@@ -227,7 +227,7 @@ fn function(cover: (End, End), lo: End, hi: End, b: &Body) -> Function {
         vars: build.vars,
         device: None,
         shard: None,
-            checkpointed: None,
+        checkpointed: None,
     }
 }
 

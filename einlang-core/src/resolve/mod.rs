@@ -317,7 +317,10 @@ impl Resolver {
                             match attr.args.as_slice() {
                                 [sym] if sym.name.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') => {
                                     if shard.is_some() {
-                                        diags.push(Diagnostic::error(attr.span, "a function is sharded along one symbol"));
+                                        diags.push(Diagnostic::error(
+                                            attr.span,
+                                            "a function is sharded along one symbol",
+                                        ));
                                     }
                                     shard = Some((sym.name.clone(), attr.span));
                                 }

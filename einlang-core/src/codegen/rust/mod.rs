@@ -455,11 +455,7 @@ impl<'a> FnCx<'a> {
     /// product) among the function's own statements or those of a block
     /// that is the value, and read nowhere else. The others are copied
     /// into their buffer after the body (`dest::Out::finish`).
-    fn bind_outs(
-        &mut self,
-        outs: &[into::ResultTensor],
-        ids: &[Ident],
-    ) -> Result<(), Bug> {
+    fn bind_outs(&mut self, outs: &[into::ResultTensor], ids: &[Ident]) -> Result<(), Bug> {
         let f = self.f;
         for (&into::ResultTensor { element, .. }, id) in outs.iter().zip(ids) {
             let value = match (element, &f.result.kind) {
@@ -612,10 +608,8 @@ impl<'a> FnCx<'a> {
         while k < f.body.len() {
             // Consecutive all-reduces of a sharded function travel in one
             // message.
-            let run = f.body[k..]
-                .iter()
-                .take_while(|s| matches!(s, Stmt::Comm(crate::ir::Comm::AllReduce { .. })))
-                .count();
+            let run =
+                f.body[k..].iter().take_while(|s| matches!(s, Stmt::Comm(crate::ir::Comm::AllReduce { .. }))).count();
             if run > 1 {
                 out.extend(self.all_reduces(&f.body[k..k + run])?);
                 k += run;
@@ -970,8 +964,12 @@ impl<'a> FnCx<'a> {
             let step = self.expr(step)?.tokens;
             let slot = self.in_window(*tensor, *time, quote!(((#step) as usize)));
             let name = self.fn_name.clone();
-            let (time, axis, lo, hi) =
-                (types::usize_lit(*time), types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
+            let (time, axis, lo, hi) = (
+                types::usize_lit(*time),
+                types::usize_lit(*axis),
+                types::usize_lit(*lo as usize),
+                types::usize_lit(*hi as usize),
+            );
             return Ok(quote! {
                 #agree
                 unsafe { #rt::dist::halo_store(__world, #name, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
@@ -985,7 +983,8 @@ impl<'a> FnCx<'a> {
             };
             let array = types::array(*elem, Some(rank), &nd);
             let name = self.fn_name.clone();
-            let (axis, lo, hi) = (types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
+            let (axis, lo, hi) =
+                (types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
             self.repr.insert(*out, Ownership::Owned);
             self.standard.insert(*out);
             return Ok(quote! {

@@ -222,7 +222,8 @@ impl FnCx<'_> {
         if let Some((source, axes)) = prelude.is_empty().then(|| self.permuted_copy(def)).flatten() {
             let src = self.ident(source)?;
             let axes = axes.into_iter().map(types::usize_lit);
-            let call = self.fill_call(def.var, "permute", "permute", quote!(#fname, #src.view(), &[#(#axes),*], #shape));
+            let call =
+                self.fill_call(def.var, "permute", "permute", quote!(#fname, #src.view(), &[#(#axes),*], #shape));
             self.repr.insert(def.var, Ownership::Owned);
             self.standard.insert(def.var);
             return Ok(quote! {
@@ -685,7 +686,8 @@ impl FnCx<'_> {
         }
         self.repr.insert(def.var, Ownership::Owned);
         self.standard.insert(def.var);
-        let fill_call = self.fill_call(def.var, "par", "fill_uninit_rows", quote!(#fname, #shape, #cost, #block, #fill));
+        let fill_call =
+            self.fill_call(def.var, "par", "fill_uninit_rows", quote!(#fname, #shape, #cost, #block, #fill));
         Ok(quote! {
             let #fill = |#first: usize, #rows: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
                 #views
