@@ -15,6 +15,8 @@ pub mod rust;
 #[cfg(test)]
 mod loop_tests;
 #[cfg(test)]
+mod test_programs;
+#[cfg(test)]
 mod tests;
 
 use proc_macro2::TokenStream;
