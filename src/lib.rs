@@ -1,23 +1,4 @@
-//! einlang: Einstein-notation tensor kernels compiled to Rust at build time.
-//!
-//! ```
-//! use einlang::einlang;
-//! use einlang::ndarray::array;
-//!
-//! einlang! {
-//!     pub fn matmul(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
-//!         let c[i, j] = sum[k](a[i, k] * b[k, j]);
-//!         c
-//!     }
-//! }
-//!
-//! let a = array![[1.0f32, 2.0], [3.0, 4.0]];
-//! let b = array![[5.0f32, 6.0], [7.0, 8.0]];
-//! let c = matmul(&a, &b).unwrap();
-//! assert_eq!(c, array![[19.0, 22.0], [43.0, 50.0]]);
-//! ```
-//!
-//! See the README and `LANGUAGE.md` for the language.
+#![doc = include_str!("../docs/guide.md")]
 
 pub use einlang_macros::einlang;
 
@@ -87,6 +68,15 @@ pub mod __private {
     pub use einlang_runtime::__ndarray as ndarray;
     pub use einlang_runtime::*;
 }
+
+/// The language reference: what `einlang!` accepts and what it means.
+#[doc = include_str!("../docs/reference.md")]
+pub mod reference {}
+
+/// This compiler's decisions, construct by construct: what each feature
+/// does where the reference is brief, what is not supported yet, and why.
+#[doc = include_str!("../docs/language.md")]
+pub mod notes {}
 
 // The README's example is compiled and run as a doctest.
 #[cfg(doctest)]

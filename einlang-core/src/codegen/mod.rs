@@ -9,6 +9,7 @@
 //! `ir/mod.rs` is reported as an internal compiler error, never a panic.
 
 pub mod cuda;
+mod docs;
 pub mod paths;
 pub mod rust;
 
@@ -77,7 +78,18 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
     let calls = p.call_graph();
     let twins = if options.cuda { cuda::device_twins(p, &calls) } else { Default::default() };
     let bound = cuda::device_bound(p, &calls);
+    let mut api_docs = docs::api_docs(p);
     for f in &p.fns {
+        // A public function is emitted with its whole documentation (see
+        // `docs`), from a copy that holds it.
+        let documented;
+        let f = match api_docs.remove(&f.name) {
+            Some(docs) => {
+                documented = ir::Function { docs, ..f.clone() };
+                &documented
+            }
+            None => f,
+        };
         if let Some(device) = &f.device {
             // `analysis::device` reported device functions without the
             // feature, before lowering.

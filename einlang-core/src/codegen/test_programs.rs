@@ -59,6 +59,7 @@ impl Vars {
             name: name.to_string(),
             public: true,
             docs: Vec::new(),
+            signature: None,
             params,
             ret,
             entry,

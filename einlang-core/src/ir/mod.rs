@@ -98,6 +98,10 @@ pub struct Function {
     /// the function under its own, flat name is then not documented.
     pub export: Option<(Vec<String>, String)>,
     pub docs: Vec<String>,
+    /// The function's Einlang signature as the user would write it
+    /// (`fn f(x: [f32; T, D]) -> [f32; T, D]`), for its documentation;
+    /// `None` for functions the compiler made.
+    pub signature: Option<String>,
     pub params: Vec<VarId>,
     pub ret: Repr,
     /// Dimension bindings and checks at entry, in order.

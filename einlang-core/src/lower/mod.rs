@@ -167,6 +167,23 @@ impl<'a> FnLower<'a> {
         Some(d.substitute(&|v| map.get(&v).cloned()))
     }
 
+    /// `fn name(p: [f32; T, D], ...) -> [f32; T, D]`, as the user wrote it
+    /// (the declared result type where there is one, else the inferred one).
+    fn signature(&self, f: FnId, sig: &analysis::FnSig) -> String {
+        let func = &self.hir.fns[f];
+        let params: Vec<String> = func
+            .params
+            .iter()
+            .zip(&sig.params)
+            .map(|(p, ty)| format!("{}: {}", self.hir.name(p.def), self.t.show_ty(ty)))
+            .collect();
+        let ret = match &sig.ret {
+            ATy::Tuple(items) if items.is_empty() => String::new(),
+            ty => format!(" -> {}", self.t.show_ty(ty)),
+        };
+        format!("fn {}({}){ret}", self.hir.name(func.def), params.join(", "))
+    }
+
     fn lower_fn(&mut self, f: FnId) -> Option<ir::Function> {
         let func = &self.hir.fns[f];
         let sig = self.t.sigs[f.index()].clone()?;
@@ -249,6 +266,7 @@ impl<'a> FnLower<'a> {
             public: func.public,
             export,
             docs: func.docs.clone(),
+            signature: Some(self.signature(f, &sig)),
             params,
             ret,
             entry,

@@ -9,7 +9,7 @@
 //! r_h[T - 1 - t]`), and sums over time of products of the two (the
 //! parameters' gradients). Kept whole, both histories take memory linear in
 //! the sequence. This pass makes a second function, `{name}__ckpt`, with
-//! those statements replaced by one [`ir::Sweep`]: the primal runs in
+//! those statements replaced by one [`crate::ir::Sweep`]: the primal runs in
 //! chunks of about `sqrt(T)` steps keeping a checkpoint per chunk, then for
 //! the chunks from last to first the primal's chunk is recomputed, the
 //! adjoint runs over it and the sums take the chunk's terms. Memory: a
@@ -18,7 +18,7 @@
 //!
 //! The original function keeps its form (and every other pass's choices)
 //! and calls the alternative first when the history is larger than the
-//! runtime's limit ([`ir::Checkpointing`]); the alternative gives up when a
+//! runtime's limit ([`crate::ir::Checkpointing`]); the alternative gives up when a
 //! read finds a step its window does not hold, so the structural match here
 //! only has to be likely, not proven. It does refuse what would always give
 //! up: a statement that reads a history at a time that varies over its

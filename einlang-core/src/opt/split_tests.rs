@@ -216,6 +216,7 @@ fn function(cover: (End, End), lo: End, hi: End, b: &Body) -> Function {
         public: true,
         export: None,
         docs: Vec::new(),
+        signature: None,
         params: vec![SHAPE],
         ret: Repr::Tensor(ScalarKind::I64, 2),
         entry: vec![

@@ -1,5 +1,5 @@
-//! Matrix products inside recurrence steps: an RNN's `sum[k](h[t - 1, n, k]
-//! * w[k, j])` is, at each step, the product of the previous step (a `B x
+//! Matrix products inside recurrence steps: an RNN's
+//! `sum[k](h[t - 1, n, k] * w[k, j])` is, at each step, the product of the previous step (a `B x
 //! H` matrix) with `w`. Computed point by point it is a dot product per
 //! point; here the clause gets a prelude that copies the step's slab into a
 //! tensor of its own and multiplies it by a GEMM, and the clause reads the
