@@ -8,282 +8,194 @@
 //! file whose lines `.ci/run` counts and prints). With a GPU every device
 //! function is compared with its CPU twin.
 #![cfg(feature = "cuda")]
+// `cpu_twin!` walks the device source one token tree at a time.
+#![recursion_limit = "1024"]
 
 use einlang::cuda::{self, Device, Tensor};
 use einlang::ndarray::{array, Array1, Array2, Axis};
 use einlang::Error;
 
-mod gpu {
-    use einlang::einlang;
+/// The device functions, and their CPU twins made from the same tokens with
+/// every `#[device(cuda)]` removed (`cpu_twin!`), so the two cannot drift.
+macro_rules! with_cpu_twins {
+    ($($src:tt)*) => {
+        mod gpu {
+            use einlang::einlang;
 
-    einlang! {
-        use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
-        use std::math::{exp, min, sqrt, tanh};
-
-        /// A dense layer with ReLU: a cuBLAS product and an epilogue kernel.
-        #[device(cuda)]
-        pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
-            let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
-            y
+            einlang! { $($src)* }
         }
 
-        #[device(cuda)]
-        pub fn probs(x: [f32; B, C]) -> [f32; B, C] {
-            softmax(x)
+        mod cpu {
+            cpu_twin!([] $($src)*);
         }
-
-        /// Softmax as a user writes it: the maximum and the sum inside.
-        #[device(cuda)]
-        pub fn natural(x: [f32; B, C]) -> [f32; B, C] {
-            let e[n, c] = exp(x[n, c] - max[k](x[n, k]));
-            let y[n, c] = e[n, c] / sum[k](e[n, k]);
-            y
-        }
-
-        /// A row sum whose other factor reads the previous row only when
-        /// there is one: never loaded ahead of its guard.
-        #[device(cuda)]
-        pub fn shifted(x: [f32; B, C]) -> [f32; B, C] {
-            let y[n, c] = x[n, c] / (1.0 + sum[k](x[n, k] * x[n, k] * (if n > 0 { 1.0 + x[n - 1, k] } else { 1.0 })));
-            y
-        }
-
-        /// Per-row reductions as definitions (a point per thread, warp or
-        /// block).
-        #[device(cuda)]
-        pub fn stats(x: [f32; B, C]) -> ([f32; B], [f32; B]) {
-            let s[n] = sum[c](x[n, c] * x[n, c]);
-            let m[n] = max[c](x[n, c]) - min[c](x[n, c]);
-            (s, m)
-        }
-
-        #[device(cuda)]
-        pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
-            let mu[n] = sum[c](x[n, c]) / (C as f32);
-            let d[n, c] = x[n, c] - mu[n];
-            let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
-            let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
-            y
-        }
-
-        /// Elementwise over tensors of the output's shape (a kernel over
-        /// flat positions) and over a taller one (the indexed kernel).
-        #[device(cuda)]
-        pub fn blend(x: [f32; N, M], z: [f32; N, M], tall: [f32; N + 1, M]) -> ([f32; N, M], [f32; N, M]) {
-            let y[i, j] = 2.0 * x[i, j] + z[i, j];
-            let w[i in 0..N, j] = x[i, j] - tall[i, j];
-            (y, w)
-        }
-
-        #[device(cuda)]
-        pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
-            let g[n, d] = table[ids[n], d];
-            g
-        }
-
-        #[device(cuda)]
-        pub fn ints(a: [i32; N], b: [i32; N]) -> [i32; N] {
-            let c[i] = a[i] * b[i] + (a[i] / b[i]) - -a[i];
-            c
-        }
-
-        #[device(cuda)]
-        pub fn quantize(x: [f32; N]) -> [i8; N] {
-            let q[i] = (x[i] * 127.0) as i8;
-            q
-        }
-
-        #[device(cuda)]
-        pub fn rnn(x: [f32; T, H], w: [f32; H, H]) -> [f32; T, H] {
-            let h[0, j] = tanh(x[0, j]);
-            let h[t in 1..T, j] = tanh(x[t, j] + sum[k](h[t - 1, k] * w[k, j]));
-            h
-        }
-
-        #[device(cuda)]
-        pub fn dense_grad(x: [f32; B, I], w: [f32; I, O], b: [f32; O], t: [f32; B, O]) -> ([f32; I, O], f32) {
-            let y = dense(x, w, b);
-            let loss = sum[n, o]((y[n, o] - t[n, o]) ** 2) / (B * O) as f32;
-            (@loss / @w, loss)
-        }
-
-        #[device(cuda)]
-        pub fn batched(a: [f64; P, M, K], b: [f64; P, K, N]) -> [f64; P, M, N] {
-            let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]);
-            c
-        }
-
-        #[device(cuda)]
-        pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H, W] {
-            conv2d_padded(x, k, b, 1, 1, 1, 1)
-        }
-
-        #[device(cuda)]
-        pub fn pool(x: [f32; C, H, W]) -> [f32; C, H / 2, W / 2] {
-            max_pool2d_stride2(x, 2, 2)
-        }
-
-        #[device(cuda)]
-        pub fn attend(q: [f32; B, T, D], k: [f32; B, T, D], v: [f32; B, T, D]) -> [f32; B, T, D] {
-            attention(q, k, v, 0.125)
-        }
-
-        /// Edit distance: a 2-D dynamic program kept in a circular buffer.
-        #[device(cuda)]
-        pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
-            let d[0, j in 0..M + 1] = j as i32;
-            let d[i in 1..N + 1, 0] = i as i32;
-            let d[i in 1..N + 1, j in 1..M + 1] =
-                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-            d[N, M]
-        }
-
-        /// The whole edit-distance table: a wavefront of anti-diagonals.
-        #[device(cuda)]
-        pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
-            let d[0, j in 0..M + 1] = j as i32;
-            let d[i in 1..N + 1, 0] = i as i32;
-            let d[i in 1..N + 1, j in 1..M + 1] =
-                min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-            d
-        }
-
-        #[device(cuda)]
-        pub fn mean(x: [f32; N]) -> f32 {
-            assert(N > 0, "the mean of nothing");
-            sum[i](x[i]) / N as f32
-        }
-    }
+    };
 }
 
-mod cpu {
-    use einlang::einlang;
+/// `einlang!` of the tokens after the accumulated ones, without the
+/// attributes `#[device(cuda)]` at the top level (where the attribute of an
+/// item is).
+macro_rules! cpu_twin {
+    ([$($done:tt)*]) => {
+        einlang::einlang! { $($done)* }
+    };
+    ([$($done:tt)*] #[device(cuda)] $($rest:tt)*) => {
+        cpu_twin!([$($done)*] $($rest)*);
+    };
+    ([$($done:tt)*] $t:tt $($rest:tt)*) => {
+        cpu_twin!([$($done)* $t] $($rest)*);
+    };
+}
 
-    einlang! {
-            use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
-            use std::math::{exp, min, sqrt, tanh};
+with_cpu_twins! {
+    use std::ml::{attention, conv2d_padded, max_pool2d_stride2, relu, softmax};
+    use std::math::{exp, min, sqrt, tanh};
 
-            pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
-                let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
-                y
-            }
+    /// A dense layer with ReLU: a cuBLAS product and an epilogue kernel.
+    #[device(cuda)]
+    pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
+        let y[n, o] = relu(sum[i](x[n, i] * w[i, o]) + b[o]);
+        y
+    }
 
-            pub fn probs(x: [f32; B, C]) -> [f32; B, C] {
-                softmax(x)
-            }
+    #[device(cuda)]
+    pub fn probs(x: [f32; B, C]) -> [f32; B, C] {
+        softmax(x)
+    }
 
-            /// Softmax as a user writes it: the maximum and the sum inside.
-            pub fn natural(x: [f32; B, C]) -> [f32; B, C] {
-                let e[n, c] = exp(x[n, c] - max[k](x[n, k]));
-                let y[n, c] = e[n, c] / sum[k](e[n, k]);
-                y
-            }
+    /// Softmax as a user writes it: the maximum and the sum inside.
+    #[device(cuda)]
+    pub fn natural(x: [f32; B, C]) -> [f32; B, C] {
+        let e[n, c] = exp(x[n, c] - max[k](x[n, k]));
+        let y[n, c] = e[n, c] / sum[k](e[n, k]);
+        y
+    }
 
+    /// A row sum whose other factor reads the previous row only when
+    /// there is one: never loaded ahead of its guard.
+    #[device(cuda)]
     pub fn shifted(x: [f32; B, C]) -> [f32; B, C] {
-            let y[n, c] = x[n, c] / (1.0 + sum[k](x[n, k] * x[n, k] * (if n > 0 { 1.0 + x[n - 1, k] } else { 1.0 })));
-            y
-        }
+        let y[n, c] = x[n, c] / (1.0 + sum[k](x[n, k] * x[n, k] * (if n > 0 { 1.0 + x[n - 1, k] } else { 1.0 })));
+        y
+    }
 
-        pub fn stats(x: [f32; B, C]) -> ([f32; B], [f32; B]) {
-                let s[n] = sum[c](x[n, c] * x[n, c]);
-                let m[n] = max[c](x[n, c]) - min[c](x[n, c]);
-                (s, m)
-            }
+    /// Per-row reductions as definitions (a point per thread, warp or
+    /// block).
+    #[device(cuda)]
+    pub fn stats(x: [f32; B, C]) -> ([f32; B], [f32; B]) {
+        let s[n] = sum[c](x[n, c] * x[n, c]);
+        let m[n] = max[c](x[n, c]) - min[c](x[n, c]);
+        (s, m)
+    }
 
-                    pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
-                let mu[n] = sum[c](x[n, c]) / (C as f32);
-                let d[n, c] = x[n, c] - mu[n];
-                let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
-                let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
-                y
-            }
+    #[device(cuda)]
+    pub fn norm(x: [f32; B, C]) -> [f32; B, C] {
+        let mu[n] = sum[c](x[n, c]) / (C as f32);
+        let d[n, c] = x[n, c] - mu[n];
+        let v[n] = sum[c](d[n, c] * d[n, c]) / (C as f32);
+        let y[n, c] = d[n, c] / sqrt(v[n] + 1e-5);
+        y
+    }
 
-            /// Elementwise over tensors of the output's shape (a kernel over
-            /// flat positions) and over a taller one (the indexed kernel).
-            pub fn blend(x: [f32; N, M], z: [f32; N, M], tall: [f32; N + 1, M]) -> ([f32; N, M], [f32; N, M]) {
-                let y[i, j] = 2.0 * x[i, j] + z[i, j];
-                let w[i in 0..N, j] = x[i, j] - tall[i, j];
-                (y, w)
-            }
+    /// Elementwise over tensors of the output's shape (a kernel over
+    /// flat positions) and over a taller one (the indexed kernel).
+    #[device(cuda)]
+    pub fn blend(x: [f32; N, M], z: [f32; N, M], tall: [f32; N + 1, M]) -> ([f32; N, M], [f32; N, M]) {
+        let y[i, j] = 2.0 * x[i, j] + z[i, j];
+        let w[i in 0..N, j] = x[i, j] - tall[i, j];
+        (y, w)
+    }
 
-            pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
-                let g[n, d] = table[ids[n], d];
-                g
-            }
+    #[device(cuda)]
+    pub fn embed(table: [f32; V, D], ids: [i64; N]) -> [f32; N, D] {
+        let g[n, d] = table[ids[n], d];
+        g
+    }
 
-            pub fn ints(a: [i32; N], b: [i32; N]) -> [i32; N] {
-                let c[i] = a[i] * b[i] + (a[i] / b[i]) - -a[i];
-                c
-            }
+    #[device(cuda)]
+    pub fn ints(a: [i32; N], b: [i32; N]) -> [i32; N] {
+        let c[i] = a[i] * b[i] + (a[i] / b[i]) - -a[i];
+        c
+    }
 
-            pub fn quantize(x: [f32; N]) -> [i8; N] {
-                let q[i] = (x[i] * 127.0) as i8;
-                q
-            }
+    #[device(cuda)]
+    pub fn quantize(x: [f32; N]) -> [i8; N] {
+        let q[i] = (x[i] * 127.0) as i8;
+        q
+    }
 
-            pub fn rnn(x: [f32; T, H], w: [f32; H, H]) -> [f32; T, H] {
-                let h[0, j] = tanh(x[0, j]);
-                let h[t in 1..T, j] = tanh(x[t, j] + sum[k](h[t - 1, k] * w[k, j]));
-                h
-            }
+    #[device(cuda)]
+    pub fn rnn(x: [f32; T, H], w: [f32; H, H]) -> [f32; T, H] {
+        let h[0, j] = tanh(x[0, j]);
+        let h[t in 1..T, j] = tanh(x[t, j] + sum[k](h[t - 1, k] * w[k, j]));
+        h
+    }
 
-            pub fn dense_grad(x: [f32; B, I], w: [f32; I, O], b: [f32; O], t: [f32; B, O]) -> ([f32; I, O], f32) {
-                let y = dense(x, w, b);
-                let loss = sum[n, o]((y[n, o] - t[n, o]) ** 2) / (B * O) as f32;
-                (@loss / @w, loss)
-            }
+    #[device(cuda)]
+    pub fn dense_grad(x: [f32; B, I], w: [f32; I, O], b: [f32; O], t: [f32; B, O]) -> ([f32; I, O], f32) {
+        let y = dense(x, w, b);
+        let loss = sum[n, o]((y[n, o] - t[n, o]) ** 2) / (B * O) as f32;
+        (@loss / @w, loss)
+    }
 
-            pub fn batched(a: [f64; P, M, K], b: [f64; P, K, N]) -> [f64; P, M, N] {
-                let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]);
-                c
-            }
+    #[device(cuda)]
+    pub fn batched(a: [f64; P, M, K], b: [f64; P, K, N]) -> [f64; P, M, N] {
+        let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]);
+        c
+    }
 
-            pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H, W] {
-                conv2d_padded(x, k, b, 1, 1, 1, 1)
-            }
+    #[device(cuda)]
+    pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H, W] {
+        conv2d_padded(x, k, b, 1, 1, 1, 1)
+    }
 
-            pub fn pool(x: [f32; C, H, W]) -> [f32; C, H / 2, W / 2] {
-                max_pool2d_stride2(x, 2, 2)
-            }
+    #[device(cuda)]
+    pub fn pool(x: [f32; C, H, W]) -> [f32; C, H / 2, W / 2] {
+        max_pool2d_stride2(x, 2, 2)
+    }
 
-            pub fn attend(q: [f32; B, T, D], k: [f32; B, T, D], v: [f32; B, T, D]) -> [f32; B, T, D] {
-                attention(q, k, v, 0.125)
-            }
+    #[device(cuda)]
+    pub fn attend(q: [f32; B, T, D], k: [f32; B, T, D], v: [f32; B, T, D]) -> [f32; B, T, D] {
+        attention(q, k, v, 0.125)
+    }
 
-            pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
-                let d[0, j in 0..M + 1] = j as i32;
-                let d[i in 1..N + 1, 0] = i as i32;
-                let d[i in 1..N + 1, j in 1..M + 1] =
-                    min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-                d[N, M]
-            }
+    /// Edit distance: a 2-D dynamic program kept in a circular buffer.
+    #[device(cuda)]
+    pub fn distance(a: [i32; N], b: [i32; M]) -> i32 {
+        let d[0, j in 0..M + 1] = j as i32;
+        let d[i in 1..N + 1, 0] = i as i32;
+        let d[i in 1..N + 1, j in 1..M + 1] =
+            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+        d[N, M]
+    }
 
-            pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
-                let d[0, j in 0..M + 1] = j as i32;
-                let d[i in 1..N + 1, 0] = i as i32;
-                let d[i in 1..N + 1, j in 1..M + 1] =
-                    min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
-                d
-            }
+    /// The whole edit-distance table: a wavefront of anti-diagonals.
+    #[device(cuda)]
+    pub fn table(a: [i32; N], b: [i32; M]) -> [i32; N + 1, M + 1] {
+        let d[0, j in 0..M + 1] = j as i32;
+        let d[i in 1..N + 1, 0] = i as i32;
+        let d[i in 1..N + 1, j in 1..M + 1] =
+            min(min(d[i - 1, j] + 1, d[i, j - 1] + 1), d[i - 1, j - 1] + (if a[i - 1] == b[j - 1] { 0 } else { 1 }));
+        d
+    }
 
-            pub fn mean(x: [f32; N]) -> f32 {
-                assert(N > 0, "the mean of nothing");
-                sum[i](x[i]) / N as f32
-            }
-        }
+    #[device(cuda)]
+    pub fn mean(x: [f32; N]) -> f32 {
+        assert(N > 0, "the mean of nothing");
+        sum[i](x[i]) / N as f32
+    }
 }
 
 /// Records that `test` skipped its check: a line on stderr, and one in
 /// `SKIPS` (under the target directory), which `.ci/run` counts and prints
 /// after the run, so that a test that passed by skipping is visible.
 fn skipped(test: &str, why: &str) {
-    use std::io::Write;
-    let line = format!("{test}: skipped, {why}");
-    eprintln!("{line}");
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(SKIPS);
-    if let Ok(mut file) = file {
-        let _ = writeln!(file, "{line}");
-    }
+use std::io::Write;
+let line = format!("{test}: skipped, {why}");
+eprintln!("{line}");
+let file = std::fs::OpenOptions::new().create(true).append(true).open(SKIPS);
+if let Ok(mut file) = file {
+    let _ = writeln!(file, "{line}");
+}
 }
 
 /// Where `skipped` records skips: `.ci/run` removes it before the run.
