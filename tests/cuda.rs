@@ -189,13 +189,13 @@ with_cpu_twins! {
 /// `SKIPS` (under the target directory), which `.ci/run` counts and prints
 /// after the run, so that a test that passed by skipping is visible.
 fn skipped(test: &str, why: &str) {
-use std::io::Write;
-let line = format!("{test}: skipped, {why}");
-eprintln!("{line}");
-let file = std::fs::OpenOptions::new().create(true).append(true).open(SKIPS);
-if let Ok(mut file) = file {
-    let _ = writeln!(file, "{line}");
-}
+    use std::io::Write;
+    let line = format!("{test}: skipped, {why}");
+    eprintln!("{line}");
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(SKIPS);
+    if let Ok(mut file) = file {
+        let _ = writeln!(file, "{line}");
+    }
 }
 
 /// Where `skipped` records skips: `.ci/run` removes it before the run.

@@ -16,6 +16,18 @@ use crate::ir::{
 
 // ----- IR builders ---------------------------------------------------------
 
+/// Keeps `rust`, the code printed for the running test's program, as a
+/// file of `einlang-core/tests/codegen_samples/` (named after the test,
+/// with `suffix`): the facade's `tests/codegen_samples.rs` compiles every
+/// one with rustc, so a snapshot that parses but would not type-check
+/// fails there.
+pub(super) fn compilable_sample(rust: &str, suffix: &str) {
+    let thread = std::thread::current();
+    let test = thread.name().and_then(|n| n.rsplit("::").next()).unwrap_or("main");
+    let path = format!("../../tests/codegen_samples/{test}{suffix}.rs");
+    expect_test::expect_file![path].assert_eq(rust);
+}
+
 pub(super) const F32: ScalarKind = ScalarKind::F32;
 pub(super) const I64: ScalarKind = ScalarKind::I64;
 

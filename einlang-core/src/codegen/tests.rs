@@ -29,12 +29,15 @@ fn check(p: &Program, expect: Expect) {
     }
     let ir = pretty_program(p);
     let rust = rust_text(p, &crate::Options { baseline_only: true, ..Default::default() });
+    compilable_sample(&rust, "");
     expect.assert_eq(&format!("{ir}\n{rust}"));
 }
 
 /// The generated Rust with every read checked (`Options::checked`).
 fn check_all_checked(p: &Program, expect: Expect) {
-    expect.assert_eq(&rust_text(p, &crate::Options { checked: true, ..Default::default() }));
+    let rust = rust_text(p, &crate::Options { checked: true, ..Default::default() });
+    compilable_sample(&rust, "_checked");
+    expect.assert_eq(&rust);
 }
 
 /// The validator's complaint about a broken program.

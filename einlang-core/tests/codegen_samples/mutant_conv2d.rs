@@ -1,0 +1,312 @@
+// The Rust of a mutant of tests/stages/conv2d.ein:
+// /// Valid 2-D convolution with bias.
+// pub fn conv2d(x: [f32; C, H, W], w: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; O, H - KH + 1, W + KW + 1] {
+//     let y[o, oy, ox] = sum[c, r, s](x[c, iy, ix] * w[o, c, r, s]) + b[o] where iy = oy + r, ix = ox + s;
+//     y
+// }
+#[allow(
+    non_snake_case,
+    unused_variables,
+    unused_mut,
+    unused_parens,
+    unused_braces,
+    unused_imports,
+    dead_code,
+    clippy::all,
+    clippy::pedantic
+)]
+#[doc(hidden)]
+fn __conv2d_body(
+    x: ::einlang::__private::ndarray::ArrayView<
+        '_,
+        f32,
+        ::einlang::__private::ndarray::Ix3,
+    >,
+    w: ::einlang::__private::ndarray::ArrayView<
+        '_,
+        f32,
+        ::einlang::__private::ndarray::Ix4,
+    >,
+    b: ::einlang::__private::ndarray::ArrayView<
+        '_,
+        f32,
+        ::einlang::__private::ndarray::Ix1,
+    >,
+    __out0: &mut ::einlang::__private::dest::Out<
+        '_,
+        f32,
+        ::einlang::__private::ndarray::Ix3,
+    >,
+) -> ::core::result::Result<
+    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix3>,
+    ::einlang::__private::Error,
+> {
+    use ::einlang::__private as __rt;
+    use ::einlang::__private::ndarray as __nd;
+    let C: i64 = x.shape()[0] as i64;
+    let H: i64 = x.shape()[1] as i64;
+    let W: i64 = x.shape()[2] as i64;
+    let O: i64 = w.shape()[0] as i64;
+    let KH: i64 = w.shape()[2] as i64;
+    let KW: i64 = w.shape()[3] as i64;
+    __rt::shape::check_dim("conv2d", "w", 1, "C", C, w.shape()[1])?;
+    __rt::shape::check_dim("conv2d", "b", 0, "O", O, b.shape()[0])?;
+    let __standard_x = x.as_standard_layout();
+    let x = __standard_x.view();
+    let __standard_w = w.as_standard_layout();
+    let w = __standard_w.view();
+    let __standard_b = b.as_standard_layout();
+    let b = __standard_b.view();
+    let oy_len: i64 = __rt::shape::extent("conv2d", "H - KH + 1", (H - KH + 1i64))?
+        as i64;
+    let ox_len: i64 = __rt::shape::extent("conv2d", "W - KW + 1", (W - KW + 1i64))?
+        as i64;
+    let __shape_y_cols: [usize; 5] = [
+        C as usize,
+        KH as usize,
+        KW as usize,
+        oy_len as usize,
+        ox_len as usize,
+    ];
+    let __fill_y_cols = |
+        __pos_c: usize,
+        __row_y_cols: &mut [::core::mem::MaybeUninit<f32>],
+    | -> ::core::result::Result<(), __rt::Error> {
+        let c: i64 = __pos_c as i64;
+        for (__pos_r, __chunk_y_cols_r) in __row_y_cols
+            .chunks_exact_mut(__shape_y_cols[2] * __shape_y_cols[3] * __shape_y_cols[4])
+            .enumerate()
+        {
+            let r: i64 = __pos_r as i64;
+            for (__pos_s, __chunk_y_cols_s) in __chunk_y_cols_r
+                .chunks_exact_mut(__shape_y_cols[3] * __shape_y_cols[4])
+                .enumerate()
+            {
+                let s: i64 = __pos_s as i64;
+                for (__pos_oy_2, __chunk_y_cols_oy_2) in __chunk_y_cols_s
+                    .chunks_exact_mut(__shape_y_cols[4])
+                    .enumerate()
+                {
+                    let oy_2: i64 = __pos_oy_2 as i64;
+                    let (__a, __b) = (0usize, __chunk_y_cols_oy_2.len());
+                    for (__slot_y_cols, __v) in __chunk_y_cols_oy_2[__a..__b]
+                        .iter_mut()
+                        .zip(
+                            if __a < __b {
+                                let __start: usize = {
+                                    let __pos_ox_2 = __a;
+                                    let ox_2: i64 = __pos_ox_2 as i64;
+                                    ((c as usize) * x.shape()[1]
+                                        + oy_2.wrapping_add(r) as usize) * x.shape()[2]
+                                        + ox_2.wrapping_add(s) as usize
+                                };
+                                unsafe {
+                                    ::core::slice::from_raw_parts(
+                                        x.as_ptr().add(__start),
+                                        __b - __a,
+                                    )
+                                }
+                            } else {
+                                &[]
+                            },
+                        )
+                    {
+                        __slot_y_cols.write(*__v);
+                    }
+                }
+            }
+        }
+        Ok(())
+    };
+    let y_cols: __nd::Array<f32, __nd::Ix5> = unsafe {
+        __rt::par::fill_uninit("conv2d", __shape_y_cols, 8, __fill_y_cols)
+    }?;
+    let __shape_y_kern: [usize; 4] = [C as usize, KH as usize, KW as usize, O as usize];
+    let y_kern: __nd::Array<f32, __nd::Ix4> = __rt::permute::permute(
+        "conv2d",
+        w.view(),
+        &[1, 2, 3, 0],
+        __shape_y_kern,
+    )?;
+    let y_cols_m: __nd::Array<f32, __nd::Ix2> = __rt::shape::reshape_owned(
+        "conv2d",
+        y_cols,
+        [((C * KH * KW)).max(0) as usize, ((oy_len * ox_len)).max(0) as usize],
+    )?;
+    let y_kern_m: __nd::Array<f32, __nd::Ix2> = __rt::shape::reshape_owned(
+        "conv2d",
+        y_kern,
+        [((C * KH * KW)).max(0) as usize, (O).max(0) as usize],
+    )?;
+    let y_prod_m: __nd::Array<f32, __nd::Ix2> = __rt::gemm::matmul(
+        "conv2d",
+        O,
+        (oy_len * ox_len),
+        (C * KH * KW),
+        y_kern_m.view().permuted_axes([1, 0]),
+        y_cols_m.view().permuted_axes([0, 1]),
+    )?;
+    let y_prod: __nd::Array<f32, __nd::Ix3> = __rt::shape::reshape_owned(
+        "conv2d",
+        y_prod_m,
+        [(O).max(0) as usize, (oy_len).max(0) as usize, (ox_len).max(0) as usize],
+    )?;
+    let __shape_y: [usize; 3] = [O as usize, oy_len as usize, ox_len as usize];
+    let __fill_y = |
+        __pos_o: usize,
+        __row_y: &mut [::core::mem::MaybeUninit<f32>],
+    | -> ::core::result::Result<(), __rt::Error> {
+        let o: i64 = __pos_o as i64;
+        for (__pos_oy, __chunk_y_oy) in __row_y
+            .chunks_exact_mut(__shape_y[2])
+            .enumerate()
+        {
+            let oy: i64 = __pos_oy as i64;
+            for (__pos_ox, __slot_y) in __chunk_y_oy.iter_mut().enumerate() {
+                let ox: i64 = __pos_ox as i64;
+                __slot_y
+                    .write(
+                        unsafe {
+                            *y_prod
+                                .as_ptr()
+                                .add(
+                                    ((o as usize) * y_prod.shape()[1] + oy as usize)
+                                        * y_prod.shape()[2] + ox as usize,
+                                )
+                        } + unsafe { *b.as_ptr().add(o as usize) },
+                    );
+            }
+        }
+        Ok(())
+    };
+    let y: __nd::Array<f32, __nd::Ix3> = unsafe {
+        __rt::par::fill_uninit("conv2d", __shape_y, 7, __fill_y)
+    }?;
+    __rt::shape::check_result_dim(
+        "conv2d",
+        2,
+        "W + KW + 1",
+        (W + KW + 1i64),
+        y.shape()[2],
+    )?;
+    let __result = y;
+    __rt::pool::recycle(y_cols_m);
+    __rt::pool::recycle(y_kern_m);
+    __rt::pool::recycle(y_prod);
+    Ok(__result)
+}
+/// Valid 2-D convolution with bias.
+///
+/// # Einlang signature
+///
+/// ```text
+/// fn conv2d(x: [f32; C, H, W], w: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; O, H - KH + 1, W + KW + 1]
+/// ```
+///
+/// The lengths the arguments must agree on (every axis listed has that length):
+///
+/// - `C`: `x` axis 0, `w` axis 1
+/// - `O`: `w` axis 0, `b` axis 0
+///
+/// # Errors
+///
+/// Returns `Err` in these cases:
+///
+/// - `einlang::Error::Shape`: a tensor argument's length along an axis differs from what the signature and the other arguments say (see above), or a result's computed extent differs from the declared one.
+/// - `einlang::Error::Extent`: an extent computed from the arguments' lengths is negative, or one index is bound to two different lengths.
+#[allow(
+    non_snake_case,
+    unused_variables,
+    unused_mut,
+    unused_parens,
+    unused_braces,
+    unused_imports,
+    dead_code,
+    clippy::all,
+    clippy::pedantic
+)]
+pub fn conv2d<'__a0, '__a1, '__a2>(
+    x: impl ::core::convert::Into<
+        ::einlang::__private::ndarray::ArrayView<
+            '__a0,
+            f32,
+            ::einlang::__private::ndarray::Ix3,
+        >,
+    >,
+    w: impl ::core::convert::Into<
+        ::einlang::__private::ndarray::ArrayView<
+            '__a1,
+            f32,
+            ::einlang::__private::ndarray::Ix4,
+        >,
+    >,
+    b: impl ::core::convert::Into<
+        ::einlang::__private::ndarray::ArrayView<
+            '__a2,
+            f32,
+            ::einlang::__private::ndarray::Ix1,
+        >,
+    >,
+) -> ::core::result::Result<
+    ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix3>,
+    ::einlang::__private::Error,
+> {
+    __conv2d_body(
+        x.into(),
+        w.into(),
+        b.into(),
+        &mut ::einlang::__private::dest::Out::none(),
+    )
+}
+/// Writes the result of `conv2d` into the caller's buffer `out`, of any strides, overwriting it.
+///
+/// # Errors
+///
+/// As `conv2d`; also `Error::Shape` naming a buffer whose shape is not the result's, before
+/// anything is written to it.
+#[allow(
+    non_snake_case,
+    unused_variables,
+    unused_mut,
+    unused_parens,
+    unused_braces,
+    unused_imports,
+    dead_code,
+    clippy::all,
+    clippy::pedantic
+)]
+pub fn conv2d_into<'__a0, '__a1, '__a2, '__o0>(
+    x: impl ::core::convert::Into<
+        ::einlang::__private::ndarray::ArrayView<
+            '__a0,
+            f32,
+            ::einlang::__private::ndarray::Ix3,
+        >,
+    >,
+    w: impl ::core::convert::Into<
+        ::einlang::__private::ndarray::ArrayView<
+            '__a1,
+            f32,
+            ::einlang::__private::ndarray::Ix4,
+        >,
+    >,
+    b: impl ::core::convert::Into<
+        ::einlang::__private::ndarray::ArrayView<
+            '__a2,
+            f32,
+            ::einlang::__private::ndarray::Ix1,
+        >,
+    >,
+    out: impl ::core::convert::Into<
+        ::einlang::__private::ndarray::ArrayViewMut<
+            '__o0,
+            f32,
+            ::einlang::__private::ndarray::Ix3,
+        >,
+    >,
+) -> ::core::result::Result<(), ::einlang::__private::Error> {
+    let mut __out0 = ::einlang::__private::dest::Out::new("out", out.into());
+    let __value0 = __conv2d_body(x.into(), w.into(), b.into(), &mut __out0)?;
+    __out0.finish("conv2d", __value0)?;
+    Ok(())
+}
