@@ -19,8 +19,8 @@ mod keyword_names_are_escaped {
     include!("../einlang-core/tests/codegen_samples/keyword_names_are_escaped.rs");
 }
 
-mod matmul_all_checked_checked {
-    include!("../einlang-core/tests/codegen_samples/matmul_all_checked_checked.rs");
+mod matmul_all_checked {
+    include!("../einlang-core/tests/codegen_samples/matmul_all_checked.rs");
 }
 
 mod matmul_with_reduction {
@@ -76,7 +76,7 @@ const SAMPLES: &[&str] = &[
     "argmax_view_guarded_sum_and_tuple_result",
     "guarded_definition_with_where_binding",
     "keyword_names_are_escaped",
-    "matmul_all_checked_checked",
+    "matmul_all_checked",
     "matmul_with_reduction",
     "mutant_conv2d",
     "mutant_dense_relu",

@@ -17,14 +17,13 @@ use crate::ir::{
 // ----- IR builders ---------------------------------------------------------
 
 /// Keeps `rust`, the code printed for the running test's program, as a
-/// file of `einlang-core/tests/codegen_samples/` (named after the test,
-/// with `suffix`): the facade's `tests/codegen_samples.rs` compiles every
+/// file of `einlang-core/tests/codegen_samples/` named after the test: the facade's `tests/codegen_samples.rs` compiles every
 /// one with rustc, so a snapshot that parses but would not type-check
 /// fails there.
-pub(super) fn compilable_sample(rust: &str, suffix: &str) {
+pub(super) fn compilable_sample(rust: &str) {
     let thread = std::thread::current();
     let test = thread.name().and_then(|n| n.rsplit("::").next()).unwrap_or("main");
-    let path = format!("../../tests/codegen_samples/{test}{suffix}.rs");
+    let path = format!("../../tests/codegen_samples/{test}.rs");
     expect_test::expect_file![path].assert_eq(rust);
 }
 
