@@ -17,8 +17,12 @@
 //! faster with 1 to 12 rows (a batch of one through a dense layer) and 1.1x
 //! to 1.4x with 8 or 16 columns. `EINLANG_GEMM=gemm` or
 //! `EINLANG_GEMM=matrixmultiply` overrides the choice (to compare the two
-//! on one machine). Integer products run ndarray's loops. Batches run in
-//! parallel through rayon.
+//! on one machine). With the cargo feature `blas`, products that are not
+//! skinny go to the system's OpenBLAS instead (`crate::blas`; one thread
+//! per call, split across rayon's threads like matrixmultiply's; an
+//! operand layout CBLAS cannot read goes to matrixmultiply), unless
+//! `EINLANG_GEMM` names another library. Integer products run ndarray's
+//! loops. Batches run in parallel through rayon.
 
 use std::any::TypeId;
 
@@ -54,6 +58,9 @@ fn covers<T>(function: &str, v: &ArrayView2<'_, T>, rows: usize, cols: usize) ->
 enum Kernel {
     MatrixMultiply,
     GemmCrate,
+    /// The system's OpenBLAS (cargo feature `blas`), one thread per call.
+    #[cfg(feature = "blas")]
+    Blas,
 }
 
 /// The library for products that are not skinny in this process: from
@@ -63,7 +70,11 @@ fn large_kernel() -> Kernel {
     *CHOSEN.get_or_init(|| match std::env::var("EINLANG_GEMM").as_deref() {
         Ok("gemm") => Kernel::GemmCrate,
         Ok("matrixmultiply") => Kernel::MatrixMultiply,
+        #[cfg(feature = "blas")]
+        _ => Kernel::Blas,
+        #[cfg(not(feature = "blas"))]
         _ if crate::cpu::has_avx512() => Kernel::MatrixMultiply,
+        #[cfg(not(feature = "blas"))]
         _ => Kernel::GemmCrate,
     })
 }
@@ -181,16 +192,16 @@ where
         return;
     }
     if !parallel {
-        unsafe { blocked(a, b, out) };
+        unsafe { blocked(kernel, a, b, out) };
     } else if m >= n.min(threads * BLOCK_MIN) {
-        // One matrixmultiply call runs on one thread: blocks of rows (or of
-        // columns, when there are few rows), one per thread.
+        // One matrixmultiply (or OpenBLAS) call runs on one thread: blocks
+        // of rows (or of columns, when there are few rows), one per thread.
         let rows = m.div_ceil(threads).max(BLOCK_MIN);
         (0..m.div_ceil(rows)).into_par_iter().for_each(|i| {
             let lo = i * rows;
             let hi = (lo + rows).min(m);
             let o = unsafe { out.from(lo as isize * out.rs) };
-            unsafe { blocked(a.slice(s![lo..hi, ..]), b, o) };
+            unsafe { blocked(kernel, a.slice(s![lo..hi, ..]), b, o) };
         });
     } else {
         let cols = n.div_ceil(threads).max(BLOCK_MIN);
@@ -198,17 +209,24 @@ where
             let lo = j * cols;
             let hi = (lo + cols).min(n);
             let o = unsafe { out.from(lo as isize * out.cs) };
-            unsafe { blocked(a, b.slice(s![.., lo..hi]), o) };
+            unsafe { blocked(kernel, a, b.slice(s![.., lo..hi]), o) };
         });
     }
 }
 
-/// One matrixmultiply call (`T` is f32 or f64): `out = a · b`, out not read.
+/// One call of `kernel`'s library on this thread (`T` is f32 or f64):
+/// `out = a · b`, out not read. OpenBLAS takes the product when it can
+/// read the operands' layouts, else matrixmultiply (any strides) does.
 ///
 /// # Safety
 ///
 /// As `product_into`.
-unsafe fn blocked<T: LinalgScalar>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T>) {
+unsafe fn blocked<T: LinalgScalar>(kernel: Kernel, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T>) {
+    #[cfg(feature = "blas")]
+    if kernel == Kernel::Blas && unsafe { crate::blas::product(a.view(), b.view(), out.ptr, out.rs, out.cs) } {
+        return;
+    }
+    let _ = kernel;
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     let (sa, sb) = (a.strides(), b.strides());
     if TypeId::of::<T>() == TypeId::of::<f32>() {
@@ -385,6 +403,14 @@ mod tests {
         Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, p]] * b[[p, j]]).sum())
     }
 
+    /// Every library a product can go to in this build.
+    const KERNELS: &[Kernel] = &[
+        Kernel::MatrixMultiply,
+        Kernel::GemmCrate,
+        #[cfg(feature = "blas")]
+        Kernel::Blas,
+    ];
+
     /// `a · b` through `kernel` on the current pool's threads.
     fn with<T: LinalgScalar + Send + Sync>(kernel: Kernel, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>) -> Array2<T> {
         let (m, n) = (a.nrows(), b.ncols());
@@ -435,8 +461,37 @@ mod tests {
             assert!(got.is_standard_layout());
             let want = naive(&a.view(), &bt.t(), m, n, k);
             assert_eq!(got, want);
-            for kernel in [Kernel::MatrixMultiply, Kernel::GemmCrate] {
+            for &kernel in KERNELS {
                 assert_eq!(pool.install(|| with(kernel, a.view(), bt.t())), want, "{kernel:?}");
+            }
+        }
+    }
+
+    /// OpenBLAS takes products in the layouts CBLAS reads (a column-major
+    /// output through the transposed product, rows of one element), and
+    /// hands the others (a broadcast row, stride 0) to matrixmultiply.
+    #[cfg(feature = "blas")]
+    #[test]
+    fn blas_reads_every_layout_it_can_and_hands_on_the_others() {
+        for (m, n, k) in [(37, 41, 29), (64, 1, 50), (1, 70, 33), (100, 90, 3)] {
+            let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 5.0);
+            let b = Array::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.5);
+            let want = naive(&a.view(), &b.view(), m, n, k);
+            for (rs, cs) in [(n as isize, 1), (1, m as isize)] {
+                let mut out = vec![f64::NAN; m * n];
+                let o = Out { ptr: out.as_mut_ptr(), rs, cs };
+                // SAFETY: m x n elements at those strides, in `out`.
+                unsafe { product_with(Kernel::Blas, a.view(), b.view(), o, 2) };
+                let got = Array2::from_shape_fn((m, n), |(i, j)| out[i * rs as usize + j * cs as usize]);
+                assert_eq!(got, want, "{m}x{n}x{k} rs {rs} cs {cs}");
+            }
+            let row = Array::from_shape_fn(k, |j| j as f32 * 0.5 - 2.0);
+            let broadcast = row.broadcast((m, k)).unwrap();
+            let b32 = b.mapv(|x| x as f32);
+            let want32 = Array2::from_shape_fn((m, n), |(_, j)| (0..k).map(|p| row[p] * b32[[p, j]]).sum::<f32>());
+            let got = with(Kernel::Blas, broadcast, b32.view());
+            for (g, w) in got.iter().zip(want32.iter()) {
+                assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{g} vs {w}");
             }
         }
     }
@@ -458,7 +513,7 @@ mod tests {
             let want_reversed = naive(&reversed, &b_reversed.t(), m, n, k);
             pool.install(|| {
                 assert_eq!(matmul("f", m as i64, n as i64, k as i64, a.view(), bt.t()).unwrap(), want);
-                for kernel in [Kernel::MatrixMultiply, Kernel::GemmCrate] {
+                for &kernel in KERNELS {
                     assert_eq!(with(kernel, a.view(), bt.t()), want, "{kernel:?}");
                     assert_eq!(with(kernel, reversed, b_reversed.t()), want_reversed, "{kernel:?}");
                     let a32 = a.mapv(|x| x as f32);

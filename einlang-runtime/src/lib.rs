@@ -7,6 +7,8 @@
 //! conversions at function boundaries.
 
 pub mod arith;
+#[cfg(feature = "blas")]
+mod blas;
 pub mod ckpt;
 pub mod cpu;
 #[cfg(feature = "cuda")]
