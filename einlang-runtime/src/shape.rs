@@ -43,6 +43,20 @@ pub fn extent(function: &str, what: &str, value: i64) -> Result<usize, Error> {
     }
 }
 
+/// [`extent`] of a value computed with checked arithmetic: `None` (the
+/// expression `what` overflowed `i64`, `reps * N` with a huge `reps`) is an
+/// `Error::Extent` that names it and says so, not a wrapped length.
+#[inline]
+pub fn checked_extent(function: &str, what: &str, value: Option<i64>) -> Result<usize, Error> {
+    match value {
+        Some(v) => extent(function, what, v),
+        None => Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("the extent `{what}` overflows `i64`"),
+        }),
+    }
+}
+
 /// Checks that two lengths an index was bound to agree.
 #[inline]
 pub fn check_same_extent(function: &str, index: &str, a: i64, a_what: &str, b: i64, b_what: &str) -> Result<(), Error> {
@@ -270,7 +284,7 @@ pub fn slab<T: Copy + Send + Sync + 'static, D: Dimension>(
     let block = leading(a, lens);
     // (From the buffer pool: a copy of a window's last step, where a
     // repeated call would fault in fresh pages.)
-    let mut out = crate::pool::uninit::<T, D>(block.raw_dim());
+    let mut out = crate::pool::try_uninit::<T, D>(function, tensor, block.raw_dim())?;
     // Row by row (the runs of the last axis), each a slice copy when the
     // source's run is contiguous.
     ndarray::Zip::from(out.rows_mut()).and(block.rows()).par_for_each(|mut o, x| {

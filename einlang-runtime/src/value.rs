@@ -209,6 +209,37 @@ pub fn as_param<'a, V: AsParam<'a>>(value: &'a V) -> V::Param {
     value.as_param()
 }
 
+/// Appends `value` to a comprehension's elements, growing them fallibly:
+/// `Error::Alloc` when there is no memory for more (the count of elements
+/// comes from run-time values).
+pub fn push<T>(function: &str, items: &mut Vec<T>, value: T) -> Result<(), Error> {
+    if items.len() == items.capacity() {
+        grow(function, items, 1)?;
+    }
+    items.push(value);
+    Ok(())
+}
+
+/// Appends `values` (an exact-size iterator: an element's elements) like
+/// [`push`].
+pub fn extend<T, I>(function: &str, items: &mut Vec<T>, values: I) -> Result<(), Error>
+where
+    I: ExactSizeIterator<Item = T>,
+{
+    grow(function, items, values.len())?;
+    items.extend(values);
+    Ok(())
+}
+
+/// Room for `more` elements in `items` (amortized doubling, as `Vec::push`).
+fn grow<T>(function: &str, items: &mut Vec<T>, more: usize) -> Result<(), Error> {
+    items.try_reserve(more).map_err(|_| Error::Alloc {
+        function: function.to_string(),
+        tensor: String::new(),
+        bytes: items.len().saturating_add(more).saturating_mul(std::mem::size_of::<T>()),
+    })
+}
+
 /// A tensor literal: `elems` in row-major order for `shape`.
 pub fn array_lit<T, Sh>(function: &str, shape: Sh, elems: Vec<T>) -> Result<Array<T, Sh::Dim>, Error>
 where

@@ -257,19 +257,21 @@ impl FnCx<'_> {
                 self.no_move += 1;
                 let value = self.expr(body);
                 let tensor_body = matches!(body.ty, Repr::Tensor(..));
+                // Each element is pushed fallibly (`value::push`): the count
+                // comes from run-time values.
+                let (rt, fname) = (self.rt.clone(), self.fn_name.clone());
                 let mut inner = value.map(|v| {
                     let v = v.tokens;
                     if rows {
-                        let rt = self.rt.clone();
-                        quote!(__items.push(#rt::value::owned(#v));)
+                        quote!(#rt::value::push(#fname, &mut __items, #rt::value::owned(#v))?;)
                     } else if tensor_body {
                         // Elements in logical (row-major) order, whatever
                         // the layout of the value.
-                        quote!(__count += 1; __items.extend((#v).iter().cloned());)
+                        quote!(__count += 1; #rt::value::extend(#fname, &mut __items, (#v).iter().cloned())?;)
                     } else if text {
-                        quote!(__items.push((#v).to_string());)
+                        quote!(#rt::value::push(#fname, &mut __items, (#v).to_string())?;)
                     } else {
-                        quote!(__items.push(#v);)
+                        quote!(#rt::value::push(#fname, &mut __items, #v)?;)
                     }
                 });
                 // Steps inside out: loops, bindings and filters.
