@@ -1075,6 +1075,9 @@ impl Dim {
         let terms = self.ordered_terms();
         let mut acc: Option<TokenStream> = None;
         for (m, c) in terms {
+            // After the first term, a negative one is subtracted.
+            let subtract = acc.is_some() && c < 0 && c != i64::MIN;
+            let c = if subtract { -c } else { c };
             let mut factors: Vec<TokenStream> = Vec::new();
             if m.is_one() || (c != 1 && c != -1) {
                 factors.push(if c == i64::MIN {
@@ -1097,6 +1100,7 @@ impl Dim {
             }
             acc = Some(match acc {
                 None => term,
+                Some(a) if subtract => quote!(#a.checked_sub(#term)?),
                 Some(a) => quote!(#a.checked_add(#term)?),
             });
         }

@@ -249,30 +249,33 @@ fn matmul_with_reduction() {
                 let a = __standard_a.view();
                 let __standard_b = b.as_standard_layout();
                 let b = __standard_b.view();
-                let c: __nd::Array<f32, __nd::Ix2> = __rt::dest::fill_into(
-                    "matmul",
-                    [M as usize, N as usize],
-                    3,
-                    |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
-                        let i: i64 = __pos_i as i64;
-                        for __slot_c in __row_c.iter_mut() {
-                            *__slot_c = 0.0f32;
-                        }
-                        for k in 0i64..K {
-                            for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
-                                let j: i64 = __pos_j as i64;
-                                *__slot_c
-                                    += unsafe {
-                                        *a.as_ptr().add((i as usize) * a.shape()[1] + k as usize)
-                                    }
-                                        * unsafe {
-                                            *b.as_ptr().add((k as usize) * b.shape()[1] + j as usize)
-                                        };
+                let c: __nd::Array<f32, __nd::Ix2> = __rt::pool::named(
+                    "c",
+                    __rt::dest::fill_into(
+                        "matmul",
+                        [M as usize, N as usize],
+                        3,
+                        |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
+                            let i: i64 = __pos_i as i64;
+                            for __slot_c in __row_c.iter_mut() {
+                                *__slot_c = 0.0f32;
                             }
-                        }
-                        Ok(())
-                    },
-                    &mut *__out0,
+                            for k in 0i64..K {
+                                for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                                    let j: i64 = __pos_j as i64;
+                                    *__slot_c
+                                        += unsafe {
+                                            *a.as_ptr().add((i as usize) * a.shape()[1] + k as usize)
+                                        }
+                                            * unsafe {
+                                                *b.as_ptr().add((k as usize) * b.shape()[1] + j as usize)
+                                            };
+                                }
+                            }
+                            Ok(())
+                        },
+                        &mut *__out0,
+                    ),
                 )?;
                 Ok(c)
             }
@@ -401,38 +404,47 @@ fn matmul_all_checked() {
                 let K: i64 = a.shape()[1] as i64;
                 let N: i64 = b.shape()[1] as i64;
                 __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
-                let c: __nd::Array<f32, __nd::Ix2> = __rt::dest::fill_into(
-                    "matmul",
-                    [M as usize, N as usize],
-                    3,
-                    |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
-                        let i: i64 = __pos_i as i64;
-                        for __slot_c in __row_c.iter_mut() {
-                            *__slot_c = 0.0f32;
-                        }
-                        for k in 0i64..K {
-                            for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
-                                let j: i64 = __pos_j as i64;
-                                *__slot_c
-                                    += a[[
-                                        __rt::shape::check_index("matmul", "a", 0, i, a.shape()[0])?,
-                                        __rt::shape::check_index("matmul", "a", 1, k, a.shape()[1])?,
-                                    ]]
-                                        * b[[
+                let c: __nd::Array<f32, __nd::Ix2> = __rt::pool::named(
+                    "c",
+                    __rt::dest::fill_into(
+                        "matmul",
+                        [M as usize, N as usize],
+                        3,
+                        |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
+                            let i: i64 = __pos_i as i64;
+                            for __slot_c in __row_c.iter_mut() {
+                                *__slot_c = 0.0f32;
+                            }
+                            for k in 0i64..K {
+                                for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                                    let j: i64 = __pos_j as i64;
+                                    *__slot_c
+                                        += a[[
                                             __rt::shape::check_index(
                                                 "matmul",
-                                                "b",
+                                                "a",
                                                 0,
-                                                k,
-                                                b.shape()[0],
+                                                i,
+                                                a.shape()[0],
                                             )?,
-                                            __rt::shape::check_index("matmul", "b", 1, j, b.shape()[1])?,
-                                        ]];
+                                            __rt::shape::check_index("matmul", "a", 1, k, a.shape()[1])?,
+                                        ]]
+                                            * b[[
+                                                __rt::shape::check_index(
+                                                    "matmul",
+                                                    "b",
+                                                    0,
+                                                    k,
+                                                    b.shape()[0],
+                                                )?,
+                                                __rt::shape::check_index("matmul", "b", 1, j, b.shape()[1])?,
+                                            ]];
+                                }
                             }
-                        }
-                        Ok(())
-                    },
-                    &mut *__out0,
+                            Ok(())
+                        },
+                        &mut *__out0,
+                    ),
                 )?;
                 Ok(c)
             }
@@ -605,12 +617,15 @@ fn guarded_definition_with_where_binding() {
                     Ok(())
                 };
                 let u: __nd::Array<f32, __nd::Ix2> = unsafe {
-                    __rt::dest::fill_uninit_into(
-                        "upper_relu",
-                        [N as usize, N as usize],
-                        2,
-                        __fill_u,
-                        &mut *__out0,
+                    __rt::pool::named(
+                        "u",
+                        __rt::dest::fill_uninit_into(
+                            "upper_relu",
+                            [N as usize, N as usize],
+                            2,
+                            __fill_u,
+                            &mut *__out0,
+                        ),
                     )
                 }?;
                 Ok(u)
@@ -875,12 +890,15 @@ fn strided_checked_read() {
                     Ok(())
                 };
                 let y: __nd::Array<f32, __nd::Ix1> = unsafe {
-                    __rt::dest::fill_uninit_into(
-                        "every_other",
-                        [__rt::shape::extent("every_other", "m", m)?],
-                        1,
-                        __fill_y,
-                        &mut *__out0,
+                    __rt::pool::named(
+                        "y",
+                        __rt::dest::fill_uninit_into(
+                            "every_other",
+                            [__rt::shape::extent("every_other", "m", m)?],
+                            1,
+                            __fill_y,
+                            &mut *__out0,
+                        ),
                     )
                 }?;
                 Ok(y)
@@ -1028,7 +1046,13 @@ fn rank_one_with_runtime_extent() {
                 let x = __standard_x.view();
                 let __standard_w = w.as_standard_layout();
                 let w = __standard_w.view();
-                let len_t: i64 = __rt::shape::extent("conv1d", "N - K + 1", (N - K + 1i64))? as i64;
+                let len_t: i64 = __rt::shape::checked_extent(
+                    "conv1d",
+                    "N - K + 1",
+                    (|| -> ::core::option::Option<i64> {
+                        ::core::option::Option::Some((N).checked_sub((K))?.checked_add((1i64))?)
+                    })(),
+                )? as i64;
                 let __fill_y = |
                     __first_y: usize,
                     __block_y: &mut [::core::mem::MaybeUninit<f32>],
@@ -1066,7 +1090,10 @@ fn rank_one_with_runtime_extent() {
                     Ok(())
                 };
                 let y: __nd::Array<f32, __nd::Ix1> = unsafe {
-                    __rt::par::fill_uninit("conv1d", [len_t as usize], 2, __fill_y)
+                    __rt::pool::named(
+                        "y",
+                        __rt::par::fill_uninit("conv1d", [len_t as usize], 2, __fill_y),
+                    )
                 }?;
                 __rt::shape::check_result_dim(
                     "conv1d",
@@ -1207,7 +1234,13 @@ fn rank_three_with_offset_axis() {
                 let x = __standard_x.view();
                 let __shape_y: [usize; 3] = [
                     B as usize,
-                    __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
+                    __rt::shape::checked_extent(
+                        "shift3",
+                        "M - 1",
+                        (|| -> ::core::option::Option<i64> {
+                            ::core::option::Option::Some((M).checked_sub((1i64))?)
+                        })(),
+                    )?,
                     N as usize,
                 ];
                 let __fill_y = |
@@ -1244,7 +1277,10 @@ fn rank_three_with_offset_axis() {
                     Ok(())
                 };
                 let y: __nd::Array<f64, __nd::Ix3> = unsafe {
-                    __rt::dest::fill_uninit_into("shift3", __shape_y, 2, __fill_y, &mut *__out0)
+                    __rt::pool::named(
+                        "y",
+                        __rt::dest::fill_uninit_into("shift3", __shape_y, 2, __fill_y, &mut *__out0),
+                    )
                 }?;
                 Ok(y)
             }
@@ -1400,7 +1436,16 @@ fn argmax_view_guarded_sum_and_tuple_result() {
                     Ok(())
                 };
                 let am: __nd::Array<i64, __nd::Ix1> = unsafe {
-                    __rt::dest::fill_uninit_into("stats", [B as usize], 1, __fill_am, &mut *__out0)
+                    __rt::pool::named(
+                        "am",
+                        __rt::dest::fill_uninit_into(
+                            "stats",
+                            [B as usize],
+                            1,
+                            __fill_am,
+                            &mut *__out0,
+                        ),
+                    )
                 }?;
                 let first_row = x
                     .view()

@@ -578,19 +578,26 @@ impl<'a> FnCx<'a> {
             let id = self.ident(v)?;
             return Ok(quote!(#id as usize));
         }
-        let (rt, name, text, value) = (&self.rt, &self.fn_name, self.dim_text(d), self.checked_dim(d)?);
-        Ok(quote!(#rt::shape::checked_extent(#name, #text, #value)?))
+        let text = types::str_lit(&self.dim_text(d));
+        self.extent_of(d, &text)
+    }
+
+    /// `d` as a `usize` length, `what` naming it in errors: negative is
+    /// `Error::Extent`, and so is arithmetic that overflows `i64`
+    /// (`shape::checked_extent`; a constant or a variable has none).
+    fn extent_of(&self, d: &Dim, what: &proc_macro2::Literal) -> Result<TokenStream, Bug> {
+        let (rt, name) = (&self.rt, &self.fn_name);
+        if d.as_constant().is_some() || d.as_var().is_some() {
+            let value = self.dim(d)?;
+            return Ok(quote!(#rt::shape::extent(#name, #what, #value)?));
+        }
+        let value = self.checked_dim(d)?;
+        Ok(quote!(#rt::shape::checked_extent(#name, #what, #value)?))
     }
 
     /// The value of a dimension expression as an `Option<i64>`, `None`
-    /// where its arithmetic overflows (for extents: see
-    /// `shape::checked_extent`). A constant or a variable cannot overflow:
-    /// `Some` of it.
+    /// where its arithmetic overflows.
     fn checked_dim(&self, d: &Dim) -> Result<TokenStream, Bug> {
-        if d.as_constant().is_some() || d.as_var().is_some() {
-            let value = self.dim(d)?;
-            return Ok(quote!(::core::option::Option::Some(#value)));
-        }
         let missing = std::cell::Cell::new(None);
         let tokens = d.emit_checked(&|v: DimVar| match self.ident(VarId(v.0)) {
             Ok(id) => quote!(#id),
@@ -867,9 +874,9 @@ impl<'a> FnCx<'a> {
             Stmt::Let { var, value } => self.bind(*var, value),
             Stmt::Extent { var, value, what } => {
                 let id = self.ident(*var)?;
-                let (what, value) = (types::str_lit(what), self.checked_dim(value)?);
+                let extent = self.extent_of(value, &types::str_lit(what))?;
                 self.nonneg.insert(*var);
-                Ok(quote!(let #id: i64 = #rt::shape::checked_extent(#name, #what, #value)? as i64;))
+                Ok(quote!(let #id: i64 = #extent as i64;))
             }
             Stmt::SameExtent { index, a, a_what, b, b_what } => {
                 let (index, a_what, b_what) = (types::str_lit(index), types::str_lit(a_what), types::str_lit(b_what));
