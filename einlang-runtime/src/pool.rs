@@ -354,4 +354,37 @@ mod tests {
         assert!(reused >= SMALL_BUFFERS);
         assert_eq!(SMALL.with(|s| s.borrow().len()), 0);
     }
+
+    #[test]
+    fn a_request_past_the_address_space_is_an_alloc_error() {
+        // 2^50 elements of 8 bytes: 8 PiB, past any address space.
+        let e = try_uninit::<f64, _>("f", "t", ndarray::Ix2(1 << 25, 1 << 25)).unwrap_err();
+        assert_eq!(e, Error::Alloc { function: "f".into(), tensor: "t".into(), bytes: 1 << 53 });
+        let e = zeros::<f64, _, _>("f", "z", (1usize << 25, 1usize << 25), 0.0).unwrap_err();
+        assert_eq!(e, Error::Alloc { function: "f".into(), tensor: "z".into(), bytes: 1 << 53 });
+        // Bytes past `isize`: an extent error, before the allocator.
+        assert!(matches!(try_uninit::<f64, _>("f", "t", ndarray::Ix1(1 << 62)), Err(Error::Extent { .. })));
+        // And the next request works.
+        assert_eq!(zeros::<f64, _, _>("f", "z", [2usize, 3], 0.0).unwrap(), Array2::<f64>::zeros((2, 3)));
+    }
+
+    #[test]
+    fn zeros_of_other_types_are_written() {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        struct Pair(u8, u8);
+        let z = zeros::<Pair, _, _>("f", "p", [3usize], Pair(0, 0)).unwrap();
+        assert_eq!(z.to_vec(), vec![Pair(0, 0); 3]);
+        let z = zeros::<i64, _, _>("f", "i", [4usize, 0], 0).unwrap();
+        assert_eq!(z.shape(), &[4, 0]);
+    }
+
+    #[test]
+    fn named_fills_in_an_unnamed_tensor_only() {
+        let unnamed: Result<(), Error> = Err(Error::Alloc { function: "f".into(), tensor: String::new(), bytes: 8 });
+        assert_eq!(named("y", unnamed), Err(Error::Alloc { function: "f".into(), tensor: "y".into(), bytes: 8 }));
+        let other: Result<(), Error> = Err(Error::Alloc { function: "f".into(), tensor: "w".into(), bytes: 8 });
+        assert_eq!(named("y", other.clone()), other);
+        let shape: Result<(), Error> = Err(Error::Assert { function: "f".into(), message: "m".into() });
+        assert_eq!(named("y", shape.clone()), shape);
+    }
 }

@@ -462,7 +462,17 @@ pub fn gather_nd<T: Clone, D: Dimension>(
     let mut dims = idims[..q - 1].to_vec();
     dims.extend_from_slice(&x.shape()[k..]);
     let rows: usize = idims[..q - 1].iter().product();
-    let mut data = Vec::with_capacity(dims.iter().product());
+    // The result's size comes from the index tensor's: reserved fallibly.
+    let too_large = || extent_error(function, format!("a tensor of shape {dims:?} is too large to allocate"));
+    let len = dims.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n)).ok_or_else(too_large)?;
+    let bytes =
+        len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(too_large)?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(len).map_err(|_| Error::Alloc {
+        function: function.to_string(),
+        tensor: String::new(),
+        bytes,
+    })?;
     for row in 0..rows {
         let mut part = x.view();
         for (a, &v) in elems[row * k..(row + 1) * k].iter().enumerate() {

@@ -316,4 +316,16 @@ mod tests {
         assert_eq!(array_lit("f", [2, 2], vec![1, 2, 3, 4]).unwrap(), array![[1, 2], [3, 4]]);
         assert!(array_lit("f", [2, 2], vec![1, 2, 3]).is_err());
     }
+
+    #[test]
+    fn comprehension_elements_grow_fallibly() {
+        let mut items: Vec<u64> = Vec::new();
+        push("f", &mut items, 3).unwrap();
+        extend("f", &mut items, [4u64, 5].into_iter()).unwrap();
+        assert_eq!(items, vec![3, 4, 5]);
+        // More elements than any address space: an error, the elements kept.
+        let e = extend("f", &mut items, std::iter::repeat_n(0u64, 1 << 59)).unwrap_err();
+        assert_eq!(e, Error::Alloc { function: "f".into(), tensor: String::new(), bytes: ((1usize << 59) + 3) * 8 });
+        assert_eq!(items, vec![3, 4, 5]);
+    }
 }
