@@ -32,17 +32,6 @@ einlang! {
         };
         x
     }
-
-    /// Only the boundary states the extent of axis 1; the step's slot
-    /// takes it.
-    pub fn carried(a: [f32; N]) -> [f32; 6, N] {
-        let x[0, i in 0..N] = 0.0;
-        let x[k in 1..6, i] = {
-            let xk[j] = x[k - 1, j];
-            xk[i] * 0.5 + a[i]
-        };
-        x
-    }
 }
 
 fn smooth_ref(a: &Array1<f32>) -> Array2<f32> {
@@ -73,19 +62,6 @@ fn normalize_ref(a: &Array1<f64>, steps: usize) -> Array2<f64> {
         }
     }
     x
-}
-
-#[test]
-fn the_boundary_states_the_extent() {
-    let a = Array1::from(vec![1.0f32, -2.0, 4.0]);
-    let got = carried(&a).unwrap();
-    let mut want = Array2::<f32>::zeros((6, 3));
-    for k in 1..6 {
-        for i in 0..3 {
-            want[[k, i]] = want[[k - 1, i]] * 0.5 + a[i];
-        }
-    }
-    assert_eq!(got, want);
 }
 
 #[test]

@@ -235,7 +235,7 @@ impl<'a> Cx<'a> {
         // that their reads of the tensor give indices its range.
         for (axis, end) in ends.iter_mut().enumerate() {
             let pending = rec.clauses.iter().zip(own.iter().zip(&flexible)).filter(|(_, (o, f))| **o || **f);
-            if let Some(declared) = self.declared_extent(pending.map(|(c, _)| c), axis) {
+            if let Some(declared) = self.declared_extent(pending.map(|(c, (_, f))| (c, *f)), axis) {
                 *end = Some(match end.take() {
                     None => declared,
                     Some(e) => Dim::max(&e, &declared),
@@ -349,14 +349,15 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// The extent along `axis` that `clauses` state: the largest of their
-    /// literal slots and ranges (whose ends mention no index). A slot
-    /// without a range states nothing (it takes this extent when nothing
-    /// in its clause bounds it). `None` when no clause states one, or one
-    /// states a range this cannot read before typing.
-    fn declared_extent<'c>(&self, clauses: impl Iterator<Item = &'c IndexedDef>, axis: usize) -> Option<Dim> {
+    /// The extent along `axis` that `clauses` state, when each states its
+    /// own (a literal slot, a range whose end mentions no index) or, in a
+    /// flexible clause (`flag` set: it reads nothing), takes the others'
+    /// (a slot without a range). `None` when one clause's extent would come
+    /// from its reads (a slot without a range in a clause that reads), so
+    /// that the extent returned is the tensor's final one.
+    fn declared_extent<'c>(&self, clauses: impl Iterator<Item = (&'c IndexedDef, bool)>, axis: usize) -> Option<Dim> {
         let mut out: Option<Dim> = None;
-        for c in clauses {
+        for (c, flexible) in clauses {
             let end = match c.slots.get(axis)? {
                 Slot::Lit(n, _) => Dim::constant(n.checked_add(1)?),
                 Slot::Var { range: Some(r), .. } => {
@@ -366,8 +367,8 @@ impl<'a> Cx<'a> {
                     }
                     end
                 }
-                Slot::Var { range: None, .. } => continue,
-                Slot::Rest(..) => return None,
+                Slot::Var { range: None, .. } if flexible => continue,
+                Slot::Var { .. } | Slot::Rest(..) => return None,
             };
             out = Some(match out {
                 None => end,
