@@ -55,16 +55,19 @@ fn a_product_documents_its_signature_the_shared_dimension_and_shape_errors() {
     assert!(docs.contains(&" - `K`: `a` axis 1, `b` axis 0".to_string()), "{docs:#?}");
     // `N` and `M` are each read from one argument: nothing to agree on.
     assert!(!docs.iter().any(|d| d.starts_with(" - `N`") || d.starts_with(" - `M`")), "{docs:#?}");
-    assert_eq!(errors_section(&docs), ["`einlang::Error::Shape`"]);
+    assert_eq!(errors_section(&docs), ["`einlang::Error::Shape`", "`einlang::Error::Alloc`"]);
 }
 
 #[test]
-fn a_function_without_checks_says_it_cannot_fail() {
-    let src = "pub fn scale(x: [f32; N], s: f32) -> [f32; N] {\n    let y[i] = x[i] * s;\n    y\n}\n";
+fn a_function_without_checks_or_tensors_says_it_cannot_fail() {
+    let src = "pub fn scale(x: f32, s: f32) -> f32 {\n    x * s\n}\n";
     let docs = docs_of(src, "scale");
-    assert!(docs.contains(&" fn scale(x: [f32; N], s: f32) -> [f32; N]".to_string()), "{docs:#?}");
+    assert!(docs.contains(&" fn scale(x: f32, s: f32) -> f32".to_string()), "{docs:#?}");
     assert!(errors_section(&docs).is_empty(), "{docs:#?}");
     assert!(docs.iter().any(|d| d.contains("None: every argument")), "{docs:#?}");
+    // A tensor sized by its argument may not fit in memory.
+    let src = "pub fn twice(x: [f32; N]) -> [f32; N] {\n    let y[i] = x[i] * 2.0;\n    y\n}\n";
+    assert_eq!(errors_section(&docs_of(src, "twice")), ["`einlang::Error::Alloc`"]);
 }
 
 #[test]
@@ -78,7 +81,12 @@ fn gathers_asserts_and_integer_division_are_listed_and_callers_inherit_them() {
     let docs = docs_of(src, "checked_mean");
     assert_eq!(
         errors_section(&docs),
-        ["`einlang::Error::Index`", "`einlang::Error::Assert`", "`einlang::Error::Arithmetic`"],
+        [
+            "`einlang::Error::Index`",
+            "`einlang::Error::Assert`",
+            "`einlang::Error::Arithmetic`",
+            "`einlang::Error::Alloc`"
+        ],
         "{docs:#?}"
     );
 }

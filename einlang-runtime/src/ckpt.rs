@@ -8,6 +8,8 @@ use std::sync::OnceLock;
 
 use ndarray::{Array, Dimension};
 
+use crate::Error;
+
 /// The default of [`history_limit`]: 256 MiB.
 pub const DEFAULT_HISTORY_LIMIT: usize = 256 << 20;
 
@@ -103,12 +105,30 @@ pub struct Checkpoints<T> {
 }
 
 impl<T: Copy + Default> Checkpoints<T> {
-    /// Room for the steps before each of `chunks` chunk starts.
-    pub fn new<D: Dimension>(window: &Array<T, D>, lookback: u64, chunks: i64) -> Checkpoints<T> {
+    /// Room for the steps before each of `chunks` chunk starts, or
+    /// `Error::Alloc` naming `function` and `tensor` when there is no
+    /// memory for it.
+    pub fn new<D: Dimension>(
+        function: &str,
+        tensor: &str,
+        window: &Array<T, D>,
+        lookback: u64,
+        chunks: i64,
+    ) -> Result<Checkpoints<T>, Error> {
         let slab = window.shape().iter().skip(1).product::<usize>();
         let lookback = lookback as usize;
-        let len = slab.saturating_mul(lookback).saturating_mul(chunks.max(0) as usize);
-        Checkpoints { slab, lookback, data: vec![T::default(); len] }
+        let len = slab.checked_mul(lookback).and_then(|n| n.checked_mul(chunks.max(0) as usize));
+        let bytes = len.and_then(|n| n.checked_mul(std::mem::size_of::<T>()));
+        let failed = || Error::Alloc {
+            function: function.to_string(),
+            tensor: tensor.to_string(),
+            bytes: bytes.unwrap_or(usize::MAX),
+        };
+        let len = len.ok_or_else(failed)?;
+        let mut data = Vec::new();
+        data.try_reserve_exact(len).map_err(|_| failed())?;
+        data.resize(len, T::default());
+        Ok(Checkpoints { slab, lookback, data })
     }
 
     /// Saves the steps `start - lookback .. start` (those at or after 0) as
@@ -174,7 +194,7 @@ mod tests {
     fn checkpoints_come_back_at_their_steps() {
         // A window of 4 slots of 2 elements; steps 5 and 6 sit in slots 1 and 2.
         let mut w = Array::from_shape_vec((4, 2), (0..8).map(|v| v as f32).collect()).unwrap();
-        let mut ck = Checkpoints::new(&w, 2, 3);
+        let mut ck = Checkpoints::new("f", "w", &w, 2, 3).unwrap();
         ck.save(&w, 3, 2, 7);
         w.fill(-1.0);
         ck.restore(&mut w, 3, 2, 7);

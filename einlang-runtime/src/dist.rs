@@ -797,6 +797,12 @@ fn encode_error(e: &Error) -> Vec<u8> {
             b.push(10);
             put_str(&mut b, message);
         }
+        Error::Alloc { function, tensor, bytes } => {
+            b.push(11);
+            put_str(&mut b, function);
+            put_str(&mut b, tensor);
+            put_u64(&mut b, *bytes as u64);
+        }
     }
     b
 }
@@ -849,6 +855,7 @@ fn decode_error(bytes: &[u8]) -> Option<Error> {
         8 => Error::NoDevice,
         9 => Error::Device { operation: r.string()?, message: r.string()? },
         10 => Error::Dist { message: r.string()? },
+        11 => Error::Alloc { function: r.string()?, tensor: r.string()?, bytes: r.u64()? as usize },
         _ => return None,
     })
 }
@@ -1095,6 +1102,7 @@ mod tests {
             Error::NoDevice,
             Error::Device { operation: "o".into(), message: "m".into() },
             Error::Dist { message: "d".into() },
+            Error::Alloc { function: "f".into(), tensor: "t".into(), bytes: 1 << 53 },
         ];
         for e in errors {
             assert_eq!(decode_error(&encode_error(&e)), Some(e));

@@ -56,6 +56,19 @@ pub enum Error {
     /// The CUDA driver, NVRTC or cuBLAS failed (`operation` says what was
     /// being done: a launch, a kernel's compilation, an allocation).
     Device { operation: String, message: String },
+    /// Memory for a tensor could not be reserved: its size comes from
+    /// run-time values (an extent computed from an argument, the lengths
+    /// of the arguments) and the allocator has no room for it. Nothing is
+    /// leaked, and later calls work as before.
+    Alloc {
+        /// The Einlang function that needed the tensor.
+        function: String,
+        /// The tensor (as named in the source; empty when the runtime
+        /// allocated a buffer of its own).
+        tensor: String,
+        /// The size requested, in bytes.
+        bytes: usize,
+    },
     /// Ranks of a sharded function disagree (an extent that differs across
     /// ranks), or communication failed.
     Dist { message: String },
@@ -84,11 +97,34 @@ impl fmt::Display for Error {
             Error::NoDevice => write!(f, "no CUDA device: no driver library, no GPU, or no GPU with that ordinal"),
             Error::Device { operation, message } => write!(f, "CUDA error in {operation}: {message}"),
             Error::Dist { message } => write!(f, "across ranks: {message}"),
+            Error::Alloc { function, tensor, bytes } => {
+                let what = if tensor.is_empty() { "a tensor".to_string() } else { format!("`{tensor}`") };
+                write!(f, "out of memory in `{function}`: cannot allocate {bytes} bytes ({}) for {what}", human_bytes(*bytes))
+            }
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+/// `bytes` in the largest binary unit that keeps it at least 1 (`8 PiB`,
+/// `1.5 GiB`).
+fn human_bytes(bytes: usize) -> String {
+    const UNITS: [&str; 7] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else if value.fract() == 0.0 {
+        format!("{value} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -99,6 +135,15 @@ mod tests {
     #[test]
     fn error_is_a_std_error_and_thread_safe() {
         assert_error_traits::<Error>();
+    }
+
+    #[test]
+    fn alloc_message_names_the_function_tensor_and_size() {
+        let e = Error::Alloc { function: "ramp".into(), tensor: "r".into(), bytes: 1 << 53 };
+        assert_eq!(e.to_string(), "out of memory in `ramp`: cannot allocate 9007199254740992 bytes (8 PiB) for `r`");
+        let e = Error::Alloc { function: "f".into(), tensor: String::new(), bytes: 3 << 29 };
+        assert_eq!(e.to_string(), "out of memory in `f`: cannot allocate 1610612736 bytes (1.5 GiB) for a tensor");
+        assert_eq!(super::human_bytes(12), "12 bytes");
     }
 
     #[test]

@@ -277,7 +277,7 @@ where
     T: LinalgScalar + Send + Sync + 'static,
 {
     let [rows, cols] = extents(function, [m, n])?;
-    let mut out = crate::pool::uninit::<T, _>(ndarray::Ix2(rows, cols));
+    let mut out = crate::pool::try_uninit::<T, _>(function, "", ndarray::Ix2(rows, cols))?;
     let slots = out.as_slice_mut().ok_or_else(|| Error::Extent {
         function: function.to_string(),
         message: "a fresh product array is not contiguous".to_string(),
@@ -379,7 +379,7 @@ where
         covers(function, &a.at(p), m, k)?;
         covers(function, &b.at(p), k, n)?;
     }
-    let mut out = crate::pool::uninit::<T, _>(ndarray::Ix3(batch, m, n));
+    let mut out = crate::pool::try_uninit::<T, _>(function, "", ndarray::Ix3(batch, m, n))?;
     let base = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // Batches in parallel, each product on one thread (or, with a single
     // batch, on all of them).

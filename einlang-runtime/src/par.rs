@@ -93,7 +93,7 @@ where
 {
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
-    let mut out = filled(dim, T::default());
+    let mut out = filled(function, dim, T::default())?;
     fill_chunks(function, &mut out, cost_per_point, 1, body)?;
     Ok(out)
 }
@@ -186,7 +186,7 @@ where
 {
     let dim = ndarray::Ix1(len);
     check_size::<T, ndarray::Ix1>(function, &dim)?;
-    let mut out = filled(dim, start);
+    let mut out = filled(function, dim, start)?;
     let terms = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
     let work = len.saturating_mul(terms).saturating_mul(work_per_term.max(1));
     let slice = new_slice(function, &mut out)?;
@@ -194,7 +194,7 @@ where
     if work >= PAR_THRESHOLD && len <= SPLIT_MAX_LEN && parts > 1 {
         let one = |p: usize| -> Result<Array1<T>, Error> {
             let (a, b) = part_bounds((lo, hi), terms, parts, p);
-            let mut part = filled(dim, start);
+            let mut part = filled(function, dim, start)?;
             body(0, a, b, new_slice(function, &mut part)?)?;
             Ok(part)
         };
@@ -205,7 +205,7 @@ where
         if parts_in_parallel() {
             // One row of a pooled scratch tensor per part; the error of
             // the first part that fails, as in order.
-            let mut scratch = filled(ndarray::Ix2(parts, len), start);
+            let mut scratch = filled(function, ndarray::Ix2(parts, len), start)?;
             let first_error: std::sync::Mutex<Option<(usize, Error)>> = std::sync::Mutex::new(None);
             new_slice(function, &mut scratch)?.par_chunks_mut(len.max(1)).enumerate().for_each(|(p, row)| {
                 let _rows = InRows::enter();
@@ -343,7 +343,7 @@ where
 {
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
-    let mut out = crate::pool::uninit::<T, D>(dim);
+    let mut out = crate::pool::try_uninit::<T, D>(function, "", dim)?;
     fill_chunks(function, &mut out, cost_per_point, rows.max(1), body)?;
     // SAFETY: `fill_chunks` handed every element to `body` in exactly one
     // chunk and every call returned `Ok`, so by the caller's promise every
@@ -425,14 +425,14 @@ where
 }
 
 /// A tensor of shape `dim` from the [pool](crate::pool), every element
-/// `value`.
-fn filled<T: Clone + Send + 'static, D: Dimension>(dim: D, value: T) -> Array<T, D> {
-    let mut out = crate::pool::uninit::<T, D>(dim);
+/// `value` (`Error::Alloc` when there is no memory for it).
+fn filled<T: Clone + Send + 'static, D: Dimension>(function: &str, dim: D, value: T) -> Result<Array<T, D>, Error> {
+    let mut out = crate::pool::try_uninit::<T, D>(function, "", dim)?;
     out.iter_mut().for_each(|e| {
         e.write(value.clone());
     });
     // SAFETY: every element was just written.
-    unsafe { out.assume_init() }
+    Ok(unsafe { out.assume_init() })
 }
 
 /// The elements of a tensor this module allocated, in memory order.

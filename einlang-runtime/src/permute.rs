@@ -42,7 +42,7 @@ where
 {
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
-    let mut out = crate::pool::uninit::<T, D>(dim);
+    let mut out = crate::pool::try_uninit::<T, D>(function, "", dim)?;
     let shape = out.shape().to_vec();
     let elems = out.as_slice_mut().ok_or_else(|| internal(function, "a new tensor is not contiguous"))?;
     permute_to(function, x, axes, &shape, elems)?;

@@ -26,7 +26,9 @@ use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
-use ndarray::{Array, Dimension};
+use ndarray::{Array, Dimension, IntoDimension};
+
+use crate::Error;
 
 /// Buffers smaller than this (in bytes) are cached by their thread.
 pub const MIN_BYTES: usize = 1 << 18;
@@ -131,12 +133,21 @@ fn keep_in(buffers: &mut Vec<Buffer>, buffer: Buffer, max_buffers: usize, max_by
 }
 
 /// An uninitialized array of shape `dim`, reusing a cached buffer when one
-/// fits.
-pub fn uninit<T: Send + 'static, D: Dimension>(dim: D) -> Array<MaybeUninit<T>, D> {
+/// fits; `Err(Error::Alloc)` naming `function` and `tensor` when the
+/// allocator has no room for it, and `Error::Extent` when its size in bytes
+/// overflows `isize`. Never aborts the process: every tensor whose size
+/// comes from run-time values is allocated through here or [`zeros`].
+pub fn try_uninit<T: Send + 'static, D: Dimension>(
+    function: &str,
+    tensor: &str,
+    dim: D,
+) -> Result<Array<MaybeUninit<T>, D>, Error> {
+    crate::par::check_size::<T, D>(function, &dim)?;
     let len = dim.size();
-    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    // (`check_size` bounds the product.)
+    let bytes = len * std::mem::size_of::<T>();
     if bytes == 0 {
-        return Array::uninit(dim);
+        return Ok(Array::uninit(dim));
     }
     let elem = TypeId::of::<T>();
     let found = if bytes < MIN_BYTES {
@@ -147,12 +158,112 @@ pub fn uninit<T: Send + 'static, D: Dimension>(dim: D) -> Array<MaybeUninit<T>, 
     } else {
         POOL.lock().ok().and_then(|mut pool| take_from(&mut pool, elem, len))
     };
-    let Some(buffer) = found else { return Array::uninit(dim) };
-    // SAFETY: the buffer fits `T` and `len` (`take_from`).
-    let vec = unsafe { buffer.into_vec::<T>(len) };
-    // (`from_shape_vec` fails only when the length differs from the
-    // shape's size, which it was just set to.)
-    Array::from_shape_vec(dim.clone(), vec).unwrap_or_else(|_| Array::uninit(dim))
+    let vec = match found {
+        // SAFETY: the buffer fits `T` and `len` (`take_from`).
+        Some(buffer) => unsafe { buffer.into_vec::<T>(len) },
+        None => {
+            let mut vec: Vec<MaybeUninit<T>> = Vec::new();
+            vec.try_reserve_exact(len).map_err(|_| alloc_error(function, tensor, bytes))?;
+            // SAFETY: the capacity is at least `len`, and uninitialized
+            // memory is a valid `MaybeUninit`.
+            unsafe { vec.set_len(len) };
+            vec
+        }
+    };
+    Array::from_shape_vec(dim, vec).map_err(|e| Error::Extent {
+        function: function.to_string(),
+        message: format!("internal error in einlang: a new buffer's length: {e}"),
+    })
+}
+
+/// An array of shape `dim` with every element `zero`, which must be the
+/// element type's zero: fallible as [`try_uninit`]. For the number types
+/// whose zero is all-zero bytes, the memory comes zeroed from the allocator
+/// (as `Array::zeros` takes it: large blocks are fresh pages, not written
+/// twice); other types are written.
+pub fn zeros<T: Copy + Send + 'static, D: Dimension, Sh: IntoDimension<Dim = D>>(
+    function: &str,
+    tensor: &str,
+    shape: Sh,
+    zero: T,
+) -> Result<Array<T, D>, Error> {
+    let dim = shape.into_dimension();
+    crate::par::check_size::<T, D>(function, &dim)?;
+    let len = dim.size();
+    let bytes = len * std::mem::size_of::<T>();
+    if bytes == 0 {
+        return Ok(Array::from_elem(dim, zero));
+    }
+    if !zero_is_all_zero_bytes::<T>() {
+        let mut out = try_uninit::<T, D>(function, tensor, dim)?;
+        out.iter_mut().for_each(|e| {
+            e.write(zero);
+        });
+        // SAFETY: every element was just written.
+        return Ok(unsafe { out.assume_init() });
+    }
+    let layout = Layout::array::<T>(len).map_err(|_| alloc_error(function, tensor, bytes))?;
+    // SAFETY: the layout's size is not zero.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(alloc_error(function, tensor, bytes));
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout of
+    // a `[T; len]`, which a `Vec<T>` of capacity `len` frees with; every
+    // element is all-zero bytes, a valid `T` (its zero) for the types
+    // `zero_is_all_zero_bytes` accepts.
+    let vec = unsafe { Vec::from_raw_parts(ptr, len, len) };
+    Array::from_shape_vec(dim, vec).map_err(|e| Error::Extent {
+        function: function.to_string(),
+        message: format!("internal error in einlang: a new buffer's length: {e}"),
+    })
+}
+
+/// Whether `T` is a primitive number type (or `bool`), whose zero (and
+/// `false`) is all-zero bytes.
+fn zero_is_all_zero_bytes<T: 'static>() -> bool {
+    let t = TypeId::of::<T>();
+    [
+        TypeId::of::<f32>(),
+        TypeId::of::<f64>(),
+        TypeId::of::<i8>(),
+        TypeId::of::<i16>(),
+        TypeId::of::<i32>(),
+        TypeId::of::<i64>(),
+        TypeId::of::<u8>(),
+        TypeId::of::<u16>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<usize>(),
+        TypeId::of::<isize>(),
+        TypeId::of::<bool>(),
+    ]
+    .contains(&t)
+}
+
+/// The `Error::Alloc` of a failed request.
+fn alloc_error(function: &str, tensor: &str, bytes: usize) -> Error {
+    Error::Alloc { function: function.to_string(), tensor: tensor.to_string(), bytes }
+}
+
+/// `result`, with `tensor` named in an `Error::Alloc` raised by a runtime
+/// function that allocated the tensor without knowing its name (generated
+/// code wraps the calls that allocate a definition's tensor in this).
+pub fn named<T>(tensor: &str, result: Result<T, Error>) -> Result<T, Error> {
+    result.map_err(|e| match e {
+        Error::Alloc { function, tensor: t, bytes } if t.is_empty() => {
+            Error::Alloc { function, tensor: tensor.to_string(), bytes }
+        }
+        e => e,
+    })
+}
+
+/// An uninitialized array of shape `dim`, reusing a cached buffer when one
+/// fits. Aborts the process when the allocator fails (as `Array::uninit`
+/// does): only for sizes that are small by construction; tensors use
+/// [`try_uninit`].
+pub fn uninit<T: Send + 'static, D: Dimension>(dim: D) -> Array<MaybeUninit<T>, D> {
+    try_uninit("", "", dim.clone()).unwrap_or_else(|_| Array::uninit(dim))
 }
 
 /// Gives `a`'s buffer to the cache (or frees it, when it is too large, or
@@ -242,5 +353,38 @@ mod tests {
         let reused = again.iter().filter(|a| ptrs.contains(&(a.as_ptr() as usize))).count();
         assert!(reused >= SMALL_BUFFERS);
         assert_eq!(SMALL.with(|s| s.borrow().len()), 0);
+    }
+
+    #[test]
+    fn a_request_past_the_address_space_is_an_alloc_error() {
+        // 2^50 elements of 8 bytes: 8 PiB, past any address space.
+        let e = try_uninit::<f64, _>("f", "t", ndarray::Ix2(1 << 25, 1 << 25)).unwrap_err();
+        assert_eq!(e, Error::Alloc { function: "f".into(), tensor: "t".into(), bytes: 1 << 53 });
+        let e = zeros::<f64, _, _>("f", "z", (1usize << 25, 1usize << 25), 0.0).unwrap_err();
+        assert_eq!(e, Error::Alloc { function: "f".into(), tensor: "z".into(), bytes: 1 << 53 });
+        // Bytes past `isize`: an extent error, before the allocator.
+        assert!(matches!(try_uninit::<f64, _>("f", "t", ndarray::Ix1(1 << 62)), Err(Error::Extent { .. })));
+        // And the next request works.
+        assert_eq!(zeros::<f64, _, _>("f", "z", [2usize, 3], 0.0).unwrap(), Array2::<f64>::zeros((2, 3)));
+    }
+
+    #[test]
+    fn zeros_of_other_types_are_written() {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        struct Pair(u8, u8);
+        let z = zeros::<Pair, _, _>("f", "p", [3usize], Pair(0, 0)).unwrap();
+        assert_eq!(z.to_vec(), vec![Pair(0, 0); 3]);
+        let z = zeros::<i64, _, _>("f", "i", [4usize, 0], 0).unwrap();
+        assert_eq!(z.shape(), &[4, 0]);
+    }
+
+    #[test]
+    fn named_fills_in_an_unnamed_tensor_only() {
+        let unnamed: Result<(), Error> = Err(Error::Alloc { function: "f".into(), tensor: String::new(), bytes: 8 });
+        assert_eq!(named("y", unnamed), Err(Error::Alloc { function: "f".into(), tensor: "y".into(), bytes: 8 }));
+        let other: Result<(), Error> = Err(Error::Alloc { function: "f".into(), tensor: "w".into(), bytes: 8 });
+        assert_eq!(named("y", other.clone()), other);
+        let shape: Result<(), Error> = Err(Error::Assert { function: "f".into(), message: "m".into() });
+        assert_eq!(named("y", shape.clone()), shape);
     }
 }

@@ -43,6 +43,20 @@ pub fn extent(function: &str, what: &str, value: i64) -> Result<usize, Error> {
     }
 }
 
+/// [`extent`] of a value computed with checked arithmetic: `None` (the
+/// expression `what` overflowed `i64`, `reps * N` with a huge `reps`) is an
+/// `Error::Extent` that names it and says so, not a wrapped length.
+#[inline]
+pub fn checked_extent(function: &str, what: &str, value: Option<i64>) -> Result<usize, Error> {
+    match value {
+        Some(v) => extent(function, what, v),
+        None => Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("the extent `{what}` overflows `i64`"),
+        }),
+    }
+}
+
 /// Checks that two lengths an index was bound to agree.
 #[inline]
 pub fn check_same_extent(function: &str, index: &str, a: i64, a_what: &str, b: i64, b_what: &str) -> Result<(), Error> {
@@ -270,7 +284,7 @@ pub fn slab<T: Copy + Send + Sync + 'static, D: Dimension>(
     let block = leading(a, lens);
     // (From the buffer pool: a copy of a window's last step, where a
     // repeated call would fault in fresh pages.)
-    let mut out = crate::pool::uninit::<T, D>(block.raw_dim());
+    let mut out = crate::pool::try_uninit::<T, D>(function, tensor, block.raw_dim())?;
     // Row by row (the runs of the last axis), each a slice copy when the
     // source's run is contiguous.
     ndarray::Zip::from(out.rows_mut()).and(block.rows()).par_for_each(|mut o, x| {
@@ -448,7 +462,17 @@ pub fn gather_nd<T: Clone, D: Dimension>(
     let mut dims = idims[..q - 1].to_vec();
     dims.extend_from_slice(&x.shape()[k..]);
     let rows: usize = idims[..q - 1].iter().product();
-    let mut data = Vec::with_capacity(dims.iter().product());
+    // The result's size comes from the index tensor's: reserved fallibly.
+    let too_large = || extent_error(function, format!("a tensor of shape {dims:?} is too large to allocate"));
+    let len = dims.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n)).ok_or_else(too_large)?;
+    let bytes =
+        len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(too_large)?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(len).map_err(|_| Error::Alloc {
+        function: function.to_string(),
+        tensor: String::new(),
+        bytes,
+    })?;
     for row in 0..rows {
         let mut part = x.view();
         for (a, &v) in elems[row * k..(row + 1) * k].iter().enumerate() {

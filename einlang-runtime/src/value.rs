@@ -209,6 +209,57 @@ pub fn as_param<'a, V: AsParam<'a>>(value: &'a V) -> V::Param {
     value.as_param()
 }
 
+/// Reserves, exactly and fallibly, room for the elements of a comprehension
+/// whose count is known before its first element: the product of its
+/// loops' extents (`end - start` each, empty when negative) times `per`
+/// elements per value. `Error::Alloc` when they do not fit in memory (or
+/// their count in `usize`), before any element is computed.
+pub fn reserve_loops<T>(function: &str, items: &mut Vec<T>, loops: &[(i64, i64)], per: usize) -> Result<(), Error> {
+    let count = loops.iter().try_fold(per as u128, |n, &(start, end)| {
+        let len = (end as i128 - start as i128).max(0) as u128;
+        n.checked_mul(len)
+    });
+    let size = std::mem::size_of::<T>().max(1) as u128;
+    let fail = |count: Option<u128>| Error::Alloc {
+        function: function.to_string(),
+        tensor: String::new(),
+        bytes: count.and_then(|n| n.checked_mul(size)).map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX)),
+    };
+    let n = count.and_then(|n| usize::try_from(n).ok()).ok_or_else(|| fail(count))?;
+    items.try_reserve_exact(n).map_err(|_| fail(count))
+}
+
+/// Appends `value` to a comprehension's elements, growing them fallibly:
+/// `Error::Alloc` when there is no memory for more (the count of elements
+/// comes from run-time values).
+pub fn push<T>(function: &str, items: &mut Vec<T>, value: T) -> Result<(), Error> {
+    if items.len() == items.capacity() {
+        grow(function, items, 1)?;
+    }
+    items.push(value);
+    Ok(())
+}
+
+/// Appends `values` (an exact-size iterator: an element's elements) like
+/// [`push`].
+pub fn extend<T, I>(function: &str, items: &mut Vec<T>, values: I) -> Result<(), Error>
+where
+    I: ExactSizeIterator<Item = T>,
+{
+    grow(function, items, values.len())?;
+    items.extend(values);
+    Ok(())
+}
+
+/// Room for `more` elements in `items` (amortized doubling, as `Vec::push`).
+fn grow<T>(function: &str, items: &mut Vec<T>, more: usize) -> Result<(), Error> {
+    items.try_reserve(more).map_err(|_| Error::Alloc {
+        function: function.to_string(),
+        tensor: String::new(),
+        bytes: items.len().saturating_add(more).saturating_mul(std::mem::size_of::<T>()),
+    })
+}
+
 /// A tensor literal: `elems` in row-major order for `shape`.
 pub fn array_lit<T, Sh>(function: &str, shape: Sh, elems: Vec<T>) -> Result<Array<T, Sh::Dim>, Error>
 where
@@ -284,5 +335,17 @@ mod tests {
     fn array_literal_shapes() {
         assert_eq!(array_lit("f", [2, 2], vec![1, 2, 3, 4]).unwrap(), array![[1, 2], [3, 4]]);
         assert!(array_lit("f", [2, 2], vec![1, 2, 3]).is_err());
+    }
+
+    #[test]
+    fn comprehension_elements_grow_fallibly() {
+        let mut items: Vec<u64> = Vec::new();
+        push("f", &mut items, 3).unwrap();
+        extend("f", &mut items, [4u64, 5].into_iter()).unwrap();
+        assert_eq!(items, vec![3, 4, 5]);
+        // More elements than any address space: an error, the elements kept.
+        let e = extend("f", &mut items, std::iter::repeat_n(0u64, 1 << 59)).unwrap_err();
+        assert_eq!(e, Error::Alloc { function: "f".into(), tensor: String::new(), bytes: ((1usize << 59) + 3) * 8 });
+        assert_eq!(items, vec![3, 4, 5]);
     }
 }

@@ -77,7 +77,7 @@ impl<'a> Cx<'a> {
     }
 
     /// The index variables a dimension expression mentions.
-    fn index_vars(&self, d: &Dim) -> Vec<DefId> {
+    pub(super) fn index_vars(&self, d: &Dim) -> Vec<DefId> {
         d.vars().into_iter().filter_map(|v| self.index_def(v)).collect()
     }
 

@@ -230,6 +230,18 @@ impl<'a> Cx<'a> {
             return Ty::Error;
         };
         let mut elem = Some(first_elem);
+        // An axis whose extent the clauses still to type state (explicit
+        // ranges, literal slots) has that extent while they are typed, so
+        // that their reads of the tensor give indices its range.
+        for (axis, end) in ends.iter_mut().enumerate() {
+            let pending = rec.clauses.iter().zip(own.iter().zip(&flexible)).filter(|(_, (o, f))| **o || **f);
+            if let Some(declared) = self.declared_extent(pending.map(|(c, (_, f))| (c, *f)), axis) {
+                *end = Some(match end.take() {
+                    None => declared,
+                    Some(e) => Dim::max(&e, &declared),
+                });
+            }
+        }
         let mut placeholders = HashSet::new();
         let dims: Vec<Dim> = ends
             .iter()
@@ -335,6 +347,35 @@ impl<'a> Cx<'a> {
             ExprKind::Block(b) => b.tail.and_then(|t| self.literal_kind(t)),
             _ => None,
         }
+    }
+
+    /// The extent along `axis` that `clauses` state, when each states its
+    /// own (a literal slot, a range whose end mentions no index) or, in a
+    /// flexible clause (`flag` set: it reads nothing), takes the others'
+    /// (a slot without a range). `None` when one clause's extent would come
+    /// from its reads (a slot without a range in a clause that reads), so
+    /// that the extent returned is the tensor's final one.
+    fn declared_extent<'c>(&self, clauses: impl Iterator<Item = (&'c IndexedDef, bool)>, axis: usize) -> Option<Dim> {
+        let mut out: Option<Dim> = None;
+        for (c, flexible) in clauses {
+            let end = match c.slots.get(axis)? {
+                Slot::Lit(n, _) => Dim::constant(n.checked_add(1)?),
+                Slot::Var { range: Some(r), .. } => {
+                    let end = self.to_dim(r.end)?;
+                    if !self.index_vars(&end).is_empty() {
+                        return None;
+                    }
+                    end
+                }
+                Slot::Var { range: None, .. } if flexible => continue,
+                Slot::Var { .. } | Slot::Rest(..) => return None,
+            };
+            out = Some(match out {
+                None => end,
+                Some(o) => Dim::max(&o, &end),
+            });
+        }
+        out
     }
 
     /// Slots with no range of their own fall back to the axis's extent from

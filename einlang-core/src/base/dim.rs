@@ -1058,6 +1058,89 @@ fn emit_atom(atom: &Atom, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
     }
 }
 
+// Checked Rust (extents computed at run time from `i64` values).
+impl Dim {
+    /// Rust tokens computing the value as an `Option<i64>`: `None` when
+    /// any step overflows `i64` (or divides by zero), where [`Dim::emit`]
+    /// would wrap (or panic). For extents, whose overflow must be an error
+    /// naming the expression, not a wrapped length.
+    pub fn emit_checked(&self, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
+        let value = self.emit_checked_value(var);
+        quote!((|| -> ::core::option::Option<i64> { ::core::option::Option::Some(#value) })())
+    }
+
+    /// An `i64` expression in which every operation is checked, with `?`
+    /// on each (valid inside a closure returning `Option`).
+    fn emit_checked_value(&self, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
+        let terms = self.ordered_terms();
+        let mut acc: Option<TokenStream> = None;
+        for (m, c) in terms {
+            // After the first term, a negative one is subtracted.
+            let subtract = acc.is_some() && c < 0 && c != i64::MIN;
+            let c = if subtract { -c } else { c };
+            let mut factors: Vec<TokenStream> = Vec::new();
+            if m.is_one() || (c != 1 && c != -1) {
+                factors.push(if c == i64::MIN {
+                    quote!(::core::primitive::i64::MIN)
+                } else {
+                    let lit = Literal::i64_suffixed(c);
+                    quote!((#lit))
+                });
+            }
+            for (atom, pow) in &m.0 {
+                let factor = emit_atom_checked(atom, var);
+                factors.extend(std::iter::repeat_n(factor, *pow as usize));
+            }
+            let mut term = TokenStream::new();
+            for (i, f) in factors.into_iter().enumerate() {
+                term = if i == 0 { f } else { quote!(#term.checked_mul(#f)?) };
+            }
+            if c == -1 && !m.is_one() {
+                term = quote!((#term).checked_neg()?);
+            }
+            acc = Some(match acc {
+                None => term,
+                Some(a) if subtract => quote!(#a.checked_sub(#term)?),
+                Some(a) => quote!(#a.checked_add(#term)?),
+            });
+        }
+        acc.unwrap_or_else(|| quote!(0i64))
+    }
+}
+
+fn emit_atom_checked(atom: &Atom, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
+    let pair = |f: TokenStream, ops: &[Dim]| {
+        let mut rev = ops.iter().rev();
+        let Some(last) = rev.next() else { return quote!(0i64) };
+        let mut acc = last.emit_checked_value(var);
+        for op in rev {
+            let op = op.emit_checked_value(var);
+            acc = quote!(#f(#op, #acc));
+        }
+        acc
+    };
+    match atom {
+        Atom::Var(v) => {
+            let tokens = var(*v);
+            quote!((#tokens))
+        }
+        Atom::FloorDiv(a, b) => {
+            let (a, b) = (a.emit_checked_value(var), b.emit_checked_value(var));
+            quote!((#a).checked_div_euclid(#b)?)
+        }
+        Atom::Min(ops) => pair(quote!(::core::cmp::min), ops),
+        Atom::Max(ops) => pair(quote!(::core::cmp::max), ops),
+        Atom::Sum(a, b) => {
+            let (a, b) = (a.emit_checked_value(var), b.emit_checked_value(var));
+            quote!((#a).checked_add(#b)?)
+        }
+        Atom::Product(a, b) => {
+            let (a, b) = (a.emit_checked_value(var), b.emit_checked_value(var));
+            quote!((#a).checked_mul(#b)?)
+        }
+    }
+}
+
 /// `f(a, f(b, c))` with `f` a two-argument function path.
 fn emit_call(f: TokenStream, ops: &[Dim], var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
     let mut rev = ops.iter().rev();

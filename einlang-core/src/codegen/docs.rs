@@ -26,6 +26,7 @@ enum Kind {
     Index,
     Assert,
     Arithmetic,
+    Alloc,
     Io,
     Dist,
     Device,
@@ -56,6 +57,10 @@ impl Kind {
             Kind::Arithmetic => {
                 "`einlang::Error::Arithmetic`: an integer division or remainder by zero, an \
                  integer power with a negative exponent, or a `lcm` or `factorial` that does not fit."
+            }
+            Kind::Alloc => {
+                "`einlang::Error::Alloc`: a tensor whose size comes from the arguments cannot be \
+                 allocated (the process is not taken down)."
             }
             Kind::Io => "`einlang::Error::Io`: reading or writing a file fails, or its contents do not match.",
             Kind::Dist => {
@@ -230,6 +235,9 @@ impl Scan {
             Stmt::CheckResultDim { .. } => {
                 self.kinds.insert(Kind::Shape);
             }
+            Stmt::Tensor(_) | Stmt::Gemm(_) | Stmt::Recurrence(_) | Stmt::Rows(_) | Stmt::Sweep(_) => {
+                self.kinds.insert(Kind::Alloc);
+            }
             _ => {}
         }
         for_each_stmt_expr(s, &mut |e| self.expr(e));
@@ -245,6 +253,7 @@ impl Scan {
             ExprKind::Binary(op, ..) if int && matches!(op, BinOp::Div | BinOp::Rem) => Some(Kind::Arithmetic),
             ExprKind::Intrinsic(Intrinsic::IntPow | Intrinsic::Lcm | Intrinsic::Factorial, _) => Some(Kind::Arithmetic),
             ExprKind::LoadNpy { .. } | ExprKind::SaveNpy { .. } | ExprKind::Fs { .. } => Some(Kind::Io),
+            ExprKind::Collect { .. } => Some(Kind::Alloc),
             ExprKind::ShapeCast { .. } | ExprKind::DynShape { .. } | ExprKind::DynMap { .. } => Some(Kind::Rank),
             ExprKind::Call { func, .. } => {
                 self.calls.insert(func.clone());

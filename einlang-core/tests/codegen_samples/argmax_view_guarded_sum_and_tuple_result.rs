@@ -68,7 +68,16 @@ fn __stats_body(
         Ok(())
     };
     let am: __nd::Array<i64, __nd::Ix1> = unsafe {
-        __rt::dest::fill_uninit_into("stats", [B as usize], 1, __fill_am, &mut *__out0)
+        __rt::pool::named(
+            "am",
+            __rt::dest::fill_uninit_into(
+                "stats",
+                [B as usize],
+                1,
+                __fill_am,
+                &mut *__out0,
+            ),
+        )
     }?;
     let first_row = x
         .view()

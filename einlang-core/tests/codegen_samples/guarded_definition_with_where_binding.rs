@@ -73,12 +73,15 @@ fn __upper_relu_body(
         Ok(())
     };
     let u: __nd::Array<f32, __nd::Ix2> = unsafe {
-        __rt::dest::fill_uninit_into(
-            "upper_relu",
-            [N as usize, N as usize],
-            2,
-            __fill_u,
-            &mut *__out0,
+        __rt::pool::named(
+            "u",
+            __rt::dest::fill_uninit_into(
+                "upper_relu",
+                [N as usize, N as usize],
+                2,
+                __fill_u,
+                &mut *__out0,
+            ),
         )
     }?;
     Ok(u)

@@ -36,38 +36,47 @@ fn __matmul_body(
     let K: i64 = a.shape()[1] as i64;
     let N: i64 = b.shape()[1] as i64;
     __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
-    let c: __nd::Array<f32, __nd::Ix2> = __rt::dest::fill_into(
-        "matmul",
-        [M as usize, N as usize],
-        3,
-        |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
-            let i: i64 = __pos_i as i64;
-            for __slot_c in __row_c.iter_mut() {
-                *__slot_c = 0.0f32;
-            }
-            for k in 0i64..K {
-                for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
-                    let j: i64 = __pos_j as i64;
-                    *__slot_c
-                        += a[[
-                            __rt::shape::check_index("matmul", "a", 0, i, a.shape()[0])?,
-                            __rt::shape::check_index("matmul", "a", 1, k, a.shape()[1])?,
-                        ]]
-                            * b[[
+    let c: __nd::Array<f32, __nd::Ix2> = __rt::pool::named(
+        "c",
+        __rt::dest::fill_into(
+            "matmul",
+            [M as usize, N as usize],
+            3,
+            |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
+                let i: i64 = __pos_i as i64;
+                for __slot_c in __row_c.iter_mut() {
+                    *__slot_c = 0.0f32;
+                }
+                for k in 0i64..K {
+                    for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                        let j: i64 = __pos_j as i64;
+                        *__slot_c
+                            += a[[
                                 __rt::shape::check_index(
                                     "matmul",
-                                    "b",
+                                    "a",
                                     0,
-                                    k,
-                                    b.shape()[0],
+                                    i,
+                                    a.shape()[0],
                                 )?,
-                                __rt::shape::check_index("matmul", "b", 1, j, b.shape()[1])?,
-                            ]];
+                                __rt::shape::check_index("matmul", "a", 1, k, a.shape()[1])?,
+                            ]]
+                                * b[[
+                                    __rt::shape::check_index(
+                                        "matmul",
+                                        "b",
+                                        0,
+                                        k,
+                                        b.shape()[0],
+                                    )?,
+                                    __rt::shape::check_index("matmul", "b", 1, j, b.shape()[1])?,
+                                ]];
+                    }
                 }
-            }
-            Ok(())
-        },
-        &mut *__out0,
+                Ok(())
+            },
+            &mut *__out0,
+        ),
     )?;
     Ok(c)
 }

@@ -57,10 +57,20 @@ fn __conv2d_body(
     let w = __standard_w.view();
     let __standard_b = b.as_standard_layout();
     let b = __standard_b.view();
-    let oy_len: i64 = __rt::shape::extent("conv2d", "H - KH + 1", (H - KH + 1i64))?
-        as i64;
-    let ox_len: i64 = __rt::shape::extent("conv2d", "W - KW + 1", (W - KW + 1i64))?
-        as i64;
+    let oy_len: i64 = __rt::shape::checked_extent(
+        "conv2d",
+        "H - KH + 1",
+        (|| -> ::core::option::Option<i64> {
+            ::core::option::Option::Some((H).checked_sub((KH))?.checked_add((1i64))?)
+        })(),
+    )? as i64;
+    let ox_len: i64 = __rt::shape::checked_extent(
+        "conv2d",
+        "W - KW + 1",
+        (|| -> ::core::option::Option<i64> {
+            ::core::option::Option::Some((W).checked_sub((KW))?.checked_add((1i64))?)
+        })(),
+    )? as i64;
     let __shape_y_cols: [usize; 5] = [
         C as usize,
         KH as usize,
@@ -119,14 +129,15 @@ fn __conv2d_body(
         Ok(())
     };
     let y_cols: __nd::Array<f32, __nd::Ix5> = unsafe {
-        __rt::par::fill_uninit("conv2d", __shape_y_cols, 8, __fill_y_cols)
+        __rt::pool::named(
+            "y_cols",
+            __rt::par::fill_uninit("conv2d", __shape_y_cols, 8, __fill_y_cols),
+        )
     }?;
     let __shape_y_kern: [usize; 4] = [C as usize, KH as usize, KW as usize, O as usize];
-    let y_kern: __nd::Array<f32, __nd::Ix4> = __rt::permute::permute(
-        "conv2d",
-        w.view(),
-        &[1, 2, 3, 0],
-        __shape_y_kern,
+    let y_kern: __nd::Array<f32, __nd::Ix4> = __rt::pool::named(
+        "y_kern",
+        __rt::permute::permute("conv2d", w.view(), &[1, 2, 3, 0], __shape_y_kern),
     )?;
     let y_cols_m: __nd::Array<f32, __nd::Ix2> = __rt::shape::reshape_owned(
         "conv2d",
@@ -138,13 +149,16 @@ fn __conv2d_body(
         y_kern,
         [((C * KH * KW)).max(0) as usize, (O).max(0) as usize],
     )?;
-    let y_prod_m: __nd::Array<f32, __nd::Ix2> = __rt::gemm::matmul(
-        "conv2d",
-        O,
-        (oy_len * ox_len),
-        (C * KH * KW),
-        y_kern_m.view().permuted_axes([1, 0]),
-        y_cols_m.view().permuted_axes([0, 1]),
+    let y_prod_m: __nd::Array<f32, __nd::Ix2> = __rt::pool::named(
+        "y_prod_m",
+        __rt::gemm::matmul(
+            "conv2d",
+            O,
+            (oy_len * ox_len),
+            (C * KH * KW),
+            y_kern_m.view().permuted_axes([1, 0]),
+            y_cols_m.view().permuted_axes([0, 1]),
+        ),
     )?;
     let y_prod: __nd::Array<f32, __nd::Ix3> = __rt::shape::reshape_owned(
         "conv2d",
@@ -180,7 +194,7 @@ fn __conv2d_body(
         Ok(())
     };
     let y: __nd::Array<f32, __nd::Ix3> = unsafe {
-        __rt::par::fill_uninit("conv2d", __shape_y, 7, __fill_y)
+        __rt::pool::named("y", __rt::par::fill_uninit("conv2d", __shape_y, 7, __fill_y))
     }?;
     __rt::shape::check_result_dim(
         "conv2d",
@@ -214,6 +228,7 @@ fn __conv2d_body(
 ///
 /// - `einlang::Error::Shape`: a tensor argument's length along an axis differs from what the signature and the other arguments say (see above), or a result's computed extent differs from the declared one.
 /// - `einlang::Error::Extent`: an extent computed from the arguments' lengths is negative, or one index is bound to two different lengths.
+/// - `einlang::Error::Alloc`: a tensor whose size comes from the arguments cannot be allocated (the process is not taken down).
 #[allow(
     non_snake_case,
     unused_variables,

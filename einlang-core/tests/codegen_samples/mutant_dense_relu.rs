@@ -80,7 +80,10 @@ fn __dense_body(
         Ok(())
     };
     let y_cols: __nd::Array<f32, __nd::Ix2> = unsafe {
-        __rt::par::fill_uninit("dense", [B as usize, I as usize], 7, __fill_y_cols)
+        __rt::pool::named(
+            "y_cols",
+            __rt::par::fill_uninit("dense", [B as usize, I as usize], 7, __fill_y_cols),
+        )
     }?;
     let y_kern = __rt::shape::leading_block(
         "dense",
@@ -97,13 +100,16 @@ fn __dense_body(
         y_kern.view(),
         [(I).max(0) as usize, (O).max(0) as usize],
     )?;
-    let y_prod_m: __nd::Array<f32, __nd::Ix2> = __rt::gemm::matmul(
-        "dense",
-        B,
-        O,
-        I,
-        y_cols_m.view().permuted_axes([0, 1]),
-        y_kern_m.view().permuted_axes([0, 1]),
+    let y_prod_m: __nd::Array<f32, __nd::Ix2> = __rt::pool::named(
+        "y_prod_m",
+        __rt::gemm::matmul(
+            "dense",
+            B,
+            O,
+            I,
+            y_cols_m.view().permuted_axes([0, 1]),
+            y_kern_m.view().permuted_axes([0, 1]),
+        ),
     )?;
     let y_prod: __nd::Array<f32, __nd::Ix2> = __rt::shape::reshape_owned(
         "dense",
@@ -131,12 +137,15 @@ fn __dense_body(
         Ok(())
     };
     let y: __nd::Array<f32, __nd::Ix2> = unsafe {
-        __rt::dest::fill_uninit_into(
-            "dense",
-            [B as usize, O as usize],
-            13,
-            __fill_y,
-            &mut *__out0,
+        __rt::pool::named(
+            "y",
+            __rt::dest::fill_uninit_into(
+                "dense",
+                [B as usize, O as usize],
+                13,
+                __fill_y,
+                &mut *__out0,
+            ),
         )
     }?;
     let __result = y;
@@ -321,12 +330,15 @@ fn __mlp_body(
         Ok(())
     };
     let tmp: __nd::Array<f32, __nd::Ix2> = unsafe {
-        __rt::dest::fill_uninit_into(
-            "mlp",
-            [B as usize, O as usize],
-            5,
-            __fill_tmp,
-            &mut *__out0,
+        __rt::pool::named(
+            "tmp",
+            __rt::dest::fill_uninit_into(
+                "mlp",
+                [B as usize, O as usize],
+                5,
+                __fill_tmp,
+                &mut *__out0,
+            ),
         )
     }?;
     let __result = tmp;
@@ -354,6 +366,7 @@ fn __mlp_body(
 /// - `einlang::Error::Shape`: a tensor argument's length along an axis differs from what the signature and the other arguments say (see above), or a result's computed extent differs from the declared one.
 /// - `einlang::Error::Extent`: an extent computed from the arguments' lengths is negative, or one index is bound to two different lengths.
 /// - `einlang::Error::Index`: an index computed from data falls outside the tensor it reads.
+/// - `einlang::Error::Alloc`: a tensor whose size comes from the arguments cannot be allocated (the process is not taken down).
 #[allow(
     non_snake_case,
     unused_variables,

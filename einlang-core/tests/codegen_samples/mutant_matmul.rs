@@ -46,32 +46,35 @@ fn __matmul_body(
     let a = __standard_a.view();
     let __standard_b = b.as_standard_layout();
     let b = __standard_b.view();
-    let c: __nd::Array<f32, __nd::Ix2> = __rt::dest::fill_into(
-        "matmul",
-        [M as usize, N as usize],
-        769,
-        |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
-            let i: i64 = __pos_i as i64;
-            for __slot_c in __row_c.iter_mut() {
-                *__slot_c = 0.0f32;
-            }
-            for k in 0i64..K {
-                for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
-                    let j: i64 = __pos_j as i64;
-                    *__slot_c
-                        += __rt::vmath::pow_f32(
-                            unsafe {
-                                *a.as_ptr().add((i as usize) * a.shape()[1] + k as usize)
-                            },
-                            unsafe {
-                                *b.as_ptr().add((k as usize) * b.shape()[1] + j as usize)
-                            },
-                        );
+    let c: __nd::Array<f32, __nd::Ix2> = __rt::pool::named(
+        "c",
+        __rt::dest::fill_into(
+            "matmul",
+            [M as usize, N as usize],
+            769,
+            |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
+                let i: i64 = __pos_i as i64;
+                for __slot_c in __row_c.iter_mut() {
+                    *__slot_c = 0.0f32;
                 }
-            }
-            Ok(())
-        },
-        &mut *__out0,
+                for k in 0i64..K {
+                    for (__pos_j, __slot_c) in __row_c.iter_mut().enumerate() {
+                        let j: i64 = __pos_j as i64;
+                        *__slot_c
+                            += __rt::vmath::pow_f32(
+                                unsafe {
+                                    *a.as_ptr().add((i as usize) * a.shape()[1] + k as usize)
+                                },
+                                unsafe {
+                                    *b.as_ptr().add((k as usize) * b.shape()[1] + j as usize)
+                                },
+                            );
+                    }
+                }
+                Ok(())
+            },
+            &mut *__out0,
+        ),
     )?;
     Ok(c)
 }
@@ -92,6 +95,7 @@ fn __matmul_body(
 /// Returns `Err` in these cases:
 ///
 /// - `einlang::Error::Shape`: a tensor argument's length along an axis differs from what the signature and the other arguments say (see above), or a result's computed extent differs from the declared one.
+/// - `einlang::Error::Alloc`: a tensor whose size comes from the arguments cannot be allocated (the process is not taken down).
 #[allow(
     non_snake_case,
     unused_variables,

@@ -46,8 +46,20 @@ fn __pool_body(
     let W: i64 = x.shape()[1] as i64;
     let __standard_x = x.as_standard_layout();
     let x = __standard_x.view();
-    let i_len: i64 = __rt::shape::extent("pool", "H / 2", (H.div_euclid(2i64)))? as i64;
-    let j_len: i64 = __rt::shape::extent("pool", "W / 2", (W.div_euclid(2i64)))? as i64;
+    let i_len: i64 = __rt::shape::checked_extent(
+        "pool",
+        "H / 2",
+        (|| -> ::core::option::Option<i64> {
+            ::core::option::Option::Some(((H)).checked_div_euclid((2i64))?)
+        })(),
+    )? as i64;
+    let j_len: i64 = __rt::shape::checked_extent(
+        "pool",
+        "W / 2",
+        (|| -> ::core::option::Option<i64> {
+            ::core::option::Option::Some(((W)).checked_div_euclid((2i64))?)
+        })(),
+    )? as i64;
     let __fill_p = |
         __pos_i: usize,
         __row_p: &mut [::core::mem::MaybeUninit<f32>],
@@ -80,7 +92,15 @@ fn __pool_body(
         Ok(())
     };
     let p: __nd::Array<f32, __nd::Ix2> = unsafe {
-        __rt::par::fill_uninit("pool", [i_len as usize, j_len as usize], 49, __fill_p)
+        __rt::pool::named(
+            "p",
+            __rt::par::fill_uninit(
+                "pool",
+                [i_len as usize, j_len as usize],
+                49,
+                __fill_p,
+            ),
+        )
     }?;
     let __fill_a = |
         __first_a: usize,
@@ -109,7 +129,10 @@ fn __pool_body(
         Ok(())
     };
     let a: __nd::Array<i64, __nd::Ix1> = unsafe {
-        __rt::par::fill_uninit("pool", [H as usize], 257, __fill_a)
+        __rt::pool::named(
+            "a",
+            __rt::par::fill_uninit("pool", [H as usize], 257, __fill_a),
+        )
     }?;
     let result = (p, a);
     __rt::shape::check_result_dim(
@@ -135,6 +158,7 @@ fn __pool_body(
 ///
 /// - `einlang::Error::Shape`: a tensor argument's length along an axis differs from what the signature and the other arguments say (see above), or a result's computed extent differs from the declared one.
 /// - `einlang::Error::Extent`: an extent computed from the arguments' lengths is negative, or one index is bound to two different lengths.
+/// - `einlang::Error::Alloc`: a tensor whose size comes from the arguments cannot be allocated (the process is not taken down).
 #[allow(
     non_snake_case,
     unused_variables,

@@ -164,12 +164,15 @@ fn __softmax_body(
         Ok(())
     };
     let y: __nd::Array<f64, __nd::Ix2> = unsafe {
-        __rt::dest::fill_uninit_into(
-            "softmax",
-            [N as usize, C as usize],
-            459,
-            __fill_y,
-            &mut *__out0,
+        __rt::pool::named(
+            "y",
+            __rt::dest::fill_uninit_into(
+                "softmax",
+                [N as usize, C as usize],
+                459,
+                __fill_y,
+                &mut *__out0,
+            ),
         )
     }?;
     Ok(y)
@@ -184,7 +187,9 @@ fn __softmax_body(
 ///
 /// # Errors
 ///
-/// None: every argument the types admit gives `Ok`.
+/// Returns `Err` in these cases:
+///
+/// - `einlang::Error::Alloc`: a tensor whose size comes from the arguments cannot be allocated (the process is not taken down).
 #[allow(
     non_snake_case,
     unused_variables,

@@ -38,7 +38,13 @@ fn __conv1d_body(
     let x = __standard_x.view();
     let __standard_w = w.as_standard_layout();
     let w = __standard_w.view();
-    let len_t: i64 = __rt::shape::extent("conv1d", "N - K + 1", (N - K + 1i64))? as i64;
+    let len_t: i64 = __rt::shape::checked_extent(
+        "conv1d",
+        "N - K + 1",
+        (|| -> ::core::option::Option<i64> {
+            ::core::option::Option::Some((N).checked_sub((K))?.checked_add((1i64))?)
+        })(),
+    )? as i64;
     let __fill_y = |
         __first_y: usize,
         __block_y: &mut [::core::mem::MaybeUninit<f32>],
@@ -76,7 +82,10 @@ fn __conv1d_body(
         Ok(())
     };
     let y: __nd::Array<f32, __nd::Ix1> = unsafe {
-        __rt::par::fill_uninit("conv1d", [len_t as usize], 2, __fill_y)
+        __rt::pool::named(
+            "y",
+            __rt::par::fill_uninit("conv1d", [len_t as usize], 2, __fill_y),
+        )
     }?;
     __rt::shape::check_result_dim(
         "conv1d",

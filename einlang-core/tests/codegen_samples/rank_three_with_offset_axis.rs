@@ -34,7 +34,13 @@ fn __shift3_body(
     let x = __standard_x.view();
     let __shape_y: [usize; 3] = [
         B as usize,
-        __rt::shape::extent("shift3", "M - 1", (M - 1i64))?,
+        __rt::shape::checked_extent(
+            "shift3",
+            "M - 1",
+            (|| -> ::core::option::Option<i64> {
+                ::core::option::Option::Some((M).checked_sub((1i64))?)
+            })(),
+        )?,
         N as usize,
     ];
     let __fill_y = |
@@ -71,7 +77,10 @@ fn __shift3_body(
         Ok(())
     };
     let y: __nd::Array<f64, __nd::Ix3> = unsafe {
-        __rt::dest::fill_uninit_into("shift3", __shape_y, 2, __fill_y, &mut *__out0)
+        __rt::pool::named(
+            "y",
+            __rt::dest::fill_uninit_into("shift3", __shape_y, 2, __fill_y, &mut *__out0),
+        )
     }?;
     Ok(y)
 }

@@ -53,12 +53,15 @@ fn __every_other_body(
         Ok(())
     };
     let y: __nd::Array<f32, __nd::Ix1> = unsafe {
-        __rt::dest::fill_uninit_into(
-            "every_other",
-            [__rt::shape::extent("every_other", "m", m)?],
-            1,
-            __fill_y,
-            &mut *__out0,
+        __rt::pool::named(
+            "y",
+            __rt::dest::fill_uninit_into(
+                "every_other",
+                [__rt::shape::extent("every_other", "m", m)?],
+                1,
+                __fill_y,
+                &mut *__out0,
+            ),
         )
     }?;
     Ok(y)

@@ -416,8 +416,19 @@ impl<'a> Cx<'a> {
         }
         let mut first: Option<Ty> = None;
         let mut tys = Vec::new();
-        // A typed element first, so literals take its type.
-        let lead = items.iter().position(|x| !self.flexible(*x)).unwrap_or(0);
+        // A typed element first (one with a value that is not a literal,
+        // at any depth), so literals take its type. With none, the type
+        // comes from every element and the context, not from the first
+        // alone: one float literal makes every integer one a float
+        // (`[1, 2.5]` is `[1.0, 2.5]`), `f32` unless the context says.
+        let lead = items.iter().position(|x| !self.literal_value(*x)).unwrap_or(0);
+        let all_literal = !items.iter().any(|x| !self.literal_value(*x));
+        let expect = match expect {
+            None if all_literal && items.iter().any(|x| super::literal::is_float_lit(self.hir, *x)) => {
+                Some(ScalarKind::F32)
+            }
+            other => other,
+        };
         let lead_ty = self.infer(items[lead], expect);
         let lead_k = lead_ty.elem().or(expect);
         for (i, x) in items.iter().enumerate() {

@@ -257,19 +257,21 @@ impl FnCx<'_> {
                 self.no_move += 1;
                 let value = self.expr(body);
                 let tensor_body = matches!(body.ty, Repr::Tensor(..));
+                // Each element is pushed fallibly (`value::push`): the count
+                // comes from run-time values.
+                let (rt, fname) = (self.rt.clone(), self.fn_name.clone());
                 let mut inner = value.map(|v| {
                     let v = v.tokens;
                     if rows {
-                        let rt = self.rt.clone();
-                        quote!(__items.push(#rt::value::owned(#v));)
+                        quote!(#rt::value::push(#fname, &mut __items, #rt::value::owned(#v))?;)
                     } else if tensor_body {
                         // Elements in logical (row-major) order, whatever
                         // the layout of the value.
-                        quote!(__count += 1; __items.extend((#v).iter().cloned());)
+                        quote!(__count += 1; #rt::value::extend(#fname, &mut __items, (#v).iter().cloned())?;)
                     } else if text {
-                        quote!(__items.push((#v).to_string());)
+                        quote!(#rt::value::push(#fname, &mut __items, (#v).to_string())?;)
                     } else {
-                        quote!(__items.push(#v);)
+                        quote!(#rt::value::push(#fname, &mut __items, #v)?;)
                     }
                 });
                 // Steps inside out: loops, bindings and filters.
@@ -291,6 +293,45 @@ impl FnCx<'_> {
                 }
                 self.no_move -= 1;
                 let inner = inner?;
+                // Without a filter, and with loop bounds that no variable
+                // of the comprehension moves, the count is known before the first
+                // element: reserved at once, so a count too large fails
+                // before any element is computed (`value::reserve_loops`).
+                let indices: Vec<u32> = steps
+                    .iter()
+                    .filter_map(|s| match s {
+                        crate::ir::CollectStep::Loop(l) => Some(l.index.0),
+                        crate::ir::CollectStep::Where(WhereEntry::Bind(v, _)) => Some(v.0),
+                        crate::ir::CollectStep::Where(WhereEntry::Guard(_)) => None,
+                    })
+                    .collect();
+                let counted = steps.iter().all(|s| match s {
+                    crate::ir::CollectStep::Loop(l) => {
+                        l.start.vars().iter().chain(l.end.vars().iter()).all(|v| !indices.contains(&v.0))
+                    }
+                    crate::ir::CollectStep::Where(WhereEntry::Bind(..)) => true,
+                    crate::ir::CollectStep::Where(WhereEntry::Guard(_)) => false,
+                });
+                let reserve = if counted && !rows && !text {
+                    let mut bounds = Vec::new();
+                    for s in steps {
+                        if let crate::ir::CollectStep::Loop(l) = s {
+                            let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
+                            bounds.push(quote!((#start, #end)));
+                        }
+                    }
+                    let mut per = Vec::new();
+                    if tensor_body {
+                        for d in elem_shape {
+                            per.push(self.extent_usize(d)?);
+                        }
+                    }
+                    let (rt, fname) = (self.rt.clone(), self.fn_name.clone());
+                    quote!(#rt::value::reserve_loops(#fname, &mut __items, &[#(#bounds),*], 1 #(* #per)*)?;)
+                } else {
+                    TokenStream::new()
+                };
+                let inner = quote!(#reserve #inner);
                 if rows {
                     let rt = self.rt.clone();
                     return Ok(Code::new(

@@ -491,16 +491,31 @@ impl<'a> FnCx<'a> {
     /// when `var` is a result that `NAME_into` may hand a buffer for,
     /// `dest::FILL_into(args, out)`, which fills the buffer instead when
     /// there is one.
+    /// A failed allocation inside it is an `Error::Alloc` naming `var`.
     fn fill_call(&self, var: VarId, module: &str, fill: &str, args: TokenStream) -> TokenStream {
         let rt = &self.rt;
         let (module, fill) = (format_ident!("{}", module), format_ident!("{}", fill));
-        match self.outs.get(&var) {
+        let call = match self.outs.get(&var) {
             Some(out) => {
                 let fill = format_ident!("{}_into", fill);
                 quote!(#rt::dest::#fill(#args, &mut *#out))
             }
             None => quote!(#rt::#module::#fill(#args)),
-        }
+        };
+        self.naming(var, call)
+    }
+
+    /// `call`, a runtime call that allocates the tensor `var` and returns
+    /// a `Result`, with `var`'s name in the `Error::Alloc` it may return.
+    fn naming(&self, var: VarId, call: TokenStream) -> TokenStream {
+        let (rt, tensor) = (&self.rt, self.tensor_name(var));
+        quote!(#rt::pool::named(#tensor, #call))
+    }
+
+    /// The source name of the tensor `var`, as a string literal (for
+    /// errors).
+    fn tensor_name(&self, var: VarId) -> proc_macro2::Literal {
+        types::str_lit(self.f.vars.get(var.0 as usize).map_or("", |info| info.source_name.as_str()))
     }
 
     fn info(&self, v: VarId) -> Result<&'a VarInfo, Bug> {
@@ -563,8 +578,38 @@ impl<'a> FnCx<'a> {
             let id = self.ident(v)?;
             return Ok(quote!(#id as usize));
         }
-        let (rt, name, text, value) = (&self.rt, &self.fn_name, self.dim_text(d), self.dim(d)?);
-        Ok(quote!(#rt::shape::extent(#name, #text, #value)?))
+        let text = types::str_lit(&self.dim_text(d));
+        self.extent_of(d, &text)
+    }
+
+    /// `d` as a `usize` length, `what` naming it in errors: negative is
+    /// `Error::Extent`, and so is arithmetic that overflows `i64`
+    /// (`shape::checked_extent`; a constant or a variable has none).
+    fn extent_of(&self, d: &Dim, what: &proc_macro2::Literal) -> Result<TokenStream, Bug> {
+        let (rt, name) = (&self.rt, &self.fn_name);
+        if d.as_constant().is_some() || d.as_var().is_some() {
+            let value = self.dim(d)?;
+            return Ok(quote!(#rt::shape::extent(#name, #what, #value)?));
+        }
+        let value = self.checked_dim(d)?;
+        Ok(quote!(#rt::shape::checked_extent(#name, #what, #value)?))
+    }
+
+    /// The value of a dimension expression as an `Option<i64>`, `None`
+    /// where its arithmetic overflows.
+    fn checked_dim(&self, d: &Dim) -> Result<TokenStream, Bug> {
+        let missing = std::cell::Cell::new(None);
+        let tokens = d.emit_checked(&|v: DimVar| match self.ident(VarId(v.0)) {
+            Ok(id) => quote!(#id),
+            Err(e) => {
+                missing.set(Some(e));
+                quote!(__missing)
+            }
+        });
+        match missing.into_inner() {
+            Some(e) => Err(format!("in dimension `{d}`: {e}")),
+            None => Ok(tokens),
+        }
     }
 
     /// The whole body of the (inner) function.
@@ -829,9 +874,9 @@ impl<'a> FnCx<'a> {
             Stmt::Let { var, value } => self.bind(*var, value),
             Stmt::Extent { var, value, what } => {
                 let id = self.ident(*var)?;
-                let (what, value) = (types::str_lit(what), self.dim(value)?);
+                let extent = self.extent_of(value, &types::str_lit(what))?;
                 self.nonneg.insert(*var);
-                Ok(quote!(let #id: i64 = #rt::shape::extent(#name, #what, #value)? as i64;))
+                Ok(quote!(let #id: i64 = #extent as i64;))
             }
             Stmt::SameExtent { index, a, a_what, b, b_what } => {
                 let (index, a_what, b_what) = (types::str_lit(index), types::str_lit(a_what), types::str_lit(b_what));

@@ -159,14 +159,16 @@ impl FnCx<'_> {
         let steps = self.stored_steps(r, access, wave.as_ref())?;
         self.repr.insert(r.var, Ownership::Owned);
         let t = types::scalar(r.elem);
+        let (fname, tname) = (&self.fn_name, self.tensor_name(r.var));
         let alloc = if uninit {
             let dim = types::dim(rank, &nd);
             quote! {
                 let mut #name: #nd::Array<::core::mem::MaybeUninit<#t>, #dim> =
-                    #rt::pool::uninit(#nd::IntoDimension::into_dimension(#shape));
+                    #rt::pool::try_uninit(#fname, #tname, #nd::IntoDimension::into_dimension(#shape))?;
             }
         } else {
-            quote!(let mut #name: #array = #nd::Array::zeros(#shape);)
+            let zero = types::zero(r.elem);
+            quote!(let mut #name: #array = #rt::pool::zeros(#fname, #tname, #shape, #zero)?;)
         };
         out.extend(quote! {
             #alloc

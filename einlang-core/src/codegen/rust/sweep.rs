@@ -53,8 +53,9 @@ impl FnCx<'_> {
         let elem = types::scalar(w.primal.elem);
         let run_primal = self.window_steps(&w.primal)?;
         let lookback_i = types::i64_lit(lookback);
+        let (fname, pname) = (&self.fn_name, self.tensor_name(w.primal.var));
         out.extend(quote! {
-            let mut #ck = #rt::ckpt::Checkpoints::<#elem>::new(&#p, #lookback_lit, __chunks);
+            let mut #ck = #rt::ckpt::Checkpoints::<#elem>::new(#fname, #pname, &#p, #lookback_lit, __chunks)?;
             for __c in 0..__chunks {
                 let #lo: i64 = __c * #chunk;
                 let #hi: i64 = (#lo + #chunk).min(__steps);
@@ -85,7 +86,8 @@ impl FnCx<'_> {
                         lens.push(quote!(#len));
                     }
                     let shape = types::shape(&lens, &nd);
-                    out.extend(quote!(let mut #total: #array = #nd::Array::zeros(#shape);));
+                    let (fname, tname, zero) = (&self.fn_name, self.tensor_name(s.total), types::zero(d.elem));
+                    out.extend(quote!(let mut #total: #array = #rt::pool::zeros(#fname, #tname, #shape, #zero)?;));
                     self.repr.insert(s.total, Ownership::Owned);
                     quote!(#rt::ckpt::add_into(&mut #total, &#part);)
                 }
@@ -165,8 +167,9 @@ impl FnCx<'_> {
         let array = types::array(r.elem, Some(r.extents.len()), &nd);
         let shape = types::shape(&alloc, &nd);
         let (lo, hi) = (&held.lo, &held.hi);
+        let (rt, fname, tname, zero) = (&self.rt, &self.fn_name, self.tensor_name(r.var), types::zero(r.elem));
         out.extend(quote! {
-            let mut #name: #array = #nd::Array::zeros(#shape);
+            let mut #name: #array = #rt::pool::zeros(#fname, #tname, #shape, #zero)?;
             let mut #lo: i64 = 0;
             let mut #hi: i64 = 0;
         });

@@ -49,14 +49,16 @@ impl FnCx<'_> {
         let [m, n, k, a, b] = self.gemm_args(g)?;
         let array = types::array(g.elem, Some(rank), &nd);
         let call = match (&g.batch, self.outs.get(&g.out)) {
-            (None, Some(dest)) => quote!(#rt::dest::product_into(#fname, #m, #n, #k, #a, #b, &mut *#dest)?),
-            (None, None) => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a, #b)?),
+            (None, Some(dest)) => quote!(#rt::dest::product_into(#fname, #m, #n, #k, #a, #b, &mut *#dest)),
+            (None, None) => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a, #b)),
             // An operand with two axes is one matrix shared by every batch.
             (Some(batch), _) => {
                 let batch = self.dim(batch)?;
-                quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a, #b)?)
+                quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a, #b))
             }
         };
+        let call = self.naming(g.out, call);
+        let call = quote!(#call?);
         self.repr.insert(g.out, Ownership::Owned);
         // The runtime's products return fresh standard-layout arrays.
         self.standard.insert(g.out);
@@ -210,12 +212,12 @@ impl FnCx<'_> {
         if let Some(copy) = prelude.is_empty().then(|| self.slab_copy(def, &lens)).transpose()?.flatten() {
             self.repr.insert(def.var, Ownership::Owned);
             self.standard.insert(def.var);
-            let zero = types::zero(def.elem);
+            let (zero, tname) = (types::zero(def.elem), self.tensor_name(def.var));
             let nonempty =
                 lens.iter().map(|l| quote!((#l) > 0usize)).reduce(|a, b| quote!(#a && #b)).unwrap_or(quote!(true));
             return Ok(quote! {
                 #shape_binding
-                let #name: #array = if #nonempty { #copy } else { #nd::Array::from_elem(#shape, #zero) };
+                let #name: #array = if #nonempty { #copy } else { #rt::pool::zeros(#fname, #tname, #shape, #zero)? };
             });
         }
 
@@ -276,8 +278,9 @@ impl FnCx<'_> {
                     let len = &lens[0];
                     self.repr.insert(def.var, Ownership::Owned);
                     self.standard.insert(def.var);
+                    let tname = self.tensor_name(def.var);
                     return Ok(quote! {
-                        let #name: #array = #rt::par::fill_reduced(
+                        let #name: #array = #rt::pool::named(#tname, #rt::par::fill_reduced(
                             #fname,
                             #len,
                             (#k_start, #k_end),
@@ -293,7 +296,7 @@ impl FnCx<'_> {
                                 #epilogue
                                 Ok(())
                             },
-                        )?;
+                        ))?;
                     });
                 }
                 None => quote! {
