@@ -76,7 +76,7 @@ fn keyword_names_are_escaped() {
                 clippy::all,
                 clippy::pedantic
             )]
-            #[inline]
+            #[inline(always)]
             fn loop_(type_: f32) -> ::core::result::Result<f32, ::einlang::__private::Error> {
                 use ::einlang::__private as __rt;
                 use ::einlang::__private::ndarray as __nd;
