@@ -31,7 +31,8 @@
 //!   the fused loop into its own reused buffer, and both fresh;
 //! - math functions over 16 Mi `f32`: GELU (tanh and erf forms), sigmoid,
 //!   tanh, ln, sin: einlang vs a rayon loop calling the standard library's
-//!   (libm's) function per element;
+//!   (libm's) function per element; and each into a reused buffer
+//!   (`NAME_into`) vs a parallel copy into a reused buffer;
 //!
 //! The hand-written baselines have the generated code's two forms
 //! (`common::twin!`): on x86-64 they also run compiled for AVX2 and FMA
@@ -653,6 +654,53 @@ fn into_reused(len: usize, timed: bool) {
     );
 }
 
+type UnaryInto = fn(&Array1<f32>, &mut Array1<f32>);
+
+/// The math functions of `math_cases` written into a buffer reused from
+/// call to call (`NAME_into`, as onnxruntime writes into its arena), each
+/// checked equal to its fresh form first, then timed in alternation with a
+/// parallel copy into a reused buffer (the bandwidth both need: a read and
+/// a write per element).
+fn math_into(len: usize, timed: bool) {
+    let cases: [(&str, Unary, UnaryInto, f32, f32); 6] = [
+        ("gelu_tanh", |x| gelu_tanh_vec(x).expect("gelu"), |x, o| gelu_tanh_vec_into(x, o).expect("gelu"), 6.0, 0.0),
+        ("gelu_erf", |x| gelu_erf_vec(x).expect("gelu"), |x, o| gelu_erf_vec_into(x, o).expect("gelu"), 6.0, 0.0),
+        ("sigmoid", |x| sigmoid_vec(x).expect("sigmoid"), |x, o| sigmoid_vec_into(x, o).expect("sigmoid"), 6.0, 0.0),
+        ("tanh", |x| tanh_vec(x).expect("tanh"), |x, o| tanh_vec_into(x, o).expect("tanh"), 6.0, 0.0),
+        ("ln", |x| ln_vec(x).expect("ln"), |x, o| ln_vec_into(x, o).expect("ln"), 1.0, 1.0),
+        ("sin", |x| sin_vec(x).expect("sin"), |x, o| sin_vec_into(x, o).expect("sin"), 100.0, 0.0),
+    ];
+    let mut out = Array1::<f32>::zeros(len);
+    let mut copied = vec![0.0f32; len];
+    for (name, fresh, into, scale, shift) in cases {
+        let x: Vec<f32> = data(len, 31).into_iter().map(|v| v * scale + shift).collect();
+        let xa = Array1::from_vec(x.clone());
+        into(&xa, &mut out);
+        let want = fresh(&xa);
+        assert!(out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{name}_into differs from {name}");
+        if !timed {
+            continue;
+        }
+        let (t_into, t_copy) = common::paired(
+            9,
+            || into(&xa, &mut out),
+            || {
+                copied.par_chunks_mut(1 << 14).zip(x.par_chunks(1 << 14)).for_each(|(o, i)| o.copy_from_slice(i));
+            },
+        );
+        let gbs = |t: f64| 8.0 * len as f64 / t / 1e9;
+        println!(
+            "{name} {len} f32 into a reused buffer: einlang {:.3} ms ({:.1} GB/s), parallel copy into a reused buffer \
+             {:.3} ms ({:.1} GB/s), ratio {:.2}x",
+            t_into * 1e3,
+            gbs(t_into),
+            t_copy * 1e3,
+            gbs(t_copy),
+            t_into / t_copy,
+        );
+    }
+}
+
 /// The math-function baseline: a rayon loop over chunks calling `f` (the
 /// standard library's function, a libm call per element) into an
 /// uninitialized buffer.
@@ -993,6 +1041,8 @@ fn main() {
         ];
         v.extend(math_cases(1 << 24));
         v.extend(softmax_cases(4096, 1024));
+        // Shorter rows, more of them (onnxruntime's comparison has both).
+        v.push(softmax_case("readme", softmax_readme, 16384, 256));
         v.extend(reduction_cases(8192, 1024, 1 << 24));
         v
     };
@@ -1037,6 +1087,7 @@ fn main() {
 
     if test_mode {
         into_reused(1000, false);
+        math_into(1001, false);
         return;
     }
 
@@ -1062,6 +1113,7 @@ fn main() {
     }
     if cases.iter().any(|c| c.group == "elementwise") {
         into_reused(1 << 24, true);
+        math_into(1 << 24, true);
         // The machine's bandwidth: a parallel copy reads and writes each
         // element once.
         let len = 1usize << 24;

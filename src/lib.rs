@@ -43,11 +43,14 @@ pub mod checkpoint {
 /// Which instruction set generated functions run with. On x86-64 each
 /// generated host function also has a form compiled for AVX2 and FMA, taken
 /// when the processor has both; it computes the same bits as the baseline
-/// form. [`cpu::set_baseline_only`] (or `EINLANG_CPU=baseline` in the
-/// environment) keeps every function on the baseline form, for example to
-/// time it.
+/// form. A function whose loops evaluate `exp`, `tanh`, `ln` and the other
+/// polynomial math also has a form compiled for AVX-512, taken when the
+/// processor has it ([`cpu::wide512`]), with the same bits again.
+/// [`cpu::set_baseline_only`] (or `EINLANG_CPU=baseline` in the environment)
+/// keeps every function on the baseline form, for example to time it;
+/// [`cpu::set_avx2_only`] (or `EINLANG_CPU=avx2`) keeps them off AVX-512.
 pub mod cpu {
-    pub use einlang_runtime::cpu::{set_baseline_only, wide};
+    pub use einlang_runtime::cpu::{set_avx2_only, set_baseline_only, wide, wide512};
 }
 
 /// Processes working together on `#[shard(B)]` functions: the [`dist::World`]

@@ -1,6 +1,7 @@
 //! Every generated host function has two forms on x86-64: the target's
 //! baseline, and a twin compiled for AVX2 and FMA that runs when the
-//! processor has both (the runtime's `cpu` module). The twin must compute
+//! processor has both (the runtime's `cpu` module); those evaluating
+//! polynomial math (`exp`, `tanh`, `log`) a third, for AVX-512. The twin must compute
 //! the same bits: Rust never fuses a multiplication and an addition by
 //! itself, and generated reductions fix their order in the source. Each
 //! function here runs on the same inputs under both forms
@@ -124,15 +125,22 @@ impl<A: Bits, B: Bits> Bits for (A, B) {
     }
 }
 
-/// `f` under the baseline form, then under the fastest form: the same bits.
+/// `f` under the baseline form, then under the AVX2 form, then under the
+/// fastest form (AVX-512 for the functions that have one, where the
+/// processor has it): the same bits.
 fn same_bits<R: Bits>(what: &str, f: impl Fn() -> R) {
     cpu::set_baseline_only(true);
     let baseline = f().bits();
     cpu::set_baseline_only(false);
+    cpu::set_avx2_only(true);
+    let avx2 = f().bits();
+    cpu::set_avx2_only(false);
     let fastest = f().bits();
-    assert_eq!(baseline.len(), fastest.len(), "{what}");
-    if let Some(i) = (0..baseline.len()).find(|&i| baseline[i] != fastest[i]) {
-        panic!("{what}: element {i} differs: {:#x} (baseline) against {:#x}", baseline[i], fastest[i]);
+    for (form, bits) in [("AVX2", &avx2), ("fastest", &fastest)] {
+        assert_eq!(baseline.len(), bits.len(), "{what}");
+        if let Some(i) = (0..baseline.len()).find(|&i| baseline[i] != bits[i]) {
+            panic!("{what}: element {i} differs: {:#x} (baseline) against {:#x} ({form})", baseline[i], bits[i]);
+        }
     }
 }
 

@@ -96,14 +96,19 @@ fn inputs(n: usize) -> Vec<f64> {
 
 const LENGTHS: [usize; 5] = [0, 1, 7, 613, 100_003];
 
-/// Runs `f` under the baseline form and the wide form, checks the two
-/// agree bit for bit, and returns the result.
+/// Runs `f` under the baseline form, the AVX2 form and the widest form
+/// (AVX-512 where the processor has it), checks they agree bit for bit,
+/// and returns the result.
 fn both_forms<T: PartialEq + std::fmt::Debug>(f: impl Fn() -> T) -> T {
     cpu::set_baseline_only(true);
     let base = f();
     cpu::set_baseline_only(false);
+    cpu::set_avx2_only(true);
+    let avx2 = f();
+    cpu::set_avx2_only(false);
     let wide = f();
-    assert!(base == wide, "the AVX2 twin and the baseline form differ");
+    assert!(base == avx2, "the AVX2 twin and the baseline form differ");
+    assert!(base == wide, "the AVX-512 twin and the baseline form differ");
     wide
 }
 

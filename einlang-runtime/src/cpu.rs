@@ -12,12 +12,24 @@
 //! never fuses a multiplication and an addition on its own, and generated
 //! reductions fix their order in the source (lanes), so both forms compute
 //! the same bits; only the speed differs.
+//!
+//! Functions whose loops evaluate the runtime's polynomial math (`exp`,
+//! `tanh`, `ln`, ..., in themselves or in a function they call: compute
+//! bound, where the width pays) have a third form compiled for AVX-512
+//! (foundation, byte/word, doubleword/quadword, vector length, with AVX2
+//! and FMA), taken when [`wide512`] holds: sixteen `f32` lanes. The same
+//! argument gives the same bits (no fused operations, lanes fixed in the
+//! source). Memory-bound functions keep two forms (a third would only add
+//! compile time).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// Set by [`set_baseline_only`].
 static BASELINE_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// Set by [`set_avx2_only`].
+static AVX2_ONLY: AtomicBool = AtomicBool::new(false);
 
 /// Whether the processor has AVX2 and FMA and `EINLANG_CPU` is not
 /// `baseline`: decided once.
@@ -43,6 +55,43 @@ fn detected() -> bool {
 #[inline]
 pub fn wide() -> bool {
     !BASELINE_ONLY.load(Ordering::Relaxed) && detected()
+}
+
+/// Whether the processor has the AVX-512 subsets of the third form
+/// (`avx512f`, `bw`, `dq`, `vl`) and `EINLANG_CPU` is neither `baseline`
+/// nor `avx2`: decided once.
+fn detected512() -> bool {
+    static DETECTED: OnceLock<bool> = OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::env::var_os("EINLANG_CPU").is_none_or(|v| v != "baseline" && v != "avx2")
+                && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+/// Whether generated functions that have an AVX-512 form take it: [`wide`]
+/// holds, the processor has the AVX-512 subsets (detected once),
+/// `EINLANG_CPU` is not `avx2` and [`set_avx2_only`] has not turned the form
+/// off.
+#[inline]
+pub fn wide512() -> bool {
+    wide() && !AVX2_ONLY.load(Ordering::Relaxed) && detected512()
+}
+
+/// Keeps generated functions off their AVX-512 form (`true`), for the whole
+/// process, so that they run the AVX2 one where the processor has it: to
+/// compare the two forms, or to time the AVX2 form on an AVX-512 machine.
+pub fn set_avx2_only(on: bool) {
+    AVX2_ONLY.store(on, Ordering::Relaxed);
 }
 
 /// Whether the processor has AVX-512 (foundation): decided once. The
@@ -77,6 +126,20 @@ mod tests {
         set_baseline_only(true);
         assert!(!wide());
         set_baseline_only(false);
+        set_avx2_only(true);
+        assert!(!wide512());
+        set_avx2_only(false);
+        #[cfg(target_arch = "x86_64")]
+        if std::env::var_os("EINLANG_CPU").is_none() {
+            assert_eq!(
+                wide512(),
+                wide()
+                    && std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+            );
+        }
         #[cfg(target_arch = "x86_64")]
         if std::env::var_os("EINLANG_CPU").is_none() {
             assert_eq!(

@@ -167,6 +167,7 @@ pub fn try_uninit<T: Send + 'static, D: Dimension>(
             // SAFETY: the capacity is at least `len`, and uninitialized
             // memory is a valid `MaybeUninit`.
             unsafe { vec.set_len(len) };
+            advise_fresh(vec.as_mut_ptr() as usize, bytes);
             vec
         }
     };
@@ -266,6 +267,57 @@ pub fn uninit<T: Send + 'static, D: Dimension>(dim: D) -> Array<MaybeUninit<T>, 
     try_uninit("", "", dim.clone()).unwrap_or_else(|_| Array::uninit(dim))
 }
 
+/// Fresh buffers of at least this many bytes are backed by huge pages
+/// where the system allows it (see `advise_fresh`).
+pub const HUGE_BYTES: usize = 4 << 20;
+
+/// The size of a huge page (x86-64, aarch64 with 4 KiB base pages).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Advises a new buffer of `bytes` bytes at `start`, fresh from the
+/// allocator, to transparent huge pages when it is large (a result the
+/// caller keeps, so the pool never sees it again). The allocator maps such
+/// a buffer fresh from the kernel, and writing 64 MiB through 4 KiB pages
+/// took 16384 page faults, as long as computing a `tanh` into it; with
+/// 2 MiB pages, 32 (a 16 Mi `f32` fill: 65-78 ms fresh against 33-38 ms
+/// with the advice and 18-45 ms into a reused buffer, on the shared 2-core
+/// Xeon). Only the whole huge pages inside the buffer are advised, and the
+/// advice changes no contents, so a refusal (no huge pages, another
+/// allocator) costs nothing but the call.
+fn advise_fresh(start: usize, bytes: usize) {
+    if bytes >= HUGE_BYTES {
+        if let Some((from, len)) = whole_huge_pages(start, bytes) {
+            advise_huge(from, len);
+        }
+    }
+}
+
+/// The start and length of the whole huge pages inside `[start, start +
+/// bytes)`, or None when there are none.
+fn whole_huge_pages(start: usize, bytes: usize) -> Option<(usize, usize)> {
+    let from = start.checked_add(HUGE_PAGE - 1)? & !(HUGE_PAGE - 1);
+    let to = start.checked_add(bytes)? & !(HUGE_PAGE - 1);
+    (to > from).then(|| (from, to - from))
+}
+
+/// `madvise(MADV_HUGEPAGE)` on Linux; nothing elsewhere.
+#[cfg(target_os = "linux")]
+fn advise_huge(from: usize, len: usize) {
+    extern "C" {
+        fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
+    }
+    const MADV_HUGEPAGE: std::ffi::c_int = 14;
+    // SAFETY: `[from, from + len)` lies inside an allocation this thread
+    // owns and nothing reads yet; the advice only changes how the kernel
+    // backs the pages, never their contents, and its failure is ignored.
+    unsafe {
+        madvise(from as *mut std::ffi::c_void, len, MADV_HUGEPAGE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_from: usize, _len: usize) {}
+
 /// Gives `a`'s buffer to the cache (or frees it, when it is too large, or
 /// its elements need dropping).
 pub fn recycle<T: Send + 'static, D: Dimension>(a: Array<T, D>) {
@@ -303,6 +355,30 @@ mod tests {
     struct ProbeB([u8; 12]);
     #[derive(Clone, Copy, Debug, PartialEq)]
     struct ProbeC([u8; 12]);
+
+    #[test]
+    fn the_advised_range_is_the_whole_huge_pages_inside_the_buffer() {
+        let mb = 1 << 20;
+        assert_eq!(whole_huge_pages(0, 8 * mb), Some((0, 8 * mb)));
+        assert_eq!(whole_huge_pages(4096, 8 * mb), Some((2 * mb, 6 * mb)));
+        assert_eq!(whole_huge_pages(4096, 4 * mb), Some((2 * mb, 2 * mb)));
+        assert_eq!(whole_huge_pages(4096, 4 * mb - 8192), None);
+        assert_eq!(whole_huge_pages(3 * mb, mb), None);
+        assert_eq!(whole_huge_pages(usize::MAX - 4096, 8 * mb), None);
+    }
+
+    #[test]
+    fn a_large_fresh_buffer_holds_what_is_written() {
+        // 6 MiB of u32, fresh (a type no other test takes from the pool).
+        let n = (6 << 20) / 4;
+        let mut a = uninit::<u32, _>(ndarray::Ix1(n));
+        for (i, v) in a.iter_mut().enumerate() {
+            v.write(i as u32 ^ 0x5a5a);
+        }
+        // SAFETY: every element was written.
+        let a = unsafe { a.assume_init() };
+        assert!(a.iter().enumerate().all(|(i, &v)| v == i as u32 ^ 0x5a5a));
+    }
 
     #[test]
     fn a_recycled_buffer_is_reused_for_the_next_request_of_its_size() {

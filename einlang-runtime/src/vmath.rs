@@ -58,6 +58,24 @@ pub fn exp_f32(x: f32) -> f32 {
     crate::arith::exp_f32(x)
 }
 
+/// `x = n ln 2 + r` (|r| <= 0.35) and `e^r - 1` by a degree-8 Taylor
+/// polynomial, for `x` in `[-30, 89]`: returns `(n, e^r - 1)`.
+#[inline(always)]
+fn expm1_parts_f32(c: f32) -> (i32, f32) {
+    let shifted = c * LOG2E_F32 + MAGIC_F32;
+    let n = shifted - MAGIC_F32;
+    let ni = (shifted.to_bits() as i32).wrapping_sub(MAGIC_F32.to_bits() as i32);
+    let r = c - n * LN2_HI_F32 - n * LN2_LO_F32;
+    let mut h = 1.0 / 40320.0f32;
+    h = h * r + 1.0 / 5040.0;
+    h = h * r + 1.0 / 720.0;
+    h = h * r + 1.0 / 120.0;
+    h = h * r + 1.0 / 24.0;
+    h = h * r + 1.0 / 6.0;
+    h = h * r + 0.5;
+    (ni, r + r * r * h)
+}
+
 /// `e^x - 1`, accurate near 0 (at most 2 ulp, see the tests): `x = n ln
 /// 2 + r`, a degree-8 Taylor polynomial for `e^r - 1` (|r| <= 0.35), then
 /// `2^n (e^r - 1) + (2^n - 1)` (exact parts) for `n <= 24` and
@@ -75,18 +93,7 @@ pub fn expm1_f32(x: f32) -> f32 {
     } else {
         x
     };
-    let shifted = c * LOG2E_F32 + MAGIC_F32;
-    let n = shifted - MAGIC_F32;
-    let ni = (shifted.to_bits() as i32).wrapping_sub(MAGIC_F32.to_bits() as i32);
-    let r = c - n * LN2_HI_F32 - n * LN2_LO_F32;
-    let mut h = 1.0 / 40320.0f32;
-    h = h * r + 1.0 / 5040.0;
-    h = h * r + 1.0 / 720.0;
-    h = h * r + 1.0 / 120.0;
-    h = h * r + 1.0 / 24.0;
-    h = h * r + 1.0 / 6.0;
-    h = h * r + 0.5;
-    let em = r + r * r * h;
+    let (ni, em) = expm1_parts_f32(c);
     let t = pow2i_f32(ni);
     let small = t * em + (t - 1.0);
     // The large form only for n > 24; its scale from n >= 25 either way.
@@ -213,7 +220,14 @@ pub fn tanh_f32(x: f32) -> f32 {
     // tanh rounds to 1 past 9.02.
     let a = x.abs();
     let a = if a > 10.0 { 10.0 } else { a };
-    let t = expm1_f32(-2.0 * a);
+    // `expm1_f32(-2a)` over `[-20, 0]`, where it takes its small form
+    // (`2^n (e^r - 1) + (2^n - 1)`, `n` in `[-29, 0]`): the same bits
+    // without the large form, the clamps and the tests for zero and NaN
+    // (zero gives `+0` here, `-t / (2 + t)` is `-0`, and the sign of `x`
+    // follows; NaN runs through). A third less work per element.
+    let (ni, em) = expm1_parts_f32(-2.0 * a);
+    let p = pow2i_f32(ni);
+    let t = p * em + (p - 1.0);
     (-t / (2.0 + t)).copysign(x)
 }
 

@@ -74,6 +74,7 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
         return Diagnostic::bug(Span::call_site(), format!("invalid loop IR: {msg}")).to_compile_errors();
     }
     let fns = rust::fn_idents(p);
+    let avx512 = rust::avx512_fns(p);
     let mut out = TokenStream::new();
     let calls = p.call_graph();
     let twins = if options.cuda { cuda::device_twins(p, &calls) } else { Default::default() };
@@ -116,7 +117,7 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
             }
             continue;
         }
-        match rust::emit_function(f, &fns, options) {
+        match rust::emit_function(f, &fns, options, avx512.contains(&f.name)) {
             Ok(tokens) => out.extend(tokens),
             Err(msg) => {
                 out.extend(Diagnostic::bug(Span::call_site(), format!("in `{}`: {msg}", f.name)).to_compile_errors())

@@ -446,6 +446,6 @@ fn scalar_functions_have_no_twin_and_inline() {
     let acts = rust.find("fn__acts_body").expect("the tensor function is emitted");
     let (helper, tensor) =
         if act < acts { (&rust[act..acts], &rust[acts..]) } else { (&rust[act..], &rust[acts..act]) };
-    assert!(!helper.contains("__wide") && rust[..act].ends_with("#[inline]"), "{rust}");
+    assert!(!helper.contains("__wide") && rust[..act].ends_with("#[inline(always)]"), "{rust}");
     assert!(tensor.contains("__wide"), "{tensor}");
 }

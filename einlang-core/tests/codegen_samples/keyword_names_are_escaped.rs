@@ -9,7 +9,7 @@
     clippy::all,
     clippy::pedantic
 )]
-#[inline]
+#[inline(always)]
 fn loop_(type_: f32) -> ::core::result::Result<f32, ::einlang::__private::Error> {
     use ::einlang::__private as __rt;
     use ::einlang::__private::ndarray as __nd;

@@ -1396,7 +1396,7 @@ fn exp_of(k: ScalarKind, rt: &TokenStream, x: Code) -> TokenStream {
 /// and `tan` have none and stay the standard library's (libm). Every
 /// float function of `std::math` is either here or a float method
 /// (`Intrinsic::float_method`).
-fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
+pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
     use Intrinsic as I;
     let f32 = match k {
         ScalarKind::F32 => true,

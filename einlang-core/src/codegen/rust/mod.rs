@@ -28,7 +28,10 @@
 //! statements inside `#[target_feature(enable = "avx2,fma")] unsafe fn
 //! __wide`, called when `__rt::cpu::wide()` holds, so that every loop of
 //! the function is compiled eight `f32` lanes wide where the processor has
-//! them. Not in `checked` mode, nor with `Options::baseline_only`.
+//! them. Not in `checked` mode, nor with `Options::baseline_only`. A
+//! function whose loops evaluate polynomial math (`width`) also has an
+//! AVX-512 twin, `__wide512`, taken first when `__rt::cpu::wide512()`
+//! holds.
 //!
 //! # Values
 //!
@@ -74,6 +77,9 @@ mod recur;
 mod sweep;
 mod tensor;
 mod types;
+mod width;
+
+pub use width::avx512_fns;
 
 use std::collections::{HashMap, HashSet};
 
@@ -180,8 +186,14 @@ pub fn into_ident(name: &Ident) -> Ident {
 /// Emits one lowered function as a Rust item; `fns` spells the functions
 /// of its program. A function whose result holds tensors also gets its
 /// `_into` form (see `into`): both call one body, which takes an `Out` per
-/// tensor (`dest::Out::none()` from the plain form).
-pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::codegen::Options) -> Result<TokenStream, Bug> {
+/// tensor (`dest::Out::none()` from the plain form). `avx512`: whether its
+/// twins include the AVX-512 one (`avx512_fns`).
+pub fn emit_function(
+    f: &Function,
+    fns: &FnIdents,
+    options: &crate::codegen::Options,
+    avx512: bool,
+) -> Result<TokenStream, Bug> {
     let mut cx = FnCx::new(f, fns, options)?;
     let name = cx.fn_ident(&f.name)?;
     // A module's public function is re-exported by its module under its
@@ -250,7 +262,7 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::codegen::Opt
     // A function of scalars to a scalar (an activation a definition calls
     // per element, `std::ml::gelu_tanh`) has no twin of its own: its test
     // of `cpu::wide()` on every call kept the caller's loop scalar (GELU
-    // over 16 Mi f32 ran 362 ms, its tanh alone 54 ms). It is `#[inline]`,
+    // over 16 Mi f32 ran 362 ms, its tanh alone 54 ms). It is inlined,
     // so inside a caller's twin it is compiled with the caller's
     // instructions (the same bits either way).
     let scalar = matches!(f.ret, Repr::Scalar(_))
@@ -260,9 +272,14 @@ pub fn emit_function(f: &Function, fns: &FnIdents, options: &crate::codegen::Opt
     let body = if options.checked || options.baseline_only || scalar {
         body
     } else {
-        wide_twin(&body, &inner_params, &inner_args, &quote!(#result<#ret, #err>))
+        wide_twin(&body, &inner_params, &inner_args, &quote!(#result<#ret, #err>), avx512)
     };
-    let inline = if scalar { quote!(#[inline]) } else { TokenStream::new() };
+    // `#[inline(always)]`: with a plain `#[inline]`, LLVM left `std::ml::gelu`
+    // (erf and its exponential) out of the AVX-512 twin's loop, a call per
+    // element into the baseline's scalar code (16 Mi f32: 471 ms against
+    // 36 ms for `gelu_tanh`, which it did inline). Such a function has no
+    // loops, so inlining it everywhere costs little code.
+    let inline = if scalar { quote!(#[inline(always)]) } else { TokenStream::new() };
     if !outs.is_empty() {
         let entry = into::Entry {
             f,
@@ -336,13 +353,37 @@ fn loop_free(f: &Function) -> bool {
 /// both compute the same bits). The twin is the same tokens inside a
 /// `#[target_feature]` function, so every loop and closure in it is
 /// compiled with the wider vectors; `params` are the body's parameters as
-/// it reads them, `args` their names.
-fn wide_twin(body: &TokenStream, params: &[TokenStream], args: &[Ident], ret: &TokenStream) -> TokenStream {
+/// it reads them, `args` their names. With `avx512`, a third form compiled
+/// for AVX-512 comes first, taken when `cpu::wide512` holds.
+fn wide_twin(
+    body: &TokenStream,
+    params: &[TokenStream],
+    args: &[Ident],
+    ret: &TokenStream,
+    avx512: bool,
+) -> TokenStream {
     let rt = paths::rt();
     let allow = super::allow_lints(quote!(unused_unsafe, unsafe_op_in_unsafe_fn,));
+    let widest = if avx512 {
+        quote! {
+            #allow
+            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+            unsafe fn __wide512(#(#params),*) -> #ret {
+                #body
+            }
+            if #rt::cpu::wide512() {
+                // SAFETY: the processor has these AVX-512 subsets, AVX2 and
+                // FMA (`cpu::wide512`).
+                return unsafe { __wide512(#(#args),*) };
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
     quote! {
         #[cfg(target_arch = "x86_64")]
         {
+            #widest
             #allow
             #[target_feature(enable = "avx2,fma")]
             unsafe fn __wide(#(#params),*) -> #ret {
