@@ -337,6 +337,33 @@ fn errors(world: &World) {
     close("gather total", total, want, 1e-5);
 }
 
+/// `NAME_into` of a sharded function: this rank's block of the result into
+/// the caller's buffer (any strides); a buffer of the wrong shape on one
+/// rank is the same `Error::Shape` on every rank, and leaves the world
+/// usable.
+fn into_buffers(world: &World) {
+    let (rank, size) = (world.rank(), world.size());
+    let (n, m) = (10, 3);
+    let u = matrix(n, m, 31);
+    let rows = block(n, rank, size);
+    let (w, total) = lap(world, u.slice(s![rows.clone(), ..])).unwrap();
+    // A transposed buffer: written through its strides.
+    let mut buf = Array2::<f32>::zeros((m, rows.len()));
+    let t = lap_into(world, u.slice(s![rows.clone(), ..]), buf.view_mut().reversed_axes()).unwrap();
+    assert_eq!(t.to_bits(), total.to_bits());
+    assert!(buf.t().iter().zip(w.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "lap_into, rank {rank}");
+    // The last rank's buffer has one column too many.
+    let cols = if rank == size - 1 { m + 1 } else { m };
+    let mut bad = Array2::<f32>::from_elem((rows.len(), cols), 7.0);
+    let e = lap_into(world, u.slice(s![rows.clone(), ..]), &mut bad).expect_err("a wrong buffer on one rank");
+    assert!(matches!(e, einlang::Error::Shape { .. }), "rank {rank}: {e}");
+    if rank == size - 1 {
+        assert!(bad.iter().all(|&v| v == 7.0), "a rejected buffer is left untouched");
+    }
+    let again = lap_into(world, u.slice(s![rows.clone(), ..]), &mut buf.view_mut().reversed_axes()).unwrap();
+    assert_eq!(again.to_bits(), total.to_bits());
+}
+
 /// The gradient of a least-squares step sends its all-reduced values (the
 /// gradient and the loss) and a few words of agreement, not the data.
 fn bytes(world: &World) {
@@ -381,6 +408,7 @@ fn main() {
     }
     stencils(&world);
     errors(&world);
+    into_buffers(&world);
     bytes(&world);
     println!("rank {rank} of {size}: sharded functions agree with their twins ({} bytes sent)", world.bytes_sent());
 }
