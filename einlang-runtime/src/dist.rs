@@ -118,7 +118,7 @@ impl World {
         block(n, self.rank, self.size)
     }
 
-    fn count(&self, bytes: usize) {
+    pub(crate) fn count(&self, bytes: usize) {
         self.sent.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
@@ -208,6 +208,24 @@ impl World {
                 Ok(v)
             }
         }
+    }
+
+    /// `bytes` of rank `root` on every rank (the same length everywhere;
+    /// what the other ranks pass is overwritten). The root counts them as
+    /// sent.
+    pub fn broadcast(&self, root: usize, bytes: &mut [u8]) {
+        if self.size == 1 || bytes.is_empty() {
+            return;
+        }
+        if self.rank == root {
+            self.count(bytes.len());
+        }
+        #[cfg(feature = "mpi")]
+        if let Some(h) = &self.mpi {
+            h.broadcast(root, bytes);
+            return;
+        }
+        unreachable_world()
     }
 
     /// Every rank's values (the same count on every rank), in rank order.
@@ -453,7 +471,7 @@ impl World {
                     }
                     continue;
                 }
-                let _ = wanted;
+                let _ = (wanted, &before, &after);
                 unreachable_world();
             }
         }
@@ -1122,6 +1140,10 @@ mod mpi_world {
                 at += l;
             }
             res
+        }
+
+        pub fn broadcast(&self, root: usize, bytes: &mut [u8]) {
+            self.comm().process_at_rank(root as i32).broadcast_into(bytes);
         }
 
         /// Sends `send` to `dest` and receives `want` bytes from `src`

@@ -55,14 +55,6 @@ pub fn run(program: &mut Program) -> Vec<Diagnostic> {
     let lowered: HashMap<String, Function> = program.fns.iter().map(|f| (f.name.clone(), f.clone())).collect();
     for f in &mut program.fns {
         let Some(shard) = f.shard.clone() else { continue };
-        if f.device.is_some() {
-            diags.push(
-                Diagnostic::error(shard.span, "`#[shard]` on a `#[device(cuda)]` function is not supported yet")
-                    .note("sharded functions run on the host, communicating through MPI; NCCL is not built")
-                    .help("shard a host function and call the device function from it per rank"),
-            );
-            continue;
-        }
         if let Err(d) = shard_function(f, &shard.symbol, shard.span, &lowered) {
             diags.push(d);
         }
