@@ -28,12 +28,28 @@ fn combine(op: RedOp) -> Result<TokenStream, Failure> {
     })
 }
 
+/// The halo exchange of a recurrence's steps: not built for the device.
+fn halo_unsupported() -> Failure {
+    Failure::Unsupported(
+        "halo exchanges of a recurrence in a sharded function (shard a host function for stencils over time)".into(),
+    )
+}
+
 impl HostCx<'_> {
     /// The entry of a sharded device function: as on the host (the ranks
     /// agree that their entry checks passed, on the extents and on the
     /// scalar parameters), binding the symbol's whole extent and this
-    /// rank's offset.
+    /// rank's offset. A recurrence that exchanges halos in its steps is
+    /// refused here, before its clauses are emitted.
     pub(super) fn shard_entry(&mut self, parts: &ShardParts) -> Result<TokenStream, Failure> {
+        let halo_in_steps = self.f.body.iter().any(|s| {
+            matches!(s, crate::ir::Stmt::Recurrence(r) if r.clauses.iter().any(|c| {
+                c.prelude.iter().any(|p| matches!(p, crate::ir::Stmt::Comm(Comm::Halo { .. })))
+            }))
+        });
+        if halo_in_steps {
+            return Err(halo_unsupported());
+        }
         let (rt, name) = (self.rt.clone(), self.fn_name.clone());
         let (global, local, offset) = (self.ident(parts.global)?, self.ident(parts.local)?, self.ident(parts.offset)?);
         let mut values = vec![quote!(#local)];
@@ -127,10 +143,7 @@ impl HostCx<'_> {
             Comm::AllReduceArg { .. } => {
                 Err(Failure::Unsupported("`argmax`/`argmin` over the sharded axis of a sharded function".into()))
             }
-            Comm::Halo { .. } => Err(Failure::Unsupported(
-                "halo exchanges of a recurrence in a sharded function (shard a host function for stencils over time)"
-                    .into(),
-            )),
+            Comm::Halo { .. } => Err(halo_unsupported()),
         }
     }
 }
