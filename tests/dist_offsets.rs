@@ -196,5 +196,23 @@ fn main() {
     let lens: Vec<usize> = vec![1; size];
     let start: usize = lens[..rank].iter().sum();
     window_case(&world, size, start..start + 1);
+    // What a convolution with its kernel gradient sends: the two rows
+    // each neighbour needs, once (the forward pass and the gradient read
+    // the same extended copy), the gradient and the loss, and agreement
+    // words (entry: status, H, W, block lengths; before the exchange and
+    // the two all-reduces; the end).
+    let (h, w) = (64, 32);
+    let x = Array2::from_shape_vec((h, w), data(h * w, 5)).unwrap();
+    let k = Array2::from_shape_vec((5, 3), data(15, 6)).unwrap();
+    let rows = block(h, rank, size);
+    let before = world.bytes_sent();
+    conv(&world, x.slice(s![rows, ..]), &k).unwrap();
+    let sent = world.bytes_sent() - before;
+    println!("rank {rank} of {size}: conv {h} x {w} sent {sent} bytes");
+    if size > 1 {
+        let neighbours = usize::from(rank > 0) + usize::from(rank + 1 < size);
+        let expected = neighbours * 2 * w * 4 + (15 + 1) * 4 + 8 * 8;
+        assert_eq!(sent, expected as u64, "conv: bytes sent by rank {rank}");
+    }
     println!("rank {rank} of {size}: offsets of known range agree with the twins ({} bytes sent)", world.bytes_sent());
 }

@@ -115,6 +115,10 @@ struct Cx<'a> {
     /// While a definition or a recurrence's clause is rewritten: the
     /// offsets from its index known by their range ([`Ranges`]).
     ranges: Ranges,
+    /// Extended copies made so far and in scope: the tensor, its copy,
+    /// and the rows before and after its block (a later reader needing no
+    /// more rows reads the same copy: one exchange per tensor).
+    extended: HashMap<VarId, (VarId, i64, i64)>,
 }
 
 fn shard_function(
@@ -153,6 +157,7 @@ fn shard_function(
         redirect: HashMap::new(),
         nested: 0,
         ranges: Ranges::default(),
+        extended: HashMap::new(),
         lowered,
         inlining: 0,
     };
@@ -507,6 +512,14 @@ impl Cx<'_> {
             }
         });
         for (t, lo, hi) in need {
+            // A copy extended as far already (tensors are values: the
+            // rows are the same), in scope here: read it again.
+            if let Some(&(ext, elo, ehi)) = self.extended.get(&t) {
+                if elo >= lo && ehi >= hi {
+                    self.redirect.insert(t, ext);
+                    continue;
+                }
+            }
             let ty = self.f.var(t).ty.clone();
             let Repr::Tensor(elem, _) = ty else { continue };
             let ext = self.f.add_var(&format!("{}_halo", self.vname(t)), ty);
@@ -515,6 +528,7 @@ impl Cx<'_> {
             self.sharded.insert(ext, axis);
             self.halo.insert(ext, lo);
             self.redirect.insert(t, ext);
+            self.extended.insert(t, (ext, lo, hi));
             self.uses_halo = true;
         }
     }
@@ -1011,7 +1025,9 @@ impl Cx<'_> {
                 Ok(())
             }
             ExprKind::Block { stmts, .. } => {
-                // Nested statements: definitions inside a value.
+                // Nested statements: definitions inside a value. Extended
+                // copies made in here are not in scope after it.
+                let outer_extended = self.extended.clone();
                 let inner = std::mem::take(stmts);
                 let mut new = Vec::new();
                 for s in inner {
@@ -1046,6 +1062,7 @@ impl Cx<'_> {
                 let ExprKind::Block { stmts, result: slot } = &mut e.kind else { unreachable!() };
                 *stmts = new;
                 **slot = result;
+                self.extended = outer_extended;
                 r
             }
             _ => {
