@@ -66,8 +66,13 @@ struct Shared(cudarc::nccl::Comm);
 unsafe impl Send for Shared {}
 
 #[cfg(feature = "nccl")]
-/// The communicators made so far: (device ordinal, rank, world size).
-static COMMS: Mutex<Vec<((usize, usize, usize), Shared)>> = Mutex::new(Vec::new());
+/// Which communicator: (device ordinal, rank, world size).
+#[cfg(feature = "nccl")]
+type Key = (usize, usize, usize);
+
+#[cfg(feature = "nccl")]
+/// The communicators made so far.
+static COMMS: Mutex<Vec<(Key, Shared)>> = Mutex::new(Vec::new());
 
 #[cfg(feature = "nccl")]
 /// Runs `f` with the communicator of `world`'s ranks on their devices
