@@ -59,8 +59,11 @@ impl std::fmt::Debug for World {
 impl World {
     /// The world this process belongs to. Under an MPI launcher (and with
     /// the feature `mpi`) this initializes MPI on the first call; MPI is
-    /// finalized when the process exits, so `init` may be called again (by
-    /// each test of a test binary): every call shares the one MPI session.
+    /// finalized when the process exits (after `main` returns, so after
+    /// its `World`s are dropped), not at the drop of a `World`: MPI cannot
+    /// be initialized again after `MPI_Finalize`, and `init` may be called
+    /// again (by each test of a test binary): every call shares the one
+    /// MPI session.
     /// Without a launcher, or without the feature, a world of one.
     ///
     /// `EINLANG_MPI=0` in the environment keeps a process launched by MPI
