@@ -81,10 +81,10 @@ fn main() {
         }
         // Bytes: the gradients (I*H + H + H*C + C floats) and the loss,
         // plus one status word before each of the 2 messages (the loss; the four gradients together), at entry
-        // and at the end, and the entry's 4 extents (B, I, H, C).
+        // and at the end, and the entry's 4 extents (B, I, H, C) and its scalar parameter (the learning rate).
         let (i, c) = (digits::INPUTS, digits::CLASSES);
         let values = ((i * hidden + hidden + hidden * c + c + 1) * 4) as u64;
-        let agreement = (2 + 2) * 8 + 4 * 8;
+        let agreement = (2 + 2) * 8 + 4 * 8 + 8;
         let expected = if size == 1 { 0 } else { values + agreement };
         assert_eq!(sent, expected, "rank {rank}, batch {batch}: bytes sent");
         // Far less than the batch itself would be.

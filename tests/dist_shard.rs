@@ -236,44 +236,32 @@ fn stencils(world: &World) {
                 usize::from((0..rank).any(|r| holds[r] > 0)) + usize::from((rank + 1..size).any(|r| holds[r] > 0))
             };
             let exchanges = (steps - 1).max(0) as u64;
-            // Entry: a status word, the extents (N, M), the block lengths;
-            // the end: a status word. Each step: a status word and one
-            // row of M f64 to each neighbour.
-            let expected = 8 + 16 + 8 + 8 + exchanges * (8 + (neighbours * m * 8) as u64);
+            // Entry: a status word, the extents (N, M) and the scalar
+            // parameters (r, steps), the block lengths; the end: a status
+            // word. Each step: a status word and one row of M f64 to each
+            // neighbour.
+            let expected = 8 + 16 + 16 + 8 + 8 + exchanges * (8 + (neighbours * m * 8) as u64);
             assert_eq!(sent, expected, "heat {n}x{m}: bytes sent by rank {rank}");
         }
     }
     for (n, m) in [(11usize, 3usize), (6, 4), (4, 2), (2, 2), (1, 1)] {
         let u = matrix(n, m, 21);
         let rows = block(n, rank, size);
-        let holds: Vec<usize> = (0..size).map(|r| block(n, r, size).len()).collect();
-        let r = lap(world, u.slice(s![rows.clone(), ..]));
-        let too_small = holds.iter().filter(|&&h| h > 0).count() > 1 && holds.iter().any(|&h| h > 0 && h < 2);
-        if too_small {
-            let e = r.expect_err("a grid thinner than the halo");
-            assert!(matches!(e, einlang::Error::Dist { .. }), "{e}");
-            continue;
-        }
-        let (w, total) = r.unwrap();
+        // Blocks thinner than the halo (two rows) take rows from several
+        // ranks.
+        let (w, total) = lap(world, u.slice(s![rows.clone(), ..])).unwrap();
         let (w1, total1) = lap_whole(&u).unwrap();
         let want = w1.slice(s![rows.clone(), ..]);
         assert!(w.iter().zip(want.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "lap {n}x{m}, rank {rank}");
         close("lap total", total, total1, 1e-5);
         same_everywhere(world, "lap total", &f32_bits([total]));
     }
-    for (n, m, steps) in [(13usize, 4usize, 9i64), (6, 2, 3), (5, 3, 2)] {
+    for (n, m, steps) in [(13usize, 4usize, 9i64), (6, 2, 3), (5, 3, 2), (3, 2, 4), (2, 3, 3)] {
         let u0 = matrix(n, m, 9);
         let rows = block(n, rank, size);
-        let r = wide(world, u0.slice(s![rows.clone(), ..]), steps);
-        let holds: Vec<usize> = (0..size).map(|r| block(n, r, size).len()).collect();
-        let too_small = holds.iter().filter(|&&h| h > 0).count() > 1 && holds.iter().any(|&h| h > 0 && h < 2);
-        if too_small && steps > 1 {
-            // Blocks thinner than the halo: an error on every rank.
-            let e = r.expect_err("a grid thinner than the halo");
-            assert!(matches!(e, einlang::Error::Dist { .. }), "{e}");
-            continue;
-        }
-        let got = r.unwrap();
+        // Blocks thinner than the halo (two rows) take rows from several
+        // ranks.
+        let got = wide(world, u0.slice(s![rows.clone(), ..]), steps).unwrap();
         let want = wide_whole(&u0, steps).unwrap();
         let want = want.slice(s![rows.clone(), ..]);
         assert!(got.iter().zip(want.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "wide {n}x{m}, rank {rank}");
@@ -296,6 +284,23 @@ fn errors(world: &World) {
         assert!(e.to_string().contains("`I` differs"), "{e}");
     } else {
         assert!(r.is_ok());
+    }
+    // Scalar parameters that differ across ranks: the same error on every
+    // rank, naming the parameter, before any halo is exchanged.
+    if size > 1 {
+        let u0 = Array2::from_shape_fn((n, 3), |(i, j)| (i + j) as f64);
+        let r_last = if rank == size - 1 { 0.25 } else { 0.2 };
+        let e = heat(world, u0.slice(s![rows.clone(), ..]), r_last, 4).expect_err("a scalar that differs");
+        assert!(
+            matches!(&e, einlang::Error::Dist { message } if message.contains("scalar parameter `r` differs") && message.contains("0.2 on rank 0") && message.contains(&format!("0.25 on rank {}", size - 1))),
+            "rank {rank}: {e}"
+        );
+        let steps = if rank == 0 { 5 } else { 4 };
+        let e = heat(world, u0.slice(s![rows.clone(), ..]), 0.2, steps).expect_err("a step count that differs");
+        assert!(
+            matches!(&e, einlang::Error::Dist { message } if message.contains("`steps` differs")),
+            "rank {rank}: {e}"
+        );
     }
     // A bad gather on the last rank only: every rank returns its error.
     let table = Array1::from(data(6, 4));
@@ -330,6 +335,33 @@ fn errors(world: &World) {
     assert_eq!(v.len(), rows.len());
     let want: f32 = (0..n).map(|i| table[i % 6]).sum();
     close("gather total", total, want, 1e-5);
+}
+
+/// `NAME_into` of a sharded function: this rank's block of the result into
+/// the caller's buffer (any strides); a buffer of the wrong shape on one
+/// rank is the same `Error::Shape` on every rank, and leaves the world
+/// usable.
+fn into_buffers(world: &World) {
+    let (rank, size) = (world.rank(), world.size());
+    let (n, m) = (10, 3);
+    let u = matrix(n, m, 31);
+    let rows = block(n, rank, size);
+    let (w, total) = lap(world, u.slice(s![rows.clone(), ..])).unwrap();
+    // A transposed buffer: written through its strides.
+    let mut buf = Array2::<f32>::zeros((m, rows.len()));
+    let t = lap_into(world, u.slice(s![rows.clone(), ..]), buf.view_mut().reversed_axes()).unwrap();
+    assert_eq!(t.to_bits(), total.to_bits());
+    assert!(buf.t().iter().zip(w.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "lap_into, rank {rank}");
+    // The last rank's buffer has one column too many.
+    let cols = if rank == size - 1 { m + 1 } else { m };
+    let mut bad = Array2::<f32>::from_elem((rows.len(), cols), 7.0);
+    let e = lap_into(world, u.slice(s![rows.clone(), ..]), &mut bad).expect_err("a wrong buffer on one rank");
+    assert!(matches!(e, einlang::Error::Shape { .. }), "rank {rank}: {e}");
+    if rank == size - 1 {
+        assert!(bad.iter().all(|&v| v == 7.0), "a rejected buffer is left untouched");
+    }
+    let again = lap_into(world, u.slice(s![rows.clone(), ..]), &mut buf.view_mut().reversed_axes()).unwrap();
+    assert_eq!(again.to_bits(), total.to_bits());
 }
 
 /// The gradient of a least-squares step sends its all-reduced values (the
@@ -376,6 +408,7 @@ fn main() {
     }
     stencils(&world);
     errors(&world);
+    into_buffers(&world);
     bytes(&world);
     println!("rank {rank} of {size}: sharded functions agree with their twins ({} bytes sent)", world.bytes_sent());
 }

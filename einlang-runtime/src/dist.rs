@@ -59,8 +59,11 @@ impl std::fmt::Debug for World {
 impl World {
     /// The world this process belongs to. Under an MPI launcher (and with
     /// the feature `mpi`) this initializes MPI on the first call; MPI is
-    /// finalized when the process exits, so `init` may be called again (by
-    /// each test of a test binary): every call shares the one MPI session.
+    /// finalized when the process exits (after `main` returns, so after
+    /// its `World`s are dropped), not at the drop of a `World`: MPI cannot
+    /// be initialized again after `MPI_Finalize`, and `init` may be called
+    /// again (by each test of a test binary): every call shares the one
+    /// MPI session.
     /// Without a launcher, or without the feature, a world of one.
     ///
     /// `EINLANG_MPI=0` in the environment keeps a process launched by MPI
@@ -118,7 +121,7 @@ impl World {
         block(n, self.rank, self.size)
     }
 
-    fn count(&self, bytes: usize) {
+    pub(crate) fn count(&self, bytes: usize) {
         self.sent.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
@@ -208,6 +211,24 @@ impl World {
                 Ok(v)
             }
         }
+    }
+
+    /// `bytes` of rank `root` on every rank (the same length everywhere;
+    /// what the other ranks pass is overwritten). The root counts them as
+    /// sent.
+    pub fn broadcast(&self, root: usize, bytes: &mut [u8]) {
+        if self.size == 1 || bytes.is_empty() {
+            return;
+        }
+        if self.rank == root {
+            self.count(bytes.len());
+        }
+        #[cfg(feature = "mpi")]
+        if let Some(h) = &self.mpi {
+            h.broadcast(root, bytes);
+            return;
+        }
+        unreachable_world()
     }
 
     /// Every rank's values (the same count on every rank), in rank order.
@@ -358,6 +379,104 @@ impl World {
             }
             let _ = (src, want, &dec);
             unreachable_world();
+        }
+    }
+
+    /// The halo rows of a sharded axis, from however many ranks hold them
+    /// (a rank thinner than the halo passes on what it has, and the rows
+    /// beyond it come from the ranks after it). `holds` is every rank's
+    /// block length in rank order; this rank wants the `lo` rows before its
+    /// block and the `hi` rows after it, those inside the whole axis.
+    /// `rows(a, b)` gives this rank's own rows `a..b` (of its block),
+    /// `per_row` values each. Received rows go into `before` (`lo` rows,
+    /// the row just before the block last) and `after` (`hi` rows, the row
+    /// just after the block first); rows beyond the ends of the axis, and
+    /// everything on a rank without rows, stay as they are. Each rank
+    /// sends every row another rank wants once: at most `lo + hi` rows
+    /// per rank that wants them, one message per rank pair that exchanges
+    /// rows.
+    #[allow(clippy::too_many_arguments)]
+    pub fn halo_rows<T: Elem>(
+        &self,
+        holds: &[i64],
+        lo: usize,
+        hi: usize,
+        per_row: usize,
+        rows: &dyn Fn(usize, usize) -> Vec<T>,
+        before: &mut [T],
+        after: &mut [T],
+    ) {
+        let size = self.size;
+        if size == 1 || holds.len() != size || (lo == 0 && hi == 0) {
+            return;
+        }
+        let len: Vec<usize> = holds.iter().map(|&h| h.max(0) as usize).collect();
+        let mut start = vec![0usize; size + 1];
+        for r in 0..size {
+            start[r + 1] = start[r] + len[r];
+        }
+        let total = start[size];
+        // The global rows rank `q` wants before and after its block.
+        let want = |q: usize, up: bool| -> Range<usize> {
+            if len[q] == 0 {
+                return 0..0;
+            }
+            if up {
+                start[q].saturating_sub(lo)..start[q]
+            } else {
+                start[q + 1]..(start[q + 1] + hi).min(total)
+            }
+        };
+        let held = |q: usize| start[q]..start[q + 1];
+        let meet = |a: Range<usize>, b: Range<usize>| -> Option<Range<usize>> {
+            let r = a.start.max(b.start)..a.end.min(b.end);
+            (r.start < r.end).then_some(r)
+        };
+        let me = self.rank;
+        // Round `d`, upward: rows to the rank `d` after (its rows before
+        // its block), from the rank `d` before; then downward. Every rank
+        // computes the same table, so each send has its receive.
+        for d in 1..size {
+            for up in [true, false] {
+                let (dest, src) = if up {
+                    ((me + d < size).then_some(me + d), me.checked_sub(d))
+                } else {
+                    (me.checked_sub(d), (me + d < size).then_some(me + d))
+                };
+                let send = dest.and_then(|q| meet(want(q, up), held(me)));
+                let recv = src.and_then(|p| meet(want(me, up), held(p)));
+                if send.is_none() && recv.is_none() {
+                    continue;
+                }
+                let mut bytes = Vec::new();
+                if let Some(r) = &send {
+                    for v in rows(r.start - start[me], r.end - start[me]) {
+                        v.put(&mut bytes);
+                    }
+                    self.count(bytes.len());
+                }
+                let wanted = recv.as_ref().map_or(0, |r| r.len() * per_row * T::SIZE);
+                #[cfg(feature = "mpi")]
+                if let Some(h) = &self.mpi {
+                    let got = h.send_recv(send.as_ref().and(dest), &bytes, recv.as_ref().and(src), wanted);
+                    if let (Some(got), Some(r)) = (got, recv) {
+                        // Where the first row received goes in its buffer.
+                        let (buf, at) = if up {
+                            (&mut *before, (r.start + lo - start[me]) * per_row)
+                        } else {
+                            (&mut *after, (r.start - start[me + 1]) * per_row)
+                        };
+                        for (k, c) in got.chunks(T::SIZE).enumerate() {
+                            if let Some(o) = buf.get_mut(at + k) {
+                                *o = T::get(c);
+                            }
+                        }
+                    }
+                    continue;
+                }
+                let _ = (wanted, &before, &after);
+                unreachable_world();
+            }
         }
     }
 }
@@ -516,45 +635,34 @@ pub fn agree_extents(
     names: &[&str],
     sharded: usize,
 ) -> Result<Vec<(i64, i64)>, Error> {
+    let show = |k: usize, v: i64| (format!("`{}`", names.get(k).copied().unwrap_or("?")), v.to_string());
+    agree_table(world, function, local, extents, sharded, &show)
+}
+
+/// [`agree_extents`] over values of any kind: `show(k, v)` names entry `k`
+/// and writes its value `v` for the error.
+fn agree_table(
+    world: &World,
+    function: &str,
+    local: Result<(), Error>,
+    mine: &[i64],
+    sharded: usize,
+    show: &dyn Fn(usize, i64) -> (String, String),
+) -> Result<Vec<(i64, i64)>, Error> {
     world.agree(local)?;
-    let all = world.all_gather_i64(extents);
-    let n = extents.len();
-    let mut status = Ok(());
-    for (k, name) in names.iter().enumerate().skip(sharded) {
-        for r in 0..world.size() {
-            if all[r * n + k] != extents[k] && status.is_ok() {
-                status = Err(Error::Dist {
-                    message: format!(
-                        "in `{function}`: `{name}` differs across ranks: {} on rank {r}, {} on rank {}",
-                        all[r * n + k],
-                        extents[k],
-                        world.rank()
-                    ),
+    let all = world.all_gather_i64(mine);
+    let n = mine.len();
+    // Every rank sees the same table, so every rank finds the same first
+    // difference (reported from the lowest rank's view): the same error.
+    for k in sharded..n {
+        for r in 1..world.size() {
+            if all[r * n + k] != all[k] {
+                let (what, v0) = show(k, all[k]);
+                let (_, vr) = show(k, all[r * n + k]);
+                return Err(Error::Dist {
+                    message: format!("in `{function}`: {what} differs across ranks: {v0} on rank 0, {vr} on rank {r}"),
                 });
             }
-        }
-    }
-    // Every rank sees the same table, so every rank finds the same error;
-    // report the lowest rank's view so the text is the same everywhere.
-    if status.is_err() {
-        let mut first = None;
-        'outer: for k in sharded..n {
-            for r in 1..world.size() {
-                if all[r * n + k] != all[k] {
-                    first = Some((k, r));
-                    break 'outer;
-                }
-            }
-        }
-        if let Some((k, r)) = first {
-            return Err(Error::Dist {
-                message: format!(
-                    "in `{function}`: `{}` differs across ranks: {} on rank 0, {} on rank {r}",
-                    names[k],
-                    all[k],
-                    all[r * n + k]
-                ),
-            });
         }
     }
     let mut out = Vec::with_capacity(sharded);
@@ -569,11 +677,10 @@ pub fn agree_extents(
 /// The halo exchange of a recurrence's earlier step (generated code): in
 /// the slab of `store` at position `at` of `fixed` (a slot of the time
 /// axis), the rows along `axis` are `lo` halo rows, this rank's block of
-/// `holds[rank]` rows, then `hi` halo rows. The block's first `hi` rows go
-/// to the previous rank holding rows (its upper halo), its last `lo` rows
-/// to the next one (its lower halo), and the halos are filled with theirs.
-/// `holds` is every rank's block length. An error on every rank when a
-/// rank with rows has fewer rows than the halo needs.
+/// `holds[rank]` rows, then `hi` halo rows. The halos are filled with the
+/// rows of the ranks before and after ([`World::halo_rows`]: from several
+/// ranks when blocks are thinner than the halo); those beyond the ends of
+/// the axis stay as they are. `holds` is every rank's block length.
 ///
 /// # Safety
 /// No other thread accesses the store; `store` has the described shape.
@@ -591,16 +698,6 @@ pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
 ) -> Result<(), Error> {
     if world.size() == 1 || (lo == 0 && hi == 0) {
         return Ok(());
-    }
-    let with_rows: Vec<i64> = holds.iter().copied().filter(|&h| h > 0).collect();
-    if with_rows.len() > 1 && with_rows.iter().any(|&h| (h as usize) < lo.max(hi)) {
-        return Err(Error::Dist {
-            message: format!(
-                "in `{function}`: a rank holds fewer rows ({}) than the stencil reads beyond its block ({})",
-                with_rows.iter().min().copied().unwrap_or(0),
-                lo.max(hi)
-            ),
-        });
     }
     let local = holds.get(world.rank()).copied().unwrap_or(0).max(0) as usize;
     if local == 0 {
@@ -633,11 +730,9 @@ pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
         points(rows, &mut |i| out.push(store.get(i)));
         out
     };
-    let to_prev = read(lo..lo + hi);
-    let to_next = read(lo + local - lo..lo + local);
     let mut from_prev = read(0..lo);
     let mut from_next = read(lo + local..lo + local + hi);
-    world.halo(holds, &to_prev, &to_next, &mut from_prev, &mut from_next);
+    world.halo_rows(holds, lo, hi, per_row, &|a, b| read(lo + a..lo + b), &mut from_prev, &mut from_next);
     let mut k = 0;
     points(0..lo, &mut |i| {
         store.set(i, from_prev[k]);
@@ -651,12 +746,11 @@ pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
     Ok(())
 }
 
-/// `input` (this rank's block of a sharded tensor along `axis`) with `lo`
-/// rows of the previous rank's block before it and `hi` rows of the next
-/// rank's after it (zeros where there is no such rank): what a definition
-/// reading it at constant offsets along the axis needs (generated code).
-/// `holds` is every rank's block length; an error on every rank when a
-/// rank with rows has fewer than the halo needs.
+/// `input` (this rank's block of a sharded tensor along `axis`) with the
+/// `lo` rows of the whole tensor before its block and the `hi` rows after
+/// it (zeros beyond the ends of the axis, and from as many ranks as hold
+/// them): what a definition reading it at offsets along the axis needs
+/// (generated code). `holds` is every rank's block length.
 pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
     world: &World,
     function: &str,
@@ -670,16 +764,6 @@ pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
     if axis >= input.ndim() {
         return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
     }
-    let with_rows: Vec<i64> = holds.iter().copied().filter(|&h| h > 0).collect();
-    if world.size() > 1 && with_rows.len() > 1 && with_rows.iter().any(|&h| (h as usize) < lo.max(hi)) {
-        return Err(Error::Dist {
-            message: format!(
-                "in `{function}`: a rank holds fewer rows ({}) than the stencil reads beyond its block ({})",
-                with_rows.iter().min().copied().unwrap_or(0),
-                lo.max(hi)
-            ),
-        });
-    }
     let local = input.len_of(Axis(axis));
     let mut shape = input.raw_dim();
     shape[axis] = local + lo + hi;
@@ -690,12 +774,10 @@ pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
     }
     let rows =
         |a: usize, b: usize| -> Vec<T> { input.slice_axis(Axis(axis), Slice::from(a..b)).iter().copied().collect() };
-    let to_prev = rows(0, hi.min(local));
-    let to_next = rows(local - lo.min(local), local);
     let per_row: usize = input.len() / local.max(1);
     let mut from_prev = vec![T::default(); lo * per_row];
     let mut from_next = vec![T::default(); hi * per_row];
-    world.halo(holds, &to_prev, &to_next, &mut from_prev, &mut from_next);
+    world.halo_rows(holds, lo, hi, per_row, &rows, &mut from_prev, &mut from_next);
     for (o, v) in out.slice_axis_mut(Axis(axis), Slice::from(0..lo)).iter_mut().zip(from_prev) {
         *o = v;
     }
@@ -711,8 +793,7 @@ pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
 /// this rank's block starts, or the same error on every rank when another
 /// dimension differs across ranks.
 pub fn agree_block(world: &World, function: &str, extents: &[i64], names: &[&str]) -> Result<(i64, i64), Error> {
-    let parts = agree_extents(world, function, Ok(()), extents, names, 1)?;
-    Ok(parts.first().copied().unwrap_or((0, 0)))
+    agree_entry(world, function, extents, names, &[], &[], false).map(|(g, o, _)| (g, o))
 }
 
 /// [`agree_block`], with every rank's block length in rank order (for
@@ -723,10 +804,79 @@ pub fn agree_block_holds(
     extents: &[i64],
     names: &[&str],
 ) -> Result<(i64, i64, Vec<i64>), Error> {
-    let parts = agree_extents(world, function, Ok(()), extents, names, 1)?;
+    agree_entry(world, function, extents, names, &[], &[], true)
+}
+
+/// A scalar parameter of a sharded function as the ranks compare it: the
+/// same value on every rank, bit for bit, or an error on every rank.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Int(i64),
+    /// An `f32` or `f64` (an `f32` widened exactly).
+    Float(f64),
+    Bool(bool),
+}
+
+impl Scalar {
+    fn bits(self) -> i64 {
+        match self {
+            Scalar::Int(v) => v,
+            Scalar::Float(v) => v.to_bits() as i64,
+            Scalar::Bool(v) => v as i64,
+        }
+    }
+
+    /// The value of this kind with these bits.
+    fn with_bits(self, bits: i64) -> Scalar {
+        match self {
+            Scalar::Int(_) => Scalar::Int(bits),
+            Scalar::Float(_) => Scalar::Float(f64::from_bits(bits as u64)),
+            Scalar::Bool(_) => Scalar::Bool(bits != 0),
+        }
+    }
+}
+
+impl std::fmt::Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Int(v) => write!(f, "{v}"),
+            Scalar::Float(v) => write!(f, "{v:?}"),
+            Scalar::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// The entry of a sharded function (generated code): the ranks agree that
+/// their entry checks passed, then compare in one all-gather `extents`
+/// (this rank's length of the sharded symbol, then every other dimension
+/// bound at entry; `names` says which) and the scalar parameters
+/// `scalars` (named `scalar_names`), which must be the same on every rank.
+/// Returns the symbol's whole extent, where this rank's block starts and,
+/// when `holds` asks (functions with halos; one more all-gather of a word
+/// per rank), every rank's block length; or the same error on every rank:
+/// the first difference in the table every rank sees (lowest rank's view).
+pub fn agree_entry(
+    world: &World,
+    function: &str,
+    extents: &[i64],
+    names: &[&str],
+    scalars: &[Scalar],
+    scalar_names: &[&str],
+    holds: bool,
+) -> Result<(i64, i64, Vec<i64>), Error> {
+    let mut mine = extents.to_vec();
+    mine.extend(scalars.iter().map(|s| s.bits()));
+    let show = |k: usize, v: i64| match k.checked_sub(extents.len()) {
+        None => (format!("`{}`", names.get(k).copied().unwrap_or("?")), v.to_string()),
+        Some(j) => (
+            format!("the scalar parameter `{}`", scalar_names.get(j).copied().unwrap_or("?")),
+            scalars.get(j).map_or(v.to_string(), |s| s.with_bits(v).to_string()),
+        ),
+    };
+    let parts = agree_table(world, function, Ok(()), &mine, 1, &show)?;
     let (global, offset) = parts.first().copied().unwrap_or((0, 0));
-    let holds = world.all_gather_i64(&extents[..1.min(extents.len())]);
-    Ok((global, offset, holds))
+    let h = if holds { world.all_gather_i64(&extents[..1.min(extents.len())]) } else { Vec::new() };
+    Ok((global, offset, h))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -1000,6 +1150,10 @@ mod mpi_world {
                 at += l;
             }
             res
+        }
+
+        pub fn broadcast(&self, root: usize, bytes: &mut [u8]) {
+            self.comm().process_at_rank(root as i32).broadcast_into(bytes);
         }
 
         /// Sends `send` to `dest` and receives `want` bytes from `src`

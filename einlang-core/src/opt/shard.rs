@@ -22,7 +22,15 @@
 //!   axes), followed by [`Comm::AllReduce`] (or [`Comm::AllReduceArg`] for
 //!   `argmax`/`argmin`).
 //!
-//! What needs another rank's rows (a read along `B` at an offset or at a
+//! - a read along `B` at the point's index plus an offset of known range
+//!   (a constant, a reduction index or definition axis of constant range,
+//!   directly or through a `where` binding: `x[r + dr - 1]` in a
+//!   convolution) reads a copy extended with as many of the neighbouring
+//!   ranks' rows as the offsets reach ([`Comm::Extend`]); in a recurrence
+//!   over another axis, reads of earlier steps keep halo rows that are
+//!   exchanged before every step that reads them ([`Comm::Halo`]).
+//!
+//! What needs other ranks' rows otherwise (a read along `B` at a
 //! data-dependent index, a reduction over `B` inside a definition over `B`,
 //! a recurrence over `B`, a whole sharded tensor passed on) is a compile
 //! error that says why and what to write instead.
@@ -47,14 +55,6 @@ pub fn run(program: &mut Program) -> Vec<Diagnostic> {
     let lowered: HashMap<String, Function> = program.fns.iter().map(|f| (f.name.clone(), f.clone())).collect();
     for f in &mut program.fns {
         let Some(shard) = f.shard.clone() else { continue };
-        if f.device.is_some() {
-            diags.push(
-                Diagnostic::error(shard.span, "`#[shard]` on a `#[device(cuda)]` function is not supported yet")
-                    .note("sharded functions run on the host, communicating through MPI; NCCL is not built")
-                    .help("shard a host function and call the device function from it per rank"),
-            );
-            continue;
-        }
         if let Err(d) = shard_function(f, &shard.symbol, shard.span, &lowered) {
             diags.push(d);
         }
@@ -112,6 +112,13 @@ struct Cx<'a> {
     /// Greater than zero inside a definition's points or a reduction's
     /// terms, where no communication can be placed.
     nested: u32,
+    /// While a definition or a recurrence's clause is rewritten: the
+    /// offsets from its index known by their range ([`Ranges`]).
+    ranges: Ranges,
+    /// Extended copies made so far and in scope: the tensor, its copy,
+    /// and the rows before and after its block (a later reader needing no
+    /// more rows reads the same copy: one exchange per tensor).
+    extended: HashMap<VarId, (VarId, i64, i64)>,
 }
 
 fn shard_function(
@@ -149,6 +156,8 @@ fn shard_function(
         derived: Default::default(),
         redirect: HashMap::new(),
         nested: 0,
+        ranges: Ranges::default(),
+        extended: HashMap::new(),
         lowered,
         inlining: 0,
     };
@@ -390,6 +399,7 @@ impl Cx<'_> {
                     )));
             };
             let p = c.loops[k].index;
+            let ranges = Ranges::of(&c.body, &[p]);
             let mut bad = None;
             visit_all(&c.body, &mut |e| {
                 let ExprKind::Read { tensor, indices, .. } = &e.kind else { return };
@@ -397,14 +407,8 @@ impl Cx<'_> {
                     return;
                 }
                 let Some(ix) = indices.get(a) else { return };
-                let off = match &ix.kind {
-                    ExprKind::Var(v) if *v == p => 0,
-                    _ => match constant_offset(ix, &[p]) {
-                        Some((_, c)) => c,
-                        None => return,
-                    },
-                };
-                if off == 0 {
+                let Some(off) = offset_of(ix, &[p], &ranges) else { return };
+                if (off.lo, off.hi) == (0, 0) {
                     return;
                 }
                 // Only earlier steps, whose rows the neighbours have.
@@ -413,10 +417,10 @@ impl Cx<'_> {
                     None => false,
                 });
                 if !earlier {
-                    bad = Some(off);
+                    bad = Some(off.lo);
                 }
-                lo = lo.max(-off);
-                hi = hi.max(off);
+                lo = lo.max(-off.lo);
+                hi = hi.max(off.hi);
                 reads_offsets[n] = true;
             });
             if bad.is_some() {
@@ -451,10 +455,12 @@ impl Cx<'_> {
             let p = l.index;
             self.modes.insert(p, Mode::Storage(lo));
             self.in_rec = Some(r.var);
+            self.ranges = Ranges::of(&c.body, &[p]);
             self.nested += 1;
             let res = self.expr(&mut c.body, &[p]);
             self.nested -= 1;
             self.in_rec = None;
+            self.ranges = Ranges::default();
             res?;
             if reads_offsets[n] {
                 let step = Expr {
@@ -480,27 +486,40 @@ impl Cx<'_> {
     }
 
     /// The sharded tensors that the body of `def` (over the block, index
-    /// `i`) reads at constant offsets from `i` along their sharded axis:
-    /// each gets an extended copy with the neighbours' rows
-    /// ([`Comm::Extend`]), which the body then reads.
-    fn extend_for(&mut self, def: &TensorDef, i: VarId, out: &mut Vec<Stmt>) {
+    /// `i`) reads at offsets from `i` along their sharded axis (constants,
+    /// or offsets known by their range: `x[r + dr]` in a convolution): each
+    /// gets an extended copy with the neighbours' rows ([`Comm::Extend`]),
+    /// as many as the offsets reach, which the body then reads.
+    /// The same for a reduction over the block (index `i`) in `body`.
+    fn extend_for(&mut self, body: &Expr, own: Option<VarId>, i: VarId, ranges: &Ranges, out: &mut Vec<Stmt>) {
         let mut need: Vec<(VarId, i64, i64)> = Vec::new();
-        visit_all(&def.body, &mut |e| {
+        visit_all(body, &mut |e| {
             let ExprKind::Read { tensor, indices, .. } = &e.kind else { return };
             let Some(&a) = self.sharded.get(tensor) else { return };
-            if *tensor == def.var || self.halo.contains_key(tensor) {
+            if Some(*tensor) == own || self.halo.contains_key(tensor) || self.redirect.contains_key(tensor) {
                 return;
             }
-            let Some((_, c)) = indices.get(a).and_then(|ix| constant_offset(ix, &[i])) else { return };
+            let Some(off) = indices.get(a).and_then(|ix| offset_of(ix, &[i], ranges)) else { return };
+            if (off.lo, off.hi) == (0, 0) {
+                return;
+            }
             match need.iter_mut().find(|(t, _, _)| t == tensor) {
                 Some((_, lo, hi)) => {
-                    *lo = (*lo).max(-c);
-                    *hi = (*hi).max(c);
+                    *lo = (*lo).max(-off.lo);
+                    *hi = (*hi).max(off.hi);
                 }
-                None => need.push((*tensor, (-c).max(0), c.max(0))),
+                None => need.push((*tensor, (-off.lo).max(0), off.hi.max(0))),
             }
         });
         for (t, lo, hi) in need {
+            // A copy extended as far already (tensors are values: the
+            // rows are the same), in scope here: read it again.
+            if let Some(&(ext, elo, ehi)) = self.extended.get(&t) {
+                if elo >= lo && ehi >= hi {
+                    self.redirect.insert(t, ext);
+                    continue;
+                }
+            }
             let ty = self.f.var(t).ty.clone();
             let Repr::Tensor(elem, _) = ty else { continue };
             let ext = self.f.add_var(&format!("{}_halo", self.vname(t)), ty);
@@ -509,8 +528,31 @@ impl Cx<'_> {
             self.sharded.insert(ext, axis);
             self.halo.insert(ext, lo);
             self.redirect.insert(t, ext);
+            self.extended.insert(t, (ext, lo, hi));
             self.uses_halo = true;
         }
+    }
+
+    /// The index of the loop over the symbol of the reduction `e`.
+    fn b_index(&self, e: &Expr) -> Option<VarId> {
+        match &e.kind {
+            ExprKind::Reduce { loops, .. } => {
+                loops.iter().find(|l| self.is_over(&l.start) || self.is_over(&l.end)).map(|l| l.index)
+            }
+            _ => None,
+        }
+    }
+
+    /// Extended copies of the sharded tensors that the reduction over the
+    /// symbol `red` (in a definition over `axes`, if any) reads at offsets
+    /// from its index over the block; the ranges of its offsets.
+    fn extend_reduction(&mut self, red: &Expr, axes: Option<&[crate::ir::Axis]>, out: &mut Vec<Stmt>) -> Ranges {
+        let mut ranges = Ranges::default().with_axes(axes.unwrap_or(&[]));
+        if let Some(i) = self.b_index(red) {
+            ranges.merge(Ranges::of(red, &[i]));
+            self.extend_for(red, None, i, &ranges, out);
+        }
+        ranges
     }
 
     /// A definition: its axes over the symbol become the block; a
@@ -544,11 +586,14 @@ impl Cx<'_> {
         let scope: Vec<VarId> = own.iter().map(|&(_, i)| i).collect();
         if let Some(&(k, _)) = own.first() {
             self.sharded.insert(def.var, k);
-            self.extend_for(&def, scope[0], out);
+            let ranges = Ranges::of(&def.body, &scope).with_axes(&def.axes);
+            self.extend_for(&def.body, Some(def.var), scope[0], &ranges, out);
+            self.ranges = ranges;
             self.nested += 1;
             let r = self.expr(&mut def.body, &scope);
             self.nested -= 1;
             self.redirect.clear();
+            self.ranges = Ranges::default();
             r?;
             def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
             out.push(Stmt::Tensor(def));
@@ -560,7 +605,12 @@ impl Cx<'_> {
         if whole_reduce {
             let ExprKind::Reduce { op, .. } = &def.body.kind else { unreachable!() };
             let op = *op;
-            self.reduce_local(&mut def.body)?;
+            let ranges = self.extend_reduction(&def.body, Some(&def.axes), out);
+            self.ranges = ranges;
+            let r = self.reduce_local(&mut def.body);
+            self.ranges = Ranges::default();
+            self.redirect.clear();
+            r?;
             def.cost_per_point = crate::ir::cost::expr_cost(&def.body);
             let total = def.var;
             let ty = self.f.var(total).ty.clone();
@@ -654,7 +704,25 @@ impl Cx<'_> {
         if self.nested > 0 {
             return Err(self.bug_nested());
         }
-        self.reduce_local(&mut red)?;
+        // Reads of sharded tensors at offsets from the index over the
+        // block (`x[r + dr]` in a convolution's kernel gradient, `dr` an
+        // axis of the definition): extended copies first.
+        let mut ranges = self.extend_reduction(&red, axes, out);
+        if let Some(b) = &best {
+            if let Some(i) = self.b_index(b) {
+                ranges.merge(Ranges::of(b, &[i]));
+            }
+        }
+        self.ranges = ranges;
+        let r = self.reduce_local(&mut red);
+        let best = match (r, best) {
+            (Ok(()), Some(mut b)) => self.reduce_local(&mut b).map(|()| Some(b)),
+            (Ok(()), None) => Ok(None),
+            (Err(e), _) => Err(e),
+        };
+        self.ranges = Ranges::default();
+        self.redirect.clear();
+        let best = best?;
         let bind = |cx: &mut Self, value: Expr, what: &str, out: &mut Vec<Stmt>| -> VarId {
             match axes {
                 None => {
@@ -691,8 +759,7 @@ impl Cx<'_> {
         };
         let name = format!("{}_{}", op.name(), self.symbol);
         let total = self.f.add_var(&format!("{name}_total"), total_ty);
-        if let Some(mut best) = best {
-            self.reduce_local(&mut best)?;
+        if let Some(best) = best {
             let b = bind(self, best, &format!("{name}_best"), out);
             let i = bind(self, red, &format!("{name}_part"), out);
             out.push(Stmt::Comm(Comm::AllReduceArg {
@@ -857,8 +924,7 @@ impl Cx<'_> {
             {
                 let sharded_axis = self.sharded.get(&tensor).copied();
                 for (k, ix) in indices.iter_mut().enumerate() {
-                    let own = matches!(ix.kind, ExprKind::Var(i) if scope.contains(&i))
-                        || constant_offset(ix, scope).is_some();
+                    let own = offset_of(ix, scope, &self.ranges).is_some();
                     if !(Some(k) == sharded_axis && own) {
                         self.expr(ix, scope)?;
                     }
@@ -872,12 +938,9 @@ impl Cx<'_> {
                             ))
                             .help("read it element by element at the point's own index"));
                     };
-                    let at = match &ix.kind {
-                        ExprKind::Var(i) if scope.contains(i) => Some((*i, 0)),
-                        _ => constant_offset(ix, scope),
-                    };
+                    let at = offset_of(ix, scope, &self.ranges);
                     let t = self.vname(tensor);
-                    let Some((i, c)) = at else {
+                    let Some(off) = at else {
                         return Err(self
                             .error(format!(
                                 "`{t}` is read along the sharded axis `{}` at an index that is not the point's own index over `{}`",
@@ -885,13 +948,13 @@ impl Cx<'_> {
                             ))
                             .note("that element may be on another rank: a gather along the sharded axis would need every rank's block")
                             .help(format!(
-                                "read `{t}` at the index of a definition or reduction over `{}` (plus a constant, in a recurrence's steps), or pass it unsharded (a dimension of its own)",
+                                "read `{t}` at the index of a definition or reduction over `{}` plus an offset of known range (a constant, or a reduction index or axis of constant range: `{t}[r + dr]`), or pass it unsharded (a dimension of its own)",
                                 self.symbol
                             )));
                     };
                     let h = self.halo.get(&tensor).copied().unwrap_or(0);
                     let extended = self.redirect.values().any(|&e| e == tensor);
-                    if c != 0 && self.in_rec != Some(tensor) && !extended {
+                    if (off.lo, off.hi) != (0, 0) && self.in_rec != Some(tensor) && !extended {
                         return Err(self
                             .error(format!(
                                 "`{t}` is read along the sharded axis `{}` at an offset from the point's index",
@@ -902,11 +965,21 @@ impl Cx<'_> {
                                 "write the stencil as a recurrence over another axis, or shard `{t}` along an axis it is not shifted on"
                             )));
                     }
-                    // The position along the sharded axis: the global index
-                    // `i + shift(i) + c`, less the offset, plus the halo.
-                    let delta = self.shift(i).sub(&dvar(self.offset)).add_const(h + c);
-                    let var = Expr { kind: ExprKind::Var(i), ty: Repr::Scalar(ScalarKind::I64) };
-                    *ix = plus(var, delta);
+                    // The position along the sharded axis: the global index,
+                    // less the offset, plus the halo. The index holds the
+                    // global index where it reads a where-bound variable
+                    // (whose value was made global), otherwise `i +
+                    // shift(i)` plus the offset.
+                    let i = off.index;
+                    let shift = if off.bound { Dim::zero() } else { self.shift(i) };
+                    let delta = shift.sub(&dvar(self.offset)).add_const(h);
+                    *ix = match constant_offset(ix, scope) {
+                        Some((_, c)) if !off.bound => {
+                            let var = Expr { kind: ExprKind::Var(i), ty: Repr::Scalar(ScalarKind::I64) };
+                            plus(var, delta.add_const(c))
+                        }
+                        _ => plus(std::mem::replace(ix, Expr::unit()), delta),
+                    };
                 }
             }
         }
@@ -952,7 +1025,9 @@ impl Cx<'_> {
                 Ok(())
             }
             ExprKind::Block { stmts, .. } => {
-                // Nested statements: definitions inside a value.
+                // Nested statements: definitions inside a value. Extended
+                // copies made in here are not in scope after it.
+                let outer_extended = self.extended.clone();
                 let inner = std::mem::take(stmts);
                 let mut new = Vec::new();
                 for s in inner {
@@ -987,6 +1062,7 @@ impl Cx<'_> {
                 let ExprKind::Block { stmts, result: slot } = &mut e.kind else { unreachable!() };
                 *stmts = new;
                 **slot = result;
+                self.extended = outer_extended;
                 r
             }
             _ => {
@@ -1285,6 +1361,149 @@ fn constant_offset(ix: &Expr, scope: &[VarId]) -> Option<(VarId, i64)> {
     }
 }
 
+/// Offsets from a point's index known by their range: the indices of
+/// reductions with constant ranges (`dr` in `x[r + dr]`), and where-bound
+/// variables that hold a point's index plus such an offset (`where iy = r +
+/// dr`).
+#[derive(Clone, Debug, Default)]
+struct Ranges {
+    /// Reduction indices: their least and greatest value.
+    loops: HashMap<VarId, (i64, i64)>,
+    /// Where-bound variables: the point's index, and the least and greatest
+    /// offset from it.
+    binds: HashMap<VarId, (VarId, i64, i64)>,
+}
+
+impl Ranges {
+    /// These ranges and the axes of constant range among `axes` (a
+    /// definition's indices).
+    fn with_axes(mut self, axes: &[crate::ir::Axis]) -> Ranges {
+        for a in axes {
+            if let (Some(s), Some(n)) = (a.start.as_constant(), a.extent.as_constant()) {
+                self.loops.insert(a.index, (s, s + (n - 1).max(0)));
+            }
+        }
+        self
+    }
+
+    fn merge(&mut self, o: Ranges) {
+        self.loops.extend(o.loops);
+        self.binds.extend(o.binds);
+    }
+
+    /// The ranges in `e`, whose point's indices are `scope` (variables are
+    /// bound once, so one table serves the whole expression).
+    fn of(e: &Expr, scope: &[VarId]) -> Ranges {
+        let mut r = Ranges::default();
+        visit_all(e, &mut |x| {
+            let wheres = match &x.kind {
+                ExprKind::Reduce { loops, wheres, .. } => {
+                    for l in loops {
+                        if let (Some(a), Some(b)) = (l.start.as_constant(), l.end.as_constant()) {
+                            r.loops.insert(l.index, (a, a.max(b - 1)));
+                        }
+                    }
+                    wheres
+                }
+                ExprKind::Guarded { wheres, .. } => wheres,
+                _ => return,
+            };
+            for w in wheres {
+                if let WhereEntry::Bind(v, value) = w {
+                    let mut at = None;
+                    match (linear(value, 1, scope, &r, &mut at), at) {
+                        (Some((lo, hi)), Some((i, _))) => {
+                            r.binds.insert(*v, (i, lo, hi));
+                        }
+                        (Some(range), None) => {
+                            r.loops.insert(*v, range);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        });
+        r
+    }
+}
+
+/// An index along a sharded axis: the point's index `index` plus an offset
+/// between `lo` and `hi`, directly or through a where-bound variable
+/// (`bound`).
+#[derive(Clone, Copy, Debug)]
+struct Offset {
+    index: VarId,
+    lo: i64,
+    hi: i64,
+    bound: bool,
+}
+
+/// The index `ix` as the point's own index (one of `scope`) plus an offset
+/// of known range: sums and differences of constants, reduction indices of
+/// constant range and their constant multiples, with the point's index
+/// (directly or through a where-bound variable) once, added.
+fn offset_of(ix: &Expr, scope: &[VarId], ranges: &Ranges) -> Option<Offset> {
+    let mut at = None;
+    let (lo, hi) = linear(ix, 1, scope, ranges, &mut at)?;
+    at.map(|(index, bound)| Offset { index, lo, hi, bound })
+}
+
+/// The range of `sign * e`, less the point's index it holds (noted in `at`).
+fn linear(e: &Expr, sign: i64, scope: &[VarId], ranges: &Ranges, at: &mut Option<(VarId, bool)>) -> Option<(i64, i64)> {
+    let scaled = |a: i64, b: i64| -> Option<(i64, i64)> {
+        let (x, y) = (a.checked_mul(sign)?, b.checked_mul(sign)?);
+        Some((x.min(y), x.max(y)))
+    };
+    match &e.kind {
+        ExprKind::Var(v) if scope.contains(v) => {
+            if sign != 1 || at.is_some() {
+                return None;
+            }
+            *at = Some((*v, false));
+            Some((0, 0))
+        }
+        ExprKind::Var(v) => {
+            if let Some(&(i, lo, hi)) = ranges.binds.get(v) {
+                if sign != 1 || at.is_some() {
+                    return None;
+                }
+                *at = Some((i, true));
+                return Some((lo, hi));
+            }
+            let &(a, b) = ranges.loops.get(v)?;
+            scaled(a, b)
+        }
+        ExprKind::Lit(crate::ir::Literal::Int(c)) => {
+            let c = i64::try_from(*c).ok()?;
+            scaled(c, c)
+        }
+        ExprKind::Dim(d) => {
+            let c = d.as_constant()?;
+            scaled(c, c)
+        }
+        ExprKind::Unary(crate::base::ops::UnOp::Neg, a) => linear(a, sign.checked_neg()?, scope, ranges, at),
+        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+            let (a0, a1) = linear(a, sign, scope, ranges, at)?;
+            let s = if *op == BinOp::Add { sign } else { sign.checked_neg()? };
+            let (b0, b1) = linear(b, s, scope, ranges, at)?;
+            Some((a0.checked_add(b0)?, a1.checked_add(b1)?))
+        }
+        ExprKind::Binary(BinOp::Mul, a, b) => {
+            let constant = |x: &Expr| match &x.kind {
+                ExprKind::Lit(crate::ir::Literal::Int(c)) => i64::try_from(*c).ok(),
+                ExprKind::Dim(d) => d.as_constant(),
+                _ => None,
+            };
+            match (constant(a), constant(b)) {
+                (Some(c), _) => linear(b, sign.checked_mul(c)?, scope, ranges, at),
+                (_, Some(c)) => linear(a, sign.checked_mul(c)?, scope, ranges, at),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Calls `f` on `e` and every expression inside it, statements included.
 fn visit_all(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     f(e);
@@ -1524,6 +1743,33 @@ mod tests {
         let halos: Vec<_> = rec.clauses.iter().flat_map(|c| &c.prelude).collect();
         assert!(matches!(halos[..], [Stmt::Comm(Comm::Halo { lo: 1, hi: 1, axis: 1, .. })]), "{halos:?}");
         assert!(p.fns[0].shard.as_ref().and_then(|s| s.parts.as_ref()).unwrap().halo);
+    }
+
+    #[test]
+    fn reads_at_offsets_of_known_range_extend_by_the_range() {
+        // A convolution's rows through where-bound variables: two rows each
+        // way for a kernel of five rows centred on the point.
+        let p = sharded(
+            "#[shard(H)]
+            fn conv(x: [f32; H, W], k: [f32; 5, 3]) -> [f32; H, W] {
+                let y[r in 0..H, s in 0..W] = sum[dr, ds](if iy >= 0 && iy < H && ix >= 0 && ix < W { x[iy, ix] } else { 0.0 } * k[dr, ds]) where iy = r + dr - 2, ix = s + ds - 1;
+                y
+            }",
+        )
+        .unwrap();
+        let c = comms(&p);
+        assert!(matches!(c[..], [Comm::Extend { lo: 2, hi: 2, axis: 0, .. }]), "{c:?}");
+        // A window read directly at `i + d`: rows after the block only.
+        let p = sharded(
+            "#[shard(N)]
+            fn window(v: [f64; N]) -> [f64; N] {
+                let y[i in 0..N] = sum[d in 0..4](if i + d < N { v[i + d] } else { 0.0 });
+                y
+            }",
+        )
+        .unwrap();
+        let c = comms(&p);
+        assert!(matches!(c[..], [Comm::Extend { lo: 0, hi: 3, axis: 0, .. }]), "{c:?}");
     }
 
     #[test]

@@ -24,6 +24,7 @@
 
 mod nvrtc;
 
+pub mod nccl;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock};

@@ -45,6 +45,7 @@
 //! `#[device(cuda)]` attribute ("does not support X yet"), never compiled
 //! into wrong code.
 
+mod comm;
 pub mod kernel;
 
 #[cfg(test)]
@@ -179,6 +180,10 @@ pub fn emit_function(
     let (rt, nd, err, result) = (paths::rt(), paths::nd(), paths::error(), paths::result());
     let dev = cx.dev.clone();
     let mut params = vec![quote!(#dev: &#rt::cuda::Device)];
+    let sharded = f.shard.is_some();
+    if sharded {
+        params.push(quote!(__world: &#rt::dist::World));
+    }
     for &v in &f.params {
         let id = cx.ident(v)?;
         let ty = host_type(&f.var(v).ty, &rt, &nd, true)?;
@@ -193,6 +198,17 @@ pub fn emit_function(
     };
     let docs = f.docs.iter().map(|d| quote!(#[doc = #d]));
     let allow = super::allow_lints(quote!(unused_unsafe,));
+    // A sharded function's ranks end the call together: an error on one
+    // rank is the same error on every rank (`dist::World::finish`).
+    let body = if sharded {
+        quote! {
+            __world.begin();
+            let __done = (|| -> #result<#ret, #err> { #body })();
+            __world.finish(__done)
+        }
+    } else {
+        body
+    };
     let tokens = quote! {
         #(#docs)*
         #allow
@@ -492,6 +508,9 @@ impl<'a> HostCx<'a> {
         for check in &f.entry {
             code.extend(self.entry(check)?);
         }
+        if let Some(parts) = f.shard.as_ref().and_then(|s| s.parts.as_ref()) {
+            code.extend(self.shard_entry(parts)?);
+        }
         let mut stmts = TokenStream::new();
         for s in &f.body {
             stmts.extend(self.stmt(s)?);
@@ -590,8 +609,7 @@ impl<'a> HostCx<'a> {
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Gemm(g) => self.gemm(g),
             Stmt::Recurrence(r) => self.recurrence(r),
-            // `opt::shard` rejects sharded device functions.
-            Stmt::Comm(_) => Err(Failure::Bug("communication in device code".into())),
+            Stmt::Comm(c) => self.comm(c),
             // `opt::checkpoint` runs on host functions only.
             Stmt::Sweep(_) => Err(Failure::Bug("a checkpointed sweep in device code".into())),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {

@@ -1413,3 +1413,48 @@ fn four_wide_loads_are_only_reads_every_lane_makes() {
     assert!(loads.iter().all(|l| !l.contains(" - ")), "{text}");
     assert!(text.contains("x[(((long long)((__ein_u64)(n) - "), "{text}");
 }
+
+/// A sharded device function: the entry's agreement over the `World`, the
+/// gradient all-reduced in place through NCCL, the loss (a host scalar)
+/// over MPI, each after the device's status and an agreement.
+#[test]
+fn a_sharded_device_function_all_reduces_on_the_device() {
+    let src = "#[shard(B)]
+        #[device(cuda)]
+        pub fn lsq(x: [f32; B, I], w: [f32; I], t: [f32; B]) -> ([f32; I], f32) {
+            let y[n] = sum[i](x[n, i] * w[i]);
+            let l = sum[n]((y[n] - t[n]) * (y[n] - t[n])) / (B as f32);
+            (@l / @w, l)
+        }";
+    let compiled = crate::compile_str(src, &options()).unwrap_or_else(|_| panic!("{src} compiles"));
+    let p = &compiled.ir;
+    let fns = crate::codegen::rust::fn_idents(p);
+    let f = p.fns.iter().find(|f| f.name == "lsq").expect("the function exists");
+    let glue = match emit_function(f, p, &fns, &options()) {
+        Ok(e) => e.tokens.to_string(),
+        Err(e) => panic!("{e:?}"),
+    };
+    assert!(glue.contains("__world : & :: einlang :: __private :: dist :: World"), "{glue}");
+    assert!(glue.contains("dist :: agree_entry"), "{glue}");
+    assert!(glue.contains("cuda :: nccl :: all_reduce (__world"), "{glue}");
+    assert!(glue.contains("__world . all_reduce_one"), "{glue}");
+    assert!(glue.contains("__world . begin ()") && glue.contains("__world . finish"), "{glue}");
+}
+
+/// What the device does not do for sharded functions yet says so.
+#[test]
+fn a_sharded_device_stencil_over_time_is_unsupported() {
+    check_kernels(
+        "#[shard(N)]
+        #[device(cuda)]
+        pub fn heat(u0: [f32; N, M], steps: i64) -> [f32; N, M] {
+            let u[0, i, j] = u0[i, j];
+            let u[t in 1..steps, i in 1..N - 1, j] = u[t - 1, i - 1, j] + u[t - 1, i + 1, j];
+            let last[i, j] = u[steps - 1, i, j];
+            last
+        }",
+        expect![[r#"
+            unsupported in `heat`: halo exchanges of a recurrence in a sharded function (shard a host function for stencils over time)
+        "#]],
+    );
+}

@@ -43,8 +43,8 @@ pub(crate) struct ResultTensor {
 /// The tensors of `f`'s result that its `_into` form takes buffers for:
 /// the result when it is a tensor, or the tensor elements of a tuple.
 /// Empty when `f` has no `_into` form: no tensor in its result, a device
-/// function, a sharded one, one that may give up (an `Option` result), or
-/// a function of the program already has the name.
+/// function, one that may give up (an `Option` result), or a function of
+/// the program already has the name.
 pub(crate) fn outs(f: &Function, fns: &FnIdents) -> Vec<ResultTensor> {
     let tensor = |element: Option<usize>, ty: &Repr| match *ty {
         Repr::Tensor(elem, rank) => Some(ResultTensor { element, elem, rank: Some(rank) }),
@@ -55,9 +55,7 @@ pub(crate) fn outs(f: &Function, fns: &FnIdents) -> Vec<ResultTensor> {
         let into = ident(id);
         fns.values().any(|other| *other == into)
     });
-    // (A sharded function's buffers would be checked after its ranks
-    // agreed on their status: not yet.)
-    if f.may_give_up() || f.device.is_some() || f.shard.is_some() || taken {
+    if f.may_give_up() || f.device.is_some() || taken {
         return Vec::new();
     }
     match &f.ret {
@@ -132,6 +130,7 @@ pub(super) fn emit(
 
     // The body's value taken apart: the tensors to finish, and the rest,
     // which `_into` returns (nothing, the one value, or a tuple of them).
+    let sharded = f.shard.is_some();
     let (pattern, rest_ty, rest) = match &f.ret {
         Repr::Tuple(items) => {
             let mut pattern = Vec::new();
@@ -174,6 +173,37 @@ pub(super) fn emit(
         format!(" As `{plain}`; also `Error::Shape` naming a buffer whose shape is not the result's, before"),
         " anything is written to it.".to_string(),
     ];
+    // A sharded function's ranks end the call together (`World::finish`):
+    // a buffer of the wrong shape on one rank, found in the body or when
+    // the result is copied in, is the same error on every rank.
+    let (plain_body, into_body) = if sharded {
+        (
+            quote! {
+                __world.begin();
+                __world.finish(#body_fn(#(#forwarded,)* #(#nones),*))
+            },
+            quote! {
+                #(#wraps)*
+                __world.begin();
+                let __done = (|| -> #result<#rest_ty, #err> {
+                    let #pattern = #body_fn(#(#forwarded,)* #(&mut #out_ids),*)?;
+                    #(#finish)*
+                    Ok(#rest)
+                })();
+                __world.finish(__done)
+            },
+        )
+    } else {
+        (
+            quote!(#body_fn(#(#forwarded,)* #(#nones),*)),
+            quote! {
+                #(#wraps)*
+                let #pattern = #body_fn(#(#forwarded,)* #(&mut #out_ids),*)?;
+                #(#finish)*
+                Ok(#rest)
+            },
+        )
+    };
     Ok(quote! {
         #allow
         #[doc(hidden)]
@@ -183,15 +213,12 @@ pub(super) fn emit(
         #(#docs)*
         #allow
         #vis fn #name<#(#lifetimes),*>(#(#outer_params),*) -> #ret {
-            #body_fn(#(#forwarded,)* #(#nones),*)
+            #plain_body
         }
         #(#[doc = #into_docs])*
         #allow
         #vis fn #into_name<#(#into_lifetimes),*>(#(#params),*) -> #result<#rest_ty, #err> {
-            #(#wraps)*
-            let #pattern = #body_fn(#(#forwarded,)* #(&mut #out_ids),*)?;
-            #(#finish)*
-            Ok(#rest)
+            #into_body
         }
     })
 }

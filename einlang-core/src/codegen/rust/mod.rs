@@ -972,9 +972,10 @@ impl<'a> FnCx<'a> {
     }
 
     /// The entry of a sharded function: the ranks agree that their entry
-    /// checks passed and on the extents, binding the symbol's whole extent
-    /// and this rank's offset (`ir::ShardParts`).
+    /// checks passed, on the extents and on the scalar parameters, binding
+    /// the symbol's whole extent and this rank's offset (`ir::ShardParts`).
     fn shard_entry(&mut self, parts: &crate::ir::ShardParts) -> Result<TokenStream, Bug> {
+        use crate::base::scalar::ScalarKind as K;
         let (rt, name) = (self.rt.clone(), self.fn_name.clone());
         let (global, local, offset) = (self.ident(parts.global)?, self.ident(parts.local)?, self.ident(parts.offset)?);
         let mut values = vec![quote!(#local)];
@@ -984,18 +985,32 @@ impl<'a> FnCx<'a> {
             values.push(quote!(#id));
             names.push(types::str_lit(&self.info(d)?.source_name));
         }
+        // Scalar parameters must be the same on every rank (a step count
+        // that differs would pair different collectives).
+        let (mut scalars, mut scalar_names) = (Vec::new(), Vec::new());
+        for &p in &self.f.params {
+            let Repr::Scalar(k) = self.info(p)?.ty else { continue };
+            let id = self.ident(p)?;
+            scalars.push(match k {
+                K::F32 | K::F64 => quote!(#rt::dist::Scalar::Float(#id as f64)),
+                K::Bool => quote!(#rt::dist::Scalar::Bool(#id)),
+                K::I8 | K::I16 | K::I32 | K::I64 | K::U8 | K::U32 | K::U64 => {
+                    quote!(#rt::dist::Scalar::Int(#id as i64))
+                }
+                #[allow(unreachable_patterns)]
+                _ => continue,
+            });
+            scalar_names.push(types::str_lit(&self.info(p)?.source_name));
+        }
         self.nonneg.insert(parts.global);
         self.nonneg.insert(parts.offset);
         self.nonneg.insert(parts.local);
-        if parts.halo {
-            return Ok(quote! {
-                let (#global, #offset, __holds): (i64, i64, ::std::vec::Vec<i64>) =
-                    #rt::dist::agree_block_holds(__world, #name, &[#(#values),*], &[#(#names),*])?;
-            });
-        }
+        let holds = if parts.halo { quote!(__holds) } else { quote!(_) };
+        let want = parts.halo;
         Ok(quote! {
-            let (#global, #offset): (i64, i64) =
-                #rt::dist::agree_block(__world, #name, &[#(#values),*], &[#(#names),*])?;
+            let (#global, #offset, #holds): (i64, i64, ::std::vec::Vec<i64>) = #rt::dist::agree_entry(
+                __world, #name, &[#(#values),*], &[#(#names),*], &[#(#scalars),*], &[#(#scalar_names),*], #want,
+            )?;
         })
     }
 
