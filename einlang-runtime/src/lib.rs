@@ -28,6 +28,7 @@ pub mod value;
 pub mod vmath;
 
 pub use error::Error;
+pub use half;
 pub use jagged::Jagged;
 /// The ndarray version generated code is written against.
 #[doc(hidden)]

@@ -86,6 +86,8 @@ pub fn c_type(k: ScalarKind) -> &'static str {
         ScalarKind::U8 => "unsigned char",
         ScalarKind::U32 => "unsigned int",
         ScalarKind::U64 => "unsigned long long",
+        ScalarKind::F16 => "__ein_f16",
+        ScalarKind::BF16 => "__ein_bf16",
         ScalarKind::F32 => "float",
         ScalarKind::F64 => "double",
         ScalarKind::Bool => "bool",
@@ -1239,6 +1241,8 @@ fn cast(x: &str, from: ScalarKind, to: ScalarKind) -> String {
 /// The identity of `max`: the least value (`-inf` for floats).
 fn lowest(k: ScalarKind) -> String {
     match k {
+        ScalarKind::F16 => "__ein_f16_bits(0xfc00)".into(),
+        ScalarKind::BF16 => "__ein_bf16_bits(0xff80)".into(),
         ScalarKind::F32 => "__int_as_float(0xff800000)".into(),
         ScalarKind::F64 => "__longlong_as_double(0xfff0000000000000LL)".into(),
         ScalarKind::Bool => "false".into(),
@@ -1253,6 +1257,8 @@ fn lowest(k: ScalarKind) -> String {
 /// The identity of `min`: the greatest value (`inf` for floats).
 fn highest(k: ScalarKind) -> String {
     match k {
+        ScalarKind::F16 => "__ein_f16_bits(0x7c00)".into(),
+        ScalarKind::BF16 => "__ein_bf16_bits(0x7f80)".into(),
         ScalarKind::F32 => "__int_as_float(0x7f800000)".into(),
         ScalarKind::F64 => "__longlong_as_double(0x7ff0000000000000LL)".into(),
         ScalarKind::Bool => "true".into(),
