@@ -694,6 +694,9 @@ impl FnCx<'_> {
                 if wide_kind == ScalarKind::F32 { quote!(#t::from_f32(#wide)) } else { quote!(#t::from_f64(#wide)) };
             return Ok(Code::new(code, Prec::Postfix));
         }
+        if to == wide_kind {
+            return Ok(Code::new(wide, Prec::Postfix));
+        }
         let t = types::scalar(to);
         Ok(Code::new(quote!(#wide as #t), Prec::Cast))
     }
