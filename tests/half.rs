@@ -487,3 +487,87 @@ fn gradients_in_half_precision_match_finite_differences() {
         close(&format!("bf16 grad[{i}]"), gb[i].to_f32(), want, 2.0 * FACTOR * BF16_EPS * want.abs() + 1e-6);
     }
 }
+
+mod library {
+    einlang::einlang! {
+        use std::math::abs;
+        use std::ml::{log_softmax, mse_loss, relu, sigmoid, softmax};
+        pub fn sm(x: [f16; N, C]) -> [f16; N, C] { softmax(x) }
+        pub fn lsm(x: [bf16; N, C]) -> [bf16; N, C] { log_softmax(x) }
+        pub fn act(x: [f16; N]) -> ([f16; N], [f16; N]) { (relu(x), sigmoid(x)) }
+        // Whole-tensor arithmetic with an adapted literal.
+        pub fn whole(x: [f16; N], y: [f16; N]) -> [f16; N] { x * y + 1 }
+        // A `let` with a declared half type takes an integer literal.
+        pub fn scalars(a: f16, b: bf16) -> (f16, bf16) {
+            let c: f16 = 1;
+            (a * a + c, b / 4)
+        }
+        pub fn lit() -> [f16; 3] { [1, 2.5, 4.0] }
+        pub fn powers(x: [f16; N]) -> [f16; N] {
+            let y[i] = x[i] ** 2 + abs(x[i]) ** 0.5;
+            y
+        }
+        pub fn loss(p: [f16; N, F], t: [f16; N, F]) -> [f16; N] { mse_loss(p, t) }
+        pub fn show(x: f16) -> str { "x = {x}" }
+    }
+}
+
+#[test]
+fn library_functions_and_whole_tensor_forms() {
+    let x = h2(4, 30, 30).mapv(|v| f16::from_f32(v.to_f32() * 5.0));
+    let y = library::sm(&x).unwrap();
+    for i in 0..4 {
+        let m = (0..30).map(|j| x[[i, j]].to_f32()).fold(f32::NEG_INFINITY, f32::max);
+        let e: Vec<f32> = (0..30).map(|j| f16::from_f32((x[[i, j]].to_f32() - m).exp()).to_f32()).collect();
+        let s = f16::from_f32(e.iter().sum::<f32>()).to_f32();
+        for j in 0..30 {
+            let want = f16::from_f32(e[j] / s).to_f32();
+            close("std::ml::softmax", y[[i, j]].to_f32(), want, 2.0 * FACTOR * F16_EPS * want + 2f32.powi(-24));
+        }
+    }
+    let xb = b2(3, 20, 31);
+    let lp = library::lsm(&xb).unwrap();
+    for i in 0..3 {
+        let row: Vec<f32> = (0..20).map(|j| xb[[i, j]].to_f32()).collect();
+        let m = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let lse = bf16::from_f32(m + row.iter().map(|v| (v - m).exp()).sum::<f32>().ln()).to_f32();
+        for j in 0..20 {
+            let want = row[j] - lse;
+            close("log_softmax", lp[[i, j]].to_f32(), want, 2.0 * FACTOR * BF16_EPS * (want.abs() + lse.abs()));
+        }
+    }
+    let v = h1(50, 32);
+    let (r, s) = library::act(&v).unwrap();
+    for i in 0..50 {
+        let f = v[i].to_f32();
+        assert_eq!(r[i], f16::from_f32(f.max(0.0)));
+        let want = 1.0 / (1.0 + (-f).exp());
+        close("sigmoid", s[i].to_f32(), want, FACTOR * F16_EPS * want);
+    }
+    let w = h1(50, 33);
+    let z = library::whole(&v, &w).unwrap();
+    for i in 0..50 {
+        assert_eq!(z[i], f16::from_f32(v[i].to_f32() * w[i].to_f32() + 1.0));
+    }
+    let (a, b) = library::scalars(f16::from_f32(1.5), bf16::from_f32(3.0)).unwrap();
+    assert_eq!((a, b), (f16::from_f32(3.25), bf16::from_f32(0.75)));
+    assert_eq!(library::lit().unwrap().to_vec(), [1.0f32, 2.5, 4.0].map(f16::from_f32).to_vec());
+    let p = library::powers(&v).unwrap();
+    for i in 0..50 {
+        let f = v[i].to_f32();
+        let want = f * f + f.abs().sqrt();
+        close("powers", p[i].to_f32(), want, FACTOR * F16_EPS * want);
+    }
+    let (pp, tt) = (h2(3, 8, 34), h2(3, 8, 35));
+    let l = library::loss(&pp, &tt).unwrap();
+    for i in 0..3 {
+        // `d = p - t` is stored (rounded) first.
+        let want =
+            (0..8).map(|j| f16::from_f32(pp[[i, j]].to_f32() - tt[[i, j]].to_f32()).to_f32().powi(2)).sum::<f32>()
+                / 8.0;
+        close("mse_loss", l[i].to_f32(), want, FACTOR * F16_EPS * want);
+    }
+    assert_eq!(library::show(f16::from_f32(0.5)).unwrap(), "x = 0.5");
+    // numpy's digits of a float16: the shortest that read back as it.
+    assert_eq!(library::show(f16::from_f32(0.1)).unwrap(), "x = 0.1");
+}
