@@ -263,18 +263,19 @@ where
     }
     // SAFETY (both conversions): `T` is `half::f16` when `f16`, else
     // `half::bf16`; both are 16-bit `Copy` types.
+    use crate::half_bits::{bf16_from_f32, bf16_to_f32, f16_from_f32, f16_to_f32};
     let widen = |v: &T| -> f32 {
         if f16 {
-            unsafe { std::mem::transmute_copy::<T, half::f16>(v) }.to_f32()
+            f16_to_f32(unsafe { std::mem::transmute_copy::<T, half::f16>(v) })
         } else {
-            unsafe { std::mem::transmute_copy::<T, half::bf16>(v) }.to_f32()
+            bf16_to_f32(unsafe { std::mem::transmute_copy::<T, half::bf16>(v) })
         }
     };
     let round = |v: f32| -> T {
         if f16 {
-            unsafe { std::mem::transmute_copy::<half::f16, T>(&half::f16::from_f32(v)) }
+            unsafe { std::mem::transmute_copy::<half::f16, T>(&f16_from_f32(v)) }
         } else {
-            unsafe { std::mem::transmute_copy::<half::bf16, T>(&half::bf16::from_f32(v)) }
+            unsafe { std::mem::transmute_copy::<half::bf16, T>(&bf16_from_f32(v)) }
         }
     };
     let (a32, b32) = (a.map(widen), b.map(widen));

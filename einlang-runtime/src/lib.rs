@@ -17,6 +17,7 @@ mod error;
 pub mod fmt;
 pub mod fs;
 pub mod gemm;
+pub mod half_bits;
 pub mod io;
 pub mod jagged;
 pub mod par;
