@@ -174,6 +174,10 @@ mod reductions {
             let s[i] = sum[j](x[i, j]);
             s
         }
+        pub fn running(x: [f16; N]) -> [f16; N] {
+            let c[i in 0..N] = sum[k in 0..i + 1](x[k]);
+            c
+        }
         pub fn mean(x: [f16; N]) -> f16 {
             sum[i](x[i]) / (len(x) as f16)
         }
@@ -189,6 +193,11 @@ fn reductions_accumulate_in_f32() {
     // bf16 has 8 bits of precision: an accumulator in bf16 stops at 256.
     let ones_bf = Array1::from_elem(4096, bf16::ONE);
     assert_eq!(reductions::total_bf(&ones_bf).unwrap(), bf16::from_f32(4096.0));
+    // A prefix sum: each point's sum in f32, not a running value in f16.
+    let c = reductions::running(&ones).unwrap();
+    for (i, v) in c.iter().enumerate() {
+        assert_eq!(*v, f16::from_f32((i + 1) as f32), "prefix {i}");
+    }
     let rows = Array2::from_elem((3, 4096), f16::ONE);
     assert!(reductions::row_sums(&rows).unwrap().iter().all(|v| *v == f16::from_f32(4096.0)));
 }
