@@ -27,6 +27,9 @@ pub use einlang_macros::einlang;
 /// ```
 pub use einlang_macros::include_ein;
 pub use einlang_runtime::__ndarray as ndarray;
+/// The `half` crate, whose `f16` and `bf16` are Einlang's `f16` and `bf16`
+/// (`[f16; N]` takes an `ArrayView1<einlang::half::f16>`).
+pub use einlang_runtime::half;
 pub use einlang_runtime::Error;
 pub use einlang_runtime::Jagged;
 

@@ -176,6 +176,45 @@ impl Show for f32 {
     }
 }
 
+/// The `f32` of the shortest decimal that reads back as `v` in a half
+/// format (`back` rounds to it and widens), so that numpy's digits of a
+/// `float16` (`0.1`, not the `f32` digits `0.099975586`) come out of the
+/// `f32` formatting.
+fn half_digits(v: f32, back: impl Fn(f64) -> f32) -> f32 {
+    if !v.is_finite() {
+        return v;
+    }
+    for digits in 0..9 {
+        let text = format!("{v:.digits$e}");
+        if text.parse::<f64>().is_ok_and(|x| back(x) == v) {
+            return text.parse::<f32>().unwrap_or(v);
+        }
+    }
+    v
+}
+
+macro_rules! show_half {
+    ($($t:ty),*) => {$(
+        impl Show for $t {
+            fn show(&self, out: &mut String, style: Style, _item: bool) {
+                let v = self.to_f32();
+                match style {
+                    // `tolist()` widens to a Python float.
+                    Style::Print => python_float(out, f64::from(v)),
+                    Style::Interp(None) => numpy_f32_str(out, half_digits(v, |x| <$t>::from_f64(x).to_f32())),
+                    Style::Interp(Some(precision)) => fixed(out, f64::from(v), precision),
+                }
+            }
+
+            fn cell(&self) -> Cell {
+                Cell::F32(half_digits(self.to_f32(), |x| <$t>::from_f64(x).to_f32()))
+            }
+        }
+    )*};
+}
+
+show_half!(half::f16, half::bf16);
+
 impl Show for bool {
     fn show(&self, out: &mut String, _style: Style, _item: bool) {
         out.push_str(if *self { "True" } else { "False" });

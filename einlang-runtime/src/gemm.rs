@@ -21,8 +21,9 @@
 //! skinny go to the system's OpenBLAS instead (`crate::blas`; one thread
 //! per call, split across rayon's threads like matrixmultiply's; an
 //! operand layout CBLAS cannot read goes to matrixmultiply), unless
-//! `EINLANG_GEMM` names another library. Integer products run ndarray's
-//! loops. Batches run in parallel through rayon.
+//! `EINLANG_GEMM` names another library. `f16` and `bf16` products
+//! accumulate in `f32` and round once (`half_product`). Integer products
+//! run ndarray's loops. Batches run in parallel through rayon.
 
 use std::any::TypeId;
 
@@ -141,6 +142,11 @@ where
     if m == 0 || n == 0 {
         return;
     }
+    let half = TypeId::of::<T>() == TypeId::of::<half::f16>() || TypeId::of::<T>() == TypeId::of::<half::bf16>();
+    if half && k > 0 {
+        unsafe { half_product(kernel, a, b, out, threads) };
+        return;
+    }
     let float = TypeId::of::<T>() == TypeId::of::<f32>() || TypeId::of::<T>() == TypeId::of::<f64>();
     if !float || k == 0 {
         // Zero, then ndarray's product (its loops for integers).
@@ -211,6 +217,86 @@ where
             let o = unsafe { out.from(lo as isize * out.cs) };
             unsafe { blocked(kernel, a, b.slice(s![.., lo..hi]), o) };
         });
+    }
+}
+
+/// The longest sum an `f16` product leaves to the `gemm` crate: its `f16`
+/// kernels accumulate in `f32` over blocks of at least 512 terms of the
+/// sum and round the output to `f16` between blocks, so up to 512 terms
+/// are one `f32` sum rounded once.
+const HALF_GEMM_MAX_K: usize = 512;
+
+/// `out = a · b` for half-precision `T` (`half::f16` or `half::bf16`),
+/// accumulated in `f32` and rounded once: `f16` products with sums of at
+/// most `HALF_GEMM_MAX_K` terms go to the `gemm` crate's `f16` kernels;
+/// longer ones, and `bf16` products, are converted to `f32`, multiplied
+/// by the `f32` product and rounded.
+///
+/// # Safety
+///
+/// As `product_into`, and `T` is `half::f16` or `half::bf16`.
+unsafe fn half_product<T>(kernel: Kernel, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T>, threads: usize)
+where
+    T: LinalgScalar + Send + Sync,
+{
+    let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+    let f16 = TypeId::of::<T>() == TypeId::of::<half::f16>();
+    if f16 && k <= HALF_GEMM_MAX_K {
+        let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+        let (sa, sb) = (a.strides(), b.strides());
+        // SAFETY: `T` is `half::f16`, the `gemm` crate's `f16`; the
+        // operands' strides are their own; dst := 0 * dst + 1 * a b, dst
+        // not read.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                out.ptr,
+                out.cs,
+                out.rs,
+                false,
+                a.as_ptr(),
+                sa[1],
+                sa[0],
+                b.as_ptr(),
+                sb[1],
+                sb[0],
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                parallelism,
+            )
+        };
+        return;
+    }
+    // SAFETY (both conversions): `T` is `half::f16` when `f16`, else
+    // `half::bf16`; both are 16-bit `Copy` types.
+    use crate::half_bits::{bf16_from_f32, bf16_to_f32, f16_from_f32, f16_to_f32};
+    let widen = |v: &T| -> f32 {
+        if f16 {
+            f16_to_f32(unsafe { std::mem::transmute_copy::<T, half::f16>(v) })
+        } else {
+            bf16_to_f32(unsafe { std::mem::transmute_copy::<T, half::bf16>(v) })
+        }
+    };
+    let round = |v: f32| -> T {
+        if f16 {
+            unsafe { std::mem::transmute_copy::<half::f16, T>(&f16_from_f32(v)) }
+        } else {
+            unsafe { std::mem::transmute_copy::<half::bf16, T>(&bf16_from_f32(v)) }
+        }
+    };
+    let (a32, b32) = (a.map(widen), b.map(widen));
+    let mut c32 = Array2::<f32>::zeros((m, n));
+    let o = Out { ptr: c32.as_mut_ptr(), rs: n as isize, cs: 1 };
+    // SAFETY: `c32` is `m x n`, standard layout, owned here.
+    unsafe { product_with(kernel, a32.view(), b32.view(), o, threads) };
+    for ((i, j), v) in c32.indexed_iter() {
+        // SAFETY: (i, j) is inside the `m x n` output.
+        unsafe { out.ptr.offset(i as isize * out.rs + j as isize * out.cs).write(round(*v)) };
     }
 }
 

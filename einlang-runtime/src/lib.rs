@@ -19,6 +19,7 @@ mod error;
 pub mod fmt;
 pub mod fs;
 pub mod gemm;
+pub mod half_bits;
 pub mod io;
 pub mod jagged;
 pub mod par;
@@ -30,6 +31,7 @@ pub mod value;
 pub mod vmath;
 
 pub use error::Error;
+pub use half;
 pub use jagged::Jagged;
 /// The ndarray version generated code is written against.
 #[doc(hidden)]

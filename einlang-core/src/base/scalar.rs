@@ -11,6 +11,10 @@ pub enum ScalarKind {
     U8,
     U32,
     U64,
+    /// IEEE binary16 (`half::f16`): stored in 16 bits, computed in `f32`.
+    F16,
+    /// bfloat16 (`half::bf16`): stored in 16 bits, computed in `f32`.
+    BF16,
     F32,
     F64,
     Bool,
@@ -26,6 +30,8 @@ impl ScalarKind {
             "u8" => ScalarKind::U8,
             "u32" => ScalarKind::U32,
             "u64" => ScalarKind::U64,
+            "f16" => ScalarKind::F16,
+            "bf16" => ScalarKind::BF16,
             "f32" => ScalarKind::F32,
             "f64" => ScalarKind::F64,
             "bool" => ScalarKind::Bool,
@@ -42,6 +48,8 @@ impl ScalarKind {
             ScalarKind::U8 => "u8",
             ScalarKind::U32 => "u32",
             ScalarKind::U64 => "u64",
+            ScalarKind::F16 => "f16",
+            ScalarKind::BF16 => "bf16",
             ScalarKind::F32 => "f32",
             ScalarKind::F64 => "f64",
             ScalarKind::Bool => "bool",
@@ -52,14 +60,30 @@ impl ScalarKind {
     pub fn size_bytes(self) -> usize {
         match self {
             ScalarKind::I8 | ScalarKind::U8 | ScalarKind::Bool => 1,
-            ScalarKind::I16 => 2,
+            ScalarKind::I16 | ScalarKind::F16 | ScalarKind::BF16 => 2,
             ScalarKind::I32 | ScalarKind::U32 | ScalarKind::F32 => 4,
             ScalarKind::I64 | ScalarKind::U64 | ScalarKind::F64 => 8,
         }
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarKind::F32 | ScalarKind::F64)
+        matches!(self, ScalarKind::F16 | ScalarKind::BF16 | ScalarKind::F32 | ScalarKind::F64)
+    }
+
+    /// Whether values of this type are stored in half precision and
+    /// computed in `f32` (`f16`, `bf16`).
+    pub fn is_half(self) -> bool {
+        matches!(self, ScalarKind::F16 | ScalarKind::BF16)
+    }
+
+    /// The type arithmetic on values of this type computes in: `f32` for
+    /// the half-precision types, the type itself otherwise.
+    pub fn compute(self) -> ScalarKind {
+        if self.is_half() {
+            ScalarKind::F32
+        } else {
+            self
+        }
     }
 
     pub fn is_int(self) -> bool {
@@ -69,7 +93,14 @@ impl ScalarKind {
     pub fn is_signed(self) -> bool {
         matches!(
             self,
-            ScalarKind::I8 | ScalarKind::I16 | ScalarKind::I32 | ScalarKind::I64 | ScalarKind::F32 | ScalarKind::F64
+            ScalarKind::I8
+                | ScalarKind::I16
+                | ScalarKind::I32
+                | ScalarKind::I64
+                | ScalarKind::F16
+                | ScalarKind::BF16
+                | ScalarKind::F32
+                | ScalarKind::F64
         )
     }
 }

@@ -405,7 +405,7 @@ impl<'a> Checker<'a> {
         for d in g.batch.iter().chain([&g.m, &g.n, &g.k]) {
             self.check_dim(d);
         }
-        if !matches!(g.elem, ScalarKind::F32 | ScalarKind::F64) {
+        if !g.elem.is_float() {
             self.err(format!("gemm of `{}`", g.elem.name()));
         }
         if g.reference.var != g.out || g.reference.axes.len() != want {

@@ -4,7 +4,8 @@
 //! A definition qualifies when it has two or three axes (`[batch,] row,
 //! col`) and no domain guards, and a sum in its value or in one of its
 //! where-bindings has the form `sum[k in 0..K](x * y)` where
-//! - the sum's elements are `f32` or `f64` and it has no where entries;
+//! - the sum's elements are floats (`f16` and `bf16` too: the runtime
+//!   accumulates their products in `f32`) and it has no where entries;
 //! - `x` and `y` are reads proven in bounds whose indices are exactly the
 //!   variables `{batch, row, k}` and `{batch, k, col}`, in any order, either
 //!   operand first;
@@ -135,7 +136,9 @@ pub(super) fn find(f: &Function, def: &TensorDef) -> Option<Product> {
 fn product(f: &Function, e: &Expr, axes: &[VarId], inside: &HashSet<VarId>, path: &[usize]) -> Option<Product> {
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &e.kind else { return None };
     let ([l], true) = (loops.as_slice(), wheres.is_empty()) else { return None };
-    let Repr::Scalar(elem @ (ScalarKind::F32 | ScalarKind::F64)) = e.ty else { return None };
+    let Repr::Scalar(elem @ (ScalarKind::F16 | ScalarKind::BF16 | ScalarKind::F32 | ScalarKind::F64)) = e.ty else {
+        return None;
+    };
     if l.start.as_constant() != Some(0) || l.end.vars().iter().any(|v| inside.contains(&VarId(v.0))) {
         return None;
     }

@@ -37,6 +37,7 @@ pub mod dead;
 pub mod dedup;
 pub mod gemm;
 pub mod guards;
+pub mod half;
 pub mod hoist;
 pub mod inline;
 pub mod invariant;
@@ -50,6 +51,8 @@ pub mod steps;
 
 #[cfg(test)]
 mod eval_tests;
+#[cfg(test)]
+mod half_tests;
 #[cfg(test)]
 mod split_tests;
 #[cfg(test)]
@@ -92,6 +95,9 @@ const PASSES: &[Pass] = &[
     ("dead", dead::run, Targets::All),
     // After them: a derivative's value reads its row definition alone.
     ("inline rows", inline::run_rows, Targets::Host),
+    // After the structural passes, which see half-precision arithmetic as
+    // written; before `cse`, whose shared values then stay in f32.
+    ("half", half::run, Targets::All),
     // Last: blocks of shared values hide nothing from a pattern above.
     ("cse", cse::run, Targets::Host),
 ];

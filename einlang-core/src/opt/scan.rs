@@ -224,7 +224,9 @@ fn prefix_of(e: &Expr, axes: &[VarId], inside: &[VarId]) -> Option<Prefix> {
         return None;
     };
     let (Repr::Scalar(elem), [l]) = (&e.ty, &loops[..]) else { return None };
-    if !wheres.is_empty() || l.start != Dim::zero() || *elem == ScalarKind::Bool {
+    // Not over half-precision values: the running values would be stored,
+    // rounded at every step, where each point's sum accumulates in f32.
+    if !wheres.is_empty() || l.start != Dim::zero() || *elem == ScalarKind::Bool || elem.is_half() {
         return None;
     }
     // The end: an axis's index, or one more.

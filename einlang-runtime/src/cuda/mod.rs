@@ -65,7 +65,7 @@ pub trait Elem: DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + 's
 macro_rules! elems {
     ($($t:ty),*) => { $(impl Elem for $t {})* };
 }
-elems!(i8, i16, i32, i64, u8, u32, u64, f32, f64, bool);
+elems!(i8, i16, i32, i64, u8, u32, u64, half::f16, half::bf16, f32, f64, bool);
 
 /// One GPU, ready to run `#[device(cuda)]` functions. Cloning is cheap (the
 /// clones share the context, the stream and the compiled kernels).
@@ -399,7 +399,8 @@ fn transposition(r_stride: i64, c_stride: i64, rows: i64, cols: i64) -> (cudarc:
     }
 }
 
-/// The scalars cuBLAS multiplies (`f32`, `f64`).
+/// The scalars cuBLAS multiplies (`f32`, `f64`; `f16` and `bf16` through
+/// `cublasGemmEx`, accumulating in `f32`).
 #[doc(hidden)]
 pub trait GemmScalar: Elem {
     const ONE: Self;
@@ -412,6 +413,14 @@ impl GemmScalar for f32 {
 impl GemmScalar for f64 {
     const ONE: f64 = 1.0;
     const ZERO: f64 = 0.0;
+}
+impl GemmScalar for half::f16 {
+    const ONE: half::f16 = half::f16::ONE;
+    const ZERO: half::f16 = half::f16::ZERO;
+}
+impl GemmScalar for half::bf16 {
+    const ONE: half::bf16 = half::bf16::ONE;
+    const ZERO: half::bf16 = half::bf16::ZERO;
 }
 
 /// The status word of one call of a device function: `[code, value,

@@ -200,7 +200,7 @@ impl<'a> Cx<'a> {
 fn width(k: ScalarKind) -> u32 {
     match k {
         ScalarKind::Bool | ScalarKind::I8 | ScalarKind::U8 => 1,
-        ScalarKind::I16 => 2,
+        ScalarKind::I16 | ScalarKind::F16 | ScalarKind::BF16 => 2,
         ScalarKind::I32 | ScalarKind::U32 | ScalarKind::F32 => 4,
         ScalarKind::I64 | ScalarKind::U64 | ScalarKind::F64 => 8,
     }

@@ -25,6 +25,18 @@ use crate::ir::{Expr, ExprKind, Function, Literal, Loop, Program, Repr, Stmt, Te
 
 /// Helpers every kernel may use; `template`s, so only the used ones cost.
 pub const PRELUDE: &str = r#"typedef unsigned long long __ein_u64;
+typedef unsigned short __ein_f16;
+typedef unsigned short __ein_bf16;
+#define __ein_f16_bits(b) ((__ein_f16)(b))
+#define __ein_bf16_bits(b) ((__ein_bf16)(b))
+static __device__ __forceinline__ float __ein_f16_to_f32(__ein_f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+static __device__ __forceinline__ __ein_f16 __ein_f32_to_f16(float f) { __ein_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+static __device__ __forceinline__ float __ein_bf16_to_f32(__ein_bf16 h) { return __uint_as_float(((unsigned)h) << 16); }
+static __device__ __forceinline__ __ein_bf16 __ein_f32_to_bf16(float f) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (__ein_bf16)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u); return (__ein_bf16)(u >> 16);
+}
 static __device__ __forceinline__ long long __ein_min(long long a, long long b) { return a < b ? a : b; }
 static __device__ __forceinline__ long long __ein_max(long long a, long long b) { return a > b ? a : b; }
 static __device__ __forceinline__ long long __ein_div_euclid(long long a, long long b) {
@@ -86,6 +98,8 @@ pub fn c_type(k: ScalarKind) -> &'static str {
         ScalarKind::U8 => "unsigned char",
         ScalarKind::U32 => "unsigned int",
         ScalarKind::U64 => "unsigned long long",
+        ScalarKind::F16 => "__ein_f16",
+        ScalarKind::BF16 => "__ein_bf16",
         ScalarKind::F32 => "float",
         ScalarKind::F64 => "double",
         ScalarKind::Bool => "bool",
@@ -1189,6 +1203,11 @@ fn math(k: ScalarKind, name: &str) -> String {
 }
 
 fn literal(l: &Literal, k: ScalarKind) -> Result<String, Failure> {
+    if k.is_half() {
+        // Stored as bits: the literal's f32 value, rounded.
+        let f = literal(l, ScalarKind::F32)?;
+        return Ok(cast(&f, ScalarKind::F32, k));
+    }
     let t = c_type(k);
     Ok(match l {
         Literal::Bool(b) => b.to_string(),
@@ -1225,6 +1244,16 @@ fn float_text(text: &str, k: ScalarKind) -> String {
 /// `x as to`: integer conversions wrap, float to integer saturates (NaN is
 /// zero), as in Rust.
 fn cast(x: &str, from: ScalarKind, to: ScalarKind) -> String {
+    // Half-precision values are bits: converted through f32 (exactly from
+    // them, rounded to nearest even to them).
+    if from.is_half() {
+        let f = format!("__ein_{}_to_f32({x})", from.name());
+        return if to == ScalarKind::F32 { f } else { cast(&f, ScalarKind::F32, to) };
+    }
+    if to.is_half() {
+        let f = if from == ScalarKind::F32 { x.to_string() } else { cast(x, from, ScalarKind::F32) };
+        return format!("__ein_f32_to_{}({f})", to.name());
+    }
     let t = c_type(to);
     if from.is_float() && !to.is_float() && to != ScalarKind::Bool {
         let (lo, hi) = (lowest(to), highest(to));
@@ -1239,6 +1268,8 @@ fn cast(x: &str, from: ScalarKind, to: ScalarKind) -> String {
 /// The identity of `max`: the least value (`-inf` for floats).
 fn lowest(k: ScalarKind) -> String {
     match k {
+        ScalarKind::F16 => "__ein_f16_bits(0xfc00)".into(),
+        ScalarKind::BF16 => "__ein_bf16_bits(0xff80)".into(),
         ScalarKind::F32 => "__int_as_float(0xff800000)".into(),
         ScalarKind::F64 => "__longlong_as_double(0xfff0000000000000LL)".into(),
         ScalarKind::Bool => "false".into(),
@@ -1253,6 +1284,8 @@ fn lowest(k: ScalarKind) -> String {
 /// The identity of `min`: the greatest value (`inf` for floats).
 fn highest(k: ScalarKind) -> String {
     match k {
+        ScalarKind::F16 => "__ein_f16_bits(0x7c00)".into(),
+        ScalarKind::BF16 => "__ein_bf16_bits(0x7f80)".into(),
         ScalarKind::F32 => "__int_as_float(0x7f800000)".into(),
         ScalarKind::F64 => "__longlong_as_double(0x7ff0000000000000LL)".into(),
         ScalarKind::Bool => "true".into(),

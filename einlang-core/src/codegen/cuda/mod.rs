@@ -253,6 +253,10 @@ fn dim_type(rank: usize, nd: &TokenStream) -> Result<TokenStream, Failure> {
 
 fn scalar_type(k: ScalarKind) -> TokenStream {
     let id = format_ident!("{}", k.name());
+    if k.is_half() {
+        let rt = crate::codegen::paths::rt();
+        return quote!(#rt::half::#id);
+    }
     quote!(#id)
 }
 
@@ -1219,7 +1223,8 @@ impl<'a> HostCx<'a> {
 
     fn gemm(&mut self, g: &Gemm) -> Result<TokenStream, Failure> {
         let batched = g.batch.is_some();
-        let blas = matches!(g.elem, ScalarKind::F32 | ScalarKind::F64)
+        // Half-precision products: cuBLAS GemmEx, accumulating in f32.
+        let blas = g.elem.is_float()
             && self.blas_operand(g.a, &g.a_axes, batched)
             && self.blas_operand(g.b, &g.b_axes, batched)
             && g.reference.var == g.out
@@ -1678,11 +1683,11 @@ impl<'a> HostCx<'a> {
             ExprKind::Dim(d) if k == ScalarKind::I64 => return self.dim(d),
             // `N as f32` and the like: Rust's `as` converts as the kernels do
             // (integers wrap, floats saturate).
-            ExprKind::Cast(x, to) if *to == k && k != ScalarKind::Bool => {
+            ExprKind::Cast(x, to) if *to == k && k != ScalarKind::Bool && !k.is_half() => {
                 if let Repr::Scalar(from) = x.ty {
                     let simple = matches!(x.kind, ExprKind::Var(_) | ExprKind::Dim(_))
                         || matches!(x.kind, ExprKind::Lit(Literal::Int(_))) && !from.is_float();
-                    if simple && from != ScalarKind::Bool {
+                    if simple && from != ScalarKind::Bool && !from.is_half() {
                         let (x, t) = (self.scalar(x, from)?, scalar_type(k));
                         return Ok(quote!((#x as #t)));
                     }

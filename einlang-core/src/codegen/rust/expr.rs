@@ -705,11 +705,57 @@ impl FnCx<'_> {
             let v = cmp_operand(self.expr(x)?);
             return Ok(Code::new(quote!(#v != #zero), Prec::Cmp));
         }
+        if from.is_half() || to.is_half() {
+            return self.half_cast(x, from, to);
+        }
         let v = self.expr(x)?.at_least(Prec::Cast);
         if from == ScalarKind::Bool && to.is_float() {
             return Ok(Code::new(quote!(#v as u8 as #t), Prec::Cast));
         }
         Ok(Code::new(quote!(#v as #t), Prec::Cast))
+    }
+
+    /// A conversion from or to a half-precision type (not to `bool`):
+    /// through the `half` crate's exact widenings and its roundings (to
+    /// nearest, ties to even) from `f32` or `f64`.
+    fn half_cast(&mut self, x: &Expr, from: ScalarKind, to: ScalarKind) -> Result<Code, Bug> {
+        let v = self.expr(x)?;
+        let rt = crate::codegen::paths::rt();
+        // The value as a wide float: f32 from a half type (exactly, by the
+        // runtime's vectorizable conversions) or `f32`, f64 from everything
+        // else (integers up to 2^53 exactly).
+        let (wide, wide_kind) = match from {
+            _ if from.is_half() => {
+                let f = quote::format_ident!("{}_to_f32", from.name());
+                let v = v.tokens;
+                (quote!(#rt::half_bits::#f(#v)), ScalarKind::F32)
+            }
+            ScalarKind::F32 => (v.tokens, ScalarKind::F32),
+            ScalarKind::F64 => (v.tokens, ScalarKind::F64),
+            ScalarKind::Bool => {
+                let v = v.at_least(Prec::Cast);
+                (quote!((#v as u8 as f32)), ScalarKind::F32)
+            }
+            _ => {
+                let v = v.at_least(Prec::Cast);
+                (quote!((#v as f64)), ScalarKind::F64)
+            }
+        };
+        if to.is_half() {
+            let code = if wide_kind == ScalarKind::F32 {
+                let f = quote::format_ident!("{}_from_f32", to.name());
+                quote!(#rt::half_bits::#f(#wide))
+            } else {
+                let t = types::scalar(to);
+                quote!(#t::from_f64(#wide))
+            };
+            return Ok(Code::new(code, Prec::Postfix));
+        }
+        if to == wide_kind {
+            return Ok(Code::new(wide, Prec::Postfix));
+        }
+        let t = types::scalar(to);
+        Ok(Code::new(quote!(#wide as #t), Prec::Cast))
     }
 
     fn intrinsic(&mut self, i: Intrinsic, args: &[Expr]) -> Result<Code, Bug> {

@@ -13,6 +13,11 @@ use crate::ir::{Literal, Repr};
 pub const MAX_STATIC_RANK: usize = 6;
 
 pub fn scalar(k: ScalarKind) -> TokenStream {
+    if k.is_half() {
+        // The `half` crate's types, through the facade.
+        let (rt, id) = (crate::codegen::paths::rt(), format_ident!("{}", k.name()));
+        return quote!(#rt::half::#id);
+    }
     let id = format_ident!("{}", k.name());
     quote!(#id)
 }
@@ -149,6 +154,17 @@ fn constant(k: ScalarKind, v: u8) -> TokenStream {
                 quote!(true)
             }
         }
+        _ if k.is_half() => {
+            let t = scalar(k);
+            if v == 0 {
+                quote!(#t::ZERO)
+            } else if v == 1 {
+                quote!(#t::ONE)
+            } else {
+                let v = proc_macro2::Literal::f64_suffixed(f64::from(v));
+                quote!(#t::from_f64_const(#v))
+            }
+        }
         _ if k.is_float() => {
             // `0.0f32` reads better than the `0f32` of `Literal::f32_suffixed`.
             let t = scalar(k);
@@ -262,6 +278,27 @@ fn float_literal(text: &str, k: ScalarKind) -> Result<Code, Bug> {
         None => (false, cleaned),
     };
     let t = scalar(k);
+    if k.is_half() {
+        // Rounded once from the literal's f64 value (`from_f64_const`
+        // rounds to nearest, ties to even).
+        let v: f64 = digits.parse().map_err(|_| format!("float literal `{text}` is not a number"))?;
+        let v = if negative { -v } else { v };
+        let lit = if v.is_nan() {
+            quote!(::core::primitive::f64::NAN)
+        } else if v.is_infinite() && v > 0.0 {
+            quote!(::core::primitive::f64::INFINITY)
+        } else if v.is_infinite() {
+            quote!(::core::primitive::f64::NEG_INFINITY)
+        } else {
+            let l = proc_macro2::Literal::f64_suffixed(v.abs());
+            if v.is_sign_negative() {
+                quote!(-#l)
+            } else {
+                quote!(#l)
+            }
+        };
+        return Ok(Code::new(quote!(#t::from_f64_const(#lit)), Prec::Postfix));
+    }
     let (finite, shortest) = if k == ScalarKind::F32 {
         let v: f32 = digits.parse().map_err(|_| format!("float literal `{text}` is not a number"))?;
         (v.is_finite(), format!("{v:?}"))
