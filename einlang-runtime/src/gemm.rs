@@ -168,33 +168,8 @@ where
         // The crate decides itself how many threads a product is worth
         // (a skinny product reading megabytes pays off on two threads well
         // below `PARALLEL_WORK`).
-        let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
-        let (sa, sb) = (a.strides(), b.strides());
-        // SAFETY: `T` is f32 or f64 (checked above); the operands' strides
-        // are their own; dst := 0 * dst + 1 * a b, dst not read.
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                out.ptr,
-                out.cs,
-                out.rs,
-                false,
-                a.as_ptr(),
-                sa[1],
-                sa[0],
-                b.as_ptr(),
-                sb[1],
-                sb[0],
-                T::zero(),
-                T::one(),
-                false,
-                false,
-                false,
-                parallelism,
-            )
-        };
+        // SAFETY: `T` is f32 or f64 (checked above).
+        unsafe { gemm_crate(a, b, out, threads) };
         return;
     }
     if !parallel {
@@ -220,6 +195,44 @@ where
     }
 }
 
+/// `out = a · b` through the `gemm` crate on up to `threads` threads
+/// (the crate decides itself how many a product is worth).
+///
+/// # Safety
+///
+/// As `product_into`, and `T` is a type the crate multiplies (`f32`,
+/// `f64`, `half::f16`).
+unsafe fn gemm_crate<T: LinalgScalar>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T>, threads: usize) {
+    let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+    let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    let (sa, sb) = (a.strides(), b.strides());
+    // SAFETY: the operands' strides are their own; dst := 0 * dst + 1 * a b,
+    // dst not read; the caller vouches for `T` and `out`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            out.ptr,
+            out.cs,
+            out.rs,
+            false,
+            a.as_ptr(),
+            sa[1],
+            sa[0],
+            b.as_ptr(),
+            sb[1],
+            sb[0],
+            T::zero(),
+            T::one(),
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    };
+}
+
 /// The longest sum an `f16` product leaves to the `gemm` crate: its `f16`
 /// kernels accumulate in `f32` over blocks of at least 512 terms of the
 /// sum and round the output to `f16` between blocks, so up to 512 terms
@@ -242,34 +255,8 @@ where
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     let f16 = TypeId::of::<T>() == TypeId::of::<half::f16>();
     if f16 && k <= HALF_GEMM_MAX_K {
-        let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
-        let (sa, sb) = (a.strides(), b.strides());
-        // SAFETY: `T` is `half::f16`, the `gemm` crate's `f16`; the
-        // operands' strides are their own; dst := 0 * dst + 1 * a b, dst
-        // not read.
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                out.ptr,
-                out.cs,
-                out.rs,
-                false,
-                a.as_ptr(),
-                sa[1],
-                sa[0],
-                b.as_ptr(),
-                sb[1],
-                sb[0],
-                T::zero(),
-                T::one(),
-                false,
-                false,
-                false,
-                parallelism,
-            )
-        };
+        // SAFETY: `T` is `half::f16`, the `gemm` crate's `f16`.
+        unsafe { gemm_crate(a, b, out, threads) };
         return;
     }
     // SAFETY (both conversions): `T` is `half::f16` when `f16`, else
