@@ -259,14 +259,6 @@ pub fn named<T>(tensor: &str, result: Result<T, Error>) -> Result<T, Error> {
     })
 }
 
-/// An uninitialized array of shape `dim`, reusing a cached buffer when one
-/// fits. Aborts the process when the allocator fails (as `Array::uninit`
-/// does): only for sizes that are small by construction; tensors use
-/// [`try_uninit`].
-pub fn uninit<T: Send + 'static, D: Dimension>(dim: D) -> Array<MaybeUninit<T>, D> {
-    try_uninit("", "", dim.clone()).unwrap_or_else(|_| Array::uninit(dim))
-}
-
 /// Fresh buffers of at least this many bytes are backed by huge pages
 /// where the system allows it (see `advise_fresh`).
 pub const HUGE_BYTES: usize = 4 << 20;
@@ -371,7 +363,7 @@ mod tests {
     fn a_large_fresh_buffer_holds_what_is_written() {
         // 6 MiB of u32, fresh (a type no other test takes from the pool).
         let n = (6 << 20) / 4;
-        let mut a = uninit::<u32, _>(ndarray::Ix1(n));
+        let mut a = try_uninit::<u32, _>("t", "", ndarray::Ix1(n)).unwrap();
         for (i, v) in a.iter_mut().enumerate() {
             v.write(i as u32 ^ 0x5a5a);
         }
@@ -386,12 +378,12 @@ mod tests {
         let a = Array2::from_elem((300, 301), ProbeA([1; 12]));
         let ptr = a.as_ptr() as usize;
         recycle(a);
-        let b = uninit::<ProbeA, _>(ndarray::Ix2(301, 300));
+        let b = try_uninit::<ProbeA, _>("t", "", ndarray::Ix2(301, 300)).unwrap();
         assert_eq!(b.as_ptr() as usize, ptr, "the cached buffer was not reused");
         assert_eq!(b.shape(), &[301, 300]);
         // Another element type of the same size never gets it.
         recycle(unsafe { b.assume_init() });
-        let c = uninit::<ProbeB, _>(ndarray::Ix2(301, 300));
+        let c = try_uninit::<ProbeB, _>("t", "", ndarray::Ix2(301, 300)).unwrap();
         assert_ne!(c.as_ptr() as usize, ptr);
     }
 
@@ -401,10 +393,10 @@ mod tests {
         let ptr = a.as_ptr() as usize;
         recycle(a);
         // A quarter of the buffer would waste the rest: not taken.
-        let small = uninit::<ProbeC, _>(ndarray::Ix2(175, 100));
+        let small = try_uninit::<ProbeC, _>("t", "", ndarray::Ix2(175, 100)).unwrap();
         assert_ne!(small.as_ptr() as usize, ptr);
         recycle(Array2::from_elem((10, 10), ProbeC([3; 12])));
-        let filled = uninit::<ProbeC, _>(ndarray::Ix2(700, 100));
+        let filled = try_uninit::<ProbeC, _>("t", "", ndarray::Ix2(700, 100)).unwrap();
         assert_eq!(filled.as_ptr() as usize, ptr);
     }
 
@@ -415,16 +407,18 @@ mod tests {
         let a = Array2::from_elem((10, 10), ProbeD([4; 4]));
         let ptr = a.as_ptr() as usize;
         recycle(a);
-        let elsewhere = std::thread::spawn(|| uninit::<ProbeD, _>(ndarray::Ix2(10, 10)).as_ptr() as usize);
+        let elsewhere =
+            std::thread::spawn(|| try_uninit::<ProbeD, _>("t", "", ndarray::Ix2(10, 10)).unwrap().as_ptr() as usize);
         assert_ne!(elsewhere.join().unwrap(), ptr);
-        let b = uninit::<ProbeD, _>(ndarray::Ix1(90));
+        let b = try_uninit::<ProbeD, _>("t", "", ndarray::Ix1(90)).unwrap();
         assert_eq!(b.as_ptr() as usize, ptr);
         // The thread keeps at most `SMALL_BUFFERS`; each comes back once.
         let many: Vec<_> = (0..SMALL_BUFFERS + 3).map(|_| Array2::from_elem((4, 4), ProbeD([5; 4]))).collect();
         let ptrs: std::collections::HashSet<usize> = many.iter().map(|a| a.as_ptr() as usize).collect();
         many.into_iter().for_each(recycle);
         assert_eq!(SMALL.with(|s| s.borrow().len()), SMALL_BUFFERS);
-        let again: Vec<_> = (0..SMALL_BUFFERS + 3).map(|_| uninit::<ProbeD, _>(ndarray::Ix2(4, 4))).collect();
+        let again: Vec<_> =
+            (0..SMALL_BUFFERS + 3).map(|_| try_uninit::<ProbeD, _>("t", "", ndarray::Ix2(4, 4)).unwrap()).collect();
         // (The allocator may hand out the freed ones' addresses again.)
         let reused = again.iter().filter(|a| ptrs.contains(&(a.as_ptr() as usize))).count();
         assert!(reused >= SMALL_BUFFERS);
