@@ -6,7 +6,7 @@
 //! every call pays a page fault per 4 KiB touched: a convolution gradient
 //! with 20 MiB of temporaries ran at 2.5x the time of the same code with
 //! its memory kept mapped. Generated code therefore takes its outputs from
-//! this pool ([`uninit`]) and gives back, when it returns (or when a row
+//! this pool ([`try_uninit`]) and gives back, when it returns (or when a row
 //! of a parallel loop ends), the temporaries that are not part of its
 //! result ([`recycle`]). A loop of calls whose results go into the
 //! caller's buffers (`NAME_into`) then takes no memory from the allocator
