@@ -241,6 +241,16 @@ impl Dim {
         self.terms.keys().all(|m| matches!(m.0.as_slice(), [] | [(Atom::Var(_), 1)]))
     }
 
+    /// `self` as `c * v + rest` with an integer `c` and `rest` free of `v`
+    /// (inside its atoms too): `None` when `v` is multiplied by anything
+    /// but a constant, raised to a power, or inside a `min`, `max` or
+    /// division.
+    pub fn linear_in(&self, v: DimVar) -> Option<(i64, Dim)> {
+        let (q, rest) = self.split_linear(&Atom::Var(v))?;
+        let c = q.as_constant()?;
+        (!rest.vars().contains(&v)).then_some((c, rest))
+    }
+
     /// Replaces the variables for which `f` returns a value and renormalizes,
     /// so substituting constants folds divisions and `min`/`max`.
     ///

@@ -303,6 +303,15 @@ fn vars_affine_and_substitution() {
     assert!(!n.mul(&m).is_affine());
     assert!(!div(&n, &c(2)).is_affine());
     assert!(!min(&n, &m).is_affine());
+    // The coefficient of one variable, and what is left without it.
+    let (nv, mv) = (DimVar(0), DimVar(1));
+    assert_eq!(c(3).mul(&n).sub(&m).add_const(2).linear_in(nv), Some((3, c(2).sub(&m))));
+    assert_eq!(m.mul(&k).add_const(-1).linear_in(nv), Some((0, m.mul(&k).add_const(-1))));
+    assert_eq!(n.mul(&m).add(&n).linear_in(nv), None);
+    assert_eq!(n.mul(&n).linear_in(nv), None);
+    assert_eq!(n.add(&min(&n, &m)).linear_in(nv), None);
+    assert_eq!(n.add(&min(&n, &m)).linear_in(mv), None);
+    assert_eq!(n.add(&div(&m, &c(2))).linear_in(nv), Some((1, div(&m, &c(2)))));
     // Substituting constants folds divisions and extrema.
     let folded = d.substitute(&|v| match v.0 {
         0 => Some(c(1)),

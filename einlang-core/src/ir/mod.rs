@@ -29,6 +29,7 @@
 //! Arithmetic `Binary` operands have the same scalar type as each other;
 //! comparisons yield `bool`.
 
+pub mod affine;
 pub mod calls;
 pub mod cost;
 pub mod pretty;

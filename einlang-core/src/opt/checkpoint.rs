@@ -32,6 +32,7 @@ use std::collections::{HashMap, HashSet};
 use super::hoist::substitute_var;
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
+use crate::ir::affine::Affine;
 use crate::ir::visit;
 use crate::ir::{
     Checkpointing, ChunkSum, EntryCheck, Expr, ExprKind, Function, Program, Recurrence, Repr, Stmt, Sweep, TensorDef,
@@ -289,7 +290,7 @@ fn lookback(p: &Recurrence) -> Option<u64> {
             if v != p.var {
                 return;
             }
-            match idx.first().and_then(|i| super::affine(i, t)).map(|(coeff, rest)| (coeff, rest.as_constant())) {
+            match idx.first().and_then(|i| Affine::in_var(i, t)).map(|(coeff, rest)| (coeff, rest.as_constant())) {
                 Some((1, Some(off))) if off < 0 && -off <= MAX_OFFSET => lag = lag.max(-off),
                 // A literal step: its window check decides.
                 Some((0, Some(_))) => {}
@@ -448,7 +449,7 @@ fn time_of_sum(value: &Expr, p: VarId, a: VarId, steps: &Dim, resolve: &dyn Fn(&
             // The primal at `x + c`; the adjoint at `(steps - 1) - (x + c)`
             // (as the reversed copy's reads become), for a loop's `x`.
             let last = steps.sub(&Dim::one());
-            let hit = loops.iter().find_map(|l| match super::affine(first, l.index)? {
+            let hit = loops.iter().find_map(|l| match Affine::in_var(first, l.index)? {
                 (1, rest) if v == p => Some((l.index, rest.as_constant()?, false)),
                 (-1, rest) if v == a => Some((l.index, resolve(&last.sub(&rest)).as_constant()?, true)),
                 _ => None,

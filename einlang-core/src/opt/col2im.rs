@@ -65,9 +65,10 @@ use std::collections::{HashMap, HashSet};
 use super::gemm::recost;
 use super::hoist::substitute_var;
 use super::pack::{gemm_of, product};
-use crate::base::dim::{Dim, DimVar};
+use crate::base::dim::Dim;
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
+use crate::ir::affine::Affine;
 use crate::ir::{visit, Axis, Expr, ExprKind, Function, Literal, Loop, Repr, Rows, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Rewrites every qualifying definition of `f`, wherever it is, then drops
@@ -175,7 +176,7 @@ fn padded(f: &Function, earlier: &[Stmt], src: VarId) -> Option<Padded> {
                 }
                 offsets.push(None);
             }
-            _ => match super::affine(i, axes[n])? {
+            _ => match Affine::in_var(i, axes[n])? {
                 (1, rest) if free_of_axes(&rest) => offsets.push(Some(rest)),
                 _ => return None,
             },
@@ -202,7 +203,7 @@ fn padded(f: &Function, earlier: &[Stmt], src: VarId) -> Option<Padded> {
         };
         let classified = (0..idx.len()).find_map(|n| {
             let off = offsets[n].as_ref()?;
-            let ((ch, eh), (cl, el)) = (super::affine(hi, axes[n])?, super::affine(lo, axes[n])?);
+            let ((ch, eh), (cl, el)) = (Affine::in_var(hi, axes[n])?, Affine::in_var(lo, axes[n])?);
             let e = eh.sub(&el).sub(&Dim::constant(i64::from(strict)));
             if !free_of_axes(&e) {
                 return None;
@@ -354,26 +355,10 @@ fn plain_vars(idx: &[Expr]) -> Option<Vec<VarId>> {
 /// `(a, r)` when `i` is `a - r + d`: `a` an axis, `r` a summed variable,
 /// `d` free of both sets.
 fn shift(i: &Expr, axes: &[VarId], summed: &[VarId]) -> Option<(VarId, VarId)> {
-    let all: Vec<VarId> = axes.iter().chain(summed).copied().collect();
-    let mut a = None;
-    let mut r = None;
-    for &v in &all {
-        let (c, _) = super::affine(i, v)?;
-        match c {
-            0 => {}
-            1 if axes.contains(&v) && a.is_none() => a = Some(v),
-            -1 if summed.contains(&v) && r.is_none() => r = Some(v),
-            _ => return None,
-        }
-    }
-    let (a, r) = (a?, r?);
-    // What is left mentions neither set.
-    let (_, rest) = super::affine(i, a)?;
-    let d = rest.add(&Dim::var(DimVar(r.0)));
-    if d.vars().iter().any(|v| all.contains(&VarId(v.0))) {
-        return None;
-    }
-    Some((a, r))
+    let form = Affine::of(i, &|v| axes.contains(&v) || summed.contains(&v))?;
+    let a = form.terms.iter().find(|&&(v, c)| c == 1 && axes.contains(&v))?.0;
+    let r = form.terms.iter().find(|&&(v, c)| c == -1 && summed.contains(&v))?.0;
+    (form.terms.len() == 2).then_some((a, r))
 }
 
 /// The extents of `tensor` (of rank `rank`): from the earlier statement

@@ -59,7 +59,6 @@ mod split_tests;
 mod tests;
 
 use crate::base::dim::{Dim, DimVar};
-use crate::base::ops::BinOp;
 use crate::base::timing::{self, time_part};
 use crate::ir;
 
@@ -221,26 +220,6 @@ fn entry_extent(f: &ir::Function, param: ir::VarId, axis: usize) -> Option<Dim> 
         }
         _ => None,
     })
-}
-
-/// An index expression `e` as `coeff * t + rest` (`rest` without `t`), in
-/// any arithmetic form: `(T - 1) - ((T - 1 - s) + 1)` is `s - 1`.
-pub(super) fn affine(e: &ir::Expr, t: ir::VarId) -> Option<(i64, Dim)> {
-    match &e.kind {
-        ir::ExprKind::Var(v) if *v == t => Some((1, Dim::zero())),
-        ir::ExprKind::Var(v) => Some((0, Dim::var(DimVar(v.0)))),
-        ir::ExprKind::Dim(d) => Some((0, d.clone())),
-        ir::ExprKind::Lit(ir::Literal::Int(c)) => Some((0, Dim::constant(i64::try_from(*c).ok()?))),
-        ir::ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
-            let ((ca, ra), (cb, rb)) = (affine(a, t)?, affine(b, t)?);
-            if *op == BinOp::Add {
-                Some((ca.checked_add(cb)?, ra.add(&rb)))
-            } else {
-                Some((ca.checked_sub(cb)?, ra.sub(&rb)))
-            }
-        }
-        _ => None,
-    }
 }
 
 /// Runs every pass over every function of `program`. The error names the

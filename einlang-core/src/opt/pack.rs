@@ -49,6 +49,7 @@ use super::gemm::{defined_inside, recost, rename, replace_at, value_roots};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
+use crate::ir::affine::Affine;
 use crate::ir::visit;
 use crate::ir::visit::visit_var_uses;
 use crate::ir::{
@@ -455,26 +456,11 @@ fn run_length(extent: &Dim, derived: &HashSet<VarId>) -> u8 {
     }
 }
 
-/// The variable `v` of an index `v + c` (`c` literals and dimensions
-/// that mention nothing defined inside the definition, added or
-/// subtracted; `v` itself added once).
+/// The variable `v` of an index `v + c` (`c` free of the variables
+/// defined inside the definition).
 fn offset_var(i: &Expr, inside: &HashSet<VarId>) -> Option<VarId> {
-    fn walk(e: &Expr, inside: &HashSet<VarId>, sign: bool, found: &mut Vec<(VarId, bool)>) -> bool {
-        match &e.kind {
-            ExprKind::Var(v) => {
-                found.push((*v, sign));
-                true
-            }
-            ExprKind::Lit(Literal::Int(_)) => true,
-            ExprKind::Dim(d) => d.vars().iter().all(|v| !inside.contains(&VarId(v.0))),
-            ExprKind::Binary(BinOp::Add, a, b) => walk(a, inside, sign, found) && walk(b, inside, sign, found),
-            ExprKind::Binary(BinOp::Sub, a, b) => walk(a, inside, sign, found) && walk(b, inside, !sign, found),
-            _ => false,
-        }
-    }
-    let mut found = Vec::new();
-    match (walk(i, inside, true, &mut found), &found[..]) {
-        (true, [(v, true)]) => Some(*v),
+    match Affine::of(i, &|v| inside.contains(&v))?.terms[..] {
+        [(v, 1)] => Some(v),
         _ => None,
     }
 }
@@ -545,36 +531,9 @@ fn fold_indices(e: &mut Expr) {
     visit::for_each_child_mut(e, &mut |c| fold_indices(c));
 }
 
-/// `Some((v, c))` when `e` is `v` plus and minus integer constants.
+/// `Some((v, c))` when `e` is `v` plus a constant.
 fn var_plus_const(e: &Expr) -> Option<(VarId, i64)> {
-    fn walk(e: &Expr, sign: i64, v: &mut Option<VarId>, c: &mut i64) -> Option<()> {
-        match &e.kind {
-            ExprKind::Var(x) if sign == 1 && v.is_none() => {
-                *v = Some(*x);
-                Some(())
-            }
-            ExprKind::Lit(Literal::Int(n)) => {
-                *c = c.checked_add(sign.checked_mul(i64::try_from(*n).ok()?)?)?;
-                Some(())
-            }
-            ExprKind::Dim(d) => {
-                *c = c.checked_add(sign.checked_mul(d.as_constant()?)?)?;
-                Some(())
-            }
-            ExprKind::Binary(BinOp::Add, a, b) => {
-                walk(a, sign, v, c)?;
-                walk(b, sign, v, c)
-            }
-            ExprKind::Binary(BinOp::Sub, a, b) => {
-                walk(a, sign, v, c)?;
-                walk(b, -sign, v, c)
-            }
-            _ => None,
-        }
-    }
-    let (mut v, mut c) = (None, 0i64);
-    walk(e, 1, &mut v, &mut c)?;
-    Some((v?, c))
+    Affine::of(e, &|_| true)?.var_plus_const()
 }
 
 pub(super) fn product(dims: impl Iterator<Item = Dim>) -> Dim {

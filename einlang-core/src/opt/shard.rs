@@ -42,6 +42,7 @@ use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::diag::Diagnostic;
+use crate::ir::affine::Affine;
 use crate::ir::visit;
 use crate::ir::{
     Comm, EntryCheck, Expr, ExprKind, Function, Program, Repr, ShardParts, Stmt, TensorDef, VarId, WhereEntry,
@@ -1342,23 +1343,10 @@ fn arithmetic(e: &Expr) -> bool {
     )
 }
 
-/// `(i, c)` when `ix` is `i + c` or `i - c` for an index `i` in `scope`.
+/// `(i, c)` when `ix` is `i + c` for an index `i` in `scope` and a
+/// constant `c`.
 fn constant_offset(ix: &Expr, scope: &[VarId]) -> Option<(VarId, i64)> {
-    let lit = |e: &Expr| match &e.kind {
-        ExprKind::Lit(crate::ir::Literal::Int(c)) => i64::try_from(*c).ok(),
-        ExprKind::Dim(d) => d.as_constant(),
-        _ => None,
-    };
-    let ExprKind::Binary(op, a, b) = &ix.kind else { return None };
-    let ExprKind::Var(i) = a.kind else { return None };
-    if !scope.contains(&i) {
-        return None;
-    }
-    match op {
-        BinOp::Add => lit(b).map(|c| (i, c)),
-        BinOp::Sub => lit(b).map(|c| (i, -c)),
-        _ => None,
-    }
+    Affine::of(ix, &|_| true)?.var_plus_const().filter(|(i, _)| scope.contains(i))
 }
 
 /// Offsets from a point's index known by their range: the indices of
@@ -1411,7 +1399,7 @@ impl Ranges {
             for w in wheres {
                 if let WhereEntry::Bind(v, value) = w {
                     let mut at = None;
-                    match (linear(value, 1, scope, &r, &mut at), at) {
+                    match (linear(value, scope, &r, &mut at), at) {
                         (Some((lo, hi)), Some((i, _))) => {
                             r.binds.insert(*v, (i, lo, hi));
                         }
@@ -1444,64 +1432,41 @@ struct Offset {
 /// (directly or through a where-bound variable) once, added.
 fn offset_of(ix: &Expr, scope: &[VarId], ranges: &Ranges) -> Option<Offset> {
     let mut at = None;
-    let (lo, hi) = linear(ix, 1, scope, ranges, &mut at)?;
+    let (lo, hi) = linear(ix, scope, ranges, &mut at)?;
     at.map(|(index, bound)| Offset { index, lo, hi, bound })
 }
 
-/// The range of `sign * e`, less the point's index it holds (noted in `at`).
-fn linear(e: &Expr, sign: i64, scope: &[VarId], ranges: &Ranges, at: &mut Option<(VarId, bool)>) -> Option<(i64, i64)> {
-    let scaled = |a: i64, b: i64| -> Option<(i64, i64)> {
-        let (x, y) = (a.checked_mul(sign)?, b.checked_mul(sign)?);
-        Some((x.min(y), x.max(y)))
-    };
-    match &e.kind {
-        ExprKind::Var(v) if scope.contains(v) => {
-            if sign != 1 || at.is_some() {
+/// The range of `e`, less the point's index it holds (noted in `at`): `e`
+/// in its affine form, the point's index (or a where-bound variable that
+/// holds it) added once, every other variable a reduction index or a
+/// where-bound variable of known range.
+fn linear(e: &Expr, scope: &[VarId], ranges: &Ranges, at: &mut Option<(VarId, bool)>) -> Option<(i64, i64)> {
+    let known = |v: VarId| scope.contains(&v) || ranges.binds.contains_key(&v) || ranges.loops.contains_key(&v);
+    let form = Affine::of(e, &known)?;
+    let c = form.rest.as_constant()?;
+    let (mut lo, mut hi) = (c, c);
+    for &(v, k) in &form.terms {
+        let (a, b) = if scope.contains(&v) {
+            if k != 1 || at.is_some() {
                 return None;
             }
-            *at = Some((*v, false));
-            Some((0, 0))
-        }
-        ExprKind::Var(v) => {
-            if let Some(&(i, lo, hi)) = ranges.binds.get(v) {
-                if sign != 1 || at.is_some() {
-                    return None;
-                }
-                *at = Some((i, true));
-                return Some((lo, hi));
+            *at = Some((v, false));
+            (0, 0)
+        } else if let Some(&(i, a, b)) = ranges.binds.get(&v) {
+            if k != 1 || at.is_some() {
+                return None;
             }
-            let &(a, b) = ranges.loops.get(v)?;
-            scaled(a, b)
-        }
-        ExprKind::Lit(crate::ir::Literal::Int(c)) => {
-            let c = i64::try_from(*c).ok()?;
-            scaled(c, c)
-        }
-        ExprKind::Dim(d) => {
-            let c = d.as_constant()?;
-            scaled(c, c)
-        }
-        ExprKind::Unary(crate::base::ops::UnOp::Neg, a) => linear(a, sign.checked_neg()?, scope, ranges, at),
-        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
-            let (a0, a1) = linear(a, sign, scope, ranges, at)?;
-            let s = if *op == BinOp::Add { sign } else { sign.checked_neg()? };
-            let (b0, b1) = linear(b, s, scope, ranges, at)?;
-            Some((a0.checked_add(b0)?, a1.checked_add(b1)?))
-        }
-        ExprKind::Binary(BinOp::Mul, a, b) => {
-            let constant = |x: &Expr| match &x.kind {
-                ExprKind::Lit(crate::ir::Literal::Int(c)) => i64::try_from(*c).ok(),
-                ExprKind::Dim(d) => d.as_constant(),
-                _ => None,
-            };
-            match (constant(a), constant(b)) {
-                (Some(c), _) => linear(b, sign.checked_mul(c)?, scope, ranges, at),
-                (_, Some(c)) => linear(a, sign.checked_mul(c)?, scope, ranges, at),
-                _ => None,
-            }
-        }
-        _ => None,
+            *at = Some((i, true));
+            (a, b)
+        } else {
+            let &(a, b) = ranges.loops.get(&v)?;
+            let (x, y) = (a.checked_mul(k)?, b.checked_mul(k)?);
+            (x.min(y), x.max(y))
+        };
+        lo = lo.checked_add(a)?;
+        hi = hi.checked_add(b)?;
     }
+    Some((lo, hi))
 }
 
 /// Calls `f` on `e` and every expression inside it, statements included.

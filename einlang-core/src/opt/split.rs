@@ -31,10 +31,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::affine;
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, UnOp};
 use crate::base::scalar::ScalarKind;
+use crate::ir::affine::Affine;
 use crate::ir::cost::expr_cost;
 use crate::ir::visit;
 use crate::ir::{
@@ -305,8 +305,8 @@ impl Cx<'_> {
             return None;
         }
         spans.iter().find_map(|s| {
-            let (ca, ra) = affine(a, s.var)?;
-            let (cb, rb) = affine(b, s.var)?;
+            let (ca, ra) = Affine::in_var(a, s.var)?;
+            let (cb, rb) = Affine::in_var(b, s.var)?;
             // `ca v + ra op cb v + rb`, so `(ca - cb) v op rb - ra`.
             let bound = rb.sub(&ra);
             if !known_nonneg(&bound, self.nonneg) {

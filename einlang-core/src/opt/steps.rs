@@ -21,6 +21,7 @@
 use crate::base::dim::Dim;
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
+use crate::ir::affine::Affine;
 use crate::ir::cost::expr_cost;
 use crate::ir::visit;
 use crate::ir::{Axis, ChunkSum, Cover, Expr, ExprKind, Function, Recurrence, Repr, Stmt, TensorDef, VarId};
@@ -200,7 +201,7 @@ fn slab(f: &mut Function, e: &Expr, steps: &Steps, known: &[(VarId, Vec<Dim>)]) 
     let Repr::Scalar(elem) = e.ty else { return None };
     let mut step_axis = None;
     for (a, i) in indices.iter().enumerate() {
-        match (&i.kind, super::affine(i, steps.t)) {
+        match (&i.kind, Affine::in_var(i, steps.t)) {
             (ExprKind::Var(v), _) if *v != steps.t => {}
             (_, Some((coeff @ (1 | -1), rest))) if step_axis.is_none() => step_axis = Some((a, coeff, rest)),
             _ => return None,

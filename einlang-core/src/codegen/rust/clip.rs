@@ -30,6 +30,7 @@ use quote::quote;
 use super::{types, Bug, FnCx};
 use crate::base::ops::{BinOp, UnOp};
 use crate::base::scalar::ScalarKind;
+use crate::ir::affine::Affine;
 use crate::ir::visit::visit_var_uses;
 use crate::ir::{visit, Axis, Expr, ExprKind, Literal, Repr, TensorDef, VarId, WhereEntry};
 
@@ -112,36 +113,11 @@ fn substitute(e: &Expr, binds: &[(VarId, Expr)]) -> Expr {
     out
 }
 
-/// `(a, e[j := 0])` when `e` is `a * j` plus terms without `j` (added or
-/// subtracted; `j` alone or times an integer literal, `a` at least 1 in
-/// all: a stride).
+/// `(a, e[j := 0])` when `e` is `a * j` plus terms without `j` (its
+/// affine form in `j`), `a` a stride from 1 to 2^16.
 fn offset_of(e: &Expr, j: VarId) -> Option<(i64, Expr)> {
-    fn count(e: &Expr, j: VarId, sign: i64, scale: &mut i64) -> bool {
-        let literal = |x: &Expr| match x.kind {
-            ExprKind::Lit(Literal::Int(v)) => i64::try_from(v).ok().filter(|v| (1..=1 << 16).contains(v)),
-            _ => None,
-        };
-        match &e.kind {
-            ExprKind::Var(v) if *v == j => {
-                *scale += sign;
-                true
-            }
-            ExprKind::Binary(BinOp::Mul, a, b) if mentions(e, &[j]) => {
-                match (literal(a), literal(b), &a.kind, &b.kind) {
-                    (Some(n), _, _, ExprKind::Var(v)) | (_, Some(n), ExprKind::Var(v), _) if *v == j => {
-                        *scale += sign * n;
-                        true
-                    }
-                    _ => false,
-                }
-            }
-            ExprKind::Binary(BinOp::Add, a, b) => count(a, j, sign, scale) && count(b, j, sign, scale),
-            ExprKind::Binary(BinOp::Sub, a, b) => count(a, j, sign, scale) && count(b, j, -sign, scale),
-            _ => !mentions(e, &[j]),
-        }
-    }
-    let mut scale = 0;
-    if !count(e, j, 1, &mut scale) || scale < 1 {
+    let (scale, _) = Affine::in_var(e, j)?;
+    if !(1..=1 << 16).contains(&scale) {
         return None;
     }
     let zero = Expr { kind: ExprKind::Lit(Literal::Int(0)), ty: Repr::Scalar(ScalarKind::I64) };

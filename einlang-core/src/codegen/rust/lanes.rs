@@ -28,8 +28,8 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::{types, Bug, FnCx};
-use crate::base::ops::BinOp;
-use crate::ir::{Cover, Expr, ExprKind, Literal, Recurrence, VarId};
+use crate::ir::affine::Affine;
+use crate::ir::{Cover, Expr, ExprKind, Recurrence, VarId};
 
 /// Rows in a group (lanes of a step). Eight `i32`s fill an AVX2 register;
 /// wider elements take two.
@@ -80,16 +80,9 @@ impl Lanes {
     }
 }
 
-/// `v` (0) or `v - n` (n) for a literal `n >= 0`.
+/// `n` when `e` is `v - n` for a constant `n >= 0` (`v` itself: 0).
 fn look_back(e: &Expr, v: VarId) -> Option<i64> {
-    match &e.kind {
-        ExprKind::Var(x) if *x == v => Some(0),
-        ExprKind::Binary(BinOp::Sub, a, b) => match (&a.kind, &b.kind) {
-            (ExprKind::Var(x), ExprKind::Lit(Literal::Int(n))) if *x == v && *n >= 0 => i64::try_from(*n).ok(),
-            _ => None,
-        },
-        _ => None,
-    }
+    Affine::offset_from(e, v).filter(|c| *c <= 0)?.checked_neg()
 }
 
 /// The look-back of every read of `tensor` in `e` (unchecked reads of

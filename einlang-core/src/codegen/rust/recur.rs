@@ -22,8 +22,8 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, types, Bug, FnCx, Ownership};
-use crate::base::ops::BinOp;
-use crate::ir::{Cover, Expr, ExprKind, Literal, RecClause, RecIndex, Recurrence, Repr, VarId};
+use crate::ir::affine::Affine;
+use crate::ir::{Cover, Expr, ExprKind, RecClause, RecIndex, Recurrence, Repr, VarId};
 
 /// How reads of a recurrence's tensor are emitted.
 #[derive(Clone)]
@@ -878,13 +878,7 @@ impl Carry {
                 if axis != self.inner {
                     return matches!(i.kind, ExprKind::Var(x) if x == *v);
                 }
-                match &i.kind {
-                    ExprKind::Binary(BinOp::Sub, a, b) => {
-                        matches!(a.kind, ExprKind::Var(x) if x == *v)
-                            && matches!(b.kind, ExprKind::Lit(Literal::Int(1)))
-                    }
-                    _ => false,
-                }
+                Affine::offset_from(i, *v) == Some(-1)
             })
     }
 }
