@@ -171,6 +171,23 @@ pub struct ShardParts {
     /// Whether the function exchanges halos (`Comm::Halo`): the entry then
     /// also learns every rank's block length.
     pub halo: bool,
+    /// The tensors held with halo rows along the sharded axis (extended
+    /// copies, recurrences whose steps exchange halos): a checked read of
+    /// one along that axis checks the global index against the symbol's
+    /// whole extent, so that a read past either end of the whole axis is
+    /// the unsharded function's `Error::Index`, not a halo row.
+    pub edges: Vec<HaloEdge>,
+}
+
+/// A tensor held with halo rows (`ShardParts::edges`): position `p` along
+/// `axis` holds the global row `p - lo + offset`; errors name `source`
+/// (the tensor of the program that this one holds, or itself).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HaloEdge {
+    pub tensor: VarId,
+    pub source: VarId,
+    pub axis: usize,
+    pub lo: i64,
 }
 
 /// Communication between the ranks of a sharded function, stated by what

@@ -44,7 +44,7 @@ use crate::base::span::Span;
 use crate::diag::Diagnostic;
 use crate::ir::visit;
 use crate::ir::{
-    Comm, EntryCheck, Expr, ExprKind, Function, Program, Repr, ShardParts, Stmt, TensorDef, VarId, WhereEntry,
+    Comm, EntryCheck, Expr, ExprKind, Function, HaloEdge, Program, Repr, ShardParts, Stmt, TensorDef, VarId, WhereEntry,
 };
 
 /// Rewrites every sharded function of `program`; the errors of those that
@@ -119,6 +119,8 @@ struct Cx<'a> {
     /// and the rows before and after its block (a later reader needing no
     /// more rows reads the same copy: one exchange per tensor).
     extended: HashMap<VarId, (VarId, i64, i64)>,
+    /// Every extended copy made, and the tensor it extends.
+    sources: HashMap<VarId, VarId>,
 }
 
 fn shard_function(
@@ -158,6 +160,7 @@ fn shard_function(
         nested: 0,
         ranges: Ranges::default(),
         extended: HashMap::new(),
+        sources: HashMap::new(),
         lowered,
         inlining: 0,
     };
@@ -197,8 +200,18 @@ fn shard_function(
     cx.f.body = body;
     cx.f.result = result;
     let uses_halo = cx.uses_halo;
+    let mut edges: Vec<HaloEdge> = cx
+        .halo
+        .iter()
+        .filter_map(|(&tensor, &lo)| {
+            let axis = *cx.sharded.get(&tensor)?;
+            let source = cx.sources.get(&tensor).copied().unwrap_or(tensor);
+            Some(HaloEdge { tensor, source, axis, lo })
+        })
+        .collect();
+    edges.sort_by_key(|e| e.tensor.0);
     if let Some(s) = &mut cx.f.shard {
-        s.parts = Some(ShardParts { global, local, offset, agreed, halo: uses_halo });
+        s.parts = Some(ShardParts { global, local, offset, agreed, halo: uses_halo, edges });
     }
     Ok(())
 }
@@ -529,6 +542,7 @@ impl Cx<'_> {
             self.halo.insert(ext, lo);
             self.redirect.insert(t, ext);
             self.extended.insert(t, (ext, lo, hi));
+            self.sources.insert(ext, t);
             self.uses_halo = true;
         }
     }
