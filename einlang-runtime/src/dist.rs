@@ -297,36 +297,76 @@ impl World {
     /// no term). Afterwards both hold the global result on every rank: the
     /// first index of the extremum over all ranks (blocks are in rank
     /// order, so the lowest rank with it wins ties), as the unsharded
-    /// reduction chooses.
+    /// reduction chooses. For values that may be NaN see
+    /// [`World::all_reduce_arg_skip`].
     pub fn all_reduce_arg<T: Elem + PartialOrd>(&self, best: &mut [T], index: &mut [i64], max: bool) {
+        let skip = index.to_vec();
+        self.all_reduce_arg_skip(best, index, &skip, max);
+    }
+
+    /// [`World::all_reduce_arg`] as the unsharded reduction treats NaN:
+    /// it keeps its first term (`!found || v > best`), so a NaN wins only
+    /// as the very first term, and later NaNs never do. Per point, each
+    /// rank has `best`, its extremum over the terms that are not NaN (NaN
+    /// when none is), `index`, its block's own argmax/argmin (-1 when the
+    /// block had no term), and `skip`, the first global index of `best`
+    /// among the terms that are not NaN (-1 when none; `index` itself when
+    /// the block's first term is not NaN). The first rank with a term
+    /// decides alone when its first term is NaN (`index != skip`);
+    /// afterwards `index` holds the global result on every rank, and
+    /// `best` the value of the rank that decided it.
+    pub fn all_reduce_arg_skip<T: Elem + PartialOrd>(
+        &self,
+        best: &mut [T],
+        index: &mut [i64],
+        skip: &[i64],
+        max: bool,
+    ) {
         if self.size == 1 || best.is_empty() {
             return;
         }
-        let mut bytes = Vec::with_capacity(best.len() * (T::SIZE + 8));
-        for (b, i) in best.iter().zip(index.iter()) {
+        let step = T::SIZE + 16;
+        let mut bytes = Vec::with_capacity(best.len() * step);
+        for ((b, i), j) in best.iter().zip(index.iter()).zip(skip) {
             b.put(&mut bytes);
             bytes.extend_from_slice(&i.to_le_bytes());
+            bytes.extend_from_slice(&j.to_le_bytes());
         }
         let all = self.gather_fixed(&bytes);
-        let (step, part) = (T::SIZE + 8, best.len() * (T::SIZE + 8));
+        let part = best.len() * step;
+        let word = |at: usize| i64::from_le_bytes(all[at..at + 8].try_into().unwrap_or([0; 8]));
         for p in 0..best.len() {
-            let mut found = false;
+            // (value, index) so far; `None` before the first rank with a
+            // term; `done` once a first term that is NaN decided.
+            let mut now: Option<(T, i64)> = None;
             for r in 0..self.size {
                 let at = r * part + p * step;
                 let v = T::get(&all[at..at + T::SIZE]);
-                let i = i64::from_le_bytes(all[at + T::SIZE..at + step].try_into().unwrap_or([0; 8]));
+                let (i, j) = (word(at + T::SIZE), word(at + T::SIZE + 8));
                 if i < 0 {
                     continue;
                 }
-                let better = if max { v > best[p] } else { v < best[p] };
-                if !found || better {
-                    best[p] = v;
-                    index[p] = i;
-                    found = true;
+                match now {
+                    None if i != j => {
+                        // The first term of the whole reduction is NaN.
+                        now = Some((v, i));
+                        break;
+                    }
+                    None => now = Some((v, i)),
+                    Some((b, _)) => {
+                        let better = if max { v > b } else { v < b };
+                        if j >= 0 && better {
+                            now = Some((v, j));
+                        }
+                    }
                 }
             }
-            if !found {
-                index[p] = -1;
+            match now {
+                Some((v, i)) => {
+                    best[p] = v;
+                    index[p] = i;
+                }
+                None => index[p] = -1,
             }
         }
     }

@@ -56,6 +56,25 @@ fn main() {
         assert_eq!((best[1], idx[1]), (9.0, 10 * (size as i64 - 1)));
     }
 
+    // argmax with NaN: every rank's block starts with a NaN (its own
+    // answer is that position, `index != skip`), then holds `rank + 1` at
+    // position `10 * rank + 1`. Only the first rank's NaN is the first
+    // term of the whole reduction: it wins. In the second point only the
+    // last rank starts with a NaN, and the largest value is on it, so it
+    // wins at its `skip` position.
+    let mut best = [rank as f64 + 1.0, rank as f64 + 1.0];
+    let last = rank == size - 1;
+    let mut idx = [10 * rank as i64, 10 * rank as i64 + if last { 0 } else { 1 }];
+    let skip = [10 * rank as i64 + 1, 10 * rank as i64 + 1];
+    world.all_reduce_arg_skip(&mut best, &mut idx, &skip, true);
+    assert_eq!(idx[0], 0, "a NaN first term wins");
+    assert!(best[0] == 1.0, "{}", best[0]);
+    if size > 1 {
+        assert_eq!((best[1], idx[1]), (size as f64, 10 * (size as i64 - 1) + 1), "a later block's NaN never wins");
+    } else {
+        assert_eq!(idx[1], 0);
+    }
+
     // Status agreement: the first failing rank's error on every rank.
     assert_eq!(world.agree(Ok(())), Ok(()));
     let mine = if rank == size - 1 {

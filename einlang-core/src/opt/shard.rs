@@ -715,6 +715,27 @@ impl Cx<'_> {
             };
             self.fresh_binders(e)
         });
+        // For argmax/argmin of floats, the first index of the extremum
+        // among the terms that are not NaN (the unsharded reduction keeps
+        // a NaN only when it is the first term, so a rank whose block
+        // starts with one needs both; integers use `red` itself): each
+        // term bound once, then guarded by `v == v`.
+        let skip = (arg && k.is_float()).then(|| {
+            let v = self.f.add_var("term", Repr::Scalar(k));
+            let var = Expr { kind: ExprKind::Var(v), ty: Repr::Scalar(k) };
+            let not_nan = Expr {
+                kind: ExprKind::Binary(BinOp::Eq, Box::new(var.clone()), Box::new(var.clone())),
+                ty: Repr::Scalar(ScalarKind::Bool),
+            };
+            let mut wheres = wheres.clone();
+            wheres.push(WhereEntry::Bind(v, (**body).clone()));
+            wheres.push(WhereEntry::Guard(not_nan));
+            let e = Expr {
+                kind: ExprKind::Reduce { op, loops: loops.clone(), wheres, body: Box::new(var) },
+                ty: ty.clone(),
+            };
+            self.fresh_binders(e)
+        });
         if self.nested > 0 {
             return Err(self.bug_nested());
         }
@@ -722,7 +743,7 @@ impl Cx<'_> {
         // block (`x[r + dr]` in a convolution's kernel gradient, `dr` an
         // axis of the definition): extended copies first.
         let mut ranges = self.extend_reduction(&red, axes, out);
-        if let Some(b) = &best {
+        for b in best.iter().chain(&skip) {
             if let Some(i) = self.b_index(b) {
                 ranges.merge(Ranges::of(b, &[i]));
             }
@@ -734,9 +755,13 @@ impl Cx<'_> {
             (Ok(()), None) => Ok(None),
             (Err(e), _) => Err(e),
         };
+        let skip = match (&best, skip) {
+            (Ok(_), Some(mut s)) => self.reduce_local(&mut s).map(|()| Some(s)),
+            _ => Ok(None),
+        };
         self.ranges = Ranges::default();
         self.redirect.clear();
-        let best = best?;
+        let (best, skip) = (best?, skip?);
         let bind = |cx: &mut Self, value: Expr, what: &str, out: &mut Vec<Stmt>| -> VarId {
             match axes {
                 None => {
@@ -776,10 +801,15 @@ impl Cx<'_> {
         if let Some(best) = best {
             let b = bind(self, best, &format!("{name}_best"), out);
             let i = bind(self, red, &format!("{name}_part"), out);
+            let s = match skip {
+                Some(s) => bind(self, s, &format!("{name}_skip"), out),
+                None => i,
+            };
             out.push(Stmt::Comm(Comm::AllReduceArg {
                 out: total,
                 best: b,
                 index: i,
+                skip: s,
                 max: op == RedOp::ArgMax,
                 elem: k,
             }));

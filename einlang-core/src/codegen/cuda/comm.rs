@@ -3,9 +3,9 @@
 //! all-reduced in place on the device through NCCL
 //! (`einlang_runtime::cuda::nccl`), scalars (host values) and the entry's
 //! agreement through the `World` (MPI), a definition's halo rows through
-//! host memory. A recurrence's halo exchange and `argmax`/`argmin` over
-//! the sharded axis are not built for the device: they are errors that
-//! say so.
+//! host memory, `argmax`/`argmin` over the sharded axis through host
+//! memory too (a value and an index per point). A recurrence's halo
+//! exchange is not built for the device: it is an error that says so.
 
 use proc_macro2::{Literal as RustLit, TokenStream};
 use quote::quote;
@@ -140,8 +140,50 @@ impl HostCx<'_> {
                     let #o = &#own;
                 })
             }
-            Comm::AllReduceArg { .. } => {
-                Err(Failure::Unsupported("`argmax`/`argmin` over the sharded axis of a sharded function".into()))
+            Comm::AllReduceArg { out, best, index, skip, max, elem } => {
+                // Scalars are host values; tensors of extrema and indices
+                // go through host memory (a value and an index per point,
+                // combined in rank order as on the host).
+                let o = self.ident(*out)?;
+                match self.f.var(*out).ty {
+                    Repr::Scalar(_) => {
+                        let (b, i, t) = (self.ident(*best)?, self.ident(*index)?, scalar_type(*elem));
+                        let j = self.ident(*skip)?;
+                        Ok(quote! {
+                            #agree
+                            let #o: i64 = {
+                                let mut __best: [#t; 1] = [#b];
+                                let mut __index: [i64; 1] = [#i];
+                                __world.all_reduce_arg_skip(&mut __best, &mut __index, &[#j], #max);
+                                __index[0]
+                            };
+                        })
+                    }
+                    Repr::Tensor(..) => {
+                        let (b, i, j) = (self.tensor_ref(*best)?, self.tensor_ref(*index)?, self.tensor_ref(*skip)?);
+                        let own = self.own_ident(*out)?;
+                        self.holders.insert(*out, Holder::Owned(own.clone()));
+                        Ok(quote! {
+                            #agree
+                            let #own = {
+                                let mut __best = #b.to_host()?;
+                                let mut __index = #i.to_host()?;
+                                let __skip = #j.to_host()?;
+                                if let (
+                                    ::core::option::Option::Some(__b),
+                                    ::core::option::Option::Some(__i),
+                                    ::core::option::Option::Some(__s),
+                                ) = (__best.as_slice_mut(), __index.as_slice_mut(), __skip.as_slice())
+                                {
+                                    __world.all_reduce_arg_skip(__b, __i, __s, #max);
+                                }
+                                #rt::cuda::Tensor::from_host(#dev, &__index)?
+                            };
+                            let #o = &#own;
+                        })
+                    }
+                    _ => Err(Failure::Bug("an argmax across ranks of a value that is not a scalar or tensor".into())),
+                }
             }
             Comm::Halo { .. } => Err(halo_unsupported()),
         }

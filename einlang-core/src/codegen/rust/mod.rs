@@ -1123,8 +1123,8 @@ impl<'a> FnCx<'a> {
                     _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
                 }
             }
-            Comm::AllReduceArg { best, index, max, elem, .. } => {
-                let (best, index) = (self.ident(*best)?, self.ident(*index)?);
+            Comm::AllReduceArg { best, index, skip, max, elem, .. } => {
+                let (best, index, skip) = (self.ident(*best)?, self.ident(*index)?, self.ident(*skip)?);
                 let t = types::scalar(*elem);
                 match out_ty {
                     Repr::Scalar(_) => quote! {
@@ -1132,7 +1132,7 @@ impl<'a> FnCx<'a> {
                         let #out: i64 = {
                             let mut __best: [#t; 1] = [#best];
                             let mut __index: [i64; 1] = [#index];
-                            __world.all_reduce_arg(&mut __best, &mut __index, #max);
+                            __world.all_reduce_arg_skip(&mut __best, &mut __index, &[#skip], #max);
                             __index[0]
                         };
                     },
@@ -1147,10 +1147,14 @@ impl<'a> FnCx<'a> {
                             #agree
                             let mut __best: #array_t = #best.as_standard_layout().into_owned();
                             let mut #out: #array_i = #index.as_standard_layout().into_owned();
-                            if let (::core::option::Option::Some(__b), ::core::option::Option::Some(__i)) =
-                                (__best.as_slice_mut(), #out.as_slice_mut())
+                            let __skip: #array_i = #skip.as_standard_layout().into_owned();
+                            if let (
+                                ::core::option::Option::Some(__b),
+                                ::core::option::Option::Some(__i),
+                                ::core::option::Option::Some(__s),
+                            ) = (__best.as_slice_mut(), #out.as_slice_mut(), __skip.as_slice())
                             {
-                                __world.all_reduce_arg(__b, __i, #max);
+                                __world.all_reduce_arg_skip(__b, __i, __s, #max);
                             }
                         }
                     }
