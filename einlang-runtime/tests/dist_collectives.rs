@@ -110,5 +110,28 @@ fn main() {
         assert_eq!(from_prev, prev.map_or([-1.0; 2], |p| [p as f64 + 0.5; 2]));
         assert_eq!(from_next, next.map_or([-1.0; 2], |n| [n as f64; 2]));
     }
+    // A halo copy the allocator has no room for (a block of 2^50 rows,
+    // viewed through a stride of zero) on the last rank only: every rank
+    // returns that rank's `Error::Alloc` (agreed before anything is sent),
+    // none waits for its rows, and the world is usable afterwards.
+    let one = [1.5f64];
+    let small = einlang_runtime::__ndarray::Array1::from_elem(3, rank as f64);
+    let one = einlang_runtime::__ndarray::ArrayView1::from(&one[..]);
+    let huge = one.broadcast(1usize << 50).expect("a broadcast view");
+    let input = if rank == size - 1 { huge } else { small.view() };
+    let holds = world.all_gather_i64(&[input.len() as i64]);
+    let got = einlang_runtime::dist::extend(&world, "f", "x", input, 0, 1, 2, &holds);
+    assert!(
+        matches!(&got, Err(Error::Alloc { function, tensor, bytes }) if function == "f" && tensor == "x" && *bytes == ((1usize << 50) + 3) * 8),
+        "{got:?}"
+    );
+    // The same exchange that fits: the neighbours' rows, zeros past the ends.
+    let got = einlang_runtime::dist::extend(&world, "f", "x", small.view(), 0, 1, 2, &vec![3; size]).expect("extend");
+    let want: Vec<f64> = [if rank > 0 { rank as f64 - 1.0 } else { 0.0 }]
+        .into_iter()
+        .chain([rank as f64; 3])
+        .chain([if rank + 1 < size { rank as f64 + 1.0 } else { 0.0 }; 2])
+        .collect();
+    assert_eq!(got.to_vec(), want);
     println!("rank {rank} of {size}: dist collectives ok, {} bytes sent", world.bytes_sent());
 }

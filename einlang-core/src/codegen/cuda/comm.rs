@@ -126,15 +126,20 @@ impl HostCx<'_> {
             Comm::Extend { out, input, axis, lo, hi, .. } => {
                 // Rows of the neighbours: through host memory, once per
                 // definition that reads at offsets.
+                // `extend` agrees on the ranks' status itself (after the
+                // copy to the host and its allocations, before sending); a
+                // failure here before it is agreed at the function's end,
+                // which meets that agreement.
                 let (i, o, own) = (self.tensor_ref(*input)?, self.ident(*out)?, self.own_ident(*out)?);
+                let tname = RustLit::string(&self.f.var(*input).source_name);
                 let (axis, lo, hi) = (usize_lit(*axis), usize_lit(*lo as usize), usize_lit(*hi as usize));
                 self.holders.insert(*out, Holder::Owned(own.clone()));
                 let _ = nd;
                 Ok(quote! {
-                    #agree
+                    #check
                     let #own = {
                         let __host = #i.to_host()?;
-                        let __rows = #rt::dist::extend(__world, #name, __host.view(), #axis, #lo, #hi, &__holds)?;
+                        let __rows = #rt::dist::extend(__world, #name, #tname, __host.view(), #axis, #lo, #hi, &__holds)?;
                         #rt::cuda::Tensor::from_host(#dev, &__rows)?
                     };
                     let #o = &#own;

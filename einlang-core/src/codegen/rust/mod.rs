@@ -1065,15 +1065,17 @@ impl<'a> FnCx<'a> {
             let step = self.expr(step)?.tokens;
             let slot = self.in_window(*tensor, *time, quote!(((#step) as usize)));
             let name = self.fn_name.clone();
+            let tname = types::str_lit(&self.info(*tensor)?.source_name);
             let (time, axis, lo, hi) = (
                 types::usize_lit(*time),
                 types::usize_lit(*axis),
                 types::usize_lit(*lo as usize),
                 types::usize_lit(*hi as usize),
             );
+            // `halo_store` agrees on the ranks' status itself, after
+            // allocating its buffers and before sending.
             return Ok(quote! {
-                #agree
-                unsafe { #rt::dist::halo_store(__world, #name, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
+                unsafe { #rt::dist::halo_store(__world, #name, #tname, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
             });
         }
         if let Comm::Extend { out, input, axis, lo, hi, elem } = c {
@@ -1084,13 +1086,15 @@ impl<'a> FnCx<'a> {
             };
             let array = types::array(*elem, Some(rank), &nd);
             let name = self.fn_name.clone();
+            let tname = types::str_lit(&self.info(*input)?.source_name);
             let (axis, lo, hi) =
                 (types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
             self.repr.insert(*out, Ownership::Owned);
             self.standard.insert(*out);
+            // `extend` agrees on the ranks' status itself, after allocating
+            // the copy and its buffers and before sending.
             return Ok(quote! {
-                #agree
-                let #o: #array = #rt::dist::extend(__world, #name, #i.view(), #axis, #lo, #hi, &__holds)?;
+                let #o: #array = #rt::dist::extend(__world, #name, #tname, #i.view(), #axis, #lo, #hi, &__holds)?;
             });
         }
         let defined = c.defines().ok_or("a communication that defines nothing")?;
