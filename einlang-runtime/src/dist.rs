@@ -40,6 +40,11 @@ pub fn block(n: usize, rank: usize, size: usize) -> Range<usize> {
 ///
 /// Generated `#[shard(B)]` functions take `&World` first. All ranks must
 /// call the same sharded functions in the same order.
+///
+/// Dropping a `World` does not finalize MPI: the process's one MPI session
+/// (shared by every `World` of the process) is finalized when the process
+/// exits, because MPI cannot be initialized again after `MPI_Finalize`
+/// ([`World::init`]).
 pub struct World {
     rank: usize,
     size: usize,
