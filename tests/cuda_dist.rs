@@ -39,6 +39,25 @@ mod gpu {
             let y[r in 0..H, s in 0..W] = sum[dr, ds](if iy >= 0 && iy < H && ix >= 0 && ix < W { x[iy, ix] } else { 0.0 } * k[dr, ds]) where iy = r + dr - 1, ix = s + ds - 1;
             y
         }
+
+        /// A read at `i + 1` whose guard reaches past the last row when
+        /// `e > 0`: the unsharded `Error::Index`, not a halo row.
+        #[shard(N)]
+        #[device(cuda)]
+        pub fn fwd(v: [f32; N, K], e: i64) -> [f32; N, K] {
+            let y[i in 0..N, k in 0..K] = if i + 1 < N + e { v[i + 1, k] - v[i, k] } else { 0.0 };
+            y
+        }
+
+        /// `argmax`/`argmin` over the sharded axis: a scalar and one per
+        /// column.
+        #[shard(N)]
+        #[device(cuda)]
+        pub fn picks(x: [f32; N, K]) -> (i64, [i64; K]) {
+            let r[n] = x[n, 0] - x[n, 1];
+            let c[k] = argmin[n](x[n, k]);
+            (argmax[n](r[n]), c)
+        }
     }
 }
 
@@ -57,6 +76,19 @@ mod cpu {
         pub fn conv(x: [f32; H, W], k: [f32; 3, 3]) -> [f32; H, W] {
             let y[r in 0..H, s in 0..W] = sum[dr, ds](if iy >= 0 && iy < H && ix >= 0 && ix < W { x[iy, ix] } else { 0.0 } * k[dr, ds]) where iy = r + dr - 1, ix = s + ds - 1;
             y
+        }
+
+        #[shard(N)]
+        pub fn fwd(v: [f32; N, K], e: i64) -> [f32; N, K] {
+            let y[i in 0..N, k in 0..K] = if i + 1 < N + e { v[i + 1, k] - v[i, k] } else { 0.0 };
+            y
+        }
+
+        #[shard(N)]
+        pub fn picks(x: [f32; N, K]) -> (i64, [i64; K]) {
+            let r[n] = x[n, 0] - x[n, 1];
+            let c[k] = argmin[n](x[n, k]);
+            (argmax[n](r[n]), c)
         }
     }
 }
@@ -94,7 +126,7 @@ fn close(what: &str, a: &[f32], b: &[f32], tol: f32) {
 #[test]
 fn sharded_device_functions_register_their_kernels() {
     let kernels = cuda::kernels();
-    for f in ["lsq", "conv"] {
+    for f in ["lsq", "conv", "fwd", "picks"] {
         assert!(kernels.iter().any(|k| k.function == f), "{f} has no kernels");
     }
 }
@@ -170,6 +202,29 @@ fn sharded_device_functions_match_the_host() -> Result<(), Error> {
         let got = gpu::conv(&dev, &world, &Tensor::from_host(&dev, xb)?, &Tensor::from_host(&dev, &k)?)?;
         let want = cpu::conv(&world, xb, &k)?;
         close("convolution", got.to_host()?.as_slice().unwrap(), want.as_slice().unwrap(), 1e-4);
+        // Reads past the last row: the host twin's error on every rank.
+        for e in [0i64, 1] {
+            let got = gpu::fwd(&dev, &world, &Tensor::from_host(&dev, xb)?, e);
+            match (got, cpu::fwd(&world, xb, e)) {
+                (Ok(a), Ok(b)) => assert_eq!(a.to_host()?, b, "fwd rows"),
+                (
+                    Err(Error::Index { tensor, axis, index, len, .. }),
+                    Err(Error::Index { tensor: t, axis: a, index: i, len: l, .. }),
+                ) => {
+                    assert_eq!((tensor, axis, index, len), (t, a, i, l), "fwd error")
+                }
+                (a, b) => panic!("fwd: {a:?} where the host gives {b:?}"),
+            }
+        }
+        // Ties in the third column (rows of equal values).
+        let mut xt = x.clone();
+        for (i, mut row) in xt.rows_mut().into_iter().enumerate() {
+            row[2] = (i % 3) as f32;
+        }
+        let xtb = xt.slice(s![rows.clone(), ..]);
+        let (a, c) = gpu::picks(&dev, &world, &Tensor::from_host(&dev, xtb)?)?;
+        let (a1, c1) = cpu::picks(&world, xtb)?;
+        assert_eq!((a, c.to_host()?), (a1, c1), "argmax/argmin");
     }
     Ok(())
 }

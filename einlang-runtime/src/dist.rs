@@ -40,6 +40,11 @@ pub fn block(n: usize, rank: usize, size: usize) -> Range<usize> {
 ///
 /// Generated `#[shard(B)]` functions take `&World` first. All ranks must
 /// call the same sharded functions in the same order.
+///
+/// Dropping a `World` does not finalize MPI: the process's one MPI session
+/// (shared by every `World` of the process) is finalized when the process
+/// exits, because MPI cannot be initialized again after `MPI_Finalize`
+/// ([`World::init`]).
 pub struct World {
     rank: usize,
     size: usize,
@@ -297,36 +302,76 @@ impl World {
     /// no term). Afterwards both hold the global result on every rank: the
     /// first index of the extremum over all ranks (blocks are in rank
     /// order, so the lowest rank with it wins ties), as the unsharded
-    /// reduction chooses.
+    /// reduction chooses. For values that may be NaN see
+    /// [`World::all_reduce_arg_skip`].
     pub fn all_reduce_arg<T: Elem + PartialOrd>(&self, best: &mut [T], index: &mut [i64], max: bool) {
+        let skip = index.to_vec();
+        self.all_reduce_arg_skip(best, index, &skip, max);
+    }
+
+    /// [`World::all_reduce_arg`] as the unsharded reduction treats NaN:
+    /// it keeps its first term (`!found || v > best`), so a NaN wins only
+    /// as the very first term, and later NaNs never do. Per point, each
+    /// rank has `best`, its extremum over the terms that are not NaN (NaN
+    /// when none is), `index`, its block's own argmax/argmin (-1 when the
+    /// block had no term), and `skip`, the first global index of `best`
+    /// among the terms that are not NaN (-1 when none; `index` itself when
+    /// the block's first term is not NaN). The first rank with a term
+    /// decides alone when its first term is NaN (`index != skip`);
+    /// afterwards `index` holds the global result on every rank, and
+    /// `best` the value of the rank that decided it.
+    pub fn all_reduce_arg_skip<T: Elem + PartialOrd>(
+        &self,
+        best: &mut [T],
+        index: &mut [i64],
+        skip: &[i64],
+        max: bool,
+    ) {
         if self.size == 1 || best.is_empty() {
             return;
         }
-        let mut bytes = Vec::with_capacity(best.len() * (T::SIZE + 8));
-        for (b, i) in best.iter().zip(index.iter()) {
+        let step = T::SIZE + 16;
+        let mut bytes = Vec::with_capacity(best.len() * step);
+        for ((b, i), j) in best.iter().zip(index.iter()).zip(skip) {
             b.put(&mut bytes);
             bytes.extend_from_slice(&i.to_le_bytes());
+            bytes.extend_from_slice(&j.to_le_bytes());
         }
         let all = self.gather_fixed(&bytes);
-        let (step, part) = (T::SIZE + 8, best.len() * (T::SIZE + 8));
+        let part = best.len() * step;
+        let word = |at: usize| i64::from_le_bytes(all[at..at + 8].try_into().unwrap_or([0; 8]));
         for p in 0..best.len() {
-            let mut found = false;
+            // (value, index) so far; `None` before the first rank with a
+            // term; `done` once a first term that is NaN decided.
+            let mut now: Option<(T, i64)> = None;
             for r in 0..self.size {
                 let at = r * part + p * step;
                 let v = T::get(&all[at..at + T::SIZE]);
-                let i = i64::from_le_bytes(all[at + T::SIZE..at + step].try_into().unwrap_or([0; 8]));
+                let (i, j) = (word(at + T::SIZE), word(at + T::SIZE + 8));
                 if i < 0 {
                     continue;
                 }
-                let better = if max { v > best[p] } else { v < best[p] };
-                if !found || better {
-                    best[p] = v;
-                    index[p] = i;
-                    found = true;
+                match now {
+                    None if i != j => {
+                        // The first term of the whole reduction is NaN.
+                        now = Some((v, i));
+                        break;
+                    }
+                    None => now = Some((v, i)),
+                    Some((b, _)) => {
+                        let better = if max { v > b } else { v < b };
+                        if j >= 0 && better {
+                            now = Some((v, j));
+                        }
+                    }
                 }
             }
-            if !found {
-                index[p] = -1;
+            match now {
+                Some((v, i)) => {
+                    best[p] = v;
+                    index[p] = i;
+                }
+                None => index[p] = -1,
             }
         }
     }
@@ -367,8 +412,8 @@ impl World {
             }
             #[cfg(feature = "mpi")]
             if let Some(h) = &self.mpi {
-                let got = h.send_recv(dest, &send, src, want);
-                if let Some(got) = got {
+                let mut got = vec![0u8; want];
+                if h.send_recv(dest, &send, src, &mut got) {
                     if recv_prev {
                         dec(&got, from_prev);
                     } else {
@@ -387,35 +432,53 @@ impl World {
     /// beyond it come from the ranks after it). `holds` is every rank's
     /// block length in rank order; this rank wants the `lo` rows before its
     /// block and the `hi` rows after it, those inside the whole axis.
-    /// `rows(a, b)` gives this rank's own rows `a..b` (of its block),
-    /// `per_row` values each. Received rows go into `before` (`lo` rows,
-    /// the row just before the block last) and `after` (`hi` rows, the row
-    /// just after the block first); rows beyond the ends of the axis, and
-    /// everything on a rank without rows, stay as they are. Each rank
-    /// sends every row another rank wants once: at most `lo + hi` rows
-    /// per rank that wants them, one message per rank pair that exchanges
-    /// rows.
+    /// `rows(a, b, out)` appends this rank's own rows `a..b` (of its
+    /// block), `per_row` values each, encoded ([`Elem::put`]), to `out`
+    /// (whose room is reserved beforehand). Received rows go into `before`
+    /// (`lo` rows, the row just before the block last) and `after` (`hi`
+    /// rows, the row just after the block first); rows beyond the ends of
+    /// the axis, and everything on a rank without rows, stay as they are.
+    /// Each rank sends every row another rank wants once: at most `lo +
+    /// hi` rows per rank that wants them, one message per rank pair that
+    /// exchanges rows.
+    ///
+    /// Every rank calls it (ranks without rows too), unless the world has
+    /// one rank or `lo` and `hi` are zero. The buffers are allocated
+    /// fallibly before anything is sent, and the ranks agree on their
+    /// status (`prior`, the caller's, then this call's allocations: an
+    /// `Error::Alloc` naming `function` and `tensor`) in one
+    /// [`World::agree`], so that a rank that cannot take part makes every
+    /// rank return its error instead of leaving them waiting.
     #[allow(clippy::too_many_arguments)]
     pub fn halo_rows<T: Elem>(
         &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
         holds: &[i64],
         lo: usize,
         hi: usize,
         per_row: usize,
-        rows: &dyn Fn(usize, usize) -> Vec<T>,
+        rows: &dyn Fn(usize, usize, &mut Vec<u8>),
         before: &mut [T],
         after: &mut [T],
-    ) {
+    ) -> Result<(), Error> {
         let size = self.size;
-        if size == 1 || holds.len() != size || (lo == 0 && hi == 0) {
-            return;
+        if size == 1 || (lo == 0 && hi == 0) {
+            return prior;
+        }
+        let mut status = prior;
+        if status.is_ok() && holds.len() != size {
+            status = Err(Error::Dist {
+                message: format!("in `{function}`: a halo exchange without every rank's block length"),
+            });
         }
         let len: Vec<usize> = holds.iter().map(|&h| h.max(0) as usize).collect();
-        let mut start = vec![0usize; size + 1];
-        for r in 0..size {
-            start[r + 1] = start[r] + len[r];
+        let mut start = vec![0usize; len.len() + 1];
+        for (r, l) in len.iter().enumerate() {
+            start[r + 1] = start[r] + l;
         }
-        let total = start[size];
+        let total = start[len.len()];
         // The global rows rank `q` wants before and after its block.
         let want = |q: usize, up: bool| -> Range<usize> {
             if len[q] == 0 {
@@ -433,52 +496,100 @@ impl World {
             (r.start < r.end).then_some(r)
         };
         let me = self.rank;
-        // Round `d`, upward: rows to the rank `d` after (its rows before
-        // its block), from the rank `d` before; then downward. Every rank
-        // computes the same table, so each send has its receive.
-        for d in 1..size {
-            for up in [true, false] {
-                let (dest, src) = if up {
-                    ((me + d < size).then_some(me + d), me.checked_sub(d))
-                } else {
-                    (me.checked_sub(d), (me + d < size).then_some(me + d))
-                };
-                let send = dest.and_then(|q| meet(want(q, up), held(me)));
-                let recv = src.and_then(|p| meet(want(me, up), held(p)));
-                if send.is_none() && recv.is_none() {
-                    continue;
-                }
-                let mut bytes = Vec::new();
-                if let Some(r) = &send {
-                    for v in rows(r.start - start[me], r.end - start[me]) {
-                        v.put(&mut bytes);
+        // The rounds: `d`, upward (rows to the rank `d` after, its rows
+        // before its block, from the rank `d` before), then downward.
+        // Every rank computes the same table, so each send has its receive.
+        struct Round {
+            up: bool,
+            dest: Option<usize>,
+            src: Option<usize>,
+            send: Option<Range<usize>>,
+            recv: Option<Range<usize>>,
+        }
+        let mut plan = Vec::new();
+        if status.is_ok() {
+            for d in 1..size {
+                for up in [true, false] {
+                    let (dest, src) = if up {
+                        ((me + d < size).then_some(me + d), me.checked_sub(d))
+                    } else {
+                        (me.checked_sub(d), (me + d < size).then_some(me + d))
+                    };
+                    let send = dest.and_then(|q| meet(want(q, up), held(me)));
+                    let recv = src.and_then(|p| meet(want(me, up), held(p)));
+                    if send.is_some() || recv.is_some() {
+                        plan.push(Round { up, dest, src, send, recv });
                     }
-                    self.count(bytes.len());
                 }
-                let wanted = recv.as_ref().map_or(0, |r| r.len() * per_row * T::SIZE);
-                #[cfg(feature = "mpi")]
-                if let Some(h) = &self.mpi {
-                    let got = h.send_recv(send.as_ref().and(dest), &bytes, recv.as_ref().and(src), wanted);
-                    if let (Some(got), Some(r)) = (got, recv) {
-                        // Where the first row received goes in its buffer.
-                        let (buf, at) = if up {
-                            (&mut *before, (r.start + lo - start[me]) * per_row)
-                        } else {
-                            (&mut *after, (r.start - start[me + 1]) * per_row)
-                        };
-                        for (k, c) in got.chunks(T::SIZE).enumerate() {
-                            if let Some(o) = buf.get_mut(at + k) {
-                                *o = T::get(c);
-                            }
-                        }
-                    }
-                    continue;
-                }
-                let _ = (wanted, &before, &after);
-                unreachable_world();
             }
         }
+        let bytes = |r: &Option<Range<usize>>| r.as_ref().map_or(0, |r| r.len() * per_row * T::SIZE);
+        let most_sent = plan.iter().map(|r| bytes(&r.send)).max().unwrap_or(0);
+        let most_received = plan.iter().map(|r| bytes(&r.recv)).max().unwrap_or(0);
+        let mut sending: Vec<u8> = Vec::new();
+        let mut receiving: Vec<u8> = Vec::new();
+        if status.is_ok() {
+            let alloc =
+                |bytes: usize| Error::Alloc { function: function.to_string(), tensor: tensor.to_string(), bytes };
+            if sending.try_reserve_exact(most_sent).is_err() {
+                status = Err(alloc(most_sent));
+            } else if receiving.try_reserve_exact(most_received).is_err() {
+                status = Err(alloc(most_received));
+            } else {
+                // Within the reserved room: no allocation.
+                receiving.resize(most_received, 0);
+            }
+        }
+        self.agree(status)?;
+        for round in plan {
+            sending.clear();
+            if let Some(r) = &round.send {
+                rows(r.start - start[me], r.end - start[me], &mut sending);
+                self.count(sending.len());
+            }
+            let wanted = bytes(&round.recv);
+            #[cfg(feature = "mpi")]
+            if let Some(h) = &self.mpi {
+                let got = h.send_recv(
+                    round.send.as_ref().and(round.dest),
+                    &sending,
+                    round.recv.as_ref().and(round.src),
+                    &mut receiving[..wanted],
+                );
+                if let (true, Some(r)) = (got, round.recv) {
+                    // Where the first row received goes in its buffer.
+                    let (buf, at) = if round.up {
+                        (&mut *before, (r.start + lo - start[me]) * per_row)
+                    } else {
+                        (&mut *after, (r.start - start[me + 1]) * per_row)
+                    };
+                    for (k, c) in receiving[..wanted].chunks(T::SIZE).enumerate() {
+                        if let Some(o) = buf.get_mut(at + k) {
+                            *o = T::get(c);
+                        }
+                    }
+                }
+                continue;
+            }
+            let _ = (wanted, &before, &after, round.up);
+            unreachable_world();
+        }
+        Ok(())
     }
+}
+
+/// A buffer of `n` copies of `fill`, or `Err(Error::Alloc)` naming
+/// `function` and `tensor` when the allocator has no room for it.
+fn try_filled<T: Clone>(function: &str, tensor: &str, n: usize, fill: T) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    v.try_reserve_exact(n).map_err(|_| Error::Alloc {
+        function: function.to_string(),
+        tensor: tensor.to_string(),
+        bytes,
+    })?;
+    v.resize(n, fill);
+    Ok(v)
 }
 
 /// A world of more than one without MPI cannot be built.
@@ -681,6 +792,9 @@ fn agree_table(
 /// rows of the ranks before and after ([`World::halo_rows`]: from several
 /// ranks when blocks are thinner than the halo); those beyond the ends of
 /// the axis stay as they are. `holds` is every rank's block length.
+/// Every rank calls it; the ranks agree on their status (a store of
+/// another shape, buffers the allocator has no room for: `Error::Alloc`
+/// naming `function` and `tensor`) before any rank sends.
 ///
 /// # Safety
 /// No other thread accesses the store; `store` has the described shape.
@@ -688,6 +802,7 @@ fn agree_table(
 pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
     world: &World,
     function: &str,
+    tensor: &str,
     store: &crate::rec::Store<'_, T, N>,
     fixed: usize,
     at: usize,
@@ -700,16 +815,11 @@ pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
         return Ok(());
     }
     let local = holds.get(world.rank()).copied().unwrap_or(0).max(0) as usize;
-    if local == 0 {
-        return Ok(());
-    }
     let shape = store.shape();
-    if N == 0 || fixed >= N || axis >= N || at >= shape[fixed] || shape[axis] != lo + local + hi {
-        return Err(Error::Dist { message: format!("in `{function}`: a halo exchange of a tensor of another shape") });
-    }
-    // The indices of rows `rows` of the slab, in row-major order.
+    let fits = N > 0 && fixed < N && axis < N && at < shape[fixed] && shape[axis] == lo + local + hi;
     let free: Vec<usize> = (0..N).filter(|&a| a != fixed && a != axis).collect();
-    let per_row: usize = free.iter().map(|&a| shape[a]).product();
+    let per_row: usize = if fits { free.iter().map(|&a| shape[a]).product() } else { 0 };
+    // The indices of rows `rows` of the slab, in row-major order.
     let points = |rows: std::ops::Range<usize>, f: &mut dyn FnMut([usize; N])| {
         let mut idx = [0usize; N];
         idx[fixed] = at;
@@ -725,14 +835,38 @@ pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
             }
         }
     };
-    let read = |rows: std::ops::Range<usize>| {
-        let mut out = Vec::new();
-        points(rows, &mut |i| out.push(store.get(i)));
-        out
+    // The halos as they are (rows beyond the ends of the axis keep them).
+    let prepared = (|| -> Result<(Vec<T>, Vec<T>), Error> {
+        if !fits {
+            return Err(Error::Dist {
+                message: format!("in `{function}`: a halo exchange of a tensor of another shape"),
+            });
+        }
+        let mut from_prev = try_filled(function, tensor, lo * per_row, T::default())?;
+        let mut from_next = try_filled(function, tensor, hi * per_row, T::default())?;
+        if local > 0 {
+            let mut k = 0;
+            points(0..lo, &mut |i| {
+                from_prev[k] = store.get(i);
+                k += 1;
+            });
+            let mut k = 0;
+            points(lo + local..lo + local + hi, &mut |i| {
+                from_next[k] = store.get(i);
+                k += 1;
+            });
+        }
+        Ok((from_prev, from_next))
+    })();
+    let (mut from_prev, mut from_next, status) = match prepared {
+        Ok((p, n)) => (p, n, Ok(())),
+        Err(e) => (Vec::new(), Vec::new(), Err(e)),
     };
-    let mut from_prev = read(0..lo);
-    let mut from_next = read(lo + local..lo + local + hi);
-    world.halo_rows(holds, lo, hi, per_row, &|a, b| read(lo + a..lo + b), &mut from_prev, &mut from_next);
+    let rows = |a: usize, b: usize, out: &mut Vec<u8>| points(lo + a..lo + b, &mut |i| store.get(i).put(out));
+    world.halo_rows(function, tensor, status, holds, lo, hi, per_row, &rows, &mut from_prev, &mut from_next)?;
+    if local == 0 {
+        return Ok(());
+    }
     let mut k = 0;
     points(0..lo, &mut |i| {
         store.set(i, from_prev[k]);
@@ -750,10 +884,15 @@ pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
 /// `lo` rows of the whole tensor before its block and the `hi` rows after
 /// it (zeros beyond the ends of the axis, and from as many ranks as hold
 /// them): what a definition reading it at offsets along the axis needs
-/// (generated code). `holds` is every rank's block length.
-pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
+/// (generated code). `holds` is every rank's block length. Every rank
+/// calls it; the copy and the halo buffers are allocated fallibly
+/// (`Error::Alloc` naming `function` and `tensor`) and the ranks agree on
+/// their status before any rank sends.
+#[allow(clippy::too_many_arguments)]
+pub fn extend<T: Elem + Default + Send, D: ndarray::Dimension>(
     world: &World,
     function: &str,
+    tensor: &str,
     input: ndarray::ArrayView<'_, T, D>,
     axis: usize,
     lo: usize,
@@ -761,23 +900,41 @@ pub fn extend<T: Elem + Default, D: ndarray::Dimension>(
     holds: &[i64],
 ) -> Result<ndarray::Array<T, D>, Error> {
     use ndarray::{Axis, Slice};
-    if axis >= input.ndim() {
-        return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
+    let local = if axis < input.ndim() { input.len_of(Axis(axis)) } else { 0 };
+    let per_row: usize = if local > 0 { input.len() / local } else { 0 };
+    let prepared = (|| -> Result<_, Error> {
+        if axis >= input.ndim() {
+            return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
+        }
+        let mut shape = input.raw_dim();
+        shape[axis] = local + lo + hi;
+        let mut out = crate::pool::zeros(function, tensor, shape, T::default())?;
+        out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
+        let from_prev = try_filled(function, tensor, lo * per_row, T::default())?;
+        let from_next = try_filled(function, tensor, hi * per_row, T::default())?;
+        Ok((out, from_prev, from_next))
+    })();
+    if world.size() == 1 || (lo == 0 && hi == 0) {
+        return prepared.map(|(out, _, _)| out);
     }
-    let local = input.len_of(Axis(axis));
-    let mut shape = input.raw_dim();
-    shape[axis] = local + lo + hi;
-    let mut out = ndarray::Array::<T, D>::default(shape);
-    out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
-    if world.size() == 1 || local == 0 || (lo == 0 && hi == 0) {
+    let (mut out, mut from_prev, mut from_next) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            // Every rank takes part in the agreement of `halo_rows`.
+            return Err(world.agree(Err(e)).err().unwrap_or_else(|| Error::Dist {
+                message: format!("in `{function}`: an error was lost between ranks"),
+            }));
+        }
+    };
+    let rows = |a: usize, b: usize, bytes: &mut Vec<u8>| {
+        for v in input.slice_axis(Axis(axis), Slice::from(a..b)).iter() {
+            v.put(bytes);
+        }
+    };
+    world.halo_rows(function, tensor, Ok(()), holds, lo, hi, per_row, &rows, &mut from_prev, &mut from_next)?;
+    if local == 0 {
         return Ok(out);
     }
-    let rows =
-        |a: usize, b: usize| -> Vec<T> { input.slice_axis(Axis(axis), Slice::from(a..b)).iter().copied().collect() };
-    let per_row: usize = input.len() / local.max(1);
-    let mut from_prev = vec![T::default(); lo * per_row];
-    let mut from_next = vec![T::default(); hi * per_row];
-    world.halo_rows(holds, lo, hi, per_row, &rows, &mut from_prev, &mut from_next);
     for (o, v) in out.slice_axis_mut(Axis(axis), Slice::from(0..lo)).iter_mut().zip(from_prev) {
         *o = v;
     }
@@ -1156,11 +1313,10 @@ mod mpi_world {
             self.comm().process_at_rank(root as i32).broadcast_into(bytes);
         }
 
-        /// Sends `send` to `dest` and receives `want` bytes from `src`
-        /// (either may be absent).
-        pub fn send_recv(&self, dest: Option<usize>, send: &[u8], src: Option<usize>, want: usize) -> Option<Vec<u8>> {
+        /// Sends `send` to `dest` and receives `recv.len()` bytes from
+        /// `src` into `recv` (either may be absent); whether it received.
+        pub fn send_recv(&self, dest: Option<usize>, send: &[u8], src: Option<usize>, recv: &mut [u8]) -> bool {
             let c = self.comm();
-            let mut buf = vec![0u8; want];
             const TAG: i32 = 7301;
             match (dest, src) {
                 (Some(d), Some(s)) => {
@@ -1168,21 +1324,21 @@ mod mpi_world {
                         send,
                         &c.process_at_rank(d as i32),
                         TAG,
-                        &mut buf[..],
+                        recv,
                         &c.process_at_rank(s as i32),
                         TAG,
                     );
-                    Some(buf)
+                    true
                 }
                 (Some(d), None) => {
                     c.process_at_rank(d as i32).send_with_tag(send, TAG);
-                    None
+                    false
                 }
                 (None, Some(s)) => {
-                    c.process_at_rank(s as i32).receive_into_with_tag(&mut buf[..], TAG);
-                    Some(buf)
+                    c.process_at_rank(s as i32).receive_into_with_tag(recv, TAG);
+                    true
                 }
-                (None, None) => None,
+                (None, None) => false,
             }
         }
     }

@@ -56,6 +56,25 @@ fn main() {
         assert_eq!((best[1], idx[1]), (9.0, 10 * (size as i64 - 1)));
     }
 
+    // argmax with NaN: every rank's block starts with a NaN (its own
+    // answer is that position, `index != skip`), then holds `rank + 1` at
+    // position `10 * rank + 1`. Only the first rank's NaN is the first
+    // term of the whole reduction: it wins. In the second point only the
+    // last rank starts with a NaN, and the largest value is on it, so it
+    // wins at its `skip` position.
+    let mut best = [rank as f64 + 1.0, rank as f64 + 1.0];
+    let last = rank == size - 1;
+    let mut idx = [10 * rank as i64, 10 * rank as i64 + if last { 0 } else { 1 }];
+    let skip = [10 * rank as i64 + 1, 10 * rank as i64 + 1];
+    world.all_reduce_arg_skip(&mut best, &mut idx, &skip, true);
+    assert_eq!(idx[0], 0, "a NaN first term wins");
+    assert!(best[0] == 1.0, "{}", best[0]);
+    if size > 1 {
+        assert_eq!((best[1], idx[1]), (size as f64, 10 * (size as i64 - 1) + 1), "a later block's NaN never wins");
+    } else {
+        assert_eq!(idx[1], 0);
+    }
+
     // Status agreement: the first failing rank's error on every rank.
     assert_eq!(world.agree(Ok(())), Ok(()));
     let mine = if rank == size - 1 {
@@ -91,5 +110,28 @@ fn main() {
         assert_eq!(from_prev, prev.map_or([-1.0; 2], |p| [p as f64 + 0.5; 2]));
         assert_eq!(from_next, next.map_or([-1.0; 2], |n| [n as f64; 2]));
     }
+    // A halo copy the allocator has no room for (a block of 2^50 rows,
+    // viewed through a stride of zero) on the last rank only: every rank
+    // returns that rank's `Error::Alloc` (agreed before anything is sent),
+    // none waits for its rows, and the world is usable afterwards.
+    let one = [1.5f64];
+    let small = einlang_runtime::__ndarray::Array1::from_elem(3, rank as f64);
+    let one = einlang_runtime::__ndarray::ArrayView1::from(&one[..]);
+    let huge = one.broadcast(1usize << 50).expect("a broadcast view");
+    let input = if rank == size - 1 { huge } else { small.view() };
+    let holds = world.all_gather_i64(&[input.len() as i64]);
+    let got = einlang_runtime::dist::extend(&world, "f", "x", input, 0, 1, 2, &holds);
+    assert!(
+        matches!(&got, Err(Error::Alloc { function, tensor, bytes }) if function == "f" && tensor == "x" && *bytes == ((1usize << 50) + 3) * 8),
+        "{got:?}"
+    );
+    // The same exchange that fits: the neighbours' rows, zeros past the ends.
+    let got = einlang_runtime::dist::extend(&world, "f", "x", small.view(), 0, 1, 2, &vec![3; size]).expect("extend");
+    let want: Vec<f64> = [if rank > 0 { rank as f64 - 1.0 } else { 0.0 }]
+        .into_iter()
+        .chain([rank as f64; 3])
+        .chain([if rank + 1 < size { rank as f64 + 1.0 } else { 0.0 }; 2])
+        .collect();
+    assert_eq!(got.to_vec(), want);
     println!("rank {rank} of {size}: dist collectives ok, {} bytes sent", world.bytes_sent());
 }

@@ -172,6 +172,23 @@ pub struct ShardParts {
     /// Whether the function exchanges halos (`Comm::Halo`): the entry then
     /// also learns every rank's block length.
     pub halo: bool,
+    /// The tensors held with halo rows along the sharded axis (extended
+    /// copies, recurrences whose steps exchange halos): a checked read of
+    /// one along that axis checks the global index against the symbol's
+    /// whole extent, so that a read past either end of the whole axis is
+    /// the unsharded function's `Error::Index`, not a halo row.
+    pub edges: Vec<HaloEdge>,
+}
+
+/// A tensor held with halo rows (`ShardParts::edges`): position `p` along
+/// `axis` holds the global row `p - lo + offset`; errors name `source`
+/// (the tensor of the program that this one holds, or itself).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HaloEdge {
+    pub tensor: VarId,
+    pub source: VarId,
+    pub axis: usize,
+    pub lo: i64,
 }
 
 /// Communication between the ranks of a sharded function, stated by what
@@ -184,10 +201,14 @@ pub enum Comm {
     /// `Prod`, `Max`, `Min`, `All`, `Any`), in rank order.
     AllReduce { out: VarId, input: VarId, op: RedOp, elem: ScalarKind },
     /// `argmax`/`argmin` over the ranks: each rank has its local extremum
-    /// `best` and its first global index `index` (-1 when its block had no
-    /// term), scalars or tensors of one shape; `out` is the global index
-    /// of the first extremum (lowest rank wins ties).
-    AllReduceArg { out: VarId, best: VarId, index: VarId, max: bool, elem: ScalarKind },
+    /// `best` (NaN terms lose), its local `argmax`/`argmin` `index` (the
+    /// unsharded reduction over its block: -1 when the block had no term,
+    /// its first term when that is NaN) and `skip`, the first global index
+    /// of `best` among the terms that are not NaN (-1 when none; `index`
+    /// itself for integers), scalars or tensors of one shape; `out` is the
+    /// index the unsharded reduction gives: the first extremum (lowest
+    /// rank wins ties), or the first term when that is NaN.
+    AllReduceArg { out: VarId, best: VarId, index: VarId, skip: VarId, max: bool, elem: ScalarKind },
     /// In a clause's prelude of the recurrence `tensor`, whose axis `axis`
     /// holds `lo` halo rows, this rank's block, then `hi` halo rows: the
     /// neighbouring ranks' rows next to this rank's block, at the step
@@ -214,7 +235,7 @@ impl Comm {
     pub fn reads(&self) -> Vec<VarId> {
         match self {
             Comm::AllReduce { input, .. } | Comm::Extend { input, .. } => vec![*input],
-            Comm::AllReduceArg { best, index, .. } => vec![*best, *index],
+            Comm::AllReduceArg { best, index, skip, .. } => vec![*best, *index, *skip],
             Comm::Halo { tensor, .. } => vec![*tensor],
         }
     }

@@ -176,12 +176,13 @@ impl Printer<'_> {
                 self.var(*tensor),
                 self.expr(step, level)
             ),
-            Stmt::Comm(crate::ir::Comm::AllReduceArg { out, best, index, max, elem }) => format!(
-                "all-reduce {} = {}({}, {}) over ranks: {}",
+            Stmt::Comm(crate::ir::Comm::AllReduceArg { out, best, index, skip, max, elem }) => format!(
+                "all-reduce {} = {}({}, {}, {}) over ranks: {}",
                 self.var(*out),
                 if *max { "argmax" } else { "argmin" },
                 self.var(*best),
                 self.var(*index),
+                self.var(*skip),
                 elem.name()
             ),
             Stmt::Sweep(w) => {

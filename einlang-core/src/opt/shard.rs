@@ -45,7 +45,7 @@ use crate::diag::Diagnostic;
 use crate::ir::affine::Affine;
 use crate::ir::visit;
 use crate::ir::{
-    Comm, EntryCheck, Expr, ExprKind, Function, Program, Repr, ShardParts, Stmt, TensorDef, VarId, WhereEntry,
+    Comm, EntryCheck, Expr, ExprKind, Function, HaloEdge, Program, Repr, ShardParts, Stmt, TensorDef, VarId, WhereEntry,
 };
 
 /// Rewrites every sharded function of `program`; the errors of those that
@@ -120,6 +120,8 @@ struct Cx<'a> {
     /// and the rows before and after its block (a later reader needing no
     /// more rows reads the same copy: one exchange per tensor).
     extended: HashMap<VarId, (VarId, i64, i64)>,
+    /// Every extended copy made, and the tensor it extends.
+    sources: HashMap<VarId, VarId>,
 }
 
 fn shard_function(
@@ -159,6 +161,7 @@ fn shard_function(
         nested: 0,
         ranges: Ranges::default(),
         extended: HashMap::new(),
+        sources: HashMap::new(),
         lowered,
         inlining: 0,
     };
@@ -198,8 +201,18 @@ fn shard_function(
     cx.f.body = body;
     cx.f.result = result;
     let uses_halo = cx.uses_halo;
+    let mut edges: Vec<HaloEdge> = cx
+        .halo
+        .iter()
+        .filter_map(|(&tensor, &lo)| {
+            let axis = *cx.sharded.get(&tensor)?;
+            let source = cx.sources.get(&tensor).copied().unwrap_or(tensor);
+            Some(HaloEdge { tensor, source, axis, lo })
+        })
+        .collect();
+    edges.sort_by_key(|e| e.tensor.0);
     if let Some(s) = &mut cx.f.shard {
-        s.parts = Some(ShardParts { global, local, offset, agreed, halo: uses_halo });
+        s.parts = Some(ShardParts { global, local, offset, agreed, halo: uses_halo, edges });
     }
     Ok(())
 }
@@ -530,6 +543,7 @@ impl Cx<'_> {
             self.halo.insert(ext, lo);
             self.redirect.insert(t, ext);
             self.extended.insert(t, (ext, lo, hi));
+            self.sources.insert(ext, t);
             self.uses_halo = true;
         }
     }
@@ -702,6 +716,27 @@ impl Cx<'_> {
             };
             self.fresh_binders(e)
         });
+        // For argmax/argmin of floats, the first index of the extremum
+        // among the terms that are not NaN (the unsharded reduction keeps
+        // a NaN only when it is the first term, so a rank whose block
+        // starts with one needs both; integers use `red` itself): each
+        // term bound once, then guarded by `v == v`.
+        let skip = (arg && k.is_float()).then(|| {
+            let v = self.f.add_var("term", Repr::Scalar(k));
+            let var = Expr { kind: ExprKind::Var(v), ty: Repr::Scalar(k) };
+            let not_nan = Expr {
+                kind: ExprKind::Binary(BinOp::Eq, Box::new(var.clone()), Box::new(var.clone())),
+                ty: Repr::Scalar(ScalarKind::Bool),
+            };
+            let mut wheres = wheres.clone();
+            wheres.push(WhereEntry::Bind(v, (**body).clone()));
+            wheres.push(WhereEntry::Guard(not_nan));
+            let e = Expr {
+                kind: ExprKind::Reduce { op, loops: loops.clone(), wheres, body: Box::new(var) },
+                ty: ty.clone(),
+            };
+            self.fresh_binders(e)
+        });
         if self.nested > 0 {
             return Err(self.bug_nested());
         }
@@ -709,7 +744,7 @@ impl Cx<'_> {
         // block (`x[r + dr]` in a convolution's kernel gradient, `dr` an
         // axis of the definition): extended copies first.
         let mut ranges = self.extend_reduction(&red, axes, out);
-        if let Some(b) = &best {
+        for b in best.iter().chain(&skip) {
             if let Some(i) = self.b_index(b) {
                 ranges.merge(Ranges::of(b, &[i]));
             }
@@ -721,9 +756,13 @@ impl Cx<'_> {
             (Ok(()), None) => Ok(None),
             (Err(e), _) => Err(e),
         };
+        let skip = match (&best, skip) {
+            (Ok(_), Some(mut s)) => self.reduce_local(&mut s).map(|()| Some(s)),
+            _ => Ok(None),
+        };
         self.ranges = Ranges::default();
         self.redirect.clear();
-        let best = best?;
+        let (best, skip) = (best?, skip?);
         let bind = |cx: &mut Self, value: Expr, what: &str, out: &mut Vec<Stmt>| -> VarId {
             match axes {
                 None => {
@@ -763,10 +802,15 @@ impl Cx<'_> {
         if let Some(best) = best {
             let b = bind(self, best, &format!("{name}_best"), out);
             let i = bind(self, red, &format!("{name}_part"), out);
+            let s = match skip {
+                Some(s) => bind(self, s, &format!("{name}_skip"), out),
+                None => i,
+            };
             out.push(Stmt::Comm(Comm::AllReduceArg {
                 out: total,
                 best: b,
                 index: i,
+                skip: s,
                 max: op == RedOp::ArgMax,
                 elem: k,
             }));

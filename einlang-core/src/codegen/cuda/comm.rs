@@ -3,9 +3,9 @@
 //! all-reduced in place on the device through NCCL
 //! (`einlang_runtime::cuda::nccl`), scalars (host values) and the entry's
 //! agreement through the `World` (MPI), a definition's halo rows through
-//! host memory. A recurrence's halo exchange and `argmax`/`argmin` over
-//! the sharded axis are not built for the device: they are errors that
-//! say so.
+//! host memory, `argmax`/`argmin` over the sharded axis through host
+//! memory too (a value and an index per point). A recurrence's halo
+//! exchange is not built for the device: it is an error that says so.
 
 use proc_macro2::{Literal as RustLit, TokenStream};
 use quote::quote;
@@ -126,22 +126,69 @@ impl HostCx<'_> {
             Comm::Extend { out, input, axis, lo, hi, .. } => {
                 // Rows of the neighbours: through host memory, once per
                 // definition that reads at offsets.
+                // `extend` agrees on the ranks' status itself (after the
+                // copy to the host and its allocations, before sending); a
+                // failure here before it is agreed at the function's end,
+                // which meets that agreement.
                 let (i, o, own) = (self.tensor_ref(*input)?, self.ident(*out)?, self.own_ident(*out)?);
+                let tname = RustLit::string(&self.f.var(*input).source_name);
                 let (axis, lo, hi) = (usize_lit(*axis), usize_lit(*lo as usize), usize_lit(*hi as usize));
                 self.holders.insert(*out, Holder::Owned(own.clone()));
                 let _ = nd;
                 Ok(quote! {
-                    #agree
+                    #check
                     let #own = {
                         let __host = #i.to_host()?;
-                        let __rows = #rt::dist::extend(__world, #name, __host.view(), #axis, #lo, #hi, &__holds)?;
+                        let __rows = #rt::dist::extend(__world, #name, #tname, __host.view(), #axis, #lo, #hi, &__holds)?;
                         #rt::cuda::Tensor::from_host(#dev, &__rows)?
                     };
                     let #o = &#own;
                 })
             }
-            Comm::AllReduceArg { .. } => {
-                Err(Failure::Unsupported("`argmax`/`argmin` over the sharded axis of a sharded function".into()))
+            Comm::AllReduceArg { out, best, index, skip, max, elem } => {
+                // Scalars are host values; tensors of extrema and indices
+                // go through host memory (a value and an index per point,
+                // combined in rank order as on the host).
+                let o = self.ident(*out)?;
+                match self.f.var(*out).ty {
+                    Repr::Scalar(_) => {
+                        let (b, i, t) = (self.ident(*best)?, self.ident(*index)?, scalar_type(*elem));
+                        let j = self.ident(*skip)?;
+                        Ok(quote! {
+                            #agree
+                            let #o: i64 = {
+                                let mut __best: [#t; 1] = [#b];
+                                let mut __index: [i64; 1] = [#i];
+                                __world.all_reduce_arg_skip(&mut __best, &mut __index, &[#j], #max);
+                                __index[0]
+                            };
+                        })
+                    }
+                    Repr::Tensor(..) => {
+                        let (b, i, j) = (self.tensor_ref(*best)?, self.tensor_ref(*index)?, self.tensor_ref(*skip)?);
+                        let own = self.own_ident(*out)?;
+                        self.holders.insert(*out, Holder::Owned(own.clone()));
+                        Ok(quote! {
+                            #agree
+                            let #own = {
+                                let mut __best = #b.to_host()?;
+                                let mut __index = #i.to_host()?;
+                                let __skip = #j.to_host()?;
+                                if let (
+                                    ::core::option::Option::Some(__b),
+                                    ::core::option::Option::Some(__i),
+                                    ::core::option::Option::Some(__s),
+                                ) = (__best.as_slice_mut(), __index.as_slice_mut(), __skip.as_slice())
+                                {
+                                    __world.all_reduce_arg_skip(__b, __i, __s, #max);
+                                }
+                                #rt::cuda::Tensor::from_host(#dev, &__index)?
+                            };
+                            let #o = &#own;
+                        })
+                    }
+                    _ => Err(Failure::Bug("an argmax across ranks of a value that is not a scalar or tensor".into())),
+                }
             }
             Comm::Halo { .. } => Err(halo_unsupported()),
         }

@@ -911,8 +911,32 @@ impl<'a> KernelCx<'a> {
         let t = c_type(k);
         let mut s = format!("[&]() -> {t} {{ ");
         let mut names = Vec::new();
+        // A tensor held with halo rows in a sharded function: its position
+        // `p` holds the global row `p - lo + offset`, checked against the
+        // whole axis (`ir::ShardParts::edges`).
+        let parts = self.f.shard.as_ref().and_then(|s| s.parts.as_ref());
+        let edges: Vec<(usize, VarId, i64, VarId, VarId)> = parts
+            .map(|p| {
+                p.edges
+                    .iter()
+                    .filter(|e| e.tensor == tensor)
+                    .map(|e| (e.axis, e.source, e.lo, p.global, p.offset))
+                    .collect()
+            })
+            .unwrap_or_default();
         for (axis, i) in idx.iter().enumerate() {
             let v = self.tmp("i");
+            if let Some(&(_, src, lo, global, offset)) = edges.iter().find(|e| e.0 == axis) {
+                let (g, o) = (self.dim(&Dim::var(DimVar(global.0)))?, self.dim(&Dim::var(DimVar(offset.0)))?);
+                let site = self.site(Site::Index { tensor: self.f.var(src).source_name.clone(), axis });
+                let w = self.tmp("g");
+                let _ = write!(
+                    s,
+                    "const long long {w} = ({i}) - ({lo}LL) + ({o}); if (!__ein_in({w}, {g}, {site}ULL, __status)) return ({t})0; const long long {v} = {w} - ({o}) + ({lo}LL); "
+                );
+                names.push(v);
+                continue;
+            }
             let d = match &window {
                 Some((_, _, logical)) => {
                     let e = logical.get(axis).ok_or_else(|| Failure::Bug("a window without extents".into()))?;

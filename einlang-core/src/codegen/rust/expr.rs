@@ -900,6 +900,21 @@ impl FnCx<'_> {
         let tname = types::str_lit(&self.info(tensor)?.source_name);
         let value = self.expr(i)?.tokens;
         let a = types::usize_lit(axis);
+        // A tensor held with halo rows in a sharded function: position
+        // `p` holds the global row `p - lo + offset`, checked against the
+        // whole axis (a read past its ends is an error, not a halo row).
+        let parts = self.f.shard.as_ref().and_then(|s| s.parts.as_ref());
+        if let Some((edge, parts)) =
+            parts.and_then(|p| p.edges.iter().find(|e| e.tensor == tensor && e.axis == axis).map(|e| (e, p)))
+        {
+            let (global, offset) = (self.ident(parts.global)?, self.ident(parts.offset)?);
+            let source = types::str_lit(&self.info(edge.source)?.source_name);
+            let lo = proc_macro2::Literal::i64_unsuffixed(edge.lo);
+            return Ok(quote!({
+                let __global: i64 = (#value) - #lo + #offset;
+                (#rt::shape::check_index(#name, #source, #a, __global, #global as usize)? as i64 - #offset + #lo) as usize
+            }));
+        }
         let len = match self.rec_access.get(&tensor) {
             Some(access) => {
                 let len = access.lens.get(axis).ok_or("a recurrence read past its rank")?;

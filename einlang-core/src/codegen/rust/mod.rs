@@ -1065,15 +1065,17 @@ impl<'a> FnCx<'a> {
             let step = self.expr(step)?.tokens;
             let slot = self.in_window(*tensor, *time, quote!(((#step) as usize)));
             let name = self.fn_name.clone();
+            let tname = types::str_lit(&self.info(*tensor)?.source_name);
             let (time, axis, lo, hi) = (
                 types::usize_lit(*time),
                 types::usize_lit(*axis),
                 types::usize_lit(*lo as usize),
                 types::usize_lit(*hi as usize),
             );
+            // `halo_store` agrees on the ranks' status itself, after
+            // allocating its buffers and before sending.
             return Ok(quote! {
-                #agree
-                unsafe { #rt::dist::halo_store(__world, #name, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
+                unsafe { #rt::dist::halo_store(__world, #name, #tname, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
             });
         }
         if let Comm::Extend { out, input, axis, lo, hi, elem } = c {
@@ -1084,13 +1086,15 @@ impl<'a> FnCx<'a> {
             };
             let array = types::array(*elem, Some(rank), &nd);
             let name = self.fn_name.clone();
+            let tname = types::str_lit(&self.info(*input)?.source_name);
             let (axis, lo, hi) =
                 (types::usize_lit(*axis), types::usize_lit(*lo as usize), types::usize_lit(*hi as usize));
             self.repr.insert(*out, Ownership::Owned);
             self.standard.insert(*out);
+            // `extend` agrees on the ranks' status itself, after allocating
+            // the copy and its buffers and before sending.
             return Ok(quote! {
-                #agree
-                let #o: #array = #rt::dist::extend(__world, #name, #i.view(), #axis, #lo, #hi, &__holds)?;
+                let #o: #array = #rt::dist::extend(__world, #name, #tname, #i.view(), #axis, #lo, #hi, &__holds)?;
             });
         }
         let defined = c.defines().ok_or("a communication that defines nothing")?;
@@ -1123,8 +1127,8 @@ impl<'a> FnCx<'a> {
                     _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
                 }
             }
-            Comm::AllReduceArg { best, index, max, elem, .. } => {
-                let (best, index) = (self.ident(*best)?, self.ident(*index)?);
+            Comm::AllReduceArg { best, index, skip, max, elem, .. } => {
+                let (best, index, skip) = (self.ident(*best)?, self.ident(*index)?, self.ident(*skip)?);
                 let t = types::scalar(*elem);
                 match out_ty {
                     Repr::Scalar(_) => quote! {
@@ -1132,7 +1136,7 @@ impl<'a> FnCx<'a> {
                         let #out: i64 = {
                             let mut __best: [#t; 1] = [#best];
                             let mut __index: [i64; 1] = [#index];
-                            __world.all_reduce_arg(&mut __best, &mut __index, #max);
+                            __world.all_reduce_arg_skip(&mut __best, &mut __index, &[#skip], #max);
                             __index[0]
                         };
                     },
@@ -1147,10 +1151,14 @@ impl<'a> FnCx<'a> {
                             #agree
                             let mut __best: #array_t = #best.as_standard_layout().into_owned();
                             let mut #out: #array_i = #index.as_standard_layout().into_owned();
-                            if let (::core::option::Option::Some(__b), ::core::option::Option::Some(__i)) =
-                                (__best.as_slice_mut(), #out.as_slice_mut())
+                            let __skip: #array_i = #skip.as_standard_layout().into_owned();
+                            if let (
+                                ::core::option::Option::Some(__b),
+                                ::core::option::Option::Some(__i),
+                                ::core::option::Option::Some(__s),
+                            ) = (__best.as_slice_mut(), #out.as_slice_mut(), __skip.as_slice())
                             {
-                                __world.all_reduce_arg(__b, __i, #max);
+                                __world.all_reduce_arg_skip(__b, __i, __s, #max);
                             }
                         }
                     }
