@@ -61,10 +61,9 @@ use crate::base::dim::{Dim, DimVar};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
 use crate::codegen::paths;
-use crate::ir::calls::CallGraph;
 use crate::ir::{
-    Cover, EntryCheck, Expr, ExprKind, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Rows, Stmt,
-    TensorDef, VarId,
+    Cover, EntryCheck, Expr, ExprKind, FuncId, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Rows,
+    Stmt, TensorDef, VarId,
 };
 use kernel::{c_type, Input, KernelCx, Site};
 
@@ -101,16 +100,14 @@ const BLOCK: u32 = 256;
 /// The functions that are not `#[device(cuda)]` themselves but are called
 /// with tensors from device code (directly or through each other), with the
 /// span of a device function that reaches them: each gets a CUDA twin.
-/// `calls` is `p`'s call graph.
-pub fn device_twins(p: &Program, calls: &CallGraph) -> BTreeMap<String, Span> {
+/// Read from the program's call graph.
+pub fn device_twins(p: &Program) -> BTreeMap<FuncId, Span> {
     let mut twins = BTreeMap::new();
-    let mut work: Vec<(usize, Span)> =
-        p.fns.iter().enumerate().filter_map(|(i, f)| f.device.map(|d| (i, d.span))).collect();
+    let mut work: Vec<(FuncId, Span)> = p.functions().filter_map(|(id, f)| f.device.map(|d| (id, d.span))).collect();
     while let Some((f, span)) = work.pop() {
-        for c in calls.callees(f).iter().filter(|c| c.tensors) {
-            let g = &p.fns[c.func];
-            if g.device.is_none() && !twins.contains_key(&g.name) {
-                twins.insert(g.name.clone(), span);
+        for c in p.calls().callees(f).iter().filter(|c| c.tensors) {
+            if p.func(c.func).device.is_none() && !twins.contains_key(&c.func) {
+                twins.insert(c.func, span);
                 work.push((c.func, span));
             }
         }
@@ -121,25 +118,22 @@ pub fn device_twins(p: &Program, calls: &CallGraph) -> BTreeMap<String, Span> {
 /// The host functions that call a `#[device(cuda)]` function, directly or
 /// through other host functions: they cannot run on the host (a device
 /// function needs a `Device`), so they exist only as CUDA twins. For each,
-/// a device function it reaches: `(name, device function, its span)`.
-/// `calls` is `p`'s call graph.
-pub fn device_bound(p: &Program, calls: &CallGraph) -> BTreeMap<String, (String, Span)> {
-    let mut bound: BTreeMap<String, (String, Span)> = BTreeMap::new();
+/// a device function it reaches and its span. Read from the program's
+/// call graph.
+pub fn device_bound(p: &Program) -> BTreeMap<FuncId, (FuncId, Span)> {
+    let mut bound: BTreeMap<FuncId, (FuncId, Span)> = BTreeMap::new();
     loop {
         let mut changed = false;
-        for (i, f) in p.fns.iter().enumerate() {
-            if f.device.is_some() || bound.contains_key(&f.name) {
+        for (id, f) in p.functions() {
+            if f.device.is_some() || bound.contains_key(&id) {
                 continue;
             }
-            let reached = calls.callees(i).iter().find_map(|c| {
-                let g = &p.fns[c.func];
-                match g.device {
-                    Some(d) => Some((g.name.clone(), d.span)),
-                    None => bound.get(&g.name).cloned(),
-                }
+            let reached = p.calls().callees(id).iter().find_map(|c| match p.func(c.func).device {
+                Some(d) => Some((c.func, d.span)),
+                None => bound.get(&c.func).copied(),
             });
             if let Some(r) = reached {
-                bound.insert(f.name.clone(), r);
+                bound.insert(id, r);
                 changed = true;
             }
         }
@@ -149,13 +143,13 @@ pub fn device_bound(p: &Program, calls: &CallGraph) -> BTreeMap<String, (String,
     }
 }
 
-/// The Rust name of the CUDA version of `g`.
-fn cuda_ident(g: &Function, fns: &crate::codegen::rust::FnIdents) -> Result<Ident, Failure> {
-    let id = fns.get(&g.name).ok_or_else(|| Failure::Bug(format!("`{}` has no Rust name", g.name)))?;
+/// The Rust name of the CUDA version of `g`, the function `id`.
+fn cuda_ident(g: &Function, id: FuncId, fns: &crate::codegen::rust::FnIdents) -> Result<Ident, Failure> {
+    let ident = fns.get(id).ok_or_else(|| Failure::Bug(format!("`{}` has no Rust name", g.name)))?;
     if g.device.is_some() {
-        Ok(id.clone())
+        Ok(ident.clone())
     } else {
-        let s = id.to_string();
+        let s = ident.to_string();
         Ok(format_ident!("__cuda_{}", s.strip_prefix("r#").unwrap_or(&s)))
     }
 }
@@ -166,15 +160,16 @@ pub struct Emitted {
     pub kernels: Vec<(String, String)>,
 }
 
-/// Emits the CUDA version of `f`: under its own name for a
-/// `#[device(cuda)]` function, as `__cuda_name` for a twin.
+/// Emits the CUDA version of `f`, the function `id` of `p`: under its own
+/// name for a `#[device(cuda)]` function, as `__cuda_name` for a twin.
 pub fn emit_function(
     f: &Function,
+    id: FuncId,
     p: &Program,
     fns: &crate::codegen::rust::FnIdents,
     options: &crate::codegen::Options,
 ) -> Result<Emitted, Failure> {
-    let name = cuda_ident(f, fns)?;
+    let name = cuda_ident(f, id, fns)?;
     let mut cx = HostCx::new(f, p, fns, options, &name)?;
     let body = cx.body()?;
     let (rt, nd, err, result) = (paths::rt(), paths::nd(), paths::error(), paths::result());
@@ -274,7 +269,7 @@ struct DefKernel {
     decls: String,
     value: String,
     inputs: std::collections::BTreeSet<Input>,
-    callees: Vec<(String, String)>,
+    callees: Vec<(FuncId, String)>,
     /// Warp and block kernels: the shared reductions, and their loops'
     /// extents.
     prelude: String,
@@ -347,7 +342,7 @@ struct Teams {
 struct RowsKernel {
     text: String,
     inputs: std::collections::BTreeSet<Input>,
-    callees: Vec<(String, String)>,
+    callees: Vec<(FuncId, String)>,
     /// The extents of the prelude's block reductions' loops.
     lens: Vec<Vec<Dim>>,
     /// A four-wide kernel's needs (see `kernel::Wide`).
@@ -664,7 +659,7 @@ impl<'a> HostCx<'a> {
     }
 
     /// Adds a kernel; its constant's identifier.
-    fn add_kernel(&mut self, text: String, callees: &[(String, String)]) -> (Ident, String) {
+    fn add_kernel(&mut self, text: String, callees: &[(FuncId, String)]) -> (Ident, String) {
         let i = self.kernels.len();
         let name = format!("{}_k{i}", self.kernel_prefix);
         let body = text.replace("__KERNEL__", &name);
@@ -1596,7 +1591,7 @@ impl<'a> HostCx<'a> {
                 Ok(quote!(let #id = #x_ref;))
             }
             (Repr::Tensor(..), ExprKind::Call { func, args }) => {
-                let call = self.call(func, args)?;
+                let call = self.call(*func, args)?;
                 let own = self.own_ident(var)?;
                 self.holders.insert(var, Holder::Owned(own.clone()));
                 Ok(quote! {
@@ -1628,14 +1623,9 @@ impl<'a> HostCx<'a> {
 
     /// A call of the CUDA version of `func`, after checking the failures so
     /// far (the callee checks, and clears, the shared status word).
-    fn call(&mut self, func: &str, args: &[Expr]) -> Result<TokenStream, Failure> {
-        let g = self
-            .p
-            .fns
-            .iter()
-            .find(|g| g.name == func)
-            .ok_or_else(|| Failure::Bug(format!("call of unknown function `{func}`")))?;
-        let callee = cuda_ident(g, self.fns)?;
+    fn call(&mut self, func: FuncId, args: &[Expr]) -> Result<TokenStream, Failure> {
+        let g = self.p.get(func).ok_or_else(|| Failure::Bug(format!("call of unknown function {}", func.0)))?;
+        let callee = cuda_ident(g, func, self.fns)?;
         let mut xs = Vec::new();
         for a in args {
             xs.push(match (&a.ty, &a.kind) {
@@ -1695,9 +1685,9 @@ impl<'a> HostCx<'a> {
             }
             ExprKind::Call { func, args }
                 if args.iter().any(|a| !matches!(a.ty, Repr::Scalar(_)))
-                    || self.p.fns.iter().any(|g| &g.name == func && g.device.is_some()) =>
+                    || self.p.get(*func).is_some_and(|g| g.device.is_some()) =>
             {
-                return self.call(func, args);
+                return self.call(*func, args);
             }
             _ => {}
         }
@@ -1745,7 +1735,7 @@ impl<'a> HostCx<'a> {
                     Ok(quote!(#t.duplicate()?))
                 }
             },
-            (Repr::Tensor(..), ExprKind::Call { func, args }) => self.call(func, args),
+            (Repr::Tensor(..), ExprKind::Call { func, args }) => self.call(*func, args),
             (_, ExprKind::Block { stmts, result }) => {
                 let mut out = TokenStream::new();
                 for s in stmts {

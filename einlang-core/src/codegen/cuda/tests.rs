@@ -19,10 +19,10 @@ fn kernels(src: &str) -> String {
     };
     let p = &compiled.ir;
     let fns = crate::codegen::rust::fn_idents(p);
-    let twins = super::device_twins(p, &p.call_graph());
+    let twins = super::device_twins(p);
     let mut out = String::new();
-    for f in p.fns.iter().filter(|f| f.device.is_some() || twins.contains_key(&f.name)) {
-        match emit_function(f, p, &fns, &options()) {
+    for (id, f) in p.functions().filter(|(id, f)| f.device.is_some() || twins.contains_key(id)) {
+        match emit_function(f, id, p, &fns, &options()) {
             Ok(e) => {
                 for (_, source) in e.kernels {
                     let (head, rest) = source.split_once('\n').unwrap_or((&source, ""));
@@ -47,8 +47,8 @@ fn check_glue(src: &str, name: &str, expect: Expect) {
     let compiled = crate::compile_str(src, &options()).unwrap_or_else(|_| panic!("{src} compiles"));
     let p = &compiled.ir;
     let fns = crate::codegen::rust::fn_idents(p);
-    let f = p.fns.iter().find(|f| f.name == name).expect("the function exists");
-    let e = match emit_function(f, p, &fns, &options()) {
+    let (id, f) = p.functions().find(|(_, f)| f.name == name).expect("the function exists");
+    let e = match emit_function(f, id, p, &fns, &options()) {
         Ok(e) => e,
         Err(e) => panic!("{e:?}"),
     };
@@ -1429,8 +1429,8 @@ fn a_sharded_device_function_all_reduces_on_the_device() {
     let compiled = crate::compile_str(src, &options()).unwrap_or_else(|_| panic!("{src} compiles"));
     let p = &compiled.ir;
     let fns = crate::codegen::rust::fn_idents(p);
-    let f = p.fns.iter().find(|f| f.name == "lsq").expect("the function exists");
-    let glue = match emit_function(f, p, &fns, &options()) {
+    let (id, f) = p.functions().find(|(_, f)| f.name == "lsq").expect("the function exists");
+    let glue = match emit_function(f, id, p, &fns, &options()) {
         Ok(e) => e.tokens.to_string(),
         Err(e) => panic!("{e:?}"),
     };

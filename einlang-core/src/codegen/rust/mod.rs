@@ -89,7 +89,7 @@ use quote::{format_ident, quote};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::RedOp;
 use crate::codegen::paths;
-use crate::ir::{EntryCheck, ExprKind, Function, Program, Repr, Stmt, VarId, VarInfo};
+use crate::ir::{EntryCheck, ExprKind, FuncId, Function, Program, Repr, Stmt, VarId, VarInfo};
 
 /// An internal error: the IR broke an invariant the emitter relies on.
 pub type Bug = String;
@@ -163,19 +163,44 @@ enum Ownership {
     Borrowed,
 }
 
-/// The Rust identifiers of a program's functions, by IR name (see
-/// `names`); a name that has none is missing.
-pub type FnIdents = HashMap<String, Ident>;
+/// The Rust identifiers of a program's functions, by id (see `names`); a
+/// function whose name has none has no identifier.
+pub struct FnIdents {
+    names: Vec<String>,
+    idents: Vec<Option<Ident>>,
+}
+
+impl FnIdents {
+    /// The Rust identifier of function `id`, if it has one.
+    pub fn get(&self, id: FuncId) -> Option<&Ident> {
+        self.idents.get(id.index()).and_then(Option::as_ref)
+    }
+
+    /// The Rust identifier of function `id`, or the internal error that
+    /// says why it has none.
+    pub fn ident(&self, id: FuncId) -> Result<Ident, Bug> {
+        match (self.get(id), self.names.get(id.index())) {
+            (Some(ident), _) => Ok(ident.clone()),
+            (None, Some(name)) => Err(format!("`{name}` is not a valid Rust identifier")),
+            (None, None) => Err(format!("function {} is not a function of the program", id.0)),
+        }
+    }
+
+    /// Whether some function of the program is spelled `ident`.
+    pub fn spells(&self, ident: &Ident) -> bool {
+        self.idents.iter().flatten().any(|other| other == ident)
+    }
+}
 
 /// The Rust identifier of every function of `p`.
 pub fn fn_idents(p: &Program) -> FnIdents {
     let idents = names::rust_idents(p.fns.iter().map(|f| f.name.as_str()));
-    p.fns.iter().zip(idents).filter_map(|(f, id)| Some((f.name.clone(), id?))).collect()
+    FnIdents { names: p.fns.iter().map(|f| f.name.clone()).collect(), idents }
 }
 
-/// Whether `f` has an `_into` form (see `into`).
-pub fn has_into(f: &Function, fns: &FnIdents) -> bool {
-    !into::outs(f, fns).is_empty()
+/// Whether `f`, the function `id`, has an `_into` form (see `into`).
+pub fn has_into(f: &Function, id: FuncId, fns: &FnIdents) -> bool {
+    !into::outs(f, id, fns).is_empty()
 }
 
 /// The Rust name of the `_into` form of the function spelled `name`.
@@ -190,12 +215,13 @@ pub fn into_ident(name: &Ident) -> Ident {
 /// twins include the AVX-512 one (`avx512_fns`).
 pub fn emit_function(
     f: &Function,
+    id: FuncId,
     fns: &FnIdents,
     options: &crate::codegen::Options,
     avx512: bool,
 ) -> Result<TokenStream, Bug> {
-    let mut cx = FnCx::new(f, fns, options)?;
-    let name = cx.fn_ident(&f.name)?;
+    let mut cx = FnCx::new(f, id, fns, options)?;
+    let name = fns.ident(id)?;
     // A module's public function is re-exported by its module under its
     // Einlang name; the flat item itself stays out of the documentation.
     let vis = match (&f.export, f.public) {
@@ -208,7 +234,7 @@ pub fn emit_function(
     let ret = types::owned(&f.ret, &nd_full);
     // A function that may give up returns no result instead.
     let ret = if f.may_give_up() { quote!(::core::option::Option<#ret>) } else { ret };
-    let outs = into::outs(f, fns);
+    let outs = into::outs(f, id, fns);
     let out_ids: Vec<Ident> = (0..outs.len()).map(|i| format_ident!("__out{}", i)).collect();
     cx.bind_outs(&outs, &out_ids)?;
     let body = cx.body()?;
@@ -454,11 +480,11 @@ pub(crate) struct FnCx<'a> {
 }
 
 impl<'a> FnCx<'a> {
-    fn new(f: &'a Function, fns: &'a FnIdents, options: &crate::codegen::Options) -> Result<FnCx<'a>, Bug> {
+    fn new(f: &'a Function, id: FuncId, fns: &'a FnIdents, options: &crate::codegen::Options) -> Result<FnCx<'a>, Bug> {
         // Names are spelled once here; a bad one is reported when it is
         // used, so that an unused malformed variable does not matter.
         let idents = names::rust_idents(f.vars.iter().map(|v| v.name.as_str()));
-        let rust_name = fns.get(&f.name).map_or_else(|| f.name.clone(), |id| id.to_string());
+        let rust_name = fns.get(id).map_or_else(|| f.name.clone(), |id| id.to_string());
         let mut uses: HashMap<VarId, usize> = HashMap::new();
         let mut count = |v: VarId| *uses.entry(v).or_default() += 1;
         for s in &f.body {
@@ -571,9 +597,9 @@ impl<'a> FnCx<'a> {
         }
     }
 
-    /// The Rust identifier of the program's function `name`.
-    fn fn_ident(&self, name: &str) -> Result<Ident, Bug> {
-        self.fns.get(name).cloned().ok_or_else(|| format!("`{name}` is not a valid Rust identifier"))
+    /// The Rust identifier of the program's function `id`.
+    fn fn_ident(&self, id: FuncId) -> Result<Ident, Bug> {
+        self.fns.ident(id)
     }
 
     /// A fresh block label, `'__guard0`, `'__guard1`, ...
@@ -858,7 +884,7 @@ impl<'a> FnCx<'a> {
         let rt = self.rt.clone();
         let (steps, state) = (self.dim(&c.steps)?, self.dim(&c.state)?);
         let bytes = proc_macro2::Literal::usize_suffixed(c.elem.size_bytes());
-        let alt = self.fn_ident(&c.alternative)?;
+        let alt = self.fn_ident(c.alternative)?;
         let mut args = Vec::new();
         for &p in &self.f.params {
             let e = crate::ir::Expr { kind: ExprKind::Var(p), ty: self.info(p)?.ty.clone() };
