@@ -10,6 +10,7 @@
 
 pub mod cuda;
 mod docs;
+pub mod host;
 pub mod paths;
 pub mod rust;
 
@@ -73,7 +74,7 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
     if let Err(msg) = ir::validate::validate(p) {
         return Diagnostic::bug(Span::call_site(), format!("invalid loop IR: {msg}")).to_compile_errors();
     }
-    let fns = rust::fn_idents(p);
+    let fns = host::FnIdents::of(p);
     let avx512 = rust::avx512_fns(p);
     let mut out = TokenStream::new();
     let twins = if options.cuda { cuda::device_twins(p) } else { Default::default() };
@@ -137,7 +138,7 @@ fn emit_cuda(
     f: &ir::Function,
     id: ir::FuncId,
     p: &ir::Program,
-    fns: &rust::FnIdents,
+    fns: &host::FnIdents,
     options: &Options,
     span: Span,
 ) -> TokenStream {
@@ -166,7 +167,7 @@ struct ModuleTree {
 /// `pub mod m { pub use super::m_f as f; ... }` for the public functions of
 /// inline Einlang modules (and their `_into` forms), so Rust code reaches
 /// them as `m::f`.
-fn emit_modules(p: &ir::Program, fns: &rust::FnIdents) -> TokenStream {
+fn emit_modules(p: &ir::Program, fns: &host::FnIdents) -> TokenStream {
     let mut root = ModuleTree::default();
     for (id, f) in p.functions() {
         // A function without a Rust name was reported when it was emitted.

@@ -60,10 +60,11 @@ use quote::{format_ident, quote};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::scalar::ScalarKind;
 use crate::base::span::Span;
+use crate::codegen::host::{self, HostCode, VarIdents};
 use crate::codegen::paths;
 use crate::ir::{
-    Cover, EntryCheck, Expr, ExprKind, FuncId, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Rows,
-    Stmt, TensorDef, VarId,
+    Cover, Expr, ExprKind, FuncId, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Rows, Stmt, TensorDef,
+    VarId,
 };
 use kernel::{c_type, Input, KernelCx, Site};
 
@@ -144,13 +145,12 @@ pub fn device_bound(p: &Program) -> BTreeMap<FuncId, (FuncId, Span)> {
 }
 
 /// The Rust name of the CUDA version of `g`, the function `id`.
-fn cuda_ident(g: &Function, id: FuncId, fns: &crate::codegen::rust::FnIdents) -> Result<Ident, Failure> {
+fn cuda_ident(g: &Function, id: FuncId, fns: &crate::codegen::host::FnIdents) -> Result<Ident, Failure> {
     let ident = fns.get(id).ok_or_else(|| Failure::Bug(format!("`{}` has no Rust name", g.name)))?;
     if g.device.is_some() {
         Ok(ident.clone())
     } else {
-        let s = ident.to_string();
-        Ok(format_ident!("__cuda_{}", s.strip_prefix("r#").unwrap_or(&s)))
+        Ok(format_ident!("__cuda_{}", ident))
     }
 }
 
@@ -166,7 +166,7 @@ pub fn emit_function(
     f: &Function,
     id: FuncId,
     p: &Program,
-    fns: &crate::codegen::rust::FnIdents,
+    fns: &crate::codegen::host::FnIdents,
     options: &crate::codegen::Options,
 ) -> Result<Emitted, Failure> {
     let name = cuda_ident(f, id, fns)?;
@@ -367,8 +367,10 @@ enum Holder {
 /// Per-function emission state of the host glue.
 struct HostCx<'a> {
     f: &'a Function,
+    /// The Rust identifiers of the function's variables.
+    idents: VarIdents,
     p: &'a Program,
-    fns: &'a crate::codegen::rust::FnIdents,
+    fns: &'a crate::codegen::host::FnIdents,
     all_checked: bool,
     /// The function's Rust name, as a string literal for errors.
     fn_name: RustLit,
@@ -390,11 +392,41 @@ struct HostCx<'a> {
     nd: TokenStream,
 }
 
+impl HostCode for HostCx<'_> {
+    type Error = Failure;
+
+    fn function(&self) -> &Function {
+        self.f
+    }
+
+    fn runtime(&self) -> &TokenStream {
+        &self.rt
+    }
+
+    fn function_name(&self) -> &RustLit {
+        &self.fn_name
+    }
+
+    fn var_ident(&self, v: VarId) -> Result<Ident, String> {
+        self.idents.ident(v)
+    }
+
+    fn axis_length(&self, _what: &str, var: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Failure> {
+        self.axis_len(var, path, axis)
+    }
+}
+
+impl From<String> for Failure {
+    fn from(msg: String) -> Failure {
+        Failure::Bug(msg)
+    }
+}
+
 impl<'a> HostCx<'a> {
     fn new(
         f: &'a Function,
         p: &'a Program,
-        fns: &'a crate::codegen::rust::FnIdents,
+        fns: &'a crate::codegen::host::FnIdents,
         options: &crate::codegen::Options,
         name: &Ident,
     ) -> Result<HostCx<'a>, Failure> {
@@ -403,6 +435,7 @@ impl<'a> HostCx<'a> {
         let dev = if f.vars.iter().any(|v| v.name == "dev") { format_ident!("__dev") } else { format_ident!("dev") };
         Ok(HostCx {
             f,
+            idents: VarIdents::of(f),
             p,
             fns,
             all_checked: options.checked,
@@ -424,9 +457,7 @@ impl<'a> HostCx<'a> {
     /// The Rust identifier of a variable: its name, raw when it is a Rust
     /// keyword.
     fn ident(&self, v: VarId) -> Result<Ident, Failure> {
-        let info =
-            self.f.vars.get(v.0 as usize).ok_or_else(|| Failure::Bug(format!("variable {} is not declared", v.0)))?;
-        Ok(rust_ident(&info.name))
+        self.idents.ident(v).map_err(Failure::Bug)
     }
 
     fn kind(&self, v: VarId) -> Result<ScalarKind, Failure> {
@@ -470,26 +501,13 @@ impl<'a> HostCx<'a> {
 
     /// A dimension as a Rust `i64` expression over host variables.
     fn dim(&self, d: &Dim) -> Result<TokenStream, Failure> {
-        for v in d.vars() {
-            self.ident(VarId(v.0))?;
-        }
-        Ok(d.emit(&|v: DimVar| {
-            let id = rust_ident(&self.f.vars[v.0 as usize].name);
-            quote!(#id)
-        }))
+        host::dim(self, d)
     }
 
-    fn dim_text(&self, d: &Dim) -> String {
-        d.display(&|v: DimVar| match self.f.vars.get(v.0 as usize) {
-            Some(info) => info.source_name.clone(),
-            None => format!("d{}", v.0),
-        })
-    }
-
-    /// A non-negative extent as `usize` (`Error::Extent` when negative).
+    /// A non-negative extent as `usize` (`Error::Extent` when negative or
+    /// when its arithmetic overflows).
     fn extent(&self, d: &Dim) -> Result<TokenStream, Failure> {
-        let (rt, name, text, value) = (&self.rt, &self.fn_name, self.dim_text(d), self.dim(d)?);
-        Ok(quote!(#rt::shape::extent(#name, #text, #value)?))
+        host::extent_of(self, d, &RustLit::string(&host::dim_text(self.f, d)))
     }
 
     fn body(&mut self) -> Result<TokenStream, Failure> {
@@ -505,7 +523,7 @@ impl<'a> HostCx<'a> {
             }
         }
         for check in &f.entry {
-            code.extend(self.entry(check)?);
+            code.extend(host::entry(self, check)?);
         }
         if let Some(parts) = f.shard.as_ref().and_then(|s| s.parts.as_ref()) {
             code.extend(self.shard_entry(parts)?);
@@ -573,37 +591,12 @@ impl<'a> HostCx<'a> {
         Ok(quote!(#t.shape()[#axis]))
     }
 
-    fn entry(&mut self, check: &EntryCheck) -> Result<TokenStream, Failure> {
-        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
-        match check {
-            EntryCheck::BindDim { dim, param, path, axis } => {
-                let len = self.axis_len(*param, path, *axis)?;
-                let id = self.ident(*dim)?;
-                Ok(quote!(let #id: i64 = #len as i64;))
-            }
-            EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
-                let len = self.axis_len(*param, path, *axis)?;
-                let pname = RustLit::string(&self.f.var(*param).source_name);
-                let (axis, symbol, expected) = (usize_lit(*axis), RustLit::string(symbol), self.dim(expected)?);
-                Ok(quote!(#rt::shape::check_dim(#name, #pname, #axis, #symbol, #expected, #len)?;))
-            }
-        }
-    }
-
     fn stmt(&mut self, s: &Stmt) -> Result<TokenStream, Failure> {
-        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
         match s {
             Stmt::Let { var, value } => self.bind(*var, value),
-            Stmt::Extent { var, value, what } => {
-                let id = self.ident(*var)?;
-                let (what, value) = (RustLit::string(what), self.dim(value)?);
-                Ok(quote!(let #id: i64 = #rt::shape::extent(#name, #what, #value)? as i64;))
-            }
+            Stmt::Extent { var, value, what } => host::extent(self, *var, value, what),
             Stmt::SameExtent { index, a, a_what, b, b_what } => {
-                let (index, a_what, b_what) =
-                    (RustLit::string(index), RustLit::string(a_what), RustLit::string(b_what));
-                let (a, b) = (self.dim(a)?, self.dim(b)?);
-                Ok(quote!(#rt::shape::check_same_extent(#name, #index, #a, #a_what, #b, #b_what)?;))
+                host::same_extent(self, index, (a, a_what), (b, b_what))
             }
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Gemm(g) => self.gemm(g),
@@ -612,9 +605,7 @@ impl<'a> HostCx<'a> {
             // `opt::checkpoint` runs on host functions only.
             Stmt::Sweep(_) => Err(Failure::Bug("a checkpointed sweep in device code".into())),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
-                let len = self.axis_len(*tensor, path, *axis)?;
-                let (axis, symbol, declared) = (usize_lit(*axis), RustLit::string(symbol), self.dim(declared)?);
-                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #len)?;))
+                host::check_result_dim(self, (*tensor, path, *axis), symbol, declared)
             }
             Stmt::Reshape { var, source, dims, .. } => {
                 // The source's device buffer, under the new extents.
@@ -1200,8 +1191,7 @@ impl<'a> HostCx<'a> {
     }
 
     fn own_ident(&self, v: VarId) -> Result<Ident, Failure> {
-        let id = self.ident(v)?.to_string();
-        Ok(format_ident!("__own_{}", id.strip_prefix("r#").unwrap_or(&id)))
+        Ok(format_ident!("__own_{}", self.ident(v)?))
     }
 
     /// Whether cuBLAS can read `operand` with these axes (batch, then two):
@@ -1764,17 +1754,6 @@ impl<'a> HostCx<'a> {
                 kernel::show_repr(ty)
             ))),
         }
-    }
-}
-
-/// A Rust identifier for an IR name: raw when it is a keyword.
-fn rust_ident(name: &str) -> Ident {
-    if syn::parse_str::<Ident>(name).is_ok() {
-        format_ident!("{}", name)
-    } else if ["self", "Self", "super", "crate", "_"].contains(&name) {
-        format_ident!("{}_", name)
-    } else {
-        Ident::new_raw(name, proc_macro2::Span::call_site())
     }
 }
 
