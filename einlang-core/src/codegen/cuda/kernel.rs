@@ -414,7 +414,7 @@ impl<'a> KernelCx<'a> {
             }
         }
         let vars = &self.f.vars;
-        Ok(d.emit_c(&|v: DimVar| c_name(&vars[v.0 as usize].name)))
+        Ok(super::dim::c_long_long(d, &|v: DimVar| c_name(&vars[v.0 as usize].name)))
     }
 
     fn site(&mut self, s: Site) -> usize {

@@ -55,12 +55,14 @@
 //!   four-wide twins, row kernels, cuBLAS);
 //! - `recur.rs`: recurrences (host loops of launches, persistent kernels);
 //! - `templates.rs`: the CUDA C text the glue fills in;
-//! - `kernel.rs`: CUDA C of kernel bodies; `comm.rs`: collectives;
+//! - `kernel.rs`: CUDA C of kernel bodies (`dim.rs`: dimensions as C);
+//!   `comm.rs`: collectives;
 //! - `calls.rs`: what the back end reads from the program's call graph
 //!   (device twins, functions bound to device code).
 
 mod calls;
 mod comm;
+mod dim;
 pub mod kernel;
 mod launch;
 mod recur;

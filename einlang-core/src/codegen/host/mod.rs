@@ -15,8 +15,9 @@
 //!   reads a tensor's length along an axis) through [`HostCode`].
 //!
 //! Dimensions are spelled as Rust `i64` expressions over the function's
-//! variables ([`dim`], [`checked_dim`]).
+//! variables ([`dim`], [`checked_dim`]; the spelling itself is `dim.rs`).
 
+pub mod dim;
 pub(crate) mod names;
 
 use proc_macro2::{Ident, Literal, TokenStream};
@@ -109,13 +110,13 @@ pub(crate) trait HostCode {
 
 /// The `i64` value of dimension `d` over the function's variables.
 pub(crate) fn dim<H: HostCode + ?Sized>(h: &H, d: &Dim) -> Result<TokenStream, H::Error> {
-    spell(h, d, Dim::emit)
+    spell(h, d, dim::rust_i64)
 }
 
 /// The value of dimension `d` as an `Option<i64>`, `None` where its
 /// arithmetic overflows.
 pub(crate) fn checked_dim<H: HostCode + ?Sized>(h: &H, d: &Dim) -> Result<TokenStream, H::Error> {
-    spell(h, d, Dim::emit_checked)
+    spell(h, d, dim::rust_checked)
 }
 
 fn spell<H: HostCode + ?Sized>(
