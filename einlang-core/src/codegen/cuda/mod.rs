@@ -196,20 +196,11 @@ fn host_type(ty: &Repr, rt: &TokenStream, nd: &TokenStream, param: bool) -> Resu
 }
 
 fn dim_type(rank: usize, nd: &TokenStream) -> Result<TokenStream, Failure> {
-    if rank > 6 {
-        return Err(Failure::Unsupported(format!("tensors of rank {rank} (at most 6)")));
-    }
-    let d = format_ident!("Ix{}", rank);
-    Ok(quote!(#nd::#d))
+    host::static_dim(rank, nd).ok_or_else(|| Failure::Unsupported(format!("tensors of rank {rank} (at most 6)")))
 }
 
 fn scalar_type(k: ScalarKind) -> TokenStream {
-    let id = format_ident!("{}", k.name());
-    if k.is_half() {
-        let rt = crate::codegen::paths::rt();
-        return quote!(#rt::half::#id);
-    }
-    quote!(#id)
+    host::scalar_type(k)
 }
 
 fn usize_lit(n: usize) -> RustLit {

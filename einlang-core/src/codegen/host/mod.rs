@@ -14,17 +14,42 @@
 //!   module from both back ends; each back end supplies what differs (how it
 //!   reads a tensor's length along an axis) through [`HostCode`].
 //!
-//! Dimensions are spelled as Rust `i64` expressions over the function's
+//! Scalar and dimension types are spelled once ([`scalar_type`],
+//! [`static_dim`]). Dimensions are spelled as Rust `i64` expressions over the function's
 //! variables ([`dim`], [`checked_dim`]; the spelling itself is `dim.rs`).
 
 pub mod dim;
 pub(crate) mod names;
 
 use proc_macro2::{Ident, Literal, TokenStream};
-use quote::quote;
+use quote::{format_ident, quote};
 
 use crate::base::dim::{Dim, DimVar};
+use crate::base::scalar::ScalarKind;
 use crate::ir::{EntryCheck, FuncId, Function, Program, VarId};
+
+/// The largest rank with a static `ndarray` dimension type (`Ix6`).
+pub const MAX_STATIC_RANK: usize = 6;
+
+/// The Rust type of a scalar of element type `k`: `f32`, `i64`, ...; the
+/// `half` crate's types through the facade.
+pub fn scalar_type(k: ScalarKind) -> TokenStream {
+    let id = format_ident!("{}", k.name());
+    if k.is_half() {
+        let rt = crate::codegen::paths::rt();
+        return quote!(#rt::half::#id);
+    }
+    quote!(#id)
+}
+
+/// `nd::Ix2`: the static dimension type of `rank`, `None` above
+/// [`MAX_STATIC_RANK`].
+pub fn static_dim(rank: usize, nd: &TokenStream) -> Option<TokenStream> {
+    (rank <= MAX_STATIC_RANK).then(|| {
+        let id = format_ident!("Ix{}", rank);
+        quote!(#nd::#id)
+    })
+}
 
 /// The Rust identifiers of a program's functions, by id (see `names`); a
 /// function whose name has none has no identifier.
