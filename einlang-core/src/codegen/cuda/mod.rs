@@ -127,7 +127,7 @@ pub fn emit_function(
     options: &crate::codegen::Options,
 ) -> Result<Emitted, Failure> {
     let name = cuda_ident(f, id, fns)?;
-    let mut cx = HostCx::new(f, p, fns, options, &name)?;
+    let mut cx = HostCx::new((f, id), p, fns, options, &name)?;
     let body = cx.body()?;
     let (rt, nd, err, result) = (paths::rt(), paths::nd(), paths::error(), paths::result());
     let dev = cx.dev.clone();
@@ -282,22 +282,22 @@ impl From<String> for Failure {
 
 impl<'a> HostCx<'a> {
     fn new(
-        f: &'a Function,
+        (f, id): (&'a Function, FuncId),
         p: &'a Program,
         fns: &'a crate::codegen::host::FnIdents,
         options: &crate::codegen::Options,
         name: &Ident,
     ) -> Result<HostCx<'a>, Failure> {
         let rust_name = name.to_string();
-        let rust_name = rust_name.strip_prefix("r#").unwrap_or(&rust_name).to_string();
-        let dev = if f.vars.iter().any(|v| v.name == "dev") { format_ident!("__dev") } else { format_ident!("dev") };
+        let idents = VarIdents::of(f);
+        let dev = if idents.spells("dev") { format_ident!("__dev") } else { format_ident!("dev") };
         Ok(HostCx {
             f,
-            idents: VarIdents::of(f),
+            idents,
             p,
             fns,
             all_checked: options.checked,
-            fn_name: RustLit::string(&f.name),
+            fn_name: fns.error_name(id),
             kernel_prefix: rust_name,
             dev,
             sites: Vec::new(),

@@ -84,6 +84,15 @@ impl FnIdents {
     pub fn spells(&self, ident: &Ident) -> bool {
         self.idents.iter().flatten().any(|other| other == ident)
     }
+
+    /// The name run-time errors of function `id` give, whichever back end
+    /// runs it: its Rust spelling (the IR name when it has none).
+    pub fn error_name(&self, id: FuncId) -> Literal {
+        match (self.get(id), self.names.get(id.index())) {
+            (Some(ident), _) => Literal::string(&ident.to_string()),
+            (None, name) => Literal::string(name.map_or("", String::as_str)),
+        }
+    }
 }
 
 /// The Rust identifiers of a function's variables, by id. Names are

@@ -471,7 +471,6 @@ impl HostCode for FnCx<'_> {
 impl<'a> FnCx<'a> {
     fn new(f: &'a Function, id: FuncId, fns: &'a FnIdents, options: &crate::codegen::Options) -> Result<FnCx<'a>, Bug> {
         let idents = VarIdents::of(f);
-        let rust_name = fns.get(id).map_or_else(|| f.name.clone(), |id| id.to_string());
         let mut uses: HashMap<VarId, usize> = HashMap::new();
         let mut count = |v: VarId| *uses.entry(v).or_default() += 1;
         for s in &f.body {
@@ -483,7 +482,7 @@ impl<'a> FnCx<'a> {
             fns,
             all_checked: options.checked,
             script_dir: options.script_dir.clone(),
-            fn_name: types::str_lit(&rust_name),
+            fn_name: fns.error_name(id),
             idents,
             repr: HashMap::new(),
             standard: HashSet::new(),
