@@ -2,7 +2,10 @@
 //! (`ir::calls`): which host functions get a CUDA twin, and which exist
 //! only as one because they reach device code.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use crate::base::span::Span;
+use crate::ir::{FuncId, Program};
 
 /// The functions that are not `#[device(cuda)]` themselves but are called
 /// with tensors from device code (directly or through each other), with the

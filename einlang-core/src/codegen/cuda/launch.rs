@@ -3,8 +3,18 @@
 //! four-wide twins and the conditions under which they run, row kernels,
 //! and cuBLAS for GEMM-shaped contractions.
 
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use super::kernel::{self, c_type, Input, KernelCx};
 use super::templates::grid_stride;
-use super::*;
+use super::{dim_type, scalar_type, usize_lit, Failure, Holder, HostCx, KernelText};
+use crate::base::dim::Dim;
+use crate::base::scalar::ScalarKind;
+use crate::ir::{Expr, ExprKind, FuncId, Function, Gemm, Repr, Rows, Stmt, TensorDef, VarId};
 
 /// Threads per block of the grid-stride kernels.
 pub(super) const BLOCK: u32 = 256;

@@ -72,24 +72,18 @@ mod values;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::Write as _;
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::{Ident, Literal as RustLit, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::base::dim::{Dim, DimVar};
+use crate::base::dim::Dim;
 use crate::base::scalar::ScalarKind;
-use crate::base::span::Span;
 use crate::codegen::host::{self, HostCode, VarIdents};
 use crate::codegen::paths;
-use crate::ir::{
-    Cover, Expr, ExprKind, FuncId, Function, Gemm, Literal, Program, RecIndex, Recurrence, Repr, Rows, Stmt, TensorDef,
-    VarId,
-};
+use crate::ir::{Expr, ExprKind, FuncId, Function, Literal, Program, Repr, Stmt, VarId};
 pub use calls::{device_bound, device_twins};
-use kernel::{c_type, Input, KernelCx, Site};
-use launch::{DefKernel, Per};
+use kernel::{KernelCx, Site};
 
 /// Why a function has no CUDA version.
 #[derive(Debug)]

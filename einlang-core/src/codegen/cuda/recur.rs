@@ -2,7 +2,15 @@
 //! launches a kernel per clause and step, or one persistent kernel that
 //! walks the steps itself (`PERSISTENT_MAX`, wavefronts).
 
-use super::*;
+use std::collections::HashSet;
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use super::kernel::{c_type, KernelCx};
+use super::{dim_type, scalar_type, usize_lit, Failure, Holder, HostCx};
+use crate::base::dim::{Dim, DimVar};
+use crate::ir::{Cover, RecIndex, Recurrence, VarId};
 
 /// Recurrences whose clauses have at most this many points per step run
 /// as one persistent kernel of one block.

@@ -2,7 +2,7 @@
 //! definition and the loops that hand points to threads, warps or
 //! blocks (the kernels' bodies come from `kernel`).
 
-use super::*;
+use super::launch::{DefKernel, Per};
 
 /// The text of a grid-stride kernel (a thread per point) of `k`.
 pub(super) fn grid_stride(params: &str, k: &DefKernel) -> String {

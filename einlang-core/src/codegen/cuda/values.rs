@@ -2,7 +2,13 @@
 //! CUDA versions, scalars computed by one-block kernels and copied back,
 //! and the function's result.
 
-use super::*;
+use proc_macro2::{Literal as RustLit, TokenStream};
+use quote::{format_ident, quote};
+
+use super::kernel::{self, c_type};
+use super::{cuda_ident, scalar_type, Failure, Holder, HostCx};
+use crate::base::scalar::ScalarKind;
+use crate::ir::{Expr, ExprKind, FuncId, Literal, Repr, VarId};
 
 impl<'a> HostCx<'a> {
     /// `let var = value;` on the host.
