@@ -145,6 +145,31 @@ fn no_stage_imports_a_later_one() {
     assert!(violations.is_empty(), "imports against the stage order:\n{}", violations.join("\n"));
 }
 
+/// The two back ends share their host side through `codegen::host`; the
+/// CUDA back end never reaches into the Rust one (outside its tests).
+#[test]
+fn the_cuda_back_end_does_not_import_the_rust_one() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/codegen/cuda");
+    let mut all = Vec::new();
+    files(&dir, &mut all);
+    let mut violations = Vec::new();
+    for file in &all {
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("readable source file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("codegen::rust") || code.contains("super::rust") {
+                violations.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(all.len() >= 3, "only {} files under codegen/cuda: is the scan reading the sources?", all.len());
+    assert!(violations.is_empty(), "codegen/cuda imports codegen/rust:\n{}", violations.join("\n"));
+}
+
 /// The crate root declares the stages and re-exports the items the macros
 /// and tools use; nothing is defined there.
 #[test]

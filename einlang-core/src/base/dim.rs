@@ -54,9 +54,6 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 
-use proc_macro2::{Literal, TokenStream};
-use quote::quote;
-
 /// A dimension variable: an opaque id that the caller maps to a symbol (a
 /// dimension name like `N` or a scalar `i64` parameter). Variables denote
 /// non-negative integers.
@@ -342,26 +339,6 @@ impl Dim {
         let mut out = String::new();
         self.write_sum(&mut out, names);
         out
-    }
-
-    /// Rust tokens computing the value as an `i64`, with `var` giving an
-    /// `i64` expression for each variable (wrapped in parentheses here unless
-    /// it is a single token tree): `(H - KH + 1i64)`.
-    ///
-    /// Compound results are parenthesized so they can be used as operands.
-    /// Floor division is emitted as `n.div_euclid(d)`, which is floor
-    /// division only for positive divisors: constant divisors always are
-    /// (see the normal form), and the caller must have checked symbolic ones
-    /// (for example with `Dim::zero().prove_lt(d)` or a run-time check).
-    /// `min`/`max` become `::core::cmp::min`/`max`. The arithmetic is plain
-    /// `i64` arithmetic (neither checked nor wrapping).
-    pub fn emit(&self, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
-        let sum = self.emit_sum(var);
-        if self.is_primary() {
-            sum
-        } else {
-            quote!((#sum))
-        }
     }
 }
 
@@ -837,7 +814,62 @@ impl Prover {
     }
 }
 
-// Rendering: text for people and tokens for the compiler share the term
+/// One term of a dimension as a back end spells it: `coeff` times the
+/// product of `factors`, each raised to its power (at least 1). A
+/// read-only view of the normal form; see [`Dim::terms`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Term<'a> {
+    pub coeff: i64,
+    pub factors: Vec<(Factor<'a>, u32)>,
+}
+
+/// A factor of a [`Term`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Factor<'a> {
+    Var(DimVar),
+    /// `⌊n / d⌋`; `d` is positive where code is generated (see the normal
+    /// form).
+    FloorDiv(&'a Dim, &'a Dim),
+    /// `min` of at least two operands.
+    Min(&'a [Dim]),
+    /// `max` of at least two operands.
+    Max(&'a [Dim]),
+    /// `a + b`, kept unevaluated because folding it overflows `i64`.
+    Sum(&'a Dim, &'a Dim),
+    /// `a * b`, kept unevaluated because folding it overflows `i64`.
+    Product(&'a Dim, &'a Dim),
+}
+
+impl Dim {
+    /// The terms in display order (positive coefficients, then negative
+    /// ones, then the constant, which leads instead when no other term is
+    /// positive); empty for zero. Back ends spell a dimension from these.
+    pub fn terms(&self) -> Vec<Term<'_>> {
+        self.ordered_terms()
+            .into_iter()
+            .map(|(m, coeff)| Term {
+                coeff,
+                factors: m
+                    .0
+                    .iter()
+                    .map(|(atom, pow)| {
+                        let factor = match atom {
+                            Atom::Var(v) => Factor::Var(*v),
+                            Atom::FloorDiv(a, b) => Factor::FloorDiv(a, b),
+                            Atom::Min(ops) => Factor::Min(ops),
+                            Atom::Max(ops) => Factor::Max(ops),
+                            Atom::Sum(a, b) => Factor::Sum(a, b),
+                            Atom::Product(a, b) => Factor::Product(a, b),
+                        };
+                        (factor, *pow)
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+// Rendering: text for people and the back ends' spellings share the term
 // order and the notion of a "primary" (operand-safe) expression.
 impl Dim {
     /// The terms in display order: positive coefficients, then negative ones,
@@ -874,7 +906,7 @@ impl Dim {
     /// Whether `self` reads unambiguously as an operand of a binary operator
     /// without parentheses: a non-negative constant, a variable or a
     /// `min`/`max` call.
-    fn is_primary(&self) -> bool {
+    pub fn is_primary(&self) -> bool {
         if let Some(c) = self.as_constant() {
             return c >= 0;
         }
@@ -906,24 +938,6 @@ impl Dim {
             self.write_sum(out, names);
             out.push(')');
         }
-    }
-
-    fn emit_sum(&self, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
-        let terms = self.ordered_terms();
-        if terms.is_empty() {
-            return quote!(0i64);
-        }
-        let mut out = TokenStream::new();
-        for (i, (m, c)) in terms.into_iter().enumerate() {
-            let (negative, term) = emit_term(m, c, var);
-            match (i == 0, negative) {
-                (true, false) => {}
-                (_, true) => out.extend(quote!(-)),
-                (false, false) => out.extend(quote!(+)),
-            }
-            out.extend(term);
-        }
-        out
     }
 }
 
@@ -1005,164 +1019,6 @@ fn write_call(out: &mut String, f: &str, ops: &[Dim], names: &dyn Fn(DimVar) -> 
     }
 }
 
-/// The tokens of `|c| * m` and whether the term is subtracted. A coefficient
-/// of `i64::MIN` has no positive literal, so it is added as `i64::MIN`.
-fn emit_term(m: &Monomial, c: i64, var: &dyn Fn(DimVar) -> TokenStream) -> (bool, TokenStream) {
-    let coef = match c.checked_abs() {
-        Some(abs) => {
-            let lit = Literal::i64_suffixed(abs);
-            quote!(#lit)
-        }
-        None => quote!(::core::primitive::i64::MIN),
-    };
-    let negative = c < 0 && c != i64::MIN;
-    if m.is_one() {
-        return (negative, coef);
-    }
-    let mut factors = Vec::new();
-    if c.unsigned_abs() != 1 {
-        factors.push(coef);
-    }
-    for (atom, pow) in &m.0 {
-        let factor = emit_atom(atom, var);
-        for _ in 0..*pow {
-            factors.push(factor.clone());
-        }
-    }
-    let mut out = TokenStream::new();
-    for (i, factor) in factors.into_iter().enumerate() {
-        if i > 0 {
-            out.extend(quote!(*));
-        }
-        out.extend(factor);
-    }
-    (negative, out)
-}
-
-/// An atom as an operand-safe expression (a method call binds tighter than
-/// both unary minus and `*`).
-fn emit_atom(atom: &Atom, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
-    match atom {
-        Atom::Var(v) => {
-            let tokens = var(*v);
-            let mut trees = tokens.clone().into_iter();
-            match (trees.next(), trees.next()) {
-                (Some(_), None) => tokens,
-                _ => quote!((#tokens)),
-            }
-        }
-        Atom::FloorDiv(a, b) => {
-            let (a, b) = (a.emit(var), b.emit_sum(var));
-            quote!(#a.div_euclid(#b))
-        }
-        Atom::Min(ops) => emit_call(quote!(::core::cmp::min), ops, var),
-        Atom::Max(ops) => emit_call(quote!(::core::cmp::max), ops, var),
-        Atom::Sum(a, b) => {
-            let (a, b) = (a.emit(var), b.emit(var));
-            quote!((#a + #b))
-        }
-        Atom::Product(a, b) => {
-            let (a, b) = (a.emit(var), b.emit(var));
-            quote!((#a * #b))
-        }
-    }
-}
-
-// Checked Rust (extents computed at run time from `i64` values).
-impl Dim {
-    /// Rust tokens computing the value as an `Option<i64>`: `None` when
-    /// any step overflows `i64` (or divides by zero), where [`Dim::emit`]
-    /// would wrap (or panic). For extents, whose overflow must be an error
-    /// naming the expression, not a wrapped length.
-    pub fn emit_checked(&self, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
-        let value = self.emit_checked_value(var);
-        quote!((|| -> ::core::option::Option<i64> { ::core::option::Option::Some(#value) })())
-    }
-
-    /// An `i64` expression in which every operation is checked, with `?`
-    /// on each (valid inside a closure returning `Option`).
-    fn emit_checked_value(&self, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
-        let terms = self.ordered_terms();
-        let mut acc: Option<TokenStream> = None;
-        for (m, c) in terms {
-            // After the first term, a negative one is subtracted.
-            let subtract = acc.is_some() && c < 0 && c != i64::MIN;
-            let c = if subtract { -c } else { c };
-            let mut factors: Vec<TokenStream> = Vec::new();
-            if m.is_one() || (c != 1 && c != -1) {
-                factors.push(if c == i64::MIN {
-                    quote!(::core::primitive::i64::MIN)
-                } else {
-                    let lit = Literal::i64_suffixed(c);
-                    quote!((#lit))
-                });
-            }
-            for (atom, pow) in &m.0 {
-                let factor = emit_atom_checked(atom, var);
-                factors.extend(std::iter::repeat_n(factor, *pow as usize));
-            }
-            let mut term = TokenStream::new();
-            for (i, f) in factors.into_iter().enumerate() {
-                term = if i == 0 { f } else { quote!(#term.checked_mul(#f)?) };
-            }
-            if c == -1 && !m.is_one() {
-                term = quote!((#term).checked_neg()?);
-            }
-            acc = Some(match acc {
-                None => term,
-                Some(a) if subtract => quote!(#a.checked_sub(#term)?),
-                Some(a) => quote!(#a.checked_add(#term)?),
-            });
-        }
-        acc.unwrap_or_else(|| quote!(0i64))
-    }
-}
-
-fn emit_atom_checked(atom: &Atom, var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
-    let pair = |f: TokenStream, ops: &[Dim]| {
-        let mut rev = ops.iter().rev();
-        let Some(last) = rev.next() else { return quote!(0i64) };
-        let mut acc = last.emit_checked_value(var);
-        for op in rev {
-            let op = op.emit_checked_value(var);
-            acc = quote!(#f(#op, #acc));
-        }
-        acc
-    };
-    match atom {
-        Atom::Var(v) => {
-            let tokens = var(*v);
-            quote!((#tokens))
-        }
-        Atom::FloorDiv(a, b) => {
-            let (a, b) = (a.emit_checked_value(var), b.emit_checked_value(var));
-            quote!((#a).checked_div_euclid(#b)?)
-        }
-        Atom::Min(ops) => pair(quote!(::core::cmp::min), ops),
-        Atom::Max(ops) => pair(quote!(::core::cmp::max), ops),
-        Atom::Sum(a, b) => {
-            let (a, b) = (a.emit_checked_value(var), b.emit_checked_value(var));
-            quote!((#a).checked_add(#b)?)
-        }
-        Atom::Product(a, b) => {
-            let (a, b) = (a.emit_checked_value(var), b.emit_checked_value(var));
-            quote!((#a).checked_mul(#b)?)
-        }
-    }
-}
-
-/// `f(a, f(b, c))` with `f` a two-argument function path.
-fn emit_call(f: TokenStream, ops: &[Dim], var: &dyn Fn(DimVar) -> TokenStream) -> TokenStream {
-    let mut rev = ops.iter().rev();
-    let Some(last) = rev.next() else { return quote!(0i64) };
-    let mut acc = last.emit_sum(var);
-    for op in rev {
-        let op = op.emit_sum(var);
-        acc = quote!(#f(#op, #acc));
-    }
-    acc
-}
-
 impl fmt::Display for Dim {
     /// Debugging text with variables named `d0`, `d1`, ...
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -1179,54 +1035,3 @@ impl fmt::Debug for Dim {
 #[cfg(test)]
 #[path = "dim_tests.rs"]
 mod tests;
-
-// C text (the CUDA back end): `long long` arithmetic, `__ein_div_euclid`,
-// `__ein_min` and `__ein_max` from the kernel prelude.
-impl Dim {
-    /// The value as a parenthesized C expression of type `long long`;
-    /// `var` spells a variable.
-    pub fn emit_c(&self, var: &dyn Fn(DimVar) -> String) -> String {
-        let terms = self.ordered_terms();
-        if terms.is_empty() {
-            return "0LL".to_string();
-        }
-        let mut out = String::from("(");
-        for (i, (m, c)) in terms.into_iter().enumerate() {
-            let coef =
-                if c == i64::MIN { "(-9223372036854775807LL - 1LL)".to_string() } else { format!("{}LL", c.abs()) };
-            let negative = c < 0 && c != i64::MIN;
-            if negative {
-                out.push_str(if i == 0 { "-" } else { " - " });
-            } else if i > 0 {
-                out.push_str(" + ");
-            }
-            let mut factors = Vec::new();
-            if m.is_one() || c.unsigned_abs() != 1 {
-                factors.push(coef);
-            }
-            for (atom, pow) in &m.0 {
-                let factor = emit_atom_c(atom, var);
-                factors.extend(std::iter::repeat_n(factor, *pow as usize));
-            }
-            out.push_str(&factors.join(" * "));
-        }
-        out.push(')');
-        out
-    }
-}
-
-fn emit_atom_c(atom: &Atom, var: &dyn Fn(DimVar) -> String) -> String {
-    let call = |f: &str, ops: &[Dim]| {
-        let mut rev = ops.iter().rev();
-        let Some(last) = rev.next() else { return "0LL".to_string() };
-        rev.fold(last.emit_c(var), |acc, op| format!("{f}({}, {acc})", op.emit_c(var)))
-    };
-    match atom {
-        Atom::Var(v) => var(*v),
-        Atom::FloorDiv(a, b) => format!("__ein_div_euclid({}, {})", a.emit_c(var), b.emit_c(var)),
-        Atom::Min(ops) => call("__ein_min", ops),
-        Atom::Max(ops) => call("__ein_max", ops),
-        Atom::Sum(a, b) => format!("({} + {})", a.emit_c(var), b.emit_c(var)),
-        Atom::Product(a, b) => format!("({} * {})", a.emit_c(var), b.emit_c(var)),
-    }
-}

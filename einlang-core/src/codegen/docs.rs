@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::BinOp;
 use crate::ir::visit::{for_each_child, for_each_stmt_expr};
-use crate::ir::{EntryCheck, Expr, ExprKind, Function, Program, Repr, Stmt};
+use crate::ir::{EntryCheck, Expr, ExprKind, FuncId, Function, Program, Repr, Stmt};
 
 /// A kind of `einlang::Error` a function may return, in the order the
 /// `# Errors` section lists them.
@@ -77,17 +77,13 @@ impl Kind {
 }
 
 /// The complete documentation of every public function of `p` that was
-/// lowered from the user's source (one with a signature), by name: what
+/// lowered from the user's source (one with a signature), by id: what
 /// `f.docs` holds, followed by the generated sections.
-pub fn api_docs(p: &Program) -> HashMap<String, Vec<String>> {
+pub fn api_docs(p: &Program) -> HashMap<FuncId, Vec<String>> {
     let kinds = error_kinds(p);
-    p.fns
-        .iter()
-        .filter(|f| f.public && f.signature.is_some())
-        .map(|f| {
-            let empty = BTreeSet::new();
-            (f.name.clone(), document(f, kinds.get(&f.name).unwrap_or(&empty)))
-        })
+    p.functions()
+        .filter(|(_, f)| f.public && f.signature.is_some())
+        .map(|(id, f)| (id, document(f, &kinds[id.index()])))
         .collect()
 }
 
@@ -172,58 +168,44 @@ fn agreements(f: &Function) -> Vec<String> {
         .collect()
 }
 
-/// The kinds of error each function may return, its callees' included.
-fn error_kinds(p: &Program) -> HashMap<String, BTreeSet<Kind>> {
-    let mut own: HashMap<String, BTreeSet<Kind>> = HashMap::new();
-    let mut calls: HashMap<String, BTreeSet<String>> = HashMap::new();
-    for f in &p.fns {
-        let mut scan = Scan { kinds: BTreeSet::new(), calls: BTreeSet::new() };
-        if f.entry.iter().any(|e| matches!(e, EntryCheck::CheckDim { .. })) {
-            scan.kinds.insert(Kind::Shape);
-        }
-        if f.params.iter().any(|&v| matches!(f.var(v).ty, Repr::Dyn(_))) {
-            scan.kinds.insert(Kind::Rank);
-        }
-        if f.shard.is_some() {
-            scan.kinds.insert(Kind::Dist);
-        }
-        if f.device.is_some() {
-            scan.kinds.insert(Kind::Device);
-        }
-        for s in &f.body {
-            scan.stmt(s);
-        }
-        scan.expr(&f.result);
-        own.insert(f.name.clone(), scan.kinds);
-        calls.insert(f.name.clone(), scan.calls);
-    }
-    // Propagate through calls until nothing changes (the graph may have
-    // cycles only through recursion, which the fixpoint handles).
-    loop {
-        let mut changed = false;
-        for f in &p.fns {
-            let mut add = BTreeSet::new();
-            for g in &calls[&f.name] {
-                if let Some(k) = own.get(g) {
-                    add.extend(k.iter().copied());
-                }
+/// The kinds of error each function may return (by id), its callees'
+/// included: those of every function it reaches in the call graph.
+fn error_kinds(p: &Program) -> Vec<BTreeSet<Kind>> {
+    let own: Vec<BTreeSet<Kind>> = p
+        .fns
+        .iter()
+        .map(|f| {
+            let mut scan = Scan { kinds: BTreeSet::new() };
+            if f.entry.iter().any(|e| matches!(e, EntryCheck::CheckDim { .. })) {
+                scan.kinds.insert(Kind::Shape);
             }
-            let mine = own.get_mut(&f.name).expect("every function was scanned");
-            let before = mine.len();
-            mine.extend(add);
-            changed |= mine.len() != before;
-        }
-        if !changed {
-            return own;
-        }
-    }
+            if f.params.iter().any(|&v| matches!(f.var(v).ty, Repr::Dyn(_))) {
+                scan.kinds.insert(Kind::Rank);
+            }
+            if f.shard.is_some() {
+                scan.kinds.insert(Kind::Dist);
+            }
+            if f.device.is_some() {
+                scan.kinds.insert(Kind::Device);
+            }
+            for s in &f.body {
+                scan.stmt(s);
+            }
+            scan.expr(&f.result);
+            scan.kinds
+        })
+        .collect();
+    p.functions()
+        .map(|(id, _)| {
+            let reached = p.calls().reach([id], |_| true);
+            own.iter().zip(reached).filter(|(_, r)| *r).flat_map(|(k, _)| k.iter().copied()).collect()
+        })
+        .collect()
 }
 
-/// The kinds of error found so far in one function, and the functions it
-/// calls.
+/// The kinds of error found so far in one function.
 struct Scan {
     kinds: BTreeSet<Kind>,
-    calls: BTreeSet<String>,
 }
 
 impl Scan {
@@ -255,10 +237,6 @@ impl Scan {
             ExprKind::LoadNpy { .. } | ExprKind::SaveNpy { .. } | ExprKind::Fs { .. } => Some(Kind::Io),
             ExprKind::Collect { .. } => Some(Kind::Alloc),
             ExprKind::ShapeCast { .. } | ExprKind::DynShape { .. } | ExprKind::DynMap { .. } => Some(Kind::Rank),
-            ExprKind::Call { func, .. } => {
-                self.calls.insert(func.clone());
-                None
-            }
             ExprKind::Block { stmts, .. } => {
                 for s in stmts {
                     self.stmt(s);

@@ -10,6 +10,7 @@
 
 pub mod cuda;
 mod docs;
+pub mod host;
 pub mod paths;
 pub mod rust;
 
@@ -73,18 +74,17 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
     if let Err(msg) = ir::validate::validate(p) {
         return Diagnostic::bug(Span::call_site(), format!("invalid loop IR: {msg}")).to_compile_errors();
     }
-    let fns = rust::fn_idents(p);
+    let fns = host::FnIdents::of(p);
     let avx512 = rust::avx512_fns(p);
     let mut out = TokenStream::new();
-    let calls = p.call_graph();
-    let twins = if options.cuda { cuda::device_twins(p, &calls) } else { Default::default() };
-    let bound = cuda::device_bound(p, &calls);
+    let twins = if options.cuda { cuda::device_twins(p) } else { Default::default() };
+    let bound = cuda::device_bound(p);
     let mut api_docs = docs::api_docs(p);
-    for f in &p.fns {
+    for (id, f) in p.functions() {
         // A public function is emitted with its whole documentation (see
         // `docs`), from a copy that holds it.
         let documented;
-        let f = match api_docs.remove(&f.name) {
+        let f = match api_docs.remove(&id) {
             Some(docs) => {
                 documented = ir::Function { docs, ..f.clone() };
                 &documented
@@ -99,42 +99,50 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
                 out.extend(Diagnostic::bug(device.span, msg).to_compile_errors());
                 continue;
             }
-            out.extend(emit_cuda(f, p, &fns, options, device.span));
+            out.extend(emit_cuda(f, id, p, &fns, options, device.span));
             continue;
         }
         // A host function that reaches a device function runs only as the
         // CUDA twin of device code that calls it (`analysis::device`
         // reported the others before lowering).
-        if let Some((callee, span)) = bound.get(&f.name) {
-            if let (true, Some(span)) = (options.cuda, twins.get(&f.name)) {
-                out.extend(emit_cuda(f, p, &fns, options, *span));
+        if let Some((callee, span)) = bound.get(&id) {
+            if let (true, Some(span)) = (options.cuda, twins.get(&id)) {
+                out.extend(emit_cuda(f, id, p, &fns, options, *span));
             } else if options.cuda {
                 let msg = format!(
-                    "host function `{}` calling the device function `{callee}` reached code generation",
-                    f.name
+                    "host function `{}` calling the device function `{}` reached code generation",
+                    f.name,
+                    p.func(*callee).name
                 );
                 out.extend(Diagnostic::bug(*span, msg).to_compile_errors());
             }
             continue;
         }
-        match rust::emit_function(f, &fns, options, avx512.contains(&f.name)) {
+        match rust::emit_function(f, id, &fns, options, avx512[id.index()]) {
             Ok(tokens) => out.extend(tokens),
             Err(msg) => {
                 out.extend(Diagnostic::bug(Span::call_site(), format!("in `{}`: {msg}", f.name)).to_compile_errors())
             }
         }
-        if let Some(span) = twins.get(&f.name) {
-            out.extend(emit_cuda(f, p, &fns, options, *span));
+        if let Some(span) = twins.get(&id) {
+            out.extend(emit_cuda(f, id, p, &fns, options, *span));
         }
     }
     out.extend(emit_modules(p, &fns));
     out
 }
 
-/// The CUDA version of `f`, or the error that says why there is none (at
-/// `span`, the `#[device(cuda)]` attribute that needs it).
-fn emit_cuda(f: &ir::Function, p: &ir::Program, fns: &rust::FnIdents, options: &Options, span: Span) -> TokenStream {
-    match cuda::emit_function(f, p, fns, options) {
+/// The CUDA version of `f`, the function `id`, or the error that says why
+/// there is none (at `span`, the `#[device(cuda)]` attribute that needs it).
+fn emit_cuda(
+    f: &ir::Function,
+    id: ir::FuncId,
+    p: &ir::Program,
+    fns: &host::FnIdents,
+    options: &Options,
+    span: Span,
+) -> TokenStream {
+    match cuda::emit_function(f, id, p, fns, options) {
         Ok(emitted) => emitted.tokens,
         Err(cuda::Failure::Unsupported(what)) => {
             let mut d = Diagnostic::error(span, format!("`#[device(cuda)]` does not support {what} yet"));
@@ -159,17 +167,17 @@ struct ModuleTree {
 /// `pub mod m { pub use super::m_f as f; ... }` for the public functions of
 /// inline Einlang modules (and their `_into` forms), so Rust code reaches
 /// them as `m::f`.
-fn emit_modules(p: &ir::Program, fns: &rust::FnIdents) -> TokenStream {
+fn emit_modules(p: &ir::Program, fns: &host::FnIdents) -> TokenStream {
     let mut root = ModuleTree::default();
-    for f in &p.fns {
+    for (id, f) in p.functions() {
         // A function without a Rust name was reported when it was emitted.
-        if let (Some((path, name)), Some(target)) = (&f.export, fns.get(&f.name)) {
+        if let (Some((path, name)), Some(target)) = (&f.export, fns.get(id)) {
             let mut node = &mut root;
             for seg in path {
                 node = node.children.entry(seg.clone()).or_default();
             }
             node.exports.push((target.to_string(), name.clone()));
-            if rust::has_into(f, fns) {
+            if rust::has_into(f, id, fns) {
                 node.exports.push((rust::into_ident(target).to_string(), format!("{name}_into")));
             }
         }

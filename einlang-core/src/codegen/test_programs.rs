@@ -10,7 +10,7 @@ use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::{
-    Axis, EntryCheck, Expr, ExprKind, Function, Literal, Loop, Program, Repr, Stmt, TensorDef, VarId, VarInfo,
+    Axis, EntryCheck, Expr, ExprKind, FuncId, Function, Literal, Loop, Program, Repr, Stmt, TensorDef, VarId, VarInfo,
     WhereEntry,
 };
 
@@ -175,7 +175,7 @@ pub(crate) fn matmul() -> Program {
         result,
     );
     f.docs = vec![" Plain matrix product.".to_string()];
-    Program { fns: vec![f] }
+    Program::new(vec![f])
 }
 
 /// `upper_relu(m: [f32; N, N]) -> [f32; N, N]`:
@@ -204,7 +204,7 @@ pub(crate) fn upper_relu() -> Program {
         vec![tensor(u, F32, vec![axis(i, konst(0), dim(n)), axis(j, konst(0), dim(n))], body, 2)],
         result,
     );
-    Program { fns: vec![f] }
+    Program::new(vec![f])
 }
 
 /// `sum_sq(x: [f32; N]) -> f32` and `norm(x: [f32; N]) -> f32`, which
@@ -224,7 +224,7 @@ pub(crate) fn norm() -> Program {
         let x = v.tensor("x", F32, 1);
         let n = v.int("N");
         let (s, half) = (v.var("s", Repr::Scalar(F32)), v.int("half"));
-        let call = expr(ExprKind::Call { func: "sum_sq".to_string(), args: vec![v.get(x)] }, Repr::Scalar(F32));
+        let call = expr(ExprKind::Call { func: FuncId(0), args: vec![v.get(x)] }, Repr::Scalar(F32));
         let halved = bin(BinOp::Div, expr(ExprKind::Dim(dim(n)), Repr::Scalar(I64)), int(2, I64));
         let scale = expr(ExprKind::Cast(Box::new(v.get(half)), F32), Repr::Scalar(F32));
         let result = bin(BinOp::Div, intrinsic(Intrinsic::Sqrt, vec![v.get(s)]), scale);
@@ -239,7 +239,7 @@ pub(crate) fn norm() -> Program {
         f.public = false;
         f
     };
-    Program { fns: vec![sum_sq, norm] }
+    Program::new(vec![sum_sq, norm])
 }
 
 /// `every_other(x: [f32; N], m: i64) -> [f32; m]`: `y[i in 0..m] = x[2 * i]`,
@@ -260,7 +260,7 @@ pub(crate) fn every_other() -> Program {
         vec![tensor(y, F32, vec![axis(i, konst(0), dim(m))], body, 1)],
         result,
     );
-    Program { fns: vec![f] }
+    Program::new(vec![f])
 }
 
 /// `conv1d(x: [f32; N], w: [f32; K]) -> [f32; N - K + 1]`: an extent checked
@@ -296,7 +296,7 @@ pub(crate) fn conv1d() -> Program {
         ],
         result,
     );
-    Program { fns: vec![f] }
+    Program::new(vec![f])
 }
 
 /// `shift3(x: [f64; B, M, N]) -> [f64; B, M - 1, N]`: rank 3 (chunked rows)
@@ -324,7 +324,7 @@ pub(crate) fn shift3() -> Program {
         )],
         result,
     );
-    Program { fns: vec![f] }
+    Program::new(vec![f])
 }
 
 /// `stats(x: [f32; B, N]) -> ([i64; B], [f32; N], f32, bool)`: argmax,
@@ -372,7 +372,7 @@ pub(crate) fn stats() -> Program {
         ],
         result,
     );
-    Program { fns: vec![f] }
+    Program::new(vec![f])
 }
 
 /// `scalars(p: i32, q: i32, s: f64) -> (i32, f64, bool)`: integer power and
@@ -431,7 +431,7 @@ pub(crate) fn scalars() -> Program {
         ],
         result,
     );
-    Program { fns: vec![f] }
+    Program::new(vec![f])
 }
 
 /// `pair(x: [f32; N]) -> ([f32; N], f32)`, `pick(x: [f32; N], c: bool) ->
@@ -456,7 +456,7 @@ pub(crate) fn values() -> Program {
             v.tensor("z", F32, 1),
             v.tensor("w", F32, 1),
         );
-        let call = expr(ExprKind::Call { func: "pair".to_string(), args: vec![v.get(x)] }, pair_ty.clone());
+        let call = expr(ExprKind::Call { func: FuncId(0), args: vec![v.get(x)] }, pair_ty.clone());
         let field_of_call = expr(ExprKind::Field(Box::new(call.clone()), 0), Repr::Tensor(F32, 1));
         let block = expr(
             ExprKind::Block { stmts: vec![Stmt::Let { var: z, value: field_of_call }], result: Box::new(v.get(z)) },
@@ -478,14 +478,14 @@ pub(crate) fn values() -> Program {
     let greet = {
         let mut v = Vars::default();
         let (s, t) = (v.var("s", Repr::Str), v.var("t", Repr::Str));
-        let call = expr(ExprKind::Call { func: "greet".to_string(), args: vec![v.get(s)] }, Repr::Str);
+        let call = expr(ExprKind::Call { func: FuncId(2), args: vec![v.get(s)] }, Repr::Str);
         let hello = expr(ExprKind::Lit(Literal::Str("hello".to_string())), Repr::Str);
         let cond = bin(BinOp::Gt, int(1, I64), int(2, I64));
         let result =
             expr(ExprKind::If { cond: Box::new(cond), then: Box::new(v.get(t)), els: Box::new(hello) }, Repr::Str);
         v.finish("greet", vec![s], Repr::Str, vec![], vec![Stmt::Let { var: t, value: call }], result)
     };
-    Program { fns: vec![pair, pick, greet] }
+    Program::new(vec![pair, pick, greet])
 }
 
 /// `loop(type: f32) -> f32` and `match(self: [f32; N]) -> f32`, which calls
@@ -511,7 +511,7 @@ pub(crate) fn keyword_names() -> Program {
             v.var("type", Repr::Scalar(F32)),
         );
         let call = expr(
-            ExprKind::Call { func: "loop".to_string(), args: vec![read(x, F32, vec![int(0, I64)], true)] },
+            ExprKind::Call { func: FuncId(0), args: vec![read(x, F32, vec![int(0, I64)], true)] },
             Repr::Scalar(F32),
         );
         let body = vec![
@@ -523,5 +523,5 @@ pub(crate) fn keyword_names() -> Program {
         let result = v.get(kw);
         v.finish("match", vec![x], Repr::Scalar(F32), vec![bind(n, x, 0)], body, result)
     };
-    Program { fns: vec![callee, caller] }
+    Program::new(vec![callee, caller])
 }

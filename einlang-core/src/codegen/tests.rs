@@ -12,7 +12,7 @@ use super::test_programs::*;
 use crate::base::ops::BinOp;
 use crate::ir::pretty::pretty_program;
 use crate::ir::validate::validate;
-use crate::ir::{ExprKind, Program, Repr, Stmt, VarId, VarInfo};
+use crate::ir::{ExprKind, FuncId, Program, Repr, Stmt, VarId, VarInfo};
 
 // ----- drivers -------------------------------------------------------------
 
@@ -369,16 +369,29 @@ fn invalid_dimension_and_call() {
     let mut p = norm();
     // A dimension over an `f32` variable; a call of an unknown function.
     p.fns[1].body[1] = Stmt::Let { var: VarId(3), value: expr(ExprKind::Dim(dim(VarId(2))), Repr::Scalar(I64)) };
-    p.fns[1].body[0] = Stmt::Let {
-        var: VarId(2),
-        value: expr(ExprKind::Call { func: "nope".to_string(), args: vec![] }, Repr::Scalar(F32)),
-    };
+    p.fns[1].body[0] =
+        Stmt::Let { var: VarId(2), value: expr(ExprKind::Call { func: FuncId(99), args: vec![] }, Repr::Scalar(F32)) };
+    p.calls_changed(FuncId(1));
     check_invalid(
         &p,
         expect![[r#"
-        in `norm`: a call of `nope`, which is not a function of the program
+        in `norm`: a call of function 99, which is not a function of the program
         in `norm`: dimension `s` mentions `s` of type `f32`"#]],
     );
+}
+
+/// The call graph a program carries is the graph of its bodies: a body
+/// that stops calling a function without `Program::calls_changed` is
+/// caught, and once the graph takes the change the program is valid again.
+#[test]
+fn a_call_graph_that_misses_a_change_is_invalid() {
+    let mut p = norm();
+    assert_eq!(p.calls().callees(FuncId(1)).iter().map(|c| c.func).collect::<Vec<_>>(), vec![FuncId(0)]);
+    p.fns[1].body[0] = Stmt::Let { var: VarId(2), value: float("1.0", F32) };
+    check_invalid(&p, expect![[r#"in `norm`: the call graph does not hold the calls of its body"#]]);
+    p.calls_changed(FuncId(1));
+    assert!(p.calls().callees(FuncId(1)).is_empty());
+    assert_eq!(validate(&p), Ok(()));
 }
 
 #[test]

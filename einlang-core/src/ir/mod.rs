@@ -23,7 +23,13 @@
 //!   parameter, or a loop index);
 //! - `Read.indices.len()` equals the rank of the tensor read; a `View`
 //!   has fewer indices than the rank;
-//! - loop and reduction variables are `i64`.
+//! - loop and reduction variables are `i64`;
+//! - function names are unique identifiers; a `Call` names its callee by
+//!   `FuncId`, a function of the program, with arguments of its parameters'
+//!   types; a `Checkpointing`'s alternative is a function of the program;
+//! - the program's call graph (`Program::calls`) is the graph of its
+//!   bodies as they are: passes that change which functions a body calls
+//!   update it.
 //!
 //! Typing: `Expr.ty` is the type of the value. Index expressions are `i64`.
 //! Arithmetic `Binary` operands have the same scalar type as each other;
@@ -83,9 +89,74 @@ pub fn tuple_element<'a>(ty: &'a Repr, path: &[u32]) -> Option<&'a Repr> {
     })
 }
 
+/// A function of a program: its index in `Program::fns`. Functions are
+/// only ever added to a program (at the end), so an id stays valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(pub u32);
+
+impl FuncId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A lowered program: its functions, and their call graph (see `calls`),
+/// built with the program and kept by the methods that change which
+/// functions a body calls.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     pub fns: Vec<Function>,
+    calls: calls::CallGraph,
+}
+
+impl Program {
+    /// The program of `fns`, with their call graph.
+    pub fn new(fns: Vec<Function>) -> Program {
+        let calls = calls::CallGraph::of(&fns);
+        Program { fns, calls }
+    }
+
+    /// The call graph of the program's functions.
+    pub fn calls(&self) -> &calls::CallGraph {
+        &self.calls
+    }
+
+    /// The function `id`.
+    pub fn func(&self, id: FuncId) -> &Function {
+        &self.fns[id.index()]
+    }
+
+    /// The function `id`, if the program has it.
+    pub fn get(&self, id: FuncId) -> Option<&Function> {
+        self.fns.get(id.index())
+    }
+
+    /// Every function with its id.
+    pub fn functions(&self) -> impl Iterator<Item = (FuncId, &Function)> {
+        self.fns.iter().enumerate().map(|(i, f)| (FuncId(i as u32), f))
+    }
+
+    /// Every function with its id, for a pass that rewrites bodies without
+    /// changing which functions they call (`validate` checks that the call
+    /// graph still holds; a pass that changes calls says so with
+    /// [`Program::calls_changed`]).
+    pub fn functions_mut(&mut self) -> impl Iterator<Item = (FuncId, &mut Function)> {
+        self.fns.iter_mut().enumerate().map(|(i, f)| (FuncId(i as u32), f))
+    }
+
+    /// Adds `f` (and its calls to the graph); its id.
+    pub fn push(&mut self, f: Function) -> FuncId {
+        let id = FuncId(self.fns.len() as u32);
+        self.calls.push(&f);
+        self.fns.push(f);
+        id
+    }
+
+    /// Takes the calls of function `id` into the graph again, after a pass
+    /// changed which functions its body calls (`opt::shard` inlines calls).
+    pub fn calls_changed(&mut self, id: FuncId) {
+        self.calls.set(id, &self.fns[id.index()]);
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -131,7 +202,7 @@ pub struct Function {
 /// mention only dimensions bound at entry.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Checkpointing {
-    pub alternative: String,
+    pub alternative: FuncId,
     /// The primal recurrence's name, for the compile facts.
     pub primal: String,
     pub steps: Dim,
@@ -621,10 +692,10 @@ pub enum ExprKind {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Cast(Box<Expr>, ScalarKind),
     Intrinsic(Intrinsic, Vec<Expr>),
-    /// A call of another lowered function (by name); it returns
-    /// `Result`, so the call propagates errors.
+    /// A call of another function of the program; it returns `Result`,
+    /// so the call propagates errors.
     Call {
-        func: String,
+        func: FuncId,
         args: Vec<Expr>,
     },
     /// An element read. `indices` are `i64` expressions; when `checked` each

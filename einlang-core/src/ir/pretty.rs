@@ -26,11 +26,12 @@ use crate::ir::{
 
 /// Every function of `p`, separated by blank lines.
 pub fn pretty_program(p: &Program) -> String {
-    p.fns.iter().map(pretty_function).collect::<Vec<_>>().join("\n")
+    p.fns.iter().map(|f| pretty_function(p, f)).collect::<Vec<_>>().join("\n")
 }
 
-pub fn pretty_function(f: &Function) -> String {
-    let pp = Printer { f };
+/// Function `f` of `p` (a call shows its callee's name).
+pub fn pretty_function(p: &Program, f: &Function) -> String {
+    let pp = Printer { p, f };
     let mut out = String::new();
     for d in &f.docs {
         let _ = writeln!(out, "///{d}");
@@ -79,6 +80,7 @@ pub fn ty(t: &Repr) -> String {
 }
 
 struct Printer<'a> {
+    p: &'a Program,
     f: &'a Function,
 }
 
@@ -367,7 +369,10 @@ impl Printer<'_> {
             }
             ExprKind::Cast(x, k) => format!("{} as {}", self.operand(x, level), k.name()),
             ExprKind::Intrinsic(i, args) => format!("{}({})", i.name(), self.list(args, level)),
-            ExprKind::Call { func, args } => format!("{func}({})", self.list(args, level)),
+            ExprKind::Call { func, args } => {
+                let name = self.p.get(*func).map_or_else(|| format!("<function {}>", func.0), |g| g.name.clone());
+                format!("{name}({})", self.list(args, level))
+            }
             ExprKind::Read { tensor, indices, checked } => {
                 let how = if *checked { "checked" } else { "unchecked" };
                 format!("read {}[{}] {how}", self.var(*tensor), self.list(indices, level))

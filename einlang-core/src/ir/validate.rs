@@ -19,12 +19,13 @@
 //!   of the program with matching argument types, literals fit their type,
 //!   the result has the function's return type.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::base::dim::Dim;
 use crate::base::intrinsic::{FsValue, Intrinsic};
 use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
+use crate::ir::calls::CallGraph;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
     CollectStep, Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Literal, Loop, Program, RecIndex,
@@ -35,16 +36,34 @@ use crate::ir::{
 /// per line, each prefixed with the function's name.
 pub fn validate(p: &Program) -> Result<(), String> {
     let mut errors = Vec::new();
-    let mut fns: HashMap<&str, &Function> = HashMap::new();
+    let mut names: HashSet<&str> = HashSet::new();
     for f in &p.fns {
-        if fns.insert(f.name.as_str(), f).is_some() {
+        if !names.insert(f.name.as_str()) {
             errors.push(format!("function `{}` is defined twice", f.name));
         }
     }
     for f in &p.fns {
-        let mut cx = Checker::new(f, &fns);
+        let mut cx = Checker::new(f, &p.fns);
         cx.check_fn();
+        if let Some(c) = &f.checkpointed {
+            if p.get(c.alternative).is_none() {
+                cx.err(format!(
+                    "a checkpointed alternative `{}`, which is not a function of the program",
+                    c.alternative.0
+                ));
+            }
+        }
         errors.extend(cx.errors.into_iter().map(|e| format!("in `{}`: {e}", f.name)));
+    }
+    // The graph the program carries is the graph of its bodies.
+    let graph = CallGraph::of(&p.fns);
+    for (id, f) in p.functions() {
+        if p.calls().callees(id) != graph.callees(id) {
+            errors.push(format!("in `{}`: the call graph does not hold the calls of its body", f.name));
+        }
+    }
+    if p.calls().len() != p.fns.len() {
+        errors.push(format!("the call graph has {} functions, the program {}", p.calls().len(), p.fns.len()));
     }
     if errors.is_empty() {
         Ok(())
@@ -65,7 +84,7 @@ const BOOL: Repr = Repr::Scalar(ScalarKind::Bool);
 
 struct Checker<'a> {
     f: &'a Function,
-    fns: &'a HashMap<&'a str, &'a Function>,
+    fns: &'a [Function],
     /// Whether each variable has been defined (anywhere, ever).
     defined: Vec<bool>,
     /// Whether each variable is in scope now.
@@ -76,7 +95,7 @@ struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    fn new(f: &'a Function, fns: &'a HashMap<&'a str, &'a Function>) -> Checker<'a> {
+    fn new(f: &'a Function, fns: &'a [Function]) -> Checker<'a> {
         Checker {
             f,
             fns,
@@ -633,10 +652,11 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Call { func, args } => {
                 args.iter().for_each(|a| self.check_expr(a));
-                let Some(callee) = self.fns.get(func.as_str()).copied() else {
-                    self.err(format!("a call of `{func}`, which is not a function of the program"));
+                let Some(callee) = self.fns.get(func.index()) else {
+                    self.err(format!("a call of function {}, which is not a function of the program", func.0));
                     return;
                 };
+                let func = &callee.name;
                 if callee.params.len() != args.len() {
                     self.err(format!(
                         "a call of `{func}` with {} arguments, it takes {}",

@@ -26,7 +26,17 @@ use crate::ir::{self, Axis, Expr, Literal, Loop, Repr, Stmt, TensorDef, VarId, V
 /// module.
 pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) -> ir::Program {
     let names = fn_names(hir, tag);
+    // Each function lowered gets the next id, in the HIR's order.
+    let mut ids = vec![None; hir.fns.len()];
+    let mut next = 0;
+    for (f, func) in hir.fns.iter() {
+        if !func.is_generic() && !hir.skipped(f) {
+            ids[f.index()] = Some(ir::FuncId(next));
+            next += 1;
+        }
+    }
     let mut fns = Vec::new();
+    let mut failed = false;
     for (f, func) in hir.fns.iter() {
         if func.is_generic() || hir.skipped(f) {
             continue;
@@ -35,6 +45,7 @@ pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) 
             hir,
             t,
             names: &names,
+            ids: &ids,
             vars: Vec::new(),
             of_def: HashMap::new(),
             of_hidden: HashMap::new(),
@@ -48,10 +59,16 @@ pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) 
                 let span = hir.fns[f].span;
                 let msg = cx.bug.unwrap_or_else(|| "lowering failed without a reason".to_string());
                 diags.push(Diagnostic::bug(span, msg));
+                failed = true;
             }
         }
     }
-    ir::Program { fns }
+    // Without a function that failed, the ids of the others would not
+    // hold; the error stops the pipeline.
+    if failed {
+        fns.clear();
+    }
+    ir::Program::new(fns)
 }
 
 /// The IR name of each function: its own name, made unique. The user's
@@ -89,6 +106,8 @@ struct FnLower<'a> {
     hir: &'a Hir,
     t: &'a Tables,
     names: &'a [String],
+    /// The IR id of each function lowered, by HIR index.
+    ids: &'a [Option<ir::FuncId>],
     vars: Vec<VarInfo>,
     of_def: HashMap<DefId, VarId>,
     of_hidden: HashMap<DimVar, VarId>,
@@ -838,7 +857,14 @@ impl<'a> FnLower<'a> {
                             .zip(params)
                             .map(|(a, p)| Some(coerce(a, &lower_ty(p)?)))
                             .collect::<Option<_>>()?;
-                        ir::ExprKind::Call { func: self.names[f.index()].clone(), args }
+                        let Some(func) = self.ids.get(f.index()).copied().flatten() else {
+                            self.bug = Some(format!(
+                                "a call of `{}`, which is not lowered",
+                                self.hir.name(self.hir.fns[f].def)
+                            ));
+                            return None;
+                        };
+                        ir::ExprKind::Call { func, args }
                     }
                 }
             }

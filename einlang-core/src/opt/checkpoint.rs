@@ -35,8 +35,8 @@ use crate::base::ops::{BinOp, RedOp};
 use crate::ir::affine::Affine;
 use crate::ir::visit;
 use crate::ir::{
-    Checkpointing, ChunkSum, EntryCheck, Expr, ExprKind, Function, Program, Recurrence, Repr, Stmt, Sweep, TensorDef,
-    VarId,
+    Checkpointing, ChunkSum, EntryCheck, Expr, ExprKind, FuncId, Function, Program, Recurrence, Repr, Stmt, Sweep,
+    TensorDef, VarId,
 };
 
 /// The largest step offset a checkpointed read may have.
@@ -44,11 +44,13 @@ const MAX_OFFSET: i64 = 64;
 
 /// Adds the checkpointed alternative of every host function that has a
 /// reverse sweep through a recurrence (the first one in its body).
-pub fn run(program: &mut Program, device: &HashSet<String>) {
+/// `device` says which functions (by id) device code reaches.
+pub fn run(program: &mut Program, device: &[bool]) {
     let mut added = Vec::new();
     let mut names: HashSet<String> = program.fns.iter().map(|f| f.name.clone()).collect();
-    for f in &mut program.fns {
-        if device.contains(&f.name) || f.may_give_up() || f.checkpointed.is_some() {
+    let first_new = program.fns.len();
+    for (id, f) in program.functions_mut() {
+        if device.get(id.index()).copied().unwrap_or(false) || f.may_give_up() || f.checkpointed.is_some() {
             continue;
         }
         let Some((range, sweep, mut g)) = find(f) else { continue };
@@ -60,8 +62,9 @@ pub fn run(program: &mut Program, device: &HashSet<String>) {
         let primal = f.var(sweep.primal.var).source_name.clone();
         let steps = sweep.steps.clone();
         let state = sweep.primal.extents[1..].iter().fold(Dim::one(), |acc, d| acc.mul(&super::resolve_extents(f, d)));
-        f.checkpointed =
-            Some(Checkpointing { alternative: name.clone(), primal, steps, state, elem: sweep.primal.elem });
+        // The alternatives are added after every function, in this order.
+        let alternative = FuncId((first_new + added.len()) as u32);
+        f.checkpointed = Some(Checkpointing { alternative, primal, steps, state, elem: sweep.primal.elem });
         g.name = name;
         g.public = false;
         g.export = None;
@@ -69,7 +72,9 @@ pub fn run(program: &mut Program, device: &HashSet<String>) {
         g.body.splice(range, [Stmt::Sweep(Box::new(sweep))]);
         added.push(g);
     }
-    program.fns.extend(added);
+    for g in added {
+        program.push(g);
+    }
 }
 
 /// What the pass chose for one function: its checkpointed alternative
@@ -99,11 +104,10 @@ pub fn decisions(program: &Program) -> Vec<Decision> {
         let Some(c) = &f.checkpointed else { continue };
         let text = |d: &Dim| d.display(&|v| f.vars[v.0 as usize].source_name.clone());
         let (steps, state) = (text(&c.steps), text(&c.state));
-        let sweep =
-            program.fns.iter().filter(|g| g.name == c.alternative).flat_map(|g| &g.body).find_map(|s| match s {
-                Stmt::Sweep(w) => Some((w.lookback, w.margin)),
-                _ => None,
-            });
+        let sweep = program.get(c.alternative).into_iter().flat_map(|g| &g.body).find_map(|s| match s {
+            Stmt::Sweep(w) => Some((w.lookback, w.margin)),
+            _ => None,
+        });
         let Some((lookback, margin)) = sweep else { continue };
         let memory = format!(
             "(2 * next_power_of_two(K + {}) + {lookback} * K) * ({state}) elements, K = ceil(sqrt({steps}))",

@@ -115,12 +115,12 @@ enum Targets {
     Device,
 }
 
-/// The names of the device functions and of every function they call,
-/// directly or through each other (`ir::calls`).
-fn device_reachable(program: &ir::Program) -> std::collections::HashSet<String> {
-    let roots = program.fns.iter().enumerate().filter(|(_, f)| f.device.is_some()).map(|(i, _)| i);
-    let reached = program.call_graph().reach(roots, |_| true);
-    program.fns.iter().zip(reached).filter(|(_, r)| *r).map(|(f, _)| f.name.clone()).collect()
+/// Which functions, by id, are device functions or called by one,
+/// directly or through each other (the program's call graph). A function
+/// past the end (one `checkpoint` added) is not.
+fn device_reachable(program: &ir::Program) -> Vec<bool> {
+    let roots = program.functions().filter(|(_, f)| f.device.is_some()).map(|(id, _)| id);
+    program.calls().reach(roots, |_| true)
 }
 
 /// Runs a pass's rewrites over `f`: `stmts` on the function's body, `expr`
@@ -232,8 +232,8 @@ pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
         .map_err(|e| format!("after the `checkpoint` pass: {e}"))?;
     for (name, pass, targets) in PASSES {
         let start = std::time::Instant::now();
-        for f in &mut program.fns {
-            let on_device = device.contains(&f.name);
+        for (id, f) in program.functions_mut() {
+            let on_device = device.get(id.index()).copied().unwrap_or(false);
             if (*targets == Targets::Host && on_device) || (*targets == Targets::Device && !on_device) {
                 continue;
             }

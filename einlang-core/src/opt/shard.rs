@@ -53,12 +53,18 @@ use crate::ir::{
 pub fn run(program: &mut Program) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     // The functions as lowered, for inlining calls into sharded ones.
-    let lowered: HashMap<String, Function> = program.fns.iter().map(|f| (f.name.clone(), f.clone())).collect();
-    for f in &mut program.fns {
+    let lowered: Vec<Function> = program.fns.clone();
+    let mut sharded = Vec::new();
+    for (id, f) in program.functions_mut() {
         let Some(shard) = f.shard.clone() else { continue };
         if let Err(d) = shard_function(f, &shard.symbol, shard.span, &lowered) {
             diags.push(d);
         }
+        sharded.push(id);
+    }
+    // Their calls passing sharded tensors are inlined.
+    for id in sharded {
+        program.calls_changed(id);
     }
     diags
 }
@@ -89,7 +95,7 @@ struct Cx<'a> {
     tuples: HashMap<VarId, Vec<Option<usize>>>,
     /// Every function as lowered (callees are inlined in the sharded
     /// context).
-    lowered: &'a HashMap<String, Function>,
+    lowered: &'a [Function],
     inlining: u32,
     /// Index variables over the block that hold the local position
     /// (`0..B_local`; their global value is `i + B_offset`), rather than
@@ -124,12 +130,7 @@ struct Cx<'a> {
     sources: HashMap<VarId, VarId>,
 }
 
-fn shard_function(
-    f: &mut Function,
-    symbol: &str,
-    span: Span,
-    lowered: &HashMap<String, Function>,
-) -> Result<(), Diagnostic> {
+fn shard_function(f: &mut Function, symbol: &str, span: Span, lowered: &[Function]) -> Result<(), Diagnostic> {
     let name = f.name.clone();
     // The dimension variable of the symbol, bound at entry from a parameter.
     let global = f.entry.iter().find_map(|e| match e {
@@ -1148,10 +1149,10 @@ impl Cx<'_> {
         if !passes_sharded {
             return Ok(());
         }
-        let func = func.clone();
-        let Some(g) = self.lowered.get(&func) else {
-            return Err(Diagnostic::bug(self.span, format!("the called function `{func}` is missing")));
+        let Some(g) = self.lowered.get(func.index()) else {
+            return Err(Diagnostic::bug(self.span, format!("the called function {} is missing", func.0)));
         };
+        let func = g.name.clone();
         if self.inlining >= MAX_INLINE_DEPTH {
             return Err(self
                 .error(format!("calls from it inline `{func}` without end (a recursive function?)"))

@@ -321,7 +321,7 @@ proptest! {
         let before = function(cover, lo, hi, &b);
         let mut after = before.clone();
         super::split::run(&mut after);
-        let program = Program { fns: vec![after.clone()] };
+        let program = Program::new(vec![after.clone()]);
         if let Err(e) = crate::ir::validate::validate(&program) {
             panic!("invalid after split: {e}\n{}", crate::ir::pretty::pretty_program(&program));
         }

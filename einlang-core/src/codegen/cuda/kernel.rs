@@ -21,7 +21,7 @@ use crate::base::dim::{Dim, DimVar};
 use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::{Expr, ExprKind, Function, Literal, Loop, Program, Repr, Stmt, TensorDef, VarId, WhereEntry};
+use crate::ir::{Expr, ExprKind, FuncId, Function, Literal, Loop, Program, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Helpers every kernel may use; `template`s, so only the used ones cost.
 pub const PRELUDE: &str = r#"typedef unsigned long long __ein_u64;
@@ -308,11 +308,11 @@ pub struct KernelCx<'a> {
     local: HashSet<VarId>,
     /// Variables the kernel reads from outside.
     pub inputs: BTreeSet<Input>,
-    /// Scalar functions called, emitted as `__device__` functions: name
+    /// Scalar functions called, emitted as `__device__` functions: id
     /// and text, each after the functions it calls.
-    pub callees: Vec<(String, String)>,
+    pub callees: Vec<(FuncId, String)>,
     /// Scalar functions being emitted (a call of one is recursion).
-    in_progress: HashSet<String>,
+    in_progress: HashSet<FuncId>,
     /// Recurrences kept in a circular buffer: their window's axis and
     /// number of slots, and their logical extents (what checked reads
     /// compare with).
@@ -414,7 +414,7 @@ impl<'a> KernelCx<'a> {
             }
         }
         let vars = &self.f.vars;
-        Ok(d.emit_c(&|v: DimVar| c_name(&vars[v.0 as usize].name)))
+        Ok(super::dim::c_long_long(d, &|v: DimVar| c_name(&vars[v.0 as usize].name)))
     }
 
     fn site(&mut self, s: Site) -> usize {
@@ -472,7 +472,7 @@ impl<'a> KernelCx<'a> {
                 cast(&x, from, *to)
             }
             ExprKind::Intrinsic(i, args) => self.intrinsic(*i, args, k)?,
-            ExprKind::Call { func, args } => self.call(func, args)?,
+            ExprKind::Call { func, args } => self.call(*func, args)?,
             ExprKind::Read { tensor, indices, checked } => {
                 self.read(*tensor, indices, *checked || self.all_checked, k)?
             }
@@ -656,13 +656,9 @@ impl<'a> KernelCx<'a> {
 
     /// A call of a scalar function: a `__device__` function in the same
     /// translation unit.
-    fn call(&mut self, func: &str, args: &[Expr]) -> Result<String, Failure> {
-        let callee = self
-            .p
-            .fns
-            .iter()
-            .find(|g| g.name == func)
-            .ok_or_else(|| Failure::Bug(format!("call of unknown function `{func}`")))?;
+    fn call(&mut self, id: FuncId, args: &[Expr]) -> Result<String, Failure> {
+        let callee = self.p.get(id).ok_or_else(|| Failure::Bug(format!("call of unknown function {}", id.0)))?;
+        let func = &callee.name;
         let scalar_only = callee.params.iter().all(|&p| matches!(callee.var(p).ty, Repr::Scalar(_)))
             && matches!(callee.ret, Repr::Scalar(_));
         if !scalar_only {
@@ -671,14 +667,14 @@ impl<'a> KernelCx<'a> {
             )));
         }
         let c_fn = format!("__ein_fn_{}", func);
-        if self.in_progress.contains(func) {
+        if self.in_progress.contains(&id) {
             return Err(Failure::Unsupported(format!("the recursive function `{func}`")));
         }
-        if !self.callees.iter().any(|(n, _)| n == func) {
-            self.in_progress.insert(func.to_string());
+        if !self.callees.iter().any(|(n, _)| *n == id) {
+            self.in_progress.insert(id);
             let text = device_function(callee, &c_fn, self)?;
-            self.in_progress.remove(func);
-            self.callees.push((func.to_string(), text));
+            self.in_progress.remove(&id);
+            self.callees.push((id, text));
         }
         let mut xs = Vec::new();
         for a in args {
@@ -1358,7 +1354,7 @@ pub fn describe(e: &ExprKind) -> &'static str {
 
 /// The whole translation unit of a kernel: prelude, the `__device__`
 /// functions it calls, then `body` (the `__global__` function).
-pub fn translation_unit(name: &str, function: &str, callees: &[(String, String)], body: &str) -> String {
+pub fn translation_unit(name: &str, function: &str, callees: &[(FuncId, String)], body: &str) -> String {
     let mut s = format!("// einlang: kernel `{name}` of `{function}`\n");
     s.push_str(PRELUDE);
     for (_, c) in callees {

@@ -18,11 +18,11 @@ fn kernels(src: &str) -> String {
         Err(d) => panic!("{}", d.iter().map(|d| d.render_text()).collect::<Vec<_>>().join("\n")),
     };
     let p = &compiled.ir;
-    let fns = crate::codegen::rust::fn_idents(p);
-    let twins = super::device_twins(p, &p.call_graph());
+    let fns = crate::codegen::host::FnIdents::of(p);
+    let twins = super::device_twins(p);
     let mut out = String::new();
-    for f in p.fns.iter().filter(|f| f.device.is_some() || twins.contains_key(&f.name)) {
-        match emit_function(f, p, &fns, &options()) {
+    for (id, f) in p.functions().filter(|(id, f)| f.device.is_some() || twins.contains_key(id)) {
+        match emit_function(f, id, p, &fns, &options()) {
             Ok(e) => {
                 for (_, source) in e.kernels {
                     let (head, rest) = source.split_once('\n').unwrap_or((&source, ""));
@@ -46,9 +46,9 @@ fn check_kernels(src: &str, expect: Expect) {
 fn check_glue(src: &str, name: &str, expect: Expect) {
     let compiled = crate::compile_str(src, &options()).unwrap_or_else(|_| panic!("{src} compiles"));
     let p = &compiled.ir;
-    let fns = crate::codegen::rust::fn_idents(p);
-    let f = p.fns.iter().find(|f| f.name == name).expect("the function exists");
-    let e = match emit_function(f, p, &fns, &options()) {
+    let fns = crate::codegen::host::FnIdents::of(p);
+    let (id, f) = p.functions().find(|(_, f)| f.name == name).expect("the function exists");
+    let e = match emit_function(f, id, p, &fns, &options()) {
         Ok(e) => e,
         Err(e) => panic!("{e:?}"),
     };
@@ -785,10 +785,12 @@ fn recurrence_is_a_host_loop_of_launches() {
                 __rt::shape::check_dim("rnn", "w", 0, "H", H, w.shape()[0])?;
                 __rt::shape::check_dim("rnn", "w", 1, "H", H, w.shape()[1])?;
                 let __status = dev.status(true)?;
-                let h_axis0_len: i64 = __rt::shape::extent(
+                let h_axis0_len: i64 = __rt::shape::checked_extent(
                     "rnn",
                     "max(1, T)",
-                    ::core::cmp::max(1i64, T),
+                    (|| -> ::core::option::Option<i64> {
+                        ::core::option::Option::Some(::core::cmp::max((1i64), (T)))
+                    })(),
                 )? as i64;
                 let mut __own_h = __rt::cuda::Tensor::<
                     f32,
@@ -1428,9 +1430,9 @@ fn a_sharded_device_function_all_reduces_on_the_device() {
         }";
     let compiled = crate::compile_str(src, &options()).unwrap_or_else(|_| panic!("{src} compiles"));
     let p = &compiled.ir;
-    let fns = crate::codegen::rust::fn_idents(p);
-    let f = p.fns.iter().find(|f| f.name == "lsq").expect("the function exists");
-    let glue = match emit_function(f, p, &fns, &options()) {
+    let fns = crate::codegen::host::FnIdents::of(p);
+    let (id, f) = p.functions().find(|(_, f)| f.name == "lsq").expect("the function exists");
+    let glue = match emit_function(f, id, p, &fns, &options()) {
         Ok(e) => e.tokens.to_string(),
         Err(e) => panic!("{e:?}"),
     };

@@ -43,7 +43,7 @@ impl FnCx<'_> {
             ExprKind::Cast(x, to) => self.cast(x, *to),
             ExprKind::Intrinsic(i, args) => self.intrinsic(*i, args),
             ExprKind::Call { func, args } => {
-                let func = self.fn_ident(func)?;
+                let func = self.fn_ident(*func)?;
                 let args = args.iter().map(|a| self.arg(a)).collect::<Result<Vec<_>, _>>()?;
                 Ok(Code::new(quote!(#func(#(#args),*)?), Prec::Postfix))
             }

@@ -28,7 +28,7 @@ use quote::{format_ident, quote};
 use super::{types, Bug, FnIdents};
 use crate::base::scalar::ScalarKind;
 use crate::codegen::paths;
-use crate::ir::{Function, Repr};
+use crate::ir::{FuncId, Function, Repr};
 
 /// A tensor of a function's result that `_into` takes a buffer for.
 #[derive(Clone, Copy, Debug)]
@@ -40,21 +40,19 @@ pub(crate) struct ResultTensor {
     pub rank: Option<usize>,
 }
 
-/// The tensors of `f`'s result that its `_into` form takes buffers for:
-/// the result when it is a tensor, or the tensor elements of a tuple.
+/// The tensors of the result of `f` (the function `id`) that its `_into`
+/// form takes buffers for: the result when it is a tensor, or the tensor
+/// elements of a tuple.
 /// Empty when `f` has no `_into` form: no tensor in its result, a device
 /// function, one that may give up (an `Option` result), or a function of
 /// the program already has the name.
-pub(crate) fn outs(f: &Function, fns: &FnIdents) -> Vec<ResultTensor> {
+pub(crate) fn outs(f: &Function, id: FuncId, fns: &FnIdents) -> Vec<ResultTensor> {
     let tensor = |element: Option<usize>, ty: &Repr| match *ty {
         Repr::Tensor(elem, rank) => Some(ResultTensor { element, elem, rank: Some(rank) }),
         Repr::Dyn(elem) => Some(ResultTensor { element, elem, rank: None }),
         _ => None,
     };
-    let taken = fns.get(&f.name).is_some_and(|id| {
-        let into = ident(id);
-        fns.values().any(|other| *other == into)
-    });
+    let taken = fns.get(id).is_some_and(|own| fns.spells(&ident(own)));
     if f.may_give_up() || f.device.is_some() || taken {
         return Vec::new();
     }

@@ -72,7 +72,6 @@ mod in_place;
 mod into;
 mod lanes;
 mod lines;
-mod names;
 mod recur;
 mod sweep;
 mod tensor;
@@ -86,10 +85,11 @@ use std::collections::{HashMap, HashSet};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::base::dim::{Dim, DimVar};
+use crate::base::dim::Dim;
 use crate::base::ops::RedOp;
+use crate::codegen::host::{self, FnIdents, HostCode, VarIdents};
 use crate::codegen::paths;
-use crate::ir::{EntryCheck, ExprKind, Function, Program, Repr, Stmt, VarId, VarInfo};
+use crate::ir::{EntryCheck, ExprKind, FuncId, Function, Repr, Stmt, VarId, VarInfo};
 
 /// An internal error: the IR broke an invariant the emitter relies on.
 pub type Bug = String;
@@ -163,19 +163,9 @@ enum Ownership {
     Borrowed,
 }
 
-/// The Rust identifiers of a program's functions, by IR name (see
-/// `names`); a name that has none is missing.
-pub type FnIdents = HashMap<String, Ident>;
-
-/// The Rust identifier of every function of `p`.
-pub fn fn_idents(p: &Program) -> FnIdents {
-    let idents = names::rust_idents(p.fns.iter().map(|f| f.name.as_str()));
-    p.fns.iter().zip(idents).filter_map(|(f, id)| Some((f.name.clone(), id?))).collect()
-}
-
-/// Whether `f` has an `_into` form (see `into`).
-pub fn has_into(f: &Function, fns: &FnIdents) -> bool {
-    !into::outs(f, fns).is_empty()
+/// Whether `f`, the function `id`, has an `_into` form (see `into`).
+pub fn has_into(f: &Function, id: FuncId, fns: &FnIdents) -> bool {
+    !into::outs(f, id, fns).is_empty()
 }
 
 /// The Rust name of the `_into` form of the function spelled `name`.
@@ -190,12 +180,13 @@ pub fn into_ident(name: &Ident) -> Ident {
 /// twins include the AVX-512 one (`avx512_fns`).
 pub fn emit_function(
     f: &Function,
+    id: FuncId,
     fns: &FnIdents,
     options: &crate::codegen::Options,
     avx512: bool,
 ) -> Result<TokenStream, Bug> {
-    let mut cx = FnCx::new(f, fns, options)?;
-    let name = cx.fn_ident(&f.name)?;
+    let mut cx = FnCx::new(f, id, fns, options)?;
+    let name = fns.ident(id)?;
     // A module's public function is re-exported by its module under its
     // Einlang name; the flat item itself stays out of the documentation.
     let vis = match (&f.export, f.public) {
@@ -208,7 +199,7 @@ pub fn emit_function(
     let ret = types::owned(&f.ret, &nd_full);
     // A function that may give up returns no result instead.
     let ret = if f.may_give_up() { quote!(::core::option::Option<#ret>) } else { ret };
-    let outs = into::outs(f, fns);
+    let outs = into::outs(f, id, fns);
     let out_ids: Vec<Ident> = (0..outs.len()).map(|i| format_ident!("__out{}", i)).collect();
     cx.bind_outs(&outs, &out_ids)?;
     let body = cx.body()?;
@@ -410,7 +401,7 @@ pub(crate) struct FnCx<'a> {
     /// The function name, as a string literal for runtime errors.
     fn_name: proc_macro2::Literal,
     /// The Rust identifier of every variable (see `names`).
-    idents: Vec<Option<Ident>>,
+    idents: VarIdents,
     repr: HashMap<VarId, Ownership>,
     /// Tensors in standard layout: those this function allocates
     /// (`par::fill`, products, reshapes) and its tensor parameters, which
@@ -453,12 +444,33 @@ pub(crate) struct FnCx<'a> {
     nd: TokenStream,
 }
 
+impl HostCode for FnCx<'_> {
+    type Error = Bug;
+
+    fn function(&self) -> &Function {
+        self.f
+    }
+
+    fn runtime(&self) -> &TokenStream {
+        &self.rt
+    }
+
+    fn function_name(&self) -> &proc_macro2::Literal {
+        &self.fn_name
+    }
+
+    fn var_ident(&self, v: VarId) -> Result<Ident, String> {
+        self.idents.ident(v)
+    }
+
+    fn axis_length(&self, what: &str, var: VarId, path: &[u32], axis: usize) -> Result<TokenStream, Bug> {
+        self.axis_len(what, var, path, axis)
+    }
+}
+
 impl<'a> FnCx<'a> {
-    fn new(f: &'a Function, fns: &'a FnIdents, options: &crate::codegen::Options) -> Result<FnCx<'a>, Bug> {
-        // Names are spelled once here; a bad one is reported when it is
-        // used, so that an unused malformed variable does not matter.
-        let idents = names::rust_idents(f.vars.iter().map(|v| v.name.as_str()));
-        let rust_name = fns.get(&f.name).map_or_else(|| f.name.clone(), |id| id.to_string());
+    fn new(f: &'a Function, id: FuncId, fns: &'a FnIdents, options: &crate::codegen::Options) -> Result<FnCx<'a>, Bug> {
+        let idents = VarIdents::of(f);
         let mut uses: HashMap<VarId, usize> = HashMap::new();
         let mut count = |v: VarId| *uses.entry(v).or_default() += 1;
         for s in &f.body {
@@ -470,7 +482,7 @@ impl<'a> FnCx<'a> {
             fns,
             all_checked: options.checked,
             script_dir: options.script_dir.clone(),
-            fn_name: types::str_lit(&rust_name),
+            fn_name: fns.error_name(id),
             idents,
             repr: HashMap::new(),
             standard: HashSet::new(),
@@ -564,16 +576,12 @@ impl<'a> FnCx<'a> {
     }
 
     fn ident(&self, v: VarId) -> Result<Ident, Bug> {
-        match self.idents.get(v.0 as usize) {
-            Some(Some(id)) => Ok(id.clone()),
-            Some(None) => Err(format!("`{}` is not a valid Rust identifier", self.f.vars[v.0 as usize].name)),
-            None => Err(format!("variable {} is not declared", v.0)),
-        }
+        self.idents.ident(v)
     }
 
-    /// The Rust identifier of the program's function `name`.
-    fn fn_ident(&self, name: &str) -> Result<Ident, Bug> {
-        self.fns.get(name).cloned().ok_or_else(|| format!("`{name}` is not a valid Rust identifier"))
+    /// The Rust identifier of the program's function `id`.
+    fn fn_ident(&self, id: FuncId) -> Result<Ident, Bug> {
+        self.fns.ident(id)
     }
 
     /// A fresh block label, `'__guard0`, `'__guard1`, ...
@@ -585,26 +593,12 @@ impl<'a> FnCx<'a> {
 
     /// The `i64` value of a dimension expression.
     fn dim(&self, d: &Dim) -> Result<TokenStream, Bug> {
-        let missing = std::cell::Cell::new(None);
-        let tokens = d.emit(&|v: DimVar| match self.ident(VarId(v.0)) {
-            Ok(id) => quote!(#id),
-            Err(e) => {
-                missing.set(Some(e));
-                quote!(__missing)
-            }
-        });
-        match missing.into_inner() {
-            Some(e) => Err(format!("in dimension `{d}`: {e}")),
-            None => Ok(tokens),
-        }
+        host::dim(self, d)
     }
 
     /// A dimension as the user would write it, for error messages.
     fn dim_text(&self, d: &Dim) -> String {
-        d.display(&|v: DimVar| match self.f.vars.get(v.0 as usize) {
-            Some(info) => info.source_name.clone(),
-            None => format!("d{}", v.0),
-        })
+        host::dim_text(self.f, d)
     }
 
     /// An extent as a `usize` length: literal for constants, a plain
@@ -623,34 +617,10 @@ impl<'a> FnCx<'a> {
         self.extent_of(d, &text)
     }
 
-    /// `d` as a `usize` length, `what` naming it in errors: negative is
-    /// `Error::Extent`, and so is arithmetic that overflows `i64`
-    /// (`shape::checked_extent`; a constant or a variable has none).
+    /// `d` as a `usize` length, `what` naming it in errors (see
+    /// `host::extent_of`).
     fn extent_of(&self, d: &Dim, what: &proc_macro2::Literal) -> Result<TokenStream, Bug> {
-        let (rt, name) = (&self.rt, &self.fn_name);
-        if d.as_constant().is_some() || d.as_var().is_some() {
-            let value = self.dim(d)?;
-            return Ok(quote!(#rt::shape::extent(#name, #what, #value)?));
-        }
-        let value = self.checked_dim(d)?;
-        Ok(quote!(#rt::shape::checked_extent(#name, #what, #value)?))
-    }
-
-    /// The value of a dimension expression as an `Option<i64>`, `None`
-    /// where its arithmetic overflows.
-    fn checked_dim(&self, d: &Dim) -> Result<TokenStream, Bug> {
-        let missing = std::cell::Cell::new(None);
-        let tokens = d.emit_checked(&|v: DimVar| match self.ident(VarId(v.0)) {
-            Ok(id) => quote!(#id),
-            Err(e) => {
-                missing.set(Some(e));
-                quote!(__missing)
-            }
-        });
-        match missing.into_inner() {
-            Some(e) => Err(format!("in dimension `{d}`: {e}")),
-            None => Ok(tokens),
-        }
+        host::extent_of(self, d, what)
     }
 
     /// The whole body of the (inner) function.
@@ -858,7 +828,7 @@ impl<'a> FnCx<'a> {
         let rt = self.rt.clone();
         let (steps, state) = (self.dim(&c.steps)?, self.dim(&c.state)?);
         let bytes = proc_macro2::Literal::usize_suffixed(c.elem.size_bytes());
-        let alt = self.fn_ident(&c.alternative)?;
+        let alt = self.fn_ident(c.alternative)?;
         let mut args = Vec::new();
         for &p in &self.f.params {
             let e = crate::ir::Expr { kind: ExprKind::Var(p), ty: self.info(p)?.ty.clone() };
@@ -892,21 +862,11 @@ impl<'a> FnCx<'a> {
     }
 
     fn entry(&mut self, check: &EntryCheck) -> Result<TokenStream, Bug> {
-        match check {
-            EntryCheck::BindDim { dim, param, path, axis } => {
-                let len = self.axis_len("entry check", *param, path, *axis)?;
-                let id = self.ident(*dim)?;
-                self.nonneg.insert(*dim);
-                Ok(quote!(let #id: i64 = #len as i64;))
-            }
-            EntryCheck::CheckDim { param, path, axis, symbol, expected } => {
-                let len = self.axis_len("entry check", *param, path, *axis)?;
-                let (rt, name) = (&self.rt, &self.fn_name);
-                let pname = types::str_lit(&self.info(*param)?.source_name);
-                let (axis, symbol, expected) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(expected)?);
-                Ok(quote!(#rt::shape::check_dim(#name, #pname, #axis, #symbol, #expected, #len)?;))
-            }
+        if let EntryCheck::BindDim { dim, .. } = check {
+            // A length.
+            self.nonneg.insert(*dim);
         }
+        host::entry(self, check)
     }
 
     pub(crate) fn stmt(&mut self, s: &Stmt) -> Result<TokenStream, Bug> {
@@ -914,15 +874,11 @@ impl<'a> FnCx<'a> {
         match s {
             Stmt::Let { var, value } => self.bind(*var, value),
             Stmt::Extent { var, value, what } => {
-                let id = self.ident(*var)?;
-                let extent = self.extent_of(value, &types::str_lit(what))?;
                 self.nonneg.insert(*var);
-                Ok(quote!(let #id: i64 = #extent as i64;))
+                host::extent(self, *var, value, what)
             }
             Stmt::SameExtent { index, a, a_what, b, b_what } => {
-                let (index, a_what, b_what) = (types::str_lit(index), types::str_lit(a_what), types::str_lit(b_what));
-                let (a, b) = (self.dim(a)?, self.dim(b)?);
-                Ok(quote!(#rt::shape::check_same_extent(#name, #index, #a, #a_what, #b, #b_what)?;))
+                host::same_extent(self, index, (a, a_what), (b, b_what))
             }
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Rows(rows) => self.rows(rows),
@@ -930,9 +886,7 @@ impl<'a> FnCx<'a> {
             Stmt::Recurrence(r) => self.recurrence(r),
             Stmt::Sweep(w) => self.sweep(w),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {
-                let len = self.axis_len("result check", *tensor, path, *axis)?;
-                let (axis, symbol, declared) = (types::usize_lit(*axis), types::str_lit(symbol), self.dim(declared)?);
-                Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #len)?;))
+                host::check_result_dim(self, (*tensor, path, *axis), symbol, declared)
             }
             Stmt::Reshape { var, source, elem, dims } => {
                 let (id, src) = (self.ident(*var)?, self.ident(*source)?);

@@ -1,25 +1,19 @@
 //! Rust spellings of IR types and literals.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 
 use super::{Bug, Code, Prec};
 use crate::base::scalar::{int_fits, ScalarKind};
 use crate::codegen::paths;
 use crate::ir::{Literal, Repr};
 
-/// The largest rank with a static ndarray dimension type (`Ix6`); higher
-/// ranks use `IxDyn`.
-pub const MAX_STATIC_RANK: usize = 6;
+// Higher ranks use `IxDyn`.
+pub use crate::codegen::host::MAX_STATIC_RANK;
 
+/// The Rust type of a scalar (see `host::scalar_type`).
 pub fn scalar(k: ScalarKind) -> TokenStream {
-    if k.is_half() {
-        // The `half` crate's types, through the facade.
-        let (rt, id) = (crate::codegen::paths::rt(), format_ident!("{}", k.name()));
-        return quote!(#rt::half::#id);
-    }
-    let id = format_ident!("{}", k.name());
-    quote!(#id)
+    crate::codegen::host::scalar_type(k)
 }
 
 /// `nd::Ix2`, or `nd::IxDyn` above rank 6.
@@ -29,12 +23,7 @@ pub fn dim(rank: usize, nd: &TokenStream) -> TokenStream {
 
 /// The dimension type of a rank, `None` for dynamic rank (`nd::IxDyn`).
 pub fn dim_of(rank: Option<usize>, nd: &TokenStream) -> TokenStream {
-    if let Some(rank) = rank.filter(|r| *r <= MAX_STATIC_RANK) {
-        let id = format_ident!("Ix{}", rank);
-        quote!(#nd::#id)
-    } else {
-        quote!(#nd::IxDyn)
-    }
+    rank.and_then(|r| crate::codegen::host::static_dim(r, nd)).unwrap_or_else(|| quote!(#nd::IxDyn))
 }
 
 /// An owned tensor: `nd::Array<f32, nd::Ix2>` (`None`: dynamic rank).

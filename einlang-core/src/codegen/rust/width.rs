@@ -7,54 +7,34 @@
 //! Xeon); a loop that streams memory gains nothing, and a third copy of it
 //! would only cost compile time.
 
-use std::collections::{HashMap, HashSet};
-
 use crate::base::intrinsic::Intrinsic;
 use crate::base::scalar::ScalarKind;
 use crate::ir::{visit, Expr, ExprKind, Function, Program};
 
-/// The names of the functions of `p` that get an AVX-512 form.
-pub fn avx512_fns(p: &Program) -> HashSet<String> {
-    let mut heavy = HashSet::new();
-    let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
-    for f in &p.fns {
-        let (own, callees) = scan(f);
-        if own {
-            heavy.insert(f.name.clone());
-        }
-        calls.insert(&f.name, callees);
-    }
-    // A caller of a heavy function is heavy (its loop inlines the callee,
-    // or calls it per element): grow the set until nothing changes.
-    loop {
-        let more: Vec<String> = calls
-            .iter()
-            .filter(|(f, callees)| !heavy.contains(**f) && callees.iter().any(|c| heavy.contains(*c)))
-            .map(|(f, _)| (*f).to_string())
-            .collect();
-        if more.is_empty() {
-            return heavy;
-        }
-        heavy.extend(more);
-    }
+/// Which functions of `p` (by id) get an AVX-512 form: those that evaluate
+/// polynomial math themselves or reach one that does (its loop inlines
+/// the callee, or calls it per element), through the program's call graph.
+pub fn avx512_fns(p: &Program) -> Vec<bool> {
+    let own: Vec<bool> = p.fns.iter().map(evaluates_math).collect();
+    p.functions()
+        .map(|(id, _)| p.calls().reach([id], |_| true).iter().zip(&own).any(|(reached, own)| *reached && *own))
+        .collect()
 }
 
-/// Whether `f` itself evaluates polynomial math, and the functions it calls.
-fn scan(f: &Function) -> (bool, Vec<&str>) {
-    fn walk<'a>(e: &'a Expr, own: &mut bool, callees: &mut Vec<&'a str>) {
-        match &e.kind {
-            ExprKind::Intrinsic(i, _) if costly(*i) => *own = true,
-            ExprKind::Call { func, .. } => callees.push(func),
-            _ => {}
+/// Whether `f` itself evaluates polynomial math.
+fn evaluates_math(f: &Function) -> bool {
+    fn walk(e: &Expr, own: &mut bool) {
+        if let ExprKind::Intrinsic(i, _) = &e.kind {
+            *own |= costly(*i);
         }
-        visit::for_each_child(e, &mut |c| walk(c, own, callees));
+        visit::for_each_child(e, &mut |c| walk(c, own));
     }
-    let (mut own, mut callees) = (false, Vec::new());
+    let mut own = false;
     for s in &f.body {
-        visit::for_each_stmt_expr(s, &mut |e| walk(e, &mut own, &mut callees));
+        visit::for_each_stmt_expr(s, &mut |e| walk(e, &mut own));
     }
-    walk(&f.result, &mut own, &mut callees);
-    (own, callees)
+    walk(&f.result, &mut own);
+    own
 }
 
 /// Whether `i` is computed by the runtime's polynomial forms (in `f32` or
@@ -69,9 +49,10 @@ fn costly(i: Intrinsic) -> bool {
 mod tests {
     use super::*;
 
-    fn heavy_of(src: &str) -> HashSet<String> {
+    fn heavy_of(src: &str) -> Vec<String> {
         let c = crate::compile_str(src, &crate::Options::default()).expect("compiles");
-        avx512_fns(&c.ir)
+        let heavy = avx512_fns(&c.ir);
+        c.ir.fns.iter().zip(heavy).filter(|(_, h)| *h).map(|(f, _)| f.name.clone()).collect()
     }
 
     #[test]
