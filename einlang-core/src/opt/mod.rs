@@ -36,6 +36,7 @@ pub mod cse;
 pub mod dead;
 pub mod dedup;
 pub mod gemm;
+pub mod groups;
 pub mod guards;
 pub mod half;
 pub mod hoist;
@@ -78,6 +79,9 @@ const PASSES: &[Pass] = &[
     ("gemm", gemm::run, Targets::All),
     // Before `pack`: a transposed convolution is not packed.
     ("col2im", col2im::run, Targets::Host),
+    // Before `pack`: a contraction per group is packed, one per output
+    // channel would not be.
+    ("groups", groups::run, Targets::Host),
     ("pack", pack::run_host, Targets::Host),
     ("pack", pack::run, Targets::Device),
     ("dedup", dedup::run, Targets::All),
