@@ -44,7 +44,7 @@ use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::visit::{self, visit_var_uses};
-use crate::ir::{Axis, Expr, ExprKind, Function, Literal, Repr, Stmt, TensorDef, VarId, WhereEntry};
+use crate::ir::{Axis, EntryCheck, Expr, ExprKind, Function, Literal, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Rewrites every qualifying definition of `f`, wherever it is.
 pub fn run(f: &mut Function) {
@@ -58,8 +58,9 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
             Stmt::Tensor(def) => find(def),
             _ => None,
         };
+        let extents: Vec<Stmt> = list[..i].iter().filter(|s| matches!(s, Stmt::Extent { .. })).cloned().collect();
         if let (Some(g), Stmt::Tensor(def)) = (found, &mut list[i]) {
-            let before = rewrite(f, def, g);
+            let before = rewrite(f, def, g, &extents);
             let n = before.len();
             list.splice(i..i, before);
             i += n;
@@ -273,6 +274,160 @@ fn at_path<'a>(e: &'a Expr, path: &[usize]) -> &'a Expr {
     at_path(out.expect("a path found by `find`"), rest)
 }
 
+/// When the gathered factor is a checked read with one index mentioning
+/// the quotient `o / F`, and that index mentions nothing else the
+/// definition defines but summed variables: pushes onto `out` `ok =
+/// all[g in 0..groups, the summed variables it mentions](0 <= index &&
+/// index < length)` and returns `ok` and the index's position.
+fn selected_index(
+    f: &mut Function,
+    def: &TensorDef,
+    g: &Grouped,
+    out: &mut Vec<Stmt>,
+    groups: VarId,
+) -> Option<(VarId, usize)> {
+    let ExprKind::Reduce { loops, body, .. } = &at_path(&def.body, &g.path).kind else { return None };
+    let (x, y, _) = factors(body)?;
+    let q = if g.p_first { y } else { x };
+    let ExprKind::Read { tensor, indices, checked: true } = &q.kind else { return None };
+    let o = def.axes[g.axis].index;
+    let inside = defined_inside(def);
+    let mentions = |e: &Expr, v: VarId| {
+        let mut found = false;
+        visit_var_uses(e, &mut |u| found |= u == v);
+        found
+    };
+    let mut selected = indices.iter().enumerate().filter(|(_, i)| mentions(i, o));
+    let (position, index) = selected.next()?;
+    if selected.next().is_some() {
+        return None;
+    }
+    let mut used: Vec<Loop> = Vec::new();
+    let mut only_loops = true;
+    visit_var_uses(index, &mut |v| {
+        if v != o && inside.contains(&v) {
+            match loops.iter().find(|l| l.index == v) {
+                Some(l) if !used.iter().any(|u| u.index == v) => used.push(l.clone()),
+                Some(_) => {}
+                None => only_loops = false,
+            }
+        }
+    });
+    if !only_loops {
+        return None;
+    }
+    let group = f.add_var("g", i64_ty());
+    let mut at = index.clone();
+    replace_quotient(&mut at, o, &var(group, i64_ty()));
+    // (Evaluated for every group, also where the sum would not be: it
+    // must not fail.)
+    if visit::may_fail(&at) {
+        return None;
+    }
+    let mut steps = vec![Loop { index: group, start: Dim::zero(), end: Dim::var(DimVar(groups.0)) }];
+    let mut map = HashMap::new();
+    for l in used {
+        let info = f.var(l.index).clone();
+        let fresh = f.add_var(&info.source_name, info.ty);
+        map.insert(l.index, fresh);
+        steps.push(Loop { index: fresh, start: l.start, end: l.end });
+    }
+    super::gemm::rename(&mut at, &map);
+    let length = Expr { kind: ExprKind::Len { tensor: *tensor, axis: position }, ty: i64_ty() };
+    let test = binary(BinOp::And, binary(BinOp::Ge, at.clone(), int(0)), binary(BinOp::Lt, at, length));
+    let ok_name = format!("{}_in_range", f.var(*tensor).source_name);
+    let ok = f.add_var(&ok_name, Repr::Scalar(ScalarKind::Bool));
+    out.push(Stmt::Let {
+        var: ok,
+        value: Expr {
+            kind: ExprKind::Reduce { op: RedOp::All, loops: steps, wheres: Vec::new(), body: Box::new(test) },
+            ty: Repr::Scalar(ScalarKind::Bool),
+        },
+    });
+    Some((ok, position))
+}
+
+/// Marks the gathered read of the per-group `sum` unchecked when its index
+/// at `position` is known in range (see `selected_index`) and each other
+/// index is: a sum of variables of `ranges` (which start at 0) and
+/// non-negative literals whose largest value is below the axis's length,
+/// or bounded by the sum's condition (`0 <= i` and `i < length`).
+/// `extents` are the extents defined before the definition.
+fn uncheck_gathered(
+    f: &Function,
+    sum: &mut Expr,
+    p_first: bool,
+    position: usize,
+    ranges: &HashMap<VarId, Dim>,
+    extents: &[Stmt],
+) {
+    let ExprKind::Reduce { body, .. } = &mut sum.kind else { return };
+    let mut facts = Vec::new();
+    if let ExprKind::If { cond, .. } = &body.kind {
+        let mut list = Vec::new();
+        visit::conjuncts(cond, &mut list);
+        facts = list.into_iter().cloned().collect();
+    }
+    let Some((x, y)) = factors_mut(body) else { return };
+    let q = if p_first { y } else { x };
+    let ExprKind::Read { tensor, indices, checked } = &mut q.kind else { return };
+    let Some(lengths) = axis_lengths(f, *tensor, indices.len()) else { return };
+    let tensor = *tensor;
+    let proven = indices.iter().enumerate().all(|(axis, i)| {
+        let length = |n: &Expr| match &n.kind {
+            ExprKind::Dim(d) => *d == lengths[axis],
+            ExprKind::Var(v) => Dim::var(DimVar(v.0)) == lengths[axis],
+            ExprKind::Len { tensor: t, axis: a } => *t == tensor && *a == axis,
+            _ => false,
+        };
+        let zero = |z: &Expr| matches!(z.kind, ExprKind::Lit(Literal::Int(0)));
+        axis == position
+            || below(i, ranges)
+                .is_some_and(|top| super::resolve_extents_in(extents, &top).prove_lt(&lengths[axis]).is_true())
+            || (facts.iter().any(|c| matches!(&c.kind, ExprKind::Binary(BinOp::Ge, a, z) if **a == *i && zero(z)))
+                && facts.iter().any(|c| matches!(&c.kind, ExprKind::Binary(BinOp::Lt, a, n) if **a == *i && length(n))))
+    });
+    if proven {
+        *checked = false;
+    }
+}
+
+/// The largest value of an index that is a sum of variables of `ranges`
+/// and non-negative literals (so never below 0), if it is one.
+fn below(i: &Expr, ranges: &HashMap<VarId, Dim>) -> Option<Dim> {
+    match &i.kind {
+        ExprKind::Var(v) => Some(ranges.get(v)?.add_const(-1)),
+        ExprKind::Lit(Literal::Int(c)) if *c >= 0 => Some(Dim::constant(i64::try_from(*c).ok()?)),
+        ExprKind::Binary(BinOp::Add, a, b) => Some(below(a, ranges)?.add(&below(b, ranges)?)),
+        _ => None,
+    }
+}
+
+/// The lengths of `tensor`'s axes, when it is a parameter whose every axis
+/// is bound to (or checked equal to) a dimension at entry.
+fn axis_lengths(f: &Function, tensor: VarId, rank: usize) -> Option<Vec<Dim>> {
+    if !f.params.contains(&tensor) {
+        return None;
+    }
+    (0..rank)
+        .map(|axis| {
+            f.entry.iter().find_map(|c| match c {
+                EntryCheck::BindDim { dim, param, path, axis: a }
+                    if *param == tensor && path.is_empty() && *a == axis =>
+                {
+                    Some(Dim::var(DimVar(dim.0)))
+                }
+                EntryCheck::CheckDim { param, path, axis: a, expected, .. }
+                    if *param == tensor && path.is_empty() && *a == axis =>
+                {
+                    Some(expected.clone())
+                }
+                _ => None,
+            })
+        })
+        .collect()
+}
+
 /// Replaces every `o / F` in `e` with `g`.
 fn replace_quotient(e: &mut Expr, o: VarId, g: &Expr) {
     if matches!(&e.kind, ExprKind::Binary(BinOp::Div, a, _) if matches!(a.kind, ExprKind::Var(v) if v == o)) {
@@ -285,7 +440,7 @@ fn replace_quotient(e: &mut Expr, o: VarId, g: &Expr) {
 /// Makes the group's size and count, the kernel's copy per group and the
 /// product per group (returned, to go before `def`), and has `def` read
 /// the product.
-fn rewrite(f: &mut Function, def: &mut TensorDef, g: Grouped) -> Vec<Stmt> {
+fn rewrite(f: &mut Function, def: &mut TensorDef, g: Grouped, extents: &[Stmt]) -> Vec<Stmt> {
     let name = f.var(def.var).source_name.clone();
     let o_axis = def.axes[g.axis].clone();
     let o = o_axis.index;
@@ -295,24 +450,42 @@ fn rewrite(f: &mut Function, def: &mut TensorDef, g: Grouped) -> Vec<Stmt> {
     let count = f.add_var(&format!("{name}_g"), i64_ty());
     let size_e = var(size, i64_ty());
     let positive = binary(BinOp::Gt, size_e.clone(), int(0));
+    // The divisor when positive, the number of groups it makes, and
+    // whether the gathered read's index that the group selects (a
+    // channel) is inside its tensor for every group and summed value it
+    // mentions: then the product per group reads it unchecked. Otherwise
+    // the size is 0, nothing is computed per group, and the definition
+    // computes the sum as written (with its errors).
+    let divisor = f.add_var(&format!("{name}_d"), i64_ty());
+    let groups = f.add_var(&format!("{name}_n"), i64_ty());
+    let divisor_e = var(divisor, i64_ty());
     let mut out = vec![
         Stmt::Let {
-            var: size,
+            var: divisor,
             value: if_else(binary(BinOp::Gt, g.divisor.clone(), int(0)), g.divisor.clone(), int(0)),
         },
         Stmt::Let {
-            var: count,
+            var: groups,
             value: if_else(
-                positive.clone(),
+                binary(BinOp::Gt, divisor_e.clone(), int(0)),
                 binary(
                     BinOp::Div,
-                    binary(BinOp::Sub, binary(BinOp::Add, extent.clone(), size_e.clone()), int(1)),
-                    size_e.clone(),
+                    binary(BinOp::Sub, binary(BinOp::Add, extent.clone(), divisor_e.clone()), int(1)),
+                    divisor_e.clone(),
                 ),
                 int(0),
             ),
         },
     ];
+    let checked_index = selected_index(f, def, &g, &mut out, groups);
+    let fast = match &checked_index {
+        Some((ok, _)) => {
+            binary(BinOp::And, binary(BinOp::Gt, divisor_e.clone(), int(0)), var(*ok, Repr::Scalar(ScalarKind::Bool)))
+        }
+        None => binary(BinOp::Gt, divisor_e.clone(), int(0)),
+    };
+    out.push(Stmt::Let { var: size, value: if_else(fast.clone(), divisor_e.clone(), int(0)) });
+    out.push(Stmt::Let { var: count, value: if_else(fast, var(groups, i64_ty()), int(0)) });
     let size_dim = Dim::var(DimVar(size.0));
     let count_dim = Dim::var(DimVar(count.0));
     let axis = |f: &mut Function, source: &str, extent: Dim| Axis {
@@ -387,6 +560,13 @@ fn rewrite(f: &mut Function, def: &mut TensorDef, g: Grouped) -> Vec<Stmt> {
     }
     super::split::rename(&mut sum, &map).expect("a sum's binders are loops and where bindings");
     replace_quotient(&mut sum, o, &var(yg.index, i64_ty()));
+    if let Some((_, position)) = checked_index {
+        let mut ranges: HashMap<VarId, Dim> = y_axes.iter().map(|a| (a.index, a.extent.clone())).collect();
+        if let ExprKind::Reduce { loops, .. } = &sum.kind {
+            ranges.extend(loops.iter().map(|l| (l.index, l.end.clone())));
+        }
+        uncheck_gathered(f, &mut sum, g.p_first, position, &ranges, extents);
+    }
     if let ExprKind::Reduce { body, .. } = &mut sum.kind {
         let (x, y) = factors_mut(body).expect("`find` found a product");
         let p = if g.p_first { x } else { y };

@@ -53,6 +53,8 @@ pub mod steps;
 #[cfg(test)]
 mod eval_tests;
 #[cfg(test)]
+mod groups_tests;
+#[cfg(test)]
 mod half_tests;
 #[cfg(test)]
 mod split_tests;
