@@ -5,8 +5,9 @@
 //! shapes, one group, one channel per group, a group size that does not
 //! divide the output channels, strides and padding by guards, a bias
 //! added after the sum, a quotient in a where binding, `f32`; and a
-//! divisor that is not positive, which keeps the sum as written (an error
-//! for zero, the loops' own result for a negative one).
+//! divisor that is not positive or channels past the input's, which keep
+//! the sum as written (an error for zero and for a read outside the input,
+//! the loops' own result for a negative divisor).
 
 mod common;
 
@@ -142,6 +143,12 @@ fn a_divisor_that_is_not_positive_keeps_the_sum() {
     // A quotient of -1 reads channel -2: an index error, as the loops.
     assert!(grouped_ref(&x, &k, -2, 2).is_none());
     assert!(grouped(&x, &k, -2, 2).is_err(), "a read before channel 0");
+    // Channels past the input's: an index error, as the loops.
+    assert!(grouped_ref(&x, &k, 1, 3).is_none());
+    assert!(grouped(&x, &k, 1, 3).is_err(), "a read past the last channel");
+    // The same with no output point: nothing is read, no error.
+    let none = rand((0, 4, 5, 5), &mut rng);
+    assert_eq!(grouped(&none, &k, 1, 3).expect("nothing read").dim(), (0, 3, 3, 3));
 }
 
 #[test]

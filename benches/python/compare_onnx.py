@@ -148,6 +148,9 @@ def cases():
         out.append(
             (f"softmax (readme) {rows}x{cols}", None, lambda s=s, xs=xs: s.run(None, {"x": xs}), lambda xs=xs: softmax_numpy(xs))
         )
+        # einlang's `softmax_into` a reused buffer; onnxruntime's side is the
+        # same session (its result comes from its arena either way).
+        out.append((f"softmax (readme) {rows}x{cols} into a reused buffer", None, lambda s=s, xs=xs: s.run(None, {"x": xs}), None))
 
     # A transpose of a 4096^2 matrix (einlang's `y[j, i] = x[i, j]`).
     xt = rng.standard_normal((4096, 4096), dtype=np.float32)
