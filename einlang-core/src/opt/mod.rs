@@ -11,7 +11,8 @@
 //! get a contiguous copy (`invariant::layout`, host only), which
 //! definitions are matrix products (`gemm`), which recurrence steps
 //! multiply their previous step by a matrix (`steps`), or contractions packed for one
-//! (`pack`), which definitions duplicate an earlier one (`dedup`), which
+//! (`pack`, after `groups` splits a sum per group when its gathered operand
+//! reads an output axis only through a quotient), which definitions duplicate an earlier one (`dedup`), which
 //! reductions are computed once per point of the axes they depend on or
 //! shared with an earlier statement (`hoist`), which definitions read once
 //! are computed where they are read, or take the definition reading them

@@ -311,27 +311,17 @@ fn contraction(
     // one the gathered operand's read has in its last index (its
     // contiguous axis).
     let q = if p_first { y } else { x };
-    // The gathered read with the sum's where bindings substituted
-    // (`x[n, c, ih, iw] where iw = j * sw + q * dw`: its last index
-    // mentions `j` and `q`), for the choice of the innermost run below.
-    let mut q_seen = q.clone();
-    for w in wheres.iter().rev() {
-        if let WhereEntry::Bind(v, value) = w {
-            super::hoist::substitute_var(&mut q_seen, *v, value);
-        }
-    }
-    let q_seen = &q_seen;
     let k_outer = match (rows.last(), loops.last()) {
         // The gathered read's contiguous axis follows one of the two
         // alone (`x[n, i + r, j + s, c]`, channels last): that one goes
         // innermost, so packing copies runs of memory.
-        (Some(r), Some(k)) if last_index_mentions(q_seen, r.index) != last_index_mentions(q_seen, k.index) => {
-            last_index_mentions(q_seen, r.index)
+        (Some(r), Some(k)) if last_index_mentions(q, r.index) != last_index_mentions(q, k.index) => {
+            last_index_mentions(q, r.index)
         }
         (Some(r), Some(k)) => match run_length(&r.extent, derived).cmp(&run_length(&k.end, derived)) {
             std::cmp::Ordering::Greater => true,
             std::cmp::Ordering::Less => false,
-            std::cmp::Ordering::Equal => last_index_mentions(q_seen, r.index),
+            std::cmp::Ordering::Equal => last_index_mentions(q, r.index),
         },
         _ => true,
     };
