@@ -56,6 +56,18 @@ einlang! {
         y
     }
 
+    /// Grouped with the input channel computed from the output channel, as
+    /// `std::ml::conv` and ONNX's `Conv` with `group` write it.
+    pub fn conv_grouped_computed(x: [f32; N, C, H, W], k: [f32; O, CG, 3, 3], fpg: i64) -> [f32; N, O, H - 2, W - 2] {
+        let y[n, o, i, j] = sum[c, r, s](x[n, (o / fpg) * CG + c, i + r, j + s] * k[o, c, r, s]);
+        y
+    }
+
+    /// `std::ml::conv` with 4 groups, padding 1 and a bias.
+    pub fn conv_std_grouped(x: [f32; N, C, H, W], k: [f32; O, CG, 3, 3], b: [f32; O]) -> [f32; N, O, H, W] {
+        std::ml::conv(x, k, b, [1, 1], [1, 1, 1, 1], [1, 1], 4)
+    }
+
     pub fn kernel_grad(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
         let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
         dk
@@ -344,6 +356,48 @@ fn main() {
         || drop(black_box(conv_grouped_gemm(black_box(&xg), &kg))),
     );
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 in {groups} groups, valid"), flops, e, g);
+
+    // The same grouped convolution over the ungrouped layouts, the input
+    // channel computed from the output channel.
+    let k4 = kg.view().into_shape_with_order((o, c / groups, 3, 3)).expect("standard layout").to_owned();
+    let as5 = |a: &Array4<f32>| {
+        let d = a.dim();
+        a.view().into_shape_with_order((d.0, groups, d.1 / groups, d.2, d.3)).expect("standard layout").to_owned()
+    };
+    let grouped_ref = |x: &Array4<f32>| shape4(conv_grouped_gemm(&as5(x), &kg));
+    let fpg = (o / groups) as i64;
+    close(
+        &conv_grouped_computed(&x, &k4, fpg).expect("conv_grouped_computed"),
+        &grouped_ref(&x),
+        "conv_grouped_computed",
+    );
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv_grouped_computed(black_box(&x), &k4, fpg).unwrap())),
+        || drop(black_box(grouped_ref(black_box(&x)))),
+    );
+    report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 in {groups} groups, channel from o"), flops, e, g);
+
+    // std::ml::conv, 4 groups, padding 1, a bias: against the grouped
+    // baseline over a zero-padded copy, plus the bias.
+    let xp = {
+        let mut p = Array4::<f32>::zeros((n, c, h + 2, w + 2));
+        p.slice_mut(s![.., .., 1..h + 1, 1..w + 1]).assign(&x);
+        p
+    };
+    let with_bias = |x: &Array4<f32>| {
+        let mut y = grouped_ref(x);
+        y.axis_iter_mut(Axis(1)).zip(b.iter()).for_each(|(mut c, v)| c += *v);
+        y
+    };
+    close(&conv_std_grouped(&x, &k4, &b).expect("conv_std_grouped"), &with_bias(&xp), "conv_std_grouped");
+    let flops = 2.0 * (n * o * h * w * (c / groups) * 9) as f64;
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv_std_grouped(black_box(&x), &k4, &b).unwrap())),
+        || drop(black_box(with_bias(black_box(&xp)))),
+    );
+    report(&format!("std::ml::conv N={n} C={c} {h}x{w} O={o} 3x3 group 4, pad 1, bias"), flops, e, g);
 
     let dy = data4(n, o, h - 2, w - 2, 4);
     let (got, want) = (kernel_grad(&x, &dy).expect("kernel_grad"), kernel_grad_gemm(&x, &dy));

@@ -654,6 +654,31 @@ fn into_reused(len: usize, timed: bool) {
     );
 }
 
+/// Row softmax (README form) into a buffer reused from call to call
+/// (`softmax_into`, as onnxruntime writes into its arena), checked equal to
+/// the fresh form first, then timed in alternation with the fresh form.
+fn softmax_into_reused(n: usize, c: usize, timed: bool) {
+    let x = Array2::from_shape_vec((n, c), data(n * c, 6)).unwrap();
+    let mut out = Array2::<f32>::zeros((n, c));
+    softmax_into(&x, &mut out).expect("softmax_into");
+    let want = softmax(&x).expect("softmax");
+    assert!(out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "softmax_into differs from softmax");
+    if !timed {
+        return;
+    }
+    let (t_into, t_fresh) = common::paired(
+        15,
+        || softmax_into(&x, &mut out).expect("softmax_into"),
+        || drop(black_box(softmax(&x).expect("softmax"))),
+    );
+    println!(
+        "softmax (readme) {n}x{c} into a reused buffer: einlang {:.3} ms, fresh result {:.3} ms, ratio {:.2}x",
+        t_into * 1e3,
+        t_fresh * 1e3,
+        t_into / t_fresh
+    );
+}
+
 type UnaryInto = fn(&Array1<f32>, &mut Array1<f32>);
 
 /// The math functions of `math_cases` written into a buffer reused from
@@ -1088,6 +1113,7 @@ fn main() {
     if test_mode {
         into_reused(1000, false);
         math_into(1001, false);
+        softmax_into_reused(8, 16, false);
         return;
     }
 
@@ -1110,6 +1136,10 @@ fn main() {
             te.as_secs_f64() / tb.as_secs_f64(),
             case.baseline_name,
         );
+    }
+    if cases.iter().any(|c| c.group == "softmax") {
+        softmax_into_reused(4096, 1024, true);
+        softmax_into_reused(16384, 256, true);
     }
     if cases.iter().any(|c| c.group == "elementwise") {
         into_reused(1 << 24, true);

@@ -103,6 +103,36 @@ def cases():
         flops = 2 * 8 * 64 * oh * oh * 32 * 9
         out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), lambda pad=pad: conv_numpy(x, k, b, pad)))
 
+    # Grouped: 4 groups of 8 channels and 16 filters, the input channel
+    # computed from the output channel (einlang's `conv_grouped_computed`,
+    # valid, no bias; `std::ml::conv` with group 4, padding 1, a bias).
+    groups = 4
+    kg = rng.standard_normal((64, 32 // groups, 3, 3), dtype=np.float32) * 0.1
+
+    def grouped_numpy(x, k, b, pad):
+        return np.concatenate(
+            [conv_numpy(x[:, g * 8 : (g + 1) * 8], k[g * 16 : (g + 1) * 16], b[g * 16 : (g + 1) * 16], pad) for g in range(groups)],
+            axis=1,
+        )
+
+    for label, pad, bias in [
+        ("conv N=8 C=32 32x32 O=64 3x3 in 4 groups, channel from o", 0, False),
+        ("std::ml::conv N=8 C=32 32x32 O=64 3x3 group 4, pad 1, bias", 1, True),
+    ]:
+        oh = 32 - 2 + 2 * pad
+        names = ["x", "k", "b"] if bias else ["x", "k"]
+        bb = b if bias else np.zeros(64, dtype=np.float32)
+        s = session(
+            [helper.make_node("Conv", names, ["y"], pads=[pad] * 4, group=groups)],
+            [f32("x", x.shape), f32("k", kg.shape)] + ([f32("b", b.shape)] if bias else []),
+            [f32("y", (8, 64, oh, oh))],
+        )
+        feeds = {"x": x, "k": kg, **({"b": b} if bias else {})}
+        want = grouped_numpy(x, kg, bb, pad)
+        assert np.allclose(s.run(None, feeds)[0], want, rtol=1e-3, atol=1e-3), label
+        flops = 2 * 8 * 64 * oh * oh * (32 // groups) * 9
+        out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), lambda pad=pad, bb=bb: grouped_numpy(x, kg, bb, pad)))
+
     # A square product.
     a = rng.standard_normal((1024, 1024), dtype=np.float32)
     bm = rng.standard_normal((1024, 1024), dtype=np.float32)
@@ -118,6 +148,9 @@ def cases():
         out.append(
             (f"softmax (readme) {rows}x{cols}", None, lambda s=s, xs=xs: s.run(None, {"x": xs}), lambda xs=xs: softmax_numpy(xs))
         )
+        # einlang's `softmax_into` a reused buffer; onnxruntime's side is the
+        # same session (its result comes from its arena either way).
+        out.append((f"softmax (readme) {rows}x{cols} into a reused buffer", None, lambda s=s, xs=xs: s.run(None, {"x": xs}), None))
 
     # A transpose of a 4096^2 matrix (einlang's `y[j, i] = x[i, j]`).
     xt = rng.standard_normal((4096, 4096), dtype=np.float32)
@@ -183,9 +216,12 @@ def einlang_times(only=None):
     """einlang's medians from the conv and kernels benches' summaries (the
     cases whose name contains `only`, when given)."""
     times = {}
-    for bench in ["kernels"] if only else ["conv", "kernels"]:
+    # The conv bench has no filter: it runs whole when `only` names a
+    # convolution.
+    benches = ["conv"] if only and "conv" in only else ["kernels"] if only else ["conv", "kernels"]
+    for bench in benches:
         run = subprocess.run(
-            ["cargo", "bench", "-q", "--bench", bench] + (["--", only] if only else []),
+            ["cargo", "bench", "-q", "--bench", bench] + (["--", only] if only and bench != "conv" else []),
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -11,7 +11,8 @@
 //! get a contiguous copy (`invariant::layout`, host only), which
 //! definitions are matrix products (`gemm`), which recurrence steps
 //! multiply their previous step by a matrix (`steps`), or contractions packed for one
-//! (`pack`), which definitions duplicate an earlier one (`dedup`), which
+//! (`pack`, after `groups` splits a sum per group when its gathered operand
+//! reads an output axis only through a quotient), which definitions duplicate an earlier one (`dedup`), which
 //! reductions are computed once per point of the axes they depend on or
 //! shared with an earlier statement (`hoist`), which definitions read once
 //! are computed where they are read, or take the definition reading them
@@ -36,6 +37,7 @@ pub mod cse;
 pub mod dead;
 pub mod dedup;
 pub mod gemm;
+pub mod groups;
 pub mod guards;
 pub mod half;
 pub mod hoist;
@@ -51,6 +53,8 @@ pub mod steps;
 
 #[cfg(test)]
 mod eval_tests;
+#[cfg(test)]
+mod groups_tests;
 #[cfg(test)]
 mod half_tests;
 #[cfg(test)]
@@ -77,6 +81,9 @@ const PASSES: &[Pass] = &[
     ("gemm", gemm::run, Targets::All),
     // Before `pack`: a transposed convolution is not packed.
     ("col2im", col2im::run, Targets::Host),
+    // Before `pack`: a contraction per group is packed, one per output
+    // channel would not be.
+    ("groups", groups::run, Targets::Host),
     ("pack", pack::run_host, Targets::Host),
     ("pack", pack::run, Targets::Device),
     ("dedup", dedup::run, Targets::All),

@@ -186,7 +186,7 @@ fn freshen(f: &mut Function, spans: &mut [Span], body: &mut Expr) -> Option<()> 
 
 /// Renames the variables `e` defines and reads by `map`; None at a form
 /// whose variables it does not rename.
-fn rename(e: &mut Expr, map: &HashMap<VarId, VarId>) -> Option<()> {
+pub(super) fn rename(e: &mut Expr, map: &HashMap<VarId, VarId>) -> Option<()> {
     let var = |v: &mut VarId| {
         if let Some(to) = map.get(v) {
             *v = *to;
