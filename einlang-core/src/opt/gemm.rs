@@ -259,6 +259,55 @@ pub(super) fn value_roots(def: &TensorDef) -> Vec<(&Expr, Vec<usize>)> {
     }
 }
 
+/// The first sum of `def`'s value (its body, or a `where` binding of
+/// it, reached through elementwise operations only) for which `qualifies`,
+/// given the sum, the variables defined inside `def` and the sum's path,
+/// gives a result. Definitions with domain guards or an axis not starting
+/// at 0 have none.
+pub(super) fn first_sum<T>(
+    def: &TensorDef,
+    mut qualifies: impl FnMut(&Expr, &HashSet<VarId>, &[usize]) -> Option<T>,
+) -> Option<T> {
+    if def.domain_guards > 0 || def.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
+        return None;
+    }
+    let inside = defined_inside(def);
+    let mut stack = value_roots(def);
+    while let Some((e, path)) = stack.pop() {
+        match &e.kind {
+            ExprKind::Reduce { .. } => {
+                if let Some(found) = qualifies(e, &inside, &path) {
+                    return Some(found);
+                }
+            }
+            ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => {
+                let mut n = 0;
+                visit::for_each_child(e, &mut |c| {
+                    let mut at = path.clone();
+                    at.push(n);
+                    stack.push((c, at));
+                    n += 1;
+                });
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The factors of a sum's body, `(left, right, condition)`: `x * y`, or
+/// `if cond { x * y } else { 0 }`.
+pub(super) fn sum_factors(body: &Expr) -> Option<(&Expr, &Expr, Option<&Expr>)> {
+    match &body.kind {
+        ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, None)),
+        ExprKind::If { cond, then, els } if visit::is_zero(els) => match &then.kind {
+            ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, Some(cond))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Replaces the expression at `path` below `e` with `with`, returning it.
 pub(super) fn replace_at(e: &mut Expr, path: &[usize], with: &mut Option<Expr>) -> Option<Expr> {
     let Some((&i, rest)) = path.split_first() else {

@@ -39,7 +39,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::gemm::{defined_inside, recost, replace_at, value_roots};
+use super::gemm::{defined_inside, first_sum, recost, replace_at, sum_factors};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
@@ -83,43 +83,7 @@ struct Grouped {
 }
 
 fn find(def: &TensorDef) -> Option<Grouped> {
-    if def.domain_guards > 0 || def.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
-        return None;
-    }
-    let inside = defined_inside(def);
-    let mut stack = value_roots(def);
-    while let Some((e, path)) = stack.pop() {
-        match &e.kind {
-            ExprKind::Reduce { .. } => {
-                if let Some(g) = grouped(def, e, &inside, &path) {
-                    return Some(g);
-                }
-            }
-            ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => {
-                let mut n = 0;
-                visit::for_each_child(e, &mut |c| {
-                    let mut at = path.clone();
-                    at.push(n);
-                    stack.push((c, at));
-                    n += 1;
-                });
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The factors of a sum's body, `(left, right, condition)`.
-fn factors(body: &Expr) -> Option<(&Expr, &Expr, Option<&Expr>)> {
-    match &body.kind {
-        ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, None)),
-        ExprKind::If { cond, then, els } if visit::is_zero(els) => match &then.kind {
-            ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, Some(cond))),
-            _ => None,
-        },
-        _ => None,
-    }
+    first_sum(def, |e, inside, path| grouped(def, e, inside, path))
 }
 
 /// The factors of a sum's body, `(left, right)`, to change.
@@ -146,7 +110,7 @@ fn grouped(def: &TensorDef, e: &Expr, inside: &HashSet<VarId>, path: &[usize]) -
     }
     let ks: HashSet<VarId> = loops.iter().map(|l| l.index).collect();
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
-    let (x, y, cond) = factors(body)?;
+    let (x, y, cond) = sum_factors(body)?;
     // The variables the sum defines (the gathered side may use them).
     let mut own = Vec::new();
     visit::defined_in(e, &mut own);
@@ -287,7 +251,7 @@ fn selected_index(
     groups: VarId,
 ) -> Option<(VarId, usize)> {
     let ExprKind::Reduce { loops, body, .. } = &at_path(&def.body, &g.path).kind else { return None };
-    let (x, y, _) = factors(body)?;
+    let (x, y, _) = sum_factors(body)?;
     let q = if g.p_first { y } else { x };
     let ExprKind::Read { tensor, indices, checked: true } = &q.kind else { return None };
     let o = def.axes[g.axis].index;
@@ -497,7 +461,7 @@ fn rewrite(f: &mut Function, def: &mut TensorDef, g: Grouped, extents: &[Stmt]) 
     let ExprKind::Reduce { loops, body, .. } = &at_path(&def.body, &g.path).kind else {
         unreachable!("`find` found a sum here")
     };
-    let (x, y) = factors(body).map(|(x, y, _)| (x, y)).expect("`find` found a product");
+    let (x, y) = sum_factors(body).map(|(x, y, _)| (x, y)).expect("`find` found a product");
     let p = if g.p_first { x } else { y };
     let ExprKind::Read { tensor, indices, checked } = &p.kind else { unreachable!("`find` found a read") };
     let Repr::Scalar(p_elem) = p.ty else { unreachable!("a read of a scalar") };

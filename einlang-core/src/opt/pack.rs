@@ -45,7 +45,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::gemm::{defined_inside, recost, rename, replace_at, value_roots};
+use super::gemm::{first_sum, recost, rename, replace_at, sum_factors};
 use crate::base::dim::{Dim, DimVar};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
@@ -167,44 +167,7 @@ fn extents(stmts: &[Stmt]) -> HashSet<VarId> {
 
 /// The first sum of `def` that qualifies, if any.
 fn find(def: &TensorDef, derived: &HashSet<VarId>) -> Option<Contraction> {
-    if def.domain_guards > 0 || def.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
-        return None;
-    }
-    let inside = defined_inside(def);
-    let mut stack = value_roots(def);
-    while let Some((e, path)) = stack.pop() {
-        match &e.kind {
-            ExprKind::Reduce { .. } => {
-                if let Some(c) = contraction(def, e, &inside, &path, derived) {
-                    return Some(c);
-                }
-            }
-            ExprKind::Binary(..) | ExprKind::Unary(..) | ExprKind::Cast(..) | ExprKind::Intrinsic(..) => {
-                let mut n = 0;
-                visit::for_each_child(e, &mut |c| {
-                    let mut at = path.clone();
-                    at.push(n);
-                    stack.push((c, at));
-                    n += 1;
-                });
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The factors of a sum's body: `(p, q, condition)` candidates in both
-/// orders, as `(left, right, cond)`.
-fn factors(body: &Expr) -> Option<(&Expr, &Expr, Option<&Expr>)> {
-    match &body.kind {
-        ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, None)),
-        ExprKind::If { cond, then, els } if visit::is_zero(els) => match &then.kind {
-            ExprKind::Binary(BinOp::Mul, x, y) => Some((x, y, Some(cond))),
-            _ => None,
-        },
-        _ => None,
-    }
+    first_sum(def, |e, inside, path| contraction(def, e, inside, path, derived))
 }
 
 fn contraction(
@@ -227,7 +190,7 @@ fn contraction(
         }
     }
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
-    let (x, y, cond) = factors(body)?;
+    let (x, y, cond) = sum_factors(body)?;
     // The plain operand's indices: distinct axes or summed variables, each
     // plus a constant at most (`h[t - 1, ..]`: its packed copy reads it
     // where the sum did), every summed variable among them.
@@ -559,7 +522,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     let base = f.var(def.var).source_name.clone();
     let Some(sum) = replace_at(&mut def.body, &c.path, &mut Some(Expr::unit())) else { return (Vec::new(), None) };
     let ExprKind::Reduce { loops, wheres, body, .. } = sum.kind else { return (Vec::new(), None) };
-    let Some((x, y, cond)) = factors(&body).map(|(x, y, c)| (x.clone(), y.clone(), c.cloned())) else {
+    let Some((x, y, cond)) = sum_factors(&body).map(|(x, y, c)| (x.clone(), y.clone(), c.cloned())) else {
         return (Vec::new(), None);
     };
     let (p, q) = if c.p_first { (x, y) } else { (y, x) };
