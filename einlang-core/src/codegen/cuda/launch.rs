@@ -286,7 +286,6 @@ impl<'a> HostCx<'a> {
     }
 
     pub(super) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Failure> {
-        let rank = def.axes.len();
         let axes: Vec<(VarId, &Dim, Dim)> = def.axes.iter().map(|a| (a.index, &a.start, a.extent.clone())).collect();
         // One thread per point, and (when the body has reductions outside
         // every binder) one warp and one block per point, whose threads
@@ -403,17 +402,7 @@ impl<'a> HostCx<'a> {
             }
             None => self.launch_teams(&konst, teams, quote!(#own.len()), &own, args),
         };
-        let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
-        let t = scalar_type(def.elem);
-        let d = dim_type(rank, nd)?;
-        let id = self.ident(def.var)?;
-        self.holders.insert(def.var, Holder::Owned(own.clone()));
-        Ok(quote! {
-            // SAFETY: the kernel writes every point (one thread each).
-            let mut #own = unsafe { #rt::cuda::Tensor::<#t, #d>::uninit(#dev, #nd::IntoDimension::into_dimension([#(#extents),*])) }?;
-            #launch
-            let #id = &#own;
-        })
+        self.owned_output(def, &own, &extents, launch)
     }
 
     /// A row-fused definition: one kernel whose threads (or, for long
@@ -468,13 +457,26 @@ impl<'a> HostCx<'a> {
         let first = self.dim(&def.axes[0].extent)?;
         let teams = Teams { warp, block, longest, wide };
         let launch = self.launch_teams(&konst, Some(teams), quote!((#first) as usize), &own, args);
+        self.owned_output(def, &own, &extents, launch)
+    }
+
+    /// `def`'s fresh device tensor `own` of `extents`, `launch` (kernels
+    /// that write every one of its points), and `def`'s variable bound to
+    /// it.
+    fn owned_output(
+        &mut self,
+        def: &TensorDef,
+        own: &Ident,
+        extents: &[TokenStream],
+        launch: TokenStream,
+    ) -> Result<TokenStream, Failure> {
         let (rt, nd, dev) = (&self.rt, &self.nd, &self.dev);
         let t = scalar_type(def.elem);
         let d = dim_type(def.axes.len(), nd)?;
         let id = self.ident(def.var)?;
         self.holders.insert(def.var, Holder::Owned(own.clone()));
         Ok(quote! {
-            // SAFETY: the kernel writes every point of every row.
+            // SAFETY: the launched kernels write every point.
             let mut #own = unsafe { #rt::cuda::Tensor::<#t, #d>::uninit(#dev, #nd::IntoDimension::into_dimension([#(#extents),*])) }?;
             #launch
             let #id = &#own;
