@@ -41,6 +41,12 @@ einlang! {
         let s[i in 1..n] = s[i - 1] * 0.5 + 1.0;
         s
     }
+
+    /// Twice `x`.
+    pub fn double(x: [f64; N, M]) -> [f64; N, M] {
+        let y[i, j] = 2.0 * x[i, j];
+        y
+    }
 }
 
 /// The variable that makes a run of this binary the child.
@@ -71,6 +77,22 @@ fn a_tensor_past_any_address_space_is_an_error_and_the_next_call_works() {
     assert_eq!(running(1 << 50).unwrap_err(), alloc("running", "s", 1 << 53));
     let s = running(4).unwrap();
     assert_eq!(s, Array1::from(vec![1.0, 1.5, 1.75, 1.875]));
+}
+
+#[test]
+fn a_strided_argument_too_large_to_copy_is_an_error() {
+    // One element seen 2^50 times (strides 0): the argument's copy in
+    // standard layout would take 8 PiB, and so would the result. (Under
+    // `checked`, arguments are read through their strides: the result is
+    // the first request.)
+    let one = einlang::ndarray::Array0::from_elem((), 1.5f64);
+    let wide = one.broadcast((1usize << 25, 1usize << 25)).unwrap();
+    let first = if cfg!(feature = "checked") { "y" } else { "x" };
+    assert_eq!(double(wide).unwrap_err(), alloc("double", first, 1 << 53));
+    // A small strided argument is copied and read correctly.
+    let x = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as f64);
+    let y = double(x.t()).unwrap();
+    assert_eq!(y, Array2::from_shape_fn((4, 3), |(i, j)| (2 * (j * 4 + i)) as f64));
 }
 
 #[test]

@@ -98,3 +98,12 @@ fn a_constant_extent_is_listed_even_when_one_argument_has_it() {
     assert!(docs.contains(&" - `3`: `x` axis 0".to_string()), "{docs:#?}");
     assert_eq!(errors_section(&docs), ["`einlang::Error::Shape`"]);
 }
+
+#[test]
+fn an_argument_of_a_size_the_caller_chooses_may_be_copied() {
+    // `x` is read in row-major order: a view of other strides is copied,
+    // of `N` elements, and that copy can fail. Nothing else can.
+    let src = "pub fn total(x: [f32; N]) -> f32 {\n    sum[i](x[i])\n}\n";
+    let docs = docs_of(src, "total");
+    assert_eq!(errors_section(&docs), ["`einlang::Error::Alloc`"], "{docs:#?}");
+}

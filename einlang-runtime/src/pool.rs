@@ -26,7 +26,7 @@ use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
-use ndarray::{Array, Dimension, IntoDimension};
+use ndarray::{Array, ArrayView, CowArray, Dimension, IntoDimension, Zip};
 
 use crate::Error;
 
@@ -218,6 +218,37 @@ pub fn zeros<T: Copy + Send + 'static, D: Dimension, Sh: IntoDimension<Dim = D>>
         function: function.to_string(),
         message: format!("internal error in einlang: a new buffer's length: {e}"),
     })
+}
+
+/// A copy of `view` in standard (row-major) layout, in a buffer from this
+/// pool. A buffer that cannot be had is `Error::Alloc` naming `function`
+/// and `tensor` (ndarray's `to_owned` would abort the process instead).
+pub fn copy<T: Clone + Send + 'static, D: Dimension>(
+    function: &str,
+    tensor: &str,
+    view: ArrayView<'_, T, D>,
+) -> Result<Array<T, D>, Error> {
+    let mut out = try_uninit::<T, D>(function, tensor, view.raw_dim())?;
+    Zip::from(&mut out).and(&view).for_each(|o, v| {
+        o.write(v.clone());
+    });
+    // SAFETY: `Zip` visited every element of `out` (same shape as `view`)
+    // and wrote it.
+    Ok(unsafe { out.assume_init() })
+}
+
+/// `view` in standard (row-major) layout: itself, borrowed, when it is in
+/// that layout already, else a [`copy`].
+pub fn standard<'a, T: Clone + Send + 'static, D: Dimension>(
+    function: &str,
+    tensor: &str,
+    view: ArrayView<'a, T, D>,
+) -> Result<CowArray<'a, T, D>, Error> {
+    if view.is_standard_layout() {
+        Ok(CowArray::from(view))
+    } else {
+        copy(function, tensor, view).map(CowArray::from)
+    }
 }
 
 /// Whether `T` is a primitive number type (or `bool`), whose zero (and
@@ -423,6 +454,36 @@ mod tests {
         let reused = again.iter().filter(|a| ptrs.contains(&(a.as_ptr() as usize))).count();
         assert!(reused >= SMALL_BUFFERS);
         assert_eq!(SMALL.with(|s| s.borrow().len()), 0);
+    }
+
+    #[test]
+    fn a_view_is_borrowed_in_standard_layout_and_copied_in_any_other() {
+        let a = Array2::from_shape_fn((3, 5), |(i, j)| (10 * i + j) as i64);
+        let same = standard("f", "a", a.view()).unwrap();
+        assert!(same.is_view());
+        assert_eq!(same.as_ptr(), a.as_ptr());
+        let t = a.t();
+        let copied = standard("f", "a", t).unwrap();
+        assert!(copied.is_standard_layout() && copied.is_owned());
+        for i in 0..5 {
+            for j in 0..3 {
+                assert_eq!(copied[[i, j]], (10 * j + i) as i64);
+            }
+        }
+        let every_other = a.slice(ndarray::s![.., ..;2]);
+        assert_eq!(
+            copy("f", "a", every_other).unwrap().into_raw_vec_and_offset().0,
+            vec![0, 2, 4, 10, 12, 14, 20, 22, 24]
+        );
+    }
+
+    #[test]
+    fn a_copy_that_cannot_be_had_is_an_alloc_error() {
+        // One element seen 2^50 times (stride 0): a copy of 8 PiB.
+        let one = ndarray::Array0::from_elem((), 1.5f64);
+        let wide = one.broadcast((1usize << 25, 1usize << 25)).unwrap();
+        let e = standard("f", "x", wide).unwrap_err();
+        assert_eq!(e, Error::Alloc { function: "f".into(), tensor: "x".into(), bytes: 1 << 53 });
     }
 
     #[test]

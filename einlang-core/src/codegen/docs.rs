@@ -59,8 +59,9 @@ impl Kind {
                  integer power with a negative exponent, or a `lcm` or `factorial` that does not fit."
             }
             Kind::Alloc => {
-                "`einlang::Error::Alloc`: a tensor whose size comes from the arguments cannot be \
-                 allocated (the process is not taken down)."
+                "`einlang::Error::Alloc`: a tensor whose size comes from the arguments (a result, a \
+                 temporary, or the row-major copy of an argument passed with other strides) \
+                 cannot be allocated (the process is not taken down)."
             }
             Kind::Io => "`einlang::Error::Io`: reading or writing a file fails, or its contents do not match.",
             Kind::Dist => {
@@ -181,6 +182,21 @@ fn error_kinds(p: &Program) -> Vec<BTreeSet<Kind>> {
             }
             if f.params.iter().any(|&v| matches!(f.var(v).ty, Repr::Dyn(_))) {
                 scan.kinds.insert(Kind::Rank);
+            }
+            // A host function copies a tensor argument that is not in
+            // standard layout (see `codegen/rust`'s entry): of a size the
+            // caller chooses where an axis is not a constant.
+            let sized_by_caller = |v| {
+                f.entry.iter().any(|e| match e {
+                    EntryCheck::BindDim { param, path, .. } => *param == v && path.is_empty(),
+                    EntryCheck::CheckDim { param, path, expected, .. } => {
+                        *param == v && path.is_empty() && expected.as_constant().is_none()
+                    }
+                })
+            };
+            let copied = |v| matches!(f.var(v).ty, Repr::Tensor(_, r) if r > 0) && sized_by_caller(v);
+            if f.device.is_none() && f.params.iter().any(|&v| copied(v)) {
+                scan.kinds.insert(Kind::Alloc);
             }
             if f.shard.is_some() {
                 scan.kinds.insert(Kind::Dist);

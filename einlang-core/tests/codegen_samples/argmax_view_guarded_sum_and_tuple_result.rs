@@ -39,7 +39,7 @@ fn __stats_body(
     use ::einlang::__private::ndarray as __nd;
     let B: i64 = x.shape()[0] as i64;
     let N: i64 = x.shape()[1] as i64;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("stats", "x", x.view())?;
     let x = __standard_x.view();
     let __fill_am = |
         __first_am: usize,

@@ -29,7 +29,7 @@ fn __upper_relu_body(
     use ::einlang::__private::ndarray as __nd;
     let N: i64 = m.shape()[0] as i64;
     __rt::shape::check_dim("upper_relu", "m", 1, "N", N, m.shape()[1])?;
-    let __standard_m = m.as_standard_layout();
+    let __standard_m = __rt::pool::standard("upper_relu", "m", m.view())?;
     let m = __standard_m.view();
     let __fill_u = |
         __pos_i: usize,

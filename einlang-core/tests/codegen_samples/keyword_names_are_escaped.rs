@@ -45,7 +45,7 @@ pub fn match_<'__a0>(
         use ::einlang::__private as __rt;
         use ::einlang::__private::ndarray as __nd;
         let N: i64 = self_.shape()[0] as i64;
-        let __standard_self_ = self_.as_standard_layout();
+        let __standard_self_ = __rt::pool::standard("match_", "self", self_.view())?;
         let self_ = __standard_self_.view();
         let Ok_: f32 = loop_(
             self_[[

@@ -36,9 +36,9 @@ fn __matmul_body(
     let K: i64 = a.shape()[1] as i64;
     let N: i64 = b.shape()[1] as i64;
     __rt::shape::check_dim("matmul", "b", 0, "K", K, b.shape()[0])?;
-    let __standard_a = a.as_standard_layout();
+    let __standard_a = __rt::pool::standard("matmul", "a", a.view())?;
     let a = __standard_a.view();
-    let __standard_b = b.as_standard_layout();
+    let __standard_b = __rt::pool::standard("matmul", "b", b.view())?;
     let b = __standard_b.view();
     let c: __nd::Array<f32, __nd::Ix2> = __rt::pool::named(
         "c",

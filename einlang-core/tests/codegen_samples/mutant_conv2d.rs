@@ -51,11 +51,11 @@ fn __conv2d_body(
     let KW: i64 = w.shape()[3] as i64;
     __rt::shape::check_dim("conv2d", "w", 1, "C", C, w.shape()[1])?;
     __rt::shape::check_dim("conv2d", "b", 0, "O", O, b.shape()[0])?;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("conv2d", "x", x.view())?;
     let x = __standard_x.view();
-    let __standard_w = w.as_standard_layout();
+    let __standard_w = __rt::pool::standard("conv2d", "w", w.view())?;
     let w = __standard_w.view();
-    let __standard_b = b.as_standard_layout();
+    let __standard_b = __rt::pool::standard("conv2d", "b", b.view())?;
     let b = __standard_b.view();
     let oy_len: i64 = __rt::shape::checked_extent(
         "conv2d",

@@ -53,11 +53,11 @@ fn __dense_body(
     let O: i64 = w.shape()[1] as i64;
     __rt::shape::check_dim("dense", "w", 0, "I", I, w.shape()[0])?;
     __rt::shape::check_dim("dense", "b", 0, "O", O, b.shape()[0])?;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("dense", "x", x.view())?;
     let x = __standard_x.view();
-    let __standard_w = w.as_standard_layout();
+    let __standard_w = __rt::pool::standard("dense", "w", w.view())?;
     let w = __standard_w.view();
-    let __standard_b = b.as_standard_layout();
+    let __standard_b = __rt::pool::standard("dense", "b", b.view())?;
     let b = __standard_b.view();
     let __fill_y_cols = |
         __pos_n_2: usize,
@@ -306,15 +306,15 @@ fn __mlp_body(
     __rt::shape::check_dim("mlp", "b1", 0, "H", H, b1.shape()[0])?;
     __rt::shape::check_dim("mlp", "w2", 0, "H", H, w2.shape()[0])?;
     __rt::shape::check_dim("mlp", "b2", 0, "O", O, b2.shape()[0])?;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("mlp", "x", x.view())?;
     let x = __standard_x.view();
-    let __standard_w1 = w1.as_standard_layout();
+    let __standard_w1 = __rt::pool::standard("mlp", "w1", w1.view())?;
     let w1 = __standard_w1.view();
-    let __standard_b1 = b1.as_standard_layout();
+    let __standard_b1 = __rt::pool::standard("mlp", "b1", b1.view())?;
     let b1 = __standard_b1.view();
-    let __standard_w2 = w2.as_standard_layout();
+    let __standard_w2 = __rt::pool::standard("mlp", "w2", w2.view())?;
     let w2 = __standard_w2.view();
-    let __standard_b2 = b2.as_standard_layout();
+    let __standard_b2 = __rt::pool::standard("mlp", "b2", b2.view())?;
     let b2 = __standard_b2.view();
     let h = dense(x.view(), w1.view(), b1.view())?;
     let arg = dense(h.view(), w2.view(), b2.view())?;

@@ -44,7 +44,7 @@ fn __pool_body(
     use ::einlang::__private::ndarray as __nd;
     let H: i64 = x.shape()[0] as i64;
     let W: i64 = x.shape()[1] as i64;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("pool", "x", x.view())?;
     let x = __standard_x.view();
     let i_len: i64 = __rt::shape::checked_extent(
         "pool",

@@ -34,9 +34,9 @@ fn __conv1d_body(
     use ::einlang::__private::ndarray as __nd;
     let N: i64 = x.shape()[0] as i64;
     let K: i64 = w.shape()[0] as i64;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("conv1d", "x", x.view())?;
     let x = __standard_x.view();
-    let __standard_w = w.as_standard_layout();
+    let __standard_w = __rt::pool::standard("conv1d", "w", w.view())?;
     let w = __standard_w.view();
     let len_t: i64 = __rt::shape::checked_extent(
         "conv1d",

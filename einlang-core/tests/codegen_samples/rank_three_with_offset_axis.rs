@@ -30,7 +30,7 @@ fn __shift3_body(
     let B: i64 = x.shape()[0] as i64;
     let M: i64 = x.shape()[1] as i64;
     let N: i64 = x.shape()[2] as i64;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("shift3", "x", x.view())?;
     let x = __standard_x.view();
     let __shape_y: [usize; 3] = [
         B as usize,

@@ -28,7 +28,7 @@ pub fn sum_sq<'__a0>(
         use ::einlang::__private as __rt;
         use ::einlang::__private::ndarray as __nd;
         let N: i64 = x.shape()[0] as i64;
-        let __standard_x = x.as_standard_layout();
+        let __standard_x = __rt::pool::standard("sum_sq", "x", x.view())?;
         let x = __standard_x.view();
         Ok(
             __rt::par::reduce(
@@ -96,7 +96,7 @@ fn norm<'__a0>(
         use ::einlang::__private as __rt;
         use ::einlang::__private::ndarray as __nd;
         let N: i64 = x.shape()[0] as i64;
-        let __standard_x = x.as_standard_layout();
+        let __standard_x = __rt::pool::standard("norm", "x", x.view())?;
         let x = __standard_x.view();
         let s: f32 = sum_sq(x.view())?;
         let half: i64 = __rt::arith::int_div("norm", N, 2i64)?;

@@ -29,7 +29,7 @@ fn __every_other_body(
     use ::einlang::__private as __rt;
     use ::einlang::__private::ndarray as __nd;
     let N: i64 = x.shape()[0] as i64;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("every_other", "x", x.view())?;
     let x = __standard_x.view();
     let __fill_y = |
         __first_y: usize,

@@ -27,7 +27,7 @@ fn __pair_body(
 > {
     use ::einlang::__private as __rt;
     use ::einlang::__private::ndarray as __nd;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("pair", "x", x.view())?;
     let x = __standard_x.view();
     Ok((__rt::value::owned(x), 1.0f32))
 }
@@ -124,7 +124,7 @@ fn __pick_body(
 > {
     use ::einlang::__private as __rt;
     use ::einlang::__private::ndarray as __nd;
-    let __standard_x = x.as_standard_layout();
+    let __standard_x = __rt::pool::standard("pick", "x", x.view())?;
     let x = __standard_x.view();
     let p = pair(x.view())?;
     let q = p.0.view();

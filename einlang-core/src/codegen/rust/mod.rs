@@ -641,16 +641,18 @@ impl<'a> FnCx<'a> {
             out.extend(self.shard_entry(parts)?);
         }
         // Tensor parameters are read in standard layout: a view of any
-        // strides is copied once (`as_standard_layout`; a standard one is
-        // borrowed as it is), so that every read is a row-major offset
-        // whose innermost axis LLVM knows to be contiguous.
+        // strides is copied once (`pool::standard`; a standard one is
+        // borrowed as it is, and a copy that cannot be allocated is
+        // `Error::Alloc`), so that every read is a row-major offset whose
+        // innermost axis LLVM knows to be contiguous.
         for &p in &f.params {
             if let Repr::Tensor(_, rank) = self.info(p)?.ty {
                 if rank > 0 && !self.all_checked {
                     let id = self.ident(p)?;
                     let held = format_ident!("__standard_{}", id.to_string().trim_start_matches("r#"));
+                    let (rt, fname, tname) = (&self.rt, &self.fn_name, self.tensor_name(p));
                     out.extend(quote! {
-                        let #held = #id.as_standard_layout();
+                        let #held = #rt::pool::standard(#fname, #tname, #id.view())?;
                         let #id = #held.view();
                     });
                     self.standard.insert(p);
