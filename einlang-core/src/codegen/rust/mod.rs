@@ -994,7 +994,10 @@ impl<'a> FnCx<'a> {
                     let array = types::array(*elem, Some(rank), &nd);
                     self.repr.insert(*out, Ownership::Owned);
                     self.standard.insert(*out);
-                    prepare.extend(quote!(let mut #o: #array = #i.as_standard_layout().into_owned();));
+                    // (Before the agreement below: a copy that fails is
+                    // this rank's status.)
+                    let (fname, tname) = (&self.fn_name, self.tensor_name(*out));
+                    prepare.extend(quote!(let mut #o: #array = #rt::pool::copy(#fname, #tname, #i.view())?;));
                     parts.push(quote!(&mut #rt::dist::Values { values: #o.as_slice_mut().unwrap_or(&mut []), op: #rt::dist::Combine::#combine } as &mut dyn #rt::dist::Part));
                 }
                 _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
@@ -1072,9 +1075,12 @@ impl<'a> FnCx<'a> {
                         let array = types::array(*elem, Some(rank), &nd);
                         self.repr.insert(defined, Ownership::Owned);
                         self.standard.insert(defined);
+                        // The copy is made before the agreement, so that a
+                        // copy that fails is this rank's status.
+                        let (fname, tname) = (&self.fn_name, self.tensor_name(defined));
                         quote! {
+                            let mut #out: #array = #rt::pool::copy(#fname, #tname, #input.view())?;
                             #agree
-                            let mut #out: #array = #input.as_standard_layout().into_owned();
                             if let ::core::option::Option::Some(__values) = #out.as_slice_mut() {
                                 __world.all_reduce(__values, #rt::dist::Combine::#combine);
                             }
@@ -1103,11 +1109,14 @@ impl<'a> FnCx<'a> {
                         );
                         self.repr.insert(defined, Ownership::Owned);
                         self.standard.insert(defined);
+                        // The copies are made before the agreement, so that
+                        // a copy that fails is this rank's status.
+                        let (fname, tname) = (&self.fn_name, self.tensor_name(defined));
                         quote! {
+                            let mut __best: #array_t = #rt::pool::copy(#fname, #tname, #best.view())?;
+                            let mut #out: #array_i = #rt::pool::copy(#fname, #tname, #index.view())?;
+                            let __skip: #array_i = #rt::pool::copy(#fname, #tname, #skip.view())?;
                             #agree
-                            let mut __best: #array_t = #best.as_standard_layout().into_owned();
-                            let mut #out: #array_i = #index.as_standard_layout().into_owned();
-                            let __skip: #array_i = #skip.as_standard_layout().into_owned();
                             if let (
                                 ::core::option::Option::Some(__b),
                                 ::core::option::Option::Some(__i),
