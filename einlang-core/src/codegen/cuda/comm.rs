@@ -13,6 +13,7 @@ use quote::quote;
 use super::{scalar_type, usize_lit, Failure, Holder, HostCx};
 use crate::base::ops::RedOp;
 use crate::base::scalar::ScalarKind;
+use crate::codegen::host;
 use crate::ir::{Comm, Repr, ShardParts};
 
 /// The runtime's `dist::Combine` for a reduction.
@@ -154,14 +155,10 @@ impl HostCx<'_> {
                     Repr::Scalar(_) => {
                         let (b, i, t) = (self.ident(*best)?, self.ident(*index)?, scalar_type(*elem));
                         let j = self.ident(*skip)?;
+                        let reduce = host::all_reduce_arg_scalar(&o, &t, (&b, &i, &j), *max);
                         Ok(quote! {
                             #agree
-                            let #o: i64 = {
-                                let mut __best: [#t; 1] = [#b];
-                                let mut __index: [i64; 1] = [#i];
-                                __world.all_reduce_arg_skip(&mut __best, &mut __index, &[#j], #max);
-                                __index[0]
-                            };
+                            #reduce
                         })
                     }
                     Repr::Tensor(..) => {

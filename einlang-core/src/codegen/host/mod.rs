@@ -254,3 +254,24 @@ pub(crate) fn check_result_dim<H: HostCode + ?Sized>(
     let (axis, symbol, declared) = (Literal::usize_unsuffixed(axis), Literal::string(symbol), dim(h, declared)?);
     Ok(quote!(#rt::shape::check_result_dim(#name, #axis, #symbol, #declared, #len)?;))
 }
+
+/// `let out: i64 = ..;`: the position of the extremum over every rank's
+/// block (`Comm::AllReduceArg` of a scalar), from this rank's extremum
+/// `best` at `index` and the first position `skip` of its extremum among
+/// the terms that are not NaN, combined in rank order as the unsharded
+/// scan would (`max` for argmax). `t` is the element type.
+pub(crate) fn all_reduce_arg_scalar(
+    out: &Ident,
+    t: &TokenStream,
+    (best, index, skip): (&Ident, &Ident, &Ident),
+    max: bool,
+) -> TokenStream {
+    quote! {
+        let #out: i64 = {
+            let mut __best: [#t; 1] = [#best];
+            let mut __index: [i64; 1] = [#index];
+            __world.all_reduce_arg_skip(&mut __best, &mut __index, &[#skip], #max);
+            __index[0]
+        };
+    }
+}

@@ -1093,15 +1093,13 @@ impl<'a> FnCx<'a> {
                 let (best, index, skip) = (self.ident(*best)?, self.ident(*index)?, self.ident(*skip)?);
                 let t = types::scalar(*elem);
                 match out_ty {
-                    Repr::Scalar(_) => quote! {
-                        #agree
-                        let #out: i64 = {
-                            let mut __best: [#t; 1] = [#best];
-                            let mut __index: [i64; 1] = [#index];
-                            __world.all_reduce_arg_skip(&mut __best, &mut __index, &[#skip], #max);
-                            __index[0]
-                        };
-                    },
+                    Repr::Scalar(_) => {
+                        let reduce = host::all_reduce_arg_scalar(&out, &t, (&best, &index, &skip), *max);
+                        quote! {
+                            #agree
+                            #reduce
+                        }
+                    }
                     Repr::Tensor(_, rank) => {
                         let (array_t, array_i) = (
                             types::array(*elem, Some(rank), &nd),
