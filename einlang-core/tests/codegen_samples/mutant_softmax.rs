@@ -189,7 +189,7 @@ fn __softmax_body(
 ///
 /// Returns `Err` in these cases:
 ///
-/// - `einlang::Error::Alloc`: a tensor whose size comes from the arguments cannot be allocated (the process is not taken down).
+/// - `einlang::Error::Alloc`: a tensor whose size comes from the arguments (a result, a temporary, or the row-major copy of an argument passed with other strides) cannot be allocated (the process is not taken down).
 #[allow(
     non_snake_case,
     unused_variables,
