@@ -8,15 +8,15 @@
 //!   escaped names are kept apart). [`FnIdents`] spells the program's
 //!   functions by id, [`VarIdents`] a function's variables.
 //! - Checks: a function's entry (dimensions bound from its parameters and
-//!   checked against each other, [`entry`]), extents computed from them
-//!   ([`extent`], [`same_extent`]) and its result's declared dimensions
-//!   ([`check_result_dim`]) are the same calls into the runtime's `shape`
+//!   checked against each other, `entry`), extents computed from them
+//!   (`extent`, `same_extent`) and its result's declared dimensions
+//!   (`check_result_dim`) are the same calls into the runtime's `shape`
 //!   module from both back ends; each back end supplies what differs (how it
-//!   reads a tensor's length along an axis) through [`HostCode`].
+//!   reads a tensor's length along an axis) through `HostCode`.
 //!
 //! Scalar and dimension types are spelled once ([`scalar_type`],
 //! [`static_dim`]). Dimensions are spelled as Rust `i64` expressions over the function's
-//! variables ([`dim`], [`checked_dim`]; the spelling itself is `dim.rs`).
+//! variables (`dim`, `checked_dim`; the spelling itself is `dim.rs`).
 
 pub mod dim;
 pub(crate) mod names;
