@@ -26,7 +26,7 @@ use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
-use ndarray::{Array, ArrayView, CowArray, Dimension, IntoDimension, Zip};
+use ndarray::{Array, ArrayView, CowArray, Dimension, IntoDimension};
 
 use crate::Error;
 
@@ -221,25 +221,22 @@ pub fn zeros<T: Copy + Send + 'static, D: Dimension, Sh: IntoDimension<Dim = D>>
 }
 
 /// A copy of `view` in standard (row-major) layout, in a buffer from this
-/// pool. A buffer that cannot be had is `Error::Alloc` naming `function`
-/// and `tensor` (ndarray's `to_owned` would abort the process instead).
-pub fn copy<T: Clone + Send + 'static, D: Dimension>(
+/// pool: the identity [`crate::permute::permute`] (blocked, parallel). A
+/// buffer that cannot be had is `Error::Alloc` naming `function` and
+/// `tensor` (ndarray's `to_owned` would abort the process instead).
+pub fn copy<T: Copy + Send + Sync + 'static, D: Dimension>(
     function: &str,
     tensor: &str,
     view: ArrayView<'_, T, D>,
 ) -> Result<Array<T, D>, Error> {
-    let mut out = try_uninit::<T, D>(function, tensor, view.raw_dim())?;
-    Zip::from(&mut out).and(&view).for_each(|o, v| {
-        o.write(v.clone());
-    });
-    // SAFETY: `Zip` visited every element of `out` (same shape as `view`)
-    // and wrote it.
-    Ok(unsafe { out.assume_init() })
+    let axes: Vec<usize> = (0..view.ndim()).collect();
+    let dim = view.raw_dim();
+    named(tensor, crate::permute::permute(function, view, &axes, dim))
 }
 
 /// `view` in standard (row-major) layout: itself, borrowed, when it is in
 /// that layout already, else a [`copy`].
-pub fn standard<'a, T: Clone + Send + 'static, D: Dimension>(
+pub fn standard<'a, T: Copy + Send + Sync + 'static, D: Dimension>(
     function: &str,
     tensor: &str,
     view: ArrayView<'a, T, D>,
