@@ -19,7 +19,7 @@
 
 use crate::Error;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// The contiguous, balanced block of `0..n` that rank `rank` of `size`
 /// holds: the first `n % size` blocks have one element more than the
@@ -51,6 +51,9 @@ pub struct World {
     sent: AtomicU64,
     /// Set when [`World::agree`] returned an error (every rank knows it).
     agreed_error: AtomicBool,
+    /// The most bytes one communication buffer may take
+    /// ([`World::set_buffer_limit`]; `usize::MAX`: no limit).
+    limit: AtomicUsize,
     #[cfg(feature = "mpi")]
     mpi: Option<mpi_world::Handle>,
 }
@@ -85,6 +88,7 @@ impl World {
                     size,
                     sent: AtomicU64::new(0),
                     agreed_error: AtomicBool::new(false),
+                    limit: AtomicUsize::new(usize::MAX),
                     mpi: Some(handle),
                 });
             }
@@ -99,6 +103,7 @@ impl World {
             size: 1,
             sent: AtomicU64::new(0),
             agreed_error: AtomicBool::new(false),
+            limit: AtomicUsize::new(usize::MAX),
             #[cfg(feature = "mpi")]
             mpi: None,
         }
@@ -131,17 +136,100 @@ impl World {
     }
 
     /// Every rank's `mine` (the same length on every rank), concatenated
-    /// in rank order.
+    /// in rank order: for messages whose length the program fixes (a word
+    /// per rank: statuses, extents, scalars), allocated as usual.
     fn gather_fixed(&self, mine: &[u8]) -> Vec<u8> {
+        let mut all = vec![0u8; mine.len() * self.size];
+        self.gather_into(mine, &mut all);
+        all
+    }
+
+    /// Every rank's `mine` (the same length on every rank), in rank order
+    /// into `all` (`mine.len()` bytes per rank, allocated by the caller).
+    fn gather_into(&self, mine: &[u8], all: &mut [u8]) {
         if self.size == 1 {
-            return mine.to_vec();
+            all[..mine.len()].copy_from_slice(mine);
+            return;
         }
         self.count(mine.len());
+        if mine.is_empty() {
+            return;
+        }
         #[cfg(feature = "mpi")]
         if let Some(h) = &self.mpi {
-            return h.all_gather(mine);
+            h.all_gather_into(mine, all);
+            return;
         }
         unreachable_world()
+    }
+
+    /// The most bytes one communication buffer of this rank may take (the
+    /// message of a collective, what it receives, a halo's rows): a larger
+    /// one is `Err(Error::Alloc)` as when the allocator has no room for
+    /// it, agreed by every rank before anything is sent. `None` (the
+    /// default) leaves the allocator alone to say. It bounds what
+    /// communication allocates on this rank, and lets a test make one
+    /// rank's allocation fail.
+    pub fn set_buffer_limit(&self, bytes: Option<usize>) {
+        self.limit.store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
+    }
+
+    /// An empty buffer with room for `bytes` bytes, or `Error::Alloc`
+    /// naming `function` and `tensor` when the allocator (or the limit of
+    /// [`World::set_buffer_limit`]) has no room for it.
+    fn room(&self, function: &str, tensor: &str, bytes: Option<usize>) -> Result<Vec<u8>, Error> {
+        let fail = |bytes: usize| Error::Alloc { function: function.to_string(), tensor: tensor.to_string(), bytes };
+        let bytes = bytes.ok_or_else(|| fail(usize::MAX))?;
+        if bytes > self.limit.load(Ordering::Relaxed) {
+            return Err(fail(bytes));
+        }
+        let mut v = Vec::new();
+        v.try_reserve_exact(bytes).map_err(|_| fail(bytes))?;
+        Ok(v)
+    }
+
+    /// A buffer of `n` copies of `fill` ([`World::room`] for its bytes).
+    fn filled<T: Clone>(&self, function: &str, tensor: &str, n: usize, fill: T) -> Result<Vec<T>, Error> {
+        let bytes = n.saturating_mul(std::mem::size_of::<T>());
+        if bytes > self.limit.load(Ordering::Relaxed) {
+            return Err(Error::Alloc { function: function.to_string(), tensor: tensor.to_string(), bytes });
+        }
+        try_filled(function, tensor, n, fill)
+    }
+
+    /// The buffers of one collective whose message comes from the data:
+    /// room for this rank's `send` bytes and for every rank's (`send`
+    /// bytes each, zeroed), allocated fallibly; then the ranks agree on
+    /// their status (`prior`, the caller's, then these allocations), so
+    /// that a rank that cannot take part makes every rank return its error
+    /// before any data is sent.
+    fn message(
+        &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
+        send: usize,
+    ) -> Result<(Vec<u8>, Vec<u8>), Error> {
+        let buffers = prior.and_then(|()| {
+            let mine = self.room(function, tensor, Some(send))?;
+            let mut all = self.room(function, tensor, send.checked_mul(self.size))?;
+            // Within the reserved room: no allocation.
+            all.resize(send * self.size, 0);
+            Ok((mine, all))
+        });
+        self.agreed(function, buffers)
+    }
+
+    /// `prepared` (what a collective allocated, or this rank's error) once
+    /// every rank agreed that all of them are well; otherwise the first
+    /// failing rank's error, on every rank.
+    fn agreed<B>(&self, function: &str, prepared: Result<B, Error>) -> Result<B, Error> {
+        match prepared {
+            Ok(b) => self.agree(Ok(())).map(|()| b),
+            Err(e) => Err(self.agree(Err(e)).err().unwrap_or_else(|| Error::Dist {
+                message: format!("in `{function}`: an error was lost between ranks"),
+            })),
+        }
     }
 
     /// Every rank's `mine` (of any length), in rank order.
@@ -245,54 +333,76 @@ impl World {
     /// Replaces `values` on every rank by the ranks' values combined with
     /// `op` element by element, in rank order (`((v0 op v1) op v2) ...`):
     /// the same bits on every rank. `values` has the same length everywhere.
-    pub fn all_reduce<T: Elem>(&self, values: &mut [T], op: Combine) {
-        if self.size == 1 || values.is_empty() {
-            return;
-        }
-        let mut bytes = Vec::with_capacity(values.len() * T::SIZE);
-        for v in values.iter() {
-            v.put(&mut bytes);
-        }
-        let all = self.gather_fixed(&bytes);
-        let part = values.len() * T::SIZE;
-        for (i, v) in values.iter_mut().enumerate() {
-            let at = |r: usize| T::get(&all[r * part + i * T::SIZE..r * part + (i + 1) * T::SIZE]);
-            let mut acc = at(0);
-            for r in 1..self.size {
-                acc = T::combine(op, acc, at(r));
-            }
-            *v = acc;
-        }
+    ///
+    /// Every rank calls it. The message and what it receives are allocated
+    /// fallibly, then the ranks agree on their status (`prior`, the
+    /// caller's, then these allocations: an `Error::Alloc` naming
+    /// `function` and `tensor`) in one [`World::agree`], so that every
+    /// rank returns the first failing rank's error and none waits for
+    /// ever; `values` is then left as it was.
+    pub fn all_reduce<T: Elem>(
+        &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
+        values: &mut [T],
+        op: Combine,
+    ) -> Result<(), Error> {
+        self.all_reduce_parts(function, tensor, prior, &mut [&mut Values { values, op }])
     }
 
     /// Several all-reduces in one message: each part's values are combined
     /// over the ranks as [`World::all_reduce`] would, with its own
-    /// operation and element type.
-    pub fn all_reduce_parts(&self, parts: &mut [&mut dyn Part]) {
+    /// operation and element type. The buffers and the agreement on the
+    /// status are those of [`World::all_reduce`] (`tensor` names the parts
+    /// in an `Error::Alloc`).
+    pub fn all_reduce_parts(
+        &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
+        parts: &mut [&mut dyn Part],
+    ) -> Result<(), Error> {
         if self.size == 1 {
-            return;
+            return prior;
         }
-        let mut bytes = Vec::new();
+        let stride = parts.iter().try_fold(0usize, |n, p| n.checked_add(p.byte_len()));
+        let stride = match (stride, &prior) {
+            (Some(n), _) => n,
+            (None, Ok(())) => {
+                let fail = Error::Alloc { function: function.into(), tensor: tensor.into(), bytes: usize::MAX };
+                return self.message(function, tensor, Err(fail), 0).map(|_| ());
+            }
+            (None, Err(_)) => 0,
+        };
+        let (mut bytes, mut all) = self.message(function, tensor, prior, stride)?;
+        if stride == 0 {
+            return Ok(());
+        }
         for p in parts.iter() {
             p.put(&mut bytes);
         }
-        if bytes.is_empty() {
-            return;
-        }
-        let all = self.gather_fixed(&bytes);
-        let stride = bytes.len();
+        self.gather_into(&bytes, &mut all);
         let mut at = 0;
         for p in parts.iter_mut() {
             let len = p.byte_len();
             p.combine(&all, self.size, stride, at);
             at += len;
         }
+        Ok(())
     }
 
-    /// [`World::all_reduce`] of one value.
+    /// [`World::all_reduce`] of one value (a message of one value per
+    /// rank, allocated as usual; the caller agrees on the status first).
     pub fn all_reduce_one<T: Elem>(&self, value: T, op: Combine) -> T {
         let mut v = [value];
-        self.all_reduce(&mut v, op);
+        if self.size == 1 {
+            return value;
+        }
+        let mut bytes = Vec::with_capacity(T::SIZE);
+        value.put(&mut bytes);
+        let all = self.gather_fixed(&bytes);
+        Values { values: &mut v[..], op }.combine(&all, self.size, T::SIZE, 0);
         v[0]
     }
 
@@ -303,10 +413,30 @@ impl World {
     /// first index of the extremum over all ranks (blocks are in rank
     /// order, so the lowest rank with it wins ties), as the unsharded
     /// reduction chooses. For values that may be NaN see
-    /// [`World::all_reduce_arg_skip`].
-    pub fn all_reduce_arg<T: Elem + PartialOrd>(&self, best: &mut [T], index: &mut [i64], max: bool) {
-        let skip = index.to_vec();
-        self.all_reduce_arg_skip(best, index, &skip, max);
+    /// [`World::all_reduce_arg_skip`], whose buffers and agreement on the
+    /// status it shares.
+    #[allow(clippy::too_many_arguments)]
+    pub fn all_reduce_arg<T: Elem + PartialOrd>(
+        &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
+        best: &mut [T],
+        index: &mut [i64],
+        max: bool,
+    ) -> Result<(), Error> {
+        if self.size == 1 {
+            return prior;
+        }
+        let skip = prior.and_then(|()| {
+            let mut skip = self.filled(function, tensor, index.len(), 0i64)?;
+            skip.copy_from_slice(index);
+            Ok(skip)
+        });
+        match skip {
+            Ok(skip) => self.all_reduce_arg_skip(function, tensor, Ok(()), best, index, &skip, max),
+            Err(e) => self.all_reduce_arg_skip(function, tensor, Err(e), best, index, &[], max),
+        }
     }
 
     /// [`World::all_reduce_arg`] as the unsharded reduction treats NaN:
@@ -320,24 +450,47 @@ impl World {
     /// decides alone when its first term is NaN (`index != skip`);
     /// afterwards `index` holds the global result on every rank, and
     /// `best` the value of the rank that decided it.
+    ///
+    /// Every rank calls it; the buffers and the agreement on the status
+    /// (`prior`, then `best`, `index` and `skip` of unequal lengths, then
+    /// the allocations) are those of [`World::all_reduce`].
+    #[allow(clippy::too_many_arguments)]
     pub fn all_reduce_arg_skip<T: Elem + PartialOrd>(
         &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
         best: &mut [T],
         index: &mut [i64],
         skip: &[i64],
         max: bool,
-    ) {
-        if self.size == 1 || best.is_empty() {
-            return;
+    ) -> Result<(), Error> {
+        if self.size == 1 {
+            return prior;
         }
         let step = T::SIZE + 16;
-        let mut bytes = Vec::with_capacity(best.len() * step);
+        let status = prior.and_then(|()| {
+            if best.len() == index.len() && best.len() == skip.len() {
+                Ok(())
+            } else {
+                Err(Error::Dist { message: format!("in `{function}`: an argmax across ranks of unequal parts") })
+            }
+        });
+        let len = if status.is_ok() { best.len().checked_mul(step) } else { Some(0) };
+        let status = match (len, status) {
+            (None, Ok(())) => Err(Error::Alloc { function: function.into(), tensor: tensor.into(), bytes: usize::MAX }),
+            (_, status) => status,
+        };
+        let (mut bytes, mut all) = self.message(function, tensor, status, len.unwrap_or(0))?;
+        if best.is_empty() {
+            return Ok(());
+        }
         for ((b, i), j) in best.iter().zip(index.iter()).zip(skip) {
             b.put(&mut bytes);
             bytes.extend_from_slice(&i.to_le_bytes());
             bytes.extend_from_slice(&j.to_le_bytes());
         }
-        let all = self.gather_fixed(&bytes);
+        self.gather_into(&bytes, &mut all);
         let part = best.len() * step;
         let word = |at: usize| i64::from_le_bytes(all[at..at + 8].try_into().unwrap_or([0; 8]));
         for p in 0..best.len() {
@@ -374,6 +527,7 @@ impl World {
                 None => index[p] = -1,
             }
         }
+        Ok(())
     }
 
     /// Halo exchange along a sharded axis: sends `to_prev` to the previous
@@ -382,49 +536,70 @@ impl World {
     /// count of rows in rank order (ranks without rows are skipped: their
     /// neighbours exchange across them). An edge rank sends nothing
     /// outward and its buffer outward stays as it is.
-    pub fn halo<T: Elem>(&self, holds: &[i64], to_prev: &[T], to_next: &[T], from_prev: &mut [T], from_next: &mut [T]) {
+    ///
+    /// Every rank calls it (ranks without rows too). The messages are
+    /// allocated fallibly, then the ranks agree on their status (`prior`,
+    /// then the allocations: an `Error::Alloc` naming `function` and
+    /// `tensor`) before any rank sends, as [`World::all_reduce`] does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn halo<T: Elem>(
+        &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
+        holds: &[i64],
+        (to_prev, to_next): (&[T], &[T]),
+        (from_prev, from_next): (&mut [T], &mut [T]),
+    ) -> Result<(), Error> {
         if self.size == 1 {
-            return;
+            return prior;
         }
         let me = self.rank;
-        if holds.get(me).copied().unwrap_or(0) <= 0 {
-            return;
+        let bytes = |n: usize| n.checked_mul(T::SIZE);
+        let buffers = prior.and_then(|()| {
+            if holds.len() != self.size {
+                return Err(Error::Dist {
+                    message: format!("in `{function}`: a halo exchange without every rank's block length"),
+                });
+            }
+            let mut up = self.room(function, tensor, bytes(to_next.len()))?;
+            let mut down = self.room(function, tensor, bytes(to_prev.len()))?;
+            let most = bytes(from_prev.len().max(from_next.len()));
+            let mut got = self.room(function, tensor, most)?;
+            for v in to_next {
+                v.put(&mut up);
+            }
+            for v in to_prev {
+                v.put(&mut down);
+            }
+            got.resize(most.unwrap_or(0), 0);
+            Ok((up, down, got))
+        });
+        let (up, down, mut got) = self.agreed(function, buffers)?;
+        if holds[me] <= 0 {
+            return Ok(());
         }
         let prev = (0..me).rev().find(|&r| holds[r] > 0);
         let next = (me + 1..self.size).find(|&r| holds[r] > 0);
-        let enc = |s: &[T]| {
-            let mut b = Vec::with_capacity(s.len() * T::SIZE);
-            for v in s {
-                v.put(&mut b);
-            }
-            b
-        };
-        let dec = |b: &[u8], out: &mut [T]| {
-            for (o, c) in out.iter_mut().zip(b.chunks(T::SIZE)) {
-                *o = T::get(c);
-            }
-        };
         // Upward first (to the next rank, from the previous), then downward.
-        for (dest, src, send, recv_prev) in [(next, prev, enc(to_next), true), (prev, next, enc(to_prev), false)] {
-            let want = if recv_prev { from_prev.len() } else { from_next.len() } * T::SIZE;
+        for (dest, src, send, into) in [(next, prev, &up, &mut *from_prev), (prev, next, &down, &mut *from_next)] {
+            let want = into.len() * T::SIZE;
             if dest.is_some() {
                 self.count(send.len());
             }
             #[cfg(feature = "mpi")]
             if let Some(h) = &self.mpi {
-                let mut got = vec![0u8; want];
-                if h.send_recv(dest, &send, src, &mut got) {
-                    if recv_prev {
-                        dec(&got, from_prev);
-                    } else {
-                        dec(&got, from_next);
+                if h.send_recv(dest, send, src, &mut got[..want]) {
+                    for (o, c) in into.iter_mut().zip(got[..want].chunks(T::SIZE)) {
+                        *o = T::get(c);
                     }
                 }
                 continue;
             }
-            let _ = (src, want, &dec);
+            let _ = (src, want, &mut got);
             unreachable_world();
         }
+        Ok(())
     }
 
     /// The halo rows of a sharded axis, from however many ranks hold them
@@ -529,15 +704,13 @@ impl World {
         let mut sending: Vec<u8> = Vec::new();
         let mut receiving: Vec<u8> = Vec::new();
         if status.is_ok() {
-            let alloc =
-                |bytes: usize| Error::Alloc { function: function.to_string(), tensor: tensor.to_string(), bytes };
-            if sending.try_reserve_exact(most_sent).is_err() {
-                status = Err(alloc(most_sent));
-            } else if receiving.try_reserve_exact(most_received).is_err() {
-                status = Err(alloc(most_received));
-            } else {
-                // Within the reserved room: no allocation.
-                receiving.resize(most_received, 0);
+            match (self.room(function, tensor, Some(most_sent)), self.room(function, tensor, Some(most_received))) {
+                (Ok(s), Ok(r)) => {
+                    (sending, receiving) = (s, r);
+                    // Within the reserved room: no allocation.
+                    receiving.resize(most_received, 0);
+                }
+                (Err(e), _) | (_, Err(e)) => status = Err(e),
             }
         }
         self.agree(status)?;
@@ -576,6 +749,54 @@ impl World {
         }
         Ok(())
     }
+}
+
+/// [`World::all_reduce`] of a tensor (generated code): `values`, this
+/// rank's tensor of the same shape on every rank, combined over the ranks
+/// in place. `prior` is the caller's status (a copy that failed); a tensor
+/// not in standard layout is an error agreed like the others.
+pub fn all_reduce_array<T: Elem, D: ndarray::Dimension>(
+    world: &World,
+    function: &str,
+    tensor: &str,
+    prior: Result<(), Error>,
+    values: &mut ndarray::Array<T, D>,
+    op: Combine,
+) -> Result<(), Error> {
+    match values.as_slice_mut() {
+        Some(v) => world.all_reduce(function, tensor, prior, v, op),
+        None => world.all_reduce(function, tensor, prior.and(Err(not_standard(function))), &mut [] as &mut [T], op),
+    }
+}
+
+/// [`World::all_reduce_arg_skip`] of tensors (generated code): per point,
+/// this rank's extremum `best`, its own position `index` (the result,
+/// afterwards, on every rank) and the first position `skip` of its
+/// extremum among the terms that are not NaN; all of the same shape, on
+/// every rank. Tensors not in standard layout are an error agreed like
+/// the others.
+#[allow(clippy::too_many_arguments)]
+pub fn all_reduce_arg_arrays<T: Elem + PartialOrd, D: ndarray::Dimension>(
+    world: &World,
+    function: &str,
+    tensor: &str,
+    prior: Result<(), Error>,
+    best: &mut ndarray::Array<T, D>,
+    index: &mut ndarray::Array<i64, D>,
+    skip: &ndarray::Array<i64, D>,
+    max: bool,
+) -> Result<(), Error> {
+    match (best.as_slice_mut(), index.as_slice_mut(), skip.as_slice()) {
+        (Some(b), Some(i), Some(s)) => world.all_reduce_arg_skip(function, tensor, prior, b, i, s, max),
+        _ => {
+            let status = prior.and(Err(not_standard(function)));
+            world.all_reduce_arg_skip(function, tensor, status, &mut [] as &mut [T], &mut [], &[], max)
+        }
+    }
+}
+
+fn not_standard(function: &str) -> Error {
+    Error::Dist { message: format!("in `{function}`: a tensor to reduce across ranks not in standard layout") }
 }
 
 /// A buffer of `n` copies of `fill`, or `Err(Error::Alloc)` naming
@@ -842,8 +1063,8 @@ pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
                 message: format!("in `{function}`: a halo exchange of a tensor of another shape"),
             });
         }
-        let mut from_prev = try_filled(function, tensor, lo * per_row, T::default())?;
-        let mut from_next = try_filled(function, tensor, hi * per_row, T::default())?;
+        let mut from_prev = world.filled(function, tensor, lo * per_row, T::default())?;
+        let mut from_next = world.filled(function, tensor, hi * per_row, T::default())?;
         if local > 0 {
             let mut k = 0;
             points(0..lo, &mut |i| {
@@ -902,6 +1123,8 @@ pub fn extend<T: Elem + Default + Send, D: ndarray::Dimension>(
     use ndarray::{Axis, Slice};
     let local = if axis < input.ndim() { input.len_of(Axis(axis)) } else { 0 };
     let per_row: usize = if local > 0 { input.len() / local } else { 0 };
+    // Nothing to exchange: no halo buffers.
+    let alone = world.size() == 1 || (lo == 0 && hi == 0);
     let prepared = (|| -> Result<_, Error> {
         if axis >= input.ndim() {
             return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
@@ -910,21 +1133,20 @@ pub fn extend<T: Elem + Default + Send, D: ndarray::Dimension>(
         shape[axis] = local + lo + hi;
         let mut out = crate::pool::zeros(function, tensor, shape, T::default())?;
         out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
-        let from_prev = try_filled(function, tensor, lo * per_row, T::default())?;
-        let from_next = try_filled(function, tensor, hi * per_row, T::default())?;
+        if alone {
+            return Ok((out, Vec::new(), Vec::new()));
+        }
+        let from_prev = world.filled(function, tensor, lo * per_row, T::default())?;
+        let from_next = world.filled(function, tensor, hi * per_row, T::default())?;
         Ok((out, from_prev, from_next))
     })();
-    if world.size() == 1 || (lo == 0 && hi == 0) {
+    if alone {
         return prepared.map(|(out, _, _)| out);
     }
     let (mut out, mut from_prev, mut from_next) = match prepared {
         Ok(p) => p,
-        Err(e) => {
-            // Every rank takes part in the agreement of `halo_rows`.
-            return Err(world.agree(Err(e)).err().unwrap_or_else(|| Error::Dist {
-                message: format!("in `{function}`: an error was lost between ranks"),
-            }));
-        }
+        // Every rank takes part in the agreement of `halo_rows`.
+        Err(e) => return world.agreed(function, Err(e)),
     };
     let rows = |a: usize, b: usize, bytes: &mut Vec<u8>| {
         for v in input.slice_axis(Axis(axis), Slice::from(a..b)).iter() {
@@ -1274,13 +1496,9 @@ mod mpi_world {
             (c.rank() as usize, c.size() as usize)
         }
 
-        pub fn all_gather(&self, mine: &[u8]) -> Vec<u8> {
-            let c = self.comm();
-            let mut out = vec![0u8; mine.len() * c.size() as usize];
-            if !mine.is_empty() {
-                c.all_gather_into(mine, &mut out[..]);
-            }
-            out
+        /// Every rank's `mine` into `out` (`mine.len()` bytes per rank).
+        pub fn all_gather_into(&self, mine: &[u8], out: &mut [u8]) {
+            self.comm().all_gather_into(mine, out);
         }
 
         pub fn all_gather_var(&self, mine: &[u8], lens: &[usize]) -> Vec<Vec<u8>> {
@@ -1375,14 +1593,36 @@ mod tests {
         let w = World::alone();
         assert_eq!((w.rank(), w.size()), (0, 1));
         let mut v = [1.5f32, 2.0];
-        w.all_reduce(&mut v, Combine::Sum);
+        w.all_reduce("f", "v", Ok(()), &mut v, Combine::Sum).unwrap();
         assert_eq!(v, [1.5, 2.0]);
         assert_eq!(w.all_gather_i64(&[3, 4]), vec![3, 4]);
         let e = Error::Assert { function: "f".into(), message: "m".into() };
-        assert_eq!(w.agree(Err(e.clone())), Err(e));
+        assert_eq!(w.agree(Err(e.clone())), Err(e.clone()));
         assert_eq!(w.bytes_sent(), 0);
         let g = agree_extents(&w, "f", Ok(()), &[5, 7], &["B", "K"], 1).unwrap();
         assert_eq!(g, vec![(5, 0)]);
+        // Alone, nothing is sent and no message is allocated: a limit of
+        // no bytes changes nothing, and a caller's error comes back.
+        w.set_buffer_limit(Some(0));
+        w.all_reduce("f", "v", Ok(()), &mut v, Combine::Max).unwrap();
+        let x = ndarray::Array1::from_vec(vec![1.0f64, 2.0]);
+        assert_eq!(extend(&w, "f", "x", x.view(), 0, 1, 1, &[2]).unwrap().to_vec(), vec![0.0, 1.0, 2.0, 0.0]);
+        assert_eq!(w.all_reduce("f", "v", Err(e.clone()), &mut v, Combine::Max), Err(e));
+    }
+
+    #[test]
+    fn buffers_beyond_the_limit_or_the_address_space_are_alloc_errors() {
+        let w = World::alone();
+        let alloc = |bytes| Err(Error::Alloc { function: "f".into(), tensor: "t".into(), bytes });
+        assert_eq!(w.room("f", "t", Some(1 << 62)).map(|_| ()), alloc(1 << 62));
+        assert_eq!(w.room("f", "t", None).map(|_| ()), alloc(usize::MAX));
+        assert_eq!(w.room("f", "t", Some(64)).map(|v| v.capacity() >= 64), Ok(true));
+        w.set_buffer_limit(Some(63));
+        assert_eq!(w.room("f", "t", Some(64)).map(|_| ()), alloc(64));
+        assert_eq!(w.filled("f", "t", 8, 0u64).map(|_| ()), alloc(64));
+        assert_eq!(w.filled("f", "t", 7, 0u64), Ok(vec![0; 7]));
+        w.set_buffer_limit(None);
+        assert_eq!(w.filled("f", "t", 8, 1u64), Ok(vec![1; 8]));
     }
 
     #[test]

@@ -17,7 +17,7 @@ fn main() {
     let part = |r: usize| [0.1f32 * (r as f32 + 1.0), 1e8 * (r as f32 - 1.0), -(r as f32)];
     let mut v = part(rank);
     let before = world.bytes_sent();
-    world.all_reduce(&mut v, Combine::Sum);
+    world.all_reduce("f", "v", Ok(()), &mut v, Combine::Sum).unwrap();
     let mut want = part(0);
     for r in 1..size {
         for (w, p) in want.iter_mut().zip(part(r)) {
@@ -25,22 +25,23 @@ fn main() {
         }
     }
     assert_eq!(v.map(f32::to_bits), want.map(f32::to_bits), "rank {rank}");
-    // One call hands over this rank's 12 bytes (nothing in a world of one).
-    let expect = if size > 1 { 12 } else { 0 };
+    // One call hands over this rank's 12 bytes, after its status (a word
+    // of 8 bytes in the agreement; nothing in a world of one).
+    let expect = if size > 1 { 8 + 12 } else { 0 };
     assert_eq!(world.bytes_sent() - before, expect);
 
     // Integers exact, max/min/prod, booleans.
     let mut i = [rank as i64 * 3 - 1, i64::MAX - rank as i64];
-    world.all_reduce(&mut i, Combine::Max);
+    world.all_reduce("f", "v", Ok(()), &mut i, Combine::Max).unwrap();
     assert_eq!(i, [size as i64 * 3 - 4, i64::MAX]);
     let mut m = [rank as i32 + 2];
-    world.all_reduce(&mut m, Combine::Prod);
+    world.all_reduce("f", "v", Ok(()), &mut m, Combine::Prod).unwrap();
     assert_eq!(m[0], (0..size as i32).map(|r| r + 2).product::<i32>());
     let mut b = [rank == size - 1, rank != 0];
-    world.all_reduce(&mut b, Combine::Or);
+    world.all_reduce("f", "v", Ok(()), &mut b, Combine::Or).unwrap();
     assert_eq!(b, [true, size > 1]);
     let mut b = [rank == size - 1];
-    world.all_reduce(&mut b, Combine::And);
+    world.all_reduce("f", "v", Ok(()), &mut b, Combine::And).unwrap();
     assert_eq!(b, [size == 1]);
     assert_eq!(world.all_reduce_one(f64::NAN, Combine::Max).is_nan(), true);
 
@@ -48,7 +49,7 @@ fn main() {
     // the lowest index); ranks with an empty block report -1.
     let mut best = [5.0f32, if rank == size - 1 { 9.0 } else { 1.0 }];
     let mut idx = [10 * rank as i64 + 2, if rank == 0 { -1 } else { 10 * rank as i64 }];
-    world.all_reduce_arg(&mut best, &mut idx, true);
+    world.all_reduce_arg("f", "a", Ok(()), &mut best, &mut idx, true).unwrap();
     assert_eq!(idx[0], 2);
     if size == 1 {
         assert_eq!(idx[1], -1);
@@ -66,7 +67,7 @@ fn main() {
     let last = rank == size - 1;
     let mut idx = [10 * rank as i64, 10 * rank as i64 + if last { 0 } else { 1 }];
     let skip = [10 * rank as i64 + 1, 10 * rank as i64 + 1];
-    world.all_reduce_arg_skip(&mut best, &mut idx, &skip, true);
+    world.all_reduce_arg_skip("f", "a", Ok(()), &mut best, &mut idx, &skip, true).unwrap();
     assert_eq!(idx[0], 0, "a NaN first term wins");
     assert!(best[0] == 1.0, "{}", best[0]);
     if size > 1 {
@@ -103,7 +104,7 @@ fn main() {
     let holds: Vec<i64> = (0..size).map(|r| if size == 3 && r == 1 { 0 } else { 2 }).collect();
     let me = rank as f64;
     let (mut from_prev, mut from_next) = ([-1.0f64; 2], [-1.0f64; 2]);
-    world.halo(&holds, &[me, me], &[me + 0.5, me + 0.5], &mut from_prev, &mut from_next);
+    world.halo("f", "u", Ok(()), &holds, (&[me, me], &[me + 0.5, me + 0.5]), (&mut from_prev, &mut from_next)).unwrap();
     let prev = (0..rank).rev().find(|&r| holds[r] > 0);
     let next = (rank + 1..size).find(|&r| holds[r] > 0);
     if holds[rank] > 0 {
@@ -133,5 +134,54 @@ fn main() {
         .chain([if rank + 1 < size { rank as f64 + 1.0 } else { 0.0 }; 2])
         .collect();
     assert_eq!(got.to_vec(), want);
+
+    // Messages whose size comes from the data are allocated fallibly,
+    // before the ranks agree: a rank that cannot allocate (here the last,
+    // through its buffer limit) makes every rank return its
+    // `Error::Alloc`, nobody waits in the collective, nothing is
+    // combined, and the world is usable afterwards. A world of one sends
+    // nothing and allocates no message.
+    let last = rank == size - 1;
+    let fails = |bytes: usize| Err(Error::Alloc { function: "g".into(), tensor: "t".into(), bytes });
+    let limited = World::init().expect("init");
+    if last {
+        limited.set_buffer_limit(Some(15));
+    }
+    let mut v = [rank as f64, 1.0];
+    let got = limited.all_reduce("g", "t", Ok(()), &mut v, Combine::Sum);
+    // (Rank `last` fails on its own 16 bytes, or on `16 * size` received.)
+    assert_eq!(got, if size > 1 { fails(16) } else { Ok(()) }, "rank {rank}");
+    assert_eq!(v, [rank as f64, 1.0], "nothing combined");
+    // The caller's error on one rank travels the same way.
+    let prior = if last { Err(Error::Assert { function: "g".into(), message: "m".into() }) } else { Ok(()) };
+    let got = limited.all_reduce("g", "t", prior, &mut [1u8; 2], Combine::Max);
+    assert_eq!(got, Err(Error::Assert { function: "g".into(), message: "m".into() }), "rank {rank}");
+    // The receiving side: 15 bytes hold one rank's 8 but not every rank's.
+    let mut one = [rank as i64];
+    let got = limited.all_reduce("g", "t", Ok(()), &mut one, Combine::Sum);
+    assert_eq!(got, if size > 1 { fails(8 * size) } else { Ok(()) }, "rank {rank}");
+    let (mut best, mut idx) = ([rank as f32; 1], [rank as i64]);
+    let got = limited.all_reduce_arg_skip("g", "t", Ok(()), &mut best, &mut idx, &[rank as i64], true);
+    assert_eq!(got, if size > 1 { fails(20) } else { Ok(()) }, "rank {rank}");
+    let (mut from_prev, mut from_next) = ([0.0f64; 2], [0.0f64; 2]);
+    let got = limited.halo("g", "t", Ok(()), &vec![2; size], (&[me; 2], &[me; 2]), (&mut from_prev, &mut from_next));
+    assert_eq!(got, if size > 1 { fails(16) } else { Ok(()) }, "rank {rank}");
+    let got = einlang_runtime::dist::extend(&limited, "g", "t", small.view(), 0, 2, 2, &vec![3; size]);
+    assert_eq!(got.map(|_| ()), if size > 1 { fails(16) } else { Ok(()) }, "rank {rank}");
+    // Usable afterwards, and the same calls pass without the limit.
+    limited.set_buffer_limit(None);
+    let mut v = [rank as f64, 1.0];
+    limited.all_reduce("g", "t", Ok(()), &mut v, Combine::Sum).expect("after the failures");
+    assert_eq!(v, [(0..size).map(|r| r as f64).sum::<f64>(), size as f64]);
+    let (mut from_prev, mut from_next) = ([-1.0f64; 2], [-1.0f64; 2]);
+    limited
+        .halo("g", "t", Ok(()), &vec![2; size], (&[me; 2], &[me; 2]), (&mut from_prev, &mut from_next))
+        .expect("halo after the failures");
+    if rank > 0 {
+        assert_eq!(from_prev, [me - 1.0; 2]);
+    }
+    if rank + 1 < size {
+        assert_eq!(from_next, [me + 1.0; 2]);
+    }
     println!("rank {rank} of {size}: dist collectives ok, {} bytes sent", world.bytes_sent());
 }

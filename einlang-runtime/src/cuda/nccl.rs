@@ -135,11 +135,14 @@ fn with_comm<R>(
     }
 }
 
+/// Where an all-reduce is (the function and the tensor, for errors).
+pub type Site<'a> = (&'a str, &'a str);
+
 /// Element types a sharded device function reduces over the ranks.
 pub trait Reduce: Elem + crate::dist::Elem {
     /// [`all_reduce`] for this element type.
     #[cfg(feature = "nccl")]
-    fn all_reduce<D: Dimension>(world: &World, t: &mut Tensor<Self, D>, op: Combine) -> Result<(), Error>;
+    fn all_reduce<D: Dimension>(world: &World, site: Site, t: &mut Tensor<Self, D>, op: Combine) -> Result<(), Error>;
 }
 
 #[cfg(not(feature = "nccl"))]
@@ -149,14 +152,14 @@ impl<T: Elem + crate::dist::Elem> Reduce for T {}
 macro_rules! through_nccl {
     ($($t:ty),*) => {$(
         impl Reduce for $t {
-            fn all_reduce<D: Dimension>(world: &World, t: &mut Tensor<$t, D>, op: Combine) -> Result<(), Error> {
+            fn all_reduce<D: Dimension>(world: &World, site: Site, t: &mut Tensor<$t, D>, op: Combine) -> Result<(), Error> {
                 use cudarc::nccl::ReduceOp;
                 let op = match op {
                     Combine::Sum => ReduceOp::Sum,
                     Combine::Prod => ReduceOp::Prod,
                     Combine::Max => ReduceOp::Max,
                     Combine::Min => ReduceOp::Min,
-                    other => return through_host(world, t, other),
+                    other => return through_host(world, site, t, other),
                 };
                 let dev = t.dev.clone();
                 world.count(t.len() * std::mem::size_of::<$t>());
@@ -178,8 +181,8 @@ through_nccl!(i8, i32, i64, u8, u32, u64, f32, f64);
 macro_rules! through_mpi {
     ($($t:ty),*) => {$(
         impl Reduce for $t {
-            fn all_reduce<D: Dimension>(world: &World, t: &mut Tensor<$t, D>, op: Combine) -> Result<(), Error> {
-                through_host(world, t, op)
+            fn all_reduce<D: Dimension>(world: &World, site: Site, t: &mut Tensor<$t, D>, op: Combine) -> Result<(), Error> {
+                through_host(world, site, t, op)
             }
         }
     )*};
@@ -188,20 +191,27 @@ macro_rules! through_mpi {
 through_mpi!(i16, bool);
 
 #[cfg(feature = "nccl")]
-/// The all-reduce through host memory and MPI, written back in place.
+/// The all-reduce through host memory and MPI, written back in place. A
+/// copy to the host that fails is this rank's status in the agreement of
+/// [`World::all_reduce`] (which allocates its message fallibly).
 fn through_host<T: Elem + crate::dist::Elem, D: Dimension>(
     world: &World,
+    (function, tensor): Site,
     t: &mut Tensor<T, D>,
     op: Combine,
 ) -> Result<(), Error> {
-    let mut host = t.to_host()?;
-    let Some(values) = host.as_slice_mut() else {
-        return Err(nccl_error("an all-reduce through the host", "a tensor not in standard layout"));
+    let mut host = t.to_host();
+    let (values, status): (&mut [T], _) = match &mut host {
+        Ok(h) => match h.as_slice_mut() {
+            Some(v) => (v, Ok(())),
+            None => (&mut [], Err(nccl_error("an all-reduce through the host", "a tensor not in standard layout"))),
+        },
+        Err(e) => (&mut [], Err(e.clone())),
     };
+    world.all_reduce(function, tensor, status, values, op)?;
     if values.is_empty() {
         return Ok(());
     }
-    world.all_reduce(values, op);
     let stream = t.dev.inner.stream.clone();
     guarded("copying to the device", || {
         stream.memcpy_htod(&*values, &mut t.data).map_err(super::driver("copying to the device"))
@@ -211,18 +221,24 @@ fn through_host<T: Elem + crate::dist::Elem, D: Dimension>(
 /// `t` (this rank's value of a tensor of the same shape on every rank)
 /// combined over the ranks of `world` element by element with `op`, in
 /// place on the device (generated code: a sharded device function's
-/// all-reduce, after the ranks agreed on their status). Every rank gets the
-/// same bits (NCCL's order of terms, which is not rank order). A world of
-/// one leaves `t` as it is and needs no NCCL.
-pub fn all_reduce<T: Reduce, D: Dimension>(world: &World, t: &mut Tensor<T, D>, op: Combine) -> Result<(), Error> {
+/// all-reduce, after the ranks agreed on their status; `site` names the
+/// function and the tensor in an error). Every rank gets the same bits
+/// (NCCL's order of terms, which is not rank order). A world of one leaves
+/// `t` as it is and needs no NCCL.
+pub fn all_reduce<T: Reduce, D: Dimension>(
+    world: &World,
+    site: Site,
+    t: &mut Tensor<T, D>,
+    op: Combine,
+) -> Result<(), Error> {
     if world.size() == 1 || t.is_empty() {
         return Ok(());
     }
     #[cfg(feature = "nccl")]
-    return T::all_reduce(world, t, op);
+    return T::all_reduce(world, site, t, op);
     #[cfg(not(feature = "nccl"))]
     {
-        let _ = op;
+        let _ = (op, site);
         world.agree(loaded(world.rank()))
     }
 }

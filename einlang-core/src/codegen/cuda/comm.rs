@@ -113,11 +113,12 @@ impl HostCx<'_> {
                     Repr::Tensor(..) => {
                         let i = self.tensor_ref(*input)?;
                         let own = self.own_ident(*out)?;
+                        let tname = RustLit::string(&self.f.var(*out).source_name);
                         self.holders.insert(*out, Holder::Owned(own.clone()));
                         Ok(quote! {
                             #agree
                             let mut #own = #i.duplicate()?;
-                            #rt::cuda::nccl::all_reduce(__world, &mut #own, #rt::dist::Combine::#op)?;
+                            #rt::cuda::nccl::all_reduce(__world, (#name, #tname), &mut #own, #rt::dist::Combine::#op)?;
                             let #o = &#own;
                         })
                     }
@@ -155,30 +156,31 @@ impl HostCx<'_> {
                     Repr::Scalar(_) => {
                         let (b, i, t) = (self.ident(*best)?, self.ident(*index)?, scalar_type(*elem));
                         let j = self.ident(*skip)?;
-                        let reduce = host::all_reduce_arg_scalar(&o, &t, (&b, &i, &j), *max);
+                        let tname = RustLit::string(&self.f.var(*out).source_name);
+                        let reduce = host::all_reduce_arg_scalar((&name, &tname), &o, &t, (&b, &i, &j), *max);
                         Ok(quote! {
-                            #agree
+                            #check
                             #reduce
                         })
                     }
                     Repr::Tensor(..) => {
                         let (b, i, j) = (self.tensor_ref(*best)?, self.tensor_ref(*index)?, self.tensor_ref(*skip)?);
                         let own = self.own_ident(*out)?;
+                        let tname = RustLit::string(&self.f.var(*out).source_name);
                         self.holders.insert(*out, Holder::Owned(own.clone()));
+                        // The copies to the host come first: one that fails
+                        // returns, and is agreed at the function's end, which
+                        // meets the agreement `all_reduce_arg_arrays` makes
+                        // (after allocating its message, before sending).
                         Ok(quote! {
-                            #agree
+                            #check
                             let #own = {
                                 let mut __best = #b.to_host()?;
                                 let mut __index = #i.to_host()?;
                                 let __skip = #j.to_host()?;
-                                if let (
-                                    ::core::option::Option::Some(__b),
-                                    ::core::option::Option::Some(__i),
-                                    ::core::option::Option::Some(__s),
-                                ) = (__best.as_slice_mut(), __index.as_slice_mut(), __skip.as_slice())
-                                {
-                                    __world.all_reduce_arg_skip(__b, __i, __s, #max);
-                                }
+                                #rt::dist::all_reduce_arg_arrays(
+                                    __world, #name, #tname, ::core::result::Result::Ok(()), &mut __best, &mut __index, &__skip, #max,
+                                )?;
                                 #rt::cuda::Tensor::from_host(#dev, &__index)?
                             };
                             let #o = &#own;

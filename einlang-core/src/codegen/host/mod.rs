@@ -259,8 +259,11 @@ pub(crate) fn check_result_dim<H: HostCode + ?Sized>(
 /// block (`Comm::AllReduceArg` of a scalar), from this rank's extremum
 /// `best` at `index` and the first position `skip` of its extremum among
 /// the terms that are not NaN, combined in rank order as the unsharded
-/// scan would (`max` for argmax). `t` is the element type.
+/// scan would (`max` for argmax). `t` is the element type; `function`
+/// and `tensor` name the site in an error. The ranks agree on their
+/// status inside the call, before sending.
 pub(crate) fn all_reduce_arg_scalar(
+    (function, tensor): (&Literal, &Literal),
     out: &Ident,
     t: &TokenStream,
     (best, index, skip): (&Ident, &Ident, &Ident),
@@ -270,7 +273,9 @@ pub(crate) fn all_reduce_arg_scalar(
         let #out: i64 = {
             let mut __best: [#t; 1] = [#best];
             let mut __index: [i64; 1] = [#index];
-            __world.all_reduce_arg_skip(&mut __best, &mut __index, &[#skip], #max);
+            __world.all_reduce_arg_skip(
+                #function, #tensor, ::core::result::Result::Ok(()), &mut __best, &mut __index, &[#skip], #max,
+            )?;
             __index[0]
         };
     }

@@ -976,6 +976,7 @@ impl<'a> FnCx<'a> {
         let mut prepare = TokenStream::new();
         let mut parts = Vec::new();
         let mut finish = TokenStream::new();
+        let mut names = Vec::new();
         for s in stmts {
             let Stmt::Comm(crate::ir::Comm::AllReduce { out, input, op, elem }) = s else {
                 return Err("not an all-reduce".into());
@@ -983,6 +984,7 @@ impl<'a> FnCx<'a> {
             let combine = combine_of(*op)?;
             let (o, i) = (self.ident(*out)?, self.ident(*input)?);
             let t = types::scalar(*elem);
+            names.push(self.info(*out)?.source_name.clone());
             match self.info(*out)?.ty {
                 Repr::Scalar(_) => {
                     let held = quote::format_ident!("__one_{}", o.to_string().trim_start_matches("r#"));
@@ -1003,10 +1005,12 @@ impl<'a> FnCx<'a> {
                 _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
             }
         }
+        // `all_reduce_parts` allocates its message fallibly, then agrees
+        // on the ranks' status before sending.
+        let (fname, tnames) = (&self.fn_name, types::str_lit(&names.join(", ")));
         Ok(quote! {
             #prepare
-            __world.agree(::core::result::Result::Ok(()))?;
-            __world.all_reduce_parts(&mut [#(#parts),*]);
+            __world.all_reduce_parts(#fname, #tnames, ::core::result::Result::Ok(()), &mut [#(#parts),*])?;
             #finish
         })
     }
@@ -1078,12 +1082,13 @@ impl<'a> FnCx<'a> {
                         // The copy is made before the agreement, so that a
                         // copy that fails is this rank's status.
                         let (fname, tname) = (&self.fn_name, self.tensor_name(defined));
+                        // The message is allocated fallibly, and the ranks
+                        // agree on their status before sending.
                         quote! {
                             let mut #out: #array = #rt::pool::copy(#fname, #tname, #input.view())?;
-                            #agree
-                            if let ::core::option::Option::Some(__values) = #out.as_slice_mut() {
-                                __world.all_reduce(__values, #rt::dist::Combine::#combine);
-                            }
+                            #rt::dist::all_reduce_array(
+                                __world, #fname, #tname, ::core::result::Result::Ok(()), &mut #out, #rt::dist::Combine::#combine,
+                            )?;
                         }
                     }
                     _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
@@ -1094,11 +1099,8 @@ impl<'a> FnCx<'a> {
                 let t = types::scalar(*elem);
                 match out_ty {
                     Repr::Scalar(_) => {
-                        let reduce = host::all_reduce_arg_scalar(&out, &t, (&best, &index, &skip), *max);
-                        quote! {
-                            #agree
-                            #reduce
-                        }
+                        let (fname, tname) = (self.fn_name.clone(), self.tensor_name(defined));
+                        host::all_reduce_arg_scalar((&fname, &tname), &out, &t, (&best, &index, &skip), *max)
                     }
                     Repr::Tensor(_, rank) => {
                         let (array_t, array_i) = (
@@ -1114,15 +1116,9 @@ impl<'a> FnCx<'a> {
                             let mut __best: #array_t = #rt::pool::copy(#fname, #tname, #best.view())?;
                             let mut #out: #array_i = #rt::pool::copy(#fname, #tname, #index.view())?;
                             let __skip: #array_i = #rt::pool::copy(#fname, #tname, #skip.view())?;
-                            #agree
-                            if let (
-                                ::core::option::Option::Some(__b),
-                                ::core::option::Option::Some(__i),
-                                ::core::option::Option::Some(__s),
-                            ) = (__best.as_slice_mut(), #out.as_slice_mut(), __skip.as_slice())
-                            {
-                                __world.all_reduce_arg_skip(__b, __i, __s, #max);
-                            }
+                            #rt::dist::all_reduce_arg_arrays(
+                                __world, #fname, #tname, ::core::result::Result::Ok(()), &mut __best, &mut #out, &__skip, #max,
+                            )?;
                         }
                     }
                     _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
