@@ -1,7 +1,8 @@
 //! Measures what the ranks' links carry, for the weak-scaling estimate in
 //! docs/performance.md: the time of an all-reduce (`World::all_reduce`,
 //! a gather of every rank's part and a rank-ordered sum) and of a halo
-//! exchange (`World::halo`) of a given size.
+//! exchange (`World::halo`) of a given size, each with its status
+//! agreement (one word per rank) and its fallibly allocated buffers.
 //!
 //! ```sh
 //! cargo build --release -p einlang-runtime --features mpi --example dist_bandwidth
@@ -18,10 +19,10 @@ fn main() {
     for &n in &[1usize << 10, 1 << 14, 1 << 18, 1 << 20] {
         let mut v = vec![rank as f32; n];
         let reps = 20;
-        world.all_reduce(&mut v, Combine::Sum);
+        world.all_reduce("dist_bandwidth", "v", Ok(()), &mut v, Combine::Sum).expect("an all-reduce");
         let start = Instant::now();
         for _ in 0..reps {
-            world.all_reduce(&mut v, Combine::Sum);
+            world.all_reduce("dist_bandwidth", "v", Ok(()), &mut v, Combine::Sum).expect("an all-reduce");
         }
         let t = start.elapsed().as_secs_f64() / reps as f64;
         let holds = vec![1i64; size];
@@ -29,7 +30,9 @@ fn main() {
         let (mut a, mut b) = (vec![0.0f64; n / 2], vec![0.0f64; n / 2]);
         let start = Instant::now();
         for _ in 0..reps {
-            world.halo(&holds, &send, &send, &mut a, &mut b);
+            world
+                .halo("dist_bandwidth", "u", Ok(()), &holds, (&send, &send), (&mut a, &mut b))
+                .expect("a halo exchange");
         }
         let h = start.elapsed().as_secs_f64() / reps as f64;
         if rank == 0 {
