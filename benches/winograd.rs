@@ -18,6 +18,8 @@
 //!   16 products by matrixmultiply per image and block of tile rows, so
 //!   the transformed tiles stay in cache; `WINOGRAD_ROWS` tile rows per
 //!   block, 8 by default);
+//! - `winograd43_hand`: F(4,3) by hand the same way (4x4 output tiles,
+//!   36 products; half as many tile rows per block);
 //! - `conv_gemm_rows`: im2col + GEMM by hand per image and block of output
 //!   rows, the block's columns small enough to stay in L2;
 //! - `conv_gemm`: im2col + GEMM by hand per image, as in `benches/conv.rs`.
@@ -268,6 +270,172 @@ fn winograd_hand(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, rows: usi
 }
 }
 
+/// `B^T d` of F(4,3), for one column of six values.
+#[inline(always)]
+fn bt6(d: [f32; 6]) -> [f32; 6] {
+    [
+        4.0 * d[0] - 5.0 * d[2] + d[4],
+        -4.0 * (d[1] + d[2]) + d[3] + d[4],
+        4.0 * (d[1] - d[2]) - d[3] + d[4],
+        2.0 * (d[3] - d[1]) - d[2] + d[4],
+        2.0 * (d[1] - d[3]) - d[2] + d[4],
+        4.0 * d[1] - 5.0 * d[3] + d[5],
+    ]
+}
+
+/// `A^T m` of F(4,3), for one column of six values.
+#[inline(always)]
+fn at6(m: [f32; 6]) -> [f32; 4] {
+    let (s12, d12, s34, d34) = (m[1] + m[2], m[1] - m[2], m[3] + m[4], m[3] - m[4]);
+    [m[0] + s12 + s34, d12 + 2.0 * d34, s12 + 4.0 * s34, d12 + 8.0 * d34 + m[5]]
+}
+
+/// `U[(a, e), o, c] = (G k[o, c] G^T)[a, e]` of F(4,3).
+fn kernel_transform43(k: &Array4<f32>) -> Vec<f32> {
+    let (o, c, _, _) = k.dim();
+    let g3 = |v: [f32; 3]| {
+        [
+            v[0] / 4.0,
+            -(v[0] + v[1] + v[2]) / 6.0,
+            -(v[0] - v[1] + v[2]) / 6.0,
+            v[0] / 24.0 + v[1] / 12.0 + v[2] / 6.0,
+            v[0] / 24.0 - v[1] / 12.0 + v[2] / 6.0,
+            v[2],
+        ]
+    };
+    let mut u = vec![0f32; 36 * o * c];
+    for oo in 0..o {
+        for cc in 0..c {
+            let cols: Vec<[f32; 6]> =
+                (0..3).map(|s| g3([k[[oo, cc, 0, s]], k[[oo, cc, 1, s]], k[[oo, cc, 2, s]]])).collect();
+            for a in 0..6 {
+                let v = g3([cols[0][a], cols[1][a], cols[2][a]]);
+                for (e, v) in v.iter().enumerate() {
+                    u[((a * 6 + e) * o + oo) * c + cc] = *v;
+                }
+            }
+        }
+    }
+    u
+}
+
+common::twin! {
+/// Winograd F(4,3) by hand, valid, with a bias: as `winograd_hand` with
+/// 4x4 output tiles (6x6 input tiles), 36 products per block.
+fn winograd43_hand(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, rows: usize) -> Array4<f32> {
+    let u = kernel_transform43(k);
+    let o = k.dim().0;
+    let (n, c, h, w) = x.dim();
+    let (oh, ow) = (h - 2, w - 2);
+    let (tp, tq) = (oh.div_ceil(4), ow.div_ceil(4));
+    let mut y = Array4::<f32>::zeros((n, o, oh, ow));
+    let xs = x.as_slice().expect("standard layout");
+    let blocks = tp.div_ceil(rows);
+    let out = Out(y.as_slice_mut().expect("standard layout").as_mut_ptr());
+    let ew = 4 * tq + 2;
+    (0..n * blocks).into_par_iter().for_each(|task| {
+        let out = out;
+        let (nn, bl) = (task / blocks, task % blocks);
+        let (r0, r1) = (bl * rows, (bl * rows + rows).min(tp));
+        let nt = (r1 - r0) * tq;
+        let mut v = vec![0f32; 36 * c * nt];
+        let mut m = vec![0f32; 36 * o * nt];
+        let img = &xs[nn * c * h * w..][..c * h * w];
+        let mut d = vec![0f32; 6 * ew];
+        let mut e = vec![0f32; 6 * ew];
+        for cc in 0..c {
+            let plane = &img[cc * h * w..][..h * w];
+            for ti in r0..r1 {
+                for a in 0..6 {
+                    let row = 4 * ti + a;
+                    let dst = &mut d[a * ew..][..ew];
+                    if row < h {
+                        dst[..w].copy_from_slice(&plane[row * w..][..w]);
+                        dst[w..].fill(0.0);
+                    } else {
+                        dst.fill(0.0);
+                    }
+                }
+                for q in 0..ew {
+                    let col = bt6([d[q], d[ew + q], d[2 * ew + q], d[3 * ew + q], d[4 * ew + q], d[5 * ew + q]]);
+                    for (a, t) in col.iter().enumerate() {
+                        e[a * ew + q] = *t;
+                    }
+                }
+                let base = (ti - r0) * tq;
+                for a in 0..6 {
+                    let er = &e[a * ew..][..ew];
+                    for tj in 0..tq {
+                        let t = &er[4 * tj..][..6];
+                        let row = bt6([t[0], t[1], t[2], t[3], t[4], t[5]]);
+                        for (b, val) in row.iter().enumerate() {
+                            v[((a * 6 + b) * c + cc) * nt + base + tj] = *val;
+                        }
+                    }
+                }
+            }
+        }
+        for ab in 0..36 {
+            // SAFETY: the operands are `o x c`, `c x nt` and `o x nt`
+            // row-major blocks inside `u`, `v` and `m`.
+            unsafe {
+                matrixmultiply::sgemm(
+                    o,
+                    c,
+                    nt,
+                    1.0,
+                    u[ab * o * c..].as_ptr(),
+                    c as isize,
+                    1,
+                    v[ab * c * nt..].as_ptr(),
+                    nt as isize,
+                    1,
+                    0.0,
+                    m[ab * o * nt..].as_mut_ptr(),
+                    nt as isize,
+                    1,
+                );
+            }
+        }
+        // f[a, b, tj]: `A^T` applied down the tile's columns.
+        let mut f = vec![0f32; 24 * tq];
+        for oo in 0..o {
+            let bo = bias[oo];
+            for ti in r0..r1 {
+                let base = (ti - r0) * tq;
+                for b in 0..6 {
+                    let mm = |a: usize| &m[((a * 6 + b) * o + oo) * nt + base..][..tq];
+                    let ms = [mm(0), mm(1), mm(2), mm(3), mm(4), mm(5)];
+                    for tj in 0..tq {
+                        let col = at6([ms[0][tj], ms[1][tj], ms[2][tj], ms[3][tj], ms[4][tj], ms[5][tj]]);
+                        for (a, val) in col.iter().enumerate() {
+                            f[(a * 6 + b) * tq + tj] = *val;
+                        }
+                    }
+                }
+                for a in 0..4 {
+                    let i = 4 * ti + a;
+                    if i >= oh {
+                        continue;
+                    }
+                    let fa = &f[a * 6 * tq..][..6 * tq];
+                    // SAFETY: row `i` of output plane `(nn, oo)`, written by
+                    // this task alone.
+                    let yrow = unsafe { std::slice::from_raw_parts_mut(out.0.add(((nn * o + oo) * oh + i) * ow), ow) };
+                    for (tj, quad) in yrow.chunks_mut(4).enumerate() {
+                        let g = at6([fa[tj], fa[tq + tj], fa[2 * tq + tj], fa[3 * tq + tj], fa[4 * tq + tj], fa[5 * tq + tj]]);
+                        for (dst, val) in quad.iter_mut().zip(g) {
+                            *dst = val + bo;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    y
+}
+}
+
 common::twin! {
 /// im2col + GEMM per image and block of output rows (in parallel), the
 /// block's columns at most `floats` values so that they stay in the core's
@@ -341,6 +509,7 @@ fn main() {
     let runs = 9;
     // Tile rows per task of the hand-written form (`WINOGRAD_ROWS`).
     let rows: usize = std::env::var("WINOGRAD_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    let rows43 = rows.div_ceil(2);
     for (n, c, h, o) in [(8, 32, 32, 64), (8, 64, 56, 64), (8, 128, 28, 128)] {
         let x = data4(n, c, h, h, 1);
         let k = data4(o, c, 3, 3, 2);
@@ -351,7 +520,12 @@ fn main() {
         close(&conv_winograd_explicit(&x, &k, &b).expect("conv_winograd_explicit"), &want, "conv_winograd_explicit");
         close(&winograd_hand(&x, &k, &b, rows), &want, "winograd_hand");
         close(&conv_gemm_rows(&x, &k, &b, 1 << 17), &want, "conv_gemm_rows");
-        let mut sides: [(&str, Box<dyn FnMut()>, Vec<f64>); 7] = [
+        let f43 = winograd43_hand(&x, &k, &b, rows43);
+        close(&f43, &want, "winograd43_hand");
+        let err43 = f43.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        let err23 = winograd_hand(&x, &k, &b, rows).iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        println!("winograd N={n} C={c} {h}x{h} O={o}: largest difference from im2col + GEMM, F(2,3) {err23:.2e}, F(4,3) {err43:.2e}");
+        let mut sides: [(&str, Box<dyn FnMut()>, Vec<f64>); 8] = [
             (
                 "einlang conv (im2col + GEMM)",
                 Box::new(|| drop(black_box(conv(black_box(&x), &k, &b).unwrap()))),
@@ -380,6 +554,11 @@ fn main() {
                 vec![],
             ),
             ("Winograd by hand", Box::new(|| drop(black_box(winograd_hand(black_box(&x), &k, &b, rows)))), vec![]),
+            (
+                "Winograd F(4,3) by hand",
+                Box::new(|| drop(black_box(winograd43_hand(black_box(&x), &k, &b, rows43)))),
+                vec![],
+            ),
             (
                 "im2col + GEMM by hand, blocks of output rows (512 KB of columns)",
                 Box::new(|| drop(black_box(conv_gemm_rows(black_box(&x), &k, &b, 1 << 17)))),
