@@ -1,4 +1,5 @@
-//! Winograd F(2,3) for 3x3 stride-1 convolutions, measured against what
+//! Winograd F(2,3) and F(4,3), and a direct convolution over blocked
+//! channels, for 3x3 stride-1 convolutions, measured against what
 //! einlang compiles now (`opt::pack`: im2col and a GEMM) and against
 //! im2col + GEMM by hand, in one run: the evidence for choosing (or not)
 //! a Winograd rewrite in the compiler (docs/performance-onnx.md,
@@ -20,6 +21,10 @@
 //!   block, 8 by default);
 //! - `winograd43_hand`: F(4,3) by hand the same way (4x4 output tiles,
 //!   36 products; half as many tile rows per block);
+//! - `direct_hand`: a direct convolution over blocked channels by hand
+//!   (NCHWc-style, as MLAS does it): the input reordered to blocks of 8
+//!   channels, the filters to blocks of 16, six output pixels x 16 filters
+//!   kept in registers over the whole sum (FMA in the AVX2 twin);
 //! - `conv_gemm_rows`: im2col + GEMM by hand per image and block of output
 //!   rows, the block's columns small enough to stay in L2;
 //! - `conv_gemm`: im2col + GEMM by hand per image, as in `benches/conv.rs`.
@@ -37,6 +42,7 @@ use einlang::einlang;
 use einlang::ndarray::linalg::general_mat_mul;
 use einlang::ndarray::parallel::prelude::*;
 use einlang::ndarray::{s, Array1, Array2, Array4, Axis};
+use rayon::slice::ParallelSliceMut;
 
 einlang! {
     pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
@@ -436,6 +442,111 @@ fn winograd43_hand(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>, rows: u
 }
 }
 
+/// The output pixels along a row one call of `direct_tile` computes.
+const PIX: usize = 6;
+
+/// `PX` output pixels `(i, j0..j0 + PX)` of 16 filters, the whole sum over
+/// the channel blocks and the 3x3 window in registers: `xb` is the image
+/// as `[C / 8][H][W][8]`, `kb` the filter block as `[C / 8][3][3][8][16]`.
+#[inline(always)]
+fn direct_tile<const PX: usize>(
+    xb: &[f32],
+    kb: &[f32],
+    cbs: usize,
+    h: usize,
+    w: usize,
+    i: usize,
+    j0: usize,
+) -> [[f32; 16]; PX] {
+    let mut acc = [[0f32; 16]; PX];
+    for cb in 0..cbs {
+        for r in 0..3 {
+            let xrow = &xb[(cb * h + i + r) * w * 8..][..w * 8];
+            for s in 0..3 {
+                let wk = &kb[((cb * 3 + r) * 3 + s) * 128..][..128];
+                let xs = &xrow[(j0 + s) * 8..][..PX * 8];
+                for ci in 0..8 {
+                    let wv: &[f32; 16] = wk[ci * 16..][..16].try_into().expect("16 filters");
+                    for p in 0..PX {
+                        let xv = xs[p * 8 + ci];
+                        for l in 0..16 {
+                            // FMA in the AVX2 twin (this bench's machines have it).
+                            acc[p][l] = xv.mul_add(wv[l], acc[p][l]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    acc
+}
+
+common::twin! {
+/// A direct convolution over blocked channels (NCHWc-style), valid, with a
+/// bias: the input reordered to blocks of 8 channels, the filters to
+/// blocks of 16, and per image and filter block (in parallel) each output
+/// row computed `PIX` pixels at a time by `direct_tile`, written to the
+/// NCHW output with the bias.
+fn direct_hand(x: &Array4<f32>, k: &Array4<f32>, bias: &Array1<f32>) -> Array4<f32> {
+    let (n, c, h, w) = x.dim();
+    let o = k.dim().0;
+    let (oh, ow) = (h - 2, w - 2);
+    let (cbs, obs) = (c.div_ceil(8), o.div_ceil(16));
+    let mut xb = vec![0f32; n * cbs * h * w * 8];
+    xb.par_chunks_mut(cbs * h * w * 8).enumerate().for_each(|(nn, img)| {
+        for cc in 0..c {
+            let (cb, ci) = (cc / 8, cc % 8);
+            for (q, v) in x.slice(s![nn, cc, .., ..]).iter().enumerate() {
+                img[(cb * h * w + q) * 8 + ci] = *v;
+            }
+        }
+    });
+    let mut kb = vec![0f32; obs * cbs * 9 * 128];
+    for oo in 0..o {
+        for cc in 0..c {
+            for r in 0..3 {
+                for sx in 0..3 {
+                    let at = ((((oo / 16) * cbs + cc / 8) * 3 + r) * 3 + sx) * 128 + (cc % 8) * 16 + oo % 16;
+                    kb[at] = k[[oo, cc, r, sx]];
+                }
+            }
+        }
+    }
+    let mut y = Array4::<f32>::zeros((n, o, oh, ow));
+    let out = Out(y.as_mut_ptr());
+    (0..n * obs).into_par_iter().for_each(|task| {
+        let out = out;
+        let (nn, ob) = (task / obs, task % obs);
+        let img = &xb[nn * cbs * h * w * 8..][..cbs * h * w * 8];
+        let kblk = &kb[ob * cbs * 9 * 128..][..cbs * 9 * 128];
+        let filters = 16.min(o - ob * 16);
+        let store = |acc: &[[f32; 16]], i: usize, j0: usize| {
+            for l in 0..filters {
+                let oo = ob * 16 + l;
+                // SAFETY: row `i` of plane `(nn, oo)`, columns `j0..j0 +
+                // acc.len()`, written by this task alone.
+                let row = unsafe { std::slice::from_raw_parts_mut(out.0.add(((nn * o + oo) * oh + i) * ow + j0), acc.len()) };
+                for (d, a) in row.iter_mut().zip(acc) {
+                    *d = a[l] + bias[oo];
+                }
+            }
+        };
+        for i in 0..oh {
+            let mut j0 = 0;
+            while j0 + PIX <= ow {
+                store(&direct_tile::<PIX>(img, kblk, cbs, h, w, i, j0), i, j0);
+                j0 += PIX;
+            }
+            while j0 < ow {
+                store(&direct_tile::<1>(img, kblk, cbs, h, w, i, j0), i, j0);
+                j0 += 1;
+            }
+        }
+    });
+    y
+}
+}
+
 common::twin! {
 /// im2col + GEMM per image and block of output rows (in parallel), the
 /// block's columns at most `floats` values so that they stay in the core's
@@ -520,12 +631,13 @@ fn main() {
         close(&conv_winograd_explicit(&x, &k, &b).expect("conv_winograd_explicit"), &want, "conv_winograd_explicit");
         close(&winograd_hand(&x, &k, &b, rows), &want, "winograd_hand");
         close(&conv_gemm_rows(&x, &k, &b, 1 << 17), &want, "conv_gemm_rows");
+        close(&direct_hand(&x, &k, &b), &want, "direct_hand");
         let f43 = winograd43_hand(&x, &k, &b, rows43);
         close(&f43, &want, "winograd43_hand");
         let err43 = f43.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
         let err23 = winograd_hand(&x, &k, &b, rows).iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
         println!("winograd N={n} C={c} {h}x{h} O={o}: largest difference from im2col + GEMM, F(2,3) {err23:.2e}, F(4,3) {err43:.2e}");
-        let mut sides: [(&str, Box<dyn FnMut()>, Vec<f64>); 8] = [
+        let mut sides: [(&str, Box<dyn FnMut()>, Vec<f64>); 9] = [
             (
                 "einlang conv (im2col + GEMM)",
                 Box::new(|| drop(black_box(conv(black_box(&x), &k, &b).unwrap()))),
@@ -554,6 +666,11 @@ fn main() {
                 vec![],
             ),
             ("Winograd by hand", Box::new(|| drop(black_box(winograd_hand(black_box(&x), &k, &b, rows)))), vec![]),
+            (
+                "direct, blocked channels (NCHWc-style) by hand",
+                Box::new(|| drop(black_box(direct_hand(black_box(&x), &k, &b)))),
+                vec![],
+            ),
             (
                 "Winograd F(4,3) by hand",
                 Box::new(|| drop(black_box(winograd43_hand(black_box(&x), &k, &b, rows43)))),
