@@ -2,8 +2,9 @@
 //! channels, for 3x3 stride-1 convolutions, measured against what
 //! einlang compiles now (`opt::pack`: im2col and a GEMM) and against
 //! im2col + GEMM by hand, in one run: the evidence for choosing (or not)
-//! a Winograd rewrite in the compiler (docs/performance-onnx.md,
-//! "Convolutions: Winograd F(2,3) and blocked im2col measured").
+//! a rewrite in the compiler (docs/performance-onnx.md, "Convolutions:
+//! Winograd, a direct kernel over blocked channels, and blocked im2col
+//! measured").
 //!
 //! The sides, called in turn every round (medians, and the median of the
 //! per-round ratios to the first):
