@@ -1,6 +1,7 @@
 //! Convolutions written in Einstein notation against im2col + GEMM written
 //! by hand, measured in the same run: the forward pass of a batch (valid,
-//! with a bias), a padded one (a guard), a padded one with stride 2, one
+//! with a bias), a padded one (a guard), both again on the larger N=8 C=64
+//! 56x56 O=64, a padded one with stride 2, one
 //! with the channels last (NHWC), a grouped one, the kernel gradient (the output
 //! gradient contracted with the shifted input), and the input gradient (a
 //! transposed convolution, written out over a padded copy as reverse mode
@@ -315,6 +316,29 @@ fn main() {
         || drop(black_box(conv_gemm(black_box(&x), &k, &zero, 1))),
     );
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, e, g);
+
+    // The shape: N=8 C=64 56x56 O=64, valid + bias and padded.
+    {
+        let (c, h, w) = (64, 56, 56);
+        let x = data4(n, c, h, w, 6);
+        let k = data4(o, c, 3, 3, 7);
+        close(&conv(&x, &k, &b).expect("conv"), &conv_gemm(&x, &k, &b, 0), "conv 56");
+        let flops = 2.0 * (n * o * (h - 2) * (w - 2) * c * 9) as f64;
+        let (e, g) = common::paired(
+            runs,
+            || drop(black_box(conv(black_box(&x), &k, &b).unwrap())),
+            || drop(black_box(conv_gemm(black_box(&x), &k, &b, 0))),
+        );
+        report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 valid + bias"), flops, e, g);
+        close(&conv_same(&x, &k).expect("conv_same"), &conv_gemm(&x, &k, &zero, 1), "conv_same 56");
+        let flops = 2.0 * (n * o * h * w * c * 9) as f64;
+        let (e, g) = common::paired(
+            runs,
+            || drop(black_box(conv_same(black_box(&x), &k).unwrap())),
+            || drop(black_box(conv_gemm(black_box(&x), &k, &zero, 1))),
+        );
+        report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, e, g);
+    }
 
     let (got, want) = (conv_stride2(&x, &k).expect("conv_stride2"), conv_gemm_strided(&x, &k, &zero, 1, 2));
     close(&got, &want, "conv_stride2");

@@ -85,23 +85,31 @@ def cases():
     rng = np.random.default_rng(7)
     out = []
 
-    # Convolutions: N=8 C=32 32x32 O=64 3x3, valid + bias and padded.
+    # Convolutions: N=8 C=32 32x32 O=64 3x3, valid + bias and padded; the
+    # issue's N=8 C=64 56x56 O=64 3x3 the same two ways (the padded one
+    # without a bias, as the conv bench's `conv_same`).
+    for c, h in [(32, 32), (64, 56)]:
+        x = rng.standard_normal((8, c, h, h), dtype=np.float32)
+        k = rng.standard_normal((64, c, 3, 3), dtype=np.float32) * 0.1
+        b = rng.standard_normal(64, dtype=np.float32)
+        for label, pad in [(f"conv N=8 C={c} {h}x{h} O=64 3x3 valid + bias", 0), (f"conv N=8 C={c} {h}x{h} O=64 3x3 padded (guard)", 1)]:
+            oh = h - 2 + 2 * pad
+            s = session(
+                [helper.make_node("Conv", ["x", "k", "b"], ["y"], pads=[pad] * 4)],
+                [f32("x", x.shape), f32("k", k.shape), f32("b", b.shape)],
+                [f32("y", (8, 64, oh, oh))],
+            )
+            feeds = {"x": x, "k": k, "b": b}
+            want = conv_numpy(x, k, b, pad)
+            got = s.run(None, feeds)[0]
+            assert np.allclose(got, want, rtol=1e-3, atol=1e-3), label
+            flops = 2 * 8 * 64 * oh * oh * c * 9
+            out.append(
+                (label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), lambda x=x, k=k, b=b, pad=pad: conv_numpy(x, k, b, pad))
+            )
+    # The grouped cases below use the first shape.
     x = rng.standard_normal((8, 32, 32, 32), dtype=np.float32)
-    k = rng.standard_normal((64, 32, 3, 3), dtype=np.float32) * 0.1
     b = rng.standard_normal(64, dtype=np.float32)
-    for label, pad in [("conv N=8 C=32 32x32 O=64 3x3 valid + bias", 0), ("conv N=8 C=32 32x32 O=64 3x3 padded (guard)", 1)]:
-        oh = 32 - 2 + 2 * pad
-        s = session(
-            [helper.make_node("Conv", ["x", "k", "b"], ["y"], pads=[pad] * 4)],
-            [f32("x", x.shape), f32("k", k.shape), f32("b", b.shape)],
-            [f32("y", (8, 64, oh, oh))],
-        )
-        feeds = {"x": x, "k": k, "b": b}
-        want = conv_numpy(x, k, b, pad)
-        got = s.run(None, feeds)[0]
-        assert np.allclose(got, want, rtol=1e-3, atol=1e-3), label
-        flops = 2 * 8 * 64 * oh * oh * 32 * 9
-        out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), lambda pad=pad: conv_numpy(x, k, b, pad)))
 
     # Grouped: 4 groups of 8 channels and 16 filters, the input channel
     # computed from the output channel (einlang's `conv_grouped_computed`,
