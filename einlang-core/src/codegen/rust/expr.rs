@@ -1453,9 +1453,8 @@ fn exp_of(k: ScalarKind, rt: &TokenStream, x: Code) -> TokenStream {
 
 /// The function of the runtime's `vmath` computing intrinsic `i` on floats
 /// of kind `k` without branches or calls, so that loops of it vectorize
-/// (within a few ulps, see `vmath`), when it has one. `f64` `sin`, `cos`
-/// and `tan` have none and stay the standard library's (libm). Every
-/// float function of `std::math` is either here or a float method
+/// (within a few ulps, see `vmath`), when it has one. Every float function
+/// of `std::math` is either here or a float method
 /// (`Intrinsic::float_method`).
 pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
     use Intrinsic as I;
@@ -1498,8 +1497,11 @@ pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
         (I::Atan2, true) => "atan2_f32",
         (I::Atan2, false) => "atan2_f64",
         (I::Sin, true) => "sin_f32",
+        (I::Sin, false) => "sin_f64",
         (I::Cos, true) => "cos_f32",
+        (I::Cos, false) => "cos_f64",
         (I::Tan, true) => "tan_f32",
+        (I::Tan, false) => "tan_f64",
         (I::Erf, true) => "erf_f32",
         (I::Erf, false) => "erf_f64",
         (I::Powf, true) => "pow_f32",
