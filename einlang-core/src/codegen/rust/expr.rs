@@ -16,7 +16,7 @@ use crate::ir::{Expr, ExprKind, FmtPart, Literal, Loop, Repr, Stmt, VarId, Where
 /// that the additions of a streaming sum overlap (with eight, one register
 /// of `f32` waited on its own additions: a sum of squares ran at 0.9 of a
 /// hand loop with sixteen).
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 impl FnCx<'_> {
     /// An expression as a value to compute with. Tensors come out as views
@@ -1514,7 +1514,7 @@ pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
 /// maximum or minimum with loops and without where entries to test
 /// (`no_wheres`), whose innermost loop is not known to be shorter than the
 /// lanes (a pooling window's maximum stays the plain loop).
-fn in_lanes(op: RedOp, loops: &[Loop], no_wheres: bool, k: ScalarKind) -> bool {
+pub(super) fn in_lanes(op: RedOp, loops: &[Loop], no_wheres: bool, k: ScalarKind) -> bool {
     let short = loops.last().and_then(|l| l.end.sub(&l.start).as_constant()).is_some_and(|n| n < LANES as i64);
     matches!(op, RedOp::Sum | RedOp::Max | RedOp::Min) && !loops.is_empty() && no_wheres && !k.is_int() && !short
 }
