@@ -33,6 +33,9 @@
 //!   tanh, ln, sin: einlang vs a rayon loop calling the standard library's
 //!   (libm's) function per element; and each into a reused buffer
 //!   (`NAME_into`) vs a parallel copy into a reused buffer;
+//! - `sin` over 16 Mi `f64` in `[-100, 100)`: einlang (`vmath::sin_f64`)
+//!   vs the rayon loop calling `f64::sin` (what the generated code called
+//!   before), timed in alternation;
 //!
 //! The hand-written baselines have the generated code's two forms
 //! (`common::twin!`): on x86-64 they also run compiled for AVX2 and FMA
@@ -182,6 +185,12 @@ einlang! {
 
     /// Sine, elementwise.
     pub fn sin_vec(x: [f32; N]) -> [f32; N] {
+        let y[i] = std::math::sin(x[i]);
+        y
+    }
+
+    /// Sine of `f64`, elementwise.
+    pub fn sin_vec64(x: [f64; N]) -> [f64; N] {
         let y[i] = std::math::sin(x[i]);
         y
     }
@@ -774,6 +783,44 @@ fn sigmoid_libm(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
+/// `sin` over `len` `f64` values in `[-100, 100)`: einlang against the
+/// rayon loop calling `f64::sin` (libm, what generated code called before
+/// `vmath::sin_f64`), each writing a fresh result; checked within 1 ulp,
+/// then timed in alternation.
+fn sin64(len: usize, timed: bool) {
+    let x: Vec<f64> = common::data(len, 37).into_iter().map(|v| v * 100.0).collect();
+    let xa = Array1::from_vec(x.clone());
+    let libm = || {
+        let mut out: Vec<f64> = Vec::with_capacity(x.len());
+        out.spare_capacity_mut()[..x.len()].par_chunks_mut(1 << 14).zip(x.par_chunks(1 << 14)).for_each(|(o, x)| {
+            for (o, x) in o.iter_mut().zip(x) {
+                o.write(x.sin());
+            }
+        });
+        // SAFETY: every element of the first `x.len()` was written above.
+        unsafe { out.set_len(x.len()) };
+        out
+    };
+    let (got, want) = (sin_vec64(&xa).expect("sin"), libm());
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 2.3e-16 * w.abs().max(1e-300), "sin f64: {g} against libm's {w}");
+    }
+    if !timed {
+        return;
+    }
+    let (t_ein, t_libm) =
+        common::paired(9, || drop(black_box(sin_vec64(&xa).expect("sin"))), || drop(black_box(libm())));
+    let gbs = |t: f64| 16.0 * len as f64 / t / 1e9;
+    println!(
+        "sin {len} f64: einlang {:.3} ms ({:.1} GB/s), libm rayon loop {:.3} ms ({:.1} GB/s), ratio {:.2}x",
+        t_ein * 1e3,
+        gbs(t_ein),
+        t_libm * 1e3,
+        gbs(t_libm),
+        t_ein / t_libm
+    );
+}
+
 /// GELU (both forms), sigmoid, tanh, ln and sin over `len` values; GELU
 /// and sigmoid over `[-6, 6)` (both tails), ln over `(0, 2)`, sin over
 /// `[-100, 100)`.
@@ -1113,6 +1160,7 @@ fn main() {
     if test_mode {
         into_reused(1000, false);
         math_into(1001, false);
+        sin64(1001, false);
         softmax_into_reused(8, 16, false);
         return;
     }
@@ -1144,6 +1192,7 @@ fn main() {
     if cases.iter().any(|c| c.group == "elementwise") {
         into_reused(1 << 24, true);
         math_into(1 << 24, true);
+        sin64(1 << 24, true);
         // The machine's bandwidth: a parallel copy reads and writes each
         // element once.
         let len = 1usize << 24;

@@ -83,6 +83,22 @@ einlang! {
         y
     }
 
+    /// The README's softmax: the row's sum of exponentials is added up in
+    /// the loop that stores them into `y`'s row (`in_place.rs`).
+    pub fn softmax32(x: [f32; N, C]) -> [f32; N, C] {
+        let m[n] = max[c](x[n, c]);
+        let e[n, c] = exp(x[n, c] - m[n]);
+        let y[n, c] = e[n, c] / sum[k](e[n, k]);
+        y
+    }
+
+    pub fn softmax64(x: [f64; N, C]) -> [f64; N, C] {
+        let m[n] = max[c](x[n, c]);
+        let e[n, c] = exp(x[n, c] - m[n]);
+        let y[n, c] = e[n, c] / sum[k](e[n, k]);
+        y
+    }
+
     /// Rank three: the row is a matrix, its maximum a row tensor.
     pub fn centred3(x: [f32; B, I, J]) -> [f32; B, I, J] {
         let m[b, i] = max[j](x[b, i, j]);
@@ -183,4 +199,50 @@ fn empty_shapes() {
     assert_eq!(layer_norm(&x).unwrap().shape(), &[0, 3]);
     let x = Array2::<f64>::zeros((3, 0));
     assert_eq!(three(&x).unwrap().shape(), &[3, 0]);
+}
+
+/// The sum of a row in sixteen lanes as a reduction in lanes adds it (the
+/// term `k` into lane `k % 16` while a whole run of sixteen remains, the
+/// rest into a tail, then the lanes in order plus the tail): the order the
+/// fused sum must keep.
+fn lane_sum<T: Copy + Default + std::ops::Add<Output = T>>(row: &[T]) -> T {
+    let (mut lanes, mut tail) = ([T::default(); 16], T::default());
+    let whole = row.len() / 16 * 16;
+    for (k, &v) in row[..whole].iter().enumerate() {
+        lanes[k % 16] = lanes[k % 16] + v;
+    }
+    for &v in &row[whole..] {
+        tail = tail + v;
+    }
+    lanes.iter().fold(T::default(), |a, &l| a + l) + tail
+}
+
+/// The fused softmax, `f32` and `f64`, on rows of 0 to 100 elements (runs
+/// of sixteen with and without a tail): bit for bit the naive loops with
+/// the runtime's `exp` and the sum in the reduction's lane order.
+#[test]
+fn fused_row_sum_keeps_the_bits_of_the_lanes() {
+    use einlang::__private::{arith, vmath};
+    for c in [0usize, 1, 7, 15, 16, 17, 31, 32, 33, 100] {
+        for n in [0usize, 1, 3] {
+            let x = matrix(n, c, c as u64 * 7 + n as u64) * 3.0;
+            let got = softmax64(&x).unwrap();
+            let x32 = x.mapv(|v| v as f32);
+            let got32 = softmax32(&x32).unwrap();
+            for i in 0..n {
+                let row = x.row(i);
+                let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = row.iter().map(|v| vmath::exp_f64(v - m)).collect();
+                let s = lane_sum(&e);
+                let row32 = x32.row(i);
+                let m32 = row32.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+                let e32: Vec<f32> = row32.iter().map(|v| arith::exp_f32(v - m32)).collect();
+                let s32 = lane_sum(&e32);
+                for j in 0..c {
+                    assert_eq!(got[[i, j]].to_bits(), (e[j] / s).to_bits(), "f64 {n}x{c} at ({i}, {j})");
+                    assert_eq!(got32[[i, j]].to_bits(), (e32[j] / s32).to_bits(), "f32 {n}x{c} at ({i}, {j})");
+                }
+            }
+        }
+    }
 }

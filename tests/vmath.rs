@@ -1,5 +1,5 @@
 //! Generated elementwise functions over `std::math` (tanh, sigmoid, erf,
-//! ln, GELU in both forms, sin, log1p, pow, in `f32` and `f64`) run the
+//! ln, GELU in both forms, sin, cos, tan, log1p, pow, in `f32` and `f64`) run the
 //! runtime's branch-free forms (`einlang::__private::vmath`); here they are
 //! compared with naive loops over the standard library's (libm's)
 //! functions, computed in `f64` for `f32` results, within the ulp bounds
@@ -12,7 +12,7 @@ use einlang::einlang;
 use einlang::ndarray::Array1;
 
 einlang! {
-    use std::math::{abs, erf, ln, log1p, pow, sigmoid, sin, tanh};
+    use std::math::{abs, cos, erf, ln, log1p, pow, sigmoid, sin, tan, tanh};
 
     pub fn acts32(x: [f32; N]) -> ([f32; N], [f32; N], [f32; N], [f32; N]) {
         let t[i] = tanh(x[i]);
@@ -41,6 +41,13 @@ einlang! {
         let l[i] = ln(x[i]);
         let p[i] = log1p(x[i]);
         (t, s, l, p)
+    }
+
+    pub fn trig64(x: [f64; N]) -> ([f64; N], [f64; N], [f64; N]) {
+        let s[i] = sin(x[i]);
+        let c[i] = cos(x[i]);
+        let t[i] = tan(x[i]);
+        (s, c, t)
     }
 }
 
@@ -219,5 +226,29 @@ fn f64_activations_match_libm() {
         check64("sigmoid", &back(s), &x, |v| if v >= 0.0 { sigmoid_libm(v) } else { v.exp() / (1.0 + v.exp()) }, 3.0);
         check64("ln", &back(l), &x, f64::ln, 2.0);
         check64("log1p", &back(p), &x, f64::ln_1p, 2.0);
+    }
+}
+
+/// `f64` `sin`, `cos` and `tan` (the runtime's exact reduction, every
+/// exponent: the inputs reach 1e30, and 1e300 below) against libm.
+#[test]
+fn f64_trigonometry_matches_libm() {
+    for n in LENGTHS {
+        let mut x = inputs(n);
+        if n > 20 {
+            x[17] = 1e300;
+            x[18] = -f64::MAX;
+            x[19] = 1e22;
+        }
+        let xa = Array1::from_vec(x.clone());
+        let (s, c, t) = both_forms(|| {
+            let (s, c, t) = trig64(&xa).unwrap();
+            let b = |a: Array1<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<u64>>();
+            (b(s), b(c), b(t))
+        });
+        let back = |b: Vec<u64>| Array1::from_vec(b.into_iter().map(f64::from_bits).collect());
+        check64("sin", &back(s), &x, f64::sin, 1.0);
+        check64("cos", &back(c), &x, f64::cos, 1.0);
+        check64("tan", &back(t), &x, f64::tan, 2.0);
     }
 }

@@ -184,7 +184,7 @@ def cases():
 def math_cases(rng, n):
     """Elementwise math over `n` f32 values, as the kernels bench draws
     them: GELU (tanh form and erf form, opset 20's `Gelu`), sigmoid, tanh
-    over [-6, 6); ln over [0, 2); sin over [-100, 100). Each result is
+    over [-6, 6); ln over [0, 2); sin over [-100, 100), also in f64. Each result is
     checked against numpy (`math.erf` on a prefix for GELU's erf form)."""
     import math
 
@@ -217,6 +217,12 @@ def math_cases(rng, n):
         # onnxruntime's result comes from its arena either way, so the same
         # session is its side of both lines.
         out.append((f"{name} {n} f32 into a reused buffer", None, run, None))
+    # sin of f64 over [-100, 100) (the kernels bench's `sin64`).
+    xd = rng.uniform(-100, 100, n)
+    dbl = lambda name: helper.make_tensor_value_info(name, TensorProto.DOUBLE, (n,))
+    s = session([helper.make_node("Sin", ["x"], ["y"])], [dbl("x")], [dbl("y")], opset=20)
+    assert np.allclose(s.run(None, {"x": xd})[0], np.sin(xd), rtol=1e-12, atol=1e-15), "sin f64"
+    out.append((f"sin {n} f64", None, lambda s=s: s.run(None, {"x": xd}), lambda: np.sin(xd)))
     return out
 
 

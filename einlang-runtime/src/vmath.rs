@@ -28,15 +28,20 @@
 //! (NaN in, NaN out; `ln(0) = -inf`, `ln(-1) = NaN`, `log1p(-1) = -inf`,
 //! `tanh(±inf) = ±1`, signed zeros kept where the function is odd).
 //!
-//! Not here (still the standard library's scalar call, chosen by the code
-//! generator): `f64` `sin`, `cos` and `tan` (a branch-free reduction of
-//! huge `f64` arguments needs 190 bits of `2/pi` chosen by the exponent out
-//! of 1200, a gather or a long chain of selects per element).
+//! `f64` `sin`, `cos` and `tan` reduce their argument exactly for every
+//! exponent, so there is no separate path for large arguments: the 192
+//! bits of `2/pi` an exponent needs are chosen out of 1,216 by masks (17
+//! candidates for each of four words), which vectorizes in the AVX2 and
+//! AVX-512 forms, where a table load per element (a gather) kept the AVX2
+//! form scalar and cost the AVX-512 form more than the masks.
 
 // Fitted coefficients are written with the digits the fit gave; bounds as
 // comparisons (`f32::clamp` and `partial_cmp` would hide which way NaN
 // goes, which each function decides).
 #![allow(clippy::excessive_precision, clippy::manual_clamp, clippy::neg_cmp_op_on_partial_ord)]
+
+mod trig64;
+pub use trig64::{cos_f64, sin_f64, tan_f64};
 
 // ---------------------------------------------------------------- f32 core
 
@@ -1155,7 +1160,7 @@ mod tests {
     }
 
     /// Units in the last place of an `f64` result from the reference.
-    fn err64(got: f64, want: f64) -> f64 {
+    pub(super) fn err64(got: f64, want: f64) -> f64 {
         if want.is_nan() || got.is_nan() {
             return if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY };
         }
@@ -1236,7 +1241,7 @@ mod tests {
     /// `f64` arguments: random bit patterns (every exponent, both signs),
     /// uniform over `[-r, r]`, and log-uniform magnitudes from 2^-30 to `r`
     /// with random signs, plus the special values.
-    fn sweep64(name: &str, f: fn(f64) -> f64, reference: fn(f64) -> f64, r: f64, bound: f64) -> f64 {
+    pub(super) fn sweep64(name: &str, f: fn(f64) -> f64, reference: fn(f64) -> f64, r: f64, bound: f64) -> f64 {
         let mut worst = (0.0f64, 0.0f64);
         let mut check = |x: f64| {
             let e = err64(f(x), reference(x));

@@ -124,37 +124,38 @@ fn __softmax_body(
         };
         let __len_y: usize = __row_y.len();
         let __ptr_y: *mut f64 = __row_y.as_mut_ptr().cast::<f64>();
-        for __pos_c_2 in 0..__len_y {
+        let mut __lanes: [f64; 16] = [0.0f64; 16];
+        let mut __vals: [f64; 16] = [0.0f64; 16];
+        let mut __tail: f64 = 0.0f64;
+        let mut __start: usize = 0;
+        while __len_y - __start >= 16 {
+            for __lane in 0..16 {
+                let __pos_c_2: usize = __start + __lane;
+                let c_2: i64 = __pos_c_2 as i64;
+                __vals[__lane] = unsafe {
+                    *x.as_ptr().add((n_3 as usize) * x.shape()[1] + c_2 as usize)
+                } - m;
+            }
+            for __lane in 0..16 {
+                unsafe { __ptr_y.add(__start + __lane).write(__vals[__lane]) };
+                __lanes[__lane] += __vals[__lane];
+            }
+            __start += 16;
+        }
+        for __pos_c_2 in __start..__len_y {
             let c_2: i64 = __pos_c_2 as i64;
             let __v: f64 = unsafe {
                 *x.as_ptr().add((n_3 as usize) * x.shape()[1] + c_2 as usize)
             } - m;
             unsafe { __ptr_y.add(__pos_c_2).write(__v) };
+            __tail += __v;
         }
+        let y_red: f64 = (__lanes[0] + __lanes[1] + __lanes[2] + __lanes[3] + __lanes[4]
+            + __lanes[5] + __lanes[6] + __lanes[7] + __lanes[8] + __lanes[9]
+            + __lanes[10] + __lanes[11] + __lanes[12] + __lanes[13] + __lanes[14]
+            + __lanes[15]) + __tail;
         let e = unsafe {
             __nd::RawArrayView::from_shape_ptr(__len_y, __ptr_y as *const f64)
-        };
-        let y_red: f64 = {
-            let mut __lanes_k: [f64; 16] = [0.0f64; 16];
-            let mut __tail_k: f64 = 0.0f64;
-            let __end_k: i64 = C;
-            let mut __base_k: i64 = 0i64;
-            while __end_k.saturating_sub(__base_k) >= 16i64 {
-                for __lane in 0..16 {
-                    let k: i64 = __base_k + __lane as i64;
-                    __lanes_k[__lane] += unsafe { *e.as_ptr().add(k as usize) };
-                }
-                __base_k += 16i64;
-            }
-            for k in __base_k..__end_k {
-                __tail_k += unsafe { *e.as_ptr().add(k as usize) };
-            }
-            let mut __sum_k: f64 = (__lanes_k[0] + __lanes_k[1] + __lanes_k[2]
-                + __lanes_k[3] + __lanes_k[4] + __lanes_k[5] + __lanes_k[6]
-                + __lanes_k[7] + __lanes_k[8] + __lanes_k[9] + __lanes_k[10]
-                + __lanes_k[11] + __lanes_k[12] + __lanes_k[13] + __lanes_k[14]
-                + __lanes_k[15]) + __tail_k;
-            __sum_k
         };
         for __pos_c_3 in 0..__len_y {
             let c_3: i64 = __pos_c_3 as i64;

@@ -16,7 +16,7 @@ use crate::ir::{Expr, ExprKind, FmtPart, Literal, Loop, Repr, Stmt, VarId, Where
 /// that the additions of a streaming sum overlap (with eight, one register
 /// of `f32` waited on its own additions: a sum of squares ran at 0.9 of a
 /// hand loop with sixteen).
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 impl FnCx<'_> {
     /// An expression as a value to compute with. Tensors come out as views
@@ -1453,9 +1453,8 @@ fn exp_of(k: ScalarKind, rt: &TokenStream, x: Code) -> TokenStream {
 
 /// The function of the runtime's `vmath` computing intrinsic `i` on floats
 /// of kind `k` without branches or calls, so that loops of it vectorize
-/// (within a few ulps, see `vmath`), when it has one. `f64` `sin`, `cos`
-/// and `tan` have none and stay the standard library's (libm). Every
-/// float function of `std::math` is either here or a float method
+/// (within a few ulps, see `vmath`), when it has one. Every float function
+/// of `std::math` is either here or a float method
 /// (`Intrinsic::float_method`).
 pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
     use Intrinsic as I;
@@ -1498,8 +1497,11 @@ pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
         (I::Atan2, true) => "atan2_f32",
         (I::Atan2, false) => "atan2_f64",
         (I::Sin, true) => "sin_f32",
+        (I::Sin, false) => "sin_f64",
         (I::Cos, true) => "cos_f32",
+        (I::Cos, false) => "cos_f64",
         (I::Tan, true) => "tan_f32",
+        (I::Tan, false) => "tan_f64",
         (I::Erf, true) => "erf_f32",
         (I::Erf, false) => "erf_f64",
         (I::Powf, true) => "pow_f32",
@@ -1512,7 +1514,7 @@ pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
 /// maximum or minimum with loops and without where entries to test
 /// (`no_wheres`), whose innermost loop is not known to be shorter than the
 /// lanes (a pooling window's maximum stays the plain loop).
-fn in_lanes(op: RedOp, loops: &[Loop], no_wheres: bool, k: ScalarKind) -> bool {
+pub(super) fn in_lanes(op: RedOp, loops: &[Loop], no_wheres: bool, k: ScalarKind) -> bool {
     let short = loops.last().and_then(|l| l.end.sub(&l.start).as_constant()).is_some_and(|n| n < LANES as i64);
     matches!(op, RedOp::Sum | RedOp::Max | RedOp::Min) && !loops.is_empty() && no_wheres && !k.is_int() && !short
 }

@@ -29,11 +29,18 @@
 //! The row is written through one raw pointer taken from the row's slice
 //! (and `e` is a raw view of it): nothing else touches the slice until
 //! the row is done.
+//!
+//! When the next prelude statement sums the whole row (`let s =
+//! sum[k](e[k])`) and that sum would run in lanes (`expr::in_lanes`), it
+//! is added up in the loop that stores the row, in the same lanes and the
+//! same order (the same bits), so the row is not read a second time.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
+use super::expr::{in_lanes, LANES};
 use super::{types, Bug, FnCx, Ownership};
+use crate::base::ops::RedOp;
 use crate::ir::visit::visit_var_uses;
 use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, TensorDef, VarId};
 
@@ -102,15 +109,32 @@ impl FnCx<'_> {
         (later_ok && only_reads(&def.body, e.var, Some(last.index))).then_some(at)
     }
 
+    /// The variable of `next`, the statement after the in-place row tensor
+    /// `e`, when it is `let s = sum[k](e[k])` over `e`'s whole axis, a
+    /// float sum that runs in lanes: `fill_in_place` computes it.
+    pub(crate) fn fused_sum(e: &TensorDef, next: Option<&Stmt>) -> Option<VarId> {
+        let Some(Stmt::Let { var, value }) = next else { return None };
+        let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &value.kind else { return None };
+        let [l] = loops.as_slice() else { return None };
+        let own = matches!(&body.kind, ExprKind::Read { tensor, indices, checked: false }
+            if *tensor == e.var
+                && matches!(indices.as_slice(), [i] if matches!(i.kind, ExprKind::Var(v) if v == l.index)));
+        let whole = l.start == e.axes[0].start && l.end.sub(&l.start) == e.axes[0].extent;
+        let lanes = in_lanes(RedOp::Sum, loops, wheres.is_empty(), e.elem);
+        (own && whole && lanes && value.ty == Repr::Scalar(e.elem)).then_some(*var)
+    }
+
     /// `e`'s values written into `row` (the definition's row, uninitialized
     /// memory) through the pointer `ptr`, and `e` bound as a raw view of
-    /// them.
+    /// them; with `sum`, the scalar `let` that sums them (`fused_sum`)
+    /// bound too.
     pub(crate) fn fill_in_place(
         &mut self,
         e: &TensorDef,
         row: &Ident,
         ptr: &Ident,
         len: &Ident,
+        sum: Option<VarId>,
     ) -> Result<TokenStream, Bug> {
         let name = self.ident(e.var)?;
         let (pos, binding) = self.position(&e.axes[0], |pos| quote!(#pos))?;
@@ -119,16 +143,60 @@ impl FnCx<'_> {
         let nd = self.nd.clone();
         self.repr.insert(e.var, Ownership::Borrowed);
         self.standard.insert(e.var);
+        let fill = match sum {
+            None => quote! {
+                for #pos in 0..#len {
+                    #binding
+                    let __v: #t = #body;
+                    // SAFETY: `#pos < #len`, the row's length; the row's
+                    // slice is not used again until the row is done.
+                    unsafe { #ptr.add(#pos).write(__v) };
+                }
+            },
+            Some(s) => {
+                let s = self.ident(s)?;
+                let (n, zero) = (types::usize_lit(LANES), types::zero(e.elem));
+                let parts = (0..LANES).map(|p| {
+                    let p = types::usize_lit(p);
+                    quote!(__lanes[#p])
+                });
+                // A run of lanes computes its values before it stores any,
+                // so that the reads can be vectorized ahead of the writes.
+                quote! {
+                    let mut __lanes: [#t; #n] = [#zero; #n];
+                    let mut __vals: [#t; #n] = [#zero; #n];
+                    let mut __tail: #t = #zero;
+                    let mut __start: usize = 0;
+                    while #len - __start >= #n {
+                        for __lane in 0..#n {
+                            let #pos: usize = __start + __lane;
+                            #binding
+                            __vals[__lane] = #body;
+                        }
+                        for __lane in 0..#n {
+                            // SAFETY: `__start + __lane < #len`, the row's
+                            // length; the row's slice is not used again
+                            // until the row is done.
+                            unsafe { #ptr.add(__start + __lane).write(__vals[__lane]) };
+                            __lanes[__lane] += __vals[__lane];
+                        }
+                        __start += #n;
+                    }
+                    for #pos in __start..#len {
+                        #binding
+                        let __v: #t = #body;
+                        // SAFETY: as above.
+                        unsafe { #ptr.add(#pos).write(__v) };
+                        __tail += __v;
+                    }
+                    let #s: #t = (#(#parts)+*) + __tail;
+                }
+            }
+        };
         Ok(quote! {
             let #len: usize = #row.len();
             let #ptr: *mut #t = #row.as_mut_ptr().cast::<#t>();
-            for #pos in 0..#len {
-                #binding
-                let __v: #t = #body;
-                // SAFETY: `#pos < #len`, the row's length; the row's slice
-                // is not used again until the row is done.
-                unsafe { #ptr.add(#pos).write(__v) };
-            }
+            #fill
             // SAFETY: the `#len` elements were just written, and the row
             // is only read through this view until its value is computed.
             let #name = unsafe { #nd::RawArrayView::from_shape_ptr(#len, #ptr as *const #t) };

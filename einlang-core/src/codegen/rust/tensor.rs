@@ -238,6 +238,11 @@ impl FnCx<'_> {
         // A row tensor the value reads at its own position is computed in
         // the row itself (`in_place`).
         let in_place = if prelude.is_empty() { None } else { self.in_place_row(def, prelude) };
+        // ... and a sum of that whole row is added up as it is stored.
+        let fused = in_place.and_then(|at| match &prelude[at] {
+            Stmt::Tensor(e) => Self::fused_sum(e, prelude.get(at + 1)).map(|s| (at + 1, s)),
+            _ => None,
+        });
         let (row, row_ptr, row_len) =
             (derived("row_", &name, ""), derived("ptr_", &name, ""), derived("len_", &name, ""));
         self.no_move += 1;
@@ -246,7 +251,10 @@ impl FnCx<'_> {
             .iter()
             .enumerate()
             .map(|(i, s)| match s {
-                Stmt::Tensor(e) if in_place == Some(i) => self.fill_in_place(e, &row, &row_ptr, &row_len),
+                Stmt::Tensor(e) if in_place == Some(i) => {
+                    self.fill_in_place(e, &row, &row_ptr, &row_len, fused.map(|(_, s)| s))
+                }
+                _ if fused.is_some_and(|(at, _)| at == i) => Ok(TokenStream::new()),
                 _ => self.stmt(s),
             })
             .collect::<Result<Vec<_>, _>>();
