@@ -744,7 +744,7 @@ impl World {
                 }
                 continue;
             }
-            let _ = (wanted, &before, &after, round.up);
+            let _ = (wanted, &before, &after, &receiving, round.up, round.dest, round.src);
             unreachable_world();
         }
         Ok(())
