@@ -26,6 +26,7 @@
 //! run ndarray's loops. Batches run in parallel through rayon.
 
 use std::any::TypeId;
+use std::mem::MaybeUninit;
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewMut2, Axis, LinalgScalar, ShapeBuilder};
@@ -301,8 +302,8 @@ where
             unsafe { std::mem::transmute_copy::<half::bf16, T>(&bf16_from_f32(v)) }
         }
     };
-    let a32 = widened(function, a, widen)?;
-    let b32 = match widened(function, b, widen) {
+    let a32 = widened(function, a, f16, widen)?;
+    let b32 = match widened(function, b, f16, widen) {
         Ok(b32) => b32,
         Err(e) => {
             crate::pool::recycle(a32);
@@ -327,25 +328,68 @@ where
     // SAFETY: written whole just above.
     let c32 = unsafe { c32.assume_init() };
     for (i, row) in c32.outer_iter().enumerate() {
-        for (j, v) in row.iter().enumerate() {
-            // SAFETY: (i, j) is inside the `m x n` output.
-            unsafe { out.ptr.offset(i as isize * out.rs + j as isize * out.cs).write(round(*v)) };
+        let (Some(src), 1) = (row.to_slice(), out.cs) else {
+            for (j, v) in row.iter().enumerate() {
+                // SAFETY: (i, j) is inside the `m x n` output.
+                unsafe { out.ptr.offset(i as isize * out.rs + j as isize * out.cs).write(round(*v)) };
+            }
+            continue;
+        };
+        // SAFETY: with unit column stride, row i of the output is `n`
+        // consecutive elements, written only here; `T` is `half::f16`
+        // when `f16`, else `half::bf16`.
+        unsafe {
+            let row = out.ptr.offset(i as isize * out.rs);
+            if f16 {
+                let dst = std::slice::from_raw_parts_mut(row.cast::<MaybeUninit<half::f16>>(), n);
+                crate::half_bits::round_f16(src, dst);
+            } else {
+                let dst = std::slice::from_raw_parts_mut(row.cast::<MaybeUninit<half::bf16>>(), n);
+                crate::half_bits::round_bf16(src, dst);
+            }
         }
     }
     crate::pool::recycle(c32);
     Ok(())
 }
 
-/// `v` widened to `f32` (by `widen`) into a standard-layout buffer from
-/// the pool: `Err(Error::Alloc)` naming `function` when there is no room
-/// for it (a broadcast operand of a few bytes may widen to petabytes).
-fn widened<T>(function: &str, v: ArrayView2<'_, T>, widen: impl Fn(&T) -> f32) -> Result<Array2<f32>, Error> {
+/// `v` widened to `f32` into a buffer from the pool (`T` is `half::f16`
+/// when `f16`, else `half::bf16`): contiguous rows whole (eight at a time
+/// through F16C where the processor has it, see `half_bits`), others by
+/// `widen`, element by element. A column-major operand (a transposed one)
+/// is widened as its transpose and comes back transposed (the `f32`
+/// product reads any strides). `Err(Error::Alloc)` naming `function` when
+/// there is no room for it (a broadcast operand of a few bytes may widen
+/// to petabytes).
+fn widened<T>(
+    function: &str,
+    v: ArrayView2<'_, T>,
+    f16: bool,
+    widen: impl Fn(&T) -> f32,
+) -> Result<Array2<f32>, Error> {
+    let transposed = v.strides()[1] != 1 && v.strides()[0] == 1;
+    let v = if transposed { v.reversed_axes() } else { v };
     let mut w = crate::pool::try_uninit::<f32, _>(function, "", v.raw_dim())?;
-    ndarray::Zip::from(&mut w).and(&v).for_each(|o, x| {
-        o.write(widen(x));
-    });
-    // SAFETY: every element was just written.
-    Ok(unsafe { w.assume_init() })
+    for (src, mut dst) in v.outer_iter().zip(w.outer_iter_mut()) {
+        match (src.to_slice(), dst.as_slice_mut()) {
+            // SAFETY: `T` is `half::f16` when `f16`, else `half::bf16`.
+            (Some(src), Some(dst)) => unsafe {
+                if f16 {
+                    let src = std::slice::from_raw_parts(src.as_ptr().cast::<half::f16>(), src.len());
+                    crate::half_bits::widen_f16(src, dst);
+                } else {
+                    let src = std::slice::from_raw_parts(src.as_ptr().cast::<half::bf16>(), src.len());
+                    crate::half_bits::widen_bf16(src, dst);
+                }
+            },
+            _ => ndarray::Zip::from(&mut dst).and(&src).for_each(|o, x| {
+                o.write(widen(x));
+            }),
+        }
+    }
+    // SAFETY: every row was written whole (the slices have its length).
+    let w = unsafe { w.assume_init() };
+    Ok(if transposed { w.reversed_axes() } else { w })
 }
 
 /// One call of `kernel`'s library on this thread (`T` is f32 or f64):
@@ -691,6 +735,41 @@ mod tests {
         let a3 = a.broadcast((2, 3, 1000)).unwrap();
         let got = batched_matmul("f", 2, 3, 2, 1000, a3, b.view()).unwrap();
         assert_eq!(got, Array::from_elem((2, 3, 2), bf16::from_f32(750.0)));
+    }
+
+    /// Widened half-precision products on every layout (standard,
+    /// transposed, reversed, an output written column by column) give the
+    /// exact sum rounded once: small integers, whose `f32` sums are exact.
+    #[test]
+    fn widened_half_products_on_every_layout_round_the_exact_sum() {
+        use half::{bf16, f16};
+        let (m, k, n) = (13, 700, 21);
+        let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 5) as f32 - 2.0);
+        let bt = Array::from_shape_fn((n, k), |(i, j)| ((i * 5 + j) % 3) as f32 - 1.0);
+        let exact = Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, p]] * bt[[j, p]]).sum::<f32>());
+        let rev =
+            Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, k - 1 - p]] * bt[[j, k - 1 - p]]).sum::<f32>());
+        fn check<T: LinalgScalar + Send + Sync + PartialEq + std::fmt::Debug>(
+            a: Array2<T>,
+            bt: Array2<T>,
+            want: &Array2<f32>,
+            want_rev: &Array2<f32>,
+            round: impl Fn(f32) -> T,
+        ) {
+            let (m, n) = (a.nrows(), bt.nrows());
+            let want = want.mapv(&round);
+            assert_eq!(with(Kernel::GemmCrate, a.view(), bt.t()), want);
+            assert_eq!(with(Kernel::MatrixMultiply, a.view(), bt.t().as_standard_layout().view()), want);
+            let (ra, rb) = (a.slice(s![.., ..;-1]), bt.slice(s![.., ..;-1]));
+            assert_eq!(with(Kernel::GemmCrate, ra, rb.t()), want_rev.mapv(&round));
+            let mut out = vec![round(f32::NAN); m * n];
+            let o = Out { ptr: out.as_mut_ptr(), rs: 1, cs: m as isize };
+            // SAFETY: m x n elements, column by column, in `out`.
+            unsafe { product_with("f", Kernel::GemmCrate, a.view(), bt.t(), o, 2) }.unwrap();
+            assert_eq!(Array2::from_shape_fn((m, n), |(i, j)| out[i + j * m]), want);
+        }
+        check(a.mapv(f16::from_f32), bt.mapv(f16::from_f32), &exact, &rev, f16::from_f32);
+        check(a.mapv(bf16::from_f32), bt.mapv(bf16::from_f32), &exact, &rev, bf16::from_f32);
     }
 
     #[test]
