@@ -7,7 +7,8 @@
 //! it has no domain guards, its axes start at 0, and one of its sums (found
 //! from the same roots as `gemm`'s: the value or a where-binding, through
 //! operators, casts and intrinsics) has
-//! - elements `f32` or `f64`, loops starting at 0 whose ends mention no
+//! - elements of a float type (`f16` and `bf16` too: the runtime's half
+//!   products accumulate in `f32`), loops starting at 0 whose ends mention no
 //!   variable of the definition;
 //! - a body `p * q` or `q * p`, possibly as `if c { .. } else { 0 }`;
 //! - `p` a read whose indices are distinct variables, each an axis of the
@@ -178,8 +179,10 @@ fn contraction(
     derived: &HashSet<VarId>,
 ) -> Option<Contraction> {
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &e.kind else { return None };
-    let Repr::Scalar(elem @ (ScalarKind::F32 | ScalarKind::F64)) = e.ty else { return None };
-    if def.elem != elem {
+    // (Half-precision products go to the runtime's half GEMM, which
+    // accumulates in `f32`.)
+    let Repr::Scalar(elem) = e.ty else { return None };
+    if def.elem != elem || !elem.is_float() {
         return None;
     }
     let ks: HashSet<VarId> = loops.iter().map(|l| l.index).collect();
