@@ -5,7 +5,13 @@
 //!   kernels, longer ones and `bf16` widened to the `f32` product), and the
 //!   `gemm` crate's `f16` product called directly on the same operands;
 //! - row-wise softmax, 4096 x 1024, in `f16`, `bf16` and `f32` (every
-//!   stored value rounded, arithmetic in `f32`).
+//!   stored value rounded, arithmetic in `f32`);
+//! - 64 Ki `f16` values (in the caches) widened to `f32` and rounded back,
+//!   256 times a call, and 16 Mi (from memory) once: the element
+//!   conversions generated code uses (`half_bits::f16_to_f32`,
+//!   `f16_from_f32`) in a loop compiled for AVX2 as the generated twins
+//!   are, against the runtime's slice conversions (F16C where the
+//!   processor has it), which the widened products use.
 //!
 //! Each line is the median of `RUNS` timed calls after one warm-up call;
 //! the ratios are against `f32` in the same run. Results are checked
@@ -122,6 +128,68 @@ fn gemm_crate_f16(a: &Array2<f16>, b: &Array2<f16>) -> Array2<f16> {
     c
 }
 
+/// Widens `src` into `wide` and rounds it back into `back`, element by
+/// element, in a loop compiled for AVX2 and FMA.
+///
+/// # Safety
+///
+/// The processor has AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn elements_avx2(src: &[f16], wide: &mut [f32], back: &mut [f16]) {
+    use einlang::__private::half_bits::{f16_from_f32, f16_to_f32};
+    for (w, s) in wide.iter_mut().zip(src) {
+        *w = f16_to_f32(*s);
+    }
+    for (b, w) in back.iter_mut().zip(wide.iter()) {
+        *b = f16_from_f32(*w);
+    }
+}
+
+/// The same through the runtime's slice conversions.
+fn slices(src: &[f16], wide: &mut [f32], back: &mut [f16]) {
+    use einlang::__private::half_bits::{round_f16, widen_f16};
+    use std::mem::MaybeUninit;
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout; every element is written
+    // before it is read.
+    let w = unsafe { &mut *(wide as *mut [f32] as *mut [MaybeUninit<f32>]) };
+    widen_f16(src, w);
+    let b = unsafe { &mut *(back as *mut [f16] as *mut [MaybeUninit<f16>]) };
+    round_f16(wide, b);
+}
+
+/// The conversion lines (see the module docs); nothing where the processor
+/// lacks AVX2.
+fn conversions() {
+    #[cfg(target_arch = "x86_64")]
+    if einlang::cpu::wide() {
+        for (n, reps) in [(1 << 16, 256), (1 << 24, 1)] {
+            let src: Vec<f16> = random(n >> 10, 1 << 10, 4).iter().map(|v| f16::from_f32(v * 1000.0)).collect();
+            let (mut wide, mut back) = (vec![0f32; n], vec![f16::ZERO; n]);
+            let (mut wide2, mut back2) = (vec![0f32; n], vec![f16::ZERO; n]);
+            // SAFETY: `cpu::wide` says the processor has AVX2 and FMA.
+            unsafe { elements_avx2(&src, &mut wide, &mut back) };
+            slices(&src, &mut wide2, &mut back2);
+            assert!(wide.iter().zip(&wide2).all(|(a, b)| a.to_bits() == b.to_bits()));
+            assert!(back.iter().zip(&back2).all(|(a, b)| a.to_bits() == b.to_bits()) && back == src);
+            let te = median_ms(|| {
+                for _ in 0..reps {
+                    // SAFETY: as above.
+                    unsafe { elements_avx2(black_box(&src), &mut wide, &mut back) };
+                }
+            });
+            let ts = median_ms(|| {
+                for _ in 0..reps {
+                    slices(black_box(&src), &mut wide2, &mut back2);
+                }
+            });
+            let what = format!("f16 -> f32 -> f16, {} Ki values x {reps}", n >> 10);
+            println!("{what}, element conversions (AVX2) {te:8.2}");
+            println!("{what}, slice conversions (F16C) {ts:8.2} {:5.2}x the elements' time", ts / te);
+        }
+    }
+}
+
 fn main() {
     println!("half precision on the CPU ({} threads); median of {RUNS} calls, ms", rayon::current_num_threads());
     for n in [512, 1024] {
@@ -163,4 +231,5 @@ fn main() {
     println!("softmax 4096 x 1024  f32 {t32:8.2}");
     println!("softmax 4096 x 1024  f16 {t16:8.2} {:5.2}x f32's time", t16 / t32);
     println!("softmax 4096 x 1024 bf16 {tb:8.2} {:5.2}x f32's time", tb / t32);
+    conversions();
 }

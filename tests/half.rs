@@ -355,6 +355,32 @@ fn f16_products_accumulate_in_f32() {
     assert!(products::mm(&a, &b).unwrap().iter().all(|v| *v == f16::from_f32(4096.0)));
 }
 
+/// Operands that widen to more `f32` than any address space holds (views
+/// of one element broadcast along a sum of 2^48 terms) are
+/// `Err(Error::Alloc)`, not the end of the process, and the next call
+/// works. (Not in `checked` mode, whose products are loops that allocate
+/// nothing and would run 2^48 steps.)
+#[cfg(not(feature = "checked"))]
+#[test]
+fn products_too_large_to_widen_are_errors() {
+    let k = 1usize << 48;
+    let one = Array2::from_elem((1, 1), f16::ONE);
+    let (a, b) = (one.broadcast((2, k)).unwrap(), one.broadcast((k, 3)).unwrap());
+    match products::mm(a, b) {
+        Err(einlang::Error::Alloc { function, bytes, .. }) => {
+            assert_eq!(function, "mm");
+            assert!(bytes >= 2 * k * 2, "{bytes}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let one = Array2::from_elem((1, 1), bf16::ONE);
+    let (a, b) = (one.broadcast((2, k)).unwrap(), one.broadcast((k, 3)).unwrap());
+    assert!(matches!(products::mm_bf(a, b), Err(einlang::Error::Alloc { .. })));
+    let a = Array2::from_elem((2, 600), bf16::ONE);
+    let b = Array2::from_elem((600, 3), bf16::ONE);
+    assert!(products::mm_bf(&a, &b).unwrap().iter().all(|v| *v == bf16::from_f32(600.0)));
+}
+
 #[test]
 fn bf16_products_widen() {
     for (m, k, n) in [(4, 9, 6), (40, 700, 33)] {

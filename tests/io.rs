@@ -20,6 +20,25 @@ einlang! {
         save_npy(out, d);
         d
     }
+
+    /// Reads an `f16` vector (numpy's `float16`), writes it doubled to
+    /// `out` and returns its `f32` sum.
+    pub fn half_to(path: str, out: str) -> f32 {
+        let h = load_npy(path) as [f16; N];
+        let d[i] = h[i] * 2;
+        save_npy(out, d);
+        sum[i](h[i] as f32)
+    }
+
+    /// Saves a `bf16` vector (numpy has no such dtype).
+    pub fn save_bf16(out: str, x: [bf16; N]) {
+        save_npy(out, x);
+    }
+
+    /// Loads a `bf16` vector.
+    pub fn load_bf16(path: str) -> [bf16; 3] {
+        load_npy(path) as [bf16; 3]
+    }
 }
 
 /// A directory of this test's own, removed when it goes out of scope.
@@ -77,4 +96,38 @@ fn save_round_trips() {
     assert_eq!(back, d);
     // The declared shape comes from `like`: another shape is an error.
     assert!(double_to(&src, &out, &Array2::<f32>::zeros((3, 2))).is_err());
+}
+
+/// `f16` tensors read and write numpy's `float16` (`<f2`); `bf16`, which
+/// numpy has no dtype for, is an `Error::Io` that says so.
+#[test]
+fn half_precision_files() {
+    use einlang::half::{bf16, f16};
+    let dir = Scratch::new("half");
+    let (src, out) = (dir.file("h.npy"), dir.file("d.npy"));
+    // `np.save` of `np.array([1.5, -0.25, 65504], dtype=np.float16)`.
+    let mut bytes = b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }".to_vec();
+    bytes.resize(127, b' ');
+    bytes.push(b'\n');
+    bytes.extend([0x00, 0x3e, 0x00, 0xb4, 0xff, 0x7b]);
+    std::fs::write(&src, &bytes).unwrap();
+    assert_eq!(half_to(&src, &out).unwrap(), 1.5 - 0.25 + 65504.0);
+    let back = load_f16(&out);
+    assert_eq!(back, vec![f16::from_f32(3.0), f16::from_f32(-0.5), f16::INFINITY]);
+    // An f32 file is not an f16 one.
+    ndarray_npy::write_npy(&src, &array![1.0f32, 2.0, 3.0]).unwrap();
+    assert!(matches!(half_to(&src, &out), Err(einlang::Error::Io { .. })));
+    let x = einlang::ndarray::Array1::from_elem(3, bf16::ONE);
+    for e in [save_bf16(&out, &x).unwrap_err(), load_bf16(&out).unwrap_err()] {
+        assert!(matches!(e, einlang::Error::Io { .. }), "{e}");
+        assert!(e.to_string().contains("bf16") && e.to_string().contains("numpy"), "{e}");
+    }
+}
+
+/// The elements of a one-dimensional `<f2` file, read by hand.
+fn load_f16(path: &str) -> Vec<einlang::half::f16> {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..10], b"\x93NUMPY\x01\x00\x76\x00");
+    assert!(String::from_utf8_lossy(&bytes[10..128]).contains("'descr': '<f2'"));
+    bytes[128..].chunks(2).map(|b| einlang::half::f16::from_bits(u16::from_le_bytes([b[0], b[1]]))).collect()
 }

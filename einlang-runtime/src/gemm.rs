@@ -26,6 +26,7 @@
 //! run ndarray's loops. Batches run in parallel through rayon.
 
 use std::any::TypeId;
+use std::mem::MaybeUninit;
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewMut2, Axis, LinalgScalar, ShapeBuilder};
@@ -116,17 +117,26 @@ impl<T> Out<T> {
 }
 
 /// `out = a · b` for `a: m x k` and `b: k x n` (views of exactly those
-/// shapes), on up to `threads` threads.
+/// shapes), on up to `threads` threads. Only a half-precision product
+/// allocates (its operands widened to `f32`): `Err(Error::Alloc)` naming
+/// `function` when the allocator has no room for them, `out` then
+/// partly written or not at all.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of the `m x n` elements its strides
 /// address, which nothing else accesses meanwhile.
-unsafe fn product_into<T>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T>, threads: usize)
+unsafe fn product_into<T>(
+    function: &str,
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    out: Out<T>,
+    threads: usize,
+) -> Result<(), Error>
 where
     T: LinalgScalar + Send + Sync,
 {
-    unsafe { product_with(large_kernel(), a, b, out, threads) }
+    unsafe { product_with(function, large_kernel(), a, b, out, threads) }
 }
 
 /// `product_into` with `kernel` for products that are not skinny.
@@ -134,18 +144,24 @@ where
 /// # Safety
 ///
 /// As `product_into`.
-unsafe fn product_with<T>(kernel: Kernel, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T>, threads: usize)
+unsafe fn product_with<T>(
+    function: &str,
+    kernel: Kernel,
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    out: Out<T>,
+    threads: usize,
+) -> Result<(), Error>
 where
     T: LinalgScalar + Send + Sync,
 {
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     if m == 0 || n == 0 {
-        return;
+        return Ok(());
     }
     let half = TypeId::of::<T>() == TypeId::of::<half::f16>() || TypeId::of::<T>() == TypeId::of::<half::bf16>();
     if half && k > 0 {
-        unsafe { half_product(kernel, a, b, out, threads) };
-        return;
+        return unsafe { half_product(function, kernel, a, b, out, threads) };
     }
     let float = TypeId::of::<T>() == TypeId::of::<f32>() || TypeId::of::<T>() == TypeId::of::<f64>();
     if !float || k == 0 {
@@ -160,7 +176,7 @@ where
                 unsafe { ArrayViewMut2::from_shape_ptr((m, n).strides((out.rs as usize, out.cs as usize)), out.ptr) };
             general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
         }
-        return;
+        return Ok(());
     }
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
@@ -170,7 +186,7 @@ where
         // below `PARALLEL_WORK`).
         // SAFETY: `T` is f32 or f64 (checked above).
         unsafe { gemm_crate(a, b, out, threads) };
-        return;
+        return Ok(());
     }
     if !parallel {
         unsafe { blocked(kernel, a, b, out) };
@@ -193,6 +209,7 @@ where
             unsafe { blocked(kernel, a, b.slice(s![.., lo..hi]), o) };
         });
     }
+    Ok(())
 }
 
 /// `out = a · b` through the `gemm` crate on up to `threads` threads
@@ -242,13 +259,22 @@ const HALF_GEMM_MAX_K: usize = 512;
 /// `out = a · b` for half-precision `T` (`half::f16` or `half::bf16`),
 /// accumulated in `f32` and rounded once: `f16` products with sums of at
 /// most `HALF_GEMM_MAX_K` terms go to the `gemm` crate's `f16` kernels;
-/// longer ones, and `bf16` products, are converted to `f32`, multiplied
-/// by the `f32` product and rounded.
+/// longer ones, and `bf16` products, are converted to `f32` (buffers from
+/// the pool, given back after), multiplied by the `f32` product and
+/// rounded. A buffer the allocator has no room for is `Err(Error::Alloc)`
+/// naming `function` (and no tensor: the caller's definition names it).
 ///
 /// # Safety
 ///
 /// As `product_into`, and `T` is `half::f16` or `half::bf16`.
-unsafe fn half_product<T>(kernel: Kernel, a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: Out<T>, threads: usize)
+unsafe fn half_product<T>(
+    function: &str,
+    kernel: Kernel,
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    out: Out<T>,
+    threads: usize,
+) -> Result<(), Error>
 where
     T: LinalgScalar + Send + Sync,
 {
@@ -257,7 +283,7 @@ where
     if f16 && k <= HALF_GEMM_MAX_K {
         // SAFETY: `T` is `half::f16`, the `gemm` crate's `f16`.
         unsafe { gemm_crate(a, b, out, threads) };
-        return;
+        return Ok(());
     }
     // SAFETY (both conversions): `T` is `half::f16` when `f16`, else
     // `half::bf16`; both are 16-bit `Copy` types.
@@ -276,15 +302,94 @@ where
             unsafe { std::mem::transmute_copy::<half::bf16, T>(&bf16_from_f32(v)) }
         }
     };
-    let (a32, b32) = (a.map(widen), b.map(widen));
-    let mut c32 = Array2::<f32>::zeros((m, n));
-    let o = Out { ptr: c32.as_mut_ptr(), rs: n as isize, cs: 1 };
-    // SAFETY: `c32` is `m x n`, standard layout, owned here.
-    unsafe { product_with(kernel, a32.view(), b32.view(), o, threads) };
-    for ((i, j), v) in c32.indexed_iter() {
-        // SAFETY: (i, j) is inside the `m x n` output.
-        unsafe { out.ptr.offset(i as isize * out.rs + j as isize * out.cs).write(round(*v)) };
+    let a32 = widened(function, a, f16, widen)?;
+    let b32 = match widened(function, b, f16, widen) {
+        Ok(b32) => b32,
+        Err(e) => {
+            crate::pool::recycle(a32);
+            return Err(e);
+        }
+    };
+    let mut c32 = match crate::pool::try_uninit::<f32, _>(function, "", ndarray::Ix2(m, n)) {
+        Ok(c) => c,
+        Err(e) => {
+            crate::pool::recycle(a32);
+            crate::pool::recycle(b32);
+            return Err(e);
+        }
+    };
+    let o = Out { ptr: c32.as_mut_ptr().cast::<f32>(), rs: n as isize, cs: 1 };
+    // SAFETY: `c32` is `m x n`, standard layout, owned here; an `f32`
+    // product allocates nothing and writes every element (k > 0).
+    let done = unsafe { product_with(function, kernel, a32.view(), b32.view(), o, threads) };
+    crate::pool::recycle(a32);
+    crate::pool::recycle(b32);
+    done?;
+    // SAFETY: written whole just above.
+    let c32 = unsafe { c32.assume_init() };
+    for (i, row) in c32.outer_iter().enumerate() {
+        let (Some(src), 1) = (row.to_slice(), out.cs) else {
+            for (j, v) in row.iter().enumerate() {
+                // SAFETY: (i, j) is inside the `m x n` output.
+                unsafe { out.ptr.offset(i as isize * out.rs + j as isize * out.cs).write(round(*v)) };
+            }
+            continue;
+        };
+        // SAFETY: with unit column stride, row i of the output is `n`
+        // consecutive elements, written only here; `T` is `half::f16`
+        // when `f16`, else `half::bf16`.
+        unsafe {
+            let row = out.ptr.offset(i as isize * out.rs);
+            if f16 {
+                let dst = std::slice::from_raw_parts_mut(row.cast::<MaybeUninit<half::f16>>(), n);
+                crate::half_bits::round_f16(src, dst);
+            } else {
+                let dst = std::slice::from_raw_parts_mut(row.cast::<MaybeUninit<half::bf16>>(), n);
+                crate::half_bits::round_bf16(src, dst);
+            }
+        }
     }
+    crate::pool::recycle(c32);
+    Ok(())
+}
+
+/// `v` widened to `f32` into a buffer from the pool (`T` is `half::f16`
+/// when `f16`, else `half::bf16`): contiguous rows whole (eight at a time
+/// through F16C where the processor has it, see `half_bits`), others by
+/// `widen`, element by element. A column-major operand (a transposed one)
+/// is widened as its transpose and comes back transposed (the `f32`
+/// product reads any strides). `Err(Error::Alloc)` naming `function` when
+/// there is no room for it (a broadcast operand of a few bytes may widen
+/// to petabytes).
+fn widened<T>(
+    function: &str,
+    v: ArrayView2<'_, T>,
+    f16: bool,
+    widen: impl Fn(&T) -> f32,
+) -> Result<Array2<f32>, Error> {
+    let transposed = v.strides()[1] != 1 && v.strides()[0] == 1;
+    let v = if transposed { v.reversed_axes() } else { v };
+    let mut w = crate::pool::try_uninit::<f32, _>(function, "", v.raw_dim())?;
+    for (src, mut dst) in v.outer_iter().zip(w.outer_iter_mut()) {
+        match (src.to_slice(), dst.as_slice_mut()) {
+            // SAFETY: `T` is `half::f16` when `f16`, else `half::bf16`.
+            (Some(src), Some(dst)) => unsafe {
+                if f16 {
+                    let src = std::slice::from_raw_parts(src.as_ptr().cast::<half::f16>(), src.len());
+                    crate::half_bits::widen_f16(src, dst);
+                } else {
+                    let src = std::slice::from_raw_parts(src.as_ptr().cast::<half::bf16>(), src.len());
+                    crate::half_bits::widen_bf16(src, dst);
+                }
+            },
+            _ => ndarray::Zip::from(&mut dst).and(&src).for_each(|o, x| {
+                o.write(widen(x));
+            }),
+        }
+    }
+    // SAFETY: every row was written whole (the slices have its length).
+    let w = unsafe { w.assume_init() };
+    Ok(if transposed { w.reversed_axes() } else { w })
 }
 
 /// One call of `kernel`'s library on this thread (`T` is f32 or f64):
@@ -386,8 +491,7 @@ where
     let o = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // SAFETY: `out` holds exactly m x n elements, borrowed mutably here;
     // the product writes every one.
-    unsafe { product_into(a, b, o, available_threads()) };
-    Ok(())
+    unsafe { product_into(function, a, b, o, available_threads()) }
 }
 
 /// An operand of a batched product: a matrix per batch, or one matrix
@@ -457,13 +561,14 @@ where
     // Batches in parallel, each product on one thread (or, with a single
     // batch, on all of them).
     let threads = if batch > 1 { 1 } else { rayon::current_num_threads() };
-    (0..batch).into_par_iter().for_each(|p| {
+    (0..batch).into_par_iter().try_for_each(|p| {
         let (ap, bp) = (a.at(p), b.at(p));
         let o = unsafe { base.from((p * m * n) as isize) };
-        // SAFETY: batch p's m x n block of the fresh array, written whole.
-        unsafe { product_into(ap.slice(s![..m, ..k]), bp.slice(s![..k, ..n]), o, threads) };
-    });
-    // SAFETY: every batch's block was written.
+        // SAFETY: batch p's m x n block of the fresh array, written whole
+        // when it returns `Ok`.
+        unsafe { product_into(function, ap.slice(s![..m, ..k]), bp.slice(s![..k, ..n]), o, threads) }
+    })?;
+    // SAFETY: every batch's block was written (every product returned `Ok`).
     Ok(unsafe { out.assume_init() })
 }
 
@@ -490,7 +595,7 @@ mod tests {
         let mut out = Array2::<T>::zeros((m, n));
         let o = Out { ptr: out.as_mut_ptr(), rs: n as isize, cs: 1 };
         // SAFETY: a fresh m x n standard-layout array.
-        unsafe { product_with(kernel, a, b, o, rayon::current_num_threads()) };
+        unsafe { product_with("f", kernel, a, b, o, rayon::current_num_threads()) }.unwrap();
         out
     }
 
@@ -554,7 +659,7 @@ mod tests {
                 let mut out = vec![f64::NAN; m * n];
                 let o = Out { ptr: out.as_mut_ptr(), rs, cs };
                 // SAFETY: m x n elements at those strides, in `out`.
-                unsafe { product_with(Kernel::Blas, a.view(), b.view(), o, 2) };
+                unsafe { product_with("f", Kernel::Blas, a.view(), b.view(), o, 2) }.unwrap();
                 let got = Array2::from_shape_fn((m, n), |(i, j)| out[i * rs as usize + j * cs as usize]);
                 assert_eq!(got, want, "{m}x{n}x{k} rs {rs} cs {cs}");
             }
@@ -595,6 +700,76 @@ mod tests {
                 }
             });
         }
+    }
+
+    /// A half-precision product whose widened operands the allocator has
+    /// no room for (broadcast views of one element, petabytes in `f32`)
+    /// is `Err(Error::Alloc)` naming the function and the bytes, in a
+    /// batch too; the next product works and is `f32`-accumulated.
+    #[test]
+    fn half_products_that_cannot_widen_are_errors_and_the_next_works() {
+        use half::{bf16, f16};
+        let k = 1usize << 48;
+        let alloc = |bytes: usize| Error::Alloc { function: "f".into(), tensor: String::new(), bytes };
+        let one = Array::from_elem((1, 1), f16::ONE);
+        let (a, b) = (one.broadcast((1, k)).unwrap(), one.broadcast((k, 1)).unwrap());
+        assert_eq!(matmul("f", 1, 1, k as i64, a, b).unwrap_err(), alloc(k * 4));
+        let one = Array::from_elem((1, 1), bf16::ONE);
+        let (a, b) = (one.broadcast((1, k)).unwrap(), one.broadcast((k, 1)).unwrap());
+        assert_eq!(matmul("f", 1, 1, k as i64, a, b).unwrap_err(), alloc(k * 4));
+        // In a batch (the error of any batch's product).
+        let a3 = one.broadcast((2, 1, k)).unwrap();
+        let got = batched_matmul("f", 2, 1, 1, k as i64, a3, one.broadcast((k, 1)).unwrap());
+        assert_eq!(got.unwrap_err(), alloc(k * 4));
+        // Sums longer than the `f16` kernels take, and `bf16`, widened:
+        // 1000 terms of 0.25 * 3 in `f32` are 750 exactly (an `f16` sum
+        // would stop at 512 + ...: the spacing there is 0.5).
+        let a = Array::from_elem((3, 1000), f16::from_f32(0.25));
+        let b = Array::from_elem((1000, 2), f16::from_f32(3.0));
+        assert_eq!(
+            matmul("f", 3, 2, 1000, a.view(), b.view()).unwrap(),
+            Array::from_elem((3, 2), f16::from_f32(750.0))
+        );
+        let a = a.mapv(|x| bf16::from_f32(x.to_f32()));
+        let b = b.mapv(|x| bf16::from_f32(x.to_f32()));
+        let a3 = a.broadcast((2, 3, 1000)).unwrap();
+        let got = batched_matmul("f", 2, 3, 2, 1000, a3, b.view()).unwrap();
+        assert_eq!(got, Array::from_elem((2, 3, 2), bf16::from_f32(750.0)));
+    }
+
+    /// Widened half-precision products on every layout (standard,
+    /// transposed, reversed, an output written column by column) give the
+    /// exact sum rounded once: small integers, whose `f32` sums are exact.
+    #[test]
+    fn widened_half_products_on_every_layout_round_the_exact_sum() {
+        use half::{bf16, f16};
+        let (m, k, n) = (13, 700, 21);
+        let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 5) as f32 - 2.0);
+        let bt = Array::from_shape_fn((n, k), |(i, j)| ((i * 5 + j) % 3) as f32 - 1.0);
+        let exact = Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, p]] * bt[[j, p]]).sum::<f32>());
+        let rev =
+            Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, k - 1 - p]] * bt[[j, k - 1 - p]]).sum::<f32>());
+        fn check<T: LinalgScalar + Send + Sync + PartialEq + std::fmt::Debug>(
+            a: Array2<T>,
+            bt: Array2<T>,
+            want: &Array2<f32>,
+            want_rev: &Array2<f32>,
+            round: impl Fn(f32) -> T,
+        ) {
+            let (m, n) = (a.nrows(), bt.nrows());
+            let want = want.mapv(&round);
+            assert_eq!(with(Kernel::GemmCrate, a.view(), bt.t()), want);
+            assert_eq!(with(Kernel::MatrixMultiply, a.view(), bt.t().as_standard_layout().view()), want);
+            let (ra, rb) = (a.slice(s![.., ..;-1]), bt.slice(s![.., ..;-1]));
+            assert_eq!(with(Kernel::GemmCrate, ra, rb.t()), want_rev.mapv(&round));
+            let mut out = vec![round(f32::NAN); m * n];
+            let o = Out { ptr: out.as_mut_ptr(), rs: 1, cs: m as isize };
+            // SAFETY: m x n elements, column by column, in `out`.
+            unsafe { product_with("f", Kernel::GemmCrate, a.view(), bt.t(), o, 2) }.unwrap();
+            assert_eq!(Array2::from_shape_fn((m, n), |(i, j)| out[i + j * m]), want);
+        }
+        check(a.mapv(f16::from_f32), bt.mapv(f16::from_f32), &exact, &rev, f16::from_f32);
+        check(a.mapv(bf16::from_f32), bt.mapv(bf16::from_f32), &exact, &rev, bf16::from_f32);
     }
 
     #[test]

@@ -31,7 +31,7 @@
 //! A definition qualifies when it has no domain guards, its axes start at
 //! 0, its first axis is read by the shifted operand alone (the image), and
 //! its value is one `sum` (no where entries, loops from 0 whose ends
-//! mention no axis) of `src[..] * ker[..]` (either order, `f32` or `f64`)
+//! mention no axis) of `src[..] * ker[..]` (either order, any float type)
 //! where:
 //! - `ker`'s indices are distinct plain variables: summed ones and axes
 //!   that `src` does not read (the kernel's output channels);
@@ -231,8 +231,8 @@ fn find(f: &Function, earlier: &[Stmt], def: &TensorDef) -> Option<Match> {
         return None;
     }
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &def.body.kind else { return None };
-    let Repr::Scalar(elem @ (ScalarKind::F32 | ScalarKind::F64)) = def.body.ty else { return None };
-    if def.elem != elem || !wheres.is_empty() {
+    let Repr::Scalar(elem) = def.body.ty else { return None };
+    if def.elem != elem || !elem.is_float() || !wheres.is_empty() {
         return None;
     }
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();

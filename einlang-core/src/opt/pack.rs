@@ -7,8 +7,9 @@
 //! it has no domain guards, its axes start at 0, and one of its sums (found
 //! from the same roots as `gemm`'s: the value or a where-binding, through
 //! operators, casts and intrinsics) has
-//! - elements `f32` or `f64`, loops starting at 0 whose ends mention no
-//!   variable of the definition;
+//! - elements of a float type (`f16` and `bf16` in host code only: the
+//!   runtime's half products accumulate in `f32`), loops starting at 0
+//!   whose ends mention no variable of the definition;
 //! - a body `p * q` or `q * p`, possibly as `if c { .. } else { 0 }`;
 //! - `p` a read whose indices are distinct variables, each an axis of the
 //!   definition or a summed variable, every summed variable among them
@@ -83,6 +84,9 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>, host: bool) {
             }),
             _ => None,
         };
+        // Half-precision packed products on the host only: the device's
+        // half GEMMs are not checked on packed operands yet.
+        let found = found.filter(|(c, _)| host || !c.elem.is_half());
         if let Some((c, Some(shifted))) = &found {
             let _ = c;
             stmts[i] = Stmt::Tensor(shifted.clone());
@@ -178,8 +182,10 @@ fn contraction(
     derived: &HashSet<VarId>,
 ) -> Option<Contraction> {
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &e.kind else { return None };
-    let Repr::Scalar(elem @ (ScalarKind::F32 | ScalarKind::F64)) = e.ty else { return None };
-    if def.elem != elem {
+    // (Half-precision products go to the runtime's half GEMM, which
+    // accumulates in `f32`.)
+    let Repr::Scalar(elem) = e.ty else { return None };
+    if def.elem != elem || !elem.is_float() {
         return None;
     }
     let ks: HashSet<VarId> = loops.iter().map(|l| l.index).collect();

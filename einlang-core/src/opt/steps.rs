@@ -66,7 +66,7 @@ struct Steps {
 fn rewrite(f: &mut Function, r: &mut Recurrence, known: &[(VarId, Vec<Dim>)]) {
     let [(_, seq)] = r.seq.as_slice() else { return };
     let t = seq.index;
-    if !matches!(r.elem, ScalarKind::F32 | ScalarKind::F64) {
+    if !r.elem.is_float() {
         return;
     }
     let mut known = known.to_vec();
@@ -151,7 +151,7 @@ fn slab_product(
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
     let ExprKind::Binary(BinOp::Mul, x, y) = &body.kind else { return None };
     let elem = match sum.ty {
-        Repr::Scalar(k @ (ScalarKind::F32 | ScalarKind::F64)) => k,
+        Repr::Scalar(k) if k.is_float() => k,
         _ => return None,
     };
     let mut copies = Vec::new();
