@@ -17,6 +17,7 @@
 //! every rank, so every rank gets the same bits whatever algorithm the MPI
 //! library would have chosen.
 
+use crate::pool::alloc_error;
 use crate::Error;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -174,26 +175,30 @@ impl World {
         self.limit.store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
 
+    /// `bytes` when the limit of [`World::set_buffer_limit`] allows it;
+    /// otherwise (or when the count overflowed: `None`) `Error::Alloc`
+    /// naming `function` and `tensor`.
+    fn allowed(&self, function: &str, tensor: &str, bytes: Option<usize>) -> Result<usize, Error> {
+        match bytes {
+            Some(b) if b <= self.limit.load(Ordering::Relaxed) => Ok(b),
+            b => Err(alloc_error(function, tensor, b.unwrap_or(usize::MAX))),
+        }
+    }
+
     /// An empty buffer with room for `bytes` bytes, or `Error::Alloc`
     /// naming `function` and `tensor` when the allocator (or the limit of
     /// [`World::set_buffer_limit`]) has no room for it.
     fn room(&self, function: &str, tensor: &str, bytes: Option<usize>) -> Result<Vec<u8>, Error> {
-        let fail = |bytes: usize| Error::Alloc { function: function.to_string(), tensor: tensor.to_string(), bytes };
-        let bytes = bytes.ok_or_else(|| fail(usize::MAX))?;
-        if bytes > self.limit.load(Ordering::Relaxed) {
-            return Err(fail(bytes));
-        }
+        let bytes = self.allowed(function, tensor, bytes)?;
         let mut v = Vec::new();
-        v.try_reserve_exact(bytes).map_err(|_| fail(bytes))?;
+        v.try_reserve_exact(bytes).map_err(|_| alloc_error(function, tensor, bytes))?;
         Ok(v)
     }
 
-    /// A buffer of `n` copies of `fill` ([`World::room`] for its bytes).
+    /// A buffer of `n` copies of `fill` (within the limit, as
+    /// [`World::room`]).
     fn filled<T: Clone>(&self, function: &str, tensor: &str, n: usize, fill: T) -> Result<Vec<T>, Error> {
-        let bytes = n.saturating_mul(std::mem::size_of::<T>());
-        if bytes > self.limit.load(Ordering::Relaxed) {
-            return Err(Error::Alloc { function: function.to_string(), tensor: tensor.to_string(), bytes });
-        }
+        self.allowed(function, tensor, n.checked_mul(std::mem::size_of::<T>()))?;
         try_filled(function, tensor, n, fill)
     }
 
@@ -367,14 +372,11 @@ impl World {
             return prior;
         }
         let stride = parts.iter().try_fold(0usize, |n, p| n.checked_add(p.byte_len()));
-        let stride = match (stride, &prior) {
-            (Some(n), _) => n,
-            (None, Ok(())) => {
-                let fail = Error::Alloc { function: function.into(), tensor: tensor.into(), bytes: usize::MAX };
-                return self.message(function, tensor, Err(fail), 0).map(|_| ());
-            }
-            (None, Err(_)) => 0,
+        let prior = match (stride, prior) {
+            (None, Ok(())) => Err(alloc_error(function, tensor, usize::MAX)),
+            (_, prior) => prior,
         };
+        let stride = stride.unwrap_or(0);
         let (mut bytes, mut all) = self.message(function, tensor, prior, stride)?;
         if stride == 0 {
             return Ok(());
@@ -478,7 +480,7 @@ impl World {
         });
         let len = if status.is_ok() { best.len().checked_mul(step) } else { Some(0) };
         let status = match (len, status) {
-            (None, Ok(())) => Err(Error::Alloc { function: function.into(), tensor: tensor.into(), bytes: usize::MAX }),
+            (None, Ok(())) => Err(alloc_error(function, tensor, usize::MAX)),
             (_, status) => status,
         };
         let (mut bytes, mut all) = self.message(function, tensor, status, len.unwrap_or(0))?;
@@ -804,11 +806,7 @@ fn not_standard(function: &str) -> Error {
 fn try_filled<T: Clone>(function: &str, tensor: &str, n: usize, fill: T) -> Result<Vec<T>, Error> {
     let mut v = Vec::new();
     let bytes = n.saturating_mul(std::mem::size_of::<T>());
-    v.try_reserve_exact(n).map_err(|_| Error::Alloc {
-        function: function.to_string(),
-        tensor: tensor.to_string(),
-        bytes,
-    })?;
+    v.try_reserve_exact(n).map_err(|_| alloc_error(function, tensor, bytes))?;
     v.resize(n, fill);
     Ok(v)
 }

@@ -271,7 +271,7 @@ fn zero_is_all_zero_bytes<T: 'static>() -> bool {
 }
 
 /// The `Error::Alloc` of a failed request.
-fn alloc_error(function: &str, tensor: &str, bytes: usize) -> Error {
+pub(crate) fn alloc_error(function: &str, tensor: &str, bytes: usize) -> Error {
     Error::Alloc { function: function.to_string(), tensor: tensor.to_string(), bytes }
 }
 
