@@ -630,18 +630,24 @@ impl<T: Elem, D: Dimension> Tensor<T, D> {
         })
     }
 
-    /// Copies the tensor back to host memory.
+    /// Copies the tensor back to host memory. The host array is allocated
+    /// fallibly (zeroed pages from the allocator, then overwritten by the
+    /// copy): `Err(Error::Alloc)` when there is no room for it.
     pub fn to_host(&self) -> Result<Array<T, D>, Error> {
-        let host = guarded("copying from the device", || {
-            if self.dim.size() == 0 {
-                return Ok(Vec::new());
+        const DOING: &str = "copying from the device";
+        let mut host = crate::pool::zeros(DOING, "the host copy", self.dim.clone(), T::default())?;
+        guarded(DOING, || {
+            let len = self.dim.size();
+            if len == 0 {
+                return Ok(());
             }
-            let host = self.dev.inner.stream.clone_dtoh(&self.data).map_err(driver("copying from the device"))?;
+            let dst = host.as_slice_mut().ok_or_else(|| device_error(DOING, "a new array has no slice"))?;
+            // (The device buffer holds `len.max(1)` elements.)
+            self.dev.inner.stream.memcpy_dtoh(&self.data.slice(0..len), dst).map_err(driver(DOING))?;
             // Surfaces the failure of an earlier asynchronous launch too.
-            self.dev.inner.stream.synchronize().map_err(driver("copying from the device"))?;
-            Ok(host)
+            self.dev.inner.stream.synchronize().map_err(driver(DOING))
         })?;
-        Array::from_shape_vec(self.dim.clone(), host).map_err(|e| device_error("copying from the device", e))
+        Ok(host)
     }
 
     /// The extents of the tensor's axes.
