@@ -290,6 +290,42 @@ unsafe impl<T: Send> Send for Shared<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for Shared<T> {}
 
+/// Writes `sums[l] + b` (then `max(0, _)` when `relu`) to `dst` at `l`
+/// times `stride` for every `l`.
+///
+/// # Safety
+/// `dst` valid for writes at those offsets.
+#[inline]
+unsafe fn store_run<T: ConvElem>(dst: *mut T, stride: isize, sums: &[T], b: T, relu: bool) {
+    let zero = T::default();
+    let act = |s: T| {
+        let v = s + b;
+        if relu && !(v > zero) {
+            zero
+        } else {
+            v
+        }
+    };
+    if stride == 1 {
+        // SAFETY: the caller's.
+        let row = unsafe { std::slice::from_raw_parts_mut(dst, sums.len()) };
+        if relu {
+            for (d, &s) in row.iter_mut().zip(sums) {
+                *d = act(s);
+            }
+        } else {
+            for (d, &s) in row.iter_mut().zip(sums) {
+                *d = s + b;
+            }
+        }
+    } else {
+        for (l, &s) in sums.iter().enumerate() {
+            // SAFETY: the caller's.
+            unsafe { *dst.offset(l as isize * stride) = act(s) };
+        }
+    }
+}
+
 /// The shape mismatch `Error::Shape` for `conv2d`'s arguments.
 fn shape_error(function: &str, param: &str, axis: usize, symbol: &str, expected: usize, found: usize) -> Error {
     Error::Shape {
@@ -305,7 +341,7 @@ fn shape_error(function: &str, param: &str, axis: usize, symbol: &str, expected:
 /// Writes into `out` (`N x O x OH x OW`, any strides) the convolution of
 /// `x` (`N x C x H x W`) by `k` (`O x C x KH x KW`) as the module describes,
 /// reading `x` shifted by `pad = (top, left)` with zeros outside, adding
-/// `bias` (`O`) and applying `max(0, _)` when `relu`. `function` names the
+/// `bias` (its first `O` values) and applying `max(0, _)` when `relu`. `function` names the
 /// caller in errors: `Error::Shape` when the extents disagree,
 /// `Error::Extent` when a buffer's size overflows, `Error::Alloc` when
 /// memory runs out. Any extent may be zero.
@@ -362,7 +398,7 @@ pub fn conv2d_with<T: ConvElem>(
         return Err(shape_error(function, "out", 1, "O", o, oo));
     }
     if let Some(b) = &bias {
-        if b.len() != o {
+        if b.len() < o {
             return Err(shape_error(function, "bias", 0, "O", o, b.len()));
         }
     }
@@ -456,7 +492,7 @@ pub fn conv2d_with<T: ConvElem>(
     let runs = tiles.div_ceil(per_task);
     let strides = out.strides().to_vec();
     let optr = Shared(out.as_mut_ptr());
-    let bias = bias.map(|b| b.to_vec());
+    let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
     let zero = T::default();
     (0..n * runs).into_par_iter().try_for_each(|task| -> Result<(), Error> {
         let optr = optr;
@@ -494,32 +530,26 @@ pub fn conv2d_with<T: ConvElem>(
                 }
                 c0 += cn;
             }
-            // Epilogue: bias, activation, and the positions that are pixels.
-            for of in 0..o {
-                let (g, f) = (of / fg, of % fg);
-                let sums = &acc[(g * fg + f) * tq..][..tq];
-                let b = bias.as_ref().map_or(zero, |b| b[of]);
-                for (l, &s) in sums.iter().enumerate() {
-                    let q = q0 + l;
-                    let (i, j) = (q / wp, q % wp);
-                    if i >= oh {
-                        break;
-                    }
-                    if j >= ow {
-                        continue;
-                    }
-                    let mut v = s + b;
-                    if relu && !(v > zero) {
-                        v = zero;
-                    }
+            // Epilogue: the runs of positions that are pixels (`j < OW`),
+            // row by row, with the bias and the activation.
+            let q_end = (q0 + tq).min(positions);
+            let mut q = q0;
+            while q < q_end {
+                let (i, j) = (q / wp, q % wp);
+                let run = (i * wp + ow).min(q_end).saturating_sub(q);
+                for of in (0..o).filter(|_| run > 0) {
+                    let sums = &acc[of * tq + (q - q0)..][..run];
+                    let b = bias.as_ref().map_or(zero, |b| b[of]);
                     let at = nn as isize * strides[0]
                         + of as isize * strides[1]
                         + i as isize * strides[2]
                         + j as isize * strides[3];
-                    // SAFETY: `(nn, of, i, j)` is within `out`, and this
-                    // task alone writes the pixels of its tiles.
-                    unsafe { *optr.0.offset(at) = v };
+                    // SAFETY: pixels `(nn, of, i, j..j + run)` are within
+                    // `out`, and this task alone writes the pixels of its
+                    // tiles.
+                    unsafe { store_run(optr.0.offset(at), strides[3], sums, b, relu) };
                 }
+                q = (i + 1) * wp;
             }
         }
         Ok(())
