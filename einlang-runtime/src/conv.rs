@@ -22,9 +22,12 @@
 //!
 //! Kernels: AVX-512 (`TQ = 64`, four `zmm` per filter, 6 filters: 24
 //! accumulators), AVX2 + FMA (`TQ = 16`, 6 filters: 12 `ymm`), chosen by
-//! [`crate::cpu`]; a portable form for other processors and for `f64`. The
-//! sum of each pixel runs over the channels in order, then `r`, then `s`
-//! (one rounding per term; the vector forms fuse the multiply-add).
+//! what the processor has (detected once, as the GEMM libraries choose
+//! theirs, so that `cpu::set_baseline_only` does not change the bits of a
+//! result); a portable form for other processors and for `f64`. The sum of
+//! each pixel runs over the channels in order, then `r`, then `s` (one
+//! rounding per term: the vector forms fuse the multiply-add, so the two
+//! give the same bits).
 
 use crate::Error;
 use ndarray::{ArrayView1, ArrayView4, ArrayViewMut4, Ix1};
@@ -60,25 +63,17 @@ pub struct Kernel<T> {
 
 impl ConvElem for f32 {
     fn kernel() -> Kernel<f32> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if crate::cpu::wide512() {
-                return x86::K512;
-            }
-            if crate::cpu::wide() {
-                return x86::K256;
-            }
-        }
-        portable::<f32>()
+        Self::kernels()[0]
     }
     fn kernels() -> Vec<Kernel<f32>> {
         let mut all = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
-            if crate::cpu::wide512() {
+            let (fma, avx512) = x86::features();
+            if avx512 {
                 all.push(x86::K512);
             }
-            if crate::cpu::wide() {
+            if fma {
                 all.push(x86::K256);
             }
         }
@@ -150,6 +145,19 @@ mod x86 {
     use std::arch::x86_64::*;
 
     pub(super) const K512: Kernel<f32> = Kernel { tq: 64, f: 6, tile: tile512, name: "avx512" };
+
+    /// Whether the processor has AVX2 and FMA, and whether it also has
+    /// AVX-512 (foundation): detected once. As the GEMM libraries do, the
+    /// kernel follows the processor, not `cpu::set_baseline_only`: both
+    /// vector kernels fuse every multiply-add in the same order, so every
+    /// form of a generated function computes the same bits.
+    pub(super) fn features() -> (bool, bool) {
+        static DETECTED: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| {
+            let fma = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+            (fma, fma && is_x86_feature_detected!("avx512f"))
+        })
+    }
     pub(super) const K256: Kernel<f32> = Kernel { tq: 16, f: 6, tile: tile256, name: "avx2" };
 
     /// [`super::tile_portable`]'s contract with `TQ = 64`, `F = 6`.
@@ -164,7 +172,8 @@ mod x86 {
         kw: usize,
         cn: usize,
     ) {
-        // SAFETY: `K512` is chosen only where `cpu::wide512` holds.
+        // SAFETY: `K512` is chosen only where `features` found AVX-512,
+        // AVX2 and FMA.
         unsafe { tile512_inner(x, w, acc, plane, wp, kh, kw, cn) }
     }
 
@@ -231,7 +240,7 @@ mod x86 {
         kw: usize,
         cn: usize,
     ) {
-        // SAFETY: `K256` is chosen only where `cpu::wide` holds.
+        // SAFETY: `K256` is chosen only where `features` found AVX2 and FMA.
         unsafe { tile256_inner(x, w, acc, plane, wp, kh, kw, cn) }
     }
 
@@ -487,6 +496,9 @@ pub fn conv2d_with<T: ConvElem>(
     // Channels per block: the block's input stretch within about 16 KB.
     let stretch = tq + (kh.saturating_sub(1)) * wp + kw.saturating_sub(1);
     let cb = ((16 << 10) / (stretch * std::mem::size_of::<T>()).max(1)).clamp(1, c.max(1));
+    // Blocks of even size (31 + 1 channels would run the last block's
+    // filter groups for one channel).
+    let cb = c.max(1).div_ceil(c.max(1).div_ceil(cb));
     // Tiles per task: enough tasks for the threads, each a few tiles.
     let per_task = (n * tiles / (4 * rayon::current_num_threads())).clamp(1, 16);
     let runs = tiles.div_ceil(per_task);
@@ -703,6 +715,24 @@ mod tests {
             for (a, e) in yv.iter().zip(&want) {
                 assert!((*a as f64 - e).abs() <= 1e-4, "{threads} threads: {a} vs {e}");
             }
+        }
+    }
+
+    #[test]
+    fn the_vector_kernels_compute_the_same_bits() {
+        let x = Array4::from_shape_vec((2, 13, 9, 23), data(2 * 13 * 9 * 23, 6)).unwrap().mapv(|v| v as f32);
+        let k = Array4::from_shape_vec((11, 13, 3, 3), data(11 * 13 * 9, 7)).unwrap().mapv(|v| v as f32);
+        let fused: Vec<_> = kernels::<f32>().into_iter().filter(|k| k.name() != "portable").collect();
+        let results: Vec<Array4<f32>> = fused
+            .iter()
+            .map(|kern| {
+                let mut y = Array4::<f32>::zeros((2, 11, 9, 23));
+                conv2d_with("t", *kern, x.view(), k.view(), None, (1, 1), false, y.view_mut()).unwrap();
+                y
+            })
+            .collect();
+        for pair in results.windows(2) {
+            assert!(pair[0].iter().zip(pair[1].iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
         }
     }
 
