@@ -428,7 +428,13 @@ pub fn conv2d_with<T: ConvElem>(
     let tiles = positions.div_ceil(tq);
     let slack = tiles * tq - positions + kw.max(1);
     let image = c.checked_mul(plane).ok_or_else(too_large)?;
-    let xlen = n.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
+    // A valid convolution of a standard-layout image reads the image
+    // itself, but for the last one: the last tile's reads past an image's
+    // end fall in the next image, which must exist (the last is copied).
+    let direct = pad == (0, 0) && wp == w && hp == h && n > 1 && image >= slack && x.is_standard_layout();
+    let copied = if direct { 1 } else { n };
+    let first_copied = n - copied;
+    let xlen = copied.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
     let groups = o.div_ceil(fg);
     let taps = kh.checked_mul(kw).ok_or_else(too_large)?;
     let wlen = groups
@@ -441,11 +447,11 @@ pub fn conv2d_with<T: ConvElem>(
     let (top, left) = pad;
     {
         let xs = xp.as_slice_mut().expect("a new buffer is contiguous");
-        xs[n * image..].iter_mut().for_each(|v| {
+        xs[copied * image..].iter_mut().for_each(|v| {
             v.write(T::default());
         });
-        xs[..n * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, dst)| {
-            let (nn, cc) = (p / c, p % c);
+        xs[..copied * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, dst)| {
+            let (nn, cc) = (first_copied + p / c, p % c);
             let src = x.index_axis(ndarray::Axis(0), nn);
             let src = src.index_axis(ndarray::Axis(0), cc);
             // Columns `j0..j1` of a padded row come from columns
@@ -478,15 +484,23 @@ pub fn conv2d_with<T: ConvElem>(
 
     let mut wb = crate::pool::try_uninit::<T, Ix1>(function, "convolution weights", Ix1(wlen))?;
     {
+        // `[group][c][r][s][filter]`, in that order, zero past the last
+        // filter.
         let ws = wb.as_slice_mut().expect("a new buffer is contiguous");
-        for (at, d) in ws.iter_mut().enumerate() {
-            let f = at % fg;
-            let rest = at / fg;
-            let (tap, cg) = (rest % taps, rest / taps);
-            let (cc, g) = (cg % c, cg / c);
-            let of = g * fg + f;
-            let v = if of < o { k[[of, cc, tap / kw, tap % kw]] } else { T::default() };
-            d.write(v);
+        let mut slots = ws.iter_mut();
+        for g in 0..groups {
+            for cc in 0..c {
+                for r in 0..kh {
+                    for s in 0..kw {
+                        for of in g * fg..(g + 1) * fg {
+                            let v = if of < o { k[[of, cc, r, s]] } else { T::default() };
+                            if let Some(d) = slots.next() {
+                                d.write(v);
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
     // SAFETY: every element was written above.
@@ -516,6 +530,15 @@ pub fn conv2d_with<T: ConvElem>(
         // SAFETY: written above.
         let mut acc = unsafe { acc.assume_init() };
         let acc = acc.as_slice_mut().expect("a new buffer is contiguous");
+        // The image's first plane: `x` itself, or its copy.
+        let base = if nn < first_copied {
+            // SAFETY: image `nn` of `x`, whose standard layout holds `n`
+            // images of `image` values.
+            unsafe { x.as_ptr().add(nn * image) }
+        } else {
+            // SAFETY: the copies hold `copied` images.
+            unsafe { xs.as_ptr().add((nn - first_copied) * image) }
+        };
         for t in run * per_task..((run + 1) * per_task).min(tiles) {
             let q0 = t * tq;
             acc.iter_mut().for_each(|v| *v = zero);
@@ -524,12 +547,13 @@ pub fn conv2d_with<T: ConvElem>(
                 let cn = cb.min(c - c0);
                 for g in 0..groups {
                     // SAFETY: the input stretch from `q0` over `cn` planes
-                    // lies within `xs` (the slack covers the last tile), the
+                    // lies within `xs` (the slack covers the last tile) or
+                    // within `x` (the next image covers it), the
                     // weights of group `g` and channels `c0..c0 + cn` within
                     // `ws`, the group's sums within `acc`.
                     unsafe {
                         (kernel.tile)(
-                            xs.as_ptr().add(nn * image + c0 * plane + q0),
+                            base.add(c0 * plane + q0),
                             ws.as_ptr().add((g * c + c0) * taps * fg),
                             acc.as_mut_ptr().add(g * fg * tq),
                             plane,
@@ -714,6 +738,14 @@ mod tests {
             pool.install(|| conv2d("t", x.view(), k.view(), None, (0, 0), false, yv.view_mut())).unwrap();
             for (a, e) in yv.iter().zip(&want) {
                 assert!((*a as f64 - e).abs() <= 1e-4, "{threads} threads: {a} vs {e}");
+            }
+            // An image whose axes are permuted (NHWC memory) is copied.
+            let nhwc = x.view().permuted_axes([0, 2, 3, 1]).as_standard_layout().into_owned();
+            let xv = nhwc.view().permuted_axes([0, 3, 1, 2]);
+            let mut y = Array4::<f32>::zeros((3, 7, 7, 8));
+            pool.install(|| conv2d("t", xv, k.view(), None, (0, 0), false, y.view_mut())).unwrap();
+            for (a, e) in y.iter().zip(&want) {
+                assert!((*a as f64 - e).abs() <= 1e-4, "{threads} threads, permuted input: {a} vs {e}");
             }
         }
     }
