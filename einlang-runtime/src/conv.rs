@@ -309,10 +309,10 @@ unsafe fn store_run<T: ConvElem>(dst: *mut T, stride: isize, sums: &[T], b: T, r
     let zero = T::default();
     let act = |s: T| {
         let v = s + b;
-        if relu && !(v > zero) {
-            zero
-        } else {
-            v
+        // (`max(0, NaN)` is 0, as `f32::max` has it.)
+        match (relu, v.partial_cmp(&zero)) {
+            (true, Some(std::cmp::Ordering::Greater)) | (false, _) => v,
+            (true, _) => zero,
         }
     };
     if stride == 1 {
@@ -521,7 +521,8 @@ pub fn conv2d_with<T: ConvElem>(
     let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
     let zero = T::default();
     (0..n * runs).into_par_iter().try_for_each(|task| -> Result<(), Error> {
-        let optr = optr;
+        // (The whole `Shared`, not its raw pointer field, is captured.)
+        let optr = &optr;
         let (nn, run) = (task / runs, task % runs);
         let mut acc = crate::pool::try_uninit::<T, Ix1>(function, "convolution sums", Ix1(groups * fg * tq))?;
         acc.iter_mut().for_each(|v| {
