@@ -40,6 +40,12 @@ einlang! {
         y
     }
 
+    /// The window's indices bound in a `where`, a ReLU after the bias.
+    pub fn conv_where(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+        let y[n, o, i, j] = max(sum[c, r, s](x[n, c, iy, ix] * k[o, c, r, s]) + b[o], 0.0) where iy = i + r, ix = j + s;
+        y
+    }
+
     /// Half the squared output of a padded layer, and its gradients.
     pub fn layer_grads(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> ([f32; N, C, H, W], [f32; O, C, 3, 3]) {
         let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
@@ -175,6 +181,8 @@ fn an_activation_after_the_bias_stays_elementwise() {
             let got = conv_relu(&x, &k, &b).unwrap();
             let want = naive(&x, &k, Some(&b), (0, 0), (h - 2, w - 2), true);
             assert_close(&got, &want, c * 9, &format!("relu {n}x{c}x{h}x{w} o{o}"));
+            let got = conv_where(&x, &k, &b).unwrap();
+            assert_close(&got, &want, c * 9, &format!("where {n}x{c}x{h}x{w} o{o}"));
         }
     });
 }

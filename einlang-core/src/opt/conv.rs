@@ -92,17 +92,37 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
         return None;
     }
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
+    // The definition's own bindings (`sum[..](x[n, c, iy, ix] * ..) where
+    // iy = i + r, ..`), when its where entries are index bindings alone:
+    // the sum may read them, and then only the whole definition can be the
+    // convolution (a temporary could not read them).
+    let (outer, value, prefix) = match &def.body.kind {
+        ExprKind::Guarded { wheres, body } => {
+            let mut outer = HashMap::new();
+            for w in wheres {
+                let WhereEntry::Bind(v, e) = w else { return None };
+                index_dim(e)?;
+                outer.insert(*v, e);
+            }
+            (outer, &**body, vec![wheres.len()])
+        }
+        _ => (HashMap::new(), &def.body, Vec::new()),
+    };
     let (x, k, pad, path) =
-        first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, sum).map(|m| (m, path.to_vec())))
+        first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, &outer, sum).map(|m| (m, path.to_vec())))
             .map(|((x, k, pad), path)| (x, k, pad, path))?;
-    let whole = if path.is_empty() {
+    let rest = path.strip_prefix(prefix.as_slice())?;
+    let whole = if rest.is_empty() {
         Some(None)
-    } else if let (ExprKind::Binary(BinOp::Add, a, b), [side]) = (&def.body.kind, path.as_slice()) {
+    } else if let (ExprKind::Binary(BinOp::Add, a, b), [side]) = (&value.kind, rest) {
         let other = if *side == 0 { b } else { a };
         bias_read(f, other, axes[1]).map(Some)
     } else {
         None
     };
+    if whole.is_none() && !outer.is_empty() {
+        return None;
+    }
     Some(Match { path, x, k, pad, whole })
 }
 
@@ -123,12 +143,13 @@ fn bias_read(f: &Function, e: &Expr, o: VarId) -> Option<VarId> {
 
 /// `(x, k, (top, left))` when `sum` is the convolution of the module's
 /// pattern for the definition's axes `[n, o, i, j]`.
-fn conv_sum(
+fn conv_sum<'a>(
     f: &Function,
     list: &[Stmt],
     def: &TensorDef,
     axes: &[VarId],
-    sum: &Expr,
+    outer: &HashMap<VarId, &'a Expr>,
+    sum: &'a Expr,
 ) -> Option<(VarId, VarId, (u64, u64))> {
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
     if loops.len() != 3 || loops.iter().any(|l| l.start.as_constant() != Some(0)) {
@@ -156,7 +177,7 @@ fn conv_sum(
         return None;
     }
     // The sum's bindings, each an index expression.
-    let mut binds: HashMap<VarId, &Expr> = HashMap::new();
+    let mut binds: HashMap<VarId, &'a Expr> = outer.clone();
     let mut guards: Vec<&Expr> = Vec::new();
     for w in wheres {
         match w {
@@ -196,6 +217,10 @@ fn conv_sum(
     let xext = |axis| extent_of(f, list, *x, axis);
     let kext = |axis| extent_of(f, list, k, axis);
     let end = |v: VarId| loops.iter().find(|l: &&Loop| l.index == v).map(|l| l.end.clone());
+    // A window of one pixel is a matrix product: `pack` makes it one.
+    if end(r).and_then(|d| d.as_constant()) == Some(1) && end(s).and_then(|d| d.as_constant()) == Some(1) {
+        return None;
+    }
     let same = |a: Option<Dim>, b: Option<Dim>| match (a, b) {
         (Some(a), Some(b)) => super::same_extent(list, &a, &b),
         _ => false,
@@ -387,6 +412,23 @@ mod tests {
         );
         assert!(out.contains("conv y_conv = x * k (pad 0, 0): f32"), "{out}");
         assert!(out.contains("read y_conv[n, o, i, j] unchecked"), "{out}");
+        // Indices bound in the definition's own where entries.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, iy, ix] * k[o, c, r, s]) + b[o] where iy = i + r, ix = j + s;
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k + b (pad 0, 0): f32"), "{out}");
+        // The same under an activation: lowering gives the bindings to the
+        // sum, which moves into the temporary with them.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+                let y[n, o, i, j] = max(sum[c, r, s](x[n, c, iy, ix] * k[o, c, r, s]), 0.0) where iy = i + r, ix = j + s;
+                y
+            }",
+        );
+        assert!(out.contains("conv y_conv = x * k (pad 0, 0): f32"), "{out}");
     }
 
     #[test]
@@ -408,6 +450,13 @@ mod tests {
                     if ih >= 0 && ih < H - 1 && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
                     where ih = i + r - 1, iw = j + s - 1
                 );
+                y
+            }",
+        );
+        // A window of one pixel (a matrix product).
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 1, 1]) -> [f32; N, O, H, W] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
                 y
             }",
         );
