@@ -2,7 +2,8 @@
 //! `opt::conv` hands to the runtime's direct kernel (`einlang_runtime::conv`):
 //! valid with a bias (window extents from the arguments), padded by a guard
 //! (the kernel written first, asymmetric padding), with an activation after
-//! the bias, and both gradients of a layer. Each is compared with naive
+//! the bias, a single image without a batch axis, and both gradients of a
+//! layer. Each is compared with naive
 //! `f64` loops written here on odd shapes (1, 7, primes, empty extents) and
 //! on one to three threads; the `checked` feature runs the reference loop
 //! nests instead.
@@ -43,6 +44,12 @@ einlang! {
     /// The window's indices bound in a `where`, a ReLU after the bias.
     pub fn conv_where(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
         let y[n, o, i, j] = max(sum[c, r, s](x[n, c, iy, ix] * k[o, c, r, s]) + b[o], 0.0) where iy = i + r, ix = j + s;
+        y
+    }
+
+    /// One image, no batch axis.
+    pub fn conv_single(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H - 2, W - 2] {
+        let y[o, i, j] = sum[c, r, s](x[c, i + r, j + s] * k[o, c, r, s]) + b[o];
         y
     }
 
@@ -170,6 +177,19 @@ fn padded_convolutions_match_naive_loops() {
         // An image of one pixel: every window reads mostly padding.
         let (x, k) = (tensor((2, 3, 1, 1), 7), tensor((4, 3, 3, 3), 8));
         assert_close(&conv_same(&x, &k).unwrap(), &naive(&x, &k, None, (1, 1), (1, 1), false), 27, "one pixel");
+    });
+}
+
+#[test]
+fn a_single_image_is_a_batch_of_one() {
+    threads(|| {
+        for &(_, c, h, w, o) in SHAPES {
+            let (x, k, b) = (tensor((1, c, h, w), 15), tensor((o, c, 3, 3), 16), Array1::from(data(o, 17)));
+            let x3 = x.index_axis(einlang::ndarray::Axis(0), 0).to_owned();
+            let got = conv_single(&x3, &k, &b).unwrap().insert_axis(einlang::ndarray::Axis(0));
+            let want = naive(&x, &k, Some(&b), (0, 0), (h - 2, w - 2), false);
+            assert_close(&got, &want, c * 9, &format!("single {c}x{h}x{w} o{o}"));
+        }
     });
 }
 

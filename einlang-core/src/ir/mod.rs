@@ -541,8 +541,9 @@ pub struct Gemm {
 /// left] * k[o, c, r, s])` (`pad = (top, left)`), where a read outside `x`
 /// is zero and `bias`, when there is one, has at least `O` elements: a
 /// stride-1 convolution over the channels-first layouts, valid or padded
-/// by guards. `x` and `k` have rank 4, the sums run over all of `k`'s
-/// extents (which agree with `x`'s channels), and `out`'s extents are
+/// by guards; without the axis `n` for a single image (`out[o, i, j]`,
+/// `x[c, ..]`). `x` has `out`'s rank, `k` rank 4, the sums run over all of
+/// `k`'s extents (which agree with `x`'s channels), and `out`'s extents are
 /// those of `reference`'s axes, the same definition as a loop nest (back
 /// ends that have no kernel for it run that). The `opt` convolution pass
 /// finds these in host code; lowering never makes them.

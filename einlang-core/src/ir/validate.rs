@@ -435,10 +435,11 @@ impl<'a> Checker<'a> {
     }
 
     /// A convolution's operands are tensors of its element type, of rank
-    /// 4 (`x`, `k`) and 1 (`bias`); its reference defines its output over
-    /// four axes.
+    /// 4 or 3 (`x`, as its output), 4 (`k`) and 1 (`bias`); its reference
+    /// defines its output over four axes, or three for a single image.
     fn check_conv(&mut self, c: &Conv) {
-        for (t, want) in [(Some(c.x), 4), (Some(c.k), 4), (c.bias, 1)] {
+        let rank = c.reference.axes.len();
+        for (t, want) in [(Some(c.x), rank), (Some(c.k), 4), (c.bias, 1)] {
             let Some(t) = t else { continue };
             let name = self.name(t);
             match self.use_var(t) {
@@ -453,7 +454,7 @@ impl<'a> Checker<'a> {
         if !c.elem.is_float() {
             self.err(format!("conv of `{}`", c.elem.name()));
         }
-        if c.reference.var != c.out || c.reference.axes.len() != 4 {
+        if c.reference.var != c.out || !(3..=4).contains(&rank) {
             self.err("conv whose reference loop nest defines another tensor".to_string());
         }
         self.check_tensor(&c.reference);

@@ -4,8 +4,8 @@
 //! registers and builds no im2col columns (host code only; device code and
 //! every other form keep `pack`'s GEMM).
 //!
-//! A definition `y[n, o, i, j]` (`f32`, axes from 0, no domain guards)
-//! qualifies when one of its sums (found as `gemm`'s are: the value, or a
+//! A definition `y[n, o, i, j]`, or `y[o, i, j]` of a single image (`f32`,
+//! axes from 0, no domain guards) qualifies when one of its sums (found as `gemm`'s are: the value, or a
 //! `where` binding, through elementwise operations) is
 //!
 //! ```text
@@ -16,7 +16,8 @@
 //! - the loops from 0 over exactly `k`'s extents (`c` also over `x`'s
 //!   channels), `y`'s first two extents those of `x`'s images and `k`'s
 //!   filters, `top` and `left` non-negative constants;
-//! - `x` and `k` parameters or definitions of the same statement list, of
+//! - `x` (without `n` for a single image) and `k` parameters or
+//!   definitions of the same statement list, of the definition's rank and
 //!   rank 4; the read of `k` unchecked (proven in bounds);
 //! - either no guard and an unchecked read of `x` (a valid convolution), or
 //!   the guards, in the sum's `where` entries or as `if g { .. } else { 0 }`,
@@ -88,7 +89,7 @@ struct Match {
 }
 
 fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
-    if def.elem != ScalarKind::F32 || def.axes.len() != 4 {
+    if def.elem != ScalarKind::F32 || !(3..=4).contains(&def.axes.len()) {
         return None;
     }
     let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
@@ -116,7 +117,7 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
         Some(None)
     } else if let (ExprKind::Binary(BinOp::Add, a, b), [side]) = (&value.kind, rest) {
         let other = if *side == 0 { b } else { a };
-        bias_read(f, other, axes[1]).map(Some)
+        bias_read(f, other, axes[axes.len() - 3]).map(Some)
     } else {
         None
     };
@@ -142,7 +143,7 @@ fn bias_read(f: &Function, e: &Expr, o: VarId) -> Option<VarId> {
 }
 
 /// `(x, k, (top, left))` when `sum` is the convolution of the module's
-/// pattern for the definition's axes `[n, o, i, j]`.
+/// pattern for the definition's axes `[n, o, i, j]` or `[o, i, j]`.
 fn conv_sum<'a>(
     f: &Function,
     list: &[Stmt],
@@ -155,7 +156,9 @@ fn conv_sum<'a>(
     if loops.len() != 3 || loops.iter().any(|l| l.start.as_constant() != Some(0)) {
         return None;
     }
-    let (n, o, i, j) = (axes[0], axes[1], axes[2], axes[3]);
+    // `lead` is 1 with an image axis `n`, 0 for a single image.
+    let lead = axes.len() - 3;
+    let (o, i, j) = (axes[lead], axes[lead + 1], axes[lead + 2]);
     let loop_vars: Vec<VarId> = loops.iter().map(|l| l.index).collect();
     let (p, q, cond) = sum_factors(body)?;
     let as_kernel = |e: &Expr| -> Option<(VarId, [VarId; 3])> {
@@ -173,7 +176,7 @@ fn conv_sum<'a>(
     };
     let ((k, [c, r, s]), xe) = as_kernel(p).map(|m| (m, q)).or_else(|| as_kernel(q).map(|m| (m, p)))?;
     let ExprKind::Read { tensor: x, indices: xi, checked: x_checked } = &xe.kind else { return None };
-    if xi.len() != 4 || !is_var(&xi[0], n) || !is_var(&xi[1], c) {
+    if xi.len() != axes.len() || (lead == 1 && !is_var(&xi[0], axes[0])) || !is_var(&xi[lead], c) {
         return None;
     }
     // The sum's bindings, each an index expression.
@@ -207,11 +210,12 @@ fn conv_sum<'a>(
         let rest = aff.rest.as_constant()?;
         (terms == want && rest <= 0).then(|| rest.unsigned_abs())
     };
-    let pad = (shift(&xi[2], i, r)?, shift(&xi[3], j, s)?);
+    let pad = (shift(&xi[lead + 1], i, r)?, shift(&xi[lead + 2], j, s)?);
     // Extents: the loops over all of `k`, `c` over `x`'s channels too, the
     // output's images and filters those of `x` and `k`.
-    let tensor_ok = |t: VarId| f.vars.get(t.0 as usize).is_some_and(|v| v.ty == Repr::Tensor(ScalarKind::F32, 4));
-    if !tensor_ok(*x) || !tensor_ok(k) {
+    let tensor_ok =
+        |t: VarId, rank: usize| f.vars.get(t.0 as usize).is_some_and(|v| v.ty == Repr::Tensor(ScalarKind::F32, rank));
+    if !tensor_ok(*x, axes.len()) || !tensor_ok(k, 4) {
         return None;
     }
     let xext = |axis| extent_of(f, list, *x, axis);
@@ -225,12 +229,12 @@ fn conv_sum<'a>(
         (Some(a), Some(b)) => super::same_extent(list, &a, &b),
         _ => false,
     };
-    let extents_ok = same(end(c), xext(1))
+    let extents_ok = same(end(c), xext(lead))
         && same(end(c), kext(1))
         && same(end(r), kext(2))
         && same(end(s), kext(3))
-        && same(Some(def.axes[0].extent.clone()), xext(0))
-        && same(Some(def.axes[1].extent.clone()), kext(0));
+        && (lead == 0 || same(Some(def.axes[0].extent.clone()), xext(0)))
+        && same(Some(def.axes[lead].extent.clone()), kext(0));
     if !extents_ok {
         return None;
     }
@@ -241,8 +245,8 @@ fn conv_sum<'a>(
     if guards.len() != 4 {
         return None;
     }
-    let (hi, wi) = (resolve(&xi[2])?, resolve(&xi[3])?);
-    let (h, w) = (xext(2)?, xext(3)?);
+    let (hi, wi) = (resolve(&xi[lead + 1])?, resolve(&xi[lead + 2])?);
+    let (h, w) = (xext(lead + 1)?, xext(lead + 2)?);
     let mut seen = HashSet::new();
     for g in guards {
         let (index, bound) = bound_of(g, &resolve)?;
@@ -324,7 +328,7 @@ fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> 
 fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
     let i64_ty = Repr::Scalar(ScalarKind::I64);
     let name = format!("{}_conv", f.var(def.var).source_name);
-    let tmp = f.add_var(&name, Repr::Tensor(def.elem, 4));
+    let tmp = f.add_var(&name, Repr::Tensor(def.elem, def.axes.len()));
     let mut renamed = HashMap::new();
     let mut ref_axes = Vec::new();
     for a in &def.axes {
@@ -453,6 +457,14 @@ mod tests {
                 y
             }",
         );
+        // A single image.
+        let out = fires(
+            "pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H - 2, W - 2] {
+                let y[o, i, j] = sum[c, r, s](x[c, i + r, j + s] * k[o, c, r, s]) + b[o];
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k + b (pad 0, 0): f32"), "{out}");
         // A window of one pixel (a matrix product).
         leaves(
             "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 1, 1]) -> [f32; N, O, H, W] {

@@ -74,7 +74,8 @@ impl FnCx<'_> {
             return self.tensor_def(&c.reference);
         }
         let info = self.info(c.out)?;
-        if info.ty != Repr::Tensor(c.elem, 4) {
+        let rank = c.reference.axes.len();
+        if info.ty != Repr::Tensor(c.elem, rank) || !(3..=4).contains(&rank) {
             return Err(format!("conv result `{}` has type `{:?}`", info.name, info.ty));
         }
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
@@ -90,15 +91,21 @@ impl FnCx<'_> {
         let lens = c.reference.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
         let (top, left) = (proc_macro2::Literal::u64_suffixed(c.pad.0), proc_macro2::Literal::u64_suffixed(c.pad.1));
         let tensor = self.tensor_name(c.out);
-        let array = types::array(c.elem, Some(4), &nd);
+        let array = types::array(c.elem, Some(rank), &nd);
         let elem = types::scalar(c.elem);
         let y = derived("out_", &out, "");
+        // A single image is a batch of one.
+        let (xv, yv) = if rank == 3 {
+            (quote!(#x.view().insert_axis(#nd::Axis(0))), quote!(#y.view_mut().insert_axis(#nd::Axis(0))))
+        } else {
+            (quote!(#x.view()), quote!(#y.view_mut()))
+        };
         self.repr.insert(c.out, Ownership::Owned);
         self.standard.insert(c.out);
         Ok(quote! {
             let #out: #array = {
                 let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-                #rt::conv::conv2d(#fname, #x.view(), #k.view(), #bias, (#top as usize, #left as usize), false, #y.view_mut())?;
+                #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top as usize, #left as usize), false, #yv)?;
                 #y
             };
         })
