@@ -243,3 +243,20 @@ fn gradients_of_a_padded_layer_match_naive_loops() {
         }
     });
 }
+
+#[test]
+fn results_go_into_the_callers_buffer() {
+    let (x, k, b) = (tensor((2, 3, 9, 8), 18), tensor((5, 3, 3, 3), 19), Array1::from(data(5, 20)));
+    let want = naive(&x, &k, Some(&b), (0, 0), (7, 6), false);
+    let mut y = Array4::<f32>::from_elem((2, 5, 7, 6), f32::NAN);
+    conv_valid_into(&x, &k, &b, &mut y).unwrap();
+    assert_close(&y, &want, 27, "into");
+    // A view of other strides.
+    let mut t = Array4::<f32>::from_elem((6, 7, 5, 2), f32::NAN);
+    conv_valid_into(&x, &k, &b, t.view_mut().permuted_axes([3, 2, 1, 0])).unwrap();
+    assert_close(&t.view().permuted_axes([3, 2, 1, 0]).to_owned(), &want, 27, "into a permuted view");
+    // A wrong shape: an error naming the buffer, nothing written.
+    let mut bad = Array4::<f32>::from_elem((2, 5, 7, 5), 7.0);
+    assert!(matches!(conv_valid_into(&x, &k, &b, &mut bad), Err(einlang::Error::Shape { .. })));
+    assert!(bad.iter().all(|v| *v == 7.0));
+}

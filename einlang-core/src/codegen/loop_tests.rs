@@ -57,8 +57,8 @@ fn a_row_that_is_its_product_is_written_by_the_gemm() {
 }
 
 /// An `f32` stride-1 convolution (valid with a bias, or padded by a guard)
-/// is one call of the runtime's direct kernel; a strided one keeps the
-/// packed product.
+/// is one call of the runtime's direct kernel, into the caller's buffer
+/// when it is the result; a strided one keeps the packed product.
 #[test]
 fn a_stride_one_convolution_calls_the_direct_kernel() {
     let src: proc_macro2::TokenStream = quote::quote! {
@@ -77,7 +77,11 @@ fn a_stride_one_convolution_calls_the_direct_kernel() {
     let compiled = crate::test_support::compile_tokens(src);
     let rust: String = compiled.rust.to_string().split_whitespace().collect();
     let (biased, strided) = rust.split_at(rust.find("fn__strided_body").expect("both functions are emitted"));
-    assert!(biased.contains("conv::conv2d(\"biased\",x.view(),k.view(),::core::option::Option::Some(b.view()),(0u64asusize,0u64asusize)"), "{biased}");
+    // The result goes into the caller's buffer (`NAME_into`) or a new one.
+    assert!(
+        biased.contains("dest::conv_into(\"biased\",\"y\",x.view(),k.view(),::core::option::Option::Some(b.view()),(0u64asusize,0u64asusize)"),
+        "{biased}"
+    );
     assert!(!strided.contains("conv2d") && strided.contains("gemm::"), "{strided}");
 }
 

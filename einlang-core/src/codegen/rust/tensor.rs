@@ -102,6 +102,14 @@ impl FnCx<'_> {
         };
         self.repr.insert(c.out, Ownership::Owned);
         self.standard.insert(c.out);
+        if let (4, Some(dest)) = (rank, self.outs.get(&c.out)) {
+            // The caller's buffer, of any strides (`NAME_into`).
+            return Ok(quote! {
+                let #out: #array = #rt::dest::conv_into(
+                    #fname, #tensor, #xv, #k.view(), #bias, (#top as usize, #left as usize), [#(#lens),*], &mut *#dest,
+                )?;
+            });
+        }
         Ok(quote! {
             let #out: #array = {
                 let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
