@@ -289,6 +289,37 @@ fn report(label: &str, flops: f64, e: f64, b: f64) {
     );
 }
 
+/// The runtime's direct convolution (`einlang_runtime::conv`) into a fresh
+/// output: `pad` rows and columns of zeros on each side, `bias` added.
+fn direct(x: &Array4<f32>, k: &Array4<f32>, bias: Option<&Array1<f32>>, pad: usize) -> Array4<f32> {
+    let (n, _, h, w) = x.dim();
+    let (o, _, kh, kw) = k.dim();
+    let mut y = Array4::<f32>::zeros((n, o, h + 2 * pad + 1 - kh, w + 2 * pad + 1 - kw));
+    einlang::__private::conv::conv2d(
+        "direct",
+        x.view(),
+        k.view(),
+        bias.map(|b| b.view()),
+        (pad, pad),
+        false,
+        y.view_mut(),
+    )
+    .expect("direct convolution");
+    y
+}
+
+/// One line for the direct kernel against einlang's time `e` in the same
+/// rounds (no `: einlang` in it, so `compare_onnx.py` skips it).
+fn report_direct(label: &str, flops: f64, d: f64, e: f64) {
+    println!(
+        "{label} [runtime direct kernel] direct {:.2} ms ({:.1} GFLOP/s), einlang {:.2} ms, ratio {:.2}x (direct / einlang)",
+        d * 1e3,
+        flops / d / 1e9,
+        e * 1e3,
+        d / e
+    );
+}
+
 fn main() {
     let runs = 7;
     let (n, c, h, w, o) = (8, 32, 32, 32, 64);
@@ -305,6 +336,13 @@ fn main() {
         || drop(black_box(conv_gemm(black_box(&x), &k, &b, 0))),
     );
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 valid + bias"), flops, e, g);
+    close(&direct(&x, &k, Some(&b), 0), &want, "direct");
+    let (d, e) = common::paired(
+        runs,
+        || drop(black_box(direct(black_box(&x), &k, Some(&b), 0))),
+        || drop(black_box(conv(black_box(&x), &k, &b).unwrap())),
+    );
+    report_direct(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 valid + bias"), flops, d, e);
 
     let zero = Array1::<f32>::zeros(o);
     let (got, want) = (conv_same(&x, &k).expect("conv_same"), conv_gemm(&x, &k, &zero, 1));
@@ -316,6 +354,13 @@ fn main() {
         || drop(black_box(conv_gemm(black_box(&x), &k, &zero, 1))),
     );
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, e, g);
+    close(&direct(&x, &k, None, 1), &want, "direct padded");
+    let (d, e) = common::paired(
+        runs,
+        || drop(black_box(direct(black_box(&x), &k, None, 1))),
+        || drop(black_box(conv_same(black_box(&x), &k).unwrap())),
+    );
+    report_direct(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, d, e);
 
     // The shape: N=8 C=64 56x56 O=64, valid + bias and padded.
     {
@@ -330,6 +375,13 @@ fn main() {
             || drop(black_box(conv_gemm(black_box(&x), &k, &b, 0))),
         );
         report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 valid + bias"), flops, e, g);
+        close(&direct(&x, &k, Some(&b), 0), &conv_gemm(&x, &k, &b, 0), "direct 56");
+        let (d, e) = common::paired(
+            runs,
+            || drop(black_box(direct(black_box(&x), &k, Some(&b), 0))),
+            || drop(black_box(conv(black_box(&x), &k, &b).unwrap())),
+        );
+        report_direct(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 valid + bias"), flops, d, e);
         close(&conv_same(&x, &k).expect("conv_same"), &conv_gemm(&x, &k, &zero, 1), "conv_same 56");
         let flops = 2.0 * (n * o * h * w * c * 9) as f64;
         let (e, g) = common::paired(
@@ -338,6 +390,16 @@ fn main() {
             || drop(black_box(conv_gemm(black_box(&x), &k, &zero, 1))),
         );
         report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, e, g);
+        close(&direct(&x, &k, None, 1), &conv_gemm(&x, &k, &zero, 1), "direct padded 56");
+        let (d, e) = common::paired(
+            runs,
+            || drop(black_box(direct(black_box(&x), &k, None, 1))),
+            || drop(black_box(conv_same(black_box(&x), &k).unwrap())),
+        );
+        report_direct(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, d, e);
+    }
+    if std::env::var_os("CONV_MAIN_ONLY").is_some() {
+        return;
     }
 
     let (got, want) = (conv_stride2(&x, &k).expect("conv_stride2"), conv_gemm_strided(&x, &k, &zero, 1, 2));

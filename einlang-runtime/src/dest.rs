@@ -7,7 +7,8 @@
 //! computed by the loop nest of one definition, the common case), writes
 //! straight into the caller's view if the view is in standard layout
 //! ([`fill_uninit_into`], [`fill_uninit_rows_into`], [`fill_into`]), and
-//! leaves an empty placeholder as the body's value. Any other result (a
+//! leaves an empty placeholder as the body's value; a convolution run by
+//! the direct kernel writes into a view of any strides ([`conv_into`]). Any other result (a
 //! product, a recurrence, a view of a parameter), or a view of other
 //! strides, is computed as `NAME` computes it and copied in by
 //! [`Out::finish`], its buffer going back to the [pool](crate::pool): a
@@ -244,6 +245,30 @@ where
         }
     }
     crate::gemm::matmul(function, m, n, k, a, b)
+}
+
+/// [`crate::conv::conv2d`] (no activation) into `out`'s view, of any
+/// strides, when it has one (after checking its shape against `shape`);
+/// otherwise into a new array of `shape`, named `tensor` in errors.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_into<T: crate::conv::ConvElem>(
+    function: &str,
+    tensor: &str,
+    x: ndarray::ArrayView4<'_, T>,
+    k: ndarray::ArrayView4<'_, T>,
+    bias: Option<ndarray::ArrayView1<'_, T>>,
+    pad: (usize, usize),
+    shape: [usize; 4],
+    out: &mut Out<'_, T, ndarray::Ix4>,
+) -> Result<ndarray::Array4<T>, Error> {
+    out.check(function, &shape)?;
+    if let Some(view) = out.view.as_mut() {
+        crate::conv::conv2d(function, x, k, bias, pad, false, view.view_mut())?;
+        return out.written(function, 4);
+    }
+    let mut y = crate::pool::zeros(function, tensor, shape, T::default())?;
+    crate::conv::conv2d(function, x, k, bias, pad, false, y.view_mut())?;
+    Ok(y)
 }
 
 /// [`crate::permute::permute`] into `out`'s view when it has one in

@@ -10,6 +10,7 @@ pub mod arith;
 #[cfg(feature = "blas")]
 mod blas;
 pub mod ckpt;
+pub mod conv;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

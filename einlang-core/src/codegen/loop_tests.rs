@@ -35,15 +35,16 @@ fn transposed_reads_fill_blocks_of_rows() {
 
 /// A convolution without an epilogue writes each image's product straight
 /// into its row of the output; with a bias the row adds it to a product
-/// of its own.
+/// of its own. (`f64`: an `f32` stride-1 convolution runs the direct
+/// kernel, `opt::conv`.)
 #[test]
 fn a_row_that_is_its_product_is_written_by_the_gemm() {
     let src: proc_macro2::TokenStream = quote::quote! {
-        pub fn plain(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
+        pub fn plain(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3]) -> [f64; N, O, H - 2, W - 2] {
             let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
             y
         }
-        pub fn biased(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+        pub fn biased(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3], b: [f64; O]) -> [f64; N, O, H - 2, W - 2] {
             let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
             y
         }
@@ -53,6 +54,35 @@ fn a_row_that_is_its_product_is_written_by_the_gemm() {
     let (plain, biased) = rust.split_at(rust.find("fn__biased_body").expect("both functions are emitted"));
     assert!(plain.contains("gemm::matmul_into(\"plain\"") && !plain.contains("gemm::matmul(\"plain\""), "{plain}");
     assert!(biased.contains("gemm::matmul(\"biased\"") && !biased.contains("matmul_into"), "{biased}");
+}
+
+/// An `f32` stride-1 convolution (valid with a bias, or padded by a guard)
+/// is one call of the runtime's direct kernel, into the caller's buffer
+/// when it is the result; a strided one keeps the packed product.
+#[test]
+fn a_stride_one_convolution_calls_the_direct_kernel() {
+    let src: proc_macro2::TokenStream = quote::quote! {
+        pub fn biased(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+            let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+            y
+        }
+        pub fn strided(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H / 2, W / 2] {
+            let y[n, o, i in 0..H / 2, j in 0..W / 2] = sum[c, r, s](
+                if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+            );
+            y
+        }
+    };
+    let compiled = crate::test_support::compile_tokens(src);
+    let rust: String = compiled.rust.to_string().split_whitespace().collect();
+    let (biased, strided) = rust.split_at(rust.find("fn__strided_body").expect("both functions are emitted"));
+    // The result goes into the caller's buffer (`NAME_into`) or a new one.
+    assert!(
+        biased.contains("dest::conv_into(\"biased\",\"y\",x.view(),k.view(),::core::option::Option::Some(b.view()),(0u64asusize,0u64asusize)"),
+        "{biased}"
+    );
+    assert!(!strided.contains("conv2d") && strided.contains("gemm::"), "{strided}");
 }
 
 /// A function whose result is a tensor has one body and two entry points:
@@ -92,11 +122,12 @@ fn results_fill_the_callers_buffer_through_one_body() {
 /// A padded copy's rows (the packed columns of a convolution padded by a
 /// guard) copy the run of the source row inside the guard as one slice;
 /// the start of that slice is computed only when the run is not empty. A
-/// strided read (`2 * j`) keeps the per-element loop.
+/// strided read (`2 * j`) keeps the per-element loop. (`f64`: an `f32`
+/// stride-1 convolution runs the direct kernel, `opt::conv`.)
 #[test]
 fn a_clipped_row_that_reads_along_its_axis_copies_a_slice() {
     let src = "
-        pub fn padded(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+        pub fn padded(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3]) -> [f64; N, O, H, W] {
             let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
                 if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
                 where ih = i + r - 1, iw = j + s - 1
@@ -121,11 +152,11 @@ fn a_clipped_row_that_reads_along_its_axis_copies_a_slice() {
 /// The packed columns of a valid convolution (`x[n, c, i + r, j + s]`,
 /// no guard) copy each run of an image row as one slice; a transpose,
 /// whose read does not walk the row's axis along the source's last axis,
-/// keeps the per-element loop.
+/// keeps the per-element loop. (`f64`, as above.)
 #[test]
 fn a_row_that_copies_a_run_of_a_tensor_copies_a_slice() {
     let src = "
-        pub fn valid(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
+        pub fn valid(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3]) -> [f64; N, O, H - 2, W - 2] {
             let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
             y
         }

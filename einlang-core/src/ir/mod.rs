@@ -378,6 +378,9 @@ pub enum Stmt {
     Tensor(TensorDef),
     /// A tensor that is a (batched) matrix product, run by a GEMM routine.
     Gemm(Gemm),
+    /// A tensor that is a two-dimensional convolution, run by the
+    /// runtime's direct kernel (host code only).
+    Conv(Conv),
     /// A tensor defined by clauses that read earlier points of itself.
     Recurrence(Recurrence),
     /// A tensor definition with statements computed once per row (per
@@ -531,6 +534,27 @@ pub struct Gemm {
     pub a_axes: Vec<usize>,
     pub b: VarId,
     pub b_axes: Vec<usize>,
+    pub reference: TensorDef,
+}
+
+/// `out[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i + r - top, j + s -
+/// left] * k[o, c, r, s])` (`pad = (top, left)`), where a read outside `x`
+/// is zero and `bias`, when there is one, has at least `O` elements: a
+/// stride-1 convolution over the channels-first layouts, valid or padded
+/// by guards; without the axis `n` for a single image (`out[o, i, j]`,
+/// `x[c, ..]`). `x` has `out`'s rank, `k` rank 4, the sums run over all of
+/// `k`'s extents (which agree with `x`'s channels), and `out`'s extents are
+/// those of `reference`'s axes, the same definition as a loop nest (back
+/// ends that have no kernel for it run that). The `opt` convolution pass
+/// finds these in host code; lowering never makes them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conv {
+    pub out: VarId,
+    pub elem: ScalarKind,
+    pub x: VarId,
+    pub k: VarId,
+    pub bias: Option<VarId>,
+    pub pad: (u64, u64),
     pub reference: TensorDef,
 }
 

@@ -118,6 +118,20 @@ impl Printer<'_> {
                 format!("same_extent {index}: {} ({a_what:?}) == {} ({b_what:?})", self.dim(a), self.dim(b))
             }
             Stmt::Tensor(def) => self.tensor(def, level),
+            Stmt::Conv(c) => {
+                let bias = c.bias.map(|b| format!(" + {}", self.var(b))).unwrap_or_default();
+                format!(
+                    "conv {} = {} * {}{bias} (pad {}, {}): {}\n{}  reference {}",
+                    self.var(c.out),
+                    self.var(c.x),
+                    self.var(c.k),
+                    c.pad.0,
+                    c.pad.1,
+                    c.elem.name(),
+                    pad,
+                    self.tensor(&c.reference, level + 1)
+                )
+            }
             Stmt::Gemm(g) => {
                 let batch = g.batch.as_ref().map(|b| format!("batch {}, ", self.dim(b))).unwrap_or_default();
                 format!(

@@ -28,7 +28,7 @@ use crate::base::scalar::ScalarKind;
 use crate::ir::calls::CallGraph;
 use crate::ir::pretty::ty as ty_text;
 use crate::ir::{
-    CollectStep, Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Literal, Loop, Program, RecIndex,
+    CollectStep, Conv, Cover, EntryCheck, Expr, ExprKind, FmtPart, Function, Gemm, Literal, Loop, Program, RecIndex,
     Recurrence, Repr, Rows, Stmt, Sweep, TensorDef, VarId, WhereEntry,
 };
 
@@ -278,6 +278,7 @@ impl<'a> Checker<'a> {
             }
             Stmt::Tensor(def) => self.check_tensor(def),
             Stmt::Gemm(g) => self.check_gemm(g),
+            Stmt::Conv(c) => self.check_conv(c),
             Stmt::Recurrence(r) => self.check_recurrence(r),
             Stmt::Rows(rows) => self.check_rows(rows),
             Stmt::CheckResultDim { tensor, path, axis, declared, .. } => {
@@ -431,6 +432,32 @@ impl<'a> Checker<'a> {
             self.err("gemm whose reference loop nest defines another tensor".to_string());
         }
         self.check_tensor(&g.reference);
+    }
+
+    /// A convolution's operands are tensors of its element type, of rank
+    /// 4 or 3 (`x`, as its output), 4 (`k`) and 1 (`bias`); its reference
+    /// defines its output over four axes, or three for a single image.
+    fn check_conv(&mut self, c: &Conv) {
+        let rank = c.reference.axes.len();
+        for (t, want) in [(Some(c.x), rank), (Some(c.k), 4), (c.bias, 1)] {
+            let Some(t) = t else { continue };
+            let name = self.name(t);
+            match self.use_var(t) {
+                Some(Repr::Tensor(k, rank)) if *k == c.elem && *rank == want => {}
+                Some(ty) => {
+                    let text = ty_text(ty);
+                    self.err(format!("conv operand {name} of type `{text}`"));
+                }
+                None => {}
+            }
+        }
+        if !c.elem.is_float() {
+            self.err(format!("conv of `{}`", c.elem.name()));
+        }
+        if c.reference.var != c.out || !(3..=4).contains(&rank) {
+            self.err("conv whose reference loop nest defines another tensor".to_string());
+        }
+        self.check_tensor(&c.reference);
     }
 
     /// A row definition checks like its definition with the prelude's

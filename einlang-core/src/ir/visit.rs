@@ -113,6 +113,7 @@ pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&def.body),
         Stmt::Gemm(g) => f(&g.reference.body),
+        Stmt::Conv(c) => f(&c.reference.body),
         Stmt::Recurrence(r) => r.clauses.iter().for_each(|c| {
             c.prelude.iter().for_each(|s| for_each_stmt_expr(s, f));
             f(&c.body)
@@ -146,6 +147,7 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&mut def.body),
         Stmt::Gemm(g) => f(&mut g.reference.body),
+        Stmt::Conv(c) => f(&mut c.reference.body),
         Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|c| {
             c.prelude.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
             f(&mut c.body)
@@ -221,6 +223,10 @@ pub fn for_each_stmt_binder(s: &Stmt, f: &mut dyn FnMut(VarId)) {
         Stmt::Gemm(g) => {
             g.reference.axes.iter().for_each(|a| f(a.index));
             f(g.out);
+        }
+        Stmt::Conv(c) => {
+            c.reference.axes.iter().for_each(|a| f(a.index));
+            f(c.out);
         }
         Stmt::Rows(rows) => {
             rows.def.axes.iter().for_each(|a| f(a.index));
@@ -469,6 +475,12 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
                 dim(d, f);
             }
             visit_stmt_var_uses(&Stmt::Tensor(g.reference.clone()), f);
+        }
+        Stmt::Conv(c) => {
+            f(c.x);
+            f(c.k);
+            c.bias.into_iter().for_each(&mut *f);
+            visit_stmt_var_uses(&Stmt::Tensor(c.reference.clone()), f);
         }
         Stmt::Sweep(w) => {
             dim(&w.steps, f);

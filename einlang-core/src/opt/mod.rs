@@ -9,7 +9,8 @@
 //! recurrence's steps are computed
 //! for all steps before it (`invariant`) and which tensors the steps read
 //! get a contiguous copy (`invariant::layout`, host only), which
-//! definitions are matrix products (`gemm`), which recurrence steps
+//! definitions are matrix products (`gemm`), which stride-1 convolutions
+//! run the runtime's direct kernel (`conv`, host only), which recurrence steps
 //! multiply their previous step by a matrix (`steps`), or contractions packed for one
 //! (`pack`, after `groups` splits a sum per group when its gathered operand
 //! reads an output axis only through a quotient), which definitions duplicate an earlier one (`dedup`), which
@@ -33,6 +34,7 @@
 
 pub mod checkpoint;
 pub mod col2im;
+pub mod conv;
 pub mod cse;
 pub mod dead;
 pub mod dedup;
@@ -79,6 +81,9 @@ const PASSES: &[Pass] = &[
     ("invariant", invariant::run, Targets::All),
     ("layout", invariant::layout, Targets::Host),
     ("gemm", gemm::run, Targets::All),
+    // Before `pack`: a stride-1 convolution runs the runtime's direct
+    // kernel rather than im2col and a GEMM.
+    ("conv", conv::run, Targets::Host),
     // Before `pack`: a transposed convolution is not packed.
     ("col2im", col2im::run, Targets::Host),
     // Before `pack`: a contraction per group is packed, one per output

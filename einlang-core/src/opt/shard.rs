@@ -333,7 +333,7 @@ impl Cx<'_> {
             }
             Stmt::Recurrence(r) => self.recurrence(r, out)?,
             Stmt::Reshape { .. } => out.push(s),
-            Stmt::Comm(_) | Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) => {
+            Stmt::Comm(_) | Stmt::Gemm(_) | Stmt::Conv(_) | Stmt::Rows(_) | Stmt::Sweep(_) => {
                 return Err(Diagnostic::bug(self.span, "sharding runs on the IR as lowered"));
             }
         }
@@ -1641,7 +1641,7 @@ fn rename_stmt(s: &mut Stmt, map: &HashMap<VarId, VarId>) {
                 rename_all(&mut c.body, map);
             }
         }
-        Stmt::Gemm(_) | Stmt::Rows(_) | Stmt::Sweep(_) | Stmt::Comm(_) => {}
+        Stmt::Gemm(_) | Stmt::Conv(_) | Stmt::Rows(_) | Stmt::Sweep(_) | Stmt::Comm(_) => {}
     }
 }
 

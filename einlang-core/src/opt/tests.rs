@@ -652,11 +652,12 @@ fn a_device_gradient_shares_the_forward_packing() {
 
 /// In host code, a convolution over a batch packs and multiplies one image
 /// at a time, inside the rows of its output: the packed copy is one
-/// image's, and the product is written in the output's order.
+/// image's, and the product is written in the output's order. (`f64`: an
+/// `f32` one runs the direct kernel, `opt::conv`.)
 #[test]
 fn host_convolutions_pack_one_image_per_row() {
     let out = ir::pretty::pretty_program(&optimized(
-        "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+        "pub fn conv(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3], b: [f64; O]) -> [f64; N, O, H - 2, W - 2] {
             let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
             y
         }",
@@ -919,15 +920,16 @@ fn values_nothing_reads_are_not_computed() {
 /// A row definition (a convolution's output) read only by a later
 /// definition at its own point is not stored: the rows compute that
 /// definition (`inline::run_rows`); read by two definitions, it stays.
+/// (`f64`: an `f32` stride-1 convolution runs the direct kernel.)
 #[test]
 fn a_row_definition_read_once_takes_its_reader_in() {
     let text = ir::pretty::pretty_program(&optimized(
-        "pub fn once(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+        "pub fn once(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3], b: [f64; O]) -> [f64; N, O, H - 2, W - 2] {
             let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
             let z[n, o, i, j] = y[n, o, i, j] * y[n, o, i, j] + 1.0;
             z
         }
-        pub fn twice(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> ([f32; N, O, H - 2, W - 2], [f32; N, O, H - 2, W - 2]) {
+        pub fn twice(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3]) -> ([f64; N, O, H - 2, W - 2], [f64; N, O, H - 2, W - 2]) {
             let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
             let z[n, o, i, j] = y[n, o, i, j] * 2.0;
             let w[n, o, i, j] = y[n, o, i, j] + 2.0;

@@ -452,6 +452,9 @@ impl<'a> HostCx<'a> {
             }
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Gemm(g) => self.gemm(g),
+            // `opt::conv` runs on host functions only; the loop nest is
+            // the same definition.
+            Stmt::Conv(c) => self.tensor_def(&c.reference),
             Stmt::Recurrence(r) => self.recurrence(r),
             Stmt::Comm(c) => self.comm(c),
             // `opt::checkpoint` runs on host functions only.

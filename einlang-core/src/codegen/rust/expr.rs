@@ -1361,6 +1361,7 @@ fn defined_by(s: &Stmt) -> Option<VarId> {
         Stmt::Let { var, .. } | Stmt::Extent { var, .. } => Some(*var),
         Stmt::Tensor(def) => Some(def.var),
         Stmt::Gemm(g) => Some(g.out),
+        Stmt::Conv(c) => Some(c.out),
         Stmt::Recurrence(r) => Some(r.var),
         Stmt::Rows(rows) => Some(rows.def.var),
         _ => None,

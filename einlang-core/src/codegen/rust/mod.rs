@@ -530,6 +530,7 @@ impl<'a> FnCx<'a> {
                 Stmt::Tensor(def) => def.var == v,
                 Stmt::Rows(rows) => rows.def.var == v,
                 Stmt::Gemm(g) => g.out == v && g.batch.is_none(),
+                Stmt::Conv(c) => c.out == v && c.reference.axes.len() == 4,
                 _ => false,
             });
             if defined_here && self.uses.get(&v) == Some(&1) && !self.outs.contains_key(&v) {
@@ -798,6 +799,7 @@ impl<'a> FnCx<'a> {
                 Stmt::Tensor(d) => defined.push(d.var),
                 Stmt::Rows(r) => defined.push(r.def.var),
                 Stmt::Gemm(g) => defined.push(g.out),
+                Stmt::Conv(c) => defined.push(c.out),
                 // A recurrence's tensor (a window, or a whole tensor such
                 // as the running values `opt::scan` makes) that nothing
                 // mentioned below moves: a temporary, back to the pool at
@@ -885,6 +887,7 @@ impl<'a> FnCx<'a> {
             Stmt::Tensor(def) => self.tensor_def(def),
             Stmt::Rows(rows) => self.rows(rows),
             Stmt::Gemm(g) => self.gemm(g),
+            Stmt::Conv(c) => self.conv(c),
             Stmt::Recurrence(r) => self.recurrence(r),
             Stmt::Sweep(w) => self.sweep(w),
             Stmt::CheckResultDim { tensor, path, axis, symbol, declared } => {

@@ -29,7 +29,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::{derived, types, Bug, FnCx, Ownership};
-use crate::ir::{Axis, ExprKind, Gemm, Repr, Rows, Stmt, TensorDef, VarId};
+use crate::ir::{Axis, Conv, ExprKind, Gemm, Repr, Rows, Stmt, TensorDef, VarId};
 
 impl FnCx<'_> {
     /// A GEMM-shaped definition: one call of the runtime's matrix product
@@ -63,6 +63,60 @@ impl FnCx<'_> {
         // The runtime's products return fresh standard-layout arrays.
         self.standard.insert(g.out);
         Ok(quote!(let #out: #array = #call;))
+    }
+
+    /// A convolution: one call of the runtime's direct kernel
+    /// (`conv::conv2d`) on views of the operands, into a fresh zeroed
+    /// array of the reference's extents. In `checked` mode the reference
+    /// loop nest runs instead, so every access is checked.
+    pub(crate) fn conv(&mut self, c: &Conv) -> Result<TokenStream, Bug> {
+        if self.all_checked {
+            return self.tensor_def(&c.reference);
+        }
+        let info = self.info(c.out)?;
+        let rank = c.reference.axes.len();
+        if info.ty != Repr::Tensor(c.elem, rank) || !(3..=4).contains(&rank) {
+            return Err(format!("conv result `{}` has type `{:?}`", info.name, info.ty));
+        }
+        let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+        let out = self.ident(c.out)?;
+        let (x, k) = (self.ident(c.x)?, self.ident(c.k)?);
+        let bias = match c.bias {
+            Some(b) => {
+                let b = self.ident(b)?;
+                quote!(::core::option::Option::Some(#b.view()))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let lens = c.reference.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
+        let (top, left) = (proc_macro2::Literal::u64_suffixed(c.pad.0), proc_macro2::Literal::u64_suffixed(c.pad.1));
+        let tensor = self.tensor_name(c.out);
+        let array = types::array(c.elem, Some(rank), &nd);
+        let elem = types::scalar(c.elem);
+        let y = derived("out_", &out, "");
+        // A single image is a batch of one.
+        let (xv, yv) = if rank == 3 {
+            (quote!(#x.view().insert_axis(#nd::Axis(0))), quote!(#y.view_mut().insert_axis(#nd::Axis(0))))
+        } else {
+            (quote!(#x.view()), quote!(#y.view_mut()))
+        };
+        self.repr.insert(c.out, Ownership::Owned);
+        self.standard.insert(c.out);
+        if let (4, Some(dest)) = (rank, self.outs.get(&c.out)) {
+            // The caller's buffer, of any strides (`NAME_into`).
+            return Ok(quote! {
+                let #out: #array = #rt::dest::conv_into(
+                    #fname, #tensor, #xv, #k.view(), #bias, (#top as usize, #left as usize), [#(#lens),*], &mut *#dest,
+                )?;
+            });
+        }
+        Ok(quote! {
+            let #out: #array = {
+                let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
+                #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top as usize, #left as usize), false, #yv)?;
+                #y
+            };
+        })
     }
 
     /// A product's extents and its operands as permuted views.

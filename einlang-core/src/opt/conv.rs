@@ -1,0 +1,501 @@
+//! Convolutions: a definition whose sum is a stride-1 two-dimensional
+//! convolution over the channels-first layouts becomes a call of the
+//! runtime's direct kernel (`Stmt::Conv`), which keeps the output tile in
+//! registers and builds no im2col columns (host code only; device code and
+//! every other form keep `pack`'s GEMM).
+//!
+//! A definition `y[n, o, i, j]`, or `y[o, i, j]` of a single image (`f32`,
+//! axes from 0, no domain guards) qualifies when one of its sums (found as `gemm`'s are: the value, or a
+//! `where` binding, through elementwise operations) is
+//!
+//! ```text
+//! sum[c, r, s](x[n, c, i + r - top, j + s - left] * k[o, c, r, s])
+//! ```
+//!
+//! in any order of the loops and of the factors, with
+//! - the loops from 0 over exactly `k`'s extents (`c` also over `x`'s
+//!   channels), `y`'s first two extents those of `x`'s images and `k`'s
+//!   filters, `top` and `left` non-negative constants;
+//! - `x` (without `n` for a single image) and `k` parameters or
+//!   definitions of the same statement list, of the definition's rank and
+//!   rank 4; the read of `k` unchecked (proven in bounds);
+//! - either no guard and an unchecked read of `x` (a valid convolution), or
+//!   the guards, in the sum's `where` entries or as `if g { .. } else { 0 }`,
+//!   exactly `ih >= 0`, `ih < H`, `iw >= 0`, `iw < W` for the read's two
+//!   spatial indices (bound in `where` entries or written out) and `x`'s
+//!   extents `H`, `W`: padding by zeros, which is what the kernel reads
+//!   outside the image.
+//!
+//! A definition that is the sum alone, or the sum plus `b[o]` (a rank-1
+//! tensor read unchecked at the filter), becomes the `Conv` with the bias
+//! as its epilogue; otherwise the sum moves into a temporary `y_conv`
+//! defined by the `Conv`, and the definition reads it (an activation stays
+//! an elementwise pass, which later passes may fuse).
+//!
+//! Strides, dilations, groups (the channel computed from the filter),
+//! channels-last layouts, other output orders, integer and half types,
+//! `f64` and both gradients are left to `pack`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::gemm::{first_sum, recost, rename, replace_at, sum_factors};
+use crate::base::dim::Dim;
+use crate::base::ops::{BinOp, RedOp};
+use crate::base::scalar::ScalarKind;
+use crate::ir::affine::{index_dim, Affine};
+use crate::ir::visit;
+use crate::ir::{Axis, Conv, Expr, ExprKind, Function, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
+
+/// Rewrites every qualifying definition of `f`, wherever it is.
+pub fn run(f: &mut Function) {
+    super::over_function(f, stmts, |f, e| super::in_blocks(f, e, stmts));
+}
+
+fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
+    let mut i = 0;
+    while i < list.len() {
+        let found = match &list[i] {
+            Stmt::Tensor(def) => find(f, list, def),
+            _ => None,
+        };
+        if let Some(m) = found {
+            let Stmt::Tensor(mut def) = std::mem::replace(&mut list[i], Stmt::Expr(Expr::unit())) else {
+                unreachable!("the statement was matched as a tensor definition")
+            };
+            if let Some(bias) = m.whole {
+                let conv = Conv { out: def.var, elem: def.elem, x: m.x, k: m.k, bias, pad: m.pad, reference: def };
+                list[i] = Stmt::Conv(conv);
+            } else {
+                let conv = hoist(f, &mut def, &m);
+                list[i] = Stmt::Tensor(def);
+                list.insert(i, Stmt::Conv(conv));
+                i += 1;
+            }
+        }
+        visit::for_each_stmt_expr_mut(&mut list[i], &mut |e| super::in_blocks(f, e, stmts));
+        i += 1;
+    }
+}
+
+/// A convolution found in a definition.
+struct Match {
+    /// Where the sum is in the definition's body.
+    path: Vec<usize>,
+    x: VarId,
+    k: VarId,
+    pad: (u64, u64),
+    /// `Some(bias)` when the whole definition is the sum (plus the bias).
+    whole: Option<Option<VarId>>,
+}
+
+fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
+    if def.elem != ScalarKind::F32 || !(3..=4).contains(&def.axes.len()) {
+        return None;
+    }
+    let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
+    // The definition's own bindings (`sum[..](x[n, c, iy, ix] * ..) where
+    // iy = i + r, ..`), when its where entries are index bindings alone:
+    // the sum may read them, and then only the whole definition can be the
+    // convolution (a temporary could not read them).
+    let (outer, value, prefix) = match &def.body.kind {
+        ExprKind::Guarded { wheres, body } => {
+            let mut outer = HashMap::new();
+            for w in wheres {
+                let WhereEntry::Bind(v, e) = w else { return None };
+                index_dim(e)?;
+                outer.insert(*v, e);
+            }
+            (outer, &**body, vec![wheres.len()])
+        }
+        _ => (HashMap::new(), &def.body, Vec::new()),
+    };
+    let (x, k, pad, path) =
+        first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, &outer, sum).map(|m| (m, path.to_vec())))
+            .map(|((x, k, pad), path)| (x, k, pad, path))?;
+    let rest = path.strip_prefix(prefix.as_slice())?;
+    let whole = if rest.is_empty() {
+        Some(None)
+    } else if let (ExprKind::Binary(BinOp::Add, a, b), [side]) = (&value.kind, rest) {
+        let other = if *side == 0 { b } else { a };
+        bias_read(f, other, axes[axes.len() - 3]).map(Some)
+    } else {
+        None
+    };
+    if whole.is_none() && !outer.is_empty() {
+        return None;
+    }
+    Some(Match { path, x, k, pad, whole })
+}
+
+/// The tensor of `e` when it is `b[o]`, an unchecked read of a rank-1
+/// `f32` tensor at the filter index.
+fn bias_read(f: &Function, e: &Expr, o: VarId) -> Option<VarId> {
+    match &e.kind {
+        ExprKind::Read { tensor, indices, checked: false }
+            if indices.len() == 1
+                && matches!(indices[0].kind, ExprKind::Var(v) if v == o)
+                && f.vars.get(tensor.0 as usize)?.ty == Repr::Tensor(ScalarKind::F32, 1) =>
+        {
+            Some(*tensor)
+        }
+        _ => None,
+    }
+}
+
+/// `(x, k, (top, left))` when `sum` is the convolution of the module's
+/// pattern for the definition's axes `[n, o, i, j]` or `[o, i, j]`.
+fn conv_sum<'a>(
+    f: &Function,
+    list: &[Stmt],
+    def: &TensorDef,
+    axes: &[VarId],
+    outer: &HashMap<VarId, &'a Expr>,
+    sum: &'a Expr,
+) -> Option<(VarId, VarId, (u64, u64))> {
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
+    if loops.len() != 3 || loops.iter().any(|l| l.start.as_constant() != Some(0)) {
+        return None;
+    }
+    // `lead` is 1 with an image axis `n`, 0 for a single image.
+    let lead = axes.len() - 3;
+    let (o, i, j) = (axes[lead], axes[lead + 1], axes[lead + 2]);
+    let loop_vars: Vec<VarId> = loops.iter().map(|l| l.index).collect();
+    let (p, q, cond) = sum_factors(body)?;
+    let as_kernel = |e: &Expr| -> Option<(VarId, [VarId; 3])> {
+        let ExprKind::Read { tensor, indices, checked: false } = &e.kind else { return None };
+        let vars: Vec<VarId> = indices
+            .iter()
+            .map(|x| match x.kind {
+                ExprKind::Var(v) => Some(v),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let [first, c, r, s] = vars[..] else { return None };
+        let distinct = c != r && r != s && c != s;
+        (first == o && distinct && [c, r, s].iter().all(|v| loop_vars.contains(v))).then_some((*tensor, [c, r, s]))
+    };
+    let ((k, [c, r, s]), xe) = as_kernel(p).map(|m| (m, q)).or_else(|| as_kernel(q).map(|m| (m, p)))?;
+    let ExprKind::Read { tensor: x, indices: xi, checked: x_checked } = &xe.kind else { return None };
+    if xi.len() != axes.len() || (lead == 1 && !is_var(&xi[0], axes[0])) || !is_var(&xi[lead], c) {
+        return None;
+    }
+    // The sum's bindings, each an index expression.
+    let mut binds: HashMap<VarId, &'a Expr> = outer.clone();
+    let mut guards: Vec<&Expr> = Vec::new();
+    for w in wheres {
+        match w {
+            WhereEntry::Bind(v, e) => {
+                index_dim(e)?;
+                binds.insert(*v, e);
+            }
+            WhereEntry::Guard(g) => conjuncts(g, &mut guards),
+        }
+    }
+    if let Some(cond) = cond {
+        conjuncts(cond, &mut guards);
+    }
+    let resolve = |e: &'_ Expr| -> Option<Dim> {
+        match &e.kind {
+            ExprKind::Var(v) if binds.contains_key(v) => index_dim(binds[v]),
+            _ => index_dim(e),
+        }
+    };
+    let shift = |e: &Expr, a: VarId, b: VarId| -> Option<u64> {
+        let d = resolve(e)?;
+        let aff = Affine::of(&dim_expr(&d), &|v| v == a || v == b)?;
+        let mut terms = aff.terms.clone();
+        terms.sort_by_key(|(v, _)| v.0);
+        let mut want = vec![(a, 1), (b, 1)];
+        want.sort_by_key(|(v, _)| v.0);
+        let rest = aff.rest.as_constant()?;
+        (terms == want && rest <= 0).then(|| rest.unsigned_abs())
+    };
+    let pad = (shift(&xi[lead + 1], i, r)?, shift(&xi[lead + 2], j, s)?);
+    // Extents: the loops over all of `k`, `c` over `x`'s channels too, the
+    // output's images and filters those of `x` and `k`.
+    let tensor_ok =
+        |t: VarId, rank: usize| f.vars.get(t.0 as usize).is_some_and(|v| v.ty == Repr::Tensor(ScalarKind::F32, rank));
+    if !tensor_ok(*x, axes.len()) || !tensor_ok(k, 4) {
+        return None;
+    }
+    let xext = |axis| extent_of(f, list, *x, axis);
+    let kext = |axis| extent_of(f, list, k, axis);
+    let end = |v: VarId| loops.iter().find(|l: &&Loop| l.index == v).map(|l| l.end.clone());
+    // A window of one pixel is a matrix product: `pack` makes it one.
+    if end(r).and_then(|d| d.as_constant()) == Some(1) && end(s).and_then(|d| d.as_constant()) == Some(1) {
+        return None;
+    }
+    let same = |a: Option<Dim>, b: Option<Dim>| match (a, b) {
+        (Some(a), Some(b)) => super::same_extent(list, &a, &b),
+        _ => false,
+    };
+    let extents_ok = same(end(c), xext(lead))
+        && same(end(c), kext(1))
+        && same(end(r), kext(2))
+        && same(end(s), kext(3))
+        && (lead == 0 || same(Some(def.axes[0].extent.clone()), xext(0)))
+        && same(Some(def.axes[lead].extent.clone()), kext(0));
+    if !extents_ok {
+        return None;
+    }
+    if guards.is_empty() {
+        return (!x_checked).then_some((*x, k, pad));
+    }
+    // Exactly the four bounds of the two spatial reads.
+    if guards.len() != 4 {
+        return None;
+    }
+    let (hi, wi) = (resolve(&xi[lead + 1])?, resolve(&xi[lead + 2])?);
+    let (h, w) = (xext(lead + 1)?, xext(lead + 2)?);
+    let mut seen = HashSet::new();
+    for g in guards {
+        let (index, bound) = bound_of(g, &resolve)?;
+        let which = if index == hi {
+            0
+        } else if index == wi {
+            1
+        } else {
+            return None;
+        };
+        let ok = match &bound {
+            Bound::Lower(0) => seen.insert((which, 0)),
+            Bound::Upper(b) => super::same_extent(list, b, if which == 0 { &h } else { &w }) && seen.insert((which, 1)),
+            Bound::Lower(_) => false,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    (seen.len() == 4).then_some((*x, k, pad))
+}
+
+/// A guard's bound on an index.
+enum Bound {
+    /// `index >= c`
+    Lower(i64),
+    /// `index < b`
+    Upper(Dim),
+}
+
+/// The index a guard bounds (as a dimension) and how: `e >= c`, `c <= e`,
+/// `e < b`, `b > e`.
+fn bound_of(g: &Expr, resolve: &dyn Fn(&Expr) -> Option<Dim>) -> Option<(Dim, Bound)> {
+    let ExprKind::Binary(op, a, b) = &g.kind else { return None };
+    match op {
+        BinOp::Ge => Some((resolve(a)?, Bound::Lower(index_dim(b)?.as_constant()?))),
+        BinOp::Le => Some((resolve(b)?, Bound::Lower(index_dim(a)?.as_constant()?))),
+        BinOp::Lt => Some((resolve(a)?, Bound::Upper(index_dim(b)?))),
+        BinOp::Gt => Some((resolve(b)?, Bound::Upper(index_dim(a)?))),
+        _ => None,
+    }
+}
+
+/// The terms of a conjunction `a && b && ...`.
+fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match &e.kind {
+        ExprKind::Binary(BinOp::And, a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        _ => out.push(e),
+    }
+}
+
+fn is_var(e: &Expr, v: VarId) -> bool {
+    matches!(e.kind, ExprKind::Var(x) if x == v)
+}
+
+/// `d` as an `i64` expression (for `Affine::of`).
+fn dim_expr(d: &Dim) -> Expr {
+    Expr { kind: ExprKind::Dim(d.clone()), ty: Repr::Scalar(ScalarKind::I64) }
+}
+
+/// The extent of axis `axis` of tensor `t`: a parameter's (from the entry
+/// checks) or that of a definition in `list`.
+fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> {
+    if f.params.contains(&t) {
+        return super::entry_extent(f, t, axis);
+    }
+    list.iter().find_map(|s| match s {
+        Stmt::Tensor(d) if d.var == t => d.axes.get(axis).map(|a| a.extent.clone()),
+        Stmt::Conv(c) if c.out == t => c.reference.axes.get(axis).map(|a| a.extent.clone()),
+        _ => None,
+    })
+}
+
+/// Moves the sum out of `def` into a temporary defined by the returned
+/// convolution; `def` reads the temporary at its point.
+fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
+    let i64_ty = Repr::Scalar(ScalarKind::I64);
+    let name = format!("{}_conv", f.var(def.var).source_name);
+    let tmp = f.add_var(&name, Repr::Tensor(def.elem, def.axes.len()));
+    let mut renamed = HashMap::new();
+    let mut ref_axes = Vec::new();
+    for a in &def.axes {
+        let source = f.var(a.index).source_name.clone();
+        let v = f.add_var(&source, i64_ty.clone());
+        renamed.insert(a.index, v);
+        ref_axes.push(Axis { index: v, start: Dim::zero(), extent: a.extent.clone() });
+    }
+    let indices = def.axes.iter().map(|a| Expr { kind: ExprKind::Var(a.index), ty: i64_ty.clone() }).collect();
+    let read = Expr { kind: ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Repr::Scalar(def.elem) };
+    let mut sum = replace_at(&mut def.body, &m.path, &mut Some(read)).unwrap_or_else(Expr::unit);
+    rename(&mut sum, &renamed);
+    recost(def);
+    let reference = TensorDef::new(tmp, def.elem, ref_axes, sum);
+    Conv { out: tmp, elem: def.elem, x: m.x, k: m.k, bias: None, pad: m.pad, reference }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir;
+    use crate::test_support::lowered;
+
+    /// The program after the passes up to and including this one.
+    fn converted(src: &str) -> String {
+        let mut p = lowered(src);
+        for f in &mut p.fns {
+            super::super::gemm::run(f);
+            super::run(f);
+        }
+        if let Err(e) = ir::validate::validate(&p) {
+            panic!("invalid after the pass: {e}\n{}", ir::pretty::pretty_program(&p));
+        }
+        ir::pretty::pretty_program(&p)
+    }
+
+    fn fires(src: &str) -> String {
+        let out = converted(src);
+        assert!(out.contains("conv "), "{out}");
+        out
+    }
+
+    fn leaves(src: &str) {
+        let out = converted(src);
+        assert!(!out.contains("conv "), "{out}");
+    }
+
+    #[test]
+    fn a_valid_convolution_with_a_bias_is_one_conv() {
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k + b (pad 0, 0): f32"), "{out}");
+    }
+
+    #[test]
+    fn the_forms_users_write_are_found() {
+        // Factors swapped, loops in another order.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
+                let y[n, o, i, j] = sum[s, r, c](k[o, c, r, s] * x[n, c, i + r, j + s]);
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k (pad 0, 0): f32"), "{out}");
+        // Padded by a guard on bound indices.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+                let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                    if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                    where ih = i + r - 1, iw = j + s - 1
+                );
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k (pad 1, 1): f32"), "{out}");
+        // An activation after the bias: the sum moves into a temporary.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+                let y[n, o, i, j] = max(sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o], 0.0);
+                y
+            }",
+        );
+        assert!(out.contains("conv y_conv = x * k (pad 0, 0): f32"), "{out}");
+        assert!(out.contains("read y_conv[n, o, i, j] unchecked"), "{out}");
+        // Indices bound in the definition's own where entries.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, iy, ix] * k[o, c, r, s]) + b[o] where iy = i + r, ix = j + s;
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k + b (pad 0, 0): f32"), "{out}");
+        // The same under an activation: lowering gives the bindings to the
+        // sum, which moves into the temporary with them.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+                let y[n, o, i, j] = max(sum[c, r, s](x[n, c, iy, ix] * k[o, c, r, s]), 0.0) where iy = i + r, ix = j + s;
+                y
+            }",
+        );
+        assert!(out.contains("conv y_conv = x * k (pad 0, 0): f32"), "{out}");
+    }
+
+    #[test]
+    fn other_forms_keep_their_path() {
+        // Stride 2.
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H / 2, W / 2] {
+                let y[n, o, i in 0..H / 2, j in 0..W / 2] = sum[c, r, s](
+                    if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                    where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+                );
+                y
+            }",
+        );
+        // A guard that is not the image's bounds.
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+                let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                    if ih >= 0 && ih < H - 1 && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                    where ih = i + r - 1, iw = j + s - 1
+                );
+                y
+            }",
+        );
+        // A single image.
+        let out = fires(
+            "pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H - 2, W - 2] {
+                let y[o, i, j] = sum[c, r, s](x[c, i + r, j + s] * k[o, c, r, s]) + b[o];
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k + b (pad 0, 0): f32"), "{out}");
+        // A window of one pixel (a matrix product).
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 1, 1]) -> [f32; N, O, H, W] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+                y
+            }",
+        );
+        // f64, channels last, dilation, a sum over fewer channels.
+        leaves(
+            "pub fn conv(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3]) -> [f64; N, O, H - 2, W - 2] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+                y
+            }",
+        );
+        leaves(
+            "pub fn conv(x: [f32; N, H, W, C], k: [f32; 3, 3, C, O]) -> [f32; N, H - 2, W - 2, O] {
+                let y[n, i, j, o] = sum[r, s, c](x[n, i + r, j + s, c] * k[r, s, c, o]);
+                y
+            }",
+        );
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 4, W - 4] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + 2 * r, j + 2 * s] * k[o, c, r, s]);
+                y
+            }",
+        );
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, D, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
+                let y[n, o, i, j] = sum[c in 0..min(C, D), r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
+                y
+            }",
+        );
+    }
+}

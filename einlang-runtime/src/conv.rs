@@ -1,0 +1,788 @@
+//! Direct two-dimensional convolution without im2col columns.
+//!
+//! `y[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i + r - top, j + s - left] * k[o, c, r, s])`,
+//! where a read outside `x` is zero (padding by a guard; `top = left = 0`
+//! and an output of `H - KH + 1` by `W - KW + 1` is the valid convolution),
+//! optionally followed by `max(0, _)`. Any window extents and any output
+//! extents are accepted: the rows and columns the window leaves are zeros.
+//!
+//! The image is copied once into a zero-bordered buffer whose rows are
+//! `Wp = OW + KW - 1` long, so that every output pixel `(i, j)` becomes the
+//! flat position `q = i Wp + j` and every term of its sum the flat read
+//! `q + r Wp + s` of one channel plane: each `(c, r, s)` of the reduction is
+//! one contiguous stretch of the plane for every pixel of a tile. A tile
+//! is `TQ` consecutive positions (the lanes of the vector registers) by `F`
+//! filters, all `TQ x F` sums in registers over a block of channels: per
+//! `(c, r, s)` the kernel loads `TQ` input values and broadcasts `F`
+//! weights, `TQ F` multiply-adds. Positions with `j >= OW` (the `KW - 1`
+//! columns between rows) are computed and dropped. The channel loop is
+//! blocked so that a block's input stretch stays in L1 while every filter
+//! group uses it; the partial sums of a tile live in a small buffer
+//! between channel blocks. Tasks (image, run of tiles) run in parallel.
+//!
+//! Kernels: AVX-512 (`TQ = 64`, four `zmm` per filter, 6 filters: 24
+//! accumulators), AVX2 + FMA (`TQ = 16`, 6 filters: 12 `ymm`), chosen by
+//! what the processor has (detected once, as the GEMM libraries choose
+//! theirs, so that `cpu::set_baseline_only` does not change the bits of a
+//! result); a portable form for other processors and for `f64`. The sum of
+//! each pixel runs over the channels in order, then `r`, then `s` (one
+//! rounding per term: the vector forms fuse the multiply-add, so the two
+//! give the same bits).
+
+use crate::Error;
+use ndarray::{ArrayView1, ArrayView4, ArrayViewMut4, Ix1};
+use rayon::prelude::*;
+use std::ops::{Add, Mul};
+
+/// The element types the convolution runs on.
+pub trait ConvElem:
+    Copy + Send + Sync + Default + PartialOrd + Add<Output = Self> + Mul<Output = Self> + 'static
+{
+    /// The fastest kernel this processor has for the type.
+    #[doc(hidden)]
+    fn kernel() -> Kernel<Self>;
+    /// Every kernel this processor can run for the type, fastest first.
+    #[doc(hidden)]
+    fn kernels() -> Vec<Kernel<Self>>;
+}
+
+/// A tile kernel and its shape (`TQ` positions by `F` filters).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Kernel<T> {
+    tq: usize,
+    f: usize,
+    /// `tile(x, w, acc, plane, wp, kh, kw, cn)`: adds to `acc` (`F x TQ`,
+    /// filter-major) the sums over `cn` channels of the input at `x` (the
+    /// first channel plane of the block, offset to the tile's first
+    /// position; planes `plane` apart, rows `wp` apart) times the weights
+    /// at `w` (`[cn][kh][kw][F]`).
+    tile: unsafe fn(*const T, *const T, *mut T, usize, usize, usize, usize, usize),
+    name: &'static str,
+}
+
+impl ConvElem for f32 {
+    fn kernel() -> Kernel<f32> {
+        Self::kernels()[0]
+    }
+    fn kernels() -> Vec<Kernel<f32>> {
+        let mut all = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (fma, avx512) = x86::features();
+            if avx512 {
+                all.push(x86::K512);
+            }
+            if fma {
+                all.push(x86::K256);
+            }
+        }
+        all.push(portable::<f32>());
+        all
+    }
+}
+
+impl ConvElem for f64 {
+    fn kernel() -> Kernel<f64> {
+        portable::<f64>()
+    }
+    fn kernels() -> Vec<Kernel<f64>> {
+        vec![portable::<f64>()]
+    }
+}
+
+/// The portable kernel: 16 positions by 4 filters.
+fn portable<T: ConvElem>() -> Kernel<T> {
+    Kernel { tq: 16, f: 4, tile: tile_portable::<T, 16, 4>, name: "portable" }
+}
+
+/// # Safety
+/// `x` readable for `cn` planes of `plane` values from the tile's first
+/// position on, over `TQ + (kh - 1) wp + kw - 1` positions each; `w` for
+/// `cn kh kw F` values; `acc` for `F TQ`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_portable<T: ConvElem, const TQ: usize, const F: usize>(
+    x: *const T,
+    w: *const T,
+    acc: *mut T,
+    plane: usize,
+    wp: usize,
+    kh: usize,
+    kw: usize,
+    cn: usize,
+) {
+    let mut sums = [[T::default(); TQ]; F];
+    for (f, row) in sums.iter_mut().enumerate() {
+        // SAFETY: `acc` holds `F TQ` values.
+        row.copy_from_slice(unsafe { std::slice::from_raw_parts(acc.add(f * TQ), TQ) });
+    }
+    let mut wi = w;
+    for c in 0..cn {
+        for r in 0..kh {
+            for s in 0..kw {
+                // SAFETY: within the stretch the caller guarantees.
+                let xs = unsafe { std::slice::from_raw_parts(x.add(c * plane + r * wp + s), TQ) };
+                for row in sums.iter_mut() {
+                    // SAFETY: `w` holds `cn kh kw F` values.
+                    let b = unsafe { *wi };
+                    wi = unsafe { wi.add(1) };
+                    for (a, &v) in row.iter_mut().zip(xs) {
+                        *a = *a + v * b;
+                    }
+                }
+            }
+        }
+    }
+    for (f, row) in sums.iter().enumerate() {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts_mut(acc.add(f * TQ), TQ) }.copy_from_slice(row);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::Kernel;
+    use std::arch::x86_64::*;
+
+    pub(super) const K512: Kernel<f32> = Kernel { tq: 64, f: 6, tile: tile512, name: "avx512" };
+
+    /// Whether the processor has AVX2 and FMA, and whether it also has
+    /// AVX-512 (foundation): detected once. As the GEMM libraries do, the
+    /// kernel follows the processor, not `cpu::set_baseline_only`: both
+    /// vector kernels fuse every multiply-add in the same order, so every
+    /// form of a generated function computes the same bits.
+    pub(super) fn features() -> (bool, bool) {
+        static DETECTED: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| {
+            let fma = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+            (fma, fma && is_x86_feature_detected!("avx512f"))
+        })
+    }
+    pub(super) const K256: Kernel<f32> = Kernel { tq: 16, f: 6, tile: tile256, name: "avx2" };
+
+    /// [`super::tile_portable`]'s contract with `TQ = 64`, `F = 6`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile512(
+        x: *const f32,
+        w: *const f32,
+        acc: *mut f32,
+        plane: usize,
+        wp: usize,
+        kh: usize,
+        kw: usize,
+        cn: usize,
+    ) {
+        // SAFETY: `K512` is chosen only where `features` found AVX-512,
+        // AVX2 and FMA.
+        unsafe { tile512_inner(x, w, acc, plane, wp, kh, kw, cn) }
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile512_inner(
+        x: *const f32,
+        w: *const f32,
+        acc: *mut f32,
+        plane: usize,
+        wp: usize,
+        kh: usize,
+        kw: usize,
+        cn: usize,
+    ) {
+        // SAFETY (every block below): the reads and writes stay within the
+        // stretches the caller guarantees (`tile_portable`).
+        unsafe {
+            let mut a = [[_mm512_setzero_ps(); 4]; 6];
+            for (f, row) in a.iter_mut().enumerate() {
+                for (v, r) in row.iter_mut().enumerate() {
+                    *r = _mm512_loadu_ps(acc.add(f * 64 + v * 16));
+                }
+            }
+            let mut wi = w;
+            for c in 0..cn {
+                let xc = x.add(c * plane);
+                for r in 0..kh {
+                    let xr = xc.add(r * wp);
+                    for s in 0..kw {
+                        let xs = xr.add(s);
+                        let x0 = _mm512_loadu_ps(xs);
+                        let x1 = _mm512_loadu_ps(xs.add(16));
+                        let x2 = _mm512_loadu_ps(xs.add(32));
+                        let x3 = _mm512_loadu_ps(xs.add(48));
+                        for (f, row) in a.iter_mut().enumerate() {
+                            let b = _mm512_set1_ps(*wi.add(f));
+                            row[0] = _mm512_fmadd_ps(x0, b, row[0]);
+                            row[1] = _mm512_fmadd_ps(x1, b, row[1]);
+                            row[2] = _mm512_fmadd_ps(x2, b, row[2]);
+                            row[3] = _mm512_fmadd_ps(x3, b, row[3]);
+                        }
+                        wi = wi.add(6);
+                    }
+                }
+            }
+            for (f, row) in a.iter().enumerate() {
+                for (v, r) in row.iter().enumerate() {
+                    _mm512_storeu_ps(acc.add(f * 64 + v * 16), *r);
+                }
+            }
+        }
+    }
+
+    /// [`super::tile_portable`]'s contract with `TQ = 16`, `F = 6`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile256(
+        x: *const f32,
+        w: *const f32,
+        acc: *mut f32,
+        plane: usize,
+        wp: usize,
+        kh: usize,
+        kw: usize,
+        cn: usize,
+    ) {
+        // SAFETY: `K256` is chosen only where `features` found AVX2 and FMA.
+        unsafe { tile256_inner(x, w, acc, plane, wp, kh, kw, cn) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile256_inner(
+        x: *const f32,
+        w: *const f32,
+        acc: *mut f32,
+        plane: usize,
+        wp: usize,
+        kh: usize,
+        kw: usize,
+        cn: usize,
+    ) {
+        // SAFETY: as in `tile512_inner`.
+        unsafe {
+            let mut a = [[_mm256_setzero_ps(); 2]; 6];
+            for (f, row) in a.iter_mut().enumerate() {
+                for (v, r) in row.iter_mut().enumerate() {
+                    *r = _mm256_loadu_ps(acc.add(f * 16 + v * 8));
+                }
+            }
+            let mut wi = w;
+            for c in 0..cn {
+                let xc = x.add(c * plane);
+                for r in 0..kh {
+                    let xr = xc.add(r * wp);
+                    for s in 0..kw {
+                        let xs = xr.add(s);
+                        let x0 = _mm256_loadu_ps(xs);
+                        let x1 = _mm256_loadu_ps(xs.add(8));
+                        for (f, row) in a.iter_mut().enumerate() {
+                            let b = _mm256_set1_ps(*wi.add(f));
+                            row[0] = _mm256_fmadd_ps(x0, b, row[0]);
+                            row[1] = _mm256_fmadd_ps(x1, b, row[1]);
+                        }
+                        wi = wi.add(6);
+                    }
+                }
+            }
+            for (f, row) in a.iter().enumerate() {
+                for (v, r) in row.iter().enumerate() {
+                    _mm256_storeu_ps(acc.add(f * 16 + v * 8), *r);
+                }
+            }
+        }
+    }
+}
+
+/// A raw pointer that tasks share: each writes elements no other touches.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: tasks write disjoint elements (`conv2d`).
+unsafe impl<T: Send> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+/// Writes `sums[l] + b` (then `max(0, _)` when `relu`) to `dst` at `l`
+/// times `stride` for every `l`.
+///
+/// # Safety
+/// `dst` valid for writes at those offsets.
+#[inline]
+unsafe fn store_run<T: ConvElem>(dst: *mut T, stride: isize, sums: &[T], b: T, relu: bool) {
+    let zero = T::default();
+    let act = |s: T| {
+        let v = s + b;
+        // (`max(0, NaN)` is 0, as `f32::max` has it.)
+        match (relu, v.partial_cmp(&zero)) {
+            (true, Some(std::cmp::Ordering::Greater)) | (false, _) => v,
+            (true, _) => zero,
+        }
+    };
+    if stride == 1 {
+        // SAFETY: the caller's.
+        let row = unsafe { std::slice::from_raw_parts_mut(dst, sums.len()) };
+        if relu {
+            for (d, &s) in row.iter_mut().zip(sums) {
+                *d = act(s);
+            }
+        } else {
+            for (d, &s) in row.iter_mut().zip(sums) {
+                *d = s + b;
+            }
+        }
+    } else {
+        for (l, &s) in sums.iter().enumerate() {
+            // SAFETY: the caller's.
+            unsafe { *dst.offset(l as isize * stride) = act(s) };
+        }
+    }
+}
+
+/// The shape mismatch `Error::Shape` for `conv2d`'s arguments.
+fn shape_error(function: &str, param: &str, axis: usize, symbol: &str, expected: usize, found: usize) -> Error {
+    Error::Shape {
+        function: function.to_string(),
+        param: param.to_string(),
+        axis,
+        symbol: symbol.to_string(),
+        expected,
+        found,
+    }
+}
+
+/// Writes into `out` (`N x O x OH x OW`, any strides) the convolution of
+/// `x` (`N x C x H x W`) by `k` (`O x C x KH x KW`) as the module describes,
+/// reading `x` shifted by `pad = (top, left)` with zeros outside, adding
+/// `bias` (its first `O` values) and applying `max(0, _)` when `relu`. `function` names the
+/// caller in errors: `Error::Shape` when the extents disagree,
+/// `Error::Extent` when a buffer's size overflows, `Error::Alloc` when
+/// memory runs out. Any extent may be zero.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d<T: ConvElem>(
+    function: &str,
+    x: ArrayView4<'_, T>,
+    k: ArrayView4<'_, T>,
+    bias: Option<ArrayView1<'_, T>>,
+    pad: (usize, usize),
+    relu: bool,
+    out: ArrayViewMut4<'_, T>,
+) -> Result<(), Error> {
+    conv2d_with(function, T::kernel(), x, k, bias, pad, relu, out)
+}
+
+/// Every kernel this processor can run for `T`, fastest first (for
+/// tests and benchmarks).
+#[doc(hidden)]
+pub fn kernels<T: ConvElem>() -> Vec<Kernel<T>> {
+    T::kernels()
+}
+
+impl<T> Kernel<T> {
+    /// The kernel's name (`avx512`, `avx2`, `portable`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// [`conv2d`] with a given kernel (one of [`kernels`]).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_with<T: ConvElem>(
+    function: &str,
+    kernel: Kernel<T>,
+    x: ArrayView4<'_, T>,
+    k: ArrayView4<'_, T>,
+    bias: Option<ArrayView1<'_, T>>,
+    pad: (usize, usize),
+    relu: bool,
+    mut out: ArrayViewMut4<'_, T>,
+) -> Result<(), Error> {
+    let (n, c, h, w) = x.dim();
+    let (o, kc, kh, kw) = k.dim();
+    let (on, oo, oh, ow) = out.dim();
+    if kc != c {
+        return Err(shape_error(function, "k", 1, "C", c, kc));
+    }
+    if on != n {
+        return Err(shape_error(function, "out", 0, "N", n, on));
+    }
+    if oo != o {
+        return Err(shape_error(function, "out", 1, "O", o, oo));
+    }
+    if let Some(b) = &bias {
+        if b.len() < o {
+            return Err(shape_error(function, "bias", 0, "O", o, b.len()));
+        }
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let too_large = || Error::Extent {
+        function: function.to_string(),
+        message: format!("a convolution of {n}x{c}x{h}x{w} by {o}x{c}x{kh}x{kw} into {oh}x{ow} is too large"),
+    };
+    let (tq, fg) = (kernel.tq, kernel.f);
+    // The padded image: `hp` rows of `wp`, plus slack for the last tile's
+    // reads past the end of the last plane.
+    let wp = ow.checked_add(kw.saturating_sub(1)).ok_or_else(too_large)?;
+    let hp = oh.checked_add(kh.saturating_sub(1)).ok_or_else(too_large)?;
+    let plane = hp.checked_mul(wp).ok_or_else(too_large)?;
+    let positions = oh.checked_mul(wp).ok_or_else(too_large)?;
+    let tiles = positions.div_ceil(tq);
+    let slack = tiles * tq - positions + kw.max(1);
+    let image = c.checked_mul(plane).ok_or_else(too_large)?;
+    // A valid convolution of a standard-layout image reads the image
+    // itself, but for the last one: the last tile's reads past an image's
+    // end fall in the next image, which must exist (the last is copied).
+    let direct = pad == (0, 0) && wp == w && hp == h && n > 1 && image >= slack && x.is_standard_layout();
+    let copied = if direct { 1 } else { n };
+    let first_copied = n - copied;
+    let xlen = copied.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
+    let groups = o.div_ceil(fg);
+    let taps = kh.checked_mul(kw).ok_or_else(too_large)?;
+    let wlen = groups
+        .checked_mul(fg)
+        .and_then(|v| v.checked_mul(c))
+        .and_then(|v| v.checked_mul(taps))
+        .ok_or_else(too_large)?;
+
+    let mut xp = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(xlen))?;
+    let (top, left) = pad;
+    {
+        let xs = xp.as_slice_mut().expect("a new buffer is contiguous");
+        xs[copied * image..].iter_mut().for_each(|v| {
+            v.write(T::default());
+        });
+        xs[..copied * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, dst)| {
+            let (nn, cc) = (first_copied + p / c, p % c);
+            let src = x.index_axis(ndarray::Axis(0), nn);
+            let src = src.index_axis(ndarray::Axis(0), cc);
+            // Columns `j0..j1` of a padded row come from columns
+            // `j0 - left..j1 - left` of the image's row.
+            let (j0, j1) = (left.min(wp), left.saturating_add(w).min(wp));
+            for (i, row) in dst.chunks_mut(wp).enumerate() {
+                let si = i.checked_sub(top).filter(|&si| si < h);
+                match si {
+                    Some(si) if j0 < j1 => {
+                        row[..j0].iter_mut().for_each(|d| {
+                            d.write(T::default());
+                        });
+                        for (d, v) in row[j0..j1].iter_mut().zip(src.row(si).iter()) {
+                            d.write(*v);
+                        }
+                        row[j1..].iter_mut().for_each(|d| {
+                            d.write(T::default());
+                        });
+                    }
+                    _ => row.iter_mut().for_each(|d| {
+                        d.write(T::default());
+                    }),
+                }
+            }
+        });
+    }
+    // SAFETY: every element was written above (the planes and the slack).
+    let xp = unsafe { xp.assume_init() };
+    let xs = xp.as_slice().expect("a new buffer is contiguous");
+
+    let mut wb = crate::pool::try_uninit::<T, Ix1>(function, "convolution weights", Ix1(wlen))?;
+    {
+        // `[group][c][r][s][filter]`, in that order, zero past the last
+        // filter.
+        let ws = wb.as_slice_mut().expect("a new buffer is contiguous");
+        let mut slots = ws.iter_mut();
+        for g in 0..groups {
+            for cc in 0..c {
+                for r in 0..kh {
+                    for s in 0..kw {
+                        for of in g * fg..(g + 1) * fg {
+                            let v = if of < o { k[[of, cc, r, s]] } else { T::default() };
+                            if let Some(d) = slots.next() {
+                                d.write(v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: every element was written above.
+    let wb = unsafe { wb.assume_init() };
+    let ws = wb.as_slice().expect("a new buffer is contiguous");
+
+    // Channels per block: the block's input stretch within about 16 KB.
+    let stretch = tq + (kh.saturating_sub(1)) * wp + kw.saturating_sub(1);
+    let cb = ((16 << 10) / (stretch * std::mem::size_of::<T>()).max(1)).clamp(1, c.max(1));
+    // Blocks of even size (31 + 1 channels would run the last block's
+    // filter groups for one channel).
+    let cb = c.max(1).div_ceil(c.max(1).div_ceil(cb));
+    // Tiles per task: enough tasks for the threads, each a few tiles.
+    let per_task = (n * tiles / (4 * rayon::current_num_threads())).clamp(1, 16);
+    let runs = tiles.div_ceil(per_task);
+    let strides = out.strides().to_vec();
+    let optr = Shared(out.as_mut_ptr());
+    let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
+    let zero = T::default();
+    (0..n * runs).into_par_iter().try_for_each(|task| -> Result<(), Error> {
+        // (The whole `Shared`, not its raw pointer field, is captured.)
+        let optr = &optr;
+        let (nn, run) = (task / runs, task % runs);
+        let mut acc = crate::pool::try_uninit::<T, Ix1>(function, "convolution sums", Ix1(groups * fg * tq))?;
+        acc.iter_mut().for_each(|v| {
+            v.write(zero);
+        });
+        // SAFETY: written above.
+        let mut acc = unsafe { acc.assume_init() };
+        let acc = acc.as_slice_mut().expect("a new buffer is contiguous");
+        // The image's first plane: `x` itself, or its copy.
+        let base = if nn < first_copied {
+            // SAFETY: image `nn` of `x`, whose standard layout holds `n`
+            // images of `image` values.
+            unsafe { x.as_ptr().add(nn * image) }
+        } else {
+            // SAFETY: the copies hold `copied` images.
+            unsafe { xs.as_ptr().add((nn - first_copied) * image) }
+        };
+        for t in run * per_task..((run + 1) * per_task).min(tiles) {
+            let q0 = t * tq;
+            acc.iter_mut().for_each(|v| *v = zero);
+            let mut c0 = 0;
+            while c0 < c {
+                let cn = cb.min(c - c0);
+                for g in 0..groups {
+                    // SAFETY: the input stretch from `q0` over `cn` planes
+                    // lies within `xs` (the slack covers the last tile) or
+                    // within `x` (the next image covers it), the
+                    // weights of group `g` and channels `c0..c0 + cn` within
+                    // `ws`, the group's sums within `acc`.
+                    unsafe {
+                        (kernel.tile)(
+                            base.add(c0 * plane + q0),
+                            ws.as_ptr().add((g * c + c0) * taps * fg),
+                            acc.as_mut_ptr().add(g * fg * tq),
+                            plane,
+                            wp,
+                            kh,
+                            kw,
+                            cn,
+                        );
+                    }
+                }
+                c0 += cn;
+            }
+            // Epilogue: the runs of positions that are pixels (`j < OW`),
+            // row by row, with the bias and the activation.
+            let q_end = (q0 + tq).min(positions);
+            let mut q = q0;
+            while q < q_end {
+                let (i, j) = (q / wp, q % wp);
+                let run = (i * wp + ow).min(q_end).saturating_sub(q);
+                for of in (0..o).filter(|_| run > 0) {
+                    let sums = &acc[of * tq + (q - q0)..][..run];
+                    let b = bias.as_ref().map_or(zero, |b| b[of]);
+                    let at = nn as isize * strides[0]
+                        + of as isize * strides[1]
+                        + i as isize * strides[2]
+                        + j as isize * strides[3];
+                    // SAFETY: pixels `(nn, of, i, j..j + run)` are within
+                    // `out`, and this task alone writes the pixels of its
+                    // tiles.
+                    unsafe { store_run(optr.0.offset(at), strides[3], sums, b, relu) };
+                }
+                q = (i + 1) * wp;
+            }
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array1, Array4};
+
+    /// `n` values in `[-1, 1)` from a small linear congruential sequence.
+    fn data(len: usize, seed: u64) -> Vec<f64> {
+        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..len)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The naive sum in `f64`.
+    #[allow(clippy::too_many_arguments)]
+    fn naive(
+        x: &Array4<f64>,
+        k: &Array4<f64>,
+        bias: Option<&Array1<f64>>,
+        pad: (usize, usize),
+        relu: bool,
+        oh: usize,
+        ow: usize,
+    ) -> Array4<f64> {
+        let (n, c, h, w) = x.dim();
+        let (o, _, kh, kw) = k.dim();
+        let mut y = Array4::zeros((n, o, oh, ow));
+        for nn in 0..n {
+            for of in 0..o {
+                for i in 0..oh {
+                    for j in 0..ow {
+                        let mut s = bias.map_or(0.0, |b| b[of]);
+                        for cc in 0..c {
+                            for r in 0..kh {
+                                for t in 0..kw {
+                                    let (si, sj) = (
+                                        i as isize + r as isize - pad.0 as isize,
+                                        j as isize + t as isize - pad.1 as isize,
+                                    );
+                                    if si >= 0 && (si as usize) < h && sj >= 0 && (sj as usize) < w {
+                                        s += x[[nn, cc, si as usize, sj as usize]] * k[[of, cc, r, t]];
+                                    }
+                                }
+                            }
+                        }
+                        y[[nn, of, i, j]] = if relu { s.max(0.0) } else { s };
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    /// Every kernel against the naive sum, f32 and f64, on one shape.
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        n: usize,
+        c: usize,
+        h: usize,
+        w: usize,
+        o: usize,
+        kh: usize,
+        kw: usize,
+        pad: (usize, usize),
+        oh: usize,
+        ow: usize,
+    ) {
+        let x = Array4::from_shape_vec((n, c, h, w), data(n * c * h * w, 1)).unwrap();
+        let k = Array4::from_shape_vec((o, c, kh, kw), data(o * c * kh * kw, 2)).unwrap();
+        let b = Array1::from_vec(data(o, 3));
+        for (bias, relu) in [(None, false), (Some(&b), true)] {
+            let want = naive(&x, &k, bias, pad, relu, oh, ow);
+            let tol = 1e-5 * (c * kh * kw + 1) as f64;
+            let (x32, k32, b32) = (x.mapv(|v| v as f32), k.mapv(|v| v as f32), b.mapv(|v| v as f32));
+            for kern in kernels::<f32>() {
+                let mut y = Array4::<f32>::from_elem((n, o, oh, ow), f32::NAN);
+                conv2d_with("t", kern, x32.view(), k32.view(), bias.map(|_| b32.view()), pad, relu, y.view_mut())
+                    .unwrap();
+                for (a, e) in y.iter().zip(&want) {
+                    assert!(
+                        (*a as f64 - e).abs() <= tol,
+                        "{} {n}x{c}x{h}x{w} o{o} {kh}x{kw} {pad:?}: {a} vs {e}",
+                        kern.name()
+                    );
+                }
+            }
+            let mut y = Array4::<f64>::from_elem((n, o, oh, ow), f64::NAN);
+            conv2d("t", x.view(), k.view(), bias.map(|b| b.view()), pad, relu, y.view_mut()).unwrap();
+            for (a, e) in y.iter().zip(&want) {
+                assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 {n}x{c}x{h}x{w}: {a} vs {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn valid_convolutions_on_odd_shapes_match_the_naive_sum() {
+        for &(n, c, h, w, o) in &[
+            (1, 1, 3, 3, 1),
+            (2, 3, 7, 5, 7),
+            (1, 7, 11, 13, 17),
+            (3, 9, 5, 31, 5),
+            (1, 17, 19, 70, 13),
+            (1, 2, 3, 200, 3),
+        ] {
+            check(n, c, h, w, o, 3, 3, (0, 0), h - 2, w - 2);
+        }
+        check(2, 5, 9, 8, 6, 1, 1, (0, 0), 9, 8);
+        check(1, 3, 8, 11, 7, 2, 5, (0, 0), 7, 7);
+        check(1, 4, 6, 6, 3, 5, 5, (0, 0), 2, 2);
+    }
+
+    #[test]
+    fn padded_convolutions_read_zeros_outside_the_image() {
+        check(2, 3, 7, 5, 7, 3, 3, (1, 1), 7, 5);
+        check(1, 11, 13, 17, 19, 3, 3, (1, 1), 13, 17);
+        check(1, 2, 1, 1, 3, 3, 3, (1, 1), 1, 1);
+        check(1, 3, 5, 7, 2, 3, 3, (2, 0), 6, 5);
+        check(2, 4, 4, 4, 5, 5, 5, (2, 2), 4, 4);
+    }
+
+    #[test]
+    fn empty_extents_give_the_bias_or_nothing() {
+        check(0, 3, 5, 5, 2, 3, 3, (0, 0), 3, 3);
+        check(2, 0, 5, 5, 2, 3, 3, (0, 0), 3, 3);
+        check(2, 3, 5, 5, 0, 3, 3, (0, 0), 3, 3);
+        check(1, 3, 5, 5, 2, 3, 3, (0, 0), 0, 3);
+        check(1, 3, 2, 2, 2, 3, 3, (0, 0), 0, 0);
+        check(1, 3, 4, 4, 2, 0, 0, (0, 0), 4, 4);
+    }
+
+    #[test]
+    fn strided_outputs_and_one_to_three_threads() {
+        let x = Array4::from_shape_vec((3, 5, 9, 10), data(3 * 5 * 90, 4)).unwrap().mapv(|v| v as f32);
+        let k = Array4::from_shape_vec((7, 5, 3, 3), data(7 * 45, 5)).unwrap().mapv(|v| v as f32);
+        let want = naive(&x.mapv(|v| v as f64), &k.mapv(|v| v as f64), None, (0, 0), false, 7, 8);
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            // An output whose axes are permuted (NHWC memory).
+            let mut y = Array4::<f32>::zeros((3, 7, 8, 7));
+            let mut yv = y.view_mut().permuted_axes([0, 3, 1, 2]);
+            pool.install(|| conv2d("t", x.view(), k.view(), None, (0, 0), false, yv.view_mut())).unwrap();
+            for (a, e) in yv.iter().zip(&want) {
+                assert!((*a as f64 - e).abs() <= 1e-4, "{threads} threads: {a} vs {e}");
+            }
+            // An image whose axes are permuted (NHWC memory) is copied.
+            let nhwc = x.view().permuted_axes([0, 2, 3, 1]).as_standard_layout().into_owned();
+            let xv = nhwc.view().permuted_axes([0, 3, 1, 2]);
+            let mut y = Array4::<f32>::zeros((3, 7, 7, 8));
+            pool.install(|| conv2d("t", xv, k.view(), None, (0, 0), false, y.view_mut())).unwrap();
+            for (a, e) in y.iter().zip(&want) {
+                assert!((*a as f64 - e).abs() <= 1e-4, "{threads} threads, permuted input: {a} vs {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_vector_kernels_compute_the_same_bits() {
+        let x = Array4::from_shape_vec((2, 13, 9, 23), data(2 * 13 * 9 * 23, 6)).unwrap().mapv(|v| v as f32);
+        let k = Array4::from_shape_vec((11, 13, 3, 3), data(11 * 13 * 9, 7)).unwrap().mapv(|v| v as f32);
+        let fused: Vec<_> = kernels::<f32>().into_iter().filter(|k| k.name() != "portable").collect();
+        let results: Vec<Array4<f32>> = fused
+            .iter()
+            .map(|kern| {
+                let mut y = Array4::<f32>::zeros((2, 11, 9, 23));
+                conv2d_with("t", *kern, x.view(), k.view(), None, (1, 1), false, y.view_mut()).unwrap();
+                y
+            })
+            .collect();
+        for pair in results.windows(2) {
+            assert!(pair[0].iter().zip(pair[1].iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+
+    #[test]
+    fn disagreeing_extents_are_shape_errors() {
+        let x = Array4::<f32>::zeros((2, 3, 5, 5));
+        let k = Array4::<f32>::zeros((4, 2, 3, 3));
+        let mut y = Array4::<f32>::zeros((2, 4, 3, 3));
+        assert!(matches!(conv2d("f", x.view(), k.view(), None, (0, 0), false, y.view_mut()), Err(Error::Shape { .. })));
+        let k = Array4::<f32>::zeros((4, 3, 3, 3));
+        let mut y = Array4::<f32>::zeros((2, 5, 3, 3));
+        assert!(matches!(conv2d("f", x.view(), k.view(), None, (0, 0), false, y.view_mut()), Err(Error::Shape { .. })));
+        let b = Array1::<f32>::zeros(3);
+        let mut y = Array4::<f32>::zeros((2, 4, 3, 3));
+        assert!(matches!(
+            conv2d("f", x.view(), k.view(), Some(b.view()), (0, 0), false, y.view_mut()),
+            Err(Error::Shape { .. })
+        ));
+    }
+}

@@ -1,0 +1,262 @@
+//! Stride-1 `f32` convolutions over the channels-first layouts, which
+//! `opt::conv` hands to the runtime's direct kernel (`einlang_runtime::conv`):
+//! valid with a bias (window extents from the arguments), padded by a guard
+//! (the kernel written first, asymmetric padding), with an activation after
+//! the bias, a single image without a batch axis, and both gradients of a
+//! layer. Each is compared with naive
+//! `f64` loops written here on odd shapes (1, 7, primes, empty extents) and
+//! on one to three threads; the `checked` feature runs the reference loop
+//! nests instead.
+
+use einlang::einlang;
+use einlang::ndarray::{Array1, Array4};
+
+einlang! {
+    pub fn conv_valid(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+        let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o];
+        y
+    }
+
+    /// Same padding by a guard, the kernel first, the loops in another order.
+    pub fn conv_same(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = sum[s, c, r](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { k[o, c, r, s] * x[n, c, ih, iw] } else { 0.0 }
+            where ih = i + r - 1, iw = j + s - 1
+        );
+        y
+    }
+
+    /// Two rows of padding on top, none on the left, a 3x5 window.
+    pub fn conv_skewed(x: [f32; N, C, H, W], k: [f32; O, C, 3, 5]) -> [f32; N, O, H + 1, W - 4] {
+        let y[n, o, i in 0..H + 1, j in 0..W - 4] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = i + r - 2, iw = j + s
+        );
+        y
+    }
+
+    /// A bias and a ReLU after the sum.
+    pub fn conv_relu(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
+        let y[n, o, i, j] = max(sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o], 0.0);
+        y
+    }
+
+    /// The window's indices bound in a `where`, a ReLU after the bias.
+    pub fn conv_where(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+        let y[n, o, i, j] = max(sum[c, r, s](x[n, c, iy, ix] * k[o, c, r, s]) + b[o], 0.0) where iy = i + r, ix = j + s;
+        y
+    }
+
+    /// One image, no batch axis.
+    pub fn conv_single(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H - 2, W - 2] {
+        let y[o, i, j] = sum[c, r, s](x[c, i + r, j + s] * k[o, c, r, s]) + b[o];
+        y
+    }
+
+    /// Half the squared output of a padded layer, and its gradients.
+    pub fn layer_grads(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> ([f32; N, C, H, W], [f32; O, C, 3, 3]) {
+        let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = i + r - 1, iw = j + s - 1
+        ) + b[o];
+        let loss = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]) / 2.0;
+        (@loss / @x, @loss / @k)
+    }
+}
+
+/// Values in `[-1, 1)` from a small xorshift sequence.
+fn data(len: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) as f32
+        })
+        .collect()
+}
+
+fn tensor(shape: (usize, usize, usize, usize), seed: u64) -> Array4<f32> {
+    Array4::from_shape_vec(shape, data(shape.0 * shape.1 * shape.2 * shape.3, seed)).unwrap()
+}
+
+/// `y[n, o, i, j] = bias[o] + sum x[n, c, i + r - top, j + s - left] k[o, c, r, s]`
+/// over the reads inside `x`, in `f64`, then `max(_, 0)` when `relu`.
+fn naive(
+    x: &Array4<f32>,
+    k: &Array4<f32>,
+    b: Option<&Array1<f32>>,
+    pad: (usize, usize),
+    out: (usize, usize),
+    relu: bool,
+) -> Array4<f64> {
+    let (n, c, h, w) = x.dim();
+    let (o, _, kh, kw) = k.dim();
+    Array4::from_shape_fn((n, o, out.0, out.1), |(nn, oo, i, j)| {
+        let mut sum = b.map_or(0.0, |b| b[oo] as f64);
+        for cc in 0..c {
+            for r in 0..kh {
+                for s in 0..kw {
+                    let (y, z) = ((i + r) as isize - pad.0 as isize, (j + s) as isize - pad.1 as isize);
+                    if y >= 0 && (y as usize) < h && z >= 0 && (z as usize) < w {
+                        sum += x[[nn, cc, y as usize, z as usize]] as f64 * k[[oo, cc, r, s]] as f64;
+                    }
+                }
+            }
+        }
+        if relu {
+            sum.max(0.0)
+        } else {
+            sum
+        }
+    })
+}
+
+fn assert_close(got: &Array4<f32>, want: &Array4<f64>, terms: usize, what: &str) {
+    assert_eq!(got.dim(), want.dim(), "{what}");
+    let tol = 2e-6 * (terms as f64 + 1.0);
+    for ((at, a), e) in got.indexed_iter().zip(want) {
+        assert!((*a as f64 - e).abs() <= tol, "{what} at {at:?}: {a} vs {e}");
+    }
+}
+
+/// On one, two and three threads.
+fn threads(body: impl Fn() + Send + Sync) {
+    for t in 1..=3 {
+        rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap().install(&body);
+    }
+}
+
+const SHAPES: &[(usize, usize, usize, usize, usize)] = &[
+    // (N, C, H, W, O)
+    (1, 1, 3, 3, 1),
+    (2, 3, 7, 7, 5),
+    (1, 7, 13, 11, 17),
+    (3, 5, 9, 31, 7),
+    (1, 9, 5, 70, 13),
+    (0, 3, 5, 5, 2),
+    (2, 0, 5, 5, 3),
+    (2, 3, 5, 5, 0),
+];
+
+#[test]
+fn valid_convolutions_with_a_bias_match_naive_loops() {
+    threads(|| {
+        for &(n, c, h, w, o) in SHAPES {
+            for (kh, kw) in [(3, 3), (1, 1), (2, 5)].into_iter().filter(|&(kh, kw)| kh <= h && kw <= w) {
+                let (x, k, b) = (tensor((n, c, h, w), 1), tensor((o, c, kh, kw), 2), Array1::from(data(o, 3)));
+                let got = conv_valid(&x, &k, &b).unwrap();
+                let want = naive(&x, &k, Some(&b), (0, 0), (h + 1 - kh, w + 1 - kw), false);
+                assert_close(&got, &want, c * kh * kw, &format!("valid {n}x{c}x{h}x{w} o{o} {kh}x{kw}"));
+            }
+        }
+    });
+}
+
+#[test]
+fn padded_convolutions_match_naive_loops() {
+    threads(|| {
+        for &(n, c, h, w, o) in SHAPES {
+            let (x, k) = (tensor((n, c, h, w), 4), tensor((o, c, 3, 3), 5));
+            let got = conv_same(&x, &k).unwrap();
+            assert_close(
+                &got,
+                &naive(&x, &k, None, (1, 1), (h, w), false),
+                c * 9,
+                &format!("same {n}x{c}x{h}x{w} o{o}"),
+            );
+            if w < 4 {
+                continue;
+            }
+            let k = tensor((o, c, 3, 5), 6);
+            let got = conv_skewed(&x, &k).unwrap();
+            let want = naive(&x, &k, None, (2, 0), (h + 1, w - 4), false);
+            assert_close(&got, &want, c * 15, &format!("skewed {n}x{c}x{h}x{w} o{o}"));
+        }
+        // An image of one pixel: every window reads mostly padding.
+        let (x, k) = (tensor((2, 3, 1, 1), 7), tensor((4, 3, 3, 3), 8));
+        assert_close(&conv_same(&x, &k).unwrap(), &naive(&x, &k, None, (1, 1), (1, 1), false), 27, "one pixel");
+    });
+}
+
+#[test]
+fn a_single_image_is_a_batch_of_one() {
+    threads(|| {
+        for &(_, c, h, w, o) in SHAPES {
+            let (x, k, b) = (tensor((1, c, h, w), 15), tensor((o, c, 3, 3), 16), Array1::from(data(o, 17)));
+            let x3 = x.index_axis(einlang::ndarray::Axis(0), 0).to_owned();
+            let got = conv_single(&x3, &k, &b).unwrap().insert_axis(einlang::ndarray::Axis(0));
+            let want = naive(&x, &k, Some(&b), (0, 0), (h - 2, w - 2), false);
+            assert_close(&got, &want, c * 9, &format!("single {c}x{h}x{w} o{o}"));
+        }
+    });
+}
+
+#[test]
+fn an_activation_after_the_bias_stays_elementwise() {
+    threads(|| {
+        for &(n, c, h, w, o) in SHAPES {
+            let (x, k, b) = (tensor((n, c, h, w), 9), tensor((o, c, 3, 3), 10), Array1::from(data(o, 11)));
+            let got = conv_relu(&x, &k, &b).unwrap();
+            let want = naive(&x, &k, Some(&b), (0, 0), (h - 2, w - 2), true);
+            assert_close(&got, &want, c * 9, &format!("relu {n}x{c}x{h}x{w} o{o}"));
+            let got = conv_where(&x, &k, &b).unwrap();
+            assert_close(&got, &want, c * 9, &format!("where {n}x{c}x{h}x{w} o{o}"));
+        }
+    });
+}
+
+#[test]
+fn wrong_extents_are_errors_not_panics() {
+    let (x, k, b) = (tensor((1, 3, 1, 5), 1), tensor((2, 3, 3, 3), 2), Array1::from(data(2, 3)));
+    assert!(conv_valid(&x, &k, &b).is_err());
+    let k = tensor((2, 4, 3, 3), 2);
+    assert!(conv_valid(&tensor((1, 3, 5, 5), 1), &k, &b).is_err());
+}
+
+#[test]
+fn gradients_of_a_padded_layer_match_naive_loops() {
+    threads(|| {
+        for &(n, c, h, w, o) in &[(1, 1, 3, 3, 1), (2, 3, 7, 5, 4), (1, 5, 6, 11, 7)] {
+            let (x, k, b) = (tensor((n, c, h, w), 12), tensor((o, c, 3, 3), 13), Array1::from(data(o, 14)));
+            let (dx, dk) = layer_grads(&x, &k, &b).unwrap();
+            let y = naive(&x, &k, Some(&b), (1, 1), (h, w), false);
+            let mut want_dx = Array4::<f64>::zeros((n, c, h, w));
+            let mut want_dk = Array4::<f64>::zeros((o, c, 3, 3));
+            for ((nn, oo, i, j), dy) in y.indexed_iter() {
+                for cc in 0..c {
+                    for r in 0..3 {
+                        for s in 0..3 {
+                            let (p, q) = ((i + r) as isize - 1, (j + s) as isize - 1);
+                            if p >= 0 && (p as usize) < h && q >= 0 && (q as usize) < w {
+                                let (p, q) = (p as usize, q as usize);
+                                want_dx[[nn, cc, p, q]] += dy * k[[oo, cc, r, s]] as f64;
+                                want_dk[[oo, cc, r, s]] += dy * x[[nn, cc, p, q]] as f64;
+                            }
+                        }
+                    }
+                }
+            }
+            assert_close(&dx, &want_dx, o * 9 * (c * 9 + 1), "dx");
+            assert_close(&dk, &want_dk, n * h * w * (c * 9 + 1), "dk");
+        }
+    });
+}
+
+#[test]
+fn results_go_into_the_callers_buffer() {
+    let (x, k, b) = (tensor((2, 3, 9, 8), 18), tensor((5, 3, 3, 3), 19), Array1::from(data(5, 20)));
+    let want = naive(&x, &k, Some(&b), (0, 0), (7, 6), false);
+    let mut y = Array4::<f32>::from_elem((2, 5, 7, 6), f32::NAN);
+    conv_valid_into(&x, &k, &b, &mut y).unwrap();
+    assert_close(&y, &want, 27, "into");
+    // A view of other strides.
+    let mut t = Array4::<f32>::from_elem((6, 7, 5, 2), f32::NAN);
+    conv_valid_into(&x, &k, &b, t.view_mut().permuted_axes([3, 2, 1, 0])).unwrap();
+    assert_close(&t.view().permuted_axes([3, 2, 1, 0]).to_owned(), &want, 27, "into a permuted view");
+    // A wrong shape: an error naming the buffer, nothing written.
+    let mut bad = Array4::<f32>::from_elem((2, 5, 7, 5), 7.0);
+    assert!(matches!(conv_valid_into(&x, &k, &b, &mut bad), Err(einlang::Error::Shape { .. })));
+    assert!(bad.iter().all(|v| *v == 7.0));
+}
