@@ -10,26 +10,18 @@
 use super::flip_f32;
 
 /// Adding `1.5 * 2^52` rounds an `f64` below `2^51` in magnitude to an
-/// integer held in the low bits of the sum.
+/// integer held in the low bits of the sum; subtracting it again gives the
+/// integer.
 const ROUND: f64 = 6_755_399_441_055_744.0;
 
-/// `2^E 2/pi mod 4` in four parts for `E` = 0, 28, 54, 80 (one column per
-/// `E`), each part already divided by `2^E`: `t1` is the bits of weights
-/// `2^1` to `2^-27` (of `2^E 2/pi mod 4`), `t2` the next 29, `t3` the next
-/// 29, `t4` the rest rounded to 53 bits (bits of `2/pi` to about `2^-(E +
-/// 140)`). 29 bits times an `f32`'s 24 fit in a double, so `|x| t1`,
-/// `|x| t2` and `|x| t3` are exact.
+/// `2^E 2/pi mod 4` in three parts for `E` = 0, 28, 54, 80 (one column per
+/// `E`), each part already divided by `2^E`: `T1` is the bits of weights
+/// `2^1` to `2^-27` (of `2^E 2/pi mod 4`), `T2` the next 29, `T3` the rest
+/// rounded to 53 bits (bits of `2/pi` to about `2^-(E + 140)`). 29 bits
+/// times an `f32`'s 24 fit in a double, so `|x| T1` and `|x| T2` are exact.
 const T1: [u64; 4] = [0x3fe45f306c000000, 0x3e4727220a000000, 0x3c94a7f09c000000, 0x3b0abe8fa9000000];
 const T2: [u64; 4] = [0x3e2c9c882a000000, 0x3c729fc275000000, 0x3ad5f47d4d000000, 0x3934ddc0db000000];
-const T3: [u64; 4] = [0x3c44fe13a8000000, 0x3a9f47d4d2000000, 0x38ebb81b6c000000, 0x3758a5664e000000];
-const T4: [u64; 4] = [0x3a9f47d4d377036e, 0x38d77036d8a5664f, 0x3704acc9e21c8210, 0x35910e4107f9458f];
-
-/// `v - round(v)` and `round(v)`'s low bits, for `|v| < 2^51`: exact.
-#[inline(always)]
-fn split_turns(v: f64) -> (f64, u32) {
-    let s = v + ROUND;
-    (v - (s - ROUND), s.to_bits() as u32)
-}
+const T3: [u64; 4] = [0x3c44fe13abe8fa9a, 0x3a9f47d4d377036e, 0x38ebb81b6c52b328, 0x3758a5664f10e410];
 
 /// `|x| = (n + g) pi/2` with `|g| <= 1/2` (a little more at rounding
 /// ties), for every finite `f32`: `(g pi/2, n mod 4)`, the remainder in
@@ -39,14 +31,13 @@ fn split_turns(v: f64) -> (f64, u32) {
 /// whenever `M` is an integer (`E` at most the exponent of `|x|`'s last
 /// bit), so one of four `E` serves every exponent: `E = 0` below `2^51`
 /// (no integer needed: no multiple of 4 is dropped), 28, 54 and 80 above,
-/// each where `M < 2^49`. The constant in four parts (`T1` to `T4`, chosen
-/// by three comparisons, no load), the products `p1`, `p2`, `p3` are
-/// exact; the integer parts of `p1` and `p2` are dropped (kept modulo 4
-/// for the quadrant), exactly, their fractions added by Knuth's two-sum,
-/// `p3 + p4` below, and the sum rounded once more to the nearest quarter
-/// turn. The terms left out (bits of `2/pi` past `2^-(E + 138)`, times
-/// `M < 2^49`) and the roundings of the low parts stay below `2^-60` of a
-/// turn, and no `f32` lies closer to a multiple of `pi/2` than `2^-29.86`
+/// each where `M < 2^49`. The constant in three parts (`T1` to `T3`,
+/// chosen by three comparisons, no load), the products `p1` and `p2` are
+/// exact; their integer parts are dropped (kept modulo 4 for the
+/// quadrant), exactly, their fractions added by Knuth's two-sum, `p3`
+/// (below `2^-6`, rounded twice: within `2^-58`) to the low part, and the
+/// sum rounded once more to the nearest quarter turn. The error stays
+/// below `2^-57` of a turn, and no `f32` lies closer to a multiple of `pi/2` than `2^-29.86`
 /// of a turn (`7.729179e28`, bits `0x6f79be45`, found by a search over
 /// every `f32`), so `g` keeps at least 30 bits more than an `f32` needs.
 #[inline(always)]
@@ -67,19 +58,22 @@ pub(super) fn reduce_pio2_f32(x: f32) -> (f64, u32) {
         };
         f64::from_bits(b)
     };
-    let (p1, p2, p3, p4) = (a * pick(T1), a * pick(T2), a * pick(T3), a * pick(T4));
-    let (f1, n1) = split_turns(p1);
-    let (f2, n2) = split_turns(p2);
-    // f1 + f2 in two parts (Knuth's two-sum), the low part joined by p3 +
-    // p4 (below 2^-8 of a turn).
+    let (p1, p2, p3) = (a * pick(T1), a * pick(T2), a * pick(T3));
+    // The integer parts of p1 and p2 (exact: below 2^51) and their
+    // fractions (exact).
+    let i1 = (p1 + ROUND) - ROUND;
+    let i2 = (p2 + ROUND) - ROUND;
+    let (f1, f2) = (p1 - i1, p2 - i2);
+    // f1 + f2 in two parts (Knuth's two-sum), the low part joined by p3.
     let s = f1 + f2;
     let bb = s - f1;
-    let lo = ((f1 - (s - bb)) + (f2 - bb)) + (p3 + p4);
+    let lo = ((f1 - (s - bb)) + (f2 - bb)) + p3;
     // The nearest quarter turn to s + lo; s minus it is exact (|s| <= 1).
-    let t = (s + lo) + ROUND;
-    let g = (s - (t - ROUND)) + lo;
-    let n3 = t.to_bits() as u32;
-    let n = n1.wrapping_add(n2).wrapping_add(n3) & 3;
+    let i3 = ((s + lo) + ROUND) - ROUND;
+    let g = (s - i3) + lo;
+    // The quarter turns modulo 4: the integers' sum (below 2^52, exact)
+    // in the low bits of its sum with 1.5 * 2^52.
+    let n = (((i1 + i2) + i3) + ROUND).to_bits() as u32 & 3;
     (g * std::f64::consts::FRAC_PI_2, n)
 }
 
