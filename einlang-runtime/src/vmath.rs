@@ -258,6 +258,26 @@ pub fn sigmoid_f32(x: f32) -> f32 {
     }
 }
 
+/// `e^v` for `v` in `[-87, 0]`: the same bits as `arith::exp_f32` there
+/// (its reduction and polynomial) with `2^n` applied by one multiplication
+/// (normal for these `n`), without the clamps and the NaN test, which
+/// `erf_f32`'s argument never needs: a tenth less work for it.
+#[inline(always)]
+fn exp_neg_f32(v: f32) -> f32 {
+    let shifted = v * LOG2E_F32 + MAGIC_F32;
+    let n = shifted - MAGIC_F32;
+    let ni = (shifted.to_bits() as i32).wrapping_sub(MAGIC_F32.to_bits() as i32);
+    let r = v - n * LN2_HI_F32 - n * LN2_LO_F32;
+    let mut p = 1.987_569_2e-4f32;
+    p = p * r + 1.398_2e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 5.000_000_1e-1;
+    let er = p * r * r + r + 1.0;
+    er * pow2i_f32(ni)
+}
+
 /// The error function (at most 2 ulp): `x P(x^2)` below 0.84375, `1 -
 /// e^(-x^2) Q(x)` above (`Q = erfc(x) e^(x^2)`, smooth, a polynomial in
 /// `x - 2.381875` up to 3.92, where `erf` rounds to 1), both fitted
@@ -291,7 +311,7 @@ pub fn erf_f32(x: f32) -> f32 {
     q = q * u + 2.799_282_9e-2;
     q = q * u - 8.059_088_7e-2;
     q = q * u + 2.199_503e-1;
-    let big = 1.0 - exp_f32(-(ac * ac)) * q;
+    let big = 1.0 - exp_neg_f32(-(ac * ac)) * q;
     let y = if a < 0.843_75 { small } else { big };
     if x.is_nan() {
         x
@@ -1341,6 +1361,17 @@ mod tests {
         }
         eprintln!("atan2 f64: at most {worst:.3} ulp");
         assert!(worst <= 3.0, "{worst}");
+    }
+
+    /// `exp_neg_f32` gives `exp_f32`'s bits on `[-87, 0]`: every
+    /// `f32` there (as many as the stride visits, all of them at 1).
+    #[test]
+    fn exp_neg_matches_exp() {
+        let step = stride().min(4096) as usize;
+        for b in (0..=(87.0f32).to_bits()).step_by(step).chain([(87.0f32).to_bits()]) {
+            let v = -f32::from_bits(b);
+            assert_eq!(exp_neg_f32(v).to_bits(), exp_f32(v).to_bits(), "e^{v}");
+        }
     }
 
     #[test]
