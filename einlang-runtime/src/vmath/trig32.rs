@@ -37,9 +37,10 @@ const T3: [u64; 4] = [0x3c44fe13abe8fa9a, 0x3a9f47d4d377036e, 0x38ebb81b6c52b328
 /// quadrant), exactly, their fractions added by Knuth's two-sum, `p3`
 /// (below `2^-6`, rounded twice: within `2^-58`) to the low part, and the
 /// sum rounded once more to the nearest quarter turn. The error stays
-/// below `2^-57` of a turn, and no `f32` lies closer to a multiple of `pi/2` than `2^-29.86`
-/// of a turn (`7.729179e28`, bits `0x6f79be45`, found by a search over
-/// every `f32`), so `g` keeps at least 30 bits more than an `f32` needs.
+/// below `2^-57` of a turn, and no `f32` lies closer to a multiple of
+/// `pi/2` than `2^-29.86` of a turn (`7.729179e28`, bits `0x6f79be45`,
+/// found by a search over every `f32`), so `g` keeps at least 30 bits more
+/// than an `f32` needs.
 #[inline(always)]
 pub(super) fn reduce_pio2_f32(x: f32) -> (f64, u32) {
     let a = x.abs() as f64;
