@@ -43,6 +43,20 @@ einlang! {
         (t, s, l, p)
     }
 
+    pub fn trig32(x: [f32; N]) -> ([f32; N], [f32; N], [f32; N]) {
+        let s[i] = sin(x[i]);
+        let c[i] = cos(x[i]);
+        let t[i] = tan(x[i]);
+        (s, c, t)
+    }
+
+    /// `sin` and `cos` inside an expression (GELU-like: the loop around
+    /// them carries other arithmetic).
+    pub fn rotate32(x: [f32; N], y: [f32; N]) -> [f32; N] {
+        let r[i] = x[i] * cos(y[i]) - x[i] * sin(y[i]);
+        r
+    }
+
     pub fn trig64(x: [f64; N]) -> ([f64; N], [f64; N], [f64; N]) {
         let s[i] = sin(x[i]);
         let c[i] = cos(x[i]);
@@ -250,5 +264,84 @@ fn f64_trigonometry_matches_libm() {
         check64("sin", &back(s), &x, f64::sin, 1.0);
         check64("cos", &back(c), &x, f64::cos, 1.0);
         check64("tan", &back(t), &x, f64::tan, 2.0);
+    }
+}
+
+/// `f32` `sin`, `cos` and `tan` (the reduction in `f64`, every exponent:
+/// the inputs reach 1e30, plus `f32::MAX`, the `f32`s closest to a
+/// multiple of `pi/2`, the ends of the reduction's buckets at 2^51, 2^77
+/// and 2^103, and consecutive `f32`s around multiples of `pi/2`) against
+/// libm in `f64`, in the three CPU forms (bits equal).
+#[test]
+fn f32_trigonometry_matches_libm() {
+    let hard = [
+        f32::MAX,
+        f32::MIN,
+        f32::from_bits(0x6f79_be45),
+        f32::from_bits(0x50a3_e87f),
+        f32::from_bits(0x437c_e5f1),
+        f32::from_bits((127 + 51) << 23),
+        f32::from_bits(((127 + 77) << 23) - 1),
+        f32::from_bits((127 + 103) << 23),
+        f32::from_bits(1),
+        -f32::MIN_POSITIVE,
+        std::f32::consts::FRAC_PI_2,
+        std::f32::consts::PI,
+        -3.0 * std::f32::consts::FRAC_PI_2,
+    ];
+    for n in LENGTHS {
+        let mut x: Vec<f32> = inputs(n).into_iter().map(|v| v as f32).collect();
+        if n > 100 {
+            x[20..20 + hard.len()].copy_from_slice(&hard);
+            // Consecutive f32s around k pi/2 for k = 3, 10, 1001, 65537.
+            for (j, k) in [3.0f64, 10.0, 1001.0, 65537.0].into_iter().enumerate() {
+                let mid = ((k * std::f64::consts::FRAC_PI_2) as f32).to_bits();
+                for d in 0..8 {
+                    x[40 + 8 * j + d] = f32::from_bits(mid - 4 + d as u32);
+                }
+            }
+        }
+        let xa = Array1::from_vec(x.clone());
+        let (s, c, t) = both_forms(|| {
+            let (s, c, t) = trig32(&xa).unwrap();
+            (bits32(&s), bits32(&c), bits32(&t))
+        });
+        let back = |b: Vec<u32>| Array1::from_vec(b.into_iter().map(f32::from_bits).collect());
+        check32("sin", &back(s), &x, f64::sin, 1.0);
+        check32("cos", &back(c), &x, f64::cos, 1.0);
+        check32("tan", &back(t), &x, f64::tan, 1.0);
+        // Signed zeros: sin and tan keep the sign, cos(-0) = 1.
+        if n > 1 {
+            let z = Array1::from_vec(vec![-0.0f32, 0.0]);
+            let (s, c, t) = trig32(&z).unwrap();
+            assert_eq!(bits32(&s), [0x8000_0000, 0]);
+            assert_eq!(bits32(&t), [0x8000_0000, 0]);
+            assert_eq!(c.to_vec(), [1.0, 1.0]);
+        }
+    }
+}
+
+/// `x cos(y) - x sin(y)`: the loop mixes the trigonometric forms with
+/// other arithmetic; the three CPU forms agree, and each element is within
+/// the bound of an `f32` evaluation of the expression from `f64` libm.
+#[test]
+fn f32_trigonometry_in_expressions() {
+    for n in LENGTHS {
+        let y: Vec<f32> = inputs(n).into_iter().map(|v| v as f32).collect();
+        let x: Vec<f32> = (0..n).map(|i| 1.0 + (i % 17) as f32 * 0.25).collect();
+        let (xa, ya) = (Array1::from_vec(x.clone()), Array1::from_vec(y.clone()));
+        let got = both_forms(|| bits32(&rotate32(&xa, &ya).unwrap()));
+        for i in 0..n {
+            let (xv, yv) = (x[i], y[i] as f64);
+            let (c, s) = (yv.cos() as f32, yv.sin() as f32);
+            let want = xv * c - xv * s;
+            let g = f32::from_bits(got[i]);
+            // sin and cos within 1 ulp of the exact value, libm's rounded
+            // within half of one, then two products and a difference
+            // rounded on each side: under 6 ulp of the larger product.
+            let scale = (xv * c).abs().max((xv * s).abs());
+            let ok = (g.is_nan() && want.is_nan()) || (g - want).abs() <= 6.0 * f32::EPSILON * scale;
+            assert!(ok, "{xv} cos({yv}) - {xv} sin({yv}) = {g}, libm {want}");
+        }
     }
 }

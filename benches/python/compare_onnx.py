@@ -9,6 +9,9 @@ to the machine's cores) and with numpy, and prints the ratios.
     pip install onnxruntime onnx numpy
     python3 benches/python/compare_onnx.py            # everything
     python3 benches/python/compare_onnx.py --no-cargo # onnxruntime and numpy only
+    python3 benches/python/compare_onnx.py --only sin --rounds 3
+                                                      # alternate einlang and onnxruntime
+                                                      # three times, print ranges
 
 Every result is checked against numpy before it is timed.
 """
@@ -256,20 +259,34 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--no-cargo", action="store_true", help="time onnxruntime and numpy only")
     p.add_argument("--only", help="only the cases whose label contains this (and the benches' cases with it)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run einlang's benches and time onnxruntime alternately this many times; print each round's ratio and the range",
+    )
     args = p.parse_args()
-    ours = {} if args.no_cargo else einlang_times(args.only)
+    chosen = [c for c in cases() if not args.only or args.only in c[0]]
+    rounds = []
+    for r in range(max(1, args.rounds)):
+        ours = {} if args.no_cargo else einlang_times(args.only)
+        theirs = {label: median_ms(ort_f) for label, _, ort_f, _ in chosen}
+        rounds.append((ours, theirs))
+        if args.rounds > 1:
+            print(f"round {r + 1} of {args.rounds} done", flush=True)
     print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, {CORES} threads")
     print(f"{'case':46} {'einlang':>10} {'onnxruntime':>12} {'numpy':>10} {'einlang/ort':>12}")
-    for label, flops, ort_f, np_f in cases():
-        if args.only and args.only not in label:
-            continue
-        t_ort = median_ms(ort_f)
+    for label, flops, _, np_f in chosen:
         t_np = f"{median_ms(np_f):7.3f} ms" if np_f else "-"
-        t_ein = ours.get(label)
-        ratio = f"{t_ein / t_ort:.2f}x" if t_ein else "-"
-        ein = f"{t_ein:.3f} ms" if t_ein else "-"
-        rate = f"  (onnxruntime {flops / t_ort / 1e6:.1f} GFLOP/s)" if flops else ""
-        print(f"{label:46} {ein:>10} {t_ort:9.3f} ms {t_np:>10} {ratio:>12}{rate}")
+        ein = [o[label] for o, _ in rounds if label in o]
+        ort_ms = [t[label] for _, t in rounds]
+        ratios = [o[label] / t[label] for o, t in rounds if label in o]
+        span = lambda v, f: f.format(v[0]) if len(v) == 1 else (f.format(min(v)) + "-" + f.format(max(v)))
+        ein_s = span(ein, "{:.3f}") + " ms" if ein else "-"
+        ratio = span(ratios, "{:.2f}") + "x" if ratios else "-"
+        rate = f"  (onnxruntime {flops / min(ort_ms) / 1e6:.1f} GFLOP/s)" if flops else ""
+        each = f"  rounds: {', '.join(f'{x:.2f}x' for x in ratios)}" if len(ratios) > 1 else ""
+        print(f"{label:46} {ein_s:>10} {span(ort_ms, '{:.3f}') + ' ms':>12} {t_np:>10} {ratio:>12}{rate}{each}")
 
 
 if __name__ == "__main__":

@@ -15,11 +15,13 @@
 //! - plain `*` and `+`, never `mul_add`: the baseline form and the AVX2+FMA
 //!   twin round the same (Rust never contracts `a * b + c` on its own), so
 //!   a function gives the same bits on every processor;
-//! - the `f32` functions whose accuracy needs it (`sin`, `cos`, `tan`,
-//!   `pow`, the inverse and hyperbolic ones) compute in `f64` and round once,
-//!   which makes them correctly rounded in nearly every case; the frequent
-//!   ones of neural networks (`exp`, `expm1`, `ln`, `log2`, `log10`,
-//!   `log1p`, `tanh`, `sigmoid`, `erf`) stay in `f32`, eight lanes wide.
+//! - the `f32` functions whose accuracy needs it (`tan`, `pow`, the
+//!   inverse and hyperbolic ones) compute in `f64` and round once, which
+//!   makes them correctly rounded in nearly every case; the frequent ones
+//!   of neural networks (`exp`, `expm1`, `ln`, `log2`, `log10`, `log1p`,
+//!   `tanh`, `sigmoid`, `erf`) and `sin`, `cos` stay in `f32`, eight lanes
+//!   wide (sixteen in the AVX-512 twin); `sin` and `cos` reduce their
+//!   argument in `f64` (`vmath/trig32.rs`).
 //!
 //! Accuracy, as measured by the tests below over millions of arguments
 //! spanning every exponent (`f32` against `f64`'s libm, `f64` against the
@@ -28,8 +30,12 @@
 //! (NaN in, NaN out; `ln(0) = -inf`, `ln(-1) = NaN`, `log1p(-1) = -inf`,
 //! `tanh(±inf) = ±1`, signed zeros kept where the function is odd).
 //!
-//! `f64` `sin`, `cos` and `tan` reduce their argument exactly for every
-//! exponent, so there is no separate path for large arguments: the 192
+//! `f32` `sin`, `cos` and `tan` reduce their argument exactly for every
+//! exponent with no separate path for large arguments: `|x| 2/pi` modulo 4
+//! from a constant in four 29-bit parts (one of four sets, chosen by the
+//! size of `|x|`) whose products with `|x|` are exact in `f64`; within 1
+//! ulp over all 2^32 arguments. `f64` `sin`, `cos` and `tan` reduce theirs
+//! exactly too, for every exponent: the 192
 //! bits of `2/pi` an exponent needs are chosen out of 1,216 by masks (17
 //! candidates for each of four words), which vectorizes in the AVX2 and
 //! AVX-512 forms, where a table load per element (a gather) kept the AVX2
@@ -40,7 +46,9 @@
 // goes, which each function decides).
 #![allow(clippy::excessive_precision, clippy::manual_clamp, clippy::neg_cmp_op_on_partial_ord)]
 
+mod trig32;
 mod trig64;
+pub use trig32::{cos_f32, sin_f32, tan_f32};
 pub use trig64::{cos_f64, sin_f64, tan_f64};
 
 // ---------------------------------------------------------------- f32 core
@@ -250,6 +258,26 @@ pub fn sigmoid_f32(x: f32) -> f32 {
     }
 }
 
+/// `e^v` for `v` in `[-87, 0]`: the same bits as `arith::exp_f32` there
+/// (its reduction and polynomial) with `2^n` applied by one multiplication
+/// (normal for these `n`), without the clamps and the NaN test, which
+/// `erf_f32`'s argument never needs: a tenth less work for it.
+#[inline(always)]
+fn exp_neg_f32(v: f32) -> f32 {
+    let shifted = v * LOG2E_F32 + MAGIC_F32;
+    let n = shifted - MAGIC_F32;
+    let ni = (shifted.to_bits() as i32).wrapping_sub(MAGIC_F32.to_bits() as i32);
+    let r = v - n * LN2_HI_F32 - n * LN2_LO_F32;
+    let mut p = 1.987_569_2e-4f32;
+    p = p * r + 1.398_2e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 5.000_000_1e-1;
+    let er = p * r * r + r + 1.0;
+    er * pow2i_f32(ni)
+}
+
 /// The error function (at most 2 ulp): `x P(x^2)` below 0.84375, `1 -
 /// e^(-x^2) Q(x)` above (`Q = erfc(x) e^(x^2)`, smooth, a polynomial in
 /// `x - 2.381875` up to 3.92, where `erf` rounds to 1), both fitted
@@ -283,7 +311,7 @@ pub fn erf_f32(x: f32) -> f32 {
     q = q * u + 2.799_282_9e-2;
     q = q * u - 8.059_088_7e-2;
     q = q * u + 2.199_503e-1;
-    let big = 1.0 - exp_f32(-(ac * ac)) * q;
+    let big = 1.0 - exp_neg_f32(-(ac * ac)) * q;
     let y = if a < 0.843_75 { small } else { big };
     if x.is_nan() {
         x
@@ -977,148 +1005,11 @@ pub fn pow_f32(x: f32, y: f32) -> f32 {
     r as f32
 }
 
-/// The bits of `2/pi` after the point, 32 to a word, after one word of
-/// zeros (the bits before the point, so that a window may start before it).
-const TWO_OVER_PI: [u32; 8] =
-    [0, 0xa2f9_836e, 0x4e44_1529, 0xfc27_57d1, 0xf534_ddc0, 0xdb62_9599, 0x3c43_9041, 0xfe51_63ab];
-
-/// `TWO_OVER_PI[q + j]` for `q` in `0..=4`, by masks (no indexed load,
-/// and no chain of branches that LLVM would turn into a table lookup).
-#[inline(always)]
-fn two_over_pi_word(q: u32, j: usize) -> u64 {
-    let mut w = 0u64;
-    for (i, &t) in TWO_OVER_PI[j..j + 5].iter().enumerate() {
-        w |= ((q == i as u32) as u64).wrapping_neg() & t as u64;
-    }
-    w
-}
-
-/// `|x| = n pi/2 + r`, `|r| <= pi/4` (a little more at rounding ties), for
-/// every finite `f32`: `(r, n mod 4)`. Below `pi/4`, `r = |x|`. Above,
-/// exactly (Payne and Hanek's method, without branches or loads): `|x| =
-/// m 2^(e-23)` with `m` a 24-bit integer, so `|x| 2/pi mod 4` needs only
-/// the 96 bits of `2/pi` from bit `e - 24` on (the earlier ones give
-/// multiples of 4): their product with `m`, modulo 2^96, in 32-bit limbs,
-/// is `|x| 2/pi mod 4` with 62 bits after the point; `r` follows from the
-/// fraction rounded to the nearest quarter turn.
-#[inline(always)]
-fn reduce_pio2_f32(x: f32) -> (f64, u32) {
-    let bits = x.to_bits() & 0x7fff_ffff;
-    let e = (bits >> 23) as i32 - 127;
-    let m = ((bits & 0x007f_ffff) | 0x0080_0000) as u64;
-    // The window's first bit in TWO_OVER_PI (bit 0 = the word of zeros'
-    // first): bit i of 2/pi is bit i + 31. Only e >= -1 is used.
-    let t = (if e < -1 { -1 } else { e } + 7) as u32;
-    let (q, s) = (t >> 5, t & 31);
-    // `v << s` by the bits of `s`, constant shifts and selects: SSE2 has
-    // no shift by a different count per lane.
-    let pair = |j: usize| {
-        let mut v = (two_over_pi_word(q, j) << 32) | two_over_pi_word(q, j + 1);
-        v = if s & 1 != 0 { v << 1 } else { v };
-        v = if s & 2 != 0 { v << 2 } else { v };
-        v = if s & 4 != 0 { v << 4 } else { v };
-        v = if s & 8 != 0 { v << 8 } else { v };
-        v = if s & 16 != 0 { v << 16 } else { v };
-        v >> 32
-    };
-    let (w2, w1, w0) = (pair(0), pair(1), pair(2));
-    let p0 = m * w0;
-    let p1 = m * w1 + (p0 >> 32);
-    let p2 = m * w2 + (p1 >> 32);
-    let top = p2 & 0xffff_ffff;
-    let frac = ((top & 0x3fff_ffff) << 32) | (p1 & 0xffff_ffff);
-    let up = frac >> 61; // the fraction is at least one half
-    let n = ((top >> 30) + up) as u32 & 3;
-    let sfrac = frac.wrapping_sub(up << 62);
-    // sfrac as a signed 63-bit integer, converted exactly in two parts.
-    let hi = (sfrac >> 32) as u32 as i32;
-    let lo = sfrac as u32;
-    let v = hi as f64 * 4_294_967_296.0 + lo as f64;
-    let r = v * (std::f64::consts::FRAC_PI_2 / 4_611_686_018_427_387_904.0); // 2^62
-    let small = bits < 0x3f49_0fda; // |x| < pi/4
-    let ax = f32::from_bits(bits) as f64;
-    if small {
-        (ax, 0)
-    } else {
-        (r, n)
-    }
-}
-
 /// `v` negated when `x` is negative (its sign bit), for odd functions
 /// computed on `|x|`.
 #[inline(always)]
 fn flip_f32(v: f32, x: f32) -> f32 {
     f32::from_bits(v.to_bits() ^ (x.to_bits() & 0x8000_0000))
-}
-
-/// `(sin r, cos r)` for `|r| <= pi/4 + ...`: Taylor series to `r^13` and
-/// `r^14` (first terms left out below 2^-36 of the result, ample for a
-/// result rounded to `f32`).
-#[inline(always)]
-fn sincos_poly(r: f64) -> (f64, f64) {
-    let z = r * r;
-    let mut s = -1.0 / 6_227_020_800.0f64; // -1/13!
-    s = s * z + 1.0 / 39_916_800.0;
-    s = s * z - 1.0 / 362_880.0;
-    s = s * z + 1.0 / 5_040.0;
-    s = s * z - 1.0 / 120.0;
-    s = s * z + 1.0 / 6.0;
-    let sin = r - r * z * s;
-    let mut c = 1.0 / 87_178_291_200.0f64; // 1/14!
-    c = c * z - 1.0 / 479_001_600.0;
-    c = c * z + 1.0 / 3_628_800.0;
-    c = c * z - 1.0 / 40_320.0;
-    c = c * z + 1.0 / 720.0;
-    c = c * z - 1.0 / 24.0;
-    let cos = 1.0 - 0.5 * z + z * z * (-c);
-    (sin, cos)
-}
-
-/// Sine (correctly rounded but for rare ties, over the whole `f32` range:
-/// the reduction is exact, see `reduce_pio2_f32`).
-#[inline(always)]
-pub fn sin_f32(x: f32) -> f32 {
-    let (r, n) = reduce_pio2_f32(x);
-    let (s, c) = sincos_poly(r);
-    let v = if n & 1 == 0 { s } else { c };
-    let v = if n & 2 == 0 { v } else { -v };
-    let y = flip_f32(v as f32, x);
-    let y = if x == 0.0 { x } else { y };
-    if x.is_finite() {
-        y
-    } else {
-        f32::NAN
-    }
-}
-
-/// Cosine (as `sin_f32`).
-#[inline(always)]
-pub fn cos_f32(x: f32) -> f32 {
-    let (r, n) = reduce_pio2_f32(x);
-    let (s, c) = sincos_poly(r);
-    let v = if n & 1 == 0 { c } else { -s };
-    let v = if n & 2 == 0 { v } else { -v };
-    if x.is_finite() {
-        v as f32
-    } else {
-        f32::NAN
-    }
-}
-
-/// Tangent (as `sin_f32`): `sin r / cos r`, or `-cos r / sin r` in odd
-/// quadrants.
-#[inline(always)]
-pub fn tan_f32(x: f32) -> f32 {
-    let (r, n) = reduce_pio2_f32(x);
-    let (s, c) = sincos_poly(r);
-    let v = if n & 1 == 0 { s / c } else { -c / s };
-    let y = flip_f32(v as f32, x);
-    let y = if x == 0.0 { x } else { y };
-    if x.is_finite() {
-        y
-    } else {
-        f32::NAN
-    }
 }
 
 #[cfg(test)]
@@ -1147,7 +1038,7 @@ mod tests {
     /// `want`: the ulp is that of `want`'s binade (subnormal spacing below
     /// the normal range). NaN must meet NaN, and an infinite or overflowing
     /// `want` the infinity it rounds to.
-    fn err32(got: f32, want: f64) -> f64 {
+    pub(super) fn err32(got: f32, want: f64) -> f64 {
         if want.is_nan() || got.is_nan() {
             return if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY };
         }
@@ -1174,7 +1065,7 @@ mod tests {
     /// Every `stride()`-th `f32` bit pattern (both signs, all exponents,
     /// subnormals, infinities and NaNs) plus the special values: the worst
     /// error of `f` against `reference` computed in `f64`.
-    fn sweep32(name: &str, f: fn(f32) -> f32, reference: fn(f64) -> f64, bound: f64) -> f64 {
+    pub(super) fn sweep32(name: &str, f: fn(f32) -> f32, reference: fn(f64) -> f64, bound: f64) -> f64 {
         let mut worst = (0.0f64, 0.0f32);
         let mut check = |x: f32| {
             let e = err32(f(x), reference(x as f64));
@@ -1324,9 +1215,6 @@ mod tests {
 
     #[test]
     fn f32_through_f64() {
-        sweep32("sin f32", sin_f32, f64::sin, 1.0);
-        sweep32("cos f32", cos_f32, f64::cos, 1.0);
-        sweep32("tan f32", tan_f32, f64::tan, 1.0);
         sweep32("sinh f32", sinh_f32, f64::sinh, 1.0);
         sweep32("cosh f32", cosh_f32, f64::cosh, 1.0);
         sweep32("asinh f32", asinh_f32, libm::asinh, 1.0);
@@ -1475,6 +1363,17 @@ mod tests {
         assert!(worst <= 3.0, "{worst}");
     }
 
+    /// `exp_neg_f32` gives `exp_f32`'s bits on `[-87, 0]`: every
+    /// `f32` there (as many as the stride visits, all of them at 1).
+    #[test]
+    fn exp_neg_matches_exp() {
+        let step = stride().min(4096) as usize;
+        for b in (0..=(87.0f32).to_bits()).step_by(step).chain([(87.0f32).to_bits()]) {
+            let v = -f32::from_bits(b);
+            assert_eq!(exp_neg_f32(v).to_bits(), exp_f32(v).to_bits(), "e^{v}");
+        }
+    }
+
     #[test]
     fn special_values() {
         let inf = f32::INFINITY;
@@ -1515,11 +1414,6 @@ mod tests {
         assert_eq!(erf_f32(-inf), -1.0);
         assert!(erf_f32(-0.0).is_sign_negative());
         assert!(erf_f32(f32::NAN).is_nan());
-        assert!(sin_f32(inf).is_nan() && cos_f32(-inf).is_nan() && tan_f32(inf).is_nan());
-        assert!(sin_f32(-0.0).is_sign_negative());
-        assert_eq!(cos_f32(0.0), 1.0);
-        // sin(f32::MAX) = -0.521876..., a value only an exact reduction finds.
-        assert!(err32(sin_f32(f32::MAX), (f32::MAX as f64).sin()) <= 1.0);
         assert!(asin_f32(1.5).is_nan() && acos_f32(-1.5).is_nan() && acosh_f32(0.5).is_nan());
         assert_eq!(atanh_f32(1.0), inf);
         assert_eq!(acos_f32(-1.0), std::f32::consts::PI);
