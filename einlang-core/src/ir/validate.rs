@@ -565,9 +565,12 @@ impl<'a> Checker<'a> {
             }
             self.push();
             for s in &c.prelude {
-                if !matches!(s, Stmt::Tensor(_)
+                if !matches!(
+                    s,
+                    Stmt::Tensor(_)
                         | Stmt::Gemm(_)
-                        | Stmt::Comm(crate::ir::Comm::HaloStart { .. } | crate::ir::Comm::HaloWait { .. })) {
+                        | Stmt::Comm(crate::ir::Comm::HaloStart { .. } | crate::ir::Comm::HaloWait { .. })
+                ) {
                     self.err(format!("a clause prelude of recurrence {name} holds {s:?}"));
                 }
                 self.check_stmt(s);

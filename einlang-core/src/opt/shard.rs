@@ -495,7 +495,8 @@ impl Cx<'_> {
                 ),
                 ty: i64t.clone(),
             };
-            let start = Stmt::Comm(Comm::HaloStart { tensor: r.var, time, step, axis: a, lo: lo as u64, hi: hi as u64 });
+            let start =
+                Stmt::Comm(Comm::HaloStart { tensor: r.var, time, step, axis: a, lo: lo as u64, hi: hi as u64 });
             let [interior, below, above] = split_rows(c, k, lo, depth[n], dvar(self.local));
             // Each part binds variables of its own.
             let (below, above) = (self.fresh_clause(below), self.fresh_clause(above));
@@ -1816,7 +1817,12 @@ mod tests {
         assert!(
             matches!(
                 preludes[..],
-                [[], [Stmt::Comm(Comm::HaloStart { lo: 1, hi: 1, axis: 1, .. })], [Stmt::Comm(Comm::HaloWait { .. })], []]
+                [
+                    [],
+                    [Stmt::Comm(Comm::HaloStart { lo: 1, hi: 1, axis: 1, .. })],
+                    [Stmt::Comm(Comm::HaloWait { .. })],
+                    []
+                ]
             ),
             "{preludes:?}"
         );

@@ -401,7 +401,6 @@ pub fn extend<T: Elem + Default + Send, D: ndarray::Dimension>(
     Ok(out)
 }
 
-
 /// The indices of rows `rows` (along `axis`) of the slab at `at` of axis
 /// `fixed` of an array of `shape`, in row-major order of the other axes.
 fn slab_points<const N: usize>(
@@ -517,6 +516,15 @@ impl HaloExchange {
     }
 }
 
+/// Whether a halo exchange runs while the interior rows are computed
+/// (the default); `EINLANG_HALO_OVERLAP=0` in the environment completes
+/// it in [`halo_start`] instead, as the blocking exchange did (to compare
+/// the two, or to rule the overlap out). Read once per process.
+pub fn overlap() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("EINLANG_HALO_OVERLAP").map_or(true, |v| v != "0"))
+}
+
 /// Starts the halo exchange of a recurrence's earlier step (generated
 /// code): what [`halo_store`] does, in two parts, so that the rows whose
 /// reads stay inside this rank's block can be computed while the halo rows
@@ -550,7 +558,8 @@ pub unsafe fn halo_start<T: Elem + Default, const N: usize>(
     let local = holds.get(me).copied().unwrap_or(0).max(0) as usize;
     let shape = store.shape();
     let prepared = (|| -> Result<(HaloExchange, Vec<Round>), Error> {
-        let fits = N > 0 && fixed < N && axis < N && fixed != axis && at < shape[fixed] && shape[axis] == lo + local + hi;
+        let fits =
+            N > 0 && fixed < N && axis < N && fixed != axis && at < shape[fixed] && shape[axis] == lo + local + hi;
         if !fits {
             return Err(Error::Dist {
                 message: format!("in `{function}`: a halo exchange of a tensor of another shape"),
@@ -605,6 +614,9 @@ pub unsafe fn halo_start<T: Elem + Default, const N: usize>(
                 requests.send(function, dest, &ex.outgoing[k])?;
                 k += 1;
             }
+        }
+        if !overlap() {
+            requests.wait(function)?;
         }
         ex.requests = Some(requests);
         return Ok(ex);

@@ -531,7 +531,6 @@ impl World {
         }
         Ok(())
     }
-
 }
 
 /// [`World::all_reduce`] of a tensor (generated code): `values`, this
@@ -1012,7 +1011,7 @@ fn decode_error(bytes: &[u8]) -> Option<Error> {
 mod mpi_world;
 
 mod halo;
-pub use halo::{extend, halo_start, halo_store, HaloExchange};
+pub use halo::{extend, halo_start, halo_store, overlap, HaloExchange};
 
 #[cfg(test)]
 mod tests {

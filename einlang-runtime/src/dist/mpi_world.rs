@@ -247,9 +247,8 @@ impl Requests {
         }
         // SAFETY: the requests were posted by `send`/`receive`, whose
         // buffers their callers keep until now.
-        let code = unsafe {
-            mpi::ffi::MPI_Waitall(self.0.len() as i32, self.0.as_mut_ptr(), mpi::ffi::RSMPI_STATUSES_IGNORE)
-        };
+        let code =
+            unsafe { mpi::ffi::MPI_Waitall(self.0.len() as i32, self.0.as_mut_ptr(), mpi::ffi::RSMPI_STATUSES_IGNORE) };
         self.0.clear();
         checked(function, "MPI_Waitall", code)
     }

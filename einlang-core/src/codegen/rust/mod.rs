@@ -1140,7 +1140,9 @@ impl<'a> FnCx<'a> {
                     _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
                 }
             }
-            Comm::HaloStart { .. } | Comm::HaloWait { .. } | Comm::Extend { .. } => return Err("a halo exchange".into()),
+            Comm::HaloStart { .. } | Comm::HaloWait { .. } | Comm::Extend { .. } => {
+                return Err("a halo exchange".into())
+            }
         };
         Ok(code)
     }

@@ -283,9 +283,10 @@ impl FnCx<'_> {
         // A sharded recurrence's halo exchange in flight between its start
         // and its wait (`Comm::HaloStart`, `Comm::HaloWait`): dropped on an
         // early return, it waits for its messages.
-        let halo = r.clauses.iter().any(|c| {
-            c.prelude.iter().any(|s| matches!(s, crate::ir::Stmt::Comm(crate::ir::Comm::HaloStart { .. })))
-        });
+        let halo = r
+            .clauses
+            .iter()
+            .any(|c| c.prelude.iter().any(|s| matches!(s, crate::ir::Stmt::Comm(crate::ir::Comm::HaloStart { .. }))));
         let halo_decl = if halo {
             let handle = derived("halo_", &self.ident(r.var)?, "");
             quote!(let mut #handle: ::core::option::Option<#rt::dist::HaloExchange> = ::core::option::Option::None;)
