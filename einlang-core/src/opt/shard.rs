@@ -28,7 +28,10 @@
 //!   convolution) reads a copy extended with as many of the neighbouring
 //!   ranks' rows as the offsets reach ([`Comm::Extend`]); in a recurrence
 //!   over another axis, reads of earlier steps keep halo rows that are
-//!   exchanged before every step that reads them ([`Comm::Halo`]).
+//!   exchanged at every step that reads them, overlapped with the rows
+//!   that read no halo row: the clause is cut into its interior rows,
+//!   after [`Comm::HaloStart`], and its edge rows, after
+//!   [`Comm::HaloWait`].
 //!
 //! What needs other ranks' rows otherwise (a read along `B` at a
 //! data-dependent index, a reduction over `B` inside a definition over `B`,
@@ -346,8 +349,11 @@ impl Cx<'_> {
     /// symbol, not a sequential one, computes this rank's block of it:
     /// stored with halo rows on either side as deep as its clauses read
     /// its earlier steps at constant offsets along the axis, which are
-    /// exchanged with the neighbouring ranks at the start of every step
-    /// that reads them ([`Comm::Halo`] in the clause's prelude).
+    /// exchanged with the neighbouring ranks at every step that reads
+    /// them: each clause that reads them becomes its interior rows, after
+    /// the start of the exchange ([`Comm::HaloStart`] in their prelude),
+    /// then its edge rows, after its wait ([`Comm::HaloWait`]): the
+    /// interior is computed while the rows travel ([`split_rows`]).
     fn recurrence(&mut self, mut r: crate::ir::Recurrence, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
         let t = self.vname(r.var);
         let seq_over =

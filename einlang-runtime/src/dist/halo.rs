@@ -1,6 +1,8 @@
-//! Halo exchanges along a sharded axis: the blocking exchanges of a
-//! definition's extended copy ([`extend`]) and of a recurrence's step
-//! ([`halo_store`]).
+//! Halo exchanges along a sharded axis: the blocking exchange of a
+//! definition's extended copy ([`extend`]), and the exchange of a
+//! recurrence's step, started ([`halo_start`]) and waited for
+//! ([`HaloExchange::wait`]) so that the rows that read no halo row are
+//! computed in between.
 
 use super::*;
 
@@ -241,101 +243,6 @@ pub(super) fn halo_plan(me: usize, holds: &[i64], lo: usize, hi: usize) -> (Vec<
     (plan, start)
 }
 
-/// The halo exchange of a recurrence's earlier step (generated code): in
-/// the slab of `store` at position `at` of `fixed` (a slot of the time
-/// axis), the rows along `axis` are `lo` halo rows, this rank's block of
-/// `holds[rank]` rows, then `hi` halo rows. The halos are filled with the
-/// rows of the ranks before and after ([`World::halo_rows`]: from several
-/// ranks when blocks are thinner than the halo); those beyond the ends of
-/// the axis stay as they are. `holds` is every rank's block length.
-/// Every rank calls it; the ranks agree on their status (a store of
-/// another shape, buffers the allocator has no room for: `Error::Alloc`
-/// naming `function` and `tensor`) before any rank sends.
-///
-/// # Safety
-/// No other thread accesses the store; `store` has the described shape.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn halo_store<T: Elem + Default, const N: usize>(
-    world: &World,
-    function: &str,
-    tensor: &str,
-    store: &crate::rec::Store<'_, T, N>,
-    fixed: usize,
-    at: usize,
-    axis: usize,
-    lo: usize,
-    hi: usize,
-    holds: &[i64],
-) -> Result<(), Error> {
-    if world.size() == 1 || (lo == 0 && hi == 0) {
-        return Ok(());
-    }
-    let local = holds.get(world.rank()).copied().unwrap_or(0).max(0) as usize;
-    let shape = store.shape();
-    let fits = N > 0 && fixed < N && axis < N && at < shape[fixed] && shape[axis] == lo + local + hi;
-    let free: Vec<usize> = (0..N).filter(|&a| a != fixed && a != axis).collect();
-    let per_row: usize = if fits { free.iter().map(|&a| shape[a]).product() } else { 0 };
-    // The indices of rows `rows` of the slab, in row-major order.
-    let points = |rows: std::ops::Range<usize>, f: &mut dyn FnMut([usize; N])| {
-        let mut idx = [0usize; N];
-        idx[fixed] = at;
-        for r in rows {
-            idx[axis] = r;
-            for q in 0..per_row {
-                let mut rest = q;
-                for &a in free.iter().rev() {
-                    idx[a] = rest % shape[a];
-                    rest /= shape[a];
-                }
-                f(idx);
-            }
-        }
-    };
-    // The halos as they are (rows beyond the ends of the axis keep them).
-    let prepared = (|| -> Result<(Vec<T>, Vec<T>), Error> {
-        if !fits {
-            return Err(Error::Dist {
-                message: format!("in `{function}`: a halo exchange of a tensor of another shape"),
-            });
-        }
-        let mut from_prev = world.filled(function, tensor, lo * per_row, T::default())?;
-        let mut from_next = world.filled(function, tensor, hi * per_row, T::default())?;
-        if local > 0 {
-            let mut k = 0;
-            points(0..lo, &mut |i| {
-                from_prev[k] = store.get(i);
-                k += 1;
-            });
-            let mut k = 0;
-            points(lo + local..lo + local + hi, &mut |i| {
-                from_next[k] = store.get(i);
-                k += 1;
-            });
-        }
-        Ok((from_prev, from_next))
-    })();
-    let (mut from_prev, mut from_next, status) = match prepared {
-        Ok((p, n)) => (p, n, Ok(())),
-        Err(e) => (Vec::new(), Vec::new(), Err(e)),
-    };
-    let rows = |a: usize, b: usize, out: &mut Vec<u8>| points(lo + a..lo + b, &mut |i| store.get(i).put(out));
-    world.halo_rows(function, tensor, status, holds, lo, hi, per_row, &rows, &mut from_prev, &mut from_next)?;
-    if local == 0 {
-        return Ok(());
-    }
-    let mut k = 0;
-    points(0..lo, &mut |i| {
-        store.set(i, from_prev[k]);
-        k += 1;
-    });
-    let mut k = 0;
-    points(lo + local..lo + local + hi, &mut |i| {
-        store.set(i, from_next[k]);
-        k += 1;
-    });
-    Ok(())
-}
-
 /// `input` (this rank's block of a sharded tensor along `axis`) with the
 /// `lo` rows of the whole tensor before its block and the `hi` rows after
 /// it (zeros beyond the ends of the axis, and from as many ranks as hold
@@ -526,9 +433,13 @@ pub fn overlap() -> bool {
 }
 
 /// Starts the halo exchange of a recurrence's earlier step (generated
-/// code): what [`halo_store`] does, in two parts, so that the rows whose
-/// reads stay inside this rank's block can be computed while the halo rows
-/// travel. Packs the rows every neighbour wants (the same messages as
+/// code): in the slab of `store` at position `at` of `fixed` (a slot of
+/// the time axis), the rows along `axis` are `lo` halo rows, this rank's
+/// block of `holds[rank]` rows, then `hi` halo rows; the halos are to hold
+/// the rows of the ranks before and after (from several ranks when blocks
+/// are thinner than the halo; those beyond the ends of the axis stay as
+/// they are). In two parts, so that the rows whose reads stay inside this
+/// rank's block can be computed while the halo rows travel. Packs the rows every neighbour wants (the same messages as
 /// [`World::halo_rows`], so the same bytes: counted here) and posts every
 /// send and receive, nonblocking; [`HaloExchange::wait`] completes them.
 /// Every rank calls it; the buffers are allocated fallibly and the ranks

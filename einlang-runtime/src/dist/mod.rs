@@ -1011,7 +1011,7 @@ fn decode_error(bytes: &[u8]) -> Option<Error> {
 mod mpi_world;
 
 mod halo;
-pub use halo::{extend, halo_start, halo_store, overlap, HaloExchange};
+pub use halo::{extend, halo_start, overlap, HaloExchange};
 
 #[cfg(test)]
 mod tests {
