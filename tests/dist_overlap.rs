@@ -38,6 +38,17 @@ einlang! {
         last
     }
 
+    /// The same stencil sharded by columns: the sharded axis is the
+    /// clause's inner loop (rows of the last axis filled as slices).
+    #[shard(M)]
+    pub fn heat_cols(u0: [f64; N, M], r: f64, steps: i64) -> [f64; N, M] {
+        let u[0, i, j] = u0[i, j];
+        let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
+            + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+
     /// A stencil that also gathers from a replicated table at a data index
     /// (`k`, this rank's block): a bad index fails on the rank that holds it.
     #[shard(N)]
@@ -149,6 +160,23 @@ fn stencils(world: &World, lens: &[usize]) {
                 // As `wave`, with the extent M at entry, and rows of M f64.
                 let per_step = 8 + rows_sent(lens, rank, 1, 1) * m * 8;
                 assert_eq!(sent, (8 + 32 + 8 + 8 + (steps - 1) as usize * per_step) as u64, "heat bytes, {what}");
+            }
+            // Sharded by columns: the blocks are of columns, `m` rows.
+            let u0 = Array2::from_shape_fn((m + 2, n), |(i, j)| ((i * 13 + j * 7) % 10) as f64 / 10.0);
+            let before = world.bytes_sent();
+            let got = heat_cols(world, u0.slice(s![.., rows.clone()]), 0.2, steps).expect("heat_cols");
+            let sent = world.bytes_sent() - before;
+            let want = heat_naive(&u0, 0.2, steps);
+            assert_eq!(
+                bits(got.iter().copied()),
+                bits(want.slice(s![.., rows.clone()]).iter().copied()),
+                "heat_cols {what}, {} rows, {steps} steps",
+                m + 2
+            );
+            if size > 1 {
+                // Columns of m + 2 f64.
+                let per_step = 8 + rows_sent(lens, rank, 1, 1) * (m + 2) * 8;
+                assert_eq!(sent, (8 + 32 + 8 + 8 + (steps - 1) as usize * per_step) as u64, "heat_cols bytes, {what}");
             }
         }
     }
