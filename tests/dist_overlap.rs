@@ -49,6 +49,18 @@ einlang! {
         last
     }
 
+    /// Two clauses reading the earlier step at offsets, over the same
+    /// steps (the first column, the others): one exchange a step serves
+    /// both, as deep as either reads.
+    #[shard(N)]
+    pub fn two(u0: [f64; N, M], steps: i64) -> [f64; N, M] {
+        let u[0, i, j] = u0[i, j];
+        let u[t in 1..steps, i in 1..N - 1, j in 0..1] = 0.5 * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j]);
+        let u[t in 1..steps, i in 1..N - 1, j in 1..M] = u[t - 1, i, j] - 0.25 * u[t - 1, i + 1, j];
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+
     /// A stencil that also gathers from a replicated table at a data index
     /// (`k`, this rank's block): a bad index fails on the rank that holds it.
     #[shard(N)]
@@ -91,6 +103,25 @@ fn heat_naive(u0: &Array2<f64>, r: f64, steps: i64) -> Array2<f64> {
             for j in 1..m.saturating_sub(1) {
                 v[[i, j]] =
                     u[[i, j]] + r * (u[[i - 1, j]] + u[[i + 1, j]] + u[[i, j - 1]] + u[[i, j + 1]] - 4.0 * u[[i, j]]);
+            }
+        }
+        u = v;
+    }
+    u
+}
+
+/// `two` as a naive loop.
+fn two_naive(u0: &Array2<f64>, steps: i64) -> Array2<f64> {
+    let (n, m) = u0.dim();
+    let mut u = u0.clone();
+    for _ in 1..steps {
+        let mut v = Array2::zeros((n, m));
+        for i in 1..n.saturating_sub(1) {
+            for j in 0..m.min(1) {
+                v[[i, j]] = 0.5 * (u[[i - 1, j]] + u[[i + 1, j]]);
+            }
+            for j in 1..m {
+                v[[i, j]] = u[[i, j]] - 0.25 * u[[i + 1, j]];
             }
         }
         u = v;
@@ -160,6 +191,21 @@ fn stencils(world: &World, lens: &[usize]) {
                 // As `wave`, with the extent M at entry, and rows of M f64.
                 let per_step = 8 + rows_sent(lens, rank, 1, 1) * m * 8;
                 assert_eq!(sent, (8 + 32 + 8 + 8 + (steps - 1) as usize * per_step) as u64, "heat bytes, {what}");
+            }
+            let before = world.bytes_sent();
+            let got = two(world, u0.slice(s![rows.clone(), ..]), steps).expect("two");
+            let sent = world.bytes_sent() - before;
+            let want = two_naive(&u0, steps);
+            assert_eq!(
+                bits(got.iter().copied()),
+                bits(want.slice(s![rows.clone(), ..]).iter().copied()),
+                "two {what}, {m} columns, {steps} steps"
+            );
+            if size > 1 {
+                // One exchange a step, one row each way; the scalar is
+                // `steps` alone.
+                let per_step = 8 + rows_sent(lens, rank, 1, 1) * m * 8;
+                assert_eq!(sent, (8 + 24 + 8 + 8 + (steps - 1) as usize * per_step) as u64, "two bytes, {what}");
             }
             // Sharded by columns: the blocks are of columns, `m` rows.
             let u0 = Array2::from_shape_fn((m + 2, n), |(i, j)| ((i * 13 + j * 7) % 10) as f64 / 10.0);

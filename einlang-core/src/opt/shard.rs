@@ -465,6 +465,11 @@ impl Cx<'_> {
         let block_end = dvar(self.offset).add(&dvar(self.local));
         let i64t = Repr::Scalar(ScalarKind::I64);
         let mut clauses = Vec::with_capacity(r.clauses.len());
+        // The covers of the clauses that exchange: a later clause with
+        // the same cover runs at the same steps, after that exchange
+        // (whose halos are as deep as every clause's reads), and needs
+        // none of its own.
+        let mut exchanged: Vec<Vec<crate::ir::Cover>> = Vec::new();
         for (n, mut c) in std::mem::take(&mut r.clauses).into_iter().enumerate() {
             let Some(RecIndexLoop(k)) = loop_at(&c.at, a) else { unreachable!() };
             let l = &mut c.loops[k];
@@ -489,10 +494,11 @@ impl Cx<'_> {
             self.in_rec = None;
             self.ranges = Ranges::default();
             res?;
-            if !reads_offsets[n] {
+            if !reads_offsets[n] || exchanged.contains(&c.cover) {
                 clauses.push(c);
                 continue;
             }
+            exchanged.push(c.cover.clone());
             let step = Expr {
                 kind: ExprKind::Binary(
                     BinOp::Sub,
