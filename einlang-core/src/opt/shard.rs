@@ -898,8 +898,6 @@ impl Cx<'_> {
         Ok(())
     }
 
-    /// `e` with fresh variables for everything it binds (a copy of an
-    /// expression must not define its variables a second time).
     /// `c` with fresh variables for its loops' indices and everything its
     /// body binds (a copy of a clause beside the original).
     fn fresh_clause(&mut self, mut c: RecClause) -> RecClause {
@@ -920,6 +918,8 @@ impl Cx<'_> {
         c
     }
 
+    /// `e` with fresh variables for everything it binds (a copy of an
+    /// expression must not define its variables a second time).
     fn fresh_binders(&mut self, mut e: Expr) -> Expr {
         let mut bound = Vec::new();
         visit_all(&e, &mut |x| visit::for_each_binder(x, &mut |v| bound.push(v)));
@@ -1717,7 +1717,6 @@ fn plus(e: Expr, d: Dim) -> Expr {
 
 struct RecIndexLoop(usize);
 
-/// The clause loop that writes axis `a`, if a loop does.
 /// A halo-reading clause of a sharded recurrence cut along its loop `k`
 /// (over the sharded axis, in storage positions: `lo` halo rows, then the
 /// block of `local` rows) into the rows whose reads stay inside the block
@@ -1743,6 +1742,7 @@ fn split_rows(c: RecClause, k: usize, lo: i64, (below, above): (i64, i64), local
     [interior, part(start, first), part(past, end)]
 }
 
+/// The clause loop that writes axis `a`, if a loop does.
 fn loop_at(at: &[crate::ir::RecIndex], a: usize) -> Option<RecIndexLoop> {
     match at.get(a) {
         Some(crate::ir::RecIndex::Loop(k)) => Some(RecIndexLoop(*k)),
