@@ -240,8 +240,9 @@ pub struct ShardParts {
     pub local: VarId,
     pub offset: VarId,
     pub agreed: Vec<VarId>,
-    /// Whether the function exchanges halos (`Comm::HaloStart`, `Comm::Extend`): the entry then
-    /// also learns every rank's block length.
+    /// Whether the function exchanges halos (`Comm::HaloStart`,
+    /// `Comm::Extend`): the entry then also learns every rank's block
+    /// length.
     pub halo: bool,
     /// The tensors held with halo rows along the sharded axis (extended
     /// copies, recurrences whose steps exchange halos): a checked read of

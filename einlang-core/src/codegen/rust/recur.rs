@@ -325,6 +325,9 @@ impl FnCx<'_> {
         if !(r.wavefront && r.seq.len() == 2) {
             return Ok(quote!(#halo_decl #nest));
         }
+        if halo {
+            return Err("a halo exchange in the steps of a wavefront".into());
+        }
         let (l0, l1) = (&r.seq[0].1, &r.seq[1].1);
         let (i, j) = (self.ident(l0.index)?, self.ident(l1.index)?);
         let (s0, e0, s1, e1) = (self.dim(&l0.start)?, self.dim(&l0.end)?, self.dim(&l1.start)?, self.dim(&l1.end)?);
