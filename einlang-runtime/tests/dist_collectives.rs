@@ -183,5 +183,81 @@ fn main() {
     if rank + 1 < size {
         assert_eq!(from_next, [me + 1.0; 2]);
     }
+    overlapped_halo(&world);
     println!("rank {rank} of {size}: dist collectives ok, {} bytes sent", world.bytes_sent());
+}
+
+/// The exchange of a recurrence's step, started and waited for (what a
+/// sharded stencil's steps call): rows of one value, two halo rows below
+/// the block and one above, every rank holding three rows but the second
+/// of three ranks (none). A rank that drops the exchange without waiting
+/// (an error between the two) completes its messages: the others get
+/// their rows and nobody hangs.
+fn overlapped_halo(world: &World) {
+    use einlang_runtime::__ndarray::Array2;
+    use einlang_runtime::dist::halo_start;
+    use einlang_runtime::rec::Store;
+    let (rank, size) = (world.rank(), world.size());
+    let holds: Vec<i64> = (0..size).map(|r| if size == 3 && r == 1 { 0 } else { 3 }).collect();
+    let start: Vec<usize> = (0..=size).map(|r| holds[..r].iter().sum::<i64>() as usize).collect();
+    let (lo, hi, local) = (2usize, 1usize, holds[rank] as usize);
+    // Two slots of the time axis; slot 1 holds the step exchanged: global
+    // row g as the value g, the halos -1 until they are written.
+    let mut u = Array2::from_elem((2, lo + local + hi), -1.0f64);
+    for p in 0..local {
+        u[[1, lo + p]] = (start[rank] + p) as f64;
+    }
+    let store = Store::<f64, 2>::new(&mut u);
+    let before = world.bytes_sent();
+    let ex = unsafe { halo_start(world, "h", "u", &store, 0, 1, 1, lo, hi, &holds) }.expect("start");
+    let dropper = size > 1 && rank == size - 1;
+    if dropper {
+        drop(ex);
+    } else {
+        unsafe { ex.wait("h", &store) }.expect("wait");
+    }
+    // Every rank gets past the exchange: an agreement now pairs on all.
+    world.agree(Ok(())).expect("nobody hangs");
+    let sent = world.bytes_sent() - before;
+    // The rows every other rank with rows wants from this one (the two
+    // global rows before its block, the one after it), 8 bytes each, and
+    // the status word of the start.
+    let total = start[size];
+    let mine = start[rank]..start[rank + 1];
+    let wanted: usize = (0..size)
+        .filter(|&q| q != rank && holds[q] > 0)
+        .map(|q| {
+            let rows = start[q].saturating_sub(lo)..start[q];
+            rows.chain(start[q + 1]..(start[q + 1] + hi).min(total)).filter(|g| mine.contains(g)).count()
+        })
+        .sum();
+    let status = if size > 1 { 8 + 8 } else { 0 };
+    assert_eq!(sent, (status + wanted * 8) as u64, "rank {rank}");
+    if !dropper && local > 0 {
+        let row = |g: isize| if g >= 0 && (g as usize) < total { g as f64 } else { -1.0 };
+        let want: Vec<f64> = (-(lo as isize)..(local + hi) as isize).map(|p| row(start[rank] as isize + p)).collect();
+        assert_eq!(u.row(1).to_vec(), want, "rank {rank}");
+        assert!(u.row(0).iter().all(|&v| v == -1.0), "the other slot is left alone");
+    }
+    // A rank whose buffers do not fit: every rank returns its error before
+    // anything is posted, and the world is usable afterwards.
+    let limited = World::init().expect("init");
+    if size > 1 && rank == 0 {
+        limited.set_buffer_limit(Some(7));
+    }
+    let mut v = Array2::from_elem((2, lo + local + hi), 0.0f64);
+    let store = Store::<f64, 2>::new(&mut v);
+    let got = unsafe { halo_start(&limited, "h", "v", &store, 0, 1, 1, lo, hi, &holds) };
+    if size > 1 {
+        assert!(
+            matches!(&got, Err(Error::Alloc { function, tensor, bytes: 16 }) if function == "h" && tensor == "v"),
+            "rank {rank}: {:?}",
+            got.map(|_| ())
+        );
+    } else {
+        assert!(got.is_ok());
+    }
+    limited.set_buffer_limit(None);
+    let ex = unsafe { halo_start(&limited, "h", "v", &store, 0, 1, 1, lo, hi, &holds) }.expect("after the failure");
+    unsafe { ex.wait("h", &store) }.expect("wait");
 }

@@ -240,8 +240,9 @@ pub struct ShardParts {
     pub local: VarId,
     pub offset: VarId,
     pub agreed: Vec<VarId>,
-    /// Whether the function exchanges halos (`Comm::Halo`): the entry then
-    /// also learns every rank's block length.
+    /// Whether the function exchanges halos (`Comm::HaloStart`,
+    /// `Comm::Extend`): the entry then also learns every rank's block
+    /// length.
     pub halo: bool,
     /// The tensors held with halo rows along the sharded axis (extended
     /// copies, recurrences whose steps exchange halos): a checked read of
@@ -282,10 +283,18 @@ pub enum Comm {
     AllReduceArg { out: VarId, best: VarId, index: VarId, skip: VarId, max: bool, elem: ScalarKind },
     /// In a clause's prelude of the recurrence `tensor`, whose axis `axis`
     /// holds `lo` halo rows, this rank's block, then `hi` halo rows: the
-    /// neighbouring ranks' rows next to this rank's block, at the step
-    /// `step` (an `i64` expression) of the sequential axis `time`, are
-    /// copied into the halos.
-    Halo { tensor: VarId, time: usize, step: Expr, axis: usize, lo: u64, hi: u64 },
+    /// exchange that copies the neighbouring ranks' rows next to this
+    /// rank's block, at the step `step` (an `i64` expression) of the
+    /// sequential axis `time`, into the halos starts. The halos hold those
+    /// rows once the [`Comm::HaloWait`] of `tensor` that follows (in a
+    /// later clause's prelude, at the same step) has run; the clauses in
+    /// between read no halo row (`opt::shard` puts there the rows whose
+    /// reads stay inside the block, computed while the rows travel). A
+    /// back end may complete the exchange at once.
+    HaloStart { tensor: VarId, time: usize, step: Expr, axis: usize, lo: u64, hi: u64 },
+    /// The halo exchange of `tensor` that the last [`Comm::HaloStart`]
+    /// started is complete: its halos hold the neighbours' rows.
+    HaloWait { tensor: VarId },
     /// `out` is the sharded tensor `input` (of elements `elem`) with `lo`
     /// rows of the previous rank's block before its own block along
     /// `axis`, and `hi` rows of the next rank's after it (for a definition
@@ -298,16 +307,16 @@ impl Comm {
     pub fn defines(&self) -> Option<VarId> {
         match self {
             Comm::AllReduce { out, .. } | Comm::AllReduceArg { out, .. } | Comm::Extend { out, .. } => Some(*out),
-            Comm::Halo { .. } => None,
+            Comm::HaloStart { .. } | Comm::HaloWait { .. } => None,
         }
     }
 
-    /// The variables it reads (besides those of a `Halo`'s step).
+    /// The variables it reads (besides those of a `HaloStart`'s step).
     pub fn reads(&self) -> Vec<VarId> {
         match self {
             Comm::AllReduce { input, .. } | Comm::Extend { input, .. } => vec![*input],
             Comm::AllReduceArg { best, index, skip, .. } => vec![*best, *index, *skip],
-            Comm::Halo { tensor, .. } => vec![*tensor],
+            Comm::HaloStart { tensor, .. } | Comm::HaloWait { tensor } => vec![*tensor],
         }
     }
 }

@@ -187,11 +187,14 @@ impl Printer<'_> {
                 self.var(*input),
                 elem.name()
             ),
-            Stmt::Comm(crate::ir::Comm::Halo { tensor, time, step, axis, lo, hi }) => format!(
-                "halo exchange of {} at axis {time} = {}, axis {axis}: {lo} rows below, {hi} above",
+            Stmt::Comm(crate::ir::Comm::HaloStart { tensor, time, step, axis, lo, hi }) => format!(
+                "start halo exchange of {} at axis {time} = {}, axis {axis}: {lo} rows below, {hi} above",
                 self.var(*tensor),
                 self.expr(step, level)
             ),
+            Stmt::Comm(crate::ir::Comm::HaloWait { tensor }) => {
+                format!("wait for the halo exchange of {}", self.var(*tensor))
+            }
             Stmt::Comm(crate::ir::Comm::AllReduceArg { out, best, index, skip, max, elem }) => format!(
                 "all-reduce {} = {}({}, {}, {}) over ranks: {}",
                 self.var(*out),

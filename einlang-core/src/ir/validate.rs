@@ -310,9 +310,12 @@ impl<'a> Checker<'a> {
             }
             Stmt::Expr(e) => self.check_expr(e),
             Stmt::Sweep(w) => self.check_sweep(w),
-            Stmt::Comm(crate::ir::Comm::Halo { tensor, step, .. }) => {
+            Stmt::Comm(crate::ir::Comm::HaloStart { tensor, step, .. }) => {
                 self.use_var(*tensor);
                 self.check_expr(step);
+            }
+            Stmt::Comm(crate::ir::Comm::HaloWait { tensor }) => {
+                self.use_var(*tensor);
             }
             Stmt::Comm(c) => {
                 let reads = c.reads();
@@ -589,7 +592,12 @@ impl<'a> Checker<'a> {
             }
             self.push();
             for s in &c.prelude {
-                if !matches!(s, Stmt::Tensor(_) | Stmt::Gemm(_) | Stmt::Comm(crate::ir::Comm::Halo { .. })) {
+                if !matches!(
+                    s,
+                    Stmt::Tensor(_)
+                        | Stmt::Gemm(_)
+                        | Stmt::Comm(crate::ir::Comm::HaloStart { .. } | crate::ir::Comm::HaloWait { .. })
+                ) {
                     self.err(format!("a clause prelude of recurrence {name} holds {s:?}"));
                 }
                 self.check_stmt(s);

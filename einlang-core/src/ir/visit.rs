@@ -415,7 +415,7 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
         Stmt::Let { value, .. } | Stmt::Expr(value) => visit_var_uses(value, f),
         Stmt::Comm(c) => {
             c.reads().into_iter().for_each(&mut *f);
-            if let crate::ir::Comm::Halo { step, .. } = c {
+            if let crate::ir::Comm::HaloStart { step, .. } = c {
                 visit_var_uses(step, f);
             }
         }

@@ -28,7 +28,10 @@
 //!   convolution) reads a copy extended with as many of the neighbouring
 //!   ranks' rows as the offsets reach ([`Comm::Extend`]); in a recurrence
 //!   over another axis, reads of earlier steps keep halo rows that are
-//!   exchanged before every step that reads them ([`Comm::Halo`]).
+//!   exchanged at every step that reads them, overlapped with the rows
+//!   that read no halo row: the clause is cut into its interior rows,
+//!   after [`Comm::HaloStart`], and its edge rows, after
+//!   [`Comm::HaloWait`].
 //!
 //! What needs other ranks' rows otherwise (a read along `B` at a
 //! data-dependent index, a reduction over `B` inside a definition over `B`,
@@ -45,7 +48,8 @@ use crate::diag::Diagnostic;
 use crate::ir::affine::Affine;
 use crate::ir::visit;
 use crate::ir::{
-    Comm, EntryCheck, Expr, ExprKind, Function, HaloEdge, Program, Repr, ShardParts, Stmt, TensorDef, VarId, WhereEntry,
+    Comm, EntryCheck, Expr, ExprKind, Function, HaloEdge, Program, RecClause, Repr, ShardParts, Stmt, TensorDef, VarId,
+    WhereEntry,
 };
 
 /// Rewrites every sharded function of `program`; the errors of those that
@@ -345,8 +349,11 @@ impl Cx<'_> {
     /// symbol, not a sequential one, computes this rank's block of it:
     /// stored with halo rows on either side as deep as its clauses read
     /// its earlier steps at constant offsets along the axis, which are
-    /// exchanged with the neighbouring ranks at the start of every step
-    /// that reads them ([`Comm::Halo`] in the clause's prelude).
+    /// exchanged with the neighbouring ranks at every step that reads
+    /// them: each clause that reads them becomes its interior rows, after
+    /// the start of the exchange ([`Comm::HaloStart`] in their prelude),
+    /// then its edge rows, after its wait ([`Comm::HaloWait`]): the
+    /// interior is computed while the rows travel ([`split_rows`]).
     fn recurrence(&mut self, mut r: crate::ir::Recurrence, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
         let t = self.vname(r.var);
         let seq_over =
@@ -402,7 +409,10 @@ impl Cx<'_> {
         // The halo each side: the largest offsets of the clauses' reads of
         // the recurrence's earlier steps along the sharded axis.
         let (mut lo, mut hi) = (0i64, 0i64);
+        // Per clause: whether it reads earlier steps at offsets, and how
+        // far each way (its own halo depth, for its interior rows).
         let mut reads_offsets = vec![false; r.clauses.len()];
+        let mut depth = vec![(0i64, 0i64); r.clauses.len()];
         for (n, c) in r.clauses.iter().enumerate() {
             let Some(RecIndexLoop(k)) = loop_at(&c.at, a) else {
                 return Err(self
@@ -436,6 +446,7 @@ impl Cx<'_> {
                 }
                 lo = lo.max(-off.lo);
                 hi = hi.max(off.hi);
+                depth[n] = (depth[n].0.max(-off.lo), depth[n].1.max(off.hi));
                 reads_offsets[n] = true;
             });
             if bad.is_some() {
@@ -453,7 +464,13 @@ impl Cx<'_> {
         self.halo.insert(r.var, lo);
         let block_end = dvar(self.offset).add(&dvar(self.local));
         let i64t = Repr::Scalar(ScalarKind::I64);
-        for (n, c) in r.clauses.iter_mut().enumerate() {
+        let mut clauses = Vec::with_capacity(r.clauses.len());
+        // The covers of the clauses that exchange: a later clause with
+        // the same cover runs at the same steps, after that exchange
+        // (whose halos are as deep as every clause's reads), and needs
+        // none of its own.
+        let mut exchanged: Vec<Vec<crate::ir::Cover>> = Vec::new();
+        for (n, mut c) in std::mem::take(&mut r.clauses).into_iter().enumerate() {
             let Some(RecIndexLoop(k)) = loop_at(&c.at, a) else { unreachable!() };
             let l = &mut c.loops[k];
             // The clause's range of the axis (global), clipped to the block,
@@ -477,22 +494,33 @@ impl Cx<'_> {
             self.in_rec = None;
             self.ranges = Ranges::default();
             res?;
-            if reads_offsets[n] {
-                let step = Expr {
-                    kind: ExprKind::Binary(
-                        BinOp::Sub,
-                        Box::new(Expr { kind: ExprKind::Var(tvar), ty: i64t.clone() }),
-                        Box::new(Expr { kind: ExprKind::Lit(crate::ir::Literal::Int(1)), ty: i64t.clone() }),
-                    ),
-                    ty: i64t.clone(),
-                };
-                c.prelude.insert(
-                    0,
-                    Stmt::Comm(Comm::Halo { tensor: r.var, time, step, axis: a, lo: lo as u64, hi: hi as u64 }),
-                );
-                self.uses_halo = true;
+            if !reads_offsets[n] || exchanged.contains(&c.cover) {
+                clauses.push(c);
+                continue;
             }
+            exchanged.push(c.cover.clone());
+            let step = Expr {
+                kind: ExprKind::Binary(
+                    BinOp::Sub,
+                    Box::new(Expr { kind: ExprKind::Var(tvar), ty: i64t.clone() }),
+                    Box::new(Expr { kind: ExprKind::Lit(crate::ir::Literal::Int(1)), ty: i64t.clone() }),
+                ),
+                ty: i64t.clone(),
+            };
+            let start =
+                Stmt::Comm(Comm::HaloStart { tensor: r.var, time, step, axis: a, lo: lo as u64, hi: hi as u64 });
+            let [interior, below, above] = split_rows(c, k, lo, depth[n], dvar(self.local));
+            // Each part binds variables of its own.
+            let (below, above) = (self.fresh_clause(below), self.fresh_clause(above));
+            clauses.push(RecClause { prelude: [vec![start], interior.prelude].concat(), ..interior });
+            clauses.push(RecClause {
+                prelude: [vec![Stmt::Comm(Comm::HaloWait { tensor: r.var })], below.prelude].concat(),
+                ..below
+            });
+            clauses.push(above);
+            self.uses_halo = true;
         }
+        r.clauses = clauses;
         r.clear_steps = true;
         r.lines = false;
         r.wavefront = false;
@@ -868,6 +896,26 @@ impl Cx<'_> {
             return res;
         }
         Ok(())
+    }
+
+    /// `c` with fresh variables for its loops' indices and everything its
+    /// body binds (a copy of a clause beside the original).
+    fn fresh_clause(&mut self, mut c: RecClause) -> RecClause {
+        let mut bound: Vec<VarId> = c.loops.iter().map(|l| l.index).collect();
+        visit_all(&c.body, &mut |x| visit::for_each_binder(x, &mut |v| bound.push(v)));
+        let mut map = HashMap::new();
+        for v in bound {
+            let ty = self.f.var(v).ty.clone();
+            let name = self.vname(v);
+            map.insert(v, self.f.add_var(&name, ty));
+        }
+        rename_all(&mut c.body, &map);
+        for l in &mut c.loops {
+            l.index = map.get(&l.index).copied().unwrap_or(l.index);
+            rename_dim(&mut l.start, &map);
+            rename_dim(&mut l.end, &map);
+        }
+        c
     }
 
     /// `e` with fresh variables for everything it binds (a copy of an
@@ -1669,6 +1717,31 @@ fn plus(e: Expr, d: Dim) -> Expr {
 
 struct RecIndexLoop(usize);
 
+/// A halo-reading clause of a sharded recurrence cut along its loop `k`
+/// (over the sharded axis, in storage positions: `lo` halo rows, then the
+/// block of `local` rows) into the rows whose reads stay inside the block
+/// (the interior: its reads reach `below` rows before a point and `above`
+/// after it) and the edge rows before and after them: `[interior, edge
+/// before, edge after]`, together the clause's rows, each computed as the
+/// clause computes it. A block thinner than the reads has no interior (the
+/// cuts clamp to the clause's range: every part may be empty).
+fn split_rows(c: RecClause, k: usize, lo: i64, (below, above): (i64, i64), local: Dim) -> [RecClause; 3] {
+    let (start, end) = (c.loops[k].start.clone(), c.loops[k].end.clone());
+    let clamp = |x: Dim, from: &Dim| Dim::min(&Dim::max(&x, from), &end);
+    // The first row whose reads start inside the block, and the first
+    // whose reads pass its end.
+    let first = clamp(Dim::constant(lo + below), &start);
+    let past = clamp(local.add_const(lo - above), &first);
+    let part = |s: Dim, e: Dim| {
+        let mut p = RecClause { prelude: Vec::new(), ..c.clone() };
+        p.loops[k].start = s;
+        p.loops[k].end = e;
+        p
+    };
+    let interior = RecClause { prelude: c.prelude.clone(), ..part(first.clone(), past.clone()) };
+    [interior, part(start, first), part(past, end)]
+}
+
 /// The clause loop that writes axis `a`, if a loop does.
 fn loop_at(at: &[crate::ir::RecIndex], a: usize) -> Option<RecIndexLoop> {
     match at.get(a) {
@@ -1750,9 +1823,58 @@ mod tests {
         )
         .unwrap();
         let rec = p.fns[0].body.iter().find_map(|s| if let Stmt::Recurrence(r) = s { Some(r) } else { None }).unwrap();
-        let halos: Vec<_> = rec.clauses.iter().flat_map(|c| &c.prelude).collect();
-        assert!(matches!(halos[..], [Stmt::Comm(Comm::Halo { lo: 1, hi: 1, axis: 1, .. })]), "{halos:?}");
+        // The step's clause in three: its interior rows after the start of
+        // the exchange, its edge rows (below, above) after the wait.
+        let preludes: Vec<_> = rec.clauses.iter().map(|c| &c.prelude[..]).collect();
+        assert!(
+            matches!(
+                preludes[..],
+                [
+                    [],
+                    [Stmt::Comm(Comm::HaloStart { lo: 1, hi: 1, axis: 1, .. })],
+                    [Stmt::Comm(Comm::HaloWait { .. })],
+                    []
+                ]
+            ),
+            "{preludes:?}"
+        );
         assert!(p.fns[0].shard.as_ref().and_then(|s| s.parts.as_ref()).unwrap().halo);
+    }
+
+    #[test]
+    fn a_halo_reading_clause_splits_into_interior_and_edge_rows() {
+        // Reads two rows below and one above: the interior starts two rows
+        // into the block and ends one row before its end (storage rows:
+        // 2 halo rows, the block, 1 halo row).
+        let p = sharded(
+            "#[shard(N)]
+            fn f(u0: [f32; N], steps: i64) -> [f32; N] {
+                let u[0, i] = u0[i];
+                let u[t in 1..steps, i in 2..N - 1] = u[t - 1, i - 2] + u[t - 1, i + 1] + u[t - 1, i];
+                let last[i] = u[steps - 1, i];
+                last
+            }",
+        )
+        .unwrap();
+        let text = crate::ir::pretty::pretty_function(&p, &p.fns[0]);
+        expect_test::expect![[r#"
+            fn f(u0: tensor<f32, 1>, steps: i64) -> tensor<f32, 1> {
+                bind N_local = u0.shape[0]
+                extent u_axis0_len = max(1, steps) ("max(1, steps)")
+                recurrence u[u_axis0_len, N_local + 3]: f32 window axis 0 slots 2 clear_steps
+                    sequential axis 0: t in 0..u_axis0_len
+                    clause [t, i] when [= 0] over [i in 2..N_local + 2] (cost 2) = read u0[i + -2] unchecked
+                    at each step of the next clause:
+                        start halo exchange of u at axis 0 = t - 1i64, axis 1: 2 rows below, 1 above
+                    clause [t, i_2] when [in 1..steps] over [i_2 in min(min(N - 1, N_local + N_offset) - N_offset + 2, 4)..min(min(N - 1, N_local + N_offset) - N_offset + 2, max(N_local + 1, min(min(N - 1, N_local + N_offset) - N_offset + 2, 4)))] (cost 21) = ((read u[t - 1i64, i_2 + -2] unchecked) + (read u[t - 1i64, i_2 + 1] unchecked)) + (read u[t - 1i64, i_2] unchecked)
+                    at each step of the next clause:
+                        wait for the halo exchange of u
+                    clause [t, i_4] when [in 1..steps] over [i_4 in max(2, N_offset) - N_offset + 2..min(min(N - 1, N_local + N_offset) - N_offset + 2, 4)] (cost 21) = ((read u[t - 1i64, i_4 + -2] unchecked) + (read u[t - 1i64, i_4 + 1] unchecked)) + (read u[t - 1i64, i_4] unchecked)
+                    clause [t, i_5] when [in 1..steps] over [i_5 in min(min(N - 1, N_local + N_offset) - N_offset + 2, max(N_local + 1, min(min(N - 1, N_local + N_offset) - N_offset + 2, 4)))..min(N - 1, N_local + N_offset) - N_offset + 2] (cost 21) = ((read u[t - 1i64, i_5 + -2] unchecked) + (read u[t - 1i64, i_5 + 1] unchecked)) + (read u[t - 1i64, i_5] unchecked)
+                tensor last[i_3 in 0..N_local]: f32 (cost 7) = read u[steps - 1i64, i_3 + 2] checked
+                result last
+            }
+        "#]].assert_eq(&text);
     }
 
     #[test]

@@ -45,7 +45,7 @@ impl HostCx<'_> {
     pub(super) fn shard_entry(&mut self, parts: &ShardParts) -> Result<TokenStream, Failure> {
         let halo_in_steps = self.f.body.iter().any(|s| {
             matches!(s, crate::ir::Stmt::Recurrence(r) if r.clauses.iter().any(|c| {
-                c.prelude.iter().any(|p| matches!(p, crate::ir::Stmt::Comm(Comm::Halo { .. })))
+                c.prelude.iter().any(|p| matches!(p, crate::ir::Stmt::Comm(Comm::HaloStart { .. } | Comm::HaloWait { .. })))
             }))
         });
         if halo_in_steps {
@@ -189,7 +189,7 @@ impl HostCx<'_> {
                     _ => Err(Failure::Bug("an argmax across ranks of a value that is not a scalar or tensor".into())),
                 }
             }
-            Comm::Halo { .. } => Err(halo_unsupported()),
+            Comm::HaloStart { .. } | Comm::HaloWait { .. } => Err(halo_unsupported()),
         }
     }
 }

@@ -1025,7 +1025,7 @@ impl<'a> FnCx<'a> {
         use crate::ir::Comm;
         let (rt, nd) = (self.rt.clone(), self.nd.clone());
         let agree = quote!(__world.agree(::core::result::Result::Ok(()))?;);
-        if let Comm::Halo { tensor, time, step, axis, lo, hi } = c {
+        if let Comm::HaloStart { tensor, time, step, axis, lo, hi } = c {
             let access = self.rec_access.get(tensor).cloned().ok_or("a halo exchange outside its recurrence")?;
             let store = access.store.ok_or("a halo exchange outside its recurrence's steps")?;
             let step = self.expr(step)?.tokens;
@@ -1038,10 +1038,26 @@ impl<'a> FnCx<'a> {
                 types::usize_lit(*lo as usize),
                 types::usize_lit(*hi as usize),
             );
-            // `halo_store` agrees on the ranks' status itself, after
-            // allocating its buffers and before sending.
+            // `halo_start` agrees on the ranks' status itself, after
+            // allocating its buffers and before posting its messages. The
+            // exchange in flight lives in the recurrence's handle (declared
+            // by `rec_steps`), which waits for it if it is dropped early.
+            let handle = derived("halo_", &self.ident(*tensor)?, "");
             return Ok(quote! {
-                unsafe { #rt::dist::halo_store(__world, #name, #tname, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?;
+                #handle = ::core::option::Option::Some(
+                    unsafe { #rt::dist::halo_start(__world, #name, #tname, &#store, #time, #slot, #axis, #lo, #hi, &__holds) }?,
+                );
+            });
+        }
+        if let Comm::HaloWait { tensor } = c {
+            let access = self.rec_access.get(tensor).cloned().ok_or("a halo exchange outside its recurrence")?;
+            let store = access.store.ok_or("a halo exchange outside its recurrence's steps")?;
+            let handle = derived("halo_", &self.ident(*tensor)?, "");
+            let name = self.fn_name.clone();
+            return Ok(quote! {
+                if let ::core::option::Option::Some(__exchange) = #handle.take() {
+                    unsafe { __exchange.wait(#name, &#store) }?;
+                }
             });
         }
         if let Comm::Extend { out, input, axis, lo, hi, elem } = c {
@@ -1127,7 +1143,9 @@ impl<'a> FnCx<'a> {
                     _ => return Err("an all-reduce of a value that is not a scalar or tensor".into()),
                 }
             }
-            Comm::Halo { .. } | Comm::Extend { .. } => return Err("a halo exchange".into()),
+            Comm::HaloStart { .. } | Comm::HaloWait { .. } | Comm::Extend { .. } => {
+                return Err("a halo exchange".into())
+            }
         };
         Ok(code)
     }

@@ -280,6 +280,19 @@ impl FnCx<'_> {
         };
         let mut nest = clauses.clone();
         let mut clear_first = TokenStream::new();
+        // A sharded recurrence's halo exchange in flight between its start
+        // and its wait (`Comm::HaloStart`, `Comm::HaloWait`): dropped on an
+        // early return, it waits for its messages.
+        let halo = r
+            .clauses
+            .iter()
+            .any(|c| c.prelude.iter().any(|s| matches!(s, crate::ir::Stmt::Comm(crate::ir::Comm::HaloStart { .. }))));
+        let halo_decl = if halo {
+            let handle = derived("halo_", &self.ident(r.var)?, "");
+            quote!(let mut #handle: ::core::option::Option<#rt::dist::HaloExchange> = ::core::option::Option::None;)
+        } else {
+            TokenStream::new()
+        };
         for (k, (axis, l)) in r.seq.iter().enumerate().rev() {
             let i = self.ident(l.index)?;
             let (start, end) = (self.dim(&l.start)?, self.dim(&l.end)?);
@@ -310,7 +323,10 @@ impl FnCx<'_> {
             };
         }
         if !(r.wavefront && r.seq.len() == 2) {
-            return Ok(nest);
+            return Ok(quote!(#halo_decl #nest));
+        }
+        if halo {
+            return Err("a halo exchange in the steps of a wavefront".into());
         }
         let (l0, l1) = (&r.seq[0].1, &r.seq[1].1);
         let (i, j) = (self.ident(l0.index)?, self.ident(l1.index)?);

@@ -1,0 +1,537 @@
+//! Halo exchanges along a sharded axis: the blocking exchange of a
+//! definition's extended copy ([`extend`]), and the exchange of a
+//! recurrence's step, started ([`halo_start`]) and waited for
+//! ([`HaloExchange::wait`]) so that the rows that read no halo row are
+//! computed in between.
+
+use super::*;
+
+impl World {
+    /// Halo exchange along a sharded axis: sends `to_prev` to the previous
+    /// rank that holds rows and `to_next` to the next one, and receives
+    /// their rows into `from_prev` and `from_next`. `holds` is every rank's
+    /// count of rows in rank order (ranks without rows are skipped: their
+    /// neighbours exchange across them). An edge rank sends nothing
+    /// outward and its buffer outward stays as it is.
+    ///
+    /// Every rank calls it (ranks without rows too). The messages are
+    /// allocated fallibly, then the ranks agree on their status (`prior`,
+    /// then the allocations: an `Error::Alloc` naming `function` and
+    /// `tensor`) before any rank sends, as [`World::all_reduce`] does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn halo<T: Elem>(
+        &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
+        holds: &[i64],
+        (to_prev, to_next): (&[T], &[T]),
+        (from_prev, from_next): (&mut [T], &mut [T]),
+    ) -> Result<(), Error> {
+        if self.size == 1 {
+            return prior;
+        }
+        let me = self.rank;
+        let bytes = |n: usize| n.checked_mul(T::SIZE);
+        let buffers = prior.and_then(|()| {
+            if holds.len() != self.size {
+                return Err(Error::Dist {
+                    message: format!("in `{function}`: a halo exchange without every rank's block length"),
+                });
+            }
+            let mut up = self.room(function, tensor, bytes(to_next.len()))?;
+            let mut down = self.room(function, tensor, bytes(to_prev.len()))?;
+            let most = bytes(from_prev.len().max(from_next.len()));
+            let mut got = self.room(function, tensor, most)?;
+            for v in to_next {
+                v.put(&mut up);
+            }
+            for v in to_prev {
+                v.put(&mut down);
+            }
+            got.resize(most.unwrap_or(0), 0);
+            Ok((up, down, got))
+        });
+        let (up, down, mut got) = self.agreed(function, buffers)?;
+        if holds[me] <= 0 {
+            return Ok(());
+        }
+        let prev = (0..me).rev().find(|&r| holds[r] > 0);
+        let next = (me + 1..self.size).find(|&r| holds[r] > 0);
+        // Upward first (to the next rank, from the previous), then downward.
+        for (dest, src, send, into) in [(next, prev, &up, &mut *from_prev), (prev, next, &down, &mut *from_next)] {
+            let want = into.len() * T::SIZE;
+            if dest.is_some() {
+                self.count(send.len());
+            }
+            #[cfg(feature = "mpi")]
+            if let Some(h) = &self.mpi {
+                if h.send_recv(dest, send, src, &mut got[..want]) {
+                    for (o, c) in into.iter_mut().zip(got[..want].chunks(T::SIZE)) {
+                        *o = T::get(c);
+                    }
+                }
+                continue;
+            }
+            let _ = (src, want, &mut got);
+            unreachable_world();
+        }
+        Ok(())
+    }
+
+    /// The halo rows of a sharded axis, from however many ranks hold them
+    /// (a rank thinner than the halo passes on what it has, and the rows
+    /// beyond it come from the ranks after it). `holds` is every rank's
+    /// block length in rank order; this rank wants the `lo` rows before its
+    /// block and the `hi` rows after it, those inside the whole axis.
+    /// `rows(a, b, out)` appends this rank's own rows `a..b` (of its
+    /// block), `per_row` values each, encoded ([`Elem::put`]), to `out`
+    /// (whose room is reserved beforehand). Received rows go into `before`
+    /// (`lo` rows, the row just before the block last) and `after` (`hi`
+    /// rows, the row just after the block first); rows beyond the ends of
+    /// the axis, and everything on a rank without rows, stay as they are.
+    /// Each rank sends every row another rank wants once: at most `lo +
+    /// hi` rows per rank that wants them, one message per rank pair that
+    /// exchanges rows.
+    ///
+    /// Every rank calls it (ranks without rows too), unless the world has
+    /// one rank or `lo` and `hi` are zero. The buffers are allocated
+    /// fallibly before anything is sent, and the ranks agree on their
+    /// status (`prior`, the caller's, then this call's allocations: an
+    /// `Error::Alloc` naming `function` and `tensor`) in one
+    /// [`World::agree`], so that a rank that cannot take part makes every
+    /// rank return its error instead of leaving them waiting.
+    #[allow(clippy::too_many_arguments)]
+    pub fn halo_rows<T: Elem>(
+        &self,
+        function: &str,
+        tensor: &str,
+        prior: Result<(), Error>,
+        holds: &[i64],
+        lo: usize,
+        hi: usize,
+        per_row: usize,
+        rows: &dyn Fn(usize, usize, &mut Vec<u8>),
+        before: &mut [T],
+        after: &mut [T],
+    ) -> Result<(), Error> {
+        let size = self.size;
+        if size == 1 || (lo == 0 && hi == 0) {
+            return prior;
+        }
+        let mut status = prior;
+        if status.is_ok() && holds.len() != size {
+            status = Err(no_holds(function));
+        }
+        let (plan, start) = if status.is_ok() { halo_plan(self.rank, holds, lo, hi) } else { (Vec::new(), Vec::new()) };
+        let me = self.rank;
+        let bytes = |r: &Option<Range<usize>>| r.as_ref().map_or(0, |r| r.len() * per_row * T::SIZE);
+        let most_sent = plan.iter().map(|r| bytes(&r.send)).max().unwrap_or(0);
+        let most_received = plan.iter().map(|r| bytes(&r.recv)).max().unwrap_or(0);
+        let mut sending: Vec<u8> = Vec::new();
+        let mut receiving: Vec<u8> = Vec::new();
+        if status.is_ok() {
+            match (self.room(function, tensor, Some(most_sent)), self.room(function, tensor, Some(most_received))) {
+                (Ok(s), Ok(r)) => {
+                    (sending, receiving) = (s, r);
+                    // Within the reserved room: no allocation.
+                    receiving.resize(most_received, 0);
+                }
+                (Err(e), _) | (_, Err(e)) => status = Err(e),
+            }
+        }
+        self.agree(status)?;
+        for round in plan {
+            sending.clear();
+            if let Some(r) = &round.send {
+                rows(r.start - start[me], r.end - start[me], &mut sending);
+                self.count(sending.len());
+            }
+            let wanted = bytes(&round.recv);
+            #[cfg(feature = "mpi")]
+            if let Some(h) = &self.mpi {
+                let got = h.send_recv(
+                    round.send.as_ref().and(round.dest),
+                    &sending,
+                    round.recv.as_ref().and(round.src),
+                    &mut receiving[..wanted],
+                );
+                if let (true, Some(r)) = (got, round.recv) {
+                    // Where the first row received goes in its buffer.
+                    let (buf, at) = if round.up {
+                        (&mut *before, (r.start + lo - start[me]) * per_row)
+                    } else {
+                        (&mut *after, (r.start - start[me + 1]) * per_row)
+                    };
+                    for (k, c) in receiving[..wanted].chunks(T::SIZE).enumerate() {
+                        if let Some(o) = buf.get_mut(at + k) {
+                            *o = T::get(c);
+                        }
+                    }
+                }
+                continue;
+            }
+            let _ = (wanted, &before, &after, &receiving, round.up, round.dest, round.src);
+            unreachable_world();
+        }
+        Ok(())
+    }
+}
+
+fn no_holds(function: &str) -> Error {
+    Error::Dist { message: format!("in `{function}`: a halo exchange without every rank's block length") }
+}
+
+/// One message pair of a halo exchange: this rank sends its global rows
+/// `send` to `dest` and receives the global rows `recv` from `src` (either
+/// may be absent); `up`: rows travel to higher ranks (they go before the
+/// receiver's block), else to lower ranks (after it).
+pub(super) struct Round {
+    pub up: bool,
+    pub dest: Option<usize>,
+    pub src: Option<usize>,
+    pub send: Option<Range<usize>>,
+    pub recv: Option<Range<usize>>,
+}
+
+/// The messages of a halo exchange from rank `me`'s point of view, and
+/// where every rank's block starts (`start[r]`, then the whole length):
+/// each rank that holds rows wants the `lo` rows before its block and the
+/// `hi` rows after it (those inside the axis), and gets every one from
+/// the rank that holds it. Every rank computes the same table, so each
+/// send has its receive; rank pairs `d` apart, upward then downward, for
+/// `d` in `1..size`.
+pub(super) fn halo_plan(me: usize, holds: &[i64], lo: usize, hi: usize) -> (Vec<Round>, Vec<usize>) {
+    let size = holds.len();
+    let len: Vec<usize> = holds.iter().map(|&h| h.max(0) as usize).collect();
+    let mut start = vec![0usize; size + 1];
+    for (r, l) in len.iter().enumerate() {
+        start[r + 1] = start[r] + l;
+    }
+    let total = start[size];
+    // The global rows rank `q` wants before and after its block.
+    let want = |q: usize, up: bool| -> Range<usize> {
+        if len[q] == 0 {
+            return 0..0;
+        }
+        if up {
+            start[q].saturating_sub(lo)..start[q]
+        } else {
+            start[q + 1]..(start[q + 1] + hi).min(total)
+        }
+    };
+    let held = |q: usize| start[q]..start[q + 1];
+    let meet = |a: Range<usize>, b: Range<usize>| -> Option<Range<usize>> {
+        let r = a.start.max(b.start)..a.end.min(b.end);
+        (r.start < r.end).then_some(r)
+    };
+    let mut plan = Vec::new();
+    for d in 1..size {
+        for up in [true, false] {
+            let (dest, src) = if up {
+                ((me + d < size).then_some(me + d), me.checked_sub(d))
+            } else {
+                (me.checked_sub(d), (me + d < size).then_some(me + d))
+            };
+            let send = dest.and_then(|q| meet(want(q, up), held(me)));
+            let recv = src.and_then(|p| meet(want(me, up), held(p)));
+            if send.is_some() || recv.is_some() {
+                plan.push(Round { up, dest, src, send, recv });
+            }
+        }
+    }
+    (plan, start)
+}
+
+/// `input` (this rank's block of a sharded tensor along `axis`) with the
+/// `lo` rows of the whole tensor before its block and the `hi` rows after
+/// it (zeros beyond the ends of the axis, and from as many ranks as hold
+/// them): what a definition reading it at offsets along the axis needs
+/// (generated code). `holds` is every rank's block length. Every rank
+/// calls it; the copy and the halo buffers are allocated fallibly
+/// (`Error::Alloc` naming `function` and `tensor`) and the ranks agree on
+/// their status before any rank sends.
+#[allow(clippy::too_many_arguments)]
+pub fn extend<T: Elem + Default + Send, D: ndarray::Dimension>(
+    world: &World,
+    function: &str,
+    tensor: &str,
+    input: ndarray::ArrayView<'_, T, D>,
+    axis: usize,
+    lo: usize,
+    hi: usize,
+    holds: &[i64],
+) -> Result<ndarray::Array<T, D>, Error> {
+    use ndarray::{Axis, Slice};
+    let local = if axis < input.ndim() { input.len_of(Axis(axis)) } else { 0 };
+    let per_row: usize = if local > 0 { input.len() / local } else { 0 };
+    // Nothing to exchange: no halo buffers.
+    let alone = world.size() == 1 || (lo == 0 && hi == 0);
+    let prepared = (|| -> Result<_, Error> {
+        if axis >= input.ndim() {
+            return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
+        }
+        let mut shape = input.raw_dim();
+        shape[axis] = local + lo + hi;
+        let mut out = crate::pool::zeros(function, tensor, shape, T::default())?;
+        out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
+        if alone {
+            return Ok((out, Vec::new(), Vec::new()));
+        }
+        let from_prev = world.filled(function, tensor, lo * per_row, T::default())?;
+        let from_next = world.filled(function, tensor, hi * per_row, T::default())?;
+        Ok((out, from_prev, from_next))
+    })();
+    if alone {
+        return prepared.map(|(out, _, _)| out);
+    }
+    let (mut out, mut from_prev, mut from_next) = match prepared {
+        Ok(p) => p,
+        // Every rank takes part in the agreement of `halo_rows`.
+        Err(e) => return world.agreed(function, Err(e)),
+    };
+    let rows = |a: usize, b: usize, bytes: &mut Vec<u8>| {
+        for v in input.slice_axis(Axis(axis), Slice::from(a..b)).iter() {
+            v.put(bytes);
+        }
+    };
+    world.halo_rows(function, tensor, Ok(()), holds, lo, hi, per_row, &rows, &mut from_prev, &mut from_next)?;
+    if local == 0 {
+        return Ok(out);
+    }
+    for (o, v) in out.slice_axis_mut(Axis(axis), Slice::from(0..lo)).iter_mut().zip(from_prev) {
+        *o = v;
+    }
+    for (o, v) in out.slice_axis_mut(Axis(axis), Slice::from(lo + local..lo + local + hi)).iter_mut().zip(from_next) {
+        *o = v;
+    }
+    Ok(out)
+}
+
+/// The indices of rows `rows` (along `axis`) of the slab at `at` of axis
+/// `fixed` of an array of `shape`, in row-major order of the other axes.
+fn slab_points<const N: usize>(
+    shape: [usize; N],
+    (fixed, at, axis): (usize, usize, usize),
+    rows: Range<usize>,
+    f: &mut dyn FnMut([usize; N]),
+) {
+    let free: Vec<usize> = (0..N).filter(|&a| a != fixed && a != axis).collect();
+    let per_row: usize = free.iter().map(|&a| shape[a]).product();
+    let mut idx = [0usize; N];
+    idx[fixed] = at;
+    for r in rows {
+        idx[axis] = r;
+        for q in 0..per_row {
+            let mut rest = q;
+            for &a in free.iter().rev() {
+                idx[a] = rest % shape[a];
+                rest /= shape[a];
+            }
+            f(idx);
+        }
+    }
+}
+
+/// The halo exchange of a recurrence's step while it is in flight
+/// (generated code): [`halo_start`] posts it, the rows that read no halo
+/// row are computed, then [`HaloExchange::wait`] completes it and writes
+/// the received rows into the halos.
+///
+/// It owns the buffers of its messages. Dropped before its wait (an error
+/// returned between the two), it waits for its messages: every rank
+/// posted its side of the exchange after the ranks agreed on their
+/// status, so this completes, and no request outlives its buffer.
+pub struct HaloExchange {
+    /// The received messages: the buffer, the global rows it holds, and
+    /// whether they go before this rank's block (else after it).
+    incoming: Vec<(Vec<u8>, Range<usize>, bool)>,
+    /// The sent messages, kept until they have gone.
+    outgoing: Vec<Vec<u8>>,
+    #[cfg(feature = "mpi")]
+    requests: Option<mpi_world::Requests>,
+    /// The slab the exchange writes: position `at` of axis `fixed`, rows
+    /// along `axis` (`lo` halo rows, then this rank's block, whose first
+    /// global row is `first`, of `local` rows).
+    slab: (usize, usize, usize),
+    lo: usize,
+    local: usize,
+    first: usize,
+}
+
+impl Drop for HaloExchange {
+    fn drop(&mut self) {
+        // Dropped before its wait (an early return): the messages complete
+        // before their buffers go (the partners posted theirs).
+        #[cfg(feature = "mpi")]
+        if let Some(r) = self.requests.as_mut() {
+            let _ = r.wait("a halo exchange");
+        }
+    }
+}
+
+impl HaloExchange {
+    /// An exchange with nothing to exchange (a world of one, no halo).
+    fn none() -> HaloExchange {
+        HaloExchange {
+            incoming: Vec::new(),
+            outgoing: Vec::new(),
+            #[cfg(feature = "mpi")]
+            requests: None,
+            slab: (0, 0, 0),
+            lo: 0,
+            local: 0,
+            first: 0,
+        }
+    }
+
+    /// Waits until the exchange is complete, then copies the received rows
+    /// into the halos of `store` (the store [`halo_start`] read; rows
+    /// beyond the ends of the axis stay as they are). Sends nothing and
+    /// agrees on nothing: every rank's part was posted at the start.
+    ///
+    /// # Safety
+    /// No other thread accesses the store; it is the store (and shape)
+    /// given to [`halo_start`].
+    pub unsafe fn wait<T: Elem + Default, const N: usize>(
+        mut self,
+        function: &str,
+        store: &crate::rec::Store<'_, T, N>,
+    ) -> Result<(), Error> {
+        #[cfg(feature = "mpi")]
+        if let Some(r) = self.requests.as_mut() {
+            r.wait(function)?;
+        }
+        let _ = (function, &self.outgoing);
+        let shape = store.shape();
+        for (bytes, rows, before) in std::mem::take(&mut self.incoming) {
+            // Storage positions of the rows received.
+            let at = if before {
+                rows.start + self.lo - self.first
+            } else {
+                self.lo + self.local + (rows.start - (self.first + self.local))
+            };
+            let mut k = 0;
+            slab_points(shape, self.slab, at..at + rows.len(), &mut |i| {
+                if let Some(c) = bytes.get(k * T::SIZE..(k + 1) * T::SIZE) {
+                    store.set(i, T::get(c));
+                }
+                k += 1;
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Whether a halo exchange runs while the interior rows are computed
+/// (the default); `EINLANG_HALO_OVERLAP=0` in the environment completes
+/// it in [`halo_start`] instead, as the blocking exchange did (to compare
+/// the two, or to rule the overlap out). Read once per process.
+pub fn overlap() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("EINLANG_HALO_OVERLAP").map_or(true, |v| v != "0"))
+}
+
+/// Starts the halo exchange of a recurrence's earlier step (generated
+/// code): in the slab of `store` at position `at` of `fixed` (a slot of
+/// the time axis), the rows along `axis` are `lo` halo rows, this rank's
+/// block of `holds[rank]` rows, then `hi` halo rows; the halos are to hold
+/// the rows of the ranks before and after (from several ranks when blocks
+/// are thinner than the halo; those beyond the ends of the axis stay as
+/// they are). In two parts, so that the rows whose reads stay inside this
+/// rank's block can be computed while the halo rows travel. Packs the rows every neighbour wants (the same messages as
+/// [`World::halo_rows`], so the same bytes: counted here) and posts every
+/// send and receive, nonblocking; [`HaloExchange::wait`] completes them.
+/// Every rank calls it; the buffers are allocated fallibly and the ranks
+/// agree on their status (`prior`, then a store of another shape, a
+/// buffer the allocator has no room for: `Error::Alloc` naming `function`
+/// and `tensor`) before any rank posts anything.
+///
+/// # Safety
+/// No other thread accesses the store; `store` has the described shape.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn halo_start<T: Elem + Default, const N: usize>(
+    world: &World,
+    function: &str,
+    tensor: &str,
+    store: &crate::rec::Store<'_, T, N>,
+    fixed: usize,
+    at: usize,
+    axis: usize,
+    lo: usize,
+    hi: usize,
+    holds: &[i64],
+) -> Result<HaloExchange, Error> {
+    if world.size() == 1 || (lo == 0 && hi == 0) {
+        return Ok(HaloExchange::none());
+    }
+    let me = world.rank();
+    let local = holds.get(me).copied().unwrap_or(0).max(0) as usize;
+    let shape = store.shape();
+    let prepared = (|| -> Result<(HaloExchange, Vec<Round>), Error> {
+        let fits =
+            N > 0 && fixed < N && axis < N && fixed != axis && at < shape[fixed] && shape[axis] == lo + local + hi;
+        if !fits {
+            return Err(Error::Dist {
+                message: format!("in `{function}`: a halo exchange of a tensor of another shape"),
+            });
+        }
+        if holds.len() != world.size() {
+            return Err(no_holds(function));
+        }
+        let per_row: usize = (0..N).filter(|&a| a != fixed && a != axis).map(|a| shape[a]).product();
+        let (plan, start) = halo_plan(me, holds, lo, hi);
+        let bytes = |r: &Range<usize>| {
+            // Within MPI's count of one message (checked here, before the
+            // ranks agree, so that no rank fails after posting).
+            r.len().checked_mul(per_row).and_then(|n| n.checked_mul(T::SIZE)).filter(|&b| b <= i32::MAX as usize)
+        };
+        let mut ex = HaloExchange::none();
+        (ex.slab, ex.lo, ex.local, ex.first) = ((fixed, at, axis), lo, local, start[me]);
+        for round in &plan {
+            if let Some(r) = &round.send {
+                let mut out = world.room(function, tensor, bytes(r))?;
+                slab_points(shape, ex.slab, lo + r.start - start[me]..lo + r.end - start[me], &mut |i| {
+                    store.get(i).put(&mut out)
+                });
+                ex.outgoing.push(out);
+            }
+            if let Some(r) = &round.recv {
+                let want = bytes(r);
+                let mut buf = world.room(function, tensor, want)?;
+                // Within the reserved room: no allocation.
+                buf.resize(want.unwrap_or(0), 0);
+                ex.incoming.push((buf, r.clone(), round.up));
+            }
+        }
+        Ok((ex, plan))
+    })();
+    let (mut ex, plan) = world.agreed(function, prepared)?;
+    #[cfg(feature = "mpi")]
+    if world.mpi.is_some() {
+        let mut requests = mpi_world::Requests::new();
+        // Receives first, then sends, in the plan's order on every rank.
+        let mut k = 0;
+        for round in &plan {
+            if let (Some(_), Some(src)) = (&round.recv, round.src) {
+                requests.receive(function, src, &mut ex.incoming[k].0)?;
+                k += 1;
+            }
+        }
+        let mut k = 0;
+        for round in &plan {
+            if let (Some(_), Some(dest)) = (&round.send, round.dest) {
+                world.count(ex.outgoing[k].len());
+                requests.send(function, dest, &ex.outgoing[k])?;
+                k += 1;
+            }
+        }
+        if !overlap() {
+            requests.wait(function)?;
+        }
+        ex.requests = Some(requests);
+        return Ok(ex);
+    }
+    let _ = (&plan, &mut ex);
+    unreachable_world()
+}
