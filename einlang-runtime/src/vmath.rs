@@ -290,7 +290,7 @@ fn exp_neg_f32(v: f32) -> f32 {
 /// split, `R`'s terms are small where `e^R` matters (near 0.84375,
 /// `e^R` about 0.23); far out, where `R` is large and rounds coarsely,
 /// `e^R` is too small to reach `1 - e^R`'s last place. The earlier form
-/// (`1 - e^(-x^2) Q(x)`, a 13-term `Q`) took about 16 operations more.
+/// (`1 - e^(-x^2) Q(x)`, a 13-term `Q`) took about 17 operations more.
 #[inline(always)]
 pub fn erf_f32(x: f32) -> f32 {
     let a = x.abs();
