@@ -181,6 +181,23 @@ fn einlang_libm_erf(x: f64) -> f64 {
     einlang::__private::arith::erf_f64(x)
 }
 
+/// `erf` through generated code around its split (0.84375) and the end of
+/// its tail form (3.92): every 61st `f32` of `[0.5, 4.5]` of both signs
+/// plus the neighbours of both points, the same bits in every CPU form,
+/// within 2 ulp of libm's `f64` `erf`.
+#[test]
+fn f32_erf_split_in_every_form() {
+    let near = |v: f32| [f32::from_bits(v.to_bits() - 1), v, f32::from_bits(v.to_bits() + 1)];
+    let mut x: Vec<f32> = near(0.843_75).into_iter().chain(near(3.92)).collect();
+    x.extend((0.5f32.to_bits()..=4.5f32.to_bits()).step_by(61).map(f32::from_bits));
+    let neg: Vec<f32> = x.iter().map(|v| -v).collect();
+    x.extend(neg);
+    let xa = Array1::from_vec(x.clone());
+    let e = both_forms(|| bits32(&acts32(&xa).unwrap().2));
+    let e = Array1::from_vec(e.into_iter().map(f32::from_bits).collect());
+    check32("erf", &e, &x, einlang_libm_erf, 2.0);
+}
+
 #[test]
 fn f32_sin_log1p_pow_match_libm() {
     for n in LENGTHS {
