@@ -71,131 +71,24 @@ fn __conv2d_body(
             ::core::option::Option::Some((W).checked_sub((KW))?.checked_add((1i64))?)
         })(),
     )? as i64;
-    let __shape_y_cols: [usize; 5] = [
-        C as usize,
-        KH as usize,
-        KW as usize,
-        oy_len as usize,
-        ox_len as usize,
-    ];
-    let __fill_y_cols = |
-        __pos_c: usize,
-        __row_y_cols: &mut [::core::mem::MaybeUninit<f32>],
-    | -> ::core::result::Result<(), __rt::Error> {
-        let c: i64 = __pos_c as i64;
-        for (__pos_r, __chunk_y_cols_r) in __row_y_cols
-            .chunks_exact_mut(__shape_y_cols[2] * __shape_y_cols[3] * __shape_y_cols[4])
-            .enumerate()
-        {
-            let r: i64 = __pos_r as i64;
-            for (__pos_s, __chunk_y_cols_s) in __chunk_y_cols_r
-                .chunks_exact_mut(__shape_y_cols[3] * __shape_y_cols[4])
-                .enumerate()
-            {
-                let s: i64 = __pos_s as i64;
-                for (__pos_oy_2, __chunk_y_cols_oy_2) in __chunk_y_cols_s
-                    .chunks_exact_mut(__shape_y_cols[4])
-                    .enumerate()
-                {
-                    let oy_2: i64 = __pos_oy_2 as i64;
-                    let (__a, __b) = (0usize, __chunk_y_cols_oy_2.len());
-                    for (__slot_y_cols, __v) in __chunk_y_cols_oy_2[__a..__b]
-                        .iter_mut()
-                        .zip(
-                            if __a < __b {
-                                let __start: usize = {
-                                    let __pos_ox_2 = __a;
-                                    let ox_2: i64 = __pos_ox_2 as i64;
-                                    ((c as usize) * x.shape()[1]
-                                        + oy_2.wrapping_add(r) as usize) * x.shape()[2]
-                                        + ox_2.wrapping_add(s) as usize
-                                };
-                                unsafe {
-                                    ::core::slice::from_raw_parts(
-                                        x.as_ptr().add(__start),
-                                        __b - __a,
-                                    )
-                                }
-                            } else {
-                                &[]
-                            },
-                        )
-                    {
-                        __slot_y_cols.write(*__v);
-                    }
-                }
-            }
-        }
-        Ok(())
-    };
-    let y_cols: __nd::Array<f32, __nd::Ix5> = unsafe {
-        __rt::pool::named(
-            "y_cols",
-            __rt::par::fill_uninit("conv2d", __shape_y_cols, 8, __fill_y_cols),
-        )
-    }?;
-    let __shape_y_kern: [usize; 4] = [C as usize, KH as usize, KW as usize, O as usize];
-    let y_kern: __nd::Array<f32, __nd::Ix4> = __rt::pool::named(
-        "y_kern",
-        __rt::permute::permute("conv2d", w.view(), &[1, 2, 3, 0], __shape_y_kern),
-    )?;
-    let y_cols_m: __nd::Array<f32, __nd::Ix2> = __rt::shape::reshape_owned(
-        "conv2d",
-        y_cols,
-        [((C * KH * KW)).max(0) as usize, ((oy_len * ox_len)).max(0) as usize],
-    )?;
-    let y_kern_m: __nd::Array<f32, __nd::Ix2> = __rt::shape::reshape_owned(
-        "conv2d",
-        y_kern,
-        [((C * KH * KW)).max(0) as usize, (O).max(0) as usize],
-    )?;
-    let y_prod_m: __nd::Array<f32, __nd::Ix2> = __rt::pool::named(
-        "y_prod_m",
-        __rt::gemm::matmul(
+    let y: __nd::Array<f32, __nd::Ix3> = {
+        let mut __out_y: __nd::Array<f32, __nd::Ix3> = __rt::pool::zeros(
             "conv2d",
-            O,
-            (oy_len * ox_len),
-            (C * KH * KW),
-            y_kern_m.view().permuted_axes([1, 0]),
-            y_cols_m.view().permuted_axes([0, 1]),
-        ),
-    )?;
-    let y_prod: __nd::Array<f32, __nd::Ix3> = __rt::shape::reshape_owned(
-        "conv2d",
-        y_prod_m,
-        [(O).max(0) as usize, (oy_len).max(0) as usize, (ox_len).max(0) as usize],
-    )?;
-    let __shape_y: [usize; 3] = [O as usize, oy_len as usize, ox_len as usize];
-    let __fill_y = |
-        __pos_o: usize,
-        __row_y: &mut [::core::mem::MaybeUninit<f32>],
-    | -> ::core::result::Result<(), __rt::Error> {
-        let o: i64 = __pos_o as i64;
-        for (__pos_oy, __chunk_y_oy) in __row_y
-            .chunks_exact_mut(__shape_y[2])
-            .enumerate()
-        {
-            let oy: i64 = __pos_oy as i64;
-            for (__pos_ox, __slot_y) in __chunk_y_oy.iter_mut().enumerate() {
-                let ox: i64 = __pos_ox as i64;
-                __slot_y
-                    .write(
-                        unsafe {
-                            *y_prod
-                                .as_ptr()
-                                .add(
-                                    ((o as usize) * y_prod.shape()[1] + oy as usize)
-                                        * y_prod.shape()[2] + ox as usize,
-                                )
-                        } + unsafe { *b.as_ptr().add(o as usize) },
-                    );
-            }
-        }
-        Ok(())
+            "y",
+            [O as usize, oy_len as usize, ox_len as usize],
+            <f32>::default(),
+        )?;
+        __rt::conv::conv2d(
+            "conv2d",
+            x.view().insert_axis(__nd::Axis(0)),
+            w.view(),
+            ::core::option::Option::Some(b.view()),
+            (0, 0),
+            false,
+            __out_y.view_mut().insert_axis(__nd::Axis(0)),
+        )?;
+        __out_y
     };
-    let y: __nd::Array<f32, __nd::Ix3> = unsafe {
-        __rt::pool::named("y", __rt::par::fill_uninit("conv2d", __shape_y, 7, __fill_y))
-    }?;
     __rt::shape::check_result_dim(
         "conv2d",
         2,
@@ -203,11 +96,7 @@ fn __conv2d_body(
         (W + KW + 1i64),
         y.shape()[2],
     )?;
-    let __result = y;
-    __rt::pool::recycle(y_cols_m);
-    __rt::pool::recycle(y_kern_m);
-    __rt::pool::recycle(y_prod);
-    Ok(__result)
+    Ok(y)
 }
 /// Valid 2-D convolution with bias.
 ///
