@@ -93,7 +93,7 @@ impl FnCx<'_> {
         let lens = c.reference.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
         // A pad is a constant, or an `i64` that `otherwise.when` checks is
         // not negative before the kernel runs.
-        let mut pad = |d: &crate::base::dim::Dim| -> Result<TokenStream, Bug> {
+        let pad = |d: &crate::base::dim::Dim| -> Result<TokenStream, Bug> {
             match d.as_constant().and_then(|p| usize::try_from(p).ok()) {
                 Some(p) => {
                     let p = types::usize_lit(p);
