@@ -2,7 +2,8 @@
 //! by hand, measured in the same run: the forward pass of a batch (valid,
 //! with a bias), a padded one (a guard), both again on the larger N=8 C=64
 //! 56x56 O=64, a padded one with stride 2, one
-//! with the channels last (NHWC), a grouped one, the kernel gradient (the output
+//! with the channels last (NHWC), a grouped one, `std::ml::conv2d` (run-time
+//! stride and pad: stride 1 and 2, padding 1), the kernel gradient (the output
 //! gradient contracted with the shifted input), and the input gradient (a
 //! transposed convolution, written out over a padded copy as reverse mode
 //! writes it; the baseline multiplies per image, then adds the columns
@@ -67,6 +68,11 @@ einlang! {
     /// `std::ml::conv` with 4 groups, padding 1 and a bias.
     pub fn conv_std_grouped(x: [f32; N, C, H, W], k: [f32; O, CG, 3, 3], b: [f32; O]) -> [f32; N, O, H, W] {
         std::ml::conv(x, k, b, [1, 1], [1, 1, 1, 1], [1, 1], 4)
+    }
+
+    /// `std::ml::conv2d`, whose strides and pads are run-time values.
+    pub fn conv_std(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O], stride: i64, pad: i64) -> [f32; N, O, ?, ?] {
+        std::ml::conv2d(x, k, b, stride, stride, pad, pad, 1, 1)
     }
 
     pub fn kernel_grad(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
@@ -320,8 +326,35 @@ fn report_direct(label: &str, flops: f64, d: f64, e: f64) {
     );
 }
 
+/// `std::ml::conv2d` (run-time stride and pad) at the shape, N=8
+/// C=64 56x56 O=64 3x3 with a bias: stride 1 (the direct kernel, chosen at
+/// run time) and stride 2 (the packed product), padding 1.
+fn std_cases(runs: usize) {
+    let (n, c, h, w, o) = (8, 64, 56, 56, 64);
+    let x = data4(n, c, h, w, 8);
+    let k = data4(o, c, 3, 3, 9);
+    let b: Array1<f32> = common::data(o, 10).into_iter().map(|v| v as f32).collect();
+    for stride in [1usize, 2] {
+        let want = conv_gemm_strided(&x, &k, &b, 1, stride);
+        close(&conv_std(&x, &k, &b, stride as i64, 1).expect("conv_std"), &want, "conv_std");
+        let (oh, ow) = ((h + 2 - 3) / stride + 1, (w + 2 - 3) / stride + 1);
+        let flops = 2.0 * (n * o * oh * ow * c * 9) as f64;
+        let (e, g) = common::paired(
+            runs,
+            || drop(black_box(conv_std(black_box(&x), &k, &b, stride as i64, 1).unwrap())),
+            || drop(black_box(conv_gemm_strided(black_box(&x), &k, &b, 1, stride))),
+        );
+        report(&format!("std::ml::conv2d N={n} C={c} {h}x{w} O={o} 3x3 stride {stride}, pad 1, bias"), flops, e, g);
+    }
+}
+
 fn main() {
     let runs = 7;
+    // Only the standard library's cases (for rounds that compare commits).
+    if std::env::var_os("CONV_STD_ONLY").is_some() {
+        std_cases(runs);
+        return;
+    }
     let (n, c, h, w, o) = (8, 32, 32, 32, 64);
     let x = data4(n, c, h, w, 1);
     let k = data4(o, c, 3, 3, 2);
@@ -504,4 +537,6 @@ fn main() {
         || drop(black_box(input_grad_gemm(black_box(&dy), &k))),
     );
     report(&format!("conv input gradient N={n} C={c} {h}x{w} O={o} 3x3 (transposed, col2im)"), flops, e, g);
+
+    std_cases(runs);
 }

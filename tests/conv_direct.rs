@@ -3,7 +3,9 @@
 //! valid with a bias (window extents from the arguments), padded by a guard
 //! (the kernel written first, asymmetric padding), with an activation after
 //! the bias, a single image without a batch axis, and both gradients of a
-//! layer. Each is compared with naive
+//! layer, and `std::ml::conv2d` with run-time strides, pads and dilations
+//! (the kernel where they allow it, the packed product elsewhere). Each is
+//! compared with naive
 //! `f64` loops written here on odd shapes (1, 7, primes, empty extents) and
 //! on one to three threads; the `checked` feature runs the reference loop
 //! nests instead.
@@ -61,6 +63,13 @@ einlang! {
         ) + b[o];
         let loss = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]) / 2.0;
         (@loss / @x, @loss / @k)
+    }
+
+    /// The standard library's convolution, whose strides, pads and
+    /// dilations are run-time values: the direct kernel where they are 1,
+    /// non-negative and 1, the packed product elsewhere.
+    pub fn std_conv2d(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O], sh: i64, sw: i64, ph: i64, pw: i64, dh: i64, dw: i64) -> [f32; N, O, ?, ?] {
+        std::ml::conv2d(x, k, b, sh, sw, ph, pw, dh, dw)
     }
 }
 
@@ -259,4 +268,80 @@ fn results_go_into_the_callers_buffer() {
     let mut bad = Array4::<f32>::from_elem((2, 5, 7, 5), 7.0);
     assert!(matches!(conv_valid_into(&x, &k, &b, &mut bad), Err(einlang::Error::Shape { .. })));
     assert!(bad.iter().all(|v| *v == 7.0));
+}
+
+/// `y[n, o, i, j] = bias[o] + sum x[n, c, i sh + r dh - ph, j sw + s dw - pw] k[o, c, r, s]`
+/// over the reads inside `x`, in `f64`: strides, dilations and pads per
+/// axis, the output extents `(H + 2 ph - dh (KH - 1) - 1) / sh + 1`.
+fn naive_strided(
+    x: &Array4<f32>,
+    k: &Array4<f32>,
+    b: &Array1<f32>,
+    stride: (usize, usize),
+    pad: (isize, isize),
+    dilation: (usize, usize),
+) -> Array4<f64> {
+    let (n, c, h, w) = x.dim();
+    let (o, _, kh, kw) = k.dim();
+    let extent = |len: usize, pad: isize, dil: usize, kl: usize, stride: usize| {
+        ((len as isize + 2 * pad - (dil * (kl - 1)) as isize - 1).div_euclid(stride as isize) + 1).max(0) as usize
+    };
+    let (oh, ow) = (extent(h, pad.0, dilation.0, kh, stride.0), extent(w, pad.1, dilation.1, kw, stride.1));
+    Array4::from_shape_fn((n, o, oh, ow), |(nn, oo, i, j)| {
+        let mut sum = b[oo] as f64;
+        for cc in 0..c {
+            for r in 0..kh {
+                for s in 0..kw {
+                    let y = (i * stride.0 + r * dilation.0) as isize - pad.0;
+                    let z = (j * stride.1 + s * dilation.1) as isize - pad.1;
+                    if y >= 0 && (y as usize) < h && z >= 0 && (z as usize) < w {
+                        sum += x[[nn, cc, y as usize, z as usize]] as f64 * k[[oo, cc, r, s]] as f64;
+                    }
+                }
+            }
+        }
+        sum
+    })
+}
+
+#[test]
+fn the_standard_librarys_convolution_matches_naive_loops() {
+    // (stride, pad, dilation) per axis: the kernel's cases (strides and
+    // dilations 1, pads 0, 1, 2, asymmetric) and the packed product's.
+    let settings: &[((i64, i64), (i64, i64), (i64, i64))] = &[
+        ((1, 1), (0, 0), (1, 1)),
+        ((1, 1), (1, 1), (1, 1)),
+        ((1, 1), (2, 2), (1, 1)),
+        ((1, 1), (2, 0), (1, 1)),
+        ((2, 2), (0, 0), (1, 1)),
+        ((2, 2), (1, 1), (1, 1)),
+        ((2, 1), (2, 1), (1, 1)),
+        ((1, 1), (1, 1), (2, 2)),
+        ((1, 1), (2, 2), (1, 2)),
+        ((3, 2), (1, 2), (2, 1)),
+    ];
+    threads(|| {
+        for &(n, c, h, w, o) in SHAPES {
+            for (kh, kw) in [(3, 3), (2, 5)] {
+                let (x, k, b) = (tensor((n, c, h, w), 11), tensor((o, c, kh, kw), 12), Array1::from(data(o, 13)));
+                for &((sh, sw), (ph, pw), (dh, dw)) in settings {
+                    let what = format!("std::ml::conv2d {n}x{c}x{h}x{w} o{o} {kh}x{kw} stride {sh},{sw} pad {ph},{pw} dilation {dh},{dw}");
+                    let fits = |len: usize, p: i64, d: i64, kl: usize| len as i64 + 2 * p >= d * (kl as i64 - 1) + 1;
+                    if !fits(h, ph, dh, kh) || !fits(w, pw, dw, kw) {
+                        continue;
+                    }
+                    let got = std_conv2d(&x, &k, &b, sh, sw, ph, pw, dh, dw).unwrap();
+                    let want = naive_strided(
+                        &x,
+                        &k,
+                        &b,
+                        (sh as usize, sw as usize),
+                        (ph as isize, pw as isize),
+                        (dh as usize, dw as usize),
+                    );
+                    assert_close(&got, &want, c * kh * kw, &what);
+                }
+            }
+        }
+    });
 }

@@ -79,7 +79,9 @@ fn a_stride_one_convolution_calls_the_direct_kernel() {
     let (biased, strided) = rust.split_at(rust.find("fn__strided_body").expect("both functions are emitted"));
     // The result goes into the caller's buffer (`NAME_into`) or a new one.
     assert!(
-        biased.contains("dest::conv_into(\"biased\",\"y\",x.view(),k.view(),::core::option::Option::Some(b.view()),(0u64asusize,0u64asusize)"),
+        biased.contains(
+            "dest::conv_into(\"biased\",\"y\",x.view(),k.view(),::core::option::Option::Some(b.view()),(0,0)"
+        ),
         "{biased}"
     );
     assert!(!strided.contains("conv2d") && strided.contains("gemm::"), "{strided}");

@@ -547,7 +547,7 @@ pub struct Gemm {
 }
 
 /// `out[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i + r - top, j + s -
-/// left] * k[o, c, r, s])` (`pad = (top, left)`), where a read outside `x`
+/// left] * k[o, c, r, s])` (`pad = (top, left)`, non-negative), where a read outside `x`
 /// is zero and `bias`, when there is one, has at least `O` elements: a
 /// stride-1 convolution over the channels-first layouts, valid or padded
 /// by guards; without the axis `n` for a single image (`out[o, i, j]`,
@@ -556,6 +556,10 @@ pub struct Gemm {
 /// those of `reference`'s axes, the same definition as a loop nest (back
 /// ends that have no kernel for it run that). The `opt` convolution pass
 /// finds these in host code; lowering never makes them.
+///
+/// With `otherwise`, the convolution is one only at run time (its strides,
+/// dilations or pads are run-time values): the kernel runs when
+/// `otherwise.when` holds, and `out` is `otherwise.value` when it does not.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Conv {
     pub out: VarId,
@@ -563,8 +567,21 @@ pub struct Conv {
     pub x: VarId,
     pub k: VarId,
     pub bias: Option<VarId>,
-    pub pad: (u64, u64),
+    pub pad: (Dim, Dim),
     pub reference: TensorDef,
+    pub otherwise: Option<Box<ConvElse>>,
+}
+
+/// The run-time branch of a [`Conv`]: `when` (a `bool`) holds when the
+/// definition is the convolution (every stride and dilation 1, the pads
+/// non-negative, the guards' bounds `x`'s extents); `value`, of `out`'s
+/// type, is the definition as written over fresh variables (a block that
+/// defines it and yields it), which the later passes rewrite like any other
+/// (`pack` makes its GEMM).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvElse {
+    pub when: Expr,
+    pub value: Expr,
 }
 
 /// A recurrence: sequential loops over its recurrent axes (outermost

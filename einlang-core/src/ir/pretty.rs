@@ -120,13 +120,21 @@ impl Printer<'_> {
             Stmt::Tensor(def) => self.tensor(def, level),
             Stmt::Conv(c) => {
                 let bias = c.bias.map(|b| format!(" + {}", self.var(b))).unwrap_or_default();
+                let otherwise = match &c.otherwise {
+                    Some(e) => format!(
+                        "\n{pad}  when {}\n{pad}  else {}",
+                        self.expr(&e.when, level + 1),
+                        self.expr(&e.value, level + 1)
+                    ),
+                    None => String::new(),
+                };
                 format!(
-                    "conv {} = {} * {}{bias} (pad {}, {}): {}\n{}  reference {}",
+                    "conv {} = {} * {}{bias} (pad {}, {}): {}\n{}  reference {}{otherwise}",
                     self.var(c.out),
                     self.var(c.x),
                     self.var(c.k),
-                    c.pad.0,
-                    c.pad.1,
+                    self.dim(&c.pad.0),
+                    self.dim(&c.pad.1),
                     c.elem.name(),
                     pad,
                     self.tensor(&c.reference, level + 1)

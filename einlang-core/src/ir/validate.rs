@@ -460,6 +460,15 @@ impl<'a> Checker<'a> {
         if c.reference.var != c.out || !(3..=4).contains(&rank) {
             self.err("conv whose reference loop nest defines another tensor".to_string());
         }
+        self.check_dim(&c.pad.0);
+        self.check_dim(&c.pad.1);
+        if let Some(e) = &c.otherwise {
+            self.check_expr(&e.when);
+            self.check_expr(&e.value);
+            if e.when.ty != Repr::Scalar(ScalarKind::Bool) || e.value.ty != Repr::Tensor(c.elem, rank) {
+                self.err("conv whose run-time branch has the wrong types".to_string());
+            }
+        }
         self.check_tensor(&c.reference);
     }
 

@@ -113,7 +113,13 @@ pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&def.body),
         Stmt::Gemm(g) => f(&g.reference.body),
-        Stmt::Conv(c) => f(&c.reference.body),
+        Stmt::Conv(c) => {
+            f(&c.reference.body);
+            if let Some(e) = &c.otherwise {
+                f(&e.when);
+                f(&e.value);
+            }
+        }
         Stmt::Recurrence(r) => r.clauses.iter().for_each(|c| {
             c.prelude.iter().for_each(|s| for_each_stmt_expr(s, f));
             f(&c.body)
@@ -147,7 +153,13 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&mut def.body),
         Stmt::Gemm(g) => f(&mut g.reference.body),
-        Stmt::Conv(c) => f(&mut c.reference.body),
+        Stmt::Conv(c) => {
+            f(&mut c.reference.body);
+            if let Some(e) = &mut c.otherwise {
+                f(&mut e.when);
+                f(&mut e.value);
+            }
+        }
         Stmt::Recurrence(r) => r.clauses.iter_mut().for_each(|c| {
             c.prelude.iter_mut().for_each(|s| for_each_stmt_expr_mut(s, f));
             f(&mut c.body)
@@ -480,7 +492,13 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
             f(c.x);
             f(c.k);
             c.bias.into_iter().for_each(&mut *f);
+            dim(&c.pad.0, f);
+            dim(&c.pad.1, f);
             visit_stmt_var_uses(&Stmt::Tensor(c.reference.clone()), f);
+            if let Some(e) = &c.otherwise {
+                visit_var_uses(&e.when, f);
+                visit_var_uses(&e.value, f);
+            }
         }
         Stmt::Sweep(w) => {
             dim(&w.steps, f);

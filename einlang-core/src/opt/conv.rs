@@ -15,7 +15,8 @@
 //! in any order of the loops and of the factors, with
 //! - the loops from 0 over exactly `k`'s extents (`c` also over `x`'s
 //!   channels), `y`'s first two extents those of `x`'s images and `k`'s
-//!   filters, `top` and `left` non-negative constants;
+//!   filters, `top` and `left` non-negative constants (or run-time values,
+//!   below);
 //! - `x` (without `n` for a single image) and `k` parameters or
 //!   definitions of the same statement list, of the definition's rank and
 //!   rank 4; the read of `k` unchecked (proven in bounds);
@@ -32,19 +33,29 @@
 //! defined by the `Conv`, and the definition reads it (an activation stays
 //! an elementwise pass, which later passes may fuse).
 //!
-//! Strides, dilations, groups (the channel computed from the filter),
-//! channels-last layouts, other output orders, integer and half types,
-//! `f64` and both gradients are left to `pack`.
+//! A read `x[n, c, i * sh + r * dh - ph, j * sw + s * dw - pw]` whose
+//! strides, dilations or pads are run-time values (`std::ml::conv2d`
+//! writes them so), with guards whose upper bounds may be run-time values
+//! too, is the convolution where at run time the strides and dilations are
+//! 1, the pads non-negative and the bounds `x`'s extents: the `Conv` then
+//! has a run-time branch (`Conv::otherwise`) holding that condition and the
+//! definition as written over fresh variables, which `pack` makes its
+//! product like any other. `SameExtent` checks before the definition count
+//! as equalities of extents.
+//!
+//! Literal strides and dilations other than 1, groups (the channel
+//! computed from the filter), channels-last layouts, other output orders,
+//! integer and half types, `f64` and both gradients are left to `pack`.
 
 use std::collections::{HashMap, HashSet};
 
 use super::gemm::{first_sum, recost, rename, replace_at, sum_factors};
-use crate::base::dim::Dim;
+use crate::base::dim::{Dim, DimVar, Truth};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
-use crate::ir::affine::{index_dim, Affine};
+use crate::ir::affine::index_dim;
 use crate::ir::visit;
-use crate::ir::{Axis, Conv, Expr, ExprKind, Function, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
+use crate::ir::{Axis, Conv, ConvElse, Expr, ExprKind, Function, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Rewrites every qualifying definition of `f`, wherever it is.
 pub fn run(f: &mut Function) {
@@ -55,7 +66,8 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
     let mut i = 0;
     while i < list.len() {
         let found = match &list[i] {
-            Stmt::Tensor(def) => find(f, list, def),
+            // The statements before it: their checks hold at the definition.
+            Stmt::Tensor(def) => find(f, &list[..i], def),
             _ => None,
         };
         if let Some(m) = found {
@@ -63,16 +75,22 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
                 unreachable!("the statement was matched as a tensor definition")
             };
             if let Some(bias) = m.whole {
-                let conv = Conv { out: def.var, elem: def.elem, x: m.x, k: m.k, bias, pad: m.pad, reference: def };
+                let otherwise = branch(f, &def, &m.when);
+                let (x, k, pad) = (m.x, m.k, m.pad);
+                let conv = Conv { out: def.var, elem: def.elem, x, k, bias, pad, reference: def, otherwise };
                 list[i] = Stmt::Conv(conv);
             } else {
-                let conv = hoist(f, &mut def, &m);
+                let mut conv = hoist(f, &mut def, &m);
+                conv.otherwise = branch(f, &conv.reference, &m.when);
                 list[i] = Stmt::Tensor(def);
                 list.insert(i, Stmt::Conv(conv));
                 i += 1;
             }
         }
-        visit::for_each_stmt_expr_mut(&mut list[i], &mut |e| super::in_blocks(f, e, stmts));
+        // A convolution's branch keeps the definition as written.
+        if !matches!(list[i], Stmt::Conv(_)) {
+            visit::for_each_stmt_expr_mut(&mut list[i], &mut |e| super::in_blocks(f, e, stmts));
+        }
         i += 1;
     }
 }
@@ -83,7 +101,10 @@ struct Match {
     path: Vec<usize>,
     x: VarId,
     k: VarId,
-    pad: (u64, u64),
+    pad: (Dim, Dim),
+    /// What must hold at run time for the sum to be the convolution (every
+    /// term true): empty when it always is.
+    when: Vec<Expr>,
     /// `Some(bias)` when the whole definition is the sum (plus the bias).
     whole: Option<Option<VarId>>,
 }
@@ -109,9 +130,8 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
         }
         _ => (HashMap::new(), &def.body, Vec::new()),
     };
-    let (x, k, pad, path) =
-        first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, &outer, sum).map(|m| (m, path.to_vec())))
-            .map(|((x, k, pad), path)| (x, k, pad, path))?;
+    let ((x, k, pad, when), path) =
+        first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, &outer, sum).map(|m| (m, path.to_vec())))?;
     let rest = path.strip_prefix(prefix.as_slice())?;
     let whole = if rest.is_empty() {
         Some(None)
@@ -124,7 +144,7 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
     if whole.is_none() && !outer.is_empty() {
         return None;
     }
-    Some(Match { path, x, k, pad, whole })
+    Some(Match { path, x, k, pad, when, whole })
 }
 
 /// The tensor of `e` when it is `b[o]`, an unchecked read of a rank-1
@@ -142,8 +162,10 @@ fn bias_read(f: &Function, e: &Expr, o: VarId) -> Option<VarId> {
     }
 }
 
-/// `(x, k, (top, left))` when `sum` is the convolution of the module's
-/// pattern for the definition's axes `[n, o, i, j]` or `[o, i, j]`.
+/// `(x, k, (top, left), when)` when `sum` is the convolution of the
+/// module's pattern for the definition's axes `[n, o, i, j]` or `[o, i, j]`
+/// wherever `when` holds at run time (the conditions on run-time strides,
+/// dilations, pads and bounds that the pattern needs).
 fn conv_sum<'a>(
     f: &Function,
     list: &[Stmt],
@@ -151,7 +173,7 @@ fn conv_sum<'a>(
     axes: &[VarId],
     outer: &HashMap<VarId, &'a Expr>,
     sum: &'a Expr,
-) -> Option<(VarId, VarId, (u64, u64))> {
+) -> Option<(VarId, VarId, (Dim, Dim), Vec<Expr>)> {
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
     if loops.len() != 3 || loops.iter().any(|l| l.start.as_constant() != Some(0)) {
         return None;
@@ -200,15 +222,36 @@ fn conv_sum<'a>(
             _ => index_dim(e),
         }
     };
-    let shift = |e: &Expr, a: VarId, b: VarId| -> Option<u64> {
+    // What must hold at run time.
+    let mut when = Vec::new();
+    // The variables bound here, which a stride, dilation or pad may not
+    // mention.
+    let bound: HashSet<VarId> = axes.iter().chain(&loop_vars).chain(binds.keys()).copied().collect();
+    let free = |d: &Dim| d.vars().iter().all(|v| !bound.contains(&VarId(v.0)));
+    // An index `a * stride + b * dilation - pad`: the stride and the
+    // dilation 1, the pad not negative (at run time where they are not
+    // constants).
+    let mut shift = |e: &Expr, a: VarId, b: VarId| -> Option<Dim> {
         let d = resolve(e)?;
-        let aff = Affine::of(&dim_expr(&d), &|v| v == a || v == b)?;
-        let mut terms = aff.terms.clone();
-        terms.sort_by_key(|(v, _)| v.0);
-        let mut want = vec![(a, 1), (b, 1)];
-        want.sort_by_key(|(v, _)| v.0);
-        let rest = aff.rest.as_constant()?;
-        (terms == want && rest <= 0).then(|| rest.unsigned_abs())
+        let (stride, rest) = linear(&d, a)?;
+        let (dilation, rest) = linear(&rest, b)?;
+        let pad = rest.neg();
+        if !free(&stride) || !free(&dilation) || !free(&pad) {
+            return None;
+        }
+        for step in [stride, dilation] {
+            match step.as_constant() {
+                Some(1) => {}
+                Some(_) => return None,
+                None => when.push(compare(BinOp::Eq, &step, &Dim::one())),
+            }
+        }
+        match pad.as_constant() {
+            Some(p) if p >= 0 => {}
+            Some(_) => return None,
+            None => when.push(compare(BinOp::Ge, &pad, &Dim::zero())),
+        }
+        Some(pad)
     };
     let pad = (shift(&xi[lead + 1], i, r)?, shift(&xi[lead + 2], j, s)?);
     // Extents: the loops over all of `k`, `c` over `x`'s channels too, the
@@ -226,7 +269,7 @@ fn conv_sum<'a>(
         return None;
     }
     let same = |a: Option<Dim>, b: Option<Dim>| match (a, b) {
-        (Some(a), Some(b)) => super::same_extent(list, &a, &b),
+        (Some(a), Some(b)) => super::same_extent(list, &a, &b) || checked_same(list, &a, &b),
         _ => false,
     };
     let extents_ok = same(end(c), xext(lead))
@@ -239,7 +282,9 @@ fn conv_sum<'a>(
         return None;
     }
     if guards.is_empty() {
-        return (!x_checked).then_some((*x, k, pad));
+        // Without guards a run-time branch would not be equivalent: the
+        // definition's reads are checked, the kernel's are not.
+        return (!x_checked && when.is_empty()).then_some((*x, k, pad, when));
     }
     // Exactly the four bounds of the two spatial reads.
     if guards.len() != 4 {
@@ -259,14 +304,76 @@ fn conv_sum<'a>(
         };
         let ok = match &bound {
             Bound::Lower(0) => seen.insert((which, 0)),
-            Bound::Upper(b) => super::same_extent(list, b, if which == 0 { &h } else { &w }) && seen.insert((which, 1)),
+            Bound::Upper(b) => {
+                // The image's extent, or (when not known to be) checked at
+                // run time.
+                let extent = if which == 0 { &h } else { &w };
+                if !super::same_extent(list, b, extent) {
+                    if !free(b) || b.prove_eq(extent) == Truth::False {
+                        return None;
+                    }
+                    when.push(compare(BinOp::Eq, b, extent));
+                }
+                seen.insert((which, 1))
+            }
             Bound::Lower(_) => false,
         };
         if !ok {
             return None;
         }
     }
-    (seen.len() == 4).then_some((*x, k, pad))
+    (seen.len() == 4).then_some((*x, k, pad, when))
+}
+
+/// Whether a statement of `list` checked that `a` and `b` agree (a
+/// `SameExtent`, which stops the function where they do not).
+fn checked_same(list: &[Stmt], a: &Dim, b: &Dim) -> bool {
+    list.iter().any(|s| matches!(s, Stmt::SameExtent { a: x, b: y, .. } if (x == a && y == b) || (x == b && y == a)))
+}
+
+/// `d` as `v * a + b` with `a` and `b` free of `v`.
+fn linear(d: &Dim, v: VarId) -> Option<(Dim, Dim)> {
+    let dv = DimVar(v.0);
+    let b = d.substitute(&|x| (x == dv).then(Dim::zero));
+    let a = d.substitute(&|x| (x == dv).then(Dim::one)).sub(&b);
+    (!a.vars().contains(&dv) && Dim::var(dv).mul(&a).add(&b) == *d).then_some((a, b))
+}
+
+/// The `bool` expression `a op b` of two dimensions.
+fn compare(op: BinOp, a: &Dim, b: &Dim) -> Expr {
+    Expr {
+        kind: ExprKind::Binary(op, Box::new(dim_expr(a)), Box::new(dim_expr(b))),
+        ty: Repr::Scalar(ScalarKind::Bool),
+    }
+}
+
+/// The run-time branch of a convolution defined by `reference` that is one
+/// where every condition of `when` holds: `None` when it always is (or
+/// when the definition binds variables in a form that cannot be copied).
+fn branch(f: &mut Function, reference: &TensorDef, when: &[Expr]) -> Option<Box<ConvElse>> {
+    let (first, rest) = when.split_first()?;
+    let cond = rest.iter().fold(first.clone(), |acc, c| Expr {
+        kind: ExprKind::Binary(BinOp::And, Box::new(acc), Box::new(c.clone())),
+        ty: Repr::Scalar(ScalarKind::Bool),
+    });
+    // The definition over fresh variables.
+    let mut def = reference.clone();
+    let mut defined = def.axes.iter().map(|a| a.index).collect::<Vec<_>>();
+    visit::defined_in(&def.body, &mut defined);
+    let mut map = HashMap::new();
+    for v in defined.into_iter().chain([def.var]) {
+        let info = f.var(v).clone();
+        map.insert(v, f.add_var(&info.source_name, info.ty));
+    }
+    super::split::rename(&mut def.body, &map)?;
+    def.var = map[&def.var];
+    for a in &mut def.axes {
+        a.index = map[&a.index];
+    }
+    let ty = Repr::Tensor(def.elem, def.axes.len());
+    let result = Expr { kind: ExprKind::Var(def.var), ty: ty.clone() };
+    let value = Expr { kind: ExprKind::Block { stmts: vec![Stmt::Tensor(def)], result: Box::new(result) }, ty };
+    Some(Box::new(ConvElse { when: cond, value }))
 }
 
 /// A guard's bound on an index.
@@ -343,7 +450,7 @@ fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
     rename(&mut sum, &renamed);
     recost(def);
     let reference = TensorDef::new(tmp, def.elem, ref_axes, sum);
-    Conv { out: tmp, elem: def.elem, x: m.x, k: m.k, bias: None, pad: m.pad, reference }
+    Conv { out: tmp, elem: def.elem, x: m.x, k: m.k, bias: None, pad: m.pad.clone(), reference, otherwise: None }
 }
 
 #[cfg(test)]
@@ -433,6 +540,30 @@ mod tests {
             }",
         );
         assert!(out.contains("conv y_conv = x * k (pad 0, 0): f32"), "{out}");
+    }
+
+    /// `std::ml::conv2d` writes its strides, pads and dilations as run-time
+    /// values: the kernel runs where they are 1, non-negative and 1 and the
+    /// guards' bounds are the image's, and the branch for the other values
+    /// keeps the definition, which `pack` then makes a product.
+    #[test]
+    fn run_time_strides_branch_to_the_packed_product() {
+        let p = crate::test_support::lowered(
+            "pub fn f(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O], s: i64, p: i64, d: i64) -> [f32; N, O, ?, ?] {
+                std::ml::conv2d(x, k, b, s, s, p, p, d, d)
+            }",
+        );
+        let p = crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}"));
+        let out = ir::pretty::pretty_program(&p);
+        let conv = out.find("conv y = x * k + bias (pad ph, pw): f32").unwrap_or_else(|| panic!("{out}"));
+        let rest = &out[conv..];
+        let when = rest.find("when ").unwrap_or_else(|| panic!("{out}"));
+        let cond = &rest[when..rest[when..].find('\n').map_or(rest.len(), |e| when + e)];
+        for part in ["sh == 1", "sw == 1", "dh == 1", "dw == 1", "ph >= 0", "pw >= 0", "h == X2", "w == X3"] {
+            assert!(cond.contains(part), "{part} in {cond}");
+        }
+        let els = &rest[rest.find("else ").unwrap_or_else(|| panic!("{out}"))..];
+        assert!(els.contains("gemm "), "{out}");
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn __conv2d_body(
             x.view().insert_axis(__nd::Axis(0)),
             w.view(),
             ::core::option::Option::Some(b.view()),
-            (0u64 as usize, 0u64 as usize),
+            (0, 0),
             false,
             __out_y.view_mut().insert_axis(__nd::Axis(0)),
         )?;

@@ -530,7 +530,7 @@ impl<'a> FnCx<'a> {
                 Stmt::Tensor(def) => def.var == v,
                 Stmt::Rows(rows) => rows.def.var == v,
                 Stmt::Gemm(g) => g.out == v && g.batch.is_none(),
-                Stmt::Conv(c) => c.out == v && c.reference.axes.len() == 4,
+                Stmt::Conv(c) => c.out == v && c.reference.axes.len() == 4 && c.otherwise.is_none(),
                 _ => false,
             });
             if defined_here && self.uses.get(&v) == Some(&1) && !self.outs.contains_key(&v) {

@@ -25,6 +25,8 @@
 //! rank-1 tensor is handed out in blocks of consecutive elements instead;
 //! rank 0 is a single value (`arr0`).
 
+use std::collections::HashSet;
+
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
@@ -89,7 +91,21 @@ impl FnCx<'_> {
             None => quote!(::core::option::Option::None),
         };
         let lens = c.reference.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
-        let (top, left) = (proc_macro2::Literal::u64_suffixed(c.pad.0), proc_macro2::Literal::u64_suffixed(c.pad.1));
+        // A pad is a constant, or an `i64` that `otherwise.when` checks is
+        // not negative before the kernel runs.
+        let pad = |d: &crate::base::dim::Dim| -> Result<TokenStream, Bug> {
+            match d.as_constant().and_then(|p| usize::try_from(p).ok()) {
+                Some(p) => {
+                    let p = types::usize_lit(p);
+                    Ok(quote!(#p))
+                }
+                None => {
+                    let d = self.dim(d)?;
+                    Ok(quote!((#d) as usize))
+                }
+            }
+        };
+        let (top, left) = (pad(&c.pad.0)?, pad(&c.pad.1)?);
         let tensor = self.tensor_name(c.out);
         let array = types::array(c.elem, Some(rank), &nd);
         let elem = types::scalar(c.elem);
@@ -100,20 +116,41 @@ impl FnCx<'_> {
         } else {
             (quote!(#x.view()), quote!(#y.view_mut()))
         };
+        // The definition as written where it is not the convolution at
+        // run time (its strides, dilations or pads).
+        let otherwise = match &c.otherwise {
+            Some(e) => {
+                let when = self.expr(&e.when)?.tokens;
+                let value = self.owned(&e.value, &HashSet::new())?.tokens;
+                Some((when, value))
+            }
+            None => None,
+        };
         self.repr.insert(c.out, Ownership::Owned);
         self.standard.insert(c.out);
+        if let Some((when, value)) = otherwise {
+            return Ok(quote! {
+                let #out: #array = if #when {
+                    let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
+                    #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top, #left), false, #yv)?;
+                    #y
+                } else {
+                    #value
+                };
+            });
+        }
         if let (4, Some(dest)) = (rank, self.outs.get(&c.out)) {
             // The caller's buffer, of any strides (`NAME_into`).
             return Ok(quote! {
                 let #out: #array = #rt::dest::conv_into(
-                    #fname, #tensor, #xv, #k.view(), #bias, (#top as usize, #left as usize), [#(#lens),*], &mut *#dest,
+                    #fname, #tensor, #xv, #k.view(), #bias, (#top, #left), [#(#lens),*], &mut *#dest,
                 )?;
             });
         }
         Ok(quote! {
             let #out: #array = {
                 let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-                #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top as usize, #left as usize), false, #yv)?;
+                #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top, #left), false, #yv)?;
                 #y
             };
         })
