@@ -119,11 +119,6 @@ pub fn factorial<T: Int>(function: &str, n: T) -> Result<T, Error> {
 /// below compares with `f64::exp` over the whole domain).
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
-    const ROUND: f32 = 12_582_912.0;
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
     // Below -104 the result rounds to 0, above 89 it is infinite.
     let c = if x < -104.0 {
         -104.0
@@ -132,17 +127,7 @@ pub fn exp_f32(x: f32) -> f32 {
     } else {
         x
     };
-    let shifted = c * LOG2E + ROUND;
-    let n = shifted - ROUND;
-    let ni = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
-    let r = c - n * LN2_HI - n * LN2_LO;
-    let mut p = 1.987_569_2e-4f32;
-    p = p * r + 1.398_2e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
-    let er = p * r * r + r + 1.0;
+    let (er, ni) = exp_reduced_f32(c);
     // 2^n as 2^a * 2^b, both normal for n in [-151, 129].
     let a = ni >> 1;
     let b = ni - a;
@@ -154,6 +139,30 @@ pub fn exp_f32(x: f32) -> f32 {
     } else {
         y
     }
+}
+
+/// `e^c = er 2^n` as `(er, n)`, for `c` in `[-104, 89]`: the reduction
+/// `c = n ln 2 + r` (`ln 2` in two parts, so that `n ln 2` is exact) and
+/// the degree-6 polynomial for `e^r` of [`exp_f32`], which
+/// `vmath::exp_neg_f32` shares so that the two give the same bits.
+#[inline(always)]
+pub(crate) fn exp_reduced_f32(c: f32) -> (f32, i32) {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
+    const ROUND: f32 = 12_582_912.0;
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let shifted = c * LOG2E + ROUND;
+    let n = shifted - ROUND;
+    let ni = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
+    let r = c - n * LN2_HI - n * LN2_LO;
+    let mut p = 1.987_569_2e-4f32;
+    p = p * r + 1.398_2e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 5.000_000_1e-1;
+    (p * r * r + r + 1.0, ni)
 }
 
 /// The error function, from `libm` (Rust's std has none). Generated code

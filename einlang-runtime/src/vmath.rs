@@ -264,17 +264,7 @@ pub fn sigmoid_f32(x: f32) -> f32 {
 /// `erf_f32`'s argument never needs: a tenth less work for it.
 #[inline(always)]
 fn exp_neg_f32(v: f32) -> f32 {
-    let shifted = v * LOG2E_F32 + MAGIC_F32;
-    let n = shifted - MAGIC_F32;
-    let ni = (shifted.to_bits() as i32).wrapping_sub(MAGIC_F32.to_bits() as i32);
-    let r = v - n * LN2_HI_F32 - n * LN2_LO_F32;
-    let mut p = 1.987_569_2e-4f32;
-    p = p * r + 1.398_2e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
-    let er = p * r * r + r + 1.0;
+    let (er, ni) = crate::arith::exp_reduced_f32(v);
     er * pow2i_f32(ni)
 }
 

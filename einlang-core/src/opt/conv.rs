@@ -49,13 +49,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::gemm::{first_sum, recost, rename, replace_at, sum_factors};
+use super::gemm::{first_sum, hoist_part, sum_factors};
 use crate::base::dim::{Dim, DimVar, Truth};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::affine::index_dim;
 use crate::ir::visit;
-use crate::ir::{Axis, Conv, ConvElse, Expr, ExprKind, Function, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
+use crate::ir::{Conv, ConvElse, Expr, ExprKind, Function, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Rewrites every qualifying definition of `f`, wherever it is.
 pub fn run(f: &mut Function) {
@@ -433,23 +433,7 @@ fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> 
 /// Moves the sum out of `def` into a temporary defined by the returned
 /// convolution; `def` reads the temporary at its point.
 fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
-    let i64_ty = Repr::Scalar(ScalarKind::I64);
-    let name = format!("{}_conv", f.var(def.var).source_name);
-    let tmp = f.add_var(&name, Repr::Tensor(def.elem, def.axes.len()));
-    let mut renamed = HashMap::new();
-    let mut ref_axes = Vec::new();
-    for a in &def.axes {
-        let source = f.var(a.index).source_name.clone();
-        let v = f.add_var(&source, i64_ty.clone());
-        renamed.insert(a.index, v);
-        ref_axes.push(Axis { index: v, start: Dim::zero(), extent: a.extent.clone() });
-    }
-    let indices = def.axes.iter().map(|a| Expr { kind: ExprKind::Var(a.index), ty: i64_ty.clone() }).collect();
-    let read = Expr { kind: ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Repr::Scalar(def.elem) };
-    let mut sum = replace_at(&mut def.body, &m.path, &mut Some(read)).unwrap_or_else(Expr::unit);
-    rename(&mut sum, &renamed);
-    recost(def);
-    let reference = TensorDef::new(tmp, def.elem, ref_axes, sum);
+    let (tmp, reference) = hoist_part(f, def, &m.path, def.elem, "conv");
     Conv { out: tmp, elem: def.elem, x: m.x, k: m.k, bias: None, pad: m.pad.clone(), reference, otherwise: None }
 }
 

@@ -192,9 +192,25 @@ fn product(f: &Function, e: &Expr, axes: &[VarId], inside: &HashSet<VarId>, path
 /// Moves the product out of `def` into a temporary of its own and returns
 /// the GEMM that defines it; `def` reads the temporary at its point.
 pub(super) fn hoist(f: &mut Function, def: &mut TensorDef, p: &Product) -> Gemm {
+    let (tmp, reference) = hoist_part(f, def, &p.path, p.elem, "mm");
+    gemm(p, tmp, reference)
+}
+
+/// Moves the part of `def`'s body at `path` into a new tensor
+/// `{name}_{suffix}` of element `elem` over `def`'s axes, which `def` now
+/// reads at its point; returns the tensor and its definition by the moved
+/// part (over index variables of its own), the reference loop nest of the
+/// operation that will define it.
+pub(super) fn hoist_part(
+    f: &mut Function,
+    def: &mut TensorDef,
+    path: &[usize],
+    elem: ScalarKind,
+    suffix: &str,
+) -> (VarId, TensorDef) {
     let i64_ty = Repr::Scalar(ScalarKind::I64);
-    let name = format!("{}_mm", f.var(def.var).source_name);
-    let tmp = f.add_var(&name, Repr::Tensor(p.elem, def.axes.len()));
+    let name = format!("{}_{suffix}", f.var(def.var).source_name);
+    let tmp = f.add_var(&name, Repr::Tensor(elem, def.axes.len()));
     // The reference loop nest gets index variables of its own.
     let mut renamed = HashMap::new();
     let mut ref_axes = Vec::new();
@@ -205,12 +221,11 @@ pub(super) fn hoist(f: &mut Function, def: &mut TensorDef, p: &Product) -> Gemm 
         ref_axes.push(Axis { index: v, start: Dim::zero(), extent: a.extent.clone() });
     }
     let indices = def.axes.iter().map(|a| Expr { kind: ExprKind::Var(a.index), ty: i64_ty.clone() }).collect();
-    let read = Expr { kind: ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Repr::Scalar(p.elem) };
-    let mut sum = replace_at(&mut def.body, &p.path, &mut Some(read)).unwrap_or_else(|| Expr::unit());
+    let read = Expr { kind: ExprKind::Read { tensor: tmp, indices, checked: false }, ty: Repr::Scalar(elem) };
+    let mut sum = replace_at(&mut def.body, path, &mut Some(read)).unwrap_or_else(Expr::unit);
     rename(&mut sum, &renamed);
     recost(def);
-    let reference = TensorDef::new(tmp, p.elem, ref_axes, sum);
-    gemm(p, tmp, reference)
+    (tmp, TensorDef::new(tmp, elem, ref_axes, sum))
 }
 
 /// The GEMM of `p` defining `out`, over the axes of its reference.
