@@ -128,16 +128,14 @@ impl FnCx<'_> {
         };
         self.repr.insert(c.out, Ownership::Owned);
         self.standard.insert(c.out);
+        // The kernel into a fresh array.
+        let fresh = quote! {{
+            let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
+            #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top, #left), false, #yv)?;
+            #y
+        }};
         if let Some((when, value)) = otherwise {
-            return Ok(quote! {
-                let #out: #array = if #when {
-                    let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-                    #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top, #left), false, #yv)?;
-                    #y
-                } else {
-                    #value
-                };
-            });
+            return Ok(quote!(let #out: #array = if #when #fresh else { #value };));
         }
         if let (4, Some(dest)) = (rank, self.outs.get(&c.out)) {
             // The caller's buffer, of any strides (`NAME_into`).
@@ -147,13 +145,7 @@ impl FnCx<'_> {
                 )?;
             });
         }
-        Ok(quote! {
-            let #out: #array = {
-                let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-                #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top, #left), false, #yv)?;
-                #y
-            };
-        })
+        Ok(quote!(let #out: #array = #fresh;))
     }
 
     /// A product's extents and its operands as permuted views.
