@@ -292,21 +292,32 @@ pub enum Comm {
     /// reads stay inside the block, computed while the rows travel). A
     /// back end may complete the exchange at once.
     HaloStart { tensor: VarId, time: usize, step: Expr, axis: usize, lo: u64, hi: u64 },
-    /// The halo exchange of `tensor` that the last [`Comm::HaloStart`]
-    /// started is complete: its halos hold the neighbours' rows.
+    /// The halo exchange of `tensor` that the last [`Comm::HaloStart`] (or
+    /// [`Comm::ExtendStart`] defining it) started is complete: its halos
+    /// hold the neighbours' rows.
     HaloWait { tensor: VarId },
     /// `out` is the sharded tensor `input` (of elements `elem`) with `lo`
     /// rows of the previous rank's block before its own block along
     /// `axis`, and `hi` rows of the next rank's after it (for a definition
     /// that reads `input` at constant offsets along the sharded axis).
     Extend { out: VarId, input: VarId, axis: usize, lo: u64, hi: u64, elem: ScalarKind },
+    /// [`Comm::Extend`] in two parts: `out` holds `input`'s block at once
+    /// and its halo rows once the [`Comm::HaloWait`] of `out` that follows
+    /// has run; the statements in between read only the block's rows of
+    /// `out` (`opt::shard` puts there a definition's rows whose reads stay
+    /// inside the block, computed while the rows travel). A back end may
+    /// complete the exchange at once.
+    ExtendStart { out: VarId, input: VarId, axis: usize, lo: u64, hi: u64, elem: ScalarKind },
 }
 
 impl Comm {
     /// The variable it defines, if any.
     pub fn defines(&self) -> Option<VarId> {
         match self {
-            Comm::AllReduce { out, .. } | Comm::AllReduceArg { out, .. } | Comm::Extend { out, .. } => Some(*out),
+            Comm::AllReduce { out, .. }
+            | Comm::AllReduceArg { out, .. }
+            | Comm::Extend { out, .. }
+            | Comm::ExtendStart { out, .. } => Some(*out),
             Comm::HaloStart { .. } | Comm::HaloWait { .. } => None,
         }
     }
@@ -314,7 +325,9 @@ impl Comm {
     /// The variables it reads (besides those of a `HaloStart`'s step).
     pub fn reads(&self) -> Vec<VarId> {
         match self {
-            Comm::AllReduce { input, .. } | Comm::Extend { input, .. } => vec![*input],
+            Comm::AllReduce { input, .. } | Comm::Extend { input, .. } | Comm::ExtendStart { input, .. } => {
+                vec![*input]
+            }
             Comm::AllReduceArg { best, index, skip, .. } => vec![*best, *index, *skip],
             Comm::HaloStart { tensor, .. } | Comm::HaloWait { tensor } => vec![*tensor],
         }

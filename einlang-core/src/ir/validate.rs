@@ -325,7 +325,12 @@ impl<'a> Checker<'a> {
                 }
                 let Some(out) = c.defines() else { return };
                 let expected = match (c, first) {
-                    (crate::ir::Comm::AllReduce { .. } | crate::ir::Comm::Extend { .. }, Some(ty)) => Some(ty),
+                    (
+                        crate::ir::Comm::AllReduce { .. }
+                        | crate::ir::Comm::Extend { .. }
+                        | crate::ir::Comm::ExtendStart { .. },
+                        Some(ty),
+                    ) => Some(ty),
                     (crate::ir::Comm::AllReduceArg { .. }, Some(Repr::Scalar(_))) => {
                         Some(Repr::Scalar(ScalarKind::I64))
                     }

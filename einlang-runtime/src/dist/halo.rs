@@ -423,6 +423,45 @@ impl HaloExchange {
     }
 }
 
+impl HaloExchange {
+    /// Waits until the exchange [`extend_start`] posted is complete, then
+    /// copies the received rows into the halo rows of `out` (the copy it
+    /// returned). Sends nothing and agrees on nothing. A second call
+    /// finds nothing left to do.
+    pub fn complete<T: Elem, D: ndarray::Dimension>(
+        &mut self,
+        function: &str,
+        out: &mut ndarray::Array<T, D>,
+    ) -> Result<(), Error> {
+        use ndarray::{Axis, Slice};
+        #[cfg(feature = "mpi")]
+        if let Some(r) = self.requests.as_mut() {
+            r.wait(function)?;
+        }
+        let _ = function;
+        let axis = self.slab.2;
+        for (bytes, rows, before) in std::mem::take(&mut self.incoming) {
+            let at = if before {
+                rows.start + self.lo - self.first
+            } else {
+                self.lo + self.local + (rows.start - (self.first + self.local))
+            };
+            if axis >= out.ndim() || at + rows.len() > out.len_of(Axis(axis)) {
+                return Err(Error::Dist {
+                    message: format!("in `{function}`: a halo exchange of a tensor of another shape"),
+                });
+            }
+            let mut values = bytes.chunks(T::SIZE);
+            for o in out.slice_axis_mut(Axis(axis), Slice::from(at..at + rows.len())).iter_mut() {
+                if let Some(c) = values.next() {
+                    *o = T::get(c);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Whether a halo exchange runs while the interior rows are computed
 /// (the default); `EINLANG_HALO_OVERLAP=0` in the environment completes
 /// it in [`halo_start`] instead, as the blocking exchange did (to compare
@@ -507,19 +546,31 @@ pub unsafe fn halo_start<T: Elem + Default, const N: usize>(
         Ok((ex, plan))
     })();
     let (mut ex, plan) = world.agreed(function, prepared)?;
+    post(world, function, &plan, &mut ex)?;
+    Ok(ex)
+}
+
+/// Posts the messages of `plan` whose buffers `ex` holds (receives first,
+/// then sends, in the plan's order on every rank), counting the bytes
+/// sent; completes them at once unless the exchange overlaps
+/// ([`overlap`]).
+///
+/// # Safety
+/// The buffers stay where they are until the requests complete (`ex`
+/// owns them and waits for the requests when dropped).
+unsafe fn post(world: &World, function: &str, plan: &[Round], ex: &mut HaloExchange) -> Result<(), Error> {
     #[cfg(feature = "mpi")]
     if world.mpi.is_some() {
         let mut requests = mpi_world::Requests::new();
-        // Receives first, then sends, in the plan's order on every rank.
         let mut k = 0;
-        for round in &plan {
+        for round in plan {
             if let (Some(_), Some(src)) = (&round.recv, round.src) {
                 requests.receive(function, src, &mut ex.incoming[k].0)?;
                 k += 1;
             }
         }
         let mut k = 0;
-        for round in &plan {
+        for round in plan {
             if let (Some(_), Some(dest)) = (&round.send, round.dest) {
                 world.count(ex.outgoing[k].len());
                 requests.send(function, dest, &ex.outgoing[k])?;
@@ -530,8 +581,158 @@ pub unsafe fn halo_start<T: Elem + Default, const N: usize>(
             requests.wait(function)?;
         }
         ex.requests = Some(requests);
-        return Ok(ex);
+        return Ok(());
     }
-    let _ = (&plan, &mut ex);
+    let _ = (world, function, plan, ex);
     unreachable_world()
+}
+
+/// [`extend`] in two parts (generated code): the copy of `input` with
+/// room for `lo` rows before its block along `axis` and `hi` after it
+/// holds the block at once, and the exchange of the halo rows is posted;
+/// [`HaloExchange::complete`] waits for it and writes the rows received
+/// (zeros beyond the ends of the axis stay). In between, the rows of a
+/// definition that read no halo row are computed. The same messages as
+/// [`extend`] (the same bytes); every rank calls it, the copy and the
+/// buffers are allocated fallibly and the ranks agree on their status
+/// before any rank posts anything.
+#[allow(clippy::too_many_arguments)]
+pub fn extend_start<T: Elem + Default + Send, D: ndarray::Dimension>(
+    world: &World,
+    function: &str,
+    tensor: &str,
+    input: ndarray::ArrayView<'_, T, D>,
+    axis: usize,
+    lo: usize,
+    hi: usize,
+    holds: &[i64],
+) -> Result<(ndarray::Array<T, D>, HaloExchange), Error> {
+    use ndarray::{Axis, Slice};
+    let local = if axis < input.ndim() { input.len_of(Axis(axis)) } else { 0 };
+    let per_row: usize = if local > 0 { input.len() / local } else { 0 };
+    let alone = world.size() == 1 || (lo == 0 && hi == 0);
+    let me = world.rank();
+    let prepared = (|| -> Result<_, Error> {
+        if axis >= input.ndim() {
+            return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
+        }
+        let mut shape = input.raw_dim();
+        shape[axis] = local + lo + hi;
+        let mut out = crate::pool::zeros(function, tensor, shape, T::default())?;
+        out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
+        let mut ex = HaloExchange::none();
+        if alone {
+            return Ok((out, ex, Vec::new()));
+        }
+        if holds.len() != world.size() || holds.get(me).map(|&h| h.max(0) as usize) != Some(local) {
+            return Err(no_holds(function));
+        }
+        let (plan, start) = halo_plan(me, holds, lo, hi);
+        let bytes = |r: &Range<usize>| {
+            r.len().checked_mul(per_row).and_then(|n| n.checked_mul(T::SIZE)).filter(|&b| b <= i32::MAX as usize)
+        };
+        (ex.slab, ex.lo, ex.local, ex.first) = ((usize::MAX, 0, axis), lo, local, start[me]);
+        for round in &plan {
+            if let Some(r) = &round.send {
+                let mut msg = world.room(function, tensor, bytes(r))?;
+                let rows = Slice::from(r.start - start[me]..r.end - start[me]);
+                for v in input.slice_axis(Axis(axis), rows).iter() {
+                    v.put(&mut msg);
+                }
+                ex.outgoing.push(msg);
+            }
+            if let Some(r) = &round.recv {
+                let want = bytes(r);
+                let mut buf = world.room(function, tensor, want)?;
+                buf.resize(want.unwrap_or(0), 0);
+                ex.incoming.push((buf, r.clone(), round.up));
+            }
+        }
+        Ok((out, ex, plan))
+    })();
+    if alone {
+        return prepared.map(|(out, ex, _)| (out, ex));
+    }
+    let (out, mut ex, plan) = world.agreed(function, prepared)?;
+    // SAFETY: `ex` owns the buffers and is returned with the requests.
+    unsafe { post(world, function, &plan, &mut ex) }?;
+    Ok((out, ex))
+}
+
+/// Where the rows of a recurrence's slab lie in a row-major array of
+/// `shape` (generated device code, which packs and unpacks them in a
+/// kernel): the slab is position `at` of axis `fixed`, its rows run along
+/// `axis`. The other axes fall in three groups, the axes before both,
+/// between them and after both; a point of a row is `(a, b, c)` over the
+/// groups' extents `A`, `B`, `C` (in row-major order), at element
+/// `a * sA + b * sB + c + at * sF + row * sR`. Returns `[A, B, C, sA, sB,
+/// sF, sR]`; an error when the axes do not fit the shape.
+pub fn slab_geometry(function: &str, shape: &[usize], fixed: usize, axis: usize) -> Result<[i64; 7], Error> {
+    let n = shape.len();
+    if fixed >= n || axis >= n || fixed == axis {
+        return Err(Error::Dist { message: format!("in `{function}`: a halo exchange of a tensor of another shape") });
+    }
+    let (m, big) = (fixed.min(axis), fixed.max(axis));
+    let prod = |r: Range<usize>| shape[r].iter().product::<usize>() as i64;
+    Ok([
+        prod(0..m),
+        prod(m + 1..big),
+        prod(big + 1..n),
+        prod(m..n),
+        prod(big..n),
+        prod(fixed + 1..n),
+        prod(axis + 1..n),
+    ])
+}
+
+/// The halo exchange of a recurrence's step in device code, through host
+/// memory (generated code): `packed` holds this rank's first `first`
+/// block rows, then its last block rows (as many as make up `packed`), of
+/// `per_row` points each, copied from the device: exactly the rows the
+/// neighbours can want (the first `hi` rows go to the ranks before, the
+/// last `lo` to the ranks after, fewer in a thinner block). Returns the
+/// `lo` rows before this rank's block and the `hi` rows after it, from as
+/// many ranks as hold them (zeros beyond the ends of the axis), for the
+/// device's halos. The same messages as [`World::halo_rows`] (the same
+/// bytes); every rank calls it, and the ranks agree on their status
+/// (`prior`: the packing on the device; then the buffers, allocated
+/// fallibly) before any rank sends.
+#[allow(clippy::too_many_arguments)]
+pub fn halo_packed<T: Elem + Default>(
+    world: &World,
+    function: &str,
+    tensor: &str,
+    prior: Result<(), Error>,
+    packed: &[T],
+    first: usize,
+    (lo, hi, per_row): (usize, usize, usize),
+    holds: &[i64],
+) -> Result<(Vec<T>, Vec<T>), Error> {
+    let buffers = prior.and_then(|()| {
+        let before = world.filled(function, tensor, lo.saturating_mul(per_row), T::default())?;
+        let after = world.filled(function, tensor, hi.saturating_mul(per_row), T::default())?;
+        Ok((before, after))
+    });
+    let (mut before, mut after, status) = match buffers {
+        Ok((b, a)) => (b, a, Ok(())),
+        Err(e) => (Vec::new(), Vec::new(), Err(e)),
+    };
+    let local = holds.get(world.rank()).map_or(0, |&h| h.max(0) as usize);
+    let rows_held = if per_row > 0 { packed.len() / per_row } else { 0 };
+    let last = rows_held.saturating_sub(first);
+    // The packed row of block row `r`: the first rows, then the last.
+    let at = |r: usize| if r < first { Some(r) } else { (r + last).checked_sub(local).map(|k| first + k) };
+    let rows = |a: usize, b: usize, bytes: &mut Vec<u8>| {
+        for r in a..b {
+            let row = at(r).and_then(|k| packed.get(k * per_row..(k + 1) * per_row));
+            match row {
+                Some(row) => row.iter().for_each(|v| v.put(bytes)),
+                // Not among the rows packed (a bug in the caller): zeros,
+                // so that the messages keep their lengths.
+                None => (0..per_row).for_each(|_| T::default().put(bytes)),
+            }
+        }
+    };
+    world.halo_rows(function, tensor, status, holds, lo, hi, per_row, &rows, &mut before, &mut after)?;
+    Ok((before, after))
 }

@@ -1011,7 +1011,7 @@ fn decode_error(bytes: &[u8]) -> Option<Error> {
 mod mpi_world;
 
 mod halo;
-pub use halo::{extend, halo_start, overlap, HaloExchange};
+pub use halo::{extend, extend_start, halo_packed, halo_start, overlap, slab_geometry, HaloExchange};
 
 #[cfg(test)]
 mod tests {

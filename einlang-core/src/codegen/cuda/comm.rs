@@ -4,8 +4,10 @@
 //! (`einlang_runtime::cuda::nccl`), scalars (host values) and the entry's
 //! agreement through the `World` (MPI), a definition's halo rows through
 //! host memory, `argmax`/`argmin` over the sharded axis through host
-//! memory too (a value and an index per point). A recurrence's halo
-//! exchange is not built for the device: it is an error that says so.
+//! memory too (a value and an index per point), and a recurrence's halo
+//! rows at every step that reads them ([`HostCx::device_halo`]): exactly
+//! the rows the neighbours want, packed by a kernel, exchanged through
+//! host memory and unpacked into the halos by a kernel.
 
 use proc_macro2::{Literal as RustLit, TokenStream};
 use quote::quote;
@@ -29,10 +31,47 @@ fn combine(op: RedOp) -> Result<TokenStream, Failure> {
     })
 }
 
-/// The halo exchange of a recurrence's steps: not built for the device.
+/// A halo exchange outside a recurrence's clauses (or a two-part
+/// extension, which `opt::shard` makes for host functions only).
 fn halo_unsupported() -> Failure {
-    Failure::Unsupported(
-        "halo exchanges of a recurrence in a sharded function (shard a host function for stencils over time)".into(),
+    Failure::Bug("a halo exchange outside a recurrence's steps in device code".into())
+}
+
+/// The kernel that packs a recurrence's edge rows of one slab into a
+/// buffer (`__out`): the `__rows_a` rows from storage row `__first_a`,
+/// then the rows from `__first_b`, each row's points in the order of
+/// `dist::slab_geometry`.
+fn pack_kernel(t: &str) -> String {
+    format!(
+        "extern \"C\" __global__ void __KERNEL__({t}* __out, const {t}* __u, long long __n_rows, long long __rows_a, \
+         long long __first_a, long long __first_b, long long __A, long long __B, long long __C, long long __sA, \
+         long long __sB, long long __sR, long long __base, __ein_u64* __status) {{\n    \
+         const long long __per = __A * __B * __C;\n    const long long __n = __n_rows * __per;\n    \
+         for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+         __p += (long long)gridDim.x * blockDim.x) {{\n        \
+         const long long __k = __p / __per, __q = __p % __per;\n        \
+         const long long __r = __k < __rows_a ? __first_a + __k : __first_b + (__k - __rows_a);\n        \
+         const long long __a = __q / (__B * __C), __b = (__q / __C) % __B, __c = __q % __C;\n        \
+         __out[__p] = __u[__base + __a * __sA + __b * __sB + __r * __sR + __c];\n    }}\n}}\n"
+    )
+}
+
+/// The kernel that writes the rows received into a slab's halos: `__lo`
+/// rows before the block of `__local` rows (from `__before`), `__hi`
+/// after it (from `__after`).
+fn unpack_kernel(t: &str) -> String {
+    format!(
+        "extern \"C\" __global__ void __KERNEL__({t}* __out, const {t}* __before, const {t}* __after, long long __lo, \
+         long long __hi, long long __local, long long __A, long long __B, long long __C, long long __sA, \
+         long long __sB, long long __sR, long long __base, __ein_u64* __status) {{\n    \
+         const long long __per = __A * __B * __C;\n    const long long __n = (__lo + __hi) * __per;\n    \
+         for (long long __p = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p < __n; \
+         __p += (long long)gridDim.x * blockDim.x) {{\n        \
+         const long long __k = __p / __per, __q = __p % __per;\n        \
+         const long long __r = __k < __lo ? __k : __local + __k;\n        \
+         const {t} __v = __k < __lo ? __before[__k * __per + __q] : __after[(__k - __lo) * __per + __q];\n        \
+         const long long __a = __q / (__B * __C), __b = (__q / __C) % __B, __c = __q % __C;\n        \
+         __out[__base + __a * __sA + __b * __sB + __r * __sR + __c] = __v;\n    }}\n}}\n"
     )
 }
 
@@ -43,14 +82,6 @@ impl HostCx<'_> {
     /// rank's offset. A recurrence that exchanges halos in its steps is
     /// refused here, before its clauses are emitted.
     pub(super) fn shard_entry(&mut self, parts: &ShardParts) -> Result<TokenStream, Failure> {
-        let halo_in_steps = self.f.body.iter().any(|s| {
-            matches!(s, crate::ir::Stmt::Recurrence(r) if r.clauses.iter().any(|c| {
-                c.prelude.iter().any(|p| matches!(p, crate::ir::Stmt::Comm(Comm::HaloStart { .. } | Comm::HaloWait { .. })))
-            }))
-        });
-        if halo_in_steps {
-            return Err(halo_unsupported());
-        }
         let (rt, name) = (self.rt.clone(), self.fn_name.clone());
         let (global, local, offset) = (self.ident(parts.global)?, self.ident(parts.local)?, self.ident(parts.offset)?);
         let mut values = vec![quote!(#local)];
@@ -189,7 +220,107 @@ impl HostCx<'_> {
                     _ => Err(Failure::Bug("an argmax across ranks of a value that is not a scalar or tensor".into())),
                 }
             }
-            Comm::HaloStart { .. } | Comm::HaloWait { .. } => Err(halo_unsupported()),
+            Comm::HaloStart { .. } | Comm::HaloWait { .. } | Comm::ExtendStart { .. } => Err(halo_unsupported()),
         }
+    }
+
+    /// A statement of a clause's prelude in the recurrence `r` (stored in
+    /// `own`): the halo exchange of the step a [`Comm::HaloStart`] names,
+    /// completed there (a [`Comm::HaloWait`] then has nothing left to do).
+    /// The rows the neighbours can want (this rank's first `hi` and last
+    /// `lo` block rows of the slab) are packed on the device and copied to
+    /// the host, exchanged over the `World` (`dist::halo_packed`, which
+    /// agrees on the ranks' status first, the packing's included), then
+    /// copied to the device and written into the slab's halo rows.
+    pub(super) fn device_halo(
+        &mut self,
+        r: &crate::ir::Recurrence,
+        s: &crate::ir::Stmt,
+        own: &proc_macro2::Ident,
+    ) -> Result<TokenStream, Failure> {
+        let (tensor, time, step, axis, lo, hi) = match s {
+            crate::ir::Stmt::Comm(Comm::HaloWait { tensor }) if *tensor == r.var => return Ok(TokenStream::new()),
+            crate::ir::Stmt::Comm(Comm::HaloStart { tensor, time, step, axis, lo, hi }) if *tensor == r.var => {
+                (*tensor, *time, step, *axis, *lo as usize, *hi as usize)
+            }
+            _ => return Err(Failure::Bug("a recurrence clause with a prelude in device code".into())),
+        };
+        // The step, an earlier step of the sequential loop (`t - 1`).
+        let Some((v, c)) = crate::ir::affine::Affine::of(step, &|_| true).and_then(|a| a.var_plus_const()) else {
+            return Err(Failure::Bug("a halo exchange at a step that is not the loop's index plus a constant".into()));
+        };
+        let (v, c) = (self.ident(v)?, RustLit::i64_unsuffixed(c));
+        let slot = match &r.window {
+            Some(w) if w.axis == time => {
+                let mask = usize_lit(w.slots as usize - 1);
+                quote!((((#v + #c) as usize) & #mask))
+            }
+            _ => quote!(((#v + #c) as usize)),
+        };
+        let (rt, nd, dev, name) = (self.rt.clone(), self.nd.clone(), self.dev.clone(), self.fn_name.clone());
+        let tname = RustLit::string(&self.f.var(tensor).source_name);
+        let t = scalar_type(r.elem);
+        let ct = super::kernel::c_type(r.elem);
+        let (pack, _) = self.add_kernel(pack_kernel(ct), &[]);
+        let (unpack, _) = self.add_kernel(unpack_kernel(ct), &[]);
+        let check = self.check_status();
+        let (time, axis, lo_l, hi_l) = (usize_lit(time), usize_lit(axis), usize_lit(lo), usize_lit(hi));
+        let geo_args = quote! {
+            #rt::cuda::Arg::i64(__geo[0]), #rt::cuda::Arg::i64(__geo[1]), #rt::cuda::Arg::i64(__geo[2]),
+            #rt::cuda::Arg::i64(__geo[3]), #rt::cuda::Arg::i64(__geo[4]), #rt::cuda::Arg::i64(__geo[6]),
+            #rt::cuda::Arg::i64(__geo[5] * (#slot as i64)),
+        };
+        let pack_launch = self.launch(
+            &pack,
+            quote!(__rows * __per),
+            &quote::format_ident!("__send"),
+            vec![
+                quote!(#own.arg()),
+                quote!(#rt::cuda::Arg::i64(__rows as i64)),
+                quote!(#rt::cuda::Arg::i64(__first as i64)),
+                quote!(#rt::cuda::Arg::i64(#lo_l as i64)),
+                quote!(#rt::cuda::Arg::i64((#lo_l + __local - __last) as i64)),
+                geo_args.clone(),
+            ],
+        );
+        let unpack_launch = self.launch(
+            &unpack,
+            quote!((#lo_l + #hi_l) * __per),
+            own,
+            vec![
+                quote!(__from_prev.arg()),
+                quote!(__from_next.arg()),
+                quote!(#rt::cuda::Arg::i64(#lo_l as i64)),
+                quote!(#rt::cuda::Arg::i64(#hi_l as i64)),
+                quote!(#rt::cuda::Arg::i64(__local as i64)),
+                geo_args,
+            ],
+        );
+        Ok(quote! {
+            {
+                // Packed on the device and copied back: a failure here is
+                // this rank's status in the exchange's agreement.
+                let __packed = (|| -> ::core::result::Result<_, #rt::Error> {
+                    #check
+                    let __geo = #rt::dist::slab_geometry(#name, #own.shape(), #time, #axis)?;
+                    let __local = #own.shape()[#axis].saturating_sub(#lo_l + #hi_l);
+                    let (__first, __last) = (#hi_l.min(__local), #lo_l.min(__local));
+                    let (__rows, __per) = (__first + __last, (__geo[0] * __geo[1] * __geo[2]).max(0) as usize);
+                    let mut __send = #rt::cuda::Tensor::<#t, #nd::Ix1>::zeros(#dev, #nd::Ix1(__rows * __per))?;
+                    #pack_launch
+                    ::core::result::Result::Ok((__send.to_host()?, __geo, __first, __local, __per))
+                })();
+                let (__prior, __host, __geo, __first, __local, __per) = match __packed {
+                    ::core::result::Result::Ok((h, g, f, l, p)) => (::core::result::Result::Ok(()), h, g, f, l, p),
+                    ::core::result::Result::Err(e) => (::core::result::Result::Err(e), #nd::Array1::<#t>::zeros(0), [0i64; 7], 0, 0, 0),
+                };
+                let (__before, __after) = #rt::dist::halo_packed(
+                    __world, #name, #tname, __prior, __host.as_slice().unwrap_or(&[]), __first, (#lo_l, #hi_l, __per), &__holds,
+                )?;
+                let __from_prev = #rt::cuda::Tensor::from_host(#dev, &#nd::Array1::from_vec(__before))?;
+                let __from_next = #rt::cuda::Tensor::from_host(#dev, &#nd::Array1::from_vec(__after))?;
+                #unpack_launch
+            }
+        })
     }
 }

@@ -35,10 +35,9 @@ pub(super) fn clause_position(
 
 impl<'a> HostCx<'a> {
     pub(super) fn recurrence(&mut self, r: &Recurrence) -> Result<TokenStream, Failure> {
-        // `opt::steps` runs on host functions only.
-        if r.clauses.iter().any(|c| !c.prelude.is_empty()) {
-            return Err(Failure::Bug("a recurrence clause with a prelude in device code".into()));
-        }
+        // `opt::steps` runs on host functions only: a prelude in device
+        // code is a sharded recurrence's halo exchange (`comm.rs`).
+        let halo = r.clauses.iter().any(|c| !c.prelude.is_empty());
         let own = self.own_ident(r.var)?;
         if let Some(w) = &r.window {
             if w.axis >= r.extents.len() || !w.slots.is_power_of_two() {
@@ -112,9 +111,14 @@ impl<'a> HostCx<'a> {
                     }
                 });
             }
-            clauses.push(quote!(if true #(&& #conds)* { #launch }));
+            let mut prelude = TokenStream::new();
+            for s in &clause.prelude {
+                prelude.extend(self.device_halo(r, s, &own)?);
+            }
+            clauses.push(quote!(if true #(&& #conds)* { #prelude #launch }));
         }
-        let persistent = self.persistent(r, &own)?;
+        // Steps that exchange halos run from the host, one at a time.
+        let persistent = if halo { None } else { self.persistent(r, &own)? };
         self.in_progress.remove(&r.var);
         let clear = match (&r.window, r.clear_steps, r.seq.first()) {
             (Some(w), true, Some((_, l0))) => Some(self.clear_slab(r, w.axis, w.slots, l0.index, &own)?),
