@@ -49,6 +49,19 @@ mod gpu {
             y
         }
 
+        /// The heat stencil over time: the halo rows of the step before,
+        /// exchanged at every step (packed on the device, through the
+        /// host).
+        #[shard(N)]
+        #[device(cuda)]
+        pub fn heat(u0: [f32; N, M], r: f32, steps: i64) -> [f32; N, M] {
+            let u[0, i, j] = u0[i, j];
+            let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
+                + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
+            let last[i, j] = u[steps - 1, i, j];
+            last
+        }
+
         /// `argmax`/`argmin` over the sharded axis: a scalar and one per
         /// column.
         #[shard(N)]
@@ -82,6 +95,15 @@ mod cpu {
         pub fn fwd(v: [f32; N, K], e: i64) -> [f32; N, K] {
             let y[i in 0..N, k in 0..K] = if i + 1 < N + e { v[i + 1, k] - v[i, k] } else { 0.0 };
             y
+        }
+
+        #[shard(N)]
+        pub fn heat(u0: [f32; N, M], r: f32, steps: i64) -> [f32; N, M] {
+            let u[0, i, j] = u0[i, j];
+            let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
+                + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
+            let last[i, j] = u[steps - 1, i, j];
+            last
         }
 
         #[shard(N)]
@@ -126,7 +148,7 @@ fn close(what: &str, a: &[f32], b: &[f32], tol: f32) {
 #[test]
 fn sharded_device_functions_register_their_kernels() {
     let kernels = cuda::kernels();
-    for f in ["lsq", "conv", "fwd", "picks"] {
+    for f in ["lsq", "conv", "fwd", "heat", "picks"] {
         assert!(kernels.iter().any(|k| k.function == f), "{f} has no kernels");
     }
 }
@@ -215,6 +237,13 @@ fn sharded_device_functions_match_the_host() -> Result<(), Error> {
                 }
                 (a, b) => panic!("fwd: {a:?} where the host gives {b:?}"),
             }
+        }
+        // A stencil over time: the halo rows at every step (the same
+        // arithmetic in the same order as the host: within rounding).
+        for steps in [1i64, 2, 6] {
+            let got = gpu::heat(&dev, &world, &Tensor::from_host(&dev, xb)?, 0.2, steps)?;
+            let want = cpu::heat(&world, xb, 0.2, steps)?;
+            close("heat", got.to_host()?.as_slice().unwrap(), want.as_slice().unwrap(), 1e-5);
         }
         // Ties in the third column (rows of equal values).
         let mut xt = x.clone();

@@ -265,37 +265,28 @@ impl HostCx<'_> {
         let (unpack, _) = self.add_kernel(unpack_kernel(ct), &[]);
         let check = self.check_status();
         let (time, axis, lo_l, hi_l) = (usize_lit(time), usize_lit(axis), usize_lit(lo), usize_lit(hi));
-        let geo_args = quote! {
-            #rt::cuda::Arg::i64(__geo[0]), #rt::cuda::Arg::i64(__geo[1]), #rt::cuda::Arg::i64(__geo[2]),
-            #rt::cuda::Arg::i64(__geo[3]), #rt::cuda::Arg::i64(__geo[4]), #rt::cuda::Arg::i64(__geo[6]),
-            #rt::cuda::Arg::i64(__geo[5] * (#slot as i64)),
-        };
-        let pack_launch = self.launch(
-            &pack,
-            quote!(__rows * __per),
-            &quote::format_ident!("__send"),
-            vec![
-                quote!(#own.arg()),
-                quote!(#rt::cuda::Arg::i64(__rows as i64)),
-                quote!(#rt::cuda::Arg::i64(__first as i64)),
-                quote!(#rt::cuda::Arg::i64(#lo_l as i64)),
-                quote!(#rt::cuda::Arg::i64((#lo_l + __local - __last) as i64)),
-                geo_args.clone(),
-            ],
-        );
-        let unpack_launch = self.launch(
-            &unpack,
-            quote!((#lo_l + #hi_l) * __per),
-            own,
-            vec![
-                quote!(__from_prev.arg()),
-                quote!(__from_next.arg()),
-                quote!(#rt::cuda::Arg::i64(#lo_l as i64)),
-                quote!(#rt::cuda::Arg::i64(#hi_l as i64)),
-                quote!(#rt::cuda::Arg::i64(__local as i64)),
-                geo_args,
-            ],
-        );
+        // `A, B, C, sA, sB, sR` and where the slab starts.
+        let mut geo_args: Vec<TokenStream> =
+            [0usize, 1, 2, 3, 4, 6].iter().map(|&k| quote!(#rt::cuda::Arg::i64(__geo[#k]))).collect();
+        geo_args.push(quote!(#rt::cuda::Arg::i64(__geo[5] * (#slot as i64))));
+        let mut pack_args = vec![
+            quote!(#own.arg()),
+            quote!(#rt::cuda::Arg::i64(__rows as i64)),
+            quote!(#rt::cuda::Arg::i64(__first as i64)),
+            quote!(#rt::cuda::Arg::i64(#lo_l as i64)),
+            quote!(#rt::cuda::Arg::i64((#lo_l + __local - __last) as i64)),
+        ];
+        pack_args.extend(geo_args.iter().cloned());
+        let pack_launch = self.launch(&pack, quote!(__rows * __per), &quote::format_ident!("__send"), pack_args);
+        let mut unpack_args = vec![
+            quote!(__from_prev.arg()),
+            quote!(__from_next.arg()),
+            quote!(#rt::cuda::Arg::i64(#lo_l as i64)),
+            quote!(#rt::cuda::Arg::i64(#hi_l as i64)),
+            quote!(#rt::cuda::Arg::i64(__local as i64)),
+        ];
+        unpack_args.extend(geo_args);
+        let unpack_launch = self.launch(&unpack, quote!((#lo_l + #hi_l) * __per), own, unpack_args);
         Ok(quote! {
             {
                 // Packed on the device and copied back: a failure here is

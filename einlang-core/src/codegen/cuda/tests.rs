@@ -1443,20 +1443,45 @@ fn a_sharded_device_function_all_reduces_on_the_device() {
     assert!(glue.contains("__world . begin ()") && glue.contains("__world . finish"), "{glue}");
 }
 
-/// What the device does not do for sharded functions yet says so.
+/// A sharded device recurrence whose steps read the step before at
+/// offsets along the sharded axis: at every step, before the clauses that
+/// read them, the edge rows are packed on the device, exchanged through
+/// host memory (`dist::halo_packed`) and unpacked into the halos, and the
+/// steps run one launch at a time (no persistent kernel).
 #[test]
-fn a_sharded_device_stencil_over_time_is_unsupported() {
-    check_kernels(
-        "#[shard(N)]
+fn a_sharded_device_stencil_over_time_exchanges_its_halo_rows_every_step() {
+    let src = "#[shard(N)]
         #[device(cuda)]
         pub fn heat(u0: [f32; N, M], steps: i64) -> [f32; N, M] {
             let u[0, i, j] = u0[i, j];
             let u[t in 1..steps, i in 1..N - 1, j] = u[t - 1, i - 1, j] + u[t - 1, i + 1, j];
             let last[i, j] = u[steps - 1, i, j];
             last
-        }",
-        expect![[r#"
-            unsupported in `heat`: halo exchanges of a recurrence in a sharded function (shard a host function for stencils over time)
-        "#]],
-    );
+        }";
+    let compiled = crate::compile_str(src, &options()).unwrap_or_else(|_| panic!("{src} compiles"));
+    let p = &compiled.ir;
+    let fns = crate::codegen::host::FnIdents::of(p);
+    let (id, f) = p.functions().find(|(_, f)| f.name == "heat").expect("the function exists");
+    let e = match emit_function(f, id, p, &fns, &options()) {
+        Ok(e) => e,
+        Err(e) => panic!("{e:?}"),
+    };
+    let glue = e.tokens.to_string().replace(' ', "");
+    // One exchange a step (the interior clause's), inside the step loop,
+    // of one row each way along axis 1 of the stored steps (axis 0 is
+    // time).
+    assert_eq!(glue.matches("dist::halo_packed(").count(), 1, "{glue}");
+    assert!(glue.contains("slab_geometry(\"heat\",__own_u.shape(),0,1)"), "{glue}");
+    assert!(glue.contains("(1,1,__per)"), "{glue}");
+    let step_loop = glue.find("while").expect("a loop of steps");
+    assert!(glue.find("dist::halo_packed(").unwrap() > step_loop, "{glue}");
+    // The pack and unpack kernels: the rows the neighbours want, out of
+    // the slab of the step before, and the rows received into its halos.
+    let sources: Vec<&String> = e.kernels.iter().map(|(_, s)| s).collect();
+    let pack = sources.iter().find(|s| s.contains("__first_b")).expect("a pack kernel");
+    assert!(pack.contains("__out[__p] = __u[__base + __a * __sA + __b * __sB + __r * __sR + __c];"), "{pack}");
+    let unpack = sources.iter().find(|s| s.contains("__before")).expect("an unpack kernel");
+    assert!(unpack.contains("const long long __r = __k < __lo ? __k : __local + __k;"), "{unpack}");
+    // Launched once per step: no persistent kernel walks the steps.
+    assert!(!sources.iter().any(|s| s.contains("__syncthreads")), "{sources:?}");
 }
