@@ -736,3 +736,55 @@ pub fn halo_packed<T: Elem + Default>(
     world.halo_rows(function, tensor, status, holds, lo, hi, per_row, &rows, &mut before, &mut after)?;
     Ok((before, after))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `slab_geometry` against the row-major offsets of the points of one
+    /// row of a slab, enumerated in row-major order over the other axes.
+    #[test]
+    fn slab_geometry_finds_every_point_of_a_row() {
+        let shape = [3usize, 4, 2, 5];
+        let strides: Vec<usize> = (0..4).map(|d| shape[d + 1..].iter().product()).collect();
+        for fixed in 0..4 {
+            for axis in (0..4).filter(|&a| a != fixed) {
+                let [ea, eb, ec, sa, sb, sf, sr] = slab_geometry("f", &shape, fixed, axis).expect("fits");
+                let (at, row) = (shape[fixed] - 1, 1usize);
+                let mut want = Vec::new();
+                for i in 0..shape.iter().product::<usize>() {
+                    let idx: Vec<usize> = (0..4).map(|d| (i / strides[d]) % shape[d]).collect();
+                    if idx[fixed] == at && idx[axis] == row {
+                        want.push(i as i64);
+                    }
+                }
+                let mut got = Vec::new();
+                for a in 0..ea {
+                    for b in 0..eb {
+                        for c in 0..ec {
+                            got.push(a * sa + b * sb + c + at as i64 * sf + row as i64 * sr);
+                        }
+                    }
+                }
+                assert_eq!(got, want, "fixed {fixed}, axis {axis}");
+            }
+        }
+        assert!(slab_geometry("f", &shape, 1, 1).is_err());
+        assert!(slab_geometry("f", &shape, 4, 1).is_err());
+    }
+
+    /// In a world of one nothing is sent and the halos are zeros (beyond
+    /// the ends of the axis); a failure before the exchange is returned.
+    #[test]
+    fn packed_rows_in_a_world_of_one() {
+        let world = World::alone();
+        let before = world.bytes_sent();
+        let packed = [1.0f64, 2.0, 3.0, 4.0];
+        let (b, a) = halo_packed(&world, "f", "u", Ok(()), &packed, 1, (2, 1, 2), &[2]).expect("no exchange");
+        assert_eq!((b, a), (vec![0.0; 4], vec![0.0; 2]));
+        assert_eq!(world.bytes_sent(), before);
+        let failed = Err(Error::Dist { message: "packing".into() });
+        let r = halo_packed(&world, "f", "u", failed, &packed, 1, (2, 1, 2), &[2]);
+        assert!(matches!(r, Err(Error::Dist { .. })), "{r:?}");
+    }
+}
