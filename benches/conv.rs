@@ -1,7 +1,8 @@
 //! Convolutions written in Einstein notation against im2col + GEMM written
 //! by hand, measured in the same run: the forward pass of a batch (valid,
 //! with a bias), a padded one (a guard), both again on the larger N=8 C=64
-//! 56x56 O=64, a padded one with stride 2, one
+//! 56x56 O=64 and with stride 2, padding 1 and a bias on that shape, a
+//! padded one with stride 2, one
 //! with the channels last (NHWC), a grouped one, `std::ml::conv2d` (run-time
 //! stride and pad: stride 1 and 2, padding 1), the kernel gradient (the output
 //! gradient contracted with the shifted input), and the input gradient (a
@@ -45,6 +46,15 @@ einlang! {
             if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
             where ih = 2 * i + r - 1, iw = 2 * j + s - 1
         );
+        y
+    }
+
+    /// Stride 2, padding 1 (before; after as the output needs), a bias.
+    pub fn conv_s2(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, (H + 1) / 2, (W + 1) / 2] {
+        let y[n, o, i in 0..(H + 1) / 2, j in 0..(W + 1) / 2] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+        ) + b[o];
         y
     }
 
@@ -348,11 +358,34 @@ fn std_cases(runs: usize) {
     }
 }
 
+/// The literal stride 2, padding 1 and a bias (`conv_s2`) against the
+/// hand im2col + GEMM with the same stride.
+fn stride2_case(x: &Array4<f32>, k: &Array4<f32>, b: &Array1<f32>, runs: usize) {
+    let (n, c, h, w) = x.dim();
+    let o = k.dim().0;
+    let want = conv_gemm_strided(x, k, b, 1, 2);
+    close(&conv_s2(x, k, b).expect("conv_s2"), &want, "conv_s2");
+    let flops = 2.0 * (want.len() * c * 9) as f64;
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv_s2(black_box(x), k, b).unwrap())),
+        || drop(black_box(conv_gemm_strided(black_box(x), k, b, 1, 2))),
+    );
+    report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 stride 2, pad 1 + bias"), flops, e, g);
+}
+
 fn main() {
     let runs = 7;
     // Only the standard library's cases (for rounds that compare commits).
     if std::env::var_os("CONV_STD_ONLY").is_some() {
         std_cases(runs);
+        return;
+    }
+    // Only the literal stride-2 case at the shape.
+    if std::env::var_os("CONV_STRIDE_ONLY").is_some() {
+        let (n, c, h, w, o) = (8, 64, 56, 56, 64);
+        let b: Array1<f32> = common::data(o, 3).into_iter().map(|v| v as f32).collect();
+        stride2_case(&data4(n, c, h, w, 6), &data4(o, c, 3, 3, 7), &b, runs);
         return;
     }
     let (n, c, h, w, o) = (8, 32, 32, 32, 64);
@@ -430,6 +463,7 @@ fn main() {
             || drop(black_box(conv_same(black_box(&x), &k).unwrap())),
         );
         report_direct(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, d, e);
+        stride2_case(&x, &k, &b, runs);
     }
     if std::env::var_os("CONV_MAIN_ONLY").is_some() {
         return;

@@ -546,11 +546,12 @@ pub struct Gemm {
     pub reference: TensorDef,
 }
 
-/// `out[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i + r - top, j + s -
-/// left] * k[o, c, r, s])` (`pad = (top, left)`, non-negative), where a read outside `x`
-/// is zero and `bias`, when there is one, has at least `O` elements: a
-/// stride-1 convolution over the channels-first layouts, valid or padded
-/// by guards; without the axis `n` for a single image (`out[o, i, j]`,
+/// `out[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i sh + r dh - top,
+/// j sw + s dw - left] * k[o, c, r, s])` (`pad = (top, left)`,
+/// non-negative; `stride = (sh, sw)` and `dilation = (dh, dw)`, at least
+/// 1), where a read outside `x` is zero and `bias`, when there is one, has
+/// at least `O` elements: a convolution over the channels-first layouts,
+/// valid or padded by guards; without the axis `n` for a single image (`out[o, i, j]`,
 /// `x[c, ..]`). `x` has `out`'s rank, `k` rank 4, the sums run over all of
 /// `k`'s extents (which agree with `x`'s channels), and `out`'s extents are
 /// those of `reference`'s axes, the same definition as a loop nest (back
@@ -568,13 +569,15 @@ pub struct Conv {
     pub k: VarId,
     pub bias: Option<VarId>,
     pub pad: (Dim, Dim),
+    pub stride: (Dim, Dim),
+    pub dilation: (Dim, Dim),
     pub reference: TensorDef,
     pub otherwise: Option<Box<ConvElse>>,
 }
 
 /// The run-time branch of a [`Conv`]: `when` (a `bool`) holds when the
-/// definition is the convolution (every stride and dilation 1, the pads
-/// non-negative, the guards' bounds `x`'s extents); `value`, of `out`'s
+/// definition is the convolution (every stride and dilation at least 1,
+/// the pads non-negative, the guards' bounds `x`'s extents); `value`, of `out`'s
 /// type, is the definition as written over fresh variables (a block that
 /// defines it and yields it), which the later passes rewrite like any other
 /// (`pack` makes its GEMM).

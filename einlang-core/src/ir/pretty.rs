@@ -128,8 +128,15 @@ impl Printer<'_> {
                     ),
                     None => String::new(),
                 };
+                // Strides and dilations are written when one is not 1.
+                let mut window = String::new();
+                for (what, (a, b)) in [("stride", &c.stride), ("dilation", &c.dilation)] {
+                    if a.as_constant() != Some(1) || b.as_constant() != Some(1) {
+                        window += &format!(", {what} {}, {}", self.dim(a), self.dim(b));
+                    }
+                }
                 format!(
-                    "conv {} = {} * {}{bias} (pad {}, {}): {}\n{}  reference {}{otherwise}",
+                    "conv {} = {} * {}{bias} (pad {}, {}{window}): {}\n{}  reference {}{otherwise}",
                     self.var(c.out),
                     self.var(c.x),
                     self.var(c.k),

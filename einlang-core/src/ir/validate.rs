@@ -460,8 +460,10 @@ impl<'a> Checker<'a> {
         if c.reference.var != c.out || !(3..=4).contains(&rank) {
             self.err("conv whose reference loop nest defines another tensor".to_string());
         }
-        self.check_dim(&c.pad.0);
-        self.check_dim(&c.pad.1);
+        for d in [&c.pad, &c.stride, &c.dilation] {
+            self.check_dim(&d.0);
+            self.check_dim(&d.1);
+        }
         if let Some(e) = &c.otherwise {
             self.check_expr(&e.when);
             self.check_expr(&e.value);

@@ -1,5 +1,5 @@
-//! Convolutions: a definition whose sum is a stride-1 two-dimensional
-//! convolution over the channels-first layouts becomes a call of the
+//! Convolutions: a definition whose sum is a two-dimensional convolution
+//! (any strides and dilations) over the channels-first layouts becomes a call of the
 //! runtime's direct kernel (`Stmt::Conv`), which keeps the output tile in
 //! registers and builds no im2col columns (host code only; device code and
 //! every other form keep `pack`'s GEMM).
@@ -9,14 +9,16 @@
 //! `where` binding, through elementwise operations) is
 //!
 //! ```text
-//! sum[c, r, s](x[n, c, i + r - top, j + s - left] * k[o, c, r, s])
+//! sum[c, r, s](x[n, c, i * sh + r * dh - top, j * sw + s * dw - left] * k[o, c, r, s])
 //! ```
 //!
 //! in any order of the loops and of the factors, with
 //! - the loops from 0 over exactly `k`'s extents (`c` also over `x`'s
 //!   channels), `y`'s first two extents those of `x`'s images and `k`'s
-//!   filters, `top` and `left` non-negative constants (or run-time values,
-//!   below);
+//!   filters, `top` and `left` non-negative constants, the strides `sh`,
+//!   `sw` and dilations `dh`, `dw` constants of at least 1 (each index
+//!   read as a linear form of the output and window variables; any of
+//!   them may be run-time values, below);
 //! - `x` (without `n` for a single image) and `k` parameters or
 //!   definitions of the same statement list, of the definition's rank and
 //!   rank 4; the read of `k` unchecked (proven in bounds);
@@ -37,14 +39,13 @@
 //! strides, dilations or pads are run-time values (`std::ml::conv2d`
 //! writes them so), with guards whose upper bounds may be run-time values
 //! too, is the convolution where at run time the strides and dilations are
-//! 1, the pads non-negative and the bounds `x`'s extents: the `Conv` then
+//! at least 1, the pads non-negative and the bounds `x`'s extents: the `Conv` then
 //! has a run-time branch (`Conv::otherwise`) holding that condition and the
 //! definition as written over fresh variables, which `pack` makes its
 //! product like any other. `SameExtent` checks before the definition count
 //! as equalities of extents.
 //!
-//! Literal strides and dilations other than 1, groups (the channel
-//! computed from the filter), channels-last layouts, other output orders,
+//! Groups (the channel computed from the filter), channels-last layouts, other output orders,
 //! integer and half types, `f64` and both gradients are left to `pack`.
 
 use std::collections::{HashMap, HashSet};
@@ -76,8 +77,9 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
             };
             if let Some(bias) = m.whole {
                 let otherwise = branch(f, &def, &m.when);
-                let (x, k, pad) = (m.x, m.k, m.pad);
-                let conv = Conv { out: def.var, elem: def.elem, x, k, bias, pad, reference: def, otherwise };
+                let Window { x, k, pad, stride, dilation } = m.window;
+                let conv =
+                    Conv { out: def.var, elem: def.elem, x, k, bias, pad, stride, dilation, reference: def, otherwise };
                 list[i] = Stmt::Conv(conv);
             } else {
                 let mut conv = hoist(f, &mut def, &m);
@@ -95,13 +97,20 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
     }
 }
 
+/// The operands and the window of a convolution.
+struct Window {
+    x: VarId,
+    k: VarId,
+    pad: (Dim, Dim),
+    stride: (Dim, Dim),
+    dilation: (Dim, Dim),
+}
+
 /// A convolution found in a definition.
 struct Match {
     /// Where the sum is in the definition's body.
     path: Vec<usize>,
-    x: VarId,
-    k: VarId,
-    pad: (Dim, Dim),
+    window: Window,
     /// What must hold at run time for the sum to be the convolution (every
     /// term true): empty when it always is.
     when: Vec<Expr>,
@@ -130,7 +139,7 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
         }
         _ => (HashMap::new(), &def.body, Vec::new()),
     };
-    let ((x, k, pad, when), path) =
+    let ((window, when), path) =
         first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, &outer, sum).map(|m| (m, path.to_vec())))?;
     let rest = path.strip_prefix(prefix.as_slice())?;
     let whole = if rest.is_empty() {
@@ -144,7 +153,7 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
     if whole.is_none() && !outer.is_empty() {
         return None;
     }
-    Some(Match { path, x, k, pad, when, whole })
+    Some(Match { path, window, when, whole })
 }
 
 /// The tensor of `e` when it is `b[o]`, an unchecked read of a rank-1
@@ -162,8 +171,8 @@ fn bias_read(f: &Function, e: &Expr, o: VarId) -> Option<VarId> {
     }
 }
 
-/// `(x, k, (top, left), when)` when `sum` is the convolution of the
-/// module's pattern for the definition's axes `[n, o, i, j]` or `[o, i, j]`
+/// The convolution's operands and window, and `when`, when `sum` is the
+/// convolution of the module's pattern for the definition's axes `[n, o, i, j]` or `[o, i, j]`
 /// wherever `when` holds at run time (the conditions on run-time strides,
 /// dilations, pads and bounds that the pattern needs).
 fn conv_sum<'a>(
@@ -173,7 +182,7 @@ fn conv_sum<'a>(
     axes: &[VarId],
     outer: &HashMap<VarId, &'a Expr>,
     sum: &'a Expr,
-) -> Option<(VarId, VarId, (Dim, Dim), Vec<Expr>)> {
+) -> Option<(Window, Vec<Expr>)> {
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
     if loops.len() != 3 || loops.iter().any(|l| l.start.as_constant() != Some(0)) {
         return None;
@@ -229,9 +238,9 @@ fn conv_sum<'a>(
     let bound: HashSet<VarId> = axes.iter().chain(&loop_vars).chain(binds.keys()).copied().collect();
     let free = |d: &Dim| d.vars().iter().all(|v| !bound.contains(&VarId(v.0)));
     // An index `a * stride + b * dilation - pad`: the stride and the
-    // dilation 1, the pad not negative (at run time where they are not
-    // constants).
-    let mut shift = |e: &Expr, a: VarId, b: VarId| -> Option<Dim> {
+    // dilation at least 1, the pad not negative (at run time where they
+    // are not constants).
+    let mut shift = |e: &Expr, a: VarId, b: VarId| -> Option<(Dim, Dim, Dim)> {
         let d = resolve(e)?;
         let (stride, rest) = linear(&d, a)?;
         let (dilation, rest) = linear(&rest, b)?;
@@ -239,11 +248,11 @@ fn conv_sum<'a>(
         if !free(&stride) || !free(&dilation) || !free(&pad) {
             return None;
         }
-        for step in [stride, dilation] {
+        for step in [&stride, &dilation] {
             match step.as_constant() {
-                Some(1) => {}
+                Some(v) if v >= 1 => {}
                 Some(_) => return None,
-                None => when.push(compare(BinOp::Eq, &step, &Dim::one())),
+                None => when.push(compare(BinOp::Ge, step, &Dim::one())),
             }
         }
         match pad.as_constant() {
@@ -251,9 +260,11 @@ fn conv_sum<'a>(
             Some(_) => return None,
             None => when.push(compare(BinOp::Ge, &pad, &Dim::zero())),
         }
-        Some(pad)
+        Some((pad, stride, dilation))
     };
-    let pad = (shift(&xi[lead + 1], i, r)?, shift(&xi[lead + 2], j, s)?);
+    let (top, sh, dh) = shift(&xi[lead + 1], i, r)?;
+    let (left, sw, dw) = shift(&xi[lead + 2], j, s)?;
+    let window = Window { x: *x, k, pad: (top, left), stride: (sh, sw), dilation: (dh, dw) };
     // Extents: the loops over all of `k`, `c` over `x`'s channels too, the
     // output's images and filters those of `x` and `k`.
     let tensor_ok =
@@ -284,7 +295,7 @@ fn conv_sum<'a>(
     if guards.is_empty() {
         // Without guards a run-time branch would not be equivalent: the
         // definition's reads are checked, the kernel's are not.
-        return (!x_checked && when.is_empty()).then_some((*x, k, pad, when));
+        return (!x_checked && when.is_empty()).then_some((window, when));
     }
     // Exactly the four bounds of the two spatial reads.
     if guards.len() != 4 {
@@ -322,7 +333,7 @@ fn conv_sum<'a>(
             return None;
         }
     }
-    (seen.len() == 4).then_some((*x, k, pad, when))
+    (seen.len() == 4).then_some((window, when))
 }
 
 /// Whether a statement of `list` checked that `a` and `b` agree (a
@@ -434,7 +445,19 @@ fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> 
 /// convolution; `def` reads the temporary at its point.
 fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
     let (tmp, reference) = hoist_part(f, def, &m.path, def.elem, "conv");
-    Conv { out: tmp, elem: def.elem, x: m.x, k: m.k, bias: None, pad: m.pad.clone(), reference, otherwise: None }
+    let Window { x, k, pad, stride, dilation } = &m.window;
+    Conv {
+        out: tmp,
+        elem: def.elem,
+        x: *x,
+        k: *k,
+        bias: None,
+        pad: pad.clone(),
+        stride: stride.clone(),
+        dilation: dilation.clone(),
+        reference,
+        otherwise: None,
+    }
 }
 
 #[cfg(test)]
@@ -527,7 +550,8 @@ mod tests {
     }
 
     /// `std::ml::conv2d` writes its strides, pads and dilations as run-time
-    /// values: the kernel runs where they are 1, non-negative and 1 and the
+    /// values: the kernel runs where they are positive, non-negative and
+    /// positive and the
     /// guards' bounds are the image's, and the branch for the other values
     /// keeps the definition, which `pack` then makes a product.
     #[test]
@@ -539,11 +563,13 @@ mod tests {
         );
         let p = crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}"));
         let out = ir::pretty::pretty_program(&p);
-        let conv = out.find("conv y = x * k + bias (pad ph, pw): f32").unwrap_or_else(|| panic!("{out}"));
+        let conv = out
+            .find("conv y = x * k + bias (pad ph, pw, stride sh, sw, dilation dh, dw): f32")
+            .unwrap_or_else(|| panic!("{out}"));
         let rest = &out[conv..];
         let when = rest.find("when ").unwrap_or_else(|| panic!("{out}"));
         let cond = &rest[when..rest[when..].find('\n').map_or(rest.len(), |e| when + e)];
-        for part in ["sh == 1", "sw == 1", "dh == 1", "dw == 1", "ph >= 0", "pw >= 0", "h == X2", "w == X3"] {
+        for part in ["sh >= 1", "sw >= 1", "dh >= 1", "dw >= 1", "ph >= 0", "pw >= 0", "h == X2", "w == X3"] {
             assert!(cond.contains(part), "{part} in {cond}");
         }
         let els = &rest[rest.find("else ").unwrap_or_else(|| panic!("{out}"))..];
@@ -551,17 +577,50 @@ mod tests {
     }
 
     #[test]
-    fn other_forms_keep_their_path() {
-        // Stride 2.
-        leaves(
-            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H / 2, W / 2] {
+    fn literal_strides_and_dilations_are_the_window_of_the_conv() {
+        // Stride 2, padded by a guard (the read's coefficient of the output
+        // axis is the stride).
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H / 2, W / 2] {
                 let y[n, o, i in 0..H / 2, j in 0..W / 2] = sum[c, r, s](
                     if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
                     where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+                ) + b[o];
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k + b (pad 1, 1, stride 2, 2): f32"), "{out}");
+        // Mixed strides written out in the read, valid.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, (H - 3) / 3 + 1, (W - 3) / 2 + 1] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, 3 * i + r, j * 2 + s] * k[o, c, r, s]);
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k (pad 0, 0, stride 3, 2): f32"), "{out}");
+        // A dilation (the coefficient of the window's variable).
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 4, W - 4] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + 2 * r, j + 2 * s] * k[o, c, r, s]);
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k (pad 0, 0, dilation 2, 2): f32"), "{out}");
+        // A stride of 0 (every pixel reads the same window) stays a loop
+        // nest: the kernel's window has strides of at least 1.
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+                let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                    if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                    where ih = 0 * i + r - 1, iw = j + s - 1
                 );
                 y
             }",
         );
+    }
+
+    #[test]
+    fn other_forms_keep_their_path() {
         // A guard that is not the image's bounds.
         leaves(
             "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
@@ -587,7 +646,7 @@ mod tests {
                 y
             }",
         );
-        // f64, channels last, dilation, a sum over fewer channels.
+        // f64, channels last, a sum over fewer channels.
         leaves(
             "pub fn conv(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3]) -> [f64; N, O, H - 2, W - 2] {
                 let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
@@ -597,12 +656,6 @@ mod tests {
         leaves(
             "pub fn conv(x: [f32; N, H, W, C], k: [f32; 3, 3, C, O]) -> [f32; N, H - 2, W - 2, O] {
                 let y[n, i, j, o] = sum[r, s, c](x[n, i + r, j + s, c] * k[r, s, c, o]);
-                y
-            }",
-        );
-        leaves(
-            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 4, W - 4] {
-                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + 2 * r, j + 2 * s] * k[o, c, r, s]);
                 y
             }",
         );

@@ -91,8 +91,9 @@ impl FnCx<'_> {
             None => quote!(::core::option::Option::None),
         };
         let lens = c.reference.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
-        // A pad is a constant, or an `i64` that `otherwise.when` checks is
-        // not negative before the kernel runs.
+        // A pad, stride or dilation is a constant, or an `i64` that
+        // `otherwise.when` checks is not negative (at least 1) before the
+        // kernel runs.
         let pad = |d: &crate::base::dim::Dim| -> Result<TokenStream, Bug> {
             match d.as_constant().and_then(|p| usize::try_from(p).ok()) {
                 Some(p) => {
@@ -106,6 +107,17 @@ impl FnCx<'_> {
             }
         };
         let (top, left) = (pad(&c.pad.0)?, pad(&c.pad.1)?);
+        // The pads alone for a stride-1 window, else the whole window.
+        let unit = |d: &(crate::base::dim::Dim, crate::base::dim::Dim)| {
+            d.0.as_constant() == Some(1) && d.1.as_constant() == Some(1)
+        };
+        let window = if unit(&c.stride) && unit(&c.dilation) {
+            quote!((#top, #left))
+        } else {
+            let (sh, sw) = (pad(&c.stride.0)?, pad(&c.stride.1)?);
+            let (dh, dw) = (pad(&c.dilation.0)?, pad(&c.dilation.1)?);
+            quote!(#rt::conv::Window { pad: (#top, #left), stride: (#sh, #sw), dilation: (#dh, #dw) })
+        };
         let tensor = self.tensor_name(c.out);
         let array = types::array(c.elem, Some(rank), &nd);
         let elem = types::scalar(c.elem);
@@ -131,7 +143,7 @@ impl FnCx<'_> {
         // The kernel into a fresh array.
         let fresh = quote! {{
             let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-            #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top, #left), false, #yv)?;
+            #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, #window, false, #yv)?;
             #y
         }};
         if let Some((when, value)) = otherwise {
@@ -141,7 +153,7 @@ impl FnCx<'_> {
             // The caller's buffer, of any strides (`NAME_into`).
             return Ok(quote! {
                 let #out: #array = #rt::dest::conv_into(
-                    #fname, #tensor, #xv, #k.view(), #bias, (#top, #left), [#(#lens),*], &mut *#dest,
+                    #fname, #tensor, #xv, #k.view(), #bias, #window, [#(#lens),*], &mut *#dest,
                 )?;
             });
         }
