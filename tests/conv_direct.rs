@@ -101,6 +101,17 @@ einlang! {
         y
     }
 
+    /// The input gradient of a dilated layer with uneven pads and a 3x2
+    /// window, against a given output gradient `g` (a flipped convolution).
+    pub fn dilated_input_grad(x: [f32; N, C, H, W], k: [f32; O, C, 3, 2], g: [f32; N, O, H, W]) -> [f32; N, C, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = i + 2 * r - 2, iw = j + s - 1
+        );
+        let loss = sum[n, o, i, j](y[n, o, i, j] * g[n, o, i, j]);
+        @loss / @x
+    }
+
     /// The standard library's convolution, whose strides, pads and
     /// dilations are run-time values: the direct kernel where the strides
     /// and dilations are positive and the pads not negative, the packed
@@ -286,6 +297,58 @@ fn gradients_of_a_padded_layer_match_naive_loops() {
             }
             assert_close(&dx, &want_dx, o * 9 * (c * 9 + 1), "dx");
             assert_close(&dk, &want_dk, n * h * w * (c * 9 + 1), "dk");
+        }
+    });
+}
+
+/// `d_x` of `sum(y * g)` for `y` the layer of `dilated_input_grad`, by
+/// hand: every term `x[n, c, i + 2r - 2, j + s - 1] k[o, c, r, s]` of `y`
+/// adds `g[n, o, i, j] k[o, c, r, s]` to the gradient at its read.
+fn dilated_grad_by_hand(x: &Array4<f32>, k: &Array4<f32>, g: &Array4<f32>) -> Array4<f64> {
+    let (n, c, h, w) = x.dim();
+    let (o, _, kh, kw) = k.dim();
+    let mut dx = Array4::<f64>::zeros((n, c, h, w));
+    for ((nn, oo, i, j), gv) in g.indexed_iter() {
+        for cc in 0..c {
+            for r in 0..kh {
+                for s in 0..kw {
+                    let (p, q) = ((i + 2 * r) as isize - 2, (j + s) as isize - 1);
+                    if p >= 0 && (p as usize) < h && q >= 0 && (q as usize) < w && oo < o {
+                        dx[[nn, cc, p as usize, q as usize]] += *gv as f64 * k[[oo, cc, r, s]] as f64;
+                    }
+                }
+            }
+        }
+    }
+    dx
+}
+
+#[test]
+fn input_gradients_match_hand_loops_and_finite_differences() {
+    threads(|| {
+        for &(n, c, h, w, o) in SHAPES.iter().chain(&[(2, 4, 11, 13, 6), (1, 3, 1, 1, 2)]) {
+            let what = format!("dilated input gradient {n}x{c}x{h}x{w} o{o}");
+            let (x, k, g) = (tensor((n, c, h, w), 31), tensor((o, c, 3, 2), 32), tensor((n, o, h, w), 33));
+            let dx = dilated_input_grad(&x, &k, &g).unwrap();
+            assert_close(&dx, &dilated_grad_by_hand(&x, &k, &g), o * 6, &what);
+            // Central differences of the loss (linear in `x`, so exact up
+            // to rounding) at a few points.
+            let loss = |x: &Array4<f32>| {
+                let y = naive_window(x, &k, None, (1, 1), (2, 1), (2, 1), (h, w), false);
+                y.iter().zip(g.iter()).map(|(a, b)| a * *b as f64).sum::<f64>()
+            };
+            let every = (x.len() / 3).max(1);
+            for (t, at) in x.indexed_iter().map(|(at, _)| at).enumerate() {
+                if t % every != every / 2 {
+                    continue;
+                }
+                let step = 1.0f32 / 64.0;
+                let (mut up, mut down) = (x.clone(), x.clone());
+                up[at] += step;
+                down[at] -= step;
+                let fd = (loss(&up) - loss(&down)) / (up[at] as f64 - down[at] as f64);
+                assert!((dx[at] as f64 - fd).abs() <= 1e-4 * (1.0 + fd.abs()), "{what} at {at:?}: {} vs {fd}", dx[at]);
+            }
         }
     });
 }

@@ -135,6 +135,12 @@ impl Printer<'_> {
                         window += &format!(", {what} {}, {}", self.dim(a), self.dim(b));
                     }
                 }
+                if c.k_axes != [0, 1, 2, 3] {
+                    window += &format!(", k axes {:?}", c.k_axes);
+                }
+                if c.k_flip {
+                    window += ", k flipped";
+                }
                 format!(
                     "conv {} = {} * {}{bias} (pad {}, {}{window}): {}\n{}  reference {}{otherwise}",
                     self.var(c.out),

@@ -464,6 +464,11 @@ impl<'a> Checker<'a> {
             self.check_dim(&d.0);
             self.check_dim(&d.1);
         }
+        let mut axes = c.k_axes;
+        axes.sort_unstable();
+        if axes != [0, 1, 2, 3] {
+            self.err(format!("conv whose kernel axes {:?} are not a permutation", c.k_axes));
+        }
         if let Some(e) = &c.otherwise {
             self.check_expr(&e.when);
             self.check_expr(&e.value);

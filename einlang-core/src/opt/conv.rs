@@ -77,9 +77,10 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
             };
             if let Some(bias) = m.whole {
                 let otherwise = branch(f, &def, &m.when);
-                let Window { x, k, pad, stride, dilation } = m.window;
+                let Window { x, k, pad, stride, dilation, k_axes, k_flip } = m.window;
+                let (out, elem) = (def.var, def.elem);
                 let conv =
-                    Conv { out: def.var, elem: def.elem, x, k, bias, pad, stride, dilation, reference: def, otherwise };
+                    Conv { out, elem, x, k, bias, pad, stride, dilation, k_axes, k_flip, reference: def, otherwise };
                 list[i] = Stmt::Conv(conv);
             } else {
                 let mut conv = hoist(f, &mut def, &m);
@@ -104,6 +105,9 @@ struct Window {
     pad: (Dim, Dim),
     stride: (Dim, Dim),
     dilation: (Dim, Dim),
+    /// `Conv::k_axes` and `Conv::k_flip`.
+    k_axes: [usize; 4],
+    k_flip: bool,
 }
 
 /// A convolution found in a definition.
@@ -139,6 +143,10 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
         }
         _ => (HashMap::new(), &def.body, Vec::new()),
     };
+    // The input gradient's form: the whole definition, no bindings.
+    if let (true, Some(window)) = (outer.is_empty(), grad_sum(f, list, def, &axes, &def.body)) {
+        return Some(Match { path: Vec::new(), window, when: Vec::new(), whole: Some(None) });
+    }
     let ((window, when), path) =
         first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, &outer, sum).map(|m| (m, path.to_vec())))?;
     let rest = path.strip_prefix(prefix.as_slice())?;
@@ -264,7 +272,15 @@ fn conv_sum<'a>(
     };
     let (top, sh, dh) = shift(&xi[lead + 1], i, r)?;
     let (left, sw, dw) = shift(&xi[lead + 2], j, s)?;
-    let window = Window { x: *x, k, pad: (top, left), stride: (sh, sw), dilation: (dh, dw) };
+    let window = Window {
+        x: *x,
+        k,
+        pad: (top, left),
+        stride: (sh, sw),
+        dilation: (dh, dw),
+        k_axes: [0, 1, 2, 3],
+        k_flip: false,
+    };
     // Extents: the loops over all of `k`, `c` over `x`'s channels too, the
     // output's images and filters those of `x` and `k`.
     let tensor_ok =
@@ -334,6 +350,195 @@ fn conv_sum<'a>(
         }
     }
     (seen.len() == 4).then_some((window, when))
+}
+
+/// The input gradient of a stride-1 convolution as reverse mode writes it,
+/// `sum` defining `d_x[n, c, p, q]`:
+///
+/// ```text
+/// sum[o, i, j, r, s](d_y[n, o, i, j] * k[o, c, r, s])
+///     where i + r * dh - top == p, j + s * dw - left == q, (bounds)
+/// ```
+///
+/// (the loops from 0 in any order, the factors either way, `k`'s indices
+/// in any order, the equalities either way round; `(bounds)` guards that
+/// hold wherever the equalities do: `p` and `q` within `d_x`'s extents,
+/// as `if (equalities) { bounds } else { false }` or alone). Each `(p, q)`
+/// sums the terms with `i = p - r dh + top` inside `d_y` (the loop over
+/// `i` is exactly `d_y`'s rows): the convolution of `d_y` by `k` with
+/// filters and channels swapped, read backwards along the window, over the
+/// pads `dh (KH - 1) - top` and `dw (KW - 1) - left` (both not negative),
+/// stride 1 and the same dilations.
+fn grad_sum(f: &Function, list: &[Stmt], def: &TensorDef, axes: &[VarId], sum: &Expr) -> Option<Window> {
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
+    if def.elem != ScalarKind::F32
+        || axes.len() != 4
+        || loops.len() != 5
+        || loops.iter().any(|l| l.start.as_constant() != Some(0))
+    {
+        return None;
+    }
+    let (n, c, p, q) = (axes[0], axes[1], axes[2], axes[3]);
+    let loop_vars: Vec<VarId> = loops.iter().map(|l| l.index).collect();
+    let (a, b, None) = sum_factors(body)? else { return None };
+    // An unchecked read at plain variables.
+    let plain = |e: &Expr| -> Option<(VarId, Vec<VarId>)> {
+        let ExprKind::Read { tensor, indices, checked: false } = &e.kind else { return None };
+        let vars = indices
+            .iter()
+            .map(|x| match x.kind {
+                ExprKind::Var(v) => Some(v),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((*tensor, vars))
+    };
+    let ((dy, yi), (k, ki)) = match (plain(a)?, plain(b)?) {
+        (ya, kb) if ya.1.first() == Some(&n) => (ya, kb),
+        (ka, yb) => (yb, ka),
+    };
+    let [yn, o, i, j] = yi[..] else { return None };
+    if yn != n || ki.len() != 4 {
+        return None;
+    }
+    let summed = |v: VarId| loop_vars.contains(&v);
+    if !(summed(o) && summed(i) && summed(j)) || o == i || i == j || o == j {
+        return None;
+    }
+    // The window's variables: the two loops `d_y` does not read.
+    let rest: Vec<VarId> = loop_vars.iter().copied().filter(|v| ![o, i, j].contains(v)).collect();
+    let [r0, r1] = rest[..] else { return None };
+    // Each equality `i + r * dh - top == p` (or the other way round).
+    let bound: HashSet<VarId> = axes.iter().chain(&loop_vars).copied().collect();
+    let free = |x: &Dim| x.vars().iter().all(|v| !bound.contains(&VarId(v.0)));
+    let equality = |l: &Expr, rr: &Expr| -> Option<(VarId, VarId, VarId, Dim, Dim)> {
+        let d = index_dim(l)?.sub(&index_dim(rr)?);
+        // The output axis it solves for, with the coefficient 1 or -1.
+        let (axis, coef) = [p, q].into_iter().find_map(|ax| {
+            let (a, _) = linear(&d, ax)?;
+            let a = a.as_constant()?;
+            (a == 1 || a == -1).then_some((ax, a))
+        })?;
+        // `i + r * dh - top` (the axis moved to the other side).
+        let d = if coef == 1 { d.neg() } else { d }.add(&Dim::var(DimVar(axis.0)));
+        let (row, other) = if axis == p { (i, j) } else { (j, i) };
+        let (ci, d) = linear(&d, row)?;
+        let wv = [r0, r1].into_iter().find(|&v| linear(&d, v).is_some_and(|(a, _)| a != Dim::zero()))?;
+        let (dil, rest) = linear(&d, wv)?;
+        let top = rest.neg();
+        let (other_w, other_ax) = ([r0, r1].into_iter().find(|&v| v != wv)?, if axis == p { q } else { p });
+        let absent = [other, other_w, other_ax, o, n, c].iter().all(|v| !top.vars().contains(&DimVar(v.0)));
+        let ok = ci.as_constant() == Some(1) && dil.as_constant().is_some_and(|x| x >= 1) && free(&top) && absent;
+        ok.then_some((axis, row, wv, dil, top))
+    };
+    let mut eqs: Vec<(VarId, VarId, VarId, Dim, Dim)> = Vec::new();
+    let mut eq_exprs: Vec<&Expr> = Vec::new();
+    let mut others = Vec::new();
+    for w in wheres {
+        let WhereEntry::Guard(g) = w else { return None };
+        match &g.kind {
+            ExprKind::Binary(BinOp::Eq, l, rr) => {
+                eqs.push(equality(l, rr)?);
+                eq_exprs.push(g);
+            }
+            _ => others.push(g),
+        }
+    }
+    let on = |axis: VarId| eqs.iter().find(|e| e.0 == axis);
+    let (Some(row_eq), Some(col_eq), 2) = (on(p), on(q), eqs.len()) else { return None };
+    let (r, s) = (row_eq.2, col_eq.2);
+    if r == s {
+        return None;
+    }
+    // `k`'s indices: a permutation of `[o, c, r, s]`.
+    let pos = |v: VarId| ki.iter().position(|&x| x == v);
+    let k_axes = [pos(c)?, pos(o)?, pos(r)?, pos(s)?];
+    let mut sorted = k_axes;
+    sorted.sort_unstable();
+    if sorted != [0, 1, 2, 3] {
+        return None;
+    }
+    // Extents: `d_y`'s images, filters, rows and columns are the loops and
+    // the definition's images; `k`'s the loops and the definition's channels.
+    let tensor_ok = |t: VarId| f.vars.get(t.0 as usize).is_some_and(|v| v.ty == Repr::Tensor(ScalarKind::F32, 4));
+    if !tensor_ok(dy) || !tensor_ok(k) {
+        return None;
+    }
+    let end = |v: VarId| loops.iter().find(|l: &&Loop| l.index == v).map(|l| l.end.clone());
+    let same = |a: Option<Dim>, b: Option<Dim>| match (a, b) {
+        (Some(a), Some(b)) => super::same_extent(list, &a, &b) || checked_same(list, &a, &b),
+        _ => false,
+    };
+    let yext = |axis| extent_of(f, list, dy, axis);
+    let kext = |axis: usize| extent_of(f, list, k, k_axes[axis]);
+    let ok = same(Some(def.axes[0].extent.clone()), yext(0))
+        && same(end(o), yext(1))
+        && same(end(i), yext(2))
+        && same(end(j), yext(3))
+        && same(end(o), kext(1))
+        && same(Some(def.axes[1].extent.clone()), kext(0))
+        && same(end(r), kext(2))
+        && same(end(s), kext(3));
+    if !ok {
+        return None;
+    }
+    // The other guards hold wherever the equalities do.
+    let eq_index = |axis: usize| {
+        let (_, row, wv, dil, top) = if axis == 2 { row_eq } else { col_eq };
+        Dim::var(DimVar(row.0)).add(&Dim::var(DimVar(wv.0)).mul(dil)).sub(top)
+    };
+    let implied = |g: &Expr| -> bool {
+        // `if (equalities) { bounds } else { false }`: the condition's
+        // terms each one of the equality guards.
+        let g = match &g.kind {
+            ExprKind::If { cond, then, els } if matches!(els.kind, ExprKind::Lit(crate::ir::Literal::Bool(false))) => {
+                let mut terms = Vec::new();
+                conjuncts(cond, &mut terms);
+                if !terms.iter().all(|t| eq_exprs.contains(t)) {
+                    return false;
+                }
+                then
+            }
+            _ => g,
+        };
+        let mut terms = Vec::new();
+        conjuncts(g, &mut terms);
+        terms.iter().all(|t| {
+            let Some((index, bound)) = bound_of(t, &|e| index_dim(e)) else { return false };
+            let axis = if index == eq_index(2) {
+                2
+            } else if index == eq_index(3) {
+                3
+            } else {
+                return false;
+            };
+            match bound {
+                Bound::Lower(lo) => lo <= 0,
+                Bound::Upper(hi) => super::same_extent(list, &hi, &def.axes[axis].extent),
+            }
+        })
+    };
+    if !others.iter().all(|g| implied(g)) {
+        return None;
+    }
+    // The pads of the flipped window: `dh (KH - 1) - top`, constants not
+    // negative.
+    let pad = |dil: &Dim, top: &Dim, ext: Option<Dim>| -> Option<Dim> {
+        let kx = ext?.as_constant()?;
+        let v = dil.as_constant()? * (kx - 1) - top.as_constant()?;
+        (v >= 0).then(|| Dim::constant(v))
+    };
+    let ph = pad(&row_eq.3, &row_eq.4, end(r))?;
+    let pw = pad(&col_eq.3, &col_eq.4, end(s))?;
+    Some(Window {
+        x: dy,
+        k,
+        pad: (ph, pw),
+        stride: (Dim::one(), Dim::one()),
+        dilation: (row_eq.3.clone(), col_eq.3.clone()),
+        k_axes,
+        k_flip: true,
+    })
 }
 
 /// Whether a statement of `list` checked that `a` and `b` agree (a
@@ -445,8 +650,10 @@ fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> 
 /// convolution; `def` reads the temporary at its point.
 fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
     let (tmp, reference) = hoist_part(f, def, &m.path, def.elem, "conv");
-    let Window { x, k, pad, stride, dilation } = &m.window;
+    let Window { x, k, pad, stride, dilation, k_axes, k_flip } = &m.window;
     Conv {
+        k_axes: *k_axes,
+        k_flip: *k_flip,
         out: tmp,
         elem: def.elem,
         x: *x,
@@ -617,6 +824,56 @@ mod tests {
                 y
             }",
         );
+    }
+
+    /// Reverse mode writes a layer's input gradient as a sum over the
+    /// output gradient's pixels and the window, filtered by equalities:
+    /// the convolution of the output gradient by the kernel with filters
+    /// and channels swapped, read backwards along the window.
+    #[test]
+    fn input_gradients_are_flipped_convolutions() {
+        let p = crate::test_support::lowered(
+            "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, C, H, W] {
+                let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                    if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                    where ih = i + r - 1, iw = j + s - 1
+                );
+                let loss = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
+                @loss / @x
+            }",
+        );
+        let out = ir::pretty::pretty_program(&crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}")));
+        assert!(out.contains("conv d_x = d_y * k (pad 1, 1, k axes [1, 0, 2, 3], k flipped): f32"), "{out}");
+        // Other pads (the flipped window's are `dh (KH - 1) - top`) and a
+        // dilation.
+        for (ih, iw, pads) in
+            [("i + r - 2", "j + s", "pad 0, 2"), ("i + 2 * r - 2", "j + s - 1", "pad 2, 1, dilation 2, 1")]
+        {
+            let src = format!(
+                "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, C, H, W] {{
+                    let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                        if ih >= 0 && ih < H && iw >= 0 && iw < W {{ x[n, c, ih, iw] * k[o, c, r, s] }} else {{ 0.0 }}
+                        where ih = {ih}, iw = {iw}
+                    );
+                    let loss = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
+                    @loss / @x
+                }}"
+            );
+            let p = crate::test_support::lowered(&src);
+            let out = ir::pretty::pretty_program(&crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}")));
+            let want = format!("conv d_x = d_y * k ({pads}, k axes [1, 0, 2, 3], k flipped): f32");
+            assert!(out.contains(&want), "{want} in {out}");
+        }
+        // A strided layer's input gradient is not a convolution of stride 1.
+        let p = crate::test_support::lowered(
+            "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, C, H, W] {
+                let y[n, o, i in 0..(H - 3) / 2 + 1, j in 0..(W - 3) / 2 + 1] = sum[c, r, s](x[n, c, 2 * i + r, 2 * j + s] * k[o, c, r, s]);
+                let loss = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
+                @loss / @x
+            }",
+        );
+        let out = ir::pretty::pretty_program(&crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}")));
+        assert!(!out.contains("conv d_x"), "{out}");
     }
 
     #[test]

@@ -83,6 +83,20 @@ impl FnCx<'_> {
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
         let out = self.ident(c.out)?;
         let (x, k) = (self.ident(c.x)?, self.ident(c.k)?);
+        // The kernel as `[filter, channel, row, column]`, backwards along
+        // the window for an input gradient.
+        let k_axes = c.k_axes.iter().map(|a| types::usize_lit(*a));
+        let kv = match (c.k_axes == [0, 1, 2, 3], c.k_flip) {
+            (true, false) => quote!(#k.view()),
+            (_, flip) => {
+                let view = quote!(#k.view().permuted_axes([#(#k_axes),*]));
+                if flip {
+                    quote!(#view.slice_move(#nd::s![.., .., ..;-1, ..;-1]))
+                } else {
+                    view
+                }
+            }
+        };
         let bias = match c.bias {
             Some(b) => {
                 let b = self.ident(b)?;
@@ -143,7 +157,7 @@ impl FnCx<'_> {
         // The kernel into a fresh array.
         let fresh = quote! {{
             let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-            #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, #window, false, #yv)?;
+            #rt::conv::conv2d(#fname, #xv, #kv, #bias, #window, false, #yv)?;
             #y
         }};
         if let Some((when, value)) = otherwise {
@@ -153,7 +167,7 @@ impl FnCx<'_> {
             // The caller's buffer, of any strides (`NAME_into`).
             return Ok(quote! {
                 let #out: #array = #rt::dest::conv_into(
-                    #fname, #tensor, #xv, #k.view(), #bias, #window, [#(#lens),*], &mut *#dest,
+                    #fname, #tensor, #xv, #kv, #bias, #window, [#(#lens),*], &mut *#dest,
                 )?;
             });
         }
