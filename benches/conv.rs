@@ -85,6 +85,18 @@ einlang! {
         std::ml::conv2d(x, k, b, stride, stride, pad, pad, 1, 1)
     }
 
+    /// A padded layer's input gradient as reverse mode writes it, for the
+    /// output gradient `g` (the forward pass runs too, as in a training
+    /// step).
+    pub fn layer_input_grad(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], g: [f32; N, O, H, W]) -> [f32; N, C, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = i + r - 1, iw = j + s - 1
+        );
+        let loss = sum[n, o, i, j](y[n, o, i, j] * g[n, o, i, j]);
+        @loss / @x
+    }
+
     pub fn kernel_grad(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
         let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
         dk
@@ -374,11 +386,42 @@ fn stride2_case(x: &Array4<f32>, k: &Array4<f32>, b: &Array1<f32>, runs: usize) 
     report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 stride 2, pad 1 + bias"), flops, e, g);
 }
 
+/// `layer_input_grad` at the shape against the hand forward pass
+/// (im2col + GEMM, padded) plus the hand col2im of `g` cropped to the
+/// image.
+fn layer_grad_case(runs: usize) {
+    let (n, c, h, w, o) = (8, 64, 56, 56, 64);
+    let (x, k, g) = (data4(n, c, h, w, 11), data4(o, c, 3, 3, 12), data4(n, o, h, w, 13));
+    let zero = Array1::<f32>::zeros(o);
+    let hand = || {
+        let y = conv_gemm(&x, &k, &zero, 1);
+        let full = input_grad_gemm(&g, &k);
+        (y, full.slice(s![.., .., 1..h + 1, 1..w + 1]).to_owned())
+    };
+    close(&layer_input_grad(&x, &k, &g).expect("layer_input_grad"), &hand().1, "layer_input_grad");
+    let flops = 2.0 * 2.0 * (n * o * h * w * c * 9) as f64;
+    let (e, b) = common::paired(
+        runs,
+        || drop(black_box(layer_input_grad(black_box(&x), &k, &g).unwrap())),
+        || drop(black_box(hand())),
+    );
+    report(
+        &format!("conv layer input gradient (reverse mode) + forward N={n} C={c} {h}x{w} O={o} 3x3 pad 1"),
+        flops,
+        e,
+        b,
+    );
+}
+
 fn main() {
     let runs = 7;
     // Only the standard library's cases (for rounds that compare commits).
     if std::env::var_os("CONV_STD_ONLY").is_some() {
         std_cases(runs);
+        return;
+    }
+    if std::env::var_os("CONV_GRAD_ONLY").is_some() {
+        layer_grad_case(3);
         return;
     }
     // Only the literal stride-2 case at the shape.
@@ -572,5 +615,6 @@ fn main() {
     );
     report(&format!("conv input gradient N={n} C={c} {h}x{w} O={o} 3x3 (transposed, col2im)"), flops, e, g);
 
+    layer_grad_case(runs);
     std_cases(runs);
 }

@@ -518,9 +518,19 @@ pub fn conv2d_with<T: ConvElem>(
                         });
                         let from = j0 * sw + pc - left;
                         let line = src.row(si);
-                        let line = line.slice(ndarray::s![from..;sw]);
-                        for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
-                            d.write(*v);
+                        match line.as_slice() {
+                            // A contiguous row: every `sw`-th value from `from`.
+                            Some(line) => {
+                                for (d, v) in row[j0..j1].iter_mut().zip(line[from..].iter().step_by(sw)) {
+                                    d.write(*v);
+                                }
+                            }
+                            None => {
+                                let line = line.slice(ndarray::s![from..;sw]);
+                                for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
+                                    d.write(*v);
+                                }
+                            }
                         }
                         row[j1..].iter_mut().for_each(|d| {
                             d.write(T::default());
