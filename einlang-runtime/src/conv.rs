@@ -1,10 +1,23 @@
 //! Direct two-dimensional convolution without im2col columns.
 //!
-//! `y[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i + r - top, j + s - left] * k[o, c, r, s])`,
-//! where a read outside `x` is zero (padding by a guard; `top = left = 0`
-//! and an output of `H - KH + 1` by `W - KW + 1` is the valid convolution),
-//! optionally followed by `max(0, _)`. Any window extents and any output
-//! extents are accepted: the rows and columns the window leaves are zeros.
+//! `y[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i sh + r dh - top, j sw + s dw - left] * k[o, c, r, s])`,
+//! where a read outside `x` is zero (padding by a guard; `top = left = 0`,
+//! strides and dilations 1 and an output of `H - KH + 1` by `W - KW + 1`
+//! is the valid convolution), optionally followed by `max(0, _)`. Any
+//! window extents, strides and dilations of at least 1 (a [`Window`]) and
+//! any output extents are accepted: the rows and columns the window leaves
+//! are zeros. `k` may have any strides (a permuted or reversed view: an
+//! input gradient reads the kernel with filters and channels swapped,
+//! backwards along the window).
+//!
+//! A strided window is first split by the stride's phases: phase plane
+//! `(a, b)` of a channel holds the zero-bordered image's rows `a, a + sh,
+//! ..` and columns `b, b + sw, ..`, and tap `(r, s)` reads plane `(r dh %
+//! sh, s dw % sw)` at `(i + r dh / sh, j + s dw / sw)`, so that the pixels
+//! of an output row are consecutive in every plane a tap reads; only the
+//! phases some tap reads are kept (one plane for stride 1). The
+//! description below is that of one plane, each tap an offset (`offs`)
+//! from the pixel's flat position.
 //!
 //! The image is copied once into a zero-bordered buffer whose rows are
 //! `Wp = OW + KW - 1` long, so that every output pixel `(i, j)` becomes the
