@@ -512,46 +512,50 @@ pub fn conv2d_with<T: ConvElem>(
             v.write(T::default());
         });
         let (row_phases, col_phases) = (&row_phases, &col_phases);
-        xs[..copied * image].par_chunks_mut(phase.max(1)).enumerate().for_each(|(p, dst)| {
-            let (nn, cc, ph) = (first_copied + p / (c * nph), p / nph % c, p % nph);
-            let (pr, pc) = (row_phases[ph / col_phases.len()], col_phases[ph % col_phases.len()]);
+        // One task per channel (its phase planes one after the other, so
+        // that the rows they share are read while in cache).
+        xs[..copied * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, planes)| {
+            let (nn, cc) = (first_copied + p / c, p % c);
             let src = x.index_axis(ndarray::Axis(0), nn);
             let src = src.index_axis(ndarray::Axis(0), cc);
-            // Column `jj` of the phase plane is column `jj sw + pc - left`
-            // of the image: inside it for `jj` in `j0..j1`.
-            let first = |lo: usize| lo.saturating_sub(pc).div_ceil(sw);
-            let (j0, j1) = (first(left).min(wp), first(left.saturating_add(w)).min(wp));
-            for (i, row) in dst.chunks_mut(wp).enumerate() {
-                // Row `i` is the image's row `i sh + pr - top`.
-                let si = (i * sh + pr).checked_sub(top).filter(|&si| si < h);
-                match si {
-                    Some(si) if j0 < j1 => {
-                        row[..j0].iter_mut().for_each(|d| {
-                            d.write(T::default());
-                        });
-                        let from = j0 * sw + pc - left;
-                        let line = src.row(si);
-                        match line.as_slice() {
-                            // A contiguous row: every `sw`-th value from `from`.
-                            Some(line) => {
-                                for (d, v) in row[j0..j1].iter_mut().zip(line[from..].iter().step_by(sw)) {
-                                    d.write(*v);
+            for (ph, dst) in planes.chunks_mut(phase.max(1)).enumerate() {
+                let (pr, pc) = (row_phases[ph / col_phases.len()], col_phases[ph % col_phases.len()]);
+                // Column `jj` of the phase plane is column `jj sw + pc - left`
+                // of the image: inside it for `jj` in `j0..j1`.
+                let first = |lo: usize| lo.saturating_sub(pc).div_ceil(sw);
+                let (j0, j1) = (first(left).min(wp), first(left.saturating_add(w)).min(wp));
+                for (i, row) in dst.chunks_mut(wp).enumerate() {
+                    // Row `i` is the image's row `i sh + pr - top`.
+                    let si = (i * sh + pr).checked_sub(top).filter(|&si| si < h);
+                    match si {
+                        Some(si) if j0 < j1 => {
+                            row[..j0].iter_mut().for_each(|d| {
+                                d.write(T::default());
+                            });
+                            let from = j0 * sw + pc - left;
+                            let line = src.row(si);
+                            match line.as_slice() {
+                                // A contiguous row: every `sw`-th value from `from`.
+                                Some(line) => {
+                                    for (d, v) in row[j0..j1].iter_mut().zip(line[from..].iter().step_by(sw)) {
+                                        d.write(*v);
+                                    }
+                                }
+                                None => {
+                                    let line = line.slice(ndarray::s![from..;sw]);
+                                    for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
+                                        d.write(*v);
+                                    }
                                 }
                             }
-                            None => {
-                                let line = line.slice(ndarray::s![from..;sw]);
-                                for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
-                                    d.write(*v);
-                                }
-                            }
+                            row[j1..].iter_mut().for_each(|d| {
+                                d.write(T::default());
+                            });
                         }
-                        row[j1..].iter_mut().for_each(|d| {
+                        _ => row.iter_mut().for_each(|d| {
                             d.write(T::default());
-                        });
+                        }),
                     }
-                    _ => row.iter_mut().for_each(|d| {
-                        d.write(T::default());
-                    }),
                 }
             }
         });
