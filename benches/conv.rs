@@ -1,7 +1,8 @@
 //! Convolutions written in Einstein notation against im2col + GEMM written
 //! by hand, measured in the same run: the forward pass of a batch (valid,
 //! with a bias), a padded one (a guard), both again on the larger N=8 C=64
-//! 56x56 O=64, a padded one with stride 2, one
+//! 56x56 O=64 and with stride 2, padding 1 and a bias on that shape, a
+//! padded one with stride 2, one
 //! with the channels last (NHWC), a grouped one, `std::ml::conv2d` (run-time
 //! stride and pad: stride 1 and 2, padding 1), the kernel gradient (the output
 //! gradient contracted with the shifted input), and the input gradient (a
@@ -48,6 +49,15 @@ einlang! {
         y
     }
 
+    /// Stride 2, padding 1 (before; after as the output needs), a bias.
+    pub fn conv_s2(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, (H + 1) / 2, (W + 1) / 2] {
+        let y[n, o, i in 0..(H + 1) / 2, j in 0..(W + 1) / 2] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+        ) + b[o];
+        y
+    }
+
     pub fn conv_nhwc(x: [f32; N, H, W, C], k: [f32; KH, KW, C, O]) -> [f32; N, H - KH + 1, W - KW + 1, O] {
         let y[n, i, j, o] = sum[r, s, c](x[n, i + r, j + s, c] * k[r, s, c, o]);
         y
@@ -73,6 +83,18 @@ einlang! {
     /// `std::ml::conv2d`, whose strides and pads are run-time values.
     pub fn conv_std(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O], stride: i64, pad: i64) -> [f32; N, O, ?, ?] {
         std::ml::conv2d(x, k, b, stride, stride, pad, pad, 1, 1)
+    }
+
+    /// A padded layer's input gradient as reverse mode writes it, for the
+    /// output gradient `g` (the forward pass runs too, as in a training
+    /// step).
+    pub fn layer_input_grad(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], g: [f32; N, O, H, W]) -> [f32; N, C, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = i + r - 1, iw = j + s - 1
+        );
+        let loss = sum[n, o, i, j](y[n, o, i, j] * g[n, o, i, j]);
+        @loss / @x
     }
 
     pub fn kernel_grad(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
@@ -348,11 +370,65 @@ fn std_cases(runs: usize) {
     }
 }
 
+/// The literal stride 2, padding 1 and a bias (`conv_s2`) against the
+/// hand im2col + GEMM with the same stride.
+fn stride2_case(x: &Array4<f32>, k: &Array4<f32>, b: &Array1<f32>, runs: usize) {
+    let (n, c, h, w) = x.dim();
+    let o = k.dim().0;
+    let want = conv_gemm_strided(x, k, b, 1, 2);
+    close(&conv_s2(x, k, b).expect("conv_s2"), &want, "conv_s2");
+    let flops = 2.0 * (want.len() * c * 9) as f64;
+    let (e, g) = common::paired(
+        runs,
+        || drop(black_box(conv_s2(black_box(x), k, b).unwrap())),
+        || drop(black_box(conv_gemm_strided(black_box(x), k, b, 1, 2))),
+    );
+    report(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 stride 2, pad 1 + bias"), flops, e, g);
+}
+
+/// `layer_input_grad` at the shape against the hand forward pass
+/// (im2col + GEMM, padded) plus the hand col2im of `g` cropped to the
+/// image.
+fn layer_grad_case(runs: usize) {
+    let (n, c, h, w, o) = (8, 64, 56, 56, 64);
+    let (x, k, g) = (data4(n, c, h, w, 11), data4(o, c, 3, 3, 12), data4(n, o, h, w, 13));
+    let zero = Array1::<f32>::zeros(o);
+    let hand = || {
+        let y = conv_gemm(&x, &k, &zero, 1);
+        let full = input_grad_gemm(&g, &k);
+        (y, full.slice(s![.., .., 1..h + 1, 1..w + 1]).to_owned())
+    };
+    close(&layer_input_grad(&x, &k, &g).expect("layer_input_grad"), &hand().1, "layer_input_grad");
+    let flops = 2.0 * 2.0 * (n * o * h * w * c * 9) as f64;
+    let (e, b) = common::paired(
+        runs,
+        || drop(black_box(layer_input_grad(black_box(&x), &k, &g).unwrap())),
+        || drop(black_box(hand())),
+    );
+    report(
+        &format!("conv layer input gradient (reverse mode) + forward N={n} C={c} {h}x{w} O={o} 3x3 pad 1"),
+        flops,
+        e,
+        b,
+    );
+}
+
 fn main() {
     let runs = 7;
     // Only the standard library's cases (for rounds that compare commits).
     if std::env::var_os("CONV_STD_ONLY").is_some() {
         std_cases(runs);
+        return;
+    }
+    if std::env::var_os("CONV_GRAD_ONLY").is_some() {
+        layer_grad_case(3);
+        return;
+    }
+    // Only the literal stride-2 case at the shape.
+    if std::env::var_os("CONV_STRIDE_ONLY").is_some() {
+        let (n, c, h, w, o) = (8, 64, 56, 56, 64);
+        let b: Array1<f32> = common::data(o, 3).into_iter().map(|v| v as f32).collect();
+        stride2_case(&data4(n, c, h, w, 6), &data4(o, c, 3, 3, 7), &b, runs);
         return;
     }
     let (n, c, h, w, o) = (8, 32, 32, 32, 64);
@@ -430,6 +506,7 @@ fn main() {
             || drop(black_box(conv_same(black_box(&x), &k).unwrap())),
         );
         report_direct(&format!("conv N={n} C={c} {h}x{w} O={o} 3x3 padded (guard)"), flops, d, e);
+        stride2_case(&x, &k, &b, runs);
     }
     if std::env::var_os("CONV_MAIN_ONLY").is_some() {
         return;
@@ -538,5 +615,6 @@ fn main() {
     );
     report(&format!("conv input gradient N={n} C={c} {h}x{w} O={o} 3x3 (transposed, col2im)"), flops, e, g);
 
+    layer_grad_case(runs);
     std_cases(runs);
 }

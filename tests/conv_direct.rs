@@ -1,10 +1,11 @@
-//! Stride-1 `f32` convolutions over the channels-first layouts, which
-//! `opt::conv` hands to the runtime's direct kernel (`einlang_runtime::conv`):
-//! valid with a bias (window extents from the arguments), padded by a guard
-//! (the kernel written first, asymmetric padding), with an activation after
-//! the bias, a single image without a batch axis, and both gradients of a
-//! layer, and `std::ml::conv2d` with run-time strides, pads and dilations
-//! (the kernel where they allow it, the packed product elsewhere). Each is
+//! `f32` convolutions over the channels-first layouts, which `opt::conv`
+//! hands to the runtime's direct kernel (`einlang_runtime::conv`): valid
+//! with a bias (window extents from the arguments), padded by a guard (the
+//! kernel written first, asymmetric padding), with an activation after the
+//! bias, a single image without a batch axis, literal strides (2, mixed 3
+//! and 2) and dilations, and both gradients of a layer, and
+//! `std::ml::conv2d` with run-time strides, pads and dilations (the kernel
+//! where they allow it, the packed product elsewhere). Each is
 //! compared with naive
 //! `f64` loops written here on odd shapes (1, 7, primes, empty extents) and
 //! on one to three threads; the `checked` feature runs the reference loop
@@ -65,9 +66,56 @@ einlang! {
         (@loss / @x, @loss / @k)
     }
 
+    /// Stride 2, one row and column of padding before the image and as
+    /// many after as the output needs, a bias (ONNX's `strides = 2, pads =
+    /// 1`).
+    pub fn conv_s2(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, (H + 1) / 2, (W + 1) / 2] {
+        let y[n, o, i in 0..(H + 1) / 2, j in 0..(W + 1) / 2] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+        ) + b[o];
+        y
+    }
+
+    /// Strides 3 and 2 written in the read, valid.
+    pub fn conv_s32(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, (H - 3) / 3 + 1, (W - 3) / 2 + 1] {
+        let y[n, o, i, j] = sum[c, r, s](x[n, c, 3 * i + r, j * 2 + s] * k[o, c, r, s]);
+        y
+    }
+
+    /// Dilation 2, padded to the image's extents.
+    pub fn conv_dilated(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { k[o, c, r, s] * x[n, c, ih, iw] } else { 0.0 }
+            where ih = i + 2 * r - 2, iw = j + 2 * s - 2
+        );
+        y
+    }
+
+    /// Stride 2 and dilation 2 together, pads 2 and 1, a ReLU after the bias.
+    pub fn conv_s2_d2_relu(x: [f32; N, C, H, W], k: [f32; O, C, 3, 2], b: [f32; O]) -> [f32; N, O, (H + 1) / 2, W / 2] {
+        let y[n, o, i in 0..(H + 1) / 2, j in 0..W / 2] = max(sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = 2 * i + 2 * r - 2, iw = 2 * j + 2 * s - 1
+        ) + b[o], 0.0);
+        y
+    }
+
+    /// The input gradient of a dilated layer with uneven pads and a 3x2
+    /// window, against a given output gradient `g` (a flipped convolution).
+    pub fn dilated_input_grad(x: [f32; N, C, H, W], k: [f32; O, C, 3, 2], g: [f32; N, O, H, W]) -> [f32; N, C, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = i + 2 * r - 2, iw = j + s - 1
+        );
+        let loss = sum[n, o, i, j](y[n, o, i, j] * g[n, o, i, j]);
+        @loss / @x
+    }
+
     /// The standard library's convolution, whose strides, pads and
-    /// dilations are run-time values: the direct kernel where they are 1,
-    /// non-negative and 1, the packed product elsewhere.
+    /// dilations are run-time values: the direct kernel where the strides
+    /// and dilations are positive and the pads not negative, the packed
+    /// product elsewhere.
     pub fn std_conv2d(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O], sh: i64, sw: i64, ph: i64, pw: i64, dh: i64, dw: i64) -> [f32; N, O, ?, ?] {
         std::ml::conv2d(x, k, b, sh, sw, ph, pw, dh, dw)
     }
@@ -253,6 +301,58 @@ fn gradients_of_a_padded_layer_match_naive_loops() {
     });
 }
 
+/// `d_x` of `sum(y * g)` for `y` the layer of `dilated_input_grad`, by
+/// hand: every term `x[n, c, i + 2r - 2, j + s - 1] k[o, c, r, s]` of `y`
+/// adds `g[n, o, i, j] k[o, c, r, s]` to the gradient at its read.
+fn dilated_grad_by_hand(x: &Array4<f32>, k: &Array4<f32>, g: &Array4<f32>) -> Array4<f64> {
+    let (n, c, h, w) = x.dim();
+    let (o, _, kh, kw) = k.dim();
+    let mut dx = Array4::<f64>::zeros((n, c, h, w));
+    for ((nn, oo, i, j), gv) in g.indexed_iter() {
+        for cc in 0..c {
+            for r in 0..kh {
+                for s in 0..kw {
+                    let (p, q) = ((i + 2 * r) as isize - 2, (j + s) as isize - 1);
+                    if p >= 0 && (p as usize) < h && q >= 0 && (q as usize) < w && oo < o {
+                        dx[[nn, cc, p as usize, q as usize]] += *gv as f64 * k[[oo, cc, r, s]] as f64;
+                    }
+                }
+            }
+        }
+    }
+    dx
+}
+
+#[test]
+fn input_gradients_match_hand_loops_and_finite_differences() {
+    threads(|| {
+        for &(n, c, h, w, o) in SHAPES.iter().chain(&[(2, 4, 11, 13, 6), (1, 3, 1, 1, 2)]) {
+            let what = format!("dilated input gradient {n}x{c}x{h}x{w} o{o}");
+            let (x, k, g) = (tensor((n, c, h, w), 31), tensor((o, c, 3, 2), 32), tensor((n, o, h, w), 33));
+            let dx = dilated_input_grad(&x, &k, &g).unwrap();
+            assert_close(&dx, &dilated_grad_by_hand(&x, &k, &g), o * 6, &what);
+            // Central differences of the loss (linear in `x`, so exact up
+            // to rounding) at a few points.
+            let loss = |x: &Array4<f32>| {
+                let y = naive_window(x, &k, None, (1, 1), (2, 1), (2, 1), (h, w), false);
+                y.iter().zip(g.iter()).map(|(a, b)| a * *b as f64).sum::<f64>()
+            };
+            let every = (x.len() / 3).max(1);
+            for (t, at) in x.indexed_iter().map(|(at, _)| at).enumerate() {
+                if t % every != every / 2 {
+                    continue;
+                }
+                let step = 1.0f32 / 64.0;
+                let (mut up, mut down) = (x.clone(), x.clone());
+                up[at] += step;
+                down[at] -= step;
+                let fd = (loss(&up) - loss(&down)) / (up[at] as f64 - down[at] as f64);
+                assert!((dx[at] as f64 - fd).abs() <= 1e-4 * (1.0 + fd.abs()), "{what} at {at:?}: {} vs {fd}", dx[at]);
+            }
+        }
+    });
+}
+
 #[test]
 fn results_go_into_the_callers_buffer() {
     let (x, k, b) = (tensor((2, 3, 9, 8), 18), tensor((5, 3, 3, 3), 19), Array1::from(data(5, 20)));
@@ -281,14 +381,32 @@ fn naive_strided(
     pad: (isize, isize),
     dilation: (usize, usize),
 ) -> Array4<f64> {
-    let (n, c, h, w) = x.dim();
-    let (o, _, kh, kw) = k.dim();
+    let (_, _, h, w) = x.dim();
+    let (_, _, kh, kw) = k.dim();
     let extent = |len: usize, pad: isize, dil: usize, kl: usize, stride: usize| {
         ((len as isize + 2 * pad - (dil * (kl - 1)) as isize - 1).div_euclid(stride as isize) + 1).max(0) as usize
     };
     let (oh, ow) = (extent(h, pad.0, dilation.0, kh, stride.0), extent(w, pad.1, dilation.1, kw, stride.1));
+    naive_window(x, k, Some(b), stride, pad, dilation, (oh, ow), false)
+}
+
+/// [`naive_strided`] with the output extents given (the pads after the
+/// image are what they need) and an optional bias and ReLU.
+#[allow(clippy::too_many_arguments)]
+fn naive_window(
+    x: &Array4<f32>,
+    k: &Array4<f32>,
+    b: Option<&Array1<f32>>,
+    stride: (usize, usize),
+    pad: (isize, isize),
+    dilation: (usize, usize),
+    (oh, ow): (usize, usize),
+    relu: bool,
+) -> Array4<f64> {
+    let (n, c, h, w) = x.dim();
+    let (o, _, kh, kw) = k.dim();
     Array4::from_shape_fn((n, o, oh, ow), |(nn, oo, i, j)| {
-        let mut sum = b[oo] as f64;
+        let mut sum = b.map_or(0.0, |b| b[oo] as f64);
         for cc in 0..c {
             for r in 0..kh {
                 for s in 0..kw {
@@ -300,14 +418,54 @@ fn naive_strided(
                 }
             }
         }
-        sum
+        if relu {
+            sum.max(0.0)
+        } else {
+            sum
+        }
     })
+}
+
+#[test]
+fn literal_strides_and_dilations_match_naive_loops() {
+    let mut shapes = SHAPES.to_vec();
+    // Odd and even extents, a prime image, one too small for a stride-2
+    // row of the window.
+    shapes.extend([(2, 4, 8, 10, 7), (1, 3, 29, 23, 11), (1, 2, 4, 3, 3)]);
+    threads(|| {
+        for &(n, c, h, w, o) in &shapes {
+            let what = |f: &str| format!("{f} {n}x{c}x{h}x{w} o{o}");
+            let (x, k, b) = (tensor((n, c, h, w), 21), tensor((o, c, 3, 3), 22), Array1::from(data(o, 23)));
+            let want = naive_window(&x, &k, Some(&b), (2, 2), (1, 1), (1, 1), (h.div_ceil(2), w.div_ceil(2)), false);
+            assert_close(&conv_s2(&x, &k, &b).unwrap(), &want, c * 9, &what("stride 2"));
+            let want = naive_window(&x, &k, None, (3, 2), (0, 0), (1, 1), ((h - 3) / 3 + 1, (w - 3) / 2 + 1), false);
+            assert_close(&conv_s32(&x, &k).unwrap(), &want, c * 9, &what("strides 3, 2"));
+            let want = naive_window(&x, &k, None, (1, 1), (2, 2), (2, 2), (h, w), false);
+            assert_close(&conv_dilated(&x, &k).unwrap(), &want, c * 9, &what("dilation 2"));
+            let k = tensor((o, c, 3, 2), 24);
+            let want = naive_window(&x, &k, Some(&b), (2, 2), (2, 1), (2, 2), (h.div_ceil(2), w / 2), true);
+            assert_close(&conv_s2_d2_relu(&x, &k, &b).unwrap(), &want, c * 6, &what("stride 2 dilation 2 relu"));
+        }
+    });
+}
+
+#[test]
+fn a_strided_result_goes_into_a_permuted_view() {
+    let (x, k, b) = (tensor((2, 3, 9, 8), 25), tensor((5, 3, 3, 3), 26), Array1::from(data(5, 27)));
+    let want = naive_window(&x, &k, Some(&b), (2, 2), (1, 1), (1, 1), (5, 4), false);
+    let mut t = Array4::<f32>::from_elem((4, 5, 5, 2), f32::NAN);
+    conv_s2_into(&x, &k, &b, t.view_mut().permuted_axes([3, 2, 1, 0])).unwrap();
+    assert_close(&t.view().permuted_axes([3, 2, 1, 0]).to_owned(), &want, 27, "stride 2 into a permuted view");
+    let mut bad = Array4::<f32>::from_elem((2, 5, 4, 4), 7.0);
+    assert!(matches!(conv_s2_into(&x, &k, &b, &mut bad), Err(einlang::Error::Shape { .. })));
+    assert!(bad.iter().all(|v| *v == 7.0));
 }
 
 #[test]
 fn the_standard_librarys_convolution_matches_naive_loops() {
     // (stride, pad, dilation) per axis: the kernel's cases (strides and
-    // dilations 1, pads 0, 1, 2, asymmetric) and the packed product's.
+    // dilations of at least 1, pads 0, 1, 2, asymmetric) and the packed
+    // product's (a negative pad).
     let settings: &[((i64, i64), (i64, i64), (i64, i64))] = &[
         ((1, 1), (0, 0), (1, 1)),
         ((1, 1), (1, 1), (1, 1)),
@@ -319,6 +477,8 @@ fn the_standard_librarys_convolution_matches_naive_loops() {
         ((1, 1), (1, 1), (2, 2)),
         ((1, 1), (2, 2), (1, 2)),
         ((3, 2), (1, 2), (2, 1)),
+        ((3, 3), (1, 1), (1, 1)),
+        ((1, 2), (-1, 0), (1, 1)),
     ];
     threads(|| {
         for &(n, c, h, w, o) in SHAPES {

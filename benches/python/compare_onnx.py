@@ -110,6 +110,23 @@ def cases():
             out.append(
                 (label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), lambda x=x, k=k, b=b, pad=pad: conv_numpy(x, k, b, pad))
             )
+        # Stride 2, padding 1, a bias (ONNX's `strides=[2, 2], pads=[1] * 4`)
+        # on the shape: einlang's literal stride (`conv_s2`) and
+        # `std::ml::conv2d` with a run-time stride of 2, both against the
+        # same session. The numpy side is the stride-1 result subsampled.
+        if h == 56:
+            oh = (h + 2 - 3) // 2 + 1
+            s = session(
+                [helper.make_node("Conv", ["x", "k", "b"], ["y"], pads=[1] * 4, strides=[2, 2])],
+                [f32("x", x.shape), f32("k", k.shape), f32("b", b.shape)],
+                [f32("y", (8, 64, oh, oh))],
+            )
+            feeds = {"x": x, "k": k, "b": b}
+            strided = lambda x=x, k=k, b=b: conv_numpy(x, k, b, 1)[:, :, ::2, ::2]
+            assert np.allclose(s.run(None, feeds)[0], strided(), rtol=1e-3, atol=1e-3), "stride 2"
+            flops = 2 * 8 * 64 * oh * oh * c * 9
+            for label in [f"conv N=8 C={c} {h}x{h} O=64 3x3 stride 2, pad 1 + bias", f"std::ml::conv2d N=8 C={c} {h}x{h} O=64 3x3 stride 2, pad 1, bias"]:
+                out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), strided))
     # The grouped cases below use the first shape.
     x = rng.standard_normal((8, 32, 32, 32), dtype=np.float32)
     b = rng.standard_normal(64, dtype=np.float32)

@@ -1,10 +1,23 @@
 //! Direct two-dimensional convolution without im2col columns.
 //!
-//! `y[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i + r - top, j + s - left] * k[o, c, r, s])`,
-//! where a read outside `x` is zero (padding by a guard; `top = left = 0`
-//! and an output of `H - KH + 1` by `W - KW + 1` is the valid convolution),
-//! optionally followed by `max(0, _)`. Any window extents and any output
-//! extents are accepted: the rows and columns the window leaves are zeros.
+//! `y[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i sh + r dh - top, j sw + s dw - left] * k[o, c, r, s])`,
+//! where a read outside `x` is zero (padding by a guard; `top = left = 0`,
+//! strides and dilations 1 and an output of `H - KH + 1` by `W - KW + 1`
+//! is the valid convolution), optionally followed by `max(0, _)`. Any
+//! window extents, strides and dilations of at least 1 (a [`Window`]) and
+//! any output extents are accepted: the rows and columns the window leaves
+//! are zeros. `k` may have any strides (a permuted or reversed view: an
+//! input gradient reads the kernel with filters and channels swapped,
+//! backwards along the window).
+//!
+//! A strided window is first split by the stride's phases: phase plane
+//! `(a, b)` of a channel holds the zero-bordered image's rows `a, a + sh,
+//! ..` and columns `b, b + sw, ..`, and tap `(r, s)` reads plane `(r dh %
+//! sh, s dw % sw)` at `(i + r dh / sh, j + s dw / sw)`, so that the pixels
+//! of an output row are consecutive in every plane a tap reads; only the
+//! phases some tap reads are kept (one plane for stride 1). The
+//! description below is that of one plane, each tap an offset (`offs`)
+//! from the pixel's flat position.
 //!
 //! The image is copied once into a zero-bordered buffer whose rows are
 //! `Wp = OW + KW - 1` long, so that every output pixel `(i, j)` becomes the
@@ -52,12 +65,12 @@ pub trait ConvElem:
 pub struct Kernel<T> {
     tq: usize,
     f: usize,
-    /// `tile(x, w, acc, plane, wp, kh, kw, cn)`: adds to `acc` (`F x TQ`,
+    /// `tile(x, w, acc, plane, offs, taps, cn)`: adds to `acc` (`F x TQ`,
     /// filter-major) the sums over `cn` channels of the input at `x` (the
-    /// first channel plane of the block, offset to the tile's first
-    /// position; planes `plane` apart, rows `wp` apart) times the weights
-    /// at `w` (`[cn][kh][kw][F]`).
-    tile: unsafe fn(*const T, *const T, *mut T, usize, usize, usize, usize, usize),
+    /// first channel of the block, offset to the tile's first position;
+    /// channels `plane` apart) times the weights at `w` (`[cn][taps][F]`),
+    /// the term of tap `t` read `offs[t]` after the position.
+    tile: unsafe fn(*const T, *const T, *mut T, usize, *const usize, usize, usize),
     name: &'static str,
 }
 
@@ -97,18 +110,16 @@ fn portable<T: ConvElem>() -> Kernel<T> {
 }
 
 /// # Safety
-/// `x` readable for `cn` planes of `plane` values from the tile's first
-/// position on, over `TQ + (kh - 1) wp + kw - 1` positions each; `w` for
-/// `cn kh kw F` values; `acc` for `F TQ`.
-#[allow(clippy::too_many_arguments)]
+/// `x` readable for `cn` channels of `plane` values from the tile's first
+/// position on, over `TQ + max(offs)` positions each; `offs` for `taps`
+/// values; `w` for `cn taps F` values; `acc` for `F TQ`.
 unsafe fn tile_portable<T: ConvElem, const TQ: usize, const F: usize>(
     x: *const T,
     w: *const T,
     acc: *mut T,
     plane: usize,
-    wp: usize,
-    kh: usize,
-    kw: usize,
+    offs: *const usize,
+    taps: usize,
     cn: usize,
 ) {
     let mut sums = [[T::default(); TQ]; F];
@@ -116,19 +127,19 @@ unsafe fn tile_portable<T: ConvElem, const TQ: usize, const F: usize>(
         // SAFETY: `acc` holds `F TQ` values.
         row.copy_from_slice(unsafe { std::slice::from_raw_parts(acc.add(f * TQ), TQ) });
     }
+    // SAFETY: `offs` holds `taps` values.
+    let offs = unsafe { std::slice::from_raw_parts(offs, taps) };
     let mut wi = w;
     for c in 0..cn {
-        for r in 0..kh {
-            for s in 0..kw {
-                // SAFETY: within the stretch the caller guarantees.
-                let xs = unsafe { std::slice::from_raw_parts(x.add(c * plane + r * wp + s), TQ) };
-                for row in sums.iter_mut() {
-                    // SAFETY: `w` holds `cn kh kw F` values.
-                    let b = unsafe { *wi };
-                    wi = unsafe { wi.add(1) };
-                    for (a, &v) in row.iter_mut().zip(xs) {
-                        *a = *a + v * b;
-                    }
+        for &off in offs {
+            // SAFETY: within the stretch the caller guarantees.
+            let xs = unsafe { std::slice::from_raw_parts(x.add(c * plane + off), TQ) };
+            for row in sums.iter_mut() {
+                // SAFETY: `w` holds `cn taps F` values.
+                let b = unsafe { *wi };
+                wi = unsafe { wi.add(1) };
+                for (a, &v) in row.iter_mut().zip(xs) {
+                    *a = *a + v * b;
                 }
             }
         }
@@ -167,14 +178,13 @@ mod x86 {
         w: *const f32,
         acc: *mut f32,
         plane: usize,
-        wp: usize,
-        kh: usize,
-        kw: usize,
+        offs: *const usize,
+        taps: usize,
         cn: usize,
     ) {
         // SAFETY: `K512` is chosen only where `features` found AVX-512,
         // AVX2 and FMA.
-        unsafe { tile512_inner(x, w, acc, plane, wp, kh, kw, cn) }
+        unsafe { tile512_inner(x, w, acc, plane, offs, taps, cn) }
     }
 
     #[target_feature(enable = "avx512f,avx2,fma")]
@@ -184,9 +194,8 @@ mod x86 {
         w: *const f32,
         acc: *mut f32,
         plane: usize,
-        wp: usize,
-        kh: usize,
-        kw: usize,
+        offs: *const usize,
+        taps: usize,
         cn: usize,
     ) {
         // SAFETY (every block below): the reads and writes stay within the
@@ -201,23 +210,20 @@ mod x86 {
             let mut wi = w;
             for c in 0..cn {
                 let xc = x.add(c * plane);
-                for r in 0..kh {
-                    let xr = xc.add(r * wp);
-                    for s in 0..kw {
-                        let xs = xr.add(s);
-                        let x0 = _mm512_loadu_ps(xs);
-                        let x1 = _mm512_loadu_ps(xs.add(16));
-                        let x2 = _mm512_loadu_ps(xs.add(32));
-                        let x3 = _mm512_loadu_ps(xs.add(48));
-                        for (f, row) in a.iter_mut().enumerate() {
-                            let b = _mm512_set1_ps(*wi.add(f));
-                            row[0] = _mm512_fmadd_ps(x0, b, row[0]);
-                            row[1] = _mm512_fmadd_ps(x1, b, row[1]);
-                            row[2] = _mm512_fmadd_ps(x2, b, row[2]);
-                            row[3] = _mm512_fmadd_ps(x3, b, row[3]);
-                        }
-                        wi = wi.add(6);
+                for t in 0..taps {
+                    let xs = xc.add(*offs.add(t));
+                    let x0 = _mm512_loadu_ps(xs);
+                    let x1 = _mm512_loadu_ps(xs.add(16));
+                    let x2 = _mm512_loadu_ps(xs.add(32));
+                    let x3 = _mm512_loadu_ps(xs.add(48));
+                    for (f, row) in a.iter_mut().enumerate() {
+                        let b = _mm512_set1_ps(*wi.add(f));
+                        row[0] = _mm512_fmadd_ps(x0, b, row[0]);
+                        row[1] = _mm512_fmadd_ps(x1, b, row[1]);
+                        row[2] = _mm512_fmadd_ps(x2, b, row[2]);
+                        row[3] = _mm512_fmadd_ps(x3, b, row[3]);
                     }
+                    wi = wi.add(6);
                 }
             }
             for (f, row) in a.iter().enumerate() {
@@ -235,13 +241,12 @@ mod x86 {
         w: *const f32,
         acc: *mut f32,
         plane: usize,
-        wp: usize,
-        kh: usize,
-        kw: usize,
+        offs: *const usize,
+        taps: usize,
         cn: usize,
     ) {
         // SAFETY: `K256` is chosen only where `features` found AVX2 and FMA.
-        unsafe { tile256_inner(x, w, acc, plane, wp, kh, kw, cn) }
+        unsafe { tile256_inner(x, w, acc, plane, offs, taps, cn) }
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -251,9 +256,8 @@ mod x86 {
         w: *const f32,
         acc: *mut f32,
         plane: usize,
-        wp: usize,
-        kh: usize,
-        kw: usize,
+        offs: *const usize,
+        taps: usize,
         cn: usize,
     ) {
         // SAFETY: as in `tile512_inner`.
@@ -267,19 +271,16 @@ mod x86 {
             let mut wi = w;
             for c in 0..cn {
                 let xc = x.add(c * plane);
-                for r in 0..kh {
-                    let xr = xc.add(r * wp);
-                    for s in 0..kw {
-                        let xs = xr.add(s);
-                        let x0 = _mm256_loadu_ps(xs);
-                        let x1 = _mm256_loadu_ps(xs.add(8));
-                        for (f, row) in a.iter_mut().enumerate() {
-                            let b = _mm256_set1_ps(*wi.add(f));
-                            row[0] = _mm256_fmadd_ps(x0, b, row[0]);
-                            row[1] = _mm256_fmadd_ps(x1, b, row[1]);
-                        }
-                        wi = wi.add(6);
+                for t in 0..taps {
+                    let xs = xc.add(*offs.add(t));
+                    let x0 = _mm256_loadu_ps(xs);
+                    let x1 = _mm256_loadu_ps(xs.add(8));
+                    for (f, row) in a.iter_mut().enumerate() {
+                        let b = _mm256_set1_ps(*wi.add(f));
+                        row[0] = _mm256_fmadd_ps(x0, b, row[0]);
+                        row[1] = _mm256_fmadd_ps(x1, b, row[1]);
                     }
+                    wi = wi.add(6);
                 }
             }
             for (f, row) in a.iter().enumerate() {
@@ -347,24 +348,44 @@ fn shape_error(function: &str, param: &str, axis: usize, symbol: &str, expected:
     }
 }
 
+/// The geometry of a convolution's window: output pixel `(i, j)`, tap
+/// `(r, s)` reads the image at `(i sh + r dh - top, j sw + s dw - left)`
+/// (zero outside it). A pair `(top, left)` converts into the window of
+/// those pads with strides and dilations 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// `(top, left)`: the pads before the first row and column.
+    pub pad: (usize, usize),
+    /// `(sh, sw)`, each at least 1.
+    pub stride: (usize, usize),
+    /// `(dh, dw)`, each at least 1.
+    pub dilation: (usize, usize),
+}
+
+impl From<(usize, usize)> for Window {
+    fn from(pad: (usize, usize)) -> Window {
+        Window { pad, stride: (1, 1), dilation: (1, 1) }
+    }
+}
+
 /// Writes into `out` (`N x O x OH x OW`, any strides) the convolution of
-/// `x` (`N x C x H x W`) by `k` (`O x C x KH x KW`) as the module describes,
-/// reading `x` shifted by `pad = (top, left)` with zeros outside, adding
+/// `x` (`N x C x H x W`) by `k` (`O x C x KH x KW`, any strides) as the
+/// module describes, over `window` (a [`Window`], or `(top, left)`: the
+/// pads of a stride-1 convolution) with zeros outside `x`, adding
 /// `bias` (its first `O` values) and applying `max(0, _)` when `relu`. `function` names the
 /// caller in errors: `Error::Shape` when the extents disagree,
-/// `Error::Extent` when a buffer's size overflows, `Error::Alloc` when
-/// memory runs out. Any extent may be zero.
-#[allow(clippy::too_many_arguments)]
+/// `Error::Extent` when a buffer's size overflows or a stride or dilation
+/// is 0, `Error::Alloc` when memory runs out. Any other extent may be zero.
 pub fn conv2d<T: ConvElem>(
     function: &str,
     x: ArrayView4<'_, T>,
     k: ArrayView4<'_, T>,
     bias: Option<ArrayView1<'_, T>>,
-    pad: (usize, usize),
+    window: impl Into<Window>,
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_with(function, T::kernel(), x, k, bias, pad, relu, out)
+    conv2d_with(function, T::kernel(), x, k, bias, window, relu, out)
 }
 
 /// Every kernel this processor can run for `T`, fastest first (for
@@ -390,10 +411,11 @@ pub fn conv2d_with<T: ConvElem>(
     x: ArrayView4<'_, T>,
     k: ArrayView4<'_, T>,
     bias: Option<ArrayView1<'_, T>>,
-    pad: (usize, usize),
+    window: impl Into<Window>,
     relu: bool,
     mut out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
+    let Window { pad, stride: (sh, sw), dilation: (dh, dw) } = window.into();
     let (n, c, h, w) = x.dim();
     let (o, kc, kh, kw) = k.dim();
     let (on, oo, oh, ow) = out.dim();
@@ -418,25 +440,64 @@ pub fn conv2d_with<T: ConvElem>(
         function: function.to_string(),
         message: format!("a convolution of {n}x{c}x{h}x{w} by {o}x{c}x{kh}x{kw} into {oh}x{ow} is too large"),
     };
+    if sh == 0 || sw == 0 || dh == 0 || dw == 0 {
+        return Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("a convolution with strides {sh}x{sw} and dilations {dh}x{dw} (each must be at least 1)"),
+        });
+    }
     let (tq, fg) = (kernel.tq, kernel.f);
-    // The padded image: `hp` rows of `wp`, plus slack for the last tile's
-    // reads past the end of the last plane.
-    let wp = ow.checked_add(kw.saturating_sub(1)).ok_or_else(too_large)?;
-    let hp = oh.checked_add(kh.saturating_sub(1)).ok_or_else(too_large)?;
-    let plane = hp.checked_mul(wp).ok_or_else(too_large)?;
+    // The padded image read at `(i sh + r dh, j sw + s dw)` is split by
+    // the stride's phases: phase plane `(a, b)` holds the padded image's
+    // rows `a, a + sh, ..` and columns `b, b + sw, ..`, so tap `(r, s)`
+    // reads plane `(r dh % sh, s dw % sw)` at `(i + r dh / sh, j + s dw /
+    // sw)`: the pixels of one row of the output are consecutive there.
+    // Only the phases some tap reads are kept (one for stride 1).
+    let phases = |kx: usize, d: usize, st: usize| -> Option<(Vec<usize>, usize)> {
+        let mut seen: Vec<usize> = (0..kx).map(|r| Some(r.checked_mul(d)? % st)).collect::<Option<_>>()?;
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.is_empty() {
+            seen.push(0);
+        }
+        let reach = kx.saturating_sub(1).checked_mul(d)? / st;
+        Some((seen, reach))
+    };
+    let (row_phases, row_reach) = phases(kh, dh, sh).ok_or_else(too_large)?;
+    let (col_phases, col_reach) = phases(kw, dw, sw).ok_or_else(too_large)?;
+    // Each phase plane: `hp` rows of `wp`.
+    let wp = ow.checked_add(col_reach).ok_or_else(too_large)?;
+    let hp = oh.checked_add(row_reach).ok_or_else(too_large)?;
+    let phase = hp.checked_mul(wp).ok_or_else(too_large)?;
+    let nph = row_phases.len() * col_phases.len();
+    let plane = phase.checked_mul(nph).ok_or_else(too_large)?;
     let positions = oh.checked_mul(wp).ok_or_else(too_large)?;
     let tiles = positions.div_ceil(tq);
-    let slack = tiles * tq - positions + kw.max(1);
+    let taps = kh.checked_mul(kw).ok_or_else(too_large)?;
+    // Tap `(r, s)`'s read, after the position, in `(r, s)` order (the
+    // order of the weights and of the sum).
+    let mut offs = Vec::with_capacity(taps);
+    for r in 0..kh {
+        let (rd, rp) = (r * dh / sh, row_phases.binary_search(&(r * dh % sh)).unwrap_or(0));
+        for s in 0..kw {
+            let (cd, cp) = (s * dw / sw, col_phases.binary_search(&(s * dw % sw)).unwrap_or(0));
+            offs.push((rp * col_phases.len() + cp) * phase + rd * wp + cd);
+        }
+    }
+    let reach = offs.iter().copied().max().unwrap_or(0);
+    // Reads of the last tile past the last channel's planes.
+    let slack = (tiles * tq + reach).saturating_sub(plane) + 1;
     let image = c.checked_mul(plane).ok_or_else(too_large)?;
-    // A valid convolution of a standard-layout image reads the image
-    // itself, but for the last one: the last tile's reads past an image's
-    // end fall in the next image, which must exist (the last is copied).
-    let direct = pad == (0, 0) && wp == w && hp == h && n > 1 && image >= slack && x.is_standard_layout();
+    // A valid stride-1 convolution of a standard-layout image reads the
+    // image itself, but for the last one: the last tile's reads past an
+    // image's end fall in the next image, which must exist (the last is
+    // copied).
+    let direct =
+        pad == (0, 0) && (sh, sw) == (1, 1) && wp == w && hp == h && n > 1 && image >= slack && x.is_standard_layout();
     let copied = if direct { 1 } else { n };
     let first_copied = n - copied;
     let xlen = copied.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
     let groups = o.div_ceil(fg);
-    let taps = kh.checked_mul(kw).ok_or_else(too_large)?;
     let wlen = groups
         .checked_mul(fg)
         .and_then(|v| v.checked_mul(c))
@@ -450,30 +511,51 @@ pub fn conv2d_with<T: ConvElem>(
         xs[copied * image..].iter_mut().for_each(|v| {
             v.write(T::default());
         });
-        xs[..copied * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, dst)| {
+        let (row_phases, col_phases) = (&row_phases, &col_phases);
+        // One task per channel (its phase planes one after the other, so
+        // that the rows they share are read while in cache).
+        xs[..copied * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, planes)| {
             let (nn, cc) = (first_copied + p / c, p % c);
             let src = x.index_axis(ndarray::Axis(0), nn);
             let src = src.index_axis(ndarray::Axis(0), cc);
-            // Columns `j0..j1` of a padded row come from columns
-            // `j0 - left..j1 - left` of the image's row.
-            let (j0, j1) = (left.min(wp), left.saturating_add(w).min(wp));
-            for (i, row) in dst.chunks_mut(wp).enumerate() {
-                let si = i.checked_sub(top).filter(|&si| si < h);
-                match si {
-                    Some(si) if j0 < j1 => {
-                        row[..j0].iter_mut().for_each(|d| {
-                            d.write(T::default());
-                        });
-                        for (d, v) in row[j0..j1].iter_mut().zip(src.row(si).iter()) {
-                            d.write(*v);
+            for (ph, dst) in planes.chunks_mut(phase.max(1)).enumerate() {
+                let (pr, pc) = (row_phases[ph / col_phases.len()], col_phases[ph % col_phases.len()]);
+                // Column `jj` of the phase plane is column `jj sw + pc - left`
+                // of the image: inside it for `jj` in `j0..j1`.
+                let first = |lo: usize| lo.saturating_sub(pc).div_ceil(sw);
+                let (j0, j1) = (first(left).min(wp), first(left.saturating_add(w)).min(wp));
+                for (i, row) in dst.chunks_mut(wp).enumerate() {
+                    // Row `i` is the image's row `i sh + pr - top`.
+                    let si = (i * sh + pr).checked_sub(top).filter(|&si| si < h);
+                    match si {
+                        Some(si) if j0 < j1 => {
+                            row[..j0].iter_mut().for_each(|d| {
+                                d.write(T::default());
+                            });
+                            let from = j0 * sw + pc - left;
+                            let line = src.row(si);
+                            match line.as_slice() {
+                                // A contiguous row: every `sw`-th value from `from`.
+                                Some(line) => {
+                                    for (d, v) in row[j0..j1].iter_mut().zip(line[from..].iter().step_by(sw)) {
+                                        d.write(*v);
+                                    }
+                                }
+                                None => {
+                                    let line = line.slice(ndarray::s![from..;sw]);
+                                    for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
+                                        d.write(*v);
+                                    }
+                                }
+                            }
+                            row[j1..].iter_mut().for_each(|d| {
+                                d.write(T::default());
+                            });
                         }
-                        row[j1..].iter_mut().for_each(|d| {
+                        _ => row.iter_mut().for_each(|d| {
                             d.write(T::default());
-                        });
+                        }),
                     }
-                    _ => row.iter_mut().for_each(|d| {
-                        d.write(T::default());
-                    }),
                 }
             }
         });
@@ -508,7 +590,7 @@ pub fn conv2d_with<T: ConvElem>(
     let ws = wb.as_slice().expect("a new buffer is contiguous");
 
     // Channels per block: the block's input stretch within about 16 KB.
-    let stretch = tq + (kh.saturating_sub(1)) * wp + kw.saturating_sub(1);
+    let stretch = nph * (tq + row_reach * wp + col_reach);
     let cb = ((16 << 10) / (stretch * std::mem::size_of::<T>()).max(1)).clamp(1, c.max(1));
     // Blocks of even size (31 + 1 channels would run the last block's
     // filter groups for one channel).
@@ -558,9 +640,8 @@ pub fn conv2d_with<T: ConvElem>(
                             ws.as_ptr().add((g * c + c0) * taps * fg),
                             acc.as_mut_ptr().add(g * fg * tq),
                             plane,
-                            wp,
-                            kh,
-                            kw,
+                            offs.as_ptr(),
+                            taps,
                             cn,
                         );
                     }
@@ -615,11 +696,12 @@ mod tests {
         x: &Array4<f64>,
         k: &Array4<f64>,
         bias: Option<&Array1<f64>>,
-        pad: (usize, usize),
+        window: impl Into<Window>,
         relu: bool,
         oh: usize,
         ow: usize,
     ) -> Array4<f64> {
+        let Window { pad, stride, dilation } = window.into();
         let (n, c, h, w) = x.dim();
         let (o, _, kh, kw) = k.dim();
         let mut y = Array4::zeros((n, o, oh, ow));
@@ -632,8 +714,8 @@ mod tests {
                             for r in 0..kh {
                                 for t in 0..kw {
                                     let (si, sj) = (
-                                        i as isize + r as isize - pad.0 as isize,
-                                        j as isize + t as isize - pad.1 as isize,
+                                        (i * stride.0 + r * dilation.0) as isize - pad.0 as isize,
+                                        (j * stride.1 + t * dilation.1) as isize - pad.1 as isize,
                                     );
                                     if si >= 0 && (si as usize) < h && sj >= 0 && (sj as usize) < w {
                                         s += x[[nn, cc, si as usize, sj as usize]] * k[[of, cc, r, t]];
@@ -659,10 +741,11 @@ mod tests {
         o: usize,
         kh: usize,
         kw: usize,
-        pad: (usize, usize),
+        window: impl Into<Window>,
         oh: usize,
         ow: usize,
     ) {
+        let pad = window.into();
         let x = Array4::from_shape_vec((n, c, h, w), data(n * c * h * w, 1)).unwrap();
         let k = Array4::from_shape_vec((o, c, kh, kw), data(o * c * kh * kw, 2)).unwrap();
         let b = Array1::from_vec(data(o, 3));
@@ -717,6 +800,34 @@ mod tests {
     }
 
     #[test]
+    fn strided_and_dilated_windows_match_the_naive_sum() {
+        let win = |pad, stride, dilation| Window { pad, stride, dilation };
+        // Strides 2 and 3, mixed, with and without padding.
+        check(2, 3, 7, 9, 7, 3, 3, win((1, 1), (2, 2), (1, 1)), 4, 5);
+        check(1, 5, 13, 17, 11, 3, 3, win((1, 1), (3, 3), (1, 1)), 5, 6);
+        check(2, 4, 11, 10, 13, 3, 3, win((0, 1), (3, 2), (1, 1)), 3, 5);
+        check(1, 3, 16, 16, 5, 5, 5, win((2, 2), (2, 2), (1, 1)), 8, 8);
+        check(1, 2, 9, 9, 3, 1, 1, win((0, 0), (2, 2), (1, 1)), 5, 5);
+        check(1, 7, 57, 57, 8, 3, 3, win((1, 1), (2, 2), (1, 1)), 29, 29);
+        // Even windows, a stride larger than the window.
+        check(2, 3, 12, 11, 6, 2, 4, win((1, 0), (2, 3), (1, 1)), 6, 3);
+        check(1, 2, 10, 10, 7, 2, 2, win((0, 0), (4, 5), (1, 1)), 3, 2);
+        // Dilations, alone and with strides.
+        check(2, 3, 9, 11, 7, 3, 3, win((0, 0), (1, 1), (2, 2)), 5, 7);
+        check(1, 4, 12, 13, 5, 3, 3, win((2, 2), (1, 1), (2, 3)), 12, 11);
+        check(2, 3, 15, 14, 6, 3, 2, win((1, 2), (2, 3), (3, 2)), 6, 5);
+        check(1, 2, 17, 19, 3, 3, 3, win((3, 0), (3, 2), (2, 4)), 5, 6);
+        // Asymmetric pads (an output extent that leaves the last rows).
+        check(1, 3, 8, 8, 4, 3, 3, win((0, 1), (2, 2), (1, 1)), 3, 4);
+        // An output smaller than the window, pixels wholly in the padding.
+        check(1, 3, 2, 3, 5, 5, 5, win((2, 2), (2, 2), (1, 1)), 1, 2);
+        check(1, 2, 3, 3, 2, 3, 3, win((4, 4), (2, 2), (1, 1)), 4, 4);
+        // Prime and unit extents.
+        check(3, 1, 7, 1, 1, 3, 1, win((1, 0), (2, 1), (1, 1)), 4, 1);
+        check(1, 13, 29, 31, 17, 3, 3, win((1, 1), (2, 2), (1, 1)), 15, 16);
+    }
+
+    #[test]
     fn empty_extents_give_the_bias_or_nothing() {
         check(0, 3, 5, 5, 2, 3, 3, (0, 0), 3, 3);
         check(2, 0, 5, 5, 2, 3, 3, (0, 0), 3, 3);
@@ -724,6 +835,24 @@ mod tests {
         check(1, 3, 5, 5, 2, 3, 3, (0, 0), 0, 3);
         check(1, 3, 2, 2, 2, 3, 3, (0, 0), 0, 0);
         check(1, 3, 4, 4, 2, 0, 0, (0, 0), 4, 4);
+        let win = |pad, stride, dilation| Window { pad, stride, dilation };
+        check(0, 3, 5, 5, 2, 3, 3, win((1, 1), (2, 2), (1, 1)), 3, 3);
+        check(2, 0, 5, 5, 2, 3, 3, win((1, 1), (2, 3), (2, 1)), 3, 2);
+        check(1, 3, 4, 4, 2, 0, 3, win((0, 0), (2, 2), (1, 1)), 2, 2);
+    }
+
+    #[test]
+    fn a_zero_stride_or_dilation_is_an_error() {
+        let x = Array4::<f32>::zeros((1, 2, 5, 5));
+        let k = Array4::<f32>::zeros((3, 2, 3, 3));
+        let mut y = Array4::<f32>::zeros((1, 3, 2, 2));
+        for (stride, dilation) in [((0, 1), (1, 1)), ((1, 1), (1, 0))] {
+            let win = Window { pad: (0, 0), stride, dilation };
+            assert!(matches!(
+                conv2d("f", x.view(), k.view(), None, win, false, y.view_mut()),
+                Err(Error::Extent { .. })
+            ));
+        }
     }
 
     #[test]
@@ -756,16 +885,20 @@ mod tests {
         let x = Array4::from_shape_vec((2, 13, 9, 23), data(2 * 13 * 9 * 23, 6)).unwrap().mapv(|v| v as f32);
         let k = Array4::from_shape_vec((11, 13, 3, 3), data(11 * 13 * 9, 7)).unwrap().mapv(|v| v as f32);
         let fused: Vec<_> = kernels::<f32>().into_iter().filter(|k| k.name() != "portable").collect();
-        let results: Vec<Array4<f32>> = fused
+        let results: Vec<(Array4<f32>, Array4<f32>)> = fused
             .iter()
             .map(|kern| {
                 let mut y = Array4::<f32>::zeros((2, 11, 9, 23));
                 conv2d_with("t", *kern, x.view(), k.view(), None, (1, 1), false, y.view_mut()).unwrap();
-                y
+                let win = Window { pad: (1, 1), stride: (2, 3), dilation: (1, 2) };
+                let mut z = Array4::<f32>::zeros((2, 11, 5, 7));
+                conv2d_with("t", *kern, x.view(), k.view(), None, win, false, z.view_mut()).unwrap();
+                (y, z)
             })
             .collect();
         for pair in results.windows(2) {
-            assert!(pair[0].iter().zip(pair[1].iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
+            assert!(pair[0].0.iter().zip(pair[1].0.iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
+            assert!(pair[0].1.iter().zip(pair[1].1.iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
         }
     }
 

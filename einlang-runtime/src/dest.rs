@@ -247,8 +247,9 @@ where
     crate::gemm::matmul(function, m, n, k, a, b)
 }
 
-/// [`crate::conv::conv2d`] (no activation) into `out`'s view, of any
-/// strides, when it has one (after checking its shape against `shape`);
+/// [`crate::conv::conv2d`] (no activation, over `window`: a
+/// [`crate::conv::Window`] or the pads of a stride-1 convolution) into
+/// `out`'s view, of any strides, when it has one (after checking its shape against `shape`);
 /// otherwise into a new array of `shape`, named `tensor` in errors.
 #[allow(clippy::too_many_arguments)]
 pub fn conv_into<T: crate::conv::ConvElem>(
@@ -257,17 +258,18 @@ pub fn conv_into<T: crate::conv::ConvElem>(
     x: ndarray::ArrayView4<'_, T>,
     k: ndarray::ArrayView4<'_, T>,
     bias: Option<ndarray::ArrayView1<'_, T>>,
-    pad: (usize, usize),
+    window: impl Into<crate::conv::Window>,
     shape: [usize; 4],
     out: &mut Out<'_, T, ndarray::Ix4>,
 ) -> Result<ndarray::Array4<T>, Error> {
     out.check(function, &shape)?;
+    let window = window.into();
     if let Some(view) = out.view.as_mut() {
-        crate::conv::conv2d(function, x, k, bias, pad, false, view.view_mut())?;
+        crate::conv::conv2d(function, x, k, bias, window, false, view.view_mut())?;
         return out.written(function, 4);
     }
     let mut y = crate::pool::zeros(function, tensor, shape, T::default())?;
-    crate::conv::conv2d(function, x, k, bias, pad, false, y.view_mut())?;
+    crate::conv::conv2d(function, x, k, bias, window, false, y.view_mut())?;
     Ok(y)
 }
 

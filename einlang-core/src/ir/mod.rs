@@ -559,11 +559,13 @@ pub struct Gemm {
     pub reference: TensorDef,
 }
 
-/// `out[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i + r - top, j + s -
-/// left] * k[o, c, r, s])` (`pad = (top, left)`, non-negative), where a read outside `x`
-/// is zero and `bias`, when there is one, has at least `O` elements: a
-/// stride-1 convolution over the channels-first layouts, valid or padded
-/// by guards; without the axis `n` for a single image (`out[o, i, j]`,
+/// `out[n, o, i, j] = bias[o] + sum[c, r, s](x[n, c, i sh + r dh - top,
+/// j sw + s dw - left] * k[o, c, r, s])` (`pad = (top, left)`,
+/// non-negative; `stride = (sh, sw)` and `dilation = (dh, dw)`, at least
+/// 1), where a read outside `x` is zero and `bias`, when there is one, has
+/// at least `O` elements: a convolution over the channels-first layouts,
+/// valid or padded by guards (`k` read through `k_axes` and `k_flip`);
+/// without the axis `n` for a single image (`out[o, i, j]`,
 /// `x[c, ..]`). `x` has `out`'s rank, `k` rank 4, the sums run over all of
 /// `k`'s extents (which agree with `x`'s channels), and `out`'s extents are
 /// those of `reference`'s axes, the same definition as a loop nest (back
@@ -581,13 +583,21 @@ pub struct Conv {
     pub k: VarId,
     pub bias: Option<VarId>,
     pub pad: (Dim, Dim),
+    pub stride: (Dim, Dim),
+    pub dilation: (Dim, Dim),
+    /// The axes of `k` that hold the filter, the channel, the window's row
+    /// and its column (`[0, 1, 2, 3]` for `k[o, c, r, s]`).
+    pub k_axes: [usize; 4],
+    /// Whether the window reads `k` backwards along its row and column
+    /// (`k[.., KH - 1 - r, KW - 1 - s]`: an input gradient).
+    pub k_flip: bool,
     pub reference: TensorDef,
     pub otherwise: Option<Box<ConvElse>>,
 }
 
 /// The run-time branch of a [`Conv`]: `when` (a `bool`) holds when the
-/// definition is the convolution (every stride and dilation 1, the pads
-/// non-negative, the guards' bounds `x`'s extents); `value`, of `out`'s
+/// definition is the convolution (every stride and dilation at least 1,
+/// the pads non-negative, the guards' bounds `x`'s extents); `value`, of `out`'s
 /// type, is the definition as written over fresh variables (a block that
 /// defines it and yields it), which the later passes rewrite like any other
 /// (`pack` makes its GEMM).

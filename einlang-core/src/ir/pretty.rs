@@ -128,8 +128,21 @@ impl Printer<'_> {
                     ),
                     None => String::new(),
                 };
+                // Strides and dilations are written when one is not 1.
+                let mut window = String::new();
+                for (what, (a, b)) in [("stride", &c.stride), ("dilation", &c.dilation)] {
+                    if a.as_constant() != Some(1) || b.as_constant() != Some(1) {
+                        window += &format!(", {what} {}, {}", self.dim(a), self.dim(b));
+                    }
+                }
+                if c.k_axes != [0, 1, 2, 3] {
+                    window += &format!(", k axes {:?}", c.k_axes);
+                }
+                if c.k_flip {
+                    window += ", k flipped";
+                }
                 format!(
-                    "conv {} = {} * {}{bias} (pad {}, {}): {}\n{}  reference {}{otherwise}",
+                    "conv {} = {} * {}{bias} (pad {}, {}{window}): {}\n{}  reference {}{otherwise}",
                     self.var(c.out),
                     self.var(c.x),
                     self.var(c.k),

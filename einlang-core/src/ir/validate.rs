@@ -465,8 +465,15 @@ impl<'a> Checker<'a> {
         if c.reference.var != c.out || !(3..=4).contains(&rank) {
             self.err("conv whose reference loop nest defines another tensor".to_string());
         }
-        self.check_dim(&c.pad.0);
-        self.check_dim(&c.pad.1);
+        for d in [&c.pad, &c.stride, &c.dilation] {
+            self.check_dim(&d.0);
+            self.check_dim(&d.1);
+        }
+        let mut axes = c.k_axes;
+        axes.sort_unstable();
+        if axes != [0, 1, 2, 3] {
+            self.err(format!("conv whose kernel axes {:?} are not a permutation", c.k_axes));
+        }
         if let Some(e) = &c.otherwise {
             self.check_expr(&e.when);
             self.check_expr(&e.value);

@@ -492,8 +492,10 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
             f(c.x);
             f(c.k);
             c.bias.into_iter().for_each(&mut *f);
-            dim(&c.pad.0, f);
-            dim(&c.pad.1, f);
+            for d in [&c.pad, &c.stride, &c.dilation] {
+                dim(&d.0, f);
+                dim(&d.1, f);
+            }
             visit_stmt_var_uses(&Stmt::Tensor(c.reference.clone()), f);
             if let Some(e) = &c.otherwise {
                 visit_var_uses(&e.when, f);

@@ -1,5 +1,5 @@
-//! Convolutions: a definition whose sum is a stride-1 two-dimensional
-//! convolution over the channels-first layouts becomes a call of the
+//! Convolutions: a definition whose sum is a two-dimensional convolution
+//! (any strides and dilations) over the channels-first layouts becomes a call of the
 //! runtime's direct kernel (`Stmt::Conv`), which keeps the output tile in
 //! registers and builds no im2col columns (host code only; device code and
 //! every other form keep `pack`'s GEMM).
@@ -9,14 +9,16 @@
 //! `where` binding, through elementwise operations) is
 //!
 //! ```text
-//! sum[c, r, s](x[n, c, i + r - top, j + s - left] * k[o, c, r, s])
+//! sum[c, r, s](x[n, c, i * sh + r * dh - top, j * sw + s * dw - left] * k[o, c, r, s])
 //! ```
 //!
 //! in any order of the loops and of the factors, with
 //! - the loops from 0 over exactly `k`'s extents (`c` also over `x`'s
 //!   channels), `y`'s first two extents those of `x`'s images and `k`'s
-//!   filters, `top` and `left` non-negative constants (or run-time values,
-//!   below);
+//!   filters, `top` and `left` non-negative constants, the strides `sh`,
+//!   `sw` and dilations `dh`, `dw` constants of at least 1 (each index
+//!   read as a linear form of the output and window variables; any of
+//!   them may be run-time values, below);
 //! - `x` (without `n` for a single image) and `k` parameters or
 //!   definitions of the same statement list, of the definition's rank and
 //!   rank 4; the read of `k` unchecked (proven in bounds);
@@ -37,14 +39,13 @@
 //! strides, dilations or pads are run-time values (`std::ml::conv2d`
 //! writes them so), with guards whose upper bounds may be run-time values
 //! too, is the convolution where at run time the strides and dilations are
-//! 1, the pads non-negative and the bounds `x`'s extents: the `Conv` then
+//! at least 1, the pads non-negative and the bounds `x`'s extents: the `Conv` then
 //! has a run-time branch (`Conv::otherwise`) holding that condition and the
 //! definition as written over fresh variables, which `pack` makes its
 //! product like any other. `SameExtent` checks before the definition count
 //! as equalities of extents.
 //!
-//! Literal strides and dilations other than 1, groups (the channel
-//! computed from the filter), channels-last layouts, other output orders,
+//! Groups (the channel computed from the filter), channels-last layouts, other output orders,
 //! integer and half types, `f64` and both gradients are left to `pack`.
 
 use std::collections::{HashMap, HashSet};
@@ -76,8 +77,10 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
             };
             if let Some(bias) = m.whole {
                 let otherwise = branch(f, &def, &m.when);
-                let (x, k, pad) = (m.x, m.k, m.pad);
-                let conv = Conv { out: def.var, elem: def.elem, x, k, bias, pad, reference: def, otherwise };
+                let Window { x, k, pad, stride, dilation, k_axes, k_flip } = m.window;
+                let (out, elem) = (def.var, def.elem);
+                let conv =
+                    Conv { out, elem, x, k, bias, pad, stride, dilation, k_axes, k_flip, reference: def, otherwise };
                 list[i] = Stmt::Conv(conv);
             } else {
                 let mut conv = hoist(f, &mut def, &m);
@@ -95,13 +98,23 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
     }
 }
 
+/// The operands and the window of a convolution.
+struct Window {
+    x: VarId,
+    k: VarId,
+    pad: (Dim, Dim),
+    stride: (Dim, Dim),
+    dilation: (Dim, Dim),
+    /// `Conv::k_axes` and `Conv::k_flip`.
+    k_axes: [usize; 4],
+    k_flip: bool,
+}
+
 /// A convolution found in a definition.
 struct Match {
     /// Where the sum is in the definition's body.
     path: Vec<usize>,
-    x: VarId,
-    k: VarId,
-    pad: (Dim, Dim),
+    window: Window,
     /// What must hold at run time for the sum to be the convolution (every
     /// term true): empty when it always is.
     when: Vec<Expr>,
@@ -130,7 +143,11 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
         }
         _ => (HashMap::new(), &def.body, Vec::new()),
     };
-    let ((x, k, pad, when), path) =
+    // The input gradient's form: the whole definition, no bindings.
+    if let (true, Some(window)) = (outer.is_empty(), grad_sum(f, list, def, &axes, &def.body)) {
+        return Some(Match { path: Vec::new(), window, when: Vec::new(), whole: Some(None) });
+    }
+    let ((window, when), path) =
         first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, &outer, sum).map(|m| (m, path.to_vec())))?;
     let rest = path.strip_prefix(prefix.as_slice())?;
     let whole = if rest.is_empty() {
@@ -144,7 +161,7 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
     if whole.is_none() && !outer.is_empty() {
         return None;
     }
-    Some(Match { path, x, k, pad, when, whole })
+    Some(Match { path, window, when, whole })
 }
 
 /// The tensor of `e` when it is `b[o]`, an unchecked read of a rank-1
@@ -162,8 +179,8 @@ fn bias_read(f: &Function, e: &Expr, o: VarId) -> Option<VarId> {
     }
 }
 
-/// `(x, k, (top, left), when)` when `sum` is the convolution of the
-/// module's pattern for the definition's axes `[n, o, i, j]` or `[o, i, j]`
+/// The convolution's operands and window, and `when`, when `sum` is the
+/// convolution of the module's pattern for the definition's axes `[n, o, i, j]` or `[o, i, j]`
 /// wherever `when` holds at run time (the conditions on run-time strides,
 /// dilations, pads and bounds that the pattern needs).
 fn conv_sum<'a>(
@@ -173,7 +190,7 @@ fn conv_sum<'a>(
     axes: &[VarId],
     outer: &HashMap<VarId, &'a Expr>,
     sum: &'a Expr,
-) -> Option<(VarId, VarId, (Dim, Dim), Vec<Expr>)> {
+) -> Option<(Window, Vec<Expr>)> {
     let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
     if loops.len() != 3 || loops.iter().any(|l| l.start.as_constant() != Some(0)) {
         return None;
@@ -229,9 +246,9 @@ fn conv_sum<'a>(
     let bound: HashSet<VarId> = axes.iter().chain(&loop_vars).chain(binds.keys()).copied().collect();
     let free = |d: &Dim| d.vars().iter().all(|v| !bound.contains(&VarId(v.0)));
     // An index `a * stride + b * dilation - pad`: the stride and the
-    // dilation 1, the pad not negative (at run time where they are not
-    // constants).
-    let mut shift = |e: &Expr, a: VarId, b: VarId| -> Option<Dim> {
+    // dilation at least 1, the pad not negative (at run time where they
+    // are not constants).
+    let mut shift = |e: &Expr, a: VarId, b: VarId| -> Option<(Dim, Dim, Dim)> {
         let d = resolve(e)?;
         let (stride, rest) = linear(&d, a)?;
         let (dilation, rest) = linear(&rest, b)?;
@@ -239,11 +256,11 @@ fn conv_sum<'a>(
         if !free(&stride) || !free(&dilation) || !free(&pad) {
             return None;
         }
-        for step in [stride, dilation] {
+        for step in [&stride, &dilation] {
             match step.as_constant() {
-                Some(1) => {}
+                Some(v) if v >= 1 => {}
                 Some(_) => return None,
-                None => when.push(compare(BinOp::Eq, &step, &Dim::one())),
+                None => when.push(compare(BinOp::Ge, step, &Dim::one())),
             }
         }
         match pad.as_constant() {
@@ -251,9 +268,19 @@ fn conv_sum<'a>(
             Some(_) => return None,
             None => when.push(compare(BinOp::Ge, &pad, &Dim::zero())),
         }
-        Some(pad)
+        Some((pad, stride, dilation))
     };
-    let pad = (shift(&xi[lead + 1], i, r)?, shift(&xi[lead + 2], j, s)?);
+    let (top, sh, dh) = shift(&xi[lead + 1], i, r)?;
+    let (left, sw, dw) = shift(&xi[lead + 2], j, s)?;
+    let window = Window {
+        x: *x,
+        k,
+        pad: (top, left),
+        stride: (sh, sw),
+        dilation: (dh, dw),
+        k_axes: [0, 1, 2, 3],
+        k_flip: false,
+    };
     // Extents: the loops over all of `k`, `c` over `x`'s channels too, the
     // output's images and filters those of `x` and `k`.
     let tensor_ok =
@@ -284,7 +311,7 @@ fn conv_sum<'a>(
     if guards.is_empty() {
         // Without guards a run-time branch would not be equivalent: the
         // definition's reads are checked, the kernel's are not.
-        return (!x_checked && when.is_empty()).then_some((*x, k, pad, when));
+        return (!x_checked && when.is_empty()).then_some((window, when));
     }
     // Exactly the four bounds of the two spatial reads.
     if guards.len() != 4 {
@@ -322,7 +349,196 @@ fn conv_sum<'a>(
             return None;
         }
     }
-    (seen.len() == 4).then_some((*x, k, pad, when))
+    (seen.len() == 4).then_some((window, when))
+}
+
+/// The input gradient of a stride-1 convolution as reverse mode writes it,
+/// `sum` defining `d_x[n, c, p, q]`:
+///
+/// ```text
+/// sum[o, i, j, r, s](d_y[n, o, i, j] * k[o, c, r, s])
+///     where i + r * dh - top == p, j + s * dw - left == q, (bounds)
+/// ```
+///
+/// (the loops from 0 in any order, the factors either way, `k`'s indices
+/// in any order, the equalities either way round; `(bounds)` guards that
+/// hold wherever the equalities do: `p` and `q` within `d_x`'s extents,
+/// as `if (equalities) { bounds } else { false }` or alone). Each `(p, q)`
+/// sums the terms with `i = p - r dh + top` inside `d_y` (the loop over
+/// `i` is exactly `d_y`'s rows): the convolution of `d_y` by `k` with
+/// filters and channels swapped, read backwards along the window, over the
+/// pads `dh (KH - 1) - top` and `dw (KW - 1) - left` (both not negative),
+/// stride 1 and the same dilations.
+fn grad_sum(f: &Function, list: &[Stmt], def: &TensorDef, axes: &[VarId], sum: &Expr) -> Option<Window> {
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &sum.kind else { return None };
+    if def.elem != ScalarKind::F32
+        || axes.len() != 4
+        || loops.len() != 5
+        || loops.iter().any(|l| l.start.as_constant() != Some(0))
+    {
+        return None;
+    }
+    let (n, c, p, q) = (axes[0], axes[1], axes[2], axes[3]);
+    let loop_vars: Vec<VarId> = loops.iter().map(|l| l.index).collect();
+    let (a, b, None) = sum_factors(body)? else { return None };
+    // An unchecked read at plain variables.
+    let plain = |e: &Expr| -> Option<(VarId, Vec<VarId>)> {
+        let ExprKind::Read { tensor, indices, checked: false } = &e.kind else { return None };
+        let vars = indices
+            .iter()
+            .map(|x| match x.kind {
+                ExprKind::Var(v) => Some(v),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((*tensor, vars))
+    };
+    let ((dy, yi), (k, ki)) = match (plain(a)?, plain(b)?) {
+        (ya, kb) if ya.1.first() == Some(&n) => (ya, kb),
+        (ka, yb) => (yb, ka),
+    };
+    let [yn, o, i, j] = yi[..] else { return None };
+    if yn != n || ki.len() != 4 {
+        return None;
+    }
+    let summed = |v: VarId| loop_vars.contains(&v);
+    if !(summed(o) && summed(i) && summed(j)) || o == i || i == j || o == j {
+        return None;
+    }
+    // The window's variables: the two loops `d_y` does not read.
+    let rest: Vec<VarId> = loop_vars.iter().copied().filter(|v| ![o, i, j].contains(v)).collect();
+    let [r0, r1] = rest[..] else { return None };
+    // Each equality `i + r * dh - top == p` (or the other way round).
+    let bound: HashSet<VarId> = axes.iter().chain(&loop_vars).copied().collect();
+    let free = |x: &Dim| x.vars().iter().all(|v| !bound.contains(&VarId(v.0)));
+    let equality = |l: &Expr, rr: &Expr| -> Option<(VarId, VarId, VarId, Dim, Dim)> {
+        let d = index_dim(l)?.sub(&index_dim(rr)?);
+        // The output axis it solves for, with the coefficient 1 or -1.
+        let (axis, coef) = [p, q].into_iter().find_map(|ax| {
+            let (a, _) = linear(&d, ax)?;
+            let a = a.as_constant()?;
+            (a == 1 || a == -1).then_some((ax, a))
+        })?;
+        // `i + r * dh - top` (the axis moved to the other side).
+        let d = if coef == 1 { d.neg() } else { d }.add(&Dim::var(DimVar(axis.0)));
+        let (row, other) = if axis == p { (i, j) } else { (j, i) };
+        let (ci, d) = linear(&d, row)?;
+        let wv = [r0, r1].into_iter().find(|&v| linear(&d, v).is_some_and(|(a, _)| a != Dim::zero()))?;
+        let (dil, rest) = linear(&d, wv)?;
+        let top = rest.neg();
+        let (other_w, other_ax) = ([r0, r1].into_iter().find(|&v| v != wv)?, if axis == p { q } else { p });
+        let absent = [other, other_w, other_ax, o, n, c].iter().all(|v| !top.vars().contains(&DimVar(v.0)));
+        let ok = ci.as_constant() == Some(1) && dil.as_constant().is_some_and(|x| x >= 1) && free(&top) && absent;
+        ok.then_some((axis, row, wv, dil, top))
+    };
+    let mut eqs: Vec<(VarId, VarId, VarId, Dim, Dim)> = Vec::new();
+    let mut eq_exprs: Vec<&Expr> = Vec::new();
+    let mut others = Vec::new();
+    for w in wheres {
+        let WhereEntry::Guard(g) = w else { return None };
+        match &g.kind {
+            ExprKind::Binary(BinOp::Eq, l, rr) => {
+                eqs.push(equality(l, rr)?);
+                eq_exprs.push(g);
+            }
+            _ => others.push(g),
+        }
+    }
+    let on = |axis: VarId| eqs.iter().find(|e| e.0 == axis);
+    let (Some(row_eq), Some(col_eq), 2) = (on(p), on(q), eqs.len()) else { return None };
+    let (r, s) = (row_eq.2, col_eq.2);
+    if r == s {
+        return None;
+    }
+    // `k`'s indices: a permutation of `[o, c, r, s]`.
+    let pos = |v: VarId| ki.iter().position(|&x| x == v);
+    let k_axes = [pos(c)?, pos(o)?, pos(r)?, pos(s)?];
+    let mut sorted = k_axes;
+    sorted.sort_unstable();
+    if sorted != [0, 1, 2, 3] {
+        return None;
+    }
+    // Extents: `d_y`'s images, filters, rows and columns are the loops and
+    // the definition's images; `k`'s the loops and the definition's channels.
+    let tensor_ok = |t: VarId| f.vars.get(t.0 as usize).is_some_and(|v| v.ty == Repr::Tensor(ScalarKind::F32, 4));
+    if !tensor_ok(dy) || !tensor_ok(k) {
+        return None;
+    }
+    let end = |v: VarId| loops.iter().find(|l: &&Loop| l.index == v).map(|l| l.end.clone());
+    let same = |a: Option<Dim>, b: Option<Dim>| match (a, b) {
+        (Some(a), Some(b)) => super::same_extent(list, &a, &b) || checked_same(list, &a, &b),
+        _ => false,
+    };
+    let yext = |axis| extent_of(f, list, dy, axis);
+    let kext = |axis: usize| extent_of(f, list, k, k_axes[axis]);
+    let ok = same(Some(def.axes[0].extent.clone()), yext(0))
+        && same(end(o), yext(1))
+        && same(end(i), yext(2))
+        && same(end(j), yext(3))
+        && same(end(o), kext(1))
+        && same(Some(def.axes[1].extent.clone()), kext(0))
+        && same(end(r), kext(2))
+        && same(end(s), kext(3));
+    if !ok {
+        return None;
+    }
+    // The other guards hold wherever the equalities do.
+    let eq_index = |axis: usize| {
+        let (_, row, wv, dil, top) = if axis == 2 { row_eq } else { col_eq };
+        Dim::var(DimVar(row.0)).add(&Dim::var(DimVar(wv.0)).mul(dil)).sub(top)
+    };
+    let implied = |g: &Expr| -> bool {
+        // `if (equalities) { bounds } else { false }`: the condition's
+        // terms each one of the equality guards.
+        let g = match &g.kind {
+            ExprKind::If { cond, then, els } if matches!(els.kind, ExprKind::Lit(crate::ir::Literal::Bool(false))) => {
+                let mut terms = Vec::new();
+                conjuncts(cond, &mut terms);
+                if !terms.iter().all(|t| eq_exprs.contains(t)) {
+                    return false;
+                }
+                then
+            }
+            _ => g,
+        };
+        let mut terms = Vec::new();
+        conjuncts(g, &mut terms);
+        terms.iter().all(|t| {
+            let Some((index, bound)) = bound_of(t, &|e| index_dim(e)) else { return false };
+            let axis = if index == eq_index(2) {
+                2
+            } else if index == eq_index(3) {
+                3
+            } else {
+                return false;
+            };
+            match bound {
+                Bound::Lower(lo) => lo <= 0,
+                Bound::Upper(hi) => super::same_extent(list, &hi, &def.axes[axis].extent),
+            }
+        })
+    };
+    if !others.iter().all(|g| implied(g)) {
+        return None;
+    }
+    // The pads of the flipped window: `dh (KH - 1) - top`, constants not
+    // negative.
+    let pad = |dil: &Dim, top: &Dim, ext: Option<Dim>| -> Option<Dim> {
+        let kx = ext?.as_constant()?;
+        let v = dil.as_constant()? * (kx - 1) - top.as_constant()?;
+        (v >= 0).then(|| Dim::constant(v))
+    };
+    let ph = pad(&row_eq.3, &row_eq.4, end(r))?;
+    let pw = pad(&col_eq.3, &col_eq.4, end(s))?;
+    Some(Window {
+        x: dy,
+        k,
+        pad: (ph, pw),
+        stride: (Dim::one(), Dim::one()),
+        dilation: (row_eq.3.clone(), col_eq.3.clone()),
+        k_axes,
+        k_flip: true,
+    })
 }
 
 /// Whether a statement of `list` checked that `a` and `b` agree (a
@@ -434,7 +650,21 @@ fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> 
 /// convolution; `def` reads the temporary at its point.
 fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
     let (tmp, reference) = hoist_part(f, def, &m.path, def.elem, "conv");
-    Conv { out: tmp, elem: def.elem, x: m.x, k: m.k, bias: None, pad: m.pad.clone(), reference, otherwise: None }
+    let Window { x, k, pad, stride, dilation, k_axes, k_flip } = &m.window;
+    Conv {
+        k_axes: *k_axes,
+        k_flip: *k_flip,
+        out: tmp,
+        elem: def.elem,
+        x: *x,
+        k: *k,
+        bias: None,
+        pad: pad.clone(),
+        stride: stride.clone(),
+        dilation: dilation.clone(),
+        reference,
+        otherwise: None,
+    }
 }
 
 #[cfg(test)]
@@ -527,7 +757,8 @@ mod tests {
     }
 
     /// `std::ml::conv2d` writes its strides, pads and dilations as run-time
-    /// values: the kernel runs where they are 1, non-negative and 1 and the
+    /// values: the kernel runs where they are positive, non-negative and
+    /// positive and the
     /// guards' bounds are the image's, and the branch for the other values
     /// keeps the definition, which `pack` then makes a product.
     #[test]
@@ -539,11 +770,13 @@ mod tests {
         );
         let p = crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}"));
         let out = ir::pretty::pretty_program(&p);
-        let conv = out.find("conv y = x * k + bias (pad ph, pw): f32").unwrap_or_else(|| panic!("{out}"));
+        let conv = out
+            .find("conv y = x * k + bias (pad ph, pw, stride sh, sw, dilation dh, dw): f32")
+            .unwrap_or_else(|| panic!("{out}"));
         let rest = &out[conv..];
         let when = rest.find("when ").unwrap_or_else(|| panic!("{out}"));
         let cond = &rest[when..rest[when..].find('\n').map_or(rest.len(), |e| when + e)];
-        for part in ["sh == 1", "sw == 1", "dh == 1", "dw == 1", "ph >= 0", "pw >= 0", "h == X2", "w == X3"] {
+        for part in ["sh >= 1", "sw >= 1", "dh >= 1", "dw >= 1", "ph >= 0", "pw >= 0", "h == X2", "w == X3"] {
             assert!(cond.contains(part), "{part} in {cond}");
         }
         let els = &rest[rest.find("else ").unwrap_or_else(|| panic!("{out}"))..];
@@ -551,17 +784,100 @@ mod tests {
     }
 
     #[test]
-    fn other_forms_keep_their_path() {
-        // Stride 2.
-        leaves(
-            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H / 2, W / 2] {
+    fn literal_strides_and_dilations_are_the_window_of_the_conv() {
+        // Stride 2, padded by a guard (the read's coefficient of the output
+        // axis is the stride).
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H / 2, W / 2] {
                 let y[n, o, i in 0..H / 2, j in 0..W / 2] = sum[c, r, s](
                     if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
                     where ih = 2 * i + r - 1, iw = 2 * j + s - 1
+                ) + b[o];
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k + b (pad 1, 1, stride 2, 2): f32"), "{out}");
+        // Mixed strides written out in the read, valid.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, (H - 3) / 3 + 1, (W - 3) / 2 + 1] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, 3 * i + r, j * 2 + s] * k[o, c, r, s]);
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k (pad 0, 0, stride 3, 2): f32"), "{out}");
+        // A dilation (the coefficient of the window's variable).
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 4, W - 4] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + 2 * r, j + 2 * s] * k[o, c, r, s]);
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k (pad 0, 0, dilation 2, 2): f32"), "{out}");
+        // A stride of 0 (every pixel reads the same window) stays a loop
+        // nest: the kernel's window has strides of at least 1.
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+                let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                    if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                    where ih = 0 * i + r - 1, iw = j + s - 1
                 );
                 y
             }",
         );
+    }
+
+    /// Reverse mode writes a layer's input gradient as a sum over the
+    /// output gradient's pixels and the window, filtered by equalities:
+    /// the convolution of the output gradient by the kernel with filters
+    /// and channels swapped, read backwards along the window.
+    #[test]
+    fn input_gradients_are_flipped_convolutions() {
+        let p = crate::test_support::lowered(
+            "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, C, H, W] {
+                let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                    if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+                    where ih = i + r - 1, iw = j + s - 1
+                );
+                let loss = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
+                @loss / @x
+            }",
+        );
+        let out = ir::pretty::pretty_program(&crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}")));
+        assert!(out.contains("conv d_x = d_y * k (pad 1, 1, k axes [1, 0, 2, 3], k flipped): f32"), "{out}");
+        // Other pads (the flipped window's are `dh (KH - 1) - top`) and a
+        // dilation.
+        for (ih, iw, pads) in
+            [("i + r - 2", "j + s", "pad 0, 2"), ("i + 2 * r - 2", "j + s - 1", "pad 2, 1, dilation 2, 1")]
+        {
+            let src = format!(
+                "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, C, H, W] {{
+                    let y[n, o, i in 0..H, j in 0..W] = sum[c, r, s](
+                        if ih >= 0 && ih < H && iw >= 0 && iw < W {{ x[n, c, ih, iw] * k[o, c, r, s] }} else {{ 0.0 }}
+                        where ih = {ih}, iw = {iw}
+                    );
+                    let loss = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
+                    @loss / @x
+                }}"
+            );
+            let p = crate::test_support::lowered(&src);
+            let out = ir::pretty::pretty_program(&crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}")));
+            let want = format!("conv d_x = d_y * k ({pads}, k axes [1, 0, 2, 3], k flipped): f32");
+            assert!(out.contains(&want), "{want} in {out}");
+        }
+        // A strided layer's input gradient is not a convolution of stride 1.
+        let p = crate::test_support::lowered(
+            "pub fn g(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, C, H, W] {
+                let y[n, o, i in 0..(H - 3) / 2 + 1, j in 0..(W - 3) / 2 + 1] = sum[c, r, s](x[n, c, 2 * i + r, 2 * j + s] * k[o, c, r, s]);
+                let loss = sum[n, o, i, j](y[n, o, i, j] * y[n, o, i, j]);
+                @loss / @x
+            }",
+        );
+        let out = ir::pretty::pretty_program(&crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}")));
+        assert!(!out.contains("conv d_x"), "{out}");
+    }
+
+    #[test]
+    fn other_forms_keep_their_path() {
         // A guard that is not the image's bounds.
         leaves(
             "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
@@ -587,7 +903,7 @@ mod tests {
                 y
             }",
         );
-        // f64, channels last, dilation, a sum over fewer channels.
+        // f64, channels last, a sum over fewer channels.
         leaves(
             "pub fn conv(x: [f64; N, C, H, W], k: [f64; O, C, 3, 3]) -> [f64; N, O, H - 2, W - 2] {
                 let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]);
@@ -597,12 +913,6 @@ mod tests {
         leaves(
             "pub fn conv(x: [f32; N, H, W, C], k: [f32; 3, 3, C, O]) -> [f32; N, H - 2, W - 2, O] {
                 let y[n, i, j, o] = sum[r, s, c](x[n, i + r, j + s, c] * k[r, s, c, o]);
-                y
-            }",
-        );
-        leaves(
-            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 4, W - 4] {
-                let y[n, o, i, j] = sum[c, r, s](x[n, c, i + 2 * r, j + 2 * s] * k[o, c, r, s]);
                 y
             }",
         );

@@ -81,8 +81,8 @@ const PASSES: &[Pass] = &[
     ("invariant", invariant::run, Targets::All),
     ("layout", invariant::layout, Targets::Host),
     ("gemm", gemm::run, Targets::All),
-    // Before `pack`: a stride-1 convolution runs the runtime's direct
-    // kernel rather than im2col and a GEMM.
+    // Before `pack`: a convolution (any stride and dilation, or a layer's
+    // input gradient) runs the runtime's direct kernel rather than im2col and a GEMM.
     ("conv", conv::run, Targets::Host),
     // Before `pack`: a transposed convolution is not packed.
     ("col2im", col2im::run, Targets::Host),

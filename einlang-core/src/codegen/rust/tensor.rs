@@ -83,6 +83,20 @@ impl FnCx<'_> {
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
         let out = self.ident(c.out)?;
         let (x, k) = (self.ident(c.x)?, self.ident(c.k)?);
+        // The kernel as `[filter, channel, row, column]`, backwards along
+        // the window for an input gradient.
+        let k_axes = c.k_axes.iter().map(|a| types::usize_lit(*a));
+        let kv = match (c.k_axes == [0, 1, 2, 3], c.k_flip) {
+            (true, false) => quote!(#k.view()),
+            (_, flip) => {
+                let view = quote!(#k.view().permuted_axes([#(#k_axes),*]));
+                if flip {
+                    quote!(#view.slice_move(#nd::s![.., .., ..;-1, ..;-1]))
+                } else {
+                    view
+                }
+            }
+        };
         let bias = match c.bias {
             Some(b) => {
                 let b = self.ident(b)?;
@@ -91,8 +105,9 @@ impl FnCx<'_> {
             None => quote!(::core::option::Option::None),
         };
         let lens = c.reference.axes.iter().map(|a| self.extent_usize(&a.extent)).collect::<Result<Vec<_>, _>>()?;
-        // A pad is a constant, or an `i64` that `otherwise.when` checks is
-        // not negative before the kernel runs.
+        // A pad, stride or dilation is a constant, or an `i64` that
+        // `otherwise.when` checks is not negative (at least 1) before the
+        // kernel runs.
         let pad = |d: &crate::base::dim::Dim| -> Result<TokenStream, Bug> {
             match d.as_constant().and_then(|p| usize::try_from(p).ok()) {
                 Some(p) => {
@@ -106,6 +121,17 @@ impl FnCx<'_> {
             }
         };
         let (top, left) = (pad(&c.pad.0)?, pad(&c.pad.1)?);
+        // The pads alone for a stride-1 window, else the whole window.
+        let unit = |d: &(crate::base::dim::Dim, crate::base::dim::Dim)| {
+            d.0.as_constant() == Some(1) && d.1.as_constant() == Some(1)
+        };
+        let window = if unit(&c.stride) && unit(&c.dilation) {
+            quote!((#top, #left))
+        } else {
+            let (sh, sw) = (pad(&c.stride.0)?, pad(&c.stride.1)?);
+            let (dh, dw) = (pad(&c.dilation.0)?, pad(&c.dilation.1)?);
+            quote!(#rt::conv::Window { pad: (#top, #left), stride: (#sh, #sw), dilation: (#dh, #dw) })
+        };
         let tensor = self.tensor_name(c.out);
         let array = types::array(c.elem, Some(rank), &nd);
         let elem = types::scalar(c.elem);
@@ -131,7 +157,7 @@ impl FnCx<'_> {
         // The kernel into a fresh array.
         let fresh = quote! {{
             let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-            #rt::conv::conv2d(#fname, #xv, #k.view(), #bias, (#top, #left), false, #yv)?;
+            #rt::conv::conv2d(#fname, #xv, #kv, #bias, #window, false, #yv)?;
             #y
         }};
         if let Some((when, value)) = otherwise {
@@ -141,7 +167,7 @@ impl FnCx<'_> {
             // The caller's buffer, of any strides (`NAME_into`).
             return Ok(quote! {
                 let #out: #array = #rt::dest::conv_into(
-                    #fname, #tensor, #xv, #k.view(), #bias, (#top, #left), [#(#lens),*], &mut *#dest,
+                    #fname, #tensor, #xv, #kv, #bias, #window, [#(#lens),*], &mut *#dest,
                 )?;
             });
         }
