@@ -530,6 +530,28 @@ impl<'a, T> Batched<'a, T> {
     }
 }
 
+/// Into how many blocks of rows each product of a batch is split: one,
+/// unless there are several batches and threads, the batches do not
+/// divide evenly among the threads, and each product is worth splitting
+/// (`PARALLEL_WORK` multiply-adds, `BLOCK_MIN` rows a block). Then enough
+/// blocks that the tasks (a batch's block each) divide evenly: three
+/// batches on two threads are six tasks, three a thread, where three whole
+/// products kept one thread idle for the last (1.33x the time).
+fn batch_blocks(batch: usize, threads: usize, m: usize, n: usize, k: usize) -> usize {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let big = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_WORK;
+    if batch <= 1 || threads <= 1 || batch % threads == 0 || !big {
+        return 1;
+    }
+    (threads / gcd(batch, threads)).min(m / BLOCK_MIN).max(1)
+}
+
 /// Batched product: `out[p] = a[p, ..m, ..k] · b[p, ..k, ..n]` for `p < batch`
 /// (an operand given as one matrix is the same for every `p`).
 pub fn batched_matmul<'a, 'b, T>(
@@ -559,14 +581,23 @@ where
     let mut out = crate::pool::try_uninit::<T, _>(function, "", ndarray::Ix3(batch, m, n))?;
     let base = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // Batches in parallel, each product on one thread (or, with a single
-    // batch, on all of them).
-    let threads = if batch > 1 { 1 } else { rayon::current_num_threads() };
-    (0..batch).into_par_iter().try_for_each(|p| {
+    // batch, on all of them); each product split into blocks of rows when
+    // the batches alone would leave threads idle at the end.
+    let pool = rayon::current_num_threads();
+    let blocks = batch_blocks(batch, pool, m, n, k);
+    let threads = if batch > 1 { 1 } else { pool };
+    let rows = m.div_ceil(blocks).max(1);
+    (0..batch * blocks).into_par_iter().try_for_each(|task| {
+        let (p, lo) = (task / blocks, (task % blocks) * rows);
+        let hi = (lo + rows).min(m);
+        if lo >= hi {
+            return Ok(());
+        }
         let (ap, bp) = (a.at(p), b.at(p));
-        let o = unsafe { base.from((p * m * n) as isize) };
-        // SAFETY: batch p's m x n block of the fresh array, written whole
-        // when it returns `Ok`.
-        unsafe { product_into(function, ap.slice(s![..m, ..k]), bp.slice(s![..k, ..n]), o, threads) }
+        let o = unsafe { base.from((p * m * n + lo * n) as isize) };
+        // SAFETY: rows lo..hi of batch p's m x n block of the fresh array
+        // (no other task's), written whole when it returns `Ok`.
+        unsafe { product_into(function, ap.slice(s![lo..hi, ..k]), bp.slice(s![..k, ..n]), o, threads) }
     })?;
     // SAFETY: every batch's block was written (every product returned `Ok`).
     Ok(unsafe { out.assume_init() })
@@ -802,6 +833,38 @@ mod tests {
             for p in 0..batch {
                 let want = naive(&a.index_axis(Axis(0), p), &bt.index_axis(Axis(0), p), m, n, k);
                 assert_eq!(got.index_axis(Axis(0), p), want);
+            }
+        }
+    }
+
+    #[test]
+    fn batches_split_into_blocks_of_rows_match_loops() {
+        // Batches that do not divide among the threads, each product large
+        // enough to split (`batch_blocks`), a shared left operand among
+        // them, on 1 to 3 threads; rows that do not divide into the blocks.
+        assert_eq!(batch_blocks(3, 2, 101, 150, 200), 2);
+        assert_eq!(batch_blocks(4, 3, 101, 150, 200), 3);
+        assert_eq!(batch_blocks(4, 2, 101, 150, 200), 1);
+        assert_eq!(batch_blocks(3, 2, 40, 150, 200), 1);
+        assert_eq!(batch_blocks(3, 2, 8, 15, 20), 1);
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (batch, m, n, k) in [(3, 101, 150, 200), (2, 67, 131, 241), (5, 97, 67, 353)] {
+                let a = Array::from_shape_fn((batch, m, k), |(p, i, j)| ((p + i * 2 + j) % 9) as f64 - 4.0);
+                let b = Array::from_shape_fn((batch, n, k), |(p, i, j)| (p * 3) as f64 - ((i + j) % 7) as f64);
+                let bt = b.view().permuted_axes([0, 2, 1]);
+                let got = pool
+                    .install(|| batched_matmul("f", batch as i64, m as i64, n as i64, k as i64, a.view(), bt))
+                    .unwrap();
+                let shared = a.index_axis(Axis(0), 0);
+                let got_shared = pool
+                    .install(|| batched_matmul("f", batch as i64, m as i64, n as i64, k as i64, shared, bt))
+                    .unwrap();
+                for p in 0..batch {
+                    let bp = bt.index_axis(Axis(0), p);
+                    assert_eq!(got.index_axis(Axis(0), p), naive(&a.index_axis(Axis(0), p), &bp, m, n, k));
+                    assert_eq!(got_shared.index_axis(Axis(0), p), naive(&shared, &bp, m, n, k));
+                }
             }
         }
     }
