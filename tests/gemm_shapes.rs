@@ -43,7 +43,7 @@ einlang! {
     pub fn attention(q: [f64; H, N, D], k: [f64; H, M, D], v: [f64; H, M, E]) -> [f64; H, N, E] {
         let s[h, i, j] = sum[d](q[h, i, d] * k[h, j, d]) / 8.0;
         let m[h, i] = max[j](s[h, i, j]);
-        let e[h, i, j] = exp(s[h, i, j] - m[h, i]);
+        let e[h, i, j] = std::math::exp(s[h, i, j] - m[h, i]);
         let z[h, i] = sum[j](e[h, i, j]);
         let y[h, i, d] = sum[j](e[h, i, j] * v[h, j, d]) / z[h, i];
         y

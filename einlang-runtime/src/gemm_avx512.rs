@@ -1,0 +1,207 @@
+//! `f32` products on packed operands with an AVX-512 micro-kernel of our
+//! own (a child of `gemm`, which chooses it when the processor has
+//! AVX-512F).
+//!
+//! The micro-kernel keeps a 12 x 32 tile of the output in 24 of the 32
+//! vector registers: for each term of the sum it loads two vectors of the
+//! packed right operand and multiplies each by twelve broadcast elements
+//! of the packed left one, 24 multiply-adds for 14 loads, so the two FMA
+//! ports, not the loads, bound it (matrixmultiply's 16 x 16 tile needs 17
+//! loads for 16). The sum is cut into blocks of `KC` terms; per block the
+//! right operand is packed once into panels of 32 columns (`KC x 32`, in
+//! parallel), shared by every thread, and the rows are cut into blocks
+//! (as many per thread), each packing its rows into panels of 12 and
+//! running the micro-kernel over every panel pair. Panels are padded with
+//! zeros; tiles at the edges, or written with a column stride other than
+//! one, go through a buffer.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+use rayon::prelude::*;
+
+/// Rows of a micro-tile.
+const MR: usize = 12;
+/// Columns of a micro-tile (two 16-lane vectors).
+const NR: usize = 32;
+/// Terms of the sum per block: a packed right panel (`KC x NR`, 32 KB)
+/// stays in the first-level cache while the micro-kernel streams it.
+const KC: usize = 256;
+/// The most rows of a block (a packed left block, `MC x KC`, 144 KB, stays
+/// in the second-level cache).
+const MC: usize = 144;
+
+/// A matrix as a pointer and strides (in elements).
+#[derive(Clone, Copy)]
+pub(super) struct Mat {
+    pub ptr: *mut f32,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+// SAFETY: threads read the operands and write disjoint blocks of the output.
+unsafe impl Send for Mat {}
+unsafe impl Sync for Mat {}
+
+impl Mat {
+    /// The element at `(i, j)`.
+    ///
+    /// # Safety
+    ///
+    /// `(i, j)` is inside the matrix.
+    unsafe fn at(self, i: usize, j: usize) -> *mut f32 {
+        unsafe { self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }
+    }
+}
+
+thread_local! {
+    /// Each thread's packed left block, reused from call to call.
+    static LEFT: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `c = a · b` for `a: m x k`, `b: k x n` (`k > 0`), `c` written whole and
+/// not read before, on up to `threads` of rayon's threads.
+///
+/// # Safety
+///
+/// The processor has AVX-512F; `a` and `b` address `m x k` and `k x n`
+/// readable elements, `c` `m x n` writable ones that nothing else accesses
+/// meanwhile.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
+    let panels = n.div_ceil(NR);
+    let mut right = vec![0.0f32; KC.min(k) * panels * NR];
+    // Row blocks: a multiple of the threads, at most `MC` rows each, a
+    // multiple of `MR` rows (but the last).
+    let threads = threads.max(1);
+    let per_thread = m.div_ceil(threads * MC).max(1);
+    let blocks = (threads * per_thread).min(m.div_ceil(MR));
+    let rows = m.div_ceil(blocks).div_ceil(MR) * MR;
+    let blocks = m.div_ceil(rows);
+    let mut p0 = 0;
+    while p0 < k {
+        let kc = KC.min(k - p0);
+        let first = p0 == 0;
+        // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
+        // holds `kc` rows of NR values, zeros past `n`.
+        let pack_right = |(j, panel): (usize, &mut [f32])| {
+            for kk in 0..kc {
+                let dst = &mut panel[kk * NR..(kk + 1) * NR];
+                for (jj, d) in dst.iter_mut().enumerate() {
+                    let col = j * NR + jj;
+                    // SAFETY: row p0 + kk < k and col < n are inside `b`.
+                    *d = if col < n { unsafe { *b.at(p0 + kk, col) } } else { 0.0 };
+                }
+            }
+        };
+        let right_block = &mut right[..kc * panels * NR];
+        if threads > 1 {
+            right_block.par_chunks_mut(kc * NR).enumerate().for_each(pack_right);
+        } else {
+            right_block.chunks_mut(kc * NR).enumerate().for_each(pack_right);
+        }
+        let right_block = &right[..kc * panels * NR];
+        let run = |blk: usize| {
+            let (i0, i1) = (blk * rows, ((blk + 1) * rows).min(m));
+            LEFT.with(|left| {
+                let mut left = left.borrow_mut();
+                let row_panels = (i1 - i0).div_ceil(MR);
+                left.resize(row_panels * MR * kc, 0.0);
+                // Pack `a[i0..i1, p0..p0 + kc]` into panels of MR rows:
+                // panel `p` holds `kc` columns of MR values, zeros past i1.
+                for (p, panel) in left.chunks_mut(MR * kc).enumerate() {
+                    for kk in 0..kc {
+                        for ii in 0..MR {
+                            let row = i0 + p * MR + ii;
+                            // SAFETY: row < m and p0 + kk < k are inside `a`.
+                            panel[kk * MR + ii] = if row < i1 { unsafe { *a.at(row, p0 + kk) } } else { 0.0 };
+                        }
+                    }
+                }
+                for (jp, rp) in right_block.chunks(kc * NR).enumerate() {
+                    let j0 = jp * NR;
+                    let nr = NR.min(n - j0);
+                    for (ip, lp) in left.chunks(MR * kc).enumerate() {
+                        let r0 = i0 + ip * MR;
+                        let mr = MR.min(i1 - r0);
+                        // SAFETY: the tile (r0.., j0..) of mr x nr is inside
+                        // `c`, in this block's rows; the caller vouches for
+                        // AVX-512F.
+                        unsafe { tile(kc, lp.as_ptr(), rp.as_ptr(), c, r0, j0, mr, nr, !first) };
+                    }
+                }
+            });
+        };
+        if threads > 1 {
+            (0..blocks).into_par_iter().for_each(run);
+        } else {
+            (0..blocks).for_each(run);
+        }
+        p0 += kc;
+    }
+}
+
+/// The micro-kernel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
+/// with `add`, gains) the product of a packed left panel (`kc` columns of
+/// MR) and a packed right one (`kc` rows of NR).
+///
+/// # Safety
+///
+/// AVX-512F; the panels hold `kc * MR` and `kc * NR` values; the tile is
+/// inside `c` and was written before when `add`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile(kc: usize, a: *const f32, b: *const f32, c: Mat, r0: usize, j0: usize, mr: usize, nr: usize, add: bool) {
+    let mut lo = [_mm512_setzero_ps(); MR];
+    let mut hi = [_mm512_setzero_ps(); MR];
+    let (mut a, mut b) = (a, b);
+    for _ in 0..kc {
+        // SAFETY: `kc` steps of MR and NR values stay inside the panels.
+        unsafe {
+            let b0 = _mm512_loadu_ps(b);
+            let b1 = _mm512_loadu_ps(b.add(16));
+            for i in 0..MR {
+                let ai = _mm512_set1_ps(*a.add(i));
+                lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
+                hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+            }
+            a = a.add(MR);
+            b = b.add(NR);
+        }
+    }
+    if mr == MR && nr == NR && c.cs == 1 {
+        for i in 0..MR {
+            // SAFETY: row r0 + i, columns j0..j0 + 32 are inside `c`, contiguous.
+            unsafe {
+                let p = c.at(r0 + i, j0);
+                let (mut v0, mut v1) = (lo[i], hi[i]);
+                if add {
+                    v0 = _mm512_add_ps(v0, _mm512_loadu_ps(p));
+                    v1 = _mm512_add_ps(v1, _mm512_loadu_ps(p.add(16)));
+                }
+                _mm512_storeu_ps(p, v0);
+                _mm512_storeu_ps(p.add(16), v1);
+            }
+        }
+        return;
+    }
+    let mut buf = [0.0f32; MR * NR];
+    for i in 0..MR {
+        // SAFETY: row i of the buffer holds NR values.
+        unsafe {
+            _mm512_storeu_ps(buf.as_mut_ptr().add(i * NR), lo[i]);
+            _mm512_storeu_ps(buf.as_mut_ptr().add(i * NR + 16), hi[i]);
+        }
+    }
+    for i in 0..mr {
+        for j in 0..nr {
+            // SAFETY: (r0 + i, j0 + j) is inside the tile, so inside `c`.
+            unsafe {
+                let p = c.at(r0 + i, j0 + j);
+                let v = buf[i * NR + j];
+                p.write(if add { *p + v } else { v });
+            }
+        }
+    }
+}
