@@ -84,13 +84,28 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         let first = p0 == 0;
         // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
         // holds `kc` rows of NR values, zeros past `n`.
+        // The loops follow `b`'s contiguous axis, so the reads stream (a
+        // transposed operand, `k^T` of attention scores, is read along its
+        // rows and written with a stride inside the panel).
         let pack_right = |(j, panel): (usize, &mut [f32])| {
-            for kk in 0..kc {
-                let dst = &mut panel[kk * NR..(kk + 1) * NR];
-                for (jj, d) in dst.iter_mut().enumerate() {
-                    let col = j * NR + jj;
-                    // SAFETY: row p0 + kk < k and col < n are inside `b`.
-                    *d = if col < n { unsafe { *b.at(p0 + kk, col) } } else { 0.0 };
+            let cols = NR.min(n - j * NR);
+            if cols < NR {
+                panel.fill(0.0);
+            }
+            if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
+                for jj in 0..cols {
+                    for kk in 0..kc {
+                        // SAFETY: row p0 + kk < k and column j * NR + jj < n are inside `b`.
+                        panel[kk * NR + jj] = unsafe { *b.at(p0 + kk, j * NR + jj) };
+                    }
+                }
+            } else {
+                for kk in 0..kc {
+                    let dst = &mut panel[kk * NR..kk * NR + cols];
+                    for (jj, d) in dst.iter_mut().enumerate() {
+                        // SAFETY: as above.
+                        *d = unsafe { *b.at(p0 + kk, j * NR + jj) };
+                    }
                 }
             }
         };
@@ -109,12 +124,26 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                 left.resize(row_panels * MR * kc, 0.0);
                 // Pack `a[i0..i1, p0..p0 + kc]` into panels of MR rows:
                 // panel `p` holds `kc` columns of MR values, zeros past i1.
+                // As for `b`, along `a`'s contiguous axis.
                 for (p, panel) in left.chunks_mut(MR * kc).enumerate() {
-                    for kk in 0..kc {
-                        for ii in 0..MR {
-                            let row = i0 + p * MR + ii;
-                            // SAFETY: row < m and p0 + kk < k are inside `a`.
-                            panel[kk * MR + ii] = if row < i1 { unsafe { *a.at(row, p0 + kk) } } else { 0.0 };
+                    let r0 = i0 + p * MR;
+                    let mr = MR.min(i1 - r0);
+                    if mr < MR {
+                        panel.fill(0.0);
+                    }
+                    if a.cs.unsigned_abs() <= a.rs.unsigned_abs() {
+                        for ii in 0..mr {
+                            for kk in 0..kc {
+                                // SAFETY: row r0 + ii < m and p0 + kk < k are inside `a`.
+                                panel[kk * MR + ii] = unsafe { *a.at(r0 + ii, p0 + kk) };
+                            }
+                        }
+                    } else {
+                        for kk in 0..kc {
+                            for ii in 0..mr {
+                                // SAFETY: as above.
+                                panel[kk * MR + ii] = unsafe { *a.at(r0 + ii, p0 + kk) };
+                            }
                         }
                     }
                 }
