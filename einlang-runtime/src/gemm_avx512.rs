@@ -10,8 +10,9 @@
 //! loads for 16). The sum is cut into blocks of `KC` terms; per block the
 //! right operand is packed once into panels of 32 columns (`KC x 32`, in
 //! parallel), shared by every thread, and the rows are cut into blocks
-//! (as many per thread), each packing its rows into panels of 12 and
-//! running the micro-kernel over every panel pair. Panels are padded with
+//! (as many per thread), each running the micro-kernel over every panel
+//! pair: its rows read in place when they are contiguous (as MLAS does),
+//! else packed into panels of 12. Panels are padded with
 //! zeros; tiles at the edges, or written with a column stride other than
 //! one, go through a buffer.
 
@@ -116,6 +117,7 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
             right_block.chunks_mut(kc * NR).enumerate().for_each(pack_right);
         }
         let right_block = &right[..kc * panels * NR];
+        let direct = a.cs == 1;
         let run = |blk: usize| {
             let (i0, i1) = (blk * rows, ((blk + 1) * rows).min(m));
             LEFT.with(|left| {
@@ -124,10 +126,16 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                 left.resize(row_panels * MR * kc, 0.0);
                 // Pack `a[i0..i1, p0..p0 + kc]` into panels of MR rows:
                 // panel `p` holds `kc` columns of MR values, zeros past i1.
-                // As for `b`, along `a`'s contiguous axis.
+                // As for `b`, along `a`'s contiguous axis. Rows in place
+                // (`direct`: a unit column stride) are read where they
+                // are, as MLAS does; only a last panel of fewer than MR
+                // rows is packed then.
                 for (p, panel) in left.chunks_mut(MR * kc).enumerate() {
                     let r0 = i0 + p * MR;
                     let mr = MR.min(i1 - r0);
+                    if direct && mr == MR {
+                        continue;
+                    }
                     if mr < MR {
                         panel.fill(0.0);
                     }
@@ -154,9 +162,16 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                         let r0 = i0 + ip * MR;
                         let mr = MR.min(i1 - r0);
                         // SAFETY: the tile (r0.., j0..) of mr x nr is inside
-                        // `c`, in this block's rows; the caller vouches for
-                        // AVX-512F.
-                        unsafe { tile(kc, lp.as_ptr(), rp.as_ptr(), c, r0, j0, mr, nr, !first) };
+                        // `c`, in this block's rows; MR rows of `a` from r0
+                        // (direct) have `kc` elements from p0; the caller
+                        // vouches for AVX-512F.
+                        unsafe {
+                            if direct && mr == MR {
+                                tile::<true>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), c, r0, j0, mr, nr, !first)
+                            } else {
+                                tile::<false>(kc, lp.as_ptr(), 0, rp.as_ptr(), c, r0, j0, mr, nr, !first)
+                            }
+                        };
                     }
                 }
             });
@@ -171,17 +186,29 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
 }
 
 /// The micro-kernel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
-/// with `add`, gains) the product of a packed left panel (`kc` columns of
-/// MR) and a packed right one (`kc` rows of NR).
+/// with `add`, gains) the product of a left panel (`kc` columns of MR: a
+/// packed one, or with `DIRECT` MR rows of `kc` contiguous elements,
+/// `a_rs` apart) and a packed right one (`kc` rows of NR).
 ///
 /// # Safety
 ///
-/// AVX-512F; the panels hold `kc * MR` and `kc * NR` values; the tile is
-/// inside `c` and was written before when `add`.
+/// AVX-512F; the panels hold those values; the tile is inside `c` and
+/// was written before when `add`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile(kc: usize, a: *const f32, b: *const f32, c: Mat, r0: usize, j0: usize, mr: usize, nr: usize, add: bool) {
+unsafe fn tile<const DIRECT: bool>(
+    kc: usize,
+    a: *const f32,
+    a_rs: isize,
+    b: *const f32,
+    c: Mat,
+    r0: usize,
+    j0: usize,
+    mr: usize,
+    nr: usize,
+    add: bool,
+) {
     let mut lo = [_mm512_setzero_ps(); MR];
     let mut hi = [_mm512_setzero_ps(); MR];
     let (mut a, mut b) = (a, b);
@@ -191,11 +218,11 @@ unsafe fn tile(kc: usize, a: *const f32, b: *const f32, c: Mat, r0: usize, j0: u
             let b0 = _mm512_loadu_ps(b);
             let b1 = _mm512_loadu_ps(b.add(16));
             for i in 0..MR {
-                let ai = _mm512_set1_ps(*a.add(i));
+                let ai = _mm512_set1_ps(if DIRECT { *a.offset(i as isize * a_rs) } else { *a.add(i) });
                 lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
                 hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
             }
-            a = a.add(MR);
+            a = a.add(if DIRECT { 1 } else { MR });
             b = b.add(NR);
         }
     }
