@@ -97,6 +97,11 @@ fn large_kernel() -> Kernel {
 const SKINNY_ROWS: usize = 16;
 const SKINNY_COLS: usize = 32;
 
+/// Elements of the right operand above which a product of a few rows
+/// (`avx512::skinny`) runs on several threads.
+#[cfg(target_arch = "x86_64")]
+const SKINNY_PARALLEL: usize = 1 << 16;
+
 /// Multiply-adds above which a product is split across threads.
 const PARALLEL_WORK: usize = 1 << 21;
 
@@ -191,6 +196,27 @@ where
     }
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Packed
+        && TypeId::of::<T>() == TypeId::of::<f32>()
+        && crate::cpu::has_avx512()
+        && m <= avx512::MR
+        && n >= SKINNY_COLS
+        && b.strides()[1] == 1
+        && b.strides()[0] >= n as isize
+    {
+        // A few rows times a row-major matrix: that matrix streamed once
+        // through the micro-kernel, in place (`avx512::skinny`); on two
+        // threads once it is a few hundred kilobytes.
+        let (sa, sb) = (a.strides(), b.strides());
+        let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
+        let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
+        let threads = if k.saturating_mul(n) >= SKINNY_PARALLEL { threads } else { 1 };
+        // SAFETY: `T` is f32, AVX-512F, k > 0, m <= MR, `b` has unit column
+        // stride; views of their extents, `out` as the caller vouches.
+        unsafe { avx512::skinny(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads) };
+        return Ok(());
+    }
     if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate {
         // The crate decides itself how many threads a product is worth
         // (a skinny product reading megabytes pays off on two threads well
@@ -906,6 +932,27 @@ mod tests {
                 let got = pool.install(|| with(Kernel::Packed, ar.slice(s![.., ..;-1]), bt.t()));
                 for (g, w) in got.iter().zip(want.iter()) {
                     assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "reversed {m}x{k}x{n}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn products_of_a_few_rows_match_loops() {
+        // 1 to 12 rows (`avx512::skinny` where the processor has AVX-512F,
+        // the `gemm` crate elsewhere), columns cut inside a panel, a right
+        // operand of rows with padding, on 1 to 3 threads.
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (m, k, n) in [(1, 1, 32), (1, 1024, 1024), (4, 37, 67), (8, 300, 257), (12, 1, 45), (7, 513, 33)] {
+                let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.25 - 1.0);
+                let wide = Array::from_shape_fn((k, n + 3), |(i, j)| ((i * 5 + j) % 13) as f32 * 0.5 - 3.0);
+                let b = wide.slice(s![.., ..n]);
+                let want = naive(&a.mapv(f64::from).view(), &b.mapv(f64::from).view(), m, n, k);
+                let got = pool.install(|| with(Kernel::Packed, a.view(), b));
+                let via = pool.install(|| matmul("f", m as i64, n as i64, k as i64, a.view(), b)).unwrap();
+                for (g, w) in got.iter().chain(via.iter()).zip(want.iter().chain(want.iter())) {
+                    assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
                 }
             }
         }

@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 use rayon::prelude::*;
 
 /// Rows of a micro-tile.
-const MR: usize = 12;
+pub(super) const MR: usize = 12;
 /// Columns of a micro-tile (two 16-lane vectors).
 const NR: usize = 32;
 /// Terms of the sum per block: a packed right panel (`KC x NR`, 32 KB)
@@ -167,9 +167,9 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                         // vouches for AVX-512F.
                         unsafe {
                             if direct && mr == MR {
-                                tile::<true>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), c, r0, j0, mr, nr, !first)
+                                tile::<true>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first)
                             } else {
-                                tile::<false>(kc, lp.as_ptr(), 0, rp.as_ptr(), c, r0, j0, mr, nr, !first)
+                                tile::<false>(kc, lp.as_ptr(), 0, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first)
                             }
                         };
                     }
@@ -185,10 +185,58 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     }
 }
 
+/// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`) and a right
+/// operand with contiguous rows (`b.cs == 1`): each element of `b` serves
+/// every row once, so `b` is read in place, never packed (but a last
+/// panel of fewer than NR columns), streamed once from memory; the rows of
+/// `a` are packed once, zeros past `m`; the panels of columns run in
+/// parallel on up to `threads` threads (a batch of one to twelve through a
+/// dense layer).
+///
+/// # Safety
+///
+/// As `sgemm`, and `m <= MR`, `b.cs == 1`.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
+    let mut left = vec![0.0f32; k * MR];
+    for ii in 0..m {
+        for kk in 0..k {
+            // SAFETY: (ii, kk) is inside `a`.
+            left[kk * MR + ii] = unsafe { *a.at(ii, kk) };
+        }
+    }
+    let run = |jp: usize| {
+        let j0 = jp * NR;
+        let nr = NR.min(n - j0);
+        // SAFETY: the m x nr tile at (0, j0) is inside `c`; columns j0..j0 +
+        // NR of every row of `b` are inside it when nr == NR; AVX-512F.
+        unsafe {
+            if nr == NR {
+                tile::<false>(k, left.as_ptr(), 0, b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false);
+            } else {
+                let mut panel = vec![0.0f32; k * NR];
+                for kk in 0..k {
+                    for jj in 0..nr {
+                        panel[kk * NR + jj] = *b.at(kk, j0 + jj);
+                    }
+                }
+                tile::<false>(k, left.as_ptr(), 0, panel.as_ptr(), NR, c, 0, j0, m, nr, false);
+            }
+        }
+    };
+    let panels = n.div_ceil(NR);
+    if threads > 1 {
+        (0..panels).into_par_iter().for_each(run);
+    } else {
+        (0..panels).for_each(run);
+    }
+}
+
 /// The micro-kernel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
 /// with `add`, gains) the product of a left panel (`kc` columns of MR: a
 /// packed one, or with `DIRECT` MR rows of `kc` contiguous elements,
-/// `a_rs` apart) and a packed right one (`kc` rows of NR).
+/// `a_rs` apart) and a right one (`kc` rows of NR contiguous values,
+/// `b_step` apart: NR when packed).
 ///
 /// # Safety
 ///
@@ -202,6 +250,7 @@ unsafe fn tile<const DIRECT: bool>(
     a: *const f32,
     a_rs: isize,
     b: *const f32,
+    b_step: usize,
     c: Mat,
     r0: usize,
     j0: usize,
@@ -223,7 +272,7 @@ unsafe fn tile<const DIRECT: bool>(
                 hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
             }
             a = a.add(if DIRECT { 1 } else { MR });
-            b = b.add(NR);
+            b = b.add(b_step);
         }
     }
     if mr == MR && nr == NR && c.cs == 1 {
