@@ -97,6 +97,14 @@ fn large_kernel() -> Kernel {
 const SKINNY_ROWS: usize = 16;
 const SKINNY_COLS: usize = 32;
 
+/// The fewest rows `avx512::skinny` takes: its tile computes twelve rows
+/// whatever the product has, and with 1 and 4 rows times 1024 x 1024 it
+/// ran at 0.43-0.50 ms against 0.14-0.43 ms through the `gemm` crate (8
+/// rows: 0.44-0.66 ms against 0.64-0.89 ms; against onnxruntime in
+/// alternated rounds, `benches/python/compare_onnx.py --only products`).
+#[cfg(target_arch = "x86_64")]
+const SKINNY_OWN_ROWS: usize = 8;
+
 /// Elements of the right operand above which a product of a few rows
 /// (`avx512::skinny`) runs on several threads.
 #[cfg(target_arch = "x86_64")]
@@ -200,14 +208,15 @@ where
     if kernel == Kernel::Packed
         && TypeId::of::<T>() == TypeId::of::<f32>()
         && crate::cpu::has_avx512()
-        && m <= avx512::MR
+        && (SKINNY_OWN_ROWS..=avx512::MR).contains(&m)
         && n >= SKINNY_COLS
         && b.strides()[1] == 1
         && b.strides()[0] >= n as isize
     {
-        // A few rows times a row-major matrix: that matrix streamed once
-        // through the micro-kernel, in place (`avx512::skinny`); on two
-        // threads once it is a few hundred kilobytes.
+        // Eight to twelve rows times a row-major matrix: that matrix
+        // streamed once through the micro-kernel, in place
+        // (`avx512::skinny`); on two threads once it is a few hundred
+        // kilobytes.
         let (sa, sb) = (a.strides(), b.strides());
         let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
         let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
@@ -939,9 +948,10 @@ mod tests {
 
     #[test]
     fn products_of_a_few_rows_match_loops() {
-        // 1 to 12 rows (`avx512::skinny` where the processor has AVX-512F,
-        // the `gemm` crate elsewhere), columns cut inside a panel, a right
-        // operand of rows with padding, on 1 to 3 threads.
+        // 1 to 12 rows through the dispatch (8 to 12 to `avx512::skinny`
+        // where the processor has AVX-512F, others to the `gemm` crate) and
+        // through `avx512::skinny` directly; columns cut inside a panel, a
+        // right operand of rows with padding, on 1 to 3 threads.
         for threads in 1..=3 {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for (m, k, n) in [(1, 1, 32), (1, 1024, 1024), (4, 37, 67), (8, 300, 257), (12, 1, 45), (7, 513, 33)] {
@@ -951,8 +961,27 @@ mod tests {
                 let want = naive(&a.mapv(f64::from).view(), &b.mapv(f64::from).view(), m, n, k);
                 let got = pool.install(|| with(Kernel::Packed, a.view(), b));
                 let via = pool.install(|| matmul("f", m as i64, n as i64, k as i64, a.view(), b)).unwrap();
-                for (g, w) in got.iter().chain(via.iter()).zip(want.iter().chain(want.iter())) {
-                    assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
+                let mut direct = Array2::<f32>::from_elem((m, n), f32::NAN);
+                #[cfg(target_arch = "x86_64")]
+                if crate::cpu::has_avx512() {
+                    let mat = |v: ArrayView2<'_, f32>| avx512::Mat {
+                        ptr: v.as_ptr().cast_mut(),
+                        rs: v.strides()[0],
+                        cs: v.strides()[1],
+                    };
+                    let c = avx512::Mat { ptr: direct.as_mut_ptr(), rs: n as isize, cs: 1 };
+                    // SAFETY: AVX-512F; m <= MR, `b` has unit column stride;
+                    // `direct` is m x n, row-major.
+                    pool.install(|| unsafe { avx512::skinny(m, k, n, mat(a.view()), mat(b), c, threads) });
+                } else {
+                    direct.assign(&via);
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                direct.assign(&via);
+                for got in [&got, &via, &direct] {
+                    for (g, w) in got.iter().zip(want.iter()) {
+                        assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
+                    }
                 }
             }
         }

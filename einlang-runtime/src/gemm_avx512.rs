@@ -185,7 +185,8 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     }
 }
 
-/// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`) and a right
+/// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`; `gemm` gives it
+/// eight or more) and a right
 /// operand with contiguous rows (`b.cs == 1`): each element of `b` serves
 /// every row once, so `b` is read in place, never packed (but a last
 /// panel of fewer than NR columns), streamed once from memory; the rows of
