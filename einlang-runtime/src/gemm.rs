@@ -604,7 +604,7 @@ fn batch_blocks(batch: usize, threads: usize, m: usize, n: usize, k: usize) -> u
         }
     }
     let big = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_WORK;
-    if batch <= 1 || threads <= 1 || batch % threads == 0 || !big {
+    if batch <= 1 || threads <= 1 || batch.is_multiple_of(threads) || !big {
         return 1;
     }
     (threads / gcd(batch, threads)).min(m / BLOCK_MIN).max(1)
