@@ -56,8 +56,27 @@ impl Mat {
 }
 
 thread_local! {
-    /// Each thread's packed left block, reused from call to call.
-    static LEFT: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Each thread's packing buffers, reused from call to call (a training
+    /// loop's products allocate nothing after its first step): taken off
+    /// the stack for the length of their use and given back, so a call
+    /// that runs inside another on the same thread (rayon work-stealing)
+    /// takes another one.
+    static BUFFERS: std::cell::RefCell<Vec<Vec<f32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer of at least `len` values (their contents are whatever they
+/// were: the callers write what they read).
+fn take(len: usize) -> Vec<f32> {
+    let mut v = BUFFERS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+    v
+}
+
+/// Gives a buffer from `take` back to this thread.
+fn give(v: Vec<f32>) {
+    BUFFERS.with(|b| b.borrow_mut().push(v));
 }
 
 /// `c = a · b` for `a: m x k`, `b: k x n` (`k > 0`), `c` written whole and
@@ -71,7 +90,7 @@ thread_local! {
 #[cfg(target_arch = "x86_64")]
 pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
     let panels = n.div_ceil(NR);
-    let mut right = vec![0.0f32; KC.min(k) * panels * NR];
+    let mut right = take(KC.min(k) * panels * NR);
     // Row blocks: a multiple of the threads, at most `MC` rows each, a
     // multiple of `MR` rows (but the last).
     let threads = threads.max(1);
@@ -120,10 +139,10 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         let direct = a.cs == 1;
         let run = |blk: usize| {
             let (i0, i1) = (blk * rows, ((blk + 1) * rows).min(m));
-            LEFT.with(|left| {
-                let mut left = left.borrow_mut();
+            {
                 let row_panels = (i1 - i0).div_ceil(MR);
-                left.resize(row_panels * MR * kc, 0.0);
+                let mut whole = take(row_panels * MR * kc);
+                let left = &mut whole[..row_panels * MR * kc];
                 // Pack `a[i0..i1, p0..p0 + kc]` into panels of MR rows:
                 // panel `p` holds `kc` columns of MR values, zeros past i1.
                 // As for `b`, along `a`'s contiguous axis. Rows in place
@@ -174,7 +193,8 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                         };
                     }
                 }
-            });
+                give(whole);
+            }
         };
         if threads > 1 {
             (0..blocks).into_par_iter().for_each(run);
@@ -183,6 +203,7 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         }
         p0 += kc;
     }
+    give(right);
 }
 
 /// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`; `gemm` gives it
@@ -199,7 +220,11 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
 /// As `sgemm`, and `m <= MR`, `b.cs == 1`.
 #[cfg(target_arch = "x86_64")]
 pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
-    let mut left = vec![0.0f32; k * MR];
+    let mut whole = take(k * MR);
+    let left = &mut whole[..k * MR];
+    if m < MR {
+        left.fill(0.0);
+    }
     for ii in 0..m {
         for kk in 0..k {
             // SAFETY: (ii, kk) is inside `a`.
@@ -215,13 +240,16 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
             if nr == NR {
                 tile::<false>(k, left.as_ptr(), 0, b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false);
             } else {
-                let mut panel = vec![0.0f32; k * NR];
+                let mut buf = take(k * NR);
+                let panel = &mut buf[..k * NR];
+                panel.fill(0.0);
                 for kk in 0..k {
                     for jj in 0..nr {
                         panel[kk * NR + jj] = *b.at(kk, j0 + jj);
                     }
                 }
                 tile::<false>(k, left.as_ptr(), 0, panel.as_ptr(), NR, c, 0, j0, m, nr, false);
+                give(buf);
             }
         }
     };
@@ -231,6 +259,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
     } else {
         (0..panels).for_each(run);
     }
+    give(whole);
 }
 
 /// The micro-kernel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
