@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """einlang against onnxruntime and numpy on the same machine, in one run.
 
-Runs `cargo bench --bench conv` and `cargo bench --bench kernels` (release),
+Runs `cargo bench --bench conv`, `--bench kernels` and `--bench products` (release),
 reads einlang's median times from their summaries, then times the same
 shapes with onnxruntime (one graph per kernel, `intra_op_num_threads` set
 to the machine's cores) and with numpy, and prints the ratios.
@@ -9,6 +9,8 @@ to the machine's cores) and with numpy, and prints the ratios.
     pip install onnxruntime onnx numpy
     python3 benches/python/compare_onnx.py            # everything
     python3 benches/python/compare_onnx.py --no-cargo # onnxruntime and numpy only
+    python3 benches/python/compare_onnx.py --only products --rounds 3
+                                                      # the product-shaped cases (benches/products.rs)
     python3 benches/python/compare_onnx.py --only sin --rounds 3
                                                       # alternate einlang and onnxruntime
                                                       # three times, print ranges
@@ -34,6 +36,23 @@ except ImportError:
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORES = os.cpu_count() or 1
+
+
+def peak_gflops():
+    """The machine's peak f32 rate, as `benches/common`'s `peak_gflops`:
+    cores x clock (the model name's `@ x.xxGHz`) x 2 FMA ports x f32 lanes
+    (16 with AVX-512, 8 with AVX2) x 2. None where it is not reported."""
+    try:
+        info = open("/proc/cpuinfo").read()
+    except OSError:
+        return None
+    m = re.search(r"model name.*@\s*([0-9.]+)GHz", info)
+    if not m:
+        return None
+    flags = re.search(r"^flags\s*:(.*)$", info, re.M)
+    flags = flags.group(1).split() if flags else []
+    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
+    return CORES * float(m.group(1)) * 2 * lanes * 2
 
 
 def median_ms(f, runs=15):
@@ -167,6 +186,7 @@ def cases():
     s = session([helper.make_node("MatMul", ["a", "b"], ["c"])], [f32("a", a.shape), f32("b", bm.shape)], [f32("c", (1024, 1024))])
     assert np.allclose(s.run(None, {"a": a, "b": bm})[0], a @ bm, rtol=1e-3, atol=1e-2)
     out.append(("matmul 1024x1024x1024", 2 * 1024**3, lambda s=s: s.run(None, {"a": a, "b": bm}), lambda: a @ bm))
+    out.extend(product_cases(rng))
 
     # Softmax over rows, long rows and short ones.
     for rows, cols in [(4096, 1024), (16384, 256)]:
@@ -198,6 +218,101 @@ def cases():
     assert np.allclose(s.run(None, feeds)[0], va * vb + vc, rtol=1e-5, atol=1e-5)
     out.append(("a*b+c 16777216 f32", None, lambda s=s, feeds=feeds: s.run(None, feeds), lambda: va * vb + vc))
     out.extend(math_cases(rng, n))
+    return out
+
+
+# Labels of the cases `cargo bench --bench products` times (`product_cases`).
+PRODUCTS = ("matmul 1000x", "batched q.k^T", "dense+bias+ReLU", "1x1 conv", "attention", "skinny")
+
+
+def product_cases(rng):
+    """The product-shaped kernels of issue 37's table (einlang's side in
+    `benches/products.rs`): a product whose sizes divide into no block,
+    batched attention scores, a dense layer with bias and ReLU (onnxruntime
+    fuses `Gemm` and `Relu`), a 1x1 convolution (`Conv` with a 1x1
+    kernel), attention over 16 heads, and 1, 4 and 8 rows times 1024^2."""
+    out = []
+
+    def add(label, flops, s, feeds, want, np_f, tol=1e-3):
+        got = s.run(None, feeds)[0]
+        assert np.allclose(got, want, rtol=tol, atol=tol * (1 + np.abs(want).max())), label
+        out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), np_f))
+
+    def mm(label, m, k, n):
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        s = session([helper.make_node("MatMul", ["a", "b"], ["c"])], [f32("a", a.shape), f32("b", b.shape)], [f32("c", (m, n))])
+        add(f"{label} {m}x{k}x{n}", 2 * m * k * n, s, {"a": a, "b": b}, a @ b, lambda: a @ b)
+
+    mm("matmul", 1000, 777, 1029)
+
+    # s[b, i, j] = sum[d](q[b, i, d] * k[b, j, d]): onnxruntime folds the
+    # transpose into its MatMul.
+    bq, nq, dq = 32, 256, 64
+    q = rng.standard_normal((bq, nq, dq), dtype=np.float32)
+    kk = rng.standard_normal((bq, nq, dq), dtype=np.float32)
+    s = session(
+        [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]), helper.make_node("MatMul", ["q", "kt"], ["s"])],
+        [f32("q", q.shape), f32("k", kk.shape)],
+        [f32("s", (bq, nq, nq))],
+    )
+    scores = lambda: q @ kk.transpose(0, 2, 1)
+    add(f"batched q.k^T {bq}x{nq}x{nq}x{dq}", 2 * bq * nq * nq * dq, s, {"q": q, "k": kk}, scores(), scores)
+
+    # relu(x w + b), 256 x 1024 -> 1024.
+    x = rng.standard_normal((256, 1024), dtype=np.float32)
+    w = rng.standard_normal((1024, 1024), dtype=np.float32) * 0.05
+    bias = rng.standard_normal(1024, dtype=np.float32)
+    s = session(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["z"]), helper.make_node("Relu", ["z"], ["y"])],
+        [f32("x", x.shape), f32("w", w.shape), f32("b", bias.shape)],
+        [f32("y", (256, 1024))],
+    )
+    dense = lambda: np.maximum(x @ w + bias, 0)
+    add("dense+bias+ReLU 256x1024->1024", 2 * 256 * 1024 * 1024, s, {"x": x, "w": w, "b": bias}, dense(), dense)
+
+    # A 1x1 convolution, NCHW, no bias: y[n] = k . x[n].
+    n, c, hw, o = 8, 256, 28, 256
+    xc = rng.standard_normal((n, c, hw, hw), dtype=np.float32)
+    kc = rng.standard_normal((o, c), dtype=np.float32) * 0.1
+    s = session(
+        [helper.make_node("Conv", ["x", "k"], ["y"])],
+        [f32("x", xc.shape), f32("k", (o, c, 1, 1))],
+        [f32("y", (n, o, hw, hw))],
+    )
+    conv1 = lambda: np.einsum("oc,nchw->nohw", kc, xc, optimize=True)
+    add(f"1x1 conv N={n} C={c} {hw}x{hw} O={o}", 2 * n * c * hw * hw * o, s, {"x": xc, "k": kc.reshape(o, c, 1, 1)}, conv1(), conv1)
+
+    # softmax(q k^T / 8) v over 16 heads of 256 x 64 (einlang's written-out
+    # form and `std::ml::attention`, one session for both).
+    h, na, da = 16, 256, 64
+    qa, ka, va = (rng.standard_normal((h, na, da), dtype=np.float32) for _ in range(3))
+    eight = helper.make_tensor("eight", TensorProto.FLOAT, [], [8.0])
+    s = session(
+        [
+            helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Div", ["s", "eight"], ["t"]),
+            helper.make_node("Softmax", ["t"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["y"]),
+        ],
+        [f32("q", qa.shape), f32("k", ka.shape), f32("v", va.shape)],
+        [f32("y", (h, na, da))],
+        initializers=[eight],
+    )
+
+    def attention_numpy():
+        t = qa @ ka.transpose(0, 2, 1) / np.float32(8)
+        e = np.exp(t - t.max(axis=2, keepdims=True))
+        return (e / e.sum(axis=2, keepdims=True)) @ va
+
+    want = attention_numpy()
+    for form in ["attention", "std::ml::attention"]:
+        add(f"{form} softmax(q.k^T/8).v {h}x{na}x{da}", 4 * h * na * na * da, s, {"q": qa, "k": ka, "v": va}, want, attention_numpy)
+
+    # Skinny products: a batch of 1, 4 and 8 rows through a 1024 x 1024 layer.
+    for m in [1, 4, 8]:
+        mm("skinny", m, 1024, 1024)
     return out
 
 
@@ -251,8 +366,16 @@ def einlang_times(only=None):
     cases whose name contains `only`, when given)."""
     times = {}
     # The conv bench has no filter: it runs whole when `only` names a
-    # convolution.
-    benches = ["conv"] if only and "conv" in only else ["kernels"] if only else ["conv", "kernels"]
+    # convolution (not one of the product cases).
+    product = bool(only) and (only == "products" or any(p in only for p in PRODUCTS))
+    if only == "products":
+        only = None
+    if not only and not product:
+        benches = ["conv", "kernels", "products"]
+    elif product:
+        benches = ["products"]
+    else:
+        benches = ["conv"] if "conv" in only else ["kernels"]
     for bench in benches:
         run = subprocess.run(
             ["cargo", "bench", "-q", "--bench", bench] + (["--", only] if only and bench != "conv" else []),
@@ -267,7 +390,7 @@ def einlang_times(only=None):
                 times.setdefault(m.group(1).strip(), float(m.group(2)))
             # The bench's own comparisons (its baselines, GB/s, the copy
             # bandwidth) are printed as they came.
-            if m or line.startswith("parallel copy"):
+            if m or line.startswith("parallel copy") or line.startswith("peak:"):
                 print(f"[{bench}] {line}")
     return times
 
@@ -283,7 +406,8 @@ def main():
         help="run einlang's benches and time onnxruntime alternately this many times; print each round's ratio and the range",
     )
     args = p.parse_args()
-    chosen = [c for c in cases() if not args.only or args.only in c[0]]
+    products = lambda label: any(label.startswith(p) or label.startswith("std::ml::" + p) for p in PRODUCTS)
+    chosen = [c for c in cases() if not args.only or args.only in c[0] or (args.only == "products" and products(c[0]))]
     rounds = []
     for r in range(max(1, args.rounds)):
         ours = {} if args.no_cargo else einlang_times(args.only)
@@ -301,7 +425,16 @@ def main():
         span = lambda v, f: f.format(v[0]) if len(v) == 1 else (f.format(min(v)) + "-" + f.format(max(v)))
         ein_s = span(ein, "{:.3f}") + " ms" if ein else "-"
         ratio = span(ratios, "{:.2f}") + "x" if ratios else "-"
-        rate = f"  (onnxruntime {flops / min(ort_ms) / 1e6:.1f} GFLOP/s)" if flops else ""
+        peak = peak_gflops()
+        of_peak = lambda g: f", {100 * g / peak:.0f}% of {peak:.0f}" if peak else ""
+        rate = ""
+        if flops:
+            g_ort = flops / min(ort_ms) / 1e6
+            rate = f"  (onnxruntime {g_ort:.1f} GFLOP/s{of_peak(g_ort)}"
+            if ein:
+                g_ein = flops / min(ein) / 1e6
+                rate += f"; einlang {g_ein:.1f} GFLOP/s{of_peak(g_ein)}"
+            rate += ")"
         each = f"  rounds: {', '.join(f'{x:.2f}x' for x in ratios)}" if len(ratios) > 1 else ""
         print(f"{label:46} {ein_s:>10} {span(ort_ms, '{:.3f}') + ' ms':>12} {t_np:>10} {ratio:>12}{rate}{each}")
 

@@ -5,18 +5,21 @@
 //! handed to the kernels with their strides, so a transposed operand is
 //! never copied. Outputs are written whole and are not zeroed first.
 //!
-//! `f32`/`f64` products go to one of two libraries (`Kernel`), chosen
-//! once per process from the processor: with AVX-512 (measured on a
-//! 2-core Intel Xeon), `matrixmultiply`, split into blocks of rows or
-//! columns across rayon's threads, was 1.1x to 1.6x faster than the `gemm`
-//! crate for square and tall shapes and with 16 rows (1.3x to 1.6x, one
-//! thread); without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate
+//! `f32`/`f64` products go to one of three kernels (`Kernel`), chosen
+//! once per process from the processor: with AVX-512, `f32` products go
+//! to our own packed kernels (`gemm_avx512.rs`: a 12 x 32 micro-tile, the
+//! right operand packed once per block of the sum and shared by the
+//! threads; 1.2x to 1.7x faster than matrixmultiply on 1000 x 777 x 1029
+//! and 1024^3 on a 2-core Intel Xeon, where matrixmultiply, split into
+//! blocks of rows or columns across rayon's threads, had been 1.1x to 1.6x
+//! faster than the `gemm` crate for square and tall shapes; `f64` products
+//! stay on matrixmultiply); without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate
 //! was as fast or faster on most shapes, up to 1.2x with 32 to 64 columns
 //! or 300 rows. Skinny products (fewer than `SKINNY_ROWS` rows or
 //! `SKINNY_COLS` columns) go to the `gemm` crate on either: 1.2x to 16x
 //! faster with 1 to 12 rows (a batch of one through a dense layer) and 1.1x
-//! to 1.4x with 8 or 16 columns. `EINLANG_GEMM=gemm` or
-//! `EINLANG_GEMM=matrixmultiply` overrides the choice (to compare the two
+//! to 1.4x with 8 or 16 columns. `EINLANG_GEMM=gemm`,
+//! `=matrixmultiply` or `=packed` overrides the choice (to compare the two
 //! on one machine). With the cargo feature `blas`, products that are not
 //! skinny go to the system's OpenBLAS instead (`crate::blas`; one thread
 //! per call, split across rayon's threads like matrixmultiply's; an
@@ -33,6 +36,10 @@ use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewMut2, Axis, Li
 use rayon::prelude::*;
 
 use crate::Error;
+
+#[cfg(target_arch = "x86_64")]
+#[path = "gemm_avx512.rs"]
+mod avx512;
 
 /// Extents as `usize`, refusing negative ones.
 fn extents<const N: usize>(function: &str, dims: [i64; N]) -> Result<[usize; N], Error> {
@@ -60,6 +67,9 @@ fn covers<T>(function: &str, v: &ArrayView2<'_, T>, rows: usize, cols: usize) ->
 enum Kernel {
     MatrixMultiply,
     GemmCrate,
+    /// Our own packed `f32` kernels (`avx512`) where the processor has
+    /// AVX-512F; `f64` products and other processors go to matrixmultiply.
+    Packed,
     /// The system's OpenBLAS (cargo feature `blas`), one thread per call.
     #[cfg(feature = "blas")]
     Blas,
@@ -72,10 +82,11 @@ fn large_kernel() -> Kernel {
     *CHOSEN.get_or_init(|| match std::env::var("EINLANG_GEMM").as_deref() {
         Ok("gemm") => Kernel::GemmCrate,
         Ok("matrixmultiply") => Kernel::MatrixMultiply,
+        Ok("packed") => Kernel::Packed,
         #[cfg(feature = "blas")]
         _ => Kernel::Blas,
         #[cfg(not(feature = "blas"))]
-        _ if crate::cpu::has_avx512() => Kernel::MatrixMultiply,
+        _ if crate::cpu::has_avx512() => Kernel::Packed,
         #[cfg(not(feature = "blas"))]
         _ => Kernel::GemmCrate,
     })
@@ -85,6 +96,19 @@ fn large_kernel() -> Kernel {
 /// crate.
 const SKINNY_ROWS: usize = 16;
 const SKINNY_COLS: usize = 32;
+
+/// The fewest rows `avx512::skinny` takes: its tile computes twelve rows
+/// whatever the product has, and with 1 and 4 rows times 1024 x 1024 it
+/// ran at 0.43-0.50 ms against 0.14-0.43 ms through the `gemm` crate (8
+/// rows: 0.44-0.66 ms against 0.64-0.89 ms; against onnxruntime in
+/// alternated rounds, `benches/python/compare_onnx.py --only products`).
+#[cfg(target_arch = "x86_64")]
+const SKINNY_OWN_ROWS: usize = 8;
+
+/// Elements of the right operand above which a product of a few rows
+/// (`avx512::skinny`) runs on several threads.
+#[cfg(target_arch = "x86_64")]
+const SKINNY_PARALLEL: usize = 1 << 16;
 
 /// Multiply-adds above which a product is split across threads.
 const PARALLEL_WORK: usize = 1 << 21;
@@ -180,12 +204,46 @@ where
     }
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Packed
+        && TypeId::of::<T>() == TypeId::of::<f32>()
+        && crate::cpu::has_avx512()
+        && (SKINNY_OWN_ROWS..=avx512::MR).contains(&m)
+        && n >= SKINNY_COLS
+        && b.strides()[1] == 1
+        && b.strides()[0] >= n as isize
+    {
+        // Eight to twelve rows times a row-major matrix: that matrix
+        // streamed once through the micro-kernel, in place
+        // (`avx512::skinny`); on two threads once it is a few hundred
+        // kilobytes.
+        let (sa, sb) = (a.strides(), b.strides());
+        let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
+        let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
+        let threads = if k.saturating_mul(n) >= SKINNY_PARALLEL { threads } else { 1 };
+        // SAFETY: `T` is f32, AVX-512F, k > 0, m <= MR, `b` has unit column
+        // stride; views of their extents, `out` as the caller vouches.
+        unsafe { avx512::skinny(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads) };
+        return Ok(());
+    }
     if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate {
         // The crate decides itself how many threads a product is worth
         // (a skinny product reading megabytes pays off on two threads well
         // below `PARALLEL_WORK`).
         // SAFETY: `T` is f32 or f64 (checked above).
         unsafe { gemm_crate(a, b, out, threads) };
+        return Ok(());
+    }
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Packed && TypeId::of::<T>() == TypeId::of::<f32>() && crate::cpu::has_avx512() {
+        let (sa, sb) = (a.strides(), b.strides());
+        let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
+        let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
+        // SAFETY: `T` is f32, the processor has AVX-512F, k > 0; the
+        // operands are views of their extents, `out` as the caller vouches.
+        unsafe {
+            avx512::sgemm(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, if parallel { threads } else { 1 })
+        };
         return Ok(());
     }
     if !parallel {
@@ -530,6 +588,28 @@ impl<'a, T> Batched<'a, T> {
     }
 }
 
+/// Into how many blocks of rows each product of a batch is split: one,
+/// unless there are several batches and threads, the batches do not
+/// divide evenly among the threads, and each product is worth splitting
+/// (`PARALLEL_WORK` multiply-adds, `BLOCK_MIN` rows a block). Then enough
+/// blocks that the tasks (a batch's block each) divide evenly: three
+/// batches on two threads are six tasks, three a thread, where three whole
+/// products kept one thread idle for the last (1.33x the time).
+fn batch_blocks(batch: usize, threads: usize, m: usize, n: usize, k: usize) -> usize {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let big = m.saturating_mul(n).saturating_mul(k) >= PARALLEL_WORK;
+    if batch <= 1 || threads <= 1 || batch.is_multiple_of(threads) || !big {
+        return 1;
+    }
+    (threads / gcd(batch, threads)).min(m / BLOCK_MIN).max(1)
+}
+
 /// Batched product: `out[p] = a[p, ..m, ..k] · b[p, ..k, ..n]` for `p < batch`
 /// (an operand given as one matrix is the same for every `p`).
 pub fn batched_matmul<'a, 'b, T>(
@@ -559,14 +639,23 @@ where
     let mut out = crate::pool::try_uninit::<T, _>(function, "", ndarray::Ix3(batch, m, n))?;
     let base = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // Batches in parallel, each product on one thread (or, with a single
-    // batch, on all of them).
-    let threads = if batch > 1 { 1 } else { rayon::current_num_threads() };
-    (0..batch).into_par_iter().try_for_each(|p| {
+    // batch, on all of them); each product split into blocks of rows when
+    // the batches alone would leave threads idle at the end.
+    let pool = rayon::current_num_threads();
+    let blocks = batch_blocks(batch, pool, m, n, k);
+    let threads = if batch > 1 { 1 } else { pool };
+    let rows = m.div_ceil(blocks).max(1);
+    (0..batch * blocks).into_par_iter().try_for_each(|task| {
+        let (p, lo) = (task / blocks, (task % blocks) * rows);
+        let hi = (lo + rows).min(m);
+        if lo >= hi {
+            return Ok(());
+        }
         let (ap, bp) = (a.at(p), b.at(p));
-        let o = unsafe { base.from((p * m * n) as isize) };
-        // SAFETY: batch p's m x n block of the fresh array, written whole
-        // when it returns `Ok`.
-        unsafe { product_into(function, ap.slice(s![..m, ..k]), bp.slice(s![..k, ..n]), o, threads) }
+        let o = unsafe { base.from((p * m * n + lo * n) as isize) };
+        // SAFETY: rows lo..hi of batch p's m x n block of the fresh array
+        // (no other task's), written whole when it returns `Ok`.
+        unsafe { product_into(function, ap.slice(s![lo..hi, ..k]), bp.slice(s![..k, ..n]), o, threads) }
     })?;
     // SAFETY: every batch's block was written (every product returned `Ok`).
     Ok(unsafe { out.assume_init() })
@@ -585,6 +674,7 @@ mod tests {
     const KERNELS: &[Kernel] = &[
         Kernel::MatrixMultiply,
         Kernel::GemmCrate,
+        Kernel::Packed,
         #[cfg(feature = "blas")]
         Kernel::Blas,
     ];
@@ -802,6 +892,129 @@ mod tests {
             for p in 0..batch {
                 let want = naive(&a.index_axis(Axis(0), p), &bt.index_axis(Axis(0), p), m, n, k);
                 assert_eq!(got.index_axis(Axis(0), p), want);
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_kernels_match_loops_on_odd_shapes_and_layouts() {
+        if !crate::cpu::has_avx512() {
+            return;
+        }
+        // Tiles cut at every edge, sums of one to several `KC` blocks, row
+        // blocks on 1 to 3 threads; operands row-major, transposed and
+        // reversed; the output row-major and transposed.
+        let shapes = [(1, 1, 1), (7, 3, 5), (13, 257, 33), (12, 256, 32), (97, 600, 131), (300, 513, 67)];
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (m, k, n) in shapes {
+                let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.25 - 1.0);
+                let bt = Array::from_shape_fn((n, k), |(i, j)| ((i * 5 + j) % 13) as f32 * 0.5 - 3.0);
+                let want = Array2::from_shape_fn((m, n), |(i, j)| {
+                    (0..k).map(|p| a[[i, p]] as f64 * bt[[j, p]] as f64).sum::<f64>()
+                });
+                let mut ar = a.clone();
+                ar.invert_axis(Axis(1));
+                let (acm, b_rows) = (a.t().to_owned(), bt.t().to_owned());
+                let layouts = [(a.view(), bt.t()), (acm.t(), b_rows.view())];
+                for (av, bv) in layouts {
+                    for transposed in [false, true] {
+                        let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
+                        let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
+                        let mat = |v: &ArrayView2<'_, f32>| avx512::Mat {
+                            ptr: v.as_ptr().cast_mut(),
+                            rs: v.strides()[0],
+                            cs: v.strides()[1],
+                        };
+                        let c = avx512::Mat { ptr: out.as_mut_ptr(), rs, cs };
+                        // SAFETY: AVX-512F checked; views of their extents;
+                        // `out` holds the m x n elements these strides address.
+                        pool.install(|| unsafe { avx512::sgemm(m, k, n, mat(&av), mat(&bv), c, threads) });
+                        let got = if transposed { out.t().to_owned() } else { out };
+                        for (g, w) in got.iter().zip(want.iter()) {
+                            assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
+                        }
+                    }
+                }
+                // A reversed left operand, through the dispatch.
+                let got = pool.install(|| with(Kernel::Packed, ar.slice(s![.., ..;-1]), bt.t()));
+                for (g, w) in got.iter().zip(want.iter()) {
+                    assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "reversed {m}x{k}x{n}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn products_of_a_few_rows_match_loops() {
+        // 1 to 12 rows through the dispatch (8 to 12 to `avx512::skinny`
+        // where the processor has AVX-512F, others to the `gemm` crate) and
+        // through `avx512::skinny` directly; columns cut inside a panel, a
+        // right operand of rows with padding, on 1 to 3 threads.
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (m, k, n) in [(1, 1, 32), (1, 1024, 1024), (4, 37, 67), (8, 300, 257), (12, 1, 45), (7, 513, 33)] {
+                let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.25 - 1.0);
+                let wide = Array::from_shape_fn((k, n + 3), |(i, j)| ((i * 5 + j) % 13) as f32 * 0.5 - 3.0);
+                let b = wide.slice(s![.., ..n]);
+                let want = naive(&a.mapv(f64::from).view(), &b.mapv(f64::from).view(), m, n, k);
+                let got = pool.install(|| with(Kernel::Packed, a.view(), b));
+                let via = pool.install(|| matmul("f", m as i64, n as i64, k as i64, a.view(), b)).unwrap();
+                let mut direct = Array2::<f32>::from_elem((m, n), f32::NAN);
+                #[cfg(target_arch = "x86_64")]
+                if crate::cpu::has_avx512() {
+                    let mat = |v: ArrayView2<'_, f32>| avx512::Mat {
+                        ptr: v.as_ptr().cast_mut(),
+                        rs: v.strides()[0],
+                        cs: v.strides()[1],
+                    };
+                    let c = avx512::Mat { ptr: direct.as_mut_ptr(), rs: n as isize, cs: 1 };
+                    // SAFETY: AVX-512F; m <= MR, `b` has unit column stride;
+                    // `direct` is m x n, row-major.
+                    pool.install(|| unsafe { avx512::skinny(m, k, n, mat(a.view()), mat(b), c, threads) });
+                } else {
+                    direct.assign(&via);
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                direct.assign(&via);
+                for got in [&got, &via, &direct] {
+                    for (g, w) in got.iter().zip(want.iter()) {
+                        assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn batches_split_into_blocks_of_rows_match_loops() {
+        // Batches that do not divide among the threads, each product large
+        // enough to split (`batch_blocks`), a shared left operand among
+        // them, on 1 to 3 threads; rows that do not divide into the blocks.
+        assert_eq!(batch_blocks(3, 2, 101, 150, 200), 2);
+        assert_eq!(batch_blocks(4, 3, 101, 150, 200), 3);
+        assert_eq!(batch_blocks(4, 2, 101, 150, 200), 1);
+        assert_eq!(batch_blocks(3, 2, 40, 150, 200), 1);
+        assert_eq!(batch_blocks(3, 2, 8, 15, 20), 1);
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (batch, m, n, k) in [(3, 101, 150, 200), (2, 67, 131, 241), (5, 97, 67, 353)] {
+                let a = Array::from_shape_fn((batch, m, k), |(p, i, j)| ((p + i * 2 + j) % 9) as f64 - 4.0);
+                let b = Array::from_shape_fn((batch, n, k), |(p, i, j)| (p * 3) as f64 - ((i + j) % 7) as f64);
+                let bt = b.view().permuted_axes([0, 2, 1]);
+                let got = pool
+                    .install(|| batched_matmul("f", batch as i64, m as i64, n as i64, k as i64, a.view(), bt))
+                    .unwrap();
+                let shared = a.index_axis(Axis(0), 0);
+                let got_shared = pool
+                    .install(|| batched_matmul("f", batch as i64, m as i64, n as i64, k as i64, shared, bt))
+                    .unwrap();
+                for p in 0..batch {
+                    let bp = bt.index_axis(Axis(0), p);
+                    assert_eq!(got.index_axis(Axis(0), p), naive(&a.index_axis(Axis(0), p), &bp, m, n, k));
+                    assert_eq!(got_shared.index_axis(Axis(0), p), naive(&shared, &bp, m, n, k));
+                }
             }
         }
     }

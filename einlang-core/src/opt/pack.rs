@@ -112,6 +112,13 @@ fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>, host: bool) {
             let n = before.len();
             stmts.splice(i..i, before);
             i += n;
+            if let Some(reshape) = product_is_value(f, &stmts[i - 1], &stmts[i]) {
+                // The definition is its product as it is: the product's
+                // reshape defines it (no copy).
+                stmts[i - 1] = reshape;
+                stmts.remove(i);
+                continue;
+            }
         }
         let inner: fn(&mut Function, &mut Vec<Stmt>) = if host { host_stmts } else { device_stmts };
         visit::for_each_stmt_expr_mut(&mut stmts[i], &mut |e| super::in_blocks(f, e, inner));
@@ -161,6 +168,13 @@ struct Contraction {
     /// product per value of that variable, then a sum of the products
     /// (see `split`).
     split: bool,
+    /// When the definition's axes are `[lead.., rows.., rest..]` (no batch
+    /// axes, `lead` and `rest` columns, neither empty): how many columns
+    /// lead. The plain operand is laid out `[lead.., ks.., rest..]` (a view
+    /// of it when it reads in that order) and multiplied per point of
+    /// `lead` by the rows' matrix, in one batched product whose result is
+    /// already in the definition's order.
+    col_lead: Option<usize>,
 }
 
 /// The variables of `Stmt::Extent`s among `stmts`: extents computed from
@@ -333,6 +347,22 @@ fn contraction(
             .chain(&cols)
             .chain(&rows[1..])
             .map(|a| a.index));
+    // The definition's axes are `[lead.., rows.., rest..]` with `lead` and
+    // `rest` columns, both not empty (`y[n, o, i, j] = sum[c](k[o, c] *
+    // x[n, c, i, j])`, a 1x1 convolution): per point of the leading
+    // columns, the rows' matrix (shared) times that point's matrix of the
+    // plain operand, one batched product written in the definition's own
+    // order (see `pack`).
+    let first_row = def.axes.iter().position(|a| a.index == rows[0].index).unwrap_or(0);
+    let col_lead = (batch.is_empty()
+        && !split
+        && (1..cols.len()).contains(&first_row)
+        && def.axes.iter().map(|a| a.index).eq(cols[..first_row]
+            .iter()
+            .chain(&rows)
+            .chain(&cols[first_row..])
+            .map(|a| a.index)))
+    .then_some(first_row);
     let rows_first = batch.is_empty()
         && !k_outer
         && !split
@@ -350,7 +380,25 @@ fn contraction(
         rows_first,
         batch_lead,
         split,
+        col_lead,
     })
+}
+
+/// `def` reads the product that `reshape` defines at its own point, and
+/// nothing else (the sum was its whole value, and the product is made in
+/// its own order): the reshape, now defining `def`'s tensor.
+fn product_is_value(f: &Function, reshape: &Stmt, def: &Stmt) -> Option<Stmt> {
+    let (Stmt::Reshape { var, source, elem, dims }, Stmt::Tensor(def)) = (reshape, def) else { return None };
+    let ExprKind::Read { tensor, indices, checked: false } = &def.body.kind else { return None };
+    let own_point = indices.len() == def.axes.len()
+        && indices.iter().zip(&def.axes).all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == a.index));
+    let same = *tensor == *var
+        && *elem == def.elem
+        && f.var(*var).ty == f.var(def.var).ty
+        && def.domain_guards == 0
+        && def.axes.iter().all(|a| a.start == Dim::zero())
+        && dims.iter().eq(def.axes.iter().map(|a| &a.extent));
+    (own_point && same).then(|| Stmt::Reshape { var: def.var, source: *source, elem: *elem, dims: dims.clone() })
 }
 
 /// Whether a read in `e` has the variable `v` alone as an index.
@@ -616,6 +664,9 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     if cols_first {
         p_outer = batch.iter().chain(&cols).chain(&ks).copied().collect();
     }
+    if let Some(l) = c.col_lead {
+        p_outer = cols[..l].iter().chain(&ks).chain(&cols[l..]).copied().collect();
+    }
     let to_p = fresh(f, &p_outer);
     let mut p_body = p;
     rename(&mut p_body, &to_p);
@@ -650,7 +701,9 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     let p_var = f.add_var(&format!("{base}_kern"), Repr::Tensor(elem, p_outer.len()));
     let p_axes = mk_axes(
         p_outer.iter().map(|v| to_p[v]).collect(),
-        if cols_first {
+        if let Some(l) = c.col_lead {
+            c_ext[..l].iter().chain(&k_ext).chain(&c_ext[l..]).cloned().collect()
+        } else if cols_first {
             b_ext.iter().chain(&c_ext).chain(&k_ext).cloned().collect()
         } else {
             b_ext.iter().chain(&k_ext).chain(&c_ext).cloned().collect()
@@ -694,14 +747,27 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
     // its axes are the batch (when it has one), row or column and
     // contracted ones, as `Gemm` lists them; `true` for the packed columns.
     type Operand = (bool, Vec<Dim>, Vec<usize>);
-    let (gb, mn, left, right, at): (Option<Dim>, [Dim; 2], Operand, Operand, Vec<VarId>) = match c.lead {
+    let (gb, mn, left, right, at): (Option<Dim>, [Dim; 2], Operand, Operand, Vec<VarId>) = match (c.lead, c.col_lead) {
+        // `y[lead.., rows.., rest..]`, `lead` and `rest` columns: per point
+        // of `lead`, the packed rows (shared: `[rows, ks]`, or `[ks, rows]`
+        // with `k_outer`) times that point's `[ks, rest]` matrix of the
+        // plain operand (`[lead.., ks.., rest..]`), written in the
+        // definition's own order.
+        (_, Some(l)) => {
+            let gb = product(c_ext[..l].iter().cloned());
+            let nr = product(c_ext[l..].iter().cloned());
+            let left = (true, q_dims(Vec::new(), m.clone()), if k_outer { vec![1, 0] } else { vec![0, 1] });
+            let right = (false, vec![gb.clone(), k.clone(), nr.clone()], vec![0, 1, 2]);
+            let at = def.axes.iter().map(|a| a.index).collect();
+            (Some(gb), [m.clone(), nr], left, right, at)
+        }
         // `y[lead.., cols.., rest..]`: per point of the leading rows, the
         // kernel (shared) times that point's packed columns, written in
         // the definition's own order: no pass reorders the product. The
         // columns keep the `[ks.., rows..]` layout (`k_outer`; so a
         // kernel gradient's packing of the same input is the same tensor),
         // read per lead point as a `[ks, rest]` matrix.
-        Some(lead) => {
+        (Some(lead), None) => {
             let (l_ext, rest_ext) = (r_ext[..lead].to_vec(), r_ext[lead..].to_vec());
             let nr = product(rest_ext.iter().cloned());
             let gb = (lead > 0).then(|| product(l_ext.iter().cloned()));
@@ -714,7 +780,7 @@ fn pack(f: &mut Function, def: &mut TensorDef, c: Contraction, host: bool) -> (V
             let at = rows[..lead].iter().chain(&cols).chain(&rows[lead..]).copied().collect();
             (gb, [n.clone(), nr], left, right, at)
         }
-        None => {
+        (None, None) => {
             let batched = !batch.is_empty();
             let gb = batched.then(|| product(b_ext.iter().cloned()));
             let outer: Vec<Dim> = gb.iter().cloned().collect();

@@ -287,6 +287,30 @@ fn reductions_that_may_fail_or_depend_on_every_axis_stay() {
 /// definition's own order: per image, the kernel (shared by every image)
 /// times the image's columns.
 #[test]
+fn a_product_led_by_columns_is_batched_with_the_rows_shared() {
+    // A 1x1 convolution: per image, the weights times the image's `[C,
+    // H * W]` matrix, a view of `x` (no packed copy), written in `y`'s order.
+    let out = packed(
+        "pub fn conv1x1(x: [f32; N, C, H, W], k: [f32; O, C]) -> [f32; N, O, H, W] {
+            let y[n, o, h, w] = sum[c](k[o, c] * x[n, c, h, w]);
+            y
+        }",
+    );
+    assert!(out.contains("reshape y_kern_m = y_kern as [N, C, H * W]"), "{out}");
+    assert!(out.contains("gemm y_prod_m = y_cols_m[0, 1] x y_kern_m[0, 1, 2] (batch N, m O, n H * W, k C)"), "{out}");
+    assert!(out.contains("reshape y = y_prod_m as [N, O, H, W]"), "{out}");
+    // With a bias after it, the definition reads the product at its point.
+    let out = packed(
+        "pub fn conv1x1(x: [f32; N, C, L], k: [f32; O, C], b: [f32; O]) -> [f32; N, O, L] {
+            let y[n, o, t] = sum[c](x[n, c, t] * k[o, c]) + b[o];
+            y
+        }",
+    );
+    assert!(out.contains("(batch N, m O, n L, k C)"), "{out}");
+    assert!(out.contains("read y_prod[n, o, t] unchecked"), "{out}");
+}
+
+#[test]
 fn packed_operands_keep_the_longer_run_innermost() {
     let out = packed(
         "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H - 2, W - 2] {
@@ -300,8 +324,9 @@ fn packed_operands_keep_the_longer_run_innermost() {
     );
     assert!(out.contains("reshape y_cols_m = y_cols as [9 * C, N, i_len * j_len]"), "{out}");
     assert!(out.contains("gemm y_prod_m = y_kern_m[1, 0] x y_cols_m[1, 0, 2] (batch N, m O,"), "{out}");
-    assert!(out.contains("reshape y_prod = y_prod_m as [N, O, i_len, j_len]"), "{out}");
-    assert!(out.contains("= read y_prod[n, o, i, j] unchecked"), "{out}");
+    // The definition is the product as it is: its reshape defines `y`.
+    assert!(out.contains("reshape y = y_prod_m as [N, O, i_len, j_len]"), "{out}");
+    assert!(!out.contains("tensor y["), "{out}");
     // No leading rows: one product, still in the definition's order.
     let out = packed(
         "pub fn conv1(x: [f32; C, H, W], k: [f32; O, C, 3, 3]) -> [f32; O, H - 2, W - 2] {

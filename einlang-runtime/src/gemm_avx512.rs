@@ -1,0 +1,342 @@
+//! `f32` products on packed operands with an AVX-512 micro-kernel of our
+//! own (a child of `gemm`, which chooses it when the processor has
+//! AVX-512F).
+//!
+//! The micro-kernel keeps a 12 x 32 tile of the output in 24 of the 32
+//! vector registers: for each term of the sum it loads two vectors of the
+//! packed right operand and multiplies each by twelve broadcast elements
+//! of the packed left one, 24 multiply-adds for 14 loads, so the two FMA
+//! ports, not the loads, bound it (matrixmultiply's 16 x 16 tile needs 17
+//! loads for 16). The sum is cut into blocks of `KC` terms; per block the
+//! right operand is packed once into panels of 32 columns (`KC x 32`, in
+//! parallel), shared by every thread, and the rows are cut into blocks
+//! (as many per thread), each running the micro-kernel over every panel
+//! pair: its rows read in place when they are contiguous (as MLAS does),
+//! else packed into panels of 12. Panels are padded with
+//! zeros; tiles at the edges, or written with a column stride other than
+//! one, go through a buffer.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+use rayon::prelude::*;
+
+/// Rows of a micro-tile.
+pub(super) const MR: usize = 12;
+/// Columns of a micro-tile (two 16-lane vectors).
+const NR: usize = 32;
+/// Terms of the sum per block: a packed right panel (`KC x NR`, 32 KB)
+/// stays in the first-level cache while the micro-kernel streams it.
+const KC: usize = 256;
+/// The most rows of a block (a packed left block, `MC x KC`, 144 KB, stays
+/// in the second-level cache).
+const MC: usize = 144;
+
+/// A matrix as a pointer and strides (in elements).
+#[derive(Clone, Copy)]
+pub(super) struct Mat {
+    pub ptr: *mut f32,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+// SAFETY: threads read the operands and write disjoint blocks of the output.
+unsafe impl Send for Mat {}
+unsafe impl Sync for Mat {}
+
+impl Mat {
+    /// The element at `(i, j)`.
+    ///
+    /// # Safety
+    ///
+    /// `(i, j)` is inside the matrix.
+    unsafe fn at(self, i: usize, j: usize) -> *mut f32 {
+        unsafe { self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }
+    }
+}
+
+thread_local! {
+    /// Each thread's packing buffers, reused from call to call (a training
+    /// loop's products allocate nothing after its first step): taken off
+    /// the stack for the length of their use and given back, so a call
+    /// that runs inside another on the same thread (rayon work-stealing)
+    /// takes another one.
+    static BUFFERS: std::cell::RefCell<Vec<Vec<f32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer of at least `len` values (their contents are whatever they
+/// were: the callers write what they read).
+fn take(len: usize) -> Vec<f32> {
+    let mut v = BUFFERS.with(|b| b.borrow_mut().pop()).unwrap_or_default();
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+    v
+}
+
+/// Gives a buffer from `take` back to this thread.
+fn give(v: Vec<f32>) {
+    BUFFERS.with(|b| b.borrow_mut().push(v));
+}
+
+/// `c = a · b` for `a: m x k`, `b: k x n` (`k > 0`), `c` written whole and
+/// not read before, on up to `threads` of rayon's threads.
+///
+/// # Safety
+///
+/// The processor has AVX-512F; `a` and `b` address `m x k` and `k x n`
+/// readable elements, `c` `m x n` writable ones that nothing else accesses
+/// meanwhile.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
+    let panels = n.div_ceil(NR);
+    let mut right = take(KC.min(k) * panels * NR);
+    // Row blocks: a multiple of the threads, at most `MC` rows each, a
+    // multiple of `MR` rows (but the last).
+    let threads = threads.max(1);
+    let per_thread = m.div_ceil(threads * MC).max(1);
+    let blocks = (threads * per_thread).min(m.div_ceil(MR));
+    let rows = m.div_ceil(blocks).div_ceil(MR) * MR;
+    let blocks = m.div_ceil(rows);
+    let mut p0 = 0;
+    while p0 < k {
+        let kc = KC.min(k - p0);
+        let first = p0 == 0;
+        // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
+        // holds `kc` rows of NR values, zeros past `n`.
+        // The loops follow `b`'s contiguous axis, so the reads stream (a
+        // transposed operand, `k^T` of attention scores, is read along its
+        // rows and written with a stride inside the panel).
+        let pack_right = |(j, panel): (usize, &mut [f32])| {
+            let cols = NR.min(n - j * NR);
+            if cols < NR {
+                panel.fill(0.0);
+            }
+            if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
+                for jj in 0..cols {
+                    for kk in 0..kc {
+                        // SAFETY: row p0 + kk < k and column j * NR + jj < n are inside `b`.
+                        panel[kk * NR + jj] = unsafe { *b.at(p0 + kk, j * NR + jj) };
+                    }
+                }
+            } else {
+                for kk in 0..kc {
+                    let dst = &mut panel[kk * NR..kk * NR + cols];
+                    for (jj, d) in dst.iter_mut().enumerate() {
+                        // SAFETY: as above.
+                        *d = unsafe { *b.at(p0 + kk, j * NR + jj) };
+                    }
+                }
+            }
+        };
+        let right_block = &mut right[..kc * panels * NR];
+        if threads > 1 {
+            right_block.par_chunks_mut(kc * NR).enumerate().for_each(pack_right);
+        } else {
+            right_block.chunks_mut(kc * NR).enumerate().for_each(pack_right);
+        }
+        let right_block = &right[..kc * panels * NR];
+        let direct = a.cs == 1;
+        let run = |blk: usize| {
+            let (i0, i1) = (blk * rows, ((blk + 1) * rows).min(m));
+            {
+                let row_panels = (i1 - i0).div_ceil(MR);
+                let mut whole = take(row_panels * MR * kc);
+                let left = &mut whole[..row_panels * MR * kc];
+                // Pack `a[i0..i1, p0..p0 + kc]` into panels of MR rows:
+                // panel `p` holds `kc` columns of MR values, zeros past i1.
+                // As for `b`, along `a`'s contiguous axis. Rows in place
+                // (`direct`: a unit column stride) are read where they
+                // are, as MLAS does; only a last panel of fewer than MR
+                // rows is packed then.
+                for (p, panel) in left.chunks_mut(MR * kc).enumerate() {
+                    let r0 = i0 + p * MR;
+                    let mr = MR.min(i1 - r0);
+                    if direct && mr == MR {
+                        continue;
+                    }
+                    if mr < MR {
+                        panel.fill(0.0);
+                    }
+                    if a.cs.unsigned_abs() <= a.rs.unsigned_abs() {
+                        for ii in 0..mr {
+                            for kk in 0..kc {
+                                // SAFETY: row r0 + ii < m and p0 + kk < k are inside `a`.
+                                panel[kk * MR + ii] = unsafe { *a.at(r0 + ii, p0 + kk) };
+                            }
+                        }
+                    } else {
+                        for kk in 0..kc {
+                            for ii in 0..mr {
+                                // SAFETY: as above.
+                                panel[kk * MR + ii] = unsafe { *a.at(r0 + ii, p0 + kk) };
+                            }
+                        }
+                    }
+                }
+                for (jp, rp) in right_block.chunks(kc * NR).enumerate() {
+                    let j0 = jp * NR;
+                    let nr = NR.min(n - j0);
+                    for (ip, lp) in left.chunks(MR * kc).enumerate() {
+                        let r0 = i0 + ip * MR;
+                        let mr = MR.min(i1 - r0);
+                        // SAFETY: the tile (r0.., j0..) of mr x nr is inside
+                        // `c`, in this block's rows; MR rows of `a` from r0
+                        // (direct) have `kc` elements from p0; the caller
+                        // vouches for AVX-512F.
+                        unsafe {
+                            if direct && mr == MR {
+                                tile::<true>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first)
+                            } else {
+                                tile::<false>(kc, lp.as_ptr(), 0, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first)
+                            }
+                        };
+                    }
+                }
+                give(whole);
+            }
+        };
+        if threads > 1 {
+            (0..blocks).into_par_iter().for_each(run);
+        } else {
+            (0..blocks).for_each(run);
+        }
+        p0 += kc;
+    }
+    give(right);
+}
+
+/// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`; `gemm` gives it
+/// eight or more) and a right
+/// operand with contiguous rows (`b.cs == 1`): each element of `b` serves
+/// every row once, so `b` is read in place, never packed (but a last
+/// panel of fewer than NR columns), streamed once from memory; the rows of
+/// `a` are packed once, zeros past `m`; the panels of columns run in
+/// parallel on up to `threads` threads (a batch of one to twelve through a
+/// dense layer).
+///
+/// # Safety
+///
+/// As `sgemm`, and `m <= MR`, `b.cs == 1`.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
+    let mut whole = take(k * MR);
+    let left = &mut whole[..k * MR];
+    if m < MR {
+        left.fill(0.0);
+    }
+    for ii in 0..m {
+        for kk in 0..k {
+            // SAFETY: (ii, kk) is inside `a`.
+            left[kk * MR + ii] = unsafe { *a.at(ii, kk) };
+        }
+    }
+    let run = |jp: usize| {
+        let j0 = jp * NR;
+        let nr = NR.min(n - j0);
+        // SAFETY: the m x nr tile at (0, j0) is inside `c`; columns j0..j0 +
+        // NR of every row of `b` are inside it when nr == NR; AVX-512F.
+        unsafe {
+            if nr == NR {
+                tile::<false>(k, left.as_ptr(), 0, b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false);
+            } else {
+                let mut buf = take(k * NR);
+                let panel = &mut buf[..k * NR];
+                panel.fill(0.0);
+                for kk in 0..k {
+                    for jj in 0..nr {
+                        panel[kk * NR + jj] = *b.at(kk, j0 + jj);
+                    }
+                }
+                tile::<false>(k, left.as_ptr(), 0, panel.as_ptr(), NR, c, 0, j0, m, nr, false);
+                give(buf);
+            }
+        }
+    };
+    let panels = n.div_ceil(NR);
+    if threads > 1 {
+        (0..panels).into_par_iter().for_each(run);
+    } else {
+        (0..panels).for_each(run);
+    }
+    give(whole);
+}
+
+/// The micro-kernel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
+/// with `add`, gains) the product of a left panel (`kc` columns of MR: a
+/// packed one, or with `DIRECT` MR rows of `kc` contiguous elements,
+/// `a_rs` apart) and a right one (`kc` rows of NR contiguous values,
+/// `b_step` apart: NR when packed).
+///
+/// # Safety
+///
+/// AVX-512F; the panels hold those values; the tile is inside `c` and
+/// was written before when `add`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile<const DIRECT: bool>(
+    kc: usize,
+    a: *const f32,
+    a_rs: isize,
+    b: *const f32,
+    b_step: usize,
+    c: Mat,
+    r0: usize,
+    j0: usize,
+    mr: usize,
+    nr: usize,
+    add: bool,
+) {
+    let mut lo = [_mm512_setzero_ps(); MR];
+    let mut hi = [_mm512_setzero_ps(); MR];
+    let (mut a, mut b) = (a, b);
+    for _ in 0..kc {
+        // SAFETY: `kc` steps of MR and NR values stay inside the panels.
+        unsafe {
+            let b0 = _mm512_loadu_ps(b);
+            let b1 = _mm512_loadu_ps(b.add(16));
+            for i in 0..MR {
+                let ai = _mm512_set1_ps(if DIRECT { *a.offset(i as isize * a_rs) } else { *a.add(i) });
+                lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
+                hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+            }
+            a = a.add(if DIRECT { 1 } else { MR });
+            b = b.add(b_step);
+        }
+    }
+    if mr == MR && nr == NR && c.cs == 1 {
+        for i in 0..MR {
+            // SAFETY: row r0 + i, columns j0..j0 + 32 are inside `c`, contiguous.
+            unsafe {
+                let p = c.at(r0 + i, j0);
+                let (mut v0, mut v1) = (lo[i], hi[i]);
+                if add {
+                    v0 = _mm512_add_ps(v0, _mm512_loadu_ps(p));
+                    v1 = _mm512_add_ps(v1, _mm512_loadu_ps(p.add(16)));
+                }
+                _mm512_storeu_ps(p, v0);
+                _mm512_storeu_ps(p.add(16), v1);
+            }
+        }
+        return;
+    }
+    let mut buf = [0.0f32; MR * NR];
+    for i in 0..MR {
+        // SAFETY: row i of the buffer holds NR values.
+        unsafe {
+            _mm512_storeu_ps(buf.as_mut_ptr().add(i * NR), lo[i]);
+            _mm512_storeu_ps(buf.as_mut_ptr().add(i * NR + 16), hi[i]);
+        }
+    }
+    for i in 0..mr {
+        for j in 0..nr {
+            // SAFETY: (r0 + i, j0 + j) is inside the tile, so inside `c`.
+            unsafe {
+                let p = c.at(r0 + i, j0 + j);
+                let v = buf[i * NR + j];
+                p.write(if add { *p + v } else { v });
+            }
+        }
+    }
+}
