@@ -14,7 +14,8 @@ use einlang::dist::{block, World};
 use einlang::einlang;
 use einlang::ndarray::{s, Array1, Array2};
 use einlang::Error;
-use std::ops::Range;
+mod dist_support;
+use dist_support::{bits, rows_of, rows_sent};
 
 einlang! {
     /// Reads two rows before and one after at the earlier step (a halo of
@@ -127,32 +128,6 @@ fn two_naive(u0: &Array2<f64>, steps: i64) -> Array2<f64> {
         u = v;
     }
     u
-}
-
-fn bits(a: impl IntoIterator<Item = f64>) -> Vec<u64> {
-    a.into_iter().map(f64::to_bits).collect()
-}
-
-/// The rows this rank sends per exchange, derived from the reads: every
-/// other rank with rows wants the `below` rows before its block and the
-/// `above` rows after it (inside the axis), from whichever rank holds them.
-fn rows_sent(lens: &[usize], rank: usize, below: usize, above: usize) -> usize {
-    let start: Vec<usize> = (0..=lens.len()).map(|r| lens[..r].iter().sum()).collect();
-    let n = start[lens.len()];
-    let mine = start[rank]..start[rank + 1];
-    let mut rows = 0;
-    for q in (0..lens.len()).filter(|&q| q != rank && lens[q] > 0) {
-        let wanted = start[q].saturating_sub(below)..start[q];
-        let after = start[q + 1]..(start[q + 1] + above).min(n);
-        rows += wanted.chain(after).filter(|g| mine.contains(g)).count();
-    }
-    rows
-}
-
-/// Every rank's block length and this rank's rows, for blocks of `lens`.
-fn rows_of(lens: &[usize], rank: usize) -> Range<usize> {
-    let start: usize = lens[..rank].iter().sum();
-    start..start + lens[rank]
 }
 
 fn stencils(world: &World, lens: &[usize]) {

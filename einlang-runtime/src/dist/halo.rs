@@ -243,6 +243,29 @@ pub(super) fn halo_plan(me: usize, holds: &[i64], lo: usize, hi: usize) -> (Vec<
     (plan, start)
 }
 
+/// `input` copied into a fresh array with `lo` zero rows before it and
+/// `hi` after it along `axis` (the halos of [`extend`] and
+/// [`extend_start`], filled by the exchange); allocated fallibly.
+fn extended_copy<T: Elem + Default + Send, D: ndarray::Dimension>(
+    function: &str,
+    tensor: &str,
+    input: &ndarray::ArrayView<'_, T, D>,
+    axis: usize,
+    lo: usize,
+    hi: usize,
+) -> Result<ndarray::Array<T, D>, Error> {
+    use ndarray::{Axis, Slice};
+    if axis >= input.ndim() {
+        return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
+    }
+    let local = input.len_of(Axis(axis));
+    let mut shape = input.raw_dim();
+    shape[axis] = local + lo + hi;
+    let mut out = crate::pool::zeros(function, tensor, shape, T::default())?;
+    out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(input);
+    Ok(out)
+}
+
 /// `input` (this rank's block of a sharded tensor along `axis`) with the
 /// `lo` rows of the whole tensor before its block and the `hi` rows after
 /// it (zeros beyond the ends of the axis, and from as many ranks as hold
@@ -268,13 +291,7 @@ pub fn extend<T: Elem + Default + Send, D: ndarray::Dimension>(
     // Nothing to exchange: no halo buffers.
     let alone = world.size() == 1 || (lo == 0 && hi == 0);
     let prepared = (|| -> Result<_, Error> {
-        if axis >= input.ndim() {
-            return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
-        }
-        let mut shape = input.raw_dim();
-        shape[axis] = local + lo + hi;
-        let mut out = crate::pool::zeros(function, tensor, shape, T::default())?;
-        out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
+        let out = extended_copy(function, tensor, &input, axis, lo, hi)?;
         if alone {
             return Ok((out, Vec::new(), Vec::new()));
         }
@@ -613,13 +630,7 @@ pub fn extend_start<T: Elem + Default + Send, D: ndarray::Dimension>(
     let alone = world.size() == 1 || (lo == 0 && hi == 0);
     let me = world.rank();
     let prepared = (|| -> Result<_, Error> {
-        if axis >= input.ndim() {
-            return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
-        }
-        let mut shape = input.raw_dim();
-        shape[axis] = local + lo + hi;
-        let mut out = crate::pool::zeros(function, tensor, shape, T::default())?;
-        out.slice_axis_mut(Axis(axis), Slice::from(lo..lo + local)).assign(&input);
+        let out = extended_copy(function, tensor, &input, axis, lo, hi)?;
         let mut ex = HaloExchange::none();
         if alone {
             return Ok((out, ex, Vec::new()));
