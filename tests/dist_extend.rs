@@ -17,7 +17,7 @@ use einlang::einlang;
 use einlang::ndarray::{s, Array1, Array2};
 use einlang::Error;
 mod dist_support;
-use dist_support::{bits, rows_of, rows_sent};
+use dist_support::{bits, block_shapes, rows_of, rows_sent};
 
 einlang! {
     /// One explicit step of the heat equation over rows and columns (a
@@ -185,21 +185,8 @@ fn error_in_the_interior(world: &World) {
 fn main() {
     let world = World::init().expect("a world");
     let (rank, size) = (world.rank(), world.size());
-    // Balanced blocks of several sizes (thinner than the halo included).
-    for n in [0usize, 1, 2, 3, 5, 9, 16] {
-        let lens: Vec<usize> = (0..size).map(|r| block(n, r, size).len()).collect();
+    for lens in block_shapes(size) {
         stencils(&world, &lens);
-    }
-    // Uneven blocks, the first rank empty, the last rank empty, a rank of
-    // one row between thick ones.
-    let shapes = [
-        (0..size).map(|r| r * 3 + 1).collect::<Vec<_>>(),
-        (0..size).map(|r| if r == 0 && size > 1 { 0 } else { 4 }).collect(),
-        (0..size).map(|r| if r + 1 == size && size > 1 { 0 } else { 5 }).collect(),
-        (0..size).map(|r| if r == 1 { 1 } else { 6 }).collect(),
-    ];
-    for lens in &shapes {
-        stencils(&world, lens);
     }
     error_in_the_interior(&world);
     println!(

@@ -30,3 +30,21 @@ pub fn rows_of(lens: &[usize], rank: usize) -> Range<usize> {
     let start: usize = lens[..rank].iter().sum();
     start..start + lens[rank]
 }
+
+/// Every rank's block length, for each of the block shapes the halo tests
+/// run over `size` ranks: balanced blocks of several sizes (thinner than a
+/// halo included), uneven blocks, the first rank empty, the last rank
+/// empty, and a rank of one row between thick ones.
+pub fn block_shapes(size: usize) -> Vec<Vec<usize>> {
+    let mut shapes: Vec<Vec<usize>> = [0usize, 1, 2, 3, 5, 9, 16]
+        .into_iter()
+        .map(|n| (0..size).map(|r| einlang::dist::block(n, r, size).len()).collect())
+        .collect();
+    shapes.extend([
+        (0..size).map(|r| r * 3 + 1).collect::<Vec<_>>(),
+        (0..size).map(|r| if r == 0 && size > 1 { 0 } else { 4 }).collect(),
+        (0..size).map(|r| if r + 1 == size && size > 1 { 0 } else { 5 }).collect(),
+        (0..size).map(|r| if r == 1 { 1 } else { 6 }).collect(),
+    ]);
+    shapes
+}
