@@ -105,6 +105,18 @@ const SKINNY_COLS: usize = 32;
 #[cfg(target_arch = "x86_64")]
 const SKINNY_OWN_ROWS: usize = 8;
 
+/// Whether `m` rows fill `avx512::sgemm`'s tiles of `MR` rows well
+/// enough for it: its last panel computes `MR` rows whatever it holds, so
+/// with 16 rows (a grouped convolution's filters per group) a third of its
+/// work was thrown away, and such products ran 1.6x slower than through
+/// matrixmultiply (`cargo bench --bench conv`, the grouped cases, with
+/// `EINLANG_GEMM=packed` and `=matrixmultiply` alternated). At most an
+/// eighth of the rows computed may be padding.
+#[cfg(target_arch = "x86_64")]
+fn rows_fill_tiles(m: usize) -> bool {
+    m.div_ceil(avx512::MR) * avx512::MR * 8 <= m * 9
+}
+
 /// Elements of the right operand above which a product of a few rows
 /// (`avx512::skinny`) runs on several threads.
 #[cfg(target_arch = "x86_64")]
@@ -235,7 +247,11 @@ where
         return Ok(());
     }
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Packed && TypeId::of::<T>() == TypeId::of::<f32>() && crate::cpu::has_avx512() {
+    if kernel == Kernel::Packed
+        && TypeId::of::<T>() == TypeId::of::<f32>()
+        && crate::cpu::has_avx512()
+        && rows_fill_tiles(m)
+    {
         let (sa, sb) = (a.strides(), b.strides());
         let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
         let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
@@ -893,6 +909,20 @@ mod tests {
                 let want = naive(&a.index_axis(Axis(0), p), &bt.index_axis(Axis(0), p), m, n, k);
                 assert_eq!(got.index_axis(Axis(0), p), want);
             }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn packed_kernels_take_products_whose_rows_fill_their_tiles() {
+        // Rows computed (whole panels of 12) against 9/8 of the rows
+        // wanted, by hand: 13, 16 and 20 -> 24 are more; 22 -> 24 (24.75),
+        // 24 -> 24, 64 -> 72 (exactly 72), 100 -> 108 and 1000 -> 1008
+        // are not.
+        for (m, fills) in
+            [(13, false), (16, false), (20, false), (22, true), (24, true), (64, true), (100, true), (1000, true)]
+        {
+            assert_eq!(rows_fill_tiles(m), fills, "{m} rows");
         }
     }
 
