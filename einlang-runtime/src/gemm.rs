@@ -12,8 +12,10 @@
 //! threads; 1.2x to 1.7x faster than matrixmultiply on 1000 x 777 x 1029
 //! and 1024^3 on a 2-core Intel Xeon, where matrixmultiply, split into
 //! blocks of rows or columns across rayon's threads, had been 1.1x to 1.6x
-//! faster than the `gemm` crate for square and tall shapes; `f64` products
-//! stay on matrixmultiply); without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate
+//! faster than the `gemm` crate for square and tall shapes; products
+//! whose rows fill the 12-row tiles badly, such as a grouped
+//! convolution's 16 filters, and `f64` products stay on matrixmultiply);
+//! without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate
 //! was as fast or faster on most shapes, up to 1.2x with 32 to 64 columns
 //! or 300 rows. Skinny products (fewer than `SKINNY_ROWS` rows or
 //! `SKINNY_COLS` columns) go to the `gemm` crate on either: 1.2x to 16x
