@@ -33,27 +33,7 @@ mod whole {
 }
 
 mod step {
-    einlang::einlang! {
-        /// One step of the heat stencil as a definition over this rank's
-        /// rows (the border keeps its values).
-        #[shard(N)]
-        pub fn step(u: [f64; N, M], r: f64) -> [f64; N, M] {
-            let v[i, j] = if i >= 1 && i + 1 < N && j >= 1 && j + 1 < M {
-                u[i, j] + r * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
-            } else {
-                u[i, j]
-            };
-            v
-        }
-        pub fn step_whole(u: [f64; N, M], r: f64) -> [f64; N, M] {
-            let v[i, j] = if i >= 1 && i + 1 < N && j >= 1 && j + 1 < M {
-                u[i, j] + r * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
-            } else {
-                u[i, j]
-            };
-            v
-        }
-    }
+    einlang::include_ein!("examples/ein/heat_step.ein");
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -148,26 +148,7 @@ fn naive(
     out: (usize, usize),
     relu: bool,
 ) -> Array4<f64> {
-    let (n, c, h, w) = x.dim();
-    let (o, _, kh, kw) = k.dim();
-    Array4::from_shape_fn((n, o, out.0, out.1), |(nn, oo, i, j)| {
-        let mut sum = b.map_or(0.0, |b| b[oo] as f64);
-        for cc in 0..c {
-            for r in 0..kh {
-                for s in 0..kw {
-                    let (y, z) = ((i + r) as isize - pad.0 as isize, (j + s) as isize - pad.1 as isize);
-                    if y >= 0 && (y as usize) < h && z >= 0 && (z as usize) < w {
-                        sum += x[[nn, cc, y as usize, z as usize]] as f64 * k[[oo, cc, r, s]] as f64;
-                    }
-                }
-            }
-        }
-        if relu {
-            sum.max(0.0)
-        } else {
-            sum
-        }
-    })
+    naive_window(x, k, b, (1, 1), (pad.0 as isize, pad.1 as isize), (1, 1), out, relu)
 }
 
 fn assert_close(got: &Array4<f32>, want: &Array4<f64>, terms: usize, what: &str) {

@@ -19,27 +19,12 @@ use einlang::Error;
 mod dist_support;
 use dist_support::{bits, block_shapes, rows_of, rows_sent};
 
-einlang! {
-    /// One explicit step of the heat equation over rows and columns (a
-    /// halo of one row each way); the border keeps its values.
-    #[shard(N)]
-    pub fn step(u: [f64; N, M], r: f64) -> [f64; N, M] {
-        let v[i, j] = if i >= 1 && i + 1 < N && j >= 1 && j + 1 < M {
-            u[i, j] + r * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
-        } else {
-            u[i, j]
-        };
-        v
-    }
-    pub fn step_whole(u: [f64; N, M], r: f64) -> [f64; N, M] {
-        let v[i, j] = if i >= 1 && i + 1 < N && j >= 1 && j + 1 < M {
-            u[i, j] + r * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
-        } else {
-            u[i, j]
-        };
-        v
-    }
+mod heat {
+    einlang::include_ein!("examples/ein/heat_step.ein");
+}
+use heat::{step, step_whole};
 
+einlang! {
     /// Two rows before and one after (a halo of two rows below, one
     /// above), in floats and in integers (exact), from two tensors read
     /// by one definition each.
