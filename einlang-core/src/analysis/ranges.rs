@@ -113,52 +113,63 @@ impl<'a> Cx<'a> {
         if !op.is_comparison() {
             return;
         }
-        let as_index = |e: ExprId| match self.hir.exprs[e].kind {
-            ExprKind::Def(d) if self.hir.defs[d].kind == DefKind::Index => Some(d),
-            _ => None,
+        for (var, op, bound) in self.solved_comparison(a, op, b) {
+            // What fails is the opposite comparison.
+            let op = match (op, holds) {
+                (op, true) => op,
+                (BinOp::Lt, false) => BinOp::Ge,
+                (BinOp::Le, false) => BinOp::Gt,
+                (BinOp::Gt, false) => BinOp::Le,
+                (BinOp::Ge, false) => BinOp::Lt,
+                (BinOp::Eq, false) => BinOp::Ne,
+                (BinOp::Ne, false) => BinOp::Eq,
+                _ => continue,
+            };
+            let (lo, hi, except) = match op {
+                BinOp::Lt => (None, Some(bound), None),
+                BinOp::Le => (None, Some(bound.add_const(1)), None),
+                BinOp::Gt => (Some(bound.add_const(1)), None, None),
+                BinOp::Ge => (Some(bound), None, None),
+                BinOp::Eq => (Some(bound.clone()), Some(bound.add_const(1)), None),
+                BinOp::Ne => (None, None, Some(bound)),
+                _ => continue,
+            };
+            out.push(Narrowing { var, lo, hi, except });
+        }
+    }
+
+    /// The comparison `a op b` of two integer expressions solved for each
+    /// index variable it mentions with coefficient 1 or -1, as
+    /// `var op' bound` (`i + 1 < N` is `i < N - 1`; `N - i > 2` is
+    /// `i < N - 2`; `i + j < N` bounds both). The bounds are exact over the
+    /// integers: no division is involved.
+    fn solved_comparison(&self, a: ExprId, op: BinOp, b: ExprId) -> Vec<(DefId, BinOp, Dim)> {
+        let (Some(da), Some(db)) = (self.to_dim(a), self.to_dim(b)) else {
+            return Vec::new();
         };
-        // Normalize to `var op bound`.
-        let (var, op, bound) = match (as_index(a), as_index(b)) {
-            (Some(v), _) => match self.to_dim(b) {
-                Some(d) => (v, op, d),
-                None => return,
-            },
-            (None, Some(v)) => match self.to_dim(a) {
-                Some(d) => {
-                    let flipped = match op {
-                        BinOp::Lt => BinOp::Gt,
-                        BinOp::Le => BinOp::Ge,
-                        BinOp::Gt => BinOp::Lt,
-                        BinOp::Ge => BinOp::Le,
-                        other => other,
-                    };
-                    (v, flipped, d)
-                }
-                None => return,
-            },
-            _ => return,
+        // `a op b` is `diff op 0`.
+        let diff = da.sub(&db);
+        let flip = |op: BinOp| match op {
+            BinOp::Lt => BinOp::Gt,
+            BinOp::Le => BinOp::Ge,
+            BinOp::Gt => BinOp::Lt,
+            BinOp::Ge => BinOp::Le,
+            other => other,
         };
-        // What fails is the opposite comparison.
-        let op = match (op, holds) {
-            (op, true) => op,
-            (BinOp::Lt, false) => BinOp::Ge,
-            (BinOp::Le, false) => BinOp::Gt,
-            (BinOp::Gt, false) => BinOp::Le,
-            (BinOp::Ge, false) => BinOp::Lt,
-            (BinOp::Eq, false) => BinOp::Ne,
-            (BinOp::Ne, false) => BinOp::Eq,
-            _ => return,
-        };
-        let (lo, hi, except) = match op {
-            BinOp::Lt => (None, Some(bound), None),
-            BinOp::Le => (None, Some(bound.add_const(1)), None),
-            BinOp::Gt => (Some(bound.add_const(1)), None, None),
-            BinOp::Ge => (Some(bound), None, None),
-            BinOp::Eq => (Some(bound.clone()), Some(bound.add_const(1)), None),
-            BinOp::Ne => (None, None, Some(bound)),
-            _ => return,
-        };
-        out.push(Narrowing { var, lo, hi, except });
+        let mut out = Vec::new();
+        for v in self.index_vars(&diff) {
+            let var = dim_var(v);
+            // `diff = c * v + rest`, `rest` free of `v`.
+            let rest = diff.substitute(&|x| (x == var).then(Dim::zero));
+            match Self::coefficient(&diff, v) {
+                // `v + rest op 0` is `v op -rest`.
+                Some(1) => out.push((v, op, rest.neg())),
+                // `rest - v op 0` is `rest op v`, that is `v flip(op) rest`.
+                Some(-1) => out.push((v, flip(op), rest)),
+                _ => {}
+            }
+        }
+        out
     }
 
     /// The effective range of `v` under `narrow`: its range cut by the

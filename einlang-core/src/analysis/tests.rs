@@ -408,3 +408,50 @@ fn signed_values_in_proofs() {
     assert!(body("plain").contains("read x[k] unchecked"), "{ir}");
     assert!(!body("guarded").contains(" checked)"), "{ir}");
 }
+
+/// A guard that bounds an index through an expression (`i + 1 < N`,
+/// `N - i > 1`, `1 - i <= 0`) is solved for the index and proves the reads
+/// it covers; a guard one short (`i + 1 <= N`) leaves the read checked.
+#[test]
+fn guards_solved_for_the_index() {
+    let src = r#"
+        fn below(u: [f64; N]) -> [f64; N] {
+            let v[i in 0..N] = if i + 1 < N { u[i + 1] } else { 0.0 };
+            v
+        }
+        fn flipped(u: [f64; N]) -> [f64; N] {
+            let v[i in 0..N] = if N - i > 2 && 1 - i <= 0 { u[i + 2] + u[i - 1] } else { 0.0 };
+            v
+        }
+        fn both(u: [f64; N, M]) -> [f64; N, M] {
+            let v[i, j] = if i >= 1 && i + 1 < N && j >= 1 && j + 1 < M {
+                u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]
+            } else {
+                u[i, j]
+            };
+            v
+        }
+        fn negated(u: [f64; N]) -> [f64; N] {
+            let v[i in 0..N] = if !(i + 3 >= N) { u[i + 2] } else { 0.0 };
+            v
+        }
+        fn short(u: [f64; N]) -> [f64; N] {
+            let v[i in 0..N] = if i + 1 <= N { u[i + 1] } else { 0.0 };
+            v
+        }
+    "#;
+    let compiled = match crate::compile_str(src, &crate::Options::default()) {
+        Ok(c) => c,
+        Err(d) => panic!("{d:?}"),
+    };
+    let ir = crate::ir::pretty::pretty_program(&compiled.ir);
+    let body = |name: &str| {
+        let at = ir.find(&format!("fn {name}(")).unwrap();
+        let end = ir[at + 1..].find("\nfn ").map_or(ir.len(), |e| at + 1 + e);
+        ir[at..end].to_string()
+    };
+    for name in ["below", "flipped", "both", "negated"] {
+        assert!(!body(name).contains(" checked)"), "{name}: {ir}");
+    }
+    assert!(body("short").contains("read u[i + 1i64] checked"), "{ir}");
+}
