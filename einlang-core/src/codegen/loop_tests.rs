@@ -211,3 +211,33 @@ fn reductions_over_rows_and_scalar_reductions_split_across_threads() {
     assert_eq!(total.matches("__rt::par::reduce(").count(), 2, "{total}");
     assert!(total.contains("lets:f32=__rt::par::reduce(0i64,N,"), "{total}");
 }
+
+/// A stencil whose border keeps its values (`if interior { .. } else {
+/// u[i, j] }`) runs each row as three stretches: the border copied as
+/// slices before and after, the interior without a test per element and
+/// with every read unchecked (the guard `i + 1 < N` proves `u[i + 1, j]`).
+/// The same `else` under a where-guard stays per element.
+#[test]
+fn a_guarded_definition_with_an_else_value_is_clipped() {
+    let src = "
+        pub fn heat(u: [f64; N, M], r: f64) -> [f64; N, M] {
+            let v[i, j] = if i >= 1 && i + 1 < N && j >= 1 && j + 1 < M {
+                u[i, j] + r * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
+            } else {
+                u[i, j]
+            };
+            v
+        }
+        pub fn guarded(u: [f64; N, M]) -> [f64; N, M] {
+            let v[i, j] = if j + 1 < M { u[i, j + 1] } else { u[i, j] } where i + 1 < N;
+            v
+        }
+    ";
+    let rust = compact_rust(src);
+    let (heat, guarded) = rust.split_at(rust.find("pubfnguarded").expect("both functions are emitted"));
+    assert!(heat.contains("let(__a,__b)=(0usize,__a);"), "{heat}");
+    assert!(heat.contains("let(__a,__b)=(__b,__row_v.len());"), "{heat}");
+    assert_eq!(heat.matches("from_raw_parts(u.as_ptr().add(__start),__b-__a)").count(), 2, "{heat}");
+    assert!(!heat.contains("check_index"), "{heat}");
+    assert!(!guarded.contains("let(__a,__b)=(0usize,__a);"), "{guarded}");
+}

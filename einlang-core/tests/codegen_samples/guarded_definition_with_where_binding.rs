@@ -51,13 +51,10 @@ fn __upper_relu_body(
             } else {
                 (0, 0)
             };
+            let m = m.view();
             for __slot_u in __row_u[..__a].iter_mut() {
                 __slot_u.write(0.0f32);
             }
-            for __slot_u in __row_u[__b..].iter_mut() {
-                __slot_u.write(0.0f32);
-            }
-            let m = m.view();
             for (__pos_j, __slot_u) in __row_u[__a..__b].iter_mut().enumerate() {
                 let __pos_j = __pos_j + __a;
                 let j: i64 = __pos_j as i64;
@@ -68,6 +65,9 @@ fn __upper_relu_body(
                         };
                         z.max(0.0f32)
                     });
+            }
+            for __slot_u in __row_u[__b..].iter_mut() {
+                __slot_u.write(0.0f32);
             }
         }
         Ok(())

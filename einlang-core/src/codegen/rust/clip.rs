@@ -6,7 +6,9 @@
 //! computes the range of `j` where they hold once per row: zeros before
 //! it, `v` inside it without those tests (a contiguous read LLVM
 //! vectorizes), zeros after it. Conjuncts that do not mention `j` are
-//! tested once per row; any others stay per element.
+//! tested once per row; any others stay per element. With another `else`
+//! value (`if interior { stencil } else { u[i, j] }`, no where-guards) the
+//! positions outside the range compute that value instead of zeros.
 //!
 //! A row that accumulates a sum (`FnCx::accumulate_row`: the sum's loops
 //! outside, the row's inside) clips each term the same way when the term's
@@ -51,6 +53,9 @@ pub(crate) struct Clip {
     bounds: Vec<Bound>,
     /// The value inside the range, with the bounds' and outer tests gone.
     inside: Expr,
+    /// The value outside the range: the `else` of `if c { v } else { w }`
+    /// when `w` is not zero (None: zero).
+    outside: Option<Expr>,
 }
 
 impl Clip {
@@ -156,9 +161,13 @@ fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
         ExprKind::Guarded { wheres, body } => (wheres.clone(), &**body),
         _ => (Vec::new(), body),
     };
-    let (value, cond) = match &inner.kind {
-        ExprKind::If { cond, then, els } if visit::is_zero(els) => (&**then, Some(&**cond)),
-        _ => (inner, None),
+    let (value, cond, outside) = match &inner.kind {
+        ExprKind::If { cond, then, els } if visit::is_zero(els) => (&**then, Some(&**cond), None),
+        // Another `else` value (`u[i, j]` on a stencil's border) is computed
+        // outside the range; where-guards, whose failure gives zero, are not
+        // split then.
+        ExprKind::If { cond, then, els } if wheres.is_empty() => (&**then, Some(&**cond), Some((**els).clone())),
+        _ => (inner, None, None),
     };
     // A binding that may fail (a checked read, a call, an integer
     // division) is evaluated at every point, before the guards: skipping
@@ -229,9 +238,11 @@ fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
         visit::conjuncts(cond, &mut cs);
         let rest: Vec<Expr> = cs.into_iter().filter(|c| !classify(c)).cloned().collect();
         if let Some(r) = rest.into_iter().reduce(and) {
-            let zero = Expr { kind: ExprKind::Lit(types_zero_literal(elem)), ty: Repr::Scalar(elem) };
+            let els = outside
+                .clone()
+                .unwrap_or_else(|| Expr { kind: ExprKind::Lit(types_zero_literal(elem)), ty: Repr::Scalar(elem) });
             value = Expr {
-                kind: ExprKind::If { cond: Box::new(r), then: Box::new(value), els: Box::new(zero) },
+                kind: ExprKind::If { cond: Box::new(r), then: Box::new(value), els: Box::new(els) },
                 ty: Repr::Scalar(elem),
             };
         }
@@ -244,7 +255,7 @@ fn clip(body: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
     } else {
         Expr { kind: ExprKind::Guarded { wheres: kept_wheres, body: Box::new(value) }, ty: Repr::Scalar(elem) }
     };
-    Some(Clip { outer, bounds, inside })
+    Some(Clip { outer, bounds, inside, outside })
 }
 
 fn types_zero_literal(elem: ScalarKind) -> Literal {
@@ -266,11 +277,12 @@ fn reads(e: &Expr, out: &mut Vec<VarId>) {
 }
 
 /// A sum's term under its where entries, split around the entries' bounds
-/// on the row's index `j` (see [`FnCx::accumulate_row`]).
+/// on the row's index `j` (see [`FnCx::accumulate_row`]); a term that is
+/// not zero outside its range is not split.
 pub(crate) fn clip_term(wheres: &[WhereEntry], term: &Expr, j: VarId, elem: ScalarKind) -> Option<Clip> {
     let guarded =
         Expr { kind: ExprKind::Guarded { wheres: wheres.to_vec(), body: Box::new(term.clone()) }, ty: term.ty.clone() };
-    clip(&guarded, j, elem)
+    clip(&guarded, j, elem).filter(|c| c.outside.is_none())
 }
 
 /// Code computing the range of a row where a clip's bounds hold.
@@ -488,21 +500,45 @@ impl FnCx<'_> {
                 }
             },
         };
-        let zero = types::zero(def.elem);
+        // Outside the range: zeros, or the `else` value per element, in
+        // the row's order (before, inside, after: the first error an
+        // element meets is the one the per-element loop would meet).
+        let (before, after) = match &c.outside {
+            None => {
+                let zero = types::zero(def.elem);
+                let fill = |part: TokenStream| quote!(for #slot in #part.iter_mut() { #slot.write(#zero); });
+                (fill(quote!(#chunk[..__a])), fill(quote!(#chunk[__b..])))
+            }
+            Some(w) => {
+                self.no_move += 1;
+                let value = self.expr(w).map(|x| x.tokens);
+                self.no_move -= 1;
+                let value = value?;
+                let run = quote!(#chunk[__a..__b]);
+                let part = match self.slice_loop(w, axis.index, pos, binding, &run, slot, false)? {
+                    Some(copy) => copy,
+                    None => quote! {
+                        for (#pos, #slot) in #chunk[__a..__b].iter_mut().enumerate() {
+                            let #pos = #pos + __a;
+                            #binding
+                            #slot.write(#value);
+                        }
+                    },
+                };
+                let len = quote!(#chunk.len());
+                (quote!({ let (__a, __b) = (0usize, __a); #part }), quote!({ let (__a, __b) = (__b, #len); #part }))
+            }
+        };
         let clipped = quote! {
                     let (__a, __b) = if (#ok) && __lo < __hi {
                         ((__lo - __first) as usize, (__hi - __first) as usize)
                     } else {
                         (0, 0)
                     };
-                    for #slot in #chunk[..__a].iter_mut() {
-                        #slot.write(#zero);
-                    }
-                    for #slot in #chunk[__b..].iter_mut() {
-                        #slot.write(#zero);
-                    }
                     #locals
+                    #before
                     #range_loop
+                    #after
         };
         let body = if exact { clipped } else { quote!(if __exact { #clipped } else { #generic }) };
         Ok(Some(quote! {
