@@ -55,6 +55,10 @@ pub struct World {
     /// The most bytes one communication buffer may take
     /// ([`World::set_buffer_limit`]; `usize::MAX`: no limit).
     limit: AtomicUsize,
+    /// The extended copies of sharded definitions kept between calls
+    /// ([`extend_start`]), by function and tensor: a call takes its copy
+    /// out and puts it back when done.
+    kept: std::sync::Mutex<Vec<halo::Kept>>,
     #[cfg(feature = "mpi")]
     mpi: Option<mpi_world::Handle>,
 }
@@ -90,6 +94,7 @@ impl World {
                     sent: AtomicU64::new(0),
                     agreed_error: AtomicBool::new(false),
                     limit: AtomicUsize::new(usize::MAX),
+                    kept: std::sync::Mutex::new(Vec::new()),
                     mpi: Some(handle),
                 });
             }
@@ -105,6 +110,7 @@ impl World {
             sent: AtomicU64::new(0),
             agreed_error: AtomicBool::new(false),
             limit: AtomicUsize::new(usize::MAX),
+            kept: std::sync::Mutex::new(Vec::new()),
             #[cfg(feature = "mpi")]
             mpi: None,
         }
@@ -746,11 +752,12 @@ pub fn agree_extents(
     sharded: usize,
 ) -> Result<Vec<(i64, i64)>, Error> {
     let show = |k: usize, v: i64| (format!("`{}`", names.get(k).copied().unwrap_or("?")), v.to_string());
-    agree_table(world, function, local, extents, sharded, &show)
+    agree_table(world, function, local, extents, sharded, &show).map(|(parts, _)| parts)
 }
 
 /// [`agree_extents`] over values of any kind: `show(k, v)` names entry `k`
-/// and writes its value `v` for the error.
+/// and writes its value `v` for the error. Also returns the table every
+/// rank sees (rank `r`'s `mine` at `r * mine.len()`).
 fn agree_table(
     world: &World,
     function: &str,
@@ -758,7 +765,7 @@ fn agree_table(
     mine: &[i64],
     sharded: usize,
     show: &dyn Fn(usize, i64) -> (String, String),
-) -> Result<Vec<(i64, i64)>, Error> {
+) -> Result<(Vec<(i64, i64)>, Vec<i64>), Error> {
     world.agree(local)?;
     let all = world.all_gather_i64(mine);
     let n = mine.len();
@@ -781,7 +788,7 @@ fn agree_table(
         let offset: i64 = (0..world.rank()).map(|r| all[r * n + k]).sum();
         out.push((global, offset));
     }
-    Ok(out)
+    Ok((out, all))
 }
 
 /// The entry of a sharded function (generated code): `extents` holds this
@@ -849,9 +856,10 @@ impl std::fmt::Display for Scalar {
 /// bound at entry; `names` says which) and the scalar parameters
 /// `scalars` (named `scalar_names`), which must be the same on every rank.
 /// Returns the symbol's whole extent, where this rank's block starts and,
-/// when `holds` asks (functions with halos; one more all-gather of a word
-/// per rank), every rank's block length; or the same error on every rank:
-/// the first difference in the table every rank sees (lowest rank's view).
+/// when `holds` asks (functions with halos), every rank's block length
+/// (read from the same all-gather: the first extent is the block length);
+/// or the same error on every rank: the first difference in the table
+/// every rank sees (lowest rank's view).
 pub fn agree_entry(
     world: &World,
     function: &str,
@@ -870,9 +878,17 @@ pub fn agree_entry(
             scalars.get(j).map_or(v.to_string(), |s| s.with_bits(v).to_string()),
         ),
     };
-    let parts = agree_table(world, function, Ok(()), &mine, 1, &show)?;
+    let (parts, all) = agree_table(world, function, Ok(()), &mine, 1, &show)?;
     let (global, offset) = parts.first().copied().unwrap_or((0, 0));
-    let h = if holds { world.all_gather_i64(&extents[..1.min(extents.len())]) } else { Vec::new() };
+    // Every rank's row of the table starts with its block length.
+    let n = mine.len();
+    let h = if holds && n > 0 && !extents.is_empty() {
+        (0..world.size()).map(|r| all.get(r * n).copied().unwrap_or(0)).collect()
+    } else if holds {
+        vec![0; world.size()]
+    } else {
+        Vec::new()
+    };
     Ok((global, offset, h))
 }
 
@@ -1011,7 +1027,7 @@ fn decode_error(bytes: &[u8]) -> Option<Error> {
 mod mpi_world;
 
 mod halo;
-pub use halo::{extend, extend_start, halo_packed, halo_start, overlap, slab_geometry, HaloExchange};
+pub use halo::{extend, extend_start, halo_packed, halo_start, overlap, slab_geometry, Extended, HaloExchange};
 
 #[cfg(test)]
 mod tests {
