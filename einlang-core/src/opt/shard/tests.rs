@@ -169,8 +169,8 @@ fn an_extended_copy_read_again_later_keeps_the_whole_block() {
     let p = sharded(
         "#[shard(N)]
         fn two(u: [f64; N]) -> ([f64; N], [f64; N]) {
-            let v[i] = if i >= 1 && i + 1 < N { u[i - 1] + u[i + 1] } else { 0.0 };
-            let w[i] = if i >= 1 && i + 1 < N { u[i - 1] - u[i + 1] } else { 0.0 };
+            let v[i] = if i >= 1 && i + 1 < N { u[i - 1] + u[i + 1] } else { u[i] };
+            let w[i] = if i >= 1 && i + 1 < N { u[i - 1] - u[i + 1] } else { u[i] };
             (v, w)
         }",
     )
@@ -188,7 +188,7 @@ fn an_extended_copy_read_again_later_keeps_the_whole_block() {
     let alone = sharded(
         "#[shard(N)]
         fn one(u: [f64; N]) -> [f64; N] {
-            let v[i] = if i >= 1 && i + 1 < N { u[i - 1] + u[i + 1] } else { 0.0 };
+            let v[i] = if i >= 1 && i + 1 < N { u[i - 1] + u[i + 1] } else { u[i] };
             v
         }",
     )
