@@ -1033,6 +1033,51 @@ pub use halo::{extend, extend_start, halo_packed, halo_start, overlap, slab_geom
 mod tests {
     use super::*;
 
+    /// `extend_start`'s copy in a world of one: the halo rows are zeros,
+    /// the first and last `edge` rows of the block are the block's (all of
+    /// it when the edges meet); the world keeps the copy and a call of the
+    /// same shape gets the same array back (its halo rows zeroed again),
+    /// one of another shape a fresh one.
+    #[test]
+    fn extended_copies_hold_the_edge_rows_and_are_kept_between_calls() {
+        use ndarray::{s, Array2};
+        let w = World::alone();
+        let input = Array2::from_shape_fn((10, 3), |(i, j)| (i * 3 + j) as f64 + 1.0);
+        let check = |e: &Array2<f64>, input: &Array2<f64>, lo: usize, hi: usize, edge: usize| {
+            let local = input.nrows();
+            assert_eq!(e.dim(), (local + lo + hi, input.ncols()));
+            assert!(e.slice(s![..lo, ..]).iter().chain(e.slice(s![lo + local.., ..]).iter()).all(|&v| v == 0.0));
+            let rows: Vec<usize> = if edge.saturating_mul(2) >= local {
+                (0..local).collect()
+            } else {
+                (0..edge).chain(local - edge..local).collect()
+            };
+            for r in rows {
+                assert_eq!(e.row(lo + r), input.row(r), "row {r}, edge {edge}");
+            }
+        };
+        let at = {
+            let (mut e, mut ex) = extend_start(&w, "f", "u", input.view(), 0, 1, 2, 2, &[10]).unwrap();
+            ex.complete("f", &mut e).unwrap();
+            check(&e, &input, 1, 2, 2);
+            // A write into a halo row, to see it zeroed at the next call.
+            e[[0, 1]] = 5.0;
+            e.as_ptr()
+        };
+        let other = input.mapv(|v| -v);
+        {
+            let (e, _ex) = extend_start(&w, "f", "u", other.view(), 0, 1, 2, 3, &[10]).unwrap();
+            assert_eq!(e.as_ptr(), at, "the kept copy");
+            check(&e, &other, 1, 2, 3);
+        }
+        // Another shape (a thin block: all of it), then another tensor.
+        let thin = input.slice(s![..4, ..]).to_owned();
+        let (e, _ex) = extend_start(&w, "f", "u", thin.view(), 0, 1, 2, 2, &[4]).unwrap();
+        check(&e, &thin, 1, 2, 2);
+        let (c, _cx) = extend_start(&w, "f", "c", input.view(), 0, 2, 0, usize::MAX, &[10]).unwrap();
+        check(&c, &input, 2, 0, usize::MAX);
+    }
+
     #[test]
     fn blocks_are_balanced_and_cover_in_order() {
         for n in 0..20 {
