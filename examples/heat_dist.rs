@@ -12,9 +12,10 @@
 //!
 //! Prints the time per call and the bytes each rank sent. Then the same
 //! number of steps as calls of a sharded definition (`step`: one call per
-//! step, whose halo rows are an extended copy, exchanged while the rows
-//! that read no halo row are computed; `EINLANG_HALO_OVERLAP=0` exchanges
-//! them before the rows instead). With `--check`, every rank also computes
+//! step, whose halo rows are exchanged while the rows that read no halo
+//! row are computed, from the block itself; the edge rows read a copy of
+//! the halo and edge rows that the `World` keeps between calls;
+//! `EINLANG_HALO_OVERLAP=0` exchanges them before the rows instead). With `--check`, every rank also computes
 //! the whole grid alone (both ways) and checks that its rows are the same
 //! bits; the exit status says whether they were. Arguments:
 //! `[--check] [ROWS [COLS [STEPS]]]` (default 512 x 512, 200 steps).

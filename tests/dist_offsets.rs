@@ -155,8 +155,8 @@ fn smooth_case(world: &World, n: usize, m: usize, steps: i64, rows: Range<usize>
     if world.size() > 1 {
         // The halo is one row each way: with balanced blocks of at least
         // one row, a row to each neighbour holding rows per step, plus the
-        // agreement (entry: status, N, M, steps, block lengths; a status
-        // word per step and at the end).
+        // agreement (entry: status, N, M, steps, whose all-gather also
+        // gives the block lengths; a status word per step and at the end).
         let (rank, size) = (world.rank(), world.size());
         let holds: Vec<usize> = (0..size).map(|r| block(n, r, size).len()).collect();
         if rows == block(n, rank, size) {
@@ -166,7 +166,7 @@ fn smooth_case(world: &World, n: usize, m: usize, steps: i64, rows: Range<usize>
                 usize::from(rank > 0 && holds[rank - 1] > 0) + usize::from(rank + 1 < size && holds[rank + 1] > 0)
             };
             let steps = (steps - 1).max(0) as u64;
-            let expected = 8 + 24 + 8 + 8 + steps * (8 + (neighbours * m * 8) as u64);
+            let expected = 8 + 24 + 8 + steps * (8 + (neighbours * m * 8) as u64);
             assert_eq!(sent, expected, "smooth {n}x{m}: bytes sent by rank {rank}");
         }
     }
@@ -199,8 +199,8 @@ fn main() {
     // What a convolution with its kernel gradient sends: the two rows
     // each neighbour needs, once (the forward pass and the gradient read
     // the same extended copy), the gradient and the loss, and agreement
-    // words (entry: status, H, W, block lengths; before the exchange and
-    // the two all-reduces; the end).
+    // words (entry: status, H, W, whose all-gather also gives the block
+    // lengths; before the exchange and the two all-reduces; the end).
     let (h, w) = (64, 32);
     let x = Array2::from_shape_vec((h, w), data(h * w, 5)).unwrap();
     let k = Array2::from_shape_vec((5, 3), data(15, 6)).unwrap();
@@ -211,7 +211,7 @@ fn main() {
     println!("rank {rank} of {size}: conv {h} x {w} sent {sent} bytes");
     if size > 1 {
         let neighbours = usize::from(rank > 0) + usize::from(rank + 1 < size);
-        let expected = neighbours * 2 * w * 4 + (15 + 1) * 4 + 8 * 8;
+        let expected = neighbours * 2 * w * 4 + (15 + 1) * 4 + 7 * 8;
         assert_eq!(sent, expected as u64, "conv: bytes sent by rank {rank}");
     }
     println!("rank {rank} of {size}: offsets of known range agree with the twins ({} bytes sent)", world.bytes_sent());

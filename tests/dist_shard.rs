@@ -237,10 +237,10 @@ fn stencils(world: &World) {
             };
             let exchanges = (steps - 1).max(0) as u64;
             // Entry: a status word, the extents (N, M) and the scalar
-            // parameters (r, steps), the block lengths; the end: a status
-            // word. Each step: a status word and one row of M f64 to each
+            // parameters (r, steps), whose all-gather also gives the block
+            // lengths; the end: a status word. Each step: a status word and one row of M f64 to each
             // neighbour.
-            let expected = 8 + 16 + 16 + 8 + 8 + exchanges * (8 + (neighbours * m * 8) as u64);
+            let expected = 8 + 16 + 16 + 8 + exchanges * (8 + (neighbours * m * 8) as u64);
             assert_eq!(sent, expected, "heat {n}x{m}: bytes sent by rank {rank}");
         }
     }

@@ -301,13 +301,17 @@ pub enum Comm {
     /// `axis`, and `hi` rows of the next rank's after it (for a definition
     /// that reads `input` at constant offsets along the sharded axis).
     Extend { out: VarId, input: VarId, axis: usize, lo: u64, hi: u64, elem: ScalarKind },
-    /// [`Comm::Extend`] in two parts: `out` holds `input`'s block at once
-    /// and its halo rows once the [`Comm::HaloWait`] of `out` that follows
-    /// has run; the statements in between read only the block's rows of
-    /// `out` (`opt::shard` puts there a definition's rows whose reads stay
-    /// inside the block, computed while the rows travel). A back end may
-    /// complete the exchange at once.
-    ExtendStart { out: VarId, input: VarId, axis: usize, lo: u64, hi: u64, elem: ScalarKind },
+    /// [`Comm::Extend`] in two parts: `out` holds its halo rows once the
+    /// [`Comm::HaloWait`] of `out` that follows has run, and of `input`'s
+    /// block only the first and the last `edge` rows (all of them when
+    /// the block is no longer; `u64::MAX`: the whole block): nothing reads
+    /// `out` between the start and the wait (`opt::shard` puts there a
+    /// definition's rows whose reads stay inside the block, which read
+    /// `input` itself, computed while the rows travel), and what reads it
+    /// afterwards reads only those rows (the definition's edge rows). A
+    /// back end may complete the exchange at once, and may keep `out`
+    /// between calls (its other rows are then unspecified).
+    ExtendStart { out: VarId, input: VarId, axis: usize, lo: u64, hi: u64, elem: ScalarKind, edge: u64 },
 }
 
 impl Comm {

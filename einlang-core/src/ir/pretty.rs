@@ -208,11 +208,16 @@ impl Printer<'_> {
                 self.var(*input),
                 elem.name()
             ),
-            Stmt::Comm(crate::ir::Comm::ExtendStart { out, input, axis, lo, hi, elem }) => format!(
-                "start extend {} = {} with the neighbours' rows along axis {axis}: {lo} below, {hi} above: {}",
+            Stmt::Comm(crate::ir::Comm::ExtendStart { out, input, axis, lo, hi, elem, edge }) => format!(
+                "start extend {} = {} with the neighbours' rows along axis {axis}: {lo} below, {hi} above: {}, {}",
                 self.var(*out),
                 self.var(*input),
-                elem.name()
+                elem.name(),
+                if *edge == u64::MAX {
+                    "the whole block".to_string()
+                } else {
+                    format!("{edge} block rows at either end")
+                }
             ),
             Stmt::Comm(crate::ir::Comm::HaloStart { tensor, time, step, axis, lo, hi }) => format!(
                 "start halo exchange of {} at axis {time} = {}, axis {axis}: {lo} rows below, {hi} above",

@@ -139,6 +139,9 @@ struct Cx<'a> {
     extended: HashMap<VarId, (VarId, i64, i64)>,
     /// Every extended copy made, and the tensor it extends.
     sources: HashMap<VarId, VarId>,
+    /// The extended copies that a later statement reads again: their
+    /// `Comm::ExtendStart` keeps the whole block ([`whole_copies`]).
+    reread: std::collections::HashSet<VarId>,
 }
 
 fn shard_function(f: &mut Function, symbol: &str, span: Span, lowered: &[Function]) -> Result<(), Diagnostic> {
@@ -174,6 +177,7 @@ fn shard_function(f: &mut Function, symbol: &str, span: Span, lowered: &[Functio
         ranges: Ranges::default(),
         extended: HashMap::new(),
         sources: HashMap::new(),
+        reread: Default::default(),
         lowered,
         inlining: 0,
     };
@@ -210,6 +214,7 @@ fn shard_function(f: &mut Function, symbol: &str, span: Span, lowered: &[Functio
     let mut result = std::mem::replace(&mut cx.f.result, Expr::unit());
     cx.result(&mut result, &mut body)?;
     sink_reductions(&mut body);
+    whole_copies(&mut body, &cx.reread);
     cx.f.body = body;
     cx.f.result = result;
     let uses_halo = cx.uses_halo;
@@ -1046,6 +1051,22 @@ fn plus(e: Expr, d: Dim) -> Expr {
     Expr {
         kind: ExprKind::Binary(BinOp::Add, Box::new(e), Box::new(Expr { kind: ExprKind::Dim(d), ty: i64t.clone() })),
         ty: i64t,
+    }
+}
+
+/// The extended copies started in `body` that a later statement reads
+/// again (`reread`) hold the whole block, not only its edge rows.
+fn whole_copies(body: &mut [Stmt], reread: &std::collections::HashSet<VarId>) {
+    for s in body {
+        match s {
+            Stmt::Comm(Comm::ExtendStart { out, edge, .. }) if reread.contains(out) => *edge = u64::MAX,
+            Stmt::Recurrence(r) => {
+                for c in &mut r.clauses {
+                    whole_copies(&mut c.prelude, reread);
+                }
+            }
+            _ => {}
+        }
     }
 }
 

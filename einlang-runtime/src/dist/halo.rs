@@ -604,33 +604,39 @@ unsafe fn post(world: &World, function: &str, plan: &[Round], ex: &mut HaloExcha
     unreachable_world()
 }
 
-/// [`extend`] in two parts (generated code): the copy of `input` with
-/// room for `lo` rows before its block along `axis` and `hi` after it
-/// holds the block at once, and the exchange of the halo rows is posted;
+/// [`extend`] in two parts (generated code), for a definition whose rows
+/// that read no halo row read `input` itself: the copy, with room for
+/// `lo` rows before the block along `axis` and `hi` after it, holds at
+/// once the first and the last `edge` rows of the block (the whole block
+/// when it has no more than `2 * edge` rows; `usize::MAX`: always the
+/// whole block), and the exchange of the halo rows is posted;
 /// [`HaloExchange::complete`] waits for it and writes the rows received
-/// (zeros beyond the ends of the axis stay). In between, the rows of a
-/// definition that read no halo row are computed. The same messages as
-/// [`extend`] (the same bytes); every rank calls it, the copy and the
-/// buffers are allocated fallibly and the ranks agree on their status
-/// before any rank posts anything.
+/// (zeros beyond the ends of the axis). Its other rows are unspecified:
+/// the copy is kept by the world between calls ([`Extended`]), so that a
+/// call of the same function for the same tensor and shape reuses it
+/// instead of allocating, zeroing and filling a block-sized array. The
+/// same messages as [`extend`] (the same bytes); every rank calls it, the
+/// copy and the buffers are allocated fallibly and the ranks agree on
+/// their status before any rank posts anything.
 #[allow(clippy::too_many_arguments)]
-pub fn extend_start<T: Elem + Default + Send, D: ndarray::Dimension>(
-    world: &World,
+pub fn extend_start<'w, T: Elem + Default + Send + 'static, D: ndarray::Dimension + 'static>(
+    world: &'w World,
     function: &str,
     tensor: &str,
     input: ndarray::ArrayView<'_, T, D>,
     axis: usize,
     lo: usize,
     hi: usize,
+    edge: usize,
     holds: &[i64],
-) -> Result<(ndarray::Array<T, D>, HaloExchange), Error> {
+) -> Result<(Extended<'w, T, D>, HaloExchange), Error> {
     use ndarray::{Axis, Slice};
     let local = if axis < input.ndim() { input.len_of(Axis(axis)) } else { 0 };
     let per_row: usize = if local > 0 { input.len() / local } else { 0 };
     let alone = world.size() == 1 || (lo == 0 && hi == 0);
     let me = world.rank();
     let prepared = (|| -> Result<_, Error> {
-        let out = extended_copy(function, tensor, &input, axis, lo, hi)?;
+        let out = edge_copy(world, function, tensor, &input, axis, (lo, hi), edge)?;
         let mut ex = HaloExchange::none();
         if alone {
             return Ok((out, ex, Vec::new()));
@@ -668,6 +674,107 @@ pub fn extend_start<T: Elem + Default + Send, D: ndarray::Dimension>(
     // SAFETY: `ex` owns the buffers and is returned with the requests.
     unsafe { post(world, function, &plan, &mut ex) }?;
     Ok((out, ex))
+}
+
+/// The copy of [`extend_start`]: the world's kept copy for `function` and
+/// `tensor` when it has the shape wanted (else a fresh one, allocated
+/// fallibly and zeroed), with its halo rows zeroed and the first and last
+/// `edge` rows of `input`'s block along `axis` copied in.
+fn edge_copy<'w, T: Elem + Default + Send + 'static, D: ndarray::Dimension + 'static>(
+    world: &'w World,
+    function: &str,
+    tensor: &str,
+    input: &ndarray::ArrayView<'_, T, D>,
+    axis: usize,
+    (lo, hi): (usize, usize),
+    edge: usize,
+) -> Result<Extended<'w, T, D>, Error> {
+    use ndarray::{Axis, Slice};
+    if axis >= input.ndim() {
+        return Err(Error::Dist { message: format!("in `{function}`: a halo along a missing axis") });
+    }
+    let local = input.len_of(Axis(axis));
+    let mut shape = input.raw_dim();
+    shape[axis] = local + lo + hi;
+    let kept = world.take_kept::<ndarray::Array<T, D>>(function, tensor).filter(|a| a.raw_dim() == shape);
+    let fresh = kept.is_none();
+    let mut out = match kept {
+        Some(a) => a,
+        None => crate::pool::zeros(function, tensor, shape, T::default())?,
+    };
+    if !fresh {
+        for rows in [0..lo, lo + local..lo + local + hi] {
+            out.slice_axis_mut(Axis(axis), Slice::from(rows)).fill(T::default());
+        }
+    }
+    // The rows to copy: all of them when the edges meet.
+    let parts = if edge.saturating_mul(2) >= local { [0..local, 0..0] } else { [0..edge, local - edge..local] };
+    for rows in parts {
+        if rows.is_empty() {
+            continue;
+        }
+        let at = Slice::from(lo + rows.start..lo + rows.end);
+        out.slice_axis_mut(Axis(axis), at).assign(&input.slice_axis(Axis(axis), Slice::from(rows)));
+    }
+    Ok(Extended { world, key: (function.to_string(), tensor.to_string()), copy: Some(out) })
+}
+
+/// An extended copy made by [`extend_start`]: an array (by `Deref`) that
+/// goes back to its world when dropped, kept there for the next call of
+/// the same function for the same tensor (one copy per function and
+/// tensor, for as long as the world lives).
+pub struct Extended<'w, T: Send + 'static, D: Send + 'static> {
+    world: &'w World,
+    key: (String, String),
+    /// Always `Some` until the drop.
+    copy: Option<ndarray::Array<T, D>>,
+}
+
+/// A copy kept by a [`World`] between calls ([`Extended`]).
+pub(super) struct Kept {
+    function: String,
+    tensor: String,
+    copy: Box<dyn std::any::Any + Send>,
+}
+
+impl World {
+    /// The copy kept for `function` and `tensor`, if it is an `A`; taken
+    /// out (a second call before the first gives it back makes its own).
+    fn take_kept<A: 'static>(&self, function: &str, tensor: &str) -> Option<A> {
+        let mut kept = self.kept.lock().ok()?;
+        let at = kept.iter().position(|k| k.function == function && k.tensor == tensor)?;
+        let k = kept.swap_remove(at);
+        k.copy.downcast::<A>().ok().map(|b| *b)
+    }
+}
+
+impl<T: Send + 'static, D: Send + 'static> std::ops::Deref for Extended<'_, T, D> {
+    type Target = ndarray::Array<T, D>;
+    fn deref(&self) -> &ndarray::Array<T, D> {
+        match &self.copy {
+            Some(c) => c,
+            None => unreachable!("an extended copy is only taken by its drop"),
+        }
+    }
+}
+
+impl<T: Send + 'static, D: Send + 'static> std::ops::DerefMut for Extended<'_, T, D> {
+    fn deref_mut(&mut self) -> &mut ndarray::Array<T, D> {
+        match &mut self.copy {
+            Some(c) => c,
+            None => unreachable!("an extended copy is only taken by its drop"),
+        }
+    }
+}
+
+impl<T: Send + 'static, D: Send + 'static> Drop for Extended<'_, T, D> {
+    fn drop(&mut self) {
+        let Some(copy) = self.copy.take() else { return };
+        let Ok(mut kept) = self.world.kept.lock() else { return };
+        let (function, tensor) = std::mem::take(&mut self.key);
+        kept.retain(|k| !(k.function == function && k.tensor == tensor));
+        kept.push(Kept { function, tensor, copy: Box::new(copy) });
+    }
 }
 
 /// Where the rows of a recurrence's slab lie in a row-major array of

@@ -55,6 +55,10 @@ pub struct World {
     /// The most bytes one communication buffer may take
     /// ([`World::set_buffer_limit`]; `usize::MAX`: no limit).
     limit: AtomicUsize,
+    /// The extended copies of sharded definitions kept between calls
+    /// ([`extend_start`]), by function and tensor: a call takes its copy
+    /// out and puts it back when done.
+    kept: std::sync::Mutex<Vec<halo::Kept>>,
     #[cfg(feature = "mpi")]
     mpi: Option<mpi_world::Handle>,
 }
@@ -90,6 +94,7 @@ impl World {
                     sent: AtomicU64::new(0),
                     agreed_error: AtomicBool::new(false),
                     limit: AtomicUsize::new(usize::MAX),
+                    kept: std::sync::Mutex::new(Vec::new()),
                     mpi: Some(handle),
                 });
             }
@@ -105,6 +110,7 @@ impl World {
             sent: AtomicU64::new(0),
             agreed_error: AtomicBool::new(false),
             limit: AtomicUsize::new(usize::MAX),
+            kept: std::sync::Mutex::new(Vec::new()),
             #[cfg(feature = "mpi")]
             mpi: None,
         }
@@ -746,11 +752,12 @@ pub fn agree_extents(
     sharded: usize,
 ) -> Result<Vec<(i64, i64)>, Error> {
     let show = |k: usize, v: i64| (format!("`{}`", names.get(k).copied().unwrap_or("?")), v.to_string());
-    agree_table(world, function, local, extents, sharded, &show)
+    agree_table(world, function, local, extents, sharded, &show).map(|(parts, _)| parts)
 }
 
 /// [`agree_extents`] over values of any kind: `show(k, v)` names entry `k`
-/// and writes its value `v` for the error.
+/// and writes its value `v` for the error. Also returns the table every
+/// rank sees (rank `r`'s `mine` at `r * mine.len()`).
 fn agree_table(
     world: &World,
     function: &str,
@@ -758,7 +765,7 @@ fn agree_table(
     mine: &[i64],
     sharded: usize,
     show: &dyn Fn(usize, i64) -> (String, String),
-) -> Result<Vec<(i64, i64)>, Error> {
+) -> Result<(Vec<(i64, i64)>, Vec<i64>), Error> {
     world.agree(local)?;
     let all = world.all_gather_i64(mine);
     let n = mine.len();
@@ -781,7 +788,7 @@ fn agree_table(
         let offset: i64 = (0..world.rank()).map(|r| all[r * n + k]).sum();
         out.push((global, offset));
     }
-    Ok(out)
+    Ok((out, all))
 }
 
 /// The entry of a sharded function (generated code): `extents` holds this
@@ -849,9 +856,10 @@ impl std::fmt::Display for Scalar {
 /// bound at entry; `names` says which) and the scalar parameters
 /// `scalars` (named `scalar_names`), which must be the same on every rank.
 /// Returns the symbol's whole extent, where this rank's block starts and,
-/// when `holds` asks (functions with halos; one more all-gather of a word
-/// per rank), every rank's block length; or the same error on every rank:
-/// the first difference in the table every rank sees (lowest rank's view).
+/// when `holds` asks (functions with halos), every rank's block length
+/// (read from the same all-gather: the first extent is the block length);
+/// or the same error on every rank: the first difference in the table
+/// every rank sees (lowest rank's view).
 pub fn agree_entry(
     world: &World,
     function: &str,
@@ -870,9 +878,17 @@ pub fn agree_entry(
             scalars.get(j).map_or(v.to_string(), |s| s.with_bits(v).to_string()),
         ),
     };
-    let parts = agree_table(world, function, Ok(()), &mine, 1, &show)?;
+    let (parts, all) = agree_table(world, function, Ok(()), &mine, 1, &show)?;
     let (global, offset) = parts.first().copied().unwrap_or((0, 0));
-    let h = if holds { world.all_gather_i64(&extents[..1.min(extents.len())]) } else { Vec::new() };
+    // Every rank's row of the table starts with its block length.
+    let n = mine.len();
+    let h = if holds && n > 0 && !extents.is_empty() {
+        (0..world.size()).map(|r| all.get(r * n).copied().unwrap_or(0)).collect()
+    } else if holds {
+        vec![0; world.size()]
+    } else {
+        Vec::new()
+    };
     Ok((global, offset, h))
 }
 
@@ -1011,11 +1027,56 @@ fn decode_error(bytes: &[u8]) -> Option<Error> {
 mod mpi_world;
 
 mod halo;
-pub use halo::{extend, extend_start, halo_packed, halo_start, overlap, slab_geometry, HaloExchange};
+pub use halo::{extend, extend_start, halo_packed, halo_start, overlap, slab_geometry, Extended, HaloExchange};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `extend_start`'s copy in a world of one: the halo rows are zeros,
+    /// the first and last `edge` rows of the block are the block's (all of
+    /// it when the edges meet); the world keeps the copy and a call of the
+    /// same shape gets the same array back (its halo rows zeroed again),
+    /// one of another shape a fresh one.
+    #[test]
+    fn extended_copies_hold_the_edge_rows_and_are_kept_between_calls() {
+        use ndarray::{s, Array2};
+        let w = World::alone();
+        let input = Array2::from_shape_fn((10, 3), |(i, j)| (i * 3 + j) as f64 + 1.0);
+        let check = |e: &Array2<f64>, input: &Array2<f64>, lo: usize, hi: usize, edge: usize| {
+            let local = input.nrows();
+            assert_eq!(e.dim(), (local + lo + hi, input.ncols()));
+            assert!(e.slice(s![..lo, ..]).iter().chain(e.slice(s![lo + local.., ..]).iter()).all(|&v| v == 0.0));
+            let rows: Vec<usize> = if edge.saturating_mul(2) >= local {
+                (0..local).collect()
+            } else {
+                (0..edge).chain(local - edge..local).collect()
+            };
+            for r in rows {
+                assert_eq!(e.row(lo + r), input.row(r), "row {r}, edge {edge}");
+            }
+        };
+        let at = {
+            let (mut e, mut ex) = extend_start(&w, "f", "u", input.view(), 0, 1, 2, 2, &[10]).unwrap();
+            ex.complete("f", &mut e).unwrap();
+            check(&e, &input, 1, 2, 2);
+            // A write into a halo row, to see it zeroed at the next call.
+            e[[0, 1]] = 5.0;
+            e.as_ptr()
+        };
+        let other = input.mapv(|v| -v);
+        {
+            let (e, _ex) = extend_start(&w, "f", "u", other.view(), 0, 1, 2, 3, &[10]).unwrap();
+            assert_eq!(e.as_ptr(), at, "the kept copy");
+            check(&e, &other, 1, 2, 3);
+        }
+        // Another shape (a thin block: all of it), then another tensor.
+        let thin = input.slice(s![..4, ..]).to_owned();
+        let (e, _ex) = extend_start(&w, "f", "u", thin.view(), 0, 1, 2, 2, &[4]).unwrap();
+        check(&e, &thin, 1, 2, 2);
+        let (c, _cx) = extend_start(&w, "f", "c", input.view(), 0, 2, 0, usize::MAX, &[10]).unwrap();
+        check(&c, &input, 2, 0, usize::MAX);
+    }
 
     #[test]
     fn blocks_are_balanced_and_cover_in_order() {

@@ -47,7 +47,7 @@ impl FnCx<'_> {
                 // The exchange of an extended copy (`Comm::ExtendStart`).
                 let (o, name) = (self.ident(*tensor)?, self.fn_name.clone());
                 let handle = derived("ext_", &o, "");
-                return Ok(quote!(#handle.complete(#name, &mut #o)?;));
+                return Ok(quote!(#handle.complete(#name, &mut *#o)?;));
             }
             let access = self.rec_access.get(tensor).cloned().ok_or("a halo exchange outside its recurrence")?;
             let store = access.store.ok_or("a halo exchange outside its recurrence's steps")?;
@@ -59,8 +59,8 @@ impl FnCx<'_> {
                 }
             });
         }
-        if let Comm::Extend { out, input, axis, lo, hi, elem } | Comm::ExtendStart { out, input, axis, lo, hi, elem } =
-            c
+        if let Comm::Extend { out, input, axis, lo, hi, elem }
+        | Comm::ExtendStart { out, input, axis, lo, hi, elem, .. } = c
         {
             let (o, i) = (self.ident(*out)?, self.ident(*input)?);
             let rank = match self.info(*out)?.ty {
@@ -76,13 +76,22 @@ impl FnCx<'_> {
             self.standard.insert(*out);
             // `extend` agrees on the ranks' status itself, after allocating
             // the copy and its buffers and before sending.
-            if matches!(c, Comm::ExtendStart { .. }) {
+            if let Comm::ExtendStart { edge, .. } = c {
                 // The exchange in flight: its `HaloWait` completes it (and
                 // it waits for its messages if an early return drops it).
+                // The copy (`dist::Extended`, an array by `Deref`) holds
+                // the block's edge rows only, and goes back to the world
+                // at the end of the call, for the next call to reuse.
                 let handle = derived("ext_", &o, "");
+                let edge = if *edge == u64::MAX {
+                    quote!(::core::primitive::usize::MAX)
+                } else {
+                    let e = types::usize_lit(*edge as usize);
+                    quote!(#e)
+                };
                 return Ok(quote! {
-                    let (mut #o, mut #handle): (#array, #rt::dist::HaloExchange) =
-                        #rt::dist::extend_start(__world, #name, #tname, #i.view(), #axis, #lo, #hi, &__holds)?;
+                    let (mut #o, mut #handle) =
+                        #rt::dist::extend_start(__world, #name, #tname, #i.view(), #axis, #lo, #hi, #edge, &__holds)?;
                 });
             }
             return Ok(quote! {

@@ -233,6 +233,7 @@ impl Cx<'_> {
             if let Some(&(ext, elo, ehi)) = self.extended.get(&t) {
                 if elo >= lo && ehi >= hi {
                     self.redirect.insert(t, ext);
+                    self.reread.insert(ext);
                     continue;
                 }
             }
@@ -279,11 +280,17 @@ impl Cx<'_> {
             return;
         }
         let mut waits = Vec::new();
+        // The edge rows read the copies' halo rows and the block rows
+        // within `below + above` of either end of the block; the interior
+        // reads the tensors themselves (`direct`).
+        let edge = (depth.0.max(0) + depth.1.max(0)) as u64;
+        let mut direct: HashMap<VarId, (VarId, i64)> = HashMap::new();
         for s in exts {
             match s {
                 Stmt::Comm(Comm::Extend { out: ext, input, axis, lo, hi, elem }) => {
-                    out.push(Stmt::Comm(Comm::ExtendStart { out: ext, input, axis, lo, hi, elem }));
+                    out.push(Stmt::Comm(Comm::ExtendStart { out: ext, input, axis, lo, hi, elem, edge }));
                     waits.push(Stmt::Comm(Comm::HaloWait { tensor: ext }));
+                    direct.insert(ext, (input, lo as i64));
                 }
                 other => out.push(other),
             }
@@ -300,7 +307,8 @@ impl Cx<'_> {
             body: def.body,
             prelude: Vec::new(),
         };
-        let [interior, below, above] = split_rows(whole, k, 0, depth, dvar(self.local));
+        let [mut interior, below, above] = split_rows(whole, k, 0, depth, dvar(self.local));
+        read_block(&mut interior.body, &direct, &self.sharded);
         let (below, above) = (self.fresh_clause(below), self.fresh_clause(above));
         let below = RecClause { prelude: [waits, below.prelude].concat(), ..below };
         out.push(Stmt::Recurrence(Recurrence {
@@ -342,6 +350,31 @@ impl Cx<'_> {
         }
         ranges
     }
+}
+
+/// The reads of the extended copies in `direct` (each with its tensor and
+/// its halo rows before the block) in `e`, a definition's interior rows,
+/// made reads of the tensors themselves: position `p` along the sharded
+/// axis of a copy is row `p - lo` of the block, inside it for every row
+/// of the interior, so the copy's other rows need not hold the block.
+fn read_block(e: &mut Expr, direct: &HashMap<VarId, (VarId, i64)>, sharded: &HashMap<VarId, usize>) {
+    if let ExprKind::Read { tensor, indices, .. } = &mut e.kind {
+        if let (Some(&(input, lo)), Some(&axis)) = (direct.get(tensor), sharded.get(tensor)) {
+            if let Some(ix) = indices.get_mut(axis) {
+                let old = std::mem::replace(ix, Expr::unit());
+                *ix = match old.kind {
+                    // `i + (d + lo)` (the position) becomes `i + d`.
+                    ExprKind::Binary(BinOp::Add, a, b) if matches!(&b.kind, ExprKind::Dim(_)) => {
+                        let ExprKind::Dim(d) = b.kind else { unreachable!() };
+                        plus(*a, d.add_const(-lo))
+                    }
+                    kind => plus(Expr { kind, ty: old.ty }, Dim::constant(-lo)),
+                };
+                *tensor = input;
+            }
+        }
+    }
+    visit::for_each_child_mut(e, &mut |c| read_block(c, direct, sharded));
 }
 
 pub(super) struct RecIndexLoop(usize);

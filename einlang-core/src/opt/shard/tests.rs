@@ -131,7 +131,9 @@ fn a_definition_reading_an_extended_copy_is_its_interior_rows_then_its_edge_rows
     .unwrap();
     let f = &p.fns[0];
     let at = f.body.iter().position(|s| matches!(s, Stmt::Comm(Comm::ExtendStart { .. }))).expect("a start");
-    let Stmt::Comm(Comm::ExtendStart { out, lo: 1, hi: 1, axis: 0, .. }) = f.body[at] else {
+    // The edge rows read the block's first and last 2 rows (one row
+    // each way from a row 1 from the end).
+    let Stmt::Comm(Comm::ExtendStart { out, lo: 1, hi: 1, axis: 0, edge: 2, .. }) = f.body[at] else {
         panic!("{:?}", f.body[at])
     };
     // The definition follows: one tensor written in three parts (no
@@ -149,13 +151,53 @@ fn a_definition_reading_an_extended_copy_is_its_interior_rows_then_its_edge_rows
     assert!(r.clauses[0].prelude.is_empty());
     assert_eq!(r.clauses[1].prelude, vec![Stmt::Comm(Comm::HaloWait { tensor: out })]);
     assert!(r.clauses[2].prelude.is_empty());
-    // Every part reads the copy (whose block rows are there from the
-    // start), none the tensor itself.
-    for c in &r.clauses {
+    // The interior reads the tensor itself (its rows are in the block),
+    // not the copy; the edge rows read the copy, not the tensor.
+    for (k, c) in r.clauses.iter().enumerate() {
         let mut reads = Vec::new();
         crate::ir::visit::visit_var_uses(&c.body, &mut |v| reads.push(v));
-        assert!(reads.contains(&out) && !reads.contains(&f.params[0]), "{reads:?}");
+        let (copy, tensor) = (reads.contains(&out), reads.contains(&f.params[0]));
+        assert_eq!((copy, tensor), (k > 0, k == 0), "part {k}: {reads:?}");
     }
+}
+
+#[test]
+fn an_extended_copy_read_again_later_keeps_the_whole_block() {
+    // `v` starts the copy of `u`; `w`, later, reads the same copy (one
+    // exchange): its interior reads the copy, so the copy holds every
+    // block row, not only the edge rows `v` reads.
+    let p = sharded(
+        "#[shard(N)]
+        fn two(u: [f64; N]) -> ([f64; N], [f64; N]) {
+            let v[i] = if i >= 1 && i + 1 < N { u[i - 1] + u[i + 1] } else { u[i] };
+            let w[i] = if i >= 1 && i + 1 < N { u[i - 1] - u[i + 1] } else { u[i] };
+            (v, w)
+        }",
+    )
+    .unwrap();
+    let f = &p.fns[0];
+    let starts: Vec<u64> = f
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Comm(Comm::ExtendStart { edge, .. }) => Some(*edge),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, vec![u64::MAX], "{:?}", f.body);
+    let alone = sharded(
+        "#[shard(N)]
+        fn one(u: [f64; N]) -> [f64; N] {
+            let v[i] = if i >= 1 && i + 1 < N { u[i - 1] + u[i + 1] } else { u[i] };
+            v
+        }",
+    )
+    .unwrap();
+    let edge = alone.fns[0].body.iter().find_map(|s| match s {
+        Stmt::Comm(Comm::ExtendStart { edge, .. }) => Some(*edge),
+        _ => None,
+    });
+    assert_eq!(edge, Some(2));
 }
 
 #[test]
