@@ -672,6 +672,54 @@ fn conv2d_impl<T: ConvElem>(
     let optr = Shared(out.as_mut_ptr());
     let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
     let zero = T::default();
+    if fpg == 1 && cg > 1 {
+        // One filter per group (a depthwise convolution): a tile of `fg`
+        // filters would compute `fg - 1` of zeros. Each task is one
+        // image's group, each output row a sum of contiguous stretches of
+        // the group's planes (channels, then taps, in the tiles' order),
+        // which the compiler vectorizes.
+        (0..n * cg).into_par_iter().try_for_each(|task| -> Result<(), Error> {
+            let optr = &optr;
+            let (nn, gg) = (task / cg, task % cg);
+            let base = if nn < first_copied {
+                // SAFETY: image `nn` of `x`, as below.
+                unsafe { x.as_ptr().add(nn * image) }
+            } else {
+                // SAFETY: the copies hold `copied` images.
+                unsafe { xs.as_ptr().add((nn - first_copied) * image) }
+            };
+            let mut row = crate::pool::try_uninit::<T, Ix1>(function, "convolution row", Ix1(ow))?;
+            row.iter_mut().for_each(|v| {
+                v.write(zero);
+            });
+            // SAFETY: written above.
+            let mut row = unsafe { row.assume_init() };
+            let row = row.as_slice_mut().expect("a new buffer is contiguous");
+            let b = bias.as_ref().map_or(zero, |b| b[gg]);
+            for i in 0..oh {
+                row.iter_mut().for_each(|v| *v = zero);
+                for cc in 0..kc {
+                    let ch = gg * kc + cc;
+                    for (t, off) in offs.iter().enumerate() {
+                        let wv = ws[((gg * groups) * kc + cc) * taps * fg + t * fg];
+                        // SAFETY: positions `i wp + off .. + ow` of plane
+                        // `ch` lie within the image's planes (the pixels of
+                        // row `i` read there, as the tiles do).
+                        let src = unsafe { std::slice::from_raw_parts(base.add(ch * plane + i * wp + off), ow) };
+                        for (a, &v) in row.iter_mut().zip(src) {
+                            *a = *a + wv * v;
+                        }
+                    }
+                }
+                let at = nn as isize * strides[0] + gg as isize * strides[1] + i as isize * strides[2];
+                // SAFETY: pixels `(nn, gg, i, ..)` are within `out`, and
+                // this task alone writes them.
+                unsafe { store_run(optr.0.offset(at), strides[3], row, b, relu) };
+            }
+            Ok(())
+        })?;
+        return Ok(());
+    }
     (0..n * runs).into_par_iter().try_for_each(|task| -> Result<(), Error> {
         // (The whole `Shared`, not its raw pointer field, is captured.)
         let optr = &optr;
@@ -1022,6 +1070,9 @@ mod tests {
             (1, 7, 3, 1, 1, 2, 1, 1, unit),
             (0, 3, 2, 5, 5, 2, 3, 3, unit),
             (2, 2, 3, 3, 3, 6, 5, 5, Window { pad: (2, 2), ..unit }),
+            // One filter per group (depthwise, and two channels each).
+            (2, 5, 1, 8, 9, 1, 3, 3, Window { pad: (1, 1), ..unit }),
+            (1, 4, 2, 9, 10, 1, 3, 3, strided),
         ] {
             let (cx, o) = (g * c, g * f);
             let oh = (h + 2 * win.pad.0).saturating_sub(win.dilation.0 * (kh - 1) + 1) / win.stride.0 + 1;
