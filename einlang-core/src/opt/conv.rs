@@ -45,8 +45,19 @@
 //! product like any other. `SameExtent` checks before the definition count
 //! as equalities of extents.
 //!
-//! Groups (the channel computed from the filter), channels-last layouts, other output orders,
-//! integer and half types, `f64` and both gradients are left to `pack`.
+//! A channel computed from the filter, `x[n, (o / F) * C + c, ..]` (the
+//! terms and factors in either order; `std::ml::conv`'s form, `F` and `C`
+//! any values from outside the definition), is the convolution in `O / F`
+//! groups (`Conv::groups`) where at run time `F >= 1`, `F` divides `O`,
+//! `C` is `k`'s channels and `x` has `O / F` times as many (then every
+//! channel read is inside `x`); the branch for other values is the
+//! definition as written, which `opt::groups` makes per-group products.
+//! Without guards, its rows and columns must be proven inside `x` (its
+//! read is checked for the channel alone).
+//!
+//! Channels-last layouts, other output orders, integer and half types,
+//! `f64` and the kernel gradient are left to `pack` (a stride-1 input
+//! gradient is below).
 
 use std::collections::{HashMap, HashSet};
 
