@@ -80,6 +80,11 @@ einlang! {
         std::ml::conv(x, k, b, [1, 1], [1, 1, 1, 1], [1, 1], 4)
     }
 
+    /// `std::ml::conv` (ONNX's `Conv`) with a run-time stride, pad and group.
+    pub fn conv_onnx(x: [f32; N, C, H, W], k: [f32; O, CG, KH, KW], b: [f32; O], stride: i64, pad: i64, group: i64) -> [f32; N, O, ?, ?] {
+        std::ml::conv(x, k, b, [stride, stride], [pad, pad, pad, pad], [1, 1], group)
+    }
+
     /// `std::ml::conv2d`, whose strides and pads are run-time values.
     pub fn conv_std(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O], stride: i64, pad: i64) -> [f32; N, O, ?, ?] {
         std::ml::conv2d(x, k, b, stride, stride, pad, pad, 1, 1)
@@ -370,6 +375,47 @@ fn std_cases(runs: usize) {
     }
 }
 
+/// `std::ml::conv` (run-time stride, pad and group) with padding 1 and a
+/// bias, groups 1 and 4 and depthwise, strides 1 and 2, against the hand
+/// im2col + GEMM per group (`conv_gemm_strided` on each group's channels
+/// and filters) in the same run.
+fn onnx_cases(runs: usize) {
+    for (n, c, h, o, groups) in
+        [(8, 32, 32, 64, 1), (8, 32, 32, 64, 4), (8, 64, 56, 64, 1), (8, 64, 56, 64, 4), (8, 64, 56, 64, 64)]
+    {
+        let (cg, fg) = (c / groups, o / groups);
+        let x = data4(n, c, h, h, 21);
+        let k = data4(o, cg, 3, 3, 22);
+        let b: Array1<f32> = common::data(o, 23).into_iter().map(|v| v as f32).collect();
+        for stride in [1usize, 2] {
+            let hand = || {
+                let parts: Vec<Array4<f32>> = (0..groups)
+                    .map(|g| {
+                        let xg = x.slice(s![.., g * cg..(g + 1) * cg, .., ..]).to_owned();
+                        let kg = k.slice(s![g * fg..(g + 1) * fg, .., .., ..]).to_owned();
+                        let bg = b.slice(s![g * fg..(g + 1) * fg]).to_owned();
+                        conv_gemm_strided(&xg, &kg, &bg, 1, stride)
+                    })
+                    .collect();
+                let views: Vec<_> = parts.iter().map(|p| p.view()).collect();
+                einlang::ndarray::concatenate(Axis(1), &views).expect("same extents")
+            };
+            let want = hand();
+            let call = || conv_onnx(&x, &k, &b, stride as i64, 1, groups as i64).expect("conv_onnx");
+            close(&call(), &want, "conv_onnx");
+            let flops = 2.0 * (want.len() * cg * 9) as f64;
+            let (e, g) = common::paired(runs, || drop(black_box(call())), || drop(black_box(hand())));
+            let which = if groups == c { format!("group {groups} (depthwise)") } else { format!("group {groups}") };
+            report(
+                &format!("std::ml::conv N={n} C={c} {h}x{h} O={o} 3x3 {which}, stride {stride}, pad 1, bias"),
+                flops,
+                e,
+                g,
+            );
+        }
+    }
+}
+
 /// The literal stride 2, padding 1 and a bias (`conv_s2`) against the
 /// hand im2col + GEMM with the same stride.
 fn stride2_case(x: &Array4<f32>, k: &Array4<f32>, b: &Array1<f32>, runs: usize) {
@@ -418,6 +464,11 @@ fn main() {
     // Only the standard library's cases (for rounds that compare commits).
     if std::env::var_os("CONV_STD_ONLY").is_some() {
         std_cases(runs);
+        return;
+    }
+    // Only `std::ml::conv` (ONNX's form) with run-time groups.
+    if std::env::var_os("CONV_ONNX_ONLY").is_some() {
+        onnx_cases(runs);
         return;
     }
     if std::env::var_os("CONV_GRAD_ONLY").is_some() {
@@ -617,4 +668,5 @@ fn main() {
 
     layer_grad_case(runs);
     std_cases(runs);
+    onnx_cases(runs);
 }

@@ -180,6 +180,37 @@ def cases():
         flops = 2 * 8 * 64 * oh * oh * (32 // groups) * 9
         out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), lambda pad=pad, bb=bb: grouped_numpy(x, kg, bb, pad)))
 
+    # `std::ml::conv` with run-time stride, pad and group (the conv bench's
+    # `onnx_cases`): padding 1 and a bias, groups 1 and 4 and depthwise,
+    # strides 1 and 2. The numpy side is the stride-1 result per group,
+    # subsampled.
+    for c, h, groups in [(32, 32, 1), (32, 32, 4), (64, 56, 1), (64, 56, 4), (64, 56, 64)]:
+        x = rng.standard_normal((8, c, h, h), dtype=np.float32)
+        k = rng.standard_normal((64, c // groups, 3, 3), dtype=np.float32) * 0.1
+        b = rng.standard_normal(64, dtype=np.float32)
+        cg, fg = c // groups, 64 // groups
+
+        def per_group(x=x, k=k, b=b, cg=cg, fg=fg, groups=groups):
+            return np.concatenate(
+                [conv_numpy(x[:, g * cg : (g + 1) * cg], k[g * fg : (g + 1) * fg], b[g * fg : (g + 1) * fg], 1) for g in range(groups)],
+                axis=1,
+            )
+
+        which = f"group {groups} (depthwise)" if groups == c else f"group {groups}"
+        for stride in [1, 2]:
+            oh = (h + 2 - 3) // stride + 1
+            s = session(
+                [helper.make_node("Conv", ["x", "k", "b"], ["y"], pads=[1] * 4, strides=[stride] * 2, group=groups)],
+                [f32("x", x.shape), f32("k", k.shape), f32("b", b.shape)],
+                [f32("y", (8, 64, oh, oh))],
+            )
+            feeds = {"x": x, "k": k, "b": b}
+            want = lambda per_group=per_group, stride=stride: per_group()[:, :, ::stride, ::stride]
+            assert np.allclose(s.run(None, feeds)[0], want(), rtol=1e-3, atol=1e-3), (c, groups, stride)
+            flops = 2 * 8 * 64 * oh * oh * cg * 9
+            label = f"std::ml::conv N=8 C={c} {h}x{h} O=64 3x3 {which}, stride {stride}, pad 1, bias"
+            out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), want))
+
     # A square product.
     a = rng.standard_normal((1024, 1024), dtype=np.float32)
     bm = rng.standard_normal((1024, 1024), dtype=np.float32)
@@ -376,6 +407,10 @@ def einlang_times(only=None):
         benches = ["products"]
     else:
         benches = ["conv"] if "conv" in only else ["kernels"]
+    env = dict(os.environ)
+    # `std::ml::conv`'s cases alone (the conv bench's `onnx_cases`).
+    if only and only.startswith("std::ml::conv N="):
+        env["CONV_ONNX_ONLY"] = "1"
     for bench in benches:
         run = subprocess.run(
             ["cargo", "bench", "-q", "--bench", bench] + (["--", only] if only and bench != "conv" else []),
@@ -383,6 +418,7 @@ def einlang_times(only=None):
             capture_output=True,
             text=True,
             check=True,
+            env=env,
         )
         for line in run.stdout.splitlines():
             m = re.match(r"(.+?): einlang ([0-9.]+) ms", line)

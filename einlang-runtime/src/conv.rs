@@ -388,6 +388,45 @@ pub fn conv2d<T: ConvElem>(
     conv2d_with(function, T::kernel(), x, k, bias, window, relu, out)
 }
 
+/// [`conv2d`] in `groups` groups: `x` has `groups C` channels, `k` is
+/// `O x C x KH x KW` with `O` a multiple of `groups`, and filter `o` reads
+/// the channels `g C .. (g + 1) C` of its group `g = o / (O / groups)`:
+/// `y[n, o, i, j] = bias[o] + sum[c, r, s](x[n, g C + c, ..] * k[o, c, r, s])`
+/// (ONNX's `Conv` with `group`). One group is [`conv2d`]. Errors as
+/// [`conv2d`]'s, and `Error::Shape` when `x`'s channels are not `groups`
+/// times `k`'s or `groups` does not divide the filters, `Error::Extent`
+/// for 0 groups (unless there are neither channels nor filters).
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_grouped<T: ConvElem>(
+    function: &str,
+    x: ArrayView4<'_, T>,
+    k: ArrayView4<'_, T>,
+    bias: Option<ArrayView1<'_, T>>,
+    window: impl Into<Window>,
+    groups: usize,
+    relu: bool,
+    out: ArrayViewMut4<'_, T>,
+) -> Result<(), Error> {
+    conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, out)
+}
+
+/// [`conv2d_grouped`] with a given kernel (one of [`kernels`]).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_grouped_with<T: ConvElem>(
+    function: &str,
+    kernel: Kernel<T>,
+    x: ArrayView4<'_, T>,
+    k: ArrayView4<'_, T>,
+    bias: Option<ArrayView1<'_, T>>,
+    window: impl Into<Window>,
+    groups: usize,
+    relu: bool,
+    out: ArrayViewMut4<'_, T>,
+) -> Result<(), Error> {
+    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, out)
+}
+
 /// Every kernel this processor can run for `T`, fastest first (for
 /// tests and benchmarks).
 #[doc(hidden)]
@@ -413,15 +452,42 @@ pub fn conv2d_with<T: ConvElem>(
     bias: Option<ArrayView1<'_, T>>,
     window: impl Into<Window>,
     relu: bool,
+    out: ArrayViewMut4<'_, T>,
+) -> Result<(), Error> {
+    conv2d_impl(function, kernel, x, k, bias, window.into(), 1, relu, out)
+}
+
+/// The convolution in `cg` groups (one for [`conv2d`]).
+#[allow(clippy::too_many_arguments)]
+fn conv2d_impl<T: ConvElem>(
+    function: &str,
+    kernel: Kernel<T>,
+    x: ArrayView4<'_, T>,
+    k: ArrayView4<'_, T>,
+    bias: Option<ArrayView1<'_, T>>,
+    window: Window,
+    cg: usize,
+    relu: bool,
     mut out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    let Window { pad, stride: (sh, sw), dilation: (dh, dw) } = window.into();
+    let Window { pad, stride: (sh, sw), dilation: (dh, dw) } = window;
     let (n, c, h, w) = x.dim();
     let (o, kc, kh, kw) = k.dim();
     let (on, oo, oh, ow) = out.dim();
-    if kc != c {
-        return Err(shape_error(function, "k", 1, "C", c, kc));
+    if cg == 0 {
+        if c == 0 && o == 0 {
+            return Ok(());
+        }
+        return Err(Error::Extent { function: function.to_string(), message: "a convolution in 0 groups".to_string() });
     }
+    if kc.checked_mul(cg) != Some(c) {
+        return Err(shape_error(function, "k", 1, "C", c / cg, kc));
+    }
+    if o % cg != 0 {
+        return Err(shape_error(function, "k", 0, "O", o.next_multiple_of(cg), o));
+    }
+    // Filters per group.
+    let fpg = o / cg;
     if on != n {
         return Err(shape_error(function, "out", 0, "N", n, on));
     }
@@ -497,10 +563,12 @@ pub fn conv2d_with<T: ConvElem>(
     let copied = if direct { 1 } else { n };
     let first_copied = n - copied;
     let xlen = copied.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
-    let groups = o.div_ceil(fg);
+    // Blocks of `fg` filters per convolution group.
+    let groups = fpg.div_ceil(fg);
     let wlen = groups
         .checked_mul(fg)
-        .and_then(|v| v.checked_mul(c))
+        .and_then(|v| v.checked_mul(cg))
+        .and_then(|v| v.checked_mul(kc))
         .and_then(|v| v.checked_mul(taps))
         .ok_or_else(too_large)?;
 
@@ -566,18 +634,20 @@ pub fn conv2d_with<T: ConvElem>(
 
     let mut wb = crate::pool::try_uninit::<T, Ix1>(function, "convolution weights", Ix1(wlen))?;
     {
-        // `[group][c][r][s][filter]`, in that order, zero past the last
-        // filter.
+        // `[convolution group][block][c][r][s][filter]`, in that order,
+        // zero past the group's last filter.
         let ws = wb.as_slice_mut().expect("a new buffer is contiguous");
         let mut slots = ws.iter_mut();
-        for g in 0..groups {
-            for cc in 0..c {
-                for r in 0..kh {
-                    for s in 0..kw {
-                        for of in g * fg..(g + 1) * fg {
-                            let v = if of < o { k[[of, cc, r, s]] } else { T::default() };
-                            if let Some(d) = slots.next() {
-                                d.write(v);
+        for gg in 0..cg {
+            for g in 0..groups {
+                for cc in 0..kc {
+                    for r in 0..kh {
+                        for s in 0..kw {
+                            for of in g * fg..(g + 1) * fg {
+                                let v = if of < fpg { k[[gg * fpg + of, cc, r, s]] } else { T::default() };
+                                if let Some(d) = slots.next() {
+                                    d.write(v);
+                                }
                             }
                         }
                     }
@@ -591,10 +661,10 @@ pub fn conv2d_with<T: ConvElem>(
 
     // Channels per block: the block's input stretch within about 16 KB.
     let stretch = nph * (tq + row_reach * wp + col_reach);
-    let cb = ((16 << 10) / (stretch * std::mem::size_of::<T>()).max(1)).clamp(1, c.max(1));
+    let cb = ((16 << 10) / (stretch * std::mem::size_of::<T>()).max(1)).clamp(1, kc.max(1));
     // Blocks of even size (31 + 1 channels would run the last block's
     // filter groups for one channel).
-    let cb = c.max(1).div_ceil(c.max(1).div_ceil(cb));
+    let cb = kc.max(1).div_ceil(kc.max(1).div_ceil(cb));
     // Tiles per task: enough tasks for the threads, each a few tiles.
     let per_task = (n * tiles / (4 * rayon::current_num_threads())).clamp(1, 16);
     let runs = tiles.div_ceil(per_task);
@@ -602,6 +672,54 @@ pub fn conv2d_with<T: ConvElem>(
     let optr = Shared(out.as_mut_ptr());
     let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
     let zero = T::default();
+    if fpg == 1 && cg > 1 {
+        // One filter per group (a depthwise convolution): a tile of `fg`
+        // filters would compute `fg - 1` of zeros. Each task is one
+        // image's group, each output row a sum of contiguous stretches of
+        // the group's planes (channels, then taps, in the tiles' order),
+        // which the compiler vectorizes.
+        (0..n * cg).into_par_iter().try_for_each(|task| -> Result<(), Error> {
+            let optr = &optr;
+            let (nn, gg) = (task / cg, task % cg);
+            let base = if nn < first_copied {
+                // SAFETY: image `nn` of `x`, as below.
+                unsafe { x.as_ptr().add(nn * image) }
+            } else {
+                // SAFETY: the copies hold `copied` images.
+                unsafe { xs.as_ptr().add((nn - first_copied) * image) }
+            };
+            let mut row = crate::pool::try_uninit::<T, Ix1>(function, "convolution row", Ix1(ow))?;
+            row.iter_mut().for_each(|v| {
+                v.write(zero);
+            });
+            // SAFETY: written above.
+            let mut row = unsafe { row.assume_init() };
+            let row = row.as_slice_mut().expect("a new buffer is contiguous");
+            let b = bias.as_ref().map_or(zero, |b| b[gg]);
+            for i in 0..oh {
+                row.iter_mut().for_each(|v| *v = zero);
+                for cc in 0..kc {
+                    let ch = gg * kc + cc;
+                    for (t, off) in offs.iter().enumerate() {
+                        let wv = ws[((gg * groups) * kc + cc) * taps * fg + t * fg];
+                        // SAFETY: positions `i wp + off .. + ow` of plane
+                        // `ch` lie within the image's planes (the pixels of
+                        // row `i` read there, as the tiles do).
+                        let src = unsafe { std::slice::from_raw_parts(base.add(ch * plane + i * wp + off), ow) };
+                        for (a, &v) in row.iter_mut().zip(src) {
+                            *a = *a + wv * v;
+                        }
+                    }
+                }
+                let at = nn as isize * strides[0] + gg as isize * strides[1] + i as isize * strides[2];
+                // SAFETY: pixels `(nn, gg, i, ..)` are within `out`, and
+                // this task alone writes them.
+                unsafe { store_run(optr.0.offset(at), strides[3], row, b, relu) };
+            }
+            Ok(())
+        })?;
+        return Ok(());
+    }
     (0..n * runs).into_par_iter().try_for_each(|task| -> Result<(), Error> {
         // (The whole `Shared`, not its raw pointer field, is captured.)
         let optr = &optr;
@@ -624,50 +742,54 @@ pub fn conv2d_with<T: ConvElem>(
         };
         for t in run * per_task..((run + 1) * per_task).min(tiles) {
             let q0 = t * tq;
-            acc.iter_mut().for_each(|v| *v = zero);
-            let mut c0 = 0;
-            while c0 < c {
-                let cn = cb.min(c - c0);
-                for g in 0..groups {
-                    // SAFETY: the input stretch from `q0` over `cn` planes
-                    // lies within `xs` (the slack covers the last tile) or
-                    // within `x` (the next image covers it), the
-                    // weights of group `g` and channels `c0..c0 + cn` within
-                    // `ws`, the group's sums within `acc`.
-                    unsafe {
-                        (kernel.tile)(
-                            base.add(c0 * plane + q0),
-                            ws.as_ptr().add((g * c + c0) * taps * fg),
-                            acc.as_mut_ptr().add(g * fg * tq),
-                            plane,
-                            offs.as_ptr(),
-                            taps,
-                            cn,
-                        );
-                    }
-                }
-                c0 += cn;
-            }
-            // Epilogue: the runs of positions that are pixels (`j < OW`),
-            // row by row, with the bias and the activation.
             let q_end = (q0 + tq).min(positions);
-            let mut q = q0;
-            while q < q_end {
-                let (i, j) = (q / wp, q % wp);
-                let run = (i * wp + ow).min(q_end).saturating_sub(q);
-                for of in (0..o).filter(|_| run > 0) {
-                    let sums = &acc[of * tq + (q - q0)..][..run];
-                    let b = bias.as_ref().map_or(zero, |b| b[of]);
-                    let at = nn as isize * strides[0]
-                        + of as isize * strides[1]
-                        + i as isize * strides[2]
-                        + j as isize * strides[3];
-                    // SAFETY: pixels `(nn, of, i, j..j + run)` are within
-                    // `out`, and this task alone writes the pixels of its
-                    // tiles.
-                    unsafe { store_run(optr.0.offset(at), strides[3], sums, b, relu) };
+            for gg in 0..cg {
+                acc.iter_mut().for_each(|v| *v = zero);
+                let mut c0 = 0;
+                while c0 < kc {
+                    let cn = cb.min(kc - c0);
+                    for g in 0..groups {
+                        // SAFETY: the input stretch from `q0` over `cn`
+                        // planes of group `gg`'s channels lies within `xs`
+                        // (the slack covers the last tile) or within `x`
+                        // (the next image covers it), the weights of block
+                        // `g` of group `gg` and channels `c0..c0 + cn`
+                        // within `ws`, the block's sums within `acc`.
+                        unsafe {
+                            (kernel.tile)(
+                                base.add((gg * kc + c0) * plane + q0),
+                                ws.as_ptr().add(((gg * groups + g) * kc + c0) * taps * fg),
+                                acc.as_mut_ptr().add(g * fg * tq),
+                                plane,
+                                offs.as_ptr(),
+                                taps,
+                                cn,
+                            );
+                        }
+                    }
+                    c0 += cn;
                 }
-                q = (i + 1) * wp;
+                // Epilogue: the runs of positions that are pixels (`j <
+                // OW`), row by row, with the bias and the activation.
+                let mut q = q0;
+                while q < q_end {
+                    let (i, j) = (q / wp, q % wp);
+                    let run = (i * wp + ow).min(q_end).saturating_sub(q);
+                    for f in (0..fpg).filter(|_| run > 0) {
+                        let of = gg * fpg + f;
+                        let sums = &acc[f * tq + (q - q0)..][..run];
+                        let b = bias.as_ref().map_or(zero, |b| b[of]);
+                        let at = nn as isize * strides[0]
+                            + of as isize * strides[1]
+                            + i as isize * strides[2]
+                            + j as isize * strides[3];
+                        // SAFETY: pixels `(nn, of, i, j..j + run)` are
+                        // within `out`, and this task alone writes the
+                        // pixels of its tiles.
+                        unsafe { store_run(optr.0.offset(at), strides[3], sums, b, relu) };
+                    }
+                    q = (i + 1) * wp;
+                }
             }
         }
         Ok(())
@@ -900,6 +1022,112 @@ mod tests {
             assert!(pair[0].0.iter().zip(pair[1].0.iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
             assert!(pair[0].1.iter().zip(pair[1].1.iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
         }
+    }
+
+    /// The naive grouped sum in `f64`: filter `o` of `k` (`O x C x KH x
+    /// KW`) reads channels `g C ..` of `x`, `g = o / (O / groups)`.
+    fn naive_grouped(
+        x: &Array4<f64>,
+        k: &Array4<f64>,
+        bias: &Array1<f64>,
+        window: Window,
+        groups: usize,
+        oh: usize,
+        ow: usize,
+    ) -> Array4<f64> {
+        let Window { pad, stride, dilation } = window;
+        let (n, _, h, w) = x.dim();
+        let (o, c, kh, kw) = k.dim();
+        let fpg = o / groups;
+        Array4::from_shape_fn((n, o, oh, ow), |(nn, of, i, j)| {
+            let mut s = bias[of];
+            for cc in 0..c {
+                for r in 0..kh {
+                    for t in 0..kw {
+                        let si = (i * stride.0 + r * dilation.0) as isize - pad.0 as isize;
+                        let sj = (j * stride.1 + t * dilation.1) as isize - pad.1 as isize;
+                        if si >= 0 && (si as usize) < h && sj >= 0 && (sj as usize) < w {
+                            s += x[[nn, (of / fpg) * c + cc, si as usize, sj as usize]] * k[[of, cc, r, t]];
+                        }
+                    }
+                }
+            }
+            s
+        })
+    }
+
+    #[test]
+    fn grouped_convolutions_match_the_naive_sum() {
+        let unit = Window { pad: (0, 0), stride: (1, 1), dilation: (1, 1) };
+        let strided = Window { pad: (1, 2), stride: (2, 3), dilation: (1, 2) };
+        // (n, groups, channels per group, h, w, filters per group, kh, kw, window)
+        for &(n, g, c, h, w, f, kh, kw, win) in &[
+            (1, 1, 3, 7, 7, 5, 3, 3, unit),
+            (2, 4, 8, 9, 11, 16, 3, 3, Window { pad: (1, 1), ..unit }),
+            (3, 3, 1, 13, 7, 1, 3, 2, Window { pad: (1, 0), ..unit }),
+            (1, 2, 7, 11, 17, 7, 3, 3, strided),
+            (2, 5, 2, 5, 5, 13, 2, 2, unit),
+            (1, 7, 3, 1, 1, 2, 1, 1, unit),
+            (0, 3, 2, 5, 5, 2, 3, 3, unit),
+            (2, 2, 3, 3, 3, 6, 5, 5, Window { pad: (2, 2), ..unit }),
+            // One filter per group (depthwise, and two channels each).
+            (2, 5, 1, 8, 9, 1, 3, 3, Window { pad: (1, 1), ..unit }),
+            (1, 4, 2, 9, 10, 1, 3, 3, strided),
+        ] {
+            let (cx, o) = (g * c, g * f);
+            let oh = (h + 2 * win.pad.0).saturating_sub(win.dilation.0 * (kh - 1) + 1) / win.stride.0 + 1;
+            let ow = (w + 2 * win.pad.1).saturating_sub(win.dilation.1 * (kw - 1) + 1) / win.stride.1 + 1;
+            let x = Array4::from_shape_vec((n, cx, h, w), data(n * cx * h * w, 11)).unwrap();
+            let k = Array4::from_shape_vec((o, c, kh, kw), data(o * c * kh * kw, 12)).unwrap();
+            let b = Array1::from_vec(data(o, 13));
+            let want = naive_grouped(&x, &k, &b, win, g, oh, ow);
+            let (x32, k32, b32) = (x.mapv(|v| v as f32), k.mapv(|v| v as f32), b.mapv(|v| v as f32));
+            for kern in kernels::<f32>() {
+                for threads in 1..=3 {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    let mut y = Array4::<f32>::from_elem((n, o, oh, ow), f32::NAN);
+                    pool.install(|| {
+                        conv2d_grouped_with(
+                            "t",
+                            kern,
+                            x32.view(),
+                            k32.view(),
+                            Some(b32.view()),
+                            win,
+                            g,
+                            false,
+                            y.view_mut(),
+                        )
+                    })
+                    .unwrap();
+                    for (a, e) in y.iter().zip(&want) {
+                        let tol = 1e-5 * (c * kh * kw + 1) as f64;
+                        assert!((*a as f64 - e).abs() <= tol, "{} g{g} {n}x{cx}x{h}x{w} o{o}: {a} vs {e}", kern.name());
+                    }
+                }
+            }
+            let mut y = Array4::<f64>::from_elem((n, o, oh, ow), f64::NAN);
+            conv2d_grouped("t", x.view(), k.view(), Some(b.view()), win, g, false, y.view_mut()).unwrap();
+            for (a, e) in y.iter().zip(&want) {
+                assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 g{g}: {a} vs {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn groups_that_do_not_fit_are_errors() {
+        let x = Array4::<f32>::zeros((2, 6, 5, 5));
+        let mut y = Array4::<f32>::zeros((2, 4, 3, 3));
+        // 6 channels are not 4 groups of 1.
+        let k = Array4::<f32>::zeros((4, 1, 3, 3));
+        let r = conv2d_grouped("f", x.view(), k.view(), None, (0, 0), 4, false, y.view_mut());
+        assert!(matches!(r, Err(Error::Shape { axis: 1, .. })), "{r:?}");
+        // 4 filters in 3 groups.
+        let k = Array4::<f32>::zeros((4, 2, 3, 3));
+        let r = conv2d_grouped("f", x.view(), k.view(), None, (0, 0), 3, false, y.view_mut());
+        assert!(matches!(r, Err(Error::Shape { axis: 0, .. })), "{r:?}");
+        let r = conv2d_grouped("f", x.view(), k.view(), None, (0, 0), 0, false, y.view_mut());
+        assert!(matches!(r, Err(Error::Extent { .. })), "{r:?}");
     }
 
     #[test]

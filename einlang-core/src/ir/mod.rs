@@ -595,6 +595,12 @@ pub struct Conv {
     /// Whether the window reads `k` backwards along its row and column
     /// (`k[.., KH - 1 - r, KW - 1 - s]`: an input gradient).
     pub k_flip: bool,
+    /// The number of groups `G` (the constant 1 for most convolutions):
+    /// `x` has `G C` channels, `O` is a multiple of `G`, and filter `o`
+    /// reads the channels `g C + c` of its group `g = o / (O / G)` (ONNX's
+    /// `Conv` with `group`). A run-time value is evaluated only where
+    /// `otherwise.when` holds.
+    pub groups: Dim,
     pub reference: TensorDef,
     pub otherwise: Option<Box<ConvElse>>,
 }

@@ -141,6 +141,9 @@ impl Printer<'_> {
                 if c.k_flip {
                     window += ", k flipped";
                 }
+                if c.groups.as_constant() != Some(1) {
+                    window += &format!(", groups {}", self.dim(&c.groups));
+                }
                 format!(
                     "conv {} = {} * {}{bias} (pad {}, {}{window}): {}\n{}  reference {}{otherwise}",
                     self.var(c.out),

@@ -469,6 +469,7 @@ impl<'a> Checker<'a> {
             self.check_dim(&d.0);
             self.check_dim(&d.1);
         }
+        self.check_dim(&c.groups);
         let mut axes = c.k_axes;
         axes.sort_unstable();
         if axes != [0, 1, 2, 3] {

@@ -496,6 +496,7 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
                 dim(&d.0, f);
                 dim(&d.1, f);
             }
+            dim(&c.groups, f);
             visit_stmt_var_uses(&Stmt::Tensor(c.reference.clone()), f);
             if let Some(e) = &c.otherwise {
                 visit_var_uses(&e.when, f);

@@ -45,8 +45,19 @@
 //! product like any other. `SameExtent` checks before the definition count
 //! as equalities of extents.
 //!
-//! Groups (the channel computed from the filter), channels-last layouts, other output orders,
-//! integer and half types, `f64` and both gradients are left to `pack`.
+//! A channel computed from the filter, `x[n, (o / F) * C + c, ..]` (the
+//! terms and factors in either order; `std::ml::conv`'s form, `F` and `C`
+//! any values from outside the definition), is the convolution in `O / F`
+//! groups (`Conv::groups`) where at run time `F >= 1`, `F` divides `O`,
+//! `C` is `k`'s channels and `x` has `O / F` times as many (then every
+//! channel read is inside `x`); the branch for other values is the
+//! definition as written, which `opt::groups` makes per-group products.
+//! Without guards, its rows and columns must be proven inside `x` (its
+//! read is checked for the channel alone).
+//!
+//! Channels-last layouts, other output orders, integer and half types,
+//! `f64` and the kernel gradient are left to `pack` (a stride-1 input
+//! gradient is below).
 
 use std::collections::{HashMap, HashSet};
 
@@ -77,10 +88,11 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
             };
             if let Some(bias) = m.whole {
                 let otherwise = branch(f, &def, &m.when);
-                let Window { x, k, pad, stride, dilation, k_axes, k_flip } = m.window;
+                let Window { x, k, pad, stride, dilation, k_axes, k_flip, groups } = m.window;
                 let (out, elem) = (def.var, def.elem);
+                let reference = def;
                 let conv =
-                    Conv { out, elem, x, k, bias, pad, stride, dilation, k_axes, k_flip, reference: def, otherwise };
+                    Conv { out, elem, x, k, bias, pad, stride, dilation, k_axes, k_flip, groups, reference, otherwise };
                 list[i] = Stmt::Conv(conv);
             } else {
                 let mut conv = hoist(f, &mut def, &m);
@@ -108,6 +120,8 @@ struct Window {
     /// `Conv::k_axes` and `Conv::k_flip`.
     k_axes: [usize; 4],
     k_flip: bool,
+    /// `Conv::groups`.
+    groups: Dim,
 }
 
 /// A convolution found in a definition.
@@ -215,9 +229,11 @@ fn conv_sum<'a>(
     };
     let ((k, [c, r, s]), xe) = as_kernel(p).map(|m| (m, q)).or_else(|| as_kernel(q).map(|m| (m, p)))?;
     let ExprKind::Read { tensor: x, indices: xi, checked: x_checked } = &xe.kind else { return None };
-    if xi.len() != axes.len() || (lead == 1 && !is_var(&xi[0], axes[0])) || !is_var(&xi[lead], c) {
+    if xi.len() != axes.len() || (lead == 1 && !is_var(&xi[0], axes[0])) {
         return None;
     }
+    // The channel: `c`, or `(o / F) * C + c` in groups of `F` filters.
+    let group = if is_var(&xi[lead], c) { None } else { Some(grouped_channel(&xi[lead], o, c)?) };
     // The sum's bindings, each an index expression.
     let mut binds: HashMap<VarId, &'a Expr> = outer.clone();
     let mut guards: Vec<&Expr> = Vec::new();
@@ -272,7 +288,7 @@ fn conv_sum<'a>(
     };
     let (top, sh, dh) = shift(&xi[lead + 1], i, r)?;
     let (left, sw, dw) = shift(&xi[lead + 2], j, s)?;
-    let window = Window {
+    let mut window = Window {
         x: *x,
         k,
         pad: (top, left),
@@ -280,6 +296,7 @@ fn conv_sum<'a>(
         dilation: (dh, dw),
         k_axes: [0, 1, 2, 3],
         k_flip: false,
+        groups: Dim::one(),
     };
     // Extents: the loops over all of `k`, `c` over `x`'s channels too, the
     // output's images and filters those of `x` and `k`.
@@ -299,7 +316,7 @@ fn conv_sum<'a>(
         (Some(a), Some(b)) => super::same_extent(list, &a, &b) || checked_same(list, &a, &b),
         _ => false,
     };
-    let extents_ok = same(end(c), xext(lead))
+    let extents_ok = (group.is_some() || same(end(c), xext(lead)))
         && same(end(c), kext(1))
         && same(end(r), kext(2))
         && same(end(s), kext(3))
@@ -308,9 +325,57 @@ fn conv_sum<'a>(
     if !extents_ok {
         return None;
     }
+    if let Some((fpg, cpg)) = &group {
+        // `G = O / F` groups of `F` filters, each reading `C` channels
+        // from `g C`: the kernel's grouping where `F >= 1`, `F` divides
+        // `O`, `C` is the loop's (and `k`'s) channels and `x` has `G C`
+        // channels (then every read of the channel is inside `x`). In
+        // that order: the quotients divide by `F >= 1` only.
+        if !free(fpg) || !free(cpg) {
+            return None;
+        }
+        let filters = def.axes[lead].extent.clone();
+        let (channels, xc) = (end(c)?, xext(lead)?);
+        let groups = filters.floor_div(fpg)?;
+        let conds = [
+            (BinOp::Ge, fpg.clone(), Dim::one()),
+            (BinOp::Eq, groups.mul(fpg), filters),
+            (BinOp::Eq, cpg.clone(), channels.clone()),
+            (BinOp::Eq, groups.mul(&channels), xc),
+        ];
+        for (op, a, b) in conds {
+            match (op, a.as_constant(), b.as_constant()) {
+                (BinOp::Ge, Some(a), Some(b)) if a >= b => {}
+                (BinOp::Ge, Some(_), Some(_)) => return None,
+                (BinOp::Eq, _, _) if a == b => {}
+                (BinOp::Eq, Some(_), Some(_)) => return None,
+                _ => when.push(compare(op, &a, &b)),
+            }
+        }
+        window.groups = groups;
+    }
     if guards.is_empty() {
         // Without guards a run-time branch would not be equivalent: the
-        // definition's reads are checked, the kernel's are not.
+        // definition's reads are checked, the kernel's are not. A grouped
+        // read is checked for its channel, which `when` covers: its rows
+        // and columns must be proven inside `x`.
+        if group.is_some() {
+            let inside = |axis: usize, pad: &Dim, st: &Dim, dil: &Dim, k: Option<Dim>| -> bool {
+                let (Some(k), Some(ext)) = (k, xext(lead + axis)) else { return false };
+                // The output's extent as the statements before define it.
+                let out = def.axes[lead + axis].extent.substitute(&|v| {
+                    list.iter().find_map(|s| match s {
+                        Stmt::Extent { var, value, .. } if var.0 == v.0 => Some(value.clone()),
+                        _ => None,
+                    })
+                });
+                let last = out.sub(&Dim::one()).mul(st).add(&k.sub(&Dim::one()).mul(dil));
+                pad.as_constant() == Some(0) && last.prove_le(&ext.sub(&Dim::one())).is_true()
+            };
+            let rows = inside(1, &window.pad.0, &window.stride.0, &window.dilation.0, end(r));
+            let cols = inside(2, &window.pad.1, &window.stride.1, &window.dilation.1, end(s));
+            return (rows && cols).then_some((window, when));
+        }
         return (!x_checked && when.is_empty()).then_some((window, when));
     }
     // Exactly the four bounds of the two spatial reads.
@@ -538,6 +603,7 @@ fn grad_sum(f: &Function, list: &[Stmt], def: &TensorDef, axes: &[VarId], sum: &
         dilation: (row_eq.3.clone(), col_eq.3.clone()),
         k_axes,
         k_flip: true,
+        groups: Dim::one(),
     })
 }
 
@@ -624,6 +690,28 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
+/// `(o / F) * C + c`, the terms and factors in either order: `(F, C)`.
+fn grouped_channel(e: &Expr, o: VarId, c: VarId) -> Option<(Dim, Dim)> {
+    let ExprKind::Binary(BinOp::Add, a, b) = &e.kind else { return None };
+    let product = if is_var(b, c) {
+        a
+    } else if is_var(a, c) {
+        b
+    } else {
+        return None;
+    };
+    let ExprKind::Binary(BinOp::Mul, p, q) = &product.kind else { return None };
+    let quotient = |e: &Expr| match &e.kind {
+        ExprKind::Binary(BinOp::Div, n, d) if is_var(n, o) => index_dim(d),
+        _ => None,
+    };
+    match (quotient(p), quotient(q)) {
+        (Some(f), _) => Some((f, index_dim(q)?)),
+        (None, Some(f)) => Some((f, index_dim(p)?)),
+        _ => None,
+    }
+}
+
 fn is_var(e: &Expr, v: VarId) -> bool {
     matches!(e.kind, ExprKind::Var(x) if x == v)
 }
@@ -650,8 +738,9 @@ fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> 
 /// convolution; `def` reads the temporary at its point.
 fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
     let (tmp, reference) = hoist_part(f, def, &m.path, def.elem, "conv");
-    let Window { x, k, pad, stride, dilation, k_axes, k_flip } = &m.window;
+    let Window { x, k, pad, stride, dilation, k_axes, k_flip, groups } = &m.window;
     Conv {
+        groups: groups.clone(),
         k_axes: *k_axes,
         k_flip: *k_flip,
         out: tmp,
@@ -874,6 +963,74 @@ mod tests {
         );
         let out = ir::pretty::pretty_program(&crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}")));
         assert!(!out.contains("conv d_x"), "{out}");
+    }
+
+    /// `std::ml::conv` reads the channel as `(o / fpg) * cpg + c` with a
+    /// run-time group: the kernel runs per group where the group's
+    /// filters divide the filters, its channels are the weights' and the
+    /// image's are all the groups', and the branch for other values is
+    /// the per-group product of `opt::groups`.
+    #[test]
+    fn grouped_convolutions_run_the_kernel_per_group() {
+        let p = crate::test_support::lowered(
+            "pub fn f(x: [f32; N, C, H, W], k: [f32; O, CG, KH, KW], b: [f32; O], s: i64, p: i64, d: i64, g: i64) -> [f32; N, O, ?, ?] {
+                std::ml::conv(x, k, b, [s, s], [p, p, p, p], [d, d], g)
+            }",
+        );
+        let out = ir::pretty::pretty_program(&crate::opt::optimize(p).unwrap_or_else(|e| panic!("{e}")));
+        let conv = out
+            .find("conv y = x * w + b (pad ph, pw, stride sh, sw, dilation dh, dw, groups W0 / fpg): f32")
+            .unwrap_or_else(|| panic!("{out}"));
+        let rest = &out[conv..];
+        let when = rest.find("when ").unwrap_or_else(|| panic!("{out}"));
+        let cond = &rest[when..rest[when..].find('\n').map_or(rest.len(), |e| when + e)];
+        for part in
+            ["sh >= 1", "ph >= 0", "(fpg >= 1)) && ((fpg * (W0 / fpg)) == W0)", "cpg == W1", "(W1 * (W0 / fpg)) == X1"]
+        {
+            assert!(cond.contains(part), "{part} in {cond}");
+        }
+        let els = &rest[rest.find("else ").unwrap_or_else(|| panic!("{out}"))..];
+        assert!(els.contains("w_grp") && els.contains("gemm "), "{out}");
+        // The literal form without guards: the rows and columns are proven
+        // inside the image, the channel is checked by the branch.
+        let out = fires(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, CG, KH, KW], fpg: i64) -> [f32; N, O, H - KH + 1, W - KW + 1] {
+                let y[n, o, i, j] = sum[c, r, s](x[n, (o / fpg) * CG + c, i + r, j + s] * k[o, c, r, s]);
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k (pad 0, 0, groups O / fpg): f32"), "{out}");
+        assert!(out.contains("when ((fpg >= 1) && ((fpg * (O / fpg)) == O)) && ((CG * (O / fpg)) == C)"), "{out}");
+        // Literal groups that agree with the extents need no branch.
+        let out = fires(
+            "pub fn conv(x: [f32; N, 8, H, W], k: [f32; 6, 4, 3, 3]) -> [f32; N, 6, H - 2, W - 2] {
+                let y[n, o in 0..6, i, j] = sum[r, c, s](k[o, c, r, s] * x[n, 4 * (o / 3) + c, i + r, j + s]);
+                y
+            }",
+        );
+        assert!(out.contains("conv y = x * k (pad 0, 0, groups 2): f32") && !out.contains("when "), "{out}");
+        // Literal groups that do not (3 channels apart, 4 read) and reads
+        // of `o` in other forms stay with `opt::groups`.
+        for read in [
+            "x[n, 3 * (o / 3) + c, i + r, j + s]",
+            "x[n, (o / 3) * 4 + c + o, i + r, j + s]",
+            "x[n, (o / 3) * 4 + 2 * c, i + r, j + s]",
+            "x[n, (o / (c + 1)) * 4, i + r, j + s]",
+        ] {
+            leaves(&format!(
+                "pub fn conv(x: [f32; N, 8, H, W], k: [f32; 6, 4, 3, 3]) -> [f32; N, 6, H - 2, W - 2] {{
+                    let y[n, o in 0..6, i, j] = sum[c, r, s]({read} * k[o, c, r, s]);
+                    y
+                }}"
+            ));
+        }
+        // A window that reads past the image's rows without a guard.
+        leaves(
+            "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, CG, 3, 3], fpg: i64) -> [f32; N, O, H, W - 2] {
+                let y[n, o, i in 0..H, j] = sum[c, r, s](x[n, (o / fpg) * CG + c, i + r, j + s] * k[o, c, r, s]);
+                y
+            }",
+        );
     }
 
     #[test]

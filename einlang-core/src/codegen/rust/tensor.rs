@@ -154,16 +154,24 @@ impl FnCx<'_> {
         };
         self.repr.insert(c.out, Ownership::Owned);
         self.standard.insert(c.out);
-        // The kernel into a fresh array.
+        // The kernel into a fresh array; in groups, the number of groups
+        // (a run-time value only under `otherwise.when`, which checks it).
+        let grouped = c.groups.as_constant() != Some(1);
+        let call = if grouped {
+            let groups = self.dim(&c.groups)?;
+            quote!(#rt::conv::conv2d_grouped(#fname, #xv, #kv, #bias, #window, (#groups) as usize, false, #yv)?;)
+        } else {
+            quote!(#rt::conv::conv2d(#fname, #xv, #kv, #bias, #window, false, #yv)?;)
+        };
         let fresh = quote! {{
             let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-            #rt::conv::conv2d(#fname, #xv, #kv, #bias, #window, false, #yv)?;
+            #call
             #y
         }};
         if let Some((when, value)) = otherwise {
             return Ok(quote!(let #out: #array = if #when #fresh else { #value };));
         }
-        if let (4, Some(dest)) = (rank, self.outs.get(&c.out)) {
+        if let (4, false, Some(dest)) = (rank, grouped, self.outs.get(&c.out)) {
             // The caller's buffer, of any strides (`NAME_into`).
             return Ok(quote! {
                 let #out: #array = #rt::dest::conv_into(
