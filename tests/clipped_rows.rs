@@ -3,7 +3,8 @@
 //! tests, `w`): here against naive loops over every position, on grids of
 //! 0 to 13 rows and columns, with an `else` that copies, one that computes,
 //! one that gathers (its error where the per-element loop meets it, and
-//! none where the guard holds), in `f64`, `f32` and `i64`.
+//! none where the guard holds), in `f64`, `f32` and `i64`; and the same for
+//! a recurrence's rows (heat over time, the border kept).
 
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2};
@@ -27,6 +28,17 @@ einlang! {
     pub fn gathered(u: [f64; N], idx: [i64; N]) -> [f64; N] {
         let v[j] = if j >= 1 && j + 1 < N { u[j - 1] + u[j + 1] } else { u[idx[j]] };
         v
+    }
+
+    pub fn heat_steps(u0: [f64; N, M], r: f64, c: i64, steps: [i64; T]) -> [f64; N, M] {
+        let h[0, i, j] = u0[i, j];
+        let h[t in 1..T, i, j] = if i >= 1 && i + 1 < N && j >= c && j + c < M {
+            h[t - 1, i, j] + r * (h[t - 1, i - 1, j] + h[t - 1, i + 1, j] + h[t - 1, i, j - 1] + h[t - 1, i, j + 1]
+                - 4.0 * h[t - 1, i, j])
+        } else {
+            h[t - 1, i, j] * 0.5
+        };
+        h[T - 1]
     }
 
     pub fn counts(u: [i64; N, M]) -> [i64; N, M] {
@@ -60,6 +72,42 @@ fn a_stencil_with_its_border_copied() {
             });
             let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same && got.dim() == (n, m), "{n}x{m}: {got} vs {want}");
+        }
+    }
+}
+
+#[test]
+fn a_recurrence_with_its_border_computed() {
+    for n in SIZES {
+        for m in SIZES {
+            let u0 = grid(n, m, (n * 5 + m) as u64);
+            for (t, c) in [(1usize, 1i64), (2, 1), (5, 1), (3, 2), (4, 0), (3, -1)] {
+                let got = heat_steps(&u0, 0.15, c, &Array1::<i64>::zeros(t));
+                // Columns `c - 1` and `M - c` are read where the guard holds:
+                // a `c` below 1 reads outside the grid there.
+                if c < 1 && t > 1 && n >= 3 && m >= 1 {
+                    assert!(matches!(got, Err(Error::Index { .. })), "{n}x{m}, c = {c}: {got:?}");
+                    continue;
+                }
+                let mut want = u0.clone();
+                for _ in 1..t {
+                    let prev = want.clone();
+                    want = Array2::from_shape_fn((n, m), |(i, j)| {
+                        let (jc, mc) = (j as i64, m as i64);
+                        if i >= 1 && i + 1 < n && jc >= c && jc + c < mc {
+                            prev[[i, j]]
+                                + 0.15
+                                    * (prev[[i - 1, j]] + prev[[i + 1, j]] + prev[[i, j - 1]] + prev[[i, j + 1]]
+                                        - 4.0 * prev[[i, j]])
+                        } else {
+                            prev[[i, j]] * 0.5
+                        }
+                    });
+                }
+                let got = got.unwrap();
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same && got.dim() == (n, m), "{n}x{m}, {t} steps, c = {c}: {got} vs {want}");
+            }
         }
     }
 }

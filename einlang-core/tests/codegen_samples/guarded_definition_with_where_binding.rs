@@ -38,7 +38,7 @@ fn __upper_relu_body(
         let i: i64 = __pos_i as i64;
         {
             let __first: i128 = (0i64) as i128;
-            let __last: i128 = __first + __row_u.len() as i128 - 1;
+            let __last: i128 = __first + (__row_u.len()) as i128 - 1;
             let (mut __lo, mut __hi) = (__first, __last + 1);
             {
                 let __off: i64 = 0i64;

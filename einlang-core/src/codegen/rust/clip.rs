@@ -307,6 +307,12 @@ impl FnCx<'_> {
     /// The range of the row `chunk` (along `axis`) where the bounds of `c`
     /// hold; the module docs say how it is exact.
     pub(crate) fn row_range(&mut self, c: &Clip, axis: &Axis, chunk: &Ident) -> Result<RowRange, Bug> {
+        self.row_range_at(c, &axis.start, &quote!(#chunk.len()))
+    }
+
+    /// `row_range` for a row whose first index is `start` and whose length
+    /// is `len` (an expression of type `usize`).
+    fn row_range_at(&mut self, c: &Clip, start: &crate::base::dim::Dim, len: &TokenStream) -> Result<RowRange, Bug> {
         self.no_move += 1;
         let built = (|| {
             let outer = c.outer.iter().map(|e| self.expr(e).map(|x| x.tokens)).collect::<Result<Vec<_>, _>>()?;
@@ -338,8 +344,8 @@ impl FnCx<'_> {
             ExprKind::Lit(Literal::Int(v)) => i64::try_from(v).ok(),
             _ => None,
         };
-        let exact = small(axis.start.as_constant()) && c.bounds.iter().all(|b| b.scale == 1 && small(literal(&b.off)));
-        let start = self.dim(&axis.start)?;
+        let exact = small(start.as_constant()) && c.bounds.iter().all(|b| b.scale == 1 && small(literal(&b.off)));
+        let start = self.dim(start)?;
         let ok = outer.into_iter().fold(quote!(true), |acc, c| quote!(#acc && (#c)));
         let limits = bounds.into_iter().map(|(b, limit, off)| {
             let one = if b.plus_one { quote!(+ 1) } else { quote!() };
@@ -376,7 +382,7 @@ impl FnCx<'_> {
         let decl = quote! {
             // The row's indices are __first..=__last.
             let __first: i128 = (#start) as i128;
-            let __last: i128 = __first + #chunk.len() as i128 - 1;
+            let __last: i128 = __first + (#len) as i128 - 1;
             let (mut __lo, mut __hi) = (__first, __last + 1);
             #exact_decl
             #(#limits)*
@@ -539,6 +545,62 @@ impl FnCx<'_> {
                     #before
                     #range_loop
                     #after
+        };
+        let body = if exact { clipped } else { quote!(if __exact { #clipped } else { #generic }) };
+        Ok(Some(quote! {
+            {
+                #decl
+                #body
+            }
+        }))
+    }
+
+    /// A recurrence clause's row `row` (its last axis, the loop `index`
+    /// from `start`), whose value `body` is clipped by its guard (see the
+    /// module docs), as three calls of `fill(slice, first index, value)`:
+    /// the stretch before the range, the range, the stretch after it, in
+    /// the row's order; `generic` (the one call over the whole row) runs
+    /// when the range cannot be computed exactly.
+    pub(crate) fn clipped_fill(
+        &mut self,
+        body: &Expr,
+        elem: ScalarKind,
+        index: VarId,
+        start: &crate::base::dim::Dim,
+        row: &Ident,
+        fill: &dyn Fn(TokenStream, TokenStream, TokenStream) -> TokenStream,
+        generic: &TokenStream,
+    ) -> Result<Option<TokenStream>, Bug> {
+        if elem == ScalarKind::Bool {
+            return Ok(None);
+        }
+        let Some(c) = clip(body, index, elem) else { return Ok(None) };
+        let RowRange { decl, exact, ok, inside, locals } = self.row_range_at(&c, start, &quote!(#row.len()))?;
+        let outside = match &c.outside {
+            None => types::zero(elem),
+            Some(w) => {
+                self.no_move += 1;
+                let value = self.expr(w).map(|x| x.tokens);
+                self.no_move -= 1;
+                value?
+            }
+        };
+        let first = self.dim(start)?;
+        let before = fill(quote!(__before), quote!(#first), outside.clone());
+        let within = fill(quote!(__within), quote!((#first) + __a as i64), inside);
+        let after = fill(quote!(__after), quote!((#first) + __b as i64), outside);
+        let clipped = quote! {
+            let (__a, __b) = if (#ok) && __lo < __hi {
+                ((__lo - __first) as usize, (__hi - __first) as usize)
+            } else {
+                (0, 0)
+            };
+            #locals
+            let (__before, __rest) = #row.split_at_mut(__a);
+            let (__within, __after) = __rest.split_at_mut(__b - __a);
+            #before
+            #within
+            #after
         };
         let body = if exact { clipped } else { quote!(if __exact { #clipped } else { #generic }) };
         Ok(Some(quote! {

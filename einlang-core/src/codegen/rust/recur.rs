@@ -678,11 +678,24 @@ impl FnCx<'_> {
             // The row is split across threads only when its loop is the
             // clause's outermost one; otherwise the outermost loop is.
             let parallel = n_loops == 1;
+            let fill = |row: TokenStream, from: TokenStream, value: TokenStream| {
+                quote! {
+                    #rt::rec::fill_row(#row, #from, #work, #parallel, #[inline(always)] |#i: i64| -> ::core::result::Result<#elem, _> {
+                        ::core::result::Result::Ok(#value)
+                    })?;
+                }
+            };
+            let generic = fill(quote!(__row), quote!((#start)), value.clone());
+            // A guard bounding the row's index: the stretches outside and
+            // inside its range filled apart, without a test per element.
+            let row = quote::format_ident!("__row");
+            let filled = match self.clipped_fill(&c.body, r.elem, l.index, &l.start, &row, &fill, &generic)? {
+                Some(clipped) => clipped,
+                None => generic,
+            };
             quote! {
                 let __row = unsafe { #store.row_mut([#(#first),*], ((#end) - (#start)).max(0) as usize) };
-                #rt::rec::fill_row(__row, (#start), #work, #parallel, #[inline(always)] |#i: i64| -> ::core::result::Result<#elem, _> {
-                    ::core::result::Result::Ok(#value)
-                })?;
+                #filled
             }
         } else {
             let carried = match self.carry.as_ref().filter(|c| c.tensor == r.var) {
