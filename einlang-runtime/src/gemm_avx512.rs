@@ -80,7 +80,9 @@ fn give(v: Vec<f32>) {
 }
 
 /// `c = a · b` for `a: m x k`, `b: k x n` (`k > 0`), `c` written whole and
-/// not read before, on up to `threads` of rayon's threads.
+/// not read before, on up to `threads` of rayon's threads; with `scale`,
+/// each finished element times it (applied once, by the last block of the
+/// sum: the bits of the product followed by the multiplication).
 ///
 /// # Safety
 ///
@@ -88,7 +90,8 @@ fn give(v: Vec<f32>) {
 /// readable elements, `c` `m x n` writable ones that nothing else accesses
 /// meanwhile.
 #[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize, scale: Option<f32>) {
     let panels = n.div_ceil(NR);
     let mut right = take(KC.min(k) * panels * NR);
     // Row blocks: a multiple of the threads, at most `MC` rows each, a
@@ -102,6 +105,8 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     while p0 < k {
         let kc = KC.min(k - p0);
         let first = p0 == 0;
+        // The scale, by the last block only.
+        let scale = if p0 + kc == k { scale } else { None };
         // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
         // holds `kc` rows of NR values, zeros past `n`.
         // The loops follow `b`'s contiguous axis, so the reads stream (a
@@ -186,9 +191,9 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                         // vouches for AVX-512F.
                         unsafe {
                             if direct && mr == MR {
-                                tile::<true>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first)
+                                tile::<true>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
                             } else {
-                                tile::<false>(kc, lp.as_ptr(), 0, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first)
+                                tile::<false>(kc, lp.as_ptr(), 0, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
                             }
                         };
                     }
@@ -213,13 +218,14 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
 /// panel of fewer than NR columns), streamed once from memory; the rows of
 /// `a` are packed once, zeros past `m`; the panels of columns run in
 /// parallel on up to `threads` threads (a batch of one to twelve through a
-/// dense layer).
+/// dense layer); with `scale`, as `sgemm`.
 ///
 /// # Safety
 ///
 /// As `sgemm`, and `m <= MR`, `b.cs == 1`.
 #[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize, scale: Option<f32>) {
     let mut whole = take(k * MR);
     let left = &mut whole[..k * MR];
     if m < MR {
@@ -238,7 +244,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
         // NR of every row of `b` are inside it when nr == NR; AVX-512F.
         unsafe {
             if nr == NR {
-                tile::<false>(k, left.as_ptr(), 0, b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false);
+                tile::<false>(k, left.as_ptr(), 0, b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false, scale);
             } else {
                 let mut buf = take(k * NR);
                 let panel = &mut buf[..k * NR];
@@ -248,7 +254,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
                         panel[kk * NR + jj] = *b.at(kk, j0 + jj);
                     }
                 }
-                tile::<false>(k, left.as_ptr(), 0, panel.as_ptr(), NR, c, 0, j0, m, nr, false);
+                tile::<false>(k, left.as_ptr(), 0, panel.as_ptr(), NR, c, 0, j0, m, nr, false, scale);
                 give(buf);
             }
         }
@@ -266,7 +272,9 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
 /// with `add`, gains) the product of a left panel (`kc` columns of MR: a
 /// packed one, or with `DIRECT` MR rows of `kc` contiguous elements,
 /// `a_rs` apart) and a right one (`kc` rows of NR contiguous values,
-/// `b_step` apart: NR when packed).
+/// `b_step` apart: NR when packed), then (with `scale`) times `scale`:
+/// `(c + a · b) * scale`, each operation rounded, as the unscaled product
+/// followed by the multiplication.
 ///
 /// # Safety
 ///
@@ -287,6 +295,7 @@ unsafe fn tile<const DIRECT: bool>(
     mr: usize,
     nr: usize,
     add: bool,
+    scale: Option<f32>,
 ) {
     let mut lo = [_mm512_setzero_ps(); MR];
     let mut hi = [_mm512_setzero_ps(); MR];
@@ -315,6 +324,11 @@ unsafe fn tile<const DIRECT: bool>(
                     v0 = _mm512_add_ps(v0, _mm512_loadu_ps(p));
                     v1 = _mm512_add_ps(v1, _mm512_loadu_ps(p.add(16)));
                 }
+                if let Some(s) = scale {
+                    let s = _mm512_set1_ps(s);
+                    v0 = _mm512_mul_ps(v0, s);
+                    v1 = _mm512_mul_ps(v1, s);
+                }
                 _mm512_storeu_ps(p, v0);
                 _mm512_storeu_ps(p.add(16), v1);
             }
@@ -335,7 +349,11 @@ unsafe fn tile<const DIRECT: bool>(
             unsafe {
                 let p = c.at(r0 + i, j0 + j);
                 let v = buf[i * NR + j];
-                p.write(if add { *p + v } else { v });
+                let v = if add { *p + v } else { v };
+                p.write(match scale {
+                    Some(s) => v * s,
+                    None => v,
+                });
             }
         }
     }
