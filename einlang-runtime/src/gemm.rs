@@ -1079,8 +1079,22 @@ mod tests {
         }
         // Tiles cut at every edge, sums of one to several `KC` blocks, row
         // blocks on 1 to 3 threads; operands row-major, transposed and
-        // reversed; the output row-major and transposed.
-        let shapes = [(1, 1, 1), (7, 3, 5), (13, 257, 33), (12, 256, 32), (97, 600, 131), (300, 513, 67)];
+        // reversed; the output row-major and transposed. Last panels of
+        // every size class (`packed_tile`: 1 to 4, 5 to 8, 9 to 12 rows;
+        // 256 rows end in a panel of 4).
+        let shapes = [
+            (1, 1, 1),
+            (7, 3, 5),
+            (13, 257, 33),
+            (12, 256, 32),
+            (97, 600, 131),
+            (300, 513, 67),
+            (16, 40, 35),
+            (20, 9, 33),
+            (22, 70, 64),
+            (5, 64, 40),
+            (256, 64, 256),
+        ];
         for threads in 1..=3 {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for (m, k, n) in shapes {

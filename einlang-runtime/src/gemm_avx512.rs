@@ -191,9 +191,22 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                         // vouches for AVX-512F.
                         unsafe {
                             if direct && mr == MR {
-                                tile::<true>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
+                                tile::<true, MR>(
+                                    kc,
+                                    a.at(r0, p0),
+                                    a.rs,
+                                    rp.as_ptr(),
+                                    NR,
+                                    c,
+                                    r0,
+                                    j0,
+                                    mr,
+                                    nr,
+                                    !first,
+                                    scale,
+                                )
                             } else {
-                                tile::<false>(kc, lp.as_ptr(), 0, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
+                                packed_tile(kc, lp.as_ptr(), rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
                             }
                         };
                     }
@@ -244,7 +257,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
         // NR of every row of `b` are inside it when nr == NR; AVX-512F.
         unsafe {
             if nr == NR {
-                tile::<false>(k, left.as_ptr(), 0, b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false, scale);
+                packed_tile(k, left.as_ptr(), b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false, scale);
             } else {
                 let mut buf = take(k * NR);
                 let panel = &mut buf[..k * NR];
@@ -254,7 +267,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
                         panel[kk * NR + jj] = *b.at(kk, j0 + jj);
                     }
                 }
-                tile::<false>(k, left.as_ptr(), 0, panel.as_ptr(), NR, c, 0, j0, m, nr, false, scale);
+                packed_tile(k, left.as_ptr(), panel.as_ptr(), NR, c, 0, j0, m, nr, false, scale);
                 give(buf);
             }
         }
@@ -268,7 +281,41 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
     give(whole);
 }
 
-/// The micro-kernel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
+/// The micro-kernel over a packed left panel of `mr` rows (zeros past
+/// them), computing only as many of its rows as hold some (4, 8 or MR):
+/// a product of 256 rows ends in a panel of 4, which the 12-row tile
+/// computed as 12.
+///
+/// # Safety
+///
+/// As `tile`.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn packed_tile(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    b_step: usize,
+    c: Mat,
+    r0: usize,
+    j0: usize,
+    mr: usize,
+    nr: usize,
+    add: bool,
+    scale: Option<f32>,
+) {
+    // SAFETY: as the caller vouches; `R` rows at most `MR`, `mr <= R`.
+    unsafe {
+        match mr {
+            0..=4 => tile::<false, 4>(kc, a, 0, b, b_step, c, r0, j0, mr, nr, add, scale),
+            5..=8 => tile::<false, 8>(kc, a, 0, b, b_step, c, r0, j0, mr, nr, add, scale),
+            _ => tile::<false, MR>(kc, a, 0, b, b_step, c, r0, j0, mr, nr, add, scale),
+        }
+    }
+}
+
+/// The micro-kernel, over the first `R` (at most `MR`, at least `mr`)
+/// rows of its left panel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
 /// with `add`, gains) the product of a left panel (`kc` columns of MR: a
 /// packed one, or with `DIRECT` MR rows of `kc` contiguous elements,
 /// `a_rs` apart) and a right one (`kc` rows of NR contiguous values,
@@ -283,7 +330,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<const DIRECT: bool>(
+unsafe fn tile<const DIRECT: bool, const R: usize>(
     kc: usize,
     a: *const f32,
     a_rs: isize,
@@ -297,15 +344,15 @@ unsafe fn tile<const DIRECT: bool>(
     add: bool,
     scale: Option<f32>,
 ) {
-    let mut lo = [_mm512_setzero_ps(); MR];
-    let mut hi = [_mm512_setzero_ps(); MR];
+    let mut lo = [_mm512_setzero_ps(); R];
+    let mut hi = [_mm512_setzero_ps(); R];
     let (mut a, mut b) = (a, b);
     for _ in 0..kc {
         // SAFETY: `kc` steps of MR and NR values stay inside the panels.
         unsafe {
             let b0 = _mm512_loadu_ps(b);
             let b1 = _mm512_loadu_ps(b.add(16));
-            for i in 0..MR {
+            for i in 0..R {
                 let ai = _mm512_set1_ps(if DIRECT { *a.offset(i as isize * a_rs) } else { *a.add(i) });
                 lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
                 hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
@@ -314,8 +361,8 @@ unsafe fn tile<const DIRECT: bool>(
             b = b.add(b_step);
         }
     }
-    if mr == MR && nr == NR && c.cs == 1 {
-        for i in 0..MR {
+    if mr == R && nr == NR && c.cs == 1 {
+        for i in 0..R {
             // SAFETY: row r0 + i, columns j0..j0 + 32 are inside `c`, contiguous.
             unsafe {
                 let p = c.at(r0 + i, j0);
@@ -336,7 +383,7 @@ unsafe fn tile<const DIRECT: bool>(
         return;
     }
     let mut buf = [0.0f32; MR * NR];
-    for i in 0..MR {
+    for i in 0..R {
         // SAFETY: row i of the buffer holds NR values.
         unsafe {
             _mm512_storeu_ps(buf.as_mut_ptr().add(i * NR), lo[i]);
