@@ -117,7 +117,13 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
             if cols < NR {
                 panel.fill(0.0);
             }
-            if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
+            if cols == NR && b.rs == 1 && gathers(b.cs) {
+                // Whole panels of a transposed operand (`k^T`): sixteen
+                // columns per gather, a row of the panel per term.
+                // SAFETY: the panel's NR columns from j * NR and rows p0..p0
+                // + kc are inside `b`; AVX-512F as `sgemm`'s caller vouches.
+                unsafe { gather_panel(b, p0, kc, j * NR, panel) };
+            } else if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
                 for jj in 0..cols {
                     for kk in 0..kc {
                         // SAFETY: row p0 + kk < k and column j * NR + jj < n are inside `b`.
@@ -222,6 +228,38 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         p0 += kc;
     }
     give(right);
+}
+
+/// Whether a column stride lets `gather_panel` reach sixteen columns with
+/// 32-bit offsets (in bytes).
+fn gathers(cs: isize) -> bool {
+    cs > 0 && cs.checked_mul(4 * 16).is_some_and(|v| v <= i32::MAX as isize)
+}
+
+/// Packs the `kc x NR` panel of `b` at `(p0, j0)` (contiguous columns:
+/// `b.rs == 1`, `gathers(b.cs)`) into `panel`, row by row: sixteen columns
+/// per gather.
+///
+/// # Safety
+///
+/// AVX-512F; the panel is inside `b`, `panel` holds `kc * NR` values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn gather_panel(b: Mat, p0: usize, kc: usize, j0: usize, panel: &mut [f32]) {
+    let cs = b.cs as i32;
+    let steps = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let offsets = _mm512_mullo_epi32(steps, _mm512_set1_epi32(cs));
+    let out = panel[..kc * NR].as_mut_ptr();
+    for kk in 0..kc {
+        // SAFETY: columns j0..j0 + NR of row p0 + kk are inside `b`
+        // (offsets up to 31 columns, which `gathers` keeps in i32).
+        unsafe {
+            let lo = _mm512_i32gather_ps::<4>(offsets, b.at(p0 + kk, j0).cast_const());
+            let hi = _mm512_i32gather_ps::<4>(offsets, b.at(p0 + kk, j0 + 16).cast_const());
+            _mm512_storeu_ps(out.add(kk * NR), lo);
+            _mm512_storeu_ps(out.add(kk * NR + 16), hi);
+        }
+    }
 }
 
 /// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`; `gemm` gives it
