@@ -10,8 +10,8 @@
 //! - a dense layer with bias and ReLU, 256 x 1024 -> 1024;
 //! - a 1x1 convolution, N=8 C=256 28x28 -> 256 channels (NCHW), written
 //!   with a matrix of weights `k[o, c]`;
-//! - attention `softmax(q k^T / 8) v`, 16 heads of 256 x 64, written out
-//!   and through `std::ml::attention`;
+//! - attention `softmax(q k^T / 8) v`, 16 heads of 256 x 64, 8 of 512 x
+//!   64 and 32 of 128 x 32, written out and through `std::ml::attention`;
 //! - skinny products, 1, 4 and 8 rows times 1024 x 1024.
 //!
 //! Each result is checked against `ndarray`'s `dot` (per batch where there
@@ -224,6 +224,10 @@ fn main() {
             conv1x1_case(8, 256, 28, 256),
             attention_case(false, 16, 256, 64),
             attention_case(true, 16, 256, 64),
+            attention_case(false, 8, 512, 64),
+            attention_case(true, 8, 512, 64),
+            attention_case(false, 32, 128, 32),
+            attention_case(true, 32, 128, 32),
             matmul_case("skinny", 1, 1024, 1024),
             matmul_case("skinny", 4, 1024, 1024),
             matmul_case("skinny", 8, 1024, 1024),

@@ -143,6 +143,13 @@ with_cpu_twins! {
         c
     }
 
+    /// A scaled product (`Gemm::scale`): cuBLAS's `alpha`.
+    #[device(cuda)]
+    pub fn batched_by_4(a: [f64; P, M, K], b: [f64; P, K, N]) -> [f64; P, M, N] {
+        let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]) / 4.0;
+        c
+    }
+
     #[device(cuda)]
     pub fn conv(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H, W] {
         conv2d_padded(x, k, b, 1, 1, 1, 1)
@@ -434,6 +441,10 @@ fn batched_f64_products_match_the_cpu() -> Result<(), Error> {
         assert!((x - y).abs() < 1e-12, "{x} vs {y}");
     }
     assert_eq!(got.len_of(Axis(0)), 3);
+    let scaled = gpu::batched_by_4(&dev, &Tensor::from_host(&dev, &a)?, &Tensor::from_host(&dev, bp)?)?.to_host()?;
+    for (x, y) in scaled.iter().zip(cpu::batched_by_4(&a, &b)?.iter()) {
+        assert!((x - y).abs() < 1e-12, "scaled: {x} vs {y}");
+    }
     Ok(())
 }
 

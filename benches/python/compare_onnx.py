@@ -314,32 +314,36 @@ def product_cases(rng):
     conv1 = lambda: np.einsum("oc,nchw->nohw", kc, xc, optimize=True)
     add(f"1x1 conv N={n} C={c} {hw}x{hw} O={o}", 2 * n * c * hw * hw * o, s, {"x": xc, "k": kc.reshape(o, c, 1, 1)}, conv1(), conv1)
 
-    # softmax(q k^T / 8) v over 16 heads of 256 x 64 (einlang's written-out
-    # form and `std::ml::attention`, one session for both).
-    h, na, da = 16, 256, 64
-    qa, ka, va = (rng.standard_normal((h, na, da), dtype=np.float32) for _ in range(3))
-    eight = helper.make_tensor("eight", TensorProto.FLOAT, [], [8.0])
-    s = session(
-        [
-            helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
-            helper.make_node("MatMul", ["q", "kt"], ["s"]),
-            helper.make_node("Div", ["s", "eight"], ["t"]),
-            helper.make_node("Softmax", ["t"], ["p"], axis=-1),
-            helper.make_node("MatMul", ["p", "v"], ["y"]),
-        ],
-        [f32("q", qa.shape), f32("k", ka.shape), f32("v", va.shape)],
-        [f32("y", (h, na, da))],
-        initializers=[eight],
-    )
+    # softmax(q k^T / 8) v over 16 heads of 256 x 64, 8 of 512 x 64 and 32
+    # of 128 x 32 (einlang's written-out form and `std::ml::attention`, one
+    # session for both).
+    def attention(h, na, da):
+        qa, ka, va = (rng.standard_normal((h, na, da), dtype=np.float32) for _ in range(3))
+        eight = helper.make_tensor("eight", TensorProto.FLOAT, [], [8.0])
+        s = session(
+            [
+                helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+                helper.make_node("MatMul", ["q", "kt"], ["s"]),
+                helper.make_node("Div", ["s", "eight"], ["t"]),
+                helper.make_node("Softmax", ["t"], ["p"], axis=-1),
+                helper.make_node("MatMul", ["p", "v"], ["y"]),
+            ],
+            [f32("q", qa.shape), f32("k", ka.shape), f32("v", va.shape)],
+            [f32("y", (h, na, da))],
+            initializers=[eight],
+        )
 
-    def attention_numpy():
-        t = qa @ ka.transpose(0, 2, 1) / np.float32(8)
-        e = np.exp(t - t.max(axis=2, keepdims=True))
-        return (e / e.sum(axis=2, keepdims=True)) @ va
+        def attention_numpy():
+            t = qa @ ka.transpose(0, 2, 1) / np.float32(8)
+            e = np.exp(t - t.max(axis=2, keepdims=True))
+            return (e / e.sum(axis=2, keepdims=True)) @ va
 
-    want = attention_numpy()
-    for form in ["attention", "std::ml::attention"]:
-        add(f"{form} softmax(q.k^T/8).v {h}x{na}x{da}", 4 * h * na * na * da, s, {"q": qa, "k": ka, "v": va}, want, attention_numpy)
+        want = attention_numpy()
+        for form in ["attention", "std::ml::attention"]:
+            add(f"{form} softmax(q.k^T/8).v {h}x{na}x{da}", 4 * h * na * na * da, s, {"q": qa, "k": ka, "v": va}, want, attention_numpy)
+
+    for h, na, da in [(16, 256, 64), (8, 512, 64), (32, 128, 32)]:
+        attention(h, na, da)
 
     # Skinny products: a batch of 1, 4 and 8 rows through a 1024 x 1024 layer.
     for m in [1, 4, 8]:

@@ -237,14 +237,50 @@ pub fn product_into<T>(
 where
     T: LinalgScalar + Copy + Send + Sync + 'static,
 {
+    product_into_with(function, [m, n, k], a, b, None, out)
+}
+
+/// [`product_into`] with each element of the product times `scale`
+/// ([`crate::gemm::matmul_scaled`]).
+#[allow(clippy::too_many_arguments)]
+pub fn scaled_product_into<T>(
+    function: &str,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    scale: T,
+    out: &mut Out<'_, T, Ix2>,
+) -> Result<Array2<T>, Error>
+where
+    T: LinalgScalar + Copy + Send + Sync + 'static,
+{
+    product_into_with(function, [m, n, k], a, b, Some(scale), out)
+}
+
+fn product_into_with<T>(
+    function: &str,
+    [m, n, k]: [i64; 3],
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    scale: Option<T>,
+    out: &mut Out<'_, T, Ix2>,
+) -> Result<Array2<T>, Error>
+where
+    T: LinalgScalar + Copy + Send + Sync + 'static,
+{
     // (Negative extents are the product's own error.)
     if let (Ok(rows), Ok(cols)) = (usize::try_from(m), usize::try_from(n)) {
         if let Some(elems) = out.target_uninit(function, &Ix2(rows, cols))? {
-            crate::gemm::matmul_into(function, m, n, k, a, b, elems)?;
+            crate::gemm::matmul_into_with(function, [m, n, k], a, b, scale, elems)?;
             return out.written(function, 2);
         }
     }
-    crate::gemm::matmul(function, m, n, k, a, b)
+    match scale {
+        Some(s) => crate::gemm::matmul_scaled(function, m, n, k, a, b, s),
+        None => crate::gemm::matmul(function, m, n, k, a, b),
+    }
 }
 
 /// [`crate::conv::conv2d`] (no activation, over `window`: a

@@ -170,14 +170,17 @@ unsafe fn product_into<T>(
     b: ArrayView2<'_, T>,
     out: Out<T>,
     threads: usize,
+    scale: Option<T>,
 ) -> Result<(), Error>
 where
     T: LinalgScalar + Send + Sync,
 {
-    unsafe { product_with(function, large_kernel(), a, b, out, threads) }
+    unsafe { product_with(function, large_kernel(), a, b, out, threads, scale) }
 }
 
-/// `product_into` with `kernel` for products that are not skinny.
+/// `product_into` with `kernel` for products that are not skinny, each
+/// finished element times `scale` when there is one (rounded once more:
+/// the same bits as the product and then the multiplication).
 ///
 /// # Safety
 ///
@@ -189,17 +192,71 @@ unsafe fn product_with<T>(
     b: ArrayView2<'_, T>,
     out: Out<T>,
     threads: usize,
+    scale: Option<T>,
 ) -> Result<(), Error>
+where
+    T: LinalgScalar + Send + Sync,
+{
+    let scaled = unsafe { product_kernel(function, kernel, a, b, out, threads, scale)? };
+    if let (Some(s), false) = (scale, scaled) {
+        // SAFETY: as the caller vouches for `out`, written whole above.
+        unsafe { scale_out(a.nrows(), b.ncols(), out, s) };
+    }
+    Ok(())
+}
+
+/// Multiplies each of the `m x n` elements of `out` by `s` (a product's
+/// scale, after a kernel without one).
+///
+/// # Safety
+///
+/// `out` addresses `m x n` initialized elements that nothing else
+/// accesses meanwhile.
+unsafe fn scale_out<T: LinalgScalar>(m: usize, n: usize, out: Out<T>, s: T) {
+    for i in 0..m {
+        // SAFETY: row i of the output, as the caller vouches.
+        unsafe {
+            let row = out.ptr.offset(i as isize * out.rs);
+            if out.cs == 1 {
+                for v in std::slice::from_raw_parts_mut(row, n) {
+                    *v = *v * s;
+                }
+            } else {
+                for j in 0..n {
+                    let p = row.offset(j as isize * out.cs);
+                    *p = *p * s;
+                }
+            }
+        }
+    }
+}
+
+/// The product of `product_with` by `kernel`; `Ok(true)` when the kernel
+/// applied `scale` itself (our AVX-512 kernels, after the last block of
+/// the sum), `Ok(false)` when it is still to be applied.
+///
+/// # Safety
+///
+/// As `product_into`.
+unsafe fn product_kernel<T>(
+    function: &str,
+    kernel: Kernel,
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    out: Out<T>,
+    threads: usize,
+    scale: Option<T>,
+) -> Result<bool, Error>
 where
     T: LinalgScalar + Send + Sync,
 {
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     if m == 0 || n == 0 {
-        return Ok(());
+        return Ok(true);
     }
     let half = TypeId::of::<T>() == TypeId::of::<half::f16>() || TypeId::of::<T>() == TypeId::of::<half::bf16>();
     if half && k > 0 {
-        return unsafe { half_product(function, kernel, a, b, out, threads) };
+        return unsafe { half_product(function, kernel, a, b, out, threads) }.map(|()| false);
     }
     let float = TypeId::of::<T>() == TypeId::of::<f32>() || TypeId::of::<T>() == TypeId::of::<f64>();
     if !float || k == 0 {
@@ -214,8 +271,16 @@ where
                 unsafe { ArrayViewMut2::from_shape_ptr((m, n).strides((out.rs as usize, out.cs as usize)), out.ptr) };
             general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
         }
-        return Ok(());
+        return Ok(false);
     }
+    // The scale as `f32` for our kernels (`T` is `f32` on their paths).
+    #[cfg(target_arch = "x86_64")]
+    let scale32 = scale.filter(|_| TypeId::of::<T>() == TypeId::of::<f32>()).map(|s| {
+        // SAFETY: `T` is `f32` (filtered just above).
+        unsafe { std::mem::transmute_copy::<T, f32>(&s) }
+    });
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = scale;
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
     #[cfg(target_arch = "x86_64")]
@@ -237,8 +302,8 @@ where
         let threads = if k.saturating_mul(n) >= SKINNY_PARALLEL { threads } else { 1 };
         // SAFETY: `T` is f32, AVX-512F, k > 0, m <= MR, `b` has unit column
         // stride; views of their extents, `out` as the caller vouches.
-        unsafe { avx512::skinny(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads) };
-        return Ok(());
+        unsafe { avx512::skinny(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads, scale32) };
+        return Ok(true);
     }
     if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate {
         // The crate decides itself how many threads a product is worth
@@ -246,7 +311,7 @@ where
         // below `PARALLEL_WORK`).
         // SAFETY: `T` is f32 or f64 (checked above).
         unsafe { gemm_crate(a, b, out, threads) };
-        return Ok(());
+        return Ok(false);
     }
     #[cfg(target_arch = "x86_64")]
     if kernel == Kernel::Packed
@@ -259,10 +324,9 @@ where
         let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
         // SAFETY: `T` is f32, the processor has AVX-512F, k > 0; the
         // operands are views of their extents, `out` as the caller vouches.
-        unsafe {
-            avx512::sgemm(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, if parallel { threads } else { 1 })
-        };
-        return Ok(());
+        let threads = if parallel { threads } else { 1 };
+        unsafe { avx512::sgemm(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads, scale32) };
+        return Ok(true);
     }
     if !parallel {
         unsafe { blocked(kernel, a, b, out) };
@@ -285,7 +349,7 @@ where
             unsafe { blocked(kernel, a, b.slice(s![.., lo..hi]), o) };
         });
     }
-    Ok(())
+    Ok(false)
 }
 
 /// `out = a · b` through the `gemm` crate on up to `threads` threads
@@ -397,7 +461,7 @@ where
     let o = Out { ptr: c32.as_mut_ptr().cast::<f32>(), rs: n as isize, cs: 1 };
     // SAFETY: `c32` is `m x n`, standard layout, owned here; an `f32`
     // product allocates nothing and writes every element (k > 0).
-    let done = unsafe { product_with(function, kernel, a32.view(), b32.view(), o, threads) };
+    let done = unsafe { product_with(function, kernel, a32.view(), b32.view(), o, threads, None) };
     crate::pool::recycle(a32);
     crate::pool::recycle(b32);
     done?;
@@ -530,14 +594,46 @@ pub fn matmul<T>(
 where
     T: LinalgScalar + Send + Sync + 'static,
 {
+    matmul_with(function, [m, n, k], a, b, None)
+}
+
+/// [`matmul`] with each element of the product times `scale`, rounded
+/// once more: the same bits as `matmul` followed by that multiplication,
+/// without a pass of its own on the processors whose kernels apply it
+/// (`Gemm::scale` of the IR: `sum[d](q[i, d] * k[j, d]) * 0.125`).
+pub fn matmul_scaled<T>(
+    function: &str,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    scale: T,
+) -> Result<Array2<T>, Error>
+where
+    T: LinalgScalar + Send + Sync + 'static,
+{
+    matmul_with(function, [m, n, k], a, b, Some(scale))
+}
+
+fn matmul_with<T>(
+    function: &str,
+    [m, n, k]: [i64; 3],
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    scale: Option<T>,
+) -> Result<Array2<T>, Error>
+where
+    T: LinalgScalar + Send + Sync + 'static,
+{
     let [rows, cols] = extents(function, [m, n])?;
     let mut out = crate::pool::try_uninit::<T, _>(function, "", ndarray::Ix2(rows, cols))?;
     let slots = out.as_slice_mut().ok_or_else(|| Error::Extent {
         function: function.to_string(),
         message: "a fresh product array is not contiguous".to_string(),
     })?;
-    matmul_into(function, m, n, k, a, b, slots)?;
-    // SAFETY: `matmul_into` returned `Ok`: it wrote every element.
+    matmul_into_with(function, [m, n, k], a, b, scale, slots)?;
+    // SAFETY: `matmul_into_with` returned `Ok`: it wrote every element.
     Ok(unsafe { out.assume_init() })
 }
 
@@ -557,6 +653,22 @@ pub fn matmul_into<T>(
 where
     T: LinalgScalar + Send + Sync + 'static,
 {
+    matmul_into_with(function, [m, n, k], a, b, None, out)
+}
+
+/// [`matmul_into`], each element times `scale` when there is one (as
+/// [`matmul_scaled`]).
+pub(crate) fn matmul_into_with<T>(
+    function: &str,
+    [m, n, k]: [i64; 3],
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    scale: Option<T>,
+    out: &mut [std::mem::MaybeUninit<T>],
+) -> Result<(), Error>
+where
+    T: LinalgScalar + Send + Sync + 'static,
+{
     let ([m, n], a, b) = corners(function, [m, n, k], a, b)?;
     if m.checked_mul(n) != Some(out.len()) {
         return Err(Error::Extent {
@@ -567,7 +679,7 @@ where
     let o = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // SAFETY: `out` holds exactly m x n elements, borrowed mutably here;
     // the product writes every one.
-    unsafe { product_into(function, a, b, o, available_threads()) }
+    unsafe { product_into(function, a, b, o, available_threads(), scale) }
 }
 
 /// An operand of a batched product: a matrix per batch, or one matrix
@@ -642,7 +754,38 @@ pub fn batched_matmul<'a, 'b, T>(
 where
     T: LinalgScalar + Send + Sync + 'static,
 {
-    let (a, b) = (a.into(), b.into());
+    batched_with(function, [batch, m, n, k], a.into(), b.into(), None)
+}
+
+/// [`batched_matmul`] with each element times `scale` (as
+/// [`matmul_scaled`]: attention's scores `q k^T / 8`).
+#[allow(clippy::too_many_arguments)]
+pub fn batched_matmul_scaled<'a, 'b, T>(
+    function: &str,
+    batch: i64,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: impl Into<Batched<'a, T>>,
+    b: impl Into<Batched<'b, T>>,
+    scale: T,
+) -> Result<Array3<T>, Error>
+where
+    T: LinalgScalar + Send + Sync + 'static,
+{
+    batched_with(function, [batch, m, n, k], a.into(), b.into(), Some(scale))
+}
+
+fn batched_with<T>(
+    function: &str,
+    [batch, m, n, k]: [i64; 4],
+    a: Batched<'_, T>,
+    b: Batched<'_, T>,
+    scale: Option<T>,
+) -> Result<Array3<T>, Error>
+where
+    T: LinalgScalar + Send + Sync + 'static,
+{
     let [batch, m, n, k] = extents(function, [batch, m, n, k])?;
     if a.batches().is_some_and(|x| x < batch) || b.batches().is_some_and(|x| x < batch) {
         return Err(Error::Extent {
@@ -673,7 +816,7 @@ where
         let o = unsafe { base.from((p * m * n + lo * n) as isize) };
         // SAFETY: rows lo..hi of batch p's m x n block of the fresh array
         // (no other task's), written whole when it returns `Ok`.
-        unsafe { product_into(function, ap.slice(s![lo..hi, ..k]), bp.slice(s![..k, ..n]), o, threads) }
+        unsafe { product_into(function, ap.slice(s![lo..hi, ..k]), bp.slice(s![..k, ..n]), o, threads, scale) }
     })?;
     // SAFETY: every batch's block was written (every product returned `Ok`).
     Ok(unsafe { out.assume_init() })
@@ -703,7 +846,7 @@ mod tests {
         let mut out = Array2::<T>::zeros((m, n));
         let o = Out { ptr: out.as_mut_ptr(), rs: n as isize, cs: 1 };
         // SAFETY: a fresh m x n standard-layout array.
-        unsafe { product_with("f", kernel, a, b, o, rayon::current_num_threads()) }.unwrap();
+        unsafe { product_with("f", kernel, a, b, o, rayon::current_num_threads(), None) }.unwrap();
         out
     }
 
@@ -767,7 +910,7 @@ mod tests {
                 let mut out = vec![f64::NAN; m * n];
                 let o = Out { ptr: out.as_mut_ptr(), rs, cs };
                 // SAFETY: m x n elements at those strides, in `out`.
-                unsafe { product_with("f", Kernel::Blas, a.view(), b.view(), o, 2) }.unwrap();
+                unsafe { product_with("f", Kernel::Blas, a.view(), b.view(), o, 2, None) }.unwrap();
                 let got = Array2::from_shape_fn((m, n), |(i, j)| out[i * rs as usize + j * cs as usize]);
                 assert_eq!(got, want, "{m}x{n}x{k} rs {rs} cs {cs}");
             }
@@ -873,7 +1016,7 @@ mod tests {
             let mut out = vec![round(f32::NAN); m * n];
             let o = Out { ptr: out.as_mut_ptr(), rs: 1, cs: m as isize };
             // SAFETY: m x n elements, column by column, in `out`.
-            unsafe { product_with("f", Kernel::GemmCrate, a.view(), bt.t(), o, 2) }.unwrap();
+            unsafe { product_with("f", Kernel::GemmCrate, a.view(), bt.t(), o, 2, None) }.unwrap();
             assert_eq!(Array2::from_shape_fn((m, n), |(i, j)| out[i + j * m]), want);
         }
         check(a.mapv(f16::from_f32), bt.mapv(f16::from_f32), &exact, &rev, f16::from_f32);
@@ -936,8 +1079,22 @@ mod tests {
         }
         // Tiles cut at every edge, sums of one to several `KC` blocks, row
         // blocks on 1 to 3 threads; operands row-major, transposed and
-        // reversed; the output row-major and transposed.
-        let shapes = [(1, 1, 1), (7, 3, 5), (13, 257, 33), (12, 256, 32), (97, 600, 131), (300, 513, 67)];
+        // reversed; the output row-major and transposed. Last panels of
+        // every size class (`packed_tile`: 1 to 4, 5 to 8, 9 to 12 rows;
+        // 256 rows end in a panel of 4).
+        let shapes = [
+            (1, 1, 1),
+            (7, 3, 5),
+            (13, 257, 33),
+            (12, 256, 32),
+            (97, 600, 131),
+            (300, 513, 67),
+            (16, 40, 35),
+            (20, 9, 33),
+            (22, 70, 64),
+            (5, 64, 40),
+            (256, 64, 256),
+        ];
         for threads in 1..=3 {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for (m, k, n) in shapes {
@@ -962,7 +1119,7 @@ mod tests {
                         let c = avx512::Mat { ptr: out.as_mut_ptr(), rs, cs };
                         // SAFETY: AVX-512F checked; views of their extents;
                         // `out` holds the m x n elements these strides address.
-                        pool.install(|| unsafe { avx512::sgemm(m, k, n, mat(&av), mat(&bv), c, threads) });
+                        pool.install(|| unsafe { avx512::sgemm(m, k, n, mat(&av), mat(&bv), c, threads, None) });
                         let got = if transposed { out.t().to_owned() } else { out };
                         for (g, w) in got.iter().zip(want.iter()) {
                             assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
@@ -1004,7 +1161,7 @@ mod tests {
                     let c = avx512::Mat { ptr: direct.as_mut_ptr(), rs: n as isize, cs: 1 };
                     // SAFETY: AVX-512F; m <= MR, `b` has unit column stride;
                     // `direct` is m x n, row-major.
-                    pool.install(|| unsafe { avx512::skinny(m, k, n, mat(a.view()), mat(b), c, threads) });
+                    pool.install(|| unsafe { avx512::skinny(m, k, n, mat(a.view()), mat(b), c, threads, None) });
                 } else {
                     direct.assign(&via);
                 }
@@ -1068,5 +1225,119 @@ mod tests {
             assert_eq!(got.index_axis(Axis(0), p), naive(&rows.index_axis(Axis(0), p), &kt.view(), m, m, k));
         }
         assert!(batched_matmul("f", 4, m as i64, n as i64, k as i64, kt.t(), cols.view()).is_err());
+    }
+
+    /// `kernel`'s product of `a` and `b` on `threads` threads, times
+    /// `scale` when there is one, written with a transposed output when
+    /// `transposed`.
+    fn scaled_with<T: LinalgScalar + Send + Sync>(
+        kernel: Kernel,
+        a: ArrayView2<'_, T>,
+        b: ArrayView2<'_, T>,
+        threads: usize,
+        scale: Option<T>,
+        transposed: bool,
+    ) -> Array2<T> {
+        let (m, n) = (a.nrows(), b.ncols());
+        let mut out = Array2::<T>::zeros(if transposed { (n, m) } else { (m, n) });
+        let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
+        let o = Out { ptr: out.as_mut_ptr(), rs, cs };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        // SAFETY: a fresh array holding the m x n elements these strides address.
+        pool.install(|| unsafe { product_with("f", kernel, a, b, o, threads, scale) }).unwrap();
+        if transposed {
+            out.reversed_axes()
+        } else {
+            out
+        }
+    }
+
+    #[test]
+    fn scaled_products_are_the_product_then_the_multiplication_in_every_bit() {
+        // Every kernel, `f32` and `f64`, scales that are and are not powers
+        // of two; odd shapes (1, 7, primes, tiles cut at every edge, 8 to
+        // 12 rows, sums of one to three blocks of 256 terms), row-major and
+        // transposed operands, a transposed output, 1 to 3 threads. Each
+        // element is the same kernel's unscaled product times the scale,
+        // rounded once (the same bits), and near loops in `f64`.
+        fn check<T>(to: fn(T) -> f64, from: fn(f64) -> T, scales: [f64; 3])
+        where
+            T: LinalgScalar + Send + Sync + PartialEq + std::fmt::Debug,
+        {
+            let shapes = [
+                (1, 1, 1),
+                (7, 13, 5),
+                (13, 300, 33),
+                (25, 513, 64),
+                (24, 64, 37),
+                (12, 7, 40),
+                (9, 257, 64),
+                (36, 1, 97),
+            ];
+            for (m, k, n) in shapes {
+                let a = Array::from_shape_fn((m, k), |(i, p)| from(((i * 7 + p * 3) % 23) as f64 / 7.0 - 1.5));
+                let b = Array::from_shape_fn((k, n), |(p, j)| from(((p * 5 + j * 11) % 19) as f64 / 5.0 - 1.7));
+                let (at, bt) = (a.t().to_owned(), b.t().to_owned());
+                let layouts = [(a.view(), b.view()), (at.t(), bt.t())];
+                for &kernel in KERNELS {
+                    for (av, bv) in &layouts {
+                        for threads in 1..=3 {
+                            for scale in scales {
+                                let s = from(scale);
+                                let transposed = threads == 2;
+                                let plain = scaled_with(kernel, av.view(), bv.view(), threads, None, transposed);
+                                let got = scaled_with(kernel, av.view(), bv.view(), threads, Some(s), transposed);
+                                for ((i, j), g) in got.indexed_iter() {
+                                    let want = plain[[i, j]] * s;
+                                    assert_eq!(*g, want, "{kernel:?} {m}x{k}x{n} scale {scale} at ({i}, {j})");
+                                    let exact = (0..k).map(|p| to(a[[i, p]]) * to(b[[p, j]])).sum::<f64>() * scale;
+                                    let tol = 1e-4 * (1.0 + exact.abs()) * (k as f64).sqrt();
+                                    assert!(
+                                        (to(*g) - exact).abs() <= tol,
+                                        "{kernel:?} {m}x{k}x{n}: {g:?} against {exact}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        check::<f32>(|v| v as f64, |v| v as f32, [0.125, 0.3, -3.7]);
+        check::<f64>(|v| v, |v| v, [0.125, 0.3, -3.7]);
+    }
+
+    #[test]
+    fn scaled_public_products_match_the_unscaled_ones_times_the_scale() {
+        // `matmul_scaled` (oversized operands, cut to their corners),
+        // `matmul_into_with`, `batched_matmul_scaled` (an operand every
+        // batch shares, batches that split into blocks of rows), an empty
+        // sum (zeros times a negative scale: negative zeros, as the
+        // multiplication gives) and empty extents.
+        let a = Array::from_shape_fn((9, 70), |(i, p)| ((i * 3 + p) % 11) as f32 * 0.37 - 1.0);
+        let b = Array::from_shape_fn((70, 41), |(p, j)| ((p + j * 5) % 13) as f32 * 0.21 - 1.3);
+        let plain = matmul("f", 7, 40, 69, a.view(), b.view()).unwrap();
+        let got = matmul_scaled("f", 7, 40, 69, a.view(), b.view(), 0.3f32).unwrap();
+        assert_eq!(got, plain.mapv(|v| v * 0.3));
+        let mut slots = vec![std::mem::MaybeUninit::new(f32::NAN); 7 * 40];
+        matmul_into_with("f", [7, 40, 69], a.view(), b.view(), Some(0.3f32), &mut slots).unwrap();
+        let into: Vec<f32> = slots.iter().map(|v| unsafe { v.assume_init() }).collect();
+        assert_eq!(into, got.iter().copied().collect::<Vec<_>>());
+        for batch in [1, 3, 4] {
+            let q = Array::from_shape_fn((batch, 131, 17), |(h, i, d)| ((h + i * 3 + d * 7) % 29) as f32 / 13.0 - 1.0);
+            let kk = Array::from_shape_fn((batch, 97, 17), |(h, j, d)| ((h * 5 + j + d * 2) % 31) as f32 / 17.0 - 0.9);
+            let kt = kk.view().permuted_axes([0, 2, 1]);
+            let plain = batched_matmul("f", batch as i64, 131, 97, 17, q.view(), kt).unwrap();
+            let got = batched_matmul_scaled("f", batch as i64, 131, 97, 17, q.view(), kt, 0.125f32).unwrap();
+            assert_eq!(got, plain.mapv(|v| v * 0.125));
+            let shared = kk.index_axis(Axis(0), 0).reversed_axes();
+            let plain = batched_matmul("f", batch as i64, 131, 97, 17, q.view(), shared).unwrap();
+            let got = batched_matmul_scaled("f", batch as i64, 131, 97, 17, q.view(), shared, 3.1f32).unwrap();
+            assert_eq!(got, plain.mapv(|v| v * 3.1));
+        }
+        let empty_sum = matmul_scaled("f", 3, 2, 0, a.view(), b.view(), -1.5f32).unwrap();
+        assert!(empty_sum.iter().all(|v| *v == 0.0 && v.is_sign_negative()));
+        assert_eq!(matmul_scaled("f", 0, 5, 3, a.view(), b.view(), 0.5f32).unwrap().shape(), &[0, 5]);
+        assert_eq!(matmul_scaled("f", 4, 0, 3, a.view(), b.view(), 0.5f32).unwrap().shape(), &[4, 0]);
     }
 }

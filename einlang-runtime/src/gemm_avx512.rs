@@ -80,7 +80,9 @@ fn give(v: Vec<f32>) {
 }
 
 /// `c = a · b` for `a: m x k`, `b: k x n` (`k > 0`), `c` written whole and
-/// not read before, on up to `threads` of rayon's threads.
+/// not read before, on up to `threads` of rayon's threads; with `scale`,
+/// each finished element times it (applied once, by the last block of the
+/// sum: the bits of the product followed by the multiplication).
 ///
 /// # Safety
 ///
@@ -88,7 +90,8 @@ fn give(v: Vec<f32>) {
 /// readable elements, `c` `m x n` writable ones that nothing else accesses
 /// meanwhile.
 #[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize, scale: Option<f32>) {
     let panels = n.div_ceil(NR);
     let mut right = take(KC.min(k) * panels * NR);
     // Row blocks: a multiple of the threads, at most `MC` rows each, a
@@ -102,6 +105,8 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     while p0 < k {
         let kc = KC.min(k - p0);
         let first = p0 == 0;
+        // The scale, by the last block only.
+        let scale = if p0 + kc == k { scale } else { None };
         // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
         // holds `kc` rows of NR values, zeros past `n`.
         // The loops follow `b`'s contiguous axis, so the reads stream (a
@@ -112,7 +117,13 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
             if cols < NR {
                 panel.fill(0.0);
             }
-            if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
+            if cols == NR && b.rs == 1 && gathers(b.cs) {
+                // Whole panels of a transposed operand (`k^T`): sixteen
+                // columns per gather, a row of the panel per term.
+                // SAFETY: the panel's NR columns from j * NR and rows p0..p0
+                // + kc are inside `b`; AVX-512F as `sgemm`'s caller vouches.
+                unsafe { gather_panel(b, p0, kc, j * NR, panel) };
+            } else if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
                 for jj in 0..cols {
                     for kk in 0..kc {
                         // SAFETY: row p0 + kk < k and column j * NR + jj < n are inside `b`.
@@ -186,9 +197,22 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                         // vouches for AVX-512F.
                         unsafe {
                             if direct && mr == MR {
-                                tile::<true>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first)
+                                tile::<true, MR>(
+                                    kc,
+                                    a.at(r0, p0),
+                                    a.rs,
+                                    rp.as_ptr(),
+                                    NR,
+                                    c,
+                                    r0,
+                                    j0,
+                                    mr,
+                                    nr,
+                                    !first,
+                                    scale,
+                                )
                             } else {
-                                tile::<false>(kc, lp.as_ptr(), 0, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first)
+                                packed_tile(kc, lp.as_ptr(), rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
                             }
                         };
                     }
@@ -206,6 +230,38 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     give(right);
 }
 
+/// Whether a column stride lets `gather_panel` reach sixteen columns with
+/// 32-bit offsets (in bytes).
+fn gathers(cs: isize) -> bool {
+    cs > 0 && cs.checked_mul(4 * 16).is_some_and(|v| v <= i32::MAX as isize)
+}
+
+/// Packs the `kc x NR` panel of `b` at `(p0, j0)` (contiguous columns:
+/// `b.rs == 1`, `gathers(b.cs)`) into `panel`, row by row: sixteen columns
+/// per gather.
+///
+/// # Safety
+///
+/// AVX-512F; the panel is inside `b`, `panel` holds `kc * NR` values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn gather_panel(b: Mat, p0: usize, kc: usize, j0: usize, panel: &mut [f32]) {
+    let cs = b.cs as i32;
+    let steps = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let offsets = _mm512_mullo_epi32(steps, _mm512_set1_epi32(cs));
+    let out = panel[..kc * NR].as_mut_ptr();
+    for kk in 0..kc {
+        // SAFETY: columns j0..j0 + NR of row p0 + kk are inside `b`
+        // (offsets up to 31 columns, which `gathers` keeps in i32).
+        unsafe {
+            let lo = _mm512_i32gather_ps::<4>(offsets, b.at(p0 + kk, j0).cast_const());
+            let hi = _mm512_i32gather_ps::<4>(offsets, b.at(p0 + kk, j0 + 16).cast_const());
+            _mm512_storeu_ps(out.add(kk * NR), lo);
+            _mm512_storeu_ps(out.add(kk * NR + 16), hi);
+        }
+    }
+}
+
 /// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`; `gemm` gives it
 /// eight or more) and a right
 /// operand with contiguous rows (`b.cs == 1`): each element of `b` serves
@@ -213,13 +269,14 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
 /// panel of fewer than NR columns), streamed once from memory; the rows of
 /// `a` are packed once, zeros past `m`; the panels of columns run in
 /// parallel on up to `threads` threads (a batch of one to twelve through a
-/// dense layer).
+/// dense layer); with `scale`, as `sgemm`.
 ///
 /// # Safety
 ///
 /// As `sgemm`, and `m <= MR`, `b.cs == 1`.
 #[cfg(target_arch = "x86_64")]
-pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize) {
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize, scale: Option<f32>) {
     let mut whole = take(k * MR);
     let left = &mut whole[..k * MR];
     if m < MR {
@@ -238,7 +295,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
         // NR of every row of `b` are inside it when nr == NR; AVX-512F.
         unsafe {
             if nr == NR {
-                tile::<false>(k, left.as_ptr(), 0, b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false);
+                packed_tile(k, left.as_ptr(), b.at(0, j0), b.rs as usize, c, 0, j0, m, nr, false, scale);
             } else {
                 let mut buf = take(k * NR);
                 let panel = &mut buf[..k * NR];
@@ -248,7 +305,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
                         panel[kk * NR + jj] = *b.at(kk, j0 + jj);
                     }
                 }
-                tile::<false>(k, left.as_ptr(), 0, panel.as_ptr(), NR, c, 0, j0, m, nr, false);
+                packed_tile(k, left.as_ptr(), panel.as_ptr(), NR, c, 0, j0, m, nr, false, scale);
                 give(buf);
             }
         }
@@ -262,11 +319,47 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
     give(whole);
 }
 
-/// The micro-kernel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
+/// The micro-kernel over a packed left panel of `mr` rows (zeros past
+/// them), computing only as many of its rows as hold some (4, 8 or MR):
+/// a product of 256 rows ends in a panel of 4, which the 12-row tile
+/// computed as 12.
+///
+/// # Safety
+///
+/// As `tile`.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn packed_tile(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    b_step: usize,
+    c: Mat,
+    r0: usize,
+    j0: usize,
+    mr: usize,
+    nr: usize,
+    add: bool,
+    scale: Option<f32>,
+) {
+    // SAFETY: as the caller vouches; `R` rows at most `MR`, `mr <= R`.
+    unsafe {
+        match mr {
+            0..=4 => tile::<false, 4>(kc, a, 0, b, b_step, c, r0, j0, mr, nr, add, scale),
+            5..=8 => tile::<false, 8>(kc, a, 0, b, b_step, c, r0, j0, mr, nr, add, scale),
+            _ => tile::<false, MR>(kc, a, 0, b, b_step, c, r0, j0, mr, nr, add, scale),
+        }
+    }
+}
+
+/// The micro-kernel, over the first `R` (at most `MR`, at least `mr`)
+/// rows of its left panel: the `mr x nr` tile of `c` at `(r0, j0)` becomes (or,
 /// with `add`, gains) the product of a left panel (`kc` columns of MR: a
 /// packed one, or with `DIRECT` MR rows of `kc` contiguous elements,
 /// `a_rs` apart) and a right one (`kc` rows of NR contiguous values,
-/// `b_step` apart: NR when packed).
+/// `b_step` apart: NR when packed), then (with `scale`) times `scale`:
+/// `(c + a · b) * scale`, each operation rounded, as the unscaled product
+/// followed by the multiplication.
 ///
 /// # Safety
 ///
@@ -275,7 +368,7 @@ pub(super) unsafe fn skinny(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<const DIRECT: bool>(
+unsafe fn tile<const DIRECT: bool, const R: usize>(
     kc: usize,
     a: *const f32,
     a_rs: isize,
@@ -287,16 +380,17 @@ unsafe fn tile<const DIRECT: bool>(
     mr: usize,
     nr: usize,
     add: bool,
+    scale: Option<f32>,
 ) {
-    let mut lo = [_mm512_setzero_ps(); MR];
-    let mut hi = [_mm512_setzero_ps(); MR];
+    let mut lo = [_mm512_setzero_ps(); R];
+    let mut hi = [_mm512_setzero_ps(); R];
     let (mut a, mut b) = (a, b);
     for _ in 0..kc {
         // SAFETY: `kc` steps of MR and NR values stay inside the panels.
         unsafe {
             let b0 = _mm512_loadu_ps(b);
             let b1 = _mm512_loadu_ps(b.add(16));
-            for i in 0..MR {
+            for i in 0..R {
                 let ai = _mm512_set1_ps(if DIRECT { *a.offset(i as isize * a_rs) } else { *a.add(i) });
                 lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
                 hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
@@ -305,8 +399,8 @@ unsafe fn tile<const DIRECT: bool>(
             b = b.add(b_step);
         }
     }
-    if mr == MR && nr == NR && c.cs == 1 {
-        for i in 0..MR {
+    if mr == R && nr == NR && c.cs == 1 {
+        for i in 0..R {
             // SAFETY: row r0 + i, columns j0..j0 + 32 are inside `c`, contiguous.
             unsafe {
                 let p = c.at(r0 + i, j0);
@@ -315,6 +409,11 @@ unsafe fn tile<const DIRECT: bool>(
                     v0 = _mm512_add_ps(v0, _mm512_loadu_ps(p));
                     v1 = _mm512_add_ps(v1, _mm512_loadu_ps(p.add(16)));
                 }
+                if let Some(s) = scale {
+                    let s = _mm512_set1_ps(s);
+                    v0 = _mm512_mul_ps(v0, s);
+                    v1 = _mm512_mul_ps(v1, s);
+                }
                 _mm512_storeu_ps(p, v0);
                 _mm512_storeu_ps(p.add(16), v1);
             }
@@ -322,7 +421,7 @@ unsafe fn tile<const DIRECT: bool>(
         return;
     }
     let mut buf = [0.0f32; MR * NR];
-    for i in 0..MR {
+    for i in 0..R {
         // SAFETY: row i of the buffer holds NR values.
         unsafe {
             _mm512_storeu_ps(buf.as_mut_ptr().add(i * NR), lo[i]);
@@ -335,7 +434,11 @@ unsafe fn tile<const DIRECT: bool>(
             unsafe {
                 let p = c.at(r0 + i, j0 + j);
                 let v = buf[i * NR + j];
-                p.write(if add { *p + v } else { v });
+                let v = if add { *p + v } else { v };
+                p.write(match scale {
+                    Some(s) => v * s,
+                    None => v,
+                });
             }
         }
     }

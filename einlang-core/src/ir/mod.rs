@@ -548,6 +548,12 @@ pub struct Rows {
 /// every access must be bounds-checked. Every read of the product was proven
 /// in bounds, so the operands cover the extents. Lowering emits loop nests
 /// only; the `opt` GEMM pass finds these.
+///
+/// With `scale`, a scalar of type `elem` that does not depend on the point
+/// (a literal, or a variable defined before the statement), every element
+/// is the finished sum times `scale`, rounded once more: `out[p, i, j] =
+/// (sum[k](..)) * scale`, the same bits as the product followed by that
+/// multiplication (`reference` is the definition with the multiplication).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gemm {
     pub out: VarId,
@@ -560,6 +566,7 @@ pub struct Gemm {
     pub a_axes: Vec<usize>,
     pub b: VarId,
     pub b_axes: Vec<usize>,
+    pub scale: Option<Expr>,
     pub reference: TensorDef,
 }
 

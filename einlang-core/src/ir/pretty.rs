@@ -158,8 +158,9 @@ impl Printer<'_> {
             }
             Stmt::Gemm(g) => {
                 let batch = g.batch.as_ref().map(|b| format!("batch {}, ", self.dim(b))).unwrap_or_default();
+                let scale = g.scale.as_ref().map(|e| format!(" * {}", self.expr(e, level))).unwrap_or_default();
                 format!(
-                    "gemm {} = {}{:?} x {}{:?} ({batch}m {}, n {}, k {}): {}\n{}  reference {}",
+                    "gemm {} = {}{:?} x {}{:?}{scale} ({batch}m {}, n {}, k {}): {}\n{}  reference {}",
                     self.var(g.out),
                     self.var(g.a),
                     g.a_axes,

@@ -439,6 +439,18 @@ impl<'a> Checker<'a> {
         if g.reference.var != g.out || g.reference.axes.len() != want {
             self.err("gemm whose reference loop nest defines another tensor".to_string());
         }
+        if let Some(e) = &g.scale {
+            // A scalar of the product's type, the same at every point.
+            let invariant = match &e.kind {
+                ExprKind::Lit(_) => true,
+                ExprKind::Var(v) => !g.reference.axes.iter().any(|a| a.index == *v),
+                _ => false,
+            };
+            if e.ty != Repr::Scalar(g.elem) || !invariant {
+                self.err(format!("gemm scaled by a `{}` that is not a scalar of the product", ty_text(&e.ty)));
+            }
+            self.check_expr(e);
+        }
         self.check_tensor(&g.reference);
     }
 

@@ -112,7 +112,12 @@ pub fn for_each_stmt_expr<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
     match s {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&def.body),
-        Stmt::Gemm(g) => f(&g.reference.body),
+        Stmt::Gemm(g) => {
+            if let Some(e) = &g.scale {
+                f(e);
+            }
+            f(&g.reference.body)
+        }
         Stmt::Conv(c) => {
             f(&c.reference.body);
             if let Some(e) = &c.otherwise {
@@ -152,7 +157,12 @@ pub fn for_each_stmt_expr_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
     match s {
         Stmt::Let { value, .. } | Stmt::Expr(value) => f(value),
         Stmt::Tensor(def) => f(&mut def.body),
-        Stmt::Gemm(g) => f(&mut g.reference.body),
+        Stmt::Gemm(g) => {
+            if let Some(e) = &mut g.scale {
+                f(e);
+            }
+            f(&mut g.reference.body)
+        }
         Stmt::Conv(c) => {
             f(&mut c.reference.body);
             if let Some(e) = &mut c.otherwise {

@@ -16,7 +16,18 @@
 //! casts, calls and the elementwise temporaries of whole-tensor arithmetic.
 //! The first that qualifies is the definition's one GEMM.
 //!
-//! When that sum is the whole value, the definition becomes the GEMM's
+//! A sum multiplied by a scalar that is the same at every point (a float
+//! literal, or a variable defined before the definition), `sum[k](x * y) *
+//! s` or `s * sum[k](x * y)`, is the product with that scale
+//! (`Gemm::scale`): the runtime multiplies each finished sum once, the same
+//! bits as the product and then the multiplication. A division is folded
+//! only by a literal power of two whose reciprocal is exact in the
+//! element type (`x / 8.0` is `x * 0.125` in every bit, subnormal results
+//! included: both are `x / 8` rounded once); by anything else
+//! (`x / 3.0`, `x / s`) it stays a division after the product, since
+//! `x * (1 / 3)` differs from `x / 3` in the last bit for some `x`.
+//!
+//! When that sum (with its scale) is the whole value, the definition becomes the GEMM's
 //! reference loop nest and the GEMM defines its tensor. Otherwise the sum
 //! gets a temporary of its own (`y_mm`), defined by a GEMM just before the
 //! definition (with a reference over fresh index variables), and the
@@ -29,7 +40,7 @@ use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::cost::expr_cost;
 use crate::ir::visit;
-use crate::ir::{Axis, Expr, ExprKind, Function, Gemm, Repr, Stmt, TensorDef, VarId, WhereEntry};
+use crate::ir::{Axis, Expr, ExprKind, Function, Gemm, Literal, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Rewrites every qualifying definition of `f`, wherever it is (nested
 /// blocks included).
@@ -48,6 +59,8 @@ pub(super) struct Product {
     a_axes: Vec<usize>,
     pub(super) b: VarId,
     b_axes: Vec<usize>,
+    /// What the finished sum is multiplied by (see the module docs).
+    scale: Option<Expr>,
 }
 
 fn rewrite_stmts(f: &mut Function, stmts: &mut Vec<Stmt>) {
@@ -92,7 +105,14 @@ pub(super) fn find(f: &Function, def: &TensorDef) -> Option<Product> {
     while let Some((e, path)) = stack.pop() {
         let descend = match &e.kind {
             ExprKind::Reduce { .. } => {
-                if let Some(p) = product(f, e, &axes, &inside, &path) {
+                if let Some(mut p) = product(f, e, &axes, &inside, &path) {
+                    // The multiplication around the sum, when it scales it.
+                    if let Some((&_, up)) = path.split_last() {
+                        if let Some(scale) = child_at(&def.body, up).and_then(|e| scale_of(f, e, p.elem, &inside)) {
+                            p.path = up.to_vec();
+                            p.scale = Some(scale);
+                        }
+                    }
                     return Some(p);
                 }
                 false
@@ -186,7 +206,76 @@ fn product(f: &Function, e: &Expr, axes: &[VarId], inside: &HashSet<VarId>, path
         a_axes: role_axes(&a_args, &a_roles)?,
         b,
         b_axes: role_axes(&b_args, &b_roles)?,
+        scale: None,
     })
+}
+
+/// The expression at `path` below `e` (child positions in `ir::visit`
+/// order).
+fn child_at<'e>(e: &'e Expr, path: &[usize]) -> Option<&'e Expr> {
+    let Some((&i, rest)) = path.split_first() else { return Some(e) };
+    let (mut n, mut found) = (0, None);
+    visit::for_each_child(e, &mut |c| {
+        if n == i {
+            found = Some(c);
+        }
+        n += 1;
+    });
+    child_at(found?, rest)
+}
+
+/// The scale by which `e`, a product (a `Reduce`) times or divided by
+/// something, multiplies the product's sum, when that is a scalar of the
+/// product's type the same at every point of the definition (see the
+/// module docs: a division only by an exact power of two).
+fn scale_of(f: &Function, e: &Expr, elem: ScalarKind, inside: &HashSet<VarId>) -> Option<Expr> {
+    let ExprKind::Binary(op @ (BinOp::Mul | BinOp::Div), x, y) = &e.kind else { return None };
+    if e.ty != Repr::Scalar(elem) || !matches!(elem, ScalarKind::F32 | ScalarKind::F64) {
+        return None;
+    }
+    let is_sum = |s: &Expr| matches!(s.kind, ExprKind::Reduce { .. });
+    let invariant = |s: &Expr| {
+        s.ty == Repr::Scalar(elem)
+            && match &s.kind {
+                ExprKind::Lit(Literal::Float(_)) => true,
+                ExprKind::Var(v) => !inside.contains(v) && f.var(*v).ty == Repr::Scalar(elem),
+                _ => false,
+            }
+    };
+    match op {
+        BinOp::Mul if is_sum(x) && invariant(y) => Some((**y).clone()),
+        BinOp::Mul if is_sum(y) && invariant(x) => Some((**x).clone()),
+        BinOp::Div if is_sum(x) && invariant(y) => {
+            let ExprKind::Lit(Literal::Float(text)) = &y.kind else { return None };
+            let reciprocal = exact_reciprocal(text, elem)?;
+            Some(Expr { kind: ExprKind::Lit(Literal::Float(reciprocal)), ty: y.ty.clone() })
+        }
+        _ => None,
+    }
+}
+
+/// The text of `1 / v` for the float literal `text` of type `elem`, when
+/// `v` is a power of two whose reciprocal the type holds exactly (then
+/// `x / v` and `x * (1 / v)` are the same real number rounded once, the
+/// same bits for every `x`); `None` for any other value.
+pub(super) fn exact_reciprocal(text: &str, elem: ScalarKind) -> Option<String> {
+    match elem {
+        ScalarKind::F32 => {
+            let v: f32 = text.replace('_', "").parse().ok()?;
+            let r = 1.0 / v;
+            let pow2 = |x: f32| x.is_normal() && x.to_bits() & 0x007f_ffff == 0;
+            (pow2(v) && (pow2(r) || r.is_subnormal() && r.to_bits().is_power_of_two()) && r * v == 1.0)
+                .then(|| format!("{r:?}"))
+        }
+        ScalarKind::F64 => {
+            let v: f64 = text.replace('_', "").parse().ok()?;
+            let r = 1.0 / v;
+            let pow2 = |x: f64| x.is_normal() && x.to_bits() & 0x000f_ffff_ffff_ffff == 0;
+            (pow2(v) && (pow2(r) || r.is_subnormal() && r.to_bits().is_power_of_two()) && r * v == 1.0)
+                .then(|| format!("{r:?}"))
+        }
+        _ => None,
+    }
 }
 
 /// Moves the product out of `def` into a temporary of its own and returns
@@ -244,6 +333,7 @@ fn gemm(p: &Product, out: VarId, reference: TensorDef) -> Gemm {
         a_axes: p.a_axes.clone(),
         b: p.b,
         b_axes: p.b_axes.clone(),
+        scale: p.scale.clone(),
         reference,
     }
 }

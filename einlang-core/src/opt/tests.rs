@@ -106,8 +106,8 @@ fn last_product_is_chosen() {
                 bind K = a.shape[1]
                 bind N = b.shape[1]
                 check b.shape[0] == K ("K")
-                gemm c_mm = a[0, 1] x b[0, 1] (m M, n N, k K): f32
-                  reference tensor c_mm[i_2 in 0..M, j_2 in 0..N]: f32 (cost 513) = sum[l in 0..K] (read a[i_2, l] unchecked) * (read b[l, j_2] unchecked)
+                gemm c_mm = a[0, 1] x b[0, 1] * 2.0f32 (m M, n N, k K): f32
+                  reference tensor c_mm[i_2 in 0..M, j_2 in 0..N]: f32 (cost 515) = (sum[l in 0..K] (read a[i_2, l] unchecked) * (read b[l, j_2] unchecked)) * 2.0f32
                 tensor c_cols[i_3 in 0..M, k in 0..K]: f32 (cost 3) = read a[i_3, k] unchecked
                 tensor c_kern[k_2 in 0..K, j_3 in 0..N]: f32 (cost 3) = read b[k_2, j_3] unchecked
                 reshape c_cols_m = c_cols as [M, K]: f32
@@ -115,7 +115,7 @@ fn last_product_is_chosen() {
                 gemm c_prod_m = c_cols_m[0, 1] x c_kern_m[0, 1] (m M, n N, k K): f32
                   reference tensor c_prod_m[m in 0..M, n in 0..N]: f32 (cost 513) = sum[k_3 in 0..K] (read c_cols_m[m, k_3] unchecked) * (read c_kern_m[k_3, n] unchecked)
                 reshape c_prod = c_prod_m as [M, N]: f32
-                tensor c[i in 0..M, j in 0..N]: f32 (cost 9) = (read c_prod[i, j] unchecked) + ((read c_mm[i, j] unchecked) * 2.0f32)
+                tensor c[i in 0..M, j in 0..N]: f32 (cost 7) = (read c_prod[i, j] unchecked) + (read c_mm[i, j] unchecked)
                 result c
             }
         "#]],
@@ -965,4 +965,120 @@ fn a_row_definition_read_once_takes_its_reader_in() {
     assert!(once.contains("rows of z, once per n:") && !once.contains("rows of y"), "{once}");
     assert!(!once.contains("read y["), "{once}");
     assert!(twice.contains("rows of y, once per n:") && twice.contains("read y["), "{twice}");
+}
+
+/// The optimized IR of `src`, printed.
+fn printed(src: &str) -> String {
+    ir::pretty::pretty_program(&optimized(src))
+}
+
+#[test]
+fn a_product_divided_by_a_power_of_two_is_a_scaled_gemm() {
+    // Attention's scores: `/ 8.0` is `* 0.125` in every bit, folded into
+    // the batched product, which now defines `s` itself (no `s_mm`).
+    check(
+        "pub fn scores(q: [f32; H, N, D], k: [f32; H, N, D]) -> [f32; H, N, N] {
+            let s[h, i, j] = sum[d](q[h, i, d] * k[h, j, d]) / 8.0;
+            s
+        }",
+        expect![[r#"
+            pub fn scores(q: tensor<f32, 3>, k: tensor<f32, 3>) -> tensor<f32, 3> {
+                bind H = q.shape[0]
+                bind N = q.shape[1]
+                bind D = q.shape[2]
+                check k.shape[0] == H ("H")
+                check k.shape[1] == N ("N")
+                check k.shape[2] == D ("D")
+                gemm s = q[0, 1, 2] x k[0, 2, 1] * 0.125f32 (batch H, m N, n N, k D): f32
+                  reference tensor s[h in 0..H, i in 0..N, j in 0..N]: f32 (cost 643) = (sum[d in 0..D] (read q[h, i, d] unchecked) * (read k[h, j, d] unchecked)) / 8.0f32
+                result s
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn products_times_an_invariant_scalar_are_scaled_gemms() {
+    // A literal on either side, a parameter, an `f64` power of two, and a
+    // scaled product inside a larger value (a temporary `y_mm`).
+    let out = printed(
+        "pub fn mm(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] { let c[i, j] = 0.3 * sum[k](a[i, k] * b[k, j]); c }",
+    );
+    assert!(out.contains("gemm c = a[0, 1] x b[0, 1] * 0.3f32"), "{out}");
+    let out = printed(
+        "pub fn mm(a: [f32; M, K], b: [f32; K, N], s: f32) -> [f32; M, N] { let c[i, j] = sum[k](a[i, k] * b[k, j]) * s; c }",
+    );
+    assert!(out.contains("gemm c = a[0, 1] x b[0, 1] * s "), "{out}");
+    let out = printed("pub fn mm(a: [f64; M, K], b: [f64; K, N]) -> [f64; M, N] { let c[i, j] = sum[k](a[i, k] * b[k, j]) / 1024.0; c }");
+    assert!(out.contains("gemm c = a[0, 1] x b[0, 1] * 0.0009765625f64"), "{out}");
+    let out = printed(
+        "pub fn dense(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
+            let y[n, j] = sum[i](x[n, i] * w[i, j]) * 0.5 + b[j];
+            y
+        }",
+    );
+    assert!(out.contains("gemm y_mm = x[0, 1] x w[0, 1] * 0.5f32"), "{out}");
+    assert!(out.contains("= (read y_mm[n, j] unchecked) + (read b[j] unchecked)"), "{out}");
+}
+
+#[test]
+fn divisions_that_would_change_bits_stay_after_the_product() {
+    // `x / 3.0` is not `x * (1 / 3)` for every `x`, nor is `x / s`; a
+    // subnormal power of two has no reciprocal in `f32`; a scale read at
+    // the point is no scale; an `f16` product keeps its division too.
+    for (src, after) in [
+        ("let c[i, j] = sum[k](a[i, k] * b[k, j]) / 3.0;", "(read c_mm[i, j] unchecked) / 3.0f32"),
+        ("let c[i, j] = sum[k](a[i, k] * b[k, j]) / s;", "(read c_mm[i, j] unchecked) / s"),
+        ("let c[i, j] = sum[k](a[i, k] * b[k, j]) / 1e-40;", "(read c_mm[i, j] unchecked) / 1e-40f32"),
+        ("let c[i, j] = sum[k](a[i, k] * b[k, j]) / 0.0;", "(read c_mm[i, j] unchecked) / 0.0f32"),
+        ("let c[i, j] = sum[k](a[i, k] * b[k, j]) * a[i, 0];", "(read c_mm[i, j] unchecked) * (read a[i, 0i64]"),
+    ] {
+        let out = printed(&format!("pub fn mm(a: [f32; M, K], b: [f32; K, N], s: f32) -> [f32; M, N] {{ {src} c }}"));
+        assert!(out.contains("gemm c_mm = a[0, 1] x b[0, 1] (m M"), "{src}: {out}");
+        assert!(out.contains(after), "{src}: {out}");
+    }
+    let out = printed(
+        "pub fn mm(a: [f16; M, K], b: [f16; K, N]) -> [f16; M, N] { let c[i, j] = sum[k](a[i, k] * b[k, j]) * 0.5; c }",
+    );
+    assert!(out.contains("gemm c_mm = a[0, 1] x b[0, 1] (m M"), "{out}");
+}
+
+#[test]
+fn only_exact_reciprocals_of_powers_of_two_are_folded() {
+    use crate::base::scalar::ScalarKind;
+    use crate::opt::gemm::exact_reciprocal;
+    // Values of every magnitude, subnormals included, and their neighbours.
+    let mut xs: Vec<f32> = vec![0.0, -0.0, f32::MIN_POSITIVE, f32::MAX, -f32::MAX, 1.0, 3.0, f32::INFINITY];
+    let mut bits = 0x0000_0001u32;
+    while bits < 0x7f80_0000 {
+        for d in [0u32, 1, 2, 0x1234] {
+            xs.push(f32::from_bits(bits + d));
+            xs.push(-f32::from_bits(bits + d));
+        }
+        bits = bits.wrapping_mul(3).wrapping_add(0x3571);
+    }
+    for e in -149i32..=127 {
+        let v = 2f32.powi(e);
+        let text = format!("{v:e}");
+        match exact_reciprocal(&text, ScalarKind::F32) {
+            Some(r) => {
+                let r: f32 = r.parse().unwrap();
+                assert!(v.is_normal(), "{text}");
+                for &x in &xs {
+                    assert_eq!((x / v).to_bits(), (x * r).to_bits(), "{x:e} / {text}");
+                }
+            }
+            // Only subnormal powers of two are refused (their reciprocals
+            // overflow).
+            None => assert!(!v.is_normal(), "{text}"),
+        }
+    }
+    for text in ["3.0", "0.1", "10.0", "6.0", "0.0", "1e-40", "inf", "NaN", "1e39", "0.3"] {
+        assert_eq!(exact_reciprocal(text, ScalarKind::F32), None, "{text}");
+    }
+    assert_eq!(exact_reciprocal("-8.0", ScalarKind::F32).as_deref(), Some("-0.125"));
+    assert_eq!(exact_reciprocal("8.0", ScalarKind::F64).as_deref(), Some("0.125"));
+    assert_eq!(exact_reciprocal("1e-310", ScalarKind::F64), None);
+    assert_eq!(exact_reciprocal("1_024.0", ScalarKind::F64).as_deref(), Some("0.0009765625"));
+    assert_eq!(exact_reciprocal("8.0", ScalarKind::F16), None);
 }

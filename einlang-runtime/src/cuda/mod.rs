@@ -337,7 +337,29 @@ impl Device {
         a_strides: (i64, i64, i64),
         b: &CudaSlice<T>,
         b_strides: (i64, i64, i64),
+        dims: (i64, i64, i64, i64),
+    ) -> Result<(), Error>
+    where
+        CudaBlas: Gemm<T>,
+    {
+        self.gemm_scaled(function, c, a, a_strides, b, b_strides, dims, T::ONE)
+    }
+
+    /// [`Device::gemm`] with each element of the product times `alpha`
+    /// (cuBLAS's `alpha`, applied to each finished sum: the IR's
+    /// `Gemm::scale`).
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_scaled<T: GemmScalar, D: Dimension>(
+        &self,
+        function: &str,
+        c: &mut Tensor<T, D>,
+        a: &CudaSlice<T>,
+        a_strides: (i64, i64, i64),
+        b: &CudaSlice<T>,
+        b_strides: (i64, i64, i64),
         (batch, m, n, k): (i64, i64, i64, i64),
+        alpha: T,
     ) -> Result<(), Error>
     where
         CudaBlas: Gemm<T>,
@@ -362,7 +384,7 @@ impl Device {
             m: int(n)?,
             n: int(m)?,
             k: int(k)?,
-            alpha: T::ONE,
+            alpha,
             lda: int(ldb)?,
             ldb: int(lda)?,
             beta: T::ZERO,

@@ -685,10 +685,23 @@ impl<'a> HostCx<'a> {
             None => quote!(1i64),
         };
         let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
+        let scale = match &g.scale {
+            Some(e) => Some(self.scalar(e, g.elem)?),
+            None => None,
+        };
         let (rt, nd, dev, name) = (&self.rt, &self.nd, &self.dev, &self.fn_name);
         let t = scalar_type(g.elem);
         let d = dim_type(g.reference.axes.len(), nd)?;
         let id = self.ident(g.out)?;
+        // A scaled product: cuBLAS's `alpha` (`Gemm::scale`).
+        let call = match scale {
+            Some(s) => {
+                quote!(#dev.gemm_scaled(#name, &mut #own, #a.slice(), #a_strides, #b.slice(), #b_strides, (#batch, #m, #n, #k), #s))
+            }
+            None => {
+                quote!(#dev.gemm(#name, &mut #own, #a.slice(), #a_strides, #b.slice(), #b_strides, (#batch, #m, #n, #k)))
+            }
+        };
         self.holders.insert(g.out, Holder::Owned(own.clone()));
         Ok(quote! {
             // SAFETY: cuBLAS writes every element (`beta = 0`), or zero-fills when `k = 0`.
@@ -696,7 +709,7 @@ impl<'a> HostCx<'a> {
             {
                 let #sa = #rt::cuda::row_major_strides(#a.shape());
                 let #sb = #rt::cuda::row_major_strides(#b.shape());
-                #dev.gemm(#name, &mut #own, #a.slice(), #a_strides, #b.slice(), #b_strides, (#batch, #m, #n, #k))?;
+                #call?;
             }
             let #id = &#own;
         })

@@ -50,13 +50,26 @@ impl FnCx<'_> {
         let out = self.ident(g.out)?;
         let [m, n, k, a, b] = self.gemm_args(g)?;
         let array = types::array(g.elem, Some(rank), &nd);
-        let call = match (&g.batch, self.outs.get(&g.out)) {
-            (None, Some(dest)) => quote!(#rt::dest::product_into(#fname, #m, #n, #k, #a, #b, &mut *#dest)),
-            (None, None) => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a, #b)),
+        // A scaled product: each finished sum times the scale, by the
+        // runtime's kernels (`Gemm::scale`).
+        let scale = match &g.scale {
+            Some(e) => Some(self.expr(e)?.tokens),
+            None => None,
+        };
+        let call = match (&g.batch, self.outs.get(&g.out), scale) {
+            (None, Some(dest), None) => quote!(#rt::dest::product_into(#fname, #m, #n, #k, #a, #b, &mut *#dest)),
+            (None, Some(dest), Some(s)) => {
+                quote!(#rt::dest::scaled_product_into(#fname, #m, #n, #k, #a, #b, #s, &mut *#dest))
+            }
+            (None, None, None) => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a, #b)),
+            (None, None, Some(s)) => quote!(#rt::gemm::matmul_scaled(#fname, #m, #n, #k, #a, #b, #s)),
             // An operand with two axes is one matrix shared by every batch.
-            (Some(batch), _) => {
+            (Some(batch), _, scale) => {
                 let batch = self.dim(batch)?;
-                quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a, #b))
+                match scale {
+                    None => quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a, #b)),
+                    Some(s) => quote!(#rt::gemm::batched_matmul_scaled(#fname, #batch, #m, #n, #k, #a, #b, #s)),
+                }
             }
         };
         let call = self.naming(g.out, call);
@@ -226,7 +239,14 @@ impl FnCx<'_> {
             && indices.iter().zip(&def.axes[1..]).all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == a.index));
         let same_shape =
             dims.len() + 1 == def.axes.len() && dims.iter().zip(&def.axes[1..]).all(|(d, a)| *d == a.extent);
-        if self.all_checked || *tensor != *yp || *source != g.out || g.batch.is_some() || !own_point || !same_shape {
+        if self.all_checked
+            || *tensor != *yp
+            || *source != g.out
+            || g.batch.is_some()
+            || g.scale.is_some()
+            || !own_point
+            || !same_shape
+        {
             return Ok(None);
         }
         let rank = def.axes.len();
