@@ -380,6 +380,21 @@ fn branches_join_tuples_element_by_element() {
     );
 }
 
+/// The IR of `src`, printed.
+fn ir_of(src: &str) -> String {
+    match crate::compile_str(src, &crate::Options::default()) {
+        Ok(c) => crate::ir::pretty::pretty_program(&c.ir),
+        Err(d) => panic!("{d:?}"),
+    }
+}
+
+/// The printed IR of the function `name` in `ir`.
+fn fn_body(ir: &str, name: &str) -> String {
+    let at = ir.find(&format!("fn {name}(")).unwrap_or_else(|| panic!("no fn {name} in {ir}"));
+    let end = ir[at + 1..].find("\nfn ").map_or(ir.len(), |e| at + 1 + e);
+    ir[at..end].to_string()
+}
+
 /// A read proven in bounds only if a run-time value (an `i64` parameter
 /// `c`) were non-negative is checked; one whose proof does not need that
 /// stays unchecked, and so does a guarded one whose guard alone bounds it.
@@ -393,16 +408,8 @@ fn signed_values_in_proofs() {
             sum[k in 0..N - 1](if k + c >= 0 && k + c < N { x[k + c] } else { 0.0 })
         }
     "#;
-    let compiled = match crate::compile_str(src, &crate::Options::default()) {
-        Ok(c) => c,
-        Err(d) => panic!("{d:?}"),
-    };
-    let ir = crate::ir::pretty::pretty_program(&compiled.ir);
-    let body = |name: &str| {
-        let at = ir.find(&format!("fn {name}(")).unwrap();
-        let end = ir[at + 1..].find("\nfn ").map_or(ir.len(), |e| at + 1 + e);
-        ir[at..end].to_string()
-    };
+    let ir = ir_of(src);
+    let body = |name: &str| fn_body(&ir, name);
     assert!(body("from").contains("read x[k] checked"), "{ir}");
     assert!(body("shifted").contains("read x[k + c] checked"), "{ir}");
     assert!(body("plain").contains("read x[k] unchecked"), "{ir}");
@@ -440,16 +447,8 @@ fn guards_solved_for_the_index() {
             v
         }
     "#;
-    let compiled = match crate::compile_str(src, &crate::Options::default()) {
-        Ok(c) => c,
-        Err(d) => panic!("{d:?}"),
-    };
-    let ir = crate::ir::pretty::pretty_program(&compiled.ir);
-    let body = |name: &str| {
-        let at = ir.find(&format!("fn {name}(")).unwrap();
-        let end = ir[at + 1..].find("\nfn ").map_or(ir.len(), |e| at + 1 + e);
-        ir[at..end].to_string()
-    };
+    let ir = ir_of(src);
+    let body = |name: &str| fn_body(&ir, name);
     for name in ["below", "flipped", "both", "negated"] {
         assert!(!body(name).contains(" checked)"), "{name}: {ir}");
     }

@@ -303,7 +303,44 @@ pub(crate) struct RowRange {
     pub locals: TokenStream,
 }
 
+impl RowRange {
+    /// Declares `__a..__b`, the range as positions in the row (empty when
+    /// the row's other tests fail).
+    fn positions(&self) -> TokenStream {
+        let ok = &self.ok;
+        quote! {
+            let (__a, __b) = if (#ok) && __lo < __hi {
+                ((__lo - __first) as usize, (__hi - __first) as usize)
+            } else {
+                (0, 0)
+            };
+        }
+    }
+
+    /// `clipped` after the range's declarations, or `generic` where the
+    /// range is not exact.
+    fn around(&self, clipped: TokenStream, generic: &TokenStream) -> TokenStream {
+        let decl = &self.decl;
+        let body = if self.exact { clipped } else { quote!(if __exact { #clipped } else { #generic }) };
+        quote! {
+            {
+                #decl
+                #body
+            }
+        }
+    }
+}
+
 impl FnCx<'_> {
+    /// `e` as code that does not move the tensors it names (it runs once
+    /// per element of a row).
+    fn unmoved(&mut self, e: &Expr) -> Result<TokenStream, Bug> {
+        self.no_move += 1;
+        let code = self.expr(e).map(|x| x.tokens);
+        self.no_move -= 1;
+        code
+    }
+
     /// The range of the row `chunk` (along `axis`) where the bounds of `c`
     /// hold; the module docs say how it is exact.
     pub(crate) fn row_range(&mut self, c: &Clip, axis: &Axis, chunk: &Ident) -> Result<RowRange, Bug> {
@@ -494,7 +531,8 @@ impl FnCx<'_> {
             return Ok(None);
         }
         let Some(c) = clip(&def.body, axis.index, def.elem) else { return Ok(None) };
-        let RowRange { decl, exact, ok, inside, locals } = self.row_range(&c, axis, chunk)?;
+        let range_code = self.row_range(&c, axis, chunk)?;
+        let (inside, locals) = (&range_code.inside, &range_code.locals);
         let range = quote!(#chunk[__a..__b]);
         let range_loop = match self.slice_loop(&c.inside, axis.index, pos, binding, &range, slot, false)? {
             Some(copy) => copy,
@@ -516,10 +554,7 @@ impl FnCx<'_> {
                 (fill(quote!(#chunk[..__a])), fill(quote!(#chunk[__b..])))
             }
             Some(w) => {
-                self.no_move += 1;
-                let value = self.expr(w).map(|x| x.tokens);
-                self.no_move -= 1;
-                let value = value?;
+                let value = self.unmoved(w)?;
                 let run = quote!(#chunk[__a..__b]);
                 let part = match self.slice_loop(w, axis.index, pos, binding, &run, slot, false)? {
                     Some(copy) => copy,
@@ -535,24 +570,15 @@ impl FnCx<'_> {
                 (quote!({ let (__a, __b) = (0usize, __a); #part }), quote!({ let (__a, __b) = (__b, #len); #part }))
             }
         };
+        let positions = range_code.positions();
         let clipped = quote! {
-                    let (__a, __b) = if (#ok) && __lo < __hi {
-                        ((__lo - __first) as usize, (__hi - __first) as usize)
-                    } else {
-                        (0, 0)
-                    };
-                    #locals
-                    #before
-                    #range_loop
-                    #after
+            #positions
+            #locals
+            #before
+            #range_loop
+            #after
         };
-        let body = if exact { clipped } else { quote!(if __exact { #clipped } else { #generic }) };
-        Ok(Some(quote! {
-            {
-                #decl
-                #body
-            }
-        }))
+        Ok(Some(range_code.around(clipped, generic)))
     }
 
     /// A recurrence clause's row `row` (its last axis, the loop `index`
@@ -575,26 +601,18 @@ impl FnCx<'_> {
             return Ok(None);
         }
         let Some(c) = clip(body, index, elem) else { return Ok(None) };
-        let RowRange { decl, exact, ok, inside, locals } = self.row_range_at(&c, start, &quote!(#row.len()))?;
+        let range = self.row_range_at(&c, start, &quote!(#row.len()))?;
         let outside = match &c.outside {
             None => types::zero(elem),
-            Some(w) => {
-                self.no_move += 1;
-                let value = self.expr(w).map(|x| x.tokens);
-                self.no_move -= 1;
-                value?
-            }
+            Some(w) => self.unmoved(w)?,
         };
         let first = self.dim(start)?;
         let before = fill(quote!(__before), quote!(#first), outside.clone());
-        let within = fill(quote!(__within), quote!((#first) + __a as i64), inside);
+        let within = fill(quote!(__within), quote!((#first) + __a as i64), range.inside.clone());
         let after = fill(quote!(__after), quote!((#first) + __b as i64), outside);
+        let (positions, locals) = (range.positions(), &range.locals);
         let clipped = quote! {
-            let (__a, __b) = if (#ok) && __lo < __hi {
-                ((__lo - __first) as usize, (__hi - __first) as usize)
-            } else {
-                (0, 0)
-            };
+            #positions
             #locals
             let (__before, __rest) = #row.split_at_mut(__a);
             let (__within, __after) = __rest.split_at_mut(__b - __a);
@@ -602,12 +620,6 @@ impl FnCx<'_> {
             #within
             #after
         };
-        let body = if exact { clipped } else { quote!(if __exact { #clipped } else { #generic }) };
-        Ok(Some(quote! {
-            {
-                #decl
-                #body
-            }
-        }))
+        Ok(Some(range.around(clipped, generic)))
     }
 }
