@@ -8,8 +8,11 @@
 //! is not a power of two (not folded) too. The `checked` feature runs the
 //! reference loops instead, with the same bits against the unscaled form.
 
+mod gemm_support;
+
 use einlang::einlang;
-use einlang::ndarray::{Array, Array2, Array3};
+use einlang::ndarray::{Array2, Array3};
+use gemm_support::{close, f32s, on_threads, values};
 
 einlang! {
     pub fn scores(q: [f32; B, N, D], k: [f32; B, M, D]) -> [f32; B, N, M] {
@@ -54,39 +57,6 @@ einlang! {
         let z[h, i] = sum[j](e[h, i, j]);
         let y[h, i, d] = sum[j](e[h, i, j] * v[h, j, d]) / z[h, i];
         y
-    }
-}
-
-/// Deterministic values in `[-1, 1)`, different per `seed`.
-fn values(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
-}
-
-fn f32s(len: usize, seed: u64) -> Vec<f32> {
-    values(len, seed).into_iter().map(|v| v as f32).collect()
-}
-
-/// Runs `f` on pools of 1, 2 and 3 threads.
-fn on_threads(f: impl Fn() + Sync) {
-    for threads in 1..=3 {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(&f);
-    }
-}
-
-/// `got` equals `want` within a relative tolerance.
-fn close<D: einlang::ndarray::Dimension>(got: &Array<f64, D>, want: &Array<f64, D>, tol: f64, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    for (g, w) in got.iter().zip(want.iter()) {
-        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}: {g} against {w}");
     }
 }
 

@@ -8,8 +8,11 @@
 //! with bias and ReLU; skinny products. The `checked` feature runs the
 //! reference loops instead.
 
+mod gemm_support;
+
 use einlang::einlang;
-use einlang::ndarray::{Array, Array1, Array2, Array3, Array4};
+use einlang::ndarray::{Array1, Array2, Array3, Array4};
+use gemm_support::{close, f32s, on_threads, values};
 
 einlang! {
     pub fn conv1x1(x: [f32; N, C, H, W], k: [f32; O, C]) -> [f32; N, O, H, W] {
@@ -57,39 +60,6 @@ einlang! {
     pub fn matmul(a: [f32; M, K], b: [f32; K, N]) -> [f32; M, N] {
         let c[i, j] = sum[k](a[i, k] * b[k, j]);
         c
-    }
-}
-
-/// Deterministic values in `[-1, 1)`, different per `seed`.
-fn values(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
-}
-
-fn f32s(len: usize, seed: u64) -> Vec<f32> {
-    values(len, seed).into_iter().map(|v| v as f32).collect()
-}
-
-/// Runs `f` on pools of 1, 2 and 3 threads.
-fn on_threads(f: impl Fn() + Sync) {
-    for threads in 1..=3 {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(&f);
-    }
-}
-
-/// `got` equals `want` within a relative tolerance.
-fn close<D: einlang::ndarray::Dimension>(got: &Array<f64, D>, want: &Array<f64, D>, tol: f64, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    for (g, w) in got.iter().zip(want.iter()) {
-        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}: {g} against {w}");
     }
 }
 
