@@ -11,6 +11,9 @@
 //! on one to three threads; the `checked` feature runs the reference loop
 //! nests instead.
 
+mod conv_support;
+
+use conv_support::{assert_close, threads};
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array4};
 
@@ -149,21 +152,6 @@ fn naive(
     relu: bool,
 ) -> Array4<f64> {
     naive_window(x, k, b, (1, 1), (pad.0 as isize, pad.1 as isize), (1, 1), out, relu)
-}
-
-fn assert_close(got: &Array4<f32>, want: &Array4<f64>, terms: usize, what: &str) {
-    assert_eq!(got.dim(), want.dim(), "{what}");
-    let tol = 2e-6 * (terms as f64 + 1.0);
-    for ((at, a), e) in got.indexed_iter().zip(want) {
-        assert!((*a as f64 - e).abs() <= tol, "{what} at {at:?}: {a} vs {e}");
-    }
-}
-
-/// On one, two and three threads.
-fn threads(body: impl Fn() + Send + Sync) {
-    for t in 1..=3 {
-        rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap().install(&body);
-    }
 }
 
 const SHAPES: &[(usize, usize, usize, usize, usize)] = &[

@@ -10,6 +10,9 @@
 //! one to three threads; the `checked` feature runs the reference loop
 //! nests instead.
 
+mod conv_support;
+
+use conv_support::{assert_close, threads};
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array4};
 
@@ -68,21 +71,6 @@ fn data(shape: (usize, usize, usize, usize), seed: u64) -> Array4<f32> {
         st = st.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         ((st >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     })
-}
-
-fn assert_close(got: &Array4<f32>, want: &Array4<f64>, terms: usize, what: &str) {
-    assert_eq!(got.dim(), want.dim(), "{what}");
-    let tol = 2e-6 * (terms as f64 + 1.0);
-    for ((at, a), e) in got.indexed_iter().zip(want) {
-        assert!((*a as f64 - e).abs() <= tol, "{what} at {at:?}: {a} vs {e}");
-    }
-}
-
-/// On one, two and three threads.
-fn threads(body: impl Fn() + Send + Sync) {
-    for t in 1..=3 {
-        rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap().install(&body);
-    }
 }
 
 #[test]
