@@ -41,6 +41,15 @@
 //! each pixel runs over the channels in order, then `r`, then `s` (one
 //! rounding per term: the vector forms fuse the multiply-add, so the two
 //! give the same bits).
+//!
+//! One filter per group (a depthwise convolution) would leave all but one
+//! filter of a tile zero; it runs per (image, group) task instead, which
+//! copies the group's phase planes itself (while they are in cache: no
+//! copy of the whole batch first) and sums each run of rows as one flat
+//! stretch of positions (`Kernel::dw`: eight `zmm` or `ymm` of sums at a
+//! time in the vector forms, sixteen values in the baseline one). Each term
+//! is a product and then a sum, never fused, so every form gives the same
+//! bits.
 
 use crate::Error;
 use ndarray::{ArrayView1, ArrayView4, ArrayViewMut4, Ix1};
