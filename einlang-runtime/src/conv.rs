@@ -41,6 +41,15 @@
 //! each pixel runs over the channels in order, then `r`, then `s` (one
 //! rounding per term: the vector forms fuse the multiply-add, so the two
 //! give the same bits).
+//!
+//! One filter per group (a depthwise convolution) would leave all but one
+//! filter of a tile zero; it runs per (image, group) task instead, which
+//! copies the group's phase planes itself (while they are in cache: no
+//! copy of the whole batch first) and sums each run of rows as one flat
+//! stretch of positions (`Kernel::dw`: eight `zmm` or `ymm` of sums at a
+//! time in the vector forms, sixteen values in the baseline one). Each term
+//! is a product and then a sum, never fused, so every form gives the same
+//! bits.
 
 use crate::Error;
 use ndarray::{ArrayView1, ArrayView4, ArrayViewMut4, Ix1};
@@ -71,8 +80,19 @@ pub struct Kernel<T> {
     /// channels `plane` apart) times the weights at `w` (`[cn][taps][F]`),
     /// the term of tap `t` read `offs[t]` after the position.
     tile: unsafe fn(*const T, *const T, *mut T, usize, *const usize, usize, usize),
+    /// The row form of one filter per group (depthwise), `dw(sums, len,
+    /// x, plane, offs, taps, w, wstep, cn)`: writes to `sums[q]`, for `q`
+    /// in `0..len`, the sum over `cn` channels (`plane` apart from `x`,
+    /// which is offset to the first position) and `taps` taps (tap `t`
+    /// read `offs[t]` after the position) of `w[(c taps + t) wstep] x[..]`,
+    /// each term a product and then a sum (two roundings), channels then
+    /// taps in order from zero: every form gives the same bits.
+    dw: DwRow<T>,
     name: &'static str,
 }
+
+/// [`Kernel::dw`]'s signature.
+type DwRow<T> = unsafe fn(*mut T, usize, *const T, usize, *const usize, usize, *const T, usize, usize);
 
 impl ConvElem for f32 {
     fn kernel() -> Kernel<f32> {
@@ -106,7 +126,82 @@ impl ConvElem for f64 {
 
 /// The portable kernel: 16 positions by 4 filters.
 fn portable<T: ConvElem>() -> Kernel<T> {
-    Kernel { tq: 16, f: 4, tile: tile_portable::<T, 16, 4>, name: "portable" }
+    Kernel { tq: 16, f: 4, tile: tile_portable::<T, 16, 4>, dw: dw_portable::<T>, name: "portable" }
+}
+
+/// [`Kernel::dw`] in the baseline instruction set: 16 positions at a time
+/// (four SSE2 registers of `f32`), the rest by [`dw_tail`].
+///
+/// # Safety
+/// `sums` writable for `len` values; `x` readable for `cn` channels of
+/// `plane` values, over `len + max(offs)` positions each; `offs` for `taps`
+/// values; `w` at `(c taps + t) wstep` for every channel `c` and tap `t`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn dw_portable<T: ConvElem>(
+    sums: *mut T,
+    len: usize,
+    x: *const T,
+    plane: usize,
+    offs: *const usize,
+    taps: usize,
+    w: *const T,
+    wstep: usize,
+    cn: usize,
+) {
+    const B: usize = 16;
+    // SAFETY: the caller's.
+    let offs = unsafe { std::slice::from_raw_parts(offs, taps) };
+    let mut j = 0;
+    while j + B <= len {
+        let mut a = [T::default(); B];
+        for c in 0..cn {
+            for (t, &off) in offs.iter().enumerate() {
+                // SAFETY: the caller's (positions `j .. j + B` of the stretch).
+                let (wv, src) =
+                    unsafe { (*w.add((c * taps + t) * wstep), &*(x.add(c * plane + off + j) as *const [T; B])) };
+                for (a, &v) in a.iter_mut().zip(src) {
+                    *a = *a + wv * v;
+                }
+            }
+        }
+        // SAFETY: `j + B <= len`.
+        unsafe { std::slice::from_raw_parts_mut(sums.add(j), B) }.copy_from_slice(&a);
+        j += B;
+    }
+    // SAFETY: the caller's.
+    unsafe { dw_tail(sums, j, len, x, plane, offs, w, wstep, cn) };
+}
+
+/// Positions `j..len` of [`Kernel::dw`], one at a time (the same terms in
+/// the same order as the vector forms).
+///
+/// # Safety
+/// As [`dw_portable`]'s.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dw_tail<T: ConvElem>(
+    sums: *mut T,
+    j: usize,
+    len: usize,
+    x: *const T,
+    plane: usize,
+    offs: &[usize],
+    w: *const T,
+    wstep: usize,
+    cn: usize,
+) {
+    let taps = offs.len();
+    for q in j..len {
+        let mut a = T::default();
+        for c in 0..cn {
+            for (t, &off) in offs.iter().enumerate() {
+                // SAFETY: the caller's.
+                unsafe { a = a + *w.add((c * taps + t) * wstep) * *x.add(c * plane + off + q) };
+            }
+        }
+        // SAFETY: `q < len`.
+        unsafe { *sums.add(q) = a };
+    }
 }
 
 /// # Safety
@@ -152,10 +247,11 @@ unsafe fn tile_portable<T: ConvElem, const TQ: usize, const F: usize>(
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use super::x86_dw::{dw256, dw512};
     use super::Kernel;
     use std::arch::x86_64::*;
 
-    pub(super) const K512: Kernel<f32> = Kernel { tq: 64, f: 6, tile: tile512, name: "avx512" };
+    pub(super) const K512: Kernel<f32> = Kernel { tq: 64, f: 6, tile: tile512, dw: dw512, name: "avx512" };
 
     /// Whether the processor has AVX2 and FMA, and whether it also has
     /// AVX-512 (foundation): detected once. As the GEMM libraries do, the
@@ -169,7 +265,7 @@ mod x86 {
             (fma, fma && is_x86_feature_detected!("avx512f"))
         })
     }
-    pub(super) const K256: Kernel<f32> = Kernel { tq: 16, f: 6, tile: tile256, name: "avx2" };
+    pub(super) const K256: Kernel<f32> = Kernel { tq: 16, f: 6, tile: tile256, dw: dw256, name: "avx2" };
 
     /// [`super::tile_portable`]'s contract with `TQ = 64`, `F = 6`.
     #[allow(clippy::too_many_arguments)]
@@ -287,6 +383,153 @@ mod x86 {
                 for (v, r) in row.iter().enumerate() {
                     _mm256_storeu_ps(acc.add(f * 16 + v * 8), *r);
                 }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86_dw {
+    //! [`super::Kernel::dw`] in AVX2 and AVX-512 registers: eight vectors
+    //! of sums at a time (the add's latency, four cycles, spread over eight
+    //! independent sums), then one, then the rest (one at a time for AVX2,
+    //! a masked vector for AVX-512). A product and then a sum per term,
+    //! never fused: the bits of [`super::dw_portable`].
+    use super::dw_tail;
+    use std::arch::x86_64::*;
+
+    /// [`super::dw_portable`]'s contract.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn dw256(
+        sums: *mut f32,
+        len: usize,
+        x: *const f32,
+        plane: usize,
+        offs: *const usize,
+        taps: usize,
+        w: *const f32,
+        wstep: usize,
+        cn: usize,
+    ) {
+        // SAFETY: `K256` (which holds this form) is chosen only where
+        // `x86::features` found AVX2 and FMA.
+        unsafe { dw256_inner(sums, len, x, plane, offs, taps, w, wstep, cn) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn dw256_inner(
+        sums: *mut f32,
+        len: usize,
+        x: *const f32,
+        plane: usize,
+        offs: *const usize,
+        taps: usize,
+        w: *const f32,
+        wstep: usize,
+        cn: usize,
+    ) {
+        // SAFETY (every block below): within the stretches the caller
+        // guarantees (`dw_portable`), positions `j ..` below `len`.
+        unsafe {
+            let offs = std::slice::from_raw_parts(offs, taps);
+            let mut j = 0;
+            while j + 64 <= len {
+                let mut a = [_mm256_setzero_ps(); 8];
+                for c in 0..cn {
+                    for (t, &off) in offs.iter().enumerate() {
+                        let wv = _mm256_set1_ps(*w.add((c * taps + t) * wstep));
+                        let xs = x.add(c * plane + off + j);
+                        for (v, a) in a.iter_mut().enumerate() {
+                            *a = _mm256_add_ps(*a, _mm256_mul_ps(wv, _mm256_loadu_ps(xs.add(8 * v))));
+                        }
+                    }
+                }
+                for (v, a) in a.iter().enumerate() {
+                    _mm256_storeu_ps(sums.add(j + 8 * v), *a);
+                }
+                j += 64;
+            }
+            while j + 8 <= len {
+                let mut a = _mm256_setzero_ps();
+                for c in 0..cn {
+                    for (t, &off) in offs.iter().enumerate() {
+                        let wv = _mm256_set1_ps(*w.add((c * taps + t) * wstep));
+                        a = _mm256_add_ps(a, _mm256_mul_ps(wv, _mm256_loadu_ps(x.add(c * plane + off + j))));
+                    }
+                }
+                _mm256_storeu_ps(sums.add(j), a);
+                j += 8;
+            }
+            dw_tail(sums, j, len, x, plane, offs, w, wstep, cn);
+        }
+    }
+
+    /// [`super::dw_portable`]'s contract.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn dw512(
+        sums: *mut f32,
+        len: usize,
+        x: *const f32,
+        plane: usize,
+        offs: *const usize,
+        taps: usize,
+        w: *const f32,
+        wstep: usize,
+        cn: usize,
+    ) {
+        // SAFETY: `K512` (which holds this form) is chosen only where
+        // `x86::features` found AVX-512, AVX2 and FMA.
+        unsafe { dw512_inner(sums, len, x, plane, offs, taps, w, wstep, cn) }
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn dw512_inner(
+        sums: *mut f32,
+        len: usize,
+        x: *const f32,
+        plane: usize,
+        offs: *const usize,
+        taps: usize,
+        w: *const f32,
+        wstep: usize,
+        cn: usize,
+    ) {
+        // SAFETY (every block below): within the stretches the caller
+        // guarantees (`dw_portable`), positions `j ..` below `len`; the
+        // last vector's loads and store are masked to the positions left
+        // (masked lanes are neither read nor written).
+        unsafe {
+            let offs = std::slice::from_raw_parts(offs, taps);
+            let mut j = 0;
+            while j + 128 <= len {
+                let mut a = [_mm512_setzero_ps(); 8];
+                for c in 0..cn {
+                    for (t, &off) in offs.iter().enumerate() {
+                        let wv = _mm512_set1_ps(*w.add((c * taps + t) * wstep));
+                        let xs = x.add(c * plane + off + j);
+                        for (v, a) in a.iter_mut().enumerate() {
+                            *a = _mm512_add_ps(*a, _mm512_mul_ps(wv, _mm512_loadu_ps(xs.add(16 * v))));
+                        }
+                    }
+                }
+                for (v, a) in a.iter().enumerate() {
+                    _mm512_storeu_ps(sums.add(j + 16 * v), *a);
+                }
+                j += 128;
+            }
+            while j < len {
+                let m: __mmask16 = if len - j >= 16 { 0xffff } else { (1u16 << (len - j)) - 1 };
+                let mut a = _mm512_setzero_ps();
+                for c in 0..cn {
+                    for (t, &off) in offs.iter().enumerate() {
+                        let wv = _mm512_set1_ps(*w.add((c * taps + t) * wstep));
+                        a = _mm512_add_ps(a, _mm512_mul_ps(wv, _mm512_maskz_loadu_ps(m, x.add(c * plane + off + j))));
+                    }
+                }
+                _mm512_mask_storeu_ps(sums.add(j), m, a);
+                j += 16;
             }
         }
     }
@@ -562,7 +805,6 @@ fn conv2d_impl<T: ConvElem>(
         pad == (0, 0) && (sh, sw) == (1, 1) && wp == w && hp == h && n > 1 && image >= slack && x.is_standard_layout();
     let copied = if direct { 1 } else { n };
     let first_copied = n - copied;
-    let xlen = copied.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
     // Blocks of `fg` filters per convolution group.
     let groups = fpg.div_ceil(fg);
     let wlen = groups
@@ -572,60 +814,70 @@ fn conv2d_impl<T: ConvElem>(
         .and_then(|v| v.checked_mul(taps))
         .ok_or_else(too_large)?;
 
-    let mut xp = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(xlen))?;
     let (top, left) = pad;
-    {
-        let xs = xp.as_slice_mut().expect("a new buffer is contiguous");
-        xs[copied * image..].iter_mut().for_each(|v| {
-            v.write(T::default());
-        });
-        let (row_phases, col_phases) = (&row_phases, &col_phases);
-        // One task per channel (its phase planes one after the other, so
-        // that the rows they share are read while in cache).
-        xs[..copied * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, planes)| {
-            let (nn, cc) = (first_copied + p / c, p % c);
-            let src = x.index_axis(ndarray::Axis(0), nn);
-            let src = src.index_axis(ndarray::Axis(0), cc);
-            for (ph, dst) in planes.chunks_mut(phase.max(1)).enumerate() {
-                let (pr, pc) = (row_phases[ph / col_phases.len()], col_phases[ph % col_phases.len()]);
-                // Column `jj` of the phase plane is column `jj sw + pc - left`
-                // of the image: inside it for `jj` in `j0..j1`.
-                let first = |lo: usize| lo.saturating_sub(pc).div_ceil(sw);
-                let (j0, j1) = (first(left).min(wp), first(left.saturating_add(w)).min(wp));
-                for (i, row) in dst.chunks_mut(wp).enumerate() {
-                    // Row `i` is the image's row `i sh + pr - top`.
-                    let si = (i * sh + pr).checked_sub(top).filter(|&si| si < h);
-                    match si {
-                        Some(si) if j0 < j1 => {
-                            row[..j0].iter_mut().for_each(|d| {
-                                d.write(T::default());
-                            });
-                            let from = j0 * sw + pc - left;
-                            let line = src.row(si);
-                            match line.as_slice() {
-                                // A contiguous row: every `sw`-th value from `from`.
-                                Some(line) => {
-                                    for (d, v) in row[j0..j1].iter_mut().zip(line[from..].iter().step_by(sw)) {
-                                        d.write(*v);
-                                    }
-                                }
-                                None => {
-                                    let line = line.slice(ndarray::s![from..;sw]);
-                                    for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
-                                        d.write(*v);
-                                    }
+    let (row_phases, col_phases) = (&row_phases, &col_phases);
+    // Writes channel `cc` of image `nn` as its phase planes (one after the
+    // other, so that the rows they share are read while in cache) into
+    // `planes` (`plane` values).
+    let fill = |planes: &mut [std::mem::MaybeUninit<T>], nn: usize, cc: usize| {
+        let src = x.index_axis(ndarray::Axis(0), nn);
+        let src = src.index_axis(ndarray::Axis(0), cc);
+        for (ph, dst) in planes.chunks_mut(phase.max(1)).enumerate() {
+            let (pr, pc) = (row_phases[ph / col_phases.len()], col_phases[ph % col_phases.len()]);
+            // Column `jj` of the phase plane is column `jj sw + pc - left`
+            // of the image: inside it for `jj` in `j0..j1`.
+            let first = |lo: usize| lo.saturating_sub(pc).div_ceil(sw);
+            let (j0, j1) = (first(left).min(wp), first(left.saturating_add(w)).min(wp));
+            for (i, row) in dst.chunks_mut(wp).enumerate() {
+                // Row `i` is the image's row `i sh + pr - top`.
+                let si = (i * sh + pr).checked_sub(top).filter(|&si| si < h);
+                match si {
+                    Some(si) if j0 < j1 => {
+                        row[..j0].iter_mut().for_each(|d| {
+                            d.write(T::default());
+                        });
+                        let from = j0 * sw + pc - left;
+                        let line = src.row(si);
+                        match line.as_slice() {
+                            // A contiguous row: every `sw`-th value from `from`.
+                            Some(line) => {
+                                for (d, v) in row[j0..j1].iter_mut().zip(line[from..].iter().step_by(sw)) {
+                                    d.write(*v);
                                 }
                             }
-                            row[j1..].iter_mut().for_each(|d| {
-                                d.write(T::default());
-                            });
+                            None => {
+                                let line = line.slice(ndarray::s![from..;sw]);
+                                for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
+                                    d.write(*v);
+                                }
+                            }
                         }
-                        _ => row.iter_mut().for_each(|d| {
+                        row[j1..].iter_mut().for_each(|d| {
                             d.write(T::default());
-                        }),
+                        });
                     }
+                    _ => row.iter_mut().for_each(|d| {
+                        d.write(T::default());
+                    }),
                 }
             }
+        }
+    };
+    // One filter per group (depthwise) copies each task's planes within
+    // the task (below), while they are in cache; the other forms copy the
+    // images here.
+    let dwise = fpg == 1 && cg > 1;
+    let global = if dwise { 0 } else { copied };
+    let xlen = global.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
+    let mut xp = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(xlen))?;
+    {
+        let xs = xp.as_slice_mut().expect("a new buffer is contiguous");
+        xs[global * image..].iter_mut().for_each(|v| {
+            v.write(T::default());
+        });
+        // One task per channel.
+        xs[..global * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, planes)| {
+            fill(planes, first_copied + p / c, p % c);
         });
     }
     // SAFETY: every element was written above (the planes and the slack).
@@ -672,49 +924,76 @@ fn conv2d_impl<T: ConvElem>(
     let optr = Shared(out.as_mut_ptr());
     let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
     let zero = T::default();
-    if fpg == 1 && cg > 1 {
+    if dwise {
         // One filter per group (a depthwise convolution): a tile of `fg`
         // filters would compute `fg - 1` of zeros. Each task is one
-        // image's group, each output row a sum of contiguous stretches of
-        // the group's planes (channels, then taps, in the tiles' order),
-        // which the compiler vectorizes.
+        // image's group; its positions (`q = i wp + j`, as the tiles'),
+        // a few rows at a time, are one flat stretch of every plane the
+        // group reads, summed by the kernel's row form (`Kernel::dw`, in
+        // the processor's widest registers), and the pixels (`j < ow`)
+        // of each row are stored with the bias.
+        let rows = (4096 / wp.max(1)).clamp(1, oh);
         (0..n * cg).into_par_iter().try_for_each(|task| -> Result<(), Error> {
             let optr = &optr;
             let (nn, gg) = (task / cg, task % cg);
-            let base = if nn < first_copied {
-                // SAFETY: image `nn` of `x`, as below.
-                unsafe { x.as_ptr().add(nn * image) }
+            // The group's planes: in `x` itself (a valid stride-1
+            // convolution, but for the last image), or copied here.
+            let local = if nn < first_copied {
+                None
             } else {
-                // SAFETY: the copies hold `copied` images.
-                unsafe { xs.as_ptr().add((nn - first_copied) * image) }
+                let len = kc.checked_mul(plane).ok_or_else(too_large)?;
+                let mut own = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(len))?;
+                let dst = own.as_slice_mut().expect("a new buffer is contiguous");
+                for (cc, planes) in dst.chunks_mut(plane.max(1)).enumerate() {
+                    fill(planes, nn, gg * kc + cc);
+                }
+                // SAFETY: every element was written by `fill`.
+                Some(unsafe { own.assume_init() })
             };
-            let mut row = crate::pool::try_uninit::<T, Ix1>(function, "convolution row", Ix1(ow))?;
-            row.iter_mut().for_each(|v| {
+            let chan0 = match &local {
+                Some(own) => own.as_ptr(),
+                // SAFETY: image `nn`'s channel `gg kc` of `x`, whose standard
+                // layout holds `n` images of `image` values.
+                None => unsafe { x.as_ptr().add(nn * image + gg * kc * plane) },
+            };
+            let mut sums = crate::pool::try_uninit::<T, Ix1>(function, "convolution rows", Ix1(rows * wp))?;
+            sums.iter_mut().for_each(|v| {
                 v.write(zero);
             });
             // SAFETY: written above.
-            let mut row = unsafe { row.assume_init() };
-            let row = row.as_slice_mut().expect("a new buffer is contiguous");
+            let mut sums = unsafe { sums.assume_init() };
+            let sums = sums.as_slice_mut().expect("a new buffer is contiguous");
             let b = bias.as_ref().map_or(zero, |b| b[gg]);
-            for i in 0..oh {
-                row.iter_mut().for_each(|v| *v = zero);
-                for cc in 0..kc {
-                    let ch = gg * kc + cc;
-                    for (t, off) in offs.iter().enumerate() {
-                        let wv = ws[((gg * groups) * kc + cc) * taps * fg + t * fg];
-                        // SAFETY: positions `i wp + off .. + ow` of plane
-                        // `ch` lie within the image's planes (the pixels of
-                        // row `i` read there, as the tiles do).
-                        let src = unsafe { std::slice::from_raw_parts(base.add(ch * plane + i * wp + off), ow) };
-                        for (a, &v) in row.iter_mut().zip(src) {
-                            *a = *a + wv * v;
-                        }
-                    }
+            let mut i0 = 0;
+            while i0 < oh {
+                let i1 = (i0 + rows).min(oh);
+                // The last row's positions end at its last pixel.
+                let len = (i1 - i0 - 1) * wp + ow;
+                // SAFETY: positions `i0 wp .. i0 wp + len` plus each tap's
+                // offset, at most `hp wp - 1` plus the last phase's start,
+                // lie within each of the group's `kc` planes from `chan0`;
+                // the weights of group `gg`'s channels within `ws`; `sums`
+                // holds `rows wp >= len`.
+                unsafe {
+                    (kernel.dw)(
+                        sums.as_mut_ptr(),
+                        len,
+                        chan0.add(i0 * wp),
+                        plane,
+                        offs.as_ptr(),
+                        taps,
+                        ws.as_ptr().add(gg * groups * kc * taps * fg),
+                        fg,
+                        kc,
+                    )
+                };
+                for i in i0..i1 {
+                    let at = nn as isize * strides[0] + gg as isize * strides[1] + i as isize * strides[2];
+                    // SAFETY: pixels `(nn, gg, i, ..)` are within `out`, and
+                    // this task alone writes them.
+                    unsafe { store_run(optr.0.offset(at), strides[3], &sums[(i - i0) * wp..][..ow], b, relu) };
                 }
-                let at = nn as isize * strides[0] + gg as isize * strides[1] + i as isize * strides[2];
-                // SAFETY: pixels `(nn, gg, i, ..)` are within `out`, and
-                // this task alone writes them.
-                unsafe { store_run(optr.0.offset(at), strides[3], row, b, relu) };
+                i0 = i1;
             }
             Ok(())
         })?;
@@ -1108,6 +1387,68 @@ mod tests {
             }
             let mut y = Array4::<f64>::from_elem((n, o, oh, ow), f64::NAN);
             conv2d_grouped("t", x.view(), k.view(), Some(b.view()), win, g, false, y.view_mut()).unwrap();
+            for (a, e) in y.iter().zip(&want) {
+                assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 g{g}: {a} vs {e}");
+            }
+        }
+    }
+
+    /// Every row form of one filter per group (depthwise) against the
+    /// naive sum, with the same bits in every form: rows that end in
+    /// eight-vector blocks, single vectors and tails, unit and prime
+    /// extents, strides, dilations and pads, a valid stride-1 batch (read
+    /// in place but for its last image), an empty batch, a ReLU, one to
+    /// three threads.
+    #[test]
+    fn depthwise_forms_match_the_naive_sum_with_the_same_bits() {
+        let unit = Window { pad: (0, 0), stride: (1, 1), dilation: (1, 1) };
+        let same = Window { pad: (1, 1), ..unit };
+        let s2 = Window { pad: (1, 1), stride: (2, 2), dilation: (1, 1) };
+        // (n, groups, channels per group, h, w, kh, kw, window, relu)
+        for &(n, g, c, h, w, kh, kw, win, relu) in &[
+            (2, 3, 1, 37, 41, 3, 3, same, false),
+            (3, 4, 1, 19, 23, 3, 3, unit, false),
+            (1, 5, 2, 17, 131, 3, 3, s2, true),
+            (2, 2, 1, 29, 7, 3, 3, Window { pad: (2, 1), stride: (3, 2), dilation: (2, 1) }, false),
+            (3, 7, 1, 1, 1, 1, 1, unit, true),
+            (1, 2, 1, 7, 7, 5, 5, Window { pad: (2, 2), ..unit }, false),
+            (1, 3, 3, 13, 200, 2, 3, s2, false),
+            (0, 3, 1, 5, 5, 3, 3, same, false),
+        ] {
+            let cx = g * c;
+            let oh = (h + 2 * win.pad.0).saturating_sub(win.dilation.0 * (kh - 1) + 1) / win.stride.0 + 1;
+            let ow = (w + 2 * win.pad.1).saturating_sub(win.dilation.1 * (kw - 1) + 1) / win.stride.1 + 1;
+            let x = Array4::from_shape_vec((n, cx, h, w), data(n * cx * h * w, 31)).unwrap();
+            let k = Array4::from_shape_vec((g, c, kh, kw), data(g * c * kh * kw, 32)).unwrap();
+            let b = Array1::from_vec(data(g, 33));
+            let want = naive_grouped(&x, &k, &b, win, g, oh, ow).mapv(|v| if relu { v.max(0.0) } else { v });
+            let (x32, k32, b32) = (x.mapv(|v| v as f32), k.mapv(|v| v as f32), b.mapv(|v| v as f32));
+            let mut first: Option<Array4<f32>> = None;
+            for kern in kernels::<f32>() {
+                for threads in 1..=3 {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    let mut y = Array4::<f32>::from_elem((n, g, oh, ow), f32::NAN);
+                    pool.install(|| {
+                        let (xv, kv, bv) = (x32.view(), k32.view(), Some(b32.view()));
+                        conv2d_grouped_with("t", kern, xv, kv, bv, win, g, relu, y.view_mut())
+                    })
+                    .unwrap();
+                    for (a, e) in y.iter().zip(&want) {
+                        let tol = 1e-5 * (c * kh * kw + 1) as f64;
+                        assert!((*a as f64 - e).abs() <= tol, "{} g{g} {n}x{cx}x{h}x{w}: {a} vs {e}", kern.name());
+                    }
+                    match &first {
+                        None => first = Some(y),
+                        Some(f) => assert!(
+                            f.iter().zip(&y).all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "{} g{g} {n}x{cx}x{h}x{w}: other bits",
+                            kern.name()
+                        ),
+                    }
+                }
+            }
+            let mut y = Array4::<f64>::from_elem((n, g, oh, ow), f64::NAN);
+            conv2d_grouped("t", x.view(), k.view(), Some(b.view()), win, g, relu, y.view_mut()).unwrap();
             for (a, e) in y.iter().zip(&want) {
                 assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 g{g}: {a} vs {e}");
             }
