@@ -34,6 +34,14 @@
 //! sum[k](e[k])`) and that sum would run in lanes (`expr::in_lanes`), it
 //! is added up in the loop that stores the row, in the same lanes and the
 //! same order (the same bits), so the row is not read a second time.
+//!
+//! A later sum of a whole top-level definition's rows (`row_sum_of`:
+//! `z[i] = sum[j](e[i, j])` after `e[i, j]`, or `z[i] = sum[j](e[h, i, j])`
+//! in the prelude of a later row definition over `h`, attention's `z`
+//! after the product `e v`) is added up by `e`'s loop nest right after each
+//! row is written, while it is in the first-level cache, in `z`'s lanes and
+//! order (the same bits); `z` becomes those sums (a row of them in a
+//! prelude), and no longer reads `e` from memory.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
@@ -318,15 +326,14 @@ impl FnCx<'_> {
                 let __r: &[#t] = unsafe { ::core::slice::from_raw_parts(#chunk.as_ptr().cast::<#t>(), #chunk.len()) };
                 let mut __lanes: [#t; #n] = [#zero; #n];
                 let mut __tail: #t = #zero;
-                let mut __start: usize = 0;
-                while __r.len() - __start >= #n {
+                let mut __runs = __r.chunks_exact(#n);
+                for __run in &mut __runs {
                     for __lane in 0..#n {
-                        __lanes[__lane] += __r[__start + __lane];
+                        __lanes[__lane] += __run[__lane];
                     }
-                    __start += #n;
                 }
-                for __k in __start..__r.len() {
-                    __tail += __r[__k];
+                for __v in __runs.remainder() {
+                    __tail += *__v;
                 }
                 let __s: #t = (#(#parts)+*) + __tail;
                 // SAFETY: `#flat` is the row's position among the rows of
