@@ -34,6 +34,14 @@
 //! sum[k](e[k])`) and that sum would run in lanes (`expr::in_lanes`), it
 //! is added up in the loop that stores the row, in the same lanes and the
 //! same order (the same bits), so the row is not read a second time.
+//!
+//! A later sum of a whole top-level definition's rows (`row_sum_of`:
+//! `z[i] = sum[j](e[i, j])` after `e[i, j]`, or `z[i] = sum[j](e[h, i, j])`
+//! in the prelude of a later row definition over `h`, attention's `z`
+//! after the product `e v`) is added up by `e`'s loop nest right after each
+//! row is written, while it is in the first-level cache, in `z`'s lanes and
+//! order (the same bits); `z` becomes those sums (a row of them in a
+//! prelude), and no longer reads `e` from memory.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
@@ -201,5 +209,137 @@ impl FnCx<'_> {
             // is only read through this view until its value is computed.
             let #name = unsafe { #nd::RawArrayView::from_shape_ptr(#len, #ptr as *const #t) };
         })
+    }
+}
+
+/// Where a later sum of a definition's rows is read (`row_sum_of`): a
+/// top-level tensor `z[a..] = sum[k](e[a.., k])`, or a tensor of a later
+/// row prelude over index `n`, `z[a..] = sum[k](e[n, a.., k])`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum SumAt {
+    Top,
+    Row(VarId),
+}
+
+/// Whether `value` is `sum[k](e[lead.., k])` over `e`'s whole last axis
+/// with proven reads, a float sum that runs in lanes, `lead` the variables
+/// given.
+fn sums_last_axis(value: &Expr, e: &TensorDef, lead: &[VarId]) -> bool {
+    let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &value.kind else { return false };
+    let [l] = loops.as_slice() else { return false };
+    let Some(last) = e.axes.last() else { return false };
+    let ExprKind::Read { tensor, indices, checked: false } = &body.kind else { return false };
+    let vars = lead.iter().copied().chain([l.index]);
+    let own = *tensor == e.var
+        && indices.len() == lead.len() + 1
+        && indices.iter().zip(vars).all(|(i, v)| matches!(i.kind, ExprKind::Var(w) if w == v));
+    let whole = l.start == last.start && l.end.sub(&l.start) == last.extent;
+    own && whole && in_lanes(RedOp::Sum, loops, wheres.is_empty(), e.elem) && value.ty == Repr::Scalar(e.elem)
+}
+
+impl FnCx<'_> {
+    /// A tensor `z` of rank one of the function's top level (for `e` of
+    /// rank 2) or of a later row prelude (for `e` of rank 3), after `e` (a
+    /// top-level definition, every axis from 0), that sums `e`
+    /// over its last axis at each of its points, and where it is defined:
+    /// `e`'s loop nest then adds up each row of `e` as it is written (still
+    /// in the first-level cache) into a tensor that `z` becomes, in the
+    /// lanes and order of `z`'s own reduction (the same bits), so `z` does
+    /// not read `e` from memory again (softmax's `z = sum[j](e[h, i, j])`
+    /// after the product that also reads `e`). Not in `checked` mode, nor
+    /// for tensors that fill the caller's buffers.
+    pub(crate) fn row_sum_of(&self, e: &TensorDef) -> Option<(VarId, SumAt)> {
+        let rank = e.axes.len();
+        if self.all_checked || rank < 2 || e.domain_guards != 0 || !e.elem.is_float() || self.outs.contains_key(&e.var)
+        {
+            return None;
+        }
+        if e.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
+            return None;
+        }
+        let body = &self.f.body;
+        let at = body.iter().position(|s| match s {
+            Stmt::Tensor(t) => t.var == e.var,
+            Stmt::Rows(r) => r.def.var == e.var,
+            _ => false,
+        })?;
+        // `z` of rank one: its own points are reductions in lanes (a `z` of
+        // higher rank may add up its terms pass by pass over a row of its
+        // points, `accumulate_row`, in another order).
+        let same_axes = |z: &TensorDef, from: usize| {
+            z.axes.len() == 1
+                && z.elem == e.elem
+                && z.domain_guards == 0
+                && z.axes.len() + from == rank - 1
+                && z.axes.iter().zip(&e.axes[from..]).all(|(a, b)| a.start == b.start && a.extent == b.extent)
+        };
+        for s in &body[at + 1..] {
+            match s {
+                Stmt::Tensor(z) if same_axes(z, 0) => {
+                    let lead: Vec<VarId> = z.axes.iter().map(|a| a.index).collect();
+                    if sums_last_axis(&z.body, e, &lead) && !self.outs.contains_key(&z.var) {
+                        return Some((z.var, SumAt::Top));
+                    }
+                }
+                Stmt::Rows(r) => {
+                    let first = &r.def.axes[0];
+                    if first.start != e.axes[0].start || first.extent != e.axes[0].extent {
+                        continue;
+                    }
+                    for p in &r.prelude {
+                        let Stmt::Tensor(z) = p else { continue };
+                        if !same_axes(z, 1) {
+                            continue;
+                        }
+                        let lead: Vec<VarId> =
+                            [first.index].into_iter().chain(z.axes.iter().map(|a| a.index)).collect();
+                        if sums_last_axis(&z.body, e, &lead) {
+                            return Some((z.var, SumAt::Row(first.index)));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The code, after the innermost loop that wrote `chunk` (a row of
+    /// `e`, every element initialized), that sums it in lanes and writes
+    /// the sum at position `flat` of the sums through `sums` (a
+    /// `Sync` wrapper of the pointer).
+    pub(crate) fn sum_written_row(
+        elem: crate::base::scalar::ScalarKind,
+        chunk: &Ident,
+        sums: &Ident,
+        flat: &TokenStream,
+    ) -> TokenStream {
+        let t = types::scalar(elem);
+        let (n, zero) = (types::usize_lit(LANES), types::zero(elem));
+        let parts = (0..LANES).map(|p| {
+            let p = types::usize_lit(p);
+            quote!(__lanes[#p])
+        });
+        quote! {
+            {
+                // SAFETY: the loop above wrote every element of the row.
+                let __r: &[#t] = unsafe { ::core::slice::from_raw_parts(#chunk.as_ptr().cast::<#t>(), #chunk.len()) };
+                let mut __lanes: [#t; #n] = [#zero; #n];
+                let mut __tail: #t = #zero;
+                let mut __runs = __r.chunks_exact(#n);
+                for __run in &mut __runs {
+                    for __lane in 0..#n {
+                        __lanes[__lane] += __run[__lane];
+                    }
+                }
+                for __v in __runs.remainder() {
+                    __tail += *__v;
+                }
+                let __s: #t = (#(#parts)+*) + __tail;
+                // SAFETY: `#flat` is the row's position among the rows of
+                // the definition, the sums' length; each row writes its own.
+                unsafe { #sums.get().add(#flat).write(__s) };
+            }
+        }
     }
 }

@@ -441,6 +441,10 @@ pub(crate) struct FnCx<'a> {
     /// The result tensors that `NAME_into` hands in: their definitions
     /// fill the caller's buffer when it has one (`fill_call`).
     outs: HashMap<VarId, Ident>,
+    /// Sums of a definition's rows computed as it was written
+    /// (`in_place::row_sum_of`): the tensor that sums them, the array that
+    /// holds them and where the sum is defined.
+    summed: HashMap<VarId, (Ident, in_place::SumAt)>,
     rt: TokenStream,
     nd: TokenStream,
 }
@@ -498,6 +502,7 @@ impl<'a> FnCx<'a> {
             uses,
             no_move: 0,
             outs: HashMap::new(),
+            summed: HashMap::new(),
             rt: paths::rt_local(),
             nd: paths::nd_local(),
         })

@@ -30,7 +30,7 @@ use std::collections::HashSet;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::{derived, types, Bug, FnCx, Ownership};
+use super::{derived, in_place, types, Bug, FnCx, Ownership};
 use crate::ir::{Axis, Conv, ExprKind, Gemm, Repr, Rows, Stmt, TensorDef, VarId};
 
 impl FnCx<'_> {
@@ -284,6 +284,25 @@ impl FnCx<'_> {
     }
 
     pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
+        if let Some((sums, at)) = self.summed.remove(&def.var) {
+            // Summed as the rows it adds up were written (`in_place`).
+            let name = self.ident(def.var)?;
+            let nd = self.nd.clone();
+            let array = types::array(def.elem, Some(def.axes.len()), &nd);
+            return Ok(match at {
+                in_place::SumAt::Top => {
+                    self.repr.insert(def.var, Ownership::Owned);
+                    self.standard.insert(def.var);
+                    quote!(let #name: #array = #sums;)
+                }
+                in_place::SumAt::Row(n) => {
+                    let n = self.ident(n)?;
+                    self.repr.insert(def.var, Ownership::Borrowed);
+                    self.standard.insert(def.var);
+                    quote!(let #name = #sums.index_axis(#nd::Axis(0), #n as usize);)
+                }
+            });
+        }
         self.tensor_with_prelude(def, &[])
     }
 
@@ -372,6 +391,8 @@ impl FnCx<'_> {
         }
 
         let slot = derived("slot_", &name, "");
+        let sums_ptr = derived("sums_ptr_", &name, "");
+        let mut row_sums: Option<(VarId, in_place::SumAt)> = None;
         // A row tensor the value reads at its own position is computed in
         // the row itself (`in_place`).
         let in_place = if prelude.is_empty() { None } else { self.in_place_row(def, prelude) };
@@ -474,6 +495,14 @@ impl FnCx<'_> {
             } else {
                 self.accumulate_row(def, chunk, &slot, &pos, &binding)?.map(|a| a.row(chunk, &slot))
             };
+            // A later sum of each row (`in_place::row_sum_of`), added up
+            // as the row is written.
+            if let Some((z, at)) = self.row_sum_of(def) {
+                self.summed.remove(&z);
+                if in_place.is_none() && accumulated.is_none() {
+                    row_sums = Some((z, at));
+                }
+            }
             nest = match accumulated {
                 // Each element replaces the row tensor's element it reads.
                 None if in_place.is_some() => quote! {
@@ -512,6 +541,19 @@ impl FnCx<'_> {
                     }
                 }
             };
+            if row_sums.is_some() {
+                let mut flat = {
+                    let p = derived("pos_", &self.ident(def.axes[0].index)?, "");
+                    quote!(#p)
+                };
+                for (a, axis) in def.axes.iter().enumerate().take(rank - 1).skip(1) {
+                    let p = derived("pos_", &self.ident(axis.index)?, "");
+                    let a = types::usize_lit(a);
+                    flat = quote!((#flat) * #shape_var[#a] + #p);
+                }
+                let code = Self::sum_written_row(def.elem, chunk, &sums_ptr, &flat);
+                nest = quote!(#nest #code);
+            }
             // Middle axes, inside out: chunks of the enclosing chunk.
             for a in (1..rank - 1).rev() {
                 let (pos, binding) = self.position(&def.axes[a], |pos| quote!(#pos))?;
@@ -558,8 +600,37 @@ impl FnCx<'_> {
         }
         let fill = derived("fill_", &name, "");
         let fill_call = self.fill_call(def.var, "par", "fill_uninit", quote!(#fname, #shape, #cost, #fill));
+        let Some((z, at)) = row_sums else {
+            return Ok(quote! {
+                #shape_binding
+                let #fill = #closure;
+                // SAFETY: the loop nest of `fill_` writes every element of each
+                // chunk it is given before it returns `Ok`.
+                let #name: #array = unsafe { #fill_call }?;
+            });
+        };
+        // The sums of the rows, one per point of the leading axes, written
+        // by the rows through a pointer that the threads share.
+        let sums = derived("sums_", &name, "");
+        let sums_ty = derived("RowSums_", &name, "");
+        let sums_array = types::array(def.elem, Some(rank - 1), &nd);
+        let zero = types::zero(def.elem);
+        let lead = &lens[..rank - 1];
+        self.summed.insert(z, (sums.clone(), at));
         Ok(quote! {
             #shape_binding
+            #[allow(non_camel_case_types)]
+            #[derive(Clone, Copy)]
+            struct #sums_ty(*mut #elem_ty);
+            // SAFETY: each row writes its own element of the sums, which
+            // are not read until every row is done.
+            unsafe impl ::core::marker::Sync for #sums_ty {}
+            unsafe impl ::core::marker::Send for #sums_ty {}
+            impl #sums_ty {
+                fn get(self) -> *mut #elem_ty { self.0 }
+            }
+            let mut #sums: #sums_array = #nd::Array::from_elem([#(#lead),*], #zero);
+            let #sums_ptr = #sums_ty(#sums.as_mut_ptr());
             let #fill = #closure;
             // SAFETY: the loop nest of `fill_` writes every element of each
             // chunk it is given before it returns `Ok`.
