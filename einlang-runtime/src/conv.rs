@@ -535,14 +535,6 @@ mod x86_dw {
     }
 }
 
-/// A raw pointer that tasks share: each writes elements no other touches.
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-// SAFETY: tasks write disjoint elements (`conv2d`).
-unsafe impl<T: Send> Send for Shared<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Sync for Shared<T> {}
-
 /// Writes `sums[l] + b` (then `max(0, _)` when `relu`) to `dst` at `l`
 /// times `stride` for every `l`.
 ///
@@ -921,7 +913,7 @@ fn conv2d_impl<T: ConvElem>(
     let per_task = (n * tiles / (4 * rayon::current_num_threads())).clamp(1, 16);
     let runs = tiles.div_ceil(per_task);
     let strides = out.strides().to_vec();
-    let optr = Shared(out.as_mut_ptr());
+    let optr = crate::par::Shared(out.as_mut_ptr());
     let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
     let zero = T::default();
     if dwise {

@@ -6,6 +6,30 @@ use std::mem::MaybeUninit;
 use ndarray::{Array, Array1, Dimension, IntoDimension};
 use rayon::prelude::*;
 
+/// A raw pointer that parallel tasks share, each writing elements no
+/// other task touches (a convolution's output runs, the sums of a
+/// definition's rows written as the rows are: generated code).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Shared<T>(pub *mut T);
+// SAFETY: the tasks write disjoint elements of a buffer that outlives them.
+unsafe impl<T: Send> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// Writes `v` to the element `at` elements from the first.
+    ///
+    /// # Safety
+    ///
+    /// `at` addresses an element of the buffer, which no other task
+    /// accesses meanwhile.
+    #[inline(always)]
+    pub unsafe fn write(self, at: usize, v: T) {
+        unsafe { self.0.add(at).write(v) }
+    }
+}
+
 /// Below this many scalar operations a loop nest runs on the calling thread:
 /// splitting smaller work across threads costs more than it saves.
 pub const PAR_THRESHOLD: usize = 1 << 15;

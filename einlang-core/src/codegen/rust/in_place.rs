@@ -338,7 +338,7 @@ impl FnCx<'_> {
                 let __s: #t = (#(#parts)+*) + __tail;
                 // SAFETY: `#flat` is the row's position among the rows of
                 // the definition, the sums' length; each row writes its own.
-                unsafe { #sums.get().add(#flat).write(__s) };
+                unsafe { #sums.write(#flat, __s) };
             }
         }
     }

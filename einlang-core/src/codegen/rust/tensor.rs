@@ -612,25 +612,16 @@ impl FnCx<'_> {
         // The sums of the rows, one per point of the leading axes, written
         // by the rows through a pointer that the threads share.
         let sums = derived("sums_", &name, "");
-        let sums_ty = derived("RowSums_", &name, "");
         let sums_array = types::array(def.elem, Some(rank - 1), &nd);
         let zero = types::zero(def.elem);
         let lead = &lens[..rank - 1];
         self.summed.insert(z, (sums.clone(), at));
         Ok(quote! {
             #shape_binding
-            #[allow(non_camel_case_types)]
-            #[derive(Clone, Copy)]
-            struct #sums_ty(*mut #elem_ty);
-            // SAFETY: each row writes its own element of the sums, which
-            // are not read until every row is done.
-            unsafe impl ::core::marker::Sync for #sums_ty {}
-            unsafe impl ::core::marker::Send for #sums_ty {}
-            impl #sums_ty {
-                fn get(self) -> *mut #elem_ty { self.0 }
-            }
             let mut #sums: #sums_array = #nd::Array::from_elem([#(#lead),*], #zero);
-            let #sums_ptr = #sums_ty(#sums.as_mut_ptr());
+            // Each row writes its own element of the sums, which are not
+            // read until every row is done.
+            let #sums_ptr = #rt::par::Shared(#sums.as_mut_ptr());
             let #fill = #closure;
             // SAFETY: the loop nest of `fill_` writes every element of each
             // chunk it is given before it returns `Ok`.
