@@ -211,6 +211,36 @@ def cases():
             label = f"std::ml::conv N=8 C={c} {h}x{h} O=64 3x3 {which}, stride {stride}, pad 1, bias"
             out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), want))
 
+    # Channels last (the conv_layouts bench): the image `[n, h, w, c]`, the
+    # filters `[r, s, c, o]`, the result `[n, i, j, o]`. ONNX's `Conv` takes
+    # channels first, so its graph is `Transpose`, `Conv`, `Transpose`, with
+    # the filters given in its own layout.
+    for c, h in [(64, 56), (32, 32)]:
+        x = rng.standard_normal((8, h, h, c), dtype=np.float32)
+        k = rng.standard_normal((64, c, 3, 3), dtype=np.float32) * 0.1
+        b = rng.standard_normal(64, dtype=np.float32)
+        xf = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        for what, pad, stride, relu in [("valid + bias", 0, 1, False), ("padded (guard) + bias + ReLU", 1, 1, True), ("stride 2, pad 1 + bias", 1, 2, False)]:
+            oh = (h + 2 * pad - 3) // stride + 1
+            nodes = [
+                helper.make_node("Transpose", ["x"], ["xf"], perm=[0, 3, 1, 2]),
+                helper.make_node("Conv", ["xf", "k", "b"], ["yf"], pads=[pad] * 4, strides=[stride] * 2),
+            ]
+            if relu:
+                nodes.append(helper.make_node("Relu", ["yf"], ["yr"]))
+            nodes.append(helper.make_node("Transpose", ["yr" if relu else "yf"], ["y"], perm=[0, 2, 3, 1]))
+            s = session(nodes, [f32("x", x.shape), f32("k", k.shape), f32("b", b.shape)], [f32("y", (8, oh, oh, 64))])
+            feeds = {"x": x, "k": k, "b": b}
+
+            def want(xf=xf, k=k, b=b, pad=pad, stride=stride, relu=relu):
+                y = conv_numpy(xf, k, b, pad)[:, :, ::stride, ::stride]
+                return (np.maximum(y, 0) if relu else y).transpose(0, 2, 3, 1)
+
+            assert np.allclose(s.run(None, feeds)[0], want(), rtol=1e-3, atol=1e-3), ("channels last", c, what)
+            flops = 2 * 8 * 64 * oh * oh * c * 9
+            label = f"conv channels last N=8 C={c} {h}x{h} O=64 3x3 {what}"
+            out.append((label, flops, lambda s=s, feeds=feeds: s.run(None, feeds), want))
+
     # A square product.
     a = rng.standard_normal((1024, 1024), dtype=np.float32)
     bm = rng.standard_normal((1024, 1024), dtype=np.float32)
@@ -406,11 +436,11 @@ def einlang_times(only=None):
     if only == "products":
         only = None
     if not only and not product:
-        benches = ["conv", "kernels", "products"]
+        benches = ["conv", "conv_layouts", "kernels", "products"]
     elif product:
         benches = ["products"]
     else:
-        benches = ["conv"] if "conv" in only else ["kernels"]
+        benches = ["conv_layouts"] if "channels last" in only else ["conv"] if "conv" in only else ["kernels"]
     env = dict(os.environ)
     # `std::ml::conv`'s cases alone (the conv bench's `onnx_cases`).
     if only and only.startswith("std::ml::conv N="):

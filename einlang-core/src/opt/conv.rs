@@ -136,6 +136,12 @@ struct Match {
     whole: Option<Option<VarId>>,
 }
 
+/// Whether `def`, after the statements `list`, is a convolution this pass
+/// turns into the kernel (`opt::conv_layout` asks before it rewrites).
+pub(super) fn recognises(f: &Function, list: &[Stmt], def: &TensorDef) -> bool {
+    find(f, list, def).is_some()
+}
+
 fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
     if def.elem != ScalarKind::F32 || !(3..=4).contains(&def.axes.len()) {
         return None;
@@ -723,7 +729,7 @@ fn dim_expr(d: &Dim) -> Expr {
 
 /// The extent of axis `axis` of tensor `t`: a parameter's (from the entry
 /// checks) or that of a definition in `list`.
-fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> {
+pub(super) fn extent_of(f: &Function, list: &[Stmt], t: VarId, axis: usize) -> Option<Dim> {
     if f.params.contains(&t) {
         return super::entry_extent(f, t, axis);
     }

@@ -35,6 +35,7 @@
 pub mod checkpoint;
 pub mod col2im;
 pub mod conv;
+pub mod conv_layout;
 pub mod cse;
 pub mod dead;
 pub mod dedup;
@@ -83,6 +84,9 @@ const PASSES: &[Pass] = &[
     ("gemm", gemm::run, Targets::All),
     // Before `pack`: a convolution (any stride and dilation, or a layer's
     // input gradient) runs the runtime's direct kernel rather than im2col and a GEMM.
+    // Just before `conv`: a convolution in another layout (channels
+    // last, filters or result in another order) runs it on permuted copies.
+    ("conv layout", conv_layout::run, Targets::Host),
     ("conv", conv::run, Targets::Host),
     // Before `pack`: a transposed convolution is not packed.
     ("col2im", col2im::run, Targets::Host),
