@@ -9,9 +9,9 @@
 
 mod conv_support;
 
-use conv_support::threads;
+use conv_support::{assert_close, data, tensor, threads};
 use einlang::einlang;
-use einlang::ndarray::{Array1, Array3, Array4, ArrayD, IxDyn};
+use einlang::ndarray::{Array1, Array3, Array4};
 
 einlang! {
     /// Channels last, filters `[r, s, c, o]`, valid, a bias.
@@ -63,21 +63,6 @@ einlang! {
     }
 }
 
-fn data(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((state >> 40) as f64 / (1u64 << 24) as f64 * 2.0 - 1.0) as f32
-        })
-        .collect()
-}
-
-fn tensor4(shape: (usize, usize, usize, usize), seed: u64) -> Array4<f32> {
-    let len = shape.0 * shape.1 * shape.2 * shape.3;
-    Array4::from_shape_vec(shape, data(len, seed)).unwrap()
-}
-
 /// The window of a convolution: stride and padding (top and left).
 #[derive(Clone, Copy)]
 struct Window {
@@ -114,15 +99,6 @@ fn naive_nhwc(
     })
 }
 
-/// `got` equals `want` within a tolerance that grows with the terms summed.
-fn assert_close(got: &ArrayD<f32>, want: &ArrayD<f64>, terms: usize, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}");
-    let tol = 2e-6 * (terms as f64 + 1.0);
-    for ((at, a), e) in got.indexed_iter().zip(want) {
-        assert!((*a as f64 - e).abs() <= tol, "{what} at {at:?}: {a} vs {e}");
-    }
-}
-
 /// `(n, c, h, w, o)` shapes: ones, primes, a single output point, empty
 /// batch, channels, filters.
 const SHAPES: [(usize, usize, usize, usize, usize); 8] = [
@@ -141,8 +117,8 @@ fn channels_last_valid_with_a_bias_matches_naive_loops() {
     threads(|| {
         for (seed, &(n, c, h, w, o)) in SHAPES.iter().enumerate() {
             for (kh, kw) in [(3, 3), (1, 3), (3, 2)] {
-                let x = tensor4((n, h, w, c), seed as u64);
-                let k = tensor4((kh, kw, c, o), 100 + seed as u64);
+                let x = tensor((n, h, w, c), seed as u64);
+                let k = tensor((kh, kw, c, o), 100 + seed as u64);
                 let b = Array1::from_vec(data(o, 200 + seed as u64));
                 let got = nhwc_valid(&x, &k, &b).unwrap();
                 let want = naive_nhwc(
@@ -154,7 +130,7 @@ fn channels_last_valid_with_a_bias_matches_naive_loops() {
                     (h - kh + 1, w - kw + 1),
                 );
                 let what = format!("nhwc valid {n}x{h}x{w}x{c} o{o} {kh}x{kw}");
-                assert_close(&got.into_dyn(), &want.into_dyn(), c * kh * kw, &what);
+                assert_close(&got, &want, c * kh * kw, &what);
             }
         }
     });
@@ -164,8 +140,8 @@ fn channels_last_valid_with_a_bias_matches_naive_loops() {
 fn channels_last_padded_and_strided_match_naive_loops() {
     threads(|| {
         for (seed, &(n, c, h, w, o)) in SHAPES.iter().enumerate() {
-            let x = tensor4((n, h, w, c), seed as u64);
-            let k_ohwi = tensor4((o, 3, 3, c), 300 + seed as u64);
+            let x = tensor((n, h, w, c), seed as u64);
+            let k_ohwi = tensor((o, 3, 3, c), 300 + seed as u64);
             let b = Array1::from_vec(data(o, 400 + seed as u64));
             let got = nhwc_same_relu(&x, &k_ohwi, &b).unwrap();
             let want = naive_nhwc(
@@ -178,9 +154,9 @@ fn channels_last_padded_and_strided_match_naive_loops() {
             )
             .mapv(|v| v.max(0.0));
             let what = format!("nhwc same relu {n}x{h}x{w}x{c} o{o}");
-            assert_close(&got.into_dyn(), &want.into_dyn(), c * 9, &what);
+            assert_close(&got, &want, c * 9, &what);
 
-            let k_hwio = tensor4((3, 3, c, o), 500 + seed as u64);
+            let k_hwio = tensor((3, 3, c, o), 500 + seed as u64);
             let got = nhwc_stride2(&x, &k_hwio).unwrap();
             let want = naive_nhwc(
                 &x,
@@ -191,7 +167,7 @@ fn channels_last_padded_and_strided_match_naive_loops() {
                 (h.div_ceil(2), w.div_ceil(2)),
             );
             let what = format!("nhwc stride 2 {n}x{h}x{w}x{c} o{o}");
-            assert_close(&got.into_dyn(), &want.into_dyn(), c * 9, &what);
+            assert_close(&got, &want, c * 9, &what);
         }
     });
 }
@@ -200,8 +176,8 @@ fn channels_last_padded_and_strided_match_naive_loops() {
 fn one_image_and_moved_filters_match_naive_loops() {
     threads(|| {
         for (seed, &(_, c, h, w, o)) in SHAPES.iter().enumerate() {
-            let x = tensor4((1, h, w, c), 600 + seed as u64);
-            let k = tensor4((3, 3, c, o), 700 + seed as u64);
+            let x = tensor((1, h, w, c), 600 + seed as u64);
+            let k = tensor((3, 3, c, o), 700 + seed as u64);
             let want = naive_nhwc(
                 &x,
                 |o, c, r, s| k[[r, s, c, o]],
@@ -214,14 +190,14 @@ fn one_image_and_moved_filters_match_naive_loops() {
             let got = hwc_single(&single, &k).unwrap();
             let what = format!("hwc single {h}x{w}x{c} o{o}");
             let want1 = want.index_axis(einlang::ndarray::Axis(0), 0).to_owned();
-            assert_close(&got.into_dyn(), &want1.into_dyn(), c * 9, &what);
+            assert_close(&got, &want1, c * 9, &what);
 
             // The same image channels first, the filters `[r, s, c, o]`.
             let x_nchw = x.view().permuted_axes([0, 3, 1, 2]).as_standard_layout().to_owned();
             let got = nchw_hwio(&x_nchw, &k).unwrap();
             let want_nchw = want.view().permuted_axes([0, 3, 1, 2]).to_owned();
             let what = format!("nchw hwio {h}x{w}x{c} o{o}");
-            assert_close(&got.into_dyn(), &want_nchw.into_dyn(), c * 9, &what);
+            assert_close(&got, &want_nchw, c * 9, &what);
         }
     });
 }
@@ -230,17 +206,16 @@ fn one_image_and_moved_filters_match_naive_loops() {
 fn forms_left_to_the_packed_product_match_naive_loops() {
     threads(|| {
         for (seed, &(n, c, h, w, o)) in SHAPES.iter().enumerate() {
-            let x = tensor4((n, h, w, c), 800 + seed as u64);
-            let k = tensor4((1, 1, c, o), 900 + seed as u64);
+            let x = tensor((n, h, w, c), 800 + seed as u64);
+            let k = tensor((1, 1, c, o), 900 + seed as u64);
             let got = nhwc_pointwise(&x, &k).unwrap();
             let want =
                 naive_nhwc(&x, |o, c, _, _| k[[0, 0, c, o]], (o, 1, 1), None, Window { stride: 1, pad: 0 }, (h, w));
-            assert_close(&got.into_dyn(), &want.into_dyn(), c, &format!("pointwise {n}x{h}x{w}x{c} o{o}"));
+            assert_close(&got, &want, c, &format!("pointwise {n}x{h}x{w}x{c} o{o}"));
 
             let kd = Array3::from_shape_vec((3, 3, c), data(9 * c, 1000 + seed as u64)).unwrap();
             let got = nhwc_depthwise(&x, &kd).unwrap();
-            let want = ArrayD::from_shape_fn(IxDyn(&[n, h - 2, w - 2, c]), |at| {
-                let (n, i, j, c) = (at[0], at[1], at[2], at[3]);
+            let want = Array4::from_shape_fn((n, h - 2, w - 2, c), |(n, i, j, c)| {
                 let mut acc = 0.0f64;
                 for r in 0..3 {
                     for s in 0..3 {
@@ -249,15 +224,15 @@ fn forms_left_to_the_packed_product_match_naive_loops() {
                 }
                 acc
             });
-            assert_close(&got.into_dyn(), &want, 9, &format!("depthwise nhwc {n}x{h}x{w}x{c}"));
+            assert_close(&got, &want, 9, &format!("depthwise nhwc {n}x{h}x{w}x{c}"));
         }
     });
 }
 
 #[test]
 fn mismatched_channels_are_a_shape_error() {
-    let x = tensor4((1, 5, 5, 3), 1);
-    let k = tensor4((3, 3, 4, 2), 2);
+    let x = tensor((1, 5, 5, 3), 1);
+    let k = tensor((3, 3, 4, 2), 2);
     let b = Array1::from_vec(data(2, 3));
     assert!(matches!(nhwc_valid(&x, &k, &b), Err(einlang::Error::Shape { .. })));
 }
