@@ -178,8 +178,16 @@ fn find(f: &Function, def: &TensorDef) -> Option<Plan> {
         let pos = |v: VarId| axes.iter().position(|a| *a == v);
         let mut y_axes: Vec<usize> = n.map(pos).into_iter().collect::<Option<Vec<_>>>()?;
         y_axes.extend([pos(o)?, pos(i)?, pos(j)?]);
+        if !permutation(&x_axes) || !permutation(&y_axes) {
+            return None;
+        }
         Some(Plan { x: *x, x_read: xe.clone(), x_axes, k, k_read: ke.clone(), k_vars: [o, c, r, s], y_axes })
     })
+}
+
+/// Whether `order` names every position below its length once.
+fn permutation(order: &[usize]) -> bool {
+    (0..order.len()).all(|a| order.contains(&a))
 }
 
 fn identity(order: &[usize]) -> bool {
@@ -230,6 +238,9 @@ fn rewrite(f: &mut Function, before: &[Stmt], stmt: &Stmt, plan: &Plan) -> Optio
     let ExprKind::Read { indices: ki, .. } = &plan.k_read.kind else { return None };
     let k_order: Vec<usize> =
         plan.k_vars.iter().map(|v| ki.iter().position(|e| var_of(e) == Some(*v))).collect::<Option<_>>()?;
+    if !permutation(&k_order) {
+        return None;
+    }
     if identity(&plan.x_axes) && identity(&k_order) && identity(&plan.y_axes) {
         return None;
     }

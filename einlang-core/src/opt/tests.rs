@@ -742,6 +742,15 @@ fn channels_last_convolutions_run_the_kernel_on_copies() {
     assert!(!out.contains("y_cols"), "{out}");
     assert!(out.contains("rows of dk_part, once per n:"), "{out}");
     assert!(out.contains("s_4 in 0..3, c_4 in 0..C]: f32 (cost 9) = read x[n, i + r_4, j + s_4, c_4]"), "{out}");
+    // Both of the image's rows and columns read at the output's row: not a
+    // convolution in any layout, left as written.
+    let out = ir::pretty::pretty_program(&optimized(
+        "pub fn diag(x: [f32; N, H, H, C], k: [f32; 3, 3, C, O]) -> [f32; N, H - 2, H - 2, O] {
+            let y[n, i, j in 0..H - 2, o] = sum[r, s, c](x[n, i + r, i + s, c] * k[r, s, c, o]) + x[n, j, j, 0];
+            y
+        }",
+    ));
+    assert!(!out.contains("y_image") && !out.contains("conv y"), "{out}");
 }
 
 /// A grouped convolution is multiplied per image too: the packed columns
