@@ -212,13 +212,21 @@ fn replace(e: &mut Expr, from: &Expr, to: &Expr) {
 }
 
 /// A copy of tensor `t` with its axes in `order` (axis `a` of the copy is
-/// axis `order[a]` of `t`), over `t`'s extents.
-fn permuted_copy(f: &mut Function, list: &[Stmt], t: VarId, order: &[usize], name: &str) -> Option<TensorDef> {
+/// axis `order[a]` of `t`, its index named `names[a]`), over `t`'s extents.
+fn permuted_copy(
+    f: &mut Function,
+    list: &[Stmt],
+    t: VarId,
+    order: &[usize],
+    names: &[&str],
+    name: &str,
+) -> Option<TensorDef> {
     let extents: Vec<_> = (0..order.len()).map(|a| conv::extent_of(f, list, t, a)).collect::<Option<_>>()?;
     let axes: Vec<Axis> = order
         .iter()
-        .map(|&a| Axis {
-            index: f.add_var("a", Repr::Scalar(ScalarKind::I64)),
+        .zip(names)
+        .map(|(&a, index)| Axis {
+            index: f.add_var(index, Repr::Scalar(ScalarKind::I64)),
             start: Dim::zero(),
             extent: extents[a].clone(),
         })
@@ -249,7 +257,8 @@ fn rewrite(f: &mut Function, before: &[Stmt], stmt: &Stmt, plan: &Plan) -> Optio
     let mut prefix: Vec<Stmt> = before.to_vec();
     let mut body = def.body.clone();
     if !identity(&plan.x_axes) {
-        let copy = permuted_copy(f, before, plan.x, &plan.x_axes, &format!("{name}_image"))?;
+        let names: &[&str] = if plan.x_axes.len() == 4 { &["n", "c", "h", "w"] } else { &["c", "h", "w"] };
+        let copy = permuted_copy(f, before, plan.x, &plan.x_axes, names, &format!("{name}_image"))?;
         let ExprKind::Read { indices: xi, .. } = &plan.x_read.kind else { return None };
         let moved = read(copy.var, plan.x_axes.iter().map(|&a| xi[a].clone()).collect());
         replace(&mut body, &plan.x_read, &moved);
@@ -257,7 +266,7 @@ fn rewrite(f: &mut Function, before: &[Stmt], stmt: &Stmt, plan: &Plan) -> Optio
         out.push(Stmt::Tensor(copy));
     }
     if !identity(&k_order) {
-        let copy = permuted_copy(f, before, plan.k, &k_order, &format!("{name}_filters"))?;
+        let copy = permuted_copy(f, before, plan.k, &k_order, &["o", "c", "r", "s"], &format!("{name}_filters"))?;
         let moved = read(copy.var, plan.k_vars.iter().map(|v| index_var(*v)).collect());
         replace(&mut body, &plan.k_read, &moved);
         prefix.push(Stmt::Tensor(copy.clone()));
@@ -279,7 +288,10 @@ fn rewrite(f: &mut Function, before: &[Stmt], stmt: &Stmt, plan: &Plan) -> Optio
         let axes: Vec<Axis> = def
             .axes
             .iter()
-            .map(|a| Axis { index: f.add_var("a", Repr::Scalar(ScalarKind::I64)), ..a.clone() })
+            .map(|a| {
+                let index = f.vars.get(a.index.0 as usize).map_or("a".to_string(), |v| v.source_name.clone());
+                Axis { index: f.add_var(&index, Repr::Scalar(ScalarKind::I64)), ..a.clone() }
+            })
             .collect();
         let indices = plan.y_axes.iter().map(|&a| index_var(axes[a].index)).collect();
         let copy = TensorDef::new(def.var, def.elem, axes, read(conv_def.var, indices));
