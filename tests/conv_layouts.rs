@@ -236,3 +236,26 @@ fn mismatched_channels_are_a_shape_error() {
     let b = Array1::from_vec(data(2, 3));
     assert!(matches!(nhwc_valid(&x, &k, &b), Err(einlang::Error::Shape { .. })));
 }
+
+#[test]
+fn into_writes_a_strided_buffer_and_rejects_a_wrong_shape() {
+    let (n, c, h, w, o) = (2, 3, 6, 5, 4);
+    let x = tensor((n, h, w, c), 11);
+    let k = tensor((3, 3, c, o), 12);
+    let b = Array1::from_vec(data(o, 13));
+    let want =
+        naive_nhwc(&x, |o, c, r, s| k[[r, s, c, o]], (o, 3, 3), Some(&b), Window { stride: 1, pad: 0 }, (h - 2, w - 2));
+    // The caller's buffer holds the result channels first: `out` is its
+    // view in the definition's order, of strides no kernel would choose.
+    let mut buffer = Array4::<f32>::from_elem((n, o, h - 2, w - 2), f32::NAN);
+    nhwc_valid_into(&x, &k, &b, buffer.view_mut().permuted_axes([0, 2, 3, 1])).unwrap();
+    let got = buffer.view().permuted_axes([0, 2, 3, 1]).to_owned();
+    assert_close(&got, &want, c * 9, "into a permuted view");
+    // A wrong shape is an error naming `out`, and the buffer is untouched.
+    let mut wrong = Array4::<f32>::from_elem((n, h - 2, w - 2, o + 1), 7.0);
+    match nhwc_valid_into(&x, &k, &b, &mut wrong) {
+        Err(einlang::Error::Shape { param, .. }) => assert_eq!(param, "out"),
+        other => panic!("expected a shape error naming out, got {other:?}"),
+    }
+    assert!(wrong.iter().all(|v| *v == 7.0));
+}
