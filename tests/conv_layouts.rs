@@ -38,6 +38,18 @@ einlang! {
         y
     }
 
+    /// Channels last with a run-time stride and pad (`std::ml::conv2d`'s
+    /// form): the kernel where they allow it, the packed product elsewhere.
+    pub fn nhwc_runtime(x: [f32; N, H, W, C], k: [f32; KH, KW, C, O], sh: i64, ph: i64) -> [f32; N, ?, ?, O] {
+        let oh = (H + 2 * ph - KH) / sh + 1;
+        let ow = (W + 2 * ph - KW) / sh + 1;
+        let y[n, i in 0..oh, j in 0..ow, o] = sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, ih, iw, c] * k[r, s, c, o] } else { 0.0 }
+            where ih = i * sh + r - ph, iw = j * sh + s - ph
+        );
+        y
+    }
+
     /// One image, channels last.
     pub fn hwc_single(x: [f32; H, W, C], k: [f32; 3, 3, C, O]) -> [f32; H - 2, W - 2, O] {
         let y[i, j, o] = sum[c, r, s](x[i + r, j + s, c] * k[r, s, c, o]);
@@ -67,7 +79,7 @@ einlang! {
 #[derive(Clone, Copy)]
 struct Window {
     stride: usize,
-    pad: usize,
+    pad: i64,
 }
 
 /// Naive `f64` loops over channels-last images: `x(n, h, w, c)`,
@@ -87,8 +99,8 @@ fn naive_nhwc(
         for c in 0..c_len {
             for r in 0..kh {
                 for s in 0..kw {
-                    let ih = (i * win.stride + r) as i64 - win.pad as i64;
-                    let iw = (j * win.stride + s) as i64 - win.pad as i64;
+                    let ih = (i * win.stride + r) as i64 - win.pad;
+                    let iw = (j * win.stride + s) as i64 - win.pad;
                     if ih >= 0 && iw >= 0 && (ih as usize) < h && (iw as usize) < w {
                         acc += x[[n, ih as usize, iw as usize, c]] as f64 * k(o, c, r, s) as f64;
                     }
@@ -168,6 +180,25 @@ fn channels_last_padded_and_strided_match_naive_loops() {
             );
             let what = format!("nhwc stride 2 {n}x{h}x{w}x{c} o{o}");
             assert_close(&got, &want, c * 9, &what);
+        }
+    });
+}
+
+#[test]
+fn channels_last_with_a_run_time_stride_and_pad_matches_naive_loops() {
+    threads(|| {
+        for (seed, &(n, c, h, w, o)) in SHAPES.iter().enumerate() {
+            for (stride, pad) in [(1, 0), (1, 1), (2, 1), (3, 2), (2, -1)] {
+                let x = tensor((n, h, w, c), 1100 + seed as u64);
+                let k = tensor((3, 2, c, o), 1200 + seed as u64);
+                let (oh, ow) = ((h as i64 + 2 * pad - 3) / stride + 1, (w as i64 + 2 * pad - 2) / stride + 1);
+                let got = nhwc_runtime(&x, &k, stride, pad).unwrap();
+                let win = Window { stride: stride as usize, pad };
+                let want =
+                    naive_nhwc(&x, |o, c, r, s| k[[r, s, c, o]], (o, 3, 2), None, win, (oh as usize, ow as usize));
+                let what = format!("nhwc run-time stride {stride} pad {pad}, {n}x{h}x{w}x{c} o{o}");
+                assert_close(&got, &want, c * 6, &what);
+            }
         }
     });
 }
