@@ -56,6 +56,19 @@ einlang! {
         y
     }
 
+    /// One image, channels last, the window's indices bound in a `where`
+    /// (every index of the image's read a variable), filters `[o, c, r, s]`.
+    pub fn hwc_where(x: [f32; H, W, C], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; H - KH + 1, W - KW + 1, O] {
+        let y[i, j, o] = sum[c, r, s](x[iy, ix, c] * k[o, c, r, s]) + b[o] where iy = i + r, ix = j + s;
+        y
+    }
+
+    /// The same channels first: the kernel's own layout, left as it is.
+    pub fn chw_where(x: [f32; C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; O, H - KH + 1, W - KW + 1] {
+        let y[o, i, j] = sum[c, r, s](x[c, iy, ix] * k[o, c, r, s]) + b[o] where iy = i + r, ix = j + s;
+        y
+    }
+
     /// Channels first with the filters `[r, s, c, o]`: only they move.
     pub fn nchw_hwio(x: [f32; N, C, H, W], k: [f32; 3, 3, C, O]) -> [f32; N, O, H - 2, W - 2] {
         let y[n, o, i, j] = sum[c, r, s](x[n, c, i + r, j + s] * k[r, s, c, o]);
@@ -222,6 +235,18 @@ fn one_image_and_moved_filters_match_naive_loops() {
             let what = format!("hwc single {h}x{w}x{c} o{o}");
             let want1 = want.index_axis(einlang::ndarray::Axis(0), 0).to_owned();
             assert_close(&got, &want1, c * 9, &what);
+
+            // Bound window indices, the filters `[o, c, r, s]`, a bias; the
+            // same channels first.
+            let k_oihw = k.view().permuted_axes([3, 2, 0, 1]).as_standard_layout().to_owned();
+            let b = Array1::from_vec(data(o, 750 + seed as u64));
+            let biased = &want1 + &b.mapv(f64::from);
+            let got = hwc_where(&single, &k_oihw, &b).unwrap();
+            assert_close(&got, &biased, c * 9, &format!("hwc where {h}x{w}x{c} o{o}"));
+            let chw = single.view().permuted_axes([2, 0, 1]).as_standard_layout().to_owned();
+            let got = chw_where(&chw, &k_oihw, &b).unwrap();
+            let biased_first = biased.view().permuted_axes([2, 0, 1]).to_owned();
+            assert_close(&got, &biased_first, c * 9, &format!("chw where {h}x{w}x{c} o{o}"));
 
             // The same image channels first, the filters `[r, s, c, o]`.
             let x_nchw = x.view().permuted_axes([0, 3, 1, 2]).as_standard_layout().to_owned();

@@ -127,11 +127,13 @@ fn find(f: &Function, def: &TensorDef) -> Option<Plan> {
         let as_kernel = |e: &Expr| -> Option<(VarId, Vec<VarId>)> {
             let ExprKind::Read { tensor, indices, checked: false } = &e.kind else { return None };
             let vars: Vec<VarId> = indices.iter().map(var_of).collect::<Option<_>>()?;
+            if vars.len() != 4 {
+                return None;
+            }
             let filters = vars.iter().filter(|v| axes.contains(v)).count();
             let summed = vars.iter().filter(|v| loop_vars.contains(v)).count();
             let distinct = (0..4).all(|a| (0..a).all(|b| vars[a] != vars[b]));
-            (tensor_rank(*tensor)? == 4 && vars.len() == 4 && filters == 1 && summed == 3 && distinct)
-                .then_some((*tensor, vars))
+            (tensor_rank(*tensor)? == 4 && filters == 1 && summed == 3 && distinct).then_some((*tensor, vars))
         };
         let ((k, kv), xe, ke) = match (as_kernel(p), as_kernel(q)) {
             (Some(m), _) => (m, q, p),
