@@ -18,7 +18,7 @@
 //! image axis `n` (rank 4), at the channel `c` (a variable `k` is read at
 //! too) and at two indices each naming one of the definition's remaining
 //! axes (through the sum's or the definition's `where` bindings), in any
-//! positions. Nothing changes unless some layout differs from the
+//! positions, the images first. Nothing changes unless some layout differs from the
 //! kernel's and the rewritten definition is what `opt::conv` turns into
 //! its kernel (`conv::recognises`, checked on the candidate before
 //! anything is replaced): every other form keeps `pack`'s product.
@@ -161,6 +161,15 @@ fn find(f: &Function, def: &TensorDef) -> Option<Plan> {
             (hits.len() == 1).then(|| hits[0])
         };
         let x_n = n.map(|n| x_pos(&|e| var_of(e) == Some(n)));
+        // The images are `x`'s first axis, as in every layout the kernel
+        // is asked for. (A kernel gradient, `sum[n, i, j](dy[n, o, i, j] *
+        // x[n, c, i + r, j + s])`, has this module's form too, with `c` as
+        // the images and the batch summed as channels: a window the size
+        // of an image over an output the size of a window, which the
+        // kernel's tiles of positions would run nearly empty.)
+        if x_n.is_some_and(|a| a != Some(0)) {
+            return None;
+        }
         let x_c = x_pos(&|e| var_of(e) == Some(c))?;
         let x_i = x_pos(&|e| var_of(e) != Some(c) && mentions(e, i, &binds, 0))?;
         let x_j = x_pos(&|e| var_of(e) != Some(c) && mentions(e, j, &binds, 0))?;

@@ -759,6 +759,16 @@ fn channels_last_convolutions_run_the_kernel_on_copies() {
         }",
     ));
     assert!(!out.contains("y_image") && !out.contains("conv y"), "{out}");
+    // A kernel gradient channels first has the form too, with the filters
+    // as images and the batch as channels: left to the per-image products.
+    let out = ir::pretty::pretty_program(&optimized(
+        "pub fn dk(x: [f32; N, C, H, W], dy: [f32; N, O, P, Q]) -> [f32; O, C, 3, 3] {
+            let dk[o, c, r in 0..3, s in 0..3] = sum[n, i, j](dy[n, o, i, j] * x[n, c, i + r, j + s]);
+            dk
+        }",
+    ));
+    assert!(!out.contains("dk_image") && !out.contains("conv dk"), "{out}");
+    assert!(out.contains("rows of dk_part, once per n:"), "{out}");
 }
 
 /// A grouped convolution is multiplied per image too: the packed columns
