@@ -74,12 +74,16 @@ pub trait ConvElem:
 pub struct Kernel<T> {
     tq: usize,
     f: usize,
-    /// `tile(x, w, acc, plane, offs, taps, cn)`: adds to `acc` (`F x TQ`,
-    /// filter-major) the sums over `cn` channels of the input at `x` (the
-    /// first channel of the block, offset to the tile's first position;
-    /// channels `plane` apart) times the weights at `w` (`[cn][taps][F]`),
-    /// the term of tap `t` read `offs[t]` after the position.
-    tile: unsafe fn(*const T, *const T, *mut T, usize, *const usize, usize, usize),
+    /// `tile(x, w, acc, plane, offs, taps, cn, first)`: adds to `acc` (`F
+    /// x TQ`, filter-major; zeros instead of its values when `first`) the
+    /// sums over `cn` channels of the input at `x` (the first channel of
+    /// the block, offset to the tile's first position; channels `plane`
+    /// apart) times the weights at `w` (`[cn][taps][F]`), the term of tap
+    /// `t` read `offs[t]` after the position.
+    tile: TileFn<T>,
+    /// `store(dst, stride, sums, b, relu)`: [`store_run`] (vector registers
+    /// in the vector forms; the same bits).
+    store: StoreFn<T>,
     /// The row form of one filter per group (depthwise), `dw(sums, len,
     /// x, plane, offs, taps, w, wstep, cn)`: writes to `sums[q]`, for `q`
     /// in `0..len`, the sum over `cn` channels (`plane` apart from `x`,
@@ -90,6 +94,12 @@ pub struct Kernel<T> {
     dw: DwRow<T>,
     name: &'static str,
 }
+
+/// [`Kernel::tile`]'s signature.
+type TileFn<T> = unsafe fn(*const T, *const T, *mut T, usize, *const usize, usize, usize, bool);
+
+/// [`Kernel::store`]'s signature.
+type StoreFn<T> = unsafe fn(*mut T, isize, &[T], T, bool);
 
 /// [`Kernel::dw`]'s signature.
 type DwRow<T> = unsafe fn(*mut T, usize, *const T, usize, *const usize, usize, *const T, usize, usize);
@@ -126,7 +136,14 @@ impl ConvElem for f64 {
 
 /// The portable kernel: 16 positions by 4 filters.
 fn portable<T: ConvElem>() -> Kernel<T> {
-    Kernel { tq: 16, f: 4, tile: tile_portable::<T, 16, 4>, dw: dw_portable::<T>, name: "portable" }
+    Kernel {
+        tq: 16,
+        f: 4,
+        tile: tile_portable::<T, 16, 4>,
+        store: store_run::<T>,
+        dw: dw_portable::<T>,
+        name: "portable",
+    }
 }
 
 /// [`Kernel::dw`] in the baseline instruction set: 16 positions at a time
@@ -208,6 +225,7 @@ unsafe fn dw_tail<T: ConvElem>(
 /// `x` readable for `cn` channels of `plane` values from the tile's first
 /// position on, over `TQ + max(offs)` positions each; `offs` for `taps`
 /// values; `w` for `cn taps F` values; `acc` for `F TQ`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn tile_portable<T: ConvElem, const TQ: usize, const F: usize>(
     x: *const T,
     w: *const T,
@@ -216,9 +234,10 @@ unsafe fn tile_portable<T: ConvElem, const TQ: usize, const F: usize>(
     offs: *const usize,
     taps: usize,
     cn: usize,
+    first: bool,
 ) {
     let mut sums = [[T::default(); TQ]; F];
-    for (f, row) in sums.iter_mut().enumerate() {
+    for (f, row) in sums.iter_mut().enumerate().filter(|_| !first) {
         // SAFETY: `acc` holds `F TQ` values.
         row.copy_from_slice(unsafe { std::slice::from_raw_parts(acc.add(f * TQ), TQ) });
     }
@@ -251,7 +270,8 @@ mod x86 {
     use super::Kernel;
     use std::arch::x86_64::*;
 
-    pub(super) const K512: Kernel<f32> = Kernel { tq: 64, f: 6, tile: tile512, dw: dw512, name: "avx512" };
+    pub(super) const K512: Kernel<f32> =
+        Kernel { tq: 64, f: 6, tile: tile512, store: store512, dw: dw512, name: "avx512" };
 
     /// Whether the processor has AVX2 and FMA, and whether it also has
     /// AVX-512 (foundation): detected once. As the GEMM libraries do, the
@@ -265,7 +285,67 @@ mod x86 {
             (fma, fma && is_x86_feature_detected!("avx512f"))
         })
     }
-    pub(super) const K256: Kernel<f32> = Kernel { tq: 16, f: 6, tile: tile256, dw: dw256, name: "avx2" };
+    pub(super) const K256: Kernel<f32> =
+        Kernel { tq: 16, f: 6, tile: tile256, store: store256, dw: dw256, name: "avx2" };
+
+    /// [`super::store_run`]'s contract: a contiguous run without the
+    /// activation in `zmm` registers (then a masked vector), else
+    /// `store_run` itself. One rounding per value (`s + b`): the same bits.
+    unsafe fn store512(dst: *mut f32, stride: isize, sums: &[f32], b: f32, relu: bool) {
+        // SAFETY: `K512` is chosen only where `features` found AVX-512.
+        unsafe {
+            if stride == 1 && !relu {
+                store512_inner(dst, sums, b)
+            } else {
+                super::store_run(dst, stride, sums, b, relu)
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn store512_inner(dst: *mut f32, sums: &[f32], b: f32) {
+        // SAFETY: `dst` holds `sums.len()` values (the caller's); the last
+        // vector's lanes past the end are masked (neither read nor written).
+        unsafe {
+            let bv = _mm512_set1_ps(b);
+            let mut j = 0;
+            while j < sums.len() {
+                let left = sums.len() - j;
+                let m: __mmask16 = if left >= 16 { 0xffff } else { (1u16 << left) - 1 };
+                let v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, sums.as_ptr().add(j)), bv);
+                _mm512_mask_storeu_ps(dst.add(j), m, v);
+                j += 16;
+            }
+        }
+    }
+
+    /// [`store512`] in `ymm` registers (the rest one at a time).
+    unsafe fn store256(dst: *mut f32, stride: isize, sums: &[f32], b: f32, relu: bool) {
+        // SAFETY: `K256` is chosen only where `features` found AVX2.
+        unsafe {
+            if stride == 1 && !relu {
+                store256_inner(dst, sums, b)
+            } else {
+                super::store_run(dst, stride, sums, b, relu)
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn store256_inner(dst: *mut f32, sums: &[f32], b: f32) {
+        // SAFETY: `dst` holds `sums.len()` values (the caller's).
+        unsafe {
+            let bv = _mm256_set1_ps(b);
+            let mut j = 0;
+            while j + 8 <= sums.len() {
+                _mm256_storeu_ps(dst.add(j), _mm256_add_ps(_mm256_loadu_ps(sums.as_ptr().add(j)), bv));
+                j += 8;
+            }
+            for (l, &v) in sums.iter().enumerate().skip(j) {
+                *dst.add(l) = v + b;
+            }
+        }
+    }
 
     /// [`super::tile_portable`]'s contract with `TQ = 64`, `F = 6`.
     #[allow(clippy::too_many_arguments)]
@@ -277,10 +357,11 @@ mod x86 {
         offs: *const usize,
         taps: usize,
         cn: usize,
+        first: bool,
     ) {
         // SAFETY: `K512` is chosen only where `features` found AVX-512,
         // AVX2 and FMA.
-        unsafe { tile512_inner(x, w, acc, plane, offs, taps, cn) }
+        unsafe { tile512_inner(x, w, acc, plane, offs, taps, cn, first) }
     }
 
     #[target_feature(enable = "avx512f,avx2,fma")]
@@ -293,12 +374,13 @@ mod x86 {
         offs: *const usize,
         taps: usize,
         cn: usize,
+        first: bool,
     ) {
         // SAFETY (every block below): the reads and writes stay within the
         // stretches the caller guarantees (`tile_portable`).
         unsafe {
             let mut a = [[_mm512_setzero_ps(); 4]; 6];
-            for (f, row) in a.iter_mut().enumerate() {
+            for (f, row) in a.iter_mut().enumerate().filter(|_| !first) {
                 for (v, r) in row.iter_mut().enumerate() {
                     *r = _mm512_loadu_ps(acc.add(f * 64 + v * 16));
                 }
@@ -340,9 +422,10 @@ mod x86 {
         offs: *const usize,
         taps: usize,
         cn: usize,
+        first: bool,
     ) {
         // SAFETY: `K256` is chosen only where `features` found AVX2 and FMA.
-        unsafe { tile256_inner(x, w, acc, plane, offs, taps, cn) }
+        unsafe { tile256_inner(x, w, acc, plane, offs, taps, cn, first) }
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -355,11 +438,12 @@ mod x86 {
         offs: *const usize,
         taps: usize,
         cn: usize,
+        first: bool,
     ) {
         // SAFETY: as in `tile512_inner`.
         unsafe {
             let mut a = [[_mm256_setzero_ps(); 2]; 6];
-            for (f, row) in a.iter_mut().enumerate() {
+            for (f, row) in a.iter_mut().enumerate().filter(|_| !first) {
                 for (v, r) in row.iter_mut().enumerate() {
                     *r = _mm256_loadu_ps(acc.add(f * 16 + v * 8));
                 }
@@ -571,6 +655,35 @@ unsafe fn store_run<T: ConvElem>(dst: *mut T, stride: isize, sums: &[T], b: T, r
     }
 }
 
+/// Writes `line[k sw]` to `dst[k]` for every `k` of `dst` (`line` holds at
+/// least `(dst.len() - 1) sw + 1` values). Strides 1 to 4 run as loops over
+/// arrays of that many values, which the compiler vectorizes (a stride-2
+/// row split into its column phases one value at a time was most of a
+/// strided depthwise convolution's copy).
+fn gather<T: Copy>(dst: &mut [std::mem::MaybeUninit<T>], line: &[T], sw: usize) {
+    fn fixed<T: Copy, const S: usize>(dst: &mut [std::mem::MaybeUninit<T>], line: &[T]) {
+        let (chunks, _) = line.as_chunks::<S>();
+        let whole = chunks.len().min(dst.len());
+        for (d, c) in dst[..whole].iter_mut().zip(chunks) {
+            d.write(c[0]);
+        }
+        for (k, d) in dst.iter_mut().enumerate().skip(whole) {
+            d.write(line[k * S]);
+        }
+    }
+    match sw {
+        1 => fixed::<T, 1>(dst, line),
+        2 => fixed::<T, 2>(dst, line),
+        3 => fixed::<T, 3>(dst, line),
+        4 => fixed::<T, 4>(dst, line),
+        _ => {
+            for (d, v) in dst.iter_mut().zip(line.iter().step_by(sw)) {
+                d.write(*v);
+            }
+        }
+    }
+}
+
 /// The shape mismatch `Error::Shape` for `conv2d`'s arguments.
 fn shape_error(function: &str, param: &str, axis: usize, symbol: &str, expected: usize, found: usize) -> Error {
     Error::Shape {
@@ -642,7 +755,57 @@ pub fn conv2d_grouped<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, out)
+    conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, Out::of(out))
+}
+
+/// [`conv2d_grouped`] into a new standard-layout array of `shape` (`N x O
+/// x OH x OW`) from the buffer pool, which the kernel writes whole: it is
+/// not zeroed first (a fresh output's zeros were a write of the whole
+/// result and, for large ones, its page faults). `tensor` names the result
+/// in `Error::Alloc`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_grouped_new<T: ConvElem>(
+    function: &str,
+    tensor: &str,
+    shape: [usize; 4],
+    x: ArrayView4<'_, T>,
+    k: ArrayView4<'_, T>,
+    bias: Option<ArrayView1<'_, T>>,
+    window: impl Into<Window>,
+    groups: usize,
+    relu: bool,
+) -> Result<ndarray::Array4<T>, Error> {
+    if groups == 0 {
+        // (`conv2d_impl` accepts 0 groups without writing `out`.)
+        let mut y = crate::pool::zeros(function, tensor, shape, T::default())?;
+        conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, Out::of(y.view_mut()))?;
+        return Ok(y);
+    }
+    let mut y = crate::pool::try_uninit::<T, ndarray::Ix4>(function, tensor, ndarray::Dim(shape))?;
+    let dim = y.dim();
+    let strides = [0, 1, 2, 3].map(|a| y.strides()[a]);
+    let out = Out { ptr: y.as_mut_ptr().cast::<T>(), dim, strides };
+    conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, out)?;
+    // SAFETY: with at least one group, `conv2d_impl` returns `Ok` only
+    // after writing every value of `out` (the tiles cover every position
+    // of every filter, the depthwise rows every row), or when `out` is
+    // empty.
+    Ok(unsafe { y.assume_init() })
+}
+
+/// The output of [`conv2d_impl`]: `dim` values at `ptr` with `strides` (in
+/// elements), written through raw pointers only (never read).
+struct Out<T> {
+    ptr: *mut T,
+    dim: (usize, usize, usize, usize),
+    strides: [isize; 4],
+}
+
+impl<T> Out<T> {
+    fn of(mut out: ArrayViewMut4<'_, T>) -> Out<T> {
+        let strides = [0, 1, 2, 3].map(|a| out.strides()[a]);
+        Out { ptr: out.as_mut_ptr(), dim: out.dim(), strides }
+    }
 }
 
 /// [`conv2d_grouped`] with a given kernel (one of [`kernels`]).
@@ -659,7 +822,7 @@ pub fn conv2d_grouped_with<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, out)
+    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, Out::of(out))
 }
 
 /// Every kernel this processor can run for `T`, fastest first (for
@@ -689,7 +852,7 @@ pub fn conv2d_with<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_impl(function, kernel, x, k, bias, window.into(), 1, relu, out)
+    conv2d_impl(function, kernel, x, k, bias, window.into(), 1, relu, Out::of(out))
 }
 
 /// The convolution in `cg` groups (one for [`conv2d`]).
@@ -703,12 +866,12 @@ fn conv2d_impl<T: ConvElem>(
     window: Window,
     cg: usize,
     relu: bool,
-    mut out: ArrayViewMut4<'_, T>,
+    out: Out<T>,
 ) -> Result<(), Error> {
     let Window { pad, stride: (sh, sw), dilation: (dh, dw) } = window;
     let (n, c, h, w) = x.dim();
     let (o, kc, kh, kw) = k.dim();
-    let (on, oo, oh, ow) = out.dim();
+    let (on, oo, oh, ow) = out.dim;
     if cg == 0 {
         if c == 0 && o == 0 {
             return Ok(());
@@ -734,7 +897,7 @@ fn conv2d_impl<T: ConvElem>(
             return Err(shape_error(function, "bias", 0, "O", o, b.len()));
         }
     }
-    if out.is_empty() {
+    if on * oo * oh * ow == 0 {
         return Ok(());
     }
     let too_large = || Error::Extent {
@@ -808,73 +971,72 @@ fn conv2d_impl<T: ConvElem>(
 
     let (top, left) = pad;
     let (row_phases, col_phases) = (&row_phases, &col_phases);
-    // Writes channel `cc` of image `nn` as its phase planes (one after the
-    // other, so that the rows they share are read while in cache) into
-    // `planes` (`plane` values).
-    let fill = |planes: &mut [std::mem::MaybeUninit<T>], nn: usize, cc: usize| {
-        let src = x.index_axis(ndarray::Axis(0), nn);
-        let src = src.index_axis(ndarray::Axis(0), cc);
-        for (ph, dst) in planes.chunks_mut(phase.max(1)).enumerate() {
-            let (pr, pc) = (row_phases[ph / col_phases.len()], col_phases[ph % col_phases.len()]);
-            // Column `jj` of the phase plane is column `jj sw + pc - left`
-            // of the image: inside it for `jj` in `j0..j1`.
+    // Writes rows `r0 .. r0 + rows` of channel `cc` of image `nn`'s phase
+    // planes into `planes` (one run of `rows wp` values per phase, in
+    // phase order). Each source row is read for every column phase while
+    // it is in cache; rows past the planes' `hp` are written too (only
+    // dropped positions read them).
+    // Per column phase `pc`: column `jj` of its planes is column `jj sw +
+    // pc - left` of the image, inside it for `jj` in `j0..j1`, the first
+    // of them the image's column `from`.
+    let col_runs: Vec<(usize, usize, usize)> = col_phases
+        .iter()
+        .map(|&pc| {
             let first = |lo: usize| lo.saturating_sub(pc).div_ceil(sw);
             let (j0, j1) = (first(left).min(wp), first(left.saturating_add(w)).min(wp));
-            for (i, row) in dst.chunks_mut(wp).enumerate() {
-                // Row `i` is the image's row `i sh + pr - top`.
-                let si = (i * sh + pr).checked_sub(top).filter(|&si| si < h);
-                match si {
-                    Some(si) if j0 < j1 => {
-                        row[..j0].iter_mut().for_each(|d| {
+            (j0, j1, if j0 < j1 { j0 * sw + pc - left } else { 0 })
+        })
+        .collect();
+    let col_runs = &col_runs;
+    // The image's values in standard layout, when it has it.
+    let dense = x.as_slice();
+    let fill = |planes: &mut [std::mem::MaybeUninit<T>], nn: usize, cc: usize, r0: usize, rows: usize| {
+        let src = x.index_axis(ndarray::Axis(0), nn);
+        let src = src.index_axis(ndarray::Axis(0), cc);
+        let chan = dense.map(|d| &d[(nn * c + cc) * h * w..][..h * w]);
+        let run = rows * wp;
+        let ncp = col_phases.len();
+        // Rows in order, each row's phases in order: for the phases of a
+        // stride, the image's rows in order (one stream through the image).
+        for i in 0..rows {
+            for (rpi, &pr) in row_phases.iter().enumerate() {
+                // Row `r0 + i` is the image's row `(r0 + i) sh + pr - top`.
+                let si = ((r0 + i) * sh + pr).checked_sub(top).filter(|&si| si < h);
+                for (cpi, &(j0, j1, from)) in col_runs.iter().enumerate() {
+                    let at = (rpi * ncp + cpi) * run + i * wp;
+                    let row = &mut planes[at..at + wp];
+                    let Some(si) = si.filter(|_| j0 < j1) else {
+                        row.iter_mut().for_each(|d| {
                             d.write(T::default());
                         });
-                        let from = j0 * sw + pc - left;
-                        let line = src.row(si);
-                        match line.as_slice() {
-                            // A contiguous row: every `sw`-th value from `from`.
-                            Some(line) => {
-                                for (d, v) in row[j0..j1].iter_mut().zip(line[from..].iter().step_by(sw)) {
-                                    d.write(*v);
-                                }
-                            }
-                            None => {
-                                let line = line.slice(ndarray::s![from..;sw]);
-                                for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
-                                    d.write(*v);
-                                }
+                        continue;
+                    };
+                    row[..j0].iter_mut().for_each(|d| {
+                        d.write(T::default());
+                    });
+                    match chan {
+                        // A contiguous row: every `sw`-th value from `from`.
+                        Some(chan) => gather(&mut row[j0..j1], &chan[si * w + from..(si + 1) * w], sw),
+                        None => {
+                            let line = src.row(si);
+                            let line = line.slice(ndarray::s![from..;sw]);
+                            for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
+                                d.write(*v);
                             }
                         }
-                        row[j1..].iter_mut().for_each(|d| {
-                            d.write(T::default());
-                        });
                     }
-                    _ => row.iter_mut().for_each(|d| {
+                    row[j1..].iter_mut().for_each(|d| {
                         d.write(T::default());
-                    }),
+                    });
                 }
             }
         }
     };
-    // One filter per group (depthwise) copies each task's planes within
-    // the task (below), while they are in cache; the other forms copy the
-    // images here.
+    // Every task copies the planes it reads itself, while they are in
+    // cache (no copy of the whole batch first, which the tasks would read
+    // back from memory): one filter per group (depthwise) its group's
+    // whole planes, the tiles the band of rows their positions read.
     let dwise = fpg == 1 && cg > 1;
-    let global = if dwise { 0 } else { copied };
-    let xlen = global.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
-    let mut xp = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(xlen))?;
-    {
-        let xs = xp.as_slice_mut().expect("a new buffer is contiguous");
-        xs[global * image..].iter_mut().for_each(|v| {
-            v.write(T::default());
-        });
-        // One task per channel.
-        xs[..global * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, planes)| {
-            fill(planes, first_copied + p / c, p % c);
-        });
-    }
-    // SAFETY: every element was written above (the planes and the slack).
-    let xp = unsafe { xp.assume_init() };
-    let xs = xp.as_slice().expect("a new buffer is contiguous");
 
     let mut wb = crate::pool::try_uninit::<T, Ix1>(function, "convolution weights", Ix1(wlen))?;
     {
@@ -912,8 +1074,8 @@ fn conv2d_impl<T: ConvElem>(
     // Tiles per task: enough tasks for the threads, each a few tiles.
     let per_task = (n * tiles / (4 * rayon::current_num_threads())).clamp(1, 16);
     let runs = tiles.div_ceil(per_task);
-    let strides = out.strides().to_vec();
-    let optr = crate::par::Shared(out.as_mut_ptr());
+    let strides = out.strides;
+    let optr = crate::par::Shared(out.ptr);
     let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
     let zero = T::default();
     if dwise {
@@ -937,7 +1099,7 @@ fn conv2d_impl<T: ConvElem>(
                 let mut own = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(len))?;
                 let dst = own.as_slice_mut().expect("a new buffer is contiguous");
                 for (cc, planes) in dst.chunks_mut(plane.max(1)).enumerate() {
-                    fill(planes, nn, gg * kc + cc);
+                    fill(planes, nn, gg * kc + cc, 0, hp);
                 }
                 // SAFETY: every element was written by `fill`.
                 Some(unsafe { own.assume_init() })
@@ -983,7 +1145,7 @@ fn conv2d_impl<T: ConvElem>(
                     let at = nn as isize * strides[0] + gg as isize * strides[1] + i as isize * strides[2];
                     // SAFETY: pixels `(nn, gg, i, ..)` are within `out`, and
                     // this task alone writes them.
-                    unsafe { store_run(optr.0.offset(at), strides[3], &sums[(i - i0) * wp..][..ow], b, relu) };
+                    unsafe { (kernel.store)(optr.0.offset(at), strides[3], &sums[(i - i0) * wp..][..ow], b, relu) };
                 }
                 i0 = i1;
             }
@@ -995,6 +1157,7 @@ fn conv2d_impl<T: ConvElem>(
         // (The whole `Shared`, not its raw pointer field, is captured.)
         let optr = &optr;
         let (nn, run) = (task / runs, task % runs);
+        let (t0, t1) = (run * per_task, ((run + 1) * per_task).min(tiles));
         let mut acc = crate::pool::try_uninit::<T, Ix1>(function, "convolution sums", Ix1(groups * fg * tq))?;
         acc.iter_mut().for_each(|v| {
             v.write(zero);
@@ -1002,39 +1165,62 @@ fn conv2d_impl<T: ConvElem>(
         // SAFETY: written above.
         let mut acc = unsafe { acc.assume_init() };
         let acc = acc.as_slice_mut().expect("a new buffer is contiguous");
-        // The image's first plane: `x` itself, or its copy.
-        let base = if nn < first_copied {
+        // The planes the tiles read: `x` itself (`plane` values a channel,
+        // the taps' offsets `offs`), or the task's copy of the rows `r0 ..`
+        // of every phase its positions read (`band` values a channel).
+        let r0 = t0 * tq / wp;
+        // The last tile's last read, `t1 tq - 1` plus the farthest tap's
+        // offset within its phase, is before `r0 + rows` rows.
+        let rows = (t1 * tq + row_reach * wp + col_reach).div_ceil(wp.max(1)) - r0;
+        let (local, band, boffs) = if nn < first_copied {
+            (None, plane, offs.clone())
+        } else {
+            let band = rows.checked_mul(wp).and_then(|v| v.checked_mul(nph)).ok_or_else(too_large)?;
+            let len = band.checked_mul(c).ok_or_else(too_large)?;
+            let mut own = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(len))?;
+            let dst = own.as_slice_mut().expect("a new buffer is contiguous");
+            for (cc, planes) in dst.chunks_mut(band.max(1)).enumerate() {
+                fill(planes, nn, cc, r0, rows);
+            }
+            // The taps' offsets within the band: phases `rows wp` apart.
+            let boffs = offs.iter().map(|&off| (off / phase) * rows * wp + off % phase).collect::<Vec<_>>();
+            // SAFETY: every element was written by `fill`.
+            (Some(unsafe { own.assume_init() }), band, boffs)
+        };
+        // The first channel's plane, where position `q` of the image is
+        // `base + q - first` (`first` at most the task's first position).
+        let (base, first) = match &local {
+            Some(own) => (own.as_ptr(), r0 * wp),
             // SAFETY: image `nn` of `x`, whose standard layout holds `n`
             // images of `image` values.
-            unsafe { x.as_ptr().add(nn * image) }
-        } else {
-            // SAFETY: the copies hold `copied` images.
-            unsafe { xs.as_ptr().add((nn - first_copied) * image) }
+            None => (unsafe { x.as_ptr().add(nn * image) }, 0),
         };
-        for t in run * per_task..((run + 1) * per_task).min(tiles) {
+        let (plane, offs) = (band, &boffs);
+        for t in t0..t1 {
             let q0 = t * tq;
             let q_end = (q0 + tq).min(positions);
             for gg in 0..cg {
-                acc.iter_mut().for_each(|v| *v = zero);
                 let mut c0 = 0;
                 while c0 < kc {
                     let cn = cb.min(kc - c0);
                     for g in 0..groups {
                         // SAFETY: the input stretch from `q0` over `cn`
-                        // planes of group `gg`'s channels lies within `xs`
-                        // (the slack covers the last tile) or within `x`
-                        // (the next image covers it), the weights of block
-                        // `g` of group `gg` and channels `c0..c0 + cn`
-                        // within `ws`, the block's sums within `acc`.
+                        // planes of group `gg`'s channels lies within the
+                        // task's band (its rows reach the last tile's last
+                        // read) or within `x` (the next image covers the
+                        // last tile's), the weights of block `g` of group
+                        // `gg` and channels `c0..c0 + cn` within `ws`, the
+                        // block's sums within `acc`.
                         unsafe {
                             (kernel.tile)(
-                                base.add((gg * kc + c0) * plane + q0),
+                                base.add((gg * kc + c0) * plane + q0 - first),
                                 ws.as_ptr().add(((gg * groups + g) * kc + c0) * taps * fg),
                                 acc.as_mut_ptr().add(g * fg * tq),
                                 plane,
                                 offs.as_ptr(),
                                 taps,
                                 cn,
+                                c0 == 0,
                             );
                         }
                     }
@@ -1057,7 +1243,7 @@ fn conv2d_impl<T: ConvElem>(
                         // SAFETY: pixels `(nn, of, i, j..j + run)` are
                         // within `out`, and this task alone writes the
                         // pixels of its tiles.
-                        unsafe { store_run(optr.0.offset(at), strides[3], sums, b, relu) };
+                        unsafe { (kernel.store)(optr.0.offset(at), strides[3], sums, b, relu) };
                     }
                     q = (i + 1) * wp;
                 }
@@ -1443,6 +1629,100 @@ mod tests {
             conv2d_grouped("t", x.view(), k.view(), Some(b.view()), win, g, relu, y.view_mut()).unwrap();
             for (a, e) in y.iter().zip(&want) {
                 assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 g{g}: {a} vs {e}");
+            }
+        }
+    }
+
+    /// `conv2d_grouped_new` (a new array that is not zeroed first) against
+    /// the naive grouped sum and with the bits of `conv2d_grouped` into a
+    /// zeroed array, on a reused pool buffer full of NaN (a value the
+    /// kernel left would show): groups 1, 2, 4 and depthwise, strides 1, 2
+    /// and 3, pads, dilations, an image smaller than the window, prime and
+    /// unit extents, an empty batch, one to three threads.
+    #[test]
+    fn new_outputs_are_written_whole_with_the_same_bits() {
+        let unit = Window { pad: (0, 0), stride: (1, 1), dilation: (1, 1) };
+        let same = Window { pad: (1, 1), ..unit };
+        let s2 = Window { pad: (1, 1), stride: (2, 2), dilation: (1, 1) };
+        // (n, groups, channels per group, h, w, filters per group, kh, kw, window)
+        for &(n, g, c, h, w, f, kh, kw, win) in &[
+            (2, 1, 5, 13, 17, 7, 3, 3, same),
+            (3, 1, 3, 11, 11, 13, 3, 3, unit),
+            (1, 2, 3, 23, 19, 5, 3, 3, s2),
+            (2, 4, 2, 17, 29, 16, 3, 3, s2),
+            (1, 4, 8, 9, 9, 4, 3, 3, Window { pad: (1, 2), stride: (3, 3), dilation: (1, 1) }),
+            (2, 5, 1, 31, 37, 1, 3, 3, s2),
+            (1, 3, 1, 7, 7, 1, 3, 3, same),
+            (1, 2, 3, 2, 3, 3, 5, 5, Window { pad: (2, 2), stride: (2, 1), dilation: (1, 1) }),
+            (1, 1, 1, 1, 1, 1, 1, 1, unit),
+            (1, 3, 2, 19, 23, 2, 3, 3, Window { pad: (2, 1), stride: (2, 3), dilation: (2, 1) }),
+            (0, 2, 3, 5, 5, 2, 3, 3, same),
+        ] {
+            let (cx, o) = (g * c, g * f);
+            let oh = (h + 2 * win.pad.0).saturating_sub(win.dilation.0 * (kh - 1) + 1) / win.stride.0 + 1;
+            let ow = (w + 2 * win.pad.1).saturating_sub(win.dilation.1 * (kw - 1) + 1) / win.stride.1 + 1;
+            let x = Array4::from_shape_vec((n, cx, h, w), data(n * cx * h * w, 41)).unwrap();
+            let k = Array4::from_shape_vec((o, c, kh, kw), data(o * c * kh * kw, 42)).unwrap();
+            let b = Array1::from_vec(data(o, 43));
+            let want = naive_grouped(&x, &k, &b, win, g, oh, ow);
+            let (x32, k32, b32) = (x.mapv(|v| v as f32), k.mapv(|v| v as f32), b.mapv(|v| v as f32));
+            for threads in 1..=3 {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let mut old = Array4::<f32>::zeros((n, o, oh, ow));
+                pool.install(|| {
+                    conv2d_grouped("t", x32.view(), k32.view(), Some(b32.view()), win, g, false, old.view_mut())
+                })
+                .unwrap();
+                let y = pool
+                    .install(|| {
+                        // A buffer of NaN for the pool to hand out (on this
+                        // thread: small buffers are cached by the thread
+                        // that recycles them).
+                        crate::pool::recycle(Array4::<f32>::from_elem((n, o, oh, ow), f32::NAN));
+                        let (xv, kv, bv) = (x32.view(), k32.view(), Some(b32.view()));
+                        conv2d_grouped_new("t", "y", [n, o, oh, ow], xv, kv, bv, win, g, false)
+                    })
+                    .unwrap();
+                assert_eq!(y.dim(), (n, o, oh, ow));
+                for ((a, e), z) in y.iter().zip(&want).zip(&old) {
+                    let tol = 1e-5 * (c * kh * kw + 1) as f64;
+                    assert!((*a as f64 - e).abs() <= tol, "g{g} {n}x{cx}x{h}x{w} o{o} {win:?}: {a} vs {e}");
+                    assert_eq!(a.to_bits(), z.to_bits(), "g{g} {n}x{cx}x{h}x{w} o{o} {win:?}: other bits");
+                }
+            }
+            let y = conv2d_grouped_new("t", "y", [n, o, oh, ow], x.view(), k.view(), Some(b.view()), win, g, false)
+                .unwrap();
+            for (a, e) in y.iter().zip(&want) {
+                assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 g{g}: {a} vs {e}");
+            }
+        }
+        // Errors as `conv2d_grouped`'s: 0 groups, groups that do not fit.
+        let x = Array4::<f32>::zeros((2, 6, 5, 5));
+        let k = Array4::<f32>::zeros((4, 2, 3, 3));
+        let r = conv2d_grouped_new("f", "y", [2, 4, 3, 3], x.view(), k.view(), None, (0, 0), 0, false);
+        assert!(matches!(r, Err(Error::Extent { .. })), "{r:?}");
+        let r = conv2d_grouped_new("f", "y", [2, 4, 3, 3], x.view(), k.view(), None, (0, 0), 3, false);
+        assert!(matches!(r, Err(Error::Shape { axis: 0, .. })), "{r:?}");
+        let r = conv2d_grouped_new("f", "y", [2, 5, 3, 3], x.view(), k.view(), None, (0, 0), 3, false);
+        assert!(matches!(r, Err(Error::Shape { .. })), "{r:?}");
+    }
+
+    /// `gather` against an index loop: strides 1 to 6, every length up to
+    /// 40, lines of exactly the values read and one more.
+    #[test]
+    fn gather_reads_every_stride_th_value() {
+        let line: Vec<f32> = (0..300).map(|v| v as f32 * 0.5 - 7.0).collect();
+        for sw in 1..=6 {
+            for len in 0..=40 {
+                for extra in [0, 1] {
+                    let need = if len == 0 { 0 } else { (len - 1) * sw + 1 + extra };
+                    let mut dst = vec![std::mem::MaybeUninit::new(f32::NAN); len];
+                    gather(&mut dst, &line[3..3 + need], sw);
+                    for (kk, d) in dst.iter().enumerate() {
+                        // SAFETY: initialized above.
+                        assert_eq!(unsafe { d.assume_init() }, line[3 + kk * sw], "stride {sw}, length {len}");
+                    }
+                }
             }
         }
     }
