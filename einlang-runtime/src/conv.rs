@@ -63,6 +63,12 @@ pub trait ConvElem:
     /// The fastest kernel this processor has for the type.
     #[doc(hidden)]
     fn kernel() -> Kernel<Self>;
+    /// The fastest kernel for `filters` filters a group.
+    #[doc(hidden)]
+    fn kernel_for(filters: usize) -> Kernel<Self> {
+        let _ = filters;
+        Self::kernel()
+    }
     /// Every kernel this processor can run for the type, fastest first.
     #[doc(hidden)]
     fn kernels() -> Vec<Kernel<Self>>;
@@ -108,6 +114,16 @@ impl ConvElem for f32 {
     fn kernel() -> Kernel<f32> {
         Self::kernels()[0]
     }
+    fn kernel_for(filters: usize) -> Kernel<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if x86::features().1 {
+            // The tile of the fewest filters computed past the group's
+            // (`filters` rounded up to the tile's), 8 filters on a tie.
+            let computed = |k: &Kernel<f32>| filters.div_ceil(k.f) * k.f;
+            return if computed(&x86::K512X8) <= computed(&x86::K512) { x86::K512X8 } else { x86::K512 };
+        }
+        Self::kernel()
+    }
     fn kernels() -> Vec<Kernel<f32>> {
         let mut all = Vec::new();
         #[cfg(target_arch = "x86_64")]
@@ -115,6 +131,7 @@ impl ConvElem for f32 {
             let (fma, avx512) = x86::features();
             if avx512 {
                 all.push(x86::K512);
+                all.push(x86::K512X8);
             }
             if fma {
                 all.push(x86::K256);
@@ -271,7 +288,13 @@ mod x86 {
     use std::arch::x86_64::*;
 
     pub(super) const K512: Kernel<f32> =
-        Kernel { tq: 64, f: 6, tile: tile512, store: store512, dw: dw512, name: "avx512" };
+        Kernel { tq: 64, f: 6, tile: tile512::<4, 6>, store: store512, dw: dw512, name: "avx512" };
+
+    /// [`K512`] with tiles of 48 positions by 8 filters (24 `zmm` of sums
+    /// too): for filter counts that 8 divides and 6 does not (16 filters
+    /// a group ran as three blocks of 6, 18 computed).
+    pub(super) const K512X8: Kernel<f32> =
+        Kernel { tq: 48, f: 8, tile: tile512::<3, 8>, store: store512, dw: dw512, name: "avx512x8" };
 
     /// Whether the processor has AVX2 and FMA, and whether it also has
     /// AVX-512 (foundation): detected once. As the GEMM libraries do, the
@@ -347,9 +370,9 @@ mod x86 {
         }
     }
 
-    /// [`super::tile_portable`]'s contract with `TQ = 64`, `F = 6`.
+    /// [`super::tile_portable`]'s contract with `TQ = 16 V` and `F`.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tile512(
+    unsafe fn tile512<const V: usize, const F: usize>(
         x: *const f32,
         w: *const f32,
         acc: *mut f32,
@@ -361,12 +384,12 @@ mod x86 {
     ) {
         // SAFETY: `K512` is chosen only where `features` found AVX-512,
         // AVX2 and FMA.
-        unsafe { tile512_inner(x, w, acc, plane, offs, taps, cn, first) }
+        unsafe { tile512_inner::<V, F>(x, w, acc, plane, offs, taps, cn, first) }
     }
 
     #[target_feature(enable = "avx512f,avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tile512_inner(
+    unsafe fn tile512_inner<const V: usize, const F: usize>(
         x: *const f32,
         w: *const f32,
         acc: *mut f32,
@@ -379,10 +402,10 @@ mod x86 {
         // SAFETY (every block below): the reads and writes stay within the
         // stretches the caller guarantees (`tile_portable`).
         unsafe {
-            let mut a = [[_mm512_setzero_ps(); 4]; 6];
+            let mut a = [[_mm512_setzero_ps(); V]; F];
             for (f, row) in a.iter_mut().enumerate().filter(|_| !first) {
                 for (v, r) in row.iter_mut().enumerate() {
-                    *r = _mm512_loadu_ps(acc.add(f * 64 + v * 16));
+                    *r = _mm512_loadu_ps(acc.add(f * 16 * V + v * 16));
                 }
             }
             let mut wi = w;
@@ -390,23 +413,19 @@ mod x86 {
                 let xc = x.add(c * plane);
                 for t in 0..taps {
                     let xs = xc.add(*offs.add(t));
-                    let x0 = _mm512_loadu_ps(xs);
-                    let x1 = _mm512_loadu_ps(xs.add(16));
-                    let x2 = _mm512_loadu_ps(xs.add(32));
-                    let x3 = _mm512_loadu_ps(xs.add(48));
+                    let xv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(xs.add(16 * v)));
                     for (f, row) in a.iter_mut().enumerate() {
                         let b = _mm512_set1_ps(*wi.add(f));
-                        row[0] = _mm512_fmadd_ps(x0, b, row[0]);
-                        row[1] = _mm512_fmadd_ps(x1, b, row[1]);
-                        row[2] = _mm512_fmadd_ps(x2, b, row[2]);
-                        row[3] = _mm512_fmadd_ps(x3, b, row[3]);
+                        for (r, &xx) in row.iter_mut().zip(&xv) {
+                            *r = _mm512_fmadd_ps(xx, b, *r);
+                        }
                     }
-                    wi = wi.add(6);
+                    wi = wi.add(F);
                 }
             }
             for (f, row) in a.iter().enumerate() {
                 for (v, r) in row.iter().enumerate() {
-                    _mm512_storeu_ps(acc.add(f * 64 + v * 16), *r);
+                    _mm512_storeu_ps(acc.add(f * 16 * V + v * 16), *r);
                 }
             }
         }
@@ -733,7 +752,7 @@ pub fn conv2d<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_with(function, T::kernel(), x, k, bias, window, relu, out)
+    conv2d_with(function, T::kernel_for(k.dim().0), x, k, bias, window, relu, out)
 }
 
 /// [`conv2d`] in `groups` groups: `x` has `groups C` channels, `k` is
@@ -755,7 +774,8 @@ pub fn conv2d_grouped<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, Out::of(out))
+    let kernel = T::kernel_for(k.dim().0 / groups.max(1));
+    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, Out::of(out))
 }
 
 /// [`conv2d_grouped`] into a new standard-layout array of `shape` (`N x O
@@ -785,7 +805,8 @@ pub fn conv2d_grouped_new<T: ConvElem>(
     let dim = y.dim();
     let strides = [0, 1, 2, 3].map(|a| y.strides()[a]);
     let out = Out { ptr: y.as_mut_ptr().cast::<T>(), dim, strides };
-    conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, out)?;
+    let kernel = T::kernel_for(k.dim().0 / groups);
+    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, out)?;
     // SAFETY: with at least one group, `conv2d_impl` returns `Ok` only
     // after writing every value of `out` (the tiles cover every position
     // of every filter, the depthwise rows every row), or when `out` is
@@ -1073,6 +1094,9 @@ fn conv2d_impl<T: ConvElem>(
     let cb = kc.max(1).div_ceil(kc.max(1).div_ceil(cb));
     // Tiles per task: enough tasks for the threads, each a few tiles.
     let per_task = (n * tiles / (4 * rayon::current_num_threads())).clamp(1, 16);
+    // Runs of even length (16 + 7 tiles would leave one thread the long
+    // runs' last while the other is idle).
+    let per_task = tiles.div_ceil(tiles.div_ceil(per_task)).max(1);
     let runs = tiles.div_ceil(per_task);
     let strides = out.strides;
     let optr = crate::par::Shared(out.ptr);
