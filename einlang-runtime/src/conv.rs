@@ -19,7 +19,7 @@
 //! description below is that of one plane, each tap an offset (`offs`)
 //! from the pixel's flat position.
 //!
-//! The image is copied once into a zero-bordered buffer whose rows are
+//! The image is copied into a zero-bordered buffer whose rows are
 //! `Wp = OW + KW - 1` long, so that every output pixel `(i, j)` becomes the
 //! flat position `q = i Wp + j` and every term of its sum the flat read
 //! `q + r Wp + s` of one channel plane: each `(c, r, s)` of the reduction is
@@ -31,16 +31,25 @@
 //! columns between rows) are computed and dropped. The channel loop is
 //! blocked so that a block's input stretch stays in L1 while every filter
 //! group uses it; the partial sums of a tile live in a small buffer
-//! between channel blocks. Tasks (image, run of tiles) run in parallel.
+//! between channel blocks (the first block starts from zero). Tasks
+//! (image, run of tiles) run in parallel, and each copies only the band
+//! of rows of every channel's phase planes that its tiles read (the rows
+//! of its positions and the window's reach), so the copy is read back
+//! from cache; a valid stride-1 convolution of a standard-layout batch
+//! reads the image in place (but for its last image). The bias epilogue
+//! stores each row's pixels from vector registers.
 //!
 //! Kernels: AVX-512 (`TQ = 64`, four `zmm` per filter, 6 filters: 24
-//! accumulators), AVX2 + FMA (`TQ = 16`, 6 filters: 12 `ymm`), chosen by
+//! accumulators; or `TQ = 48` by 8 filters, chosen where it computes fewer
+//! filters past the group's, as for 16 or 64 filters a group), AVX2 + FMA
+//! (`TQ = 16`, 6 filters: 12 `ymm`), chosen by
 //! what the processor has (detected once, as the GEMM libraries choose
 //! theirs, so that `cpu::set_baseline_only` does not change the bits of a
 //! result); a portable form for other processors and for `f64`. The sum of
 //! each pixel runs over the channels in order, then `r`, then `s` (one
-//! rounding per term: the vector forms fuse the multiply-add, so the two
-//! give the same bits).
+//! rounding per term: the vector forms fuse the multiply-add, so they give
+//! the same bits whatever their tile). A batch's fresh result
+//! ([`conv2d_grouped_new`]) is not zeroed first: the kernel writes it whole.
 //!
 //! One filter per group (a depthwise convolution) would leave all but one
 //! filter of a tile zero; it runs per (image, group) task instead, which
@@ -1177,10 +1186,19 @@ fn conv2d_impl<T: ConvElem>(
         })?;
         return Ok(());
     }
-    (0..n * runs).into_par_iter().try_for_each(|task| -> Result<(), Error> {
+    // Where the images' runs are fewer than four a thread (a small batch
+    // of small images), each run's blocks of filters (over every group)
+    // are split into parts, one task each, which copy the band alike.
+    let blocks = cg * groups;
+    let threads = 4 * rayon::current_num_threads();
+    let parts = if n * runs >= threads { 1 } else { threads.div_ceil(n * runs).clamp(1, blocks.max(1)) };
+    (0..n * runs * parts).into_par_iter().try_for_each(|task| -> Result<(), Error> {
         // (The whole `Shared`, not its raw pointer field, is captured.)
         let optr = &optr;
-        let (nn, run) = (task / runs, task % runs);
+        let (nn, run, part) = (task / (runs * parts), task / parts % runs, task % parts);
+        // The part's blocks of filters, `gg groups + g` for block `g` of
+        // convolution group `gg`, in `b0..b1`.
+        let (b0, b1) = (part * blocks / parts, (part + 1) * blocks / parts);
         let (t0, t1) = (run * per_task, ((run + 1) * per_task).min(tiles));
         let mut acc = crate::pool::try_uninit::<T, Ix1>(function, "convolution sums", Ix1(groups * fg * tq))?;
         acc.iter_mut().for_each(|v| {
@@ -1223,11 +1241,12 @@ fn conv2d_impl<T: ConvElem>(
         for t in t0..t1 {
             let q0 = t * tq;
             let q_end = (q0 + tq).min(positions);
-            for gg in 0..cg {
+            for gg in b0 / groups..b1.div_ceil(groups) {
+                let (g0, g1) = (b0.saturating_sub(gg * groups), (b1 - gg * groups).min(groups));
                 let mut c0 = 0;
                 while c0 < kc {
                     let cn = cb.min(kc - c0);
-                    for g in 0..groups {
+                    for g in g0..g1 {
                         // SAFETY: the input stretch from `q0` over `cn`
                         // planes of group `gg`'s channels lies within the
                         // task's band (its rows reach the last tile's last
@@ -1256,7 +1275,7 @@ fn conv2d_impl<T: ConvElem>(
                 while q < q_end {
                     let (i, j) = (q / wp, q % wp);
                     let run = (i * wp + ow).min(q_end).saturating_sub(q);
-                    for f in (0..fpg).filter(|_| run > 0) {
+                    for f in (g0 * fg..(g1 * fg).min(fpg)).filter(|_| run > 0) {
                         let of = gg * fpg + f;
                         let sums = &acc[f * tq + (q - q0)..][..run];
                         let b = bias.as_ref().map_or(zero, |b| b[of]);
@@ -1266,7 +1285,7 @@ fn conv2d_impl<T: ConvElem>(
                             + j as isize * strides[3];
                         // SAFETY: pixels `(nn, of, i, j..j + run)` are
                         // within `out`, and this task alone writes the
-                        // pixels of its tiles.
+                        // pixels of its tiles for its blocks' filters.
                         unsafe { (kernel.store)(optr.0.offset(at), strides[3], sums, b, relu) };
                     }
                     q = (i + 1) * wp;
@@ -1662,7 +1681,8 @@ mod tests {
     /// zeroed array, on a reused pool buffer full of NaN (a value the
     /// kernel left would show): groups 1, 2, 4 and depthwise, strides 1, 2
     /// and 3, pads, dilations, an image smaller than the window, prime and
-    /// unit extents, an empty batch, one to three threads.
+    /// unit extents, one image whose tasks split its filters, an empty
+    /// batch, one to three threads.
     #[test]
     fn new_outputs_are_written_whole_with_the_same_bits() {
         let unit = Window { pad: (0, 0), stride: (1, 1), dilation: (1, 1) };
@@ -1680,6 +1700,9 @@ mod tests {
             (1, 2, 3, 2, 3, 3, 5, 5, Window { pad: (2, 2), stride: (2, 1), dilation: (1, 1) }),
             (1, 1, 1, 1, 1, 1, 1, 1, unit),
             (1, 3, 2, 19, 23, 2, 3, 3, Window { pad: (2, 1), stride: (2, 3), dilation: (2, 1) }),
+            // One image of few tiles: its runs split by blocks of filters.
+            (1, 1, 3, 29, 31, 37, 3, 3, same),
+            (1, 2, 3, 5, 6, 29, 3, 3, s2),
             (0, 2, 3, 5, 5, 2, 3, 3, same),
         ] {
             let (cx, o) = (g * c, g * f);
