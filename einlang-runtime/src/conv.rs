@@ -1074,13 +1074,21 @@ fn conv2d_impl<T: ConvElem>(
         // zero past the group's last filter.
         let ws = wb.as_slice_mut().expect("a new buffer is contiguous");
         let mut slots = ws.iter_mut();
+        // (Reads by strides, not checked indexing: the packing runs alone
+        // before the parallel part.)
+        let (kp, ks) = (k.as_ptr(), [0, 1, 2, 3].map(|a| k.strides()[a]));
+        // SAFETY: every call below passes indices within `k`'s extents
+        // (`gg fpg + of < O`, `cc < C`, `r < KH`, `s < KW`).
+        let read = |of: usize, cc: usize, r: usize, s: usize| unsafe {
+            *kp.offset(of as isize * ks[0] + cc as isize * ks[1] + r as isize * ks[2] + s as isize * ks[3])
+        };
         for gg in 0..cg {
             for g in 0..groups {
                 for cc in 0..kc {
                     for r in 0..kh {
                         for s in 0..kw {
                             for of in g * fg..(g + 1) * fg {
-                                let v = if of < fpg { k[[gg * fpg + of, cc, r, s]] } else { T::default() };
+                                let v = if of < fpg { read(gg * fpg + of, cc, r, s) } else { T::default() };
                                 if let Some(d) = slots.next() {
                                     d.write(v);
                                 }
