@@ -1156,8 +1156,8 @@ fn conv2d_impl<T: ConvElem>(
                 v.write(zero);
             });
             // SAFETY: written above.
-            let mut sums = unsafe { sums.assume_init() };
-            let sums = sums.as_slice_mut().expect("a new buffer is contiguous");
+            let mut sums_buf = unsafe { sums.assume_init() };
+            let sums = sums_buf.as_slice_mut().expect("a new buffer is contiguous");
             let b = bias.as_ref().map_or(zero, |b| b[gg]);
             let mut i0 = 0;
             while i0 < oh {
@@ -1190,6 +1190,12 @@ fn conv2d_impl<T: ConvElem>(
                 }
                 i0 = i1;
             }
+            // The task's buffers go back to the pool for the next task (large
+            // ones freed would be mapped afresh, page by page).
+            crate::pool::recycle(sums_buf);
+            if let Some(own) = local {
+                crate::pool::recycle(own);
+            }
             Ok(())
         })?;
         return Ok(());
@@ -1213,8 +1219,8 @@ fn conv2d_impl<T: ConvElem>(
             v.write(zero);
         });
         // SAFETY: written above.
-        let mut acc = unsafe { acc.assume_init() };
-        let acc = acc.as_slice_mut().expect("a new buffer is contiguous");
+        let mut acc_buf = unsafe { acc.assume_init() };
+        let acc = acc_buf.as_slice_mut().expect("a new buffer is contiguous");
         // The planes the tiles read: `x` itself (`plane` values a channel,
         // the taps' offsets `offs`), or the task's copy of the rows `r0 ..`
         // of every phase its positions read (`band` values a channel).
@@ -1299,6 +1305,11 @@ fn conv2d_impl<T: ConvElem>(
                     q = (i + 1) * wp;
                 }
             }
+        }
+        // The task's buffers go back to the pool for the next task.
+        crate::pool::recycle(acc_buf);
+        if let Some(own) = local {
+            crate::pool::recycle(own);
         }
         Ok(())
     })
