@@ -16,7 +16,9 @@
 //! einlang side is what `opt::pack` makes of the definition. Each result is
 //! checked against the baseline before anything is timed; one ratio line
 //! (medians of rounds that call each side once in turn, `common::paired`)
-//! is printed per case.
+//! is printed per case. `CONV_PROFILE=C,H,GROUPS,STRIDE[,CALLS]` instead
+//! calls one `std::ml::conv` case (N=8, O=64, 3x3, padding 1, a bias) in a
+//! loop alone, for a profiler, and prints its median and best times.
 
 mod common;
 
