@@ -16,7 +16,9 @@
 //! einlang side is what `opt::pack` makes of the definition. Each result is
 //! checked against the baseline before anything is timed; one ratio line
 //! (medians of rounds that call each side once in turn, `common::paired`)
-//! is printed per case.
+//! is printed per case. `CONV_PROFILE=C,H,GROUPS,STRIDE[,CALLS]` instead
+//! calls one `std::ml::conv` case (N=8, O=64, 3x3, padding 1, a bias) in a
+//! loop alone, for a profiler, and prints its median and best times.
 
 mod common;
 
@@ -464,6 +466,25 @@ fn main() {
     // Only the standard library's cases (for rounds that compare commits).
     if std::env::var_os("CONV_STD_ONLY").is_some() {
         std_cases(runs);
+        return;
+    }
+    // `CONV_PROFILE=C,H,GROUPS,STRIDE[,CALLS]`: one `std::ml::conv` case
+    // (N=8, O=64, 3x3, padding 1, a bias) called in a loop alone, for a
+    // profiler (`perf record`), with its median time printed.
+    if let Ok(spec) = std::env::var("CONV_PROFILE") {
+        let v: Vec<usize> = spec.split(',').map(|t| t.trim().parse().expect("CONV_PROFILE: numbers")).collect();
+        let (c, h, groups, stride, calls) = (v[0], v[1], v[2], v[3], v.get(4).copied().unwrap_or(200));
+        let x = data4(8, c, h, h, 21);
+        let k = data4(64, c / groups, 3, 3, 22);
+        let b: Array1<f32> = common::data(64, 23).into_iter().map(|v| v as f32).collect();
+        let mut times = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let start = std::time::Instant::now();
+            drop(black_box(conv_onnx(&x, &k, &b, stride as i64, 1, groups as i64).expect("conv_onnx")));
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        println!("CONV_PROFILE {spec}: median {:.3} ms, best {:.3} ms", times[calls / 2], times[0]);
         return;
     }
     // Only `std::ml::conv` (ONNX's form) with run-time groups.

@@ -19,7 +19,7 @@
 //! description below is that of one plane, each tap an offset (`offs`)
 //! from the pixel's flat position.
 //!
-//! The image is copied once into a zero-bordered buffer whose rows are
+//! The image is copied into a zero-bordered buffer whose rows are
 //! `Wp = OW + KW - 1` long, so that every output pixel `(i, j)` becomes the
 //! flat position `q = i Wp + j` and every term of its sum the flat read
 //! `q + r Wp + s` of one channel plane: each `(c, r, s)` of the reduction is
@@ -31,16 +31,25 @@
 //! columns between rows) are computed and dropped. The channel loop is
 //! blocked so that a block's input stretch stays in L1 while every filter
 //! group uses it; the partial sums of a tile live in a small buffer
-//! between channel blocks. Tasks (image, run of tiles) run in parallel.
+//! between channel blocks (the first block starts from zero). Tasks
+//! (image, run of tiles) run in parallel, and each copies only the band
+//! of rows of every channel's phase planes that its tiles read (the rows
+//! of its positions and the window's reach), so the copy is read back
+//! from cache; a valid stride-1 convolution of a standard-layout batch
+//! reads the image in place (but for its last image). The bias epilogue
+//! stores each row's pixels from vector registers.
 //!
 //! Kernels: AVX-512 (`TQ = 64`, four `zmm` per filter, 6 filters: 24
-//! accumulators), AVX2 + FMA (`TQ = 16`, 6 filters: 12 `ymm`), chosen by
+//! accumulators; or `TQ = 48` by 8 filters, chosen where it computes fewer
+//! filters past the group's, as for 16 or 64 filters a group), AVX2 + FMA
+//! (`TQ = 16`, 6 filters: 12 `ymm`), chosen by
 //! what the processor has (detected once, as the GEMM libraries choose
 //! theirs, so that `cpu::set_baseline_only` does not change the bits of a
 //! result); a portable form for other processors and for `f64`. The sum of
 //! each pixel runs over the channels in order, then `r`, then `s` (one
-//! rounding per term: the vector forms fuse the multiply-add, so the two
-//! give the same bits).
+//! rounding per term: the vector forms fuse the multiply-add, so they give
+//! the same bits whatever their tile). A batch's fresh result
+//! ([`conv2d_grouped_new`]) is not zeroed first: the kernel writes it whole.
 //!
 //! One filter per group (a depthwise convolution) would leave all but one
 //! filter of a tile zero; it runs per (image, group) task instead, which
@@ -63,6 +72,12 @@ pub trait ConvElem:
     /// The fastest kernel this processor has for the type.
     #[doc(hidden)]
     fn kernel() -> Kernel<Self>;
+    /// The fastest kernel for `filters` filters a group.
+    #[doc(hidden)]
+    fn kernel_for(filters: usize) -> Kernel<Self> {
+        let _ = filters;
+        Self::kernel()
+    }
     /// Every kernel this processor can run for the type, fastest first.
     #[doc(hidden)]
     fn kernels() -> Vec<Kernel<Self>>;
@@ -74,12 +89,16 @@ pub trait ConvElem:
 pub struct Kernel<T> {
     tq: usize,
     f: usize,
-    /// `tile(x, w, acc, plane, offs, taps, cn)`: adds to `acc` (`F x TQ`,
-    /// filter-major) the sums over `cn` channels of the input at `x` (the
-    /// first channel of the block, offset to the tile's first position;
-    /// channels `plane` apart) times the weights at `w` (`[cn][taps][F]`),
-    /// the term of tap `t` read `offs[t]` after the position.
-    tile: unsafe fn(*const T, *const T, *mut T, usize, *const usize, usize, usize),
+    /// `tile(x, w, acc, plane, offs, taps, cn, first)`: adds to `acc` (`F
+    /// x TQ`, filter-major; zeros instead of its values when `first`) the
+    /// sums over `cn` channels of the input at `x` (the first channel of
+    /// the block, offset to the tile's first position; channels `plane`
+    /// apart) times the weights at `w` (`[cn][taps][F]`), the term of tap
+    /// `t` read `offs[t]` after the position.
+    tile: TileFn<T>,
+    /// `store(dst, stride, sums, b, relu)`: [`store_run`] (vector registers
+    /// in the vector forms; the same bits).
+    store: StoreFn<T>,
     /// The row form of one filter per group (depthwise), `dw(sums, len,
     /// x, plane, offs, taps, w, wstep, cn)`: writes to `sums[q]`, for `q`
     /// in `0..len`, the sum over `cn` channels (`plane` apart from `x`,
@@ -91,12 +110,28 @@ pub struct Kernel<T> {
     name: &'static str,
 }
 
+/// [`Kernel::tile`]'s signature.
+type TileFn<T> = unsafe fn(*const T, *const T, *mut T, usize, *const usize, usize, usize, bool);
+
+/// [`Kernel::store`]'s signature.
+type StoreFn<T> = unsafe fn(*mut T, isize, &[T], T, bool);
+
 /// [`Kernel::dw`]'s signature.
 type DwRow<T> = unsafe fn(*mut T, usize, *const T, usize, *const usize, usize, *const T, usize, usize);
 
 impl ConvElem for f32 {
     fn kernel() -> Kernel<f32> {
         Self::kernels()[0]
+    }
+    fn kernel_for(filters: usize) -> Kernel<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if x86::features().1 {
+            // The tile of the fewest filters computed past the group's
+            // (`filters` rounded up to the tile's), 8 filters on a tie.
+            let computed = |k: &Kernel<f32>| filters.div_ceil(k.f) * k.f;
+            return if computed(&x86::K512X8) <= computed(&x86::K512) { x86::K512X8 } else { x86::K512 };
+        }
+        Self::kernel()
     }
     fn kernels() -> Vec<Kernel<f32>> {
         let mut all = Vec::new();
@@ -105,6 +140,7 @@ impl ConvElem for f32 {
             let (fma, avx512) = x86::features();
             if avx512 {
                 all.push(x86::K512);
+                all.push(x86::K512X8);
             }
             if fma {
                 all.push(x86::K256);
@@ -126,7 +162,14 @@ impl ConvElem for f64 {
 
 /// The portable kernel: 16 positions by 4 filters.
 fn portable<T: ConvElem>() -> Kernel<T> {
-    Kernel { tq: 16, f: 4, tile: tile_portable::<T, 16, 4>, dw: dw_portable::<T>, name: "portable" }
+    Kernel {
+        tq: 16,
+        f: 4,
+        tile: tile_portable::<T, 16, 4>,
+        store: store_run::<T>,
+        dw: dw_portable::<T>,
+        name: "portable",
+    }
 }
 
 /// [`Kernel::dw`] in the baseline instruction set: 16 positions at a time
@@ -208,6 +251,7 @@ unsafe fn dw_tail<T: ConvElem>(
 /// `x` readable for `cn` channels of `plane` values from the tile's first
 /// position on, over `TQ + max(offs)` positions each; `offs` for `taps`
 /// values; `w` for `cn taps F` values; `acc` for `F TQ`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn tile_portable<T: ConvElem, const TQ: usize, const F: usize>(
     x: *const T,
     w: *const T,
@@ -216,9 +260,10 @@ unsafe fn tile_portable<T: ConvElem, const TQ: usize, const F: usize>(
     offs: *const usize,
     taps: usize,
     cn: usize,
+    first: bool,
 ) {
     let mut sums = [[T::default(); TQ]; F];
-    for (f, row) in sums.iter_mut().enumerate() {
+    for (f, row) in sums.iter_mut().enumerate().filter(|_| !first) {
         // SAFETY: `acc` holds `F TQ` values.
         row.copy_from_slice(unsafe { std::slice::from_raw_parts(acc.add(f * TQ), TQ) });
     }
@@ -251,7 +296,14 @@ mod x86 {
     use super::Kernel;
     use std::arch::x86_64::*;
 
-    pub(super) const K512: Kernel<f32> = Kernel { tq: 64, f: 6, tile: tile512, dw: dw512, name: "avx512" };
+    pub(super) const K512: Kernel<f32> =
+        Kernel { tq: 64, f: 6, tile: tile512::<4, 6>, store: store512, dw: dw512, name: "avx512" };
+
+    /// [`K512`] with tiles of 48 positions by 8 filters (24 `zmm` of sums
+    /// too): for filter counts that 8 divides and 6 does not (16 filters
+    /// a group ran as three blocks of 6, 18 computed).
+    pub(super) const K512X8: Kernel<f32> =
+        Kernel { tq: 48, f: 8, tile: tile512::<3, 8>, store: store512, dw: dw512, name: "avx512x8" };
 
     /// Whether the processor has AVX2 and FMA, and whether it also has
     /// AVX-512 (foundation): detected once. As the GEMM libraries do, the
@@ -265,11 +317,71 @@ mod x86 {
             (fma, fma && is_x86_feature_detected!("avx512f"))
         })
     }
-    pub(super) const K256: Kernel<f32> = Kernel { tq: 16, f: 6, tile: tile256, dw: dw256, name: "avx2" };
+    pub(super) const K256: Kernel<f32> =
+        Kernel { tq: 16, f: 6, tile: tile256, store: store256, dw: dw256, name: "avx2" };
 
-    /// [`super::tile_portable`]'s contract with `TQ = 64`, `F = 6`.
+    /// [`super::store_run`]'s contract: a contiguous run without the
+    /// activation in `zmm` registers (then a masked vector), else
+    /// `store_run` itself. One rounding per value (`s + b`): the same bits.
+    unsafe fn store512(dst: *mut f32, stride: isize, sums: &[f32], b: f32, relu: bool) {
+        // SAFETY: `K512` is chosen only where `features` found AVX-512.
+        unsafe {
+            if stride == 1 && !relu {
+                store512_inner(dst, sums, b)
+            } else {
+                super::store_run(dst, stride, sums, b, relu)
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn store512_inner(dst: *mut f32, sums: &[f32], b: f32) {
+        // SAFETY: `dst` holds `sums.len()` values (the caller's); the last
+        // vector's lanes past the end are masked (neither read nor written).
+        unsafe {
+            let bv = _mm512_set1_ps(b);
+            let mut j = 0;
+            while j < sums.len() {
+                let left = sums.len() - j;
+                let m: __mmask16 = if left >= 16 { 0xffff } else { (1u16 << left) - 1 };
+                let v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, sums.as_ptr().add(j)), bv);
+                _mm512_mask_storeu_ps(dst.add(j), m, v);
+                j += 16;
+            }
+        }
+    }
+
+    /// [`store512`] in `ymm` registers (the rest one at a time).
+    unsafe fn store256(dst: *mut f32, stride: isize, sums: &[f32], b: f32, relu: bool) {
+        // SAFETY: `K256` is chosen only where `features` found AVX2.
+        unsafe {
+            if stride == 1 && !relu {
+                store256_inner(dst, sums, b)
+            } else {
+                super::store_run(dst, stride, sums, b, relu)
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn store256_inner(dst: *mut f32, sums: &[f32], b: f32) {
+        // SAFETY: `dst` holds `sums.len()` values (the caller's).
+        unsafe {
+            let bv = _mm256_set1_ps(b);
+            let mut j = 0;
+            while j + 8 <= sums.len() {
+                _mm256_storeu_ps(dst.add(j), _mm256_add_ps(_mm256_loadu_ps(sums.as_ptr().add(j)), bv));
+                j += 8;
+            }
+            for (l, &v) in sums.iter().enumerate().skip(j) {
+                *dst.add(l) = v + b;
+            }
+        }
+    }
+
+    /// [`super::tile_portable`]'s contract with `TQ = 16 V` and `F`.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tile512(
+    unsafe fn tile512<const V: usize, const F: usize>(
         x: *const f32,
         w: *const f32,
         acc: *mut f32,
@@ -277,15 +389,16 @@ mod x86 {
         offs: *const usize,
         taps: usize,
         cn: usize,
+        first: bool,
     ) {
         // SAFETY: `K512` is chosen only where `features` found AVX-512,
         // AVX2 and FMA.
-        unsafe { tile512_inner(x, w, acc, plane, offs, taps, cn) }
+        unsafe { tile512_inner::<V, F>(x, w, acc, plane, offs, taps, cn, first) }
     }
 
     #[target_feature(enable = "avx512f,avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tile512_inner(
+    unsafe fn tile512_inner<const V: usize, const F: usize>(
         x: *const f32,
         w: *const f32,
         acc: *mut f32,
@@ -293,14 +406,15 @@ mod x86 {
         offs: *const usize,
         taps: usize,
         cn: usize,
+        first: bool,
     ) {
         // SAFETY (every block below): the reads and writes stay within the
         // stretches the caller guarantees (`tile_portable`).
         unsafe {
-            let mut a = [[_mm512_setzero_ps(); 4]; 6];
-            for (f, row) in a.iter_mut().enumerate() {
+            let mut a = [[_mm512_setzero_ps(); V]; F];
+            for (f, row) in a.iter_mut().enumerate().filter(|_| !first) {
                 for (v, r) in row.iter_mut().enumerate() {
-                    *r = _mm512_loadu_ps(acc.add(f * 64 + v * 16));
+                    *r = _mm512_loadu_ps(acc.add(f * 16 * V + v * 16));
                 }
             }
             let mut wi = w;
@@ -308,23 +422,19 @@ mod x86 {
                 let xc = x.add(c * plane);
                 for t in 0..taps {
                     let xs = xc.add(*offs.add(t));
-                    let x0 = _mm512_loadu_ps(xs);
-                    let x1 = _mm512_loadu_ps(xs.add(16));
-                    let x2 = _mm512_loadu_ps(xs.add(32));
-                    let x3 = _mm512_loadu_ps(xs.add(48));
+                    let xv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(xs.add(16 * v)));
                     for (f, row) in a.iter_mut().enumerate() {
                         let b = _mm512_set1_ps(*wi.add(f));
-                        row[0] = _mm512_fmadd_ps(x0, b, row[0]);
-                        row[1] = _mm512_fmadd_ps(x1, b, row[1]);
-                        row[2] = _mm512_fmadd_ps(x2, b, row[2]);
-                        row[3] = _mm512_fmadd_ps(x3, b, row[3]);
+                        for (r, &xx) in row.iter_mut().zip(&xv) {
+                            *r = _mm512_fmadd_ps(xx, b, *r);
+                        }
                     }
-                    wi = wi.add(6);
+                    wi = wi.add(F);
                 }
             }
             for (f, row) in a.iter().enumerate() {
                 for (v, r) in row.iter().enumerate() {
-                    _mm512_storeu_ps(acc.add(f * 64 + v * 16), *r);
+                    _mm512_storeu_ps(acc.add(f * 16 * V + v * 16), *r);
                 }
             }
         }
@@ -340,9 +450,10 @@ mod x86 {
         offs: *const usize,
         taps: usize,
         cn: usize,
+        first: bool,
     ) {
         // SAFETY: `K256` is chosen only where `features` found AVX2 and FMA.
-        unsafe { tile256_inner(x, w, acc, plane, offs, taps, cn) }
+        unsafe { tile256_inner(x, w, acc, plane, offs, taps, cn, first) }
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -355,11 +466,12 @@ mod x86 {
         offs: *const usize,
         taps: usize,
         cn: usize,
+        first: bool,
     ) {
         // SAFETY: as in `tile512_inner`.
         unsafe {
             let mut a = [[_mm256_setzero_ps(); 2]; 6];
-            for (f, row) in a.iter_mut().enumerate() {
+            for (f, row) in a.iter_mut().enumerate().filter(|_| !first) {
                 for (v, r) in row.iter_mut().enumerate() {
                     *r = _mm256_loadu_ps(acc.add(f * 16 + v * 8));
                 }
@@ -571,6 +683,35 @@ unsafe fn store_run<T: ConvElem>(dst: *mut T, stride: isize, sums: &[T], b: T, r
     }
 }
 
+/// Writes `line[k sw]` to `dst[k]` for every `k` of `dst` (`line` holds at
+/// least `(dst.len() - 1) sw + 1` values). Strides 1 to 4 run as loops over
+/// arrays of that many values, which the compiler vectorizes (a stride-2
+/// row split into its column phases one value at a time was most of a
+/// strided depthwise convolution's copy).
+fn gather<T: Copy>(dst: &mut [std::mem::MaybeUninit<T>], line: &[T], sw: usize) {
+    fn fixed<T: Copy, const S: usize>(dst: &mut [std::mem::MaybeUninit<T>], line: &[T]) {
+        let (chunks, _) = line.as_chunks::<S>();
+        let whole = chunks.len().min(dst.len());
+        for (d, c) in dst[..whole].iter_mut().zip(chunks) {
+            d.write(c[0]);
+        }
+        for (k, d) in dst.iter_mut().enumerate().skip(whole) {
+            d.write(line[k * S]);
+        }
+    }
+    match sw {
+        1 => fixed::<T, 1>(dst, line),
+        2 => fixed::<T, 2>(dst, line),
+        3 => fixed::<T, 3>(dst, line),
+        4 => fixed::<T, 4>(dst, line),
+        _ => {
+            for (d, v) in dst.iter_mut().zip(line.iter().step_by(sw)) {
+                d.write(*v);
+            }
+        }
+    }
+}
+
 /// The shape mismatch `Error::Shape` for `conv2d`'s arguments.
 fn shape_error(function: &str, param: &str, axis: usize, symbol: &str, expected: usize, found: usize) -> Error {
     Error::Shape {
@@ -620,7 +761,7 @@ pub fn conv2d<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_with(function, T::kernel(), x, k, bias, window, relu, out)
+    conv2d_with(function, T::kernel_for(k.dim().0), x, k, bias, window, relu, out)
 }
 
 /// [`conv2d`] in `groups` groups: `x` has `groups C` channels, `k` is
@@ -642,7 +783,59 @@ pub fn conv2d_grouped<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, out)
+    let kernel = T::kernel_for(k.dim().0 / groups.max(1));
+    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, Out::of(out))
+}
+
+/// [`conv2d_grouped`] into a new standard-layout array of `shape` (`N x O
+/// x OH x OW`) from the buffer pool, which the kernel writes whole: it is
+/// not zeroed first (a fresh output's zeros were a write of the whole
+/// result and, for large ones, its page faults). `tensor` names the result
+/// in `Error::Alloc`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_grouped_new<T: ConvElem>(
+    function: &str,
+    tensor: &str,
+    shape: [usize; 4],
+    x: ArrayView4<'_, T>,
+    k: ArrayView4<'_, T>,
+    bias: Option<ArrayView1<'_, T>>,
+    window: impl Into<Window>,
+    groups: usize,
+    relu: bool,
+) -> Result<ndarray::Array4<T>, Error> {
+    if groups == 0 {
+        // (`conv2d_impl` accepts 0 groups without writing `out`.)
+        let mut y = crate::pool::zeros(function, tensor, shape, T::default())?;
+        conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, Out::of(y.view_mut()))?;
+        return Ok(y);
+    }
+    let mut y = crate::pool::try_uninit::<T, ndarray::Ix4>(function, tensor, ndarray::Dim(shape))?;
+    let dim = y.dim();
+    let strides = [0, 1, 2, 3].map(|a| y.strides()[a]);
+    let out = Out { ptr: y.as_mut_ptr().cast::<T>(), dim, strides };
+    let kernel = T::kernel_for(k.dim().0 / groups);
+    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, out)?;
+    // SAFETY: with at least one group, `conv2d_impl` returns `Ok` only
+    // after writing every value of `out` (the tiles cover every position
+    // of every filter, the depthwise rows every row), or when `out` is
+    // empty.
+    Ok(unsafe { y.assume_init() })
+}
+
+/// The output of [`conv2d_impl`]: `dim` values at `ptr` with `strides` (in
+/// elements), written through raw pointers only (never read).
+struct Out<T> {
+    ptr: *mut T,
+    dim: (usize, usize, usize, usize),
+    strides: [isize; 4],
+}
+
+impl<T> Out<T> {
+    fn of(mut out: ArrayViewMut4<'_, T>) -> Out<T> {
+        let strides = [0, 1, 2, 3].map(|a| out.strides()[a]);
+        Out { ptr: out.as_mut_ptr(), dim: out.dim(), strides }
+    }
 }
 
 /// [`conv2d_grouped`] with a given kernel (one of [`kernels`]).
@@ -659,7 +852,7 @@ pub fn conv2d_grouped_with<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, out)
+    conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, Out::of(out))
 }
 
 /// Every kernel this processor can run for `T`, fastest first (for
@@ -689,7 +882,7 @@ pub fn conv2d_with<T: ConvElem>(
     relu: bool,
     out: ArrayViewMut4<'_, T>,
 ) -> Result<(), Error> {
-    conv2d_impl(function, kernel, x, k, bias, window.into(), 1, relu, out)
+    conv2d_impl(function, kernel, x, k, bias, window.into(), 1, relu, Out::of(out))
 }
 
 /// The convolution in `cg` groups (one for [`conv2d`]).
@@ -703,12 +896,12 @@ fn conv2d_impl<T: ConvElem>(
     window: Window,
     cg: usize,
     relu: bool,
-    mut out: ArrayViewMut4<'_, T>,
+    out: Out<T>,
 ) -> Result<(), Error> {
     let Window { pad, stride: (sh, sw), dilation: (dh, dw) } = window;
     let (n, c, h, w) = x.dim();
     let (o, kc, kh, kw) = k.dim();
-    let (on, oo, oh, ow) = out.dim();
+    let (on, oo, oh, ow) = out.dim;
     if cg == 0 {
         if c == 0 && o == 0 {
             return Ok(());
@@ -734,7 +927,7 @@ fn conv2d_impl<T: ConvElem>(
             return Err(shape_error(function, "bias", 0, "O", o, b.len()));
         }
     }
-    if out.is_empty() {
+    if on * oo * oh * ow == 0 {
         return Ok(());
     }
     let too_large = || Error::Extent {
@@ -808,73 +1001,72 @@ fn conv2d_impl<T: ConvElem>(
 
     let (top, left) = pad;
     let (row_phases, col_phases) = (&row_phases, &col_phases);
-    // Writes channel `cc` of image `nn` as its phase planes (one after the
-    // other, so that the rows they share are read while in cache) into
-    // `planes` (`plane` values).
-    let fill = |planes: &mut [std::mem::MaybeUninit<T>], nn: usize, cc: usize| {
-        let src = x.index_axis(ndarray::Axis(0), nn);
-        let src = src.index_axis(ndarray::Axis(0), cc);
-        for (ph, dst) in planes.chunks_mut(phase.max(1)).enumerate() {
-            let (pr, pc) = (row_phases[ph / col_phases.len()], col_phases[ph % col_phases.len()]);
-            // Column `jj` of the phase plane is column `jj sw + pc - left`
-            // of the image: inside it for `jj` in `j0..j1`.
+    // Writes rows `r0 .. r0 + rows` of channel `cc` of image `nn`'s phase
+    // planes into `planes` (one run of `rows wp` values per phase, in
+    // phase order). Each source row is read for every column phase while
+    // it is in cache; rows past the planes' `hp` are written too (only
+    // dropped positions read them).
+    // Per column phase `pc`: column `jj` of its planes is column `jj sw +
+    // pc - left` of the image, inside it for `jj` in `j0..j1`, the first
+    // of them the image's column `from`.
+    let col_runs: Vec<(usize, usize, usize)> = col_phases
+        .iter()
+        .map(|&pc| {
             let first = |lo: usize| lo.saturating_sub(pc).div_ceil(sw);
             let (j0, j1) = (first(left).min(wp), first(left.saturating_add(w)).min(wp));
-            for (i, row) in dst.chunks_mut(wp).enumerate() {
-                // Row `i` is the image's row `i sh + pr - top`.
-                let si = (i * sh + pr).checked_sub(top).filter(|&si| si < h);
-                match si {
-                    Some(si) if j0 < j1 => {
-                        row[..j0].iter_mut().for_each(|d| {
+            (j0, j1, if j0 < j1 { j0 * sw + pc - left } else { 0 })
+        })
+        .collect();
+    let col_runs = &col_runs;
+    // The image's values in standard layout, when it has it.
+    let dense = x.as_slice();
+    let fill = |planes: &mut [std::mem::MaybeUninit<T>], nn: usize, cc: usize, r0: usize, rows: usize| {
+        let src = x.index_axis(ndarray::Axis(0), nn);
+        let src = src.index_axis(ndarray::Axis(0), cc);
+        let chan = dense.map(|d| &d[(nn * c + cc) * h * w..][..h * w]);
+        let run = rows * wp;
+        let ncp = col_phases.len();
+        // Rows in order, each row's phases in order: for the phases of a
+        // stride, the image's rows in order (one stream through the image).
+        for i in 0..rows {
+            for (rpi, &pr) in row_phases.iter().enumerate() {
+                // Row `r0 + i` is the image's row `(r0 + i) sh + pr - top`.
+                let si = ((r0 + i) * sh + pr).checked_sub(top).filter(|&si| si < h);
+                for (cpi, &(j0, j1, from)) in col_runs.iter().enumerate() {
+                    let at = (rpi * ncp + cpi) * run + i * wp;
+                    let row = &mut planes[at..at + wp];
+                    let Some(si) = si.filter(|_| j0 < j1) else {
+                        row.iter_mut().for_each(|d| {
                             d.write(T::default());
                         });
-                        let from = j0 * sw + pc - left;
-                        let line = src.row(si);
-                        match line.as_slice() {
-                            // A contiguous row: every `sw`-th value from `from`.
-                            Some(line) => {
-                                for (d, v) in row[j0..j1].iter_mut().zip(line[from..].iter().step_by(sw)) {
-                                    d.write(*v);
-                                }
-                            }
-                            None => {
-                                let line = line.slice(ndarray::s![from..;sw]);
-                                for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
-                                    d.write(*v);
-                                }
+                        continue;
+                    };
+                    row[..j0].iter_mut().for_each(|d| {
+                        d.write(T::default());
+                    });
+                    match chan {
+                        // A contiguous row: every `sw`-th value from `from`.
+                        Some(chan) => gather(&mut row[j0..j1], &chan[si * w + from..(si + 1) * w], sw),
+                        None => {
+                            let line = src.row(si);
+                            let line = line.slice(ndarray::s![from..;sw]);
+                            for (d, v) in row[j0..j1].iter_mut().zip(line.iter()) {
+                                d.write(*v);
                             }
                         }
-                        row[j1..].iter_mut().for_each(|d| {
-                            d.write(T::default());
-                        });
                     }
-                    _ => row.iter_mut().for_each(|d| {
+                    row[j1..].iter_mut().for_each(|d| {
                         d.write(T::default());
-                    }),
+                    });
                 }
             }
         }
     };
-    // One filter per group (depthwise) copies each task's planes within
-    // the task (below), while they are in cache; the other forms copy the
-    // images here.
+    // Every task copies the planes it reads itself, while they are in
+    // cache (no copy of the whole batch first, which the tasks would read
+    // back from memory): one filter per group (depthwise) its group's
+    // whole planes, the tiles the band of rows their positions read.
     let dwise = fpg == 1 && cg > 1;
-    let global = if dwise { 0 } else { copied };
-    let xlen = global.checked_mul(image).and_then(|v| v.checked_add(slack)).ok_or_else(too_large)?;
-    let mut xp = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(xlen))?;
-    {
-        let xs = xp.as_slice_mut().expect("a new buffer is contiguous");
-        xs[global * image..].iter_mut().for_each(|v| {
-            v.write(T::default());
-        });
-        // One task per channel.
-        xs[..global * image].par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, planes)| {
-            fill(planes, first_copied + p / c, p % c);
-        });
-    }
-    // SAFETY: every element was written above (the planes and the slack).
-    let xp = unsafe { xp.assume_init() };
-    let xs = xp.as_slice().expect("a new buffer is contiguous");
 
     let mut wb = crate::pool::try_uninit::<T, Ix1>(function, "convolution weights", Ix1(wlen))?;
     {
@@ -882,13 +1074,21 @@ fn conv2d_impl<T: ConvElem>(
         // zero past the group's last filter.
         let ws = wb.as_slice_mut().expect("a new buffer is contiguous");
         let mut slots = ws.iter_mut();
+        // (Reads by strides, not checked indexing: the packing runs alone
+        // before the parallel part.)
+        let (kp, ks) = (k.as_ptr(), [0, 1, 2, 3].map(|a| k.strides()[a]));
+        // SAFETY: every call below passes indices within `k`'s extents
+        // (`gg fpg + of < O`, `cc < C`, `r < KH`, `s < KW`).
+        let read = |of: usize, cc: usize, r: usize, s: usize| unsafe {
+            *kp.offset(of as isize * ks[0] + cc as isize * ks[1] + r as isize * ks[2] + s as isize * ks[3])
+        };
         for gg in 0..cg {
             for g in 0..groups {
                 for cc in 0..kc {
                     for r in 0..kh {
                         for s in 0..kw {
                             for of in g * fg..(g + 1) * fg {
-                                let v = if of < fpg { k[[gg * fpg + of, cc, r, s]] } else { T::default() };
+                                let v = if of < fpg { read(gg * fpg + of, cc, r, s) } else { T::default() };
                                 if let Some(d) = slots.next() {
                                     d.write(v);
                                 }
@@ -911,9 +1111,12 @@ fn conv2d_impl<T: ConvElem>(
     let cb = kc.max(1).div_ceil(kc.max(1).div_ceil(cb));
     // Tiles per task: enough tasks for the threads, each a few tiles.
     let per_task = (n * tiles / (4 * rayon::current_num_threads())).clamp(1, 16);
+    // Runs of even length (16 + 7 tiles would leave one thread the long
+    // runs' last while the other is idle).
+    let per_task = tiles.div_ceil(tiles.div_ceil(per_task)).max(1);
     let runs = tiles.div_ceil(per_task);
-    let strides = out.strides().to_vec();
-    let optr = crate::par::Shared(out.as_mut_ptr());
+    let strides = out.strides;
+    let optr = crate::par::Shared(out.ptr);
     let bias = bias.map(|b| b.iter().take(o).copied().collect::<Vec<T>>());
     let zero = T::default();
     if dwise {
@@ -937,7 +1140,7 @@ fn conv2d_impl<T: ConvElem>(
                 let mut own = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(len))?;
                 let dst = own.as_slice_mut().expect("a new buffer is contiguous");
                 for (cc, planes) in dst.chunks_mut(plane.max(1)).enumerate() {
-                    fill(planes, nn, gg * kc + cc);
+                    fill(planes, nn, gg * kc + cc, 0, hp);
                 }
                 // SAFETY: every element was written by `fill`.
                 Some(unsafe { own.assume_init() })
@@ -953,8 +1156,8 @@ fn conv2d_impl<T: ConvElem>(
                 v.write(zero);
             });
             // SAFETY: written above.
-            let mut sums = unsafe { sums.assume_init() };
-            let sums = sums.as_slice_mut().expect("a new buffer is contiguous");
+            let mut sums_buf = unsafe { sums.assume_init() };
+            let sums = sums_buf.as_slice_mut().expect("a new buffer is contiguous");
             let b = bias.as_ref().map_or(zero, |b| b[gg]);
             let mut i0 = 0;
             while i0 < oh {
@@ -983,58 +1186,98 @@ fn conv2d_impl<T: ConvElem>(
                     let at = nn as isize * strides[0] + gg as isize * strides[1] + i as isize * strides[2];
                     // SAFETY: pixels `(nn, gg, i, ..)` are within `out`, and
                     // this task alone writes them.
-                    unsafe { store_run(optr.0.offset(at), strides[3], &sums[(i - i0) * wp..][..ow], b, relu) };
+                    unsafe { (kernel.store)(optr.0.offset(at), strides[3], &sums[(i - i0) * wp..][..ow], b, relu) };
                 }
                 i0 = i1;
+            }
+            // The task's buffers go back to the pool for the next task (large
+            // ones freed would be mapped afresh, page by page).
+            crate::pool::recycle(sums_buf);
+            if let Some(own) = local {
+                crate::pool::recycle(own);
             }
             Ok(())
         })?;
         return Ok(());
     }
-    (0..n * runs).into_par_iter().try_for_each(|task| -> Result<(), Error> {
+    // Where the images' runs are fewer than four a thread (a small batch
+    // of small images), each run's blocks of filters (over every group)
+    // are split into parts, one task each, which copy the band alike.
+    let blocks = cg * groups;
+    let threads = 4 * rayon::current_num_threads();
+    let parts = if n * runs >= threads { 1 } else { threads.div_ceil(n * runs).clamp(1, blocks.max(1)) };
+    (0..n * runs * parts).into_par_iter().try_for_each(|task| -> Result<(), Error> {
         // (The whole `Shared`, not its raw pointer field, is captured.)
         let optr = &optr;
-        let (nn, run) = (task / runs, task % runs);
+        let (nn, run, part) = (task / (runs * parts), task / parts % runs, task % parts);
+        // The part's blocks of filters, `gg groups + g` for block `g` of
+        // convolution group `gg`, in `b0..b1`.
+        let (b0, b1) = (part * blocks / parts, (part + 1) * blocks / parts);
+        let (t0, t1) = (run * per_task, ((run + 1) * per_task).min(tiles));
         let mut acc = crate::pool::try_uninit::<T, Ix1>(function, "convolution sums", Ix1(groups * fg * tq))?;
         acc.iter_mut().for_each(|v| {
             v.write(zero);
         });
         // SAFETY: written above.
-        let mut acc = unsafe { acc.assume_init() };
-        let acc = acc.as_slice_mut().expect("a new buffer is contiguous");
-        // The image's first plane: `x` itself, or its copy.
-        let base = if nn < first_copied {
+        let mut acc_buf = unsafe { acc.assume_init() };
+        let acc = acc_buf.as_slice_mut().expect("a new buffer is contiguous");
+        // The planes the tiles read: `x` itself (`plane` values a channel,
+        // the taps' offsets `offs`), or the task's copy of the rows `r0 ..`
+        // of every phase its positions read (`band` values a channel).
+        let r0 = t0 * tq / wp;
+        // The last tile's last read, `t1 tq - 1` plus the farthest tap's
+        // offset within its phase, is before `r0 + rows` rows.
+        let rows = (t1 * tq + row_reach * wp + col_reach).div_ceil(wp.max(1)) - r0;
+        let (local, band, boffs) = if nn < first_copied {
+            (None, plane, offs.clone())
+        } else {
+            let band = rows.checked_mul(wp).and_then(|v| v.checked_mul(nph)).ok_or_else(too_large)?;
+            let len = band.checked_mul(c).ok_or_else(too_large)?;
+            let mut own = crate::pool::try_uninit::<T, Ix1>(function, "convolution input", Ix1(len))?;
+            let dst = own.as_slice_mut().expect("a new buffer is contiguous");
+            for (cc, planes) in dst.chunks_mut(band.max(1)).enumerate() {
+                fill(planes, nn, cc, r0, rows);
+            }
+            // The taps' offsets within the band: phases `rows wp` apart.
+            let boffs = offs.iter().map(|&off| (off / phase) * rows * wp + off % phase).collect::<Vec<_>>();
+            // SAFETY: every element was written by `fill`.
+            (Some(unsafe { own.assume_init() }), band, boffs)
+        };
+        // The first channel's plane, where position `q` of the image is
+        // `base + q - first` (`first` at most the task's first position).
+        let (base, first) = match &local {
+            Some(own) => (own.as_ptr(), r0 * wp),
             // SAFETY: image `nn` of `x`, whose standard layout holds `n`
             // images of `image` values.
-            unsafe { x.as_ptr().add(nn * image) }
-        } else {
-            // SAFETY: the copies hold `copied` images.
-            unsafe { xs.as_ptr().add((nn - first_copied) * image) }
+            None => (unsafe { x.as_ptr().add(nn * image) }, 0),
         };
-        for t in run * per_task..((run + 1) * per_task).min(tiles) {
+        let (plane, offs) = (band, &boffs);
+        for t in t0..t1 {
             let q0 = t * tq;
             let q_end = (q0 + tq).min(positions);
-            for gg in 0..cg {
-                acc.iter_mut().for_each(|v| *v = zero);
+            for gg in b0 / groups..b1.div_ceil(groups) {
+                let (g0, g1) = (b0.saturating_sub(gg * groups), (b1 - gg * groups).min(groups));
                 let mut c0 = 0;
                 while c0 < kc {
                     let cn = cb.min(kc - c0);
-                    for g in 0..groups {
+                    for g in g0..g1 {
                         // SAFETY: the input stretch from `q0` over `cn`
-                        // planes of group `gg`'s channels lies within `xs`
-                        // (the slack covers the last tile) or within `x`
-                        // (the next image covers it), the weights of block
-                        // `g` of group `gg` and channels `c0..c0 + cn`
-                        // within `ws`, the block's sums within `acc`.
+                        // planes of group `gg`'s channels lies within the
+                        // task's band (its rows reach the last tile's last
+                        // read) or within `x` (the next image covers the
+                        // last tile's), the weights of block `g` of group
+                        // `gg` and channels `c0..c0 + cn` within `ws`, the
+                        // block's sums within `acc`.
                         unsafe {
                             (kernel.tile)(
-                                base.add((gg * kc + c0) * plane + q0),
+                                base.add((gg * kc + c0) * plane + q0 - first),
                                 ws.as_ptr().add(((gg * groups + g) * kc + c0) * taps * fg),
                                 acc.as_mut_ptr().add(g * fg * tq),
                                 plane,
                                 offs.as_ptr(),
                                 taps,
                                 cn,
+                                c0 == 0,
                             );
                         }
                     }
@@ -1046,7 +1289,7 @@ fn conv2d_impl<T: ConvElem>(
                 while q < q_end {
                     let (i, j) = (q / wp, q % wp);
                     let run = (i * wp + ow).min(q_end).saturating_sub(q);
-                    for f in (0..fpg).filter(|_| run > 0) {
+                    for f in (g0 * fg..(g1 * fg).min(fpg)).filter(|_| run > 0) {
                         let of = gg * fpg + f;
                         let sums = &acc[f * tq + (q - q0)..][..run];
                         let b = bias.as_ref().map_or(zero, |b| b[of]);
@@ -1056,12 +1299,17 @@ fn conv2d_impl<T: ConvElem>(
                             + j as isize * strides[3];
                         // SAFETY: pixels `(nn, of, i, j..j + run)` are
                         // within `out`, and this task alone writes the
-                        // pixels of its tiles.
-                        unsafe { store_run(optr.0.offset(at), strides[3], sums, b, relu) };
+                        // pixels of its tiles for its blocks' filters.
+                        unsafe { (kernel.store)(optr.0.offset(at), strides[3], sums, b, relu) };
                     }
                     q = (i + 1) * wp;
                 }
             }
+        }
+        // The task's buffers go back to the pool for the next task.
+        crate::pool::recycle(acc_buf);
+        if let Some(own) = local {
+            crate::pool::recycle(own);
         }
         Ok(())
     })
@@ -1443,6 +1691,104 @@ mod tests {
             conv2d_grouped("t", x.view(), k.view(), Some(b.view()), win, g, relu, y.view_mut()).unwrap();
             for (a, e) in y.iter().zip(&want) {
                 assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 g{g}: {a} vs {e}");
+            }
+        }
+    }
+
+    /// `conv2d_grouped_new` (a new array that is not zeroed first) against
+    /// the naive grouped sum and with the bits of `conv2d_grouped` into a
+    /// zeroed array, on a reused pool buffer full of NaN (a value the
+    /// kernel left would show): groups 1, 2, 4 and depthwise, strides 1, 2
+    /// and 3, pads, dilations, an image smaller than the window, prime and
+    /// unit extents, one image whose tasks split its filters, an empty
+    /// batch, one to three threads.
+    #[test]
+    fn new_outputs_are_written_whole_with_the_same_bits() {
+        let unit = Window { pad: (0, 0), stride: (1, 1), dilation: (1, 1) };
+        let same = Window { pad: (1, 1), ..unit };
+        let s2 = Window { pad: (1, 1), stride: (2, 2), dilation: (1, 1) };
+        // (n, groups, channels per group, h, w, filters per group, kh, kw, window)
+        for &(n, g, c, h, w, f, kh, kw, win) in &[
+            (2, 1, 5, 13, 17, 7, 3, 3, same),
+            (3, 1, 3, 11, 11, 13, 3, 3, unit),
+            (1, 2, 3, 23, 19, 5, 3, 3, s2),
+            (2, 4, 2, 17, 29, 16, 3, 3, s2),
+            (1, 4, 8, 9, 9, 4, 3, 3, Window { pad: (1, 2), stride: (3, 3), dilation: (1, 1) }),
+            (2, 5, 1, 31, 37, 1, 3, 3, s2),
+            (1, 3, 1, 7, 7, 1, 3, 3, same),
+            (1, 2, 3, 2, 3, 3, 5, 5, Window { pad: (2, 2), stride: (2, 1), dilation: (1, 1) }),
+            (1, 1, 1, 1, 1, 1, 1, 1, unit),
+            (1, 3, 2, 19, 23, 2, 3, 3, Window { pad: (2, 1), stride: (2, 3), dilation: (2, 1) }),
+            // One image of few tiles: its runs split by blocks of filters.
+            (1, 1, 3, 29, 31, 37, 3, 3, same),
+            (1, 2, 3, 5, 6, 29, 3, 3, s2),
+            (0, 2, 3, 5, 5, 2, 3, 3, same),
+        ] {
+            let (cx, o) = (g * c, g * f);
+            let oh = (h + 2 * win.pad.0).saturating_sub(win.dilation.0 * (kh - 1) + 1) / win.stride.0 + 1;
+            let ow = (w + 2 * win.pad.1).saturating_sub(win.dilation.1 * (kw - 1) + 1) / win.stride.1 + 1;
+            let x = Array4::from_shape_vec((n, cx, h, w), data(n * cx * h * w, 41)).unwrap();
+            let k = Array4::from_shape_vec((o, c, kh, kw), data(o * c * kh * kw, 42)).unwrap();
+            let b = Array1::from_vec(data(o, 43));
+            let want = naive_grouped(&x, &k, &b, win, g, oh, ow);
+            let (x32, k32, b32) = (x.mapv(|v| v as f32), k.mapv(|v| v as f32), b.mapv(|v| v as f32));
+            for threads in 1..=3 {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let mut old = Array4::<f32>::zeros((n, o, oh, ow));
+                pool.install(|| {
+                    conv2d_grouped("t", x32.view(), k32.view(), Some(b32.view()), win, g, false, old.view_mut())
+                })
+                .unwrap();
+                let y = pool
+                    .install(|| {
+                        // A buffer of NaN for the pool to hand out (on this
+                        // thread: small buffers are cached by the thread
+                        // that recycles them).
+                        crate::pool::recycle(Array4::<f32>::from_elem((n, o, oh, ow), f32::NAN));
+                        let (xv, kv, bv) = (x32.view(), k32.view(), Some(b32.view()));
+                        conv2d_grouped_new("t", "y", [n, o, oh, ow], xv, kv, bv, win, g, false)
+                    })
+                    .unwrap();
+                assert_eq!(y.dim(), (n, o, oh, ow));
+                for ((a, e), z) in y.iter().zip(&want).zip(&old) {
+                    let tol = 1e-5 * (c * kh * kw + 1) as f64;
+                    assert!((*a as f64 - e).abs() <= tol, "g{g} {n}x{cx}x{h}x{w} o{o} {win:?}: {a} vs {e}");
+                    assert_eq!(a.to_bits(), z.to_bits(), "g{g} {n}x{cx}x{h}x{w} o{o} {win:?}: other bits");
+                }
+            }
+            let y = conv2d_grouped_new("t", "y", [n, o, oh, ow], x.view(), k.view(), Some(b.view()), win, g, false)
+                .unwrap();
+            for (a, e) in y.iter().zip(&want) {
+                assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 g{g}: {a} vs {e}");
+            }
+        }
+        // Errors as `conv2d_grouped`'s: 0 groups, groups that do not fit.
+        let x = Array4::<f32>::zeros((2, 6, 5, 5));
+        let k = Array4::<f32>::zeros((4, 2, 3, 3));
+        let r = conv2d_grouped_new("f", "y", [2, 4, 3, 3], x.view(), k.view(), None, (0, 0), 0, false);
+        assert!(matches!(r, Err(Error::Extent { .. })), "{r:?}");
+        let r = conv2d_grouped_new("f", "y", [2, 4, 3, 3], x.view(), k.view(), None, (0, 0), 3, false);
+        assert!(matches!(r, Err(Error::Shape { axis: 0, .. })), "{r:?}");
+        let r = conv2d_grouped_new("f", "y", [2, 5, 3, 3], x.view(), k.view(), None, (0, 0), 3, false);
+        assert!(matches!(r, Err(Error::Shape { .. })), "{r:?}");
+    }
+
+    /// `gather` against an index loop: strides 1 to 6, every length up to
+    /// 40, lines of exactly the values read and one more.
+    #[test]
+    fn gather_reads_every_stride_th_value() {
+        let line: Vec<f32> = (0..300).map(|v| v as f32 * 0.5 - 7.0).collect();
+        for sw in 1..=6 {
+            for len in 0..=40 {
+                for extra in [0, 1] {
+                    let need = if len == 0 { 0 } else { (len - 1) * sw + 1 + extra };
+                    let mut dst = vec![std::mem::MaybeUninit::new(f32::NAN); len];
+                    gather(&mut dst, &line[3..3 + need], sw);
+                    for (kk, d) in dst.iter().enumerate() {
+                        // SAFETY: initialized above.
+                        assert_eq!(unsafe { d.assume_init() }, line[3 + kk * sw], "stride {sw}, length {len}");
+                    }
+                }
             }
         }
     }

@@ -176,11 +176,23 @@ impl FnCx<'_> {
         } else {
             quote!(#rt::conv::conv2d(#fname, #xv, #kv, #bias, #window, false, #yv)?;)
         };
-        let fresh = quote! {{
-            let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
-            #call
-            #y
-        }};
+        let fresh = if rank == 4 {
+            // A batch: into a new array that the kernel writes whole (not
+            // zeroed first).
+            let groups = if grouped { self.dim(&c.groups)? } else { quote!(1) };
+            quote! {{
+                let #y: #array = #rt::conv::conv2d_grouped_new(
+                    #fname, #tensor, [#(#lens),*], #xv, #kv, #bias, #window, (#groups) as usize, false,
+                )?;
+                #y
+            }}
+        } else {
+            quote! {{
+                let mut #y: #array = #rt::pool::zeros(#fname, #tensor, [#(#lens),*], <#elem>::default())?;
+                #call
+                #y
+            }}
+        };
         if let Some((when, value)) = otherwise {
             return Ok(quote!(let #out: #array = if #when #fresh else { #value };));
         }
