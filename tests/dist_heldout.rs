@@ -199,7 +199,7 @@ einlang! {
 
     /// Gradient descent written as a recurrence over steps: every step's
     /// gradient is a sum over the sharded batch.
-    // #[shard(B)]
+    #[shard(B)]
     pub fn descend(x: [f64; B, I], y: [f64; B], steps: i64, lr: f64) -> [f64; I] {
         let w[0, i] = 0.0;
         let w[t in 1..steps, i] = w[t - 1, i]
@@ -279,6 +279,27 @@ einlang! {
     pub fn scaled_whole(u: [f64; M, N], a: f64) -> [f64; M, N] {
         let v[j, i] = a * (u[j, i - 2] + u[j, i + 2]) - u[j, i] where i >= 2, i < N - 2;
         v
+    }
+
+
+    /// A recurrence whose clause runs over `1..K` and holds a max, an
+    /// argmax and a masked sum over the sharded axis at every step.
+    #[shard(B)]
+    pub fn drift(x: [f32; B, K], steps: i64) -> ([f32; K], f32) {
+        let c[0, k] = 0.0;
+        let c[t in 1..steps, k in 0..1] = c[t - 1, k] + 1.0;
+        let c[t in 1..steps, k in 1..K] = 0.5 * c[t - 1, k] + max[n](x[n, k] - c[t - 1, k - 1])
+            + (argmax[n](x[n, k] * c[t - 1, k]) as f32) * 0.01 + sum[n](x[n, k] where x[n, k] > c[t - 1, k]);
+        let last[k] = c[steps - 1, k];
+        (last, sum[n, k](x[n, k] * last[k]))
+    }
+    pub fn drift_whole(x: [f32; B, K], steps: i64) -> ([f32; K], f32) {
+        let c[0, k] = 0.0;
+        let c[t in 1..steps, k in 0..1] = c[t - 1, k] + 1.0;
+        let c[t in 1..steps, k in 1..K] = 0.5 * c[t - 1, k] + max[n](x[n, k] - c[t - 1, k - 1])
+            + (argmax[n](x[n, k] * c[t - 1, k]) as f32) * 0.01 + sum[n](x[n, k] where x[n, k] > c[t - 1, k]);
+        let last[k] = c[steps - 1, k];
+        (last, sum[n, k](x[n, k] * last[k]))
     }
 
 }
@@ -519,7 +540,6 @@ fn soft_b_case(world: &World, lens: &[usize]) {
     check(y.shape() == [c, rows.len()], || format!("soft_b {lens:?} rank {rank}: shape {:?}", y.shape()));
 }
 
-#[cfg(any())]
 fn descend_case(world: &World, lens: &[usize]) {
     let (rank, n) = (world.rank(), lens.iter().sum::<usize>());
     let rows = rows_of(lens, rank);
@@ -672,6 +692,25 @@ fn gradient_bytes(world: &World) {
     }
 }
 
+fn drift_case(world: &World, lens: &[usize]) {
+    let (rank, n) = (world.rank(), lens.iter().sum::<usize>());
+    let rows = rows_of(lens, rank);
+    let k = 4;
+    let x = Array2::from_shape_fn((n, k), |(a, b)| (((a * 5 + b * 3) % 7) as f32 - 3.0) * 0.25);
+    for steps in [1i64, 2, 6] {
+        let got = drift(world, x.slice(s![rows.clone(), ..]), steps);
+        let (l1, t1) = drift_whole(&x, steps).unwrap();
+        let Ok((l, t)) = got else {
+            return fail(format!("drift {lens:?} steps {steps} rank {rank}: {got:?}"));
+        };
+        for (a, b) in l.iter().zip(l1.iter()) {
+            close(&format!("drift {lens:?} steps {steps}"), f64::from(*a), f64::from(*b), 1e-5);
+        }
+        close(&format!("drift {lens:?} steps {steps} total"), f64::from(t), f64::from(t1), 1e-5);
+        same_everywhere(world, "drift", &bits32(l.iter().copied().chain([t])));
+    }
+}
+
 /// Errors on one rank only: every rank gets the same kind of `Err`, and
 /// the world computes correctly afterwards.
 fn errors(world: &World) {
@@ -762,7 +801,8 @@ fn main() {
         smooth_case(&world, &lens);
         step_into_case(&world, &lens);
         soft_b_case(&world, &lens);
-        // descend_case(&world, &lens);
+        descend_case(&world, &lens);
+        drift_case(&world, &lens);
         grid_grad_case(&world, &lens);
         tv_case(&world, &lens);
         helper_case(&world, &lens);
