@@ -302,6 +302,18 @@ einlang! {
         (last, sum[n, k](x[n, k] * last[k]))
     }
 
+
+    /// A per-step all-reduce whose terms gather from a table (a bad index
+    /// on one rank at a later step), and an assert on the block.
+    #[shard(B)]
+    pub fn gathered(table: [f64; R], idx: [i64; B], steps: i64) -> [f64; 2] {
+        assert(all[n](idx[n] >= 0), "indices are not negative");
+        let a[0, s in 0..2] = 1.0;
+        let a[t in 1..steps, s in 0..2] = a[t - 1, s] * 0.5 + sum[n](table[idx[n] + t - 1] * (s as f64 + 1.0));
+        let last[s in 0..2] = a[steps - 1, s];
+        last
+    }
+
 }
 
 thread_local! {
@@ -423,7 +435,10 @@ fn exact_case(world: &World, lens: &[usize]) {
     };
     let want_block = want.8.slice(s![rows.clone()]).to_owned();
     check(got.8 == want_block, || format!("exact {lens:?} rank {rank}: idx {} vs {}", got.8, want_block));
-    let (g, w) = ((got.0, got.1, got.2, &got.3, &got.4, got.5, got.6, got.7), (want.0, want.1, want.2, &want.3, &want.4, want.5, want.6, want.7));
+    let (g, w) = (
+        (got.0, got.1, got.2, &got.3, &got.4, got.5, got.6, got.7),
+        (want.0, want.1, want.2, &want.3, &want.4, want.5, want.6, want.7),
+    );
     check(g == w, || format!("exact {lens:?} rank {rank}: {g:?} vs {w:?}"));
 }
 
@@ -485,7 +500,8 @@ fn smooth_case(world: &World, lens: &[usize]) {
     let (rank, n) = (world.rank(), lens.iter().sum::<usize>());
     let rows = rows_of(lens, rank);
     let m = 2;
-    let u0 = Array2::from_shape_vec((m, n), data(n * m, 41 + n as u64).into_iter().map(|v| v as f32).collect()).unwrap();
+    let u0 =
+        Array2::from_shape_vec((m, n), data(n * m, 41 + n as u64).into_iter().map(|v| v as f32).collect()).unwrap();
     for steps in [1i64, 2, 5] {
         let got = smooth(world, u0.slice(s![.., rows.clone()]), steps);
         let (l1, m1) = smooth_whole(&u0, steps).unwrap();
@@ -527,7 +543,8 @@ fn soft_b_case(world: &World, lens: &[usize]) {
     let (rank, n) = (world.rank(), lens.iter().sum::<usize>());
     let rows = rows_of(lens, rank);
     let c = 3;
-    let x = Array2::from_shape_vec((c, n), data(c * n, 71 + n as u64).into_iter().map(|v| (v * 4.0) as f32).collect()).unwrap();
+    let x = Array2::from_shape_vec((c, n), data(c * n, 71 + n as u64).into_iter().map(|v| (v * 4.0) as f32).collect())
+        .unwrap();
     let got = soft_b(world, x.slice(s![.., rows.clone()]));
     let (y1, m1) = soft_b_whole(&x).unwrap();
     let Ok((y, m)) = got else {
@@ -638,14 +655,26 @@ fn misc_case(world: &World, lens: &[usize]) {
     let want = misc_whole(&x, &f);
     match (got, want) {
         (Ok(g), Ok(w)) => {
-            let (gs, ws) = (format!("{:?}", (g.0, g.1, g.2, g.3, g.4, g.5, g.6, g.7)), format!("{:?}", (w.0, w.1, w.2, w.3, w.4, w.5, w.6, w.7)));
-            check(g.0 == w.0 && g.2.to_bits() == w.2.to_bits() && g.3 == w.3 && g.4 == w.4 && g.5 == w.5 && g.6 == w.6 && g.7 == w.7, || {
-                format!("misc {lens:?} rank {rank}: {gs} vs {ws}")
-            });
+            let (gs, ws) = (
+                format!("{:?}", (g.0, g.1, g.2, g.3, g.4, g.5, g.6, g.7)),
+                format!("{:?}", (w.0, w.1, w.2, w.3, w.4, w.5, w.6, w.7)),
+            );
+            check(
+                g.0 == w.0
+                    && g.2.to_bits() == w.2.to_bits()
+                    && g.3 == w.3
+                    && g.4 == w.4
+                    && g.5 == w.5
+                    && g.6 == w.6
+                    && g.7 == w.7,
+                || format!("misc {lens:?} rank {rank}: {gs} vs {ws}"),
+            );
             close(&format!("misc {lens:?} prod"), f64::from(g.1), f64::from(w.1), 1e-5);
             check(g.8 == w.8.slice(s![rows.clone()]), || format!("misc {lens:?} rank {rank}: big"));
         }
-        (Err(a), Err(b)) => check(std::mem::discriminant(&a) == std::mem::discriminant(&b), || format!("misc {lens:?}: {a:?} vs {b:?}")),
+        (Err(a), Err(b)) => {
+            check(std::mem::discriminant(&a) == std::mem::discriminant(&b), || format!("misc {lens:?}: {a:?} vs {b:?}"))
+        }
         (g, w) => fail(format!("misc {lens:?} rank {rank}: {:?} vs {:?}", g.map(|_| ()), w.map(|_| ()))),
     }
 }
@@ -711,6 +740,78 @@ fn drift_case(world: &World, lens: &[usize]) {
     }
 }
 
+/// Errors inside a recurrence's steps and in an assert, on one rank only.
+fn step_errors(world: &World) {
+    let (rank, size) = (world.rank(), world.size());
+    let culprit = size - 1;
+    let (n, r) = (7usize, 6usize);
+    let rows = block(n, rank, size);
+    let table = Array1::from_vec(data(r, 141));
+    let good = Array1::from_shape_fn(n, |i| (i % 3) as i64);
+    // Steps 1..4 read table[idx + t - 1] up to idx + 2 < 6: in range.
+    let want: Vec<f64> = {
+        let mut a = [1.0f64; 2];
+        for t in 1..4 {
+            for (s, v) in a.iter_mut().enumerate() {
+                *v = *v * 0.5 + (0..n).map(|i| table[good[i] as usize + t - 1] * (s as f64 + 1.0)).sum::<f64>();
+            }
+        }
+        a.to_vec()
+    };
+    match gathered(world, &table, good.slice(s![rows.clone()]), 4) {
+        Ok(v) => {
+            for (a, b) in v.iter().zip(&want) {
+                close("gathered", *a, *b, 1e-12);
+            }
+        }
+        Err(e) => fail(format!("gathered rank {rank}: {e:?}")),
+    }
+    // An index that leaves the table at step 3 only, on the culprit.
+    let mut late = good.clone();
+    let last_row = block(n, culprit, size).end - 1;
+    late[last_row] = 4;
+    let got = gathered(world, &table, late.slice(s![rows.clone()]), 4);
+    check(matches!(got, Err(Error::Index { .. }) | Err(Error::Dist { .. })), || {
+        format!("late bad gather, rank {rank}: {got:?}")
+    });
+    if rank == culprit {
+        check(matches!(got, Err(Error::Index { .. })), || format!("late bad gather on the culprit: {got:?}"));
+    }
+    // A failed assert on the culprit only.
+    let mut neg = good.clone();
+    neg[last_row] = -1;
+    let got = gathered(world, &table, neg.slice(s![rows.clone()]), 4);
+    check(matches!(got, Err(Error::Assert { .. }) | Err(Error::Dist { .. })), || {
+        format!("assert on one rank, rank {rank}: {got:?}")
+    });
+    // Usable afterwards.
+    match gathered(world, &table, good.slice(s![rows.clone()]), 4) {
+        Ok(v) => {
+            check(v.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-9), || format!("gathered after errors: {v}"))
+        }
+        Err(e) => fail(format!("gathered after errors, rank {rank}: {e:?}")),
+    }
+}
+
+/// `_into` of a tuple with a sharded tensor and a replicated scalar.
+fn tuple_into(world: &World, lens: &[usize]) {
+    let (rank, n) = (world.rank(), lens.iter().sum::<usize>());
+    let rows = rows_of(lens, rank);
+    let m = 3;
+    let u = Array2::from_shape_vec((n, m), data(n * m, 151 + n as u64)).unwrap();
+    let (v1, t1) = fourth_whole(&u).unwrap();
+    let mut out = Array2::<f64>::from_elem((rows.len(), m), f64::NAN);
+    match fourth_into(world, u.slice(s![rows.clone(), ..]), &mut out) {
+        Ok(t) => {
+            check(bits64(out.iter().copied()) == bits64(v1.slice(s![rows.clone(), ..]).iter().copied()), || {
+                format!("fourth_into {lens:?} rank {rank}: {out} vs {}", v1.slice(s![rows.clone(), ..]))
+            });
+            close("fourth_into total", t, t1, 1e-12);
+        }
+        Err(e) => fail(format!("fourth_into {lens:?} rank {rank}: {e:?}")),
+    }
+}
+
 /// Errors on one rank only: every rank gets the same kind of `Err`, and
 /// the world computes correctly afterwards.
 fn errors(world: &World) {
@@ -761,7 +862,9 @@ fn errors(world: &World) {
     let want: Vec<f32> = (0..n).map(|i| (0..k).map(|c| table[(good[i] as usize, c)] * wts[(i, c)]).sum()).collect();
     match got {
         Ok((v, total)) => {
-            check(v.to_vec() == want[rows.clone()], || format!("lookup after errors, rank {rank}: {v} vs {:?}", &want[rows.clone()]));
+            check(v.to_vec() == want[rows.clone()], || {
+                format!("lookup after errors, rank {rank}: {v} vs {:?}", &want[rows.clone()])
+            });
             let t: f32 = want.iter().sum();
             close("lookup total after errors", f64::from(total), f64::from(t), 1e-5);
         }
@@ -808,12 +911,14 @@ fn main() {
         helper_case(&world, &lens);
         misc_case(&world, &lens);
         scaled_case(&world, &lens);
+        tuple_into(&world, &lens);
     }
     misc_case(&world, &vec![0; size]);
     second_case(&world, &vec![0; size]);
     ties_case(&world, &vec![0; size]);
     gradient_bytes(&world);
     errors(&world);
+    step_errors(&world);
     error_kinds_agree(&world);
     let failures = FAILURES.with(|f| f.borrow().len());
     if failures > 0 {

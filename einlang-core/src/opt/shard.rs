@@ -618,7 +618,8 @@ impl Cx<'_> {
                             if a.start.as_constant() == Some(0) {
                                 return i;
                             }
-                            let start = Expr { kind: ExprKind::Dim(a.start.clone()), ty: Repr::Scalar(ScalarKind::I64) };
+                            let start =
+                                Expr { kind: ExprKind::Dim(a.start.clone()), ty: Repr::Scalar(ScalarKind::I64) };
                             Expr {
                                 kind: ExprKind::Binary(BinOp::Sub, Box::new(i), Box::new(start)),
                                 ty: Repr::Scalar(ScalarKind::I64),
@@ -701,7 +702,12 @@ impl Cx<'_> {
         Ok(())
     }
 
-    fn hoist_axes_rec(&mut self, e: &mut Expr, axes: &[crate::ir::Axis], out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+    fn hoist_axes_rec(
+        &mut self,
+        e: &mut Expr,
+        axes: &[crate::ir::Axis],
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), Diagnostic> {
         if self.over_b(e) {
             let red = std::mem::replace(e, Expr::unit());
             let total = self.reduce_part(red, Some(axes), out)?;
