@@ -20,7 +20,9 @@
 //!   then an all-reduce combines the ranks' parts: the reduction is bound
 //!   to a value of its own (a scalar, or a tensor over the definition's
 //!   axes), followed by [`Comm::AllReduce`] (or [`Comm::AllReduceArg`] for
-//!   `argmax`/`argmin`).
+//!   `argmax`/`argmin`). In a recurrence without a sharded axis the
+//!   parts and all-reduces of a clause's reductions go in the clause's
+//!   prelude: they run at every step it covers.
 //!
 //! - a read along `B` at the point's index plus an offset of known range
 //!   (a constant, a reduction index or definition axis of constant range,
