@@ -8,7 +8,9 @@
 //! straight into the caller's view if the view is in standard layout
 //! ([`fill_uninit_into`], [`fill_uninit_rows_into`], [`fill_into`]), and
 //! leaves an empty placeholder as the body's value; a convolution run by
-//! the direct kernel writes into a view of any strides ([`conv_into`]). Any other result (a
+//! the direct kernel writes into a view of any strides ([`conv_into`]); a
+//! sharded definition computed in interior and edge rows writes both into
+//! a view in standard layout ([`rec_into`]). Any other result (a
 //! product, a recurrence, a view of a parameter), or a view of other
 //! strides, is computed as `NAME` computes it and copied in by
 //! [`Out::finish`], its buffer going back to the [pool](crate::pool): a
