@@ -314,6 +314,14 @@ einlang! {
         last
     }
 
+
+    /// A result with the sharded axis last (a transpose of the block).
+    #[shard(B)]
+    pub fn flip(x: [f32; B, K]) -> ([f32; K, B], f32) {
+        let y[k, n] = x[n, k] * 2.0 + (n as f32);
+        (y, sum[n](x[n, 0] * y[1, n]))
+    }
+
 }
 
 thread_local! {
@@ -771,6 +779,7 @@ fn step_errors(world: &World) {
     let last_row = block(n, culprit, size).end - 1;
     late[last_row] = 4;
     let got = gathered(world, &table, late.slice(s![rows.clone()]), 4);
+    same_everywhere(world, "kind of error of a bad gather at a later step", &[kind(&got)]);
     check(matches!(got, Err(Error::Index { .. }) | Err(Error::Dist { .. })), || {
         format!("late bad gather, rank {rank}: {got:?}")
     });
@@ -781,6 +790,7 @@ fn step_errors(world: &World) {
     let mut neg = good.clone();
     neg[last_row] = -1;
     let got = gathered(world, &table, neg.slice(s![rows.clone()]), 4);
+    same_everywhere(world, "kind of error of an assert on one rank", &[kind(&got)]);
     check(matches!(got, Err(Error::Assert { .. }) | Err(Error::Dist { .. })), || {
         format!("assert on one rank, rank {rank}: {got:?}")
     });
@@ -812,6 +822,23 @@ fn tuple_into(world: &World, lens: &[usize]) {
     }
 }
 
+fn flip_case(world: &World, lens: &[usize]) {
+    let (rank, n) = (world.rank(), lens.iter().sum::<usize>());
+    let rows = rows_of(lens, rank);
+    let k = 3;
+    let x = Array2::from_shape_fn((n, k), |(a, b)| ((a * 3 + b) % 5) as f32 * 0.5);
+    match flip(world, x.slice(s![rows.clone(), ..])) {
+        Ok((y, t)) => {
+            let want =
+                Array2::from_shape_fn((k, rows.len()), |(b, a)| x[(rows.start + a, b)] * 2.0 + (rows.start + a) as f32);
+            check(y == want, || format!("flip {lens:?} rank {rank}: {y} vs {want}"));
+            let tw: f32 = (0..n).map(|a| x[(a, 0)] * (x[(a, 1)] * 2.0 + a as f32)).sum();
+            close(&format!("flip {lens:?} total"), f64::from(t), f64::from(tw), 1e-5);
+        }
+        Err(e) => fail(format!("flip {lens:?} rank {rank}: {e:?}")),
+    }
+}
+
 /// Errors on one rank only: every rank gets the same kind of `Err`, and
 /// the world computes correctly afterwards.
 fn errors(world: &World) {
@@ -829,6 +856,7 @@ fn errors(world: &World) {
     }
     let has_rows = !block(n, culprit, size).is_empty();
     let got = lookup(world, &table, bad.slice(s![rows.clone()]), wts.slice(s![rows.clone(), ..]));
+    same_everywhere(world, "kind of error of a bad gather on one rank", &[kind(&got)]);
     if has_rows {
         check(matches!(got, Err(Error::Index { .. }) | Err(Error::Dist { .. })), || {
             format!("bad gather on rank {culprit}: rank {rank} got {got:?}")
@@ -844,6 +872,7 @@ fn errors(world: &World) {
     let table_wide = Array2::<f32>::zeros((r, k + 1));
     let table_r = if rank == culprit { table_wide.view() } else { table.view() };
     let got = lookup(world, table_r, good.slice(s![rows.clone()]), wts_r);
+    same_everywhere(world, "kind of error of a K that differs on one rank", &[kind(&got)]);
     if size > 1 {
         check(got.is_err(), || format!("mismatched K on rank {culprit}: rank {rank} got {got:?}"));
     } else {
@@ -854,6 +883,7 @@ fn errors(world: &World) {
     let b_len = if rank == culprit { rows.len() + 1 } else { rows.len() };
     let b = Array1::from_vec(data(b_len, 64));
     let got = pair(world, a.slice(s![rows.clone()]), &b);
+    same_everywhere(world, "kind of error of blocks that differ on one rank", &[kind(&got)]);
     check(matches!(got, Err(Error::Shape { .. }) | Err(Error::Extent { .. }) | Err(Error::Dist { .. })), || {
         format!("blocks of a and b differ on rank {culprit}: rank {rank} got {got:?}")
     });
@@ -869,6 +899,19 @@ fn errors(world: &World) {
             close("lookup total after errors", f64::from(total), f64::from(t), 1e-5);
         }
         Err(e) => fail(format!("lookup after errors, rank {rank}: {e:?}")),
+    }
+}
+
+/// A number per kind of result, to compare across ranks.
+fn kind<T>(r: &Result<T, Error>) -> i64 {
+    match r {
+        Ok(_) => 0,
+        Err(Error::Shape { .. }) => 1,
+        Err(Error::Extent { .. }) => 2,
+        Err(Error::Index { .. }) => 3,
+        Err(Error::Assert { .. }) => 4,
+        Err(Error::Dist { .. }) => 5,
+        Err(_) => 6,
     }
 }
 
@@ -912,6 +955,7 @@ fn main() {
         misc_case(&world, &lens);
         scaled_case(&world, &lens);
         tuple_into(&world, &lens);
+        flip_case(&world, &lens);
     }
     misc_case(&world, &vec![0; size]);
     second_case(&world, &vec![0; size]);

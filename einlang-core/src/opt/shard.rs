@@ -697,8 +697,13 @@ impl Cx<'_> {
                         "call a sharded function once per step from the host, or write the recurrence in a host function"
                     )));
             }
-            prelude.append(&mut c.prelude);
-            c.prelude = prelude;
+            // Every part first, then the all-reduces, adjacent: those
+            // of one step travel in one message (the parts read no total).
+            let (comms, mut parts): (Vec<Stmt>, Vec<Stmt>) =
+                prelude.into_iter().partition(|s| matches!(s, Stmt::Comm(_)));
+            parts.extend(comms);
+            parts.append(&mut c.prelude);
+            c.prelude = parts;
             c.cost_per_point = crate::ir::cost::expr_cost(&c.body);
         }
         Ok(())

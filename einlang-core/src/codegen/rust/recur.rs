@@ -687,8 +687,21 @@ impl FnCx<'_> {
         // The clause's prelude (a product of an earlier step) runs once per
         // step, before the loops; emitted first, as the body reads it.
         let mut prelude = TokenStream::new();
-        for s in &c.prelude {
-            prelude.extend(self.stmt(s)?);
+        let mut k = 0;
+        while k < c.prelude.len() {
+            // A sharded function's all-reduces of one step, adjacent,
+            // travel in one message (as in a function's body).
+            let run = c.prelude[k..]
+                .iter()
+                .take_while(|s| matches!(s, crate::ir::Stmt::Comm(crate::ir::Comm::AllReduce { .. })))
+                .count();
+            if run > 1 {
+                prelude.extend(self.all_reduces(&c.prelude[k..k + run])?);
+                k += run;
+                continue;
+            }
+            prelude.extend(self.stmt(&c.prelude[k])?);
+            k += 1;
         }
         let value = self.expr(&c.body)?.tokens;
         let (rank, n_loops) = (c.at.len(), c.loops.len());
