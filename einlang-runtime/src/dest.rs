@@ -8,7 +8,9 @@
 //! straight into the caller's view if the view is in standard layout
 //! ([`fill_uninit_into`], [`fill_uninit_rows_into`], [`fill_into`]), and
 //! leaves an empty placeholder as the body's value; a convolution run by
-//! the direct kernel writes into a view of any strides ([`conv_into`]). Any other result (a
+//! the direct kernel writes into a view of any strides ([`conv_into`]); a
+//! sharded definition computed in interior and edge rows writes both into
+//! a view in standard layout ([`rec_into`]). Any other result (a
 //! product, a recurrence, a view of a parameter), or a view of other
 //! strides, is computed as `NAME` computes it and copied in by
 //! [`Out::finish`], its buffer going back to the [pool](crate::pool): a
@@ -136,6 +138,52 @@ where
         crate::pool::recycle(value);
         Ok(())
     }
+}
+
+/// The tensor of a recurrence without sequential axes that is a result
+/// (a sharded definition computed in its interior rows while the halo
+/// rows travel, then its edge rows: `opt::shard`), and the store its
+/// clauses write through: with a view of `out` in standard layout, an
+/// empty placeholder and a store over the caller's elements, set to `zero`
+/// first (the clauses need not write every point); otherwise
+/// [`crate::pool::zeros`] of `shape` and no store (the caller makes one
+/// over the array). A view of another shape is an error before anything
+/// is written.
+#[allow(clippy::type_complexity)]
+pub fn rec_into<'s, T, D, Sh, const N: usize>(
+    function: &str,
+    tensor: &str,
+    shape: Sh,
+    zero: T,
+    out: &'s mut Out<'_, T, D>,
+) -> Result<(Array<T, D>, Option<crate::rec::Store<'s, T, N>>), Error>
+where
+    T: Copy + Default + Send + Sync + 'static,
+    D: Dimension,
+    Sh: IntoDimension<Dim = D>,
+{
+    let dim = shape.into_dimension();
+    check_size::<T, D>(function, &dim)?;
+    if dim.ndim() == N {
+        let mut lens = [0usize; N];
+        lens.copy_from_slice(dim.slice());
+        if let Some(elems) = out.target(function, &dim)? {
+            elems.fill(zero);
+            let ptr = elems.as_mut_ptr();
+            // The placeholder is made before the store, which holds the
+            // borrow of the caller's elements from here on.
+            out.written = true;
+            let placeholder = Array::from_shape_vec(D::zeros(dim.ndim()), Vec::new()).map_err(|e| Error::Extent {
+                function: function.to_string(),
+                message: format!("internal error in einlang: an empty result placeholder: {e}"),
+            })?;
+            // SAFETY: `ptr` points at the view's `dim.size()` elements in
+            // standard layout, borrowed from `out` for `'s`.
+            let store = unsafe { crate::rec::Store::from_raw(ptr, lens) };
+            return Ok((placeholder, Some(store)));
+        }
+    }
+    Ok((crate::pool::zeros(function, tensor, dim, zero)?, None))
 }
 
 /// [`crate::par::fill_uninit_rows`] into `out`'s view when it has one in

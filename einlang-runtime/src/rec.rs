@@ -53,6 +53,17 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
         Store { ptr: array.as_mut_ptr(), shape, _array: PhantomData }
     }
 
+    /// A store over `shape`'s elements in standard layout at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points at `shape`'s product of elements, initialized, that
+    /// nothing else reads or writes while the store (or a copy) is used,
+    /// for `'a`.
+    pub unsafe fn from_raw(ptr: *mut T, shape: [usize; N]) -> Store<'a, T, N> {
+        Store { ptr, shape, _array: PhantomData }
+    }
+
     /// [`Store::new`] over an uninitialized array (a recurrence's window
     /// from the buffer pool): the generated code writes or clears every
     /// point of a slot before anything reads it, and every slot before the

@@ -704,7 +704,9 @@ pub struct RecClause {
     /// they may read the recurrence's earlier steps and define tensors
     /// that `body` reads (the `opt::steps` pass makes them: a copy of an
     /// earlier step and the GEMM that multiplies it, in host code only;
-    /// lowering makes none).
+    /// `opt::shard` its halo exchanges, and the parts and all-reduces of
+    /// the reductions over the sharded axis in its value; lowering makes
+    /// none).
     pub prelude: Vec<Stmt>,
 }
 

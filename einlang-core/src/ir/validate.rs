@@ -630,7 +630,12 @@ impl<'a> Checker<'a> {
                     s,
                     Stmt::Tensor(_)
                         | Stmt::Gemm(_)
-                        | Stmt::Comm(crate::ir::Comm::HaloStart { .. } | crate::ir::Comm::HaloWait { .. })
+                        | Stmt::Comm(
+                            crate::ir::Comm::HaloStart { .. }
+                                | crate::ir::Comm::HaloWait { .. }
+                                | crate::ir::Comm::AllReduce { .. }
+                                | crate::ir::Comm::AllReduceArg { .. }
+                        )
                 ) {
                     self.err(format!("a clause prelude of recurrence {name} holds {s:?}"));
                 }

@@ -20,7 +20,9 @@
 //!   then an all-reduce combines the ranks' parts: the reduction is bound
 //!   to a value of its own (a scalar, or a tensor over the definition's
 //!   axes), followed by [`Comm::AllReduce`] (or [`Comm::AllReduceArg`] for
-//!   `argmax`/`argmin`).
+//!   `argmax`/`argmin`). In a recurrence without a sharded axis the
+//!   parts and all-reduces of a clause's reductions go in the clause's
+//!   prelude: they run at every step it covers.
 //!
 //! - a read along `B` at the point's index plus an offset of known range
 //!   (a constant, a reduction index or definition axis of constant range,
@@ -610,9 +612,21 @@ impl Cx<'_> {
             Some(axes) => Expr {
                 kind: ExprKind::Read {
                     tensor: total,
+                    // Positions along the axes: `index - start`.
                     indices: axes
                         .iter()
-                        .map(|a| Expr { kind: ExprKind::Var(a.index), ty: Repr::Scalar(ScalarKind::I64) })
+                        .map(|a| {
+                            let i = Expr { kind: ExprKind::Var(a.index), ty: Repr::Scalar(ScalarKind::I64) };
+                            if a.start.as_constant() == Some(0) {
+                                return i;
+                            }
+                            let start =
+                                Expr { kind: ExprKind::Dim(a.start.clone()), ty: Repr::Scalar(ScalarKind::I64) };
+                            Expr {
+                                kind: ExprKind::Binary(BinOp::Sub, Box::new(i), Box::new(start)),
+                                ty: Repr::Scalar(ScalarKind::I64),
+                            }
+                        })
                         .collect(),
                     checked: false,
                 },
@@ -648,6 +662,72 @@ impl Cx<'_> {
             visit::for_each_child_mut(e, &mut |c| {
                 if res.is_ok() {
                     res = self.hoist_def_rec(c, def, out);
+                }
+            });
+            return res;
+        }
+        Ok(())
+    }
+
+    /// Reductions over the symbol in the value of a clause `c` of a
+    /// recurrence without a sharded axis, reachable through arithmetic
+    /// (and the clause's own guards), become tensors of parts over the
+    /// clause's loops and their all-reduces in the clause's prelude, which
+    /// runs at every step the clause covers before its points.
+    fn hoist_in_clause(&mut self, c: &mut RecClause) -> Result<(), Diagnostic> {
+        let axes: Vec<crate::ir::Axis> = c
+            .loops
+            .iter()
+            .map(|l| crate::ir::Axis { index: l.index, start: l.start.clone(), extent: l.end.sub(&l.start) })
+            .collect();
+        let mut body = std::mem::replace(&mut c.body, Expr::unit());
+        let mut prelude = Vec::new();
+        let r = self.hoist_axes_rec(&mut body, &axes, &mut prelude);
+        c.body = body;
+        r?;
+        if !prelude.is_empty() {
+            if self.f.device.is_some() {
+                return Err(self
+                    .error(format!(
+                        "a reduction over `{}` inside a step of a recurrence, in a device function",
+                        self.symbol
+                    ))
+                    .note("device recurrences run their steps as kernels without communication between them")
+                    .help(format!(
+                        "call a sharded function once per step from the host, or write the recurrence in a host function"
+                    )));
+            }
+            // Every part first, then the all-reduces, adjacent: those
+            // of one step travel in one message (the parts read no total).
+            let (comms, mut parts): (Vec<Stmt>, Vec<Stmt>) =
+                prelude.into_iter().partition(|s| matches!(s, Stmt::Comm(_)));
+            parts.extend(comms);
+            parts.append(&mut c.prelude);
+            c.prelude = parts;
+            c.cost_per_point = crate::ir::cost::expr_cost(&c.body);
+        }
+        Ok(())
+    }
+
+    fn hoist_axes_rec(
+        &mut self,
+        e: &mut Expr,
+        axes: &[crate::ir::Axis],
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), Diagnostic> {
+        if self.over_b(e) {
+            let red = std::mem::replace(e, Expr::unit());
+            let total = self.reduce_part(red, Some(axes), out)?;
+            *e = total;
+            return Ok(());
+        }
+        let descend = arithmetic(e)
+            || matches!(&e.kind, ExprKind::Guarded { wheres, .. } if wheres.iter().all(|w| matches!(w, WhereEntry::Guard(_))));
+        if descend {
+            let mut res = Ok(());
+            visit::for_each_child_mut(e, &mut |c| {
+                if res.is_ok() {
+                    res = self.hoist_axes_rec(c, axes, out);
                 }
             });
             return res;

@@ -441,6 +441,10 @@ pub(crate) struct FnCx<'a> {
     /// The result tensors that `NAME_into` hands in: their definitions
     /// fill the caller's buffer when it has one (`fill_call`).
     outs: HashMap<VarId, Ident>,
+    /// While a result recurrence's steps are emitted (`recurrence`): the
+    /// variable holding the store over the caller's buffer, if it got one
+    /// (`dest::rec_into`).
+    into_store: Option<(VarId, Ident)>,
     /// Sums of a definition's rows computed as it was written
     /// (`in_place::row_sum_of`): the tensor that sums them, the array that
     /// holds them and where the sum is defined.
@@ -502,6 +506,7 @@ impl<'a> FnCx<'a> {
             uses,
             no_move: 0,
             outs: HashMap::new(),
+            into_store: None,
             summed: HashMap::new(),
             rt: paths::rt_local(),
             nd: paths::nd_local(),
@@ -535,6 +540,9 @@ impl<'a> FnCx<'a> {
             let defined_here = stmts.iter().any(|s| match s {
                 Stmt::Tensor(def) => def.var == v,
                 Stmt::Rows(rows) => rows.def.var == v,
+                // A definition split into rows computed apart (a sharded
+                // one's interior and edges, `opt::shard`).
+                Stmt::Recurrence(r) => r.var == v && r.seq.is_empty() && r.window.is_none(),
                 Stmt::Gemm(g) => g.out == v && g.batch.is_none(),
                 Stmt::Conv(c) => c.out == v && c.reference.axes.len() == 4 && c.otherwise.is_none(),
                 _ => false,

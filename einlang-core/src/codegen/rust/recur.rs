@@ -156,11 +156,29 @@ impl FnCx<'_> {
         // point (see `lines`).
         let uninit = (r.window.is_some() && r.seq.len() == 1) || self.runs_as_lines(r);
         let access = RecAccess { store: None, window, lens, held: None, uninit };
-        let steps = self.stored_steps(r, access, wave.as_ref())?;
+        // A result that `NAME_into` hands a buffer for (no sequential
+        // axis, no window: `bind_outs`): the clauses write into the
+        // caller's elements when the buffer is in standard layout.
+        let into = match self.outs.get(&r.var) {
+            Some(out) if r.seq.is_empty() && r.window.is_none() && !uninit => {
+                Some((out.clone(), derived("into_", &name, "")))
+            }
+            _ => None,
+        };
+        self.into_store = into.as_ref().map(|(_, store)| (r.var, store.clone()));
+        let steps = self.stored_steps(r, access, wave.as_ref());
+        self.into_store = None;
+        let steps = steps?;
         self.repr.insert(r.var, Ownership::Owned);
         let t = types::scalar(r.elem);
         let (fname, tname) = (&self.fn_name, self.tensor_name(r.var));
-        let alloc = if uninit {
+        let alloc = if let Some((out, store)) = &into {
+            let (zero, n) = (types::zero(r.elem), types::usize_lit(rank));
+            quote! {
+                let (mut #name, mut #store): (#array, _) =
+                    #rt::dest::rec_into::<#t, _, _, #n>(#fname, #tname, #shape, #zero, &mut *#out)?;
+            }
+        } else if uninit {
             let dim = types::dim(rank, &nd);
             quote! {
                 let mut #name: #nd::Array<::core::mem::MaybeUninit<#t>, #dim> =
@@ -212,9 +230,19 @@ impl FnCx<'_> {
         let steps = steps?;
         let (t, rank) = (types::scalar(r.elem), types::usize_lit(r.extents.len()));
         if !access.uninit {
+            // Over the caller's buffer when `recurrence` got one.
+            let make = match &self.into_store {
+                Some((v, into)) if *v == r.var => quote! {
+                    match #into.take() {
+                        ::core::option::Option::Some(__s) => __s,
+                        ::core::option::Option::None => #rt::rec::Store::<#t, #rank>::new(&mut #name),
+                    }
+                },
+                _ => quote!(#rt::rec::Store::<#t, #rank>::new(&mut #name)),
+            };
             return Ok(quote! {
                 {
-                    let #store = #rt::rec::Store::<#t, #rank>::new(&mut #name);
+                    let #store = #make;
                     #steps
                 }
             });
@@ -659,8 +687,21 @@ impl FnCx<'_> {
         // The clause's prelude (a product of an earlier step) runs once per
         // step, before the loops; emitted first, as the body reads it.
         let mut prelude = TokenStream::new();
-        for s in &c.prelude {
-            prelude.extend(self.stmt(s)?);
+        let mut k = 0;
+        while k < c.prelude.len() {
+            // A sharded function's all-reduces of one step, adjacent,
+            // travel in one message (as in a function's body).
+            let run = c.prelude[k..]
+                .iter()
+                .take_while(|s| matches!(s, crate::ir::Stmt::Comm(crate::ir::Comm::AllReduce { .. })))
+                .count();
+            if run > 1 {
+                prelude.extend(self.all_reduces(&c.prelude[k..k + run])?);
+                k += run;
+                continue;
+            }
+            prelude.extend(self.stmt(&c.prelude[k])?);
+            k += 1;
         }
         let value = self.expr(&c.body)?.tokens;
         let (rank, n_loops) = (c.at.len(), c.loops.len());

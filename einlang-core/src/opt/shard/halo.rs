@@ -51,7 +51,14 @@ impl Cx<'_> {
         }
         let Some(&a) = axes.first() else {
             // Nothing of it is sharded: the clauses read no block (reads of
-            // sharded tensors there are errors, from `access`).
+            // sharded tensors there are errors, from `access`), but a
+            // clause's value may hold reductions over the symbol (a
+            // gradient step per step of a training loop): each becomes
+            // this rank's part over the clause's loops and an all-reduce,
+            // in the clause's prelude, at every step it covers.
+            for c in &mut r.clauses {
+                self.hoist_in_clause(c)?;
+            }
             self.nested += 1;
             let mut res = Ok(());
             for c in &mut r.clauses {
