@@ -682,6 +682,28 @@ where
     unsafe { product_into(function, a, b, o, available_threads(), scale) }
 }
 
+/// Batch `index` of a batched product's operand `v`, whose batch axis is
+/// `axis`: the matrix of the other two axes, in their order. A product
+/// computed one batch at a time (`Gemm::slice` of the IR: a chain of
+/// batched products and row kernels run per batch) reads its operands
+/// through this; an index outside the batch axis is `Err(Error::Extent)`
+/// naming `function`, never a panic.
+pub fn batch_of<'a, T>(
+    function: &str,
+    v: ArrayView3<'a, T>,
+    axis: usize,
+    index: i64,
+) -> Result<ArrayView2<'a, T>, Error> {
+    let len = if axis < 3 { v.len_of(Axis(axis)) } else { 0 };
+    match usize::try_from(index) {
+        Ok(i) if i < len => Ok(v.index_axis_move(Axis(axis), i)),
+        _ => Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("batch {index} of a product operand of shape {:?} along axis {axis}", v.shape()),
+        }),
+    }
+}
+
 /// An operand of a batched product: a matrix per batch, or one matrix
 /// that every batch shares.
 pub enum Batched<'a, T> {
