@@ -61,6 +61,8 @@ mod groups_tests;
 #[cfg(test)]
 mod half_tests;
 #[cfg(test)]
+mod slices_tests;
+#[cfg(test)]
 mod split_tests;
 #[cfg(test)]
 mod tests;

@@ -424,6 +424,7 @@ impl FnCx<'_> {
         let (row, row_ptr, row_len) =
             (derived("row_", &name, ""), derived("ptr_", &name, ""), derived("len_", &name, ""));
         self.no_move += 1;
+        self.preludes.push(prelude.to_vec());
         // The prelude is emitted first: the body reads what it defines.
         let prelude_code = prelude
             .iter()
@@ -436,6 +437,7 @@ impl FnCx<'_> {
                 _ => self.stmt(s),
             })
             .collect::<Result<Vec<_>, _>>();
+        self.preludes.pop();
         let body = self.expr(&def.body);
         self.no_move -= 1;
         let (prelude_code, body) = (prelude_code?, body?.tokens);
