@@ -887,6 +887,26 @@ mod tests {
     }
 
     #[test]
+    fn one_batch_of_an_operand_along_any_axis() {
+        let v = Array::from_shape_fn((2, 3, 4), |(a, b, c)| (a * 100 + b * 10 + c) as f64);
+        for axis in 0..3 {
+            for index in 0..v.shape()[axis] {
+                let got = batch_of("f", v.view(), axis, index as i64).unwrap();
+                assert_eq!(got, v.index_axis(Axis(axis), index));
+            }
+            // Past the end, negative, or along an axis that is not there:
+            // an error naming the function, not a panic.
+            for index in [v.shape()[axis] as i64, -1, i64::MAX] {
+                match batch_of("f", v.view(), axis, index) {
+                    Err(Error::Extent { function, .. }) => assert_eq!(function, "f"),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        assert!(batch_of("f", v.view(), 3, 0).is_err());
+    }
+
+    #[test]
     fn a_product_written_into_a_slice_matches_loops() {
         let a = Array::from_shape_fn((5, 3), |(i, j)| (i * 3 + j) as f64 - 4.0);
         let b = Array::from_shape_fn((3, 4), |(i, j)| (i as f64) * 0.5 - j as f64);
