@@ -24,8 +24,8 @@
 //! of rank two or more without domain guards) joins it when
 //! - `p` is a batched `f32`/`f64` product whose batch range is `d`'s first
 //!   axis's (from 0), a `Rows` whose first axis has that range and whose
-//!   prelude holds only definitions and `let`s, or a definition that
-//!   `rows` would take as a member (the same rules);
+//!   prelude holds only definitions and `let`s, or a definition of rank
+//!   two or more that `rows` would take as a member (the same rules);
 //! - every use of `p` anywhere in the function is a read by `d` or by
 //!   another member, at the reader's own first index (for a product, an
 //!   operand whose batch axis is `p`'s first axis).
@@ -37,8 +37,12 @@
 //! (`gemm::batched_matmul` runs its batches that way when they divide
 //! evenly among the threads; otherwise it splits each batch's rows, and
 //! the kernel chosen for a block of rows may differ from the whole
-//! batch's). Host code only; in `checked` mode a product of one batch runs
-//! its reference loops, as every product does.
+//! batch's). The rows of `d` run in parallel over the batches, each on one
+//! thread; with a single batch (or too little work for the threads) they
+//! run in turn, and the products and row loops inside use the threads.
+//! Host code only; in
+//! `checked` mode a product of one batch runs its reference loops, as
+//! every product does.
 
 use std::collections::{HashMap, HashSet};
 
@@ -130,7 +134,12 @@ fn stmt_uses(s: &Stmt, uses: &mut Uses) {
                 uses.entry(v).or_default().push(None);
             }
         }
-        other => rows::stmt_uses(other, uses),
+        other => {
+            rows::stmt_uses(other, uses);
+            // Variables named outside expressions too (a reshape's source,
+            // a communication's buffers): uses of another kind.
+            visit::visit_stmt_var_uses(other, &mut |v| uses.entry(v).or_default().push(None));
+        }
     }
 }
 
