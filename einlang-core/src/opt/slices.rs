@@ -134,6 +134,7 @@ fn stmt_uses(s: &Stmt, uses: &mut Uses) {
                 uses.entry(v).or_default().push(None);
             }
         }
+        Stmt::Tensor(_) => rows::stmt_uses(s, uses),
         other => {
             rows::stmt_uses(other, uses);
             // Variables named outside expressions too (a reshape's source,
