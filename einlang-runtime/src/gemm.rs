@@ -682,6 +682,28 @@ where
     unsafe { product_into(function, a, b, o, available_threads(), scale) }
 }
 
+/// Batch `index` of a batched product's operand `v`, whose batch axis is
+/// `axis`: the matrix of the other two axes, in their order. A product
+/// computed one batch at a time (`Gemm::slice` of the IR: a chain of
+/// batched products and row kernels run per batch) reads its operands
+/// through this; an index outside the batch axis is `Err(Error::Extent)`
+/// naming `function`, never a panic.
+pub fn batch_of<'a, T>(
+    function: &str,
+    v: ArrayView3<'a, T>,
+    axis: usize,
+    index: i64,
+) -> Result<ArrayView2<'a, T>, Error> {
+    let len = if axis < 3 { v.len_of(Axis(axis)) } else { 0 };
+    match usize::try_from(index) {
+        Ok(i) if i < len => Ok(v.index_axis_move(Axis(axis), i)),
+        _ => Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("batch {index} of a product operand of shape {:?} along axis {axis}", v.shape()),
+        }),
+    }
+}
+
 /// An operand of a batched product: a matrix per batch, or one matrix
 /// that every batch shares.
 pub enum Batched<'a, T> {
@@ -862,6 +884,26 @@ mod tests {
         let both_transposed = matmul("f", 4, 6, 5, b.t(), a.t()).unwrap();
         assert!(both_transposed.is_standard_layout());
         assert_eq!(both_transposed, naive(&a.view(), &b, 6, 4, 5).t());
+    }
+
+    #[test]
+    fn one_batch_of_an_operand_along_any_axis() {
+        let v = Array::from_shape_fn((2, 3, 4), |(a, b, c)| (a * 100 + b * 10 + c) as f64);
+        for axis in 0..3 {
+            for index in 0..v.shape()[axis] {
+                let got = batch_of("f", v.view(), axis, index as i64).unwrap();
+                assert_eq!(got, v.index_axis(Axis(axis), index));
+            }
+            // Past the end, negative, or along an axis that is not there:
+            // an error naming the function, not a panic.
+            for index in [v.shape()[axis] as i64, -1, i64::MAX] {
+                match batch_of("f", v.view(), axis, index) {
+                    Err(Error::Extent { function, .. }) => assert_eq!(function, "f"),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        assert!(batch_of("f", v.view(), 3, 0).is_err());
     }
 
     #[test]

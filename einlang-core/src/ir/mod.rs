@@ -554,6 +554,14 @@ pub struct Rows {
 /// is the finished sum times `scale`, rounded once more: `out[p, i, j] =
 /// (sum[k](..)) * scale`, the same bits as the product followed by that
 /// multiplication (`reference` is the definition with the multiplication).
+///
+/// With `slice`, an index variable bound by an enclosing row group
+/// (`Rows`, whose rows are the batches of a chain of products: `opt::
+/// slices`), the product is batch `slice` of a batched one: `batch` is
+/// `None`, `out` and `reference` have two axes, and an operand whose axes
+/// list has three entries is read at `slice` along its first listed axis
+/// (its batch axis), the other two as above; an operand with two entries
+/// is a matrix used whole.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gemm {
     pub out: VarId,
@@ -567,6 +575,7 @@ pub struct Gemm {
     pub b: VarId,
     pub b_axes: Vec<usize>,
     pub scale: Option<Expr>,
+    pub slice: Option<VarId>,
     pub reference: TensorDef,
 }
 

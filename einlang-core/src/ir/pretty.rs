@@ -158,6 +158,10 @@ impl Printer<'_> {
             }
             Stmt::Gemm(g) => {
                 let batch = g.batch.as_ref().map(|b| format!("batch {}, ", self.dim(b))).unwrap_or_default();
+                let batch = match g.slice {
+                    Some(v) => format!("{batch}one batch {}, ", self.var(v)),
+                    None => batch,
+                };
                 let scale = g.scale.as_ref().map(|e| format!(" * {}", self.expr(e, level))).unwrap_or_default();
                 format!(
                     "gemm {} = {}{:?} x {}{:?}{scale} ({batch}m {}, n {}, k {}): {}\n{}  reference {}",

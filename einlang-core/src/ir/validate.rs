@@ -406,6 +406,15 @@ impl<'a> Checker<'a> {
 
     fn check_gemm(&mut self, g: &Gemm) {
         let want = if g.batch.is_some() { 3 } else { 2 };
+        if let Some(v) = g.slice {
+            // One batch of a batched product: an index in scope, operands
+            // of rank 3 read at it or matrices of rank 2.
+            if g.batch.is_some() {
+                self.err("gemm of one batch with a batch extent".to_string());
+            }
+            self.use_var(v);
+        }
+        let operand_rank = if g.slice.is_some() { 3 } else { want };
         for (t, axes) in [(g.a, &g.a_axes), (g.b, &g.b_axes)] {
             let name = self.name(t);
             match self.use_var(t) {
@@ -414,7 +423,8 @@ impl<'a> Checker<'a> {
                     sorted.sort_unstable();
                     // A batched product's operand may be shared by every
                     // batch (rank 2, no batch axis).
-                    let shared = g.batch.is_some() && *rank == 2;
+                    let shared = (g.batch.is_some() || g.slice.is_some()) && *rank == 2;
+                    let want = operand_rank;
                     let ok_rank = *rank == want || shared;
                     if *k != g.elem || !ok_rank || sorted != (0..*rank).collect::<Vec<_>>() {
                         self.err(format!(
@@ -514,7 +524,8 @@ impl<'a> Checker<'a> {
         self.push();
         self.define(first.index);
         for s in &rows.prelude {
-            if !matches!(s, Stmt::Let { .. } | Stmt::Tensor(_) | Stmt::Gemm(_) | Stmt::Reshape { .. }) {
+            // Row groups of their own in a chain run per batch (`opt::slices`).
+            if !matches!(s, Stmt::Let { .. } | Stmt::Tensor(_) | Stmt::Gemm(_) | Stmt::Reshape { .. } | Stmt::Rows(_)) {
                 self.err(format!("a row prelude of tensor {} holds {s:?}", self.name(def.var)));
             }
             self.check_stmt(s);

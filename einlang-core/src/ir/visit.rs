@@ -493,6 +493,9 @@ pub fn visit_stmt_var_uses(s: &Stmt, f: &mut dyn FnMut(VarId)) {
         Stmt::Gemm(g) => {
             f(g.a);
             f(g.b);
+            if let Some(v) = g.slice {
+                f(v);
+            }
             for d in g.batch.iter().chain([&g.m, &g.n, &g.k]) {
                 dim(d, f);
             }

@@ -334,6 +334,7 @@ fn gemm(p: &Product, out: VarId, reference: TensorDef) -> Gemm {
         b: p.b,
         b_axes: p.b_axes.clone(),
         scale: p.scale.clone(),
+        slice: None,
         reference,
     }
 }

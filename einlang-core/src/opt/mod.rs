@@ -51,6 +51,7 @@ pub mod rows;
 pub mod scan;
 pub mod shard;
 pub mod simplify;
+pub mod slices;
 pub mod split;
 pub mod steps;
 
@@ -60,6 +61,8 @@ mod eval_tests;
 mod groups_tests;
 #[cfg(test)]
 mod half_tests;
+#[cfg(test)]
+mod slices_tests;
 #[cfg(test)]
 mod split_tests;
 #[cfg(test)]
@@ -100,6 +103,9 @@ const PASSES: &[Pass] = &[
     ("inline", inline::run, Targets::All),
     ("rows", rows::run, Targets::Host),
     ("rows", rows::run_device, Targets::Device),
+    // After `rows`: its groups join the chains of batched products run
+    // one batch at a time.
+    ("slices", slices::run, Targets::Host),
     // The passes above look for sums with their guards inside.
     ("guards", guards::run, Targets::All),
     // After `guards`: a step's product may sit under the test of a guard.

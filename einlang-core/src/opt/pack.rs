@@ -988,7 +988,7 @@ pub(super) fn gemm_of(
         .map(|(index, extent)| Axis { index, start: Dim::zero(), extent })
         .collect();
     let reference = TensorDef::new(out, elem, axes, body);
-    Gemm { out, elem, batch, m, n, k, a, a_axes, b, b_axes, scale: None, reference }
+    Gemm { out, elem, batch, m, n, k, a, a_axes, b, b_axes, scale: None, slice: None, reference }
 }
 
 /// Makes `def` read its row's product `yp` (axes `order`) in place of the

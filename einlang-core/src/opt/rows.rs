@@ -71,7 +71,7 @@ fn fuse(f: &mut Function, device: bool) {
 /// How a variable is used: by a read inside the value of tensor `owner`
 /// whose first index is `owner`'s first axis index (`Some(owner)`), or in
 /// any other way (`None`).
-type Uses = HashMap<VarId, Vec<Option<VarId>>>;
+pub(super) type Uses = HashMap<VarId, Vec<Option<VarId>>>;
 
 fn uses_of(f: &Function) -> Uses {
     let mut uses = Uses::new();
@@ -82,7 +82,7 @@ fn uses_of(f: &Function) -> Uses {
     uses
 }
 
-fn stmt_uses(s: &Stmt, uses: &mut Uses) {
+pub(super) fn stmt_uses(s: &Stmt, uses: &mut Uses) {
     match s {
         Stmt::Tensor(def) => {
             let owner = def.axes.first().map(|a| (def.var, a.index));
@@ -99,7 +99,7 @@ fn stmt_uses(s: &Stmt, uses: &mut Uses) {
 
 /// Records the uses inside `e`, part of the value of `owner` (the tensor
 /// and its first axis index) when there is one.
-fn expr_uses(e: &Expr, owner: Option<(VarId, VarId)>, uses: &mut Uses) {
+pub(super) fn expr_uses(e: &Expr, owner: Option<(VarId, VarId)>, uses: &mut Uses) {
     match &e.kind {
         ExprKind::Read { tensor, indices, .. } => {
             let row = match (owner, indices.first()) {
@@ -183,6 +183,12 @@ fn rewrite_stmts(f: &mut Function, uses: &Uses, stmts: &mut Vec<Stmt>, device: b
     }
 }
 
+/// Row fusion (host code) on one statement list whose members' uses are
+/// all in `uses`: the prelude of a chain run per batch (`opt::slices`).
+pub(super) fn rewrite_list(f: &mut Function, uses: &Uses, stmts: &mut Vec<Stmt>) {
+    rewrite_stmts(f, uses, stmts, false);
+}
+
 fn rewrite_expr(f: &mut Function, uses: &Uses, e: &mut Expr, device: bool) {
     if let ExprKind::Block { stmts, .. } = &mut e.kind {
         rewrite_stmts(f, uses, stmts, device);
@@ -263,7 +269,7 @@ fn members(f: &Function, uses: &Uses, d: &TensorDef, earlier: &[Stmt], device: b
 }
 
 /// Member `p` as a statement of the prelude of rows over index `n`.
-fn into_row(f: &mut Function, p: TensorDef, n: VarId) -> Stmt {
+pub(super) fn into_row(f: &mut Function, p: TensorDef, n: VarId) -> Stmt {
     let mut body = p.body;
     rename(&mut body, &HashMap::from([(p.axes[0].index, n)]));
     if p.axes.len() == 1 {
@@ -419,7 +425,7 @@ pub(super) fn arithmetic_nodes(e: &Expr, path: &mut Vec<usize>, f: &mut dyn FnMu
 
 /// Reads of the tensors in `rows` lose their first index (a row of rank
 /// one is read as a scalar variable).
-fn drop_first_index(e: &mut Expr, rows: &HashSet<VarId>) {
+pub(super) fn drop_first_index(e: &mut Expr, rows: &HashSet<VarId>) {
     visit::for_each_child_mut(e, &mut |c| drop_first_index(c, rows));
     if let ExprKind::Read { tensor, indices, .. } = &mut e.kind {
         if rows.contains(tensor) && !indices.is_empty() {

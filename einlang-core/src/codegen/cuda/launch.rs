@@ -656,7 +656,10 @@ impl<'a> HostCx<'a> {
     pub(super) fn gemm(&mut self, g: &Gemm) -> Result<TokenStream, Failure> {
         let batched = g.batch.is_some();
         // Half-precision products: cuBLAS GemmEx, accumulating in f32.
+        // One batch of a product (`Gemm::slice`, host code only) runs
+        // its reference loops.
         let blas = g.elem.is_float()
+            && g.slice.is_none()
             && self.blas_operand(g.a, &g.a_axes, batched)
             && self.blas_operand(g.b, &g.b_axes, batched)
             && g.reference.var == g.out

@@ -240,7 +240,8 @@ fn sums_last_axis(value: &Expr, e: &TensorDef, lead: &[VarId]) -> bool {
 impl FnCx<'_> {
     /// A tensor `z` of rank one of the function's top level (for `e` of
     /// rank 2) or of a later row prelude (for `e` of rank 3), after `e` (a
-    /// top-level definition, every axis from 0), that sums `e`
+    /// top-level definition, every axis from 0; or a definition of a row
+    /// prelude and `z` later in the same prelude), that sums `e`
     /// over its last axis at each of its points, and where it is defined:
     /// `e`'s loop nest then adds up each row of `e` as it is written (still
     /// in the first-level cache) into a tensor that `z` becomes, in the
@@ -257,12 +258,16 @@ impl FnCx<'_> {
         if e.axes.iter().any(|a| a.start.as_constant() != Some(0)) {
             return None;
         }
-        let body = &self.f.body;
-        let at = body.iter().position(|s| match s {
+        // The statement list that defines `e`: a row prelude being
+        // emitted (the innermost that holds it), else the function's.
+        let defines = |s: &Stmt| match s {
             Stmt::Tensor(t) => t.var == e.var,
             Stmt::Rows(r) => r.def.var == e.var,
             _ => false,
-        })?;
+        };
+        let body: &[Stmt] =
+            self.preludes.iter().rev().find(|p| p.iter().any(defines)).map_or(&self.f.body, |p| p.as_slice());
+        let at = body.iter().position(defines)?;
         // `z` of rank one: its own points are reductions in lanes (a `z` of
         // higher rank may add up its terms pass by pass over a row of its
         // points, `accumulate_row`, in another order).

@@ -449,6 +449,10 @@ pub(crate) struct FnCx<'a> {
     /// (`in_place::row_sum_of`): the tensor that sums them, the array that
     /// holds them and where the sum is defined.
     summed: HashMap<VarId, (Ident, in_place::SumAt)>,
+    /// The row preludes being emitted, innermost last: a definition of one
+    /// and a later sum of its rows in the same prelude (a chain run per
+    /// batch, `opt::slices`) are found there by `row_sum_of`.
+    preludes: Vec<Vec<Stmt>>,
     rt: TokenStream,
     nd: TokenStream,
 }
@@ -508,6 +512,7 @@ impl<'a> FnCx<'a> {
             outs: HashMap::new(),
             into_store: None,
             summed: HashMap::new(),
+            preludes: Vec::new(),
             rt: paths::rt_local(),
             nd: paths::nd_local(),
         })

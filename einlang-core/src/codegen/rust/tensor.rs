@@ -209,11 +209,31 @@ impl FnCx<'_> {
 
     /// A product's extents and its operands as permuted views.
     fn gemm_args(&mut self, g: &Gemm) -> Result<[TokenStream; 5], Bug> {
-        let (a, b) = (self.ident(g.a)?, self.ident(g.b)?);
-        let (a_axes, b_axes) =
-            (g.a_axes.iter().map(|x| types::usize_lit(*x)), g.b_axes.iter().map(|x| types::usize_lit(*x)));
         let (m, n, k) = (self.dim(&g.m)?, self.dim(&g.n)?, self.dim(&g.k)?);
-        Ok([m, n, k, quote!(#a.view().permuted_axes([#(#a_axes),*])), quote!(#b.view().permuted_axes([#(#b_axes),*]))])
+        let a = self.gemm_operand(g, g.a, &g.a_axes)?;
+        let b = self.gemm_operand(g, g.b, &g.b_axes)?;
+        Ok([m, n, k, a, b])
+    }
+
+    /// An operand of `g` as a permuted view; of one batch of a product
+    /// (`Gemm::slice`), an operand with a batch axis is its matrix at the
+    /// batch index (`gemm::batch_of`), its other two axes in their order.
+    fn gemm_operand(&mut self, g: &Gemm, t: VarId, axes: &[usize]) -> Result<TokenStream, Bug> {
+        let name = self.ident(t)?;
+        match (g.slice, axes) {
+            (Some(index), [batch, rest @ ..]) if axes.len() == 3 => {
+                let (rt, fname) = (self.rt.clone(), self.fn_name.clone());
+                let index = self.ident(index)?;
+                let at = types::usize_lit(*batch);
+                // The two axes left, numbered after the batch axis is gone.
+                let rest = rest.iter().map(|x| types::usize_lit(if x > batch { x - 1 } else { *x }));
+                Ok(quote!(#rt::gemm::batch_of(#fname, #name.view(), #at, #index)?.permuted_axes([#(#rest),*])))
+            }
+            _ => {
+                let axes = axes.iter().map(|x| types::usize_lit(*x));
+                Ok(quote!(#name.view().permuted_axes([#(#axes),*])))
+            }
+        }
     }
 
     /// A definition's extents (as `usize`), the name of its shape array,
@@ -416,6 +436,7 @@ impl FnCx<'_> {
         let (row, row_ptr, row_len) =
             (derived("row_", &name, ""), derived("ptr_", &name, ""), derived("len_", &name, ""));
         self.no_move += 1;
+        self.preludes.push(prelude.to_vec());
         // The prelude is emitted first: the body reads what it defines.
         let prelude_code = prelude
             .iter()
@@ -428,6 +449,7 @@ impl FnCx<'_> {
                 _ => self.stmt(s),
             })
             .collect::<Result<Vec<_>, _>>();
+        self.preludes.pop();
         let body = self.expr(&def.body);
         self.no_move -= 1;
         let (prelude_code, body) = (prelude_code?, body?.tokens);
