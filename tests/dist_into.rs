@@ -8,7 +8,9 @@
 //! `.ci/run` runs this binary under `mpirun -np 1, 2, 3`; a failed check
 //! exits non-zero.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[macro_use]
+mod alloc_support;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use einlang::dist::World;
@@ -28,8 +30,6 @@ einlang! {
     }
 }
 
-struct Counting;
-
 static COUNTING: AtomicBool = AtomicBool::new(false);
 /// Allocations of at least `LARGE` bytes while counting.
 static LARGE_SEEN: AtomicUsize = AtomicUsize::new(0);
@@ -41,25 +41,7 @@ fn count(bytes: usize) {
     }
 }
 
-// SAFETY: forwards to the system allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+counting_allocator!(count);
 
 /// Runs `f` counting the allocations of at least `bytes` bytes.
 fn large_allocations<T>(bytes: usize, f: impl FnOnce() -> T) -> (T, usize) {

@@ -11,7 +11,9 @@
 //! attributed by its backtrace, and those made inside these libraries are
 //! counted apart.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[macro_use]
+mod alloc_support;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -34,8 +36,6 @@ einlang! {
         (w - lr * gw, b - lr * gb, loss)
     }
 }
-
-struct Counting;
 
 /// Whether allocations are being counted.
 static COUNTING: AtomicBool = AtomicBool::new(false);
@@ -62,25 +62,7 @@ fn count(bytes: usize) {
     TRACING.store(false, Ordering::SeqCst);
 }
 
-// SAFETY: forwards to the system allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+counting_allocator!(count);
 
 /// Runs `step` with allocations counted: (outside those libraries, inside).
 fn counted<T>(step: impl FnOnce() -> T) -> (T, Vec<usize>, Vec<usize>) {
