@@ -642,31 +642,9 @@ impl Cx<'_> {
         // The definition's axes, with fresh index variables for the parts
         // (each definition defines its own).
         let mut body = std::mem::replace(&mut def.body, Expr::unit());
-        let r = self.hoist_def_rec(&mut body, def, out);
+        let r = self.hoist_axes_rec(&mut body, &def.axes, out);
         def.body = body;
         r
-    }
-
-    fn hoist_def_rec(&mut self, e: &mut Expr, def: &TensorDef, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
-        if self.over_b(e) {
-            // The parts get index variables of their own (`reduce_part`).
-            let red = std::mem::replace(e, Expr::unit());
-            let total = self.reduce_part(red, Some(&def.axes), out)?;
-            *e = total;
-            return Ok(());
-        }
-        let descend = arithmetic(e)
-            || matches!(&e.kind, ExprKind::Guarded { wheres, .. } if wheres.iter().all(|w| matches!(w, WhereEntry::Guard(_))));
-        if descend {
-            let mut res = Ok(());
-            visit::for_each_child_mut(e, &mut |c| {
-                if res.is_ok() {
-                    res = self.hoist_def_rec(c, def, out);
-                }
-            });
-            return res;
-        }
-        Ok(())
     }
 
     /// Reductions over the symbol in the value of a clause `c` of a
@@ -709,6 +687,9 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// Replaces each reduction over the symbol reachable from `e` through
+    /// arithmetic and guards by its all-reduced total, its part a tensor
+    /// over `axes` pushed to `out`.
     fn hoist_axes_rec(
         &mut self,
         e: &mut Expr,
