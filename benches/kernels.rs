@@ -153,6 +153,30 @@ einlang! {
         y
     }
 
+    /// Attention's head split: `[B, S, H, D]` as `[B, H, S, D]`.
+    pub fn split_heads(x: [f32; B, S, H, D]) -> [f32; B, H, S, D] {
+        let y[b, h, s, d] = x[b, s, h, d];
+        y
+    }
+
+    /// Images from channels first to channels last.
+    pub fn to_channels_last(x: [f32; N, C, H, W]) -> [f32; N, H, W, C] {
+        let y[n, i, j, c] = x[n, c, i, j];
+        y
+    }
+
+    /// Images from channels last to channels first.
+    pub fn to_channels_first(x: [f32; N, H, W, C]) -> [f32; N, C, H, W] {
+        let y[n, c, i, j] = x[n, i, j, c];
+        y
+    }
+
+    /// Every axis of a rank-3 tensor reversed.
+    pub fn reverse_axes(x: [f32; A, B, C]) -> [f32; C, B, A] {
+        let y[c, b, a] = x[a, b, c];
+        y
+    }
+
     /// GELU, tanh form (`std::ml::gelu_tanh`), elementwise.
     pub fn gelu_tanh_vec(x: [f32; N]) -> [f32; N] {
         let y[i] = std::ml::gelu_tanh(x[i]);
@@ -688,6 +712,46 @@ fn softmax_into_reused(n: usize, c: usize, timed: bool) {
     );
 }
 
+/// The head split (`split_heads`) into a buffer reused from call to call,
+/// checked equal to the fresh form first, then timed in alternation with
+/// the fresh form and with a parallel copy of as many elements into a
+/// reused buffer (the bandwidth limit: a read and a write per element).
+fn split_heads_into_reused([b, s, h, d]: [usize; 4], timed: bool) {
+    let len = b * s * h * d;
+    let x = Array4::from_shape_vec((b, s, h, d), data(len, 16)).unwrap();
+    let mut out = Array4::<f32>::zeros((b, h, s, d));
+    split_heads_into(&x, &mut out).expect("split_heads_into");
+    let want = split_heads(&x).expect("split_heads");
+    assert!(
+        out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+        "split_heads_into differs from split_heads"
+    );
+    if !timed {
+        return;
+    }
+    let (t_into, t_fresh) = common::paired(
+        15,
+        || split_heads_into(&x, &mut out).expect("split_heads_into"),
+        || drop(black_box(split_heads(&x).expect("split_heads"))),
+    );
+    let flat = x.as_slice().unwrap();
+    let mut copied = vec![0.0f32; len];
+    let (_, t_copy) = common::paired(
+        9,
+        || split_heads_into(&x, &mut out).expect("split_heads_into"),
+        || copied.par_chunks_mut(1 << 14).zip(flat.par_chunks(1 << 14)).for_each(|(o, i)| o.copy_from_slice(i)),
+    );
+    println!(
+        "permute heads (0,2,1,3) {b}x{s}x{h}x{d} f32 into a reused buffer: einlang {:.3} ms ({:.1} GB/s), fresh result \
+         {:.3} ms, parallel copy into a reused buffer {:.3} ms ({:.1} GB/s)",
+        t_into * 1e3,
+        8.0 * len as f64 / t_into / 1e9,
+        t_fresh * 1e3,
+        t_copy * 1e3,
+        8.0 * len as f64 / t_copy / 1e9,
+    );
+}
+
 type UnaryInto = fn(&Array1<f32>, &mut Array1<f32>);
 
 /// The math functions of `math_cases` written into a buffer reused from
@@ -1013,6 +1077,82 @@ fn transpose_case(m: usize, n: usize) -> Case {
     }
 }
 
+/// A permutation of a row-major tensor of `shape` (output axis `k` is
+/// input axis `perm[k]`) written by hand: the output's last-axis rows in
+/// parallel, each read at the input's stride of that axis.
+fn permute_loop(x: &[f32], shape: &[usize], perm: &[usize]) -> Vec<f32> {
+    let rank = shape.len();
+    let mut strides = vec![1usize; rank];
+    for a in (0..rank.saturating_sub(1)).rev() {
+        strides[a] = strides[a + 1] * shape[a + 1];
+    }
+    let out_shape: Vec<usize> = perm.iter().map(|&a| shape[a]).collect();
+    let row = out_shape[rank - 1];
+    let step = strides[perm[rank - 1]];
+    let mut out = vec![0.0f32; x.len()];
+    out.par_chunks_mut(row.max(1)).enumerate().for_each(|(r, dst)| {
+        // The input offset of the row's first element, from its output index.
+        let (mut rest, mut base) = (r, 0);
+        for k in (0..rank - 1).rev() {
+            base += (rest % out_shape[k]) * strides[perm[k]];
+            rest /= out_shape[k];
+        }
+        for (e, d) in dst.iter_mut().enumerate() {
+            *d = x[base + e * step];
+        }
+    });
+    out
+}
+
+type Permutation = fn(einlang::ndarray::ArrayViewD<f32>) -> ArrayD<f32>;
+
+/// An axis permutation of `shape` (`perm` as in `permute_loop`) against the
+/// hand loop.
+fn permute_case(name: &str, shape: &[usize], perm: &'static [usize], f: Permutation) -> Case {
+    let len: usize = shape.iter().product();
+    let x = data(len, 15);
+    let xa = ArrayD::from_shape_vec(shape.to_vec(), x.clone()).unwrap();
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let out_shape: Vec<usize> = perm.iter().map(|&a| shape[a]).collect();
+    let shape = shape.to_vec();
+    let einlang: Kernel = Box::new(move || f(xa.view()));
+    let baseline: Kernel =
+        Box::new(move || ArrayD::from_shape_vec(out_shape.clone(), permute_loop(&x, &shape, perm)).unwrap());
+    Case {
+        group: "elementwise",
+        param: format!("permute_{name}_{}", dims.join("x")),
+        label: format!("permute {name} {} f32", dims.join("x")),
+        flops: 0.0,
+        bytes: Some(8.0 * len as f64),
+        baseline_name: "rayon loop over output rows",
+        einlang,
+        baseline,
+        first_einlang: Duration::ZERO,
+        first_baseline: Duration::ZERO,
+    }
+}
+
+/// Attention's head split of `heads` (`[batch, sequence, heads, features]`),
+/// and images `[n, a, b, c]` from channels first to last and back, and a
+/// reversal of three axes.
+fn permute_cases(heads: [usize; 4], [n, a, b, c]: [usize; 4]) -> Vec<Case> {
+    fn dim4(x: einlang::ndarray::ArrayViewD<f32>) -> einlang::ndarray::ArrayView4<f32> {
+        x.into_dimensionality().unwrap()
+    }
+    vec![
+        permute_case("heads (0,2,1,3)", &heads, &[0, 2, 1, 3], |x| split_heads(&dim4(x)).expect("heads").into_dyn()),
+        permute_case("nchw->nhwc", &[n, a, b, c], &[0, 2, 3, 1], |x| {
+            to_channels_last(&dim4(x)).expect("nhwc").into_dyn()
+        }),
+        permute_case("nhwc->nchw", &[n, b, c, a], &[0, 3, 1, 2], |x| {
+            to_channels_first(&dim4(x)).expect("nchw").into_dyn()
+        }),
+        permute_case("reverse (2,1,0)", &[n * a, b, c], &[2, 1, 0], |x| {
+            reverse_axes(&x.into_dimensionality::<einlang::ndarray::Ix3>().unwrap()).expect("reverse").into_dyn()
+        }),
+    ]
+}
+
 fn time_once(f: &Kernel) -> (Duration, ArrayD<f32>) {
     let start = Instant::now();
     let out = black_box(f());
@@ -1091,6 +1231,7 @@ fn main() {
         ];
         v.push(fma_case(1000, Some(8)));
         v.push(transpose_case(37, 21));
+        v.extend(permute_cases([2, 7, 3, 5], [2, 3, 7, 5]));
         v.extend(math_cases(1001));
         v.extend(softmax_cases(8, 16));
         v.extend(reduction_cases(40, 24, 1000));
@@ -1111,6 +1252,7 @@ fn main() {
             fma_case(1 << 24, Some(4096)),
             transpose_case(4096, 4096),
         ];
+        v.extend(permute_cases([8, 512, 16, 64], [16, 64, 56, 56]));
         v.extend(math_cases(1 << 24));
         v.extend(softmax_cases(4096, 1024));
         // Shorter rows, more of them (onnxruntime's comparison has both).
@@ -1162,6 +1304,7 @@ fn main() {
         math_into(1001, false);
         sin64(1001, false);
         softmax_into_reused(8, 16, false);
+        split_heads_into_reused([2, 7, 3, 5], false);
         return;
     }
 
@@ -1188,6 +1331,9 @@ fn main() {
     if cases.iter().any(|c| c.group == "softmax") {
         softmax_into_reused(4096, 1024, true);
         softmax_into_reused(16384, 256, true);
+    }
+    if cases.iter().any(|c| c.param.starts_with("permute")) {
+        split_heads_into_reused([8, 512, 16, 64], true);
     }
     if cases.iter().any(|c| c.group == "elementwise") {
         into_reused(1 << 24, true);

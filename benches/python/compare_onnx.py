@@ -267,6 +267,25 @@ def cases():
     assert np.array_equal(s.run(None, {"x": xt})[0], xt.T)
     out.append(("transpose 4096x4096 f32", None, lambda s=s: s.run(None, {"x": xt}), lambda: np.ascontiguousarray(xt.T)))
 
+    # Permutations of rank 3 and 4 (einlang's `split_heads`,
+    # `to_channels_last`, `to_channels_first`, `reverse_axes`).
+    for name, shape, perm in (
+        ("heads (0,2,1,3)", (8, 512, 16, 64), (0, 2, 1, 3)),
+        ("nchw->nhwc", (16, 64, 56, 56), (0, 2, 3, 1)),
+        ("nhwc->nchw", (16, 56, 56, 64), (0, 3, 1, 2)),
+        ("reverse (2,1,0)", (1024, 56, 56), (2, 1, 0)),
+    ):
+        xp = rng.standard_normal(shape, dtype=np.float32)
+        want = np.ascontiguousarray(xp.transpose(perm))
+        s = session([helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))], [f32("x", shape)], [f32("y", want.shape)])
+        assert np.array_equal(s.run(None, {"x": xp})[0], want)
+        label = f"permute {name} {'x'.join(map(str, shape))} f32"
+        out.append((label, None, lambda s=s, xp=xp: s.run(None, {"x": xp}), lambda xp=xp, perm=perm: np.ascontiguousarray(xp.transpose(perm))))
+        if name.startswith("heads"):
+            # einlang's `split_heads_into` a reused buffer; onnxruntime's
+            # side is the same session (its result comes from its arena).
+            out.append((f"{label} into a reused buffer", None, lambda s=s, xp=xp: s.run(None, {"x": xp}), None))
+
     # a * b + c over 16 Mi elements.
     n = 1 << 24
     va, vb, vc = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))

@@ -26,6 +26,12 @@ const TILE: usize = 32;
 /// most 2 x 256 pages, which the TLB holds.
 const BLOCK: usize = 256;
 
+/// The fewest elements a task of the row copy moves (16 KiB of `f32`).
+const ROW_TASK: usize = 4096;
+
+/// The longest piece of a row one task copies (256 KiB of `f32`).
+const PIECE: usize = 1 << 16;
+
 /// `out[o] = x[o permuted]` for `o` in `shape`: output axis `k` reads the
 /// source's axis `axes[k]`, from 0 (the output is the leading block of the
 /// permuted source). A new standard-layout tensor from the pool.
@@ -134,8 +140,12 @@ where
     if total == 0 {
         return Ok(());
     }
+    // Axes of extent 1 dropped, runs of axes merged: the same copy over
+    // fewer, longer axes (a head split `[b, s, h, d] -> [b, h, s, d]` is a
+    // copy of rows of `d`; `[a, b, c, d] -> [c, d, a, b]` a transpose).
+    let (shape, src_strides) = merged(shape, v.strides());
+    let rank = shape.len();
     let last = rank - 1;
-    let src_strides: Vec<isize> = v.strides().to_vec();
     let mut out_strides = vec![1isize; rank];
     for k in (0..last).rev() {
         out_strides[k] = out_strides[k + 1] * shape[k + 1] as isize;
@@ -150,24 +160,59 @@ where
         // Rows of the output, each a strided (or contiguous) run of the source.
         let row = shape[last];
         let rows = total / row;
-        let copy_row = |r: usize| {
+        let step = src_strides[last];
+        if step == 1 && rank >= 3 && row * std::mem::size_of::<T>() <= 4096 {
+            // Short contiguous rows whose source neighbour is another
+            // output axis than the one before the last (a head split reads
+            // `x[b, s, h, :]` into `y[b, h, s, :]`): rows in square tiles
+            // of those two axes, so both sides move in runs of a tile's
+            // rows instead of a page per row on one side.
+            let near = (0..last).filter(|&k| shape[k] > 1).min_by_key(|&k| src_strides[k].unsigned_abs());
+            if let Some(near) = near.filter(|&k| k != last - 1) {
+                rows_in_tiles(src, dst, &shape, &src_strides, &out_strides, near, parallel);
+                return Ok(());
+            }
+        }
+        // Long rows in pieces, so that a copy of few rows still runs on
+        // every thread.
+        let pieces = row.div_ceil(PIECE);
+        let copy_piece = |task: usize| {
+            let (r, piece) = (task / pieces, task % pieces);
+            let (j0, j1) = (piece * PIECE, ((piece + 1) * PIECE).min(row));
             let (mut s, mut rem) = (0isize, r);
             for k in (0..last).rev() {
                 s += (rem % shape[k]) as isize * src_strides[k];
                 rem /= shape[k];
             }
             let d = dst;
-            for j in 0..row {
+            if step == 1 {
+                // SAFETY: the source's elements `j0..j1` of this row are
+                // one run of the view (unit stride, every index inside its
+                // shape); the output's are inside `out` and this task's
+                // alone, and the two buffers do not overlap.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        src.0.offset(s + j0 as isize),
+                        d.0.add(r * row + j0).cast::<T>(),
+                        j1 - j0,
+                    )
+                };
+                return;
+            }
+            for j in j0..j1 {
                 // SAFETY: `s + j * stride` is an element of the source view
                 // (every index is inside its shape); `r * row + j` is inside
-                // `out`, and row `r` is this task's alone.
-                unsafe { d.put((r * row + j) as isize, src.at(s + j as isize * src_strides[last])) };
+                // `out`, and it is this task's alone.
+                unsafe { d.put((r * row + j) as isize, src.at(s + j as isize * step)) };
             }
         };
+        let tasks = rows * pieces;
         if parallel {
-            (0..rows).into_par_iter().for_each(copy_row);
+            // Tasks of at least a few thousand elements: short rows (a
+            // head's features) would otherwise cost a task each.
+            (0..tasks).into_par_iter().with_min_len((ROW_TASK / row.min(PIECE)).max(1)).for_each(copy_piece);
         } else {
-            (0..rows).for_each(copy_row);
+            (0..tasks).for_each(copy_piece);
         }
         return Ok(());
     }
@@ -243,6 +288,91 @@ where
         (0..outer * blocks).for_each(tile);
     }
     Ok(())
+}
+
+/// The side of a tile of rows, in rows (`rows_in_tiles`).
+const ROW_TILE: usize = 16;
+
+/// The row copy of `permute_dyn` (the last axis contiguous in both) in
+/// tiles of `ROW_TILE` x `ROW_TILE` rows over the output axes `near` (the
+/// source's next contiguous axis) and `last - 1` (the output's): within a
+/// tile the source is read in runs of the rows of `near` and the output
+/// written in runs of the rows of `last - 1`. One task per tile.
+fn rows_in_tiles<T: Copy + Send + Sync>(
+    src: Src<T>,
+    dst: Dst<T>,
+    shape: &[usize],
+    src_strides: &[isize],
+    out_strides: &[isize],
+    near: usize,
+    parallel: bool,
+) {
+    let last = shape.len() - 1;
+    let (pa, pb) = (near, last - 1);
+    let row = shape[last];
+    let others: Vec<usize> = (0..last).filter(|&k| k != pa && k != pb).collect();
+    let outer: usize = others.iter().map(|&k| shape[k]).product();
+    let (ta, tb) = (shape[pa].div_ceil(ROW_TILE), shape[pb].div_ceil(ROW_TILE));
+    let tile = |task: usize| {
+        let (pos, t) = (task / (ta * tb), task % (ta * tb));
+        let (a0, b0) = ((t / tb) * ROW_TILE, (t % tb) * ROW_TILE);
+        let (mut s, mut o, mut rem) = (0isize, 0isize, pos);
+        for &k in others.iter().rev() {
+            let i = (rem % shape[k]) as isize;
+            rem /= shape[k];
+            s += i * src_strides[k];
+            o += i * out_strides[k];
+        }
+        let (sp, d) = (src, dst);
+        for b in b0..(b0 + ROW_TILE).min(shape[pb]) {
+            for a in a0..(a0 + ROW_TILE).min(shape[pa]) {
+                let from = s + a as isize * src_strides[pa] + b as isize * src_strides[pb];
+                let to = o + a as isize * out_strides[pa] + b as isize * out_strides[pb];
+                // SAFETY: the source's `row` elements from `from` are one
+                // run of the view (unit stride along the last axis, every
+                // index inside its shape); the output's row at `to` is
+                // inside `out`, written by this tile's task alone (tiles
+                // and positions of the other axes are disjoint), and the
+                // buffers do not overlap.
+                unsafe { std::ptr::copy_nonoverlapping(sp.0.offset(from), d.0.offset(to).cast::<T>(), row) };
+            }
+        }
+    };
+    let tasks = outer * ta * tb;
+    if parallel {
+        (0..tasks).into_par_iter().for_each(tile);
+    } else {
+        (0..tasks).for_each(tile);
+    }
+}
+
+/// `shape` (the output's, standard layout) and the source's `strides` per
+/// output axis, with the axes of extent 1 dropped and each pair of
+/// neighbouring axes that is one run in the source too (the outer axis's
+/// stride is the inner's times the inner's extent) merged into one: the
+/// same elements in the same order on both sides, over fewer axes. At
+/// least one axis is left.
+fn merged(shape: &[usize], strides: &[isize]) -> (Vec<usize>, Vec<isize>) {
+    let (mut axes, mut steps): (Vec<usize>, Vec<isize>) = (Vec::new(), Vec::new());
+    for (&n, &stride) in shape.iter().zip(strides) {
+        if n == 1 {
+            continue;
+        }
+        if let (Some(outer), Some(outer_stride)) = (axes.last_mut(), steps.last_mut()) {
+            if *outer_stride == stride * n as isize {
+                *outer *= n;
+                *outer_stride = stride;
+                continue;
+            }
+        }
+        axes.push(n);
+        steps.push(stride);
+    }
+    if axes.is_empty() {
+        axes.push(1);
+        steps.push(1);
+    }
+    (axes, steps)
 }
 
 /// Whether tiles of `T` move in 8 x 8 squares through AVX2 registers
@@ -427,6 +557,39 @@ mod tests {
         NO_SQUARES.store(false, std::sync::atomic::Ordering::Relaxed);
         assert_eq!(squares, plain);
         assert_eq!(squares, x.t());
+    }
+
+    /// Permutations that keep runs of the source together (a head split,
+    /// a block transpose, extents of 1 anywhere), large enough to run in
+    /// parallel, from standard, sliced and reversed sources; and one long
+    /// row copied in pieces.
+    #[test]
+    fn merged_axes_and_row_copies_match_the_naive_copy() {
+        use ndarray::s;
+        let cases: [(Vec<usize>, Vec<usize>); 6] = [
+            (vec![3, 67, 5, 64], vec![0, 2, 1, 3]),
+            (vec![2, 97, 7, 5], vec![0, 2, 1, 3]),
+            (vec![5, 7, 31, 33], vec![2, 3, 0, 1]),
+            (vec![1, 300, 1, 229], vec![2, 0, 3, 1]),
+            (vec![1, 150_001], vec![1, 0]),
+            (vec![9, 1, 11, 1, 400], vec![3, 1, 0, 2, 4]),
+        ];
+        for (shape, axes) in cases {
+            let x = ArrayD::from_shape_fn(IxDyn(&shape), |i| i.slice().iter().fold(0i64, |a, &v| a * 1009 + v as i64));
+            let out_shape: Vec<usize> = axes.iter().map(|&a| shape[a]).collect();
+            let y = permute("f", x.view(), &axes, IxDyn(&out_shape)).unwrap();
+            assert_eq!(y, naive(&x, &axes, &out_shape), "shape {shape:?}, axes {axes:?}");
+            let block: Vec<usize> = out_shape.iter().map(|&n| n - n / 4).collect();
+            let y = permute("f", x.view(), &axes, IxDyn(&block)).unwrap();
+            assert_eq!(y, naive(&x, &axes, &block), "block {block:?} of {shape:?}, axes {axes:?}");
+        }
+        // A source read backwards along its last axis (negative stride).
+        let x =
+            ArrayD::from_shape_fn(IxDyn(&[4, 50, 3, 70]), |i| i.slice().iter().fold(0i64, |a, &v| a * 1009 + v as i64));
+        let backwards = x.slice(s![.., .., .., ..;-1]).into_dyn();
+        let r = backwards.to_owned();
+        let y = permute("f", backwards, &[0, 2, 1, 3], IxDyn(&[4, 3, 50, 70])).unwrap();
+        assert_eq!(y, naive(&r, &[0, 2, 1, 3], &[4, 3, 50, 70]));
     }
 
     #[test]
