@@ -24,6 +24,12 @@ einlang! {
         y
     }
 
+    /// Pairs of axes swapped as blocks: a transpose of `[A * B, C * D]`.
+    pub fn swap_pairs(x: [f32; A, B, C, D]) -> [f32; C, D, A, B] {
+        let y[c, d, a, b] = x[a, b, c, d];
+        y
+    }
+
     /// NCHW to NHWC.
     pub fn channels_last(x: [f32; N, C, H, W]) -> [f32; N, H, W, C] {
         let y[n, h, w, c] = x[n, c, h, w];
@@ -84,11 +90,20 @@ fn higher_ranks_match_naive_loops() {
                 assert_eq!(*v, x[[i, j, k]]);
             }
         }
-        for (a, b, c, d) in [(1, 2, 3, 4), (2, 7, 5, 3), (3, 1, 1, 9), (2, 33, 17, 8)] {
+        // Large enough for tasks in parallel: rows of the last axis in tiles
+        // of the two middle axes (a head split), rows of 1, extents of 1.
+        for (a, b, c, d) in
+            [(1, 2, 3, 4), (2, 7, 5, 3), (3, 1, 1, 9), (2, 33, 17, 8), (3, 67, 5, 64), (2, 301, 37, 1), (1, 97, 1, 701)]
+        {
             let x = Array4::from_shape_fn((a, b, c, d), |(i, j, k, l)| value(&[i, j, k, l]) as f64);
             let y = swap_mid(&x).unwrap();
             for ((i, k, j, l), v) in y.indexed_iter() {
                 assert_eq!(*v, x[[i, j, k, l]]);
+            }
+            let w = swap_pairs(&x.mapv(|v| v as f32)).unwrap();
+            assert_eq!(w.dim(), (c, d, a, b));
+            for ((k, l, i, j), v) in w.indexed_iter() {
+                assert_eq!(*v, x[[i, j, k, l]] as f32);
             }
             let z = channels_last(&x.mapv(|v| v as f32)).unwrap();
             assert_eq!(z.dim(), (a, c, d, b));
