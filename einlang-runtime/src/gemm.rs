@@ -1113,6 +1113,56 @@ mod tests {
         }
     }
 
+    /// Products of several `KC` blocks on two and three threads (every
+    /// block of the right operand packed first, then a row block per task
+    /// through all of them) give the bits of one thread (block by block),
+    /// with and without a scale, a transposed right operand included.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_kernel_gives_one_threads_bits_on_several_threads() {
+        if !crate::cpu::has_avx512() {
+            return;
+        }
+        for (m, k, n) in [(64, 4096, 64), (13, 257, 33), (97, 600, 131), (36, 1031, 512), (300, 513, 67)] {
+            let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.37 - 1.3);
+            let b = Array::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f32 * 0.29 - 1.7);
+            let bt = b.t().to_owned();
+            let product = Array2::from_shape_fn((m, n), |(i, j)| {
+                (0..k).map(|p| a[[i, p]] as f64 * b[[p, j]] as f64).sum::<f64>()
+            });
+            for scale in [None, Some(0.125f32), Some(-3.3)] {
+                for bv in [b.view(), bt.t()] {
+                    let run = |threads: usize| {
+                        let mut out = Array2::<f32>::from_elem((m, n), f32::NAN);
+                        let mat = |v: &ArrayView2<'_, f32>| avx512::Mat {
+                            ptr: v.as_ptr().cast_mut(),
+                            rs: v.strides()[0],
+                            cs: v.strides()[1],
+                        };
+                        let c = avx512::Mat { ptr: out.as_mut_ptr(), rs: n as isize, cs: 1 };
+                        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                        // SAFETY: AVX-512F checked; views of their extents;
+                        // `out` holds the m x n elements.
+                        pool.install(|| unsafe { avx512::sgemm(m, k, n, mat(&a.view()), mat(&bv), c, threads, scale) });
+                        out
+                    };
+                    let one = run(1);
+                    let want = product.mapv(|v| v * scale.unwrap_or(1.0) as f64);
+                    for (g, w) in one.iter().zip(want.iter()) {
+                        assert!((*g as f64 - w).abs() <= 1e-3 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
+                    }
+                    for threads in [2, 3] {
+                        let got = run(threads);
+                        assert!(
+                            got.iter().zip(one.iter()).all(|(g, o)| g.to_bits() == o.to_bits()),
+                            "{m}x{k}x{n} on {threads} threads, scale {scale:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_avx512_kernels_match_loops_on_odd_shapes_and_layouts() {

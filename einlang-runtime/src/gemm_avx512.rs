@@ -93,7 +93,6 @@ fn give(v: Vec<f32>) {
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize, scale: Option<f32>) {
     let panels = n.div_ceil(NR);
-    let mut right = take(KC.min(k) * panels * NR);
     // Row blocks: a multiple of the threads, at most `MC` rows each, a
     // multiple of `MR` rows (but the last).
     let threads = threads.max(1);
@@ -101,133 +100,184 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     let blocks = (threads * per_thread).min(m.div_ceil(MR));
     let rows = m.div_ceil(blocks).div_ceil(MR) * MR;
     let blocks = m.div_ceil(rows);
-    let mut p0 = 0;
-    while p0 < k {
+    // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
+    // holds `kc` rows of NR values, zeros past `n`.
+    // The loops follow `b`'s contiguous axis, so the reads stream (a
+    // transposed operand, `k^T` of attention scores, is read along its
+    // rows and written with a stride inside the panel).
+    let pack_right = |p0: usize, kc: usize, j: usize, panel: &mut [f32]| {
+        let cols = NR.min(n - j * NR);
+        if cols < NR {
+            panel.fill(0.0);
+        }
+        if cols == NR && b.rs == 1 && gathers(b.cs) {
+            // Whole panels of a transposed operand (`k^T`): sixteen
+            // columns per gather, a row of the panel per term.
+            // SAFETY: the panel's NR columns from j * NR and rows p0..p0
+            // + kc are inside `b`; AVX-512F as `sgemm`'s caller vouches.
+            unsafe { gather_panel(b, p0, kc, j * NR, panel) };
+        } else if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
+            for jj in 0..cols {
+                for kk in 0..kc {
+                    // SAFETY: row p0 + kk < k and column j * NR + jj < n are inside `b`.
+                    panel[kk * NR + jj] = unsafe { *b.at(p0 + kk, j * NR + jj) };
+                }
+            }
+        } else {
+            for kk in 0..kc {
+                let dst = &mut panel[kk * NR..kk * NR + cols];
+                for (jj, d) in dst.iter_mut().enumerate() {
+                    // SAFETY: as above.
+                    *d = unsafe { *b.at(p0 + kk, j * NR + jj) };
+                }
+            }
+        }
+    };
+    let direct = a.cs == 1;
+    let run = |blk: usize, p0: usize, right_block: &[f32], js: std::ops::Range<usize>| {
         let kc = KC.min(k - p0);
         let first = p0 == 0;
         // The scale, by the last block only.
         let scale = if p0 + kc == k { scale } else { None };
-        // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
-        // holds `kc` rows of NR values, zeros past `n`.
-        // The loops follow `b`'s contiguous axis, so the reads stream (a
-        // transposed operand, `k^T` of attention scores, is read along its
-        // rows and written with a stride inside the panel).
-        let pack_right = |(j, panel): (usize, &mut [f32])| {
-            let cols = NR.min(n - j * NR);
-            if cols < NR {
-                panel.fill(0.0);
-            }
-            if cols == NR && b.rs == 1 && gathers(b.cs) {
-                // Whole panels of a transposed operand (`k^T`): sixteen
-                // columns per gather, a row of the panel per term.
-                // SAFETY: the panel's NR columns from j * NR and rows p0..p0
-                // + kc are inside `b`; AVX-512F as `sgemm`'s caller vouches.
-                unsafe { gather_panel(b, p0, kc, j * NR, panel) };
-            } else if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
-                for jj in 0..cols {
+        let (i0, i1) = (blk * rows, ((blk + 1) * rows).min(m));
+        {
+            let row_panels = (i1 - i0).div_ceil(MR);
+            let mut whole = take(row_panels * MR * kc);
+            let left = &mut whole[..row_panels * MR * kc];
+            // Pack `a[i0..i1, p0..p0 + kc]` into panels of MR rows:
+            // panel `p` holds `kc` columns of MR values, zeros past i1.
+            // As for `b`, along `a`'s contiguous axis. Rows in place
+            // (`direct`: a unit column stride) are read where they
+            // are, as MLAS does; only a last panel of fewer than MR
+            // rows is packed then.
+            for (p, panel) in left.chunks_mut(MR * kc).enumerate() {
+                let r0 = i0 + p * MR;
+                let mr = MR.min(i1 - r0);
+                if direct && mr == MR {
+                    continue;
+                }
+                if mr < MR {
+                    panel.fill(0.0);
+                }
+                if a.cs.unsigned_abs() <= a.rs.unsigned_abs() {
+                    for ii in 0..mr {
+                        for kk in 0..kc {
+                            // SAFETY: row r0 + ii < m and p0 + kk < k are inside `a`.
+                            panel[kk * MR + ii] = unsafe { *a.at(r0 + ii, p0 + kk) };
+                        }
+                    }
+                } else {
                     for kk in 0..kc {
-                        // SAFETY: row p0 + kk < k and column j * NR + jj < n are inside `b`.
-                        panel[kk * NR + jj] = unsafe { *b.at(p0 + kk, j * NR + jj) };
-                    }
-                }
-            } else {
-                for kk in 0..kc {
-                    let dst = &mut panel[kk * NR..kk * NR + cols];
-                    for (jj, d) in dst.iter_mut().enumerate() {
-                        // SAFETY: as above.
-                        *d = unsafe { *b.at(p0 + kk, j * NR + jj) };
+                        for ii in 0..mr {
+                            // SAFETY: as above.
+                            panel[kk * MR + ii] = unsafe { *a.at(r0 + ii, p0 + kk) };
+                        }
                     }
                 }
             }
-        };
+            for (jp, rp) in right_block.chunks(kc * NR).enumerate().skip(js.start).take(js.len()) {
+                let j0 = jp * NR;
+                let nr = NR.min(n - j0);
+                for (ip, lp) in left.chunks(MR * kc).enumerate() {
+                    let r0 = i0 + ip * MR;
+                    let mr = MR.min(i1 - r0);
+                    // SAFETY: the tile (r0.., j0..) of mr x nr is inside
+                    // `c`, in this block's rows; MR rows of `a` from r0
+                    // (direct) have `kc` elements from p0; the caller
+                    // vouches for AVX-512F.
+                    unsafe {
+                        if direct && mr == MR {
+                            tile::<true, MR>(kc, a.at(r0, p0), a.rs, rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
+                        } else {
+                            packed_tile(kc, lp.as_ptr(), rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
+                        }
+                    };
+                }
+            }
+            give(whole);
+        }
+    };
+    if threads > 1 && m * n <= SMALL_OUT && k * panels * NR <= WHOLE_RIGHT {
+        // A small output: every block of the sum packed first (a task per
+        // block and panel), then each row block, its panels in groups when
+        // the row blocks are fewer than two per thread, runs through all of
+        // them as one task: two joins of the threads per call, where the
+        // loop below joins twice per KC terms (which cost more than the
+        // arithmetic at 64 x 4096 x 64), and the threads share the panels
+        // of a product of a few rows (36 rows: row blocks of 24 and 12).
+        // Each element's sum runs through the same blocks in the same
+        // order: the same bits.
+        let mut right = take(k * panels * NR);
+        // Block `q` of the sum (rows `q * KC..`, `kc` of them) starts at
+        // `q * KC * panels * NR`, its panel `j` `j * kc * NR` further on.
+        let at = |p0: usize, j: usize| p0 * panels * NR + j * KC.min(k - p0) * NR;
+        let whole = Shared(right.as_mut_ptr());
+        (0..k.div_ceil(KC) * panels).into_par_iter().for_each(|t| {
+            let (p0, j) = ((t / panels) * KC, t % panels);
+            let kc = KC.min(k - p0);
+            // SAFETY: task `t`'s panel, `kc * NR` values from `at(p0, j)`,
+            // lies inside `right` (of `k * panels * NR`) and is no other
+            // task's.
+            let panel = unsafe { std::slice::from_raw_parts_mut(whole.get().add(at(p0, j)), kc * NR) };
+            pack_right(p0, kc, j, panel);
+        });
+        let packed = &right[..k * panels * NR];
+        let groups = if blocks < 2 * threads { (2 * threads).div_ceil(blocks).min(panels) } else { 1 };
+        (0..blocks * groups).into_par_iter().for_each(|t| {
+            let (blk, g) = (t / groups, t % groups);
+            let js = g * panels / groups..(g + 1) * panels / groups;
+            for p0 in (0..k).step_by(KC) {
+                let kc = KC.min(k - p0);
+                run(blk, p0, &packed[at(p0, 0)..at(p0, 0) + kc * panels * NR], js.clone());
+            }
+        });
+        give(right);
+        return;
+    }
+    let mut right = take(KC.min(k) * panels * NR);
+    let mut p0 = 0;
+    while p0 < k {
+        let kc = KC.min(k - p0);
         let right_block = &mut right[..kc * panels * NR];
         if threads > 1 {
-            right_block.par_chunks_mut(kc * NR).enumerate().for_each(pack_right);
+            right_block.par_chunks_mut(kc * NR).enumerate().for_each(|(j, panel)| pack_right(p0, kc, j, panel));
         } else {
-            right_block.chunks_mut(kc * NR).enumerate().for_each(pack_right);
+            right_block.chunks_mut(kc * NR).enumerate().for_each(|(j, panel)| pack_right(p0, kc, j, panel));
         }
         let right_block = &right[..kc * panels * NR];
-        let direct = a.cs == 1;
-        let run = |blk: usize| {
-            let (i0, i1) = (blk * rows, ((blk + 1) * rows).min(m));
-            {
-                let row_panels = (i1 - i0).div_ceil(MR);
-                let mut whole = take(row_panels * MR * kc);
-                let left = &mut whole[..row_panels * MR * kc];
-                // Pack `a[i0..i1, p0..p0 + kc]` into panels of MR rows:
-                // panel `p` holds `kc` columns of MR values, zeros past i1.
-                // As for `b`, along `a`'s contiguous axis. Rows in place
-                // (`direct`: a unit column stride) are read where they
-                // are, as MLAS does; only a last panel of fewer than MR
-                // rows is packed then.
-                for (p, panel) in left.chunks_mut(MR * kc).enumerate() {
-                    let r0 = i0 + p * MR;
-                    let mr = MR.min(i1 - r0);
-                    if direct && mr == MR {
-                        continue;
-                    }
-                    if mr < MR {
-                        panel.fill(0.0);
-                    }
-                    if a.cs.unsigned_abs() <= a.rs.unsigned_abs() {
-                        for ii in 0..mr {
-                            for kk in 0..kc {
-                                // SAFETY: row r0 + ii < m and p0 + kk < k are inside `a`.
-                                panel[kk * MR + ii] = unsafe { *a.at(r0 + ii, p0 + kk) };
-                            }
-                        }
-                    } else {
-                        for kk in 0..kc {
-                            for ii in 0..mr {
-                                // SAFETY: as above.
-                                panel[kk * MR + ii] = unsafe { *a.at(r0 + ii, p0 + kk) };
-                            }
-                        }
-                    }
-                }
-                for (jp, rp) in right_block.chunks(kc * NR).enumerate() {
-                    let j0 = jp * NR;
-                    let nr = NR.min(n - j0);
-                    for (ip, lp) in left.chunks(MR * kc).enumerate() {
-                        let r0 = i0 + ip * MR;
-                        let mr = MR.min(i1 - r0);
-                        // SAFETY: the tile (r0.., j0..) of mr x nr is inside
-                        // `c`, in this block's rows; MR rows of `a` from r0
-                        // (direct) have `kc` elements from p0; the caller
-                        // vouches for AVX-512F.
-                        unsafe {
-                            if direct && mr == MR {
-                                tile::<true, MR>(
-                                    kc,
-                                    a.at(r0, p0),
-                                    a.rs,
-                                    rp.as_ptr(),
-                                    NR,
-                                    c,
-                                    r0,
-                                    j0,
-                                    mr,
-                                    nr,
-                                    !first,
-                                    scale,
-                                )
-                            } else {
-                                packed_tile(kc, lp.as_ptr(), rp.as_ptr(), NR, c, r0, j0, mr, nr, !first, scale)
-                            }
-                        };
-                    }
-                }
-                give(whole);
-            }
-        };
         if threads > 1 {
-            (0..blocks).into_par_iter().for_each(run);
+            (0..blocks).into_par_iter().for_each(|blk| run(blk, p0, right_block, 0..panels));
         } else {
-            (0..blocks).for_each(run);
+            (0..blocks).for_each(|blk| run(blk, p0, right_block, 0..panels));
         }
         p0 += kc;
     }
     give(right);
+}
+
+/// The most values `sgemm` packs of its right operand at once, every
+/// block of the sum (16 MiB): below it a product joins its threads twice
+/// per call rather than twice per block of KC terms.
+const WHOLE_RIGHT: usize = 1 << 22;
+
+/// The most output elements (256 x 256) for which `sgemm` packs its whole
+/// right operand first and runs each row block as one task; larger
+/// outputs give each block of KC terms enough work for its joins.
+const SMALL_OUT: usize = 1 << 16;
+
+/// A buffer's start, shared by tasks that write disjoint parts of it.
+#[derive(Clone, Copy)]
+struct Shared(*mut f32);
+
+// SAFETY: the tasks holding it write disjoint elements of one buffer that
+// outlives them.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
 }
 
 /// Whether a column stride lets `gather_panel` reach sixteen columns with
