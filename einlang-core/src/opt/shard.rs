@@ -38,7 +38,10 @@
 //! What needs other ranks' rows otherwise (a read along `B` at a
 //! data-dependent index, a reduction over `B` inside a definition over `B`,
 //! a recurrence over `B`, a whole sharded tensor passed on) is a compile
-//! error that says why and what to write instead.
+//! error that says why and what to write instead, at the construct that
+//! needs the rows (`ir::Function::spans`: the reduction, the clause, else
+//! the statement being rewritten, in an inlined callee its own), with
+//! labels at the calls that inlined it and at the attribute.
 
 mod halo;
 mod inline;
