@@ -168,7 +168,7 @@ where
         let mut lens = [0usize; N];
         lens.copy_from_slice(dim.slice());
         if let Some(elems) = out.target(function, &dim)? {
-            elems.fill(zero);
+            crate::pool::fill(elems, zero);
             let ptr = elems.as_mut_ptr();
             // The placeholder is made before the store, which holds the
             // borrow of the caller's elements from here on.

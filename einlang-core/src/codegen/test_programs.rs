@@ -80,6 +80,7 @@ impl Vars {
             device: None,
             shard: None,
             checkpointed: None,
+            spans: Default::default(),
         }
     }
 }

@@ -189,6 +189,64 @@ pub struct Function {
     /// Set by `opt::checkpoint` on a function whose reverse sweep through a
     /// recurrence may instead run checkpointed (see [`Checkpointing`]).
     pub checkpointed: Option<Checkpointing>,
+    /// Where the source defines its variables and clauses, for passes that
+    /// report errors in the user's program (`opt::shard`).
+    pub spans: Spans,
+}
+
+/// Source spans of a function's definitions, filled by lowering: a
+/// parameter, a `let`, a tensor definition or recurrence (its statement),
+/// a reduction's index variables (the reduction), and the clauses of a
+/// recurrence as lowered (by the recurrence's variable and the clause's
+/// position). Variables that passes create have none: a pass reporting an
+/// error there falls back to a span of its own (an attribute). Equality
+/// ignores spans, as it does everywhere in the IR.
+#[derive(Clone, Debug, Default)]
+pub struct Spans {
+    vars: std::collections::HashMap<VarId, Span>,
+    clauses: std::collections::HashMap<(VarId, usize), Span>,
+}
+
+impl PartialEq for Spans {
+    fn eq(&self, _: &Spans) -> bool {
+        true
+    }
+}
+
+impl Spans {
+    /// Where `v` is defined, when the source defines it at a token of the
+    /// macro call (not in the standard library, whose spans are detached).
+    pub fn var(&self, v: VarId) -> Option<Span> {
+        self.vars.get(&v).copied().filter(|s| !s.is_detached())
+    }
+
+    /// Clause `k` (as lowered) of the recurrence `v`.
+    pub fn clause(&self, v: VarId, k: usize) -> Option<Span> {
+        self.clauses.get(&(v, k)).copied().filter(|s| !s.is_detached())
+    }
+
+    pub fn set_var(&mut self, v: VarId, span: Span) {
+        self.vars.insert(v, span);
+    }
+
+    pub fn set_clause(&mut self, v: VarId, k: usize, span: Span) {
+        self.clauses.insert((v, k), span);
+    }
+
+    /// The spans of another function's variables and clauses, renamed by
+    /// `map` (a function inlined over fresh variables).
+    pub fn copy_renamed(&mut self, from: &Spans, map: &std::collections::HashMap<VarId, VarId>) {
+        for (v, s) in &from.vars {
+            if let Some(&to) = map.get(v) {
+                self.vars.insert(to, *s);
+            }
+        }
+        for ((v, k), s) in &from.clauses {
+            if let Some(&to) = map.get(v) {
+                self.clauses.insert((to, *k), *s);
+            }
+        }
+    }
 }
 
 /// How a function chooses between keeping a recurrence's whole history and

@@ -52,6 +52,7 @@ pub fn lower_program(hir: &Hir, t: &Tables, tag: &str, diags: &mut Diagnostics) 
             used_names: HashSet::new(),
             bug: None,
             pattern_binds: HashMap::new(),
+            spans: ir::Spans::default(),
         };
         match cx.lower_fn(f) {
             Some(func) => fns.push(func),
@@ -117,6 +118,9 @@ struct FnLower<'a> {
     /// Names bound by `match` patterns, with the part of the scrutinee each
     /// stands for.
     pattern_binds: HashMap<DefId, Expr>,
+    /// Where the source defines the variables and clauses lowered so far
+    /// (`ir::Spans`).
+    spans: ir::Spans,
 }
 
 fn lower_ty(t: &ATy) -> Option<Repr> {
@@ -211,6 +215,7 @@ impl<'a> FnLower<'a> {
             let ty = lower_ty(ty)?;
             let v = self.new_var(self.hir.name(p.def), ty);
             self.of_def.insert(p.def, v);
+            self.spans.set_var(v, p.span);
             params.push(v);
         }
         let mut entry = Vec::new();
@@ -299,6 +304,7 @@ impl<'a> FnLower<'a> {
                 parts: None,
             }),
             checkpointed: None,
+            spans: std::mem::take(&mut self.spans),
         })
     }
 
@@ -308,7 +314,7 @@ impl<'a> FnLower<'a> {
             hir::stmt_operands(s, &mut roots);
             self.bind_runtime_bounds(&roots, out)?;
             match s {
-                hir::Stmt::Let { def, value, .. } => {
+                hir::Stmt::Let { def, value, span, .. } => {
                     self.emit_same_extents(*value, &[], out);
                     let v = self.lower_value(*value, out)?;
                     let v = match self.t.def_ty.get(def) {
@@ -317,6 +323,7 @@ impl<'a> FnLower<'a> {
                     };
                     let var = self.new_var(self.hir.name(*def), v.ty.clone());
                     self.of_def.insert(*def, var);
+                    self.spans.set_var(var, *span);
                     out.push(Stmt::Let { var, value: v });
                     // Extents known only now (a filtered comprehension's
                     // length) are read off the value.
@@ -490,6 +497,7 @@ impl<'a> FnLower<'a> {
         let cost = expr_cost(&body);
         let var = self.new_var(self.hir.name(d.def), Repr::Tensor(elem, axes.len()));
         self.of_def.insert(d.def, var);
+        self.spans.set_var(var, d.span);
         out.push(Stmt::Tensor(TensorDef { var, elem, axes, body, cost_per_point: cost, domain_guards }));
         Some(())
     }
@@ -547,8 +555,10 @@ impl<'a> FnLower<'a> {
         }
         let var = self.new_var(&name, Repr::Tensor(elem, dims.len()));
         self.of_def.insert(rec.def, var);
+        self.spans.set_var(var, rec.span);
         let mut clauses = Vec::new();
-        for (c, row) in rec.clauses.iter().zip(&covers) {
+        for (k, (c, row)) in rec.clauses.iter().zip(&covers).enumerate() {
+            self.spans.set_clause(var, k, c.span);
             self.emit_definition_extents(c, out);
             let cover = seq.iter().map(|(axis, _)| row[*axis].clone()).collect();
             let mut at = Vec::new();
@@ -923,6 +933,7 @@ impl<'a> FnLower<'a> {
                     };
                     let var = self.new_var(self.hir.name(v.def), Repr::Scalar(ScalarKind::I64));
                     self.of_def.insert(v.def, var);
+                    self.spans.set_var(var, self.hir.span(e));
                     loops.push(Loop { index: var, start: self.dim(&range.start)?, end: self.dim(&range.end)? });
                 }
                 let wheres = self.lower_wheres(wheres)?;

@@ -38,7 +38,10 @@
 //! What needs other ranks' rows otherwise (a read along `B` at a
 //! data-dependent index, a reduction over `B` inside a definition over `B`,
 //! a recurrence over `B`, a whole sharded tensor passed on) is a compile
-//! error that says why and what to write instead.
+//! error that says why and what to write instead, at the construct that
+//! needs the rows (`ir::Function::spans`: the reduction, the clause, else
+//! the statement being rewritten, in an inlined callee its own), with
+//! labels at the calls that inlined it and at the attribute.
 
 mod halo;
 mod inline;
@@ -98,7 +101,15 @@ struct Cx<'a> {
     f: &'a mut Function,
     name: String,
     symbol: String,
+    /// The `#[shard]` attribute.
     span: Span,
+    /// The innermost construct of the source being rewritten (a `let`, a
+    /// definition, a clause), and how deep in inlined calls it is: where
+    /// errors point when nothing more precise is known.
+    site: Option<(Span, u32)>,
+    /// The calls being inlined, outermost first: the callee's name and
+    /// where it is called (the construct holding the call).
+    calls: Vec<(String, Option<Span>)>,
     global: VarId,
     local: VarId,
     offset: VarId,
@@ -164,6 +175,8 @@ fn shard_function(f: &mut Function, symbol: &str, span: Span, lowered: &[Functio
         name,
         symbol: symbol.to_string(),
         span,
+        site: None,
+        calls: Vec::new(),
         global,
         local,
         offset,
@@ -202,9 +215,12 @@ fn shard_function(f: &mut Function, symbol: &str, span: Span, lowered: &[Functio
                 } else if mentions(expected, global) {
                     let p = cx.f.var(*param).source_name.clone();
                     return Err(cx
-                        .error(format!(
-                            "parameter `{p}` has an axis whose extent involves `{symbol}` but is not `{symbol}`"
-                        ))
+                        .error_at(
+                            cx.span_of(*param),
+                            format!(
+                                "parameter `{p}` has an axis whose extent involves `{symbol}` but is not `{symbol}`"
+                            ),
+                        )
                         .help(format!("only axes of extent exactly `{symbol}` can be split across ranks")));
                 }
             }
@@ -237,8 +253,61 @@ fn shard_function(f: &mut Function, symbol: &str, span: Span, lowered: &[Functio
 }
 
 impl Cx<'_> {
+    /// An error at the construct being rewritten (see `error_at`).
     fn error(&self, msg: String) -> Diagnostic {
-        Diagnostic::error(self.span, format!("in sharded function `{}`: {msg}", self.name))
+        self.error_at(None, msg)
+    }
+
+    /// An error at `at` (a span of the construct at the current depth of
+    /// inlining), else at the construct being rewritten, else at the
+    /// attribute; with a label at each call that brought it into the
+    /// sharded function and one at the attribute.
+    fn error_at(&self, at: Option<Span>, msg: String) -> Diagnostic {
+        let (primary, depth) = match (at, self.site) {
+            (Some(s), _) => (Some(s), self.inlining as usize),
+            (None, Some((s, d))) => (Some(s), d as usize),
+            (None, None) => (None, 0),
+        };
+        let Some(primary) = primary else {
+            return Diagnostic::error(self.span, format!("in sharded function `{}`: {msg}", self.name));
+        };
+        let mut d = Diagnostic::error(primary, format!("in sharded function `{}`: {msg}", self.name));
+        for (callee, call) in self.calls.iter().take(depth) {
+            if let Some(call) = call {
+                d = d.label(*call, format!("`{callee}` is called here, and compiled in the sharded context"));
+            }
+        }
+        d.label(self.span, format!("`{}` is sharded along `{}` here", self.name, self.symbol))
+    }
+
+    /// The reduction `e` in the source (through its index variables, the
+    /// one over the symbol first).
+    fn reduction_span(&self, e: &Expr) -> Option<Span> {
+        let ExprKind::Reduce { loops, .. } = &e.kind else { return None };
+        let over = loops.iter().filter(|l| self.is_over(&l.start) || self.is_over(&l.end));
+        over.chain(loops.iter()).find_map(|l| self.span_of(l.index))
+    }
+
+    /// Clause `k` of the recurrence `v` as lowered.
+    fn clause_span(&self, v: VarId, k: usize) -> Option<Span> {
+        self.f.spans.clause(v, k)
+    }
+
+    /// Where the source defines `v`.
+    fn span_of(&self, v: VarId) -> Option<Span> {
+        self.f.spans.var(v)
+    }
+
+    /// Runs `f` with the construct defining `v` (when the source has one)
+    /// as the site of errors.
+    fn at_site<T>(&mut self, at: Option<Span>, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = self.site;
+        if let Some(s) = at {
+            self.site = Some((s, self.inlining));
+        }
+        let r = f(self);
+        self.site = saved;
+        r
     }
 
     fn vname(&self, v: VarId) -> String {
@@ -249,14 +318,17 @@ impl Cx<'_> {
         if !path.is_empty() {
             let p = self.vname(param);
             return Err(self
-                .error(format!("parameter `{p}` holds a sharded tensor inside a tuple"))
+                .error_at(self.span_of(param), format!("parameter `{p}` holds a sharded tensor inside a tuple"))
                 .help("pass the sharded tensor as a parameter of its own"));
         }
         if let Some(&other) = self.sharded.get(&param) {
             if other != axis {
                 let p = self.vname(param);
                 return Err(self
-                    .error(format!("parameter `{p}` has two axes of dimension `{}`", self.symbol))
+                    .error_at(
+                        self.span_of(param),
+                        format!("parameter `{p}` has two axes of dimension `{}`", self.symbol),
+                    )
                     .note("a rank holds a block of one axis; a second would need other ranks' rows")
                     .help("give the second axis a dimension symbol of its own"));
             }
@@ -280,6 +352,16 @@ impl Cx<'_> {
     }
 
     fn stmt(&mut self, s: Stmt, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
+        let at = match &s {
+            Stmt::Let { var, .. } | Stmt::Extent { var, .. } | Stmt::Reshape { var, .. } => self.span_of(*var),
+            Stmt::Tensor(def) => self.span_of(def.var),
+            Stmt::Recurrence(r) => self.span_of(r.var),
+            _ => None,
+        };
+        self.at_site(at, |cx| cx.stmt_here(s, out))
+    }
+
+    fn stmt_here(&mut self, s: Stmt, out: &mut Vec<Stmt>) -> Result<(), Diagnostic> {
         match s {
             Stmt::Let { var, mut value } => {
                 self.inline_calls(&mut value, out)?;
@@ -487,7 +569,10 @@ impl Cx<'_> {
         let arg = matches!(op, RedOp::ArgMax | RedOp::ArgMin);
         if arg && loops.len() != 1 {
             return Err(self
-                .error(format!("`{}` over several indices, one of them over `{}`", op.name(), self.symbol))
+                .error_at(
+                    self.reduction_span(&red),
+                    format!("`{}` over several indices, one of them over `{}`", op.name(), self.symbol),
+                )
                 .help(format!("reduce over the `{}` index alone", self.symbol)));
         }
         // For argmax/argmin, the extremum itself (the same loops and terms).
@@ -526,7 +611,7 @@ impl Cx<'_> {
             self.fresh_binders(e)
         });
         if self.nested > 0 {
-            return Err(self.bug_nested());
+            return Err(self.bug_nested(self.reduction_span(&red)));
         }
         // Reads of sharded tensors at offsets from the index over the
         // block (`x[r + dr]` in a convolution's kernel gradient, `dr` an
@@ -659,6 +744,13 @@ impl Cx<'_> {
             .map(|l| crate::ir::Axis { index: l.index, start: l.start.clone(), extent: l.end.sub(&l.start) })
             .collect();
         let mut body = std::mem::replace(&mut c.body, Expr::unit());
+        // The first reduction over the symbol in the clause, for errors.
+        let mut first = None;
+        visit_all(&body, &mut |x| {
+            if first.is_none() && self.over_b(x) {
+                first = self.reduction_span(x);
+            }
+        });
         let mut prelude = Vec::new();
         let r = self.hoist_axes_rec(&mut body, &axes, &mut prelude);
         c.body = body;
@@ -666,7 +758,7 @@ impl Cx<'_> {
         if !prelude.is_empty() {
             if self.f.device.is_some() {
                 return Err(self
-                    .error(format!(
+                    .error_at(first, format!(
                         "a reduction over `{}` inside a step of a recurrence, in a device function",
                         self.symbol
                     ))
@@ -919,11 +1011,14 @@ impl Cx<'_> {
                 }
                 if !scope.is_empty() {
                     return Err(self
-                        .error(format!("a reduction over `{}` inside a definition over `{}`", self.symbol, self.symbol))
+                        .error_at(
+                            self.reduction_span(e),
+                            format!("a reduction over `{}` inside a definition over `{}`", self.symbol, self.symbol),
+                        )
                         .note("each point would need every rank's rows")
                         .help("reduce in a definition without the sharded axis, or pass one operand unsharded"));
                 }
-                Err(self.bug_nested())
+                Err(self.bug_nested(self.reduction_span(e)))
             }
             ExprKind::Tuple(items) => {
                 for i in items.iter_mut() {
@@ -998,8 +1093,9 @@ impl Cx<'_> {
         let over: Vec<usize> =
             (0..loops.len()).filter(|&k| self.is_over(&loops[k].start) || self.is_over(&loops[k].end)).collect();
         if over.len() != 1 {
+            let at = over.get(1).and_then(|&k| self.span_of(loops[k].index));
             return Err(self
-                .error(format!("a reduction with two indices over `{}`", self.symbol))
+                .error_at(at, format!("a reduction with two indices over `{}`", self.symbol))
                 .help("give one of them a dimension symbol of its own"));
         }
         let block_end = dvar(self.offset).add(&dvar(self.local));
@@ -1029,8 +1125,8 @@ impl Cx<'_> {
         res
     }
 
-    fn bug_nested(&self) -> Diagnostic {
-        self.error(format!("a reduction over `{}` here cannot be combined across ranks", self.symbol))
+    fn bug_nested(&self, at: Option<Span>) -> Diagnostic {
+        self.error_at(at, format!("a reduction over `{}` here cannot be combined across ranks", self.symbol))
             .note("the ranks' parts of a reduction are combined between statements, not inside a point, a branch or another reduction")
             .help(format!(
                 "bind the reduction over `{}` to a `let` of its own (or a definition without the sharded axis) and use that",

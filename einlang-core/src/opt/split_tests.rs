@@ -229,6 +229,7 @@ fn function(cover: (End, End), lo: End, hi: End, b: &Body) -> Function {
         device: None,
         shard: None,
         checkpointed: None,
+        spans: Default::default(),
     }
 }
 

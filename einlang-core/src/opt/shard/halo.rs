@@ -23,8 +23,30 @@ impl Cx<'_> {
         let seq_over =
             r.seq.iter().any(|(a, l)| self.is_over(&r.extents[*a]) || self.is_over(&l.start) || self.is_over(&l.end));
         if seq_over {
+            // The first clause that steps along the symbol reading an
+            // earlier point of the recurrence (else one that covers a range
+            // of it).
+            let steps = |c: &RecClause| {
+                c.cover.iter().any(|cv| match cv {
+                    crate::ir::Cover::Range(s, e) => self.is_over(s) || self.is_over(e),
+                    crate::ir::Cover::At(_) => false,
+                })
+            };
+            let reads_itself = |c: &RecClause| {
+                let mut reads = false;
+                visit_all(&c.body, &mut |e| {
+                    reads |= matches!(&e.kind, ExprKind::Read { tensor, .. } if *tensor == r.var);
+                });
+                reads
+            };
+            let at = r
+                .clauses
+                .iter()
+                .position(|c| steps(c) && reads_itself(c))
+                .or_else(|| r.clauses.iter().position(steps))
+                .and_then(|k| self.clause_span(r.var, k));
             return Err(self
-                .error(format!("the recurrence `{t}` runs along `{}`", self.symbol))
+                .error_at(at, format!("the recurrence `{t}` runs along `{}`", self.symbol))
                 .note("each step would need the step before from another rank: the ranks would run one after another")
                 .help(format!(
                     "shard along another axis, or run the recurrence along `{}` in an unsharded function",
@@ -36,6 +58,12 @@ impl Cx<'_> {
             if *d == dvar(self.global) {
                 axes.push(a);
             } else if self.is_over(d) {
+                // A clause that writes one position along the axis (a
+                // boundary row) makes its extent `max(B, n + 1)`.
+                let single = r.clauses.iter().position(|c| matches!(c.at.get(a), Some(RecIndex::Lit(_))));
+                if let Some(n) = single {
+                    return Err(self.single_point(&t, self.clause_span(r.var, n)));
+                }
                 return Err(self
                     .error(format!(
                         "axis {a} of the recurrence `{t}` has an extent that involves `{}` but is not `{}`",
@@ -56,14 +84,16 @@ impl Cx<'_> {
             // gradient step per step of a training loop): each becomes
             // this rank's part over the clause's loops and an all-reduce,
             // in the clause's prelude, at every step it covers.
-            for c in &mut r.clauses {
-                self.hoist_in_clause(c)?;
+            for (n, c) in r.clauses.iter_mut().enumerate() {
+                let at = self.clause_span(r.var, n);
+                self.at_site(at, |cx| cx.hoist_in_clause(c))?;
             }
             self.nested += 1;
             let mut res = Ok(());
-            for c in &mut r.clauses {
+            for (n, c) in r.clauses.iter_mut().enumerate() {
                 if res.is_ok() {
-                    res = self.expr(&mut c.body, &[]);
+                    let at = self.clause_span(r.var, n);
+                    res = self.at_site(at, |cx| cx.expr(&mut c.body, &[]));
                 }
             }
             self.nested -= 1;
@@ -86,13 +116,7 @@ impl Cx<'_> {
         let mut depth = vec![(0i64, 0i64); r.clauses.len()];
         for (n, c) in r.clauses.iter().enumerate() {
             let Some(RecIndexLoop(k)) = loop_at(&c.at, a) else {
-                return Err(self
-                    .error(format!("a clause of the recurrence `{t}` writes a single point along `{}`", self.symbol))
-                    .note("a literal position along the sharded axis belongs to one rank")
-                    .help(format!(
-                        "write the clause over a range of `{}` and guard the points (`where`)",
-                        self.symbol
-                    )));
+                return Err(self.single_point(&t, self.clause_span(r.var, n)));
             };
             let p = c.loops[k].index;
             let ranges = Ranges::of(&c.body, &[p]);
@@ -122,10 +146,13 @@ impl Cx<'_> {
             });
             if bad.is_some() {
                 return Err(self
-                    .error(format!(
-                        "a clause of `{t}` reads the current step of `{t}` at an offset along `{}`",
-                        self.symbol
-                    ))
+                    .error_at(
+                        self.clause_span(r.var, n),
+                        format!(
+                            "a clause of `{t}` reads the current step of `{t}` at an offset along `{}`",
+                            self.symbol
+                        ),
+                    )
                     .note("neighbouring ranks compute that step at the same time; only earlier steps are exchanged")
                     .help(format!("read an earlier step (`{t}[t - 1, i - 1, ..]`)")));
             }
@@ -160,7 +187,8 @@ impl Cx<'_> {
             self.in_rec = Some(r.var);
             self.ranges = Ranges::of(&c.body, &[p]);
             self.nested += 1;
-            let res = self.expr(&mut c.body, &[p]);
+            let at = self.clause_span(r.var, n);
+            let res = self.at_site(at, |cx| cx.expr(&mut c.body, &[p]));
             self.nested -= 1;
             self.in_rec = None;
             self.ranges = Ranges::default();
@@ -197,6 +225,14 @@ impl Cx<'_> {
         r.wavefront = false;
         out.push(Stmt::Recurrence(r));
         Ok(())
+    }
+
+    /// A clause of the recurrence `t` (at `at`) writes one position along
+    /// the sharded axis.
+    fn single_point(&self, t: &str, at: Option<Span>) -> Diagnostic {
+        self.error_at(at, format!("a clause of the recurrence `{t}` writes a single point along `{}`", self.symbol))
+            .note("a literal position along the sharded axis belongs to one rank")
+            .help(format!("write the clause over a range of `{}` and guard the points (`where`)", self.symbol))
     }
 
     /// The sharded tensors that the body of `def` (over the block, index

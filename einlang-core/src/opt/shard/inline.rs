@@ -45,6 +45,9 @@ impl Cx<'_> {
             unreachable!()
         };
         let (stmts, result) = self.inline_body(&g, args)?;
+        // Errors in the callee point into it (its spans, where the source
+        // has them), with a label at this call.
+        self.calls.push((func, self.site.map(|(s, _)| s)));
         self.inlining += 1;
         let mut r = Ok(());
         for s in stmts {
@@ -54,6 +57,7 @@ impl Cx<'_> {
             }
         }
         self.inlining -= 1;
+        self.calls.pop();
         r?;
         *e = result;
         Ok(())
@@ -106,6 +110,11 @@ impl Cx<'_> {
             let fresh = self.f.add_var(&info.source_name, info.ty.clone());
             map.insert(VarId(k as u32), fresh);
         }
+        // Its parameters stand for the call's arguments: their values'
+        // errors point at the call.
+        let inner: HashMap<VarId, VarId> =
+            map.iter().filter(|(v, _)| !g.params.contains(v)).map(|(&v, &to)| (v, to)).collect();
+        self.f.spans.copy_renamed(&g.spans, &inner);
         let mut stmts = Vec::new();
         let i64t = Repr::Scalar(ScalarKind::I64);
         for (&p, arg) in g.params.iter().zip(args) {

@@ -220,3 +220,74 @@ fn reads_of_other_ranks_rows_are_errors_that_say_why() {
     );
     assert!(along.unwrap_err().contains("runs along `B`"));
 }
+
+/// The first error's primary line and its labels' lines.
+fn error_lines(src: &str) -> (usize, Vec<usize>) {
+    let ast = crate::syntax::parse_str(src).unwrap();
+    // With device functions (the IR is the same without a device).
+    let options = crate::codegen::Options { cuda: true, ..Default::default() };
+    let d = crate::driver::lower(ast, &options).err().expect("an error");
+    (d[0].span.line_col().0, d[0].labels.iter().map(|l| l.span.line_col().0).collect())
+}
+
+#[test]
+fn rejections_point_at_the_offending_definition_with_the_attribute_as_a_label() {
+    // A reduction over the symbol inside a definition over it: at the
+    // reduction (line 3), the attribute (line 1) a label.
+    let (line, labels) = error_lines(
+        "#[shard(B)]
+        fn gram(x: [f32; B, K]) -> [f32; B] {
+            let g[n] = sum[m, k](x[n, k] * x[m, k]);
+            g
+        }",
+    );
+    assert_eq!((line, labels), (3, vec![1]));
+    // A gather: at the definition (line 4).
+    let (line, labels) = error_lines(
+        "#[shard(B)]
+        fn g(x: [f32; B], idx: [i64; B]) -> [f32; B] {
+            let s = 2.0;
+            let y[n] = x[idx[n]] * s;
+            y
+        }",
+    );
+    assert_eq!((line, labels), (4, vec![1]));
+    // A recurrence along the symbol: at the clause that steps along it.
+    let (line, _) = error_lines(
+        "#[shard(B)]
+        fn c(x: [f32; B]) -> [f32; B] {
+            let c[0] = x[0];
+            let c[n in 1..B] = c[n - 1] + x[n];
+            c
+        }",
+    );
+    assert_eq!(line, 4);
+    // In a function called with a sharded tensor: at the callee's
+    // definition (line 2), with labels at the call (line 7) and the
+    // attribute (line 5).
+    let (line, labels) = error_lines(
+        "fn p(x: [f32; N], idx: [i64; N]) -> [f32; N] {
+            let y[n] = x[idx[n]];
+            y
+        }
+        #[shard(B)]
+        fn s(x: [f32; B], idx: [i64; B]) -> [f32; B] {
+            let y = p(x, idx);
+            y
+        }",
+    );
+    assert_eq!((line, labels), (2, vec![7, 5]));
+    // A reduction over the symbol in a device recurrence's step: at the
+    // reduction (line 5).
+    let (line, labels) = error_lines(
+        "#[shard(B)]
+        #[device(cuda)]
+        fn train(x: [f32; B, I], w0: [f32; I], steps: i64) -> [f32; I] {
+            let w[0, i] = w0[i];
+            let w[s in 1..steps, i] = w[s - 1, i] - 0.1 * sum[n](x[n, i] * w[s - 1, i]);
+            let last[i] = w[steps - 1, i];
+            last
+        }",
+    );
+    assert_eq!((line, labels), (5, vec![1]));
+}
