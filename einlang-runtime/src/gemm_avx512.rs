@@ -109,42 +109,13 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         let scale = if p0 + kc == k { scale } else { None };
         // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
         // holds `kc` rows of NR values, zeros past `n`.
-        // The loops follow `b`'s contiguous axis, so the reads stream (a
-        // transposed operand, `k^T` of attention scores, is read along its
-        // rows and written with a stride inside the panel).
-        let pack_right = |(j, panel): (usize, &mut [f32])| {
-            let cols = NR.min(n - j * NR);
-            if cols < NR {
-                panel.fill(0.0);
-            }
-            if cols == NR && b.rs == 1 && gathers(b.cs) {
-                // Whole panels of a transposed operand (`k^T`): sixteen
-                // columns per gather, a row of the panel per term.
-                // SAFETY: the panel's NR columns from j * NR and rows p0..p0
-                // + kc are inside `b`; AVX-512F as `sgemm`'s caller vouches.
-                unsafe { gather_panel(b, p0, kc, j * NR, panel) };
-            } else if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
-                for jj in 0..cols {
-                    for kk in 0..kc {
-                        // SAFETY: row p0 + kk < k and column j * NR + jj < n are inside `b`.
-                        panel[kk * NR + jj] = unsafe { *b.at(p0 + kk, j * NR + jj) };
-                    }
-                }
-            } else {
-                for kk in 0..kc {
-                    let dst = &mut panel[kk * NR..kk * NR + cols];
-                    for (jj, d) in dst.iter_mut().enumerate() {
-                        // SAFETY: as above.
-                        *d = unsafe { *b.at(p0 + kk, j * NR + jj) };
-                    }
-                }
-            }
-        };
+        // SAFETY: `b` addresses `k x n` elements, AVX-512F as the caller vouches.
+        let pack = |(j, panel): (usize, &mut [f32])| unsafe { pack_right(b, p0, kc, n, j * NR, panel) };
         let right_block = &mut right[..kc * panels * NR];
         if threads > 1 {
-            right_block.par_chunks_mut(kc * NR).enumerate().for_each(pack_right);
+            right_block.par_chunks_mut(kc * NR).enumerate().for_each(pack);
         } else {
-            right_block.chunks_mut(kc * NR).enumerate().for_each(pack_right);
+            right_block.chunks_mut(kc * NR).enumerate().for_each(pack);
         }
         let right_block = &right[..kc * panels * NR];
         let direct = a.cs == 1;
@@ -228,6 +199,52 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         p0 += kc;
     }
     give(right);
+}
+
+/// Packs columns `j0..j0 + NR` of rows `p0..p0 + kc` of `b` (`n` columns)
+/// into `panel` (`kc` rows of NR values, zeros past `n`). The loops follow
+/// `b`'s contiguous axis, so the reads stream (a transposed operand, `k^T`
+/// of attention scores, is read along its rows and written with a stride
+/// inside the panel, or gathered sixteen columns at a time).
+///
+/// # Safety
+///
+/// AVX-512F; rows `p0..p0 + kc` and columns `j0..min(j0 + NR, n)` are
+/// inside `b`; `panel` holds `kc * NR` values.
+#[cfg(target_arch = "x86_64")]
+unsafe fn pack_right(b: Mat, p0: usize, kc: usize, n: usize, j0: usize, panel: &mut [f32]) {
+    let cols = NR.min(n - j0);
+    if cols < NR {
+        panel.fill(0.0);
+    }
+    if cols == NR && b.rs == 1 && gathers(b.cs) {
+        // Whole panels of a transposed operand (`k^T`): sixteen columns
+        // per gather, a row of the panel per term.
+        // SAFETY: the panel's NR columns from j0 and rows p0..p0 + kc are
+        // inside `b`; AVX-512F as the caller vouches.
+        unsafe { gather_panel(b, p0, kc, j0, panel) };
+    } else if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
+        for jj in 0..cols {
+            for kk in 0..kc {
+                // SAFETY: row p0 + kk < k and column j0 + jj < n are inside `b`.
+                panel[kk * NR + jj] = unsafe { *b.at(p0 + kk, j0 + jj) };
+            }
+        }
+    } else if b.cs == 1 {
+        for kk in 0..kc {
+            // SAFETY: as above; the row's `cols` elements are contiguous.
+            let src = unsafe { std::slice::from_raw_parts(b.at(p0 + kk, j0).cast_const(), cols) };
+            panel[kk * NR..kk * NR + cols].copy_from_slice(src);
+        }
+    } else {
+        for kk in 0..kc {
+            let dst = &mut panel[kk * NR..kk * NR + cols];
+            for (jj, d) in dst.iter_mut().enumerate() {
+                // SAFETY: as above.
+                *d = unsafe { *b.at(p0 + kk, j0 + jj) };
+            }
+        }
+    }
 }
 
 /// Whether a column stride lets `gather_panel` reach sixteen columns with
@@ -442,4 +459,172 @@ unsafe fn tile<const DIRECT: bool, const R: usize>(
             }
         }
     }
+}
+
+/// One head of attention in one pass over blocks of MR rows:
+/// `out[i, c] = (sum[j](e[i, j] * v[j, c])) / z[i]` with `s = q · kt`
+/// (times `scale`, when there is one), `e[i, j] = exp(s[i, j] - max[j]
+/// s[i, j])` and `z[i] = sum[j](e[i, j])`, for `q: m x d`, `kt: d x nk`,
+/// `v: nk x dv` (`d, nk > 0`). `kt` and `v` are packed once into panels
+/// of NR columns; then each block's scores are computed by the
+/// micro-kernel into a buffer of MR rows, made `e` in place with their
+/// sums (`super::softmax_row`), multiplied by `v`'s panels while they are
+/// in the cache, divided by the sums and stored. The bits are those of
+/// `sgemm` for `s` (the same blocks of the sum, the scale applied after
+/// the last), the softmax row, `sgemm` for `e · v` and the division, each
+/// as its own pass: every element's arithmetic is the same, in the same
+/// order. Row blocks run in parallel on up to `threads` threads.
+///
+/// # Safety
+///
+/// AVX-512F (and AVX2, FMA); `q`, `kt` and `v` address readable matrices of
+/// those extents, `out` `m x dv` writable elements that nothing else
+/// accesses meanwhile.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn attention(
+    [m, d, nk, dv]: [usize; 4],
+    q: Mat,
+    kt: Mat,
+    v: Mat,
+    scale: Option<f32>,
+    out: Mat,
+    threads: usize,
+) {
+    let (ps, pv) = (nk.div_ceil(NR), dv.div_ceil(NR));
+    let mut kpack = take(d * ps * NR);
+    let mut vpack = take(nk * pv * NR);
+    // SAFETY: the extents as the caller vouches; AVX-512F.
+    unsafe {
+        pack_whole(kt, d, nk, &mut kpack[..d * ps * NR]);
+        pack_whole(v, nk, dv, &mut vpack[..nk * pv * NR]);
+    }
+    let (kp, vp) = (&kpack[..d * ps * NR], &vpack[..nk * pv * NR]);
+    let blocks = m.div_ceil(MR);
+    // SAFETY: block `blk`'s rows are inside `q` and `out`, disjoint from
+    // every other block's; the packed panels as `pack_whole` made them.
+    let run = |blk: usize| unsafe { attention_block(blk, [m, d, nk, dv], q, kp, vp, scale, out) };
+    if threads > 1 && blocks > 1 {
+        (0..blocks).into_par_iter().for_each(run);
+    } else {
+        (0..blocks).for_each(run);
+    }
+    give(kpack);
+    give(vpack);
+}
+
+/// Packs all of `b` (`k x n`) into blocks of KC rows, each a run of
+/// panels of NR columns (`pack_right`): block `p0` from `p0 * panels *
+/// NR`, its panel `j` from there plus `j * kc * NR`.
+///
+/// # Safety
+///
+/// AVX-512F; `b` addresses `k x n` readable elements; `packed` holds `k *
+/// n.div_ceil(NR) * NR` values.
+#[cfg(target_arch = "x86_64")]
+unsafe fn pack_whole(b: Mat, k: usize, n: usize, packed: &mut [f32]) {
+    let panels = n.div_ceil(NR);
+    let mut p0 = 0;
+    while p0 < k {
+        let kc = KC.min(k - p0);
+        let block = &mut packed[p0 * panels * NR..(p0 + kc) * panels * NR];
+        for (j, panel) in block.chunks_mut(kc * NR).enumerate() {
+            // SAFETY: as the caller vouches.
+            unsafe { pack_right(b, p0, kc, n, j * NR, panel) };
+        }
+        p0 += kc;
+    }
+}
+
+/// Rows `blk * MR ..` (at most MR) of `attention`.
+///
+/// # Safety
+///
+/// As `attention`, `kp` and `vp` packed by `pack_whole` from `kt` and `v`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn attention_block(
+    blk: usize,
+    [m, d, nk, dv]: [usize; 4],
+    q: Mat,
+    kp: &[f32],
+    vp: &[f32],
+    scale: Option<f32>,
+    out: Mat,
+) {
+    let (ps, pv) = (nk.div_ceil(NR), dv.div_ceil(NR));
+    let (lds, ldy) = (ps * NR, pv * NR);
+    let r0 = blk * MR;
+    let mr = MR.min(m - r0);
+    let mut sbuf = take(MR * lds);
+    let mut ybuf = take(MR * ldy);
+    let mut lbuf = take(MR * KC.min(d));
+    let sc = Mat { ptr: sbuf.as_mut_ptr(), rs: lds as isize, cs: 1 };
+    let yc = Mat { ptr: ybuf.as_mut_ptr(), rs: ldy as isize, cs: 1 };
+    // The scores, as `sgemm` computes them: MR rows of `q` in place when
+    // they are whole and contiguous, else a packed panel of `mr` rows.
+    let direct = q.cs == 1 && mr == MR;
+    let mut p0 = 0;
+    while p0 < d {
+        let kc = KC.min(d - p0);
+        let last = if p0 + kc == d { scale } else { None };
+        if !direct {
+            let panel = &mut lbuf[..MR * kc];
+            if mr < MR {
+                panel.fill(0.0);
+            }
+            for ii in 0..mr {
+                for kk in 0..kc {
+                    // SAFETY: row r0 + ii < m and column p0 + kk < d are inside `q`.
+                    panel[kk * MR + ii] = unsafe { *q.at(r0 + ii, p0 + kk) };
+                }
+            }
+        }
+        for jp in 0..ps {
+            let nr = NR.min(nk - jp * NR);
+            // SAFETY: panel `jp` of block `p0` holds `kc * NR` values; the
+            // tile (0, jp * NR) of mr x nr is inside the buffer of MR rows
+            // of `lds >= nk` values; MR rows of `q` from r0 when direct.
+            unsafe {
+                let rp = kp.as_ptr().add(p0 * ps * NR + jp * kc * NR);
+                if direct {
+                    tile::<true, MR>(kc, q.at(r0, p0), q.rs, rp, NR, sc, 0, jp * NR, mr, nr, p0 > 0, last);
+                } else {
+                    packed_tile(kc, lbuf.as_ptr(), rp, NR, sc, 0, jp * NR, mr, nr, p0 > 0, last);
+                }
+            }
+        }
+        p0 += kc;
+    }
+    let mut sums = [0.0f32; MR];
+    for (r, z) in sums.iter_mut().enumerate().take(mr) {
+        *z = super::softmax_row(&mut sbuf[r * lds..r * lds + nk]);
+    }
+    // `e · v` over the rows of the buffer in place (rows past `mr`, if
+    // any, are computed from stale values and never stored).
+    let mut p0 = 0;
+    while p0 < nk {
+        let kc = KC.min(nk - p0);
+        for jp in 0..pv {
+            let nr = NR.min(dv - jp * NR);
+            // SAFETY: MR rows of the buffer have `kc` values from p0; panel
+            // `jp` of block `p0` of `vp`; the tile is inside `ybuf`.
+            unsafe {
+                let rp = vp.as_ptr().add(p0 * pv * NR + jp * kc * NR);
+                tile::<true, MR>(kc, sbuf.as_ptr().add(p0), lds as isize, rp, NR, yc, 0, jp * NR, mr, nr, p0 > 0, None);
+            }
+        }
+        p0 += kc;
+    }
+    for (r, z) in sums.iter().enumerate().take(mr) {
+        let row = &ybuf[r * ldy..r * ldy + dv];
+        for (c, y) in row.iter().enumerate() {
+            // SAFETY: (r0 + r, c) is inside `out`, in this block's rows.
+            unsafe { out.at(r0 + r, c).write(*y / *z) };
+        }
+    }
+    give(sbuf);
+    give(ybuf);
+    give(lbuf);
 }
