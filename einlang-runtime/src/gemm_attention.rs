@@ -316,7 +316,7 @@ mod tests {
 
     /// Shapes on both paths: fused (at least 16 rows filling the tiles,
     /// 32 or more keys and output columns) with one and two blocks of the
-    /// sums, partial panels and a last block of one row; and the chain's
+    /// sums, partial panels and a last block of 1, 4, 8 or 11 rows; and the chain's
     /// own steps (few rows or columns, empty extents).
     const SHAPES: &[[usize; 4]] = &[
         // [m, nk, d, dv]
@@ -325,6 +325,7 @@ mod tests {
         [24, 40, 300, 64],
         [36, 257, 1, 33],
         [256, 64, 64, 64],
+        [104, 64, 16, 48],
         [1, 1, 1, 1],
         [7, 13, 5, 3],
         [17, 37, 7, 41],

@@ -601,8 +601,9 @@ unsafe fn attention_block(
     for (r, z) in sums.iter_mut().enumerate().take(mr) {
         *z = super::softmax_row(&mut sbuf[r * lds..r * lds + nk]);
     }
-    // `e · v` over the rows of the buffer in place (rows past `mr`, if
-    // any, are computed from stale values and never stored).
+    // `e · v` over the rows of the buffer in place, as many as hold some
+    // (4, 8 or MR, as `packed_tile`; rows past `mr`, if any, are computed
+    // from stale values and never stored).
     let mut p0 = 0;
     while p0 < nk {
         let kc = KC.min(nk - p0);
@@ -611,8 +612,13 @@ unsafe fn attention_block(
             // SAFETY: MR rows of the buffer have `kc` values from p0; panel
             // `jp` of block `p0` of `vp`; the tile is inside `ybuf`.
             unsafe {
-                let rp = vp.as_ptr().add(p0 * pv * NR + jp * kc * NR);
-                tile::<true, MR>(kc, sbuf.as_ptr().add(p0), lds as isize, rp, NR, yc, 0, jp * NR, mr, nr, p0 > 0, None);
+                let (a, rp) = (sbuf.as_ptr().add(p0), vp.as_ptr().add(p0 * pv * NR + jp * kc * NR));
+                let (ld, j0, add) = (lds as isize, jp * NR, p0 > 0);
+                match mr {
+                    0..=4 => tile::<true, 4>(kc, a, ld, rp, NR, yc, 0, j0, mr, nr, add, None),
+                    5..=8 => tile::<true, 8>(kc, a, ld, rp, NR, yc, 0, j0, mr, nr, add, None),
+                    _ => tile::<true, MR>(kc, a, ld, rp, NR, yc, 0, j0, mr, nr, add, None),
+                }
             }
         }
         p0 += kc;
