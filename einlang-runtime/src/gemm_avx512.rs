@@ -254,8 +254,9 @@ fn gathers(cs: isize) -> bool {
 }
 
 /// Packs the `kc x NR` panel of `b` at `(p0, j0)` (contiguous columns:
-/// `b.rs == 1`, `gathers(b.cs)`) into `panel`, row by row: sixteen columns
-/// per gather.
+/// `b.rs == 1`, `gathers(b.cs)`) into `panel`: whole runs of sixteen terms
+/// as 16 x 16 blocks, sixteen contiguous loads transposed in registers
+/// (`transpose16`), the rest row by row, sixteen columns per gather.
 ///
 /// # Safety
 ///
@@ -267,7 +268,23 @@ unsafe fn gather_panel(b: Mat, p0: usize, kc: usize, j0: usize, panel: &mut [f32
     let steps = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let offsets = _mm512_mullo_epi32(steps, _mm512_set1_epi32(cs));
     let out = panel[..kc * NR].as_mut_ptr();
-    for kk in 0..kc {
+    let whole = kc / 16 * 16;
+    for k0 in (0..whole).step_by(16) {
+        for half in [0, 16] {
+            // SAFETY: column j0 + half + i (i < 16) holds terms p0 + k0 ..
+            // p0 + k0 + 16, contiguous (`b.rs == 1`), inside `b`; the
+            // stores are rows k0..k0 + 16 of the panel, columns half..half + 16.
+            unsafe {
+                let rows: [__m512; 16] =
+                    std::array::from_fn(|i| _mm512_loadu_ps(b.at(p0 + k0, j0 + half + i).cast_const()));
+                let cols = transpose16(rows);
+                for (c, v) in cols.iter().enumerate() {
+                    _mm512_storeu_ps(out.add((k0 + c) * NR + half), *v);
+                }
+            }
+        }
+    }
+    for kk in whole..kc {
         // SAFETY: columns j0..j0 + NR of row p0 + kk are inside `b`
         // (offsets up to 31 columns, which `gathers` keeps in i32).
         unsafe {
@@ -277,6 +294,45 @@ unsafe fn gather_panel(b: Mat, p0: usize, kc: usize, j0: usize, panel: &mut [f32
             _mm512_storeu_ps(out.add(kk * NR + 16), hi);
         }
     }
+}
+
+/// The transpose of a 16 x 16 block held as sixteen rows: element `c` of
+/// row `i` becomes element `i` of row `c`. Pairs of rows interleaved by
+/// elements, then by pairs (each 128-bit lane then holds four rows' values
+/// of one column), then the lanes of four such vectors brought together.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
+    // t[2i] lane L: r[2i][4L], r[2i+1][4L], r[2i][4L+1], r[2i+1][4L+1];
+    // t[2i+1] the same for 4L+2 and 4L+3.
+    let t: [__m512; 16] = std::array::from_fn(|x| {
+        let (a, b) = (r[x & !1], r[x | 1]);
+        if x % 2 == 0 {
+            _mm512_unpacklo_ps(a, b)
+        } else {
+            _mm512_unpackhi_ps(a, b)
+        }
+    });
+    // u[4g + c] lane L: column 4L + c of rows 4g..4g + 4.
+    let u: [__m512; 16] = std::array::from_fn(|x| {
+        let (g, c) = (x / 4, x % 4);
+        let (a, b) = (_mm512_castps_pd(t[4 * g + c / 2]), _mm512_castps_pd(t[4 * g + 2 + c / 2]));
+        _mm512_castpd_ps(if c % 2 == 0 { _mm512_unpacklo_pd(a, b) } else { _mm512_unpackhi_pd(a, b) })
+    });
+    let mut out = [_mm512_setzero_ps(); 16];
+    for c in 0..4 {
+        let (a, b, cc, d) = (u[c], u[4 + c], u[8 + c], u[12 + c]);
+        // Lanes 0, 1 of each group and lanes 2, 3, in group order.
+        let x0 = _mm512_shuffle_f32x4::<0b0100_0100>(a, b);
+        let x1 = _mm512_shuffle_f32x4::<0b1110_1110>(a, b);
+        let y0 = _mm512_shuffle_f32x4::<0b0100_0100>(cc, d);
+        let y1 = _mm512_shuffle_f32x4::<0b1110_1110>(cc, d);
+        out[c] = _mm512_shuffle_f32x4::<0b1000_1000>(x0, y0);
+        out[4 + c] = _mm512_shuffle_f32x4::<0b1101_1101>(x0, y0);
+        out[8 + c] = _mm512_shuffle_f32x4::<0b1000_1000>(x1, y1);
+        out[12 + c] = _mm512_shuffle_f32x4::<0b1101_1101>(x1, y1);
+    }
+    out
 }
 
 /// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`; `gemm` gives it
