@@ -296,6 +296,10 @@ fn heads_run_fused_against_loops_and_bit_for_bit_against_the_whole_statements() 
             for (g, w) in got.iter().zip(whole.iter()) {
                 assert_eq!(g.to_bits(), w.to_bits(), "{h}x{n}x{d}, {threads} threads");
             }
+            // Into a caller's buffer laid out `[d, n, h]`: the same bits.
+            let mut out = Array3::<f32>::from_elem((d, n, h), f32::NAN);
+            attention_into(&q, &k, &v, out.view_mut().reversed_axes()).unwrap();
+            assert!(out.view().reversed_axes().iter().zip(got.iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
             // `std::ml::attention` with the scale at run time: the same
             // bits for 0.125, near the loops for 0.3.
             let same = attention_std(&q, &k, &v, 0.125).unwrap();
