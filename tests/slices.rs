@@ -61,6 +61,22 @@ einlang! {
         y
     }
 
+    /// `std::ml::attention` with a scale given at run time.
+    pub fn attention_std(q: [f32; H, N, D], k: [f32; H, N, D], v: [f32; H, N, D], c: f32) -> [f32; H, N, D] {
+        std::ml::attention(q, k, v, c)
+    }
+
+    /// Cross-attention: keys of another length, values of another width,
+    /// other names, the scale on the left.
+    pub fn cross(q: [f32; B, N, D], key: [f32; B, M, D], val: [f32; B, M, E]) -> [f32; B, N, E] {
+        let t[b, r, c] = 0.3 * sum[f](q[b, r, f] * key[b, c, f]);
+        let top[b, r] = max[c](t[b, r, c]);
+        let p[b, r, c] = exp(t[b, r, c] - top[b, r]);
+        let total[b, r] = sum[c](p[b, r, c]);
+        let out[b, r, x] = sum[c](p[b, r, c] * val[b, c, x]) / total[b, r];
+        out
+    }
+
     /// Two products with an elementwise kernel between them, operands
     /// laid out `[row, head, feature]` (the batch axis second).
     pub fn mlp_heads(x: [f64; N, H, D], w: [f64; H, D, F], u: [f64; H, F, D]) -> [f64; H, N, D] {
@@ -113,6 +129,12 @@ fn attention_loops(q: &Array3<f64>, k: &Array3<f64>, v: &Array3<f64>, scale: f64
 
 const SHAPES: &[(usize, usize, usize)] =
     &[(1, 1, 1), (1, 5, 7), (3, 13, 7), (7, 33, 1), (3, 33, 7), (2, 40, 16), (0, 5, 7), (3, 0, 7), (3, 5, 0)];
+
+/// Shapes whose heads the runtime runs fused on AVX-512 (`gemm::
+/// attention_into`: rows filling the 12-row tiles, 32 or more keys and
+/// features): a last block of one row (97, prime), sums of two blocks
+/// (300 keys, 300 features), partial panels of columns.
+const FUSED: &[(usize, usize, usize)] = &[(1, 97, 33), (3, 97, 33), (2, 300, 40), (1, 36, 300), (3, 24, 64)];
 
 #[test]
 fn attention_per_head_against_loops_and_bit_for_bit_against_the_whole_statements() {
@@ -252,4 +274,78 @@ fn attention_into_the_callers_buffer_of_any_strides() {
         assert!(attention_into(&q, &k, &v, &mut wrong).is_err());
         assert!(wrong.iter().all(|&x| x == 7.0));
     }
+}
+
+#[test]
+fn heads_run_fused_against_loops_and_bit_for_bit_against_the_whole_statements() {
+    on_threads(|threads| {
+        for (seed, &(h, n, d)) in FUSED.iter().enumerate() {
+            let seed = seed as u64;
+            let q = tensor3(h, n, d, 210 + seed).mapv(|x| x as f32);
+            let k = tensor3(h, n, d, 220 + seed).mapv(|x| x as f32);
+            let v = tensor3(h, n, d, 230 + seed).mapv(|x| x as f32);
+            let got = attention(&q, &k, &v).unwrap();
+            let want = attention_loops(&q.mapv(f64::from), &k.mapv(f64::from), &v.mapv(f64::from), 0.125);
+            for (g, w) in got.iter().zip(want.iter()) {
+                assert!(
+                    (*g as f64 - w).abs() <= 1e-5 * w.abs().max(1.0),
+                    "{h}x{n}x{d}, {threads} threads: {g} against {w}"
+                );
+            }
+            let (whole, ..) = attention_parts(&q, &k, &v).unwrap();
+            for (g, w) in got.iter().zip(whole.iter()) {
+                assert_eq!(g.to_bits(), w.to_bits(), "{h}x{n}x{d}, {threads} threads");
+            }
+            // Into a caller's buffer laid out `[d, n, h]`: the same bits.
+            let mut out = Array3::<f32>::from_elem((d, n, h), f32::NAN);
+            attention_into(&q, &k, &v, out.view_mut().reversed_axes()).unwrap();
+            assert!(out.view().reversed_axes().iter().zip(got.iter()).all(|(a, b)| a.to_bits() == b.to_bits()));
+            // `std::ml::attention` with the scale at run time: the same
+            // bits for 0.125, near the loops for 0.3.
+            let same = attention_std(&q, &k, &v, 0.125).unwrap();
+            assert!(same.iter().zip(got.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "{h}x{n}x{d}");
+            let other = attention_std(&q, &k, &v, 0.3).unwrap();
+            let want = attention_loops(&q.mapv(f64::from), &k.mapv(f64::from), &v.mapv(f64::from), 0.3);
+            for (g, w) in other.iter().zip(want.iter()) {
+                assert!((*g as f64 - w).abs() <= 1e-5 * w.abs().max(1.0), "{h}x{n}x{d}: {g} against {w}");
+            }
+        }
+    });
+}
+
+#[test]
+fn cross_attention_with_other_extents_and_names_against_loops() {
+    // (batches, rows, keys, features, value width): fused and not.
+    let shapes = [(2, 97, 40, 7, 33), (1, 131, 300, 16, 64), (3, 5, 3, 2, 1), (2, 24, 7, 5, 40), (1, 36, 0, 3, 32)];
+    on_threads(|threads| {
+        for (seed, &(b, n, m, d, e)) in shapes.iter().enumerate() {
+            let seed = seed as u64;
+            let q = tensor3(b, n, d, 310 + seed);
+            let k = tensor3(b, m, d, 320 + seed);
+            let v = tensor3(b, m, e, 330 + seed);
+            let (qf, kf, vf) = (q.mapv(|x| x as f32), k.mapv(|x| x as f32), v.mapv(|x| x as f32));
+            let got = cross(&qf, &kf, &vf).unwrap();
+            assert_eq!(got.shape(), &[b, n, e]);
+            let (q, k, v) = (qf.mapv(f64::from), kf.mapv(f64::from), vf.mapv(f64::from));
+            for a in 0..b {
+                for i in 0..n {
+                    let s: Vec<f64> = (0..m)
+                        .map(|j| 0.3f32 as f64 * (0..d).map(|c| q[[a, i, c]] * k[[a, j, c]]).sum::<f64>())
+                        .collect();
+                    let top = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let p: Vec<f64> = s.iter().map(|x| (x - top).exp()).collect();
+                    let total: f64 = p.iter().sum();
+                    for x in 0..e {
+                        let w = (0..m).map(|j| p[j] * v[[a, j, x]]).sum::<f64>() / total;
+                        let g = f64::from(got[[a, i, x]]);
+                        // No keys: 0 / 0, as the loops.
+                        assert!(
+                            (g - w).abs() <= 1e-5 * w.abs().max(1.0) || (g.is_nan() && w.is_nan()),
+                            "{b}x{n}x{m}x{d}x{e}, {threads} threads: {g} against {w}"
+                        );
+                    }
+                }
+            }
+        }
+    });
 }

@@ -43,6 +43,11 @@ use crate::Error;
 #[path = "gemm_avx512.rs"]
 mod avx512;
 
+#[path = "gemm_attention.rs"]
+mod attention;
+pub use attention::attention_into;
+use attention::softmax_row;
+
 /// Extents as `usize`, refusing negative ones.
 fn extents<const N: usize>(function: &str, dims: [i64; N]) -> Result<[usize; N], Error> {
     let mut out = [0usize; N];

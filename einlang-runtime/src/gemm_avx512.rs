@@ -102,37 +102,8 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     let blocks = m.div_ceil(rows);
     // Pack `b[p0..p0 + kc, ..]` into panels of NR columns: panel `j`
     // holds `kc` rows of NR values, zeros past `n`.
-    // The loops follow `b`'s contiguous axis, so the reads stream (a
-    // transposed operand, `k^T` of attention scores, is read along its
-    // rows and written with a stride inside the panel).
-    let pack_right = |p0: usize, kc: usize, j: usize, panel: &mut [f32]| {
-        let cols = NR.min(n - j * NR);
-        if cols < NR {
-            panel.fill(0.0);
-        }
-        if cols == NR && b.rs == 1 && gathers(b.cs) {
-            // Whole panels of a transposed operand (`k^T`): sixteen
-            // columns per gather, a row of the panel per term.
-            // SAFETY: the panel's NR columns from j * NR and rows p0..p0
-            // + kc are inside `b`; AVX-512F as `sgemm`'s caller vouches.
-            unsafe { gather_panel(b, p0, kc, j * NR, panel) };
-        } else if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
-            for jj in 0..cols {
-                for kk in 0..kc {
-                    // SAFETY: row p0 + kk < k and column j * NR + jj < n are inside `b`.
-                    panel[kk * NR + jj] = unsafe { *b.at(p0 + kk, j * NR + jj) };
-                }
-            }
-        } else {
-            for kk in 0..kc {
-                let dst = &mut panel[kk * NR..kk * NR + cols];
-                for (jj, d) in dst.iter_mut().enumerate() {
-                    // SAFETY: as above.
-                    *d = unsafe { *b.at(p0 + kk, j * NR + jj) };
-                }
-            }
-        }
-    };
+    // SAFETY: `b` addresses `k x n` elements, AVX-512F as the caller vouches.
+    let pack = |p0: usize, kc: usize, j: usize, panel: &mut [f32]| unsafe { pack_right(b, p0, kc, n, j * NR, panel) };
     let direct = a.cs == 1;
     let run = |blk: usize, p0: usize, right_block: &[f32], js: std::ops::Range<usize>| {
         let kc = KC.min(k - p0);
@@ -219,7 +190,7 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
             // lies inside `right` (of `k * panels * NR`) and is no other
             // task's.
             let panel = unsafe { std::slice::from_raw_parts_mut(whole.get().add(at(p0, j)), kc * NR) };
-            pack_right(p0, kc, j, panel);
+            pack(p0, kc, j, panel);
         });
         let packed = &right[..k * panels * NR];
         let groups = if blocks < 2 * threads { (2 * threads).div_ceil(blocks).min(panels) } else { 1 };
@@ -240,9 +211,9 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         let kc = KC.min(k - p0);
         let right_block = &mut right[..kc * panels * NR];
         if threads > 1 {
-            right_block.par_chunks_mut(kc * NR).enumerate().for_each(|(j, panel)| pack_right(p0, kc, j, panel));
+            right_block.par_chunks_mut(kc * NR).enumerate().for_each(|(j, panel)| pack(p0, kc, j, panel));
         } else {
-            right_block.chunks_mut(kc * NR).enumerate().for_each(|(j, panel)| pack_right(p0, kc, j, panel));
+            right_block.chunks_mut(kc * NR).enumerate().for_each(|(j, panel)| pack(p0, kc, j, panel));
         }
         let right_block = &right[..kc * panels * NR];
         if threads > 1 {
@@ -280,6 +251,52 @@ impl Shared {
     }
 }
 
+/// Packs columns `j0..j0 + NR` of rows `p0..p0 + kc` of `b` (`n` columns)
+/// into `panel` (`kc` rows of NR values, zeros past `n`). The loops follow
+/// `b`'s contiguous axis, so the reads stream (a transposed operand, `k^T`
+/// of attention scores, is read along its rows and written with a stride
+/// inside the panel, or gathered sixteen columns at a time).
+///
+/// # Safety
+///
+/// AVX-512F; rows `p0..p0 + kc` and columns `j0..min(j0 + NR, n)` are
+/// inside `b`; `panel` holds `kc * NR` values.
+#[cfg(target_arch = "x86_64")]
+unsafe fn pack_right(b: Mat, p0: usize, kc: usize, n: usize, j0: usize, panel: &mut [f32]) {
+    let cols = NR.min(n - j0);
+    if cols < NR {
+        panel.fill(0.0);
+    }
+    if cols == NR && b.rs == 1 && gathers(b.cs) {
+        // Whole panels of a transposed operand (`k^T`): sixteen columns
+        // per gather, a row of the panel per term.
+        // SAFETY: the panel's NR columns from j0 and rows p0..p0 + kc are
+        // inside `b`; AVX-512F as the caller vouches.
+        unsafe { gather_panel(b, p0, kc, j0, panel) };
+    } else if b.rs.unsigned_abs() < b.cs.unsigned_abs() {
+        for jj in 0..cols {
+            for kk in 0..kc {
+                // SAFETY: row p0 + kk < k and column j0 + jj < n are inside `b`.
+                panel[kk * NR + jj] = unsafe { *b.at(p0 + kk, j0 + jj) };
+            }
+        }
+    } else if b.cs == 1 {
+        for kk in 0..kc {
+            // SAFETY: as above; the row's `cols` elements are contiguous.
+            let src = unsafe { std::slice::from_raw_parts(b.at(p0 + kk, j0).cast_const(), cols) };
+            panel[kk * NR..kk * NR + cols].copy_from_slice(src);
+        }
+    } else {
+        for kk in 0..kc {
+            let dst = &mut panel[kk * NR..kk * NR + cols];
+            for (jj, d) in dst.iter_mut().enumerate() {
+                // SAFETY: as above.
+                *d = unsafe { *b.at(p0 + kk, j0 + jj) };
+            }
+        }
+    }
+}
+
 /// Whether a column stride lets `gather_panel` reach sixteen columns with
 /// 32-bit offsets (in bytes).
 fn gathers(cs: isize) -> bool {
@@ -287,8 +304,9 @@ fn gathers(cs: isize) -> bool {
 }
 
 /// Packs the `kc x NR` panel of `b` at `(p0, j0)` (contiguous columns:
-/// `b.rs == 1`, `gathers(b.cs)`) into `panel`, row by row: sixteen columns
-/// per gather.
+/// `b.rs == 1`, `gathers(b.cs)`) into `panel`: whole runs of sixteen terms
+/// as 16 x 16 blocks, sixteen contiguous loads transposed in registers
+/// (`transpose16`), the rest row by row, sixteen columns per gather.
 ///
 /// # Safety
 ///
@@ -300,7 +318,23 @@ unsafe fn gather_panel(b: Mat, p0: usize, kc: usize, j0: usize, panel: &mut [f32
     let steps = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let offsets = _mm512_mullo_epi32(steps, _mm512_set1_epi32(cs));
     let out = panel[..kc * NR].as_mut_ptr();
-    for kk in 0..kc {
+    let whole = kc / 16 * 16;
+    for k0 in (0..whole).step_by(16) {
+        for half in [0, 16] {
+            // SAFETY: column j0 + half + i (i < 16) holds terms p0 + k0 ..
+            // p0 + k0 + 16, contiguous (`b.rs == 1`), inside `b`; the
+            // stores are rows k0..k0 + 16 of the panel, columns half..half + 16.
+            unsafe {
+                let rows: [__m512; 16] =
+                    std::array::from_fn(|i| _mm512_loadu_ps(b.at(p0 + k0, j0 + half + i).cast_const()));
+                let cols = transpose16(rows);
+                for (c, v) in cols.iter().enumerate() {
+                    _mm512_storeu_ps(out.add((k0 + c) * NR + half), *v);
+                }
+            }
+        }
+    }
+    for kk in whole..kc {
         // SAFETY: columns j0..j0 + NR of row p0 + kk are inside `b`
         // (offsets up to 31 columns, which `gathers` keeps in i32).
         unsafe {
@@ -310,6 +344,45 @@ unsafe fn gather_panel(b: Mat, p0: usize, kc: usize, j0: usize, panel: &mut [f32
             _mm512_storeu_ps(out.add(kk * NR + 16), hi);
         }
     }
+}
+
+/// The transpose of a 16 x 16 block held as sixteen rows: element `c` of
+/// row `i` becomes element `i` of row `c`. Pairs of rows interleaved by
+/// elements, then by pairs (each 128-bit lane then holds four rows' values
+/// of one column), then the lanes of four such vectors brought together.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
+    // t[2i] lane L: r[2i][4L], r[2i+1][4L], r[2i][4L+1], r[2i+1][4L+1];
+    // t[2i+1] the same for 4L+2 and 4L+3.
+    let t: [__m512; 16] = std::array::from_fn(|x| {
+        let (a, b) = (r[x & !1], r[x | 1]);
+        if x % 2 == 0 {
+            _mm512_unpacklo_ps(a, b)
+        } else {
+            _mm512_unpackhi_ps(a, b)
+        }
+    });
+    // u[4g + c] lane L: column 4L + c of rows 4g..4g + 4.
+    let u: [__m512; 16] = std::array::from_fn(|x| {
+        let (g, c) = (x / 4, x % 4);
+        let (a, b) = (_mm512_castps_pd(t[4 * g + c / 2]), _mm512_castps_pd(t[4 * g + 2 + c / 2]));
+        _mm512_castpd_ps(if c % 2 == 0 { _mm512_unpacklo_pd(a, b) } else { _mm512_unpackhi_pd(a, b) })
+    });
+    let mut out = [_mm512_setzero_ps(); 16];
+    for c in 0..4 {
+        let (a, b, cc, d) = (u[c], u[4 + c], u[8 + c], u[12 + c]);
+        // Lanes 0, 1 of each group and lanes 2, 3, in group order.
+        let x0 = _mm512_shuffle_f32x4::<0b0100_0100>(a, b);
+        let x1 = _mm512_shuffle_f32x4::<0b1110_1110>(a, b);
+        let y0 = _mm512_shuffle_f32x4::<0b0100_0100>(cc, d);
+        let y1 = _mm512_shuffle_f32x4::<0b1110_1110>(cc, d);
+        out[c] = _mm512_shuffle_f32x4::<0b1000_1000>(x0, y0);
+        out[4 + c] = _mm512_shuffle_f32x4::<0b1101_1101>(x0, y0);
+        out[8 + c] = _mm512_shuffle_f32x4::<0b1000_1000>(x1, y1);
+        out[12 + c] = _mm512_shuffle_f32x4::<0b1101_1101>(x1, y1);
+    }
+    out
 }
 
 /// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`; `gemm` gives it
@@ -492,4 +565,178 @@ unsafe fn tile<const DIRECT: bool, const R: usize>(
             }
         }
     }
+}
+
+/// One head of attention in one pass over blocks of MR rows:
+/// `out[i, c] = (sum[j](e[i, j] * v[j, c])) / z[i]` with `s = q · kt`
+/// (times `scale`, when there is one), `e[i, j] = exp(s[i, j] - max[j]
+/// s[i, j])` and `z[i] = sum[j](e[i, j])`, for `q: m x d`, `kt: d x nk`,
+/// `v: nk x dv` (`d, nk > 0`). `kt` and `v` are packed once into panels
+/// of NR columns; then each block's scores are computed by the
+/// micro-kernel into a buffer of MR rows, made `e` in place with their
+/// sums (`super::softmax_row`), multiplied by `v`'s panels while they are
+/// in the cache, divided by the sums and stored. The bits are those of
+/// `sgemm` for `s` (the same blocks of the sum, the scale applied after
+/// the last), the softmax row, `sgemm` for `e · v` and the division, each
+/// as its own pass: every element's arithmetic is the same, in the same
+/// order. Row blocks run in parallel on up to `threads` threads.
+///
+/// # Safety
+///
+/// AVX-512F (and AVX2, FMA); `q`, `kt` and `v` address readable matrices of
+/// those extents, `out` `m x dv` writable elements that nothing else
+/// accesses meanwhile.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn attention(
+    [m, d, nk, dv]: [usize; 4],
+    q: Mat,
+    kt: Mat,
+    v: Mat,
+    scale: Option<f32>,
+    out: Mat,
+    threads: usize,
+) {
+    let (ps, pv) = (nk.div_ceil(NR), dv.div_ceil(NR));
+    let mut kpack = take(d * ps * NR);
+    let mut vpack = take(nk * pv * NR);
+    // SAFETY: the extents as the caller vouches; AVX-512F.
+    unsafe {
+        pack_whole(kt, d, nk, &mut kpack[..d * ps * NR]);
+        pack_whole(v, nk, dv, &mut vpack[..nk * pv * NR]);
+    }
+    let (kp, vp) = (&kpack[..d * ps * NR], &vpack[..nk * pv * NR]);
+    let blocks = m.div_ceil(MR);
+    // SAFETY: block `blk`'s rows are inside `q` and `out`, disjoint from
+    // every other block's; the packed panels as `pack_whole` made them.
+    let run = |blk: usize| unsafe { attention_block(blk, [m, d, nk, dv], q, kp, vp, scale, out) };
+    if threads > 1 && blocks > 1 {
+        (0..blocks).into_par_iter().for_each(run);
+    } else {
+        (0..blocks).for_each(run);
+    }
+    give(kpack);
+    give(vpack);
+}
+
+/// Packs all of `b` (`k x n`) into blocks of KC rows, each a run of
+/// panels of NR columns (`pack_right`): block `p0` from `p0 * panels *
+/// NR`, its panel `j` from there plus `j * kc * NR`.
+///
+/// # Safety
+///
+/// AVX-512F; `b` addresses `k x n` readable elements; `packed` holds `k *
+/// n.div_ceil(NR) * NR` values.
+#[cfg(target_arch = "x86_64")]
+unsafe fn pack_whole(b: Mat, k: usize, n: usize, packed: &mut [f32]) {
+    let panels = n.div_ceil(NR);
+    let mut p0 = 0;
+    while p0 < k {
+        let kc = KC.min(k - p0);
+        let block = &mut packed[p0 * panels * NR..(p0 + kc) * panels * NR];
+        for (j, panel) in block.chunks_mut(kc * NR).enumerate() {
+            // SAFETY: as the caller vouches.
+            unsafe { pack_right(b, p0, kc, n, j * NR, panel) };
+        }
+        p0 += kc;
+    }
+}
+
+/// Rows `blk * MR ..` (at most MR) of `attention`.
+///
+/// # Safety
+///
+/// As `attention`, `kp` and `vp` packed by `pack_whole` from `kt` and `v`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn attention_block(
+    blk: usize,
+    [m, d, nk, dv]: [usize; 4],
+    q: Mat,
+    kp: &[f32],
+    vp: &[f32],
+    scale: Option<f32>,
+    out: Mat,
+) {
+    let (ps, pv) = (nk.div_ceil(NR), dv.div_ceil(NR));
+    let (lds, ldy) = (ps * NR, pv * NR);
+    let r0 = blk * MR;
+    let mr = MR.min(m - r0);
+    let mut sbuf = take(MR * lds);
+    let mut ybuf = take(MR * ldy);
+    let mut lbuf = take(MR * KC.min(d));
+    let sc = Mat { ptr: sbuf.as_mut_ptr(), rs: lds as isize, cs: 1 };
+    let yc = Mat { ptr: ybuf.as_mut_ptr(), rs: ldy as isize, cs: 1 };
+    // The scores, as `sgemm` computes them: MR rows of `q` in place when
+    // they are whole and contiguous, else a packed panel of `mr` rows.
+    let direct = q.cs == 1 && mr == MR;
+    let mut p0 = 0;
+    while p0 < d {
+        let kc = KC.min(d - p0);
+        let last = if p0 + kc == d { scale } else { None };
+        if !direct {
+            let panel = &mut lbuf[..MR * kc];
+            if mr < MR {
+                panel.fill(0.0);
+            }
+            for ii in 0..mr {
+                for kk in 0..kc {
+                    // SAFETY: row r0 + ii < m and column p0 + kk < d are inside `q`.
+                    panel[kk * MR + ii] = unsafe { *q.at(r0 + ii, p0 + kk) };
+                }
+            }
+        }
+        for jp in 0..ps {
+            let nr = NR.min(nk - jp * NR);
+            // SAFETY: panel `jp` of block `p0` holds `kc * NR` values; the
+            // tile (0, jp * NR) of mr x nr is inside the buffer of MR rows
+            // of `lds >= nk` values; MR rows of `q` from r0 when direct.
+            unsafe {
+                let rp = kp.as_ptr().add(p0 * ps * NR + jp * kc * NR);
+                if direct {
+                    tile::<true, MR>(kc, q.at(r0, p0), q.rs, rp, NR, sc, 0, jp * NR, mr, nr, p0 > 0, last);
+                } else {
+                    packed_tile(kc, lbuf.as_ptr(), rp, NR, sc, 0, jp * NR, mr, nr, p0 > 0, last);
+                }
+            }
+        }
+        p0 += kc;
+    }
+    let mut sums = [0.0f32; MR];
+    for (r, z) in sums.iter_mut().enumerate().take(mr) {
+        *z = super::softmax_row(&mut sbuf[r * lds..r * lds + nk]);
+    }
+    // `e · v` over the rows of the buffer in place, as many as hold some
+    // (4, 8 or MR, as `packed_tile`; rows past `mr`, if any, are computed
+    // from stale values and never stored).
+    let mut p0 = 0;
+    while p0 < nk {
+        let kc = KC.min(nk - p0);
+        for jp in 0..pv {
+            let nr = NR.min(dv - jp * NR);
+            // SAFETY: MR rows of the buffer have `kc` values from p0; panel
+            // `jp` of block `p0` of `vp`; the tile is inside `ybuf`.
+            unsafe {
+                let (a, rp) = (sbuf.as_ptr().add(p0), vp.as_ptr().add(p0 * pv * NR + jp * kc * NR));
+                let (ld, j0, add) = (lds as isize, jp * NR, p0 > 0);
+                match mr {
+                    0..=4 => tile::<true, 4>(kc, a, ld, rp, NR, yc, 0, j0, mr, nr, add, None),
+                    5..=8 => tile::<true, 8>(kc, a, ld, rp, NR, yc, 0, j0, mr, nr, add, None),
+                    _ => tile::<true, MR>(kc, a, ld, rp, NR, yc, 0, j0, mr, nr, add, None),
+                }
+            }
+        }
+        p0 += kc;
+    }
+    for (r, z) in sums.iter().enumerate().take(mr) {
+        let row = &ybuf[r * ldy..r * ldy + dv];
+        for (c, y) in row.iter().enumerate() {
+            // SAFETY: (r0 + r, c) is inside `out`, in this block's rows.
+            unsafe { out.at(r0 + r, c).write(*y / *z) };
+        }
+    }
+    give(sbuf);
+    give(ybuf);
+    give(lbuf);
 }

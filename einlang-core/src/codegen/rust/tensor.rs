@@ -315,6 +315,147 @@ impl FnCx<'_> {
         }))
     }
 
+    /// A row definition that is one batch of attention (`opt::slices`'
+    /// chain): its prelude ends in a product `s` of the row's batch
+    /// (scaled or not), a row group `e[i, j] = exp(s[i, j] - m)` after
+    /// `let m = max[j](s[i, j])`, a product `y_mm = e · v` of the same
+    /// batch and `z[i] = sum[j](e[i, j])`, and its rows are `y_mm[i, c] /
+    /// z[i]`, every index an axis from zero over the extents the products
+    /// name, all in `f32`. The four statements and the division become one
+    /// call of the runtime's `gemm::attention_into` per row, which writes
+    /// the row with the chain's bits (fused on our AVX-512 kernels). Those
+    /// names are read nowhere else: each is defined after the statements
+    /// before it and read only by the pattern's own reads. None for
+    /// others, and in `checked` mode.
+    fn attention_rows(&mut self, rows: &Rows) -> Result<Option<TokenStream>, Bug> {
+        use crate::base::dim::Dim;
+        use crate::base::intrinsic::Intrinsic;
+        use crate::base::ops::{BinOp, RedOp};
+        use crate::base::scalar::ScalarKind;
+        use crate::ir::Expr;
+        let def = &rows.def;
+        let [before @ .., Stmt::Gemm(g1), Stmt::Rows(er), Stmt::Gemm(g2), Stmt::Tensor(z)] = rows.prelude.as_slice()
+        else {
+            return Ok(None);
+        };
+        if self.all_checked || def.elem != ScalarKind::F32 || def.axes.len() != 3 || def.domain_guards != 0 {
+            return Ok(None);
+        }
+        let zero = Dim::zero();
+        let from_zero = |axes: &[crate::ir::Axis]| axes.iter().all(|a| a.start == zero);
+        // `read t[v0, v1, ..]` unchecked at exactly these index variables.
+        let reads = |e: &Expr, t: VarId, at: &[VarId]| match &e.kind {
+            ExprKind::Read { tensor, indices, checked: false } => {
+                *tensor == t
+                    && indices.len() == at.len()
+                    && indices.iter().zip(at).all(|(i, v)| matches!(i.kind, ExprKind::Var(x) if x == *v))
+            }
+            _ => false,
+        };
+        let (s, e, ymm) = (g1.out, er.def.var, g2.out);
+        let (i, c) = (def.axes[1].index, def.axes[2].index);
+        // The rows: y_mm[i, c] / z[i].
+        let ExprKind::Binary(BinOp::Div, num, den) = &def.body.kind else { return Ok(None) };
+        if !from_zero(&def.axes)
+            || !reads(num, ymm, &[i, c])
+            || !reads(den, z.var, &[i])
+            || def.axes[1].extent != g1.m
+            || def.axes[2].extent != g2.n
+        {
+            return Ok(None);
+        }
+        // The products: one batch each, at the same index, `f32`; the
+        // second's left operand is `e` as it is, unscaled.
+        let same_batch = g1.slice.is_some() && g1.slice == g2.slice && g1.batch.is_none() && g2.batch.is_none();
+        if !same_batch
+            || g1.elem != ScalarKind::F32
+            || g2.elem != ScalarKind::F32
+            || g2.a != e
+            || g2.a_axes != [0, 1]
+            || g2.scale.is_some()
+            || [g1.a, g1.b, g2.b].iter().any(|t| [s, e, ymm, z.var].contains(t))
+            || g2.m != g1.m
+            || g2.k != g1.n
+        {
+            return Ok(None);
+        }
+        // e[i2, j2] = exp(s[i2, j2] - m) after m = max[j3](s[i2, j3]).
+        let ed = &er.def;
+        let [Stmt::Let { var: m, value: mv }] = er.prelude.as_slice() else { return Ok(None) };
+        if ed.elem != ScalarKind::F32 || ed.axes.len() != 2 || !from_zero(&ed.axes) || ed.domain_guards != 0 {
+            return Ok(None);
+        }
+        let (i2, j2) = (ed.axes[0].index, ed.axes[1].index);
+        if ed.axes[0].extent != g1.m || ed.axes[1].extent != g1.n {
+            return Ok(None);
+        }
+        let ExprKind::Reduce { op: RedOp::Max, loops, wheres, body } = &mv.kind else { return Ok(None) };
+        let [l] = loops.as_slice() else { return Ok(None) };
+        if !wheres.is_empty() || l.start != zero || l.end != g1.n || !reads(body, s, &[i2, l.index]) {
+            return Ok(None);
+        }
+        let ExprKind::Intrinsic(Intrinsic::Exp, args) = &ed.body.kind else { return Ok(None) };
+        let [arg] = args.as_slice() else { return Ok(None) };
+        let ExprKind::Binary(BinOp::Sub, x, mm) = &arg.kind else { return Ok(None) };
+        if !reads(x, s, &[i2, j2]) || !matches!(mm.kind, ExprKind::Var(v) if v == *m) {
+            return Ok(None);
+        }
+        // z[i3] = sum[j4](e[i3, j4]).
+        if z.elem != ScalarKind::F32 || z.axes.len() != 1 || !from_zero(&z.axes) || z.domain_guards != 0 {
+            return Ok(None);
+        }
+        let ExprKind::Reduce { op: RedOp::Sum, loops, wheres, body } = &z.body.kind else { return Ok(None) };
+        let [l] = loops.as_slice() else { return Ok(None) };
+        if z.axes[0].extent != g1.m
+            || !wheres.is_empty()
+            || l.start != zero
+            || l.end != g1.n
+            || !reads(body, e, &[z.axes[0].index, l.index])
+        {
+            return Ok(None);
+        }
+        let rank = def.axes.len();
+        let name = self.ident(def.var)?;
+        let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
+        let (_, _, shape_binding, shape) = self.shape_of(def, &name)?;
+        self.no_move += 1;
+        let prelude = before.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
+        let args = self.gemm_args(g1);
+        let value = self.gemm_operand(g2, g2.b, &g2.b_axes);
+        let dv = self.dim(&g2.n);
+        let scale = match &g1.scale {
+            Some(x) => self.expr(x).map(|x| {
+                let x = x.tokens;
+                quote!(::core::option::Option::Some(#x))
+            }),
+            None => Ok(quote!(::core::option::Option::None)),
+        };
+        self.no_move -= 1;
+        let (prelude, [m, nk, d, q, kt], value, dv, scale) = (prelude?, args?, value?, dv?, scale?);
+        let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
+        let recycle = self.recycle_prelude(before)?;
+        let row = derived("row_", &name, "");
+        let array = types::array(def.elem, Some(rank), &nd);
+        let fill = derived("fill_", &name, "");
+        let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
+        self.repr.insert(def.var, Ownership::Owned);
+        self.standard.insert(def.var);
+        let fill_call = self.fill_call(def.var, "par", "fill_uninit", quote!(#fname, #shape, #cost, #fill));
+        Ok(Some(quote! {
+            #shape_binding
+            let #fill = |#pos: usize, #row: &mut [::core::mem::MaybeUninit<f32>]| -> ::core::result::Result<(), #rt::Error> {
+                #binding
+                #(#prelude)*
+                #rt::gemm::attention_into(#fname, [#m, #nk, #d, #dv], #q, #kt, #value, #scale, #row)?;
+                #recycle
+                Ok(())
+            };
+            // SAFETY: `attention_into` writes every element of the row it
+            // is given before it returns `Ok`.
+            let #name: #array = unsafe { #fill_call }?;
+        }))
+    }
+
     pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
         if let Some((sums, at)) = self.summed.remove(&def.var) {
             // Summed as the rows it adds up were written (`in_place`).
@@ -345,6 +486,9 @@ impl FnCx<'_> {
             return Err(format!("rows of a tensor of rank {}", rows.def.axes.len()));
         }
         if let Some(code) = self.product_rows(rows)? {
+            return Ok(code);
+        }
+        if let Some(code) = self.attention_rows(rows)? {
             return Ok(code);
         }
         self.tensor_with_prelude(&rows.def, &rows.prelude)
