@@ -226,13 +226,7 @@ where
     let by_squares = squares_for::<T>() && out_strides[last] == 1;
     let tile = |task: usize| {
         let (pos, block) = (task / blocks, task % blocks);
-        let (mut s, mut o, mut rem) = (0isize, 0isize, pos);
-        for &k in others.iter().rev() {
-            let i = (rem % shape[k]) as isize;
-            rem /= shape[k];
-            s += i * src_strides[k];
-            o += i * out_strides[k];
-        }
+        let (s, o) = offsets(pos, &others, &shape, &src_strides, &out_strides);
         let d = dst;
         let (a0, a1) = (block * BLOCK, ((block + 1) * BLOCK).min(n_in));
         // Blocks of BLOCK x BLOCK (the pages they touch stay in the TLB),
@@ -290,6 +284,25 @@ where
     Ok(())
 }
 
+/// The source's and the output's offsets of position `pos` of the axes
+/// `others` (the last of them varying fastest).
+fn offsets(
+    pos: usize,
+    others: &[usize],
+    shape: &[usize],
+    src_strides: &[isize],
+    out_strides: &[isize],
+) -> (isize, isize) {
+    let (mut s, mut o, mut rem) = (0isize, 0isize, pos);
+    for &k in others.iter().rev() {
+        let i = (rem % shape[k]) as isize;
+        rem /= shape[k];
+        s += i * src_strides[k];
+        o += i * out_strides[k];
+    }
+    (s, o)
+}
+
 /// The side of a tile of rows, in rows (`rows_in_tiles`).
 const ROW_TILE: usize = 16;
 
@@ -316,13 +329,7 @@ fn rows_in_tiles<T: Copy + Send + Sync>(
     let tile = |task: usize| {
         let (pos, t) = (task / (ta * tb), task % (ta * tb));
         let (a0, b0) = ((t / tb) * ROW_TILE, (t % tb) * ROW_TILE);
-        let (mut s, mut o, mut rem) = (0isize, 0isize, pos);
-        for &k in others.iter().rev() {
-            let i = (rem % shape[k]) as isize;
-            rem /= shape[k];
-            s += i * src_strides[k];
-            o += i * out_strides[k];
-        }
+        let (s, o) = offsets(pos, &others, shape, src_strides, out_strides);
         let (sp, d) = (src, dst);
         for b in b0..(b0 + ROW_TILE).min(shape[pb]) {
             for a in a0..(a0 + ROW_TILE).min(shape[pa]) {

@@ -281,18 +281,37 @@ impl FnCx<'_> {
         {
             return Ok(None);
         }
+        self.row_written_by(def, before, |cx, row| {
+            let [m, n, k, a, b] = cx.gemm_args(g)?;
+            let (rt, fname) = (&cx.rt, &cx.fn_name);
+            Ok(quote!(#rt::gemm::matmul_into(#fname, #m, #n, #k, #a, #b, #row)?;))
+        })
+        .map(Some)
+    }
+
+    /// A row definition whose rows one runtime call writes whole after the
+    /// prelude `before` (`product_rows`' `matmul_into`, `attention_rows`'
+    /// `attention_into`): the fill of the rows, then the result. `call`
+    /// gives the call's statement for the row named `row`, translated, as
+    /// the prelude is, without moving the prelude's values.
+    fn row_written_by(
+        &mut self,
+        def: &TensorDef,
+        before: &[Stmt],
+        call: impl FnOnce(&mut Self, &Ident) -> Result<TokenStream, Bug>,
+    ) -> Result<TokenStream, Bug> {
         let rank = def.axes.len();
         let name = self.ident(def.var)?;
         let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
         let (_, _, shape_binding, shape) = self.shape_of(def, &name)?;
+        let row = derived("row_", &name, "");
         self.no_move += 1;
         let prelude = before.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
-        let args = self.gemm_args(g);
+        let call = call(self, &row);
         self.no_move -= 1;
-        let (prelude, [m, n, k, a, b]) = (prelude?, args?);
+        let (prelude, call) = (prelude?, call?);
         let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
         let recycle = self.recycle_prelude(before)?;
-        let row = derived("row_", &name, "");
         let elem_ty = types::scalar(def.elem);
         let array = types::array(def.elem, Some(rank), &nd);
         let fill = derived("fill_", &name, "");
@@ -300,19 +319,19 @@ impl FnCx<'_> {
         self.repr.insert(def.var, Ownership::Owned);
         self.standard.insert(def.var);
         let fill_call = self.fill_call(def.var, "par", "fill_uninit", quote!(#fname, #shape, #cost, #fill));
-        Ok(Some(quote! {
+        Ok(quote! {
             #shape_binding
             let #fill = |#pos: usize, #row: &mut [::core::mem::MaybeUninit<#elem_ty>]| -> ::core::result::Result<(), #rt::Error> {
                 #binding
                 #(#prelude)*
-                #rt::gemm::matmul_into(#fname, #m, #n, #k, #a, #b, #row)?;
+                #call
                 #recycle
                 Ok(())
             };
-            // SAFETY: `matmul_into` writes every element of the row it is
-            // given before it returns `Ok`.
+            // SAFETY: the call writes every element of the row it is given
+            // before it returns `Ok`.
             let #name: #array = unsafe { #fill_call }?;
-        }))
+        })
     }
 
     /// A row definition that is one batch of attention (`opt::slices`'
@@ -414,46 +433,21 @@ impl FnCx<'_> {
         {
             return Ok(None);
         }
-        let rank = def.axes.len();
-        let name = self.ident(def.var)?;
-        let (rt, nd, fname) = (self.rt.clone(), self.nd.clone(), self.fn_name.clone());
-        let (_, _, shape_binding, shape) = self.shape_of(def, &name)?;
-        self.no_move += 1;
-        let prelude = before.iter().map(|s| self.stmt(s)).collect::<Result<Vec<_>, _>>();
-        let args = self.gemm_args(g1);
-        let value = self.gemm_operand(g2, g2.b, &g2.b_axes);
-        let dv = self.dim(&g2.n);
-        let scale = match &g1.scale {
-            Some(x) => self.expr(x).map(|x| {
-                let x = x.tokens;
-                quote!(::core::option::Option::Some(#x))
-            }),
-            None => Ok(quote!(::core::option::Option::None)),
-        };
-        self.no_move -= 1;
-        let (prelude, [m, nk, d, q, kt], value, dv, scale) = (prelude?, args?, value?, dv?, scale?);
-        let (pos, binding) = self.position(&def.axes[0], |pos| quote!(#pos))?;
-        let recycle = self.recycle_prelude(before)?;
-        let row = derived("row_", &name, "");
-        let array = types::array(def.elem, Some(rank), &nd);
-        let fill = derived("fill_", &name, "");
-        let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
-        self.repr.insert(def.var, Ownership::Owned);
-        self.standard.insert(def.var);
-        let fill_call = self.fill_call(def.var, "par", "fill_uninit", quote!(#fname, #shape, #cost, #fill));
-        Ok(Some(quote! {
-            #shape_binding
-            let #fill = |#pos: usize, #row: &mut [::core::mem::MaybeUninit<f32>]| -> ::core::result::Result<(), #rt::Error> {
-                #binding
-                #(#prelude)*
-                #rt::gemm::attention_into(#fname, [#m, #nk, #d, #dv], #q, #kt, #value, #scale, #row)?;
-                #recycle
-                Ok(())
+        self.row_written_by(def, before, |cx, row| {
+            let [m, nk, d, q, kt] = cx.gemm_args(g1)?;
+            let value = cx.gemm_operand(g2, g2.b, &g2.b_axes)?;
+            let dv = cx.dim(&g2.n)?;
+            let scale = match &g1.scale {
+                Some(x) => {
+                    let x = cx.expr(x)?.tokens;
+                    quote!(::core::option::Option::Some(#x))
+                }
+                None => quote!(::core::option::Option::None),
             };
-            // SAFETY: `attention_into` writes every element of the row it
-            // is given before it returns `Ok`.
-            let #name: #array = unsafe { #fill_call }?;
-        }))
+            let (rt, fname) = (&cx.rt, &cx.fn_name);
+            Ok(quote!(#rt::gemm::attention_into(#fname, [#m, #nk, #d, #dv], #q, #kt, #value, #scale, #row)?;))
+        })
+        .map(Some)
     }
 
     pub(crate) fn tensor_def(&mut self, def: &TensorDef) -> Result<TokenStream, Bug> {
