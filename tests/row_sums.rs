@@ -7,8 +7,11 @@
 //! the returned `e`, and the attention against plain loops, on shapes with
 //! 0, 1, 7, 16, 17 and prime extents.
 
+mod gemm_support;
+
 use einlang::einlang;
 use einlang::ndarray::{Array, Array2, Array3, Ix3};
+use gemm_support::{spread, tensor3};
 
 einlang! {
     use std::math::exp;
@@ -75,21 +78,6 @@ fn lane_sum<T: Copy + Default + std::ops::Add<Output = T>>(row: impl Iterator<It
     total + tail
 }
 
-/// Deterministic values in about [-2, 2).
-fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
-        })
-        .collect()
-}
-
-fn tensor3(h: usize, n: usize, m: usize, seed: u64) -> Array3<f64> {
-    Array::from_shape_vec((h, n, m), values(h * n * m, seed)).unwrap()
-}
-
 const SHAPES: [(usize, usize, usize); 10] = [
     (1, 1, 1),
     (2, 3, 7),
@@ -107,7 +95,7 @@ const SHAPES: [(usize, usize, usize); 10] = [
 fn top_level_sums_keep_the_bits_of_the_lanes() {
     use einlang::__private::arith;
     for (seed, &(_, n, m)) in SHAPES.iter().enumerate() {
-        let x = Array2::from_shape_vec((n, m), values(n * m, seed as u64)).unwrap().mapv(|v| v as f32);
+        let x = Array2::from_shape_vec((n, m), spread(n * m, seed as u64)).unwrap().mapv(|v| v as f32);
         let y = sums2d(&x).unwrap();
         assert_eq!(y.shape(), &[n, m]);
         for i in 0..n {
@@ -146,7 +134,7 @@ fn sums_in_a_later_row_prelude_keep_the_bits_of_the_lanes() {
 #[test]
 fn rank_two_and_partial_sums() {
     for (seed, &(_, n, m)) in SHAPES.iter().enumerate() {
-        let x = Array2::from_shape_vec((n, m), values(n * m, 80 + seed as u64)).unwrap();
+        let x = Array2::from_shape_vec((n, m), spread(n * m, 80 + seed as u64)).unwrap();
         let (e, z) = sums2(&x).unwrap();
         let (e2, z2) = partial(&x).unwrap();
         for i in 0..n {

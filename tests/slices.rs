@@ -7,8 +7,11 @@
 //! joins it); a chain whose intermediate is read across batches (not per
 //! batch), and operands whose batch axis is not their first.
 
+mod gemm_support;
+
 use einlang::einlang;
 use einlang::ndarray::{Array, Array3, Ix3};
+use gemm_support::tensor3;
 
 einlang! {
     use std::math::{exp, tanh};
@@ -85,21 +88,6 @@ einlang! {
         let y[h, i, d] = sum[f](t[h, i, f] * u[h, f, d]) - x[i, h, d];
         y
     }
-}
-
-/// Deterministic values in about [-2, 2).
-fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
-        })
-        .collect()
-}
-
-fn tensor3(a: usize, b: usize, c: usize, seed: u64) -> Array3<f64> {
-    Array3::from_shape_vec((a, b, c), values(a * b * c, seed)).unwrap()
 }
 
 /// Runs `f` on 1, 2 and 3 threads.

@@ -1,10 +1,10 @@
 //! Test data and checks shared by the products' integration tests
-//! (`gemm_shapes`, `gemm_scale`): deterministic values, pools of 1-3
-//! threads, a relative comparison.
+//! (`gemm_shapes`, `gemm_scale`, `row_sums`, `slices`): deterministic
+//! values, pools of 1-3 threads, a relative comparison.
 
 #![allow(dead_code)]
 
-use einlang::ndarray::Array;
+use einlang::ndarray::{Array, Array3};
 
 /// Deterministic values in `[-1, 1)`, different per `seed`.
 pub fn values(len: usize, seed: u64) -> Vec<f64> {
@@ -17,6 +17,23 @@ pub fn values(len: usize, seed: u64) -> Vec<f64> {
             (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
         })
         .collect()
+}
+
+/// Deterministic values in about `[-2, 2)` from a linear congruential
+/// generator, different per `seed` (the row kernels' tests).
+pub fn spread(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
+        })
+        .collect()
+}
+
+/// An `a x b x c` tensor of `spread` values.
+pub fn tensor3(a: usize, b: usize, c: usize, seed: u64) -> Array3<f64> {
+    Array3::from_shape_vec((a, b, c), spread(a * b * c, seed)).unwrap()
 }
 
 pub fn f32s(len: usize, seed: u64) -> Vec<f32> {

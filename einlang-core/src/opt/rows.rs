@@ -245,14 +245,23 @@ fn members(f: &Function, uses: &Uses, d: &TensorDef, earlier: &[Stmt], device: b
             p.axes.len() < 2 || !reads_any(&p.body, &rows)
         });
     }
-    // Take out members used elsewhere until every use is inside the group.
+    keep_inner(&mut group, uses, d.var);
+    let mut out: Vec<usize> = group.into_values().collect();
+    out.sort_unstable();
+    out
+}
+
+/// Takes out of `group` (members by variable, with their positions) each
+/// member used elsewhere than by `head` or another member, until every use
+/// of what is left is inside the group.
+pub(super) fn keep_inner(group: &mut HashMap<VarId, usize>, uses: &Uses, head: VarId) {
     loop {
         let outside: Vec<VarId> = group
             .keys()
             .copied()
             .filter(|v| {
                 uses.get(v).is_none_or(|us| {
-                    us.is_empty() || us.iter().any(|u| !matches!(u, Some(o) if *o == d.var || group.contains_key(o)))
+                    us.is_empty() || us.iter().any(|u| !matches!(u, Some(o) if *o == head || group.contains_key(o)))
                 })
             })
             .collect();
@@ -263,9 +272,6 @@ fn members(f: &Function, uses: &Uses, d: &TensorDef, earlier: &[Stmt], device: b
             group.remove(&v);
         }
     }
-    let mut out: Vec<usize> = group.into_values().collect();
-    out.sort_unstable();
-    out
 }
 
 /// Member `p` as a statement of the prelude of rows over index `n`.

@@ -186,24 +186,7 @@ fn members(f: &Function, uses: &Uses, body: &[Stmt], at: usize, first: &Axis) ->
         }
     }
     let head = defined(&body[at]).unwrap_or(VarId(u32::MAX));
-    // Take out members used elsewhere until every use is inside the group.
-    loop {
-        let outside: Vec<VarId> = group
-            .keys()
-            .copied()
-            .filter(|v| {
-                uses.get(v).is_none_or(|us| {
-                    us.is_empty() || us.iter().any(|u| !matches!(u, Some(o) if *o == head || group.contains_key(o)))
-                })
-            })
-            .collect();
-        if outside.is_empty() {
-            break;
-        }
-        for v in outside {
-            group.remove(&v);
-        }
-    }
+    rows::keep_inner(&mut group, uses, head);
     if !group.values().any(|&j| matches!(body[j], Stmt::Gemm(_))) {
         return Vec::new();
     }
