@@ -124,6 +124,15 @@ fn rows_fill_tiles(m: usize) -> bool {
     m.div_ceil(avx512::MR) * avx512::MR * 8 <= m * 9
 }
 
+/// Whether an `f32` product of `m` rows and `n` columns (its sum not
+/// empty) goes to our packed AVX-512 kernel (`avx512::sgemm`): the kernel
+/// chosen for the process, a processor with AVX-512, not skinny, rows that
+/// fill the tiles. `product_kernel` and `attention_into` decide by it.
+#[cfg(target_arch = "x86_64")]
+fn packed_takes(kernel: Kernel, m: usize, n: usize) -> bool {
+    kernel == Kernel::Packed && crate::cpu::has_avx512() && m >= SKINNY_ROWS && n >= SKINNY_COLS && rows_fill_tiles(m)
+}
+
 /// Elements of the right operand above which a product of a few rows
 /// (`avx512::skinny`) runs on several threads.
 #[cfg(target_arch = "x86_64")]
@@ -319,11 +328,7 @@ where
         return Ok(false);
     }
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Packed
-        && TypeId::of::<T>() == TypeId::of::<f32>()
-        && crate::cpu::has_avx512()
-        && rows_fill_tiles(m)
-    {
+    if TypeId::of::<T>() == TypeId::of::<f32>() && packed_takes(kernel, m, n) {
         let (sa, sb) = (a.strides(), b.strides());
         let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
         let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };

@@ -125,12 +125,7 @@ fn softmax_wide(row: &mut [f32]) -> f32 {
 fn packed_sgemm(m: usize, n: usize, k: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        super::large_kernel() == super::Kernel::Packed
-            && crate::cpu::has_avx512()
-            && k > 0
-            && m >= super::SKINNY_ROWS
-            && n >= super::SKINNY_COLS
-            && super::rows_fill_tiles(m)
+        k > 0 && super::packed_takes(super::large_kernel(), m, n)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
