@@ -12,7 +12,9 @@
 //!   with a matrix of weights `k[o, c]`;
 //! - attention `softmax(q k^T / 8) v`, 16 heads of 256 x 64, 8 of 512 x
 //!   64 and 32 of 128 x 32, written out and through `std::ml::attention`;
-//! - skinny products, 1, 4 and 8 rows times 1024 x 1024.
+//! - skinny products, 1, 4 and 8 rows times 1024 x 1024, and 1, 4 and 8
+//!   rows (and 1 row times 4096 x 4096) times the transpose of an `[out,
+//!   in]` weight.
 //!
 //! Each result is checked against `ndarray`'s `dot` (per batch where there
 //! are batches) before anything is timed. `cargo bench --bench products --
@@ -41,6 +43,11 @@ einlang! {
 
     pub fn dense_relu(x: [f32; B, I], w: [f32; I, O], b: [f32; O]) -> [f32; B, O] {
         let y[n, j] = if z > 0.0 { z } else { 0.0 } where z = sum[i](x[n, i] * w[i, j]) + b[j];
+        y
+    }
+
+    pub fn linear(x: [f32; B, I], w: [f32; O, I]) -> [f32; B, O] {
+        let y[n, o] = sum[i](x[n, i] * w[o, i]);
         y
     }
 
@@ -94,6 +101,19 @@ fn matmul_case(label: &str, m: usize, k: usize, n: usize) -> Case {
         flops: 2.0 * (m * k * n) as f64,
         einlang: Box::new(move || matmul(&a, &b).expect("matmul").into_dyn()),
         reference: Box::new(move || ra.dot(&rb).into_dyn()),
+    }
+}
+
+/// `x w^T` for a weight stored `[out, in]` (a dense layer's weight in most
+/// frameworks).
+fn linear_case(m: usize, k: usize, n: usize) -> Case {
+    let (x, w) = (a2(m, k, 1), a2(n, k, 2));
+    let (rx, rw) = (x.clone(), w.clone());
+    Case {
+        label: format!("skinny x.w^T {m}x{k}x{n}"),
+        flops: 2.0 * (m * k * n) as f64,
+        einlang: Box::new(move || linear(&x, &w).expect("linear").into_dyn()),
+        reference: Box::new(move || rx.dot(&rw.t()).into_dyn()),
     }
 }
 
@@ -210,6 +230,7 @@ fn main() {
         vec![
             matmul_case("matmul", 7, 13, 29),
             matmul_case("skinny", 1, 31, 17),
+            linear_case(3, 37, 19),
             scores_case(3, 7, 5),
             dense_case(7, 11, 13),
             conv1x1_case(2, 5, 3, 7),
@@ -231,6 +252,10 @@ fn main() {
             matmul_case("skinny", 1, 1024, 1024),
             matmul_case("skinny", 4, 1024, 1024),
             matmul_case("skinny", 8, 1024, 1024),
+            linear_case(1, 1024, 1024),
+            linear_case(4, 1024, 1024),
+            linear_case(8, 1024, 1024),
+            linear_case(1, 4096, 4096),
         ]
     };
     let only = args.iter().skip(1).find(|a| !a.starts_with("--"));

@@ -310,7 +310,8 @@ def product_cases(rng):
     `benches/products.rs`): a product whose sizes divide into no block,
     batched attention scores, a dense layer with bias and ReLU (onnxruntime
     fuses `Gemm` and `Relu`), a 1x1 convolution (`Conv` with a 1x1
-    kernel), attention over 16 heads, and 1, 4 and 8 rows times 1024^2."""
+    kernel), attention over 16 heads, and 1, 4 and 8 rows times 1024^2 (and
+    times the transpose of an [out, in] weight)."""
     out = []
 
     def add(label, flops, s, feeds, want, np_f, tol=1e-3):
@@ -397,6 +398,17 @@ def product_cases(rng):
     # Skinny products: a batch of 1, 4 and 8 rows through a 1024 x 1024 layer.
     for m in [1, 4, 8]:
         mm("skinny", m, 1024, 1024)
+
+    # The same through a weight stored [out, in]: `Gemm` with `transB`, as
+    # a dense layer's export gives it.
+    def linear(m, k, n):
+        x = rng.standard_normal((m, k), dtype=np.float32)
+        w = rng.standard_normal((n, k), dtype=np.float32)
+        s = session([helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)], [f32("x", x.shape), f32("w", w.shape)], [f32("y", (m, n))])
+        add(f"skinny x.w^T {m}x{k}x{n}", 2 * m * k * n, s, {"x": x, "w": w}, x @ w.T, lambda: x @ w.T)
+
+    for m, k, n in [(1, 1024, 1024), (4, 1024, 1024), (8, 1024, 1024), (1, 4096, 4096)]:
+        linear(m, k, n)
     return out
 
 

@@ -8,7 +8,7 @@ is 2^-24 there, so the fit minimises max |erfc(x) (R(x) - ln(erfc(x)))|:
 weighted least squares, reweighted by the error each round (Lawson's
 algorithm, which converges towards the minimax fit). The coefficients are
 then rounded to f32 and every f32 of [s, 3.92] is evaluated the way the Rust
-code does (f32 Horner with separate multiply and add, no FMA, and a port of
+code does (f32 Horner with fused multiply-adds, `fma` below, and a port of
 `exp_neg_f32`), against math.erf in f64, printing the worst error in ulp.
 
     python3 benches/python/fit_erf.py [degree]   # 5 is what erf_f32 uses
@@ -40,17 +40,26 @@ def fit(degree, points=6000, rounds=60):
     return coef, err.max() / 2.0**-24
 
 
+def fma(a, b, c):
+    """`a.mul_add(b, c)` for f32 arrays: the product of two f32 is exact in
+    f64, the sum is rounded to f64 and then to f32 (twice, which differs
+    from one rounding only when the f64 sum falls within 2^-29 ulp of a
+    halfway point between f32 values)."""
+    a, b, c = (np.asarray(t, dtype=np.float32).astype(np.float64) for t in (a, b, c))
+    return (a * b + c).astype(np.float32)
+
+
 def exp_neg_f32(v):
-    """`vmath::exp_neg_f32` in numpy f32 arithmetic (no FMA)."""
+    """`vmath::exp_neg_f32` (`arith::exp_reduced_f32`) in numpy f32 arithmetic."""
     magic = F(12582912.0)
-    shifted = v * F(math.log2(math.e)) + magic
+    shifted = fma(v, F(math.log2(math.e)), magic)
     n = shifted - magic
     ni = shifted.view(np.int32) - magic.view(np.int32)
-    r = v - n * F(0.6933594) - n * F(-2.1219444e-4)
+    r = fma(-n, F(-2.1219444e-4), fma(-n, F(0.6933594), v))
     p = np.full_like(r, F(1.9875692e-4))
     for k in (1.3982e-3, 8.333452e-3, 4.1665796e-2, 1.6666665e-1, 5.0000001e-1):
-        p = p * r + F(k)
-    er = p * r * r + r + F(1.0)
+        p = fma(p, r, F(k))
+    er = fma(p * r, r, r) + F(1.0)
     return er * ((ni + 127) << 23).astype(np.int32).view(np.float32)
 
 
@@ -62,7 +71,7 @@ def check(coef):
     u = x - F(SPLIT)
     r = np.full_like(x, c[0])
     for k in c[1:]:
-        r = r * u + k
+        r = fma(r, u, k)
     y = F(1.0) - exp_neg_f32(r)
     want = np.array([math.erf(float(t)) for t in x])
     ulp = 2.0 ** (np.floor(np.log2(want)) - 23)

@@ -115,6 +115,10 @@ pub fn factorial<T: Int>(function: &str, n: T) -> Result<T, Error> {
 /// two so that `n ln 2` is exact), a degree-6 polynomial for `e^r`, and
 /// `2^n` built from bits in two halves, so that results that overflow are
 /// infinite and results in the subnormal range are gradual. NaN stays NaN.
+/// The reduction and the polynomial are fused multiply-adds (`mul_add`,
+/// rounded once in every form: an instruction where the processor has
+/// FMA, libm's `fmaf` otherwise), about a quarter fewer instructions than
+/// separate products and sums.
 /// At most 2 units in the last place from the exact value (the test
 /// below compares with `f64::exp` over the whole domain).
 #[inline(always)]
@@ -152,17 +156,17 @@ pub(crate) fn exp_reduced_f32(c: f32) -> (f32, i32) {
     const ROUND: f32 = 12_582_912.0;
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
-    let shifted = c * LOG2E + ROUND;
+    let shifted = c.mul_add(LOG2E, ROUND);
     let n = shifted - ROUND;
     let ni = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
-    let r = c - n * LN2_HI - n * LN2_LO;
+    let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, c));
     let mut p = 1.987_569_2e-4f32;
-    p = p * r + 1.398_2e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
-    (p * r * r + r + 1.0, ni)
+    p = p.mul_add(r, 1.398_2e-3);
+    p = p.mul_add(r, 8.333_452e-3);
+    p = p.mul_add(r, 4.166_579_6e-2);
+    p = p.mul_add(r, 1.666_666_5e-1);
+    p = p.mul_add(r, 5.000_000_1e-1);
+    ((p * r).mul_add(r, r) + 1.0, ni)
 }
 
 /// The error function, from `libm` (Rust's std has none). Generated code

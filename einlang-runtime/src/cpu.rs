@@ -11,15 +11,19 @@
 //! second form when [`wide`] says the processor has both features. Rust
 //! never fuses a multiplication and an addition on its own, and generated
 //! reductions fix their order in the source (lanes), so both forms compute
-//! the same bits; only the speed differs.
+//! the same bits; only the speed differs. Where the runtime's math asks
+//! for a fused multiply-add (`f32::mul_add` in the polynomials of `exp`,
+//! `expm1` and `erf`, `vmath`), it is rounded once in every form: one FMA
+//! instruction in the twins, the C library's `fmaf` (correctly rounded,
+//! a call per operation) in the baseline form.
 //!
 //! Functions whose loops evaluate the runtime's polynomial math (`exp`,
 //! `tanh`, `ln`, ..., in themselves or in a function they call: compute
 //! bound, where the width pays) have a third form compiled for AVX-512
 //! (foundation, byte/word, doubleword/quadword, vector length, with AVX2
 //! and FMA), taken when [`wide512`] holds: sixteen `f32` lanes. The same
-//! argument gives the same bits (no fused operations, lanes fixed in the
-//! source). Memory-bound functions keep two forms (a third would only add
+//! argument gives the same bits (lanes fixed in the source, fused
+//! operations rounded once in every form). Memory-bound functions keep two forms (a third would only add
 //! compile time).
 
 use std::sync::atomic::{AtomicBool, Ordering};

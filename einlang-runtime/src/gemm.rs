@@ -43,6 +43,10 @@ use crate::Error;
 #[path = "gemm_avx512.rs"]
 mod avx512;
 
+#[cfg(target_arch = "x86_64")]
+#[path = "gemm_dots.rs"]
+mod dots;
+
 #[path = "gemm_attention.rs"]
 mod attention;
 pub use attention::attention_into;
@@ -297,6 +301,26 @@ where
     let _ = scale;
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Packed
+        && TypeId::of::<T>() == TypeId::of::<f32>()
+        && crate::cpu::has_avx512()
+        && m <= dots::MAX_ROWS.min(SKINNY_ROWS - 1)
+        && (k == 1 || (a.strides()[1] == 1 && b.strides()[0] == 1))
+    {
+        // A few rows times a matrix stored by columns (an `[out, in]`
+        // weight): dot products over `b` in place (`dots`), which the
+        // packed kernels and the `gemm` crate would copy first.
+        let (sa, sb) = (a.strides(), b.strides());
+        let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
+        let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
+        let threads = if k.saturating_mul(n) >= SKINNY_PARALLEL { threads } else { 1 };
+        // SAFETY: `T` is f32, AVX-512F, 0 < m <= MAX_ROWS, k > 0; rows of
+        // `a` and columns of `b` contiguous (or one term long); views of
+        // their extents, `out` as the caller vouches.
+        unsafe { dots::dots(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads, scale32) };
+        return Ok(true);
+    }
     #[cfg(target_arch = "x86_64")]
     if kernel == Kernel::Packed
         && TypeId::of::<T>() == TypeId::of::<f32>()
@@ -1272,6 +1296,65 @@ mod tests {
                 for got in [&got, &via, &direct] {
                     for (g, w) in got.iter().zip(want.iter()) {
                         assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn products_of_a_few_rows_by_columns_match_loops() {
+        // 1 to 15 rows times a matrix stored by columns (`b = w^T`, `w`'s
+        // rows padded), through the dispatch and through `dots` directly:
+        // sums of one term, of a few, of whole and cut steps of sixteen;
+        // column blocks cut at every edge; the output row-major and
+        // transposed; with and without a scale (the unscaled bits times
+        // it); on 1 to 3 threads.
+        let shapes =
+            [(1, 1, 1), (1, 17, 9), (2, 16, 8), (3, 7, 33), (4, 300, 67), (5, 1031, 7), (8, 33, 40), (15, 64, 5)];
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (m, k, n) in shapes {
+                let a = Array::from_shape_fn((m, k), |(i, p)| ((i * 7 + p * 3) % 11) as f32 * 0.25 - 1.0);
+                let w = Array::from_shape_fn((n, k + 3), |(j, p)| ((j * 5 + p) % 13) as f32 * 0.5 - 3.0);
+                let b = w.slice(s![.., ..k]).reversed_axes();
+                let want = naive(&a.mapv(f64::from).view(), &b.mapv(f64::from).view(), m, n, k);
+                let close = |got: &Array2<f32>, scale: f64, what: &str| {
+                    for ((i, j), g) in got.indexed_iter() {
+                        let w = want[[i, j]] * scale;
+                        assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{what} {m}x{k}x{n}: {g} against {w}");
+                    }
+                };
+                close(&pool.install(|| with(Kernel::Packed, a.view(), b)), 1.0, "dispatch");
+                #[cfg(target_arch = "x86_64")]
+                if crate::cpu::has_avx512() {
+                    let mat = |v: ArrayView2<'_, f32>| avx512::Mat {
+                        ptr: v.as_ptr().cast_mut(),
+                        rs: v.strides()[0],
+                        cs: v.strides()[1],
+                    };
+                    let run = |transposed: bool, scale: Option<f32>| {
+                        let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
+                        let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
+                        let c = avx512::Mat { ptr: out.as_mut_ptr(), rs, cs };
+                        // SAFETY: AVX-512F; 1 <= m <= MAX_ROWS, k > 0, rows of
+                        // `a` and columns of `b` contiguous; `out` holds the
+                        // m x n elements these strides address.
+                        pool.install(|| unsafe { dots::dots(m, k, n, mat(a.view()), mat(b), c, threads, scale) });
+                        if transposed {
+                            out.t().to_owned()
+                        } else {
+                            out
+                        }
+                    };
+                    for transposed in [false, true] {
+                        let plain = run(transposed, None);
+                        close(&plain, 1.0, "dots");
+                        let scaled = run(transposed, Some(-0.3));
+                        close(&scaled, -0.3f32 as f64, "scaled dots");
+                        for (g, p) in scaled.iter().zip(plain.iter()) {
+                            assert_eq!(g.to_bits(), (p * -0.3f32).to_bits());
+                        }
                     }
                 }
             }

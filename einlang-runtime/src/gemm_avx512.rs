@@ -50,7 +50,7 @@ impl Mat {
     /// # Safety
     ///
     /// `(i, j)` is inside the matrix.
-    unsafe fn at(self, i: usize, j: usize) -> *mut f32 {
+    pub(super) unsafe fn at(self, i: usize, j: usize) -> *mut f32 {
         unsafe { self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }
     }
 }

@@ -12,9 +12,14 @@
 //!   reading the bits, powers of two are built from bits, so nothing needs
 //!   `round`/`floor` (library calls on baseline x86-64) or a saturating
 //!   float-to-integer conversion;
-//! - plain `*` and `+`, never `mul_add`: the baseline form and the AVX2+FMA
-//!   twin round the same (Rust never contracts `a * b + c` on its own), so
-//!   a function gives the same bits on every processor;
+//! - plain `*` and `+` (Rust never contracts `a * b + c` on its own), except
+//!   in the reduction and polynomial of the exponential and of `e^x - 1`
+//!   and in `erf`'s polynomials, which are compute bound in the activations
+//!   built on them (`sigmoid`, `tanh`, GELU, softmax) and use `mul_add`: a
+//!   fused multiply-add is rounded once wherever it runs (one instruction
+//!   in the AVX2 and AVX-512 twins, libm's correctly rounded `fmaf` in the
+//!   baseline form, slower there), so a function gives the same bits on
+//!   every processor;
 //! - the `f32` functions whose accuracy needs it (`tan`, `pow`, the
 //!   inverse and hyperbolic ones) compute in `f64` and round once, which
 //!   makes them correctly rounded in nearly every case; the frequent ones
@@ -75,18 +80,18 @@ pub fn exp_f32(x: f32) -> f32 {
 /// polynomial, for `x` in `[-30, 89]`: returns `(n, e^r - 1)`.
 #[inline(always)]
 fn expm1_parts_f32(c: f32) -> (i32, f32) {
-    let shifted = c * LOG2E_F32 + MAGIC_F32;
+    let shifted = c.mul_add(LOG2E_F32, MAGIC_F32);
     let n = shifted - MAGIC_F32;
     let ni = (shifted.to_bits() as i32).wrapping_sub(MAGIC_F32.to_bits() as i32);
-    let r = c - n * LN2_HI_F32 - n * LN2_LO_F32;
+    let r = (-n).mul_add(LN2_LO_F32, (-n).mul_add(LN2_HI_F32, c));
     let mut h = 1.0 / 40320.0f32;
-    h = h * r + 1.0 / 5040.0;
-    h = h * r + 1.0 / 720.0;
-    h = h * r + 1.0 / 120.0;
-    h = h * r + 1.0 / 24.0;
-    h = h * r + 1.0 / 6.0;
-    h = h * r + 0.5;
-    (ni, r + r * r * h)
+    h = h.mul_add(r, 1.0 / 5040.0);
+    h = h.mul_add(r, 1.0 / 720.0);
+    h = h.mul_add(r, 1.0 / 120.0);
+    h = h.mul_add(r, 1.0 / 24.0);
+    h = h.mul_add(r, 1.0 / 6.0);
+    h = h.mul_add(r, 0.5);
+    (ni, (r * r).mul_add(h, r))
 }
 
 /// `e^x - 1`, accurate near 0 (at most 2 ulp, see the tests): `x = n ln
@@ -268,15 +273,15 @@ fn exp_neg_f32(v: f32) -> f32 {
     er * pow2i_f32(ni)
 }
 
-/// The error function (at most 2 ulp; 1.61 measured on every `f32`, near
-/// 1.068): `x P(x^2)` below 0.84375, `1 - e^(R(x))` above, where `R` is a
+/// The error function (at most 2 ulp; 1.55 measured on every `f32`, near
+/// 1.060): `x P(x^2)` below 0.84375, `1 - e^(R(x))` above, where `R` is a
 /// degree-5 polynomial in `x - 0.84375` fitted to `ln(erfc(x))` on
 /// `[0.84375, 3.92]` (past 3.92 `erf` rounds to 1), both fitted for this
 /// module. `R` comes from `benches/python/fit_erf.py`: a least-squares fit
 /// reweighted towards minimax (Lawson) of `erfc(x) (R(x) - ln(erfc(x)))`,
 /// the error `e^R` carries into `1 - e^R` in units of its last place,
 /// then rounded to `f32` and checked on every `f32` of the range with this
-/// arithmetic (no fused multiply-add) and `exp_neg_f32`. Centred on the
+/// arithmetic (fused multiply-adds, as here) and `exp_neg_f32`. Centred on the
 /// split, `R`'s terms are small where `e^R` matters (near 0.84375,
 /// `e^R` about 0.23); far out, where `R` is large and rounds coarsely,
 /// `e^R` is too small to reach `1 - e^R`'s last place. The earlier form
@@ -286,25 +291,25 @@ pub fn erf_f32(x: f32) -> f32 {
     let a = x.abs();
     let z = a * a;
     let mut p = 8.889_625_7e-5f32;
-    p = p * z - 8.255_121e-4;
-    p = p * z + 5.210_120_4e-3;
-    p = p * z - 2.686_276_8e-2;
-    p = p * z + 1.128_375_2e-1;
-    p = p * z - 3.761_263_7e-1;
+    p = p.mul_add(z, -8.255_121e-4);
+    p = p.mul_add(z, 5.210_120_4e-3);
+    p = p.mul_add(z, -2.686_276_8e-2);
+    p = p.mul_add(z, 1.128_375_2e-1);
+    p = p.mul_add(z, -3.761_263_7e-1);
     // 2/sqrt(pi) - 1: x + x (P - 1) rounds once at the end, where x P
     // would round 2/sqrt(pi) and the product (2 ulp near 0).
-    p = p * z + 1.283_791_7e-1;
-    let small = a + a * p;
+    p = p.mul_add(z, 1.283_791_7e-1);
+    let small = a.mul_add(p, a);
     // The clamp keeps `R` within `exp_neg_f32`'s range (`R(3.92)` is
     // -17.4, `R(0)` -0.0015) and `inf` away from the polynomial.
     let ac = if a > 3.92 { 3.92 } else { a };
     let u = ac - 0.843_75;
     let mut r = -1.310_284_7e-3f32;
-    r = r * u + 1.049_794_5e-2;
-    r = r * u - 4.767_174_6e-2;
-    r = r * u - 8.222_354e-1;
-    r = r * u - 2.378_687_1;
-    r = r * u - 1.457_686;
+    r = r.mul_add(u, 1.049_794_5e-2);
+    r = r.mul_add(u, -4.767_174_6e-2);
+    r = r.mul_add(u, -8.222_354e-1);
+    r = r.mul_add(u, -2.378_687_1);
+    r = r.mul_add(u, -1.457_686);
     let big = 1.0 - exp_neg_f32(r);
     let y = if a < 0.843_75 { small } else { big };
     if x.is_nan() {
