@@ -122,12 +122,15 @@ pub fn factorial<T: Int>(function: &str, n: T) -> Result<T, Error> {
 /// At most 2 units in the last place from the exact value (the test
 /// below compares with `f64::exp` over the whole domain).
 #[inline(always)]
+// The clamp is written out: NaN passes it (`f32::clamp` would too, but
+// says less about which way NaN goes).
+#[allow(clippy::manual_clamp)]
 pub fn exp_f32(x: f32) -> f32 {
     // Below -104 the result rounds to 0, above 89 it is infinite.
-    let c = if x < -104.0 {
-        -104.0
-    } else if x > 89.0 {
-        89.0
+    let c = if x < exp32::LOW {
+        exp32::LOW
+    } else if x > exp32::HIGH {
+        exp32::HIGH
     } else {
         x
     };
@@ -151,22 +154,36 @@ pub fn exp_f32(x: f32) -> f32 {
 /// `vmath::exp_neg_f32` shares so that the two give the same bits.
 #[inline(always)]
 pub(crate) fn exp_reduced_f32(c: f32) -> (f32, i32) {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
-    const ROUND: f32 = 12_582_912.0;
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
+    use exp32::*;
     let shifted = c.mul_add(LOG2E, ROUND);
     let n = shifted - ROUND;
     let ni = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, c));
-    let mut p = 1.987_569_2e-4f32;
-    p = p.mul_add(r, 1.398_2e-3);
-    p = p.mul_add(r, 8.333_452e-3);
-    p = p.mul_add(r, 4.166_579_6e-2);
-    p = p.mul_add(r, 1.666_666_5e-1);
-    p = p.mul_add(r, 5.000_000_1e-1);
+    let mut p = POLY[0];
+    for k in &POLY[1..] {
+        p = p.mul_add(r, *k);
+    }
     ((p * r).mul_add(r, r) + 1.0, ni)
+}
+
+/// The constants of [`exp_f32`], which `vmath::lanes` shares so that its
+/// sixteen-lane form gives the same bits.
+pub(crate) mod exp32 {
+    pub const LOG2E: f32 = std::f32::consts::LOG2_E;
+    /// 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
+    pub const ROUND: f32 = 12_582_912.0;
+    /// `ln 2` in two parts; `n * LN2_HI` is exact for the `n` that occur.
+    pub const LN2_HI: f32 = 0.693_359_4;
+    pub const LN2_LO: f32 = -2.121_944_4e-4;
+    /// `e^r = 1 + r + r^2 P(r)`, `P`'s coefficients from the highest power
+    /// (with the digits the fit gave).
+    #[allow(clippy::excessive_precision)]
+    pub const POLY: [f32; 6] =
+        [1.987_569_2e-4, 1.398_2e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 5.000_000_1e-1];
+    /// The arguments are clamped to `[LOW, HIGH]` first: below, `e^x`
+    /// rounds to 0; above, it is infinite.
+    pub const LOW: f32 = -104.0;
+    pub const HIGH: f32 = 89.0;
 }
 
 /// The error function, from `libm` (Rust's std has none). Generated code

@@ -23,8 +23,10 @@ use super::{available_threads, corners, covers, extents, matmul_with, Error};
 /// as a row definition `e[i, j] = exp(s[i, j] - m)` after `let m =
 /// max[j](s[i, j])` with its row sum (`codegen/rust/in_place.rs`), so
 /// the same bits.
+/// With `AVX512` (in code compiled for it), the exponentials of each run
+/// of sixteen through `vmath::lanes::avx512` (the same bits).
 #[inline(always)]
-pub(crate) fn softmax_row(row: &mut [f32]) -> f32 {
+pub(crate) fn softmax_row<const AVX512: bool>(row: &mut [f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; 16];
     let mut tail = f32::NEG_INFINITY;
     let mut runs = row.chunks_exact(16);
@@ -49,7 +51,21 @@ pub(crate) fn softmax_row(row: &mut [f32]) -> f32 {
     if tail > max {
         max = tail;
     }
-    for v in row.iter_mut() {
+    let mut runs = row.chunks_exact_mut(16);
+    for run in &mut runs {
+        let args: [f32; 16] = std::array::from_fn(|l| run[l] - max);
+        // SAFETY: `AVX512` only where the code is compiled for AVX-512F
+        // (the caller's promise); the portable form needs nothing.
+        let e = unsafe {
+            if AVX512 {
+                crate::vmath::lanes::avx512::exp_f32(args)
+            } else {
+                crate::vmath::lanes::portable::exp_f32(args)
+            }
+        };
+        run.copy_from_slice(&e);
+    }
+    for v in runs.into_remainder() {
         *v = crate::arith::exp_f32(*v - max);
     }
     let mut lanes = [0.0f32; 16];
@@ -102,11 +118,11 @@ fn softmax_wide(row: &mut [f32]) -> f32 {
     {
         #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
         unsafe fn wide512(row: &mut [f32]) -> f32 {
-            softmax_row(row)
+            softmax_row::<true>(row)
         }
         #[target_feature(enable = "avx2,fma")]
         unsafe fn wide(row: &mut [f32]) -> f32 {
-            softmax_row(row)
+            softmax_row::<false>(row)
         }
         if crate::cpu::wide512() {
             // SAFETY: the processor has these features.
@@ -117,7 +133,7 @@ fn softmax_wide(row: &mut [f32]) -> f32 {
             return unsafe { wide(row) };
         }
     }
-    softmax_row(row)
+    softmax_row::<false>(row)
 }
 
 /// Whether a product of `m x k` times `k x n` `f32` goes to our packed

@@ -705,7 +705,7 @@ unsafe fn attention_block(
     }
     let mut sums = [0.0f32; MR];
     for (r, z) in sums.iter_mut().enumerate().take(mr) {
-        *z = super::softmax_row(&mut sbuf[r * lds..r * lds + nk]);
+        *z = super::softmax_row::<true>(&mut sbuf[r * lds..r * lds + nk]);
     }
     // `e · v` over the rows of the buffer in place, as many as hold some
     // (4, 8 or MR, as `packed_tile`; rows past `mr`, if any, are computed

@@ -51,6 +51,7 @@
 // goes, which each function decides).
 #![allow(clippy::excessive_precision, clippy::manual_clamp, clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod lanes;
 mod trig32;
 mod trig64;
 pub use trig32::{cos_f32, sin_f32, tan_f32};

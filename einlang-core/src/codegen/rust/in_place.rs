@@ -33,7 +33,10 @@
 //! When the next prelude statement sums the whole row (`let s =
 //! sum[k](e[k])`) and that sum would run in lanes (`expr::in_lanes`), it
 //! is added up in the loop that stores the row, in the same lanes and the
-//! same order (the same bits), so the row is not read a second time.
+//! same order (the same bits), so the row is not read a second time. An
+//! `f32` row `e[c] = exp(a)` takes each run's sixteen arguments at once
+//! (`__simd::exp_f32`, the function's CPU form's module of
+//! `vmath::lanes`: `vscalefps` in the AVX-512 twin, the same bits).
 //!
 //! A later sum of a whole top-level definition's rows (`row_sum_of`:
 //! `z[i] = sum[j](e[i, j])` after `e[i, j]`, or `z[i] = sum[j](e[h, i, j])`
@@ -48,7 +51,9 @@ use quote::quote;
 
 use super::expr::{in_lanes, LANES};
 use super::{types, Bug, FnCx, Ownership};
+use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::RedOp;
+use crate::base::scalar::ScalarKind;
 use crate::ir::visit::visit_var_uses;
 use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, TensorDef, VarId};
 
@@ -170,17 +175,40 @@ impl FnCx<'_> {
                 });
                 // A run of lanes computes its values before it stores any,
                 // so that the reads can be vectorized ahead of the writes.
+                // An `f32` exponential takes the run's arguments at once,
+                // through the form of `vmath::lanes` the function's CPU
+                // form binds as `__simd` (`rust::mod`'s `simd_forms`).
+                let run = match exp_argument(e) {
+                    Some(arg) if LANES == 16 => {
+                        let arg = self.expr(arg)?.tokens;
+                        self.uses_simd = true;
+                        quote! {
+                            let mut __args: [#t; #n] = [#zero; #n];
+                            for __lane in 0..#n {
+                                let #pos: usize = __start + __lane;
+                                #binding
+                                __args[__lane] = #arg;
+                            }
+                            // SAFETY: the form `__simd` names runs on this
+                            // processor (it is the function's own form's).
+                            __vals = unsafe { __simd::exp_f32(__args) };
+                        }
+                    }
+                    _ => quote! {
+                        for __lane in 0..#n {
+                            let #pos: usize = __start + __lane;
+                            #binding
+                            __vals[__lane] = #body;
+                        }
+                    },
+                };
                 quote! {
                     let mut __lanes: [#t; #n] = [#zero; #n];
                     let mut __vals: [#t; #n] = [#zero; #n];
                     let mut __tail: #t = #zero;
                     let mut __start: usize = 0;
                     while #len - __start >= #n {
-                        for __lane in 0..#n {
-                            let #pos: usize = __start + __lane;
-                            #binding
-                            __vals[__lane] = #body;
-                        }
+                        #run
                         for __lane in 0..#n {
                             // SAFETY: `__start + __lane < #len`, the row's
                             // length; the row's slice is not used again
@@ -209,6 +237,17 @@ impl FnCx<'_> {
             // is only read through this view until its value is computed.
             let #name = unsafe { #nd::RawArrayView::from_shape_ptr(#len, #ptr as *const #t) };
         })
+    }
+}
+
+/// The argument of a row tensor whose value is `exp(arg)` of `f32`
+/// (computed a run of lanes at a time, `vmath::lanes`).
+fn exp_argument(e: &TensorDef) -> Option<&Expr> {
+    match &e.body.kind {
+        ExprKind::Intrinsic(Intrinsic::Exp, args) if args.len() == 1 && e.body.ty == Repr::Scalar(ScalarKind::F32) => {
+            args.first()
+        }
+        _ => None,
     }
 }
 

@@ -262,9 +262,9 @@ pub fn emit_function(
         && f.params.iter().all(|&p| cx.info(p).is_ok_and(|i| matches!(i.ty, Repr::Scalar(_))))
         && loop_free(f);
     let body = if options.checked || options.baseline_only || scalar {
-        body
+        simd_form(&body, cx.uses_simd, false)
     } else {
-        wide_twin(&body, &inner_params, &inner_args, &quote!(#result<#ret, #err>), avx512)
+        wide_twin(&body, cx.uses_simd, &inner_params, &inner_args, &quote!(#result<#ret, #err>), avx512)
     };
     // `#[inline(always)]`: with a plain `#[inline]`, LLVM left `std::ml::gelu`
     // (erf and its exponential) out of the AVX-512 twin's loop, a call per
@@ -349,6 +349,7 @@ fn loop_free(f: &Function) -> bool {
 /// for AVX-512 comes first, taken when `cpu::wide512` holds.
 fn wide_twin(
     body: &TokenStream,
+    simd: bool,
     params: &[TokenStream],
     args: &[Ident],
     ret: &TokenStream,
@@ -356,12 +357,14 @@ fn wide_twin(
 ) -> TokenStream {
     let rt = paths::rt();
     let allow = super::allow_lints(quote!(unused_unsafe, unsafe_op_in_unsafe_fn,));
+    let body512 = simd_form(body, simd, true);
+    let body = simd_form(body, simd, false);
     let widest = if avx512 {
         quote! {
             #allow
             #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
             unsafe fn __wide512(#(#params),*) -> #ret {
-                #body
+                #body512
             }
             if #rt::cpu::wide512() {
                 // SAFETY: the processor has these AVX-512 subsets, AVX2 and
@@ -386,6 +389,23 @@ fn wide_twin(
                 return unsafe { __wide(#(#args),*) };
             }
         }
+        #body
+    }
+}
+
+/// `body` with `__simd` bound to the module of `vmath::lanes` its CPU form
+/// runs (`avx512` in the AVX-512 twin, `portable` in the others) when it
+/// calls it (`simd`: the runs of lanes of `in_place.rs`): the forms share
+/// their tokens.
+fn simd_form(body: &TokenStream, simd: bool, avx512: bool) -> TokenStream {
+    if !simd {
+        return body.clone();
+    }
+    let rt = paths::rt();
+    let form = if avx512 { quote!(avx512) } else { quote!(portable) };
+    quote! {
+        #[allow(unused_imports)]
+        use #rt::vmath::lanes::#form as __simd;
         #body
     }
 }
@@ -453,6 +473,8 @@ pub(crate) struct FnCx<'a> {
     /// and a later sum of its rows in the same prelude (a chain run per
     /// batch, `opt::slices`) are found there by `row_sum_of`.
     preludes: Vec<Vec<Stmt>>,
+    /// Whether the body calls `__simd` (`simd_form` binds it then).
+    uses_simd: bool,
     rt: TokenStream,
     nd: TokenStream,
 }
@@ -513,6 +535,7 @@ impl<'a> FnCx<'a> {
             into_store: None,
             summed: HashMap::new(),
             preludes: Vec::new(),
+            uses_simd: false,
             rt: paths::rt_local(),
             nd: paths::nd_local(),
         })
