@@ -301,47 +301,44 @@ where
     let _ = scale;
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
+    // The operands and the output for our own `f32` kernels, when the
+    // process chose them and the processor has AVX-512F.
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Packed
-        && TypeId::of::<T>() == TypeId::of::<f32>()
-        && crate::cpu::has_avx512()
-        && m <= dots::MAX_ROWS.min(SKINNY_ROWS - 1)
-        && (k == 1 || (a.strides()[1] == 1 && b.strides()[0] == 1))
-    {
-        // A few rows times a matrix stored by columns (an `[out, in]`
-        // weight): dot products over `b` in place (`dots`), which the
-        // packed kernels and the `gemm` crate would copy first.
-        let (sa, sb) = (a.strides(), b.strides());
-        let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
-        let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
-        let threads = if k.saturating_mul(n) >= SKINNY_PARALLEL { threads } else { 1 };
-        // SAFETY: `T` is f32, AVX-512F, 0 < m <= MAX_ROWS, k > 0; rows of
-        // `a` and columns of `b` contiguous (or one term long); views of
-        // their extents, `out` as the caller vouches.
-        unsafe { dots::dots(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads, scale32) };
-        return Ok(true);
-    }
+    let own =
+        (kernel == Kernel::Packed && TypeId::of::<T>() == TypeId::of::<f32>() && crate::cpu::has_avx512()).then(|| {
+            let mat = |v: &ArrayView2<'_, T>| avx512::Mat {
+                ptr: v.as_ptr().cast::<f32>().cast_mut(),
+                rs: v.strides()[0],
+                cs: v.strides()[1],
+            };
+            (mat(&a), mat(&b), avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs })
+        });
+    // A product of a few rows reads its right operand once: on two
+    // threads once that is a few hundred kilobytes.
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Packed
-        && TypeId::of::<T>() == TypeId::of::<f32>()
-        && crate::cpu::has_avx512()
-        && (SKINNY_OWN_ROWS..=avx512::MR).contains(&m)
-        && n >= SKINNY_COLS
-        && b.strides()[1] == 1
-        && b.strides()[0] >= n as isize
-    {
-        // Eight to twelve rows times a row-major matrix: that matrix
-        // streamed once through the micro-kernel, in place
-        // (`avx512::skinny`); on two threads once it is a few hundred
-        // kilobytes.
-        let (sa, sb) = (a.strides(), b.strides());
-        let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
-        let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
-        let threads = if k.saturating_mul(n) >= SKINNY_PARALLEL { threads } else { 1 };
-        // SAFETY: `T` is f32, AVX-512F, k > 0, m <= MR, `b` has unit column
-        // stride; views of their extents, `out` as the caller vouches.
-        unsafe { avx512::skinny(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads, scale32) };
-        return Ok(true);
+    let few_threads = if k.saturating_mul(n) >= SKINNY_PARALLEL { threads } else { 1 };
+    #[cfg(target_arch = "x86_64")]
+    if let Some((am, bm, c)) = own {
+        if m <= dots::MAX_ROWS.min(SKINNY_ROWS - 1) && (k == 1 || (am.cs == 1 && bm.rs == 1)) {
+            // A few rows times a matrix stored by columns (an `[out, in]`
+            // weight): dot products over `b` in place (`dots`), which the
+            // packed kernels and the `gemm` crate would copy first.
+            // SAFETY: `T` is f32, AVX-512F, 0 < m <= MAX_ROWS, k > 0; rows
+            // of `a` and columns of `b` contiguous (or one term long);
+            // views of their extents, `out` as the caller vouches.
+            unsafe { dots::dots(m, k, n, am, bm, c, few_threads, scale32) };
+            return Ok(true);
+        }
+        if (SKINNY_OWN_ROWS..=avx512::MR).contains(&m) && n >= SKINNY_COLS && bm.cs == 1 && bm.rs >= n as isize {
+            // Eight to twelve rows times a row-major matrix: that matrix
+            // streamed once through the micro-kernel, in place
+            // (`avx512::skinny`).
+            // SAFETY: `T` is f32, AVX-512F, k > 0, m <= MR, `b` has unit
+            // column stride; views of their extents, `out` as the caller
+            // vouches.
+            unsafe { avx512::skinny(m, k, n, am, bm, c, few_threads, scale32) };
+            return Ok(true);
+        }
     }
     if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate {
         // The crate decides itself how many threads a product is worth
@@ -352,14 +349,11 @@ where
         return Ok(false);
     }
     #[cfg(target_arch = "x86_64")]
-    if TypeId::of::<T>() == TypeId::of::<f32>() && packed_takes(kernel, m, n) {
-        let (sa, sb) = (a.strides(), b.strides());
-        let mat = |ptr: *const T, s: &[isize]| avx512::Mat { ptr: ptr.cast::<f32>().cast_mut(), rs: s[0], cs: s[1] };
-        let c = avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs };
+    if let Some((am, bm, c)) = own.filter(|_| packed_takes(kernel, m, n)) {
         // SAFETY: `T` is f32, the processor has AVX-512F, k > 0; the
         // operands are views of their extents, `out` as the caller vouches.
         let threads = if parallel { threads } else { 1 };
-        unsafe { avx512::sgemm(m, k, n, mat(a.as_ptr(), sa), mat(b.as_ptr(), sb), c, threads, scale32) };
+        unsafe { avx512::sgemm(m, k, n, am, bm, c, threads, scale32) };
         return Ok(true);
     }
     if !parallel {
@@ -883,6 +877,12 @@ mod tests {
     use super::*;
     use ndarray::Array;
 
+    /// A view as our kernels' operand.
+    #[cfg(target_arch = "x86_64")]
+    fn own(v: ArrayView2<'_, f32>) -> avx512::Mat {
+        avx512::Mat { ptr: v.as_ptr().cast_mut(), rs: v.strides()[0], cs: v.strides()[1] }
+    }
+
     fn naive(a: &ArrayView2<'_, f64>, b: &ArrayView2<'_, f64>, m: usize, n: usize, k: usize) -> Array2<f64> {
         Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, p]] * b[[p, j]]).sum())
     }
@@ -1168,16 +1168,11 @@ mod tests {
                 for bv in [b.view(), bt.t()] {
                     let run = |threads: usize| {
                         let mut out = Array2::<f32>::from_elem((m, n), f32::NAN);
-                        let mat = |v: &ArrayView2<'_, f32>| avx512::Mat {
-                            ptr: v.as_ptr().cast_mut(),
-                            rs: v.strides()[0],
-                            cs: v.strides()[1],
-                        };
                         let c = avx512::Mat { ptr: out.as_mut_ptr(), rs: n as isize, cs: 1 };
                         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                         // SAFETY: AVX-512F checked; views of their extents;
                         // `out` holds the m x n elements.
-                        pool.install(|| unsafe { avx512::sgemm(m, k, n, mat(&a.view()), mat(&bv), c, threads, scale) });
+                        pool.install(|| unsafe { avx512::sgemm(m, k, n, own(a.view()), own(bv), c, threads, scale) });
                         out
                     };
                     let one = run(1);
@@ -1237,15 +1232,10 @@ mod tests {
                     for transposed in [false, true] {
                         let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
                         let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
-                        let mat = |v: &ArrayView2<'_, f32>| avx512::Mat {
-                            ptr: v.as_ptr().cast_mut(),
-                            rs: v.strides()[0],
-                            cs: v.strides()[1],
-                        };
                         let c = avx512::Mat { ptr: out.as_mut_ptr(), rs, cs };
                         // SAFETY: AVX-512F checked; views of their extents;
                         // `out` holds the m x n elements these strides address.
-                        pool.install(|| unsafe { avx512::sgemm(m, k, n, mat(&av), mat(&bv), c, threads, None) });
+                        pool.install(|| unsafe { avx512::sgemm(m, k, n, own(av), own(bv), c, threads, None) });
                         let got = if transposed { out.t().to_owned() } else { out };
                         for (g, w) in got.iter().zip(want.iter()) {
                             assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
@@ -1279,15 +1269,10 @@ mod tests {
                 let mut direct = Array2::<f32>::from_elem((m, n), f32::NAN);
                 #[cfg(target_arch = "x86_64")]
                 if crate::cpu::has_avx512() {
-                    let mat = |v: ArrayView2<'_, f32>| avx512::Mat {
-                        ptr: v.as_ptr().cast_mut(),
-                        rs: v.strides()[0],
-                        cs: v.strides()[1],
-                    };
                     let c = avx512::Mat { ptr: direct.as_mut_ptr(), rs: n as isize, cs: 1 };
                     // SAFETY: AVX-512F; m <= MR, `b` has unit column stride;
                     // `direct` is m x n, row-major.
-                    pool.install(|| unsafe { avx512::skinny(m, k, n, mat(a.view()), mat(b), c, threads, None) });
+                    pool.install(|| unsafe { avx512::skinny(m, k, n, own(a.view()), own(b), c, threads, None) });
                 } else {
                     direct.assign(&via);
                 }
@@ -1328,11 +1313,6 @@ mod tests {
                 close(&pool.install(|| with(Kernel::Packed, a.view(), b)), 1.0, "dispatch");
                 #[cfg(target_arch = "x86_64")]
                 if crate::cpu::has_avx512() {
-                    let mat = |v: ArrayView2<'_, f32>| avx512::Mat {
-                        ptr: v.as_ptr().cast_mut(),
-                        rs: v.strides()[0],
-                        cs: v.strides()[1],
-                    };
                     let run = |transposed: bool, scale: Option<f32>| {
                         let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
                         let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
@@ -1340,7 +1320,7 @@ mod tests {
                         // SAFETY: AVX-512F; 1 <= m <= MAX_ROWS, k > 0, rows of
                         // `a` and columns of `b` contiguous; `out` holds the
                         // m x n elements these strides address.
-                        pool.install(|| unsafe { dots::dots(m, k, n, mat(a.view()), mat(b), c, threads, scale) });
+                        pool.install(|| unsafe { dots::dots(m, k, n, own(a.view()), own(b), c, threads, scale) });
                         if transposed {
                             out.t().to_owned()
                         } else {
