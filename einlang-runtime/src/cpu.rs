@@ -98,6 +98,22 @@ pub fn set_avx2_only(on: bool) {
     AVX2_ONLY.store(on, Ordering::Relaxed);
 }
 
+/// Whether the processor has AVX2 and FMA: decided once (the runtime's
+/// own kernels for them, `gemm`'s products of a few rows).
+pub fn has_avx2_fma() -> bool {
+    static DETECTED: OnceLock<bool> = OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
 /// Whether the processor has AVX-512 (foundation): decided once. The
 /// runtime's choice of GEMM library follows it (see `gemm`).
 pub fn has_avx512() -> bool {

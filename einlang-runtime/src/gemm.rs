@@ -103,6 +103,22 @@ fn large_kernel() -> Kernel {
     })
 }
 
+/// The instruction set of `dots` for products of a few rows times a
+/// matrix stored by columns, if any: AVX-512 with our packed kernels,
+/// AVX2 where the processor has no AVX-512 and the `gemm` crate is the
+/// choice (the default there); matrixmultiply and OpenBLAS, when chosen,
+/// take every product.
+#[cfg(target_arch = "x86_64")]
+fn dots_isa(kernel: Kernel) -> Option<dots::Isa> {
+    match kernel {
+        Kernel::Packed if crate::cpu::has_avx512() => Some(dots::Isa::Avx512),
+        Kernel::Packed | Kernel::GemmCrate if !crate::cpu::has_avx512() && crate::cpu::has_avx2_fma() => {
+            Some(dots::Isa::Avx2)
+        }
+        _ => None,
+    }
+}
+
 /// Products with fewer rows, or fewer columns, than these go to the `gemm`
 /// crate.
 const SKINNY_ROWS: usize = 16;
@@ -301,34 +317,40 @@ where
     let _ = scale;
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
-    // The operands and the output for our own `f32` kernels, when the
-    // process chose them and the processor has AVX-512F.
+    // The operands and the output of an `f32` product for our own kernels;
+    // `own` when the process chose the packed ones and the processor has
+    // AVX-512F.
     #[cfg(target_arch = "x86_64")]
-    let own =
-        (kernel == Kernel::Packed && TypeId::of::<T>() == TypeId::of::<f32>() && crate::cpu::has_avx512()).then(|| {
-            let mat = |v: &ArrayView2<'_, T>| avx512::Mat {
-                ptr: v.as_ptr().cast::<f32>().cast_mut(),
-                rs: v.strides()[0],
-                cs: v.strides()[1],
-            };
-            (mat(&a), mat(&b), avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs })
-        });
+    let f32_mats = (TypeId::of::<T>() == TypeId::of::<f32>()).then(|| {
+        let mat = |v: &ArrayView2<'_, T>| avx512::Mat {
+            ptr: v.as_ptr().cast::<f32>().cast_mut(),
+            rs: v.strides()[0],
+            cs: v.strides()[1],
+        };
+        (mat(&a), mat(&b), avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs })
+    });
+    #[cfg(target_arch = "x86_64")]
+    let own = f32_mats.filter(|_| kernel == Kernel::Packed && crate::cpu::has_avx512());
     // A product of a few rows reads its right operand once: on two
     // threads once that is a few hundred kilobytes.
     #[cfg(target_arch = "x86_64")]
     let few_threads = if k.saturating_mul(n) >= SKINNY_PARALLEL { threads } else { 1 };
     #[cfg(target_arch = "x86_64")]
-    if let Some((am, bm, c)) = own {
+    if let Some((isa, (am, bm, c))) = dots_isa(kernel).zip(f32_mats) {
         if m <= dots::MAX_ROWS.min(SKINNY_ROWS - 1) && (k == 1 || (am.cs == 1 && bm.rs == 1)) {
             // A few rows times a matrix stored by columns (an `[out, in]`
             // weight): dot products over `b` in place (`dots`), which the
             // packed kernels and the `gemm` crate would copy first.
-            // SAFETY: `T` is f32, AVX-512F, 0 < m <= MAX_ROWS, k > 0; rows
-            // of `a` and columns of `b` contiguous (or one term long);
-            // views of their extents, `out` as the caller vouches.
-            unsafe { dots::dots(m, k, n, am, bm, c, few_threads, scale32) };
+            // SAFETY: `T` is f32, the processor has `isa`, 0 < m <=
+            // MAX_ROWS, k > 0; rows of `a` and columns of `b` contiguous
+            // (or one term long); views of their extents, `out` as the
+            // caller vouches.
+            unsafe { dots::dots(isa, m, k, n, am, bm, c, few_threads, scale32) };
             return Ok(true);
         }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let Some((am, bm, c)) = own {
         if (SKINNY_OWN_ROWS..=avx512::MR).contains(&m) && n >= SKINNY_COLS && bm.cs == 1 && bm.rs >= n as isize {
             // Eight to twelve rows times a row-major matrix: that matrix
             // streamed once through the micro-kernel, in place
@@ -1311,16 +1333,20 @@ mod tests {
                     }
                 };
                 close(&pool.install(|| with(Kernel::Packed, a.view(), b)), 1.0, "dispatch");
+                // Both instruction sets of `dots` the processor has.
                 #[cfg(target_arch = "x86_64")]
-                if crate::cpu::has_avx512() {
+                let isas =
+                    [(dots::Isa::Avx512, crate::cpu::has_avx512()), (dots::Isa::Avx2, crate::cpu::has_avx2_fma())];
+                #[cfg(target_arch = "x86_64")]
+                for isa in isas.into_iter().filter(|i| i.1).map(|i| i.0) {
                     let run = |transposed: bool, scale: Option<f32>| {
                         let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
                         let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
                         let c = avx512::Mat { ptr: out.as_mut_ptr(), rs, cs };
-                        // SAFETY: AVX-512F; 1 <= m <= MAX_ROWS, k > 0, rows of
-                        // `a` and columns of `b` contiguous; `out` holds the
-                        // m x n elements these strides address.
-                        pool.install(|| unsafe { dots::dots(m, k, n, own(a.view()), own(b), c, threads, scale) });
+                        // SAFETY: the processor has `isa`; 1 <= m <= MAX_ROWS,
+                        // k > 0, rows of `a` and columns of `b` contiguous;
+                        // `out` holds the m x n elements these strides address.
+                        pool.install(|| unsafe { dots::dots(isa, m, k, n, own(a.view()), own(b), c, threads, scale) });
                         if transposed {
                             out.t().to_owned()
                         } else {
@@ -1329,9 +1355,9 @@ mod tests {
                     };
                     for transposed in [false, true] {
                         let plain = run(transposed, None);
-                        close(&plain, 1.0, "dots");
+                        close(&plain, 1.0, &format!("dots {isa:?}"));
                         let scaled = run(transposed, Some(-0.3));
-                        close(&scaled, -0.3f32 as f64, "scaled dots");
+                        close(&scaled, -0.3f32 as f64, &format!("scaled dots {isa:?}"));
                         for (g, p) in scaled.iter().zip(plain.iter()) {
                             assert_eq!(g.to_bits(), (p * -0.3f32).to_bits());
                         }

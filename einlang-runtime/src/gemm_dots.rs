@@ -1,20 +1,20 @@
 //! `f32` products of a few rows by a matrix stored by columns (a child of
-//! `gemm`, which chooses it on processors with AVX-512F): `x · w^T` with
-//! `w` an `[out, in]` weight, the layout of a dense layer's weight in most
-//! frameworks, as a batch of one to fifteen rows meets it.
+//! `gemm`): `x · w^T` with `w` an `[out, in]` weight, the layout of a dense
+//! layer's weight in most frameworks, as a batch of one to fifteen rows
+//! meets it.
 //!
 //! Each output element is a dot product of a row of `a` with a column of
 //! `b`, both contiguous. The packed kernels (and the `gemm` crate) would
 //! copy `b` into panels first, which for so few rows costs more than the
 //! product: `b` is read once, in place, and the rows of `a` (a few pages)
 //! stay in the cache. A block of `C` columns times `R` rows keeps `R x C`
-//! sixteen-lane sums in registers; each step of sixteen terms loads `C +
-//! R` vectors for `R x C` multiply-adds, and at the end each sum is added
-//! across its lanes. The columns are cut into pieces, one task each, on
-//! several threads once `b` is large enough to be worth it.
-
-#[cfg(target_arch = "x86_64")]
-use std::arch::x86_64::*;
+//! vector sums in registers; each step of a vector's width of terms loads
+//! `C + R` vectors for `R x C` multiply-adds, the last step masked, and at
+//! the end each sum is added across its lanes. The columns are cut into
+//! pieces, one task each, on several threads once `b` is large enough to
+//! be worth it. One kernel, written once (`dot_kernel!`), is compiled for
+//! AVX-512F (sixteen lanes, 32 registers: blocks up to 4 rows x 4 columns,
+//! or 2 x 8) and for AVX2 with FMA (eight lanes, 16 registers: 2 x 4).
 
 use rayon::prelude::*;
 
@@ -27,6 +27,13 @@ pub(super) const MAX_ROWS: usize = 15;
 /// stay in the second-level cache while every block of rows reads them.
 const TASK_COLS: usize = 32;
 
+/// The instruction set `dots` runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Isa {
+    Avx512,
+    Avx2,
+}
+
 /// `c = a · b` (times `scale` when there is one, rounded once more: the
 /// bits of the product followed by the multiplication) for `a: m x k`
 /// with contiguous rows and `b: k x n` with contiguous columns (`b.rs ==
@@ -34,18 +41,33 @@ const TASK_COLS: usize = 32;
 ///
 /// # Safety
 ///
-/// The processor has AVX-512F; `1 <= m <= MAX_ROWS`, `k > 0`, `a.cs ==
-/// 1` and `b.rs == 1` (or `k == 1`); `a` and `b` address `m x k` and `k x n` readable
-/// elements, `c` `m x n` writable ones that nothing else accesses
-/// meanwhile.
-#[cfg(target_arch = "x86_64")]
+/// The processor has `isa` (AVX-512F; AVX2 and FMA); `1 <= m <=
+/// MAX_ROWS`, `k > 0`, `a.cs == 1` and `b.rs == 1` (or `k == 1`); `a` and
+/// `b` address `m x k` and `k x n` readable elements, `c` `m x n` writable
+/// ones that nothing else accesses meanwhile.
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn dots(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, threads: usize, scale: Option<f32>) {
+pub(super) unsafe fn dots(
+    isa: Isa,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat,
+    b: Mat,
+    c: Mat,
+    threads: usize,
+    scale: Option<f32>,
+) {
     let task = |t: usize| {
         let j0 = t * TASK_COLS;
         let j1 = (j0 + TASK_COLS).min(n);
-        // SAFETY: columns j0..j1 of `b` and `c` exist; as the caller vouches.
-        unsafe { columns(m, k, j0, j1, a, b, c, scale) };
+        // SAFETY: columns j0..j1 of `b` and `c` exist; the processor has
+        // `isa`; as the caller vouches.
+        unsafe {
+            match isa {
+                Isa::Avx512 => avx512::columns(m, k, j0, j1, a, b, c, scale),
+                Isa::Avx2 => avx2::columns(m, k, j0, j1, a, b, c, scale),
+            }
+        }
     };
     let tasks = n.div_ceil(TASK_COLS);
     if threads > 1 {
@@ -55,107 +77,223 @@ pub(super) unsafe fn dots(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat, 
     }
 }
 
-/// Columns `j0..j1` of `c`: blocks of eight columns (four where four or
-/// more rows share a block), each times every block of rows.
-///
-/// # Safety
-///
-/// As `dots`, and `j0 < j1 <= n`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn columns(m: usize, k: usize, j0: usize, j1: usize, a: Mat, b: Mat, c: Mat, scale: Option<f32>) {
-    // With one or two rows, eight columns give the sums enough
-    // independent chains to hide the multiply-add latency; with three or
-    // four rows four columns do, keeping at most 16 sums in registers.
-    let wide = m <= 2;
-    let step = if wide { 8 } else { 4 };
-    let mut j = j0;
-    while j < j1 {
-        let cols = step.min(j1 - j);
-        let mut i = 0;
-        while i < m {
-            let rows = (m - i).min(4);
-            // SAFETY: rows i..i + rows and columns j..j + cols are inside
-            // the operands, as the caller vouches.
+/// `columns` and `block` for the instruction set `$features`, over the
+/// module's vector type `V` of `W` lanes and its helpers `zero`, `load`,
+/// `load_rest` (the first `rest < W` lanes, zeros after), `fmadd` and
+/// `sum` (across the lanes); blocks of at most `RMAX` rows, `CWIDE`
+/// columns when one or two rows share a block, else `CNARROW`.
+macro_rules! dot_kernel {
+    ($features:literal) => {
+        /// Columns `j0..j1` of `c`: blocks of columns, each times every
+        /// block of rows.
+        ///
+        /// # Safety
+        ///
+        /// As `dots`, and `j0 < j1 <= n`.
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        pub(super) unsafe fn columns(
+            m: usize,
+            k: usize,
+            j0: usize,
+            j1: usize,
+            a: Mat,
+            b: Mat,
+            c: Mat,
+            scale: Option<f32>,
+        ) {
+            let wide = m <= 2;
+            let step = if wide { CWIDE } else { CNARROW };
+            let mut j = j0;
+            while j < j1 {
+                let cols = step.min(j1 - j);
+                let mut i = 0;
+                while i < m {
+                    let rows = (m - i).min(RMAX);
+                    // SAFETY: rows i..i + rows and columns j..j + cols are
+                    // inside the operands, as the caller vouches.
+                    unsafe {
+                        match (rows, wide) {
+                            (1, true) => block::<1, CWIDE>(k, i, j, cols, a, b, c, scale),
+                            (2, true) => block::<2, CWIDE>(k, i, j, cols, a, b, c, scale),
+                            (1, false) => block::<1, CNARROW>(k, i, j, cols, a, b, c, scale),
+                            (2, false) => block::<2, CNARROW>(k, i, j, cols, a, b, c, scale),
+                            (3, _) => block::<3, CNARROW>(k, i, j, cols, a, b, c, scale),
+                            _ => block::<4, CNARROW>(k, i, j, cols, a, b, c, scale),
+                        }
+                    }
+                    i += rows;
+                }
+                j += cols;
+            }
+        }
+
+        /// The `R x cols` block of `c` at `(i0, j0)` (`cols <= C`; columns
+        /// past `cols` repeat the last one, computed and not stored), `R x
+        /// C` sums of `W` lanes over the `k` terms, the last step masked.
+        ///
+        /// # Safety
+        ///
+        /// As `dots`; rows `i0..i0 + R` and columns `j0..j0 + cols` (`1 <=
+        /// cols <= C`) are inside the operands.
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn block<const R: usize, const C: usize>(
+            k: usize,
+            i0: usize,
+            j0: usize,
+            cols: usize,
+            a: Mat,
+            b: Mat,
+            c: Mat,
+            scale: Option<f32>,
+        ) {
+            // SAFETY (throughout): rows and columns inside the operands, as
+            // the caller vouches; the processor has the features.
             unsafe {
-                match (rows, wide) {
-                    (1, true) => block::<1, 8>(k, i, j, cols, a, b, c, scale),
-                    (2, true) => block::<2, 8>(k, i, j, cols, a, b, c, scale),
-                    (1, false) => block::<1, 4>(k, i, j, cols, a, b, c, scale),
-                    (2, false) => block::<2, 4>(k, i, j, cols, a, b, c, scale),
-                    (3, _) => block::<3, 4>(k, i, j, cols, a, b, c, scale),
-                    _ => block::<4, 4>(k, i, j, cols, a, b, c, scale),
+                let mut sums = [[zero(); C]; R];
+                let rows: [*const f32; R] = std::array::from_fn(|r| a.at(i0 + r, 0).cast_const());
+                let at: [*const f32; C] = std::array::from_fn(|q| b.at(0, j0 + q.min(cols - 1)).cast_const());
+                let whole = k / W;
+                for s in 0..whole {
+                    let p = s * W;
+                    let w: [V; C] = std::array::from_fn(|q| load(at[q].add(p)));
+                    for r in 0..R {
+                        let x = load(rows[r].add(p));
+                        for q in 0..C {
+                            sums[r][q] = fmadd(x, w[q], sums[r][q]);
+                        }
+                    }
+                }
+                let rest = k - whole * W;
+                if rest > 0 {
+                    let p = whole * W;
+                    let w: [V; C] = std::array::from_fn(|q| load_rest(at[q].add(p), rest));
+                    for r in 0..R {
+                        let x = load_rest(rows[r].add(p), rest);
+                        for q in 0..C {
+                            sums[r][q] = fmadd(x, w[q], sums[r][q]);
+                        }
+                    }
+                }
+                for (r, row) in sums.iter().enumerate() {
+                    for (q, v) in row.iter().enumerate().take(cols) {
+                        let mut y = sum(*v);
+                        if let Some(s) = scale {
+                            y *= s;
+                        }
+                        c.at(i0 + r, j0 + q).write(y);
+                    }
                 }
             }
-            i += rows;
         }
-        j += cols;
-    }
+    };
 }
 
-/// The `R x cols` block of `c` at `(i0, j0)` (`cols <= C`; columns past
-/// `cols` repeat the last one, computed and not stored), `R x C` sums of
-/// sixteen lanes over the `k` terms, the last step masked.
-///
-/// # Safety
-///
-/// As `dots`; rows `i0..i0 + R` and columns `j0..j0 + cols` (`1 <= cols
-/// <= C`) are inside the operands.
+/// Sixteen lanes (AVX-512F).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn block<const R: usize, const C: usize>(
-    k: usize,
-    i0: usize,
-    j0: usize,
-    cols: usize,
-    a: Mat,
-    b: Mat,
-    c: Mat,
-    scale: Option<f32>,
-) {
-    let mut sums = [[_mm512_setzero_ps(); C]; R];
-    // SAFETY (pointer arithmetic): rows and columns inside the operands.
-    let rows: [*const f32; R] = std::array::from_fn(|r| unsafe { a.at(i0 + r, 0) }.cast_const());
-    let cols_at: [*const f32; C] = std::array::from_fn(|q| unsafe { b.at(0, j0 + q.min(cols - 1)) }.cast_const());
-    let whole = k / 16;
-    for s in 0..whole {
-        let p = s * 16;
-        // SAFETY: terms p..p + 16 < k of each row and column.
-        unsafe {
-            let w: [__m512; C] = std::array::from_fn(|q| _mm512_loadu_ps(cols_at[q].add(p)));
-            for r in 0..R {
-                let x = _mm512_loadu_ps(rows[r].add(p));
-                for q in 0..C {
-                    sums[r][q] = _mm512_fmadd_ps(x, w[q], sums[r][q]);
-                }
-            }
-        }
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::Mat;
+
+    type V = __m512;
+    const W: usize = 16;
+    const RMAX: usize = 4;
+    const CWIDE: usize = 8;
+    const CNARROW: usize = 4;
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn zero() -> V {
+        _mm512_setzero_ps()
     }
-    let rest = k - whole * 16;
-    if rest > 0 {
-        let p = whole * 16;
-        let mask: __mmask16 = ((1u32 << rest) - 1) as __mmask16;
-        // SAFETY: the masked lanes are terms p..k of each row and column.
-        unsafe {
-            let w: [__m512; C] = std::array::from_fn(|q| _mm512_maskz_loadu_ps(mask, cols_at[q].add(p)));
-            for r in 0..R {
-                let x = _mm512_maskz_loadu_ps(mask, rows[r].add(p));
-                for q in 0..C {
-                    sums[r][q] = _mm512_fmadd_ps(x, w[q], sums[r][q]);
-                }
-            }
-        }
+
+    /// # Safety
+    ///
+    /// `p` is valid for reads of `W` values.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load(p: *const f32) -> V {
+        unsafe { _mm512_loadu_ps(p) }
     }
-    for (r, row) in sums.iter().enumerate() {
-        for (q, v) in row.iter().enumerate().take(cols) {
-            let mut y = _mm512_reduce_add_ps(*v);
-            if let Some(s) = scale {
-                y *= s;
-            }
-            // SAFETY: (i0 + r, j0 + q) is inside `c`.
-            unsafe { c.at(i0 + r, j0 + q).write(y) };
-        }
+
+    /// # Safety
+    ///
+    /// `p` is valid for reads of `rest < W` values.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load_rest(p: *const f32, rest: usize) -> V {
+        unsafe { _mm512_maskz_loadu_ps(((1u32 << rest) - 1) as __mmask16, p) }
     }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn fmadd(a: V, b: V, c: V) -> V {
+        _mm512_fmadd_ps(a, b, c)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn sum(v: V) -> f32 {
+        _mm512_reduce_add_ps(v)
+    }
+
+    dot_kernel!("avx512f");
+}
+
+/// Eight lanes (AVX2 with FMA).
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::Mat;
+
+    type V = __m256;
+    const W: usize = 8;
+    const RMAX: usize = 2;
+    const CWIDE: usize = 4;
+    const CNARROW: usize = 4;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn zero() -> V {
+        _mm256_setzero_ps()
+    }
+
+    /// # Safety
+    ///
+    /// `p` is valid for reads of `W` values.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn load(p: *const f32) -> V {
+        unsafe { _mm256_loadu_ps(p) }
+    }
+
+    /// # Safety
+    ///
+    /// `p` is valid for reads of `rest < W` values.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn load_rest(p: *const f32, rest: usize) -> V {
+        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        // SAFETY: only the first `rest` lanes are read.
+        unsafe { _mm256_maskload_ps(p, mask) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn fmadd(a: V, b: V, c: V) -> V {
+        _mm256_fmadd_ps(a, b, c)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn sum(v: V) -> f32 {
+        let half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let pair = _mm_add_ps(half, _mm_movehl_ps(half, half));
+        _mm_cvtss_f32(_mm_add_ss(pair, _mm_shuffle_ps::<1>(pair, pair)))
+    }
+
+    dot_kernel!("avx2,fma");
 }
