@@ -177,7 +177,7 @@ impl FnCx<'_> {
                 // so that the reads can be vectorized ahead of the writes.
                 // An `f32` exponential takes the run's arguments at once,
                 // through the form of `vmath::lanes` the function's CPU
-                // form binds as `__simd` (`rust::mod`'s `simd_forms`).
+                // form binds as `__simd` (`simd_form` in `rust/mod.rs`).
                 let run = match exp_argument(e) {
                     Some(arg) if LANES == 16 => {
                         let arg = self.expr(arg)?.tokens;
