@@ -155,10 +155,7 @@ pub fn exp_f32(x: f32) -> f32 {
 #[inline(always)]
 pub(crate) fn exp_reduced_f32(c: f32) -> (f32, i32) {
     use exp32::*;
-    let shifted = c.mul_add(LOG2E, ROUND);
-    let n = shifted - ROUND;
-    let ni = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
-    let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, c));
+    let (r, ni) = reduce(c);
     let mut p = POLY[0];
     for k in &POLY[1..] {
         p = p.mul_add(r, *k);
@@ -184,6 +181,17 @@ pub(crate) mod exp32 {
     /// rounds to 0; above, it is infinite.
     pub const LOW: f32 = -104.0;
     pub const HIGH: f32 = 89.0;
+
+    /// `c = n ln 2 + r` as `(r, n)`: `n` the nearest integer to `c log2
+    /// e` (`|c| < 2^22`), `r` in fused operations with `ln 2` in two parts
+    /// (`n ln 2` exact), `|r| <= ln 2 / 2` and a little.
+    #[inline(always)]
+    pub fn reduce(c: f32) -> (f32, i32) {
+        let shifted = c.mul_add(LOG2E, ROUND);
+        let n = shifted - ROUND;
+        let ni = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
+        ((-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, c)), ni)
+    }
 }
 
 /// The error function, from `libm` (Rust's std has none). Generated code

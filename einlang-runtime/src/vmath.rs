@@ -59,11 +59,9 @@ pub use trig64::{cos_f64, sin_f64, tan_f64};
 
 // ---------------------------------------------------------------- f32 core
 
-const MAGIC_F32: f32 = 12_582_912.0; // 1.5 * 2^23
-const LOG2E_F32: f32 = std::f32::consts::LOG2_E;
-// ln 2 in two parts; n * LN2_HI_F32 is exact for |n| < 2^15.
-const LN2_HI_F32: f32 = 0.693_359_4;
-const LN2_LO_F32: f32 = -2.121_944_4e-4;
+// `log2 e`, and `ln 2` in two parts (`n * LN2_HI_F32` is exact for |n| <
+// 2^15): the exponential's (`arith::exp32`).
+use crate::arith::exp32::{LN2_HI as LN2_HI_F32, LN2_LO as LN2_LO_F32, LOG2E as LOG2E_F32};
 
 /// `2^n` for `n` in `[-126, 127]` (other `n` give garbage, never a panic).
 #[inline(always)]
@@ -81,10 +79,7 @@ pub fn exp_f32(x: f32) -> f32 {
 /// polynomial, for `x` in `[-30, 89]`: returns `(n, e^r - 1)`.
 #[inline(always)]
 fn expm1_parts_f32(c: f32) -> (i32, f32) {
-    let shifted = c.mul_add(LOG2E_F32, MAGIC_F32);
-    let n = shifted - MAGIC_F32;
-    let ni = (shifted.to_bits() as i32).wrapping_sub(MAGIC_F32.to_bits() as i32);
-    let r = (-n).mul_add(LN2_LO_F32, (-n).mul_add(LN2_HI_F32, c));
+    let (r, ni) = crate::arith::exp32::reduce(c);
     let mut h = 1.0 / 40320.0f32;
     h = h.mul_add(r, 1.0 / 5040.0);
     h = h.mul_add(r, 1.0 / 720.0);
