@@ -36,7 +36,11 @@
 //! same order (the same bits), so the row is not read a second time. An
 //! `f32` row `e[c] = exp(a)` takes each run's sixteen arguments at once
 //! (`__simd::exp_f32`, the function's CPU form's module of
-//! `vmath::lanes`: `vscalefps` in the AVX-512 twin, the same bits).
+//! `vmath::lanes`: `vscalefps` in the AVX-512 twin, the same bits). An
+//! `f32` row whose value is `e[c] / d`, `d` the same along the row (the
+//! softmax's division by its sum), computes `d` once and divides the row
+//! in place (`__simd::div_f32_in_place`: through `d`'s reciprocal with an
+//! exact correction in the AVX-512 twin, the bits of the division).
 //!
 //! A later sum of a whole top-level definition's rows (`row_sum_of`:
 //! `z[i] = sum[j](e[i, j])` after `e[i, j]`, or `z[i] = sum[j](e[h, i, j])`
@@ -52,7 +56,7 @@ use quote::quote;
 use super::expr::{in_lanes, LANES};
 use super::{types, Bug, FnCx, Ownership};
 use crate::base::intrinsic::Intrinsic;
-use crate::base::ops::RedOp;
+use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::visit::visit_var_uses;
 use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, TensorDef, VarId};
@@ -237,6 +241,42 @@ impl FnCx<'_> {
             // is only read through this view until its value is computed.
             let #name = unsafe { #nd::RawArrayView::from_shape_ptr(#len, #ptr as *const #t) };
         })
+    }
+}
+
+impl FnCx<'_> {
+    /// The loop that writes an `f32` definition's row over its in-place row
+    /// tensor `e` when its value is `e[c] / d` with `d` the same along the
+    /// row (softmax's division by the row's sum): `d` once, then the row
+    /// divided in place by `__simd::div_f32_in_place`, which the AVX-512
+    /// form does through `d`'s reciprocal with the bits of the division
+    /// (`vmath::lanes`). None for any other value.
+    pub(crate) fn divided_row(
+        &mut self,
+        def: &TensorDef,
+        e: VarId,
+        ptr: &Ident,
+        len: &Ident,
+    ) -> Result<Option<TokenStream>, Bug> {
+        let f32 = Repr::Scalar(ScalarKind::F32);
+        let Some(last) = def.axes.last() else { return Ok(None) };
+        let ExprKind::Binary(BinOp::Div, a, d) = &def.body.kind else { return Ok(None) };
+        let own = matches!(&a.kind, ExprKind::Read { tensor, indices, checked: false }
+            if *tensor == e && matches!(indices.as_slice(), [i] if matches!(i.kind, ExprKind::Var(v) if v == last.index)));
+        let mut along = false;
+        visit_var_uses(d, &mut |v| along |= v == last.index || v == e);
+        if LANES != 16 || def.body.ty != f32 || d.ty != f32 || !own || along {
+            return Ok(None);
+        }
+        let d = self.expr(d)?.tokens;
+        self.uses_simd = true;
+        Ok(Some(quote! {
+            let __d: f32 = #d;
+            // SAFETY: the `#len` elements at `#ptr` are the row, written by
+            // its row tensor and not otherwise accessed until it is done;
+            // the form `__simd` names runs on this processor.
+            unsafe { __simd::div_f32_in_place(#ptr, #len, __d) };
+        }))
     }
 }
 

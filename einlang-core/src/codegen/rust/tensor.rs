@@ -675,9 +675,15 @@ impl FnCx<'_> {
                     row_sums = Some((z, at));
                 }
             }
-            nest = match accumulated {
+            // An `f32` row divided by one value along it: in place.
+            let divided = match in_place.map(|at| &prelude[at]) {
+                Some(Stmt::Tensor(e)) if accumulated.is_none() => self.divided_row(def, e.var, &row_ptr, &row_len)?,
+                _ => None,
+            };
+            nest = match (accumulated, divided) {
+                (None, Some(code)) => code,
                 // Each element replaces the row tensor's element it reads.
-                None if in_place.is_some() => quote! {
+                (None, None) if in_place.is_some() => quote! {
                     for #pos in 0..#row_len {
                         #binding
                         let __v: #elem_ty = #body;
@@ -686,11 +692,11 @@ impl FnCx<'_> {
                         unsafe { #row_ptr.add(#pos).write(__v) };
                     }
                 },
-                Some(code) => {
+                (Some(code), _) => {
                     uninit = false;
                     code
                 }
-                None => {
+                (None, None) => {
                     let generic = quote! {
                         for (#pos, #slot) in #chunk.iter_mut().enumerate() {
                             #binding
