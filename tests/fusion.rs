@@ -4,7 +4,7 @@
 //! random shapes, for pipelines that fuse and for ones that must not.
 
 use einlang::einlang;
-use einlang::ndarray::{Array2, Array3};
+use einlang::ndarray::{Array1, Array2, Array3};
 use proptest::prelude::*;
 
 einlang! {
@@ -99,6 +99,15 @@ einlang! {
         y
     }
 
+    /// A row divided by one value along it: computed in place, divided
+    /// through the divisor's reciprocal in the AVX-512 form
+    /// (`in_place.rs`, `vmath::lanes::avx512::div_f32_in_place`).
+    pub fn divided32(x: [f32; N, C], w: [f32; N]) -> [f32; N, C] {
+        let e[n, c] = x[n, c] * 2.0;
+        let y[n, c] = e[n, c] / (sum[k](e[n, k]) * w[n]);
+        y
+    }
+
     /// Rank three: the row is a matrix, its maximum a row tensor.
     pub fn centred3(x: [f32; B, I, J]) -> [f32; B, I, J] {
         let m[b, i] = max[j](x[b, i, j]);
@@ -186,6 +195,48 @@ proptest! {
                 for r in 0..j {
                     let w = (x[[p, q, r]] - m).exp();
                     prop_assert!((got[[p, q, r]] - w).abs() <= 1e-6 * (1.0 + w.abs()));
+                }
+            }
+        }
+    }
+}
+
+/// A row divided in place by one value along it gives the bits of the
+/// division, element by element (the sum in the reduction's lane order):
+/// on ordinary rows, and on rows that take the division's other paths in
+/// the AVX-512 form: dividends that are zero, subnormal, huge, infinite or
+/// NaN (in some run of sixteen and in the tail), divisors outside `[2^-24,
+/// 2^24]`, a zero or NaN divisor; rows of 0 to 40 elements.
+#[test]
+fn a_row_divided_by_one_value_keeps_the_bits_of_the_division() {
+    let specials = [0.0f32, -0.0, 1e-40, -3e-39, 1e38, f32::INFINITY, f32::NAN, 2.0f32.powi(-97), 2.0f32.powi(97)];
+    let scales = [1.0f32, 0.37, 1e-30, 3e25, 2.0f32.powi(-24), 0.0, f32::NAN, -1e-7];
+    for c in [0usize, 1, 7, 16, 17, 33, 40] {
+        let n = 4;
+        let base = matrix(n, c, c as u64 + 11).mapv(|v| v as f32);
+        // Row 0 ordinary; row 1 with a special value in every position
+        // (a different one at each); rows 2 and 3 with one special each.
+        let mut x = base.clone();
+        for j in 0..c {
+            x[[1, j]] = specials[j % specials.len()];
+        }
+        if c > 0 {
+            x[[2, c / 2]] = 1e-44;
+            x[[3, c - 1]] = -0.0;
+        }
+        for &scale in &scales {
+            let w = Array1::from_shape_fn(n, |i| scale * (1.0 + i as f32));
+            let got = divided32(&x, &w).unwrap();
+            for i in 0..n {
+                let e: Vec<f32> = x.row(i).iter().map(|v| v * 2.0).collect();
+                let d = lane_sum(&e) * w[i];
+                for j in 0..c {
+                    let want = e[j] / d;
+                    let g = got[[i, j]];
+                    assert!(
+                        g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                        "{c} columns, scale {scale:e}, at ({i}, {j}): {g:e} against {want:e}"
+                    );
                 }
             }
         }
