@@ -61,6 +61,40 @@ pub(crate) fn in_parallel_rows() -> bool {
     IN_ROWS.with(|c| c.get())
 }
 
+/// `f` on every item of `items` in parallel until one fails: that error
+/// (the first recorded, when several fail at once). Items after a failure
+/// are skipped. Rayon's own `try_for_each` cost about 25 ns an item more
+/// than `for_each` (a softmax of 16384 rows of 256 on one thread: 2.38 ms
+/// against 1.97 for the same row kernel), as much as a fifth of a short
+/// row's time.
+pub(crate) fn try_each<I, F>(items: I, f: F) -> Result<(), Error>
+where
+    I: ParallelIterator,
+    F: Fn(I::Item) -> Result<(), Error> + Sync + Send,
+{
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let failed = AtomicBool::new(false);
+    let first = std::sync::Mutex::new(None);
+    items.for_each(|item| {
+        if failed.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = f(item) {
+            failed.store(true, Ordering::Relaxed);
+            if let Ok(mut first) = first.lock() {
+                first.get_or_insert(e);
+            }
+        }
+    });
+    match first.into_inner() {
+        Ok(Some(e)) => Err(e),
+        Ok(None) => Ok(()),
+        // A task panicked while holding the lock (the panic itself goes on
+        // to the caller through rayon); the error it held is still there.
+        Err(poisoned) => poisoned.into_inner().map_or(Ok(()), Err),
+    }
+}
+
 /// Runs `body(row, chunk)` for every `row_len`-sized chunk of `out`, in
 /// parallel when `work` (an estimate of scalar operations in the whole nest)
 /// is above [`PAR_THRESHOLD`]. Stops at the first error.
@@ -73,7 +107,7 @@ where
         return Ok(());
     }
     if work >= PAR_THRESHOLD && out.len() / row_len > 1 {
-        out.par_chunks_mut(row_len).enumerate().try_for_each(|(row, chunk)| {
+        try_each(out.par_chunks_mut(row_len).enumerate(), |(row, chunk)| {
             let _rows = InRows::enter();
             body(row, chunk)
         })
@@ -504,6 +538,25 @@ mod tests {
             })
             .unwrap();
             assert_eq!(out, vec![0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23]);
+        }
+    }
+
+    /// A failing row stops the loop with its error, in both modes; with
+    /// several failing rows in parallel, the error is one of theirs.
+    #[test]
+    fn a_failing_row_returns_its_error() {
+        let fail = |row: usize| Error::Extent { function: "f".into(), message: format!("row {row}") };
+        for work in [0, PAR_THRESHOLD * 2] {
+            let mut out = vec![0u8; 4 * 1000];
+            let got = for_each_row(&mut out, 4, work, |row, _| if row == 617 { Err(fail(row)) } else { Ok(()) });
+            assert!(matches!(got, Err(Error::Extent { ref message, .. }) if message == "row 617"), "{got:?}");
+            let got = for_each_row(&mut out, 4, work, |row, _| if row % 3 == 1 { Err(fail(row)) } else { Ok(()) });
+            assert!(
+                matches!(got, Err(Error::Extent { ref message, .. })
+                    if message.strip_prefix("row ").and_then(|r| r.parse::<usize>().ok()).is_some_and(|r| r % 3 == 1)),
+                "{got:?}"
+            );
+            assert!(for_each_row(&mut out, 4, work, |_, _| Ok(())).is_ok());
         }
     }
 

@@ -215,7 +215,7 @@ where
         return Ok(());
     }
     if work >= crate::par::PAR_THRESHOLD && end - start > 1 {
-        (start..end).into_par_iter().try_for_each(body)
+        crate::par::try_each((start..end).into_par_iter(), body)
     } else {
         (start..end).try_for_each(body)
     }
@@ -239,7 +239,7 @@ where
     let run = |b: i64| body(b * block, ((b + 1) * block).min(lines));
     let work = work_per_line.saturating_mul(lines as usize);
     if work >= crate::par::PAR_THRESHOLD && blocks > 1 {
-        (0..blocks).into_par_iter().try_for_each(run)
+        crate::par::try_each((0..blocks).into_par_iter(), run)
     } else {
         (0..blocks).try_for_each(run)
     }
