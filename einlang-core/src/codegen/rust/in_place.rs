@@ -242,9 +242,7 @@ impl FnCx<'_> {
             let #name = unsafe { #nd::RawArrayView::from_shape_ptr(#len, #ptr as *const #t) };
         })
     }
-}
 
-impl FnCx<'_> {
     /// The loop that writes an `f32` definition's row over its in-place row
     /// tensor `e` when its value is `e[c] / d` with `d` the same along the
     /// row (softmax's division by the row's sum): `d` once, then the row
