@@ -21,6 +21,18 @@ use einlang::ndarray::{Array, Array1, Array2, Array4, Dimension};
 einlang! {
     use std::math::{exp, log, sqrt, tanh};
 
+    /// An element loop whose value has a sixteen-lane form (`lane_maps`):
+    /// runs of sixteen through `vmath::lanes`, the rest element by element.
+    pub fn exp_map(x: [f32; N]) -> [f32; N] {
+        let y[i] = exp(x[i] * 3.0);
+        y
+    }
+
+    pub fn sigmoid_rows(x: [f32; N, C]) -> [f32; N, C] {
+        let y[n, c] = std::math::sigmoid(x[n, c]);
+        y
+    }
+
     pub fn softmax(x: [f32; N, C]) -> [f32; N, C] {
         let m[n] = max[c](x[n, c]);
         let e[n, c] = exp(x[n, c] - m[n]);
@@ -170,6 +182,12 @@ fn both_forms_compute_the_same_bits() {
         same_bits("wrapping integers", || hash(&ia, &ib).expect("hash"));
         let xs: Array1<f64> = f64s(einlang::ndarray::Ix1(len), 8, 2.0);
         same_bits("recurrence", || scan(&xs).expect("scan"));
+        let e: Array1<f32> = f32s(einlang::ndarray::Ix1(len), 12, 40.0);
+        same_bits("exp map", || exp_map(&e).expect("exp_map"));
+    }
+    for (n, c) in [(3, 15), (5, 16), (2, 49)] {
+        let x: Array2<f32> = f32s(einlang::ndarray::Ix2(n, c), 13, 100.0);
+        same_bits("sigmoid rows", || sigmoid_rows(&x).expect("sigmoid_rows"));
     }
     let x: Array4<f32> = f32s(einlang::ndarray::Ix4(2, 3, 13, 30), 9, 1.0);
     let k: Array4<f32> = f32s(einlang::ndarray::Ix4(5, 3, 3, 3), 10, 1.0);

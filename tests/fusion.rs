@@ -108,6 +108,17 @@ einlang! {
         y
     }
 
+    /// Element loops whose value has a sixteen-lane form (`lane_maps.rs`).
+    pub fn exp_map(x: [f32; N]) -> [f32; N] {
+        let y[i] = exp(x[i] - 1.0);
+        y
+    }
+
+    pub fn sigmoid_map(x: [f32; N, C]) -> [f32; N, C] {
+        let y[n, c] = std::math::sigmoid(x[n, c]);
+        y
+    }
+
     /// Rank three: the row is a matrix, its maximum a row tensor.
     pub fn centred3(x: [f32; B, I, J]) -> [f32; B, I, J] {
         let m[b, i] = max[j](x[b, i, j]);
@@ -239,6 +250,46 @@ fn a_row_divided_by_one_value_keeps_the_bits_of_the_division() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// An element loop of `exp` or `sigmoid` (runs of sixteen through
+/// `vmath::lanes`, the rest element by element) gives the element
+/// function's bits at every position: vectors of 0 to 40 elements and
+/// rows of 1 to 33, holding the special values (zeros, subnormals, the
+/// ends of the exponential's range, infinities, NaN) at every position.
+#[test]
+fn lane_maps_keep_the_element_functions_bits() {
+    use einlang::__private::{arith, vmath};
+    let specials = [0.0f32, -0.0, 1e-40, -104.5, -87.4, 88.8, 89.5, 1e30, f32::INFINITY, -f32::INFINITY, f32::NAN];
+    let same = |got: f32, want: f32, what: &str| {
+        assert!(got.to_bits() == want.to_bits(), "{what}: {got:e} against {want:e}");
+    };
+    for len in 0..=40usize {
+        let x = Array1::from_shape_fn(len, |i| {
+            if i % 5 == 3 {
+                specials[(i / 5 + len) % specials.len()]
+            } else {
+                (i as f32 * 0.77 - 9.0) * 3.1
+            }
+        });
+        let got = exp_map(&x).unwrap();
+        for i in 0..len {
+            same(got[i], arith::exp_f32(x[i] - 1.0), &format!("exp, {len} elements, at {i}"));
+        }
+    }
+    for c in [1usize, 15, 16, 17, 33] {
+        let x = Array2::from_shape_fn((3, c), |(n, j)| {
+            if (n + j) % 4 == 0 {
+                specials[(n * c + j) % specials.len()]
+            } else {
+                j as f32 * 1.3 - 20.0 + n as f32
+            }
+        });
+        let got = sigmoid_map(&x).unwrap();
+        for ((n, j), g) in got.indexed_iter() {
+            same(*g, vmath::sigmoid_f32(x[[n, j]]), &format!("sigmoid, {c} columns, at ({n}, {j})"));
         }
     }
 }

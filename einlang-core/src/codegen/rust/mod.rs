@@ -71,6 +71,7 @@ mod comm;
 mod expr;
 mod in_place;
 mod into;
+mod lane_maps;
 mod lanes;
 mod lines;
 mod recur;

@@ -589,8 +589,11 @@ impl FnCx<'_> {
             .collect::<Result<Vec<_>, _>>();
         self.preludes.pop();
         let body = self.expr(&def.body);
+        // A value with a sixteen-lane form, `exp(a)` or `sigmoid(a)`
+        // (`lane_maps`): its argument emitted beside the value.
+        let lane_map = if prelude.is_empty() && rank >= 1 { self.lane_map(def) } else { Ok(None) };
         self.no_move -= 1;
-        let (prelude_code, body) = (prelude_code?, body?.tokens);
+        let (prelude_code, body, lane_map) = (prelude_code?, body?.tokens, lane_map?);
         // Every element is written once, into uninitialized memory, unless
         // the row accumulates (it starts from zero then).
         let mut uninit = true;
@@ -637,15 +640,23 @@ impl FnCx<'_> {
                         ))?;
                     });
                 }
-                None => quote! {
-                    |#first: usize, #block: #chunk_ty| -> #result_ty {
-                        for (#pos, #slot) in #block.iter_mut().enumerate() {
-                            #binding
-                            #nest
+                None => {
+                    let each = match &lane_map {
+                        Some(map) => map.over(&block, &pos, &binding, &body),
+                        None => quote! {
+                            for (#pos, #slot) in #block.iter_mut().enumerate() {
+                                #binding
+                                #nest
+                            }
+                        },
+                    };
+                    quote! {
+                        |#first: usize, #block: #chunk_ty| -> #result_ty {
+                            #each
+                            Ok(())
                         }
-                        Ok(())
                     }
-                },
+                }
             }
         } else {
             // Innermost axis: the elements of the innermost chunk.
@@ -695,6 +706,9 @@ impl FnCx<'_> {
                 (Some(code), _) => {
                     uninit = false;
                     code
+                }
+                (None, None) if lane_map.is_some() => {
+                    lane_map.as_ref().map(|map| map.over(chunk, &pos, &binding, &body)).unwrap_or_default()
                 }
                 (None, None) => {
                     let generic = quote! {
