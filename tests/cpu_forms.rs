@@ -29,7 +29,7 @@ einlang! {
     }
 
     pub fn sigmoid_rows(x: [f32; N, C]) -> [f32; N, C] {
-        let y[n, c] = std::math::sigmoid(x[n, c]);
+        let y[n, c] = x[n, c] * std::math::sigmoid(x[n, c]) + 1.0 / (1.0 + exp(-x[n, c]));
         y
     }
 

@@ -119,6 +119,23 @@ einlang! {
         y
     }
 
+    /// The lane forms inside arithmetic: the logistic function written
+    /// out, SiLU, and `exp` twice with one argument.
+    pub fn sigmoid_written(x: [f32; N]) -> [f32; N] {
+        let y[i] = 1.0 / (1.0 + exp(-x[i]));
+        y
+    }
+
+    pub fn silu_rows(x: [f32; N, C]) -> [f32; N, C] {
+        let y[n, c] = x[n, c] * std::math::sigmoid(x[n, c]);
+        y
+    }
+
+    pub fn exp_ratio(x: [f32; N]) -> [f32; N] {
+        let y[i] = exp(x[i]) / (1.0 + exp(x[i])) + 0.5 * x[i];
+        y
+    }
+
     /// Rank three: the row is a matrix, its maximum a row tensor.
     pub fn centred3(x: [f32; B, I, J]) -> [f32; B, I, J] {
         let m[b, i] = max[j](x[b, i, j]);
@@ -254,9 +271,9 @@ fn a_row_divided_by_one_value_keeps_the_bits_of_the_division() {
     }
 }
 
-/// An element loop of `exp` or `sigmoid` (runs of sixteen through
-/// `vmath::lanes`, the rest element by element) gives the element
-/// function's bits at every position: vectors of 0 to 40 elements and
+/// An element loop of `exp` or `sigmoid`, alone or inside arithmetic (runs
+/// of sixteen through `vmath::lanes`, the rest element by element), gives
+/// the bits of the element functions' formula at every position: vectors of 0 to 40 elements and
 /// rows of 1 to 33, holding the special values (zeros, subnormals, the
 /// ends of the exponential's range, infinities, NaN) at every position.
 #[test]
@@ -275,8 +292,13 @@ fn lane_maps_keep_the_element_functions_bits() {
             }
         });
         let got = exp_map(&x).unwrap();
+        let written = sigmoid_written(&x).unwrap();
+        let ratio = exp_ratio(&x).unwrap();
         for i in 0..len {
             same(got[i], arith::exp_f32(x[i] - 1.0), &format!("exp, {len} elements, at {i}"));
+            same(written[i], 1.0 / (1.0 + arith::exp_f32(-x[i])), &format!("1 / (1 + exp(-x)), at {i}"));
+            let e = arith::exp_f32(x[i]);
+            same(ratio[i], e / (1.0 + e) + 0.5 * x[i], &format!("exp(x) / (1 + exp(x)) + x / 2, at {i}"));
         }
     }
     for c in [1usize, 15, 16, 17, 33] {
@@ -288,8 +310,11 @@ fn lane_maps_keep_the_element_functions_bits() {
             }
         });
         let got = sigmoid_map(&x).unwrap();
+        let silu = silu_rows(&x).unwrap();
         for ((n, j), g) in got.indexed_iter() {
-            same(*g, vmath::sigmoid_f32(x[[n, j]]), &format!("sigmoid, {c} columns, at ({n}, {j})"));
+            let v = x[[n, j]];
+            same(*g, vmath::sigmoid_f32(v), &format!("sigmoid, {c} columns, at ({n}, {j})"));
+            same(silu[[n, j]], v * vmath::sigmoid_f32(v), &format!("x sigmoid(x), {c} columns, at ({n}, {j})"));
         }
     }
 }

@@ -23,6 +23,11 @@ impl FnCx<'_> {
     /// or arrays (both index the same way), tuples of variables as clones,
     /// strings as `&str` or `String`.
     pub(crate) fn expr(&mut self, e: &Expr) -> Result<Code, Bug> {
+        if let Some((call, lane)) = &self.lane_value {
+            if call == e {
+                return Ok(Code::new(lane.clone(), Prec::Postfix));
+            }
+        }
         match &e.kind {
             ExprKind::Lit(l) => types::literal(l, &e.ty),
             ExprKind::Var(v) => self.var_value(*v),

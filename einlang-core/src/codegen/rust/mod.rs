@@ -91,7 +91,7 @@ use crate::base::dim::Dim;
 use crate::base::ops::RedOp;
 use crate::codegen::host::{self, FnIdents, HostCode, VarIdents};
 use crate::codegen::paths;
-use crate::ir::{EntryCheck, ExprKind, FuncId, Function, Repr, Stmt, VarId, VarInfo};
+use crate::ir::{EntryCheck, Expr, ExprKind, FuncId, Function, Repr, Stmt, VarId, VarInfo};
 
 /// An internal error: the IR broke an invariant the emitter relies on.
 pub type Bug = String;
@@ -476,6 +476,9 @@ pub(crate) struct FnCx<'a> {
     preludes: Vec<Vec<Stmt>>,
     /// Whether the body calls `__simd` (`simd_form` binds it then).
     uses_simd: bool,
+    /// While a lane map's value is emitted (`lane_maps`): its function
+    /// call and the tokens of the lane's value that replace it.
+    lane_value: Option<(Expr, TokenStream)>,
     rt: TokenStream,
     nd: TokenStream,
 }
@@ -537,6 +540,7 @@ impl<'a> FnCx<'a> {
             summed: HashMap::new(),
             preludes: Vec::new(),
             uses_simd: false,
+            lane_value: None,
             rt: paths::rt_local(),
             nd: paths::nd_local(),
         })
