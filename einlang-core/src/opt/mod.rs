@@ -24,14 +24,17 @@
 //! by one a transform left behind are written the short way (`simplify`),
 //! and which costly subexpressions a value
 //! computes once (`cse`). Before them, `checkpoint` adds the checkpointed
-//! alternative of a function with a long reverse sweep. Each pass
-//! is small, rewrites one function at a time, and leaves a valid program:
+//! alternative of a function with a long reverse sweep, and `calls`
+//! computes the calls of scalar formulas (`std::ml::sigmoid`) in place.
+//! Each pass is small, rewrites one function at a time (`calls`, the
+//! program), and leaves a valid program:
 //! `optimize` validates the IR after every pass, and the driver reports a
 //! failure as an internal compiler error naming the pass.
 //!
 //! This stage imports only `ir` and `base`; back ends import it, never the
 //! other way round.
 
+pub mod calls;
 pub mod checkpoint;
 pub mod col2im;
 pub mod conv;
@@ -252,6 +255,11 @@ pub fn optimize(mut program: ir::Program) -> Result<ir::Program, String> {
     time_part("opt", "checkpoint", || checkpoint::run(&mut program, &device));
     time_part("opt", "validate", || ir::validate::validate(&program))
         .map_err(|e| format!("after the `checkpoint` pass: {e}"))?;
+    // Then every pass sees the arithmetic of the scalar functions a value
+    // calls (`std::ml::sigmoid`) instead of their calls.
+    time_part("opt", "calls", || calls::run(&mut program, &device));
+    time_part("opt", "validate", || ir::validate::validate(&program))
+        .map_err(|e| format!("after the `calls` pass: {e}"))?;
     for (name, pass, targets) in PASSES {
         let start = std::time::Instant::now();
         for (id, f) in program.functions_mut() {
