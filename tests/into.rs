@@ -59,6 +59,30 @@ einlang! {
         y
     }
 
+    /// Results that are calls of another function: its body fills the
+    /// buffer (directly, in a `let`, through two calls, from the standard
+    /// library).
+    pub fn through(x: [f32; N, C]) -> [f32; N, C] {
+        softmax(x)
+    }
+
+    pub fn through_let(x: [f32; N, C]) -> [f32; N, C] {
+        let y = softmax(x);
+        y
+    }
+
+    pub fn through_twice(x: [f32; N, C]) -> [f32; N, C] {
+        through(x)
+    }
+
+    pub fn through_std(x: [f32; N, C]) -> [f32; N, C] {
+        std::ml::softmax(x)
+    }
+
+    pub fn through_product(a: [f64; M, K], b: [f64; K, N]) -> [f64; M, N] {
+        matmul(a, b)
+    }
+
     mod nn {
         pub fn relu(x: [f32; N]) -> [f32; N] {
             let y[i] = if x[i] > 0.0 { x[i] } else { 0.0 };
@@ -224,5 +248,58 @@ fn a_parameter_named_out_leaves_the_buffer_another_name() -> Result<(), Error> {
     assert_eq!(buf, v.mapv(|e| e + 2.0));
     let mut wrong = Array1::<f32>::zeros(4);
     assert!(matches!(shifted_into(&v, 2.0, &mut wrong), Err(Error::Shape { ref param, .. }) if param == "out_"));
+    Ok(())
+}
+
+/// A result that is a call of another function: the callee's body writes
+/// into the buffer (or its result is copied in, for a view of other
+/// strides or a product), with the values of the plain form, and a buffer
+/// of the wrong shape is an error naming the function called and `out`.
+#[test]
+fn a_result_that_is_a_call_fills_the_buffer() -> Result<(), Error> {
+    let x = Array2::from_shape_fn((6, 11), |(i, j)| ((i * 11 + j) % 9) as f32 * 0.5 - 2.0);
+    let mut naive = x.clone();
+    for mut row in naive.rows_mut() {
+        let m = row.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        row.mapv_inplace(|v| (v - m).exp());
+        let s: f32 = row.sum();
+        row.mapv_inplace(|v| v / s);
+    }
+    let plain = softmax(&x)?;
+    approx::assert_abs_diff_eq!(plain, naive, epsilon = 1e-6);
+    type Into = fn(&Array2<f32>, einlang::ndarray::ArrayViewMut2<'_, f32>) -> Result<(), Error>;
+    let forms: [(&str, Into); 4] = [
+        ("through", |x, o| through_into(x, o)),
+        ("through_let", |x, o| through_let_into(x, o)),
+        ("through_twice", |x, o| through_twice_into(x, o)),
+        ("through_std", |x, o| through_std_into(x, o)),
+    ];
+    for (name, into) in forms {
+        let mut y = Array2::<f32>::from_elem((6, 11), f32::NAN);
+        into(&x, y.view_mut())?;
+        assert_eq!(y, plain, "{name}");
+        let mut f = Array2::<f32>::from_elem((6, 11).f(), f32::NAN);
+        into(&x, f.view_mut())?;
+        assert_eq!(f, plain, "{name}, column-major");
+        let mut t = Array2::<f32>::from_elem((11, 6), f32::NAN);
+        into(&x, t.view_mut().reversed_axes())?;
+        assert_eq!(t.t(), plain, "{name}, transposed");
+        let mut wrong = Array2::<f32>::from_elem((6, 10), 4.5);
+        match into(&x, wrong.view_mut()) {
+            Err(Error::Shape { function, param, axis, expected, found, .. }) => {
+                assert_eq!((function.as_str(), param.as_str(), axis, expected, found), (name, "out", 1, 11, 10));
+            }
+            other => panic!("{name}: expected a shape error, got {other:?}"),
+        }
+        assert!(wrong.iter().all(|&v| v == 4.5), "{name}: the buffer is untouched");
+    }
+    let a = Array2::from_shape_fn((5, 3), |(i, j)| i as f64 - 2.0 * j as f64);
+    let b = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as f64 * 0.25);
+    let mut c = Array2::<f64>::zeros((5, 4));
+    through_product_into(&a, &b, &mut c)?;
+    for ((i, j), v) in c.indexed_iter() {
+        let naive: f64 = (0..3).map(|k| a[[i, k]] * b[[k, j]]).sum();
+        assert!((v - naive).abs() < 1e-12, "({i}, {j})");
+    }
     Ok(())
 }

@@ -37,6 +37,10 @@ pub struct Out<'a, T, D: Dimension> {
     view: Option<ArrayViewMut<'a, T, D>>,
     /// Whether the definition of the result wrote its elements into `view`.
     written: bool,
+    /// The function whose `NAME_into` the caller called, when its body
+    /// handed this buffer on to another function's (a result that is a
+    /// call, `Out::named_by`): errors about the buffer name it.
+    function: Option<&'static str>,
 }
 
 impl<'a, T, D> Out<'a, T, D>
@@ -46,12 +50,21 @@ where
 {
     /// No buffer: the result is returned as a new array.
     pub fn none() -> Out<'a, T, D> {
-        Out { param: "", view: None, written: false }
+        Out { param: "", view: None, written: false, function: None }
     }
 
     /// The caller's `view`, passed as the parameter `param`.
     pub fn new(param: &'static str, view: ArrayViewMut<'a, T, D>) -> Out<'a, T, D> {
-        Out { param, view: Some(view), written: false }
+        Out { param, view: Some(view), written: false, function: None }
+    }
+
+    /// The buffer, to be handed on to the body of another function whose
+    /// result is `function`'s (`function`'s value is a call of it): its
+    /// errors name `function`, the one the caller called (the outermost,
+    /// when calls hand it on in turn).
+    pub fn named_by(&mut self, function: &'static str) -> &mut Out<'a, T, D> {
+        self.function.get_or_insert(function);
+        self
     }
 
     /// An `Error::Shape` naming the parameter unless the view (if any) has
@@ -59,6 +72,7 @@ where
     /// another rank).
     fn check(&self, function: &str, shape: &[usize]) -> Result<(), Error> {
         let Some(view) = &self.view else { return Ok(()) };
+        let function = self.function.unwrap_or(function);
         // (Only a `[T; *]` result's buffer can differ in rank.)
         if view.ndim() != shape.len() {
             return Err(Error::Rank {

@@ -118,7 +118,7 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
             }
             continue;
         }
-        match rust::emit_function(f, id, &fns, options, avx512[id.index()]) {
+        match rust::emit_function(f, id, p, &fns, options, avx512[id.index()]) {
             Ok(tokens) => out.extend(tokens),
             Err(msg) => {
                 out.extend(Diagnostic::bug(Span::call_site(), format!("in `{}`: {msg}", f.name)).to_compile_errors())

@@ -49,8 +49,26 @@ impl FnCx<'_> {
             ExprKind::Intrinsic(i, args) => self.intrinsic(*i, args),
             ExprKind::Call { func, args } => {
                 let func = self.fn_ident(*func)?;
-                let args = args.iter().map(|a| self.arg(a)).collect::<Result<Vec<_>, _>>()?;
-                Ok(Code::new(quote!(#func(#(#args),*)?), Prec::Postfix))
+                let mut args = args.iter().map(|a| self.arg(a)).collect::<Result<Vec<_>, _>>()?;
+                match &self.out_call {
+                    // The whole result: the callee's body fills this
+                    // function's `Out` (`into::forwarded_call`); tensors
+                    // go in as the views its body takes.
+                    Some((call, out)) if std::ptr::eq(*call, e) => {
+                        let body = super::into::body_ident(&func);
+                        let out = out.clone();
+                        if let ExprKind::Call { args: exprs, .. } = &e.kind {
+                            for (a, x) in args.iter_mut().zip(exprs) {
+                                if matches!(x.ty, Repr::Tensor(..) | Repr::Dyn(_)) {
+                                    *a = quote!(::core::convert::Into::into(#a));
+                                }
+                            }
+                        }
+                        let name = &self.fn_name;
+                        Ok(Code::new(quote!(#body(#(#args,)* #out.named_by(#name))?), Prec::Postfix))
+                    }
+                    _ => Ok(Code::new(quote!(#func(#(#args),*)?), Prec::Postfix)),
+                }
             }
             ExprKind::Read { tensor, indices, checked } => self.read(*tensor, indices, *checked || self.all_checked),
             ExprKind::View { tensor, indices } => self.view(*tensor, indices),

@@ -20,7 +20,7 @@
 //! that was not written there. A tuple result takes one buffer per tensor
 //! element (`out0`, `out1`, ...) and `_into` returns its other elements.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -28,7 +28,7 @@ use quote::{format_ident, quote};
 use super::{types, Bug, FnIdents};
 use crate::base::scalar::ScalarKind;
 use crate::codegen::paths;
-use crate::ir::{FuncId, Function, Repr};
+use crate::ir::{Expr, ExprKind, FuncId, Function, Program, Repr, Stmt, VarId};
 
 /// A tensor of a function's result that `_into` takes a buffer for.
 #[derive(Clone, Copy, Debug)]
@@ -67,6 +67,44 @@ pub(crate) fn ident(name: &Ident) -> Ident {
     format_ident!("{}_into", name.to_string().trim_start_matches("r#"))
 }
 
+/// The Rust name of the hidden body of the function spelled `name`, which
+/// takes an `Out` per result tensor after its parameters.
+pub(crate) fn body_ident(name: &Ident) -> Ident {
+    format_ident!("__{}_body", name.to_string().trim_start_matches("r#"))
+}
+
+/// The call of another function of `p` that is the whole result of `f`
+/// (the value, or a `let` of the call that the value alone reads: `uses`
+/// counts every variable's mentions in `f`) when the callee's body takes
+/// one buffer for a result of `f`'s type: `f`'s body then hands the
+/// callee its own `Out`, so `f_into` writes where the callee's definition
+/// does (straight into the caller's buffer) instead of copying a result
+/// the callee allocated. Not for sharded functions, whose bodies take the
+/// rank's world first.
+pub(crate) fn forwarded_call<'a>(
+    f: &'a Function,
+    p: &Program,
+    fns: &FnIdents,
+    uses: &HashMap<VarId, usize>,
+) -> Option<&'a Expr> {
+    let call = match &f.result.kind {
+        ExprKind::Call { .. } => &f.result,
+        ExprKind::Var(v) if uses.get(v) == Some(&1) => f.body.iter().find_map(|s| match s {
+            Stmt::Let { var, value } if var == v => Some(value),
+            _ => None,
+        })?,
+        _ => return None,
+    };
+    let ExprKind::Call { func, .. } = &call.kind else { return None };
+    let callee = p.get(*func)?;
+    let single = matches!(outs(callee, *func, fns).as_slice(), [ResultTensor { element: None, .. }]);
+    // A host function reaching device code is emitted as a CUDA twin,
+    // without this body.
+    let reached = p.calls().reach([*func], |_| true);
+    let device = p.functions().any(|(id, g)| g.device.is_some() && reached.get(id.index()) == Some(&true));
+    (single && !device && callee.ret == f.ret && f.shard.is_none() && callee.shard.is_none()).then_some(call)
+}
+
 /// What `emit_function` worked out for the plain entry point.
 pub(super) struct Entry<'a> {
     pub f: &'a Function,
@@ -99,7 +137,7 @@ pub(super) fn emit(
     let (rt, nd, err, result) = (paths::rt(), paths::nd(), paths::error(), paths::result());
     let Entry { f, name, vis, docs, allow, lifetimes, outer_params, inner_params, forwarded, ret } = e;
     let plain = name.to_string().trim_start_matches("r#").to_string();
-    let body_fn = format_ident!("__{}_body", plain);
+    let body_fn = body_ident(name);
     let into_name = ident(name);
     let nones = outs.iter().map(|_| quote!(&mut #rt::dest::Out::none()));
     let single = outs.len() == 1 && outs[0].element.is_none();

@@ -91,7 +91,7 @@ use crate::base::dim::Dim;
 use crate::base::ops::RedOp;
 use crate::codegen::host::{self, FnIdents, HostCode, VarIdents};
 use crate::codegen::paths;
-use crate::ir::{EntryCheck, Expr, ExprKind, FuncId, Function, Repr, Stmt, VarId, VarInfo};
+use crate::ir::{EntryCheck, Expr, ExprKind, FuncId, Function, Program, Repr, Stmt, VarId, VarInfo};
 
 /// An internal error: the IR broke an invariant the emitter relies on.
 pub type Bug = String;
@@ -175,14 +175,15 @@ pub fn into_ident(name: &Ident) -> Ident {
     into::ident(name)
 }
 
-/// Emits one lowered function as a Rust item; `fns` spells the functions
-/// of its program. A function whose result holds tensors also gets its
+/// Emits one lowered function of program `p` as a Rust item; `fns` spells
+/// the functions of `p`. A function whose result holds tensors also gets its
 /// `_into` form (see `into`): both call one body, which takes an `Out` per
 /// tensor (`dest::Out::none()` from the plain form). `avx512`: whether its
 /// twins include the AVX-512 one (`avx512_fns`).
 pub fn emit_function(
     f: &Function,
     id: FuncId,
+    p: &Program,
     fns: &FnIdents,
     options: &crate::codegen::Options,
     avx512: bool,
@@ -203,7 +204,7 @@ pub fn emit_function(
     let ret = if f.may_give_up() { quote!(::core::option::Option<#ret>) } else { ret };
     let outs = into::outs(f, id, fns);
     let out_ids: Vec<Ident> = (0..outs.len()).map(|i| format_ident!("__out{}", i)).collect();
-    cx.bind_outs(&outs, &out_ids)?;
+    cx.bind_outs(&outs, &out_ids, p)?;
     let body = cx.body()?;
     let allow = super::allow_lints(TokenStream::new());
 
@@ -462,6 +463,10 @@ pub(crate) struct FnCx<'a> {
     /// The result tensors that `NAME_into` hands in: their definitions
     /// fill the caller's buffer when it has one (`fill_call`).
     outs: HashMap<VarId, Ident>,
+    /// The call of another function that is the whole result, and the
+    /// `Out` it is handed (`into::forwarded_call`): the callee's body
+    /// fills the caller's buffer.
+    out_call: Option<(&'a Expr, Ident)>,
     /// While a result recurrence's steps are emitted (`recurrence`): the
     /// variable holding the store over the caller's buffer, if it got one
     /// (`dest::rec_into`).
@@ -536,6 +541,7 @@ impl<'a> FnCx<'a> {
             uses,
             no_move: 0,
             outs: HashMap::new(),
+            out_call: None,
             into_store: None,
             summed: HashMap::new(),
             preludes: Vec::new(),
@@ -552,8 +558,14 @@ impl<'a> FnCx<'a> {
     /// product) among the function's own statements or those of a block
     /// that is the value, and read nowhere else. The others are copied
     /// into their buffer after the body (`dest::Out::finish`).
-    fn bind_outs(&mut self, outs: &[into::ResultTensor], ids: &[Ident]) -> Result<(), Bug> {
+    fn bind_outs(&mut self, outs: &[into::ResultTensor], ids: &[Ident], p: &Program) -> Result<(), Bug> {
         let f = self.f;
+        if let ([into::ResultTensor { element: None, .. }], [id]) = (outs, ids) {
+            if let Some(call) = into::forwarded_call(f, p, self.fns, &self.uses) {
+                self.out_call = Some((call, id.clone()));
+                return Ok(());
+            }
+        }
         for (&into::ResultTensor { element, .. }, id) in outs.iter().zip(ids) {
             let value = match (element, &f.result.kind) {
                 (None, _) => &f.result,
