@@ -32,7 +32,9 @@
 //! - math functions over 16 Mi `f32`: GELU (tanh and erf forms), sigmoid,
 //!   tanh, ln, sin: einlang vs a rayon loop calling the standard library's
 //!   (libm's) function per element; and each into a reused buffer
-//!   (`NAME_into`) vs a parallel copy into a reused buffer;
+//!   (`NAME_into`) vs a parallel copy into a reused buffer, with GELU and
+//!   `std::ml::sigmoid` also applied to the whole tensor (checked bit for
+//!   bit against the indexed form);
 //! - `sin` over 16 Mi `f64` in `[-100, 100)`: einlang (`vmath::sin_f64`)
 //!   vs the rayon loop calling `f64::sin` (what the generated code called
 //!   before), timed in alternation;
@@ -187,6 +189,16 @@ einlang! {
     pub fn gelu_erf_vec(x: [f32; N]) -> [f32; N] {
         let y[i] = std::ml::gelu(x[i]);
         y
+    }
+
+    /// The same functions applied to the whole tensor: formulas of the
+    /// standard library written out over it (`transform::formulas`).
+    pub fn gelu_tanh_whole(x: [f32; N]) -> [f32; N] {
+        std::ml::gelu_tanh(x)
+    }
+
+    pub fn ml_sigmoid_whole(x: [f32; N]) -> [f32; N] {
+        std::ml::sigmoid(x)
     }
 
     /// The logistic function (`std::math::sigmoid`), elementwise.
@@ -760,8 +772,23 @@ type UnaryInto = fn(&Array1<f32>, &mut Array1<f32>);
 /// parallel copy into a reused buffer (the bandwidth both need: a read and
 /// a write per element).
 fn math_into(len: usize, timed: bool) {
-    let cases: [(&str, Unary, UnaryInto, f32, f32); 6] = [
+    let cases: [(&str, Unary, UnaryInto, f32, f32); 8] = [
         ("gelu_tanh", |x| gelu_tanh_vec(x).expect("gelu"), |x, o| gelu_tanh_vec_into(x, o).expect("gelu"), 6.0, 0.0),
+        // Checked against the indexed form, which they must equal bit for bit.
+        (
+            "gelu_tanh whole",
+            |x| gelu_tanh_vec(x).expect("gelu"),
+            |x, o| gelu_tanh_whole_into(x, o).expect("gelu"),
+            6.0,
+            0.0,
+        ),
+        (
+            "ml_sigmoid whole",
+            |x| ml_sigmoid_whole(x).expect("sigmoid"),
+            |x, o| ml_sigmoid_whole_into(x, o).expect("sigmoid"),
+            6.0,
+            0.0,
+        ),
         ("gelu_erf", |x| gelu_erf_vec(x).expect("gelu"), |x, o| gelu_erf_vec_into(x, o).expect("gelu"), 6.0, 0.0),
         ("sigmoid", |x| sigmoid_vec(x).expect("sigmoid"), |x, o| sigmoid_vec_into(x, o).expect("sigmoid"), 6.0, 0.0),
         ("tanh", |x| tanh_vec(x).expect("tanh"), |x, o| tanh_vec_into(x, o).expect("tanh"), 6.0, 0.0),

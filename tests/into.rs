@@ -113,21 +113,24 @@ fn an_elementwise_result_is_written_into_the_buffer_and_reused() -> Result<(), E
     Ok(())
 }
 
+/// Softmax of each row by loops over the row (max, exponentials, sum,
+/// division).
+fn naive_softmax(x: &Array2<f32>) -> Array2<f32> {
+    let mut y = x.clone();
+    for mut row in y.rows_mut() {
+        let m = row.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        row.mapv_inplace(|v| (v - m).exp());
+        let s: f32 = row.sum();
+        row.mapv_inplace(|v| v / s);
+    }
+    y
+}
+
 #[test]
 fn views_of_any_strides_receive_the_same_values() -> Result<(), Error> {
     let x = Array2::from_shape_fn((5, 9), |(i, j)| ((i * 9 + j) % 7) as f32 * 0.25 - 1.0);
-    let expected = {
-        let mut y = x.clone();
-        for mut row in y.rows_mut() {
-            let m = row.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-            row.mapv_inplace(|v| (v - m).exp());
-            let s: f32 = row.sum();
-            row.mapv_inplace(|v| v / s);
-        }
-        y
-    };
     let plain = softmax(&x)?;
-    approx::assert_abs_diff_eq!(plain, expected, epsilon = 1e-6);
+    approx::assert_abs_diff_eq!(plain, naive_softmax(&x), epsilon = 1e-6);
     // Column-major storage.
     let mut f = Array2::<f32>::zeros((5, 9).f());
     softmax_into(&x, &mut f)?;
@@ -258,15 +261,8 @@ fn a_parameter_named_out_leaves_the_buffer_another_name() -> Result<(), Error> {
 #[test]
 fn a_result_that_is_a_call_fills_the_buffer() -> Result<(), Error> {
     let x = Array2::from_shape_fn((6, 11), |(i, j)| ((i * 11 + j) % 9) as f32 * 0.5 - 2.0);
-    let mut naive = x.clone();
-    for mut row in naive.rows_mut() {
-        let m = row.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-        row.mapv_inplace(|v| (v - m).exp());
-        let s: f32 = row.sum();
-        row.mapv_inplace(|v| v / s);
-    }
     let plain = softmax(&x)?;
-    approx::assert_abs_diff_eq!(plain, naive, epsilon = 1e-6);
+    approx::assert_abs_diff_eq!(plain, naive_softmax(&x), epsilon = 1e-6);
     type Into = fn(&Array2<f32>, einlang::ndarray::ArrayViewMut2<'_, f32>) -> Result<(), Error>;
     let forms: [(&str, Into); 4] = [
         ("through", |x, o| through_into(x, o)),

@@ -1,8 +1,9 @@
-//! Calls of scalar functions computed in place (`opt::calls`): element
-//! loops calling `std::ml::sigmoid`, `silu`, `gelu_tanh` or a function of
-//! the program give the bits of the functions' formulas computed element
-//! by element (the lane forms of `exp` included), and a call that fails
-//! still fails.
+//! Calls of formulas written out: on scalars (`opt::calls`), element loops
+//! calling `std::ml::sigmoid`, `silu`, `gelu_tanh` or a function of the
+//! program; on whole tensors (`transform::formulas`), `std::ml::gelu_tanh(x)`
+//! with `x` a tensor. Each gives the bits of the function's formula
+//! computed element by element (the lane forms of `exp` included), and a
+//! call that fails still fails.
 
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2};
@@ -12,6 +13,7 @@ einlang! {
     fn swish(v: f32) -> f32 { v * logistic(v) }
     fn first(a: f32, b: f32) -> f32 { a * 2.0 }
     fn damp(v: f64) -> f64 { v / (1.0 + std::math::exp(-v)) }
+    fn gate(v) { v / (1.0 + std::math::exp(-v)) }
 
     pub fn ml_sigmoid(x: [f32; N]) -> [f32; N] {
         let y[i] = std::ml::sigmoid(x[i]);
@@ -38,6 +40,26 @@ einlang! {
     pub fn own64(x: [f64; N]) -> [f64; N] {
         let y[i] = damp(x[i]);
         y
+    }
+
+    /// Formulas applied to whole tensors: nested (`gelu_tanh` calls
+    /// `sigmoid`), with a scalar argument, the program's own, and an
+    /// argument computed from two tensors.
+    pub fn whole_gelu(x: [f32; N]) -> [f32; N] {
+        std::ml::gelu_tanh(x)
+    }
+
+    pub fn whole_leaky(x: [f32; N, C]) -> [f32; N, C] {
+        std::ml::leaky_relu(x, 0.125)
+    }
+
+    pub fn whole_swish(x: [f32; N]) -> [f32; N] {
+        let y = gate(x);
+        y
+    }
+
+    pub fn whole_sum_silu(a: [f32; N], b: [f32; N]) -> [f32; N] {
+        std::ml::silu(a + b) * 2.0
     }
 
     /// Reads that fail: as an argument used once, and as one the body
@@ -132,5 +154,32 @@ fn failing_arguments_still_fail() {
     let y = ignored(&x, &inside).unwrap();
     for i in 0..5 {
         same(y[i], x[i] * 2.0, &format!("ignored at {i}"));
+    }
+}
+
+#[test]
+fn formulas_over_whole_tensors_keep_their_bits() {
+    for len in [0usize, 1, 15, 16, 17, 40, 97] {
+        let x = inputs(len);
+        let g = whole_gelu(&x).unwrap();
+        let w = whole_swish(&x).unwrap();
+        let b = x.mapv(|v| v * 0.25 - 1.0);
+        let s = whole_sum_silu(&x, &b).unwrap();
+        for i in 0..len {
+            let v = x[i];
+            let u = 1.5957691216057308f64 as f32 * (v + 0.044715f32 * v * v * v);
+            same(g[i], v * sigmoid_formula(u), &format!("gelu_tanh of a tensor, {len} elements, at {i}"));
+            let e = einlang::__private::arith::exp_f32(-v);
+            same(w[i], v / (1.0 + e), &format!("a formula of the program on a tensor, {len} elements, at {i}"));
+            let t = v + b[i];
+            same(s[i], t * sigmoid_formula(t) * 2.0, &format!("silu(a + b) * 2, {len} elements, at {i}"));
+        }
+    }
+    let flat = inputs(3 * 17);
+    let x = Array2::from_shape_fn((3, 17), |(n, j)| flat[n * 17 + j]);
+    let y = whole_leaky(&x).unwrap();
+    for ((n, j), got) in y.indexed_iter() {
+        let v = x[[n, j]];
+        same(*got, v.max(0.0) + 0.125 * v.min(0.0), &format!("leaky_relu of a matrix at ({n}, {j})"));
     }
 }

@@ -448,6 +448,12 @@ def math_cases(rng, n):
         # onnxruntime's result comes from its arena either way, so the same
         # session is its side of both lines.
         out.append((f"{name} {n} f32 into a reused buffer", None, run, None))
+    # The kernels bench's whole-tensor forms (`std::ml::gelu_tanh(x)`,
+    # `std::ml::sigmoid(x)`), into a reused buffer, against the same
+    # onnxruntime operators.
+    for name, op, attrs in [("gelu_tanh whole", "Gelu", {"approximate": "tanh"}), ("ml_sigmoid whole", "Sigmoid", {})]:
+        s = session([helper.make_node(op, ["x"], ["y"], **attrs)], [f32("x", (n,))], [f32("y", (n,))], opset=20)
+        out.append((f"{name} {n} f32 into a reused buffer", None, lambda s=s: s.run(None, {"x": x6}), None))
     # sin of f64 over [-100, 100) (the kernels bench's `sin64`).
     xd = rng.uniform(-100, 100, n)
     dbl = lambda name: helper.make_tensor_value_info(name, TensorProto.DOUBLE, (n,))

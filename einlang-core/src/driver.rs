@@ -123,6 +123,16 @@ pub fn lower(mut ast: syntax::ast::Program, options: &Options) -> Result<Lowered
         tables = time("analysis", || mono.analyze(&mut hir, &mut diags));
         stop_on_errors(&mut diags)?;
     }
+    // Formulas applied to tensors, written out one level per round, each
+    // round's copies typed by the next analysis.
+    for _ in 0..MAX_FORMULA_ROUNDS {
+        if !time("formulas", || transform::formulas::rewrite(&mut hir, &tables)) {
+            break;
+        }
+        validate_hir(&hir, "formulas")?;
+        tables = time("analysis", || mono.analyze(&mut hir, &mut diags));
+        stop_on_errors(&mut diags)?;
+    }
     // Placement errors of device functions, with spans, before lowering.
     time("analysis", || analysis::device::check(&hir, &tables, options.cuda, &mut diags));
     stop_on_errors(&mut diags)?;
@@ -137,6 +147,10 @@ pub fn lower(mut ast: syntax::ast::Program, options: &Options) -> Result<Lowered
         .map_err(|msg| vec![Diagnostic::bug(base::span::Span::call_site(), format!("invalid loop IR: {msg}"))])?;
     Ok(Lowered { ast, hir, tables, ir, derivatives })
 }
+
+/// How deep calls of formulas inside formulas are written out
+/// (`gelu_tanh` calls `sigmoid`: two rounds).
+const MAX_FORMULA_ROUNDS: usize = 4;
 
 /// More derivative steps than this means a recursive function on a
 /// derivative's path (every step inlines a call or answers a request).

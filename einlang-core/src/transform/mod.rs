@@ -12,11 +12,15 @@
 //!   h[t in 1..T] = step(h[t - 1], x[t]);`) become definitions over the
 //!   element's axes too; run between analysis rounds, like `mono`.
 //! - `autodiff`: answers derivative requests (`@y / @x`) with new HIR.
+//! - `formulas`: calls of one-expression functions with tensor arguments
+//!   written out as the caller's whole-tensor arithmetic, after autodiff,
+//!   between analysis rounds.
 //!
 //! `copy` is the one way these passes write an expression somewhere new.
 
 pub mod autodiff;
 mod copy;
 pub mod elements;
+pub mod formulas;
 pub mod instantiate;
 pub mod mono;
