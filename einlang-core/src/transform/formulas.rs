@@ -17,10 +17,10 @@
 //! functions that are not sharded, only where the tensor arguments'
 //! extents are dimensions the caller's parameters bind (a tensor of a
 //! `?` extent, which only the callee's entry would bind, keeps the call),
-//! and only where
-//! writing the body out computes nothing twice: each argument is a name or
-//! a literal, or its parameter is used once. The pass runs after the
-//! derivatives are answered (their rules, `@fn sigmoid`, see the calls),
+//! and only where writing the body out computes nothing twice, drops
+//! nothing and reorders nothing: each argument is a name or a literal but
+//! one at most, whose parameter the body uses once. The pass runs after
+//! the derivatives are answered (their rules, `@fn sigmoid`, see the calls),
 //! and the driver analyzes the program again after each round: a call the
 //! copy brings in (the `sigmoid` inside `gelu_tanh`) is written out in the
 //! next round, once analysis has typed it.
@@ -167,14 +167,23 @@ fn arithmetic(hir: &Hir, e: ExprId, params: &[DefId]) -> bool {
     }
 }
 
-/// Whether every argument is a name or a literal, or its parameter is used
-/// at most once in `body`.
+/// Whether every argument is a name or a literal but one at most, whose
+/// parameter `body` uses exactly once: the body computes it once, where
+/// the call did (an argument the body ignores would not be computed, and
+/// could no longer fail; two computed ones could fail in another order).
 fn computes_nothing_twice(hir: &Hir, body: ExprId, params: &[DefId], args: &[ExprId]) -> bool {
     let mut uses: HashMap<DefId, usize> = HashMap::new();
     count_uses(hir, body, &mut uses);
-    params.iter().zip(args).all(|(p, &a)| {
-        matches!(hir.exprs[a].kind, ExprKind::Def(_) | ExprKind::Lit(_)) || uses.get(p).copied().unwrap_or(0) <= 1
-    })
+    let computed: Vec<(&DefId, &ExprId)> = params
+        .iter()
+        .zip(args)
+        .filter(|(_, &a)| !matches!(hir.exprs[a].kind, ExprKind::Def(_) | ExprKind::Lit(_)))
+        .collect();
+    match computed.as_slice() {
+        [] => true,
+        [(p, _)] => uses.get(*p) == Some(&1),
+        _ => false,
+    }
 }
 
 fn count_uses(hir: &Hir, e: ExprId, uses: &mut HashMap<DefId, usize>) {
@@ -221,6 +230,12 @@ mod tests {
     fn calls_that_would_compute_twice_or_are_not_formulas_stay() {
         // `silu` reads its parameter twice: `a + b` would be computed twice.
         let src = "pub fn f(a: [f32; N], b: [f32; N]) -> [f32; N] { std::ml::silu(a + b) }";
+        assert_eq!(calls_left(src, "f"), 1);
+        // A computed argument the body ignores (it would no longer be
+        // computed), and two computed arguments.
+        let src = "fn first(a, b) { a * 2.0 } pub fn f(x: [f32; N], y: [f32; N]) -> [f32; N] { first(x, x + y) }";
+        assert_eq!(calls_left(src, "f"), 1);
+        let src = "fn add(a, b) { a + b } pub fn f(x: [f32; N], y: [f32; N]) -> [f32; N] { add(x * y, x - y) }";
         assert_eq!(calls_left(src, "f"), 1);
         // A body with a definition is not a formula.
         let src = "fn g(v) { let w[i] = v[i] * 2.0; w } pub fn f(x: [f32; N]) -> [f32; N] { g(x) }";
