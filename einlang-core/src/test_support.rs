@@ -67,6 +67,21 @@ pub(crate) fn lowered(src: &str) -> crate::ir::Program {
     }
 }
 
+/// How many calls of program functions the body and value of `p`'s
+/// function `name` hold (for the passes that write calls out).
+pub(crate) fn calls_in(p: &crate::ir::Program, name: &str) -> usize {
+    use crate::ir::{visit, Expr, ExprKind};
+    fn count(e: &Expr, n: &mut usize) {
+        *n += usize::from(matches!(e.kind, ExprKind::Call { .. }));
+        visit::for_each_child(e, &mut |c| count(c, n));
+    }
+    let (_, f) = p.functions().find(|(_, f)| f.name == name).expect("the function");
+    let mut n = 0;
+    f.body.iter().for_each(|s| visit::for_each_stmt_expr(s, &mut |e| count(e, &mut n)));
+    count(&f.result, &mut n);
+    n
+}
+
 /// The whole pipeline on the tokens of an `einlang! { ... }` call.
 pub(crate) fn compile_tokens(tokens: proc_macro2::TokenStream) -> crate::Compiled {
     match crate::syntax::parse_tokens(tokens).and_then(|ast| crate::compile(ast, &crate::Options::default())) {

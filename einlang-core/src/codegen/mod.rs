@@ -79,6 +79,7 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
     let mut out = TokenStream::new();
     let twins = if options.cuda { cuda::device_twins(p) } else { Default::default() };
     let bound = cuda::device_bound(p);
+    let bound_ids: std::collections::BTreeSet<ir::FuncId> = bound.keys().copied().collect();
     let mut api_docs = docs::api_docs(p);
     for (id, f) in p.functions() {
         // A public function is emitted with its whole documentation (see
@@ -118,7 +119,7 @@ pub fn emit_program(p: &ir::Program, options: &Options) -> TokenStream {
             }
             continue;
         }
-        match rust::emit_function(f, id, p, &fns, options, avx512[id.index()]) {
+        match rust::emit_function(f, id, p, &bound_ids, &fns, options, avx512[id.index()]) {
             Ok(tokens) => out.extend(tokens),
             Err(msg) => {
                 out.extend(Diagnostic::bug(Span::call_site(), format!("in `{}`: {msg}", f.name)).to_compile_errors())

@@ -161,7 +161,7 @@ fn substitute(e: &mut Expr, args: &HashMap<VarId, &Expr>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::lowered;
+    use crate::test_support::{calls_in, lowered};
 
     /// The calls left in public function `name` of `src` after the pass.
     fn calls_left(src: &str, name: &str) -> usize {
@@ -169,17 +169,7 @@ mod tests {
         let device = vec![false; program.fns.len()];
         run(&mut program, &device);
         crate::ir::validate::validate(&program).unwrap_or_else(|e| panic!("{e}"));
-        let (_, f) = program.functions().find(|(_, f)| f.name == name).expect("the function");
-        let mut n = 0;
-        let mut count = |e: &Expr| count_calls(e, &mut n);
-        f.body.iter().for_each(|s| visit::for_each_stmt_expr(s, &mut count));
-        count_calls(&f.result, &mut n);
-        n
-    }
-
-    fn count_calls(e: &Expr, n: &mut usize) {
-        *n += usize::from(matches!(e.kind, ExprKind::Call { .. }));
-        visit::for_each_child(e, &mut |c| count_calls(c, n));
+        calls_in(&program, name)
     }
 
     #[test]

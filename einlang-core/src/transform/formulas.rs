@@ -186,36 +186,23 @@ fn computes_nothing_twice(hir: &Hir, body: ExprId, params: &[DefId], args: &[Exp
     }
 }
 
+/// Counts the uses of each name in `e` (a formula's body).
 fn count_uses(hir: &Hir, e: ExprId, uses: &mut HashMap<DefId, usize>) {
-    match &hir.exprs[e].kind {
-        ExprKind::Def(d) => *uses.entry(*d).or_default() += 1,
-        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => count_uses(hir, *x, uses),
-        ExprKind::Binary(_, a, b) => {
-            count_uses(hir, *a, uses);
-            count_uses(hir, *b, uses);
-        }
-        ExprKind::Call { args, .. } => args.iter().for_each(|&a| count_uses(hir, a, uses)),
-        _ => {}
+    if let ExprKind::Def(d) = hir.exprs[e].kind {
+        *uses.entry(d).or_default() += 1;
     }
+    let mut operands = Vec::new();
+    crate::hir::operands(&hir.exprs[e].kind, &mut operands);
+    operands.into_iter().for_each(|o| count_uses(hir, o, uses));
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::ir::{visit, Expr, ExprKind};
-    use crate::test_support::lowered;
+    use crate::test_support::{calls_in, lowered};
 
     /// The calls left in the lowered IR of public function `name` of `src`.
     fn calls_left(src: &str, name: &str) -> usize {
-        fn count(e: &Expr, n: &mut usize) {
-            *n += usize::from(matches!(e.kind, ExprKind::Call { .. }));
-            visit::for_each_child(e, &mut |c| count(c, n));
-        }
-        let program = lowered(src);
-        let (_, f) = program.functions().find(|(_, f)| f.name == name).expect("the function");
-        let mut n = 0;
-        f.body.iter().for_each(|s| visit::for_each_stmt_expr(s, &mut |e| count(e, &mut n)));
-        count(&f.result, &mut n);
-        n
+        calls_in(&lowered(src), name)
     }
 
     #[test]

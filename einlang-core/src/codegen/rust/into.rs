@@ -20,7 +20,7 @@
 //! that was not written there. A tuple result takes one buffer per tensor
 //! element (`out0`, `out1`, ...) and `_into` returns its other elements.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -85,6 +85,7 @@ pub(crate) fn forwarded_call<'a>(
     f: &'a Function,
     p: &Program,
     fns: &FnIdents,
+    bound: &BTreeSet<FuncId>,
     uses: &HashMap<VarId, usize>,
 ) -> Option<&'a Expr> {
     let call = match &f.result.kind {
@@ -98,10 +99,9 @@ pub(crate) fn forwarded_call<'a>(
     let ExprKind::Call { func, .. } = &call.kind else { return None };
     let callee = p.get(*func)?;
     let single = matches!(outs(callee, *func, fns).as_slice(), [ResultTensor { element: None, .. }]);
-    // A host function reaching device code is emitted as a CUDA twin,
+    // A host function bound to device code is emitted as a CUDA twin,
     // without this body.
-    let reached = p.calls().reach([*func], |_| true);
-    let device = p.functions().any(|(id, g)| g.device.is_some() && reached.get(id.index()) == Some(&true));
+    let device = bound.contains(func);
     (single && !device && callee.ret == f.ret && f.shard.is_none() && callee.shard.is_none()).then_some(call)
 }
 

@@ -176,7 +176,8 @@ pub fn into_ident(name: &Ident) -> Ident {
 }
 
 /// Emits one lowered function of program `p` as a Rust item; `fns` spells
-/// the functions of `p`. A function whose result holds tensors also gets its
+/// the functions of `p`, `bound` names those bound to device code (emitted
+/// as CUDA twins, without a host body). A function whose result holds tensors also gets its
 /// `_into` form (see `into`): both call one body, which takes an `Out` per
 /// tensor (`dest::Out::none()` from the plain form). `avx512`: whether its
 /// twins include the AVX-512 one (`avx512_fns`).
@@ -184,6 +185,7 @@ pub fn emit_function(
     f: &Function,
     id: FuncId,
     p: &Program,
+    bound: &std::collections::BTreeSet<FuncId>,
     fns: &FnIdents,
     options: &crate::codegen::Options,
     avx512: bool,
@@ -204,7 +206,7 @@ pub fn emit_function(
     let ret = if f.may_give_up() { quote!(::core::option::Option<#ret>) } else { ret };
     let outs = into::outs(f, id, fns);
     let out_ids: Vec<Ident> = (0..outs.len()).map(|i| format_ident!("__out{}", i)).collect();
-    cx.bind_outs(&outs, &out_ids, p)?;
+    cx.bind_outs(&outs, &out_ids, p, bound)?;
     let body = cx.body()?;
     let allow = super::allow_lints(TokenStream::new());
 
@@ -558,10 +560,16 @@ impl<'a> FnCx<'a> {
     /// product) among the function's own statements or those of a block
     /// that is the value, and read nowhere else. The others are copied
     /// into their buffer after the body (`dest::Out::finish`).
-    fn bind_outs(&mut self, outs: &[into::ResultTensor], ids: &[Ident], p: &Program) -> Result<(), Bug> {
+    fn bind_outs(
+        &mut self,
+        outs: &[into::ResultTensor],
+        ids: &[Ident],
+        p: &Program,
+        bound: &std::collections::BTreeSet<FuncId>,
+    ) -> Result<(), Bug> {
         let f = self.f;
         if let ([into::ResultTensor { element: None, .. }], [id]) = (outs, ids) {
-            if let Some(call) = into::forwarded_call(f, p, self.fns, &self.uses) {
+            if let Some(call) = into::forwarded_call(f, p, self.fns, bound, &self.uses) {
                 self.out_call = Some((call, id.clone()));
                 return Ok(());
             }
