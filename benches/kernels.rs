@@ -19,6 +19,8 @@
 //!   fused hand-written loop that rounds the same way (rayon over rows; max,
 //!   exp, sum in lanes, then a division per element or one reciprocal per
 //!   row)
+//! - the same rows, 16384 x 256, as a rank-3 tensor `[64, 256, 256]`
+//!   against the same fused loop
 //! - softmax over the first axis (columns), 4096 x 1024: einlang vs a hand
 //!   loop (column statistics over blocks of columns in parallel, reading
 //!   rows; then the output rows in parallel)
@@ -115,6 +117,15 @@ einlang! {
         let m[n] = max[c](x[n, c]);
         let e[n, c] = std::math::exp(x[n, c] - m[n]);
         let y[n, c] = e[n, c] * (1.0 / sum[k](e[n, k]));
+        y
+    }
+
+    /// Row-wise softmax of a rank-3 tensor (its two leading axes index the
+    /// rows: `opt::lead`).
+    pub fn softmax_rank3(x: [f32; B, N, C]) -> [f32; B, N, C] {
+        let m[b, n] = max[c](x[b, n, c]);
+        let e[b, n, c] = std::math::exp(x[b, n, c] - m[b, n]);
+        let y[b, n, c] = e[b, n, c] / sum[k](e[b, n, k]);
         y
     }
 
@@ -582,6 +593,13 @@ fn softmax_columns_loops(x: &Array2<f32>) -> Array2<f32> {
     });
     y
 }
+}
+
+/// The rows as 64 blocks of a rank-3 tensor (`n` a multiple of 64).
+fn softmax_rank3_form(x: &Array2<f32>) -> Array2<f32> {
+    let (n, c) = x.dim();
+    let x3 = x.view().into_shape_with_order((64, n / 64, c)).expect("rows in 64 blocks");
+    softmax_rank3(x3).expect("softmax").into_shape_with_order((n, c)).expect("same elements")
 }
 
 fn softmax_columns_form(x: &Array2<f32>) -> Array2<f32> {
@@ -1284,6 +1302,7 @@ fn main() {
         v.extend(softmax_cases(4096, 1024));
         // Shorter rows, more of them (onnxruntime's comparison has both).
         v.push(softmax_case("readme", softmax_readme, 16384, 256));
+        v.push(softmax_case("rank3", softmax_rank3_form, 16384, 256));
         v.extend(reduction_cases(8192, 1024, 1 << 24));
         v
     };

@@ -261,6 +261,14 @@ def cases():
         # same session (its result comes from its arena either way).
         out.append((f"softmax (readme) {rows}x{cols} into a reused buffer", None, lambda s=s, xs=xs: s.run(None, {"x": xs}), None))
 
+    # The same short rows as a rank-3 tensor (the kernels bench's
+    # `softmax_rank3`), softmax over its last axis.
+    x3 = rng.standard_normal((64, 256, 256), dtype=np.float32)
+    s = session([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [f32("x", x3.shape)], [f32("y", x3.shape)])
+    want3 = softmax_numpy(x3.reshape(16384, 256)).reshape(x3.shape)
+    assert np.allclose(s.run(None, {"x": x3})[0], want3, rtol=1e-4, atol=1e-6)
+    out.append(("softmax (rank3) 16384x256", None, lambda s=s: s.run(None, {"x": x3}), None))
+
     # A transpose of a 4096^2 matrix (einlang's `y[j, i] = x[i, j]`).
     xt = rng.standard_normal((4096, 4096), dtype=np.float32)
     s = session([helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])], [f32("x", xt.shape)], [f32("y", (4096, 4096))])

@@ -67,6 +67,49 @@ where
         self
     }
 
+    /// The buffer seen with the shape `shape` of the definition whose
+    /// row-major reshape is the result (`opt::lead` merges a result's
+    /// leading axes): an `Error::Shape` first unless the buffer has the
+    /// result's shape `full`; no view (the definition's array is then
+    /// reshaped and copied in, [`Out::adopt`]) unless the buffer is in
+    /// standard layout.
+    pub fn reshaped<E: Dimension>(
+        &mut self,
+        function: &str,
+        full: &[usize],
+        shape: impl IntoDimension<Dim = E>,
+    ) -> Result<Out<'_, T, E>, Error> {
+        self.check(function, full)?;
+        let view = self
+            .view
+            .as_mut()
+            .filter(|v| v.is_standard_layout())
+            .and_then(|v| v.view_mut().into_shape_with_order(shape.into_dimension()).ok());
+        Ok(Out { param: self.param, view, written: false, function: self.function })
+    }
+
+    /// Whether the definition of the result wrote into the view.
+    pub fn wrote(&self) -> bool {
+        self.written
+    }
+
+    /// The value of the result whose definition's value is `value`, filled
+    /// into this buffer's reshaped view when `wrote` (the placeholder then),
+    /// else `value` reshaped to `shape`.
+    pub fn adopt<E: Dimension>(
+        &mut self,
+        function: &str,
+        wrote: bool,
+        value: Array<T, E>,
+        shape: impl IntoDimension<Dim = D>,
+    ) -> Result<Array<T, D>, Error> {
+        let shape = shape.into_dimension();
+        if wrote {
+            return self.written(function, shape.ndim());
+        }
+        crate::shape::reshape_owned(function, value, shape)
+    }
+
     /// An `Error::Shape` naming the parameter unless the view (if any) has
     /// the result's `shape` (`Error::Rank` for a dynamic-rank buffer of
     /// another rank).

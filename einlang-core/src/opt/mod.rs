@@ -17,7 +17,8 @@
 //! reductions are computed once per point of the axes they depend on or
 //! shared with an earlier statement (`hoist`), which definitions read once
 //! are computed where they are read, or take the definition reading them
-//! into their rows (`inline`, `inline::run_rows`), and which definitions are
+//! into their rows (`inline`, `inline::run_rows`), which leading axes of a
+//! result's rows are one row axis (`lead`), and which definitions are
 //! computed row by row inside the definition they feed (`rows`, with a
 //! variant for device code), which guards of a sum are tested once
 //! rather than per term (`guards`), which index arithmetic and products
@@ -49,6 +50,7 @@ pub mod half;
 pub mod hoist;
 pub mod inline;
 pub mod invariant;
+pub mod lead;
 pub mod pack;
 pub mod rows;
 pub mod scan;
@@ -104,6 +106,9 @@ const PASSES: &[Pass] = &[
     ("dedup", dedup::run, Targets::All),
     ("hoist", hoist::run, Targets::All),
     ("inline", inline::run, Targets::All),
+    // Just before `rows`: a pipeline over rows indexed by several
+    // leading axes is one over a single row axis.
+    ("lead", lead::run, Targets::Host),
     ("rows", rows::run, Targets::Host),
     ("rows", rows::run_device, Targets::Device),
     // After `rows`: its groups join the chains of batched products run

@@ -73,7 +73,7 @@ fn fuse(f: &mut Function, device: bool) {
 /// any other way (`None`).
 pub(super) type Uses = HashMap<VarId, Vec<Option<VarId>>>;
 
-fn uses_of(f: &Function) -> Uses {
+pub(super) fn uses_of(f: &Function) -> Uses {
     let mut uses = Uses::new();
     for s in &f.body {
         stmt_uses(s, &mut uses);
@@ -205,7 +205,7 @@ fn defined_var(s: &Stmt) -> VarId {
 
 /// The positions in `earlier` of the members of `d`'s rows (see the
 /// module docs), in order.
-fn members(f: &Function, uses: &Uses, d: &TensorDef, earlier: &[Stmt], device: bool) -> Vec<usize> {
+pub(super) fn members(f: &Function, uses: &Uses, d: &TensorDef, earlier: &[Stmt], device: bool) -> Vec<usize> {
     let first = &d.axes[0];
     let mut group: HashMap<VarId, usize> = HashMap::new();
     for (j, s) in earlier.iter().enumerate() {

@@ -469,6 +469,9 @@ pub(crate) struct FnCx<'a> {
     /// `Out` it is handed (`into::forwarded_call`): the callee's body
     /// fills the caller's buffer.
     out_call: Option<(&'a Expr, Ident)>,
+    /// The results that are a reshape of a definition (`opt::lead`), by
+    /// the result's variable.
+    out_reshapes: HashMap<VarId, ReshapedOut>,
     /// While a result recurrence's steps are emitted (`recurrence`): the
     /// variable holding the store over the caller's buffer, if it got one
     /// (`dest::rec_into`).
@@ -544,6 +547,7 @@ impl<'a> FnCx<'a> {
             no_move: 0,
             outs: HashMap::new(),
             out_call: None,
+            out_reshapes: HashMap::new(),
             into_store: None,
             summed: HashMap::new(),
             preludes: Vec::new(),
@@ -590,6 +594,15 @@ impl<'a> FnCx<'a> {
                 _ => (f.body.as_slice(), value),
             };
             let ExprKind::Var(v) = value.kind else { continue };
+            if let Some((source, source_dims, dims)) = reshaped_definition(stmts, v) {
+                if self.uses.get(&v) == Some(&1) && self.uses.get(&source) == Some(&1) && !self.outs.contains_key(&v) {
+                    let view = format_ident!("{}_reshaped", id);
+                    self.outs.insert(source, view.clone());
+                    let reshaped = ReshapedOut { source, out: id.clone(), view, source_dims, dims };
+                    self.out_reshapes.insert(v, reshaped);
+                }
+                continue;
+            }
             let defined_here = stmts.iter().any(|s| match s {
                 Stmt::Tensor(def) => def.var == v,
                 Stmt::Rows(rows) => rows.def.var == v,
@@ -941,6 +954,35 @@ impl<'a> FnCx<'a> {
     }
 
     pub(crate) fn stmt(&mut self, s: &Stmt) -> Result<TokenStream, Bug> {
+        let defined = match s {
+            Stmt::Tensor(def) => Some(def.var),
+            Stmt::Rows(rows) => Some(rows.def.var),
+            _ => None,
+        };
+        let reshaped = self.out_reshapes.values().find(|r| Some(r.source) == defined).cloned();
+        let code = self.stmt_code(s)?;
+        let Some(ReshapedOut { out, view, source_dims, dims, .. }) = reshaped else { return Ok(code) };
+        // The result's buffer seen in the shape of the definition that
+        // fills it (checked against the result's shape first).
+        let (rt, name) = (self.rt.clone(), self.fn_name.clone());
+        let (full, shape) = (self.usize_dims(&dims)?, self.usize_dims(&source_dims)?);
+        Ok(quote! {
+            let #view = &mut #rt::dest::Out::reshaped(&mut *#out, #name, &[#(#full),*], [#(#shape),*])?;
+            #code
+        })
+    }
+
+    /// Extents as `usize` values (a negative one as zero).
+    fn usize_dims(&mut self, dims: &[Dim]) -> Result<Vec<TokenStream>, Bug> {
+        dims.iter()
+            .map(|d| {
+                let d = self.dim(d)?;
+                Ok(quote!((#d).max(0) as usize))
+            })
+            .collect()
+    }
+
+    fn stmt_code(&mut self, s: &Stmt) -> Result<TokenStream, Bug> {
         let (rt, name) = (self.rt.clone(), self.fn_name.clone());
         match s {
             Stmt::Let { var, value } => self.bind(*var, value),
@@ -963,14 +1005,19 @@ impl<'a> FnCx<'a> {
             Stmt::Reshape { var, source, elem, dims } => {
                 let (id, src) = (self.ident(*var)?, self.ident(*source)?);
                 let nd = self.nd.clone();
-                let mut lens = Vec::new();
-                for d in dims {
-                    let d = self.dim(d)?;
-                    lens.push(quote!((#d).max(0) as usize));
-                }
+                let lens = self.usize_dims(dims)?;
                 let (array, shape) = (types::array(*elem, Some(dims.len()), &nd), types::shape(&lens, &nd));
                 // Both return standard layout.
                 self.standard.insert(*var);
+                if let Some(ReshapedOut { out, view, .. }) = self.out_reshapes.get(var) {
+                    // The definition filled the reshaped view of the
+                    // result's buffer, or returned the array to reshape.
+                    self.repr.insert(*var, Ownership::Owned);
+                    return Ok(quote! {
+                        let __wrote = #view.wrote();
+                        let #id: #array = #out.adopt(#name, __wrote, #src, #shape)?;
+                    });
+                }
                 // A borrowed tensor (a parameter) is viewed, or copied
                 // when it is not in standard layout.
                 if matches!(self.repr.get(source), Some(Ownership::Borrowed)) {
@@ -1176,4 +1223,33 @@ fn derived(prefix: &str, id: &Ident, suffix: &str) -> Ident {
     let name = id.to_string();
     let name = name.strip_prefix("r#").unwrap_or(&name);
     format_ident!("__{}{}{}", prefix, name, suffix)
+}
+
+/// A result that is a reshape of a definition (`opt::lead`) and its
+/// `NAME_into` buffer: the definition fills `view`, the buffer `out` seen
+/// in the definition's shape (`dest::Out::reshaped`).
+#[derive(Clone)]
+struct ReshapedOut {
+    /// The definition's variable.
+    source: VarId,
+    out: Ident,
+    view: Ident,
+    /// The definition's extents and the result's.
+    source_dims: Vec<Dim>,
+    dims: Vec<Dim>,
+}
+
+/// The definition (a fill or rows) in `stmts` whose reshape is `v`, with
+/// its extents and `v`'s.
+fn reshaped_definition(stmts: &[Stmt], v: VarId) -> Option<(VarId, Vec<Dim>, Vec<Dim>)> {
+    let (source, dims) = stmts.iter().find_map(|s| match s {
+        Stmt::Reshape { var, source, dims, .. } if *var == v => Some((*source, dims.clone())),
+        _ => None,
+    })?;
+    let def = stmts.iter().find_map(|s| match s {
+        Stmt::Tensor(d) if d.var == source => Some(d),
+        Stmt::Rows(r) if r.def.var == source => Some(&r.def),
+        _ => None,
+    })?;
+    Some((source, def.axes.iter().map(|a| a.extent.clone()).collect(), dims))
 }
