@@ -138,7 +138,9 @@ fn rewrite_stmts(f: &mut Function, uses: &Uses, stmts: &mut Vec<Stmt>, device: b
     while i > 0 {
         i -= 1;
         let members = match &stmts[i] {
-            Stmt::Tensor(d) if d.axes.len() >= 2 && d.domain_guards == 0 => members(f, uses, d, &stmts[..i], device),
+            Stmt::Tensor(d) if d.axes.len() >= 2 && d.domain_guards == 0 && !permutes(d) => {
+                members(f, uses, d, &stmts[..i], device)
+            }
             _ => Vec::new(),
         };
         if members.is_empty() {
@@ -194,6 +196,26 @@ fn rewrite_expr(f: &mut Function, uses: &Uses, e: &mut Expr, device: bool) {
         rewrite_stmts(f, uses, stmts, device);
     }
     visit::for_each_child_mut(e, &mut |c| rewrite_expr(f, uses, c, device));
+}
+
+/// Whether `d`'s value is a read of one tensor at its own indices in
+/// another order (`y[n, i, j, o] = t[n, o, i, j]`): a permuted copy,
+/// which back ends run as a blocked copy of the whole tensor; as rows, its
+/// every element would be a gather from the row of `t`.
+fn permutes(d: &TensorDef) -> bool {
+    let ExprKind::Read { indices, .. } = &d.body.kind else { return false };
+    let own: Vec<VarId> = d.axes.iter().map(|a| a.index).collect();
+    let read: Vec<VarId> = indices
+        .iter()
+        .filter_map(|i| match i.kind {
+            ExprKind::Var(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    let mut sorted = (read.clone(), own.clone());
+    sorted.0.sort_unstable();
+    sorted.1.sort_unstable();
+    read.len() == indices.len() && read != own && sorted.0 == sorted.1
 }
 
 fn defined_var(s: &Stmt) -> VarId {

@@ -1108,3 +1108,29 @@ fn only_exact_reciprocals_of_powers_of_two_are_folded() {
     assert_eq!(exact_reciprocal("1_024.0", ScalarKind::F64).as_deref(), Some("0.0009765625"));
     assert_eq!(exact_reciprocal("8.0", ScalarKind::F16), None);
 }
+
+/// A definition that only permutes the axes of a member (a channels-last
+/// result of a channels-first computation) is not made rows: as a whole
+/// tensor it is a blocked copy, as rows every element a gather.
+#[test]
+fn a_permuted_copy_stays_whole() {
+    let permuted = after_pass(
+        "pub fn f(x: [f32; N, O, P]) -> [f32; N, P, O] {
+            let t[n, o, p] = std::math::max(x[n, o, p] * 2.0, 0.0);
+            let y[n, p, o] = t[n, o, p];
+            y
+        }",
+        super::rows::run,
+    );
+    assert!(!permuted.contains("rows of"), "{permuted}");
+    // In its own order it joins the rows.
+    let own = after_pass(
+        "pub fn f(x: [f32; N, O, P]) -> [f32; N, O, P] {
+            let t[n, o, p] = std::math::max(x[n, o, p] * 2.0, 0.0);
+            let y[n, o, p] = t[n, o, p] + 1.0;
+            y
+        }",
+        super::rows::run,
+    );
+    assert!(own.contains("rows of y"), "{own}");
+}
