@@ -39,6 +39,23 @@ einlang! {
         y
     }
 
+    /// Centred rows read by a product over the last axis (a dense layer
+    /// over a sequence), and by a later definition: rows that are not the
+    /// result keep their axes.
+    pub fn centred_dense(x: [f64; B, S, D], w: [f64; D, E]) -> [f64; B, S, E] {
+        let mean[b, s] = sum[d](x[b, s, d]) / D as f64;
+        let y[b, s, d] = x[b, s, d] - mean[b, s];
+        let z[b, s, e] = sum[d](y[b, s, d] * w[d, e]);
+        z
+    }
+
+    pub fn centred_scaled(x: [f32; B, S, D]) -> [f32; B, S, D] {
+        let mean[b, s] = sum[d](x[b, s, d]) / D as f32;
+        let y[b, s, d] = x[b, s, d] - mean[b, s];
+        let z[b, s, d] = y[b, s, d] * y[b, s, 0];
+        z
+    }
+
     /// A per-batch shift read by the rows at `b` alone: its axes stay apart.
     pub fn shifted3(x: [f32; B, N, C], t: [f32; B]) -> [f32; B, N, C] {
         let m[b, n] = max[c](x[b, n, c]);
@@ -185,6 +202,36 @@ fn rows_reading_a_leading_index_alone_keep_their_axes() {
             for k in 0..c {
                 let want = (x[[i, j, k]] - m).exp() + t[i];
                 assert!((got[[i, j, k]] - want).abs() <= 1e-6 * (1.0 + want.abs()));
+            }
+        }
+    }
+}
+
+#[test]
+fn merged_rows_read_by_a_product_match_loops() {
+    for &(b, s, d, e) in &[(2, 3, 5, 4), (1, 7, 16, 9), (3, 1, 1, 2), (0, 2, 3, 4)] {
+        let x = Array3::from_shape_fn((b, s, d), |(i, j, k)| ((i * 37 + j * 11 + k * 5) % 19) as f64 / 4.0 - 2.0);
+        let w = Array2::from_shape_fn((d, e), |(k, o)| ((k * 7 + o * 3) % 11) as f64 / 5.0 - 1.0);
+        let got = centred_dense(&x, &w).unwrap();
+        assert_eq!(got.dim(), (b, s, e));
+        for i in 0..b {
+            for j in 0..s {
+                let mean = (0..d).map(|k| x[[i, j, k]]).sum::<f64>() / d as f64;
+                for o in 0..e {
+                    let want: f64 = (0..d).map(|k| (x[[i, j, k]] - mean) * w[[k, o]]).sum();
+                    assert!((got[[i, j, o]] - want).abs() <= 1e-12 * (1.0 + want.abs()), "{i} {j} {o}");
+                }
+            }
+        }
+        let xf = x.mapv(|v| v as f32);
+        let scaled = centred_scaled(&xf).unwrap();
+        for i in 0..b {
+            for j in 0..s {
+                let mean = (0..d).map(|k| xf[[i, j, k]]).sum::<f32>() / d as f32;
+                for k in 0..d {
+                    let want = (xf[[i, j, k]] - mean) * (xf[[i, j, 0]] - mean);
+                    assert!((scaled[[i, j, k]] - want).abs() <= 1e-5 * (1.0 + want.abs()), "{i} {j} {k}");
+                }
             }
         }
     }
