@@ -53,6 +53,15 @@ einlang! {
         y
     }
 
+    /// A ReLU written with the zero first, no bias, same padding.
+    pub fn conv_relu_first(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3]) -> [f32; N, O, H, W] {
+        let y[n, o, i in 0..H, j in 0..W] = max(0.0, sum[c, r, s](
+            if ih >= 0 && ih < H && iw >= 0 && iw < W { x[n, c, ih, iw] * k[o, c, r, s] } else { 0.0 }
+            where ih = i + r - 1, iw = j + s - 1
+        ));
+        y
+    }
+
     /// One image, no batch axis.
     pub fn conv_single(x: [f32; C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; O, H - 2, W - 2] {
         let y[o, i, j] = sum[c, r, s](x[c, i + r, j + s] * k[o, c, r, s]) + b[o];
@@ -219,8 +228,32 @@ fn a_single_image_is_a_batch_of_one() {
     });
 }
 
+/// The kernel applies a ReLU as it stores (`Conv::relu`): written either
+/// way round, into a buffer of other strides, and a NaN in the image gives
+/// 0 where it is read, as `max` has it.
 #[test]
-fn an_activation_after_the_bias_stays_elementwise() {
+fn a_relu_of_the_sum_is_applied_by_the_kernel() {
+    threads(|| {
+        for &(n, c, h, w, o) in SHAPES {
+            let (x, k) = (tensor((n, c, h, w), 12), tensor((o, c, 3, 3), 13));
+            let want = naive(&x, &k, None, (1, 1), (h, w), true);
+            let got = conv_relu_first(&x, &k).unwrap();
+            assert_close(&got, &want, c * 9, &format!("relu first {n}x{c}x{h}x{w} o{o}"));
+            let mut back = Array4::<f32>::from_elem((w, h, o, n), f32::NAN);
+            let mut view = back.view_mut().reversed_axes();
+            conv_relu_first_into(&x, &k, &mut view).unwrap();
+            assert_close(&view.to_owned(), &want, c * 9, &format!("relu first into {n}x{c}x{h}x{w} o{o}"));
+        }
+    });
+    let (mut x, k, b) = (tensor((1, 2, 5, 5), 14), tensor((3, 2, 3, 3), 15), Array1::from(data(3, 16)));
+    x[[0, 1, 2, 2]] = f32::NAN;
+    let got = conv_relu(&x, &k, &b).unwrap();
+    // Every output of the 3 x 3 valid output reads (2, 2).
+    assert!(got.iter().all(|&v| v == 0.0), "{got:?}");
+}
+
+#[test]
+fn an_activation_after_the_bias_matches_loops() {
     threads(|| {
         for &(n, c, h, w, o) in SHAPES {
             let (x, k, b) = (tensor((n, c, h, w), 9), tensor((o, c, 3, 3), 10), Array1::from(data(o, 11)));

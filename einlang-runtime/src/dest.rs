@@ -400,17 +400,18 @@ pub fn conv_into<T: crate::conv::ConvElem>(
     k: ndarray::ArrayView4<'_, T>,
     bias: Option<ndarray::ArrayView1<'_, T>>,
     window: impl Into<crate::conv::Window>,
+    relu: bool,
     shape: [usize; 4],
     out: &mut Out<'_, T, ndarray::Ix4>,
 ) -> Result<ndarray::Array4<T>, Error> {
     out.check(function, &shape)?;
     let window = window.into();
     if let Some(view) = out.view.as_mut() {
-        crate::conv::conv2d(function, x, k, bias, window, false, view.view_mut())?;
+        crate::conv::conv2d(function, x, k, bias, window, relu, view.view_mut())?;
         return out.written(function, 4);
     }
     let mut y = crate::pool::zeros(function, tensor, shape, T::default())?;
-    crate::conv::conv2d(function, x, k, bias, window, false, y.view_mut())?;
+    crate::conv::conv2d(function, x, k, bias, window, relu, y.view_mut())?;
     Ok(y)
 }
 

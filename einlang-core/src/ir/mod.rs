@@ -675,6 +675,9 @@ pub struct Conv {
     /// `Conv` with `group`). A run-time value is evaluated only where
     /// `otherwise.when` holds.
     pub groups: Dim,
+    /// Whether each element is then `max(_, 0)` (a ReLU; NaN gives 0):
+    /// the definition is `max(sum + bias, 0.0)` (`reference` has it).
+    pub relu: bool,
     pub reference: TensorDef,
     pub otherwise: Option<Box<ConvElse>>,
 }

@@ -144,6 +144,9 @@ impl Printer<'_> {
                 if c.groups.as_constant() != Some(1) {
                     window += &format!(", groups {}", self.dim(&c.groups));
                 }
+                if c.relu {
+                    window += ", relu";
+                }
                 format!(
                     "conv {} = {} * {}{bias} (pad {}, {}{window}): {}\n{}  reference {}{otherwise}",
                     self.var(c.out),

@@ -30,10 +30,11 @@
 //!   outside the image.
 //!
 //! A definition that is the sum alone, or the sum plus `b[o]` (a rank-1
-//! tensor read unchecked at the filter), becomes the `Conv` with the bias
-//! as its epilogue; otherwise the sum moves into a temporary `y_conv`
-//! defined by the `Conv`, and the definition reads it (an activation stays
-//! an elementwise pass, which later passes may fuse).
+//! tensor read unchecked at the filter), or `max` of either and `0.0` in
+//! either order (a ReLU), becomes the `Conv` with the bias and the ReLU as
+//! its epilogue (`Conv::relu`); otherwise the sum moves into a temporary
+//! `y_conv` defined by the `Conv`, and the definition reads it (another
+//! activation stays an elementwise pass, which later passes may fuse).
 //!
 //! A read `x[n, c, i * sh + r * dh - ph, j * sw + s * dw - pw]` whose
 //! strides, dilations or pads are run-time values (`std::ml::conv2d`
@@ -63,11 +64,12 @@ use std::collections::{HashMap, HashSet};
 
 use super::gemm::{first_sum, hoist_part, sum_factors};
 use crate::base::dim::{Dim, DimVar, Truth};
+use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::affine::index_dim;
 use crate::ir::visit;
-use crate::ir::{Conv, ConvElse, Expr, ExprKind, Function, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
+use crate::ir::{Conv, ConvElse, Expr, ExprKind, Function, Literal, Loop, Repr, Stmt, TensorDef, VarId, WhereEntry};
 
 /// Rewrites every qualifying definition of `f`, wherever it is.
 pub fn run(f: &mut Function) {
@@ -89,10 +91,24 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
             if let Some(bias) = m.whole {
                 let otherwise = branch(f, &def, &m.when);
                 let Window { x, k, pad, stride, dilation, k_axes, k_flip, groups } = m.window;
-                let (out, elem) = (def.var, def.elem);
+                let (out, elem, relu) = (def.var, def.elem, m.relu);
                 let reference = def;
-                let conv =
-                    Conv { out, elem, x, k, bias, pad, stride, dilation, k_axes, k_flip, groups, reference, otherwise };
+                let conv = Conv {
+                    out,
+                    elem,
+                    x,
+                    k,
+                    bias,
+                    pad,
+                    stride,
+                    dilation,
+                    k_axes,
+                    k_flip,
+                    groups,
+                    relu,
+                    reference,
+                    otherwise,
+                };
                 list[i] = Stmt::Conv(conv);
             } else {
                 let mut conv = hoist(f, &mut def, &m);
@@ -132,8 +148,10 @@ struct Match {
     /// What must hold at run time for the sum to be the convolution (every
     /// term true): empty when it always is.
     when: Vec<Expr>,
-    /// `Some(bias)` when the whole definition is the sum (plus the bias).
+    /// `Some(bias)` when the whole definition is the sum (plus the bias),
+    /// or `max` of that and `0.0` (`relu`).
     whole: Option<Option<VarId>>,
+    relu: bool,
 }
 
 /// Whether `def`, after the statements `list`, is a convolution this pass
@@ -165,11 +183,24 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
     };
     // The input gradient's form: the whole definition, no bindings.
     if let (true, Some(window)) = (outer.is_empty(), grad_sum(f, list, def, &axes, &def.body)) {
-        return Some(Match { path: Vec::new(), window, when: Vec::new(), whole: Some(None) });
+        return Some(Match { path: Vec::new(), window, when: Vec::new(), whole: Some(None), relu: false });
     }
     let ((window, when), path) =
         first_sum(def, |sum, _, path| conv_sum(f, list, def, &axes, &outer, sum).map(|m| (m, path.to_vec())))?;
     let rest = path.strip_prefix(prefix.as_slice())?;
+    // `max(v, 0.0)` or `max(0.0, v)` of the sum (plus the bias): the
+    // kernel's ReLU.
+    let relu_of = match (&value.kind, rest.first()) {
+        (ExprKind::Intrinsic(Intrinsic::Max, args), Some(&side)) if args.len() == 2 && side < 2 => {
+            let zero = matches!(&args[1 - side].kind, ExprKind::Lit(Literal::Float(z)) if z.parse::<f64>() == Ok(0.0));
+            zero.then(|| (&args[side], &rest[1..]))
+        }
+        _ => None,
+    };
+    let (value, rest, relu) = match relu_of {
+        Some((inner, rest)) => (inner, rest, true),
+        None => (value, rest, false),
+    };
     let whole = if rest.is_empty() {
         Some(None)
     } else if let (ExprKind::Binary(BinOp::Add, a, b), [side]) = (&value.kind, rest) {
@@ -178,10 +209,13 @@ fn find(f: &Function, list: &[Stmt], def: &TensorDef) -> Option<Match> {
     } else {
         None
     };
+    // An activation without the whole sum (plus the bias) under it is an
+    // elementwise pass after the kernel.
+    let relu = relu && whole.is_some();
     if whole.is_none() && !outer.is_empty() {
         return None;
     }
-    Some(Match { path, window, when, whole })
+    Some(Match { path, window, when, whole, relu })
 }
 
 /// The tensor of `e` when it is `b[o]`, an unchecked read of a rank-1
@@ -754,6 +788,7 @@ fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
         x: *x,
         k: *k,
         bias: None,
+        relu: false,
         pad: pad.clone(),
         stride: stride.clone(),
         dilation: dilation.clone(),
@@ -823,15 +858,29 @@ mod tests {
             }",
         );
         assert!(out.contains("conv y = x * k (pad 1, 1): f32"), "{out}");
-        // An activation after the bias: the sum moves into a temporary.
+        // A ReLU after the bias: the kernel's epilogue.
         let out = fires(
             "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {
                 let y[n, o, i, j] = max(sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o], 0.0);
                 y
             }",
         );
-        assert!(out.contains("conv y_conv = x * k (pad 0, 0): f32"), "{out}");
-        assert!(out.contains("read y_conv[n, o, i, j] unchecked"), "{out}");
+        assert!(out.contains("conv y = x * k + b (pad 0, 0, relu): f32"), "{out}");
+        // Another activation: the sum moves into a temporary.
+        for value in [
+            "max(sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o], 0.5)",
+            "std::math::tanh(sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) + b[o])",
+            "max(sum[c, r, s](x[n, c, i + r, j + s] * k[o, c, r, s]) * 2.0, 0.0)",
+        ] {
+            let out = fires(&format!(
+                "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, 3, 3], b: [f32; O]) -> [f32; N, O, H - 2, W - 2] {{
+                    let y[n, o, i, j] = {value};
+                    y
+                }}"
+            ));
+            assert!(out.contains("conv y_conv = x * k (pad 0, 0): f32"), "{out}");
+            assert!(out.contains("read y_conv[n, o, i, j] unchecked"), "{out}");
+        }
         // Indices bound in the definition's own where entries.
         let out = fires(
             "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW], b: [f32; O]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
@@ -840,15 +889,15 @@ mod tests {
             }",
         );
         assert!(out.contains("conv y = x * k + b (pad 0, 0): f32"), "{out}");
-        // The same under an activation: lowering gives the bindings to the
-        // sum, which moves into the temporary with them.
+        // The same under a ReLU: lowering gives the bindings to the sum,
+        // and the ReLU is the kernel's.
         let out = fires(
             "pub fn conv(x: [f32; N, C, H, W], k: [f32; O, C, KH, KW]) -> [f32; N, O, H - KH + 1, W - KW + 1] {
                 let y[n, o, i, j] = max(sum[c, r, s](x[n, c, iy, ix] * k[o, c, r, s]), 0.0) where iy = i + r, ix = j + s;
                 y
             }",
         );
-        assert!(out.contains("conv y_conv = x * k (pad 0, 0): f32"), "{out}");
+        assert!(out.contains("conv y = x * k (pad 0, 0, relu): f32"), "{out}");
     }
 
     /// `std::ml::conv2d` writes its strides, pads and dilations as run-time

@@ -169,12 +169,15 @@ impl FnCx<'_> {
         self.standard.insert(c.out);
         // The kernel into a fresh array; in groups, the number of groups
         // (a run-time value only under `otherwise.when`, which checks it).
+        // Each element `max(_, 0)` after the bias when the definition is a
+        // ReLU of the sum.
+        let relu = c.relu;
         let grouped = c.groups.as_constant() != Some(1);
         let call = if grouped {
             let groups = self.dim(&c.groups)?;
-            quote!(#rt::conv::conv2d_grouped(#fname, #xv, #kv, #bias, #window, (#groups) as usize, false, #yv)?;)
+            quote!(#rt::conv::conv2d_grouped(#fname, #xv, #kv, #bias, #window, (#groups) as usize, #relu, #yv)?;)
         } else {
-            quote!(#rt::conv::conv2d(#fname, #xv, #kv, #bias, #window, false, #yv)?;)
+            quote!(#rt::conv::conv2d(#fname, #xv, #kv, #bias, #window, #relu, #yv)?;)
         };
         let fresh = if rank == 4 {
             // A batch: into a new array that the kernel writes whole (not
@@ -182,7 +185,7 @@ impl FnCx<'_> {
             let groups = if grouped { self.dim(&c.groups)? } else { quote!(1) };
             quote! {{
                 let #y: #array = #rt::conv::conv2d_grouped_new(
-                    #fname, #tensor, [#(#lens),*], #xv, #kv, #bias, #window, (#groups) as usize, false,
+                    #fname, #tensor, [#(#lens),*], #xv, #kv, #bias, #window, (#groups) as usize, #relu,
                 )?;
                 #y
             }}
@@ -200,7 +203,7 @@ impl FnCx<'_> {
             // The caller's buffer, of any strides (`NAME_into`).
             return Ok(quote! {
                 let #out: #array = #rt::dest::conv_into(
-                    #fname, #tensor, #xv, #kv, #bias, #window, [#(#lens),*], &mut *#dest,
+                    #fname, #tensor, #xv, #kv, #bias, #window, #relu, [#(#lens),*], &mut *#dest,
                 )?;
             });
         }
