@@ -787,16 +787,19 @@ pub fn conv2d_grouped<T: ConvElem>(
     conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, Out::of(out))
 }
 
-/// [`conv2d_grouped`] into a new standard-layout array of `shape` (`N x O
-/// x OH x OW`) from the buffer pool, which the kernel writes whole: it is
-/// not zeroed first (a fresh output's zeros were a write of the whole
-/// result and, for large ones, its page faults). `tensor` names the result
-/// in `Error::Alloc`.
+/// [`conv2d_grouped`] into a new standard-layout array of `shape` from
+/// the buffer pool, which the kernel writes whole: it is not zeroed first
+/// (a fresh output's zeros were a write of the whole result and, for large
+/// ones, its page faults). Axis `a` of the array holds the kernel's axis
+/// `order[a]` of `N x O x OH x OW` (`[0, 1, 2, 3]`; `[0, 2, 3, 1]` for a
+/// result stored channels last). `tensor` names the result in
+/// `Error::Alloc`.
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_grouped_new<T: ConvElem>(
     function: &str,
     tensor: &str,
     shape: [usize; 4],
+    order: [usize; 4],
     x: ArrayView4<'_, T>,
     k: ArrayView4<'_, T>,
     bias: Option<ArrayView1<'_, T>>,
@@ -804,15 +807,17 @@ pub fn conv2d_grouped_new<T: ConvElem>(
     groups: usize,
     relu: bool,
 ) -> Result<ndarray::Array4<T>, Error> {
+    let inv = inverse_order(function, order)?;
     if groups == 0 {
         // (`conv2d_impl` accepts 0 groups without writing `out`.)
         let mut y = crate::pool::zeros(function, tensor, shape, T::default())?;
-        conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, Out::of(y.view_mut()))?;
+        let view = y.view_mut().permuted_axes(inv);
+        conv2d_impl(function, T::kernel(), x, k, bias, window.into(), groups, relu, Out::of(view))?;
         return Ok(y);
     }
     let mut y = crate::pool::try_uninit::<T, ndarray::Ix4>(function, tensor, ndarray::Dim(shape))?;
-    let dim = y.dim();
-    let strides = [0, 1, 2, 3].map(|a| y.strides()[a]);
+    let dim = (shape[inv[0]], shape[inv[1]], shape[inv[2]], shape[inv[3]]);
+    let strides = inv.map(|a| y.strides()[a]);
     let out = Out { ptr: y.as_mut_ptr().cast::<T>(), dim, strides };
     let kernel = T::kernel_for(k.dim().0 / groups);
     conv2d_impl(function, kernel, x, k, bias, window.into(), groups, relu, out)?;
@@ -821,6 +826,24 @@ pub fn conv2d_grouped_new<T: ConvElem>(
     // of every filter, the depthwise rows every row), or when `out` is
     // empty.
     Ok(unsafe { y.assume_init() })
+}
+
+/// The axes of an array whose axis `a` holds the kernel's axis `order[a]`
+/// in the kernel's order (`permuted_axes` of it is the kernel's view).
+pub(crate) fn inverse_order(function: &str, order: [usize; 4]) -> Result<[usize; 4], Error> {
+    let mut inv = [usize::MAX; 4];
+    for (a, &k) in order.iter().enumerate() {
+        match inv.get_mut(k) {
+            Some(slot) if *slot == usize::MAX => *slot = a,
+            _ => {
+                return Err(Error::Extent {
+                    function: function.to_string(),
+                    message: format!("internal error in einlang: the result order {order:?} is not a permutation"),
+                })
+            }
+        }
+    }
+    Ok(inv)
 }
 
 /// The output of [`conv2d_impl`]: `dim` values at `ptr` with `strides` (in
@@ -1746,7 +1769,7 @@ mod tests {
                         // that recycles them).
                         crate::pool::recycle(Array4::<f32>::from_elem((n, o, oh, ow), f32::NAN));
                         let (xv, kv, bv) = (x32.view(), k32.view(), Some(b32.view()));
-                        conv2d_grouped_new("t", "y", [n, o, oh, ow], xv, kv, bv, win, g, false)
+                        conv2d_grouped_new("t", "y", [n, o, oh, ow], [0, 1, 2, 3], xv, kv, bv, win, g, false)
                     })
                     .unwrap();
                 assert_eq!(y.dim(), (n, o, oh, ow));
@@ -1756,8 +1779,19 @@ mod tests {
                     assert_eq!(a.to_bits(), z.to_bits(), "g{g} {n}x{cx}x{h}x{w} o{o} {win:?}: other bits");
                 }
             }
-            let y = conv2d_grouped_new("t", "y", [n, o, oh, ow], x.view(), k.view(), Some(b.view()), win, g, false)
-                .unwrap();
+            let y = conv2d_grouped_new(
+                "t",
+                "y",
+                [n, o, oh, ow],
+                [0, 1, 2, 3],
+                x.view(),
+                k.view(),
+                Some(b.view()),
+                win,
+                g,
+                false,
+            )
+            .unwrap();
             for (a, e) in y.iter().zip(&want) {
                 assert!((a - e).abs() <= 1e-12 * (c * kh * kw + 1) as f64, "f64 g{g}: {a} vs {e}");
             }
@@ -1765,11 +1799,11 @@ mod tests {
         // Errors as `conv2d_grouped`'s: 0 groups, groups that do not fit.
         let x = Array4::<f32>::zeros((2, 6, 5, 5));
         let k = Array4::<f32>::zeros((4, 2, 3, 3));
-        let r = conv2d_grouped_new("f", "y", [2, 4, 3, 3], x.view(), k.view(), None, (0, 0), 0, false);
+        let r = conv2d_grouped_new("f", "y", [2, 4, 3, 3], [0, 1, 2, 3], x.view(), k.view(), None, (0, 0), 0, false);
         assert!(matches!(r, Err(Error::Extent { .. })), "{r:?}");
-        let r = conv2d_grouped_new("f", "y", [2, 4, 3, 3], x.view(), k.view(), None, (0, 0), 3, false);
+        let r = conv2d_grouped_new("f", "y", [2, 4, 3, 3], [0, 1, 2, 3], x.view(), k.view(), None, (0, 0), 3, false);
         assert!(matches!(r, Err(Error::Shape { axis: 0, .. })), "{r:?}");
-        let r = conv2d_grouped_new("f", "y", [2, 5, 3, 3], x.view(), k.view(), None, (0, 0), 3, false);
+        let r = conv2d_grouped_new("f", "y", [2, 5, 3, 3], [0, 1, 2, 3], x.view(), k.view(), None, (0, 0), 3, false);
         assert!(matches!(r, Err(Error::Shape { .. })), "{r:?}");
     }
 

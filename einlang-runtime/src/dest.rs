@@ -402,16 +402,18 @@ pub fn conv_into<T: crate::conv::ConvElem>(
     window: impl Into<crate::conv::Window>,
     relu: bool,
     shape: [usize; 4],
+    order: [usize; 4],
     out: &mut Out<'_, T, ndarray::Ix4>,
 ) -> Result<ndarray::Array4<T>, Error> {
     out.check(function, &shape)?;
     let window = window.into();
+    let inv = crate::conv::inverse_order(function, order)?;
     if let Some(view) = out.view.as_mut() {
-        crate::conv::conv2d(function, x, k, bias, window, relu, view.view_mut())?;
+        crate::conv::conv2d(function, x, k, bias, window, relu, view.view_mut().permuted_axes(inv))?;
         return out.written(function, 4);
     }
     let mut y = crate::pool::zeros(function, tensor, shape, T::default())?;
-    crate::conv::conv2d(function, x, k, bias, window, relu, y.view_mut())?;
+    crate::conv::conv2d(function, x, k, bias, window, relu, y.view_mut().permuted_axes(inv))?;
     Ok(y)
 }
 

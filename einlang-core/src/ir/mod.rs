@@ -678,6 +678,12 @@ pub struct Conv {
     /// Whether each element is then `max(_, 0)` (a ReLU; NaN gives 0):
     /// the definition is `max(sum + bias, 0.0)` (`reference` has it).
     pub relu: bool,
+    /// The kernel's axis (of `[n, o, i, j]`) that each axis of `out` holds:
+    /// `[0, 1, 2, 3]`, always for a single image; `[0, 2, 3, 1]` for a
+    /// result stored channels last (`out[n, i, j, o]`, which the kernel
+    /// writes through a permuted view). `reference` defines `out` in its
+    /// own order.
+    pub out_order: [usize; 4],
     pub reference: TensorDef,
     pub otherwise: Option<Box<ConvElse>>,
 }

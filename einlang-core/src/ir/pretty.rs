@@ -147,6 +147,9 @@ impl Printer<'_> {
                 if c.relu {
                     window += ", relu";
                 }
+                if c.out_order != [0, 1, 2, 3] {
+                    window += &format!(", out order {:?}", c.out_order);
+                }
                 format!(
                     "conv {} = {} * {}{bias} (pad {}, {}{window}): {}\n{}  reference {}{otherwise}",
                     self.var(c.out),

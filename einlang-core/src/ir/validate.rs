@@ -497,6 +497,11 @@ impl<'a> Checker<'a> {
         if axes != [0, 1, 2, 3] {
             self.err(format!("conv whose kernel axes {:?} are not a permutation", c.k_axes));
         }
+        let mut order = c.out_order;
+        order.sort_unstable();
+        if order != [0, 1, 2, 3] || (rank == 3 && c.out_order != [0, 1, 2, 3]) {
+            self.err(format!("conv whose result order {:?} is not a permutation of its axes", c.out_order));
+        }
         if let Some(e) = &c.otherwise {
             self.check_expr(&e.when);
             self.check_expr(&e.value);

@@ -106,10 +106,12 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
                     k_flip,
                     groups,
                     relu,
+                    out_order: [0, 1, 2, 3],
                     reference,
                     otherwise,
                 };
                 list[i] = Stmt::Conv(conv);
+                fold_permuted_result(f, list, i);
             } else {
                 let mut conv = hoist(f, &mut def, &m);
                 conv.otherwise = branch(f, &conv.reference, &m.when);
@@ -124,6 +126,50 @@ fn stmts(f: &mut Function, list: &mut Vec<Stmt>) {
         }
         i += 1;
     }
+}
+
+/// When the convolution at `list[i]` is read only by the next statement,
+/// a definition that copies it with its axes permuted (`y[n, i, j, o] =
+/// t[n, o, i, j]`: `opt::conv_layout`'s channels-last result), the kernel
+/// writes that definition's tensor through a permuted view instead
+/// (`Conv::out_order`), and the copy goes.
+fn fold_permuted_result(f: &Function, list: &mut Vec<Stmt>, i: usize) {
+    let (Some(Stmt::Conv(c)), Some(Stmt::Tensor(y))) = (list.get(i), list.get(i + 1)) else { return };
+    if c.reference.axes.len() != 4 || c.otherwise.is_some() || y.axes.len() != 4 || y.domain_guards != 0 {
+        return;
+    }
+    let ExprKind::Read { tensor, indices, checked: false } = &y.body.kind else { return };
+    if *tensor != c.out || y.axes.iter().any(|a| a.start != Dim::zero()) {
+        return;
+    }
+    // `order[a]`: the kernel's axis that `y`'s axis `a` indexes.
+    let mut order = [usize::MAX; 4];
+    for (k, index) in indices.iter().enumerate() {
+        let ExprKind::Var(v) = index.kind else { return };
+        let Some(a) = y.axes.iter().position(|ax| ax.index == v) else { return };
+        if order[a] != usize::MAX {
+            return;
+        }
+        order[a] = k;
+    }
+    let mut uses = 0;
+    for s in &list[i + 1..] {
+        visit::visit_stmt_var_uses(s, &mut |v| uses += usize::from(v == c.out));
+    }
+    visit::visit_var_uses(&f.result, &mut |v| uses += usize::from(v == c.out));
+    if uses != 1 {
+        return;
+    }
+    let Some(Stmt::Tensor(y)) = list.get(i + 1).cloned() else { return };
+    list.remove(i + 1);
+    let Stmt::Conv(c) = &mut list[i] else { return };
+    let renamed: HashMap<VarId, VarId> =
+        order.iter().enumerate().map(|(a, &k)| (c.reference.axes[k].index, y.axes[a].index)).collect();
+    let mut body = std::mem::replace(&mut c.reference.body, Expr::unit());
+    super::gemm::rename(&mut body, &renamed);
+    c.reference = TensorDef::new(y.var, y.elem, y.axes, body);
+    c.out = y.var;
+    c.out_order = order;
 }
 
 /// The operands and the window of a convolution.
@@ -789,6 +835,7 @@ fn hoist(f: &mut Function, def: &mut TensorDef, m: &Match) -> Conv {
         k: *k,
         bias: None,
         relu: false,
+        out_order: [0, 1, 2, 3],
         pad: pad.clone(),
         stride: stride.clone(),
         dilation: dilation.clone(),

@@ -5,7 +5,9 @@
 //! order (`y[n, i, j, o]`) runs `opt::conv`'s direct kernel on copies in
 //! the layouts the kernel takes: the image as `[n, c, row, column]`, the
 //! filters as `[o, c, r, s]`, the result as `[n, o, i, j]`, then copied into
-//! the definition's own order. Each copy is a permutation (a blocked copy
+//! the definition's own order (a copy `opt::conv` folds into the kernel,
+//! which then writes the definition through a permuted view:
+//! `Conv::out_order`). Each copy is a permutation (a blocked copy
 //! at the machine's copy bandwidth); the convolution's arithmetic is nine
 //! or more multiply-adds per element of the image and of the result, so
 //! the copies cost a few percent where `pack`'s columns for these layouts

@@ -172,6 +172,12 @@ impl FnCx<'_> {
         // Each element `max(_, 0)` after the bias when the definition is a
         // ReLU of the sum.
         let relu = c.relu;
+        // The kernel's axis each axis of the result holds (a result
+        // stored channels last is written through a permuted view).
+        let order: Vec<proc_macro2::Literal> = c.out_order.iter().map(|a| types::usize_lit(*a)).collect();
+        if rank == 3 && c.out_order != [0, 1, 2, 3] {
+            return Err(format!("a single image's conv with the result order {:?}", c.out_order));
+        }
         let grouped = c.groups.as_constant() != Some(1);
         let call = if grouped {
             let groups = self.dim(&c.groups)?;
@@ -185,7 +191,7 @@ impl FnCx<'_> {
             let groups = if grouped { self.dim(&c.groups)? } else { quote!(1) };
             quote! {{
                 let #y: #array = #rt::conv::conv2d_grouped_new(
-                    #fname, #tensor, [#(#lens),*], #xv, #kv, #bias, #window, (#groups) as usize, #relu,
+                    #fname, #tensor, [#(#lens),*], [#(#order),*], #xv, #kv, #bias, #window, (#groups) as usize, #relu,
                 )?;
                 #y
             }}
@@ -203,7 +209,7 @@ impl FnCx<'_> {
             // The caller's buffer, of any strides (`NAME_into`).
             return Ok(quote! {
                 let #out: #array = #rt::dest::conv_into(
-                    #fname, #tensor, #xv, #kv, #bias, #window, #relu, [#(#lens),*], &mut *#dest,
+                    #fname, #tensor, #xv, #kv, #bias, #window, #relu, [#(#lens),*], [#(#order),*], &mut *#dest,
                 )?;
             });
         }
