@@ -112,8 +112,14 @@ fn plan(f: &Function) -> Option<Plan> {
         let Stmt::Tensor(t) = &f.body[j] else { return None };
         let from_zero = t.axes[..lead].iter().zip(&extents).all(|(a, e)| a.start == Dim::zero() && &a.extent == *e);
         let lead_vars: Vec<VarId> = t.axes[..lead].iter().map(|a| a.index).collect();
+        // An extent of a later axis that names a leading index (`c in
+        // 0..n`) would lose it.
+        let names_lead = t.axes[lead..]
+            .iter()
+            .any(|a| a.start.vars().iter().chain(a.extent.vars().iter()).any(|d| lead_vars.contains(&VarId(d.0))));
         let mut reads = HashSet::new();
         if t.domain_guards != 0
+            || names_lead
             || !from_zero
             || !pure_float(&t.body, &lead_vars.iter().copied().collect(), &HashSet::new(), &mut reads)
         {

@@ -1011,11 +1011,16 @@ impl<'a> FnCx<'a> {
                 self.standard.insert(*var);
                 if let Some(ReshapedOut { out, view, .. }) = self.out_reshapes.get(var) {
                     // The definition filled the reshaped view of the
-                    // result's buffer, or returned the array to reshape.
+                    // result's buffer, or returned the array to reshape
+                    // (a view of another tensor as an array of its own).
+                    let value = match self.repr.get(source) {
+                        Some(Ownership::Owned) => quote!(#src),
+                        _ => quote!(#src.to_owned()),
+                    };
                     self.repr.insert(*var, Ownership::Owned);
                     return Ok(quote! {
                         let __wrote = #view.wrote();
-                        let #id: #array = #out.adopt(#name, __wrote, #src, #shape)?;
+                        let #id: #array = #out.adopt(#name, __wrote, #value, #shape)?;
                     });
                 }
                 // A borrowed tensor (a parameter) is viewed, or copied
