@@ -5,6 +5,7 @@
 //! layout, on odd and empty extents and on one to three threads.
 
 use einlang::einlang;
+use einlang::half::f16;
 use einlang::ndarray::{Array1, Array2, Array3, Array4, ArrayView2, Axis};
 use einlang::Error;
 
@@ -54,6 +55,14 @@ einlang! {
         let y[b, s, d] = x[b, s, d] - mean[b, s];
         let z[b, s, d] = y[b, s, d] * y[b, s, 0];
         z
+    }
+
+    /// Half precision rows (computed in `f32`, rounded once).
+    pub fn softmax3_half(x: [f16; B, N, C]) -> [f16; B, N, C] {
+        let m[b, n] = max[c](x[b, n, c]);
+        let e[b, n, c] = exp(x[b, n, c] - m[b, n]);
+        let y[b, n, c] = e[b, n, c] / sum[k](e[b, n, k]);
+        y
     }
 
     /// A per-batch shift read by the rows at `b` alone: its axes stay apart.
@@ -234,5 +243,25 @@ fn merged_rows_read_by_a_product_match_loops() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn half_precision_rows_over_two_leading_axes_match_loops() {
+    let (b, n, c) = (3, 5, 21);
+    let x32 = Array3::from_shape_vec((b, n, c), values(b * n * c, 9)).unwrap().mapv(|v| v / 4.0);
+    let x = x32.mapv(f16::from_f32);
+    let got = softmax3_half(&x).unwrap();
+    let mut out = Array3::<f16>::from_elem((b, n, c), f16::NAN);
+    softmax3_half_into(&x, &mut out).unwrap();
+    assert_eq!(
+        out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    let flat = x.mapv(f32::from).into_shape_with_order((b * n, c)).unwrap();
+    let want = naive_softmax(flat.view());
+    for (g, w) in got.iter().zip(want.iter()) {
+        // Each exponential and the quotient rounded to `f16`.
+        assert!((f32::from(*g) as f64 - w).abs() <= 4.0 * 2f64.powi(-11) * w.abs() + 1e-7, "{g} vs {w}");
     }
 }

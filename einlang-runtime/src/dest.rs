@@ -10,7 +10,10 @@
 //! leaves an empty placeholder as the body's value; a convolution run by
 //! the direct kernel writes into a view of any strides ([`conv_into`]); a
 //! sharded definition computed in interior and edge rows writes both into
-//! a view in standard layout ([`rec_into`]). Any other result (a
+//! a view in standard layout ([`rec_into`]); a result that is the
+//! row-major reshape of such a definition (leading axes merged) has the
+//! definition fill the view seen in its shape ([`Out::reshaped`]). Any
+//! other result (a
 //! product, a recurrence, a view of a parameter), or a view of other
 //! strides, is computed as `NAME` computes it and copied in by
 //! [`Out::finish`], its buffer going back to the [pool](crate::pool): a
