@@ -579,6 +579,28 @@ impl TensorDef {
     pub fn new(var: VarId, elem: ScalarKind, axes: Vec<Axis>, body: Expr) -> TensorDef {
         TensorDef { var, elem, axes, cost_per_point: cost::expr_cost(&body), body, domain_guards: 0 }
     }
+
+    /// When the value is a read of one tensor at the definition's own
+    /// indices, each once, in any order: the tensor and, for each axis of
+    /// the definition, the position in the read of the index naming it
+    /// (`[0, 2, 3, 1]` for `y[n, i, j, o] = t[n, o, i, j]`). Whether the
+    /// read is checked is the caller's question.
+    pub fn permuted_read(&self) -> Option<(VarId, Vec<usize>)> {
+        let ExprKind::Read { tensor, indices, .. } = &self.body.kind else { return None };
+        if indices.len() != self.axes.len() {
+            return None;
+        }
+        let mut order = vec![usize::MAX; indices.len()];
+        for (k, index) in indices.iter().enumerate() {
+            let ExprKind::Var(v) = index.kind else { return None };
+            let a = self.axes.iter().position(|ax| ax.index == v)?;
+            if order[a] != usize::MAX {
+                return None;
+            }
+            order[a] = k;
+        }
+        Some((*tensor, order))
+    }
 }
 
 /// `def` (of rank 2 or more), whose rows share work: for every index `n` of

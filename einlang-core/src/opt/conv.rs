@@ -138,19 +138,12 @@ fn fold_permuted_result(f: &Function, list: &mut Vec<Stmt>, i: usize) {
     if c.reference.axes.len() != 4 || c.otherwise.is_some() || y.axes.len() != 4 || y.domain_guards != 0 {
         return;
     }
-    let ExprKind::Read { tensor, indices, checked: false } = &y.body.kind else { return };
-    if *tensor != c.out || y.axes.iter().any(|a| a.start != Dim::zero()) {
-        return;
-    }
     // `order[a]`: the kernel's axis that `y`'s axis `a` indexes.
-    let mut order = [usize::MAX; 4];
-    for (k, index) in indices.iter().enumerate() {
-        let ExprKind::Var(v) = index.kind else { return };
-        let Some(a) = y.axes.iter().position(|ax| ax.index == v) else { return };
-        if order[a] != usize::MAX {
-            return;
-        }
-        order[a] = k;
+    let Some((tensor, order)) = y.permuted_read() else { return };
+    let Ok(order) = <[usize; 4]>::try_from(order) else { return };
+    let unchecked = matches!(y.body.kind, ExprKind::Read { checked: false, .. });
+    if tensor != c.out || !unchecked || y.axes.iter().any(|a| a.start != Dim::zero()) {
+        return;
     }
     let mut uses = 0;
     for s in &list[i + 1..] {

@@ -147,9 +147,7 @@ fn reads_by_rows(
     match &e.kind {
         ExprKind::Var(v) => return !lead.contains(v),
         ExprKind::Read { tensor, indices, .. } => {
-            let leading = indices.len() >= lead.len()
-                && indices.iter().zip(lead).all(|(i, v)| matches!(i.kind, ExprKind::Var(w) if w == *v));
-            if !leading {
+            if !leading(indices, lead) {
                 return !group.contains(tensor)
                     && indices.iter().all(|i| reads_by_rows(f, i, lead, group, extents, params));
             }
@@ -170,6 +168,11 @@ fn reads_by_rows(
     let mut ok = true;
     visit::for_each_child(e, &mut |c| ok &= reads_by_rows(f, c, lead, group, extents, params));
     ok
+}
+
+/// Whether a read's first indices are the leading indices `lead`, in order.
+fn leading(indices: &[Expr], lead: &[VarId]) -> bool {
+    indices.len() >= lead.len() && indices.iter().zip(lead).all(|(i, v)| matches!(i.kind, ExprKind::Var(w) if w == *v))
 }
 
 fn apply(f: &mut Function, plan: Plan) {
@@ -233,9 +236,7 @@ fn apply(f: &mut Function, plan: Plan) {
 fn merge_reads(e: &mut Expr, lead: &[VarId], r: VarId, group: &HashSet<VarId>, views: &HashMap<VarId, VarId>) {
     visit::for_each_child_mut(e, &mut |c| merge_reads(c, lead, r, group, views));
     let ExprKind::Read { tensor, indices, .. } = &mut e.kind else { return };
-    let leading = indices.len() >= lead.len()
-        && indices.iter().zip(lead).all(|(i, v)| matches!(i.kind, ExprKind::Var(w) if w == *v));
-    if !leading {
+    if !leading(indices, lead) {
         return;
     }
     if let Some(view) = views.get(tensor) {

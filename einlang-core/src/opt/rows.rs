@@ -203,19 +203,7 @@ fn rewrite_expr(f: &mut Function, uses: &Uses, e: &mut Expr, device: bool) {
 /// which back ends run as a blocked copy of the whole tensor; as rows, its
 /// every element would be a gather from the row of `t`.
 fn permutes(d: &TensorDef) -> bool {
-    let ExprKind::Read { indices, .. } = &d.body.kind else { return false };
-    let own: Vec<VarId> = d.axes.iter().map(|a| a.index).collect();
-    let read: Vec<VarId> = indices
-        .iter()
-        .filter_map(|i| match i.kind {
-            ExprKind::Var(v) => Some(v),
-            _ => None,
-        })
-        .collect();
-    let mut sorted = (read.clone(), own.clone());
-    sorted.0.sort_unstable();
-    sorted.1.sort_unstable();
-    read.len() == indices.len() && read != own && sorted.0 == sorted.1
+    d.permuted_read().is_some_and(|(_, order)| order.iter().enumerate().any(|(a, &k)| a != k))
 }
 
 fn defined_var(s: &Stmt) -> VarId {

@@ -857,26 +857,17 @@ impl FnCx<'_> {
     /// source and, for each axis of the definition, the source's axis it
     /// runs along: the runtime copies it in tiles (`permute::permute`).
     fn permuted_copy(&self, def: &TensorDef) -> Option<(VarId, Vec<usize>)> {
-        let ExprKind::Read { tensor, indices, checked: false } = &def.body.kind else { return None };
         let rank = def.axes.len();
-        if rank < 2 || indices.len() != rank || def.domain_guards != 0 {
+        if rank < 2 || def.domain_guards != 0 || !matches!(def.body.kind, ExprKind::Read { checked: false, .. }) {
             return None;
         }
         // `axes[k]`: the source axis that the definition's axis `k` indexes.
-        let mut axes = vec![usize::MAX; rank];
-        for (src_axis, index) in indices.iter().enumerate() {
-            let ExprKind::Var(v) = index.kind else { return None };
-            let k = def.axes.iter().position(|a| a.index == v)?;
-            if axes[k] != usize::MAX {
-                return None;
-            }
-            axes[k] = src_axis;
-        }
+        let (tensor, axes) = def.permuted_read()?;
         let from_zero = def.axes.iter().all(|a| a.start.as_constant() == Some(0));
         let identity = axes.iter().enumerate().all(|(k, &a)| k == a);
-        let readable = self.repr.contains_key(tensor) && !self.rec_access.contains_key(tensor);
-        let same = self.info(*tensor).ok().is_some_and(|i| i.ty == Repr::Tensor(def.elem, rank));
-        (from_zero && !identity && readable && same).then_some((*tensor, axes))
+        let readable = self.repr.contains_key(&tensor) && !self.rec_access.contains_key(&tensor);
+        let same = self.info(tensor).ok().is_some_and(|i| i.ty == Repr::Tensor(def.elem, rank));
+        (from_zero && !identity && readable && same).then_some((tensor, axes))
     }
 
     /// A definition that copies a block of a tensor at leading indices
