@@ -185,6 +185,17 @@ with_cpu_twins! {
         d
     }
 
+    /// A stencil over time whose interior (`i in 1..N - 1`) is empty for
+    /// `N` of 1 or 2: the clause then runs no points, as on the host.
+    #[device(cuda)]
+    pub fn heat(u0: [f32; N, M], r: f32, steps: i64) -> [f32; N, M] {
+        let u[0, i, j] = u0[i, j];
+        let u[t in 1..steps, i in 1..N - 1, j in 1..M - 1] = u[t - 1, i, j]
+            + r * (u[t - 1, i - 1, j] + u[t - 1, i + 1, j] + u[t - 1, i, j - 1] + u[t - 1, i, j + 1] - 4.0 * u[t - 1, i, j]);
+        let last[i, j] = u[steps - 1, i, j];
+        last
+    }
+
     #[device(cuda)]
     pub fn mean(x: [f32; N]) -> f32 {
         assert(N > 0, "the mean of nothing");
@@ -476,6 +487,20 @@ fn attention_matches_the_cpu() -> Result<(), Error> {
     let up = |a: &einlang::ndarray::Array3<f32>| Tensor::from_host(&dev, a);
     let got = gpu::attend(&dev, &up(&q)?, &up(&k)?, &up(&v)?)?.to_host()?;
     close(got.as_slice().unwrap(), want.as_slice().unwrap(), 1e-4);
+    Ok(())
+}
+
+#[test]
+fn a_stencil_with_empty_clauses_matches_the_cpu() -> Result<(), Error> {
+    let Some(dev) = device("a_stencil_with_empty_clauses_matches_the_cpu") else { return Ok(()) };
+    for (n, m) in [(1usize, 6usize), (2, 6), (3, 1), (7, 5), (33, 9)] {
+        let u0 = matrix(n, m, 11 + n as u32);
+        for steps in [1i64, 2, 5] {
+            let want = cpu::heat(&u0, 0.2, steps)?;
+            let got = gpu::heat(&dev, &Tensor::from_host(&dev, &u0)?, 0.2, steps)?.to_host()?;
+            close(got.as_slice().unwrap(), want.as_slice().unwrap(), 1e-5);
+        }
+    }
     Ok(())
 }
 

@@ -1,12 +1,14 @@
 //! Prints what `einlang!` generates for a source file, formatted:
-//! `cargo run -p einlang-core --example expand -- prog.ein [--ir]`.
+//! `cargo run -p einlang-core --example expand -- prog.ein [--ir]`
+//! (`--cuda` compiles `#[device(cuda)]` functions, as the facade's feature
+//! `cuda` does).
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(path) = args.iter().find(|a| !a.starts_with("--")) else {
-        eprintln!("usage: expand FILE.ein [--ir] [--hir] [--facts]");
+        eprintln!("usage: expand FILE.ein [--ir] [--hir] [--facts] [--cuda]");
         return ExitCode::FAILURE;
     };
     let src = match std::fs::read_to_string(path) {
@@ -16,7 +18,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match einlang_core::compile_str(&src, &einlang_core::Options::default()) {
+    let options = einlang_core::Options { cuda: args.iter().any(|a| a == "--cuda"), ..Default::default() };
+    match einlang_core::compile_str(&src, &options) {
         Ok(c) => {
             if args.iter().any(|a| a == "--hir") {
                 println!("{}", einlang_core::analysis::pretty::pretty_hir(&c.hir, &c.tables));

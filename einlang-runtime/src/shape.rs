@@ -57,6 +57,18 @@ pub fn checked_extent(function: &str, what: &str, value: Option<i64>) -> Result<
     }
 }
 
+/// The number of steps of a loop over `start..end`, from `end - start`
+/// computed with checked arithmetic: none when it is negative (a range
+/// that ends before it starts is empty, as in Rust), `Error::Extent` naming
+/// `what` when the arithmetic overflowed `i64`.
+#[inline]
+pub fn checked_count(function: &str, what: &str, value: Option<i64>) -> Result<usize, Error> {
+    match value {
+        Some(v) => Ok(v.max(0) as usize),
+        None => checked_extent(function, what, None),
+    }
+}
+
 /// Checks that two lengths an index was bound to agree.
 #[inline]
 pub fn check_same_extent(function: &str, index: &str, a: i64, a_what: &str, b: i64, b_what: &str) -> Result<(), Error> {

@@ -241,8 +241,19 @@ impl Team {
 /// Elements per thread and step of a four-wide team loop (`KernelCx::wide`).
 pub const WIDTH: usize = 4;
 
-/// The `float4` component of each lane of a four-wide loop.
+/// The `float4` (`ushort4`) component of each lane of a four-wide loop.
 pub const LANE_FIELDS: [&str; WIDTH] = ["x", "y", "z", "w"];
+
+/// The CUDA vector type that holds four elements of `k` for four-wide
+/// loads and stores: `float4` for `f32`, `ushort4` (eight bytes) for the
+/// 16-bit formats, stored as their bit patterns; None for other types.
+pub fn vec4_type(k: ScalarKind) -> Option<&'static str> {
+    match k {
+        ScalarKind::F32 => Some("float4"),
+        ScalarKind::F16 | ScalarKind::BF16 => Some("ushort4"),
+        _ => None,
+    }
+}
 
 /// What a kernel whose team loops take four consecutive points per thread
 /// needs before the host may launch it: every such loop's length, and the
@@ -327,7 +338,8 @@ pub struct KernelCx<'a> {
     /// (a lambda in the kernel, see `row_fn`) rather than stored.
     row_fns: HashMap<VarId, RowFn>,
     /// In a kernel whose team loops take four consecutive points per
-    /// thread (`Some`, only `f32` reads are loaded four-wide): what its
+    /// thread (`Some`, only `f32` and 16-bit reads are loaded four-wide,
+    /// `vec4_type`): what its
     /// launch needs.
     pub wide: Option<Wide>,
     wide_loop: Option<WideLoop>,
@@ -756,7 +768,8 @@ impl<'a> KernelCx<'a> {
     }
 
     /// The lanes of a four-wide loop (see `wide_body`) that compute `value`
-    /// at their points into the `float4` `__o`, which the loop stores.
+    /// at their points into the four-wide `__o` (`vec4_type`), which the
+    /// loop stores.
     pub fn wide_values(&mut self, index: VarId, len: &Dim, value: &Expr) -> Result<String, Failure> {
         self.wide_body(index, len, |cx, lane| Ok(format!("__o.{} = {};", LANE_FIELDS[lane], cx.expr(value)?)))
     }
@@ -775,7 +788,8 @@ impl<'a> KernelCx<'a> {
             });
         }
         let fixed = mentioned.iter().all(|v| !w.vars.contains(v) && (!self.local.contains(v) || w.before.contains(v)));
-        if k != ScalarKind::F32 || !at_lane || !fixed || self.guarded > 0 || self.windows.contains_key(&tensor) {
+        let Some(vec4) = vec4_type(k) else { return Ok(None) };
+        if !at_lane || !fixed || self.guarded > 0 || self.windows.contains_key(&tensor) {
             return Ok(None);
         }
         let lane = w.lane;
@@ -797,7 +811,7 @@ impl<'a> KernelCx<'a> {
                         let at = wide.lens.len().saturating_sub(1);
                         wide.reads.insert((tensor, at));
                     }
-                    let decl = format!("const float4 {name} = __ldg((const float4*)({t} + ({off})));");
+                    let decl = format!("const {vec4} {name} = __ldg((const {vec4}*)({t} + ({off})));");
                     if let Some(w) = &mut self.wide_loop {
                         w.loads.push(WideLoad { key, name: name.clone(), decl });
                     }

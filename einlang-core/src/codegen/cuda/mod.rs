@@ -362,6 +362,12 @@ impl<'a> HostCx<'a> {
         host::extent_of(self, d, &RustLit::string(&host::dim_text(self.f, d)))
     }
 
+    /// The number of steps of a loop whose range has length `d`: none when
+    /// it is negative (`Error::Extent` when its arithmetic overflows).
+    fn count(&self, d: &Dim) -> Result<TokenStream, Failure> {
+        host::count_of(self, d, &RustLit::string(&host::dim_text(self.f, d)))
+    }
+
     fn body(&mut self) -> Result<TokenStream, Failure> {
         let f = self.f;
         let (rt, name, dev) = (self.rt.clone(), self.fn_name.clone(), self.dev.clone());

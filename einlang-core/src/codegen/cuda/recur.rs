@@ -93,10 +93,12 @@ impl<'a> HostCx<'a> {
                 params.join(", ")
             );
             let (konst, _) = self.add_kernel(text, &callees);
-            // The number of points of the clause's own loops.
+            // The number of points of the clause's own loops (a range that
+            // ends before it starts is empty, as on the host: a clause `i
+            // in 1..N - 1` with `N = 1`, or a rank's part of it).
             let mut points = quote!(1usize);
             for l in &clause.loops {
-                let e = self.extent(&l.end.sub(&l.start))?;
+                let e = self.count(&l.end.sub(&l.start))?;
                 points = quote!(#points * #e);
             }
             let launch = self.launch(&konst, points, &own, args);
@@ -292,7 +294,7 @@ impl<'a> HostCx<'a> {
             let mut points = quote!(1i64);
             for l in &clause.loops {
                 let e = self.dim(&l.end.sub(&l.start))?;
-                points = quote!(#points * (#e));
+                points = quote!(#points * (#e).max(0));
             }
             small = quote!(#small && #points <= #PERSISTENT_MAX);
         }

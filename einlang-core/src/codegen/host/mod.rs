@@ -193,6 +193,19 @@ pub(crate) fn extent_of<H: HostCode + ?Sized>(h: &H, d: &Dim, what: &Literal) ->
     Ok(quote!(#rt::shape::checked_extent(#name, #what, #value)?))
 }
 
+/// The number of steps of a loop whose range has length `d` (`end -
+/// start`): negative is none, as the host's loops have it; arithmetic that
+/// overflows `i64` is `Error::Extent` naming `what` (`shape::checked_count`).
+pub(crate) fn count_of<H: HostCode + ?Sized>(h: &H, d: &Dim, what: &Literal) -> Result<TokenStream, H::Error> {
+    if d.as_constant().is_some() || d.as_var().is_some() {
+        let value = dim(h, d)?;
+        return Ok(quote!(((#value).max(0) as usize)));
+    }
+    let (rt, name) = (h.runtime(), h.function_name());
+    let value = checked_dim(h, d)?;
+    Ok(quote!(#rt::shape::checked_count(#name, #what, #value)?))
+}
+
 /// An entry check: a dimension bound from a parameter's length, or a
 /// parameter's length checked against the dimension it must have.
 pub(crate) fn entry<H: HostCode + ?Sized>(h: &H, check: &EntryCheck) -> Result<TokenStream, H::Error> {
