@@ -130,6 +130,40 @@ pub fn has_avx512() -> bool {
     })
 }
 
+/// Whether the processor executes 512-bit vector operations as two 256-bit
+/// halves: AVX-512 with AMD's family 19h (Zen 4), read from `cpuid` once.
+/// There 512-bit fused multiply-adds reach the same peak as 256-bit ones,
+/// and the runtime's choice of GEMM kernels follows it (see `gemm`).
+pub fn splits_512() -> bool {
+    static DETECTED: OnceLock<bool> = OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            has_avx512() && amd_family() == Some(0x19)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+/// The processor's family (base plus extended, as AMD numbers them) when
+/// its vendor is AMD.
+#[cfg(target_arch = "x86_64")]
+fn amd_family() -> Option<u32> {
+    // SAFETY: `cpuid` exists on every x86-64 processor; leaves 0 and 1
+    // always do.
+    let (vendor, signature) = unsafe { (std::arch::x86_64::__cpuid(0), std::arch::x86_64::__cpuid(1)) };
+    let name = [vendor.ebx, vendor.edx, vendor.ecx].map(u32::to_le_bytes).concat();
+    if name != b"AuthenticAMD" {
+        return None;
+    }
+    let base = (signature.eax >> 8) & 0xf;
+    let extended = (signature.eax >> 20) & 0xff;
+    Some(if base == 0xf { base + extended } else { base })
+}
+
 /// Makes every generated function run its baseline form (`true`) or the
 /// fastest form the processor has (`false`, the default), for the whole
 /// process: to compare the two, or to time the baseline.
@@ -140,6 +174,26 @@ pub fn set_baseline_only(on: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `splits_512` against what Linux reports of the first processor:
+    /// its vendor, family and flags.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn a_zen_4_is_known_by_its_vendor_and_family() {
+        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else { return };
+        let field = |name: &str| {
+            info.lines()
+                .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        };
+        let (Some(vendor), Some(family), Some(flags)) = (field("vendor_id"), field("cpu family"), field("flags"))
+        else {
+            return;
+        };
+        let zen4 = vendor == "AuthenticAMD" && family == "25" && flags.split(' ').any(|f| f == "avx512f");
+        assert_eq!(splits_512(), zen4, "{vendor}, family {family}");
+    }
 
     #[test]
     fn the_baseline_switch_turns_the_wide_form_off() {

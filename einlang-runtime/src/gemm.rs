@@ -14,7 +14,10 @@
 //! blocks of rows or columns across rayon's threads, had been 1.1x to 1.6x
 //! faster than the `gemm` crate for square and tall shapes; products
 //! whose rows fill the 12-row tiles badly, such as a grouped
-//! convolution's 16 filters, and `f64` products stay on matrixmultiply);
+//! convolution's 16 filters, and `f64` products stay on matrixmultiply;
+//! where the processor splits 512-bit operations in two, AMD's Zen 4, the
+//! large `f32` products go to the `gemm` crate, 1.1x to 1.3x faster there:
+//! `large_to_gemm_crate`);
 //! without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate
 //! was as fast or faster on most shapes, up to 1.2x with 32 to 64 columns
 //! or 300 rows. Skinny products (fewer than `SKINNY_ROWS` rows or
@@ -89,18 +92,39 @@ enum Kernel {
 /// The library for products that are not skinny in this process: from
 /// `EINLANG_GEMM` when it names one, else from the processor.
 fn large_kernel() -> Kernel {
-    static CHOSEN: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+    chosen().0
+}
+
+/// `large_kernel`, and whether `EINLANG_GEMM` named it.
+fn chosen() -> (Kernel, bool) {
+    static CHOSEN: std::sync::OnceLock<(Kernel, bool)> = std::sync::OnceLock::new();
     *CHOSEN.get_or_init(|| match std::env::var("EINLANG_GEMM").as_deref() {
-        Ok("gemm") => Kernel::GemmCrate,
-        Ok("matrixmultiply") => Kernel::MatrixMultiply,
-        Ok("packed") => Kernel::Packed,
+        Ok("gemm") => (Kernel::GemmCrate, true),
+        Ok("matrixmultiply") => (Kernel::MatrixMultiply, true),
+        Ok("packed") => (Kernel::Packed, true),
         #[cfg(feature = "blas")]
-        _ => Kernel::Blas,
+        _ => (Kernel::Blas, false),
         #[cfg(not(feature = "blas"))]
-        _ if crate::cpu::has_avx512() => Kernel::Packed,
+        _ if crate::cpu::has_avx512() => (Kernel::Packed, false),
         #[cfg(not(feature = "blas"))]
-        _ => Kernel::GemmCrate,
+        _ => (Kernel::GemmCrate, false),
     })
+}
+
+/// Whether the large `f32` products of the packed kernels' process go to
+/// the `gemm` crate instead: on a processor that splits 512-bit operations
+/// in two (`cpu::splits_512`, AMD's Zen 4), unless `EINLANG_GEMM` named
+/// the packed kernels. There a 512-bit FMA does the work of two 256-bit
+/// ones, and the crate's AVX2 kernels ran ahead of our 12 x 32 tile:
+/// 1000 x 777 x 1029 in 7.98-8.69 ms against 10.1-10.3, a dense layer
+/// 256 x 1024 -> 1024 in 2.91-3.02 against 3.43-4.24 (`cargo bench --bench
+/// products`, `EINLANG_GEMM=gemm` and `=packed` alternated, 2 threads).
+/// The products of a few rows (`dots`, `avx512::skinny`) keep our
+/// kernels, which stay ahead there; attention runs as its chain of steps
+/// (fused, it would give other bits than its products).
+#[cfg(target_arch = "x86_64")]
+fn large_to_gemm_crate(kernel: Kernel) -> bool {
+    kernel == Kernel::Packed && !chosen().1 && crate::cpu::splits_512()
 }
 
 /// The instruction set of `dots` for products of a few rows times a
@@ -146,11 +170,18 @@ fn rows_fill_tiles(m: usize) -> bool {
 
 /// Whether an `f32` product of `m` rows and `n` columns (its sum not
 /// empty) goes to our packed AVX-512 kernel (`avx512::sgemm`): the kernel
-/// chosen for the process, a processor with AVX-512, not skinny, rows that
-/// fill the tiles. `product_kernel` and `attention_into` decide by it.
+/// chosen for the process, a processor with AVX-512 that does not split
+/// it (`large_to_gemm_crate`), not skinny, rows that fill the tiles.
+/// `product_kernel` and `attention_into` decide by it, so that fused
+/// attention gives the bits of the products it fuses.
 #[cfg(target_arch = "x86_64")]
 fn packed_takes(kernel: Kernel, m: usize, n: usize) -> bool {
-    kernel == Kernel::Packed && crate::cpu::has_avx512() && m >= SKINNY_ROWS && n >= SKINNY_COLS && rows_fill_tiles(m)
+    kernel == Kernel::Packed
+        && crate::cpu::has_avx512()
+        && !large_to_gemm_crate(kernel)
+        && m >= SKINNY_ROWS
+        && n >= SKINNY_COLS
+        && rows_fill_tiles(m)
 }
 
 /// Elements of the right operand above which a product of a few rows
@@ -362,7 +393,11 @@ where
             return Ok(true);
         }
     }
-    if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate {
+    #[cfg(target_arch = "x86_64")]
+    let crate_takes_large = own.is_some() && large_to_gemm_crate(kernel);
+    #[cfg(not(target_arch = "x86_64"))]
+    let crate_takes_large = false;
+    if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate || crate_takes_large {
         // The crate decides itself how many threads a product is worth
         // (a skinny product reading megabytes pays off on two threads well
         // below `PARALLEL_WORK`).
