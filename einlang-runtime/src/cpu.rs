@@ -152,9 +152,8 @@ pub fn splits_512() -> bool {
 /// its vendor is AMD.
 #[cfg(target_arch = "x86_64")]
 fn amd_family() -> Option<u32> {
-    // SAFETY: `cpuid` exists on every x86-64 processor; leaves 0 and 1
-    // always do.
-    let (vendor, signature) = unsafe { (std::arch::x86_64::__cpuid(0), std::arch::x86_64::__cpuid(1)) };
+    // (`cpuid` exists on every x86-64 processor; leaves 0 and 1 always do.)
+    let (vendor, signature) = (std::arch::x86_64::__cpuid(0), std::arch::x86_64::__cpuid(1));
     let name = [vendor.ebx, vendor.edx, vendor.ecx].map(u32::to_le_bytes).concat();
     if name != b"AuthenticAMD" {
         return None;
