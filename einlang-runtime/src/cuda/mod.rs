@@ -238,10 +238,12 @@ impl Device {
         u32::try_from(needed.clamp(1, cap)).unwrap_or(u32::MAX)
     }
 
-    /// [`team`] on this device.
+    /// [`team`] on this device, or the team `EINLANG_CUDA_TEAM` names
+    /// (`thread`, `warp` or `block:N`, `N` a multiple of 32 up to 1024;
+    /// read once): to time the alternatives on a device.
     #[doc(hidden)]
     pub fn team_for(&self, points: u64, longest: i64) -> Team {
-        team(self.inner.sms, points, longest)
+        team_named().unwrap_or_else(|| team(self.inner.sms, points, longest))
     }
 
     /// Launches `kernel` on `grid` blocks of `block` threads with `args`.
@@ -492,6 +494,25 @@ pub fn team(sms: u32, points: u64, longest: i64) -> Team {
         Team::Block(256)
     } else {
         Team::Block(1024)
+    }
+}
+
+/// The team `EINLANG_CUDA_TEAM` names, if it names one (see
+/// `Device::team_for`).
+fn team_named() -> Option<Team> {
+    static NAMED: std::sync::OnceLock<Option<Team>> = std::sync::OnceLock::new();
+    *NAMED.get_or_init(|| parse_team(&std::env::var("EINLANG_CUDA_TEAM").ok()?))
+}
+
+/// `thread`, `warp` or `block:N` (`N` a multiple of 32 in 32..=1024).
+fn parse_team(text: &str) -> Option<Team> {
+    match text {
+        "thread" => Some(Team::Thread),
+        "warp" => Some(Team::Warp),
+        _ => {
+            let n: u32 = text.strip_prefix("block:")?.parse().ok()?;
+            (n % 32 == 0 && (32..=1024).contains(&n)).then_some(Team::Block(n))
+        }
     }
 }
 
@@ -801,6 +822,17 @@ mod tests {
             Err(e) => assert_eq!(e, Error::NoDevice),
         }
         assert_eq!(Device::new(usize::MAX).err(), Some(Error::NoDevice));
+    }
+
+    #[test]
+    fn a_named_team_is_a_team_the_kernels_have() {
+        assert_eq!(parse_team("thread"), Some(Team::Thread));
+        assert_eq!(parse_team("warp"), Some(Team::Warp));
+        assert_eq!(parse_team("block:128"), Some(Team::Block(128)));
+        assert_eq!(parse_team("block:1024"), Some(Team::Block(1024)));
+        for bad in ["block:0", "block:48", "block:2048", "block:", "blocks:64", "Warp", ""] {
+            assert_eq!(parse_team(bad), None, "{bad}");
+        }
     }
 
     #[test]
