@@ -269,52 +269,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     half(&dev)
 }
 
+/// One `n x n` product in a 16-bit format `$t` (`from_f32`, `f32::from`):
+/// `$ours` against one cuBLAS `GemmEx` call on the same buffers (a macro:
+/// `Device::gemm` is bounded by cudarc's own traits). The reference
+/// multiplies the rounded inputs in `f32`: the device sums in `f32` too, so
+/// the two differ by the order of the sums and the result's one rounding to
+/// 16 bits.
+macro_rules! half_product {
+    ($dev:expr, $name:expr, $n:expr, $t:ty, $ours:path) => {{
+        let (dev, n): (&Device, usize) = ($dev, $n);
+        let (a, b) = (matrix(n, n).mapv(<$t>::from_f32), matrix(n, n).mapv(<$t>::from_f32));
+        let want = a.mapv(f32::from).slice(einlang::ndarray::s![..64, ..]).dot(&b.mapv(f32::from));
+        let (ad, bd) = (Tensor::from_host(dev, &a)?, Tensor::from_host(dev, &b)?);
+        let got = $ours(dev, &ad, &bd)?.to_host()?.mapv(f32::from);
+        check(concat!("matmul ", $name), &got.slice(einlang::ndarray::s![..64, ..]).to_owned(), &want, 2e-2)?;
+        let t = median(dev, 10, || $ours(dev, &ad, &bd).map(drop))?;
+        let mut c = Tensor::<$t, Ix2>::zeros(dev, Ix2(n, n))?;
+        let nn = n as i64;
+        let direct = median(dev, 10, || {
+            dev.gemm("bench", &mut c, ad.slice(), (0, nn, 1), bd.slice(), (0, nn, 1), (1, nn, nn, nn))
+        })?;
+        let flops = 2.0 * (n as f64).powi(3);
+        println!(
+            "matmul {} {n}^2: einlang {:.3} ms ({:.0} GFLOP/s), cuBLAS GemmEx {:.3} ms ({:.0} GFLOP/s): {:.2}x of cuBLAS",
+            $name,
+            t * 1e3,
+            flops / t / 1e9,
+            direct * 1e3,
+            flops / direct / 1e9,
+            direct / t
+        );
+    }};
+}
+
 /// The half-precision cases: products on tensor cores against cuBLAS's
 /// own `GemmEx`, elementwise and row kernels against the copy bandwidth
 /// of the 16-bit tensor.
 fn half(dev: &Device) -> Result<(), Box<dyn std::error::Error>> {
     let n = 4096usize;
-    let (a, b) = (matrix(n, n), matrix(n, n));
-    let flops = 2.0 * (n as f64).powi(3);
-    let nn = n as i64;
-    // The reference multiplies the rounded inputs in f32: the device sums
-    // in f32 too, so the two differ by the order of the sums and the
-    // result's one rounding to 16 bits.
-    let rows = |a: &Array2<f32>, b: &Array2<f32>| a.slice(einlang::ndarray::s![..64, ..]).dot(b);
-    let (ah, bh) = (a.mapv(f16::from_f32), b.mapv(f16::from_f32));
-    let want = rows(&ah.mapv(f32::from), &bh.mapv(f32::from));
-    let (ad, bd) = (Tensor::from_host(dev, &ah)?, Tensor::from_host(dev, &bh)?);
-    let got = gpu::matmul_h(dev, &ad, &bd)?.to_host()?.mapv(f32::from);
-    check("matmul f16", &got.slice(einlang::ndarray::s![..64, ..]).to_owned(), &want, 2e-2)?;
-    let ours = median(dev, 10, || gpu::matmul_h(dev, &ad, &bd).map(drop))?;
-    let mut c = Tensor::<f16, Ix2>::zeros(dev, Ix2(n, n))?;
-    let direct =
-        median(dev, 10, || dev.gemm("bench", &mut c, ad.slice(), (0, nn, 1), bd.slice(), (0, nn, 1), (1, nn, nn, nn)))?;
-    println!(
-        "matmul f16 {n}^2: einlang {:.3} ms ({:.0} GFLOP/s), cuBLAS GemmEx {:.3} ms ({:.0} GFLOP/s): {:.2}x of cuBLAS",
-        ours * 1e3,
-        flops / ours / 1e9,
-        direct * 1e3,
-        flops / direct / 1e9,
-        direct / ours
-    );
-    let (ab, bb) = (a.mapv(bf16::from_f32), b.mapv(bf16::from_f32));
-    let want = rows(&ab.mapv(f32::from), &bb.mapv(f32::from));
-    let (ad, bd) = (Tensor::from_host(dev, &ab)?, Tensor::from_host(dev, &bb)?);
-    let got = gpu::matmul_bf(dev, &ad, &bd)?.to_host()?.mapv(f32::from);
-    check("matmul bf16", &got.slice(einlang::ndarray::s![..64, ..]).to_owned(), &want, 2e-2)?;
-    let ours = median(dev, 10, || gpu::matmul_bf(dev, &ad, &bd).map(drop))?;
-    let mut c = Tensor::<bf16, Ix2>::zeros(dev, Ix2(n, n))?;
-    let direct =
-        median(dev, 10, || dev.gemm("bench", &mut c, ad.slice(), (0, nn, 1), bd.slice(), (0, nn, 1), (1, nn, nn, nn)))?;
-    println!(
-        "matmul bf16 {n}^2: einlang {:.3} ms ({:.0} GFLOP/s), cuBLAS GemmEx {:.3} ms ({:.0} GFLOP/s): {:.2}x of cuBLAS",
-        ours * 1e3,
-        flops / ours / 1e9,
-        direct * 1e3,
-        flops / direct / 1e9,
-        direct / ours
-    );
+    half_product!(dev, "f16", n, f16, gpu::matmul_h);
+    half_product!(dev, "bf16", n, bf16, gpu::matmul_bf);
 
     let xh = matrix(n, n).mapv(f16::from_f32);
     let xd = Tensor::from_host(dev, &xh)?;
