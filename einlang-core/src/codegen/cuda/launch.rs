@@ -379,8 +379,7 @@ impl<'a> HostCx<'a> {
         // four-wide kernel (eight-byte loads and stores) goes first.
         let mut kernel = quote!(&#konst);
         let mut quad = None;
-        if let Some(q) = &quads {
-            let vec4 = kernel::vec4_type(def.elem).unwrap_or("float4");
+        if let (Some(q), Some(vec4)) = (&quads, kernel::vec4_type(def.elem)) {
             let text = format!(
                 "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n4 = ({}) / 4;\n    \
                  #pragma unroll 4\n    for (long long __p4 = (long long)blockIdx.x * blockDim.x + threadIdx.x; __p4 < __n4; \
@@ -539,15 +538,10 @@ impl<'a> HostCx<'a> {
                 "extern \"C\" __global__ void __KERNEL__(__PARAMS__) {{\n    const long long __n = {n_rows};\n    \
                  for (long long {rows_loop}) {{\n{prelude}"
             );
-            let text = match (&def.axes[1..], per.team()) {
+            let text = match (&def.axes[1..], per.team(), kernel::vec4_type(def.elem)) {
                 // Four consecutive points of a row per thread and step,
                 // stored four-wide.
-                ([a], Some(team))
-                    if cx.wide.is_some()
-                        && kernel::vec4_type(def.elem).is_some()
-                        && a.start.as_constant() == Some(0) =>
-                {
-                    let vec4 = kernel::vec4_type(def.elem).unwrap_or("float4");
+                ([a], Some(team), Some(vec4)) if cx.wide.is_some() && a.start.as_constant() == Some(0) => {
                     let points = cx.dim(&a.extent)?;
                     let (rank, size) = team.rank_and_size();
                     let lanes = cx.wide_values(a.index, &a.extent, &def.body)?;
