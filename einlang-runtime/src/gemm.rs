@@ -114,11 +114,12 @@ fn chosen() -> (Kernel, bool) {
 /// Whether the large `f32` products of the packed kernels' process go to
 /// the `gemm` crate instead: on a processor that splits 512-bit operations
 /// in two (`cpu::splits_512`, AMD's Zen 4), unless `EINLANG_GEMM` named
-/// the packed kernels. There a 512-bit FMA does the work of two 256-bit
-/// ones, and the crate's AVX2 kernels ran ahead of our 12 x 32 tile:
-/// 1000 x 777 x 1029 in 7.98-8.69 ms against 10.1-10.3, a dense layer
-/// 256 x 1024 -> 1024 in 2.91-3.02 against 3.43-4.24 (`cargo bench --bench
-/// products`, `EINLANG_GEMM=gemm` and `=packed` alternated, 2 threads).
+/// the packed kernels. There a 512-bit FMA takes the issue slots of two
+/// 256-bit ones, so our 12 x 32 tile has no more peak than the crate's
+/// AVX2 kernels, which ran ahead of it: 1000 x 777 x 1029 in 7.76-8.22 ms
+/// against 8.66-9.32 (four of five alternations), a dense layer 256 x 1024
+/// -> 1024 in 2.71-3.02 against 3.30-4.24 (`cargo bench --bench products`,
+/// `EINLANG_GEMM=packed` and the default alternated, 2 threads).
 /// The products of a few rows (`dots`, `avx512::skinny`) keep our
 /// kernels, which stay ahead there; attention runs as its chain of steps
 /// (fused, it would give other bits than its products).
