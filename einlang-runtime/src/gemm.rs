@@ -16,8 +16,8 @@
 //! whose rows fill the 12-row tiles badly, such as a grouped
 //! convolution's 16 filters, and `f64` products stay on matrixmultiply;
 //! where the processor splits 512-bit operations in two, AMD's Zen 4, the
-//! large `f32` products go to the `gemm` crate, 1.1x to 1.3x faster there:
-//! `large_to_gemm_crate`);
+//! `f32` products of 32 Mi multiply-adds or more go to the `gemm` crate,
+//! 1.1x to 1.3x faster there: `large_to_gemm_crate`);
 //! without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate
 //! was as fast or faster on most shapes, up to 1.2x with 32 to 64 columns
 //! or 300 rows. Skinny products (fewer than `SKINNY_ROWS` rows or
@@ -111,22 +111,35 @@ fn chosen() -> (Kernel, bool) {
     })
 }
 
-/// Whether the large `f32` products of the packed kernels' process go to
-/// the `gemm` crate instead: on a processor that splits 512-bit operations
-/// in two (`cpu::splits_512`, AMD's Zen 4), unless `EINLANG_GEMM` named
-/// the packed kernels. There a 512-bit FMA takes the issue slots of two
-/// 256-bit ones, so our 12 x 32 tile has no more peak than the crate's
-/// AVX2 kernels, which ran ahead of it: 1000 x 777 x 1029 in 7.76-8.22 ms
-/// against 8.66-9.32 (four of five alternations), a dense layer 256 x 1024
-/// -> 1024 in 2.71-3.02 against 3.30-4.24 (`cargo bench --bench products`,
-/// `EINLANG_GEMM=packed` and the default alternated, 2 threads).
-/// The products of a few rows (`dots`, `avx512::skinny`) keep our
-/// kernels, which stay ahead there; attention runs as its chain of steps
-/// (fused, it would give other bits than its products).
+/// Whether an `f32` product of `m x k` times `k x n` in the packed
+/// kernels' process goes to the `gemm` crate instead: on a processor that
+/// splits 512-bit operations in two (`cpu::splits_512`, AMD's Zen 4),
+/// unless `EINLANG_GEMM` named the packed kernels, a product of at least
+/// `CRATE_MACS` multiply-adds. There a 512-bit FMA takes the issue slots
+/// of two 256-bit ones, so our 12 x 32 tile has no more peak than the
+/// crate's AVX2 kernels, which ran ahead of it on large products: 1000 x
+/// 777 x 1029 in 7.76-8.22 ms against 8.66-9.32 (four of five
+/// alternations), a dense layer 256 x 1024 -> 1024 in 2.71-3.02 against
+/// 3.30-4.24 (`cargo bench --bench products`, `EINLANG_GEMM=packed` and
+/// the crate alternated, 2 threads). A head of attention (256 or 512 rows
+/// and keys, 64 features: 4 to 17 million) keeps our kernels, fused: the
+/// chain of the crate's products and the softmax between them took
+/// 1.1x-1.2x its time. Batched products of that size ran as fast either
+/// way. The products of a few rows (`dots`, `avx512::skinny`) keep our
+/// kernels too, which stay ahead there.
 #[cfg(target_arch = "x86_64")]
-fn large_to_gemm_crate(kernel: Kernel) -> bool {
-    kernel == Kernel::Packed && !chosen().1 && crate::cpu::splits_512()
+fn large_to_gemm_crate(kernel: Kernel, m: usize, n: usize, k: usize) -> bool {
+    kernel == Kernel::Packed
+        && !chosen().1
+        && crate::cpu::splits_512()
+        && m.saturating_mul(n).saturating_mul(k) >= CRATE_MACS
 }
+
+/// The fewest multiply-adds of a product that `large_to_gemm_crate` gives
+/// to the `gemm` crate (32 Mi: between attention's heads and a 1x1
+/// convolution's image, 256 x 784 x 256).
+#[cfg(target_arch = "x86_64")]
+const CRATE_MACS: usize = 1 << 25;
 
 /// The instruction set of `dots` for products of a few rows times a
 /// matrix stored by columns, if any: AVX-512 with our packed kernels,
@@ -169,17 +182,18 @@ fn rows_fill_tiles(m: usize) -> bool {
     m.div_ceil(avx512::MR) * avx512::MR * 8 <= m * 9
 }
 
-/// Whether an `f32` product of `m` rows and `n` columns (its sum not
-/// empty) goes to our packed AVX-512 kernel (`avx512::sgemm`): the kernel
-/// chosen for the process, a processor with AVX-512 that does not split
-/// it (`large_to_gemm_crate`), not skinny, rows that fill the tiles.
+/// Whether an `f32` product of `m` rows and `n` columns (a sum of `k`
+/// terms, not empty) goes to our packed AVX-512 kernel (`avx512::sgemm`):
+/// the kernel chosen for the process, a processor with AVX-512, not a
+/// product for the crate (`large_to_gemm_crate`), not skinny, rows that
+/// fill the tiles.
 /// `product_kernel` and `attention_into` decide by it, so that fused
 /// attention gives the bits of the products it fuses.
 #[cfg(target_arch = "x86_64")]
-fn packed_takes(kernel: Kernel, m: usize, n: usize) -> bool {
+fn packed_takes(kernel: Kernel, m: usize, n: usize, k: usize) -> bool {
     kernel == Kernel::Packed
         && crate::cpu::has_avx512()
-        && !large_to_gemm_crate(kernel)
+        && !large_to_gemm_crate(kernel, m, n, k)
         && m >= SKINNY_ROWS
         && n >= SKINNY_COLS
         && rows_fill_tiles(m)
@@ -395,7 +409,7 @@ where
         }
     }
     #[cfg(target_arch = "x86_64")]
-    let crate_takes_large = own.is_some() && large_to_gemm_crate(kernel);
+    let crate_takes_large = own.is_some() && large_to_gemm_crate(kernel, m, n, k);
     #[cfg(not(target_arch = "x86_64"))]
     let crate_takes_large = false;
     if m < SKINNY_ROWS || n < SKINNY_COLS || kernel == Kernel::GemmCrate || crate_takes_large {
@@ -407,7 +421,7 @@ where
         return Ok(false);
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some((am, bm, c)) = own.filter(|_| packed_takes(kernel, m, n)) {
+    if let Some((am, bm, c)) = own.filter(|_| packed_takes(kernel, m, n, k)) {
         // SAFETY: `T` is f32, the processor has AVX-512F, k > 0; the
         // operands are views of their extents, `out` as the caller vouches.
         let threads = if parallel { threads } else { 1 };

@@ -141,7 +141,7 @@ fn softmax_wide(row: &mut [f32]) -> f32 {
 fn packed_sgemm(m: usize, n: usize, k: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        k > 0 && super::packed_takes(super::large_kernel(), m, n)
+        k > 0 && super::packed_takes(super::large_kernel(), m, n, k)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
