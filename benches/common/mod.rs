@@ -131,34 +131,28 @@ fn fma_rate(threads: usize) -> Option<(f64, &'static str)> {
     const CHAINS: usize = 12;
     const ITERS: usize = 2_000_000;
 
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn chains256(iters: usize) -> f32 {
-        // Chains of different values, from values the compiler cannot see.
-        let (a, b) = (_mm256_set1_ps(std::hint::black_box(0.999_999_9)), _mm256_set1_ps(std::hint::black_box(1e-7)));
-        let mut acc: [__m256; CHAINS] = std::array::from_fn(|i| _mm256_set1_ps(std::hint::black_box(1.0 + i as f32)));
-        for _ in 0..iters {
-            for v in &mut acc {
-                *v = _mm256_fmadd_ps(*v, a, b);
+    // `$name(iters)`: `CHAINS` independent chains of `iters` fused
+    // multiply-adds of `$v` vectors (`$lanes` `f32`), from values the
+    // compiler cannot see, and the sum of every lane, so that nothing is
+    // computed away.
+    macro_rules! chains {
+        ($name:ident, $feature:literal, $v:ty, $lanes:literal, $set1:ident, $fmadd:ident) => {
+            #[target_feature(enable = $feature)]
+            unsafe fn $name(iters: usize) -> f32 {
+                let (a, b) = ($set1(std::hint::black_box(0.999_999_9)), $set1(std::hint::black_box(1e-7)));
+                let mut acc: [$v; CHAINS] = std::array::from_fn(|i| $set1(std::hint::black_box(1.0 + i as f32)));
+                for _ in 0..iters {
+                    for v in &mut acc {
+                        *v = $fmadd(*v, a, b);
+                    }
+                }
+                // SAFETY: a vector of `$lanes` `f32` is that array.
+                acc.iter().map(|v| unsafe { std::mem::transmute::<$v, [f32; $lanes]>(*v) }.iter().sum::<f32>()).sum()
             }
-        }
-        let total = acc.iter().fold(_mm256_setzero_ps(), |t, v| _mm256_add_ps(t, *v));
-        let mut out = [0.0f32; 8];
-        // SAFETY: eight `f32` written into eight.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), total) };
-        out.iter().sum()
+        };
     }
-
-    #[target_feature(enable = "avx512f")]
-    unsafe fn chains512(iters: usize) -> f32 {
-        let (a, b) = (_mm512_set1_ps(std::hint::black_box(0.999_999_9)), _mm512_set1_ps(std::hint::black_box(1e-7)));
-        let mut acc: [__m512; CHAINS] = std::array::from_fn(|i| _mm512_set1_ps(std::hint::black_box(1.0 + i as f32)));
-        for _ in 0..iters {
-            for v in &mut acc {
-                *v = _mm512_fmadd_ps(*v, a, b);
-            }
-        }
-        _mm512_reduce_add_ps(acc.iter().fold(_mm512_setzero_ps(), |t, v| _mm512_add_ps(t, *v)))
-    }
+    chains!(chains256, "avx2,fma", __m256, 8, _mm256_set1_ps, _mm256_fmadd_ps);
+    chains!(chains512, "avx512f", __m512, 16, _mm512_set1_ps, _mm512_fmadd_ps);
 
     // The best of three timings of every thread running `f` at once.
     let rate = |f: fn(usize) -> f32, lanes: usize| {

@@ -369,16 +369,17 @@ impl<'a> HostCx<'a> {
             _ => None,
         };
         let extents = def.axes.iter().map(|a| self.extent(&a.extent)).collect::<Result<Vec<_>, _>>()?;
-        // A thread's kernel: the flat one when every tensor it reads by
-        // position has the output's shape, else the four-wide one when its
-        // extents allow, else the indexed one.
-        //
-        // A thread of the flat kernel moves one element of each tensor:
-        // four bytes for `f32`, near the copy bandwidth, but two for the
-        // 16-bit formats (0.61x of it on an H200, `2x + 1` in `f16`), whose
-        // four-wide kernel (eight-byte loads and stores) goes first.
-        let mut kernel = quote!(&#konst);
-        let mut quad = None;
+        // A thread's kernel: the first of these whose condition holds, else
+        // the indexed one: the flat kernel when every tensor it reads by
+        // position has the output's shape, the four-wide one when its
+        // extents allow. A thread of the flat kernel moves one element of
+        // each tensor: four bytes for `f32`, near the copy bandwidth, but
+        // two for the 16-bit formats (0.61x of it on an H200, `2x + 1` in
+        // `f16`), whose four-wide kernel (eight-byte loads and stores)
+        // goes first.
+        // (The four-wide kernel is added first, so that the kernels keep
+        // their numbers.)
+        let mut candidates = Vec::new();
         if let (Some(q), Some(vec4)) = (&quads, kernel::vec4_type(def.elem)) {
             let text = format!(
                 "extern \"C\" __global__ void __KERNEL__({params}) {{\n    const long long __n4 = ({}) / 4;\n    \
@@ -388,32 +389,27 @@ impl<'a> HostCx<'a> {
                 q.n, q.decls, q.value
             );
             let (qkonst, _) = self.add_kernel(text, &q.callees);
-            let cond = self.wide_condition(q.wide.iter(), &own)?;
-            kernel = quote!(if #cond { &#qkonst } else { #kernel });
-            quad = Some((qkonst, cond));
+            candidates.push((qkonst, self.wide_condition(q.wide.iter(), &own)?));
         }
-        let launch = match flat {
-            Some((k, same)) => {
-                let (fkonst, _) = self.add_kernel(grid_stride(&params, &k), &k.callees);
-                let mut cond = quote!(true);
-                for v in same {
-                    let t = self.tensor_ref(v)?;
-                    cond = quote!(#cond && #t.shape() == #own.shape());
-                }
-                let chosen = match quad {
-                    Some((qkonst, qcond)) if def.elem != ScalarKind::F32 => {
-                        quote!(if #qcond { &#qkonst } else if #cond { &#fkonst } else { &#konst })
-                    }
-                    _ => quote!(if #cond { &#fkonst } else { #kernel }),
-                };
-                let call = self.per_thread(chosen);
-                self.launch_with(quote!(#own.len()), &own, args, call)
+        if let Some((k, same)) = flat {
+            let (fkonst, _) = self.add_kernel(grid_stride(&params, &k), &k.callees);
+            let mut cond = quote!(true);
+            for v in same {
+                let t = self.tensor_ref(v)?;
+                cond = quote!(#cond && #t.shape() == #own.shape());
             }
-            None if teams.is_none() => {
-                let call = self.per_thread(kernel);
-                self.launch_with(quote!(#own.len()), &own, args, call)
+            let first = if def.elem == ScalarKind::F32 { 0 } else { candidates.len() };
+            candidates.insert(first, (fkonst, cond));
+        }
+        let launch = if teams.is_none() {
+            let mut kernel = quote!(&#konst);
+            for (k, cond) in candidates.iter().rev() {
+                kernel = quote!(if #cond { &#k } else { #kernel });
             }
-            None => self.launch_teams(&konst, teams, quote!(#own.len()), &own, args),
+            let call = self.per_thread(kernel);
+            self.launch_with(quote!(#own.len()), &own, args, call)
+        } else {
+            self.launch_teams(&konst, teams, quote!(#own.len()), &own, args)
         };
         self.owned_output(def, &own, &extents, launch)
     }
