@@ -330,8 +330,9 @@ fn empty_shapes() {
 
 /// The sum of a row in sixteen lanes as a reduction in lanes adds it (the
 /// term `k` into lane `k % 16` while a whole run of sixteen remains, the
-/// rest into a tail, then the lanes in order plus the tail): the order the
-/// fused sum must keep.
+/// rest into a tail, then the lanes halving, lane `p` plus lane `p + 8`,
+/// then `p + 4`, `p + 2`, `p + 1`, plus the tail): the order the fused sum
+/// must keep.
 fn lane_sum<T: Copy + Default + std::ops::Add<Output = T>>(row: &[T]) -> T {
     let (mut lanes, mut tail) = ([T::default(); 16], T::default());
     let whole = row.len() / 16 * 16;
@@ -341,7 +342,12 @@ fn lane_sum<T: Copy + Default + std::ops::Add<Output = T>>(row: &[T]) -> T {
     for &v in &row[whole..] {
         tail = tail + v;
     }
-    lanes.iter().fold(T::default(), |a, &l| a + l) + tail
+    for h in [8, 4, 2, 1] {
+        for p in 0..h {
+            lanes[p] = lanes[p] + lanes[p + h];
+        }
+    }
+    lanes[0] + tail
 }
 
 /// The fused softmax, `f32` and `f64`, on rows of 0 to 100 elements (runs

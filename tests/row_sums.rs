@@ -3,7 +3,7 @@
 //! sum[k](e[a.., k])` (at the top level, or in the row prelude of a later
 //! definition, as attention's `z` after its second product) becomes the
 //! sums that `e`'s loop nest added up in the reduction's lane order. The
-//! values are checked bit for bit against the same sums in lane order over
+//! values are checked bit for bit against the same sums in that order over
 //! the returned `e`, and the attention against plain loops, on shapes with
 //! 0, 1, 7, 16, 17 and prime extents.
 
@@ -60,7 +60,8 @@ einlang! {
 
 /// A row summed as a reduction in lanes sums it: term `k` into lane `k %
 /// 16` while a whole run of sixteen remains, the rest into a tail, then the
-/// lanes in order plus the tail.
+/// lanes halving (lane `p` plus lane `p + 8`, then `p + 4`, `p + 2`, `p +
+/// 1`) plus the tail.
 fn lane_sum<T: Copy + Default + std::ops::Add<Output = T>>(row: impl Iterator<Item = T>) -> T {
     let row: Vec<T> = row.collect();
     let (mut lanes, mut tail) = ([T::default(); 16], T::default());
@@ -71,11 +72,12 @@ fn lane_sum<T: Copy + Default + std::ops::Add<Output = T>>(row: impl Iterator<It
     for &v in &row[whole..] {
         tail = tail + v;
     }
-    let mut total = lanes[0];
-    for l in &lanes[1..] {
-        total = total + *l;
+    for h in [8, 4, 2, 1] {
+        for p in 0..h {
+            lanes[p] = lanes[p] + lanes[p + h];
+        }
     }
-    total + tail
+    lanes[0] + tail
 }
 
 const SHAPES: [(usize, usize, usize); 10] = [

@@ -18,8 +18,8 @@ use super::{available_threads, corners, covers, extents, matmul_with, Error};
 /// The softmax row of generated code over `row`, in place: the maximum
 /// in sixteen lanes over whole runs of sixteen and a tail, folded in lane
 /// order; each value `v` becomes `exp(v - max)` (`arith::exp_f32`); the
-/// sum of the new values in sixteen lanes and a tail, added up in lane
-/// order then the tail, is returned. The same steps, in the same order,
+/// sum of the new values in sixteen lanes and a tail, the lanes added up
+/// halving (`vmath::lanes::sum16`) then the tail, is returned. The same steps, in the same order,
 /// as a row definition `e[i, j] = exp(s[i, j] - m)` after `let m =
 /// max[j](s[i, j])` with its row sum (`codegen/rust/in_place.rs`), so
 /// the same bits.
@@ -79,23 +79,7 @@ pub(crate) fn softmax_row<const AVX512: bool>(row: &mut [f32]) -> f32 {
     for v in runs.remainder() {
         tail += *v;
     }
-    (lanes[0]
-        + lanes[1]
-        + lanes[2]
-        + lanes[3]
-        + lanes[4]
-        + lanes[5]
-        + lanes[6]
-        + lanes[7]
-        + lanes[8]
-        + lanes[9]
-        + lanes[10]
-        + lanes[11]
-        + lanes[12]
-        + lanes[13]
-        + lanes[14]
-        + lanes[15])
-        + tail
+    crate::vmath::lanes::sum16(lanes) + tail
 }
 
 /// `softmax_row` over each row of `len` values of `e` (row-major), its
@@ -237,8 +221,8 @@ mod tests {
 
     /// The chain step by step: the product (times `scale`), a maximum
     /// over each row in sixteen lanes and a tail (lanes folded in order),
-    /// `exp` of the difference, the sum in sixteen lanes and a tail, the
-    /// second product, the division. Written here from the definition,
+    /// `exp` of the difference, the sum in sixteen lanes (added halving)
+    /// and a tail, the second product, the division. Written here from the definition,
     /// not through `softmax_row`.
     fn chain(
         q: ArrayView2<'_, f32>,
@@ -287,11 +271,12 @@ mod tests {
                     rest += e[[i, j]];
                 }
             }
-            let mut total = sums[0];
-            for l in &sums[1..] {
-                total += *l;
+            for h in [8, 4, 2, 1] {
+                for p in 0..h {
+                    sums[p] += sums[p + h];
+                }
             }
-            z[i] = total + rest;
+            z[i] = sums[0] + rest;
         }
         let y = super::super::matmul("t", m as i64, dv as i64, nk as i64, e.view(), v).unwrap();
         Array2::from_shape_fn((m, dv), |(i, c)| y[[i, c]] / z[i])

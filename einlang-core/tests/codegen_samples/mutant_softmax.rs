@@ -150,10 +150,7 @@ fn __softmax_body(
             unsafe { __ptr_y.add(__pos_c_2).write(__v) };
             __tail += __v;
         }
-        let y_red: f64 = (__lanes[0] + __lanes[1] + __lanes[2] + __lanes[3] + __lanes[4]
-            + __lanes[5] + __lanes[6] + __lanes[7] + __lanes[8] + __lanes[9]
-            + __lanes[10] + __lanes[11] + __lanes[12] + __lanes[13] + __lanes[14]
-            + __lanes[15]) + __tail;
+        let y_red: f64 = __rt::vmath::lanes::sum16(__lanes) + __tail;
         let e = unsafe {
             __nd::RawArrayView::from_shape_ptr(__len_y, __ptr_y as *const f64)
         };

@@ -71,11 +71,8 @@ fn __conv1d_body(
                             += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
                                 * unsafe { *w.as_ptr().add(r as usize) };
                     }
-                    let mut __sum_r: f32 = (__lanes_r[0] + __lanes_r[1] + __lanes_r[2]
-                        + __lanes_r[3] + __lanes_r[4] + __lanes_r[5] + __lanes_r[6]
-                        + __lanes_r[7] + __lanes_r[8] + __lanes_r[9] + __lanes_r[10]
-                        + __lanes_r[11] + __lanes_r[12] + __lanes_r[13] + __lanes_r[14]
-                        + __lanes_r[15]) + __tail_r;
+                    let mut __sum_r: f32 = __rt::vmath::lanes::sum16(__lanes_r)
+                        + __tail_r;
                     __sum_r
                 });
         }

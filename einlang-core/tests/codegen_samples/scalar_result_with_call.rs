@@ -52,11 +52,8 @@ pub fn sum_sq<'__a0>(
                         for i in __base_i..__end_i {
                             __tail_i += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
                         }
-                        let mut __sum_i: f32 = (__lanes_i[0] + __lanes_i[1]
-                            + __lanes_i[2] + __lanes_i[3] + __lanes_i[4] + __lanes_i[5]
-                            + __lanes_i[6] + __lanes_i[7] + __lanes_i[8] + __lanes_i[9]
-                            + __lanes_i[10] + __lanes_i[11] + __lanes_i[12]
-                            + __lanes_i[13] + __lanes_i[14] + __lanes_i[15]) + __tail_i;
+                        let mut __sum_i: f32 = __rt::vmath::lanes::sum16(__lanes_i)
+                            + __tail_i;
                         __sum_i
                     })
                 },

@@ -18,6 +18,27 @@
 //! division does, in three fused operations where `vdivps` takes ten cycles
 //! a register on Zen 4.
 
+/// The sixteen partial sums of a float sum (generated code's reductions
+/// in lanes) added into one, halving: lane `p` with lane `p +
+/// 8`, then `p + 4`, `p + 2`, `p + 1`. Four dependent additions where the
+/// lanes in order wait on fifteen. Not inlined, so that LLVM does not
+/// reshape the loop that fills the lanes to suit the tree: inline, it split
+/// the lanes across narrower registers. Every CPU form of a generated
+/// function calls this one, in the same order, so their sums have the same
+/// bits.
+#[inline(never)]
+pub fn sum16<T: Copy + core::ops::Add<Output = T>>(lanes: [T; 16]) -> T {
+    let mut c = lanes;
+    let mut h = 8;
+    while h > 0 {
+        for p in 0..h {
+            c[p] = c[p] + c[p + h];
+        }
+        h /= 2;
+    }
+    c[0]
+}
+
 /// The element functions on each lane: what the AVX2 twin and the baseline
 /// form compute (the loops vectorize as the element loops did).
 pub mod portable {
@@ -212,6 +233,25 @@ pub use portable as avx512;
 
 #[cfg(test)]
 mod tests {
+    /// The halving order, checked on values where it shows: `2^24` in lane
+    /// 0 absorbs a `1` added to it alone (`2^24 + 1` rounds back to
+    /// `2^24`, ties to even), but the `1`s of lanes 1 and 9 meet each other
+    /// first, and `2^24 + 2` is exact. In lane order both would be lost.
+    #[test]
+    fn sixteen_lanes_are_summed_halving() {
+        let big = 16_777_216.0f32;
+        let mut l = [0.0f32; 16];
+        l[0] = big;
+        l[1] = 1.0;
+        l[9] = 1.0;
+        assert_eq!(super::sum16(l), big + 2.0);
+        let in_order = l.iter().fold(0.0f32, |a, b| a + b);
+        assert_eq!(in_order, big, "lane order loses both ones");
+        // Small integers are exact in any order.
+        let l: [f64; 16] = std::array::from_fn(|p| (p * p) as f64);
+        assert_eq!(super::sum16(l), 1240.0);
+    }
+
     /// Every lane of the AVX-512 form (and of the portable one) gives
     /// `arith::exp_f32`'s bits: on every `f32` in release builds (runs of
     /// sixteen; one run in 4096 in debug builds), and on the special

@@ -1247,8 +1247,9 @@ impl FnCx<'_> {
     /// loop in `LANES` independent partial results (the terms `k`, `k +
     /// LANES`, ... go to one of them, in every run of the outer loops), the
     /// terms left at the end of each run in one more, all combined at the
-    /// end (in lane order): the partial results
-    /// need not wait for each other, and when the terms are contiguous
+    /// end (a sum's lanes halving, `sum_of_lanes`; an extremum's in lane
+    /// order), then the one more: the partial results need not wait for
+    /// each other, and when the terms are contiguous
     /// loads LLVM adds or compares them as one vector (a maximum's chain
     /// of dependent comparisons held a quarter of a softmax's time). The
     /// order of the operations differs from the loop's (float
@@ -1290,13 +1291,7 @@ impl FnCx<'_> {
         };
         let (init, update, combined, add) = match op {
             RedOp::Sum => {
-                // In lane order, `l0 + l1 + ... + l15`: LLVM keeps the
-                // lanes in vector registers and adds them up once at the
-                // end. (A pairwise tree, `(l0 + l1) + (l2 + l3) ...`, made it
-                // split the lanes across registers and shuffle them on every
-                // run: a sum of squares ran at half its speed.)
-                let parts: Vec<TokenStream> = (0..LANES).map(lane).collect();
-                let total = quote!((#(#parts)+*));
+                let total = sum_of_lanes(&quote!(#lanes));
                 let zero = types::zero(k);
                 (
                     zero,
@@ -1532,6 +1527,24 @@ pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
         (I::Powf, false) => "pow_f64",
         _ => return None,
     })
+}
+
+/// The `LANES` partial sums of a float sum in the array `lanes` added
+/// into one (an expression): the runtime's `vmath::lanes::sum16`, halving
+/// (four dependent additions where the lanes in order waited on fifteen),
+/// the same call in every CPU form of a function. Inline, the tree made
+/// LLVM split the lanes across
+/// narrower registers in the loop that fills them (as a tree of
+/// neighbours, `(l0 + l1) + (l2 + l3)`, did: a sum of squares ran at half
+/// its speed); called, the loop keeps them in whole registers, and a sum of
+/// squares over rows of 64 to 1024 took 0.80-0.90 of the time it took with
+/// the lanes added in order. (An extremum keeps its comparisons in lane
+/// order: called the same way, LLVM compared and selected twice per run of
+/// its loop.)
+pub(super) fn sum_of_lanes(lanes: &TokenStream) -> TokenStream {
+    const _: () = assert!(LANES == 16, "the runtime adds sixteen lanes");
+    let rt = crate::codegen::paths::rt_local();
+    quote!(#rt::vmath::lanes::sum16(#lanes))
 }
 
 /// Whether a reduction runs in lanes (`reduce_in_lanes`): a float sum,

@@ -53,7 +53,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::expr::{in_lanes, LANES};
+use super::expr::{in_lanes, sum_of_lanes, LANES};
 use super::{types, Bug, FnCx, Ownership};
 use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::{BinOp, RedOp};
@@ -173,10 +173,7 @@ impl FnCx<'_> {
             Some(s) => {
                 let s = self.ident(s)?;
                 let (n, zero) = (types::usize_lit(LANES), types::zero(e.elem));
-                let parts = (0..LANES).map(|p| {
-                    let p = types::usize_lit(p);
-                    quote!(__lanes[#p])
-                });
+                let combined = sum_of_lanes(&quote!(__lanes));
                 // A run of lanes computes its values before it stores any,
                 // so that the reads can be vectorized ahead of the writes.
                 // An `f32` exponential takes the run's arguments at once,
@@ -229,7 +226,7 @@ impl FnCx<'_> {
                         unsafe { #ptr.add(#pos).write(__v) };
                         __tail += __v;
                     }
-                    let #s: #t = (#(#parts)+*) + __tail;
+                    let #s: #t = #combined + __tail;
                 }
             }
         };
@@ -398,10 +395,7 @@ impl FnCx<'_> {
     ) -> TokenStream {
         let t = types::scalar(elem);
         let (n, zero) = (types::usize_lit(LANES), types::zero(elem));
-        let parts = (0..LANES).map(|p| {
-            let p = types::usize_lit(p);
-            quote!(__lanes[#p])
-        });
+        let combined = sum_of_lanes(&quote!(__lanes));
         quote! {
             {
                 // SAFETY: the loop above wrote every element of the row.
@@ -417,7 +411,7 @@ impl FnCx<'_> {
                 for __v in __runs.remainder() {
                     __tail += *__v;
                 }
-                let __s: #t = (#(#parts)+*) + __tail;
+                let __s: #t = #combined + __tail;
                 // SAFETY: `#flat` is the row's position among the rows of
                 // the definition, the sums' length; each row writes its own.
                 unsafe { #sums.write(#flat, __s) };
