@@ -53,6 +53,18 @@ einlang! {
         y
     }
 
+    /// A definition that is its parameter, element for element (held as a
+    /// view of it): copied into the buffer in parallel.
+    pub fn copied(x: [f32; N]) -> [f32; N] {
+        let y[i] = x[i];
+        y
+    }
+
+    pub fn copied3(x: [f64; A, B, C]) -> [f64; A, B, C] {
+        let y[i, j, k] = x[i, j, k];
+        y
+    }
+
     /// A parameter called `out`: the buffer is `out_`.
     pub fn shifted(out: [f32; N], by: f32) -> [f32; N] {
         let y[i] = out[i] + by;
@@ -296,6 +308,43 @@ fn a_result_that_is_a_call_fills_the_buffer() -> Result<(), Error> {
     for ((i, j), v) in c.indexed_iter() {
         let naive: f64 = (0..3).map(|k| a[[i, k]] * b[[k, j]]).sum();
         assert!((v - naive).abs() < 1e-12, "({i}, {j})");
+    }
+    Ok(())
+}
+
+/// A result that is a view of a parameter (`let y[i] = x[i]`), large
+/// enough to be copied by every thread: fresh, into a buffer in standard
+/// layout, into a buffer of other strides, on 1 to 3 threads, against the
+/// parameter itself; and a buffer of the wrong shape is an error that
+/// leaves it untouched.
+#[test]
+fn a_result_that_is_its_parameter_is_copied_in() -> Result<(), Error> {
+    for threads in 1..=3 {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        pool.install(|| -> Result<(), Error> {
+            for n in [0, 1, 7, 40_009, 100_003] {
+                let x = Array1::from_shape_fn(n, |i| (i as f32 * 0.37).sin());
+                assert_eq!(copied(&x)?, x, "{n}, {threads} threads");
+                let mut out = Array1::<f32>::from_elem(n, 9.0);
+                copied_into(&x, &mut out)?;
+                assert_eq!(out, x, "{n}, {threads} threads, into");
+                // Every other element of a longer buffer.
+                let mut wide = Array1::<f32>::from_elem(2 * n, 9.0);
+                copied_into(&x, wide.slice_mut(einlang::ndarray::s![..;2]))?;
+                for i in 0..n {
+                    assert_eq!((wide[2 * i], wide[2 * i + 1]), (x[i], 9.0), "{n}, {threads} threads, strided at {i}");
+                }
+            }
+            let x = Array3::from_shape_fn((37, 41, 29), |(i, j, k)| (i * 10_000 + j * 100 + k) as f64);
+            assert_eq!(copied3(&x)?, x);
+            let mut out = Array3::<f64>::zeros((37, 41, 29).f());
+            copied3_into(&x, &mut out)?;
+            assert_eq!(out, x, "{threads} threads, column-major buffer");
+            let mut bad = Array3::<f64>::from_elem((37, 41, 28), 5.0);
+            assert!(matches!(copied3_into(&x, &mut bad), Err(Error::Shape { .. })));
+            assert!(bad.iter().all(|&v| v == 5.0));
+            Ok(())
+        })?;
     }
     Ok(())
 }

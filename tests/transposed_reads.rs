@@ -28,6 +28,12 @@ einlang! {
         y
     }
 
+    // Arithmetic on a transposed read and a read along the rows.
+    pub fn affine(x: [f32; N, M], b: [f32; M]) -> [f32; M, N] {
+        let y[i, j] = x[j, i] * 2.0 + b[i];
+        y
+    }
+
     // Sources the function computed: a product (an owned array) and a
     // recurrence's table, each read across the rows of the result.
     pub fn computed(a: [f64; N, K], b: [f64; K, M]) -> ([f64; M, N], [f64; M, N]) {
@@ -100,5 +106,30 @@ fn sources_the_function_computed() {
         let want_ht = Array2::from_shape_fn((m, n), |(j, i)| h[[i, j]]);
         let worst = ht.iter().zip(want_ht.iter()).fold(0.0f64, |w, (x, y)| w.max((x - y).abs()));
         assert!(worst <= 1e-9, "{n} x {k} x {m}: the table's transpose differs by {worst}");
+    }
+}
+
+/// Arithmetic on a transposed read, on shapes below, at and above a block
+/// of rows and of columns (16), fresh and into buffers of both layouts,
+/// on 1 to 3 threads, against a loop written from its meaning.
+#[test]
+fn an_affine_transpose_matches_a_loop_on_one_to_three_threads() {
+    for threads in 1..=3 {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        pool.install(|| {
+            for (n, m) in [(0, 3), (3, 0), (1, 1), (7, 13), (16, 16), (17, 33), (33, 17), (1, 100), (100, 1), (600, 90)]
+            {
+                let x = data(n, m);
+                let b = einlang::ndarray::Array1::from_shape_fn(m, |i| i as f32 - 3.5);
+                let want = Array2::from_shape_fn((m, n), |(i, j)| x[[j, i]] * 2.0 + b[i]);
+                assert_eq!(affine(&x, &b).unwrap(), want, "{n} x {m}, {threads} threads");
+                let mut out = Array2::<f32>::from_elem((m, n), -1.0);
+                affine_into(&x, &b, &mut out).unwrap();
+                assert_eq!(out, want, "{n} x {m}, {threads} threads, into");
+                let mut out = Array2::<f32>::from_elem((m, n).f(), -1.0);
+                affine_into(&x, &b, &mut out).unwrap();
+                assert_eq!(out, want, "{n} x {m}, {threads} threads, into a column-major buffer");
+            }
+        });
     }
 }

@@ -469,6 +469,10 @@ pub(crate) struct FnCx<'a> {
     /// `Out` it is handed (`into::forwarded_call`): the callee's body
     /// fills the caller's buffer.
     out_call: Option<(&'a Expr, Ident)>,
+    /// The `Out` of a result that is one tensor: a result that is a view
+    /// (of a parameter, a block of one) is copied straight into it
+    /// (`result_view`).
+    out_whole: Option<Ident>,
     /// The results that are a reshape of a definition (`opt::lead`), by
     /// the result's variable.
     out_reshapes: HashMap<VarId, ReshapedOut>,
@@ -547,6 +551,7 @@ impl<'a> FnCx<'a> {
             no_move: 0,
             outs: HashMap::new(),
             out_call: None,
+            out_whole: None,
             out_reshapes: HashMap::new(),
             into_store: None,
             summed: HashMap::new(),
@@ -573,6 +578,7 @@ impl<'a> FnCx<'a> {
     ) -> Result<(), Bug> {
         let f = self.f;
         if let ([into::ResultTensor { element: None, .. }], [id]) = (outs, ids) {
+            self.out_whole = Some(id.clone());
             if let Some(call) = into::forwarded_call(f, p, self.fns, bound, &self.uses) {
                 self.out_call = Some((call, id.clone()));
                 return Ok(());
@@ -759,6 +765,8 @@ impl<'a> FnCx<'a> {
         }
         let result = if is_plain(&f.result.ty) {
             self.expr(&f.result)?.tokens
+        } else if let Some(copy) = self.result_view()? {
+            copy
         } else {
             let all: HashSet<VarId> = (0..f.vars.len() as u32).map(VarId).collect();
             self.owned(&f.result, &movable(&all, &f.result))?.tokens
@@ -787,6 +795,24 @@ impl<'a> FnCx<'a> {
             });
         }
         Ok(out)
+    }
+
+    /// The function's result when it is one tensor held as a view (a
+    /// parameter, a block of one: `let y[i] = x[i]; y`): copied in
+    /// parallel (`dest::permute_into` with the axes in order, a blocked
+    /// copy) into the caller's buffer when `NAME_into` has one, else into a
+    /// buffer from the pool. (`value::owned` copies it too, but
+    /// `NAME_into` then copied that copy into the buffer again.)
+    fn result_view(&self) -> Result<Option<TokenStream>, Bug> {
+        let (Some(out), ExprKind::Var(v)) = (&self.out_whole, &self.f.result.kind) else { return Ok(None) };
+        let Repr::Tensor(_, rank) = self.info(*v)?.ty else { return Ok(None) };
+        // (A definition that fills the buffer holds an owned placeholder.)
+        if self.repr.get(v) != Some(&Ownership::Borrowed) {
+            return Ok(None);
+        }
+        let (rt, fname, id) = (&self.rt, &self.fn_name, self.ident(*v)?);
+        let axes = (0..rank).map(types::usize_lit);
+        Ok(Some(quote!(#rt::dest::permute_into(#fname, #id.view(), &[#(#axes),*], #id.raw_dim(), &mut *#out)?)))
     }
 
     /// The tensors that `stmts` (a function's top-level statements, a row's

@@ -1072,6 +1072,7 @@ impl FnCx<'_> {
         let cols = &lens[1];
         let cost = proc_macro2::Literal::u64_unsuffixed(def.cost_per_point);
         let block = types::usize_lit(ROW_BLOCK);
+        let zero = types::zero(def.elem);
         let fill = derived("fill_", name, "");
         // The tensors read, as views local to the closure: their pointer
         // and shape are then values the loops keep in registers. Read
@@ -1095,12 +1096,29 @@ impl FnCx<'_> {
                 #views
                 let __cols: usize = #cols;
                 let __n: usize = #rows.len() / __cols.max(1);
-                for #pos1 in 0..__cols {
-                    #bind1
-                    for #b in 0..__n {
-                        #bind0
-                        #rows[#b * __cols + #pos1].write(#body);
+                // Columns `ROW_BLOCK` at a time through a tile: the
+                // values of a column of the block (a source row's line)
+                // go to a row of the tile, then each output row's piece
+                // is stored whole.
+                let mut __tile: [[#elem_ty; #block]; #block] = [[#zero; #block]; #block];
+                let mut __c0: usize = 0;
+                while __c0 < __cols {
+                    let __w: usize = (__cols - __c0).min(#block);
+                    for __c in 0..__w {
+                        let #pos1: usize = __c0 + __c;
+                        #bind1
+                        for #b in 0..__n {
+                            #bind0
+                            __tile[__c][#b] = #body;
+                        }
                     }
+                    for #b in 0..__n {
+                        let __row = &mut #rows[#b * __cols + __c0..#b * __cols + __c0 + __w];
+                        for (__c, __e) in __row.iter_mut().enumerate() {
+                            __e.write(__tile[__c][#b]);
+                        }
+                    }
+                    __c0 += #block;
                 }
                 Ok(())
             };
