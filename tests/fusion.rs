@@ -108,6 +108,18 @@ einlang! {
         y
     }
 
+    /// Sums whose term is `exp` (`reduce_in_lanes` with the sixteen-lane
+    /// `exp`): a row sum, and `log_softmax` (its log-sum-exp in the row's
+    /// prelude).
+    pub fn exp_sums(x: [f32; N, C]) -> [f32; N] {
+        let s[n] = sum[c](exp(x[n, c] - 1.0));
+        s
+    }
+
+    pub fn log_softmax32(x: [f32; N, C]) -> [f32; N, C] {
+        std::ml::log_softmax(x)
+    }
+
     /// Element loops whose value has a sixteen-lane form (`lane_maps.rs`).
     pub fn exp_map(x: [f32; N]) -> [f32; N] {
         let y[i] = exp(x[i] - 1.0);
@@ -377,5 +389,64 @@ fn fused_row_sum_keeps_the_bits_of_the_lanes() {
                 }
             }
         }
+    }
+}
+
+/// A sum of `exp` terms computed sixteen at a time keeps the bits of the
+/// runtime's `exp` summed in the reduction's lane order: row sums, and
+/// `std::ml::log_softmax` (`x - (m + ln(sum exp(x - m)))`, the maximum
+/// in lanes, `ln` the runtime's), on rows of 0 to 100 elements (runs of
+/// sixteen with and without a tail), including NaN and infinite terms,
+/// on 1 to 3 threads.
+#[test]
+fn sums_of_exponentials_keep_the_bits_of_the_lanes() {
+    use einlang::__private::{arith, vmath};
+    for threads in 1..=3 {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        pool.install(|| {
+            for c in [0usize, 1, 7, 15, 16, 17, 33, 100] {
+                let n = 4;
+                let mut x = matrix(n, c, c as u64 * 5 + 1).mapv(|v| (v * 9.0) as f32);
+                if c > 3 {
+                    x[[2, c - 1]] = f32::NAN;
+                    x[[3, 2]] = f32::INFINITY;
+                    x[[1, 0]] = -200.0;
+                }
+                let sums = exp_sums(&x).unwrap();
+                let logs = log_softmax32(&x).unwrap();
+                for i in 0..n {
+                    let e: Vec<f32> = x.row(i).iter().map(|v| arith::exp_f32(v - 1.0)).collect();
+                    let want = lane_sum(&e);
+                    let got = sums[i];
+                    assert!(
+                        got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                        "{c} columns, row {i}, {threads} threads: {got:e} against {want:e}"
+                    );
+                    let row: Vec<f32> = x.row(i).to_vec();
+                    let whole = row.len() / 16 * 16;
+                    let mut lanes = [f32::NEG_INFINITY; 16];
+                    for (k, &v) in row[..whole].iter().enumerate() {
+                        if v > lanes[k % 16] {
+                            lanes[k % 16] = v;
+                        }
+                    }
+                    let mut m = lanes[0];
+                    for &l in lanes[1..].iter().chain(&row[whole..]) {
+                        if l > m {
+                            m = l;
+                        }
+                    }
+                    let e: Vec<f32> = row.iter().map(|v| arith::exp_f32(v - m)).collect();
+                    let lse = m + vmath::ln_f32(lane_sum(&e));
+                    for j in 0..c {
+                        let (got, want) = (logs[[i, j]], row[j] - lse);
+                        assert!(
+                            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                            "log_softmax {c} columns at ({i}, {j}), {threads} threads: {got:e} against {want:e}"
+                        );
+                    }
+                }
+            }
+        });
     }
 }

@@ -1098,7 +1098,8 @@ impl FnCx<'_> {
         let (wheres, value) = (wheres?, value?);
         let label = matches!(op, RedOp::All | RedOp::Any).then(|| self.label(op.name()));
         if in_lanes(op, loops, wheres.is_empty(), k) {
-            return self.reduce_in_lanes(op, loops, &acc, k, value.tokens, None);
+            let exp = self.exp_term(op, body)?;
+            return self.reduce_in_lanes(op, loops, &acc, k, value.tokens, exp, None);
         }
 
         let (init, step, tail) = match op {
@@ -1203,9 +1204,9 @@ impl FnCx<'_> {
         let rt = self.rt.clone();
         let acc = derived(&format!("{}_", op.name()), &self.ident(loops[0].index)?, "");
         self.no_move += 1;
-        let term = self.expr(body);
-        let lanes = term.and_then(|term| {
-            self.reduce_in_lanes(op, loops, &acc, k, term.tokens, Some((quote!(__from), quote!(__to))))
+        let term = self.expr(body).and_then(|term| Ok((term, self.exp_term(op, body)?)));
+        let lanes = term.and_then(|(term, exp)| {
+            self.reduce_in_lanes(op, loops, &acc, k, term.tokens, exp, Some((quote!(__from), quote!(__to))))
         });
         self.no_move -= 1;
         let lanes = lanes?.tokens;
@@ -1258,7 +1259,12 @@ impl FnCx<'_> {
     /// Extrema skip NaN terms, as the loop does.
     ///
     /// With `first`, the outermost loop runs over that range (the bounds'
-    /// tokens) instead of its own.
+    /// tokens) instead of its own. With `exp`, the term is `e^exp` (an
+    /// `f32` sum, [`Self::exp_term`]): each run of sixteen computes its
+    /// arguments, then their exponentials at once through the function's
+    /// `__simd` form (the bits of `arith::exp_f32`), as a softmax row's
+    /// exponentials are.
+    #[allow(clippy::too_many_arguments)]
     fn reduce_in_lanes(
         &mut self,
         op: RedOp,
@@ -1266,6 +1272,7 @@ impl FnCx<'_> {
         acc: &Ident,
         k: ScalarKind,
         term: TokenStream,
+        exp: Option<TokenStream>,
         first: Option<(TokenStream, TokenStream)>,
     ) -> Result<Code, Bug> {
         let (l, outer) = loops.split_last().ok_or("a reduction in lanes without loops")?;
@@ -1316,16 +1323,37 @@ impl FnCx<'_> {
                 )
             }
         };
+        let run = match exp {
+            Some(arg) => {
+                self.uses_simd = true;
+                quote! {
+                    let mut __args: [f32; #n] = [0.0f32; #n];
+                    for __lane in 0..#n {
+                        let #i: i64 = #base + __lane as i64;
+                        __args[__lane] = #arg;
+                    }
+                    // SAFETY: the form `__simd` names runs on this
+                    // processor (it is the function's own form's).
+                    let __vals: [f32; #n] = unsafe { __simd::exp_f32(__args) };
+                    for __lane in 0..#n {
+                        #lanes[__lane] += __vals[__lane];
+                    }
+                }
+            }
+            None => quote! {
+                for __lane in 0..#n {
+                    let #i: i64 = #base + __lane as i64;
+                    #update
+                }
+            },
+        };
         let mut nest = quote! {
             let #last: i64 = #end;
             let mut #base: i64 = #start;
             // Saturating: a range longer than `i64::MAX` cannot
             // overflow the subtraction (its bounds are far apart).
             while #last.saturating_sub(#base) >= #n_i64 {
-                for __lane in 0..#n {
-                    let #i: i64 = #base + __lane as i64;
-                    #update
-                }
+                #run
                 #base += #n_i64;
             }
             for #i in #base..#last {
@@ -1346,6 +1374,23 @@ impl FnCx<'_> {
             }),
             Prec::Block,
         ))
+    }
+
+    /// The argument of a sum's term that is `e^x` in `f32` (`x`'s
+    /// tokens), which `reduce_in_lanes` computes sixteen at a time; None
+    /// for any other reduction or term.
+    fn exp_term(&mut self, op: RedOp, body: &Expr) -> Result<Option<TokenStream>, Bug> {
+        match &body.kind {
+            ExprKind::Intrinsic(Intrinsic::Exp, args)
+                if op == RedOp::Sum && LANES == 16 && body.ty == Repr::Scalar(ScalarKind::F32) =>
+            {
+                match args.as_slice() {
+                    [arg] => Ok(Some(self.expr(arg)?.tokens)),
+                    _ => Ok(None),
+                }
+            }
+            _ => Ok(None),
+        }
     }
 
     /// A value under where entries: zero (false) when a guard fails.
