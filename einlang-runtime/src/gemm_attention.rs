@@ -19,10 +19,10 @@ use super::{available_threads, corners, covers, extents, matmul_with, Error};
 /// in sixteen lanes over whole runs of sixteen and a tail, folded in lane
 /// order; each value `v` becomes `exp(v - max)` (`arith::exp_f32`); the
 /// sum of the new values in sixteen lanes and a tail, the lanes added up
-/// halving (`vmath::lanes::sum16`) then the tail, is returned. The same steps, in the same order,
-/// as a row definition `e[i, j] = exp(s[i, j] - m)` after `let m =
-/// max[j](s[i, j])` with its row sum (`codegen/rust/in_place.rs`), so
-/// the same bits.
+/// halving (`vmath::lanes::sum16`) then the tail, is returned. The same
+/// steps, in the same order, as a row definition `e[i, j] = exp(s[i, j] -
+/// m)` after `let m = max[j](s[i, j])` with its row sum
+/// (`codegen/rust/in_place.rs`), so the same bits.
 /// With `AVX512` (in code compiled for it), the exponentials of each run
 /// of sixteen through `vmath::lanes::avx512` (the same bits).
 #[inline(always)]
@@ -222,8 +222,8 @@ mod tests {
     /// The chain step by step: the product (times `scale`), a maximum
     /// over each row in sixteen lanes and a tail (lanes folded in order),
     /// `exp` of the difference, the sum in sixteen lanes (added halving)
-    /// and a tail, the second product, the division. Written here from the definition,
-    /// not through `softmax_row`.
+    /// and a tail, the second product, the division. Written here from
+    /// the definition, not through `softmax_row`.
     fn chain(
         q: ArrayView2<'_, f32>,
         kt: ArrayView2<'_, f32>,

@@ -1094,11 +1094,11 @@ impl FnCx<'_> {
         self.no_move += 1;
         let wheres = self.loop_wheres(wheres);
         let value = self.expr(body);
+        let exp = self.exp_term(op, body);
         self.no_move -= 1;
-        let (wheres, value) = (wheres?, value?);
+        let (wheres, value, exp) = (wheres?, value?, exp?);
         let label = matches!(op, RedOp::All | RedOp::Any).then(|| self.label(op.name()));
         if in_lanes(op, loops, wheres.is_empty(), k) {
-            let exp = self.exp_term(op, body)?;
             return self.reduce_in_lanes(op, loops, &acc, k, value.tokens, exp, None);
         }
 
@@ -1578,14 +1578,13 @@ pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
 /// into one (an expression): the runtime's `vmath::lanes::sum16`, halving
 /// (four dependent additions where the lanes in order waited on fifteen),
 /// the same call in every CPU form of a function. Inline, the tree made
-/// LLVM split the lanes across
-/// narrower registers in the loop that fills them (as a tree of
-/// neighbours, `(l0 + l1) + (l2 + l3)`, did: a sum of squares ran at half
-/// its speed); called, the loop keeps them in whole registers, and a sum of
-/// squares over rows of 64 to 1024 took 0.80-0.90 of the time it took with
-/// the lanes added in order. (An extremum keeps its comparisons in lane
-/// order: called the same way, LLVM compared and selected twice per run of
-/// its loop.)
+/// LLVM split the lanes across narrower registers in the loop that fills
+/// them (as a tree of neighbours, `(l0 + l1) + (l2 + l3)`, did: a sum of
+/// squares ran at half its speed); called, the loop keeps them in whole
+/// registers, and a sum of squares over rows of 64 to 1024 took 0.75-0.95
+/// of the time it took with the lanes added in order. (An extremum keeps
+/// its comparisons in lane order: called the same way, LLVM compared and
+/// selected twice per run of its loop.)
 pub(super) fn sum_of_lanes(lanes: &TokenStream) -> TokenStream {
     const _: () = assert!(LANES == 16, "the runtime adds sixteen lanes");
     let rt = crate::codegen::paths::rt_local();
