@@ -21,6 +21,9 @@
 //!   row)
 //! - the same rows, 16384 x 256, as a rank-3 tensor `[64, 256, 256]`
 //!   against the same fused loop
+//! - `std::ml::log_softmax` over rows (4096 x 1024, 16384 x 256) into a
+//!   reused buffer, timed in alternation with the softmax of the same rows
+//!   (the line onnxruntime's `LogSoftmax` is compared with);
 //! - softmax over the first axis (columns), 4096 x 1024: einlang vs a hand
 //!   loop (column statistics over blocks of columns in parallel, reading
 //!   rows; then the output rows in parallel)
@@ -118,6 +121,12 @@ einlang! {
         let e[n, c] = std::math::exp(x[n, c] - m[n]);
         let y[n, c] = e[n, c] * (1.0 / sum[k](e[n, k]));
         y
+    }
+
+    /// Row-wise log-softmax, `std::ml::log_softmax` (onnxruntime's
+    /// `LogSoftmax`).
+    pub fn log_softmax_rows(x: [f32; N, C]) -> [f32; N, C] {
+        std::ml::log_softmax(x)
     }
 
     /// Row-wise softmax of a rank-3 tensor (its two leading axes index the
@@ -742,6 +751,38 @@ fn softmax_into_reused(n: usize, c: usize, timed: bool) {
     );
 }
 
+/// `std::ml::log_softmax` over rows into a buffer reused from call to call,
+/// checked against a loop in `f64` first, then timed in alternation with
+/// the softmax of the same rows into a buffer of its own.
+fn log_softmax_into_reused(n: usize, c: usize, timed: bool) {
+    let x = Array2::from_shape_vec((n, c), data(n * c, 6)).unwrap();
+    let mut out = Array2::<f32>::zeros((n, c));
+    log_softmax_rows_into(&x, &mut out).expect("log_softmax_rows_into");
+    for (row, got) in x.rows().into_iter().zip(out.rows()) {
+        let m = row.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v as f64));
+        let lse = m + row.iter().map(|&v| (v as f64 - m).exp()).sum::<f64>().ln();
+        for (&v, &g) in row.iter().zip(got) {
+            let want = v as f64 - lse;
+            assert!((g as f64 - want).abs() <= 1e-5 * (1.0 + want.abs()), "log_softmax {g} against {want}");
+        }
+    }
+    if !timed {
+        return;
+    }
+    let mut other = Array2::<f32>::zeros((n, c));
+    let (t_log, t_soft) = common::paired(
+        15,
+        || log_softmax_rows_into(&x, &mut out).expect("log_softmax_rows_into"),
+        || softmax_into(&x, &mut other).expect("softmax_into"),
+    );
+    println!(
+        "log_softmax {n}x{c} into a reused buffer: einlang {:.3} ms, softmax into a reused buffer {:.3} ms, ratio {:.2}x",
+        t_log * 1e3,
+        t_soft * 1e3,
+        t_log / t_soft
+    );
+}
+
 /// The head split (`split_heads`) into a buffer reused from call to call,
 /// checked equal to the fresh form first, then timed in alternation with
 /// the fresh form and with a parallel copy of as many elements into a
@@ -1350,6 +1391,7 @@ fn main() {
         math_into(1001, false);
         sin64(1001, false);
         softmax_into_reused(8, 16, false);
+        log_softmax_into_reused(9, 37, false);
         split_heads_into_reused([2, 7, 3, 5], false);
         return;
     }
@@ -1377,6 +1419,8 @@ fn main() {
     if cases.iter().any(|c| c.group == "softmax") {
         softmax_into_reused(4096, 1024, true);
         softmax_into_reused(16384, 256, true);
+        log_softmax_into_reused(4096, 1024, true);
+        log_softmax_into_reused(16384, 256, true);
     }
     if cases.iter().any(|c| c.param.starts_with("permute")) {
         split_heads_into_reused([8, 512, 16, 64], true);

@@ -270,6 +270,14 @@ def cases():
         # same session (its result comes from its arena either way).
         out.append((f"softmax (readme) {rows}x{cols} into a reused buffer", None, lambda s=s, xs=xs: s.run(None, {"x": xs}), None))
 
+    # Log-softmax over the same rows (`std::ml::log_softmax` into a reused
+    # buffer; onnxruntime's `LogSoftmax`, its result from its arena).
+    for rows, cols in [(4096, 1024), (16384, 256)]:
+        xs = rng.standard_normal((rows, cols), dtype=np.float32)
+        s = session([helper.make_node("LogSoftmax", ["x"], ["y"], axis=1)], [f32("x", xs.shape)], [f32("y", xs.shape)])
+        assert np.allclose(s.run(None, {"x": xs})[0], np.log(softmax_numpy(xs)), rtol=1e-4, atol=1e-5)
+        out.append((f"log_softmax {rows}x{cols} into a reused buffer", None, lambda s=s, xs=xs: s.run(None, {"x": xs}), None))
+
     # The same short rows as a rank-3 tensor (the kernels bench's
     # `softmax_rank3`), softmax over its last axis.
     x3 = rng.standard_normal((64, 256, 256), dtype=np.float32)
