@@ -1380,15 +1380,8 @@ impl FnCx<'_> {
     /// tokens), which `reduce_in_lanes` computes sixteen at a time; None
     /// for any other reduction or term.
     fn exp_term(&mut self, op: RedOp, body: &Expr) -> Result<Option<TokenStream>, Bug> {
-        match &body.kind {
-            ExprKind::Intrinsic(Intrinsic::Exp, args)
-                if op == RedOp::Sum && LANES == 16 && body.ty == Repr::Scalar(ScalarKind::F32) =>
-            {
-                match args.as_slice() {
-                    [arg] => Ok(Some(self.expr(arg)?.tokens)),
-                    _ => Ok(None),
-                }
-            }
+        match exp_f32_argument(body) {
+            Some(arg) if op == RedOp::Sum && LANES == 16 => Ok(Some(self.expr(arg)?.tokens)),
             _ => Ok(None),
         }
     }
@@ -1572,6 +1565,18 @@ pub(super) fn vmath_name(i: Intrinsic, k: ScalarKind) -> Option<&'static str> {
         (I::Powf, false) => "pow_f64",
         _ => return None,
     })
+}
+
+/// The argument `x` of a value that is `e^x` in `f32`, which the
+/// sixteen-lane `exp` (`vmath::lanes`) computes.
+pub(super) fn exp_f32_argument(e: &Expr) -> Option<&Expr> {
+    match &e.kind {
+        ExprKind::Intrinsic(Intrinsic::Exp, args) if e.ty == Repr::Scalar(ScalarKind::F32) => match args.as_slice() {
+            [arg] => Some(arg),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The `LANES` partial sums of a float sum in the array `lanes` added

@@ -53,9 +53,8 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::expr::{in_lanes, sum_of_lanes, LANES};
+use super::expr::{exp_f32_argument, in_lanes, sum_of_lanes, LANES};
 use super::{types, Bug, FnCx, Ownership};
-use crate::base::intrinsic::Intrinsic;
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
 use crate::ir::visit::visit_var_uses;
@@ -278,12 +277,7 @@ impl FnCx<'_> {
 /// The argument of a row tensor whose value is `exp(arg)` of `f32`
 /// (computed a run of lanes at a time, `vmath::lanes`).
 fn exp_argument(e: &TensorDef) -> Option<&Expr> {
-    match &e.body.kind {
-        ExprKind::Intrinsic(Intrinsic::Exp, args) if args.len() == 1 && e.body.ty == Repr::Scalar(ScalarKind::F32) => {
-            args.first()
-        }
-        _ => None,
-    }
+    exp_f32_argument(&e.body)
 }
 
 /// Where a later sum of a definition's rows is read (`row_sum_of`): a
