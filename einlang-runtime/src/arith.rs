@@ -120,7 +120,8 @@ pub fn factorial<T: Int>(function: &str, n: T) -> Result<T, Error> {
 /// FMA, libm's `fmaf` otherwise), about a quarter fewer instructions than
 /// separate products and sums.
 /// At most 2 units in the last place from the exact value (the test
-/// below compares with `f64::exp` over the whole domain).
+/// below compares with `f64::exp` over the whole domain; 0.89 measured,
+/// see [`exp32::POLY`]).
 #[inline(always)]
 // The clamp is written out: NaN passes it (`f32::clamp` would too, but
 // says less about which way NaN goes).
@@ -150,8 +151,9 @@ pub fn exp_f32(x: f32) -> f32 {
 
 /// `e^c = er 2^n` as `(er, n)`, for `c` in `[-104, 89]`: the reduction
 /// `c = n ln 2 + r` (`ln 2` in two parts, so that `n ln 2` is exact) and
-/// the degree-6 polynomial for `e^r` of [`exp_f32`], which
-/// `vmath::exp_neg_f32` shares so that the two give the same bits.
+/// the degree-6 polynomial for `e^r` of [`exp_f32`] in Horner's form, six
+/// fused multiply-adds, which `vmath::exp_neg_f32` shares so that the two
+/// give the same bits.
 #[inline(always)]
 pub(crate) fn exp_reduced_f32(c: f32) -> (f32, i32) {
     use exp32::*;
@@ -160,7 +162,7 @@ pub(crate) fn exp_reduced_f32(c: f32) -> (f32, i32) {
     for k in &POLY[1..] {
         p = p.mul_add(r, *k);
     }
-    ((p * r).mul_add(r, r) + 1.0, ni)
+    (p.mul_add(r, 1.0).mul_add(r, 1.0), ni)
 }
 
 /// The constants of [`exp_f32`], which `vmath::lanes` shares so that its
@@ -172,11 +174,14 @@ pub(crate) mod exp32 {
     /// `ln 2` in two parts; `n * LN2_HI` is exact for the `n` that occur.
     pub const LN2_HI: f32 = 0.693_359_4;
     pub const LN2_LO: f32 = -2.121_944_4e-4;
-    /// `e^r = 1 + r + r^2 P(r)`, `P`'s coefficients from the highest power
-    /// (with the digits the fit gave).
+    /// `e^r = 1 + r (1 + r P(r))`, `P`'s coefficients from the highest
+    /// power (a degree-6 fit, with the digits the fit gave), evaluated in
+    /// Horner's form: 0.89 ulp at most from `e^x` over every `f32` of
+    /// `[-104, 89]` (measured against `f64`), where a degree-7
+    /// polynomial summed as `1 + (r + r^2 P)` was 1.02 ulp (99 values
+    /// above 1) in two more operations.
     #[allow(clippy::excessive_precision)]
-    pub const POLY: [f32; 6] =
-        [1.987_569_2e-4, 1.398_2e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 5.000_000_1e-1];
+    pub const POLY: [f32; 5] = [1.381_313_2e-3, 8.369_425e-3, 4.166_845_6e-2, 1.666_651_5e-1, 4.999_999_4e-1];
     /// The arguments are clamped to `[LOW, HIGH]` first: below, `e^x`
     /// rounds to 0; above, it is infinite.
     pub const LOW: f32 = -104.0;

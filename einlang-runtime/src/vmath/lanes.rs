@@ -122,7 +122,8 @@ pub mod avx512 {
             for k in &POLY[1..] {
                 p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(*k));
             }
-            let er = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0));
+            let one = _mm512_set1_ps(1.0);
+            let er = _mm512_fmadd_ps(_mm512_fmadd_ps(p, r, one), r, one);
             let y = _mm512_scalef_ps(er, n);
             let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
             let mut out = [0.0f32; 16];
