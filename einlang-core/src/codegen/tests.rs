@@ -461,3 +461,62 @@ fn scalar_functions_have_no_twin_and_inline() {
     assert!(!helper.contains("__wide") && rust[..act].ends_with("#[inline(always)]"), "{rust}");
     assert!(tensor.contains("__wide"), "{tensor}");
 }
+
+/// An exponential of `a - m`, `m` the maximum of `a` over the whole range
+/// of the exponential's index, takes the lanes' form for arguments at most
+/// zero (a fused softmax row, a sum of exponentials over a row, at the top
+/// level); one whose `m` is the maximum of something else, over a part of
+/// the range, or subtracted the other way takes the general one.
+#[test]
+fn exponentials_below_their_rows_maximum_skip_the_upper_clamp() {
+    let forms = |src: &str| {
+        let c = crate::compile_str(src, &crate::Options::default()).expect("compiles");
+        let rust = c.rust.to_string();
+        (rust.contains("exp_f32_nonpositive"), rust.contains("__simd :: exp_f32 ("))
+    };
+    let below = [
+        "pub fn f(x: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](x[n, c]);
+            let e[n, c] = std::math::exp(x[n, c] - m[n]);
+            let y[n, c] = e[n, c] / sum[k](e[n, k]);
+            y
+        }",
+        "pub fn f(x: [f32; N, C]) -> [f32; N, C] { std::ml::log_softmax(x) }",
+        "pub fn f(x: [f32; N]) -> f32 {
+            let m = max[i](x[i]);
+            m + std::math::ln(sum[i](std::math::exp(x[i] - m)))
+        }",
+        "pub fn f(x: [f32; N, C]) -> [f32; N] {
+            let m[n] = max[c](x[n, c] * 2.0);
+            let s[n] = sum[c](std::math::exp(x[n, c] * 2.0 - m[n]));
+            s
+        }",
+    ];
+    for src in below {
+        assert_eq!(forms(src), (true, false), "{src}");
+    }
+    let general = [
+        "pub fn f(x: [f32; N, C], z: [f32; N, C]) -> [f32; N, C] {
+            let m[n] = max[c](z[n, c]);
+            let e[n, c] = std::math::exp(x[n, c] - m[n]);
+            let y[n, c] = e[n, c] / sum[k](e[n, k]);
+            y
+        }",
+        "pub fn f(x: [f32; N]) -> f32 {
+            let m = max[i](x[i]);
+            std::math::ln(sum[i](std::math::exp(m - x[i])))
+        }",
+        "pub fn f(x: [f32; N, C]) -> [f32; N] {
+            let m[n] = max[c](x[n, c]);
+            let s[n] = sum[c](std::math::exp(x[n, c] * 2.0 - m[n]));
+            s
+        }",
+        "pub fn f(x: [f32; N]) -> f32 {
+            let m = max[i in 1..N](x[i]);
+            std::math::ln(sum[i](std::math::exp(x[i] - m)))
+        }",
+    ];
+    for src in general {
+        assert_eq!(forms(src), (false, true), "{src}");
+    }
+}

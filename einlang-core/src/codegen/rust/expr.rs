@@ -1094,7 +1094,7 @@ impl FnCx<'_> {
         self.no_move += 1;
         let wheres = self.loop_wheres(wheres);
         let value = self.expr(body);
-        let exp = self.exp_term(op, body);
+        let exp = self.exp_term(op, loops, body);
         self.no_move -= 1;
         let (wheres, value, exp) = (wheres?, value?, exp?);
         let label = matches!(op, RedOp::All | RedOp::Any).then(|| self.label(op.name()));
@@ -1204,7 +1204,7 @@ impl FnCx<'_> {
         let rt = self.rt.clone();
         let acc = derived(&format!("{}_", op.name()), &self.ident(loops[0].index)?, "");
         self.no_move += 1;
-        let term = self.expr(body).and_then(|term| Ok((term, self.exp_term(op, body)?)));
+        let term = self.expr(body).and_then(|term| Ok((term, self.exp_term(op, loops, body)?)));
         let lanes = term.and_then(|(term, exp)| {
             self.reduce_in_lanes(op, loops, &acc, k, term.tokens, exp, Some((quote!(__from), quote!(__to))))
         });
@@ -1259,11 +1259,12 @@ impl FnCx<'_> {
     /// Extrema skip NaN terms, as the loop does.
     ///
     /// With `first`, the outermost loop runs over that range (the bounds'
-    /// tokens) instead of its own. With `exp`, the term is `e^exp` (an
-    /// `f32` sum, [`Self::exp_term`]): each run of sixteen computes its
-    /// arguments, then their exponentials at once through the function's
-    /// `__simd` form (the bits of `arith::exp_f32`), as a softmax row's
-    /// exponentials are.
+    /// tokens) instead of its own. With `exp`, the term is `e^arg` (an
+    /// `f32` sum, [`Self::exp_term`]: the argument's tokens and the
+    /// `__simd` function that computes sixteen): each run of sixteen
+    /// computes its arguments, then their exponentials at once through the
+    /// function's `__simd` form (the bits of `arith::exp_f32`), as a
+    /// softmax row's exponentials are.
     #[allow(clippy::too_many_arguments)]
     fn reduce_in_lanes(
         &mut self,
@@ -1272,7 +1273,7 @@ impl FnCx<'_> {
         acc: &Ident,
         k: ScalarKind,
         term: TokenStream,
-        exp: Option<TokenStream>,
+        exp: Option<(TokenStream, TokenStream)>,
         first: Option<(TokenStream, TokenStream)>,
     ) -> Result<Code, Bug> {
         let (l, outer) = loops.split_last().ok_or("a reduction in lanes without loops")?;
@@ -1324,7 +1325,7 @@ impl FnCx<'_> {
             }
         };
         let run = match exp {
-            Some(arg) => {
+            Some((arg, exp)) => {
                 self.uses_simd = true;
                 quote! {
                     let mut __args: [f32; #n] = [0.0f32; #n];
@@ -1334,7 +1335,7 @@ impl FnCx<'_> {
                     }
                     // SAFETY: the form `__simd` names runs on this
                     // processor (it is the function's own form's).
-                    let __vals: [f32; #n] = unsafe { __simd::exp_f32(__args) };
+                    let __vals: [f32; #n] = unsafe { #exp(__args) };
                     for __lane in 0..#n {
                         #lanes[__lane] += __vals[__lane];
                     }
@@ -1377,13 +1378,66 @@ impl FnCx<'_> {
     }
 
     /// The argument of a sum's term that is `e^x` in `f32` (`x`'s
-    /// tokens), which `reduce_in_lanes` computes sixteen at a time; None
-    /// for any other reduction or term.
-    fn exp_term(&mut self, op: RedOp, body: &Expr) -> Result<Option<TokenStream>, Bug> {
-        match exp_f32_argument(body) {
-            Some(arg) if op == RedOp::Sum && LANES == 16 => Ok(Some(self.expr(arg)?.tokens)),
-            _ => Ok(None),
-        }
+    /// tokens) and the `__simd` function that computes sixteen of them
+    /// ([`exp_lanes`]), which `reduce_in_lanes` uses; None for any other
+    /// reduction or term.
+    fn exp_term(&mut self, op: RedOp, loops: &[Loop], body: &Expr) -> Result<Option<(TokenStream, TokenStream)>, Bug> {
+        let arg = match exp_f32_argument(body) {
+            Some(arg) if op == RedOp::Sum && LANES == 16 => arg,
+            _ => return Ok(None),
+        };
+        let nonpositive = match loops {
+            [l] => self.below_its_maximum(arg, l.index, |m| m.start == l.start && m.end == l.end),
+            _ => false,
+        };
+        Ok(Some((self.expr(arg)?.tokens, exp_lanes(nonpositive))))
+    }
+
+    /// Whether `arg`, an exponential's argument at each value of `index`,
+    /// is `a - m` where `m` is the maximum of `a` over `index`'s range,
+    /// without where entries: a scalar `let` (of a row prelude being
+    /// emitted, or of the function's top level) whose value is `max[k](a')`,
+    /// or a read `m[i..]` of a tensor defined as `m[j..] = max[k](a')` over
+    /// all its points, with `a'` being `a` at `k` (and at `i..`) and
+    /// `covers` accepting `k`'s loop. Then `a <= m` wherever `a` is a
+    /// number (a maximum skips NaN terms), and the argument is at most 0
+    /// (`-inf` included) or a NaN that the subtraction made quiet:
+    /// softmax's `exp(x - max(x))`, whose exponential needs neither its
+    /// upper clamp nor its NaN test ([`exp_lanes`]).
+    pub(super) fn below_its_maximum(&self, arg: &Expr, index: VarId, covers: impl Fn(&Loop) -> bool) -> bool {
+        let f32 = Repr::Scalar(ScalarKind::F32);
+        let ExprKind::Binary(BinOp::Sub, a, m) = &arg.kind else { return false };
+        let mut stmts = self.preludes.iter().flatten().chain(&self.f.body);
+        // The maximum's value, and its own indices as the read names them.
+        let (value, mut names) = match &m.kind {
+            ExprKind::Var(m) => {
+                let value = stmts.find_map(|s| match s {
+                    Stmt::Let { var, value } if var == m => Some(value),
+                    _ => None,
+                });
+                (value, Vec::new())
+            }
+            ExprKind::Read { tensor, indices, .. } => {
+                let def = stmts.find_map(|s| match s {
+                    Stmt::Tensor(def) if def.var == *tensor && def.domain_guards == 0 => Some(def),
+                    _ => None,
+                });
+                let Some(def) = def.filter(|def| def.axes.len() == indices.len()) else { return false };
+                let names = def.axes.iter().zip(indices).map(|(axis, i)| match i.kind {
+                    ExprKind::Var(v) => Some((axis.index, v)),
+                    _ => None,
+                });
+                let Some(names) = names.collect::<Option<Vec<_>>>() else { return false };
+                (Some(&def.body), names)
+            }
+            _ => return false,
+        };
+        let Some(Expr { kind: ExprKind::Reduce { op: RedOp::Max, loops, wheres, body }, ty }) = value else {
+            return false;
+        };
+        let [l] = loops.as_slice() else { return false };
+        names.push((l.index, index));
+        *ty == f32 && a.ty == f32 && wheres.is_empty() && covers(l) && renamed(body, &names) == **a
     }
 
     /// A value under where entries: zero (false) when a guard fails.
@@ -1577,6 +1631,34 @@ pub(super) fn exp_f32_argument(e: &Expr) -> Option<&Expr> {
         },
         _ => None,
     }
+}
+
+/// The `__simd` function that computes a run of sixteen `f32`
+/// exponentials: `exp_f32_nonpositive` where every argument is at most 0
+/// or a quiet NaN ([`FnCx::below_its_maximum`]), `exp_f32` elsewhere (the
+/// same bits on those arguments).
+pub(super) fn exp_lanes(nonpositive: bool) -> TokenStream {
+    if nonpositive {
+        quote!(__simd::exp_f32_nonpositive)
+    } else {
+        quote!(__simd::exp_f32)
+    }
+}
+
+/// `e` with every use of a variable `from` of `names` made a use of its
+/// `to`.
+fn renamed(e: &Expr, names: &[(VarId, VarId)]) -> Expr {
+    fn rename(e: &mut Expr, names: &[(VarId, VarId)]) {
+        if let ExprKind::Var(v) = &mut e.kind {
+            if let Some((_, to)) = names.iter().find(|(from, _)| from == v) {
+                *v = *to;
+            }
+        }
+        crate::ir::visit::for_each_child_mut(e, &mut |c| rename(c, names));
+    }
+    let mut e = e.clone();
+    rename(&mut e, names);
+    e
 }
 
 /// The `LANES` partial sums of a float sum in the array `lanes` added

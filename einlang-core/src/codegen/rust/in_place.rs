@@ -36,7 +36,10 @@
 //! same order (the same bits), so the row is not read a second time. An
 //! `f32` row `e[c] = exp(a)` takes each run's sixteen arguments at once
 //! (`__simd::exp_f32`, the function's CPU form's module of
-//! `vmath::lanes`: `vscalefps` in the AVX-512 twin, the same bits). An
+//! `vmath::lanes`: `vscalefps` in the AVX-512 twin, the same bits;
+//! `__simd::exp_f32_nonpositive`, without the upper clamp and the NaN
+//! test, where `a` is `x - m` with `m` the row's maximum of `x`,
+//! `FnCx::below_its_maximum`). An
 //! `f32` row whose value is `e[c] / d`, `d` the same along the row (the
 //! softmax's division by its sum), computes `d` once and divides the row
 //! in place (`__simd::div_f32_in_place`: through `d`'s reciprocal with an
@@ -53,7 +56,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::expr::{exp_f32_argument, in_lanes, sum_of_lanes, LANES};
+use super::expr::{exp_f32_argument, exp_lanes, in_lanes, sum_of_lanes, LANES};
 use super::{types, Bug, FnCx, Ownership};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
@@ -180,6 +183,11 @@ impl FnCx<'_> {
                 // form binds as `__simd` (`simd_form` in `rust/mod.rs`).
                 let run = match exp_argument(e) {
                     Some(arg) if LANES == 16 => {
+                        let axis = &e.axes[0];
+                        let nonpositive = self.below_its_maximum(arg, axis.index, |l| {
+                            l.start == axis.start && l.end.sub(&l.start) == axis.extent
+                        });
+                        let exp = exp_lanes(nonpositive);
                         let arg = self.expr(arg)?.tokens;
                         self.uses_simd = true;
                         quote! {
@@ -191,7 +199,7 @@ impl FnCx<'_> {
                             }
                             // SAFETY: the form `__simd` names runs on this
                             // processor (it is the function's own form's).
-                            __vals = unsafe { __simd::exp_f32(__args) };
+                            __vals = unsafe { #exp(__args) };
                         }
                     }
                     _ => quote! {
