@@ -136,17 +136,38 @@ pub fn exp_f32(x: f32) -> f32 {
         x
     };
     let (er, ni) = exp_reduced_f32(c);
-    // 2^n as 2^a * 2^b, both normal for n in [-151, 129].
-    let a = ni >> 1;
-    let b = ni - a;
-    let two_a = f32::from_bits(((a + 127) as u32) << 23);
-    let two_b = f32::from_bits(((b + 127) as u32) << 23);
-    let y = er * two_a * two_b;
+    let y = times_pow2(er, ni);
     if x.is_nan() {
         x
     } else {
         y
     }
+}
+
+/// [`exp_f32`] of an argument at most 0 (`-inf` included) or a quiet NaN
+/// (as a subtraction leaves one): its bits there, without the upper clamp,
+/// which such an argument never reaches, and the NaN test (a quiet NaN
+/// passes every operation unchanged). Generated code computes `exp(a -
+/// m)`, `m` the maximum of `a` along a row, with it
+/// (`vmath::lanes::portable::exp_f32_nonpositive`).
+#[inline(always)]
+pub fn exp_nonpositive_f32(x: f32) -> f32 {
+    let c = if x < exp32::LOW { exp32::LOW } else { x };
+    let (er, ni) = exp_reduced_f32(c);
+    times_pow2(er, ni)
+}
+
+/// `er 2^n` for `n` in `[-151, 129]` (any `n` when `er` is NaN), as `er
+/// 2^a 2^b` with both factors normal, so that results in the subnormal
+/// range round once, gradually, and results past the largest are
+/// infinite.
+#[inline(always)]
+fn times_pow2(er: f32, ni: i32) -> f32 {
+    let a = ni >> 1;
+    let b = ni - a;
+    let two_a = f32::from_bits(((a + 127) as u32) << 23);
+    let two_b = f32::from_bits(((b + 127) as u32) << 23);
+    er * two_a * two_b
 }
 
 /// `e^c = er 2^n` as `(er, n)`, for `c` in `[-104, 89]`: the reduction
@@ -189,13 +210,15 @@ pub(crate) mod exp32 {
 
     /// `c = n ln 2 + r` as `(r, n)`: `n` the nearest integer to `c log2
     /// e` (`|c| < 2^22`), `r` in fused operations with `ln 2` in two parts
-    /// (`n ln 2` exact), `|r| <= ln 2 / 2` and a little.
+    /// (`n ln 2` exact), `|r| <= ln 2 / 2` and a little. `n` multiplies
+    /// the negated parts (rather than `-n` the parts: the same values), so
+    /// that a NaN `c` comes out in `r` with its sign.
     #[inline(always)]
     pub fn reduce(c: f32) -> (f32, i32) {
         let shifted = c.mul_add(LOG2E, ROUND);
         let n = shifted - ROUND;
         let ni = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
-        ((-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, c)), ni)
+        (n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, c)), ni)
     }
 }
 
