@@ -121,7 +121,7 @@ pub fn factorial<T: Int>(function: &str, n: T) -> Result<T, Error> {
 /// separate products and sums.
 /// At most 2 units in the last place from the exact value (the test
 /// below compares with `f64::exp` over the whole domain; 0.89 measured,
-/// see [`exp32::POLY`]).
+/// see `exp32::POLY`).
 #[inline(always)]
 // The clamp is written out: NaN passes it (`f32::clamp` would too, but
 // says less about which way NaN goes).
