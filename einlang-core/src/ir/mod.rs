@@ -38,6 +38,7 @@
 pub mod affine;
 pub mod calls;
 pub mod cost;
+pub mod equiv;
 pub mod pretty;
 pub mod validate;
 pub mod visit;

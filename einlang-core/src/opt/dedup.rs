@@ -19,13 +19,13 @@
 //! - a read before `p` is first reshaped (while `p` is still there);
 //!
 //! and its value cannot fail (float or integer arithmetic on reads proven
-//! in bounds, `hoist::alpha_eq` compares nothing else). Only top-level
+//! in bounds, `ir::equiv::alpha_eq` compares nothing else). Only top-level
 //! statements are compared.
 
 use std::collections::HashMap;
 
-use super::hoist::alpha_eq;
 use crate::base::dim::Dim;
+use crate::ir::equiv::alpha_eq;
 use crate::ir::visit;
 use crate::ir::visit::{visit_stmt_var_uses, visit_var_uses};
 use crate::ir::{Expr, ExprKind, Function, Stmt, VarId};

@@ -406,7 +406,7 @@ fn find_shared(
                 if hit.is_none() {
                     let mut map: HashMap<VarId, VarId> =
                         inner.iter().map(|a| a.index).zip(loops.iter().copied()).collect();
-                    if super::hoist::alpha_eq(term, other, &mut map) {
+                    if crate::ir::equiv::alpha_eq(term, other, &mut map) {
                         hit = Some(opath.to_vec());
                     }
                 }

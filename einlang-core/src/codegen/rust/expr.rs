@@ -1,6 +1,6 @@
 //! Expressions.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
@@ -9,6 +9,7 @@ use super::{derived, is_plain, movable, types, Bug, Code, FnCx, Ownership, Prec}
 use crate::base::intrinsic::{FsOp, Intrinsic};
 use crate::base::ops::{BinOp, RedOp, UnOp};
 use crate::base::scalar::ScalarKind;
+use crate::ir::equiv::alpha_eq;
 use crate::ir::{Expr, ExprKind, FmtPart, Literal, Loop, Repr, Stmt, VarId, WhereEntry};
 
 /// The independent partial results of a float sum or extremum
@@ -1415,7 +1416,7 @@ impl FnCx<'_> {
                     Stmt::Let { var, value } if var == m => Some(value),
                     _ => None,
                 });
-                (value, Vec::new())
+                (value, HashMap::new())
             }
             ExprKind::Read { tensor, indices, .. } => {
                 let def = stmts.find_map(|s| match s {
@@ -1427,7 +1428,7 @@ impl FnCx<'_> {
                     ExprKind::Var(v) => Some((axis.index, v)),
                     _ => None,
                 });
-                let Some(names) = names.collect::<Option<Vec<_>>>() else { return false };
+                let Some(names) = names.collect::<Option<HashMap<_, _>>>() else { return false };
                 (Some(&def.body), names)
             }
             _ => return false,
@@ -1436,8 +1437,8 @@ impl FnCx<'_> {
             return false;
         };
         let [l] = loops.as_slice() else { return false };
-        names.push((l.index, index));
-        *ty == f32 && a.ty == f32 && wheres.is_empty() && covers(l) && renamed(body, &names) == **a
+        names.insert(l.index, index);
+        *ty == f32 && a.ty == f32 && wheres.is_empty() && covers(l) && alpha_eq(body, a, &mut names)
     }
 
     /// A value under where entries: zero (false) when a guard fails.
@@ -1643,22 +1644,6 @@ pub(super) fn exp_lanes(nonpositive: bool) -> TokenStream {
     } else {
         quote!(__simd::exp_f32)
     }
-}
-
-/// `e` with every use of a variable `from` of `names` made a use of its
-/// `to`.
-fn renamed(e: &Expr, names: &[(VarId, VarId)]) -> Expr {
-    fn rename(e: &mut Expr, names: &[(VarId, VarId)]) {
-        if let ExprKind::Var(v) = &mut e.kind {
-            if let Some((_, to)) = names.iter().find(|(from, _)| from == v) {
-                *v = *to;
-            }
-        }
-        crate::ir::visit::for_each_child_mut(e, &mut |c| rename(c, names));
-    }
-    let mut e = e.clone();
-    rename(&mut e, names);
-    e
 }
 
 /// The `LANES` partial sums of a float sum in the array `lanes` added

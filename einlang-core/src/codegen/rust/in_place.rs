@@ -181,7 +181,7 @@ impl FnCx<'_> {
                 // An `f32` exponential takes the run's arguments at once,
                 // through the form of `vmath::lanes` the function's CPU
                 // form binds as `__simd` (`simd_form` in `rust/mod.rs`).
-                let run = match exp_argument(e) {
+                let run = match exp_f32_argument(&e.body) {
                     Some(arg) if LANES == 16 => {
                         let axis = &e.axes[0];
                         let nonpositive = self.below_its_maximum(arg, axis.index, |l| {
@@ -280,12 +280,6 @@ impl FnCx<'_> {
             unsafe { __simd::div_f32_in_place(#ptr, #len, __d) };
         }))
     }
-}
-
-/// The argument of a row tensor whose value is `exp(arg)` of `f32`
-/// (computed a run of lanes at a time, `vmath::lanes`).
-fn exp_argument(e: &TensorDef) -> Option<&Expr> {
-    exp_f32_argument(&e.body)
 }
 
 /// Where a later sum of a definition's rows is read (`row_sum_of`): a
