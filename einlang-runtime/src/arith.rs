@@ -164,10 +164,7 @@ pub fn exp_nonpositive_f32(x: f32) -> f32 {
 #[inline(always)]
 fn times_pow2(er: f32, ni: i32) -> f32 {
     let a = ni >> 1;
-    let b = ni - a;
-    let two_a = f32::from_bits(((a + 127) as u32) << 23);
-    let two_b = f32::from_bits(((b + 127) as u32) << 23);
-    er * two_a * two_b
+    er * exp32::pow2i(a) * exp32::pow2i(ni.wrapping_sub(a))
 }
 
 /// `e^c = er 2^n` as `(er, n)`, for `c` in `[-104, 89]`: the reduction
@@ -207,6 +204,13 @@ pub(crate) mod exp32 {
     /// rounds to 0; above, it is infinite.
     pub const LOW: f32 = -104.0;
     pub const HIGH: f32 = 89.0;
+
+    /// `2^n` for `n` in `[-126, 127]` (other `n` give garbage, never a
+    /// panic), from its bits.
+    #[inline(always)]
+    pub fn pow2i(n: i32) -> f32 {
+        f32::from_bits((n.wrapping_add(127) as u32).wrapping_shl(23))
+    }
 
     /// `c = n ln 2 + r` as `(r, n)`: `n` the nearest integer to `c log2
     /// e` (`|c| < 2^22`), `r` in fused operations with `ln 2` in two parts

@@ -431,6 +431,7 @@ static SQUARE_AT_MOST: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomi
 /// # Safety
 ///
 /// As `square16` for 16, `square8` for 8.
+#[cfg(target_arch = "x86_64")]
 #[inline]
 unsafe fn square(side: usize, src: *const f32, src_stride: isize, dst: *mut MaybeUninit<f32>, dst_stride: isize) {
     // SAFETY: as the caller vouches for this side.
@@ -439,6 +440,24 @@ unsafe fn square(side: usize, src: *const f32, src_stride: isize, dst: *mut Mayb
             square16(src, src_stride, dst, dst_stride)
         } else {
             square8(src, src_stride, dst, dst_stride)
+        }
+    }
+}
+
+/// The same square element by element (`square_side` keeps other
+/// processors off this path; it is here so that the tile loop reads the
+/// same everywhere).
+///
+/// # Safety
+///
+/// The `side` x `side` elements read and written exist, and no other
+/// thread writes the ones written.
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn square(side: usize, src: *const f32, src_stride: isize, dst: *mut MaybeUninit<f32>, dst_stride: isize) {
+    for k in 0..side as isize {
+        for j in 0..side as isize {
+            // SAFETY: as the caller vouches.
+            unsafe { (*dst.offset(k * dst_stride + j)).write(*src.offset(j * src_stride + k)) };
         }
     }
 }
@@ -502,21 +521,6 @@ unsafe fn square16(src: *const f32, src_stride: isize, dst: *mut MaybeUninit<f32
     }
 }
 
-/// The same square element by element (`square_side` keeps other
-/// processors off this path).
-///
-/// # Safety
-///
-/// As the x86-64 form, without the processor.
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn square16(src: *const f32, src_stride: isize, dst: *mut MaybeUninit<f32>, dst_stride: isize) {
-    for k in 0..16isize {
-        for j in 0..16isize {
-            unsafe { (*dst.offset(k * dst_stride + j)).write(*src.offset(j * src_stride + k)) };
-        }
-    }
-}
-
 /// Transposes an 8 x 8 square of 4-byte elements: source row `r` (8
 /// contiguous elements at `src + r * src_stride`) becomes output column
 /// `r` (`dst + c * dst_stride + r`), in eight loads, 24 shuffles and eight
@@ -563,22 +567,6 @@ unsafe fn square8(src: *const f32, src_stride: isize, dst: *mut MaybeUninit<f32>
         ];
         for (k, v) in c.into_iter().enumerate() {
             _mm256_storeu_ps(dst.offset(k as isize * dst_stride), v);
-        }
-    }
-}
-
-/// The same square element by element (`square_side` keeps other
-/// processors off this path; it is here so that the tile loop reads the
-/// same everywhere).
-///
-/// # Safety
-///
-/// As the x86-64 form, without the processor.
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn square8(src: *const f32, src_stride: isize, dst: *mut MaybeUninit<f32>, dst_stride: isize) {
-    for k in 0..8isize {
-        for j in 0..8isize {
-            unsafe { (*dst.offset(k * dst_stride + j)).write(*src.offset(j * src_stride + k)) };
         }
     }
 }

@@ -59,15 +59,9 @@ pub use trig64::{cos_f64, sin_f64, tan_f64};
 
 // ---------------------------------------------------------------- f32 core
 
-// `log2 e`, and `ln 2` in two parts (`n * LN2_HI_F32` is exact for |n| <
-// 2^15): the exponential's (`arith::exp32`).
-use crate::arith::exp32::{LN2_HI as LN2_HI_F32, LN2_LO as LN2_LO_F32, LOG2E as LOG2E_F32};
-
-/// `2^n` for `n` in `[-126, 127]` (other `n` give garbage, never a panic).
-#[inline(always)]
-fn pow2i_f32(n: i32) -> f32 {
-    f32::from_bits((n.wrapping_add(127) as u32).wrapping_shl(23))
-}
+// `log2 e`, `ln 2` in two parts (`n * LN2_HI_F32` is exact for |n| <
+// 2^15) and `2^n` from its bits: the exponential's (`arith::exp32`).
+use crate::arith::exp32::{pow2i as pow2i_f32, LN2_HI as LN2_HI_F32, LN2_LO as LN2_LO_F32, LOG2E as LOG2E_F32};
 
 /// `e^x`: the exponential of `arith::exp_f32` (at most 2 ulp).
 #[inline(always)]
