@@ -19,6 +19,9 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
+#[cfg(target_arch = "x86_64")]
+use crate::permute::transpose16;
+
 use rayon::prelude::*;
 
 /// Rows of a micro-tile.
@@ -344,45 +347,6 @@ unsafe fn gather_panel(b: Mat, p0: usize, kc: usize, j0: usize, panel: &mut [f32
             _mm512_storeu_ps(out.add(kk * NR + 16), hi);
         }
     }
-}
-
-/// The transpose of a 16 x 16 block held as sixteen rows: element `c` of
-/// row `i` becomes element `i` of row `c`. Pairs of rows interleaved by
-/// elements, then by pairs (each 128-bit lane then holds four rows' values
-/// of one column), then the lanes of four such vectors brought together.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
-    // t[2i] lane L: r[2i][4L], r[2i+1][4L], r[2i][4L+1], r[2i+1][4L+1];
-    // t[2i+1] the same for 4L+2 and 4L+3.
-    let t: [__m512; 16] = std::array::from_fn(|x| {
-        let (a, b) = (r[x & !1], r[x | 1]);
-        if x % 2 == 0 {
-            _mm512_unpacklo_ps(a, b)
-        } else {
-            _mm512_unpackhi_ps(a, b)
-        }
-    });
-    // u[4g + c] lane L: column 4L + c of rows 4g..4g + 4.
-    let u: [__m512; 16] = std::array::from_fn(|x| {
-        let (g, c) = (x / 4, x % 4);
-        let (a, b) = (_mm512_castps_pd(t[4 * g + c / 2]), _mm512_castps_pd(t[4 * g + 2 + c / 2]));
-        _mm512_castpd_ps(if c % 2 == 0 { _mm512_unpacklo_pd(a, b) } else { _mm512_unpackhi_pd(a, b) })
-    });
-    let mut out = [_mm512_setzero_ps(); 16];
-    for c in 0..4 {
-        let (a, b, cc, d) = (u[c], u[4 + c], u[8 + c], u[12 + c]);
-        // Lanes 0, 1 of each group and lanes 2, 3, in group order.
-        let x0 = _mm512_shuffle_f32x4::<0b0100_0100>(a, b);
-        let x1 = _mm512_shuffle_f32x4::<0b1110_1110>(a, b);
-        let y0 = _mm512_shuffle_f32x4::<0b0100_0100>(cc, d);
-        let y1 = _mm512_shuffle_f32x4::<0b1110_1110>(cc, d);
-        out[c] = _mm512_shuffle_f32x4::<0b1000_1000>(x0, y0);
-        out[4 + c] = _mm512_shuffle_f32x4::<0b1101_1101>(x0, y0);
-        out[8 + c] = _mm512_shuffle_f32x4::<0b1000_1000>(x1, y1);
-        out[12 + c] = _mm512_shuffle_f32x4::<0b1101_1101>(x1, y1);
-    }
-    out
 }
 
 /// `c = a · b` for at most MR rows (`m <= MR`, `k > 0`; `gemm` gives it

@@ -480,45 +480,56 @@ unsafe fn square(side: usize, src: *const f32, src_stride: isize, dst: *mut Mayb
 unsafe fn square16(src: *const f32, src_stride: isize, dst: *mut MaybeUninit<f32>, dst_stride: isize) {
     use std::arch::x86_64::*;
     let dst = dst.cast::<f32>();
+    // SAFETY: the rows read and written are the square's, as the caller
+    // vouches; AVX-512F too.
     unsafe {
-        let r: [__m512; 16] = std::array::from_fn(|k| _mm512_loadu_ps(src.offset(k as isize * src_stride)));
-        // In each 128-bit lane `l`: pairs of rows interleaved, then
-        // `u[4 g + c]` is column `4 l + c` of rows `4 g..4 g + 4`.
-        let t: [__m512; 16] = std::array::from_fn(|k| {
-            let (a, b) = (r[k & !1], r[k | 1]);
-            if k % 2 == 0 {
-                _mm512_unpacklo_ps(a, b)
-            } else {
-                _mm512_unpackhi_ps(a, b)
-            }
-        });
-        let u: [__m512; 16] = std::array::from_fn(|k| {
-            let (g, c) = (k / 4, k % 4);
-            let (a, b) = (t[4 * g + c / 2], t[4 * g + 2 + c / 2]);
-            if c % 2 == 0 {
-                _mm512_shuffle_ps::<0b01_00_01_00>(a, b)
-            } else {
-                _mm512_shuffle_ps::<0b11_10_11_10>(a, b)
-            }
-        });
-        // Then the lanes: output row `4 l + c` is lane `l` of `u[c]`,
-        // `u[4 + c]`, `u[8 + c]`, `u[12 + c]`.
-        for c in 0..4 {
-            let v0 = _mm512_shuffle_f32x4::<0b10_00_10_00>(u[c], u[4 + c]);
-            let v1 = _mm512_shuffle_f32x4::<0b11_01_11_01>(u[c], u[4 + c]);
-            let w0 = _mm512_shuffle_f32x4::<0b10_00_10_00>(u[8 + c], u[12 + c]);
-            let w1 = _mm512_shuffle_f32x4::<0b11_01_11_01>(u[8 + c], u[12 + c]);
-            let rows = [
-                _mm512_shuffle_f32x4::<0b10_00_10_00>(v0, w0),
-                _mm512_shuffle_f32x4::<0b10_00_10_00>(v1, w1),
-                _mm512_shuffle_f32x4::<0b11_01_11_01>(v0, w0),
-                _mm512_shuffle_f32x4::<0b11_01_11_01>(v1, w1),
-            ];
-            for (l, v) in rows.into_iter().enumerate() {
-                _mm512_storeu_ps(dst.offset((4 * l + c) as isize * dst_stride), v);
-            }
+        let rows: [__m512; 16] = std::array::from_fn(|k| _mm512_loadu_ps(src.offset(k as isize * src_stride)));
+        for (c, v) in transpose16(rows).into_iter().enumerate() {
+            _mm512_storeu_ps(dst.offset(c as isize * dst_stride), v);
         }
     }
+}
+
+/// The transpose of a 16 x 16 block held as sixteen rows: element `c` of
+/// row `i` becomes element `i` of row `c` (`square16`, and the packing of
+/// the AVX-512 products' panels, `gemm_avx512::gather_panel`). Pairs of
+/// rows interleaved by elements, then by pairs (each 128-bit lane then
+/// holds four rows' values of one column), then the lanes of four such
+/// vectors brought together.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn transpose16(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64::__m512; 16] {
+    use std::arch::x86_64::*;
+    // t[2i] lane L: r[2i][4L], r[2i+1][4L], r[2i][4L+1], r[2i+1][4L+1];
+    // t[2i+1] the same for 4L+2 and 4L+3.
+    let t: [__m512; 16] = std::array::from_fn(|x| {
+        let (a, b) = (r[x & !1], r[x | 1]);
+        if x % 2 == 0 {
+            _mm512_unpacklo_ps(a, b)
+        } else {
+            _mm512_unpackhi_ps(a, b)
+        }
+    });
+    // u[4g + c] lane L: column 4L + c of rows 4g..4g + 4.
+    let u: [__m512; 16] = std::array::from_fn(|x| {
+        let (g, c) = (x / 4, x % 4);
+        let (a, b) = (_mm512_castps_pd(t[4 * g + c / 2]), _mm512_castps_pd(t[4 * g + 2 + c / 2]));
+        _mm512_castpd_ps(if c % 2 == 0 { _mm512_unpacklo_pd(a, b) } else { _mm512_unpackhi_pd(a, b) })
+    });
+    let mut out = [_mm512_setzero_ps(); 16];
+    for c in 0..4 {
+        let (a, b, cc, d) = (u[c], u[4 + c], u[8 + c], u[12 + c]);
+        // Lanes 0, 1 of each group and lanes 2, 3, in group order.
+        let x0 = _mm512_shuffle_f32x4::<0b0100_0100>(a, b);
+        let x1 = _mm512_shuffle_f32x4::<0b1110_1110>(a, b);
+        let y0 = _mm512_shuffle_f32x4::<0b0100_0100>(cc, d);
+        let y1 = _mm512_shuffle_f32x4::<0b1110_1110>(cc, d);
+        out[c] = _mm512_shuffle_f32x4::<0b1000_1000>(x0, y0);
+        out[4 + c] = _mm512_shuffle_f32x4::<0b1101_1101>(x0, y0);
+        out[8 + c] = _mm512_shuffle_f32x4::<0b1000_1000>(x1, y1);
+        out[12 + c] = _mm512_shuffle_f32x4::<0b1101_1101>(x1, y1);
+    }
+    out
 }
 
 /// Transposes an 8 x 8 square of 4-byte elements: source row `r` (8
