@@ -76,6 +76,18 @@ einlang! {
         h
     }
 
+    /// `f32` extrema in sixty-four lanes (`vmath::lanes::ExtremumF32`):
+    /// along rows, of a term with arithmetic, and over two loops.
+    pub fn extrema(x: [f32; N, C]) -> ([f32; N], [f32; N]) {
+        let hi[n] = max[c](x[n, c]);
+        let lo[n] = min[c](x[n, c] * 2.0);
+        (hi, lo)
+    }
+
+    pub fn whole_max(x: [f32; N, C]) -> f32 {
+        max[n, c](x[n, c])
+    }
+
     pub fn hash(a: [i32; N], b: [i32; N]) -> [i32; N] {
         let y[i] = a[i] * 16777619 + b[i] * b[i] - a[i] / (b[i] % 7 + 8);
         y
@@ -194,6 +206,35 @@ fn both_forms_compute_the_same_bits() {
     same_bits("padded convolution", || conv_same(&x, &k).expect("conv_same"));
     same_bits("convolution loss", || conv_loss(&x, &k).expect("conv_loss"));
     same_bits("convolution gradient", || conv_grad(&x, &k).expect("conv_grad"));
+    // Extrema over rows of every length around the runs of sixteen and
+    // sixty-four, with rows of only zeros of either sign and NaNs (which
+    // zero wins shows the order of every comparison), checked against a
+    // plain loop that skips NaN too.
+    for c in [0, 1, 15, 16, 17, 63, 64, 65, 100, 257] {
+        let n = 6;
+        let mut x: Array2<f32> = f32s(einlang::ndarray::Ix2(n, c), 14 + c as u64, 50.0);
+        for (r, mut row) in x.rows_mut().into_iter().enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                let k = (j * 7 + r * 3) % 5;
+                if r >= 3 {
+                    *v = [0.0, -0.0, -0.0, f32::NAN, 0.0][k];
+                } else if r == 2 && k == 0 {
+                    *v = f32::NAN;
+                }
+            }
+        }
+        same_bits("extrema", || extrema(&x).expect("extrema"));
+        same_bits("maximum over two loops", || whole_max(&x).expect("whole_max"));
+        let (hi, lo) = extrema(&x).expect("extrema");
+        for (r, row) in x.rows().into_iter().enumerate() {
+            let want_hi = row.iter().fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a });
+            let want_lo = row.iter().fold(f32::INFINITY, |a, &v| if 2.0 * v < a { 2.0 * v } else { a });
+            assert_eq!(hi[r], want_hi, "maximum of row {r} of {c}");
+            assert_eq!(lo[r], want_lo, "minimum of row {r} of {c}");
+        }
+        let want = x.iter().fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a });
+        assert_eq!(whole_max(&x).expect("whole_max"), want, "maximum of {n} x {c}");
+    }
     // A view with strides of its own (a transposed input).
     let t: Array2<f32> = f32s(einlang::ndarray::Ix2(40, 9), 11, 10.0);
     same_bits("softmax of a transposed view", || softmax(t.t()).expect("softmax"));

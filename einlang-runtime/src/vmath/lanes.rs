@@ -6,10 +6,11 @@
 //! Generated code computes a row's exponentials sixteen at a time where it
 //! also sums them, and divides a row by one value along it (softmax's
 //! division by the row's sum) in place (`codegen/rust/in_place.rs`), and
-//! calls `__simd::exp_f32` and `__simd::div_f32_in_place` there; each CPU
-//! form of a generated function binds `__simd` to its own module
-//! ([`avx512`] in the AVX-512 twin, [`portable`] elsewhere), since the
-//! forms share their code. The AVX-512 form applies `2^n` with one
+//! calls `__simd::exp_f32` and `__simd::div_f32_in_place` there; it keeps
+//! an `f32` maximum or minimum in `__simd::ExtremumF32`'s sixty-four lanes
+//! (`extremum`). Each CPU form of a generated function binds `__simd` to
+//! its own module ([`avx512`] in the AVX-512 twin, [`avx2`] in the AVX2
+//! twin, [`portable`] in the baseline), since the forms share their code. The AVX-512 form applies `2^n` with one
 //! `vscalefps` (one rounding of `er * 2^n`, gradual underflow and overflow
 //! included) where the element function multiplies by `2^a` and `2^b`
 //! built from bits: the same product rounded once, in about a third fewer
@@ -39,9 +40,14 @@ pub fn sum16<T: Copy + core::ops::Add<Output = T>>(lanes: [T; 16]) -> T {
     c[0]
 }
 
-/// The element functions on each lane: what the AVX2 twin and the baseline
-/// form compute (the loops vectorize as the element loops did).
+mod extremum;
+
+/// The element functions on each lane: what the baseline form computes,
+/// and the AVX2 twin but for extrema (the loops vectorize as the element
+/// loops did).
 pub mod portable {
+    pub use super::extremum::portable::ExtremumF32;
+
     /// `e^x` on each of sixteen lanes ([`crate::arith::exp_f32`]).
     ///
     /// # Safety
@@ -108,6 +114,8 @@ pub mod portable {
 #[cfg(target_arch = "x86_64")]
 pub mod avx512 {
     use std::arch::x86_64::*;
+
+    pub use super::extremum::avx512::ExtremumF32;
 
     use crate::arith::exp32::*;
 
@@ -284,6 +292,17 @@ pub mod avx512 {
 
 #[cfg(not(target_arch = "x86_64"))]
 pub use portable as avx512;
+
+/// The AVX2 forms: the portable element functions (compiled for AVX2
+/// inside the twin), the extremum in eight `ymm` registers.
+#[cfg(target_arch = "x86_64")]
+pub mod avx2 {
+    pub use super::extremum::avx2::ExtremumF32;
+    pub use super::portable::{div_f32_in_place, exp_f32, exp_f32_nonpositive, sigmoid_f32};
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub use portable as avx2;
 
 #[cfg(test)]
 mod tests {

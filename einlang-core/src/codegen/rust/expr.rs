@@ -1325,6 +1325,59 @@ impl FnCx<'_> {
                 )
             }
         };
+        // An `f32` extremum: four runs of sixteen lanes at a time in
+        // `__simd::ExtremumF32` (`vmath::lanes`), whose combination is the
+        // same in every CPU form.
+        let extremum = matches!(op, RedOp::Max | RedOp::Min) && k == ScalarKind::F32 && exp.is_none() && LANES == 16;
+        if extremum {
+            self.uses_simd = true;
+            let max = op == RedOp::Max;
+            let state = derived("extremum_", &i, "");
+            let run = |width: usize, step: &str| {
+                let (w, w_i64) = (types::usize_lit(width), types::i64_lit(width as i64));
+                let step = Ident::new(step, proc_macro2::Span::call_site());
+                quote! {
+                    while #last.saturating_sub(#base) >= #w_i64 {
+                        let mut __terms: [f32; #w] = [0.0f32; #w];
+                        for __lane in 0..#w {
+                            let #i: i64 = #base + __lane as i64;
+                            __terms[__lane] = #term;
+                        }
+                        // SAFETY: the form `__simd` names runs on this
+                        // processor (it is the function's own form's).
+                        unsafe { #state.#step(__terms) };
+                        #base += #w_i64;
+                    }
+                }
+            };
+            let (run64, run16) = (run(4 * LANES, "step64"), run(LANES, "step16"));
+            let mut nest = quote! {
+                let #last: i64 = #end;
+                let mut #base: i64 = #start;
+                // Saturating: a range longer than `i64::MAX` cannot
+                // overflow the subtraction (its bounds are far apart).
+                #run64
+                #run16
+                for #i in #base..#last {
+                    #add
+                }
+            };
+            for (l, (start, end)) in outer.iter().zip(outer_bounds).rev() {
+                let i = self.ident(l.index)?;
+                nest = quote!(for #i in #start..#end { #nest });
+            }
+            return Ok(Code::new(
+                quote!({
+                    // SAFETY: as the steps'.
+                    let mut #state = unsafe { __simd::ExtremumF32::<#max>::new() };
+                    let mut #tail: f32 = #init;
+                    #nest
+                    let #acc: f32 = unsafe { #state.finish(#tail) };
+                    #acc
+                }),
+                Prec::Block,
+            ));
+        }
         let run = match exp {
             Some((arg, exp)) => {
                 self.uses_simd = true;

@@ -266,7 +266,7 @@ pub fn emit_function(
         && f.params.iter().all(|&p| cx.info(p).is_ok_and(|i| matches!(i.ty, Repr::Scalar(_))))
         && loop_free(f);
     let body = if options.checked || options.baseline_only || scalar {
-        simd_form(&body, cx.uses_simd, false)
+        simd_form(&body, cx.uses_simd, Form::Portable)
     } else {
         wide_twin(&body, cx.uses_simd, &inner_params, &inner_args, &quote!(#result<#ret, #err>), avx512)
     };
@@ -361,8 +361,9 @@ fn wide_twin(
 ) -> TokenStream {
     let rt = paths::rt();
     let allow = super::allow_lints(quote!(unused_unsafe, unsafe_op_in_unsafe_fn,));
-    let body512 = simd_form(body, simd, true);
-    let body = simd_form(body, simd, false);
+    let body512 = simd_form(body, simd, Form::Avx512);
+    let body2 = simd_form(body, simd, Form::Avx2);
+    let body = simd_form(body, simd, Form::Portable);
     let widest = if avx512 {
         quote! {
             #allow
@@ -386,7 +387,7 @@ fn wide_twin(
             #allow
             #[target_feature(enable = "avx2,fma")]
             unsafe fn __wide(#(#params),*) -> #ret {
-                #body
+                #body2
             }
             if #rt::cpu::wide() {
                 // SAFETY: the processor has AVX2 and FMA (`cpu::wide`).
@@ -397,16 +398,30 @@ fn wide_twin(
     }
 }
 
+/// The instruction set a CPU form of a generated function is compiled for,
+/// which names its module of `vmath::lanes`.
+#[derive(Clone, Copy)]
+enum Form {
+    Portable,
+    Avx2,
+    Avx512,
+}
+
 /// `body` with `__simd` bound to the module of `vmath::lanes` its CPU form
-/// runs (`avx512` in the AVX-512 twin, `portable` in the others) when it
-/// calls it (`simd`: the runs of lanes of `in_place.rs`): the forms share
-/// their tokens.
-fn simd_form(body: &TokenStream, simd: bool, avx512: bool) -> TokenStream {
+/// runs (`avx512` in the AVX-512 twin, `avx2` in the AVX2 twin, `portable`
+/// in the others) when it calls it (`simd`: the runs of lanes of
+/// `in_place.rs`, the extrema of `reduce_in_lanes`): the forms share their
+/// tokens.
+fn simd_form(body: &TokenStream, simd: bool, form: Form) -> TokenStream {
     if !simd {
         return body.clone();
     }
     let rt = paths::rt();
-    let form = if avx512 { quote!(avx512) } else { quote!(portable) };
+    let form = match form {
+        Form::Portable => quote!(portable),
+        Form::Avx2 => quote!(avx2),
+        Form::Avx512 => quote!(avx512),
+    };
     quote! {
         #[allow(unused_imports)]
         use #rt::vmath::lanes::#form as __simd;
