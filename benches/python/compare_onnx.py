@@ -6,8 +6,9 @@ reads einlang's median times from their summaries, then times the same
 shapes with onnxruntime (one graph per kernel, `intra_op_num_threads` set
 to the machine's cores) and with numpy, and prints the ratios.
 
-    pip install onnxruntime onnx numpy
-    python3 benches/python/compare_onnx.py            # everything
+    python3 benches/python/compare_onnx.py            # everything (installs
+                                                      # onnxruntime, onnx and numpy
+                                                      # with pip when missing)
     python3 benches/python/compare_onnx.py --no-cargo # onnxruntime and numpy only
     python3 benches/python/compare_onnx.py --only products --rounds 3
                                                       # the product-shaped cases (benches/products.rs)
@@ -25,14 +26,20 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 try:
+    import numpy as np
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper
 except ImportError:
-    sys.exit("needs onnxruntime and onnx: pip install onnxruntime onnx numpy")
+    # Installs what it needs, as a newcomer would by hand.
+    print("installing onnxruntime, onnx and numpy (pip)", file=sys.stderr)
+    if subprocess.call([sys.executable, "-m", "pip", "install", "-q", "onnxruntime", "onnx", "numpy"]) != 0:
+        sys.exit("needs onnxruntime and onnx: pip install onnxruntime onnx numpy")
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORES = os.cpu_count() or 1
@@ -65,7 +72,12 @@ def peak_gflops():
 
 
 def median_ms(f, runs=15):
-    f()
+    # Three untimed calls: with one, the first case of each shape ran at
+    # up to twice the time of the same session timed again right after
+    # (the allocator settling on its output's memory, the thread pool
+    # waking).
+    for _ in range(3):
+        f()
     times = []
     for _ in range(runs):
         t = time.perf_counter()
