@@ -1,5 +1,6 @@
 //! Float sums, maxima and minima run their innermost loop in sixteen
-//! independent lanes, combined at the end (`codegen/rust/expr.rs`,
+//! independent lanes (`f32` maxima and minima in sixty-four, four runs of
+//! sixteen at once), combined at the end (`codegen/rust/expr.rs`,
 //! `reduce_in_lanes`), over one loop or several. Extrema are those of the
 //! sequential loop: NaN terms are skipped, an empty or all-NaN range gives
 //! the operation's identity (`-inf` for a maximum, `inf` for a minimum),
@@ -36,6 +37,23 @@ einlang! {
     // over a triangle (runs of every length).
     pub fn whole(x: [f64; N, C]) -> (f64, f64, f64) {
         (sum[n, c](x[n, c] * 0.5), max[n, c](x[n, c]), min[c, n](x[n, c]))
+    }
+
+    // `f32` extrema keep four runs of sixteen lanes at once
+    // (`vmath::lanes::ExtremumF32`): rows, a term with arithmetic, and a
+    // long vector that `par::reduce` splits across threads.
+    pub fn row_max32(x: [f32; N, C]) -> [f32; N] {
+        let m[n] = max[c](x[n, c]);
+        m
+    }
+
+    pub fn row_min32_shifted(x: [f32; N, C]) -> [f32; N] {
+        let m[n] = min[c](x[n, c] - 1.0);
+        m
+    }
+
+    pub fn vec_max32(x: [f32; N]) -> f32 {
+        max[i](x[i])
     }
 
     pub fn triangle(x: [f64; N, N]) -> f64 {
@@ -109,6 +127,45 @@ fn all_nan_and_empty_rows_give_the_identity() {
     assert_eq!(row_min(&x).unwrap(), Array1::from_elem(2, f64::INFINITY));
     let empty = Array2::<f64>::zeros((3, 0));
     assert_eq!(row_max(&empty).unwrap(), Array1::from_elem(3, f64::NEG_INFINITY));
+}
+
+/// The `f32` extrema on rows of every length around the runs of sixteen
+/// and sixty-four (prime ones among them), with NaNs, infinities and zeros
+/// among the terms, and on vectors long enough to be split across
+/// threads, on one to three threads: the loop's values.
+#[test]
+fn f32_extrema_match_the_loop_on_one_to_three_threads() {
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut draw = move || {
+        let k = (next() % 40) as u8;
+        value(k, ((next() % 20001) as f64 - 10000.0) / 64.0) as f32
+    };
+    for threads in 1..=3 {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        pool.install(|| {
+            for c in [0usize, 1, 7, 13, 16, 17, 31, 63, 64, 65, 97, 128, 129, 200, 257] {
+                let x = Array2::from_shape_fn((5, c), |_| draw());
+                let (mx, mn) = (row_max32(&x).unwrap(), row_min32_shifted(&x).unwrap());
+                for i in 0..5 {
+                    let want_max = fold(x.row(i).iter().map(|&v| v as f64), true);
+                    let want_min = fold(x.row(i).iter().map(|&v| (v - 1.0) as f64), false);
+                    assert!(same(mx[i] as f64, want_max), "max of row {i} of {c}, {threads} threads");
+                    assert!(same(mn[i] as f64, want_min), "min of row {i} of {c}, {threads} threads");
+                }
+            }
+            for n in [1usize, 7, 65, 4099, 100_003] {
+                let x: Array1<f32> = (0..n).map(|_| draw()).collect();
+                let want = fold(x.iter().map(|&v| v as f64), true);
+                assert!(same(vec_max32(&x).unwrap() as f64, want), "max of {n}, {threads} threads");
+            }
+        });
+    }
 }
 
 #[test]
