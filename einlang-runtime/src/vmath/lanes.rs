@@ -10,7 +10,8 @@
 //! an `f32` maximum or minimum in `__simd::ExtremumF32`'s sixty-four lanes
 //! (`extremum`). Each CPU form of a generated function binds `__simd` to
 //! its own module ([`avx512`] in the AVX-512 twin, [`avx2`] in the AVX2
-//! twin, [`portable`] in the baseline), since the forms share their code. The AVX-512 form applies `2^n` with one
+//! twin, [`portable`] in the baseline), since the forms share their code.
+//! The AVX-512 form applies `2^n` with one
 //! `vscalefps` (one rounding of `er * 2^n`, gradual underflow and overflow
 //! included) where the element function multiplies by `2^a` and `2^b`
 //! built from bits: the same product rounded once, in about a third fewer

@@ -1340,6 +1340,8 @@ impl FnCx<'_> {
             self.uses_simd = true;
             let max = op == RedOp::Max;
             let state = derived("extremum_", &i, "");
+            // Saturating: a range longer than `i64::MAX` cannot overflow
+            // the subtraction (its bounds are far apart).
             let run = |width: usize, step: &str| {
                 let (w, w_i64) = (types::usize_lit(width), types::i64_lit(width as i64));
                 let step = Ident::new(step, proc_macro2::Span::call_site());
@@ -1361,8 +1363,6 @@ impl FnCx<'_> {
             let mut nest = quote! {
                 let #last: i64 = #end;
                 let mut #base: i64 = #start;
-                // Saturating: a range longer than `i64::MAX` cannot
-                // overflow the subtraction (its bounds are far apart).
                 #run64
                 #run16
                 for #i in #base..#last {
