@@ -52,8 +52,13 @@ pub mod checkpoint {
 /// [`cpu::set_baseline_only`] (or `EINLANG_CPU=baseline` in the environment)
 /// keeps every function on the baseline form, for example to time it;
 /// [`cpu::set_avx2_only`] (or `EINLANG_CPU=avx2`) keeps them off AVX-512.
+/// On Intel's processors a result of many times the level-2 caches is
+/// written with non-temporal stores ([`cpu::Streaming`]);
+/// [`cpu::set_streaming`] (or `EINLANG_STREAM=never` / `always`) turns
+/// that off or on everywhere, with the same bits either way.
 pub mod cpu {
     pub use einlang_runtime::cpu::{set_avx2_only, set_baseline_only, wide, wide512};
+    pub use einlang_runtime::stream::{set_streaming, streaming, Streaming};
 }
 
 /// Processes working together on `#[shard(B)]` functions: the [`dist::World`]

@@ -163,6 +163,39 @@ fn amd_family() -> Option<u32> {
     Some(if base == 0xf { base + extended } else { base })
 }
 
+/// The size in bytes of one core's level-2 cache when the processor is
+/// Intel's (read from `cpuid` leaf 4 once): where results that outgrow
+/// the caches are written with non-temporal stores (see `stream`), `None`
+/// on other vendors and targets.
+pub fn intel_l2_bytes() -> Option<usize> {
+    static DETECTED: OnceLock<Option<usize>> = OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{__cpuid, __cpuid_count};
+            let vendor = __cpuid(0);
+            let name = [vendor.ebx, vendor.edx, vendor.ecx].map(u32::to_le_bytes).concat();
+            if name != b"GenuineIntel" || vendor.eax < 4 {
+                return None;
+            }
+            // Leaf 4 lists the caches one sub-leaf each until a null type.
+            (0..16).map(|i| __cpuid_count(4, i)).take_while(|c| c.eax & 0x1f != 0).find_map(|c| {
+                let level = (c.eax >> 5) & 0x7;
+                let data = matches!(c.eax & 0x1f, 1 | 3);
+                let ways = ((c.ebx >> 22) & 0x3ff) as usize + 1;
+                let partitions = ((c.ebx >> 12) & 0x3ff) as usize + 1;
+                let line = (c.ebx & 0xfff) as usize + 1;
+                let sets = c.ecx as usize + 1;
+                (level == 2 && data).then_some(ways * partitions * line * sets)
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+    })
+}
+
 /// Makes every generated function run its baseline form (`true`) or the
 /// fastest form the processor has (`false`, the default), for the whole
 /// process: to compare the two, or to time the baseline.
@@ -192,6 +225,36 @@ mod tests {
         };
         let zen4 = vendor == "AuthenticAMD" && family == "25" && flags.split(' ').any(|f| f == "avx512f");
         assert_eq!(splits_512(), zen4, "{vendor}, family {family}");
+    }
+
+    /// `intel_l2_bytes` against the level-2 cache Linux reports for the
+    /// first processor, on Intel's processors; `None` on others.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn an_intel_level_2_cache_is_the_one_linux_reports() {
+        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else { return };
+        let intel = info.lines().any(|l| l.starts_with("vendor_id") && l.ends_with("GenuineIntel"));
+        if !intel {
+            assert_eq!(intel_l2_bytes(), None);
+            return;
+        }
+        let dir = "/sys/devices/system/cpu/cpu0/cache";
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let read = |path: std::path::PathBuf, name: &str| std::fs::read_to_string(path.join(name)).unwrap_or_default();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if read(path.clone(), "level").trim() == "2" && read(path.clone(), "type").trim() != "Instruction" {
+                let size = read(path, "size");
+                let size = size.trim();
+                let (digits, unit) = match size.strip_suffix('K') {
+                    Some(d) => (d, 1 << 10),
+                    None => (size.strip_suffix('M').unwrap_or(size), 1 << 20),
+                };
+                let Ok(n) = digits.parse::<usize>() else { return };
+                assert_eq!(intel_l2_bytes(), Some(n * unit), "{size}");
+                return;
+            }
+        }
     }
 
     #[test]

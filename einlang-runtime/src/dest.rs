@@ -29,7 +29,7 @@ use std::mem::MaybeUninit;
 use ndarray::{Array, Array2, ArrayView, ArrayView2, ArrayViewMut, Dimension, IntoDimension, Ix2, LinalgScalar};
 use rayon::prelude::*;
 
-use crate::par::{check_size, fill_slice, PAR_THRESHOLD};
+use crate::par::{check_size, fill_slice, fill_slice_uninit, PAR_THRESHOLD};
 use crate::Error;
 
 /// Where one tensor of a result goes: nowhere (the result is returned), or
@@ -275,7 +275,8 @@ where
     check_size::<T, D>(function, &dim)?;
     // (By the caller's promise `body` writes whole values only.)
     if let Some(elems) = out.target_uninit(function, &dim)? {
-        fill_slice(elems, dim.slice(), cost_per_point, rows.max(1), body)?;
+        // SAFETY: the caller's promise.
+        unsafe { fill_slice_uninit(elems, dim.slice(), cost_per_point, rows.max(1), body) }?;
         return out.written(function, dim.ndim());
     }
     // SAFETY: the caller's promise.

@@ -28,6 +28,7 @@ pub mod permute;
 pub mod pool;
 pub mod rec;
 pub mod shape;
+pub mod stream;
 pub mod value;
 pub mod vmath;
 

@@ -402,10 +402,13 @@ where
     let dim = shape.into_dimension();
     check_size::<T, D>(function, &dim)?;
     let mut out = crate::pool::try_uninit::<T, D>(function, "", dim)?;
-    fill_chunks(function, &mut out, cost_per_point, rows.max(1), body)?;
-    // SAFETY: `fill_chunks` handed every element to `body` in exactly one
-    // chunk and every call returned `Ok`, so by the caller's promise every
-    // element is initialized.
+    let shape = out.raw_dim();
+    let elems = new_slice(function, &mut out)?;
+    // SAFETY: the caller's promise.
+    unsafe { fill_slice_uninit(elems, shape.slice(), cost_per_point, rows.max(1), body) }?;
+    // SAFETY: `fill_slice_uninit` handed every element to `body` in
+    // exactly one chunk and every call returned `Ok`, so by the caller's
+    // promise every element is initialized.
     Ok(unsafe { out.assume_init() })
 }
 
@@ -445,6 +448,31 @@ where
     let shape = out.raw_dim();
     let slice = new_slice(function, out)?;
     fill_slice(slice, shape.slice(), cost_per_point, rows, body)
+}
+
+/// [`fill_slice`] over elements the body initializes, streamed to memory
+/// when the result outgrows the caches (see [`crate::stream`]).
+///
+/// # Safety
+///
+/// When `body` returns `Ok(())` for a chunk, it has initialized every
+/// element of it, writing whole values only.
+pub(crate) unsafe fn fill_slice_uninit<T, F>(
+    elems: &mut [MaybeUninit<T>],
+    shape: &[usize],
+    cost_per_point: u64,
+    rows: usize,
+    body: F,
+) -> Result<(), Error>
+where
+    T: Copy + Send,
+    F: Fn(usize, &mut [MaybeUninit<T>]) -> Result<(), Error> + Sync + Send,
+{
+    // SAFETY: the caller's promise.
+    match unsafe { crate::stream::fill_slice(elems, shape, cost_per_point, rows, &body) } {
+        Some(outcome) => outcome,
+        None => fill_slice(elems, shape, cost_per_point, rows, body),
+    }
 }
 
 /// [`fill_chunks`] over the elements of a tensor of `shape` in memory order

@@ -7,6 +7,7 @@
 //! run a loop nest (on several threads, in blocks); the estimate itself
 //! says nothing about how.
 
+use crate::base::intrinsic::Intrinsic;
 use crate::ir::{CollectStep, Expr, ExprKind, FmtPart, WhereEntry};
 
 /// A rough count of scalar operations to evaluate `e` once. Loops whose
@@ -20,7 +21,8 @@ pub fn expr_cost(e: &Expr) -> u64 {
         K::Lit(_) | K::Var(_) | K::Dim(_) => 0,
         K::Unary(_, x) | K::Cast(x, _) | K::Field(x, _) => expr_cost(x),
         K::Binary(_, a, b) => expr_cost(a) + expr_cost(b),
-        K::Intrinsic(_, args) | K::Tuple(args) => args.iter().map(expr_cost).sum::<u64>() + 4,
+        K::Intrinsic(f, args) => args.iter().map(expr_cost).sum::<u64>() + intrinsic_cost(*f),
+        K::Tuple(args) => args.iter().map(expr_cost).sum::<u64>() + 4,
         K::Call { args, .. } => args.iter().map(expr_cost).sum::<u64>() + 64,
         K::Read { indices, .. } | K::View { indices, .. } => indices.iter().map(expr_cost).sum(),
         K::Reduce { loops, wheres, body, .. } => {
@@ -71,4 +73,40 @@ pub fn expr_cost(e: &Expr) -> u64 {
         }
     };
     own.saturating_add(children)
+}
+
+/// The operations of one intrinsic beyond its arguments': a few for those
+/// one or two instructions compute (a square root, a rounding, a
+/// comparison), more for the polynomial approximations (`exp`, `tanh`,
+/// `sin`, `erf`, a power: a range reduction and a dozen or more fused
+/// operations, `vmath`), and a loop's worth for the integer ones that
+/// iterate.
+fn intrinsic_cost(f: Intrinsic) -> u64 {
+    use Intrinsic as I;
+    match f {
+        I::Sqrt | I::Abs | I::Floor | I::Ceil | I::Round | I::Trunc | I::Min | I::Max | I::Powi => 4,
+        I::Gcd | I::Lcm | I::Factorial | I::IntPow => 32,
+        I::Exp
+        | I::Ln
+        | I::Log10
+        | I::Log2
+        | I::Log1p
+        | I::Expm1
+        | I::Sin
+        | I::Cos
+        | I::Tan
+        | I::Asin
+        | I::Acos
+        | I::Atan
+        | I::Sinh
+        | I::Cosh
+        | I::Tanh
+        | I::Asinh
+        | I::Acosh
+        | I::Atanh
+        | I::Erf
+        | I::Sigmoid
+        | I::Atan2
+        | I::Powf => 16,
+    }
 }

@@ -44,11 +44,11 @@ fn attention_runs_per_head_with_the_softmax_rows_inside() {
                       reference tensor s[i in 0..N, j in 0..N]: f32 (cost 643) = (sum[d in 0..D] (read q[h_5, i, d] unchecked) * (read k[h_5, j, d] unchecked)) / 8.0f32
                     rows of e, once per i_3:
                         let m: f32 = max[j_2 in 0..N] read s[i_3, j_2] unchecked
-                        tensor e[i_3 in 0..N, j_3 in 0..N]: f32 (cost 267) = exp((read s[i_3, j_3] unchecked) - m)
+                        tensor e[i_3 in 0..N, j_3 in 0..N]: f32 (cost 279) = exp((read s[i_3, j_3] unchecked) - m)
                     gemm y_mm = e[0, 1] x v[0, 1, 2] (one batch h_5, m N, n D, k N): f32
                       reference tensor y_mm[i_6 in 0..N, d_3 in 0..D]: f32 (cost 577) = sum[j_5 in 0..N] (read e[i_6, j_5] unchecked) * (read v[h_5, j_5, d_3] unchecked)
                     tensor z[i_4 in 0..N]: f32 (cost 257) = sum[j_4 in 0..N] read e[i_4, j_4] unchecked
-                    tensor y[h_5 in 0..H, i_5 in 0..N, d_2 in 0..D]: f32 (cost 1750) = (read y_mm[i_5, d_2] unchecked) / (read z[i_5] unchecked)
+                    tensor y[h_5 in 0..H, i_5 in 0..N, d_2 in 0..D]: f32 (cost 1762) = (read y_mm[i_5, d_2] unchecked) / (read z[i_5] unchecked)
                 result y
             }
         "#]],
@@ -78,10 +78,10 @@ fn operands_with_the_batch_axis_second_are_read_at_the_batch() {
                 rows of y, once per h_3:
                     gemm a = x[1, 0, 2] x w[0, 1, 2] (one batch h_3, m N, n F, k D): f64
                       reference tensor a[i in 0..N, f in 0..F]: f64 (cost 641) = sum[d in 0..D] (read x[i, h_3, d] unchecked) * (read w[h_3, d, f] unchecked)
-                    tensor t[i_2 in 0..N, f_2 in 0..F]: f64 (cost 10) = tanh(read a[i_2, f_2] unchecked) + 1.0f64
+                    tensor t[i_2 in 0..N, f_2 in 0..F]: f64 (cost 22) = tanh(read a[i_2, f_2] unchecked) + 1.0f64
                     gemm y_mm = t[0, 1] x u[0, 1, 2] (one batch h_3, m N, n D, k F): f64
                       reference tensor y_mm[i_4 in 0..N, d_3 in 0..D]: f64 (cost 577) = sum[f_3 in 0..F] (read t[i_4, f_3] unchecked) * (read u[h_3, f_3, d_3] unchecked)
-                    tensor y[h_3 in 0..H, i_3 in 0..N, d_2 in 0..D]: f64 (cost 1236) = (read y_mm[i_3, d_2] unchecked) - (read x[i_3, h_3, d_2] unchecked)
+                    tensor y[h_3 in 0..H, i_3 in 0..N, d_2 in 0..D]: f64 (cost 1248) = (read y_mm[i_3, d_2] unchecked) - (read x[i_3, h_3, d_2] unchecked)
                 result y
             }
         "#]],
