@@ -468,11 +468,13 @@ where
     T: Copy + Send,
     F: Fn(usize, &mut [MaybeUninit<T>]) -> Result<(), Error> + Sync + Send,
 {
-    // SAFETY: the caller's promise.
-    match unsafe { crate::stream::fill_slice(elems, shape, cost_per_point, rows, &body) } {
-        Some(outcome) => outcome,
-        None => fill_slice(elems, shape, cost_per_point, rows, body),
+    if crate::stream::chosen(std::mem::size_of_val(elems), cost_per_point) {
+        // SAFETY: the caller's promise.
+        if let Some(outcome) = unsafe { crate::stream::staged(elems, shape, cost_per_point, rows, &body) } {
+            return outcome;
+        }
     }
+    fill_slice(elems, shape, cost_per_point, rows, body)
 }
 
 /// [`fill_chunks`] over the elements of a tensor of `shape` in memory order

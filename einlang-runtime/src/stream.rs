@@ -98,7 +98,7 @@ pub const MAX_COST: u64 = 8;
 
 /// Whether a result of `bytes` whose body costs `cost_per_point` is
 /// streamed now.
-fn chosen(bytes: usize, cost_per_point: u64) -> bool {
+pub(crate) fn chosen(bytes: usize, cost_per_point: u64) -> bool {
     if !cfg!(target_arch = "x86_64") {
         return false;
     }
@@ -121,9 +121,9 @@ const TASK_BYTES: usize = 256 << 10;
 #[repr(C, align(64))]
 struct Stage([MaybeUninit<u8>; STAGE_BYTES]);
 
-/// `fill_slice` (`par`) with the result streamed when it is chosen for
-/// `elems`' size: `Some` of the outcome then, `None` (nothing done) when
-/// it is not, or when `rows` rows of the result do not fit the stack
+/// `fill_slice` (`par`) with the result streamed (`par::fill_slice_uninit`
+/// calls it when [`chosen`] says so): `Some` of the outcome, or `None`
+/// (nothing done) when `rows` rows of the result do not fit the stack
 /// buffer (each call of `body` must get the chunk it would get without
 /// streaming).
 ///
@@ -131,30 +131,7 @@ struct Stage([MaybeUninit<u8>; STAGE_BYTES]);
 ///
 /// When `body` returns `Ok(())` for a chunk it has initialized every
 /// element of it, writing whole values only.
-pub(crate) unsafe fn fill_slice<T, F>(
-    elems: &mut [MaybeUninit<T>],
-    shape: &[usize],
-    cost_per_point: u64,
-    rows: usize,
-    body: &F,
-) -> Option<Result<(), Error>>
-where
-    T: Copy + Send,
-    F: Fn(usize, &mut [MaybeUninit<T>]) -> Result<(), Error> + Sync + Send,
-{
-    if !chosen(std::mem::size_of_val(elems), cost_per_point) {
-        return None;
-    }
-    // SAFETY: the caller's promise.
-    unsafe { staged(elems, shape, cost_per_point, rows, body) }
-}
-
-/// [`fill_slice`] streamed whatever the mode and size.
-///
-/// # Safety
-///
-/// As for [`fill_slice`].
-unsafe fn staged<T, F>(
+pub(crate) unsafe fn staged<T, F>(
     elems: &mut [MaybeUninit<T>],
     shape: &[usize],
     cost_per_point: u64,
