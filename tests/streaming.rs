@@ -9,7 +9,7 @@
 
 use einlang::cpu::{set_streaming, Streaming};
 use einlang::einlang;
-use einlang::ndarray::{Array1, Array2, Array3};
+use einlang::ndarray::{s, Array1, Array2, Array3};
 
 einlang! {
     pub fn tanh_map(x: [f32; N]) -> [f32; N] {
@@ -79,6 +79,15 @@ fn streamed_results_have_the_bits_of_plain_stores() {
             bits32(out)
         });
         assert_eq!(fresh, into);
+        // Into a view that starts one element into its buffer: lines of
+        // the view's memory are not the stack buffer's.
+        let shifted = same_either_way("tanh into a shifted view", || {
+            let mut whole = Array1::from_elem(n + 1, f32::NAN);
+            tanh_map_into(&x, whole.slice_mut(s![1..])).unwrap();
+            assert!(whole[0].is_nan(), "the element before the view was written");
+            bits32(whole.slice(s![1..]).iter().copied())
+        });
+        assert_eq!(fresh, shifted);
         for (i, (&got, &v)) in fresh.iter().zip(x.iter()).enumerate() {
             let want = v.tanh() * 2.0 + v;
             let got = f32::from_bits(got);
