@@ -51,7 +51,7 @@ fn __matmul_body(
         __rt::dest::fill_into(
             "matmul",
             [M as usize, N as usize],
-            769,
+            1537,
             |__pos_i, __row_c| -> ::core::result::Result<(), __rt::Error> {
                 let i: i64 = __pos_i as i64;
                 for __slot_c in __row_c.iter_mut() {
