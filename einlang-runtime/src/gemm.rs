@@ -1229,7 +1229,17 @@ mod tests {
         if !crate::cpu::has_avx512() {
             return;
         }
-        for (m, k, n) in [(64, 4096, 64), (13, 257, 33), (97, 600, 131), (36, 1031, 512), (300, 513, 67)] {
+        // (200 x 600 and 40 x 2000 outputs: two row blocks or one, the
+        // threads splitting the panels.)
+        for (m, k, n) in [
+            (64, 4096, 64),
+            (13, 257, 33),
+            (97, 600, 131),
+            (36, 1031, 512),
+            (300, 513, 67),
+            (200, 300, 600),
+            (40, 520, 2000),
+        ] {
             let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.37 - 1.3);
             let b = Array::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f32 * 0.29 - 1.7);
             let bt = b.t().to_owned();
@@ -1287,6 +1297,7 @@ mod tests {
             (22, 70, 64),
             (5, 64, 40),
             (256, 64, 256),
+            (150, 70, 700),
         ];
         for threads in 1..=3 {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();

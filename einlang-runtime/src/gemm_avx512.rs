@@ -12,7 +12,10 @@
 //! parallel), shared by every thread, and the rows are cut into blocks
 //! (as many per thread), each running the micro-kernel over every panel
 //! pair: its rows read in place when they are contiguous (as MLAS does),
-//! else packed into panels of 12. Panels are padded with
+//! else packed into panels of 12. With fewer row blocks than two per
+//! thread (a few hundred rows or less) the threads split the panels
+//! instead, each packing its own as it goes, with no join per block of
+//! the sum. Panels are padded with
 //! zeros; tiles at the edges, or written with a column stride other than
 //! one, go through a buffer.
 
@@ -108,7 +111,9 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     // SAFETY: `b` addresses `k x n` elements, AVX-512F as the caller vouches.
     let pack = |p0: usize, kc: usize, j: usize, panel: &mut [f32]| unsafe { pack_right(b, p0, kc, n, j * NR, panel) };
     let direct = a.cs == 1;
-    let run = |blk: usize, p0: usize, right_block: &[f32], js: std::ops::Range<usize>| {
+    // Row block `blk`'s tiles in panels `js` for the block of the sum from
+    // `p0`, whose packed panels from panel `first` on are `right_block`.
+    let run = |blk: usize, p0: usize, right_block: &[f32], first_panel: usize, js: std::ops::Range<usize>| {
         let kc = KC.min(k - p0);
         let first = p0 == 0;
         // The scale, by the last block only.
@@ -149,8 +154,8 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
                     }
                 }
             }
-            for (jp, rp) in right_block.chunks(kc * NR).enumerate().skip(js.start).take(js.len()) {
-                let j0 = jp * NR;
+            for (jp, rp) in right_block.chunks(kc * NR).enumerate().skip(js.start - first_panel).take(js.len()) {
+                let j0 = (first_panel + jp) * NR;
                 let nr = NR.min(n - j0);
                 for (ip, lp) in left.chunks(MR * kc).enumerate() {
                     let r0 = i0 + ip * MR;
@@ -202,10 +207,39 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
             let js = g * panels / groups..(g + 1) * panels / groups;
             for p0 in (0..k).step_by(KC) {
                 let kc = KC.min(k - p0);
-                run(blk, p0, &packed[at(p0, 0)..at(p0, 0) + kc * panels * NR], js.clone());
+                run(blk, p0, &packed[at(p0, 0)..at(p0, 0) + kc * panels * NR], 0, js.clone());
             }
         });
         give(right);
+        return;
+    }
+    if threads > 1 && blocks < 2 * threads && panels > 1 {
+        // Fewer row blocks than two per thread (a batch of 256 rows through
+        // a dense layer: one per thread): the threads split the panels
+        // instead, each packing its own panels block by block of the sum
+        // and running every row block over them, with no join between the
+        // packing and the arithmetic (the loop below joins twice per KC
+        // terms, and a thread that falls behind holds the other at each).
+        // Each element's sum runs through the same blocks in the same
+        // order: the same bits.
+        let groups = (2 * threads).min(panels);
+        (0..groups).into_par_iter().for_each(|g| {
+            let js = g * panels / groups..(g + 1) * panels / groups;
+            let mut right = take(KC.min(k) * js.len() * NR);
+            let mut p0 = 0;
+            while p0 < k {
+                let kc = KC.min(k - p0);
+                let own = &mut right[..kc * js.len() * NR];
+                for (panel, j) in own.chunks_mut(kc * NR).zip(js.clone()) {
+                    pack(p0, kc, j, panel);
+                }
+                for blk in 0..blocks {
+                    run(blk, p0, &right[..kc * js.len() * NR], js.start, js.clone());
+                }
+                p0 += kc;
+            }
+            give(right);
+        });
         return;
     }
     let mut right = take(KC.min(k) * panels * NR);
@@ -220,9 +254,9 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         }
         let right_block = &right[..kc * panels * NR];
         if threads > 1 {
-            (0..blocks).into_par_iter().for_each(|blk| run(blk, p0, right_block, 0..panels));
+            (0..blocks).into_par_iter().for_each(|blk| run(blk, p0, right_block, 0, 0..panels));
         } else {
-            (0..blocks).for_each(|blk| run(blk, p0, right_block, 0..panels));
+            (0..blocks).for_each(|blk| run(blk, p0, right_block, 0, 0..panels));
         }
         p0 += kc;
     }
