@@ -12,8 +12,9 @@
 //! call of the body writes a stack buffer that stays in the level-1
 //! cache, whose lines then go out whole with non-temporal stores, and a
 //! fence ends each task's share.
-//! The body is called with the same `first` and the same chunk lengths as
-//! without streaming, so the result has the same bits. On AMD's Zen 4
+//! The body is called as without streaming (the same rows per call; for
+//! rank 1, runs of consecutive elements, whose lengths no body depends
+//! on), so the result has the same bits. On AMD's Zen 4
 //! the same stores lost up to 20% on arithmetic-bound maps (the extra
 //! pass through the buffer) and gained little elsewhere
 //! (`docs/performance-onnx-zen4.md`), so other processors keep plain
