@@ -112,7 +112,8 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
     let pack = |p0: usize, kc: usize, j: usize, panel: &mut [f32]| unsafe { pack_right(b, p0, kc, n, j * NR, panel) };
     let direct = a.cs == 1;
     // Row block `blk`'s tiles in panels `js` for the block of the sum from
-    // `p0`, whose packed panels from panel `first` on are `right_block`.
+    // `p0`, whose packed panels from panel `first_panel` on are
+    // `right_block`.
     let run = |blk: usize, p0: usize, right_block: &[f32], first_panel: usize, js: std::ops::Range<usize>| {
         let kc = KC.min(k - p0);
         let first = p0 == 0;
