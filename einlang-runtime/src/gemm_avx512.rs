@@ -205,7 +205,7 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         let groups = if blocks < 2 * threads { (2 * threads).div_ceil(blocks).min(panels) } else { 1 };
         (0..blocks * groups).into_par_iter().for_each(|t| {
             let (blk, g) = (t / groups, t % groups);
-            let js = g * panels / groups..(g + 1) * panels / groups;
+            let js = panel_group(g, groups, panels);
             for p0 in (0..k).step_by(KC) {
                 let kc = KC.min(k - p0);
                 run(blk, p0, &packed[at(p0, 0)..at(p0, 0) + kc * panels * NR], 0, js.clone());
@@ -225,7 +225,7 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         // order: the same bits.
         let groups = (2 * threads).min(panels);
         (0..groups).into_par_iter().for_each(|g| {
-            let js = g * panels / groups..(g + 1) * panels / groups;
+            let js = panel_group(g, groups, panels);
             let mut right = take(KC.min(k) * js.len() * NR);
             let mut p0 = 0;
             while p0 < k {
@@ -262,6 +262,12 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: Mat,
         p0 += kc;
     }
     give(right);
+}
+
+/// The panels of group `g` of `groups` (of `panels`, cut as evenly as
+/// they go) when threads share the panels of a product among them.
+fn panel_group(g: usize, groups: usize, panels: usize) -> std::ops::Range<usize> {
+    g * panels / groups..(g + 1) * panels / groups
 }
 
 /// The most values `sgemm` packs of its right operand at once, every

@@ -450,6 +450,12 @@ where
     fill_slice(slice, shape.slice(), cost_per_point, rows, body)
 }
 
+/// The work estimate of a fill of `len` elements at `cost_per_point`
+/// operations each (saturating), which decides whether it runs in parallel.
+pub(crate) fn work(len: usize, cost_per_point: u64) -> usize {
+    len.saturating_mul(usize::try_from(cost_per_point).unwrap_or(usize::MAX))
+}
+
 /// [`fill_slice`] over elements the body initializes, streamed to memory
 /// when the result outgrows the caches (see [`crate::stream`]).
 ///
@@ -495,7 +501,7 @@ where
     if len == 0 {
         return Ok(());
     }
-    let work = len.saturating_mul(usize::try_from(cost_per_point).unwrap_or(usize::MAX));
+    let work = work(len, cost_per_point);
     // Every product of axis lengths fits now (none is zero, all fit in `len`).
     let row_len = match ndim {
         0 => 1,

@@ -148,7 +148,7 @@ where
     if shape.is_empty() || len == 0 || size == 0 || size > STAGE_BYTES || !fits_stage::<T>() {
         return None;
     }
-    let work = len.saturating_mul(usize::try_from(cost_per_point).unwrap_or(usize::MAX));
+    let work = crate::par::work(len, cost_per_point);
     // A call's chunk: `fill_slice`'s blocks for rank 1 (any length there,
     // `first` counting elements: the stack buffer's), `rows` whole rows
     // otherwise (`first` counting rows).
