@@ -300,8 +300,12 @@ fn a_row_divided_by_one_value_keeps_the_bits_of_the_division() {
 fn lane_maps_keep_the_element_functions_bits() {
     use einlang::__private::{arith, vmath};
     let specials = [0.0f32, -0.0, 1e-40, -104.5, -87.4, 88.8, 89.5, 1e30, f32::INFINITY, -f32::INFINITY, f32::NAN];
+    // Two NaNs count as the same: Rust leaves the sign and payload of a
+    // NaN that arithmetic returns unspecified, and LLVM may swap the
+    // operands of `x * sigmoid(x)` (on Zen 3's AVX2 form the product of
+    // two NaNs kept the other operand's sign).
     let same = |got: f32, want: f32, what: &str| {
-        assert!(got.to_bits() == want.to_bits(), "{what}: {got:e} against {want:e}");
+        assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "{what}: {got:e} against {want:e}");
     };
     for len in 0..=40usize {
         let x = Array1::from_shape_fn(len, |i| {

@@ -7,7 +7,7 @@
 //!
 //! `f32`/`f64` products go to one of three kernels (`Kernel`), chosen
 //! once per process from the processor: with AVX-512, `f32` products go
-//! to our own packed kernels (`gemm_avx512.rs`: a 12 x 32 micro-tile, the
+//! to our own packed kernels (`gemm_packed.rs`: a 12 x 32 micro-tile, the
 //! right operand packed once per block of the sum and shared by the
 //! threads; 1.2x to 1.7x faster than matrixmultiply on 1000 x 777 x 1029
 //! and 1024^3 on a 2-core Intel Xeon, where matrixmultiply, split into
@@ -18,9 +18,11 @@
 //! where the processor splits 512-bit operations in two, AMD's Zen 4, the
 //! `f32` products of 32 Mi multiply-adds or more go to the `gemm` crate,
 //! 1.1x to 1.3x faster there: `large_to_gemm_crate`);
-//! without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate
-//! was as fast or faster on most shapes, up to 1.2x with 32 to 64 columns
-//! or 300 rows. Skinny products (fewer than `SKINNY_ROWS` rows or
+//! without it (a 2-core AMD EPYC, Zen 3, AVX2), the `gemm` crate had
+//! been as fast or faster than matrixmultiply on most shapes, up to 1.2x
+//! with 32 to 64 columns or 300 rows; there our packed kernels run 6 x 16
+//! tiles and take the `f32` products below 32 Mi multiply-adds (attention
+//! heads, fused), the crate the larger ones and the `f64` ones. Skinny products (fewer than `SKINNY_ROWS` rows or
 //! `SKINNY_COLS` columns) go to the `gemm` crate on either: 1.2x to 16x
 //! faster with 1 to 12 rows (a batch of one through a dense layer) and 1.1x
 //! to 1.4x with 8 or 16 columns. `EINLANG_GEMM=gemm`,
@@ -43,8 +45,8 @@ use rayon::prelude::*;
 use crate::Error;
 
 #[cfg(target_arch = "x86_64")]
-#[path = "gemm_avx512.rs"]
-mod avx512;
+#[path = "gemm_packed.rs"]
+mod packed;
 
 #[cfg(target_arch = "x86_64")]
 #[path = "gemm_dots.rs"]
@@ -81,8 +83,9 @@ fn covers<T>(function: &str, v: &ArrayView2<'_, T>, rows: usize, cols: usize) ->
 enum Kernel {
     MatrixMultiply,
     GemmCrate,
-    /// Our own packed `f32` kernels (`avx512`) where the processor has
-    /// AVX-512F; `f64` products and other processors go to matrixmultiply.
+    /// Our own packed `f32` kernels (`packed`) where the processor has
+    /// AVX-512F or AVX2; `f64` products go to matrixmultiply (to the
+    /// `gemm` crate without AVX-512), and so do other processors'.
     Packed,
     /// The system's OpenBLAS (cargo feature `blas`), one thread per call.
     #[cfg(feature = "blas")]
@@ -105,7 +108,7 @@ fn chosen() -> (Kernel, bool) {
         #[cfg(feature = "blas")]
         _ => (Kernel::Blas, false),
         #[cfg(not(feature = "blas"))]
-        _ if crate::cpu::has_avx512() => (Kernel::Packed, false),
+        _ if crate::cpu::has_avx512() || crate::cpu::has_avx2_fma() => (Kernel::Packed, false),
         #[cfg(not(feature = "blas"))]
         _ => (Kernel::GemmCrate, false),
     })
@@ -125,13 +128,21 @@ fn chosen() -> (Kernel, bool) {
 /// and keys, 64 features: 4 to 17 million) keeps our kernels, fused: the
 /// chain of the crate's products and the softmax between them took
 /// 1.1x-1.2x its time. Batched products of that size ran as fast either
-/// way. The products of a few rows (`dots`, `avx512::skinny`) keep our
+/// way. The products of a few rows (`dots`, `packed::skinny`) keep our
 /// kernels too, which stay ahead there.
+///
+/// The same holds without AVX-512 (AMD's Zen 3), where our kernels run
+/// 6 x 16 tiles: in the cache they ran ahead of the crate (144 x 256 x
+/// 64, one thread: 85-89 GFLOP/s against 63-65 in two of three runs),
+/// and attention's heads fused gained most (16 heads of 256 x 64: 2.55
+/// ms against 3.5-3.7 through the crate's chain), but on products that
+/// stream their operands from memory the crate stayed ahead (1000 x 777
+/// x 1029 on one thread: 42-60 GFLOP/s against 62-85).
 #[cfg(target_arch = "x86_64")]
 fn large_to_gemm_crate(kernel: Kernel, m: usize, n: usize, k: usize) -> bool {
     kernel == Kernel::Packed
         && !chosen().1
-        && crate::cpu::splits_512()
+        && (crate::cpu::splits_512() || !crate::cpu::has_avx512())
         && m.saturating_mul(n).saturating_mul(k) >= CRATE_MACS
 }
 
@@ -143,15 +154,15 @@ const CRATE_MACS: usize = 1 << 25;
 
 /// The instruction set of `dots` for products of a few rows times a
 /// matrix stored by columns, if any: AVX-512 with our packed kernels,
-/// AVX2 where the processor has no AVX-512 and the `gemm` crate is the
-/// choice (the default there); matrixmultiply and OpenBLAS, when chosen,
-/// take every product.
+/// AVX2 where the processor has no AVX-512 and the packed kernels (the
+/// default there) or the `gemm` crate are the choice; matrixmultiply and
+/// OpenBLAS, when chosen, take every product.
 #[cfg(target_arch = "x86_64")]
-fn dots_isa(kernel: Kernel) -> Option<dots::Isa> {
+fn dots_isa(kernel: Kernel) -> Option<packed::Isa> {
     match kernel {
-        Kernel::Packed if crate::cpu::has_avx512() => Some(dots::Isa::Avx512),
+        Kernel::Packed if crate::cpu::has_avx512() => Some(packed::Isa::Avx512),
         Kernel::Packed | Kernel::GemmCrate if !crate::cpu::has_avx512() && crate::cpu::has_avx2_fma() => {
-            Some(dots::Isa::Avx2)
+            Some(packed::Isa::Avx2)
         }
         _ => None,
     }
@@ -162,7 +173,7 @@ fn dots_isa(kernel: Kernel) -> Option<dots::Isa> {
 const SKINNY_ROWS: usize = 16;
 const SKINNY_COLS: usize = 32;
 
-/// The fewest rows `avx512::skinny` takes: its tile computes twelve rows
+/// The fewest rows `packed::skinny` takes: its tile computes twelve rows
 /// whatever the product has, and with 1 and 4 rows times 1024 x 1024 it
 /// ran at 0.43-0.50 ms against 0.14-0.43 ms through the `gemm` crate (8
 /// rows: 0.44-0.66 ms against 0.64-0.89 ms; against onnxruntime in
@@ -170,37 +181,49 @@ const SKINNY_COLS: usize = 32;
 #[cfg(target_arch = "x86_64")]
 const SKINNY_OWN_ROWS: usize = 8;
 
-/// Whether `m` rows fill `avx512::sgemm`'s tiles of `MR` rows well
-/// enough for it: its last panel computes `MR` rows whatever it holds, so
-/// with 16 rows (a grouped convolution's filters per group) a third of its
-/// work was thrown away, and such products ran 1.6x slower than through
-/// matrixmultiply (`cargo bench --bench conv`, the grouped cases, with
-/// `EINLANG_GEMM=packed` and `=matrixmultiply` alternated). At most an
-/// eighth of the rows computed may be padding.
+/// Whether `m` rows fill `isa`'s tiles of `MR` rows (`packed::sgemm`)
+/// well enough for it: its last panel computes `MR` rows whatever it
+/// holds, so with 16 rows (a grouped convolution's filters per group) a
+/// third of the AVX-512 kernel's work was thrown away, and such products
+/// ran 1.6x slower than through matrixmultiply (`cargo bench --bench
+/// conv`, the grouped cases, with `EINLANG_GEMM=packed` and
+/// `=matrixmultiply` alternated). At most an eighth of the rows computed
+/// may be padding.
 #[cfg(target_arch = "x86_64")]
-fn rows_fill_tiles(m: usize) -> bool {
-    m.div_ceil(avx512::MR) * avx512::MR * 8 <= m * 9
+fn rows_fill_tiles(isa: packed::Isa, m: usize) -> bool {
+    // AVX2's tiles come in 2, 4 and 6 rows: at most one row of padding.
+    let step = match isa {
+        packed::Isa::Avx512 => isa.mr(),
+        packed::Isa::Avx2 => 2,
+    };
+    m.div_ceil(step) * step * 8 <= m * 9
+}
+
+/// The instruction set of our packed kernels (`packed::sgemm`) in a
+/// process whose products go to `kernel`: the processor's widest, when
+/// the kernel is `Packed`.
+#[cfg(target_arch = "x86_64")]
+fn packed_isa(kernel: Kernel) -> Option<packed::Isa> {
+    packed::Isa::detected().filter(|_| kernel == Kernel::Packed)
 }
 
 /// Whether an `f32` product of `m` rows and `n` columns (a sum of `k`
-/// terms, not empty) goes to our packed AVX-512 kernel (`avx512::sgemm`):
-/// the kernel chosen for the process, a processor with AVX-512, not a
+/// terms, not empty) goes to our packed kernel (`packed::sgemm`): the
+/// kernel chosen for the process, a processor with AVX-512 or AVX2, not a
 /// product for the crate (`large_to_gemm_crate`), not skinny, rows that
 /// fill the tiles.
 /// `product_kernel` and `attention_into` decide by it, so that fused
 /// attention gives the bits of the products it fuses.
 #[cfg(target_arch = "x86_64")]
 fn packed_takes(kernel: Kernel, m: usize, n: usize, k: usize) -> bool {
-    kernel == Kernel::Packed
-        && crate::cpu::has_avx512()
+    packed_isa(kernel).is_some_and(|isa| rows_fill_tiles(isa, m))
         && !large_to_gemm_crate(kernel, m, n, k)
         && m >= SKINNY_ROWS
         && n >= SKINNY_COLS
-        && rows_fill_tiles(m)
 }
 
 /// Elements of the right operand above which a product of a few rows
-/// (`avx512::skinny`) runs on several threads.
+/// (`packed::skinny`) runs on several threads.
 #[cfg(target_arch = "x86_64")]
 const SKINNY_PARALLEL: usize = 1 << 16;
 
@@ -312,7 +335,7 @@ unsafe fn scale_out<T: LinalgScalar>(m: usize, n: usize, out: Out<T>, s: T) {
 }
 
 /// The product of `product_with` by `kernel`; `Ok(true)` when the kernel
-/// applied `scale` itself (our AVX-512 kernels, after the last block of
+/// applied `scale` itself (our packed kernels, after the last block of
 /// the sum), `Ok(false)` when it is still to be applied.
 ///
 /// # Safety
@@ -364,19 +387,19 @@ where
     let work = m.saturating_mul(n).saturating_mul(k);
     let parallel = threads > 1 && work >= PARALLEL_WORK;
     // The operands and the output of an `f32` product for our own kernels;
-    // `own` when the process chose the packed ones and the processor has
-    // AVX-512F.
+    // `own` with their instruction set when the process chose the packed
+    // ones and the processor has AVX-512F or AVX2.
     #[cfg(target_arch = "x86_64")]
     let f32_mats = (TypeId::of::<T>() == TypeId::of::<f32>()).then(|| {
-        let mat = |v: &ArrayView2<'_, T>| avx512::Mat {
+        let mat = |v: &ArrayView2<'_, T>| packed::Mat {
             ptr: v.as_ptr().cast::<f32>().cast_mut(),
             rs: v.strides()[0],
             cs: v.strides()[1],
         };
-        (mat(&a), mat(&b), avx512::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs })
+        (mat(&a), mat(&b), packed::Mat { ptr: out.ptr.cast::<f32>(), rs: out.rs, cs: out.cs })
     });
     #[cfg(target_arch = "x86_64")]
-    let own = f32_mats.filter(|_| kernel == Kernel::Packed && crate::cpu::has_avx512());
+    let own = packed_isa(kernel).zip(f32_mats);
     // A product of a few rows reads its right operand once: on two
     // threads once that is a few hundred kilobytes.
     #[cfg(target_arch = "x86_64")]
@@ -396,15 +419,15 @@ where
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some((am, bm, c)) = own {
-        if (SKINNY_OWN_ROWS..=avx512::MR).contains(&m) && n >= SKINNY_COLS && bm.cs == 1 && bm.rs >= n as isize {
-            // Eight to twelve rows times a row-major matrix: that matrix
-            // streamed once through the micro-kernel, in place
-            // (`avx512::skinny`).
-            // SAFETY: `T` is f32, AVX-512F, k > 0, m <= MR, `b` has unit
-            // column stride; views of their extents, `out` as the caller
-            // vouches.
-            unsafe { avx512::skinny(m, k, n, am, bm, c, few_threads, scale32) };
+    if let Some((isa, (am, bm, c))) = own {
+        if (SKINNY_OWN_ROWS..=isa.mr()).contains(&m) && n >= SKINNY_COLS && bm.cs == 1 && bm.rs >= n as isize {
+            // Eight to twelve rows times a row-major matrix (AVX-512's
+            // tiles): that matrix streamed once through the micro-kernel,
+            // in place (`packed::skinny`).
+            // SAFETY: `T` is f32, the processor has `isa`, k > 0, m <= MR,
+            // `b` has unit column stride; views of their extents, `out` as
+            // the caller vouches.
+            unsafe { packed::skinny(isa, m, k, n, am, bm, c, few_threads, scale32) };
             return Ok(true);
         }
     }
@@ -421,12 +444,20 @@ where
         return Ok(false);
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some((am, bm, c)) = own.filter(|_| packed_takes(kernel, m, n, k)) {
-        // SAFETY: `T` is f32, the processor has AVX-512F, k > 0; the
-        // operands are views of their extents, `out` as the caller vouches.
+    if let Some((isa, (am, bm, c))) = own.filter(|_| packed_takes(kernel, m, n, k)) {
+        // SAFETY: `T` is f32, the processor has `isa`, k > 0; the operands
+        // are views of their extents, `out` as the caller vouches.
         let threads = if parallel { threads } else { 1 };
-        unsafe { avx512::sgemm(m, k, n, am, bm, c, threads, scale32) };
+        unsafe { packed::sgemm(isa, m, k, n, am, bm, c, threads, scale32) };
         return Ok(true);
+    }
+    if kernel == Kernel::Packed && !crate::cpu::has_avx512() {
+        // Without AVX-512 the products our AVX2 kernels leave (`f64`) go
+        // to the `gemm` crate, as fast or faster than matrixmultiply
+        // there (module docs).
+        // SAFETY: `T` is f32 or f64 (checked above).
+        unsafe { gemm_crate(a, b, out, threads) };
+        return Ok(false);
     }
     if !parallel {
         unsafe { blocked(kernel, a, b, out) };
@@ -951,8 +982,8 @@ mod tests {
 
     /// A view as our kernels' operand.
     #[cfg(target_arch = "x86_64")]
-    fn own(v: ArrayView2<'_, f32>) -> avx512::Mat {
-        avx512::Mat { ptr: v.as_ptr().cast_mut(), rs: v.strides()[0], cs: v.strides()[1] }
+    fn own(v: ArrayView2<'_, f32>) -> packed::Mat {
+        packed::Mat { ptr: v.as_ptr().cast_mut(), rs: v.strides()[0], cs: v.strides()[1] }
     }
 
     fn naive(a: &ArrayView2<'_, f64>, b: &ArrayView2<'_, f64>, m: usize, n: usize, k: usize) -> Array2<f64> {
@@ -1215,8 +1246,24 @@ mod tests {
         for (m, fills) in
             [(13, false), (16, false), (20, false), (22, true), (24, true), (64, true), (100, true), (1000, true)]
         {
-            assert_eq!(rows_fill_tiles(m), fills, "{m} rows");
+            assert_eq!(rows_fill_tiles(packed::Isa::Avx512, m), fills, "{m} rows");
         }
+        // AVX2's tiles of 2, 4 and 6 rows: an odd count computes one more
+        // row, too many below 8 rows (7 -> 8 > 7.875), not from 9 (10 <=
+        // 10.125).
+        for (m, fills) in [(5, false), (7, false), (8, true), (9, true), (16, true), (17, true), (1001, true)] {
+            assert_eq!(rows_fill_tiles(packed::Isa::Avx2, m), fills, "{m} rows");
+        }
+    }
+
+    /// The instruction sets of the packed kernels this processor has.
+    #[cfg(target_arch = "x86_64")]
+    fn packed_isas() -> Vec<packed::Isa> {
+        [(packed::Isa::Avx512, crate::cpu::has_avx512()), (packed::Isa::Avx2, crate::cpu::has_avx2_fma())]
+            .into_iter()
+            .filter(|i| i.1)
+            .map(|i| i.0)
+            .collect()
     }
 
     /// Products of several `KC` blocks on two and three threads (every
@@ -1225,10 +1272,7 @@ mod tests {
     /// with and without a scale, a transposed right operand included.
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn the_avx512_kernel_gives_one_threads_bits_on_several_threads() {
-        if !crate::cpu::has_avx512() {
-            return;
-        }
+    fn the_packed_kernels_give_one_threads_bits_on_several_threads_and_on_either_isa() {
         // (200 x 600 and 40 x 2000 outputs: two row blocks or one, the
         // threads splitting the panels.)
         for (m, k, n) in [
@@ -1248,26 +1292,40 @@ mod tests {
             });
             for scale in [None, Some(0.125f32), Some(-3.3)] {
                 for bv in [b.view(), bt.t()] {
-                    let run = |threads: usize| {
+                    let run = |isa: packed::Isa, threads: usize| {
                         let mut out = Array2::<f32>::from_elem((m, n), f32::NAN);
-                        let c = avx512::Mat { ptr: out.as_mut_ptr(), rs: n as isize, cs: 1 };
+                        let c = packed::Mat { ptr: out.as_mut_ptr(), rs: n as isize, cs: 1 };
                         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-                        // SAFETY: AVX-512F checked; views of their extents;
-                        // `out` holds the m x n elements.
-                        pool.install(|| unsafe { avx512::sgemm(m, k, n, own(a.view()), own(bv), c, threads, scale) });
+                        // SAFETY: the processor has `isa`; views of their
+                        // extents; `out` holds the m x n elements.
+                        pool.install(|| unsafe {
+                            packed::sgemm(isa, m, k, n, own(a.view()), own(bv), c, threads, scale)
+                        });
                         out
                     };
-                    let one = run(1);
-                    let want = product.mapv(|v| v * scale.unwrap_or(1.0) as f64);
-                    for (g, w) in one.iter().zip(want.iter()) {
-                        assert!((*g as f64 - w).abs() <= 1e-3 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
-                    }
-                    for threads in [2, 3] {
-                        let got = run(threads);
-                        assert!(
-                            got.iter().zip(one.iter()).all(|(g, o)| g.to_bits() == o.to_bits()),
-                            "{m}x{k}x{n} on {threads} threads, scale {scale:?}"
-                        );
+                    let mut first: Option<Array2<f32>> = None;
+                    for isa in packed_isas() {
+                        let one = run(isa, 1);
+                        let want = product.mapv(|v| v * scale.unwrap_or(1.0) as f64);
+                        for (g, w) in one.iter().zip(want.iter()) {
+                            assert!((*g as f64 - w).abs() <= 1e-3 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
+                        }
+                        for threads in [2, 3] {
+                            let got = run(isa, threads);
+                            assert!(
+                                got.iter().zip(one.iter()).all(|(g, o)| g.to_bits() == o.to_bits()),
+                                "{isa:?} {m}x{k}x{n} on {threads} threads, scale {scale:?}"
+                            );
+                        }
+                        // Both instruction sets, where the processor has
+                        // both: the same bits.
+                        if let Some(first) = &first {
+                            assert!(
+                                first.iter().zip(one.iter()).all(|(f, o)| f.to_bits() == o.to_bits()),
+                                "{isa:?} {m}x{k}x{n} against AVX-512, scale {scale:?}"
+                            );
+                        }
+                        first.get_or_insert(one);
                     }
                 }
             }
@@ -1276,15 +1334,13 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn the_avx512_kernels_match_loops_on_odd_shapes_and_layouts() {
-        if !crate::cpu::has_avx512() {
-            return;
-        }
+    fn the_packed_kernels_match_loops_on_odd_shapes_and_layouts() {
         // Tiles cut at every edge, sums of one to several `KC` blocks, row
         // blocks on 1 to 3 threads; operands row-major, transposed and
         // reversed; the output row-major and transposed. Last panels of
-        // every size class (`packed_tile`: 1 to 4, 5 to 8, 9 to 12 rows;
-        // 256 rows end in a panel of 4).
+        // every size class (`packed_tile`: 1 to 4, 5 to 8, 9 to 12 rows
+        // with AVX-512, 1 to 2, 3 to 4, 5 to 6 with AVX2; 256 rows end in a
+        // panel of 4), on every instruction set the processor has.
         let shapes = [
             (1, 1, 1),
             (7, 3, 5),
@@ -1311,14 +1367,19 @@ mod tests {
                 ar.invert_axis(Axis(1));
                 let (acm, b_rows) = (a.t().to_owned(), bt.t().to_owned());
                 let layouts = [(a.view(), bt.t()), (acm.t(), b_rows.view())];
-                for (av, bv) in layouts {
-                    for transposed in [false, true] {
+                for ((av, bv), transposed, isa) in layouts
+                    .into_iter()
+                    .flat_map(|l| [false, true].map(|t| (l, t)))
+                    .flat_map(|(l, t)| packed_isas().into_iter().map(move |isa| (l, t, isa)))
+                {
+                    {
                         let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
                         let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
-                        let c = avx512::Mat { ptr: out.as_mut_ptr(), rs, cs };
-                        // SAFETY: AVX-512F checked; views of their extents;
-                        // `out` holds the m x n elements these strides address.
-                        pool.install(|| unsafe { avx512::sgemm(m, k, n, own(av), own(bv), c, threads, None) });
+                        let c = packed::Mat { ptr: out.as_mut_ptr(), rs, cs };
+                        // SAFETY: the processor has `isa`; views of their
+                        // extents; `out` holds the m x n elements these
+                        // strides address.
+                        pool.install(|| unsafe { packed::sgemm(isa, m, k, n, own(av), own(bv), c, threads, None) });
                         let got = if transposed { out.t().to_owned() } else { out };
                         for (g, w) in got.iter().zip(want.iter()) {
                             assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{m}x{k}x{n}: {g} against {w}");
@@ -1336,10 +1397,11 @@ mod tests {
 
     #[test]
     fn products_of_a_few_rows_match_loops() {
-        // 1 to 12 rows through the dispatch (8 to 12 to `avx512::skinny`
+        // 1 to 12 rows through the dispatch (8 to 12 to `packed::skinny`
         // where the processor has AVX-512F, others to the `gemm` crate) and
-        // through `avx512::skinny` directly; columns cut inside a panel, a
-        // right operand of rows with padding, on 1 to 3 threads.
+        // through `packed::skinny` directly (up to a tile's rows);
+        // columns cut inside a panel, a right operand of rows with
+        // padding, on 1 to 3 threads.
         for threads in 1..=3 {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             for (m, k, n) in [(1, 1, 32), (1, 1024, 1024), (4, 37, 67), (8, 300, 257), (12, 1, 45), (7, 513, 33)] {
@@ -1351,11 +1413,11 @@ mod tests {
                 let via = pool.install(|| matmul("f", m as i64, n as i64, k as i64, a.view(), b)).unwrap();
                 let mut direct = Array2::<f32>::from_elem((m, n), f32::NAN);
                 #[cfg(target_arch = "x86_64")]
-                if crate::cpu::has_avx512() {
-                    let c = avx512::Mat { ptr: direct.as_mut_ptr(), rs: n as isize, cs: 1 };
-                    // SAFETY: AVX-512F; m <= MR, `b` has unit column stride;
-                    // `direct` is m x n, row-major.
-                    pool.install(|| unsafe { avx512::skinny(m, k, n, own(a.view()), own(b), c, threads, None) });
+                if let Some(isa) = packed::Isa::detected().filter(|isa| m <= isa.mr()) {
+                    let c = packed::Mat { ptr: direct.as_mut_ptr(), rs: n as isize, cs: 1 };
+                    // SAFETY: the processor has `isa`; m <= MR, `b` has unit
+                    // column stride; `direct` is m x n, row-major.
+                    pool.install(|| unsafe { packed::skinny(isa, m, k, n, own(a.view()), own(b), c, threads, None) });
                 } else {
                     direct.assign(&via);
                 }
@@ -1396,14 +1458,11 @@ mod tests {
                 close(&pool.install(|| with(Kernel::Packed, a.view(), b)), 1.0, "dispatch");
                 // Both instruction sets of `dots` the processor has.
                 #[cfg(target_arch = "x86_64")]
-                let isas =
-                    [(dots::Isa::Avx512, crate::cpu::has_avx512()), (dots::Isa::Avx2, crate::cpu::has_avx2_fma())];
-                #[cfg(target_arch = "x86_64")]
-                for isa in isas.into_iter().filter(|i| i.1).map(|i| i.0) {
+                for isa in packed_isas() {
                     let run = |transposed: bool, scale: Option<f32>| {
                         let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
                         let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
-                        let c = avx512::Mat { ptr: out.as_mut_ptr(), rs, cs };
+                        let c = packed::Mat { ptr: out.as_mut_ptr(), rs, cs };
                         // SAFETY: the processor has `isa`; 1 <= m <= MAX_ROWS,
                         // k > 0, rows of `a` and columns of `b` contiguous;
                         // `out` holds the m x n elements these strides address.

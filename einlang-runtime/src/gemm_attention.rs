@@ -2,11 +2,11 @@
 //! after the second product, as one call (a child of `gemm`): the chain
 //! that `opt::slices` runs per batch (a scaled product, the rows' maximum
 //! and exponentials with their sums, the product with `v`, the division)
-//! when the generated code recognizes it. With our AVX-512 kernels it runs
-//! fused (`avx512::attention`: per block of twelve rows, the scores in a
-//! buffer that stays in the cache); otherwise, and for shapes the packed
-//! kernels do not take, as the chain's own steps. Either way the bits are
-//! the chain's.
+//! when the generated code recognizes it. With our packed kernels
+//! (AVX-512 or AVX2) it runs fused (`packed::attention`: per block of a
+//! tile's rows, the scores in a buffer that stays in the cache);
+//! otherwise, and for shapes the packed kernels do not take, as the
+//! chain's own steps. Either way the bits are the chain's.
 
 use std::mem::MaybeUninit;
 
@@ -120,18 +120,12 @@ fn softmax_wide(row: &mut [f32]) -> f32 {
     softmax_row::<false>(row)
 }
 
-/// Whether a product of `m x k` times `k x n` `f32` goes to our packed
-/// AVX-512 kernel (`avx512::sgemm`) in `product_kernel`.
-fn packed_sgemm(m: usize, n: usize, k: usize) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        k > 0 && super::packed_takes(super::large_kernel(), m, n, k)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (m, n, k);
-        false
-    }
+/// The instruction set of our packed kernel (`packed::sgemm`) when a
+/// product of `m x k` times `k x n` `f32` goes to it in `product_kernel`.
+#[cfg(target_arch = "x86_64")]
+fn packed_sgemm(m: usize, n: usize, k: usize) -> Option<super::packed::Isa> {
+    let kernel = super::large_kernel();
+    super::packed_isa(kernel).filter(|_| k > 0 && super::packed_takes(kernel, m, n, k))
 }
 
 /// One head of attention written row-major into `out` (`m x dv`
@@ -141,7 +135,7 @@ fn packed_sgemm(m: usize, n: usize, k: usize) -> bool {
 /// s[i, j])` (`softmax_row`), `z[i] = sum[j](e[i, j])` and `y = e ·
 /// v[..nk, ..dv]`: the bits of those steps run one after the other
 /// (`matmul_scaled`, the rows, `matmul`, the division), fused where our
-/// AVX-512 kernels would run both products. Operands smaller than the
+/// packed kernels would run both products. Operands smaller than the
 /// extents, negative extents, or an `out` of another length are
 /// `Err(Error::Extent)` naming `function`, nothing written. Every element
 /// is written when it returns `Ok`.
@@ -170,20 +164,20 @@ pub fn attention_into(
     }
     let threads = available_threads();
     #[cfg(target_arch = "x86_64")]
-    if packed_sgemm(m, nk, d) && packed_sgemm(m, dv, nk) {
-        let mat = |v: &ArrayView2<'_, f32>| super::avx512::Mat {
+    if let Some(isa) = packed_sgemm(m, nk, d).filter(|_| packed_sgemm(m, dv, nk).is_some()) {
+        let mat = |v: &ArrayView2<'_, f32>| super::packed::Mat {
             ptr: v.as_ptr().cast_mut(),
             rs: v.strides()[0],
             cs: v.strides()[1],
         };
         let work = m.saturating_mul(nk).saturating_mul(d.saturating_add(dv));
         let threads = if work >= super::PARALLEL_WORK { threads } else { 1 };
-        let o = super::avx512::Mat { ptr: out.as_mut_ptr().cast::<f32>(), rs: dv as isize, cs: 1 };
-        // SAFETY: AVX-512F (`packed_sgemm`, and generated code's twins
-        // check the same processor); `q`, `kt`, `v` are views of exactly
-        // those extents (`corners`), d, nk > 0; `out` holds m x dv
-        // elements, borrowed mutably here.
-        unsafe { super::avx512::attention([m, d, nk, dv], mat(&q), mat(&kt), mat(&v), scale, o, threads) };
+        let o = super::packed::Mat { ptr: out.as_mut_ptr().cast::<f32>(), rs: dv as isize, cs: 1 };
+        // SAFETY: the processor has `isa` (`packed_sgemm`: with AVX-512F
+        // also BW, DQ, VL, as generated code's twins check); `q`, `kt`,
+        // `v` are views of exactly those extents (`corners`), d, nk > 0;
+        // `out` holds m x dv elements, borrowed mutably here.
+        unsafe { super::packed::attention(isa, [m, d, nk, dv], mat(&q), mat(&kt), mat(&v), scale, o, threads) };
         return Ok(());
     }
     // The chain's steps, as generated code runs them.

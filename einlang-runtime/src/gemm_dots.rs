@@ -18,7 +18,7 @@
 
 use rayon::prelude::*;
 
-use super::avx512::Mat;
+use super::packed::{Isa, Mat};
 
 /// The most rows `dots` takes (`gemm` sends it fewer than this).
 pub(super) const MAX_ROWS: usize = 15;
@@ -26,13 +26,6 @@ pub(super) const MAX_ROWS: usize = 15;
 /// Columns per task: a task's columns of `b` (32 x 4 KB at 1024 terms)
 /// stay in the second-level cache while every block of rows reads them.
 const TASK_COLS: usize = 32;
-
-/// The instruction set `dots` runs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Isa {
-    Avx512,
-    Avx2,
-}
 
 /// `c = a · b` (times `scale` when there is one, rounded once more: the
 /// bits of the product followed by the multiplication) for `a: m x k`

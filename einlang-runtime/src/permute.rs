@@ -492,7 +492,7 @@ unsafe fn square16(src: *const f32, src_stride: isize, dst: *mut MaybeUninit<f32
 
 /// The transpose of a 16 x 16 block held as sixteen rows: element `c` of
 /// row `i` becomes element `i` of row `c` (`square16`, and the packing of
-/// the AVX-512 products' panels, `gemm_avx512::gather_panel`). Pairs of
+/// the AVX-512 products' panels, `gemm_packed::gather_panel`). Pairs of
 /// rows interleaved by elements, then by pairs (each 128-bit lane then
 /// holds four rows' values of one column), then the lanes of four such
 /// vectors brought together.
