@@ -22,8 +22,9 @@
 //! been as fast or faster than matrixmultiply on most shapes, up to 1.2x
 //! with 32 to 64 columns or 300 rows; there our packed kernels run 6 x 16
 //! tiles and take the `f32` products below 32 Mi multiply-adds (attention
-//! heads, fused), the crate the larger ones and the `f64` ones. Skinny products (fewer than `SKINNY_ROWS` rows or
-//! `SKINNY_COLS` columns) go to the `gemm` crate on either: 1.2x to 16x
+//! heads, fused), the crate the larger ones and the `f64` ones. Skinny
+//! products (fewer than `SKINNY_ROWS` rows or `SKINNY_COLS` columns) go
+//! to the `gemm` crate on either: 1.2x to 16x
 //! faster with 1 to 12 rows (a batch of one through a dense layer) and 1.1x
 //! to 1.4x with 8 or 16 columns. `EINLANG_GEMM=gemm`,
 //! `=matrixmultiply` or `=packed` overrides the choice (to compare the two
