@@ -228,8 +228,14 @@ fn packed_takes(kernel: Kernel, m: usize, n: usize, k: usize) -> bool {
 #[cfg(target_arch = "x86_64")]
 const SKINNY_PARALLEL: usize = 1 << 16;
 
-/// Multiply-adds above which a product is split across threads.
-const PARALLEL_WORK: usize = 1 << 21;
+/// Multiply-adds above which a product is split across threads. Rayon's
+/// fork and join of two tasks costs 12-17 us on the 2-core virtual
+/// machines this project is measured on (the other thread's wake-up), as
+/// much as 2-4 Mi multiply-adds on one core. One thread against two
+/// (AVX-512 Xeon): 256 x 64 x 256 61 against 102 us, 128 x 512 x 128 125
+/// against 134, 144 x 256 x 256 130 against 135-152, 256^3 220-234
+/// against 188-190.
+const PARALLEL_WORK: usize = 12 << 20;
 
 /// The fewest rows (or columns) of a block of a split product.
 const BLOCK_MIN: usize = 32;
@@ -1275,7 +1281,10 @@ mod tests {
     #[test]
     fn the_packed_kernels_give_one_threads_bits_on_several_threads_and_on_either_isa() {
         // (200 x 600 and 40 x 2000 outputs: two row blocks or one, the
-        // threads splitting the panels.)
+        // threads splitting the panels; 700 x 400: many row blocks, not
+        // many more rows than columns, the threads splitting the panels;
+        // 1300 x 100: many more rows, row blocks split, joined per block
+        // of the sum.)
         for (m, k, n) in [
             (64, 4096, 64),
             (13, 257, 33),
@@ -1284,6 +1293,8 @@ mod tests {
             (300, 513, 67),
             (200, 300, 600),
             (40, 520, 2000),
+            (700, 300, 400),
+            (1300, 260, 100),
         ] {
             let a = Array::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.37 - 1.3);
             let b = Array::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f32 * 0.29 - 1.7);
@@ -1493,14 +1504,15 @@ mod tests {
         // Batches that do not divide among the threads, each product large
         // enough to split (`batch_blocks`), a shared left operand among
         // them, on 1 to 3 threads; rows that do not divide into the blocks.
-        assert_eq!(batch_blocks(3, 2, 101, 150, 200), 2);
-        assert_eq!(batch_blocks(4, 3, 101, 150, 200), 3);
-        assert_eq!(batch_blocks(4, 2, 101, 150, 200), 1);
-        assert_eq!(batch_blocks(3, 2, 40, 150, 200), 1);
+        assert_eq!(batch_blocks(3, 2, 101, 350, 400), 2);
+        assert_eq!(batch_blocks(4, 3, 101, 350, 400), 3);
+        assert_eq!(batch_blocks(4, 2, 101, 350, 400), 1);
+        assert_eq!(batch_blocks(3, 2, 40, 550, 600), 1);
+        assert_eq!(batch_blocks(3, 2, 101, 150, 200), 1);
         assert_eq!(batch_blocks(3, 2, 8, 15, 20), 1);
         for threads in 1..=3 {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            for (batch, m, n, k) in [(3, 101, 150, 200), (2, 67, 131, 241), (5, 97, 67, 353)] {
+            for (batch, m, n, k) in [(3, 101, 350, 400), (2, 67, 431, 441), (5, 97, 267, 503)] {
                 let a = Array::from_shape_fn((batch, m, k), |(p, i, j)| ((p + i * 2 + j) % 9) as f64 - 4.0);
                 let b = Array::from_shape_fn((batch, n, k), |(p, i, j)| (p * 3) as f64 - ((i + j) % 7) as f64);
                 let bt = b.view().permuted_axes([0, 2, 1]);

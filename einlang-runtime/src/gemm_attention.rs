@@ -306,8 +306,9 @@ mod tests {
 
     /// Shapes on both paths: fused (at least 16 rows filling the tiles,
     /// 32 or more keys and output columns) with one and two blocks of the
-    /// sums, partial panels and a last block of 1, 4, 8 or 11 rows; and the chain's
-    /// own steps (few rows or columns, empty extents).
+    /// sums, partial panels and a last block of 1, 4, 8 or 11 rows, one on
+    /// several threads; and the chain's own steps (few rows or columns,
+    /// empty extents).
     const SHAPES: &[[usize; 4]] = &[
         // [m, nk, d, dv]
         [97, 33, 7, 32],
@@ -316,6 +317,8 @@ mod tests {
         [36, 257, 1, 33],
         [256, 64, 64, 64],
         [104, 64, 16, 48],
+        // Enough work to run on several threads (`PARALLEL_WORK`).
+        [260, 500, 64, 40],
         [1, 1, 1, 1],
         [7, 13, 5, 3],
         [17, 37, 7, 41],

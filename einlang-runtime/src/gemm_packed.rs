@@ -16,10 +16,11 @@
 //! blocks (as many per thread), each running the micro-kernel over every
 //! panel pair: its rows read in place when they are contiguous (as MLAS
 //! does), else packed into panels of a tile's rows. With fewer row blocks
-//! than two per thread (a few hundred rows or less) the threads split the
-//! panels instead, each packing its own as it goes, with no join per block
-//! of the sum. Panels are padded with zeros; tiles at the edges, or
-//! written with a column stride other than one, go through a buffer.
+//! than two per thread (a few hundred rows or less), or not many more rows
+//! than columns, the threads split the panels instead, each packing its
+//! own as it goes, with no join per block of the sum. Panels are padded
+//! with zeros; tiles at the edges, or written with a column stride other
+//! than one, go through a buffer.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -283,13 +284,17 @@ pub(super) unsafe fn sgemm(
         give(right);
         return;
     }
-    if threads > 1 && blocks < 2 * threads && panels > 1 {
+    if threads > 1 && panels > 1 && (blocks < 2 * threads || m <= ROWS_PER_COLUMN_FOR_PANELS * n) {
         // Fewer row blocks than two per thread (a batch of 256 rows through
-        // a dense layer: one per thread): the threads split the panels
-        // instead, each packing its own panels block by block of the sum
-        // and running every row block over them, with no join between the
-        // packing and the arithmetic (the loop below joins twice per KC
-        // terms, and a thread that falls behind holds the other at each).
+        // a dense layer: one per thread), or not many more rows than
+        // columns: the threads split the panels instead, each packing its
+        // own panels block by block of the sum and running every row block
+        // over them, with no join between the packing and the arithmetic
+        // (the loop below joins twice per KC terms, and a thread that falls
+        // behind, on the last and shorter row block or on this host's
+        // noise, holds the other at each). What that costs is the left
+        // operand read once per group rather than once: small beside the
+        // joins while the rows are not many times the columns.
         // Each element's sum runs through the same blocks in the same
         // order: the same bits.
         let groups = (2 * threads).min(panels);
@@ -332,6 +337,16 @@ pub(super) unsafe fn sgemm(
     }
     give(right);
 }
+
+/// Products of at most this many rows per column of the output split
+/// their panels among the threads even when their row blocks would go
+/// round (see `sgemm`). Measured on a 2-core AVX-512 Xeon (two threads,
+/// rows x sum x columns, the panel split's time over the row split's):
+/// 1000 x 777 x 1029 0.90x, 1024^3 0.90x, 300 x 2000 x 3000 0.75x,
+/// 2000 x 512 x 512 0.97x, 4096 x 256 x 1024 and 6000 x 256 x 512 1.00x,
+/// but 8192 x 256 x 128 1.12x and 20000 x 64 x 256 1.20x, where each
+/// group reads the whole left operand for a few panels.
+const ROWS_PER_COLUMN_FOR_PANELS: usize = 4;
 
 /// The panels of group `g` of `groups` (of `panels`, cut as evenly as
 /// they go) when threads share the panels of a product among them.
