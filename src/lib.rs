@@ -55,9 +55,13 @@ pub mod checkpoint {
 /// On Intel's processors a result of many times the level-2 caches is
 /// written with non-temporal stores ([`cpu::Streaming`]);
 /// [`cpu::set_streaming`] (or `EINLANG_STREAM=never` / `always`) turns
-/// that off or on everywhere, with the same bits either way.
+/// that off or on everywhere, with the same bits either way. A loop nest
+/// runs on several threads from [`cpu::parallel_work`] scalar operations
+/// on ([`cpu::DEFAULT_PARALLEL_WORK`]); [`cpu::set_parallel_work`] (or
+/// `EINLANG_PAR_WORK`) moves that bar, with the same bits either way.
 pub mod cpu {
     pub use einlang_runtime::cpu::{set_avx2_only, set_baseline_only, wide, wide512};
+    pub use einlang_runtime::par::{parallel_work, set_parallel_work, DEFAULT_PARALLEL_WORK};
     pub use einlang_runtime::stream::{set_streaming, streaming, Streaming};
 }
 

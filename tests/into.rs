@@ -320,6 +320,10 @@ fn a_result_that_is_a_call_fills_the_buffer() -> Result<(), Error> {
 #[test]
 fn a_result_that_is_its_parameter_is_copied_in() -> Result<(), Error> {
     for threads in 1..=3 {
+        // Loop nests of a few thousand operations split too, as before the
+        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
+        // were chosen for it.
+        einlang::cpu::set_parallel_work(1 << 15);
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         pool.install(|| -> Result<(), Error> {
             for n in [0, 1, 7, 40_009, 100_003] {

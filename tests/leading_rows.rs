@@ -132,6 +132,10 @@ fn rank_three_softmax_rows_match_loops_and_rank_two() {
 #[test]
 fn rank_three_softmax_on_one_to_three_threads() {
     for threads in 1..=3 {
+        // Loop nests of a few thousand operations split too, as before the
+        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
+        // were chosen for it.
+        einlang::cpu::set_parallel_work(1 << 15);
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
             check_softmax3(4, 129, 37);

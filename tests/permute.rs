@@ -56,6 +56,10 @@ fn value(idx: &[usize]) -> i64 {
 
 fn on_threads(f: impl Fn() + Sync) {
     for threads in 1..=3 {
+        // Loop nests of a few thousand operations split too, as before the
+        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
+        // were chosen for it.
+        einlang::cpu::set_parallel_work(1 << 15);
         rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool").install(&f);
     }
 }

@@ -93,6 +93,10 @@ einlang! {
 /// Runs `f` on 1, 2 and 3 threads.
 fn on_threads(f: impl Fn(usize) + Sync) {
     for threads in 1..=3 {
+        // Loop nests of a few thousand operations split too, as before the
+        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
+        // were chosen for it.
+        einlang::cpu::set_parallel_work(1 << 15);
         rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| f(threads));
     }
 }

@@ -49,6 +49,10 @@ einlang! {
 }
 
 fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    // Loop nests of a few thousand operations split too, as before the
+    // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
+    // were chosen for it.
+    einlang::cpu::set_parallel_work(1 << 15);
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(f)
 }
 

@@ -29,7 +29,7 @@ use std::mem::MaybeUninit;
 use ndarray::{Array, Array2, ArrayView, ArrayView2, ArrayViewMut, Dimension, IntoDimension, Ix2, LinalgScalar};
 use rayon::prelude::*;
 
-use crate::par::{check_size, fill_slice, fill_slice_uninit, PAR_THRESHOLD};
+use crate::par::{check_size, fill_slice, fill_slice_uninit, parallel_work};
 use crate::Error;
 
 /// Where one tensor of a result goes: nowhere (the result is returned), or
@@ -188,7 +188,7 @@ where
             });
         };
         match (view.as_slice_mut(), value.as_slice()) {
-            (Some(to), Some(from)) if to.len() >= PAR_THRESHOLD => {
+            (Some(to), Some(from)) if to.len() >= parallel_work() => {
                 const CHUNK: usize = 1 << 14;
                 to.par_chunks_mut(CHUNK).zip(from.par_chunks(CHUNK)).for_each(|(t, f)| t.copy_from_slice(f));
             }
@@ -549,7 +549,7 @@ mod tests {
 
     #[test]
     fn a_large_copy_runs_over_several_chunks() {
-        let n = 3 * PAR_THRESHOLD + 5;
+        let n = 3 * parallel_work() + 5;
         let mut buf = ndarray::Array1::<f32>::zeros(n);
         let value = ndarray::Array1::from_shape_fn(n, |i| i as f32);
         Out::new("out", buf.view_mut()).finish("f", value.clone()).unwrap();

@@ -184,7 +184,7 @@ pub fn attention_into(
     let [mi, nki, di, dvi] = [m, nk, d, dv].map(|x| x as i64);
     let mut e: Array2<f32> = matmul_with(function, [mi, nki, di], q, kt, scale)?;
     let mut z = vec![0.0f32; m];
-    let parallel = threads > 1 && m.saturating_mul(nk) >= crate::par::PAR_THRESHOLD;
+    let parallel = threads > 1 && m.saturating_mul(nk) >= crate::par::parallel_work();
     let rows = e.as_slice_mut().ok_or_else(|| Error::Extent {
         function: function.to_string(),
         message: "a fresh product array is not contiguous".to_string(),

@@ -30,9 +30,52 @@ impl<T> Shared<T> {
     }
 }
 
-/// Below this many scalar operations a loop nest runs on the calling thread:
-/// splitting smaller work across threads costs more than it saves.
-pub const PAR_THRESHOLD: usize = 1 << 15;
+/// Below this many scalar operations (`ir::cost`'s estimate times the
+/// points) a loop nest runs on the calling thread by default: splitting
+/// smaller work across threads costs more than it saves. Rayon's fork and
+/// join from a caller outside the pool took 15-25 us on the 2-core
+/// virtual machines this project is measured on (the workers' wake-up and
+/// the caller's), where an 8192-element `x * 1.5` takes 1 us on the
+/// calling thread: into a buffer, 8192 `tanh` took 22 us on two threads
+/// and 3.5 on one, 32768 30 and 12, 65536 (about this many operations)
+/// 24-26 both ways, and only larger ones gain (AVX-512 Xeon; the bar was
+/// 2^15 before).
+pub const DEFAULT_PARALLEL_WORK: usize = 1 << 20;
+
+/// What [`parallel_work`] returns until [`set_parallel_work`] or the
+/// environment sets it.
+const UNSET: usize = usize::MAX;
+
+static PARALLEL_WORK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(UNSET);
+
+/// Sets, for the whole process, the fewest scalar operations a loop nest
+/// splits across threads for (at least 1). The default is
+/// [`DEFAULT_PARALLEL_WORK`], or `EINLANG_PAR_WORK` from the environment
+/// when it is set. Only the speed depends on it: every split gives the
+/// bits of the calling thread alone.
+pub fn set_parallel_work(ops: usize) {
+    PARALLEL_WORK.store(ops.clamp(1, UNSET - 1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The fewest scalar operations a loop nest splits across threads for
+/// ([`set_parallel_work`]).
+#[inline]
+pub fn parallel_work() -> usize {
+    use std::sync::atomic::Ordering;
+    match PARALLEL_WORK.load(Ordering::Relaxed) {
+        UNSET => {
+            let ops = std::env::var("EINLANG_PAR_WORK")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(DEFAULT_PARALLEL_WORK)
+                .clamp(1, UNSET - 1);
+            // (A concurrent `set_parallel_work` wins over the environment.)
+            let _ = PARALLEL_WORK.compare_exchange(UNSET, ops, Ordering::Relaxed, Ordering::Relaxed);
+            PARALLEL_WORK.load(Ordering::Relaxed)
+        }
+        ops => ops,
+    }
+}
 
 thread_local! {
     static IN_ROWS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -97,7 +140,7 @@ where
 
 /// Runs `body(row, chunk)` for every `row_len`-sized chunk of `out`, in
 /// parallel when `work` (an estimate of scalar operations in the whole nest)
-/// is above [`PAR_THRESHOLD`]. Stops at the first error.
+/// is above [`parallel_work`]. Stops at the first error.
 pub fn for_each_row<T, F>(out: &mut [T], row_len: usize, work: usize, body: F) -> Result<(), Error>
 where
     T: Send,
@@ -106,7 +149,7 @@ where
     if row_len == 0 || out.is_empty() {
         return Ok(());
     }
-    if work >= PAR_THRESHOLD && out.len() / row_len > 1 {
+    if work >= parallel_work() && out.len() / row_len > 1 {
         try_each(out.par_chunks_mut(row_len).enumerate(), |(row, chunk)| {
             let _rows = InRows::enter();
             body(row, chunk)
@@ -129,7 +172,7 @@ const MIN_BLOCKS: usize = 64;
 /// Allocates a tensor of `shape` in standard (row-major) layout and fills it
 /// by calling `body(first, chunk)` on consecutive chunks of its elements, in
 /// in parallel when the work estimate (`elements * cost_per_point`) is
-/// above [`PAR_THRESHOLD`].
+/// above [`parallel_work`].
 ///
 /// For rank 2 and more, each chunk is one index of the outermost axis (a
 /// "row" holding all inner axes) and `first` is that index. For rank 1, a
@@ -172,7 +215,7 @@ pub const SPLIT_MAX_LEN: usize = 1 << 14;
 pub const PART_WORK: usize = 1 << 20;
 
 /// A split reduction has at least this many parts (when its work is that
-/// many times [`PAR_THRESHOLD`]), so that one of less than
+/// many times [`parallel_work`]), so that one of less than
 /// `MIN_PARTS * PART_WORK` still spreads over threads.
 const MIN_PARTS: usize = 4;
 
@@ -183,7 +226,7 @@ const MAX_VECTOR_PARTS: usize = 64;
 /// cut into: about [`PART_WORK`] each, at least [`MIN_PARTS`] when the
 /// work allows, at most `max` and `terms`. It depends only on the sizes.
 fn part_count(work: usize, terms: usize, max: usize) -> usize {
-    (work / PART_WORK).max((work / PAR_THRESHOLD).min(MIN_PARTS)).clamp(1, max).min(terms.max(1))
+    (work / PART_WORK).max((work / parallel_work()).min(MIN_PARTS)).clamp(1, max).min(terms.max(1))
 }
 
 /// The bounds of part `p` of `parts` equal parts of `lo..hi`, which has
@@ -212,7 +255,7 @@ fn parts_in_parallel() -> bool {
 /// term of the outer loop costs about `work_per_term` scalar operations
 /// per element.
 ///
-/// With the work above [`PAR_THRESHOLD`], either
+/// With the work above [`parallel_work`], either
 /// - the reduction is split, when the vector is at most [`SPLIT_MAX_LEN`]
 ///   elements long: the outer loop's range is cut into equal parts
 ///   (`part_count`, at most 64), each accumulated into a vector of its
@@ -249,7 +292,7 @@ where
     let work = len.saturating_mul(terms).saturating_mul(work_per_term.max(1));
     let slice = new_slice(function, &mut out)?;
     let parts = part_count(work, terms, MAX_VECTOR_PARTS);
-    if work >= PAR_THRESHOLD && len <= SPLIT_MAX_LEN && parts > 1 {
+    if work >= parallel_work() && len <= SPLIT_MAX_LEN && parts > 1 {
         let one = |p: usize| -> Result<Array1<T>, Error> {
             let (a, b) = part_bounds((lo, hi), terms, parts, p);
             let mut part = filled(function, dim, start)?;
@@ -292,7 +335,7 @@ where
         finish(0, slice)?;
         return Ok(out);
     }
-    let parallel = work >= PAR_THRESHOLD && parts_in_parallel();
+    let parallel = work >= parallel_work() && parts_in_parallel();
     let strip = if parallel { len.div_ceil(2 * rayon::current_num_threads()).max(STRIP_LEN) } else { len };
     for_each_row(slice, strip.max(1), if parallel { work } else { 0 }, |block, chunk| {
         body(block * strip, lo, hi, chunk)?;
@@ -303,7 +346,7 @@ where
 
 /// A scalar reduction over `lo..hi` (its outermost loop), each term about
 /// `work_per_term` scalar operations: `part(from, to)` reduces the terms
-/// from `from` to `to`. When the work is above [`PAR_THRESHOLD`], the range
+/// from `from` to `to`. When the work is above [`parallel_work`], the range
 /// is cut into equal parts (`part_count`), reduced in parallel
 /// (unless this is a row of a parallel loop) and combined in order with
 /// `merge(earlier, later)`. The parts depend only on the sizes, so the
@@ -319,7 +362,7 @@ where
     let terms = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
     let work = terms.saturating_mul(work_per_term.max(1));
     let parts = part_count(work, terms, usize::MAX);
-    if work < PAR_THRESHOLD || parts == 1 {
+    if work < parallel_work() || parts == 1 {
         return part(lo, hi);
     }
     let one = |p: usize| {
@@ -505,7 +548,7 @@ where
     // Every product of axis lengths fits now (none is zero, all fit in `len`).
     let row_len = match ndim {
         0 => 1,
-        1 if work < PAR_THRESHOLD => len,
+        1 if work < parallel_work() => len,
         1 => len.div_ceil(MIN_BLOCKS).clamp(1, BLOCK_LEN),
         _ => shape[1..].iter().product(),
     };
@@ -544,7 +587,7 @@ mod tests {
         assert!(!in_parallel_rows());
         let mut out = vec![false; 64];
         // Work above the threshold: the rows run in parallel.
-        for_each_row(&mut out, 1, PAR_THRESHOLD, |_, chunk| {
+        for_each_row(&mut out, 1, parallel_work(), |_, chunk| {
             chunk[0] = in_parallel_rows();
             Ok(())
         })
@@ -563,8 +606,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_bar_for_threads_is_at_least_one_operation() {
+        // (Other tests of this binary read the bar meanwhile: any value
+        // only changes which loops split, never what they compute.)
+        set_parallel_work(0);
+        assert_eq!(parallel_work(), 1);
+        set_parallel_work(DEFAULT_PARALLEL_WORK);
+        assert_eq!(parallel_work(), DEFAULT_PARALLEL_WORK);
+    }
+
+    #[test]
     fn visits_every_row_in_both_modes() {
-        for work in [0, PAR_THRESHOLD * 2] {
+        for work in [0, parallel_work() * 2] {
             let mut out = vec![0usize; 12];
             for_each_row(&mut out, 4, work, |row, chunk| {
                 for (j, v) in chunk.iter_mut().enumerate() {
@@ -582,7 +635,7 @@ mod tests {
     #[test]
     fn a_failing_row_returns_its_error() {
         let fail = |row: usize| Error::Extent { function: "f".into(), message: format!("row {row}") };
-        for work in [0, PAR_THRESHOLD * 2] {
+        for work in [0, parallel_work() * 2] {
             let mut out = vec![0u8; 4 * 1000];
             let got = for_each_row(&mut out, 4, work, |row, _| if row == 617 { Err(fail(row)) } else { Ok(()) });
             assert!(matches!(got, Err(Error::Extent { ref message, .. }) if message == "row 617"), "{got:?}");
@@ -664,7 +717,7 @@ mod tests {
                     reduce(
                         lo,
                         hi,
-                        PAR_THRESHOLD,
+                        parallel_work(),
                         |a, b| Ok((a..b).collect::<Vec<i64>>()),
                         |mut x: Vec<i64>, y: Vec<i64>| {
                             x.extend(y);
@@ -684,7 +737,7 @@ mod tests {
             reduce(
                 0,
                 1000,
-                PAR_THRESHOLD,
+                parallel_work(),
                 |a, b| {
                     if (a..b).contains(&700) {
                         Err(Error::Assert { function: "f".into(), message: "bad term".into() })

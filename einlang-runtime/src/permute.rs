@@ -16,7 +16,7 @@ use std::mem::MaybeUninit;
 use ndarray::{Array, ArrayView, Dimension, IntoDimension, IxDyn, Slice};
 use rayon::prelude::*;
 
-use crate::par::{check_size, PAR_THRESHOLD};
+use crate::par::{check_size, parallel_work};
 use crate::Error;
 
 /// The side of a tile, in elements: 32 x 32 `f32` is 4 KiB of each side.
@@ -155,7 +155,7 @@ where
     // The output axis along which the source is contiguous, other than the
     // last (a transpose); the last itself when it is contiguous in both.
     let inner = (0..rank).rev().find(|&k| src_strides[k] == 1 && shape[k] > 1).unwrap_or(last);
-    let parallel = total >= PAR_THRESHOLD;
+    let parallel = total >= parallel_work();
     if inner == last || rank < 2 {
         // Rows of the output, each a strided (or contiguous) run of the source.
         let row = shape[last];

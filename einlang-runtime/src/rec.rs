@@ -205,7 +205,7 @@ impl<'a, T: Copy + Default, const N: usize> Store<'a, T, N> {
 
 /// Runs `body(i)` for `i` in `start..end`, in parallel (rayon) when `work`
 /// (estimated scalar operations of the whole loop) is above
-/// [`crate::par::PAR_THRESHOLD`]. Stops at the first error.
+/// [`crate::par::parallel_work`]. Stops at the first error.
 #[inline]
 pub fn each<F>(start: i64, end: i64, work: usize, body: F) -> Result<(), Error>
 where
@@ -214,7 +214,7 @@ where
     if end <= start {
         return Ok(());
     }
-    if work >= crate::par::PAR_THRESHOLD && end - start > 1 {
+    if work >= crate::par::parallel_work() && end - start > 1 {
         crate::par::try_each((start..end).into_par_iter(), body)
     } else {
         (start..end).try_for_each(body)
@@ -223,7 +223,7 @@ where
 
 /// Runs `body(lo, hi)` over blocks `lo..hi` of `block` lines covering
 /// `0..lines`, in parallel (rayon) when `work_per_line * lines` is above
-/// [`crate::par::PAR_THRESHOLD`]: the lines of a recurrence that each run
+/// [`crate::par::parallel_work`]: the lines of a recurrence that each run
 /// their steps alone (see einlang-core's `codegen/rust/lines.rs`). Stops at
 /// the first error.
 #[inline]
@@ -238,7 +238,7 @@ where
     let blocks = (lines + block - 1) / block;
     let run = |b: i64| body(b * block, ((b + 1) * block).min(lines));
     let work = work_per_line.saturating_mul(lines as usize);
-    if work >= crate::par::PAR_THRESHOLD && blocks > 1 {
+    if work >= crate::par::parallel_work() && blocks > 1 {
         crate::par::try_each((0..blocks).into_par_iter(), run)
     } else {
         (0..blocks).try_for_each(run)
@@ -256,7 +256,7 @@ where
     T: Send,
     F: Fn(i64) -> Result<T, Error> + Sync + Send,
 {
-    if parallel && work >= crate::par::PAR_THRESHOLD && out.len() > crate::par::BLOCK_LEN / 8 {
+    if parallel && work >= crate::par::parallel_work() && out.len() > crate::par::BLOCK_LEN / 8 {
         let block = (out.len() / rayon::current_num_threads().max(1) / 4).clamp(64, crate::par::BLOCK_LEN);
         out.par_chunks_mut(block)
             .enumerate()

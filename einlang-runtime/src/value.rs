@@ -47,7 +47,7 @@ impl<T: Clone + Send + Sync + 'static, D: Dimension> IntoOwned for CowArray<'_, 
     }
 }
 
-/// A copy of `view` in standard layout. From [`crate::par::PAR_THRESHOLD`]
+/// A copy of `view` in standard layout. From [`crate::par::parallel_work`]
 /// elements up, into a buffer from the [pool](crate::pool) (reused, or
 /// fresh memory advised into huge pages) written by every thread: a result
 /// that is a parameter (`let y[i] = x[i]`, a leading block of one) was
@@ -56,7 +56,7 @@ impl<T: Clone + Send + Sync + 'static, D: Dimension> IntoOwned for CowArray<'_, 
 /// had, ndarray's copy (which aborts the process on a failed allocation,
 /// as it did before).
 fn copied<T: Clone + Send + Sync + 'static, D: Dimension>(view: ArrayView<'_, T, D>) -> Array<T, D> {
-    if view.len() < crate::par::PAR_THRESHOLD {
+    if view.len() < crate::par::parallel_work() {
         return view.as_standard_layout().into_owned();
     }
     let Ok(mut out) = crate::pool::try_uninit::<T, D>("", "", view.raw_dim()) else {

@@ -51,7 +51,7 @@
 //! through the runtime's rayon helpers (`par::fill`, `rec::each`,
 //! `rec::fill_row`) and passes the work estimate, the IR's per-point cost
 //! times the number of points. The runtime compares it with its threshold
-//! (`PAR_THRESHOLD`) at run time, when the extents are known, and stays on
+//! (`par::parallel_work`) at run time, when the extents are known, and stays on
 //! the calling thread below it.
 //!
 //! # Never panicking
