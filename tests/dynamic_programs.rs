@@ -120,10 +120,7 @@ const SIZES: [(usize, usize); 12] =
     [(0, 0), (1, 5), (5, 1), (7, 8), (8, 8), (9, 17), (16, 40), (17, 100), (63, 70), (130, 300), (300, 260), (520, 90)];
 
 fn pools() -> Vec<(usize, rayon::ThreadPool)> {
-    // Loop nests of a few thousand operations split too, as before the
-    // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-    // were chosen for it.
-    einlang::cpu::set_parallel_work(1 << 15);
+    common::split_small_loops();
     [1, 2, 3].into_iter().map(|n| (n, rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap())).collect()
 }
 

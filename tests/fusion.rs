@@ -3,6 +3,8 @@
 //! those of the definitions as written, checked against plain loops on
 //! random shapes, for pipelines that fuse and for ones that must not.
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2, Array3};
 use proptest::prelude::*;
@@ -414,10 +416,7 @@ fn fused_row_sum_keeps_the_bits_of_the_lanes() {
 fn sums_of_exponentials_keep_the_bits_of_the_lanes() {
     use einlang::__private::{arith, vmath};
     for threads in 1..=3 {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         pool.install(|| {
             for c in [0usize, 1, 7, 15, 16, 17, 33, 100] {
@@ -480,10 +479,7 @@ fn exponentials_below_the_rows_maximum_keep_the_bits() {
         assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "{what}: {got:e} against {want:e}");
     };
     for threads in 1..=3 {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         pool.install(|| {
             for c in [5usize, 16, 17, 40] {

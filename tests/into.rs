@@ -1,6 +1,8 @@
 //! `NAME_into`: results written into the caller's buffers, of any strides,
 //! against naive loops and against the plain form.
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2, Array3, ArrayD, IxDyn, ShapeBuilder};
 use einlang::Error;
@@ -320,10 +322,7 @@ fn a_result_that_is_a_call_fills_the_buffer() -> Result<(), Error> {
 #[test]
 fn a_result_that_is_its_parameter_is_copied_in() -> Result<(), Error> {
     for threads in 1..=3 {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         pool.install(|| -> Result<(), Error> {
             for n in [0, 1, 7, 40_009, 100_003] {

@@ -4,6 +4,8 @@
 //! the same rows written at rank two, fresh and into buffers of every
 //! layout, on odd and empty extents and on one to three threads.
 
+mod common;
+
 use einlang::einlang;
 use einlang::half::f16;
 use einlang::ndarray::{Array1, Array2, Array3, Array4, ArrayView2, Axis};
@@ -132,10 +134,7 @@ fn rank_three_softmax_rows_match_loops_and_rank_two() {
 #[test]
 fn rank_three_softmax_on_one_to_three_threads() {
     for threads in 1..=3 {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
             check_softmax3(4, 129, 37);

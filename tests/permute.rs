@@ -3,6 +3,8 @@
 //! 7, primes, empty), through `_into` into buffers of any strides, and on
 //! 1-3 threads.
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array2, Array3, Array4, ArrayD, IxDyn, ShapeBuilder};
 
@@ -56,10 +58,7 @@ fn value(idx: &[usize]) -> i64 {
 
 fn on_threads(f: impl Fn() + Sync) {
     for threads in 1..=3 {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool").install(&f);
     }
 }

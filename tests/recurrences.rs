@@ -294,10 +294,7 @@ fn a_row_passing_its_values_along_matches_a_hand_loop() {
         let b: Array1<i64> = (0..m).map(|_| i64::from(rng.int(0, 3))).collect();
         let want = lcs_table_ref(a.as_slice().unwrap(), b.as_slice().unwrap());
         for threads in [1, 3] {
-            // Loop nests of a few thousand operations split too, as before the
-            // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-            // were chosen for it.
-            einlang::cpu::set_parallel_work(1 << 15);
+            common::split_small_loops();
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             let got = pool.install(|| lcs::lcs(&a, &b)).unwrap();
             assert_eq!(got, want, "{n} x {m}, {threads} threads");

@@ -8,6 +8,8 @@
 //! rounding. Checked against sequential folds on every length around the
 //! lane count.
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -147,10 +149,7 @@ fn f32_extrema_match_the_loop_on_one_to_three_threads() {
         value(k, ((next() % 20001) as f64 - 10000.0) / 64.0) as f32
     };
     for threads in 1..=3 {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         pool.install(|| {
             for c in [0usize, 1, 7, 13, 16, 17, 31, 63, 64, 65, 97, 128, 129, 200, 257] {

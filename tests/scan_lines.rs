@@ -89,10 +89,7 @@ const SIZES: [(usize, usize); 11] =
     [(1, 2), (1, 17), (7, 15), (8, 16), (9, 17), (17, 2), (16, 33), (33, 40), (70, 100), (300, 513), (4, 3000)];
 
 fn pools() -> Vec<(usize, rayon::ThreadPool)> {
-    // Loop nests of a few thousand operations split too, as before the
-    // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-    // were chosen for it.
-    einlang::cpu::set_parallel_work(1 << 15);
+    common::split_small_loops();
     [1, 2, 3].into_iter().map(|n| (n, rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap())).collect()
 }
 

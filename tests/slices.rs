@@ -9,6 +9,8 @@
 
 mod gemm_support;
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array, Array3, Ix3};
 use gemm_support::tensor3;
@@ -93,10 +95,7 @@ einlang! {
 /// Runs `f` on 1, 2 and 3 threads.
 fn on_threads(f: impl Fn(usize) + Sync) {
     for threads in 1..=3 {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| f(threads));
     }
 }

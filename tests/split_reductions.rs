@@ -8,6 +8,8 @@
 //! loop does; sums agree up to rounding, and are the same bits on any
 //! number of threads.
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array1, Array2};
 
@@ -49,10 +51,7 @@ einlang! {
 }
 
 fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    // Loop nests of a few thousand operations split too, as before the
-    // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-    // were chosen for it.
-    einlang::cpu::set_parallel_work(1 << 15);
+    common::split_small_loops();
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(f)
 }
 

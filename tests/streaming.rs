@@ -7,6 +7,8 @@
 //! same bits and match a plain loop. One test sets the process-wide mode,
 //! so the cases run in order inside it.
 
+mod common;
+
 use einlang::cpu::{set_streaming, Streaming};
 use einlang::einlang;
 use einlang::ndarray::{s, Array1, Array2, Array3};
@@ -49,10 +51,7 @@ fn value(i: usize) -> f32 {
 fn same_either_way<T: PartialEq + std::fmt::Debug + Send>(label: &str, f: impl Fn() -> T + Sync) -> T {
     let mut first: Option<T> = None;
     for threads in [1, 2, 3] {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         for mode in [Streaming::Never, Streaming::Always] {
             set_streaming(mode);

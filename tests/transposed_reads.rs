@@ -6,6 +6,8 @@
 //! sources the function computed (read through views local to the block's
 //! closure).
 
+mod common;
+
 use einlang::einlang;
 use einlang::ndarray::{Array2, ShapeBuilder};
 
@@ -115,10 +117,7 @@ fn sources_the_function_computed() {
 #[test]
 fn an_affine_transpose_matches_a_loop_on_one_to_three_threads() {
     for threads in 1..=3 {
-        // Loop nests of a few thousand operations split too, as before the
-        // default bar rose (`einlang::cpu::set_parallel_work`): these sizes
-        // were chosen for it.
-        einlang::cpu::set_parallel_work(1 << 15);
+        common::split_small_loops();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         pool.install(|| {
             for (n, m) in [(0, 3), (3, 0), (1, 1), (7, 13), (16, 16), (17, 33), (33, 17), (1, 100), (100, 1), (600, 90)]

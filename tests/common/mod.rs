@@ -16,6 +16,19 @@ use ndarray::{
 };
 
 // ---------------------------------------------------------------------------
+// Threads
+// ---------------------------------------------------------------------------
+
+/// Lets loop nests of a few thousand operations split across threads, as
+/// they did before the runtime's default bar rose to 2^20
+/// (`einlang::cpu::set_parallel_work`): the tests that run on one to three
+/// threads were sized for that bar. Any bar gives the same results; this
+/// one exercises the splits.
+pub fn split_small_loops() {
+    einlang::cpu::set_parallel_work(1 << 15);
+}
+
+// ---------------------------------------------------------------------------
 // Deterministic data
 // ---------------------------------------------------------------------------
 
