@@ -35,7 +35,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::gemm::{recost, rename};
 use super::hoist::pure_float;
-use crate::ir::cost::expr_cost;
+use crate::ir::cost::{expr_cost, row_prelude_share};
 use crate::ir::visit;
 use crate::ir::{Expr, ExprKind, Function, Repr, Rows, Stmt, TensorDef, VarId};
 
@@ -168,18 +168,9 @@ fn rewrite_stmts(f: &mut Function, uses: &Uses, stmts: &mut Vec<Stmt>, device: b
         if !device {
             share_row_terms(f, &mut rows);
         }
-        // The prelude's work, once per row, is added to the cost of every
-        // point of the row (an overestimate) so that the parallel threshold
-        // sees it.
-        let prelude_cost: u64 = rows
-            .prelude
-            .iter()
-            .map(|s| match s {
-                Stmt::Tensor(t) => t.cost_per_point,
-                Stmt::Let { value, .. } => expr_cost(value),
-                _ => 0,
-            })
-            .sum();
+        // The prelude's work, once per row, spread over the row's points so
+        // that the parallel threshold sees it.
+        let prelude_cost = row_prelude_share(&rows.prelude, &rows.def.axes[1..]);
         rows.def.cost_per_point = rows.def.cost_per_point.saturating_add(prelude_cost);
         stmts.insert(i, Stmt::Rows(rows));
     }

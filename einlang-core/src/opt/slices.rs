@@ -50,7 +50,7 @@ use super::gemm::{recost, rename};
 use super::hoist::pure_float;
 use super::rows::{self, Uses};
 use crate::base::dim::{Dim, DimVar};
-use crate::ir::cost::expr_cost;
+use crate::ir::cost::row_prelude_share;
 use crate::ir::visit;
 use crate::ir::{Axis, Function, Gemm, Repr, Rows, Stmt, TensorDef, VarId};
 
@@ -263,19 +263,9 @@ fn join(f: &mut Function, head: Stmt, taken: Vec<Stmt>) -> Stmt {
     }
     rows::expr_uses(&def.body, None, &mut inner);
     rows::rewrite_list(f, &inner, &mut prelude);
-    // The prelude's work, once per row, is added to the cost of every
-    // point of the row (an overestimate, as `rows` does) so that the
-    // parallel threshold sees it.
-    let prelude_cost: u64 = prelude
-        .iter()
-        .map(|s| match s {
-            Stmt::Tensor(t) => t.cost_per_point,
-            Stmt::Rows(r) => r.def.cost_per_point,
-            Stmt::Gemm(g) => g.reference.cost_per_point,
-            Stmt::Let { value, .. } => expr_cost(value),
-            _ => 0,
-        })
-        .fold(0u64, u64::saturating_add);
+    // The prelude's work, once per row, spread over the row's points (as
+    // `rows` does) so that the parallel threshold sees it.
+    let prelude_cost = row_prelude_share(&prelude, &def.axes[1..]);
     def.cost_per_point = def.cost_per_point.saturating_add(prelude_cost);
     Stmt::Rows(Rows { def, prelude })
 }
