@@ -24,9 +24,12 @@
 //! tiles and take the `f32` products below 32 Mi multiply-adds (attention
 //! heads, fused), the crate the larger ones and the `f64` ones. Skinny
 //! products (fewer than `SKINNY_ROWS` rows or `SKINNY_COLS` columns) go
-//! to the `gemm` crate on either: 1.2x to 16x
-//! faster with 1 to 12 rows (a batch of one through a dense layer) and 1.1x
-//! to 1.4x with 8 or 16 columns. `EINLANG_GEMM=gemm`,
+//! to the `gemm` crate on either (1.2x to 16x faster than matrixmultiply
+//! with 1 to 12 rows, 1.1x to 1.4x with 8 or 16 columns) but three: 1 to
+//! 15 rows times a matrix stored by columns and 1 to 7 rows times one
+//! stored by rows, in place (`gemm_dots.rs`: 1.0-1.2x the crate's speed
+//! with one row times 1024 x 1024 on a Zen 5, 2-5x with 2 to 7 rows), and
+//! 8 to 12 rows times one stored by rows (`packed::skinny`). `EINLANG_GEMM=gemm`,
 //! `=matrixmultiply` or `=packed` overrides the choice (to compare the two
 //! on one machine). With the cargo feature `blas`, products that are not
 //! skinny go to the system's OpenBLAS instead (`crate::blas`; one thread
@@ -422,6 +425,20 @@ where
             // (or one term long); views of their extents, `out` as the
             // caller vouches.
             unsafe { dots::dots(isa, m, k, n, am, bm, c, few_threads, scale32) };
+            return Ok(true);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let Some((isa, (am, bm, c))) = own {
+        if m < SKINNY_OWN_ROWS && n >= SKINNY_COLS && bm.cs == 1 {
+            // One to seven rows times a row-major matrix (`x · w` with an
+            // `[in, out]` weight): `w` streamed once by rows, the outputs
+            // in registers (`dots::by_rows`), where the crate took 1.5-1.8x
+            // onnxruntime's time for one row.
+            // SAFETY: `T` is f32, the processor has `isa`, 0 < m, k > 0,
+            // `b` has unit column stride; views of their extents, `out` as
+            // the caller vouches.
+            unsafe { dots::by_rows(isa, m, k, n, am, bm, c, few_threads, scale32) };
             return Ok(true);
         }
     }
@@ -1493,6 +1510,77 @@ mod tests {
                         for (g, p) in scaled.iter().zip(plain.iter()) {
                             assert_eq!(g.to_bits(), (p * -0.3f32).to_bits());
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn products_of_a_few_rows_by_rows_are_chains_of_fused_multiply_adds() {
+        // 1 to 7 rows times a matrix stored by rows (`b` a slice of a wider
+        // one), through the dispatch and through `by_rows` directly, in
+        // both instruction sets the processor has: each output is the
+        // chain `fma(a[i, p], b[p, j], .)` over p in order from zero, to
+        // the bit (a scalar loop in `f32`), and close to the `f64` loop;
+        // columns cut at every edge of a block (1 to 16 lanes, whole
+        // blocks of 128); `a` read with a column stride; the output
+        // row-major and transposed; with a scale (the chain's bits times
+        // it); on 1 to 3 threads.
+        let shapes = [
+            (1, 1, 1),
+            (1, 17, 9),
+            (2, 16, 33),
+            (3, 7, 64),
+            (4, 300, 67),
+            (5, 1031, 7),
+            (6, 33, 129),
+            (7, 64, 300),
+            (1, 1024, 1024),
+            (2, 129, 257),
+        ];
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (m, k, n) in shapes {
+                let wide = Array::from_shape_fn((m, 2 * k), |(i, p)| ((i * 7 + p * 3) % 11) as f32 * 0.37 - 1.9);
+                let a = wide.slice(s![.., ..;2]);
+                let whole = Array::from_shape_fn((k, n + 5), |(p, j)| ((j * 5 + p * 3) % 13) as f32 * 0.61 - 3.7);
+                let b = whole.slice(s![.., 2..n + 2]);
+                let chain = Array2::from_shape_fn((m, n), |(i, j)| {
+                    (0..k).fold(0.0f32, |acc, p| a[[i, p]].mul_add(b[[p, j]], acc))
+                });
+                let want = naive(&a.mapv(f64::from).view(), &b.mapv(f64::from).view(), m, n, k);
+                let check = |got: &Array2<f32>, scale: Option<f32>, what: &str| {
+                    for ((i, j), g) in got.indexed_iter() {
+                        let bits = scale.map_or(chain[[i, j]], |s| chain[[i, j]] * s);
+                        assert_eq!(g.to_bits(), bits.to_bits(), "{what} {m}x{k}x{n} at ({i}, {j})");
+                        let w = want[[i, j]] * scale.map_or(1.0, f64::from);
+                        assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{what} {m}x{k}x{n}: {g} against {w}");
+                    }
+                };
+                #[cfg(target_arch = "x86_64")]
+                if n >= SKINNY_COLS && packed::Isa::detected().is_some() {
+                    check(&pool.install(|| with(Kernel::Packed, a, b)), None, "dispatch");
+                }
+                #[cfg(target_arch = "x86_64")]
+                for isa in packed_isas() {
+                    let run = |transposed: bool, scale: Option<f32>| {
+                        let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
+                        let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
+                        let c = packed::Mat { ptr: out.as_mut_ptr(), rs, cs };
+                        // SAFETY: the processor has `isa`; m >= 1, k > 0, `b`
+                        // has unit column stride; `out` holds the m x n
+                        // elements these strides address.
+                        pool.install(|| unsafe { dots::by_rows(isa, m, k, n, own(a), own(b), c, threads, scale) });
+                        if transposed {
+                            out.t().to_owned()
+                        } else {
+                            out
+                        }
+                    };
+                    for transposed in [false, true] {
+                        check(&run(transposed, None), None, &format!("by_rows {isa:?}"));
+                        check(&run(transposed, Some(-0.3)), Some(-0.3), &format!("scaled by_rows {isa:?}"));
                     }
                 }
             }
