@@ -1010,6 +1010,20 @@ mod tests {
         packed::Mat { ptr: v.as_ptr().cast_mut(), rs: v.strides()[0], cs: v.strides()[1] }
     }
 
+    /// An `m x n` product written by `write` into an output row-major or
+    /// `transposed` (column-major; NaN before), returned row-major.
+    #[cfg(target_arch = "x86_64")]
+    fn out_in_layout(m: usize, n: usize, transposed: bool, write: impl FnOnce(packed::Mat)) -> Array2<f32> {
+        let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
+        let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
+        write(packed::Mat { ptr: out.as_mut_ptr(), rs, cs });
+        if transposed {
+            out.t().to_owned()
+        } else {
+            out
+        }
+    }
+
     fn naive(a: &ArrayView2<'_, f64>, b: &ArrayView2<'_, f64>, m: usize, n: usize, k: usize) -> Array2<f64> {
         Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, p]] * b[[p, j]]).sum())
     }
@@ -1489,18 +1503,14 @@ mod tests {
                 #[cfg(target_arch = "x86_64")]
                 for isa in packed_isas() {
                     let run = |transposed: bool, scale: Option<f32>| {
-                        let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
-                        let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
-                        let c = packed::Mat { ptr: out.as_mut_ptr(), rs, cs };
-                        // SAFETY: the processor has `isa`; 1 <= m <= MAX_ROWS,
-                        // k > 0, rows of `a` and columns of `b` contiguous;
-                        // `out` holds the m x n elements these strides address.
-                        pool.install(|| unsafe { dots::dots(isa, m, k, n, own(a.view()), own(b), c, threads, scale) });
-                        if transposed {
-                            out.t().to_owned()
-                        } else {
-                            out
-                        }
+                        out_in_layout(m, n, transposed, |c| {
+                            // SAFETY: the processor has `isa`; 1 <= m <=
+                            // MAX_ROWS, k > 0, rows of `a` and columns of
+                            // `b` contiguous; `c` addresses m x n elements.
+                            pool.install(|| unsafe {
+                                dots::dots(isa, m, k, n, own(a.view()), own(b), c, threads, scale)
+                            })
+                        })
                     };
                     for transposed in [false, true] {
                         let plain = run(transposed, None);
@@ -1565,18 +1575,12 @@ mod tests {
                 #[cfg(target_arch = "x86_64")]
                 for isa in packed_isas() {
                     let run = |transposed: bool, scale: Option<f32>| {
-                        let mut out = Array2::<f32>::from_elem(if transposed { (n, m) } else { (m, n) }, f32::NAN);
-                        let (rs, cs) = if transposed { (1, m as isize) } else { (n as isize, 1) };
-                        let c = packed::Mat { ptr: out.as_mut_ptr(), rs, cs };
-                        // SAFETY: the processor has `isa`; m >= 1, k > 0, `b`
-                        // has unit column stride; `out` holds the m x n
-                        // elements these strides address.
-                        pool.install(|| unsafe { dots::by_rows(isa, m, k, n, own(a), own(b), c, threads, scale) });
-                        if transposed {
-                            out.t().to_owned()
-                        } else {
-                            out
-                        }
+                        out_in_layout(m, n, transposed, |c| {
+                            // SAFETY: the processor has `isa`; m >= 1, k > 0,
+                            // `b` has unit column stride; `c` addresses m x n
+                            // elements.
+                            pool.install(|| unsafe { dots::by_rows(isa, m, k, n, own(a), own(b), c, threads, scale) })
+                        })
                     };
                     for transposed in [false, true] {
                         check(&run(transposed, None), None, &format!("by_rows {isa:?}"));

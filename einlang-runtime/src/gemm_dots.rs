@@ -60,24 +60,8 @@ pub(super) unsafe fn dots(
     threads: usize,
     scale: Option<f32>,
 ) {
-    let task = |t: usize| {
-        let j0 = t * TASK_COLS;
-        let j1 = (j0 + TASK_COLS).min(n);
-        // SAFETY: columns j0..j1 of `b` and `c` exist; the processor has
-        // `isa`; as the caller vouches.
-        unsafe {
-            match isa {
-                Isa::Avx512 => avx512::columns(m, k, j0, j1, a, b, c, scale),
-                Isa::Avx2 => avx2::columns(m, k, j0, j1, a, b, c, scale),
-            }
-        }
-    };
-    let tasks = n.div_ceil(TASK_COLS);
-    if threads > 1 {
-        (0..tasks).into_par_iter().for_each(task);
-    } else {
-        (0..tasks).for_each(task);
-    }
+    // SAFETY: as the caller vouches.
+    unsafe { in_tasks::<false>(isa, m, k, n, a, b, c, threads, scale, TASK_COLS) }
 }
 
 /// Columns per task of `by_rows`: a block of eight vectors of sixteen.
@@ -107,19 +91,42 @@ pub(super) unsafe fn by_rows(
     threads: usize,
     scale: Option<f32>,
 ) {
+    // SAFETY: as the caller vouches.
+    unsafe { in_tasks::<true>(isa, m, k, n, a, b, c, threads, scale, ROW_TASK_COLS) }
+}
+
+/// `dots` (`BY_ROWS` false) or `by_rows`: the columns in pieces of
+/// `task_cols`, a task each.
+///
+/// # Safety
+///
+/// As `dots` or `by_rows`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn in_tasks<const BY_ROWS: bool>(
+    isa: Isa,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat,
+    b: Mat,
+    c: Mat,
+    threads: usize,
+    scale: Option<f32>,
+    task_cols: usize,
+) {
     let task = |t: usize| {
-        let j0 = t * ROW_TASK_COLS;
-        let j1 = (j0 + ROW_TASK_COLS).min(n);
+        let j0 = t * task_cols;
+        let j1 = (j0 + task_cols).min(n);
         // SAFETY: columns j0..j1 of `b` and `c` exist; the processor has
         // `isa`; as the caller vouches.
         unsafe {
             match isa {
-                Isa::Avx512 => avx512::row_columns(m, k, j0, j1, a, b, c, scale),
-                Isa::Avx2 => avx2::row_columns(m, k, j0, j1, a, b, c, scale),
+                Isa::Avx512 => avx512::columns::<BY_ROWS>(m, k, j0, j1, a, b, c, scale),
+                Isa::Avx2 => avx2::columns::<BY_ROWS>(m, k, j0, j1, a, b, c, scale),
             }
         }
     };
-    let tasks = n.div_ceil(ROW_TASK_COLS);
+    let tasks = n.div_ceil(task_cols);
     if threads > 1 {
         (0..tasks).into_par_iter().for_each(task);
     } else {
@@ -127,22 +134,24 @@ pub(super) unsafe fn by_rows(
     }
 }
 
-/// `columns` and `block` for the instruction set `$features`, over the
-/// module's vector type `V` of `W` lanes and its helpers `zero`, `load`,
-/// `load_rest` (the first `rest < W` lanes, zeros after), `fmadd` and
-/// `sum` (across the lanes); blocks of at most `RMAX` rows, `CWIDE`
-/// columns when one or two rows share a block, else `CNARROW`.
+/// `columns`, `either` and `block` for the instruction set `$features`,
+/// over the module's vector type `V` of `W` lanes and its helpers `zero`,
+/// `load`, `load_rest` (the first `rest <= W` lanes, zeros after),
+/// `fmadd` and `sum` (across the lanes); blocks of at most `RMAX` rows,
+/// `CWIDE` columns when one or two rows share a block, else `CNARROW`
+/// (`row_kernel!` gives the same module `row_block`).
 macro_rules! dot_kernel {
     ($features:literal) => {
         /// Columns `j0..j1` of `c`: blocks of columns, each times every
-        /// block of rows.
+        /// block of rows; a block `CWIDE` sums (dots) or vectors of sums
+        /// (`BY_ROWS`) wide when one or two rows share it, else `CNARROW`.
         ///
         /// # Safety
         ///
-        /// As `dots`, and `j0 < j1 <= n`.
+        /// As `dots` (or `by_rows` with `BY_ROWS`), and `j0 < j1 <= n`.
         #[target_feature(enable = $features)]
         #[allow(clippy::too_many_arguments)]
-        pub(super) unsafe fn columns(
+        pub(super) unsafe fn columns<const BY_ROWS: bool>(
             m: usize,
             k: usize,
             j0: usize,
@@ -153,7 +162,7 @@ macro_rules! dot_kernel {
             scale: Option<f32>,
         ) {
             let wide = m <= 2;
-            let step = if wide { CWIDE } else { CNARROW };
+            let step = if wide { CWIDE } else { CNARROW } * if BY_ROWS { W } else { 1 };
             let mut j = j0;
             while j < j1 {
                 let cols = step.min(j1 - j);
@@ -164,17 +173,45 @@ macro_rules! dot_kernel {
                     // inside the operands, as the caller vouches.
                     unsafe {
                         match (rows, wide) {
-                            (1, true) => block::<1, CWIDE>(k, i, j, cols, a, b, c, scale),
-                            (2, true) => block::<2, CWIDE>(k, i, j, cols, a, b, c, scale),
-                            (1, false) => block::<1, CNARROW>(k, i, j, cols, a, b, c, scale),
-                            (2, false) => block::<2, CNARROW>(k, i, j, cols, a, b, c, scale),
-                            (3, _) => block::<3, CNARROW>(k, i, j, cols, a, b, c, scale),
-                            _ => block::<4, CNARROW>(k, i, j, cols, a, b, c, scale),
+                            (1, true) => either::<BY_ROWS, 1, CWIDE>(k, i, j, cols, a, b, c, scale),
+                            (2, true) => either::<BY_ROWS, 2, CWIDE>(k, i, j, cols, a, b, c, scale),
+                            (1, false) => either::<BY_ROWS, 1, CNARROW>(k, i, j, cols, a, b, c, scale),
+                            (2, false) => either::<BY_ROWS, 2, CNARROW>(k, i, j, cols, a, b, c, scale),
+                            (3, _) => either::<BY_ROWS, 3, CNARROW>(k, i, j, cols, a, b, c, scale),
+                            _ => either::<BY_ROWS, 4, CNARROW>(k, i, j, cols, a, b, c, scale),
                         }
                     }
                     i += rows;
                 }
                 j += cols;
+            }
+        }
+
+        /// `row_block` with `BY_ROWS`, else `block`.
+        ///
+        /// # Safety
+        ///
+        /// As the one it calls.
+        #[inline]
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn either<const BY_ROWS: bool, const R: usize, const C: usize>(
+            k: usize,
+            i0: usize,
+            j0: usize,
+            cols: usize,
+            a: Mat,
+            b: Mat,
+            c: Mat,
+            scale: Option<f32>,
+        ) {
+            // SAFETY: as the caller vouches.
+            unsafe {
+                if BY_ROWS {
+                    row_block::<R, C>(k, i0, j0, cols, a, b, c, scale)
+                } else {
+                    block::<R, C>(k, i0, j0, cols, a, b, c, scale)
+                }
             }
         }
 
@@ -240,56 +277,11 @@ macro_rules! dot_kernel {
     };
 }
 
-/// `row_columns` and `row_block` (`by_rows`) for the instruction set
-/// `$features`, over the same helpers as `dot_kernel!` and `broadcast`
-/// and `store` (all `W` lanes to memory).
+/// `row_block` (`by_rows`) for the instruction set `$features`, over the
+/// same helpers as `dot_kernel!` and `broadcast` and `store` (all `W`
+/// lanes to memory).
 macro_rules! row_kernel {
     ($features:literal) => {
-        /// Columns `j0..j1` of `c`: blocks of `CWIDE` vectors of columns
-        /// when one or two rows share a block, else `CNARROW`, each times
-        /// every block of rows.
-        ///
-        /// # Safety
-        ///
-        /// As `by_rows`, and `j0 < j1 <= n`.
-        #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        pub(super) unsafe fn row_columns(
-            m: usize,
-            k: usize,
-            j0: usize,
-            j1: usize,
-            a: Mat,
-            b: Mat,
-            c: Mat,
-            scale: Option<f32>,
-        ) {
-            let wide = m <= 2;
-            let step = if wide { CWIDE } else { CNARROW } * W;
-            let mut j = j0;
-            while j < j1 {
-                let cols = step.min(j1 - j);
-                let mut i = 0;
-                while i < m {
-                    let rows = (m - i).min(RMAX);
-                    // SAFETY: rows i..i + rows and columns j..j + cols are
-                    // inside the operands, as the caller vouches.
-                    unsafe {
-                        match (rows, wide) {
-                            (1, true) => row_block::<1, CWIDE>(k, i, j, cols, a, b, c, scale),
-                            (2, true) => row_block::<2, CWIDE>(k, i, j, cols, a, b, c, scale),
-                            (1, false) => row_block::<1, CNARROW>(k, i, j, cols, a, b, c, scale),
-                            (2, false) => row_block::<2, CNARROW>(k, i, j, cols, a, b, c, scale),
-                            (3, _) => row_block::<3, CNARROW>(k, i, j, cols, a, b, c, scale),
-                            _ => row_block::<4, CNARROW>(k, i, j, cols, a, b, c, scale),
-                        }
-                    }
-                    i += rows;
-                }
-                j += cols;
-            }
-        }
-
         /// The `R x cols` block of `c` at `(i0, j0)` (`cols <= C x W`):
         /// `R x C` vectors of sums over the `k` terms, each term loading
         /// `C` vectors of a row of `b` (masked past `cols`).
