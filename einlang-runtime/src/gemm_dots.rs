@@ -64,8 +64,8 @@ pub(super) unsafe fn dots(
     unsafe { in_tasks::<false>(isa, m, k, n, a, b, c, threads, scale, TASK_COLS) }
 }
 
-/// Columns per task of `by_rows`: a block of eight vectors of sixteen with
-/// AVX-512, four of eight with AVX2.
+/// Columns per task of `by_rows`: one block of eight vectors of sixteen
+/// with AVX-512, four blocks of four vectors of eight with AVX2.
 const ROW_TASK_COLS: usize = 128;
 
 /// `c = a · b` (times `scale` when there is one, rounded once more) for
