@@ -26,10 +26,11 @@
 //! products (fewer than `SKINNY_ROWS` rows or `SKINNY_COLS` columns) go
 //! to the `gemm` crate on either (1.2x to 16x faster than matrixmultiply
 //! with 1 to 12 rows, 1.1x to 1.4x with 8 or 16 columns) but three: 1 to
-//! 15 rows times a matrix stored by columns and 1 to 7 rows times one
-//! stored by rows, in place (`gemm_dots.rs`: 1.0-1.2x the crate's speed
-//! with one row times 1024 x 1024 on a Zen 5, 2-5x with 2 to 7 rows), and
-//! 8 to 12 rows times one stored by rows (`packed::skinny`). `EINLANG_GEMM=gemm`,
+//! 15 rows times a matrix stored by columns and 1 to 7 rows (13 to 15 too
+//! with AVX-512) times one stored by rows, in place (`gemm_dots.rs`:
+//! 1.0-1.2x the crate's speed with one row times 1024 x 1024 on a Zen 5,
+//! 2-5x with more: `by_rows_takes`), and 8 to 12 rows times one stored by
+//! rows (`packed::skinny`). `EINLANG_GEMM=gemm`,
 //! `=matrixmultiply` or `=packed` overrides the choice (to compare the two
 //! on one machine). With the cargo feature `blas`, products that are not
 //! skinny go to the system's OpenBLAS instead (`crate::blas`; one thread
@@ -224,6 +225,20 @@ fn packed_takes(kernel: Kernel, m: usize, n: usize, k: usize) -> bool {
         && !large_to_gemm_crate(kernel, m, n, k)
         && m >= SKINNY_ROWS
         && n >= SKINNY_COLS
+}
+
+/// Whether `dots::by_rows` takes a product of `m` rows times a row-major
+/// matrix: 1 to 7 rows, and with AVX-512 13 to 15 too (8 to 12 are
+/// `packed::skinny`'s). Against the `gemm` crate, which packs the matrix
+/// first (a 2-core Zen 5, AVX-512, two threads, alternated three times,
+/// ms): 1 x 1024 x 1024 0.036-0.060 against 0.044-0.045, 4 rows
+/// 0.038-0.069 against 0.115-0.118, 7 rows 0.080-0.109 against
+/// 0.366-0.402, 13 rows 0.155-0.162 against 0.458-0.476, 15 x 300 x 4000
+/// 0.117-0.140 against 0.179-0.207. The AVX2 form (blocks of two rows)
+/// is not timed against the crate above 7 rows, which keeps them there.
+#[cfg(target_arch = "x86_64")]
+fn by_rows_takes(isa: packed::Isa, m: usize) -> bool {
+    m < SKINNY_OWN_ROWS || (isa == packed::Isa::Avx512 && m > isa.mr() && m < SKINNY_ROWS)
 }
 
 /// Elements of the right operand above which a product of a few rows
@@ -430,11 +445,10 @@ where
     }
     #[cfg(target_arch = "x86_64")]
     if let Some((isa, (am, bm, c))) = own {
-        if m < SKINNY_OWN_ROWS && n >= SKINNY_COLS && bm.cs == 1 {
-            // One to seven rows times a row-major matrix (`x · w` with an
-            // `[in, out]` weight): `w` streamed once by rows, the outputs
-            // in registers (`dots::by_rows`), where the crate took 1.5-1.8x
-            // onnxruntime's time for one row.
+        if by_rows_takes(isa, m) && n >= SKINNY_COLS && bm.cs == 1 {
+            // A few rows times a row-major matrix (`x · w` with an `[in,
+            // out]` weight): `w` streamed by rows, the outputs in registers
+            // (`dots::by_rows`).
             // SAFETY: `T` is f32, the processor has `isa`, 0 < m, k > 0,
             // `b` has unit column stride; views of their extents, `out` as
             // the caller vouches.
@@ -1528,8 +1542,9 @@ mod tests {
 
     #[test]
     fn products_of_a_few_rows_by_rows_are_chains_of_fused_multiply_adds() {
-        // 1 to 7 rows times a matrix stored by rows (`b` a slice of a wider
-        // one), through the dispatch and through `by_rows` directly, in
+        // 1 to 7, 13 and 15 rows times a matrix stored by rows (`b` a slice
+        // of a wider one), through the dispatch where it takes them and
+        // through `by_rows` directly, in
         // both instruction sets the processor has: each output is the
         // chain `fma(a[i, p], b[p, j], .)` over p in order from zero, to
         // the bit (a scalar loop in `f32`), and close to the `f64` loop;
@@ -1548,6 +1563,8 @@ mod tests {
             (7, 64, 300),
             (1, 1024, 1024),
             (2, 129, 257),
+            (13, 70, 200),
+            (15, 300, 33),
         ];
         for threads in 1..=3 {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -1569,7 +1586,7 @@ mod tests {
                     }
                 };
                 #[cfg(target_arch = "x86_64")]
-                if n >= SKINNY_COLS && packed::Isa::detected().is_some() {
+                if n >= SKINNY_COLS && packed::Isa::detected().is_some_and(|isa| by_rows_takes(isa, m)) {
                     check(&pool.install(|| with(Kernel::Packed, a, b)), None, "dispatch");
                 }
                 #[cfg(target_arch = "x86_64")]
