@@ -23,7 +23,7 @@ use crate::Error;
 /// and each row of either side moves in runs of 256 bytes. The squares
 /// inside a tile (`square_side`) consume whole cache lines, so the tile
 /// sets how long the runs are that the prefetchers follow; tiles of 32
-/// (runs of 128 bytes) took 1.05-1.6x as long on a 2-core Zen 5, the two
+/// (runs of 128 bytes) took 1.1-1.7x as long on a 2-core Zen 5, the two
 /// alternated in one binary three times: a 4096^2 transpose 5.55-5.79
 /// against 4.62-5.28 ms, `[n, c, h, w]` to `[n, h, w, c]` of 16 x 64 x 56
 /// x 56 0.59-0.65 against 0.35-0.43 ms, the reverse of 1024 x 56 x 56

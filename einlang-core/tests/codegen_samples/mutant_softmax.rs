@@ -167,7 +167,7 @@ fn __softmax_body(
             __rt::dest::fill_uninit_into(
                 "softmax",
                 [N as usize, C as usize],
-                459,
+                17,
                 __fill_y,
                 &mut *__out0,
             ),
