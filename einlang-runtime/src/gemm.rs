@@ -444,24 +444,20 @@ where
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some((isa, (am, bm, c))) = own {
-        if by_rows_takes(isa, m) && n >= SKINNY_COLS && bm.cs == 1 {
-            // A few rows times a row-major matrix (`x · w` with an `[in,
-            // out]` weight): `w` streamed by rows, the outputs in registers
-            // (`dots::by_rows`).
+    if let Some((isa, (am, bm, c))) = own.filter(|(_, (_, bm, _))| n >= SKINNY_COLS && bm.cs == 1) {
+        // A few rows times a row-major matrix (`x · w` with an `[in, out]`
+        // weight), in place.
+        if by_rows_takes(isa, m) {
+            // `w` streamed by rows, the outputs in registers.
             // SAFETY: `T` is f32, the processor has `isa`, 0 < m, k > 0,
             // `b` has unit column stride; views of their extents, `out` as
             // the caller vouches.
             unsafe { dots::by_rows(isa, m, k, n, am, bm, c, few_threads, scale32) };
             return Ok(true);
         }
-    }
-    #[cfg(target_arch = "x86_64")]
-    if let Some((isa, (am, bm, c))) = own {
-        if (SKINNY_OWN_ROWS..=isa.mr()).contains(&m) && n >= SKINNY_COLS && bm.cs == 1 && bm.rs >= n as isize {
-            // Eight to twelve rows times a row-major matrix (AVX-512's
-            // tiles): that matrix streamed once through the micro-kernel,
-            // in place (`packed::skinny`).
+        if (SKINNY_OWN_ROWS..=isa.mr()).contains(&m) && bm.rs >= n as isize {
+            // Eight to twelve rows (AVX-512's tiles): the matrix streamed
+            // once through the micro-kernel (`packed::skinny`).
             // SAFETY: `T` is f32, the processor has `isa`, k > 0, m <= MR,
             // `b` has unit column stride; views of their extents, `out` as
             // the caller vouches.
@@ -1544,10 +1540,10 @@ mod tests {
     fn products_of_a_few_rows_by_rows_are_chains_of_fused_multiply_adds() {
         // 1 to 7, 13 and 15 rows times a matrix stored by rows (`b` a slice
         // of a wider one), through the dispatch where it takes them and
-        // through `by_rows` directly, in
-        // both instruction sets the processor has: each output is the
-        // chain `fma(a[i, p], b[p, j], .)` over p in order from zero, to
-        // the bit (a scalar loop in `f32`), and close to the `f64` loop;
+        // through `by_rows` directly, in both instruction sets the
+        // processor has: each output is the chain `fma(a[i, p], b[p, j],
+        // .)` over p in order from zero, to the bit (a scalar loop in
+        // `f32`), and close to the `f64` loop;
         // columns cut at every edge of a block (1 to 16 lanes, whole
         // blocks of 128); `a` read with a column stride; the output
         // row-major and transposed; with a scale (the chain's bits times
