@@ -376,13 +376,15 @@ fn lane_sum<T: Copy + Default + std::ops::Add<Output = T>>(row: &[T]) -> T {
     lanes[0] + tail
 }
 
-/// The fused softmax, `f32` and `f64`, on rows of 0 to 100 elements (runs
-/// of sixteen with and without a tail): bit for bit the naive loops with
-/// the runtime's `exp` and the sum in the reduction's lane order.
+/// The fused softmax, `f32` and `f64`, on rows of 0 to 2100 elements (runs
+/// of sixteen with and without a tail; rows from 512 bytes to 16 KiB ask
+/// for the next row as they go, `einlang::__private::prefetch`, longer
+/// and shorter ones do not): bit for bit the naive loops with the
+/// runtime's `exp` and the sum in the reduction's lane order.
 #[test]
 fn fused_row_sum_keeps_the_bits_of_the_lanes() {
     use einlang::__private::{arith, vmath};
-    for c in [0usize, 1, 7, 15, 16, 17, 31, 32, 33, 100] {
+    for c in [0usize, 1, 7, 15, 16, 17, 31, 32, 33, 100, 128, 301, 2100] {
         for n in [0usize, 1, 3] {
             let x = matrix(n, c, c as u64 * 7 + n as u64) * 3.0;
             let got = softmax64(&x).unwrap();
@@ -419,7 +421,7 @@ fn sums_of_exponentials_keep_the_bits_of_the_lanes() {
         common::split_small_loops();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
         pool.install(|| {
-            for c in [0usize, 1, 7, 15, 16, 17, 33, 100] {
+            for c in [0usize, 1, 7, 15, 16, 17, 33, 100, 301] {
                 let n = 4;
                 let mut x = matrix(n, c, c as u64 * 5 + 1).mapv(|v| (v * 9.0) as f32);
                 if c > 3 {

@@ -26,6 +26,7 @@ pub mod jagged;
 pub mod par;
 pub mod permute;
 pub mod pool;
+pub mod prefetch;
 pub mod rec;
 pub mod shape;
 pub mod stream;

@@ -128,7 +128,15 @@ fn __softmax_body(
         let mut __vals: [f64; 16] = [0.0f64; 16];
         let mut __tail: f64 = 0.0f64;
         let mut __start: usize = 0;
+        let __ahead_x: bool = __rt::prefetch::rows_of(x.shape()[1].saturating_mul(8));
+        let __next_x = x
+            .as_ptr()
+            .wrapping_add((n_3 as usize).wrapping_add(1).wrapping_mul(x.shape()[1]));
         while __len_y - __start >= 16 {
+            if __ahead_x {
+                __rt::prefetch::line(__next_x.wrapping_add(__start));
+                __rt::prefetch::line(__next_x.wrapping_add((__start) + 8));
+            }
             for __lane in 0..16 {
                 let __pos_c_2: usize = __start + __lane;
                 let c_2: i64 = __pos_c_2 as i64;

@@ -1285,6 +1285,9 @@ impl FnCx<'_> {
         first: Option<(TokenStream, TokenStream)>,
     ) -> Result<Code, Bug> {
         let (l, outer) = loops.split_last().ok_or("a reduction in lanes without loops")?;
+        // A second pass over the input's rows asks for the next row's
+        // lines, one request per run (`ahead`).
+        let ahead = if outer.is_empty() { self.take_ahead()? } else { None };
         let mut first = first;
         let mut bounds = |cx: &Self, l: &Loop| -> Result<(TokenStream, TokenStream), Bug> {
             match first.take() {
@@ -1299,6 +1302,9 @@ impl FnCx<'_> {
         let t = types::scalar(k);
         let lanes = derived("lanes_", &i, "");
         let (base, last) = (derived("base_", &i, ""), derived("end_", &i, ""));
+        let setup = ahead.as_ref().map(|a| a.setup.clone()).unwrap_or_default();
+        let request =
+            |width: usize| ahead.as_ref().map(|a| a.run(&quote!((#base as usize)), width)).unwrap_or_default();
         let n = types::usize_lit(LANES);
         let n_i64 = types::i64_lit(LANES as i64);
         let lane = |p: usize| {
@@ -1345,8 +1351,10 @@ impl FnCx<'_> {
             let run = |width: usize, step: &str| {
                 let (w, w_i64) = (types::usize_lit(width), types::i64_lit(width as i64));
                 let step = Ident::new(step, proc_macro2::Span::call_site());
+                let request = request(width);
                 quote! {
                     while #last.saturating_sub(#base) >= #w_i64 {
+                        #request
                         let mut __terms: [f32; #w] = [0.0f32; #w];
                         for __lane in 0..#w {
                             let #i: i64 = #base + __lane as i64;
@@ -1363,6 +1371,7 @@ impl FnCx<'_> {
             let mut nest = quote! {
                 let #last: i64 = #end;
                 let mut #base: i64 = #start;
+                #setup
                 #run64
                 #run16
                 for #i in #base..#last {
@@ -1409,12 +1418,15 @@ impl FnCx<'_> {
                 }
             },
         };
+        let request = request(LANES);
         let mut nest = quote! {
             let #last: i64 = #end;
             let mut #base: i64 = #start;
+            #setup
             // Saturating: a range longer than `i64::MAX` cannot
             // overflow the subtraction (its bounds are far apart).
             while #last.saturating_sub(#base) >= #n_i64 {
+                #request
                 #run
                 #base += #n_i64;
             }

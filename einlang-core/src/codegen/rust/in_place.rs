@@ -156,6 +156,9 @@ impl FnCx<'_> {
         sum: Option<VarId>,
     ) -> Result<TokenStream, Bug> {
         let name = self.ident(e.var)?;
+        // A second pass over the input's row asks for the next row's
+        // lines as it goes (`ahead`), in the loop of runs.
+        let ahead = if sum.is_some() { self.take_ahead()? } else { None };
         let (pos, binding) = self.position(&e.axes[0], |pos| quote!(#pos))?;
         let body = self.expr(&e.body)?.tokens;
         let t = types::scalar(e.elem);
@@ -210,12 +213,18 @@ impl FnCx<'_> {
                         }
                     },
                 };
+                let (setup, request) = match &ahead {
+                    Some(a) => (a.setup.clone(), a.run(&quote!(__start), LANES)),
+                    None => (TokenStream::new(), TokenStream::new()),
+                };
                 quote! {
                     let mut __lanes: [#t; #n] = [#zero; #n];
                     let mut __vals: [#t; #n] = [#zero; #n];
                     let mut __tail: #t = #zero;
                     let mut __start: usize = 0;
+                    #setup
                     while #len - __start >= #n {
+                        #request
                         #run
                         for __lane in 0..#n {
                             // SAFETY: `__start + __lane < #len`, the row's

@@ -66,6 +66,7 @@
 //! instructions as the operators). The back end's own addressing (positions,
 //! offsets, extents) keeps plain operators.
 
+mod ahead;
 mod clip;
 mod comm;
 mod expr;
@@ -503,6 +504,9 @@ pub(crate) struct FnCx<'a> {
     /// and a later sum of its rows in the same prelude (a chain run per
     /// batch, `opt::slices`) are found there by `row_sum_of`.
     preludes: Vec<Vec<Stmt>>,
+    /// While a row prelude's second pass over its input's rows is
+    /// emitted: the next rows its loop asks for (`ahead`).
+    ahead: Option<ahead::Ahead>,
     /// Whether the body calls `__simd` (`simd_form` binds it then).
     uses_simd: bool,
     /// While a lane map's value is emitted (`lane_maps`): its function
@@ -571,6 +575,7 @@ impl<'a> FnCx<'a> {
             into_store: None,
             summed: HashMap::new(),
             preludes: Vec::new(),
+            ahead: None,
             uses_simd: false,
             lane_value: None,
             rt: paths::rt_local(),

@@ -30,7 +30,7 @@ use std::collections::HashSet;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::{derived, in_place, types, Bug, FnCx, Ownership};
+use super::{ahead, derived, in_place, types, Bug, FnCx, Ownership};
 use crate::ir::{Axis, Conv, ExprKind, Gemm, Repr, Rows, Stmt, TensorDef, VarId};
 
 impl FnCx<'_> {
@@ -584,16 +584,26 @@ impl FnCx<'_> {
             (derived("row_", &name, ""), derived("ptr_", &name, ""), derived("len_", &name, ""));
         self.no_move += 1;
         self.preludes.push(prelude.to_vec());
+        // A second pass over the input's rows asks for the next row.
+        let mut ahead = match def.axes.as_slice() {
+            [row, _] => ahead::second_passes(prelude, row.index),
+            _ => Vec::new(),
+        };
         // The prelude is emitted first: the body reads what it defines.
         let prelude_code = prelude
             .iter()
             .enumerate()
-            .map(|(i, s)| match s {
-                Stmt::Tensor(e) if in_place == Some(i) => {
-                    self.fill_in_place(e, &row, &row_ptr, &row_len, fused.map(|(_, s)| s))
-                }
-                _ if fused.is_some_and(|(at, _)| at == i) => Ok(TokenStream::new()),
-                _ => self.stmt(s),
+            .map(|(i, s)| {
+                self.ahead = ahead.get_mut(i).and_then(Option::take);
+                let code = match s {
+                    Stmt::Tensor(e) if in_place == Some(i) => {
+                        self.fill_in_place(e, &row, &row_ptr, &row_len, fused.map(|(_, s)| s))
+                    }
+                    _ if fused.is_some_and(|(at, _)| at == i) => Ok(TokenStream::new()),
+                    _ => self.stmt(s),
+                };
+                self.ahead = None;
+                code
             })
             .collect::<Result<Vec<_>, _>>();
         self.preludes.pop();

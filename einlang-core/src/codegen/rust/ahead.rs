@@ -1,0 +1,231 @@
+//! A row pipeline's second pass over a row asks for the next row.
+//!
+//! A definition with a row prelude (`opt::rows`: a softmax's maximum,
+//! exponentials and sum, once per row `n`) reads the rows `x[n, ..]` of
+//! its input in several passes. The first pass takes the row from memory;
+//! the second finds it in the cache and spends its time on arithmetic.
+//! That second pass asks, one line per run of its lanes, for the same
+//! line of the next row (`x[n + 1, c]` beside `x[n, c]`), so the next
+//! row's first pass finds it cached (the runtime's `prefetch` module has
+//! the figures and the row lengths where it applies).
+//!
+//! The passes are found on the IR: a prelude statement is a pass over
+//! `x`'s rows when its one loop (a reduction's, or a row tensor's axis)
+//! reads `x[n, i]` with `i` that loop's index, and the statement is the
+//! second pass when an earlier one already read row `n` of `x`. Loops
+//! emitted in lanes take the request (`reduce_in_lanes`, `fill_in_place`);
+//! any other form of the pass simply makes none.
+
+use std::collections::HashSet;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::{Bug, FnCx};
+use crate::base::scalar::ScalarKind;
+use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, VarId};
+
+/// The tensors whose next row the loop being emitted asks for, and the
+/// row's index variable.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Ahead {
+    pub(crate) row: VarId,
+    pub(crate) tensors: Vec<VarId>,
+}
+
+/// For each statement of a prelude run once per `row`: what it asks for
+/// (see the module docs), None for most.
+pub(crate) fn second_passes(prelude: &[Stmt], row: VarId) -> Vec<Option<Ahead>> {
+    let mut seen: HashSet<VarId> = HashSet::new();
+    let mut done: HashSet<VarId> = HashSet::new();
+    prelude
+        .iter()
+        .map(|s| {
+            let mut tensors = Vec::new();
+            for t in pass_reads(s, row) {
+                if seen.contains(&t) && !done.contains(&t) && !tensors.contains(&t) {
+                    tensors.push(t);
+                }
+            }
+            done.extend(tensors.iter().copied());
+            visit::for_each_stmt_expr(s, &mut |e| rows_read(e, row, &mut seen));
+            (!tensors.is_empty()).then_some(Ahead { row, tensors })
+        })
+        .collect()
+}
+
+/// The tensors `s` reads as `t[row, i]` along its one loop `i`: a scalar
+/// `let` holding one reduction over one loop, or a row tensor of one
+/// axis, with no reduction inside either's body.
+fn pass_reads(s: &Stmt, row: VarId) -> Vec<VarId> {
+    let (body, along) = match s {
+        Stmt::Let { value, .. } => {
+            let mut reductions = Vec::new();
+            reductions_in(value, &mut reductions);
+            match reductions.as_slice() {
+                [Expr { kind: ExprKind::Reduce { loops, body, .. }, .. }] if loops.len() == 1 => {
+                    (&**body, loops[0].index)
+                }
+                _ => return Vec::new(),
+            }
+        }
+        Stmt::Tensor(e) if e.axes.len() == 1 => (&e.body, e.axes[0].index),
+        _ => return Vec::new(),
+    };
+    let mut inner = Vec::new();
+    reductions_in(body, &mut inner);
+    let mut reads = Vec::new();
+    if inner.is_empty() {
+        reads_along(body, row, along, &mut reads);
+    }
+    reads
+}
+
+/// Every reduction in `e`, outermost only.
+fn reductions_in<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    if matches!(e.kind, ExprKind::Reduce { .. }) {
+        out.push(e);
+        return;
+    }
+    visit::for_each_child(e, &mut |c| reductions_in(c, out));
+}
+
+/// The tensors read in `e` exactly as `t[row, along]`.
+fn reads_along(e: &Expr, row: VarId, along: VarId, out: &mut Vec<VarId>) {
+    if let ExprKind::Read { tensor, indices, checked: false } = &e.kind {
+        if let [a, b] = indices.as_slice() {
+            if matches!(a.kind, ExprKind::Var(v) if v == row) && matches!(b.kind, ExprKind::Var(v) if v == along) {
+                out.push(*tensor);
+            }
+        }
+    }
+    visit::for_each_child(e, &mut |c| reads_along(c, row, along, out));
+}
+
+/// Adds the tensors read in `e` at row `row` (first index `row`).
+fn rows_read(e: &Expr, row: VarId, out: &mut HashSet<VarId>) {
+    if let ExprKind::Read { tensor, indices, .. } = &e.kind {
+        if matches!(indices.first().map(|i| &i.kind), Some(ExprKind::Var(v)) if *v == row) {
+            out.insert(*tensor);
+        }
+    }
+    visit::for_each_child(e, &mut |c| rows_read(c, row, out));
+}
+
+impl FnCx<'_> {
+    /// The request of the statement being emitted, taken by the loop
+    /// that makes it: the code before the loop, and a function giving the
+    /// code for a run of `run_bytes` bytes of row (lanes times the
+    /// element's size) at the column `at` (a `usize` expression). Empty
+    /// when there is no request or no tensor it names is a row-major
+    /// matrix here.
+    pub(crate) fn take_ahead(&mut self) -> Result<Option<RowsAhead>, Bug> {
+        let Some(ahead) = self.ahead.take() else { return Ok(None) };
+        let row = self.ident(ahead.row)?;
+        let mut tensors = Vec::new();
+        for t in ahead.tensors {
+            if let Repr::Tensor(k, 2) = self.info(t)?.ty {
+                if self.standard.contains(&t) {
+                    tensors.push((self.ident(t)?, k));
+                }
+            }
+        }
+        if tensors.is_empty() {
+            return Ok(None);
+        }
+        let rt = self.rt.clone();
+        let setup = tensors.iter().map(|(t, k)| {
+            let (on, next) = (format_ident!("__ahead_{}", t), format_ident!("__next_{}", t));
+            let size = super::types::usize_lit(k.size_bytes());
+            quote! {
+                let #on: bool = #rt::prefetch::rows_of(#t.shape()[1].saturating_mul(#size));
+                let #next = #t.as_ptr().wrapping_add((#row as usize).wrapping_add(1).wrapping_mul(#t.shape()[1]));
+            }
+        });
+        let setup = quote!(#(#setup)*);
+        Ok(Some(RowsAhead { setup, tensors, rt }))
+    }
+}
+
+/// A taken request (`take_ahead`): its setup, and the tensors with their
+/// element types.
+pub(crate) struct RowsAhead {
+    pub(crate) setup: TokenStream,
+    tensors: Vec<(proc_macro2::Ident, ScalarKind)>,
+    rt: TokenStream,
+}
+
+impl RowsAhead {
+    /// The requests of a run of `lanes` elements starting at column `at`
+    /// (a `usize` expression): one per line of each tensor's row.
+    pub(crate) fn run(&self, at: &TokenStream, lanes: usize) -> TokenStream {
+        let rt = &self.rt;
+        let code = self.tensors.iter().map(|(t, k)| {
+            let (on, next) = (format_ident!("__ahead_{}", t), format_ident!("__next_{}", t));
+            let per_line = (64 / k.size_bytes().max(1)).max(1);
+            let lines = (0..lanes.div_ceil(per_line)).map(|l| {
+                let col = match l * per_line {
+                    0 => quote!(#at),
+                    off => {
+                        let off = super::types::usize_lit(off);
+                        quote!((#at) + #off)
+                    }
+                };
+                quote!(#rt::prefetch::line(#next.wrapping_add(#col));)
+            });
+            quote!(if #on { #(#lines)* })
+        });
+        quote!(#(#code)*)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What each prelude statement of the first row pipeline in `src`
+    /// asks for: the statement's position and the names of the tensors.
+    fn requests(src: &str) -> Vec<(usize, Vec<String>)> {
+        let c = crate::compile_str(src, &crate::Options::default()).expect("compiles");
+        let f = c.ir.fns.iter().find(|f| f.body.iter().any(|s| matches!(s, Stmt::Rows(_)))).expect("a row pipeline");
+        let Some(Stmt::Rows(r)) = f.body.iter().find(|s| matches!(s, Stmt::Rows(_))) else { unreachable!() };
+        second_passes(&r.prelude, r.def.axes[0].index)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.map(|a| (i, a.tensors.iter().map(|t| f.var(*t).name.clone()).collect())))
+            .collect()
+    }
+
+    #[test]
+    fn the_second_pass_over_the_rows_asks_for_the_next_row_the_first_does_not() {
+        // The maximum reads the row first; the exponentials read it again.
+        let softmax = requests(
+            "pub fn softmax(x: [f32; N, C]) -> [f32; N, C] {
+                 let m[n] = max[c](x[n, c]);
+                 let e[n, c] = std::math::exp(x[n, c] - m[n]);
+                 let y[n, c] = e[n, c] / sum[k](e[n, k]);
+                 y
+             }",
+        );
+        assert_eq!(softmax.len(), 1, "{softmax:?}");
+        assert_eq!(softmax[0].1, ["x"]);
+        assert_ne!(softmax[0].0, 0);
+        // The log-sum-exp is the second pass of `log_softmax`.
+        let log = requests("pub fn f(x: [f32; N, C]) -> [f32; N, C] { std::ml::log_softmax(x) }");
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert_eq!(log[0].1, ["x"]);
+    }
+
+    #[test]
+    fn a_pass_read_elsewhere_than_its_own_position_asks_for_nothing() {
+        // The second pass reads `x[n, c]` along `j`: not one row walked in
+        // order, so no request.
+        let shifted = requests(
+            "pub fn f(x: [f32; N, C]) -> [f32; N, C] {
+                 let y[n, c] = x[n, c] / max[j](x[n, j]) - sum[k in 0..C](x[n, C - 1 - k]);
+                 y
+             }",
+        );
+        assert!(shifted.is_empty(), "{shifted:?}");
+    }
+}
