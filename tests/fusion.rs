@@ -145,6 +145,12 @@ einlang! {
         y
     }
 
+    /// A map without a lane form, bound by its arithmetic (`ahead.rs`).
+    pub fn tanh_map(x: [f32; N]) -> [f32; N] {
+        let y[i] = std::math::tanh(x[i]) * 2.0;
+        y
+    }
+
     pub fn exp_ratio(x: [f32; N]) -> [f32; N] {
         let y[i] = exp(x[i]) / (1.0 + exp(x[i])) + 0.5 * x[i];
         y
@@ -290,6 +296,36 @@ fn a_row_divided_by_one_value_keeps_the_bits_of_the_division() {
                 }
             }
         }
+    }
+}
+
+/// Maps of one axis bound by their arithmetic run each block in pieces of
+/// 64 elements that ask for lines a kilobyte ahead (`codegen/rust/ahead.rs`):
+/// at lengths around a piece's and long enough to be split, on 1 to 3
+/// threads (so blocks and pieces start anywhere), every element has the
+/// bits of the element function.
+#[test]
+fn maps_that_ask_ahead_keep_the_element_functions_bits() {
+    use einlang::__private::{arith, vmath};
+    for threads in 1..=3 {
+        common::split_small_loops();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        pool.install(|| {
+            for len in [1usize, 63, 64, 65, 129, 1000, 40_001, 100_003] {
+                let x = Array1::from_shape_fn(len, |i| ((i * 7919) % 2003) as f32 * 0.013 - 13.0);
+                let (e, r, t) = (exp_map(&x).unwrap(), exp_ratio(&x).unwrap(), tanh_map(&x).unwrap());
+                let s = sigmoid_written(&x).unwrap();
+                for i in 0..len {
+                    let v = x[i];
+                    let at = format!("{len} elements, {threads} threads, at {i}");
+                    assert_eq!(e[i].to_bits(), arith::exp_f32(v - 1.0).to_bits(), "exp, {at}");
+                    let ev = arith::exp_f32(v);
+                    assert_eq!(r[i].to_bits(), (ev / (1.0 + ev) + 0.5 * v).to_bits(), "exp ratio, {at}");
+                    assert_eq!(t[i].to_bits(), (vmath::tanh_f32(v) * 2.0).to_bits(), "tanh, {at}");
+                    assert_eq!(s[i].to_bits(), (1.0 / (1.0 + arith::exp_f32(-v))).to_bits(), "sigmoid, {at}");
+                }
+            }
+        });
     }
 }
 

@@ -1,4 +1,5 @@
-//! The next row of a matrix asked for while this one is computed.
+//! Lines asked for before they are read: the next row of a matrix while
+//! this one is computed, the operands of a map a kilobyte ahead.
 //!
 //! A row pipeline (a softmax: the row's maximum, its exponentials and
 //! their sum, then the row divided) reads each row of its input two or
@@ -21,6 +22,12 @@
 //! [`ROW_BYTES`]. A request on the same line twice, or past the matrix's
 //! last row, costs an instruction and changes nothing: these are hints,
 //! which never fault and never change a result.
+//!
+//! An element map bound by its arithmetic (`tanh(x[i])`) streams its
+//! operand and its output while the core is busy with the polynomial, and
+//! there the prefetchers fell behind as well: generated code runs such a
+//! map in pieces of 64 elements, each asking for the lines a kilobyte
+//! ahead of it (`codegen/rust/ahead.rs` has the figures).
 
 use std::ops::RangeInclusive;
 

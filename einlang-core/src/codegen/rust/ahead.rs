@@ -15,15 +15,37 @@
 //! second pass when an earlier one already read row `n` of `x`. Loops
 //! emitted in lanes take the request (`reduce_in_lanes`, `fill_in_place`);
 //! any other form of the pass simply makes none.
+//!
+//! An element map of one axis bound by its arithmetic (`tanh(x[i])`:
+//! at least [`MAP_MIN_COST`] operations per element) runs its blocks in
+//! pieces of [`PIECE`] elements, each asking for the lines a kilobyte
+//! ahead of it in every tensor it reads along its axis and in its own
+//! output (`map_ahead`): the loads and the stores' reads of their lines
+//! then overlap the arithmetic instead of adding to it. On the AVX-512
+//! Xeon, into a buffer of 16 Mi `f32` on two threads, `tanh` took 4.1-4.3
+//! ms instead of 6.0-6.1, the logistic function 3.8-4.1 instead of
+//! 5.7-5.9 (onnxruntime 4.3-4.4 and 4.6).
 
 use std::collections::HashSet;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::{Bug, FnCx};
 use crate::base::scalar::ScalarKind;
-use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, VarId};
+use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, TensorDef, VarId};
+
+/// The fewest operations per element (the IR's estimate) of a map that
+/// asks for its operands ahead: cheaper maps are bound by memory, whose
+/// streams the processor's own prefetchers follow (the runtime's `stream`
+/// writes those of at most 8 with non-temporal stores).
+pub(crate) const MAP_MIN_COST: u64 = 9;
+
+/// The elements of a map's piece: its requests cover the piece's lines.
+const PIECE: usize = 64;
+
+/// How far ahead of a piece a map asks for lines, in bytes.
+const MAP_AHEAD_BYTES: usize = 1024;
 
 /// The tensors whose next row the loop being emitted asks for, and the
 /// row's index variable.
@@ -102,6 +124,16 @@ fn reads_along(e: &Expr, row: VarId, along: VarId, out: &mut Vec<VarId>) {
     visit::for_each_child(e, &mut |c| reads_along(c, row, along, out));
 }
 
+/// The tensors read in `e` exactly as `t[at]`.
+fn reads_at(e: &Expr, at: VarId, out: &mut Vec<VarId>) {
+    if let ExprKind::Read { tensor, indices, checked: false } = &e.kind {
+        if matches!(indices.as_slice(), [i] if matches!(i.kind, ExprKind::Var(v) if v == at)) {
+            out.push(*tensor);
+        }
+    }
+    visit::for_each_child(e, &mut |c| reads_at(c, at, out));
+}
+
 /// Adds the tensors read in `e` at row `row` (first index `row`).
 fn rows_read(e: &Expr, row: VarId, out: &mut HashSet<VarId>) {
     if let ExprKind::Read { tensor, indices, .. } = &e.kind {
@@ -113,6 +145,59 @@ fn rows_read(e: &Expr, row: VarId, out: &mut HashSet<VarId>) {
 }
 
 impl FnCx<'_> {
+    /// `each`, the loop over a block of a map of one axis (`block`, its
+    /// first position `first`), run in pieces that ask for their lines
+    /// ahead (see the module docs); `each` itself when the map is cheap
+    /// or reads no row-major tensor along its axis.
+    pub(crate) fn map_ahead(
+        &mut self,
+        def: &TensorDef,
+        first: &Ident,
+        block: &Ident,
+        each: TokenStream,
+    ) -> Result<TokenStream, Bug> {
+        let [axis] = def.axes.as_slice() else { return Ok(each) };
+        if def.cost_per_point < MAP_MIN_COST {
+            return Ok(each);
+        }
+        let mut read = Vec::new();
+        reads_at(&def.body, axis.index, &mut read);
+        let rt = self.rt.clone();
+        let requests = |ptr: TokenStream, k: ScalarKind| {
+            let size = k.size_bytes().max(1);
+            let per_line = (64 / size).max(1);
+            (0..PIECE.div_ceil(per_line))
+                .map(|l| {
+                    let off = super::types::usize_lit(MAP_AHEAD_BYTES / size + l * per_line);
+                    quote!(#rt::prefetch::line(#ptr.wrapping_add(#off));)
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut lines = Vec::new();
+        let mut seen = HashSet::new();
+        for t in read {
+            if !seen.insert(t) || !self.standard.contains(&t) {
+                continue;
+            }
+            if let Repr::Tensor(k, 1) = self.info(t)?.ty {
+                let id = self.ident(t)?;
+                lines.extend(requests(quote!(#id.as_ptr().wrapping_add(#first)), k));
+            }
+        }
+        if lines.is_empty() {
+            return Ok(each);
+        }
+        lines.extend(requests(quote!(#block.as_ptr()), def.elem));
+        let piece = super::types::usize_lit(PIECE);
+        Ok(quote! {
+            for (__piece, #block) in #block.chunks_mut(#piece).enumerate() {
+                let #first: usize = #first + __piece * #piece;
+                #(#lines)*
+                #each
+            }
+        })
+    }
+
     /// The request of the statement being emitted, taken by the loop
     /// that makes it: the code before the loop, and a function giving the
     /// code for a run of `run_bytes` bytes of row (lanes times the
@@ -151,7 +236,7 @@ impl FnCx<'_> {
 /// element types.
 pub(crate) struct RowsAhead {
     pub(crate) setup: TokenStream,
-    tensors: Vec<(proc_macro2::Ident, ScalarKind)>,
+    tensors: Vec<(Ident, ScalarKind)>,
     rt: TokenStream,
 }
 
@@ -214,6 +299,32 @@ mod tests {
         let log = requests("pub fn f(x: [f32; N, C]) -> [f32; N, C] { std::ml::log_softmax(x) }");
         assert_eq!(log.len(), 1, "{log:?}");
         assert_eq!(log[0].1, ["x"]);
+    }
+
+    #[test]
+    fn maps_bound_by_arithmetic_ask_ahead_maps_bound_by_memory_do_not() {
+        let src = "pub fn heavy(x: [f32; N]) -> [f32; N] { let y[i] = std::math::tanh(x[i]); y }
+                   pub fn light(a: [f32; N], b: [f32; N]) -> [f32; N] { let y[i] = a[i] * b[i] + 1.0; y }
+                   pub fn shifted(x: [f32; N]) -> [f32; N - 1] { let y[i in 0..N - 1] = std::math::tanh(x[i + 1]); y }";
+        let c = crate::compile_str(src, &crate::Options::default()).expect("compiles");
+        let rust: String = c.rust.to_string().split_whitespace().collect();
+        let starts: Vec<usize> = ["heavy", "light", "shifted"]
+            .iter()
+            .map(|n| rust.find(&format!("fn__{n}_body(")).expect("the body"))
+            .collect();
+        let body = |name: &str| {
+            let at = rust.find(&format!("fn__{name}_body(")).expect("the body");
+            let end = starts.iter().copied().filter(|&s| s > at).min().unwrap_or(rust.len());
+            rust[at..end].to_string()
+        };
+        let heavy = body("heavy");
+        // Four lines of `x` and four of the output per piece of 64, in
+        // each of the three forms.
+        assert_eq!(heavy.matches("prefetch::line(").count(), 24, "{heavy}");
+        assert!(heavy.contains("chunks_mut(64)") && heavy.contains("wrapping_add(256)"), "{heavy}");
+        assert!(!body("light").contains("prefetch"));
+        // A read beside the position is not one of the reads along it.
+        assert!(!body("shifted").contains("prefetch"));
     }
 
     #[test]

@@ -92,13 +92,19 @@ impl LaneMap {
                 // SAFETY: the form `__simd` names runs on this processor
                 // (it is the function's own form's).
                 let __vals: [f32; 16] = unsafe { __simd::#function(__args) };
+                // The run's values before any store, so that their reads
+                // need not wait on the stores (which LLVM cannot tell
+                // apart from them) and vectorize.
+                let mut __outs: [f32; 16] = [0.0f32; 16];
                 for __lane in 0..16 {
                     let #pos: usize = __start + __lane;
                     #binding
-                    let __v: f32 = #value;
+                    __outs[__lane] = #value;
+                }
+                for __lane in 0..16 {
                     // SAFETY: `__start + __lane < __len`, the chunk's
                     // length; the chunk is not otherwise used meanwhile.
-                    unsafe { __ptr.add(__start + __lane).write(__v) };
+                    unsafe { __ptr.add(__start + __lane).write(__outs[__lane]) };
                 }
                 __start += 16;
             }

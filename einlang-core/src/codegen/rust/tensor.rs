@@ -669,6 +669,8 @@ impl FnCx<'_> {
                             }
                         },
                     };
+                    // Bound by its arithmetic: pieces that ask ahead.
+                    let each = self.map_ahead(def, &first, &block, each)?;
                     quote! {
                         |#first: usize, #block: #chunk_ty| -> #result_ty {
                             #each
