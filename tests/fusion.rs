@@ -151,6 +151,11 @@ einlang! {
         y
     }
 
+    pub fn tanh_rows(x: [f32; N, C]) -> [f32; N, C] {
+        let y[n, c] = std::math::tanh(x[n, c]) * 2.0;
+        y
+    }
+
     pub fn exp_ratio(x: [f32; N]) -> [f32; N] {
         let y[i] = exp(x[i]) / (1.0 + exp(x[i])) + 0.5 * x[i];
         y
@@ -299,11 +304,11 @@ fn a_row_divided_by_one_value_keeps_the_bits_of_the_division() {
     }
 }
 
-/// Maps of one axis bound by their arithmetic run each block in pieces of
-/// 64 elements that ask for lines a kilobyte ahead (`codegen/rust/ahead.rs`):
-/// at lengths around a piece's and long enough to be split, on 1 to 3
-/// threads (so blocks and pieces start anywhere), every element has the
-/// bits of the element function.
+/// Maps bound by their arithmetic run each block (one axis) or row (two)
+/// in pieces of 64 elements that ask for lines a kilobyte ahead
+/// (`codegen/rust/ahead.rs`): at lengths around a piece's and long enough
+/// to be split, on 1 to 3 threads (so blocks and pieces start anywhere),
+/// every element has the bits of the element function.
 #[test]
 fn maps_that_ask_ahead_keep_the_element_functions_bits() {
     use einlang::__private::{arith, vmath};
@@ -323,6 +328,17 @@ fn maps_that_ask_ahead_keep_the_element_functions_bits() {
                     assert_eq!(r[i].to_bits(), (ev / (1.0 + ev) + 0.5 * v).to_bits(), "exp ratio, {at}");
                     assert_eq!(t[i].to_bits(), (vmath::tanh_f32(v) * 2.0).to_bits(), "tanh, {at}");
                     assert_eq!(s[i].to_bits(), (1.0 / (1.0 + arith::exp_f32(-v))).to_bits(), "sigmoid, {at}");
+                }
+            }
+            // Rows of two-axis maps, in pieces that ask ahead across rows.
+            for c in [1usize, 63, 64, 65, 300, 1000] {
+                let n = 3 + 70_000 / c;
+                let x = Array2::from_shape_fn((n, c), |(i, j)| ((i * 131 + j * 7919) % 2003) as f32 * 0.013 - 13.0);
+                let (t, g) = (tanh_rows(&x).unwrap(), sigmoid_map(&x).unwrap());
+                for ((i, j), v) in x.indexed_iter() {
+                    let at = format!("{n} x {c}, {threads} threads, at ({i}, {j})");
+                    assert_eq!(t[[i, j]].to_bits(), (vmath::tanh_f32(*v) * 2.0).to_bits(), "tanh, {at}");
+                    assert_eq!(g[[i, j]].to_bits(), vmath::sigmoid_f32(*v).to_bits(), "sigmoid, {at}");
                 }
             }
         });

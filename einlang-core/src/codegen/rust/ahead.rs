@@ -16,11 +16,13 @@
 //! emitted in lanes take the request (`reduce_in_lanes`, `fill_in_place`);
 //! any other form of the pass simply makes none.
 //!
-//! An element map of one axis bound by its arithmetic (`tanh(x[i])`:
-//! at least [`MAP_MIN_COST`] operations per element) runs its blocks in
-//! pieces of [`PIECE`] elements, each asking for the lines a kilobyte
-//! ahead of it in every tensor it reads along its axis and in its own
-//! output (`map_ahead`): the loads and the stores' reads of their lines
+//! An element map of one or two axes bound by its arithmetic
+//! (`tanh(x[i])`: one that evaluates the runtime's polynomial math, as
+//! `width::calls_math` tells, the functions that get an AVX-512 form) runs
+//! its blocks (or rows) in pieces of [`PIECE`] elements, each asking for
+//! the lines a kilobyte ahead of it in every tensor it reads at its own
+//! position and in its own output (`map_ahead`, `row_ahead`; a row's
+//! requests run on into the next row's lines): the loads and the stores' reads of their lines
 //! then overlap the arithmetic instead of adding to it. On the AVX-512
 //! Xeon, into a buffer of 16 Mi `f32` on two threads, `tanh` took 4.1-4.3
 //! ms instead of 6.0-6.1, the logistic function 3.8-4.1 instead of
@@ -34,12 +36,6 @@ use quote::{format_ident, quote};
 use super::{Bug, FnCx};
 use crate::base::scalar::ScalarKind;
 use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, TensorDef, VarId};
-
-/// The fewest operations per element (the IR's estimate) of a map that
-/// asks for its operands ahead: cheaper maps are bound by memory, whose
-/// streams the processor's own prefetchers follow (the runtime's `stream`
-/// writes those of at most 8 with non-temporal stores).
-pub(crate) const MAP_MIN_COST: u64 = 9;
 
 /// The elements of a map's piece: its requests cover the piece's lines.
 const PIECE: usize = 64;
@@ -124,10 +120,13 @@ fn reads_along(e: &Expr, row: VarId, along: VarId, out: &mut Vec<VarId>) {
     visit::for_each_child(e, &mut |c| reads_along(c, row, along, out));
 }
 
-/// The tensors read in `e` exactly as `t[at]`.
-fn reads_at(e: &Expr, at: VarId, out: &mut Vec<VarId>) {
+/// The tensors read in `e` exactly as `t[at..]` (every index the
+/// variable of its place in `at`).
+fn reads_at(e: &Expr, at: &[VarId], out: &mut Vec<VarId>) {
     if let ExprKind::Read { tensor, indices, checked: false } = &e.kind {
-        if matches!(indices.as_slice(), [i] if matches!(i.kind, ExprKind::Var(v) if v == at)) {
+        let own = indices.len() == at.len()
+            && indices.iter().zip(at).all(|(i, a)| matches!(i.kind, ExprKind::Var(v) if v == *a));
+        if own {
             out.push(*tensor);
         }
     }
@@ -156,22 +155,63 @@ impl FnCx<'_> {
         block: &Ident,
         each: TokenStream,
     ) -> Result<TokenStream, Bug> {
-        let [axis] = def.axes.as_slice() else { return Ok(each) };
-        if def.cost_per_point < MAP_MIN_COST {
-            return Ok(each);
+        let Some(lines) = self.map_requests(def, &quote!(#first), block)? else { return Ok(each) };
+        let piece = super::types::usize_lit(PIECE);
+        Ok(quote! {
+            for (__piece, #block) in #block.chunks_mut(#piece).enumerate() {
+                let #first: usize = #first + __piece * #piece;
+                #lines
+                #each
+            }
+        })
+    }
+
+    /// A row of a map of two axes (`row`, the definition's row `def.axes[0]`)
+    /// run in pieces that ask ahead, as [`Self::map_ahead`]: `each(at)` is
+    /// the loop over a piece whose first column is `at`. None when the map
+    /// is cheap or reads no row-major matrix at its own position.
+    pub(crate) fn row_ahead(
+        &mut self,
+        def: &TensorDef,
+        row: &Ident,
+        each: impl FnOnce(&mut Self, &TokenStream) -> Result<TokenStream, Bug>,
+    ) -> Result<Option<TokenStream>, Bug> {
+        let at = quote!(__at);
+        let Some(lines) = self.map_requests(def, &at, row)? else { return Ok(None) };
+        let each = each(self, &at)?;
+        let piece = super::types::usize_lit(PIECE);
+        Ok(Some(quote! {
+            for (__piece, #row) in #row.chunks_mut(#piece).enumerate() {
+                let #at: usize = __piece * #piece;
+                #lines
+                #each
+            }
+        }))
+    }
+
+    /// The requests of a piece of a map of one or two axes, bound by its
+    /// arithmetic, whose output piece is `out` (a slice) and whose first
+    /// position along the last axis is `at`: a kilobyte ahead in each
+    /// row-major tensor the value reads at the definition's own position,
+    /// and in `out`. None when there is nothing to ask for.
+    fn map_requests(&mut self, def: &TensorDef, at: &TokenStream, out: &Ident) -> Result<Option<TokenStream>, Bug> {
+        // Maps of plain arithmetic are bound by memory, whose streams the
+        // processor's own prefetchers follow.
+        if !super::width::calls_math(&def.body) || def.axes.is_empty() || def.axes.len() > 2 {
+            return Ok(None);
         }
+        let axes: Vec<VarId> = def.axes.iter().map(|a| a.index).collect();
         let mut read = Vec::new();
-        reads_at(&def.body, axis.index, &mut read);
-        let rt = self.rt.clone();
-        let requests = |ptr: TokenStream, k: ScalarKind| {
-            let size = k.size_bytes().max(1);
-            let per_line = (64 / size).max(1);
-            (0..PIECE.div_ceil(per_line))
-                .map(|l| {
-                    let off = super::types::usize_lit(MAP_AHEAD_BYTES / size + l * per_line);
-                    quote!(#rt::prefetch::line(#ptr.wrapping_add(#off));)
-                })
-                .collect::<Vec<_>>()
+        reads_at(&def.body, &axes, &mut read);
+        // The row's first element in a matrix: `n * len1`.
+        let row_start = |cx: &Self, t: &Ident| -> Result<TokenStream, Bug> {
+            Ok(match axes.as_slice() {
+                [n, _] => {
+                    let n = cx.ident(*n)?;
+                    quote!((#n as usize).wrapping_mul(#t.shape()[1]).wrapping_add(#at))
+                }
+                _ => quote!(#at),
+            })
         };
         let mut lines = Vec::new();
         let mut seen = HashSet::new();
@@ -179,23 +219,32 @@ impl FnCx<'_> {
             if !seen.insert(t) || !self.standard.contains(&t) {
                 continue;
             }
-            if let Repr::Tensor(k, 1) = self.info(t)?.ty {
-                let id = self.ident(t)?;
-                lines.extend(requests(quote!(#id.as_ptr().wrapping_add(#first)), k));
+            if let Repr::Tensor(k, rank) = self.info(t)?.ty {
+                if rank == axes.len() {
+                    let id = self.ident(t)?;
+                    let start = row_start(self, &id)?;
+                    lines.extend(self.piece_lines(quote!(#id.as_ptr().wrapping_add(#start)), k));
+                }
             }
         }
         if lines.is_empty() {
-            return Ok(each);
+            return Ok(None);
         }
-        lines.extend(requests(quote!(#block.as_ptr()), def.elem));
-        let piece = super::types::usize_lit(PIECE);
-        Ok(quote! {
-            for (__piece, #block) in #block.chunks_mut(#piece).enumerate() {
-                let #first: usize = #first + __piece * #piece;
-                #(#lines)*
-                #each
-            }
-        })
+        lines.extend(self.piece_lines(quote!(#out.as_ptr()), def.elem));
+        Ok(Some(quote!(#(#lines)*)))
+    }
+
+    /// One request per line of a piece of `k`s a kilobyte past `ptr`.
+    fn piece_lines(&self, ptr: TokenStream, k: ScalarKind) -> Vec<TokenStream> {
+        let rt = &self.rt;
+        let size = k.size_bytes().max(1);
+        let per_line = (64 / size).max(1);
+        (0..PIECE.div_ceil(per_line))
+            .map(|l| {
+                let off = super::types::usize_lit(MAP_AHEAD_BYTES / size + l * per_line);
+                quote!(#rt::prefetch::line(#ptr.wrapping_add(#off));)
+            })
+            .collect()
     }
 
     /// The request of the statement being emitted, taken by the loop
@@ -305,10 +354,12 @@ mod tests {
     fn maps_bound_by_arithmetic_ask_ahead_maps_bound_by_memory_do_not() {
         let src = "pub fn heavy(x: [f32; N]) -> [f32; N] { let y[i] = std::math::tanh(x[i]); y }
                    pub fn light(a: [f32; N], b: [f32; N]) -> [f32; N] { let y[i] = a[i] * b[i] + 1.0; y }
-                   pub fn shifted(x: [f32; N]) -> [f32; N - 1] { let y[i in 0..N - 1] = std::math::tanh(x[i + 1]); y }";
+                   pub fn shifted(x: [f32; N]) -> [f32; N - 1] { let y[i in 0..N - 1] = std::math::tanh(x[i + 1]); y }
+                   pub fn rows(x: [f32; N, C]) -> [f32; N, C] { let y[n, c] = std::math::tanh(x[n, c]); y }
+                   pub fn across(x: [f32; N, C]) -> [f32; C, N] { let y[c, n] = std::math::tanh(x[n, c]); y }";
         let c = crate::compile_str(src, &crate::Options::default()).expect("compiles");
         let rust: String = c.rust.to_string().split_whitespace().collect();
-        let starts: Vec<usize> = ["heavy", "light", "shifted"]
+        let starts: Vec<usize> = ["heavy", "light", "shifted", "rows", "across"]
             .iter()
             .map(|n| rust.find(&format!("fn__{n}_body(")).expect("the body"))
             .collect();
@@ -325,6 +376,12 @@ mod tests {
         assert!(!body("light").contains("prefetch"));
         // A read beside the position is not one of the reads along it.
         assert!(!body("shifted").contains("prefetch"));
+        // A row of two axes asks from its own row on; a transposing read
+        // is not at the definition's position.
+        let rows = body("rows");
+        assert_eq!(rows.matches("prefetch::line(").count(), 24, "{rows}");
+        assert!(rows.contains("(nasusize).wrapping_mul(x.shape()[1]).wrapping_add(__at)"), "{rows}");
+        assert!(!body("across").contains("prefetch"));
     }
 
     #[test]

@@ -729,7 +729,19 @@ impl FnCx<'_> {
                     code
                 }
                 (None, None) if lane_map.is_some() => {
-                    lane_map.as_ref().map(|map| map.over(chunk, &pos, &binding, &body)).unwrap_or_default()
+                    // Bound by its arithmetic: pieces that ask ahead.
+                    let ahead = if rank == 2 && prelude.is_empty() {
+                        self.row_ahead(def, chunk, |cx, at| {
+                            let (_, binding) = cx.position(last, |pos| quote!((#at + #pos)))?;
+                            Ok(lane_map.as_ref().map(|map| map.over(chunk, &pos, &binding, &body)).unwrap_or_default())
+                        })?
+                    } else {
+                        None
+                    };
+                    match ahead {
+                        Some(code) => code,
+                        None => lane_map.as_ref().map(|map| map.over(chunk, &pos, &binding, &body)).unwrap_or_default(),
+                    }
                 }
                 (None, None) => {
                     let generic = quote! {
@@ -748,6 +760,19 @@ impl FnCx<'_> {
                                     let (__a, __b) = (0usize, #chunk.len());
                                     #copy
                                 },
+                                // Bound by its arithmetic: pieces that ask
+                                // ahead.
+                                None if rank == 2 && prelude.is_empty() => self
+                                    .row_ahead(def, chunk, |cx, at| {
+                                        let (_, binding) = cx.position(last, |pos| quote!((#at + #pos)))?;
+                                        Ok(quote! {
+                                            for (#pos, #slot) in #chunk.iter_mut().enumerate() {
+                                                #binding
+                                                #nest
+                                            }
+                                        })
+                                    })?
+                                    .unwrap_or(generic),
                                 None => generic,
                             }
                         }

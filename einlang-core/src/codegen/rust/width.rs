@@ -23,17 +23,19 @@ pub fn avx512_fns(p: &Program) -> Vec<bool> {
 
 /// Whether `f` itself evaluates polynomial math.
 fn evaluates_math(f: &Function) -> bool {
-    fn walk(e: &Expr, own: &mut bool) {
-        if let ExprKind::Intrinsic(i, _) = &e.kind {
-            *own |= costly(*i);
-        }
-        visit::for_each_child(e, &mut |c| walk(c, own));
-    }
     let mut own = false;
     for s in &f.body {
-        visit::for_each_stmt_expr(s, &mut |e| walk(e, &mut own));
+        visit::for_each_stmt_expr(s, &mut |e| own |= calls_math(e));
     }
-    walk(&f.result, &mut own);
+    own || calls_math(&f.result)
+}
+
+/// Whether `e` evaluates polynomial math (an `exp`, a function of
+/// `std::math` with a form in `vmath`): a loop computing it is bound by
+/// its arithmetic.
+pub(crate) fn calls_math(e: &Expr) -> bool {
+    let mut own = matches!(&e.kind, ExprKind::Intrinsic(i, _) if costly(*i));
+    visit::for_each_child(e, &mut |c| own = own || calls_math(c));
     own
 }
 
