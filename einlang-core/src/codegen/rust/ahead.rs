@@ -22,18 +22,18 @@
 //! its blocks (or rows) in pieces of [`PIECE`] elements, each asking for
 //! the lines a kilobyte ahead of it in every tensor it reads at its own
 //! position and in its own output (`map_ahead`, `row_ahead`; a row's
-//! requests run on into the next row's lines): the loads and the stores' reads of their lines
-//! then overlap the arithmetic instead of adding to it. On the AVX-512
-//! Xeon, into a buffer of 16 Mi `f32` on two threads, `tanh` took 4.1-4.3
-//! ms instead of 6.0-6.1, the logistic function 3.8-4.1 instead of
-//! 5.7-5.9 (onnxruntime 4.3-4.4 and 4.6).
+//! requests run on into the next row's lines): the loads, and the reads
+//! of the lines the stores go to, then overlap the arithmetic instead of
+//! adding to it. On the AVX-512 Xeon, into a buffer of 16 Mi `f32` on two
+//! threads, `tanh` took 3.7-4.2 ms instead of 5.3-6.2, alternated in one
+//! binary (`docs/performance-onnx.md`, session of 2026-12-02 15:46 UTC).
 
 use std::collections::HashSet;
 
 use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 
-use super::{Bug, FnCx};
+use super::{derived, Bug, FnCx};
 use crate::base::scalar::ScalarKind;
 use crate::ir::{visit, Expr, ExprKind, Repr, Stmt, TensorDef, VarId};
 
@@ -166,10 +166,11 @@ impl FnCx<'_> {
         })
     }
 
-    /// A row of a map of two axes (`row`, the definition's row `def.axes[0]`)
-    /// run in pieces that ask ahead, as [`Self::map_ahead`]: `each(at)` is
-    /// the loop over a piece whose first column is `at`. None when the map
-    /// is cheap or reads no row-major matrix at its own position.
+    /// A row of a map of two axes (`row`, the slice of the output's row
+    /// `def.axes[0]`) run in pieces that ask ahead, as [`Self::map_ahead`]:
+    /// `each(at)` is the loop over a piece (the slice `row` shadowed) whose
+    /// first column is `at`. None when the map is cheap or reads no
+    /// row-major matrix at its own position.
     pub(crate) fn row_ahead(
         &mut self,
         def: &TensorDef,
@@ -248,11 +249,9 @@ impl FnCx<'_> {
     }
 
     /// The request of the statement being emitted, taken by the loop
-    /// that makes it: the code before the loop, and a function giving the
-    /// code for a run of `run_bytes` bytes of row (lanes times the
-    /// element's size) at the column `at` (a `usize` expression). Empty
-    /// when there is no request or no tensor it names is a row-major
-    /// matrix here.
+    /// that makes it ([`RowsAhead`]: the code before the loop, and each
+    /// run's). None when there is no request or no tensor it names is a
+    /// row-major matrix here.
     pub(crate) fn take_ahead(&mut self) -> Result<Option<RowsAhead>, Bug> {
         let Some(ahead) = self.ahead.take() else { return Ok(None) };
         let row = self.ident(ahead.row)?;
@@ -269,7 +268,7 @@ impl FnCx<'_> {
         }
         let rt = self.rt.clone();
         let setup = tensors.iter().map(|(t, k)| {
-            let (on, next) = (format_ident!("__ahead_{}", t), format_ident!("__next_{}", t));
+            let (on, next) = (derived("ahead_", t, ""), derived("next_", t, ""));
             let size = super::types::usize_lit(k.size_bytes());
             quote! {
                 let #on: bool = #rt::prefetch::rows_of(#t.shape()[1].saturating_mul(#size));
@@ -295,7 +294,7 @@ impl RowsAhead {
     pub(crate) fn run(&self, at: &TokenStream, lanes: usize) -> TokenStream {
         let rt = &self.rt;
         let code = self.tensors.iter().map(|(t, k)| {
-            let (on, next) = (format_ident!("__ahead_{}", t), format_ident!("__next_{}", t));
+            let (on, next) = (derived("ahead_", t, ""), derived("next_", t, ""));
             let per_line = (64 / k.size_bytes().max(1)).max(1);
             let lines = (0..lanes.div_ceil(per_line)).map(|l| {
                 let col = match l * per_line {
