@@ -10,7 +10,7 @@
 //! kilobytes arrive only as the first pass asks for them. Generated code
 //! (`codegen::rust`, `tensor_with_prelude`) therefore has the second pass
 //! over a row ask for the same line of the next row as it goes: one
-//! [`line`] per run of its lanes, so the requests are spread over the
+//! [`line()`] per run of its lanes, so the requests are spread over the
 //! pass's arithmetic instead of queued at once, and the next row's first
 //! pass finds its lines in the cache.
 //!
