@@ -94,7 +94,7 @@ fn pass_reads(s: &Stmt, row: VarId) -> Vec<VarId> {
     reductions_in(body, &mut inner);
     let mut reads = Vec::new();
     if inner.is_empty() {
-        reads_along(body, row, along, &mut reads);
+        reads_at(body, &[row, along], &mut reads);
     }
     reads
 }
@@ -106,18 +106,6 @@ fn reductions_in<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
         return;
     }
     visit::for_each_child(e, &mut |c| reductions_in(c, out));
-}
-
-/// The tensors read in `e` exactly as `t[row, along]`.
-fn reads_along(e: &Expr, row: VarId, along: VarId, out: &mut Vec<VarId>) {
-    if let ExprKind::Read { tensor, indices, checked: false } = &e.kind {
-        if let [a, b] = indices.as_slice() {
-            if matches!(a.kind, ExprKind::Var(v) if v == row) && matches!(b.kind, ExprKind::Var(v) if v == along) {
-                out.push(*tensor);
-            }
-        }
-    }
-    visit::for_each_child(e, &mut |c| reads_along(c, row, along, out));
 }
 
 /// The tensors read in `e` exactly as `t[at..]` (every index the
@@ -168,18 +156,21 @@ impl FnCx<'_> {
 
     /// A row of a map of two axes (`row`, the slice of the output's row
     /// `def.axes[0]`) run in pieces that ask ahead, as [`Self::map_ahead`]:
-    /// `each(at)` is the loop over a piece (the slice `row` shadowed) whose
-    /// first column is `at`. None when the map is cheap or reads no
-    /// row-major matrix at its own position.
+    /// `each(binding)` is the loop over a piece (the slice `row` shadowed),
+    /// `binding` binding the last axis's index from the position in the
+    /// piece. None when the map is cheap or reads no row-major matrix at
+    /// its own position.
     pub(crate) fn row_ahead(
         &mut self,
         def: &TensorDef,
         row: &Ident,
-        each: impl FnOnce(&mut Self, &TokenStream) -> Result<TokenStream, Bug>,
+        each: impl FnOnce(&TokenStream) -> TokenStream,
     ) -> Result<Option<TokenStream>, Bug> {
         let at = quote!(__at);
+        let Some(last) = def.axes.last() else { return Ok(None) };
         let Some(lines) = self.map_requests(def, &at, row)? else { return Ok(None) };
-        let each = each(self, &at)?;
+        let (_, binding) = self.position(last, |pos| quote!((#at + #pos)))?;
+        let each = each(&binding);
         let piece = super::types::usize_lit(PIECE);
         Ok(Some(quote! {
             for (__piece, #row) in #row.chunks_mut(#piece).enumerate() {

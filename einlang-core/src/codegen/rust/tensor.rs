@@ -729,19 +729,12 @@ impl FnCx<'_> {
                     code
                 }
                 (None, None) if lane_map.is_some() => {
-                    // Bound by its arithmetic: pieces that ask ahead.
-                    let ahead = if rank == 2 && prelude.is_empty() {
-                        self.row_ahead(def, chunk, |cx, at| {
-                            let (_, binding) = cx.position(last, |pos| quote!((#at + #pos)))?;
-                            Ok(lane_map.as_ref().map(|map| map.over(chunk, &pos, &binding, &body)).unwrap_or_default())
-                        })?
-                    } else {
-                        None
+                    let over = |binding: &TokenStream| {
+                        lane_map.as_ref().map(|map| map.over(chunk, &pos, binding, &body)).unwrap_or_default()
                     };
-                    match ahead {
-                        Some(code) => code,
-                        None => lane_map.as_ref().map(|map| map.over(chunk, &pos, &binding, &body)).unwrap_or_default(),
-                    }
+                    // Bound by its arithmetic: pieces that ask ahead.
+                    let ahead = if rank == 2 && prelude.is_empty() { self.row_ahead(def, chunk, over)? } else { None };
+                    ahead.unwrap_or_else(|| over(&binding))
                 }
                 (None, None) => {
                     let generic = quote! {
@@ -763,14 +756,13 @@ impl FnCx<'_> {
                                 // Bound by its arithmetic: pieces that ask
                                 // ahead.
                                 None if rank == 2 && prelude.is_empty() => self
-                                    .row_ahead(def, chunk, |cx, at| {
-                                        let (_, binding) = cx.position(last, |pos| quote!((#at + #pos)))?;
-                                        Ok(quote! {
+                                    .row_ahead(def, chunk, |binding| {
+                                        quote! {
                                             for (#pos, #slot) in #chunk.iter_mut().enumerate() {
                                                 #binding
                                                 #nest
                                             }
-                                        })
+                                        }
                                     })?
                                     .unwrap_or(generic),
                                 None => generic,
