@@ -584,11 +584,17 @@ impl FnCx<'_> {
             (derived("row_", &name, ""), derived("ptr_", &name, ""), derived("len_", &name, ""));
         self.no_move += 1;
         self.preludes.push(prelude.to_vec());
-        // A second pass over the input's rows asks for the next row.
+        // A second pass over the input's rows asks for the next row, and
+        // for the output's row where the prelude does not write it.
         let mut ahead = match def.axes.as_slice() {
             [row, _] => ahead::second_passes(prelude, row.index),
             _ => Vec::new(),
         };
+        if in_place.is_none() {
+            for a in ahead.iter_mut().flatten() {
+                a.out = Some(ahead::OutRow { slice: row.clone(), name: name.clone(), elem: def.elem });
+            }
+        }
         // The prelude is emitted first: the body reads what it defines.
         let prelude_code = prelude
             .iter()
