@@ -30,6 +30,8 @@ fn __matmul_body(
     ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix2>,
     ::einlang::__private::Error,
 > {
+    #[allow(unused_imports)]
+    use ::einlang::__private::vmath::lanes::portable as __simd;
     use ::einlang::__private as __rt;
     use ::einlang::__private::ndarray as __nd;
     let M: i64 = a.shape()[0] as i64;

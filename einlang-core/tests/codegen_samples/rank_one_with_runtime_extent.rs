@@ -30,6 +30,8 @@ fn __conv1d_body(
     ::einlang::__private::ndarray::Array<f32, ::einlang::__private::ndarray::Ix1>,
     ::einlang::__private::Error,
 > {
+    #[allow(unused_imports)]
+    use ::einlang::__private::vmath::lanes::portable as __simd;
     use ::einlang::__private as __rt;
     use ::einlang::__private::ndarray as __nd;
     let N: i64 = x.shape()[0] as i64;
@@ -71,7 +73,7 @@ fn __conv1d_body(
                             += unsafe { *x.as_ptr().add(t.wrapping_add(r) as usize) }
                                 * unsafe { *w.as_ptr().add(r as usize) };
                     }
-                    let mut __sum_r: f32 = __rt::vmath::lanes::sum16(__lanes_r)
+                    let mut __sum_r: f32 = unsafe { __simd::sum16_f32(__lanes_r) }
                         + __tail_r;
                     __sum_r
                 });

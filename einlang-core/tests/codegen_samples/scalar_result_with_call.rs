@@ -25,6 +25,8 @@ pub fn sum_sq<'__a0>(
             ::einlang::__private::ndarray::Ix1,
         >,
     ) -> ::core::result::Result<f32, ::einlang::__private::Error> {
+        #[allow(unused_imports)]
+        use ::einlang::__private::vmath::lanes::portable as __simd;
         use ::einlang::__private as __rt;
         use ::einlang::__private::ndarray as __nd;
         let N: i64 = x.shape()[0] as i64;
@@ -52,7 +54,7 @@ pub fn sum_sq<'__a0>(
                         for i in __base_i..__end_i {
                             __tail_i += (unsafe { *x.as_ptr().add(i as usize) }).powi(2);
                         }
-                        let mut __sum_i: f32 = __rt::vmath::lanes::sum16(__lanes_i)
+                        let mut __sum_i: f32 = unsafe { __simd::sum16_f32(__lanes_i) }
                             + __tail_i;
                         __sum_i
                     })

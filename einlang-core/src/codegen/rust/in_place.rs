@@ -56,7 +56,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::expr::{exp_f32_argument, exp_lanes, in_lanes, sum_of_lanes, LANES};
+use super::expr::{exp_f32_argument, exp_lanes, in_lanes, LANES};
 use super::{types, Bug, FnCx, Ownership};
 use crate::base::ops::{BinOp, RedOp};
 use crate::base::scalar::ScalarKind;
@@ -178,7 +178,7 @@ impl FnCx<'_> {
             Some(s) => {
                 let s = self.ident(s)?;
                 let (n, zero) = (types::usize_lit(LANES), types::zero(e.elem));
-                let combined = sum_of_lanes(&quote!(__lanes));
+                let combined = self.sum_of_lanes(&quote!(__lanes), e.elem);
                 // A run of lanes computes its values before it stores any,
                 // so that the reads can be vectorized ahead of the writes.
                 // An `f32` exponential takes the run's arguments at once,
@@ -393,6 +393,7 @@ impl FnCx<'_> {
     /// the sum at position `flat` of the sums through `sums` (a
     /// `Sync` wrapper of the pointer).
     pub(crate) fn sum_written_row(
+        &mut self,
         elem: crate::base::scalar::ScalarKind,
         chunk: &Ident,
         sums: &Ident,
@@ -400,7 +401,7 @@ impl FnCx<'_> {
     ) -> TokenStream {
         let t = types::scalar(elem);
         let (n, zero) = (types::usize_lit(LANES), types::zero(elem));
-        let combined = sum_of_lanes(&quote!(__lanes));
+        let combined = self.sum_of_lanes(&quote!(__lanes), elem);
         quote! {
             {
                 // SAFETY: the loop above wrote every element of the row.

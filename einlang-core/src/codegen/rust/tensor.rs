@@ -787,7 +787,7 @@ impl FnCx<'_> {
                     let a = types::usize_lit(a);
                     flat = quote!((#flat) * #shape_var[#a] + #p);
                 }
-                let code = Self::sum_written_row(def.elem, chunk, &sums_ptr, &flat);
+                let code = self.sum_written_row(def.elem, chunk, &sums_ptr, &flat);
                 nest = quote!(#nest #code);
             }
             // Middle axes, inside out: chunks of the enclosing chunk.
