@@ -16,70 +16,90 @@ use rayon::prelude::*;
 use super::{available_threads, corners, covers, extents, matmul_with, Error};
 
 /// The softmax row of generated code over `row`, in place: the maximum
-/// in sixteen lanes over whole runs of sixteen and a tail, folded in lane
-/// order; each value `v` becomes `exp(v - max)` (`arith::exp_f32`); the
-/// sum of the new values in sixteen lanes and a tail, the lanes added up
-/// halving (`vmath::lanes::sum16`) then the tail, is returned. The same
-/// steps, in the same order, as a row definition `e[i, j] = exp(s[i, j] -
-/// m)` after `let m = max[j](s[i, j])` with its row sum
-/// (`codegen/rust/in_place.rs`), so the same bits.
-/// With `AVX512` (in code compiled for it), the exponentials of each run
-/// of sixteen through `vmath::lanes::avx512` (the same bits).
+/// (the lanes of `vmath::lanes`' `ExtremumF32` over runs of sixty-four and of
+/// sixteen, then the tail); each value `v` becomes `exp(v - max)`
+/// (`arith::exp_f32`); the sum of the new values in sixteen lanes and a
+/// tail, the lanes added up halving (`vmath::lanes::sum16`, or its AVX-512
+/// form: the same bits) then the tail, is returned. The same steps as a
+/// row definition `e[i, j] = exp(s[i, j] - m)` after `let m = max[j](s[i,
+/// j])` with its row sum (`codegen/rust/in_place.rs`), so the same bits:
+/// the exponentials of arguments at most 0 or NaN through the function
+/// without the upper clamp (`exp_f32_nonpositive`, the same bits there),
+/// each run stored and added to the sums as it is computed (the lanes'
+/// sums and the tail's add the same values in the same order as a pass of
+/// their own would). With `AVX512` (in code compiled for it), the
+/// exponentials of each run of sixteen through `vmath::lanes::avx512`.
 #[inline(always)]
 pub(crate) fn softmax_row<const AVX512: bool>(row: &mut [f32]) -> f32 {
-    let mut lanes = [f32::NEG_INFINITY; 16];
-    let mut tail = f32::NEG_INFINITY;
-    let mut runs = row.chunks_exact(16);
-    for run in &mut runs {
-        for (l, v) in lanes.iter_mut().zip(run) {
-            if *v > *l {
-                *l = *v;
+    // The maximum in `ExtremumF32`'s sixty-four lanes, as generated code
+    // keeps it: runs of sixty-four, then of sixteen, then the tail.
+    macro_rules! row_max {
+        ($extremum:ty) => {{
+            let mut lanes = <$extremum>::new();
+            let mut runs = row.chunks_exact(64);
+            for run in &mut runs {
+                if let Ok(run) = <&[f32; 64]>::try_from(run) {
+                    lanes.step64(*run);
+                }
             }
+            let mut rest = runs.remainder().chunks_exact(16);
+            for run in &mut rest {
+                if let Ok(run) = <&[f32; 16]>::try_from(run) {
+                    lanes.step16(*run);
+                }
+            }
+            let mut tail = f32::NEG_INFINITY;
+            for v in rest.remainder() {
+                if *v > tail {
+                    tail = *v;
+                }
+            }
+            lanes.finish(tail)
+        }};
+    }
+    // SAFETY: `AVX512` only where the code is compiled for AVX-512F (the
+    // caller's promise); the portable form needs nothing.
+    let max = unsafe {
+        if AVX512 {
+            row_max!(crate::vmath::lanes::avx512::ExtremumF32<true>)
+        } else {
+            row_max!(crate::vmath::lanes::portable::ExtremumF32<true>)
         }
-    }
-    for v in runs.remainder() {
-        if *v > tail {
-            tail = *v;
-        }
-    }
-    let mut max = lanes[0];
-    for l in &lanes[1..] {
-        if *l > max {
-            max = *l;
-        }
-    }
-    if tail > max {
-        max = tail;
-    }
+    };
+    let mut sums = [0.0f32; 16];
     let mut runs = row.chunks_exact_mut(16);
     for run in &mut runs {
+        let Ok(run) = <&mut [f32; 16]>::try_from(run) else { continue };
         let args: [f32; 16] = std::array::from_fn(|l| run[l] - max);
         // SAFETY: `AVX512` only where the code is compiled for AVX-512F
-        // (the caller's promise); the portable form needs nothing.
+        // (the caller's promise); the portable form needs nothing. Every
+        // argument is at most 0 (`max` is the row's largest value) or NaN.
         let e = unsafe {
             if AVX512 {
-                crate::vmath::lanes::avx512::exp_f32(args)
+                crate::vmath::lanes::avx512::exp_f32_nonpositive(args)
             } else {
-                crate::vmath::lanes::portable::exp_f32(args)
+                crate::vmath::lanes::portable::exp_f32_nonpositive(args)
             }
         };
-        run.copy_from_slice(&e);
-    }
-    for v in runs.into_remainder() {
-        *v = crate::arith::exp_f32(*v - max);
-    }
-    let mut lanes = [0.0f32; 16];
-    let mut tail = 0.0f32;
-    let mut runs = row.chunks_exact(16);
-    for run in &mut runs {
-        for (l, v) in lanes.iter_mut().zip(run) {
-            *l += *v;
+        *run = e;
+        for (s, e) in sums.iter_mut().zip(e) {
+            *s += e;
         }
     }
-    for v in runs.remainder() {
-        tail += *v;
+    let mut rest = 0.0f32;
+    for v in runs.into_remainder() {
+        *v = crate::arith::exp_f32(*v - max);
+        rest += *v;
     }
-    crate::vmath::lanes::sum16(lanes) + tail
+    // SAFETY: as for the exponentials.
+    let total = unsafe {
+        if AVX512 {
+            crate::vmath::lanes::avx512::sum16_f32(sums)
+        } else {
+            crate::vmath::lanes::portable::sum16_f32(sums)
+        }
+    };
+    total + rest
 }
 
 /// `softmax_row` over each row of `len` values of `e` (row-major), its
