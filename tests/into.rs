@@ -4,7 +4,7 @@
 mod common;
 
 use einlang::einlang;
-use einlang::ndarray::{Array1, Array2, Array3, ArrayD, IxDyn, ShapeBuilder};
+use einlang::ndarray::{Array1, Array2, Array3, Array4, ArrayD, IxDyn, ShapeBuilder};
 use einlang::Error;
 
 einlang! {
@@ -95,6 +95,23 @@ einlang! {
 
     pub fn through_product(a: [f64; M, K], b: [f64; K, N]) -> [f64; M, N] {
         matmul(a, b)
+    }
+
+    /// A batch of products, and one scaled (attention's scores).
+    pub fn bmm(a: [f32; B, M, K], b: [f32; B, K, N]) -> [f32; B, M, N] {
+        let c[p, i, j] = sum[k](a[p, i, k] * b[p, k, j]);
+        c
+    }
+
+    pub fn scores(q: [f32; B, M, D], k: [f32; B, N, D]) -> [f32; B, M, N] {
+        let s[p, i, j] = sum[d](q[p, i, d] * k[p, j, d]) * 0.125;
+        s
+    }
+
+    /// A 1x1 convolution: a batch of products seen as `[n, o, h, w]`.
+    pub fn conv1x1(x: [f32; N, C, H, W], k: [f32; O, C]) -> [f32; N, O, H, W] {
+        let y[n, o, h, w] = sum[c](k[o, c] * x[n, c, h, w]);
+        y
     }
 
     mod nn {
@@ -188,6 +205,74 @@ fn products_and_returned_parameters_are_copied_in() -> Result<(), Error> {
     for ((i, j, kk), v) in o.indexed_iter() {
         assert_eq!(*v, ai[i] * bj[j] + ck[kk]);
     }
+    Ok(())
+}
+
+/// Batched products and a 1x1 convolution written into the buffer (the
+/// product's own kernels write into it: no fresh product copied in), into
+/// a buffer of other strides (copied in), on odd shapes and on shapes our
+/// packed kernels take, on one to three threads: against `f64` loops.
+#[test]
+fn batched_products_and_pointwise_convolutions_fill_the_buffer() -> Result<(), Error> {
+    let value = |seed: usize, i: usize| ((i * 7919 + seed * 104_729) % 211) as f32 / 105.5 - 1.0;
+    let near = |got: f32, want: f64, terms: usize| {
+        (f64::from(got) - want).abs() <= 1e-5 * (terms as f64).sqrt() * (1.0 + want.abs())
+    };
+    for threads in 1..=3 {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| -> Result<(), Error> {
+            for [bt, m, k, n] in [[3, 7, 5, 13], [2, 64, 48, 80], [1, 1, 1, 1], [4, 33, 1, 40], [2, 0, 3, 4]] {
+                let a = Array3::from_shape_fn((bt, m, k), |(p, i, j)| value(1, (p * m + i) * k + j));
+                let b = Array3::from_shape_fn((bt, k, n), |(p, i, j)| value(2, (p * k + i) * n + j));
+                let want = |p: usize, i: usize, j: usize| {
+                    (0..k).map(|q| f64::from(a[[p, i, q]]) * f64::from(b[[p, q, j]])).sum::<f64>()
+                };
+                let mut out = Array3::<f32>::from_elem((bt, m, n), f32::NAN);
+                bmm_into(&a, &b, &mut out)?;
+                let mut other = Array3::<f32>::from_elem((bt, m, n).f(), f32::NAN);
+                bmm_into(&a, &b, &mut other)?;
+                for ((p, i, j), v) in out.indexed_iter() {
+                    assert!(near(*v, want(p, i, j), k), "{bt}x{m}x{k}x{n} ({p}, {i}, {j}) on {threads}: {v}");
+                    assert_eq!(v.to_bits(), other[[p, i, j]].to_bits());
+                }
+                // `k` as keys by features: `q k^T / 8`.
+                let kk = Array3::from_shape_fn((bt, n, k), |(p, i, j)| value(3, (p * n + i) * k + j));
+                let mut s = Array3::<f32>::from_elem((bt, m, n), f32::NAN);
+                scores_into(&a, &kk, &mut s)?;
+                for ((p, i, j), v) in s.indexed_iter() {
+                    let w = (0..k).map(|q| f64::from(a[[p, i, q]]) * f64::from(kk[[p, j, q]])).sum::<f64>() * 0.125;
+                    assert!(near(*v, w, k), "scores ({p}, {i}, {j}): {v} against {w}");
+                }
+            }
+            for [nb, c, h, w, o] in [[2, 5, 3, 7, 11], [2, 32, 9, 9, 40], [1, 1, 1, 1, 1]] {
+                let x = Array4::from_shape_fn((nb, c, h, w), |(p, q, i, j)| value(4, ((p * c + q) * h + i) * w + j));
+                let kern = Array2::from_shape_fn((o, c), |(i, j)| value(5, i * c + j));
+                let mut y = Array4::<f32>::from_elem((nb, o, h, w), f32::NAN);
+                conv1x1_into(&x, &kern, &mut y)?;
+                let mut other = Array4::<f32>::from_elem((nb, o, h, w).f(), f32::NAN);
+                conv1x1_into(&x, &kern, &mut other)?;
+                for ((p, q, i, j), v) in y.indexed_iter() {
+                    let want = (0..c).map(|r| f64::from(kern[[q, r]]) * f64::from(x[[p, r, i, j]])).sum::<f64>();
+                    assert!(near(*v, want, c), "conv ({p}, {q}, {i}, {j}) on {threads}: {v} against {want}");
+                    assert_eq!(v.to_bits(), other[[p, q, i, j]].to_bits());
+                }
+            }
+            Ok(())
+        })?;
+    }
+    // A buffer of the wrong shape: an error naming it, nothing written.
+    let x = Array4::<f32>::ones((2, 3, 4, 5));
+    let kern = Array2::<f32>::ones((6, 3));
+    let mut wrong = Array4::<f32>::from_elem((2, 6, 4, 4), 9.0);
+    assert!(
+        matches!(conv1x1_into(&x, &kern, &mut wrong), Err(Error::Shape { ref param, axis: 3, .. }) if param == "out")
+    );
+    assert!(wrong.iter().all(|&v| v == 9.0));
+    let mut short = Array3::<f32>::from_elem((2, 3, 3), 9.0);
+    let a = Array3::<f32>::ones((2, 3, 5));
+    let b = Array3::<f32>::ones((2, 5, 4));
+    assert!(matches!(bmm_into(&a, &b, &mut short), Err(Error::Shape { ref param, axis: 2, .. }) if param == "out"));
+    assert!(short.iter().all(|&v| v == 9.0));
     Ok(())
 }
 

@@ -26,7 +26,9 @@
 
 use std::mem::MaybeUninit;
 
-use ndarray::{Array, Array2, ArrayView, ArrayView2, ArrayViewMut, Dimension, IntoDimension, Ix2, LinalgScalar};
+use ndarray::{
+    Array, Array2, Array3, ArrayView, ArrayView2, ArrayViewMut, Dimension, IntoDimension, Ix2, Ix3, LinalgScalar,
+};
 use rayon::prelude::*;
 
 use crate::par::{check_size, fill_slice, fill_slice_uninit, parallel_work};
@@ -389,6 +391,40 @@ where
     match scale {
         Some(s) => crate::gemm::matmul_scaled(function, m, n, k, a, b, s),
         None => crate::gemm::matmul(function, m, n, k, a, b),
+    }
+}
+
+/// [`crate::gemm::batched_matmul`] (each element times `scale` when there
+/// is one, as [`crate::gemm::batched_matmul_scaled`]) into `out`'s view
+/// when it has one in standard layout: a `NAME_into` whose result is the
+/// batch of products, or a reshape of it (a 1x1 convolution's `[n, o, h,
+/// w]` seen as `[n, o, h * w]`), gets no copy of a fresh product.
+#[allow(clippy::too_many_arguments)]
+pub fn batched_product_into<'a, 'b, T>(
+    function: &str,
+    batch: i64,
+    m: i64,
+    n: i64,
+    k: i64,
+    a: impl Into<crate::gemm::Batched<'a, T>>,
+    b: impl Into<crate::gemm::Batched<'b, T>>,
+    scale: Option<T>,
+    out: &mut Out<'_, T, Ix3>,
+) -> Result<Array3<T>, Error>
+where
+    T: LinalgScalar + Copy + Send + Sync + 'static,
+{
+    let (a, b) = (a.into(), b.into());
+    // (Negative extents are the product's own error.)
+    if let (Ok(count), Ok(rows), Ok(cols)) = (usize::try_from(batch), usize::try_from(m), usize::try_from(n)) {
+        if let Some(elems) = out.target_uninit(function, &Ix3(count, rows, cols))? {
+            crate::gemm::batched_into_with(function, [batch, m, n, k], a, b, scale, elems)?;
+            return out.written(function, 3);
+        }
+    }
+    match scale {
+        Some(s) => crate::gemm::batched_matmul_scaled(function, batch, m, n, k, a, b, s),
+        None => crate::gemm::batched_matmul(function, batch, m, n, k, a, b),
     }
 }
 

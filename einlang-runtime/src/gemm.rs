@@ -973,6 +973,34 @@ fn batched_with<T>(
 where
     T: LinalgScalar + Send + Sync + 'static,
 {
+    let [rows, cols, count] = extents(function, [m, n, batch])?;
+    let mut out = crate::pool::try_uninit::<T, _>(function, "", ndarray::Ix3(count, rows, cols))?;
+    let slots = out.as_slice_mut().ok_or_else(|| Error::Extent {
+        function: function.to_string(),
+        message: "a fresh product array is not contiguous".to_string(),
+    })?;
+    batched_into_with(function, [batch, m, n, k], a, b, scale, slots)?;
+    // SAFETY: `batched_into_with` returned `Ok`: it wrote every element.
+    Ok(unsafe { out.assume_init() })
+}
+
+/// Batched product (as [`batched_matmul`], each element times `scale`
+/// when there is one) written row-major into `out`, which holds exactly
+/// `batch x m x n` elements, possibly uninitialized: the caller's buffer
+/// of a `NAME_into` call, or a fresh array. Every element is written when
+/// it returns `Ok`; on an error (fewer batches than `batch`, operands
+/// smaller than the extents, an `out` of another length) nothing is.
+pub(crate) fn batched_into_with<T>(
+    function: &str,
+    [batch, m, n, k]: [i64; 4],
+    a: Batched<'_, T>,
+    b: Batched<'_, T>,
+    scale: Option<T>,
+    out: &mut [std::mem::MaybeUninit<T>],
+) -> Result<(), Error>
+where
+    T: LinalgScalar + Send + Sync + 'static,
+{
     let [batch, m, n, k] = extents(function, [batch, m, n, k])?;
     if a.batches().is_some_and(|x| x < batch) || b.batches().is_some_and(|x| x < batch) {
         return Err(Error::Extent {
@@ -984,7 +1012,12 @@ where
         covers(function, &a.at(p), m, k)?;
         covers(function, &b.at(p), k, n)?;
     }
-    let mut out = crate::pool::try_uninit::<T, _>(function, "", ndarray::Ix3(batch, m, n))?;
+    if batch.checked_mul(m).and_then(|x| x.checked_mul(n)) != Some(out.len()) {
+        return Err(Error::Extent {
+            function: function.to_string(),
+            message: format!("a batch of {batch} {m}x{n} products written into {} elements", out.len()),
+        });
+    }
     let base = Out { ptr: out.as_mut_ptr().cast::<T>(), rs: n as isize, cs: 1 };
     // Batches in parallel, each product on one thread (or, with a single
     // batch, on all of them); each product split into blocks of rows when
@@ -1001,12 +1034,10 @@ where
         }
         let (ap, bp) = (a.at(p), b.at(p));
         let o = unsafe { base.from((p * m * n + lo * n) as isize) };
-        // SAFETY: rows lo..hi of batch p's m x n block of the fresh array
-        // (no other task's), written whole when it returns `Ok`.
+        // SAFETY: rows lo..hi of batch p's m x n block of `out` (no other
+        // task's), written whole when it returns `Ok`.
         unsafe { product_into(function, ap.slice(s![lo..hi, ..k]), bp.slice(s![..k, ..n]), o, threads, scale) }
-    })?;
-    // SAFETY: every batch's block was written (every product returned `Ok`).
-    Ok(unsafe { out.assume_init() })
+    })
 }
 
 #[cfg(test)]

@@ -635,7 +635,7 @@ impl<'a> FnCx<'a> {
                 // A definition split into rows computed apart (a sharded
                 // one's interior and edges, `opt::shard`).
                 Stmt::Recurrence(r) => r.var == v && r.seq.is_empty() && r.window.is_none(),
-                Stmt::Gemm(g) => g.out == v && g.batch.is_none(),
+                Stmt::Gemm(g) => g.out == v,
                 Stmt::Conv(c) => c.out == v && c.reference.axes.len() == 4 && c.otherwise.is_none(),
                 _ => false,
             });
@@ -1003,6 +1003,7 @@ impl<'a> FnCx<'a> {
         let defined = match s {
             Stmt::Tensor(def) => Some(def.var),
             Stmt::Rows(rows) => Some(rows.def.var),
+            Stmt::Gemm(g) => Some(g.out),
             _ => None,
         };
         let reshaped = self.out_reshapes.values().find(|r| Some(r.source) == defined).cloned();
@@ -1290,17 +1291,21 @@ struct ReshapedOut {
     dims: Vec<Dim>,
 }
 
-/// The definition (a fill or rows) in `stmts` whose reshape is `v`, with
-/// its extents and `v`'s.
+/// The definition (a fill, rows, or a product: a 1x1 convolution's batch
+/// of products seen as `[n, o, h, w]`) in `stmts` whose reshape is `v`,
+/// with its extents and `v`'s.
 fn reshaped_definition(stmts: &[Stmt], v: VarId) -> Option<(VarId, Vec<Dim>, Vec<Dim>)> {
     let (source, dims) = stmts.iter().find_map(|s| match s {
         Stmt::Reshape { var, source, dims, .. } if *var == v => Some((*source, dims.clone())),
         _ => None,
     })?;
-    let def = stmts.iter().find_map(|s| match s {
-        Stmt::Tensor(d) if d.var == source => Some(d),
-        Stmt::Rows(r) if r.def.var == source => Some(&r.def),
+    let extents = stmts.iter().find_map(|s| match s {
+        Stmt::Tensor(d) if d.var == source => Some(d.axes.iter().map(|a| a.extent.clone()).collect()),
+        Stmt::Rows(r) if r.def.var == source => Some(r.def.axes.iter().map(|a| a.extent.clone()).collect()),
+        Stmt::Gemm(g) if g.out == source && g.slice.is_none() => {
+            Some(g.batch.iter().cloned().chain([g.m.clone(), g.n.clone()]).collect())
+        }
         _ => None,
     })?;
-    Some((source, def.axes.iter().map(|a| a.extent.clone()).collect(), dims))
+    Some((source, extents, dims))
 }

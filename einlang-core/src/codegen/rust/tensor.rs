@@ -64,7 +64,15 @@ impl FnCx<'_> {
             (None, None, None) => quote!(#rt::gemm::matmul(#fname, #m, #n, #k, #a, #b)),
             (None, None, Some(s)) => quote!(#rt::gemm::matmul_scaled(#fname, #m, #n, #k, #a, #b, #s)),
             // An operand with two axes is one matrix shared by every batch.
-            (Some(batch), _, scale) => {
+            (Some(batch), Some(dest), scale) => {
+                let batch = self.dim(batch)?;
+                let scale = match scale {
+                    Some(s) => quote!(::core::option::Option::Some(#s)),
+                    None => quote!(::core::option::Option::None),
+                };
+                quote!(#rt::dest::batched_product_into(#fname, #batch, #m, #n, #k, #a, #b, #scale, &mut *#dest))
+            }
+            (Some(batch), None, scale) => {
                 let batch = self.dim(batch)?;
                 match scale {
                     None => quote!(#rt::gemm::batched_matmul(#fname, #batch, #m, #n, #k, #a, #b)),
